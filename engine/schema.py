@@ -1,0 +1,86 @@
+"""The tables that flow between voirdire's stages, as Arrow schemas.
+
+Data flows one way (``../shared/DESIGN.md``)::
+
+    instances -> work units -> raw outputs (Parquet, append-only) -> judgments -> metrics
+
+Every stage reads the previous stage's table and writes its own. The column lists below are
+the contract between the rooms: ``engine`` writes ``UNIT_SCHEMA`` and ``RAW_SCHEMA``,
+verdict extraction turns raw rows into ``JUDGMENT_SCHEMA`` rows, and ``analysis`` reads
+judgments only.
+
+Conventions
+-----------
+- Slots are named by position letters: ``A`` = first slot shown, ``B`` = second, ...; in
+  pairwise three-option mode the tie letter is ``C`` (the letter after the last slot).
+- ``candidates`` is the instance's canonical candidate list. Pairwise:
+  ``[candidate, reference]``. ``shown`` lists the same models in the order of the slots of
+  this permutation. ``permutation`` is the index of that order in the permutation scheme
+  (pairwise ``both``: 0 = canonical order, 1 = swapped).
+- ``repetition`` is 1-based.
+- Lengths are in characters (``*_chars``); token counts, when known, in tokens.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+#: One row per query (judge, instance, permutation, repetition): a work unit.
+UNIT_SCHEMA = pa.schema(
+    [
+        pa.field("unit_id", pa.string(), nullable=False),  # stable content hash, 32 hex chars
+        pa.field("query_id", pa.string(), nullable=False),  # judge-independent: bench+question+shown+option_mode
+        pa.field("judge", pa.string(), nullable=False),  # the judge's label in the job
+        pa.field("benchmark", pa.string(), nullable=False),  # "MTBench" | "DevBench" | ...
+        pa.field("question_id", pa.string(), nullable=False),
+        pa.field("task", pa.string(), nullable=False),
+        pa.field("instance_id", pa.string(), nullable=False),  # question_id + ";" + ";".join(candidates)
+        pa.field("candidate", pa.string()),  # pairwise: the model compared with the reference; list-wise: null
+        pa.field("reference", pa.string()),  # pairwise: the reference model; list-wise: null
+        pa.field("candidates", pa.list_(pa.string()), nullable=False),
+        pa.field("shown", pa.list_(pa.string()), nullable=False),
+        pa.field("permutation", pa.int32(), nullable=False),
+        pa.field("repetition", pa.int32(), nullable=False),
+        pa.field("mode", pa.string(), nullable=False),  # "pairwise" | "listwise"
+        pa.field("option_mode", pa.int32(), nullable=False),  # number of options offered (2, 3, p, p+1)
+        pa.field("input_chars", pa.int64(), nullable=False),  # question(s), summed over turns
+        pa.field("output_chars", pa.int64(), nullable=False),  # the shown answers, summed over turns
+        pa.field("prompt_chars", pa.int64(), nullable=False),  # the full prompt sent to the judge
+    ]
+)
+
+#: What a judge returned for one unit (appended to ``raw/`` as batches finish).
+RESULT_FIELDS = [
+    pa.field("output", pa.string()),  # the judge's full text; null when the call failed
+    pa.field("failure", pa.string()),  # failure class, null on success (see judges.base.FailureClass)
+    pa.field("failure_message", pa.string()),
+    pa.field("choice", pa.string()),  # set by backends that decide the verdict themselves (structured/logprobs)
+    pa.field("option_probs", pa.map_(pa.string(), pa.float64())),  # letter -> probability (logprob mode)
+    pa.field("verdict_mode", pa.string()),  # "free" | "structured" | "logprobs" | "replay"
+    pa.field("latency_s", pa.float64()),  # seconds
+    pa.field("input_tokens", pa.int64()),
+    pa.field("output_tokens", pa.int64()),
+    pa.field("cost_usd", pa.float64()),  # USD
+    pa.field("cached", pa.bool_()),  # answered from the response cache
+    pa.field("finished_at", pa.timestamp("us", tz="UTC")),
+]
+
+RAW_SCHEMA = pa.schema(list(UNIT_SCHEMA) + RESULT_FIELDS)
+
+#: Raw rows after verdict extraction: what analysis reads.
+JUDGMENT_FIELDS = [
+    pa.field("extracted", pa.string()),  # the extracted letter ("A".."H"), null when failed
+    pa.field("chosen", pa.string()),  # model in the chosen slot; null for tie, failure or a letter outside the slots
+    pa.field("tie", pa.bool_()),  # the extracted letter is the tie option
+    pa.field("failed", pa.bool_()),  # no verdict: the call failed or nothing could be extracted
+]
+
+JUDGMENT_SCHEMA = pa.schema(list(RAW_SCHEMA) + JUDGMENT_FIELDS)
+
+UNIT_COLUMNS = UNIT_SCHEMA.names
+RESULT_COLUMNS = [f.name for f in RESULT_FIELDS]
+
+
+def letters(n: int) -> str:
+    """The first ``n`` position letters: ``letters(3) == "ABC"``."""
+    return "ABCDEFGHIJ"[:n]

@@ -1,0 +1,261 @@
+"""The judge interface: a batch of queries in, raw outputs or recorded failures out.
+
+Every backend (replay, OpenAI, Anthropic, OpenAI-compatible, vLLM, simulated) implements
+:class:`JudgeBackend`. The scheduler hosts each backend instance inside a Ray actor
+(:mod:`voirdire.engine.worker`) and calls :meth:`JudgeBackend.judge` with batches. A backend
+never raises for a single query: a query that cannot be answered comes back as a
+:class:`Result` with ``failure`` set to a :class:`FailureClass` value and a message. An
+exception out of ``judge`` means the whole batch failed (the scheduler retries it on
+another attempt, then records every unit of it as failed).
+
+Backends register by name with :func:`register`; a job names them by that name, or by an
+import path ``"module.path:ClassName"`` for a user's own backend.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ConfigError(ValueError):
+    """A job, judge or benchmark setting is invalid; raised before any query is sent."""
+
+
+class FailureClass(str, Enum):
+    """Why a query has no output. Stored as the ``failure`` column of raw outputs."""
+
+    MISSING = "missing"  # replay: the release has no recorded output for this query
+    RATE_LIMITED = "rate_limited"
+    SERVER_ERROR = "server_error"
+    TIMEOUT = "timeout"
+    REFUSED = "refused"  # authentication/permission/bad request refused by the provider
+    CONTEXT_TOO_LONG = "context_too_long"
+    CONTENT_FILTERED = "content_filtered"
+    MALFORMED_RESPONSE = "malformed_response"
+    ACTOR_CRASHED = "actor_crashed"  # the judge's worker died on every attempt
+    ERROR = "error"  # anything else
+
+
+class Sampling(BaseModel):
+    """Sampling settings shared by a job's judges (a judge may override them).
+
+    ``temperature`` is the softmax temperature, ``max_tokens`` the cap on generated tokens,
+    ``seed`` the provider's sampling seed where supported.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int | None = None
+    top_p: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One query sent to a judge.
+
+    ``prompt`` is the full judge prompt (sent as one user message, as the release did), or
+    ``None`` for backends with ``needs_prompt = False``. ``shown`` lists the models in slot
+    order; ``option_mode`` the number of options (letters) offered; ``repetition`` is
+    1-based. ``query_id`` is equal for all repetitions of the same prompt, so a backend may
+    answer them together (``n`` samples in one request).
+    """
+
+    unit_id: str
+    query_id: str
+    benchmark: str
+    question_id: str
+    shown: tuple[str, ...]
+    repetition: int
+    option_mode: int
+    mode: str = "pairwise"
+    prompt: str | None = None
+
+
+@dataclass(slots=True)
+class Result:
+    """What a judge returned for one query.
+
+    Exactly one of ``output`` and ``failure`` is set, except for backends that decide the
+    verdict themselves (structured or log-probability modes), which may set ``choice``
+    (a position letter) and ``option_probs`` (letter -> probability) next to ``output``.
+    Units: ``latency_s`` seconds, tokens as counted by the provider, ``cost_usd`` USD.
+    """
+
+    unit_id: str
+    output: str | None = None
+    failure: str | None = None
+    failure_message: str | None = None
+    choice: str | None = None
+    option_probs: dict[str, float] | None = None
+    verdict_mode: str = "free"
+    latency_s: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    cached: bool = False
+
+    @classmethod
+    def failed(cls, unit_id: str, failure: FailureClass | str, message: str, **kw: Any) -> "Result":
+        """A recorded failure with its class and a human-readable reason."""
+        return cls(unit_id=unit_id, failure=FailureClass(failure).value, failure_message=message, **kw)
+
+    def as_row(self) -> dict[str, Any]:
+        """The result as a dict keyed by :data:`voirdire.engine.schema.RESULT_COLUMNS`."""
+        return {
+            "unit_id": self.unit_id,
+            "output": self.output,
+            "failure": self.failure,
+            "failure_message": self.failure_message,
+            "choice": self.choice,
+            "option_probs": self.option_probs,
+            "verdict_mode": self.verdict_mode,
+            "latency_s": self.latency_s,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "cached": self.cached,
+        }
+
+
+class JudgeSettings(BaseModel):
+    """Base of every backend's settings model (unknown keys are errors)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class JudgeContext:
+    """What a backend may need to know about the job it serves.
+
+    ``data_dir`` is the benchmark data location (a directory), ``benchmark`` the benchmark's
+    name as in the units (``"MTBench"``), ``output_dir`` the job's output directory (for
+    caches), ``sampling`` the effective sampling settings for this judge.
+    """
+
+    judge: str
+    benchmark: str
+    data_dir: str | None
+    output_dir: str | None
+    sampling: Sampling = field(default_factory=Sampling)
+
+
+class JudgeBackend(abc.ABC):
+    """A judge backend. Subclasses set ``name``, ``Settings`` and implement ``judge``.
+
+    Class attributes:
+        name: registry name used in job files (``backend = "replay"``).
+        Settings: the pydantic model validating the judge's backend-specific keys.
+        needs_prompt: whether queries must carry the prompt text (replay does not).
+        resources: Ray resources for each worker actor (``{"num_cpus": 1, "num_gpus": 0}``).
+        concurrency: batches one worker may have in flight at once.
+    """
+
+    name: ClassVar[str]
+    Settings: ClassVar[type[JudgeSettings]] = JudgeSettings
+    needs_prompt: ClassVar[bool] = True
+
+    def __init__(self, settings: JudgeSettings, context: JudgeContext) -> None:
+        self.settings = settings
+        self.context = context
+
+    @classmethod
+    def identity(cls, settings: JudgeSettings, sampling: Sampling) -> dict[str, Any]:
+        """What makes this judge's answers what they are: enters every unit id.
+
+        The default is the backend name, every setting except those listed in
+        ``identity_exclude`` (connection details, concurrency), and the sampling settings.
+        """
+        data = settings.model_dump(mode="json", exclude=set(getattr(cls, "identity_exclude", ())))
+        return {"backend": cls.name, "settings": data, "sampling": sampling.model_dump(mode="json")}
+
+    @classmethod
+    def preflight(cls, settings: JudgeSettings, context: JudgeContext) -> None:
+        """Checks run in the driver before anything is sent (keys present, files there).
+
+        Raises:
+            ConfigError: naming the judge and what is missing.
+        """
+
+    @classmethod
+    def worker_options(cls, settings: JudgeSettings) -> dict[str, Any]:
+        """Ray actor options for one worker (``num_cpus``, ``num_gpus``, ``resources``...)."""
+        return {"num_cpus": 0.5}
+
+    @classmethod
+    def workers(cls, settings: JudgeSettings) -> int:
+        """How many worker actors the judge's pool has."""
+        return int(getattr(settings, "workers", 1) or 1)
+
+    @classmethod
+    def concurrency(cls, settings: JudgeSettings) -> int:
+        """How many batches one worker may have in flight at once."""
+        return int(getattr(settings, "concurrency", 2) or 2)
+
+    @abc.abstractmethod
+    async def judge(self, queries: list[Query]) -> list[Result]:
+        """Answer a batch: one :class:`Result` per query, in any order, none missing."""
+
+    async def aclose(self) -> None:
+        """Release clients, engines and files. Called when the worker is shut down."""
+
+
+_REGISTRY: dict[str, type[JudgeBackend]] = {}
+
+#: Backends shipped with voirdire, imported on first use (module under voirdire.judges).
+_BUILTIN = {
+    "replay": "replay",
+    "simulated": "simulated",
+    "openai": "openai_judge",
+    "anthropic": "anthropic_judge",
+    "openai_compatible": "openai_judge",
+    "vllm": "vllm_judge",
+}
+
+
+def register(cls: type[JudgeBackend]) -> type[JudgeBackend]:
+    """Class decorator: make a backend available under ``cls.name``."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def known_backends() -> list[str]:
+    """Names accepted as ``backend`` in a job file."""
+    return sorted(set(_REGISTRY) | set(_BUILTIN))
+
+
+def get_backend(name: str) -> type[JudgeBackend]:
+    """The backend class for a registry name or a ``"module:Class"`` import path.
+
+    Raises:
+        ConfigError: unknown name, or an import path that does not name a JudgeBackend.
+    """
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    if name in _BUILTIN:
+        try:
+            importlib.import_module(f"voirdire.judges.{_BUILTIN[name]}")
+        except ImportError as exc:
+            raise ConfigError(
+                f"judge backend {name!r} needs an optional dependency that is not installed: {exc}. "
+                f"Install voirdire[api] for API judges or voirdire[vllm] for local vLLM judges."
+            ) from exc
+        if name in _REGISTRY:
+            return _REGISTRY[name]
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        try:
+            obj = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"judge backend {name!r} cannot be imported: {exc}") from exc
+        if not (isinstance(obj, type) and issubclass(obj, JudgeBackend)):
+            raise ConfigError(f"judge backend {name!r} is not a JudgeBackend subclass")
+        return obj
+    raise ConfigError(f"unknown judge backend {name!r}; known backends: {', '.join(known_backends())}")
