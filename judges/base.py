@@ -137,7 +137,8 @@ class JudgeContext:
 
     ``data_dir`` is the benchmark data location (a directory), ``benchmark`` the benchmark's
     name as in the units (``"MTBench"``), ``output_dir`` the job's output directory (for
-    caches), ``sampling`` the effective sampling settings for this judge.
+    caches), ``sampling`` the effective sampling settings for this judge, ``driver_pid`` the
+    process id of the driver that runs the job.
     """
 
     judge: str
@@ -145,6 +146,7 @@ class JudgeContext:
     data_dir: str | None
     output_dir: str | None
     sampling: Sampling = field(default_factory=Sampling)
+    driver_pid: int | None = None
 
 
 class JudgeBackend(abc.ABC):

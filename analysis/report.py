@@ -1,0 +1,107 @@
+"""The plain-text report: the per-judge table in Markdown (``report.md``) and on the terminal."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import polars as pl
+from rich.console import Console
+from rich.table import Table
+
+#: (column, header, format) of the per-judge table
+JUDGE_TABLE = [
+    ("benchmark", "benchmark", "{}"),
+    ("judge", "judge", "{}"),
+    ("pc", "PC", "{:.3f}"),
+    ("pc_std", "PC std", "{:.3f}"),
+    ("pf", "PF", "{:+.3f}"),
+    ("pf_std", "PF std", "{:.3f}"),
+    ("error_rate", "error rate", "{:.2%}"),
+    ("rs", "RS", "{:.3f}"),
+    ("rs_spread", "RS spread", "{:.3f}"),
+]
+
+
+def _fmt(value: Any, fmt: str) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    return fmt.format(value)
+
+
+def judge_table_rows(jm: pl.DataFrame) -> list[list[str]]:
+    """The per-judge table as formatted strings (columns of :data:`JUDGE_TABLE`)."""
+    rows = []
+    for r in jm.sort("benchmark", "judge").iter_rows(named=True):
+        rows.append([_fmt(r.get(c), f) for c, _, f in JUDGE_TABLE])
+    return rows
+
+
+def markdown_judge_table(jm: pl.DataFrame) -> str:
+    """The per-judge table as a Markdown table (empty cells where a job does not measure)."""
+    head = "| " + " | ".join(h for _, h, _ in JUDGE_TABLE) + " |"
+    sep = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(JUDGE_TABLE))) + "|"
+    body = ["| " + " | ".join(r) + " |" for r in judge_table_rows(jm)]
+    return "\n".join([head, sep, *body])
+
+
+def print_judge_table(jm: pl.DataFrame, console: Console | None = None, title: str = "Position bias per judge") -> None:
+    """Print the per-judge table to the terminal with rich."""
+    table = Table(title=title, show_lines=False)
+    for i, (_, h, _) in enumerate(JUDGE_TABLE):
+        table.add_column(h, justify="left" if i < 2 else "right")
+    for r in judge_table_rows(jm):
+        table.add_row(*r)
+    (console or Console()).print(table)
+
+
+def write_markdown_report(
+    path: str | os.PathLike, meta: dict[str, Any], judgments: pl.DataFrame, jm: pl.DataFrame, um: pl.DataFrame
+) -> None:
+    """Write ``report.md``: the job's settings, counts, failures by class and the per-judge table.
+
+    Args:
+        meta: the job record (``job.json``).
+        judgments: JUDGMENT_SCHEMA rows; ``jm``/``um``: judge and unit metrics.
+    """
+    job = meta["job"]
+    comp = job.get("comparison", {})
+    n = judgments.height
+    failures = (
+        judgments.filter(pl.col("failure").is_not_null()).group_by("judge", "failure").len().sort("judge", "failure")
+    )
+    unextracted = judgments.filter(pl.col("failure").is_null() & pl.col("failed")).height
+    lines = [
+        f"# voirdire report: {job['name']}",
+        "",
+        f"- benchmark: **{meta['benchmark']}** ({job['benchmark'].get('sample', 'full')} table), "
+        f"{meta['instances']} instances",
+        f"- comparison: {comp.get('mode', 'pairwise')}, option mode {meta['option_mode']}, "
+        f"permutations `{comp.get('permutations', 'both')}`, repetitions {comp.get('repetitions', 1)}",
+        f"- judges: {', '.join(meta['judges'])}",
+        f"- judgments: {n:,} ({judgments.filter(pl.col('failed')).height:,} failed: "
+        f"{judgments.filter(pl.col('failure').is_not_null()).height:,} with no output, {unextracted:,} with no extractable verdict)",
+        "",
+        "## Per judge",
+        "",
+        "PC: position consistency (pooled over units); PF: preference fairness (mean over units; "
+        "−1 primacy, +1 recency); RS: repetition stability (Shi et al. 2024; definitions in "
+        "`spec/metrics.md`).",
+        "",
+        markdown_judge_table(jm),
+        "",
+    ]
+    if failures.height:
+        lines += ["## Failures by class", "", "| judge | class | count |", "|---|---|---:|"]
+        lines += [f"| {j} | {c} | {k} |" for j, c, k in failures.iter_rows()]
+        lines.append("")
+    lines += [
+        "## Files",
+        "",
+        "- `raw/`: raw judge outputs and recorded failures (Parquet)",
+        "- `judgments.parquet`: raw rows with extracted verdicts",
+        "- `metrics/judge_metrics.csv`, `metrics/unit_metrics.csv`",
+        "",
+    ]
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines))

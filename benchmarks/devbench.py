@@ -1,0 +1,240 @@
+"""DevBench as the "Judging the Judges" release judged it.
+
+Data: ``qa/devbench.xlsx`` (112 rows: 8 software projects × 14 tasks — UML class ×4,
+UML sequence ×5, architecture design ×5 metrics — answers of 11 sources, reference
+``human``) or ``qa/devbench_repetition_sample.xlsx`` (18 rows; its tasks include the
+``*-general`` metric, which the full table does not have), read from the configured data
+directory (:func:`voirdire.benchmarks.data.resolve_data_dir`).
+
+Prompts (templates ``devbench.*`` in ``templates/prompts.json``; the release's
+``build_prompt``): ``prefix`` with ``<Evaluating Guidance>`` replaced by the row's
+``evaluating_guidance`` (left as is when the cell is empty) + ``options[n]`` + ``suffix``,
+then the question block, the two response blocks and, only when the row has a reference
+answer, the reference block. The answers are inserted with surrounding whitespace stripped
+(``str.strip()``): the release's prompts show them so (checked byte for byte against its
+expected prompts); the question, guidance and reference answer are inserted verbatim.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import polars as pl
+
+from voirdire.benchmarks.base import SAMPLES, Benchmark
+from voirdire.benchmarks.data import (
+    load_templates,
+    normalise_id,
+    read_table,
+    require_columns,
+    require_file,
+    resolve_data_dir,
+)
+from voirdire.judges.base import ConfigError
+
+_GUIDANCE = "<Evaluating Guidance>"
+
+
+def _split_block(template: str, field: str) -> tuple[str, str]:
+    """``template`` split around its single ``{field}`` placeholder: (before, after)."""
+    marker = "{" + field + "}"
+    if template.count(marker) != 1:
+        raise ConfigError(f"DevBench template block must contain {marker} exactly once: {template!r}")
+    before, after = template.split(marker)
+    return before, after
+
+
+class DevBench(Benchmark):
+    """DevBench software-design tasks, pairwise against the ``human`` reference design.
+
+    Args:
+        data_dir: the data directory (release layout); ``None`` resolves it with
+            :func:`~voirdire.benchmarks.data.resolve_data_dir`.
+        sample: ``"full"`` (``qa/devbench.xlsx``) or ``"repetition"``
+            (``qa/devbench_repetition_sample.xlsx``).
+
+    Attributes (besides :class:`~voirdire.benchmarks.base.Benchmark`'s):
+        option_modes: ``(2, 3, 4)`` (the release's templates; it judged in two-option mode).
+        path: the xlsx file read.
+
+    ``questions`` columns: ``question_id`` (Utf8, the table's ``index``, e.g.
+    ``"idcenter_uml_class-complexity"``), ``task`` (Utf8, exactly as written, e.g.
+    ``"UML_sequence-faithfulness"`` / ``"uml_class-complexity"``: the casing differs by
+    diagram kind in the release), ``input_chars`` (Int64: characters of ``question``).
+
+    Raises:
+        ConfigError: data directory or table missing, a required column missing
+            (``index``, ``task``, ``question``), no ``answer-<model>`` columns, the
+            reference model absent, duplicate or empty ids, unknown ``sample``.
+    """
+
+    name = "DevBench"
+    reference = "human"
+    default_option_mode = 2
+    option_modes = (2, 3, 4)
+    comparison_modes = ("pairwise",)
+
+    FILES = {"full": "qa/devbench.xlsx", "repetition": "qa/devbench_repetition_sample.xlsx"}
+    REQUIRED_COLUMNS = ("index", "task", "question")
+    #: Read when present (the release's prompt builder treats both as optional).
+    OPTIONAL_COLUMNS = ("evaluating_guidance", "reference_answer")
+
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full"):
+        if sample not in SAMPLES:
+            raise ConfigError(f"DevBench: unknown sample {sample!r} (known: {', '.join(SAMPLES)})")
+        self.sample = sample
+        self.data_dir = resolve_data_dir(data_dir)
+        self.path = require_file(self.data_dir, self.FILES[sample])
+        t = load_templates()["devbench"]
+        self.verdict_pattern = t["verdict_pattern"]
+        self._prefix: str = t["prefix"]
+        if _GUIDANCE not in self._prefix:
+            raise ConfigError(f"DevBench prefix template lacks the {_GUIDANCE} placeholder")
+        self._options: dict[int, str] = {int(k): v for k, v in t["options"].items()}
+        missing = [n for n in self.option_modes if n not in self._options]
+        if missing:
+            raise ConfigError(f"DevBench templates lack options for option modes {missing}")
+        self._suffix: str = t["suffix"]
+        self._question_block = _split_block(t["question_block"], "question")
+        self._response_blocks = (
+            _split_block(t["response_1_block"], "answer1"),
+            _split_block(t["response_2_block"], "answer2"),
+        )
+        self._reference_block = _split_block(t["reference_block"], "reference_answer")
+        self._load(read_table(self.path))
+
+    # ------------------------------------------------------------------ loading
+
+    def _load(self, df: pl.DataFrame) -> None:
+        require_columns(df, self.REQUIRED_COLUMNS, self.path)
+        models: list[str] = []
+        for col in df.columns:
+            if col.startswith("answer-"):
+                m = col[len("answer-") :]
+                if m and m not in models:
+                    models.append(m)
+        if not models:
+            raise ConfigError(
+                f"benchmark table {str(self.path)!r} lacks required column 'answer-<model>' "
+                "(no answer columns found)"
+            )
+        if self.reference not in models:
+            raise ConfigError(
+                f"benchmark table {str(self.path)!r} lacks required column "
+                f"'answer-{self.reference}' (the reference model's answers)"
+            )
+        self.models = tuple(models)
+        has_guidance = "evaluating_guidance" in df.columns
+        has_reference = "reference_answer" in df.columns
+
+        ids: list[str] = []
+        tasks: list[str] = []
+        input_chars: list[int] = []
+        # Per question: (guidance or None, question block text, reference block text or "").
+        self._rows: dict[str, tuple[str | None, str, str]] = {}
+        # Per question and option mode: the fixed head of the prompt (built lazily).
+        self._heads: dict[tuple[str, int], str] = {}
+        # Per (question, model): the answer as shown in prompts (stripped; null cell: "").
+        self._answers: dict[tuple[str, str], str] = {}
+        qb, qa = self._question_block
+        rb, ra = self._reference_block
+        for i, row in enumerate(df.iter_rows(named=True)):
+            raw_id, task = row["index"], row["task"]
+            if raw_id is None or not raw_id.strip():
+                raise ConfigError(f"benchmark table {str(self.path)!r}: empty 'index' in data row {i + 1}")
+            if task is None:
+                raise ConfigError(f"benchmark table {str(self.path)!r}: empty 'task' in data row {i + 1}")
+            qid = normalise_id(raw_id)
+            if qid in self._rows:
+                raise ConfigError(f"benchmark table {str(self.path)!r}: duplicate question id {qid!r}")
+            question = row["question"] or ""
+            guidance = row["evaluating_guidance"] if has_guidance else None
+            reference = row["reference_answer"] if has_reference else None
+            self._rows[qid] = (
+                guidance,
+                qb + question + qa,
+                "" if reference is None else rb + reference + ra,
+            )
+            ids.append(qid)
+            tasks.append(task)
+            input_chars.append(len(question))
+            for m in models:
+                ans = row[f"answer-{m}"]
+                self._answers[(qid, m)] = "" if ans is None else ans.strip()
+        self.questions = pl.DataFrame(
+            {"question_id": ids, "task": tasks, "input_chars": input_chars},
+            schema={"question_id": pl.String, "task": pl.String, "input_chars": pl.Int64},
+        )
+
+    # ------------------------------------------------------------------ prompts
+
+    def _head(self, qid: str, option_mode: int) -> str:
+        """prefix (guidance filled) + options[option_mode] + suffix + question block."""
+        key = (qid, option_mode)
+        head = self._heads.get(key)
+        if head is None:
+            guidance, question_block, _ = self._rows[qid]
+            prefix = self._prefix if guidance is None else self._prefix.replace(_GUIDANCE, guidance)
+            head = prefix + self._options[option_mode] + self._suffix + question_block
+            self._heads[key] = head
+        return head
+
+    def build_prompt(
+        self, question_id: str, shown: Sequence[str], option_mode: int, mode: str = "pairwise"
+    ) -> str:
+        """The full judge prompt (one user message) with ``shown[0]`` as Response 1.
+
+        Pairwise: the release's DevBench prompt: prefix (``<Evaluating Guidance>`` replaced
+        by the row's guidance) + ``options[option_mode]`` + suffix + question block +
+        response 1 block (``shown[0]``) + response 2 block (``shown[1]``) + the reference
+        block when the row has a reference answer. Byte-identical to the release's prompts.
+
+        Raises:
+            ValueError: ``mode`` other than ``"pairwise"``, ``option_mode`` not in (2, 3, 4),
+                not exactly two models, or a model shown twice.
+            KeyError: unknown question or model.
+        """
+        self.check_request(question_id, shown, option_mode, mode)
+        return self._build_pairwise(question_id, shown[0], shown[1], option_mode)
+
+    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int) -> str:
+        (r1b, r1a), (r2b, r2a) = self._response_blocks
+        return "".join(
+            (
+                self._head(qid, option_mode),
+                r1b,
+                self._answers[(qid, a)],
+                r1a,
+                r2b,
+                self._answers[(qid, b)],
+                r2a,
+                self._rows[qid][2],
+            )
+        )
+
+    # ------------------------------------------------------------------ lengths
+
+    def answers(self, question_id: str, model: str) -> tuple[str]:
+        """The model's answer as inserted into prompts (stripped; empty cell: ``""``), as a 1-tuple.
+
+        Raises:
+            KeyError: unknown question or model.
+        """
+        try:
+            return (self._answers[(question_id, model)],)
+        except KeyError:
+            if question_id not in self._rows:
+                raise KeyError(f"DevBench: unknown question {question_id!r}") from None
+            raise KeyError(f"DevBench: unknown model {model!r}") from None
+
+    def output_chars(self, question_id: str, shown: Sequence[str]) -> int:
+        """Characters (Unicode code points) of the shown models' answers as shown in the prompt.
+
+        Raises:
+            KeyError: unknown question or model.
+        """
+        return sum(len(t) for m in shown for t in self.answers(question_id, m))
+
+    def __repr__(self) -> str:
+        return f"DevBench(sample={self.sample!r}, questions={self.questions.height}, models={len(self.models)}, path={str(self.path)!r})"

@@ -1,0 +1,256 @@
+"""MT-Bench as the "Judging the Judges" release judged it.
+
+Data: ``qa/mtbench.xlsx`` (80 two-turn questions, ids 81–160, 8 tasks, answers of 31
+models) or ``qa/mtbench_repetition_sample.xlsx`` (the repetition-study subset), read from
+the configured data directory (:func:`voirdire.benchmarks.data.resolve_data_dir`).
+
+Prompts: FastChat's pairwise multi-turn judge templates as the release used them
+(``templates/prompts.json``, keys ``mtbench.general`` / ``mtbench.math``): the whole
+two-turn conversation of each assistant is shown and the judge is asked about the answers
+to the second question; the ``math`` template (with the reference answers) is used when the
+row's ``task`` is exactly ``"math"``, the ``general`` one otherwise. Filled with
+``str.format``; answers are inserted verbatim (no whitespace stripping: the release's
+MT-Bench prompts keep the table text as is).
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from collections.abc import Sequence
+
+import polars as pl
+
+from voirdire.benchmarks.base import SAMPLES, Benchmark
+from voirdire.benchmarks.data import (
+    load_templates,
+    normalise_id,
+    read_table,
+    require_columns,
+    require_file,
+    resolve_data_dir,
+)
+from voirdire.judges.base import ConfigError
+
+_TURNS = (1, 2)
+
+
+#: Placeholders the MT-Bench templates may use.
+_FIELDS = (
+    "question_1",
+    "question_2",
+    "answer_a_1",
+    "answer_a_2",
+    "answer_b_1",
+    "answer_b_2",
+    "ref_answer_1",
+    "ref_answer_2",
+)
+
+
+def _compile(template: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """Parse a ``str.format`` template once: (literal pieces, field index after each piece).
+
+    Filling it with ``"".join`` gives exactly ``template.format(**fields)`` for plain
+    ``{name}`` fields, without re-parsing the ~2 KB template on every prompt. Field index
+    ``-1`` marks the end.
+
+    Raises:
+        ConfigError: a field other than the known placeholders, or a format spec/conversion.
+    """
+    literals: list[str] = []
+    fields: list[int] = []
+    for literal, field, spec, conversion in string.Formatter().parse(template):
+        literals.append(literal)
+        if field is None:
+            fields.append(-1)
+            continue
+        if field not in _FIELDS or spec or conversion:
+            raise ConfigError(f"MT-Bench template has an unsupported field {{{field}}}")
+        fields.append(_FIELDS.index(field))
+    return tuple(literals), tuple(fields)
+
+
+def _fill(compiled: tuple[tuple[str, ...], tuple[int, ...]], values: tuple[str, ...]) -> str:
+    literals, fields = compiled
+    parts: list[str] = []
+    for lit, f in zip(literals, fields):
+        parts.append(lit)
+        if f >= 0:
+            parts.append(values[f])
+    return "".join(parts)
+
+
+def _text(value: str | None) -> str:
+    """A table cell as prompt text: empty cells (null) become ``""``."""
+    return "" if value is None else value
+
+
+class MTBench(Benchmark):
+    """MT-Bench (FastChat), 2 turns per question, pairwise against ``vicuna-13b-v1.3``.
+
+    Args:
+        data_dir: the data directory (release layout); ``None`` resolves it with
+            :func:`~voirdire.benchmarks.data.resolve_data_dir`.
+        sample: ``"full"`` (``qa/mtbench.xlsx``) or ``"repetition"``
+            (``qa/mtbench_repetition_sample.xlsx``).
+
+    Attributes (besides :class:`~voirdire.benchmarks.base.Benchmark`'s):
+        option_modes: ``(2, 3)``. The release judged MT-Bench in three-option mode
+            (A, B, C = tie). Two-option mode uses the same template (the release has no
+            two-option MT-Bench template; FastChat's prompt offers ``[[C]]`` for a tie, and
+            a ``C`` in two-option mode is an extracted letter outside the option mode).
+        path: the xlsx file read.
+
+    ``questions`` columns: ``question_id`` (Utf8, the table's ``index``, e.g. ``"81"``),
+    ``task`` (Utf8, as written in the table), ``input_chars`` (Int64: characters of
+    ``question_1`` + ``question_2``).
+
+    Empty answer cells (the full table has one: ``answer_1-llama-13b`` of question 127)
+    are shown as empty text; the release's judges describe that answer as missing.
+
+    Raises:
+        ConfigError: data directory or table missing, a required column missing
+            (``index``, ``task``, ``question_1``, ``question_2``, ``reference_answer_1``,
+            ``reference_answer_2``), an answer column without its other turn, the
+            reference model absent, duplicate or empty question ids, unknown ``sample``.
+    """
+
+    name = "MTBench"
+    reference = "vicuna-13b-v1.3"
+    default_option_mode = 3
+    option_modes = (2, 3)
+    comparison_modes = ("pairwise",)
+
+    FILES = {"full": "qa/mtbench.xlsx", "repetition": "qa/mtbench_repetition_sample.xlsx"}
+    REQUIRED_COLUMNS = (
+        "index",
+        "task",
+        "question_1",
+        "question_2",
+        "reference_answer_1",
+        "reference_answer_2",
+    )
+    #: Tasks judged with the math template (reference answers shown), as in the release.
+    MATH_TASKS = frozenset({"math"})
+
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full"):
+        if sample not in SAMPLES:
+            raise ConfigError(f"MTBench: unknown sample {sample!r} (known: {', '.join(SAMPLES)})")
+        self.sample = sample
+        self.data_dir = resolve_data_dir(data_dir)
+        self.path = require_file(self.data_dir, self.FILES[sample])
+        templates = load_templates()["mtbench"]
+        self._templates = {k: _compile(templates[k]) for k in ("general", "math")}
+        self.verdict_pattern = templates["verdict_pattern"]
+        self._load(read_table(self.path))
+
+    # ------------------------------------------------------------------ loading
+
+    def _load(self, df: pl.DataFrame) -> None:
+        require_columns(df, self.REQUIRED_COLUMNS, self.path)
+        models: list[str] = []
+        for col in df.columns:
+            for t in _TURNS:
+                prefix = f"answer_{t}-"
+                if col.startswith(prefix):
+                    m = col[len(prefix) :]
+                    if m and m not in models:
+                        models.append(m)
+        for m in models:
+            for t in _TURNS:
+                require_columns(df, [f"answer_{t}-{m}"], self.path)
+        if self.reference not in models:
+            raise ConfigError(
+                f"benchmark table {str(self.path)!r} has no answers of the reference model "
+                f"{self.reference!r} (columns answer_1-{self.reference}, answer_2-{self.reference})"
+            )
+        self.models = tuple(models)
+
+        ids: list[str] = []
+        tasks: list[str] = []
+        input_chars: list[int] = []
+        # Per question: (compiled template, question_1, question_2, reference_1, reference_2).
+        self._rows: dict[str, tuple[tuple[tuple[str, ...], tuple[int, ...]], str, str, str, str]] = {}
+        # Per (question, model): (answer turn 1, answer turn 2), null cells as "".
+        self._answers: dict[tuple[str, str], tuple[str, str]] = {}
+        for i, row in enumerate(df.iter_rows(named=True)):
+            raw_id, task = row["index"], row["task"]
+            if raw_id is None or not raw_id.strip():
+                raise ConfigError(f"benchmark table {str(self.path)!r}: empty 'index' in data row {i + 1}")
+            if task is None:
+                raise ConfigError(f"benchmark table {str(self.path)!r}: empty 'task' in data row {i + 1}")
+            qid = normalise_id(raw_id)
+            if qid in self._rows:
+                raise ConfigError(f"benchmark table {str(self.path)!r}: duplicate question id {qid!r}")
+            q1, q2 = _text(row["question_1"]), _text(row["question_2"])
+            kind = "math" if task in self.MATH_TASKS else "general"
+            self._rows[qid] = (
+                self._templates[kind],
+                q1,
+                q2,
+                _text(row["reference_answer_1"]),
+                _text(row["reference_answer_2"]),
+            )
+            ids.append(qid)
+            tasks.append(task)
+            input_chars.append(len(q1) + len(q2))
+            for m in models:
+                self._answers[(qid, m)] = (_text(row[f"answer_1-{m}"]), _text(row[f"answer_2-{m}"]))
+        self.questions = pl.DataFrame(
+            {"question_id": ids, "task": tasks, "input_chars": input_chars},
+            schema={"question_id": pl.String, "task": pl.String, "input_chars": pl.Int64},
+        )
+
+    # ------------------------------------------------------------------ prompts
+
+    def build_prompt(
+        self, question_id: str, shown: Sequence[str], option_mode: int, mode: str = "pairwise"
+    ) -> str:
+        """The full judge prompt (one user message) with ``shown[0]`` as Assistant A.
+
+        Pairwise: FastChat's ``pair-v2-multi-turn`` (general) or ``pair-math-v1-multi-turn``
+        (task ``math``) template, as carried in ``templates/prompts.json``, filled with
+        ``question_1/2``, ``answer_a_1/2`` (``shown[0]``), ``answer_b_1/2`` (``shown[1]``)
+        and, for math, ``ref_answer_1/2``. Byte-identical to the release's prompts.
+
+        Raises:
+            ValueError: ``mode`` other than ``"pairwise"``, ``option_mode`` not in (2, 3),
+                not exactly two models, or a model shown twice.
+            KeyError: unknown question or model.
+        """
+        self.check_request(question_id, shown, option_mode, mode)
+        return self._build_pairwise(question_id, shown[0], shown[1])
+
+    def _build_pairwise(self, qid: str, a: str, b: str) -> str:
+        template, q1, q2, r1, r2 = self._rows[qid]
+        a1, a2 = self._answers[(qid, a)]
+        b1, b2 = self._answers[(qid, b)]
+        # Same order as _FIELDS; equal to template.format(question_1=q1, ...).
+        return _fill(template, (q1, q2, a1, a2, b1, b2, r1, r2))
+
+    # ------------------------------------------------------------------ lengths
+
+    def answers(self, question_id: str, model: str) -> tuple[str, str]:
+        """The model's answers to the two turns, as inserted into prompts (empty cell: ``""``).
+
+        Raises:
+            KeyError: unknown question or model.
+        """
+        try:
+            return self._answers[(question_id, model)]
+        except KeyError:
+            if question_id not in self._rows:
+                raise KeyError(f"MTBench: unknown question {question_id!r}") from None
+            raise KeyError(f"MTBench: unknown model {model!r}") from None
+
+    def output_chars(self, question_id: str, shown: Sequence[str]) -> int:
+        """Characters (Unicode code points) of the shown models' answers, both turns summed.
+
+        Raises:
+            KeyError: unknown question or model.
+        """
+        return sum(len(t) for m in shown for t in self.answers(question_id, m))
+
+    def __repr__(self) -> str:
+        return f"MTBench(sample={self.sample!r}, questions={self.questions.height}, models={len(self.models)}, path={str(self.path)!r})"

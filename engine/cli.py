@@ -1,0 +1,99 @@
+"""The ``voirdire`` command line.
+
+    voirdire run JOB.toml [JOB2.toml ...] [--address ADDR] [--dry-run] [--retry-failed]
+    voirdire analyze DIR [DIR ...]
+
+``run`` validates every job before sending anything, runs them one after another on one
+Ray connection, and prints the per-judge table of all of them. Exit codes: 0 success,
+2 invalid input (nothing was sent), 130 interrupted (rerun to resume).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import polars as pl
+import typer
+from rich.console import Console
+
+from voirdire.judges.base import ConfigError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False, help="Examine LLM judges for position bias, on Ray.")
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/] {msg}")
+    raise typer.Exit(code)
+
+
+@app.command()
+def run(
+    jobs: Annotated[list[Path], typer.Argument(help="Job files (TOML).")],
+    address: Annotated[Optional[str], typer.Option(help="Ray cluster address; default: a local cluster.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and count queries; send nothing.")] = False,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Ask again units recorded as failed.")] = False,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+) -> None:
+    """Run (or resume) position-bias jobs and print the per-judge metrics."""
+    from voirdire.analysis.report import print_judge_table
+    from voirdire.engine.job import plan_job, run_job
+    from voirdire.engine.scheduler import JobInterrupted
+    from voirdire.engine.spec import load_job
+
+    try:
+        specs = [load_job(p) for p in jobs]
+        plans = [plan_job(s) for s in specs]  # every job validated before anything is sent
+    except ConfigError as exc:
+        _fail(str(exc))
+    if dry_run:
+        for spec, plan in zip(specs, plans):
+            console.print(f"[bold]{spec.name}[/]: {plan['instances'].height} instances")
+            for rj in plan["judges"]:
+                console.print(f"  {rj.name} ({rj.spec.backend}): {plan['units_per_judge']:,} queries")
+        return
+    tables = []
+    try:
+        for spec in specs:
+            console.rule(f"[bold]{spec.name}")
+            outcome = run_job(spec, address=address, show_progress=progress, retry_failed=retry_failed, console=console)
+            s = outcome.stats
+            console.print(
+                f"{s.queries:,} queries in {s.seconds:.1f} s ({s.queries / max(s.seconds, 1e-9):,.0f} q/s), "
+                f"{s.failures:,} recorded failures → {outcome.output_dir}"
+            )
+            tables.append(outcome.judge_metrics)
+    except ConfigError as exc:
+        _fail(str(exc))
+    except JobInterrupted as exc:
+        _fail(str(exc), 130)
+    if tables:
+        print_judge_table(pl.concat(tables, how="diagonal_relaxed"), console=console)
+
+
+@app.command()
+def analyze(dirs: Annotated[list[Path], typer.Argument(help="Finished output directories.")]) -> None:
+    """Recompute judgments, metrics and report.md from output directories (no judge is called)."""
+    from voirdire.analysis.report import print_judge_table
+    from voirdire.engine.job import analyze_dir
+
+    tables = []
+    for d in dirs:
+        try:
+            jm, _ = analyze_dir(d)
+        except FileNotFoundError as exc:
+            _fail(str(exc))
+        tables.append(jm)
+        console.print(f"wrote {d}/metrics/judge_metrics.csv, {d}/metrics/unit_metrics.csv, {d}/report.md")
+    print_judge_table(pl.concat(tables, how="diagonal_relaxed"), console=console)
+
+
+def main() -> None:
+    """Entry point of the ``voirdire`` console script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""Running a job end to end, and re-analysing a finished output directory.
+
+``run_job``: validate everything (benchmark data, candidates, judges, backend preflight)
+before any query is sent; start or join Ray; stream units through the scheduler into the
+store (resuming whatever the directory already holds); extract verdicts; compute metrics;
+write the tables and the report. ``analyze_dir`` redoes the last three steps from the
+directory alone, without calling any judge.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from voirdire.benchmarks.data import resolve_data_dir
+from voirdire.benchmarks.registry import load_benchmark
+from voirdire.engine.progress import JobProgress
+from voirdire.engine.scheduler import JudgeRun, RunStats, execute
+from voirdire.engine.spec import JobSpec, resolve_judges
+from voirdire.engine.store import ResultStore
+from voirdire.engine.units import PromptCache, count_units, instances, iter_unit_batches, option_mode_for
+from voirdire.judges.extract import extract_verdicts
+
+JOB_FILE = "job.json"
+#: columns of metrics/judge_metrics.csv and metrics/unit_metrics.csv
+JUDGE_METRIC_COLUMNS = ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread"]
+UNIT_METRIC_COLUMNS = [
+    "benchmark", "judge", "candidate", "task", "n", "consistent", "primacy", "recency", "pc", "pf", "owr", "quality_gap",
+]
+
+
+@dataclass
+class JobOutcome:
+    """What a run produced: the output directory, scheduler counts and the metrics tables
+    (``judge_metrics`` and ``unit_metrics``, columns as in :mod:`voirdire.analysis.metrics`)."""
+
+    output_dir: Path
+    stats: RunStats
+    judge_metrics: pl.DataFrame
+    unit_metrics: pl.DataFrame
+
+
+def init_ray(address: str | None = None) -> None:
+    """Join the Ray cluster at ``address`` or start a local one (the embedded default)."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    os.environ.setdefault("RAY_ACCEPT_CLUSTER_AUTH_TOKEN", "1")
+    ray.init(
+        address=address,
+        include_dashboard=False,
+        log_to_driver=True,
+        configure_logging=True,
+        logging_level="ERROR",
+    )
+
+
+def plan_job(job: JobSpec) -> dict[str, Any]:
+    """Validate a job against its data and judges without sending anything.
+
+    Returns a dict with ``bench`` (the loaded benchmark), ``instances`` (DataFrame),
+    ``judges`` (resolved judges), ``data_dir`` (Path) and ``units_per_judge`` (int).
+
+    Raises:
+        ConfigError: missing data, unknown candidates/questions/tasks, unknown backends,
+            invalid settings, or a failed backend preflight (e.g. a missing API key).
+    """
+    data_dir = resolve_data_dir(job.benchmark.data_dir)
+    bench = load_benchmark(job.benchmark.name, data_dir, sample=job.benchmark.sample)
+    inst = instances(bench, job.benchmark, job.comparison)
+    judges = resolve_judges(job)
+    for rj in judges:
+        rj.backend.preflight(rj.settings, rj.context(bench.name, str(data_dir), job.output_dir))
+    return {
+        "bench": bench,
+        "instances": inst,
+        "judges": judges,
+        "data_dir": data_dir,
+        "units_per_judge": count_units(inst, job.comparison),
+    }
+
+
+def _job_record(job: JobSpec, plan: dict[str, Any]) -> dict[str, Any]:
+    bench = plan["bench"]
+    return {
+        "job": job.model_dump(mode="json"),
+        "benchmark": bench.name,
+        "data_dir": str(plan["data_dir"]),
+        "option_mode": option_mode_for(bench, job.comparison),
+        "verdict_patterns": {bench.name: bench.verdict_pattern},
+        "judges": {rj.name: {"identity": rj.identity, "identity_hash": rj.identity_hash} for rj in plan["judges"]},
+        "units_per_judge": plan["units_per_judge"],
+        "instances": plan["instances"].height,
+    }
+
+
+def run_job(
+    job: JobSpec,
+    *,
+    address: str | None = None,
+    show_progress: bool = True,
+    retry_failed: bool = False,
+    console: Any = None,
+) -> JobOutcome:
+    """Run (or resume) a job and write its outputs; see the module docstring.
+
+    Args:
+        job: the validated job spec.
+        address: Ray cluster address; ``None`` starts/joins a local cluster.
+        show_progress: draw progress bars.
+        retry_failed: ask again the units whose recorded result is a failure.
+
+    Raises:
+        ConfigError: before anything is sent, when the job is invalid.
+        JobInterrupted: on Ctrl-C (finished results are saved; rerun to resume).
+    """
+    plan = plan_job(job)
+    out = Path(job.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / JOB_FILE).write_text(json.dumps(_job_record(job, plan), indent=2))
+    store = ResultStore(out, flush_rows=job.run.flush_rows, flush_seconds=job.run.flush_seconds)
+    bench = plan["bench"]
+    prompts = PromptCache(bench)
+    runs = []
+    for rj in plan["judges"]:
+        done = store.completed_ids(rj.name, include_failures=not retry_failed)
+        ctx = rj.context(bench.name, str(plan["data_dir"]), str(out))
+        settings = rj.settings.model_dump(mode="json")
+        runs.append(
+            JudgeRun(
+                name=rj.name,
+                backend=rj.backend,
+                backend_name=rj.spec.backend,
+                settings=settings,
+                context=ctx,
+                workers=rj.workers,
+                concurrency=rj.concurrency,
+                batches=iter_unit_batches(
+                    bench,
+                    plan["instances"],
+                    job.comparison,
+                    judge=rj.name,
+                    identity_hash=rj.identity_hash,
+                    needs_prompt=rj.backend.needs_prompt,
+                    batch_size=job.run.batch_size,
+                    prompts=prompts,
+                ),
+                total=max(0, plan["units_per_judge"] - len(done)),
+                done=done,
+            )
+        )
+    init_ray(address)
+    with JobProgress({r.name: r.total for r in runs}, console=console, enabled=show_progress) as progress:
+        stats = execute(runs, store, max_attempts=job.run.max_attempts, progress=progress)
+    store.compact()
+    jm, um = analyze_dir(out)
+    return JobOutcome(out, stats, jm, um)
+
+
+def load_judgments(output_dir: str | os.PathLike) -> pl.DataFrame:
+    """Raw rows of a finished directory with verdicts extracted (JUDGMENT_SCHEMA columns).
+
+    Raises:
+        FileNotFoundError: the directory has no job.json (not a voirdire output directory).
+    """
+    out = Path(output_dir)
+    meta_path = out / JOB_FILE
+    if not meta_path.is_file():
+        raise FileNotFoundError(f"{out} is not a voirdire output directory (no {JOB_FILE})")
+    meta = json.loads(meta_path.read_text())
+    raw = ResultStore(out).read_raw()
+    return extract_verdicts(raw, meta["verdict_patterns"])
+
+
+def analyze_dir(output_dir: str | os.PathLike) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Recompute judgments, metrics and the report of a finished directory.
+
+    Writes ``judgments.parquet``, ``metrics/judge_metrics.csv``,
+    ``metrics/unit_metrics.csv`` and ``report.md``; calls no judge.
+
+    Returns:
+        ``(judge_metrics, unit_metrics)``.
+    """
+    from voirdire.analysis.metrics import summarize
+    from voirdire.analysis.report import write_markdown_report
+
+    out = Path(output_dir)
+    judgments = load_judgments(out)
+    judgments.write_parquet(out / "judgments.parquet", compression="zstd")
+    jm, um = summarize(judgments)
+    (out / "metrics").mkdir(exist_ok=True)
+    jm.select(JUDGE_METRIC_COLUMNS).write_csv(out / "metrics" / "judge_metrics.csv")
+    um.select(UNIT_METRIC_COLUMNS).write_csv(out / "metrics" / "unit_metrics.csv")
+    meta = json.loads((out / JOB_FILE).read_text())
+    write_markdown_report(out / "report.md", meta, judgments, jm, um)
+    return jm, um

@@ -1,0 +1,72 @@
+"""Progress display: one rich progress bar per judge (queries done, rate, ETA, spend)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+
+class RateColumn(ProgressColumn):
+    """Queries per second of a task."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:,.0f} q/s" if speed else "– q/s", style="progress.data.speed")
+
+
+class JobProgress:
+    """A rich progress display with one task per judge.
+
+    ``advance(judge, n, stats)`` moves a judge's bar by ``n`` queries; ``stats`` may carry
+    ``failures``, ``input_tokens``, ``output_tokens`` and ``cost_usd`` (USD), shown beside it.
+    """
+
+    def __init__(self, totals: dict[str, int], console: Console | None = None, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            RateColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[extra]}"),
+            console=console,
+            disable=not enabled,
+            refresh_per_second=4,
+        )
+        self.tasks = {j: self.progress.add_task(j, total=t, extra="") for j, t in totals.items()}
+
+    def __enter__(self) -> "JobProgress":
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.__exit__(*exc)
+
+    def advance(self, judge: str, n: int, stats: dict[str, float] | None = None) -> None:
+        extra = ""
+        if stats:
+            bits = []
+            if stats.get("failures"):
+                bits.append(f"{int(stats['failures'])} failed")
+            tok = (stats.get("input_tokens") or 0) + (stats.get("output_tokens") or 0)
+            if tok:
+                bits.append(f"{tok:,.0f} tok")
+            if stats.get("cost_usd"):
+                bits.append(f"${stats['cost_usd']:.2f}")
+            extra = " · ".join(bits)
+        self.progress.update(self.tasks[judge], advance=n, extra=extra)

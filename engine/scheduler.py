@@ -1,0 +1,248 @@
+"""The scheduler: streams work units to per-judge pools of Ray actors, with back-pressure.
+
+Policy:
+- one pool of :class:`~voirdire.engine.worker.JudgeWorker` actors per judge; every judge
+  runs at the same time;
+- each worker holds at most ``concurrency`` batches in flight (the back-pressure bound: the
+  driver never generates more units than it can send); a batch goes to the least loaded
+  worker of its judge;
+- units already in the store are skipped (resume); finished batches are appended to the
+  store at once;
+- a batch whose worker died is sent again (Ray restarts the actor; after repeated deaths
+  the scheduler replaces it), up to ``max_attempts``; a batch whose backend raised is
+  retried likewise; after that every unit of it is recorded as failed with the reason;
+- Ctrl-C flushes what finished, cancels what is in flight and raises
+  :class:`JobInterrupted`; rerunning resumes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError, RayTaskError
+
+from voirdire.engine.store import ResultStore, rows_to_table
+from voirdire.engine.units import UnitBatch
+from voirdire.engine.worker import JudgeWorker
+from voirdire.judges.base import FailureClass, JudgeBackend, JudgeContext, Result
+
+
+class JobInterrupted(RuntimeError):
+    """The run was stopped (Ctrl-C); finished results are saved and a rerun resumes."""
+
+
+@dataclass
+class JudgeRun:
+    """What the scheduler needs to run one judge.
+
+    ``batches`` yields the judge's unit batches lazily; ``total`` is the number of units
+    still to do (for progress); ``done`` the unit ids already in the store.
+    """
+
+    name: str
+    backend: type[JudgeBackend]
+    backend_name: str
+    settings: dict[str, Any]
+    context: JudgeContext
+    workers: int
+    concurrency: int
+    batches: Iterator[UnitBatch]
+    total: int
+    done: set[str] = field(default_factory=set)
+
+
+@dataclass
+class RunStats:
+    """Counts of one scheduler run: ``queries`` answered (outputs and failures),
+    ``failures`` recorded, ``retried_batches``, ``replaced_workers``, ``seconds`` of wall
+    time, and per-judge ``tokens`` and ``cost_usd``."""
+
+    queries: int = 0
+    failures: int = 0
+    retried_batches: int = 0
+    replaced_workers: int = 0
+    seconds: float = 0.0
+    per_judge: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+class _Pool:
+    def __init__(self, run: JudgeRun, max_restarts: int) -> None:
+        self.run = run
+        self.max_restarts = max_restarts
+        opts = dict(run.backend.worker_options(run.backend.Settings(**run.settings)))
+        self.options = {
+            "max_concurrency": max(1, run.concurrency),
+            "max_restarts": max_restarts,
+            "max_task_retries": 0,
+            **opts,
+        }
+        self.actors = [self._new() for _ in range(run.workers)]
+        self.load = [0] * run.workers
+        self.deaths = [0] * run.workers
+        self.pending: deque[tuple[UnitBatch, int]] = deque()  # batches to send again
+        self.exhausted = False
+
+    def _new(self) -> Any:
+        return ray.remote(JudgeWorker).options(**self.options).remote(self.run.backend_name, self.run.settings, self.run.context)
+
+    def capacity(self) -> int:
+        return len(self.actors) * max(1, self.run.concurrency) - sum(self.load)
+
+    def pick(self) -> int:
+        return min(range(len(self.actors)), key=self.load.__getitem__)
+
+    def replace(self, idx: int) -> None:
+        try:
+            ray.kill(self.actors[idx], no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        self.actors[idx] = self._new()
+        self.deaths[idx] = 0
+
+    def next_batch(self) -> tuple[UnitBatch, int] | None:
+        if self.pending:
+            return self.pending.popleft()
+        if self.exhausted:
+            return None
+        for batch in self.run.batches:
+            if self.run.done:
+                keep = [u not in self.run.done for u in batch.columns["unit_id"]]
+                if not all(keep):
+                    batch = batch.select(keep)
+            if len(batch):
+                return batch, 1
+        self.exhausted = True
+        return None
+
+    def shutdown(self) -> None:
+        for a in self.actors:
+            try:
+                ray.get(a.close.remote(), timeout=10)
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+            try:
+                ray.kill(a, no_restart=True)
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def _failed_rows(batch: UnitBatch, failure: FailureClass, message: str) -> list[dict[str, Any]]:
+    return [Result.failed(u, failure, message).as_row() for u in batch.columns["unit_id"]]
+
+
+def execute(
+    runs: list[JudgeRun],
+    store: ResultStore,
+    *,
+    max_attempts: int = 3,
+    max_restarts: int = 3,
+    progress: Any = None,
+) -> RunStats:
+    """Run every judge's units to completion (outputs or recorded failures).
+
+    Args:
+        runs: one :class:`JudgeRun` per judge.
+        store: where finished rows are appended.
+        max_attempts: tries of one batch before its units are recorded as failed.
+        max_restarts: Ray restarts of a worker actor before the scheduler replaces it.
+        progress: a :class:`voirdire.engine.progress.JobProgress` or ``None``.
+
+    Raises:
+        JobInterrupted: on KeyboardInterrupt, after saving what finished.
+    """
+    stats = RunStats()
+    t0 = time.perf_counter()
+    pools = {r.name: _Pool(r, max_restarts) for r in runs}
+    for r in runs:
+        stats.per_judge[r.name] = {"queries": 0, "failures": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+    in_flight: dict[Any, tuple[str, int, UnitBatch, int]] = {}
+
+    def fill() -> None:
+        for name, pool in pools.items():
+            while pool.capacity() > 0:
+                nxt = pool.next_batch()
+                if nxt is None:
+                    break
+                batch, attempt = nxt
+                idx = pool.pick()
+                ref = pool.actors[idx].judge.remote(batch.queries)
+                pool.load[idx] += 1
+                in_flight[ref] = (name, idx, batch, attempt)
+
+    def record(name: str, batch: UnitBatch, rows: list[dict[str, Any]]) -> None:
+        table = rows_to_table(batch.columns, rows)
+        store.append(name, table)
+        s = stats.per_judge[name]
+        n_fail = sum(1 for r in rows if r.get("failure"))
+        s["queries"] += len(rows)
+        s["failures"] += n_fail
+        for key in ("input_tokens", "output_tokens", "cost_usd"):
+            s[key] += sum(r.get(key) or 0 for r in rows)
+        stats.queries += len(rows)
+        stats.failures += n_fail
+        if progress is not None:
+            progress.advance(name, len(rows), s)
+
+    try:
+        fill()
+        while in_flight:
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
+            if not ready:
+                continue
+            # collect everything that is ready now, not just one
+            more, _ = ray.wait(list(in_flight), num_returns=len(in_flight), timeout=0)
+            for ref in dict.fromkeys(ready + more):
+                name, idx, batch, attempt = in_flight.pop(ref)
+                pool = pools[name]
+                pool.load[idx] -= 1
+                try:
+                    rows = ray.get(ref)
+                except RayActorError as exc:
+                    pool.deaths[idx] += 1
+                    if pool.deaths[idx] > max_restarts:
+                        pool.replace(idx)
+                        stats.replaced_workers += 1
+                    _retry_or_fail(pool, batch, attempt, max_attempts, FailureClass.ACTOR_CRASHED, exc, record, stats)
+                except RayTaskError as exc:
+                    _retry_or_fail(pool, batch, attempt, max_attempts, FailureClass.ERROR, exc, record, stats)
+                else:
+                    record(name, batch, rows)
+            fill()
+            for name, pool in pools.items():
+                if pool.exhausted and not pool.pending and not any(v[0] == name for v in in_flight.values()):
+                    if pool.actors:
+                        pool.shutdown()
+                        pool.actors = []
+    except KeyboardInterrupt as exc:
+        for ref in in_flight:
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001
+                pass
+        store.flush()
+        raise JobInterrupted("interrupted: finished results are saved; run the same job again to resume") from exc
+    finally:
+        store.flush()
+        for pool in pools.values():
+            if pool.actors:
+                pool.shutdown()
+        stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def _retry_or_fail(pool, batch, attempt, max_attempts, failure, exc, record, stats) -> None:
+    if attempt < max_attempts:
+        pool.pending.append((batch, attempt + 1))
+        stats.retried_batches += 1
+        return
+    cause = getattr(exc, "cause", None) or exc
+    message = f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''} (after {attempt} attempts)"
+    record(pool.run.name, batch, _failed_rows(batch, failure, message[:500]))
+
+
+__all__ = ["JobInterrupted", "JudgeRun", "RunStats", "execute"]

@@ -1,0 +1,238 @@
+"""The job spec: a TOML file, validated by pydantic before anything runs.
+
+A job names a benchmark, the candidates compared, the judges (each a backend with its own
+settings), the comparison design (mode, option mode, permutations, repetitions), sampling
+settings and the output directory. Unknown keys anywhere are errors that name the key and
+where it stood; so are unknown judge backends and invalid backend settings. Example::
+
+    name = "mtbench-position-bias"
+    output_dir = "runs/mtbench-position-bias"
+
+    [benchmark]
+    name = "mtbench"            # or "devbench"
+    sample = "full"             # or "repetition" (the release's repetition subset)
+
+    [comparison]
+    mode = "pairwise"
+    option_mode = 3             # 2: A/B, 3: A/B/C=tie
+    permutations = "both"       # pairwise: both orders
+    repetitions = 1
+
+    [sampling]
+    temperature = 0.0
+    max_tokens = 1024
+
+    [[judges]]
+    name = "gpt-4-0613"
+    backend = "replay"          # replays the release's recorded outputs
+    recorded = "gpt-4-0613"
+    study = "position_bias"
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from voirdire.judges.base import ConfigError, JudgeBackend, JudgeContext, JudgeSettings, Sampling, get_backend
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BenchmarkSpec(_Strict):
+    """Which benchmark, where its data is, and which candidates are compared.
+
+    ``data_dir`` falls back to ``$VOIRDIRE_DATA`` and then to
+    ``../shared/data/judging-the-judges`` (see :func:`voirdire.benchmarks.data.resolve_data_dir`).
+    ``candidates`` defaults to every model of the table except the reference.
+    """
+
+    name: str
+    data_dir: str | None = None
+    sample: Literal["full", "repetition"] = "full"
+    reference: str | None = None
+    candidates: list[str] | None = None
+    questions: list[str] | None = None
+    tasks: list[str] | None = None
+    #: list-wise: how candidate lists are drawn ("given" uses ``lists``; "seeded" draws them).
+    lists: list[list[str]] | None = None
+    list_seed: int = 0
+    max_instances: int | None = Field(default=None, ge=1)
+
+    @field_validator("questions", mode="before")
+    @classmethod
+    def _questions_as_str(cls, v: Any) -> Any:
+        return [str(q) for q in v] if isinstance(v, list) else v
+
+
+class ComparisonSpec(_Strict):
+    """The comparison design.
+
+    ``mode`` is ``pairwise`` (candidate vs reference) or ``listwise`` (p candidates).
+    ``option_mode``: pairwise 2 (A/B) or 3 (A/B/C = tie); ``None`` takes the benchmark's
+    release setting. ``permutations``: pairwise ``both`` (the original and the swapped
+    order) or ``original``; list-wise ``cyclic``, ``all``, ``latin`` or ``sample:k``.
+    ``repetitions``: how many times each query is asked (RS needs >= 2).
+    """
+
+    mode: Literal["pairwise", "listwise"] = "pairwise"
+    option_mode: int | None = Field(default=None, ge=2, le=9)
+    permutations: str = "both"
+    repetitions: int = Field(default=1, ge=1, le=100)
+    list_size: int | None = Field(default=None, ge=3, le=8)
+    permutation_seed: int = 0
+
+    @model_validator(mode="after")
+    def _check(self) -> "ComparisonSpec":
+        if self.mode == "pairwise":
+            if self.permutations not in ("both", "original"):
+                raise ValueError(f"pairwise permutations must be 'both' or 'original', not {self.permutations!r}")
+            if self.option_mode is not None and self.option_mode not in (2, 3):
+                raise ValueError(f"pairwise option_mode must be 2 or 3, not {self.option_mode}")
+        return self
+
+
+class RunSpec(_Strict):
+    """How the scheduler runs the job.
+
+    ``batch_size``: queries per batch sent to a judge worker. ``max_attempts``: tries of a
+    batch whose worker died before it is recorded as failed. ``flush_seconds`` /
+    ``flush_rows``: how often finished results are appended to Parquet (a crash loses at
+    most what was in flight plus this much).
+    """
+
+    batch_size: int = Field(default=256, ge=1, le=100_000)
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    flush_seconds: float = Field(default=2.0, gt=0)
+    flush_rows: int = Field(default=20_000, ge=1)
+
+
+class JudgeSpec(BaseModel):
+    """One judge: a label, a backend and that backend's settings.
+
+    Keys other than ``name``, ``backend``, ``workers``, ``concurrency`` and ``sampling``
+    are the backend's own settings, validated by its ``Settings`` model.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    backend: str
+    workers: int | None = Field(default=None, ge=1, le=1024)
+    concurrency: int | None = Field(default=None, ge=1, le=4096)
+    sampling: dict[str, Any] | None = None
+
+    @property
+    def backend_settings(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class JobSpec(_Strict):
+    """A whole job file. See the module docstring for an example."""
+
+    name: str
+    output_dir: str
+    benchmark: BenchmarkSpec
+    comparison: ComparisonSpec = ComparisonSpec()
+    sampling: Sampling = Sampling()
+    run: RunSpec = RunSpec()
+    judges: list[JudgeSpec] = Field(min_length=1)
+    #: where the file was read from (set by load_job; relative paths resolve against cwd)
+    source: str | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _unique_judges(self) -> "JobSpec":
+        names = [j.name for j in self.judges]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"judge names must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+
+class ResolvedJudge:
+    """A judge spec bound to its backend class and validated settings.
+
+    ``identity_hash`` (32 hex chars) digests the backend identity and the effective
+    sampling settings; it enters every unit id of this judge.
+    """
+
+    def __init__(self, spec: JudgeSpec, job: JobSpec) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.backend: type[JudgeBackend] = get_backend(spec.backend)
+        try:
+            self.settings: JudgeSettings = self.backend.Settings(**spec.backend_settings)
+            merged = {**job.sampling.model_dump(), **(spec.sampling or {})}
+            self.sampling = Sampling(**merged)
+        except ValidationError as exc:
+            raise ConfigError(f"judge {spec.name!r} (backend {spec.backend!r}): {_describe(exc)}") from exc
+        ident = self.backend.identity(self.settings, self.sampling)
+        self.identity = ident
+        self.identity_hash = hashlib.blake2b(
+            json.dumps(ident, sort_keys=True, separators=(",", ":")).encode(), digest_size=16
+        ).hexdigest()
+        self.workers = spec.workers or self.backend.workers(self.settings)
+        self.concurrency = spec.concurrency or self.backend.concurrency(self.settings)
+
+    def context(self, benchmark: str, data_dir: str | None, output_dir: str | None) -> JudgeContext:
+        return JudgeContext(
+            judge=self.name,
+            benchmark=benchmark,
+            data_dir=data_dir,
+            output_dir=output_dir,
+            sampling=self.sampling,
+            driver_pid=os.getpid(),
+        )
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts)
+
+
+def parse_job(data: dict[str, Any], source: str = "<job>") -> JobSpec:
+    """Validate a job given as a dict (the parsed TOML).
+
+    Raises:
+        ConfigError: naming the source, the offending key path and the problem.
+    """
+    try:
+        job = JobSpec.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {_describe(exc)}") from exc
+    job.source = source
+    return job
+
+
+def load_job(path: str | Path) -> JobSpec:
+    """Read and validate a TOML job file.
+
+    Raises:
+        ConfigError: the file is missing, is not valid TOML, or fails validation.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"job file not found: {p}")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
+    return parse_job(data, str(p))
+
+
+def resolve_judges(job: JobSpec) -> list[ResolvedJudge]:
+    """Bind every judge of the job to its backend (unknown backends and bad settings raise
+    :class:`ConfigError`)."""
+    return [ResolvedJudge(j, job) for j in job.judges]

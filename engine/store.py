@@ -1,0 +1,155 @@
+"""The result store: append-only Parquet parts in the job's output directory.
+
+Layout of an output directory::
+
+    job.json                 the validated job (no secrets)
+    raw/<judge>/part-*.parquet  raw outputs and recorded failures (RAW_SCHEMA), appended
+    judgments.parquet        raw rows + extracted verdicts (JUDGMENT_SCHEMA)
+    metrics/judge_metrics.csv, metrics/unit_metrics.csv
+    report.md
+
+Each flush writes one new part file atomically (temporary name, then rename), so a crash
+loses at most the results not yet flushed (in flight, or younger than ``flush_seconds``)
+and never leaves a half-written file behind. Reading deduplicates by ``unit_id`` (the last
+written row wins), so a unit is present exactly once even if a crash fell between writing
+a compacted part and removing the parts it replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from voirdire.engine.schema import RAW_SCHEMA
+
+
+def judge_dirname(judge: str) -> str:
+    """A filesystem-safe directory name for a judge label."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", judge) or "_"
+
+
+class ResultStore:
+    """Append-only store of raw results under ``<output_dir>/raw``.
+
+    Args:
+        output_dir: the job's output directory (created if missing).
+        flush_rows: buffered rows (per judge) that trigger a flush.
+        flush_seconds: age in seconds of the oldest buffered row that triggers a flush.
+    """
+
+    def __init__(self, output_dir: str | os.PathLike, flush_rows: int = 20_000, flush_seconds: float = 2.0) -> None:
+        self.root = Path(output_dir)
+        self.raw_dir = self.root / "raw"
+        self.raw_dir.mkdir(parents=True, exist_ok=True)
+        self.flush_rows = flush_rows
+        self.flush_seconds = flush_seconds
+        self._buf: dict[str, list[pa.Table]] = {}
+        self._rows: dict[str, int] = {}
+        self._since: dict[str, float] = {}
+        self.rows_written = 0
+
+    def _parts(self, judge: str | None = None) -> list[Path]:
+        base = self.raw_dir / judge_dirname(judge) if judge else self.raw_dir
+        if not base.exists():
+            return []
+        return sorted(base.rglob("part-*.parquet"))
+
+    def completed_ids(self, judge: str, include_failures: bool = True) -> set[str]:
+        """Unit ids already recorded for a judge (outputs and, by default, failures)."""
+        parts = self._parts(judge)
+        if not parts:
+            return set()
+        lf = pl.scan_parquet(parts).select("unit_id", "failure")
+        if not include_failures:
+            lf = lf.filter(pl.col("failure").is_null())
+        return set(lf.collect()["unit_id"].to_list())
+
+    def append(self, judge: str, table: pa.Table) -> None:
+        """Buffer finished rows (RAW_SCHEMA) of a judge; flushes when the buffer is due."""
+        if table.num_rows == 0:
+            return
+        self._buf.setdefault(judge, []).append(table)
+        self._rows[judge] = self._rows.get(judge, 0) + table.num_rows
+        self._since.setdefault(judge, time.monotonic())
+        if self._rows[judge] >= self.flush_rows or time.monotonic() - self._since[judge] >= self.flush_seconds:
+            self.flush(judge)
+
+    def flush(self, judge: str | None = None) -> None:
+        """Write buffered rows of one judge (or all) as new part files."""
+        for j in [judge] if judge else list(self._buf):
+            tables = self._buf.pop(j, [])
+            self._rows.pop(j, None)
+            self._since.pop(j, None)
+            if tables:
+                self._write_part(j, pa.concat_tables(tables))
+
+    def _write_part(self, judge: str, table: pa.Table, prefix: str = "part") -> Path:
+        d = self.raw_dir / judge_dirname(judge)
+        d.mkdir(parents=True, exist_ok=True)
+        name = f"{prefix}-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+        tmp = d / f".{name}.tmp"
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, d / name)
+        self.rows_written += table.num_rows
+        return d / name
+
+    def compact(self) -> None:
+        """Merge each judge's parts into one (deduplicated) part file."""
+        self.flush()
+        for d in sorted(p for p in self.raw_dir.iterdir() if p.is_dir()):
+            parts = sorted(d.glob("part-*.parquet"))
+            if len(parts) <= 1:
+                continue
+            df = _dedup(pl.read_parquet(parts))
+            new = self._write_part(d.name, df.to_arrow().cast(RAW_SCHEMA), prefix="part-z")
+            for p in parts:
+                if p != new:
+                    p.unlink(missing_ok=True)
+
+    def read_raw(self, columns: list[str] | None = None) -> pl.DataFrame:
+        """All raw rows, one per unit id (the latest written wins).
+
+        Returns a DataFrame with RAW_SCHEMA's columns (or ``columns``); empty when nothing
+        was written.
+        """
+        parts = self._parts()
+        if not parts:
+            return pl.from_arrow(RAW_SCHEMA.empty_table())  # type: ignore[return-value]
+        lf = pl.scan_parquet(parts)
+        df = _dedup(lf.collect())
+        return df.select(columns) if columns else df
+
+
+def _dedup(df: pl.DataFrame) -> pl.DataFrame:
+    return df.unique(subset=["unit_id"], keep="last", maintain_order=True)
+
+
+def rows_to_table(unit_columns: dict[str, list[Any]], results: list[dict[str, Any]]) -> pa.Table:
+    """Join a batch's unit rows with its results (matched by ``unit_id``) into RAW_SCHEMA.
+
+    Raises:
+        KeyError: a unit of the batch has no result.
+    """
+    by_id = {r["unit_id"]: r for r in results}
+    ids = unit_columns["unit_id"]
+    ordered = [by_id[u] for u in ids]
+    now = pa.scalar(time.time_ns() // 1000, pa.timestamp("us", tz="UTC"))
+    data: dict[str, Any] = dict(unit_columns)
+    for field in RAW_SCHEMA:
+        if field.name in data:
+            continue
+        if field.name == "finished_at":
+            data[field.name] = [now.as_py()] * len(ids)
+        elif field.name == "option_probs":
+            data[field.name] = [list(r["option_probs"].items()) if r.get("option_probs") else None for r in ordered]
+        else:
+            data[field.name] = [r.get(field.name) for r in ordered]
+    return pa.Table.from_pydict(data, schema=RAW_SCHEMA)

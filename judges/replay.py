@@ -1,0 +1,112 @@
+"""The replay judge: answers a query with a judge's recorded output from the release.
+
+The public release of Shi et al. (2024), "Judging the Judges", ships the raw outputs of nine
+commercial judges (``judgments/<study>/<Benchmark>/<judge>.jsonl.gz``, one JSON object a
+line: ``cmp_index`` = ``"<question id>;<model shown first>;<model shown second>"``,
+``judgment`` = the full text or null, and ``repetition`` 1-3 in the repetition study).
+Replaying them runs the whole pipeline on real input with no API key and no GPU. A query
+the release lacks is recorded as a failure with the reason "no recorded output"; a
+recorded null (the original call failed) as "the recorded call failed".
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from pathlib import Path
+from typing import Literal
+
+from voirdire.judges.base import (
+    ConfigError,
+    FailureClass,
+    JudgeBackend,
+    JudgeContext,
+    JudgeSettings,
+    Query,
+    Result,
+    register,
+)
+
+
+class ReplaySettings(JudgeSettings):
+    """``recorded``: the release's judge whose outputs are replayed (file stem);
+    ``study``: ``position_bias`` or ``repetition``; ``data_dir``: overrides the job's."""
+
+    recorded: str
+    study: Literal["position_bias", "repetition"] = "position_bias"
+    data_dir: str | None = None
+
+
+def recorded_path(settings: ReplaySettings, context: JudgeContext) -> Path:
+    """Path of the recorded outputs file for a judge and benchmark.
+
+    Raises:
+        ConfigError: no data directory, or the file does not exist (lists what exists).
+    """
+    root = settings.data_dir or context.data_dir
+    if not root:
+        raise ConfigError(f"judge {context.judge!r}: replay needs a data directory")
+    d = Path(root) / "judgments" / settings.study / context.benchmark
+    path = d / f"{settings.recorded}.jsonl.gz"
+    if not path.is_file():
+        have = sorted(p.name.removesuffix(".jsonl.gz") for p in d.glob("*.jsonl.gz")) if d.is_dir() else []
+        raise ConfigError(
+            f"judge {context.judge!r}: no recorded outputs for {settings.recorded!r} in {d}"
+            + (f"; recorded judges there: {', '.join(have)}" if have else "")
+        )
+    return path
+
+
+def load_recorded(path: Path) -> dict[tuple[str, int], str | None]:
+    """``(cmp_index, repetition) -> judgment text`` (None where the recorded call failed)."""
+    out: dict[tuple[str, int], str | None] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            out[(rec["cmp_index"], int(rec.get("repetition") or 1))] = rec.get("judgment")
+    return out
+
+
+@register
+class ReplayJudge(JudgeBackend):
+    """Replays recorded outputs; see the module docstring. Needs no prompt text."""
+
+    name = "replay"
+    Settings = ReplaySettings
+    needs_prompt = False
+
+    def __init__(self, settings: ReplaySettings, context: JudgeContext) -> None:
+        super().__init__(settings, context)
+        self.recorded = load_recorded(recorded_path(settings, context))
+
+    @classmethod
+    def identity(cls, settings, sampling):  # type: ignore[override]
+        # the recorded judge and study are what the answers are; data_dir is a location
+        return {"backend": cls.name, "recorded": settings.recorded, "study": settings.study}
+
+    @classmethod
+    def preflight(cls, settings, context) -> None:  # type: ignore[override]
+        recorded_path(settings, context)
+
+    @classmethod
+    def worker_options(cls, settings):  # type: ignore[override]
+        return {"num_cpus": 0}
+
+    async def judge(self, queries: list[Query]) -> list[Result]:
+        out: list[Result] = []
+        t = time.perf_counter()
+        for q in queries:
+            key = (";".join((q.question_id, *q.shown)), q.repetition)
+            if key not in self.recorded:
+                out.append(Result.failed(q.unit_id, FailureClass.MISSING, "no recorded output"))
+                continue
+            text = self.recorded[key]
+            if text is None:
+                out.append(Result.failed(q.unit_id, FailureClass.MISSING, "the recorded call failed (null judgment)"))
+            else:
+                out.append(Result(unit_id=q.unit_id, output=text, verdict_mode="replay"))
+        dt = (time.perf_counter() - t) / max(1, len(queries))
+        for r in out:
+            r.latency_s = dt
+        return out

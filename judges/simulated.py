@@ -1,0 +1,131 @@
+"""A simulated judge with known position bias, and fault injection for resilience tests.
+
+Model (pairwise and list-wise alike). Each model ``m`` has a latent quality ``q_m``
+(given in ``qualities`` or drawn N(0, 1) from a hash of its name); each question adds
+N(0, ``question_noise``) per model. For a query with models ``shown`` in slot order, let
+``gap`` be the difference between the best and the second-best quality. The judge is
+*sure* with probability ``1 - exp(-sensitivity * gap)`` and then picks the best model's
+slot. Otherwise it is *unsure*: with probability ``tie_rate`` it answers the tie option
+(when the option mode offers one), else slot A with probability ``primacy`` and each other
+slot with ``(1 - primacy) / (p - 1)``. ``primacy = 0.5`` (pairwise) is a fair judge; above,
+primacy-preferred; below, recency-preferred.
+
+Repetitions: each repetition reuses the first repetition's random draws with probability
+``1 - repetition_noise`` and draws afresh otherwise, so RS falls as the noise rises.
+
+Faults (excluded from the judge's identity, so a resumed run asks the same units):
+``fail_rate`` outputs with no verdict; ``crash_after`` makes the worker process exit after
+answering that many queries (once, if ``crash_marker`` names a file that is then created);
+``kill_driver_after`` kills the driver process (SIGKILL) after that many queries, the
+hardest interruption a job can suffer; ``latency_s`` seconds of delay per batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import os
+import random
+import signal
+from pathlib import Path
+
+from voirdire.engine.schema import letters
+from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, register
+
+
+class SimulatedSettings(JudgeSettings):
+    """Parameters of the simulated judge (see the module docstring); probabilities in [0, 1]."""
+
+    primacy: float = 0.5
+    tie_rate: float = 0.0
+    sensitivity: float = 2.0
+    question_noise: float = 0.5
+    repetition_noise: float = 0.0
+    qualities: dict[str, float] | None = None
+    seed: int = 0
+    fail_rate: float = 0.0
+    crash_after: int | None = None
+    crash_marker: str | None = None
+    kill_driver_after: int | None = None
+    latency_s: float = 0.0
+
+
+def _u(*parts: object) -> int:
+    return int.from_bytes(hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest(), "big")
+
+
+def latent_quality(model: str, qualities: dict[str, float] | None, seed: int) -> float:
+    """Latent quality of a model: the given value, else a standard normal draw from its name."""
+    if qualities and model in qualities:
+        return float(qualities[model])
+    return random.Random(_u("quality", seed, model)).gauss(0.0, 1.0)
+
+
+def simulate_choice(s: SimulatedSettings, q: Query) -> str:
+    """The simulated verdict letter for one query (deterministic in its inputs)."""
+    p = len(q.shown)
+    first = random.Random(_u("draw", s.seed, q.query_id, 1))
+    again = random.Random(_u("draw", s.seed, q.query_id, q.repetition))
+    rng = first
+    if q.repetition > 1 and again.random() < s.repetition_noise:
+        rng = again
+    qn = random.Random(_u("question", s.seed, q.question_id))
+    noise = {m: qn.gauss(0.0, s.question_noise) for m in sorted(q.shown)}
+    quality = [latent_quality(m, s.qualities, s.seed) + noise[m] for m in q.shown]
+    order = sorted(range(p), key=lambda i: -quality[i])
+    gap = quality[order[0]] - quality[order[1]]
+    letters_ = letters(p + 1)
+    if rng.random() < 1.0 - math.exp(-s.sensitivity * gap):
+        return letters_[order[0]]
+    if q.option_mode > p and rng.random() < s.tie_rate:
+        return letters_[p]
+    x = rng.random()
+    if x < s.primacy:
+        return letters_[0]
+    return letters_[1 + min(p - 2, int((x - s.primacy) / max(1e-12, 1.0 - s.primacy) * (p - 1)))]
+
+
+@register
+class SimulatedJudge(JudgeBackend):
+    """A judge of known position bias; see the module docstring. Answers in both release
+    formats (``[[X]]`` and ``Choice: X``) so either benchmark's extractor reads it."""
+
+    name = "simulated"
+    Settings = SimulatedSettings
+    needs_prompt = False
+    identity_exclude = ("fail_rate", "crash_after", "crash_marker", "kill_driver_after", "latency_s")
+
+    def __init__(self, settings: SimulatedSettings, context) -> None:
+        super().__init__(settings, context)
+        self.answered = 0
+
+    @classmethod
+    def worker_options(cls, settings):  # type: ignore[override]
+        return {"num_cpus": 0}
+
+    def _faults(self) -> None:
+        s = self.settings
+        if s.crash_after is not None and self.answered >= s.crash_after:
+            marker = Path(s.crash_marker) if s.crash_marker else None
+            if marker is None or not marker.exists():
+                if marker is not None:
+                    marker.write_text("crashed once\n")
+                os._exit(1)
+        if s.kill_driver_after is not None and self.answered >= s.kill_driver_after and self.context.driver_pid:
+            os.kill(self.context.driver_pid, signal.SIGKILL)
+
+    async def judge(self, queries: list[Query]) -> list[Result]:
+        s: SimulatedSettings = self.settings  # type: ignore[assignment]
+        if s.latency_s:
+            await asyncio.sleep(s.latency_s)
+        out = []
+        for q in queries:
+            self._faults()
+            if s.fail_rate and random.Random(_u("fail", s.seed, q.unit_id)).random() < s.fail_rate:
+                out.append(Result(unit_id=q.unit_id, output="I cannot decide between them.", verdict_mode="free"))
+            else:
+                letter = simulate_choice(s, q)
+                out.append(Result(unit_id=q.unit_id, output=f"Simulated verdict.\n[[{letter}]]\nChoice: {letter}"))
+            self.answered += 1
+        return out
