@@ -17,9 +17,9 @@ JUDGE_TABLE = [
     ("pc_std", "PC std", "{:.3f}"),
     ("pf", "PF", "{:+.3f}"),
     ("pf_std", "PF std", "{:.3f}"),
-    ("error_rate", "error rate", "{:.2%}"),
+    ("error_rate", "errors", "{:.2%}"),
     ("rs", "RS", "{:.3f}"),
-    ("rs_spread", "RS spread", "{:.3f}"),
+    ("rs_spread", "RS ±", "{:.3f}"),
 ]
 
 
@@ -45,14 +45,29 @@ def markdown_judge_table(jm: pl.DataFrame) -> str:
     return "\n".join([head, sep, *body])
 
 
-def print_judge_table(jm: pl.DataFrame, console: Console | None = None, title: str = "Position bias per judge") -> None:
-    """Print the per-judge table to the terminal with rich."""
-    table = Table(title=title, show_lines=False)
-    for i, (_, h, _) in enumerate(JUDGE_TABLE):
-        table.add_column(h, justify="left" if i < 2 else "right")
-    for r in judge_table_rows(jm):
-        table.add_row(*r)
-    (console or Console()).print(table)
+#: columns of the terminal tables: position-bias jobs, then repetition jobs
+_POSITION_COLS = ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate"]
+_REPETITION_COLS = ["benchmark", "judge", "rs", "rs_spread", "pc", "pf", "error_rate"]
+
+
+def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
+    """Print the per-judge tables to the terminal with rich: one for position-bias cells
+    (no repetitions) and one for repetition-stability cells (RS measured)."""
+    console = console or Console()
+    fmts = {c: (h, f) for c, h, f in JUDGE_TABLE}
+    has_rs = jm["rs"].is_not_null() if "rs" in jm.columns else pl.Series([False] * jm.height)
+    for title, cols, part in (
+        ("Position bias per judge", _POSITION_COLS, jm.filter(~has_rs)),
+        ("Repetition stability per judge", _REPETITION_COLS, jm.filter(has_rs)),
+    ):
+        if part.height == 0:
+            continue
+        table = Table(title=f"{title} ({part.height} cells)")
+        for i, c in enumerate(cols):
+            table.add_column(fmts[c][0], justify="left" if i < 2 else "right", no_wrap=i < 2, min_width=None if i < 2 else 6)
+        for r in part.sort("benchmark", "judge").iter_rows(named=True):
+            table.add_row(*[_fmt(r.get(c), fmts[c][1]) for c in cols])
+        console.print(table)
 
 
 def write_markdown_report(

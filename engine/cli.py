@@ -10,6 +10,7 @@ Ray connection, and prints the per-judge table of all of them. Exit codes: 0 suc
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -20,8 +21,9 @@ from rich.console import Console
 from voirdire.judges.base import ConfigError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False, help="Examine LLM judges for position bias, on Ray.")
-console = Console()
-err_console = Console(stderr=True)
+# a terminal sets its own width; piped output (CI logs) gets room for the whole table
+console = Console(width=None if sys.stdout.isatty() else 110)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 110)
 
 
 def _fail(msg: str, code: int = 2) -> None:

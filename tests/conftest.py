@@ -21,3 +21,27 @@ def data_dir() -> pathlib.Path:
         return resolve_data_dir()
     except ConfigError as exc:
         pytest.skip(f"benchmark data not available: {exc}")
+
+
+@pytest.fixture(scope="session")
+def _ray_session():
+    """Shut down the test session's local Ray cluster at the end, if one was started."""
+    yield
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+@pytest.fixture
+def ray_local(_ray_session):
+    """A local Ray cluster (2 CPUs, no dashboard), started once and shared by the tests.
+
+    Tests that need a cluster of their own call ``ray.shutdown()`` first; the next test that
+    asks for this fixture starts a fresh local one.
+    """
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", configure_logging=True)
+    return ray

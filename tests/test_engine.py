@@ -1,0 +1,320 @@
+"""The engine end to end: job spec validation, work units, the store, the Ray scheduler,
+crash recovery and resume, on a slice of the real MT-Bench data."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from voirdire.engine.job import load_judgments, plan_job, run_job
+from voirdire.engine.spec import load_job, parse_job
+from voirdire.engine.store import ResultStore
+from voirdire.engine.units import PromptCache, instances, iter_unit_batches, query_id, unit_id
+from voirdire.judges.base import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def job_dict(tmp_path: Path, **over) -> dict:
+    """A small MT-Bench job: 2 questions x 3 candidates, both orders."""
+    job = {
+        "name": "slice",
+        "output_dir": str(tmp_path / "out"),
+        "benchmark": {"name": "mtbench", "questions": ["81", "111"], "candidates": ["alpaca-13b", "gpt-4", "llama-13b"]},
+        "comparison": {"option_mode": 3, "permutations": "both", "repetitions": 1},
+        "run": {"batch_size": 4, "flush_seconds": 0.05},
+        "judges": [
+            {"name": "gpt-4-0613", "backend": "replay", "recorded": "gpt-4-0613"},
+            {"name": "gemini-pro", "backend": "replay", "recorded": "gemini-pro"},
+        ],
+    }
+    for k, v in over.items():
+        job[k] = v
+    return job
+
+
+# --------------------------------------------------------------------------- spec
+
+
+def test_unknown_key_is_named(tmp_path, data_dir):
+    d = job_dict(tmp_path)
+    d["comparison"]["repetitons"] = 3
+    with pytest.raises(ConfigError, match=r"comparison\.repetitons: unknown key"):
+        parse_job(d, "job.toml")
+
+
+def test_unknown_backend_lists_known(tmp_path, data_dir):
+    d = job_dict(tmp_path)
+    d["judges"][0]["backend"] = "gpt5-magic"
+    job = parse_job(d)
+    with pytest.raises(ConfigError, match=r"unknown judge backend 'gpt5-magic'.*replay"):
+        plan_job(job)
+
+
+def test_bad_backend_setting_names_judge(tmp_path, data_dir):
+    d = job_dict(tmp_path)
+    d["judges"][1]["recordedd"] = "x"
+    with pytest.raises(ConfigError, match=r"judge 'gemini-pro' \(backend 'replay'\): recordedd: unknown key"):
+        plan_job(parse_job(d))
+
+
+def test_unknown_recorded_judge_lists_available(tmp_path, data_dir):
+    d = job_dict(tmp_path)
+    d["judges"][0]["recorded"] = "gpt-5"
+    with pytest.raises(ConfigError, match=r"no recorded outputs for 'gpt-5'.*gpt-4-0613"):
+        plan_job(parse_job(d))
+
+
+def test_unknown_candidate_and_question(tmp_path, data_dir):
+    d = job_dict(tmp_path)
+    d["benchmark"]["candidates"] = ["alpaca-13b", "gpt-7"]
+    with pytest.raises(ConfigError, match=r"unknown candidate model\(s\) 'gpt-7'"):
+        plan_job(parse_job(d))
+    d = job_dict(tmp_path)
+    d["benchmark"]["questions"] = ["81", "999"]
+    with pytest.raises(ConfigError, match=r"unknown question id\(s\) 999"):
+        plan_job(parse_job(d))
+
+
+def test_missing_data_dir_is_clear(tmp_path):
+    d = job_dict(tmp_path)
+    d["benchmark"]["data_dir"] = str(tmp_path / "nowhere")
+    with pytest.raises(ConfigError, match="nowhere"):
+        plan_job(parse_job(d))
+
+
+def test_duplicate_judges_and_bad_toml(tmp_path):
+    d = job_dict(tmp_path)
+    d["judges"][1]["name"] = "gpt-4-0613"
+    with pytest.raises(ConfigError, match="repeated: gpt-4-0613"):
+        parse_job(d)
+    p = tmp_path / "bad.toml"
+    p.write_text("name = 'x'\n[benchmark\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_job(p)
+    with pytest.raises(ConfigError, match="job file not found"):
+        load_job(tmp_path / "absent.toml")
+
+
+def test_examples_validate(data_dir):
+    for path in sorted((REPO / "examples").glob("*.toml")):
+        job = load_job(path)
+        if all(j.backend in ("replay", "simulated") for j in job.judges):
+            plan = plan_job(job)
+            assert plan["units_per_judge"] > 0, path
+
+
+# --------------------------------------------------------------------------- units
+
+
+def test_units_stable_and_complete(tmp_path, data_dir):
+    job = parse_job(job_dict(tmp_path, comparison={"option_mode": 3, "repetitions": 2}))
+    plan = plan_job(job)
+    rj = plan["judges"][0]
+    bench = plan["bench"]
+
+    def ids():
+        out = []
+        for b in iter_unit_batches(
+            bench, plan["instances"], job.comparison, judge=rj.name, identity_hash=rj.identity_hash,
+            needs_prompt=True, batch_size=5, prompts=PromptCache(bench),
+        ):
+            # never split an instance across batches
+            assert len(set(b.columns["instance_id"])) * 4 == len(b)
+            out += b.columns["unit_id"]
+            assert all(q.prompt for q in b.queries)
+        return out
+
+    first = ids()
+    assert first == ids()  # deterministic
+    assert len(first) == len(set(first)) == 2 * 3 * 2 * 2 == plan["units_per_judge"]
+    # the id depends on the judge's identity (and sampling), not on its label
+    qid = query_id("MTBench", "81", ("alpaca-13b", "vicuna-13b-v1.3"), "pairwise", 3)
+    assert unit_id("a" * 32, qid, 1) != unit_id("b" * 32, qid, 1)
+    assert unit_id("a" * 32, qid, 1) != unit_id("a" * 32, qid, 2)
+    job2 = parse_job(job_dict(tmp_path, sampling={"temperature": 0.7}))
+    sim = [
+        r.identity_hash
+        for r in plan_job(parse_job({**job_dict(tmp_path), "judges": [{"name": "s", "backend": "simulated"}]}))["judges"]
+    ]
+    sim_t = [
+        r.identity_hash
+        for r in plan_job(parse_job({**job_dict(tmp_path, sampling={"temperature": 0.7}), "judges": [{"name": "s", "backend": "simulated"}]}))["judges"]
+    ]
+    assert sim != sim_t
+    assert job2.sampling.temperature == 0.7
+
+
+def test_instances_pairwise(data_dir, tmp_path):
+    job = parse_job(job_dict(tmp_path))
+    plan = plan_job(job)
+    inst = plan["instances"]
+    assert inst.height == 6
+    assert inst["candidates"].to_list()[0][1] == "vicuna-13b-v1.3"
+    assert set(inst["task"]) == {"writing", "math"}  # question 81 is writing, 111 math
+
+
+# --------------------------------------------------------------------------- store
+
+
+def test_store_atomic_parts_and_dedup(tmp_path):
+    import pyarrow as pa
+
+    from voirdire.engine.schema import RAW_SCHEMA
+
+    store = ResultStore(tmp_path, flush_rows=2, flush_seconds=100)
+
+    def rows(ids, out):
+        data = {f.name: [None] * len(ids) for f in RAW_SCHEMA}
+        data.update(
+            unit_id=ids, query_id=ids, judge=["j"] * len(ids), benchmark=["B"] * len(ids), question_id=["1"] * len(ids),
+            task=["t"] * len(ids), instance_id=["i"] * len(ids), candidates=[["a", "b"]] * len(ids),
+            shown=[["a", "b"]] * len(ids), permutation=[0] * len(ids), repetition=[1] * len(ids),
+            mode=["pairwise"] * len(ids), option_mode=[3] * len(ids), input_chars=[1] * len(ids),
+            output_chars=[1] * len(ids), prompt_chars=[1] * len(ids), output=[out] * len(ids),
+        )
+        return pa.Table.from_pydict(data, schema=RAW_SCHEMA)
+
+    store.append("j", rows(["u1"], "x"))
+    assert store.completed_ids("j") == set()  # buffered, not yet flushed
+    store.append("j", rows(["u2"], "x"))  # reaches flush_rows
+    assert store.completed_ids("j") == {"u1", "u2"}
+    store.append("j", rows(["u2", "u3"], "y"))
+    store.compact()
+    df = store.read_raw()
+    assert sorted(df["unit_id"]) == ["u1", "u2", "u3"]
+    assert df.filter(pl.col("unit_id") == "u2")["output"].item() == "y"  # latest wins
+    assert len(list((tmp_path / "raw" / "j").glob("part-*.parquet"))) == 1
+    assert not list((tmp_path / "raw" / "j").glob(".*tmp"))
+
+
+# --------------------------------------------------------------------------- jobs on Ray
+
+
+def test_replay_job_end_to_end(tmp_path, data_dir, ray_local):
+    job = parse_job(job_dict(tmp_path))
+    outcome = run_job(job, show_progress=False)
+    out = outcome.output_dir
+    j = load_judgments(out)
+    assert j.height == 2 * 12
+    assert j["unit_id"].n_unique() == j.height
+    # replayed outputs are the release's text for exactly that order of models
+    row = j.filter((pl.col("judge") == "gpt-4-0613") & (pl.col("question_id") == "81")).row(0, named=True)
+    assert row["output"] and row["verdict_mode"] == "replay"
+    assert row["extracted"] in ("A", "B", "C")
+    jm = pl.read_csv(out / "metrics" / "judge_metrics.csv")
+    assert jm.columns == ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread"]
+    um = pl.read_csv(out / "metrics" / "unit_metrics.csv")
+    assert um.columns[:4] == ["benchmark", "judge", "candidate", "task"]
+    assert (out / "report.md").read_text().count("gpt-4-0613") >= 2
+    assert (out / "judgments.parquet").exists()
+    # rerun: nothing is asked again
+    again = run_job(job, show_progress=False)
+    assert again.stats.queries == 0
+    assert load_judgments(out).height == j.height
+
+
+def test_missing_recorded_output_is_recorded_failure(tmp_path, data_dir, ray_local):
+    # gpt-4 is a candidate in the position-bias study, but never compared with itself
+    d = job_dict(tmp_path, benchmark={"name": "mtbench", "questions": ["81"], "candidates": ["gpt-4"], "reference": "alpaca-13b"})
+    outcome = run_job(parse_job(d), show_progress=False)
+    j = load_judgments(outcome.output_dir)
+    assert j.height == 4
+    assert set(j["failure"]) == {"missing"}
+    assert set(j["failure_message"]) == {"no recorded output"}
+    assert j["failed"].all()
+    assert outcome.judge_metrics["error_rate"].to_list() == [1.0, 1.0]
+
+
+def test_worker_crash_midjob_loses_nothing(tmp_path, data_dir, ray_local):
+    marker = tmp_path / "crashed"
+    d = job_dict(tmp_path)
+    d["judges"] = [
+        {"name": "sim", "backend": "simulated", "primacy": 0.8, "crash_after": 7, "crash_marker": str(marker)},
+        {"name": "gpt-4-0613", "backend": "replay", "recorded": "gpt-4-0613"},
+    ]
+    outcome = run_job(parse_job(d), show_progress=False)
+    assert marker.exists(), "the worker did not crash: the test tests nothing"
+    assert outcome.stats.retried_batches >= 1
+    j = load_judgments(outcome.output_dir)
+    sim = j.filter(pl.col("judge") == "sim")
+    assert sim.height == 12 and sim["unit_id"].n_unique() == 12
+    assert sim["failure"].is_null().all()
+
+
+def _write_toml(path: Path, d: dict) -> Path:
+    def val(v):
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, list):
+            return "[" + ", ".join(val(x) for x in v) + "]"
+        return str(v)
+
+    lines = [f"{k} = {val(v)}" for k, v in d.items() if not isinstance(v, (dict, list)) or (isinstance(v, list) and v and not isinstance(v[0], dict))]
+    for k, v in d.items():
+        if isinstance(v, dict):
+            lines.append(f"[{k}]")
+            lines += [f"{kk} = {val(vv)}" for kk, vv in v.items()]
+        elif isinstance(v, list) and v and isinstance(v[0], dict):
+            for item in v:
+                lines.append(f"[[{k}]]")
+                lines += [f"{kk} = {val(vv)}" for kk, vv in item.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_killed_driver_then_resume_every_unit_once(tmp_path, data_dir):
+    """A judge kills the driver process (SIGKILL) mid-job; the rerun resumes and ends with
+    every unit exactly once, asking only what was not saved."""
+    d = job_dict(tmp_path)
+    d["benchmark"] = {"name": "mtbench", "max_instances": 60}
+    d["run"] = {"batch_size": 4, "flush_seconds": 0.01}
+    d["judges"] = [{"name": "sim", "backend": "simulated", "primacy": 0.7, "kill_driver_after": 100, "concurrency": 1}]
+    job_path = _write_toml(tmp_path / "job.toml", d)
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    cmd = [sys.executable, "-m", "voirdire", "run", str(job_path), "--no-progress"]
+    first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == -9, first.stdout + first.stderr  # killed by SIGKILL
+    store = ResultStore(tmp_path / "out")
+    saved = store.read_raw()
+    assert 0 < saved.height < 120, saved.height
+    assert saved["unit_id"].n_unique() == saved.height
+
+    d["judges"][0].pop("kill_driver_after")  # faults are not part of the judge's identity
+    _write_toml(job_path, d)
+    second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stdout + second.stderr
+    final = load_judgments(tmp_path / "out")
+    assert final.height == 120 and final["unit_id"].n_unique() == 120
+    assert f"{120 - saved.height:,} queries in" in second.stdout
+    # what was saved before the crash was kept, not asked again
+    kept = final.join(saved.select("unit_id", "finished_at"), on="unit_id", suffix="_before")
+    assert kept.height == saved.height
+    assert (kept["finished_at"] == kept["finished_at_before"]).all()
+
+
+def test_cli_errors_before_sending(tmp_path, data_dir):
+    d = job_dict(tmp_path)
+    d["judges"][0]["backend"] = "nope"
+    job_path = _write_toml(tmp_path / "job.toml", d)
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run([sys.executable, "-m", "voirdire", "run", str(job_path)], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert "unknown judge backend 'nope'" in r.stderr
+    assert not (tmp_path / "out" / "raw").exists()
+    dry = subprocess.run(
+        [sys.executable, "-m", "voirdire", "run", str(REPO / "examples" / "mtbench_position_bias.toml"), "--dry-run"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert "gpt-4-0613 (replay): 4,800 queries" in dry.stdout
