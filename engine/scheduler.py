@@ -28,7 +28,7 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from voirdire.engine.store import ResultStore, rows_to_table
 from voirdire.engine.units import UnitBatch
-from voirdire.engine.worker import JudgeWorker
+from voirdire.engine.worker import JudgeWorker, results_to_columns
 from voirdire.judges.base import FailureClass, JudgeBackend, JudgeContext, Result
 
 
@@ -131,8 +131,9 @@ class _Pool:
                 pass
 
 
-def _failed_rows(batch: UnitBatch, failure: FailureClass, message: str) -> list[dict[str, Any]]:
-    return [Result.failed(u, failure, message).as_row() for u in batch.columns["unit_id"]]
+def _failed_columns(batch: UnitBatch, failure: FailureClass, message: str) -> dict[str, list[Any]]:
+    results = [Result.failed(q.unit_id, failure, message) for q in batch.queries]
+    return results_to_columns(batch.queries, results)
 
 
 def execute(
@@ -174,19 +175,20 @@ def execute(
                 pool.load[idx] += 1
                 in_flight[ref] = (name, idx, batch, attempt)
 
-    def record(name: str, batch: UnitBatch, rows: list[dict[str, Any]]) -> None:
-        table = rows_to_table(batch.columns, rows)
+    def record(name: str, batch: UnitBatch, cols: dict[str, list[Any]]) -> None:
+        table = rows_to_table(batch.columns, cols)
         store.append(name, table)
         s = stats.per_judge[name]
-        n_fail = sum(1 for r in rows if r.get("failure"))
-        s["queries"] += len(rows)
+        n = len(batch)
+        n_fail = n - cols["failure"].count(None)
+        s["queries"] += n
         s["failures"] += n_fail
         for key in ("input_tokens", "output_tokens", "cost_usd"):
-            s[key] += sum(r.get(key) or 0 for r in rows)
-        stats.queries += len(rows)
+            s[key] += sum(v for v in cols[key] if v)
+        stats.queries += n
         stats.failures += n_fail
         if progress is not None:
-            progress.advance(name, len(rows), s)
+            progress.advance(name, n, s)
 
     try:
         fill()
@@ -242,7 +244,7 @@ def _retry_or_fail(pool, batch, attempt, max_attempts, failure, exc, record, sta
         return
     cause = getattr(exc, "cause", None) or exc
     message = f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''} (after {attempt} attempts)"
-    record(pool.run.name, batch, _failed_rows(batch, failure, message[:500]))
+    record(pool.run.name, batch, _failed_columns(batch, failure, message[:500]))
 
 
 __all__ = ["JobInterrupted", "JudgeRun", "RunStats", "execute"]

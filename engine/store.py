@@ -132,24 +132,24 @@ def _dedup(df: pl.DataFrame) -> pl.DataFrame:
     return df.unique(subset=["unit_id"], keep="last", maintain_order=True)
 
 
-def rows_to_table(unit_columns: dict[str, list[Any]], results: list[dict[str, Any]]) -> pa.Table:
-    """Join a batch's unit rows with its results (matched by ``unit_id``) into RAW_SCHEMA.
+def rows_to_table(unit_columns: dict[str, list[Any]], result_columns: dict[str, list[Any]]) -> pa.Table:
+    """Join a batch's unit columns with its result columns (same order) into RAW_SCHEMA.
 
     Raises:
-        KeyError: a unit of the batch has no result.
+        ValueError: the two do not describe the same units in the same order.
     """
-    by_id = {r["unit_id"]: r for r in results}
-    ids = unit_columns["unit_id"]
-    ordered = [by_id[u] for u in ids]
-    now = pa.scalar(time.time_ns() // 1000, pa.timestamp("us", tz="UTC"))
+    if result_columns.get("unit_id") != unit_columns["unit_id"]:
+        raise ValueError("result columns do not match the batch's units")
+    n = len(unit_columns["unit_id"])
     data: dict[str, Any] = dict(unit_columns)
     for field in RAW_SCHEMA:
         if field.name in data:
             continue
         if field.name == "finished_at":
-            data[field.name] = [now.as_py()] * len(ids)
+            # built from integers: converting tz-aware datetimes would make pyarrow import pandas
+            data[field.name] = pa.array([time.time_ns() // 1000] * n, pa.int64()).view(field.type)
         elif field.name == "option_probs":
-            data[field.name] = [list(r["option_probs"].items()) if r.get("option_probs") else None for r in ordered]
+            data[field.name] = [list(p.items()) if p else None for p in result_columns["option_probs"]]
         else:
-            data[field.name] = [r.get(field.name) for r in ordered]
+            data[field.name] = result_columns[field.name]
     return pa.Table.from_pydict(data, schema=RAW_SCHEMA)

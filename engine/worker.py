@@ -13,6 +13,19 @@ from typing import Any
 from voirdire.judges.base import JudgeContext, Query, Result, get_backend
 
 
+def results_to_columns(queries: list[Query], results: list[Result]) -> dict[str, list[Any]]:
+    """Result columns aligned with ``queries`` (matched by unit id); a query without a
+    result gets a recorded failure ("the judge backend returned no result")."""
+    by_id = {r.unit_id: r for r in results}
+    rows = []
+    for q in queries:
+        r = by_id.get(q.unit_id)
+        if r is None:
+            r = Result.failed(q.unit_id, "error", "the judge backend returned no result for this query")
+        rows.append(r.as_row())
+    return {k: [row[k] for row in rows] for k in rows[0]} if rows else {}
+
+
 class JudgeWorker:
     """Hosts a :class:`~voirdire.judges.base.JudgeBackend` (wrapped by ``ray.remote``).
 
@@ -26,21 +39,13 @@ class JudgeWorker:
         cls = get_backend(backend)
         self.backend = cls(cls.Settings(**settings), context)
 
-    async def judge(self, queries: list[Query]) -> list[dict[str, Any]]:
-        """Answer a batch; returns one result row (``Result.as_row()``) per query.
+    async def judge(self, queries: list[Query]) -> dict[str, list[Any]]:
+        """Answer a batch; returns result columns (``Result.as_row()`` keys) in query order.
 
         A query the backend left unanswered comes back as a recorded failure.
         """
         results: list[Result] = await self.backend.judge(queries)
-        rows = [r.as_row() for r in results]
-        if len(rows) != len(queries):
-            seen = {r["unit_id"] for r in rows}
-            rows += [
-                Result.failed(q.unit_id, "error", "the judge backend returned no result for this query").as_row()
-                for q in queries
-                if q.unit_id not in seen
-            ]
-        return rows
+        return results_to_columns(queries, results)
 
     async def close(self) -> None:
         """Release the backend's resources."""

@@ -318,3 +318,33 @@ def test_cli_errors_before_sending(tmp_path, data_dir):
     )
     assert dry.returncode == 0, dry.stderr
     assert "gpt-4-0613 (replay): 4,800 queries" in dry.stdout
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_cleanly_and_resumes(tmp_path, data_dir):
+    """SIGINT mid-job: exit code 130, what finished is saved; the rerun completes the job."""
+    import signal
+    import time
+
+    d = job_dict(tmp_path)
+    d["benchmark"] = {"name": "mtbench", "max_instances": 40}
+    d["run"] = {"batch_size": 2, "flush_seconds": 0.01}
+    d["judges"] = [{"name": "slow", "backend": "simulated", "latency_s": 0.2, "concurrency": 1}]
+    job_path = _write_toml(tmp_path / "job.toml", d)
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    cmd = [sys.executable, "-m", "voirdire", "run", str(job_path), "--no-progress"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    raw = tmp_path / "out" / "raw" / "slow"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not (raw.exists() and list(raw.glob("part-*.parquet"))):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert "interrupted" in err and "resume" in err
+    saved = ResultStore(tmp_path / "out").read_raw().height
+    assert 0 < saved < 80
+    second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stdout + second.stderr
+    final = load_judgments(tmp_path / "out")
+    assert final.height == 80 and final["unit_id"].n_unique() == 80
