@@ -1,0 +1,61 @@
+"""Anthropic messages judges: ``backend = "anthropic"``.
+
+Key from ``ANTHROPIC_API_KEY`` unless ``api_key_env`` names another variable; ``base_url``
+for gateways. The messages API has no sampling seed (``seed`` is ignored) and requires
+``max_tokens``. A reply stopped with ``stop_reason = "refusal"`` is recorded as content
+filtered. Prompt tokens are estimated conservatively (chars/3): Anthropic's tokenizer is
+not public.
+
+Only the request/response mapping lives here; rate limits, retries, failures, cache and
+cost are :mod:`voirdire.judges.api_common`'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+
+from voirdire.judges.api_common import APIJudge, APISettings, Reply, sdk_call_kwargs
+from voirdire.judges.base import register
+
+
+@register
+class AnthropicJudge(APIJudge):
+    """A judge behind Anthropic's messages API (one user message per query)."""
+
+    name = "anthropic"
+    Settings = APISettings
+    sdk = anthropic
+    default_key_env = "ANTHROPIC_API_KEY"
+    uses_tiktoken = False
+    filter_stops = frozenset({"refusal"})
+
+    def make_client(self, api_key: str, http_client: Any) -> Any:
+        s = self.settings
+        return anthropic.AsyncAnthropic(api_key=api_key, base_url=s.base_url, timeout=s.timeout_s,
+                                        max_retries=s.sdk_max_retries, http_client=http_client)
+
+    def request_body(self, prompt: str) -> dict[str, Any]:
+        """The messages request body for a prompt (also one batch request's ``params``)."""
+        s, sp = self.settings, self.sampling
+        body: dict[str, Any] = {"model": s.model, "max_tokens": sp.max_tokens, "temperature": sp.temperature,
+                                "messages": [{"role": "user", "content": prompt}]}
+        if s.system_prompt:
+            body["system"] = s.system_prompt
+        if sp.top_p is not None:
+            body["top_p"] = sp.top_p
+        return body
+
+    async def send(self, prompt: str) -> Any:
+        return await self.client.messages.create(**sdk_call_kwargs(self.client.messages.create, self.request_body(prompt)))
+
+    def parse(self, response: Any) -> Reply:
+        d = response if isinstance(response, dict) else response.model_dump()
+        blocks = d["content"]
+        texts = [b["text"] for b in blocks if b.get("type") == "text"]
+        if any(not isinstance(t, str) for t in texts):
+            raise TypeError("a text block carries no text")
+        usage = d.get("usage") or {}
+        return Reply(text="".join(texts) if texts else None, input_tokens=usage.get("input_tokens"),
+                     output_tokens=usage.get("output_tokens"), stop=d.get("stop_reason"))
