@@ -11,12 +11,11 @@ wire format). Everything else lives here, once:
   by one named, detached Ray actor per limit key (:class:`RateLimiter`), shared by every
   worker of every job on the cluster that uses the key. Every HTTP attempt, the SDK's own
   retries included, reserves its slot first (an httpx request hook), so the limit holds
-  whatever the retry policy does. The limiter is GCRA (the "virtual scheduling" form of a
-  token bucket, ITU-T I.371): for a rate ``r`` (per second) and a burst of ``b`` units,
-  in every interval of ``T`` seconds at most ``r*T + b - 1 + n`` units are admitted, where
-  ``n`` is the size of the last reservation (1 for requests, so ``r*T + b`` requests).
-  Tokens reserved per request: the prompt's estimated tokens plus ``max_tokens`` -- the
-  rule OpenAI documents for its TPM limit (a reservation is never refunded).
+  whatever the retry policy does. Each limit is a token bucket (:func:`bucket_for`):
+  bursts of up to ``rate_burst_s`` seconds' worth, and never more than ``rpm`` requests /
+  ``tpm`` tokens in any 60-second window (for tokens, plus the excess of a single request
+  larger than the burst). Tokens reserved per request: the prompt's estimated tokens plus
+  ``max_tokens`` -- the rule OpenAI documents for its TPM limit (never refunded).
 - **Retries.** The official SDKs retry 408/409/429/5xx and connection errors with
   exponential backoff and honour ``Retry-After`` (``sdk_max_retries`` tries). A 429 also
   pauses the shared limiter for the server's ``Retry-After``. What the SDK gives up on is
@@ -241,33 +240,48 @@ def redact(text: str | None, *secrets: str | None) -> str | None:
 # ---------------------------------------------------------------------------------------
 
 
-class GCRA:
-    """Generic cell rate algorithm (virtual scheduling) for one limit.
+class TokenBucket:
+    """A token bucket in GCRA form (virtual scheduling; ITU-T I.371, ATM Forum TM 4.0).
 
-    ``rate`` units per second, ``burst`` units of tolerance. :meth:`reserve` returns the
-    earliest time (seconds, same clock as ``now``) at which ``n`` units conform, and books
-    them. Guarantee: the units booked at times in any interval of length ``T`` sum to at
-    most ``rate*T + burst - 1 + n_last`` (source: ATM Forum TM 4.0 / ITU-T I.371, GCRA
-    with increment ``n/rate`` and limit ``(burst-1)/rate``).
+    ``rate`` units per second refill a bucket of ``capacity`` units; a reservation of ``n``
+    units waits until the bucket holds ``min(n, capacity)`` and then takes ``n`` (a
+    reservation larger than the bucket goes into debt, paid back before the next).
+    State: ``tat``, the time at which the bucket would be full again. Guarantee: the units
+    booked at times within any ``T`` seconds sum to at most
+    ``capacity + rate * T + max(0, n_max - capacity)``.
     """
 
-    def __init__(self, rate: float, burst: float) -> None:
+    def __init__(self, rate: float, capacity: float) -> None:
         if rate <= 0:
             raise ValueError("rate must be positive")
         self.rate = float(rate)
-        self.burst = max(1.0, float(burst))
-        self.tau = (self.burst - 1.0) / self.rate
-        self.tat = -math.inf  # theoretical arrival time of the next unit
+        self.capacity = max(1.0, float(capacity))
+        self.tat = -math.inf
 
-    def earliest(self, now: float) -> float:
-        return max(now, self.tat - self.tau)
+    def earliest(self, now: float, n: float) -> float:
+        """The earliest time >= ``now`` at which ``n`` units conform."""
+        return max(now, self.tat - (self.capacity - min(n, self.capacity)) / self.rate)
 
     def book(self, at: float, n: float) -> None:
         self.tat = max(self.tat, at) + n / self.rate
 
     def pause_until(self, t: float) -> None:
         """Admit nothing before ``t`` (a server's Retry-After)."""
-        self.tat = max(self.tat, t + self.tau)
+        self.tat = max(self.tat, t + self.capacity / self.rate)
+
+
+def bucket_for(per_minute: float, burst_s: float) -> TokenBucket:
+    """The bucket that keeps ``per_minute`` in every 60-second window.
+
+    Capacity ``b = per_minute / 60 * burst_s`` (at least 1); refill rate
+    ``per_minute / 60 * (1 - burst_s / 60)``, so ``b + 60 * rate = per_minute``: bursts up
+    to ``burst_s`` seconds' worth, and never more than the limit in any minute (plus, for
+    tokens, the excess of one request larger than the bucket). Sustained throughput is
+    ``1 - burst_s / 60`` of the limit (98.3 % at the default 1 s).
+    """
+    capacity = max(1.0, per_minute / 60.0 * burst_s)
+    # (for limits of a request or two a minute, half the rate keeps the integer bound)
+    return TokenBucket(max((per_minute - capacity) / 60.0, per_minute / 120.0), capacity)
 
 
 class RateLimiter:
@@ -293,17 +307,17 @@ class RateLimiter:
         if getattr(self, "_cfg", None) == cfg:
             return
         self._cfg = cfg
-        self.req = GCRA(rpm / 60.0, rpm / 60.0 * burst_s) if rpm else None
-        self.tok = GCRA(tpm / 60.0, tpm / 60.0 * burst_s) if tpm else None
+        self.req = bucket_for(rpm, burst_s) if rpm else None
+        self.tok = bucket_for(tpm, burst_s) if tpm else None
 
     def reserve(self, tokens: int = 0) -> float:
         """Book one request of ``tokens`` tokens; returns the seconds to wait before sending."""
         now = time.time()
         at = now
         if self.req is not None:
-            at = max(at, self.req.earliest(now))
+            at = max(at, self.req.earliest(now, 1))
         if self.tok is not None and tokens:
-            at = max(at, self.tok.earliest(now))
+            at = max(at, self.tok.earliest(now, tokens))
         if self.req is not None:
             self.req.book(at, 1)
         if self.tok is not None and tokens:
@@ -526,7 +540,7 @@ class APISettings(JudgeSettings):
     workers: int = Field(default=1, ge=1, le=1024)
     rpm: float | None = Field(default=None, gt=0)
     tpm: float | None = Field(default=None, gt=0)
-    rate_burst_s: float = Field(default=1.0, gt=0, le=60)
+    rate_burst_s: float = Field(default=1.0, gt=0, le=30)
     rate_limit_key: str | None = None
     timeout_s: float = Field(default=120.0, gt=0)
     sdk_max_retries: int = Field(default=3, ge=0, le=20)
@@ -852,7 +866,7 @@ def _retry_after_s(headers: Any) -> float | None:
 
 
 __all__ = [
-    "APIJudge", "APISettings", "GCRA", "RateLimiter", "Reply", "ResponseCache", "PRICES", "CONTEXT_WINDOWS",
+    "APIJudge", "APISettings", "TokenBucket", "bucket_for", "RateLimiter", "Reply", "ResponseCache", "PRICES", "CONTEXT_WINDOWS",
     "classify_exception", "context_window_for", "cost_usd", "count_tokens", "estimate_prompt_tokens",
     "get_limiter", "price_for", "redact",
 ]

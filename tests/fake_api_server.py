@@ -12,10 +12,12 @@ Replies: the text ends in ``[[X]]`` and ``Choice: X`` with a letter drawn from a
 prompt (deterministic). Usage: prompt tokens ``ceil(chars/4)`` of the messages' text,
 completion tokens ``ceil(len(reply)/4)``.
 
-Own rate limit (``rpm``/``tpm``/``burst_s``): the same GCRA as the client's limiter, with
-``jitter_s`` seconds of extra tolerance for arrival-time jitter between concurrent
-connections (the cell-delay-variation tolerance of ITU-T I.371); a request that does not
-conform gets 429 and counts in ``rate_rejected``. Tokens charged per request: prompt
+Own rate limit (``rpm``/``tpm``/``burst_s``): a token bucket refilled at the full
+configured rate with a capacity of ``burst_s`` seconds' worth, widened by ``jitter_s``
+seconds of rate for arrival-time jitter between concurrent connections (the
+cell-delay-variation tolerance of ITU-T I.371); a request that does not conform gets 429
+and counts in ``rate_rejected``. ``arrivals`` logs ``[t, tokens]`` of every admitted
+request for window counts (:func:`max_in_window`). Tokens charged per request: prompt
 tokens + the request's max tokens (OpenAI's documented rule).
 
 Faults (``faults``: a list of ``{"kind", "rate", "times", "match"}``): a request whose
@@ -58,20 +60,26 @@ DEFAULT_CONFIG: dict[str, Any] = {
 }
 
 
-class _GCRA:
-    def __init__(self, rate: float, burst: float, jitter: float) -> None:
+class _Bucket:
+    """The provider-side rule: a token bucket of ``capacity`` refilled at ``rate`` per
+    second, widened by ``jitter`` seconds of rate; a request needs ``min(n, capacity)``."""
+
+    def __init__(self, rate: float, capacity: float, jitter: float) -> None:
         self.rate = rate
-        self.tau = (max(1.0, burst) - 1.0) / rate + jitter
+        self.capacity = max(1.0, capacity) + rate * jitter
         self.tat = -math.inf
 
-    def conforms(self, now: float) -> bool:
-        return now >= self.tat - self.tau
+    def _need(self, n: float) -> float:
+        return (self.capacity - min(n, self.capacity)) / self.rate
+
+    def conforms(self, now: float, n: float) -> bool:
+        return now >= self.tat - self._need(n)
 
     def book(self, now: float, n: float) -> None:
         self.tat = max(self.tat, now) + n / self.rate
 
-    def wait(self, now: float) -> float:
-        return max(0.0, self.tat - self.tau - now)
+    def wait(self, now: float, n: float) -> float:
+        return max(0.0, self.tat - self._need(n) - now)
 
 
 def _h(text: str) -> float:
@@ -114,16 +122,16 @@ class FakeAPIServer:
         }
         self._ok_per_prompt: dict[str, int] = {}
         self._fault_hits: dict[tuple[str, str], int] = {}
-        self._limits: dict[str, _GCRA] | None = None
+        self._limits: dict[str, _Bucket] | None = None
 
-    def _limit(self) -> dict[str, _GCRA]:
+    def _limit(self) -> dict[str, _Bucket]:
         if self._limits is None:
             c = self.config
             self._limits = {}
             if c["rpm"]:
-                self._limits["req"] = _GCRA(c["rpm"] / 60, c["rpm"] / 60 * c["burst_s"], c["jitter_s"])
+                self._limits["req"] = _Bucket(c["rpm"] / 60, c["rpm"] / 60 * c["burst_s"], c["jitter_s"])
             if c["tpm"]:
-                self._limits["tok"] = _GCRA(c["tpm"] / 60, c["tpm"] / 60 * c["burst_s"], c["jitter_s"])
+                self._limits["tok"] = _Bucket(c["tpm"] / 60, c["tpm"] / 60 * c["burst_s"], c["jitter_s"])
         return self._limits
 
     def _count(self, status: int) -> None:
@@ -188,11 +196,12 @@ class FakeAPIServer:
         limits = self._limit()
         charge = _tokens(prompt) + int(max_tokens)
         if limits:
-            late = [g for name, g in limits.items() if not g.conforms(now)]
+            need = {"req": 1, "tok": charge}
+            late = [(g, need[name]) for name, g in limits.items() if not g.conforms(now, need[name])]
             if late:
                 self.stats["rate_rejected"] += 1
                 self._count(429)
-                wait = max(g.wait(now) for g in late)
+                wait = max(g.wait(now, n) for g, n in late)
                 return self._error(api, 429, "rate_limit_error" if api == "anthropic" else "requests",
                                    "Rate limit reached (fake server's own limit)", code="rate_limit_exceeded",
                                    headers={"retry-after-ms": str(max(1, int(wait * 1000)))})
