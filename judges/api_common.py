@@ -11,10 +11,10 @@ wire format). Everything else lives here, once:
   by one named, detached Ray actor per limit key (:class:`RateLimiter`), shared by every
   worker of every job on the cluster that uses the key. Every HTTP attempt, the SDK's own
   retries included, reserves its slot first (an httpx request hook), so the limit holds
-  whatever the retry policy does. Each limit is a token bucket (:func:`bucket_for`):
-  bursts of up to ``rate_burst_s`` seconds' worth, and never more than ``rpm`` requests /
-  ``tpm`` tokens in any 60-second window (for tokens, plus the excess of a single request
-  larger than the burst). Tokens reserved per request: the prompt's estimated tokens plus
+  whatever the retry policy does. Each limit is a token bucket (:func:`bucket_for`) that
+  never admits more than ``rpm / 60`` requests (``tpm / 60`` tokens) in any window of one
+  second, nor ``rpm`` (``tpm``) in any minute; sustained throughput is ``1 -
+  rate_burst_s`` (98 %) of the limit. Tokens reserved per request: the prompt's estimated tokens plus
   ``max_tokens`` -- the rule OpenAI documents for its TPM limit (never refunded).
 - **Retries.** The official SDKs retry 408/409/429/5xx and connection errors with
   exponential backoff and honour ``Retry-After`` (``sdk_max_retries`` tries). A 429 also
@@ -271,17 +271,18 @@ class TokenBucket:
 
 
 def bucket_for(per_minute: float, burst_s: float) -> TokenBucket:
-    """The bucket that keeps ``per_minute`` in every 60-second window.
+    """The bucket that keeps a per-minute limit in every window of one second or more.
 
-    Capacity ``b = per_minute / 60 * burst_s`` (at least 1); refill rate
-    ``per_minute / 60 * (1 - burst_s / 60)``, so ``b + 60 * rate = per_minute``: bursts up
-    to ``burst_s`` seconds' worth, and never more than the limit in any minute (plus, for
-    tokens, the excess of one request larger than the bucket). Sustained throughput is
-    ``1 - burst_s / 60`` of the limit (98.3 % at the default 1 s).
+    With ``p = per_minute / 60`` per second: capacity ``c = max(1, p * burst_s)``, refill
+    rate ``p * (1 - burst_s)``. In any window of ``T >= 1`` seconds at most
+    ``c + p * (1 - burst_s) * T <= p * T`` units are admitted (for requests, at most one
+    more when ``p * burst_s < 1``; for tokens, plus the excess of a single request larger
+    than ``c``), so both per-minute limits and providers that quantize them per second
+    (OpenAI: "60,000 RPM may be enforced as 1,000 requests per second") are respected.
+    Sustained throughput is ``1 - burst_s`` of the limit (98 % at the default 0.02).
     """
-    capacity = max(1.0, per_minute / 60.0 * burst_s)
-    # (for limits of a request or two a minute, half the rate keeps the integer bound)
-    return TokenBucket(max((per_minute - capacity) / 60.0, per_minute / 120.0), capacity)
+    rate = per_minute / 60.0
+    return TokenBucket(rate * (1.0 - burst_s), max(1.0, rate * burst_s))
 
 
 class RateLimiter:
@@ -290,18 +291,17 @@ class RateLimiter:
     Args:
         rpm: requests per minute, or ``None`` for no request limit.
         tpm: tokens per minute (prompt estimate + ``max_tokens`` per request), or ``None``.
-        burst_s: burst tolerance in seconds of rate (at least one request / one request's
-            tokens).
+        burst_s: burst tolerance as a fraction of one second's rate (see :func:`bucket_for`).
     """
 
-    def __init__(self, rpm: float | None, tpm: float | None, burst_s: float = 1.0) -> None:
+    def __init__(self, rpm: float | None, tpm: float | None, burst_s: float = 0.02) -> None:
         self.configure(rpm, tpm, burst_s)
         self.granted = 0
         self.tokens = 0
         self.waited_s = 0.0
         self.pauses = 0
 
-    def configure(self, rpm: float | None, tpm: float | None, burst_s: float = 1.0) -> None:
+    def configure(self, rpm: float | None, tpm: float | None, burst_s: float = 0.02) -> None:
         """Set the limits (kept state is reset only when they change)."""
         cfg = (rpm, tpm, burst_s)
         if getattr(self, "_cfg", None) == cfg:
@@ -520,7 +520,8 @@ class APISettings(JudgeSettings):
     Throughput: ``workers`` (actors), ``concurrency`` (requests in flight per worker,
     given as the judge's ``concurrency`` key), ``rpm`` / ``tpm`` (requests and tokens per
     minute shared by every worker with the same ``rate_limit_key``; default key: backend,
-    base URL, key variable and model), ``rate_burst_s`` (burst tolerance, seconds of rate).
+    base URL, key variable and model), ``rate_burst_s`` (burst tolerance as a fraction of
+    one second's rate; sustained throughput is ``1 - rate_burst_s`` of the limit).
 
     Retries: ``timeout_s`` (seconds per HTTP attempt), ``sdk_max_retries`` (the SDK's
     retries), ``max_attempts`` (our rounds for transient failures), ``retry_backoff_s``.
@@ -540,7 +541,7 @@ class APISettings(JudgeSettings):
     workers: int = Field(default=1, ge=1, le=1024)
     rpm: float | None = Field(default=None, gt=0)
     tpm: float | None = Field(default=None, gt=0)
-    rate_burst_s: float = Field(default=1.0, gt=0, le=30)
+    rate_burst_s: float = Field(default=0.02, gt=0, le=0.5)
     rate_limit_key: str | None = None
     timeout_s: float = Field(default=120.0, gt=0)
     sdk_max_retries: int = Field(default=3, ge=0, le=20)
