@@ -17,7 +17,7 @@ from typing import Any
 import anthropic
 
 from voirdire.judges.api_common import APIJudge, APISettings, Reply, sdk_call_kwargs
-from voirdire.judges.base import register
+from voirdire.judges.base import FailureClass, register
 
 
 @register
@@ -59,3 +59,29 @@ class AnthropicJudge(APIJudge):
         usage = d.get("usage") or {}
         return Reply(text="".join(texts) if texts else None, input_tokens=usage.get("input_tokens"),
                      output_tokens=usage.get("output_tokens"), stop=d.get("stop_reason"))
+
+    # -- Message Batches API ---------------------------------------------------------------
+
+    async def batch_submit(self, items: list[tuple[str, dict[str, Any]]]) -> str:
+        b = await self.client.messages.batches.create(requests=[{"custom_id": cid, "params": body}
+                                                                for cid, body in items])
+        return b.id
+
+    async def batch_poll(self, batch_id: str) -> str:
+        b = await self.client.messages.batches.retrieve(batch_id)
+        return "ended" if b.processing_status == "ended" else "running"
+
+    async def batch_results(self, batch_id: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async for item in await self.client.messages.batches.results(batch_id):
+            r = item.result
+            if r.type == "succeeded":
+                out[item.custom_id] = r.message.model_dump()
+            elif r.type == "errored":
+                err = r.error.model_dump() if hasattr(r.error, "model_dump") else r.error
+                out[item.custom_id] = (FailureClass.SERVER_ERROR if "api_error" in str(err) or "overloaded" in str(err)
+                                       else FailureClass.REFUSED, f"batch item errored: {str(err)[:400]}")
+            else:  # expired / canceled
+                out[item.custom_id] = (FailureClass.TIMEOUT if r.type == "expired" else FailureClass.ERROR,
+                                       f"batch item {r.type}")
+        return out

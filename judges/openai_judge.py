@@ -15,10 +15,12 @@ cost are :mod:`voirdire.judges.api_common`'s.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import openai
 
+from voirdire.judges.api_batch import status_failure
 from voirdire.judges.api_common import APIJudge, APISettings, Reply, sdk_call_kwargs
 from voirdire.judges.base import ConfigError, register
 
@@ -66,6 +68,43 @@ class OpenAIJudge(APIJudge):
             raise TypeError(f"message content is {type(text).__name__}, not text")
         return Reply(text=text, input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
                      stop=choice.get("finish_reason"))
+
+    # -- OpenAI Batch API (files + /v1/batches) --------------------------------------------
+
+    async def batch_submit(self, items: list[tuple[str, dict[str, Any]]]) -> str:
+        lines = [json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body})
+                 for cid, body in items]
+        f = await self.client.files.create(file=("voirdire-batch.jsonl", ("\n".join(lines) + "\n").encode()),
+                                           purpose="batch")
+        b = await self.client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
+                                             completion_window="24h")
+        return b.id
+
+    async def batch_poll(self, batch_id: str) -> str:
+        b = await self.client.batches.retrieve(batch_id)
+        if b.status in ("completed", "failed", "expired", "cancelled"):
+            return b.status
+        return "running"
+
+    async def batch_results(self, batch_id: str) -> dict[str, Any]:
+        b = await self.client.batches.retrieve(batch_id)
+        out: dict[str, Any] = {}
+        for fid in (b.error_file_id, b.output_file_id):
+            if not fid:
+                continue
+            content = await self.client.files.content(fid)
+            for line in content.text.splitlines():
+                if not line.strip():
+                    continue
+                rec = json.loads(line)
+                resp, err = rec.get("response") or {}, rec.get("error")
+                if resp.get("status_code") == 200 and resp.get("body"):
+                    out[rec["custom_id"]] = resp["body"]
+                else:
+                    msg = json.dumps(err or resp.get("body"))[:400]
+                    out[rec["custom_id"]] = (status_failure(resp.get("status_code")),
+                                             f"batch item failed (HTTP {resp.get('status_code')}): {msg}")
+        return out
 
 
 @register

@@ -186,3 +186,38 @@ def test_prices_costs_and_redaction():
     assert cost_usd((2.5, 10.0), 1_000_000, 100_000, batch=True) == pytest.approx(1.75)
     assert redact("bad key sk-proj-abcdefgh1234 given", None) == "bad key [redacted] given"
     assert ResponseCache.key("h", None, "p", 1) != ResponseCache.key("h", None, "p", 2)
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_batch_mode_submits_once_and_resumes_by_reattaching(api, server, tmp_path):
+    """Batch mode: one provider batch per call; a second worker (a resumed job, cache off)
+    finds the persisted batch id and collects it instead of submitting again."""
+    server.config["batch_delay_s"] = 0.3
+    queries = [_query(f"b{i}", prompt=f"batch prompt {api} {i}") for i in range(5)]
+    queries.append(_query("blong", prompt="y" * 5000))
+
+    def run():
+        judge = _judge(api, server, tmp_path, cache="off", batch=True, batch_poll_s=0.1, context_window=1000)
+
+        async def go():
+            try:
+                return await judge.judge(queries)
+            finally:
+                await judge.aclose()
+
+        return asyncio.run(go())
+
+    created, paid = server.stats["batches_created"], server.stats["batch_requests"]
+    first = run()
+    assert server.stats["batches_created"] == created + 1 and server.stats["batch_requests"] == paid + 5
+    by_id = {r.unit_id: r for r in first}
+    assert by_id["u-blong-1"].failure == FailureClass.CONTEXT_TOO_LONG.value
+    ok = [r for r in first if r.failure is None]
+    assert len(ok) == 5 and all("[[" in r.output for r in ok)
+    full = cost_usd(price_for(MODEL[api]), ok[0].input_tokens, ok[0].output_tokens)
+    assert ok[0].cost_usd == pytest.approx(full / 2)  # batch price
+    records = list((tmp_path / "api_batches").rglob("*.json"))
+    assert len(records) == 1
+    second = run()
+    assert server.stats["batches_created"] == created + 1 and server.stats["batch_requests"] == paid + 5
+    assert {r.unit_id: r.output for r in second} == {r.unit_id: r.output for r in first}
