@@ -51,10 +51,24 @@ def run(
     except ConfigError as exc:
         _fail(str(exc))
     if dry_run:
+        from voirdire.engine.job import estimate_job
+
         for spec, plan in zip(specs, plans):
             console.print(f"[bold]{spec.name}[/]: {plan['instances'].height} instances")
+            estimates = estimate_job(spec, plan)
             for rj in plan["judges"]:
                 console.print(f"  {rj.name} ({rj.spec.backend}): {plan['units_per_judge']:,} queries")
+                est = estimates.get(rj.name)
+                if est:
+                    cost = est["cost_usd_max"]
+                    console.print(
+                        f"    ~{est['input_tokens']:,} input tokens ({est['counting']}), "
+                        f"<= {est['max_output_tokens']:,} output tokens (max_tokens per query), "
+                        + (f"cost <= ${cost:,.2f}" if cost is not None else "cost unknown (no price: set "
+                           "price_input_per_mtok / price_output_per_mtok)")
+                        + (f"; {est['too_long']:,} queries exceed the context window and would be recorded "
+                           "as failures without a call" if est["too_long"] else "")
+                    )
         return
     tables = []
     try:

@@ -86,6 +86,23 @@ def plan_job(job: JobSpec) -> dict[str, Any]:
     }
 
 
+def estimate_job(job: JobSpec, plan: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
+    """Per judge, the backend's dry-run estimate over every prompt the job would send
+    (``JudgeBackend.estimate``: for API judges ``queries``, ``input_tokens``,
+    ``max_output_tokens``, ``too_long``, ``cost_usd_max`` in USD, ``counting``), or
+    ``None`` for judges that cost nothing per query. Sends nothing."""
+    bench = plan["bench"]
+    prompts = PromptCache(bench)
+    out: dict[str, dict[str, Any] | None] = {}
+    for rj in plan["judges"]:
+        batches = iter_unit_batches(
+            bench, plan["instances"], job.comparison, judge=rj.name, identity_hash=rj.identity_hash,
+            needs_prompt=True, batch_size=job.run.batch_size, prompts=prompts,
+        )
+        out[rj.name] = rj.backend.estimate(rj.settings, rj.sampling, (q.prompt for b in batches for q in b.queries))
+    return out
+
+
 def _job_record(job: JobSpec, plan: dict[str, Any]) -> dict[str, Any]:
     bench = plan["bench"]
     return {

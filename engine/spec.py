@@ -190,6 +190,8 @@ class ResolvedJudge:
             output_dir=output_dir,
             sampling=self.sampling,
             driver_pid=os.getpid(),
+            concurrency=self.concurrency,
+            identity_hash=self.identity_hash,
         )
 
 

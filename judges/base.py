@@ -138,7 +138,9 @@ class JudgeContext:
     ``data_dir`` is the benchmark data location (a directory), ``benchmark`` the benchmark's
     name as in the units (``"MTBench"``), ``output_dir`` the job's output directory (for
     caches), ``sampling`` the effective sampling settings for this judge, ``driver_pid`` the
-    process id of the driver that runs the job.
+    process id of the driver that runs the job, ``concurrency`` the judge's resolved
+    ``concurrency`` (requests in flight per worker, for backends that fan a batch out) and
+    ``identity_hash`` the judge's identity hash (as in its unit ids).
     """
 
     judge: str
@@ -147,6 +149,8 @@ class JudgeContext:
     output_dir: str | None
     sampling: Sampling = field(default_factory=Sampling)
     driver_pid: int | None = None
+    concurrency: int | None = None
+    identity_hash: str | None = None
 
 
 class JudgeBackend(abc.ABC):
@@ -185,6 +189,12 @@ class JudgeBackend(abc.ABC):
         Raises:
             ConfigError: naming the judge and what is missing.
         """
+
+    @classmethod
+    def estimate(cls, settings: JudgeSettings, sampling: Sampling, prompts: Any) -> dict[str, Any] | None:
+        """Dry-run estimate of tokens and cost over an iterable of prompt strings, or ``None``
+        when the backend costs nothing per query (see :meth:`APIJudge.estimate` for keys)."""
+        return None
 
     @classmethod
     def worker_options(cls, settings: JudgeSettings) -> dict[str, Any]:

@@ -1,0 +1,126 @@
+"""OpenAI chat-completions judges: ``backend = "openai"`` and ``"openai_compatible"``.
+
+``openai`` talks to OpenAI (or a gateway given as ``base_url``), key from
+``OPENAI_API_KEY`` unless ``api_key_env`` names another variable; prompt tokens are
+counted with tiktoken where its encoding loads. ``openai_compatible`` talks to any server
+that speaks the chat-completions protocol -- vLLM's and llama.cpp's servers, Ollama,
+Gemini's (``https://generativelanguage.googleapis.com/v1beta/openai/``) and OpenRouter's
+(``https://openrouter.ai/api/v1``) endpoints: ``base_url`` is required, ``api_key_env``
+is optional (no key is sent without it), ``base_url`` is part of the judge's identity,
+tokens are estimated conservatively (chars/3).
+
+Only the request/response mapping lives here; rate limits, retries, failures, cache and
+cost are :mod:`voirdire.judges.api_common`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import openai
+
+from voirdire.judges.api_batch import status_failure
+from voirdire.judges.api_common import APIJudge, APISettings, Reply, sdk_call_kwargs
+from voirdire.judges.base import ConfigError, register
+
+
+@register
+class OpenAIJudge(APIJudge):
+    """A judge behind OpenAI's chat-completions API (one user message per query)."""
+
+    name = "openai"
+    Settings = APISettings
+    sdk = openai
+    default_key_env = "OPENAI_API_KEY"
+    uses_tiktoken = True
+    filter_stops = frozenset({"content_filter"})
+    #: the request field capping output tokens (OpenAI's current name; o-series need it)
+    max_tokens_field = "max_completion_tokens"
+
+    def make_client(self, api_key: str, http_client: Any) -> Any:
+        s = self.settings
+        return openai.AsyncOpenAI(api_key=api_key, base_url=s.base_url, timeout=s.timeout_s,
+                                  max_retries=s.sdk_max_retries, http_client=http_client)
+
+    def request_body(self, prompt: str) -> dict[str, Any]:
+        """The chat-completions request body for a prompt (also one batch line's ``body``)."""
+        s, sp = self.settings, self.sampling
+        messages = [{"role": "system", "content": s.system_prompt}] if s.system_prompt else []
+        messages.append({"role": "user", "content": prompt})
+        body: dict[str, Any] = {"model": s.model, "messages": messages, "temperature": sp.temperature,
+                                self.max_tokens_field: sp.max_tokens}
+        if sp.seed is not None:
+            body["seed"] = sp.seed
+        if sp.top_p is not None:
+            body["top_p"] = sp.top_p
+        return body
+
+    async def send(self, prompt: str) -> Any:
+        return await self.client.chat.completions.create(**sdk_call_kwargs(self.client.chat.completions.create, self.request_body(prompt)))
+
+    def parse(self, response: Any) -> Reply:
+        d = response if isinstance(response, dict) else response.model_dump()
+        choice = d["choices"][0]
+        usage = d.get("usage") or {}
+        text = (choice.get("message") or {}).get("content")
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"message content is {type(text).__name__}, not text")
+        return Reply(text=text, input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
+                     stop=choice.get("finish_reason"))
+
+    # -- OpenAI Batch API (files + /v1/batches) --------------------------------------------
+
+    async def batch_submit(self, items: list[tuple[str, dict[str, Any]]]) -> str:
+        lines = [json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body})
+                 for cid, body in items]
+        f = await self.client.files.create(file=("voirdire-batch.jsonl", ("\n".join(lines) + "\n").encode()),
+                                           purpose="batch")
+        b = await self.client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
+                                             completion_window="24h")
+        return b.id
+
+    async def batch_poll(self, batch_id: str) -> str:
+        b = await self.client.batches.retrieve(batch_id)
+        if b.status in ("completed", "failed", "expired", "cancelled"):
+            return b.status
+        return "running"
+
+    async def batch_results(self, batch_id: str) -> dict[str, Any]:
+        b = await self.client.batches.retrieve(batch_id)
+        out: dict[str, Any] = {}
+        for fid in (b.error_file_id, b.output_file_id):
+            if not fid:
+                continue
+            content = await self.client.files.content(fid)
+            for line in content.text.splitlines():
+                if not line.strip():
+                    continue
+                rec = json.loads(line)
+                resp, err = rec.get("response") or {}, rec.get("error")
+                if resp.get("status_code") == 200 and resp.get("body"):
+                    out[rec["custom_id"]] = resp["body"]
+                else:
+                    msg = json.dumps(err or resp.get("body"))[:400]
+                    out[rec["custom_id"]] = (status_failure(resp.get("status_code")),
+                                             f"batch item failed (HTTP {resp.get('status_code')}): {msg}")
+        return out
+
+
+@register
+class OpenAICompatibleJudge(OpenAIJudge):
+    """A judge behind any OpenAI-compatible chat-completions server (``base_url`` required)."""
+
+    name = "openai_compatible"
+    default_key_env = None
+    uses_tiktoken = False
+    max_tokens_field = "max_tokens"  # what vLLM, llama.cpp, Ollama and the gateways all accept
+    # the server decides what model answers: its address is part of the identity
+    identity_exclude = tuple(k for k in OpenAIJudge.identity_exclude if k != "base_url")
+
+    @classmethod
+    def preflight(cls, settings, context) -> None:  # type: ignore[override]
+        if not settings.base_url:
+            raise ConfigError(f"judge {context.judge!r} (openai_compatible) needs base_url, e.g. "
+                              f"\"http://localhost:8000/v1\"")
+        super().preflight(settings, context)
