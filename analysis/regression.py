@@ -44,6 +44,7 @@ __all__ = [
     "StepResult",
     "stepwise",
     "factor_regressions",
+    "drop1_tables",
 ]
 
 CATEGORICAL_TERMS = ["judge", "candidate", "task", "judge_family"]
@@ -179,14 +180,33 @@ def _design(n: int, blocks: dict, terms: Sequence[str]) -> np.ndarray:
     return np.column_stack([np.ones(n), *[blocks[t][0] for t in terms]])
 
 
-def _rss_rank(y: np.ndarray, x: np.ndarray) -> tuple[float, int]:
-    """Least-squares RSS and rank of ``x`` from one SVD (rank tolerance as numpy's
-    ``matrix_rank``: ``s_max · max(shape) · eps``)."""
-    u, sv, _ = np.linalg.svd(x, full_matrices=False)
-    tol = sv.max() * max(x.shape) * np.finfo(float).eps if sv.size else 0.0
-    r = int((sv > tol).sum())
-    proj = u[:, :r].T @ y
-    return max(float(y @ y - proj @ proj), 0.0), r
+class _Gram:
+    """Cross-products of the full design, computed once: every submodel's RSS and rank
+    come from its block of ``Z'Z`` and ``Z'y`` (O(k³) per model, independent of n).
+
+    RSS = y'y − c'G⁺c with ``G = X'X``, ``c = X'y`` and ``G⁺`` the pseudo-inverse over the
+    eigenvalues above ``λ_max · 1e-10`` (their count is the rank of ``X``).
+    """
+
+    def __init__(self, y: np.ndarray, blocks: dict, terms: Sequence[str]) -> None:
+        z = _design(len(y), blocks, terms)
+        self.g = z.T @ z
+        self.c = z.T @ y
+        self.yy = float(y @ y)
+        self.cols: dict[str, np.ndarray] = {}
+        start = 1
+        for t in terms:
+            w = blocks[t][0].shape[1]
+            self.cols[t] = np.arange(start, start + w)
+            start += w
+
+    def rss_rank(self, terms: Sequence[str]) -> tuple[float, int]:
+        idx = np.concatenate([np.zeros(1, dtype=np.int64), *[self.cols[t] for t in terms]])
+        g, c = self.g[np.ix_(idx, idx)], self.c[idx]
+        lam, vec = np.linalg.eigh(g)
+        keep = lam > max(lam.max(), 0.0) * 1e-10
+        proj = vec[:, keep].T @ c
+        return max(self.yy - float(proj @ (proj / lam[keep])), 0.0), int(keep.sum())
 
 
 def _fit(y: np.ndarray, blocks: dict, terms: Sequence[str]):
@@ -231,11 +251,12 @@ def stepwise(
     blocks = _blocks(data, terms)
     terms = [t for t in terms if blocks[t][0].shape[1] > 0]
     cache: dict[frozenset, tuple[float, int]] = {}
+    gram = _Gram(y, blocks, terms)
 
     def score(model: Sequence[str]) -> tuple[float, int, float]:
         key = frozenset(model)
         if key not in cache:
-            cache[key] = _rss_rank(y, _design(n, blocks, [t for t in terms if t in key]))
+            cache[key] = gram.rss_rank([t for t in terms if t in key])
         rss, k = cache[key]
         return rss, k, aic(rss, n, k)
 
