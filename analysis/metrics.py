@@ -57,6 +57,7 @@ __all__ = [
     "judge_from_units",
     "judge_metrics",
     "repetition_stability",
+    "query_stability",
     "summarize",
     "register_unit_builder",
 ]
@@ -379,6 +380,35 @@ def judge_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
 # --------------------------------------------------------------------------------------
 
 
+def _query_stability(lf: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """``(used, scored)``: queries asked at least twice (``n_j``, ``m_j``), and those with
+    an extracted choice with ``rs_j`` and ``sd_j`` (see :func:`repetition_stability`)."""
+    ok = ~_no_verdict()
+    per_query = lf.group_by(QUERY_KEYS).agg(n_j=pl.len().cast(pl.Int64), question_id=pl.col("question_id").first())
+    largest = (
+        lf.filter(ok)
+        .group_by([*QUERY_KEYS, "extracted"])
+        .agg(c=pl.len().cast(pl.Int64))
+        .group_by(QUERY_KEYS)
+        .agg(m_j=pl.col("c").max())
+    )
+    n, m = pl.col("n_j"), pl.col("m_j")
+    used = per_query.filter(n >= 2).join(largest, on=QUERY_KEYS, how="left").with_columns(m.fill_null(0))
+    scored = used.filter(m > 0).with_columns(
+        rs_j=m.cast(pl.Float64) / n,
+        sd_j=((m * (n - m)).cast(pl.Float64) / (n * (n - 1))).sqrt(),
+    )
+    return used, scored
+
+
+def query_stability(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Per query asked at least twice with an extracted choice: ``benchmark``, ``judge``,
+    ``query_id``, ``question_id`` (str), ``n_j``, ``m_j`` (int), ``rs_j``, ``sd_j``
+    (float); the terms that :func:`repetition_stability` averages."""
+    _, scored = _query_stability(judgments.lazy())
+    return scored.sort(QUERY_KEYS).collect()
+
+
 def repetition_stability(judgments: pl.DataFrame) -> pl.DataFrame:
     """Repetition stability (RS) and its spread per (benchmark, judge).
 
@@ -411,26 +441,8 @@ def repetition_stability(judgments: pl.DataFrame) -> pl.DataFrame:
     Output columns (:data:`RS_COLUMNS`): benchmark, judge, ``rs`` (float), ``rs_spread``
     (float), ``n_queries`` (int: queries used).
     """
-    ok = ~_no_verdict()
     lf = judgments.lazy()
-    per_query = lf.group_by(QUERY_KEYS).agg(n_j=pl.len().cast(pl.Int64))
-    largest = (
-        lf.filter(ok)
-        .group_by([*QUERY_KEYS, "extracted"])
-        .agg(c=pl.len().cast(pl.Int64))
-        .group_by(QUERY_KEYS)
-        .agg(m_j=pl.col("c").max())
-    )
-    n, m = pl.col("n_j"), pl.col("m_j")
-    used = (
-        per_query.filter(n >= 2)
-        .join(largest, on=QUERY_KEYS, how="left")
-        .with_columns(m.fill_null(0))
-    )
-    scored = used.filter(m > 0).with_columns(
-        rs_j=m.cast(pl.Float64) / n,
-        sd_j=((m * (n - m)).cast(pl.Float64) / (n * (n - 1))).sqrt(),
-    )
+    used, scored = _query_stability(lf)
     has_rep = used.group_by(JUDGE_KEYS).agg(pl.lit(True).alias("_rep"))
     stats = scored.group_by(JUDGE_KEYS).agg(
         rs=pl.col("rs_j").mean(),
