@@ -303,8 +303,8 @@ def unit_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
 # --------------------------------------------------------------------------------------
 
 
-def judge_from_units(units: pl.DataFrame) -> pl.DataFrame:
-    """Pool unit metrics per (benchmark, judge).
+def judge_from_units(units: pl.DataFrame, keys: list[str] | None = None) -> pl.DataFrame:
+    """Pool unit metrics per (benchmark, judge) (or per ``keys``, e.g. adding ``task``).
 
     Source: ``spec/metrics.md``, *Per judge*. Units with ``n = 0`` are left out of every
     figure **(ours)**. Output columns: benchmark, judge,
@@ -316,11 +316,12 @@ def judge_from_units(units: pl.DataFrame) -> pl.DataFrame:
 
     Judges whose units all have ``n = 0`` have no row.
     """
+    keys = keys or JUDGE_KEYS
     ccn, pcn, rcn = pl.col("consistent"), pl.col("primacy"), pl.col("recency")
     return (
         units.lazy()
         .filter(pl.col("n") > 0)
-        .group_by(JUDGE_KEYS)
+        .group_by(keys)
         .agg(
             _ccn=ccn.sum(),
             _v=(ccn + pcn + rcn).sum(),
@@ -330,8 +331,8 @@ def judge_from_units(units: pl.DataFrame) -> pl.DataFrame:
             n_units=pl.len().cast(pl.Int64),
         )
         .with_columns(pc=_safe_div(pl.col("_ccn"), pl.col("_v")))
-        .select(*JUDGE_KEYS, "pc", "pc_std", "pf", "pf_std", "n_units")
-        .sort(JUDGE_KEYS)
+        .select(*keys, "pc", "pc_std", "pf", "pf_std", "n_units")
+        .sort(keys)
         .collect()
     )
 
