@@ -188,9 +188,10 @@ def agreement_heatmaps(matrix: pl.DataFrame, path: str | os.PathLike, title: str
         ax.set_xticks(range(n))
         ax.set_yticks(range(n))
         ax.set_xticklabels([_short(j, 16) for j in judges], rotation=60, ha="right", fontsize=7)
-        ax.set_yticklabels([_short(j, 16) for j in judges], fontsize=7)
+        ax.set_yticklabels([_short(j, 16) for j in judges] if col == "agreement" else [], fontsize=7)
         ax.set_title(label, fontsize=10)
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
+    fig.subplots_adjust(wspace=0.25)
     fig.suptitle(title or "Agreement between judges")
     return _save(fig, path)
 

@@ -119,7 +119,7 @@ def write_study_markdown(study: Any, path: str | os.PathLike, title: str) -> Non
     for r in study.regressions:
         lines += [f"### {r.scope}: {r.response.upper()} (n = {r.n})", "", "| term | Df | Sum of Sq | RSS | AIC |", "|---|---:|---:|---:|---:|"]
         for t, df_, ss, rss, aic in r.drop1.iter_rows():
-            lines.append(f"| {t} | {'' if df_ is None else df_} | {'' if ss is None else f'{ss:.4f}'} | {rss:.4f} | {aic:.2f} |")
+            lines.append(f"| {'`<none>`' if t == '<none>' else t} | {'' if df_ is None else df_} | {'' if ss is None else f'{ss:.4f}'} | {rss:.4f} | {aic:.2f} |")
         lines.append("")
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines))

@@ -17,7 +17,6 @@ same queries).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,8 +175,11 @@ def analyze_study(
         PC/PF), ``pc_lo``/``pc_hi``/``pf_lo``/``pf_hi`` (bootstrap), ``primacy``,
         ``recency``, ``p_value``, ``direction`` (sign test), ``rs``, ``rs_spread``,
         ``rs_lo``/``rs_hi``, ``rs_source``, ``readable`` (bool) and ``flag`` (str reason));
-        ``units`` (the regression's units); ``judge_task`` (PC/PF per (benchmark, judge,
-        task) with bootstrap intervals); ``regressions``; ``power``.
+        ``units`` (unit metrics of each judge's PC/PF source, with ``source``);
+        ``reg_units`` (the regression's units: per benchmark those of single-repetition
+        directories when it has any); ``judge_task`` (PC/PF per (benchmark, judge, task)
+        with bootstrap intervals); ``regressions``; ``power`` (sign-test power table at the
+        median PC of the readable judges).
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
@@ -327,6 +329,3 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
 def _slug(s: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in s)
 
-
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not (isinstance(x, float) and math.isnan(x))
