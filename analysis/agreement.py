@@ -5,7 +5,9 @@ the cross-judge agreement analysis); kappas from statsmodels
 (``statsmodels.stats.inter_rater``: Cohen 1960, Fleiss 1971).
 
 A *query* is ``(benchmark, query_id)`` at one repetition (default: the first; the query id
-is judge-independent, so every judge of a table shares it). A judge's *choice* on a query
+is judge-independent, so every judge of a table shares it). Every function takes either
+the judgments or, as ``ch=``, the output of :func:`choices` computed once. A judge's
+*choice* on a query
 is its extracted letter; failed judgments have no choice and drop out of every figure
 (queries where neither of two judges failed are the pair's *shared* queries). Ties: the
 judgment's ``tie`` column.
@@ -60,7 +62,7 @@ def _cohen(a: np.ndarray, b: np.ndarray, k: int) -> float:
     return float(cohens_kappa(table, return_results=False))
 
 
-def agreement_matrix(judgments: pl.DataFrame, repetition: int | None = 1) -> pl.DataFrame:
+def agreement_matrix(judgments: pl.DataFrame, repetition: int | None = 1, *, ch: pl.DataFrame | None = None) -> pl.DataFrame:
     """Mutual agreement and Cohen's kappa for every ordered pair of judges (diagonal
     included), per benchmark.
 
@@ -70,7 +72,7 @@ def agreement_matrix(judgments: pl.DataFrame, repetition: int | None = 1) -> pl.
     chose a tie; ours); ``kappa`` (float: Cohen's kappa over the shared queries, categories
     the letters; NaN when undefined). Null agreement when nothing is shared.
     """
-    ch = choices(judgments, repetition)
+    ch = choices(judgments, repetition) if ch is None else ch
     rows = []
     for bench in sorted(ch.get_column("benchmark").unique().to_list()):
         part = ch.filter(pl.col("benchmark") == bench)
@@ -109,7 +111,7 @@ def agreement_matrix(judgments: pl.DataFrame, repetition: int | None = 1) -> pl.
     return pl.DataFrame(rows, schema=schema, orient="row").sort("benchmark", "judge_a", "judge_b")
 
 
-def fleiss_panel(judgments: pl.DataFrame, repetition: int | None = 1) -> pl.DataFrame:
+def fleiss_panel(judgments: pl.DataFrame, repetition: int | None = 1, *, ch: pl.DataFrame | None = None) -> pl.DataFrame:
     """Fleiss' kappa of the whole panel per benchmark, over the queries every judge of the
     benchmark judged (Fleiss' kappa needs the same number of raters per subject).
 
@@ -118,7 +120,7 @@ def fleiss_panel(judgments: pl.DataFrame, repetition: int | None = 1) -> pl.Data
     """
     from statsmodels.stats.inter_rater import fleiss_kappa
 
-    ch = choices(judgments, repetition)
+    ch = choices(judgments, repetition) if ch is None else ch
     rows = []
     for bench in sorted(ch.get_column("benchmark").unique().to_list()):
         part = ch.filter(pl.col("benchmark") == bench)
@@ -137,12 +139,12 @@ def fleiss_panel(judgments: pl.DataFrame, repetition: int | None = 1) -> pl.Data
     return pl.DataFrame(rows, schema={"benchmark": pl.String, "judges": pl.Int64, "queries": pl.Int64, "kappa": pl.Float64}, orient="row")
 
 
-def query_disagreement(judgments: pl.DataFrame, repetition: int | None = 1) -> pl.DataFrame:
+def query_disagreement(judgments: pl.DataFrame, repetition: int | None = 1, *, ch: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per query: ``judges`` (int: judges with a choice), ``top`` (int: size of the largest
     group of identical choices), ``disagreement`` (int: ``judges − top``) and ``majority``
     (bool: ``top > judges / 2``, a strict majority of the panel's choices agree). Queries
     with fewer than 2 choices are left out. Columns: benchmark, query_id and those."""
-    ch = choices(judgments, repetition)
+    ch = choices(judgments, repetition) if ch is None else ch
     return (
         ch.lazy()
         .group_by(*QKEYS, "choice")

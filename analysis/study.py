@@ -126,10 +126,12 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None) -> DirAnalysis
         sign=sign_test(judgments),
     )
     if judgments.get_column("judge").n_unique() >= 2:
-        d.agreement = agr.agreement_matrix(judgments)
-        d.fleiss = agr.fleiss_panel(judgments)
-        d.disagreement = agr.disagreement_histogram(agr.query_disagreement(judgments))
-        d.majority = agr.majority_share(agr.query_disagreement(judgments))
+        ch = agr.choices(judgments)
+        per_query = agr.query_disagreement(judgments, ch=ch)
+        d.agreement = agr.agreement_matrix(judgments, ch=ch)
+        d.fleiss = agr.fleiss_panel(judgments, ch=ch)
+        d.disagreement = agr.disagreement_histogram(per_query)
+        d.majority = agr.majority_share(per_query)
     return d
 
 

@@ -12,7 +12,8 @@ questions grows with the size. Timed, in seconds of wall time:
 - regression: stepwise AIC for PC and PF over the units (1,600 units at every size);
 - sign test; bootstrap: cluster bootstrap per judge with ``--bootstrap`` replicates.
 
-Prints a table; the target is 10^6 pairs in <= 10 s (metrics + agreement + regression)
+Prints a table (wall seconds, and the process CPU seconds of the core three, which are
+less sensitive to other load on a shared machine); the target is 10^6 pairs in <= 10 s (metrics + agreement + regression)
 and linear growth.
 """
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from voirdire.analysis.agreement import agreement_matrix, disagreement_histogram, fleiss_panel, majority_share, query_disagreement
+from voirdire.analysis.agreement import agreement_matrix, choices, disagreement_histogram, fleiss_panel, majority_share, query_disagreement
 from voirdire.analysis.metrics import summarize
 from voirdire.analysis.regression import factor_regressions
 from voirdire.analysis.simulate import simulate_judgments
@@ -39,9 +40,14 @@ def _table(pairs: int):
     return simulate_judgments(judges, n_questions=nq, candidates=CANDIDATES, tasks=TASKS, repetitions=REPS, seed=0)
 
 
-def _timed(fn):
-    t = time.perf_counter()
+CPU: dict[str, float] = {}
+
+
+def _timed(fn, key: str = ""):
+    """``(result, wall seconds)``; the process CPU seconds go to ``CPU[key]``."""
+    t, c = time.perf_counter(), time.process_time()
     out = fn()
+    CPU[key] = time.process_time() - c
     return out, time.perf_counter() - t
 
 
@@ -53,28 +59,29 @@ def main() -> None:
     # warm-up (imports of statsmodels/scipy, polars plan caches): not timed
     w = _table(2_000)
     summarize(w), agreement_matrix(w), fleiss_panel(w), factor_regressions(summarize(w)[1]), sign_test(w)
-    head = f"{'pairs':>10} {'rows':>10} {'gen s':>7} {'metrics s':>10} {'agree s':>8} {'regr s':>7} {'sign s':>7} {'boot s':>7} {'core s':>7} {'core µs/pair':>13}"
+    head = f"{'pairs':>10} {'rows':>10} {'gen s':>7} {'metrics s':>10} {'agree s':>8} {'regr s':>7} {'sign s':>7} {'boot s':>7} {'core s':>7} {'core cpu s':>10} {'core µs/pair':>13}"
     print(head)
     print("-" * len(head))
     for size in args.sizes:
         df, t_gen = _timed(lambda: _table(int(size)))
         n_pairs = df.height // 2
-        (jm, um), t_m = _timed(lambda: summarize(df))
+        (jm, um), t_m = _timed(lambda: summarize(df), "m")
 
         def agree():
-            agreement_matrix(df)
-            fleiss_panel(df)
-            q = query_disagreement(df)
+            ch = choices(df)
+            agreement_matrix(df, ch=ch)
+            fleiss_panel(df, ch=ch)
+            q = query_disagreement(df, ch=ch)
             disagreement_histogram(q)
             majority_share(q)
 
-        _, t_a = _timed(agree)
-        _, t_r = _timed(lambda: factor_regressions(um))
+        _, t_a = _timed(agree, "a")
+        _, t_r = _timed(lambda: factor_regressions(um), "r")
         _, t_s = _timed(lambda: sign_test(df))
         t_b = _timed(lambda: bootstrap_ci(df, replicates=args.bootstrap))[1] if args.bootstrap else float("nan")
         core = t_m + t_a + t_r
         print(
-            f"{n_pairs:>10,} {df.height:>10,} {t_gen:>7.2f} {t_m:>10.2f} {t_a:>8.2f} {t_r:>7.2f} {t_s:>7.2f} {t_b:>7.2f} {core:>7.2f} {core / n_pairs * 1e6:>13.2f}"
+            f"{n_pairs:>10,} {df.height:>10,} {t_gen:>7.2f} {t_m:>10.2f} {t_a:>8.2f} {t_r:>7.2f} {t_s:>7.2f} {t_b:>7.2f} {core:>7.2f} {CPU['m'] + CPU['a'] + CPU['r']:>10.2f} {core / n_pairs * 1e6:>13.2f}"
         )
 
 
