@@ -22,6 +22,7 @@ import polars as pl  # noqa: E402
 
 __all__ = [
     "judge_colors",
+    "set_judges",
     "pc_radar",
     "pf_bars",
     "pc_vs_pf",
@@ -34,9 +35,22 @@ __all__ = [
 DPI = 100
 
 
-def judge_colors(judges: Sequence[str]) -> dict[str, tuple]:
-    """A fixed colour per judge (sorted names; tab10 up to 10 judges, then tab20)."""
+_PALETTE: dict[str, tuple] = {}
+
+
+def set_judges(judges: Sequence[str]) -> None:
+    """Fix the colours of a whole report: every later figure colours these judges alike,
+    whichever subset it shows."""
+    _PALETTE.clear()
+    _PALETTE.update(judge_colors(judges, fixed=False))
+
+
+def judge_colors(judges: Sequence[str], fixed: bool = True) -> dict[str, tuple]:
+    """A colour per judge: from :func:`set_judges` when it covers them all, else by sorted
+    name over tab10 (up to 10 judges) or tab20."""
     names = sorted(set(judges))
+    if fixed and _PALETTE and all(n in _PALETTE for n in names):
+        return {n: _PALETTE[n] for n in names}
     cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
     return {j: cmap(i % cmap.N) for i, j in enumerate(names)}
 

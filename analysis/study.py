@@ -299,9 +299,15 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
             csv(f"majority_{s}", d.majority)
 
     figs: dict[str, Path] = {}
+    fig.set_judges(study.panel.get_column("judge").unique().to_list())
+    # the by-task figures and the win-rate fits use the regression's units (per benchmark,
+    # the position-bias directories when there are any): a repetition study's sample has
+    # other tasks and few units, and would leave broken lines on the radar
+    fig_units = study.reg_units if study.reg_units is not None else study.units
+    fig_jt = judge_from_units(fig_units, keys=["benchmark", "judge", "task"]) if fig_units.height else study.judge_task
     for b in study.benchmarks:
-        jt = study.judge_task.filter(pl.col("benchmark") == b)
-        u = study.units.filter(pl.col("benchmark") == b)
+        jt = fig_jt.filter(pl.col("benchmark") == b)
+        u = fig_units.filter(pl.col("benchmark") == b)
         pb = study.panel.filter(pl.col("benchmark") == b)
         s = _slug(b)
         if jt.height:
