@@ -57,6 +57,7 @@ __all__ = [
     "judge_from_units",
     "judge_metrics",
     "repetition_stability",
+    "query_stability",
     "summarize",
     "register_unit_builder",
 ]
@@ -302,8 +303,8 @@ def unit_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
 # --------------------------------------------------------------------------------------
 
 
-def judge_from_units(units: pl.DataFrame) -> pl.DataFrame:
-    """Pool unit metrics per (benchmark, judge).
+def judge_from_units(units: pl.DataFrame, keys: list[str] | None = None) -> pl.DataFrame:
+    """Pool unit metrics per (benchmark, judge) (or per ``keys``, e.g. adding ``task``).
 
     Source: ``spec/metrics.md``, *Per judge*. Units with ``n = 0`` are left out of every
     figure **(ours)**. Output columns: benchmark, judge,
@@ -315,11 +316,12 @@ def judge_from_units(units: pl.DataFrame) -> pl.DataFrame:
 
     Judges whose units all have ``n = 0`` have no row.
     """
+    keys = keys or JUDGE_KEYS
     ccn, pcn, rcn = pl.col("consistent"), pl.col("primacy"), pl.col("recency")
     return (
         units.lazy()
         .filter(pl.col("n") > 0)
-        .group_by(JUDGE_KEYS)
+        .group_by(keys)
         .agg(
             _ccn=ccn.sum(),
             _v=(ccn + pcn + rcn).sum(),
@@ -329,8 +331,8 @@ def judge_from_units(units: pl.DataFrame) -> pl.DataFrame:
             n_units=pl.len().cast(pl.Int64),
         )
         .with_columns(pc=_safe_div(pl.col("_ccn"), pl.col("_v")))
-        .select(*JUDGE_KEYS, "pc", "pc_std", "pf", "pf_std", "n_units")
-        .sort(JUDGE_KEYS)
+        .select(*keys, "pc", "pc_std", "pf", "pf_std", "n_units")
+        .sort(keys)
         .collect()
     )
 
@@ -379,6 +381,35 @@ def judge_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
 # --------------------------------------------------------------------------------------
 
 
+def _query_stability(lf: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """``(used, scored)``: queries asked at least twice (``n_j``, ``m_j``), and those with
+    an extracted choice with ``rs_j`` and ``sd_j`` (see :func:`repetition_stability`)."""
+    ok = ~_no_verdict()
+    per_query = lf.group_by(QUERY_KEYS).agg(n_j=pl.len().cast(pl.Int64), question_id=pl.col("question_id").first())
+    largest = (
+        lf.filter(ok)
+        .group_by([*QUERY_KEYS, "extracted"])
+        .agg(c=pl.len().cast(pl.Int64))
+        .group_by(QUERY_KEYS)
+        .agg(m_j=pl.col("c").max())
+    )
+    n, m = pl.col("n_j"), pl.col("m_j")
+    used = per_query.filter(n >= 2).join(largest, on=QUERY_KEYS, how="left").with_columns(m.fill_null(0))
+    scored = used.filter(m > 0).with_columns(
+        rs_j=m.cast(pl.Float64) / n,
+        sd_j=((m * (n - m)).cast(pl.Float64) / (n * (n - 1))).sqrt(),
+    )
+    return used, scored
+
+
+def query_stability(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Per query asked at least twice with an extracted choice: ``benchmark``, ``judge``,
+    ``query_id``, ``question_id`` (str), ``n_j``, ``m_j`` (int), ``rs_j``, ``sd_j``
+    (float); the terms that :func:`repetition_stability` averages."""
+    _, scored = _query_stability(judgments.lazy())
+    return scored.sort(QUERY_KEYS).collect()
+
+
 def repetition_stability(judgments: pl.DataFrame) -> pl.DataFrame:
     """Repetition stability (RS) and its spread per (benchmark, judge).
 
@@ -411,26 +442,8 @@ def repetition_stability(judgments: pl.DataFrame) -> pl.DataFrame:
     Output columns (:data:`RS_COLUMNS`): benchmark, judge, ``rs`` (float), ``rs_spread``
     (float), ``n_queries`` (int: queries used).
     """
-    ok = ~_no_verdict()
     lf = judgments.lazy()
-    per_query = lf.group_by(QUERY_KEYS).agg(n_j=pl.len().cast(pl.Int64))
-    largest = (
-        lf.filter(ok)
-        .group_by([*QUERY_KEYS, "extracted"])
-        .agg(c=pl.len().cast(pl.Int64))
-        .group_by(QUERY_KEYS)
-        .agg(m_j=pl.col("c").max())
-    )
-    n, m = pl.col("n_j"), pl.col("m_j")
-    used = (
-        per_query.filter(n >= 2)
-        .join(largest, on=QUERY_KEYS, how="left")
-        .with_columns(m.fill_null(0))
-    )
-    scored = used.filter(m > 0).with_columns(
-        rs_j=m.cast(pl.Float64) / n,
-        sd_j=((m * (n - m)).cast(pl.Float64) / (n * (n - 1))).sqrt(),
-    )
+    used, scored = _query_stability(lf)
     has_rep = used.group_by(JUDGE_KEYS).agg(pl.lit(True).alias("_rep"))
     stats = scored.group_by(JUDGE_KEYS).agg(
         rs=pl.col("rs_j").mean(),

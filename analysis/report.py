@@ -120,3 +120,21 @@ def write_markdown_report(
     ]
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines))
+
+
+def write_study_markdown(study: Any, path: str | os.PathLike, title: str) -> None:
+    """``report.md`` of a multi-directory study (:class:`voirdire.analysis.study.Study`):
+    the per-judge table with its sources and flags, and the drop1 tables."""
+    lines = [f"# {title}", "", "Directories: " + ", ".join(f"`{d.name}`" for d in study.dirs), "", "## Per judge", ""]
+    lines += [markdown_judge_table(study.panel), ""]
+    bad = study.panel.filter(~pl.col("readable"))
+    if bad.height:
+        lines += ["Too unstable for PC/PF to be read: " + "; ".join(f"{b}/{j} ({f})" for b, j, f in bad.select("benchmark", "judge", "flag").iter_rows()), ""]
+    lines += ["## Factor regression (final step, R drop1)", ""]
+    for r in study.regressions:
+        lines += [f"### {r.scope}: {r.response.upper()} (n = {r.n})", "", "| term | Df | Sum of Sq | RSS | AIC |", "|---|---:|---:|---:|---:|"]
+        for t, df_, ss, rss, aic in r.drop1.iter_rows():
+            lines.append(f"| {'`<none>`' if t == '<none>' else t} | {'' if df_ is None else df_} | {'' if ss is None else f'{ss:.4f}'} | {rss:.4f} | {aic:.2f} |")
+        lines.append("")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines))

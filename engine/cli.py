@@ -2,6 +2,7 @@
 
     voirdire run JOB.toml [JOB2.toml ...] [--address ADDR] [--dry-run] [--retry-failed]
     voirdire analyze DIR [DIR ...]
+    voirdire report DIR [DIR ...] [--out OUT] [--judge-attributes CSV] [--tokenizer PATH]
 
 ``run`` validates every job before sending anything, runs them one after another on one
 Ray connection, and prints the per-judge table of all of them. Exit codes: 0 success,
@@ -104,6 +105,33 @@ def analyze(dirs: Annotated[list[Path], typer.Argument(help="Finished output dir
         tables.append(jm)
         console.print(f"wrote {d}/metrics/judge_metrics.csv, {d}/metrics/unit_metrics.csv, {d}/report.md")
     print_judge_table(pl.concat(tables, how="diagonal_relaxed"), console=console)
+
+
+@app.command()
+def report(
+    dirs: Annotated[list[Path], typer.Argument(help="Finished output directories (several: analysed together).")],
+    out: Annotated[Optional[Path], typer.Option(help="Where to write; default: the directory, or report/ next to the first.")] = None,
+    judge_attributes: Annotated[Optional[Path], typer.Option(help="CSV with a 'judge' column and attribute columns for the regression.")] = None,
+    replicates: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 1000,
+    rs_min: Annotated[float, typer.Option(help="Flag judges with RS below this.")] = 0.90,
+    max_error: Annotated[float, typer.Option(help="Flag judges with an error rate above this.")] = 0.05,
+    tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer path for lengths in tokens (overrides [analysis] tokenizer).")] = None,
+) -> None:
+    """Write report.html (figures embedded), report.md, metrics/*.csv and figures/*.png (no judge is called)."""
+    from voirdire.analysis.html_report import build_report
+
+    attrs = None
+    if judge_attributes is not None:
+        if not judge_attributes.is_file():
+            _fail(f"judge attributes file not found: {judge_attributes}")
+        attrs = pl.read_csv(judge_attributes)
+        if "judge" not in attrs.columns:
+            _fail(f"{judge_attributes}: needs a 'judge' column")
+    try:
+        path = build_report([str(d) for d in dirs], out, judge_attributes=attrs, replicates=replicates, rs_min=rs_min, max_error=max_error, tokenizer=tokenizer)
+    except (FileNotFoundError, ValueError, ConfigError) as exc:
+        _fail(str(exc))
+    console.print(f"wrote {path}")
 
 
 def main() -> None:

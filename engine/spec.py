@@ -115,6 +115,14 @@ class RunSpec(_Strict):
     flush_rows: int = Field(default=20_000, ge=1)
 
 
+class AnalysisSpec(_Strict):
+    """Analysis settings. ``tokenizer``: a local path (or name) loadable by
+    ``transformers.AutoTokenizer.from_pretrained``; when set, the report also measures
+    lengths in tokens (``prompt_tokens``, ``output_tokens``). Unset: characters only."""
+
+    tokenizer: str | None = None
+
+
 class JudgeSpec(BaseModel):
     """One judge: a label, a backend and that backend's settings.
 
@@ -144,6 +152,7 @@ class JobSpec(_Strict):
     comparison: ComparisonSpec = ComparisonSpec()
     sampling: Sampling = Sampling()
     run: RunSpec = RunSpec()
+    analysis: AnalysisSpec = AnalysisSpec()
     judges: list[JudgeSpec] = Field(min_length=1)
     #: where the file was read from (set by load_job; relative paths resolve against cwd)
     source: str | None = Field(default=None, exclude=True)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import math
 import os
 import random
 import signal
@@ -62,8 +61,52 @@ def latent_quality(model: str, qualities: dict[str, float] | None, seed: int) ->
     return random.Random(_u("quality", seed, model)).gauss(0.0, 1.0)
 
 
+def decide(
+    s: SimulatedSettings,
+    best_slot: "np.ndarray",
+    gap: "np.ndarray",
+    u_sure: "np.ndarray",
+    u_tie: "np.ndarray",
+    u_slot: "np.ndarray",
+    *,
+    slots: int,
+    tie_offered: "np.ndarray | bool",
+) -> "np.ndarray":
+    """The judge model's decision rule, vectorised: the slot index each query chooses.
+
+    This is the one model of the simulated judge: the backend (:func:`simulate_choice`)
+    and the synthetic-table generator (:mod:`voirdire.analysis.simulate`) both call it.
+
+    Args:
+        s: the judge's parameters (``sensitivity``, ``tie_rate``, ``primacy``).
+        best_slot: int array (N,), slot index (0 = ``A``) of the best model shown.
+        gap: float array (N,), best minus second-best latent quality (>= 0).
+        u_sure, u_tie, u_slot: float arrays (N,) of independent U(0, 1) draws.
+        slots: models shown per query (pairwise 2).
+        tie_offered: bool (or bool array (N,)): the option mode offers a tie letter.
+
+    Returns:
+        int array (N,): the chosen slot index, ``slots`` meaning the tie option. Sure
+        (probability ``1 - exp(-sensitivity * gap)``): the best slot. Unsure: the tie with
+        probability ``tie_rate`` where offered, else slot 0 with probability ``primacy`` and
+        each later slot with ``(1 - primacy) / (slots - 1)``.
+    """
+    import numpy as np
+
+    sure = u_sure < 1.0 - np.exp(-s.sensitivity * np.asarray(gap, dtype=float))
+    tie = np.asarray(tie_offered) & (u_tie < s.tie_rate)
+    later = 1 + np.minimum(
+        slots - 2, ((u_slot - s.primacy) / max(1e-12, 1.0 - s.primacy) * (slots - 1)).astype(np.int64)
+    )
+    unsure_slot = np.where(u_slot < s.primacy, 0, later)
+    return np.where(sure, best_slot, np.where(tie, slots, unsure_slot)).astype(np.int64)
+
+
 def simulate_choice(s: SimulatedSettings, q: Query) -> str:
-    """The simulated verdict letter for one query (deterministic in its inputs)."""
+    """The simulated verdict letter for one query (deterministic in its inputs): draws the
+    query's uniforms from hashes of its ids and applies :func:`decide`."""
+    import numpy as np
+
     p = len(q.shown)
     first = random.Random(_u("draw", s.seed, q.query_id, 1))
     again = random.Random(_u("draw", s.seed, q.query_id, q.repetition))
@@ -75,15 +118,9 @@ def simulate_choice(s: SimulatedSettings, q: Query) -> str:
     quality = [latent_quality(m, s.qualities, s.seed) + noise[m] for m in q.shown]
     order = sorted(range(p), key=lambda i: -quality[i])
     gap = quality[order[0]] - quality[order[1]]
-    letters_ = letters(p + 1)
-    if rng.random() < 1.0 - math.exp(-s.sensitivity * gap):
-        return letters_[order[0]]
-    if q.option_mode > p and rng.random() < s.tie_rate:
-        return letters_[p]
-    x = rng.random()
-    if x < s.primacy:
-        return letters_[0]
-    return letters_[1 + min(p - 2, int((x - s.primacy) / max(1e-12, 1.0 - s.primacy) * (p - 1)))]
+    u = np.array([[rng.random()] for _ in range(3)])
+    slot = decide(s, np.array([order[0]]), np.array([gap]), u[0], u[1], u[2], slots=p, tie_offered=q.option_mode > p)
+    return letters(p + 1)[int(slot[0])]
 
 
 @register

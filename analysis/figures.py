@@ -1,0 +1,260 @@
+"""Figures of the position-bias report (matplotlib, Agg backend, PNG).
+
+Each function takes analysis tables (polars) and an output path, draws one figure and
+returns the path. Colours are fixed per judge (sorted names over ``tab10``/``tab20``) so a
+judge looks the same in every figure. The figures follow Shi et al., "Judging the Judges"
+(PC radar by task, PF by task, PC against PF, PC/PF against the overall win rate with
+quadratic fits, agreement heatmaps, the disagreement histogram) plus RS per judge.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+
+__all__ = [
+    "judge_colors",
+    "set_judges",
+    "pc_radar",
+    "pf_bars",
+    "pc_vs_pf",
+    "vs_win_rate",
+    "agreement_heatmaps",
+    "disagreement_histogram",
+    "rs_bars",
+]
+
+DPI = 100
+
+
+_PALETTE: dict[str, tuple] = {}
+
+
+def set_judges(judges: Sequence[str]) -> None:
+    """Fix the colours of a whole report: every later figure colours these judges alike,
+    whichever subset it shows."""
+    _PALETTE.clear()
+    _PALETTE.update(judge_colors(judges, fixed=False))
+
+
+def judge_colors(judges: Sequence[str], fixed: bool = True) -> dict[str, tuple]:
+    """A colour per judge: from :func:`set_judges` when it covers them all, else by sorted
+    name over tab10 (up to 10 judges) or tab20."""
+    names = sorted(set(judges))
+    if fixed and _PALETTE and all(n in _PALETTE for n in names):
+        return {n: _PALETTE[n] for n in names}
+    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    return {j: cmap(i % cmap.N) for i, j in enumerate(names)}
+
+
+def _short(label: str, n: int = 22) -> str:
+    return label if len(label) <= n else label[: n - 1] + "…"
+
+
+def _save(fig, path: str | os.PathLike) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(p, dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return p
+
+
+def pc_radar(judge_task: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
+    """Radar chart of PC by task, one line per judge.
+
+    ``judge_task``: columns ``judge``, ``task``, ``pc`` (one benchmark; e.g.
+    ``metrics.judge_from_units(units, keys=["benchmark", "judge", "task"])``).
+    """
+    tasks = sorted(judge_task.get_column("task").unique().to_list())
+    judges = sorted(judge_task.get_column("judge").unique().to_list())
+    colors = judge_colors(judges)
+    ang = np.linspace(0, 2 * np.pi, len(tasks), endpoint=False)
+    fig = plt.figure(figsize=(7.5, 7.5))
+    ax = fig.add_subplot(projection="polar")
+    for j in judges:
+        d = dict(judge_task.filter(pl.col("judge") == j).select("task", "pc").iter_rows())
+        vals = np.array([d.get(t, np.nan) for t in tasks])
+        ax.plot(np.r_[ang, ang[:1]], np.r_[vals, vals[:1]], color=colors[j], lw=1.6, label=j)
+        ax.fill(np.r_[ang, ang[:1]], np.r_[vals, vals[:1]], color=colors[j], alpha=0.05)
+    ax.set_xticks(ang)
+    ax.set_xticklabels([_short(t, 26) for t in tasks], fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.set_title(title or "Position consistency by task", pad=24)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, fontsize=8, frameon=False)
+    return _save(fig, path)
+
+
+def pf_bars(judge_task: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
+    """Grouped bars of PF by task (x) and judge (bars); ``judge_task``: judge, task, pf."""
+    tasks = sorted(judge_task.get_column("task").unique().to_list())
+    judges = sorted(judge_task.get_column("judge").unique().to_list())
+    colors = judge_colors(judges)
+    width = 0.8 / max(1, len(judges))
+    fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(tasks) + 3), 4.8))
+    x = np.arange(len(tasks))
+    for i, j in enumerate(judges):
+        d = dict(judge_task.filter(pl.col("judge") == j).select("task", "pf").iter_rows())
+        ax.bar(x + (i - (len(judges) - 1) / 2) * width, [d.get(t, np.nan) for t in tasks], width, color=colors[j], label=j)
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xticks(x)
+    ax.set_xticklabels([_short(t, 34) for t in tasks], rotation=35, ha="right", fontsize=8)
+    ax.set_ylabel("PF  (−1 primacy … +1 recency)")
+    ax.set_ylim(-1, 1)
+    ax.set_title(title or "Preference fairness by task")
+    ax.legend(fontsize=8, ncol=2, frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def pc_vs_pf(units: pl.DataFrame, judges: pl.DataFrame, path: str | os.PathLike, ci: pl.DataFrame | None = None, title: str = "") -> Path:
+    """PC against PF: units as faint points, judges as large markers (with bootstrap
+    intervals when ``ci`` is given: columns judge, metric, lo, hi, task null).
+
+    ``units``: judge, pc, pf, n; ``judges``: judge, pc, pf.
+    """
+    names = sorted(judges.get_column("judge").to_list())
+    colors = judge_colors(names)
+    fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    u = units.filter(pl.col("n") > 0)
+    for j in names:
+        uj = u.filter(pl.col("judge") == j)
+        ax.scatter(uj["pf"], uj["pc"], s=8, alpha=0.18, color=colors[j])
+    for r in judges.sort("judge").iter_rows(named=True):
+        if r["pc"] is None:
+            continue
+        xerr = yerr = None
+        if ci is not None:
+            c = ci.filter((pl.col("judge") == r["judge"]) & pl.col("task").is_null())
+            get = {m: (lo, hi) for m, lo, hi in c.select("metric", "lo", "hi").iter_rows()}
+            if "pf" in get:
+                xerr = [[r["pf"] - get["pf"][0]], [get["pf"][1] - r["pf"]]]
+            if "pc" in get:
+                yerr = [[r["pc"] - get["pc"][0]], [get["pc"][1] - r["pc"]]]
+        ax.errorbar(r["pf"], r["pc"], xerr=xerr, yerr=yerr, fmt="o", ms=9, color=colors[r["judge"]], mec="black", label=r["judge"], capsize=3)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlim(-1, 1)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("PF  (−1 primacy … +1 recency)")
+    ax.set_ylabel("PC")
+    ax.set_title(title or "Position consistency against preference fairness")
+    ax.legend(fontsize=8, frameon=False, loc="lower left")
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def vs_win_rate(units: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
+    """PC and PF of each unit against its overall win rate, with a quadratic least-squares
+    fit (``numpy.polyfit``, degree 2) per judge. ``units``: judge, owr, pc, pf, n."""
+    u = units.filter(pl.col("n") > 0)
+    names = sorted(u.get_column("judge").unique().to_list())
+    colors = judge_colors(names)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), sharex=True)
+    grid = np.linspace(0, 1, 101)
+    for ax, metric, label in ((axes[0], "pc", "PC"), (axes[1], "pf", "PF")):
+        for j in names:
+            uj = u.filter(pl.col("judge") == j)
+            x, y = uj.get_column("owr").to_numpy(), uj.get_column(metric).to_numpy()
+            ax.scatter(x, y, s=8, alpha=0.25, color=colors[j])
+            if len(x) >= 3 and np.ptp(x) > 0:
+                coef = np.polyfit(x, y, 2)
+                lo, hi = x.min(), x.max()
+                g = grid[(grid >= lo) & (grid <= hi)]
+                ax.plot(g, np.polyval(coef, g), color=colors[j], lw=2, label=j)
+        ax.set_xlabel("overall win rate of the candidate over the reference")
+        ax.set_ylabel(label)
+        ax.axvline(0.5, color="grey", lw=0.8, ls="--")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylim(0, 1.02)
+    axes[1].set_ylim(-1, 1)
+    axes[1].axhline(0, color="black", lw=0.8)
+    axes[1].legend(fontsize=8, frameon=False)
+    fig.suptitle(title or "PC and PF against the overall win rate (quadratic fits)")
+    return _save(fig, path)
+
+
+def agreement_heatmaps(matrix: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
+    """Heatmaps of mutual agreement with ties, without ties, and Cohen's kappa (one
+    benchmark). ``matrix``: judge_a, judge_b, agreement, agreement_no_tie, kappa."""
+    judges = sorted(matrix.get_column("judge_a").unique().to_list())
+    n = len(judges)
+    idx = {j: i for i, j in enumerate(judges)}
+    panels = [("agreement", "agreement (ties count)"), ("agreement_no_tie", "agreement without ties"), ("kappa", "Cohen's kappa")]
+    side = 0.55 * n + 2.4
+    fig, axes = plt.subplots(1, 3, figsize=(3 * side + 1.5, side))
+    for ax, (col, label) in zip(axes, panels):
+        m = np.full((n, n), np.nan)
+        for a, b, v in matrix.select("judge_a", "judge_b", col).iter_rows():
+            if v is not None:
+                m[idx[a], idx[b]] = v
+        im = ax.imshow(m, vmin=0 if col != "kappa" else -0.2, vmax=1, cmap="viridis")
+        for i in range(n):
+            for k in range(n):
+                if np.isfinite(m[i, k]):
+                    ax.text(k, i, f"{m[i, k]:.2f}", ha="center", va="center", fontsize=7, color="white" if m[i, k] < 0.6 else "black")
+        ax.set_xticks(range(n))
+        ax.set_yticks(range(n))
+        ax.set_xticklabels([_short(j, 16) for j in judges], rotation=60, ha="right", fontsize=7)
+        ax.set_yticklabels([_short(j, 16) for j in judges] if col == "agreement" else [], fontsize=7)
+        ax.set_title(label, fontsize=10)
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
+    fig.subplots_adjust(wspace=0.25)
+    fig.suptitle(title or "Agreement between judges")
+    return _save(fig, path)
+
+
+def disagreement_histogram(hist: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
+    """Bars: share of queries per disagreement level; line (right axis): cumulative share.
+    ``hist``: disagreement, queries, share, cumulative_share (one benchmark)."""
+    h = hist.sort("disagreement")
+    x = h.get_column("disagreement").to_numpy()
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    ax.bar(x, h.get_column("share").to_numpy(), color="#4c72b0", alpha=0.85)
+    for xi, q in zip(x, h.get_column("queries").to_list()):
+        ax.text(xi, 0.005, f"{q:,}", ha="center", va="bottom", fontsize=7, color="white")
+    ax.set_xlabel("disagreement (judges differing from the most frequent choice)")
+    ax.set_ylabel("share of queries")
+    ax.set_xticks(x)
+    ax2 = ax.twinx()
+    ax2.plot(x, h.get_column("cumulative_share").to_numpy(), "o-", color="#dd8452")
+    ax2.set_ylim(0, 1.02)
+    ax2.set_ylabel("cumulative share", color="#dd8452")
+    ax.set_title(title or "Disagreement between judges per query")
+    return _save(fig, path)
+
+
+def rs_bars(judges: pl.DataFrame, path: str | os.PathLike, ci: pl.DataFrame | None = None, title: str = "", rs_min: float | None = None) -> Path:
+    """RS per judge (bars; error bars: the bootstrap interval if ``ci`` has ``rs`` rows,
+    else ± RS spread). ``judges``: judge, rs, rs_spread. ``rs_min`` draws the threshold."""
+    j = judges.filter(pl.col("rs").is_not_null()).sort("rs", descending=True)
+    names = j.get_column("judge").to_list()
+    colors = judge_colors(names)
+    rs = j.get_column("rs").to_numpy()
+    if ci is not None and ci.filter(pl.col("metric") == "rs").height:
+        c = {a: (lo, hi) for a, lo, hi in ci.filter((pl.col("metric") == "rs") & pl.col("task").is_null()).select("judge", "lo", "hi").iter_rows()}
+        err = np.array([[r - c.get(n, (r, r))[0] for n, r in zip(names, rs)], [c.get(n, (r, r))[1] - r for n, r in zip(names, rs)]])
+        elabel = "95% cluster-bootstrap interval"
+    else:
+        sp = j.get_column("rs_spread").fill_null(0).to_numpy()
+        err = np.vstack([sp, sp])
+        elabel = "± RS spread"
+    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(names) + 2), 4.5))
+    ax.bar(range(len(names)), rs, yerr=err, color=[colors[n] for n in names], capsize=3, label=elabel)
+    if rs_min is not None:
+        ax.axhline(rs_min, color="red", ls="--", lw=1, label=f"RS threshold {rs_min:.2f}")
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels([_short(n, 24) for n in names], rotation=35, ha="right", fontsize=8)
+    lo = max(0.0, float(np.nanmin(rs - err[0])) - 0.05) if len(rs) else 0.0
+    ax.set_ylim(min(lo, 0.8), 1.0)
+    ax.set_ylabel("repetition stability")
+    ax.legend(fontsize=8, frameon=False, loc="lower left")
+    ax.set_title(title or "Repetition stability per judge")
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)

@@ -1,0 +1,352 @@
+"""Factor regression of position consistency and preference fairness (statsmodels OLS).
+
+Source: Shi et al., "Judging the Judges", the factor analysis (per benchmark and combined);
+``spec/metrics.md``, *Factor regression*. One observation per unit (benchmark, judge,
+candidate, task) with ``pc`` or ``pf`` as the response. Candidate terms:
+
+- categorical (enter and leave as a whole, treatment coding, first level as baseline):
+  ``judge``, ``candidate``, ``task``, ``judge_family`` (derived from the judge's name by
+  :func:`judge_family`) and any string attribute the user supplies per judge;
+- numeric: ``quality_gap`` (δq), the mean lengths ``input_chars``, ``output_chars``,
+  ``prompt_chars`` (and ``*_tokens`` when present), and any numeric judge attribute
+  (context window, price, ...). Numeric columns are standardised (z-scores) before
+  fitting; this changes no RSS and keeps the design well conditioned.
+
+Selection: bidirectional stepwise by AIC with R's ``step()`` convention for linear models,
+``AIC = n·ln(RSS/n) + 2k`` with ``k`` the rank of the design (R's ``extractAIC`` with
+``scale = 0``). Start from the full model; at each step try dropping every term in it and
+adding every term out of it; take the move with the lowest AIC if it lowers the AIC by
+more than 1e-7 (R's tolerance); stop otherwise. **(ours)** A term that adds no column of
+rank once the others are in (aliased: e.g. ``judge_family`` next to ``judge``) has 0 Df;
+such terms are dropped before anything else (R would keep them, printing Df 0).
+
+The final model is reported as R's ``drop1`` table: ``<none>`` (the final model) and one
+row per term: ``Df`` (rank lost when the term is dropped), ``Sum of Sq`` (RSS increase),
+``RSS``, ``AIC``; ordered by AIC as R's ``step()`` prints it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+__all__ = [
+    "CATEGORICAL_TERMS",
+    "NUMERIC_TERMS",
+    "judge_family",
+    "regression_frame",
+    "aic",
+    "StepResult",
+    "stepwise",
+    "factor_regressions",
+    "drop1_tables",
+]
+
+CATEGORICAL_TERMS = ["judge", "candidate", "task", "judge_family"]
+NUMERIC_TERMS = ["quality_gap", "input_chars", "output_chars", "prompt_chars", "input_tokens", "output_tokens", "prompt_tokens"]
+
+#: (pattern, family) tried in order against the lower-cased judge name
+_FAMILIES = [
+    (r"gpt-4o", "gpt-4o"),
+    (r"gpt-4", "gpt-4"),
+    (r"gpt-3\.5", "gpt-3.5"),
+    (r"o[13](-|$)", "openai-o"),
+    (r"claude-3-5|claude-3\.5", "claude-3.5"),
+    (r"claude-3", "claude-3"),
+    (r"claude", "claude"),
+    (r"gemini-1\.5", "gemini-1.5"),
+    (r"gemini", "gemini"),
+    (r"llama-?3", "llama-3"),
+    (r"llama", "llama"),
+    (r"mi[sx]tral", "mistral"),
+    (r"qwen", "qwen"),
+]
+_AIC_TOL = 1e-7
+
+
+def judge_family(name: str) -> str:
+    """The family of a judge from its name: ``gpt-4-0613`` → ``gpt-4``,
+    ``gpt-3.5-turbo-1106`` → ``gpt-3.5``, ``claude-3-opus-20240229`` → ``claude-3``,
+    ``gemini-pro`` → ``gemini``, ...; otherwise the name up to its first ``-`` (ours)."""
+    low = name.lower()
+    for pat, fam in _FAMILIES:
+        if re.search(pat, low):
+            return fam
+    return low.split("-")[0] or low
+
+
+def regression_frame(units: pl.DataFrame, judge_attributes: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Observations for the regression: the units with ``n > 0``, ``judge_family`` added and
+    the user's judge attributes joined.
+
+    Args:
+        units: unit metrics (``voirdire.analysis.metrics.UNIT_COLUMNS``; token columns
+            optional).
+        judge_attributes: optional table with a ``judge`` column (str) and one column per
+            attribute (numeric: a numeric term; string: a categorical term). Judges
+            absent from it get nulls, and units with a null in a term's column are left out
+            of regressions using that term set.
+
+    Raises:
+        ValueError: ``judge_attributes`` lacks a ``judge`` column or names a column that
+            collides with a unit column.
+    """
+    df = units.filter(pl.col("n") > 0).with_columns(
+        judge_family=pl.col("judge").map_elements(judge_family, return_dtype=pl.String)
+    )
+    if judge_attributes is not None:
+        if "judge" not in judge_attributes.columns:
+            raise ValueError("judge attributes need a 'judge' column")
+        clash = [c for c in judge_attributes.columns if c != "judge" and c in df.columns]
+        if clash:
+            raise ValueError(f"judge attribute column(s) {clash} collide with unit columns")
+        df = df.join(judge_attributes.unique("judge", keep="first"), on="judge", how="left")
+    return df
+
+
+def candidate_terms(df: pl.DataFrame, extra: Sequence[str] = ()) -> list[str]:
+    """Terms that can enter: present, non-null and not constant in ``df`` (a term with one
+    level or zero variance has no effect to estimate)."""
+    out = []
+    for t in [*CATEGORICAL_TERMS, *NUMERIC_TERMS, *extra]:
+        if t in df.columns and t not in out and df.get_column(t).drop_nulls().n_unique() > 1:
+            out.append(t)
+    return out
+
+
+def aic(rss: float, n: int, k: int) -> float:
+    """R's ``extractAIC`` for a linear model: ``n·ln(RSS/n) + 2k`` (``-inf`` when RSS = 0)."""
+    if rss <= 0:
+        return -math.inf
+    return n * math.log(rss / n) + 2 * k
+
+
+@dataclass
+class StepResult:
+    """Outcome of :func:`stepwise`.
+
+    Attributes:
+        response: the response column (``"pc"`` or ``"pf"``).
+        scope: what was regressed (a benchmark name or ``"combined"``).
+        n: observations (units).
+        start: the candidate terms (the starting full model).
+        terms: the selected terms, in scope order.
+        drop1: R's drop1 table of the final model: ``term`` (str, ``<none>`` first row
+            before sorting), ``Df`` (int, null for ``<none>``), ``Sum of Sq`` (float),
+            ``RSS`` (float), ``AIC`` (float); sorted by AIC.
+        path: the moves: ``step`` (int), ``move`` (``"- term"`` / ``"+ term"``, first row
+            ``""``), ``Df``, ``RSS``, ``AIC`` after the move.
+        coefficients: the final OLS fit: ``name``, ``estimate``, ``std_error``, ``p_value``
+            (numeric terms in standard-deviation units).
+        r_squared: of the final fit.
+    """
+
+    response: str
+    scope: str
+    n: int
+    start: list[str]
+    terms: list[str]
+    drop1: pl.DataFrame
+    path: pl.DataFrame
+    coefficients: pl.DataFrame
+    r_squared: float
+    notes: list[str] = field(default_factory=list)
+
+
+def _blocks(df: pl.DataFrame, terms: Sequence[str]) -> dict[str, tuple[np.ndarray, list[str]]]:
+    """Design columns per term: dummies (treatment coding) or a standardised numeric."""
+    out = {}
+    for t in terms:
+        s = df.get_column(t)
+        if s.dtype == pl.String or s.dtype == pl.Categorical or s.dtype == pl.Boolean:
+            s = s.cast(pl.String)
+            levels = sorted(s.unique().to_list())
+            vals = s.to_numpy()
+            cols = [(vals == lv).astype(float) for lv in levels[1:]]
+            out[t] = (np.column_stack(cols) if cols else np.zeros((len(vals), 0)), [f"{t}[{lv}]" for lv in levels[1:]])
+        else:
+            x = s.cast(pl.Float64).to_numpy()
+            sd = x.std()
+            out[t] = (((x - x.mean()) / (sd if sd > 0 else 1.0))[:, None], [t])
+    return out
+
+
+def _design(n: int, blocks: dict, terms: Sequence[str]) -> np.ndarray:
+    return np.column_stack([np.ones(n), *[blocks[t][0] for t in terms]])
+
+
+class _Gram:
+    """Cross-products of the full design, computed once: every submodel's RSS and rank
+    come from its block of ``Z'Z`` and ``Z'y`` (O(k³) per model, independent of n).
+
+    RSS = y'y − c'G⁺c with ``G = X'X``, ``c = X'y`` and ``G⁺`` the pseudo-inverse over the
+    eigenvalues above ``λ_max · 1e-10`` (their count is the rank of ``X``).
+    """
+
+    def __init__(self, y: np.ndarray, blocks: dict, terms: Sequence[str]) -> None:
+        z = _design(len(y), blocks, terms)
+        self.g = z.T @ z
+        self.c = z.T @ y
+        self.yy = float(y @ y)
+        self.cols: dict[str, np.ndarray] = {}
+        start = 1
+        for t in terms:
+            w = blocks[t][0].shape[1]
+            self.cols[t] = np.arange(start, start + w)
+            start += w
+
+    def rss_rank(self, terms: Sequence[str]) -> tuple[float, int]:
+        idx = np.concatenate([np.zeros(1, dtype=np.int64), *[self.cols[t] for t in terms]])
+        g, c = self.g[np.ix_(idx, idx)], self.c[idx]
+        lam, vec = np.linalg.eigh(g)
+        keep = lam > max(lam.max(), 0.0) * 1e-10
+        proj = vec[:, keep].T @ c
+        return max(self.yy - float(proj @ (proj / lam[keep])), 0.0), int(keep.sum())
+
+
+def _fit(y: np.ndarray, blocks: dict, terms: Sequence[str]):
+    """The final model, fitted by statsmodels OLS (pseudo-inverse: aliased columns share)."""
+    import warnings
+
+    import statsmodels.api as sm
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sm.OLS(y, _design(len(y), blocks, terms)).fit()
+
+
+def stepwise(
+    df: pl.DataFrame,
+    response: str,
+    terms: Sequence[str] | None = None,
+    *,
+    scope: str = "",
+    max_steps: int = 1000,
+) -> StepResult:
+    """Bidirectional stepwise selection by AIC from the full model; see the module docstring.
+
+    Args:
+        df: observations (e.g. :func:`regression_frame`); rows with a null in the response
+            or a candidate term are dropped.
+        response: response column.
+        terms: candidate terms (default :func:`candidate_terms` of ``df``).
+
+    Raises:
+        ValueError: fewer than 3 observations, or an unknown column.
+    """
+    terms = list(terms) if terms is not None else candidate_terms(df)
+    missing = [c for c in [response, *terms] if c not in df.columns]
+    if missing:
+        raise ValueError(f"unknown column(s) {missing}")
+    data = df.drop_nulls([response, *terms])
+    n = data.height
+    if n < 3:
+        raise ValueError(f"{scope or 'regression'}: {n} observations, need at least 3")
+    y = data.get_column(response).cast(pl.Float64).to_numpy()
+    blocks = _blocks(data, terms)
+    terms = [t for t in terms if blocks[t][0].shape[1] > 0]
+    cache: dict[frozenset, tuple[float, int]] = {}
+    gram = _Gram(y, blocks, terms)
+
+    def score(model: Sequence[str]) -> tuple[float, int, float]:
+        key = frozenset(model)
+        if key not in cache:
+            cache[key] = gram.rss_rank([t for t in terms if t in key])
+        rss, k = cache[key]
+        return rss, k, aic(rss, n, k)
+
+    model = list(terms)
+    rss, k, cur = score(model)
+    path = [(0, "", None, rss, cur)]
+    notes: list[str] = []
+    for step in range(1, max_steps + 1):
+        moves = []
+        for t in model:
+            r2, k2, a2 = score([m for m in model if m != t])
+            moves.append((a2, f"- {t}", k - k2, r2, k2))
+        for t in terms:
+            if t not in model:
+                r2, k2, a2 = score([*model, t])
+                moves.append((a2, f"+ {t}", k2 - k, r2, k2))
+        aliased = [m for m in moves if m[1].startswith("- ") and m[2] == 0]
+        if aliased:  # (ours) drop aliased terms first, the last-listed (derived) one first
+            best = aliased[-1]
+        else:
+            best = min(moves, key=lambda m: m[0]) if moves else None
+            if best is None or not best[0] < cur - _AIC_TOL:
+                break
+        a2, move, df_, r2, k2 = best
+        t = move[2:]
+        model = [m for m in model if m != t] if move.startswith("- ") else [m for m in terms if m in {*model, t}]
+        if df_ == 0:
+            notes.append(f"{t} dropped: aliased (0 Df) with the other terms")
+        rss, k, cur = r2, k2, a2
+        path.append((step, move, df_, rss, cur))
+
+    rows = [("<none>", None, None, rss, cur)]
+    for t in model:
+        r2, k2, a2 = score([m for m in model if m != t])
+        rows.append((t, k - k2, r2 - rss, r2, a2))
+    drop1 = pl.DataFrame(rows, schema={"term": pl.String, "Df": pl.Int64, "Sum of Sq": pl.Float64, "RSS": pl.Float64, "AIC": pl.Float64}, orient="row").sort("AIC")
+    res = _fit(y, blocks, model)
+    names = ["(Intercept)", *[nm for t in model for nm in blocks[t][1]]]
+    coef = pl.DataFrame(
+        {
+            "name": names,
+            "estimate": np.asarray(res.params, dtype=float),
+            "std_error": np.asarray(res.bse, dtype=float),
+            "p_value": np.asarray(res.pvalues, dtype=float),
+        }
+    )
+    path_df = pl.DataFrame(path, schema={"step": pl.Int64, "move": pl.String, "Df": pl.Int64, "RSS": pl.Float64, "AIC": pl.Float64}, orient="row")
+    r2 = float(res.rsquared) if np.isfinite(res.rsquared) else float("nan")
+    return StepResult(response, scope, n, list(terms), model, drop1, path_df, coef, r2, notes)
+
+
+def factor_regressions(
+    units: pl.DataFrame,
+    judge_attributes: pl.DataFrame | None = None,
+    responses: Sequence[str] = ("pc", "pf"),
+    combined: bool = True,
+) -> list[StepResult]:
+    """Stepwise regressions per benchmark and, with several benchmarks, combined.
+
+    Args:
+        units: unit metrics (one row per unit, see :func:`regression_frame`).
+        judge_attributes: optional per-judge attributes (see :func:`regression_frame`).
+        responses: response columns.
+        combined: also regress all benchmarks together (``scope == "combined"``; the task
+            term nests the benchmark, candidates with the same name are one level).
+
+    Returns:
+        One :class:`StepResult` per (scope, response) that has at least 3 observations and
+        one candidate term; benchmark scopes sorted by name, then ``combined``.
+    """
+    df = regression_frame(units, judge_attributes)
+    extra = [c for c in (judge_attributes.columns if judge_attributes is not None else []) if c != "judge"]
+    scopes: list[tuple[str, pl.DataFrame]] = [
+        (b, df.filter(pl.col("benchmark") == b)) for b in sorted(df.get_column("benchmark").unique().to_list())
+    ]
+    if combined and len(scopes) > 1:
+        scopes.append(("combined", df))
+    out = []
+    for scope, part in scopes:
+        terms = candidate_terms(part, extra)
+        if part.height < 3 or not terms:
+            continue
+        for r in responses:
+            out.append(stepwise(part, r, terms, scope=scope))
+    return out
+
+
+def drop1_tables(results: Sequence[StepResult]) -> pl.DataFrame:
+    """All drop1 tables stacked, with ``scope`` and ``response`` columns first."""
+    frames = [r.drop1.with_columns(scope=pl.lit(r.scope), response=pl.lit(r.response)) for r in results]
+    if not frames:
+        return pl.DataFrame(schema={"scope": pl.String, "response": pl.String, "term": pl.String, "Df": pl.Int64, "Sum of Sq": pl.Float64, "RSS": pl.Float64, "AIC": pl.Float64})
+    return pl.concat(frames).select("scope", "response", "term", "Df", "Sum of Sq", "RSS", "AIC")

@@ -1,0 +1,185 @@
+"""Uncertainty of the position-bias figures (ours, beyond Shi et al.).
+
+- :func:`bootstrap_ci`: cluster-bootstrap percentile intervals for PC, PF and RS per judge
+  and per (judge, task). The clusters are the benchmark's *questions*: a replicate draws
+  the questions with replacement (all judges share the draw) and recomputes each figure
+  with the definitions of ``spec/metrics.md`` (PC pooled Σccn/Σv; PF the mean over units
+  of PF_unit = (rcn − pcn)/n, which equals rcn·irr − pcn·ipr over n; RS the mean of
+  RS_j). Per (judge, task) the questions are drawn within the task (stratified).
+  Replicates are weighted sums: a (B × Q) matrix of multinomial counts times per-question
+  sufficient statistics, no Python loop over replicates.
+- :func:`sign_test`: exact two-sided binomial test (scipy) of primacy against recency among
+  a judge's inconsistent pairs, H0: P(primacy | inconsistent) = 1/2. Pairs are treated as
+  independent (with repetitions, or many candidates per question, they are not quite).
+- The power table lives with the simulator: :func:`voirdire.analysis.simulate.power_table`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from voirdire.analysis.metrics import pairwise_pairs, query_stability
+
+__all__ = ["CI_COLUMNS", "bootstrap_ci", "sign_test"]
+
+CI_COLUMNS = ["benchmark", "judge", "task", "metric", "estimate", "lo", "hi", "replicates"]
+
+
+def _pair_stats(judgments: pl.DataFrame) -> pl.DataFrame:
+    k = pl.col("klass")
+    return (
+        pairwise_pairs(judgments)
+        .group_by("benchmark", "judge", "candidate", "task", "question_id")
+        .agg(
+            n=pl.len().cast(pl.Float64),
+            ccn=(k == "consistent").sum().cast(pl.Float64),
+            v=k.is_in(["consistent", "primacy", "recency"]).sum().cast(pl.Float64),
+            d=((k == "recency").sum().cast(pl.Float64) - (k == "primacy").sum().cast(pl.Float64)),
+        )
+    )
+
+
+def _dense(rows: pl.DataFrame, q_index: dict[str, int], n_q: int, unit_cols: list[str], values: list[str]):
+    """(U, Q) matrices of ``values`` with the units as rows."""
+    units = rows.select(unit_cols).unique(maintain_order=True) if unit_cols else pl.DataFrame({"_": [0]})
+    if unit_cols:
+        rows = rows.join(units.with_row_index("_u"), on=unit_cols, how="left")
+        u = rows.get_column("_u").to_numpy()
+    else:
+        u = np.zeros(rows.height, dtype=np.int64)
+    q = np.array([q_index[x] for x in rows.get_column("question_id").to_list()], dtype=np.int64)
+    out = {}
+    for c in values:
+        m = np.zeros((units.height, n_q))
+        np.add.at(m, (u, q), rows.get_column(c).to_numpy())
+        out[c] = m
+    return out
+
+
+def _interval(boot: np.ndarray, level: float) -> tuple[float, float]:
+    boot = boot[np.isfinite(boot)]
+    if boot.size == 0:
+        return float("nan"), float("nan")
+    a = (1.0 - level) / 2.0
+    lo, hi = np.quantile(boot, [a, 1.0 - a])
+    return float(lo), float(hi)
+
+
+def _estimates(w: np.ndarray, mats: dict, rs: dict | None) -> dict[str, np.ndarray]:
+    """Figures for each row of the weight matrix ``w`` (R, Q); R may be 1 (the estimate)."""
+    out = {}
+    if mats:
+        ccn, v = w @ mats["ccn"].sum(0), w @ mats["v"].sum(0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["pc"] = np.where(v > 0, ccn / v, np.nan)
+            n_u, d_u = w @ mats["n"].T, w @ mats["d"].T  # (R, U)
+            pf_u = np.where(n_u > 0, d_u / np.where(n_u > 0, n_u, 1), np.nan)
+            out["pf"] = np.nanmean(np.where(n_u > 0, pf_u, np.nan), axis=1) if pf_u.shape[1] else np.full(w.shape[0], np.nan)
+    if rs is not None:
+        s, c = w @ rs["s"][0], w @ rs["c"][0]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["rs"] = np.where(c > 0, s / c, np.nan)
+    return out
+
+
+def bootstrap_ci(
+    judgments: pl.DataFrame,
+    *,
+    replicates: int = 1000,
+    level: float = 0.95,
+    by_task: bool = False,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """Cluster-bootstrap percentile intervals (questions resampled) for PC, PF and RS.
+
+    Args:
+        judgments: JUDGMENT_SCHEMA rows (pairwise rows for PC/PF; any for RS).
+        replicates: bootstrap replicates B.
+        level: interval coverage (0.95: the 2.5 % and 97.5 % quantiles).
+        by_task: per (judge, task) with questions drawn within the task; else per judge
+            (``task`` null) with questions drawn over the benchmark.
+        seed: numpy seed.
+
+    Returns:
+        :data:`CI_COLUMNS`: ``metric`` in ``pc``, ``pf``, ``rs``; ``estimate`` (the figure on
+        the data, equal to :func:`~voirdire.analysis.metrics.judge_metrics`'s when
+        ``by_task`` is false), ``lo``/``hi`` (float), ``replicates`` (int). RS rows only for
+        judges with queries asked at least twice. The intervals ignore sampling error
+        within a question (the judge's own randomness), which RS measures separately.
+    """
+    rng = np.random.default_rng(seed)
+    pairs = _pair_stats(judgments)
+    stab = query_stability(judgments).with_columns(s=pl.col("rs_j"), c=pl.lit(1.0))
+    rows = []
+    benches = sorted(judgments.get_column("benchmark").unique().to_list())
+    for bench in benches:
+        bq = judgments.filter(pl.col("benchmark") == bench).select("question_id", "task").unique()
+        strata = [(None, bq)] if not by_task else [(t, bq.filter(pl.col("task") == t)) for t in sorted(bq.get_column("task").unique().to_list())]
+        for task, qs in strata:
+            qids = sorted(qs.get_column("question_id").unique().to_list())
+            q_index = {q: i for i, q in enumerate(qids)}
+            nq = len(qids)
+            w = rng.multinomial(nq, np.full(nq, 1.0 / nq), size=replicates).astype(float)
+            one = np.ones((1, nq))
+            bp = pairs.filter(pl.col("benchmark") == bench)
+            bs = stab.filter(pl.col("benchmark") == bench)
+            if task is not None:
+                bp = bp.filter(pl.col("task") == task)
+                bs = bs.filter(pl.col("question_id").is_in(qids))
+            judges = sorted(set(bp.get_column("judge").to_list()) | set(bs.get_column("judge").to_list()))
+            for judge in judges:
+                jp = bp.filter(pl.col("judge") == judge)
+                js = bs.filter(pl.col("judge") == judge)
+                mats = _dense(jp, q_index, nq, ["candidate", "task"], ["n", "ccn", "v", "d"]) if jp.height else {}
+                rs = _dense(js, q_index, nq, [], ["s", "c"]) if js.height else None
+                est = _estimates(one, mats, rs)
+                boot = _estimates(w, mats, rs)
+                for metric in ("pc", "pf", "rs"):
+                    if metric in est:
+                        lo, hi = _interval(boot[metric], level)
+                        rows.append((bench, judge, task, metric, float(est[metric][0]), lo, hi, replicates))
+    schema = {
+        "benchmark": pl.String,
+        "judge": pl.String,
+        "task": pl.String,
+        "metric": pl.String,
+        "estimate": pl.Float64,
+        "lo": pl.Float64,
+        "hi": pl.Float64,
+        "replicates": pl.Int64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row").sort("benchmark", "judge", "task", "metric", nulls_last=False)
+
+
+def sign_test(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Exact binomial (sign) test of primacy against recency per (benchmark, judge).
+
+    Columns: ``benchmark``, ``judge``, ``primacy``, ``recency`` (int: pcn, rcn),
+    ``primacy_share`` (float: pcn / (pcn + rcn), null without inconsistent pairs),
+    ``p_value`` (float: two-sided, ``scipy.stats.binomtest(pcn, pcn + rcn, 0.5)``; 1 without
+    inconsistent pairs), ``direction`` (``"primacy"``, ``"recency"`` or ``"none"``).
+    """
+    from scipy.stats import binomtest
+
+    k = pl.col("klass")
+    counts = (
+        pairwise_pairs(judgments)
+        .group_by("benchmark", "judge")
+        .agg(primacy=(k == "primacy").sum().cast(pl.Int64), recency=(k == "recency").sum().cast(pl.Int64))
+        .sort("benchmark", "judge")
+    )
+    p = [
+        float(binomtest(a, a + b, 0.5).pvalue) if a + b > 0 else 1.0
+        for a, b in zip(counts.get_column("primacy").to_list(), counts.get_column("recency").to_list())
+    ]
+    tot = pl.col("primacy") + pl.col("recency")
+    return counts.with_columns(
+        primacy_share=pl.when(tot > 0).then(pl.col("primacy") / tot),
+        p_value=pl.Series(p, dtype=pl.Float64),
+        direction=pl.when(pl.col("primacy") > pl.col("recency"))
+        .then(pl.lit("primacy"))
+        .when(pl.col("recency") > pl.col("primacy"))
+        .then(pl.lit("recency"))
+        .otherwise(pl.lit("none")),
+    )

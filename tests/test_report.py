@@ -1,0 +1,131 @@
+"""`voirdire report` on small real jobs: MT-Bench replays of the release's judges (a
+position-bias job and a repetition job) run through Ray, then the deep analysis, the
+figures and the self-contained HTML report; token lengths with a tokenizer built here.
+Skipped when the benchmark data is missing."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+pytestmark = pytest.mark.ray
+
+PB_JUDGES = ["gemini-pro", "gpt-3.5-turbo-1106", "gpt-4-0613"]
+REP_JUDGES = ["gemini-pro", "gpt-4-0613", "claude-3-haiku-20240307"]
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=True, logging_level="ERROR")
+    yield
+    ray.shutdown()
+
+
+def _job(tmp: Path, data_dir: Path, name: str, sample: str, reps: int, judges: list[str], study: str, tokenizer: str | None):
+    from voirdire.engine.spec import parse_job
+
+    spec = {
+        "name": name,
+        "output_dir": str(tmp / name),
+        "benchmark": {"name": "mtbench", "data_dir": str(data_dir), "sample": sample, "tasks": ["writing", "math", "coding"]},
+        "comparison": {"mode": "pairwise", "option_mode": 3, "permutations": "both", "repetitions": reps},
+        "judges": [{"name": j, "backend": "replay", "recorded": j, "study": study} for j in judges],
+    }
+    if sample == "full":
+        spec["benchmark"]["candidates"] = ["gpt-4", "alpaca-13b", "llama-13b", "claude-v1"]
+    if tokenizer:
+        spec["analysis"] = {"tokenizer": tokenizer}
+    return parse_job(spec, name)
+
+
+def _tokenizer(path: Path) -> str:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory, data_dir, ray_local):
+    from voirdire.engine.job import run_job
+
+    tmp = tmp_path_factory.mktemp("report")
+    tok = _tokenizer(tmp / "tokenizer")
+    pb = _job(tmp, data_dir, "mt-pb", "full", 1, PB_JUDGES, "position_bias", tok)
+    rep = _job(tmp, data_dir, "mt-rep", "repetition", 3, REP_JUDGES, "repetition", None)
+    for j in (pb, rep):
+        run_job(j, show_progress=False)
+    return tmp, Path(pb.output_dir), Path(rep.output_dir), tok
+
+
+def test_report_html_has_every_part(jobs):
+    from typer.testing import CliRunner
+
+    from voirdire.engine.cli import app
+
+    tmp, pb, rep, _ = jobs
+    out = tmp / "combined"
+    attrs = tmp / "attrs.csv"
+    pl.DataFrame({"judge": PB_JUDGES, "context_k": [32.0, 16.0, 8.0]}).write_csv(attrs)
+    res = CliRunner().invoke(app, ["report", str(pb), str(rep), "--out", str(out), "--replicates", "100", "--judge-attributes", str(attrs)])
+    assert res.exit_code == 0, res.output
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert (out / "report.md").is_file()
+    # self-contained: figures inline, no external resource
+    assert not re.search(r"""(src|href)=["']https?:""", page)
+    n_img = page.count('src="data:image/png;base64,')
+    # per benchmark: radar, PF bars, PC vs PF, RS, vs win rate; per directory: agreement + disagreement
+    assert n_img == 5 + 2 * 2
+    for name in ("pc_radar_MTBench", "pf_bars_MTBench", "pc_vs_pf_MTBench", "vs_win_rate_MTBench", "rs_MTBench", "agreement_mt-pb", "disagreement_mt-rep"):
+        assert (out / "figures" / f"{name}.png").stat().st_size > 1000
+    for heading in ("Jobs, settings and counts", "Factor regression", "Agreement between judges", "How many queries are enough?", "Fleiss"):
+        assert heading in page
+    assert "<td>&lt;none&gt;</td>" in page  # a drop1 table
+    # the panel: PC/PF from the position-bias job, RS from the repetition job
+    panel = pl.read_csv(out / "metrics" / "panel.csv")
+    g4 = panel.filter(pl.col("judge") == "gpt-4-0613").row(0, named=True)
+    assert g4["source"] == "mt-pb" and g4["rs_source"] == "mt-rep"
+    assert g4["pc_lo"] <= g4["pc"] <= g4["pc_hi"]
+    haiku = panel.filter(pl.col("judge") == "claude-3-haiku-20240307").row(0, named=True)
+    assert haiku["source"] == "mt-rep"  # only judged in the repetition job
+    flagged = panel.filter(~pl.col("readable"))
+    for r in flagged.iter_rows(named=True):
+        assert html.escape(r["flag"]) in page
+        assert (r["rs"] is not None and r["rs"] < 0.9) or r["error_rate"] > 0.05
+    # regression tables as CSV, the attribute offered as a term
+    d1 = pl.read_csv(out / "metrics" / "regression_drop1.csv")
+    assert set(d1.get_column("response")) == {"pc", "pf"}
+    path = pl.read_csv(out / "metrics" / "regression_path_MTBench_pc.csv")
+    assert path.height >= 1
+    for f in ("agreement_mt-pb", "fleiss_mt-rep", "bootstrap_mt-pb", "bootstrap_task_mt-pb", "sign_test_mt-pb", "power"):
+        assert (out / "metrics" / f"{f}.csv").is_file()
+
+
+def test_token_lengths_counted_with_the_jobs_tokenizer(jobs, data_dir):
+    from voirdire.analysis.lengths import load_tokenizer, query_token_lengths
+    from voirdire.benchmarks.registry import load_benchmark
+
+    _, pb, _, tok = jobs
+    judgments = pl.read_parquet(pb / "judgments.parquet")
+    bench = load_benchmark("mtbench", str(data_dir), sample="full")
+    q = query_token_lengths(judgments.head(40), bench, load_tokenizer(tok))
+    words = re.compile(r"\w+|[^\w\s]+")  # what the Whitespace pre-tokenizer splits on
+    for qid, shown, om, pt, ot in q.head(5).iter_rows():
+        assert pt == len(words.findall(bench.build_prompt(qid, tuple(shown), om)))
+        assert ot == sum(len(words.findall(t)) for m in shown for t in bench.answers(qid, m))
+    # a single-directory report picks the tokenizer up from the job and regresses on it
+    from voirdire.analysis.html_report import build_report
+
+    build_report([pb], replicates=50)
+    units = pl.read_csv(pb / "metrics" / "regression_units.csv")
+    assert units.get_column("prompt_tokens").min() > 0
+    assert (pb / "report.html").is_file() and (pb / "report.md").is_file()
