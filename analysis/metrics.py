@@ -207,7 +207,6 @@ def pairwise_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
             consistent_tie=t1 & t2,
         )
         .select(PAIR_COLUMNS)
-        .sort(PAIR_KEYS)
         .collect()
     )
 
