@@ -458,7 +458,13 @@ def summarize(judgments: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return _judge_metrics(judgments, units), units
 
 
-# The list-wise builder (imported last: it uses this module's helpers).
-from voirdire.analysis.listwise import listwise_unit_metrics as _listwise_unit_metrics  # noqa: E402
+# The list-wise builder (imported last: it uses this module's helpers; looked up at call
+# time, so importing either module first works).
+from voirdire.analysis import listwise as _listwise  # noqa: E402
 
-register_unit_builder("listwise", _listwise_unit_metrics)
+
+def _listwise_units(rows: pl.DataFrame) -> pl.DataFrame:
+    return _listwise.listwise_unit_metrics(rows)
+
+
+register_unit_builder("listwise", _listwise_units)
