@@ -182,6 +182,16 @@ class JobSpec(_Strict):
     #: where the file was read from (set by load_job; relative paths resolve against cwd)
     source: str | None = Field(default=None, exclude=True)
 
+    @field_validator("output_dir")
+    @classmethod
+    def _local_output_dir(cls, v: str) -> str:
+        if "://" in v and not v.startswith("file://"):
+            raise ValueError(
+                f"{v!r}: object-store URIs are not supported as output_dir; use a path on a filesystem "
+                "shared by the cluster's head node (NFS/EFS/Filestore, or the bucket mounted with s3fs/gcsfuse)"
+            )
+        return v[len("file://") :] if v.startswith("file://") else v
+
     @model_validator(mode="after")
     def _unique_judges(self) -> "JobSpec":
         names = [j.name for j in self.judges]
