@@ -249,7 +249,9 @@ class Benchmark(abc.ABC):
             raise ValueError(f"{self.name}: a model is shown twice in {tuple(shown)!r}")
         if question_id not in self._task_by_id():
             raise KeyError(f"{self.name}: unknown question {question_id!r}")
-        known = set(self.models)
+        known = self.__dict__.get("_known_models")
+        if known is None:
+            known = self.__dict__["_known_models"] = frozenset(self.models)
         for m in shown:
             if m not in known:
                 raise KeyError(f"{self.name}: unknown model {m!r} (known: {', '.join(self.models)})")

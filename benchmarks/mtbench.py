@@ -166,6 +166,8 @@ class MTBench(Benchmark):
         self._lw_conv = compile_fields(self._lw["conversation_block"], ("letter", "question_1", "answer_1", "question_2", "answer_2"))
         self._lw_ref = compile_fields(self._lw["reference_block"], ("question_1", "ref_answer_1", "question_2", "ref_answer_2"))
         self._lw_heads: dict[tuple[str, int, int], str] = {}
+        #: (question, slot letter, model) -> that slot's conversation block (list-wise)
+        self._lw_blocks: dict[tuple[str, str, str], str] = {}
         self._load(read_table(self.path))
 
     # ------------------------------------------------------------------ loading
@@ -274,9 +276,13 @@ class MTBench(Benchmark):
         blocks = []
         if kind == "math":
             blocks.append(fill_fields(self._lw_ref, (q1, r1, q2, r2)))
+        cache = self._lw_blocks
         for letter, m in zip(LETTERS, shown):
-            a1, a2 = self._answers[(qid, m)]
-            blocks.append(fill_fields(self._lw_conv, (letter, q1, a1, q2, a2)))
+            block = cache.get((qid, letter, m))
+            if block is None:  # bounded by questions x slots x models of the table
+                a1, a2 = self._answers[(qid, m)]
+                block = cache[(qid, letter, m)] = fill_fields(self._lw_conv, (letter, q1, a1, q2, a2))
+            blocks.append(block)
         return self._lw_head(kind, len(shown), option_mode) + "\n\n" + "\n\n\n".join(blocks)
 
     def _build_pairwise(self, qid: str, a: str, b: str) -> str:

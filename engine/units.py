@@ -278,10 +278,10 @@ class PromptCache:
         self._chars = 0
         self._lens: OrderedDict[tuple, tuple[int, int]] = OrderedDict()
 
-    def _build(self, key: tuple) -> str:
+    def _build(self, key: tuple, keep_text: bool = True) -> str:
         question_id, shown, option_mode, mode = key
         prompt = self.bench.build_prompt(question_id, shown, option_mode, mode=mode)
-        if len(prompt) <= self.max_chars:
+        if keep_text and len(prompt) <= self.max_chars:
             self._texts[key] = prompt
             self._chars += len(prompt)
             while self._chars > self.max_chars:
@@ -307,7 +307,7 @@ class PromptCache:
         key = (question_id, shown, option_mode, mode)
         got = self._lens.get(key)
         if got is None:
-            self._build(key)
+            self._build(key, keep_text=False)  # a judge that needs the text builds it again
             got = self._lens[key]
         else:
             self._lens.move_to_end(key)
