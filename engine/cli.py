@@ -61,7 +61,10 @@ def run(
         if output_dir is not None:
             if len(specs) != 1:
                 raise ConfigError("--output-dir applies to one job file at a time")
-            specs[0].output_dir = output_dir
+            from voirdire.engine.spec import parse_job
+
+            data = {**specs[0].model_dump(mode="json", exclude_none=True), "output_dir": output_dir}
+            specs[0] = parse_job(data, f"{jobs[0]} (--output-dir)")
         plans = [plan_job(s) for s in specs]  # every job validated before anything is sent
     except ConfigError as exc:
         _fail(str(exc))

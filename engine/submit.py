@@ -103,6 +103,7 @@ def stage(job_path: Path, dest: Path | None = None) -> tuple[Path, str]:
         ``(directory, job file path relative to it)``; the job file is ``job/<name>``.
     """
     dest = Path(dest or tempfile.mkdtemp(prefix="voirdire-submit-"))
+    dest.mkdir(parents=True, exist_ok=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
     for name in STAGED:
         src = PROJECT_ROOT / name
