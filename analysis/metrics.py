@@ -33,11 +33,12 @@ the two agree in tables written by the engine.
 
 Modes
 -----
-Pairwise rows are handled here. List-wise rows (``mode == "listwise"``) are skipped with a
-warning by :func:`unit_metrics` until a list-wise unit builder is registered with
+Pairwise rows are handled here; list-wise rows (``mode == "listwise"``) by
+:mod:`voirdire.analysis.listwise`, registered at the end of this module with
 :func:`register_unit_builder` (the extension point: a builder maps the rows of one mode to
 unit rows with the columns of :data:`UNIT_COLUMNS`; the per-judge pooling, error rate and
-repetition stability are mode-agnostic and need no change).
+repetition stability are mode-agnostic and need no change). Rows of a mode with no
+builder are skipped with a warning.
 """
 
 from __future__ import annotations
@@ -467,3 +468,15 @@ def summarize(judgments: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(judge_metrics(judgments), unit_metrics(judgments))``, the units computed once."""
     units = unit_metrics(judgments)
     return _judge_metrics(judgments, units), units
+
+
+# The list-wise builder (imported last: it uses this module's helpers; looked up at call
+# time, so importing either module first works).
+from voirdire.analysis import listwise as _listwise  # noqa: E402
+
+
+def _listwise_units(rows: pl.DataFrame) -> pl.DataFrame:
+    return _listwise.listwise_unit_metrics(rows)
+
+
+register_unit_builder("listwise", _listwise_units)

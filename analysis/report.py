@@ -70,6 +70,54 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
         console.print(table)
 
 
+def markdown_slot_table(shares: pl.DataFrame) -> str:
+    """List-wise slot choice shares as a Markdown table: one row per (benchmark, judge,
+    list size, option mode), one column per slot (share of slot-choosing verdicts, with
+    its excess over 1/p in parentheses), then the tie share and the number of choices.
+
+    Args:
+        shares: :func:`voirdire.analysis.listwise.slot_shares` output.
+    """
+    if shares.height == 0:
+        return ""
+    max_p = int(shares["list_size"].max())
+    slots = "ABCDEFGHI"[:max_p]
+    head = "| benchmark | judge | p | 1/p | " + " | ".join(slots) + " | tie | choices |"
+    sep = "|---|---|---:|---:|" + "---:|" * (max_p + 2)
+    body = []
+    keys = ["benchmark", "judge", "list_size", "option_mode"]
+    for key, grp in shares.sort([*keys, "position"]).group_by(keys, maintain_order=True):
+        bench, judge, p, _ = key
+        cells = {r["slot"]: f"{r['share']:.3f} ({r['excess']:+.3f})" for r in grp.iter_rows(named=True)}
+        first = grp.row(0, named=True)
+        row = [str(bench), str(judge), str(p), f"{first['expected']:.3f}"]
+        row += [cells.get(x, "") for x in slots]
+        row += [f"{first['tie_share']:.3f}", f"{first['n_choices']:,}"]
+        body.append("| " + " | ".join(row) + " |")
+    return "\n".join([head, sep, *body])
+
+
+def markdown_candidate_table(um: pl.DataFrame) -> str:
+    """List-wise candidates: per (benchmark, judge, candidate), series counted, pooled PC,
+    mean owr and mean quality gap over the candidate's units (tasks), as Markdown."""
+    if um.height == 0:
+        return ""
+    ccn, v = pl.col("consistent"), pl.col("consistent") + pl.col("primacy") + pl.col("recency")
+    agg = (
+        um.filter(pl.col("n") > 0)
+        .group_by("benchmark", "judge", "candidate")
+        .agg(n=pl.col("n").sum(), _c=ccn.sum(), _v=v.sum(), owr=pl.col("owr").mean(), gap=pl.col("quality_gap").mean())
+        .with_columns(pc=pl.when(pl.col("_v") > 0).then(pl.col("_c") / pl.col("_v")).otherwise(0.0))
+        .sort("benchmark", "judge", "owr", descending=[False, False, True])
+    )
+    lines = ["| benchmark | judge | candidate | series | PC | owr | quality gap |", "|---|---|---|---:|---:|---:|---:|"]
+    for r in agg.iter_rows(named=True):
+        lines.append(
+            f"| {r['benchmark']} | {r['judge']} | {r['candidate']} | {r['n']:,} | {r['pc']:.3f} | {r['owr']:.3f} | {r['gap']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
 def write_markdown_report(
     path: str | os.PathLike, meta: dict[str, Any], judgments: pl.DataFrame, jm: pl.DataFrame, um: pl.DataFrame
 ) -> None:
@@ -106,6 +154,30 @@ def write_markdown_report(
         markdown_judge_table(jm),
         "",
     ]
+    if "mode" in judgments.columns and judgments.filter(pl.col("mode") == "listwise").height:
+        from voirdire.analysis.listwise import slot_shares
+
+        # a job has one comparison mode, so a job with list-wise rows has list-wise units only
+        lw_units = um
+        lines += [
+            "## List-wise: slot choice shares",
+            "",
+            "Share of the verdicts that pick each slot (ties and failures excluded), with the "
+            "excess over 1/p in parentheses: a judge without position bias is near 1/p on "
+            "every slot; slot A above 1/p is primacy, the last slot above 1/p recency. "
+            "Tie: share of verdicts that are the tie option.",
+            "",
+            markdown_slot_table(slot_shares(judgments)),
+            "",
+            "## List-wise: candidates",
+            "",
+            "Per candidate: series it appears in, position consistency (pooled), overall win "
+            "rate owr = (C_w + (C_t + C_I)/p)/v and quality gap |owr − 1/p| (means over "
+            "tasks); `spec/metrics.md`, List-wise.",
+            "",
+            markdown_candidate_table(lw_units),
+            "",
+        ]
     if failures.height:
         lines += ["## Failures by class", "", "| judge | class | count |", "|---|---|---:|"]
         lines += [f"| {j} | {c} | {k} |" for j, c, k in failures.iter_rows()]
@@ -115,7 +187,8 @@ def write_markdown_report(
         "",
         "- `raw/`: raw judge outputs and recorded failures (Parquet)",
         "- `judgments.parquet`: raw rows with extracted verdicts",
-        "- `metrics/judge_metrics.csv`, `metrics/unit_metrics.csv`",
+        "- `metrics/judge_metrics.csv`, `metrics/unit_metrics.csv`"
+        + (", `metrics/slot_shares.csv` (list-wise)" if "mode" in judgments.columns and judgments.filter(pl.col("mode") == "listwise").height else ""),
         "",
     ]
     with open(path, "w", encoding="utf-8") as fh:

@@ -9,15 +9,84 @@ One module per benchmark (``mtbench.py``, ``devbench.py``) subclasses it.
 from __future__ import annotations
 
 import abc
+import functools
+import json
+import pathlib
+import string
 from collections.abc import Sequence
 
 import polars as pl
+
+from voirdire.judges.base import ConfigError
 
 #: Sample names accepted by the loaders: the full table, or the repetition-study subset.
 SAMPLES = ("full", "repetition")
 
 #: Number of models shown per comparison mode (``None``: any number >= 2).
 SLOTS_PER_MODE: dict[str, int | None] = {"pairwise": 2, "listwise": None}
+#: List sizes list-wise prompts support (verdict letters A..H, tie up to I).
+LISTWISE_SIZES = range(3, 9)
+LETTERS = "ABCDEFGHI"
+
+_LISTWISE_TEMPLATES = pathlib.Path(__file__).parent / "templates" / "listwise.json"
+
+
+@functools.lru_cache(maxsize=1)
+def load_listwise_templates() -> dict:
+    """voirdire's list-wise prompt templates (package data ``templates/listwise.json``).
+
+    Keys: ``number_words`` ({"3": "three", ...}), ``mtbench`` (``general_head``,
+    ``math_head``, ``label``, ``verdict_item``, ``verdict_tie``, ``reference_block``,
+    ``conversation_block``, ``verdict_pattern``), ``devbench`` (``prefix``, ``label``,
+    ``options_head``, ``option_item``, ``option_tie``, ``suffix``, ``response_block``,
+    ``verdict_pattern``). Adapted from the release's pairwise templates (see NOTICE.txt).
+
+    Raises:
+        ConfigError: the package data is missing (a broken install).
+    """
+    if not _LISTWISE_TEMPLATES.is_file():
+        raise ConfigError(f"list-wise prompt templates missing from the package: {_LISTWISE_TEMPLATES}")
+    with _LISTWISE_TEMPLATES.open(encoding="utf-8") as f:
+        return json.load(f)
+
+
+def compile_fields(template: str, fields: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """Parse a ``str.format`` template once into literal pieces and field indices (into
+    ``fields``; ``-1`` after the last piece), for filling by ``"".join`` (:func:`fill_fields`).
+
+    Raises:
+        ConfigError: a field not in ``fields``, or a format spec/conversion.
+    """
+    literals: list[str] = []
+    idx: list[int] = []
+    for literal, field, spec, conversion in string.Formatter().parse(template):
+        literals.append(literal)
+        if field is None:
+            idx.append(-1)
+            continue
+        if field not in fields or spec or conversion:
+            raise ConfigError(f"template has an unsupported field {{{field}}}")
+        idx.append(list(fields).index(field))
+    return tuple(literals), tuple(idx)
+
+
+def fill_fields(compiled: tuple[tuple[str, ...], tuple[int, ...]], values: Sequence[str]) -> str:
+    """Fill a template compiled by :func:`compile_fields` (equal to ``str.format``)."""
+    literals, idx = compiled
+    parts: list[str] = []
+    for lit, f in zip(literals, idx):
+        parts.append(lit)
+        if f >= 0:
+            parts.append(values[f])
+    return "".join(parts)
+
+
+def join_options(items: Sequence[str], tie: str | None) -> str:
+    """English enumeration of verdict options: ``"a, b, and t"`` with a tie option ``t``,
+    else ``"a, b, or c"``."""
+    if tie is not None:
+        return ", ".join(items) + ", and " + tie
+    return ", ".join(items[:-1]) + ", or " + items[-1]
 
 
 class Benchmark(abc.ABC):
@@ -42,9 +111,13 @@ class Benchmark(abc.ABC):
 
     #: Option modes (number of letters offered) the benchmark's templates support.
     option_modes: tuple[int, ...] = ()
-    #: Comparison modes with a template. List-wise ("listwise") is planned: a subclass adds
-    #: it here and a ``_build_<mode>`` method, and :meth:`check_request` accepts it.
+    #: Comparison modes with a template. A subclass offering list-wise adds ``"listwise"``
+    #: and implements ``_build_listwise``; list-wise option modes are p and p + 1.
     comparison_modes: tuple[str, ...] = ("pairwise",)
+    #: List-wise default: offer a tie option (option mode p + 1) or not (p).
+    listwise_tie: bool = False
+    #: List-wise verdict pattern (group 1 = letter A..I); ``None``: no list-wise mode.
+    listwise_verdict_pattern: str | None = None
     #: Which published table was loaded: ``"full"`` or ``"repetition"``.
     sample: str = "full"
 
@@ -62,6 +135,23 @@ class Benchmark(abc.ABC):
     @abc.abstractmethod
     def output_chars(self, question_id: str, shown: Sequence[str]) -> int:
         """Characters of the shown models' answers, summed over models and turns."""
+
+    def listwise_option_mode(self, p: int) -> int:
+        """The default list-wise option mode for lists of ``p``: p + 1 (tie offered) when
+        :attr:`listwise_tie`, else p."""
+        return p + 1 if self.listwise_tie else p
+
+    def verdict_pattern_for(self, mode: str) -> str:
+        """The verdict regex for a comparison mode (pairwise: the release's pattern).
+
+        Raises:
+            ValueError: a mode this benchmark does not offer.
+        """
+        if mode == "pairwise":
+            return self.verdict_pattern
+        if mode == "listwise" and self.listwise_verdict_pattern and mode in self.comparison_modes:
+            return self.listwise_verdict_pattern
+        raise ValueError(f"{self.name}: comparison mode {mode!r} is not offered")
 
     def extract(self, text: str | None) -> str | None:
         """The first verdict letter in ``text`` by the release's pattern, else ``None``."""
@@ -132,14 +222,25 @@ class Benchmark(abc.ABC):
                 f"{self.name}: comparison mode {mode!r} is not offered "
                 f"(offered: {', '.join(self.comparison_modes)})"
             )
-        if option_mode not in self.option_modes:
+        if isinstance(shown, str):
+            raise ValueError(f"{self.name}: shown must be a sequence of model names, not a string")
+        if mode == "listwise":
+            p = len(shown)
+            if p not in LISTWISE_SIZES:
+                raise ValueError(
+                    f"{self.name}: listwise shows {LISTWISE_SIZES.start} to {LISTWISE_SIZES.stop - 1} models, got {p}"
+                )
+            if option_mode not in (p, p + 1):
+                raise ValueError(
+                    f"{self.name}: list-wise option mode {option_mode!r} is not offered for {p} candidates "
+                    f"(offered: {p}, {p + 1} with a tie)"
+                )
+        elif option_mode not in self.option_modes:
             raise ValueError(
                 f"{self.name}: option mode {option_mode!r} is not offered "
                 f"(offered: {', '.join(map(str, self.option_modes))})"
             )
         slots = SLOTS_PER_MODE.get(mode)
-        if isinstance(shown, str):
-            raise ValueError(f"{self.name}: shown must be a sequence of model names, not a string")
         if slots is not None and len(shown) != slots:
             raise ValueError(f"{self.name}: {mode} shows {slots} models, got {len(shown)}")
         if slots is None and len(shown) < 2:
@@ -148,7 +249,9 @@ class Benchmark(abc.ABC):
             raise ValueError(f"{self.name}: a model is shown twice in {tuple(shown)!r}")
         if question_id not in self._task_by_id():
             raise KeyError(f"{self.name}: unknown question {question_id!r}")
-        known = set(self.models)
+        known = self.__dict__.get("_known_models")
+        if known is None:
+            known = self.__dict__["_known_models"] = frozenset(self.models)
         for m in shown:
             if m not in known:
                 raise KeyError(f"{self.name}: unknown model {m!r} (known: {', '.join(self.models)})")

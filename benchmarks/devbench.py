@@ -13,6 +13,15 @@ then the question block, the two response blocks and, only when the row has a re
 answer, the reference block. The answers are inserted with surrounding whitespace stripped
 (``str.strip()``): the release's prompts show them so (checked byte for byte against its
 expected prompts); the question, guidance and reference answer are inserted verbatim.
+
+List-wise prompts (ours; ``templates/listwise.json``, key ``devbench``): the release's
+prefix reworded for p responses (Response 1, ..., Response p), options ``A. Response 1 is
+the best.`` ... (and ``D. Tie.`` after the last slot in option mode p + 1), the suffix
+asking for the same attention to all responses, the release's question block, one
+response block per slot and the reference block when the row has one. The verdict format
+is the release's ``Choice: X`` (pattern ``(?:选择：|Choice: )([A-I])``); option letter X
+names slot X (A = Response 1). Default option mode p (no tie), as the release judged
+DevBench pairwise without a tie.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from voirdire.benchmarks.base import SAMPLES, Benchmark
+from voirdire.benchmarks.base import LETTERS, SAMPLES, Benchmark, load_listwise_templates
 from voirdire.benchmarks.data import (
     load_templates,
     normalise_id,
@@ -73,7 +82,8 @@ class DevBench(Benchmark):
     reference = "human"
     default_option_mode = 2
     option_modes = (2, 3, 4)
-    comparison_modes = ("pairwise",)
+    comparison_modes = ("pairwise", "listwise")
+    listwise_tie = False
 
     FILES = {"full": "qa/devbench.xlsx", "repetition": "qa/devbench_repetition_sample.xlsx"}
     REQUIRED_COLUMNS = ("index", "task", "question")
@@ -102,6 +112,13 @@ class DevBench(Benchmark):
             _split_block(t["response_2_block"], "answer2"),
         )
         self._reference_block = _split_block(t["reference_block"], "reference_answer")
+        self._lw = load_listwise_templates()["devbench"]
+        self._lw_words = load_listwise_templates()["number_words"]
+        self.listwise_verdict_pattern = self._lw["verdict_pattern"]
+        if _GUIDANCE not in self._lw["prefix"]:
+            raise ConfigError(f"DevBench list-wise prefix template lacks the {_GUIDANCE} placeholder")
+        self._lw_blocks: dict[int, tuple[str, str]] = {}
+        self._lw_heads: dict[tuple[str, int, int], str] = {}
         self._load(read_table(self.path))
 
     # ------------------------------------------------------------------ loading
@@ -185,18 +202,60 @@ class DevBench(Benchmark):
     ) -> str:
         """The full judge prompt (one user message) with ``shown[0]`` as Response 1.
 
+        List-wise (``mode="listwise"``, 3 to 8 models, option mode p or p + 1): see the
+        module docstring; built by :meth:`_build_listwise`.
+
         Pairwise: the release's DevBench prompt: prefix (``<Evaluating Guidance>`` replaced
         by the row's guidance) + ``options[option_mode]`` + suffix + question block +
         response 1 block (``shown[0]``) + response 2 block (``shown[1]``) + the reference
         block when the row has a reference answer. Byte-identical to the release's prompts.
 
         Raises:
-            ValueError: ``mode`` other than ``"pairwise"``, ``option_mode`` not in (2, 3, 4),
-                not exactly two models, or a model shown twice.
+            ValueError: unknown ``mode``; pairwise: ``option_mode`` not in (2, 3, 4), not
+                exactly two models; list-wise: not 3..8 models, option mode not p or p + 1;
+                a model shown twice.
             KeyError: unknown question or model.
         """
         self.check_request(question_id, shown, option_mode, mode)
+        if mode == "listwise":
+            return self._build_listwise(question_id, shown, option_mode)
         return self._build_pairwise(question_id, shown[0], shown[1], option_mode)
+
+    def _lw_head(self, qid: str, p: int, option_mode: int) -> str:
+        """List-wise prefix (guidance filled) + options + suffix + question block."""
+        key = (qid, p, option_mode)
+        head = self._lw_heads.get(key)
+        if head is None:
+            lw = self._lw
+            guidance, question_block, _ = self._rows[qid]
+            labels = ", ".join(lw["label"].format(k=k) for k in range(1, p + 1))
+            prefix = lw["prefix"].replace("{n}", self._lw_words[str(p)]).replace("{labels}", labels)
+            if guidance is not None:
+                prefix = prefix.replace(_GUIDANCE, guidance)
+            options = lw["options_head"].format(m=option_mode) + "".join(
+                lw["option_item"].format(letter=LETTERS[k], k=k + 1) for k in range(p)
+            )
+            if option_mode == p + 1:
+                options += lw["option_tie"].format(letter=LETTERS[p])
+            head = prefix + options + lw["suffix"] + question_block
+            self._lw_heads[key] = head
+        return head
+
+    def _lw_block(self, k: int) -> tuple[str, str]:
+        """The k-th (1-based) response block split around its answer."""
+        block = self._lw_blocks.get(k)
+        if block is None:
+            block = _split_block(self._lw["response_block"].replace("{k}", str(k)), "answer")
+            self._lw_blocks[k] = block
+        return block
+
+    def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int) -> str:
+        parts = [self._lw_head(qid, len(shown), option_mode)]
+        for k, m in enumerate(shown, start=1):
+            before, after = self._lw_block(k)
+            parts += (before, self._answers[(qid, m)], after)
+        parts.append(self._rows[qid][2])
+        return "".join(parts)
 
     def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int) -> str:
         (r1b, r1a), (r2b, r2a) = self._response_blocks

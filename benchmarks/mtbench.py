@@ -11,6 +11,13 @@ to the second question; the ``math`` template (with the reference answers) is us
 row's ``task`` is exactly ``"math"``, the ``general`` one otherwise. Filled with
 ``str.format``; answers are inserted verbatim (no whitespace stripping: the release's
 MT-Bench prompts keep the table text as is).
+
+List-wise prompts (ours; ``templates/listwise.json``, key ``mtbench``): the same
+instructions reworded for p assistants, labelled by slot letters (Assistant A, B, C, ...),
+one conversation block per slot, and the verdict format ``"[[A]]" if assistant A is the
+best, ..., and "[[D]]" for a tie`` (option mode p + 1, the default) or ``..., or "[[C]]"
+if assistant C is the best`` (option mode p). Verdict pattern ``\[\[([A-I])\]\]``: the
+tie is the letter after the last slot.
 """
 
 from __future__ import annotations
@@ -21,7 +28,15 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from voirdire.benchmarks.base import SAMPLES, Benchmark
+from voirdire.benchmarks.base import (
+    LETTERS,
+    SAMPLES,
+    Benchmark,
+    compile_fields,
+    fill_fields,
+    join_options,
+    load_listwise_templates,
+)
 from voirdire.benchmarks.data import (
     load_templates,
     normalise_id,
@@ -120,7 +135,8 @@ class MTBench(Benchmark):
     reference = "vicuna-13b-v1.3"
     default_option_mode = 3
     option_modes = (2, 3)
-    comparison_modes = ("pairwise",)
+    comparison_modes = ("pairwise", "listwise")
+    listwise_tie = True
 
     FILES = {"full": "qa/mtbench.xlsx", "repetition": "qa/mtbench_repetition_sample.xlsx"}
     REQUIRED_COLUMNS = (
@@ -143,6 +159,15 @@ class MTBench(Benchmark):
         templates = load_templates()["mtbench"]
         self._templates = {k: _compile(templates[k]) for k in ("general", "math")}
         self.verdict_pattern = templates["verdict_pattern"]
+        lw = load_listwise_templates()
+        self._lw = lw["mtbench"]
+        self._lw_words = lw["number_words"]
+        self.listwise_verdict_pattern = self._lw["verdict_pattern"]
+        self._lw_conv = compile_fields(self._lw["conversation_block"], ("letter", "question_1", "answer_1", "question_2", "answer_2"))
+        self._lw_ref = compile_fields(self._lw["reference_block"], ("question_1", "ref_answer_1", "question_2", "ref_answer_2"))
+        self._lw_heads: dict[tuple[str, int, int], str] = {}
+        #: (question, slot letter, model) -> that slot's conversation block (list-wise)
+        self._lw_blocks: dict[tuple[str, str, str], str] = {}
         self._load(read_table(self.path))
 
     # ------------------------------------------------------------------ loading
@@ -209,18 +234,56 @@ class MTBench(Benchmark):
     ) -> str:
         """The full judge prompt (one user message) with ``shown[0]`` as Assistant A.
 
+        List-wise (``mode="listwise"``, 3 to 8 models, option mode p or p + 1): see the
+        module docstring; built by :meth:`_build_listwise`.
+
         Pairwise: FastChat's ``pair-v2-multi-turn`` (general) or ``pair-math-v1-multi-turn``
         (task ``math``) template, as carried in ``templates/prompts.json``, filled with
         ``question_1/2``, ``answer_a_1/2`` (``shown[0]``), ``answer_b_1/2`` (``shown[1]``)
         and, for math, ``ref_answer_1/2``. Byte-identical to the release's prompts.
 
         Raises:
-            ValueError: ``mode`` other than ``"pairwise"``, ``option_mode`` not in (2, 3),
-                not exactly two models, or a model shown twice.
+            ValueError: unknown ``mode``; pairwise: ``option_mode`` not in (2, 3), not
+                exactly two models; list-wise: not 3..8 models, option mode not p or p + 1;
+                a model shown twice.
             KeyError: unknown question or model.
         """
         self.check_request(question_id, shown, option_mode, mode)
+        if mode == "listwise":
+            return self._build_listwise(question_id, shown, option_mode)
         return self._build_pairwise(question_id, shown[0], shown[1])
+
+    def _lw_head(self, kind: str, p: int, option_mode: int) -> str:
+        key = (kind, p, option_mode)
+        head = self._lw_heads.get(key)
+        if head is None:
+            lw = self._lw
+            slots = LETTERS[:p]
+            items = [lw["verdict_item"].format(letter=x) for x in slots]
+            tie = lw["verdict_tie"].format(letter=LETTERS[p]) if option_mode == p + 1 else None
+            labels = [lw["label"].format(letter=x) for x in slots]
+            head = lw[f"{kind}_head"].format(
+                n=self._lw_words[str(p)],
+                verdicts=join_options(items, tie),
+                labels=", ".join(labels[:-1]) + " and " + labels[-1],
+            )
+            self._lw_heads[key] = head
+        return head
+
+    def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int) -> str:
+        template, q1, q2, r1, r2 = self._rows[qid]
+        kind = "math" if template is self._templates["math"] else "general"
+        blocks = []
+        if kind == "math":
+            blocks.append(fill_fields(self._lw_ref, (q1, r1, q2, r2)))
+        cache = self._lw_blocks
+        for letter, m in zip(LETTERS, shown):
+            block = cache.get((qid, letter, m))
+            if block is None:  # bounded by questions x slots x models of the table
+                a1, a2 = self._answers[(qid, m)]
+                block = cache[(qid, letter, m)] = fill_fields(self._lw_conv, (letter, q1, a1, q2, a2))
+            blocks.append(block)
+        return self._lw_head(kind, len(shown), option_mode) + "\n\n" + "\n\n\n".join(blocks)
 
     def _build_pairwise(self, qid: str, a: str, b: str) -> str:
         template, q1, q2, r1, r2 = self._rows[qid]

@@ -1,12 +1,18 @@
 """The ``voirdire`` command line.
 
-    voirdire run JOB.toml [JOB2.toml ...] [--address ADDR] [--dry-run] [--retry-failed]
+    voirdire run JOB.toml [JOB2.toml ...] [--address ADDR] [--dry-run] [--retry-failed] [--output-dir DIR]
     voirdire analyze DIR [DIR ...]
     voirdire report DIR [DIR ...] [--out OUT] [--judge-attributes CSV] [--tokenizer PATH]
+    voirdire submit JOB.toml --address http://HEAD:8265 [--env K=V] [--output-dir DIR] [--no-wait]
+    voirdire status [JOB_ID] [--address ...]
+    voirdire stop JOB_ID [--address ...]
 
 ``run`` validates every job before sending anything, runs them one after another on one
 Ray connection, and prints the per-judge table of all of them. Exit codes: 0 success,
-2 invalid input (nothing was sent), 130 interrupted (rerun to resume).
+2 invalid input (nothing was sent), 130 interrupted (Ctrl-C or SIGTERM; rerun to resume).
+``submit`` sends a job to a Ray cluster's Jobs API (:mod:`voirdire.engine.submit`) and,
+unless ``--no-wait``, streams its log; exit code 0 when the job succeeded, 1 when it
+failed or was stopped.
 """
 
 from __future__ import annotations
@@ -39,8 +45,15 @@ def run(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and count queries; send nothing.")] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Ask again units recorded as failed.")] = False,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    output_dir: Annotated[Optional[str], typer.Option("--output-dir", help="Override the job's output_dir (one job only).")] = None,
 ) -> None:
     """Run (or resume) position-bias jobs and print the per-judge metrics."""
+    import signal
+
+    def _terminate(signum, frame):  # a stopped Ray job gets SIGTERM: save and exit like Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
     from voirdire.analysis.report import print_judge_table
     from voirdire.engine.job import plan_job, run_job
     from voirdire.engine.scheduler import JobInterrupted
@@ -48,6 +61,13 @@ def run(
 
     try:
         specs = [load_job(p) for p in jobs]
+        if output_dir is not None:
+            if len(specs) != 1:
+                raise ConfigError("--output-dir applies to one job file at a time")
+            from voirdire.engine.spec import parse_job
+
+            data = {**specs[0].model_dump(mode="json", exclude_none=True), "output_dir": output_dir}
+            specs[0] = parse_job(data, f"{jobs[0]} (--output-dir)")
         plans = [plan_job(s) for s in specs]  # every job validated before anything is sent
     except ConfigError as exc:
         _fail(str(exc))
@@ -132,6 +152,92 @@ def report(
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         _fail(str(exc))
     console.print(f"wrote {path}")
+
+
+def _parse_env(pairs: list[str] | None) -> dict[str, str]:
+    env = {}
+    for item in pairs or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            _fail(f"--env takes KEY=VALUE, not {item!r}")
+        env[key] = value
+    return env
+
+
+@app.command()
+def submit(
+    job: Annotated[Path, typer.Argument(help="Job file (TOML).")],
+    address: Annotated[Optional[str], typer.Option(help="Ray Jobs API, e.g. http://HEAD:8265 (default: $RAY_API_SERVER_ADDRESS, $RAY_ADDRESS, http://127.0.0.1:8265).")] = None,
+    env: Annotated[Optional[list[str]], typer.Option("--env", help="KEY=VALUE for the job's processes (repeatable).")] = None,
+    pip: Annotated[Optional[list[str]], typer.Option("--pip", help="Extra pip requirement for the job's runtime environment (repeatable).")] = None,
+    output_dir: Annotated[Optional[str], typer.Option("--output-dir", help="Override the job's output_dir (a path as seen from the head node).")] = None,
+    submission_id: Annotated[Optional[str], typer.Option("--id", help="Job id to use.")] = None,
+    wait: Annotated[bool, typer.Option(help="Stream the job's log until it ends.")] = True,
+) -> None:
+    """Submit a job to a Ray cluster through the Jobs API (and stream its log)."""
+    from voirdire.engine import submit as sub
+
+    try:
+        s = sub.submit(
+            job, address, output_dir=output_dir, env=_parse_env(env), pip=pip, submission_id=submission_id,
+            warn=lambda m: err_console.print(f"[yellow]warning:[/] {m}"),
+        )  # fmt: skip
+    except ConfigError as exc:
+        _fail(str(exc))
+    except ConnectionError as exc:
+        _fail(str(exc), 1)
+    console.print(f"submitted [bold]{s.job_id}[/] to {s.address}")
+    if not wait:
+        console.print(f"follow it with: voirdire status {s.job_id} --address {s.address}")
+        return
+    final = sub.follow(s.job_id, s.address, write=lambda chunk: console.out(chunk, end="", highlight=False))
+    console.print(f"job {s.job_id}: [bold]{final}[/]")
+    if final != "SUCCEEDED":
+        raise typer.Exit(1)
+
+
+@app.command()
+def status(
+    job_id: Annotated[Optional[str], typer.Argument(help="A job id; default: every job on the cluster.")] = None,
+    address: Annotated[Optional[str], typer.Option(help="Ray Jobs API (see submit).")] = None,
+    logs: Annotated[bool, typer.Option("--logs", help="Print the job's log too (with a job id).")] = False,
+) -> None:
+    """Show submitted jobs and their status."""
+    from rich.table import Table
+
+    from voirdire.engine import submit as sub
+
+    try:
+        rows = sub.status(job_id, address)
+    except ConnectionError as exc:
+        _fail(str(exc), 1)
+    except RuntimeError as exc:
+        _fail(str(exc), 1)
+    table = Table(title="Ray jobs")
+    for col in ("job id", "status", "job", "message"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["job_id"] or "", r["status"], r["metadata"].get("voirdire_job", r["entrypoint"] or ""), (r["message"] or "")[:80])
+    console.print(table)
+    if logs and job_id:
+        console.out(sub.logs(job_id, address), highlight=False)
+
+
+@app.command()
+def stop(
+    job_id: Annotated[str, typer.Argument(help="The job id.")],
+    address: Annotated[Optional[str], typer.Option(help="Ray Jobs API (see submit).")] = None,
+) -> None:
+    """Stop a submitted job (finished results are kept; resubmit to resume)."""
+    from voirdire.engine import submit as sub
+
+    try:
+        stopped = sub.stop(job_id, address)
+    except ConnectionError as exc:
+        _fail(str(exc), 1)
+    except RuntimeError as exc:
+        _fail(str(exc), 1)
+    console.print(f"job {job_id}: {'stop requested' if stopped else 'not running'}")
 
 
 def main() -> None:

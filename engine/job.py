@@ -23,7 +23,7 @@ from voirdire.engine.progress import JobProgress
 from voirdire.engine.scheduler import JudgeRun, RunStats, execute
 from voirdire.engine.spec import JobSpec, resolve_judges
 from voirdire.engine.store import ResultStore
-from voirdire.engine.units import PromptCache, count_units, instances, iter_unit_batches, option_mode_for
+from voirdire.engine.units import PromptCache, count_units, instances, iter_unit_batches, list_size_for, option_mode_for
 from voirdire.judges.extract import extract_verdicts
 
 JOB_FILE = "job.json"
@@ -65,7 +65,8 @@ def plan_job(job: JobSpec) -> dict[str, Any]:
     """Validate a job against its data and judges without sending anything.
 
     Returns a dict with ``bench`` (the loaded benchmark), ``instances`` (DataFrame),
-    ``judges`` (resolved judges), ``data_dir`` (Path) and ``units_per_judge`` (int).
+    ``judges`` (resolved judges), ``data_dir`` (Path), ``units_per_judge`` (int) and
+    ``list_size`` (int: 2 pairwise, p list-wise).
 
     Raises:
         ConfigError: missing data, unknown candidates/questions/tasks, unknown backends,
@@ -74,6 +75,7 @@ def plan_job(job: JobSpec) -> dict[str, Any]:
     data_dir = resolve_data_dir(job.benchmark.data_dir)
     bench = load_benchmark(job.benchmark.name, data_dir, sample=job.benchmark.sample)
     inst = instances(bench, job.benchmark, job.comparison)
+    list_size = list_size_for(job.benchmark, job.comparison) if job.comparison.mode == "listwise" else 2
     judges = resolve_judges(job)
     for rj in judges:
         rj.backend.preflight(rj.settings, rj.context(bench.name, str(data_dir), job.output_dir))
@@ -83,6 +85,7 @@ def plan_job(job: JobSpec) -> dict[str, Any]:
         "judges": judges,
         "data_dir": data_dir,
         "units_per_judge": count_units(inst, job.comparison),
+        "list_size": list_size,
     }
 
 
@@ -109,8 +112,9 @@ def _job_record(job: JobSpec, plan: dict[str, Any]) -> dict[str, Any]:
         "job": job.model_dump(mode="json"),
         "benchmark": bench.name,
         "data_dir": str(plan["data_dir"]),
-        "option_mode": option_mode_for(bench, job.comparison),
-        "verdict_patterns": {bench.name: bench.verdict_pattern},
+        "option_mode": option_mode_for(bench, job.comparison, plan["list_size"]),
+        "list_size": plan["list_size"],
+        "verdict_patterns": {bench.name: bench.verdict_pattern_for(job.comparison.mode)},
         "judges": {rj.name: {"identity": rj.identity, "identity_hash": rj.identity_hash} for rj in plan["judges"]},
         "units_per_judge": plan["units_per_judge"],
         "instances": plan["instances"].height,
@@ -170,6 +174,7 @@ def run_job(
                 ),
                 total=max(0, plan["units_per_judge"] - len(done)),
                 done=done,
+                actor_options=rj.actor_options,
             )
         )
     init_ray(address)
@@ -199,7 +204,8 @@ def analyze_dir(output_dir: str | os.PathLike) -> tuple[pl.DataFrame, pl.DataFra
     """Recompute judgments, metrics and the report of a finished directory.
 
     Writes ``judgments.parquet``, ``metrics/judge_metrics.csv``,
-    ``metrics/unit_metrics.csv`` and ``report.md``; calls no judge.
+    ``metrics/unit_metrics.csv``, for list-wise jobs ``metrics/slot_shares.csv``
+    (:func:`voirdire.analysis.listwise.slot_shares`), and ``report.md``; calls no judge.
 
     Returns:
         ``(judge_metrics, unit_metrics)``.
@@ -214,6 +220,10 @@ def analyze_dir(output_dir: str | os.PathLike) -> tuple[pl.DataFrame, pl.DataFra
     (out / "metrics").mkdir(exist_ok=True)
     jm.select(JUDGE_METRIC_COLUMNS).write_csv(out / "metrics" / "judge_metrics.csv")
     um.select(UNIT_METRIC_COLUMNS).write_csv(out / "metrics" / "unit_metrics.csv")
+    if judgments.filter(pl.col("mode") == "listwise").height:
+        from voirdire.analysis.listwise import slot_shares
+
+        slot_shares(judgments).write_csv(out / "metrics" / "slot_shares.csv")
     meta = json.loads((out / JOB_FILE).read_text())
     write_markdown_report(out / "report.md", meta, judgments, jm, um)
     return jm, um

@@ -1,7 +1,13 @@
-"""Progress display: one rich progress bar per judge (queries done, rate, ETA, spend)."""
+"""Progress display: one rich progress bar per judge (queries done, rate, ETA, spend).
+
+Without bars (``--no-progress``, e.g. a job submitted to a cluster, whose log is streamed
+back), a plain line per judge is printed every ``log_seconds`` seconds instead.
+"""
 
 from __future__ import annotations
 
+import sys
+import time
 from typing import Any
 
 from rich.console import Console
@@ -31,10 +37,18 @@ class JobProgress:
 
     ``advance(judge, n, stats)`` moves a judge's bar by ``n`` queries; ``stats`` may carry
     ``failures``, ``input_tokens``, ``output_tokens`` and ``cost_usd`` (USD), shown beside it.
+    When ``enabled`` is false, progress lines (``progress <judge>: done/total (q/s)``) go to
+    stdout every ``log_seconds`` seconds (0: never).
     """
 
-    def __init__(self, totals: dict[str, int], console: Console | None = None, enabled: bool = True) -> None:
+    def __init__(
+        self, totals: dict[str, int], console: Console | None = None, enabled: bool = True, log_seconds: float = 10.0
+    ) -> None:
         self.enabled = enabled
+        self.log_seconds = log_seconds
+        self.totals = dict(totals)
+        self.done = {j: 0 for j in totals}
+        self._t0 = self._last = time.monotonic()
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -70,3 +84,10 @@ class JobProgress:
                 bits.append(f"${stats['cost_usd']:.2f}")
             extra = " · ".join(bits)
         self.progress.update(self.tasks[judge], advance=n, extra=extra)
+        self.done[judge] = self.done.get(judge, 0) + n
+        now = time.monotonic()
+        if not self.enabled and self.log_seconds and now - self._last >= self.log_seconds:
+            self._last = now
+            el = max(now - self._t0, 1e-9)
+            for j, d in self.done.items():
+                print(f"progress {j}: {d:,}/{self.totals.get(j, 0):,} queries ({d / el:,.0f} q/s)", file=sys.stdout, flush=True)

@@ -41,7 +41,10 @@ class JudgeRun:
     """What the scheduler needs to run one judge.
 
     ``batches`` yields the judge's unit batches lazily; ``total`` is the number of units
-    still to do (for progress); ``done`` the unit ids already in the store.
+    still to do (for progress); ``done`` the unit ids already in the store (the only
+    structure of the driver whose size grows with the job: about 100 bytes per unit id
+    already done, so ~100 MB at 10^6 done units when resuming); ``actor_options`` Ray actor
+    options from the job (``resources``, ``scheduling_strategy``) merged over the backend's.
     """
 
     name: str
@@ -54,6 +57,7 @@ class JudgeRun:
     batches: Iterator[UnitBatch]
     total: int
     done: set[str] = field(default_factory=set)
+    actor_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -75,6 +79,10 @@ class _Pool:
         self.run = run
         self.max_restarts = max_restarts
         opts = dict(run.backend.worker_options(run.backend.Settings(**run.settings)))
+        extra = dict(run.actor_options or {})
+        if "resources" in extra:
+            extra["resources"] = {**(opts.get("resources") or {}), **extra["resources"]}
+        opts.update(extra)
         self.options = {
             "max_concurrency": max(1, run.concurrency),
             "max_restarts": max_restarts,

@@ -62,9 +62,13 @@ class BenchmarkSpec(_Strict):
     candidates: list[str] | None = None
     questions: list[str] | None = None
     tasks: list[str] | None = None
-    #: list-wise: how candidate lists are drawn ("given" uses ``lists``; "seeded" draws them).
+    #: list-wise: the candidate lists, given (each a list of model names, canonical order);
+    #: when absent, ``lists_per_question`` lists of ``comparison.list_size`` models are drawn
+    #: per question from ``candidates`` (default: every model of the table) by a seeded rule
+    #: (see :func:`voirdire.engine.units.draw_lists`).
     lists: list[list[str]] | None = None
     list_seed: int = 0
+    lists_per_question: int = Field(default=1, ge=1, le=10_000)
     max_instances: int | None = Field(default=None, ge=1)
 
     @field_validator("questions", mode="before")
@@ -79,8 +83,14 @@ class ComparisonSpec(_Strict):
     ``mode`` is ``pairwise`` (candidate vs reference) or ``listwise`` (p candidates).
     ``option_mode``: pairwise 2 (A/B) or 3 (A/B/C = tie); ``None`` takes the benchmark's
     release setting. ``permutations``: pairwise ``both`` (the original and the swapped
-    order) or ``original``; list-wise ``cyclic``, ``all``, ``latin`` or ``sample:k``.
-    ``repetitions``: how many times each query is asked (RS needs >= 2).
+    order) or ``original``; list-wise ``cyclic``, ``all``, ``latin`` or ``sample:k``
+    (:mod:`voirdire.engine.permutations`). ``repetitions``: how many times each query is
+    asked (RS needs >= 2).
+
+    List-wise: ``list_size`` p (3..8; may be left out when ``benchmark.lists`` gives the
+    lists); ``option_mode`` p (no tie) or p + 1 (the letter after the last slot is the tie;
+    ``None``: the benchmark's default, MT-Bench p + 1, DevBench p); ``permutation_seed``
+    seeds ``sample:k``.
     """
 
     mode: Literal["pairwise", "listwise"] = "pairwise"
@@ -97,6 +107,21 @@ class ComparisonSpec(_Strict):
                 raise ValueError(f"pairwise permutations must be 'both' or 'original', not {self.permutations!r}")
             if self.option_mode is not None and self.option_mode not in (2, 3):
                 raise ValueError(f"pairwise option_mode must be 2 or 3, not {self.option_mode}")
+        else:
+            from voirdire.engine.permutations import parse_scheme, scheme_size
+
+            try:
+                parse_scheme(self.permutations)
+                if self.list_size is not None:
+                    scheme_size(self.permutations, self.list_size)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+            p = self.list_size
+            if p is not None and self.option_mode is not None and self.option_mode not in (p, p + 1):
+                raise ValueError(
+                    f"list-wise option_mode must be list_size ({p}, no tie) or list_size + 1 ({p + 1}, with a tie), "
+                    f"not {self.option_mode}"
+                )
         return self
 
 
@@ -126,8 +151,15 @@ class AnalysisSpec(_Strict):
 class JudgeSpec(BaseModel):
     """One judge: a label, a backend and that backend's settings.
 
-    Keys other than ``name``, ``backend``, ``workers``, ``concurrency`` and ``sampling``
-    are the backend's own settings, validated by its ``Settings`` model.
+    Keys other than ``name``, ``backend``, ``workers``, ``concurrency``, ``sampling``,
+    ``resources`` and ``scheduling`` are the backend's own settings, validated by its
+    ``Settings`` model.
+
+    Placement on a Ray cluster (neither enters the judge's identity): ``resources`` adds
+    Ray custom resources each worker actor requires (e.g. ``{"gpu_node": 1}`` or
+    ``{"accelerator_type:H100": 0.001}``), merged over the backend's own; ``scheduling``
+    is a Ray scheduling strategy for the worker actors: ``"DEFAULT"`` (pack) or
+    ``"SPREAD"`` (spread the pool over the nodes).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -137,6 +169,8 @@ class JudgeSpec(BaseModel):
     workers: int | None = Field(default=None, ge=1, le=1024)
     concurrency: int | None = Field(default=None, ge=1, le=4096)
     sampling: dict[str, Any] | None = None
+    resources: dict[str, float] | None = None
+    scheduling: Literal["DEFAULT", "SPREAD"] | None = None
 
     @property
     def backend_settings(self) -> dict[str, Any]:
@@ -156,6 +190,16 @@ class JobSpec(_Strict):
     judges: list[JudgeSpec] = Field(min_length=1)
     #: where the file was read from (set by load_job; relative paths resolve against cwd)
     source: str | None = Field(default=None, exclude=True)
+
+    @field_validator("output_dir")
+    @classmethod
+    def _local_output_dir(cls, v: str) -> str:
+        if "://" in v and not v.startswith("file://"):
+            raise ValueError(
+                f"{v!r}: object-store URIs are not supported as output_dir; use a path on a filesystem "
+                "shared by the cluster's head node (NFS/EFS/Filestore, or the bucket mounted with s3fs/gcsfuse)"
+            )
+        return v[len("file://") :] if v.startswith("file://") else v
 
     @model_validator(mode="after")
     def _unique_judges(self) -> "JobSpec":
@@ -190,6 +234,13 @@ class ResolvedJudge:
         ).hexdigest()
         self.workers = spec.workers or self.backend.workers(self.settings)
         self.concurrency = spec.concurrency or self.backend.concurrency(self.settings)
+        #: Ray actor options from the job (``resources``, ``scheduling_strategy``), merged
+        #: over the backend's ``worker_options`` by the scheduler
+        self.actor_options: dict[str, Any] = {}
+        if spec.resources:
+            self.actor_options["resources"] = dict(spec.resources)
+        if spec.scheduling:
+            self.actor_options["scheduling_strategy"] = spec.scheduling
 
     def context(self, benchmark: str, data_dir: str | None, output_dir: str | None) -> JudgeContext:
         return JudgeContext(

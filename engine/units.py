@@ -1,9 +1,13 @@
 """Work units: one query (judge, instance, permutation, repetition), generated lazily.
 
-Units are produced in batches that never split an instance (all permutations and
-repetitions of an instance travel together, so a local judge can reuse the shared prompt
-prefix and answer repetitions as one ``n``-sample request). Nothing holds more than one
-batch of units in the driver at a time; a job of millions of units streams through.
+Units are produced in batches of about ``batch_size``. An instance with at most
+``batch_size`` units travels whole in one batch (all its permutations and repetitions
+together, so a local judge can reuse the shared prompt prefix and answer repetitions as
+one ``n``-sample request); a larger instance (list-wise ``all`` with p = 8 has 40,320
+orders) is cut into batches at query boundaries, so the repetitions of one query always
+travel together. Nothing holds more than one batch of units in the driver at a time, the
+orders of an instance are never materialised (``all`` is unranked lazily), and prompt
+text is cached under a character budget: a job of millions of units streams through.
 
 Ids (content hashes, 32 hex chars):
 - ``query_id`` = H(benchmark, question, models in slot order, mode, option mode, template
@@ -15,15 +19,24 @@ Ids (content hashes, 32 hex chars):
 from __future__ import annotations
 
 import hashlib
+import math
+import random
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import polars as pl
 
 from voirdire.benchmarks.base import Benchmark
-from voirdire.engine.permutations import permutations_for
+from voirdire.engine.permutations import (
+    MAX_LIST,
+    MIN_LIST,
+    instance_seed,
+    permutations_for,
+    scheme_size,
+    seeded_per_instance,
+)
 from voirdire.engine.schema import UNIT_COLUMNS
 from voirdire.engine.spec import BenchmarkSpec, ComparisonSpec
 from voirdire.judges.base import ConfigError, Query
@@ -46,9 +59,124 @@ def unit_id(identity_hash: str, qid: str, repetition: int) -> str:
     return _h(f"{identity_hash}\x1f{qid}\x1f{repetition}")
 
 
-def option_mode_for(bench: Benchmark, comparison: ComparisonSpec) -> int:
-    """The number of options offered: the job's setting or the benchmark's release setting."""
-    return comparison.option_mode or bench.default_option_mode
+def option_mode_for(bench: Benchmark, comparison: ComparisonSpec, p: int | None = None) -> int:
+    """The number of options offered: the job's setting or the benchmark's default.
+
+    Pairwise: the release setting (MT-Bench 3, DevBench 2). List-wise (``p`` = list
+    size): p + 1 (with a tie) for benchmarks whose release offered a tie (MT-Bench), else
+    p (DevBench); see :meth:`~voirdire.benchmarks.base.Benchmark.listwise_option_mode`.
+    """
+    if comparison.option_mode:
+        return comparison.option_mode
+    if comparison.mode == "listwise":
+        if p is None:
+            raise ConfigError("list-wise option mode needs the list size")
+        return bench.listwise_option_mode(p)
+    return bench.default_option_mode
+
+
+def list_size_for(spec: BenchmarkSpec, comparison: ComparisonSpec) -> int:
+    """The list size p of a list-wise job: ``comparison.list_size``, else the length of the
+    given ``benchmark.lists`` (which must then all have the same length).
+
+    Raises:
+        ConfigError: neither is set, lists of different lengths, or p outside 3..8.
+    """
+    p = comparison.list_size
+    if spec.lists:
+        sizes = sorted({len(lst) for lst in spec.lists})
+        if len(sizes) > 1 or (p is not None and sizes[0] != p):
+            want = f"comparison.list_size = {p}" if p is not None else "one length"
+            raise ConfigError(f"benchmark.lists: every list must have {want}; got lengths {sizes}")
+        p = sizes[0]
+    if p is None:
+        raise ConfigError("a list-wise job needs comparison.list_size (3..8) or benchmark.lists")
+    if not MIN_LIST <= p <= MAX_LIST:
+        raise ConfigError(f"list-wise lists have {MIN_LIST} to {MAX_LIST} candidates, not {p}")
+    return p
+
+
+def draw_lists(
+    pool: Sequence[str], p: int, question_ids: Sequence[str], per_question: int, seed: int
+) -> list[tuple[str, list[str]]]:
+    """The seeded rule that draws list-wise candidate lists from a pool of models.
+
+    For question ``q`` and draw ``j`` (0-based), ``random.Random(H(seed, q, j))`` samples
+    ``p`` models of ``pool`` without replacement; a list equal to an earlier one of the
+    same question is drawn again (``j`` advances). The canonical order of a list is the
+    pool's order. The same (pool, p, questions, per_question, seed) always gives the same
+    lists, whatever other questions are selected.
+
+    Returns:
+        ``[(question_id, list), ...]``, ``per_question`` lists per question, in question
+        order.
+
+    Raises:
+        ConfigError: the pool has fewer than p models, or fewer than ``per_question``
+            distinct lists exist (C(len(pool), p)).
+    """
+    n = len(pool)
+    if n < p:
+        raise ConfigError(f"list-wise: {p} candidates per list, but only {n} model(s) to draw from")
+    if per_question > math.comb(n, p):
+        raise ConfigError(
+            f"list-wise: {per_question} lists per question asked, but only C({n}, {p}) = {math.comb(n, p)} distinct lists exist"
+        )
+    index = {m: i for i, m in enumerate(pool)}
+    out: list[tuple[str, list[str]]] = []
+    for q in question_ids:
+        seen: set[tuple[str, ...]] = set()
+        j = 0
+        while len(seen) < per_question:
+            rng = random.Random(_h(f"lists\x1f{seed}\x1f{q}\x1f{j}"))
+            lst = tuple(sorted(rng.sample(list(pool), p), key=index.__getitem__))
+            j += 1
+            if lst not in seen:
+                seen.add(lst)
+                out.append((q, list(lst)))
+    return out
+
+
+def _listwise_instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec, q: pl.DataFrame) -> pl.DataFrame:
+    known = set(bench.models)
+    p = list_size_for(spec, comparison)
+    qsel = q.select("question_id", "task", "input_chars")
+    if spec.lists:
+        lists = [list(map(str, lst)) for lst in spec.lists]
+        for lst in lists:
+            unknown = [m for m in lst if m not in known]
+            if unknown:
+                raise ConfigError(
+                    f"benchmark {bench.name}: unknown model(s) {', '.join(map(repr, unknown))} in benchmark.lists; "
+                    f"the table has: {', '.join(bench.models)}"
+                )
+            if len(set(lst)) != len(lst):
+                raise ConfigError(f"benchmark.lists: a model appears twice in {lst}")
+        if len({tuple(lst) for lst in lists}) != len(lists):
+            raise ConfigError("benchmark.lists: a list is given twice")
+        pairs = pl.DataFrame({"candidates": lists}, schema={"candidates": pl.List(pl.String)})
+        out = qsel.join(pairs, how="cross")
+    else:
+        pool = spec.candidates or list(bench.models)
+        unknown = [c for c in pool if c not in known]
+        if unknown:
+            raise ConfigError(
+                f"benchmark {bench.name}: unknown candidate model(s) {', '.join(map(repr, unknown))}; "
+                f"the table has: {', '.join(bench.models)}"
+            )
+        if len(set(pool)) != len(pool):
+            raise ConfigError("benchmark.candidates: a model is listed twice")
+        drawn = draw_lists(pool, p, qsel["question_id"].to_list(), spec.lists_per_question, spec.list_seed)
+        lists_df = pl.DataFrame(
+            {"question_id": [d[0] for d in drawn], "candidates": [d[1] for d in drawn]},
+            schema={"question_id": pl.String, "candidates": pl.List(pl.String)},
+        )
+        out = qsel.join(lists_df, on="question_id", how="inner", maintain_order="left")
+    return out.with_columns(
+        pl.lit(None, dtype=pl.String).alias("candidate"),
+        pl.lit(None, dtype=pl.String).alias("reference"),
+        (pl.col("question_id") + ";" + pl.col("candidates").list.join(";")).alias("instance_id"),
+    ).select("question_id", "task", "input_chars", "candidate", "reference", "candidates", "instance_id")
 
 
 def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec) -> pl.DataFrame:
@@ -56,10 +184,18 @@ def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec)
 
     Columns: ``question_id`` (str), ``task`` (str), ``input_chars`` (int),
     ``candidates`` (list[str], canonical order), ``candidate`` (str, pairwise; null
-    list-wise), ``reference`` (str, pairwise; null list-wise), ``instance_id`` (str).
+    list-wise), ``reference`` (str, pairwise; null list-wise), ``instance_id`` (str:
+    ``question_id;model;model;...``).
+
+    Pairwise: one instance per (question, candidate), candidates ``[candidate,
+    reference]``. List-wise: one instance per (question, list); the lists are
+    ``benchmark.lists`` (every list on every question) or drawn per question by
+    :func:`draw_lists` from ``benchmark.candidates`` (default: every model of the table;
+    ``reference`` plays no part).
 
     Raises:
-        ConfigError: unknown candidate, reference, question or task.
+        ConfigError: unknown candidate, reference, question, task or listed model; bad
+            list sizes; not enough models to draw lists from.
     """
     reference = spec.reference or bench.reference
     known = set(bench.models)
@@ -83,6 +219,11 @@ def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec)
         if missing:
             raise ConfigError(f"benchmark {bench.name}: unknown task(s) {', '.join(missing)}")
         q = q.filter(pl.col("task").is_in(spec.tasks))
+    if comparison.mode == "listwise":
+        if comparison.mode not in bench.comparison_modes:
+            raise ConfigError(f"benchmark {bench.name} has no list-wise prompt template")
+        out = _listwise_instances(bench, spec, comparison, q)
+        return out.head(spec.max_instances) if spec.max_instances else out
     if comparison.mode != "pairwise":
         raise ConfigError(f"comparison mode {comparison.mode!r} is not supported by this version")
     cands = pl.DataFrame({"candidate": [c for c in candidates if c != reference]})
@@ -121,19 +262,56 @@ class UnitBatch:
 
 
 class PromptCache:
-    """Builds prompts and their lengths once per distinct query (LRU, bounded)."""
+    """Builds prompts once per distinct query and remembers them, within bounds.
 
-    def __init__(self, bench: Benchmark, maxsize: int = 8192) -> None:
+    Two LRU caches shared by a job's judges: prompt texts, bounded by ``max_chars``
+    characters in all (list-wise prompts with 8 answers run to tens of kB, so a count
+    bound alone would not bound memory), and ``(prompt_chars, output_chars)`` per query,
+    bounded by ``maxsize`` entries.
+    """
+
+    def __init__(self, bench: Benchmark, maxsize: int = 65_536, max_chars: int = 16_000_000) -> None:
         self.bench = bench
-        self._get = lru_cache(maxsize=maxsize)(self._build)
+        self.maxsize = maxsize
+        self.max_chars = max_chars
+        self._texts: OrderedDict[tuple, str] = OrderedDict()
+        self._chars = 0
+        self._lens: OrderedDict[tuple, tuple[int, int]] = OrderedDict()
 
-    def _build(self, question_id: str, shown: tuple[str, ...], option_mode: int, mode: str) -> tuple[str, int]:
+    def _build(self, key: tuple, keep_text: bool = True) -> str:
+        question_id, shown, option_mode, mode = key
         prompt = self.bench.build_prompt(question_id, shown, option_mode, mode=mode)
-        return prompt, self.bench.output_chars(question_id, shown)
+        if keep_text and len(prompt) <= self.max_chars:
+            self._texts[key] = prompt
+            self._chars += len(prompt)
+            while self._chars > self.max_chars:
+                _, old = self._texts.popitem(last=False)
+                self._chars -= len(old)
+        self._lens[key] = (len(prompt), self.bench.output_chars(question_id, shown))
+        if len(self._lens) > self.maxsize:
+            self._lens.popitem(last=False)
+        return prompt
 
     def get(self, question_id: str, shown: tuple[str, ...], option_mode: int, mode: str) -> tuple[str, int]:
         """``(prompt, output_chars)`` for a query."""
-        return self._get(question_id, shown, option_mode, mode)
+        key = (question_id, shown, option_mode, mode)
+        prompt = self._texts.get(key)
+        if prompt is None:
+            prompt = self._build(key)
+        else:
+            self._texts.move_to_end(key)
+        return prompt, self.lengths(question_id, shown, option_mode, mode)[1]
+
+    def lengths(self, question_id: str, shown: tuple[str, ...], option_mode: int, mode: str) -> tuple[int, int]:
+        """``(prompt_chars, output_chars)`` for a query (builds the prompt on a miss)."""
+        key = (question_id, shown, option_mode, mode)
+        got = self._lens.get(key)
+        if got is None:
+            self._build(key, keep_text=False)  # a judge that needs the text builds it again
+            got = self._lens[key]
+        else:
+            self._lens.move_to_end(key)
+        return got
 
 
 def iter_unit_batches(
@@ -147,28 +325,44 @@ def iter_unit_batches(
     batch_size: int,
     prompts: PromptCache | None = None,
 ) -> Iterator[UnitBatch]:
-    """Yield the judge's units in batches of about ``batch_size`` (whole instances).
+    """Yield the judge's units in batches of about ``batch_size``.
 
-    Order: instance by instance; within an instance permutation by permutation, then
-    repetition. ``inst`` is the output of :func:`instances`.
+    Order: instance by instance; within an instance permutation by permutation (in the
+    scheme's order; ``permutation`` is the index in it), then repetition. An instance of at
+    most ``batch_size`` units is never split; a larger one is cut at query boundaries (see
+    the module docstring). ``inst`` is the output of :func:`instances`. Memory: one batch,
+    whatever the number of instances or orders.
     """
     mode = comparison.mode
-    option_mode = option_mode_for(bench, comparison)
     reps = comparison.repetitions
     prompts = prompts or PromptCache(bench)
+    per_instance = mode == "listwise" and seeded_per_instance(comparison.permutations)
     cols: dict[str, list[Any]] = {k: [] for k in UNIT_COLUMNS}
     queries: list[Query] = []
     p = None
-    perms: list[tuple[int, ...]] = []
+    option_mode = 0
+    perms: Sequence[tuple[int, ...]] = []
     for row in inst.iter_rows(named=True):
         cands = tuple(row["candidates"])
-        if p != len(cands):
+        if p != len(cands) or per_instance:
             p = len(cands)
-            perms = permutations_for(mode, comparison.permutations, p, comparison.permutation_seed)
+            seed = instance_seed(comparison.permutation_seed, row["instance_id"]) if per_instance else comparison.permutation_seed
+            perms = permutations_for(mode, comparison.permutations, p, seed)
+            option_mode = option_mode_for(bench, comparison, p)
         qid_ = row["question_id"]
+        split = len(perms) * reps > batch_size
+        if split and queries:  # a large instance starts in a batch of its own
+            yield UnitBatch(judge, cols, queries)
+            cols = {k: [] for k in UNIT_COLUMNS}
+            queries = []
         for k, perm in enumerate(perms):
             shown = tuple(cands[i] for i in perm)
-            prompt, out_chars = prompts.get(qid_, shown, option_mode, mode)
+            if needs_prompt:
+                prompt, out_chars = prompts.get(qid_, shown, option_mode, mode)
+                prompt_chars = len(prompt)
+            else:
+                prompt = None
+                prompt_chars, out_chars = prompts.lengths(qid_, shown, option_mode, mode)
             qid = query_id(bench.name, qid_, shown, mode, option_mode)
             for r in range(1, reps + 1):
                 uid = unit_id(identity_hash, qid, r)
@@ -189,7 +383,7 @@ def iter_unit_batches(
                 cols["option_mode"].append(option_mode)
                 cols["input_chars"].append(row["input_chars"])
                 cols["output_chars"].append(out_chars)
-                cols["prompt_chars"].append(len(prompt))
+                cols["prompt_chars"].append(prompt_chars)
                 queries.append(
                     Query(
                         unit_id=uid,
@@ -200,9 +394,13 @@ def iter_unit_batches(
                         repetition=r,
                         option_mode=option_mode,
                         mode=mode,
-                        prompt=prompt if needs_prompt else None,
+                        prompt=prompt,
                     )
                 )
+            if split and len(queries) >= batch_size:
+                yield UnitBatch(judge, cols, queries)
+                cols = {k: [] for k in UNIT_COLUMNS}
+                queries = []
         if len(queries) >= batch_size:
             yield UnitBatch(judge, cols, queries)
             cols = {k: [] for k in UNIT_COLUMNS}
@@ -212,9 +410,21 @@ def iter_unit_batches(
 
 
 def count_units(inst: pl.DataFrame, comparison: ComparisonSpec) -> int:
-    """How many units one judge has for these instances (without generating them)."""
+    """How many units one judge has for these instances (without generating them).
+
+    Sums instances x orders of the scheme x repetitions per list size present.
+
+    Raises:
+        ConfigError: unknown scheme, or ``sample:k`` with k > p!.
+    """
     if inst.height == 0:
         return 0
-    p = len(inst["candidates"][0])
-    perms = permutations_for(comparison.mode, comparison.permutations, p, comparison.permutation_seed)
-    return inst.height * len(perms) * comparison.repetitions
+    total = 0
+    sizes = inst.group_by(pl.col("candidates").list.len().alias("p")).len()
+    for p, n in sizes.iter_rows():
+        if comparison.mode == "listwise":
+            orders = scheme_size(comparison.permutations, p)
+        else:
+            orders = len(permutations_for(comparison.mode, comparison.permutations, p, comparison.permutation_seed))
+        total += n * orders * comparison.repetitions
+    return total

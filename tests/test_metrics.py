@@ -488,15 +488,15 @@ def test_random_tables_match_reference():
 # --------------------------------------------------------------------------------------
 
 
-def test_listwise_rows_skipped_not_failing():
+def test_rows_of_a_mode_without_builder_skipped_not_failing():
     lw = [
         _row(
             letter="A", shown=["x", "y", "z"], candidate=None, q="q9", task="t", rep=1,
-            judge="J", bench="MTBench", opt=3, lens=(1, 1, 1), mode="listwise",
+            judge="J", bench="MTBench", opt=3, lens=(1, 1, 1), mode="scorewise",
         )
     ]  # fmt: skip
     df = table(unit("m", ["AB"]), lw)
-    with pytest.warns(UserWarning, match="listwise"):
+    with pytest.warns(UserWarning, match="scorewise"):
         units = unit_metrics(df)
     assert units.height == 1
     assert pairwise_pairs(df).height == 1

@@ -1,0 +1,395 @@
+"""List-wise judging: permutation schemes, candidate lists, prompts and verdicts, metrics,
+streaming unit generation, and end-to-end jobs with simulated judges of known bias."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from voirdire.analysis.listwise import listwise_series, listwise_unit_metrics, slot_shares
+from voirdire.analysis.metrics import _pairwise_unit_metrics, judge_metrics, unit_metrics
+from voirdire.engine.permutations import (
+    AllOrders,
+    cyclic_orders,
+    permutations_for,
+    sampled_orders,
+    scheme_size,
+    unrank,
+    williams_orders,
+)
+from voirdire.engine.spec import BenchmarkSpec, ComparisonSpec, parse_job
+from voirdire.engine.units import count_units, draw_lists, instances, iter_unit_batches
+from voirdire.judges.base import ConfigError
+from voirdire.judges.extract import extract_verdicts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# ---------------------------------------------------------------------------- schemes
+
+
+@pytest.mark.parametrize("p", range(3, 9))
+def test_cyclic_each_candidate_once_per_slot(p):
+    orders = cyclic_orders(p)
+    assert len(orders) == p == scheme_size("cyclic", p)
+    assert [o[0] for o in orders] == list(range(p))  # order i puts candidate i first
+    for slot in range(p):
+        assert sorted(o[slot] for o in orders) == list(range(p))
+
+
+@pytest.mark.parametrize("p", range(3, 9))
+def test_latin_balanced(p):
+    orders = williams_orders(p)
+    reps = 1 if p % 2 == 0 else 2
+    assert len(orders) == reps * p == scheme_size("latin", p)
+    assert len(set(orders)) == len(orders)
+    for slot in range(p):
+        assert Counter(o[slot] for o in orders) == {c: reps for c in range(p)}
+    pairs = Counter((o[k], o[k + 1]) for o in orders for k in range(p - 1))
+    assert set(pairs) == {(x, y) for x in range(p) for y in range(p) if x != y}
+    assert set(pairs.values()) == {reps}  # every ordered neighbour pair equally often
+
+
+def test_all_orders_lazy_and_lexicographic():
+    orders = AllOrders(8)
+    assert len(orders) == 40_320 == scheme_size("all", 8)
+    rng = random.Random(1)
+    listed = list(itertools.permutations(range(5)))
+    assert list(AllOrders(5)) == listed
+    assert [unrank(k, 5) for k in range(120)] == listed
+    for k in rng.sample(range(40_320), 50):
+        assert orders[k] == unrank(k, 8)
+    assert orders[-1] == (7, 6, 5, 4, 3, 2, 1, 0)
+    with pytest.raises(IndexError):
+        unrank(40_320, 8)
+
+
+def test_sampled_orders_seeded_distinct():
+    a = sampled_orders(6, 50, seed=3)
+    assert len(set(a)) == 50 and a == sampled_orders(6, 50, seed=3)
+    assert a != sampled_orders(6, 50, seed=4)
+    assert sorted(sampled_orders(3, 6, seed=0)) == list(itertools.permutations(range(3)))
+    assert len(permutations_for("listwise", "sample:7", 4, 0)) == 7 == scheme_size("sample:7", 4)
+
+
+@pytest.mark.parametrize(
+    ("scheme", "p", "match"),
+    [("sample:7", 3, "p!"), ("sample:0", 4, "positive"), ("sample:x", 4, "positive"), ("random", 4, "unknown"), ("cyclic", 9, "3 to 8")],
+)
+def test_bad_schemes(scheme, p, match):
+    with pytest.raises(ConfigError, match=match):
+        permutations_for("listwise", scheme, p, 0)
+
+
+def test_comparison_spec_validation():
+    ComparisonSpec(mode="listwise", list_size=3, permutations="latin", option_mode=4)
+    with pytest.raises(ValueError, match="option_mode"):
+        ComparisonSpec(mode="listwise", list_size=3, permutations="cyclic", option_mode=5)
+    with pytest.raises(ValueError, match="p!"):
+        ComparisonSpec(mode="listwise", list_size=3, permutations="sample:10")
+    with pytest.raises(ValueError, match="unknown list-wise"):
+        ComparisonSpec(mode="listwise", list_size=3, permutations="both")
+
+
+# ---------------------------------------------------------------------------- instances, units
+
+
+def test_draw_lists_seeded_rule():
+    pool = [f"m{i}" for i in range(6)]
+    a = draw_lists(pool, 3, ["q1", "q2"], 4, seed=0)
+    assert len(a) == 8
+    assert a == draw_lists(pool, 3, ["q1", "q2"], 4, seed=0)
+    assert a[4:] == draw_lists(pool, 3, ["q2"], 4, seed=0)  # independent of other questions
+    assert a != draw_lists(pool, 3, ["q1", "q2"], 4, seed=1)
+    for q, lst in a:
+        assert lst == sorted(lst, key=pool.index) and len(set(lst)) == 3  # pool order
+    assert len({tuple(lst) for q, lst in a if q == "q1"}) == 4  # distinct per question
+    with pytest.raises(ConfigError, match="C\\(4, 3\\)"):
+        draw_lists(pool[:4], 3, ["q"], 5, seed=0)
+    with pytest.raises(ConfigError, match="only 2"):
+        draw_lists(pool[:2], 3, ["q"], 1, seed=0)
+
+
+def test_listwise_instances_given_and_drawn(data_dir):
+    from voirdire.benchmarks.registry import load_benchmark
+
+    mt = load_benchmark("mtbench", data_dir)
+    comp = ComparisonSpec(mode="listwise", permutations="cyclic")
+    given = [["gpt-4", "claude-v1", "llama-13b"], ["alpaca-13b", "gpt-4", "koala-13b"]]
+    inst = instances(mt, BenchmarkSpec(name="mtbench", lists=given, questions=["81", "82"]), comp)
+    assert inst.height == 4
+    assert inst["candidate"].null_count() == 4 and inst["reference"].null_count() == 4
+    assert inst["candidates"].to_list() == given * 2
+    assert inst["instance_id"][0] == "81;gpt-4;claude-v1;llama-13b"
+    comp5 = ComparisonSpec(mode="listwise", list_size=5, permutations="sample:10")
+    drawn = instances(mt, BenchmarkSpec(name="mtbench", lists_per_question=2, max_instances=30), comp5)
+    assert drawn.height == 30 and set(drawn["candidates"].list.len().to_list()) == {5}
+    assert count_units(drawn, comp5) == 300
+    with pytest.raises(ConfigError, match="unknown model"):
+        instances(mt, BenchmarkSpec(name="mtbench", lists=[["gpt-4", "nope", "llama-13b"]]), comp)
+    with pytest.raises(ConfigError, match="list_size"):
+        instances(mt, BenchmarkSpec(name="mtbench"), comp)
+    with pytest.raises(ConfigError, match="lengths"):
+        instances(mt, BenchmarkSpec(name="mtbench", lists=[["gpt-4", "claude-v1", "llama-13b"], ["gpt-4", "claude-v1", "llama-13b", "koala-13b"]]), comp)
+
+
+def test_p8_all_streams_in_bounded_batches(data_dir):
+    """One instance of 8 candidates in all 40,320 orders: cut into batches of at most
+    batch_size, every order once, and the count agrees."""
+    from voirdire.benchmarks.registry import load_benchmark
+
+    dev = load_benchmark("devbench", data_dir)
+    comp = ComparisonSpec(mode="listwise", list_size=8, permutations="all")
+    inst = instances(dev, BenchmarkSpec(name="devbench", candidates=list(dev.models[:8]), max_instances=1), comp)
+    assert count_units(inst, comp) == 40_320
+    sizes, perms, ids = [], set(), set()
+    for b in iter_unit_batches(dev, inst, comp, judge="j", identity_hash="h", needs_prompt=False, batch_size=5000):
+        sizes.append(len(b))
+        perms.update(b.columns["permutation"])
+        ids.update(b.columns["unit_id"])
+        assert all(q.prompt is None for q in b.queries)
+    assert max(sizes) <= 5000 and sum(sizes) == 40_320 == len(ids) == len(perms)
+
+
+def test_small_instances_stay_whole(data_dir):
+    from voirdire.benchmarks.registry import load_benchmark
+
+    mt = load_benchmark("mtbench", data_dir)
+    comp = ComparisonSpec(mode="listwise", list_size=3, permutations="latin", repetitions=2)  # 6 orders x 2
+    inst = instances(mt, BenchmarkSpec(name="mtbench", candidates=["gpt-4", "claude-v1", "llama-13b", "koala-13b"], max_instances=10), comp)
+    batches = list(iter_unit_batches(mt, inst, comp, judge="j", identity_hash="h", needs_prompt=True, batch_size=30))
+    assert sum(len(b) for b in batches) == count_units(inst, comp) == 120
+    for b in batches:
+        assert len(b) % 12 == 0  # whole instances
+        assert all(q.prompt and q.option_mode == 4 and q.mode == "listwise" for q in b.queries)
+        assert all(len(s) == 3 for s in b.columns["shown"])
+
+
+# ---------------------------------------------------------------------------- prompts, verdicts
+
+
+def test_mtbench_listwise_prompt(data_dir):
+    from voirdire.benchmarks.registry import load_benchmark
+
+    mt = load_benchmark("mtbench", data_dir)
+    shown = ("gpt-4", "claude-v1", "llama-13b", "koala-13b")
+    p = mt.build_prompt("81", shown, 5, mode="listwise")
+    assert "responses provided by four AI assistants" in p
+    assert '"[[A]]" if assistant A is the best, "[[B]]" if assistant B is the best, "[[C]]" if assistant C is the best, "[[D]]" if assistant D is the best, and "[[E]]" for a tie.' in p
+    for letter, m in zip("ABCD", shown):
+        a1, a2 = mt.answers("81", m)
+        block = f"<|The Start of Assistant {letter}'s Conversation with User|>\n\n### User:\n"
+        assert p.count(block) == 1
+        assert f"### Assistant {letter}:\n{a1}\n\n" in p and f"### Assistant {letter}:\n{a2}\n\n<|The End of Assistant {letter}" in p
+    assert p.index("Assistant A's Conv") < p.index("Assistant B's Conv") < p.index("Assistant D's Conv")
+    no_tie = mt.build_prompt("81", shown, 4, mode="listwise")
+    assert '"[[C]]" if assistant C is the best, or "[[D]]" if assistant D is the best.' in no_tie and "tie" not in no_tie.split("\n")[0]
+    math_q = mt.questions.filter(pl.col("task") == "math")["question_id"][0]
+    pm = mt.build_prompt(math_q, shown[:3], 4, mode="listwise")
+    assert "the answers of assistant A, assistant B and assistant C" in pm and "<|The Start of Reference Answer|>" in pm
+    assert mt.output_chars("81", shown) == sum(len(t) for m in shown for t in mt.answers("81", m))
+    with pytest.raises(ValueError, match="option mode"):
+        mt.build_prompt("81", shown, 3, mode="listwise")
+    with pytest.raises(ValueError, match="3 to 8"):
+        mt.build_prompt("81", mt.models[:9], 9, mode="listwise")
+
+
+def test_devbench_listwise_prompt(data_dir):
+    from voirdire.benchmarks.registry import load_benchmark
+
+    dev = load_benchmark("devbench", data_dir)
+    qid = dev.question_ids[0]
+    shown = dev.models[1:4]
+    p = dev.build_prompt(qid, shown, 3, mode="listwise")
+    assert p.startswith("\nPlease evaluate the three responses (Response 1, Response 2, Response 3) based on")
+    assert "following 3 options based on the scoring criteria:\nA. Response 1 is the best.\nB. Response 2 is the best.\nC. Response 3 is the best.\n\n" in p
+    assert "Tie." not in p and "same attention to all responses" in p
+    for k, m in enumerate(shown, start=1):
+        assert f"<Response {k} Start>\n\n {dev.answers(qid, m)[0]} \n\n<Response {k} End>" in p
+    assert "D. Tie.\n" in dev.build_prompt(qid, shown, 4, mode="listwise")
+    assert dev.listwise_option_mode(3) == 3 and dev.listwise_option_mode(5) == 5
+
+
+def test_listwise_verdict_extraction(data_dir):
+    """The list-wise verdict formats: ``[[X]]`` (MT-Bench) and ``Choice: X`` (DevBench),
+    X in A..I; the letter after the last slot is the tie when offered; pairwise patterns
+    are unchanged."""
+    from voirdire.benchmarks.registry import load_benchmark
+
+    mt, dev = load_benchmark("mtbench", data_dir), load_benchmark("devbench", data_dir)
+    assert mt.verdict_pattern_for("pairwise") == r"\[\[([ABCD])\]\]"
+    shown = ["m1", "m2", "m3", "m4", "m5"]
+    outputs = ["... [[E]]", "[[F]]", "[[G]]", "Choice: B", None, "[[A]] [[C]]"]
+    raw = pl.DataFrame(
+        {
+            "benchmark": ["MTBench", "MTBench", "MTBench", "DevBench", "MTBench", "MTBench"],
+            "shown": [shown] * 6,
+            "option_mode": [6, 6, 6, 5, 6, 6],
+            "output": outputs,
+            "choice": [None] * 6,
+        },
+        schema_overrides={"output": pl.String, "choice": pl.String},
+    )
+    got = extract_verdicts(raw, {"MTBench": mt.verdict_pattern_for("listwise"), "DevBench": dev.verdict_pattern_for("listwise")})
+    assert got["extracted"].to_list() == ["E", "F", "G", "B", None, "A"]
+    assert got["chosen"].to_list() == ["m5", None, None, "m2", None, "m1"]
+    assert got["tie"].to_list() == [False, True, False, False, False, False]
+    assert got["failed"].to_list() == [False, False, False, False, True, False]
+
+
+# ---------------------------------------------------------------------------- metrics
+
+
+def _lw_rows(judge, q, cands, orders, letters, *, rep=1, task="t", opt=None, bench="B"):
+    """Judgment rows of one series: order k shows ``cands`` permuted by ``orders[k]`` and
+    extracts ``letters[k]`` (``-`` failed)."""
+    p = len(cands)
+    rows = []
+    for k, (order, letter) in enumerate(zip(orders, letters)):
+        shown = [cands[i] for i in order]
+        failed = letter == "-"
+        rows.append(
+            {
+                "benchmark": bench, "judge": judge, "question_id": q, "task": task,
+                "candidate": None, "reference": None, "candidates": list(cands), "shown": shown,
+                "permutation": k, "repetition": rep, "mode": "listwise", "option_mode": opt or p + 1,
+                "query_id": f"{q};{';'.join(shown)}", "extracted": None if failed else letter,
+                "failed": failed, "input_chars": 10, "output_chars": 20, "prompt_chars": 100,
+            }
+        )  # fmt: skip
+    return rows
+
+
+CYC3 = cyclic_orders(3)  # (0,1,2), (1,2,0), (2,0,1)
+C3 = ["x", "y", "z"]
+
+
+def test_series_classes_by_hand():
+    rows = (
+        _lw_rows("J", "q1", C3, CYC3, "ACB")  # x, x, x: consistent, winner x
+        + _lw_rows("J", "q2", C3, CYC3, "DDD")  # all ties: consistent tie
+        + _lw_rows("J", "q3", C3, CYC3, "AAA")  # x, y, z: slot A 3/3 > 1/3: primacy
+        + _lw_rows("J", "q4", C3, CYC3, "CCB")  # z, x, x: slot A 0/3: recency
+        + _lw_rows("J", "q5", C3, CYC3, "ABD")  # x, z, tie: slot A 1/2 > 1/3: primacy
+        + _lw_rows("J", "q6", C3, CYC3, "A-A")  # failed: error
+        + _lw_rows("J", "q7", C3, CYC3, "AEA")  # E is outside 4 options: other
+        + _lw_rows("J", "q8", C3, CYC3[:2], "AC")  # an order missing: error
+        + _lw_rows("J", "q9", C3, CYC3, "ABC")  # x, z, y: slot A 1/3, not above: recency
+    )
+    s = listwise_series(pl.DataFrame(rows)).sort("question_id")
+    assert s["klass"].to_list() == ["consistent", "consistent", "primacy", "recency", "primacy", "error", "other", "error", "recency"]
+    assert s["winner"].to_list() == ["x", None, None, None, None, None, None, None, None]
+    assert s["all_tie"].to_list() == [False, True] + [False] * 7
+    assert s["slot_a_share"][2] == 1.0 and s["slot_a_share"][4] == 0.5
+
+
+def test_unit_metrics_by_hand():
+    rows = (
+        _lw_rows("J", "q1", C3, CYC3, "ACB")  # consistent, x wins
+        + _lw_rows("J", "q2", C3, CYC3, "DDD")  # consistent tie
+        + _lw_rows("J", "q3", C3, CYC3, "AAA")  # primacy
+        + _lw_rows("J", "q4", C3, CYC3, "CCB")  # recency
+        + _lw_rows("J", "q6", C3, CYC3, "A-A")  # error
+    )
+    u = unit_metrics(pl.DataFrame(rows))
+    assert u["candidate"].to_list() == ["x", "y", "z"]
+    x = u.row(0, named=True)
+    # n = 5 series, ccn = 2, pcn = 1, rcn = 1, v = 4; ipr = irr = 1/2; PF = (1/2 - 1/2)/5 = 0
+    assert (x["n"], x["consistent"], x["primacy"], x["recency"]) == (5, 2, 1, 1)
+    assert x["pc"] == 0.5 and x["pf"] == 0.0
+    # owr(x) = (C_w + (C_t + C_I)/3)/v = (1 + (1 + 2)/3)/4 = 0.5; y: (0 + 1)/4
+    assert x["owr"] == pytest.approx(0.5) and x["quality_gap"] == pytest.approx(0.5 - 1 / 3)
+    assert u.row(1, named=True)["owr"] == pytest.approx(0.25)
+    jm = judge_metrics(pl.DataFrame(rows)).row(0, named=True)
+    assert jm["pc"] == 0.5 and jm["error_rate"] == pytest.approx(1 / 15)
+
+
+def test_pf_extremes():
+    prim = [r for i in range(4) for r in _lw_rows("P", f"q{i}", C3, CYC3, "AAA")]
+    rec = [r for i in range(4) for r in _lw_rows("R", f"q{i}", C3, CYC3, "CCC")]
+    u = unit_metrics(pl.DataFrame(prim + rec))
+    assert set(u.filter(pl.col("judge") == "P")["pf"]) == {-1.0}
+    assert set(u.filter(pl.col("judge") == "R")["pf"]) == {1.0}
+
+
+def test_reduces_to_pairwise_at_p2():
+    """The list-wise builder on two-candidate series gives the pairwise unit metrics."""
+    rng = random.Random(7)
+    rows_pw, rows_lw = [], []
+    for i in range(300):
+        cand = f"m{i % 3}"
+        for order in ((0, 1), (1, 0)):
+            letter = rng.choice("ABC" * 5 + "-D")
+            shown = [[cand, "ref"][k] for k in order]
+            base = {
+                "benchmark": "B", "judge": "J", "question_id": f"q{i}", "task": f"t{i % 2}", "shown": shown,
+                "repetition": 1, "option_mode": 3, "query_id": f"q{i};{order}", "extracted": None if letter == "-" else letter,
+                "failed": letter == "-", "input_chars": i, "output_chars": 2 * i, "prompt_chars": 3 * i, "permutation": order[0],
+            }  # fmt: skip
+            rows_pw.append({**base, "mode": "pairwise", "candidate": cand, "reference": "ref", "candidates": [cand, "ref"]})
+            rows_lw.append({**base, "mode": "listwise", "candidate": None, "reference": None, "candidates": [cand, "ref"]})
+    pw = _pairwise_unit_metrics(pl.DataFrame(rows_pw))
+    lw = listwise_unit_metrics(pl.DataFrame(rows_lw)).filter(pl.col("candidate") != "ref")
+    cols = ["candidate", "task", "n", "consistent", "primacy", "recency", "pc", "pf", "owr", "quality_gap", "input_chars"]
+    assert pw.select(cols).sort("candidate", "task").equals(lw.select(cols).sort("candidate", "task"))
+
+
+def test_slot_shares_every_slot():
+    rows = _lw_rows("J", "q1", C3, CYC3, "AAD") + _lw_rows("J", "q2", C3, CYC3, "AB-")
+    s = slot_shares(pl.DataFrame(rows))
+    assert s["slot"].to_list() == ["A", "B", "C"]
+    assert s["choices"].to_list() == [3, 1, 0] and set(s["n_choices"]) == {4}
+    assert s["share"].to_list() == [0.75, 0.25, 0.0]
+    assert s["expected"][0] == pytest.approx(1 / 3) and s["tie_share"][0] == pytest.approx(1 / 5)
+
+
+# ---------------------------------------------------------------------------- end to end
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _load_example(name: str, out: Path) -> object:
+    data = tomllib.loads((ROOT / "examples" / name).read_text())
+    data["output_dir"] = str(out)
+    return parse_job(data, name)
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize(("example", "p"), [("mtbench_listwise_p3_cyclic.toml", 3), ("mtbench_listwise_p5_all.toml", 5)])
+def test_example_jobs_recover_simulated_bias(data_dir, local_ray, tmp_path, example, p):
+    from voirdire.engine.job import run_job
+
+    job = _load_example(example, tmp_path / "out")
+    outcome = run_job(job, show_progress=False)
+    orders = 3 if p == 3 else 120
+    assert outcome.stats.queries == 2 * 80 * orders and outcome.stats.failures == 0
+    jm = {r["judge"]: r for r in outcome.judge_metrics.iter_rows(named=True)}
+    biased, fair = jm["simulated-primacy-0.8"], jm["simulated-fair"]
+    assert biased["pf"] < -0.4  # clearly primacy
+    assert fair["pf"] > biased["pf"] + 0.3
+    if p == 5:
+        assert abs(fair["pf"]) < 0.2
+    shares = pl.read_csv(tmp_path / "out" / "metrics" / "slot_shares.csv")
+    a = {r["judge"]: r["share"] for r in shares.filter(pl.col("slot") == "A").iter_rows(named=True)}
+    assert a["simulated-primacy-0.8"] > 1 / p + 0.2
+    fair_shares = shares.filter(pl.col("judge") == "simulated-fair")["share"].to_list()
+    assert len(fair_shares) == p and all(abs(s - 1 / p) < 0.06 for s in fair_shares)
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## List-wise: slot choice shares" in report and "## List-wise: candidates" in report
+    if p == 3:  # the same 3 candidates in every series: their owr sum to 1 per (judge, task)
+        um = outcome.unit_metrics
+        sums = um.group_by("judge", "task").agg(pl.col("owr").sum())["owr"].to_list()
+        assert all(math.isclose(x, 1.0) for x in sums)
