@@ -61,15 +61,16 @@ def run_plain(args) -> dict:
 
     tok = AutoTokenizer.from_pretrained(args.model)
     prompts = _prompts(args)
+    llm = LLM(seed=0, **_engine_kwargs(args))
+    sp = SamplingParams(n=args.reps, temperature=1.0, max_tokens=args.max_tokens)
+    first = tok.apply_chat_template([{"role": "user", "content": prompts[0][-1]}], tokenize=False, add_generation_prompt=True)
+    llm.generate([TokensPrompt(prompt_token_ids=tok(first, add_special_tokens=False)["input_ids"])], sp, use_tqdm=False)  # warm-up
+    t = time.perf_counter()  # from text prompts, as voirdire's side: chat template + tokenize included
     ids = [
         tok(tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True), add_special_tokens=False)["input_ids"]
         for *_, p in prompts
     ]
     ids = [i for i in ids if len(i) + args.max_tokens <= args.max_model_len]
-    llm = LLM(seed=0, **_engine_kwargs(args))
-    sp = SamplingParams(n=args.reps, temperature=1.0, max_tokens=args.max_tokens)
-    llm.generate([TokensPrompt(prompt_token_ids=ids[0])], sp, use_tqdm=False)  # warm-up
-    t = time.perf_counter()
     outs = llm.generate([TokensPrompt(prompt_token_ids=i) for i in ids], sp, use_tqdm=False)
     dt = time.perf_counter() - t
     gen = sum(len(c.token_ids) for o in outs for c in o.outputs)
