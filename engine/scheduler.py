@@ -11,6 +11,9 @@ Policy:
 - a batch whose worker died is sent again (Ray restarts the actor; after repeated deaths
   the scheduler replaces it), up to ``max_attempts``; a batch whose backend raised is
   retried likewise; after that every unit of it is recorded as failed with the reason;
+- a batch refused because Ray is still restarting its actor (``ActorUnavailableError``;
+  a vLLM replica takes tens of seconds to start) waits for the actor and is sent again
+  without spending an attempt;
 - Ctrl-C flushes what finished, cancels what is in flight and raises
   :class:`JobInterrupted`; rerunning resumes.
 """
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError, RayTaskError
+from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
 from voirdire.engine.store import ResultStore, rows_to_table
 from voirdire.engine.units import UnitBatch
@@ -63,12 +66,14 @@ class JudgeRun:
 @dataclass
 class RunStats:
     """Counts of one scheduler run: ``queries`` answered (outputs and failures),
-    ``failures`` recorded, ``retried_batches``, ``replaced_workers``, ``seconds`` of wall
+    ``failures`` recorded, ``retried_batches``, ``resent_batches`` (sent again to an actor Ray
+    was restarting, no attempt spent), ``replaced_workers``, ``seconds`` of wall
     time, and per-judge ``tokens`` and ``cost_usd``."""
 
     queries: int = 0
     failures: int = 0
     retried_batches: int = 0
+    resent_batches: int = 0
     replaced_workers: int = 0
     seconds: float = 0.0
     per_judge: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -94,15 +99,24 @@ class _Pool:
         self.deaths = [0] * run.workers
         self.pending: deque[tuple[UnitBatch, int]] = deque()  # batches to send again
         self.exhausted = False
+        self.held_until = [0.0] * run.workers  # an actor Ray is restarting gets no batch until then
 
     def _new(self) -> Any:
         return ray.remote(JudgeWorker).options(**self.options).remote(self.run.backend_name, self.run.settings, self.run.context)
 
+    def _available(self) -> list[int]:
+        now = time.monotonic()
+        return [i for i in range(len(self.actors)) if self.held_until[i] <= now]
+
     def capacity(self) -> int:
-        return len(self.actors) * max(1, self.run.concurrency) - sum(self.load)
+        return sum(max(1, self.run.concurrency) - self.load[i] for i in self._available())
 
     def pick(self) -> int:
-        return min(range(len(self.actors)), key=self.load.__getitem__)
+        return min(self._available(), key=self.load.__getitem__)
+
+    def hold(self, idx: int, seconds: float) -> None:
+        """Send nothing to actor ``idx`` for ``seconds`` (Ray is restarting it)."""
+        self.held_until[idx] = time.monotonic() + seconds
 
     def replace(self, idx: int) -> None:
         try:
@@ -111,6 +125,7 @@ class _Pool:
             pass
         self.actors[idx] = self._new()
         self.deaths[idx] = 0
+        self.held_until[idx] = 0.0
 
     def next_batch(self) -> tuple[UnitBatch, int] | None:
         if self.pending:
@@ -200,9 +215,14 @@ def execute(
 
     try:
         fill()
-        while in_flight:
+        while in_flight or any(p.pending for p in pools.values()):
+            if not in_flight:  # every batch waits for an actor Ray is restarting
+                time.sleep(0.2)
+                fill()
+                continue
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
             if not ready:
+                fill()  # held actors may be back
                 continue
             # collect everything that is ready now, not just one
             more, _ = ray.wait(list(in_flight), num_returns=len(in_flight), timeout=0)
@@ -212,6 +232,12 @@ def execute(
                 pool.load[idx] -= 1
                 try:
                     rows = ray.get(ref)
+                except ActorUnavailableError:
+                    # Ray is restarting the actor (a vLLM engine takes a while to start):
+                    # send the batch again once it is back, without spending an attempt
+                    pool.hold(idx, 2.0)
+                    pool.pending.append((batch, attempt))
+                    stats.resent_batches += 1
                 except RayActorError as exc:
                     pool.deaths[idx] += 1
                     if pool.deaths[idx] > max_restarts:

@@ -51,6 +51,10 @@ class JudgeWorker:
         """Release the backend's resources."""
         await self.backend.aclose()
 
+    def backend_stats(self) -> dict[str, Any]:
+        """The backend's own counters (e.g. the vLLM judge's requests and prompt tokens), or {}."""
+        return dict(getattr(self.backend, "stats", None) or {})
+
     def pid(self) -> int:
         """The worker's process id (for tests and diagnostics)."""
         return os.getpid()

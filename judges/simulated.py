@@ -27,9 +27,9 @@ import hashlib
 import os
 import random
 import signal
-from pathlib import Path
 
 from voirdire.engine.schema import letters
+from voirdire.judges.faults import crash_once
 from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, register
 
 
@@ -143,12 +143,7 @@ class SimulatedJudge(JudgeBackend):
 
     def _faults(self) -> None:
         s = self.settings
-        if s.crash_after is not None and self.answered >= s.crash_after:
-            marker = Path(s.crash_marker) if s.crash_marker else None
-            if marker is None or not marker.exists():
-                if marker is not None:
-                    marker.write_text("crashed once\n")
-                os._exit(1)
+        crash_once(s.crash_after, self.answered, s.crash_marker)
         if s.kill_driver_after is not None and self.answered >= s.kill_driver_after and self.context.driver_pid:
             os.kill(self.context.driver_pid, signal.SIGKILL)
 
