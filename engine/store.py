@@ -10,7 +10,7 @@ Layout of an output directory::
 
 Each flush writes one new part file atomically (temporary name, then rename), so a crash
 loses at most the results not yet flushed (in flight, or younger than ``flush_seconds``)
-and never leaves a half-written file behind. Reading deduplicates by ``unit_id`` (the last
+and never leaves a half-written file behind. Reading deduplicates by ``(judge, unit_id)`` (the last
 written row wins), so a unit is present exactly once even if a crash fell between writing
 a compacted part and removing the parts it replaced.
 """
@@ -115,7 +115,7 @@ class ResultStore:
                     p.unlink(missing_ok=True)
 
     def read_raw(self, columns: list[str] | None = None) -> pl.DataFrame:
-        """All raw rows, one per unit id (the latest written wins).
+        """All raw rows, one per (judge, unit id) (the latest written wins).
 
         Returns a DataFrame with RAW_SCHEMA's columns (or ``columns``); empty when nothing
         was written.
@@ -129,7 +129,9 @@ class ResultStore:
 
 
 def _dedup(df: pl.DataFrame) -> pl.DataFrame:
-    return df.unique(subset=["unit_id"], keep="last", maintain_order=True)
+    # per judge: two judges of the same identity (same backend, model and sampling, other
+    # labels) share unit ids by design (a cache hit for one is a hit for the other)
+    return df.unique(subset=["judge", "unit_id"], keep="last", maintain_order=True)
 
 
 def rows_to_table(unit_columns: dict[str, list[Any]], result_columns: dict[str, list[Any]]) -> pa.Table:

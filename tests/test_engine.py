@@ -348,3 +348,17 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path, data_dir):
     assert second.returncode == 0, second.stdout + second.stderr
     final = load_judgments(tmp_path / "out")
     assert final.height == 80 and final["unit_id"].n_unique() == 80
+
+
+def test_two_judges_of_one_identity_keep_their_rows(tmp_path, data_dir, ray_local):
+    """Two labels for the same judge identity share unit ids; both keep all their rows."""
+    d = job_dict(tmp_path)
+    d["judges"] = [
+        {"name": "gpt-4-a", "backend": "replay", "recorded": "gpt-4-0613"},
+        {"name": "gpt-4-b", "backend": "replay", "recorded": "gpt-4-0613"},
+    ]
+    outcome = run_job(parse_job(d), show_progress=False)
+    j = load_judgments(outcome.output_dir)
+    assert j.group_by("judge").len().sort("judge")["len"].to_list() == [12, 12]
+    a, b = (set(j.filter(pl.col("judge") == n)["unit_id"]) for n in ("gpt-4-a", "gpt-4-b"))
+    assert a == b  # same identity, same unit ids
