@@ -132,9 +132,39 @@ class Benchmark(abc.ABC):
             ValueError: option mode or comparison mode this benchmark does not offer.
         """
 
-    @abc.abstractmethod
+    #: (question id, model) -> the answer as inserted into prompts: one string per turn
+    #: (a tuple), or one string for single-turn benchmarks; filled by the subclass loader
+    _answers: dict[tuple[str, str], "str | tuple[str, ...]"]
+    _rows: dict
+
+    def answers(self, question_id: str, model: str) -> tuple[str, ...]:
+        """The model's answer per turn, as inserted into prompts (an empty cell is ``""``).
+
+        Raises:
+            KeyError: unknown question or model.
+        """
+        try:
+            value = self._answers[(question_id, model)]
+        except KeyError:
+            if question_id not in self._rows:
+                raise KeyError(f"{self.name}: unknown question {question_id!r}") from None
+            raise KeyError(f"{self.name}: unknown model {model!r}") from None
+        return value if isinstance(value, tuple) else (value,)
+
     def output_chars(self, question_id: str, shown: Sequence[str]) -> int:
-        """Characters of the shown models' answers, summed over models and turns."""
+        """Characters (Unicode code points) of the shown models' answers as shown in the
+        prompt, summed over models and turns.
+
+        Raises:
+            KeyError: unknown question or model.
+        """
+        return sum(len(t) for m in shown for t in self.answers(question_id, m))
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(sample={getattr(self, 'sample', None)!r}, questions={self.questions.height}, "
+            f"models={len(self.models)}, path={str(getattr(self, 'path', ''))!r})"
+        )
 
     def listwise_option_mode(self, p: int) -> int:
         """The default list-wise option mode for lists of ``p``: p + 1 (tie offered) when

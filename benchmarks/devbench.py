@@ -271,29 +271,3 @@ class DevBench(Benchmark):
                 self._rows[qid][2],
             )
         )
-
-    # ------------------------------------------------------------------ lengths
-
-    def answers(self, question_id: str, model: str) -> tuple[str]:
-        """The model's answer as inserted into prompts (stripped; empty cell: ``""``), as a 1-tuple.
-
-        Raises:
-            KeyError: unknown question or model.
-        """
-        try:
-            return (self._answers[(question_id, model)],)
-        except KeyError:
-            if question_id not in self._rows:
-                raise KeyError(f"DevBench: unknown question {question_id!r}") from None
-            raise KeyError(f"DevBench: unknown model {model!r}") from None
-
-    def output_chars(self, question_id: str, shown: Sequence[str]) -> int:
-        """Characters (Unicode code points) of the shown models' answers as shown in the prompt.
-
-        Raises:
-            KeyError: unknown question or model.
-        """
-        return sum(len(t) for m in shown for t in self.answers(question_id, m))
-
-    def __repr__(self) -> str:
-        return f"DevBench(sample={self.sample!r}, questions={self.questions.height}, models={len(self.models)}, path={str(self.path)!r})"

@@ -291,29 +291,3 @@ class MTBench(Benchmark):
         b1, b2 = self._answers[(qid, b)]
         # Same order as _FIELDS; equal to template.format(question_1=q1, ...).
         return _fill(template, (q1, q2, a1, a2, b1, b2, r1, r2))
-
-    # ------------------------------------------------------------------ lengths
-
-    def answers(self, question_id: str, model: str) -> tuple[str, str]:
-        """The model's answers to the two turns, as inserted into prompts (empty cell: ``""``).
-
-        Raises:
-            KeyError: unknown question or model.
-        """
-        try:
-            return self._answers[(question_id, model)]
-        except KeyError:
-            if question_id not in self._rows:
-                raise KeyError(f"MTBench: unknown question {question_id!r}") from None
-            raise KeyError(f"MTBench: unknown model {model!r}") from None
-
-    def output_chars(self, question_id: str, shown: Sequence[str]) -> int:
-        """Characters (Unicode code points) of the shown models' answers, both turns summed.
-
-        Raises:
-            KeyError: unknown question or model.
-        """
-        return sum(len(t) for m in shown for t in self.answers(question_id, m))
-
-    def __repr__(self) -> str:
-        return f"MTBench(sample={self.sample!r}, questions={self.questions.height}, models={len(self.models)}, path={str(self.path)!r})"
