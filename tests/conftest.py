@@ -32,25 +32,17 @@ def data_dir() -> pathlib.Path:
         pytest.skip(f"benchmark data not available: {exc}")
 
 
-@pytest.fixture(scope="session")
-def _ray_session():
-    """Shut down the test session's local Ray cluster at the end, if one was started."""
-    yield
+@pytest.fixture(scope="module")
+def ray_local():
+    """A local Ray cluster (2 CPUs, no dashboard) for one test module, shut down after it.
+
+    Any cluster left from an earlier module is shut down first, so every module starts from
+    a known state (modules with clusters of their own do the same).
+    """
     import ray
 
     if ray.is_initialized():
         ray.shutdown()
-
-
-@pytest.fixture
-def ray_local(_ray_session):
-    """A local Ray cluster (2 CPUs, no dashboard), started once and shared by the tests.
-
-    Tests that need a cluster of their own call ``ray.shutdown()`` first; the next test that
-    asks for this fixture starts a fresh local one.
-    """
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", configure_logging=True)
-    return ray
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", configure_logging=True)
+    yield ray
+    ray.shutdown()

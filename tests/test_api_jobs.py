@@ -39,6 +39,8 @@ def cluster(data_dir):
         os.environ[var] = KEYS[api]
     os.environ["VOIRDIRE_DATA"] = str(data_dir)
     srv = FakeAPIServer(keys=KEYS, latency_s=0.02, retry_after_ms=20, slow_s=2.0).start()
+    if ray.is_initialized():
+        ray.shutdown()
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
     yield srv
     ray.shutdown()

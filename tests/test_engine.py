@@ -242,7 +242,8 @@ def test_worker_crash_midjob_loses_nothing(tmp_path, data_dir, ray_local):
     ]
     outcome = run_job(parse_job(d), show_progress=False)
     assert marker.exists(), "the worker did not crash: the test tests nothing"
-    assert outcome.stats.retried_batches >= 1
+    # the batch in flight was sent again: to the restarting actor (resent) or after it died (retried)
+    assert outcome.stats.retried_batches + outcome.stats.resent_batches >= 1
     j = load_judgments(outcome.output_dir)
     sim = j.filter(pl.col("judge") == "sim")
     assert sim.height == 12 and sim["unit_id"].n_unique() == 12

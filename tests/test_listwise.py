@@ -356,6 +356,8 @@ def test_slot_shares_every_slot():
 def local_ray():
     import ray
 
+    if ray.is_initialized():
+        ray.shutdown()
     ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
     yield
     ray.shutdown()

@@ -22,6 +22,8 @@ REP_JUDGES = ["gemini-pro", "gpt-4-0613", "claude-3-haiku-20240307"]
 def ray_local():
     import ray
 
+    if ray.is_initialized():
+        ray.shutdown()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=True, logging_level="ERROR")
     yield
     ray.shutdown()
