@@ -26,7 +26,7 @@ ray = pytest.importorskip("ray")
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-KEYS = {"openai": "sk-test-JOBS-openai-SECRET-4242424242", "anthropic": "sk-ant-test-JOBS-SECRET-1717171717"}
+KEYS = {"openai": "sk-test-JOBS-openai-SECRET-4242424242", "anthropic": "test-anthropic-key-JOBS-SECRET-1717171717"}
 ENV = {"openai": "VOIRDIRE_JOBTEST_OPENAI_KEY", "anthropic": "VOIRDIRE_JOBTEST_ANTHROPIC_KEY"}
 REPO = Path(__file__).resolve().parents[1]
 

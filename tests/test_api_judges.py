@@ -23,7 +23,7 @@ from voirdire.judges.api_common import (  # noqa: E402
 )
 from voirdire.judges.base import ConfigError, FailureClass, JudgeContext, Query, Sampling, get_backend  # noqa: E402
 
-KEYS = {"openai": "sk-test-0penai-SECRETKEY-1234567890", "anthropic": "sk-ant-test-SECRETKEY-0987654321"}
+KEYS = {"openai": "sk-test-0penai-SECRETKEY-1234567890", "anthropic": "test-anthropic-key-SECRETKEY-0987654321"}
 ENV = {"openai": "VOIRDIRE_TEST_OPENAI_KEY", "anthropic": "VOIRDIRE_TEST_ANTHROPIC_KEY"}
 MODEL = {"openai": "gpt-4o", "anthropic": "claude-3-5-sonnet-20241022"}
 FAULTS = [  # (kind, times): a prompt containing "#kind#" gets the fault that many times
