@@ -271,8 +271,11 @@ def test_job_survives_losing_a_node(cluster, tmp_path):
     from voirdire.engine.units import iter_unit_batches
 
     out = tmp_path / "survive"
-    job = parse_job(_job(out, "survive", latency_s=1.5, scheduling="SPREAD"), "survive")  # ~15 s of work
+    job = parse_job(_job(out, "survive", latency_s=3.0, scheduling="SPREAD"), "survive")  # ~30 s of work
     worker_node = next(n["NodeID"] for n in ray.nodes() if n["Alive"] and "worker_node" in n["Resources"])
+    # warm the worker node's process pool first: on a loaded machine its first worker
+    # process can take longer to start than the head's, and the head would do all the work
+    ray.get(ray.remote(lambda: 1).options(resources={"worker_node": 0.01}).remote(), timeout=120)
     plan = plan_job(job)
     expected = {
         rj.name: {
@@ -298,6 +301,7 @@ def test_job_survives_losing_a_node(cluster, tmp_path):
     def _spread() -> bool:
         if "error" in result:
             raise result["error"]
+        assert "outcome" not in result, "the job finished before its actors were seen on both nodes"
         nodes = _judge_actor_nodes(cluster["jobs"])
         return len(nodes) == 2 and worker_node in nodes
 
