@@ -23,7 +23,6 @@ tie is the letter after the last slot.
 from __future__ import annotations
 
 import os
-import string
 from collections.abc import Sequence
 
 import polars as pl
@@ -61,39 +60,6 @@ _FIELDS = (
     "ref_answer_1",
     "ref_answer_2",
 )
-
-
-def _compile(template: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """Parse a ``str.format`` template once: (literal pieces, field index after each piece).
-
-    Filling it with ``"".join`` gives exactly ``template.format(**fields)`` for plain
-    ``{name}`` fields, without re-parsing the ~2 KB template on every prompt. Field index
-    ``-1`` marks the end.
-
-    Raises:
-        ConfigError: a field other than the known placeholders, or a format spec/conversion.
-    """
-    literals: list[str] = []
-    fields: list[int] = []
-    for literal, field, spec, conversion in string.Formatter().parse(template):
-        literals.append(literal)
-        if field is None:
-            fields.append(-1)
-            continue
-        if field not in _FIELDS or spec or conversion:
-            raise ConfigError(f"MT-Bench template has an unsupported field {{{field}}}")
-        fields.append(_FIELDS.index(field))
-    return tuple(literals), tuple(fields)
-
-
-def _fill(compiled: tuple[tuple[str, ...], tuple[int, ...]], values: tuple[str, ...]) -> str:
-    literals, fields = compiled
-    parts: list[str] = []
-    for lit, f in zip(literals, fields):
-        parts.append(lit)
-        if f >= 0:
-            parts.append(values[f])
-    return "".join(parts)
 
 
 def _text(value: str | None) -> str:
@@ -157,7 +123,7 @@ class MTBench(Benchmark):
         self.data_dir = resolve_data_dir(data_dir)
         self.path = require_file(self.data_dir, self.FILES[sample])
         templates = load_templates()["mtbench"]
-        self._templates = {k: _compile(templates[k]) for k in ("general", "math")}
+        self._templates = {k: compile_fields(templates[k], _FIELDS) for k in ("general", "math")}
         self.verdict_pattern = templates["verdict_pattern"]
         lw = load_listwise_templates()
         self._lw = lw["mtbench"]
@@ -289,5 +255,5 @@ class MTBench(Benchmark):
         template, q1, q2, r1, r2 = self._rows[qid]
         a1, a2 = self._answers[(qid, a)]
         b1, b2 = self._answers[(qid, b)]
-        # Same order as _FIELDS; equal to template.format(question_1=q1, ...).
-        return _fill(template, (q1, q2, a1, a2, b1, b2, r1, r2))
+        # Same order as _FIELDS; equal to template.format(question_1=q1, ...) (parsed once).
+        return fill_fields(template, (q1, q2, a1, a2, b1, b2, r1, r2))
