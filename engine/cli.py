@@ -93,9 +93,11 @@ def run(
         return
     tables = []
     try:
-        for spec in specs:
+        for spec, plan in zip(specs, plans):
             console.rule(f"[bold]{spec.name}")
-            outcome = run_job(spec, address=address, show_progress=progress, retry_failed=retry_failed, console=console)
+            outcome = run_job(
+                spec, address=address, show_progress=progress, retry_failed=retry_failed, console=console, plan=plan
+            )
             s = outcome.stats
             console.print(
                 f"{s.queries:,} queries in {s.seconds:.1f} s ({s.queries / max(s.seconds, 1e-9):,.0f} q/s), "

@@ -128,6 +128,7 @@ def run_job(
     show_progress: bool = True,
     retry_failed: bool = False,
     console: Any = None,
+    plan: dict[str, Any] | None = None,
 ) -> JobOutcome:
     """Run (or resume) a job and write its outputs; see the module docstring.
 
@@ -136,12 +137,13 @@ def run_job(
         address: Ray cluster address; ``None`` starts/joins a local cluster.
         show_progress: draw progress bars.
         retry_failed: ask again the units whose recorded result is a failure.
+        plan: the job's :func:`plan_job` result when the caller already validated it.
 
     Raises:
         ConfigError: before anything is sent, when the job is invalid.
         JobInterrupted: on Ctrl-C (finished results are saved; rerun to resume).
     """
-    plan = plan_job(job)
+    plan = plan or plan_job(job)
     out = Path(job.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / JOB_FILE).write_text(json.dumps(_job_record(job, plan), indent=2))
