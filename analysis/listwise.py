@@ -40,8 +40,13 @@ PC pools ``Σccn/Σv`` over units, so each series weighs p times, equally for al
 from __future__ import annotations
 
 import polars as pl
-
-from voirdire.analysis.metrics import LENGTHS, UNIT_COLUMNS, UNIT_KEYS, _no_verdict, _safe_div
+from voirdire.analysis.metrics import (
+    LENGTHS,
+    UNIT_COLUMNS,
+    UNIT_KEYS,
+    _no_verdict,
+    _safe_div,
+)
 
 __all__ = [
     "SERIES_KEYS",

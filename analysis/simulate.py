@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
-
 from voirdire.judges.simulated import SimulatedSettings, decide
 
 __all__ = [

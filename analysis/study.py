@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-
 from voirdire.analysis import agreement as agr
 from voirdire.analysis import figures as fig
 from voirdire.analysis.metrics import judge_from_units, summarize
+from voirdire.analysis.outputs import analyze_dir
 from voirdire.analysis.regression import StepResult, drop1_tables, factor_regressions
 from voirdire.analysis.simulate import power_table
 from voirdire.analysis.uncertainty import bootstrap_ci, sign_test
+from voirdire.engine.job import JOB_FILE
 
 __all__ = ["DirAnalysis", "Study", "analyze_study", "write_study", "RS_MIN", "MAX_ERROR"]
 
@@ -105,8 +106,6 @@ class Study:
 
 
 def _load_dir(path: Path, replicates: int, tokenizer: str | None) -> DirAnalysis:
-    from voirdire.engine.job import JOB_FILE, analyze_dir
-
     analyze_dir(path)  # refreshes judgments.parquet, metrics/*.csv and report.md
     meta = json.loads((path / JOB_FILE).read_text())
     judgments = pl.read_parquet(path / "judgments.parquet")
@@ -136,7 +135,11 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None) -> DirAnalysis
 
 
 def _with_tokens(um: pl.DataFrame, judgments: pl.DataFrame, meta: dict, tokenizer: str) -> pl.DataFrame:
-    from voirdire.analysis.lengths import load_tokenizer, query_token_lengths, unit_token_lengths
+    from voirdire.analysis.lengths import (
+        load_tokenizer,
+        query_token_lengths,
+        unit_token_lengths,
+    )
     from voirdire.benchmarks.registry import load_benchmark
 
     job = meta.get("job", {})

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-
 from voirdire.analysis.metrics import pairwise_pairs, query_stability
 
 __all__ = ["CI_COLUMNS", "bootstrap_ci", "sign_test"]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from voirdire.judges.base import ConfigError
+from voirdire.core import ConfigError
 
 #: Sample names accepted by the loaders: the full table, or the repetition-study subset.
 SAMPLES = ("full", "repetition")
@@ -26,7 +26,6 @@ SAMPLES = ("full", "repetition")
 SLOTS_PER_MODE: dict[str, int | None] = {"pairwise": 2, "listwise": None}
 #: List sizes list-wise prompts support (verdict letters A..H, tie up to I).
 LISTWISE_SIZES = range(3, 9)
-LETTERS = "ABCDEFGHI"
 
 _LISTWISE_TEMPLATES = pathlib.Path(__file__).parent / "templates" / "listwise.json"
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from voirdire.judges.base import ConfigError
+from voirdire.core import ConfigError
 
 #: Environment variable naming the data directory (the release's layout).
 DATA_ENV = "VOIRDIRE_DATA"

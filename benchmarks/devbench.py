@@ -30,8 +30,7 @@ import os
 from collections.abc import Sequence
 
 import polars as pl
-
-from voirdire.benchmarks.base import LETTERS, SAMPLES, Benchmark, load_listwise_templates
+from voirdire.benchmarks.base import SAMPLES, Benchmark, load_listwise_templates
 from voirdire.benchmarks.data import (
     load_templates,
     normalise_id,
@@ -40,7 +39,8 @@ from voirdire.benchmarks.data import (
     require_file,
     resolve_data_dir,
 )
-from voirdire.judges.base import ConfigError
+
+from voirdire.core import LETTERS, ConfigError
 
 _GUIDANCE = "<Evaluating Guidance>"
 

@@ -26,9 +26,7 @@ import os
 from collections.abc import Sequence
 
 import polars as pl
-
 from voirdire.benchmarks.base import (
-    LETTERS,
     SAMPLES,
     Benchmark,
     compile_fields,
@@ -44,7 +42,8 @@ from voirdire.benchmarks.data import (
     require_file,
     resolve_data_dir,
 )
-from voirdire.judges.base import ConfigError
+
+from voirdire.core import LETTERS, ConfigError
 
 _TURNS = (1, 2)
 

@@ -10,7 +10,8 @@ from voirdire.benchmarks.base import SAMPLES, Benchmark
 from voirdire.benchmarks.data import resolve_data_dir
 from voirdire.benchmarks.devbench import DevBench
 from voirdire.benchmarks.mtbench import MTBench
-from voirdire.judges.base import ConfigError
+
+from voirdire.core import ConfigError
 
 #: Canonical key (lower case, letters and digits only) → benchmark class.
 BENCHMARKS: dict[str, type[Benchmark]] = {"mtbench": MTBench, "devbench": DevBench}

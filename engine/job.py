@@ -1,10 +1,10 @@
 """Running a job end to end, and re-analysing a finished output directory.
 
-``run_job``: validate everything (benchmark data, candidates, judges, backend preflight)
-before any query is sent; start or join Ray; stream units through the scheduler into the
-store (resuming whatever the directory already holds); extract verdicts; compute metrics;
-write the tables and the report. ``analyze_dir`` redoes the last three steps from the
-directory alone, without calling any judge.
+``plan_job`` validates everything (benchmark data, candidates, judges, backend preflight)
+before any query is sent; ``run_job`` starts or joins Ray and streams work units through
+the scheduler into the store (resuming whatever the directory already holds);
+``load_judgments`` reads the raw outputs back with their verdicts extracted. Metrics and
+reports belong to the analysis stage (:mod:`voirdire.analysis.outputs`).
 """
 
 from __future__ import annotations
@@ -16,33 +16,55 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-
+from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.data import resolve_data_dir
 from voirdire.benchmarks.registry import load_benchmark
 from voirdire.engine.progress import JobProgress
 from voirdire.engine.scheduler import JudgeRun, RunStats, execute
-from voirdire.engine.spec import JobSpec, resolve_judges
+from voirdire.engine.spec import JobSpec, ResolvedJudge, resolve_judges
 from voirdire.engine.store import ResultStore
-from voirdire.engine.units import PromptCache, count_units, instances, iter_unit_batches, list_size_for, option_mode_for
+from voirdire.engine.units import (
+    PromptCache,
+    count_units,
+    instances,
+    iter_unit_batches,
+    list_size_for,
+    option_mode_for,
+)
 from voirdire.judges.extract import extract_verdicts
 
 JOB_FILE = "job.json"
-#: columns of metrics/judge_metrics.csv and metrics/unit_metrics.csv
-JUDGE_METRIC_COLUMNS = ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread"]
-UNIT_METRIC_COLUMNS = [
-    "benchmark", "judge", "candidate", "task", "n", "consistent", "primacy", "recency", "pc", "pf", "owr", "quality_gap",
-]
 
 
-@dataclass
-class JobOutcome:
-    """What a run produced: the output directory, scheduler counts and the metrics tables
-    (``judge_metrics`` and ``unit_metrics``, columns as in :mod:`voirdire.analysis.metrics`)."""
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a run produced: the output directory (raw outputs in ``raw/``, ``job.json``)
+    and the scheduler's counts. Metrics are the analysis stage's
+    (:func:`voirdire.analysis.outputs.analyze_dir`)."""
 
     output_dir: Path
     stats: RunStats
-    judge_metrics: pl.DataFrame
-    unit_metrics: pl.DataFrame
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """A job validated against its data and judges; nothing sent yet.
+
+    Attributes:
+        bench: the loaded benchmark.
+        instances: one row per instance (columns of :func:`voirdire.engine.units.instances`).
+        judges: the resolved judges, in job order.
+        data_dir: the benchmark data directory.
+        units_per_judge: work units (queries) each judge is asked.
+        list_size: candidates per instance (2 pairwise, p list-wise).
+    """
+
+    bench: Benchmark
+    instances: pl.DataFrame
+    judges: tuple[ResolvedJudge, ...]
+    data_dir: Path
+    units_per_judge: int
+    list_size: int
 
 
 def init_ray(address: str | None = None) -> None:
@@ -61,12 +83,8 @@ def init_ray(address: str | None = None) -> None:
     )
 
 
-def plan_job(job: JobSpec) -> dict[str, Any]:
+def plan_job(job: JobSpec) -> JobPlan:
     """Validate a job against its data and judges without sending anything.
-
-    Returns a dict with ``bench`` (the loaded benchmark), ``instances`` (DataFrame),
-    ``judges`` (resolved judges), ``data_dir`` (Path), ``units_per_judge`` (int) and
-    ``list_size`` (int: 2 pairwise, p list-wise).
 
     Raises:
         ConfigError: missing data, unknown candidates/questions/tasks, unknown backends,
@@ -79,45 +97,45 @@ def plan_job(job: JobSpec) -> dict[str, Any]:
     judges = resolve_judges(job)
     for rj in judges:
         rj.backend.preflight(rj.settings, rj.context(bench.name, str(data_dir), job.output_dir))
-    return {
-        "bench": bench,
-        "instances": inst,
-        "judges": judges,
-        "data_dir": data_dir,
-        "units_per_judge": count_units(inst, job.comparison),
-        "list_size": list_size,
-    }
+    return JobPlan(
+        bench=bench,
+        instances=inst,
+        judges=tuple(judges),
+        data_dir=Path(data_dir),
+        units_per_judge=count_units(inst, job.comparison),
+        list_size=list_size,
+    )
 
 
-def estimate_job(job: JobSpec, plan: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
+def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None]:
     """Per judge, the backend's dry-run estimate over every prompt the job would send
     (``JudgeBackend.estimate``: for API judges ``queries``, ``input_tokens``,
     ``max_output_tokens``, ``too_long``, ``cost_usd_max`` in USD, ``counting``), or
     ``None`` for judges that cost nothing per query. Sends nothing."""
-    bench = plan["bench"]
+    bench = plan.bench
     prompts = PromptCache(bench)
     out: dict[str, dict[str, Any] | None] = {}
-    for rj in plan["judges"]:
+    for rj in plan.judges:
         batches = iter_unit_batches(
-            bench, plan["instances"], job.comparison, judge=rj.name, identity_hash=rj.identity_hash,
+            bench, plan.instances, job.comparison, judge=rj.name, identity_hash=rj.identity_hash,
             needs_prompt=True, batch_size=job.run.batch_size, prompts=prompts,
         )
         out[rj.name] = rj.backend.estimate(rj.settings, rj.sampling, (q.prompt for b in batches for q in b.queries))
     return out
 
 
-def _job_record(job: JobSpec, plan: dict[str, Any]) -> dict[str, Any]:
-    bench = plan["bench"]
+def _job_record(job: JobSpec, plan: JobPlan) -> dict[str, Any]:
+    bench = plan.bench
     return {
         "job": job.model_dump(mode="json"),
         "benchmark": bench.name,
-        "data_dir": str(plan["data_dir"]),
-        "option_mode": option_mode_for(bench, job.comparison, plan["list_size"]),
-        "list_size": plan["list_size"],
+        "data_dir": str(plan.data_dir),
+        "option_mode": option_mode_for(bench, job.comparison, plan.list_size),
+        "list_size": plan.list_size,
         "verdict_patterns": {bench.name: bench.verdict_pattern_for(job.comparison.mode)},
-        "judges": {rj.name: {"identity": rj.identity, "identity_hash": rj.identity_hash} for rj in plan["judges"]},
-        "units_per_judge": plan["units_per_judge"],
-        "instances": plan["instances"].height,
+        "judges": {rj.name: {"identity": rj.identity, "identity_hash": rj.identity_hash} for rj in plan.judges},
+        "units_per_judge": plan.units_per_judge,
+        "instances": plan.instances.height,
     }
 
 
@@ -128,9 +146,10 @@ def run_job(
     show_progress: bool = True,
     retry_failed: bool = False,
     console: Any = None,
-    plan: dict[str, Any] | None = None,
-) -> JobOutcome:
-    """Run (or resume) a job and write its outputs; see the module docstring.
+    plan: JobPlan | None = None,
+) -> RunOutcome:
+    """Run (or resume) a job: every work unit ends in ``raw/`` as an output or a recorded
+    failure. Metrics and the report are the analysis stage's (``voirdire.run`` does both).
 
     Args:
         job: the validated job spec.
@@ -148,12 +167,12 @@ def run_job(
     out.mkdir(parents=True, exist_ok=True)
     (out / JOB_FILE).write_text(json.dumps(_job_record(job, plan), indent=2))
     store = ResultStore(out, flush_rows=job.run.flush_rows, flush_seconds=job.run.flush_seconds)
-    bench = plan["bench"]
+    bench = plan.bench
     prompts = PromptCache(bench)
     runs = []
-    for rj in plan["judges"]:
+    for rj in plan.judges:
         done = store.completed_ids(rj.name, include_failures=not retry_failed)
-        ctx = rj.context(bench.name, str(plan["data_dir"]), str(out))
+        ctx = rj.context(bench.name, str(plan.data_dir), str(out))
         settings = rj.settings.model_dump(mode="json")
         runs.append(
             JudgeRun(
@@ -166,7 +185,7 @@ def run_job(
                 concurrency=rj.concurrency,
                 batches=iter_unit_batches(
                     bench,
-                    plan["instances"],
+                    plan.instances,
                     job.comparison,
                     judge=rj.name,
                     identity_hash=rj.identity_hash,
@@ -174,7 +193,7 @@ def run_job(
                     batch_size=job.run.batch_size,
                     prompts=prompts,
                 ),
-                total=max(0, plan["units_per_judge"] - len(done)),
+                total=max(0, plan.units_per_judge - len(done)),
                 done=done,
                 actor_options=rj.actor_options,
             )
@@ -183,8 +202,7 @@ def run_job(
     with JobProgress({r.name: r.total for r in runs}, console=console, enabled=show_progress) as progress:
         stats = execute(runs, store, max_attempts=job.run.max_attempts, progress=progress)
     store.compact()
-    jm, um = analyze_dir(out)
-    return JobOutcome(out, stats, jm, um)
+    return RunOutcome(out, stats)
 
 
 def load_judgments(output_dir: str | os.PathLike) -> pl.DataFrame:
@@ -200,32 +218,3 @@ def load_judgments(output_dir: str | os.PathLike) -> pl.DataFrame:
     meta = json.loads(meta_path.read_text())
     raw = ResultStore(out).read_raw()
     return extract_verdicts(raw, meta["verdict_patterns"])
-
-
-def analyze_dir(output_dir: str | os.PathLike) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Recompute judgments, metrics and the report of a finished directory.
-
-    Writes ``judgments.parquet``, ``metrics/judge_metrics.csv``,
-    ``metrics/unit_metrics.csv``, for list-wise jobs ``metrics/slot_shares.csv``
-    (:func:`voirdire.analysis.listwise.slot_shares`), and ``report.md``; calls no judge.
-
-    Returns:
-        ``(judge_metrics, unit_metrics)``.
-    """
-    from voirdire.analysis.metrics import summarize
-    from voirdire.analysis.report import write_markdown_report
-
-    out = Path(output_dir)
-    judgments = load_judgments(out)
-    judgments.write_parquet(out / "judgments.parquet", compression="zstd")
-    jm, um = summarize(judgments)
-    (out / "metrics").mkdir(exist_ok=True)
-    jm.select(JUDGE_METRIC_COLUMNS).write_csv(out / "metrics" / "judge_metrics.csv")
-    um.select(UNIT_METRIC_COLUMNS).write_csv(out / "metrics" / "unit_metrics.csv")
-    if judgments.filter(pl.col("mode") == "listwise").height:
-        from voirdire.analysis.listwise import slot_shares
-
-        slot_shares(judgments).write_csv(out / "metrics" / "slot_shares.csv")
-    meta = json.loads((out / JOB_FILE).read_text())
-    write_markdown_report(out / "report.md", meta, judgments, jm, um)
-    return jm, um

@@ -30,19 +30,17 @@ List-wise schemes (p candidates, 3 <= p <= 8):
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 import random
 from collections.abc import Iterator, Sequence
 
-from voirdire.judges.base import ConfigError
+from voirdire.core import MAX_LIST, MIN_LIST, ConfigError, stable_int
 
 Permutation = tuple[int, ...]
 
 #: list-wise schemes (``sample:k`` takes a count)
 LISTWISE_SCHEMES = ("cyclic", "all", "latin", "sample:k")
-MIN_LIST, MAX_LIST = 3, 8
 
 
 def pairwise_permutations(scheme: str) -> list[Permutation]:
@@ -184,7 +182,7 @@ def scheme_size(scheme: str, p: int) -> int:
 def instance_seed(seed: int, instance_id: str) -> int:
     """The seed of one instance's sampled orders: a hash of the job's ``permutation_seed``
     and the instance id (64-bit)."""
-    return int.from_bytes(hashlib.blake2b(f"{seed}\x1f{instance_id}".encode(), digest_size=8).digest(), "big")
+    return stable_int(seed, instance_id)
 
 
 def seeded_per_instance(scheme: str) -> bool:

@@ -28,11 +28,12 @@ from typing import Any
 
 import ray
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
-
 from voirdire.engine.store import ResultStore, rows_to_table
 from voirdire.engine.units import UnitBatch
 from voirdire.engine.worker import JudgeWorker, results_to_columns
-from voirdire.judges.base import FailureClass, JudgeBackend, JudgeContext, Result
+from voirdire.judges.base import JudgeBackend, JudgeContext, Result
+
+from voirdire.core import FailureClass
 
 
 class JobInterrupted(RuntimeError):

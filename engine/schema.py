@@ -80,7 +80,3 @@ JUDGMENT_SCHEMA = pa.schema(list(RAW_SCHEMA) + JUDGMENT_FIELDS)
 UNIT_COLUMNS = UNIT_SCHEMA.names
 RESULT_COLUMNS = [f.name for f in RESULT_FIELDS]
 
-
-def letters(n: int) -> str:
-    """The first ``n`` position letters: ``letters(3) == "ABC"``."""
-    return "ABCDEFGHIJ"[:n]

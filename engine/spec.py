@@ -31,16 +31,28 @@ where it stood; so are unknown judge backends and invalid backend settings. Exam
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from voirdire.judges.base import (
+    JudgeBackend,
+    JudgeContext,
+    JudgeSettings,
+    Sampling,
+    get_backend,
+)
 
-from voirdire.judges.base import ConfigError, JudgeBackend, JudgeContext, JudgeSettings, Sampling, get_backend
+from voirdire.core import ConfigError, content_hash
 
 
 class _Strict(BaseModel):
@@ -229,9 +241,7 @@ class ResolvedJudge:
             raise ConfigError(f"judge {spec.name!r} (backend {spec.backend!r}): {_describe(exc)}") from exc
         ident = self.backend.identity(self.settings, self.sampling)
         self.identity = ident
-        self.identity_hash = hashlib.blake2b(
-            json.dumps(ident, sort_keys=True, separators=(",", ":")).encode(), digest_size=16
-        ).hexdigest()
+        self.identity_hash = content_hash(ident)
         self.workers = spec.workers or self.backend.workers(self.settings)
         self.concurrency = spec.concurrency or self.backend.concurrency(self.settings)
         #: Ray actor options from the job (``resources``, ``scheduling_strategy``), merged

@@ -18,7 +18,6 @@ a compacted part and removing the parts it replaced.
 from __future__ import annotations
 
 import os
-import re
 import time
 import uuid
 from pathlib import Path
@@ -27,13 +26,9 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
-
 from voirdire.engine.schema import RAW_SCHEMA
 
-
-def judge_dirname(judge: str) -> str:
-    """A filesystem-safe directory name for a judge label."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", judge) or "_"
+from voirdire.core import slug
 
 
 class ResultStore:
@@ -57,7 +52,7 @@ class ResultStore:
         self.rows_written = 0
 
     def _parts(self, judge: str | None = None) -> list[Path]:
-        base = self.raw_dir / judge_dirname(judge) if judge else self.raw_dir
+        base = self.raw_dir / slug(judge) if judge else self.raw_dir
         if not base.exists():
             return []
         return sorted(base.rglob("part-*.parquet"))
@@ -92,7 +87,7 @@ class ResultStore:
                 self._write_part(j, pa.concat_tables(tables))
 
     def _write_part(self, judge: str, table: pa.Table, prefix: str = "part") -> Path:
-        d = self.raw_dir / judge_dirname(judge)
+        d = self.raw_dir / slug(judge)
         d.mkdir(parents=True, exist_ok=True)
         name = f"{prefix}-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
         tmp = d / f".{name}.tmp"

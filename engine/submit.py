@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from voirdire.judges.base import ConfigError
+from voirdire.core import ConfigError
 
 #: the project's root (the directory holding pyproject.toml and the rooms)
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

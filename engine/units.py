@@ -18,7 +18,6 @@ Ids (content hashes, 32 hex chars):
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
 from collections import OrderedDict
@@ -27,11 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
-
 from voirdire.benchmarks.base import Benchmark
 from voirdire.engine.permutations import (
-    MAX_LIST,
-    MIN_LIST,
     instance_seed,
     permutations_for,
     scheme_size,
@@ -39,24 +35,22 @@ from voirdire.engine.permutations import (
 )
 from voirdire.engine.schema import UNIT_COLUMNS
 from voirdire.engine.spec import BenchmarkSpec, ComparisonSpec
-from voirdire.judges.base import ConfigError, Query
+from voirdire.judges.base import Query
+
+from voirdire.core import MAX_LIST, MIN_LIST, ConfigError, content_hash
 
 #: bump when prompt construction changes in a way that changes prompts
 TEMPLATE_VERSION = "1"
 
 
-def _h(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
-
-
 def query_id(benchmark: str, question_id: str, shown: Sequence[str], mode: str, option_mode: int) -> str:
     """Judge-independent id of a prompt (32 hex chars)."""
-    return _h("\x1f".join([TEMPLATE_VERSION, benchmark, question_id, mode, str(option_mode), *shown]))
+    return content_hash(TEMPLATE_VERSION, benchmark, question_id, mode, str(option_mode), *shown)
 
 
 def unit_id(identity_hash: str, qid: str, repetition: int) -> str:
     """Id of one unit: a judge identity asking a query for the ``repetition``-th time."""
-    return _h(f"{identity_hash}\x1f{qid}\x1f{repetition}")
+    return content_hash(identity_hash, qid, str(repetition))
 
 
 def option_mode_for(bench: Benchmark, comparison: ComparisonSpec, p: int | None = None) -> int:
@@ -128,7 +122,7 @@ def draw_lists(
         seen: set[tuple[str, ...]] = set()
         j = 0
         while len(seen) < per_question:
-            rng = random.Random(_h(f"lists\x1f{seed}\x1f{q}\x1f{j}"))
+            rng = random.Random(content_hash("lists", str(seed), q, str(j)))
             lst = tuple(sorted(rng.sample(list(pool), p), key=index.__getitem__))
             j += 1
             if lst not in seen:

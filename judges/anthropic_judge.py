@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
-
 from voirdire.judges.api_common import APIJudge, APISettings, Reply, sdk_call_kwargs
-from voirdire.judges.base import FailureClass, register
+from voirdire.judges.base import register
+
+from voirdire.core import FailureClass
 
 
 @register

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from voirdire.judges.api_common import classify_exception, describe_exception
-from voirdire.judges.base import FailureClass, Query, Result
+from voirdire.judges.base import Query, Result
+
+from voirdire.core import FailureClass, slug
 
 if TYPE_CHECKING:
     from voirdire.judges.api_common import APIJudge
@@ -28,10 +30,9 @@ if TYPE_CHECKING:
 
 def batch_dir(judge: "APIJudge") -> Path | None:
     """Where a judge's batch records live (``None`` without an output directory)."""
-    from voirdire.engine.store import judge_dirname
 
     out = judge.context.output_dir
-    return Path(out) / "api_batches" / judge_dirname(judge.context.judge) if out else None
+    return Path(out) / "api_batches" / slug(judge.context.judge) if out else None
 
 
 def _records(d: Path | None) -> dict[str, dict[str, Any]]:

@@ -42,8 +42,6 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextvars
-import hashlib
-import json
 import math
 import os
 import random
@@ -57,10 +55,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterable
 
 from pydantic import Field, field_validator
-
 from voirdire.judges.base import (
-    ConfigError,
-    FailureClass,
     JudgeBackend,
     JudgeContext,
     JudgeSettings,
@@ -68,6 +63,8 @@ from voirdire.judges.base import (
     Result,
     Sampling,
 )
+
+from voirdire.core import ConfigError, FailureClass, content_hash
 
 # ---------------------------------------------------------------------------------------
 # Price and context-window tables
@@ -346,7 +343,7 @@ LIMITER_NAMESPACE = "voirdire"
 
 def limiter_name(key: str) -> str:
     """The Ray actor name of a limit key's limiter."""
-    return "voirdire-ratelimit-" + hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
+    return "voirdire-ratelimit-" + content_hash(key, size=8)
 
 
 def get_limiter(key: str, rpm: float | None, tpm: float | None, burst_s: float) -> Any:
@@ -420,11 +417,7 @@ class ResponseCache:
     @staticmethod
     def key(identity_hash: str, system: str | None, prompt: str, repetition: int) -> str:
         """H(identity hash, system prompt, prompt, repetition), 32 hex chars."""
-        h = hashlib.blake2b(digest_size=16)
-        for part in (identity_hash, system or "", prompt, str(repetition)):
-            h.update(part.encode("utf-8"))
-            h.update(b"\x1f")
-        return h.hexdigest()
+        return content_hash(identity_hash, system or "", prompt, str(repetition))
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
@@ -679,9 +672,7 @@ class APIJudge(JudgeBackend):
         self.prices = price_for(s.model, s.price_input_per_mtok, s.price_output_per_mtok)
         self.window = context_window_for(s.model, s.context_window)
         self._sem = asyncio.Semaphore(max(1, int(getattr(context, "concurrency", None) or self.concurrency(s))))
-        self.identity_hash = getattr(context, "identity_hash", None) or hashlib.blake2b(
-            json.dumps(self.identity(s, context.sampling), sort_keys=True).encode(), digest_size=16
-        ).hexdigest()
+        self.identity_hash = getattr(context, "identity_hash", None) or content_hash(self.identity(s, context.sampling))
         path = cache_path(s.cache, context.output_dir)
         self.cache = ResponseCache(path) if path is not None else None
         self.limiter = get_limiter(self.limit_key(s), s.rpm, s.tpm, s.rate_burst_s) if (s.rpm or s.tpm) else None

@@ -17,29 +17,11 @@ from __future__ import annotations
 import abc
 import importlib
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-
-class ConfigError(ValueError):
-    """A job, judge or benchmark setting is invalid; raised before any query is sent."""
-
-
-class FailureClass(str, Enum):
-    """Why a query has no output. Stored as the ``failure`` column of raw outputs."""
-
-    MISSING = "missing"  # replay: the release has no recorded output for this query
-    RATE_LIMITED = "rate_limited"
-    SERVER_ERROR = "server_error"
-    TIMEOUT = "timeout"
-    REFUSED = "refused"  # authentication/permission/bad request refused by the provider
-    CONTEXT_TOO_LONG = "context_too_long"
-    CONTENT_FILTERED = "content_filtered"
-    MALFORMED_RESPONSE = "malformed_response"
-    ACTOR_CRASHED = "actor_crashed"  # the judge's worker died on every attempt
-    ERROR = "error"  # anything else
+from voirdire.core import ConfigError, FailureClass
 
 
 class Sampling(BaseModel):

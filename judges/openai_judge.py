@@ -19,10 +19,11 @@ import json
 from typing import Any
 
 import openai
-
 from voirdire.judges.api_batch import status_failure
 from voirdire.judges.api_common import APIJudge, APISettings, Reply, sdk_call_kwargs
-from voirdire.judges.base import ConfigError, register
+from voirdire.judges.base import register
+
+from voirdire.core import ConfigError
 
 
 @register

@@ -23,14 +23,14 @@ hardest interruption a job can suffer; ``latency_s`` seconds of delay per batch.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import random
 import signal
 
-from voirdire.engine.schema import letters
-from voirdire.judges.faults import crash_once
 from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, register
+from voirdire.judges.faults import crash_once
+
+from voirdire.core import letters, stable_int
 
 
 class SimulatedSettings(JudgeSettings):
@@ -51,7 +51,7 @@ class SimulatedSettings(JudgeSettings):
 
 
 def _u(*parts: object) -> int:
-    return int.from_bytes(hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest(), "big")
+    return stable_int(*map(str, parts))
 
 
 def latent_quality(model: str, qualities: dict[str, float] | None, seed: int) -> float:

@@ -67,8 +67,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
-
-from voirdire.engine.schema import letters
 from voirdire.judges.base import (
     ConfigError,
     FailureClass,
@@ -80,6 +78,8 @@ from voirdire.judges.base import (
     register,
 )
 from voirdire.judges.faults import crash_once
+
+from voirdire.core import letters
 
 log = logging.getLogger(__name__)
 

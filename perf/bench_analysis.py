@@ -22,7 +22,14 @@ from __future__ import annotations
 import argparse
 import time
 
-from voirdire.analysis.agreement import agreement_matrix, choices, disagreement_histogram, fleiss_panel, majority_share, query_disagreement
+from voirdire.analysis.agreement import (
+    agreement_matrix,
+    choices,
+    disagreement_histogram,
+    fleiss_panel,
+    majority_share,
+    query_disagreement,
+)
 from voirdire.analysis.metrics import summarize
 from voirdire.analysis.regression import factor_regressions
 from voirdire.analysis.simulate import simulate_judgments

@@ -32,6 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 from fake_api_server import admin, max_in_window  # noqa: E402
 
+import voirdire
+
 KEY = "sk-bench-not-a-real-key-000000"
 
 
@@ -48,7 +50,6 @@ def sustained(arrivals: list[list[float]], skip: int = 10) -> float:
 
 
 def run_voirdire(url: str, args, out: Path) -> dict:
-    from voirdire.engine.job import run_job
     from voirdire.engine.spec import parse_job
 
     job = parse_job({
@@ -61,7 +62,7 @@ def run_voirdire(url: str, args, out: Path) -> dict:
                     "rpm": args.rpm, "cache": "off", "rate_limit_key": f"bench-{time.time()}"}],
     })
     t0 = time.perf_counter()
-    outcome = run_job(job, show_progress=False)
+    outcome = voirdire.run(job)
     wall = time.perf_counter() - t0
     st = admin(url, "/_admin/stats")
     return {"queries": outcome.stats.queries, "failures": outcome.stats.failures, "wall_s": wall,

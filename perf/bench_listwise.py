@@ -18,7 +18,6 @@ scheduler stops the stream there). Needs the MT-Bench data (``VOIRDIRE_DATA``).
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import os
 import resource
@@ -55,7 +54,6 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
 
     import ray
-
     from voirdire.engine.job import plan_job
     from voirdire.engine.permutations import scheme_size
     from voirdire.engine.scheduler import JudgeRun, execute
@@ -79,11 +77,11 @@ def main(argv: list[str] | None = None) -> None:
         "bench",
     )
     plan = plan_job(job)
-    rj = plan["judges"][0]
-    total = min(args.units, plan["units_per_judge"])
+    rj = plan.judges[0]
+    total = min(args.units, plan.units_per_judge)
     batches = iter_unit_batches(
-        plan["bench"], plan["instances"], job.comparison, judge=rj.name, identity_hash=rj.identity_hash,
-        needs_prompt=rj.backend.needs_prompt, batch_size=args.batch_size, prompts=PromptCache(plan["bench"]),
+        plan.bench, plan.instances, job.comparison, judge=rj.name, identity_hash=rj.identity_hash,
+        needs_prompt=rj.backend.needs_prompt, batch_size=args.batch_size, prompts=PromptCache(plan.bench),
     )  # fmt: skip
 
     def _capped():  # stop the stream at exactly `total` units
@@ -99,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     ray.init(num_cpus=max(2, os.cpu_count() or 2), include_dashboard=False, configure_logging=False, log_to_driver=False)
     run = JudgeRun(
         name=rj.name, backend=rj.backend, backend_name=rj.spec.backend, settings=rj.settings.model_dump(mode="json"),
-        context=rj.context(plan["bench"].name, str(plan["data_dir"]), str(out)), workers=rj.workers,
+        context=rj.context(plan.bench.name, str(plan.data_dir), str(out)), workers=rj.workers,
         concurrency=rj.concurrency, batches=_capped(), total=total,
     )  # fmt: skip
 

@@ -22,19 +22,21 @@ import tempfile
 import time
 from pathlib import Path
 
+import voirdire
+
 REPO = Path(__file__).resolve().parents[1]
 REPLAY_JOBS = ["mtbench_position_bias", "devbench_position_bias", "mtbench_repetition", "devbench_repetition"]
 
 
 def scheduler_rate(tmp: Path) -> list[tuple[str, int, float]]:
-    from voirdire.engine.job import init_ray, run_job
+    from voirdire.engine.job import init_ray
     from voirdire.engine.spec import load_job, parse_job
 
     init_ray()
     rows = []
     job = load_job(REPO / "examples" / "mtbench_position_bias.toml")
     job.output_dir = str(tmp / "replay")
-    out = run_job(job, show_progress=False)
+    out = voirdire.run(job)
     rows.append(("replay, MT-Bench, 3 judges", out.stats.queries, out.stats.seconds))
     sim = parse_job(
         {
@@ -49,7 +51,7 @@ def scheduler_rate(tmp: Path) -> list[tuple[str, int, float]]:
             ],
         }
     )
-    out = run_job(sim, show_progress=False)
+    out = voirdire.run(sim)
     rows.append(("simulated, MT-Bench x10 reps, 2 judges", out.stats.queries, out.stats.seconds))
     return rows
 

@@ -80,7 +80,6 @@ def run_plain(args) -> dict:
 def run_voirdire(args) -> dict:
     """voirdire: one JudgeWorker actor (vllm backend), whole-instance batches in flight."""
     import ray
-
     from voirdire.engine.worker import JudgeWorker
     from voirdire.judges.base import JudgeContext, Query, Sampling
     from voirdire.judges.vllm_judge import VllmJudge, VllmSettings

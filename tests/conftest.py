@@ -22,7 +22,8 @@ def data_dir() -> pathlib.Path:
     configured or found) skips; any other error fails the test.
     """
     from voirdire.benchmarks.data import resolve_data_dir
-    from voirdire.judges.base import ConfigError
+
+    from voirdire.core import ConfigError
 
     try:
         return resolve_data_dir()

@@ -8,7 +8,6 @@ from collections import Counter
 import numpy as np
 import polars as pl
 import pytest
-
 from voirdire.analysis.agreement import (
     agreement_matrix,
     disagreement_histogram,

@@ -19,6 +19,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import voirdire
+
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_api_server import FakeAPIServer, max_in_window  # noqa: E402
 
@@ -118,7 +120,6 @@ def _no_secret_anywhere(out: Path) -> None:
 
 
 def test_job_with_faults_every_unit_once_and_no_secret(cluster, tmp_path):
-    from voirdire.engine.job import run_job
     from voirdire.engine.spec import load_job
 
     srv = cluster
@@ -129,7 +130,7 @@ def test_job_with_faults_every_unit_once_and_no_secret(cluster, tmp_path):
         {"kind": "slow", "rate": 0.04, "times": None}, {"kind": "context", "rate": 0.04, "times": None},
     ])
     job = load_job(_job(tmp_path, srv, OPENAI + ANTHROPIC, instances=12))
-    outcome = run_job(job, show_progress=False)
+    outcome = voirdire.run(job)
     raw = pl.read_parquet(next((tmp_path / "out").glob("judgments.parquet")))
     assert raw.height == 2 * 12 * 2  # judges x instances x both orders
     assert raw["unit_id"].n_unique() == raw.height
@@ -146,7 +147,6 @@ def test_job_with_faults_every_unit_once_and_no_secret(cluster, tmp_path):
 
 
 def test_rate_limit_never_exceeded_across_workers(cluster, tmp_path):
-    from voirdire.engine.job import run_job
     from voirdire.engine.spec import load_job
 
     srv = cluster
@@ -155,14 +155,14 @@ def test_rate_limit_never_exceeded_across_workers(cluster, tmp_path):
     _configure(srv, rpm=rpm, burst_s=1.0, jitter_s=0.0, latency_s=0.02)
     unlimited = OPENAI.replace("concurrency = 8", "concurrency = 8\nworkers = 2\nsdk_max_retries = 0\ncache = \"off\"")
     unlimited = unlimited.replace("sdk_max_retries = 1\n", "")
-    run_job(load_job(_job(tmp_path / "a", srv, unlimited, instances=30)), show_progress=False)
+    voirdire.run(load_job(_job(tmp_path / "a", srv, unlimited, instances=30)))
     assert srv.stats["rate_rejected"] > 0
 
     _configure(srv, rpm=rpm, burst_s=1.0, jitter_s=0.25, latency_s=0.02)
     limited = OPENAI.replace("concurrency = 8", f"concurrency = 8\nworkers = 2\nrpm = {rpm}\nrate_limit_key = \"t1\"")
     # a second judge (another model) shares the limit key: 3 workers in all
     limited += limited.replace('name = "gpt-4o"', 'name = "gpt-4o-mini"').replace('model = "gpt-4o"', 'model = "gpt-4o-mini"').replace("workers = 2", "workers = 1")
-    out = run_job(load_job(_job(tmp_path / "b", srv, limited, instances=40)), show_progress=False)
+    out = voirdire.run(load_job(_job(tmp_path / "b", srv, limited, instances=40)))
     assert out.stats.failures == 0 and out.stats.queries == 160
     st = srv.stats
     assert st["rate_rejected"] == 0 and st["by_status"] == {"200": 160}
@@ -200,10 +200,9 @@ def test_crash_after_answers_then_resume_pays_nothing_twice(cluster, tmp_path):
     paid_before = srv.stats["ok"]["openai"]
     assert not list((tmp_path / "out" / "raw").rglob("part-*.parquet"))
 
-    from voirdire.engine.job import run_job
     from voirdire.engine.spec import load_job
 
-    outcome = run_job(load_job(path), show_progress=False)
+    outcome = voirdire.run(load_job(path))
     raw = pl.read_parquet(tmp_path / "out" / "judgments.parquet")
     assert raw.height == 48 and raw["failure"].null_count() == 48
     assert srv.stats["ok"]["openai"] == 48  # every query paid exactly once over both runs
@@ -215,7 +214,7 @@ def test_crash_after_answers_then_resume_pays_nothing_twice(cluster, tmp_path):
 def test_dry_run_estimates_and_missing_key_stops_before_sending(cluster, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from voirdire.engine.cli import app
+    from voirdire.cli import app
 
     srv = cluster
     _configure(srv)

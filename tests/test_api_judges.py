@@ -13,7 +13,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_api_server import FakeAPIServer  # noqa: E402
-
 from voirdire.judges.api_common import (  # noqa: E402
     ResponseCache,
     bucket_for,
@@ -21,7 +20,9 @@ from voirdire.judges.api_common import (  # noqa: E402
     price_for,
     redact,
 )
-from voirdire.judges.base import ConfigError, FailureClass, JudgeContext, Query, Sampling, get_backend  # noqa: E402
+from voirdire.judges.base import JudgeContext, Query, Sampling, get_backend
+
+from voirdire.core import ConfigError, FailureClass  # noqa: E402
 
 KEYS = {"openai": "sk-test-0penai-SECRETKEY-1234567890", "anthropic": "test-anthropic-key-SECRETKEY-0987654321"}
 ENV = {"openai": "VOIRDIRE_TEST_OPENAI_KEY", "anthropic": "VOIRDIRE_TEST_ANTHROPIC_KEY"}

@@ -17,7 +17,6 @@ import time
 
 import polars as pl
 import pytest
-
 from voirdire.benchmarks import data as bdata
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.data import (
@@ -29,7 +28,8 @@ from voirdire.benchmarks.data import (
 from voirdire.benchmarks.devbench import DevBench
 from voirdire.benchmarks.mtbench import MTBench
 from voirdire.benchmarks.registry import canonical_name, clear_cache, load_benchmark
-from voirdire.judges.base import ConfigError
+
+from voirdire.core import ConfigError
 
 openpyxl = pytest.importorskip("openpyxl")
 

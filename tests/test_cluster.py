@@ -27,6 +27,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import voirdire
+
 ROOT = Path(__file__).resolve().parents[1]
 RAY = str(Path(sys.executable).parent / "ray")
 
@@ -265,8 +267,7 @@ def test_job_survives_losing_a_node(cluster, tmp_path):
     """Judge actors spread over both nodes; the worker node is killed mid-job; the job
     finishes on the head node with every unit recorded exactly once and no failure."""
     import ray
-
-    from voirdire.engine.job import plan_job, run_job
+    from voirdire.engine.job import plan_job
     from voirdire.engine.spec import parse_job
     from voirdire.engine.units import iter_unit_batches
 
@@ -280,10 +281,10 @@ def test_job_survives_losing_a_node(cluster, tmp_path):
     expected = {
         rj.name: {
             u
-            for b in iter_unit_batches(plan["bench"], plan["instances"], job.comparison, judge=rj.name, identity_hash=rj.identity_hash, needs_prompt=False, batch_size=100)
+            for b in iter_unit_batches(plan.bench, plan.instances, job.comparison, judge=rj.name, identity_hash=rj.identity_hash, needs_prompt=False, batch_size=100)
             for u in b.columns["unit_id"]
         }
-        for rj in plan["judges"]
+        for rj in plan.judges
     }  # fmt: skip
     assert all(len(v) == 120 for v in expected.values())
 
@@ -291,7 +292,7 @@ def test_job_survives_losing_a_node(cluster, tmp_path):
 
     def _run() -> None:
         try:
-            result["outcome"] = run_job(job, address=cluster["gcs"], show_progress=False)
+            result["outcome"] = voirdire.run(job, address=cluster["gcs"])
         except BaseException as exc:  # noqa: BLE001 - reported by the test thread
             result["error"] = exc
 

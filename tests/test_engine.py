@@ -7,17 +7,22 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import polars as pl
 import pytest
-
-from voirdire.engine.job import load_judgments, plan_job, run_job
+from voirdire.engine.job import load_judgments, plan_job
 from voirdire.engine.spec import load_job, parse_job
 from voirdire.engine.store import ResultStore
-from voirdire.engine.units import PromptCache, instances, iter_unit_batches, query_id, unit_id
-from voirdire.judges.base import ConfigError
+from voirdire.engine.units import (
+    PromptCache,
+    iter_unit_batches,
+    query_id,
+    unit_id,
+)
+
+import voirdire
+from voirdire.core import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -108,7 +113,7 @@ def test_examples_validate(data_dir):
         job = load_job(path)
         if all(j.backend in ("replay", "simulated") for j in job.judges):
             plan = plan_job(job)
-            assert plan["units_per_judge"] > 0, path
+            assert plan.units_per_judge > 0, path
 
 
 # --------------------------------------------------------------------------- units
@@ -117,13 +122,13 @@ def test_examples_validate(data_dir):
 def test_units_stable_and_complete(tmp_path, data_dir):
     job = parse_job(job_dict(tmp_path, comparison={"option_mode": 3, "repetitions": 2}))
     plan = plan_job(job)
-    rj = plan["judges"][0]
-    bench = plan["bench"]
+    rj = plan.judges[0]
+    bench = plan.bench
 
     def ids():
         out = []
         for b in iter_unit_batches(
-            bench, plan["instances"], job.comparison, judge=rj.name, identity_hash=rj.identity_hash,
+            bench, plan.instances, job.comparison, judge=rj.name, identity_hash=rj.identity_hash,
             needs_prompt=True, batch_size=5, prompts=PromptCache(bench),
         ):
             # never split an instance across batches
@@ -134,7 +139,7 @@ def test_units_stable_and_complete(tmp_path, data_dir):
 
     first = ids()
     assert first == ids()  # deterministic
-    assert len(first) == len(set(first)) == 2 * 3 * 2 * 2 == plan["units_per_judge"]
+    assert len(first) == len(set(first)) == 2 * 3 * 2 * 2 == plan.units_per_judge
     # the id depends on the judge's identity (and sampling), not on its label
     qid = query_id("MTBench", "81", ("alpaca-13b", "vicuna-13b-v1.3"), "pairwise", 3)
     assert unit_id("a" * 32, qid, 1) != unit_id("b" * 32, qid, 1)
@@ -142,11 +147,11 @@ def test_units_stable_and_complete(tmp_path, data_dir):
     job2 = parse_job(job_dict(tmp_path, sampling={"temperature": 0.7}))
     sim = [
         r.identity_hash
-        for r in plan_job(parse_job({**job_dict(tmp_path), "judges": [{"name": "s", "backend": "simulated"}]}))["judges"]
+        for r in plan_job(parse_job({**job_dict(tmp_path), "judges": [{"name": "s", "backend": "simulated"}]})).judges
     ]
     sim_t = [
         r.identity_hash
-        for r in plan_job(parse_job({**job_dict(tmp_path, sampling={"temperature": 0.7}), "judges": [{"name": "s", "backend": "simulated"}]}))["judges"]
+        for r in plan_job(parse_job({**job_dict(tmp_path, sampling={"temperature": 0.7}), "judges": [{"name": "s", "backend": "simulated"}]})).judges
     ]
     assert sim != sim_t
     assert job2.sampling.temperature == 0.7
@@ -155,7 +160,7 @@ def test_units_stable_and_complete(tmp_path, data_dir):
 def test_instances_pairwise(data_dir, tmp_path):
     job = parse_job(job_dict(tmp_path))
     plan = plan_job(job)
-    inst = plan["instances"]
+    inst = plan.instances
     assert inst.height == 6
     assert inst["candidates"].to_list()[0][1] == "vicuna-13b-v1.3"
     assert set(inst["task"]) == {"writing", "math"}  # question 81 is writing, 111 math
@@ -166,7 +171,6 @@ def test_instances_pairwise(data_dir, tmp_path):
 
 def test_store_atomic_parts_and_dedup(tmp_path):
     import pyarrow as pa
-
     from voirdire.engine.schema import RAW_SCHEMA
 
     store = ResultStore(tmp_path, flush_rows=2, flush_seconds=100)
@@ -200,7 +204,7 @@ def test_store_atomic_parts_and_dedup(tmp_path):
 
 def test_replay_job_end_to_end(tmp_path, data_dir, ray_local):
     job = parse_job(job_dict(tmp_path))
-    outcome = run_job(job, show_progress=False)
+    outcome = voirdire.run(job)
     out = outcome.output_dir
     j = load_judgments(out)
     assert j.height == 2 * 12
@@ -216,7 +220,7 @@ def test_replay_job_end_to_end(tmp_path, data_dir, ray_local):
     assert (out / "report.md").read_text().count("gpt-4-0613") >= 2
     assert (out / "judgments.parquet").exists()
     # rerun: nothing is asked again
-    again = run_job(job, show_progress=False)
+    again = voirdire.run(job)
     assert again.stats.queries == 0
     assert load_judgments(out).height == j.height
 
@@ -224,7 +228,7 @@ def test_replay_job_end_to_end(tmp_path, data_dir, ray_local):
 def test_missing_recorded_output_is_recorded_failure(tmp_path, data_dir, ray_local):
     # gpt-4 is a candidate in the position-bias study, but never compared with itself
     d = job_dict(tmp_path, benchmark={"name": "mtbench", "questions": ["81"], "candidates": ["gpt-4"], "reference": "alpaca-13b"})
-    outcome = run_job(parse_job(d), show_progress=False)
+    outcome = voirdire.run(parse_job(d))
     j = load_judgments(outcome.output_dir)
     assert j.height == 4
     assert set(j["failure"]) == {"missing"}
@@ -240,7 +244,7 @@ def test_worker_crash_midjob_loses_nothing(tmp_path, data_dir, ray_local):
         {"name": "sim", "backend": "simulated", "primacy": 0.8, "crash_after": 7, "crash_marker": str(marker)},
         {"name": "gpt-4-0613", "backend": "replay", "recorded": "gpt-4-0613"},
     ]
-    outcome = run_job(parse_job(d), show_progress=False)
+    outcome = voirdire.run(parse_job(d))
     assert marker.exists(), "the worker did not crash: the test tests nothing"
     # the batch in flight was sent again: to the restarting actor (resent) or after it died (retried)
     assert outcome.stats.retried_batches + outcome.stats.resent_batches >= 1
@@ -358,7 +362,7 @@ def test_two_judges_of_one_identity_keep_their_rows(tmp_path, data_dir, ray_loca
         {"name": "gpt-4-a", "backend": "replay", "recorded": "gpt-4-0613"},
         {"name": "gpt-4-b", "backend": "replay", "recorded": "gpt-4-0613"},
     ]
-    outcome = run_job(parse_job(d), show_progress=False)
+    outcome = voirdire.run(parse_job(d))
     j = load_judgments(outcome.output_dir)
     assert j.group_by("judge").len().sort("judge")["len"].to_list() == [12, 12]
     a, b = (set(j.filter(pl.col("judge") == n)["unit_id"]) for n in ("gpt-4-a", "gpt-4-b"))

@@ -12,9 +12,16 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
-from voirdire.analysis.listwise import listwise_series, listwise_unit_metrics, slot_shares
-from voirdire.analysis.metrics import _pairwise_unit_metrics, judge_metrics, unit_metrics
+from voirdire.analysis.listwise import (
+    listwise_series,
+    listwise_unit_metrics,
+    slot_shares,
+)
+from voirdire.analysis.metrics import (
+    _pairwise_unit_metrics,
+    judge_metrics,
+    unit_metrics,
+)
 from voirdire.engine.permutations import (
     AllOrders,
     cyclic_orders,
@@ -26,8 +33,10 @@ from voirdire.engine.permutations import (
 )
 from voirdire.engine.spec import BenchmarkSpec, ComparisonSpec, parse_job
 from voirdire.engine.units import count_units, draw_lists, instances, iter_unit_batches
-from voirdire.judges.base import ConfigError
 from voirdire.judges.extract import extract_verdicts
+
+import voirdire
+from voirdire.core import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -372,10 +381,9 @@ def _load_example(name: str, out: Path) -> object:
 @pytest.mark.ray
 @pytest.mark.parametrize(("example", "p"), [("mtbench_listwise_p3_cyclic.toml", 3), ("mtbench_listwise_p5_all.toml", 5)])
 def test_example_jobs_recover_simulated_bias(data_dir, local_ray, tmp_path, example, p):
-    from voirdire.engine.job import run_job
 
     job = _load_example(example, tmp_path / "out")
-    outcome = run_job(job, show_progress=False)
+    outcome = voirdire.run(job)
     orders = 3 if p == 3 else 120
     assert outcome.stats.queries == 2 * 80 * orders and outcome.stats.failures == 0
     jm = {r["judge"]: r for r in outcome.judge_metrics.iter_rows(named=True)}

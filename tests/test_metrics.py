@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-
 from voirdire.analysis.metrics import (
     JUDGE_COLUMNS,
     PAIR_COLUMNS,

@@ -12,6 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import voirdire
+
 pytestmark = pytest.mark.ray
 
 PB_JUDGES = ["gemini-pro", "gpt-3.5-turbo-1106", "gpt-4-0613"]
@@ -58,21 +60,20 @@ def _tokenizer(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory, data_dir, ray_local):
-    from voirdire.engine.job import run_job
 
     tmp = tmp_path_factory.mktemp("report")
     tok = _tokenizer(tmp / "tokenizer")
     pb = _job(tmp, data_dir, "mt-pb", "full", 1, PB_JUDGES, "position_bias", tok)
     rep = _job(tmp, data_dir, "mt-rep", "repetition", 3, REP_JUDGES, "repetition", None)
     for j in (pb, rep):
-        run_job(j, show_progress=False)
+        voirdire.run(j)
     return tmp, Path(pb.output_dir), Path(rep.output_dir), tok
 
 
 def test_report_html_has_every_part(jobs):
     from typer.testing import CliRunner
 
-    from voirdire.engine.cli import app
+    from voirdire.cli import app
 
     tmp, pb, rep, _ = jobs
     out = tmp / "combined"

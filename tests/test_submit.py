@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from voirdire.engine import submit as sub
 from voirdire.engine.spec import ResolvedJudge, parse_job
-from voirdire.judges.base import ConfigError
+
+from voirdire.core import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,7 +32,7 @@ def test_stage_has_code_and_job(tmp_path):
     job.write_text("x = 1\n")
     staged, rel = sub.stage(job, tmp_path / "stage")
     assert rel == "job/my job.toml" and (staged / rel).read_text() == "x = 1\n"
-    for name in ("pyproject.toml", "voirdire/__init__.py", "engine/cli.py", "judges/base.py", "benchmarks/templates/listwise.json", "analysis/listwise.py"):
+    for name in ("pyproject.toml", "voirdire/__init__.py", "voirdire/cli.py", "judges/base.py", "benchmarks/templates/listwise.json", "analysis/listwise.py"):
         assert (staged / name).is_file(), name
     assert not list(staged.rglob("__pycache__")) and not (staged / "tests").exists()
 

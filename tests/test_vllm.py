@@ -22,9 +22,16 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from voirdire.judges.base import JudgeContext, Query, Sampling
+from voirdire.judges.vllm_judge import (
+    VllmJudge,
+    VllmSettings,
+    option_probabilities,
+    plan_requests,
+)
 
-from voirdire.judges.base import ConfigError, JudgeContext, Query, Sampling
-from voirdire.judges.vllm_judge import VllmJudge, VllmSettings, option_probabilities, plan_requests
+import voirdire
+from voirdire.core import ConfigError
 
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None and importlib.util.find_spec("transformers") is not None
 if os.environ.get("CI") == "true" and not HAVE_VLLM:  # CI installs voirdire[vllm]: never skip there
@@ -110,7 +117,6 @@ def tiny_model(tmp_path_factory, data_dir):
 def context_limit(tiny_model, data_dir):
     """A max_model_len that some of the job's real prompts exceed and some fit in."""
     from transformers import AutoTokenizer
-
     from voirdire.benchmarks.registry import load_benchmark
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
@@ -130,8 +136,7 @@ def context_limit(tiny_model, data_dir):
 @pytest.fixture(scope="module")
 def job_run(tiny_model, context_limit, data_dir, tmp_path_factory):
     import ray
-
-    from voirdire.engine.job import load_judgments, run_job
+    from voirdire.engine.job import load_judgments
     from voirdire.engine.spec import parse_job
 
     started = False
@@ -168,7 +173,7 @@ def job_run(tiny_model, context_limit, data_dir, tmp_path_factory):
         }
     )
     try:
-        outcome = run_job(job, show_progress=False)
+        outcome = voirdire.run(job)
         judgments = load_judgments(outcome.output_dir)
         yield {"outcome": outcome, "judgments": judgments, "marker": marker, "limit": limit, "job": job}
     finally:

@@ -1,18 +1,46 @@
-"""voirdire: examines LLM judges for position bias at benchmark scale, on Ray.
+"""voirdire: examines LLM judges for bias at benchmark scale, on Ray.
 
-The repository keeps its rooms at the top level (``engine/``, ``judges/``,
-``benchmarks/``, ``analysis/``); they import as ``voirdire.engine`` and so on. An
-installed wheel maps them through setuptools' ``package-dir``; in a checkout (editable
-install, or ``PYTHONPATH`` pointing at a worktree) the repository root is appended to this
-package's search path so the same names resolve to the rooms.
+The public API (:mod:`voirdire.api`) is re-exported here and imported on first use, so
+``import voirdire`` stays cheap in Ray workers::
+
+    import voirdire
+    result = voirdire.run("examples/mtbench_position_bias.toml")
+    result.judge_metrics
+
+The rooms import as ``voirdire.core``, ``voirdire.benchmarks``, ``voirdire.judges``,
+``voirdire.engine`` and ``voirdire.analysis`` (setuptools' ``package-dir`` maps the
+repository's top-level folders to them).
 """
 
 from __future__ import annotations
 
-import os as _os
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
-if _os.path.isfile(_os.path.join(_root, "pyproject.toml")) and _root not in __path__:
-    __path__.append(_root)  # type: ignore[name-defined]
+__all__ = ["Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "ConfigError", "__version__"]
+
+if TYPE_CHECKING:
+    from voirdire.api import (
+        Results,
+        analyze,
+        estimate,
+        load,
+        load_job_spec,
+        plan,
+        report,
+        run,
+    )
+    from voirdire.core import ConfigError
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ConfigError":
+        from voirdire.core import ConfigError
+
+        return ConfigError
+    if name in __all__:
+        from voirdire import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'voirdire' has no attribute {name!r}")

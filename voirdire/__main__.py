@@ -1,6 +1,6 @@
 """``python -m voirdire`` runs the command-line interface."""
 
-from voirdire.engine.cli import main
+from voirdire.cli import main
 
 if __name__ == "__main__":
     main()

@@ -25,7 +25,7 @@ import polars as pl
 import typer
 from rich.console import Console
 
-from voirdire.judges.base import ConfigError
+from voirdire.core import ConfigError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False, help="Examine LLM judges for position bias, on Ray.")
 # a terminal sets its own width; piped output (CI logs) gets room for the whole table
@@ -54,31 +54,25 @@ def run(
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _terminate)
+    from voirdire import api
     from voirdire.analysis.report import print_judge_table
-    from voirdire.engine.job import plan_job, run_job
     from voirdire.engine.scheduler import JobInterrupted
-    from voirdire.engine.spec import load_job
 
     try:
-        specs = [load_job(p) for p in jobs]
-        if output_dir is not None:
-            if len(specs) != 1:
-                raise ConfigError("--output-dir applies to one job file at a time")
-            from voirdire.engine.spec import parse_job
-
-            data = {**specs[0].model_dump(mode="json", exclude_none=True), "output_dir": output_dir}
-            specs[0] = parse_job(data, f"{jobs[0]} (--output-dir)")
-        plans = [plan_job(s) for s in specs]  # every job validated before anything is sent
+        if output_dir is not None and len(jobs) != 1:
+            raise ConfigError("--output-dir applies to one job file at a time")
+        specs = [api.load_job_spec(p, output_dir=output_dir) for p in jobs]
+        plans = [api.plan(s) for s in specs]  # every job validated before anything is sent
     except ConfigError as exc:
         _fail(str(exc))
     if dry_run:
         from voirdire.engine.job import estimate_job
 
         for spec, plan in zip(specs, plans):
-            console.print(f"[bold]{spec.name}[/]: {plan['instances'].height} instances")
+            console.print(f"[bold]{spec.name}[/]: {plan.instances.height} instances")
             estimates = estimate_job(spec, plan)
-            for rj in plan["judges"]:
-                console.print(f"  {rj.name} ({rj.spec.backend}): {plan['units_per_judge']:,} queries")
+            for rj in plan.judges:
+                console.print(f"  {rj.name} ({rj.spec.backend}): {plan.units_per_judge:,} queries")
                 est = estimates.get(rj.name)
                 if est:
                     cost = est["cost_usd_max"]
@@ -95,8 +89,8 @@ def run(
     try:
         for spec, plan in zip(specs, plans):
             console.rule(f"[bold]{spec.name}")
-            outcome = run_job(
-                spec, address=address, show_progress=progress, retry_failed=retry_failed, console=console, plan=plan
+            outcome = api.run(
+                spec, address=address, show_progress=progress, retry_failed=retry_failed, console=console, job_plan=plan
             )
             s = outcome.stats
             console.print(
@@ -115,13 +109,13 @@ def run(
 @app.command()
 def analyze(dirs: Annotated[list[Path], typer.Argument(help="Finished output directories.")]) -> None:
     """Recompute judgments, metrics and report.md from output directories (no judge is called)."""
+    from voirdire import api
     from voirdire.analysis.report import print_judge_table
-    from voirdire.engine.job import analyze_dir
 
     tables = []
     for d in dirs:
         try:
-            jm, _ = analyze_dir(d)
+            jm = api.load(d).judge_metrics
         except FileNotFoundError as exc:
             _fail(str(exc))
         tables.append(jm)
@@ -140,7 +134,7 @@ def report(
     tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer path for lengths in tokens (overrides [analysis] tokenizer).")] = None,
 ) -> None:
     """Write report.html (figures embedded), report.md, metrics/*.csv and figures/*.png (no judge is called)."""
-    from voirdire.analysis.html_report import build_report
+    from voirdire import api
 
     attrs = None
     if judge_attributes is not None:
@@ -150,7 +144,7 @@ def report(
         if "judge" not in attrs.columns:
             _fail(f"{judge_attributes}: needs a 'judge' column")
     try:
-        path = build_report([str(d) for d in dirs], out, judge_attributes=attrs, replicates=replicates, rs_min=rs_min, max_error=max_error, tokenizer=tokenizer)
+        path = api.report(dirs, out=out, judge_attributes=attrs, replicates=replicates, rs_min=rs_min, max_error=max_error, tokenizer=tokenizer)
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         _fail(str(exc))
     console.print(f"wrote {path}")

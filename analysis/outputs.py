@@ -1,0 +1,47 @@
+"""Analysing a finished output directory: judgments, metrics tables and ``report.md``.
+
+Reads what the engine wrote (``job.json``, ``raw/``) and calls no judge. Writes
+``judgments.parquet``, ``metrics/judge_metrics.csv``, ``metrics/unit_metrics.csv``, for
+list-wise jobs ``metrics/slot_shares.csv``, and ``report.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import polars as pl
+from voirdire.analysis.listwise import slot_shares
+from voirdire.analysis.metrics import summarize
+from voirdire.analysis.report import write_markdown_report
+from voirdire.engine.job import JOB_FILE, load_judgments
+
+#: columns of metrics/judge_metrics.csv and metrics/unit_metrics.csv
+JUDGE_METRIC_COLUMNS = ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread"]
+UNIT_METRIC_COLUMNS = [
+    "benchmark", "judge", "candidate", "task", "n", "consistent", "primacy", "recency", "pc", "pf", "owr", "quality_gap",
+]
+
+
+def analyze_dir(output_dir: str | os.PathLike) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Recompute judgments, metrics and the report of a finished directory, in place.
+
+    Returns:
+        ``(judge_metrics, unit_metrics)`` as computed by :func:`voirdire.analysis.metrics.summarize`.
+
+    Raises:
+        FileNotFoundError: the directory has no ``job.json`` (not a voirdire output directory).
+    """
+    out = Path(output_dir)
+    judgments = load_judgments(out)
+    judgments.write_parquet(out / "judgments.parquet", compression="zstd")
+    jm, um = summarize(judgments)
+    (out / "metrics").mkdir(exist_ok=True)
+    jm.select(JUDGE_METRIC_COLUMNS).write_csv(out / "metrics" / "judge_metrics.csv")
+    um.select(UNIT_METRIC_COLUMNS).write_csv(out / "metrics" / "unit_metrics.csv")
+    if judgments.filter(pl.col("mode") == "listwise").height:
+        slot_shares(judgments).write_csv(out / "metrics" / "slot_shares.csv")
+    meta = json.loads((out / JOB_FILE).read_text())
+    write_markdown_report(out / "report.md", meta, judgments, jm, um)
+    return jm, um

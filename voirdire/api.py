@@ -1,0 +1,182 @@
+"""voirdire's public Python API: what the CLI does, as functions a notebook can call.
+
+    import voirdire
+    result = voirdire.run("examples/mtbench_position_bias.toml")   # run or resume, then analyse
+    result.judge_metrics                                          # polars DataFrame
+    done = voirdire.load("runs/mtbench-position-bias")            # a finished directory
+    voirdire.report([done.output_dir], out="runs/report")         # report.html, report.md, CSVs
+
+Every function validates before anything is sent and raises
+:class:`voirdire.core.ConfigError` (invalid job, data or judge) with a message naming the
+culprit; :class:`voirdire.engine.scheduler.JobInterrupted` on Ctrl-C (what finished is
+saved: run again to resume).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from voirdire.analysis.html_report import build_report
+from voirdire.analysis.outputs import analyze_dir
+from voirdire.core import ConfigError
+from voirdire.engine.job import (
+    JOB_FILE,
+    JobPlan,
+    RunOutcome,
+    estimate_job,
+    plan_job,
+    run_job,
+)
+from voirdire.engine.scheduler import RunStats
+from voirdire.engine.spec import JobSpec, load_job, parse_job
+
+__all__ = ["Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report"]
+
+
+@dataclass(frozen=True)
+class Results:
+    """A finished output directory as tables.
+
+    Attributes:
+        output_dir: the directory.
+        job: the validated job as recorded in ``job.json`` (dict; no secrets).
+        judgments: one row per query with its extracted verdict (columns of
+            ``voirdire.engine.schema.JUDGMENT_SCHEMA``: ``unit_id``, ``judge``, ``benchmark``,
+            ``question_id``, ``candidate``, ``shown``, ``repetition``, ``output``,
+            ``failure``, ``extracted``, ``chosen``, ``tie``, ``failed``, ...).
+        judge_metrics: one row per (benchmark, judge): ``pc``, ``pc_std``, ``pf``,
+            ``pf_std``, ``error_rate``, ``rs``, ``rs_spread`` (floats, shares in [0, 1],
+            PF in [-1, 1]).
+        unit_metrics: one row per (benchmark, judge, candidate, task) cell: ``n``,
+            ``consistent``, ``primacy``, ``recency`` (counts), ``pc``, ``pf``, ``owr``,
+            ``quality_gap``.
+        stats: the scheduler's counts when the results come from :func:`run`, else ``None``.
+    """
+
+    output_dir: Path
+    job: dict[str, Any]
+    judgments: pl.DataFrame
+    judge_metrics: pl.DataFrame
+    unit_metrics: pl.DataFrame
+    stats: RunStats | None = None
+
+
+def load_job_spec(job: str | os.PathLike | Mapping[str, Any] | JobSpec, *, output_dir: str | None = None) -> JobSpec:
+    """A validated job from a TOML path, a dict of the same keys, or a :class:`JobSpec`;
+    ``output_dir`` overrides the job's.
+
+    Raises:
+        ConfigError: unreadable file, unknown keys, invalid values.
+    """
+    if isinstance(job, JobSpec):
+        spec = job
+    elif isinstance(job, Mapping):
+        spec = parse_job(dict(job), "job")
+    else:
+        spec = load_job(Path(job))
+    if output_dir is not None:
+        spec = parse_job({**spec.model_dump(mode="json", exclude_none=True), "output_dir": output_dir}, f"{spec.name} (output_dir)")
+    return spec
+
+
+def plan(job: str | os.PathLike | Mapping[str, Any] | JobSpec) -> JobPlan:
+    """Validate a job against its data and judges (backend preflight included); sends nothing.
+
+    Raises:
+        ConfigError: naming the culprit.
+    """
+    return plan_job(load_job_spec(job))
+
+
+def estimate(job: str | os.PathLike | Mapping[str, Any] | JobSpec) -> dict[str, dict[str, Any] | None]:
+    """Dry run: per judge, the backend's estimate of tokens and cost (USD) over every prompt
+    the job would send, or ``None`` for judges that cost nothing per query. Sends nothing."""
+    spec = load_job_spec(job)
+    return estimate_job(spec, plan_job(spec))
+
+
+def load(output_dir: str | os.PathLike) -> Results:
+    """A finished (or partly finished) output directory as :class:`Results`; recomputes the
+    metrics from the raw outputs (no judge is called) and refreshes the directory's
+    ``judgments.parquet``, ``metrics/*.csv`` and ``report.md``.
+
+    Raises:
+        FileNotFoundError: not a voirdire output directory.
+    """
+    out = Path(output_dir)
+    jm, um = analyze_dir(out)
+    return Results(
+        output_dir=out,
+        job=json.loads((out / JOB_FILE).read_text()),
+        judgments=pl.read_parquet(out / "judgments.parquet"),
+        judge_metrics=jm,
+        unit_metrics=um,
+    )
+
+
+analyze = load
+
+
+def run(
+    job: str | os.PathLike | Mapping[str, Any] | JobSpec,
+    *,
+    address: str | None = None,
+    output_dir: str | None = None,
+    retry_failed: bool = False,
+    show_progress: bool = False,
+    console: Any = None,
+    job_plan: JobPlan | None = None,
+) -> Results:
+    """Run (or resume) a job on Ray, then analyse its directory.
+
+    Args:
+        job: a TOML path, a dict of the job file's keys, or a :class:`JobSpec`.
+        address: a Ray cluster address; ``None`` starts or joins a local cluster.
+        output_dir: overrides the job's ``output_dir``.
+        retry_failed: ask again the units recorded as failures.
+        show_progress: draw progress bars (rich).
+        job_plan: the job's :func:`plan` when the caller validated it already.
+
+    Raises:
+        ConfigError: before anything is sent, when the job is invalid.
+        JobInterrupted: on Ctrl-C or SIGTERM; finished results are saved.
+    """
+    spec = load_job_spec(job, output_dir=output_dir)
+    outcome: RunOutcome = run_job(
+        spec, address=address, show_progress=show_progress, retry_failed=retry_failed, console=console, plan=job_plan
+    )
+    res = load(outcome.output_dir)
+    return Results(res.output_dir, res.job, res.judgments, res.judge_metrics, res.unit_metrics, outcome.stats)
+
+
+def report(
+    output_dirs: list[str | os.PathLike],
+    *,
+    out: str | os.PathLike | None = None,
+    judge_attributes: pl.DataFrame | None = None,
+    replicates: int = 1000,
+    rs_min: float | None = None,
+    max_error: float | None = None,
+    tokenizer: str | None = None,
+) -> Path:
+    """Analyse finished directories together and write ``report.html`` (self-contained),
+    ``report.md``, ``metrics/*.csv`` and ``figures/*.png`` under ``out``; returns the path of
+    ``report.html``. See :func:`voirdire.analysis.html_report.build_report`.
+
+    Raises:
+        FileNotFoundError: a directory is not a voirdire output directory.
+        ConfigError: an invalid judge-attributes table.
+    """
+    if judge_attributes is not None and "judge" not in judge_attributes.columns:
+        raise ConfigError("judge attributes need a 'judge' column")
+    return build_report(
+        [str(d) for d in output_dirs], out, judge_attributes=judge_attributes, replicates=replicates,
+        rs_min=rs_min, max_error=max_error, tokenizer=tokenizer,
+    )  # fmt: skip

@@ -1,0 +1,88 @@
+"""The small core every room may import: errors, failure classes, option letters, list-size
+bounds, the one content-hash helper and slugs.
+
+Import direction (checked in CI by ``import-linter``, see ``pyproject.toml``)::
+
+    voirdire.core -> benchmarks -> judges -> engine -> analysis -> voirdire.api / voirdire.cli
+
+A module may import from its own room and from the rooms to its left, never to its right.
+This module imports nothing of voirdire's and no third-party package.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from enum import Enum
+from typing import Any
+
+#: Position letters: ``A`` = first slot shown, ``B`` = second, ... The tie option is the
+#: letter after the last slot (``C`` in pairwise three-option mode).
+LETTERS = "ABCDEFGHIJ"
+
+#: Bounds on the list size p of list-wise comparisons (pairwise is p = 2).
+MIN_LIST, MAX_LIST = 3, 8
+
+
+class ConfigError(ValueError):
+    """A job, judge, benchmark or data setting is invalid; raised before any query is sent."""
+
+
+class DataError(RuntimeError):
+    """Benchmark data could not be obtained or failed verification (download, checksum,
+    unsafe or malformed file). The message names the file and the way out."""
+
+
+class FailureClass(str, Enum):
+    """Why a query has no output. Stored as the ``failure`` column of raw outputs."""
+
+    MISSING = "missing"  # replay: the release has no recorded output for this query
+    RATE_LIMITED = "rate_limited"
+    SERVER_ERROR = "server_error"
+    TIMEOUT = "timeout"
+    REFUSED = "refused"  # authentication/permission/bad request refused by the provider
+    CONTEXT_TOO_LONG = "context_too_long"
+    CONTENT_FILTERED = "content_filtered"
+    MALFORMED_RESPONSE = "malformed_response"
+    ACTOR_CRASHED = "actor_crashed"  # the judge's worker died on every attempt
+    ERROR = "error"  # anything else
+
+
+def letters(n: int) -> str:
+    """The first ``n`` position letters: ``letters(3) == "ABC"``.
+
+    Raises:
+        ValueError: ``n`` outside ``0..len(LETTERS)``.
+    """
+    if not 0 <= n <= len(LETTERS):
+        raise ValueError(f"no position letters for {n} options (at most {len(LETTERS)})")
+    return LETTERS[:n]
+
+
+def canonical_json(obj: Any) -> str:
+    """``obj`` as compact JSON with sorted keys: equal values give equal strings."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def content_hash(*parts: Any, size: int = 16) -> str:
+    """The one content hash of voirdire: BLAKE2b over the parts joined by ``\\x1f``.
+
+    A part that is not a string is first written as :func:`canonical_json`. Returns
+    ``2 * size`` hex characters (32 by default). Used for unit ids, judge identity hashes,
+    prompt keys and response-cache keys, so equal content always gives one id.
+    """
+    text = "\x1f".join(p if isinstance(p, str) else canonical_json(p) for p in parts)
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=size).hexdigest()
+
+
+def stable_int(*parts: Any) -> int:
+    """A 64-bit integer derived from the parts (seeded draws that do not depend on the
+    process, the order of evaluation or ``PYTHONHASHSEED``)."""
+    return int(content_hash(*parts, size=8), 16)
+
+
+def slug(label: str) -> str:
+    """A filesystem-safe name for a label (judge, benchmark): runs of characters outside
+    ``[A-Za-z0-9._-]`` become ``_``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", label) or "_"
