@@ -13,6 +13,10 @@ loses at most the results not yet flushed (in flight, or younger than ``flush_se
 and never leaves a half-written file behind. Reading deduplicates by ``(judge, unit_id)`` (the last
 written row wins), so a unit is present exactly once even if a crash fell between writing
 a compacted part and removing the parts it replaced.
+
+A part that cannot be read (truncated or corrupted: a full disk, a partial copy) is moved
+aside to ``raw/<judge>/quarantine/<name>.corrupt`` with a :class:`CorruptPartWarning`
+naming it; its units are then simply not recorded, so the next run asks them again.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,17 @@ import pyarrow.parquet as pq
 from voirdire.engine.schema import RAW_SCHEMA
 
 from voirdire.core import slug
+
+#: the folder (inside a judge's ``raw/<judge>/``) where unreadable parts are moved
+QUARANTINE = "quarantine"
+
+#: what reading a damaged Parquet file raises (polars' "File out of specification" is a
+#: ComputeError; pyarrow raises ArrowInvalid/ArrowIOError, an OSError)
+_READ_ERRORS = (pl.exceptions.PolarsError, pl.exceptions.PanicException, pa.ArrowException, OSError)
+
+
+class CorruptPartWarning(RuntimeWarning):
+    """A part file in ``raw/`` could not be read and was moved aside (its units will be asked again)."""
 
 
 class ResultStore:
@@ -49,23 +65,86 @@ class ResultStore:
         self._buf: dict[str, list[pa.Table]] = {}
         self._rows: dict[str, int] = {}
         self._since: dict[str, float] = {}
+        self._checked: dict[Path, tuple[int, int]] = {}  # part -> (size, mtime_ns) whose footer was read
         self.rows_written = 0
+        #: parts moved aside by this store (their new paths)
+        self.quarantined: list[Path] = []
 
     def _parts(self, judge: str | None = None) -> list[Path]:
+        """The readable part files of one judge (or all): each part's Parquet footer is
+        read once (per size and modification time); unreadable ones are quarantined."""
         base = self.raw_dir / slug(judge) if judge else self.raw_dir
         if not base.exists():
             return []
-        return sorted(base.rglob("part-*.parquet"))
+        parts = []
+        for p in sorted(base.rglob("part-*.parquet")):
+            st = p.stat()
+            if self._checked.get(p) != (st.st_size, st.st_mtime_ns):
+                try:
+                    pq.read_metadata(p)
+                except _READ_ERRORS as exc:
+                    self._quarantine(p, exc)
+                    continue
+                self._checked[p] = (st.st_size, st.st_mtime_ns)
+            parts.append(p)
+        return parts
+
+    def _quarantine(self, part: Path, exc: BaseException) -> None:
+        """Move an unreadable part to ``<its judge dir>/quarantine/<name>.corrupt`` and warn."""
+        self._checked.pop(part, None)
+        dest = part.parent / QUARANTINE / f"{part.name}.corrupt"
+        try:
+            dest.parent.mkdir(exist_ok=True)
+            os.replace(part, dest)
+            where = f"moved to {dest}"
+        except OSError as move_exc:  # a read-only directory: leave it, skip it
+            dest = part
+            where = f"could not be moved aside ({move_exc.strerror or move_exc}); skipped"
+        self.quarantined.append(dest)
+        warnings.warn(
+            f"unreadable result file {part} ({type(exc).__name__}: {' '.join(str(exc).split())}); {where}. "
+            "Its units count as not done: the next run of the job asks them again.",
+            CorruptPartWarning,
+            stacklevel=3,
+        )
+
+    def _collect(self, judge: str | None, read: Any) -> Any:
+        """``read(parts)`` over the readable parts; when a part's footer was fine but its
+        data is damaged, find it (reading each part alone), quarantine it and read again."""
+        while True:
+            parts = self._parts(judge)
+            if not parts:
+                return read([])
+            try:
+                return read(parts)
+            except _READ_ERRORS:
+                bad = []
+                for p in parts:
+                    try:
+                        pq.read_table(p)
+                    except _READ_ERRORS as exc:
+                        bad.append((p, exc))
+                if not bad:
+                    raise
+                for p, exc in bad:
+                    self._quarantine(p, exc)
 
     def completed_ids(self, judge: str, include_failures: bool = True) -> set[str]:
-        """Unit ids already recorded for a judge (outputs and, by default, failures)."""
-        parts = self._parts(judge)
-        if not parts:
-            return set()
-        lf = pl.scan_parquet(parts).select("unit_id", "failure")
-        if not include_failures:
-            lf = lf.filter(pl.col("failure").is_null())
-        return set(lf.collect()["unit_id"].to_list())
+        """Unit ids already recorded for a judge (outputs and, by default, failures).
+
+        Unreadable parts are quarantined (:class:`CorruptPartWarning`): their units are not
+        counted, so a resumed run asks them again.
+        """
+
+        def read(parts: list[Path]) -> set[str]:
+            if not parts:
+                return set()
+            lf = pl.scan_parquet(parts).select("unit_id", "failure")
+            if not include_failures:
+                lf = lf.filter(pl.col("failure").is_null())
+            return set(lf.collect()["unit_id"].to_list())
+
+        return self._collect(judge, read)
 
     def append(self, judge: str, table: pa.Table) -> None:
         """Buffer finished rows (RAW_SCHEMA) of a judge; flushes when the buffer is due."""
@@ -100,10 +179,11 @@ class ResultStore:
         """Merge each judge's parts into one (deduplicated) part file."""
         self.flush()
         for d in sorted(p for p in self.raw_dir.iterdir() if p.is_dir()):
-            parts = sorted(d.glob("part-*.parquet"))
+            parts = self._parts(d.name)
             if len(parts) <= 1:
                 continue
-            df = _dedup(pl.read_parquet(parts))
+            df = self._collect(d.name, lambda ps: _dedup(pl.read_parquet(ps)))
+            parts = self._parts(d.name)  # without any quarantined while reading
             new = self._write_part(d.name, df.to_arrow().cast(RAW_SCHEMA), prefix="part-z")
             for p in parts:
                 if p != new:
@@ -113,13 +193,16 @@ class ResultStore:
         """All raw rows, one per (judge, unit id) (the latest written wins).
 
         Returns a DataFrame with RAW_SCHEMA's columns (or ``columns``); empty when nothing
-        was written.
+        was written. Unreadable parts are quarantined (:class:`CorruptPartWarning`) and
+        their rows are missing from the result.
         """
-        parts = self._parts()
-        if not parts:
-            return pl.from_arrow(RAW_SCHEMA.empty_table())  # type: ignore[return-value]
-        lf = pl.scan_parquet(parts)
-        df = _dedup(lf.collect())
+
+        def read(parts: list[Path]) -> pl.DataFrame:
+            if not parts:
+                return pl.from_arrow(RAW_SCHEMA.empty_table())  # type: ignore[return-value]
+            return _dedup(pl.scan_parquet(parts).collect())
+
+        df = self._collect(None, read)
         return df.select(columns) if columns else df
 
 

@@ -199,6 +199,39 @@ def test_store_atomic_parts_and_dedup(tmp_path):
     assert not list((tmp_path / "raw" / "j").glob(".*tmp"))
 
 
+def test_store_quarantines_part_with_damaged_data(tmp_path):
+    """A part whose footer reads but whose first page is damaged (polars: "File out of
+    specification") is found, moved aside with a warning naming it, and its units are not
+    counted as done; the other parts are read as before."""
+    import pyarrow as pa
+    from voirdire.engine.schema import RAW_SCHEMA
+    from voirdire.engine.store import CorruptPartWarning
+
+    store = ResultStore(tmp_path, flush_rows=1, flush_seconds=100)
+    for i in range(3):
+        data = {f.name: [None] for f in RAW_SCHEMA}
+        data.update(
+            unit_id=[f"u{i}"], query_id=["q"], judge=["j"], benchmark=["B"], question_id=["1"], task=["t"],
+            instance_id=["i"], candidates=[["a", "b"]], shown=[["a", "b"]], permutation=[0], repetition=[1],
+            mode=["pairwise"], option_mode=[3], input_chars=[1], output_chars=[1], prompt_chars=[1], output=["x"],
+        )
+        store.append("j", pa.Table.from_pydict(data, schema=RAW_SCHEMA))
+    parts = sorted((tmp_path / "raw" / "j").glob("part-*.parquet"))
+    damaged = bytearray(parts[1].read_bytes())
+    damaged[4:60] = b"\xff" * 56  # the first page header, after the magic bytes
+    parts[1].write_bytes(bytes(damaged))
+    with pytest.raises(pl.exceptions.ComputeError):  # what the rerun died of before
+        pl.scan_parquet(parts).collect()
+
+    fresh = ResultStore(tmp_path)
+    with pytest.warns(CorruptPartWarning, match=parts[1].name):
+        assert fresh.completed_ids("j") == {"u0", "u2"}
+    aside = tmp_path / "raw" / "j" / "quarantine" / f"{parts[1].name}.corrupt"
+    assert aside.read_bytes() == bytes(damaged)  # kept, byte for byte, out of the way
+    assert not parts[1].exists()
+    assert sorted(fresh.read_raw()["unit_id"]) == ["u0", "u2"]
+
+
 # --------------------------------------------------------------------------- jobs on Ray
 
 
@@ -367,3 +400,43 @@ def test_two_judges_of_one_identity_keep_their_rows(tmp_path, data_dir, ray_loca
     assert j.group_by("judge").len().sort("judge")["len"].to_list() == [12, 12]
     a, b = (set(j.filter(pl.col("judge") == n)["unit_id"]) for n in ("gpt-4-a", "gpt-4-b"))
     assert a == b  # same identity, same unit ids
+
+
+def test_truncated_part_is_quarantined_and_its_units_asked_again(tmp_path, data_dir, ray_local):
+    """A part cut short (a full disk, a partial copy) makes the rerun warn with its name,
+    move it aside, and ask exactly its units again: every unit ends up once; the analysis
+    of such a directory (``voirdire analyze``) does the same instead of a traceback."""
+    from voirdire.engine.store import CorruptPartWarning
+
+    job = parse_job(job_dict(tmp_path))
+    first = voirdire.run(job)
+    assert first.stats.queries == 24
+    out = first.output_dir
+    (part,) = (out / "raw" / "gpt-4-0613").glob("part-*.parquet")  # compacted: one part per judge
+    gemini_before = load_judgments(out).filter(pl.col("judge") == "gemini-pro").select("unit_id", "finished_at")
+    cut = part.read_bytes()[: part.stat().st_size // 2]
+    part.write_bytes(cut)
+
+    with pytest.warns(CorruptPartWarning, match=part.name):
+        again = voirdire.run(job)
+    assert again.stats.queries == 12  # gpt-4-0613's units, and only those
+    aside = part.parent / "quarantine" / f"{part.name}.corrupt"
+    assert aside.read_bytes() == cut
+    j = load_judgments(out)
+    assert j.height == 24 and j.select("judge", "unit_id").n_unique() == 24  # every unit exactly once
+    assert j.group_by("judge").len().sort("judge")["len"].to_list() == [12, 12]
+    kept = j.filter(pl.col("judge") == "gemini-pro").join(gemini_before, on="unit_id", suffix="_before")
+    assert kept.height == 12 and (kept["finished_at"] == kept["finished_at_before"]).all()
+
+    # the analysis stage on a damaged directory: a warning naming the file, not a traceback
+    (part2,) = (out / "raw" / "gemini-pro").glob("part-*.parquet")
+    part2.write_bytes(part2.read_bytes()[:100])
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run(
+        [sys.executable, "-m", "voirdire", "analyze", str(out)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    assert f"warning: unreadable result file {part2}" in r.stderr
+    assert (part2.parent / "quarantine" / f"{part2.name}.corrupt").exists()
+    assert pl.read_parquet(out / "judgments.parquet")["judge"].unique().to_list() == ["gpt-4-0613"]

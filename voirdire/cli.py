@@ -24,6 +24,7 @@ from typing import Annotated, Optional
 import polars as pl
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from voirdire.core import ConfigError
 
@@ -236,8 +237,17 @@ def stop(
     console.print(f"job {job_id}: {'stop requested' if stopped else 'not running'}")
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    # the engine's and analysis' warnings (e.g. a quarantined raw file) are for the user:
+    # one line on stderr, without the source location
+    err_console.print("[yellow]warning:[/] " + escape(str(message)), soft_wrap=True)
+
+
 def main() -> None:
     """Entry point of the ``voirdire`` console script."""
+    import warnings
+
+    warnings.showwarning = _show_warning
     app()
 
 
