@@ -36,14 +36,15 @@ PACKAGE_ROOT_ROOMS = {"voirdire": "api", "voirdire.__main__": "cli"}
 
 
 def product_modules() -> dict[str, Path]:
-    """Every module of the installed package (dotted name -> file), from pyproject's
-    ``package-dir`` mapping."""
+    """Every module of the product (dotted name -> file): every ``*.py`` file under each
+    folder of pyproject's ``package-dir`` mapping, subpackages included."""
     cfg = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     mods: dict[str, Path] = {}
-    for pkg in cfg["packages"]:
-        folder = REPO / cfg["package-dir"][pkg]
-        for f in sorted(folder.glob("*.py")):  # the rooms have no subpackages
-            mods[pkg if f.stem == "__init__" else f"{pkg}.{f.stem}"] = f
+    for pkg, folder in cfg["package-dir"].items():
+        for f in sorted((REPO / folder).rglob("*.py")):
+            rel = f.relative_to(REPO / folder).with_suffix("").parts
+            name = ".".join([pkg, *rel[:-1]] + ([] if rel[-1] == "__init__" else [rel[-1]]))
+            mods.setdefault(name, f)  # "voirdire" = "voirdire" maps the package, not the rooms' folders
     return mods
 
 
