@@ -5,7 +5,7 @@ Data flows one way (``../shared/DESIGN.md``)::
     instances -> work units -> raw outputs (Parquet, append-only) -> judgments -> metrics
 
 Every stage reads the previous stage's table and writes its own. The column lists below are
-the contract between the rooms: ``engine`` writes ``UNIT_SCHEMA`` and ``RAW_SCHEMA``,
+the contract between the rooms: ``engine`` writes ``WORK_UNIT_SCHEMA`` and ``RAW_SCHEMA``,
 verdict extraction turns raw rows into ``JUDGMENT_SCHEMA`` rows, and ``analysis`` reads
 judgments only.
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: One row per query (judge, instance, permutation, repetition): a work unit.
-UNIT_SCHEMA = pa.schema(
+WORK_UNIT_SCHEMA = pa.schema(
     [
         pa.field("unit_id", pa.string(), nullable=False),  # stable content hash, 32 hex chars
         pa.field("query_id", pa.string(), nullable=False),  # judge-independent: bench+question+shown+option_mode
@@ -65,7 +65,7 @@ RESULT_FIELDS = [
     pa.field("finished_at", pa.timestamp("us", tz="UTC")),
 ]
 
-RAW_SCHEMA = pa.schema(list(UNIT_SCHEMA) + RESULT_FIELDS)
+RAW_SCHEMA = pa.schema(list(WORK_UNIT_SCHEMA) + RESULT_FIELDS)
 
 #: Raw rows after verdict extraction: what analysis reads.
 JUDGMENT_FIELDS = [
@@ -77,6 +77,8 @@ JUDGMENT_FIELDS = [
 
 JUDGMENT_SCHEMA = pa.schema(list(RAW_SCHEMA) + JUDGMENT_FIELDS)
 
-UNIT_COLUMNS = UNIT_SCHEMA.names
+#: the columns of a work unit (the engine's; the analysis groups judgments into cells instead)
+WORK_UNIT_COLUMNS = WORK_UNIT_SCHEMA.names
+#: the columns a judge returns per work unit
 RESULT_COLUMNS = [f.name for f in RESULT_FIELDS]
 

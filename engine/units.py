@@ -33,7 +33,7 @@ from voirdire.engine.permutations import (
     scheme_size,
     seeded_per_instance,
 )
-from voirdire.engine.schema import UNIT_COLUMNS
+from voirdire.engine.schema import WORK_UNIT_COLUMNS
 from voirdire.engine.spec import BenchmarkSpec, ComparisonSpec
 from voirdire.judges.base import Query
 
@@ -240,7 +240,7 @@ def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec)
 @dataclass
 class UnitBatch:
     """A batch of units for one judge: the unit rows (columns of
-    :data:`voirdire.engine.schema.UNIT_SCHEMA`) and the queries sent to the judge."""
+    :data:`voirdire.engine.schema.WORK_UNIT_SCHEMA`) and the queries sent to the judge."""
 
     judge: str
     columns: dict[str, list[Any]]
@@ -331,7 +331,7 @@ def iter_unit_batches(
     reps = comparison.repetitions
     prompts = prompts or PromptCache(bench)
     per_instance = mode == "listwise" and seeded_per_instance(comparison.permutations)
-    cols: dict[str, list[Any]] = {k: [] for k in UNIT_COLUMNS}
+    cols: dict[str, list[Any]] = {k: [] for k in WORK_UNIT_COLUMNS}
     queries: list[Query] = []
     p = None
     option_mode = 0
@@ -347,7 +347,7 @@ def iter_unit_batches(
         split = len(perms) * reps > batch_size
         if split and queries:  # a large instance starts in a batch of its own
             yield UnitBatch(judge, cols, queries)
-            cols = {k: [] for k in UNIT_COLUMNS}
+            cols = {k: [] for k in WORK_UNIT_COLUMNS}
             queries = []
         for k, perm in enumerate(perms):
             shown = tuple(cands[i] for i in perm)
@@ -393,11 +393,11 @@ def iter_unit_batches(
                 )
             if split and len(queries) >= batch_size:
                 yield UnitBatch(judge, cols, queries)
-                cols = {k: [] for k in UNIT_COLUMNS}
+                cols = {k: [] for k in WORK_UNIT_COLUMNS}
                 queries = []
         if len(queries) >= batch_size:
             yield UnitBatch(judge, cols, queries)
-            cols = {k: [] for k in UNIT_COLUMNS}
+            cols = {k: [] for k in WORK_UNIT_COLUMNS}
             queries = []
     if queries:
         yield UnitBatch(judge, cols, queries)
