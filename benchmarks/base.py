@@ -9,13 +9,12 @@ One module per benchmark (``mtbench.py``, ``devbench.py``) subclasses it.
 from __future__ import annotations
 
 import abc
-import functools
-import json
-import pathlib
+import os
 import string
 from collections.abc import Sequence
 
 import polars as pl
+from voirdire.benchmarks.data import normalise_id, package_templates, require_file, resolve_data_dir
 
 from voirdire.core import ConfigError
 
@@ -27,10 +26,6 @@ SLOTS_PER_MODE: dict[str, int | None] = {"pairwise": 2, "listwise": None}
 #: List sizes list-wise prompts support (verdict letters A..H, tie up to I).
 LISTWISE_SIZES = range(3, 9)
 
-_LISTWISE_TEMPLATES = pathlib.Path(__file__).parent / "templates" / "listwise.json"
-
-
-@functools.lru_cache(maxsize=1)
 def load_listwise_templates() -> dict:
     """voirdire's list-wise prompt templates (package data ``templates/listwise.json``).
 
@@ -43,10 +38,7 @@ def load_listwise_templates() -> dict:
     Raises:
         ConfigError: the package data is missing (a broken install).
     """
-    if not _LISTWISE_TEMPLATES.is_file():
-        raise ConfigError(f"list-wise prompt templates missing from the package: {_LISTWISE_TEMPLATES}")
-    with _LISTWISE_TEMPLATES.open(encoding="utf-8") as f:
-        return json.load(f)
+    return package_templates("listwise.json")
 
 
 def compile_fields(template: str, fields: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -120,16 +112,80 @@ class Benchmark(abc.ABC):
     #: Which published table was loaded: ``"full"`` or ``"repetition"``.
     sample: str = "full"
 
-    @abc.abstractmethod
+    #: sample name -> the table's path in the data directory (release layout)
+    FILES: dict[str, str] = {}
+
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full") -> None:
+        """Locate the benchmark's table: sets :attr:`sample`, ``data_dir`` (resolved by
+        :func:`~voirdire.benchmarks.data.resolve_data_dir`) and ``path`` (``FILES[sample]``
+        in it). Subclasses load their templates and the table after this.
+
+        Raises:
+            ConfigError: unknown ``sample``, no data directory, or the table missing.
+        """
+        if sample not in SAMPLES:
+            raise ConfigError(f"{self.name}: unknown sample {sample!r} (known: {', '.join(SAMPLES)})")
+        self.sample = sample
+        self.data_dir = resolve_data_dir(data_dir)
+        self.path = require_file(self.data_dir, self.FILES[sample])
+
+    def _question_table(self, df: pl.DataFrame, input_chars: pl.Expr) -> pl.DataFrame:
+        """The :attr:`questions` frame of a published table (columns ``index``, ``task``),
+        one row per table row in order: ``question_id`` (the normalised ``index``), ``task``
+        and ``input_chars`` (the expression, over the table's columns).
+
+        Raises:
+            ConfigError: an empty ``index`` or ``task`` (naming the data row, 1-based), or a
+                question id that appears twice.
+        """
+        where = f"benchmark table {str(self.path)!r}"
+        empty_id = pl.col("index").is_null() | (pl.col("index").str.strip_chars() == "")
+        bad = df.with_row_index("_row", offset=1).filter(empty_id | pl.col("task").is_null())
+        if bad.height:
+            row = bad.row(0, named=True)
+            column = "index" if row["index"] is None or not row["index"].strip() else "task"
+            raise ConfigError(f"{where}: empty {column!r} in data row {row['_row']}")
+        questions = pl.DataFrame(
+            {
+                "question_id": [normalise_id(v) for v in df.get_column("index")],
+                "task": df.get_column("task"),
+                "input_chars": df.select(input_chars.cast(pl.Int64)).to_series(),
+            },
+            schema={"question_id": pl.String, "task": pl.String, "input_chars": pl.Int64},
+        )
+        dup = questions.filter(pl.col("question_id").is_duplicated())
+        if dup.height:
+            raise ConfigError(f"{where}: duplicate question id {dup['question_id'][0]!r}")
+        return questions
+
     def build_prompt(
         self, question_id: str, shown: Sequence[str], option_mode: int, mode: str = "pairwise"
     ) -> str:
-        """The full judge prompt with ``shown[0]``'s answer in slot A, ``shown[1]``'s in B...
+        """The full judge prompt (one user message) with ``shown[0]``'s answer in the first
+        slot (A / Response 1), ``shown[1]``'s in the second, ...: pairwise by the
+        subclass's :meth:`_build_pairwise`, list-wise (3 to 8 models, option mode p or
+        p + 1) by its :meth:`_build_listwise`. The request is checked first
+        (:meth:`check_request`).
 
         Raises:
+            ValueError: unknown or not offered ``mode``; pairwise: ``option_mode`` not in
+                :attr:`option_modes`, not exactly two models; list-wise: not 3..8 models,
+                option mode not p or p + 1; a model shown twice.
             KeyError: unknown question or model.
-            ValueError: option mode or comparison mode this benchmark does not offer.
         """
+        self.check_request(question_id, shown, option_mode, mode)
+        if mode == "listwise":
+            return self._build_listwise(question_id, shown, option_mode)
+        return self._build_pairwise(question_id, shown[0], shown[1], option_mode)
+
+    @abc.abstractmethod
+    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int) -> str:
+        """The pairwise prompt with model ``a`` in the first slot (request already checked)."""
+
+    def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int) -> str:
+        """The list-wise prompt (request already checked); benchmarks that offer
+        ``"listwise"`` in :attr:`comparison_modes` implement it."""
+        raise ValueError(f"{self.name}: comparison mode 'listwise' is not offered")
 
     #: (question id, model) -> the answer as inserted into prompts: one string per turn
     #: (a tuple), or one string for single-turn benchmarks; filled by the subclass loader

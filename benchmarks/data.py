@@ -32,7 +32,8 @@ _RELEASE_HINT = (
     f"{DATA_ENV} environment variable at a directory with its qa/ tables."
 )
 
-_TEMPLATES = pathlib.Path(__file__).resolve().parent / "templates" / "prompts.json"
+#: the package's prompt templates (package data)
+TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent / "templates"
 
 
 def repo_root() -> pathlib.Path:
@@ -150,7 +151,20 @@ def read_table(path: str | os.PathLike[str]) -> pl.DataFrame:
     return _read_excel_cached(str(p.resolve()), st.st_mtime_ns, st.st_size)
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=4)
+def package_templates(name: str) -> dict[str, Any]:
+    """A JSON file of prompt templates shipped with the package (``templates/<name>``).
+
+    Raises:
+        ConfigError: the package data is missing (a broken install).
+    """
+    path = TEMPLATE_DIR / name
+    if not path.is_file():
+        raise ConfigError(f"prompt templates missing from the package: {path}")
+    with path.open(encoding="utf-8") as f:
+        return json.load(f)
+
+
 def load_templates() -> dict[str, Any]:
     """The release's judge prompt templates (package data ``templates/prompts.json``).
 
@@ -163,10 +177,7 @@ def load_templates() -> dict[str, Any]:
     Raises:
         ConfigError: the package data is missing (a broken install).
     """
-    if not _TEMPLATES.is_file():
-        raise ConfigError(f"prompt templates missing from the package: {_TEMPLATES}")
-    with _TEMPLATES.open(encoding="utf-8") as f:
-        return json.load(f)
+    return package_templates("prompts.json")
 
 
 def normalise_id(value: str) -> str:

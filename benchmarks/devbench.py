@@ -30,15 +30,8 @@ import os
 from collections.abc import Sequence
 
 import polars as pl
-from voirdire.benchmarks.base import SAMPLES, Benchmark, load_listwise_templates
-from voirdire.benchmarks.data import (
-    load_templates,
-    normalise_id,
-    read_table,
-    require_columns,
-    require_file,
-    resolve_data_dir,
-)
+from voirdire.benchmarks.base import Benchmark, load_listwise_templates
+from voirdire.benchmarks.data import load_templates, read_table, require_columns
 
 from voirdire.core import LETTERS, ConfigError
 
@@ -91,11 +84,7 @@ class DevBench(Benchmark):
     OPTIONAL_COLUMNS = ("evaluating_guidance", "reference_answer")
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full"):
-        if sample not in SAMPLES:
-            raise ConfigError(f"DevBench: unknown sample {sample!r} (known: {', '.join(SAMPLES)})")
-        self.sample = sample
-        self.data_dir = resolve_data_dir(data_dir)
-        self.path = require_file(self.data_dir, self.FILES[sample])
+        super().__init__(data_dir, sample)
         t = load_templates()["devbench"]
         self.verdict_pattern = t["verdict_pattern"]
         self._prefix: str = t["prefix"]
@@ -145,9 +134,7 @@ class DevBench(Benchmark):
         has_guidance = "evaluating_guidance" in df.columns
         has_reference = "reference_answer" in df.columns
 
-        ids: list[str] = []
-        tasks: list[str] = []
-        input_chars: list[int] = []
+        self.questions = self._question_table(df, pl.col("question").fill_null("").str.len_chars())
         # Per question: (guidance or None, question block text, reference block text or "").
         self._rows: dict[str, tuple[str | None, str, str]] = {}
         # Per question and option mode: the fixed head of the prompt (built lazily).
@@ -156,33 +143,16 @@ class DevBench(Benchmark):
         self._answers: dict[tuple[str, str], str] = {}
         qb, qa = self._question_block
         rb, ra = self._reference_block
-        for i, row in enumerate(df.iter_rows(named=True)):
-            raw_id, task = row["index"], row["task"]
-            if raw_id is None or not raw_id.strip():
-                raise ConfigError(f"benchmark table {str(self.path)!r}: empty 'index' in data row {i + 1}")
-            if task is None:
-                raise ConfigError(f"benchmark table {str(self.path)!r}: empty 'task' in data row {i + 1}")
-            qid = normalise_id(raw_id)
-            if qid in self._rows:
-                raise ConfigError(f"benchmark table {str(self.path)!r}: duplicate question id {qid!r}")
-            question = row["question"] or ""
-            guidance = row["evaluating_guidance"] if has_guidance else None
+        for qid, row in zip(self.questions.get_column("question_id"), df.iter_rows(named=True)):
             reference = row["reference_answer"] if has_reference else None
             self._rows[qid] = (
-                guidance,
-                qb + question + qa,
+                row["evaluating_guidance"] if has_guidance else None,
+                qb + (row["question"] or "") + qa,
                 "" if reference is None else rb + reference + ra,
             )
-            ids.append(qid)
-            tasks.append(task)
-            input_chars.append(len(question))
             for m in models:
                 ans = row[f"answer-{m}"]
                 self._answers[(qid, m)] = "" if ans is None else ans.strip()
-        self.questions = pl.DataFrame(
-            {"question_id": ids, "task": tasks, "input_chars": input_chars},
-            schema={"question_id": pl.String, "task": pl.String, "input_chars": pl.Int64},
-        )
 
     # ------------------------------------------------------------------ prompts
 
@@ -196,30 +166,6 @@ class DevBench(Benchmark):
             head = prefix + self._options[option_mode] + self._suffix + question_block
             self._heads[key] = head
         return head
-
-    def build_prompt(
-        self, question_id: str, shown: Sequence[str], option_mode: int, mode: str = "pairwise"
-    ) -> str:
-        """The full judge prompt (one user message) with ``shown[0]`` as Response 1.
-
-        List-wise (``mode="listwise"``, 3 to 8 models, option mode p or p + 1): see the
-        module docstring; built by :meth:`_build_listwise`.
-
-        Pairwise: the release's DevBench prompt: prefix (``<Evaluating Guidance>`` replaced
-        by the row's guidance) + ``options[option_mode]`` + suffix + question block +
-        response 1 block (``shown[0]``) + response 2 block (``shown[1]``) + the reference
-        block when the row has a reference answer. Byte-identical to the release's prompts.
-
-        Raises:
-            ValueError: unknown ``mode``; pairwise: ``option_mode`` not in (2, 3, 4), not
-                exactly two models; list-wise: not 3..8 models, option mode not p or p + 1;
-                a model shown twice.
-            KeyError: unknown question or model.
-        """
-        self.check_request(question_id, shown, option_mode, mode)
-        if mode == "listwise":
-            return self._build_listwise(question_id, shown, option_mode)
-        return self._build_pairwise(question_id, shown[0], shown[1], option_mode)
 
     def _lw_head(self, qid: str, p: int, option_mode: int) -> str:
         """List-wise prefix (guidance filled) + options + suffix + question block."""
@@ -250,6 +196,8 @@ class DevBench(Benchmark):
         return block
 
     def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int) -> str:
+        """See the module docstring: the list-wise head, one response block per slot, the
+        reference block when the row has a reference answer."""
         parts = [self._lw_head(qid, len(shown), option_mode)]
         for k, m in enumerate(shown, start=1):
             before, after = self._lw_block(k)
@@ -258,6 +206,10 @@ class DevBench(Benchmark):
         return "".join(parts)
 
     def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int) -> str:
+        """The release's DevBench prompt: prefix (``<Evaluating Guidance>`` replaced by the
+        row's guidance) + ``options[option_mode]`` + suffix + question block + response 1
+        block (``a``) + response 2 block (``b``) + the reference block when the row has a
+        reference answer. Byte-identical to the release's prompts."""
         (r1b, r1a), (r2b, r2a) = self._response_blocks
         return "".join(
             (

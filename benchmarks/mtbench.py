@@ -27,21 +27,13 @@ from collections.abc import Sequence
 
 import polars as pl
 from voirdire.benchmarks.base import (
-    SAMPLES,
     Benchmark,
     compile_fields,
     fill_fields,
     join_options,
     load_listwise_templates,
 )
-from voirdire.benchmarks.data import (
-    load_templates,
-    normalise_id,
-    read_table,
-    require_columns,
-    require_file,
-    resolve_data_dir,
-)
+from voirdire.benchmarks.data import load_templates, read_table, require_columns
 
 from voirdire.core import LETTERS, ConfigError
 
@@ -116,11 +108,7 @@ class MTBench(Benchmark):
     MATH_TASKS = frozenset({"math"})
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full"):
-        if sample not in SAMPLES:
-            raise ConfigError(f"MTBench: unknown sample {sample!r} (known: {', '.join(SAMPLES)})")
-        self.sample = sample
-        self.data_dir = resolve_data_dir(data_dir)
-        self.path = require_file(self.data_dir, self.FILES[sample])
+        super().__init__(data_dir, sample)
         templates = load_templates()["mtbench"]
         self._templates = {k: compile_fields(templates[k], _FIELDS) for k in ("general", "math")}
         self.verdict_pattern = templates["verdict_pattern"]
@@ -157,66 +145,26 @@ class MTBench(Benchmark):
             )
         self.models = tuple(models)
 
-        ids: list[str] = []
-        tasks: list[str] = []
-        input_chars: list[int] = []
+        self.questions = self._question_table(
+            df, pl.col("question_1").fill_null("").str.len_chars() + pl.col("question_2").fill_null("").str.len_chars()
+        )
         # Per question: (compiled template, question_1, question_2, reference_1, reference_2).
         self._rows: dict[str, tuple[tuple[tuple[str, ...], tuple[int, ...]], str, str, str, str]] = {}
         # Per (question, model): (answer turn 1, answer turn 2), null cells as "".
         self._answers: dict[tuple[str, str], tuple[str, str]] = {}
-        for i, row in enumerate(df.iter_rows(named=True)):
-            raw_id, task = row["index"], row["task"]
-            if raw_id is None or not raw_id.strip():
-                raise ConfigError(f"benchmark table {str(self.path)!r}: empty 'index' in data row {i + 1}")
-            if task is None:
-                raise ConfigError(f"benchmark table {str(self.path)!r}: empty 'task' in data row {i + 1}")
-            qid = normalise_id(raw_id)
-            if qid in self._rows:
-                raise ConfigError(f"benchmark table {str(self.path)!r}: duplicate question id {qid!r}")
-            q1, q2 = _text(row["question_1"]), _text(row["question_2"])
-            kind = "math" if task in self.MATH_TASKS else "general"
+        for qid, row in zip(self.questions.get_column("question_id"), df.iter_rows(named=True)):
+            kind = "math" if row["task"] in self.MATH_TASKS else "general"
             self._rows[qid] = (
                 self._templates[kind],
-                q1,
-                q2,
+                _text(row["question_1"]),
+                _text(row["question_2"]),
                 _text(row["reference_answer_1"]),
                 _text(row["reference_answer_2"]),
             )
-            ids.append(qid)
-            tasks.append(task)
-            input_chars.append(len(q1) + len(q2))
             for m in models:
                 self._answers[(qid, m)] = (_text(row[f"answer_1-{m}"]), _text(row[f"answer_2-{m}"]))
-        self.questions = pl.DataFrame(
-            {"question_id": ids, "task": tasks, "input_chars": input_chars},
-            schema={"question_id": pl.String, "task": pl.String, "input_chars": pl.Int64},
-        )
 
     # ------------------------------------------------------------------ prompts
-
-    def build_prompt(
-        self, question_id: str, shown: Sequence[str], option_mode: int, mode: str = "pairwise"
-    ) -> str:
-        """The full judge prompt (one user message) with ``shown[0]`` as Assistant A.
-
-        List-wise (``mode="listwise"``, 3 to 8 models, option mode p or p + 1): see the
-        module docstring; built by :meth:`_build_listwise`.
-
-        Pairwise: FastChat's ``pair-v2-multi-turn`` (general) or ``pair-math-v1-multi-turn``
-        (task ``math``) template, as carried in ``templates/prompts.json``, filled with
-        ``question_1/2``, ``answer_a_1/2`` (``shown[0]``), ``answer_b_1/2`` (``shown[1]``)
-        and, for math, ``ref_answer_1/2``. Byte-identical to the release's prompts.
-
-        Raises:
-            ValueError: unknown ``mode``; pairwise: ``option_mode`` not in (2, 3), not
-                exactly two models; list-wise: not 3..8 models, option mode not p or p + 1;
-                a model shown twice.
-            KeyError: unknown question or model.
-        """
-        self.check_request(question_id, shown, option_mode, mode)
-        if mode == "listwise":
-            return self._build_listwise(question_id, shown, option_mode)
-        return self._build_pairwise(question_id, shown[0], shown[1])
 
     def _lw_head(self, kind: str, p: int, option_mode: int) -> str:
         key = (kind, p, option_mode)
@@ -236,6 +184,8 @@ class MTBench(Benchmark):
         return head
 
     def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int) -> str:
+        """See the module docstring: the list-wise head, the reference block (math), one
+        conversation block per slot."""
         template, q1, q2, r1, r2 = self._rows[qid]
         kind = "math" if template is self._templates["math"] else "general"
         blocks = []
@@ -250,7 +200,12 @@ class MTBench(Benchmark):
             blocks.append(block)
         return self._lw_head(kind, len(shown), option_mode) + "\n\n" + "\n\n\n".join(blocks)
 
-    def _build_pairwise(self, qid: str, a: str, b: str) -> str:
+    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int) -> str:
+        """FastChat's ``pair-v2-multi-turn`` (general) or ``pair-math-v1-multi-turn`` (task
+        ``math``) template, as carried in ``templates/prompts.json``, filled with
+        ``question_1/2``, ``answer_a_1/2`` (``a``), ``answer_b_1/2`` (``b``) and, for math,
+        ``ref_answer_1/2``. Byte-identical to the release's prompts; the same text in both
+        option modes (see the class docstring)."""
         template, q1, q2, r1, r2 = self._rows[qid]
         a1, a2 = self._answers[(qid, a)]
         b1, b2 = self._answers[(qid, b)]

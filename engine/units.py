@@ -131,19 +131,24 @@ def draw_lists(
     return out
 
 
-def _listwise_instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec, q: pl.DataFrame) -> pl.DataFrame:
+def _require_models(bench: Benchmark, models: Sequence[str], what: str, where: str = "") -> None:
+    """Raises ConfigError naming the ``models`` the benchmark's table does not have."""
     known = set(bench.models)
+    unknown = [m for m in models if m not in known]
+    if unknown:
+        raise ConfigError(
+            f"benchmark {bench.name}: unknown {what} {', '.join(map(repr, unknown))}{where}; "
+            f"the table has: {', '.join(bench.models)}"
+        )
+
+
+def _listwise_instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec, q: pl.DataFrame) -> pl.DataFrame:
     p = list_size_for(spec, comparison)
     qsel = q.select("question_id", "task", "input_chars")
     if spec.lists:
         lists = [list(map(str, lst)) for lst in spec.lists]
         for lst in lists:
-            unknown = [m for m in lst if m not in known]
-            if unknown:
-                raise ConfigError(
-                    f"benchmark {bench.name}: unknown model(s) {', '.join(map(repr, unknown))} in benchmark.lists; "
-                    f"the table has: {', '.join(bench.models)}"
-                )
+            _require_models(bench, lst, "model(s)", " in benchmark.lists")
             if len(set(lst)) != len(lst):
                 raise ConfigError(f"benchmark.lists: a model appears twice in {lst}")
         if len({tuple(lst) for lst in lists}) != len(lists):
@@ -152,12 +157,7 @@ def _listwise_instances(bench: Benchmark, spec: BenchmarkSpec, comparison: Compa
         out = qsel.join(pairs, how="cross")
     else:
         pool = spec.candidates or list(bench.models)
-        unknown = [c for c in pool if c not in known]
-        if unknown:
-            raise ConfigError(
-                f"benchmark {bench.name}: unknown candidate model(s) {', '.join(map(repr, unknown))}; "
-                f"the table has: {', '.join(bench.models)}"
-            )
+        _require_models(bench, pool, "candidate model(s)")
         if len(set(pool)) != len(pool):
             raise ConfigError("benchmark.candidates: a model is listed twice")
         drawn = draw_lists(pool, p, qsel["question_id"].to_list(), spec.lists_per_question, spec.list_seed)
@@ -192,16 +192,10 @@ def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec)
             list sizes; not enough models to draw lists from.
     """
     reference = spec.reference or bench.reference
-    known = set(bench.models)
-    if reference not in known:
+    if reference not in bench.models:
         raise ConfigError(f"benchmark {bench.name}: unknown reference model {reference!r}")
     candidates = spec.candidates or [m for m in bench.models if m != reference]
-    unknown = [c for c in candidates if c not in known]
-    if unknown:
-        raise ConfigError(
-            f"benchmark {bench.name}: unknown candidate model(s) {', '.join(map(repr, unknown))}; "
-            f"the table has: {', '.join(bench.models)}"
-        )
+    _require_models(bench, candidates, "candidate model(s)")
     q = bench.questions
     if spec.questions:
         missing = sorted(set(spec.questions) - set(q["question_id"].to_list()))

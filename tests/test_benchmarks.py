@@ -462,6 +462,23 @@ def test_duplicate_question_id(tmp_path):
         DevBench(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([["q", "a", "t", "h", "m"], ["q", "  ", "t", "h", "m"]], "empty 'index' in data row 2"),
+        ([["q", "a", "t", "h", "m"], ["q", "b", None, "h", "m"], ["q", "c", "t", "h", "m"]], "empty 'task' in data row 2"),
+        ([["q", "81.0", "t", "h", "m"], ["q", "81", "t", "h", "m"]], "duplicate question id '81'"),
+    ],
+)
+def test_bad_question_rows_are_named(tmp_path, rows, message):
+    header = ["question", "index", "task", "answer-human", "answer-m"]
+    _write_xlsx(tmp_path / "qa" / "devbench.xlsx", header, rows)
+    with pytest.raises(ConfigError, match=message):
+        DevBench(tmp_path)
+    with pytest.raises(ConfigError, match="DevBench: unknown sample 'half'"):
+        DevBench(tmp_path, sample="half")
+
+
 def test_missing_table_file(tmp_path):
     (tmp_path / "qa").mkdir()
     with pytest.raises(ConfigError, match=r"qa/devbench_repetition_sample\.xlsx"):

@@ -206,9 +206,7 @@ def status(
 
     try:
         rows = sub.status(job_id, address)
-    except ConnectionError as exc:
-        _fail(str(exc), 1)
-    except RuntimeError as exc:
+    except (ConnectionError, RuntimeError) as exc:
         _fail(str(exc), 1)
     table = Table(title="Ray jobs")
     for col in ("job id", "status", "job", "message"):
@@ -230,9 +228,7 @@ def stop(
 
     try:
         stopped = sub.stop(job_id, address)
-    except ConnectionError as exc:
-        _fail(str(exc), 1)
-    except RuntimeError as exc:
+    except (ConnectionError, RuntimeError) as exc:
         _fail(str(exc), 1)
     console.print(f"job {job_id}: {'stop requested' if stopped else 'not running'}")
 
