@@ -25,7 +25,7 @@ import time
 import uuid
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import polars as pl
 import pyarrow as pa
@@ -40,6 +40,9 @@ QUARANTINE = "quarantine"
 #: what reading a damaged Parquet file raises (polars' "File out of specification" is a
 #: ComputeError; pyarrow raises ArrowInvalid/ArrowIOError, an OSError)
 _READ_ERRORS = (pl.exceptions.PolarsError, pl.exceptions.PanicException, pa.ArrowException, OSError)
+
+
+T = TypeVar("T")
 
 
 class CorruptPartWarning(RuntimeWarning):
@@ -65,6 +68,7 @@ class ResultStore:
         self._rows: dict[str, int] = {}
         self._since: dict[str, float] = {}
         self._checked: dict[Path, tuple[int, int]] = {}  # part -> (size, mtime_ns) whose footer was read
+        self._unreadable: set[Path] = set()  # parts that could not be moved aside (read-only)
         self.rows_written = 0
         #: parts moved aside by this store (their new paths)
         self.quarantined: list[Path] = []
@@ -77,6 +81,8 @@ class ResultStore:
             return []
         parts = []
         for p in sorted(base.rglob("part-*.parquet")):
+            if p in self._unreadable:
+                continue
             st = p.stat()
             if self._checked.get(p) != (st.st_size, st.st_mtime_ns):
                 try:
@@ -96,8 +102,9 @@ class ResultStore:
             dest.parent.mkdir(exist_ok=True)
             os.replace(part, dest)
             where = f"moved to {dest}"
-        except OSError as move_exc:  # a read-only directory: leave it, skip it
+        except OSError as move_exc:  # a read-only directory: leave it, skip it from now on
             dest = part
+            self._unreadable.add(part)
             where = f"could not be moved aside ({move_exc.strerror or move_exc}); skipped"
         self.quarantined.append(dest)
         warnings.warn(
@@ -107,7 +114,7 @@ class ResultStore:
             stacklevel=3,
         )
 
-    def _collect(self, judge: str | None, read: Any) -> Any:
+    def _collect(self, judge: str | None, read: Callable[[list[Path]], T]) -> T:
         """``read(parts)`` over the readable parts; when a part's footer was fine but its
         data is damaged, find it (reading each part alone), quarantine it and read again."""
         while True:
