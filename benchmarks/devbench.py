@@ -74,6 +74,8 @@ class DevBench(Benchmark):
     name = "DevBench"
     reference = "human"
     default_option_mode = 2
+    verdict_cue = "Choice: "
+    verdict_closing = ""
     option_modes = (2, 3, 4)
     comparison_modes = ("pairwise", "listwise")
     listwise_tie = False

@@ -91,6 +91,8 @@ class MTBench(Benchmark):
     name = "MTBench"
     reference = "vicuna-13b-v1.3"
     default_option_mode = 3
+    verdict_cue = "[["
+    verdict_closing = "]]"
     option_modes = (2, 3)
     comparison_modes = ("pairwise", "listwise")
     listwise_tie = True

@@ -96,7 +96,7 @@ def plan_job(job: JobSpec) -> JobPlan:
     list_size = list_size_for(job.benchmark, job.comparison) if job.comparison.mode == "listwise" else 2
     judges = resolve_judges(job)
     for rj in judges:
-        rj.backend.preflight(rj.settings, rj.context(bench.name, str(data_dir), job.output_dir))
+        rj.backend.preflight(rj.settings, rj.context(bench.name, str(data_dir), job.output_dir, bench.verdict_format))
     return JobPlan(
         bench=bench,
         instances=inst,
@@ -172,7 +172,7 @@ def run_job(
     runs = []
     for rj in plan.judges:
         done = store.completed_ids(rj.name, include_failures=not retry_failed)
-        ctx = rj.context(bench.name, str(plan.data_dir), str(out))
+        ctx = rj.context(bench.name, str(plan.data_dir), str(out), bench.verdict_format)
         settings = rj.settings.model_dump(mode="json")
         runs.append(
             JudgeRun(

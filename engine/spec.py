@@ -252,7 +252,12 @@ class ResolvedJudge:
         if spec.scheduling:
             self.actor_options["scheduling_strategy"] = spec.scheduling
 
-    def context(self, benchmark: str, data_dir: str | None, output_dir: str | None) -> JudgeContext:
+    def context(
+        self, benchmark: str, data_dir: str | None, output_dir: str | None, verdict_format: tuple[str, str] | None = None
+    ) -> JudgeContext:
+        """The judge's :class:`JudgeContext`; ``verdict_format`` is the benchmark's
+        ``(verdict_cue, verdict_closing)``."""
+        cue, closing = verdict_format or (None, "")
         return JudgeContext(
             judge=self.name,
             benchmark=benchmark,
@@ -262,6 +267,8 @@ class ResolvedJudge:
             driver_pid=os.getpid(),
             concurrency=self.concurrency,
             identity_hash=self.identity_hash,
+            verdict_cue=cue,
+            verdict_closing=closing,
         )
 
 

@@ -122,7 +122,11 @@ class JudgeContext:
     caches), ``sampling`` the effective sampling settings for this judge, ``driver_pid`` the
     process id of the driver that runs the job, ``concurrency`` the judge's resolved
     ``concurrency`` (requests in flight per worker, for backends that fan a batch out) and
-    ``identity_hash`` the judge's identity hash (as in its unit ids).
+    ``identity_hash`` the judge's identity hash (as in its unit ids). ``verdict_cue`` and
+    ``verdict_closing`` are the benchmark's answer format around the verdict letter
+    (:attr:`voirdire.benchmarks.base.Benchmark.verdict_cue`: MT-Bench ``"[["``/``"]]"``,
+    DevBench ``"Choice: "``/``""``), for backends that write or constrain the verdict
+    themselves; ``None`` when unknown.
     """
 
     judge: str
@@ -133,6 +137,8 @@ class JudgeContext:
     driver_pid: int | None = None
     concurrency: int | None = None
     identity_hash: str | None = None
+    verdict_cue: str | None = None
+    verdict_closing: str = ""
 
 
 class JudgeBackend(abc.ABC):

@@ -1,4 +1,4 @@
-"""A simulated judge with known position bias, and fault injection for resilience tests.
+"""A simulated judge with known position bias.
 
 Model (pairwise and list-wise alike). Each model ``m`` has a latent quality ``q_m``
 (given in ``qualities`` or drawn N(0, 1) from a hash of its name); each question adds
@@ -13,22 +13,17 @@ primacy-preferred; below, recency-preferred.
 Repetitions: each repetition reuses the first repetition's random draws with probability
 ``1 - repetition_noise`` and draws afresh otherwise, so RS falls as the noise rises.
 
-Faults (excluded from the judge's identity, so a resumed run asks the same units):
-``fail_rate`` outputs with no verdict; ``crash_after`` makes the worker process exit after
-answering that many queries (once, if ``crash_marker`` names a file that is then created);
-``kill_driver_after`` kills the driver process (SIGKILL) after that many queries, the
-hardest interruption a job can suffer; ``latency_s`` seconds of delay per batch.
+Imperfections (excluded from the judge's identity, so a resumed run asks the same units):
+``fail_rate`` outputs with no verdict; ``latency_s`` seconds of delay per batch. (Crashes
+and killed drivers are test machinery: ``tests/backends.py`` subclasses this judge.)
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import signal
 
 from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, register
-from voirdire.judges.faults import crash_once
 
 from voirdire.core import letters, stable_int
 
@@ -44,9 +39,6 @@ class SimulatedSettings(JudgeSettings):
     qualities: dict[str, float] | None = None
     seed: int = 0
     fail_rate: float = 0.0
-    crash_after: int | None = None
-    crash_marker: str | None = None
-    kill_driver_after: int | None = None
     latency_s: float = 0.0
 
 
@@ -131,7 +123,7 @@ class SimulatedJudge(JudgeBackend):
     name = "simulated"
     Settings = SimulatedSettings
     needs_prompt = False
-    identity_exclude = ("fail_rate", "crash_after", "crash_marker", "kill_driver_after", "latency_s")
+    identity_exclude: tuple[str, ...] = ("fail_rate", "latency_s")
 
     def __init__(self, settings: SimulatedSettings, context) -> None:
         super().__init__(settings, context)
@@ -141,19 +133,12 @@ class SimulatedJudge(JudgeBackend):
     def worker_options(cls, settings):  # type: ignore[override]
         return {"num_cpus": 0}
 
-    def _faults(self) -> None:
-        s = self.settings
-        crash_once(s.crash_after, self.answered, s.crash_marker)
-        if s.kill_driver_after is not None and self.answered >= s.kill_driver_after and self.context.driver_pid:
-            os.kill(self.context.driver_pid, signal.SIGKILL)
-
     async def judge(self, queries: list[Query]) -> list[Result]:
         s: SimulatedSettings = self.settings  # type: ignore[assignment]
         if s.latency_s:
             await asyncio.sleep(s.latency_s)
         out = []
         for q in queries:
-            self._faults()
             if s.fail_rate and random.Random(_u("fail", s.seed, q.unit_id)).random() < s.fail_rate:
                 out.append(Result(unit_id=q.unit_id, output="I cannot decide between them.", verdict_mode="free"))
             else:

@@ -1,6 +1,7 @@
 """Time the analysis stage on synthetic judgment tables of 10^4, 10^5 and 10^6 pairs.
 
-    PYTHONPATH=$PWD python perf/bench_analysis.py [--sizes 1e4 1e5 1e6] [--bootstrap 200]
+    python -m perf.bench_analysis [--sizes 1e4 1e5 1e6] [--bootstrap 200]
+    python -m perf.bench_analysis --smoke     # 2,000 pairs, 10 bootstrap replicates (CI)
 
 The table comes from the judge simulator (:mod:`voirdire.analysis.simulate`): 10 judges,
 20 candidates, 8 tasks, both orders, 2 repetitions (so RS is computed too); the number of
@@ -62,7 +63,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", nargs="+", type=float, default=[1e4, 1e5, 1e6])
     ap.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates (0: skip)")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes (seconds): every step runs, figures meaningless")
     args = ap.parse_args()
+    if args.smoke:
+        args.sizes, args.bootstrap = [2e3], 10
     # warm-up (imports of statsmodels/scipy, polars plan caches): not timed
     w = _table(2_000)
     summarize(w), agreement_matrix(w), fleiss_panel(w), factor_regressions(summarize(w)[1]), sign_test(w)

@@ -13,7 +13,11 @@ one second's worth plus 0.25 s jitter tolerance, as in the tests).
 
 Prints both throughputs (requests/s), the share of the limit and the ratio.
 
-    PYTHONPATH=. VOIRDIRE_DATA=... python perf/bench_api.py [--rpm 6000 --latency 0.1 --workers 4]
+    python -m perf.bench_api [--rpm 6000 --latency 0.1 --workers 4]
+    python -m perf.bench_api --smoke          # 40 queries, seconds (CI)
+
+Run from the repository root as a module: the loopback server is the test suite's
+(``tests.fake_api_server``), imported and started as ``python -m tests.fake_api_server``.
 """
 
 from __future__ import annotations
@@ -28,18 +32,17 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-from fake_api_server import admin, max_in_window  # noqa: E402
-
 import voirdire
+from tests.fake_api_server import admin, max_in_window
+
+REPO = Path(__file__).resolve().parents[1]
 
 KEY = "sk-bench-not-a-real-key-000000"
 
 
 def start_server(config: dict) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "fake_api_server.py"), "--config", json.dumps(config)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "tests.fake_api_server", "--config", json.dumps(config)],
+                            cwd=REPO, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     return proc, f"http://127.0.0.1:{int(line.split()[1])}"
 
@@ -110,7 +113,10 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--baseline-queries", type=int, default=600)
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes (seconds): every step runs, figures meaningless")
     args = ap.parse_args()
+    if args.smoke:
+        args.queries, args.baseline_queries, args.workers, args.concurrency, args.latency = 40, 16, 2, 4, 0.01
     os.environ["VOIRDIRE_BENCH_KEY"] = KEY
     config = {"keys": {"openai": KEY}, "latency_s": args.latency, "rpm": args.rpm, "burst_s": 1.0, "jitter_s": 0.25}
     proc, url = start_server(config)
@@ -136,6 +142,8 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+    if ours["queries"] != args.queries or ours["failures"] or base["failures"]:
+        raise SystemExit(f"queries lost or failed: voirdire {ours}, baseline {base}")
     limit = args.rpm / 60.0
     print(f"setup: limit {args.rpm:.0f} rpm ({limit:.1f} req/s), server latency {args.latency * 1000:.0f} ms, "
           f"{args.workers} workers (voirdire: x{args.concurrency} requests in flight each)")

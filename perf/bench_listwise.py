@@ -8,8 +8,9 @@ into a real result store (Parquet). Prints units/s and the driver's memory: peak
 worker included) and RSS sampled along the run, which stays flat if nothing grows with the
 number of units. Analysis (verdict extraction, metrics) is not part of the timing.
 
-    PYTHONPATH=. VOIRDIRE_DATA=... python perf/bench_listwise.py [--units 1000000] [--p 8]
-        [--scheme all] [--batch-size 4096] [--workers 2] [--out DIR]
+    python -m perf.bench_listwise [--units 1000000] [--p 8] [--scheme all]
+        [--batch-size 4096] [--workers 2] [--out DIR]
+    python -m perf.bench_listwise --smoke     # 2,400 units of p = 4 (seconds; CI)
 
 With ``--units`` below a whole number of instances the last instance is cut short (the
 scheduler stops the stream there). Needs the MT-Bench data (``VOIRDIRE_DATA``).
@@ -51,7 +52,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch-size", type=int, default=4096)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default=None, help="output directory (default: a temporary one, removed after)")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes (seconds): every step runs, figures meaningless")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.units, args.p, args.batch_size, args.workers = 2_400, 4, 256, 1
 
     import ray
     from voirdire.engine.job import plan_job
@@ -132,6 +136,8 @@ def main(argv: list[str] | None = None) -> None:
     peak = peak_rss_mb()
     rows = store.rows_written
     ray.shutdown()
+    if stats.queries != total or rows != total:
+        raise SystemExit(f"scheduled {stats.queries:,} and stored {rows:,} of {total:,} units")
     print(f"units scheduled and stored: {stats.queries:,} (rows written {rows:,}, failures {stats.failures})")
     print(f"wall time: {secs:,.1f} s  ->  {stats.queries / secs:,.0f} units/s")
     print("driver RSS along the run: " + ", ".join(f"{d:,} units: {m:,.0f} MiB" for d, m in sampler.samples))

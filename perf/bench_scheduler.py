@@ -10,12 +10,14 @@ Prints:
 
 Targets (issue 2): >= 5,000 queries/s; the whole replay in <= 60 s on a 2-core machine.
 
-    python perf/bench_scheduler.py
+    python -m perf.bench_scheduler
+    python -m perf.bench_scheduler --smoke    # small jobs, seconds (CI): the same code paths
 """
 
 from __future__ import annotations
 
-import os
+import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -28,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 REPLAY_JOBS = ["mtbench_position_bias", "devbench_position_bias", "mtbench_repetition", "devbench_repetition"]
 
 
-def scheduler_rate(tmp: Path) -> list[tuple[str, int, float]]:
+def scheduler_rate(tmp: Path, smoke: bool = False) -> list[tuple[str, int, float]]:
     from voirdire.engine.job import init_ray
     from voirdire.engine.spec import load_job, parse_job
 
@@ -36,14 +38,16 @@ def scheduler_rate(tmp: Path) -> list[tuple[str, int, float]]:
     rows = []
     job = load_job(REPO / "examples" / "mtbench_position_bias.toml")
     job.output_dir = str(tmp / "replay")
+    if smoke:
+        job.benchmark.max_instances = 20
     out = voirdire.run(job)
     rows.append(("replay, MT-Bench, 3 judges", out.stats.queries, out.stats.seconds))
     sim = parse_job(
         {
             "name": "sim",
             "output_dir": str(tmp / "sim"),
-            "benchmark": {"name": "mtbench"},
-            "comparison": {"repetitions": 10},
+            "benchmark": {"name": "mtbench", **({"max_instances": 40} if smoke else {})},
+            "comparison": {"repetitions": 2 if smoke else 10},
             "run": {"batch_size": 1000},
             "judges": [
                 {"name": "fair", "backend": "simulated", "concurrency": 4},
@@ -52,15 +56,39 @@ def scheduler_rate(tmp: Path) -> list[tuple[str, int, float]]:
         }
     )
     out = voirdire.run(sim)
-    rows.append(("simulated, MT-Bench x10 reps, 2 judges", out.stats.queries, out.stats.seconds))
+    rows.append((f"simulated, MT-Bench x{2 if smoke else 10} reps, 2 judges", out.stats.queries, out.stats.seconds))
     return rows
 
 
-def whole_replay(tmp: Path) -> tuple[float, int]:
-    cmd = [sys.executable, "-m", "voirdire", "run", *[str(REPO / "examples" / f"{j}.toml") for j in REPLAY_JOBS], "--no-progress"]
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+def _small_job(tmp: Path) -> Path:
+    """A 10-instance copy of the first replay example (smoke mode), as a TOML file."""
+    import tomllib
+
+    data = tomllib.loads((REPO / "examples" / f"{REPLAY_JOBS[0]}.toml").read_text())
+    data["benchmark"]["max_instances"] = 10
+
+    def val(v) -> str:
+        return json.dumps(v)  # strings, numbers, booleans and lists of them read the same in TOML
+
+    def is_tables(v) -> bool:
+        return isinstance(v, dict) or (isinstance(v, list) and bool(v) and isinstance(v[0], dict))
+
+    lines = [f"{k} = {val(v)}" for k, v in data.items() if not is_tables(v)]
+    for k, v in data.items():
+        if is_tables(v):
+            for t in [v] if isinstance(v, dict) else v:
+                lines.append(f"[{k}]" if isinstance(v, dict) else f"[[{k}]]")
+                lines += [f"{kk} = {val(vv)}" for kk, vv in t.items()]
+    path = tmp / "small.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def whole_replay(tmp: Path, smoke: bool = False) -> tuple[float, int]:
+    jobs = [str(_small_job(tmp))] if smoke else [str(REPO / "examples" / f"{j}.toml") for j in REPLAY_JOBS]
+    cmd = [sys.executable, "-m", "voirdire", "run", *jobs, "--no-progress"]
     t = time.perf_counter()
-    r = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
+    r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
     wall = time.perf_counter() - t
     if r.returncode:
         raise SystemExit(r.stdout + r.stderr)
@@ -69,14 +97,20 @@ def whole_replay(tmp: Path) -> tuple[float, int]:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--smoke", action="store_true", help="small jobs (seconds): every step runs, figures meaningless")
+    args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        wall, n = whole_replay(tmp)
-        rows = scheduler_rate(tmp)
+        wall, n = whole_replay(tmp, args.smoke)
+        rows = scheduler_rate(tmp, args.smoke)
+    if args.smoke and (n == 0 or any(q == 0 for _, q, _ in rows)):
+        raise SystemExit(f"smoke run asked no queries: replay {n}, scheduler {rows}")
     print(f"{'run':<42} {'queries':>9} {'seconds':>8} {'queries/s':>10} {'vs 5,000 q/s':>12}")
     for name, q, s in rows:
         print(f"{name:<42} {q:>9,} {s:>8.2f} {q / s:>10,.0f} {q / s / 5000:>11.1f}x")
-    print(f"whole bundled replay (4 jobs, fresh process): {n:,} queries in {wall:.1f} s wall "
+    what = "one 10-instance replay job (smoke)" if args.smoke else "whole bundled replay (4 jobs, fresh process)"
+    print(f"{what}: {n:,} queries in {wall:.1f} s wall "
           f"({wall / 60:.0%} of the 60 s target)")
 
 

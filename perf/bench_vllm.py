@@ -9,11 +9,13 @@ Prints generated tokens per second for both and the ratio voirdire / plain (aim 
 and the prefill tokens that ``n`` sampling saved (prompt tokens of all units minus prompt
 tokens the engine was asked to prefill). Each side runs in its own process (clean engine).
 
-Without ``--model`` a tiny random Llama is built (CPU smoke figures only: such numbers
-say nothing about GPU throughput)::
+Without ``--model`` a tiny random Llama is built with the test suite's builder
+(``tests.tiny_llama``; CPU smoke figures only: such numbers say nothing about GPU
+throughput). Run from the repository root as a module, so that ``tests`` imports::
 
-    PYTHONPATH=. python perf/bench_vllm.py                       # CPU, tiny model
-    PYTHONPATH=. python perf/bench_vllm.py --model meta-llama/Llama-3.1-8B-Instruct \\
+    python -m perf.bench_vllm                                    # CPU, tiny model
+    python -m perf.bench_vllm --smoke                            # 2 questions x 2 reps (CI)
+    python -m perf.bench_vllm --model meta-llama/Llama-3.1-8B-Instruct \\
         --device gpu --questions 80 --reps 3 --max-tokens 256 --gpu-memory-utilization 0.9
 """
 
@@ -26,6 +28,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _prompts(args) -> list[tuple[str, str, tuple[str, str]]]:
@@ -87,7 +91,7 @@ def run_voirdire(args) -> dict:
     settings = VllmSettings(
         **_engine_kwargs(args), device=args.device, num_cpus=1, verdict_mode="free"
     )
-    ctx = JudgeContext(judge="bench", benchmark="MTBench", data_dir=None, output_dir=None, sampling=Sampling(temperature=1.0, max_tokens=args.max_tokens))
+    ctx = JudgeContext(judge="bench", benchmark="MTBench", data_dir=None, output_dir=None, sampling=Sampling(temperature=1.0, max_tokens=args.max_tokens), verdict_cue="[[", verdict_closing="]]")
     queries = [
         Query(unit_id=f"{qid}-{r}", query_id=qid, benchmark="MTBench", question_id=q, shown=shown, repetition=r, option_mode=3, prompt=p)
         for qid, q, shown, p in _prompts(args)
@@ -102,7 +106,9 @@ def run_voirdire(args) -> dict:
         ray.get(actor.judge.remote(batches[0][: args.reps]))  # warm-up (engine start excluded)
         before = ray.get(actor.backend_stats.remote())
         t = time.perf_counter()
-        rows = [r for b in ray.get([actor.judge.remote(b) for b in batches]) for r in b]
+        # JudgeWorker.judge returns result columns (Result.as_row() keys -> lists, query order)
+        columns = ray.get([actor.judge.remote(b) for b in batches])
+        rows = [dict(zip(c, values)) for c in columns for values in zip(*c.values())]
         dt = time.perf_counter() - t
         after = ray.get(actor.backend_stats.remote())
         ray.get(actor.close.remote())
@@ -123,6 +129,17 @@ def run_voirdire(args) -> dict:
     }
 
 
+def _argv(args: argparse.Namespace) -> list[str]:
+    """The parsed options as a command line for a phase's own process (smoke sizes included)."""
+    out = []
+    for key, value in vars(args).items():
+        if key in ("phase", "smoke") or value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        out += [flag] if value is True else [flag, str(value)]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", help="model name or directory (default: build a tiny random Llama)")
@@ -138,15 +155,19 @@ def main() -> None:
     ap.add_argument("--instances-per-batch", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--data-dir")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes (about a minute, two engine starts): figures meaningless")
     ap.add_argument("--phase", choices=["plain", "voirdire"], help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.smoke:
+        args.questions, args.reps, args.max_tokens, args.concurrency, args.instances_per_batch = 2, 2, 8, 2, 1
+        args.max_model_len, args.enforce_eager = min(args.max_model_len, 2048), True
     if args.phase:
         res = run_plain(args) if args.phase == "plain" else run_voirdire(args)
         print("RESULT " + json.dumps(res))
         return
     tmp = None
     if not args.model:
-        from voirdire.judges.tiny_llama import build_tiny_llama
+        from tests.tiny_llama import build_tiny_llama
 
         tmp = tempfile.TemporaryDirectory()
         texts = [p for *_, p in _prompts(args)]
@@ -154,15 +175,16 @@ def main() -> None:
         print(f"tiny random Llama built in {args.model} (CPU smoke figures, not GPU throughput)")
     results = {}
     for phase in ("plain", "voirdire"):
-        argv = [a for a in sys.argv[1:] if not a.startswith("--model")]
-        cmd = [sys.executable, __file__, *argv, "--model", args.model, "--phase", phase]
-        out = subprocess.run(cmd, capture_output=True, text=True)
+        cmd = [sys.executable, "-m", "perf.bench_vllm", *_argv(args), "--phase", phase]
+        out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
         line = next((x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
         if line is None:
             sys.stderr.write(out.stdout[-3000:] + out.stderr[-5000:])
             raise SystemExit(f"{phase} run failed")
         results[phase] = json.loads(line[len("RESULT ") :])
     p, v = results["plain"], results["voirdire"]
+    if not v["units"] or v["failures"] or not p["units"]:
+        raise SystemExit(f"no units answered, or failures: plain {p}, voirdire {v}")
     tps_p = p["generated_tokens"] / p["seconds"]
     tps_v = v["generated_tokens"] / v["seconds"]
     saved = v["unit_prompt_tokens"] - v["prefilled_prompt_tokens"]

@@ -7,6 +7,8 @@ import pathlib
 
 import pytest
 
+from tests.repo import repo_pythonpath
+
 # Ray reads its authentication mode once per process, when it is imported, and every
 # process of a cluster must agree. The tests start several clusters on 127.0.0.1 (local
 # ones, a two-node one, CLI subprocesses), so the whole session runs without token
@@ -18,8 +20,9 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 def data_dir() -> pathlib.Path:
     """The "Judging the Judges" data directory (``resolve_data_dir()``); skips the test if none.
 
-    Only a :class:`~voirdire.judges.base.ConfigError` from the resolver (no directory
-    configured or found) skips; any other error fails the test.
+    Only a :class:`~voirdire.core.ConfigError` from the resolver (no directory configured
+    or found) skips, and never in CI (``CI=true``, which ``.ci/run`` sets): there the
+    missing data fails the test; any other error fails it everywhere.
     """
     from voirdire.benchmarks.data import resolve_data_dir
 
@@ -34,16 +37,43 @@ def data_dir() -> pathlib.Path:
 
 
 @pytest.fixture(scope="module")
-def ray_local():
-    """A local Ray cluster (2 CPUs, no dashboard) for one test module, shut down after it.
+def ray_env() -> dict[str, str]:
+    """Environment variables a module's Ray cluster needs in every worker (none by
+    default). A module overrides this fixture, e.g. with API keys: they are set in this
+    process before Ray starts (so raylets, workers and subprocess drivers inherit them)
+    and restored when the module's cluster stops."""
+    return {}
 
-    Any cluster left from an earlier module is shut down first, so every module starts from
-    a known state (modules with clusters of their own do the same).
+
+@pytest.fixture(scope="module")
+def ray_local(ray_env):
+    """The test suite's one local Ray cluster fixture: 2 CPUs, no dashboard, started for a
+    module and shut down after it (a module's environment, ``ray_env``, may differ from
+    the last one's, and a fresh cluster isolates crash tests). Any cluster left running is
+    shut down first. Workers import ``tests.*`` (test-only backends named
+    ``"tests.backends:Class"``) through ``PYTHONPATH`` in the job's ``runtime_env``.
+
+    The two-node cluster of ``test_cluster.py`` (``ray start`` subprocesses) is its own.
     """
     import ray
 
+    saved = {k: os.environ.get(k) for k in ray_env}
+    os.environ.update(ray_env)
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", configure_logging=True)
-    yield ray
-    ray.shutdown()
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level="ERROR",
+        configure_logging=True,
+        runtime_env={"env_vars": {"PYTHONPATH": repo_pythonpath()}},
+    )
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

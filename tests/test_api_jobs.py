@@ -21,8 +21,8 @@ import pytest
 
 import voirdire
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fake_api_server import FakeAPIServer, max_in_window  # noqa: E402
+from tests.repo import repo_pythonpath
+from tests.fake_api_server import FakeAPIServer, max_in_window
 
 ray = pytest.importorskip("ray")
 
@@ -30,28 +30,19 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 KEYS = {"openai": "sk-test-JOBS-openai-SECRET-4242424242", "anthropic": "test-anthropic-key-JOBS-SECRET-1717171717"}
 ENV = {"openai": "VOIRDIRE_JOBTEST_OPENAI_KEY", "anthropic": "VOIRDIRE_JOBTEST_ANTHROPIC_KEY"}
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def cluster(data_dir):
+def ray_env(data_dir) -> dict[str, str]:
     # keys go into the environment before Ray starts, so its workers inherit them
-    old = {v: os.environ.get(v) for v in ENV.values()}
-    for api, var in ENV.items():
-        os.environ[var] = KEYS[api]
-    os.environ["VOIRDIRE_DATA"] = str(data_dir)
+    return {**{var: KEYS[api] for api, var in ENV.items()}, "VOIRDIRE_DATA": str(data_dir)}
+
+
+@pytest.fixture(scope="module")
+def cluster(ray_local):
     srv = FakeAPIServer(keys=KEYS, latency_s=0.02, retry_after_ms=20, slow_s=2.0).start()
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
     yield srv
-    ray.shutdown()
     srv.stop()
-    for var, val in old.items():
-        if val is None:
-            os.environ.pop(var, None)
-        else:
-            os.environ[var] = val
 
 
 def _job(tmp_path: Path, srv: FakeAPIServer, judges: str, *, instances: int = 6, extra: str = "") -> Path:
@@ -181,7 +172,7 @@ def test_crash_after_answers_then_resume_pays_nothing_twice(cluster, tmp_path):
     judges = OPENAI.replace("concurrency = 8", "concurrency = 2")
     path = _job(tmp_path, srv, judges, instances=24, extra="flush_seconds = 3600\nflush_rows = 100000")
     address = ray.get_runtime_context().gcs_address
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     proc = subprocess.Popen(
         [sys.executable, "-m", "voirdire", "run", str(path), "--address", address, "--no-progress"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,

@@ -6,14 +6,12 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fake_api_server import FakeAPIServer  # noqa: E402
-from voirdire.judges.api_common import (  # noqa: E402
+from tests.fake_api_server import FakeAPIServer
+from voirdire.judges.api_common import (
     ResponseCache,
     bucket_for,
     cost_usd,
@@ -22,7 +20,7 @@ from voirdire.judges.api_common import (  # noqa: E402
 )
 from voirdire.judges.base import JudgeContext, Query, Sampling, get_backend
 
-from voirdire.core import ConfigError, FailureClass  # noqa: E402
+from voirdire.core import ConfigError, FailureClass
 
 KEYS = {"openai": "sk-test-0penai-SECRETKEY-1234567890", "anthropic": "test-anthropic-key-SECRETKEY-0987654321"}
 ENV = {"openai": "VOIRDIRE_TEST_OPENAI_KEY", "anthropic": "VOIRDIRE_TEST_ANTHROPIC_KEY"}

@@ -28,6 +28,7 @@ from voirdire.benchmarks.data import (
 from voirdire.benchmarks.devbench import DevBench
 from voirdire.benchmarks.mtbench import MTBench
 from voirdire.benchmarks.registry import canonical_name, clear_cache, load_benchmark
+from voirdire.judges.extract import extract_verdicts
 
 from voirdire.core import ConfigError
 
@@ -321,6 +322,21 @@ def test_templates_are_the_release_templates(data_dir):
 # ---------------------------------------------------------------------------- extraction
 
 
+def _extract(b: Benchmark, outputs: list[str | None], mode: str = "pairwise") -> list[str | None]:
+    """The pipeline's one extraction stage (judges/extract.py) with the benchmark's pattern."""
+    raw = pl.DataFrame(
+        {
+            "benchmark": [b.name] * len(outputs),
+            "shown": [["x", "y"]] * len(outputs),
+            "option_mode": [b.default_option_mode] * len(outputs),
+            "output": outputs,
+            "choice": [None] * len(outputs),
+        },
+        schema={"benchmark": pl.String, "shown": pl.List(pl.String), "option_mode": pl.Int32, "output": pl.String, "choice": pl.String},
+    )
+    return extract_verdicts(raw, {b.name: b.verdict_pattern_for(mode)})["extracted"].to_list()
+
+
 @pytest.mark.parametrize(
     ("bench", "text", "want"),
     [
@@ -341,9 +357,17 @@ def test_templates_are_the_release_templates(data_dir):
 )
 def test_extract_examples(data_dir, bench, text, want):
     b = load_benchmark(bench, data_dir)
-    assert b.extract(text) == want
-    got = pl.DataFrame({"o": [text]}, schema={"o": pl.String}).select(b.extract_expr(pl.col("o")))
-    assert got.item() == want
+    assert _extract(b, [text]) == [want]
+
+
+@pytest.mark.parametrize("bench", ["mtbench", "devbench"])
+@pytest.mark.parametrize("mode", ["pairwise", "listwise"])
+def test_verdict_cue_writes_what_the_pattern_reads(data_dir, bench, mode):
+    """The cue a judge is handed (``verdict_format``) and the pattern extraction reads agree."""
+    b = load_benchmark(bench, data_dir)
+    cue, closing = b.verdict_format
+    texts = [f"Some reasoning.\n{cue}{letter}{closing}" for letter in "ABC"]
+    assert _extract(b, texts, mode) == ["A", "B", "C"]
 
 
 @pytest.mark.parametrize(
@@ -358,12 +382,10 @@ def test_polars_extraction_equals_python_re(data_dir, bench, judge_file, no_matc
     b = load_benchmark(bench, data_dir)
     outputs = [r["judgment"] for r in _judgments(data_dir, judge_file)]
     assert len(outputs) > 500
-    py = [b.extract(o) for o in outputs]
-    ref = [None if o is None else (m.group(1) if (m := re.search(b.verdict_pattern, o)) else None) for o in outputs]
-    assert py == ref
-    vec = pl.DataFrame({"o": outputs}, schema={"o": pl.String}).select(b.extract_expr(pl.col("o")).alias("x"))["x"].to_list()
+    py = [None if o is None else (m.group(1) if (m := re.search(b.verdict_pattern, o)) else None) for o in outputs]
+    vec = _extract(b, outputs)
     diffs = [i for i, (x, y) in enumerate(zip(py, vec)) if x != y]
-    assert not diffs, f"polars and re disagree on rows {diffs[:10]}"
+    assert not diffs, f"the pipeline's extraction and Python's re disagree on rows {diffs[:10]}"
     assert sum(v is None for v in py) == no_match
     assert set(py) - {None} <= set("ABCD")
 

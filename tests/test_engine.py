@@ -22,9 +22,11 @@ from voirdire.engine.units import (
 )
 
 import voirdire
+from tests.repo import REPO, repo_pythonpath
 from voirdire.core import ConfigError
 
-REPO = Path(__file__).resolve().parents[1]
+#: the test suite's crashing simulated judge (tests/backends.py), loaded by import path
+CRASHING = "tests.backends:CrashingSimulated"
 
 
 def job_dict(tmp_path: Path, **over) -> dict:
@@ -274,7 +276,7 @@ def test_worker_crash_midjob_loses_nothing(tmp_path, data_dir, ray_local):
     marker = tmp_path / "crashed"
     d = job_dict(tmp_path)
     d["judges"] = [
-        {"name": "sim", "backend": "simulated", "primacy": 0.8, "crash_after": 7, "crash_marker": str(marker)},
+        {"name": "sim", "backend": CRASHING, "primacy": 0.8, "crash_after": 7, "crash_marker": str(marker)},
         {"name": "gpt-4-0613", "backend": "replay", "recorded": "gpt-4-0613"},
     ]
     outcome = voirdire.run(parse_job(d))
@@ -317,9 +319,9 @@ def test_killed_driver_then_resume_every_unit_once(tmp_path, data_dir):
     d = job_dict(tmp_path)
     d["benchmark"] = {"name": "mtbench", "max_instances": 60}
     d["run"] = {"batch_size": 4, "flush_seconds": 0.01}
-    d["judges"] = [{"name": "sim", "backend": "simulated", "primacy": 0.7, "kill_driver_after": 100, "concurrency": 1}]
+    d["judges"] = [{"name": "sim", "backend": CRASHING, "primacy": 0.7, "kill_driver_after": 100, "concurrency": 1}]
     job_path = _write_toml(tmp_path / "job.toml", d)
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     cmd = [sys.executable, "-m", "voirdire", "run", str(job_path), "--no-progress"]
     first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == -9, first.stdout + first.stderr  # killed by SIGKILL
@@ -328,7 +330,9 @@ def test_killed_driver_then_resume_every_unit_once(tmp_path, data_dir):
     assert 0 < saved.height < 120, saved.height
     assert saved["unit_id"].n_unique() == saved.height
 
-    d["judges"][0].pop("kill_driver_after")  # faults are not part of the judge's identity
+    # faults are not part of the judge's identity: the plain simulated judge resumes the job
+    d["judges"][0].pop("kill_driver_after")
+    d["judges"][0]["backend"] = "simulated"
     _write_toml(job_path, d)
     second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stdout + second.stderr
@@ -345,7 +349,7 @@ def test_cli_errors_before_sending(tmp_path, data_dir):
     d = job_dict(tmp_path)
     d["judges"][0]["backend"] = "nope"
     job_path = _write_toml(tmp_path / "job.toml", d)
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     r = subprocess.run([sys.executable, "-m", "voirdire", "run", str(job_path)], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2
     assert "unknown judge backend 'nope'" in r.stderr
@@ -369,7 +373,7 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path, data_dir):
     d["run"] = {"batch_size": 2, "flush_seconds": 0.01}
     d["judges"] = [{"name": "slow", "backend": "simulated", "latency_s": 0.2, "concurrency": 1}]
     job_path = _write_toml(tmp_path / "job.toml", d)
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     cmd = [sys.executable, "-m", "voirdire", "run", str(job_path), "--no-progress"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     raw = tmp_path / "out" / "raw" / "slow"

@@ -361,17 +361,6 @@ def test_slot_shares_every_slot():
 # ---------------------------------------------------------------------------- end to end
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    import ray
-
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 def _load_example(name: str, out: Path) -> object:
     data = tomllib.loads((ROOT / "examples" / name).read_text())
     data["output_dir"] = str(out)
@@ -380,7 +369,7 @@ def _load_example(name: str, out: Path) -> object:
 
 @pytest.mark.ray
 @pytest.mark.parametrize(("example", "p"), [("mtbench_listwise_p3_cyclic.toml", 3), ("mtbench_listwise_p5_all.toml", 5)])
-def test_example_jobs_recover_simulated_bias(data_dir, local_ray, tmp_path, example, p):
+def test_example_jobs_recover_simulated_bias(data_dir, ray_local, tmp_path, example, p):
 
     job = _load_example(example, tmp_path / "out")
     outcome = voirdire.run(job)

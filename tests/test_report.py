@@ -20,17 +20,6 @@ PB_JUDGES = ["gemini-pro", "gpt-3.5-turbo-1106", "gpt-4-0613"]
 REP_JUDGES = ["gemini-pro", "gpt-4-0613", "claude-3-haiku-20240307"]
 
 
-@pytest.fixture(scope="module")
-def ray_local():
-    import ray
-
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=True, logging_level="ERROR")
-    yield
-    ray.shutdown()
-
-
 def _job(tmp: Path, data_dir: Path, name: str, sample: str, reps: int, judges: list[str], study: str, tokenizer: str | None):
     from voirdire.engine.spec import parse_job
 

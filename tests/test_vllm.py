@@ -31,6 +31,8 @@ from voirdire.judges.vllm_judge import (
 )
 
 import voirdire
+from tests.backends import CrashingVllm
+from tests.tiny_llama import build_tiny_llama
 from voirdire.core import ConfigError
 
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None and importlib.util.find_spec("transformers") is not None
@@ -73,14 +75,32 @@ def test_settings_validation_and_identity():
     with pytest.raises(ValueError, match="engine_kwargs may not set"):
         VllmSettings(model="m", engine_kwargs={"max_model_len": 10})
     a = VllmJudge.identity(VllmSettings(model="m"), Sampling())
-    b = VllmJudge.identity(VllmSettings(model="m", num_cpus=4, gpu_memory_utilization=0.5, crash_after=3, tensor_parallel_size=2), Sampling())
-    assert a == b  # deployment and fault settings do not change what a judge answers
+    b = VllmJudge.identity(VllmSettings(model="m", num_cpus=4, gpu_memory_utilization=0.5, tensor_parallel_size=2), Sampling())
+    assert a == b  # deployment settings do not change what a judge answers
+    crashing = CrashingVllm.identity(CrashingVllm.Settings(model="m", crash_after=3, crash_marker="/x"), Sampling())
+    assert crashing == a  # nor do the test suite's faults: a resumed run asks the same units
+    with pytest.raises(ValueError):
+        VllmSettings(model="m", crash_after=3)  # fault injection is not a product setting
     c = VllmJudge.identity(VllmSettings(model="m", verdict_mode="logprobs"), Sampling())
     assert c != a
     gpu = VllmJudge.worker_options(VllmSettings(model="m", device="gpu"))
     tp4 = VllmJudge.worker_options(VllmSettings(model="m", device="gpu", tensor_parallel_size=4, num_cpus=2))
     assert gpu == {"num_cpus": 1.0, "num_gpus": 1} and tp4 == {"num_cpus": 2, "num_gpus": 0}
     assert VllmJudge.worker_options(VllmSettings(model="m", device="cpu", num_cpus=0.5)) == {"num_cpus": 0.5}
+
+
+def test_verdict_cue_comes_from_the_benchmark_via_the_context():
+    from voirdire.judges.vllm_judge.settings import verdict_format
+
+    def ctx(**kw):
+        return JudgeContext(judge="j", benchmark="Whatever", data_dir=None, output_dir=None, **kw)
+
+    mt = ctx(verdict_cue="[[", verdict_closing="]]")
+    assert verdict_format(VllmSettings(model="m"), mt) == ("[[", "]]")
+    # the benchmark's name plays no part: only the cue it hands over
+    assert verdict_format(VllmSettings(model="m"), ctx(verdict_cue="Choice: ")) == ("Choice: ", "")
+    assert verdict_format(VllmSettings(model="m"), ctx()) == ("Verdict: ", "")
+    assert verdict_format(VllmSettings(model="m", verdict_cue="Answer: "), mt) == ("Answer: ", "")
 
 
 @needs_vllm
@@ -106,7 +126,6 @@ def tiny_model(tmp_path_factory, data_dir):
     if not HAVE_VLLM:
         pytest.skip("vLLM (voirdire[vllm]) is not installed")
     from voirdire.benchmarks.registry import load_benchmark
-    from voirdire.judges.tiny_llama import build_tiny_llama
 
     bench = load_benchmark("mtbench", data_dir, sample="repetition")
     texts = [bench.build_prompt(q, (m, bench.reference), 3) for q in QUESTIONS for m in bench.models if m != bench.reference]
@@ -134,15 +153,10 @@ def context_limit(tiny_model, data_dir):
 
 
 @pytest.fixture(scope="module")
-def job_run(tiny_model, context_limit, data_dir, tmp_path_factory):
-    import ray
+def job_run(tiny_model, context_limit, data_dir, tmp_path_factory, ray_local):
     from voirdire.engine.job import load_judgments
     from voirdire.engine.spec import parse_job
 
-    started = False
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
-        started = True
     out = tmp_path_factory.mktemp("vllm-job")
     marker = out / "crashed.marker"
     limit, _ = context_limit
@@ -165,20 +179,16 @@ def job_run(tiny_model, context_limit, data_dir, tmp_path_factory):
             "sampling": {"temperature": 1.0, "max_tokens": 8},
             "run": {"batch_size": 6, "flush_seconds": 0.5},
             "judges": [
-                {"name": "tiny-free", **engine, "crash_after": CRASH_AFTER, "crash_marker": str(marker)},
+                {"name": "tiny-free", **engine, "backend": "tests.backends:CrashingVllm", "crash_after": CRASH_AFTER, "crash_marker": str(marker)},
                 {"name": "tiny-structured", **engine, "verdict_mode": "structured", "reasoning_tokens": 4},
                 {"name": "tiny-logprobs", **engine, "verdict_mode": "logprobs"},
                 {"name": "gpt-4-0613", "backend": "replay", "recorded": "gpt-4-0613", "study": "repetition"},
             ],
         }
     )
-    try:
-        outcome = voirdire.run(job)
-        judgments = load_judgments(outcome.output_dir)
-        yield {"outcome": outcome, "judgments": judgments, "marker": marker, "limit": limit, "job": job}
-    finally:
-        if started:
-            ray.shutdown()
+    outcome = voirdire.run(job)
+    judgments = load_judgments(outcome.output_dir)
+    return {"outcome": outcome, "judgments": judgments, "marker": marker, "limit": limit, "job": job}
 
 
 def _rows(judgments: pl.DataFrame, judge: str) -> pl.DataFrame:

@@ -1,4 +1,4 @@
-"""A tiny random Llama for smoke tests of the vLLM judge on a CPU (no download).
+"""A tiny random Llama for smoke tests of the vLLM judge on a CPU (no download); test machinery.
 
 :func:`build_tiny_llama` trains a small byte-level BPE tokenizer (``tokenizers``) on the
 given texts, wraps it as a transformers fast tokenizer with a Llama-3-style chat template,

@@ -1,0 +1,100 @@
+"""Test-only judge backends: the product's simulated and vLLM judges, plus crashes.
+
+A job names them by import path, as any user's own backend (``backend =
+"tests.backends:CrashingSimulated"``); the driver and every Ray worker import them as the
+module ``tests.backends``, so the repository root must be on their import path: pytest
+puts it on the driver's (``tests`` is a package; rootdir-relative ``prepend`` import mode)
+and the shared Ray fixture (``tests/conftest.py: ray_local``) puts it on the workers'
+(``PYTHONPATH`` in the job's ``runtime_env``); a ``voirdire run`` subprocess gets
+``PYTHONPATH`` from its test.
+
+Faults, excluded from the judge's identity (``name`` stays the parent's, so a resumed run
+with or without them asks the same units):
+
+- ``crash_after``: the worker process exits (``os._exit(1)``: no cleanup, as a segfault
+  or an OOM kill) once it has answered that many queries; with ``crash_marker`` (a file
+  path) only once: the file is created just before exiting, and a restarted worker that
+  finds it carries on.
+- ``kill_driver_after`` (simulated only): SIGKILL to the driver process after that many
+  queries, the hardest interruption a job can suffer.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from pydantic import Field
+from voirdire.judges.base import Query, Result
+from voirdire.judges.simulated import SimulatedJudge, SimulatedSettings
+from voirdire.judges.vllm_judge import RequestPlan, VllmJudge, VllmSettings  # import-safe: vLLM loads in the worker
+
+
+def crash_once(after: int | None, answered: int, marker: str | None) -> None:
+    """Exit the process now if ``after`` is set, ``answered >= after`` and ``marker``
+    (a file path, or ``None`` for "every time") does not exist yet.
+
+    Args:
+        after: queries answered before the crash; ``None`` disables the fault.
+        answered: queries this worker has answered so far.
+        marker: file created just before crashing; while it exists no crash happens.
+    """
+    if after is None or answered < after:
+        return
+    path = Path(marker) if marker else None
+    if path is not None and path.exists():
+        return
+    if path is not None:
+        path.write_text("crashed once\n")
+    os._exit(1)
+
+
+CRASH_FIELDS = ("crash_after", "crash_marker")
+
+
+class CrashingSimulatedSettings(SimulatedSettings):
+    """:class:`SimulatedSettings` plus the faults of the module docstring."""
+
+    crash_after: int | None = Field(default=None, ge=0)
+    crash_marker: str | None = None
+    kill_driver_after: int | None = Field(default=None, ge=0)
+
+
+class CrashingSimulated(SimulatedJudge):
+    """The simulated judge, answering query by query and crashing (the worker) or killing
+    the driver at the configured count."""
+
+    Settings = CrashingSimulatedSettings
+    identity_exclude = (*SimulatedJudge.identity_exclude, *CRASH_FIELDS, "kill_driver_after")
+
+    async def judge(self, queries: list[Query]) -> list[Result]:
+        s: CrashingSimulatedSettings = self.settings  # type: ignore[assignment]
+        out: list[Result] = []
+        for q in queries:
+            crash_once(s.crash_after, self.answered, s.crash_marker)
+            if s.kill_driver_after is not None and self.answered >= s.kill_driver_after and self.context.driver_pid:
+                os.kill(self.context.driver_pid, signal.SIGKILL)
+            out += await super().judge([q])
+        return out
+
+
+class CrashingVllmSettings(VllmSettings):
+    """:class:`VllmSettings` plus ``crash_after`` and ``crash_marker``."""
+
+    crash_after: int | None = Field(default=None, ge=0)
+    crash_marker: str | None = None
+
+
+class CrashingVllm(VllmJudge):
+    """The vLLM judge, its replica crashing once it has answered ``crash_after`` queries
+    (checked after each prompt's repetitions are answered)."""
+
+    Settings = CrashingVllmSettings
+    identity_exclude = (*VllmJudge.identity_exclude, *CRASH_FIELDS)
+
+    async def _answer(self, plan: RequestPlan) -> list[Result]:
+        results = await super()._answer(plan)
+        s: CrashingVllmSettings = self.settings  # type: ignore[assignment]
+        crash_once(s.crash_after, self.answered, s.crash_marker)
+        return results
