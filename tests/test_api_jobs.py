@@ -168,11 +168,10 @@ def test_rate_limit_never_exceeded_across_workers(cluster, tmp_path):
     assert st["rate_rejected"] == 0 and st["by_status"] == {"200": 160}
     per_s = rpm / 60.0
     for window in (1.0, 2.0, 4.0):
-        # at most rpm/60 per second in every window, give or take the server's own 1 s burst
-        # allowance: our limiter grants on time, but on a loaded 2-core machine requests can
-        # reach the server up to a few hundred ms late and bunch (the server's own limiter,
-        # which rejected nothing above, is the acceptance; this bounds the bunching)
-        assert max_in_window(st["arrivals"], window) <= per_s * (window + 1.0), window
+        # the provider's rule, counted where requests ARRIVE (every request was admitted, so
+        # the server's log holds every arrival): at most rpm/60 in any one-second window,
+        # with no allowance for burst or jitter
+        assert max_in_window(st["arrivals"], window) <= per_s * window, (window, max_in_window(st["arrivals"], window))
 
 
 def test_crash_after_answers_then_resume_pays_nothing_twice(cluster, tmp_path):
