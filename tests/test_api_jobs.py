@@ -84,8 +84,7 @@ model = "gpt-4o"
 base_url = "BASE/v1"
 api_key_env = "VOIRDIRE_JOBTEST_OPENAI_KEY"
 timeout_s = 0.5
-sdk_max_retries = 1
-retry_backoff_s = 0.01
+max_retries = 1
 concurrency = 8
 """
 ANTHROPIC = """
@@ -96,8 +95,7 @@ model = "claude-3-5-sonnet-20241022"
 base_url = "BASE"
 api_key_env = "VOIRDIRE_JOBTEST_ANTHROPIC_KEY"
 timeout_s = 0.5
-sdk_max_retries = 1
-retry_backoff_s = 0.01
+max_retries = 1
 workers = 2
 concurrency = 4
 """
@@ -153,8 +151,8 @@ def test_rate_limit_never_exceeded_across_workers(cluster, tmp_path):
     rpm = 1200.0  # 20 requests/s; 2 workers x 8 in flight at 20 ms latency could do ~800/s
     # without our limiter the server's own limit rejects requests: the check can fail
     _configure(srv, rpm=rpm, burst_s=1.0, jitter_s=0.0, latency_s=0.02)
-    unlimited = OPENAI.replace("concurrency = 8", "concurrency = 8\nworkers = 2\nsdk_max_retries = 0\ncache = \"off\"")
-    unlimited = unlimited.replace("sdk_max_retries = 1\n", "")
+    unlimited = OPENAI.replace("concurrency = 8", "concurrency = 8\nworkers = 2\nmax_retries = 0\ncache = \"off\"")
+    unlimited = unlimited.replace("max_retries = 1\n", "")
     voirdire.run(load_job(_job(tmp_path / "a", srv, unlimited, instances=30)))
     assert srv.stats["rate_rejected"] > 0
 

@@ -4,7 +4,7 @@ common (see :mod:`voirdire.judges.api` for the overview).
 A provider subclass sets ``name``, ``sdk`` (the SDK module: exception types, HTTP
 client), ``client_cls`` (its async client), ``provider`` (the genai-prices provider id),
 ``default_key_env``, ``uses_tiktoken``, ``filter_stops`` and implements
-:meth:`APIJudge.request_body`, :meth:`APIJudge.send`, :meth:`APIJudge.parse` (plus the
+:meth:`APIJudge.request_body`, :meth:`APIJudge.endpoint`, :meth:`APIJudge.parse` (plus the
 ``batch_*`` wire format of :mod:`voirdire.judges.api.batch`).
 """
 
@@ -193,8 +193,13 @@ class APIJudge(JudgeBackend):
         """The wire-format request body of one query (also one batch item's body)."""
 
     @abc.abstractmethod
+    def endpoint(self) -> Any:
+        """The SDK's bound method that sends one request (e.g. ``client.messages.create``)."""
+
     async def send(self, prompt: str) -> Any:
-        """Send one query (system prompt, sampling from ``self``) and return the SDK's response."""
+        """Send one query (:meth:`request_body` through :meth:`endpoint`); returns the SDK's response."""
+        create = self.endpoint()
+        return await create(**sdk_call_kwargs(create, self.request_body(prompt)))
 
     @abc.abstractmethod
     def parse(self, response: Any) -> Reply:

@@ -8,9 +8,7 @@ Gemini's (``https://generativelanguage.googleapis.com/v1beta/openai/``) and Open
 (``https://openrouter.ai/api/v1``) endpoints: ``base_url`` is required, ``api_key_env``
 is optional (no key is sent without it), ``base_url`` is part of the judge's identity,
 tokens are estimated conservatively (chars/3).
-
-Only the request/response mapping lives here; rate limits, retries, failures, cache and
-cost are :mod:`voirdire.judges.api.base`'s.
+Wire format only; the rest is :mod:`voirdire.judges.api.base`'s.
 """
 
 from __future__ import annotations
@@ -21,9 +19,9 @@ from typing import Any
 import openai
 
 from voirdire.core import ConfigError
-from voirdire.judges.api.base import APIJudge, sdk_call_kwargs
+from voirdire.judges.api.base import APIJudge
 from voirdire.judges.api.errors import status_failure
-from voirdire.judges.api.settings import APISettings, Reply
+from voirdire.judges.api.settings import Reply
 from voirdire.judges.base import register
 
 
@@ -32,7 +30,6 @@ class OpenAIJudge(APIJudge):
     """A judge behind OpenAI's chat-completions API (one user message per query)."""
 
     name = "openai"
-    Settings = APISettings
     sdk = openai
     client_cls = openai.AsyncOpenAI
     provider = "openai"
@@ -55,9 +52,8 @@ class OpenAIJudge(APIJudge):
             body["top_p"] = sp.top_p
         return body
 
-    async def send(self, prompt: str) -> Any:
-        create = self.client.chat.completions.create
-        return await create(**sdk_call_kwargs(create, self.request_body(prompt)))
+    def endpoint(self) -> Any:
+        return self.client.chat.completions.create
 
     def parse(self, response: Any) -> Reply:
         d = response if isinstance(response, dict) else response.model_dump()
