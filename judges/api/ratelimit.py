@@ -15,6 +15,7 @@ import ray
 
 from voirdire.core import content_hash
 
+
 class TokenBucket:
     """A token bucket in GCRA form (virtual scheduling; ITU-T I.371, ATM Forum TM 4.0).
 
@@ -160,7 +161,6 @@ def get_limiter(key: str, rpm: float | None, tpm: float | None, burst_s: float,
         .remote(rpm, tpm, burst_s, jitter_s)
     )
     return actor
-
 
 
 def retry_after_s(headers: Any) -> float | None:
