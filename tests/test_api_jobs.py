@@ -4,7 +4,8 @@ Asserts: every unit ends exactly once as an output or a classified failure; the 
 own counters show the configured rate was never exceeded (and that it would have been
 without the limiter); a crash after the provider answered and before the store flushed
 does not pay twice on resume; no API key appears in logs, Parquet files, job.json or
-report.md; a dry run without the key stops before sending, naming the variable.
+report.md; a real run without the key stops before sending, naming the variable (a dry
+run only warns: tests/test_api_judges.py).
 """
 
 from __future__ import annotations
