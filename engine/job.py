@@ -33,6 +33,8 @@ from voirdire.engine.units import (
 )
 from voirdire.judges.extract import extract_verdicts
 
+from voirdire.core import ConfigError
+
 JOB_FILE = "job.json"
 
 
@@ -57,6 +59,7 @@ class JobPlan:
         data_dir: the benchmark data directory.
         units_per_judge: work units (queries) each judge is asked.
         list_size: candidates per instance (2 pairwise, p list-wise).
+        warnings: what a dry-run plan let pass that a real run refuses (missing API keys).
     """
 
     bench: Benchmark
@@ -65,6 +68,7 @@ class JobPlan:
     data_dir: Path
     units_per_judge: int
     list_size: int
+    warnings: tuple[str, ...] = ()
 
 
 def init_ray(address: str | None = None) -> None:
@@ -83,20 +87,32 @@ def init_ray(address: str | None = None) -> None:
     )
 
 
-def plan_job(job: JobSpec) -> JobPlan:
+def plan_job(job: JobSpec, dry_run: bool = False) -> JobPlan:
     """Validate a job against its data and judges without sending anything.
+
+    With ``dry_run`` (a plan to estimate, never to run) missing secrets (API keys) are
+    returned in ``JobPlan.warnings`` instead of raised.
 
     Raises:
         ConfigError: missing data, unknown candidates/questions/tasks, unknown backends,
-            invalid settings, or a failed backend preflight (e.g. a missing API key).
+            invalid settings, a failed backend preflight, or (unless ``dry_run``) a
+            missing API key.
     """
     data_dir = resolve_data_dir(job.benchmark.data_dir)
     bench = load_benchmark(job.benchmark.name, data_dir, sample=job.benchmark.sample)
     inst = instances(bench, job.benchmark, job.comparison)
     list_size = list_size_for(job.benchmark, job.comparison) if job.comparison.mode == "listwise" else 2
     judges = resolve_judges(job)
+    warnings = []
     for rj in judges:
-        rj.backend.preflight(rj.settings, rj.context(bench.name, str(data_dir), job.output_dir, bench.verdict_format))
+        ctx = rj.context(bench.name, str(data_dir), job.output_dir, bench.verdict_format)
+        rj.backend.preflight(rj.settings, ctx)
+        try:
+            rj.backend.check_secrets(rj.settings, ctx)
+        except ConfigError as exc:
+            if not dry_run:
+                raise
+            warnings.append(str(exc).replace(" and run again. Nothing was sent.", " before a real run."))
     return JobPlan(
         bench=bench,
         instances=inst,
@@ -104,6 +120,7 @@ def plan_job(job: JobSpec) -> JobPlan:
         data_dir=Path(data_dir),
         units_per_judge=count_units(inst, job.comparison),
         list_size=list_size,
+        warnings=tuple(warnings),
     )
 
 

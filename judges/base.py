@@ -179,6 +179,15 @@ class JudgeBackend(abc.ABC):
         """
 
     @classmethod
+    def check_secrets(cls, settings: JudgeSettings, context: JudgeContext) -> None:
+        """Checks of secrets (API keys in the environment) run in the driver before anything
+        is sent; a dry run, which sends nothing, turns a failure into a warning.
+
+        Raises:
+            ConfigError: naming the judge and the missing variable.
+        """
+
+    @classmethod
     def estimate(cls, settings: JudgeSettings, sampling: Sampling, prompts: Any) -> dict[str, Any] | None:
         """Dry-run estimate of tokens and cost over an iterable of prompt strings, or ``None``
         when the backend costs nothing per query (see :meth:`APIJudge.estimate` for keys)."""
@@ -213,9 +222,9 @@ _REGISTRY: dict[str, type[JudgeBackend]] = {}
 _BUILTIN = {
     "replay": "replay",
     "simulated": "simulated",
-    "openai": "openai_judge",
-    "anthropic": "anthropic_judge",
-    "openai_compatible": "openai_judge",
+    "openai": "api.openai",
+    "anthropic": "api.anthropic",
+    "openai_compatible": "api.openai",
     "vllm": "vllm_judge",
 }
 
@@ -244,8 +253,8 @@ def get_backend(name: str) -> type[JudgeBackend]:
             importlib.import_module(f"voirdire.judges.{_BUILTIN[name]}")
         except ImportError as exc:
             raise ConfigError(
-                f"judge backend {name!r} needs an optional dependency that is not installed: {exc}. "
-                f"Install voirdire[api] for API judges or voirdire[vllm] for local vLLM judges."
+                f"judge backend {name!r} needs an optional dependency that is not installed ({exc}); "
+                f"install it with: pip install 'voirdire[{'vllm' if name == 'vllm' else 'api'}]'"
             ) from exc
         if name in _REGISTRY:
             return _REGISTRY[name]

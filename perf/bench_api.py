@@ -7,7 +7,9 @@ one second's worth plus 0.25 s jitter tolerance, as in the tests).
 1. voirdire: a real job (scheduler + local Ray) with one ``openai`` judge, ``--workers``
    actors x ``--concurrency`` requests in flight, ``rpm`` set to the server's limit.
    Sustained throughput = requests/s at the server between the 10th and the last
-   arrival, as a share of the configured limit (``rpm / 60``).
+   arrival, as a share of the configured limit (``rpm / 60``); the limiter's own ceiling
+   (its refill rate, below the limit by the jitter margin that keeps the limit where
+   requests arrive) is printed beside it.
 2. baseline (the paper's harness): a process pool of ``--workers`` processes, each making
    one blocking SDK call at a time (``openai.OpenAI``), over the same prompts.
 
@@ -34,6 +36,8 @@ from pathlib import Path
 
 import voirdire
 from tests.fake_api_server import admin, max_in_window
+from voirdire.judges.api.ratelimit import bucket_for
+from voirdire.judges.api.settings import APISettings
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -150,6 +154,10 @@ def main() -> None:
     print(f"voirdire : {ours['rps']:7.1f} req/s sustained = {ours['rps'] / limit:6.1%} of the limit "
           f"({ours['queries']} queries, {ours['failures']} failed, {ours['rate_rejected']} rejected by the server's "
           f"limit; max {ours['max_1s']:.0f} in any 1 s, {ours['max_5s']:.0f} in any 5 s)")
+    d = APISettings(model="gpt-4o")
+    ceiling = bucket_for(args.rpm, d.rate_burst_s, d.rate_jitter_s).rate
+    print(f"           limiter ceiling {ceiling:.1f} req/s = {ceiling / limit:6.1%} of the limit "
+          f"(rate_burst_s {d.rate_burst_s}, rate_jitter_s {d.rate_jitter_s})")
     print(f"baseline : {base['rps']:7.1f} req/s = {base['rps'] / limit:6.1%} of the limit "
           f"(process pool, one blocking call per process; {base['queries']} queries, {base['failures']} failed)")
     print(f"ratio    : {ours['rps'] / base['rps']:.2f}x")

@@ -17,8 +17,10 @@ configured rate with a capacity of ``burst_s`` seconds' worth, widened by ``jitt
 seconds of rate for arrival-time jitter between concurrent connections (the
 cell-delay-variation tolerance of ITU-T I.371); a request that does not conform gets 429
 and counts in ``rate_rejected``. ``arrivals`` logs ``[t, tokens]`` of every admitted
-request for window counts (:func:`max_in_window`). Tokens charged per request: prompt
-tokens + the request's max tokens (OpenAI's documented rule).
+request for window counts (:func:`max_in_window`); ``attempts`` counts every model call
+that arrives, per prompt (the messages' text joined by newlines), whatever its answer.
+Tokens charged per request: prompt tokens + the request's max tokens (OpenAI's documented
+rule).
 
 Faults (``faults``: a list of ``{"kind", "rate", "times", "match"}``): a request whose
 prompt hash falls in a rule's share (rules take consecutive shares of [0, 1)), or whose
@@ -117,6 +119,7 @@ class FakeAPIServer:
             "injected": {},
             "auth_failures": 0,
             "arrivals": [],  # [t, tokens] of every request admitted by the rate limit
+            "attempts": {},  # prompt -> model calls that arrived with it (every status)
             "batch_requests": 0,
             "batches_created": 0,
         }
@@ -186,6 +189,7 @@ class FakeAPIServer:
             texts = [body.get("system") or ""] + [m.get("content") or "" for m in body.get("messages", [])]
             max_tokens = body.get("max_tokens") or 0
         prompt = "\n".join(t if isinstance(t, str) else json.dumps(t) for t in texts)
+        self.stats["attempts"][prompt] = self.stats["attempts"].get(prompt, 0) + 1
         if expected is not None and key != expected:
             self.stats["auth_failures"] += 1
             self._count(401)

@@ -6,18 +6,17 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.fake_api_server import FakeAPIServer
-from voirdire.judges.api_common import (
-    ResponseCache,
-    bucket_for,
-    cost_usd,
-    price_for,
-    redact,
-)
+from voirdire.judges.api.cache import ResponseCache
+from voirdire.judges.api.errors import redact
+from voirdire.judges.api.pricing import cost_usd, facts_for, price_for
+from voirdire.judges.api.ratelimit import TokenBucket, bucket_for
 from voirdire.judges.base import JudgeContext, Query, Sampling, get_backend
 
 from voirdire.core import ConfigError, FailureClass
@@ -56,11 +55,11 @@ def server():
 def _judge(api: str, server: FakeAPIServer, tmp_path: Path, **kw):
     cls = get_backend(api)
     settings = cls.Settings(model=MODEL[api], base_url=server.url + ("/v1" if api == "openai" else ""),
-                            api_key_env=ENV[api], timeout_s=0.5, sdk_max_retries=1, retry_backoff_s=0.01,
-                            **kw)
+                            api_key_env=ENV[api], timeout_s=0.5, **{"max_retries": 1, **kw})
     ctx = JudgeContext(judge=f"{api}-judge", benchmark="MTBench", data_dir=None, output_dir=str(tmp_path),
                        sampling=Sampling(max_tokens=64), concurrency=8, identity_hash="0" * 32)
     cls.preflight(settings, ctx)
+    cls.check_secrets(settings, ctx)
     return cls(settings, ctx)
 
 
@@ -139,7 +138,7 @@ def test_missing_key_is_a_config_error_naming_the_variable(tmp_path, monkeypatch
     cls = get_backend("anthropic")
     settings = cls.Settings(model="claude-3-5-sonnet-20241022", api_key_env="VOIRDIRE_NO_SUCH_KEY")
     with pytest.raises(ConfigError, match="VOIRDIRE_NO_SUCH_KEY"):
-        cls.preflight(settings, JudgeContext(judge="c", benchmark="MTBench", data_dir=None, output_dir=None))
+        cls.check_secrets(settings, JudgeContext(judge="c", benchmark="MTBench", data_dir=None, output_dir=None))
     with pytest.raises(Exception, match="NAME of an environment variable"):
         cls.Settings(model="m", api_key_env="sk-ant-api03-abc/def")
     compat = get_backend("openai_compatible")
@@ -148,43 +147,184 @@ def test_missing_key_is_a_config_error_naming_the_variable(tmp_path, monkeypatch
                                                                        output_dir=None))
 
 
-def test_token_bucket_keeps_every_window_under_the_limit():
-    """Reservations asked 4x faster than allowed: the booked times never put more than
-    rpm/60 * T requests in any window of T >= 1 s (so never more than rpm in a minute)."""
-    rng = random.Random(7)
-    rpm = 600.0
-    for burst_s in (0.02, 0.1):
-        b = bucket_for(rpm, burst_s)
-        now, times = 0.0, []
-        for _ in range(3000):
-            now += rng.expovariate(40.0)
+def _max_in_window(times: list[float], window: float) -> int:
+    times = sorted(times)
+    j = best = 0
+    for i, t in enumerate(times):
+        while t - times[j] >= window:
+            j += 1
+        best = max(best, i - j + 1)
+    return best
+
+
+@pytest.mark.parametrize("rpm", [600.0, 1200.0, 6000.0])
+def test_token_bucket_keeps_the_limit_where_requests_arrive(rpm):
+    """Reservations asked 4x faster than allowed; each request ARRIVES a random 0..jitter_s
+    after its slot. At most rpm/60 * W arrive in any window of W >= 1 s (the provider's
+    rule, no allowance); without the jitter margin the same arrivals break it."""
+    p = rpm / 60.0
+    for burst_s, jitter_s in ((0.02, 0.1), (0.1, 0.25)):
+        rng = random.Random(7)
+        b = bucket_for(rpm, burst_s, jitter_s)
+        now, arrivals = 0.0, []
+        for _ in range(int(p * 120)):
+            now += rng.expovariate(4 * p)
             at = b.earliest(now, 1)
             b.book(at, 1)
-            times.append(at)
-        times.sort()
-        for window in (0.25, 1.0, 5.0, 60.0):
-            j = best = 0
-            for i, t in enumerate(times):
-                while t - times[j] >= window:
-                    j += 1
-                best = max(best, i - j + 1)
-            assert best <= b.capacity + b.rate * window + 1e-9, window
-            if window >= 1.0:
-                assert best <= rpm / 60.0 * window + 1e-9, (burst_s, window, best)
-        sustained = (len(times) - 1) / (times[-1] - times[0])
-        assert sustained == pytest.approx(rpm / 60.0 * (1 - burst_s), rel=0.01)
+            arrivals.append(at + (jitter_s if rng.random() < 0.3 else rng.uniform(0, jitter_s)))
+        for window in (1.0, 5.0, 60.0):
+            assert _max_in_window(arrivals, window) <= p * window + 1e-9, (burst_s, window)
+        sustained = (len(arrivals) - 1) / (max(arrivals) - min(arrivals))
+        assert sustained == pytest.approx(b.rate, rel=0.02) and sustained > 0.7 * p
+    # the same arrival jitter against the bucket without the margin (the rule before:
+    # refill p * (1 - burst_s)) breaks the one-second rule where requests arrive
+    rng = random.Random(7)
+    b = TokenBucket(p * 0.98, max(1.0, p * 0.02))
+    now, arrivals = 0.0, []
+    for _ in range(int(p * 120)):
+        now += rng.expovariate(4 * p)
+        at = b.earliest(now, 1)
+        b.book(at, 1)
+        arrivals.append(at + (0.1 if rng.random() < 0.3 else rng.uniform(0, 0.1)))
+    assert _max_in_window(arrivals, 1.0) > p
 
 
 def test_prices_costs_and_redaction():
-    assert price_for("gpt-4o-2024-08-06") == (2.50, 10.00)
-    assert price_for("gpt-4o-mini-2024-07-18") == (0.15, 0.60)
-    assert price_for("claude-3-5-sonnet-20241022") == (3.00, 15.00)
+    # the maintained source (genai-prices) first
+    facts = facts_for("gpt-4o-2024-08-06", "openai")
+    assert facts.prices == (2.50, 10.00) and facts.context_window == 128_000
+    assert facts.price_source.startswith("genai-prices") and facts.window_source.startswith("genai-prices")
+    assert price_for("gpt-4o-mini-2024-07-18", provider="openai") == pytest.approx((0.15, 0.60))
+    assert price_for("claude-3-5-sonnet-20241022", provider="anthropic") == (3.00, 15.00)
+    # the judge's override wins, field by field
+    assert facts_for("gpt-4o", "openai", 1.0, 2.0, 1000) == type(facts)(1.0, 2.0, 1000, "settings", "settings")
     assert price_for("my-local-llama") is None
     assert price_for("my-local-llama", 1.0, 2.0) == (1.0, 2.0)
+    # a model genai-prices does not know: the shipped fallback file answers
+    llama = facts_for("meta-llama/Llama-3.1-8B-Instruct")
+    assert llama.context_window == 131_072 and llama.window_source == "fallback" and llama.prices is None
     assert cost_usd((2.5, 10.0), 1_000_000, 100_000) == pytest.approx(3.5)
     assert cost_usd((2.5, 10.0), 1_000_000, 100_000, batch=True) == pytest.approx(1.75)
+    assert cost_usd(None, 10, 10) is None
     assert redact("bad key sk-proj-abcdefgh1234 given", None) == "bad key [redacted] given"
     assert ResponseCache.key("h", None, "p", 1) != ResponseCache.key("h", None, "p", 2)
+
+
+def test_prices_fall_back_to_the_shipped_file_without_the_maintained_source():
+    """genai-prices made unavailable (its import blocked in a fresh interpreter): the
+    fallback file gives prices and windows; a model known to neither has no cost."""
+    code = (
+        "import sys; sys.modules['genai_prices'] = None\n"
+        "from voirdire.judges.api.pricing import facts_for, price_for, cost_usd\n"
+        "f = facts_for('gpt-4o-2024-08-06', 'openai')\n"
+        "print(f.prices, f.context_window, f.price_source, f.window_source)\n"
+        "print(price_for('my-local-llama'), cost_usd(price_for('my-local-llama'), 10, 10))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["(2.5, 10.0) 128000 fallback fallback", "None None"]
+
+
+FAILING = {"500": "500", "503": "503", "529": "529", "429": "429", "drop": "drop", "slow": "slow"}
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+@pytest.mark.parametrize("max_retries", [0, 2])
+def test_total_attempts_per_query_is_max_retries_plus_one(api, max_retries, server, tmp_path):
+    """One retry layer (the SDK's): a query that keeps failing reaches the server exactly
+    ``max_retries + 1`` times, counted by the server per prompt, whatever the fault."""
+    judge = _judge(api, server, tmp_path, cache="off", max_retries=max_retries)
+    prompts = {kind: f"attempts {api} {max_retries} #{tag}# always" for kind, tag in FAILING.items()}
+    server.config["faults"] = [{"kind": k, "match": f"#{k}# always", "times": None} for k in FAILING] + server.config["faults"]
+    queries = [_query(kind, prompt=p) for kind, p in prompts.items()]
+
+    async def go():
+        try:
+            return await judge.judge(queries)
+        finally:
+            await judge.aclose()
+
+    try:
+        results = {r.unit_id: r for r in asyncio.run(go())}
+    finally:
+        server.config["faults"] = server.config["faults"][len(FAILING):]
+    for kind, prompt in prompts.items():
+        arrived = sum(n for k, n in server.stats["attempts"].items() if k.endswith(prompt))
+        assert arrived == max_retries + 1, (kind, arrived)
+        r = results[f"u-{kind}-1"]
+        assert r.failure is not None and f"after {max_retries + 1} attempt(s)" in r.failure_message, r
+
+
+def test_default_retry_budget_is_four_attempts(server, tmp_path):
+    default = get_backend("openai").Settings(model="m").max_retries
+    judge = _judge("openai", server, tmp_path, cache="off", max_retries=default)
+    prompt = "default budget #503#"
+
+    async def go():
+        try:
+            return await judge.judge([_query("d", prompt=prompt)])
+        finally:
+            await judge.aclose()
+
+    result = asyncio.run(go())[0]
+    assert result.failure == FailureClass.SERVER_ERROR.value
+    assert sum(n for k, n in server.stats["attempts"].items() if k.endswith(prompt)) == 4
+
+
+def test_identity_hash_is_the_engines(tmp_path):
+    """A judge built without the engine's hash computes the same one (one helper)."""
+    from voirdire.engine.spec import parse_job, resolve_judges
+
+    job = parse_job({"name": "h", "output_dir": str(tmp_path), "benchmark": {"name": "mtbench"},
+                     "judges": [{"name": "c", "backend": "openai_compatible", "model": "m", "base_url": "http://x/v1"}]})
+    rj = resolve_judges(job)[0]
+    ctx = JudgeContext(judge="c", benchmark="MTBench", data_dir=None, output_dir=None, sampling=rj.sampling)
+    judge = rj.backend(rj.settings, ctx)
+    assert judge.identity_hash == rj.identity_hash
+    asyncio.run(judge.aclose())  # the client was never used: nothing bound to a loop
+
+
+def _cli(args: list[str], env: dict[str, str], block: str | None = None) -> subprocess.CompletedProcess:
+    """The CLI through typer's CliRunner in a fresh interpreter (optionally with a module's
+    import blocked, as if its extra were not installed); prints the exit code, then the output."""
+    code = (
+        (f"import sys; sys.modules[{block!r}] = None\n" if block else "")
+        + "from typer.testing import CliRunner\nfrom voirdire.cli import app\n"
+        + f"r = CliRunner().invoke(app, {args!r})\nprint(r.exit_code)\nprint(r.output)\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=str(REPO))
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_dry_run_without_keys_prints_the_estimate_and_warns(data_dir, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+    env["VOIRDIRE_DATA"] = str(data_dir)
+    out = _cli(["run", "examples/mtbench_api.toml", "--dry-run", "--output-dir", str(tmp_path / "o")], env)
+    assert out.returncode == 0, out.stderr
+    code, _, text = out.stdout.partition("\n")
+    text = " ".join(text.split())
+    assert code == "0", text
+    assert "4,800 queries" in text and "cost <= $" in text
+    assert "warning:" in text and "OPENAI_API_KEY" in text and "ANTHROPIC_API_KEY" in text
+    # a real run still stops before sending, naming the variable
+    real = _cli(["run", "examples/mtbench_api.toml", "--output-dir", str(tmp_path / "o")], env)
+    code, _, text = real.stdout.partition("\n")
+    assert code == "2" and "OPENAI_API_KEY" in " ".join(text.split())
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_extra_prints_the_exact_install_command(data_dir, tmp_path):
+    """The SDK's import made to fail: the CLI names the extra as a command to paste, with
+    its brackets (rich markup would swallow ``[api]`` unescaped)."""
+    env = {**os.environ, "VOIRDIRE_DATA": str(data_dir), "OPENAI_API_KEY": "sk-x"}
+    out = _cli(["run", "examples/mtbench_api.toml", "--dry-run", "--output-dir", str(tmp_path / "o")], env,
+               block="openai")
+    code, _, text = out.stdout.partition("\n")
+    assert code == "2", out.stdout + out.stderr
+    assert "pip install 'voirdire[api]'" in " ".join(text.split())
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])

@@ -86,20 +86,21 @@ def load_job_spec(job: str | os.PathLike | Mapping[str, Any] | JobSpec, *, outpu
     return spec
 
 
-def plan(job: str | os.PathLike | Mapping[str, Any] | JobSpec) -> JobPlan:
+def plan(job: str | os.PathLike | Mapping[str, Any] | JobSpec, dry_run: bool = False) -> JobPlan:
     """Validate a job against its data and judges (backend preflight included); sends nothing.
+    With ``dry_run``, missing API keys are warnings (``JobPlan.warnings``), not errors.
 
     Raises:
         ConfigError: naming the culprit.
     """
-    return plan_job(load_job_spec(job))
+    return plan_job(load_job_spec(job), dry_run=dry_run)
 
 
 def estimate(job: str | os.PathLike | Mapping[str, Any] | JobSpec) -> dict[str, dict[str, Any] | None]:
     """Dry run: per judge, the backend's estimate of tokens and cost (USD) over every prompt
     the job would send, or ``None`` for judges that cost nothing per query. Sends nothing."""
     spec = load_job_spec(job)
-    return estimate_job(spec, plan_job(spec))
+    return estimate_job(spec, plan_job(spec, dry_run=True))
 
 
 def load(output_dir: str | os.PathLike) -> Results:

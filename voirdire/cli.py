@@ -35,7 +35,7 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 110)
 
 
 def _fail(msg: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {msg}")
+    err_console.print(f"[bold red]error:[/] {escape(msg)}")
     raise typer.Exit(code)
 
 
@@ -63,14 +63,16 @@ def run(
         if output_dir is not None and len(jobs) != 1:
             raise ConfigError("--output-dir applies to one job file at a time")
         specs = [api.load_job_spec(p, output_dir=output_dir) for p in jobs]
-        plans = [api.plan(s) for s in specs]  # every job validated before anything is sent
+        plans = [api.plan(s, dry_run=dry_run) for s in specs]  # every job validated before anything is sent
     except ConfigError as exc:
         _fail(str(exc))
     if dry_run:
         from voirdire.engine.job import estimate_job
 
         for spec, plan in zip(specs, plans):
-            console.print(f"[bold]{spec.name}[/]: {plan.instances.height} instances")
+            console.print(f"[bold]{escape(spec.name)}[/]: {plan.instances.height} instances")
+            for w in plan.warnings:  # a dry run sends nothing: a missing key only warns
+                err_console.print(f"[yellow]warning:[/] {escape(w)}")
             estimates = estimate_job(spec, plan)
             for rj in plan.judges:
                 console.print(f"  {rj.name} ({rj.spec.backend}): {plan.units_per_judge:,} queries")

@@ -8,9 +8,7 @@ Gemini's (``https://generativelanguage.googleapis.com/v1beta/openai/``) and Open
 (``https://openrouter.ai/api/v1``) endpoints: ``base_url`` is required, ``api_key_env``
 is optional (no key is sent without it), ``base_url`` is part of the judge's identity,
 tokens are estimated conservatively (chars/3).
-
-Only the request/response mapping lives here; rate limits, retries, failures, cache and
-cost are :mod:`voirdire.judges.api_common`'s.
+Wire format only; the rest is :mod:`voirdire.judges.api.base`'s.
 """
 
 from __future__ import annotations
@@ -19,11 +17,12 @@ import json
 from typing import Any
 
 import openai
-from voirdire.judges.api_batch import status_failure
-from voirdire.judges.api_common import APIJudge, APISettings, Reply, sdk_call_kwargs
-from voirdire.judges.base import register
 
 from voirdire.core import ConfigError
+from voirdire.judges.api.base import APIJudge
+from voirdire.judges.api.errors import status_failure
+from voirdire.judges.api.settings import Reply
+from voirdire.judges.base import register
 
 
 @register
@@ -31,18 +30,14 @@ class OpenAIJudge(APIJudge):
     """A judge behind OpenAI's chat-completions API (one user message per query)."""
 
     name = "openai"
-    Settings = APISettings
     sdk = openai
+    client_cls = openai.AsyncOpenAI
+    provider = "openai"
     default_key_env = "OPENAI_API_KEY"
     uses_tiktoken = True
     filter_stops = frozenset({"content_filter"})
     #: the request field capping output tokens (OpenAI's current name; o-series need it)
     max_tokens_field = "max_completion_tokens"
-
-    def make_client(self, api_key: str, http_client: Any) -> Any:
-        s = self.settings
-        return openai.AsyncOpenAI(api_key=api_key, base_url=s.base_url, timeout=s.timeout_s,
-                                  max_retries=s.sdk_max_retries, http_client=http_client)
 
     def request_body(self, prompt: str) -> dict[str, Any]:
         """The chat-completions request body for a prompt (also one batch line's ``body``)."""
@@ -57,8 +52,8 @@ class OpenAIJudge(APIJudge):
             body["top_p"] = sp.top_p
         return body
 
-    async def send(self, prompt: str) -> Any:
-        return await self.client.chat.completions.create(**sdk_call_kwargs(self.client.chat.completions.create, self.request_body(prompt)))
+    def endpoint(self) -> Any:
+        return self.client.chat.completions.create
 
     def parse(self, response: Any) -> Reply:
         d = response if isinstance(response, dict) else response.model_dump()
@@ -113,6 +108,7 @@ class OpenAICompatibleJudge(OpenAIJudge):
     """A judge behind any OpenAI-compatible chat-completions server (``base_url`` required)."""
 
     name = "openai_compatible"
+    provider = None  # any provider whose model name matches (genai-prices), else the fallback file
     default_key_env = None
     uses_tiktoken = False
     max_tokens_field = "max_tokens"  # what vLLM, llama.cpp, Ollama and the gateways all accept
@@ -124,4 +120,3 @@ class OpenAICompatibleJudge(OpenAIJudge):
         if not settings.base_url:
             raise ConfigError(f"judge {context.judge!r} (openai_compatible) needs base_url, e.g. "
                               f"\"http://localhost:8000/v1\"")
-        super().preflight(settings, context)

@@ -5,9 +5,7 @@ for gateways. The messages API has no sampling seed (``seed`` is ignored) and re
 ``max_tokens``. A reply stopped with ``stop_reason = "refusal"`` is recorded as content
 filtered. Prompt tokens are estimated conservatively (chars/3): Anthropic's tokenizer is
 not public.
-
-Only the request/response mapping lives here; rate limits, retries, failures, cache and
-cost are :mod:`voirdire.judges.api_common`'s.
+Wire format only; the rest is :mod:`voirdire.judges.api.base`'s.
 """
 
 from __future__ import annotations
@@ -15,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
-from voirdire.judges.api_common import APIJudge, APISettings, Reply, sdk_call_kwargs
-from voirdire.judges.base import register
 
 from voirdire.core import FailureClass
+from voirdire.judges.api.base import APIJudge
+from voirdire.judges.api.settings import Reply
+from voirdire.judges.base import register
 
 
 @register
@@ -26,16 +25,11 @@ class AnthropicJudge(APIJudge):
     """A judge behind Anthropic's messages API (one user message per query)."""
 
     name = "anthropic"
-    Settings = APISettings
     sdk = anthropic
+    client_cls = anthropic.AsyncAnthropic
+    provider = "anthropic"
     default_key_env = "ANTHROPIC_API_KEY"
-    uses_tiktoken = False
     filter_stops = frozenset({"refusal"})
-
-    def make_client(self, api_key: str, http_client: Any) -> Any:
-        s = self.settings
-        return anthropic.AsyncAnthropic(api_key=api_key, base_url=s.base_url, timeout=s.timeout_s,
-                                        max_retries=s.sdk_max_retries, http_client=http_client)
 
     def request_body(self, prompt: str) -> dict[str, Any]:
         """The messages request body for a prompt (also one batch request's ``params``)."""
@@ -48,8 +42,8 @@ class AnthropicJudge(APIJudge):
             body["top_p"] = sp.top_p
         return body
 
-    async def send(self, prompt: str) -> Any:
-        return await self.client.messages.create(**sdk_call_kwargs(self.client.messages.create, self.request_body(prompt)))
+    def endpoint(self) -> Any:
+        return self.client.messages.create
 
     def parse(self, response: Any) -> Reply:
         d = response if isinstance(response, dict) else response.model_dump()

@@ -19,13 +19,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from voirdire.judges.api_common import classify_exception, describe_exception
+from voirdire.core import FailureClass, slug
+from voirdire.judges.api.errors import classify_exception, describe_exception
 from voirdire.judges.base import Query, Result
 
-from voirdire.core import FailureClass, slug
-
-if TYPE_CHECKING:
-    from voirdire.judges.api_common import APIJudge
+if TYPE_CHECKING:  # the judge calls this module; typing only, no import back
+    from voirdire.judges.api.base import APIJudge
 
 
 def batch_dir(judge: "APIJudge") -> Path | None:
@@ -145,12 +144,3 @@ async def _collect(judge: "APIJudge", bid: str, qs: list[Query]) -> dict[str, Re
             else:
                 out[q.unit_id] = judge.finish(q, reply, latency, batch=True)
     return out
-
-
-def status_failure(status: int | None) -> FailureClass:
-    """The failure class of a batch item's HTTP status."""
-    if status == 429:
-        return FailureClass.RATE_LIMITED
-    if status is not None and status >= 500:
-        return FailureClass.SERVER_ERROR
-    return FailureClass.REFUSED

@@ -1,0 +1,322 @@
+"""The shared API judge: what the OpenAI, OpenAI-compatible and Anthropic backends have in
+common (see :mod:`voirdire.judges.api` for the overview).
+
+A provider subclass sets ``name``, ``sdk`` (the SDK module: exception types, HTTP
+client), ``client_cls`` (its async client), ``provider`` (the genai-prices provider id),
+``default_key_env``, ``uses_tiktoken``, ``filter_stops`` and implements
+:meth:`APIJudge.request_body`, :meth:`APIJudge.endpoint`, :meth:`APIJudge.parse` (plus the
+``batch_*`` wire format of :mod:`voirdire.judges.api.batch`).
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import contextvars
+import inspect
+import os
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, ClassVar, Iterable
+
+from voirdire.core import ConfigError, FailureClass, content_hash
+from voirdire.judges.api.batch import run_batch
+from voirdire.judges.api.cache import ResponseCache, cache_path
+from voirdire.judges.api.errors import MalformedResponse, classify_exception, describe_exception, redact
+from voirdire.judges.api.pricing import cost_usd, facts_for
+from voirdire.judges.api.ratelimit import get_limiter, retry_after_s
+from voirdire.judges.api.settings import APISettings, Reply
+from voirdire.judges.api.tokens import count_tokens, estimate_prompt_tokens
+from voirdire.judges.base import JudgeBackend, JudgeContext, Query, Result, Sampling
+
+
+@dataclass
+class _Attempts:
+    """The HTTP request in flight from one task: tokens to reserve, attempts made."""
+
+    tokens: int
+    count: int = 0
+
+
+#: The query being sent from this task (read by the HTTP request hook).
+_ATTEMPTS: contextvars.ContextVar[_Attempts | None] = contextvars.ContextVar("voirdire_attempts", default=None)
+
+
+class APIJudge(JudgeBackend):
+    """Base of the API backends (see the module docstring for what a subclass provides)."""
+
+    Settings: ClassVar[type[APISettings]] = APISettings
+    needs_prompt = True
+    sdk: ClassVar[Any]
+    client_cls: ClassVar[Any]
+    provider: ClassVar[str | None] = None
+    default_key_env: ClassVar[str | None] = None
+    uses_tiktoken: ClassVar[bool] = False
+    filter_stops: ClassVar[frozenset[str]] = frozenset()
+    #: settings that do not change what the judge answers (left out of its identity)
+    identity_exclude = (
+        "base_url", "api_key_env", "workers", "rpm", "tpm", "rate_burst_s", "rate_jitter_s", "rate_limit_key",
+        "timeout_s", "max_retries", "context_window", "price_input_per_mtok", "price_output_per_mtok", "cache",
+        "batch", "batch_poll_s", "batch_timeout_s",
+    )
+
+    # -- class-level helpers (driver side) ------------------------------------------------
+
+    @classmethod
+    def key_env(cls, settings: APISettings) -> str | None:
+        """The environment variable holding the key (``None``: the server needs none)."""
+        return settings.api_key_env if settings.api_key_env is not None else cls.default_key_env
+
+    @classmethod
+    def check_secrets(cls, settings: APISettings, context: JudgeContext) -> None:  # type: ignore[override]
+        """Check the API key variable is set and non-empty (nothing is sent; skipped by a
+        dry run, which only warns).
+
+        Raises:
+            ConfigError: naming the judge and the missing variable.
+        """
+        env = cls.key_env(settings)
+        if env and not os.environ.get(env, "").strip():
+            raise ConfigError(
+                f"judge {context.judge!r} ({cls.name}, model {settings.model!r}) needs an API key in the "
+                f"environment variable {env}, which is not set; export {env}=... (or set api_key_env to "
+                f"the variable that holds it) and run again. Nothing was sent."
+            )
+
+    @classmethod
+    def worker_options(cls, settings):  # type: ignore[override]
+        return {"num_cpus": 0}
+
+    @classmethod
+    def concurrency(cls, settings) -> int:  # type: ignore[override]
+        return 16
+
+    @classmethod
+    def limit_key(cls, settings: APISettings) -> str:
+        """The key whose limiter this judge shares."""
+        return settings.rate_limit_key or "|".join(
+            [cls.name, settings.base_url or "default", cls.key_env(settings) or "-", settings.model]
+        )
+
+    @classmethod
+    def facts(cls, settings: APISettings):
+        """The model's prices and context window (settings first; see
+        :func:`voirdire.judges.api.pricing.facts_for`)."""
+        return facts_for(settings.model, cls.provider, settings.price_input_per_mtok,
+                         settings.price_output_per_mtok, settings.context_window)
+
+    @classmethod
+    def estimate(cls, settings: APISettings, sampling: Sampling, prompts: Iterable[str]) -> dict[str, Any]:  # type: ignore[override]
+        """Dry-run estimate over the prompts to be sent.
+
+        Returns ``queries``, ``input_tokens`` (estimated), ``max_output_tokens``
+        (``max_tokens`` per query, the bound), ``too_long`` (queries over the context
+        window), ``cost_usd_max`` (USD at the bound, ``None`` without a price),
+        ``counting`` (tokenizer used) and ``price_source`` (where the price came from).
+        """
+        facts = cls.facts(settings)
+        window = facts.context_window
+        n = tokens = too_long = 0
+        for p in prompts:
+            t = estimate_prompt_tokens(p, settings.system_prompt, settings.model, cls.uses_tiktoken)
+            n += 1
+            if window is not None and t + sampling.max_tokens > window:
+                too_long += 1
+                continue
+            tokens += t
+        out = (n - too_long) * sampling.max_tokens
+        return {
+            "queries": n,
+            "input_tokens": tokens,
+            "max_output_tokens": out,
+            "too_long": too_long,
+            "cost_usd_max": cost_usd(facts.prices, tokens, out, batch=settings.batch),
+            "counting": count_tokens("x", settings.model, cls.uses_tiktoken)[1] if n else "chars/3",
+            "price_source": facts.price_source,
+        }
+
+    # -- worker side ---------------------------------------------------------------------
+
+    def __init__(self, settings: APISettings, context: JudgeContext) -> None:
+        super().__init__(settings, context)
+        s = settings
+        env = self.key_env(s)
+        self._api_key = os.environ.get(env, "").strip() if env else ""
+        self.sampling = context.sampling
+        facts = self.facts(s)
+        self.prices, self.window = facts.prices, facts.context_window
+        self._sem = asyncio.Semaphore(max(1, int(getattr(context, "concurrency", None) or self.concurrency(s))))
+        self.identity_hash = context.identity_hash or content_hash(self.identity(s, context.sampling))
+        path = cache_path(s.cache, context.output_dir)
+        self.cache = ResponseCache(path) if path is not None else None
+        self.limiter = None
+        if s.rpm or s.tpm:
+            self.limiter = get_limiter(self.limit_key(s), s.rpm, s.tpm, s.rate_burst_s, s.rate_jitter_s)
+            self.limiter.configure.remote(s.rpm, s.tpm, s.rate_burst_s, s.rate_jitter_s)
+        self.client = self.make_client(self._api_key or "no-key-needed", self._http_client())
+
+    def _http_client(self) -> Any:
+        """The SDK's default async HTTP client with our hooks: every attempt (the SDK's
+        retries included) is counted and reserves its rate-limit slot before it is sent; a
+        429 pauses the shared limiter."""
+        limiter = self.limiter
+
+        async def on_request(request: Any) -> None:
+            att = _ATTEMPTS.get()
+            if att is None:
+                return
+            att.count += 1
+            if limiter is not None:
+                delay = await limiter.reserve.remote(att.tokens)
+                if delay > 0:
+                    await asyncio.sleep(delay)
+
+        async def on_response(response: Any) -> None:
+            if limiter is None or response.status_code != 429:
+                return
+            wait = retry_after_s(response.headers)
+            if wait:
+                limiter.pause.remote(min(wait, 60.0))
+
+        return self.sdk.DefaultAsyncHttpxClient(event_hooks={"request": [on_request], "response": [on_response]})
+
+    def make_client(self, api_key: str, http_client: Any) -> Any:
+        """The SDK's async client (``client_cls``) for ``base_url`` with ``timeout_s``,
+        ``max_retries`` (the one retry layer) and our HTTP client."""
+        s = self.settings
+        return self.client_cls(api_key=api_key, base_url=s.base_url, timeout=s.timeout_s,
+                               max_retries=s.max_retries, http_client=http_client)
+
+    @abc.abstractmethod
+    def request_body(self, prompt: str) -> dict[str, Any]:
+        """The wire-format request body of one query (also one batch item's body)."""
+
+    @abc.abstractmethod
+    def endpoint(self) -> Any:
+        """The SDK's bound method that sends one request (e.g. ``client.messages.create``)."""
+
+    async def send(self, prompt: str) -> Any:
+        """Send one query (:meth:`request_body` through :meth:`endpoint`); returns the SDK's response."""
+        create = self.endpoint()
+        return await create(**sdk_call_kwargs(create, self.request_body(prompt)))
+
+    @abc.abstractmethod
+    def parse(self, response: Any) -> Reply:
+        """Map the SDK's response (or a batch result's body as a dict) to a :class:`Reply`."""
+
+    def parse_checked(self, response: Any) -> Reply:
+        """:meth:`parse`, with any shape error raised as :class:`MalformedResponse`."""
+        try:
+            return self.parse(response)
+        except Exception as exc:  # noqa: BLE001 - the body is not what the protocol documents
+            raise MalformedResponse(f"unexpected response shape: {type(exc).__name__}: {exc}") from exc
+
+    # -- answering -------------------------------------------------------------------------
+
+    async def judge(self, queries: list[Query]) -> list[Result]:
+        """Answer a batch concurrently (bounded by the worker's semaphore); never raises."""
+        if self.settings.batch:
+            return await run_batch(self, queries)
+        return list(await asyncio.gather(*(self._safe_one(q) for q in queries)))
+
+    async def _safe_one(self, q: Query) -> Result:
+        try:
+            return await self._one(q)
+        except Exception as exc:  # noqa: BLE001 - a query never escapes unrecorded
+            return Result.failed(q.unit_id, FailureClass.ERROR, self.redact(describe_exception(exc)))
+
+    def redact(self, text: str | None) -> str | None:
+        return redact(text, self._api_key)
+
+    def cache_key(self, q: Query) -> str:
+        return ResponseCache.key(self.identity_hash, self.settings.system_prompt, q.prompt or "", q.repetition)
+
+    def from_cache(self, q: Query) -> Result | None:
+        if self.cache is None:
+            return None
+        hit = self.cache.get(self.cache_key(q))
+        if hit is None:
+            return None
+        return Result(unit_id=q.unit_id, output=hit["output"], input_tokens=hit["input_tokens"],
+                      output_tokens=hit["output_tokens"], cost_usd=0.0, cached=True, latency_s=0.0)
+
+    def too_long(self, q: Query) -> tuple[int, Result | None]:
+        """Estimated input tokens, and a CONTEXT_TOO_LONG failure if prompt + max_tokens do
+        not fit the context window (decided before any call)."""
+        est = estimate_prompt_tokens(q.prompt or "", self.settings.system_prompt, self.settings.model,
+                                     self.uses_tiktoken)
+        if self.window is not None and est + self.sampling.max_tokens > self.window:
+            return est, Result.failed(
+                q.unit_id, FailureClass.CONTEXT_TOO_LONG,
+                f"estimated {est} prompt tokens + max_tokens {self.sampling.max_tokens} exceed the context "
+                f"window of {self.window} tokens of {self.settings.model}; not sent",
+            )
+        return est, None
+
+    def finish(self, q: Query, reply: Reply, latency: float, batch: bool = False) -> Result:
+        """Turn a reply into a Result (content filter, empty output -> failures; cost; cache)."""
+        cost = cost_usd(self.prices, reply.input_tokens, reply.output_tokens, batch=batch)
+        kw = {"latency_s": latency, "input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens,
+              "cost_usd": cost}
+        if reply.stop in self.filter_stops:
+            return Result.failed(q.unit_id, FailureClass.CONTENT_FILTERED,
+                                 f"the provider stopped the reply: {reply.stop}", **kw)
+        if not reply.text:
+            return Result.failed(q.unit_id, FailureClass.MALFORMED_RESPONSE,
+                                 f"the response has no text (stop reason {reply.stop!r})", **kw)
+        if self.cache is not None:
+            self.cache.put(self.cache_key(q), reply.text, reply.input_tokens, reply.output_tokens, cost,
+                           self.settings.model)
+        return Result(unit_id=q.unit_id, output=reply.text, **kw)
+
+    async def _one(self, q: Query) -> Result:
+        """One query: cache, context check, then one SDK call (whose own retries are the
+        only retry layer: at most ``max_retries + 1`` HTTP attempts)."""
+        if q.prompt is None:
+            return Result.failed(q.unit_id, FailureClass.ERROR, "the query carries no prompt")
+        hit = self.from_cache(q)
+        if hit is not None:
+            return hit
+        est, failed = self.too_long(q)
+        if failed is not None:
+            return failed
+        async with self._sem:
+            t0 = time.perf_counter()
+            attempts = _Attempts(tokens=est + self.sampling.max_tokens)
+            token = _ATTEMPTS.set(attempts)
+            try:
+                reply = self.parse_checked(await self.send(q.prompt))
+            except Exception as exc:  # noqa: BLE001 - classified and recorded
+                return Result.failed(
+                    q.unit_id, classify_exception(exc, self.sdk),
+                    self.redact(f"{describe_exception(exc)} (after {attempts.count} attempt(s))"),
+                    latency_s=time.perf_counter() - t0,
+                )
+            finally:
+                _ATTEMPTS.reset(token)
+            return self.finish(q, reply, time.perf_counter() - t0)
+
+    async def aclose(self) -> None:
+        try:
+            await self.client.close()
+        finally:
+            if self.cache is not None:
+                self.cache.close()
+
+
+def sdk_call_kwargs(method: Any, body: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments for an SDK method from a wire-format request body: fields the
+    method's signature names go as arguments, the rest in ``extra_body`` (SDK versions
+    differ in which sampling fields they type, the wire format does not)."""
+    params = _signature_params(getattr(method, "__func__", method))
+    kwargs = {k: v for k, v in body.items() if k in params}
+    extra = {k: v for k, v in body.items() if k not in params}
+    if extra:
+        kwargs["extra_body"] = extra
+    return kwargs
+
+
+@lru_cache(maxsize=32)
+def _signature_params(func: Any) -> frozenset[str]:
+    return frozenset(inspect.signature(func).parameters)
