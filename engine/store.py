@@ -5,7 +5,7 @@ Layout of an output directory::
     job.json                 the validated job (no secrets)
     raw/<judge>/part-*.parquet  raw outputs and recorded failures (RAW_SCHEMA), appended
     judgments.parquet        raw rows + extracted verdicts (JUDGMENT_SCHEMA)
-    metrics/judge_metrics.csv, metrics/unit_metrics.csv
+    metrics/judge_metrics.csv, metrics/cell_metrics.csv
     report.md
 
 Each flush writes one new part file atomically (temporary name, then rename), so a crash
