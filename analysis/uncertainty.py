@@ -4,7 +4,8 @@
   and per (judge, task). The clusters are the benchmark's *questions*: a replicate draws
   the questions with replacement (all judges share the draw) and recomputes each figure
   with the definitions of ``docs/metrics.md`` (PC pooled Σccn/Σv; PF the mean over cells
-  of PF_cell = (rcn − pcn)/n, which equals rcn·irr − pcn·ipr over n; RS the mean of
+  of PF_cell = (rcn − pcn)/n, which equals rcn·irr − pcn·ipr over n, list-wise with the
+  fractional counts, i.e. the sum of the series' position scores over n; RS the mean of
   RS_j). Per (judge, task) the questions are drawn within the task (stratified).
   Replicates are weighted sums: a (B × Q) matrix of multinomial counts times per-question
   sufficient statistics, no Python loop over replicates.
@@ -20,6 +21,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import binomtest
 
+from voirdire.analysis.listwise import listwise_series
 from voirdire.analysis.metrics import pairwise_pairs, query_stability
 
 __all__ = ["CI_COLUMNS", "bootstrap_ci", "sign_test"]
@@ -28,17 +30,31 @@ CI_COLUMNS = ["benchmark", "judge", "task", "metric", "estimate", "lo", "hi", "r
 
 
 def _pair_stats(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Per (benchmark, judge, candidate, task, question) sufficient statistics of the cells:
+    ``n`` pairs / series, ``ccn`` consistent, ``v`` consistent or inconsistent, ``d`` the
+    PF numerator ``rcn − pcn`` (list-wise: ``Σ s``, fractional). Pairwise pairs and
+    list-wise series (a series counts for each of its candidates) alike."""
     k = pl.col("klass")
-    return (
-        pairwise_pairs(judgments)
-        .group_by("benchmark", "judge", "candidate", "task", "question_id")
+    keys = ["benchmark", "judge", "candidate", "task", "question_id"]
+    pairwise = pairwise_pairs(judgments).group_by(keys).agg(
+        n=pl.len().cast(pl.Float64),
+        ccn=(k == "consistent").sum().cast(pl.Float64),
+        v=k.is_in(["consistent", "primacy", "recency"]).sum().cast(pl.Float64),
+        d=((k == "recency").sum().cast(pl.Float64) - (k == "primacy").sum().cast(pl.Float64)),
+    )
+    listwise = (
+        listwise_series(judgments)
+        .with_columns(candidate=pl.col("candidates"))
+        .explode("candidate")
+        .group_by(keys)
         .agg(
             n=pl.len().cast(pl.Float64),
             ccn=(k == "consistent").sum().cast(pl.Float64),
-            v=k.is_in(["consistent", "primacy", "recency"]).sum().cast(pl.Float64),
-            d=((k == "recency").sum().cast(pl.Float64) - (k == "primacy").sum().cast(pl.Float64)),
+            v=k.is_in(["consistent", "primacy", "recency", "balanced"]).sum().cast(pl.Float64),
+            d=pl.col("s").fill_null(0.0).sum().cast(pl.Float64),
         )
     )
+    return pl.concat([pairwise, listwise])
 
 
 def _dense(rows: pl.DataFrame, q_index: dict[str, int], n_q: int, cell_cols: list[str], values: list[str]):
@@ -95,7 +111,8 @@ def bootstrap_ci(
     """Cluster-bootstrap percentile intervals (questions resampled) for PC, PF and RS.
 
     Args:
-        judgments: JUDGMENT_SCHEMA rows (pairwise rows for PC/PF; any for RS).
+        judgments: JUDGMENT_SCHEMA rows (pairwise pairs and list-wise series for PC/PF;
+            any for RS).
         replicates: bootstrap replicates B.
         level: interval coverage (0.95: the 2.5 % and 97.5 % quantiles).
         by_task: per (judge, task) with questions drawn within the task; else per judge
