@@ -64,7 +64,7 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
     ):
         if part.height == 0:
             continue
-        table = Table(title=f"{title} ({part.height} cells)")
+        table = Table(title=f"{title} ({part.height} benchmark × judge rows)")
         for i, c in enumerate(cols):
             table.add_column(fmts[c][0], justify="left" if i < 2 else "right", no_wrap=i < 2, min_width=None if i < 2 else 6)
         for r in part.sort("benchmark", "judge").iter_rows(named=True):
