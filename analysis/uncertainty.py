@@ -42,6 +42,8 @@ def _pair_stats(judgments: pl.DataFrame) -> pl.DataFrame:
         v=k.is_in(["consistent", "primacy", "recency"]).sum().cast(pl.Float64),
         d=((k == "recency").sum().cast(pl.Float64) - (k == "primacy").sum().cast(pl.Float64)),
     )
+    if not judgments.filter(pl.col("mode") == "listwise").height:
+        return pairwise
     listwise = (
         listwise_series(judgments)
         .with_columns(candidate=pl.col("candidates"))
