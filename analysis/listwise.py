@@ -52,7 +52,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import chi2
 
-from voirdire.analysis.formulas import CELL_KEYS, LENGTHS, no_verdict, safe_div
+from voirdire.analysis.formulas import CELL_COLUMNS, CELL_KEYS, LENGTHS, no_verdict, safe_div, with_cell_figures
 from voirdire.core import LETTERS
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "SLOT_COLUMNS",
     "listwise_series",
     "listwise_cell_counts",
+    "listwise_cell_metrics",
     "slot_shares",
 ]
 
@@ -203,6 +204,13 @@ def listwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
             *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
         )
     )
+
+
+def listwise_cell_metrics(rows: pl.DataFrame) -> pl.DataFrame:
+    """Per-cell list-wise metrics of ``rows`` (:data:`voirdire.analysis.formulas.CELL_COLUMNS`,
+    sorted by cell): :func:`listwise_cell_counts` through the shared formulas. Source:
+    ``docs/metrics.md``, *List-wise*."""
+    return with_cell_figures(listwise_cell_counts(rows)).select(CELL_COLUMNS).sort(CELL_KEYS).collect()
 
 
 def slot_shares(judgments: pl.DataFrame) -> pl.DataFrame:

@@ -210,6 +210,11 @@ def pairwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
     return _cell_counts_from_pairs(pairwise_pairs(rows))
 
 
+def _pairwise_cell_metrics(rows: pl.DataFrame) -> pl.DataFrame:
+    """Per-cell pairwise metrics of ``rows`` (CELL_COLUMNS, sorted by cell)."""
+    return with_cell_figures(pairwise_cell_counts(rows)).select(CELL_COLUMNS).sort(CELL_KEYS).collect()
+
+
 #: mode -> builder of per-cell counts (COUNT_COLUMNS, CELL_KEYS, LENGTHS) from that mode's
 #: judgments; the figures are added by :func:`voirdire.analysis.formulas.with_cell_figures`.
 CELL_BUILDERS: dict[str, Callable[[pl.DataFrame], pl.LazyFrame]] = {

@@ -9,6 +9,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from voirdire.analysis.formulas import safe_div, valid
 from voirdire.analysis.listwise import listwise_series, slot_shares
 
 #: (column, header, format) of the per-judge table
@@ -136,14 +137,12 @@ def markdown_candidate_table(cm: pl.DataFrame) -> str:
     mean owr and mean quality gap over the candidate's cells (tasks), as Markdown."""
     if cm.height == 0:
         return ""
-    ccn = pl.col("consistent")
-    v = ccn + pl.col("primacy") + pl.col("recency") + pl.col("balanced")
     agg = (
         cm.filter(pl.col("n") > 0)
         .group_by("benchmark", "judge", "candidate")
-        .agg(n=pl.col("n").sum(), _c=ccn.sum(), _v=v.sum(), owr=pl.col("owr").mean(), gap=pl.col("quality_gap").mean())
-        .with_columns(pc=pl.when(pl.col("_v") > 0).then(pl.col("_c") / pl.col("_v")).otherwise(0.0))
-        .sort("benchmark", "judge", "owr", descending=[False, False, True])
+        .agg(n=pl.col("n").sum(), _c=pl.col("consistent").sum(), _v=valid().sum(), owr=pl.col("owr").mean(), gap=pl.col("quality_gap").mean())
+        .with_columns(pc=safe_div(pl.col("_c"), pl.col("_v")))
+        .sort("benchmark", "judge", pl.col("owr").round(12), "candidate", descending=[False, False, True, False])
     )
     lines = ["| benchmark | judge | candidate | series | PC | owr | quality gap |", "|---|---|---|---:|---:|---:|---:|"]
     for r in agg.iter_rows(named=True):

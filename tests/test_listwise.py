@@ -13,16 +13,15 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from voirdire.analysis.formulas import with_cell_figures
 from voirdire.analysis.listwise import (
-    listwise_cell_counts,
+    listwise_cell_metrics,
     listwise_series,
     slot_shares,
 )
 from voirdire.analysis.metrics import (
+    _pairwise_cell_metrics,
     cell_metrics,
     judge_metrics,
-    pairwise_cell_counts,
 )
 from voirdire.analysis.uncertainty import bootstrap_ci
 from voirdire.engine.permutations import (
@@ -453,8 +452,8 @@ def test_reduces_to_pairwise_at_p2():
             }  # fmt: skip
             rows_pw.append({**base, "mode": "pairwise", "candidate": cand, "reference": "ref", "candidates": [cand, "ref"]})
             rows_lw.append({**base, "mode": "listwise", "candidate": None, "reference": None, "candidates": [cand, "ref"]})
-    pw = with_cell_figures(pairwise_cell_counts(pl.DataFrame(rows_pw))).collect()
-    lw = with_cell_figures(listwise_cell_counts(pl.DataFrame(rows_lw))).collect().filter(pl.col("candidate") != "ref")
+    pw = _pairwise_cell_metrics(pl.DataFrame(rows_pw))
+    lw = listwise_cell_metrics(pl.DataFrame(rows_lw)).filter(pl.col("candidate") != "ref")
     cols = ["candidate", "task", "n", "consistent", "primacy", "recency", "balanced", "pcn", "rcn", "pc", "pf", "owr", "quality_gap", "input_chars"]
     assert pw.select(cols).sort("candidate", "task").equals(lw.select(cols).sort("candidate", "task"))
     assert set(lw["balanced"]) == {0} and (lw["pf"] != 0).any()
