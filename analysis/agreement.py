@@ -1,6 +1,6 @@
 """Agreement between judges: mutual agreement, Cohen's and Fleiss' kappa, disagreement.
 
-Source: ``spec/metrics.md``, *Agreement between judges* (Shi et al., "Judging the Judges",
+Source: ``docs/metrics.md``, *Agreement between judges* (Shi et al., "Judging the Judges",
 the cross-judge agreement analysis); kappas from statsmodels
 (``statsmodels.stats.inter_rater``: Cohen 1960, Fleiss 1971).
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 
 __all__ = [
     "choices",
@@ -50,8 +51,6 @@ def choices(judgments: pl.DataFrame, repetition: int | None = 1) -> pl.DataFrame
 
 def _cohen(a: np.ndarray, b: np.ndarray, k: int) -> float:
     """Cohen's kappa (statsmodels) of two int-coded rating vectors over ``k`` categories."""
-    from statsmodels.stats.inter_rater import cohens_kappa
-
     if len(a) == 0:
         return float("nan")
     table = np.bincount(a * k + b, minlength=k * k).reshape(k, k).astype(float)
@@ -118,8 +117,6 @@ def fleiss_panel(judgments: pl.DataFrame, repetition: int | None = 1, *, ch: pl.
     Columns: ``benchmark``, ``judges`` (int), ``queries`` (int: complete queries),
     ``kappa`` (float; NaN with fewer than 2 judges or no complete query).
     """
-    from statsmodels.stats.inter_rater import fleiss_kappa
-
     ch = choices(judgments, repetition) if ch is None else ch
     rows = []
     for bench in sorted(ch.get_column("benchmark").unique().to_list()):

@@ -71,7 +71,7 @@ def pc_radar(judge_task: pl.DataFrame, path: str | os.PathLike, title: str = "")
     """Radar chart of PC by task, one line per judge.
 
     ``judge_task``: columns ``judge``, ``task``, ``pc`` (one benchmark; e.g.
-    ``metrics.judge_from_units(units, keys=["benchmark", "judge", "task"])``).
+    ``metrics.judge_from_cells(cells, keys=["benchmark", "judge", "task"])``).
     """
     tasks = sorted(judge_task.get_column("task").unique().to_list())
     judges = sorted(judge_task.get_column("judge").unique().to_list())
@@ -114,16 +114,16 @@ def pf_bars(judge_task: pl.DataFrame, path: str | os.PathLike, title: str = "") 
     return _save(fig, path)
 
 
-def pc_vs_pf(units: pl.DataFrame, judges: pl.DataFrame, path: str | os.PathLike, ci: pl.DataFrame | None = None, title: str = "") -> Path:
-    """PC against PF: units as faint points, judges as large markers (with bootstrap
+def pc_vs_pf(cells: pl.DataFrame, judges: pl.DataFrame, path: str | os.PathLike, ci: pl.DataFrame | None = None, title: str = "") -> Path:
+    """PC against PF: cells as faint points, judges as large markers (with bootstrap
     intervals when ``ci`` is given: columns judge, metric, lo, hi, task null).
 
-    ``units``: judge, pc, pf, n; ``judges``: judge, pc, pf.
+    ``cells``: judge, pc, pf, n; ``judges``: judge, pc, pf.
     """
     names = sorted(judges.get_column("judge").to_list())
     colors = judge_colors(names)
     fig, ax = plt.subplots(figsize=(7.5, 5.5))
-    u = units.filter(pl.col("n") > 0)
+    u = cells.filter(pl.col("n") > 0)
     for j in names:
         uj = u.filter(pl.col("judge") == j)
         ax.scatter(uj["pf"], uj["pc"], s=8, alpha=0.18, color=colors[j])
@@ -150,10 +150,10 @@ def pc_vs_pf(units: pl.DataFrame, judges: pl.DataFrame, path: str | os.PathLike,
     return _save(fig, path)
 
 
-def vs_win_rate(units: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
-    """PC and PF of each unit against its overall win rate, with a quadratic least-squares
-    fit (``numpy.polyfit``, degree 2) per judge. ``units``: judge, owr, pc, pf, n."""
-    u = units.filter(pl.col("n") > 0)
+def vs_win_rate(cells: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
+    """PC and PF of each cell against its overall win rate, with a quadratic least-squares
+    fit (``numpy.polyfit``, degree 2) per judge. ``cells``: judge, owr, pc, pf, n."""
+    u = cells.filter(pl.col("n") > 0)
     names = sorted(u.get_column("judge").unique().to_list())
     colors = judge_colors(names)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), sharex=True)

@@ -18,6 +18,9 @@ from typing import Any
 
 import polars as pl
 
+from voirdire.analysis.report import write_study_markdown
+from voirdire.analysis.study import MAX_ERROR, RS_MIN, Study, analyze_study, write_study
+
 __all__ = ["render_html", "write_html", "html_table", "build_report"]
 
 _CSS = """
@@ -98,7 +101,7 @@ SIGNED = "{:+.3f}"
 PCT = "{:.2%}"
 
 
-def render_html(study, written: dict[str, Any], title: str = "voirdire report") -> str:
+def render_html(study: Study, written: dict[str, Any], title: str = "voirdire report") -> str:
     """The report as one HTML string. ``study``: :class:`~voirdire.analysis.study.Study`;
     ``written``: the return value of :func:`~voirdire.analysis.study.write_study`."""
     figs = written.get("figures", {})
@@ -109,7 +112,7 @@ def render_html(study, written: dict[str, Any], title: str = "voirdire report") 
         f'<p class="note">Generated {datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")} by voirdire. '
         "Definitions: Shi et al., “Judging the Judges: A Systematic Study of Position Bias in LLM-as-a-Judge” "
         "(PC position consistency, PF preference fairness −1 primacy … +1 recency, RS repetition stability); "
-        "conventions in <code>spec/metrics.md</code>. Click a table header to sort.</p>"
+        "conventions in voirdire's <code>docs/metrics.md</code>. Click a table header to sort.</p>"
     )
     p.append('<nav><a href="#settings">Settings</a><a href="#judges">Judges</a><a href="#bench">Per benchmark</a>'
              '<a href="#regression">Factor regression</a><a href="#agreement">Agreement</a><a href="#power">Power</a></nav>')
@@ -178,7 +181,7 @@ def render_html(study, written: dict[str, Any], title: str = "voirdire report") 
     # ---------------------------------------------------------------- regression
     p.append('<h2 id="regression">Factor regression</h2>')
     p.append(
-        '<p class="note">One observation per unit (judge, candidate, task); response PC or PF of the unit. '
+        '<p class="note">One observation per cell (judge, candidate, task); response PC or PF of the cell. '
         "Bidirectional stepwise selection by AIC from the full model (R's <code>step()</code>: AIC = n·ln(RSS/n) + 2k); "
         "the final model as R's <code>drop1</code> table: dropping a term raises RSS by <i>Sum of Sq</i>; the terms whose "
         "removal raises AIC most matter most. Terms aliased with others (0 Df, e.g. judge family next to judge) are dropped "
@@ -193,7 +196,7 @@ def render_html(study, written: dict[str, Any], title: str = "voirdire report") 
         p.append(html_table(r.coefficients, {"estimate": "{:+.4f}", "std_error": "{:.4f}", "p_value": "{:.2g}"}))
         p.append("</details>")
     if not study.regressions:
-        p.append("<p>No regression (too few units).</p>")
+        p.append("<p>No regression (too few cells).</p>")
 
     # ---------------------------------------------------------------- agreement
     p.append('<h2 id="agreement">Agreement between judges</h2>')
@@ -247,7 +250,7 @@ def render_html(study, written: dict[str, Any], title: str = "voirdire report") 
     )
 
 
-def write_html(study, written: dict[str, Any], path: str | os.PathLike, title: str = "voirdire report") -> Path:
+def write_html(study: Study, written: dict[str, Any], path: str | os.PathLike, title: str = "voirdire report") -> Path:
     """Write :func:`render_html` to ``path`` (UTF-8) and return it."""
     out = Path(path)
     out.write_text(render_html(study, written, title), encoding="utf-8")
@@ -267,16 +270,15 @@ def build_report(
 ) -> Path:
     """Analyse ``dirs`` together and write ``report.html``, ``report.md``, ``metrics/*.csv``
     and ``figures/*.png`` under ``out`` (default: the directory itself when there is one,
-    else ``report/`` next to the first). Each directory's own ``report.md`` and metrics
-    are refreshed too. Returns the path of ``report.html``.
+    else ``report/`` next to the first). With ``out`` given, nothing is written outside it
+    (the inputs may be read-only); without it, each directory's own ``judgments.parquet``,
+    ``metrics/*.csv`` and ``report.md`` are refreshed too. Returns the path of
+    ``report.html``.
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
         ValueError: no directory, or a tokenizer that cannot be loaded.
     """
-    from voirdire.analysis.report import write_study_markdown
-    from voirdire.analysis.study import MAX_ERROR, RS_MIN, analyze_study, write_study
-
     if not dirs:
         raise ValueError("no output directory given")
     paths = [Path(d) for d in dirs]
@@ -289,6 +291,7 @@ def build_report(
         rs_min=RS_MIN if rs_min is None else rs_min,
         max_error=MAX_ERROR if max_error is None else max_error,
         tokenizer=tokenizer,
+        refresh=out is None,
     )
     written = write_study(study, out_dir)
     name = title or ("voirdire report: " + ", ".join(p.name for p in paths))

@@ -1,4 +1,4 @@
-"""Lengths in tokens (ours; ``spec/metrics.md``, *Lengths*: characters always, tokens when a
+"""Lengths in tokens (ours; ``docs/metrics.md``, *Lengths*: characters always, tokens when a
 tokenizer is configured).
 
 The judgments table carries lengths in characters. When a job names a tokenizer
@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-__all__ = ["load_tokenizer", "query_token_lengths", "unit_token_lengths"]
+__all__ = ["load_tokenizer", "query_token_lengths", "cell_token_lengths"]
 
 TOKEN_COLUMNS = ["prompt_tokens", "output_tokens"]
 
@@ -26,6 +26,7 @@ def load_tokenizer(path: str) -> Callable[[list[str]], list[int]]:
     Raises:
         ValueError: the tokenizer cannot be loaded (the message names the path).
     """
+    # transformers is heavy and optional (the vllm/gpu extras): imported only when used
     from transformers import AutoTokenizer
 
     try:
@@ -68,9 +69,9 @@ def query_token_lengths(judgments: pl.DataFrame, bench, count: Callable[[list[st
     )
 
 
-def unit_token_lengths(judgments: pl.DataFrame, per_query: pl.DataFrame) -> pl.DataFrame:
-    """Mean token lengths per unit (benchmark, judge, candidate, task) over its judgment
-    rows (pairwise rows; both orders of a pair weigh equally). Columns: the unit keys,
+def cell_token_lengths(judgments: pl.DataFrame, per_query: pl.DataFrame) -> pl.DataFrame:
+    """Mean token lengths per cell (benchmark, judge, candidate, task) over its judgment
+    rows (pairwise rows; both orders of a pair weigh equally). Columns: the cell keys,
     ``prompt_tokens``, ``output_tokens`` (float)."""
     return (
         judgments.filter(pl.col("mode") == "pairwise")

@@ -1,12 +1,11 @@
 """List-wise position-bias metrics: judgments of p >= 3 candidates in, metric tables out.
 
-Definitions: ``shared/spec/metrics.md``, section *List-wise*, extending Shi et al.,
-"Judging the Judges: A Systematic Study of Position Bias in LLM-as-a-Judge" (list-wise
-section; the paper shows p = 3 candidates in their p cyclic orders). Pure polars
-expressions, no row loops. Registered with
-:func:`voirdire.analysis.metrics.register_unit_builder` as the ``"listwise"`` builder, so
-:func:`~voirdire.analysis.metrics.unit_metrics`, ``judge_metrics`` and ``summarize``
-include list-wise rows; repetition stability (RS) is mode-agnostic and needs nothing here.
+Definitions: ``docs/metrics.md``, section *List-wise*, extending Shi et al., "Judging the
+Judges: A Systematic Study of Position Bias in LLM-as-a-Judge" (list-wise section; the
+paper shows p = 3 candidates in their p cyclic orders). Pure polars expressions, no row
+loops. :func:`listwise_cell_counts` is the ``"listwise"`` cell builder of
+:data:`voirdire.analysis.metrics.CELL_BUILDERS`; the figures (PC, PF, owr) come from the
+formulas shared with the pairwise path (:mod:`voirdire.analysis.formulas`).
 
 Terms
 -----
@@ -14,6 +13,8 @@ Terms
   over all its permutations, in one repetition (pairwise: a judgment pair).
 - A judgment's letter names a slot (``A`` first); with option mode p + 1 the letter after
   the last slot is the tie. Any other extracted letter is *other* (chooses nothing).
+- The **position score** of slot ``j`` (1-based) of ``p`` is ``c_j = 2(j−1)/(p−1) − 1``:
+  slot 1 → −1, the last slot → +1, evenly spaced between.
 
 Series classes (:func:`listwise_series`)
 ---------------------------------------
@@ -22,47 +23,55 @@ Series classes (:func:`listwise_series`)
 - ``other``: a judgment extracted a letter outside the options (the release's rule: such
   a series is neither consistent nor biased, but counts in ``n``).
 - ``consistent``: every choice selects the same candidate, or every choice is a tie.
-- ``primacy``: inconsistent, and the share of its non-tie choices that pick slot A
-  exceeds 1/p; ``recency``: inconsistent otherwise (one-vs-all preference, **ours**; it
-  reduces exactly to the pairwise classes at p = 2).
+- otherwise inconsistent, with ``s`` the mean position score of its non-tie choices (0 if
+  it has none): ``primacy`` (``s < 0``), ``recency`` (``s > 0``) or ``balanced``
+  (``s = 0``) **(ours, revised; it reduces exactly to the pairwise classes at p = 2)**.
 
-Units
+Cells
 -----
-The unit is (benchmark, judge, candidate, task) as in the pairwise analysis: a series
-counts in the unit of **each** of its p candidates. For candidate ``i``: ``n`` series
-(all classes), ``ccn``/``pcn``/``rcn`` consistent/primacy/recency series, ``v = ccn +
-pcn + rcn``; ``PC = ccn / v``; ``PF = (rcn·irr − pcn·ipr) / n`` as pairwise; ``owr =
-(C_w + (C_t + C_I)/p) / v`` with ``C_w`` consistent series won by ``i``, ``C_t``
-consistent all-tie series, ``C_I = pcn + rcn``; ``quality_gap = |owr − 1/p|``. Per-judge
-PC pools ``Σccn/Σv`` over units, so each series weighs p times, equally for all series.
+The cell is (benchmark, judge, candidate, task) as in the pairwise analysis: a series
+counts in the cell of **each** of its p candidates. For candidate ``i``: ``n`` series (all
+classes), ``ccn`` consistent series, ``primacy`` / ``recency`` / ``balanced`` series,
+fractional ``pcn = Σ max(−s, 0)`` and ``rcn = Σ max(s, 0)`` over its inconsistent series;
+``PC = ccn / v`` with ``v = ccn + primacy + recency + balanced``; ``PF = (rcn − pcn) / n``;
+``owr = (C_w + (C_t + C_I)/p) / v`` with ``C_w`` consistent series won by ``i``, ``C_t``
+consistent all-tie series, ``C_I`` the inconsistent series; ``quality_gap = |owr − 1/p|``.
+Per-judge PC pools ``Σccn/Σv`` over cells, so each series weighs p times, equally for all
+series.
+
+A judge whose choices do not depend on the slot has expected PF exactly 0 under any design
+balanced within a series (cyclic, all orders, Latin squares), with or without ties; with
+``sample:k`` orders only on average over the drawn orders. PF is a first-versus-last axis:
+a preference for middle slots reads ≈ 0, which :func:`slot_shares` (shares and a
+chi-square test against uniform) shows.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
-from voirdire.analysis.metrics import (
-    LENGTHS,
-    UNIT_COLUMNS,
-    UNIT_KEYS,
-    _no_verdict,
-    _safe_div,
-)
+from scipy.stats import chi2
+
+from voirdire.analysis.formulas import CELL_COLUMNS, CELL_KEYS, LENGTHS, no_verdict, safe_div, with_cell_figures
+from voirdire.core import LETTERS
 
 __all__ = [
     "SERIES_KEYS",
     "SERIES_COLUMNS",
     "SLOT_COLUMNS",
     "listwise_series",
-    "listwise_unit_metrics",
+    "listwise_cell_counts",
+    "listwise_cell_metrics",
     "slot_shares",
 ]
 
 #: One series: a judge's judgments of one instance (question + list) in one repetition.
 SERIES_KEYS = ["benchmark", "judge", "task", "question_id", "candidates", "repetition", "option_mode"]
-SERIES_COLUMNS = [*SERIES_KEYS, "p", "n_judgments", "klass", "winner", "all_tie", "slot_a_share", *LENGTHS]
+SERIES_COLUMNS = [*SERIES_KEYS, "p", "n_judgments", "klass", "winner", "all_tie", "s", *LENGTHS]
 SLOT_COLUMNS = [
     "benchmark", "judge", "list_size", "option_mode", "slot", "position",
     "choices", "n_choices", "share", "expected", "excess", "tie_share",
+    "chi2", "chi2_dof", "chi2_p",
 ]  # fmt: skip
 
 
@@ -72,15 +81,16 @@ def _slot_code() -> pl.Expr:
     letter = pl.col("extracted")
     one = letter.str.len_bytes().eq(1) & letter.is_not_null()
     code = letter.str.encode("hex").str.to_integer(base=16, strict=False).cast(pl.Int32) - ord("A")
-    return pl.when(one & ~_no_verdict()).then(code).otherwise(None)
+    return pl.when(one & ~no_verdict()).then(code).otherwise(None)
 
 
 def _annotated(rows: pl.LazyFrame) -> pl.LazyFrame:
     """Rows with ``_p``, ``_code``, ``_fail``, ``_tie``, ``_slot`` (in a slot), ``_other``,
-    ``_chosen`` (the model in the chosen slot)."""
+    ``_chosen`` (the model in the chosen slot), ``_score2`` (int: ``(p−1)·c_j`` = ``2·code −
+    (p − 1)`` for a slot choice, else 0; integer so that the sign of ``s`` is exact)."""
     p = pl.col("shown").list.len().cast(pl.Int32)
     code = pl.col("_code")
-    return rows.with_columns(_p=p, _code=_slot_code(), _fail=_no_verdict()).with_columns(
+    return rows.with_columns(_p=p, _code=_slot_code(), _fail=no_verdict()).with_columns(
         _tie=(code == pl.col("_p")) & (pl.col("option_mode") > pl.col("_p")),
         _slot=(code >= 0) & (code < pl.col("_p")),
     ).with_columns(
@@ -88,6 +98,7 @@ def _annotated(rows: pl.LazyFrame) -> pl.LazyFrame:
         _slot=pl.col("_slot").fill_null(False),
         _other=(~pl.col("_fail") & ~pl.col("_tie").fill_null(False) & ~pl.col("_slot").fill_null(False)),
         _chosen=pl.when(pl.col("_slot")).then(pl.col("shown").list.get(code.clip(0, 64), null_on_oob=True)),
+        _score2=pl.when(pl.col("_slot")).then(2 * code - (pl.col("_p") - 1)).otherwise(0).cast(pl.Int64),
     )
 
 
@@ -102,11 +113,14 @@ def listwise_series(judgments: pl.DataFrame) -> pl.DataFrame:
 
     - the keys (``candidates`` as list[str]); ``p`` (int): list size;
     - ``n_judgments`` (int): judgments in the series;
-    - ``klass`` (str): ``error`` | ``other`` | ``consistent`` | ``primacy`` | ``recency``;
+    - ``klass`` (str): ``error`` | ``other`` | ``consistent`` | ``primacy`` | ``recency`` |
+      ``balanced``;
     - ``winner`` (str | null): the candidate a consistent series chose (null for ties and
       other classes);
     - ``all_tie`` (bool): consistent because every choice is a tie;
-    - ``slot_a_share`` (float | null): share of non-tie choices that picked slot A;
+    - ``s`` (float | null): the mean position score ``c_j = 2(j−1)/(p−1) − 1`` of the
+      series' non-tie choices (0 when it has none) for inconsistent series; 0 for
+      consistent series; null for error and other series;
     - ``input_chars``, ``output_chars``, ``prompt_chars`` (float): means over the series.
     """
     rows = _annotated(judgments.lazy().filter(pl.col("mode") == "listwise"))
@@ -119,13 +133,12 @@ def listwise_series(judgments: pl.DataFrame) -> pl.DataFrame:
         _picks=pl.col("_slot").sum(),
         _distinct=pl.col("_chosen").drop_nulls().n_unique(),
         _first_pick=pl.col("_chosen").drop_nulls().first(),
-        _slot_a=(pl.col("_slot") & (pl.col("_code") == 0)).sum(),
+        _score2=pl.col("_score2").sum(),
         *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
     )
     group = ["benchmark", "judge", "p", "option_mode"]
     series = series.with_columns(_expected=pl.col("n_judgments").max().over(group))
-    n, ties, picks = pl.col("n_judgments"), pl.col("_ties"), pl.col("_picks")
-    share = _safe_div(pl.col("_slot_a"), picks)
+    n, ties, picks, score2 = pl.col("n_judgments"), pl.col("_ties"), pl.col("_picks"), pl.col("_score2")
     all_tie = (ties == n) & (n > 0)
     same = (ties == 0) & (picks == n) & (pl.col("_distinct") == 1)
     klass = (
@@ -135,15 +148,21 @@ def listwise_series(judgments: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("other"))
         .when(all_tie | same)
         .then(pl.lit("consistent"))
-        .when(share > 1.0 / pl.col("p"))
+        .when(score2 < 0)
         .then(pl.lit("primacy"))
-        .otherwise(pl.lit("recency"))
+        .when(score2 > 0)
+        .then(pl.lit("recency"))
+        .otherwise(pl.lit("balanced"))
     )
+    # s = Σ (p−1)·c_j / ((p−1) · picks); its sign is that of the integer numerator
+    s = safe_div(score2, (pl.col("p") - 1) * picks)
+    inconsistent = pl.col("klass").is_in(["primacy", "recency", "balanced"])
     return (
-        series.with_columns(klass=klass, slot_a_share=pl.when(picks > 0).then(share))
+        series.with_columns(klass=klass)
         .with_columns(
             winner=pl.when((pl.col("klass") == "consistent") & same).then(pl.col("_first_pick")),
             all_tie=(pl.col("klass") == "consistent") & all_tie,
+            s=pl.when(inconsistent).then(s).when(pl.col("klass") == "consistent").then(pl.lit(0.0)),
         )
         .select(SERIES_COLUMNS)
         .sort(["benchmark", "judge", "task", "question_id", "repetition", "option_mode"])
@@ -151,61 +170,59 @@ def listwise_series(judgments: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def listwise_unit_metrics(rows: pl.DataFrame) -> pl.DataFrame:
-    """Per-unit (benchmark, judge, candidate, task) list-wise metrics.
+def listwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
+    """The list-wise cell builder: per (benchmark, judge, candidate, task) the counts of
+    :data:`voirdire.analysis.formulas.COUNT_COLUMNS` over the series of ``rows`` (a series
+    counts in the cell of each of its candidates), with the mean lengths.
 
-    Source: ``spec/metrics.md``, *List-wise* (see the module docstring for the formulas).
-    Output columns: :data:`voirdire.analysis.metrics.UNIT_COLUMNS` (``n``, ``consistent``,
-    ``primacy``, ``recency`` int; ``pc``, ``pf``, ``owr``, ``quality_gap`` and the mean
-    lengths float), one row per candidate per task per judge.
+    Source: ``docs/metrics.md``, *List-wise*. ``primacy`` / ``recency`` / ``balanced``
+    (int): inconsistent series with ``s < 0`` / ``s > 0`` / ``s = 0``; ``pcn``, ``rcn``
+    (float): ``Σ max(−s, 0)``, ``Σ max(s, 0)``; ``wins`` the consistent series the candidate
+    won, ``ties`` the consistent all-tie series; ``p`` (int) the list size (the largest in
+    the cell: a job has one list size). The figures come from
+    :func:`voirdire.analysis.formulas.with_cell_figures`.
     """
     series = listwise_series(rows)
     k = pl.col("klass")
-    per = (
+    s = pl.col("s").fill_null(0.0)
+    return (
         series.lazy()
         .with_columns(candidate=pl.col("candidates"))
         .explode("candidate")
-        .with_columns(
-            _c=(k == "consistent"),
-            _i=(k == "primacy") | (k == "recency"),
-            _w=(k == "consistent") & (pl.col("winner") == pl.col("candidate")).fill_null(False),
-        )
-        .with_columns(
-            _owr_num=pl.col("_w").cast(pl.Float64)
-            + (pl.col("all_tie").cast(pl.Float64) + pl.col("_i").cast(pl.Float64)) / pl.col("p")
+        .group_by(CELL_KEYS)
+        .agg(
+            n=pl.len().cast(pl.Int64),
+            consistent=(k == "consistent").sum().cast(pl.Int64),
+            primacy=(k == "primacy").sum().cast(pl.Int64),
+            recency=(k == "recency").sum().cast(pl.Int64),
+            balanced=(k == "balanced").sum().cast(pl.Int64),
+            pcn=(-s).clip(lower_bound=0.0).sum().cast(pl.Float64),
+            rcn=s.clip(lower_bound=0.0).sum().cast(pl.Float64),
+            wins=((k == "consistent") & (pl.col("winner") == pl.col("candidate")).fill_null(False)).sum().cast(pl.Int64),
+            ties=((k == "consistent") & pl.col("all_tie")).sum().cast(pl.Int64),
+            p=pl.col("p").max().cast(pl.Int64),
+            *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
         )
     )
-    counts = per.group_by(UNIT_KEYS).agg(
-        n=pl.len().cast(pl.Int64),
-        consistent=(k == "consistent").sum().cast(pl.Int64),
-        primacy=(k == "primacy").sum().cast(pl.Int64),
-        recency=(k == "recency").sum().cast(pl.Int64),
-        _owr_num=pl.col("_owr_num").filter(k.is_in(["consistent", "primacy", "recency"])).sum(),
-        _inv_p=(1.0 / pl.col("p")).mean(),
-        *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
-    )
-    ccn, pcn, rcn, n = pl.col("consistent"), pl.col("primacy"), pl.col("recency"), pl.col("n")
-    v = ccn + pcn + rcn
-    inc = pcn + rcn
-    ipr, irr = _safe_div(pcn, inc), _safe_div(rcn, inc)
-    return (
-        counts.with_columns(
-            pc=_safe_div(ccn, v),
-            pf=_safe_div(rcn * irr - pcn * ipr, n),
-            owr=_safe_div(pl.col("_owr_num"), v),
-        )
-        .with_columns(quality_gap=(pl.col("owr") - pl.col("_inv_p")).abs())
-        .select(UNIT_COLUMNS)
-        .sort(UNIT_KEYS)
-        .collect()
-    )
+
+
+def listwise_cell_metrics(rows: pl.DataFrame) -> pl.DataFrame:
+    """Per-cell list-wise metrics of ``rows`` (:data:`voirdire.analysis.formulas.CELL_COLUMNS`,
+    sorted by cell): :func:`listwise_cell_counts` through the shared formulas. Source:
+    ``docs/metrics.md``, *List-wise*."""
+    return with_cell_figures(listwise_cell_counts(rows)).select(CELL_COLUMNS).sort(CELL_KEYS).collect()
 
 
 def slot_shares(judgments: pl.DataFrame) -> pl.DataFrame:
-    """How often each slot is chosen, against the 1/p of a judge without position bias.
+    """How often each slot is chosen, against the 1/p of a judge without position bias,
+    with a chi-square goodness-of-fit test of the slot counts against uniform.
 
-    Over the list-wise judgments whose verdict picks a slot (ties, failures and other
-    letters excluded), per (benchmark, judge, list size p, option mode) and slot.
+    Source: ``docs/metrics.md``, *List-wise* (PF reads a first-versus-last preference only;
+    a preference for middle slots shows here). Over the list-wise judgments whose verdict
+    picks a slot (ties, failures and other letters excluded), per (benchmark, judge, list
+    size p, option mode) and slot. The uniform expectation holds for a judge without
+    position bias under a design balanced over slots (cyclic, all orders, Latin squares;
+    approximately for ``sample:k``).
 
     Output columns (:data:`SLOT_COLUMNS`): benchmark, judge, ``list_size`` (int),
     ``option_mode`` (int), ``slot`` (str, ``A``..), ``position`` (int, 1-based),
@@ -213,7 +230,11 @@ def slot_shares(judgments: pl.DataFrame) -> pl.DataFrame:
     any slot), ``share`` (float: choices / n_choices, 0 when none), ``expected`` (float:
     1/p), ``excess`` (float: share − 1/p; > 0 at slot A is a primacy preference, at the
     last slot a recency preference), ``tie_share`` (float: ties / judgments with a
-    verdict, the same on every slot row of a group). Every slot has a row, chosen or not.
+    verdict), ``chi2`` (float: Pearson's ``Σ (choices − n_choices/p)² / (n_choices/p)``
+    over the slots), ``chi2_dof`` (int: p − 1), ``chi2_p`` (float: its upper-tail p-value,
+    ``scipy.stats.chi2.sf``); the last four are the same on every slot row of a group, and
+    the chi-square columns are null for a group with no slot choice. Every slot has a row,
+    chosen or not.
     """
     rows = _annotated(judgments.lazy().filter(pl.col("mode") == "listwise"))
     keys = ["benchmark", "judge", "list_size", "option_mode"]
@@ -234,21 +255,30 @@ def slot_shares(judgments: pl.DataFrame) -> pl.DataFrame:
         .group_by([*keys, (pl.col("_code") + 1).cast(pl.Int32).alias("position")])
         .agg(choices=pl.len().cast(pl.Int64))
     )
-    return (
+    expected_n = pl.col("n_choices").cast(pl.Float64) / pl.col("list_size")
+    out = (
         slots.join(picks, on=[*keys, "position"], how="left")
         .join(totals, on=keys, how="left")
         .with_columns(
             pl.col("choices").fill_null(0),
-            slot=pl.lit("ABCDEFGHI").str.slice(pl.col("position") - 1, 1),
+            slot=pl.lit(LETTERS).str.slice(pl.col("position") - 1, 1),
         )
         .with_columns(
-            share=_safe_div(pl.col("choices"), pl.col("n_choices")),
+            share=safe_div(pl.col("choices"), pl.col("n_choices")),
             expected=1.0 / pl.col("list_size").cast(pl.Float64),
-            tie_share=_safe_div(pl.col("_ties"), pl.col("_verdicts")),
+            tie_share=safe_div(pl.col("_ties"), pl.col("_verdicts")),
+            _term=(pl.col("choices") - expected_n) ** 2 / expected_n,
         )
-        .with_columns(excess=pl.col("share") - pl.col("expected"))
+        .with_columns(
+            excess=pl.col("share") - pl.col("expected"),
+            chi2=pl.when(pl.col("n_choices") > 0).then(pl.col("_term").sum().over(keys)),
+            chi2_dof=(pl.col("list_size") - 1).cast(pl.Int64),
+        )
         .with_columns(pl.col("list_size").cast(pl.Int64), pl.col("option_mode").cast(pl.Int64), pl.col("position").cast(pl.Int64))
-        .select(SLOT_COLUMNS)
         .sort(keys + ["position"])
         .collect()
     )
+    stat = out.get_column("chi2").to_numpy().astype(float)
+    dof = out.get_column("chi2_dof").to_numpy()
+    pval = np.where(np.isnan(stat), np.nan, chi2.sf(np.nan_to_num(stat), np.maximum(dof, 1)))
+    return out.with_columns(chi2_p=pl.Series(pval, dtype=pl.Float64).fill_nan(None)).select(SLOT_COLUMNS)

@@ -1,7 +1,7 @@
 """Position-bias metrics: judgments table in, metric tables out.
 
 Pure functions over polars DataFrames (no I/O, no Python row loops). The definitions are
-those of ``shared/spec/metrics.md`` (the contract), which follows Shi et al., "Judging the
+those of ``docs/metrics.md`` (the contract), which follows Shi et al., "Judging the
 Judges: A Systematic Study of Position Bias in LLM-as-a-Judge", and the conventions of its
 public release, so that the release's raw judge outputs reproduce the paper's tables.
 
@@ -34,11 +34,11 @@ the two agree in tables written by the engine.
 Modes
 -----
 Pairwise rows are handled here; list-wise rows (``mode == "listwise"``) by
-:mod:`voirdire.analysis.listwise`, registered at the end of this module with
-:func:`register_unit_builder` (the extension point: a builder maps the rows of one mode to
-unit rows with the columns of :data:`UNIT_COLUMNS`; the per-judge pooling, error rate and
-repetition stability are mode-agnostic and need no change). Rows of a mode with no
-builder are skipped with a warning.
+:mod:`voirdire.analysis.listwise`. Each mode has a *cell builder* (:data:`CELL_BUILDERS`:
+the rows of one mode in, per-cell counts of :data:`voirdire.analysis.formulas.COUNT_COLUMNS`
+out); the figures (PC, PF, owr) come from the one set of formulas in
+:mod:`voirdire.analysis.formulas`; the per-judge pooling, error rate and repetition
+stability are mode-agnostic. Rows of a mode with no builder are skipped with a warning.
 """
 
 from __future__ import annotations
@@ -48,23 +48,35 @@ from collections.abc import Callable
 
 import polars as pl
 
+from voirdire.analysis.formulas import (
+    CELL_COLUMNS,
+    CELL_KEYS,
+    CELL_SCHEMA,
+    LENGTHS,
+    no_verdict,
+    safe_div,
+    valid,
+    with_cell_figures,
+)
+from voirdire.analysis.listwise import listwise_cell_counts
+
 __all__ = [
     "PAIR_COLUMNS",
-    "UNIT_COLUMNS",
+    "CELL_KEYS",
+    "CELL_COLUMNS",
     "JUDGE_COLUMNS",
     "RS_COLUMNS",
+    "CELL_BUILDERS",
     "pairwise_pairs",
-    "unit_metrics",
-    "judge_from_units",
+    "pairwise_cell_counts",
+    "cell_metrics",
+    "judge_from_cells",
     "judge_metrics",
     "repetition_stability",
     "query_stability",
     "summarize",
-    "register_unit_builder",
 ]
 
-LENGTHS = ["input_chars", "output_chars", "prompt_chars"]
-UNIT_KEYS = ["benchmark", "judge", "candidate", "task"]
 JUDGE_KEYS = ["benchmark", "judge"]
 QUERY_KEYS = ["benchmark", "judge", "query_id"]
 #: A judgment pair: the two orders of one (candidate, reference) comparison on one question
@@ -82,18 +94,6 @@ PAIR_KEYS = [
 ]
 
 PAIR_COLUMNS = [*PAIR_KEYS, "c1", "c2", "klass", "candidate_wins", "consistent_tie", *LENGTHS]
-UNIT_COLUMNS = [
-    *UNIT_KEYS,
-    "n",
-    "consistent",
-    "primacy",
-    "recency",
-    "pc",
-    "pf",
-    "owr",
-    "quality_gap",
-    *LENGTHS,
-]
 JUDGE_COLUMNS = [
     *JUDGE_KEYS,
     "pc",
@@ -103,40 +103,12 @@ JUDGE_COLUMNS = [
     "error_rate",
     "rs",
     "rs_spread",
-    "n_units",
+    "n_cells",
     "n_judgments",
 ]
 RS_COLUMNS = [*JUDGE_KEYS, "rs", "rs_spread", "n_queries"]
 
 KLASSES = ("consistent", "primacy", "recency", "error", "other")
-
-_UNIT_SCHEMA = {
-    "benchmark": pl.String,
-    "judge": pl.String,
-    "candidate": pl.String,
-    "task": pl.String,
-    "n": pl.Int64,
-    "consistent": pl.Int64,
-    "primacy": pl.Int64,
-    "recency": pl.Int64,
-    "pc": pl.Float64,
-    "pf": pl.Float64,
-    "owr": pl.Float64,
-    "quality_gap": pl.Float64,
-    "input_chars": pl.Float64,
-    "output_chars": pl.Float64,
-    "prompt_chars": pl.Float64,
-}
-
-
-def _no_verdict() -> pl.Expr:
-    """True for a judgment without a verdict: failed, or no letter extracted."""
-    return pl.col("failed").fill_null(False) | pl.col("extracted").is_null()
-
-
-def _safe_div(num: pl.Expr, den: pl.Expr) -> pl.Expr:
-    """``num / den`` as float, 0 where ``den == 0``."""
-    return pl.when(den == 0).then(pl.lit(0.0)).otherwise(num.cast(pl.Float64) / den)
 
 
 # --------------------------------------------------------------------------------------
@@ -147,7 +119,7 @@ def _safe_div(num: pl.Expr, den: pl.Expr) -> pl.Expr:
 def pairwise_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
     """Form the judgment pairs of the pairwise rows and classify them.
 
-    Source: Shi et al., "Judging the Judges"; ``spec/metrics.md``, *Pairwise classification
+    Source: Shi et al., "Judging the Judges"; ``docs/metrics.md``, *Pairwise classification
     of a judgment pair*. Rows with ``mode != "pairwise"`` are ignored.
 
     One row per pair key (:data:`PAIR_KEYS`: benchmark, judge, candidate, task, question_id,
@@ -174,7 +146,7 @@ def pairwise_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
     - ``input_chars``, ``output_chars``, ``prompt_chars`` (float): means over the pair's rows.
     """
     rows = judgments.filter(pl.col("mode") == "pairwise")
-    verdict = pl.when(_no_verdict()).then(None).otherwise(pl.col("extracted"))
+    verdict = pl.when(no_verdict()).then(None).otherwise(pl.col("extracted"))
     first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
     pairs = (
         rows.lazy()
@@ -212,90 +184,85 @@ def pairwise_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _units_from_pairs(pairs: pl.DataFrame) -> pl.DataFrame:
-    """Per-unit counts and metrics from classified pairs (pairwise; see unit_metrics)."""
+def _cell_counts_from_pairs(pairs: pl.DataFrame) -> pl.LazyFrame:
+    """Per-cell counts (:data:`~voirdire.analysis.formulas.COUNT_COLUMNS`) from classified
+    pairs: a primacy pair has ``s = −1``, a recency pair ``s = +1``."""
     k = pl.col("klass")
-    counts = pairs.lazy().group_by(UNIT_KEYS).agg(
+    return pairs.lazy().group_by(CELL_KEYS).agg(
         n=pl.len().cast(pl.Int64),
         consistent=(k == "consistent").sum().cast(pl.Int64),
         primacy=(k == "primacy").sum().cast(pl.Int64),
         recency=(k == "recency").sum().cast(pl.Int64),
-        _wins=pl.col("candidate_wins").sum().cast(pl.Int64),
-        _ties=pl.col("consistent_tie").sum().cast(pl.Int64),
+        balanced=pl.lit(0, dtype=pl.Int64),
+        pcn=(k == "primacy").sum().cast(pl.Float64),
+        rcn=(k == "recency").sum().cast(pl.Float64),
+        wins=pl.col("candidate_wins").sum().cast(pl.Int64),
+        ties=pl.col("consistent_tie").sum().cast(pl.Int64),
+        p=pl.lit(2, dtype=pl.Int64),
         *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
     )
-    ccn, pcn, rcn, n = pl.col("consistent"), pl.col("primacy"), pl.col("recency"), pl.col("n")
-    v = ccn + pcn + rcn
-    inc = pcn + rcn
-    ipr, irr = _safe_div(pcn, inc), _safe_div(rcn, inc)
-    pf_raw = rcn * irr - pcn * ipr
-    owr = _safe_div(pl.col("_wins") + (pl.col("_ties") + inc) / 2, v)
-    return (
-        counts.with_columns(pc=_safe_div(ccn, v), pf=_safe_div(pf_raw, n), owr=owr)
-        .with_columns(quality_gap=(pl.col("owr") - 0.5).abs())
-        .select(UNIT_COLUMNS)
-        .collect()
-    )
 
 
-def _pairwise_unit_metrics(rows: pl.DataFrame) -> pl.DataFrame:
-    return _units_from_pairs(pairwise_pairs(rows))
+def pairwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
+    """The pairwise cell builder: per-cell counts of the judgment pairs of ``rows``
+    (:func:`pairwise_pairs`), with the columns of
+    :data:`~voirdire.analysis.formulas.COUNT_COLUMNS` and the mean lengths."""
+    return _cell_counts_from_pairs(pairwise_pairs(rows))
 
 
-#: mode -> builder of unit rows (UNIT_COLUMNS) from that mode's judgments. Extension point
-#: for list-wise: ``register_unit_builder("listwise", listwise_unit_metrics)``.
-_UNIT_BUILDERS: dict[str, Callable[[pl.DataFrame], pl.DataFrame]] = {
-    "pairwise": _pairwise_unit_metrics,
+def _pairwise_cell_metrics(rows: pl.DataFrame) -> pl.DataFrame:
+    """Per-cell pairwise metrics of ``rows`` (CELL_COLUMNS, sorted by cell)."""
+    return with_cell_figures(pairwise_cell_counts(rows)).select(CELL_COLUMNS).sort(CELL_KEYS).collect()
+
+
+#: mode -> builder of per-cell counts (COUNT_COLUMNS, CELL_KEYS, LENGTHS) from that mode's
+#: judgments; the figures are added by :func:`voirdire.analysis.formulas.with_cell_figures`.
+CELL_BUILDERS: dict[str, Callable[[pl.DataFrame], pl.LazyFrame]] = {
+    "pairwise": pairwise_cell_counts,
+    "listwise": listwise_cell_counts,
 }
 
 
-def register_unit_builder(mode: str, builder: Callable[[pl.DataFrame], pl.DataFrame]) -> None:
-    """Register the unit builder for judgments of ``mode`` (e.g. ``"listwise"``).
+def cell_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Per-cell (benchmark, judge, candidate, task) position-bias metrics.
 
-    ``builder`` receives only the rows of that mode and returns unit rows with the columns
-    of :data:`UNIT_COLUMNS`; :func:`unit_metrics`, :func:`judge_metrics` and
-    :func:`summarize` then include them.
-    """
-    _UNIT_BUILDERS[mode] = builder
+    Source: Shi et al., "Judging the Judges"; ``docs/metrics.md``, *Per cell* and
+    *List-wise*. Formulas: :func:`voirdire.analysis.formulas.with_cell_figures`, the same
+    for both modes.
 
+    Output columns (:data:`~voirdire.analysis.formulas.CELL_COLUMNS`), one row per cell:
 
-def unit_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
-    """Per-unit (judge, candidate, task) position-bias metrics.
+    - ``n`` (int): all judgment pairs (list-wise: series), error and "other" ones included;
+      with repetitions, one pair per repetition, all counted.
+    - ``consistent``, ``primacy``, ``recency`` (int): ``ccn`` and the inconsistent pairs /
+      series leaning to the first / last slot; ``balanced`` (int): inconsistent series with
+      position score ``s = 0`` (list-wise; 0 for pairs).
+    - ``pcn``, ``rcn`` (float): ``Σ max(−s, 0)``, ``Σ max(s, 0)`` (pairwise: the integer
+      ``primacy``, ``recency``).
+    - ``pc`` (float): ``ccn / v``, ``v = consistent + primacy + recency + balanced``.
+    - ``pf`` (float): ``(rcn·irr − pcn·ipr) / n`` (= ``(rcn − pcn)/n``); −1 all primacy,
+      +1 all recency.
+    - ``owr`` (float): ``(C_w + (C_t + C_I)/p) / v``; ``quality_gap``: ``|owr − 1/p|``.
+    - ``input_chars``, ``output_chars``, ``prompt_chars`` (float): the mean over the cell's
+      pairs (series) of their mean length.
 
-    Source: Shi et al., "Judging the Judges"; ``spec/metrics.md``, *Per unit*.
-
-    Output columns (:data:`UNIT_COLUMNS`), one row per (benchmark, judge, candidate, task):
-
-    - ``n`` (int): all judgment pairs, error and "other" pairs included; with repetitions,
-      one pair per repetition, all counted.
-    - ``consistent``, ``primacy``, ``recency`` (int): ``ccn``, ``pcn``, ``rcn``.
-    - ``pc`` (float): ``ccn / v`` with ``v = ccn + pcn + rcn`` (0 when ``v = 0``).
-    - ``pf`` (float): ``PF_raw / n`` with ``PF_raw = rcn·irr − pcn·ipr``,
-      ``ipr = pcn/(pcn+rcn)``, ``irr = rcn/(pcn+rcn)`` (both 0 when ``pcn+rcn = 0``);
-      0 when ``n = 0``. −1 all primacy, +1 all recency.
-    - ``owr`` (float): ``(C_w + (C_t + C_I)/2) / v``: ``C_w`` consistent pairs the
-      candidate wins, ``C_t`` consistent ties, ``C_I = pcn + rcn``; 0 when ``v = 0``.
-    - ``quality_gap`` (float): ``|owr − 1/2|``.
-    - ``input_chars``, ``output_chars``, ``prompt_chars`` (float): the mean over the unit's
-      pairs of the pair's mean length (equal to the mean over its instances, since the
-      orders and repetitions of an instance share the input and output lengths).
-
-    Rows of modes with no registered builder (list-wise, for now) are skipped with a
+    Rows of modes with no builder in :data:`CELL_BUILDERS` are skipped with a
     ``UserWarning``.
     """
     frames = []
     for mode in judgments.get_column("mode").unique().sort().to_list():
-        builder = _UNIT_BUILDERS.get(mode)
+        builder = CELL_BUILDERS.get(mode)
         if builder is None:
             warnings.warn(
-                f"unit_metrics: no unit builder for mode {mode!r}; its rows are skipped",
+                f"cell_metrics: no cell builder for mode {mode!r}; its rows are skipped",
                 stacklevel=2,
             )
             continue
-        frames.append(builder(judgments.filter(pl.col("mode") == mode)))
-    empty = pl.DataFrame(schema=_UNIT_SCHEMA)
-    units = pl.concat([empty, *[f.select(UNIT_COLUMNS).cast(_UNIT_SCHEMA) for f in frames]])
-    return units.sort(UNIT_KEYS)
+        counts = builder(judgments.filter(pl.col("mode") == mode))
+        frames.append(with_cell_figures(counts).select(CELL_COLUMNS).collect())
+    empty = pl.DataFrame(schema=CELL_SCHEMA)
+    cells = pl.concat([empty, *[f.cast(CELL_SCHEMA) for f in frames]])
+    return cells.sort(CELL_KEYS)
 
 
 # --------------------------------------------------------------------------------------
@@ -303,52 +270,51 @@ def unit_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
 # --------------------------------------------------------------------------------------
 
 
-def judge_from_units(units: pl.DataFrame, keys: list[str] | None = None) -> pl.DataFrame:
-    """Pool unit metrics per (benchmark, judge) (or per ``keys``, e.g. adding ``task``).
+def judge_from_cells(cells: pl.DataFrame, keys: list[str] | None = None) -> pl.DataFrame:
+    """Pool cell metrics per (benchmark, judge) (or per ``keys``, e.g. adding ``task``).
 
-    Source: ``spec/metrics.md``, *Per judge*. Units with ``n = 0`` are left out of every
+    Source: ``docs/metrics.md``, *Per judge*. Cells with ``n = 0`` are left out of every
     figure **(ours)**. Output columns: benchmark, judge,
 
-    - ``pc`` (float): pooled ``Σ ccn / Σ v`` over the units (0 when ``Σ v = 0``);
-    - ``pc_std`` (float): population std (ddof 0) of the units' ``pc``;
-    - ``pf`` (float): unweighted mean of the units' ``pf``; ``pf_std``: population std;
-    - ``n_units`` (int): units used (``n > 0``).
+    - ``pc`` (float): pooled ``Σ ccn / Σ v`` over the cells (0 when ``Σ v = 0``);
+    - ``pc_std`` (float): population std (ddof 0) of the cells' ``pc``;
+    - ``pf`` (float): unweighted mean of the cells' ``pf``; ``pf_std``: population std;
+    - ``n_cells`` (int): cells used (``n > 0``).
 
-    Judges whose units all have ``n = 0`` have no row.
+    Judges whose cells all have ``n = 0`` have no row.
     """
     keys = keys or JUDGE_KEYS
-    ccn, pcn, rcn = pl.col("consistent"), pl.col("primacy"), pl.col("recency")
     return (
-        units.lazy()
+        cells.lazy()
         .filter(pl.col("n") > 0)
         .group_by(keys)
         .agg(
-            _ccn=ccn.sum(),
-            _v=(ccn + pcn + rcn).sum(),
+            _ccn=pl.col("consistent").sum(),
+            _v=valid().sum(),
             pc_std=pl.col("pc").std(ddof=0),
             pf=pl.col("pf").mean(),
             pf_std=pl.col("pf").std(ddof=0),
-            n_units=pl.len().cast(pl.Int64),
+            n_cells=pl.len().cast(pl.Int64),
         )
-        .with_columns(pc=_safe_div(pl.col("_ccn"), pl.col("_v")))
-        .select(*keys, "pc", "pc_std", "pf", "pf_std", "n_units")
+        .with_columns(pc=safe_div(pl.col("_ccn"), pl.col("_v")))
+        .select(*keys, "pc", "pc_std", "pf", "pf_std", "n_cells")
         .sort(keys)
         .collect()
     )
 
 
-def _judge_metrics(judgments: pl.DataFrame, units: pl.DataFrame) -> pl.DataFrame:
+def _judge_metrics(judgments: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
     errors = (
         judgments.lazy()
         .group_by(JUDGE_KEYS)
-        .agg(n_judgments=pl.len().cast(pl.Int64), _failed=_no_verdict().sum())
+        .agg(n_judgments=pl.len().cast(pl.Int64), _failed=no_verdict().sum())
         .with_columns(error_rate=pl.col("_failed").cast(pl.Float64) / pl.col("n_judgments"))
     )
     rs = repetition_stability(judgments).lazy().select(*JUDGE_KEYS, "rs", "rs_spread")
     return (
-        errors.join(judge_from_units(units).lazy(), on=JUDGE_KEYS, how="left")
+        errors.join(judge_from_cells(cells).lazy(), on=JUDGE_KEYS, how="left")
         .join(rs, on=JUDGE_KEYS, how="left")
-        .with_columns(pl.col("n_units").fill_null(0))
+        .with_columns(pl.col("n_cells").fill_null(0))
         .select(JUDGE_COLUMNS)
         .sort(JUDGE_KEYS)
         .collect()
@@ -358,22 +324,21 @@ def _judge_metrics(judgments: pl.DataFrame, units: pl.DataFrame) -> pl.DataFrame
 def judge_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
     """Per (benchmark, judge) position-bias figures.
 
-    Source: Shi et al., "Judging the Judges"; ``spec/metrics.md``, *Per judge* and
+    Source: Shi et al., "Judging the Judges"; ``docs/metrics.md``, *Per judge* and
     *Repetition stability*. One row per (benchmark, judge) present in ``judgments``.
 
     Output columns (:data:`JUDGE_COLUMNS`):
 
-    - ``pc``, ``pc_std``, ``pf``, ``pf_std`` (float), ``n_units`` (int): see
-      :func:`judge_from_units` over :func:`unit_metrics` (units with ``n = 0`` left out).
-      Null (``n_units`` 0) for a judge with no unit, e.g. list-wise rows only before a
-      list-wise builder is registered.
+    - ``pc``, ``pc_std``, ``pf``, ``pf_std`` (float), ``n_cells`` (int): see
+      :func:`judge_from_cells` over :func:`cell_metrics` (cells with ``n = 0`` left out).
+      Null (``n_cells`` 0) for a judge with no cell (e.g. rows of a mode with no builder).
     - ``error_rate`` (float): judgments without a verdict / all judgments, counted over the
       rows of ``judgments`` (every mode; an absent row is not a judgment).
     - ``rs``, ``rs_spread`` (float): from :func:`repetition_stability`; null when the judge
       has no query asked more than once.
     - ``n_judgments`` (int): rows of ``judgments`` for the judge.
     """
-    return _judge_metrics(judgments, unit_metrics(judgments))
+    return _judge_metrics(judgments, cell_metrics(judgments))
 
 
 # --------------------------------------------------------------------------------------
@@ -384,7 +349,7 @@ def judge_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
 def _query_stability(lf: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """``(used, scored)``: queries asked at least twice (``n_j``, ``m_j``), and those with
     an extracted choice with ``rs_j`` and ``sd_j`` (see :func:`repetition_stability`)."""
-    ok = ~_no_verdict()
+    ok = ~no_verdict()
     per_query = lf.group_by(QUERY_KEYS).agg(n_j=pl.len().cast(pl.Int64), question_id=pl.col("question_id").first())
     largest = (
         lf.filter(ok)
@@ -413,7 +378,7 @@ def query_stability(judgments: pl.DataFrame) -> pl.DataFrame:
 def repetition_stability(judgments: pl.DataFrame) -> pl.DataFrame:
     """Repetition stability (RS) and its spread per (benchmark, judge).
 
-    Source: Shi et al., "Judging the Judges"; ``spec/metrics.md``, *Repetition stability*.
+    Source: Shi et al., "Judging the Judges"; ``docs/metrics.md``, *Repetition stability*.
     Mode-agnostic: a query is a ``(benchmark, judge, query_id)`` and its choices are the
     extracted letters (ties and out-of-option letters are choices like any other).
 
@@ -465,18 +430,6 @@ def repetition_stability(judgments: pl.DataFrame) -> pl.DataFrame:
 
 
 def summarize(judgments: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``(judge_metrics(judgments), unit_metrics(judgments))``, the units computed once."""
-    units = unit_metrics(judgments)
-    return _judge_metrics(judgments, units), units
-
-
-# The list-wise builder (imported last: it uses this module's helpers; looked up at call
-# time, so importing either module first works).
-from voirdire.analysis import listwise as _listwise  # noqa: E402
-
-
-def _listwise_units(rows: pl.DataFrame) -> pl.DataFrame:
-    return _listwise.listwise_unit_metrics(rows)
-
-
-register_unit_builder("listwise", _listwise_units)
+    """``(judge_metrics(judgments), cell_metrics(judgments))``, the cells computed once."""
+    cells = cell_metrics(judgments)
+    return _judge_metrics(judgments, cells), cells

@@ -1,47 +1,96 @@
 """Analysing a finished output directory: judgments, metrics tables and ``report.md``.
 
-Reads what the engine wrote (``job.json``, ``raw/``) and calls no judge. Writes
-``judgments.parquet``, ``metrics/judge_metrics.csv``, ``metrics/unit_metrics.csv``, for
-list-wise jobs ``metrics/slot_shares.csv``, and ``report.md``.
+Reads what the engine wrote (``job.json``, ``raw/``) and calls no judge.
+:func:`compute_dir` computes every table in memory and writes nothing (the input may sit
+on a read-only filesystem); :func:`write_dir` writes ``judgments.parquet``,
+``metrics/judge_metrics.csv``, ``metrics/cell_metrics.csv``, for list-wise jobs
+``metrics/slot_shares.csv``, and ``report.md``; :func:`analyze_dir` does both, in place.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
+
 from voirdire.analysis.listwise import slot_shares
 from voirdire.analysis.metrics import summarize
 from voirdire.analysis.report import write_markdown_report
 from voirdire.engine.job import JOB_FILE, load_judgments
 
-#: columns of metrics/judge_metrics.csv and metrics/unit_metrics.csv
+__all__ = ["JUDGE_METRIC_COLUMNS", "CELL_METRIC_COLUMNS", "DirTables", "compute_dir", "write_dir", "analyze_dir"]
+
+#: columns of metrics/judge_metrics.csv and metrics/cell_metrics.csv
 JUDGE_METRIC_COLUMNS = ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread"]
-UNIT_METRIC_COLUMNS = [
-    "benchmark", "judge", "candidate", "task", "n", "consistent", "primacy", "recency", "pc", "pf", "owr", "quality_gap",
-]
+CELL_METRIC_COLUMNS = [
+    "benchmark", "judge", "candidate", "task", "n", "consistent", "primacy", "recency", "balanced",
+    "pcn", "rcn", "pc", "pf", "owr", "quality_gap",
+]  # fmt: skip
 
 
-def analyze_dir(output_dir: str | os.PathLike) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Recompute judgments, metrics and the report of a finished directory, in place.
+@dataclass(frozen=True)
+class DirTables:
+    """The analysis of one output directory, in memory.
 
-    Returns:
-        ``(judge_metrics, unit_metrics)`` as computed by :func:`voirdire.analysis.metrics.summarize`.
+    Attributes:
+        meta: the job record (``job.json``).
+        judgments: ``voirdire.engine.schema.JUDGMENT_SCHEMA`` rows with verdicts extracted.
+        judge_metrics: :func:`voirdire.analysis.metrics.judge_metrics` columns.
+        cell_metrics: :func:`voirdire.analysis.metrics.cell_metrics` columns.
+        slot_shares: :func:`voirdire.analysis.listwise.slot_shares` for a job with list-wise
+            rows, else ``None``.
+    """
+
+    meta: dict[str, Any]
+    judgments: pl.DataFrame
+    judge_metrics: pl.DataFrame
+    cell_metrics: pl.DataFrame
+    slot_shares: pl.DataFrame | None
+
+
+def compute_dir(output_dir: str | os.PathLike) -> DirTables:
+    """Judgments and metrics of a finished (or partly finished) directory; writes nothing.
 
     Raises:
         FileNotFoundError: the directory has no ``job.json`` (not a voirdire output directory).
     """
     out = Path(output_dir)
     judgments = load_judgments(out)
-    judgments.write_parquet(out / "judgments.parquet", compression="zstd")
-    jm, um = summarize(judgments)
-    (out / "metrics").mkdir(exist_ok=True)
-    jm.select(JUDGE_METRIC_COLUMNS).write_csv(out / "metrics" / "judge_metrics.csv")
-    um.select(UNIT_METRIC_COLUMNS).write_csv(out / "metrics" / "unit_metrics.csv")
-    if judgments.filter(pl.col("mode") == "listwise").height:
-        slot_shares(judgments).write_csv(out / "metrics" / "slot_shares.csv")
     meta = json.loads((out / JOB_FILE).read_text())
-    write_markdown_report(out / "report.md", meta, judgments, jm, um)
-    return jm, um
+    jm, cm = summarize(judgments)
+    shares = slot_shares(judgments) if judgments.filter(pl.col("mode") == "listwise").height else None
+    return DirTables(meta, judgments, jm, cm, shares)
+
+
+def write_dir(tables: DirTables, out: str | os.PathLike) -> None:
+    """Write ``judgments.parquet``, ``metrics/*.csv`` and ``report.md`` of ``tables`` under
+    ``out`` (created if needed)."""
+    out = Path(out)
+    (out / "metrics").mkdir(parents=True, exist_ok=True)
+    tables.judgments.write_parquet(out / "judgments.parquet", compression="zstd")
+    tables.judge_metrics.select(JUDGE_METRIC_COLUMNS).write_csv(out / "metrics" / "judge_metrics.csv")
+    tables.cell_metrics.select(CELL_METRIC_COLUMNS).write_csv(out / "metrics" / "cell_metrics.csv")
+    if tables.slot_shares is not None:
+        tables.slot_shares.write_csv(out / "metrics" / "slot_shares.csv")
+    write_markdown_report(
+        out / "report.md", tables.meta, tables.judgments, tables.judge_metrics, tables.cell_metrics, tables.slot_shares
+    )
+
+
+def analyze_dir(output_dir: str | os.PathLike) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Recompute judgments, metrics and the report of a finished directory, in place
+    (:func:`compute_dir` then :func:`write_dir` into the same directory).
+
+    Returns:
+        ``(judge_metrics, cell_metrics)`` as computed by :func:`voirdire.analysis.metrics.summarize`.
+
+    Raises:
+        FileNotFoundError: the directory has no ``job.json`` (not a voirdire output directory).
+    """
+    tables = compute_dir(output_dir)
+    write_dir(tables, output_dir)
+    return tables.judge_metrics, tables.cell_metrics

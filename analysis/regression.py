@@ -1,8 +1,10 @@
 """Factor regression of position consistency and preference fairness (statsmodels OLS).
 
 Source: Shi et al., "Judging the Judges", the factor analysis (per benchmark and combined);
-``spec/metrics.md``, *Factor regression*. One observation per unit (benchmark, judge,
-candidate, task) with ``pc`` or ``pf`` as the response. Candidate terms:
+``docs/metrics.md``, *Factor regression*. One observation per cell (benchmark, judge,
+candidate, task) with ``pc`` or ``pf`` as the response; cells with ``v = 0`` (every pair
+failed or fell in no class) are left out: their PC, PF, owr and δq are not measurements
+(δq would read 0.5, the largest gap). Candidate terms:
 
 - categorical (enter and leave as a whole, treatment coding, first level as baseline):
   ``judge``, ``candidate``, ``task``, ``judge_family`` (derived from the judge's name by
@@ -15,10 +17,13 @@ candidate, task) with ``pc`` or ``pf`` as the response. Candidate terms:
 Selection: bidirectional stepwise by AIC with R's ``step()`` convention for linear models,
 ``AIC = n·ln(RSS/n) + 2k`` with ``k`` the rank of the design (R's ``extractAIC`` with
 ``scale = 0``). Start from the full model; at each step try dropping every term in it and
-adding every term out of it; take the move with the lowest AIC if it lowers the AIC by
-more than 1e-7 (R's tolerance); stop otherwise. **(ours)** A term that adds no column of
-rank once the others are in (aliased: e.g. ``judge_family`` next to ``judge``) has 0 Df;
-such terms are dropped before anything else (R would keep them, printing Df 0).
+adding every term out of it. As R's ``step()``: a term that adds no column of rank once
+the others are in (aliased: e.g. ``judge_family`` next to ``judge``) has 0 Df and is
+dropped before anything else (the last-listed such term first), and adding a term of 0 Df
+is never a candidate move; otherwise the move with the lowest AIC is taken when its AIC is strictly below the current model's (a tie with the
+current model keeps it: R orders ``<none>`` first), and the search stops when, after the
+move, the new AIC is ≥ the previous AIC + 1e-7 (R's guard; for a linear model the move's
+AIC is the new model's, so the strict comparison decides) or when no move lowers it.
 
 The final model is reported as R's ``drop1`` table: ``<none>`` (the final model) and one
 row per term: ``Df`` (rank lost when the term is dropped), ``Sum of Sq`` (RSS increase),
@@ -29,11 +34,15 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
+import statsmodels.api as sm
+
+from voirdire.analysis.formulas import valid
 
 __all__ = [
     "CATEGORICAL_TERMS",
@@ -80,23 +89,28 @@ def judge_family(name: str) -> str:
     return low.split("-")[0] or low
 
 
-def regression_frame(units: pl.DataFrame, judge_attributes: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Observations for the regression: the units with ``n > 0``, ``judge_family`` added and
-    the user's judge attributes joined.
+def regression_frame(cells: pl.DataFrame, judge_attributes: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Observations for the regression: the cells with ``v > 0`` (at least one consistent
+    or inconsistent pair / series: ``docs/metrics.md``, *Per judge*), ``judge_family`` added
+    and the user's judge attributes joined.
 
     Args:
-        units: unit metrics (``voirdire.analysis.metrics.UNIT_COLUMNS``; token columns
+        cells: cell metrics (``voirdire.analysis.formulas.CELL_COLUMNS``; token columns
             optional).
         judge_attributes: optional table with a ``judge`` column (str) and one column per
             attribute (numeric: a numeric term; string: a categorical term). Judges
-            absent from it get nulls, and units with a null in a term's column are left out
+            absent from it get nulls, and cells with a null in a term's column are left out
             of regressions using that term set.
 
     Raises:
-        ValueError: ``judge_attributes`` lacks a ``judge`` column or names a column that
-            collides with a unit column.
+        ValueError: ``cells`` lacks a count column (``n``, ``consistent``, ``primacy``,
+            ``recency``, ``balanced``), or ``judge_attributes`` lacks a ``judge`` column or
+            names a column that collides with a cell column.
     """
-    df = units.filter(pl.col("n") > 0).with_columns(
+    missing = [c for c in ("n", "consistent", "primacy", "recency", "balanced") if c not in cells.columns]
+    if missing:
+        raise ValueError(f"cell metrics lack column(s) {missing}")
+    df = cells.filter((pl.col("n") > 0) & (valid() > 0)).with_columns(
         judge_family=pl.col("judge").map_elements(judge_family, return_dtype=pl.String)
     )
     if judge_attributes is not None:
@@ -104,7 +118,7 @@ def regression_frame(units: pl.DataFrame, judge_attributes: pl.DataFrame | None 
             raise ValueError("judge attributes need a 'judge' column")
         clash = [c for c in judge_attributes.columns if c != "judge" and c in df.columns]
         if clash:
-            raise ValueError(f"judge attribute column(s) {clash} collide with unit columns")
+            raise ValueError(f"judge attribute column(s) {clash} collide with cell columns")
         df = df.join(judge_attributes.unique("judge", keep="first"), on="judge", how="left")
     return df
 
@@ -133,7 +147,7 @@ class StepResult:
     Attributes:
         response: the response column (``"pc"`` or ``"pf"``).
         scope: what was regressed (a benchmark name or ``"combined"``).
-        n: observations (units).
+        n: observations (cells).
         start: the candidate terms (the starting full model).
         terms: the selected terms, in scope order.
         drop1: R's drop1 table of the final model: ``term`` (str, ``<none>`` first row
@@ -211,10 +225,6 @@ class _Gram:
 
 def _fit(y: np.ndarray, blocks: dict, terms: Sequence[str]):
     """The final model, fitted by statsmodels OLS (pseudo-inverse: aliased columns share)."""
-    import warnings
-
-    import statsmodels.api as sm
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return sm.OLS(y, _design(len(y), blocks, terms)).fit()
@@ -274,13 +284,19 @@ def stepwise(
                 r2, k2, a2 = score([*model, t])
                 moves.append((a2, f"+ {t}", k2 - k, r2, k2))
         aliased = [m for m in moves if m[1].startswith("- ") and m[2] == 0]
-        if aliased:  # (ours) drop aliased terms first, the last-listed (derived) one first
+        if aliased:  # as R's step(): drop a 0-Df (aliased) term first, the last-listed one
             best = aliased[-1]
         else:
+            # R leaves out moves of 0 Df (adding an aliased term) and orders the others by
+            # AIC with <none> (the current model) first: a move is taken only when its AIC
+            # is strictly lower
+            moves = [m for m in moves if m[2] != 0]
             best = min(moves, key=lambda m: m[0]) if moves else None
-            if best is None or not best[0] < cur - _AIC_TOL:
+            if best is None or not best[0] < cur:
                 break
         a2, move, df_, r2, k2 = best
+        if a2 >= cur + _AIC_TOL:  # R's guard after the move: `if (bAIC >= AIC + 1e-07) break`
+            break
         t = move[2:]
         model = [m for m in model if m != t] if move.startswith("- ") else [m for m in terms if m in {*model, t}]
         if df_ == 0:
@@ -309,7 +325,7 @@ def stepwise(
 
 
 def factor_regressions(
-    units: pl.DataFrame,
+    cells: pl.DataFrame,
     judge_attributes: pl.DataFrame | None = None,
     responses: Sequence[str] = ("pc", "pf"),
     combined: bool = True,
@@ -317,7 +333,7 @@ def factor_regressions(
     """Stepwise regressions per benchmark and, with several benchmarks, combined.
 
     Args:
-        units: unit metrics (one row per unit, see :func:`regression_frame`).
+        cells: cell metrics (one row per cell, see :func:`regression_frame`).
         judge_attributes: optional per-judge attributes (see :func:`regression_frame`).
         responses: response columns.
         combined: also regress all benchmarks together (``scope == "combined"``; the task
@@ -327,7 +343,7 @@ def factor_regressions(
         One :class:`StepResult` per (scope, response) that has at least 3 observations and
         one candidate term; benchmark scopes sorted by name, then ``combined``.
     """
-    df = regression_frame(units, judge_attributes)
+    df = regression_frame(cells, judge_attributes)
     extra = [c for c in (judge_attributes.columns if judge_attributes is not None else []) if c != "judge"]
     scopes: list[tuple[str, pl.DataFrame]] = [
         (b, df.filter(pl.col("benchmark") == b)) for b in sorted(df.get_column("benchmark").unique().to_list())

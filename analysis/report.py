@@ -9,6 +9,9 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from voirdire.analysis.formulas import safe_div, valid
+from voirdire.analysis.listwise import listwise_series, slot_shares
+
 #: (column, header, format) of the per-judge table
 JUDGE_TABLE = [
     ("benchmark", "benchmark", "{}"),
@@ -62,7 +65,7 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
     ):
         if part.height == 0:
             continue
-        table = Table(title=f"{title} ({part.height} cells)")
+        table = Table(title=f"{title} ({part.height} benchmark × judge rows)")
         for i, c in enumerate(cols):
             table.add_column(fmts[c][0], justify="left" if i < 2 else "right", no_wrap=i < 2, min_width=None if i < 2 else 6)
         for r in part.sort("benchmark", "judge").iter_rows(named=True):
@@ -73,7 +76,9 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
 def markdown_slot_table(shares: pl.DataFrame) -> str:
     """List-wise slot choice shares as a Markdown table: one row per (benchmark, judge,
     list size, option mode), one column per slot (share of slot-choosing verdicts, with
-    its excess over 1/p in parentheses), then the tie share and the number of choices.
+    its excess over 1/p in parentheses), then the tie share, the number of choices and the
+    chi-square goodness-of-fit test of the slot counts against uniform (statistic, degrees
+    of freedom, p-value).
 
     Args:
         shares: :func:`voirdire.analysis.listwise.slot_shares` output.
@@ -82,8 +87,8 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
         return ""
     max_p = int(shares["list_size"].max())
     slots = "ABCDEFGHI"[:max_p]
-    head = "| benchmark | judge | p | 1/p | " + " | ".join(slots) + " | tie | choices |"
-    sep = "|---|---|---:|---:|" + "---:|" * (max_p + 2)
+    head = "| benchmark | judge | p | 1/p | " + " | ".join(slots) + " | tie | choices | χ² (dof) | p-value |"
+    sep = "|---|---|---:|---:|" + "---:|" * (max_p + 4)
     body = []
     keys = ["benchmark", "judge", "list_size", "option_mode"]
     for key, grp in shares.sort([*keys, "position"]).group_by(keys, maintain_order=True):
@@ -93,22 +98,51 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
         row = [str(bench), str(judge), str(p), f"{first['expected']:.3f}"]
         row += [cells.get(x, "") for x in slots]
         row += [f"{first['tie_share']:.3f}", f"{first['n_choices']:,}"]
+        row += [_fmt(first["chi2"], "{:.1f}") + f" ({first['chi2_dof']})", _fmt(first["chi2_p"], "{:.3g}")]
         body.append("| " + " | ".join(row) + " |")
     return "\n".join([head, sep, *body])
 
 
-def markdown_candidate_table(um: pl.DataFrame) -> str:
-    """List-wise candidates: per (benchmark, judge, candidate), series counted, pooled PC,
-    mean owr and mean quality gap over the candidate's units (tasks), as Markdown."""
-    if um.height == 0:
+def markdown_series_table(judgments: pl.DataFrame) -> str:
+    """List-wise series per (benchmark, judge): all series, consistent, primacy-leaning
+    (``s < 0``), recency-leaning (``s > 0``), balanced (inconsistent, ``s = 0``), error and
+    other series (integer counts of :func:`voirdire.analysis.listwise.listwise_series`),
+    as Markdown."""
+    series = listwise_series(judgments)
+    if series.height == 0:
         return ""
-    ccn, v = pl.col("consistent"), pl.col("consistent") + pl.col("primacy") + pl.col("recency")
+    k = pl.col("klass")
     agg = (
-        um.filter(pl.col("n") > 0)
+        series.group_by("benchmark", "judge")
+        .agg(
+            n=pl.len(),
+            **{c: (k == c).sum() for c in ("consistent", "primacy", "recency", "balanced", "error", "other")},
+        )
+        .sort("benchmark", "judge")
+    )
+    lines = [
+        "| benchmark | judge | series | consistent | primacy-leaning | recency-leaning | balanced | error | other |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in agg.iter_rows(named=True):
+        lines.append(
+            f"| {r['benchmark']} | {r['judge']} | {r['n']:,} | {r['consistent']:,} | {r['primacy']:,} | "
+            f"{r['recency']:,} | {r['balanced']:,} | {r['error']:,} | {r['other']:,} |"
+        )
+    return "\n".join(lines)
+
+
+def markdown_candidate_table(cm: pl.DataFrame) -> str:
+    """List-wise candidates: per (benchmark, judge, candidate), series counted, pooled PC,
+    mean owr and mean quality gap over the candidate's cells (tasks), as Markdown."""
+    if cm.height == 0:
+        return ""
+    agg = (
+        cm.filter(pl.col("n") > 0)
         .group_by("benchmark", "judge", "candidate")
-        .agg(n=pl.col("n").sum(), _c=ccn.sum(), _v=v.sum(), owr=pl.col("owr").mean(), gap=pl.col("quality_gap").mean())
-        .with_columns(pc=pl.when(pl.col("_v") > 0).then(pl.col("_c") / pl.col("_v")).otherwise(0.0))
-        .sort("benchmark", "judge", "owr", descending=[False, False, True])
+        .agg(n=pl.col("n").sum(), _c=pl.col("consistent").sum(), _v=valid().sum(), owr=pl.col("owr").mean(), gap=pl.col("quality_gap").mean())
+        .with_columns(pc=safe_div(pl.col("_c"), pl.col("_v")))
+        .sort("benchmark", "judge", pl.col("owr").round(12), "candidate", descending=[False, False, True, False])
     )
     lines = ["| benchmark | judge | candidate | series | PC | owr | quality gap |", "|---|---|---|---:|---:|---:|---:|"]
     for r in agg.iter_rows(named=True):
@@ -119,13 +153,21 @@ def markdown_candidate_table(um: pl.DataFrame) -> str:
 
 
 def write_markdown_report(
-    path: str | os.PathLike, meta: dict[str, Any], judgments: pl.DataFrame, jm: pl.DataFrame, um: pl.DataFrame
+    path: str | os.PathLike,
+    meta: dict[str, Any],
+    judgments: pl.DataFrame,
+    jm: pl.DataFrame,
+    cm: pl.DataFrame,
+    shares: pl.DataFrame | None = None,
 ) -> None:
-    """Write ``report.md``: the job's settings, counts, failures by class and the per-judge table.
+    """Write ``report.md``: the job's settings, counts, failures by class and the per-judge
+    table; for list-wise jobs the slot shares, the series classes and the candidates.
 
     Args:
         meta: the job record (``job.json``).
-        judgments: JUDGMENT_SCHEMA rows; ``jm``/``um``: judge and unit metrics.
+        judgments: JUDGMENT_SCHEMA rows; ``jm``/``cm``: judge and cell metrics.
+        shares: :func:`voirdire.analysis.listwise.slot_shares` (computed when ``None`` and
+            the job has list-wise rows).
     """
     job = meta["job"]
     comp = job.get("comparison", {})
@@ -147,35 +189,58 @@ def write_markdown_report(
         "",
         "## Per judge",
         "",
-        "PC: position consistency (pooled over units); PF: preference fairness (mean over units; "
+        "PC: position consistency (pooled over cells); PF: preference fairness (mean over cells; "
         "−1 primacy, +1 recency); RS: repetition stability (Shi et al. 2024; definitions in "
-        "`spec/metrics.md`).",
+        "voirdire's `docs/metrics.md`).",
         "",
         markdown_judge_table(jm),
         "",
     ]
-    if "mode" in judgments.columns and judgments.filter(pl.col("mode") == "listwise").height:
-        from voirdire.analysis.listwise import slot_shares
-
-        # a job has one comparison mode, so a job with list-wise rows has list-wise units only
-        lw_units = um
+    listwise = "mode" in judgments.columns and judgments.filter(pl.col("mode") == "listwise").height > 0
+    if listwise:
+        perms = str(comp.get("permutations", ""))
+        sampled = (
+            [
+                f"Orders were sampled (`{perms}`): PF is unbiased only on average over drawn "
+                "orders; a judge without position bias can read a PF away from 0 on one draw of "
+                "orders that is not balanced over the slots.",
+                "",
+            ]
+            if perms.startswith("sample")
+            else []
+        )
         lines += [
             "## List-wise: slot choice shares",
             "",
             "Share of the verdicts that pick each slot (ties and failures excluded), with the "
             "excess over 1/p in parentheses: a judge without position bias is near 1/p on "
             "every slot; slot A above 1/p is primacy, the last slot above 1/p recency. "
-            "Tie: share of verdicts that are the tie option.",
+            "Tie: share of verdicts that are the tie option. χ²: goodness-of-fit test of the "
+            "slot counts against uniform (p − 1 degrees of freedom). PF only reads a "
+            "first-versus-last preference (a judge that favours middle slots reads PF ≈ 0): "
+            "read it with these shares.",
             "",
-            markdown_slot_table(slot_shares(judgments)),
+            markdown_slot_table(shares if shares is not None else slot_shares(judgments)),
+            "",
+            *sampled,
+            "## List-wise: series",
+            "",
+            "A series is one judge's verdicts on one list over all its orders. An inconsistent "
+            "series gets the mean position score s of its non-tie choices (slot j of p scores "
+            "2(j−1)/(p−1) − 1: slot A −1, last slot +1): primacy-leaning if s < 0, "
+            "recency-leaning if s > 0, balanced if s = 0. PF per cell = (Σ max(s, 0) − "
+            "Σ max(−s, 0)) / n; `docs/metrics.md`, List-wise.",
+            "",
+            markdown_series_table(judgments),
             "",
             "## List-wise: candidates",
             "",
             "Per candidate: series it appears in, position consistency (pooled), overall win "
             "rate owr = (C_w + (C_t + C_I)/p)/v and quality gap |owr − 1/p| (means over "
-            "tasks); `spec/metrics.md`, List-wise.",
+            "tasks); `docs/metrics.md`, List-wise.",
             "",
-            markdown_candidate_table(lw_units),
+            # a job has one comparison mode, so a job with list-wise rows has list-wise cells only
+            markdown_candidate_table(cm),
             "",
         ]
     if failures.height:
@@ -187,8 +252,8 @@ def write_markdown_report(
         "",
         "- `raw/`: raw judge outputs and recorded failures (Parquet)",
         "- `judgments.parquet`: raw rows with extracted verdicts",
-        "- `metrics/judge_metrics.csv`, `metrics/unit_metrics.csv`"
-        + (", `metrics/slot_shares.csv` (list-wise)" if "mode" in judgments.columns and judgments.filter(pl.col("mode") == "listwise").height else ""),
+        "- `metrics/judge_metrics.csv`, `metrics/cell_metrics.csv`"
+        + (", `metrics/slot_shares.csv` (list-wise)" if listwise else ""),
         "",
     ]
     with open(path, "w", encoding="utf-8") as fh:

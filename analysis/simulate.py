@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
+from scipy.stats import binom
+
 from voirdire.judges.simulated import SimulatedSettings, decide
 
 __all__ = [
@@ -230,8 +232,8 @@ def expected_pair_rates(s: SimulatedSettings | Mapping, gap: np.ndarray, option_
     with ``σ = 1 − exp(−sensitivity·gap)``; unsure it ties with ``t`` (three-option mode),
     else picks ``A`` with ``π`` (primacy). The two orders are independent. Returns arrays
     ``consistent``, ``primacy``, ``recency`` (probabilities, same shape as ``gap``); the
-    pair's expected PF contribution is ``recency − primacy`` since PF_unit = (rcn − pcn)/n
-    exactly (``spec/metrics.md``: rcn·irr − pcn·ipr = (rcn² − pcn²)/(rcn + pcn)).
+    pair's expected PF contribution is ``recency − primacy`` since PF_cell = (rcn − pcn)/n
+    exactly (``docs/metrics.md``: rcn·irr − pcn·ipr = (rcn² − pcn²)/(rcn + pcn)).
     """
     s = _as_settings(s)
     gap = np.asarray(gap, dtype=float)
@@ -300,8 +302,6 @@ def power_table(
         DataFrame: ``pf`` (float), ``pc`` (float), ``n_pairs`` (int), ``queries`` (int:
         2·n_pairs judgments), ``power`` (float in [0, 1]).
     """
-    from scipy.stats import binom
-
     rng = np.random.default_rng(seed)
     rows = []
     for pf in pfs:

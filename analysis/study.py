@@ -9,27 +9,33 @@ Several directories (e.g. a position-bias job and a repetition job per benchmark
 Shi et al.) are combined per (benchmark, judge) **(ours)**: PC, PF and the error rate come
 from the directory with the most judgments of that judge (the position-bias study), RS
 from the directory with the most repeated queries; each figure names its source. The
-factor regression uses, per (benchmark, judge), the units of that PC/PF source, per
+factor regression uses, per (benchmark, judge), the cells of that PC/PF source, per
 benchmark and combined. Agreement is computed within a directory (its judges answered the
 same queries).
+
+The input directories are read only: :func:`analyze_study` computes in memory
+(:func:`voirdire.analysis.outputs.compute_dir`) and, with ``refresh=True``, rewrites each
+directory's own ``judgments.parquet``, ``metrics/*.csv`` and ``report.md``.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+
 from voirdire.analysis import agreement as agr
 from voirdire.analysis import figures as fig
-from voirdire.analysis.metrics import judge_from_units, summarize
-from voirdire.analysis.outputs import analyze_dir
+from voirdire.analysis.formulas import CELL_KEYS
+from voirdire.analysis.lengths import cell_token_lengths, load_tokenizer, query_token_lengths
+from voirdire.analysis.metrics import judge_from_cells
+from voirdire.analysis.outputs import compute_dir, write_dir
 from voirdire.analysis.regression import StepResult, drop1_tables, factor_regressions
 from voirdire.analysis.simulate import power_table
 from voirdire.analysis.uncertainty import bootstrap_ci, sign_test
-from voirdire.engine.job import JOB_FILE
+from voirdire.benchmarks.registry import load_benchmark
 
 __all__ = ["DirAnalysis", "Study", "analyze_study", "write_study", "RS_MIN", "MAX_ERROR"]
 
@@ -49,7 +55,7 @@ class DirAnalysis:
     meta: dict[str, Any]
     judgments: pl.DataFrame
     judge_metrics: pl.DataFrame
-    unit_metrics: pl.DataFrame
+    cell_metrics: pl.DataFrame
     ci: pl.DataFrame
     ci_task: pl.DataFrame
     sign: pl.DataFrame
@@ -90,14 +96,14 @@ class Study:
 
     dirs: list[DirAnalysis]
     panel: pl.DataFrame
-    units: pl.DataFrame
+    cells: pl.DataFrame
     judge_task: pl.DataFrame
     regressions: list[StepResult]
     power: pl.DataFrame
     rs_min: float
     max_error: float
     tokenizer: str | None = None
-    reg_units: pl.DataFrame | None = None
+    reg_cells: pl.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -105,21 +111,21 @@ class Study:
         return sorted(self.panel.get_column("benchmark").unique().to_list())
 
 
-def _load_dir(path: Path, replicates: int, tokenizer: str | None) -> DirAnalysis:
-    analyze_dir(path)  # refreshes judgments.parquet, metrics/*.csv and report.md
-    meta = json.loads((path / JOB_FILE).read_text())
-    judgments = pl.read_parquet(path / "judgments.parquet")
-    jm, um = summarize(judgments)
+def _load_dir(path: Path, replicates: int, tokenizer: str | None, refresh: bool) -> DirAnalysis:
+    tables = compute_dir(path)
+    if refresh:
+        write_dir(tables, path)
+    meta, judgments, jm, cm = tables.meta, tables.judgments, tables.judge_metrics, tables.cell_metrics
     tok = tokenizer or (meta.get("job", {}).get("analysis") or {}).get("tokenizer")
     if tok:
-        um = _with_tokens(um, judgments, meta, tok)
+        cm = _with_tokens(cm, judgments, meta, tok)
     d = DirAnalysis(
         path=path,
         name=path.name,
         meta=meta,
         judgments=judgments,
         judge_metrics=jm,
-        unit_metrics=um,
+        cell_metrics=cm,
         ci=bootstrap_ci(judgments, replicates=replicates),
         ci_task=bootstrap_ci(judgments, replicates=replicates, by_task=True),
         sign=sign_test(judgments),
@@ -134,18 +140,11 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None) -> DirAnalysis
     return d
 
 
-def _with_tokens(um: pl.DataFrame, judgments: pl.DataFrame, meta: dict, tokenizer: str) -> pl.DataFrame:
-    from voirdire.analysis.lengths import (
-        load_tokenizer,
-        query_token_lengths,
-        unit_token_lengths,
-    )
-    from voirdire.benchmarks.registry import load_benchmark
-
+def _with_tokens(cm: pl.DataFrame, judgments: pl.DataFrame, meta: dict, tokenizer: str) -> pl.DataFrame:
     job = meta.get("job", {})
     bench = load_benchmark(job["benchmark"]["name"], meta.get("data_dir"), sample=job["benchmark"].get("sample", "full"))
     per_query = query_token_lengths(judgments, bench, load_tokenizer(tokenizer))
-    return um.join(unit_token_lengths(judgments, per_query), on=["benchmark", "judge", "candidate", "task"], how="left")
+    return cm.join(cell_token_lengths(judgments, per_query), on=CELL_KEYS, how="left")
 
 
 def _pick(frames: list[pl.DataFrame], score: str) -> pl.DataFrame:
@@ -163,6 +162,7 @@ def analyze_study(
     max_error: float = MAX_ERROR,
     tokenizer: str | None = None,
     power_replicates: int = 300,
+    refresh: bool = False,
 ) -> Study:
     """Analyse finished output directories together.
 
@@ -173,6 +173,9 @@ def analyze_study(
         replicates: bootstrap replicates.
         rs_min, max_error: reading thresholds (see :data:`RS_MIN`, :data:`MAX_ERROR`).
         tokenizer: overrides the jobs' ``[analysis] tokenizer``.
+        refresh: also rewrite each directory's own ``judgments.parquet``,
+            ``metrics/*.csv`` and ``report.md``; when false (the default) the directories
+            are only read.
 
     Returns:
         :class:`Study` with ``panel`` (one row per (benchmark, judge): ``pc``, ``pc_std``,
@@ -180,8 +183,8 @@ def analyze_study(
         PC/PF), ``pc_lo``/``pc_hi``/``pf_lo``/``pf_hi`` (bootstrap), ``primacy``,
         ``recency``, ``p_value``, ``direction`` (sign test), ``rs``, ``rs_spread``,
         ``rs_lo``/``rs_hi``, ``rs_source``, ``readable`` (bool) and ``flag`` (str reason));
-        ``units`` (unit metrics of each judge's PC/PF source, with ``source``);
-        ``reg_units`` (the regression's units: per benchmark those of single-repetition
+        ``cells`` (cell metrics of each judge's PC/PF source, with ``source``);
+        ``reg_cells`` (the regression's cells: per benchmark those of single-repetition
         directories when it has any); ``judge_task`` (PC/PF per (benchmark, judge, task)
         with bootstrap intervals); ``regressions``; ``power`` (sign-test power table at the
         median PC of the readable judges).
@@ -192,7 +195,7 @@ def analyze_study(
     """
     if not dirs:
         raise ValueError("no output directory given")
-    ds = [_load_dir(Path(p), replicates, tokenizer) for p in dirs]
+    ds = [_load_dir(Path(p), replicates, tokenizer, refresh) for p in dirs]
 
     def wide_ci(ci: pl.DataFrame, metric: str) -> pl.DataFrame:
         return ci.filter(pl.col("metric") == metric).select(
@@ -202,7 +205,7 @@ def analyze_study(
     pcpf = []
     rsf = []
     for d in ds:
-        jm = d.judge_metrics.filter(pl.col("n_units") > 0).with_columns(source=pl.lit(d.name))
+        jm = d.judge_metrics.filter(pl.col("n_cells") > 0).with_columns(source=pl.lit(d.name))
         for m in ("pc", "pf"):
             jm = jm.join(wide_ci(d.ci, m), on=["benchmark", "judge"], how="left")
         jm = jm.join(d.sign.select("benchmark", "judge", "primacy", "recency", "p_value", "direction"), on=["benchmark", "judge"], how="left")
@@ -231,35 +234,35 @@ def analyze_study(
         readable=~(low_rs | high_err),
     ).sort("benchmark", "judge")
 
-    # units and per-task figures from each (benchmark, judge)'s PC/PF source
+    # cells and per-task figures from each (benchmark, judge)'s PC/PF source
     src = main.select("benchmark", "judge", "source")
-    units = pl.concat(
-        [d.unit_metrics.with_columns(source=pl.lit(d.name)) for d in ds], how="diagonal_relaxed"
+    cells = pl.concat(
+        [d.cell_metrics.with_columns(source=pl.lit(d.name)) for d in ds], how="diagonal_relaxed"
     ).join(src, on=["benchmark", "judge", "source"], how="semi")
     ci_task = pl.concat([d.ci_task.with_columns(source=pl.lit(d.name)) for d in ds], how="diagonal_relaxed").join(
         src, on=["benchmark", "judge", "source"], how="semi"
     )
-    jt = judge_from_units(units, keys=["benchmark", "judge", "task"])
+    jt = judge_from_cells(cells, keys=["benchmark", "judge", "task"])
     for m in ("pc", "pf"):
         c = ci_task.filter(pl.col("metric") == m).select("benchmark", "judge", "task", pl.col("lo").alias(f"{m}_lo"), pl.col("hi").alias(f"{m}_hi"))
         jt = jt.join(c, on=["benchmark", "judge", "task"], how="left")
 
-    # the regression: per benchmark, the units of single-repetition (position-bias)
+    # the regression: per benchmark, the cells of single-repetition (position-bias)
     # directories when the benchmark has any, else all (repetition studies re-ask a sample)
     reps = pl.DataFrame(
         {"source": [d.name for d in ds], "_reps": [int(d.settings["repetitions"] or 1) for d in ds]}
     )
-    reg_units = units.join(reps, on="source", how="left").with_columns(
+    reg_cells = cells.join(reps, on="source", how="left").with_columns(
         _has1=(pl.col("_reps") == 1).any().over("benchmark")
     )
-    reg_units = reg_units.filter(~pl.col("_has1") | (pl.col("_reps") == 1)).drop("_reps", "_has1")
-    regs = factor_regressions(reg_units, judge_attributes) if reg_units.height else []
+    reg_cells = reg_cells.filter(~pl.col("_has1") | (pl.col("_reps") == 1)).drop("_reps", "_has1")
+    regs = factor_regressions(reg_cells, judge_attributes) if reg_cells.height else []
     readable = panel.filter(pl.col("readable"))
     med_pc = float(readable.get_column("pc").median()) if readable.height else 0.7
     pc_level = round(min(0.95, max(0.3, med_pc)) * 20) / 20
     pfs = [p for p in (0.05, 0.1, 0.2, 0.3) if p <= 1 - pc_level]
     power = power_table(pfs, pc=pc_level, replicates=power_replicates) if pfs else pl.DataFrame()
-    return Study(ds, panel, units, jt, regs, power, rs_min, max_error, tokenizer, reg_units=reg_units)
+    return Study(ds, panel, cells, jt, regs, power, rs_min, max_error, tokenizer, reg_cells=reg_cells)
 
 
 def write_study(study: Study, out: str | Path) -> dict[str, Any]:
@@ -279,9 +282,9 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
 
     csv("panel", study.panel)
     csv("judge_task", study.judge_task)
-    csv("units", study.units)
-    if study.reg_units is not None:
-        csv("regression_units", study.reg_units)
+    csv("cells", study.cells)
+    if study.reg_cells is not None:
+        csv("regression_cells", study.reg_cells)
     if study.regressions:
         csv("regression_drop1", drop1_tables(study.regressions))
         for r in study.regressions:
@@ -303,14 +306,14 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
 
     figs: dict[str, Path] = {}
     fig.set_judges(study.panel.get_column("judge").unique().to_list())
-    # the by-task figures and the win-rate fits use the regression's units (per benchmark,
+    # the by-task figures and the win-rate fits use the regression's cells (per benchmark,
     # the position-bias directories when there are any): a repetition study's sample has
-    # other tasks and few units, and would leave broken lines on the radar
-    fig_units = study.reg_units if study.reg_units is not None else study.units
-    fig_jt = judge_from_units(fig_units, keys=["benchmark", "judge", "task"]) if fig_units.height else study.judge_task
+    # other tasks and few cells, and would leave broken lines on the radar
+    fig_cells = study.reg_cells if study.reg_cells is not None else study.cells
+    fig_jt = judge_from_cells(fig_cells, keys=["benchmark", "judge", "task"]) if fig_cells.height else study.judge_task
     for b in study.benchmarks:
         jt = fig_jt.filter(pl.col("benchmark") == b)
-        u = fig_units.filter(pl.col("benchmark") == b)
+        u = fig_cells.filter(pl.col("benchmark") == b)
         pb = study.panel.filter(pl.col("benchmark") == b)
         s = _slug(b)
         if jt.height:

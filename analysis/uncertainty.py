@@ -3,8 +3,9 @@
 - :func:`bootstrap_ci`: cluster-bootstrap percentile intervals for PC, PF and RS per judge
   and per (judge, task). The clusters are the benchmark's *questions*: a replicate draws
   the questions with replacement (all judges share the draw) and recomputes each figure
-  with the definitions of ``spec/metrics.md`` (PC pooled Σccn/Σv; PF the mean over units
-  of PF_unit = (rcn − pcn)/n, which equals rcn·irr − pcn·ipr over n; RS the mean of
+  with the definitions of ``docs/metrics.md`` (PC pooled Σccn/Σv; PF the mean over cells
+  of PF_cell = (rcn − pcn)/n, which equals rcn·irr − pcn·ipr over n, list-wise with the
+  fractional counts, i.e. the sum of the series' position scores over n; RS the mean of
   RS_j). Per (judge, task) the questions are drawn within the task (stratified).
   Replicates are weighted sums: a (B × Q) matrix of multinomial counts times per-question
   sufficient statistics, no Python loop over replicates.
@@ -18,6 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+from scipy.stats import binomtest
+
+from voirdire.analysis.listwise import listwise_series
 from voirdire.analysis.metrics import pairwise_pairs, query_stability
 
 __all__ = ["CI_COLUMNS", "bootstrap_ci", "sign_test"]
@@ -26,31 +30,47 @@ CI_COLUMNS = ["benchmark", "judge", "task", "metric", "estimate", "lo", "hi", "r
 
 
 def _pair_stats(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Per (benchmark, judge, candidate, task, question) sufficient statistics of the cells:
+    ``n`` pairs / series, ``ccn`` consistent, ``v`` consistent or inconsistent, ``d`` the
+    PF numerator ``rcn − pcn`` (list-wise: ``Σ s``, fractional). Pairwise pairs and
+    list-wise series (a series counts for each of its candidates) alike."""
     k = pl.col("klass")
-    return (
-        pairwise_pairs(judgments)
-        .group_by("benchmark", "judge", "candidate", "task", "question_id")
+    keys = ["benchmark", "judge", "candidate", "task", "question_id"]
+    pairwise = pairwise_pairs(judgments).group_by(keys).agg(
+        n=pl.len().cast(pl.Float64),
+        ccn=(k == "consistent").sum().cast(pl.Float64),
+        v=k.is_in(["consistent", "primacy", "recency"]).sum().cast(pl.Float64),
+        d=((k == "recency").sum().cast(pl.Float64) - (k == "primacy").sum().cast(pl.Float64)),
+    )
+    if not judgments.filter(pl.col("mode") == "listwise").height:
+        return pairwise
+    listwise = (
+        listwise_series(judgments)
+        .with_columns(candidate=pl.col("candidates"))
+        .explode("candidate")
+        .group_by(keys)
         .agg(
             n=pl.len().cast(pl.Float64),
             ccn=(k == "consistent").sum().cast(pl.Float64),
-            v=k.is_in(["consistent", "primacy", "recency"]).sum().cast(pl.Float64),
-            d=((k == "recency").sum().cast(pl.Float64) - (k == "primacy").sum().cast(pl.Float64)),
+            v=k.is_in(["consistent", "primacy", "recency", "balanced"]).sum().cast(pl.Float64),
+            d=pl.col("s").fill_null(0.0).sum().cast(pl.Float64),
         )
     )
+    return pl.concat([pairwise, listwise])
 
 
-def _dense(rows: pl.DataFrame, q_index: dict[str, int], n_q: int, unit_cols: list[str], values: list[str]):
-    """(U, Q) matrices of ``values`` with the units as rows."""
-    units = rows.select(unit_cols).unique(maintain_order=True) if unit_cols else pl.DataFrame({"_": [0]})
-    if unit_cols:
-        rows = rows.join(units.with_row_index("_u"), on=unit_cols, how="left")
+def _dense(rows: pl.DataFrame, q_index: dict[str, int], n_q: int, cell_cols: list[str], values: list[str]):
+    """(U, Q) matrices of ``values`` with the cells as rows."""
+    cells = rows.select(cell_cols).unique(maintain_order=True) if cell_cols else pl.DataFrame({"_": [0]})
+    if cell_cols:
+        rows = rows.join(cells.with_row_index("_u"), on=cell_cols, how="left")
         u = rows.get_column("_u").to_numpy()
     else:
         u = np.zeros(rows.height, dtype=np.int64)
     q = np.array([q_index[x] for x in rows.get_column("question_id").to_list()], dtype=np.int64)
     out = {}
     for c in values:
-        m = np.zeros((units.height, n_q))
+        m = np.zeros((cells.height, n_q))
         np.add.at(m, (u, q), rows.get_column(c).to_numpy())
         out[c] = m
     return out
@@ -93,7 +113,8 @@ def bootstrap_ci(
     """Cluster-bootstrap percentile intervals (questions resampled) for PC, PF and RS.
 
     Args:
-        judgments: JUDGMENT_SCHEMA rows (pairwise rows for PC/PF; any for RS).
+        judgments: JUDGMENT_SCHEMA rows (pairwise pairs and list-wise series for PC/PF;
+            any for RS).
         replicates: bootstrap replicates B.
         level: interval coverage (0.95: the 2.5 % and 97.5 % quantiles).
         by_task: per (judge, task) with questions drawn within the task; else per judge
@@ -159,8 +180,6 @@ def sign_test(judgments: pl.DataFrame) -> pl.DataFrame:
     ``p_value`` (float: two-sided, ``scipy.stats.binomtest(pcn, pcn + rcn, 0.5)``; 1 without
     inconsistent pairs), ``direction`` (``"primacy"``, ``"recency"`` or ``"none"``).
     """
-    from scipy.stats import binomtest
-
     k = pl.col("klass")
     counts = (
         pairwise_pairs(judgments)

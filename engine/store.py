@@ -5,7 +5,7 @@ Layout of an output directory::
     job.json                    the validated job (no secrets)
     raw/<judge>/part-*.parquet  raw outputs and recorded failures (RAW_SCHEMA), appended
     raw/<judge>/quarantine/     unreadable parts moved aside (``*.parquet.corrupt``)
-    judgments.parquet, metrics/, report.md   written by the analysis stage
+    judgments.parquet, metrics/ (judge_metrics.csv, cell_metrics.csv), report.md   written by the analysis stage
 
 Each flush writes one new part file atomically (temporary name, then rename), so a crash
 loses at most the results not yet flushed (in flight, or younger than ``flush_seconds``)

@@ -1,6 +1,6 @@
 """Verdict extraction: raw outputs (RAW_SCHEMA) -> judgments (JUDGMENT_SCHEMA).
 
-The release's conventions (``../shared/spec/metrics.md``, "Verdict extraction"): the
+The release's conventions (``docs/metrics.md``, "Reading a verdict"): the
 verdict is the first match of the benchmark's pattern in the judge's output (MT-Bench
 ``\\[\\[([ABCD])\\]\\]``, DevBench ``(?:选择：|Choice: )([ABCD])``); no match or no output is
 a failed judgment. A letter outside the slots (``D`` in three-option mode) is extracted but

@@ -250,7 +250,7 @@ def test_replay_job_end_to_end(tmp_path, data_dir, ray_local):
     assert row["extracted"] in ("A", "B", "C")
     jm = pl.read_csv(out / "metrics" / "judge_metrics.csv")
     assert jm.columns == ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread"]
-    um = pl.read_csv(out / "metrics" / "unit_metrics.csv")
+    um = pl.read_csv(out / "metrics" / "cell_metrics.csv")
     assert um.columns[:4] == ["benchmark", "judge", "candidate", "task"]
     assert (out / "report.md").read_text().count("gpt-4-0613") >= 2
     assert (out / "judgments.parquet").exists()

@@ -1,5 +1,6 @@
-"""List-wise judging: permutation schemes, candidate lists, prompts and verdicts, metrics,
-streaming unit generation, and end-to-end jobs with simulated judges of known bias."""
+"""List-wise judging: permutation schemes, candidate lists, prompts and verdicts, metrics
+(docs/metrics.md, List-wise), streaming work-unit generation, and end-to-end jobs with
+simulated judges of known bias."""
 
 from __future__ import annotations
 
@@ -13,15 +14,16 @@ from pathlib import Path
 import polars as pl
 import pytest
 from voirdire.analysis.listwise import (
+    listwise_cell_metrics,
     listwise_series,
-    listwise_unit_metrics,
     slot_shares,
 )
 from voirdire.analysis.metrics import (
-    _pairwise_unit_metrics,
+    _pairwise_cell_metrics,
+    cell_metrics,
     judge_metrics,
-    unit_metrics,
 )
+from voirdire.analysis.uncertainty import bootstrap_ci
 from voirdire.engine.permutations import (
     AllOrders,
     cyclic_orders,
@@ -280,55 +282,162 @@ C3 = ["x", "y", "z"]
 
 
 def test_series_classes_by_hand():
+    # position scores at p = 3: A -1, B 0, C +1; s = mean over the non-tie choices
     rows = (
         _lw_rows("J", "q1", C3, CYC3, "ACB")  # x, x, x: consistent, winner x
         + _lw_rows("J", "q2", C3, CYC3, "DDD")  # all ties: consistent tie
-        + _lw_rows("J", "q3", C3, CYC3, "AAA")  # x, y, z: slot A 3/3 > 1/3: primacy
-        + _lw_rows("J", "q4", C3, CYC3, "CCB")  # z, x, x: slot A 0/3: recency
-        + _lw_rows("J", "q5", C3, CYC3, "ABD")  # x, z, tie: slot A 1/2 > 1/3: primacy
+        + _lw_rows("J", "q3", C3, CYC3, "AAA")  # x, y, z: s = -1: primacy
+        + _lw_rows("J", "q4", C3, CYC3, "CCB")  # z, x, x: s = (1 + 1 + 0)/3 = 2/3: recency
+        + _lw_rows("J", "q5", C3, CYC3, "ABD")  # x, z, tie: s = (-1 + 0)/2: primacy
         + _lw_rows("J", "q6", C3, CYC3, "A-A")  # failed: error
         + _lw_rows("J", "q7", C3, CYC3, "AEA")  # E is outside 4 options: other
         + _lw_rows("J", "q8", C3, CYC3[:2], "AC")  # an order missing: error
-        + _lw_rows("J", "q9", C3, CYC3, "ABC")  # x, z, y: slot A 1/3, not above: recency
+        + _lw_rows("J", "q9", C3, CYC3, "ABC")  # x, z, y: s = 0: balanced
+        + _lw_rows("J", "qa", C3, CYC3, "BBB")  # y, z, x: always the middle slot: balanced
+        + _lw_rows("J", "qb", C3, CYC3, "CDD")  # z, tie, tie: s = +1: recency
     )
     s = listwise_series(pl.DataFrame(rows)).sort("question_id")
-    assert s["klass"].to_list() == ["consistent", "consistent", "primacy", "recency", "primacy", "error", "other", "error", "recency"]
-    assert s["winner"].to_list() == ["x", None, None, None, None, None, None, None, None]
-    assert s["all_tie"].to_list() == [False, True] + [False] * 7
-    assert s["slot_a_share"][2] == 1.0 and s["slot_a_share"][4] == 0.5
+    assert s["question_id"].to_list() == ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "q9", "qa", "qb"]
+    assert s["klass"].to_list() == [
+        "consistent", "consistent", "primacy", "recency", "primacy", "error", "other", "error", "balanced", "balanced", "recency",
+    ]  # fmt: skip
+    assert s["winner"].to_list() == ["x"] + [None] * 10
+    assert s["all_tie"].to_list() == [False, True] + [False] * 9
+    assert s["s"].to_list()[:5] == [0.0, 0.0, -1.0, pytest.approx(2 / 3), -0.5]
+    assert s["s"].to_list()[5:] == [None, None, None, 0.0, 0.0, 1.0]
 
 
-def test_unit_metrics_by_hand():
+def test_cell_metrics_by_hand():
     rows = (
         _lw_rows("J", "q1", C3, CYC3, "ACB")  # consistent, x wins
         + _lw_rows("J", "q2", C3, CYC3, "DDD")  # consistent tie
-        + _lw_rows("J", "q3", C3, CYC3, "AAA")  # primacy
-        + _lw_rows("J", "q4", C3, CYC3, "CCB")  # recency
+        + _lw_rows("J", "q3", C3, CYC3, "AAA")  # primacy, s = -1
+        + _lw_rows("J", "q4", C3, CYC3, "CCB")  # recency, s = 2/3
+        + _lw_rows("J", "q9", C3, CYC3, "ABC")  # balanced, s = 0
         + _lw_rows("J", "q6", C3, CYC3, "A-A")  # error
     )
-    u = unit_metrics(pl.DataFrame(rows))
+    u = cell_metrics(pl.DataFrame(rows))
     assert u["candidate"].to_list() == ["x", "y", "z"]
     x = u.row(0, named=True)
-    # n = 5 series, ccn = 2, pcn = 1, rcn = 1, v = 4; ipr = irr = 1/2; PF = (1/2 - 1/2)/5 = 0
-    assert (x["n"], x["consistent"], x["primacy"], x["recency"]) == (5, 2, 1, 1)
-    assert x["pc"] == 0.5 and x["pf"] == 0.0
-    # owr(x) = (C_w + (C_t + C_I)/3)/v = (1 + (1 + 2)/3)/4 = 0.5; y: (0 + 1)/4
-    assert x["owr"] == pytest.approx(0.5) and x["quality_gap"] == pytest.approx(0.5 - 1 / 3)
-    assert u.row(1, named=True)["owr"] == pytest.approx(0.25)
+    # n = 6 series, ccn = 2, one primacy, one recency, one balanced: v = 5
+    # pcn = 1, rcn = 2/3: PF = (2/3 - 1)/6 = -1/18
+    assert (x["n"], x["consistent"], x["primacy"], x["recency"], x["balanced"]) == (6, 2, 1, 1, 1)
+    assert x["pcn"] == 1.0 and x["rcn"] == pytest.approx(2 / 3)
+    assert x["pc"] == pytest.approx(2 / 5) and x["pf"] == pytest.approx(-1 / 18)
+    # owr(x) = (C_w + (C_t + C_I)/3)/v = (1 + (1 + 3)/3)/5 = 7/15; y: (4/3)/5
+    assert x["owr"] == pytest.approx(7 / 15) and x["quality_gap"] == pytest.approx(7 / 15 - 1 / 3)
+    assert u.row(1, named=True)["owr"] == pytest.approx(4 / 15)
     jm = judge_metrics(pl.DataFrame(rows)).row(0, named=True)
-    assert jm["pc"] == 0.5 and jm["error_rate"] == pytest.approx(1 / 15)
+    assert jm["pc"] == pytest.approx(2 / 5) and jm["error_rate"] == pytest.approx(1 / 18)
+    assert jm["pf"] == pytest.approx(-1 / 18)
 
 
-def test_pf_extremes():
-    prim = [r for i in range(4) for r in _lw_rows("P", f"q{i}", C3, CYC3, "AAA")]
-    rec = [r for i in range(4) for r in _lw_rows("R", f"q{i}", C3, CYC3, "CCC")]
-    u = unit_metrics(pl.DataFrame(prim + rec))
-    assert set(u.filter(pl.col("judge") == "P")["pf"]) == {-1.0}
-    assert set(u.filter(pl.col("judge") == "R")["pf"]) == {1.0}
+def _enumerated(weights: dict[str, int], orders: list[tuple[int, ...]], cands: list[str], *, judge: str = "J") -> pl.DataFrame:
+    """Every outcome of a series, each repeated by its integer weight (so the table's cell
+    metrics are exact expectations): ``weights`` maps a candidate (or ``"tie"``) to its
+    weight of being chosen in any order, whatever the slot it is shown in (a judge without
+    position bias)."""
+    p = len(cands)
+    outcomes = list(weights)
+    rows, q = [], 0
+    for combo in itertools.product(outcomes, repeat=len(orders)):
+        letters = []
+        for order, pick in zip(orders, combo):
+            shown = [cands[i] for i in order]
+            letters.append(LETTERS[p] if pick == "tie" else LETTERS[shown.index(pick)])
+        for _ in range(math.prod(weights[c] for c in combo)):
+            rows += _lw_rows(judge, f"q{q}", cands, orders, "".join(letters), opt=p + 1)
+            q += 1
+    return pl.DataFrame(rows)
+
+
+LETTERS = "ABCDEFGHI"
+
+
+@pytest.mark.parametrize(
+    ("p", "scheme", "weights"),
+    [
+        (3, "cyclic", {"x": 1, "y": 1, "z": 1}),  # uniform, no tie
+        (3, "cyclic", {"x": 1, "y": 1, "z": 1, "tie": 1}),  # uniform with ties
+        (3, "cyclic", {"x": 5, "y": 3, "z": 1}),  # fixed preference, no tie
+        (3, "cyclic", {"x": 4, "y": 2, "z": 1, "tie": 2}),  # fixed preference with ties
+        (3, "all", {"x": 3, "y": 1, "z": 1, "tie": 1}),
+        (4, "cyclic", {"w": 1, "x": 1, "y": 1, "z": 1}),
+        (4, "cyclic", {"w": 3, "x": 2, "y": 1, "z": 1, "tie": 1}),
+        (4, "latin", {"w": 2, "x": 1, "y": 1, "z": 1}),
+        (5, "cyclic", {"v": 2, "w": 1, "x": 1, "y": 1, "z": 1, "tie": 1}),
+    ],
+)
+def test_position_independent_judge_reads_pf_zero_exactly(p, scheme, weights):
+    """Enumeration: every outcome of a position-independent judge, weighted by its
+    probability, gives PF = 0 in every cell under a balanced design, with or without ties
+    (the earlier one-vs-all rule read PF ≈ +0.37 at p = 3 for a uniform judge)."""
+    cands = [c for c in weights if c != "tie"]
+    assert len(cands) == p
+    orders = list(permutations_for("listwise", scheme, p, 0))
+    df = _enumerated(weights, orders, cands)
+    u = cell_metrics(df)
+    assert u.height == p
+    assert all(abs(pf) < 1e-12 for pf in u["pf"].to_list())
+    assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(u["pcn"], u["rcn"]))
+    assert (u["primacy"] > 0).all() and (u["recency"] > 0).all()
+    assert abs(judge_metrics(df)["pf"][0]) < 1e-12
+    # a fixed preference shows as owr, not as PF
+    if len(set(weights[c] for c in cands)) > 1:
+        best = max(cands, key=lambda c: weights[c])
+        assert one(u, best)["owr"] == u["owr"].max() > 1 / p
+
+
+def one(u: pl.DataFrame, cand: str) -> dict:
+    return u.filter(pl.col("candidate") == cand).row(0, named=True)
+
+
+@pytest.mark.parametrize("p", [3, 4, 5])
+@pytest.mark.parametrize("ties", [False, True])
+def test_always_first_last_middle_slot(p, ties):
+    """Always slot 1: PF = -1 and PC = 0; always the last slot: PF = +1; always a middle
+    slot (p odd): PF = 0 (balanced series), which the slot shares and their chi-square
+    test show. A tie in one order per series changes none of it."""
+    cands = [f"m{i}" for i in range(p)]
+    orders = cyclic_orders(p)
+    tie = LETTERS[p]
+
+    def judge(name: str, slot: int) -> list[dict]:
+        out = []
+        for q in range(6):
+            letters = [LETTERS[slot]] * p
+            if ties:
+                letters[q % p] = tie
+            out += _lw_rows(name, f"q{q}", cands, orders, "".join(letters))
+        return out
+
+    mid = (p - 1) // 2
+    df = pl.DataFrame(judge("first", 0) + judge("last", p - 1) + judge("middle", mid))
+    jm = {r["judge"]: r for r in judge_metrics(df).iter_rows(named=True)}
+    assert jm["first"]["pf"] == -1.0 and jm["first"]["pc"] == 0.0
+    assert jm["last"]["pf"] == 1.0 and jm["last"]["pc"] == 0.0
+    u = cell_metrics(df)
+    assert set(u.filter(pl.col("judge") == "first")["pf"]) == {-1.0}
+    assert set(u.filter(pl.col("judge") == "last")["pf"]) == {1.0}
+    shares = slot_shares(df)
+    chi = {r["judge"]: r for r in shares.filter(pl.col("position") == 1).iter_rows(named=True)}
+    n_choices = 6 * (p - 1 if ties else p)
+    for j in ("first", "last", "middle"):  # all choices in one slot: χ² = n (p - 1)
+        assert chi[j]["chi2"] == pytest.approx(n_choices * (p - 1))
+        assert chi[j]["chi2_dof"] == p - 1 and chi[j]["chi2_p"] < 1e-4
+    middle = u.filter(pl.col("judge") == "middle")
+    if p % 2:  # an exact middle slot: position score 0
+        assert jm["middle"]["pf"] == 0.0
+        assert set(middle["balanced"]) == {6} and set(middle["primacy"]) == {0}
+        mid_share = shares.filter((pl.col("judge") == "middle") & (pl.col("position") == mid + 1))
+        assert mid_share["share"].to_list() == [1.0]
+    else:  # the slot just before the middle leans to primacy
+        assert -1.0 < jm["middle"]["pf"] < 0.0
 
 
 def test_reduces_to_pairwise_at_p2():
-    """The list-wise builder on two-candidate series gives the pairwise unit metrics."""
+    """The list-wise builder on two-candidate series gives the pairwise cell metrics (the
+    same formulas, and the position score is ±1 at p = 2)."""
     rng = random.Random(7)
     rows_pw, rows_lw = [], []
     for i in range(300):
@@ -343,10 +452,11 @@ def test_reduces_to_pairwise_at_p2():
             }  # fmt: skip
             rows_pw.append({**base, "mode": "pairwise", "candidate": cand, "reference": "ref", "candidates": [cand, "ref"]})
             rows_lw.append({**base, "mode": "listwise", "candidate": None, "reference": None, "candidates": [cand, "ref"]})
-    pw = _pairwise_unit_metrics(pl.DataFrame(rows_pw))
-    lw = listwise_unit_metrics(pl.DataFrame(rows_lw)).filter(pl.col("candidate") != "ref")
-    cols = ["candidate", "task", "n", "consistent", "primacy", "recency", "pc", "pf", "owr", "quality_gap", "input_chars"]
+    pw = _pairwise_cell_metrics(pl.DataFrame(rows_pw))
+    lw = listwise_cell_metrics(pl.DataFrame(rows_lw)).filter(pl.col("candidate") != "ref")
+    cols = ["candidate", "task", "n", "consistent", "primacy", "recency", "balanced", "pcn", "rcn", "pc", "pf", "owr", "quality_gap", "input_chars"]
     assert pw.select(cols).sort("candidate", "task").equals(lw.select(cols).sort("candidate", "task"))
+    assert set(lw["balanced"]) == {0} and (lw["pf"] != 0).any()
 
 
 def test_slot_shares_every_slot():
@@ -356,6 +466,10 @@ def test_slot_shares_every_slot():
     assert s["choices"].to_list() == [3, 1, 0] and set(s["n_choices"]) == {4}
     assert s["share"].to_list() == [0.75, 0.25, 0.0]
     assert s["expected"][0] == pytest.approx(1 / 3) and s["tie_share"][0] == pytest.approx(1 / 5)
+    # chi-square against uniform: expected 4/3 per slot
+    stat = sum((c - 4 / 3) ** 2 / (4 / 3) for c in (3, 1, 0))
+    assert s["chi2"].to_list() == [pytest.approx(stat)] * 3 and set(s["chi2_dof"]) == {2}
+    assert s["chi2_p"][0] == pytest.approx(math.exp(-stat / 2))  # chi-square survival at 2 dof
 
 
 # ---------------------------------------------------------------------------- end to end
@@ -370,25 +484,32 @@ def _load_example(name: str, out: Path) -> object:
 @pytest.mark.ray
 @pytest.mark.parametrize(("example", "p"), [("mtbench_listwise_p3_cyclic.toml", 3), ("mtbench_listwise_p5_all.toml", 5)])
 def test_example_jobs_recover_simulated_bias(data_dir, ray_local, tmp_path, example, p):
-
+    """The list-wise examples: the position-independent judge reads |PF| within its
+    bootstrap interval of 0 (p = 3 cyclic and p = 5 all orders), the always-slot-A judge PF
+    = -1 and PC = 0, the primacy judge a clearly negative PF."""
     job = _load_example(example, tmp_path / "out")
     outcome = voirdire.run(job)
     orders = 3 if p == 3 else 120
-    assert outcome.stats.queries == 2 * 80 * orders and outcome.stats.failures == 0
+    assert outcome.stats.queries == 3 * 80 * orders and outcome.stats.failures == 0
     jm = {r["judge"]: r for r in outcome.judge_metrics.iter_rows(named=True)}
-    biased, fair = jm["simulated-primacy-0.8"], jm["simulated-fair"]
-    assert biased["pf"] < -0.4  # clearly primacy
-    assert fair["pf"] > biased["pf"] + 0.3
-    if p == 5:
-        assert abs(fair["pf"]) < 0.2
+    biased, fair, always_a = jm["simulated-primacy-0.8"], jm["simulated-fair"], jm["simulated-always-a"]
+    ci = bootstrap_ci(outcome.judgments, replicates=400).filter(pl.col("metric") == "pf")
+    pf_ci = {r["judge"]: (r["lo"], r["estimate"], r["hi"]) for r in ci.iter_rows(named=True)}
+    lo, est, hi = pf_ci["simulated-fair"]
+    assert est == pytest.approx(fair["pf"])
+    assert lo <= 0.0 <= hi and abs(fair["pf"]) < 0.05  # no position bias: 0 in its interval
+    assert always_a["pf"] == -1.0 and always_a["pc"] == 0.0
+    assert biased["pf"] < -0.2 and pf_ci["simulated-primacy-0.8"][2] < 0.0  # clearly primacy
     shares = pl.read_csv(tmp_path / "out" / "metrics" / "slot_shares.csv")
-    a = {r["judge"]: r["share"] for r in shares.filter(pl.col("slot") == "A").iter_rows(named=True)}
-    assert a["simulated-primacy-0.8"] > 1 / p + 0.2
+    a = {r["judge"]: r for r in shares.filter(pl.col("slot") == "A").iter_rows(named=True)}
+    assert a["simulated-primacy-0.8"]["share"] > 1 / p + 0.2 and a["simulated-primacy-0.8"]["chi2_p"] < 1e-6
+    assert a["simulated-always-a"]["share"] == 1.0
     fair_shares = shares.filter(pl.col("judge") == "simulated-fair")["share"].to_list()
     assert len(fair_shares) == p and all(abs(s - 1 / p) < 0.06 for s in fair_shares)
     report = (tmp_path / "out" / "report.md").read_text()
-    assert "## List-wise: slot choice shares" in report and "## List-wise: candidates" in report
+    for section in ("## List-wise: slot choice shares", "## List-wise: series", "## List-wise: candidates"):
+        assert section in report
     if p == 3:  # the same 3 candidates in every series: their owr sum to 1 per (judge, task)
-        um = outcome.unit_metrics
-        sums = um.group_by("judge", "task").agg(pl.col("owr").sum())["owr"].to_list()
+        cm = outcome.cell_metrics
+        sums = cm.group_by("judge", "task").agg(pl.col("owr").sum())["owr"].to_list()
         assert all(math.isclose(x, 1.0) for x in sums)

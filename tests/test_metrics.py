@@ -1,4 +1,4 @@
-"""Tests for voirdire.analysis.metrics against hand-computed answers (spec/metrics.md)."""
+"""Tests for voirdire.analysis.metrics against hand-computed answers (docs/metrics.md)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from voirdire.analysis.metrics import (
     JUDGE_COLUMNS,
     PAIR_COLUMNS,
     RS_COLUMNS,
-    UNIT_COLUMNS,
-    judge_from_units,
+    CELL_COLUMNS,
+    judge_from_cells,
     judge_metrics,
     pairwise_pairs,
     repetition_stability,
     summarize,
-    unit_metrics,
+    cell_metrics,
 )
 
 REF = "ref"
@@ -98,8 +98,8 @@ def pair(
     return rows
 
 
-def unit(cand: str, specs: list[str], **kw) -> list[dict]:
-    """One pair per spec, on questions q0, q1, ... of one unit."""
+def cell(cand: str, specs: list[str], **kw) -> list[dict]:
+    """One pair per spec, on questions q0, q1, ... of one cell."""
     return [r for i, s in enumerate(specs) for r in pair(cand, s, q=f"q{i}", **kw)]
 
 
@@ -198,19 +198,19 @@ def test_pair_lengths_are_pair_means():
 
 
 # --------------------------------------------------------------------------------------
-# Per unit
+# Per cell
 # --------------------------------------------------------------------------------------
 
 
 def test_pf_extremes_and_pc_one():
     df = table(
-        unit("prim", ["AA"] * 4),  # all primacy: PF = (0 - 4*1)/4 = -1, PC = 0
-        unit("rec", ["BB"] * 3),  # all recency: PF = (3*1 - 0)/3 = +1
-        unit("fair", ["AB", "BA", "CC"]),  # PC = 1 -> PF = 0
-        unit("mixed", ["AC", "CB"]),  # 1 primacy + 1 recency: PF = (1*.5 - 1*.5)/2 = 0
+        cell("prim", ["AA"] * 4),  # all primacy: PF = (0 - 4*1)/4 = -1, PC = 0
+        cell("rec", ["BB"] * 3),  # all recency: PF = (3*1 - 0)/3 = +1
+        cell("fair", ["AB", "BA", "CC"]),  # PC = 1 -> PF = 0
+        cell("mixed", ["AC", "CB"]),  # 1 primacy + 1 recency: PF = (1*.5 - 1*.5)/2 = 0
     )
-    u = unit_metrics(df)
-    assert u.columns == UNIT_COLUMNS
+    u = cell_metrics(df)
+    assert u.columns == CELL_COLUMNS
     prim, rec, fair, mixed = (one(u, candidate=c) for c in ("prim", "rec", "fair", "mixed"))
     assert prim["pf"] == -1.0 and prim["pc"] == 0.0 and prim["primacy"] == 4
     assert rec["pf"] == 1.0 and rec["recency"] == 3
@@ -218,15 +218,15 @@ def test_pf_extremes_and_pc_one():
     assert mixed["pf"] == 0.0 and mixed["pc"] == 0.0
 
 
-def test_mixed_unit_exact_numbers():
+def test_mixed_cell_exact_numbers():
     # Pairs: AB AB BA CC | AA AA AC | BB | A- | AD
     # n = 10; ccn = 4; pcn = 3; rcn = 1; v = 8 (the error pair and "other" pair count in n only)
     # PC = 4/8 = 0.5
     # ipr = 3/4, irr = 1/4; PF_raw = 1*1/4 - 3*3/4 = -2; PF = -2/10 = -0.2
     # C_w = 2 (the two AB), C_t = 1 (CC), C_I = 4: owr = (2 + (1 + 4)/2)/8 = 4.5/8 = 0.5625
     # quality gap = 0.0625
-    df = table(unit("m", ["AB", "AB", "BA", "CC", "AA", "AA", "AC", "BB", "A-", "AD"]))
-    u = unit_metrics(df).row(0, named=True)
+    df = table(cell("m", ["AB", "AB", "BA", "CC", "AA", "AA", "AC", "BB", "A-", "AD"]))
+    u = cell_metrics(df).row(0, named=True)
     assert (u["n"], u["consistent"], u["primacy"], u["recency"]) == (10, 4, 3, 1)
     assert u["pc"] == pytest.approx(0.5)
     assert u["pf"] == pytest.approx(-0.2)
@@ -238,27 +238,27 @@ def test_mixed_unit_exact_numbers():
 def test_owr_with_ties_and_inconsistency():
     # Pairs: BA BA CC AA BC  (reference wins twice, one tie, two inconsistent)
     # v = 5; C_w = 0; C_t = 1; C_I = 2 -> owr = (0 + 3/2)/5 = 0.3; quality gap = 0.2
-    u = unit_metrics(table(unit("m", ["BA", "BA", "CC", "AA", "BC"]))).row(0, named=True)
+    u = cell_metrics(table(cell("m", ["BA", "BA", "CC", "AA", "BC"]))).row(0, named=True)
     assert u["owr"] == pytest.approx(0.3)
     assert u["quality_gap"] == pytest.approx(0.2)
     # Candidate wins all consistent pairs: AB AB AB + one inconsistent AA:
     # owr = (3 + 1/2)/4 = 0.875, gap 0.375
-    u = unit_metrics(table(unit("m", ["AB", "AB", "AB", "AA"]))).row(0, named=True)
+    u = cell_metrics(table(cell("m", ["AB", "AB", "AB", "AA"]))).row(0, named=True)
     assert u["owr"] == pytest.approx(0.875)
     assert u["quality_gap"] == pytest.approx(0.375)
     # Only error pairs: v = 0 -> PC = owr = 0, PF = 0/n = 0, gap = 0.5
-    u = unit_metrics(table(unit("m", ["A-", "--"]))).row(0, named=True)
+    u = cell_metrics(table(cell("m", ["A-", "--"]))).row(0, named=True)
     assert (u["n"], u["pc"], u["pf"], u["owr"], u["quality_gap"]) == (2, 0.0, 0.0, 0.0, 0.5)
 
 
-def test_units_split_by_candidate_and_task_and_judge():
+def test_cells_split_by_candidate_and_task_and_judge():
     df = table(
-        unit("m1", ["AB"], task="coding"),
-        unit("m1", ["AA"], task="math"),
-        unit("m2", ["BB"], task="math"),
-        unit("m1", ["AB", "AB"], task="coding", judge="K"),
+        cell("m1", ["AB"], task="coding"),
+        cell("m1", ["AA"], task="math"),
+        cell("m2", ["BB"], task="math"),
+        cell("m1", ["AB", "AB"], task="coding", judge="K"),
     )
-    u = unit_metrics(df)
+    u = cell_metrics(df)
     assert u.height == 4
     assert one(u, judge="J", candidate="m1", task="math")["pf"] == -1.0
     assert one(u, judge="K", candidate="m1", task="coding")["n"] == 2
@@ -271,7 +271,7 @@ def test_repetition_pairs():
     pairs = pairwise_pairs(df)
     assert pairs.height == 3
     assert pairs.sort("repetition")["klass"].to_list() == ["consistent", "primacy", "consistent"]
-    u = unit_metrics(df).row(0, named=True)
+    u = cell_metrics(df).row(0, named=True)
     assert (u["n"], u["consistent"], u["primacy"]) == (3, 2, 1)
     assert u["pc"] == pytest.approx(2 / 3)
     assert u["pf"] == pytest.approx(-1 / 3)
@@ -297,7 +297,7 @@ def test_judge_pooling_stds_and_error_rate():
     # pc_std (ddof 0) of [1, .5, 0] = sqrt(1/6) = 0.408248
     # PF = (0 - .5 + .25)/3 = -1/12; pf_std of [0, -.5, .25] = sqrt(14)/12 = 0.311805
     # judgments: 4 + 4 + 8 = 16 rows, 2 failed -> error rate 0.125
-    df = table(unit("m1", ["AB", "AB"]), unit("m2", ["AB", "AA"]), unit("m3", ["AA", "BB", "BB", "--"]))
+    df = table(cell("m1", ["AB", "AB"]), cell("m2", ["AB", "AA"]), cell("m3", ["AA", "BB", "BB", "--"]))
     j = judge_metrics(df)
     assert j.columns == JUDGE_COLUMNS
     r = j.row(0, named=True)
@@ -308,7 +308,7 @@ def test_judge_pooling_stds_and_error_rate():
     assert r["pc_std"] == pytest.approx(np.std([1, 0.5, 0]))
     assert r["pf_std"] == pytest.approx(np.std([0, -0.5, 0.25]))
     assert r["error_rate"] == pytest.approx(0.125)
-    assert (r["n_units"], r["n_judgments"]) == (3, 16)
+    assert (r["n_cells"], r["n_judgments"]) == (3, 16)
     # one repetition only: no RS
     assert r["rs"] is None and r["rs_spread"] is None
 
@@ -316,19 +316,19 @@ def test_judge_pooling_stds_and_error_rate():
 def test_error_rate_counts_rows_only():
     # A pair missing one order is an error pair, but the absent row is not a judgment:
     # rows: AB (2) + A. (1) + -B (2, one failed) = 5 rows, 1 failed -> 0.2
-    df = table(unit("m", ["AB", "A.", "-B"]))
+    df = table(cell("m", ["AB", "A.", "-B"]))
     r = judge_metrics(df).row(0, named=True)
     assert r["n_judgments"] == 5
     assert r["error_rate"] == pytest.approx(0.2)
-    u = unit_metrics(df).row(0, named=True)
+    u = cell_metrics(df).row(0, named=True)
     assert (u["n"], u["consistent"]) == (3, 1)
     assert u["pc"] == 1.0 and u["pf"] == 0.0
 
 
-def test_units_with_n_zero_left_out():
-    # judge_from_units on a hand-built unit table: the n = 0 unit must not drag the
+def test_cells_with_n_zero_left_out():
+    # judge_from_cells on a hand-built cell table: the n = 0 cell must not drag the
     # means/stds (the release would count it as PC 0, PF 0).
-    units = pl.DataFrame(
+    cells = pl.DataFrame(
         {
             "benchmark": ["B"] * 3,
             "judge": ["J"] * 3,
@@ -338,6 +338,9 @@ def test_units_with_n_zero_left_out():
             "consistent": [2, 1, 0],
             "primacy": [0, 3, 0],
             "recency": [0, 0, 0],
+            "balanced": [0, 0, 0],
+            "pcn": [0.0, 3.0, 0.0],
+            "rcn": [0.0, 0.0, 0.0],
             "pc": [1.0, 0.25, 0.0],
             "pf": [0.0, -0.75, 0.0],
             "owr": [1.0, 0.5, 0.0],
@@ -347,9 +350,9 @@ def test_units_with_n_zero_left_out():
             "prompt_chars": [1.0, 1.0, 0.0],
         }
     )
-    r = judge_from_units(units).row(0, named=True)
+    r = judge_from_cells(cells).row(0, named=True)
     # PC = 3/6 = 0.5; pc_std of [1, .25] = 0.375; PF = -0.375; pf_std = 0.375
-    assert r["n_units"] == 2
+    assert r["n_cells"] == 2
     assert r["pc"] == pytest.approx(0.5)
     assert r["pc_std"] == pytest.approx(0.375)
     assert r["pf"] == pytest.approx(-0.375)
@@ -358,9 +361,9 @@ def test_units_with_n_zero_left_out():
 
 def test_several_judges_and_benchmarks():
     df = table(
-        unit("m", ["AB", "AA"], judge="J", bench="MTBench"),
-        unit("m", ["BB"], judge="J", bench="DevBench", opt=2),
-        unit("m", ["AB"], judge="K", bench="MTBench"),
+        cell("m", ["AB", "AA"], judge="J", bench="MTBench"),
+        cell("m", ["BB"], judge="J", bench="DevBench", opt=2),
+        cell("m", ["AB"], judge="K", bench="MTBench"),
     )
     j = judge_metrics(df)
     assert j.height == 3
@@ -438,8 +441,8 @@ _CLASSES3 = {
 }
 
 
-def _reference_units(specs: dict[tuple[str, str], list[str]]) -> dict[tuple[str, str], dict]:
-    """The spec's per-unit formulas, written out literally (three-option mode)."""
+def _reference_cells(specs: dict[tuple[str, str], list[str]]) -> dict[tuple[str, str], dict]:
+    """The spec's per-cell formulas, written out literally (three-option mode)."""
     out = {}
     for key, pairs in specs.items():
         cls = ["error" if ("-" in p or "." in p) else _CLASSES3.get(p, "other") for p in pairs]
@@ -465,8 +468,8 @@ def test_random_tables_match_reference():
         for t in range(3)
     }
     specs = {k: [p for p in v if p != ".."] or ["AB"] for k, v in specs.items()}
-    df = table(*[unit(c, pairs, task=t) for (c, t), pairs in specs.items()])
-    ref = _reference_units(specs)
+    df = table(*[cell(c, pairs, task=t) for (c, t), pairs in specs.items()])
+    ref = _reference_cells(specs)
     jm, um = summarize(df)
     assert um.height == len(ref)
     for row in um.iter_rows(named=True):
@@ -494,10 +497,10 @@ def test_rows_of_a_mode_without_builder_skipped_not_failing():
             judge="J", bench="MTBench", opt=3, lens=(1, 1, 1), mode="scorewise",
         )
     ]  # fmt: skip
-    df = table(unit("m", ["AB"]), lw)
+    df = table(cell("m", ["AB"]), lw)
     with pytest.warns(UserWarning, match="scorewise"):
-        units = unit_metrics(df)
-    assert units.height == 1
+        cells = cell_metrics(df)
+    assert cells.height == 1
     assert pairwise_pairs(df).height == 1
     with pytest.warns(UserWarning):
         r = judge_metrics(df).row(0, named=True)
@@ -505,14 +508,14 @@ def test_rows_of_a_mode_without_builder_skipped_not_failing():
 
 
 def test_summarize_and_empty():
-    df = table(unit("m1", ["AB", "AA"]), unit("m2", ["BB", "CC", "-A"]))
+    df = table(cell("m1", ["AB", "AA"]), cell("m2", ["BB", "CC", "-A"]))
     jm, um = summarize(df)
     assert jm.equals(judge_metrics(df))
-    assert um.equals(unit_metrics(df))
+    assert um.equals(cell_metrics(df))
     empty = df.clear()
     jm, um = summarize(empty)
     assert jm.columns == JUDGE_COLUMNS and jm.height == 0
-    assert um.columns == UNIT_COLUMNS and um.height == 0
+    assert um.columns == CELL_COLUMNS and um.height == 0
 
 
 # --------------------------------------------------------------------------------------
@@ -603,7 +606,7 @@ def test_release_gpt4_mtbench(data_dir):
     assert um["candidate"].n_unique() == 30 and um["task"].n_unique() == 8
     assert (um["n"] == 10).all()  # 10 questions per task, one pair each
     r = jm.row(0, named=True)
-    assert r["n_units"] == 240 and r["n_judgments"] == 4800
+    assert r["n_cells"] == 240 and r["n_judgments"] == 4800
     assert r["error_rate"] == 0.0
     assert r["rs"] is None
 

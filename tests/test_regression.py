@@ -15,7 +15,7 @@ TERMS = ["judge", "candidate", "task", "judge_family", "quality_gap", "input_cha
 
 
 def _known_effects(seed: int = 7, reps: int = 5) -> pl.DataFrame:
-    """Units with a strong judge effect and a strong quality-gap slope; candidate, task,
+    """Cells with a strong judge effect and a strong quality-gap slope; candidate, task,
     input and output lengths have no effect; judge_family is a function of judge."""
     rng = np.random.default_rng(seed)
     judges = ["gpt-4-0613", "gpt-3.5-turbo-1106", "claude-3-haiku-20240307", "gemini-pro"]
@@ -125,12 +125,32 @@ def test_aic_formula():
 def test_factor_regressions_per_benchmark_and_combined():
     a = _known_effects(seed=1, reps=1).with_columns(benchmark=pl.lit("A"))
     b = _known_effects(seed=2, reps=1).with_columns(benchmark=pl.lit("B"), task=pl.col("task") + "-b")
-    units = pl.concat([a, b]).with_columns(
-        n=pl.lit(10), pf=pl.col("pc") - 0.5, prompt_chars=pl.col("input_chars") + pl.col("output_chars")
-    ).drop("judge_family")
+    cells = pl.concat([a, b]).with_columns(
+        n=pl.lit(10), consistent=pl.lit(6), primacy=pl.lit(2), recency=pl.lit(2), balanced=pl.lit(0),
+        pf=pl.col("pc") - 0.5, prompt_chars=pl.col("input_chars") + pl.col("output_chars"),
+    ).drop("judge_family")  # fmt: skip
     attrs = pl.DataFrame({"judge": ["gpt-4-0613", "gemini-pro"], "price": [30.0, 0.5]})
-    res = factor_regressions(units, judge_attributes=attrs)
+    res = factor_regressions(cells, judge_attributes=attrs)
     assert [(r.scope, r.response) for r in res] == [(s, r) for s in ("A", "B", "combined") for r in ("pc", "pf")]
     comb = res[4]
-    assert comb.n == units.filter(pl.col("judge").is_in(["gpt-4-0613", "gemini-pro"])).height  # price null elsewhere
+    assert comb.n == cells.filter(pl.col("judge").is_in(["gpt-4-0613", "gemini-pro"])).height  # price null elsewhere
     assert "price" in comb.start
+
+
+def test_cells_with_v_zero_left_out():
+    """Cells whose every pair failed (v = 0: PC = PF = 0, δq = 0.5 are not measurements)
+    are no observations of the regression (docs/metrics.md, Per judge)."""
+    base = _known_effects(seed=3, reps=1).with_columns(benchmark=pl.lit("A")).drop("judge_family")
+    ok = base.with_columns(
+        n=pl.lit(10), consistent=pl.lit(6), primacy=pl.lit(2), recency=pl.lit(2), balanced=pl.lit(0),
+        pf=pl.col("pc") - 0.5, prompt_chars=pl.col("input_chars") + pl.col("output_chars"),
+    )  # fmt: skip
+    failed = ok.head(12).with_columns(
+        candidate=pl.lit("all-failed"), n=pl.lit(10), consistent=pl.lit(0), primacy=pl.lit(0), recency=pl.lit(0),
+        pc=pl.lit(0.0), pf=pl.lit(0.0), quality_gap=pl.lit(0.5),
+    )  # fmt: skip
+    with_failed = factor_regressions(pl.concat([ok, failed]), combined=False)
+    alone = factor_regressions(ok, combined=False)
+    assert [r.n for r in with_failed] == [ok.height, ok.height]
+    for a, b in zip(with_failed, alone):
+        assert a.terms == b.terms and a.drop1.equals(b.drop1)

@@ -102,6 +102,42 @@ def test_report_html_has_every_part(jobs):
         assert (out / "metrics" / f"{f}.csv").is_file()
 
 
+def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under ``root``: relative path -> (content, modification time in ns)."""
+    return {str(f.relative_to(root)): (f.read_bytes(), f.stat().st_mtime_ns) for f in sorted(root.rglob("*")) if f.is_file()}
+
+
+def _chmod_tree(root: Path, file_mode: int, dir_mode: int) -> None:
+    for f in root.rglob("*"):
+        f.chmod(dir_mode if f.is_dir() else file_mode)
+    root.chmod(dir_mode)
+
+
+def test_report_out_writes_only_under_out(jobs):
+    """`voirdire report DIR… --out R` on read-only inputs: it works, and the inputs are
+    byte-identical afterwards (no refreshed metrics/*.csv, judgments.parquet or report.md).
+    The comparison of contents and modification times also holds where the permission
+    bits do not bind (a root user)."""
+    from typer.testing import CliRunner
+
+    from voirdire.cli import app
+
+    tmp, pb, rep, _ = jobs
+    before = {d: _snapshot(d) for d in (pb, rep)}
+    out = tmp / "read-only-inputs-report"
+    for d in (pb, rep):
+        _chmod_tree(d, 0o444, 0o555)
+    try:
+        res = CliRunner().invoke(app, ["report", str(pb), str(rep), "--out", str(out), "--replicates", "20"])
+    finally:
+        for d in (pb, rep):
+            _chmod_tree(d, 0o644, 0o755)
+    assert res.exit_code == 0, res.output
+    assert (out / "report.html").is_file() and (out / "metrics" / "panel.csv").is_file()
+    for d in (pb, rep):
+        assert _snapshot(d) == before[d], f"{d.name} changed"
+
+
 def test_token_lengths_counted_with_the_jobs_tokenizer(jobs, data_dir):
     from voirdire.analysis.lengths import load_tokenizer, query_token_lengths
     from voirdire.benchmarks.registry import load_benchmark
@@ -118,6 +154,6 @@ def test_token_lengths_counted_with_the_jobs_tokenizer(jobs, data_dir):
     from voirdire.analysis.html_report import build_report
 
     build_report([pb], replicates=50)
-    units = pl.read_csv(pb / "metrics" / "regression_units.csv")
-    assert units.get_column("prompt_tokens").min() > 0
+    cells = pl.read_csv(pb / "metrics" / "regression_cells.csv")
+    assert cells.get_column("prompt_tokens").min() > 0
     assert (pb / "report.html").is_file() and (pb / "report.md").is_file()

@@ -54,9 +54,9 @@ class Results:
         judge_metrics: one row per (benchmark, judge): ``pc``, ``pc_std``, ``pf``,
             ``pf_std``, ``error_rate``, ``rs``, ``rs_spread`` (floats, shares in [0, 1],
             PF in [-1, 1]).
-        unit_metrics: one row per (benchmark, judge, candidate, task) cell: ``n``,
-            ``consistent``, ``primacy``, ``recency`` (counts), ``pc``, ``pf``, ``owr``,
-            ``quality_gap``.
+        cell_metrics: one row per (benchmark, judge, candidate, task) cell: ``n``,
+            ``consistent``, ``primacy``, ``recency``, ``balanced`` (counts), ``pcn``, ``rcn``
+            (fractional counts), ``pc``, ``pf``, ``owr``, ``quality_gap`` (``docs/metrics.md``).
         stats: the scheduler's counts when the results come from :func:`run`, else ``None``.
     """
 
@@ -64,7 +64,7 @@ class Results:
     job: dict[str, Any]
     judgments: pl.DataFrame
     judge_metrics: pl.DataFrame
-    unit_metrics: pl.DataFrame
+    cell_metrics: pl.DataFrame
     stats: RunStats | None = None
 
 
@@ -112,13 +112,13 @@ def load(output_dir: str | os.PathLike) -> Results:
         FileNotFoundError: not a voirdire output directory.
     """
     out = Path(output_dir)
-    jm, um = analyze_dir(out)
+    jm, cm = analyze_dir(out)
     return Results(
         output_dir=out,
         job=json.loads((out / JOB_FILE).read_text()),
         judgments=pl.read_parquet(out / "judgments.parquet"),
         judge_metrics=jm,
-        unit_metrics=um,
+        cell_metrics=cm,
     )
 
 
@@ -154,7 +154,7 @@ def run(
         spec, address=address, show_progress=show_progress, retry_failed=retry_failed, console=console, plan=job_plan
     )
     res = load(outcome.output_dir)
-    return Results(res.output_dir, res.job, res.judgments, res.judge_metrics, res.unit_metrics, outcome.stats)
+    return Results(res.output_dir, res.job, res.judgments, res.judge_metrics, res.cell_metrics, outcome.stats)
 
 
 def report(
@@ -169,7 +169,8 @@ def report(
 ) -> Path:
     """Analyse finished directories together and write ``report.html`` (self-contained),
     ``report.md``, ``metrics/*.csv`` and ``figures/*.png`` under ``out``; returns the path of
-    ``report.html``. See :func:`voirdire.analysis.html_report.build_report`.
+    ``report.html``. With ``out`` given, nothing is written outside it (the input
+    directories are only read). See :func:`voirdire.analysis.html_report.build_report`.
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.

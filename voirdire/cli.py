@@ -122,7 +122,7 @@ def analyze(dirs: Annotated[list[Path], typer.Argument(help="Finished output dir
         except FileNotFoundError as exc:
             _fail(str(exc))
         tables.append(jm)
-        console.print(f"wrote {d}/metrics/judge_metrics.csv, {d}/metrics/unit_metrics.csv, {d}/report.md")
+        console.print(f"wrote {d}/metrics/judge_metrics.csv, {d}/metrics/cell_metrics.csv, {d}/report.md")
     print_judge_table(pl.concat(tables, how="diagonal_relaxed"), console=console)
 
 

@@ -1,0 +1,127 @@
+"""The per-cell formulas of position consistency (PC), preference fairness (PF) and the
+overall win rate (owr), written once and shared by the pairwise and list-wise paths.
+
+Source: Shi et al., "Judging the Judges: A Systematic Study of Position Bias in
+LLM-as-a-Judge"; ``docs/metrics.md``, *Per cell* and *List-wise*. A *cell* is a
+(benchmark, judge, candidate, task) group (:data:`CELL_KEYS`).
+
+Both builders (:func:`voirdire.analysis.metrics.pairwise_cell_counts` and
+:func:`voirdire.analysis.listwise.listwise_cell_counts`) reduce their judgments to the
+counts of :data:`COUNT_COLUMNS` per cell; :func:`with_cell_figures` turns the counts into
+the figures. Pure polars expressions, no I/O.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = [
+    "LENGTHS",
+    "CELL_KEYS",
+    "COUNT_COLUMNS",
+    "CELL_COLUMNS",
+    "CELL_SCHEMA",
+    "no_verdict",
+    "safe_div",
+    "with_cell_figures",
+]
+
+LENGTHS = ["input_chars", "output_chars", "prompt_chars"]
+#: A cell: one judge's judgments of one candidate on one task of one benchmark.
+CELL_KEYS = ["benchmark", "judge", "candidate", "task"]
+
+#: What a builder hands to :func:`with_cell_figures`, per cell (besides the keys and lengths):
+#:
+#: - ``n`` (int): all judgment pairs / series of the cell, error and "other" ones included;
+#: - ``consistent`` (int): ``ccn``;
+#: - ``primacy``, ``recency`` (int): inconsistent pairs / series leaning to the first slot
+#:   (``s < 0``) or the last (``s > 0``); ``balanced`` (int): inconsistent with ``s = 0``
+#:   (list-wise only; always 0 for pairs);
+#: - ``pcn``, ``rcn`` (float): the fractional counts ``Σ max(−s, 0)`` and ``Σ max(s, 0)``
+#:   (pairwise: equal to ``primacy`` and ``recency``, since ``s = ±1``);
+#: - ``wins`` (int): ``C_w``, consistent pairs / series the candidate wins; ``ties`` (int):
+#:   ``C_t``, consistent all-tie pairs / series;
+#: - ``p`` (int): the number of candidates compared (2 for pairs).
+COUNT_COLUMNS = ["n", "consistent", "primacy", "recency", "balanced", "pcn", "rcn", "wins", "ties", "p"]
+
+#: Columns of :func:`voirdire.analysis.metrics.cell_metrics`. ``n``, ``consistent``,
+#: ``primacy``, ``recency``, ``pc``, ``pf``, ``owr`` and ``quality_gap`` are the paper's.
+CELL_COLUMNS = [
+    *CELL_KEYS,
+    "n",
+    "consistent",
+    "primacy",
+    "recency",
+    "balanced",
+    "pcn",
+    "rcn",
+    "pc",
+    "pf",
+    "owr",
+    "quality_gap",
+    *LENGTHS,
+]
+
+CELL_SCHEMA = {
+    "benchmark": pl.String,
+    "judge": pl.String,
+    "candidate": pl.String,
+    "task": pl.String,
+    "n": pl.Int64,
+    "consistent": pl.Int64,
+    "primacy": pl.Int64,
+    "recency": pl.Int64,
+    "balanced": pl.Int64,
+    "pcn": pl.Float64,
+    "rcn": pl.Float64,
+    "pc": pl.Float64,
+    "pf": pl.Float64,
+    "owr": pl.Float64,
+    "quality_gap": pl.Float64,
+    "input_chars": pl.Float64,
+    "output_chars": pl.Float64,
+    "prompt_chars": pl.Float64,
+}
+
+
+def no_verdict() -> pl.Expr:
+    """True for a judgment without a verdict: ``failed``, or no letter ``extracted``."""
+    return pl.col("failed").fill_null(False) | pl.col("extracted").is_null()
+
+
+def safe_div(num: pl.Expr, den: pl.Expr) -> pl.Expr:
+    """``num / den`` as float, 0 where ``den == 0``."""
+    return pl.when(den == 0).then(pl.lit(0.0)).otherwise(num.cast(pl.Float64) / den)
+
+
+def valid() -> pl.Expr:
+    """``v``: the cell's pairs / series that are consistent or inconsistent (not error or
+    other): ``consistent + primacy + recency + balanced``."""
+    return pl.col("consistent") + pl.col("primacy") + pl.col("recency") + pl.col("balanced")
+
+
+def with_cell_figures(counts: pl.LazyFrame) -> pl.LazyFrame:
+    """Add ``pc``, ``pf``, ``owr`` and ``quality_gap`` (float) to per-cell counts
+    (:data:`COUNT_COLUMNS`).
+
+    Source: ``docs/metrics.md``, *Per cell* (pairwise, Shi et al.) and *List-wise*:
+
+    - ``pc = ccn / v`` (0 when ``v = 0``), ``v`` = :func:`valid`;
+    - ``pf = PF_raw / n`` (0 when ``n = 0``) with ``PF_raw = rcn·irr − pcn·ipr``,
+      ``ipr = pcn/(pcn+rcn)``, ``irr = rcn/(pcn+rcn)`` (both 0 when ``pcn + rcn = 0``); this
+      is the paper's form and equals ``rcn − pcn`` for any non-negative ``pcn``, ``rcn``
+      (the list-wise rule, with fractional counts);
+    - ``owr = (C_w + (C_t + C_I)/p) / v`` with ``C_I = primacy + recency + balanced`` the
+      inconsistent pairs / series (0 when ``v = 0``);
+    - ``quality_gap = |owr − 1/p|``.
+    """
+    pcn, rcn, n, p = pl.col("pcn"), pl.col("rcn"), pl.col("n"), pl.col("p")
+    v = valid()
+    inc = pl.col("primacy") + pl.col("recency") + pl.col("balanced")
+    leaning = pcn + rcn
+    ipr, irr = safe_div(pcn, leaning), safe_div(rcn, leaning)
+    return counts.with_columns(
+        pc=safe_div(pl.col("consistent"), v),
+        pf=safe_div(rcn * irr - pcn * ipr, n),
+        owr=safe_div(pl.col("wins") + (pl.col("ties") + inc) / p, v),
+    ).with_columns(quality_gap=(pl.col("owr") - 1.0 / p).abs())
