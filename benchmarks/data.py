@@ -15,6 +15,7 @@ import os
 import pathlib
 from typing import Any
 
+import platformdirs
 import polars as pl
 
 from voirdire.core import ConfigError
@@ -28,8 +29,8 @@ _DATA_REL = pathlib.Path("shared") / "data" / "judging-the-judges"
 _RELEASE_HINT = (
     "The public release is the Position-Bias-Analyzer repository of Shi et al., "
     '"Judging the Judges: A Systematic Study of Position Bias in LLM-as-a-Judge" '
-    "(MIT licence, copyright 2024 Slimshilin); point the job's data_dir or the "
-    f"{DATA_ENV} environment variable at a directory with its qa/ tables."
+    "(MIT licence, copyright 2024 Slimshilin): run `voirdire data fetch` to download it, or point "
+    f"the job's data_dir or the {DATA_ENV} environment variable at a directory with its qa/ tables."
 )
 
 #: the package's prompt templates (package data)
@@ -41,14 +42,22 @@ def repo_root() -> pathlib.Path:
     return pathlib.Path(__file__).resolve().parent.parent
 
 
+def default_data_dir() -> pathlib.Path:
+    """Where ``voirdire data fetch`` writes the release by default: the user data directory
+    of ``platformdirs`` (``~/.local/share/voirdire/judging-the-judges`` on Linux,
+    ``~/Library/Application Support/voirdire/...`` on macOS)."""
+    return pathlib.Path(platformdirs.user_data_dir("voirdire")) / "judging-the-judges"
+
+
 def candidate_data_dirs() -> list[pathlib.Path]:
     """The fallback locations tried, in order, when no explicit path or env var is set.
 
     ``<cwd>/../shared/data/judging-the-judges``, ``<cwd>/shared/data/judging-the-judges``,
-    ``<repo root>/../shared/data/judging-the-judges``.
+    ``<repo root>/../shared/data/judging-the-judges`` (a local copy beside a checkout), then
+    :func:`default_data_dir` (what ``voirdire data fetch`` wrote).
     """
     cwd = pathlib.Path.cwd()
-    return [cwd.parent / _DATA_REL, cwd / _DATA_REL, repo_root().parent / _DATA_REL]
+    return [cwd.parent / _DATA_REL, cwd / _DATA_REL, repo_root().parent / _DATA_REL, default_data_dir()]
 
 
 def resolve_data_dir(explicit: str | os.PathLike[str] | None = None) -> pathlib.Path:

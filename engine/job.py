@@ -102,7 +102,7 @@ def plan_job(job: JobSpec, dry_run: bool = False) -> JobPlan:
     bench = load_benchmark(job.benchmark.name, data_dir, sample=job.benchmark.sample)
     inst = instances(bench, job.benchmark, job.comparison)
     list_size = list_size_for(job.benchmark, job.comparison) if job.comparison.mode == "listwise" else 2
-    judges = resolve_judges(job)
+    judges = resolve_judges(job, bench.name, data_dir)
     warnings = []
     for rj in judges:
         ctx = rj.context(bench.name, str(data_dir), job.output_dir, bench.verdict_format)

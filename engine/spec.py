@@ -44,6 +44,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from voirdire.judges.replay import recorded_judges
 from voirdire.judges.base import (
     JudgeBackend,
     JudgeContext,
@@ -311,7 +312,47 @@ def load_job(path: str | Path) -> JobSpec:
     return parse_job(data, str(p))
 
 
-def resolve_judges(job: JobSpec) -> list[ResolvedJudge]:
+#: ``recorded = "*"`` of a replay judge: one judge per recorded output found
+ALL_RECORDED = "*"
+
+
+def expand_recorded(job: JobSpec, benchmark: str, data_dir: str | os.PathLike[str]) -> list[JudgeSpec]:
+    """The job's judges, with every replay judge whose ``recorded`` is ``"*"`` replaced by
+    one judge per recorded output in ``data_dir`` for its study and ``benchmark`` (the
+    release name, e.g. ``MTBench``), in name order. The new judges' names are the recorded
+    judges' names, or the spec's name with ``*`` replaced by them (``name = "replay-*"``).
+
+    Raises:
+        ConfigError: no recorded output found for a ``"*"`` judge (the directory is named),
+            or an expanded name repeats another judge's.
+    """
+    out: list[JudgeSpec] = []
+    for j in job.judges:
+        settings = j.backend_settings
+        if j.backend != "replay" or settings.get("recorded") != ALL_RECORDED:
+            out.append(j)
+            continue
+        study = settings.get("study", "position_bias")
+        root = Path(settings.get("data_dir") or data_dir)
+        found = recorded_judges(root, str(study), benchmark)
+        if not found:
+            raise ConfigError(
+                f"judge {j.name!r}: recorded = \"*\" found no recorded outputs in "
+                f"{root / 'judgments' / str(study) / benchmark}"
+            )
+        for rec in found:
+            name = j.name.replace("*", rec) if "*" in j.name else rec
+            out.append(JudgeSpec.model_validate({**j.model_dump(exclude_none=True), "name": name, "recorded": rec}))
+    names = [j.name for j in out]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"judge names must be unique after expanding recorded = \"*\"; repeated: {', '.join(dupes)}")
+    return out
+
+
+def resolve_judges(job: JobSpec, benchmark: str | None = None, data_dir: str | os.PathLike[str] | None = None) -> list[ResolvedJudge]:
     """Bind every judge of the job to its backend (unknown backends and bad settings raise
-    :class:`ConfigError`)."""
-    return [ResolvedJudge(j, job) for j in job.judges]
+    :class:`ConfigError`); with ``benchmark`` and ``data_dir``, replay judges with
+    ``recorded = "*"`` are expanded first (:func:`expand_recorded`)."""
+    specs = expand_recorded(job, benchmark, data_dir) if benchmark and data_dir is not None else job.judges
+    return [ResolvedJudge(j, job) for j in specs]

@@ -1,13 +1,21 @@
 """Jobs on a remote Ray cluster, through Ray's Jobs API.
 
-``voirdire submit JOB.toml --address http://HEAD:8265`` validates the job here, stages
-the project's code and the job file into a small directory, and submits it with
-:class:`ray.job_submission.JobSubmissionClient`: the runtime environment's
-``working_dir`` is that directory (uploaded to the cluster by Ray), and the entrypoint
-runs ``python -m voirdire run <job file> --no-progress`` on the head node, where the
-driver joins the cluster and its judge actors spread over the nodes. The driver's log
-(progress lines included) is streamed back until the job ends. ``voirdire status`` and
-``voirdire stop`` manage submitted jobs.
+``voirdire submit JOB.toml --address http://HEAD:8265`` validates the job here and
+submits it with :class:`ray.job_submission.JobSubmissionClient`. The runtime environment
+ships the *installed* ``voirdire`` package (the package directory as installed, package
+data included, assembled from the modules this process imports: :func:`stage_package`) as
+a ``py_modules`` entry, and the job file as the ``working_dir``; no repository folder is
+staged. The entrypoint first finds the benchmark data on the head node and then runs
+``python -m voirdire run <job file> --no-progress``; the driver joins the cluster and its
+judge actors spread over the nodes. The driver's log (progress lines included) is streamed
+back until the job ends. ``voirdire status`` and ``voirdire stop`` manage submitted jobs.
+
+Benchmark data: unless the job names its ``data_dir`` or ``--env VOIRDIRE_DATA=...`` is
+given, the client resolves the data directory here (the usual lookup) and hands its
+absolute path to the job, which uses it when the head node can read it (a shared
+filesystem); otherwise the job fetches the public release on the cluster
+(``voirdire data fetch --if-missing``). When both fail the job's log says which path was
+tried and why the fetch failed.
 
 Results land where the job's ``output_dir`` says, *as seen from the head node*: give an
 absolute path on a filesystem shared by the head node and you (NFS, EFS, Filestore, a
@@ -24,6 +32,7 @@ of it is logged or written.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -33,12 +42,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from voirdire import core
 from voirdire.core import ConfigError
 
-#: the project's root (the directory holding pyproject.toml and the rooms)
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-#: what is staged for the cluster: the package and its rooms
-STAGED = ("pyproject.toml", "voirdire", "engine", "judges", "benchmarks", "analysis")
+#: the subpackages of ``voirdire`` (the rooms); with the package itself they are what ships
+ROOMS = ("benchmarks", "judges", "engine", "analysis")
 #: statuses after which a job no longer changes
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"
@@ -96,24 +104,76 @@ def validate_for_submission(job_path: Path) -> Any:
     return job
 
 
-def stage(job_path: Path, dest: Path | None = None) -> tuple[Path, str]:
-    """Copy the project's code and the job file into a fresh directory for upload.
+def stage_package(dest: Path) -> Path:
+    """Copy the installed ``voirdire`` package into ``dest/voirdire`` as it is laid out when
+    installed (``voirdire/``, ``voirdire/engine/``, ...), from wherever this process imports
+    it (a wheel install, or an editable install of a checkout, whose rooms sit at the
+    repository's top level). Package data (templates, the release manifest) comes along;
+    caches do not.
 
     Returns:
-        ``(directory, job file path relative to it)``; the job file is ``job/<name>``.
+        ``dest/voirdire``, a directory for Ray's ``py_modules``.
+    """
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+    pkg = dest / "voirdire"
+    base = Path(core.__file__).resolve().parent
+    shutil.copytree(base, pkg, ignore=ignore)
+    for room in ROOMS:
+        # located, not imported: engine must not import the rooms to its right
+        spec = importlib.util.find_spec(f"voirdire.{room}")
+        if spec is None or not spec.submodule_search_locations:
+            raise ConfigError(f"the installed voirdire package lacks its {room!r} room; reinstall voirdire")
+        src = Path(next(iter(spec.submodule_search_locations))).resolve()
+        if src != base / room:  # an editable install: the room lives outside the package dir
+            shutil.copytree(src, pkg / room, ignore=ignore, dirs_exist_ok=True)
+    return pkg
+
+
+def stage(job_path: Path, dest: Path | None = None) -> tuple[Path, Path, str]:
+    """Stage what a submission uploads: the installed package and the job file.
+
+    Returns:
+        ``(package directory, job directory, job file path relative to the job directory)``;
+        the job file is ``job/<name>``.
     """
     dest = Path(dest or tempfile.mkdtemp(prefix="voirdire-submit-"))
     dest.mkdir(parents=True, exist_ok=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
-    for name in STAGED:
-        src = PROJECT_ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=ignore)
-        elif src.is_file():
-            shutil.copy2(src, dest / name)
-    (dest / "job").mkdir(exist_ok=True)
-    shutil.copy2(job_path, dest / "job" / job_path.name)
-    return dest, f"job/{job_path.name}"
+    pkg = stage_package(dest / "py_modules")
+    work = dest / "working_dir"
+    (work / "job").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(job_path, work / "job" / job_path.name)
+    return pkg, work, f"job/{job_path.name}"
+
+
+def data_location(job: Any, env: dict[str, str] | None = None) -> str | None:
+    """The data directory the client hands to the job: the absolute path found here by the
+    usual lookup (:func:`~voirdire.benchmarks.data.resolve_data_dir`), or None when the job
+    names its own ``data_dir``, ``env`` sets ``VOIRDIRE_DATA`` for the job, or nothing is
+    found here (the job then fetches the release on the cluster)."""
+    from voirdire.benchmarks.data import DATA_ENV, resolve_data_dir
+
+    if job.benchmark.data_dir or (env and env.get(DATA_ENV)):
+        return None
+    try:
+        return str(resolve_data_dir())
+    except ConfigError:
+        return None
+
+
+def entrypoint(job_rel: str, output_dir: str | None, data_dir: str | None, needs_data: bool = True) -> str:
+    """The shell command run on the head node: find the benchmark data (the client's
+    ``data_dir`` when readable there, the cluster's own lookup, else a fetch of the release)
+    and export it as ``VOIRDIRE_DATA``, then ``python -m voirdire run``. Exit code 3 when
+    no data can be had (the log says why)."""
+    run = f"python -m voirdire run {_quote(job_rel)} --no-progress"
+    if output_dir:
+        run += f" --output-dir {_quote(output_dir)}"
+    if not needs_data:
+        return run
+    find = "python -m voirdire data fetch --if-missing --no-progress"
+    if data_dir:
+        find += f" --try {_quote(data_dir)}"
+    return f'VOIRDIRE_DATA="$({find})" || exit 3; export VOIRDIRE_DATA; {run}'
 
 
 @dataclass
@@ -163,12 +223,11 @@ def submit(
             "head node. Give an absolute path on a shared filesystem (or --output-dir) to keep the results."
         )
     c = client(address)
-    staged, rel = stage(path)
+    root = Path(tempfile.mkdtemp(prefix="voirdire-submit-"))
     try:
-        entry = f"python -m voirdire run {rel} --no-progress"
-        if output_dir:
-            entry += f" --output-dir {_quote(output_dir)}"
-        runtime_env: dict[str, Any] = {"working_dir": str(staged), "env_vars": dict(env or {})}
+        pkg, work, rel = stage(path, root)
+        entry = entrypoint(rel, output_dir, data_location(job, env), needs_data=not job.benchmark.data_dir)
+        runtime_env: dict[str, Any] = {"working_dir": str(work), "py_modules": [str(pkg)], "env_vars": dict(env or {})}
         if pip:
             runtime_env["pip"] = list(pip)
         sid = submission_id or f"voirdire-{_slug(job.name)}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -183,7 +242,7 @@ def submit(
             **kwargs,
         )
     finally:
-        shutil.rmtree(staged, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
     return Submission(job_id=job_id, address=resolve_address(address), entrypoint=entry)
 
 
@@ -265,4 +324,4 @@ def _quote(s: str) -> str:
     return shlex.quote(s)
 
 
-__all__ = ["Submission", "follow", "logs", "resolve_address", "stage", "status", "stop", "submit", "validate_for_submission", "wait"]
+__all__ = ["Submission", "data_location", "entrypoint", "follow", "logs", "resolve_address", "stage", "stage_package", "status", "stop", "submit", "validate_for_submission", "wait"]

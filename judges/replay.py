@@ -58,6 +58,14 @@ def recorded_path(settings: ReplaySettings, context: JudgeContext) -> Path:
     return path
 
 
+def recorded_judges(data_dir: str | Path, study: str, benchmark: str) -> list[str]:
+    """The judges with recorded outputs in ``data_dir`` for a study and benchmark (release
+    name, e.g. ``MTBench``): the stems of ``judgments/<study>/<benchmark>/*.jsonl.gz``,
+    sorted; empty when there are none."""
+    d = Path(data_dir) / "judgments" / study / benchmark
+    return sorted(p.name.removesuffix(".jsonl.gz") for p in d.glob("*.jsonl.gz")) if d.is_dir() else []
+
+
 def load_recorded(path: Path) -> dict[tuple[str, int], str | None]:
     """``(cmp_index, repetition) -> judgment text`` (None where the recorded call failed)."""
     out: dict[tuple[str, int], str | None] = {}

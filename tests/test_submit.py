@@ -3,6 +3,7 @@ options, output directories. (The Jobs API itself is exercised in test_cluster.p
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,14 +28,62 @@ def _job(**over):
     return data
 
 
-def test_stage_has_code_and_job(tmp_path):
+def test_stage_ships_the_installed_package_and_the_job(tmp_path):
     job = tmp_path / "my job.toml"
     job.write_text("x = 1\n")
-    staged, rel = sub.stage(job, tmp_path / "stage")
-    assert rel == "job/my job.toml" and (staged / rel).read_text() == "x = 1\n"
-    for name in ("pyproject.toml", "voirdire/__init__.py", "voirdire/cli.py", "judges/base.py", "benchmarks/templates/listwise.json", "analysis/listwise.py"):
-        assert (staged / name).is_file(), name
-    assert not list(staged.rglob("__pycache__")) and not (staged / "tests").exists()
+    pkg, work, rel = sub.stage(job, tmp_path / "stage")
+    assert rel == "job/my job.toml" and (work / rel).read_text() == "x = 1\n"
+    assert pkg.name == "voirdire"
+    # the package as installed: the rooms are subpackages, package data included
+    for name in ("__init__.py", "cli.py", "core.py", "judges/base.py", "engine/submit.py", "benchmarks/release.py",
+                 "benchmarks/templates/listwise.json", "benchmarks/release-manifest.tsv", "analysis/listwise.py"):
+        assert (pkg / name).is_file(), name
+    assert not list(pkg.rglob("__pycache__")) and not (pkg / "tests").exists() and not (pkg / "pyproject.toml").exists()
+    assert sorted(p.name for p in work.iterdir()) == ["job"]
+    # importable from the staged copy alone, from a directory that is not the checkout
+    code = (
+        "import voirdire, voirdire.engine.job, voirdire.benchmarks.release as r; "
+        "from voirdire.benchmarks.data import load_templates; load_templates(); "
+        "print(voirdire.engine.job.__file__, r.MANIFEST.is_file())"
+    )
+    env = {**os.environ, "PYTHONPATH": str(pkg.parent)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(pkg / "engine" / "job.py"), "True"]
+
+
+def test_data_location_handed_to_the_job(tmp_path, data_dir, monkeypatch):
+    monkeypatch.delenv("VOIRDIRE_DATA", raising=False)
+    job = parse_job(_job())
+    here = sub.data_location(job)
+    assert here == str(data_dir) and os.path.isabs(here)  # resolved on the client, absolute
+    assert sub.data_location(job, {"VOIRDIRE_DATA": "/cluster/data"}) is None  # the user's choice wins
+    assert sub.data_location(parse_job(_job(benchmark={"name": "mtbench", "data_dir": "/d"}))) is None
+    entry = sub.entrypoint("job/j.toml", "/out dir", "/shared data/jtj")
+    assert entry == (
+        "VOIRDIRE_DATA=\"$(python -m voirdire data fetch --if-missing --no-progress --try '/shared data/jtj')\" || exit 3; "
+        "export VOIRDIRE_DATA; python -m voirdire run job/j.toml --no-progress --output-dir '/out dir'"
+    )
+    assert sub.entrypoint("job/j.toml", None, None, needs_data=False) == "python -m voirdire run job/j.toml --no-progress"
+
+
+def test_entrypoint_data_step_runs_in_a_shell(tmp_path, data_dir):
+    """The data step of the entrypoint, run by a POSIX shell as Ray runs it: the handed-over
+    directory is exported when it exists; when it does not and no fetch is possible, the
+    step exits 3 and the log names the directory and the failed fetch."""
+    env = {k: v for k, v in os.environ.items() if k != "VOIRDIRE_DATA"}
+    env.update(VOIRDIRE_RELEASE_URL="http://127.0.0.1:9/", XDG_DATA_HOME=str(tmp_path / "xdg"))
+    py = sys.executable
+    ok = sub.entrypoint("j.toml", None, str(data_dir)).replace("python -m voirdire run j.toml --no-progress", 'echo "$VOIRDIRE_DATA"')
+    r = subprocess.run(["/bin/sh", "-c", ok.replace("python ", f"{py} ")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == str(data_dir), r.stderr
+    bad = sub.entrypoint("j.toml", None, "/nowhere/data").replace("python -m voirdire run j.toml --no-progress", "echo ran")
+    env["VOIRDIRE_DATA"] = str(tmp_path / "nodata")  # nothing found on "the cluster" either
+    r = subprocess.run(["/bin/sh", "-c", bad.replace("python ", f"{py} ")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    log = " ".join(r.stderr.split())  # the terminal wraps long lines
+    assert r.returncode == 3 and "ran" not in r.stdout
+    assert "the data directory handed over (/nowhere/data) is not a directory on this machine" in log
+    assert "cannot download http://127.0.0.1:9/" in log and "voirdire data fetch" in log and "VOIRDIRE_DATA" in log
 
 
 def test_resolve_address(monkeypatch):

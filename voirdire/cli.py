@@ -235,6 +235,40 @@ def stop(
     console.print(f"job {job_id}: {'stop requested' if stopped else 'not running'}")
 
 
+data_app = typer.Typer(no_args_is_help=True, help="The benchmark data: the public release of Shi et al. (2024).")
+app.add_typer(data_app, name="data")
+
+
+@data_app.command("fetch")
+def data_fetch(
+    dest: Annotated[Optional[Path], typer.Option(help="Data directory to write (default: $VOIRDIRE_DATA, else the user data directory).")] = None,
+    base_url: Annotated[Optional[str], typer.Option("--base-url", help="Where the release's files are, paths appended as in the repository (default: $VOIRDIRE_RELEASE_URL, else GitHub's raw URLs of the pinned commit).")] = None,
+    prefer: Annotated[str, typer.Option(help="Form of the judges' outputs fetched first: tsv (record_*.tsv) or pkl (tmp.pkl, loaded without executing); the other is the fallback.")] = "tsv",
+    if_missing: Annotated[bool, typer.Option("--if-missing", help="Fetch only when no data directory is found (the usual lookup); print the one in use.")] = False,
+    try_dir: Annotated[Optional[str], typer.Option("--try", help="With --if-missing: a directory to use first when it exists here (a cluster client's data location).")] = None,
+    progress: Annotated[bool, typer.Option(help="Show download progress bars.")] = True,
+) -> None:
+    """Download the release, verify every file against its git blob id, and convert it once.
+
+    Prints the data directory on stdout (messages go to stderr)."""
+    from voirdire.benchmarks import release
+    from voirdire.core import DataError
+
+    def log(msg: str) -> None:
+        err_console.print(msg, highlight=False)
+
+    try:
+        if if_missing:
+            path = release.locate_or_fetch(try_dir, base_url, prefer=prefer, progress=progress, log=log)  # type: ignore[arg-type]
+        else:
+            path = release.fetch_release(dest, base_url, prefer=prefer, progress=progress, log=log).dest  # type: ignore[arg-type]
+    except ConfigError as exc:
+        _fail(str(exc))
+    except DataError as exc:
+        _fail(str(exc), 1)
+    typer.echo(str(path))
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     # the engine's and analysis' warnings (e.g. a quarantined raw file) are for the user:
     # one line on stderr, without the source location
