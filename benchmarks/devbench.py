@@ -82,7 +82,7 @@ class DevBench(Benchmark):
     reference = "human"
     default_option_mode = 2
     option_modes = (2, 3, 4)
-    comparison_modes = ("pairwise", "listwise")
+    comparison_modes = ("pairwise", "listwise", "score")
     listwise_tie = False
 
     FILES = {"full": "qa/devbench.xlsx", "repetition": "qa/devbench_repetition_sample.xlsx"}
@@ -217,6 +217,8 @@ class DevBench(Benchmark):
             KeyError: unknown question or model.
         """
         self.check_request(question_id, shown, option_mode, mode)
+        if mode == "score":
+            return self.build_score_prompt(question_id, shown)
         if mode == "listwise":
             return self._build_listwise(question_id, shown, option_mode)
         return self._build_pairwise(question_id, shown[0], shown[1], option_mode)
@@ -256,6 +258,17 @@ class DevBench(Benchmark):
             parts += (before, self._answers[(qid, m)], after)
         parts.append(self._rows[qid][2])
         return "".join(parts)
+
+    def score_material(self, question_id: str, shown: Sequence[str]) -> str:
+        """Score-mode body: the question block, ``Response 1`` / ``Response 2`` blocks
+        (the list-wise blocks of ``templates/listwise.json``) and the reference block when
+        the row has a reference answer."""
+        parts = [self._rows[question_id][1]]
+        for k, m in enumerate(shown, start=1):
+            before, after = self._lw_block(k)
+            parts += (before, self._answers[(question_id, m)], after)
+        parts.append(self._rows[question_id][2])
+        return "".join(parts).strip()
 
     def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int) -> str:
         (r1b, r1a), (r2b, r2a) = self._response_blocks

@@ -100,7 +100,7 @@ class MTBench(Benchmark):
     reference = "vicuna-13b-v1.3"
     default_option_mode = 3
     option_modes = (2, 3)
-    comparison_modes = ("pairwise", "listwise")
+    comparison_modes = ("pairwise", "listwise", "score")
     listwise_tie = True
 
     FILES = {"full": "qa/mtbench.xlsx", "repetition": "qa/mtbench_repetition_sample.xlsx"}
@@ -214,6 +214,8 @@ class MTBench(Benchmark):
             KeyError: unknown question or model.
         """
         self.check_request(question_id, shown, option_mode, mode)
+        if mode == "score":
+            return self.build_score_prompt(question_id, shown)
         if mode == "listwise":
             return self._build_listwise(question_id, shown, option_mode)
         return self._build_pairwise(question_id, shown[0], shown[1])
@@ -249,6 +251,17 @@ class MTBench(Benchmark):
                 block = cache[(qid, letter, m)] = fill_fields(self._lw_conv, (letter, q1, a1, q2, a2))
             blocks.append(block)
         return self._lw_head(kind, len(shown), option_mode) + "\n\n" + "\n\n\n".join(blocks)
+
+    def score_material(self, question_id: str, shown: Sequence[str]) -> str:
+        """Score-mode body: the reference conversation for math questions, then each
+        assistant's two-turn conversation under ``Assistant A`` / ``Assistant B`` (the
+        list-wise blocks of ``templates/listwise.json``)."""
+        template, q1, q2, r1, r2 = self._rows[question_id]
+        blocks = [fill_fields(self._lw_ref, (q1, r1, q2, r2))] if template is self._templates["math"] else []
+        for letter, m in zip(LETTERS, shown):
+            a1, a2 = self._answers[(question_id, m)]
+            blocks.append(fill_fields(self._lw_conv, (letter, q1, a1, q2, a2)))
+        return "\n\n\n".join(blocks)
 
     def _build_pairwise(self, qid: str, a: str, b: str) -> str:
         template, q1, q2, r1, r2 = self._rows[qid]

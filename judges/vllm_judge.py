@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
+from voirdire.benchmarks.base import load_score_templates
 from voirdire.judges.base import (
     ConfigError,
     FailureClass,
@@ -88,6 +89,8 @@ VERDICT_FORMATS: dict[str, tuple[str, str]] = {"MTBench": ("[[", "]]"), "DevBenc
 DEFAULT_VERDICT_FORMAT = ("Verdict: ", "")
 #: tokens allowed for the constrained verdict (a letter is one or two tokens)
 VERDICT_TOKENS = 4
+#: tokens for both constrained score lines after the first cue ("7\nScore of Assistant B: 8")
+SCORE_TOKENS = 24
 
 
 class VllmSettings(JudgeSettings):
@@ -432,6 +435,8 @@ class VllmJudge(JudgeBackend):
                 return [Result.failed(q.unit_id, FailureClass.CONTEXT_TOO_LONG, msg, input_tokens=len(ids), verdict_mode=s.verdict_mode) for q in qs]
             if s.verdict_mode == "free":
                 results = await self._free(plan, ids)
+            elif q0.mode == "score":
+                results = await self._scored(plan, ids)
             else:
                 results = await self._constrained(plan, ids, cue, closing)
         except _EngineDead:
@@ -453,6 +458,43 @@ class VllmJudge(JudgeBackend):
         return [
             Result(unit_id=q.unit_id, output=c.text, verdict_mode="free", input_tokens=len(ids), output_tokens=len(c.token_ids))
             for q, c in zip(plan.queries, comps, strict=True)
+        ]
+
+    async def _scored(self, plan: RequestPlan, ids: list[int]) -> list[Result]:
+        """Score mode with ``verdict_mode = "structured"``: free reasoning (up to
+        ``reasoning_tokens``) stopped at the first score line, then both score lines
+        constrained by a regular expression (scores 1-10), so every sample parses. The
+        ``logprobs`` mode has no score analogue: recorded as a failure with the reason."""
+        from vllm.sampling_params import StructuredOutputsParams
+
+        s: VllmSettings = self.settings  # type: ignore[assignment]
+        if s.verdict_mode != "structured":
+            return [
+                Result.failed(q.unit_id, FailureClass.ERROR, "verdict_mode 'logprobs' is not offered in score mode", verdict_mode=s.verdict_mode)
+                for q in plan.queries
+            ]
+        t = load_score_templates()
+        first, second = (t["score_line"].format(label=lab) for lab in t["labels"][plan.queries[0].benchmark])
+        cap = self._reasoning_tokens()
+        texts = [""] * len(plan.queries)
+        used = [0] * len(plan.queries)
+        if cap > 0:
+            comps = await self._sample(ids, plan.n, plan.requests, max_tokens=cap, stop=[first.strip()])
+            texts = [c.text if c.text.endswith("\n") or not c.text else c.text + "\n" for c in comps]
+            used = [len(c.token_ids) for c in comps]
+            shape = [(ids + self._encode(tx + first), 1, 1) for tx in texts]
+        else:
+            shape = [(ids + self._encode(first), plan.n, plan.requests)]
+        regex = "(10|[1-9])\n" + second + "(10|[1-9])"
+        params = dict(max_tokens=SCORE_TOKENS, structured_outputs=StructuredOutputsParams(regex=regex))
+        for prompt, _, _ in shape:
+            if len(prompt) + SCORE_TOKENS > self.max_model_len:
+                raise _ContextTooLong(f"score prompt is {len(prompt)} tokens; that exceeds the context window of {self.max_model_len} tokens")
+        got = await asyncio.gather(*(self._sample(p, n, r, **params) for p, n, r in shape))
+        tails = [v for g in got for v in g]
+        return [
+            Result(unit_id=q.unit_id, output=f"{tx}{first}{v.text}", verdict_mode="structured", input_tokens=len(ids), output_tokens=u + len(v.token_ids))
+            for q, tx, u, v in zip(plan.queries, texts, used, tails, strict=True)
         ]
 
     async def _constrained(self, plan: RequestPlan, ids: list[int], cue: str, closing: str) -> list[Result]:
