@@ -108,6 +108,9 @@ JUDGE_COLUMNS = [
 ]
 RS_COLUMNS = [*JUDGE_KEYS, "rs", "rs_spread", "n_queries"]
 
+#: Modes whose judgments form pairwise judgment pairs: choices, and score mode's letters
+#: derived from the two scores (A higher, B higher, C equal).
+PAIRWISE_MODES = ["pairwise", "score"]
 KLASSES = ("consistent", "primacy", "recency", "error", "other")
 
 
@@ -120,7 +123,7 @@ def pairwise_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
     """Form the judgment pairs of the pairwise rows and classify them.
 
     Source: Shi et al., "Judging the Judges"; ``docs/metrics.md``, *Pairwise classification
-    of a judgment pair*. Rows with ``mode != "pairwise"`` are ignored.
+    of a judgment pair*. Rows of other modes than :data:`PAIRWISE_MODES` are ignored.
 
     One row per pair key (:data:`PAIR_KEYS`: benchmark, judge, candidate, task, question_id,
     repetition, and reference / option_mode, which are constant in ordinary tables). Pairs
@@ -145,7 +148,7 @@ def pairwise_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
     - ``consistent_tie`` (bool): (C,C) in three-option mode.
     - ``input_chars``, ``output_chars``, ``prompt_chars`` (float): means over the pair's rows.
     """
-    rows = judgments.filter(pl.col("mode") == "pairwise")
+    rows = judgments.filter(pl.col("mode").is_in(PAIRWISE_MODES))
     verdict = pl.when(no_verdict()).then(None).otherwise(pl.col("extracted"))
     first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
     pairs = (
@@ -220,6 +223,7 @@ def _pairwise_cell_metrics(rows: pl.DataFrame) -> pl.DataFrame:
 CELL_BUILDERS: dict[str, Callable[[pl.DataFrame], pl.LazyFrame]] = {
     "pairwise": pairwise_cell_counts,
     "listwise": listwise_cell_counts,
+    "score": pairwise_cell_counts,  # verdict letters derived from the two scores
 }
 
 

@@ -10,7 +10,9 @@ One module per benchmark (``mtbench.py``, ``devbench.py``) subclasses it.
 from __future__ import annotations
 
 import abc
+import functools
 import os
+import re
 import string
 from collections.abc import Sequence
 
@@ -23,9 +25,14 @@ from voirdire.core import ConfigError
 SAMPLES = ("full", "repetition")
 
 #: Number of models shown per comparison mode (``None``: any number >= 2).
-SLOTS_PER_MODE: dict[str, int | None] = {"pairwise": 2, "listwise": None}
+SLOTS_PER_MODE: dict[str, int | None] = {"pairwise": 2, "score": 2, "listwise": None}
+#: Score-mode prompt styles (``templates/score.json``): explanation first, or scores first.
+SCORE_STYLES = ("evidence_first", "scores_first")
+#: Score mode offers three outcomes (A higher, B higher, equal = tie ``C``).
+SCORE_OPTION_MODE = 3
 #: List sizes list-wise prompts support (verdict letters A..H, tie up to I).
 LISTWISE_SIZES = range(3, 9)
+
 
 def load_listwise_templates() -> dict:
     """voirdire's list-wise prompt templates (package data ``templates/listwise.json``).
@@ -40,6 +47,41 @@ def load_listwise_templates() -> dict:
         ConfigError: the package data is missing (a broken install).
     """
     return package_templates("listwise.json")
+
+
+@functools.lru_cache(maxsize=1)
+def load_score_templates() -> dict:
+    """voirdire's score-mode templates (package data ``templates/score.json``).
+
+    Keys: ``labels`` (benchmark name -> the two slot labels), ``score_line``
+    (``"Score of {label}: "``), ``styles`` (``evidence_first`` / ``scores_first`` ->
+    ``head``, ``tail``). Method: Wang et al. (2023), "Large Language Models are not Fair
+    Evaluators", Section 3 (scores 1-10, evidence first); the wording is ours.
+
+    Raises:
+        ConfigError: the package data is missing (a broken install).
+    """
+    return package_templates("score.json")
+
+
+def score_patterns(benchmark: str) -> tuple[str, str]:
+    """Regexes whose group 1 is the score of slot A and of slot B in a score-mode output
+    (the last such line wins where a judge repeats it: see :func:`voirdire.judges.extract`).
+
+    Raises:
+        ConfigError: a benchmark without score labels.
+    """
+    t = load_score_templates()
+    labels = t["labels"].get(benchmark)
+    if labels is None:
+        raise ConfigError(f"{benchmark}: no score-mode labels in templates/score.json")
+    out = []
+    for lab in labels:
+        line = t["score_line"].format(label=lab).strip()
+        if not re.fullmatch(r"[A-Za-z0-9 :]+", line):
+            raise ConfigError(f"{benchmark}: score line {line!r} must be letters, digits, spaces and ':'")
+        out.append(line + r"\s*\**\s*(\d+(?:\.\d+)?)")
+    return out[0], out[1]
 
 
 def compile_fields(template: str, fields: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -180,6 +222,8 @@ class Benchmark(abc.ABC):
             KeyError: unknown question or model.
         """
         self.check_request(question_id, shown, option_mode, mode)
+        if mode == "score":
+            return self.build_score_prompt(question_id, shown)
         if mode == "listwise":
             return self._build_listwise(question_id, shown, option_mode)
         return self._build_pairwise(question_id, shown[0], shown[1], option_mode)
@@ -251,6 +295,42 @@ class Benchmark(abc.ABC):
         constrain the verdict themselves (the engine hands it over in the judge's context)."""
         return self.verdict_cue, self.verdict_closing
 
+    # ------------------------------------------------------------------ score mode
+
+    def score_material(self, question_id: str, shown: Sequence[str]) -> str:
+        """The question(s), both answers under their slot labels and, where the benchmark
+        shows one, the reference answer: the body of a score-mode prompt, without
+        instructions. Subclasses that offer score mode override it.
+
+        Raises:
+            ValueError: the benchmark offers no score mode.
+        """
+        raise ValueError(f"{self.name}: score mode is not offered")
+
+    def build_score_prompt(self, question_id: str, shown: Sequence[str], style: str = "evidence_first") -> str:
+        """A score-mode prompt (Wang et al. 2023, Section 3): the judge scores ``shown[0]``
+        (slot A) and ``shown[1]`` (slot B) from 1 to 10, explanation first
+        (``evidence_first``) or scores first (``scores_first``); instructions from
+        ``templates/score.json``, material from :meth:`score_material`.
+
+        Raises:
+            ValueError: unknown style, not two models, a model shown twice, or a benchmark
+                without score mode.
+            KeyError: unknown question or model.
+        """
+        if style not in SCORE_STYLES:
+            raise ValueError(f"{self.name}: unknown score style {style!r} (known: {', '.join(SCORE_STYLES)})")
+        self.check_request(question_id, shown, SCORE_OPTION_MODE, "score")
+        t = load_score_templates()
+        labels = t["labels"].get(self.name)
+        if labels is None:
+            raise ValueError(f"{self.name}: score mode is not offered")
+        fields = {"label_1": labels[0], "label_2": labels[1]}
+        st = t["styles"][style]
+        return "\n\n".join(
+            (st["head"].format(**fields), self.score_material(question_id, shown), st["tail"].format(**fields))
+        )
+
     # ------------------------------------------------------------------ helpers (shared)
 
     @property
@@ -309,7 +389,10 @@ class Benchmark(abc.ABC):
             )
         if isinstance(shown, str):
             raise ValueError(f"{self.name}: shown must be a sequence of model names, not a string")
-        if mode == "listwise":
+        if mode == "score":
+            if option_mode != SCORE_OPTION_MODE:
+                raise ValueError(f"{self.name}: score mode offers option mode {SCORE_OPTION_MODE}, not {option_mode!r}")
+        elif mode == "listwise":
             p = len(shown)
             if p not in LISTWISE_SIZES:
                 raise ValueError(

@@ -77,7 +77,7 @@ class DevBench(Benchmark):
     verdict_cue = "Choice: "
     verdict_closing = ""
     option_modes = (2, 3, 4)
-    comparison_modes = ("pairwise", "listwise")
+    comparison_modes = ("pairwise", "listwise", "score")
     listwise_tie = False
 
     FILES = {"full": "qa/devbench.xlsx", "repetition": "qa/devbench_repetition_sample.xlsx"}
@@ -206,6 +206,17 @@ class DevBench(Benchmark):
             parts += (before, self._answers[(qid, m)], after)
         parts.append(self._rows[qid][2])
         return "".join(parts)
+
+    def score_material(self, question_id: str, shown: Sequence[str]) -> str:
+        """Score-mode body: the question block, ``Response 1`` / ``Response 2`` blocks
+        (the list-wise blocks of ``templates/listwise.json``) and the reference block when
+        the row has a reference answer."""
+        parts = [self._rows[question_id][1]]
+        for k, m in enumerate(shown, start=1):
+            before, after = self._lw_block(k)
+            parts += (before, self._answers[(question_id, m)], after)
+        parts.append(self._rows[question_id][2])
+        return "".join(parts).strip()
 
     def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int) -> str:
         """The release's DevBench prompt: prefix (``<Evaluating Guidance>`` replaced by the

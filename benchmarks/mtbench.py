@@ -94,7 +94,7 @@ class MTBench(Benchmark):
     verdict_cue = "[["
     verdict_closing = "]]"
     option_modes = (2, 3)
-    comparison_modes = ("pairwise", "listwise")
+    comparison_modes = ("pairwise", "listwise", "score")
     listwise_tie = True
 
     FILES = {"full": "qa/mtbench.xlsx", "repetition": "qa/mtbench_repetition_sample.xlsx"}

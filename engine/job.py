@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from voirdire.benchmarks.base import Benchmark
+from voirdire.benchmarks.base import Benchmark, score_patterns
 from voirdire.benchmarks.data import resolve_data_dir
 from voirdire.benchmarks.registry import load_benchmark
 from voirdire.engine.progress import JobProgress
@@ -31,7 +31,7 @@ from voirdire.engine.units import (
     list_size_for,
     option_mode_for,
 )
-from voirdire.judges.extract import extract_verdicts
+from voirdire.judges.extract import extract_scores, extract_verdicts
 
 from voirdire.core import ConfigError
 
@@ -130,7 +130,7 @@ def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None
     ``max_output_tokens``, ``too_long``, ``cost_usd_max`` in USD, ``counting``), or
     ``None`` for judges that cost nothing per query. Sends nothing."""
     bench = plan.bench
-    prompts = PromptCache(bench)
+    prompts = PromptCache(bench, score_style=job.comparison.score_style)
     out: dict[str, dict[str, Any] | None] = {}
     for rj in plan.judges:
         batches = iter_unit_batches(
@@ -149,7 +149,8 @@ def _job_record(job: JobSpec, plan: JobPlan) -> dict[str, Any]:
         "data_dir": str(plan.data_dir),
         "option_mode": option_mode_for(bench, job.comparison, plan.list_size),
         "list_size": plan.list_size,
-        "verdict_patterns": {bench.name: bench.verdict_pattern_for(job.comparison.mode)},
+        "verdict_patterns": {bench.name: bench.verdict_pattern_for("pairwise" if job.comparison.mode == "score" else job.comparison.mode)},
+        "score_patterns": {bench.name: list(score_patterns(bench.name))} if job.comparison.mode == "score" else {},
         "judges": {rj.name: {"identity": rj.identity, "identity_hash": rj.identity_hash} for rj in plan.judges},
         "units_per_judge": plan.units_per_judge,
         "instances": plan.instances.height,
@@ -185,7 +186,7 @@ def run_job(
     (out / JOB_FILE).write_text(json.dumps(_job_record(job, plan), indent=2))
     store = ResultStore(out, flush_rows=job.run.flush_rows, flush_seconds=job.run.flush_seconds)
     bench = plan.bench
-    prompts = PromptCache(bench)
+    prompts = PromptCache(bench, score_style=job.comparison.score_style)
     runs = []
     for rj in plan.judges:
         done = store.completed_ids(rj.name, include_failures=not retry_failed)
@@ -234,4 +235,8 @@ def load_judgments(output_dir: str | os.PathLike) -> pl.DataFrame:
         raise FileNotFoundError(f"{out} is not a voirdire output directory (no {JOB_FILE})")
     meta = json.loads(meta_path.read_text())
     raw = ResultStore(out).read_raw()
+    if meta.get("score_patterns"):
+        raw = extract_scores(raw, meta["score_patterns"])
+    else:
+        raw = raw.with_columns(slot_scores=pl.lit(None, dtype=pl.List(pl.Float64)))
     return extract_verdicts(raw, meta["verdict_patterns"])

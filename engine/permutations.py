@@ -200,10 +200,10 @@ def permutations_for(mode: str, scheme: str, p: int, seed: int = 0) -> Sequence[
         ConfigError: unknown mode or scheme, p outside 3..8 for list-wise, ``sample:k``
             with k > p!.
     """
-    if mode == "pairwise":
+    if mode in ("pairwise", "score"):
         return pairwise_permutations(scheme)
     if mode != "listwise":
-        raise ConfigError(f"unknown comparison mode {mode!r}; use 'pairwise' or 'listwise'")
+        raise ConfigError(f"unknown comparison mode {mode!r}; use 'pairwise', 'score' or 'listwise'")
     if not MIN_LIST <= p <= MAX_LIST:
         raise ConfigError(f"list-wise lists have {MIN_LIST} to {MAX_LIST} candidates, not {p}")
     kind, k = parse_scheme(scheme)

@@ -73,6 +73,7 @@ JUDGMENT_FIELDS = [
     pa.field("chosen", pa.string()),  # model in the chosen slot; null for tie, failure or a letter outside the slots
     pa.field("tie", pa.bool_()),  # the extracted letter is the tie option
     pa.field("failed", pa.bool_()),  # no verdict: the call failed or nothing could be extracted
+    pa.field("slot_scores", pa.list_(pa.float64())),  # score mode: each slot's score (1-10), slot order; else null
 ]
 
 JUDGMENT_SCHEMA = pa.schema(list(RAW_SCHEMA) + JUDGMENT_FIELDS)

@@ -93,7 +93,12 @@ class BenchmarkSpec(_Strict):
 class ComparisonSpec(_Strict):
     """The comparison design.
 
-    ``mode`` is ``pairwise`` (candidate vs reference) or ``listwise`` (p candidates).
+    ``mode`` is ``pairwise`` (candidate vs reference), ``listwise`` (p candidates) or
+    ``score`` (pairwise, the judge scores each answer from 1 to 10 and the higher score
+    wins, equal scores a tie: Wang et al. 2023; ``score_style`` ``evidence_first`` (the
+    explanation before the scores, the paper's MEC template) or ``scores_first``). Score
+    mode with ``permutations = "both"`` gives BPC, with ``repetitions = k`` at
+    temperature > 0 gives MEC (see ``docs/mitigation.md``).
     ``option_mode``: pairwise 2 (A/B) or 3 (A/B/C = tie); ``None`` takes the benchmark's
     release setting. ``permutations``: pairwise ``both`` (the original and the swapped
     order) or ``original``; list-wise ``cyclic``, ``all``, ``latin`` or ``sample:k``
@@ -106,7 +111,8 @@ class ComparisonSpec(_Strict):
     seeds ``sample:k``.
     """
 
-    mode: Literal["pairwise", "listwise"] = "pairwise"
+    mode: Literal["pairwise", "listwise", "score"] = "pairwise"
+    score_style: Literal["evidence_first", "scores_first"] = "evidence_first"
     option_mode: int | None = Field(default=None, ge=2, le=9)
     permutations: str = "both"
     repetitions: int = Field(default=1, ge=1, le=100)
@@ -115,7 +121,9 @@ class ComparisonSpec(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> "ComparisonSpec":
-        if self.mode == "pairwise":
+        if self.mode == "score" and self.option_mode not in (None, 3):
+            raise ValueError(f"score mode decides win, loss or tie (option_mode 3), not option_mode {self.option_mode}")
+        if self.mode in ("pairwise", "score"):
             if self.permutations not in ("both", "original"):
                 raise ValueError(f"pairwise permutations must be 'both' or 'original', not {self.permutations!r}")
             if self.option_mode is not None and self.option_mode not in (2, 3):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
-from voirdire.benchmarks.base import Benchmark
+from voirdire.benchmarks.base import SCORE_OPTION_MODE, Benchmark
 from voirdire.engine.permutations import (
     instance_seed,
     permutations_for,
@@ -43,9 +43,13 @@ from voirdire.core import MAX_LIST, MIN_LIST, ConfigError, content_hash
 TEMPLATE_VERSION = "1"
 
 
-def query_id(benchmark: str, question_id: str, shown: Sequence[str], mode: str, option_mode: int) -> str:
-    """Judge-independent id of a prompt (32 hex chars)."""
-    return content_hash(TEMPLATE_VERSION, benchmark, question_id, mode, str(option_mode), *shown)
+def query_id(
+    benchmark: str, question_id: str, shown: Sequence[str], mode: str, option_mode: int, style: str | None = None
+) -> str:
+    """Judge-independent id of a prompt (32 hex chars); ``style`` is the score-mode prompt
+    style (``None`` for choice prompts, whose ids it leaves unchanged)."""
+    parts = (TEMPLATE_VERSION, benchmark, question_id, mode, str(option_mode), *shown)
+    return content_hash(*parts) if style is None else content_hash(*parts, "style", style)
 
 
 def unit_id(identity_hash: str, qid: str, repetition: int) -> str:
@@ -62,6 +66,8 @@ def option_mode_for(bench: Benchmark, comparison: ComparisonSpec, p: int | None 
     """
     if comparison.option_mode:
         return comparison.option_mode
+    if comparison.mode == "score":
+        return SCORE_OPTION_MODE
     if comparison.mode == "listwise":
         if p is None:
             raise ConfigError("list-wise option mode needs the list size")
@@ -212,8 +218,10 @@ def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec)
             raise ConfigError(f"benchmark {bench.name} has no list-wise prompt template")
         out = _listwise_instances(bench, spec, comparison, q)
         return out.head(spec.max_instances) if spec.max_instances else out
-    if comparison.mode != "pairwise":
+    if comparison.mode not in ("pairwise", "score"):
         raise ConfigError(f"comparison mode {comparison.mode!r} is not supported by this version")
+    if comparison.mode not in bench.comparison_modes:
+        raise ConfigError(f"benchmark {bench.name} has no {comparison.mode} prompt template")
     cands = pl.DataFrame({"candidate": [c for c in candidates if c != reference]})
     out = (
         q.select("question_id", "task", "input_chars")
@@ -258,8 +266,11 @@ class PromptCache:
     bounded by ``maxsize`` entries.
     """
 
-    def __init__(self, bench: Benchmark, maxsize: int = 65_536, max_chars: int = 16_000_000) -> None:
+    def __init__(
+        self, bench: Benchmark, maxsize: int = 65_536, max_chars: int = 16_000_000, score_style: str = "evidence_first"
+    ) -> None:
         self.bench = bench
+        self.score_style = score_style
         self.maxsize = maxsize
         self.max_chars = max_chars
         self._texts: OrderedDict[tuple, str] = OrderedDict()
@@ -268,7 +279,10 @@ class PromptCache:
 
     def _build(self, key: tuple, keep_text: bool = True) -> str:
         question_id, shown, option_mode, mode = key
-        prompt = self.bench.build_prompt(question_id, shown, option_mode, mode=mode)
+        if mode == "score":
+            prompt = self.bench.build_score_prompt(question_id, shown, self.score_style)
+        else:
+            prompt = self.bench.build_prompt(question_id, shown, option_mode, mode=mode)
         if keep_text and len(prompt) <= self.max_chars:
             self._texts[key] = prompt
             self._chars += len(prompt)
@@ -323,7 +337,8 @@ def iter_unit_batches(
     """
     mode = comparison.mode
     reps = comparison.repetitions
-    prompts = prompts or PromptCache(bench)
+    prompts = prompts or PromptCache(bench, score_style=comparison.score_style)
+    style = comparison.score_style if mode == "score" else None
     per_instance = mode == "listwise" and seeded_per_instance(comparison.permutations)
     cols: dict[str, list[Any]] = {k: [] for k in WORK_UNIT_COLUMNS}
     queries: list[Query] = []
@@ -351,7 +366,7 @@ def iter_unit_batches(
             else:
                 prompt = None
                 prompt_chars, out_chars = prompts.lengths(qid_, shown, option_mode, mode)
-            qid = query_id(bench.name, qid_, shown, mode, option_mode)
+            qid = query_id(bench.name, qid_, shown, mode, option_mode, style)
             for r in range(1, reps + 1):
                 uid = unit_id(identity_hash, qid, r)
                 cols["unit_id"].append(uid)

@@ -45,3 +45,52 @@ def extract_verdicts(raw: pl.DataFrame, patterns: dict[str, str]) -> pl.DataFram
         tie=(idx & (code == p) & (pl.col("option_mode") > p)).fill_null(False),
         failed=pl.col("extracted").is_null(),
     )
+
+
+def extract_scores(raw: pl.DataFrame, patterns: dict[str, tuple[str, str] | list[str]]) -> pl.DataFrame:
+    """Score mode (Wang et al. 2023): read each slot's 1-10 score and derive the verdict
+    letter, vectorised.
+
+    Args:
+        raw: rows with ``benchmark`` (str), ``mode`` (str), ``output`` (str|null),
+            ``choice`` (str|null); only rows with ``mode == "score"`` are read.
+        patterns: benchmark name -> (regex for slot A's score, regex for slot B's), each
+            with the score as group 1 (:func:`voirdire.benchmarks.base.score_patterns`). The
+            LAST match in the output counts (an evidence-first judge may quote a score
+            line in its explanation before the final lines).
+
+    Returns:
+        ``raw`` with ``slot_scores`` (list[f64] of length 2, slot order; null when either
+        score is missing or outside 1..10) and, for score rows, ``choice`` set to the
+        derived letter: ``A`` (slot A scored higher), ``B``, or ``C`` (equal: a tie); left
+        null when the scores are missing, so the row is a failed judgment.
+
+    Raises:
+        KeyError: a benchmark of a score row has no patterns.
+    """
+    is_score = pl.col("mode") == "score"
+    benches = set(raw.filter(is_score)["benchmark"].unique().to_list())
+    missing = benches - set(patterns)
+    if missing:
+        raise KeyError(f"no score patterns for benchmark(s): {', '.join(sorted(missing))}")
+
+    def last(slot: int) -> pl.Expr:
+        val = pl.lit(None, dtype=pl.Float64)
+        for bench, pats in patterns.items():
+            pat = pats[slot]
+            got = pl.col("output").str.extract_all(pat).list.last().str.extract(pat, 1).cast(pl.Float64, strict=False)
+            val = pl.when(pl.col("benchmark") == bench).then(got).otherwise(val)
+        return pl.when(is_score & val.is_between(1, 10)).then(val).otherwise(None)
+
+    out = raw.with_columns(_sa=last(0), _sb=last(1))
+    ok = pl.col("_sa").is_not_null() & pl.col("_sb").is_not_null()
+    derived = (
+        pl.when(~ok).then(None)
+        .when(pl.col("_sa") > pl.col("_sb")).then(pl.lit("A"))
+        .when(pl.col("_sa") < pl.col("_sb")).then(pl.lit("B"))
+        .otherwise(pl.lit("C"))
+    )  # fmt: skip
+    return out.with_columns(
+        slot_scores=pl.when(ok).then(pl.concat_list("_sa", "_sb")).otherwise(None),
+        choice=pl.when(is_score).then(derived).otherwise(pl.col("choice")),
+    ).drop("_sa", "_sb")

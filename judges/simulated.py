@@ -10,6 +10,12 @@ slot. Otherwise it is *unsure*: with probability ``tie_rate`` it answers the tie
 slot with ``(1 - primacy) / (p - 1)``. ``primacy = 0.5`` (pairwise) is a fair judge; above,
 primacy-preferred; below, recency-preferred.
 
+Score mode (``mode = "score"``): each slot gets the score
+``clip(round(5.5 + 1.5 * quality + bonus + N(0, score_noise)), 1, 10)`` where the bonus is
+``4 * (primacy - 0.5)`` points for slot A and ``-4 * (primacy - 0.5) / (p - 1)`` for the
+others, so a primacy-leaning judge inflates the first answer by a fixed number of points
+(the bias BPC removes); each repetition draws its own noise (what MEC averages out).
+
 Repetitions: each repetition reuses the first repetition's random draws with probability
 ``1 - repetition_noise`` and draws afresh otherwise, so RS falls as the noise rises.
 
@@ -22,7 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Sequence
 
+from voirdire.benchmarks.base import load_score_templates
 from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, register
 
 from voirdire.core import letters, stable_int
@@ -40,6 +48,7 @@ class SimulatedSettings(JudgeSettings):
     seed: int = 0
     fail_rate: float = 0.0
     latency_s: float = 0.0
+    score_noise: float = 1.0
 
 
 def _u(*parts: object) -> int:
@@ -115,6 +124,31 @@ def simulate_choice(s: SimulatedSettings, q: Query) -> str:
     return letters(p + 1)[int(slot[0])]
 
 
+def simulate_scores(s: SimulatedSettings, q: Query) -> list[int]:
+    """The simulated 1-10 score of each slot of a score-mode query (module docstring);
+    deterministic in the query's ids and repetition."""
+    p = len(q.shown)
+    rng = random.Random(_u("score", s.seed, q.query_id, q.repetition))
+    qn = random.Random(_u("question", s.seed, q.question_id))
+    noise = {m: qn.gauss(0.0, s.question_noise) for m in sorted(q.shown)}
+    lean = 4.0 * (s.primacy - 0.5)
+    out = []
+    for i, m in enumerate(q.shown):
+        bonus = lean if i == 0 else -lean / (p - 1)
+        x = 5.5 + 1.5 * (latent_quality(m, s.qualities, s.seed) + noise[m]) + bonus + rng.gauss(0.0, s.score_noise)
+        out.append(int(min(10, max(1, round(x)))))
+    return out
+
+
+def score_text(benchmark: str, scores: Sequence[int]) -> str:
+    """A score-mode reply in the benchmark's score-line format (``templates/score.json``)."""
+    t = load_score_templates()
+    labels = t["labels"][benchmark]
+    return "Simulated assessment.\n" + "\n".join(
+        t["score_line"].format(label=lab) + str(v) for lab, v in zip(labels, scores)
+    )
+
+
 @register
 class SimulatedJudge(JudgeBackend):
     """A judge of known position bias; see the module docstring. Answers in both release
@@ -141,6 +175,8 @@ class SimulatedJudge(JudgeBackend):
         for q in queries:
             if s.fail_rate and random.Random(_u("fail", s.seed, q.unit_id)).random() < s.fail_rate:
                 out.append(Result(unit_id=q.unit_id, output="I cannot decide between them.", verdict_mode="free"))
+            elif q.mode == "score":
+                out.append(Result(unit_id=q.unit_id, output=score_text(q.benchmark, simulate_scores(s, q))))
             else:
                 letter = simulate_choice(s, q)
                 out.append(Result(unit_id=q.unit_id, output=f"Simulated verdict.\n[[{letter}]]\nChoice: {letter}"))

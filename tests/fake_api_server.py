@@ -9,7 +9,8 @@ Endpoints (what the official SDKs call):
   ``POST /_admin/reset`` (counters and fault memory).
 
 Replies: the text ends in ``[[X]]`` and ``Choice: X`` with a letter drawn from a hash of the
-prompt (deterministic). Usage: prompt tokens ``ceil(chars/4)`` of the messages' text,
+prompt (deterministic); a score-mode prompt (two ``Score of <label>: <score>`` format lines)
+gets the two score lines with scores 1-10 drawn from the prompt's hash. Usage: prompt tokens ``ceil(chars/4)`` of the messages' text,
 completion tokens ``ceil(len(reply)/4)``.
 
 Own rate limit (``rpm``/``tpm``/``burst_s``): a token bucket refilled at the full
@@ -36,6 +37,7 @@ Run standalone: ``python tests/fake_api_server.py --port 0`` prints ``PORT <n>``
 from __future__ import annotations
 
 import asyncio
+import re
 import hashlib
 import json
 import math
@@ -173,6 +175,10 @@ class FakeAPIServer:
         return web.json_response(body, status=status, headers=headers)
 
     def _reply_text(self, prompt: str) -> str:
+        labels = re.findall(r"^Score of ([^:\n]+): <score>$", prompt, re.M)
+        if len(labels) == 2:  # a score-mode prompt: two scores 1-10 drawn from the prompt's hash
+            a, b = (1 + int(_h(f"score{i}" + prompt) * 10) for i in (0, 1))
+            return f"Both responses address the request.\nScore of {labels[0]}: {a}\nScore of {labels[1]}: {b}"
         letter = "ABC"[int(_h("verdict" + prompt) * 3)]
         return f"After comparing the two answers carefully, my verdict is [[{letter}]]\nChoice: {letter}"
 

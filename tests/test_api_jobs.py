@@ -217,3 +217,24 @@ def test_dry_run_estimates_and_missing_key_stops_before_sending(cluster, tmp_pat
     assert res.exit_code == 2
     assert "VOIRDIRE_JOBTEST_ANTHROPIC_KEY" in " ".join(res.output.split())
     assert srv.stats["requests"] == 0
+
+
+def test_score_mode_bpc_and_mec_through_the_api(cluster, tmp_path):
+    """Score mode (BPC, MEC with k = 2) against the loopback OpenAI server: one request per
+    (order, sample) — the API path asks each sample in its own request — every answer
+    parsed, and the calibrated verdicts cost 2, k and 2k queries."""
+    from voirdire.analysis import scores as sc
+    from voirdire.engine.spec import load_job
+
+    srv = cluster
+    _configure(srv)
+    extra = 'flush_seconds = 0.5\n[comparison]\nmode = "score"\npermutations = "both"\nrepetitions = 2'
+    job = load_job(_job(tmp_path, srv, OPENAI, instances=4, extra=extra))
+    res = voirdire.run(job)
+    j = res.judgments
+    assert j.height == 4 * 2 * 2 and j["failed"].sum() == 0
+    assert srv.stats["requests"] == j.height
+    assert j["slot_scores"].explode().is_between(1, 10).all()
+    for name, cost in {"bpc": 2, "mec": 2, "mec_bpc": 4}.items():
+        v = sc.strategy_verdicts(j, name)
+        assert v.height == 4 and v["queries"].to_list() == [cost] * 4

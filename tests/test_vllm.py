@@ -290,3 +290,59 @@ def test_replica_crash_mid_job_loses_and_duplicates_nothing(job_run):
     assert rows.filter(pl.col("failure") == "actor_crashed").height == 0
     # the scheduler recorded each unit exactly once (the store's dedup would hide a double)
     assert stats.per_judge["tiny-free"]["queries"] == UNITS
+
+
+# ---------------------------------------------------------------------- score mode (BPC, MEC)
+
+SCORE_QUESTIONS = QUESTIONS[:2]
+SCORE_K = 2
+
+
+@pytest.fixture(scope="module")
+def score_run(tiny_model, data_dir, tmp_path_factory):
+    """A score-mode job (Wang et al.'s BPC and MEC): both orders, k = 2 evidence samples per
+    order asked as one n = 2 request, the two score lines constrained by a regular
+    expression (one engine more)."""
+    import ray
+    from voirdire.engine.spec import parse_job
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+
+    out = tmp_path_factory.mktemp("vllm-score")
+    job = parse_job(
+        {
+            "name": "vllm-cpu-score", "output_dir": str(out / "run"),
+            "benchmark": {"name": "mtbench", "sample": "repetition", "data_dir": str(data_dir), "questions": SCORE_QUESTIONS, "candidates": [CANDIDATE]},
+            "comparison": {"mode": "score", "permutations": "both", "repetitions": SCORE_K},
+            "sampling": {"temperature": 1.0, "max_tokens": 8},
+            "judges": [{"name": "tiny-score", "backend": "vllm", "model": str(tiny_model), "dtype": "bfloat16",
+                        "max_model_len": 8192, "gpu_memory_utilization": 0.1, "enforce_eager": True, "device": "cpu",
+                        "num_cpus": 0.5, "verdict_mode": "structured", "reasoning_tokens": 4}],
+        }
+    )  # fmt: skip
+    yield voirdire.run(job)
+    ray.shutdown()
+
+
+@pytest.mark.vllm
+@pytest.mark.ray
+@pytest.mark.slow
+def test_score_mode_bpc_and_mec_end_to_end_on_vllm(score_run):
+    from voirdire.analysis import scores as sc
+
+    j = score_run.judgments
+    units = len(SCORE_QUESTIONS) * 2 * SCORE_K
+    assert j.height == units and score_run.stats.queries == units
+    assert j["failed"].sum() == 0  # the constrained score lines always parse
+    scores = j["slot_scores"].explode()
+    assert scores.is_between(1, 10).all() and j["slot_scores"].list.len().unique().to_list() == [2]
+    assert set(j["extracted"].to_list()) <= {"A", "B", "C"}
+    cost = {"score": 1, "bpc": 2, "mec": SCORE_K, "mec_bpc": 2 * SCORE_K}
+    for name, per_verdict in cost.items():
+        v = sc.strategy_verdicts(j, name)
+        assert v.height == len(SCORE_QUESTIONS) and v["queries"].to_list() == [per_verdict] * v.height
+        assert set(v["verdict"].to_list()) <= {"win", "tie", "loss"}
+    # the k samples of one order came from one n-sample request: they differ at temperature 1
+    texts = j.group_by("query_id").agg(pl.col("output").n_unique().alias("distinct"))
+    assert texts["distinct"].max() >= 2

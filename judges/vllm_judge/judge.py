@@ -188,6 +188,8 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
                 return [Result.failed(q.unit_id, FailureClass.CONTEXT_TOO_LONG, msg, input_tokens=len(ids), verdict_mode=s.verdict_mode) for q in qs]
             if s.verdict_mode == "free":
                 results = await self._free(plan, ids)
+            elif q0.mode == "score":
+                results = await self._scored(plan, ids, reasoning_tokens(s, self.sampling.max_tokens))
             else:
                 results = await self._constrained(plan, ids, cue, closing, reasoning_tokens(s, self.sampling.max_tokens))
         except _EngineDead:

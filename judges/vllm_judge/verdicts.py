@@ -14,11 +14,15 @@ import asyncio
 import math
 from typing import Any
 
+from voirdire.benchmarks.base import load_score_templates
 from voirdire.judges.base import Result
 from voirdire.judges.vllm_judge.engine import RequestPlan
 from voirdire.judges.vllm_judge.settings import VERDICT_TOKENS, VllmSettings
 
-from voirdire.core import letters
+from voirdire.core import FailureClass, letters
+
+#: tokens for both constrained score lines after the first ("7" newline "Score of ...: 8")
+SCORE_TOKENS = 24
 
 
 class ContextTooLong(ValueError):
@@ -146,3 +150,40 @@ class ConstrainedVerdicts:
 
 
 __all__ = ["ConstrainedVerdicts", "ContextTooLong", "option_probabilities"]
+
+    async def _scored(self, plan: RequestPlan, ids: list[int], reasoning_cap: int) -> list[Result]:
+        """Score mode with ``verdict_mode = "structured"``: free reasoning (up to
+        ``reasoning_cap`` tokens) stopped at the first score line, then both score lines
+        constrained by a regular expression (scores 1-10), so every sample parses. The
+        ``logprobs`` mode has no score analogue: recorded as a failure with the reason.
+
+        Raises:
+            ContextTooLong: the prompt plus the score lines would overflow the context window.
+        """
+        from vllm.sampling_params import StructuredOutputsParams
+
+        s: VllmSettings = self.settings
+        if s.verdict_mode != "structured":
+            msg = "verdict_mode 'logprobs' is not offered in score mode; use 'structured' or 'free'"
+            return [Result.failed(q.unit_id, FailureClass.ERROR, msg, verdict_mode=s.verdict_mode) for q in plan.queries]
+        t = load_score_templates()
+        first, second = (t["score_line"].format(label=lab) for lab in t["labels"][plan.queries[0].benchmark])
+        k = len(plan.queries)
+        texts, used = [""] * k, [0] * k
+        if reasoning_cap > 0:
+            comps = await self._sample(ids, plan.n, plan.requests, max_tokens=reasoning_cap, stop=[first.strip()])
+            texts = [c.text if (c.text.endswith("\n") or not c.text) else c.text + "\n" for c in comps]
+            used = [len(c.token_ids) for c in comps]
+            shape = [(ids + self._encode(tx + first), 1, 1) for tx in texts]
+        else:
+            shape = [(ids + self._encode(first), plan.n, plan.requests)]
+        params = dict(max_tokens=SCORE_TOKENS, structured_outputs=StructuredOutputsParams(regex="(10|[1-9])\n" + second + "(10|[1-9])"))
+        for prompt, _, _ in shape:
+            if len(prompt) + SCORE_TOKENS > self.max_model_len:
+                raise ContextTooLong(f"score prompt is {len(prompt)} tokens; with {SCORE_TOKENS} score tokens that exceeds the context window of {self.max_model_len} tokens")
+        got = await asyncio.gather(*(self._sample(p, n, r, **params) for p, n, r in shape))
+        tails = [v for g in got for v in g]
+        return [
+            Result(unit_id=q.unit_id, output=f"{tx}{first}{v.text}", verdict_mode="structured", input_tokens=len(ids), output_tokens=u + len(v.token_ids))
+            for q, tx, u, v in zip(plan.queries, texts, used, tails, strict=True)
+        ]

@@ -1,0 +1,162 @@
+"""Score-mode calibration: BPC, MEC, their combination, and BPDE (Wang et al. 2023).
+
+In score mode (``[comparison] mode = "score"``) the judge gives each of the two answers a
+score from 1 to 10 (``slot_scores`` in the judgments, slot order). Wang et al., "Large
+Language Models are not Fair Evaluators" (2023), Section 3:
+
+- **MEC** (multiple evidence calibration): ``k`` evidence-first samples of the same order
+  (``repetitions = k`` at temperature > 0; one request with ``n = k`` where the backend
+  allows), each answer's score averaged over them.
+- **BPC** (balanced position calibration): both orders; each answer's final score is the
+  mean of its scores in the first and in the second position.
+- **MEC + BPC**: ``k`` samples in each order, all ``2k`` averaged.
+- **BPDE** (balanced position diversity entropy): the entropy of the ``2k`` normalised
+  outcomes (win/tie/loss from the candidate's side) of a pair; the pairs of highest
+  entropy are the ones to give to people (HITLC, top 20 % in the paper).
+
+Verdicts are written from the candidate's side (``win``, ``tie``, ``loss``; ``undecided``
+when no sample has both scores), as in ``docs/mitigation.md``. Every function is a pure
+polars function, table in, table out.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+#: One pair of a score-mode job: the candidate compared with the reference on a question.
+PAIR_KEYS = ["benchmark", "judge", "question_id", "task", "candidate", "reference"]
+#: Columns of :func:`score_samples`.
+SAMPLE_COLUMNS = [*PAIR_KEYS, "permutation", "repetition", "candidate_first", "candidate_score", "reference_score", "outcome"]
+#: Columns of the final-verdict tables (:func:`calibrated_verdicts`).
+VERDICT_COLUMNS = [*PAIR_KEYS, "candidate_score", "reference_score", "verdict", "queries"]
+#: Strategies of this module: (orders used, samples per order: ``None`` = all repetitions).
+SCORE_STRATEGIES: dict[str, tuple[str, int | None]] = {
+    "score": ("original", 1),
+    "bpc": ("both", 1),
+    "mec": ("original", None),
+    "mec_bpc": ("both", None),
+}
+
+
+def _outcome(c: pl.Expr, r: pl.Expr) -> pl.Expr:
+    return pl.when(c.is_null() | r.is_null()).then(None).when(c > r).then(pl.lit("win")).when(c < r).then(pl.lit("loss")).otherwise(pl.lit("tie"))
+
+
+def score_samples(judgments: pl.DataFrame) -> pl.DataFrame:
+    """One row per score-mode judgment, scores written per model.
+
+    Args:
+        judgments: judgments (``voirdire.engine.schema.JUDGMENT_SCHEMA``); rows with
+            ``mode == "score"`` are read: ``shown`` (list[str], slot order),
+            ``slot_scores`` (list[f64] or null), ``permutation``, ``repetition``.
+
+    Returns:
+        :data:`SAMPLE_COLUMNS`: ``candidate_first`` (bool: the candidate was in slot A),
+        ``candidate_score`` / ``reference_score`` (f64, 1-10; null when the judgment has no
+        scores), ``outcome`` (``win``/``tie``/``loss`` from the candidate's side, null when
+        failed).
+
+    Raises:
+        ValueError: no score-mode judgment in the table.
+    """
+    rows = judgments.filter(pl.col("mode") == "score")
+    if rows.height == 0:
+        raise ValueError("no score-mode judgments (a job with [comparison] mode = \"score\")")
+    first = pl.col("shown").list.first() == pl.col("candidate")
+    a, b = pl.col("slot_scores").list.get(0, null_on_oob=True), pl.col("slot_scores").list.get(1, null_on_oob=True)
+    return rows.with_columns(
+        candidate_first=first,
+        candidate_score=pl.when(first).then(a).otherwise(b),
+        reference_score=pl.when(first).then(b).otherwise(a),
+    ).with_columns(outcome=_outcome(pl.col("candidate_score"), pl.col("reference_score"))).select(SAMPLE_COLUMNS)
+
+
+def calibrated_verdicts(samples: pl.DataFrame, *, orders: str = "both", per_order: int | None = None) -> pl.DataFrame:
+    """Final verdict per pair from averaged scores (Wang et al. 2023, Section 3).
+
+    Args:
+        samples: :func:`score_samples` output.
+        orders: ``"both"`` (BPC: the mean of each answer's scores over both positions) or
+            ``"original"`` (permutation 0 only).
+        per_order: samples used per order (repetitions 1..k); ``None``: all (MEC).
+
+    Returns:
+        :data:`VERDICT_COLUMNS`, one row per pair: mean ``candidate_score`` and
+        ``reference_score`` (f64, over the samples that have both scores), ``verdict``
+        (``win``/``tie``/``loss``; ``undecided`` when no sample has scores) and ``queries``
+        (int: samples spent for this verdict, failed ones included: the cost).
+
+    Raises:
+        ValueError: ``orders`` not ``both`` or ``original``; ``per_order`` < 1.
+    """
+    if orders not in ("both", "original"):
+        raise ValueError(f"orders must be 'both' or 'original', not {orders!r}")
+    if per_order is not None and per_order < 1:
+        raise ValueError(f"per_order must be >= 1, not {per_order}")
+    s = samples if orders == "both" else samples.filter(pl.col("permutation") == 0)
+    if per_order is not None:
+        s = s.filter(pl.col("repetition") <= per_order)
+    ok = pl.col("candidate_score").is_not_null() & pl.col("reference_score").is_not_null()
+    out = s.group_by(PAIR_KEYS).agg(
+        candidate_score=pl.col("candidate_score").filter(ok).mean(),
+        reference_score=pl.col("reference_score").filter(ok).mean(),
+        queries=pl.len().cast(pl.Int64),
+    )
+    return (
+        out.with_columns(verdict=_outcome(pl.col("candidate_score"), pl.col("reference_score")).fill_null("undecided"))
+        .select(VERDICT_COLUMNS)
+        .sort(PAIR_KEYS)
+    )
+
+
+def strategy_verdicts(judgments: pl.DataFrame, strategy: str) -> pl.DataFrame:
+    """The final verdicts of a named score strategy (:data:`SCORE_STRATEGIES`): ``score``
+    (one sample, original order: no calibration), ``bpc``, ``mec``, ``mec_bpc``.
+
+    Raises:
+        ValueError: unknown strategy, no score-mode judgments, or ``bpc``/``mec_bpc`` on a
+            job asked in one order only.
+    """
+    if strategy not in SCORE_STRATEGIES:
+        raise ValueError(f"unknown score strategy {strategy!r} (known: {', '.join(SCORE_STRATEGIES)})")
+    orders, k = SCORE_STRATEGIES[strategy]
+    samples = score_samples(judgments)
+    if orders == "both" and samples.get_column("permutation").n_unique() < 2:
+        raise ValueError(f"{strategy} needs both orders (permutations = \"both\")")
+    return calibrated_verdicts(samples, orders=orders, per_order=k)
+
+
+def bpde(samples: pl.DataFrame) -> pl.DataFrame:
+    """Balanced position diversity entropy of each pair (Wang et al. 2023, Section 3.3).
+
+    Args:
+        samples: :func:`score_samples` output (every order and repetition of a pair: the
+            ``2k`` outcomes of MEC + BPC); failed samples are left out.
+
+    Returns:
+        ``PAIR_KEYS`` + ``bpde`` (f64, nats: ``-Σ p·ln p`` over the shares of win, tie and
+        loss among the pair's outcomes; 0 when they all agree, ``ln 3`` at most) and
+        ``outcomes`` (int), sorted by ``bpde`` descending (the order in which pairs go to
+        people).
+    """
+    counts = samples.filter(pl.col("outcome").is_not_null()).group_by([*PAIR_KEYS, "outcome"]).len()
+    shares = counts.with_columns(p=pl.col("len") / pl.col("len").sum().over(PAIR_KEYS))
+    return (
+        shares.group_by(PAIR_KEYS)
+        .agg(bpde=-(pl.col("p") * pl.col("p").log()).sum(), outcomes=pl.col("len").sum().cast(pl.Int64))
+        .with_columns(pl.col("bpde").abs())  # -0.0 -> 0.0 when all outcomes agree
+        .sort(["bpde", *PAIR_KEYS], descending=[True] + [False] * len(PAIR_KEYS))
+    )
+
+
+def select_for_people(entropy: pl.DataFrame, share: float = 0.2) -> pl.DataFrame:
+    """The top ``share`` of pairs by BPDE (at least one when any pair exists): the pairs to
+    annotate (HITLC; 20 % in Wang et al. 2023).
+
+    Raises:
+        ValueError: ``share`` outside (0, 1].
+    """
+    if not 0.0 < share <= 1.0:
+        raise ValueError(f"share must be in (0, 1], not {share}")
+    n = max(1, round(share * entropy.height)) if entropy.height else 0
+    return entropy.head(n)
