@@ -299,15 +299,11 @@ SCORE_K = 2
 
 
 @pytest.fixture(scope="module")
-def score_run(tiny_model, data_dir, tmp_path_factory):
+def score_run(tiny_model, data_dir, tmp_path_factory, ray_local):
     """A score-mode job (Wang et al.'s BPC and MEC): both orders, k = 2 evidence samples per
     order asked as one n = 2 request, the two score lines constrained by a regular
     expression (one engine more)."""
-    import ray
     from voirdire.engine.spec import parse_job
-
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
 
     out = tmp_path_factory.mktemp("vllm-score")
     job = parse_job(
@@ -321,8 +317,7 @@ def score_run(tiny_model, data_dir, tmp_path_factory):
                         "num_cpus": 0.5, "verdict_mode": "structured", "reasoning_tokens": 4}],
         }
     )  # fmt: skip
-    yield voirdire.run(job)
-    ray.shutdown()
+    return voirdire.run(job)
 
 
 @pytest.mark.vllm
