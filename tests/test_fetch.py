@@ -226,7 +226,7 @@ def test_replay_of_fetched_data_gives_the_shared_figures(fetched, data_dir, tmp_
     a, b = results["fetched"], results["shared"]
     assert sorted(a.judge_metrics["judge"].to_list()) == sorted(PB_FORMS)
     assert a.judge_metrics.sort("judge").equals(b.judge_metrics.sort("judge"))
-    assert a.unit_metrics.sort("judge", "candidate", "task").equals(b.unit_metrics.sort("judge", "candidate", "task"))
+    assert a.cell_metrics.sort("judge", "candidate", "task").equals(b.cell_metrics.sort("judge", "candidate", "task"))
     assert a.judgments["failed"].sum() == b.judgments["failed"].sum()
 
 

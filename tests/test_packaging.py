@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_imports import REPO, product_modules
+from tests.test_imports import REPO, product_modules
 
 #: a sitecustomize for the wheel's processes: no editable finder; at exit, every loaded
 #: voirdire module must come from the wheel's folder (exit code 3 otherwise)

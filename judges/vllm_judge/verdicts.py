@@ -149,8 +149,6 @@ class ConstrainedVerdicts:
         return out
 
 
-__all__ = ["ConstrainedVerdicts", "ContextTooLong", "option_probabilities"]
-
     async def _scored(self, plan: RequestPlan, ids: list[int], reasoning_cap: int) -> list[Result]:
         """Score mode with ``verdict_mode = "structured"``: free reasoning (up to
         ``reasoning_cap`` tokens) stopped at the first score line, then both score lines
@@ -187,3 +185,6 @@ __all__ = ["ConstrainedVerdicts", "ContextTooLong", "option_probabilities"]
             Result(unit_id=q.unit_id, output=f"{tx}{first}{v.text}", verdict_mode="structured", input_tokens=len(ids), output_tokens=u + len(v.token_ids))
             for q, tx, u, v in zip(plan.queries, texts, used, tails, strict=True)
         ]
+
+
+__all__ = ["ConstrainedVerdicts", "ContextTooLong", "option_probabilities"]
