@@ -202,6 +202,17 @@ class MTBench(Benchmark):
             blocks.append(block)
         return self._lw_head(kind, len(shown), option_mode) + "\n\n" + "\n\n\n".join(blocks)
 
+    def score_material(self, question_id: str, shown: Sequence[str]) -> str:
+        """Score-mode body: the reference conversation for math questions, then each
+        assistant's two-turn conversation under ``Assistant A`` / ``Assistant B`` (the
+        list-wise blocks of ``templates/listwise.json``)."""
+        template, q1, q2, r1, r2 = self._rows[question_id]
+        blocks = [fill_fields(self._lw_ref, (q1, r1, q2, r2))] if template is self._templates["math"] else []
+        for letter, m in zip(LETTERS, shown):
+            a1, a2 = self._answers[(question_id, m)]
+            blocks.append(fill_fields(self._lw_conv, (letter, q1, a1, q2, a2)))
+        return "\n\n\n".join(blocks)
+
     def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int) -> str:
         """FastChat's ``pair-v2-multi-turn`` (general) or ``pair-math-v1-multi-turn`` (task
         ``math``) template, as carried in ``templates/prompts.json``, filled with

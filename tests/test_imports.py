@@ -181,17 +181,7 @@ def test_cycle_finder():
     assert find_cycles({"a": ["b"], "b": []}) == []
 
 
-@pytest.mark.parametrize(
-    "room",
-    [
-        pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=why))
-        if (why := {
-            "analysis": "metrics <-> listwise: being removed on the analysis helper's branch",
-            "judges": "api_common <-> api_batch: being removed by the judges/api/ package split",
-        }.get(r)) else r
-        for r in ROOMS
-    ],
-)
+@pytest.mark.parametrize("room", ROOMS)
 def test_no_import_cycle(room):
     """No two modules import each other, directly or through others (an import moved into
     a function or to the bottom of a module still counts): one direction inside a room too."""

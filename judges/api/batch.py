@@ -17,14 +17,30 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from voirdire.core import FailureClass, slug
 from voirdire.judges.api.errors import classify_exception, describe_exception
 from voirdire.judges.base import Query, Result
 
-if TYPE_CHECKING:  # the judge calls this module; typing only, no import back
-    from voirdire.judges.api.base import APIJudge
+class APIJudge(Protocol):
+    """What batch mode needs of its host, :class:`voirdire.judges.api.base.APIJudge` (a
+    protocol, so this module never imports the judge that calls it)."""
+
+    name: str
+    context: Any
+    settings: Any
+    sdk: Any
+
+    def request_body(self, prompt: str) -> dict[str, Any]: ...
+    def parse_checked(self, response: Any) -> Any: ...
+    def finish(self, q: Query, reply: Any, latency: float, batch: bool = False) -> Result: ...
+    def from_cache(self, q: Query) -> Result | None: ...
+    def too_long(self, q: Query) -> tuple[int, Result | None]: ...
+    def redact(self, text: str | None) -> str | None: ...
+    async def batch_submit(self, items: list[tuple[str, dict[str, Any]]]) -> str: ...
+    async def batch_poll(self, batch_id: str) -> str: ...
+    async def batch_results(self, batch_id: str) -> dict[str, Any]: ...
 
 
 def batch_dir(judge: "APIJudge") -> Path | None:
