@@ -1,5 +1,6 @@
 # voirdire: the two commands of the quick start, and their parts.
-#   make quickstart   install (core) and replay the bundled judges through the whole pipeline
+#   make quickstart   install (core), fetch the release's data if none is found, and replay the
+#                     bundled judges through the whole pipeline
 #   make test         install the test extras (API SDKs, vLLM on the CPU) and run the tests
 #   make perf-smoke   every perf/ script at tiny sizes (seconds each), so none can rot
 PY ?= python3
@@ -24,7 +25,10 @@ install-dev: $(BIN)/python
 	$(PIP) install -e '.[dev]'
 	$(PIP) uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true
 
+# `data fetch --if-missing` uses the data already found (VOIRDIRE_DATA, ../shared/..., an
+# earlier fetch) or downloads the public release; it prints the directory in use
 quickstart: install
+	$(BIN)/voirdire data fetch --if-missing >/dev/null
 	$(BIN)/voirdire run $(EXAMPLES)
 
 test: install-dev

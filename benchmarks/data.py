@@ -1,10 +1,10 @@
 """Where the benchmark data lives, and reading its tables.
 
 The question/answer tables and the judge outputs of the "Judging the Judges" release are
-never copied into the project: they are read from a configured data directory laid out as
-the release's data set (``qa/``, ``judgments/``, ``expected_prompts.jsonl.gz``; see
-``shared/data/judging-the-judges/README.md``). Only the prompt templates are package data
-(``benchmarks/templates/prompts.json``).
+never copied into the project: they are read from a configured data directory in one
+layout (``qa/*.xlsx``, ``judgments/<study>/<benchmark>/<judge>.jsonl.gz``), the one
+``voirdire data fetch`` writes from the public release (:mod:`voirdire.benchmarks.release`).
+Only the prompt templates are package data (``benchmarks/templates/prompts.json``).
 """
 
 from __future__ import annotations
@@ -37,11 +37,6 @@ _RELEASE_HINT = (
 TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent / "templates"
 
 
-def repo_root() -> pathlib.Path:
-    """The repository root: the parent of the ``benchmarks/`` directory."""
-    return pathlib.Path(__file__).resolve().parent.parent
-
-
 def default_data_dir() -> pathlib.Path:
     """Where ``voirdire data fetch`` writes the release by default: the user data directory
     of ``platformdirs`` (``~/.local/share/voirdire/judging-the-judges`` on Linux,
@@ -52,12 +47,13 @@ def default_data_dir() -> pathlib.Path:
 def candidate_data_dirs() -> list[pathlib.Path]:
     """The fallback locations tried, in order, when no explicit path or env var is set.
 
-    ``<cwd>/../shared/data/judging-the-judges``, ``<cwd>/shared/data/judging-the-judges``,
-    ``<repo root>/../shared/data/judging-the-judges`` (a local copy beside a checkout), then
-    :func:`default_data_dir` (what ``voirdire data fetch`` wrote).
+    ``<cwd>/../shared/data/judging-the-judges``, ``<cwd>/shared/data/judging-the-judges`` (a
+    local copy beside a checkout, run from its root), then :func:`default_data_dir` (what
+    ``voirdire data fetch`` wrote). Nothing is looked up relative to where the package is
+    installed.
     """
     cwd = pathlib.Path.cwd()
-    return [cwd.parent / _DATA_REL, cwd / _DATA_REL, repo_root().parent / _DATA_REL, default_data_dir()]
+    return [cwd.parent / _DATA_REL, cwd / _DATA_REL, default_data_dir()]
 
 
 def resolve_data_dir(explicit: str | os.PathLike[str] | None = None) -> pathlib.Path:

@@ -337,14 +337,14 @@ def fetch_release(
             except _NotOnMirror:
                 log("the mirror has no LICENSE (the release is MIT licensed, copyright 2024 Slimshilin)")
         groups: dict[tuple[str, str, str], list[dict]] = {}
-        for src in plan_records(man, prefer):
-            records = _read_source(dl, src)
-            report.files[records[1]] = man[records[1]]
-            rows = groups.setdefault((src.study, src.bench, src.judge), [])
-            for cmp, text in records[0].items():
+        for source in plan_records(man, prefer):
+            outputs, used = _read_source(dl, source)
+            report.files[used] = man[used]
+            rows = groups.setdefault((source.study, source.bench, source.judge), [])
+            for cmp, text in outputs.items():
                 rec: dict = {"cmp_index": cmp}
-                if src.study == "repetition":
-                    rec["repetition"] = src.repetition or 1
+                if source.study == "repetition":
+                    rec["repetition"] = source.repetition or 1
                 rec["judgment"] = text
                 rows.append(rec)
         for (study, bench, judge), rows in groups.items():

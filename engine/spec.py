@@ -63,8 +63,9 @@ class _Strict(BaseModel):
 class BenchmarkSpec(_Strict):
     """Which benchmark, where its data is, and which candidates are compared.
 
-    ``data_dir`` falls back to ``$VOIRDIRE_DATA`` and then to
-    ``../shared/data/judging-the-judges`` (see :func:`voirdire.benchmarks.data.resolve_data_dir`).
+    ``data_dir`` falls back to ``$VOIRDIRE_DATA``, then to ``../shared/data/judging-the-judges``
+    and the directory ``voirdire data fetch`` writes (see
+    :func:`voirdire.benchmarks.data.resolve_data_dir`).
     ``candidates`` defaults to every model of the table except the reference.
     """
 

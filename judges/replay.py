@@ -30,7 +30,8 @@ from voirdire.judges.base import (
 
 
 class ReplaySettings(JudgeSettings):
-    """``recorded``: the release's judge whose outputs are replayed (file stem);
+    """``recorded``: the release's judge whose outputs are replayed (file stem; ``"*"`` in a job
+    file expands to one judge per recorded output, see :func:`voirdire.engine.spec.expand_recorded`);
     ``study``: ``position_bias`` or ``repetition``; ``data_dir``: overrides the job's."""
 
     recorded: str

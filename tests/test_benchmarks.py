@@ -39,7 +39,10 @@ openpyxl = pytest.importorskip("openpyxl")
 
 
 def _expected(data_dir: pathlib.Path) -> list[dict]:
-    with gzip.open(data_dir / "expected_prompts.jsonl.gz", "rt", encoding="utf-8") as f:
+    path = data_dir / "expected_prompts.jsonl.gz"
+    if not path.is_file():  # the release has no such file (a fetched data directory): the shared copy does
+        pytest.skip(f"{path} not found: the expected prompts come with the shared copy of the data only")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
         return [json.loads(line) for line in f]
 
 
@@ -542,7 +545,7 @@ def test_default_locations(tmp_path, monkeypatch, no_env):
     work = tmp_path / "repo"
     work.mkdir()
     monkeypatch.chdir(work)
-    monkeypatch.setattr(bdata, "repo_root", lambda: tmp_path / "elsewhere" / "repo")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     with pytest.raises(ConfigError) as err:
         resolve_data_dir()
     msg = str(err.value)
@@ -559,18 +562,21 @@ def test_default_locations(tmp_path, monkeypatch, no_env):
     assert resolve_data_dir() == outer.resolve()
 
 
-def test_default_repo_root_location(tmp_path, monkeypatch, no_env):
+def test_fetched_data_is_found_last(tmp_path, monkeypatch, no_env):
+    """The user data directory ``voirdire data fetch`` writes is the last default, and
+    nothing is looked up relative to where the package is installed."""
     monkeypatch.chdir(tmp_path)
-    root = tmp_path / "x" / "repo"
-    target = tmp_path / "x" / "shared" / "data" / "judging-the-judges"
-    target.mkdir(parents=True)
-    monkeypatch.setattr(bdata, "repo_root", lambda: root)
-    assert resolve_data_dir() == target.resolve()
-
-
-def test_real_repo_root_is_the_checkout():
-    root = bdata.repo_root()
-    assert (root / "benchmarks" / "data.py").is_file()
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    fetched = tmp_path / "xdg" / "voirdire" / "judging-the-judges"
+    assert bdata.default_data_dir() == fetched
+    assert bdata.candidate_data_dirs()[-1] == fetched
+    with pytest.raises(ConfigError, match="voirdire data fetch"):
+        resolve_data_dir()
+    fetched.mkdir(parents=True)
+    assert resolve_data_dir() == fetched.resolve()
+    local = tmp_path / "shared" / "data" / "judging-the-judges"
+    local.mkdir(parents=True)
+    assert resolve_data_dir() == local.resolve()
 
 
 def test_data_dir_fixture_is_usable(data_dir):

@@ -227,7 +227,8 @@ def test_submit_status_stop(cluster, tmp_path):
     out = tmp_path / "submitted"
     job = _write_toml(tmp_path / "lw.toml", _job(out, "submit-test"))
     env = {**cluster["env"], "COLUMNS": "200"}
-    r = _cli("submit", str(job), "--address", cluster["jobs"], "--id", "vd-submit-1", "--env", f"VOIRDIRE_DATA={env['VOIRDIRE_DATA']}", env=env)
+    # as the README writes it: the client hands its data location to the job
+    r = _cli("submit", str(job), "--address", cluster["jobs"], "--id", "vd-submit-1", env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "submitted vd-submit-1" in r.stdout and "SUCCEEDED" in r.stdout
     assert "240 queries" in r.stdout  # the driver's log, streamed back
