@@ -11,16 +11,28 @@ from :func:`voirdire.analysis.uncertainty.bootstrap_sums`.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from voirdire.analysis import mitigation as M
+from voirdire.analysis import reference as R
 from voirdire.analysis.metrics import pairwise_pairs
 from voirdire.analysis.mitigation import VERDICT_KEYS, _both_orders, _flip_flags, as_judgments
 from voirdire.analysis.uncertainty import bootstrap_sums
 
-__all__ = ["EVAL_COLUMNS", "KAPPA_GATE", "evaluate", "markdown_table", "cost_agreement_figure"]
+__all__ = [
+    "EVAL_COLUMNS",
+    "KAPPA_GATE",
+    "evaluate",
+    "markdown_table",
+    "cost_agreement_figure",
+    "run_mitigation",
+    "write_mitigation",
+    "report_section",
+]
 
 KAPPA_GATE = 0.6
 METRICS = ["pc", "pf", "flip", "accuracy", "kappa", "undecided", "cost"]
@@ -237,6 +249,9 @@ def cost_agreement_figure(table: pl.DataFrame, path: str | os.PathLike, title: s
             ax.errorbar(x, y, yerr=err, fmt="o", color=color[s], label=s, alpha=0.8, capsize=2)
         ax.axhline(KAPPA_GATE, ls="--", color="grey", lw=1)
         ax.set_xscale("log")
+        costs = sorted({float(c) for c in part.get_column("cost").to_list() if c == c})
+        ax.set_xticks(costs, [f"{c:g}" for c in costs])
+        ax.minorticks_off()
         ax.set_xlabel("queries per final verdict")
         ax.set_ylabel("Cohen's kappa with the reference")
         ax.set_title(b)
@@ -244,3 +259,98 @@ def cost_agreement_figure(table: pl.DataFrame, path: str | os.PathLike, title: s
     if title:
         fig.suptitle(title)
     return _save(fig, path)
+
+
+# --------------------------------------------------------------------------------------
+# One call: strategies, reference, table, figure, files
+# --------------------------------------------------------------------------------------
+
+
+def run_mitigation(
+    judgments: pl.DataFrame,
+    *,
+    reference: str | pl.DataFrame | None = None,
+    strategies: Sequence[str] | None = None,
+    replicates: int = 1000,
+    beta: float = 0.2,
+    seed: int = 0,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
+    """Apply ``strategies`` (registered names; default
+    :data:`~voirdire.analysis.mitigation.DEFAULT_STRATEGIES`) to ``judgments`` and evaluate
+    them against ``reference`` (``"judge:NAME"``, a labels CSV path, or a reference table;
+    None: no accuracy or kappa).
+
+    With a reference judge, the panels (strategies named ``jury*``) leave it out and its own
+    rows are left out of the table (it would agree with itself by construction).
+
+    Returns:
+        ``(table, annotation, ref)``: :func:`evaluate`'s table; the top-``beta`` BPDE pairs
+        of every judge's per-order verdicts (:func:`~voirdire.analysis.mitigation.
+        select_for_annotation`); the reference table (or None).
+
+    Raises:
+        ConfigError: unknown strategy, a strategy's missing need, a bad reference.
+    """
+    names = list(strategies or M.DEFAULT_STRATEGIES)
+    regs = [M.strategy(n) for n in names]
+    for reg in regs:
+        M.check_needs(reg, judgments)
+    ref = None
+    ref_judge = None
+    if isinstance(reference, pl.DataFrame):
+        ref = reference
+        R.check_reference(ref, judgments)
+    elif reference is not None:
+        ref = R.load_reference(reference, judgments)
+        if reference.startswith("judge:"):
+            ref_judge = reference.split(":", 1)[1]
+    fns = {r.name: (M.without_judges(r.fn, [ref_judge]) if ref_judge and r.name.startswith("jury") else r.fn) for r in regs}
+    verdicts = M.apply_strategies(judgments, fns)
+    if ref_judge:
+        verdicts = verdicts.filter(pl.col("judge") != ref_judge)
+    table = evaluate(verdicts, ref, replicates=replicates, seed=seed)
+    annotation = M.select_for_annotation(M.normalise(judgments), beta=beta)
+    return table, annotation, ref
+
+
+def write_mitigation(table: pl.DataFrame, annotation: pl.DataFrame | None, out: str | os.PathLike) -> dict[str, Path]:
+    """Write ``mitigation.csv`` (the table), ``mitigation.md`` (markdown),
+    ``figures/mitigation_cost_agreement.png`` and ``bpde_annotation.csv`` (the pairs for
+    people, with an empty ``winner`` column) under ``out``; returns their paths by name."""
+    d = Path(out)
+    (d / "figures").mkdir(parents=True, exist_ok=True)
+    paths = {"table": d / "mitigation.csv", "markdown": d / "mitigation.md"}
+    table.write_csv(paths["table"])
+    paths["markdown"].write_text("# Removing position bias\n\n" + markdown_table(table), encoding="utf-8")
+    paths["figure"] = cost_agreement_figure(table, d / "figures" / "mitigation_cost_agreement.png", "cost versus agreement")
+    if annotation is not None:
+        paths["annotation"] = d / "bpde_annotation.csv"
+        annotation.write_csv(paths["annotation"])
+    return paths
+
+
+def report_section(judgments: Sequence[pl.DataFrame], out: str | os.PathLike, replicates: int = 200) -> str:
+    """HTML of the report's "Removing position bias" section: the strategies that need no
+    new query on the report's judgments, without a reference (PC, PF, flip rate, share
+    undecided, cost); ``voirdire mitigate --reference`` adds accuracy and kappa. Writes
+    ``mitigation.csv`` and the figure under ``out``. Empty string without pairwise rows."""
+    import html as _html
+
+    frames = [j for j in judgments if j.height and (j.get_column("mode") == "pairwise").any()]
+    if not frames:
+        return ""
+    j = pl.concat(frames, how="diagonal_relaxed")
+    table, _, _ = run_mitigation(j, replicates=replicates)
+    write_mitigation(table, None, out)
+    cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip"]
+    head = "".join(f"<th>{c}</th>" for c in cols)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_html.escape(f'{v:.3f}' if isinstance(v, float) else str(v))}</td>" for v in r) + "</tr>"
+        for r in table.select(cols).iter_rows()
+    )
+    return (
+        '<h2 id="mitigation">Removing position bias</h2><p class="note">Strategies that need no new query, on these '
+        "judgments (docs/mitigation.md): cost = queries per final verdict; order-combining strategies have PC 1 and "
+        "PF 0 by construction. Agreement with a reference: <code>voirdire mitigate DIR --reference judge:NAME</code>."
+        f"</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )

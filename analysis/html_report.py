@@ -18,6 +18,8 @@ from typing import Any
 
 import polars as pl
 
+from voirdire.analysis.evaluation import report_section
+
 __all__ = ["render_html", "write_html", "html_table", "build_report"]
 
 _CSS = """
@@ -236,6 +238,8 @@ def render_html(study, written: dict[str, Any], title: str = "voirdire report") 
         )
         p.append(html_table(wide, {c: PCT for c in wide.columns if c.startswith("PF")}))
 
+    p.append(written.get("mitigation_html", ""))  # analysis/evaluation.py: report_section
+
     # ---------------------------------------------------------------- files
     p.append("<h2>Files</h2><ul>")
     for name, path in sorted(written.get("tables", {}).items()):
@@ -291,6 +295,7 @@ def build_report(
         tokenizer=tokenizer,
     )
     written = write_study(study, out_dir)
+    written["mitigation_html"] = report_section([d.judgments for d in study.dirs], out_dir, replicates=min(replicates, 200))
     name = title or ("voirdire report: " + ", ".join(p.name for p in paths))
     if len(paths) > 1 or out is not None:
         write_study_markdown(study, out_dir / "report.md", name)
