@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from voirdire.analysis import calibration as _calibration  # noqa: F401 (registers the logprob strategies)
 from voirdire.analysis import mitigation as M
 from voirdire.analysis import reference as R
 from voirdire.analysis.metrics import pairwise_pairs
