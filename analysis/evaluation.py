@@ -21,7 +21,7 @@ from voirdire.analysis import calibration as _calibration  # noqa: F401 (registe
 from voirdire.analysis import mitigation as M
 from voirdire.analysis import reference as R
 from voirdire.analysis.metrics import pairwise_pairs
-from voirdire.analysis.mitigation import VERDICT_KEYS, _both_orders, _flip_flags, as_judgments
+from voirdire.analysis.mitigation import VERDICT_KEYS, pair_orders, flip_flags, as_judgments
 from voirdire.analysis.uncertainty import bootstrap_sums
 
 __all__ = [
@@ -123,7 +123,7 @@ def _question_sums(verdicts: pl.DataFrame, ref: pl.DataFrame | None) -> pl.DataF
         )
     )
     flips = (
-        _flip_flags(_both_orders(po.drop("strategy")))
+        flip_flags(pair_orders(po.drop("strategy")))
         .group_by("benchmark", "judge", *_CELLS, "question_id")
         .agg(pair_ok=pl.col("pair_ok").sum(), flips=pl.col("flip").sum(), _failed=(~pl.col("pair_ok")).sum())
     )

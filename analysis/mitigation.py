@@ -50,6 +50,9 @@ __all__ = [
     "normalise",
     "conform",
     "flip_rate",
+    "pair_orders",
+    "flip_flags",
+    "as_judgments",
     "swap_and_tie",
     "jury_vote",
     "judge_pc",
@@ -161,7 +164,7 @@ def normalise(judgments: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _both_orders(verdicts: pl.DataFrame) -> pl.DataFrame:
+def pair_orders(verdicts: pl.DataFrame) -> pl.DataFrame:
     """Per pair key: ``v1``/``v2`` the verdict with the candidate first/second (null when
     that order is absent; first row if duplicated) and ``queries`` summed."""
     v = verdicts.filter(pl.col("permutation").is_not_null())
@@ -172,7 +175,9 @@ def _both_orders(verdicts: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _flip_flags(pairs: pl.DataFrame) -> pl.DataFrame:
+def flip_flags(pairs: pl.DataFrame) -> pl.DataFrame:
+    """:func:`pair_orders` rows plus ``pair_ok`` (bool: a decided verdict in both orders)
+    and ``flip`` (bool: (win, loss) or (loss, win))."""
     v1, v2 = pl.col("v1"), pl.col("v2")
     ok = v1.is_in(["win", "tie", "loss"]) & v2.is_in(["win", "tie", "loss"])
     flip = ok & (((v1 == "win") & (v2 == "loss")) | ((v1 == "loss") & (v2 == "win")))
@@ -193,7 +198,7 @@ def flip_rate(verdicts: pl.DataFrame) -> pl.DataFrame:
     orders) have no pairs.
     """
     return (
-        _flip_flags(_both_orders(conform(verdicts)))
+        flip_flags(pair_orders(conform(verdicts)))
         .group_by("benchmark", "judge")
         .agg(
             pairs=pl.col("pair_ok").sum().cast(pl.Int64),
@@ -264,7 +269,7 @@ def swap_and_tie(verdicts: pl.DataFrame, on_conflict: str = "tie") -> pl.DataFra
         .then(v1)
         .otherwise(pl.lit(on_conflict))
     )
-    combined = _both_orders(v).select(
+    combined = pair_orders(v).select(
         *VERDICT_KEYS[:-1], verdict=final, queries="queries", permutation=pl.lit(None, dtype=pl.Int64), repetition="repetition"
     )
     return pl.concat([conform(combined), v.filter(pl.col("permutation").is_null())]).sort(VERDICT_KEYS)
