@@ -280,3 +280,23 @@ def test_replica_crash_mid_job_loses_and_duplicates_nothing(job_run):
     assert rows.filter(pl.col("failure") == "actor_crashed").height == 0
     # the scheduler recorded each unit exactly once (the store's dedup would hide a double)
     assert stats.per_judge["tiny-free"]["queries"] == UNITS
+
+
+@pytest.mark.vllm
+@pytest.mark.ray
+@pytest.mark.slow
+def test_logprob_calibration_runs_on_vllm_option_probabilities(job_run):
+    from voirdire.analysis import calibration
+    from voirdire.analysis import mitigation as M
+
+    j = _rows(job_run["judgments"], "tiny-logprobs")
+    keys = [*M.VERDICT_KEYS, "permutation"]
+    raw = M.apply_strategies(j, ["logprob-raw"]).join(M.normalise(j), on=keys, suffix="_letter")
+    answered = raw.filter(pl.col("verdict_letter") != "undecided")
+    assert answered.height > 0 and (answered["verdict"] == answered["verdict_letter"]).all()  # argmax = the recorded choice
+    prior = calibration.slot_prior(j)
+    assert prior["prior"].sum() == pytest.approx(1.0) and prior["instances"].min() > 0
+    both = j.filter(pl.col("option_probs").is_not_null()).group_by(M.VERDICT_KEYS).len().filter(pl.col("len") == 2).height
+    cal = calibration.calibrated_verdicts(j)
+    assert cal.filter(pl.col("queries") == 2).height == both and cal["permutation"].null_count() == cal.height
+    assert calibration.pf_removed(j).height == 1
