@@ -274,6 +274,7 @@ def run_mitigation(
     strategies: Sequence[str] | None = None,
     replicates: int = 1000,
     beta: float = 0.2,
+    labels: str | os.PathLike | pl.DataFrame | None = None,
     seed: int = 0,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     """Apply ``strategies`` (registered names; default
@@ -283,6 +284,11 @@ def run_mitigation(
 
     With a reference judge, the panels (strategies named ``jury*``) leave it out and its own
     rows are left out of the table (it would agree with itself by construction).
+
+    ``labels``: people's verdicts for the pairs BPDE chose (the filled
+    ``bpde_annotation.csv``; :func:`~voirdire.analysis.reference.labels_reference`): each
+    of ``gate`` and ``swap-tie`` run also as ``<name>+labels`` with those pairs' verdicts
+    replaced by people's (:func:`~voirdire.analysis.mitigation.with_labels`).
 
     Returns:
         ``(table, annotation, ref)``: :func:`evaluate`'s table; the top-``beta`` BPDE pairs
@@ -306,6 +312,10 @@ def run_mitigation(
         if reference.startswith("judge:"):
             ref_judge = reference.split(":", 1)[1]
     fns = {r.name: (M.without_judges(r.fn, [ref_judge]) if ref_judge and r.name.startswith("jury") else r.fn) for r in regs}
+    if labels is not None:
+        people = R.labels_reference(labels)
+        R.check_reference(people, judgments)
+        fns |= {f"{n}+labels": M.with_labels(fns[n], people) for n in ("gate", "swap-tie") if n in fns}
     verdicts = M.apply_strategies(judgments, fns)
     if ref_judge:
         verdicts = verdicts.filter(pl.col("judge") != ref_judge)

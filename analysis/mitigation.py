@@ -61,6 +61,7 @@ __all__ = [
     "bpde",
     "select_for_annotation",
     "override",
+    "with_labels",
     "register_strategy",
     "strategy",
     "strategies",
@@ -419,6 +420,16 @@ def override(verdicts: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
     lab = labels.select(*on, "ref_verdict").unique(on, keep="first")
     v = conform(verdicts).join(lab, on=on, how="left")
     return conform(v.with_columns(verdict=pl.coalesce("ref_verdict", "verdict")).drop("ref_verdict"))
+
+
+def with_labels(strategy: Strategy, labels: pl.DataFrame) -> Strategy:
+    """``strategy`` whose final verdicts of the labelled pairs are people's (:func:`override`):
+    the human-in-the-loop step after :func:`select_for_annotation`."""
+
+    def run(judgments: pl.DataFrame) -> pl.DataFrame:
+        return override(strategy(judgments), labels)
+
+    return run
 
 
 # --------------------------------------------------------------------------------------

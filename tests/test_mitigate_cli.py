@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 import voirdire
 from voirdire.analysis import mitigation as M
+from voirdire.analysis import reference as R
 from voirdire.analysis.metrics import pairwise_pairs
 from voirdire.cli import app
 
@@ -78,3 +79,27 @@ def test_mitigate_bad_input(job_dir, tmp_path):
     pl.DataFrame({"question_id": ["81"], "candidate": ["nobody-13b"], "reference": ["vicuna-13b-v1.3"], "winner": ["tie"]}).write_csv(labels)
     r = run(app, ["mitigate", str(d), "--reference", str(labels), "--out", str(tmp_path)])
     assert r.exit_code == 2 and "nobody-13b" in r.output
+
+
+def test_people_labels_for_the_bpde_pairs_are_read_back(job_dir, tmp_path):
+    d, judgments = job_dir
+    out = tmp_path / "first"
+    assert CliRunner().invoke(app, ["mitigate", str(d), "--out", str(out), "--replicates", "50"]).exit_code == 0
+    # "people" answer the chosen pairs as gpt-4-0613 does where it is consistent, else tie
+    ref = R.judge_reference(judgments, "gpt-4-0613").select("question_id", "candidate", "reference", "ref_verdict")
+    ann = (
+        pl.read_csv(out / "bpde_annotation.csv", schema_overrides={"question_id": pl.String, "winner": pl.String})
+        .filter(pl.col("judge") == "gemini-pro")
+        .join(ref, on=["question_id", "candidate", "reference"], how="left")
+        .with_columns(winner=pl.col("ref_verdict").replace_strict({"win": "candidate", "loss": "reference", "tie": "tie"}, default="tie"))
+    )
+    assert ann.height > 0 and ann["bpde"].min() > 0  # the chosen pairs are the order-dependent ones
+    labels = tmp_path / "people.csv"
+    ann.select("question_id", "candidate", "reference", "winner").write_csv(labels)
+    second = tmp_path / "second"
+    r = CliRunner().invoke(app, ["mitigate", str(d), "--reference", "judge:gpt-4-0613", "--labels", str(labels), "--out", str(second), "--replicates", "50"])
+    assert r.exit_code == 0, r.output
+    t = pl.read_csv(second / "mitigation.csv").filter(pl.col("judge") == "gemini-pro")
+    row = {s: t.filter(pl.col("strategy") == s).row(0, named=True) for s in ("gate", "gate+labels", "swap-tie+labels")}
+    assert row["gate+labels"]["undecided"] < row["gate"]["undecided"]
+    assert row["gate+labels"]["cost"] == row["gate"]["cost"] == 2.0  # people's labels cost no query

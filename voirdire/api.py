@@ -191,6 +191,7 @@ def mitigate(
     strategies: list[str] | None = None,
     replicates: int = 1000,
     beta: float = 0.2,
+    labels: str | os.PathLike | None = None,
 ) -> dict[str, Path]:
     """Apply the mitigation strategies that need no new query to finished directories
     (analysed together) and evaluate them (``docs/mitigation.md``); no judge is called.
@@ -204,6 +205,8 @@ def mitigate(
         strategies: registered strategy names (default: every no-query strategy).
         replicates: cluster-bootstrap replicates; beta: share of pairs chosen by BPDE for
             people.
+        labels: the filled ``bpde_annotation.csv`` (people's verdicts): adds
+            ``gate+labels`` and ``swap-tie+labels``, whose labelled pairs take people's verdict.
 
     Returns:
         Paths by name: ``table`` (mitigation.csv), ``markdown`` (mitigation.md), ``figure``
@@ -217,5 +220,5 @@ def mitigate(
     if not output_dirs:
         raise ConfigError("no output directory given")
     judgments = pl.concat([load(d).judgments for d in output_dirs], how="diagonal_relaxed")
-    table, annotation, _ = run_mitigation(judgments, reference=reference, strategies=strategies, replicates=replicates, beta=beta)
+    table, annotation, _ = run_mitigation(judgments, reference=reference, strategies=strategies, replicates=replicates, beta=beta, labels=labels)
     return write_mitigation(table, annotation, Path(out) if out is not None else Path(output_dirs[0]).parent / "mitigation")
