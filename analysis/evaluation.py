@@ -245,7 +245,8 @@ def cost_agreement_figure(table: pl.DataFrame, path: str | os.PathLike, title: s
             if not p.height:
                 continue
             y, lo, hi = (p.get_column(c).to_numpy().astype(float) for c in ("kappa", "kappa_lo", "kappa_hi"))
-            x = p.get_column("cost").to_numpy().astype(float)
+            # a small horizontal offset per strategy keeps strategies of equal cost apart
+            x = p.get_column("cost").to_numpy().astype(float) * (1 + 0.04 * (strategies.index(s) - (len(strategies) - 1) / 2))
             err = np.vstack([np.nan_to_num(y - lo), np.nan_to_num(hi - y)])
             ax.errorbar(x, y, yerr=err, fmt="o", color=color[s], label=s, alpha=0.8, capsize=2)
         ax.axhline(KAPPA_GATE, ls="--", color="grey", lw=1)
