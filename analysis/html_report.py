@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from voirdire.analysis.evaluation import report_section
 from voirdire.analysis.report import write_study_markdown
 from voirdire.analysis.study import MAX_ERROR, RS_MIN, Study, analyze_study, write_study
 
@@ -239,6 +240,8 @@ def render_html(study: Study, written: dict[str, Any], title: str = "voirdire re
         )
         p.append(html_table(wide, {c: PCT for c in wide.columns if c.startswith("PF")}))
 
+    p.append(written.get("mitigation_html", ""))  # analysis/evaluation.py: report_section
+
     # ---------------------------------------------------------------- files
     p.append("<h2>Files</h2><ul>")
     for name, path in sorted(written.get("tables", {}).items()):
@@ -294,6 +297,7 @@ def build_report(
         refresh=out is None,
     )
     written = write_study(study, out_dir)
+    written["mitigation_html"] = report_section([d.judgments for d in study.dirs], out_dir, replicates=min(replicates, 200))
     name = title or ("voirdire report: " + ", ".join(p.name for p in paths))
     if len(paths) > 1 or out is not None:
         write_study_markdown(study, out_dir / "report.md", name)

@@ -9,6 +9,9 @@
   RS_j). Per (judge, task) the questions are drawn within the task (stratified).
   Replicates are weighted sums: a (B × Q) matrix of multinomial counts times per-question
   sufficient statistics, no Python loop over replicates.
+- :func:`bootstrap_sums`: the same cluster bootstrap for any figure computed from
+  per-question sums (ratios of sums, means over cells, a kappa from confusion counts):
+  the mitigation evaluation (``docs/mitigation.md``) uses it.
 - :func:`sign_test`: exact two-sided binomial test (scipy) of primacy against recency among
   a judge's inconsistent pairs, H0: P(primacy | inconsistent) = 1/2. Pairs are treated as
   independent (with repetitions, or many candidates per question, they are not quite).
@@ -17,6 +20,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+
 import numpy as np
 import polars as pl
 from scipy.stats import binomtest
@@ -24,7 +29,7 @@ from scipy.stats import binomtest
 from voirdire.analysis.listwise import listwise_series
 from voirdire.analysis.metrics import pairwise_pairs, query_stability
 
-__all__ = ["CI_COLUMNS", "bootstrap_ci", "sign_test"]
+__all__ = ["CI_COLUMNS", "bootstrap_ci", "bootstrap_sums", "sign_test"]
 
 CI_COLUMNS = ["benchmark", "judge", "task", "metric", "estimate", "lo", "hi", "replicates"]
 
@@ -170,6 +175,59 @@ def bootstrap_ci(
         "replicates": pl.Int64,
     }
     return pl.DataFrame(rows, schema=schema, orient="row").sort("benchmark", "judge", "task", "metric", nulls_last=False)
+
+
+def bootstrap_sums(
+    rows: pl.DataFrame,
+    *,
+    groups: Sequence[str],
+    cells: Sequence[str],
+    values: Sequence[str],
+    statistics: Mapping[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]],
+    replicates: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """Cluster-bootstrap percentile intervals (questions resampled) for figures of sums.
+
+    Args:
+        rows: one row per (``benchmark``, *groups*, *cells*, ``question_id``) with the
+            numeric ``values`` summed over that question's records.
+        groups: columns of one figure (e.g. strategy, judge).
+        cells: columns of the sub-units a figure may average over (e.g. candidate, task;
+            PF is a mean over cells); may be empty.
+        values: the summed columns.
+        statistics: metric name -> function of ``{value: (R, U) array}`` (the replicate's
+            sums per cell; R replicates, U cells) returning an (R,) array; NaN where
+            undefined.
+        replicates, level, seed: as in :func:`bootstrap_ci`. Every group of a benchmark
+            shares the draw of its questions (all questions in ``rows`` for it).
+
+    Returns:
+        ``benchmark``, *groups*, ``metric`` (str), ``estimate`` (float: the statistic on
+        the data), ``lo``, ``hi`` (float; NaN when no replicate is defined), ``replicates``.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for bench in sorted(rows.get_column("benchmark").unique().to_list()):
+        part = rows.filter(pl.col("benchmark") == bench)
+        qids = sorted(part.get_column("question_id").unique().to_list())
+        q_index = {q: i for i, q in enumerate(qids)}
+        nq = len(qids)
+        w = rng.multinomial(nq, np.full(nq, 1.0 / nq), size=replicates).astype(float)
+        one = np.ones((1, nq))
+        for key, grp in part.group_by(list(groups), maintain_order=True):
+            mats = _dense(grp, q_index, nq, list(cells), list(values))
+            est = {c: one @ m.T for c, m in mats.items()}
+            boot = {c: w @ m.T for c, m in mats.items()}
+            for metric, fn in statistics.items():
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    e = float(np.asarray(fn(est))[0])
+                    lo, hi = _interval(np.asarray(fn(boot), dtype=float), level)
+                out.append((bench, *key, metric, e, lo, hi, replicates))
+    schema = {"benchmark": pl.String, **{g: rows.schema[g] for g in groups}, "metric": pl.String,
+              "estimate": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "replicates": pl.Int64}  # fmt: skip
+    return pl.DataFrame(out, schema=schema, orient="row")
 
 
 def sign_test(judgments: pl.DataFrame) -> pl.DataFrame:

@@ -341,3 +341,23 @@ def test_score_mode_bpc_and_mec_end_to_end_on_vllm(score_run):
     # the k samples of one order came from one n-sample request: they differ at temperature 1
     texts = j.group_by("query_id").agg(pl.col("output").n_unique().alias("distinct"))
     assert texts["distinct"].max() >= 2
+
+
+@pytest.mark.vllm
+@pytest.mark.ray
+@pytest.mark.slow
+def test_logprob_calibration_runs_on_vllm_option_probabilities(job_run):
+    from voirdire.analysis import calibration
+    from voirdire.analysis import mitigation as M
+
+    j = _rows(job_run["judgments"], "tiny-logprobs")
+    keys = [*M.VERDICT_KEYS, "permutation"]
+    raw = M.apply_strategies(j, ["logprob-raw"]).join(M.normalise(j), on=keys, suffix="_letter")
+    answered = raw.filter(pl.col("verdict_letter") != "undecided")
+    assert answered.height > 0 and (answered["verdict"] == answered["verdict_letter"]).all()  # argmax = the recorded choice
+    prior = calibration.slot_prior(j)
+    assert prior["prior"].sum() == pytest.approx(1.0) and prior["instances"].min() > 0
+    both = j.filter(pl.col("option_probs").is_not_null()).group_by(M.VERDICT_KEYS).len().filter(pl.col("len") == 2).height
+    cal = calibration.calibrated_verdicts(j)
+    assert cal.filter(pl.col("queries") == 2).height == both and cal["permutation"].null_count() == cal.height
+    assert calibration.pf_removed(j).height == 1

@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from voirdire.analysis.evaluation import run_mitigation, write_mitigation
 from voirdire.analysis.html_report import build_report
 from voirdire.analysis.outputs import analyze_dir
 from voirdire.core import ConfigError
@@ -37,7 +38,7 @@ from voirdire.engine.job import (
 from voirdire.engine.scheduler import RunStats
 from voirdire.engine.spec import JobSpec, load_job, parse_job
 
-__all__ = ["Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report"]
+__all__ = ["Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "mitigate"]
 
 
 @dataclass(frozen=True)
@@ -182,3 +183,44 @@ def report(
         [str(d) for d in output_dirs], out, judge_attributes=judge_attributes, replicates=replicates,
         rs_min=rs_min, max_error=max_error, tokenizer=tokenizer,
     )  # fmt: skip
+
+
+def mitigate(
+    output_dirs: list[str | os.PathLike],
+    *,
+    reference: str | None = None,
+    out: str | os.PathLike | None = None,
+    strategies: list[str] | None = None,
+    replicates: int = 1000,
+    beta: float = 0.2,
+    labels: str | os.PathLike | None = None,
+) -> dict[str, Path]:
+    """Apply the mitigation strategies that need no new query to finished directories
+    (analysed together) and evaluate them (``docs/mitigation.md``); no judge is called.
+
+    Args:
+        output_dirs: finished output directories.
+        reference: ``"judge:NAME"`` (that judge's consistent verdicts: agreement with a
+            judge, not with people) or a CSV of people's labels (question_id, candidate,
+            reference, winner); None: no accuracy or kappa.
+        out: where to write (default: ``mitigation/`` next to the first directory).
+        strategies: registered strategy names (default: every no-query strategy).
+        replicates: cluster-bootstrap replicates; beta: share of pairs chosen by BPDE for
+            people.
+        labels: the filled ``bpde_annotation.csv`` (people's verdicts): adds
+            ``gate+labels`` and ``swap-tie+labels``, whose labelled pairs take people's verdict.
+
+    Returns:
+        Paths by name: ``table`` (mitigation.csv), ``markdown`` (mitigation.md), ``figure``
+        (cost versus agreement, PNG), ``annotation`` (bpde_annotation.csv).
+
+    Raises:
+        FileNotFoundError: a directory is not a voirdire output directory.
+        ConfigError: an unknown strategy, a strategy's missing need (e.g. option_probs),
+            a reference that matches no judge or pair, labels with unknown candidates.
+    """
+    if not output_dirs:
+        raise ConfigError("no output directory given")
+    judgments = pl.concat([load(d).judgments for d in output_dirs], how="diagonal_relaxed")
+    table, annotation, _ = run_mitigation(judgments, reference=reference, strategies=strategies, replicates=replicates, beta=beta, labels=labels)
+    return write_mitigation(table, annotation, Path(out) if out is not None else Path(output_dirs[0]).parent / "mitigation")

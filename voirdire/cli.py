@@ -3,6 +3,7 @@
     voirdire run JOB.toml [JOB2.toml ...] [--address ADDR] [--dry-run] [--retry-failed] [--output-dir DIR]
     voirdire analyze DIR [DIR ...]
     voirdire report DIR [DIR ...] [--out OUT] [--judge-attributes CSV] [--tokenizer PATH]
+    voirdire mitigate DIR [DIR ...] [--reference judge:NAME | --reference labels.csv] [--out OUT] [--strategies a,b] [--labels CSV]
     voirdire submit JOB.toml --address http://HEAD:8265 [--env K=V] [--output-dir DIR] [--no-wait]
     voirdire status [JOB_ID] [--address ...]
     voirdire stop JOB_ID [--address ...]
@@ -151,6 +152,28 @@ def report(
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         _fail(str(exc))
     console.print(f"wrote {path}")
+
+
+@app.command()
+def mitigate(
+    dirs: Annotated[list[Path], typer.Argument(help="Finished output directories (analysed together).")],
+    reference: Annotated[Optional[str], typer.Option(help="judge:NAME (a judge's consistent verdicts) or a labels CSV.")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Where to write; default: mitigation/ next to the first directory.")] = None,
+    strategies: Annotated[Optional[str], typer.Option(help="Comma-separated strategy names; default: all that need no query.")] = None,
+    replicates: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 1000,
+    beta: Annotated[float, typer.Option(help="Share of pairs chosen by BPDE for people.")] = 0.2,
+    labels: Annotated[Optional[Path], typer.Option(help="People's verdicts (filled bpde_annotation.csv): adds gate+labels, swap-tie+labels.")] = None,
+) -> None:
+    """Apply position-bias mitigation strategies to finished judgments; write mitigation.csv, .md and a figure."""
+    from voirdire import api
+
+    names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
+    try:
+        paths = api.mitigate(dirs, reference=reference, out=out, strategies=names, replicates=replicates, beta=beta, labels=labels)
+    except (FileNotFoundError, ValueError, ConfigError) as exc:
+        _fail(str(exc))
+    console.print(paths["markdown"].read_text())
+    console.print("wrote " + ", ".join(str(p) for p in paths.values()))
 
 
 def _parse_env(pairs: list[str] | None) -> dict[str, str]:

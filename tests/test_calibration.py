@@ -1,0 +1,82 @@
+"""Logprob calibration (docs/mitigation.md): synthetic option probabilities with a known
+slot prior, p(letter | order) ∝ π(slot) · q(answer at that slot)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+
+from voirdire.analysis import calibration as C
+from voirdire.analysis import evaluation as E
+from voirdire.analysis import mitigation as M
+from voirdire.core import ConfigError
+
+PRIOR = {"A": 0.8, "B": 0.2}
+
+
+def _table(n=400, prior=PRIOR, tie=None, seed=3, judge="j"):
+    """Both orders of n (question, candidate) pairs; tie: content weight of the tie letter C."""
+    rng = np.random.default_rng(seed)
+    qx, qr = rng.uniform(0.05, 1.0, n), rng.uniform(0.05, 1.0, n)
+    rows, probs = [], []
+    for i in range(n):
+        for first in (True, False):
+            a, b = (qx[i], qr[i]) if first else (qr[i], qx[i])
+            w = {"A": prior["A"] * a, "B": prior["B"] * b}
+            if tie is not None:
+                w["C"] = 0.3 * tie
+            z = sum(w.values())
+            p = {k: v / z for k, v in w.items()}
+            shown = [f"c{i % 5}", "ref"] if first else ["ref", f"c{i % 5}"]
+            rows.append(dict(benchmark="B", judge=judge, question_id=f"q{i // 5}", task="t", candidate=f"c{i % 5}",
+                             reference="ref", shown=shown, repetition=1, mode="pairwise", option_mode=3 if tie else 2,
+                             extracted=max(p, key=p.get), failed=False))  # fmt: skip
+            probs.append(list(p.items()))
+    df = pl.DataFrame(rows)
+    m = pl.from_arrow(pa.array(probs, type=pa.map_(pa.string(), pa.float64())))
+    return df.with_columns(option_probs=m), np.sign(qx - qr)
+
+
+@pytest.mark.parametrize("tie", [None, 1.0])
+def test_slot_prior_recovered_and_pf_removed_exactly(tie):
+    j, truth = _table(tie=tie)
+    prior = C.slot_prior(j)
+    assert dict(zip(prior.get_column("letter"), prior.get_column("prior"))) == pytest.approx(PRIOR, abs=1e-12)
+    r = C.pf_removed(j).row(0, named=True)
+    assert r["pf_raw"] < -0.2  # a strong primacy judge
+    assert r["pf_debiased"] == pytest.approx(0.0, abs=1e-12) and r["removed"] == pytest.approx(1.0)
+    # debiased per-order verdicts do not depend on the order
+    deb = M.flip_rate(C.logprob_verdicts(j)).row(0, named=True)
+    assert deb["flips"] == 0
+    cal = C.calibrated_verdicts(j)
+    assert cal.get_column("queries").unique().to_list() == [2]
+    if tie is None:  # two options: the calibrated verdict is the better answer, every time
+        order = cal.join(
+            pl.DataFrame({"question_id": [f"q{i // 5}" for i in range(len(truth))], "candidate": [f"c{i % 5}" for i in range(len(truth))],
+                          "truth": np.where(truth > 0, "win", "loss")}), on=["question_id", "candidate"])  # fmt: skip
+        assert (order.get_column("verdict") == order.get_column("truth")).all()
+
+
+def test_arithmetic_mean_would_not_be_exact():
+    # the estimator is the log-space mean: the plain mean of p(A) over orders is biased
+    j, _ = _table()
+    plain = C.option_probs_long(j).filter(pl.col("letter") == "A").get_column("prob").mean()
+    assert abs(plain - PRIOR["A"]) > 0.02  # 0.759 here, against 0.8
+
+
+def test_logprob_strategies_in_the_evaluation():
+    j, _ = _table()
+    v = M.apply_strategies(j, ["logprob-raw", "logprob-debiased", "logprob-calibrated"])
+    t = E.evaluate(v, None, replicates=100)
+    pf = dict(zip(t.get_column("strategy"), t.get_column("pf")))
+    assert pf["logprob-raw"] < -0.2 and pf["logprob-debiased"] == pytest.approx(0.0, abs=1e-12) and pf["logprob-calibrated"] == 0.0
+
+
+def test_logprob_strategy_on_a_job_without_option_probs():
+    j, _ = _table()
+    with pytest.raises(ConfigError, match="'logprob-calibrated' needs 'option_probs'"):
+        M.apply_strategies(j.drop("option_probs"), ["logprob-calibrated"])
+    with pytest.raises(ConfigError, match="'logprob-raw' needs 'option_probs'"):
+        M.apply_strategies(j.with_columns(option_probs=None), ["logprob-raw"])
