@@ -20,7 +20,7 @@ import polars as pl
 from voirdire.analysis import calibration as _calibration  # noqa: F401 (registers the logprob strategies)
 from voirdire.analysis import mitigation as M
 from voirdire.analysis import reference as R
-from voirdire.analysis.metrics import pairwise_pairs
+from voirdire.analysis.metrics import PAIRWISE_MODES, pairwise_pairs
 from voirdire.analysis.mitigation import VERDICT_KEYS, pair_orders, flip_flags, as_judgments
 from voirdire.analysis.uncertainty import bootstrap_sums
 
@@ -348,7 +348,7 @@ def report_section(judgments: Sequence[pl.DataFrame], out: str | os.PathLike, re
     ``mitigation.csv`` and the figure under ``out``. Empty string without pairwise rows."""
     import html as _html
 
-    frames = [j for j in judgments if j.height and (j.get_column("mode") == "pairwise").any()]
+    frames = [j for j in judgments if j.height and j.get_column("mode").is_in(PAIRWISE_MODES).any()]
     if not frames:
         return ""
     j = pl.concat(frames, how="diagonal_relaxed")

@@ -36,10 +36,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import polars as pl
 
-from voirdire.analysis.metrics import pairwise_pairs
+from voirdire.analysis.metrics import PAIRWISE_MODES, pairwise_pairs
+from voirdire.analysis.scores import strategy_verdicts as score_strategy
 from voirdire.core import ConfigError
 
 __all__ = [
@@ -137,7 +139,7 @@ def normalise(judgments: pl.DataFrame) -> pl.DataFrame:
     other slot → ``loss``, ``C`` in three-option mode → ``tie``; a failed judgment, a null
     letter or a letter outside the options → ``undecided``.
     """
-    rows = judgments.filter(pl.col("mode") == "pairwise") if "mode" in judgments.columns else judgments
+    rows = judgments.filter(pl.col("mode").is_in(PAIRWISE_MODES)) if "mode" in judgments.columns else judgments
     first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
     x = pl.col("extracted")
     no = pl.col("failed").fill_null(False) | x.is_null()
@@ -514,6 +516,17 @@ register_strategy(
 register_strategy("jury", pipeline(normalise, jury_vote), doc="majority vote over the judges, per order")
 register_strategy("jury-pc", _pc_weighted_jury, doc="vote weighted by each judge's PC, per order")
 register_strategy("jury+swap-tie", pipeline(normalise, jury_vote, swap_and_tie), doc="jury per order, then swap-and-tie")
+
+for _name, _doc in {
+    "score-single": "score mode, one sample in the original order (no calibration; 1 query)",
+    "bpc": "score mode, both orders: each answer's mean score over its positions (Wang et al.; 2 queries)",
+    "mec": "score mode, k evidence samples in the original order averaged (Wang et al.; k queries)",
+    "mec+bpc": "score mode, k samples in each order, all averaged (Wang et al.; 2k queries)",
+}.items():
+    register_strategy(
+        _name, partial(score_strategy, strategy={"score-single": "score", "mec+bpc": "mec_bpc"}.get(_name, _name)),
+        needs=("slot_scores",), doc=_doc,
+    )  # fmt: skip
 
 #: The strategies that need no new query and only pairwise letters (the CLI's default).
 DEFAULT_STRATEGIES = ["single", "swap-tie", "gate", "jury", "jury-pc", "jury+swap-tie"]

@@ -12,7 +12,8 @@ Language Models are not Fair Evaluators" (2023), Section 3:
 - **MEC + BPC**: ``k`` samples in each order, all ``2k`` averaged.
 - **BPDE** (balanced position diversity entropy): the entropy of the ``2k`` normalised
   outcomes (win/tie/loss from the candidate's side) of a pair; the pairs of highest
-  entropy are the ones to give to people (HITLC, top 20 % in the paper).
+  entropy are the ones to give to people (HITLC, top 20 % in the paper). Computed by
+  :func:`voirdire.analysis.mitigation.bpde` over :func:`sample_verdicts`.
 
 Verdicts are written from the candidate's side (``win``, ``tie``, ``loss``; ``undecided``
 when no sample has both scores), as in ``docs/mitigation.md``. Every function is a pure
@@ -126,37 +127,21 @@ def strategy_verdicts(judgments: pl.DataFrame, strategy: str) -> pl.DataFrame:
     return calibrated_verdicts(samples, orders=orders, per_order=k)
 
 
-def bpde(samples: pl.DataFrame) -> pl.DataFrame:
-    """Balanced position diversity entropy of each pair (Wang et al. 2023, Section 3.3).
-
-    Args:
-        samples: :func:`score_samples` output (every order and repetition of a pair: the
-            ``2k`` outcomes of MEC + BPC); failed samples are left out.
-
-    Returns:
-        ``PAIR_KEYS`` + ``bpde`` (f64, nats: ``-Σ p·ln p`` over the shares of win, tie and
-        loss among the pair's outcomes; 0 when they all agree, ``ln 3`` at most) and
-        ``outcomes`` (int), sorted by ``bpde`` descending (the order in which pairs go to
-        people).
-    """
-    counts = samples.filter(pl.col("outcome").is_not_null()).group_by([*PAIR_KEYS, "outcome"]).len()
-    shares = counts.with_columns(p=pl.col("len") / pl.col("len").sum().over(PAIR_KEYS))
-    return (
-        shares.group_by(PAIR_KEYS)
-        .agg(bpde=-(pl.col("p") * pl.col("p").log()).sum(), outcomes=pl.col("len").sum().cast(pl.Int64))
-        .with_columns(pl.col("bpde").abs())  # -0.0 -> 0.0 when all outcomes agree
-        .sort(["bpde", *PAIR_KEYS], descending=[True] + [False] * len(PAIR_KEYS))
-    )
-
-
-def select_for_people(entropy: pl.DataFrame, share: float = 0.2) -> pl.DataFrame:
-    """The top ``share`` of pairs by BPDE (at least one when any pair exists): the pairs to
-    annotate (HITLC; 20 % in Wang et al. 2023).
+def sample_verdicts(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Each score-mode sample as a verdict table row (``voirdire.analysis.mitigation``'s
+    :data:`~voirdire.analysis.mitigation.VERDICT_COLUMNS`): ``verdict`` = the sample's
+    outcome (``undecided`` when it has no scores), ``queries`` 1, ``permutation`` 0 when
+    the candidate was shown first else 1, ``repetition``. BPDE over these rows is Wang et
+    al.'s entropy of the 2k outcomes of MEC + BPC (:func:`voirdire.analysis.mitigation.bpde`).
 
     Raises:
-        ValueError: ``share`` outside (0, 1].
+        ValueError: no score-mode judgment in the table.
     """
-    if not 0.0 < share <= 1.0:
-        raise ValueError(f"share must be in (0, 1], not {share}")
-    n = max(1, round(share * entropy.height)) if entropy.height else 0
-    return entropy.head(n)
+    s = score_samples(judgments)
+    return s.select(
+        *PAIR_KEYS,
+        verdict=pl.col("outcome").fill_null("undecided"),
+        queries=pl.lit(1, dtype=pl.Int64),
+        permutation=pl.when(pl.col("candidate_first")).then(0).otherwise(1).cast(pl.Int64),
+        repetition=pl.col("repetition").cast(pl.Int64),
+    )

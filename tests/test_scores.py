@@ -185,20 +185,27 @@ def test_bpc_and_mec_remove_the_primacy_bonus_and_recover_the_true_winner(primac
 
 
 @pytest.mark.ray
-def test_bpde_ranks_disagreeing_pairs_first(primacy_run):
-    samples = sc.score_samples(primacy_run.judgments)
-    e = sc.bpde(samples)
+def test_bpde_of_the_2k_score_outcomes_ranks_disagreeing_pairs_first(primacy_run):
+    from voirdire.analysis import mitigation as M
+
+    samples = sc.sample_verdicts(primacy_run.judgments)
+    assert samples.height == 2400 * 2 * K and samples["queries"].sum() == samples.height
+    e = M.bpde(samples)
     assert e.height == 2400 and e["outcomes"].unique().to_list() == [2 * K]
-    assert e["bpde"].is_sorted(descending=True)
-    assert 0.0 <= e["bpde"].min() and e["bpde"].max() <= math.log(3) + 1e-12
-    top = e.row(0, named=True)
-    out = samples.filter((pl.col("question_id") == top["question_id"]) & (pl.col("candidate") == top["candidate"]))
-    p = out["outcome"].value_counts()["count"].to_numpy() / out.height
-    assert top["bpde"] == pytest.approx(float(-(p * np.log(p)).sum()))
-    chosen = sc.select_for_people(e, 0.2)
-    assert chosen.height == 480 and chosen["bpde"].min() >= e["bpde"][480]
-    with pytest.raises(ValueError, match="share"):
-        sc.select_for_people(e, 0)
+    assert 0.0 <= e["bpde"].min() and e["bpde"].max() <= math.log2(3) + 1e-12
+    top = e.sort("bpde", descending=True).row(0, named=True)
+    p = np.array([top["wins"], top["ties"], top["losses"]], dtype=float) / (2 * K)
+    p = p[p > 0]
+    assert top["bpde"] == pytest.approx(float(-(p * np.log2(p)).sum()))
+    chosen = M.select_for_annotation(samples, 0.2)
+    assert chosen.height == 480 and chosen["bpde"].min() >= e["bpde"].sort(descending=True)[479]
+    # registered strategies: the score strategies run through the mitigation registry
+    both = M.apply_strategies(primacy_run.judgments, ["score-single", "bpc", "mec", "mec+bpc"])
+    assert dict(both.group_by("strategy").agg(pl.col("queries").first()).iter_rows()) == {
+        "score-single": 1, "bpc": 2, "mec": K, "mec+bpc": 2 * K,
+    }
+    with pytest.raises(ConfigError, match="slot_scores"):
+        M.apply_strategies(primacy_run.judgments.with_columns(slot_scores=None), ["bpc"])
 
 
 def test_strategies_need_score_judgments_and_both_orders():
