@@ -315,8 +315,11 @@ def fetch_release(
     missing_qa = [src for src in QA_FILES.values() if src not in man]
     if missing_qa:
         raise DataError(f"the release manifest lacks the question/answer table {missing_qa[0]!r}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    except OSError as exc:
+        raise DataError(f"cannot write beside the data directory {target}: {exc}; choose another --dest") from None
     report = FetchReport(dest=target)
     try:
         dl = _Downloader(base, work / "raw", man, progress)
@@ -363,6 +366,8 @@ def fetch_release(
             encoding="utf-8",
         )
         _swap_into_place(out, target, work)
+    except OSError as exc:  # disk full, permissions: nothing was put in place
+        raise DataError(f"cannot write the data directory {target}: {exc}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     log(f"wrote {target} ({report.downloaded_bytes / 1e6:.1f} MB downloaded)")
