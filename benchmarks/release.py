@@ -315,8 +315,11 @@ def fetch_release(
     missing_qa = [src for src in QA_FILES.values() if src not in man]
     if missing_qa:
         raise DataError(f"the release manifest lacks the question/answer table {missing_qa[0]!r}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    except OSError as exc:
+        raise DataError(f"cannot write beside the data directory {target}: {exc}; choose another --dest") from None
     report = FetchReport(dest=target)
     try:
         dl = _Downloader(base, work / "raw", man, progress)
@@ -336,23 +339,20 @@ def fetch_release(
                 report.files[LICENSE_FILE] = man[LICENSE_FILE]
             except _NotOnMirror:
                 log("the mirror has no LICENSE (the release is MIT licensed, copyright 2024 Slimshilin)")
-        groups: dict[tuple[str, str, str], list[dict]] = {}
+        groups: dict[tuple[str, str, str], list[pl.DataFrame]] = {}
         for source in plan_records(man, prefer):
             outputs, used = _read_source(dl, source)
             report.files[used] = man[used]
-            rows = groups.setdefault((source.study, source.bench, source.judge), [])
-            for cmp, text in outputs.items():
-                rec: dict = {"cmp_index": cmp}
-                if source.study == "repetition":
-                    rec["repetition"] = source.repetition or 1
-                rec["judgment"] = text
-                rows.append(rec)
-        for (study, bench, judge), rows in groups.items():
-            rows.sort(key=lambda r: (r["cmp_index"], r.get("repetition", 0)))
+            if source.study == "repetition":
+                outputs = outputs.with_columns(pl.lit(source.repetition or 1, pl.Int64).alias("repetition"))
+            groups.setdefault((source.study, source.bench, source.judge), []).append(outputs)
+        for (study, bench, judge), frames in groups.items():
+            keys = ["cmp_index", "repetition"] if study == "repetition" else ["cmp_index"]
+            table = pl.concat(frames).select(*keys, "judgment").sort(keys)
             path = out / "judgments" / study / bench / f"{judge}.jsonl.gz"
             path.parent.mkdir(parents=True, exist_ok=True)
             with gzip.GzipFile(path, "wb", mtime=0) as gz:
-                gz.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8"))
+                table.write_ndjson(gz)
             report.judges.setdefault(f"{study}/{bench}", []).append(judge)
         report.downloaded_bytes = dl.bytes
         (out / MARKER).write_text(
@@ -363,14 +363,17 @@ def fetch_release(
             encoding="utf-8",
         )
         _swap_into_place(out, target, work)
+    except OSError as exc:  # disk full, permissions: nothing was put in place
+        raise DataError(f"cannot write the data directory {target}: {exc}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     log(f"wrote {target} ({report.downloaded_bytes / 1e6:.1f} MB downloaded)")
     return report
 
 
-def _read_source(dl: _Downloader, src: RecordSource) -> tuple[dict[str, str | None], str]:
-    """The outputs of one record source from the first form the mirror has."""
+def _read_source(dl: _Downloader, src: RecordSource) -> tuple[pl.DataFrame, str]:
+    """The outputs of one record source (``cmp_index``, ``judgment``: String) from the first
+    form the mirror has, and the release path read."""
     lacking = []
     for form, path in src.forms:
         try:
@@ -378,9 +381,12 @@ def _read_source(dl: _Downloader, src: RecordSource) -> tuple[dict[str, str | No
         except _NotOnMirror as exc:
             lacking.append(str(exc))
             continue
-        if form == "tsv":
-            return load_record_tsv(data, src.judge, path), path
-        return load_plain_pickle(data, path), path
+        outputs = load_record_tsv(data, src.judge, path) if form == "tsv" else load_plain_pickle(data, path)
+        frame = pl.DataFrame(
+            {"cmp_index": list(outputs), "judgment": list(outputs.values())},
+            schema={"cmp_index": pl.String, "judgment": pl.String},
+        )
+        return frame, path
     raise DataError(
         f"the outputs of {src.judge} ({src.study}, {src.bench}"
         + (f", repetition {src.repetition}" if src.repetition else "")

@@ -7,6 +7,7 @@
     voirdire submit JOB.toml --address http://HEAD:8265 [--env K=V] [--output-dir DIR] [--no-wait]
     voirdire status [JOB_ID] [--address ...]
     voirdire stop JOB_ID [--address ...]
+    voirdire data fetch [--dest DIR] [--base-url URL] [--prefer tsv|pkl] [--if-missing [--try DIR]]
 
 ``run`` validates every job before sending anything, runs them one after another on one
 Ray connection, and prints the per-judge table of all of them. Exit codes: 0 success,
