@@ -123,7 +123,7 @@ class RecordSource:
     forms: tuple[tuple[Form, str], ...]
 
 
-def plan_records(manifest: dict[str, str], prefer: Form = "tsv") -> list[RecordSource]:
+def plan_records(manifest: dict[str, str], prefer: Form = "pkl") -> list[RecordSource]:
     """The judges' output files of a manifest, grouped per (study, benchmark, judge,
     repetition); the preferred form first. Sorted by study, benchmark, judge, repetition."""
     groups: dict[tuple[str, str, str, int | None], dict[str, str]] = {}
@@ -274,7 +274,7 @@ def fetch_release(
     dest: str | os.PathLike[str] | None = None,
     base_url: str | None = None,
     *,
-    prefer: Form = "tsv",
+    prefer: Form = "pkl",
     manifest: str | os.PathLike[str] | dict[str, str] | None = None,
     progress: bool = True,
     log: Callable[[str], None] = lambda s: None,
@@ -414,7 +414,7 @@ def locate_or_fetch(
     base_url: str | None = None,
     *,
     fetch: bool = True,
-    prefer: Form = "tsv",
+    prefer: Form = "pkl",
     progress: bool = True,
     log: Callable[[str], None] = lambda s: None,
 ) -> Path:

@@ -163,9 +163,9 @@ def test_package_manifest_covers_what_voirdire_reads(data_dir):
     assert set(QA_FILES.values()) <= set(man) and "LICENSE" in man
     groups = plan_records(man)
     # 9 judges x (2 benchmarks position bias + 2 benchmarks x 3 repetitions)
-    assert len(groups) == 72 and all([f for f, _ in g.forms] == ["tsv", "pkl"] for g in groups)
+    assert len(groups) == 72 and all([f for f, _ in g.forms] == ["pkl", "tsv"] for g in groups)  # pickles first (67 MB)
     assert {g.judge for g in groups if g.study == "position_bias" and g.bench == "MTBench"} >= set(PB_FORMS)
-    assert [f for f, _ in plan_records(man, "pkl")[0].forms] == ["pkl", "tsv"]
+    assert [f for f, _ in plan_records(man, "tsv")[0].forms] == ["tsv", "pkl"]
     full = data_dir / "release-manifest.tsv"
     if full.is_file():  # every id agrees with the complete manifest of the release
         ref = read_manifest(full)

@@ -267,7 +267,7 @@ app.add_typer(data_app, name="data")
 def data_fetch(
     dest: Annotated[Optional[Path], typer.Option(help="Data directory to write (default: $VOIRDIRE_DATA, else the user data directory).")] = None,
     base_url: Annotated[Optional[str], typer.Option("--base-url", help="Where the release's files are, paths appended as in the repository (default: $VOIRDIRE_RELEASE_URL, else GitHub's raw URLs of the pinned commit).")] = None,
-    prefer: Annotated[str, typer.Option(help="Form of the judges' outputs fetched first: tsv (record_*.tsv) or pkl (tmp.pkl, loaded without executing); the other is the fallback.")] = "tsv",
+    prefer: Annotated[str, typer.Option(help="Form of the judges' outputs fetched first: tsv (record_*.tsv) or pkl (tmp.pkl, loaded without executing); the other is the fallback.")] = "pkl",
     if_missing: Annotated[bool, typer.Option("--if-missing", help="Fetch only when no data directory is found (the usual lookup); print the one in use.")] = False,
     try_dir: Annotated[Optional[str], typer.Option("--try", help="With --if-missing: a directory to use first when it exists here (a cluster client's data location).")] = None,
     progress: Annotated[bool, typer.Option(help="Show download progress bars.")] = True,
