@@ -109,7 +109,7 @@ class ResultStore:
         self.quarantined.append(dest)
         warnings.warn(
             f"unreadable result file {part} ({type(exc).__name__}: {' '.join(str(exc).split())}); {where}. "
-            "Its units count as not done: the next run of the job asks them again.",
+            "Its units count as not done: running the job asks them again.",
             CorruptPartWarning,
             stacklevel=3,
         )
