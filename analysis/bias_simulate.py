@@ -128,16 +128,16 @@ def simulate_bias_judgments(
     ci = np.tile(np.repeat(np.arange(nc), 2 * nr), nq)
     perm = np.tile(np.repeat(np.arange(2), nr), nq * nc)
     rep = np.tile(np.arange(1, nr + 1), nq * nc * 2)
+    qnames = np.array([f"q{i}" for i in range(nq)])
     base = pl.DataFrame(
         {
-            "question_id": [f"q{i}" for i in range(nq)],
-            "task": [f"task-{i % 2}" for i in range(nq)],
+            "question_id": qnames[qi].tolist(),
+            "task": [f"task-{i % 2}" for i in qi.tolist()],
+            "candidate": np.array(cands)[ci].tolist(),
+            "permutation": pl.Series(perm, dtype=pl.Int32),
+            "repetition": pl.Series(rep, dtype=pl.Int32),
+            "_cb": np.repeat(cand_better, 2 * nr),
         }
-    )[qi].with_columns(
-        candidate=pl.Series(cands)[ci],
-        permutation=pl.Series(perm, dtype=pl.Int32),
-        repetition=pl.Series(rep, dtype=pl.Int32),
-        _cb=pl.Series(np.repeat(cand_better, 2 * nr)),
     ).with_columns(
         benchmark=pl.lit(benchmark),
         reference=pl.lit(reference),

@@ -112,12 +112,14 @@ def paired(judgments: pl.DataFrame) -> pl.DataFrame:
     missing = [c for c in PERTURBATION_COLUMNS if c not in judgments.columns]
     if missing:
         raise ValueError(f"judgments lack the perturbation columns {missing}")
-    base = judgments.lazy().with_columns(_v=verdict())
+    # one chunk: polars 2.1 panics (binview index assertion) on this plan over string
+    # columns of several chunks, as tables concatenated from many raw files are
+    base = judgments.rechunk().lazy().with_columns(_v=verdict())
     ctrl = base.filter(pl.col("perturbation") == CONTROL).select(*PAIR_KEYS, pl.col("_v").alias("v_control")).unique(PAIR_KEYS, keep="first")
     pert = base.filter(pl.col("perturbation") != CONTROL)
     last = pl.col("shown").list.len().sub(1)
     slot_idx = pl.col("target_slot").replace_strict({x: i for i, x in enumerate(LETTERS)}, default=None, return_dtype=pl.Int64)
-    return (
+    joined = (
         pert.join(ctrl, on=PAIR_KEYS, how="inner")
         .select(
             *PAIR_KEYS,
@@ -136,16 +138,16 @@ def paired(judgments: pl.DataFrame) -> pl.DataFrame:
             v_perturbed=pl.col("_v"),
         )
         .with_columns(failed=pl.col("v_control").is_null() | pl.col("v_perturbed").is_null())
-        .with_columns(
-            unchanged=pl.when(pl.col("failed")).then(None).otherwise((pl.col("v_control") == pl.col("v_perturbed")).cast(pl.Float64)),
-            s_control=_score_of("v_control", pl.col("target")),
-            s_perturbed=_score_of("v_perturbed", pl.col("target")),
-            c_control=_score_of("v_control", pl.col("better")),
-            c_perturbed=pl.when(pl.col("perturbation_kind") == "fallacy")
-            .then(_other_score("v_perturbed", pl.col("better")))
-            .otherwise(_score_of("v_perturbed", pl.col("better"))),
-        )
         .collect()
+    )
+    return joined.with_columns(
+        unchanged=pl.when(pl.col("failed")).then(None).otherwise((pl.col("v_control") == pl.col("v_perturbed")).cast(pl.Float64)),
+        s_control=_score_of("v_control", pl.col("target")),
+        s_perturbed=_score_of("v_perturbed", pl.col("target")),
+        c_control=_score_of("v_control", pl.col("better")),
+        c_perturbed=pl.when(pl.col("perturbation_kind") == "fallacy")
+        .then(_other_score("v_perturbed", pl.col("better")))
+        .otherwise(_score_of("v_perturbed", pl.col("better"))),
     )
 
 
@@ -172,7 +174,7 @@ def consistency_rate(judgments: pl.DataFrame) -> pl.DataFrame:
         job asked each query fewer than twice).
     """
     keys = ["benchmark", "judge", "instance_id", "permutation"]
-    ctrl = judgments.lazy()
+    ctrl = judgments.rechunk().lazy()  # one chunk: see paired()
     if "perturbation" in judgments.columns:
         ctrl = ctrl.filter(pl.col("perturbation") == CONTROL)
     ctrl = ctrl.with_columns(_v=verdict())
