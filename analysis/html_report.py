@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from voirdire.analysis.bias_report import bias_section
 
 __all__ = ["render_html", "write_html", "html_table", "build_report"]
 
@@ -235,6 +236,8 @@ def render_html(study, written: dict[str, Any], title: str = "voirdire report") 
             "(each pair is two queries). 0.8 is the usual target.</p>"
         )
         p.append(html_table(wide, {c: PCT for c in wide.columns if c.startswith("PF")}))
+
+    p.append(bias_section(written, html_table, _img))  # CALM biases, self-enhancement
 
     # ---------------------------------------------------------------- files
     p.append("<h2>Files</h2><ul>")

@@ -2,7 +2,9 @@
 
 Reads what the engine wrote (``job.json``, ``raw/``) and calls no judge. Writes
 ``judgments.parquet``, ``metrics/judge_metrics.csv``, ``metrics/unit_metrics.csv``, for
-list-wise jobs ``metrics/slot_shares.csv``, and ``report.md``.
+list-wise jobs ``metrics/slot_shares.csv``, for jobs with perturbations
+``metrics/bias_effects.csv``, when a judge's own model is among the candidates
+``metrics/self_enhancement.csv`` (``docs/bias-metrics.md``), and ``report.md``.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import os
 from pathlib import Path
 
 import polars as pl
+from voirdire.analysis.biases import bias_effects, has_perturbations
 from voirdire.analysis.listwise import slot_shares
 from voirdire.analysis.metrics import summarize
 from voirdire.analysis.report import write_markdown_report
+from voirdire.analysis.self_enhancement import has_own_models, self_enhancement
 from voirdire.engine.job import JOB_FILE, load_judgments
 
 #: columns of metrics/judge_metrics.csv and metrics/unit_metrics.csv
@@ -42,6 +46,10 @@ def analyze_dir(output_dir: str | os.PathLike) -> tuple[pl.DataFrame, pl.DataFra
     um.select(UNIT_METRIC_COLUMNS).write_csv(out / "metrics" / "unit_metrics.csv")
     if judgments.filter(pl.col("mode") == "listwise").height:
         slot_shares(judgments).write_csv(out / "metrics" / "slot_shares.csv")
+    if has_perturbations(judgments):
+        bias_effects(judgments).write_csv(out / "metrics" / "bias_effects.csv")
+    if has_own_models(judgments):
+        self_enhancement(judgments).write_csv(out / "metrics" / "self_enhancement.csv")
     meta = json.loads((out / JOB_FILE).read_text())
     write_markdown_report(out / "report.md", meta, judgments, jm, um)
     return jm, um

@@ -32,7 +32,7 @@ import polars as pl
 from voirdire.analysis.metrics import pairwise_pairs
 from voirdire.analysis.uncertainty import cluster_bootstrap
 
-__all__ = ["OWN_MODELS", "SELF_COLUMNS", "pair_scores", "win_rate_deviations", "self_enhancement"]
+__all__ = ["OWN_MODELS", "SELF_COLUMNS", "has_own_models", "pair_scores", "win_rate_deviations", "self_enhancement"]
 
 #: Judge label -> the candidate model that is the judge's own (MT-Bench release).
 OWN_MODELS = {"gpt-4-0613": "gpt-4", "gpt-3.5-turbo-1106": "gpt-3.5-turbo"}
@@ -42,6 +42,15 @@ SELF_COLUMNS = [
     "raw", "raw_lo", "raw_hi", "did", "did_lo", "did_hi", "error_rate", "error_rate_lo", "error_rate_hi",
 ]
 _PAIR = ["benchmark", "question_id", "candidate", "reference", "repetition"]
+
+
+def has_own_models(judgments: pl.DataFrame) -> bool:
+    """True when a judge of :data:`OWN_MODELS` and its own model are both in ``judgments``
+    next to at least one other judge and one other candidate (so self-enhancement can be
+    measured)."""
+    judges = set(judgments.get_column("judge").unique().to_list())
+    cands = set(judgments.get_column("candidate").drop_nulls().unique().to_list())
+    return len(judges) >= 2 and len(cands) >= 2 and any(j in judges and m in cands for j, m in OWN_MODELS.items())
 
 
 def pair_scores(judgments: pl.DataFrame) -> pl.DataFrame:

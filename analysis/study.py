@@ -24,6 +24,7 @@ from typing import Any
 import polars as pl
 from voirdire.analysis import agreement as agr
 from voirdire.analysis import figures as fig
+from voirdire.analysis.bias_report import write_bias
 from voirdire.analysis.metrics import judge_from_units, summarize
 from voirdire.analysis.outputs import analyze_dir
 from voirdire.analysis.regression import StepResult, drop1_tables, factor_regressions
@@ -334,7 +335,8 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
             s = _slug(d.name)
             figs[f"agreement:{d.name}"] = fig.agreement_heatmaps(d.agreement.filter(pl.col("benchmark") == b), fdir / f"agreement_{s}.png", f"{d.name}: agreement between judges")
             figs[f"disagreement:{d.name}"] = fig.disagreement_histogram(d.disagreement.filter(pl.col("benchmark") == b), fdir / f"disagreement_{s}.png", f"{d.name}: disagreement per query")
-    return {"tables": tables, "figures": figs}
+    bias = write_bias(study.dirs, mdir, fdir)  # CALM biases and self-enhancement (docs/bias-metrics.md)
+    return {"tables": tables | bias["tables"], "figures": figs | bias["figures"]}
 
 
 def _slug(s: str) -> str:

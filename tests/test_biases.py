@@ -282,3 +282,27 @@ def test_self_enhancement_on_the_replayed_mtbench_release(data_dir, ray_local, t
     assert g4["did_lo"] > 0 and g35["did_hi"] < 0
     dev = win_rate_deviations(j, replicates=100)
     assert dev.filter(pl.col("metric") == "did").height == 3 * 30
+    # analyze_dir wrote the table, and the report shows it
+    csv = pl.read_csv(tmp_path / "pb" / "metrics" / "self_enhancement.csv")
+    assert csv.get_column("raw").to_list() == pytest.approx(se.get_column("raw").to_list())
+    assert not (tmp_path / "pb" / "metrics" / "bias_effects.csv").exists()  # no perturbation in this job
+    from voirdire.analysis.html_report import build_report
+
+    page = build_report([tmp_path / "pb"], tmp_path / "rep", replicates=200).read_text()
+    assert "Self-enhancement" in page and "gpt-4-0613" in page and 'id="biases"' in page
+
+
+def test_bias_section_of_the_report(tmp_path):
+    from types import SimpleNamespace
+
+    from voirdire.analysis.bias_report import bias_section, write_bias
+    from voirdire.analysis.html_report import _img, html_table
+
+    df = simulate_bias_judgments({"a": ({"repetition_noise": 0.2}, {"bandwagon": 0.3}), "b": ({}, {})}, VARIANTS, n_questions=40)
+    (tmp_path / "m").mkdir()
+    written = write_bias([SimpleNamespace(name="sim job", judgments=df)], tmp_path / "m", tmp_path / "f", replicates=100)
+    assert set(written["tables"]) == {"bias_effects_sim_job"}
+    assert list(written["figures"]) == ["bias:sim_job:SimBench"] and written["figures"]["bias:sim_job:SimBench"].stat().st_size > 5000
+    page = bias_section(written, html_table, _img)
+    assert page.count("<table") == 2 and "data:image/png;base64," in page and "bandwagon-80-worse" in page
+    assert bias_section({"tables": {}, "figures": {}}, html_table, _img) == ""
