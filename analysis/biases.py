@@ -244,6 +244,8 @@ def bias_effects(
         ValueError: the perturbation columns are missing.
     """
     p = paired(judgments)
+    if p.height == 0:
+        return pl.DataFrame(schema={c: pl.String for c in EFFECT_COLUMNS}).select(EFFECT_COLUMNS)
     base = p.with_columns(pl.col("perturbation_param").cast(pl.String), pl.col("target_rule").cast(pl.String))
     allrows = pl.concat([base.with_columns(slot=pl.lit("all")), base.filter(pl.col("slot").is_in(["first", "last"]))])
     keys = [*VARIANT_KEYS, "slot"]

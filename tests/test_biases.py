@@ -280,6 +280,9 @@ def test_self_enhancement_on_the_replayed_mtbench_release(data_dir, ray_local, t
     assert (round(g4["raw"], 3), round(g4["did"], 3)) == (0.206, 0.215)
     assert (round(g35["raw"], 3), round(g35["did"], 3)) == (-0.092, -0.108)
     assert g4["did_lo"] > 0 and g35["did_hi"] < 0
+    quoted = {"gpt-4-0613": (0.141, 0.269, 0.153, 0.275), "gpt-3.5-turbo-1106": (-0.160, -0.028, -0.180, -0.043)}
+    for r in se.iter_rows(named=True):
+        assert (r["raw_lo"], r["raw_hi"], r["did_lo"], r["did_hi"]) == pytest.approx(quoted[r["judge"]], abs=0.0015)
     dev = win_rate_deviations(j, replicates=100)
     assert dev.filter(pl.col("metric") == "did").height == 3 * 30
     # analyze_dir wrote the table, and the report shows it
