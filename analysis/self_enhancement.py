@@ -117,9 +117,8 @@ def win_rate_deviations(
         ``judge``, ``candidate``, ``metric`` (``owr``, ``owr_others``, ``raw``, ``did``,
         ``error_rate``; see the module docstring), ``estimate``, ``lo``, ``hi`` (float),
         ``replicates`` (int), ``n_pairs`` (int: the common pairs of that candidate).
-
-    Raises:
-        ValueError: a benchmark has fewer than two judges or two candidates.
+        Benchmarks with fewer than two judges or two candidates on common pairs are left
+        out (nothing to compare against); the table is empty when none is left.
     """
     sc = pair_scores(judgments)
     out = []
@@ -127,10 +126,12 @@ def win_rate_deviations(
         rows = sc.filter(pl.col("benchmark") == bench).with_columns(n=pl.lit(1.0))
         keys = rows.select("judge", "candidate").unique(maintain_order=True)
         if keys.get_column("judge").n_unique() < 2 or keys.get_column("candidate").n_unique() < 2:
-            raise ValueError(f"self-enhancement needs two judges and two candidates on {bench}")
+            continue
         ci = cluster_bootstrap(rows, ["judge", "candidate"], ["score", "n"], _stat(keys), replicates=replicates, level=level, seed=seed)
         n = rows.group_by("judge", "candidate").agg(n_pairs=pl.len().cast(pl.Int64))
         out.append(ci.join(n, on=["judge", "candidate"], how="left"))
+    if not out:
+        return pl.DataFrame(schema={"benchmark": pl.String, "judge": pl.String, "candidate": pl.String, "metric": pl.String, "estimate": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "replicates": pl.Int64, "n_pairs": pl.Int64})
     return pl.concat(out).sort("benchmark", "judge", "candidate", "metric")
 
 
@@ -157,10 +158,13 @@ def self_enhancement(
         no such judge is present.
     """
     own = dict(OWN_MODELS if own_models is None else own_models)
+    empty = pl.DataFrame(schema={c: (pl.Int64 if c == "n_pairs" else pl.String if c in ("benchmark", "judge", "own_model", "other_judges") else pl.Float64) for c in SELF_COLUMNS})
     present = judgments.filter(pl.col("judge").is_in(list(own)) & pl.col("mode").eq("pairwise"))
     if present.height == 0 or judgments.get_column("judge").n_unique() < 2:
-        return pl.DataFrame(schema={c: (pl.Int64 if c == "n_pairs" else pl.String if c in ("benchmark", "judge", "own_model", "other_judges") else pl.Float64) for c in SELF_COLUMNS})
+        return empty
     dev = win_rate_deviations(judgments, replicates=replicates, level=level, seed=seed)
+    if dev.height == 0:
+        return empty
     mine = pl.DataFrame({"judge": list(own), "own_model": list(own.values())})
     sel = dev.join(mine, left_on=["judge", "candidate"], right_on=["judge", "own_model"], how="semi").rename({"candidate": "own_model"})
     wide = sel.pivot(on="metric", index=["benchmark", "judge", "own_model", "n_pairs"], values=["estimate", "lo", "hi"])

@@ -231,6 +231,10 @@ def test_a_lenient_judge_is_not_self_biased_by_the_difference_in_differences():
     se = self_enhancement(_lenient_panel(1), {"j": "c1"}, replicates=200).row(0, named=True)
     assert se["raw"] == pytest.approx(0.375) and se["did"] == pytest.approx(0.125)
     assert se["error_rate"] == pytest.approx(0.375 / 0.5)
+    # nothing to compare against: an empty table, no error (analyze_dir calls it on any job)
+    one = _lenient_panel(0).filter(pl.col("judge") == "j")
+    assert self_enhancement(one, {"j": "c1"}).height == 0
+    assert self_enhancement(_lenient_panel(0).filter(pl.col("judge") != "k2").with_columns(failed=pl.col("judge") == "k1"), {"j": "c1"}).height == 0
 
 
 def _independent_self_enhancement(j: pl.DataFrame, judge: str, own: str) -> tuple[float, float]:
