@@ -33,6 +33,7 @@ __all__ = [
     "PAIR_KEYS",
     "VARIANT_KEYS",
     "EFFECT_COLUMNS",
+    "control_rows",
     "has_perturbations",
     "verdict",
     "paired",
@@ -71,6 +72,13 @@ EFFECT_COLUMNS = [
 ]
 PERTURBATION_COLUMNS = ["perturbation", "perturbation_kind", "perturbation_param", "target", "target_rule", "target_slot", "better"]
 CONTROL = "control"
+
+
+def control_rows(judgments: pl.DataFrame) -> pl.DataFrame:
+    """The unperturbed rows (``perturbation == "control"``); all rows of a table without the
+    column. Position-bias metrics read these only: a perturbed row would pair with the
+    control row of the other order as if it were the same query."""
+    return judgments.filter(pl.col("perturbation") == CONTROL) if "perturbation" in judgments.columns else judgments
 
 
 def has_perturbations(judgments: pl.DataFrame) -> bool:

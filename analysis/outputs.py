@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 import polars as pl
-from voirdire.analysis.biases import bias_effects, has_perturbations
+from voirdire.analysis.biases import bias_effects, control_rows, has_perturbations
 from voirdire.analysis.listwise import slot_shares
 from voirdire.analysis.metrics import summarize
 from voirdire.analysis.report import write_markdown_report
@@ -40,16 +40,17 @@ def analyze_dir(output_dir: str | os.PathLike) -> tuple[pl.DataFrame, pl.DataFra
     out = Path(output_dir)
     judgments = load_judgments(out)
     judgments.write_parquet(out / "judgments.parquet", compression="zstd")
-    jm, um = summarize(judgments)
+    position = control_rows(judgments)  # position-bias metrics: the unperturbed queries
+    jm, um = summarize(position)
     (out / "metrics").mkdir(exist_ok=True)
     jm.select(JUDGE_METRIC_COLUMNS).write_csv(out / "metrics" / "judge_metrics.csv")
     um.select(UNIT_METRIC_COLUMNS).write_csv(out / "metrics" / "unit_metrics.csv")
-    if judgments.filter(pl.col("mode") == "listwise").height:
-        slot_shares(judgments).write_csv(out / "metrics" / "slot_shares.csv")
+    if position.filter(pl.col("mode") == "listwise").height:
+        slot_shares(position).write_csv(out / "metrics" / "slot_shares.csv")
     if has_perturbations(judgments):
         bias_effects(judgments).write_csv(out / "metrics" / "bias_effects.csv")
     if has_own_models(judgments):
         self_enhancement(judgments).write_csv(out / "metrics" / "self_enhancement.csv")
     meta = json.loads((out / JOB_FILE).read_text())
-    write_markdown_report(out / "report.md", meta, judgments, jm, um)
+    write_markdown_report(out / "report.md", meta, position, jm, um)
     return jm, um

@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import binomtest
 
 from voirdire.analysis.bias_simulate import simulate_bias_judgments
-from voirdire.analysis.biases import bias_effects, consistency_rate, has_perturbations, paired
+from voirdire.analysis.biases import bias_effects, consistency_rate, control_rows, has_perturbations, paired
 from voirdire.analysis.self_enhancement import self_enhancement, win_rate_deviations
 from voirdire.analysis.uncertainty import cluster_bootstrap
 
@@ -126,6 +126,8 @@ def test_the_target_slot_splits_first_and_last():
     p = paired(df)
     assert p.filter(pl.col("permutation") == 0).get_column("slot").unique().to_list() == ["first"]
     assert p.filter(pl.col("permutation") == 1).get_column("slot").unique().to_list() == ["last"]
+    assert control_rows(df).height == df.height // 2 and set(control_rows(df).get_column("perturbation")) == {"control"}
+    assert control_rows(df.drop("perturbation")).height == df.height
     e = bias_effects(df, replicates=50)
     n = dict(zip(e.get_column("slot"), e.get_column("n")))
     assert n["first"] + n["last"] == n["all"] == 10 * 4 * 2
