@@ -22,9 +22,13 @@ mode) is kept as it is and renormalised with the others.
 from __future__ import annotations
 
 import polars as pl
-
 from voirdire.analysis.metrics import pairwise_pairs
-from voirdire.analysis.mitigation import VERDICT_KEYS, as_judgments, conform, register_strategy
+from voirdire.analysis.mitigation import (
+    VERDICT_KEYS,
+    as_judgments,
+    conform,
+    register_strategy,
+)
 
 __all__ = [
     "option_probs_long",

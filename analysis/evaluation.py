@@ -16,12 +16,15 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-
 from voirdire.analysis import calibration as _calibration  # noqa: F401 (registers the logprob strategies)
 from voirdire.analysis import mitigation as M
 from voirdire.analysis import reference as R
 from voirdire.analysis.metrics import PAIRWISE_MODES, pairwise_pairs
-from voirdire.analysis.mitigation import VERDICT_KEYS, pair_orders, flip_flags, as_judgments
+from voirdire.analysis.mitigation import (
+    as_judgments,
+    flip_flags,
+    pair_orders,
+)
 from voirdire.analysis.uncertainty import bootstrap_sums
 
 __all__ = [

@@ -51,8 +51,15 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 from scipy.stats import chi2
+from voirdire.analysis.formulas import (
+    CELL_COLUMNS,
+    CELL_KEYS,
+    LENGTHS,
+    no_verdict,
+    safe_div,
+    with_cell_figures,
+)
 
-from voirdire.analysis.formulas import CELL_COLUMNS, CELL_KEYS, LENGTHS, no_verdict, safe_div, with_cell_figures
 from voirdire.core import LETTERS
 
 __all__ = [

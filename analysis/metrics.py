@@ -47,7 +47,6 @@ import warnings
 from collections.abc import Callable
 
 import polars as pl
-
 from voirdire.analysis.formulas import (
     CELL_COLUMNS,
     CELL_KEYS,

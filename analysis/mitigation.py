@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from functools import partial
 
 import polars as pl
-
 from voirdire.analysis.metrics import PAIRWISE_MODES, pairwise_pairs
 from voirdire.analysis.scores import strategy_verdicts as score_strategy
+
 from voirdire.core import ConfigError
 
 __all__ = [

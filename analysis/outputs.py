@@ -4,7 +4,10 @@ Reads what the engine wrote (``job.json``, ``raw/``) and calls no judge.
 :func:`compute_dir` computes every table in memory and writes nothing (the input may sit
 on a read-only filesystem); :func:`write_dir` writes ``judgments.parquet``,
 ``metrics/judge_metrics.csv``, ``metrics/cell_metrics.csv``, for list-wise jobs
-``metrics/slot_shares.csv``, and ``report.md``; :func:`analyze_dir` does both, in place.
+``metrics/slot_shares.csv``, for jobs with perturbations ``metrics/bias_effects.csv``,
+when a judge's own model is among the candidates ``metrics/self_enhancement.csv``
+(``docs/bias-metrics.md``), and ``report.md``; :func:`analyze_dir` does both, in place.
+Position-bias figures are computed on the control (unperturbed) queries only.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-
+from voirdire.analysis.biases import bias_effects, control_rows, has_perturbations
 from voirdire.analysis.listwise import slot_shares
 from voirdire.analysis.metrics import summarize
 from voirdire.analysis.report import write_markdown_report
+from voirdire.analysis.self_enhancement import has_own_models, self_enhancement
 from voirdire.engine.job import JOB_FILE, load_judgments
 
 __all__ = ["JUDGE_METRIC_COLUMNS", "CELL_METRIC_COLUMNS", "DirTables", "compute_dir", "write_dir", "analyze_dir"]
@@ -43,6 +47,13 @@ class DirTables:
         cell_metrics: :func:`voirdire.analysis.metrics.cell_metrics` columns.
         slot_shares: :func:`voirdire.analysis.listwise.slot_shares` for a job with list-wise
             rows, else ``None``.
+        bias_effects: :func:`voirdire.analysis.biases.bias_effects` for a job with
+            perturbations, else ``None``.
+        self_enhancement: :func:`voirdire.analysis.self_enhancement.self_enhancement` when a
+            judge's own model is among the candidates, else ``None``.
+
+    ``judge_metrics``, ``cell_metrics`` and ``slot_shares`` are computed on the control
+    (unperturbed) queries; ``judgments`` holds every row.
     """
 
     meta: dict[str, Any]
@@ -50,6 +61,8 @@ class DirTables:
     judge_metrics: pl.DataFrame
     cell_metrics: pl.DataFrame
     slot_shares: pl.DataFrame | None
+    bias_effects: pl.DataFrame | None = None
+    self_enhancement: pl.DataFrame | None = None
 
 
 def compute_dir(output_dir: str | os.PathLike) -> DirTables:
@@ -61,9 +74,12 @@ def compute_dir(output_dir: str | os.PathLike) -> DirTables:
     out = Path(output_dir)
     judgments = load_judgments(out)
     meta = json.loads((out / JOB_FILE).read_text())
-    jm, cm = summarize(judgments)
-    shares = slot_shares(judgments) if judgments.filter(pl.col("mode") == "listwise").height else None
-    return DirTables(meta, judgments, jm, cm, shares)
+    position = control_rows(judgments)  # position-bias metrics: the unperturbed queries
+    jm, cm = summarize(position)
+    shares = slot_shares(position) if position.filter(pl.col("mode") == "listwise").height else None
+    effects = bias_effects(judgments) if has_perturbations(judgments) else None
+    own = self_enhancement(judgments) if has_own_models(judgments) else None
+    return DirTables(meta, judgments, jm, cm, shares, effects, own)
 
 
 def write_dir(tables: DirTables, out: str | os.PathLike) -> None:
@@ -74,10 +90,11 @@ def write_dir(tables: DirTables, out: str | os.PathLike) -> None:
     tables.judgments.write_parquet(out / "judgments.parquet", compression="zstd")
     tables.judge_metrics.select(JUDGE_METRIC_COLUMNS).write_csv(out / "metrics" / "judge_metrics.csv")
     tables.cell_metrics.select(CELL_METRIC_COLUMNS).write_csv(out / "metrics" / "cell_metrics.csv")
-    if tables.slot_shares is not None:
-        tables.slot_shares.write_csv(out / "metrics" / "slot_shares.csv")
+    for name, table in (("slot_shares", tables.slot_shares), ("bias_effects", tables.bias_effects), ("self_enhancement", tables.self_enhancement)):
+        if table is not None:
+            table.write_csv(out / "metrics" / f"{name}.csv")
     write_markdown_report(
-        out / "report.md", tables.meta, tables.judgments, tables.judge_metrics, tables.cell_metrics, tables.slot_shares
+        out / "report.md", tables.meta, control_rows(tables.judgments), tables.judge_metrics, tables.cell_metrics, tables.slot_shares
     )
 
 

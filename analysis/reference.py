@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 import polars as pl
-
 from voirdire.analysis.mitigation import normalise, swap_and_tie
+
 from voirdire.core import ConfigError
 
 __all__ = ["REF_COLUMNS", "judge_reference", "labels_reference", "load_reference", "check_reference"]

@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 import statsmodels.api as sm
-
 from voirdire.analysis.formulas import valid
 
 __all__ = [

@@ -8,7 +8,6 @@ from typing import Any
 import polars as pl
 from rich.console import Console
 from rich.table import Table
-
 from voirdire.analysis.formulas import safe_div, valid
 from voirdire.analysis.listwise import listwise_series, slot_shares
 

@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 from scipy.stats import binom
-
 from voirdire.judges.simulated import SimulatedSettings, decide
 
 __all__ = [

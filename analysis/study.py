@@ -25,11 +25,16 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-
 from voirdire.analysis import agreement as agr
 from voirdire.analysis import figures as fig
+from voirdire.analysis.bias_report import write_bias
+from voirdire.analysis.biases import control_rows
 from voirdire.analysis.formulas import CELL_KEYS
-from voirdire.analysis.lengths import cell_token_lengths, load_tokenizer, query_token_lengths
+from voirdire.analysis.lengths import (
+    cell_token_lengths,
+    load_tokenizer,
+    query_token_lengths,
+)
 from voirdire.analysis.metrics import judge_from_cells
 from voirdire.analysis.outputs import compute_dir, write_dir
 from voirdire.analysis.regression import StepResult, drop1_tables, factor_regressions
@@ -116,6 +121,7 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None, refresh: bool)
     if refresh:
         write_dir(tables, path)
     meta, judgments, jm, cm = tables.meta, tables.judgments, tables.judge_metrics, tables.cell_metrics
+    position = control_rows(judgments)  # position-bias figures: the unperturbed queries
     tok = tokenizer or (meta.get("job", {}).get("analysis") or {}).get("tokenizer")
     if tok:
         cm = _with_tokens(cm, judgments, meta, tok)
@@ -126,15 +132,15 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None, refresh: bool)
         judgments=judgments,
         judge_metrics=jm,
         cell_metrics=cm,
-        ci=bootstrap_ci(judgments, replicates=replicates),
-        ci_task=bootstrap_ci(judgments, replicates=replicates, by_task=True),
-        sign=sign_test(judgments),
+        ci=bootstrap_ci(position, replicates=replicates),
+        ci_task=bootstrap_ci(position, replicates=replicates, by_task=True),
+        sign=sign_test(position),
     )
-    if judgments.get_column("judge").n_unique() >= 2:
-        ch = agr.choices(judgments)
-        per_query = agr.query_disagreement(judgments, ch=ch)
-        d.agreement = agr.agreement_matrix(judgments, ch=ch)
-        d.fleiss = agr.fleiss_panel(judgments, ch=ch)
+    if position.get_column("judge").n_unique() >= 2:
+        ch = agr.choices(position)
+        per_query = agr.query_disagreement(position, ch=ch)
+        d.agreement = agr.agreement_matrix(position, ch=ch)
+        d.fleiss = agr.fleiss_panel(position, ch=ch)
         d.disagreement = agr.disagreement_histogram(per_query)
         d.majority = agr.majority_share(per_query)
     return d
@@ -337,7 +343,8 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
             s = _slug(d.name)
             figs[f"agreement:{d.name}"] = fig.agreement_heatmaps(d.agreement.filter(pl.col("benchmark") == b), fdir / f"agreement_{s}.png", f"{d.name}: agreement between judges")
             figs[f"disagreement:{d.name}"] = fig.disagreement_histogram(d.disagreement.filter(pl.col("benchmark") == b), fdir / f"disagreement_{s}.png", f"{d.name}: disagreement per query")
-    return {"tables": tables, "figures": figs}
+    bias = write_bias(study.dirs, mdir, fdir)  # CALM biases and self-enhancement (docs/bias-metrics.md)
+    return {"tables": tables | bias["tables"], "figures": figs | bias["figures"]}
 
 
 def _slug(s: str) -> str:

@@ -15,21 +15,22 @@
 - :func:`sign_test`: exact two-sided binomial test (scipy) of primacy against recency among
   a judge's inconsistent pairs, H0: P(primacy | inconsistent) = 1/2. Pairs are treated as
   independent (with repetitions, or many candidates per question, they are not quite).
+- :func:`cluster_bootstrap`: the same question-cluster bootstrap for any figure built from
+  per-question sums (the bias suite's RR, CR, Δ and self-enhancement use it).
 - The power table lives with the simulator: :func:`voirdire.analysis.simulate.power_table`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import polars as pl
 from scipy.stats import binomtest
-
 from voirdire.analysis.listwise import listwise_series
 from voirdire.analysis.metrics import pairwise_pairs, query_stability
 
-__all__ = ["CI_COLUMNS", "bootstrap_ci", "bootstrap_sums", "sign_test"]
+__all__ = ["CI_COLUMNS", "bootstrap_ci", "bootstrap_sums", "cluster_bootstrap", "sign_test"]
 
 CI_COLUMNS = ["benchmark", "judge", "task", "metric", "estimate", "lo", "hi", "replicates"]
 
@@ -177,6 +178,18 @@ def bootstrap_ci(
     return pl.DataFrame(rows, schema=schema, orient="row").sort("benchmark", "judge", "task", "metric", nulls_last=False)
 
 
+def _question_draws(rows: pl.DataFrame, replicates: int, seed: int) -> Iterator[tuple[str, pl.DataFrame, dict[str, int], int, np.ndarray]]:
+    """Per benchmark (sorted): its rows, the question index, the number of questions Q and
+    the (B × Q) multinomial counts of one cluster-bootstrap draw of its questions."""
+    rng = np.random.default_rng(seed)
+    for bench in sorted(rows.get_column("benchmark").unique().to_list()):
+        part = rows.filter(pl.col("benchmark") == bench)
+        qids = sorted(part.get_column("question_id").unique().to_list())
+        nq = len(qids)
+        w = rng.multinomial(nq, np.full(nq, 1.0 / nq), size=replicates).astype(float)
+        yield bench, part, {q: i for i, q in enumerate(qids)}, nq, w
+
+
 def bootstrap_sums(
     rows: pl.DataFrame,
     *,
@@ -207,14 +220,8 @@ def bootstrap_sums(
         ``benchmark``, *groups*, ``metric`` (str), ``estimate`` (float: the statistic on
         the data), ``lo``, ``hi`` (float; NaN when no replicate is defined), ``replicates``.
     """
-    rng = np.random.default_rng(seed)
     out = []
-    for bench in sorted(rows.get_column("benchmark").unique().to_list()):
-        part = rows.filter(pl.col("benchmark") == bench)
-        qids = sorted(part.get_column("question_id").unique().to_list())
-        q_index = {q: i for i, q in enumerate(qids)}
-        nq = len(qids)
-        w = rng.multinomial(nq, np.full(nq, 1.0 / nq), size=replicates).astype(float)
+    for bench, part, q_index, nq, w in _question_draws(rows, replicates, seed):
         one = np.ones((1, nq))
         for key, grp in part.group_by(list(groups), maintain_order=True):
             mats = _dense(grp, q_index, nq, list(cells), list(values))
@@ -228,6 +235,65 @@ def bootstrap_sums(
     schema = {"benchmark": pl.String, **{g: rows.schema[g] for g in groups}, "metric": pl.String,
               "estimate": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "replicates": pl.Int64}  # fmt: skip
     return pl.DataFrame(out, schema=schema, orient="row")
+
+
+def cluster_bootstrap(
+    rows: pl.DataFrame,
+    units: list[str],
+    values: list[str],
+    stat: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]],
+    *,
+    replicates: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """Cluster-bootstrap percentile intervals (questions resampled) of figures built from sums.
+
+    The machinery of :func:`bootstrap_ci`, for any figure: per benchmark the questions are
+    drawn with replacement (one draw shared by every unit of that benchmark), each value
+    column is summed per (unit, question) and a replicate's sums are ``w @ M.T`` with ``w``
+    the (B × Q) multinomial counts.
+
+    Args:
+        rows: columns ``benchmark``, ``question_id``, the ``units`` columns and the
+            ``values`` columns (numeric; nulls count as 0).
+        units: columns naming a unit (e.g. judge, perturbation); a figure is computed per unit.
+        values: the columns summed per question.
+        stat: maps ``{value: (R, U) array of sums}`` (R replicates, U units in the order of
+            their first appearance in ``rows``) to ``{metric: (R, U) array}``; it must work
+            row by row (R = 1 gives the estimate).
+        replicates: bootstrap replicates B.
+        level: interval coverage (0.95: the 2.5 % and 97.5 % quantiles).
+        seed: numpy seed.
+
+    Returns:
+        One row per (benchmark, unit, metric): ``benchmark``, the ``units`` columns,
+        ``metric`` (str), ``estimate`` (the figure on the data), ``lo``, ``hi`` (float; NaN
+        where no replicate is finite), ``replicates`` (int).
+    """
+    out = []
+    for bench, part, q_index, nq, w in _question_draws(rows, replicates, seed):
+        br = part.with_columns([pl.col(c).fill_null(0).cast(pl.Float64) for c in values])
+        mats = _dense(br, q_index, nq, units, values)
+        keys = br.select(units).unique(maintain_order=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            est = stat({c: np.ones((1, nq)) @ m.T for c, m in mats.items()})
+            boot = stat({c: w @ m.T for c, m in mats.items()})
+        for metric, e in est.items():
+            ci = [_interval(boot[metric][:, u], level) for u in range(keys.height)]
+            out.append(
+                keys.with_columns(
+                    benchmark=pl.lit(bench),
+                    metric=pl.lit(metric),
+                    estimate=pl.Series(e[0], dtype=pl.Float64),
+                    lo=pl.Series([c[0] for c in ci], dtype=pl.Float64),
+                    hi=pl.Series([c[1] for c in ci], dtype=pl.Float64),
+                    replicates=pl.lit(replicates, dtype=pl.Int64),
+                )
+            )
+    if not out:
+        return pl.DataFrame(schema={"benchmark": pl.String, **{u: rows.schema[u] for u in units}, "metric": pl.String, "estimate": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "replicates": pl.Int64})
+    return pl.concat(out).select("benchmark", *units, "metric", "estimate", "lo", "hi", "replicates")
 
 
 def sign_test(judgments: pl.DataFrame) -> pl.DataFrame:

@@ -17,7 +17,12 @@ import string
 from collections.abc import Sequence
 
 import polars as pl
-from voirdire.benchmarks.data import normalise_id, package_templates, require_file, resolve_data_dir
+from voirdire.benchmarks.data import (
+    normalise_id,
+    package_templates,
+    require_file,
+    resolve_data_dir,
+)
 
 from voirdire.core import ConfigError
 

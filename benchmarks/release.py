@@ -44,8 +44,8 @@ from typing import Literal
 import polars as pl
 import pooch
 import requests
-
 from voirdire.benchmarks.data import DATA_ENV, default_data_dir, resolve_data_dir
+
 from voirdire.core import ConfigError, DataError
 
 #: The release's repository and the commit whose files are fetched.

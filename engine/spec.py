@@ -44,7 +44,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from voirdire.judges.replay import recorded_judges
 from voirdire.judges.base import (
     JudgeBackend,
     JudgeContext,
@@ -52,6 +51,7 @@ from voirdire.judges.base import (
     Sampling,
     get_backend,
 )
+from voirdire.judges.replay import recorded_judges
 
 from voirdire.core import ConfigError, content_hash
 

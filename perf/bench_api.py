@@ -34,10 +34,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import voirdire
-from tests.fake_api_server import admin, max_in_window
 from voirdire.judges.api.ratelimit import bucket_for
 from voirdire.judges.api.settings import APISettings
+
+import voirdire
+from tests.fake_api_server import admin, max_in_window
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -28,7 +28,11 @@ from pathlib import Path
 from pydantic import Field
 from voirdire.judges.base import Query, Result
 from voirdire.judges.simulated import SimulatedJudge, SimulatedSettings
-from voirdire.judges.vllm_judge import RequestPlan, VllmJudge, VllmSettings  # import-safe: vLLM loads in the worker
+from voirdire.judges.vllm_judge import (  # import-safe: vLLM loads in the worker
+    RequestPlan,
+    VllmJudge,
+    VllmSettings,
+)
 
 
 def crash_once(after: int | None, answered: int, marker: str | None) -> None:

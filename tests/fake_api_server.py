@@ -37,10 +37,10 @@ Run standalone: ``python tests/fake_api_server.py --port 0`` prints ``PORT <n>``
 from __future__ import annotations
 
 import asyncio
-import re
 import hashlib
 import json
 import math
+import re
 import threading
 import time
 import urllib.request

@@ -21,9 +21,8 @@ import polars as pl
 import pytest
 
 import voirdire
-
-from tests.repo import repo_pythonpath
 from tests.fake_api_server import FakeAPIServer, max_in_window
+from tests.repo import repo_pythonpath
 
 ray = pytest.importorskip("ray")
 

@@ -11,14 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.fake_api_server import FakeAPIServer
 from voirdire.judges.api.cache import ResponseCache
 from voirdire.judges.api.errors import redact
 from voirdire.judges.api.pricing import cost_usd, facts_for, price_for
 from voirdire.judges.api.ratelimit import TokenBucket, bucket_for
 from voirdire.judges.base import JudgeContext, Query, Sampling, get_backend
 
+from tests.fake_api_server import FakeAPIServer
 from voirdire.core import ConfigError, FailureClass
 
 KEYS = {"openai": "sk-test-0penai-SECRETKEY-1234567890", "anthropic": "test-anthropic-key-SECRETKEY-0987654321"}

@@ -7,10 +7,10 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
-
 from voirdire.analysis import calibration as C
 from voirdire.analysis import evaluation as E
 from voirdire.analysis import mitigation as M
+
 from voirdire.core import ConfigError
 
 PRIOR = {"A": 0.8, "B": 0.2}

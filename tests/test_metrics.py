@@ -9,16 +9,16 @@ import numpy as np
 import polars as pl
 import pytest
 from voirdire.analysis.metrics import (
+    CELL_COLUMNS,
     JUDGE_COLUMNS,
     PAIR_COLUMNS,
     RS_COLUMNS,
-    CELL_COLUMNS,
+    cell_metrics,
     judge_from_cells,
     judge_metrics,
     pairwise_pairs,
     repetition_stability,
     summarize,
-    cell_metrics,
 )
 
 REF = "ref"

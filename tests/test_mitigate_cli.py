@@ -9,11 +9,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 from typer.testing import CliRunner
-
-import voirdire
 from voirdire.analysis import mitigation as M
 from voirdire.analysis import reference as R
 from voirdire.analysis.metrics import pairwise_pairs
+
+import voirdire
 from voirdire.cli import app
 
 pytestmark = pytest.mark.ray

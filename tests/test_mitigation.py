@@ -8,13 +8,13 @@ import numpy as np
 import polars as pl
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
-
 from voirdire.analysis import evaluation as E
 from voirdire.analysis import mitigation as M
 from voirdire.analysis import reference as R
 from voirdire.analysis.simulate import simulate_judgments
-from voirdire.core import ConfigError
 from voirdire.judges.simulated import SimulatedSettings
+
+from voirdire.core import ConfigError
 
 
 def _rows(spec, option_mode=3, judge="j", bench="B"):

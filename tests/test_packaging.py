@@ -18,6 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from tests.test_imports import REPO, product_modules
 
 #: a sitecustomize for the wheel's processes: no editable finder; at exit, every loaded

@@ -8,15 +8,15 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-
-import voirdire
 from voirdire.analysis import scores as sc
 from voirdire.benchmarks.base import load_score_templates, score_patterns
 from voirdire.benchmarks.registry import load_benchmark
-from voirdire.core import ConfigError
 from voirdire.engine.spec import parse_job
 from voirdire.judges.extract import extract_scores
 from voirdire.judges.simulated import latent_quality
+
+import voirdire
+from voirdire.core import ConfigError
 
 # ---------------------------------------------------------------------- prompts
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
-
-from voirdire.core import FailureClass
 from voirdire.judges.api.base import APIJudge
 from voirdire.judges.api.settings import Reply
 from voirdire.judges.base import register
+
+from voirdire.core import FailureClass
 
 
 @register

@@ -20,15 +20,21 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, Iterable
 
-from voirdire.core import ConfigError, FailureClass, content_hash
 from voirdire.judges.api.batch import run_batch
 from voirdire.judges.api.cache import ResponseCache, cache_path
-from voirdire.judges.api.errors import MalformedResponse, classify_exception, describe_exception, redact
+from voirdire.judges.api.errors import (
+    MalformedResponse,
+    classify_exception,
+    describe_exception,
+    redact,
+)
 from voirdire.judges.api.pricing import cost_usd, facts_for
 from voirdire.judges.api.ratelimit import get_limiter, retry_after_s
 from voirdire.judges.api.settings import APISettings, Reply
 from voirdire.judges.api.tokens import count_tokens, estimate_prompt_tokens
 from voirdire.judges.base import JudgeBackend, JudgeContext, Query, Result, Sampling
+
+from voirdire.core import ConfigError, FailureClass, content_hash
 
 
 @dataclass

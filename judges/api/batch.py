@@ -19,9 +19,11 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from voirdire.core import FailureClass, slug
 from voirdire.judges.api.errors import classify_exception, describe_exception
 from voirdire.judges.base import Query, Result
+
+from voirdire.core import FailureClass, slug
+
 
 class APIJudge(Protocol):
     """What batch mode needs of its host, :class:`voirdire.judges.api.base.APIJudge` (a

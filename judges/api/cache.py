@@ -17,6 +17,7 @@ from typing import Any
 
 from voirdire.core import content_hash
 
+
 def default_user_cache_dir() -> Path:
     """``$VOIRDIRE_CACHE_DIR``, else ``$XDG_CACHE_HOME/voirdire``, else ``~/.cache/voirdire``."""
     if os.environ.get("VOIRDIRE_CACHE_DIR"):

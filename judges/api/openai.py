@@ -17,12 +17,12 @@ import json
 from typing import Any
 
 import openai
-
-from voirdire.core import ConfigError
 from voirdire.judges.api.base import APIJudge
 from voirdire.judges.api.errors import status_failure
 from voirdire.judges.api.settings import Reply
 from voirdire.judges.base import register
+
+from voirdire.core import ConfigError
 
 
 @register

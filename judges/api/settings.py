@@ -7,7 +7,6 @@ import re
 from dataclasses import dataclass
 
 from pydantic import AliasChoices, Field, field_validator
-
 from voirdire.judges.api.ratelimit import DEFAULT_JITTER_S
 from voirdire.judges.base import JudgeSettings
 

@@ -1,0 +1,328 @@
+"""Metrics of the CALM bias suite: robustness, consistency, accuracy and the directional effect.
+
+Source: Ye et al., "Justice or Prejudice? Quantifying Biases in LLM-as-a-Judge" (CALM,
+2024), and the project's ``docs/bias-metrics.md`` (the directional effect and its tests
+are ours). CALM's method is *attack and detect*: ask the judge on a prompt and on a
+perturbed copy of it, and compare the verdicts.
+
+Input: a judgments table (``engine/schema.py`` JUDGMENT_SCHEMA) with the perturbation
+columns ``perturbation`` (variant id, ``"control"`` for the control), ``perturbation_kind``,
+``perturbation_param``, ``target``, ``target_rule``, ``target_slot`` and ``better``. A
+perturbed row pairs with the control row of the same (benchmark, judge, instance_id,
+permutation, repetition) (:data:`PAIR_KEYS`), so each comparison holds the order of the
+answers fixed and position and content effects stay apart.
+
+Conventions (ours, ``docs/bias-metrics.md``):
+
+- A *verdict* is the chosen model, ``"<tie>"`` for the tie option, or ``"slot:X"`` for a
+  letter outside the slots; a failed query has no verdict and a pair with a failed side is
+  left out of every figure (counted in ``n_failed``).
+- The target's *score* in one verdict is 1 (target chosen), 1/2 (tie) or 0 (another answer).
+- Accuracy counts a tie as half a correct verdict, like the score.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from scipy.stats import binomtest
+from voirdire.analysis.uncertainty import cluster_bootstrap
+
+from voirdire.core import LETTERS
+
+__all__ = [
+    "PAIR_KEYS",
+    "VARIANT_KEYS",
+    "EFFECT_COLUMNS",
+    "control_rows",
+    "has_perturbations",
+    "verdict",
+    "paired",
+    "consistency_rate",
+    "bias_effects",
+]
+
+#: The keys on which a perturbed row meets its control row.
+PAIR_KEYS = ["benchmark", "judge", "instance_id", "permutation", "repetition"]
+#: One perturbation variant (a figure is reported per judge × variant).
+VARIANT_KEYS = ["benchmark", "judge", "perturbation", "perturbation_kind", "perturbation_param", "target_rule"]
+#: Columns of :func:`bias_effects` (and ``metrics/bias_effects.csv``).
+EFFECT_COLUMNS = [
+    *VARIANT_KEYS,
+    "slot",
+    "n",
+    "n_failed",
+    "rr",
+    "rr_lo",
+    "rr_hi",
+    "cr",
+    "p_control",
+    "p_perturbed",
+    "delta",
+    "delta_lo",
+    "delta_hi",
+    "toward",
+    "away",
+    "p_value",
+    "susceptibility",
+    "susceptibility_lo",
+    "susceptibility_hi",
+    "accuracy_control",
+    "accuracy_perturbed",
+    "error_rate",
+]
+PERTURBATION_COLUMNS = ["perturbation", "perturbation_kind", "perturbation_param", "target", "target_rule", "target_slot", "better"]
+CONTROL = "control"
+
+
+def control_rows(judgments: pl.DataFrame) -> pl.DataFrame:
+    """The unperturbed rows (``perturbation == "control"``); all rows of a table without the
+    column. Position-bias metrics read these only: a perturbed row would pair with the
+    control row of the other order as if it were the same query."""
+    return judgments.filter(pl.col("perturbation") == CONTROL) if "perturbation" in judgments.columns else judgments
+
+
+def has_perturbations(judgments: pl.DataFrame) -> bool:
+    """True when ``judgments`` has the perturbation columns and at least one perturbed row."""
+    return "perturbation" in judgments.columns and judgments.filter(pl.col("perturbation") != CONTROL).height > 0
+
+
+def verdict() -> pl.Expr:
+    """The verdict of a judgment row as a string (see the module's conventions); null when failed."""
+    failed = pl.col("failed").fill_null(False) | pl.col("extracted").is_null()
+    return (
+        pl.when(failed)
+        .then(None)
+        .when(pl.col("tie").fill_null(False))
+        .then(pl.lit("<tie>"))
+        .otherwise(pl.coalesce(pl.col("chosen"), pl.format("slot:{}", pl.col("extracted"))))
+    )
+
+
+def paired(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Each perturbed row next to its control row.
+
+    Args:
+        judgments: JUDGMENT_SCHEMA rows with the perturbation columns.
+
+    Returns:
+        One row per perturbed row that has a control: :data:`PAIR_KEYS`, ``question_id``,
+        the perturbation columns, ``shown`` (list[str]), ``slot`` (``"first"`` when the
+        target is in slot ``A``, ``"last"`` when in the last slot, else ``"middle"``; null
+        without a target), ``v_control``/``v_perturbed`` (str verdicts, null when failed),
+        ``failed`` (bool: either side failed), ``unchanged`` (float 0/1), ``s_control``/
+        ``s_perturbed`` (float: the target's score), ``c_control``/``c_perturbed`` (float:
+        correctness, null when ``better`` is unknown; after a ``fallacy`` injection the
+        correct verdict is the other response, CALM's accuracy for fallacy-oversight).
+
+    Raises:
+        ValueError: a perturbation column is missing.
+    """
+    missing = [c for c in PERTURBATION_COLUMNS if c not in judgments.columns]
+    if missing:
+        raise ValueError(f"judgments lack the perturbation columns {missing}")
+    # one chunk: polars 2.1 panics (binview index assertion) on this plan over string
+    # columns of several chunks, as tables concatenated from many raw files are
+    base = judgments.rechunk().lazy().with_columns(_v=verdict())
+    ctrl = base.filter(pl.col("perturbation") == CONTROL).select(*PAIR_KEYS, pl.col("_v").alias("v_control")).unique(PAIR_KEYS, keep="first")
+    pert = base.filter(pl.col("perturbation") != CONTROL)
+    last = pl.col("shown").list.len().sub(1)
+    slot_idx = pl.col("target_slot").replace_strict({x: i for i, x in enumerate(LETTERS)}, default=None, return_dtype=pl.Int64)
+    joined = (
+        pert.join(ctrl, on=PAIR_KEYS, how="inner")
+        .select(
+            *PAIR_KEYS,
+            "question_id",
+            *[c for c in PERTURBATION_COLUMNS if c not in ("perturbation",)],
+            "perturbation",
+            "shown",
+            slot=pl.when(pl.col("target_slot").is_null())
+            .then(None)
+            .when(slot_idx == 0)
+            .then(pl.lit("first"))
+            .when(slot_idx == last)
+            .then(pl.lit("last"))
+            .otherwise(pl.lit("middle")),
+            v_control=pl.col("v_control"),
+            v_perturbed=pl.col("_v"),
+        )
+        .with_columns(failed=pl.col("v_control").is_null() | pl.col("v_perturbed").is_null())
+        .collect()
+    )
+    return joined.with_columns(
+        unchanged=pl.when(pl.col("failed")).then(None).otherwise((pl.col("v_control") == pl.col("v_perturbed")).cast(pl.Float64)),
+        s_control=_score_of("v_control", pl.col("target")),
+        s_perturbed=_score_of("v_perturbed", pl.col("target")),
+        c_control=_score_of("v_control", pl.col("better")),
+        c_perturbed=pl.when(pl.col("perturbation_kind") == "fallacy")
+        .then(_other_score("v_perturbed", pl.col("better")))
+        .otherwise(_score_of("v_perturbed", pl.col("better"))),
+    )
+
+
+def _score_of(col: str, model: pl.Expr) -> pl.Expr:
+    v = pl.col(col)
+    return pl.when(v.is_null() | model.is_null()).then(None).when(v == "<tie>").then(0.5).otherwise((v == model).cast(pl.Float64))
+
+
+def _other_score(col: str, model: pl.Expr) -> pl.Expr:
+    """Score of "any answer but ``model``" (pairwise: the other response)."""
+    v = pl.col(col)
+    return pl.when(v.is_null() | model.is_null()).then(None).when(v == "<tie>").then(0.5).otherwise(((v != model) & ~v.str.starts_with("slot:")).cast(pl.Float64))
+
+
+def consistency_rate(judgments: pl.DataFrame) -> pl.DataFrame:
+    """CALM's consistency rate CR: the control asked twice (repetition 1 against 2), the noise floor.
+
+    ``CR = (1/|D|) Σ 1[y_i = y_i']`` over the (instance, order) items of the control whose
+    two askings both have a verdict (``docs/bias-metrics.md``; CALM draws CR as a dashed
+    line beside RR).
+
+    Returns:
+        Columns ``benchmark``, ``judge``, ``cr_n`` (int items), ``cr`` (float; null when the
+        job asked each query fewer than twice).
+    """
+    keys = ["benchmark", "judge", "instance_id", "permutation"]
+    ctrl = judgments.rechunk().lazy()  # one chunk: see paired()
+    if "perturbation" in judgments.columns:
+        ctrl = ctrl.filter(pl.col("perturbation") == CONTROL)
+    ctrl = ctrl.with_columns(_v=verdict())
+    r1 = ctrl.filter(pl.col("repetition") == 1).select(*keys, v1="_v").unique(keys, keep="first")
+    r2 = ctrl.filter(pl.col("repetition") == 2).select(*keys, v2="_v").unique(keys, keep="first")
+    judges = ctrl.select("benchmark", "judge").unique()
+    both = r1.join(r2, on=keys, how="inner").filter(pl.col("v1").is_not_null() & pl.col("v2").is_not_null())
+    cr = both.group_by("benchmark", "judge").agg(cr_n=pl.len().cast(pl.Int64), cr=(pl.col("v1") == pl.col("v2")).mean())
+    return judges.join(cr, on=["benchmark", "judge"], how="left").with_columns(pl.col("cr_n").fill_null(0)).sort("benchmark", "judge").collect()
+
+
+def _effect_stats(s: dict) -> dict:
+    n, d, u = s["one"], s["d"], s["unchanged"]
+    pc = s["s_control"] / n
+    delta = d / n
+    # the share of the room left that the perturbation takes: Δ/(1 − p_control) toward the
+    # target, Δ/p_control away from it (the simulated judge's susceptibility, docs/bias-metrics.md)
+    sus = delta / (1.0 - pc)
+    sus_away = delta / pc
+    return {"delta": delta, "rr": u / n, "susceptibility": np.where(delta >= 0, sus, sus_away)}
+
+
+def bias_effects(
+    judgments: pl.DataFrame,
+    *,
+    replicates: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """RR, CR, accuracy, error rate and the directional effect Δ per judge × perturbation variant.
+
+    Sources: CALM (Ye et al. 2024) for RR, CR, accuracy and the refinement-aware error rate;
+    ``docs/bias-metrics.md`` for Δ, its interval, its test and the per-slot split (ours).
+
+    For each (benchmark, judge, variant) and ``slot`` in ``"all"``, ``"first"`` (target in
+    slot A), ``"last"`` (target in the last slot), over the (instance, order, repetition)
+    pairs of a perturbed row and its control that both have a verdict:
+
+    - ``rr``: CALM's robustness rate, the share of pairs whose verdict is unchanged;
+      ``rr_lo``/``rr_hi`` its cluster-bootstrap interval over questions.
+    - ``cr``: the judge's consistency rate (:func:`consistency_rate`), the same for every
+      variant of the judge; null with fewer than two repetitions.
+    - ``p_control``/``p_perturbed``: P(target wins), ties as half a win.
+    - ``delta`` = ``p_perturbed − p_control`` (over the same pairs), ``delta_lo``/
+      ``delta_hi`` its cluster-bootstrap percentile interval (questions resampled,
+      :func:`~voirdire.analysis.uncertainty.cluster_bootstrap`).
+    - ``toward``/``away``: discordant pairs whose target score rose / fell; ``p_value``:
+      exact two-sided McNemar test, ``scipy.stats.binomtest(toward, toward + away, 1/2)``
+      (1 without discordant pairs).
+    - ``susceptibility``: Δ / (1 − p_control) when Δ ≥ 0, Δ / p_control when Δ < 0: the
+      share of the verdicts not already at the target's side that the perturbation moves
+      (the simulated judge's susceptibility), with its interval.
+    - ``accuracy_control``/``accuracy_perturbed`` (``fallacy`` and ``cot`` only, where
+      ``better`` is known): share of verdicts that pick the truly better response; after
+      a ``fallacy`` injection the correct verdict is the other response.
+    - ``error_rate`` (``refinement_aware`` only): CALM's ``|ȳ_told − ȳ_untold| / ȳ_untold``
+      with the pairwise win rate of the target (the refined answer) in place of its mean
+      score (the pairwise jobs have no scores): ``|p_perturbed − p_control| / p_control``.
+
+    Variants without a target have ``delta`` and its companions null. ``n``: valid pairs
+    (int), ``n_failed``: pairs left out because a side failed.
+
+    Returns:
+        :data:`EFFECT_COLUMNS`, sorted by benchmark, judge, perturbation, slot.
+
+    Raises:
+        ValueError: the perturbation columns are missing.
+    """
+    p = paired(judgments)
+    if p.height == 0:
+        return pl.DataFrame(schema={c: pl.String for c in EFFECT_COLUMNS}).select(EFFECT_COLUMNS)
+    base = p.with_columns(pl.col("perturbation_param").cast(pl.String), pl.col("target_rule").cast(pl.String))
+    allrows = pl.concat([base.with_columns(slot=pl.lit("all")), base.filter(pl.col("slot").is_in(["first", "last"]))])
+    keys = [*VARIANT_KEYS, "slot"]
+    fails = allrows.group_by(keys).agg(n_failed=pl.col("failed").sum().cast(pl.Int64))
+    ok = allrows.filter(~pl.col("failed"))
+    counts = ok.group_by(keys).agg(
+        n=pl.len().cast(pl.Int64),
+        rr=pl.col("unchanged").mean(),
+        p_control=pl.col("s_control").mean(),
+        p_perturbed=pl.col("s_perturbed").mean(),
+        toward=(pl.col("s_perturbed") > pl.col("s_control")).sum().cast(pl.Int64),
+        away=(pl.col("s_perturbed") < pl.col("s_control")).sum().cast(pl.Int64),
+        accuracy_control=pl.col("c_control").mean(),
+        accuracy_perturbed=pl.col("c_perturbed").mean(),
+    )
+    boot_rows = ok.with_columns(
+        one=pl.lit(1.0),
+        d=(pl.col("s_perturbed") - pl.col("s_control")),
+        s_control=pl.col("s_control"),
+        _key=pl.concat_str([pl.col(k).fill_null("∅") for k in keys], separator="\x1f"),
+    )
+    ci = cluster_bootstrap(
+        boot_rows.select("benchmark", "question_id", "_key", "one", "d", "unchanged", "s_control"),
+        ["_key"],
+        ["one", "d", "unchanged", "s_control"],
+        _effect_stats,
+        replicates=replicates,
+        level=level,
+        seed=seed,
+    )
+    wide = ci.pivot(on="metric", index=["benchmark", "_key"], values=["lo", "hi"])
+    wide = wide.rename({c: _ci_name(c) for c in wide.columns if c not in ("benchmark", "_key")})
+    key_map = boot_rows.select(*keys, "_key").unique("_key")
+    out = (
+        counts.join(fails, on=keys, how="full", coalesce=True, nulls_equal=True)
+        .join(key_map, on=keys, how="left", nulls_equal=True)
+        .join(wide, on=["benchmark", "_key"], how="left")
+        .join(consistency_rate(judgments).select("benchmark", "judge", "cr"), on=["benchmark", "judge"], how="left")
+        .with_columns(pl.col("n").fill_null(0), pl.col("n_failed").fill_null(0), delta=pl.col("p_perturbed") - pl.col("p_control"))
+    )
+    pv = [
+        float(binomtest(a, a + b, 0.5).pvalue) if (a or 0) + (b or 0) > 0 else 1.0
+        for a, b in zip(out.get_column("toward").to_list(), out.get_column("away").to_list())
+    ]
+    has_t = pl.col("p_control").is_not_null()
+    out = out.with_columns(
+        p_value=pl.when(has_t).then(pl.Series(pv, dtype=pl.Float64)),
+        susceptibility=pl.when(pl.col("delta") >= 0)
+        .then(pl.col("delta") / (1.0 - pl.col("p_control")))
+        .otherwise(pl.col("delta") / pl.col("p_control")),
+        error_rate=pl.when(pl.col("perturbation_kind") == "refinement_aware").then((pl.col("delta")).abs() / pl.col("p_control")),
+        accuracy_control=pl.when(pl.col("perturbation_kind").is_in(["fallacy", "cot"])).then(pl.col("accuracy_control")),
+        accuracy_perturbed=pl.when(pl.col("perturbation_kind").is_in(["fallacy", "cot"])).then(pl.col("accuracy_perturbed")),
+    )
+    for c in ("delta_lo", "delta_hi", "susceptibility_lo", "susceptibility_hi", "rr_lo", "rr_hi"):
+        if c not in out.columns:
+            out = out.with_columns(pl.lit(None, dtype=pl.Float64).alias(c))
+    out = out.with_columns(
+        [pl.when(has_t).then(pl.col(c)).alias(c) for c in ("delta_lo", "delta_hi", "susceptibility_lo", "susceptibility_hi")]
+    )
+    order = pl.col("slot").replace_strict({"all": 0, "first": 1, "last": 2}, default=3, return_dtype=pl.Int32)
+    return out.with_columns(_o=order).sort("benchmark", "judge", "perturbation", "_o").select(EFFECT_COLUMNS)
+
+
+def _ci_name(col: str) -> str:
+    """``lo_delta`` or ``delta_lo`` (polars' pivot naming) -> ``delta_lo``."""
+    for side in ("lo", "hi"):
+        for metric in ("delta", "rr", "susceptibility"):
+            if col in (f"{side}_{metric}", f"{metric}_{side}"):
+                return f"{metric}_{side}"
+    return col
