@@ -30,6 +30,7 @@ import asyncio
 import random
 from collections.abc import Sequence
 
+import numpy as np
 from voirdire.benchmarks.base import load_score_templates
 from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, register
 
@@ -92,8 +93,6 @@ def decide(
         probability ``tie_rate`` where offered, else slot 0 with probability ``primacy`` and
         each later slot with ``(1 - primacy) / (slots - 1)``.
     """
-    import numpy as np
-
     sure = u_sure < 1.0 - np.exp(-s.sensitivity * np.asarray(gap, dtype=float))
     tie = np.asarray(tie_offered) & (u_tie < s.tie_rate)
     later = 1 + np.minimum(
@@ -106,8 +105,6 @@ def decide(
 def simulate_choice(s: SimulatedSettings, q: Query) -> str:
     """The simulated verdict letter for one query (deterministic in its inputs): draws the
     query's uniforms from hashes of its ids and applies :func:`decide`."""
-    import numpy as np
-
     p = len(q.shown)
     first = random.Random(_u("draw", s.seed, q.query_id, 1))
     again = random.Random(_u("draw", s.seed, q.query_id, q.repetition))
