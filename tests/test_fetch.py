@@ -201,10 +201,11 @@ def test_fetch_converts_to_the_shared_layout(fetched, mirror, data_dir):
         assert _records(dest, "position_bias", judge) == _records(data_dir, "position_bias", judge), judge
     assert _records(dest, "repetition", REP_JUDGE) == _records(data_dir, "repetition", REP_JUDGE)
     assert report.judges["position_bias/MTBench"] == sorted(PB_FORMS)
-    # the preferred form where the mirror has it, the pickle where it lacks the TSV
+    # the preferred form (the pickle) where the mirror has it, the TSV where it lacks the pickle
     used = json.loads((dest / MARKER).read_text())["files"]
-    assert any(p.endswith("record_gpt-3.5-turbo-1106_3.tsv") for p in used)
-    assert not any("gpt-3.5-turbo-1106_3/tmp.pkl" in p for p in used)
+    assert any("gpt-3.5-turbo-1106_3/tmp.pkl" in p for p in used)
+    assert not any(p.endswith("record_gpt-3.5-turbo-1106_3.tsv") for p in used)
+    assert any(p.endswith("record_gpt-4-0613_3.tsv") for p in used)
     assert any("gemini-pro_3/tmp.pkl" in p for p in used)
     assert report.downloaded_bytes == sum((mirror[2] / p).stat().st_size for p in used)
     _no_leftovers(dest.parent)
