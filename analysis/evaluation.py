@@ -282,7 +282,7 @@ def run_mitigation(
     seed: int = 0,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     """Apply ``strategies`` (registered names; default
-    :data:`~voirdire.analysis.mitigation.DEFAULT_STRATEGIES`) to ``judgments`` and evaluate
+    :func:`~voirdire.analysis.mitigation.default_strategies`) to ``judgments`` and evaluate
     them against ``reference`` (``"judge:NAME"``, a labels CSV path, or a reference table;
     None: no accuracy or kappa).
 
@@ -302,7 +302,7 @@ def run_mitigation(
     Raises:
         ConfigError: unknown strategy, a strategy's missing need, a bad reference.
     """
-    names = list(strategies or M.DEFAULT_STRATEGIES)
+    names = list(strategies or M.default_strategies(judgments))
     regs = [M.strategy(n) for n in names]
     for reg in regs:
         M.check_needs(reg, judgments)

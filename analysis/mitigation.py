@@ -65,6 +65,7 @@ __all__ = [
     "override",
     "with_labels",
     "register_strategy",
+    "default_strategies",
     "strategy",
     "strategies",
     "apply_strategies",
@@ -531,3 +532,12 @@ for _name, _doc in {
 #: The strategies that need no new query and only pairwise letters (the CLI's default).
 DEFAULT_STRATEGIES = ["single", "swap-tie", "gate", "jury", "jury-pc", "jury+swap-tie"]
 
+#: Score-mode strategies (Wang et al. 2023), run by default on judgments with scores.
+SCORE_STRATEGIES = ["score-single", "bpc", "mec", "mec+bpc"]
+
+
+def default_strategies(judgments: pl.DataFrame) -> list[str]:
+    """The strategies run when none are named: :data:`DEFAULT_STRATEGIES`, plus the score
+    strategies (:data:`SCORE_STRATEGIES`) when the judgments hold scores (score mode)."""
+    scored = "slot_scores" in judgments.columns and judgments.get_column("slot_scores").null_count() < judgments.height
+    return DEFAULT_STRATEGIES + (SCORE_STRATEGIES if scored else [])

@@ -25,7 +25,7 @@ import polars as pl
 
 from voirdire.analysis.evaluation import run_mitigation, write_mitigation
 from voirdire.analysis.html_report import build_report
-from voirdire.analysis.outputs import analyze_dir
+from voirdire.analysis.outputs import analyze_dir, compute_dir
 from voirdire.core import ConfigError
 from voirdire.engine.job import (
     JOB_FILE,
@@ -221,6 +221,6 @@ def mitigate(
     """
     if not output_dirs:
         raise ConfigError("no output directory given")
-    judgments = pl.concat([load(d).judgments for d in output_dirs], how="diagonal_relaxed")
+    judgments = pl.concat([compute_dir(d).judgments for d in output_dirs], how="diagonal_relaxed")  # inputs untouched
     table, annotation, _ = run_mitigation(judgments, reference=reference, strategies=strategies, replicates=replicates, beta=beta, labels=labels)
     return write_mitigation(table, annotation, Path(out) if out is not None else Path(output_dirs[0]).parent / "mitigation")
