@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 import polars as pl
 from voirdire.benchmarks.base import SAMPLES, Benchmark, load_listwise_templates
+from voirdire.benchmarks.perturb import PromptEdit
 from voirdire.benchmarks.data import (
     load_templates,
     normalise_id,
@@ -197,10 +198,21 @@ class DevBench(Benchmark):
             self._heads[key] = head
         return head
 
+    instruction_anchor = "Question: \n\n<Question Start>"
+    slot_label_template = "Response {k}"
+
     def build_prompt(
-        self, question_id: str, shown: Sequence[str], option_mode: int, mode: str = "pairwise"
+        self,
+        question_id: str,
+        shown: Sequence[str],
+        option_mode: int,
+        mode: str = "pairwise",
+        edit: PromptEdit | None = None,
     ) -> str:
         """The full judge prompt (one user message) with ``shown[0]`` as Response 1.
+
+        ``edit``: a perturbation (:meth:`~voirdire.benchmarks.base.Benchmark.apply_edit`);
+        the instruction sentence goes before the question block.
 
         List-wise (``mode="listwise"``, 3 to 8 models, option mode p or p + 1): see the
         module docstring; built by :meth:`_build_listwise`.
@@ -217,9 +229,27 @@ class DevBench(Benchmark):
             KeyError: unknown question or model.
         """
         self.check_request(question_id, shown, option_mode, mode)
+        if edit is not None:
+            answers = edit.answers or {}
+            if mode == "listwise":
+                prompt = self._build_listwise(question_id, shown, option_mode, answers)
+            else:
+                prompt = self._build_pairwise(question_id, shown[0], shown[1], option_mode, answers)
+            return self.apply_edit(prompt, edit)
         if mode == "listwise":
             return self._build_listwise(question_id, shown, option_mode)
         return self._build_pairwise(question_id, shown[0], shown[1], option_mode)
+
+    def question_text(self, question_id: str) -> str:
+        """The question as shown in the prompt's question block."""
+        before, after = self._question_block
+        return self._rows[question_id][1][len(before) : len(self._rows[question_id][1]) - len(after)]
+
+    def rename_slots(self, prompt: str, names: Sequence[str]) -> str:
+        """Each ``Response k:`` heading becomes ``Response k (<model>):``."""
+        for k, name in enumerate(names, start=1):
+            prompt = prompt.replace(f"Response {k}: \n\n<Response {k} Start>", f"Response {k} ({name}): \n\n<Response {k} Start>", 1)
+        return prompt
 
     def _lw_head(self, qid: str, p: int, option_mode: int) -> str:
         """List-wise prefix (guidance filled) + options + suffix + question block."""
@@ -249,16 +279,21 @@ class DevBench(Benchmark):
             self._lw_blocks[k] = block
         return block
 
-    def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int) -> str:
+    def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int, answers=None) -> str:
         parts = [self._lw_head(qid, len(shown), option_mode)]
         for k, m in enumerate(shown, start=1):
             before, after = self._lw_block(k)
-            parts += (before, self._answers[(qid, m)], after)
+            parts += (before, answers[m][0] if answers and m in answers else self._answers[(qid, m)], after)
         parts.append(self._rows[qid][2])
         return "".join(parts)
 
-    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int) -> str:
+    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int, answers=None) -> str:
         (r1b, r1a), (r2b, r2a) = self._response_blocks
+        if answers:
+            return "".join(
+                (self._head(qid, option_mode), r1b, answers[a][0] if a in answers else self._answers[(qid, a)], r1a,
+                 r2b, answers[b][0] if b in answers else self._answers[(qid, b)], r2a, self._rows[qid][2])
+            )
         return "".join(
             (
                 self._head(qid, option_mode),

@@ -34,6 +34,7 @@ from voirdire.benchmarks.base import (
     join_options,
     load_listwise_templates,
 )
+from voirdire.benchmarks.perturb import PromptEdit
 from voirdire.benchmarks.data import (
     load_templates,
     normalise_id,
@@ -194,10 +195,21 @@ class MTBench(Benchmark):
 
     # ------------------------------------------------------------------ prompts
 
+    instruction_anchor = "\n\n<|The Start of "
+    slot_label_template = "Assistant {letter}"
+
     def build_prompt(
-        self, question_id: str, shown: Sequence[str], option_mode: int, mode: str = "pairwise"
+        self,
+        question_id: str,
+        shown: Sequence[str],
+        option_mode: int,
+        mode: str = "pairwise",
+        edit: PromptEdit | None = None,
     ) -> str:
         """The full judge prompt (one user message) with ``shown[0]`` as Assistant A.
+
+        ``edit``: a perturbation (:meth:`~voirdire.benchmarks.base.Benchmark.apply_edit`);
+        the instruction sentence goes after the instructions, before the first block.
 
         List-wise (``mode="listwise"``, 3 to 8 models, option mode p or p + 1): see the
         module docstring; built by :meth:`_build_listwise`.
@@ -214,9 +226,30 @@ class MTBench(Benchmark):
             KeyError: unknown question or model.
         """
         self.check_request(question_id, shown, option_mode, mode)
+        if edit is not None:
+            answers = edit.answers or {}
+            if mode == "listwise":
+                prompt = self._build_listwise(question_id, shown, option_mode, answers)
+            else:
+                prompt = self._build_pairwise(question_id, shown[0], shown[1], answers)
+            return self.apply_edit(prompt, edit)
         if mode == "listwise":
             return self._build_listwise(question_id, shown, option_mode)
         return self._build_pairwise(question_id, shown[0], shown[1])
+
+    def question_text(self, question_id: str) -> str:
+        """The second question (the judged turn)."""
+        return self._rows[question_id][2]
+
+    def rename_slots(self, prompt: str, names: Sequence[str]) -> str:
+        """Each ``Assistant X`` of the conversation blocks becomes ``Assistant X (<model>)``."""
+        for letter, name in zip(LETTERS, names):
+            prompt = (
+                prompt.replace(f"<|The Start of Assistant {letter}'s", f"<|The Start of Assistant {letter} ({name})'s")
+                .replace(f"<|The End of Assistant {letter}'s", f"<|The End of Assistant {letter} ({name})'s")
+                .replace(f"### Assistant {letter}:", f"### Assistant {letter} ({name}):")
+            )
+        return prompt
 
     def _lw_head(self, kind: str, p: int, option_mode: int) -> str:
         key = (kind, p, option_mode)
@@ -235,7 +268,7 @@ class MTBench(Benchmark):
             self._lw_heads[key] = head
         return head
 
-    def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int) -> str:
+    def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int, answers=None) -> str:
         template, q1, q2, r1, r2 = self._rows[qid]
         kind = "math" if template is self._templates["math"] else "general"
         blocks = []
@@ -243,6 +276,9 @@ class MTBench(Benchmark):
             blocks.append(fill_fields(self._lw_ref, (q1, r1, q2, r2)))
         cache = self._lw_blocks
         for letter, m in zip(LETTERS, shown):
+            if answers and m in answers:  # a rewritten answer (perturbation): not cached here
+                blocks.append(fill_fields(self._lw_conv, (letter, q1, *answers[m][:1], q2, *answers[m][1:])))
+                continue
             block = cache.get((qid, letter, m))
             if block is None:  # bounded by questions x slots x models of the table
                 a1, a2 = self._answers[(qid, m)]
@@ -250,9 +286,9 @@ class MTBench(Benchmark):
             blocks.append(block)
         return self._lw_head(kind, len(shown), option_mode) + "\n\n" + "\n\n\n".join(blocks)
 
-    def _build_pairwise(self, qid: str, a: str, b: str) -> str:
+    def _build_pairwise(self, qid: str, a: str, b: str, answers=None) -> str:
         template, q1, q2, r1, r2 = self._rows[qid]
-        a1, a2 = self._answers[(qid, a)]
-        b1, b2 = self._answers[(qid, b)]
+        a1, a2 = answers[a] if answers and a in answers else self._answers[(qid, a)]
+        b1, b2 = answers[b] if answers and b in answers else self._answers[(qid, b)]
         # Same order as _FIELDS; equal to template.format(question_1=q1, ...) (parsed once).
         return fill_fields(template, (q1, q2, a1, a2, b1, b2, r1, r2))
