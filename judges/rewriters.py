@@ -19,10 +19,11 @@ backends here need no model; they read the original answer back from the prompt:
 
 from __future__ import annotations
 
+import asyncio
 from typing import ClassVar
 
 from voirdire.benchmarks.perturb import ANSWER_KINDS, original_of
-from voirdire.judges.base import JudgeBackend, Query, Result, register
+from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, register
 
 from voirdire.core import stable_int
 
@@ -79,8 +80,17 @@ def lengthen(answer: str, ratio: float) -> str:
     return "\n\n".join(out)
 
 
+class OfflineRewriterSettings(JudgeSettings):
+    """``latency_s``: seconds of delay per batch (tests of interrupted rewrite stages; not
+    part of the rewriter's identity)."""
+
+    latency_s: float = 0.0
+
+
 class _OfflineRewriter(JudgeBackend):
+    Settings = OfflineRewriterSettings
     needs_prompt = True
+    identity_exclude = ("latency_s",)
     #: answer kinds this rewriter can do
     rewrite_kinds: ClassVar[tuple[str, ...]] = ()
 
@@ -92,6 +102,8 @@ class _OfflineRewriter(JudgeBackend):
         raise NotImplementedError
 
     async def judge(self, queries: list[Query]) -> list[Result]:
+        if self.settings.latency_s:  # type: ignore[attr-defined]
+            await asyncio.sleep(self.settings.latency_s)  # type: ignore[attr-defined]
         out = []
         for q in queries:
             kind, param = _kind_param(q)
