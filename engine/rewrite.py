@@ -53,8 +53,8 @@ def resolve_rewriters(job: JobSpec) -> dict[str, ResolvedJudge]:
     """Bind each ``[[rewriters]]`` entry to its backend.
 
     Raises:
-        ConfigError: a backend that cannot generate (e.g. ``replay``), bad settings,
-            repeated names.
+        ConfigError: a backend that cannot generate (e.g. ``replay``), bad settings, a
+            constrained verdict mode, repeated names.
     """
     out: dict[str, ResolvedJudge] = {}
     for spec in job.rewriters:
@@ -66,7 +66,12 @@ def resolve_rewriters(job: JobSpec) -> dict[str, ResolvedJudge]:
                 f"use one of {', '.join(REWRITER_BACKENDS)}"
             )
         mapped = spec.model_copy(update={"backend": REWRITER_BACKENDS[spec.backend]})
-        out[spec.name] = ResolvedJudge(mapped, job)
+        rj = ResolvedJudge(mapped, job)
+        mode = getattr(rj.settings, "verdict_mode", "free")
+        if mode != "free":
+            raise ConfigError(f"rewriter {spec.name!r}: verdict_mode = {mode!r} constrains the output to a verdict "
+                              "letter; a rewriter generates free text (leave verdict_mode unset)")
+        out[spec.name] = rj
     return out
 
 
