@@ -43,6 +43,8 @@ from voirdire.engine.units import (
 )
 from voirdire.judges.extract import extract_verdicts
 
+from voirdire.core import ConfigError
+
 JOB_FILE = "job.json"
 
 
@@ -118,6 +120,13 @@ def plan_job(job: JobSpec) -> JobPlan:
         quality_identity=quality_identity(job.benchmark.quality, by_name),
     )
     check_rewriters(variants, rewriters)
+    replayed = [rj.name for rj in judges if rj.spec.backend == "replay"]
+    if len(variants) > 1 and replayed:
+        raise ConfigError(
+            f"judge(s) {', '.join(map(repr, replayed))}: a replay judge has recorded outputs of the unperturbed "
+            "prompts only and cannot answer perturbations; use it in a job without [[perturbations]] (or as "
+            "benchmark.quality = \"replay:<recorded judge>\")"
+        )
     if job.benchmark.quality:
         inst = with_quality(inst, job.benchmark.quality, bench=bench, judges=by_name, data_dir=str(data_dir))
     needed = plan_rewrites(bench, inst, variants, rewriters)

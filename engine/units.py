@@ -283,17 +283,35 @@ class PromptCache:
         self._texts: OrderedDict[tuple, str] = OrderedDict()
         self._chars = 0
         self._lens: OrderedDict[tuple, tuple[int, int]] = OrderedDict()
+        self._last: tuple[tuple, str] | None = None  # the last control prompt built
 
     def _build(self, key: tuple, keep_text: bool = True, edit: PromptEdit | None = None) -> str:
         question_id, shown, option_mode, mode = key[:4]
-        prompt = self.bench.build_prompt(question_id, shown, option_mode, mode=mode, edit=edit)
+        if edit is not None and not edit.answers:
+            # an instruction/name edit of the control prompt, which was just built (units
+            # come control first, then the variants of the same order): edit that text
+            base_key = key[:4]
+            if self._last is not None and self._last[0] == base_key:
+                base = self._last[1]
+            else:
+                base = self._texts.get(base_key) or self.bench.build_prompt(question_id, shown, option_mode, mode=mode)
+            prompt = self.bench.apply_edit(base, edit)
+        else:
+            prompt = self.bench.build_prompt(question_id, shown, option_mode, mode=mode, edit=edit)
+            if edit is None:
+                self._last = (key, prompt)
         if keep_text and len(prompt) <= self.max_chars:
             self._texts[key] = prompt
             self._chars += len(prompt)
             while self._chars > self.max_chars:
                 _, old = self._texts.popitem(last=False)
                 self._chars -= len(old)
-        self._lens[key] = (len(prompt), self.bench.output_chars(question_id, shown, edit.answers if edit else None))
+        if edit is None or edit.answers:
+            out_chars = self.bench.output_chars(question_id, shown, edit.answers if edit else None)
+        else:  # the answers are the control's
+            got = self._lens.get(key[:4])
+            out_chars = got[1] if got is not None else self.bench.output_chars(question_id, shown)
+        self._lens[key] = (len(prompt), out_chars)
         if len(self._lens) > self.maxsize:
             self._lens.popitem(last=False)
         return prompt

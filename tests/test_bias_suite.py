@@ -37,6 +37,8 @@ def job_dict(tmp_path, **over):
                    {"name": "s", "backend": "simulated", "primacy": 0.7}],
     }
     d.update(over)
+    if d.get("perturbations") and d["judges"][0]["backend"] == "replay":
+        d["judges"] = [{"name": "s", "backend": "simulated", "primacy": 0.7}, {"name": "s2", "backend": "simulated", "seed": 3}]
     return d
 
 
@@ -60,13 +62,14 @@ def test_unit_ids_and_prompts_unchanged_without_perturbations(tmp_path, data_dir
     assert content_hash(*[u["unit_id"] for u in got]) == "68a92867b2b419a27c4b6325efa9be18"
     assert content_hash(*[u["prompt"] for u in got]) == "c4aa145fca97cf3b89ba63f146d1461d"
     assert {u["perturbation"] for u in got} == {"control"} and {u["target"] for u in got} == {None}
-    # the same job with perturbations: its control units are exactly these
+    # the same job with perturbations (simulated judges: replay cannot answer them): the
+    # control units of judge "s" are exactly its units above
     pj = parse_job(job_dict(tmp_path, perturbations=[{"kind": "bandwagon", "shares": [80]}, {"kind": "cot"}]))
     with_p = units(pj, plan_job(pj))
-    control = [u["unit_id"] for u in with_p if u["perturbation"] == "control"]
-    assert control == [u["unit_id"] for u in got]
     assert len(with_p) == 3 * 48 == plan_job(pj).units_per_judge * 2
     assert len({u["unit_id"] for u in with_p}) == len(with_p)
+    sim = [u["unit_id"] for u in got if u["judge"] == "s"]
+    assert [u["unit_id"] for u in with_p if u["judge"] == "s" and u["perturbation"] == "control"] == sim
 
 
 def test_variants_expand_and_prompts_carry_them(tmp_path, data_dir):
@@ -141,13 +144,15 @@ def test_variants_expand_and_prompts_carry_them(tmp_path, data_dir):
          "rewrites no answer"),
         ({"perturbations": [{"kind": "cot", "strength": 2}]}, "strength: unknown key"),
         ({"perturbations": [{"kind": "cot"}, {"kind": "cot"}]}, "listed twice"),
+        ({"perturbations": [{"kind": "cot"}], "judges": [{"name": "r", "backend": "replay", "recorded": "gpt-4-0613"}]},
+         "cannot answer perturbations"),
         ({"judges": [{"name": "s", "backend": "simulated", "susceptibility": {"charm": 0.2}}]}, "unknown perturbation kind 'charm'"),
         ({"benchmark": {"name": "mtbench", "quality": "simulated:nobody"}, "perturbations": [{"kind": "bandwagon", "target": "worse"}]},
          "not a simulated judge"),
     ],
 )
 def test_bad_perturbations_are_config_errors(tmp_path, data_dir, change, match):
-    d = job_dict(tmp_path)
+    d = job_dict(tmp_path, judges=[{"name": "s", "backend": "simulated"}])
     d.update(change)
     with pytest.raises(ConfigError, match=match):
         plan_job(parse_job(d))
