@@ -24,7 +24,9 @@ from voirdire.benchmarks.data import (
     resolve_data_dir,
 )
 
-from voirdire.core import ConfigError
+from voirdire.benchmarks.perturb import PromptEdit, insert_instruction, names_text
+
+from voirdire.core import LETTERS, ConfigError
 
 #: Sample names accepted by the loaders: the full table, or the repetition-study subset.
 SAMPLES = ("full", "repetition")
@@ -164,6 +166,10 @@ class Benchmark(abc.ABC):
     listwise_verdict_pattern: str | None = None
     #: Which published table was loaded: ``"full"`` or ``"repetition"``.
     sample: str = "full"
+    #: Perturbations: instruction sentences go before the first occurrence of this text.
+    instruction_anchor: str = ""
+    #: Perturbations: how the prompt names slot ``i`` (``{letter}`` / ``{k}`` = i + 1).
+    slot_label_template: str = "Assistant {letter}"
 
     #: sample name -> the table's path in the data directory (release layout)
     FILES: dict[str, str] = {}
@@ -212,13 +218,22 @@ class Benchmark(abc.ABC):
         return questions
 
     def build_prompt(
-        self, question_id: str, shown: Sequence[str], option_mode: int, mode: str = "pairwise"
+        self,
+        question_id: str,
+        shown: Sequence[str],
+        option_mode: int,
+        mode: str = "pairwise",
+        edit: PromptEdit | None = None,
     ) -> str:
         """The full judge prompt (one user message) with ``shown[0]``'s answer in the first
         slot (A / Response 1), ``shown[1]``'s in the second, ...: pairwise by the
         subclass's :meth:`_build_pairwise`, list-wise (3 to 8 models, option mode p or
         p + 1) by its :meth:`_build_listwise`. The request is checked first
         (:meth:`check_request`).
+
+        ``edit`` (a perturbation, see :mod:`voirdire.benchmarks.perturb`): answers
+        replaced, an instruction sentence added, slot labels shown with real names. Without
+        it the prompt is the release's (byte-identical).
 
         Raises:
             ValueError: unknown or not offered ``mode``; pairwise: ``option_mode`` not in
@@ -227,19 +242,31 @@ class Benchmark(abc.ABC):
             KeyError: unknown question or model.
         """
         self.check_request(question_id, shown, option_mode, mode)
+        answers = (edit.answers or None) if edit is not None else None
         if mode == "score":
-            return self.build_score_prompt(question_id, shown)
-        if mode == "listwise":
-            return self._build_listwise(question_id, shown, option_mode)
-        return self._build_pairwise(question_id, shown[0], shown[1], option_mode)
+            if answers:
+                raise ValueError(f"{self.name}: score mode takes no rewritten answers")
+            prompt = self.build_score_prompt(question_id, shown)
+        elif mode == "listwise":
+            prompt = self._build_listwise(question_id, shown, option_mode, answers)
+        else:
+            prompt = self._build_pairwise(question_id, shown[0], shown[1], option_mode, answers)
+        return self.apply_edit(prompt, edit)
 
     @abc.abstractmethod
-    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int) -> str:
-        """The pairwise prompt with model ``a`` in the first slot (request already checked)."""
+    def _build_pairwise(
+        self, qid: str, a: str, b: str, option_mode: int, answers: "dict[str, tuple[str, ...]] | None" = None
+    ) -> str:
+        """The pairwise prompt with model ``a`` in the first slot (request already checked);
+        ``answers``: rewritten answers by model (one string per turn) shown instead of the
+        table's."""
 
-    def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int) -> str:
-        """The list-wise prompt (request already checked); benchmarks that offer
-        ``"listwise"`` in :attr:`comparison_modes` implement it."""
+    def _build_listwise(
+        self, qid: str, shown: Sequence[str], option_mode: int, answers: "dict[str, tuple[str, ...]] | None" = None
+    ) -> str:
+        """The list-wise prompt (request already checked; ``answers`` as for
+        :meth:`_build_pairwise`); benchmarks that offer ``"listwise"`` in
+        :attr:`comparison_modes` implement it."""
         raise ValueError(f"{self.name}: comparison mode 'listwise' is not offered")
 
     #: (question id, model) -> the answer as inserted into prompts: one string per turn
@@ -261,14 +288,49 @@ class Benchmark(abc.ABC):
             raise KeyError(f"{self.name}: unknown model {model!r}") from None
         return value if isinstance(value, tuple) else (value,)
 
-    def output_chars(self, question_id: str, shown: Sequence[str]) -> int:
+    def output_chars(
+        self, question_id: str, shown: Sequence[str], answers: "dict[str, tuple[str, ...]] | None" = None
+    ) -> int:
         """Characters (Unicode code points) of the shown models' answers as shown in the
-        prompt, summed over models and turns.
+        prompt, summed over models and turns (``answers``: rewritten answers by model,
+        counted instead of the table's).
 
         Raises:
             KeyError: unknown question or model.
         """
+        if answers:
+            return sum(len(t) for m in shown for t in (answers.get(m) or self.answers(question_id, m)))
         return sum(len(t) for m in shown for t in self.answers(question_id, m))
+
+    def slot_label(self, i: int) -> str:
+        """How the prompt names slot ``i`` (0-based): ``"Assistant A"``, ``"Response 1"``."""
+        return self.slot_label_template.format(letter=LETTERS[i], k=i + 1)
+
+    def rename_slots(self, prompt: str, names: Sequence[str]) -> str:
+        """``prompt`` with each slot's label shown with the model's real name
+        (``compassion_fade``); a subclass overrides it for its own labels. The default
+        returns the prompt unchanged (only the mapping sentence names the models)."""
+        return prompt
+
+    def apply_edit(self, prompt: str, edit: PromptEdit | None) -> str:
+        """The instruction and name parts of a perturbation applied to a built prompt
+        (answers are replaced while building). ``None``: the prompt unchanged."""
+        if edit is None:
+            return prompt
+        parts = []
+        if edit.names:
+            prompt = self.rename_slots(prompt, edit.names)
+            labels = tuple(self.slot_label(i) for i in range(len(edit.names)))
+            parts.append(names_text(labels, edit.names))
+        if edit.instruction:
+            parts.append(edit.instruction)
+        if parts:
+            prompt = insert_instruction(prompt, self.instruction_anchor, " ".join(parts))
+        return prompt
+
+    def question_text(self, question_id: str) -> str:
+        """The question of the judged turn (what a rewriter is shown with the answer)."""
+        raise NotImplementedError
 
     def __repr__(self) -> str:
         return (

@@ -169,6 +169,20 @@ class DevBench(Benchmark):
             self._heads[key] = head
         return head
 
+    instruction_anchor = "Question: \n\n<Question Start>"
+    slot_label_template = "Response {k}"
+
+    def question_text(self, question_id: str) -> str:
+        """The question as shown in the prompt's question block."""
+        before, after = self._question_block
+        return self._rows[question_id][1][len(before) : len(self._rows[question_id][1]) - len(after)]
+
+    def rename_slots(self, prompt: str, names: Sequence[str]) -> str:
+        """Each ``Response k:`` heading becomes ``Response k (<model>):``."""
+        for k, name in enumerate(names, start=1):
+            prompt = prompt.replace(f"Response {k}: \n\n<Response {k} Start>", f"Response {k} ({name}): \n\n<Response {k} Start>", 1)
+        return prompt
+
     def _lw_head(self, qid: str, p: int, option_mode: int) -> str:
         """List-wise prefix (guidance filled) + options + suffix + question block."""
         key = (qid, p, option_mode)
@@ -197,13 +211,13 @@ class DevBench(Benchmark):
             self._lw_blocks[k] = block
         return block
 
-    def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int) -> str:
+    def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int, answers=None) -> str:
         """See the module docstring: the list-wise head, one response block per slot, the
         reference block when the row has a reference answer."""
         parts = [self._lw_head(qid, len(shown), option_mode)]
         for k, m in enumerate(shown, start=1):
             before, after = self._lw_block(k)
-            parts += (before, self._answers[(qid, m)], after)
+            parts += (before, answers[m][0] if answers and m in answers else self._answers[(qid, m)], after)
         parts.append(self._rows[qid][2])
         return "".join(parts)
 
@@ -218,12 +232,17 @@ class DevBench(Benchmark):
         parts.append(self._rows[question_id][2])
         return "".join(parts).strip()
 
-    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int) -> str:
+    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int, answers=None) -> str:
         """The release's DevBench prompt: prefix (``<Evaluating Guidance>`` replaced by the
         row's guidance) + ``options[option_mode]`` + suffix + question block + response 1
         block (``a``) + response 2 block (``b``) + the reference block when the row has a
         reference answer. Byte-identical to the release's prompts."""
         (r1b, r1a), (r2b, r2a) = self._response_blocks
+        if answers:
+            return "".join(
+                (self._head(qid, option_mode), r1b, answers[a][0] if a in answers else self._answers[(qid, a)], r1a,
+                 r2b, answers[b][0] if b in answers else self._answers[(qid, b)], r2a, self._rows[qid][2])
+            )
         return "".join(
             (
                 self._head(qid, option_mode),

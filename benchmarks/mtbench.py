@@ -168,6 +168,23 @@ class MTBench(Benchmark):
 
     # ------------------------------------------------------------------ prompts
 
+    instruction_anchor = "\n\n<|The Start of "
+    slot_label_template = "Assistant {letter}"
+
+    def question_text(self, question_id: str) -> str:
+        """The second question (the judged turn)."""
+        return self._rows[question_id][2]
+
+    def rename_slots(self, prompt: str, names: Sequence[str]) -> str:
+        """Each ``Assistant X`` of the conversation blocks becomes ``Assistant X (<model>)``."""
+        for letter, name in zip(LETTERS, names):
+            prompt = (
+                prompt.replace(f"<|The Start of Assistant {letter}'s", f"<|The Start of Assistant {letter} ({name})'s")
+                .replace(f"<|The End of Assistant {letter}'s", f"<|The End of Assistant {letter} ({name})'s")
+                .replace(f"### Assistant {letter}:", f"### Assistant {letter} ({name}):")
+            )
+        return prompt
+
     def _lw_head(self, kind: str, p: int, option_mode: int) -> str:
         key = (kind, p, option_mode)
         head = self._lw_heads.get(key)
@@ -185,7 +202,7 @@ class MTBench(Benchmark):
             self._lw_heads[key] = head
         return head
 
-    def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int) -> str:
+    def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int, answers=None) -> str:
         """See the module docstring: the list-wise head, the reference block (math), one
         conversation block per slot."""
         template, q1, q2, r1, r2 = self._rows[qid]
@@ -195,6 +212,9 @@ class MTBench(Benchmark):
             blocks.append(fill_fields(self._lw_ref, (q1, r1, q2, r2)))
         cache = self._lw_blocks
         for letter, m in zip(LETTERS, shown):
+            if answers and m in answers:  # a rewritten answer (perturbation): not cached here
+                blocks.append(fill_fields(self._lw_conv, (letter, q1, *answers[m][:1], q2, *answers[m][1:])))
+                continue
             block = cache.get((qid, letter, m))
             if block is None:  # bounded by questions x slots x models of the table
                 a1, a2 = self._answers[(qid, m)]
@@ -213,14 +233,14 @@ class MTBench(Benchmark):
             blocks.append(fill_fields(self._lw_conv, (letter, q1, a1, q2, a2)))
         return "\n\n\n".join(blocks)
 
-    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int) -> str:
+    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int, answers=None) -> str:
         """FastChat's ``pair-v2-multi-turn`` (general) or ``pair-math-v1-multi-turn`` (task
         ``math``) template, as carried in ``templates/prompts.json``, filled with
         ``question_1/2``, ``answer_a_1/2`` (``a``), ``answer_b_1/2`` (``b``) and, for math,
         ``ref_answer_1/2``. Byte-identical to the release's prompts; the same text in both
         option modes (see the class docstring)."""
         template, q1, q2, r1, r2 = self._rows[qid]
-        a1, a2 = self._answers[(qid, a)]
-        b1, b2 = self._answers[(qid, b)]
+        a1, a2 = answers[a] if answers and a in answers else self._answers[(qid, a)]
+        b1, b2 = answers[b] if answers and b in answers else self._answers[(qid, b)]
         # Same order as _FIELDS; equal to template.format(question_1=q1, ...) (parsed once).
         return fill_fields(template, (q1, q2, a1, a2, b1, b2, r1, r2))

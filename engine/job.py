@@ -19,7 +19,17 @@ import polars as pl
 from voirdire.benchmarks.base import Benchmark, score_patterns
 from voirdire.benchmarks.data import resolve_data_dir
 from voirdire.benchmarks.registry import load_benchmark
+from voirdire.engine.perturb import CONTROL, Variant, expand_variants
 from voirdire.engine.progress import JobProgress
+from voirdire.engine.quality import quality_identity, with_quality
+from voirdire.engine.rewrite import (
+    check_rewriters,
+    iter_rewrite_batches,
+    plan_rewrites,
+    resolve_rewriters,
+    rewrite_store,
+    rewrites_for_units,
+)
 from voirdire.engine.scheduler import JudgeRun, RunStats, execute
 from voirdire.engine.spec import JobSpec, ResolvedJudge, resolve_judges
 from voirdire.engine.store import ResultStore
@@ -60,6 +70,9 @@ class JobPlan:
         units_per_judge: work units (queries) each judge is asked.
         list_size: candidates per instance (2 pairwise, p list-wise).
         warnings: what a dry-run plan let pass that a real run refuses (missing API keys).
+        variants: the control and the perturbation variants (``docs/biases.md``).
+        rewriters: the resolved ``[[rewriters]]`` by name.
+        rewrites: the rewrites the answer variants need (:func:`voirdire.engine.rewrite.plan_rewrites`).
     """
 
     bench: Benchmark
@@ -69,6 +82,9 @@ class JobPlan:
     units_per_judge: int
     list_size: int
     warnings: tuple[str, ...] = ()
+    variants: tuple[Variant, ...] = (CONTROL,)
+    rewriters: dict[str, ResolvedJudge] | None = None
+    rewrites: pl.DataFrame | None = None
 
 
 def init_ray(address: str | None = None) -> None:
@@ -103,8 +119,26 @@ def plan_job(job: JobSpec, dry_run: bool = False) -> JobPlan:
     inst = instances(bench, job.benchmark, job.comparison)
     list_size = list_size_for(job.benchmark, job.comparison) if job.comparison.mode == "listwise" else 2
     judges = resolve_judges(job, bench.name, data_dir)
+    rewriters = resolve_rewriters(job)
+    by_name = {rj.name: rj for rj in judges}
+    variants = expand_variants(
+        job, list_size=list_size, rewriter_hashes={n: r.identity_hash for n, r in rewriters.items()},
+        quality_identity=quality_identity(job.benchmark.quality, by_name),
+    )
+    check_rewriters(variants, rewriters)
+    replayed = [rj.name for rj in judges if rj.spec.backend == "replay"]
+    if len(variants) > 1 and replayed:
+        raise ConfigError(
+            f"judge(s) {', '.join(map(repr, replayed))}: a replay judge has recorded outputs of the unperturbed "
+            "prompts only and cannot answer perturbations; use it in a job without [[perturbations]] (or as "
+            "benchmark.quality = \"replay:<recorded judge>\")"
+        )
+    if job.benchmark.quality:
+        inst = with_quality(inst, job.benchmark.quality, bench=bench, judges=by_name, data_dir=str(data_dir))
+    needed = plan_rewrites(bench, inst, variants, rewriters)
+    used = set(needed["rewriter"].unique().to_list())
     warnings = []
-    for rj in judges:
+    for rj in [*judges, *(r for n, r in rewriters.items() if n in used)]:
         ctx = rj.context(bench.name, str(data_dir), job.output_dir, bench.verdict_format)
         rj.backend.preflight(rj.settings, ctx)
         try:
@@ -118,9 +152,12 @@ def plan_job(job: JobSpec, dry_run: bool = False) -> JobPlan:
         instances=inst,
         judges=tuple(judges),
         data_dir=Path(data_dir),
-        units_per_judge=count_units(inst, job.comparison),
+        units_per_judge=count_units(inst, job.comparison, variants),
         list_size=list_size,
         warnings=tuple(warnings),
+        variants=variants,
+        rewriters=rewriters,
+        rewrites=needed,
     )
 
 
@@ -132,10 +169,18 @@ def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None
     bench = plan.bench
     prompts = PromptCache(bench, score_style=job.comparison.score_style)
     out: dict[str, dict[str, Any] | None] = {}
+    needed = plan.rewrites if plan.rewrites is not None else plan_rewrites(bench, plan.instances, (), {})
+    for name, rw in (plan.rewriters or {}).items():
+        sent = needed.filter(pl.col("rewriter") == name).unique("unit_id")
+        if sent.height:
+            out[f"rewriter:{name}"] = rw.backend.estimate(rw.settings, rw.sampling, iter(sent["prompt"].to_list()))
+    # perturbed prompts are estimated with the original answers (the rewrites do not exist yet)
+    rewrites = {(q, m, lab): bench.answers(q, m) for q, m, lab in needed.select("question_id", "model", "variant").iter_rows()}
     for rj in plan.judges:
         batches = iter_unit_batches(
             bench, plan.instances, job.comparison, judge=rj.name, identity_hash=rj.identity_hash,
             needs_prompt=True, batch_size=job.run.batch_size, prompts=prompts,
+            variants=plan.variants, rewrites=rewrites,
         )
         out[rj.name] = rj.backend.estimate(rj.settings, rj.sampling, (q.prompt for b in batches for q in b.queries))
     return out
@@ -154,6 +199,8 @@ def _job_record(job: JobSpec, plan: JobPlan) -> dict[str, Any]:
         "judges": {rj.name: {"identity": rj.identity, "identity_hash": rj.identity_hash} for rj in plan.judges},
         "units_per_judge": plan.units_per_judge,
         "instances": plan.instances.height,
+        "perturbations": [v.label for v in plan.variants],
+        "rewriters": {n: {"identity": r.identity, "identity_hash": r.identity_hash} for n, r in (plan.rewriters or {}).items()},
     }
 
 
@@ -187,6 +234,7 @@ def run_job(
     store = ResultStore(out, flush_rows=job.run.flush_rows, flush_seconds=job.run.flush_seconds)
     bench = plan.bench
     prompts = PromptCache(bench, score_style=job.comparison.score_style)
+    rewrites = _rewrite_stage(job, plan, out, address=address, show_progress=show_progress, console=console)
     runs = []
     for rj in plan.judges:
         done = store.completed_ids(rj.name, include_failures=not retry_failed)
@@ -210,6 +258,8 @@ def run_job(
                     needs_prompt=rj.backend.needs_prompt,
                     batch_size=job.run.batch_size,
                     prompts=prompts,
+                    variants=plan.variants,
+                    rewrites=rewrites,
                 ),
                 total=max(0, plan.units_per_judge - len(done)),
                 done=done,
@@ -221,6 +271,54 @@ def run_job(
         stats = execute(runs, store, max_attempts=job.run.max_attempts, progress=progress)
     store.compact()
     return RunOutcome(out, stats)
+
+
+def _rewrite_stage(job: JobSpec, plan: JobPlan, out: Path, *, address: str | None, show_progress: bool,
+                   console: Any) -> dict[tuple[str, str, str], tuple[str, ...]]:
+    """Run the rewrites the job needs and not yet stored (through the scheduler), then
+    return them by (question id, model, variant label). Raises RewriteFailed."""
+    needed = plan.rewrites
+    if needed is None or needed.height == 0:
+        return {}
+    store = rewrite_store(out, flush_rows=job.run.flush_rows, flush_seconds=job.run.flush_seconds)
+    runs = []
+    for name, rw in (plan.rewriters or {}).items():
+        mine = needed.filter(pl.col("rewriter") == name)
+        if mine.height == 0:
+            continue
+        done = store.completed_ids(name, include_failures=False)
+        todo = mine.filter(~pl.col("unit_id").is_in(list(done)))["unit_id"].n_unique()
+        runs.append(
+            JudgeRun(
+                name=name,
+                backend=rw.backend,
+                backend_name=rw.spec.backend,
+                settings=rw.settings.model_dump(mode="json"),
+                context=rw.context(plan.bench.name, str(plan.data_dir), str(out)),
+                workers=rw.workers,
+                concurrency=rw.concurrency,
+                batches=iter_rewrite_batches(mine, name, job.run.batch_size),
+                total=todo,
+                done=done,
+                actor_options=rw.actor_options,
+            )
+        )
+    if any(r.total for r in runs):
+        init_ray(address)
+        with JobProgress({f"rewrite {r.name}": r.total for r in runs}, console=console, enabled=show_progress) as progress:
+            execute(runs, store, max_attempts=job.run.max_attempts, progress=_Renamed(progress, "rewrite "))
+        store.compact()
+    return rewrites_for_units(plan.bench, needed, store)
+
+
+class _Renamed:
+    """A progress display whose task names carry a prefix."""
+
+    def __init__(self, progress: JobProgress, prefix: str) -> None:
+        self.progress, self.prefix = progress, prefix
+
+    def advance(self, name: str, n: int, stats: Any = None) -> None:
+        self.progress.advance(self.prefix + name, n, stats)
 
 
 def load_judgments(output_dir: str | os.PathLike) -> pl.DataFrame:

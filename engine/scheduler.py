@@ -28,7 +28,7 @@ from typing import Any
 
 import ray
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
-from voirdire.engine.store import ResultStore, rows_to_table
+from voirdire.engine.store import ResultStore
 from voirdire.engine.units import UnitBatch
 from voirdire.engine.worker import JudgeWorker, results_to_columns
 from voirdire.judges.base import JudgeBackend, JudgeContext, Result
@@ -200,7 +200,7 @@ def execute(
                 in_flight[ref] = (name, idx, batch, attempt)
 
     def record(name: str, batch: UnitBatch, cols: dict[str, list[Any]]) -> None:
-        table = rows_to_table(batch.columns, cols)
+        table = store.to_table(batch.columns, cols)
         store.append(name, table)
         s = stats.per_judge[name]
         n = len(batch)

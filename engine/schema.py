@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-#: One row per query (judge, instance, permutation, repetition): a work unit.
+#: One row per query (judge, instance, permutation, repetition, perturbation): a work unit.
 WORK_UNIT_SCHEMA = pa.schema(
     [
         pa.field("unit_id", pa.string(), nullable=False),  # stable content hash, 32 hex chars
@@ -46,6 +46,14 @@ WORK_UNIT_SCHEMA = pa.schema(
         pa.field("input_chars", pa.int64(), nullable=False),  # question(s), summed over turns
         pa.field("output_chars", pa.int64(), nullable=False),  # the shown answers, summed over turns
         pa.field("prompt_chars", pa.int64(), nullable=False),  # the full prompt sent to the judge
+        # perturbations (the CALM bias suite, docs/biases.md); the control has "control" and nulls
+        pa.field("perturbation", pa.string(), nullable=False),  # variant label, e.g. "bandwagon:share=80:target=worse"
+        pa.field("perturbation_kind", pa.string(), nullable=False),  # "control" | "bandwagon" | ... | "fallacy"
+        pa.field("perturbation_param", pa.string()),  # the variant's parameter ("80", "cheerful", "url", "2.0")
+        pa.field("target", pa.string()),  # the candidate the perturbation treats; null: control, no target (cot)
+        pa.field("target_rule", pa.string()),  # "better" | "worse" | "candidate" | "reference" | "slot:A" ...
+        pa.field("target_slot", pa.string()),  # the target's position letter in this permutation
+        pa.field("better", pa.string()),  # the instance's truly better candidate (quality source), else null
     ]
 )
 
@@ -83,3 +91,24 @@ WORK_UNIT_COLUMNS = WORK_UNIT_SCHEMA.names
 #: the columns a judge returns per work unit
 RESULT_COLUMNS = [f.name for f in RESULT_FIELDS]
 
+
+#: One row per answer rewritten for an answer-side perturbation (the rewrite stage), in
+#: ``rewrites/<rewriter>/part-*.parquet``: the work unit of a rewriter, with its provenance.
+REWRITE_UNIT_SCHEMA = pa.schema(
+    [
+        pa.field("unit_id", pa.string(), nullable=False),  # the rewrite id: H(rewriter identity hash, prompt)
+        pa.field("rewriter", pa.string(), nullable=False),  # the rewriter's label in the job
+        pa.field("rewriter_identity", pa.string(), nullable=False),  # its identity (canonical JSON)
+        pa.field("benchmark", pa.string(), nullable=False),
+        pa.field("question_id", pa.string(), nullable=False),
+        pa.field("model", pa.string(), nullable=False),  # whose answer is rewritten
+        pa.field("turn", pa.int32(), nullable=False),  # the rewritten turn, 1-based (the judged, last, turn)
+        pa.field("kind", pa.string(), nullable=False),  # authority | verbosity | sentiment | fallacy
+        pa.field("param", pa.string()),  # citation style, length ratio, emotion; null for fallacy
+        pa.field("original", pa.string(), nullable=False),  # the answer before rewriting
+        pa.field("prompt", pa.string(), nullable=False),  # what the rewriter was asked
+    ]
+)
+
+#: A rewrite with its result: ``output`` is the rewritten answer (null when it failed).
+REWRITE_SCHEMA = pa.schema(list(REWRITE_UNIT_SCHEMA) + RESULT_FIELDS)

@@ -84,6 +84,12 @@ class BenchmarkSpec(_Strict):
     list_seed: int = 0
     lists_per_question: int = Field(default=1, ge=1, le=10_000)
     max_instances: int | None = Field(default=None, ge=1)
+    #: where the truly better candidate of an instance comes from (perturbation targets
+    #: ``better``/``worse``, accuracy of ``fallacy``/``cot``): ``"simulated:<judge>"`` (that
+    #: simulated judge's latent qualities), ``"replay:<recorded judge>"`` (the release
+    #: judge's verdicts that agree in both orders) or ``"labels:<file.csv>"`` (columns
+    #: ``instance_id``, ``better``); see :mod:`voirdire.engine.quality`.
+    quality: str | None = None
 
     @field_validator("questions", mode="before")
     @classmethod
@@ -170,6 +176,30 @@ class AnalysisSpec(_Strict):
     tokenizer: str | None = None
 
 
+class PerturbationSpec(_Strict):
+    """One ``[[perturbations]]`` entry: a bias kind, its target rule(s) and parameters; it
+    expands into one variant per (parameter value, target rule)
+    (:func:`voirdire.engine.perturb.expand_variants`, ``docs/biases.md``).
+
+    ``target``: ``better`` | ``worse`` | ``candidate`` | ``reference`` | ``slot:A`` ...
+    (one or a list; default per kind). Parameters (each only for its kind): ``shares``
+    (bandwagon, percent), ``statements`` (distraction), ``identities`` (diversity),
+    ``citations`` (authority: url, quote, book), ``ratios`` (verbosity, length ratio),
+    ``emotions`` (sentiment). ``rewriter``: the ``[[rewriters]]`` entry that rewrites
+    answers (answer kinds only, required there).
+    """
+
+    kind: str
+    target: str | list[str] | None = None
+    shares: list[int] | None = None
+    statements: list[str] | None = None
+    identities: list[str] | None = None
+    citations: list[str] | None = None
+    ratios: list[float] | None = None
+    emotions: list[str] | None = None
+    rewriter: str | None = None
+
+
 class JudgeSpec(BaseModel):
     """One judge: a label, a backend and that backend's settings.
 
@@ -210,6 +240,11 @@ class JobSpec(_Strict):
     run: RunSpec = RunSpec()
     analysis: AnalysisSpec = AnalysisSpec()
     judges: list[JudgeSpec] = Field(min_length=1)
+    #: the bias suite: perturbations crossed with every (instance, order, repetition)
+    perturbations: list[PerturbationSpec] = Field(default_factory=list)
+    #: generators that rewrite answers for answer-side perturbations (a judge backend, or
+    #: ``template`` / ``simulated``); same keys as ``[[judges]]``
+    rewriters: list[JudgeSpec] = Field(default_factory=list)
     #: where the file was read from (set by load_job; relative paths resolve against cwd)
     source: str | None = Field(default=None, exclude=True)
 

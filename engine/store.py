@@ -56,11 +56,15 @@ class ResultStore:
         output_dir: the job's output directory (created if missing).
         flush_rows: buffered rows (per judge) that trigger a flush.
         flush_seconds: age in seconds of the oldest buffered row that triggers a flush.
+        subdir: the folder of the parts (``raw``; the rewrite stage uses ``rewrites``).
+        schema: the table schema of the rows (``RAW_SCHEMA``; rewrites: ``REWRITE_SCHEMA``).
     """
 
-    def __init__(self, output_dir: str | os.PathLike, flush_rows: int = 20_000, flush_seconds: float = 2.0) -> None:
+    def __init__(self, output_dir: str | os.PathLike, flush_rows: int = 20_000, flush_seconds: float = 2.0,
+                 subdir: str = "raw", schema: pa.Schema = RAW_SCHEMA) -> None:
         self.root = Path(output_dir)
-        self.raw_dir = self.root / "raw"
+        self.schema = schema
+        self.raw_dir = self.root / subdir
         self.raw_dir.mkdir(parents=True, exist_ok=True)
         self.flush_rows = flush_rows
         self.flush_seconds = flush_seconds
@@ -190,7 +194,7 @@ class ResultStore:
                 continue
             df = self._collect(d.name, lambda ps: _dedup(pl.read_parquet(ps)))
             parts = self._parts(d.name)  # without any quarantined while reading
-            new = self._write_part(d.name, df.to_arrow().cast(RAW_SCHEMA), prefix="part-z")
+            new = self._write_part(d.name, df.to_arrow().cast(self.schema), prefix="part-z")
             for p in parts:
                 if p != new:
                     p.unlink(missing_ok=True)
@@ -205,21 +209,30 @@ class ResultStore:
 
         def read(parts: list[Path]) -> pl.DataFrame:
             if not parts:
-                return pl.from_arrow(RAW_SCHEMA.empty_table())  # type: ignore[return-value]
+                return pl.from_arrow(self.schema.empty_table())  # type: ignore[return-value]
             return _dedup(pl.scan_parquet(parts).collect())
 
         df = self._collect(None, read)
         return df.select(columns) if columns else df
 
 
+    def to_table(self, unit_columns: dict[str, list[Any]], result_columns: dict[str, list[Any]]) -> pa.Table:
+        """A finished batch as a table of this store's schema (:func:`rows_to_table`)."""
+        return rows_to_table(unit_columns, result_columns, self.schema)
+
+
 def _dedup(df: pl.DataFrame) -> pl.DataFrame:
     # per judge: two judges of the same identity (same backend, model and sampling, other
     # labels) share unit ids by design (a cache hit for one is a hit for the other)
-    return df.unique(subset=["judge", "unit_id"], keep="last", maintain_order=True)
+    # (rewrites: per rewriter)
+    who = "judge" if "judge" in df.columns else "rewriter"
+    return df.unique(subset=[who, "unit_id"], keep="last", maintain_order=True)
 
 
-def rows_to_table(unit_columns: dict[str, list[Any]], result_columns: dict[str, list[Any]]) -> pa.Table:
-    """Join a batch's unit columns with its result columns (same order) into RAW_SCHEMA.
+def rows_to_table(unit_columns: dict[str, list[Any]], result_columns: dict[str, list[Any]],
+                  schema: pa.Schema = RAW_SCHEMA) -> pa.Table:
+    """Join a batch's unit columns with its result columns (same order) into ``schema``
+    (RAW_SCHEMA by default).
 
     Raises:
         ValueError: the two do not describe the same units in the same order.
@@ -228,7 +241,7 @@ def rows_to_table(unit_columns: dict[str, list[Any]], result_columns: dict[str, 
         raise ValueError("result columns do not match the batch's units")
     n = len(unit_columns["unit_id"])
     data: dict[str, Any] = dict(unit_columns)
-    for field in RAW_SCHEMA:
+    for field in schema:
         if field.name in data:
             continue
         if field.name == "finished_at":
@@ -238,4 +251,4 @@ def rows_to_table(unit_columns: dict[str, list[Any]], result_columns: dict[str, 
             data[field.name] = [list(p.items()) if p else None for p in result_columns["option_probs"]]
         else:
             data[field.name] = result_columns[field.name]
-    return pa.Table.from_pydict(data, schema=RAW_SCHEMA)
+    return pa.Table.from_pydict(data, schema=schema)

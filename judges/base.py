@@ -47,7 +47,13 @@ class Query:
     ``None`` for backends with ``needs_prompt = False``. ``shown`` lists the models in slot
     order; ``option_mode`` the number of options (letters) offered; ``repetition`` is
     1-based. ``query_id`` is equal for all repetitions of the same prompt, so a backend may
-    answer them together (``n`` samples in one request).
+    answer them together (``n`` samples in one request). ``perturbation`` is the kind of
+    the unit's perturbation (``None`` for the control; a rewriter's query carries the kind
+    it rewrites for) and ``target_slot`` the position letter of the perturbation's target
+    (``None`` without one); backends that read the prompt need neither.
+    ``control_query_id`` is the query id of the same prompt unperturbed (``None`` for the
+    control): the simulated judge draws its noise from it, so a judge that ignores the
+    perturbation answers the perturbed prompt exactly as the control.
     """
 
     unit_id: str
@@ -59,6 +65,9 @@ class Query:
     option_mode: int
     mode: str = "pairwise"
     prompt: str | None = None
+    perturbation: str | None = None
+    target_slot: str | None = None
+    control_query_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -226,6 +235,8 @@ _BUILTIN = {
     "anthropic": "api.anthropic",
     "openai_compatible": "api.openai",
     "vllm": "vllm_judge",
+    "template_rewriter": "rewriters",
+    "simulated_rewriter": "rewriters",
 }
 
 

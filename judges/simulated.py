@@ -22,6 +22,13 @@ Repetitions: each repetition reuses the first repetition's random draws with pro
 Imperfections (excluded from the judge's identity, so a resumed run asks the same units):
 ``fail_rate`` outputs with no verdict; ``latency_s`` seconds of delay per batch. (Crashes
 and killed drivers are test machinery: ``tests/backends.py`` subclasses this judge.)
+
+Susceptibility (the bias suite): ``susceptibility = {bandwagon = 0.5, ...}`` moves the
+verdict toward (or, negative, away from) a perturbation's target with that probability
+(:func:`susceptible_slot`); a perturbed query is drawn as one more repetition of its
+control (the control's first draws, redrawn with probability ``repetition_noise``), so a
+judge with no susceptibility has a robustness rate equal to its consistency rate and
+``E[Δ] = 0``.
 """
 
 from __future__ import annotations
@@ -31,7 +38,9 @@ import random
 from collections.abc import Sequence
 
 import numpy as np
+from pydantic import field_validator
 from voirdire.benchmarks.base import load_score_templates
+from voirdire.benchmarks.perturb import KINDS
 from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, register
 
 from voirdire.core import letters, stable_int
@@ -50,6 +59,18 @@ class SimulatedSettings(JudgeSettings):
     fail_rate: float = 0.0
     latency_s: float = 0.0
     score_noise: float = 1.0
+    #: perturbation kind -> strength in [-1, 1] (the CALM bias suite; see susceptible_slot)
+    susceptibility: dict[str, float] | None = None
+
+    @field_validator("susceptibility")
+    @classmethod
+    def _known_kinds(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        for kind, st in (v or {}).items():
+            if kind not in KINDS:
+                raise ValueError(f"susceptibility: unknown perturbation kind {kind!r}; known: {', '.join(KINDS)}")
+            if not -1.0 <= st <= 1.0:
+                raise ValueError(f"susceptibility.{kind} = {st} is outside [-1, 1]")
+        return v
 
 
 def _u(*parts: object) -> int:
@@ -106,10 +127,12 @@ def simulate_choice(s: SimulatedSettings, q: Query) -> str:
     """The simulated verdict letter for one query (deterministic in its inputs): draws the
     query's uniforms from hashes of its ids and applies :func:`decide`."""
     p = len(q.shown)
-    first = random.Random(_u("draw", s.seed, q.query_id, 1))
+    # a perturbed query is one more asking of its control: the control's first draws,
+    # redrawn with probability repetition_noise (so RR matches CR when unaffected)
+    first = random.Random(_u("draw", s.seed, q.control_query_id or q.query_id, 1))
     again = random.Random(_u("draw", s.seed, q.query_id, q.repetition))
     rng = first
-    if q.repetition > 1 and again.random() < s.repetition_noise:
+    if (q.repetition > 1 or q.control_query_id) and again.random() < s.repetition_noise:
         rng = again
     qn = random.Random(_u("question", s.seed, q.question_id))
     noise = {m: qn.gauss(0.0, s.question_noise) for m in sorted(q.shown)}
@@ -118,7 +141,29 @@ def simulate_choice(s: SimulatedSettings, q: Query) -> str:
     gap = quality[order[0]] - quality[order[1]]
     u = np.array([[rng.random()] for _ in range(3)])
     slot = decide(s, np.array([order[0]]), np.array([gap]), u[0], u[1], u[2], slots=p, tie_offered=q.option_mode > p)
-    return letters(p + 1)[int(slot[0])]
+    return letters(p + 1)[susceptible_slot(s, q, int(slot[0]), order[0])]
+
+
+def susceptible_slot(s: SimulatedSettings, q: Query, slot: int, best: int) -> int:
+    """The verdict after the judge's susceptibility to the query's perturbation.
+
+    With ``st = susceptibility[kind]`` and probability ``|st|`` (a draw from the query's
+    id and repetition): ``st > 0`` moves the verdict to the target's slot, ``st < 0`` to
+    the slot after it (pairwise: the other answer). For ``fallacy`` the target is the
+    damaged answer: a judge that sees through the fallacy has ``st < 0`` (it moves away, as
+    it should), one that overlooks it ``st = 0``. ``cot`` has no target: with probability
+    ``st`` the judge picks the best answer's slot (reasoning helps). Kinds without a target
+    slot otherwise, the control and kinds not listed keep ``slot``. Returns a slot index.
+    """
+    st = (s.susceptibility or {}).get(q.perturbation or "", 0.0)
+    if not st or random.Random(_u("susceptibility", s.seed, q.query_id, q.repetition)).random() >= abs(st):
+        return slot
+    if q.perturbation == "cot":
+        return best if st > 0 else slot
+    if q.target_slot is None:
+        return slot
+    t = "ABCDEFGHIJ".index(q.target_slot)
+    return t if st > 0 else (t + 1) % len(q.shown)
 
 
 def simulate_scores(s: SimulatedSettings, q: Query) -> list[int]:
@@ -163,6 +208,13 @@ class SimulatedJudge(JudgeBackend):
     @classmethod
     def worker_options(cls, settings):  # type: ignore[override]
         return {"num_cpus": 0}
+
+    @classmethod
+    def identity(cls, settings, sampling):  # type: ignore[override]
+        ident = super().identity(settings, sampling)
+        if settings.susceptibility is None:  # judges without one keep their ids of before
+            ident["settings"].pop("susceptibility", None)
+        return ident
 
     async def judge(self, queries: list[Query]) -> list[Result]:
         s: SimulatedSettings = self.settings  # type: ignore[assignment]

@@ -185,6 +185,7 @@ def test_store_atomic_parts_and_dedup(tmp_path):
             shown=[["a", "b"]] * len(ids), permutation=[0] * len(ids), repetition=[1] * len(ids),
             mode=["pairwise"] * len(ids), option_mode=[3] * len(ids), input_chars=[1] * len(ids),
             output_chars=[1] * len(ids), prompt_chars=[1] * len(ids), output=[out] * len(ids),
+            perturbation=["control"] * len(ids), perturbation_kind=["control"] * len(ids),
         )
         return pa.Table.from_pydict(data, schema=RAW_SCHEMA)
 

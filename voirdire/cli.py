@@ -76,9 +76,14 @@ def run(
             for w in plan.warnings:  # a dry run sends nothing: a missing key only warns
                 err_console.print(f"[yellow]warning:[/] {escape(w)}")
             estimates = estimate_job(spec, plan)
-            for rj in plan.judges:
-                console.print(f"  {rj.name} ({rj.spec.backend}): {plan.units_per_judge:,} queries")
-                est = estimates.get(rj.name)
+            if len(plan.variants) > 1:
+                console.print(f"  {len(plan.variants) - 1} perturbation variant(s) and the control")
+            rewrites = plan.rewrites if plan.rewrites is not None else pl.DataFrame({"rewriter": [], "unit_id": []})
+            rows = [(f"rewriter {n}", r.spec.backend, rewrites.filter(pl.col("rewriter") == n)["unit_id"].n_unique(),
+                     "rewrites", estimates.get(f"rewriter:{n}")) for n, r in (plan.rewriters or {}).items()]
+            rows += [(rj.name, rj.spec.backend, plan.units_per_judge, "queries", estimates.get(rj.name)) for rj in plan.judges]
+            for label, backend, count, what, est in rows:
+                console.print(f"  {label} ({backend}): {count:,} {what}")
                 if est:
                     cost = est["cost_usd_max"]
                     console.print(
