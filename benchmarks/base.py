@@ -23,7 +23,6 @@ from voirdire.benchmarks.data import (
     require_file,
     resolve_data_dir,
 )
-
 from voirdire.benchmarks.perturb import PromptEdit, insert_instruction, names_text
 
 from voirdire.core import LETTERS, ConfigError

@@ -33,13 +33,19 @@ from typing import Any
 
 import polars as pl
 from voirdire.benchmarks.base import SCORE_OPTION_MODE, Benchmark
+from voirdire.benchmarks.perturb import (
+    ANSWER_KINDS,
+    INSTRUCTION_KINDS,
+    NAME_KINDS,
+    PromptEdit,
+    instruction_text,
+)
 from voirdire.engine.permutations import (
     instance_seed,
     permutations_for,
     scheme_size,
     seeded_per_instance,
 )
-from voirdire.benchmarks.perturb import ANSWER_KINDS, INSTRUCTION_KINDS, NAME_KINDS, PromptEdit, instruction_text
 from voirdire.engine.perturb import CONTROL, QUALITY_RULES, Variant, target_model
 from voirdire.engine.schema import WORK_UNIT_COLUMNS
 from voirdire.engine.spec import BenchmarkSpec, ComparisonSpec
