@@ -212,8 +212,11 @@ class SimulatedJudge(JudgeBackend):
     @classmethod
     def identity(cls, settings, sampling):  # type: ignore[override]
         ident = super().identity(settings, sampling)
-        if settings.susceptibility is None:  # judges without one keep their ids of before
-            ident["settings"].pop("susceptibility", None)
+        # settings added after 0.1 enter the identity only when set, so judges without them
+        # keep their unit ids of before (resume and replay keep working)
+        for key in ("susceptibility", "score_noise"):
+            if getattr(settings, key) == SimulatedSettings.model_fields[key].default:
+                ident["settings"].pop(key, None)
         return ident
 
     async def judge(self, queries: list[Query]) -> list[Result]:

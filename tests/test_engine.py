@@ -217,6 +217,7 @@ def test_store_quarantines_part_with_damaged_data(tmp_path):
             unit_id=[f"u{i}"], query_id=["q"], judge=["j"], benchmark=["B"], question_id=["1"], task=["t"],
             instance_id=["i"], candidates=[["a", "b"]], shown=[["a", "b"]], permutation=[0], repetition=[1],
             mode=["pairwise"], option_mode=[3], input_chars=[1], output_chars=[1], prompt_chars=[1], output=["x"],
+            perturbation=["control"], perturbation_kind=["control"],
         )
         store.append("j", pa.Table.from_pydict(data, schema=RAW_SCHEMA))
     parts = sorted((tmp_path / "raw" / "j").glob("part-*.parquet"))
