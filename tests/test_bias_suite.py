@@ -361,3 +361,28 @@ def test_quality_sources_replay_and_labels(tmp_path, data_dir):
     pl.DataFrame({"instance_id": ["81;gpt-4;vicuna-13b-v1.3"], "better": ["claude-v1"]}).write_csv(labels)
     with pytest.raises(ConfigError, match="not a candidate"):
         plan_job(parse_job(d))
+
+
+def test_failed_rewrite_stops_before_judging(tmp_path, data_dir):
+    """A rewrite recorded as failed (or missing) raises RewriteFailed: no perturbed unit is
+    judged on a missing rewrite; the failure stays recorded for the rerun to retry."""
+    from voirdire.engine.rewrite import RewriteFailed, rewrites_for_units
+    from voirdire.engine.worker import results_to_columns
+    from voirdire.judges.base import Result
+
+    d = job_dict(tmp_path, perturbations=[{"kind": "authority", "target": "candidate", "citations": ["url"], "rewriter": "t"}],
+                 rewriters=[{"name": "t", "backend": "simulated"}])
+    plan = plan_job(parse_job(d))
+    store = rewrite_store(tmp_path / "out", flush_rows=1)
+    with pytest.raises(RewriteFailed, match="not done"):
+        rewrites_for_units(plan.bench, plan.rewrites, store)
+    from voirdire.engine.rewrite import iter_rewrite_batches
+
+    for b in iter_rewrite_batches(plan.rewrites, "t", 100):
+        res = [Result(unit_id=q.unit_id, output="rewritten") for q in b.queries]
+        res[0] = Result.failed(b.queries[0].unit_id, "server_error", "boom")
+        store.append("t", store.to_table(b.columns, results_to_columns(b.queries, res)))
+    store.flush()
+    with pytest.raises(RewriteFailed, match="boom"):
+        rewrites_for_units(plan.bench, plan.rewrites, store)
+    assert store.completed_ids("t", include_failures=False) == set(plan.rewrites["unit_id"][1:])
