@@ -24,6 +24,7 @@ from typing import Any
 
 import polars as pl
 from voirdire.benchmarks.base import Benchmark
+from voirdire.judges.base import JudgeContext
 from voirdire.judges.replay import ReplaySettings, load_recorded, recorded_path
 from voirdire.judges.simulated import SimulatedSettings, latent_quality
 
@@ -48,8 +49,6 @@ def _simulated_better(s: SimulatedSettings, question_id: str, candidates: list[s
 
 
 def _replay_better(bench: Benchmark, recorded: str, data_dir: str, inst: pl.DataFrame) -> pl.DataFrame:
-    from voirdire.judges.base import JudgeContext
-
     ctx = JudgeContext(judge=f"quality source replay:{recorded}", benchmark=bench.name, data_dir=data_dir, output_dir=None)
     rec = load_recorded(recorded_path(ReplaySettings(recorded=recorded), ctx))
     df = pl.DataFrame(

@@ -48,8 +48,8 @@ class Query:
     order; ``option_mode`` the number of options (letters) offered; ``repetition`` is
     1-based. ``query_id`` is equal for all repetitions of the same prompt, so a backend may
     answer them together (``n`` samples in one request). ``perturbation`` is the kind of
-    the unit's perturbation (``None`` for the control; a rewriter's query carries the kind
-    it rewrites for) and ``target_slot`` the position letter of the perturbation's target
+    the unit's perturbation (``None`` for the control; a rewriter's query carries
+    ``"<kind>"`` or ``"<kind>:<param>"`` of the rewrite) and ``target_slot`` the position letter of the perturbation's target
     (``None`` without one); backends that read the prompt need neither.
     ``control_query_id`` is the query id of the same prompt unperturbed (``None`` for the
     control): the simulated judge draws its noise from it, so a judge that ignores the

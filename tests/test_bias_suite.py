@@ -194,7 +194,7 @@ def _mcnemar_delta(df: pl.DataFrame) -> tuple[float, float, float]:
     d = (df["w_p"] - df["w_c"]).to_numpy()
     up, down = int((d > 0).sum()), int((d < 0).sum())
     p = binomtest(up, up + down, 0.5).pvalue if up + down else 1.0
-    per_q = df.group_by("question_id").agg((pl.col("w_p") - pl.col("w_c")).sum().alias("s"), pl.len().alias("n"))
+    per_q = df.group_by("question_id", maintain_order=True).agg((pl.col("w_p") - pl.col("w_c")).sum().alias("s"), pl.len().alias("n"))
     rng = np.random.default_rng(0)
     s, n = per_q["s"].to_numpy(), per_q["n"].to_numpy()
     boots = [s[i].sum() / n[i].sum() for i in (rng.integers(0, len(s), len(s)) for _ in range(2000))]
@@ -245,10 +245,12 @@ def test_offline_suite_end_to_end(tmp_path, data_dir, ray_local):
     sus = {"bandwagon", "distraction", "authority", "verbosity"}
     for (judge, kind), g in pairs.group_by("judge", "perturbation_kind"):
         delta, lo, hi, p = _mcnemar_delta(g)
-        if judge == "robust" or kind not in sus:  # ~17 null checks: 99 % CIs, p > 0.001
-            assert lo <= 0.0 <= hi and p > 0.001, (judge, kind, delta, lo, hi, p)
+        if judge == "robust" or kind not in sus:
+            # ~17 null checks: McNemar (the percentile bootstrap is unreliable with a handful
+            # of discordant pairs, so it is not asserted here; the analysis stage reports it)
+            assert p > 0.001 and abs(delta) < 0.05, (judge, kind, delta, lo, hi, p)
         else:
-            assert delta > 0 and p < 0.01, (judge, kind, delta, p)
+            assert delta > 0 and lo > 0 and p < 0.01, (judge, kind, delta, lo, p)
     # RR of the robust judge is its CR (the noise floor), within sampling error
     rob = j.filter(pl.col("judge") == "robust")
     c = rob.filter(pl.col("perturbation") == "control")
@@ -335,3 +337,52 @@ def test_killed_driver_mid_suite_rewrites_and_asks_nothing_twice(tmp_path, data_
     assert kept.height == saved.height and (kept["finished_at"] == kept["finished_at_before"]).all()
     end = rstore.read_raw()
     assert end.height == total_rewrites and (end.sort("unit_id")["finished_at"] == after.sort("unit_id")["finished_at"]).all()
+
+
+def test_quality_sources_replay_and_labels(tmp_path, data_dir):
+    """replay: the release judge's verdicts that agree in both orders; labels: a CSV. Units
+    of better/worse variants exist only where the better candidate is known."""
+    d = job_dict(tmp_path, perturbations=[{"kind": "bandwagon", "target": "worse", "shares": [80]}],
+                 benchmark={"name": "mtbench", "quality": "replay:gpt-4-0613", "candidates": ["gpt-4", "llama-13b"]})
+    plan = plan_job(parse_job(d))
+    inst = plan.instances
+    known = inst.filter(pl.col("better").is_not_null())
+    assert 0 < known.height < inst.height
+    # GPT-4's answers beat vicuna-13b's in almost every pair GPT-4-0613 judged consistently
+    share = known.filter(pl.col("candidate") == "gpt-4").select((pl.col("better") == "gpt-4").mean()).item()
+    assert share > 0.9
+    assert (known["worst"] != known["better"]).all()
+    assert plan.units_per_judge == (inst.height + known.height) * 2 * 2  # 2 orders x 2 repetitions
+    labels = tmp_path / "labels.csv"
+    pl.DataFrame({"instance_id": ["81;gpt-4;vicuna-13b-v1.3"], "better": ["gpt-4"]}).write_csv(labels)
+    d["benchmark"]["quality"] = f"labels:{labels}"
+    plan = plan_job(parse_job(d))
+    assert plan.instances["better"].drop_nulls().to_list() == ["gpt-4"]
+    pl.DataFrame({"instance_id": ["81;gpt-4;vicuna-13b-v1.3"], "better": ["claude-v1"]}).write_csv(labels)
+    with pytest.raises(ConfigError, match="not a candidate"):
+        plan_job(parse_job(d))
+
+
+def test_failed_rewrite_stops_before_judging(tmp_path, data_dir):
+    """A rewrite recorded as failed (or missing) raises RewriteFailed: no perturbed unit is
+    judged on a missing rewrite; the failure stays recorded for the rerun to retry."""
+    from voirdire.engine.rewrite import RewriteFailed, rewrites_for_units
+    from voirdire.engine.worker import results_to_columns
+    from voirdire.judges.base import Result
+
+    d = job_dict(tmp_path, perturbations=[{"kind": "authority", "target": "candidate", "citations": ["url"], "rewriter": "t"}],
+                 rewriters=[{"name": "t", "backend": "simulated"}])
+    plan = plan_job(parse_job(d))
+    store = rewrite_store(tmp_path / "out", flush_rows=1)
+    with pytest.raises(RewriteFailed, match="not done"):
+        rewrites_for_units(plan.bench, plan.rewrites, store)
+    from voirdire.engine.rewrite import iter_rewrite_batches
+
+    for b in iter_rewrite_batches(plan.rewrites, "t", 100):
+        res = [Result(unit_id=q.unit_id, output="rewritten") for q in b.queries]
+        res[0] = Result.failed(b.queries[0].unit_id, "server_error", "boom")
+        store.append("t", store.to_table(b.columns, results_to_columns(b.queries, res)))
+    store.flush()
+    with pytest.raises(RewriteFailed, match="boom"):
+        rewrites_for_units(plan.bench, plan.rewrites, store)
+    assert store.completed_ids("t", include_failures=False) == set(plan.rewrites["unit_id"][1:])

@@ -59,6 +59,7 @@ def run(
     signal.signal(signal.SIGTERM, _terminate)
     from voirdire import api
     from voirdire.analysis.report import print_judge_table
+    from voirdire.engine.rewrite import RewriteFailed
     from voirdire.engine.scheduler import JobInterrupted
 
     try:
@@ -112,6 +113,8 @@ def run(
         _fail(str(exc))
     except JobInterrupted as exc:
         _fail(str(exc), 130)
+    except RewriteFailed as exc:
+        _fail(str(exc))
     if tables:
         print_judge_table(pl.concat(tables, how="diagonal_relaxed"), console=console)
 
