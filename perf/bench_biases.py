@@ -1,6 +1,6 @@
 """Time the bias metrics on synthetic judgment tables with perturbations.
 
-    PYTHONPATH=$PWD python perf/bench_biases.py [--questions 100 1000] [--bootstrap 1000]
+    python -m perf.bench_biases [--questions 100 1000] [--bootstrap 1000] [--smoke]
 
 Tables from :func:`voirdire.analysis.bias_simulate.simulate_bias_judgments`: 4 judges, 10
 candidates, both orders, 2 repetitions, a control and 5 variants (so 5/6 of the rows are
@@ -24,7 +24,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--questions", type=int, nargs="+", default=[100, 1000])
     ap.add_argument("--bootstrap", type=int, default=1000)
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes (seconds): proves the script still runs")
     a = ap.parse_args()
+    if a.smoke:
+        a.questions, a.bootstrap = [20], 50
     judges = {f"judge-{i}": ({"repetition_noise": 0.2}, {"bandwagon": 0.1 * i}) for i in range(4)}
     print(f"{'rows':>10} {'perturbed':>10} {'simulate s':>11} {'bias_effects s':>15}")
     for nq in a.questions:
@@ -32,8 +35,10 @@ def main() -> None:
         df = simulate_bias_judgments(judges, VARIANTS, n_questions=nq, candidates=10, repetitions=2)
         t_sim = time.perf_counter() - t
         t = time.perf_counter()
-        bias_effects(df, replicates=a.bootstrap)
+        eff = bias_effects(df, replicates=a.bootstrap)
         t_eff = time.perf_counter() - t
+        if eff.height == 0:
+            raise SystemExit("bias_effects returned no rows")
         print(f"{df.height:>10} {df.height * 5 // 6:>10} {t_sim:>11.2f} {t_eff:>15.2f}")
 
 

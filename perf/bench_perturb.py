@@ -12,8 +12,8 @@ Prints:
    excluded), control-only vs perturbed.
    Target: perturbing adds <= 10 % per query.
 
-    python perf/bench_perturb.py            # the full figures (about a minute on 2 cores)
-    python perf/bench_perturb.py --smoke    # the memory job at a tenth of the size, one run each
+    python -m perf.bench_perturb            # the full figures (about a minute on 2 cores)
+    python -m perf.bench_perturb --smoke    # the memory job at a tenth of the size, one run each
 """
 
 from __future__ import annotations
