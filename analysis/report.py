@@ -72,6 +72,26 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
         console.print(table)
 
 
+def print_bias_table(effects: pl.DataFrame, console: Console | None = None) -> None:
+    """Print the bias suite's effects (``voirdire.analysis.biases.bias_effects``, the
+    ``slot == "all"`` rows) to the terminal: per benchmark × judge × perturbation variant,
+    CALM's robustness rate RR next to the consistency rate CR (the noise floor), the
+    directional effect Δ = P(target wins | perturbed) − P(target wins | control) with its
+    95 % cluster-bootstrap interval, the exact McNemar p-value and the valid pairs n."""
+    console = console or Console()
+    rows = effects.filter(pl.col("slot") == "all").sort("benchmark", "judge", "perturbation")
+    table = Table(title=f"Bias effects per judge and perturbation ({rows.height} rows; docs/bias-metrics.md)")
+    for i, c in enumerate(("benchmark", "judge", "perturbation", "RR", "CR", "Δ [95% CI]", "McNemar p", "n")):
+        table.add_column(c, justify="left" if i < 3 else "right", no_wrap=i < 3)
+    for r in rows.iter_rows(named=True):
+        delta = "" if r["delta"] is None else f"{r['delta']:+.3f} [{r['delta_lo']:+.3f}, {r['delta_hi']:+.3f}]"
+        table.add_row(
+            r["benchmark"], r["judge"], r["perturbation"], _fmt(r["rr"], "{:.3f}"), _fmt(r["cr"], "{:.3f}"), delta,
+            "" if r["p_value"] is None else f"{r['p_value']:.2g}", f"{r['n']:,}",
+        )  # fmt: skip
+    console.print(table)
+
+
 def markdown_slot_table(shares: pl.DataFrame) -> str:
     """List-wise slot choice shares as a Markdown table: one row per (benchmark, judge,
     list size, option mode), one column per slot (share of slot-choosing verdicts, with

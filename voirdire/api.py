@@ -14,7 +14,7 @@ saved: run again to resume).
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,10 +25,9 @@ import polars as pl
 
 from voirdire.analysis.evaluation import run_mitigation, write_mitigation
 from voirdire.analysis.html_report import build_report
-from voirdire.analysis.outputs import analyze_dir, compute_dir
+from voirdire.analysis.outputs import compute_dir, write_dir
 from voirdire.core import ConfigError
 from voirdire.engine.job import (
-    JOB_FILE,
     JobPlan,
     RunOutcome,
     estimate_job,
@@ -59,6 +58,9 @@ class Results:
             ``consistent``, ``primacy``, ``recency``, ``balanced`` (counts), ``pcn``, ``rcn``
             (fractional counts), ``pc``, ``pf``, ``owr``, ``quality_gap`` (``docs/metrics.md``).
         stats: the scheduler's counts when the results come from :func:`run`, else ``None``.
+        bias_effects: for a job with ``[[perturbations]]``, RR, CR and the directional
+            effect Δ with its interval and McNemar p per judge × variant × slot
+            (:func:`voirdire.analysis.biases.bias_effects`), else ``None``.
     """
 
     output_dir: Path
@@ -67,6 +69,7 @@ class Results:
     judge_metrics: pl.DataFrame
     cell_metrics: pl.DataFrame
     stats: RunStats | None = None
+    bias_effects: pl.DataFrame | None = None
 
 
 def load_job_spec(job: str | os.PathLike | Mapping[str, Any] | JobSpec, *, output_dir: str | None = None) -> JobSpec:
@@ -113,13 +116,15 @@ def load(output_dir: str | os.PathLike) -> Results:
         FileNotFoundError: not a voirdire output directory.
     """
     out = Path(output_dir)
-    jm, cm = analyze_dir(out)
+    tables = compute_dir(out)
+    write_dir(tables, out)
     return Results(
         output_dir=out,
-        job=json.loads((out / JOB_FILE).read_text()),
-        judgments=pl.read_parquet(out / "judgments.parquet"),
-        judge_metrics=jm,
-        cell_metrics=cm,
+        job=tables.meta,
+        judgments=tables.judgments,
+        judge_metrics=tables.judge_metrics,
+        cell_metrics=tables.cell_metrics,
+        bias_effects=tables.bias_effects,
     )
 
 
@@ -155,7 +160,7 @@ def run(
         spec, address=address, show_progress=show_progress, retry_failed=retry_failed, console=console, plan=job_plan
     )
     res = load(outcome.output_dir)
-    return Results(res.output_dir, res.job, res.judgments, res.judge_metrics, res.cell_metrics, outcome.stats)
+    return dataclasses.replace(res, stats=outcome.stats)
 
 
 def report(

@@ -58,7 +58,7 @@ def run(
 
     signal.signal(signal.SIGTERM, _terminate)
     from voirdire import api
-    from voirdire.analysis.report import print_judge_table
+    from voirdire.analysis.report import print_bias_table, print_judge_table
     from voirdire.engine.rewrite import RewriteFailed
     from voirdire.engine.scheduler import JobInterrupted
 
@@ -96,7 +96,7 @@ def run(
                            "as failures without a call" if est["too_long"] else "")
                     )
         return
-    tables = []
+    tables, effects = [], []
     try:
         for spec, plan in zip(specs, plans):
             console.rule(f"[bold]{spec.name}")
@@ -109,6 +109,8 @@ def run(
                 f"{s.failures:,} recorded failures → {outcome.output_dir}"
             )
             tables.append(outcome.judge_metrics)
+            if outcome.bias_effects is not None:
+                effects.append(outcome.bias_effects)
     except ConfigError as exc:
         _fail(str(exc))
     except JobInterrupted as exc:
@@ -117,6 +119,8 @@ def run(
         _fail(str(exc))
     if tables:
         print_judge_table(pl.concat(tables, how="diagonal_relaxed"), console=console)
+    if effects:
+        print_bias_table(pl.concat(effects, how="diagonal_relaxed"), console=console)
 
 
 @app.command()
