@@ -89,7 +89,7 @@ def with_quality(inst: pl.DataFrame, source: str | None, *, bench: Benchmark, ju
     form, _, arg = source.partition(":")
     if form == "simulated":
         rj = judges.get(arg)
-        if rj is None or rj.spec.backend != "simulated":
+        if rj is None or rj.backend.name != "simulated":
             raise ConfigError(f"benchmark.quality = {source!r}: {arg!r} is not a simulated judge of this job")
         pairs = [_simulated_better(rj.settings, q, c) for q, c in zip(inst["question_id"], inst["candidates"].to_list())]
         return inst.with_columns(pl.Series("better", [p[0] for p in pairs], pl.String),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import importlib
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -175,8 +176,13 @@ class JudgeBackend(abc.ABC):
 
         The default is the backend name, every setting except those listed in
         ``identity_exclude`` (connection details, concurrency), and the sampling settings.
+        Settings named in ``identity_if_set`` (added after a release) enter only when they
+        differ from their default, so judges that do not use them keep their unit ids.
         """
         data = settings.model_dump(mode="json", exclude=set(getattr(cls, "identity_exclude", ())))
+        for key in getattr(cls, "identity_if_set", ()):
+            if getattr(settings, key) == type(settings).model_fields[key].default:
+                data.pop(key, None)
         return {"backend": cls.name, "settings": data, "sampling": sampling.model_dump(mode="json")}
 
     @classmethod
@@ -223,6 +229,25 @@ class JudgeBackend(abc.ABC):
 
     async def aclose(self) -> None:
         """Release clients, engines and files. Called when the worker is shut down."""
+
+
+def option_probabilities(logprobs: dict[str, float]) -> dict[str, float]:
+    """Softmax of option log-probabilities: letter -> probability, summing to 1 (the
+    ``option_probs`` of a log-probability verdict, vLLM's or an API's).
+
+    Letters whose log-probability is ``-inf`` get 0 (all ``-inf``: uniform).
+
+    Raises:
+        ValueError: an empty dict.
+    """
+    if not logprobs:
+        raise ValueError("no option log-probabilities")
+    top = max(logprobs.values())
+    if top == -math.inf:
+        return {k: 1.0 / len(logprobs) for k in logprobs}
+    w = {k: math.exp(v - top) for k, v in logprobs.items()}
+    z = sum(w.values())
+    return {k: v / z for k, v in w.items()}
 
 
 _REGISTRY: dict[str, type[JudgeBackend]] = {}

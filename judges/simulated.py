@@ -200,6 +200,8 @@ class SimulatedJudge(JudgeBackend):
     Settings = SimulatedSettings
     needs_prompt = False
     identity_exclude: tuple[str, ...] = ("fail_rate", "latency_s")
+    #: settings added after 0.1: in the identity only when set (unit ids of before kept)
+    identity_if_set = ("susceptibility", "score_noise")
 
     def __init__(self, settings: SimulatedSettings, context) -> None:
         super().__init__(settings, context)
@@ -208,16 +210,6 @@ class SimulatedJudge(JudgeBackend):
     @classmethod
     def worker_options(cls, settings):  # type: ignore[override]
         return {"num_cpus": 0}
-
-    @classmethod
-    def identity(cls, settings, sampling):  # type: ignore[override]
-        ident = super().identity(settings, sampling)
-        # settings added after 0.1 enter the identity only when set, so judges without them
-        # keep their unit ids of before (resume and replay keep working)
-        for key in ("susceptibility", "score_noise"):
-            if getattr(settings, key) == SimulatedSettings.model_fields[key].default:
-                ident["settings"].pop(key, None)
-        return ident
 
     async def judge(self, queries: list[Query]) -> list[Result]:
         s: SimulatedSettings = self.settings  # type: ignore[assignment]

@@ -90,6 +90,24 @@ def _h(text: str) -> float:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") / 2**64
 
 
+def _token_logprobs(text: str, top: int) -> dict[str, Any]:
+    """Chat-completions ``logprobs`` of a reply: the text split into word, space and
+    punctuation tokens (``[[`` and ``]]`` whole); a single capital letter gets top
+    log-probabilities over A, B, C drawn from a hash of the text, the letter itself the
+    most likely; other tokens log-probability 0."""
+    out = []
+    for tok in re.findall(r"\[\[|\]\]|\w+|\s+|[^\w\s]", text):
+        if len(tok) == 1 and tok.isupper() and tok in "ABC":
+            p_top = 0.5 + 0.45 * _h("lp" + text)
+            rest = (1 - p_top) / 2
+            probs = {c: (p_top if c == tok else rest) for c in "ABC"}
+            tops = [{"token": c, "logprob": math.log(v), "bytes": None} for c, v in sorted(probs.items(), key=lambda kv: -kv[1])][:top]
+            out.append({"token": tok, "logprob": math.log(p_top), "bytes": None, "top_logprobs": tops})
+        else:
+            out.append({"token": tok, "logprob": 0.0, "bytes": None, "top_logprobs": []})
+    return {"content": out, "refusal": None}
+
+
 def _tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
@@ -271,7 +289,7 @@ class FakeAPIServer:
                     "index": 0,
                     "message": {"role": "assistant", "content": None if filtered else text, "refusal": None},
                     "finish_reason": "content_filter" if filtered else "stop",
-                    "logprobs": None,
+                    "logprobs": _token_logprobs(text, int(req.get("top_logprobs") or 0)) if req.get("logprobs") and not filtered else None,
                 }],
                 "usage": {"prompt_tokens": in_tok, "completion_tokens": 0 if filtered else out_tok,
                           "total_tokens": in_tok + (0 if filtered else out_tok)},

@@ -237,3 +237,34 @@ def test_score_mode_bpc_and_mec_through_the_api(cluster, tmp_path):
     for name, cost in {"bpc": 2, "mec": 2, "mec_bpc": 4}.items():
         v = sc.strategy_verdicts(j, name)
         assert v.height == 4 and v["queries"].to_list() == [cost] * 4
+
+
+def test_logprob_verdicts_and_calibration_through_the_api(cluster, tmp_path):
+    """``logprobs = true`` on an OpenAI judge against the loopback server: every judgment
+    carries the verdict letter's option probabilities (the token after ``[[``), the
+    logprob strategies of ``voirdire mitigate`` run on them, and the judge's identity (so
+    its unit ids) is unchanged for judges without the setting."""
+    from voirdire.analysis import calibration
+    from voirdire.analysis import mitigation as M
+    from voirdire.engine.spec import load_job
+
+    srv = cluster
+    _configure(srv)
+    judge = OPENAI.replace('model = "gpt-4o"', 'model = "gpt-4o"\nlogprobs = true')
+    job = load_job(_job(tmp_path, srv, judge, instances=6))
+    res = voirdire.run(job)
+    j = res.judgments
+    assert j.height == 12 and j["failed"].sum() == 0
+    assert set(j["verdict_mode"]) == {"logprobs"} and j["option_probs"].null_count() == 0
+    for probs, letter in zip(j["option_probs"].to_list(), j["extracted"].to_list()):
+        d = {k: v for k, v in probs.items() if v is not None} if isinstance(probs, dict) else {e["key"]: e["value"] for e in probs}
+        assert set(d) == {"A", "B", "C"} and abs(sum(d.values()) - 1) < 1e-9
+        assert max(d, key=d.get) == letter  # the sampled letter is the server's most likely one
+    out = M.apply_strategies(j, ["logprob-raw", "logprob-debiased", "logprob-calibrated"])
+    assert set(out["strategy"]) == {"logprob-raw", "logprob-debiased", "logprob-calibrated"}
+    assert calibration.pf_removed(j).height == 1
+    plain = load_job(_job(tmp_path / "plain", srv, OPENAI, instances=6))
+    from voirdire.engine.spec import resolve_judges
+
+    assert resolve_judges(plain)[0].identity["settings"].get("logprobs") is None  # not in the identity unless set
+    assert resolve_judges(job)[0].identity["settings"]["logprobs"] is True

@@ -298,8 +298,8 @@ def test_killed_driver_mid_suite_rewrites_and_asks_nothing_twice(tmp_path, data_
     d["rewriters"] = [{"name": "rw", "backend": "simulated", "latency_s": 0.15, "concurrency": 1}]
     d["perturbations"] = [{"kind": "sentiment", "emotions": ["sad", "angry"], "rewriter": "rw"},
                           {"kind": "bandwagon", "shares": [80], "target": "worse"}]
-    d["judges"] = [{"name": "sim", "backend": "simulated", "kill_driver_after": 150, "concurrency": 1,
-                    "susceptibility": {"bandwagon": 0.5}}]
+    d["judges"] = [{"name": "sim", "backend": "tests.backends:CrashingSimulated", "kill_driver_after": 150, "concurrency": 1,
+                    "susceptibility": {"bandwagon": 0.5}}]  # fault injection: a test-only backend
     job_path = tmp_path / "job.toml"
     _write_toml(job_path, d)
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -325,7 +325,8 @@ def test_killed_driver_mid_suite_rewrites_and_asks_nothing_twice(tmp_path, data_
     saved = ResultStore(tmp_path / "out").read_raw()
     assert 0 < saved.height and saved["unit_id"].n_unique() == saved.height
     # 3. rerun without the fault: every unit once, the saved ones not asked again
-    d["judges"][0].pop("kill_driver_after")  # faults are not part of the judge's identity
+    d["judges"][0].pop("kill_driver_after")  # faults are not part of the judge's identity:
+    d["judges"][0]["backend"] = "simulated"  # the plain judge asks the same units
     _write_toml(job_path, d)
     third = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert third.returncode == 0, third.stdout + third.stderr

@@ -14,6 +14,7 @@ import abc
 import asyncio
 import contextvars
 import inspect
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -32,9 +33,16 @@ from voirdire.judges.api.pricing import cost_usd, facts_for
 from voirdire.judges.api.ratelimit import get_limiter, retry_after_s
 from voirdire.judges.api.settings import APISettings, Reply
 from voirdire.judges.api.tokens import count_tokens, estimate_prompt_tokens
-from voirdire.judges.base import JudgeBackend, JudgeContext, Query, Result, Sampling
+from voirdire.judges.base import (
+    JudgeBackend,
+    JudgeContext,
+    Query,
+    Result,
+    Sampling,
+    option_probabilities,
+)
 
-from voirdire.core import ConfigError, FailureClass, content_hash
+from voirdire.core import ConfigError, FailureClass, content_hash, letters
 
 
 @dataclass
@@ -66,6 +74,10 @@ class APIJudge(JudgeBackend):
         "timeout_s", "max_retries", "context_window", "price_input_per_mtok", "price_output_per_mtok", "cache",
         "batch", "batch_poll_s", "batch_timeout_s",
     )
+    #: settings added after 0.1: in the identity only when set (unit ids of before kept)
+    identity_if_set = ("logprobs",)
+    #: the provider returns token log-probabilities (``logprobs = true`` is accepted)
+    offers_logprobs: ClassVar[bool] = False
 
     # -- class-level helpers (driver side) ------------------------------------------------
 
@@ -89,6 +101,19 @@ class APIJudge(JudgeBackend):
                 f"environment variable {env}, which is not set; export {env}=... (or set api_key_env to "
                 f"the variable that holds it) and run again. Nothing was sent."
             )
+
+    @classmethod
+    def preflight(cls, settings: APISettings, context: JudgeContext) -> None:  # type: ignore[override]
+        """Checks before anything is sent (the key is :meth:`check_secrets`'s).
+
+        Raises:
+            ConfigError: ``logprobs = true`` on a provider without token log-probabilities,
+                or with batch mode.
+        """
+        if settings.logprobs and not cls.offers_logprobs:
+            raise ConfigError(f"judge {context.judge!r}: backend {cls.name!r} returns no token log-probabilities; drop logprobs = true")
+        if settings.logprobs and settings.batch:
+            raise ConfigError(f"judge {context.judge!r}: logprobs = true is not offered in batch mode")
 
     @classmethod
     def worker_options(cls, settings):  # type: ignore[override]
@@ -239,7 +264,7 @@ class APIJudge(JudgeBackend):
         return ResponseCache.key(self.identity_hash, self.settings.system_prompt, q.prompt or "", q.repetition)
 
     def from_cache(self, q: Query) -> Result | None:
-        if self.cache is None:
+        if self.cache is None or self.settings.logprobs:  # the cache keeps text, not log-probabilities
             return None
         hit = self.cache.get(self.cache_key(q))
         if hit is None:
@@ -271,7 +296,11 @@ class APIJudge(JudgeBackend):
         if not reply.text:
             return Result.failed(q.unit_id, FailureClass.MALFORMED_RESPONSE,
                                  f"the response has no text (stop reason {reply.stop!r})", **kw)
-        if self.cache is not None:
+        if reply.letter_logprobs is not None:
+            options = letters(q.option_mode)
+            kw["option_probs"] = option_probabilities({L: reply.letter_logprobs.get(L, -math.inf) for L in options})
+            kw["verdict_mode"] = "logprobs"
+        elif self.cache is not None and not self.settings.logprobs:
             self.cache.put(self.cache_key(q), reply.text, reply.input_tokens, reply.output_tokens, cost,
                            self.settings.model)
         return Result(unit_id=q.unit_id, output=reply.text, **kw)

@@ -24,6 +24,32 @@ from voirdire.judges.base import register
 
 from voirdire.core import ConfigError
 
+#: top log-probabilities asked per output token (OpenAI allows up to 20)
+TOP_LOGPROBS = 20
+
+
+def verdict_logprobs(content: list[dict[str, Any]], cue: str) -> dict[str, float] | None:
+    """The log-probabilities of the candidate verdict letters at the verdict position of a
+    chat completion's ``logprobs.content`` (one dict per output token: ``token``,
+    ``logprob``, ``top_logprobs`` [{``token``, ``logprob``}]).
+
+    The verdict position is the first token that is a single capital letter (spaces
+    stripped) and follows the benchmark's verdict ``cue`` in the text so far (``[[`` for
+    MT-Bench, ``Choice: `` for DevBench; with no cue, the first such token). Returns
+    letter -> log-probability over the letters among that token's top log-probabilities,
+    or ``None`` when no verdict position is found.
+    """
+    text = ""
+    want = cue.rstrip()
+    for tok in content:
+        t = tok.get("token") or ""
+        if len(t.strip()) == 1 and t.strip().isupper() and text.rstrip().endswith(want):
+            lp = {c["token"].strip(): c["logprob"] for c in tok.get("top_logprobs") or [] if len(c["token"].strip()) == 1}
+            lp.setdefault(t.strip(), tok.get("logprob", 0.0))
+            return {k: v for k, v in lp.items() if k.isupper()}
+        text += t
+    return None
+
 
 @register
 class OpenAIJudge(APIJudge):
@@ -36,6 +62,7 @@ class OpenAIJudge(APIJudge):
     default_key_env = "OPENAI_API_KEY"
     uses_tiktoken = True
     filter_stops = frozenset({"content_filter"})
+    offers_logprobs = True
     #: the request field capping output tokens (OpenAI's current name; o-series need it)
     max_tokens_field = "max_completion_tokens"
 
@@ -50,6 +77,9 @@ class OpenAIJudge(APIJudge):
             body["seed"] = sp.seed
         if sp.top_p is not None:
             body["top_p"] = sp.top_p
+        if s.logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = TOP_LOGPROBS
         return body
 
     def endpoint(self) -> Any:
@@ -62,8 +92,12 @@ class OpenAIJudge(APIJudge):
         text = (choice.get("message") or {}).get("content")
         if text is not None and not isinstance(text, str):
             raise TypeError(f"message content is {type(text).__name__}, not text")
+        letter_lp = None
+        if self.settings.logprobs:
+            content = (choice.get("logprobs") or {}).get("content") or []
+            letter_lp = verdict_logprobs(content, self.context.verdict_cue or "")
         return Reply(text=text, input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
-                     stop=choice.get("finish_reason"))
+                     stop=choice.get("finish_reason"), letter_logprobs=letter_lp)
 
     # -- OpenAI Batch API (files + /v1/batches) --------------------------------------------
 

@@ -37,6 +37,12 @@ class APISettings(JudgeSettings):
     :mod:`voirdire.judges.api.pricing`; ``cache`` (``"job"``, ``"user"``, ``"off"`` or a
     file path).
 
+    Log-probability verdicts: ``logprobs`` (OpenAI-protocol backends only) asks for the
+    top log-probabilities of every output token and stores the option probabilities of
+    the verdict letter (the token right after the benchmark's verdict cue, ``[[`` or
+    ``Choice: ``) as ``option_probs``, ``verdict_mode = "logprobs"``: what logprob
+    calibration reads (``docs/mitigation.md``). Such replies are not cached.
+
     Batch mode: ``batch`` (use the provider's batch API), ``batch_poll_s`` (seconds between
     status polls), ``batch_timeout_s`` (give up and record failures after this long).
 
@@ -60,6 +66,7 @@ class APISettings(JudgeSettings):
     price_input_per_mtok: float | None = Field(default=None, ge=0)
     price_output_per_mtok: float | None = Field(default=None, ge=0)
     cache: str = "job"
+    logprobs: bool = False
     batch: bool = False
     batch_poll_s: float = Field(default=30.0, gt=0)
     batch_timeout_s: float = Field(default=86_400.0, gt=0)
@@ -76,9 +83,13 @@ class APISettings(JudgeSettings):
 @dataclass
 class Reply:
     """A provider's answer mapped to common terms: ``text`` (None if absent), token counts
-    as reported by the provider, and ``stop`` (the provider's finish/stop reason)."""
+    as reported by the provider, ``stop`` (the provider's finish/stop reason) and, when
+    asked for, ``letter_logprobs``."""
 
     text: str | None
     input_tokens: int | None
     output_tokens: int | None
     stop: str | None = None
+    #: log-probability verdicts: letter -> log-probability at the verdict position (the
+    #: letters among the provider's top log-probabilities there), or None
+    letter_logprobs: dict[str, float] | None = None

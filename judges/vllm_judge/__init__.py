@@ -58,9 +58,9 @@ request planning), :mod:`.verdicts` (structured and log-probability verdicts),
 :mod:`.judge` (the backend).
 """
 
+from voirdire.judges.base import option_probabilities
 from voirdire.judges.vllm_judge.engine import RequestPlan, plan_requests
 from voirdire.judges.vllm_judge.judge import VllmJudge
 from voirdire.judges.vllm_judge.settings import VllmSettings
-from voirdire.judges.vllm_judge.verdicts import option_probabilities
 
 __all__ = ["RequestPlan", "VllmJudge", "VllmSettings", "option_probabilities", "plan_requests"]

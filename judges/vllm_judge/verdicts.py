@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from voirdire.benchmarks.base import load_score_templates
-from voirdire.judges.base import Result
+from voirdire.judges.base import Result, option_probabilities
 from voirdire.judges.vllm_judge.engine import RequestPlan
 from voirdire.judges.vllm_judge.settings import VERDICT_TOKENS, VllmSettings
 
@@ -27,22 +27,6 @@ SCORE_TOKENS = 24
 
 class ContextTooLong(ValueError):
     """A prompt plus what the mode generates exceeds the engine's context window."""
-
-
-def option_probabilities(logprobs: dict[str, float]) -> dict[str, float]:
-    """Softmax of option log-probabilities: letter -> probability, summing to 1.
-
-    Letters whose log-probability is ``-inf`` get 0 (all ``-inf``: uniform). Raises
-    ``ValueError`` on an empty dict.
-    """
-    if not logprobs:
-        raise ValueError("no option log-probabilities")
-    top = max(logprobs.values())
-    if top == -math.inf:
-        return {k: 1.0 / len(logprobs) for k in logprobs}
-    w = {k: math.exp(v - top) for k, v in logprobs.items()}
-    z = sum(w.values())
-    return {k: v / z for k, v in w.items()}
 
 
 class ConstrainedVerdicts:
@@ -187,4 +171,4 @@ class ConstrainedVerdicts:
         ]
 
 
-__all__ = ["ConstrainedVerdicts", "ContextTooLong", "option_probabilities"]
+__all__ = ["ConstrainedVerdicts", "ContextTooLong"]
