@@ -280,19 +280,20 @@ class FakeAPIServer:
     @staticmethod
     def _body(api: str, req: dict[str, Any], text: str, in_tok: int, out_tok: int, filtered: bool) -> dict[str, Any]:
         if api == "openai":
+            n = max(1, int(req.get("n") or 1))  # n samples of the prompt in one response
             return {
                 "id": "chatcmpl-" + uuid.uuid4().hex[:12],
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": req.get("model"),
                 "choices": [{
-                    "index": 0,
+                    "index": i,
                     "message": {"role": "assistant", "content": None if filtered else text, "refusal": None},
                     "finish_reason": "content_filter" if filtered else "stop",
                     "logprobs": _token_logprobs(text, int(req.get("top_logprobs") or 0)) if req.get("logprobs") and not filtered else None,
-                }],
-                "usage": {"prompt_tokens": in_tok, "completion_tokens": 0 if filtered else out_tok,
-                          "total_tokens": in_tok + (0 if filtered else out_tok)},
+                } for i in range(n)],
+                "usage": {"prompt_tokens": in_tok, "completion_tokens": 0 if filtered else n * out_tok,
+                          "total_tokens": in_tok + (0 if filtered else n * out_tok)},
             }
         return {
             "id": "msg_" + uuid.uuid4().hex[:12],

@@ -219,20 +219,22 @@ def test_dry_run_estimates_and_missing_key_stops_before_sending(cluster, tmp_pat
 
 
 def test_score_mode_bpc_and_mec_through_the_api(cluster, tmp_path):
-    """Score mode (BPC, MEC with k = 2) against the loopback OpenAI server: one request per
-    (order, sample) — the API path asks each sample in its own request — every answer
-    parsed, and the calibrated verdicts cost 2, k and 2k queries."""
+    """Score mode (BPC, MEC with k = 2 at temperature 1) against the loopback OpenAI server:
+    the k samples of one order go as one request with ``n = k`` (half the requests of the
+    queries), every answer is parsed, and the calibrated verdicts cost 2, k and 2k queries."""
     from voirdire.analysis import scores as sc
     from voirdire.engine.spec import load_job
 
     srv = cluster
     _configure(srv)
     extra = 'flush_seconds = 0.5\n[comparison]\nmode = "score"\npermutations = "both"\nrepetitions = 2'
-    job = load_job(_job(tmp_path, srv, OPENAI, instances=4, extra=extra))
+    judge = OPENAI.replace('model = "gpt-4o"', 'model = "gpt-4o"\nsampling = { temperature = 1.0 }')
+    job = load_job(_job(tmp_path, srv, judge, instances=4, extra=extra))
     res = voirdire.run(job)
     j = res.judgments
     assert j.height == 4 * 2 * 2 and j["failed"].sum() == 0
-    assert srv.stats["requests"] == j.height
+    assert srv.stats["requests"] == j.height // 2  # one n = 2 request per (instance, order)
+    assert j["input_tokens"].sum() == j.filter(pl.col("repetition") == 1)["input_tokens"].sum()  # one prompt charged per request
     assert j["slot_scores"].explode().is_between(1, 10).all()
     for name, cost in {"bpc": 2, "mec": 2, "mec_bpc": 4}.items():
         v = sc.strategy_verdicts(j, name)

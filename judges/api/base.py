@@ -13,12 +13,11 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextvars
-import inspect
+import dataclasses
 import math
 import os
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, ClassVar, Iterable
 
 from voirdire.judges.api.batch import run_batch
@@ -31,6 +30,7 @@ from voirdire.judges.api.errors import (
 )
 from voirdire.judges.api.pricing import cost_usd, facts_for
 from voirdire.judges.api.ratelimit import get_limiter, retry_after_s
+from voirdire.judges.api.sdk import sdk_call_kwargs
 from voirdire.judges.api.settings import APISettings, Reply
 from voirdire.judges.api.tokens import count_tokens, estimate_prompt_tokens
 from voirdire.judges.base import (
@@ -78,6 +78,8 @@ class APIJudge(JudgeBackend):
     identity_if_set = ("logprobs",)
     #: the provider returns token log-probabilities (``logprobs = true`` is accepted)
     offers_logprobs: ClassVar[bool] = False
+    #: the provider answers ``n`` samples of one prompt in one request
+    offers_n: ClassVar[bool] = False
 
     # -- class-level helpers (driver side) ------------------------------------------------
 
@@ -227,35 +229,58 @@ class APIJudge(JudgeBackend):
     def endpoint(self) -> Any:
         """The SDK's bound method that sends one request (e.g. ``client.messages.create``)."""
 
-    async def send(self, prompt: str) -> Any:
-        """Send one query (:meth:`request_body` through :meth:`endpoint`); returns the SDK's response."""
+    async def send(self, prompt: str, n: int = 1) -> Any:
+        """Send one request (:meth:`request_body` through :meth:`endpoint`; ``n`` samples of
+        the prompt where :attr:`offers_n`); returns the SDK's response."""
         create = self.endpoint()
-        return await create(**sdk_call_kwargs(create, self.request_body(prompt)))
+        body = self.request_body(prompt)
+        if n > 1:
+            body["n"] = n
+        return await create(**sdk_call_kwargs(create, body))
 
     @abc.abstractmethod
     def parse(self, response: Any) -> Reply:
         """Map the SDK's response (or a batch result's body as a dict) to a :class:`Reply`."""
 
-    def parse_checked(self, response: Any) -> Reply:
-        """:meth:`parse`, with any shape error raised as :class:`MalformedResponse`."""
+    def parse_samples(self, response: Any) -> list[Reply]:
+        """One :class:`Reply` per sample of a response (providers with :attr:`offers_n`
+        override it); the default: :meth:`parse`'s one."""
+        return [self.parse(response)]
+
+    def parse_checked(self, response: Any, n: int = 1) -> list[Reply]:
+        """The ``n`` replies of a response (:meth:`parse`'s one when ``n == 1``, else
+        :meth:`parse_samples`), with any shape error, or a wrong number of samples, raised
+        as :class:`MalformedResponse`."""
         try:
-            return self.parse(response)
+            replies = [self.parse(response)] if n == 1 else self.parse_samples(response)
         except Exception as exc:  # noqa: BLE001 - the body is not what the protocol documents
             raise MalformedResponse(f"unexpected response shape: {type(exc).__name__}: {exc}") from exc
+        if len(replies) != n:
+            raise MalformedResponse(f"asked for {n} samples, the response has {len(replies)}")
+        return replies
 
     # -- answering -------------------------------------------------------------------------
 
     async def judge(self, queries: list[Query]) -> list[Result]:
-        """Answer a batch concurrently (bounded by the worker's semaphore); never raises."""
+        """Answer a batch concurrently (bounded by the worker's semaphore); never raises.
+
+        The repetitions of one prompt go as one request with ``n`` samples where the
+        provider offers it (:attr:`offers_n`) and sampling is random (temperature > 0): one
+        prompt charged once for k samples, as MEC wants."""
         if self.settings.batch:
             return await run_batch(self, queries)
-        return list(await asyncio.gather(*(self._safe_one(q) for q in queries)))
+        groups: dict[str, list[Query]] = {}
+        for q in queries:
+            key = q.query_id if self.offers_n and self.sampling.temperature > 0 else q.unit_id
+            groups.setdefault(key, []).append(q)
+        done = await asyncio.gather(*(self._safe_ask(g) for g in groups.values()))
+        return [r for g in done for r in g]
 
-    async def _safe_one(self, q: Query) -> Result:
+    async def _safe_ask(self, qs: list[Query]) -> list[Result]:
         try:
-            return await self._one(q)
+            return await self._ask(qs)
         except Exception as exc:  # noqa: BLE001 - a query never escapes unrecorded
-            return Result.failed(q.unit_id, FailureClass.ERROR, self.redact(describe_exception(exc)))
+            return [Result.failed(q.unit_id, FailureClass.ERROR, self.redact(describe_exception(exc))) for q in qs]
 
     def redact(self, text: str | None) -> str | None:
         return redact(text, self._api_key)
@@ -305,32 +330,34 @@ class APIJudge(JudgeBackend):
                            self.settings.model)
         return Result(unit_id=q.unit_id, output=reply.text, **kw)
 
-    async def _one(self, q: Query) -> Result:
-        """One query: cache, context check, then one SDK call (whose own retries are the
-        only retry layer: at most ``max_retries + 1`` HTTP attempts)."""
-        if q.prompt is None:
-            return Result.failed(q.unit_id, FailureClass.ERROR, "the query carries no prompt")
-        hit = self.from_cache(q)
-        if hit is not None:
-            return hit
-        est, failed = self.too_long(q)
+    async def _ask(self, qs: list[Query]) -> list[Result]:
+        """Queries of one prompt (one, or the repetitions sent as ``n`` samples): cache,
+        context check, then one SDK call (whose own retries are the only retry layer: at
+        most ``max_retries + 1`` HTTP attempts per request)."""
+        q0 = qs[0]
+        if q0.prompt is None:
+            return [Result.failed(q.unit_id, FailureClass.ERROR, "the query carries no prompt") for q in qs]
+        hits = {q.unit_id: self.from_cache(q) for q in qs}
+        todo = [q for q in qs if hits[q.unit_id] is None]
+        est, failed = self.too_long(q0) if todo else (0, None)
         if failed is not None:
-            return failed
-        async with self._sem:
-            t0 = time.perf_counter()
-            attempts = _Attempts(tokens=est + self.sampling.max_tokens)
-            token = _ATTEMPTS.set(attempts)
-            try:
-                reply = self.parse_checked(await self.send(q.prompt))
-            except Exception as exc:  # noqa: BLE001 - classified and recorded
-                return Result.failed(
-                    q.unit_id, classify_exception(exc, self.sdk),
-                    self.redact(f"{describe_exception(exc)} (after {attempts.count} attempt(s))"),
-                    latency_s=time.perf_counter() - t0,
-                )
-            finally:
-                _ATTEMPTS.reset(token)
-            return self.finish(q, reply, time.perf_counter() - t0)
+            return [hits[q.unit_id] or dataclasses.replace(failed, unit_id=q.unit_id) for q in qs]
+        got: dict[str, Result] = {}
+        if todo:
+            async with self._sem:
+                t0 = time.perf_counter()
+                attempts = _Attempts(tokens=est + len(todo) * self.sampling.max_tokens)
+                token = _ATTEMPTS.set(attempts)
+                try:
+                    replies = self.parse_checked(await self.send(q0.prompt, n=len(todo)), n=len(todo))
+                except Exception as exc:  # noqa: BLE001 - classified and recorded
+                    msg = self.redact(f"{describe_exception(exc)} (after {attempts.count} attempt(s))")
+                    cls = classify_exception(exc, self.sdk)
+                    return [hits[q.unit_id] or Result.failed(q.unit_id, cls, msg, latency_s=time.perf_counter() - t0) for q in qs]
+                finally:
+                    _ATTEMPTS.reset(token)
+            got = {q.unit_id: self.finish(q, r, time.perf_counter() - t0) for q, r in zip(todo, replies, strict=True)}
+        return [hits[q.unit_id] or got[q.unit_id] for q in qs]
 
     async def aclose(self) -> None:
         try:
@@ -338,20 +365,3 @@ class APIJudge(JudgeBackend):
         finally:
             if self.cache is not None:
                 self.cache.close()
-
-
-def sdk_call_kwargs(method: Any, body: dict[str, Any]) -> dict[str, Any]:
-    """Keyword arguments for an SDK method from a wire-format request body: fields the
-    method's signature names go as arguments, the rest in ``extra_body`` (SDK versions
-    differ in which sampling fields they type, the wire format does not)."""
-    params = _signature_params(getattr(method, "__func__", method))
-    kwargs = {k: v for k, v in body.items() if k in params}
-    extra = {k: v for k, v in body.items() if k not in params}
-    if extra:
-        kwargs["extra_body"] = extra
-    return kwargs
-
-
-@lru_cache(maxsize=32)
-def _signature_params(func: Any) -> frozenset[str]:
-    return frozenset(inspect.signature(func).parameters)

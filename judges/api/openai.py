@@ -63,6 +63,7 @@ class OpenAIJudge(APIJudge):
     uses_tiktoken = True
     filter_stops = frozenset({"content_filter"})
     offers_logprobs = True
+    offers_n = True
     #: the request field capping output tokens (OpenAI's current name; o-series need it)
     max_tokens_field = "max_completion_tokens"
 
@@ -86,18 +87,29 @@ class OpenAIJudge(APIJudge):
         return self.client.chat.completions.create
 
     def parse(self, response: Any) -> Reply:
+        return self.parse_samples(response)[0]
+
+    def parse_samples(self, response: Any) -> list[Reply]:
+        """One Reply per choice. Usage is reported per request: the prompt's tokens go to
+        the first sample (one prompt for all), the completion tokens are shared out evenly
+        (the remainder to the first), so their sum is the request's."""
         d = response if isinstance(response, dict) else response.model_dump()
-        choice = d["choices"][0]
         usage = d.get("usage") or {}
-        text = (choice.get("message") or {}).get("content")
-        if text is not None and not isinstance(text, str):
-            raise TypeError(f"message content is {type(text).__name__}, not text")
-        letter_lp = None
-        if self.settings.logprobs:
-            content = (choice.get("logprobs") or {}).get("content") or []
-            letter_lp = verdict_logprobs(content, self.context.verdict_cue or "")
-        return Reply(text=text, input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
-                     stop=choice.get("finish_reason"), letter_logprobs=letter_lp)
+        choices = sorted(d["choices"], key=lambda c: c.get("index", 0))
+        total_out = usage.get("completion_tokens")
+        out = []
+        for i, choice in enumerate(choices):
+            text = (choice.get("message") or {}).get("content")
+            if text is not None and not isinstance(text, str):
+                raise TypeError(f"message content is {type(text).__name__}, not text")
+            letter_lp = None
+            if self.settings.logprobs:
+                content = (choice.get("logprobs") or {}).get("content") or []
+                letter_lp = verdict_logprobs(content, self.context.verdict_cue or "")
+            share = None if total_out is None else total_out // len(choices) + (total_out % len(choices) if i == 0 else 0)
+            out.append(Reply(text=text, input_tokens=usage.get("prompt_tokens") if i == 0 else 0, output_tokens=share,
+                             stop=choice.get("finish_reason"), letter_logprobs=letter_lp))
+        return out
 
     # -- OpenAI Batch API (files + /v1/batches) --------------------------------------------
 
