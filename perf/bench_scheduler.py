@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -25,6 +26,7 @@ import time
 from pathlib import Path
 
 import voirdire
+from voirdire.benchmarks.data import resolve_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
 REPLAY_JOBS = ["mtbench_position_bias", "devbench_position_bias", "mtbench_repetition", "devbench_repetition"]
@@ -87,8 +89,11 @@ def _small_job(tmp: Path) -> Path:
 def whole_replay(tmp: Path, smoke: bool = False) -> tuple[float, int]:
     jobs = [str(_small_job(tmp))] if smoke else [str(REPO / "examples" / f"{j}.toml") for j in REPLAY_JOBS]
     cmd = [sys.executable, "-m", "voirdire", "run", *jobs, "--no-progress"]
+    # the fresh process runs in a scratch directory: hand it the data directory found here
+    # (the data-location rules: VOIRDIRE_DATA, ../shared, a fetched copy)
+    env = {**os.environ, "VOIRDIRE_DATA": str(resolve_data_dir())}
     t = time.perf_counter()
-    r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
+    r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t
     if r.returncode:
         raise SystemExit(r.stdout + r.stderr)
