@@ -81,12 +81,16 @@ def print_bias_table(effects: pl.DataFrame, console: Console | None = None) -> N
     console = console or Console()
     rows = effects.filter(pl.col("slot") == "all").sort("benchmark", "judge", "perturbation")
     table = Table(title=f"Bias effects per judge and perturbation ({rows.height} rows; docs/bias-metrics.md)")
-    for i, c in enumerate(("benchmark", "judge", "perturbation", "RR", "CR", "Δ [95% CI]", "McNemar p", "n")):
-        table.add_column(c, justify="left" if i < 3 else "right", no_wrap=i < 3)
+    for c in ("benchmark", "judge"):
+        table.add_column(c, no_wrap=True)
+    table.add_column("perturbation", overflow="fold", ratio=1)
+    for c in ("RR", "CR", "Δ", "95% CI", "McNemar p", "n"):
+        table.add_column(c, justify="right", no_wrap=True)
     for r in rows.iter_rows(named=True):
-        delta = "" if r["delta"] is None else f"{r['delta']:+.3f} [{r['delta_lo']:+.3f}, {r['delta_hi']:+.3f}]"
+        no_delta = r["delta"] is None
         table.add_row(
-            r["benchmark"], r["judge"], r["perturbation"], _fmt(r["rr"], "{:.3f}"), _fmt(r["cr"], "{:.3f}"), delta,
+            r["benchmark"], r["judge"], r["perturbation"], _fmt(r["rr"], "{:.3f}"), _fmt(r["cr"], "{:.3f}"),
+            "" if no_delta else f"{r['delta']:+.3f}", "" if no_delta else f"[{r['delta_lo']:+.2f}, {r['delta_hi']:+.2f}]",
             "" if r["p_value"] is None else f"{r['p_value']:.2g}", f"{r['n']:,}",
         )  # fmt: skip
     console.print(table)

@@ -127,17 +127,21 @@ def run(
 def analyze(dirs: Annotated[list[Path], typer.Argument(help="Finished output directories.")]) -> None:
     """Recompute judgments, metrics and report.md from output directories (no judge is called)."""
     from voirdire import api
-    from voirdire.analysis.report import print_judge_table
+    from voirdire.analysis.report import print_bias_table, print_judge_table
 
-    tables = []
+    tables, effects = [], []
     for d in dirs:
         try:
-            jm = api.load(d).judge_metrics
+            res = api.load(d)
         except FileNotFoundError as exc:
             _fail(str(exc))
-        tables.append(jm)
+        tables.append(res.judge_metrics)
+        if res.bias_effects is not None:
+            effects.append(res.bias_effects)
         console.print(f"wrote {d}/metrics/judge_metrics.csv, {d}/metrics/cell_metrics.csv, {d}/report.md")
     print_judge_table(pl.concat(tables, how="diagonal_relaxed"), console=console)
+    if effects:
+        print_bias_table(pl.concat(effects, how="diagonal_relaxed"), console=console)
 
 
 @app.command()
