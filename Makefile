@@ -38,7 +38,7 @@ PERF := bench_scheduler bench_analysis bench_listwise bench_api bench_vllm bench
 
 # the perf scripts run as modules from the repository root (they reuse tests.tiny_llama and
 # tests.fake_api_server); full sizes print the figures, --smoke only proves they still run
-perf: install
+perf: install-dev
 	$(BIN)/python -m perf.bench_scheduler
 
 perf-smoke: install-dev

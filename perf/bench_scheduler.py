@@ -17,16 +17,18 @@ Targets (issue 2): >= 5,000 queries/s; the whole replay in <= 60 s on a 2-core m
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
-import voirdire
+import tomli_w
 from voirdire.benchmarks.data import resolve_data_dir
+
+import voirdire
 
 REPO = Path(__file__).resolve().parents[1]
 REPLAY_JOBS = ["mtbench_position_bias", "devbench_position_bias", "mtbench_repetition", "devbench_repetition"]
@@ -64,25 +66,10 @@ def scheduler_rate(tmp: Path, smoke: bool = False) -> list[tuple[str, int, float
 
 def _small_job(tmp: Path) -> Path:
     """A 10-instance copy of the first replay example (smoke mode), as a TOML file."""
-    import tomllib
-
     data = tomllib.loads((REPO / "examples" / f"{REPLAY_JOBS[0]}.toml").read_text())
     data["benchmark"]["max_instances"] = 10
-
-    def val(v) -> str:
-        return json.dumps(v)  # strings, numbers, booleans and lists of them read the same in TOML
-
-    def is_tables(v) -> bool:
-        return isinstance(v, dict) or (isinstance(v, list) and bool(v) and isinstance(v[0], dict))
-
-    lines = [f"{k} = {val(v)}" for k, v in data.items() if not is_tables(v)]
-    for k, v in data.items():
-        if is_tables(v):
-            for t in [v] if isinstance(v, dict) else v:
-                lines.append(f"[{k}]" if isinstance(v, dict) else f"[[{k}]]")
-                lines += [f"{kk} = {val(vv)}" for kk, vv in t.items()]
     path = tmp / "small.toml"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(tomli_w.dumps(data))
     return path
 
 

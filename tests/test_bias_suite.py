@@ -14,6 +14,7 @@ import tomllib
 import numpy as np
 import polars as pl
 import pytest
+import tomli_w
 from scipy.stats import binomtest
 from voirdire.engine.job import load_judgments, plan_job
 from voirdire.engine.rewrite import rewrite_store
@@ -267,24 +268,7 @@ def test_offline_suite_end_to_end(tmp_path, data_dir, ray_local):
 
 
 def _write_toml(path: pathlib.Path, d: dict) -> None:
-    import json
-
-    def val(v):
-        return json.dumps(v) if not isinstance(v, dict) else "{ " + ", ".join(f"{k} = {val(x)}" for k, x in v.items()) + " }"
-
-    lines = []
-    for k, v in d.items():
-        if not isinstance(v, (dict, list)) or (isinstance(v, list) and not (v and isinstance(v[0], dict))):
-            lines.append(f"{k} = {val(v)}")
-    for k, v in d.items():
-        if isinstance(v, dict):
-            lines.append(f"[{k}]")
-            lines += [f"{kk} = {val(vv)}" for kk, vv in v.items()]
-        elif isinstance(v, list) and v and isinstance(v[0], dict):
-            for item in v:
-                lines.append(f"[[{k}]]")
-                lines += [f"{kk} = {val(vv)}" for kk, vv in item.items()]
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(tomli_w.dumps(d))
 
 
 @pytest.mark.slow

@@ -12,7 +12,6 @@ process that imported Ray before the cluster existed could not join it with a to
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import tomli_w
 
 import voirdire
 
@@ -201,16 +201,7 @@ def _job(out: Path, name: str, **judge) -> dict:
 
 
 def _write_toml(path: Path, job: dict) -> Path:
-    lines = [f'name = "{job["name"]}"', f'output_dir = "{job["output_dir"]}"', ""]
-    for section in ("benchmark", "comparison", "run"):
-        lines.append(f"[{section}]")
-        lines += [f"{k} = {json.dumps(v)}" for k, v in job[section].items()]
-        lines.append("")
-    for j in job["judges"]:
-        lines.append("[[judges]]")
-        lines += [f"{k} = {json.dumps(v)}" for k, v in j.items()]
-        lines.append("")
-    path.write_text("\n".join(lines))
+    path.write_text(tomli_w.dumps(job))
     return path
 
 

@@ -3,7 +3,6 @@ crash recovery and resume, on a slice of the real MT-Bench data."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import tomli_w
 from voirdire.engine.job import load_judgments, plan_job
 from voirdire.engine.spec import load_job, parse_job
 from voirdire.engine.store import ResultStore
@@ -292,25 +292,7 @@ def test_worker_crash_midjob_loses_nothing(tmp_path, data_dir, ray_local):
 
 
 def _write_toml(path: Path, d: dict) -> Path:
-    def val(v):
-        if isinstance(v, str):
-            return json.dumps(v)
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, list):
-            return "[" + ", ".join(val(x) for x in v) + "]"
-        return str(v)
-
-    lines = [f"{k} = {val(v)}" for k, v in d.items() if not isinstance(v, (dict, list)) or (isinstance(v, list) and v and not isinstance(v[0], dict))]
-    for k, v in d.items():
-        if isinstance(v, dict):
-            lines.append(f"[{k}]")
-            lines += [f"{kk} = {val(vv)}" for kk, vv in v.items()]
-        elif isinstance(v, list) and v and isinstance(v[0], dict):
-            for item in v:
-                lines.append(f"[[{k}]]")
-                lines += [f"{kk} = {val(vv)}" for kk, vv in item.items()]
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(tomli_w.dumps(d))
     return path
 
 
