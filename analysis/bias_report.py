@@ -73,7 +73,10 @@ def write_bias(dirs: list[Any], mdir: Path, fdir: Path, replicates: int = 1000) 
 
     Args:
         dirs: objects with ``name`` (str) and ``judgments`` (JUDGMENT_SCHEMA DataFrame)
-            (the study's :class:`~voirdire.analysis.study.DirAnalysis`).
+            (the study's :class:`~voirdire.analysis.study.DirAnalysis`); where one also
+            carries ``bias_effects`` / ``self_enhancement`` tables already computed (the
+            study's, from :func:`~voirdire.analysis.outputs.compute_dir`), they are used
+            as they are, else computed here with ``replicates`` bootstrap draws.
         mdir, fdir: the report's ``metrics/`` and ``figures/`` folders.
 
     Returns:
@@ -85,14 +88,16 @@ def write_bias(dirs: list[Any], mdir: Path, fdir: Path, replicates: int = 1000) 
     for d in dirs:
         s = slug(d.name)
         if has_perturbations(d.judgments):
-            eff = bias_effects(d.judgments, replicates=replicates)
+            eff = getattr(d, "bias_effects", None)
+            eff = bias_effects(d.judgments, replicates=replicates) if eff is None else eff
             tables[f"bias_effects_{s}"] = p = mdir / f"bias_effects_{s}.csv"
             eff.write_csv(p)
             for b in sorted(eff.get_column("benchmark").unique().to_list()):
                 bs = slug(b)
                 figs[f"bias:{s}:{b}"] = bias_figure(eff.filter(pl.col("benchmark") == b), fdir / f"bias_{s}_{bs}.png", f"{d.name} · {b}: RR (dashed: CR) and Δ ± 95% CI")
         if has_own_models(d.judgments):
-            se = self_enhancement(d.judgments, replicates=replicates)
+            se = getattr(d, "self_enhancement", None)
+            se = self_enhancement(d.judgments, replicates=replicates) if se is None else se
             if se.height:
                 tables[f"self_enhancement_{s}"] = p = mdir / f"self_enhancement_{s}.csv"
                 se.write_csv(p)

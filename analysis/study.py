@@ -68,6 +68,10 @@ class DirAnalysis:
     fleiss: pl.DataFrame | None = None
     disagreement: pl.DataFrame | None = None
     majority: pl.DataFrame | None = None
+    #: the bias suite's tables, as :func:`~voirdire.analysis.outputs.compute_dir` computed
+    #: them (``None``: no perturbations / no judge's own model among the candidates)
+    bias_effects: pl.DataFrame | None = None
+    self_enhancement: pl.DataFrame | None = None
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -135,6 +139,8 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None, refresh: bool)
         ci=bootstrap_ci(position, replicates=replicates),
         ci_task=bootstrap_ci(position, replicates=replicates, by_task=True),
         sign=sign_test(position),
+        bias_effects=tables.bias_effects,
+        self_enhancement=tables.self_enhancement,
     )
     if position.get_column("judge").n_unique() >= 2:
         ch = agr.choices(position)

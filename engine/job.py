@@ -33,12 +33,11 @@ from voirdire.engine.rewrite import (
 from voirdire.engine.scheduler import JudgeRun, RunStats, execute
 from voirdire.engine.spec import JobSpec, ResolvedJudge, resolve_judges
 from voirdire.engine.store import ResultStore
+from voirdire.engine.instances import instances, list_size_for
 from voirdire.engine.units import (
     PromptCache,
     count_units,
-    instances,
     iter_unit_batches,
-    list_size_for,
     option_mode_for,
 )
 from voirdire.judges.extract import extract_scores, extract_verdicts
@@ -64,7 +63,7 @@ class JobPlan:
 
     Attributes:
         bench: the loaded benchmark.
-        instances: one row per instance (columns of :func:`voirdire.engine.units.instances`).
+        instances: one row per instance (columns of :func:`voirdire.engine.instances.instances`).
         judges: the resolved judges, in job order.
         data_dir: the benchmark data directory.
         units_per_judge: work units (queries) each judge is asked.

@@ -79,7 +79,7 @@ class BenchmarkSpec(_Strict):
     #: list-wise: the candidate lists, given (each a list of model names, canonical order);
     #: when absent, ``lists_per_question`` lists of ``comparison.list_size`` models are drawn
     #: per question from ``candidates`` (default: every model of the table) by a seeded rule
-    #: (see :func:`voirdire.engine.units.draw_lists`).
+    #: (see :func:`voirdire.engine.instances.draw_lists`).
     lists: list[list[str]] | None = None
     list_seed: int = 0
     lists_per_question: int = Field(default=1, ge=1, le=10_000)

@@ -135,7 +135,8 @@ def main() -> None:
         from voirdire.benchmarks.data import resolve_data_dir
         from voirdire.benchmarks.registry import load_benchmark
         from voirdire.engine.spec import parse_job
-        from voirdire.engine.units import instances, iter_unit_batches
+        from voirdire.engine.instances import instances
+        from voirdire.engine.units import iter_unit_batches
 
         job = parse_job({"name": "b", "output_dir": "/tmp/unused", "benchmark": {"name": "mtbench"},
                          "judges": [{"name": "x", "backend": "simulated"}]})

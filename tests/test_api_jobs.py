@@ -11,6 +11,7 @@ run only warns: tests/test_api_judges.py).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -268,6 +269,15 @@ def test_logprob_verdicts_and_calibration_through_the_api(cluster, tmp_path):
     out = M.apply_strategies(j, ["logprob-raw", "logprob-debiased", "logprob-calibrated"])
     assert set(out["strategy"]) == {"logprob-raw", "logprob-debiased", "logprob-calibrated"}
     assert calibration.pf_removed(j).height == 1
+    # asked again (the judgments gone, the job's cache kept): every reply, probabilities
+    # included, comes from the cache and nothing is sent
+    sent = srv.stats["requests"]
+    shutil.rmtree(res.output_dir / "raw")
+    again = voirdire.run(job).judgments
+    assert srv.stats["requests"] == sent and again["cached"].all()
+    key = ["unit_id"]
+    assert again.sort(key)["option_probs"].to_list() == j.sort(key)["option_probs"].to_list()
+    assert again.sort(key)["extracted"].to_list() == j.sort(key)["extracted"].to_list()
     plain = load_job(_job(tmp_path / "plain", srv, OPENAI, instances=6))
     from voirdire.engine.spec import resolve_judges
 

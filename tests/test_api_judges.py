@@ -209,6 +209,31 @@ def test_prices_costs_and_redaction():
     assert ResponseCache.key("h", None, "p", 1) != ResponseCache.key("h", None, "p", 2)
 
 
+def test_response_cache_keeps_option_probabilities_and_opens_a_0_1_file(tmp_path):
+    """A log-probability reply keeps its option probabilities in the cache; a text reply
+    reads back ``None``; a cache file written by 0.1 (no ``option_probs`` column) opens,
+    keeps its rows and takes the new ones."""
+    import sqlite3
+
+    old = tmp_path / "old.sqlite"
+    db = sqlite3.connect(old)
+    db.execute(
+        "CREATE TABLE responses (key TEXT PRIMARY KEY, output TEXT NOT NULL, input_tokens INTEGER, "
+        "output_tokens INTEGER, cost_usd REAL, model TEXT, created REAL)"
+    )
+    db.execute("INSERT INTO responses VALUES ('k0', '[[A]]', 10, 2, 0.5, 'gpt-4o', 0)")
+    db.commit()
+    db.close()
+    cache = ResponseCache(old)
+    assert cache.get("k0") == {"output": "[[A]]", "input_tokens": 10, "output_tokens": 2, "cost_usd": 0.5, "option_probs": None}
+    probs = {"A": 0.7, "B": 0.2, "C": 0.1}
+    cache.put("k1", "[[A]]", 11, 3, 0.25, "gpt-4o", probs)
+    cache.put("k2", "[[B]]", 11, 3, 0.25, "gpt-4o")
+    assert cache.get("k1")["option_probs"] == probs and cache.get("k2")["option_probs"] is None
+    assert cache.get("missing") is None and len(cache) == 3
+    cache.close()
+
+
 def test_prices_fall_back_to_the_shipped_file_without_the_maintained_source():
     """genai-prices made unavailable (its import blocked in a fresh interpreter): the
     fallback file gives prices and windows; a model known to neither has no cost."""

@@ -34,7 +34,8 @@ from voirdire.engine.permutations import (
     williams_orders,
 )
 from voirdire.engine.spec import BenchmarkSpec, ComparisonSpec, parse_job
-from voirdire.engine.units import count_units, draw_lists, instances, iter_unit_batches
+from voirdire.engine.instances import draw_lists, instances
+from voirdire.engine.units import count_units, iter_unit_batches
 from voirdire.judges.extract import extract_verdicts
 
 import voirdire

@@ -10,6 +10,8 @@ One module per idea:
 - :mod:`~voirdire.judges.api.settings` -- the ``[[judges]]`` keys (:class:`APISettings`).
 - :mod:`~voirdire.judges.api.ratelimit` -- RPM/TPM limits shared across the cluster (one
   detached Ray actor per limit key), kept where requests arrive.
+- :mod:`~voirdire.judges.api.transport` -- the SDK's HTTP client with our hooks: every
+  attempt counted and given its rate-limit slot before it leaves.
 - :mod:`~voirdire.judges.api.errors` -- SDK exceptions to failure classes, redaction.
 - :mod:`~voirdire.judges.api.cache` -- successful replies in SQLite, keyed by content.
 - :mod:`~voirdire.judges.api.pricing` -- prices and context windows (genai-prices, the

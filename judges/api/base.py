@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import contextvars
 import dataclasses
 import math
 import os
 import time
-from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable
 
 from voirdire.judges.api.batch import run_batch
@@ -29,10 +27,11 @@ from voirdire.judges.api.errors import (
     redact,
 )
 from voirdire.judges.api.pricing import cost_usd, facts_for
-from voirdire.judges.api.ratelimit import get_limiter, retry_after_s
+from voirdire.judges.api.ratelimit import get_limiter
 from voirdire.judges.api.sdk import sdk_call_kwargs
 from voirdire.judges.api.settings import APISettings, Reply
 from voirdire.judges.api.tokens import count_tokens, estimate_prompt_tokens
+from voirdire.judges.api.transport import attempts, http_client
 from voirdire.judges.base import (
     JudgeBackend,
     JudgeContext,
@@ -43,18 +42,6 @@ from voirdire.judges.base import (
 )
 
 from voirdire.core import ConfigError, FailureClass, content_hash, letters
-
-
-@dataclass
-class _Attempts:
-    """The HTTP request in flight from one task: tokens to reserve, attempts made."""
-
-    tokens: int
-    count: int = 0
-
-
-#: The query being sent from this task (read by the HTTP request hook).
-_ATTEMPTS: contextvars.ContextVar[_Attempts | None] = contextvars.ContextVar("voirdire_attempts", default=None)
 
 
 class APIJudge(JudgeBackend):
@@ -187,32 +174,7 @@ class APIJudge(JudgeBackend):
         if s.rpm or s.tpm:
             self.limiter = get_limiter(self.limit_key(s), s.rpm, s.tpm, s.rate_burst_s, s.rate_jitter_s)
             self.limiter.configure.remote(s.rpm, s.tpm, s.rate_burst_s, s.rate_jitter_s)
-        self.client = self.make_client(self._api_key or "no-key-needed", self._http_client())
-
-    def _http_client(self) -> Any:
-        """The SDK's default async HTTP client with our hooks: every attempt (the SDK's
-        retries included) is counted and reserves its rate-limit slot before it is sent; a
-        429 pauses the shared limiter."""
-        limiter = self.limiter
-
-        async def on_request(request: Any) -> None:
-            att = _ATTEMPTS.get()
-            if att is None:
-                return
-            att.count += 1
-            if limiter is not None:
-                delay = await limiter.reserve.remote(att.tokens)
-                if delay > 0:
-                    await asyncio.sleep(delay)
-
-        async def on_response(response: Any) -> None:
-            if limiter is None or response.status_code != 429:
-                return
-            wait = retry_after_s(response.headers)
-            if wait:
-                limiter.pause.remote(min(wait, 60.0))
-
-        return self.sdk.DefaultAsyncHttpxClient(event_hooks={"request": [on_request], "response": [on_response]})
+        self.client = self.make_client(self._api_key or "no-key-needed", http_client(self.sdk, self.limiter))
 
     def make_client(self, api_key: str, http_client: Any) -> Any:
         """The SDK's async client (``client_cls``) for ``base_url`` with ``timeout_s``,
@@ -289,13 +251,12 @@ class APIJudge(JudgeBackend):
         return ResponseCache.key(self.identity_hash, self.settings.system_prompt, q.prompt or "", q.repetition)
 
     def from_cache(self, q: Query) -> Result | None:
-        if self.cache is None or self.settings.logprobs:  # the cache keeps text, not log-probabilities
-            return None
-        hit = self.cache.get(self.cache_key(q))
+        hit = self.cache.get(self.cache_key(q)) if self.cache is not None else None
         if hit is None:
             return None
+        mode = {"verdict_mode": "logprobs", "option_probs": hit["option_probs"]} if hit["option_probs"] else {}
         return Result(unit_id=q.unit_id, output=hit["output"], input_tokens=hit["input_tokens"],
-                      output_tokens=hit["output_tokens"], cost_usd=0.0, cached=True, latency_s=0.0)
+                      output_tokens=hit["output_tokens"], cost_usd=0.0, cached=True, latency_s=0.0, **mode)
 
     def too_long(self, q: Query) -> tuple[int, Result | None]:
         """Estimated input tokens, and a CONTEXT_TOO_LONG failure if prompt + max_tokens do
@@ -325,9 +286,9 @@ class APIJudge(JudgeBackend):
             options = letters(q.option_mode)
             kw["option_probs"] = option_probabilities({L: reply.letter_logprobs.get(L, -math.inf) for L in options})
             kw["verdict_mode"] = "logprobs"
-        elif self.cache is not None and not self.settings.logprobs:
+        if self.cache is not None:
             self.cache.put(self.cache_key(q), reply.text, reply.input_tokens, reply.output_tokens, cost,
-                           self.settings.model)
+                           self.settings.model, kw.get("option_probs"))
         return Result(unit_id=q.unit_id, output=reply.text, **kw)
 
     async def _ask(self, qs: list[Query]) -> list[Result]:
@@ -346,16 +307,13 @@ class APIJudge(JudgeBackend):
         if todo:
             async with self._sem:
                 t0 = time.perf_counter()
-                attempts = _Attempts(tokens=est + len(todo) * self.sampling.max_tokens)
-                token = _ATTEMPTS.set(attempts)
-                try:
-                    replies = self.parse_checked(await self.send(q0.prompt, n=len(todo)), n=len(todo))
-                except Exception as exc:  # noqa: BLE001 - classified and recorded
-                    msg = self.redact(f"{describe_exception(exc)} (after {attempts.count} attempt(s))")
-                    cls = classify_exception(exc, self.sdk)
-                    return [hits[q.unit_id] or Result.failed(q.unit_id, cls, msg, latency_s=time.perf_counter() - t0) for q in qs]
-                finally:
-                    _ATTEMPTS.reset(token)
+                with attempts(est + len(todo) * self.sampling.max_tokens) as att:
+                    try:
+                        replies = self.parse_checked(await self.send(q0.prompt, n=len(todo)), n=len(todo))
+                    except Exception as exc:  # noqa: BLE001 - classified and recorded
+                        msg = self.redact(f"{describe_exception(exc)} (after {att.count} attempt(s))")
+                        cls = classify_exception(exc, self.sdk)
+                        return [hits[q.unit_id] or Result.failed(q.unit_id, cls, msg, latency_s=time.perf_counter() - t0) for q in qs]
             got = {q.unit_id: self.finish(q, r, time.perf_counter() - t0) for q, r in zip(todo, replies, strict=True)}
         return [hits[q.unit_id] or got[q.unit_id] for q in qs]
 
