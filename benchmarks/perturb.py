@@ -55,8 +55,8 @@ _COT = (
     "complete answer needs, then check each response against it, and only then decide."
 )
 _REFINEMENT = (
-    "{target}'s response is a refined version of an earlier response: it was produced by "
-    "revising a first draft after feedback, while {other}'s response is a first draft."
+    "The answer shown as {target} is a refined version of an earlier answer: it was "
+    "produced by revising a first draft after feedback, while {others}."
 )
 _NAMES = "The assistants are real models: {pairs}."
 
@@ -131,7 +131,8 @@ def instruction_text(kind: str, param: str | None, target_label: str | None, oth
     if kind == "cot":
         return _COT
     if kind == "refinement_aware":
-        return _REFINEMENT.format(target=target_label, other=other_label or "the other assistant")
+        others = f"the answer shown as {other_label} is a first draft" if other_label else "the other answers are first drafts"
+        return _REFINEMENT.format(target=target_label, others=others)
     raise ConfigError(f"{kind!r} is not an instruction kind (those are: {', '.join(INSTRUCTION_KINDS)})")
 
 
