@@ -74,18 +74,6 @@ __all__ = [
 VERDICTS = ("win", "tie", "loss", "undecided")
 #: Keys of one judgment pair in a verdict table (the two orders share them).
 VERDICT_KEYS = ["benchmark", "judge", "question_id", "task", "candidate", "reference", "repetition"]
-VERDICT_COLUMNS = [
-    "benchmark",
-    "judge",
-    "question_id",
-    "task",
-    "candidate",
-    "reference",
-    "verdict",
-    "queries",
-    "permutation",
-    "repetition",
-]
 VERDICT_SCHEMA = {
     "benchmark": pl.String,
     "judge": pl.String,
@@ -98,6 +86,8 @@ VERDICT_SCHEMA = {
     "permutation": pl.Int64,
     "repetition": pl.Int64,
 }
+#: The columns of a verdict table, in order.
+VERDICT_COLUMNS = list(VERDICT_SCHEMA)
 
 Strategy = Callable[[pl.DataFrame], pl.DataFrame]
 Step = Callable[[pl.DataFrame], pl.DataFrame]
