@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from voirdire.analysis.biases import bias_effects, control_rows, has_perturbations
-from voirdire.analysis.listwise import slot_shares
-from voirdire.analysis.metrics import summarize
-from voirdire.analysis.report import write_markdown_report
-from voirdire.analysis.self_enhancement import has_own_models, self_enhancement
+from voirdire.analysis.biases.effects import bias_effects, control_rows, has_perturbations
+from voirdire.analysis.position.listwise import slot_shares
+from voirdire.analysis.position.metrics import summarize
+from voirdire.analysis.report.markdown import write_markdown_report
+from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
 from voirdire.engine.job import JOB_FILE, load_judgments
 
 __all__ = ["JUDGE_METRIC_COLUMNS", "CELL_METRIC_COLUMNS", "DirTables", "compute_dir", "write_dir", "analyze_dir"]
@@ -43,13 +43,13 @@ class DirTables:
     Attributes:
         meta: the job record (``job.json``).
         judgments: ``voirdire.engine.schema.JUDGMENT_SCHEMA`` rows with verdicts extracted.
-        judge_metrics: :func:`voirdire.analysis.metrics.judge_metrics` columns.
-        cell_metrics: :func:`voirdire.analysis.metrics.cell_metrics` columns.
-        slot_shares: :func:`voirdire.analysis.listwise.slot_shares` for a job with list-wise
+        judge_metrics: :func:`voirdire.analysis.position.metrics.judge_metrics` columns.
+        cell_metrics: :func:`voirdire.analysis.position.metrics.cell_metrics` columns.
+        slot_shares: :func:`voirdire.analysis.position.listwise.slot_shares` for a job with list-wise
             rows, else ``None``.
-        bias_effects: :func:`voirdire.analysis.biases.bias_effects` for a job with
+        bias_effects: :func:`voirdire.analysis.biases.effects.bias_effects` for a job with
             perturbations, else ``None``.
-        self_enhancement: :func:`voirdire.analysis.self_enhancement.self_enhancement` when a
+        self_enhancement: :func:`voirdire.analysis.biases.self_enhancement.self_enhancement` when a
             judge's own model is among the candidates, else ``None``.
 
     ``judge_metrics``, ``cell_metrics`` and ``slot_shares`` are computed on the control
@@ -103,7 +103,7 @@ def analyze_dir(output_dir: str | os.PathLike) -> tuple[pl.DataFrame, pl.DataFra
     (:func:`compute_dir` then :func:`write_dir` into the same directory).
 
     Returns:
-        ``(judge_metrics, cell_metrics)`` as computed by :func:`voirdire.analysis.metrics.summarize`.
+        ``(judge_metrics, cell_metrics)`` as computed by :func:`voirdire.analysis.position.metrics.summarize`.
 
     Raises:
         FileNotFoundError: the directory has no ``job.json`` (not a voirdire output directory).

@@ -3,7 +3,7 @@
 :func:`analyze_study` reads each directory's judgments, computes every table of the deep
 analysis (per-judge figures with bootstrap intervals and sign tests, factor regressions,
 agreement, disagreement, a power table) and :func:`write_study` writes them as CSV and PNG
-next to the HTML report (:mod:`voirdire.analysis.html_report`).
+next to the HTML report (:mod:`voirdire.analysis.report.html`).
 
 Several directories (e.g. a position-bias job and a repetition job per benchmark, as in
 Shi et al.) are combined per (benchmark, judge) **(ours)**: PC, PF and the error rate come
@@ -25,21 +25,21 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from voirdire.analysis import agreement as agr
-from voirdire.analysis import figures as fig
-from voirdire.analysis.bias_report import write_bias
-from voirdire.analysis.biases import control_rows
-from voirdire.analysis.formulas import CELL_KEYS
-from voirdire.analysis.lengths import (
+from voirdire.analysis.position import agreement as agr
+from voirdire.analysis.report import figures as fig
+from voirdire.analysis.report.bias import write_bias
+from voirdire.analysis.biases.effects import control_rows
+from voirdire.analysis.position.formulas import CELL_KEYS
+from voirdire.analysis.position.lengths import (
     cell_token_lengths,
     load_tokenizer,
     query_token_lengths,
 )
-from voirdire.analysis.metrics import judge_from_cells
+from voirdire.analysis.position.metrics import judge_from_cells
 from voirdire.analysis.outputs import compute_dir, write_dir
-from voirdire.analysis.regression import StepResult, drop1_tables, factor_regressions
-from voirdire.analysis.simulate import power_table
-from voirdire.analysis.uncertainty import bootstrap_ci, sign_test
+from voirdire.analysis.position.regression import StepResult, drop1_tables, factor_regressions
+from voirdire.analysis.position.simulate import power_table
+from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
 from voirdire.benchmarks.registry import load_benchmark
 
 __all__ = ["DirAnalysis", "Study", "analyze_study", "write_study", "RS_MIN", "MAX_ERROR"]

@@ -98,7 +98,7 @@ def decide(
     """The judge model's decision rule, vectorised: the slot index each query chooses.
 
     This is the one model of the simulated judge: the backend (:func:`simulate_choice`)
-    and the synthetic-table generator (:mod:`voirdire.analysis.simulate`) both call it.
+    and the synthetic-table generator (:mod:`voirdire.analysis.position.simulate`) both call it.
 
     Args:
         s: the judge's parameters (``sensitivity``, ``tie_rate``, ``primacy``).

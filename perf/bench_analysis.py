@@ -3,7 +3,7 @@
     python -m perf.bench_analysis [--sizes 1e4 1e5 1e6] [--bootstrap 200]
     python -m perf.bench_analysis --smoke     # 2,000 pairs, 10 bootstrap replicates (CI)
 
-The table comes from the judge simulator (:mod:`voirdire.analysis.simulate`): 10 judges,
+The table comes from the judge simulator (:mod:`voirdire.analysis.position.simulate`): 10 judges,
 20 candidates, 8 tasks, both orders, 2 repetitions (so RS is computed too); the number of
 questions grows with the size. Timed, in seconds of wall time:
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from voirdire.analysis.agreement import (
+from voirdire.analysis.position.agreement import (
     agreement_matrix,
     choices,
     disagreement_histogram,
@@ -31,10 +31,10 @@ from voirdire.analysis.agreement import (
     majority_share,
     query_disagreement,
 )
-from voirdire.analysis.metrics import summarize
-from voirdire.analysis.regression import factor_regressions
-from voirdire.analysis.simulate import simulate_judgments
-from voirdire.analysis.uncertainty import bootstrap_ci, sign_test
+from voirdire.analysis.position.metrics import summarize
+from voirdire.analysis.position.regression import factor_regressions
+from voirdire.analysis.position.simulate import simulate_judgments
+from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
 
 JUDGES, CANDIDATES, TASKS, REPS = 10, 20, 8, 2
 

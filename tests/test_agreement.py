@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import polars as pl
 import pytest
-from voirdire.analysis.agreement import (
+from voirdire.analysis.position.agreement import (
     agreement_matrix,
     disagreement_histogram,
     fleiss_panel,

@@ -226,7 +226,7 @@ def test_score_mode_bpc_and_mec_through_the_api(cluster, tmp_path):
     """Score mode (BPC, MEC with k = 2 at temperature 1) against the loopback OpenAI server:
     the k samples of one order go as one request with ``n = k`` (half the requests of the
     queries), every answer is parsed, and the calibrated verdicts cost 2, k and 2k queries."""
-    from voirdire.analysis import scores as sc
+    from voirdire.analysis.mitigation import scores as sc
     from voirdire.engine.spec import load_job
 
     srv = cluster
@@ -250,8 +250,8 @@ def test_logprob_verdicts_and_calibration_through_the_api(cluster, tmp_path):
     carries the verdict letter's option probabilities (the token after ``[[``), the
     logprob strategies of ``voirdire mitigate`` run on them, and the judge's identity (so
     its unit ids) is unchanged for judges without the setting."""
-    from voirdire.analysis import calibration
-    from voirdire.analysis import mitigation as M
+    from voirdire.analysis.mitigation import calibration
+    from voirdire.analysis.mitigation import verdicts as M
     from voirdire.engine.spec import load_job
 
     srv = cluster

@@ -13,16 +13,16 @@ import numpy as np
 import polars as pl
 import pytest
 from scipy.stats import binomtest
-from voirdire.analysis.bias_simulate import simulate_bias_judgments
-from voirdire.analysis.biases import (
+from voirdire.analysis.biases.simulate import simulate_bias_judgments
+from voirdire.analysis.biases.effects import (
     bias_effects,
     consistency_rate,
     control_rows,
     has_perturbations,
     paired,
 )
-from voirdire.analysis.self_enhancement import self_enhancement, win_rate_deviations
-from voirdire.analysis.uncertainty import cluster_bootstrap
+from voirdire.analysis.biases.self_enhancement import self_enhancement, win_rate_deviations
+from voirdire.analysis.position.uncertainty import cluster_bootstrap
 
 LETTER_SLOT = {"A": 0, "B": 1}
 
@@ -301,7 +301,7 @@ def test_self_enhancement_on_the_replayed_mtbench_release(data_dir, ray_local, t
     csv = pl.read_csv(tmp_path / "pb" / "metrics" / "self_enhancement.csv")
     assert csv.get_column("raw").to_list() == pytest.approx(se.get_column("raw").to_list())
     assert not (tmp_path / "pb" / "metrics" / "bias_effects.csv").exists()  # no perturbation in this job
-    from voirdire.analysis.html_report import build_report
+    from voirdire.analysis.report.html import build_report
 
     page = build_report([tmp_path / "pb"], tmp_path / "rep", replicates=200).read_text()
     assert "Self-enhancement" in page and "gpt-4-0613" in page and 'id="biases"' in page
@@ -310,8 +310,8 @@ def test_self_enhancement_on_the_replayed_mtbench_release(data_dir, ray_local, t
 def test_bias_section_of_the_report(tmp_path):
     from types import SimpleNamespace
 
-    from voirdire.analysis.bias_report import bias_section, write_bias
-    from voirdire.analysis.html_report import _img, html_table
+    from voirdire.analysis.report.bias import bias_section, write_bias
+    from voirdire.analysis.report.html import _img, html_table
 
     df = simulate_bias_judgments({"a": ({"repetition_noise": 0.2}, {"bandwagon": 0.3}), "b": ({}, {})}, VARIANTS, n_questions=40)
     (tmp_path / "m").mkdir()

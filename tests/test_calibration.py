@@ -7,9 +7,9 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
-from voirdire.analysis import calibration as C
-from voirdire.analysis import evaluation as E
-from voirdire.analysis import mitigation as M
+from voirdire.analysis.mitigation import calibration as C
+from voirdire.analysis.mitigation import evaluation as E
+from voirdire.analysis.mitigation import verdicts as M
 
 from voirdire.core import ConfigError
 

@@ -117,15 +117,15 @@ def test_the_checker_sees_every_kind_of_import(tmp_path):
     src = tmp_path / "store.py"
     src.write_text(
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from voirdire.analysis import metrics\n"
+        "if TYPE_CHECKING:\n    from voirdire.analysis.position import metrics\n"
         "def f():\n    import voirdire.api\n    from ..judges import base\n    from . import job\n"
         "from voirdire import core\n"
     )
-    known = {"voirdire.analysis.metrics", "voirdire.judges.base", "voirdire.engine.job", "voirdire.core"}
+    known = {"voirdire.analysis.position.metrics", "voirdire.judges.base", "voirdire.engine.job", "voirdire.core"}
     got = {(i.target, room_of(i.target)) for i in imports_of("voirdire.engine.store", src, known)}
     assert got == {
         ("typing", None),
-        ("voirdire.analysis.metrics", "analysis"),
+        ("voirdire.analysis.position.metrics", "analysis"),
         ("voirdire.api", "api"),
         ("voirdire.judges.base", "judges"),
         ("voirdire.engine.job", "engine"),

@@ -13,17 +13,17 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from voirdire.analysis.listwise import (
+from voirdire.analysis.position.listwise import (
     listwise_cell_metrics,
     listwise_series,
     slot_shares,
 )
-from voirdire.analysis.metrics import (
+from voirdire.analysis.position.metrics import (
     _pairwise_cell_metrics,
     cell_metrics,
     judge_metrics,
 )
-from voirdire.analysis.uncertainty import bootstrap_ci
+from voirdire.analysis.position.uncertainty import bootstrap_ci
 from voirdire.engine.permutations import (
     AllOrders,
     cyclic_orders,

@@ -1,4 +1,4 @@
-"""Tests for voirdire.analysis.metrics against hand-computed answers (docs/metrics.md)."""
+"""Tests for voirdire.analysis.position.metrics against hand-computed answers (docs/metrics.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from voirdire.analysis.metrics import (
+from voirdire.analysis.position.metrics import (
     CELL_COLUMNS,
     JUDGE_COLUMNS,
     PAIR_COLUMNS,

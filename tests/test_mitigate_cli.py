@@ -9,9 +9,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 from typer.testing import CliRunner
-from voirdire.analysis import mitigation as M
-from voirdire.analysis import reference as R
-from voirdire.analysis.metrics import pairwise_pairs
+from voirdire.analysis.mitigation import verdicts as M
+from voirdire.analysis.mitigation import reference as R
+from voirdire.analysis.position.metrics import pairwise_pairs
 
 import voirdire
 from voirdire.cli import app

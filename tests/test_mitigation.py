@@ -8,10 +8,10 @@ import numpy as np
 import polars as pl
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
-from voirdire.analysis import evaluation as E
-from voirdire.analysis import mitigation as M
-from voirdire.analysis import reference as R
-from voirdire.analysis.simulate import simulate_judgments
+from voirdire.analysis.mitigation import evaluation as E
+from voirdire.analysis.mitigation import verdicts as M
+from voirdire.analysis.mitigation import reference as R
+from voirdire.analysis.position.simulate import simulate_judgments
 from voirdire.judges.simulated import SimulatedSettings
 
 from voirdire.core import ConfigError

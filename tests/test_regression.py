@@ -9,7 +9,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from voirdire.analysis.regression import aic, factor_regressions, judge_family, stepwise
+from voirdire.analysis.position.regression import aic, factor_regressions, judge_family, stepwise
 
 TERMS = ["judge", "candidate", "task", "judge_family", "quality_gap", "input_chars", "output_chars"]
 

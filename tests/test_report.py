@@ -139,7 +139,7 @@ def test_report_out_writes_only_under_out(jobs):
 
 
 def test_token_lengths_counted_with_the_jobs_tokenizer(jobs, data_dir):
-    from voirdire.analysis.lengths import load_tokenizer, query_token_lengths
+    from voirdire.analysis.position.lengths import load_tokenizer, query_token_lengths
     from voirdire.benchmarks.registry import load_benchmark
 
     _, pb, _, tok = jobs
@@ -151,7 +151,7 @@ def test_token_lengths_counted_with_the_jobs_tokenizer(jobs, data_dir):
         assert pt == len(words.findall(bench.build_prompt(qid, tuple(shown), om)))
         assert ot == sum(len(words.findall(t)) for m in shown for t in bench.answers(qid, m))
     # a single-directory report picks the tokenizer up from the job and regresses on it
-    from voirdire.analysis.html_report import build_report
+    from voirdire.analysis.report.html import build_report
 
     build_report([pb], replicates=50)
     cells = pl.read_csv(pb / "metrics" / "regression_cells.csv")

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from voirdire.analysis import scores as sc
+from voirdire.analysis.mitigation import scores as sc
 from voirdire.benchmarks.base import load_score_templates, score_patterns
 from voirdire.benchmarks.registry import load_benchmark
 from voirdire.engine.spec import parse_job
@@ -186,7 +186,7 @@ def test_bpc_and_mec_remove_the_primacy_bonus_and_recover_the_true_winner(primac
 
 @pytest.mark.ray
 def test_bpde_of_the_2k_score_outcomes_ranks_disagreeing_pairs_first(primacy_run):
-    from voirdire.analysis import mitigation as M
+    from voirdire.analysis.mitigation import verdicts as M
 
     samples = sc.sample_verdicts(primacy_run.judgments)
     assert samples.height == 2400 * 2 * K and samples["queries"].sum() == samples.height

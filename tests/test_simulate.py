@@ -9,14 +9,14 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from voirdire.analysis.metrics import judge_metrics
-from voirdire.analysis.simulate import (
+from voirdire.analysis.position.metrics import judge_metrics
+from voirdire.analysis.position.simulate import (
     expected_pair_rates,
     power_table,
     settings_for,
     simulate_judgments,
 )
-from voirdire.analysis.uncertainty import bootstrap_ci, sign_test
+from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
 from voirdire.judges.base import Query
 from voirdire.judges.simulated import SimulatedSettings, simulate_choice
 

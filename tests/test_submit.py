@@ -36,7 +36,7 @@ def test_stage_ships_the_installed_package_and_the_job(tmp_path):
     assert pkg.name == "voirdire"
     # the package as installed: the rooms are subpackages, package data included
     for name in ("__init__.py", "cli.py", "core.py", "judges/base.py", "engine/submit.py", "benchmarks/release.py",
-                 "benchmarks/templates/listwise.json", "benchmarks/release-manifest.tsv", "analysis/listwise.py"):
+                 "benchmarks/templates/listwise.json", "benchmarks/release-manifest.tsv", "analysis/position/listwise.py"):
         assert (pkg / name).is_file(), name
     assert not list(pkg.rglob("__pycache__")) and not (pkg / "tests").exists() and not (pkg / "pyproject.toml").exists()
     assert sorted(p.name for p in work.iterdir()) == ["job"]

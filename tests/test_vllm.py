@@ -324,7 +324,7 @@ def score_run(tiny_model, data_dir, tmp_path_factory, ray_local):
 @pytest.mark.ray
 @pytest.mark.slow
 def test_score_mode_bpc_and_mec_end_to_end_on_vllm(score_run):
-    from voirdire.analysis import scores as sc
+    from voirdire.analysis.mitigation import scores as sc
 
     j = score_run.judgments
     units = len(SCORE_QUESTIONS) * 2 * SCORE_K
@@ -347,8 +347,8 @@ def test_score_mode_bpc_and_mec_end_to_end_on_vllm(score_run):
 @pytest.mark.ray
 @pytest.mark.slow
 def test_logprob_calibration_runs_on_vllm_option_probabilities(job_run):
-    from voirdire.analysis import calibration
-    from voirdire.analysis import mitigation as M
+    from voirdire.analysis.mitigation import calibration
+    from voirdire.analysis.mitigation import verdicts as M
 
     j = _rows(job_run["judgments"], "tiny-logprobs")
     keys = [*M.VERDICT_KEYS, "permutation"]

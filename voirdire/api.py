@@ -23,8 +23,8 @@ from typing import Any
 
 import polars as pl
 
-from voirdire.analysis.evaluation import run_mitigation, write_mitigation
-from voirdire.analysis.html_report import build_report
+from voirdire.analysis.mitigation.evaluation import run_mitigation, write_mitigation
+from voirdire.analysis.report.html import build_report
 from voirdire.analysis.outputs import compute_dir, write_dir
 from voirdire.core import ConfigError
 from voirdire.engine.job import (
@@ -60,7 +60,7 @@ class Results:
         stats: the scheduler's counts when the results come from :func:`run`, else ``None``.
         bias_effects: for a job with ``[[perturbations]]``, RR, CR and the directional
             effect Δ with its interval and McNemar p per judge × variant × slot
-            (:func:`voirdire.analysis.biases.bias_effects`), else ``None``.
+            (:func:`voirdire.analysis.biases.effects.bias_effects`), else ``None``.
     """
 
     output_dir: Path
@@ -176,7 +176,7 @@ def report(
     """Analyse finished directories together and write ``report.html`` (self-contained),
     ``report.md``, ``metrics/*.csv`` and ``figures/*.png`` under ``out``; returns the path of
     ``report.html``. With ``out`` given, nothing is written outside it (the input
-    directories are only read). See :func:`voirdire.analysis.html_report.build_report`.
+    directories are only read). See :func:`voirdire.analysis.report.html.build_report`.
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.

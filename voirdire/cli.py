@@ -58,7 +58,7 @@ def run(
 
     signal.signal(signal.SIGTERM, _terminate)
     from voirdire import api
-    from voirdire.analysis.report import print_bias_table, print_judge_table
+    from voirdire.analysis.report.markdown import print_bias_table, print_judge_table
     from voirdire.engine.rewrite import RewriteFailed
     from voirdire.engine.scheduler import JobInterrupted
 
@@ -127,7 +127,7 @@ def run(
 def analyze(dirs: Annotated[list[Path], typer.Argument(help="Finished output directories.")]) -> None:
     """Recompute judgments, metrics and report.md from output directories (no judge is called)."""
     from voirdire import api
-    from voirdire.analysis.report import print_bias_table, print_judge_table
+    from voirdire.analysis.report.markdown import print_bias_table, print_judge_table
 
     tables, effects = [], []
     for d in dirs:

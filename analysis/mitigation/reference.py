@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 import polars as pl
-from voirdire.analysis.mitigation import normalise, swap_and_tie
+from voirdire.analysis.mitigation.verdicts import normalise, swap_and_tie
 
 from voirdire.core import ConfigError
 

@@ -20,7 +20,7 @@ panel classified. Then
   carry no scores).
 
 Intervals: cluster bootstrap over questions
-(:func:`~voirdire.analysis.uncertainty.cluster_bootstrap`).
+(:func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from collections.abc import Mapping
 
 import numpy as np
 import polars as pl
-from voirdire.analysis.metrics import pairwise_pairs
-from voirdire.analysis.uncertainty import cluster_bootstrap
+from voirdire.analysis.position.metrics import pairwise_pairs
+from voirdire.analysis.position.uncertainty import cluster_bootstrap
 
 __all__ = ["OWN_MODELS", "SELF_COLUMNS", "has_own_models", "pair_scores", "win_rate_deviations", "self_enhancement"]
 

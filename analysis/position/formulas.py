@@ -5,8 +5,8 @@ Source: Shi et al., "Judging the Judges: A Systematic Study of Position Bias in
 LLM-as-a-Judge"; ``docs/metrics.md``, *Per cell* and *List-wise*. A *cell* is a
 (benchmark, judge, candidate, task) group (:data:`CELL_KEYS`).
 
-Both builders (:func:`voirdire.analysis.metrics.pairwise_cell_counts` and
-:func:`voirdire.analysis.listwise.listwise_cell_counts`) reduce their judgments to the
+Both builders (:func:`voirdire.analysis.position.metrics.pairwise_cell_counts` and
+:func:`voirdire.analysis.position.listwise.listwise_cell_counts`) reduce their judgments to the
 counts of :data:`COUNT_COLUMNS` per cell; :func:`with_cell_figures` turns the counts into
 the figures. Pure polars expressions, no I/O.
 """
@@ -44,7 +44,7 @@ CELL_KEYS = ["benchmark", "judge", "candidate", "task"]
 #: - ``p`` (int): the number of candidates compared (2 for pairs).
 COUNT_COLUMNS = ["n", "consistent", "primacy", "recency", "balanced", "pcn", "rcn", "wins", "ties", "p"]
 
-#: Columns of :func:`voirdire.analysis.metrics.cell_metrics`. ``n``, ``consistent``,
+#: Columns of :func:`voirdire.analysis.position.metrics.cell_metrics`. ``n``, ``consistent``,
 #: ``primacy``, ``recency``, ``pc``, ``pf``, ``owr`` and ``quality_gap`` are the paper's.
 CELL_COLUMNS = [
     *CELL_KEYS,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 from scipy.stats import binomtest
-from voirdire.analysis.uncertainty import cluster_bootstrap
+from voirdire.analysis.position.uncertainty import cluster_bootstrap
 
 from voirdire.core import LETTERS
 
@@ -229,7 +229,7 @@ def bias_effects(
     - ``p_control``/``p_perturbed``: P(target wins), ties as half a win.
     - ``delta`` = ``p_perturbed − p_control`` (over the same pairs), ``delta_lo``/
       ``delta_hi`` its cluster-bootstrap percentile interval (questions resampled,
-      :func:`~voirdire.analysis.uncertainty.cluster_bootstrap`).
+      :func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`).
     - ``toward``/``away``: discordant pairs whose target score rose / fell; ``p_value``:
       exact two-sided McNemar test, ``scipy.stats.binomtest(toward, toward + away, 1/2)``
       (1 without discordant pairs).

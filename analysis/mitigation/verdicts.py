@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from functools import partial
 
 import polars as pl
-from voirdire.analysis.metrics import PAIRWISE_MODES, pairwise_pairs
-from voirdire.analysis.scores import strategy_verdicts as score_strategy
+from voirdire.analysis.position.metrics import PAIRWISE_MODES, pairwise_pairs
+from voirdire.analysis.mitigation.scores import strategy_verdicts as score_strategy
 
 from voirdire.core import ConfigError
 
@@ -126,7 +126,7 @@ def normalise(judgments: pl.DataFrame) -> pl.DataFrame:
 
     ``permutation`` here is the *side* of the order, read from ``shown`` (0: candidate in
     slot A, 1: in slot B), not the job's permutation index. Letters as in
-    :func:`~voirdire.analysis.metrics.pairwise_pairs`: the candidate's slot → ``win``, the
+    :func:`~voirdire.analysis.position.metrics.pairwise_pairs`: the candidate's slot → ``win``, the
     other slot → ``loss``, ``C`` in three-option mode → ``tie``; a failed judgment, a null
     letter or a letter outside the options → ``undecided``.
     """
@@ -206,7 +206,7 @@ def flip_rate(verdicts: pl.DataFrame) -> pl.DataFrame:
 
 def as_judgments(verdicts: pl.DataFrame) -> pl.DataFrame:
     """Per-order verdicts back as pairwise judgment rows (three-option letters), so that
-    :func:`~voirdire.analysis.metrics.pairwise_pairs` classifies them: the candidate's slot
+    :func:`~voirdire.analysis.position.metrics.pairwise_pairs` classifies them: the candidate's slot
     letter for ``win``, the other for ``loss``, ``C`` for ``tie``, null (failed) for
     ``undecided``. Rows without ``permutation`` are dropped. Lengths are 0."""
     v = conform(verdicts).filter(pl.col("permutation").is_not_null())
@@ -390,7 +390,7 @@ def select_for_annotation(verdicts: pl.DataFrame, beta: float = 0.2) -> pl.DataF
     pair keys (deterministic). Columns: :func:`bpde`'s plus ``rank`` (int, 1 = most
     diverse) and an empty ``winner`` (str) for the annotator: ``candidate``,
     ``reference`` or ``tie`` (read back with
-    :func:`voirdire.analysis.reference.labels_reference`).
+    :func:`voirdire.analysis.mitigation.reference.labels_reference`).
 
     Raises:
         ValueError: ``beta`` outside (0, 1].
@@ -408,7 +408,7 @@ def override(verdicts: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
     """Replace the final verdicts of labelled pairs by the label (people's verdicts for the
     pairs :func:`select_for_annotation` chose). ``labels``: ``question_id``,
     ``candidate``, ``reference``, ``ref_verdict`` (win/tie/loss) and optionally
-    ``benchmark`` (as :mod:`voirdire.analysis.reference` returns). Queries unchanged."""
+    ``benchmark`` (as :mod:`voirdire.analysis.mitigation.reference` returns). Queries unchanged."""
     on = ["question_id", "candidate", "reference"] + (["benchmark"] if "benchmark" in labels.columns and labels.get_column("benchmark").null_count() == 0 else [])
     lab = labels.select(*on, "ref_verdict").unique(on, keep="first")
     v = conform(verdicts).join(lab, on=on, how="left")

@@ -22,8 +22,8 @@ mode) is kept as it is and renormalised with the others.
 from __future__ import annotations
 
 import polars as pl
-from voirdire.analysis.metrics import pairwise_pairs
-from voirdire.analysis.mitigation import (
+from voirdire.analysis.position.metrics import pairwise_pairs
+from voirdire.analysis.mitigation.verdicts import (
     VERDICT_KEYS,
     as_judgments,
     conform,

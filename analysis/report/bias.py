@@ -1,8 +1,8 @@
 """The bias section of the report: tables, a CALM-style figure and the HTML block.
 
 Tables (per output directory): ``bias_effects_<dir>.csv``
-(:func:`~voirdire.analysis.biases.bias_effects`) when the judgments carry perturbations,
-``self_enhancement_<dir>.csv`` (:func:`~voirdire.analysis.self_enhancement.self_enhancement`)
+(:func:`~voirdire.analysis.biases.effects.bias_effects`) when the judgments carry perturbations,
+``self_enhancement_<dir>.csv`` (:func:`~voirdire.analysis.biases.self_enhancement.self_enhancement`)
 when judges whose own model is among the candidates are present. Figure: per directory
 and benchmark, CALM's robustness rate per perturbation variant and judge (bars) with the
 judge's consistency rate as a dashed line (Ye et al. 2024 draw CR beside RR), above the
@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from voirdire.analysis.biases import bias_effects, has_perturbations
-from voirdire.analysis.figures import _save, _short, judge_colors, plt
-from voirdire.analysis.self_enhancement import has_own_models, self_enhancement
+from voirdire.analysis.biases.effects import bias_effects, has_perturbations
+from voirdire.analysis.report.figures import _save, _short, judge_colors, plt
+from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
 
 from voirdire.core import slug
 
@@ -31,7 +31,7 @@ __all__ = ["bias_figure", "write_bias", "bias_section"]
 def bias_figure(effects: pl.DataFrame, path: str | Path, title: str = "") -> Path:
     """RR (bars, CR dashed per judge) and Δ ± 95 % CI (bars) per variant and judge.
 
-    ``effects``: :func:`~voirdire.analysis.biases.bias_effects` rows of one benchmark
+    ``effects``: :func:`~voirdire.analysis.biases.effects.bias_effects` rows of one benchmark
     (``slot == "all"`` is used). Returns the PNG path.
     """
     e = effects.filter(pl.col("slot") == "all").sort("perturbation", "judge")
@@ -115,7 +115,7 @@ def bias_section(written: dict[str, Any], table: Callable[..., str], img: Callab
 
     ``written``: :func:`~voirdire.analysis.study.write_study`'s return value (it holds the
     tables and figures :func:`write_bias` wrote); ``table``/``img``: the report's table
-    and image renderers (``html_report.html_table`` and its PNG embedder).
+    and image renderers (``report.html.html_table`` and its PNG embedder).
     """
     tabs = {k: v for k, v in written.get("tables", {}).items() if k.startswith(("bias_effects_", "self_enhancement_"))}
     if not tabs:

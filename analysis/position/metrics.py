@@ -34,10 +34,10 @@ the two agree in tables written by the engine.
 Modes
 -----
 Pairwise rows are handled here; list-wise rows (``mode == "listwise"``) by
-:mod:`voirdire.analysis.listwise`. Each mode has a *cell builder* (:data:`CELL_BUILDERS`:
-the rows of one mode in, per-cell counts of :data:`voirdire.analysis.formulas.COUNT_COLUMNS`
+:mod:`voirdire.analysis.position.listwise`. Each mode has a *cell builder* (:data:`CELL_BUILDERS`:
+the rows of one mode in, per-cell counts of :data:`voirdire.analysis.position.formulas.COUNT_COLUMNS`
 out); the figures (PC, PF, owr) come from the one set of formulas in
-:mod:`voirdire.analysis.formulas`; the per-judge pooling, error rate and repetition
+:mod:`voirdire.analysis.position.formulas`; the per-judge pooling, error rate and repetition
 stability are mode-agnostic. Rows of a mode with no builder are skipped with a warning.
 """
 
@@ -47,7 +47,7 @@ import warnings
 from collections.abc import Callable
 
 import polars as pl
-from voirdire.analysis.formulas import (
+from voirdire.analysis.position.formulas import (
     CELL_COLUMNS,
     CELL_KEYS,
     CELL_SCHEMA,
@@ -57,7 +57,7 @@ from voirdire.analysis.formulas import (
     valid,
     with_cell_figures,
 )
-from voirdire.analysis.listwise import listwise_cell_counts
+from voirdire.analysis.position.listwise import listwise_cell_counts
 
 __all__ = [
     "PAIR_COLUMNS",
@@ -187,7 +187,7 @@ def pairwise_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
 
 
 def _cell_counts_from_pairs(pairs: pl.DataFrame) -> pl.LazyFrame:
-    """Per-cell counts (:data:`~voirdire.analysis.formulas.COUNT_COLUMNS`) from classified
+    """Per-cell counts (:data:`~voirdire.analysis.position.formulas.COUNT_COLUMNS`) from classified
     pairs: a primacy pair has ``s = −1``, a recency pair ``s = +1``."""
     k = pl.col("klass")
     return pairs.lazy().group_by(CELL_KEYS).agg(
@@ -208,7 +208,7 @@ def _cell_counts_from_pairs(pairs: pl.DataFrame) -> pl.LazyFrame:
 def pairwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
     """The pairwise cell builder: per-cell counts of the judgment pairs of ``rows``
     (:func:`pairwise_pairs`), with the columns of
-    :data:`~voirdire.analysis.formulas.COUNT_COLUMNS` and the mean lengths."""
+    :data:`~voirdire.analysis.position.formulas.COUNT_COLUMNS` and the mean lengths."""
     return _cell_counts_from_pairs(pairwise_pairs(rows))
 
 
@@ -218,7 +218,7 @@ def _pairwise_cell_metrics(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 #: mode -> builder of per-cell counts (COUNT_COLUMNS, CELL_KEYS, LENGTHS) from that mode's
-#: judgments; the figures are added by :func:`voirdire.analysis.formulas.with_cell_figures`.
+#: judgments; the figures are added by :func:`voirdire.analysis.position.formulas.with_cell_figures`.
 CELL_BUILDERS: dict[str, Callable[[pl.DataFrame], pl.LazyFrame]] = {
     "pairwise": pairwise_cell_counts,
     "listwise": listwise_cell_counts,
@@ -230,10 +230,10 @@ def cell_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
     """Per-cell (benchmark, judge, candidate, task) position-bias metrics.
 
     Source: Shi et al., "Judging the Judges"; ``docs/metrics.md``, *Per cell* and
-    *List-wise*. Formulas: :func:`voirdire.analysis.formulas.with_cell_figures`, the same
+    *List-wise*. Formulas: :func:`voirdire.analysis.position.formulas.with_cell_figures`, the same
     for both modes.
 
-    Output columns (:data:`~voirdire.analysis.formulas.CELL_COLUMNS`), one row per cell:
+    Output columns (:data:`~voirdire.analysis.position.formulas.CELL_COLUMNS`), one row per cell:
 
     - ``n`` (int): all judgment pairs (list-wise: series), error and "other" ones included;
       with repetitions, one pair per repetition, all counted.

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 import statsmodels.api as sm
-from voirdire.analysis.formulas import valid
+from voirdire.analysis.position.formulas import valid
 
 __all__ = [
     "CATEGORICAL_TERMS",
@@ -94,7 +94,7 @@ def regression_frame(cells: pl.DataFrame, judge_attributes: pl.DataFrame | None 
     and the user's judge attributes joined.
 
     Args:
-        cells: cell metrics (``voirdire.analysis.formulas.CELL_COLUMNS``; token columns
+        cells: cell metrics (``voirdire.analysis.position.formulas.CELL_COLUMNS``; token columns
             optional).
         judge_attributes: optional table with a ``judge`` column (str) and one column per
             attribute (numeric: a numeric term; string: a categorical term). Judges

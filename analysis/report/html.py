@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from voirdire.analysis.bias_report import bias_section
-from voirdire.analysis.evaluation import report_section
-from voirdire.analysis.report import write_study_markdown
+from voirdire.analysis.report.bias import bias_section
+from voirdire.analysis.mitigation.evaluation import report_section
+from voirdire.analysis.report.markdown import write_study_markdown
 from voirdire.analysis.study import MAX_ERROR, RS_MIN, Study, analyze_study, write_study
 
 __all__ = ["render_html", "write_html", "html_table", "build_report"]
@@ -240,7 +240,7 @@ def render_html(study: Study, written: dict[str, Any], title: str = "voirdire re
         )
         p.append(html_table(wide, {c: PCT for c in wide.columns if c.startswith("PF")}))
 
-    p.append(written.get("mitigation_html", ""))  # analysis/evaluation.py: report_section
+    p.append(written.get("mitigation_html", ""))  # analysis/mitigation/evaluation.py: report_section
     p.append(bias_section(written, html_table, _img))  # CALM biases, self-enhancement
 
     # ---------------------------------------------------------------- files

@@ -1,6 +1,6 @@
 """Synthetic judgment tables with perturbations, from judges of known susceptibility.
 
-The world and the decision rule are those of :mod:`voirdire.analysis.simulate` (latent
+The world and the decision rule are those of :mod:`voirdire.analysis.position.simulate` (latent
 qualities, per-question noise, :func:`voirdire.judges.simulated.decide`). Each perturbed
 query is a new asking of the pair in the same order: it reuses the control's random draws
 with probability ``1 − repetition_noise`` and draws afresh otherwise (exactly as a
@@ -9,7 +9,7 @@ and without the perturbation (``E[Δ] = 0`` exactly, and RR = CR in expectation)
 with probability ``|β|`` (the judge's susceptibility to the variant's kind), the judge is
 *swayed*: it picks the target's slot (β > 0) or the other slot (β < 0). Hence
 ``P(target wins | perturbed) = p + β(1 − p)`` for β ≥ 0 and ``p + βp`` for β < 0, with
-``p = P(target wins | control)``: :func:`~voirdire.analysis.biases.bias_effects`'s
+``p = P(target wins | control)``: :func:`~voirdire.analysis.biases.effects.bias_effects`'s
 ``susceptibility`` estimates β (``docs/bias-metrics.md``).
 """
 
@@ -65,7 +65,7 @@ def simulate_bias_judgments(
             ``candidate``, ``reference``, ``better``, ``worse``.
         n_questions, candidates, repetitions, option_mode, reference, qualities,
         question_noise, benchmark, seed: as in
-        :func:`voirdire.analysis.simulate.simulate_judgments`.
+        :func:`voirdire.analysis.position.simulate.simulate_judgments`.
 
     Returns:
         Columns ``benchmark``, ``judge``, ``question_id``, ``task``, ``instance_id``,

@@ -1,11 +1,11 @@
 """The mitigation evaluation table: every strategy × judge against a reference.
 
 Source: ``docs/mitigation.md``, *Evaluation against a reference*. Inputs are stacked
-verdict tables (:func:`voirdire.analysis.mitigation.apply_strategies`: a ``strategy``
-column plus :data:`~voirdire.analysis.mitigation.VERDICT_COLUMNS`) and a reference table
-(:mod:`voirdire.analysis.reference`). All figures are computed from per-question sums, so
+verdict tables (:func:`voirdire.analysis.mitigation.verdicts.apply_strategies`: a ``strategy``
+column plus :data:`~voirdire.analysis.mitigation.verdicts.VERDICT_COLUMNS`) and a reference table
+(:mod:`voirdire.analysis.mitigation.reference`). All figures are computed from per-question sums, so
 their cluster-bootstrap intervals (questions resampled, shared draw per benchmark) come
-from :func:`voirdire.analysis.uncertainty.bootstrap_sums`.
+from :func:`voirdire.analysis.position.uncertainty.bootstrap_sums`.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from voirdire.analysis import calibration as _calibration  # noqa: F401 (registers the logprob strategies)
-from voirdire.analysis import mitigation as M
-from voirdire.analysis import reference as R
-from voirdire.analysis.metrics import PAIRWISE_MODES, pairwise_pairs
-from voirdire.analysis.mitigation import (
+from voirdire.analysis.mitigation import calibration as _calibration  # noqa: F401 (registers the logprob strategies)
+from voirdire.analysis.mitigation import verdicts as M
+from voirdire.analysis.mitigation import reference as R
+from voirdire.analysis.position.metrics import PAIRWISE_MODES, pairwise_pairs
+from voirdire.analysis.mitigation.verdicts import (
     as_judgments,
     flip_flags,
     pair_orders,
 )
-from voirdire.analysis.uncertainty import bootstrap_sums
+from voirdire.analysis.position.uncertainty import bootstrap_sums
 
 __all__ = [
     "EVAL_COLUMNS",
@@ -151,7 +151,7 @@ def evaluate(
 
     Args:
         verdicts: stacked verdict tables with a ``strategy`` column.
-        reference: :data:`~voirdire.analysis.reference.REF_COLUMNS` rows, or None (no
+        reference: :data:`~voirdire.analysis.mitigation.reference.REF_COLUMNS` rows, or None (no
             accuracy/kappa).
         replicates, level, seed: cluster bootstrap over questions.
 
@@ -233,8 +233,8 @@ def markdown_table(table: pl.DataFrame) -> str:
 def cost_agreement_figure(table: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
     """Cost (queries per final verdict, x) against Cohen's kappa with the reference (y,
     95 % interval bars), one panel per benchmark, one colour per strategy; the dashed line
-    is the kappa ≥ 0.6 gate. PNG at ``path`` (matplotlib, as :mod:`voirdire.analysis.figures`)."""
-    from voirdire.analysis.figures import _save, plt
+    is the kappa ≥ 0.6 gate. PNG at ``path`` (matplotlib, as :mod:`voirdire.analysis.report.figures`)."""
+    from voirdire.analysis.report.figures import _save, plt
 
     benches = sorted(table.get_column("benchmark").unique().to_list())
     strategies = sorted(table.get_column("strategy").unique().to_list())
@@ -282,7 +282,7 @@ def run_mitigation(
     seed: int = 0,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     """Apply ``strategies`` (registered names; default
-    :func:`~voirdire.analysis.mitigation.default_strategies`) to ``judgments`` and evaluate
+    :func:`~voirdire.analysis.mitigation.verdicts.default_strategies`) to ``judgments`` and evaluate
     them against ``reference`` (``"judge:NAME"``, a labels CSV path, or a reference table;
     None: no accuracy or kappa).
 
@@ -290,13 +290,13 @@ def run_mitigation(
     rows are left out of the table (it would agree with itself by construction).
 
     ``labels``: people's verdicts for the pairs BPDE chose (the filled
-    ``bpde_annotation.csv``; :func:`~voirdire.analysis.reference.labels_reference`): each
+    ``bpde_annotation.csv``; :func:`~voirdire.analysis.mitigation.reference.labels_reference`): each
     of ``gate`` and ``swap-tie`` run also as ``<name>+labels`` with those pairs' verdicts
-    replaced by people's (:func:`~voirdire.analysis.mitigation.with_labels`).
+    replaced by people's (:func:`~voirdire.analysis.mitigation.verdicts.with_labels`).
 
     Returns:
         ``(table, annotation, ref)``: :func:`evaluate`'s table; the top-``beta`` BPDE pairs
-        of every judge's per-order verdicts (:func:`~voirdire.analysis.mitigation.
+        of every judge's per-order verdicts (:func:`~voirdire.analysis.mitigation.verdicts.
         select_for_annotation`); the reference table (or None).
 
     Raises:

@@ -17,7 +17,7 @@
   independent (with repetitions, or many candidates per question, they are not quite).
 - :func:`cluster_bootstrap`: the same question-cluster bootstrap for any figure built from
   per-question sums (the bias suite's RR, CR, Δ and self-enhancement use it).
-- The power table lives with the simulator: :func:`voirdire.analysis.simulate.power_table`.
+- The power table lives with the simulator: :func:`voirdire.analysis.position.simulate.power_table`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 import numpy as np
 import polars as pl
 from scipy.stats import binomtest
-from voirdire.analysis.listwise import listwise_series
-from voirdire.analysis.metrics import pairwise_pairs, query_stability
+from voirdire.analysis.position.listwise import listwise_series
+from voirdire.analysis.position.metrics import pairwise_pairs, query_stability
 
 __all__ = ["CI_COLUMNS", "bootstrap_ci", "bootstrap_sums", "cluster_bootstrap", "sign_test"]
 
@@ -129,7 +129,7 @@ def bootstrap_ci(
 
     Returns:
         :data:`CI_COLUMNS`: ``metric`` in ``pc``, ``pf``, ``rs``; ``estimate`` (the figure on
-        the data, equal to :func:`~voirdire.analysis.metrics.judge_metrics`'s when
+        the data, equal to :func:`~voirdire.analysis.position.metrics.judge_metrics`'s when
         ``by_task`` is false), ``lo``/``hi`` (float), ``replicates`` (int). RS rows only for
         judges with queries asked at least twice. The intervals ignore sampling error
         within a question (the judge's own randomness), which RS measures separately.

@@ -8,8 +8,8 @@ from typing import Any
 import polars as pl
 from rich.console import Console
 from rich.table import Table
-from voirdire.analysis.formulas import safe_div, valid
-from voirdire.analysis.listwise import listwise_series, slot_shares
+from voirdire.analysis.position.formulas import safe_div, valid
+from voirdire.analysis.position.listwise import listwise_series, slot_shares
 
 #: (column, header, format) of the per-judge table
 JUDGE_TABLE = [
@@ -73,7 +73,7 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
 
 
 def print_bias_table(effects: pl.DataFrame, console: Console | None = None) -> None:
-    """Print the bias suite's effects (``voirdire.analysis.biases.bias_effects``, the
+    """Print the bias suite's effects (``voirdire.analysis.biases.effects.bias_effects``, the
     ``slot == "all"`` rows) to the terminal: per benchmark × judge × perturbation variant,
     CALM's robustness rate RR next to the consistency rate CR (the noise floor), the
     directional effect Δ = P(target wins | perturbed) − P(target wins | control) with its
@@ -104,7 +104,7 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
     of freedom, p-value).
 
     Args:
-        shares: :func:`voirdire.analysis.listwise.slot_shares` output.
+        shares: :func:`voirdire.analysis.position.listwise.slot_shares` output.
     """
     if shares.height == 0:
         return ""
@@ -129,7 +129,7 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
 def markdown_series_table(judgments: pl.DataFrame) -> str:
     """List-wise series per (benchmark, judge): all series, consistent, primacy-leaning
     (``s < 0``), recency-leaning (``s > 0``), balanced (inconsistent, ``s = 0``), error and
-    other series (integer counts of :func:`voirdire.analysis.listwise.listwise_series`),
+    other series (integer counts of :func:`voirdire.analysis.position.listwise.listwise_series`),
     as Markdown."""
     series = listwise_series(judgments)
     if series.height == 0:
@@ -189,7 +189,7 @@ def write_markdown_report(
     Args:
         meta: the job record (``job.json``).
         judgments: JUDGMENT_SCHEMA rows; ``jm``/``cm``: judge and cell metrics.
-        shares: :func:`voirdire.analysis.listwise.slot_shares` (computed when ``None`` and
+        shares: :func:`voirdire.analysis.position.listwise.slot_shares` (computed when ``None`` and
             the job has list-wise rows).
     """
     job = meta["job"]

@@ -4,8 +4,8 @@ Definitions: ``docs/metrics.md``, section *List-wise*, extending Shi et al., "Ju
 Judges: A Systematic Study of Position Bias in LLM-as-a-Judge" (list-wise section; the
 paper shows p = 3 candidates in their p cyclic orders). Pure polars expressions, no row
 loops. :func:`listwise_cell_counts` is the ``"listwise"`` cell builder of
-:data:`voirdire.analysis.metrics.CELL_BUILDERS`; the figures (PC, PF, owr) come from the
-formulas shared with the pairwise path (:mod:`voirdire.analysis.formulas`).
+:data:`voirdire.analysis.position.metrics.CELL_BUILDERS`; the figures (PC, PF, owr) come from the
+formulas shared with the pairwise path (:mod:`voirdire.analysis.position.formulas`).
 
 Terms
 -----
@@ -51,7 +51,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 from scipy.stats import chi2
-from voirdire.analysis.formulas import (
+from voirdire.analysis.position.formulas import (
     CELL_COLUMNS,
     CELL_KEYS,
     LENGTHS,
@@ -179,7 +179,7 @@ def listwise_series(judgments: pl.DataFrame) -> pl.DataFrame:
 
 def listwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
     """The list-wise cell builder: per (benchmark, judge, candidate, task) the counts of
-    :data:`voirdire.analysis.formulas.COUNT_COLUMNS` over the series of ``rows`` (a series
+    :data:`voirdire.analysis.position.formulas.COUNT_COLUMNS` over the series of ``rows`` (a series
     counts in the cell of each of its candidates), with the mean lengths.
 
     Source: ``docs/metrics.md``, *List-wise*. ``primacy`` / ``recency`` / ``balanced``
@@ -187,7 +187,7 @@ def listwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
     (float): ``Σ max(−s, 0)``, ``Σ max(s, 0)``; ``wins`` the consistent series the candidate
     won, ``ties`` the consistent all-tie series; ``p`` (int) the list size (the largest in
     the cell: a job has one list size). The figures come from
-    :func:`voirdire.analysis.formulas.with_cell_figures`.
+    :func:`voirdire.analysis.position.formulas.with_cell_figures`.
     """
     series = listwise_series(rows)
     k = pl.col("klass")
@@ -214,7 +214,7 @@ def listwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
 
 
 def listwise_cell_metrics(rows: pl.DataFrame) -> pl.DataFrame:
-    """Per-cell list-wise metrics of ``rows`` (:data:`voirdire.analysis.formulas.CELL_COLUMNS`,
+    """Per-cell list-wise metrics of ``rows`` (:data:`voirdire.analysis.position.formulas.CELL_COLUMNS`,
     sorted by cell): :func:`listwise_cell_counts` through the shared formulas. Source:
     ``docs/metrics.md``, *List-wise*."""
     return with_cell_figures(listwise_cell_counts(rows)).select(CELL_COLUMNS).sort(CELL_KEYS).collect()
