@@ -205,10 +205,10 @@ def test_fallacy_accuracy_and_refinement_error_rate():
 
 def test_cluster_bootstrap_estimate_and_degenerate_interval():
     rows = pl.DataFrame({"benchmark": ["b"] * 6, "question_id": ["q1", "q1", "q2", "q2", "q3", "q3"], "u": ["a", "b"] * 3, "x": [1.0, 0, 1, 1, 0, 1], "n": [1.0] * 6})
-    ci = cluster_bootstrap(rows, ["u"], ["x", "n"], lambda s: {"m": s["x"] / s["n"]}, replicates=200)
+    ci = cluster_bootstrap(rows, ["x", "n"], lambda s: {"m": s["x"] / s["n"]}, cells=["u"], replicates=200)
     est = dict(zip(ci.get_column("u"), ci.get_column("estimate")))
     assert est == pytest.approx({"a": 2 / 3, "b": 2 / 3})
-    one = cluster_bootstrap(rows.filter(pl.col("question_id") == "q2"), ["u"], ["x", "n"], lambda s: {"m": s["x"] / s["n"]}, replicates=50)
+    one = cluster_bootstrap(rows.filter(pl.col("question_id") == "q2"), ["x", "n"], lambda s: {"m": s["x"] / s["n"]}, cells=["u"], replicates=50)
     assert one.get_column("lo").to_list() == one.get_column("hi").to_list() == [1.0, 1.0]
 
 
@@ -238,7 +238,7 @@ def test_a_lenient_judge_is_not_self_biased_by_the_difference_in_differences():
     se = self_enhancement(_lenient_panel(1), {"j": "c1"}, replicates=200).row(0, named=True)
     assert se["raw"] == pytest.approx(0.375) and se["did"] == pytest.approx(0.125)
     assert se["error_rate"] == pytest.approx(0.375 / 0.5)
-    # nothing to compare against: an empty table, no error (analyze_dir calls it on any job)
+    # nothing to compare against: an empty table, no error (compute_dir calls it on any job)
     one = _lenient_panel(0).filter(pl.col("judge") == "j")
     assert self_enhancement(one, {"j": "c1"}).height == 0
     assert self_enhancement(_lenient_panel(0).filter(pl.col("judge") != "k2").with_columns(failed=pl.col("judge") == "k1"), {"j": "c1"}).height == 0
@@ -297,7 +297,7 @@ def test_self_enhancement_on_the_replayed_mtbench_release(data_dir, ray_local, t
         assert (r["raw_lo"], r["raw_hi"], r["did_lo"], r["did_hi"]) == pytest.approx(quoted[r["judge"]], abs=0.0015)
     dev = win_rate_deviations(j, replicates=100)
     assert dev.filter(pl.col("metric") == "did").height == 3 * 30
-    # analyze_dir wrote the table, and the report shows it
+    # the run (voirdire.api.analyze) wrote the table, and the report shows it
     csv = pl.read_csv(tmp_path / "pb" / "metrics" / "self_enhancement.csv")
     assert csv.get_column("raw").to_list() == pytest.approx(se.get_column("raw").to_list())
     assert not (tmp_path / "pb" / "metrics" / "bias_effects.csv").exists()  # no perturbation in this job
@@ -310,17 +310,18 @@ def test_self_enhancement_on_the_replayed_mtbench_release(data_dir, ray_local, t
 def test_bias_section_of_the_report(tmp_path):
     from types import SimpleNamespace
 
-    from voirdire.analysis.report.bias import bias_section, write_bias
-    from voirdire.analysis.report.html import _img, html_table
+    from voirdire.analysis.report.bias import bias_view
+    from voirdire.analysis.report.files import write_bias
+    from voirdire.analysis.report.views import render_template
 
     df = simulate_bias_judgments({"a": ({"repetition_noise": 0.2}, {"bandwagon": 0.3}), "b": ({}, {})}, VARIANTS, n_questions=40)
     (tmp_path / "m").mkdir()
     written = write_bias([SimpleNamespace(name="sim job", judgments=df)], tmp_path / "m", tmp_path / "f", replicates=100)
     assert set(written["tables"]) == {"bias_effects_sim_job"}
     assert list(written["figures"]) == ["bias:sim_job:SimBench"] and written["figures"]["bias:sim_job:SimBench"].stat().st_size > 5000
-    page = bias_section(written, html_table, _img)
+    page = render_template("bias.html.j2", bias=bias_view(written))
     assert page.count("<table") == 2 and "data:image/png;base64," in page and "bandwagon-80-worse" in page
-    assert bias_section({"tables": {}, "figures": {}}, html_table, _img) == ""
+    assert bias_view({"tables": {}, "figures": {}}) is None and render_template("bias.html.j2", bias=None).strip() == ""
 
 
 def test_tables_of_several_chunks_are_read():

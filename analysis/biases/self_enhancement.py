@@ -127,7 +127,7 @@ def win_rate_deviations(
         keys = rows.select("judge", "candidate").unique(maintain_order=True)
         if keys.get_column("judge").n_unique() < 2 or keys.get_column("candidate").n_unique() < 2:
             continue
-        ci = cluster_bootstrap(rows, ["judge", "candidate"], ["score", "n"], _stat(keys), replicates=replicates, level=level, seed=seed)
+        ci = cluster_bootstrap(rows, ["score", "n"], _stat(keys), cells=["judge", "candidate"], replicates=replicates, level=level, seed=seed)
         n = rows.group_by("judge", "candidate").agg(n_pairs=pl.len().cast(pl.Int64))
         out.append(ci.join(n, on=["judge", "candidate"], how="left"))
     if not out:

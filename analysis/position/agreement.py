@@ -20,6 +20,7 @@ import polars as pl
 from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 
 __all__ = [
+    "cohen_kappa",
     "choices",
     "agreement_matrix",
     "fleiss_panel",
@@ -49,16 +50,24 @@ def choices(judgments: pl.DataFrame, repetition: int | None = 1) -> pl.DataFrame
     )
 
 
-def _cohen(a: np.ndarray, b: np.ndarray, k: int) -> float:
-    """Cohen's kappa (statsmodels) of two int-coded rating vectors over ``k`` categories."""
-    if len(a) == 0:
-        return float("nan")
-    table = np.bincount(a * k + b, minlength=k * k).reshape(k, k).astype(float)
+def cohen_kappa(table: np.ndarray) -> float:
+    """Cohen's kappa (Cohen 1960; ``statsmodels.stats.inter_rater.cohens_kappa``) of a
+    k × k confusion table of counts (rater 1 in rows, rater 2 in columns). Categories
+    neither rater used are dropped first; NaN without counts or with one category left
+    (chance agreement is 1: kappa undefined)."""
+    table = np.asarray(table, dtype=float)
     used = (table.sum(0) + table.sum(1)) > 0
     table = table[np.ix_(used, used)]
     if table.shape[0] < 2:
-        return float("nan")  # one category: chance agreement is 1, kappa undefined
+        return float("nan")
     return float(cohens_kappa(table, return_results=False))
+
+
+def _cohen(a: np.ndarray, b: np.ndarray, k: int) -> float:
+    """Cohen's kappa of two int-coded rating vectors over ``k`` categories."""
+    if len(a) == 0:
+        return float("nan")
+    return cohen_kappa(np.bincount(a * k + b, minlength=k * k).reshape(k, k))
 
 
 def agreement_matrix(judgments: pl.DataFrame, repetition: int | None = 1, *, ch: pl.DataFrame | None = None) -> pl.DataFrame:

@@ -9,10 +9,18 @@ Both builders (:func:`voirdire.analysis.position.metrics.pairwise_cell_counts` a
 :func:`voirdire.analysis.position.listwise.listwise_cell_counts`) reduce their judgments to the
 counts of :data:`COUNT_COLUMNS` per cell; :func:`with_cell_figures` turns the counts into
 the figures. Pure polars expressions, no I/O.
+
+The per-judge figures with an interval are statistics over per-question sums (numpy):
+:func:`pc_statistic`, :func:`pf_statistic` and :func:`ratio_statistic` are the one
+definition that every bootstrap (:func:`voirdire.analysis.position.uncertainty.cluster_bootstrap`)
+and every evaluation uses; the point estimate is their one-replicate case.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
+import numpy as np
 import polars as pl
 
 __all__ = [
@@ -24,6 +32,10 @@ __all__ = [
     "no_verdict",
     "safe_div",
     "with_cell_figures",
+    "ratio_statistic",
+    "pc_statistic",
+    "pf_statistic",
+    "rs_statistic",
 ]
 
 LENGTHS = ["input_chars", "output_chars", "prompt_chars"]
@@ -125,3 +137,40 @@ def with_cell_figures(counts: pl.LazyFrame) -> pl.LazyFrame:
         pf=safe_div(rcn * irr - pcn * ipr, n),
         owr=safe_div(pl.col("wins") + (pl.col("ties") + inc) / p, v),
     ).with_columns(quality_gap=(pl.col("owr") - 1.0 / p).abs())
+
+
+#: A statistic over sums: ``{value: (R, U) array}`` (R replicates, U cells) -> (R,) array.
+SumStatistic = Callable[[Mapping[str, np.ndarray]], np.ndarray]
+
+
+def ratio_statistic(num: str, den: str) -> SumStatistic:
+    """The pooled ratio ``Σ num / Σ den`` over the cells, per replicate; NaN where
+    ``Σ den = 0``. PC is ``ratio_statistic("ccn", "v")`` (``docs/metrics.md``, *Per judge*)."""
+
+    def ratio(s: Mapping[str, np.ndarray]) -> np.ndarray:
+        a, b = s[num].sum(1), s[den].sum(1)
+        return np.where(b > 0, a / np.where(b > 0, b, 1), np.nan)
+
+    return ratio
+
+
+#: PC = Σ ccn / Σ v over the cells (``docs/metrics.md``, *Per judge*).
+pc_statistic = ratio_statistic("ccn", "v")
+#: RS = Σ RS_j / (queries), from per-question sums ``s`` of RS_j and ``c`` of 1
+#: (``docs/metrics.md``, *Repetition stability*).
+rs_statistic = ratio_statistic("s", "c")
+
+
+def pf_statistic(s: Mapping[str, np.ndarray]) -> np.ndarray:
+    """PF of a judge per replicate: the unweighted mean over its cells with ``n > 0`` of
+    ``PF_cell = d / n`` (``d = rcn − pcn``; list-wise the sum of the series' position
+    scores), which equals :func:`with_cell_figures`' ``(rcn·irr − pcn·ipr) / n``
+    (``docs/metrics.md``, *Per cell* and *Per judge*). NaN for a replicate with no such cell.
+
+    ``s``: ``{"n": (R, U), "d": (R, U)}`` sums per cell."""
+    n, d = s["n"], s["d"]
+    per = np.where(n > 0, d / np.where(n > 0, n, 1), np.nan)
+    ok = (n > 0).any(1)
+    out = np.full(n.shape[0], np.nan)
+    out[ok] = np.nanmean(per[ok], axis=1)
+    return out
