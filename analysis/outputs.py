@@ -2,11 +2,11 @@
 
 Reads what the engine wrote (``job.json``, ``raw/``) and calls no judge.
 :func:`compute_dir` computes every table in memory and writes nothing (the input may sit
-on a read-only filesystem); :func:`write_dir` writes ``judgments.parquet``,
+on a read-only filesystem); :func:`voirdire.analysis.report.files.write_dir` writes ``judgments.parquet``,
 ``metrics/judge_metrics.csv``, ``metrics/cell_metrics.csv``, for list-wise jobs
 ``metrics/slot_shares.csv``, for jobs with perturbations ``metrics/bias_effects.csv``,
 when a judge's own model is among the candidates ``metrics/self_enhancement.csv``
-(``docs/bias-metrics.md``), and ``report.md``; :func:`analyze_dir` does both, in place.
+(``docs/bias-metrics.md``), and ``report.md`` (``voirdire.api.analyze`` does both, in place).
 Position-bias figures are computed on the control (unperturbed) queries only.
 """
 
@@ -22,11 +22,10 @@ import polars as pl
 from voirdire.analysis.biases.effects import bias_effects, control_rows, has_perturbations
 from voirdire.analysis.position.listwise import slot_shares
 from voirdire.analysis.position.metrics import summarize
-from voirdire.analysis.report.markdown import write_markdown_report
 from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
 from voirdire.engine.job import JOB_FILE, load_judgments
 
-__all__ = ["JUDGE_METRIC_COLUMNS", "CELL_METRIC_COLUMNS", "DirTables", "compute_dir", "write_dir", "analyze_dir"]
+__all__ = ["JUDGE_METRIC_COLUMNS", "CELL_METRIC_COLUMNS", "DirTables", "compute_dir"]
 
 #: columns of metrics/judge_metrics.csv and metrics/cell_metrics.csv
 JUDGE_METRIC_COLUMNS = ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread"]
@@ -80,34 +79,3 @@ def compute_dir(output_dir: str | os.PathLike) -> DirTables:
     effects = bias_effects(judgments) if has_perturbations(judgments) else None
     own = self_enhancement(judgments) if has_own_models(judgments) else None
     return DirTables(meta, judgments, jm, cm, shares, effects, own)
-
-
-def write_dir(tables: DirTables, out: str | os.PathLike) -> None:
-    """Write ``judgments.parquet``, ``metrics/*.csv`` and ``report.md`` of ``tables`` under
-    ``out`` (created if needed)."""
-    out = Path(out)
-    (out / "metrics").mkdir(parents=True, exist_ok=True)
-    tables.judgments.write_parquet(out / "judgments.parquet", compression="zstd")
-    tables.judge_metrics.select(JUDGE_METRIC_COLUMNS).write_csv(out / "metrics" / "judge_metrics.csv")
-    tables.cell_metrics.select(CELL_METRIC_COLUMNS).write_csv(out / "metrics" / "cell_metrics.csv")
-    for name, table in (("slot_shares", tables.slot_shares), ("bias_effects", tables.bias_effects), ("self_enhancement", tables.self_enhancement)):
-        if table is not None:
-            table.write_csv(out / "metrics" / f"{name}.csv")
-    write_markdown_report(
-        out / "report.md", tables.meta, control_rows(tables.judgments), tables.judge_metrics, tables.cell_metrics, tables.slot_shares
-    )
-
-
-def analyze_dir(output_dir: str | os.PathLike) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Recompute judgments, metrics and the report of a finished directory, in place
-    (:func:`compute_dir` then :func:`write_dir` into the same directory).
-
-    Returns:
-        ``(judge_metrics, cell_metrics)`` as computed by :func:`voirdire.analysis.position.metrics.summarize`.
-
-    Raises:
-        FileNotFoundError: the directory has no ``job.json`` (not a voirdire output directory).
-    """
-    tables = compute_dir(output_dir)
-    write_dir(tables, output_dir)
-    return tables.judge_metrics, tables.cell_metrics

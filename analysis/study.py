@@ -2,8 +2,9 @@
 
 :func:`analyze_study` reads each directory's judgments, computes every table of the deep
 analysis (per-judge figures with bootstrap intervals and sign tests, factor regressions,
-agreement, disagreement, a power table) and :func:`write_study` writes them as CSV and PNG
-next to the HTML report (:mod:`voirdire.analysis.report.html`).
+agreement, disagreement, a power table);
+:func:`voirdire.analysis.report.files.write_study` writes them as CSV and PNG next to the HTML
+report (:mod:`voirdire.analysis.report.html`).
 
 Several directories (e.g. a position-bias job and a repetition job per benchmark, as in
 Shi et al.) are combined per (benchmark, judge) **(ours)**: PC, PF and the error rate come
@@ -14,8 +15,7 @@ benchmark and combined. Agreement is computed within a directory (its judges ans
 same queries).
 
 The input directories are read only: :func:`analyze_study` computes in memory
-(:func:`voirdire.analysis.outputs.compute_dir`) and, with ``refresh=True``, rewrites each
-directory's own ``judgments.parquet``, ``metrics/*.csv`` and ``report.md``.
+(:func:`voirdire.analysis.outputs.compute_dir`); :mod:`voirdire.analysis.report.files` writes.
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from voirdire.analysis.position import agreement as agr
-from voirdire.analysis.report import figures as fig
-from voirdire.analysis.report.bias import write_bias
 from voirdire.analysis.biases.effects import control_rows
+from voirdire.analysis.outputs import DirTables, compute_dir
+from voirdire.analysis.position import agreement as agr
 from voirdire.analysis.position.formulas import CELL_KEYS
 from voirdire.analysis.position.lengths import (
     cell_token_lengths,
@@ -36,13 +35,12 @@ from voirdire.analysis.position.lengths import (
     query_token_lengths,
 )
 from voirdire.analysis.position.metrics import judge_from_cells
-from voirdire.analysis.outputs import compute_dir, write_dir
-from voirdire.analysis.position.regression import StepResult, drop1_tables, factor_regressions
+from voirdire.analysis.position.regression import StepResult, factor_regressions
 from voirdire.analysis.position.simulate import power_table
 from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
 from voirdire.benchmarks.registry import load_benchmark
 
-__all__ = ["DirAnalysis", "Study", "analyze_study", "write_study", "RS_MIN", "MAX_ERROR"]
+__all__ = ["DirAnalysis", "Study", "analyze_study", "RS_MIN", "MAX_ERROR"]
 
 #: Default reading thresholds (ours): below this RS, or above this error rate, a judge's
 #: PC and PF are flagged as not readable (its verdicts change from one asking to the next,
@@ -72,6 +70,9 @@ class DirAnalysis:
     #: them (``None``: no perturbations / no judge's own model among the candidates)
     bias_effects: pl.DataFrame | None = None
     self_enhancement: pl.DataFrame | None = None
+    #: the directory's own tables as :func:`~voirdire.analysis.outputs.compute_dir` computed
+    #: them (before token lengths were added), for rewriting the directory's files
+    tables: DirTables | None = None
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -120,10 +121,8 @@ class Study:
         return sorted(self.panel.get_column("benchmark").unique().to_list())
 
 
-def _load_dir(path: Path, replicates: int, tokenizer: str | None, refresh: bool) -> DirAnalysis:
+def _load_dir(path: Path, replicates: int, tokenizer: str | None) -> DirAnalysis:
     tables = compute_dir(path)
-    if refresh:
-        write_dir(tables, path)
     meta, judgments, jm, cm = tables.meta, tables.judgments, tables.judge_metrics, tables.cell_metrics
     position = control_rows(judgments)  # position-bias figures: the unperturbed queries
     tok = tokenizer or (meta.get("job", {}).get("analysis") or {}).get("tokenizer")
@@ -141,6 +140,7 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None, refresh: bool)
         sign=sign_test(position),
         bias_effects=tables.bias_effects,
         self_enhancement=tables.self_enhancement,
+        tables=tables,
     )
     if position.get_column("judge").n_unique() >= 2:
         ch = agr.choices(position)
@@ -165,65 +165,24 @@ def _pick(frames: list[pl.DataFrame], score: str) -> pl.DataFrame:
     return df.sort(score, descending=True, nulls_last=True).unique(["benchmark", "judge"], keep="first")
 
 
-def analyze_study(
-    dirs: list[str | Path],
-    *,
-    judge_attributes: pl.DataFrame | None = None,
-    replicates: int = 1000,
-    rs_min: float = RS_MIN,
-    max_error: float = MAX_ERROR,
-    tokenizer: str | None = None,
-    power_replicates: int = 300,
-    refresh: bool = False,
-) -> Study:
-    """Analyse finished output directories together.
+def _wide_ci(ci: pl.DataFrame, metric: str, keys: tuple[str, ...] = ("benchmark", "judge")) -> pl.DataFrame:
+    """The ``lo``/``hi`` of one metric of a :func:`bootstrap_ci` table as ``<metric>_lo``/``_hi``."""
+    return ci.filter(pl.col("metric") == metric).select(*keys, pl.col("lo").alias(f"{metric}_lo"), pl.col("hi").alias(f"{metric}_hi"))
 
-    Args:
-        dirs: output directories (each with ``job.json`` and ``raw/``).
-        judge_attributes: optional per-judge attributes for the regression (column
-            ``judge`` plus attribute columns).
-        replicates: bootstrap replicates.
-        rs_min, max_error: reading thresholds (see :data:`RS_MIN`, :data:`MAX_ERROR`).
-        tokenizer: overrides the jobs' ``[analysis] tokenizer``.
-        refresh: also rewrite each directory's own ``judgments.parquet``,
-            ``metrics/*.csv`` and ``report.md``; when false (the default) the directories
-            are only read.
 
-    Returns:
-        :class:`Study` with ``panel`` (one row per (benchmark, judge): ``pc``, ``pc_std``,
-        ``pf``, ``pf_std``, ``error_rate``, ``n_judgments``, ``source`` (directory of
-        PC/PF), ``pc_lo``/``pc_hi``/``pf_lo``/``pf_hi`` (bootstrap), ``primacy``,
-        ``recency``, ``p_value``, ``direction`` (sign test), ``rs``, ``rs_spread``,
-        ``rs_lo``/``rs_hi``, ``rs_source``, ``readable`` (bool) and ``flag`` (str reason));
-        ``cells`` (cell metrics of each judge's PC/PF source, with ``source``);
-        ``reg_cells`` (the regression's cells: per benchmark those of single-repetition
-        directories when it has any); ``judge_task`` (PC/PF per (benchmark, judge, task)
-        with bootstrap intervals); ``regressions``; ``power`` (sign-test power table at the
-        median PC of the readable judges).
-
-    Raises:
-        FileNotFoundError: a directory is not a voirdire output directory.
-        ValueError: no directory given.
-    """
-    if not dirs:
-        raise ValueError("no output directory given")
-    ds = [_load_dir(Path(p), replicates, tokenizer, refresh) for p in dirs]
-
-    def wide_ci(ci: pl.DataFrame, metric: str) -> pl.DataFrame:
-        return ci.filter(pl.col("metric") == metric).select(
-            "benchmark", "judge", pl.col("lo").alias(f"{metric}_lo"), pl.col("hi").alias(f"{metric}_hi")
-        )
-
-    pcpf = []
-    rsf = []
+def _panel(ds: list[DirAnalysis], rs_min: float, max_error: float) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(panel, main)``: one row per (benchmark, judge), PC/PF (with intervals and sign
+    test) from the directory with most judgments, RS from the one with most repeated
+    queries, flagged when unreadable; ``main`` the PC/PF rows with their ``source``."""
+    pcpf, rsf = [], []
     for d in ds:
         jm = d.judge_metrics.filter(pl.col("n_cells") > 0).with_columns(source=pl.lit(d.name))
         for m in ("pc", "pf"):
-            jm = jm.join(wide_ci(d.ci, m), on=["benchmark", "judge"], how="left")
+            jm = jm.join(_wide_ci(d.ci, m), on=["benchmark", "judge"], how="left")
         jm = jm.join(d.sign.select("benchmark", "judge", "primacy", "recency", "p_value", "direction"), on=["benchmark", "judge"], how="left")
         pcpf.append(jm.drop("rs", "rs_spread"))
         rs = d.judge_metrics.filter(pl.col("rs").is_not_null()).select("benchmark", "judge", "rs", "rs_spread")
-        rs = rs.join(wide_ci(d.ci, "rs"), on=["benchmark", "judge"], how="left")
+        rs = rs.join(_wide_ci(d.ci, "rs"), on=["benchmark", "judge"], how="left")
         nq = d.judgments.group_by("benchmark", "judge").agg(_nq=pl.col("query_id").n_unique())
         rsf.append(rs.join(nq, on=["benchmark", "judge"], how="left").with_columns(rs_source=pl.lit(d.name)))
     main = _pick(pcpf, "n_judgments")
@@ -245,8 +204,12 @@ def analyze_study(
         flag=pl.when(pl.col("flag") == "").then(None).otherwise(pl.col("flag")),
         readable=~(low_rs | high_err),
     ).sort("benchmark", "judge")
+    return panel, main
 
-    # cells and per-task figures from each (benchmark, judge)'s PC/PF source
+
+def _sourced_cells(ds: list[DirAnalysis], main: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(cells, judge_task)``: the cells and per-task figures (with bootstrap intervals)
+    of each (benchmark, judge)'s PC/PF source directory."""
     src = main.select("benchmark", "judge", "source")
     cells = pl.concat(
         [d.cell_metrics.with_columns(source=pl.lit(d.name)) for d in ds], how="diagonal_relaxed"
@@ -256,103 +219,71 @@ def analyze_study(
     )
     jt = judge_from_cells(cells, keys=["benchmark", "judge", "task"])
     for m in ("pc", "pf"):
-        c = ci_task.filter(pl.col("metric") == m).select("benchmark", "judge", "task", pl.col("lo").alias(f"{m}_lo"), pl.col("hi").alias(f"{m}_hi"))
-        jt = jt.join(c, on=["benchmark", "judge", "task"], how="left")
+        jt = jt.join(_wide_ci(ci_task, m, ("benchmark", "judge", "task")), on=["benchmark", "judge", "task"], how="left")
+    return cells, jt
 
-    # the regression: per benchmark, the cells of single-repetition (position-bias)
-    # directories when the benchmark has any, else all (repetition studies re-ask a sample)
-    reps = pl.DataFrame(
-        {"source": [d.name for d in ds], "_reps": [int(d.settings["repetitions"] or 1) for d in ds]}
-    )
-    reg_cells = cells.join(reps, on="source", how="left").with_columns(
-        _has1=(pl.col("_reps") == 1).any().over("benchmark")
-    )
-    reg_cells = reg_cells.filter(~pl.col("_has1") | (pl.col("_reps") == 1)).drop("_reps", "_has1")
-    regs = factor_regressions(reg_cells, judge_attributes) if reg_cells.height else []
+
+def _regression_cells(ds: list[DirAnalysis], cells: pl.DataFrame) -> pl.DataFrame:
+    """Per benchmark, the cells of single-repetition (position-bias) directories when the
+    benchmark has any, else all (repetition studies re-ask a sample)."""
+    reps = pl.DataFrame({"source": [d.name for d in ds], "_reps": [int(d.settings["repetitions"] or 1) for d in ds]})
+    reg = cells.join(reps, on="source", how="left").with_columns(_has1=(pl.col("_reps") == 1).any().over("benchmark"))
+    return reg.filter(~pl.col("_has1") | (pl.col("_reps") == 1)).drop("_reps", "_has1")
+
+
+def _power(panel: pl.DataFrame, replicates: int) -> pl.DataFrame:
+    """The sign test's power table at the median PC of the readable judges (0.7 if none)."""
     readable = panel.filter(pl.col("readable"))
     med_pc = float(readable.get_column("pc").median()) if readable.height else 0.7
     pc_level = round(min(0.95, max(0.3, med_pc)) * 20) / 20
     pfs = [p for p in (0.05, 0.1, 0.2, 0.3) if p <= 1 - pc_level]
-    power = power_table(pfs, pc=pc_level, replicates=power_replicates) if pfs else pl.DataFrame()
+    return power_table(pfs, pc=pc_level, replicates=replicates) if pfs else pl.DataFrame()
+
+
+def analyze_study(
+    dirs: list[str | Path],
+    *,
+    judge_attributes: pl.DataFrame | None = None,
+    replicates: int = 1000,
+    rs_min: float = RS_MIN,
+    max_error: float = MAX_ERROR,
+    tokenizer: str | None = None,
+    power_replicates: int = 300,
+) -> Study:
+    """Analyse finished output directories together; reads them only (writing is
+    :mod:`voirdire.analysis.report.files`').
+
+    Args:
+        dirs: output directories (each with ``job.json`` and ``raw/``).
+        judge_attributes: optional per-judge attributes for the regression (column
+            ``judge`` plus attribute columns).
+        replicates: bootstrap replicates.
+        rs_min, max_error: reading thresholds (see :data:`RS_MIN`, :data:`MAX_ERROR`).
+        tokenizer: overrides the jobs' ``[analysis] tokenizer``.
+        power_replicates: simulated tables per cell of the power table.
+
+    Returns:
+        :class:`Study` with ``panel`` (one row per (benchmark, judge): ``pc``, ``pc_std``,
+        ``pf``, ``pf_std``, ``error_rate``, ``n_judgments``, ``source`` (directory of
+        PC/PF), ``pc_lo``/``pc_hi``/``pf_lo``/``pf_hi`` (bootstrap), ``primacy``,
+        ``recency``, ``p_value``, ``direction`` (sign test), ``rs``, ``rs_spread``,
+        ``rs_lo``/``rs_hi``, ``rs_source``, ``readable`` (bool) and ``flag`` (str reason));
+        ``cells`` (cell metrics of each judge's PC/PF source, with ``source``);
+        ``reg_cells`` (the regression's cells: per benchmark those of single-repetition
+        directories when it has any); ``judge_task`` (PC/PF per (benchmark, judge, task)
+        with bootstrap intervals); ``regressions``; ``power`` (sign-test power table at the
+        median PC of the readable judges).
+
+    Raises:
+        FileNotFoundError: a directory is not a voirdire output directory.
+        ValueError: no directory given.
+    """
+    if not dirs:
+        raise ValueError("no output directory given")
+    ds = [_load_dir(Path(p), replicates, tokenizer) for p in dirs]
+    panel, main = _panel(ds, rs_min, max_error)
+    cells, jt = _sourced_cells(ds, main)
+    reg_cells = _regression_cells(ds, cells)
+    regs = factor_regressions(reg_cells, judge_attributes) if reg_cells.height else []
+    power = _power(panel, power_replicates)
     return Study(ds, panel, cells, jt, regs, power, rs_min, max_error, tokenizer, reg_cells=reg_cells)
-
-
-def write_study(study: Study, out: str | Path) -> dict[str, Any]:
-    """Write the study's CSV tables under ``out/metrics/`` and PNG figures under
-    ``out/figures/``. Returns ``{"tables": {name: path}, "figures": {key: path}}`` where
-    figure keys are ``(kind, scope)`` tuples rendered as ``"kind:scope"`` strings."""
-    out = Path(out)
-    mdir, fdir = out / "metrics", out / "figures"
-    mdir.mkdir(parents=True, exist_ok=True)
-    fdir.mkdir(parents=True, exist_ok=True)
-    tables: dict[str, Path] = {}
-
-    def csv(name: str, df: pl.DataFrame) -> None:
-        p = mdir / f"{name}.csv"
-        df.write_csv(p)
-        tables[name] = p
-
-    csv("panel", study.panel)
-    csv("judge_task", study.judge_task)
-    csv("cells", study.cells)
-    if study.reg_cells is not None:
-        csv("regression_cells", study.reg_cells)
-    if study.regressions:
-        csv("regression_drop1", drop1_tables(study.regressions))
-        for r in study.regressions:
-            csv(f"regression_drop1_{_slug(r.scope)}_{r.response}", r.drop1)
-            csv(f"regression_path_{_slug(r.scope)}_{r.response}", r.path)
-            csv(f"regression_coefficients_{_slug(r.scope)}_{r.response}", r.coefficients)
-    if study.power.height:
-        csv("power", study.power)
-    for d in study.dirs:
-        s = _slug(d.name)
-        csv(f"bootstrap_{s}", d.ci)
-        csv(f"bootstrap_task_{s}", d.ci_task)
-        csv(f"sign_test_{s}", d.sign)
-        if d.agreement is not None:
-            csv(f"agreement_{s}", d.agreement)
-            csv(f"fleiss_{s}", d.fleiss)
-            csv(f"disagreement_{s}", d.disagreement)
-            csv(f"majority_{s}", d.majority)
-
-    figs: dict[str, Path] = {}
-    fig.set_judges(study.panel.get_column("judge").unique().to_list())
-    # the by-task figures and the win-rate fits use the regression's cells (per benchmark,
-    # the position-bias directories when there are any): a repetition study's sample has
-    # other tasks and few cells, and would leave broken lines on the radar
-    fig_cells = study.reg_cells if study.reg_cells is not None else study.cells
-    fig_jt = judge_from_cells(fig_cells, keys=["benchmark", "judge", "task"]) if fig_cells.height else study.judge_task
-    for b in study.benchmarks:
-        jt = fig_jt.filter(pl.col("benchmark") == b)
-        u = fig_cells.filter(pl.col("benchmark") == b)
-        pb = study.panel.filter(pl.col("benchmark") == b)
-        s = _slug(b)
-        if jt.height:
-            figs[f"radar:{b}"] = fig.pc_radar(jt, fdir / f"pc_radar_{s}.png", f"{b}: position consistency by task")
-            figs[f"pf_bars:{b}"] = fig.pf_bars(jt, fdir / f"pf_bars_{s}.png", f"{b}: preference fairness by task")
-        if u.height:
-            ci = pb.select("judge", pl.lit(None, dtype=pl.String).alias("task"), *[pl.col(c) for c in ("pc_lo", "pc_hi", "pf_lo", "pf_hi")])
-            ci_long = pl.concat(
-                [ci.select("judge", "task", pl.lit(m).alias("metric"), pl.col(f"{m}_lo").alias("lo"), pl.col(f"{m}_hi").alias("hi")) for m in ("pc", "pf")]
-            )
-            figs[f"pc_pf:{b}"] = fig.pc_vs_pf(u, pb.select("judge", "pc", "pf"), fdir / f"pc_vs_pf_{s}.png", ci_long, f"{b}: PC against PF")
-            figs[f"owr:{b}"] = fig.vs_win_rate(u, fdir / f"vs_win_rate_{s}.png", f"{b}: PC and PF against the overall win rate")
-        rs = pb.filter(pl.col("rs").is_not_null())
-        if rs.height:
-            ci_rs = rs.select("judge", pl.lit(None, dtype=pl.String).alias("task"), pl.lit("rs").alias("metric"), pl.col("rs_lo").alias("lo"), pl.col("rs_hi").alias("hi"))
-            figs[f"rs:{b}"] = fig.rs_bars(rs, fdir / f"rs_{s}.png", ci_rs, f"{b}: repetition stability", rs_min=study.rs_min)
-    for d in study.dirs:
-        if d.agreement is None:
-            continue
-        for b in sorted(d.agreement.get_column("benchmark").unique().to_list()):
-            s = _slug(d.name)
-            figs[f"agreement:{d.name}"] = fig.agreement_heatmaps(d.agreement.filter(pl.col("benchmark") == b), fdir / f"agreement_{s}.png", f"{d.name}: agreement between judges")
-            figs[f"disagreement:{d.name}"] = fig.disagreement_histogram(d.disagreement.filter(pl.col("benchmark") == b), fdir / f"disagreement_{s}.png", f"{d.name}: disagreement per query")
-    bias = write_bias(study.dirs, mdir, fdir)  # CALM biases and self-enhancement (docs/bias-metrics.md)
-    return {"tables": tables | bias["tables"], "figures": figs | bias["figures"]}
-
-
-def _slug(s: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in s)
-

@@ -51,7 +51,7 @@ JOB_FILE = "job.json"
 class RunOutcome:
     """What a run produced: the output directory (raw outputs in ``raw/``, ``job.json``)
     and the scheduler's counts. Metrics are the analysis stage's
-    (:func:`voirdire.analysis.outputs.analyze_dir`)."""
+    (:func:`voirdire.analysis.outputs.compute_dir`)."""
 
     output_dir: Path
     stats: RunStats

@@ -240,7 +240,7 @@ def test_score_mode_bpc_and_mec_through_the_api(cluster, tmp_path):
     assert srv.stats["requests"] == j.height // 2  # one n = 2 request per (instance, order)
     assert j["input_tokens"].sum() == j.filter(pl.col("repetition") == 1)["input_tokens"].sum()  # one prompt charged per request
     assert j["slot_scores"].explode().is_between(1, 10).all()
-    for name, cost in {"bpc": 2, "mec": 2, "mec_bpc": 4}.items():
+    for name, cost in {"bpc": 2, "mec": 2, "mec+bpc": 4}.items():
         v = sc.strategy_verdicts(j, name)
         assert v.height == 4 and v["queries"].to_list() == [cost] * 4
 
@@ -251,6 +251,7 @@ def test_logprob_verdicts_and_calibration_through_the_api(cluster, tmp_path):
     logprob strategies of ``voirdire mitigate`` run on them, and the judge's identity (so
     its unit ids) is unchanged for judges without the setting."""
     from voirdire.analysis.mitigation import calibration
+    from voirdire.analysis.mitigation import registry
     from voirdire.analysis.mitigation import verdicts as M
     from voirdire.engine.spec import load_job
 
@@ -266,7 +267,7 @@ def test_logprob_verdicts_and_calibration_through_the_api(cluster, tmp_path):
         d = {k: v for k, v in probs.items() if v is not None} if isinstance(probs, dict) else {e["key"]: e["value"] for e in probs}
         assert set(d) == {"A", "B", "C"} and abs(sum(d.values()) - 1) < 1e-9
         assert max(d, key=d.get) == letter  # the sampled letter is the server's most likely one
-    out = M.apply_strategies(j, ["logprob-raw", "logprob-debiased", "logprob-calibrated"])
+    out = registry.apply_strategies(j, ["logprob-raw", "logprob-debiased", "logprob-calibrated"])
     assert set(out["strategy"]) == {"logprob-raw", "logprob-debiased", "logprob-calibrated"}
     assert calibration.pf_removed(j).height == 1
     # asked again (the judgments gone, the job's cache kept): every reply, probabilities

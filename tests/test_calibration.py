@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from voirdire.analysis.mitigation import calibration as C
 from voirdire.analysis.mitigation import evaluation as E
+from voirdire.analysis.mitigation import registry
 from voirdire.analysis.mitigation import verdicts as M
 
 from voirdire.core import ConfigError
@@ -50,7 +51,7 @@ def test_slot_prior_recovered_and_pf_removed_exactly(tie):
     # debiased per-order verdicts do not depend on the order
     deb = M.flip_rate(C.logprob_verdicts(j)).row(0, named=True)
     assert deb["flips"] == 0
-    cal = C.calibrated_verdicts(j)
+    cal = C.logprob_calibrated(j)
     assert cal.get_column("queries").unique().to_list() == [2]
     if tie is None:  # two options: the calibrated verdict is the better answer, every time
         order = cal.join(
@@ -68,7 +69,7 @@ def test_arithmetic_mean_would_not_be_exact():
 
 def test_logprob_strategies_in_the_evaluation():
     j, _ = _table()
-    v = M.apply_strategies(j, ["logprob-raw", "logprob-debiased", "logprob-calibrated"])
+    v = registry.apply_strategies(j, ["logprob-raw", "logprob-debiased", "logprob-calibrated"])
     t = E.evaluate(v, None, replicates=100)
     pf = dict(zip(t.get_column("strategy"), t.get_column("pf")))
     assert pf["logprob-raw"] < -0.2 and pf["logprob-debiased"] == pytest.approx(0.0, abs=1e-12) and pf["logprob-calibrated"] == 0.0
@@ -77,6 +78,6 @@ def test_logprob_strategies_in_the_evaluation():
 def test_logprob_strategy_on_a_job_without_option_probs():
     j, _ = _table()
     with pytest.raises(ConfigError, match="'logprob-calibrated' needs 'option_probs'"):
-        M.apply_strategies(j.drop("option_probs"), ["logprob-calibrated"])
+        registry.apply_strategies(j.drop("option_probs"), ["logprob-calibrated"])
     with pytest.raises(ConfigError, match="'logprob-raw' needs 'option_probs'"):
-        M.apply_strategies(j.with_columns(option_probs=None), ["logprob-raw"])
+        registry.apply_strategies(j.with_columns(option_probs=None), ["logprob-raw"])

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from typer.testing import CliRunner
+from voirdire.analysis.mitigation import registry
 from voirdire.analysis.mitigation import verdicts as M
 from voirdire.analysis.mitigation import reference as R
 from voirdire.analysis.position.metrics import pairwise_pairs
@@ -49,7 +50,7 @@ def test_mitigate_writes_table_figure_and_annotation(job_dir, tmp_path):
     for name in ("mitigation.csv", "mitigation.md", "figures/mitigation_cost_agreement.png", "bpde_annotation.csv"):
         assert (out / name).stat().st_size > 0, name
     t = pl.read_csv(out / "mitigation.csv")
-    assert set(t.get_column("strategy")) == set(M.DEFAULT_STRATEGIES)
+    assert set(t.get_column("strategy")) == set(registry.DEFAULT_STRATEGIES)
     assert "gpt-4-0613" not in set(t.get_column("judge"))  # the reference is not graded against itself
     assert set(t.filter(pl.col("strategy") == "jury").get_column("judge")) == {"panel-2"}  # jury without the reference
     assert "agreement with a judge, not with people" in (out / "mitigation.md").read_text()

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 from voirdire.analysis.mitigation import evaluation as E
+from voirdire.analysis.mitigation import registry
 from voirdire.analysis.mitigation import verdicts as M
 from voirdire.analysis.mitigation import reference as R
 from voirdire.analysis.position.simulate import simulate_judgments
@@ -130,11 +131,11 @@ def test_labels_majority_and_bad_input(tmp_path):
         R.load_reference("judge:gpt-9", j)
     with pytest.raises(ConfigError, match="not found"):
         R.load_reference(str(tmp_path / "none.csv"), j)
-    M.register_strategy("needs-probs", M.normalise, needs=["option_probs"])
+    registry.register_strategy("needs-probs", M.normalise, needs=["option_probs"])
     with pytest.raises(ConfigError, match="'needs-probs' needs 'option_probs'"):
-        M.apply_strategies(j, ["single", "needs-probs"])
+        registry.apply_strategies(j, ["single", "needs-probs"])
     with pytest.raises(ConfigError, match="unknown strategy 'bogus'"):
-        M.apply_strategies(j, ["bogus"])
+        registry.apply_strategies(j, ["bogus"])
 
 
 def test_kappa_from_sums_matches_statsmodels():
@@ -173,8 +174,8 @@ def sim():
     judges = {"biased": biased, "biased-2": biased, "biased-3": biased, "oracle": SimulatedSettings(sensitivity=1e9)}
     j = simulate_judgments(judges, n_questions=300, candidates=10, tasks=3, option_mode=2, seed=7)
     ref = R.load_reference("judge:oracle", j)
-    strat = {n: M.without_judges(M.strategy(n).fn, ["oracle"]) for n in ("single", "swap-tie", "gate", "jury")}
-    table = E.evaluate(M.apply_strategies(j, strat), ref, replicates=400)
+    strat = {n: M.without_judges(registry.strategy(n).fn, ["oracle"]) for n in ("single", "swap-tie", "gate", "jury")}
+    table = E.evaluate(registry.apply_strategies(j, strat), ref, replicates=400)
     # expected figures given each pair's latent gap (the judge model of judges/simulated.py)
     gap = j.filter((pl.col("judge") == "biased") & (pl.col("permutation") == 0)).get_column("true_gap").to_numpy()
     u = np.exp(-SENS * gap)

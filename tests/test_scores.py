@@ -121,7 +121,7 @@ def _expected_accuracy(pairs: list[tuple[str, str]], draws: int = 400) -> dict[s
     c0, r0 = score(vc, lean, K), score(vr, -lean, K)
     c1, r1 = score(vc, -lean, K), score(vr, lean, K)
     out = {}
-    for name, (orders, k) in sc.SCORE_STRATEGIES.items():
+    for name, (orders, k) in sc.CALIBRATIONS.items():
         k = K if k is None else k
         cs = [c0[..., :k]] + ([c1[..., :k]] if orders == "both" else [])
         rs = [r0[..., :k]] + ([r1[..., :k]] if orders == "both" else [])
@@ -172,20 +172,21 @@ def test_bpc_and_mec_remove_the_primacy_bonus_and_recover_the_true_winner(primac
 
     truth = pairs.with_columns(truth=pl.struct("question_id", "candidate", "reference").map_elements(true_winner, return_dtype=pl.String))
     got = {}
-    for name in sc.SCORE_STRATEGIES:
+    for name in sc.CALIBRATIONS:
         v = sc.strategy_verdicts(j, name).join(truth, on=["question_id", "candidate", "reference"])
         assert v.height == 2400
         got[name] = (v["verdict"] == v["truth"]).mean()
         se = math.sqrt(expected[name] * (1 - expected[name]) / v.height)
         assert abs(got[name] - expected[name]) < 4 * se + 0.01, (name, got[name], expected[name])
-        assert v["queries"].unique().to_list() == [{"score": 1, "bpc": 2, "mec": K, "mec_bpc": 2 * K}[name]]
+        assert v["queries"].unique().to_list() == [{"score-single": 1, "bpc": 2, "mec": K, "mec+bpc": 2 * K}[name]]
     # the calibrations help: BPC removes the slot bonus, MEC averages the sampling noise
-    assert got["bpc"] > got["score"] + 0.03
-    assert got["mec_bpc"] > got["bpc"]
+    assert got["bpc"] > got["score-single"] + 0.03
+    assert got["mec+bpc"] > got["bpc"]
 
 
 @pytest.mark.ray
 def test_bpde_of_the_2k_score_outcomes_ranks_disagreeing_pairs_first(primacy_run):
+    from voirdire.analysis.mitigation import registry
     from voirdire.analysis.mitigation import verdicts as M
 
     samples = sc.sample_verdicts(primacy_run.judgments)
@@ -200,12 +201,12 @@ def test_bpde_of_the_2k_score_outcomes_ranks_disagreeing_pairs_first(primacy_run
     chosen = M.select_for_annotation(samples, 0.2)
     assert chosen.height == 480 and chosen["bpde"].min() >= e["bpde"].sort(descending=True)[479]
     # registered strategies: the score strategies run through the mitigation registry
-    both = M.apply_strategies(primacy_run.judgments, ["score-single", "bpc", "mec", "mec+bpc"])
+    both = registry.apply_strategies(primacy_run.judgments, ["score-single", "bpc", "mec", "mec+bpc"])
     assert dict(both.group_by("strategy").agg(pl.col("queries").first()).iter_rows()) == {
         "score-single": 1, "bpc": 2, "mec": K, "mec+bpc": 2 * K,
     }
     with pytest.raises(ConfigError, match="slot_scores"):
-        M.apply_strategies(primacy_run.judgments.with_columns(slot_scores=None), ["bpc"])
+        registry.apply_strategies(primacy_run.judgments.with_columns(slot_scores=None), ["bpc"])
 
 
 def test_strategies_need_score_judgments_and_both_orders():

@@ -333,7 +333,7 @@ def test_score_mode_bpc_and_mec_end_to_end_on_vllm(score_run):
     scores = j["slot_scores"].explode()
     assert scores.is_between(1, 10).all() and j["slot_scores"].list.len().unique().to_list() == [2]
     assert set(j["extracted"].to_list()) <= {"A", "B", "C"}
-    cost = {"score": 1, "bpc": 2, "mec": SCORE_K, "mec_bpc": 2 * SCORE_K}
+    cost = {"score-single": 1, "bpc": 2, "mec": SCORE_K, "mec+bpc": 2 * SCORE_K}
     for name, per_verdict in cost.items():
         v = sc.strategy_verdicts(j, name)
         assert v.height == len(SCORE_QUESTIONS) and v["queries"].to_list() == [per_verdict] * v.height
@@ -348,16 +348,17 @@ def test_score_mode_bpc_and_mec_end_to_end_on_vllm(score_run):
 @pytest.mark.slow
 def test_logprob_calibration_runs_on_vllm_option_probabilities(job_run):
     from voirdire.analysis.mitigation import calibration
+    from voirdire.analysis.mitigation import registry
     from voirdire.analysis.mitigation import verdicts as M
 
     j = _rows(job_run["judgments"], "tiny-logprobs")
     keys = [*M.VERDICT_KEYS, "permutation"]
-    raw = M.apply_strategies(j, ["logprob-raw"]).join(M.normalise(j), on=keys, suffix="_letter")
+    raw = registry.apply_strategies(j, ["logprob-raw"]).join(M.normalise(j), on=keys, suffix="_letter")
     answered = raw.filter(pl.col("verdict_letter") != "undecided")
     assert answered.height > 0 and (answered["verdict"] == answered["verdict_letter"]).all()  # argmax = the recorded choice
     prior = calibration.slot_prior(j)
     assert prior["prior"].sum() == pytest.approx(1.0) and prior["instances"].min() > 0
     both = j.filter(pl.col("option_probs").is_not_null()).group_by(M.VERDICT_KEYS).len().filter(pl.col("len") == 2).height
-    cal = calibration.calibrated_verdicts(j)
+    cal = calibration.logprob_calibrated(j)
     assert cal.filter(pl.col("queries") == 2).height == both and cal["permutation"].null_count() == cal.height
     assert calibration.pf_removed(j).height == 1

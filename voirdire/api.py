@@ -3,7 +3,7 @@
     import voirdire
     result = voirdire.run("examples/mtbench_position_bias.toml")   # run or resume, then analyse
     result.judge_metrics                                          # polars DataFrame
-    done = voirdire.load("runs/mtbench-position-bias")            # a finished directory
+    done = voirdire.load("runs/mtbench-position-bias")            # a finished directory (read-only)
     voirdire.report([done.output_dir], out="runs/report")         # report.html, report.md, CSVs
 
 Every function validates before anything is sent and raises
@@ -23,9 +23,10 @@ from typing import Any
 
 import polars as pl
 
-from voirdire.analysis.mitigation.evaluation import run_mitigation, write_mitigation
+from voirdire.analysis.mitigation.evaluation import run_mitigation
+from voirdire.analysis.outputs import DirTables, compute_dir
+from voirdire.analysis.report.files import write_dir, write_mitigation
 from voirdire.analysis.report.html import build_report
-from voirdire.analysis.outputs import compute_dir, write_dir
 from voirdire.core import ConfigError
 from voirdire.engine.job import (
     JobPlan,
@@ -107,17 +108,7 @@ def estimate(job: str | os.PathLike | Mapping[str, Any] | JobSpec) -> dict[str, 
     return estimate_job(spec, plan_job(spec, dry_run=True))
 
 
-def load(output_dir: str | os.PathLike) -> Results:
-    """A finished (or partly finished) output directory as :class:`Results`; recomputes the
-    metrics from the raw outputs (no judge is called) and refreshes the directory's
-    ``judgments.parquet``, ``metrics/*.csv`` and ``report.md``.
-
-    Raises:
-        FileNotFoundError: not a voirdire output directory.
-    """
-    out = Path(output_dir)
-    tables = compute_dir(out)
-    write_dir(tables, out)
+def _results(out: Path, tables: DirTables) -> Results:
     return Results(
         output_dir=out,
         job=tables.meta,
@@ -128,7 +119,29 @@ def load(output_dir: str | os.PathLike) -> Results:
     )
 
 
-analyze = load
+def load(output_dir: str | os.PathLike) -> Results:
+    """A finished (or partly finished) output directory as :class:`Results`, recomputed from
+    its raw outputs (no judge is called). Read-only: nothing in the directory is written
+    (it may sit on a read-only filesystem); :func:`analyze` also refreshes its files.
+
+    Raises:
+        FileNotFoundError: not a voirdire output directory.
+    """
+    out = Path(output_dir)
+    return _results(out, compute_dir(out))
+
+
+def analyze(output_dir: str | os.PathLike) -> Results:
+    """:func:`load`, then rewrite the directory's ``judgments.parquet``, ``metrics/*.csv`` and
+    ``report.md`` from what it computed (what ``voirdire analyze DIR`` does).
+
+    Raises:
+        FileNotFoundError: not a voirdire output directory.
+    """
+    out = Path(output_dir)
+    tables = compute_dir(out)
+    write_dir(tables, out)
+    return _results(out, tables)
 
 
 def run(
@@ -159,7 +172,7 @@ def run(
     outcome: RunOutcome = run_job(
         spec, address=address, show_progress=show_progress, retry_failed=retry_failed, console=console, plan=job_plan
     )
-    res = load(outcome.output_dir)
+    res = analyze(outcome.output_dir)
     return dataclasses.replace(res, stats=outcome.stats)
 
 

@@ -132,7 +132,7 @@ def analyze(dirs: Annotated[list[Path], typer.Argument(help="Finished output dir
     tables, effects = [], []
     for d in dirs:
         try:
-            res = api.load(d)
+            res = api.analyze(d)
         except FileNotFoundError as exc:
             _fail(str(exc))
         tables.append(res.judge_metrics)

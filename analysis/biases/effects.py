@@ -9,7 +9,7 @@ Input: a judgments table (``engine/schema.py`` JUDGMENT_SCHEMA) with the perturb
 columns ``perturbation`` (variant id, ``"control"`` for the control), ``perturbation_kind``,
 ``perturbation_param``, ``target``, ``target_rule``, ``target_slot`` and ``better``. A
 perturbed row pairs with the control row of the same (benchmark, judge, instance_id,
-permutation, repetition) (:data:`PAIR_KEYS`), so each comparison holds the order of the
+permutation, repetition) (:data:`CONTROL_KEYS`), so each comparison holds the order of the
 answers fixed and position and content effects stay apart.
 
 Conventions (ours, ``docs/bias-metrics.md``):
@@ -31,7 +31,7 @@ from voirdire.analysis.position.uncertainty import cluster_bootstrap
 from voirdire.core import LETTERS
 
 __all__ = [
-    "PAIR_KEYS",
+    "CONTROL_KEYS",
     "VARIANT_KEYS",
     "EFFECT_COLUMNS",
     "control_rows",
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 #: The keys on which a perturbed row meets its control row.
-PAIR_KEYS = ["benchmark", "judge", "instance_id", "permutation", "repetition"]
+CONTROL_KEYS = ["benchmark", "judge", "instance_id", "permutation", "repetition"]
 #: One perturbation variant (a figure is reported per judge × variant).
 VARIANT_KEYS = ["benchmark", "judge", "perturbation", "perturbation_kind", "perturbation_param", "target_rule"]
 #: Columns of :func:`bias_effects` (and ``metrics/bias_effects.csv``).
@@ -106,7 +106,7 @@ def paired(judgments: pl.DataFrame) -> pl.DataFrame:
         judgments: JUDGMENT_SCHEMA rows with the perturbation columns.
 
     Returns:
-        One row per perturbed row that has a control: :data:`PAIR_KEYS`, ``question_id``,
+        One row per perturbed row that has a control: :data:`CONTROL_KEYS`, ``question_id``,
         the perturbation columns, ``shown`` (list[str]), ``slot`` (``"first"`` when the
         target is in slot ``A``, ``"last"`` when in the last slot, else ``"middle"``; null
         without a target), ``v_control``/``v_perturbed`` (str verdicts, null when failed),
@@ -124,14 +124,14 @@ def paired(judgments: pl.DataFrame) -> pl.DataFrame:
     # one chunk: polars 2.1 panics (binview index assertion) on this plan over string
     # columns of several chunks, as tables concatenated from many raw files are
     base = judgments.rechunk().lazy().with_columns(_v=verdict())
-    ctrl = base.filter(pl.col("perturbation") == CONTROL).select(*PAIR_KEYS, pl.col("_v").alias("v_control")).unique(PAIR_KEYS, keep="first")
+    ctrl = base.filter(pl.col("perturbation") == CONTROL).select(*CONTROL_KEYS, pl.col("_v").alias("v_control")).unique(CONTROL_KEYS, keep="first")
     pert = base.filter(pl.col("perturbation") != CONTROL)
     last = pl.col("shown").list.len().sub(1)
     slot_idx = pl.col("target_slot").replace_strict({x: i for i, x in enumerate(LETTERS)}, default=None, return_dtype=pl.Int64)
     joined = (
-        pert.join(ctrl, on=PAIR_KEYS, how="inner")
+        pert.join(ctrl, on=CONTROL_KEYS, how="inner")
         .select(
-            *PAIR_KEYS,
+            *CONTROL_KEYS,
             "question_id",
             *[c for c in PERTURBATION_COLUMNS if c not in ("perturbation",)],
             "perturbation",
@@ -270,6 +270,21 @@ def bias_effects(
         accuracy_control=pl.col("c_control").mean(),
         accuracy_perturbed=pl.col("c_perturbed").mean(),
     )
+    wide, key_map = _effect_intervals(ok, keys, replicates=replicates, level=level, seed=seed)
+    out = (
+        counts.join(fails, on=keys, how="full", coalesce=True, nulls_equal=True)
+        .join(key_map, on=keys, how="left", nulls_equal=True)
+        .join(wide, on=["benchmark", "_key"], how="left")
+        .join(consistency_rate(judgments).select("benchmark", "judge", "cr"), on=["benchmark", "judge"], how="left")
+        .with_columns(pl.col("n").fill_null(0), pl.col("n_failed").fill_null(0), delta=pl.col("p_perturbed") - pl.col("p_control"))
+    )
+    return _with_tests(out)
+
+
+def _effect_intervals(ok: pl.DataFrame, keys: list[str], **bootstrap) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(wide, key_map)``: the cluster-bootstrap intervals of RR, Δ and the susceptibility
+    per variant × slot (``<metric>_lo``/``_hi`` by ``benchmark`` and a ``_key`` joining the
+    ``keys``), and the ``keys`` -> ``_key`` map."""
     boot_rows = ok.with_columns(
         one=pl.lit(1.0),
         d=(pl.col("s_perturbed") - pl.col("s_control")),
@@ -278,23 +293,20 @@ def bias_effects(
     )
     ci = cluster_bootstrap(
         boot_rows.select("benchmark", "question_id", "_key", "one", "d", "unchanged", "s_control"),
-        ["_key"],
         ["one", "d", "unchanged", "s_control"],
         _effect_stats,
-        replicates=replicates,
-        level=level,
-        seed=seed,
+        cells=["_key"],
+        **bootstrap,
     )
     wide = ci.pivot(on="metric", index=["benchmark", "_key"], values=["lo", "hi"])
     wide = wide.rename({c: _ci_name(c) for c in wide.columns if c not in ("benchmark", "_key")})
-    key_map = boot_rows.select(*keys, "_key").unique("_key")
-    out = (
-        counts.join(fails, on=keys, how="full", coalesce=True, nulls_equal=True)
-        .join(key_map, on=keys, how="left", nulls_equal=True)
-        .join(wide, on=["benchmark", "_key"], how="left")
-        .join(consistency_rate(judgments).select("benchmark", "judge", "cr"), on=["benchmark", "judge"], how="left")
-        .with_columns(pl.col("n").fill_null(0), pl.col("n_failed").fill_null(0), delta=pl.col("p_perturbed") - pl.col("p_control"))
-    )
+    return wide, boot_rows.select(*keys, "_key").unique("_key")
+
+
+def _with_tests(out: pl.DataFrame) -> pl.DataFrame:
+    """McNemar p, susceptibility, error rate and the kind-specific accuracies of the joined
+    effect rows; the intervals nulled for variants without a target; sorted, in
+    :data:`EFFECT_COLUMNS`."""
     pv = [
         float(binomtest(a, a + b, 0.5).pvalue) if (a or 0) + (b or 0) > 0 else 1.0
         for a, b in zip(out.get_column("toward").to_list(), out.get_column("away").to_list())

@@ -22,12 +22,12 @@ mode) is kept as it is and renormalised with the others.
 from __future__ import annotations
 
 import polars as pl
-from voirdire.analysis.position.metrics import pairwise_pairs
+from voirdire.analysis.position.formulas import pf_statistic
+from voirdire.analysis.position.uncertainty import question_sums
 from voirdire.analysis.mitigation.verdicts import (
     VERDICT_KEYS,
     as_judgments,
     conform,
-    register_strategy,
 )
 
 __all__ = [
@@ -35,7 +35,9 @@ __all__ = [
     "slot_prior",
     "candidate_probs",
     "logprob_verdicts",
-    "calibrated_verdicts",
+    "logprob_calibrated",
+    "logprob_raw",
+    "logprob_debiased",
     "pf_removed",
 ]
 
@@ -128,8 +130,8 @@ def logprob_verdicts(judgments: pl.DataFrame, debias: bool = True) -> pl.DataFra
     return conform(p.with_columns(verdict=_decide(), queries=pl.lit(1, dtype=pl.Int64)))
 
 
-def calibrated_verdicts(judgments: pl.DataFrame) -> pl.DataFrame:
-    """The logprob-calibrated verdict of each pair: each answer's debiased probability
+def logprob_calibrated(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Strategy ``logprob-calibrated``: the verdict of each pair from each answer's debiased probability
     averaged over its positions (both orders), then the most probable of win/tie/loss.
     Order-invariant (``permutation`` null); ``queries`` = orders used (2)."""
     p = candidate_probs(judgments, True)
@@ -140,14 +142,14 @@ def calibrated_verdicts(judgments: pl.DataFrame) -> pl.DataFrame:
 
 
 def _pf(verdicts: pl.DataFrame) -> pl.DataFrame:
-    k = pl.col("klass")
-    return (
-        pairwise_pairs(as_judgments(verdicts))
-        .group_by("benchmark", "judge", "candidate", "task")
-        .agg(d=(k == "recency").sum().cast(pl.Float64) - (k == "primacy").sum().cast(pl.Float64), n=pl.len())
-        .group_by("benchmark", "judge")
-        .agg(pf=(pl.col("d") / pl.col("n")).mean())
-    )
+    """PF per (benchmark, judge) of per-order verdicts: :func:`~voirdire.analysis.position.
+    formulas.pf_statistic` over the cells' sums (the one-replicate case of the bootstrap's)."""
+    cells = question_sums(as_judgments(verdicts)).group_by("benchmark", "judge", "candidate", "task").agg(pl.col("n").sum(), pl.col("d").sum())
+    rows = [
+        (b, j, float(pf_statistic({"n": g.get_column("n").to_numpy()[None, :], "d": g.get_column("d").to_numpy()[None, :]})[0]))
+        for (b, j), g in cells.group_by("benchmark", "judge")
+    ]
+    return pl.DataFrame(rows, schema={"benchmark": pl.String, "judge": pl.String, "pf": pl.Float64}, orient="row")
 
 
 def pf_removed(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -164,12 +166,11 @@ def pf_removed(judgments: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-register_strategy(
-    "logprob-raw", lambda j: logprob_verdicts(j, False), needs=["option_probs"], doc="per-order argmax of the option probabilities"
-)
-register_strategy(
-    "logprob-debiased", logprob_verdicts, needs=["option_probs"], doc="per-order argmax after dividing out the slot prior"
-)
-register_strategy(
-    "logprob-calibrated", calibrated_verdicts, needs=["option_probs"], doc="debiased probabilities averaged over positions"
-)
+def logprob_raw(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Strategy ``logprob-raw``: the per-order argmax of the option probabilities."""
+    return logprob_verdicts(judgments, debias=False)
+
+
+def logprob_debiased(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Strategy ``logprob-debiased``: the per-order argmax after dividing out the slot prior."""
+    return logprob_verdicts(judgments, debias=True)

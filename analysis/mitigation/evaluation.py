@@ -1,11 +1,12 @@
 """The mitigation evaluation table: every strategy × judge against a reference.
 
 Source: ``docs/mitigation.md``, *Evaluation against a reference*. Inputs are stacked
-verdict tables (:func:`voirdire.analysis.mitigation.verdicts.apply_strategies`: a ``strategy``
+verdict tables (:func:`voirdire.analysis.mitigation.registry.apply_strategies`: a ``strategy``
 column plus :data:`~voirdire.analysis.mitigation.verdicts.VERDICT_COLUMNS`) and a reference table
 (:mod:`voirdire.analysis.mitigation.reference`). All figures are computed from per-question sums, so
 their cluster-bootstrap intervals (questions resampled, shared draw per benchmark) come
-from :func:`voirdire.analysis.position.uncertainty.bootstrap_sums`.
+from :func:`voirdire.analysis.position.uncertainty.cluster_bootstrap`, with the statistics of
+:mod:`voirdire.analysis.position.formulas` and statsmodels' Cohen's kappa.
 """
 
 from __future__ import annotations
@@ -16,26 +17,24 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from voirdire.analysis.mitigation import calibration as _calibration  # noqa: F401 (registers the logprob strategies)
 from voirdire.analysis.mitigation import verdicts as M
 from voirdire.analysis.mitigation import reference as R
-from voirdire.analysis.position.metrics import PAIRWISE_MODES, pairwise_pairs
+from voirdire.analysis.mitigation import registry
+from voirdire.analysis.position.agreement import cohen_kappa
+from voirdire.analysis.position.formulas import pc_statistic, pf_statistic, ratio_statistic
+from voirdire.analysis.position.metrics import PAIRWISE_MODES
 from voirdire.analysis.mitigation.verdicts import (
     as_judgments,
     flip_flags,
     pair_orders,
 )
-from voirdire.analysis.position.uncertainty import bootstrap_sums
+from voirdire.analysis.position.uncertainty import cluster_bootstrap, question_sums
 
 __all__ = [
     "EVAL_COLUMNS",
     "KAPPA_GATE",
     "evaluate",
-    "markdown_table",
-    "cost_agreement_figure",
     "run_mitigation",
-    "write_mitigation",
-    "report_section",
 ]
 
 KAPPA_GATE = 0.6
@@ -53,41 +52,21 @@ _CONF = [f"c_{a}_{b}" for a in CATS for b in CATS]
 _VALUES = ["rows", "undecided_n", "queries", "decided_ref", "correct", *_CONF, "n", "ccn", "v", "d", "pair_ok", "flips"]
 
 
-def _ratio(num: str, den: str):
-    def f(s):
-        a, b = s[num].sum(1), s[den].sum(1)
-        return np.where(b > 0, a / np.where(b > 0, b, 1), np.nan)
-
-    return f
-
-
-def _pf(s):
-    n, d = s["n"], s["d"]
-    per = np.where(n > 0, d / np.where(n > 0, n, 1), np.nan)
-    ok = (n > 0).any(1)
-    out = np.full(n.shape[0], np.nan)
-    out[ok] = np.nanmean(per[ok], axis=1)
-    return out
-
-
 def _kappa(s):
-    """Cohen's kappa (Cohen 1960) from the summed 3×3 confusion counts, per replicate."""
+    """Cohen's kappa over {win, tie, loss} from the summed 3×3 confusion counts, per
+    replicate (statsmodels, :func:`~voirdire.analysis.position.agreement.cohen_kappa`)."""
     c = np.stack([s[k].sum(1) for k in _CONF], axis=1).reshape(-1, 3, 3)
-    n = c.sum((1, 2))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        po = np.trace(c, axis1=1, axis2=2) / n
-        pe = (c.sum(2) * c.sum(1)).sum(1) / n**2
-        return np.where((n > 0) & (pe < 1), (po - pe) / (1 - pe), np.nan)
+    return np.array([cohen_kappa(t) for t in c])
 
 
 STATISTICS = {
-    "pc": _ratio("ccn", "v"),
-    "pf": _pf,
-    "flip": _ratio("flips", "pair_ok"),
-    "accuracy": _ratio("correct", "decided_ref"),
+    "pc": pc_statistic,
+    "pf": pf_statistic,
+    "flip": ratio_statistic("flips", "pair_ok"),
+    "accuracy": ratio_statistic("correct", "decided_ref"),
     "kappa": _kappa,
-    "undecided": _ratio("undecided_n", "rows"),
-    "cost": _ratio("queries", "rows"),
+    "undecided": ratio_statistic("undecided_n", "rows"),
+    "cost": ratio_statistic("queries", "rows"),
 }
 
 
@@ -114,17 +93,7 @@ def _question_sums(verdicts: pl.DataFrame, ref: pl.DataFrame | None) -> pl.DataF
     )
     # per-order figures: strategy folded into the judge label for the pair classifier
     po = verdicts.filter(pl.col("permutation").is_not_null()).with_columns(judge=pl.concat_str("strategy", "judge", separator=_SEP))
-    k = pl.col("klass")
-    pairs = (
-        pairwise_pairs(as_judgments(po.drop("strategy")))
-        .group_by("benchmark", "judge", *_CELLS, "question_id")
-        .agg(
-            n=pl.len(),
-            ccn=(k == "consistent").sum(),
-            v=k.is_in(["consistent", "primacy", "recency"]).sum(),
-            d=(k == "recency").sum().cast(pl.Int64) - (k == "primacy").sum().cast(pl.Int64),
-        )
-    )
+    pairs = question_sums(as_judgments(po.drop("strategy")))
     flips = (
         flip_flags(pair_orders(po.drop("strategy")))
         .group_by("benchmark", "judge", *_CELLS, "question_id")
@@ -174,10 +143,9 @@ def evaluate(
         ``reference_source`` repeats the reference's ``source``.
     """
     sums = _question_sums(verdicts, reference)
-    ci = bootstrap_sums(
-        sums, groups=["strategy", "judge"], cells=_CELLS, values=_VALUES, statistics=STATISTICS,
-        replicates=replicates, level=level, seed=seed,
-    )  # fmt: skip
+    ci = cluster_bootstrap(
+        sums, _VALUES, STATISTICS, groups=["strategy", "judge"], cells=_CELLS, replicates=replicates, level=level, seed=seed
+    )
     wide = ci.pivot(on="metric", index=["benchmark", "strategy", "judge"], values=["estimate", "lo", "hi"])
     wide = wide.rename({f"estimate_{m}": m for m in METRICS} | {f"lo_{m}": f"{m}_lo" for m in METRICS} | {f"hi_{m}": f"{m}_hi" for m in METRICS})
     counts = sums.group_by("benchmark", "strategy", "judge").agg(
@@ -202,70 +170,6 @@ def evaluate(
     return out.select(EVAL_COLUMNS).sort("benchmark", "strategy", "judge")
 
 
-def markdown_table(table: pl.DataFrame) -> str:
-    """The evaluation table as GitHub markdown: per benchmark, strategy and judge the cost
-    (queries per verdict), share undecided, PC, PF, flip rate, accuracy and kappa with
-    their 95 % intervals, and the kappa ≥ 0.6 gate."""
-
-    def ci(r, m, f):
-        e, lo, hi = r[m], r[f"{m}_lo"], r[f"{m}_hi"]
-        if e is None or (isinstance(e, float) and np.isnan(e)):
-            return "–"
-        if lo is None or np.isnan(lo) or lo == hi:
-            return f.format(e)
-        return f"{f.format(e)} [{f.format(lo)}, {f.format(hi)}]"
-
-    head = "| benchmark | strategy | judge | cost | undecided | PC | PF | flip | accuracy | kappa | gate |"
-    lines = [head, "|" + "---|" * 11]
-    for r in table.iter_rows(named=True):
-        lines.append(
-            f"| {r['benchmark']} | {r['strategy']} | {r['judge']} | {r['cost']:.2f} | {r['undecided']:.1%} | "
-            f"{ci(r, 'pc', '{:.3f}')} | {ci(r, 'pf', '{:+.3f}')} | {ci(r, 'flip', '{:.3f}')} | "
-            f"{ci(r, 'accuracy', '{:.3f}')} | {ci(r, 'kappa', '{:.3f}')} | {r['kappa_gate'] or '–'} |"
-        )
-    src = table.get_column("reference_source").drop_nulls().unique().to_list() if table.height else []
-    if src:
-        lines.append("")
-        lines.append(f"Reference: {'; '.join(src)}.")
-    return "\n".join(lines) + "\n"
-
-
-def cost_agreement_figure(table: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
-    """Cost (queries per final verdict, x) against Cohen's kappa with the reference (y,
-    95 % interval bars), one panel per benchmark, one colour per strategy; the dashed line
-    is the kappa ≥ 0.6 gate. PNG at ``path`` (matplotlib, as :mod:`voirdire.analysis.report.figures`)."""
-    from voirdire.analysis.report.figures import _save, plt
-
-    benches = sorted(table.get_column("benchmark").unique().to_list())
-    strategies = sorted(table.get_column("strategy").unique().to_list())
-    cmap = plt.get_cmap("tab10")
-    color = {s: cmap(i % 10) for i, s in enumerate(strategies)}
-    fig, axes = plt.subplots(1, max(1, len(benches)), figsize=(6 * max(1, len(benches)), 4.5), squeeze=False)
-    for ax, b in zip(axes[0], benches):
-        part = table.filter(pl.col("benchmark") == b)
-        for s in strategies:
-            p = part.filter(pl.col("strategy") == s)
-            if not p.height:
-                continue
-            y, lo, hi = (p.get_column(c).to_numpy().astype(float) for c in ("kappa", "kappa_lo", "kappa_hi"))
-            # a small horizontal offset per strategy keeps strategies of equal cost apart
-            x = p.get_column("cost").to_numpy().astype(float) * (1 + 0.04 * (strategies.index(s) - (len(strategies) - 1) / 2))
-            err = np.vstack([np.nan_to_num(y - lo), np.nan_to_num(hi - y)])
-            ax.errorbar(x, y, yerr=err, fmt="o", color=color[s], label=s, alpha=0.8, capsize=2)
-        ax.axhline(KAPPA_GATE, ls="--", color="grey", lw=1)
-        ax.set_xscale("log")
-        costs = sorted({float(c) for c in part.get_column("cost").to_list() if c == c})
-        ax.set_xticks(costs, [f"{c:g}" for c in costs])
-        ax.minorticks_off()
-        ax.set_xlabel("queries per final verdict")
-        ax.set_ylabel("Cohen's kappa with the reference")
-        ax.set_title(b)
-        ax.legend(fontsize=7)
-    if title:
-        fig.suptitle(title)
-    return _save(fig, path)
-
-
 # --------------------------------------------------------------------------------------
 # One call: strategies, reference, table, figure, files
 # --------------------------------------------------------------------------------------
@@ -282,7 +186,7 @@ def run_mitigation(
     seed: int = 0,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     """Apply ``strategies`` (registered names; default
-    :func:`~voirdire.analysis.mitigation.verdicts.default_strategies`) to ``judgments`` and evaluate
+    :func:`~voirdire.analysis.mitigation.registry.default_strategies`) to ``judgments`` and evaluate
     them against ``reference`` (``"judge:NAME"``, a labels CSV path, or a reference table;
     None: no accuracy or kappa).
 
@@ -302,10 +206,10 @@ def run_mitigation(
     Raises:
         ConfigError: unknown strategy, a strategy's missing need, a bad reference.
     """
-    names = list(strategies or M.default_strategies(judgments))
-    regs = [M.strategy(n) for n in names]
+    names = list(strategies or registry.default_strategies(judgments))
+    regs = [registry.strategy(n) for n in names]
     for reg in regs:
-        M.check_needs(reg, judgments)
+        registry.check_needs(reg, judgments)
     ref = None
     ref_judge = None
     if isinstance(reference, pl.DataFrame):
@@ -320,52 +224,9 @@ def run_mitigation(
         people = R.labels_reference(labels)
         R.check_reference(people, judgments)
         fns |= {f"{n}+labels": M.with_labels(fns[n], people) for n in ("gate", "swap-tie") if n in fns}
-    verdicts = M.apply_strategies(judgments, fns)
+    verdicts = registry.apply_strategies(judgments, fns)
     if ref_judge:
         verdicts = verdicts.filter(pl.col("judge") != ref_judge)
     table = evaluate(verdicts, ref, replicates=replicates, seed=seed)
     annotation = M.select_for_annotation(M.normalise(judgments), beta=beta)
     return table, annotation, ref
-
-
-def write_mitigation(table: pl.DataFrame, annotation: pl.DataFrame | None, out: str | os.PathLike) -> dict[str, Path]:
-    """Write ``mitigation.csv`` (the table), ``mitigation.md`` (markdown),
-    ``figures/mitigation_cost_agreement.png`` and ``bpde_annotation.csv`` (the pairs for
-    people, with an empty ``winner`` column) under ``out``; returns their paths by name."""
-    d = Path(out)
-    (d / "figures").mkdir(parents=True, exist_ok=True)
-    paths = {"table": d / "mitigation.csv", "markdown": d / "mitigation.md"}
-    table.write_csv(paths["table"])
-    paths["markdown"].write_text("# Removing position bias\n\n" + markdown_table(table), encoding="utf-8")
-    paths["figure"] = cost_agreement_figure(table, d / "figures" / "mitigation_cost_agreement.png", "cost versus agreement")
-    if annotation is not None:
-        paths["annotation"] = d / "bpde_annotation.csv"
-        annotation.write_csv(paths["annotation"])
-    return paths
-
-
-def report_section(judgments: Sequence[pl.DataFrame], out: str | os.PathLike, replicates: int = 200) -> str:
-    """HTML of the report's "Removing position bias" section: the strategies that need no
-    new query on the report's judgments, without a reference (PC, PF, flip rate, share
-    undecided, cost); ``voirdire mitigate --reference`` adds accuracy and kappa. Writes
-    ``mitigation.csv`` and the figure under ``out``. Empty string without pairwise rows."""
-    import html as _html
-
-    frames = [j for j in judgments if j.height and j.get_column("mode").is_in(PAIRWISE_MODES).any()]
-    if not frames:
-        return ""
-    j = pl.concat(frames, how="diagonal_relaxed")
-    table, _, _ = run_mitigation(j, replicates=replicates)
-    write_mitigation(table, None, out)
-    cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip"]
-    head = "".join(f"<th>{c}</th>" for c in cols)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{_html.escape(f'{v:.3f}' if isinstance(v, float) else str(v))}</td>" for v in r) + "</tr>"
-        for r in table.select(cols).iter_rows()
-    )
-    return (
-        '<h2 id="mitigation">Removing position bias</h2><p class="note">Strategies that need no new query, on these '
-        "judgments (docs/mitigation.md): cost = queries per final verdict; order-combining strategies have PC 1 and "
-        "PF 0 by construction. Agreement with a reference: <code>voirdire mitigate DIR --reference judge:NAME</code>."
-        f"</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-    )

@@ -23,19 +23,20 @@ polars function, table in, table out.
 from __future__ import annotations
 
 import polars as pl
+from voirdire.analysis.mitigation.verdicts import COMPARISON_KEYS
 
-#: One pair of a score-mode job: the candidate compared with the reference on a question.
-PAIR_KEYS = ["benchmark", "judge", "question_id", "task", "candidate", "reference"]
 #: Columns of :func:`score_samples`.
-SAMPLE_COLUMNS = [*PAIR_KEYS, "permutation", "repetition", "candidate_first", "candidate_score", "reference_score", "outcome"]
-#: Columns of the final-verdict tables (:func:`calibrated_verdicts`).
-VERDICT_COLUMNS = [*PAIR_KEYS, "candidate_score", "reference_score", "verdict", "queries"]
-#: Strategies of this module: (orders used, samples per order: ``None`` = all repetitions).
-SCORE_STRATEGIES: dict[str, tuple[str, int | None]] = {
-    "score": ("original", 1),
+SAMPLE_COLUMNS = [*COMPARISON_KEYS, "permutation", "repetition", "candidate_first", "candidate_score", "reference_score", "outcome"]
+#: Columns of the final-verdict tables of averaged scores (:func:`mean_score_verdicts`).
+SCORE_VERDICT_COLUMNS = [*COMPARISON_KEYS, "candidate_score", "reference_score", "verdict", "queries"]
+#: The score strategies by their registered names
+#: (:data:`voirdire.analysis.mitigation.registry.SCORE_STRATEGIES`): (orders used, samples
+#: per order: ``None`` = all repetitions).
+CALIBRATIONS: dict[str, tuple[str, int | None]] = {
+    "score-single": ("original", 1),
     "bpc": ("both", 1),
     "mec": ("original", None),
-    "mec_bpc": ("both", None),
+    "mec+bpc": ("both", None),
 }
 
 
@@ -72,7 +73,7 @@ def score_samples(judgments: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(outcome=_outcome(pl.col("candidate_score"), pl.col("reference_score"))).select(SAMPLE_COLUMNS)
 
 
-def calibrated_verdicts(samples: pl.DataFrame, *, orders: str = "both", per_order: int | None = None) -> pl.DataFrame:
+def mean_score_verdicts(samples: pl.DataFrame, *, orders: str = "both", per_order: int | None = None) -> pl.DataFrame:
     """Final verdict per pair from averaged scores (Wang et al. 2023, Section 3).
 
     Args:
@@ -82,7 +83,7 @@ def calibrated_verdicts(samples: pl.DataFrame, *, orders: str = "both", per_orde
         per_order: samples used per order (repetitions 1..k); ``None``: all (MEC).
 
     Returns:
-        :data:`VERDICT_COLUMNS`, one row per pair: mean ``candidate_score`` and
+        :data:`SCORE_VERDICT_COLUMNS`, one row per pair: mean ``candidate_score`` and
         ``reference_score`` (f64, over the samples that have both scores), ``verdict``
         (``win``/``tie``/``loss``; ``undecided`` when no sample has scores) and ``queries``
         (int: samples spent for this verdict, failed ones included: the cost).
@@ -98,33 +99,33 @@ def calibrated_verdicts(samples: pl.DataFrame, *, orders: str = "both", per_orde
     if per_order is not None:
         s = s.filter(pl.col("repetition") <= per_order)
     ok = pl.col("candidate_score").is_not_null() & pl.col("reference_score").is_not_null()
-    out = s.group_by(PAIR_KEYS).agg(
+    out = s.group_by(COMPARISON_KEYS).agg(
         candidate_score=pl.col("candidate_score").filter(ok).mean(),
         reference_score=pl.col("reference_score").filter(ok).mean(),
         queries=pl.len().cast(pl.Int64),
     )
     return (
         out.with_columns(verdict=_outcome(pl.col("candidate_score"), pl.col("reference_score")).fill_null("undecided"))
-        .select(VERDICT_COLUMNS)
-        .sort(PAIR_KEYS)
+        .select(SCORE_VERDICT_COLUMNS)
+        .sort(COMPARISON_KEYS)
     )
 
 
 def strategy_verdicts(judgments: pl.DataFrame, strategy: str) -> pl.DataFrame:
-    """The final verdicts of a named score strategy (:data:`SCORE_STRATEGIES`): ``score``
-    (one sample, original order: no calibration), ``bpc``, ``mec``, ``mec_bpc``.
+    """The final verdicts of a named score strategy (:data:`CALIBRATIONS`): ``score-single``
+    (one sample, original order: no calibration), ``bpc``, ``mec``, ``mec+bpc``.
 
     Raises:
-        ValueError: unknown strategy, no score-mode judgments, or ``bpc``/``mec_bpc`` on a
+        ValueError: unknown strategy, no score-mode judgments, or ``bpc``/``mec+bpc`` on a
             job asked in one order only.
     """
-    if strategy not in SCORE_STRATEGIES:
-        raise ValueError(f"unknown score strategy {strategy!r} (known: {', '.join(SCORE_STRATEGIES)})")
-    orders, k = SCORE_STRATEGIES[strategy]
+    if strategy not in CALIBRATIONS:
+        raise ValueError(f"unknown score strategy {strategy!r} (known: {', '.join(CALIBRATIONS)})")
+    orders, k = CALIBRATIONS[strategy]
     samples = score_samples(judgments)
     if orders == "both" and samples.get_column("permutation").n_unique() < 2:
         raise ValueError(f"{strategy} needs both orders (permutations = \"both\")")
-    return calibrated_verdicts(samples, orders=orders, per_order=k)
+    return mean_score_verdicts(samples, orders=orders, per_order=k)
 
 
 def sample_verdicts(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -139,9 +140,29 @@ def sample_verdicts(judgments: pl.DataFrame) -> pl.DataFrame:
     """
     s = score_samples(judgments)
     return s.select(
-        *PAIR_KEYS,
+        *COMPARISON_KEYS,
         verdict=pl.col("outcome").fill_null("undecided"),
         queries=pl.lit(1, dtype=pl.Int64),
         permutation=pl.when(pl.col("candidate_first")).then(0).otherwise(1).cast(pl.Int64),
         repetition=pl.col("repetition").cast(pl.Int64),
     )
+
+
+def score_single(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Strategy ``score-single``: one sample in the original order (no calibration; 1 query)."""
+    return strategy_verdicts(judgments, "score-single")
+
+
+def bpc(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Strategy ``bpc``: both orders, each answer's mean score over its positions (2 queries)."""
+    return strategy_verdicts(judgments, "bpc")
+
+
+def mec(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Strategy ``mec``: the k evidence samples of the original order averaged (k queries)."""
+    return strategy_verdicts(judgments, "mec")
+
+
+def mec_bpc(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Strategy ``mec+bpc``: k samples in each order, all averaged (2k queries)."""
+    return strategy_verdicts(judgments, "mec+bpc")

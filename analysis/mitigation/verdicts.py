@@ -27,26 +27,25 @@ repetition      int           1-based (1 when the strategy has no repetitions)
 
 The first eight columns are required of any strategy (e.g. the score-based BPC/MEC);
 :func:`conform` fills the last two (null, 1) when absent. A strategy is a function
-``judgments -> verdict table`` registered by name (:func:`register_strategy`); the steps
+``judgments -> verdict table`` registered by name (:mod:`voirdire.analysis.mitigation.registry`); the steps
 below are ``verdict table -> verdict table`` and compose (:func:`pipeline`), e.g. a jury
 per order followed by swap-and-tie.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from functools import partial
+from collections.abc import Callable, Iterable
 
 import polars as pl
 from voirdire.analysis.position.metrics import PAIRWISE_MODES, pairwise_pairs
-from voirdire.analysis.mitigation.scores import strategy_verdicts as score_strategy
 
 from voirdire.core import ConfigError
 
 __all__ = [
     "VERDICT_COLUMNS",
     "VERDICT_KEYS",
+    "COMPARISON_KEYS",
+    "VERDICT_SCHEMA",
     "VERDICTS",
     "Strategy",
     "normalise",
@@ -64,16 +63,14 @@ __all__ = [
     "select_for_annotation",
     "override",
     "with_labels",
-    "register_strategy",
-    "default_strategies",
-    "strategy",
-    "strategies",
-    "apply_strategies",
 ]
 
 VERDICTS = ("win", "tie", "loss", "undecided")
 #: Keys of one judgment pair in a verdict table (the two orders share them).
 VERDICT_KEYS = ["benchmark", "judge", "question_id", "task", "candidate", "reference", "repetition"]
+#: Keys of one comparison (a candidate against the reference on a question, by a judge), all
+#: its orders and repetitions together.
+COMPARISON_KEYS = VERDICT_KEYS[:-1]
 VERDICT_SCHEMA = {
     "benchmark": pl.String,
     "judge": pl.String,
@@ -264,7 +261,7 @@ def swap_and_tie(verdicts: pl.DataFrame, on_conflict: str = "tie") -> pl.DataFra
         .otherwise(pl.lit(on_conflict))
     )
     combined = pair_orders(v).select(
-        *VERDICT_KEYS[:-1], verdict=final, queries="queries", permutation=pl.lit(None, dtype=pl.Int64), repetition="repetition"
+        *COMPARISON_KEYS, verdict=final, queries="queries", permutation=pl.lit(None, dtype=pl.Int64), repetition="repetition"
     )
     return pl.concat([conform(combined), v.filter(pl.col("permutation").is_null())]).sort(VERDICT_KEYS)
 
@@ -364,7 +361,7 @@ def bpde(verdicts: pl.DataFrame) -> pl.DataFrame:
     same; log2 3 at most). Columns: those keys, ``outcomes`` (int: decided outcomes),
     ``wins``, ``ties``, ``losses`` (int), ``bpde`` (float; 0 without outcomes).
     """
-    keys = VERDICT_KEYS[:-1]
+    keys = COMPARISON_KEYS
     counts = (
         conform(verdicts)
         .group_by(keys)
@@ -397,7 +394,7 @@ def select_for_annotation(verdicts: pl.DataFrame, beta: float = 0.2) -> pl.DataF
     """
     if not 0.0 < beta <= 1.0:
         raise ValueError(f"beta must be in (0, 1], not {beta}")
-    keys = VERDICT_KEYS[:-1]
+    keys = COMPARISON_KEYS
     scored = bpde(verdicts).sort(["benchmark", "judge", "bpde", *keys[2:]], descending=[False, False, True] + [False] * 4)
     scored = scored.with_columns(rank=pl.int_range(1, pl.len() + 1).over("benchmark", "judge").cast(pl.Int64))
     keep = pl.col("rank") <= (pl.len().over("benchmark", "judge") * beta).ceil()
@@ -423,111 +420,3 @@ def with_labels(strategy: Strategy, labels: pl.DataFrame) -> Strategy:
         return override(strategy(judgments), labels)
 
     return run
-
-
-# --------------------------------------------------------------------------------------
-# Registry
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Registered:
-    """A named strategy: ``fn`` (judgments -> verdict table), ``needs`` (judgment columns
-    that must hold values, e.g. ``option_probs``), ``doc`` (one line)."""
-
-    name: str
-    fn: Strategy
-    needs: tuple[str, ...] = ()
-    doc: str = ""
-
-
-_REGISTRY: dict[str, Registered] = {}
-
-
-def register_strategy(name: str, fn: Strategy, *, needs: Sequence[str] = (), doc: str = "") -> None:
-    """Register ``fn`` (judgments -> verdict table) under ``name``; ``needs`` names the
-    judgment columns it requires (checked by :func:`strategy` before it runs)."""
-    _REGISTRY[name] = Registered(name, fn, tuple(needs), doc)
-
-
-def strategies() -> dict[str, Registered]:
-    """The registered strategies by name (a copy)."""
-    return dict(_REGISTRY)
-
-
-def strategy(name: str) -> Registered:
-    """The registered strategy ``name``.
-
-    Raises:
-        ConfigError: unknown name (the known ones listed).
-    """
-    if name not in _REGISTRY:
-        raise ConfigError(f"unknown strategy {name!r}; known: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name]
-
-
-def check_needs(reg: Registered, judgments: pl.DataFrame) -> None:
-    """Raise ConfigError when ``judgments`` lack a column ``reg`` needs, or it is all null."""
-    for col in reg.needs:
-        if col not in judgments.columns or judgments.get_column(col).null_count() == judgments.height:
-            raise ConfigError(
-                f"strategy {reg.name!r} needs {col!r} in the judgments, and this job has none "
-                f"(e.g. run the judge in logprob mode for option_probs, or score mode for scores)"
-            )
-
-
-def apply_strategies(judgments: pl.DataFrame, names: Sequence[str] | Mapping[str, Strategy]) -> pl.DataFrame:
-    """Run strategies on ``judgments``: registered names (their needs checked first, all
-    before any runs) or a mapping name -> function. Returns the verdict tables stacked with
-    a leading ``strategy`` column (str).
-
-    Raises:
-        ConfigError: an unknown name or a missing need, naming the strategy.
-    """
-    if isinstance(names, Mapping):
-        regs = [Registered(n, f) for n, f in names.items()]
-    else:
-        regs = [strategy(n) for n in names]
-    for reg in regs:
-        check_needs(reg, judgments)
-    frames = [conform(reg.fn(judgments)).select(pl.lit(reg.name).alias("strategy"), pl.all()) for reg in regs]
-    return pl.concat(frames) if frames else pl.DataFrame(schema={"strategy": pl.String, **VERDICT_SCHEMA})
-
-
-def _pc_weighted_jury(judgments: pl.DataFrame) -> pl.DataFrame:
-    v = normalise(judgments)
-    return jury_vote(v, weights=judge_pc(v).rename({"pc": "weight"}))
-
-
-register_strategy("single", normalise, doc="each order's verdict on its own (1 query per verdict; the baseline)")
-register_strategy("swap-tie", pipeline(normalise, swap_and_tie), doc="both orders; disagreement -> tie (MT-Bench)")
-register_strategy(
-    "gate", pipeline(normalise, lambda v: swap_and_tie(v, "undecided")), doc="both orders; disagreement -> undecided (escalate)"
-)
-register_strategy("jury", pipeline(normalise, jury_vote), doc="majority vote over the judges, per order")
-register_strategy("jury-pc", _pc_weighted_jury, doc="vote weighted by each judge's PC, per order")
-register_strategy("jury+swap-tie", pipeline(normalise, jury_vote, swap_and_tie), doc="jury per order, then swap-and-tie")
-
-for _name, _doc in {
-    "score-single": "score mode, one sample in the original order (no calibration; 1 query)",
-    "bpc": "score mode, both orders: each answer's mean score over its positions (Wang et al.; 2 queries)",
-    "mec": "score mode, k evidence samples in the original order averaged (Wang et al.; k queries)",
-    "mec+bpc": "score mode, k samples in each order, all averaged (Wang et al.; 2k queries)",
-}.items():
-    register_strategy(
-        _name, partial(score_strategy, strategy={"score-single": "score", "mec+bpc": "mec_bpc"}.get(_name, _name)),
-        needs=("slot_scores",), doc=_doc,
-    )  # fmt: skip
-
-#: The strategies that need no new query and only pairwise letters (the CLI's default).
-DEFAULT_STRATEGIES = ["single", "swap-tie", "gate", "jury", "jury-pc", "jury+swap-tie"]
-
-#: Score-mode strategies (Wang et al. 2023), run by default on judgments with scores.
-SCORE_STRATEGIES = ["score-single", "bpc", "mec", "mec+bpc"]
-
-
-def default_strategies(judgments: pl.DataFrame) -> list[str]:
-    """The strategies run when none are named: :data:`DEFAULT_STRATEGIES`, plus the score
-    strategies (:data:`SCORE_STRATEGIES`) when the judgments hold scores (score mode)."""
-    scored = "slot_scores" in judgments.columns and judgments.get_column("slot_scores").null_count() < judgments.height
-    return DEFAULT_STRATEGIES + (SCORE_STRATEGIES if scored else [])

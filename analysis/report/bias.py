@@ -1,4 +1,4 @@
-"""The bias section of the report: tables, a CALM-style figure and the HTML block.
+"""The bias section of the report: a CALM-style figure and the section's view for the template.
 
 Tables (per output directory): ``bias_effects_<dir>.csv``
 (:func:`~voirdire.analysis.biases.effects.bias_effects`) when the judgments carry perturbations,
@@ -12,20 +12,16 @@ directional effect Δ with its 95 % cluster-bootstrap interval. Definitions:
 
 from __future__ import annotations
 
-import html
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
-from voirdire.analysis.biases.effects import bias_effects, has_perturbations
 from voirdire.analysis.report.figures import _save, _short, judge_colors, plt
-from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
+from voirdire.analysis.report.views import image_view, table_view
 
-from voirdire.core import slug
 
-__all__ = ["bias_figure", "write_bias", "bias_section"]
+__all__ = ["bias_figure", "bias_view"]
 
 
 def bias_figure(effects: pl.DataFrame, path: str | Path, title: str = "") -> Path:
@@ -68,99 +64,44 @@ def bias_figure(effects: pl.DataFrame, path: str | Path, title: str = "") -> Pat
     return _save(fig, path)
 
 
-def write_bias(dirs: list[Any], mdir: Path, fdir: Path, replicates: int = 1000) -> dict[str, dict[str, Path]]:
-    """Compute and write the bias tables and figures of each directory.
-
-    Args:
-        dirs: objects with ``name`` (str) and ``judgments`` (JUDGMENT_SCHEMA DataFrame)
-            (the study's :class:`~voirdire.analysis.study.DirAnalysis`); where one also
-            carries ``bias_effects`` / ``self_enhancement`` tables already computed (the
-            study's, from :func:`~voirdire.analysis.outputs.compute_dir`), they are used
-            as they are, else computed here with ``replicates`` bootstrap draws.
-        mdir, fdir: the report's ``metrics/`` and ``figures/`` folders.
-
-    Returns:
-        ``{"tables": {name: csv path}, "figures": {"bias:<dir slug>:<benchmark>": png path}}``;
-        empty dicts when no directory has perturbations or own-model judges.
-    """
-    tables: dict[str, Path] = {}
-    figs: dict[str, Path] = {}
-    for d in dirs:
-        s = slug(d.name)
-        if has_perturbations(d.judgments):
-            eff = getattr(d, "bias_effects", None)
-            eff = bias_effects(d.judgments, replicates=replicates) if eff is None else eff
-            tables[f"bias_effects_{s}"] = p = mdir / f"bias_effects_{s}.csv"
-            eff.write_csv(p)
-            for b in sorted(eff.get_column("benchmark").unique().to_list()):
-                bs = slug(b)
-                figs[f"bias:{s}:{b}"] = bias_figure(eff.filter(pl.col("benchmark") == b), fdir / f"bias_{s}_{bs}.png", f"{d.name} · {b}: RR (dashed: CR) and Δ ± 95% CI")
-        if has_own_models(d.judgments):
-            se = getattr(d, "self_enhancement", None)
-            se = self_enhancement(d.judgments, replicates=replicates) if se is None else se
-            if se.height:
-                tables[f"self_enhancement_{s}"] = p = mdir / f"self_enhancement_{s}.csv"
-                se.write_csv(p)
-    return {"tables": tables, "figures": figs}
-
-
 _EFFECT_SHOWN = [
     "judge", "perturbation", "perturbation_kind", "perturbation_param", "target_rule", "slot", "n",
     "rr", "cr", "delta", "delta_lo", "delta_hi", "p_value", "susceptibility", "accuracy_control", "accuracy_perturbed", "error_rate",
 ]
 
 
-def bias_section(written: dict[str, Any], table: Callable[..., str], img: Callable[[Any, str], str]) -> str:
-    """The report's bias section as HTML (empty string when there is nothing to show).
+def bias_view(written: dict[str, Any]) -> dict[str, Any] | None:
+    """The report's bias section as the template takes it (``templates/bias.html.j2``), or
+    None when there is nothing to show.
 
-    ``written``: :func:`~voirdire.analysis.study.write_study`'s return value (it holds the
-    tables and figures :func:`write_bias` wrote); ``table``/``img``: the report's table
-    and image renderers (``report.html.html_table`` and its PNG embedder).
+    ``written``: :func:`~voirdire.analysis.report.files.write_study`'s return value (it
+    holds the tables and figures :func:`~voirdire.analysis.report.files.write_bias` wrote):
+    per directory the effects (``slot == "all"`` rows, then the per-slot rows) with its
+    figures, and the self-enhancement tables.
     """
     tabs = {k: v for k, v in written.get("tables", {}).items() if k.startswith(("bias_effects_", "self_enhancement_"))}
     if not tabs:
-        return ""
+        return None
     figs = written.get("figures", {})
     f3, sg = "{:.3f}", "{:+.3f}"
-    p = ['<h2 id="biases">Biases beyond position (CALM)</h2>']
-    p.append(
-        '<p class="note">Ye et al., “Justice or Prejudice? Quantifying Biases in LLM-as-a-Judge” (CALM, 2024). '
-        "RR: share of (instance, order, repetition) whose verdict the perturbation leaves unchanged; CR: the control asked "
-        "twice (repetition 1 against 2), the noise floor, drawn dashed; Δ = P(target wins | perturbed) − P(target wins | "
-        "control) on the same pairs, ties as half a win, with a 95 % cluster-bootstrap interval over questions and an exact "
-        "two-sided McNemar p on the discordant pairs; slot: all pairs, or those with the target in the first / last slot. "
-        "Only Δ tells a bias from noise. Definitions: <code>docs/bias-metrics.md</code>.</p>"
-    )
+    fmt = {c: f3 for c in ("rr", "cr", "accuracy_control", "accuracy_perturbed", "error_rate")}
+    fmt.update({c: sg for c in ("delta", "delta_lo", "delta_hi", "susceptibility")})
+    fmt["p_value"] = "{:.2g}"
+    effects, selfs = [], []
     for key, path in sorted(tabs.items()):
-        if not key.startswith("bias_effects_"):
-            continue
-        name = key[len("bias_effects_"):]
-        eff = pl.read_csv(path, schema_overrides={"perturbation_param": pl.String, "target_rule": pl.String})
-        p.append(f"<h3>{html.escape(name)}</h3>")
-        for fk, fp in sorted(figs.items()):
-            if fk.startswith(f"bias:{name}:"):
-                p.append(img(fp, fk))
-        main = eff.filter(pl.col("slot") == "all").select([c for c in _EFFECT_SHOWN if c in eff.columns])
-        fmt = {c: f3 for c in ("rr", "cr", "accuracy_control", "accuracy_perturbed", "error_rate")}
-        fmt.update({c: sg for c in ("delta", "delta_lo", "delta_hi", "susceptibility")})
-        fmt["p_value"] = "{:.2g}"
-        p.append(table(main, fmt))
-        by_slot = eff.filter(pl.col("slot") != "all").select([c for c in _EFFECT_SHOWN if c in eff.columns])
-        if by_slot.height:
-            p.append(f"<details><summary>Δ with the target in the first and in the last slot ({by_slot.height})</summary>")
-            p.append(table(by_slot, fmt))
-            p.append("</details>")
-    for key, path in sorted(tabs.items()):
-        if not key.startswith("self_enhancement_"):
-            continue
-        se = pl.read_csv(path)
-        p.append(f"<h3>Self-enhancement · {html.escape(key[len('self_enhancement_'):])}</h3>")
-        p.append(
-            '<p class="note">Pairwise form, from the verdicts on record (no new query): raw = owr<sub>j</sub>(own model) − '
-            "mean over the other judges of their owr of it (same pairs); did = that deviation minus the judge's mean deviation "
-            "over every other candidate, which removes general leniency and alone isolates self-preference; error_rate: CALM's "
-            "|ȳ<sub>self</sub> − ȳ<sub>other</sub>| / ȳ<sub>other</sub> with win rates for scores. 95 % cluster-bootstrap "
-            "intervals over questions.</p>"
-        )
-        p.append(table(se, {c: (sg if c.startswith(("raw", "did")) else f3) for c in se.columns if se.schema[c] == pl.Float64}))
-    return "".join(p)
+        if key.startswith("bias_effects_"):
+            name = key[len("bias_effects_"):]
+            eff = pl.read_csv(path, schema_overrides={"perturbation_param": pl.String, "target_rule": pl.String})
+            shown = [c for c in _EFFECT_SHOWN if c in eff.columns]
+            by_slot = eff.filter(pl.col("slot") != "all").select(shown)
+            effects.append({
+                "name": name,
+                "figures": [image_view(fp, fk) for fk, fp in sorted(figs.items()) if fk.startswith(f"bias:{name}:")],
+                "main": table_view(eff.filter(pl.col("slot") == "all").select(shown), fmt),
+                "by_slot": table_view(by_slot, fmt) if by_slot.height else None, "n_by_slot": by_slot.height,
+            })  # fmt: skip
+        else:
+            se = pl.read_csv(path)
+            fse = {c: (sg if c.startswith(("raw", "did")) else f3) for c in se.columns if se.schema[c] == pl.Float64}
+            selfs.append({"name": key[len("self_enhancement_"):], "table": table_view(se, fse)})
+    return {"effects": effects, "self_enhancement": selfs}

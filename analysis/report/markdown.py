@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+import numpy as np
 import polars as pl
 from rich.console import Console
 from rich.table import Table
@@ -175,22 +175,71 @@ def markdown_candidate_table(cm: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def write_markdown_report(
-    path: str | os.PathLike,
+def _listwise_sections(comp: dict[str, Any], judgments: pl.DataFrame, cm: pl.DataFrame, shares: pl.DataFrame | None) -> list[str]:
+    """The list-wise sections of ``report.md``: slot shares, series classes, candidates."""
+    perms = str(comp.get("permutations", ""))
+    sampled = (
+        [
+            f"Orders were sampled (`{perms}`): PF is unbiased only on average over drawn "
+            "orders; a judge without position bias can read a PF away from 0 on one draw of "
+            "orders that is not balanced over the slots.",
+            "",
+        ]
+        if perms.startswith("sample")
+        else []
+    )
+    return [
+        "## List-wise: slot choice shares",
+        "",
+        "Share of the verdicts that pick each slot (ties and failures excluded), with the "
+        "excess over 1/p in parentheses: a judge without position bias is near 1/p on "
+        "every slot; slot A above 1/p is primacy, the last slot above 1/p recency. "
+        "Tie: share of verdicts that are the tie option. χ²: goodness-of-fit test of the "
+        "slot counts against uniform (p − 1 degrees of freedom). PF only reads a "
+        "first-versus-last preference (a judge that favours middle slots reads PF ≈ 0): "
+        "read it with these shares.",
+        "",
+        markdown_slot_table(shares if shares is not None else slot_shares(judgments)),
+        "",
+        *sampled,
+        "## List-wise: series",
+        "",
+        "A series is one judge's verdicts on one list over all its orders. An inconsistent "
+        "series gets the mean position score s of its non-tie choices (slot j of p scores "
+        "2(j−1)/(p−1) − 1: slot A −1, last slot +1): primacy-leaning if s < 0, "
+        "recency-leaning if s > 0, balanced if s = 0. PF per cell = (Σ max(s, 0) − "
+        "Σ max(−s, 0)) / n; `docs/metrics.md`, List-wise.",
+        "",
+        markdown_series_table(judgments),
+        "",
+        "## List-wise: candidates",
+        "",
+        "Per candidate: series it appears in, position consistency (pooled), overall win "
+        "rate owr = (C_w + (C_t + C_I)/p)/v and quality gap |owr − 1/p| (means over "
+        "tasks); `docs/metrics.md`, List-wise.",
+        "",
+        # a job has one comparison mode, so a job with list-wise rows has list-wise cells only
+        markdown_candidate_table(cm),
+        "",
+    ]
+
+
+def markdown_report(
     meta: dict[str, Any],
     judgments: pl.DataFrame,
     jm: pl.DataFrame,
     cm: pl.DataFrame,
     shares: pl.DataFrame | None = None,
-) -> None:
-    """Write ``report.md``: the job's settings, counts, failures by class and the per-judge
-    table; for list-wise jobs the slot shares, the series classes and the candidates.
+) -> str:
+    """``report.md`` of one output directory: the job's settings, counts, failures by class
+    and the per-judge table; for list-wise jobs the slot shares, the series classes and the
+    candidates.
 
     Args:
         meta: the job record (``job.json``).
         judgments: JUDGMENT_SCHEMA rows; ``jm``/``cm``: judge and cell metrics.
-        shares: :func:`voirdire.analysis.position.listwise.slot_shares` (computed when ``None`` and
-            the job has list-wise rows).
+        shares: :func:`voirdire.analysis.position.listwise.slot_shares` (computed when
+            ``None`` and the job has list-wise rows).
     """
     job = meta["job"]
     comp = job.get("comparison", {})
@@ -221,51 +270,7 @@ def write_markdown_report(
     ]
     listwise = "mode" in judgments.columns and judgments.filter(pl.col("mode") == "listwise").height > 0
     if listwise:
-        perms = str(comp.get("permutations", ""))
-        sampled = (
-            [
-                f"Orders were sampled (`{perms}`): PF is unbiased only on average over drawn "
-                "orders; a judge without position bias can read a PF away from 0 on one draw of "
-                "orders that is not balanced over the slots.",
-                "",
-            ]
-            if perms.startswith("sample")
-            else []
-        )
-        lines += [
-            "## List-wise: slot choice shares",
-            "",
-            "Share of the verdicts that pick each slot (ties and failures excluded), with the "
-            "excess over 1/p in parentheses: a judge without position bias is near 1/p on "
-            "every slot; slot A above 1/p is primacy, the last slot above 1/p recency. "
-            "Tie: share of verdicts that are the tie option. χ²: goodness-of-fit test of the "
-            "slot counts against uniform (p − 1 degrees of freedom). PF only reads a "
-            "first-versus-last preference (a judge that favours middle slots reads PF ≈ 0): "
-            "read it with these shares.",
-            "",
-            markdown_slot_table(shares if shares is not None else slot_shares(judgments)),
-            "",
-            *sampled,
-            "## List-wise: series",
-            "",
-            "A series is one judge's verdicts on one list over all its orders. An inconsistent "
-            "series gets the mean position score s of its non-tie choices (slot j of p scores "
-            "2(j−1)/(p−1) − 1: slot A −1, last slot +1): primacy-leaning if s < 0, "
-            "recency-leaning if s > 0, balanced if s = 0. PF per cell = (Σ max(s, 0) − "
-            "Σ max(−s, 0)) / n; `docs/metrics.md`, List-wise.",
-            "",
-            markdown_series_table(judgments),
-            "",
-            "## List-wise: candidates",
-            "",
-            "Per candidate: series it appears in, position consistency (pooled), overall win "
-            "rate owr = (C_w + (C_t + C_I)/p)/v and quality gap |owr − 1/p| (means over "
-            "tasks); `docs/metrics.md`, List-wise.",
-            "",
-            # a job has one comparison mode, so a job with list-wise rows has list-wise cells only
-            markdown_candidate_table(cm),
-            "",
-        ]
+        lines += _listwise_sections(comp, judgments, cm, shares)
     if failures.height:
         lines += ["## Failures by class", "", "| judge | class | count |", "|---|---|---:|"]
         lines += [f"| {j} | {c} | {k} |" for j, c, k in failures.iter_rows()]
@@ -279,11 +284,10 @@ def write_markdown_report(
         + (", `metrics/slot_shares.csv` (list-wise)" if listwise else ""),
         "",
     ]
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines))
+    return "\n".join(lines)
 
 
-def write_study_markdown(study: Any, path: str | os.PathLike, title: str) -> None:
+def study_markdown(study: Any, title: str) -> str:
     """``report.md`` of a multi-directory study (:class:`voirdire.analysis.study.Study`):
     the per-judge table with its sources and flags, and the drop1 tables."""
     lines = [f"# {title}", "", "Directories: " + ", ".join(f"`{d.name}`" for d in study.dirs), "", "## Per judge", ""]
@@ -297,5 +301,32 @@ def write_study_markdown(study: Any, path: str | os.PathLike, title: str) -> Non
         for t, df_, ss, rss, aic in r.drop1.iter_rows():
             lines.append(f"| {'`<none>`' if t == '<none>' else t} | {'' if df_ is None else df_} | {'' if ss is None else f'{ss:.4f}'} | {rss:.4f} | {aic:.2f} |")
         lines.append("")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines))
+    return "\n".join(lines)
+
+
+def mitigation_markdown(table: pl.DataFrame) -> str:
+    """The evaluation table as GitHub markdown: per benchmark, strategy and judge the cost
+    (queries per verdict), share undecided, PC, PF, flip rate, accuracy and kappa with
+    their 95 % intervals, and the kappa ≥ 0.6 gate."""
+
+    def ci(r, m, f):
+        e, lo, hi = r[m], r[f"{m}_lo"], r[f"{m}_hi"]
+        if e is None or (isinstance(e, float) and np.isnan(e)):
+            return "–"
+        if lo is None or np.isnan(lo) or lo == hi:
+            return f.format(e)
+        return f"{f.format(e)} [{f.format(lo)}, {f.format(hi)}]"
+
+    head = "| benchmark | strategy | judge | cost | undecided | PC | PF | flip | accuracy | kappa | gate |"
+    lines = [head, "|" + "---|" * 11]
+    for r in table.iter_rows(named=True):
+        lines.append(
+            f"| {r['benchmark']} | {r['strategy']} | {r['judge']} | {r['cost']:.2f} | {r['undecided']:.1%} | "
+            f"{ci(r, 'pc', '{:.3f}')} | {ci(r, 'pf', '{:+.3f}')} | {ci(r, 'flip', '{:.3f}')} | "
+            f"{ci(r, 'accuracy', '{:.3f}')} | {ci(r, 'kappa', '{:.3f}')} | {r['kappa_gate'] or '–'} |"
+        )
+    src = table.get_column("reference_source").drop_nulls().unique().to_list() if table.height else []
+    if src:
+        lines.append("")
+        lines.append(f"Reference: {'; '.join(src)}.")
+    return "\n".join(lines) + "\n"

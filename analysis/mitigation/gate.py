@@ -1,0 +1,13 @@
+"""Strategy ``gate``: the practitioners' dual-pass gate. Both orders; a disagreement is left
+undecided, to be escalated to a stronger judge or a person (``docs/mitigation.md``)."""
+
+from __future__ import annotations
+
+import polars as pl
+from voirdire.analysis.mitigation.verdicts import normalise, swap_and_tie
+
+
+def gate(judgments: pl.DataFrame) -> pl.DataFrame:
+    """One order-invariant verdict per pair: the common verdict of its two orders,
+    ``undecided`` when they disagree or an order failed; 2 queries."""
+    return swap_and_tie(normalise(judgments), on_conflict="undecided")

@@ -1,0 +1,13 @@
+"""Strategy ``swap-tie``: both orders, a disagreement becomes a tie (MT-Bench's conservative
+rule, Zheng et al. 2023; ``docs/mitigation.md``)."""
+
+from __future__ import annotations
+
+import polars as pl
+from voirdire.analysis.mitigation.verdicts import normalise, swap_and_tie
+
+
+def swap_tie(judgments: pl.DataFrame) -> pl.DataFrame:
+    """One order-invariant verdict per pair: the common verdict of its two orders, ``tie``
+    when they disagree, ``undecided`` with a failed or missing order; 2 queries."""
+    return swap_and_tie(normalise(judgments), on_conflict="tie")

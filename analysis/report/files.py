@@ -1,0 +1,194 @@
+"""The one place that writes the analysis to disk: tables (CSV, Parquet), figures (PNG),
+``report.md``, ``report.html`` and the mitigation files.
+
+Every other module of :mod:`voirdire.analysis` computes tables in memory and returns them
+(the figure functions of :mod:`voirdire.analysis.report.figures` draw to the path given
+here); these functions decide the file names and layout of an output directory and of a
+report directory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from voirdire.analysis.biases.effects import bias_effects, control_rows, has_perturbations
+from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
+from voirdire.analysis.outputs import CELL_METRIC_COLUMNS, JUDGE_METRIC_COLUMNS, DirTables
+from voirdire.analysis.position.metrics import judge_from_cells
+from voirdire.analysis.position.regression import drop1_tables
+from voirdire.analysis.report import figures as fig
+from voirdire.analysis.report.bias import bias_figure
+from voirdire.analysis.report.figures import cost_agreement_figure
+from voirdire.analysis.report.markdown import markdown_report, mitigation_markdown
+from voirdire.analysis.study import Study
+
+from voirdire.core import slug
+
+__all__ = ["write_text", "write_html", "write_dir", "write_study", "write_bias", "write_mitigation"]
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path``, its folder created if needed; returns the path."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+def write_html(path: str | os.PathLike, page: str) -> Path:
+    """Write an HTML page (``voirdire.analysis.report.html.render_html``) to ``path``."""
+    return write_text(path, page)
+
+
+def write_dir(tables: DirTables, out: str | os.PathLike) -> None:
+    """Write ``judgments.parquet``, ``metrics/*.csv`` and ``report.md`` of one directory's
+    ``tables`` (:func:`voirdire.analysis.outputs.compute_dir`) under ``out`` (created if
+    needed): ``judge_metrics.csv``, ``cell_metrics.csv`` and, when computed,
+    ``slot_shares.csv``, ``bias_effects.csv``, ``self_enhancement.csv``."""
+    out = Path(out)
+    (out / "metrics").mkdir(parents=True, exist_ok=True)
+    tables.judgments.write_parquet(out / "judgments.parquet", compression="zstd")
+    tables.judge_metrics.select(JUDGE_METRIC_COLUMNS).write_csv(out / "metrics" / "judge_metrics.csv")
+    tables.cell_metrics.select(CELL_METRIC_COLUMNS).write_csv(out / "metrics" / "cell_metrics.csv")
+    for name, table in (("slot_shares", tables.slot_shares), ("bias_effects", tables.bias_effects), ("self_enhancement", tables.self_enhancement)):
+        if table is not None:
+            table.write_csv(out / "metrics" / f"{name}.csv")
+    md = markdown_report(tables.meta, control_rows(tables.judgments), tables.judge_metrics, tables.cell_metrics, tables.slot_shares)
+    write_text(out / "report.md", md)
+
+
+def write_study(study: Study, out: str | Path) -> dict[str, Any]:
+    """Write the study's CSV tables under ``out/metrics/`` and PNG figures under
+    ``out/figures/``. Returns ``{"tables": {name: path}, "figures": {key: path}}`` where
+    figure keys are ``(kind, scope)`` tuples rendered as ``"kind:scope"`` strings."""
+    out = Path(out)
+    mdir, fdir = out / "metrics", out / "figures"
+    mdir.mkdir(parents=True, exist_ok=True)
+    fdir.mkdir(parents=True, exist_ok=True)
+    tables: dict[str, Path] = {}
+
+    def csv(name: str, df: pl.DataFrame) -> None:
+        p = mdir / f"{name}.csv"
+        df.write_csv(p)
+        tables[name] = p
+
+    csv("panel", study.panel)
+    csv("judge_task", study.judge_task)
+    csv("cells", study.cells)
+    if study.reg_cells is not None:
+        csv("regression_cells", study.reg_cells)
+    if study.regressions:
+        csv("regression_drop1", drop1_tables(study.regressions))
+        for r in study.regressions:
+            csv(f"regression_drop1_{slug(r.scope)}_{r.response}", r.drop1)
+            csv(f"regression_path_{slug(r.scope)}_{r.response}", r.path)
+            csv(f"regression_coefficients_{slug(r.scope)}_{r.response}", r.coefficients)
+    if study.power.height:
+        csv("power", study.power)
+    for d in study.dirs:
+        s = slug(d.name)
+        csv(f"bootstrap_{s}", d.ci)
+        csv(f"bootstrap_task_{s}", d.ci_task)
+        csv(f"sign_test_{s}", d.sign)
+        if d.agreement is not None:
+            csv(f"agreement_{s}", d.agreement)
+            csv(f"fleiss_{s}", d.fleiss)
+            csv(f"disagreement_{s}", d.disagreement)
+            csv(f"majority_{s}", d.majority)
+
+    figs = _study_figures(study, fdir)
+    bias = write_bias(study.dirs, mdir, fdir)  # CALM biases and self-enhancement (docs/bias-metrics.md)
+    return {"tables": tables | bias["tables"], "figures": figs | bias["figures"]}
+
+
+def _study_figures(study: Study, fdir: Path) -> dict[str, Path]:
+    """Draw the study's figures under ``fdir``; keys ``"kind:scope"``."""
+    figs: dict[str, Path] = {}
+    fig.set_judges(study.panel.get_column("judge").unique().to_list())
+    # the by-task figures and the win-rate fits use the regression's cells (per benchmark,
+    # the position-bias directories when there are any): a repetition study's sample has
+    # other tasks and few cells, and would leave broken lines on the radar
+    fig_cells = study.reg_cells if study.reg_cells is not None else study.cells
+    fig_jt = judge_from_cells(fig_cells, keys=["benchmark", "judge", "task"]) if fig_cells.height else study.judge_task
+    for b in study.benchmarks:
+        jt = fig_jt.filter(pl.col("benchmark") == b)
+        u = fig_cells.filter(pl.col("benchmark") == b)
+        pb = study.panel.filter(pl.col("benchmark") == b)
+        s = slug(b)
+        if jt.height:
+            figs[f"radar:{b}"] = fig.pc_radar(jt, fdir / f"pc_radar_{s}.png", f"{b}: position consistency by task")
+            figs[f"pf_bars:{b}"] = fig.pf_bars(jt, fdir / f"pf_bars_{s}.png", f"{b}: preference fairness by task")
+        if u.height:
+            ci = pb.select("judge", pl.lit(None, dtype=pl.String).alias("task"), *[pl.col(c) for c in ("pc_lo", "pc_hi", "pf_lo", "pf_hi")])
+            ci_long = pl.concat(
+                [ci.select("judge", "task", pl.lit(m).alias("metric"), pl.col(f"{m}_lo").alias("lo"), pl.col(f"{m}_hi").alias("hi")) for m in ("pc", "pf")]
+            )
+            figs[f"pc_pf:{b}"] = fig.pc_vs_pf(u, pb.select("judge", "pc", "pf"), fdir / f"pc_vs_pf_{s}.png", ci_long, f"{b}: PC against PF")
+            figs[f"owr:{b}"] = fig.vs_win_rate(u, fdir / f"vs_win_rate_{s}.png", f"{b}: PC and PF against the overall win rate")
+        rs = pb.filter(pl.col("rs").is_not_null())
+        if rs.height:
+            ci_rs = rs.select("judge", pl.lit(None, dtype=pl.String).alias("task"), pl.lit("rs").alias("metric"), pl.col("rs_lo").alias("lo"), pl.col("rs_hi").alias("hi"))
+            figs[f"rs:{b}"] = fig.rs_bars(rs, fdir / f"rs_{s}.png", ci_rs, f"{b}: repetition stability", rs_min=study.rs_min)
+    for d in study.dirs:
+        if d.agreement is None:
+            continue
+        for b in sorted(d.agreement.get_column("benchmark").unique().to_list()):
+            s = slug(d.name)
+            figs[f"agreement:{d.name}"] = fig.agreement_heatmaps(d.agreement.filter(pl.col("benchmark") == b), fdir / f"agreement_{s}.png", f"{d.name}: agreement between judges")
+            figs[f"disagreement:{d.name}"] = fig.disagreement_histogram(d.disagreement.filter(pl.col("benchmark") == b), fdir / f"disagreement_{s}.png", f"{d.name}: disagreement per query")
+    return figs
+
+
+def write_bias(dirs: list[Any], mdir: Path, fdir: Path, replicates: int = 1000) -> dict[str, dict[str, Path]]:
+    """Compute and write the bias tables and figures of each directory.
+
+    Args:
+        dirs: objects with ``name`` (str) and ``judgments`` (JUDGMENT_SCHEMA DataFrame)
+            (the study's :class:`~voirdire.analysis.study.DirAnalysis`); where one also
+            carries ``bias_effects`` / ``self_enhancement`` tables already computed (the
+            study's, from :func:`~voirdire.analysis.outputs.compute_dir`), they are used
+            as they are, else computed here with ``replicates`` bootstrap draws.
+        mdir, fdir: the report's ``metrics/`` and ``figures/`` folders.
+
+    Returns:
+        ``{"tables": {name: csv path}, "figures": {"bias:<dir slug>:<benchmark>": png path}}``;
+        empty dicts when no directory has perturbations or own-model judges.
+    """
+    tables: dict[str, Path] = {}
+    figs: dict[str, Path] = {}
+    for d in dirs:
+        s = slug(d.name)
+        if has_perturbations(d.judgments):
+            eff = getattr(d, "bias_effects", None)
+            eff = bias_effects(d.judgments, replicates=replicates) if eff is None else eff
+            tables[f"bias_effects_{s}"] = p = mdir / f"bias_effects_{s}.csv"
+            eff.write_csv(p)
+            for b in sorted(eff.get_column("benchmark").unique().to_list()):
+                bs = slug(b)
+                figs[f"bias:{s}:{b}"] = bias_figure(eff.filter(pl.col("benchmark") == b), fdir / f"bias_{s}_{bs}.png", f"{d.name} · {b}: RR (dashed: CR) and Δ ± 95% CI")
+        if has_own_models(d.judgments):
+            se = getattr(d, "self_enhancement", None)
+            se = self_enhancement(d.judgments, replicates=replicates) if se is None else se
+            if se.height:
+                tables[f"self_enhancement_{s}"] = p = mdir / f"self_enhancement_{s}.csv"
+                se.write_csv(p)
+    return {"tables": tables, "figures": figs}
+
+
+def write_mitigation(table: pl.DataFrame, annotation: pl.DataFrame | None, out: str | os.PathLike) -> dict[str, Path]:
+    """Write ``mitigation.csv`` (the table), ``mitigation.md`` (markdown),
+    ``figures/mitigation_cost_agreement.png`` and ``bpde_annotation.csv`` (the pairs for
+    people, with an empty ``winner`` column) under ``out``; returns their paths by name."""
+    d = Path(out)
+    (d / "figures").mkdir(parents=True, exist_ok=True)
+    paths = {"table": d / "mitigation.csv", "markdown": d / "mitigation.md"}
+    table.write_csv(paths["table"])
+    paths["markdown"].write_text("# Removing position bias\n\n" + mitigation_markdown(table), encoding="utf-8")
+    paths["figure"] = cost_agreement_figure(table, d / "figures" / "mitigation_cost_agreement.png", "cost versus agreement")
+    if annotation is not None:
+        paths["annotation"] = d / "bpde_annotation.csv"
+        annotation.write_csv(paths["annotation"])
+    return paths

@@ -1,0 +1,78 @@
+"""The HTML report's building blocks: tables and images as the Jinja2 templates take them
+(``templates/``), and the template renderer. The templates escape every value."""
+
+from __future__ import annotations
+
+import base64
+import math
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import polars as pl
+
+__all__ = ["F3", "SIGNED", "PCT", "render_template", "table_view", "image_view"]
+
+#: number formats of the report's tables
+F3 = "{:.3f}"
+SIGNED = "{:+.3f}"
+PCT = "{:.2%}"
+
+
+@cache
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("voirdire.analysis.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render_template(name: str, **context: Any) -> str:
+    """Render the package template ``name`` (autoescaped) with ``context``."""
+    return _env().get_template(name).render(**context)
+
+
+def _cell(v: Any, fmt: str | None) -> dict[str, Any]:
+    """One cell: ``text``, sort value ``v`` (None: sort by the text), ``num`` (right-aligned)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return {"text": "", "v": "", "num": False}
+    if isinstance(v, bool):
+        return {"text": "yes" if v else "no", "v": None, "num": False}
+    if isinstance(v, (int, float)):
+        if fmt:
+            text = fmt.format(v)
+        elif isinstance(v, int):
+            text = f"{v:,}"
+        else:
+            text = f"{v:.4g}" if abs(v) < 1e4 else f"{v:,.1f}"
+        return {"text": text, "v": repr(float(v)), "num": True}
+    return {"text": str(v), "v": None, "num": False}
+
+
+def table_view(
+    df: pl.DataFrame,
+    formats: dict[str, str] | None = None,
+    *,
+    rename: dict[str, str] | None = None,
+    flag_col: str | None = None,
+    sortable: bool = True,
+) -> dict[str, Any]:
+    """A DataFrame as the template's table: ``head`` (column names, ``rename``d), ``rows``
+    (``flag``: the row's ``flag_col`` is truthy; ``cells``: text, sort value, numeric) and
+    ``sortable``. ``formats``: column -> ``str.format`` spec for numbers."""
+    formats, rename = formats or {}, rename or {}
+    rows = [
+        {"flag": bool(flag_col and r.get(flag_col)), "cells": [_cell(r[c], formats.get(c)) for c in df.columns]}
+        for r in df.iter_rows(named=True)
+    ]
+    return {"head": [rename.get(c, c) for c in df.columns], "rows": rows, "sortable": sortable}
+
+
+def image_view(path: Path | None, alt: str) -> dict[str, str] | None:
+    """A PNG file as an embedded image (``alt``, ``src`` data URI); None when absent."""
+    if path is None or not Path(path).is_file():
+        return None
+    return {"alt": alt, "src": "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")}
