@@ -206,3 +206,24 @@ def test_product_never_imports_tests_or_perf_nor_edits_sys_path():
             if isinstance(node, ast.Name) and node.id == "__path__":
                 bad.append(f"{name}:{node.lineno} uses __path__")
     assert not bad, "\n".join(bad)
+
+
+#: the stages of ``voirdire.analysis``, left to right: a stage imports only from itself and
+#: the stages to its left (``outputs``/``study`` compute one and several directories' tables
+#: from the first three; ``report`` writes them)
+ANALYSIS_STAGES = ["position", "biases", "mitigation", "outputs", "study", "report"]
+
+
+def test_analysis_stages_import_one_way():
+    mods = product_modules()
+    bad = []
+    for name, path in mods.items():
+        parts = name.split(".")
+        if parts[:2] != ["voirdire", "analysis"] or len(parts) < 3:
+            continue
+        here = ANALYSIS_STAGES.index(parts[2])
+        for imp in imports_of(name, path, set(mods)):
+            t = imp.target.split(".")
+            if t[:2] == ["voirdire", "analysis"] and len(t) > 2 and ANALYSIS_STAGES.index(t[2]) > here:
+                bad.append(str(imp))
+    assert not bad, "analysis imports against position -> biases -> mitigation -> outputs -> study -> report:\n" + "\n".join(bad)

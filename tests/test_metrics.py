@@ -12,14 +12,13 @@ from voirdire.analysis.position.metrics import (
     CELL_COLUMNS,
     JUDGE_COLUMNS,
     PAIR_COLUMNS,
-    RS_COLUMNS,
     cell_metrics,
     judge_from_cells,
     judge_metrics,
     pairwise_pairs,
-    repetition_stability,
     summarize,
 )
+from voirdire.analysis.position.stability import RS_COLUMNS, repetition_stability
 
 REF = "ref"
 

@@ -10,6 +10,7 @@ import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 from voirdire.analysis.mitigation import evaluation as E
 from voirdire.analysis.mitigation import registry
+from voirdire.analysis.mitigation import bpde as B
 from voirdire.analysis.mitigation import verdicts as M
 from voirdire.analysis.mitigation import reference as R
 from voirdire.analysis.position.simulate import simulate_judgments
@@ -99,17 +100,17 @@ def test_bpde_selection_and_labels_round_trip(tmp_path):
             _rows([("q1", "x", "A", "B"), ("q2", "x", "B", "B"), ("q3", "x", "B", "B")]).with_columns(repetition=pl.lit(2, dtype=pl.Int64)),
         ]
     )
-    s = M.bpde(M.normalise(j)).sort("question_id")
+    s = B.bpde(M.normalise(j)).sort("question_id")
     h3 = -(0.5 * np.log2(0.5) + 2 * 0.25 * np.log2(0.25))
     assert s.get_column("bpde").to_list() == pytest.approx([0.0, 1.0, h3])
-    top = M.select_for_annotation(M.normalise(j), beta=0.5)  # ceil(1.5) = 2 pairs
+    top = B.select_for_annotation(M.normalise(j), beta=0.5)  # ceil(1.5) = 2 pairs
     assert top.get_column("question_id").to_list() == ["q3", "q2"]
     path = tmp_path / "annotate.csv"
     top.with_columns(winner=pl.Series(["reference", "tie"])).write_csv(path)
     labels = R.labels_reference(path)
     R.check_reference(labels, j)
     assert dict(zip(labels.get_column("question_id"), labels.get_column("ref_verdict"))) == {"q3": "loss", "q2": "tie"}
-    final = M.override(M.swap_and_tie(M.normalise(j.filter(pl.col("repetition") == 1))), labels)
+    final = B.override(M.swap_and_tie(M.normalise(j.filter(pl.col("repetition") == 1))), labels)
     assert {r["question_id"]: r["verdict"] for r in final.iter_rows(named=True)} == {"q1": "win", "q2": "tie", "q3": "loss"}
 
 

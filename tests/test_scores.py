@@ -187,18 +187,19 @@ def test_bpc_and_mec_remove_the_primacy_bonus_and_recover_the_true_winner(primac
 @pytest.mark.ray
 def test_bpde_of_the_2k_score_outcomes_ranks_disagreeing_pairs_first(primacy_run):
     from voirdire.analysis.mitigation import registry
+    from voirdire.analysis.mitigation import bpde as B
     from voirdire.analysis.mitigation import verdicts as M
 
     samples = sc.sample_verdicts(primacy_run.judgments)
     assert samples.height == 2400 * 2 * K and samples["queries"].sum() == samples.height
-    e = M.bpde(samples)
+    e = B.bpde(samples)
     assert e.height == 2400 and e["outcomes"].unique().to_list() == [2 * K]
     assert 0.0 <= e["bpde"].min() and e["bpde"].max() <= math.log2(3) + 1e-12
     top = e.sort("bpde", descending=True).row(0, named=True)
     p = np.array([top["wins"], top["ties"], top["losses"]], dtype=float) / (2 * K)
     p = p[p > 0]
     assert top["bpde"] == pytest.approx(float(-(p * np.log2(p)).sum()))
-    chosen = M.select_for_annotation(samples, 0.2)
+    chosen = B.select_for_annotation(samples, 0.2)
     assert chosen.height == 480 and chosen["bpde"].min() >= e["bpde"].sort(descending=True)[479]
     # registered strategies: the score strategies run through the mitigation registry
     both = registry.apply_strategies(primacy_run.judgments, ["score-single", "bpc", "mec", "mec+bpc"])

@@ -97,6 +97,16 @@ def simulate_bias_judgments(
     best = np.broadcast_to(np.stack([np.where(cand_better, 0, 1), np.where(cand_better, 1, 0)], axis=1)[:, :, None], shape)
     gaps = np.broadcast_to(gap[:, None, None], shape)
     cand_slot = np.broadcast_to(np.array([0, 1])[None, :, None], shape)
+    blocks = _decide_blocks(judges, variants, rng, best, gaps, cand_slot, nr=nr, option_mode=option_mode)
+    base, targets = _pair_grid(nq, nc, nr, cands, cand_better, reference=reference, benchmark=benchmark, option_mode=option_mode)
+    return _with_variants(base, targets, blocks, variants)
+
+
+def _decide_blocks(judges, variants, rng, best, gaps, cand_slot, *, nr: int, option_mode: int) -> list:
+    """Per judge, the chosen slots (pairs × 2 orders × repetitions) of the control and of
+    each variant, as ``(judge, variant index or -1, slots)``, drawn in that order."""
+    shape = best.shape
+    n = shape[0]
 
     def target_slot(rule: str) -> np.ndarray:
         if rule == "candidate":
@@ -124,6 +134,14 @@ def simulate_bias_judgments(
             ts = target_slot(rule)
             blocks.append((judge, vi, np.where(swayed, ts if beta > 0 else 1 - ts, slots)))
 
+    return blocks
+
+
+def _pair_grid(
+    nq: int, nc: int, nr: int, cands: list[str], cand_better: np.ndarray, *, reference: str, benchmark: str, option_mode: int
+) -> tuple[pl.DataFrame, dict[str, pl.Expr]]:
+    """The rows every judge and variant share, ordered (question, candidate, order,
+    repetition), and the target expressions by rule."""
     qi = np.repeat(np.arange(nq), nc * 2 * nr)
     ci = np.tile(np.repeat(np.arange(nc), 2 * nr), nq)
     perm = np.tile(np.repeat(np.arange(2), nr), nq * nc)
@@ -150,6 +168,12 @@ def simulate_bias_judgments(
     )
     worse = pl.when(pl.col("_cb")).then(pl.lit(reference)).otherwise(pl.col("candidate"))
     targets = {"candidate": pl.col("candidate"), "reference": pl.lit(reference), "better": pl.col("better"), "worse": worse}
+    return base, targets
+
+
+def _with_variants(base: pl.DataFrame, targets: dict[str, pl.Expr], blocks: list, variants: Sequence[Variant]) -> pl.DataFrame:
+    """``base`` once per (judge, control or variant) block with its slots as verdicts and
+    the perturbation columns."""
     frames = []
     for judge, vi, slots in blocks:
         if vi < 0:

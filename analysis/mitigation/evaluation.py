@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 from voirdire.analysis.mitigation import verdicts as M
 from voirdire.analysis.mitigation import reference as R
 from voirdire.analysis.mitigation import registry
+from voirdire.analysis.mitigation.bpde import select_for_annotation, with_labels
 from voirdire.analysis.position.agreement import cohen_kappa
 from voirdire.analysis.position.formulas import pc_statistic, pf_statistic, ratio_statistic
-from voirdire.analysis.position.metrics import PAIRWISE_MODES
 from voirdire.analysis.mitigation.verdicts import (
     as_judgments,
     flip_flags,
@@ -104,7 +103,7 @@ def _question_sums(verdicts: pl.DataFrame, ref: pl.DataFrame | None) -> pl.DataF
         strategy=pl.col("judge").str.split_exact(_SEP, 1).struct.field("field_0"),
         judge=pl.col("judge").str.split_exact(_SEP, 1).struct.field("field_1"),
     )
-    out = base.join(per_order, on=keys, how="full", coalesce=True)
+    out = base.join(per_order, on=keys, how="full", coalesce=True).sort(keys)  # a fixed order: reproducible float sums
     return out.with_columns([pl.col(c).fill_null(0).cast(pl.Float64) for c in [*_VALUES, "_failed"]])
 
 
@@ -196,7 +195,7 @@ def run_mitigation(
     ``labels``: people's verdicts for the pairs BPDE chose (the filled
     ``bpde_annotation.csv``; :func:`~voirdire.analysis.mitigation.reference.labels_reference`): each
     of ``gate`` and ``swap-tie`` run also as ``<name>+labels`` with those pairs' verdicts
-    replaced by people's (:func:`~voirdire.analysis.mitigation.verdicts.with_labels`).
+    replaced by people's (:func:`~voirdire.analysis.mitigation.bpde.with_labels`).
 
     Returns:
         ``(table, annotation, ref)``: :func:`evaluate`'s table; the top-``beta`` BPDE pairs
@@ -223,10 +222,10 @@ def run_mitigation(
     if labels is not None:
         people = R.labels_reference(labels)
         R.check_reference(people, judgments)
-        fns |= {f"{n}+labels": M.with_labels(fns[n], people) for n in ("gate", "swap-tie") if n in fns}
+        fns |= {f"{n}+labels": with_labels(fns[n], people) for n in ("gate", "swap-tie") if n in fns}
     verdicts = registry.apply_strategies(judgments, fns)
     if ref_judge:
         verdicts = verdicts.filter(pl.col("judge") != ref_judge)
     table = evaluate(verdicts, ref, replicates=replicates, seed=seed)
-    annotation = M.select_for_annotation(M.normalise(judgments), beta=beta)
+    annotation = select_for_annotation(M.normalise(judgments), beta=beta)
     return table, annotation, ref

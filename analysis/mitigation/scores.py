@@ -13,7 +13,7 @@ Language Models are not Fair Evaluators" (2023), Section 3:
 - **BPDE** (balanced position diversity entropy): the entropy of the ``2k`` normalised
   outcomes (win/tie/loss from the candidate's side) of a pair; the pairs of highest
   entropy are the ones to give to people (HITLC, top 20 % in the paper). Computed by
-  :func:`voirdire.analysis.mitigation.verdicts.bpde` over :func:`sample_verdicts`.
+  :func:`voirdire.analysis.mitigation.bpde.bpde` over :func:`sample_verdicts`.
 
 Verdicts are written from the candidate's side (``win``, ``tie``, ``loss``; ``undecided``
 when no sample has both scores), as in ``docs/mitigation.md``. Every function is a pure
@@ -133,7 +133,7 @@ def sample_verdicts(judgments: pl.DataFrame) -> pl.DataFrame:
     :data:`~voirdire.analysis.mitigation.verdicts.VERDICT_COLUMNS`): ``verdict`` = the sample's
     outcome (``undecided`` when it has no scores), ``queries`` 1, ``permutation`` 0 when
     the candidate was shown first else 1, ``repetition``. BPDE over these rows is Wang et
-    al.'s entropy of the 2k outcomes of MEC + BPC (:func:`voirdire.analysis.mitigation.verdicts.bpde`).
+    al.'s entropy of the 2k outcomes of MEC + BPC (:func:`voirdire.analysis.mitigation.bpde.bpde`).
 
     Raises:
         ValueError: no score-mode judgment in the table.

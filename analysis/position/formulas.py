@@ -25,6 +25,7 @@ import polars as pl
 
 __all__ = [
     "LENGTHS",
+    "JUDGE_KEYS",
     "CELL_KEYS",
     "COUNT_COLUMNS",
     "CELL_COLUMNS",
@@ -39,6 +40,8 @@ __all__ = [
 ]
 
 LENGTHS = ["input_chars", "output_chars", "prompt_chars"]
+#: A judge's figures are per (benchmark, judge).
+JUDGE_KEYS = ["benchmark", "judge"]
 #: A cell: one judge's judgments of one candidate on one task of one benchmark.
 CELL_KEYS = ["benchmark", "judge", "candidate", "task"]
 

@@ -67,6 +67,7 @@ __all__ = [
     "SERIES_COLUMNS",
     "SLOT_COLUMNS",
     "listwise_series",
+    "candidate_series",
     "listwise_cell_counts",
     "listwise_cell_metrics",
     "slot_shares",
@@ -177,6 +178,12 @@ def listwise_series(judgments: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def candidate_series(judgments: pl.DataFrame) -> pl.DataFrame:
+    """:func:`listwise_series` with one row per (series, candidate) (column ``candidate``):
+    a series counts in the cell of each of its p candidates."""
+    return listwise_series(judgments).with_columns(candidate=pl.col("candidates")).explode("candidate")
+
+
 def listwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
     """The list-wise cell builder: per (benchmark, judge, candidate, task) the counts of
     :data:`voirdire.analysis.position.formulas.COUNT_COLUMNS` over the series of ``rows`` (a series
@@ -189,13 +196,11 @@ def listwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
     the cell: a job has one list size). The figures come from
     :func:`voirdire.analysis.position.formulas.with_cell_figures`.
     """
-    series = listwise_series(rows)
     k = pl.col("klass")
     s = pl.col("s").fill_null(0.0)
     return (
-        series.lazy()
-        .with_columns(candidate=pl.col("candidates"))
-        .explode("candidate")
+        candidate_series(rows)
+        .lazy()
         .group_by(CELL_KEYS)
         .agg(
             n=pl.len().cast(pl.Int64),

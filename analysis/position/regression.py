@@ -229,6 +229,21 @@ def _fit(y: np.ndarray, blocks: dict, terms: Sequence[str]):
         return sm.OLS(y, _design(len(y), blocks, terms)).fit()
 
 
+def _observations(df: pl.DataFrame, response: str, terms: Sequence[str], scope: str) -> pl.DataFrame:
+    """The rows of ``df`` with the response and every term present.
+
+    Raises:
+        ValueError: an unknown column, or fewer than 3 rows left.
+    """
+    missing = [c for c in [response, *terms] if c not in df.columns]
+    if missing:
+        raise ValueError(f"unknown column(s) {missing}")
+    data = df.drop_nulls([response, *terms])
+    if data.height < 3:
+        raise ValueError(f"{scope or 'regression'}: {data.height} observations, need at least 3")
+    return data
+
+
 def stepwise(
     df: pl.DataFrame,
     response: str,
@@ -249,13 +264,8 @@ def stepwise(
         ValueError: fewer than 3 observations, or an unknown column.
     """
     terms = list(terms) if terms is not None else candidate_terms(df)
-    missing = [c for c in [response, *terms] if c not in df.columns]
-    if missing:
-        raise ValueError(f"unknown column(s) {missing}")
-    data = df.drop_nulls([response, *terms])
+    data = _observations(df, response, terms, scope)
     n = data.height
-    if n < 3:
-        raise ValueError(f"{scope or 'regression'}: {n} observations, need at least 3")
     y = data.get_column(response).cast(pl.Float64).to_numpy()
     blocks = _blocks(data, terms)
     terms = [t for t in terms if blocks[t][0].shape[1] > 0]
@@ -308,6 +318,14 @@ def stepwise(
         r2, k2, a2 = score([m for m in model if m != t])
         rows.append((t, k - k2, r2 - rss, r2, a2))
     drop1 = pl.DataFrame(rows, schema={"term": pl.String, "Df": pl.Int64, "Sum of Sq": pl.Float64, "RSS": pl.Float64, "AIC": pl.Float64}, orient="row").sort("AIC")
+    path_df = pl.DataFrame(path, schema={"step": pl.Int64, "move": pl.String, "Df": pl.Int64, "RSS": pl.Float64, "AIC": pl.Float64}, orient="row")
+    coef, r2 = _final_fit(y, blocks, model)
+    return StepResult(response, scope, n, list(terms), model, drop1, path_df, coef, r2, notes)
+
+
+def _final_fit(y: np.ndarray, blocks: dict, model: list[str]) -> tuple[pl.DataFrame, float]:
+    """The selected model fitted by OLS (statsmodels): its coefficients (``name``,
+    ``estimate``, ``std_error``, ``p_value``) and R² (NaN when undefined)."""
     res = _fit(y, blocks, model)
     names = ["(Intercept)", *[nm for t in model for nm in blocks[t][1]]]
     coef = pl.DataFrame(
@@ -318,9 +336,7 @@ def stepwise(
             "p_value": np.asarray(res.pvalues, dtype=float),
         }
     )
-    path_df = pl.DataFrame(path, schema={"step": pl.Int64, "move": pl.String, "Df": pl.Int64, "RSS": pl.Float64, "AIC": pl.Float64}, orient="row")
-    r2 = float(res.rsquared) if np.isfinite(res.rsquared) else float("nan")
-    return StepResult(response, scope, n, list(terms), model, drop1, path_df, coef, r2, notes)
+    return coef, float(res.rsquared) if np.isfinite(res.rsquared) else float("nan")
 
 
 def factor_regressions(

@@ -167,7 +167,16 @@ def simulate_judgments(
         failed = rng.random(slots.shape) < s.fail_rate if s.fail_rate > 0 else np.zeros(slots.shape, bool)
         frames.append((judge, slots.ravel(), failed.ravel()))
 
-    # index grids shared by every judge: rows ordered (question, candidate, order, repetition)
+    base = _pair_grid(nq, nc, nr, cands, task_names, input_chars, output_chars, gap, reference=reference, benchmark=benchmark, option_mode=option_mode)
+    return _with_verdicts(base, frames)
+
+
+def _pair_grid(
+    nq: int, nc: int, nr: int, cands: list[str], task_names: list[str], input_chars: np.ndarray, output_chars: np.ndarray,
+    gap: np.ndarray, *, reference: str, benchmark: str, option_mode: int,
+) -> pl.DataFrame:
+    """The rows every judge shares, ordered (question, candidate, order, repetition): keys,
+    ``shown``, lengths, ``query_id`` and ``true_gap``."""
     qi = np.repeat(np.arange(nq), nc * 2 * nr)
     ci = np.tile(np.repeat(np.arange(nc), 2 * nr), nq)
     perm = np.tile(np.repeat(np.arange(2), nr), nq * nc)
@@ -204,6 +213,11 @@ def simulate_judgments(
         )
         .with_columns(query_id=pl.concat_str("benchmark", "question_id", pl.col("shown").list.join(";"), separator="|"))
     )
+    return base
+
+
+def _with_verdicts(base: pl.DataFrame, frames: list[tuple[str, np.ndarray, np.ndarray]]) -> pl.DataFrame:
+    """``base`` once per judge with its chosen slots and failures as verdict columns."""
     out = []
     for judge, slots, failed in frames:
         out.append(

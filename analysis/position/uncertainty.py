@@ -29,8 +29,9 @@ import numpy as np
 import polars as pl
 from scipy.stats import binomtest
 from voirdire.analysis.position import registry
-from voirdire.analysis.position.listwise import listwise_series
-from voirdire.analysis.position.metrics import pairwise_pairs, query_stability
+from voirdire.analysis.position.listwise import candidate_series
+from voirdire.analysis.position.metrics import pairwise_pairs
+from voirdire.analysis.position.stability import query_stability
 
 __all__ = ["CI_COLUMNS", "SUM_COLUMNS", "cluster_bootstrap", "question_sums", "stability_sums", "bootstrap_ci", "sign_test"]
 
@@ -56,11 +57,9 @@ def question_sums(judgments: pl.DataFrame) -> pl.DataFrame:
         d=((k == "recency").sum().cast(pl.Float64) - (k == "primacy").sum().cast(pl.Float64)),
     )
     if "mode" not in judgments.columns or not judgments.filter(pl.col("mode") == "listwise").height:
-        return pairwise
+        return pairwise.sort(keys)  # sorted: the cells' order, so the float sums, do not vary from run to run
     listwise = (
-        listwise_series(judgments)
-        .with_columns(candidate=pl.col("candidates"))
-        .explode("candidate")
+        candidate_series(judgments)
         .group_by(keys)
         .agg(
             n=pl.len().cast(pl.Float64),
@@ -69,7 +68,7 @@ def question_sums(judgments: pl.DataFrame) -> pl.DataFrame:
             d=pl.col("s").fill_null(0.0).sum().cast(pl.Float64),
         )
     )
-    return pl.concat([pairwise, listwise])
+    return pl.concat([pairwise, listwise]).sort(keys)
 
 
 def _dense(rows: pl.DataFrame, q_index: dict, n_q: int, cells: pl.DataFrame, cell_cols: list[str], values: Sequence[str]) -> dict[str, np.ndarray]:
@@ -231,7 +230,7 @@ def bootstrap_ci(
 
 def stability_sums(judgments: pl.DataFrame) -> pl.DataFrame:
     """Per query asked at least twice with an extracted choice
-    (:func:`~voirdire.analysis.position.metrics.query_stability`): ``benchmark``,
+    (:func:`~voirdire.analysis.position.stability.query_stability`): ``benchmark``,
     ``judge``, ``question_id``, ``s`` (float: ``RS_j``) and ``c`` (1.0), whose ratio of sums
     is RS."""
     return query_stability(judgments).select("benchmark", "judge", "question_id", s="rs_j", c=pl.lit(1.0))
