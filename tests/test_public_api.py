@@ -25,7 +25,7 @@ def _job(data_dir, out) -> dict:
 
 
 def test_exports_are_the_documented_entry_points():
-    for name in ("run", "load", "plan", "estimate", "report", "mitigate", "load_job_spec", "Results", "ConfigError"):
+    for name in ("run", "load", "analyze", "plan", "estimate", "report", "mitigate", "load_job_spec", "Results", "ConfigError"):
         assert getattr(voirdire, name) is not None, name
     assert set(voirdire.__all__) >= {"run", "load", "report", "mitigate"}
     with pytest.raises(AttributeError):
@@ -57,6 +57,14 @@ def test_notebook_session(data_dir, tmp_path, ray_local):
     assert again.stats is None
     assert again.judge_metrics.sort("judge").equals(res.judge_metrics.sort("judge"))
     assert again.job["job"]["name"] == "api-notebook"
+    # load only reads; analyze also rewrites the directory's files
+    (res.output_dir / "report.md").unlink()
+    (res.output_dir / "metrics" / "judge_metrics.csv").unlink()
+    voirdire.load(res.output_dir)
+    assert not (res.output_dir / "report.md").exists() and not (res.output_dir / "metrics" / "judge_metrics.csv").exists()
+    redone = voirdire.analyze(res.output_dir)
+    assert (res.output_dir / "report.md").is_file() and redone.judge_metrics.equals(again.judge_metrics)
+    assert pl.read_csv(res.output_dir / "metrics" / "judge_metrics.csv").height == 2
 
     html = voirdire.report([res.output_dir], out=tmp_path / "report", replicates=50)
     assert html.name == "report.html" and "gpt-4-0613" in html.read_text()

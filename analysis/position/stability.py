@@ -82,9 +82,10 @@ def repetition_stability(judgments: pl.DataFrame) -> pl.DataFrame:
     lf = judgments.lazy()
     used, scored = _query_stability(lf)
     has_rep = used.group_by(JUDGE_KEYS).agg(pl.lit(True).alias("_rep"))
+    # the terms sorted: the mean's float sum runs in one order (it varied from run to run)
     stats = scored.group_by(JUDGE_KEYS).agg(
-        rs=pl.col("rs_j").mean(),
-        rs_spread=pl.col("sd_j").mean(),
+        rs=pl.col("rs_j").sort().cum_sum().last() / pl.len(),
+        rs_spread=pl.col("sd_j").sort().cum_sum().last() / pl.len(),
         n_queries=pl.len().cast(pl.Int64),
     )
     judges = lf.select(JUDGE_KEYS).unique()

@@ -19,6 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
+from voirdire.analysis.mitigation.evaluation import KAPPA_GATE  # noqa: E402
 
 __all__ = [
     "judge_colors",
