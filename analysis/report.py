@@ -81,7 +81,7 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
             caption="κ passes: Cohen's kappa between the two orders' verdicts (95% CI); gate κ ≥ 0.6 (docs/mitigation.md)",
         )
         for i, c in enumerate(cols):
-            table.add_column(fmts[c][0], justify="left" if i < 2 else "right", no_wrap=i < 2, min_width=None if i < 2 else 6)
+            table.add_column(fmts[c][0], justify="left" if i < 2 else "right", no_wrap=i < 2 or c == "pass_kappa", min_width=None if i < 2 else 6)
         for r in part.sort("benchmark", "judge").iter_rows(named=True):
             table.add_row(*[_cell(r, c, fmts[c][1]) for c in cols])
         console.print(table)

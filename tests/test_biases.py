@@ -292,6 +292,11 @@ def test_self_enhancement_on_the_replayed_mtbench_release(data_dir, ray_local, t
     assert (round(g4["raw"], 3), round(g4["did"], 3)) == (0.206, 0.215)
     assert (round(g35["raw"], 3), round(g35["did"], 3)) == (-0.092, -0.108)
     assert g4["did_lo"] > 0 and g35["did_hi"] < 0
+    # strength-adjusted (issue 15: GPT-4-0613's deviation grows with strength, slope ≈ +0.27)
+    assert (round(g4["adj"], 3), round(g4["slope"], 2), round(g35["adj"], 3)) == (0.129, 0.27, -0.085)
+    assert g4["adj_lo"] > 0 and g4["adj"] < g4["did"] and g35["adj_hi"] < 0
+    assert (g4["adj_lo"], g4["adj_hi"]) == pytest.approx((0.060, 0.206), abs=0.0015)
+    assert 0 < g4["error_rate_null"] < g4["error_rate_null_hi"] < g4["error_rate_lo"]  # CALM's error rate beyond its null reference
     quoted = {"gpt-4-0613": (0.141, 0.269, 0.153, 0.275), "gpt-3.5-turbo-1106": (-0.160, -0.028, -0.180, -0.043)}
     for r in se.iter_rows(named=True):
         assert (r["raw_lo"], r["raw_hi"], r["did_lo"], r["did_hi"]) == pytest.approx(quoted[r["judge"]], abs=0.0015)
