@@ -309,6 +309,14 @@ def bias_effects(
         .join(consistency_rate(judgments).select("benchmark", "judge", "cr"), on=["benchmark", "judge"], how="left")
         .with_columns(pl.col("n").fill_null(0), pl.col("n_failed").fill_null(0), delta=pl.col("p_perturbed") - pl.col("p_control"))
     )
+    return _derived(out, boot_rows, replicates=replicates, level=level, seed=seed)
+
+
+def _derived(out: pl.DataFrame, boot_rows: pl.DataFrame, *, replicates: int, level: float, seed: int) -> pl.DataFrame:
+    """:func:`bias_effects`' figures derived from the counts (McNemar p, susceptibility,
+    error rate, the kind-specific accuracies) and the null references
+    (:func:`~voirdire.analysis.null_reference.swap_null` over ``boot_rows``), in
+    :data:`EFFECT_COLUMNS` order."""
     pv = [
         float(binomtest(a, a + b, 0.5).pvalue) if (a or 0) + (b or 0) > 0 else 1.0
         for a, b in zip(out.get_column("toward").to_list(), out.get_column("away").to_list())
@@ -331,10 +339,12 @@ def bias_effects(
         if c not in out.columns:
             out = out.with_columns(pl.lit(None, dtype=pl.Float64).alias(c))
     out = out.with_columns(
-        [pl.when(has_t).then(pl.col(c).fill_nan(None)).alias(c) for c in ("delta_lo", "delta_hi", "susceptibility_lo", "susceptibility_hi", *NULL_COLUMNS)]
+        [pl.when(has_t).then(pl.col(c)).alias(c) for c in ("delta_lo", "delta_hi", "susceptibility_lo", "susceptibility_hi")]
+        + [pl.when(has_t).then(pl.col(c).fill_nan(None)).alias(c) for c in NULL_COLUMNS]
     )
     order = pl.col("slot").replace_strict({"all": 0, "first": 1, "last": 2}, default=3, return_dtype=pl.Int32)
     return out.with_columns(_o=order).sort("benchmark", "judge", "perturbation", "_o").select(EFFECT_COLUMNS)
+
 
 
 def _ci_name(col: str) -> str:
