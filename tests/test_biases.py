@@ -310,6 +310,9 @@ def test_self_enhancement_on_the_replayed_mtbench_release(data_dir, ray_local, t
 
     page = build_report([tmp_path / "pb"], tmp_path / "rep", replicates=200).read_text()
     assert "Self-enhancement" in page and "gpt-4-0613" in page and 'id="biases"' in page
+    # the inter-pass kappa and its gate: in the Judges table and in the mitigation section
+    assert "κ passes" in page and "κ ≥ 0.6" in page and "<th>pass_kappa_gate</th>" in page
+    assert "strength-adjusted" in page or "same strength" in page
 
 
 def test_bias_section_of_the_report(tmp_path):
