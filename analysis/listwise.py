@@ -290,18 +290,22 @@ def slot_shares(judgments: pl.DataFrame) -> pl.DataFrame:
         .sort(keys + ["position"])
         .collect()
     )
+    out = out.rename({"chi2": "pearson_chi2"}).join(_question_wald(rows, keys), on=keys, how="left")
+    stat = out.get_column("chi2").fill_null(np.nan).to_numpy().astype(float)
+    dof = out.get_column("chi2_dof").to_numpy()
+    pval = np.where(np.isnan(stat), np.nan, chi2.sf(np.nan_to_num(stat), np.maximum(dof, 1)))
+    return out.with_columns(chi2_p=pl.Series(pval, dtype=pl.Float64).fill_nan(None)).select(SLOT_COLUMNS)
+
+
+def _question_wald(rows: pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
+    """:func:`cluster_wald` over the slot choices of annotated ``rows``, per question."""
     per_question = (
         rows.filter(pl.col("_slot"))
         .group_by([*keys, "question_id", (pl.col("_code") + 1).cast(pl.Int64).alias("position")])
         .agg(choices=pl.len().cast(pl.Int64))
         .collect()
     )
-    wald = cluster_wald(per_question.cast({"list_size": pl.Int64, "option_mode": pl.Int64}), keys)
-    out = out.rename({"chi2": "pearson_chi2"}).join(wald, on=keys, how="left")
-    stat = out.get_column("chi2").fill_null(np.nan).to_numpy().astype(float)
-    dof = out.get_column("chi2_dof").to_numpy()
-    pval = np.where(np.isnan(stat), np.nan, chi2.sf(np.nan_to_num(stat), np.maximum(dof, 1)))
-    return out.with_columns(chi2_p=pl.Series(pval, dtype=pl.Float64).fill_nan(None)).select(SLOT_COLUMNS)
+    return cluster_wald(per_question.cast({"list_size": pl.Int64, "option_mode": pl.Int64}), keys)
 
 
 def cluster_wald(per_cluster: pl.DataFrame, keys: list[str], cluster: str = "question_id") -> pl.DataFrame:
