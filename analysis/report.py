@@ -115,8 +115,9 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
     """List-wise slot choice shares as a Markdown table: one row per (benchmark, judge,
     list size, option mode), one column per slot (share of slot-choosing verdicts, with
     its excess over 1/p in parentheses), then the tie share, the number of choices and the
-    chi-square goodness-of-fit test of the slot counts against uniform (statistic, degrees
-    of freedom, p-value).
+    chi-square test of the slot counts against uniform, clustered by question
+    (:func:`voirdire.analysis.listwise.cluster_wald`: statistic, degrees of freedom,
+    questions, p-value).
 
     Args:
         shares: :func:`voirdire.analysis.listwise.slot_shares` output.
@@ -125,7 +126,7 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
         return ""
     max_p = int(shares["list_size"].max())
     slots = "ABCDEFGHI"[:max_p]
-    head = "| benchmark | judge | p | 1/p | " + " | ".join(slots) + " | tie | choices | χ² (dof) | p-value |"
+    head = "| benchmark | judge | p | 1/p | " + " | ".join(slots) + " | tie | choices | clustered χ² (dof; questions) | p-value |"
     sep = "|---|---|---:|---:|" + "---:|" * (max_p + 4)
     body = []
     keys = ["benchmark", "judge", "list_size", "option_mode"]
@@ -136,7 +137,7 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
         row = [str(bench), str(judge), str(p), f"{first['expected']:.3f}"]
         row += [cells.get(x, "") for x in slots]
         row += [f"{first['tie_share']:.3f}", f"{first['n_choices']:,}"]
-        row += [_fmt(first["chi2"], "{:.1f}") + f" ({first['chi2_dof']})", _fmt(first["chi2_p"], "{:.3g}")]
+        row += [_fmt(first["chi2"], "{:.1f}") + f" ({first['chi2_dof']}; {first['clusters'] or 0})", _fmt(first["chi2_p"], "{:.3g}")]
         body.append("| " + " | ".join(row) + " |")
     return "\n".join([head, sep, *body])
 
