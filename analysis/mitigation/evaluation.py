@@ -14,13 +14,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import numpy as np
 import polars as pl
 from voirdire.analysis.mitigation import verdicts as M
 from voirdire.analysis.mitigation import reference as R
 from voirdire.analysis.mitigation import registry
 from voirdire.analysis.mitigation.bpde import select_for_annotation, with_labels
-from voirdire.analysis.position.agreement import cohen_kappa
+from voirdire.analysis.mitigation.pass_kappa import PASS_CONF, gate, pass_confusion
+from voirdire.analysis.position.agreement import kappa_statistic
 from voirdire.analysis.position.formulas import pc_statistic, pf_statistic, ratio_statistic
 from voirdire.analysis.mitigation.verdicts import (
     as_judgments,
@@ -31,31 +31,22 @@ from voirdire.analysis.position.uncertainty import cluster_bootstrap, question_s
 
 __all__ = [
     "EVAL_COLUMNS",
-    "KAPPA_GATE",
     "evaluate",
     "run_mitigation",
 ]
 
-KAPPA_GATE = 0.6
-METRICS = ["pc", "pf", "flip", "accuracy", "kappa", "undecided", "cost"]
+METRICS = ["pc", "pf", "flip", "accuracy", "kappa", "undecided", "cost", "pass_kappa"]
 CATS = ("win", "tie", "loss")
 EVAL_COLUMNS = [
     "benchmark", "strategy", "judge", "verdicts", "pairs", "failed_pairs", "n_ref",
     *[f"{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")],
-    "kappa_gate", "order_invariant", "reference_source",
+    "pass_kappa_gate", "order_invariant", "reference_source",
 ]  # fmt: skip
 
 _SEP = "\x1f"
 _CELLS = ["candidate", "task"]
 _CONF = [f"c_{a}_{b}" for a in CATS for b in CATS]
-_VALUES = ["rows", "undecided_n", "queries", "decided_ref", "correct", *_CONF, "n", "ccn", "v", "d", "pair_ok", "flips"]
-
-
-def _kappa(s):
-    """Cohen's kappa over {win, tie, loss} from the summed 3×3 confusion counts, per
-    replicate (statsmodels, :func:`~voirdire.analysis.position.agreement.cohen_kappa`)."""
-    c = np.stack([s[k].sum(1) for k in _CONF], axis=1).reshape(-1, 3, 3)
-    return np.array([cohen_kappa(t) for t in c])
+_VALUES = ["rows", "undecided_n", "queries", "decided_ref", "correct", *_CONF, "n", "ccn", "v", "d", "pair_ok", "flips", *PASS_CONF]
 
 
 STATISTICS = {
@@ -63,9 +54,10 @@ STATISTICS = {
     "pf": pf_statistic,
     "flip": ratio_statistic("flips", "pair_ok"),
     "accuracy": ratio_statistic("correct", "decided_ref"),
-    "kappa": _kappa,
+    "kappa": kappa_statistic(_CONF),  # against the reference (statsmodels)
     "undecided": ratio_statistic("undecided_n", "rows"),
     "cost": ratio_statistic("queries", "rows"),
+    "pass_kappa": kappa_statistic(PASS_CONF),  # between the two passes
 }
 
 
@@ -98,7 +90,9 @@ def _question_sums(verdicts: pl.DataFrame, ref: pl.DataFrame | None) -> pl.DataF
         .group_by("benchmark", "judge", *_CELLS, "question_id")
         .agg(pair_ok=pl.col("pair_ok").sum(), flips=pl.col("flip").sum(), _failed=(~pl.col("pair_ok")).sum())
     )
-    per_order = pairs.join(flips, on=["benchmark", "judge", *_CELLS, "question_id"], how="full", coalesce=True)
+    passes = pass_confusion(po.drop("strategy"), by=["judge", *_CELLS]).drop("pass_pairs")
+    on = ["benchmark", "judge", *_CELLS, "question_id"]
+    per_order = pairs.join(flips, on=on, how="full", coalesce=True).join(passes, on=on, how="full", coalesce=True)
     per_order = per_order.with_columns(
         strategy=pl.col("judge").str.split_exact(_SEP, 1).struct.field("field_0"),
         judge=pl.col("judge").str.split_exact(_SEP, 1).struct.field("field_1"),
@@ -133,9 +127,14 @@ def evaluate(
           swap-and-tie) PC = 1, PF = 0 and flip = 0 by construction
           (``order_invariant`` true, interval collapsed).
         - ``accuracy``: share of decided verdicts (not ``undecided``) with a reference that
-          equal it; ``kappa``: Cohen's kappa over {win, tie, loss} on the same verdicts;
-          ``kappa_gate``: ``"pass"`` when kappa ≥ 0.6, ``"fail"`` below, null when
-          undefined.
+          equal it; ``kappa``: Cohen's kappa against the reference over {win, tie, loss}
+          on the same verdicts (an agreement figure: no gate).
+        - ``pass_kappa``: Cohen's kappa between the two passes (the strategy's per-order
+          verdicts of the original and the swapped order, pair by pair;
+          :mod:`voirdire.analysis.mitigation.pass_kappa`, statsmodels), null for an
+          order-invariant strategy (no per-order verdicts); ``pass_kappa_gate``:
+          ``"pass"`` when it is ≥ 0.6 (the practitioners' gate), ``"fail"`` below, null
+          when undefined. Needs no reference.
         - ``undecided``: share of final verdicts left undecided; ``cost``: queries per
           final verdict (Σ queries / final verdicts, undecided ones included).
 
@@ -160,12 +159,11 @@ def evaluate(
     out = out.with_columns(
         [pl.when(inv).then(pl.lit(val)).otherwise(pl.col(f"{m}{s}")).alias(f"{m}{s}") for m, val in fixed.items() for s in ("", "_lo", "_hi")]
     )
-    kap = pl.col("kappa")
     src = reference.get_column("source").unique().sort().str.join("; ").item() if reference is not None and reference.height else None
     out = out.with_columns(
-        kappa_gate=pl.when(kap.is_nan() | kap.is_null()).then(None).when(kap >= KAPPA_GATE).then(pl.lit("pass")).otherwise(pl.lit("fail")),
+        *[pl.col(f"pass_kappa{s}").fill_nan(None) for s in ("", "_lo", "_hi")],
         reference_source=pl.lit(src, dtype=pl.String),
-    )
+    ).with_columns(pass_kappa_gate=gate())
     return out.select(EVAL_COLUMNS).sort("benchmark", "strategy", "judge")
 
 
@@ -199,7 +197,7 @@ def run_mitigation(
 
     Returns:
         ``(table, annotation, ref)``: :func:`evaluate`'s table; the top-``beta`` BPDE pairs
-        of every judge's per-order verdicts (:func:`~voirdire.analysis.mitigation.verdicts.
+        of every judge's per-order verdicts (:func:`~voirdire.analysis.mitigation.bpde.
         select_for_annotation`); the reference table (or None).
 
     Raises:

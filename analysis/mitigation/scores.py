@@ -6,17 +6,20 @@ Language Models are not Fair Evaluators" (2023), Section 3:
 
 - **MEC** (multiple evidence calibration): ``k`` evidence-first samples of the same order
   (``repetitions = k`` at temperature > 0; one request with ``n = k`` where the backend
-  allows), each answer's score averaged over them.
+  allows), each answer's score averaged over them; a verdict per order (so its position
+  bias is read per order, as for one sample: ``score``).
 - **BPC** (balanced position calibration): both orders; each answer's final score is the
   mean of its scores in the first and in the second position.
-- **MEC + BPC**: ``k`` samples in each order, all ``2k`` averaged.
+- **MEC + BPC**: ``k`` samples in each order, each answer's scores averaged within each
+  order over the valid samples, then the two positions' means averaged (the mean of all
+  ``2k`` when every sample is valid; failed samples never reweight the positions).
 - **BPDE** (balanced position diversity entropy): the entropy of the ``2k`` normalised
   outcomes (win/tie/loss from the candidate's side) of a pair; the pairs of highest
   entropy are the ones to give to people (HITLC, top 20 % in the paper). Computed by
   :func:`voirdire.analysis.mitigation.bpde.bpde` over :func:`sample_verdicts`.
 
 Verdicts are written from the candidate's side (``win``, ``tie``, ``loss``; ``undecided``
-when no sample has both scores), as in ``docs/mitigation.md``. Every function is a pure
+when an order used has no sample with both scores), as in ``docs/mitigation.md``. Every function is a pure
 polars function, table in, table out.
 """
 
@@ -28,14 +31,15 @@ from voirdire.analysis.mitigation.verdicts import COMPARISON_KEYS
 #: Columns of :func:`score_samples`.
 SAMPLE_COLUMNS = [*COMPARISON_KEYS, "permutation", "repetition", "candidate_first", "candidate_score", "reference_score", "outcome"]
 #: Columns of the final-verdict tables of averaged scores (:func:`mean_score_verdicts`).
-SCORE_VERDICT_COLUMNS = [*COMPARISON_KEYS, "candidate_score", "reference_score", "verdict", "queries"]
+SCORE_VERDICT_COLUMNS = [*COMPARISON_KEYS, "candidate_score", "reference_score", "verdict", "permutation", "queries"]
 #: The score strategies by their registered names
-#: (:data:`voirdire.analysis.mitigation.registry.SCORE_STRATEGIES`): (orders used, samples
-#: per order: ``None`` = all repetitions).
+#: (:data:`voirdire.analysis.mitigation.registry.SCORE_STRATEGIES`): (orders: ``each`` = a
+#: verdict per order, ``both`` = the two positions averaged; samples per order: ``None`` =
+#: all repetitions).
 CALIBRATIONS: dict[str, tuple[str, int | None]] = {
-    "score-single": ("original", 1),
+    "score-single": ("each", 1),
     "bpc": ("both", 1),
-    "mec": ("original", None),
+    "mec": ("each", None),
     "mec+bpc": ("both", None),
 }
 
@@ -73,47 +77,76 @@ def score_samples(judgments: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(outcome=_outcome(pl.col("candidate_score"), pl.col("reference_score"))).select(SAMPLE_COLUMNS)
 
 
+def _order_means(s: pl.DataFrame) -> pl.DataFrame:
+    """Per pair and order (``candidate_first``): each answer's mean score over the order's
+    samples that have both scores (null when none has), ``samples`` (all, failed included)."""
+    ok = pl.col("candidate_score").is_not_null() & pl.col("reference_score").is_not_null()
+    return s.group_by([*COMPARISON_KEYS, "candidate_first"]).agg(
+        candidate_score=pl.col("candidate_score").filter(ok).mean(),
+        reference_score=pl.col("reference_score").filter(ok).mean(),
+        samples=pl.len().cast(pl.Int64),
+    )
+
+
 def mean_score_verdicts(samples: pl.DataFrame, *, orders: str = "both", per_order: int | None = None) -> pl.DataFrame:
-    """Final verdict per pair from averaged scores (Wang et al. 2023, Section 3).
+    """Final verdicts from averaged scores (Wang et al. 2023, Section 3).
+
+    Each answer's score is first averaged within each order over that order's valid samples
+    (repetitions 1..``per_order``; a sample is valid when it has both scores). Then:
+
+    - ``orders="each"`` (no calibration, or MEC alone): one verdict per pair *and order*,
+      from that order's means; ``permutation`` 0 (candidate shown first) or 1, so the
+      evaluation reads PC, PF and the flip rate per order as for ``single``.
+    - ``orders="both"`` (BPC, MEC + BPC): one verdict per pair from each answer's mean of
+      its two positions' means (BPC: "the average of the two scores it receives in the two
+      positions"); ``permutation`` null (order-invariant). A pair with an order that has no
+      valid sample (or is absent) is ``undecided``: a failed swap never falls back to the
+      one biased order, and failed samples never reweight the positions.
 
     Args:
         samples: :func:`score_samples` output.
-        orders: ``"both"`` (BPC: the mean of each answer's scores over both positions) or
-            ``"original"`` (permutation 0 only).
+        orders: ``"both"`` or ``"each"``.
         per_order: samples used per order (repetitions 1..k); ``None``: all (MEC).
 
     Returns:
-        :data:`SCORE_VERDICT_COLUMNS`, one row per pair: mean ``candidate_score`` and
-        ``reference_score`` (f64, over the samples that have both scores), ``verdict``
-        (``win``/``tie``/``loss``; ``undecided`` when no sample has scores) and ``queries``
-        (int: samples spent for this verdict, failed ones included: the cost).
+        :data:`SCORE_VERDICT_COLUMNS`: ``candidate_score`` / ``reference_score`` (f64, the means
+        above; null when undecided), ``verdict`` (``win``/``tie``/``loss``/``undecided``),
+        ``permutation`` (i64 or null) and ``queries`` (int: samples spent on this verdict,
+        failed ones included: the cost).
 
     Raises:
-        ValueError: ``orders`` not ``both`` or ``original``; ``per_order`` < 1.
+        ValueError: ``orders`` not ``both`` or ``each``; ``per_order`` < 1.
     """
-    if orders not in ("both", "original"):
-        raise ValueError(f"orders must be 'both' or 'original', not {orders!r}")
+    if orders not in ("both", "each"):
+        raise ValueError(f"orders must be 'both' or 'each', not {orders!r}")
     if per_order is not None and per_order < 1:
         raise ValueError(f"per_order must be >= 1, not {per_order}")
-    s = samples if orders == "both" else samples.filter(pl.col("permutation") == 0)
-    if per_order is not None:
-        s = s.filter(pl.col("repetition") <= per_order)
-    ok = pl.col("candidate_score").is_not_null() & pl.col("reference_score").is_not_null()
-    out = s.group_by(COMPARISON_KEYS).agg(
-        candidate_score=pl.col("candidate_score").filter(ok).mean(),
-        reference_score=pl.col("reference_score").filter(ok).mean(),
-        queries=pl.len().cast(pl.Int64),
-    )
+    s = samples if per_order is None else samples.filter(pl.col("repetition") <= per_order)
+    means = _order_means(s)
+    if orders == "each":
+        out = means.with_columns(
+            permutation=pl.when(pl.col("candidate_first")).then(0).otherwise(1).cast(pl.Int64), queries=pl.col("samples")
+        )
+    else:
+        both = pl.col("candidate_first").n_unique() == 2
+        decided = both & pl.col("candidate_score").is_not_null().all() & pl.col("reference_score").is_not_null().all()
+        out = means.group_by(COMPARISON_KEYS).agg(
+            candidate_score=pl.when(decided).then(pl.col("candidate_score").mean()),
+            reference_score=pl.when(decided).then(pl.col("reference_score").mean()),
+            queries=pl.col("samples").sum(),
+            permutation=pl.lit(None, dtype=pl.Int64),
+        )
     return (
         out.with_columns(verdict=_outcome(pl.col("candidate_score"), pl.col("reference_score")).fill_null("undecided"))
         .select(SCORE_VERDICT_COLUMNS)
-        .sort(COMPARISON_KEYS)
+        .sort([*COMPARISON_KEYS, "permutation"], nulls_last=True)
     )
 
 
 def strategy_verdicts(judgments: pl.DataFrame, strategy: str) -> pl.DataFrame:
     """The final verdicts of a named score strategy (:data:`CALIBRATIONS`): ``score-single``
-    (one sample, original order: no calibration), ``bpc``, ``mec``, ``mec+bpc``.
+    (one sample per order, a verdict per order: no calibration), ``bpc``, ``mec`` (k
+    samples per order, a verdict per order), ``mec+bpc``.
 
     Raises:
         ValueError: unknown strategy, no score-mode judgments, or ``bpc``/``mec+bpc`` on a
@@ -149,7 +182,7 @@ def sample_verdicts(judgments: pl.DataFrame) -> pl.DataFrame:
 
 
 def score_single(judgments: pl.DataFrame) -> pl.DataFrame:
-    """Strategy ``score-single``: one sample in the original order (no calibration; 1 query)."""
+    """Strategy ``score-single``: one sample per order, a verdict per order (no calibration; 1 query per verdict)."""
     return strategy_verdicts(judgments, "score-single")
 
 
@@ -159,10 +192,10 @@ def bpc(judgments: pl.DataFrame) -> pl.DataFrame:
 
 
 def mec(judgments: pl.DataFrame) -> pl.DataFrame:
-    """Strategy ``mec``: the k evidence samples of the original order averaged (k queries)."""
+    """Strategy ``mec``: k evidence samples averaged within each order, a verdict per order (k queries)."""
     return strategy_verdicts(judgments, "mec")
 
 
 def mec_bpc(judgments: pl.DataFrame) -> pl.DataFrame:
-    """Strategy ``mec+bpc``: k samples in each order, all averaged (2k queries)."""
+    """Strategy ``mec+bpc``: k samples per order averaged, then the two positions' means (2k queries)."""
     return strategy_verdicts(judgments, "mec+bpc")

@@ -15,12 +15,15 @@ judgment's ``tie`` column.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+
 import numpy as np
 import polars as pl
 from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 
 __all__ = [
     "cohen_kappa",
+    "kappa_statistic",
     "choices",
     "agreement_matrix",
     "fleiss_panel",
@@ -61,6 +64,20 @@ def cohen_kappa(table: np.ndarray) -> float:
     if table.shape[0] < 2:
         return float("nan")
     return float(cohens_kappa(table, return_results=False))
+
+
+def kappa_statistic(columns: Sequence[str]) -> Callable[[Mapping[str, np.ndarray]], np.ndarray]:
+    """A statistic over sums for :func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`:
+    the k × k confusion table of ``columns`` (row-major, k² of them) summed over the cells,
+    then :func:`cohen_kappa` per replicate. Returns ``{value: (R, U) array} -> (R,) array``."""
+    cols = list(columns)
+    k = int(round(len(cols) ** 0.5))
+
+    def kappa(s: Mapping[str, np.ndarray]) -> np.ndarray:
+        t = np.stack([np.asarray(s[c]).sum(1) for c in cols], axis=1).reshape(-1, k, k)
+        return np.array([cohen_kappa(x) for x in t])
+
+    return kappa
 
 
 def _cohen(a: np.ndarray, b: np.ndarray, k: int) -> float:

@@ -66,7 +66,9 @@ def bias_figure(effects: pl.DataFrame, path: str | Path, title: str = "") -> Pat
 
 _EFFECT_SHOWN = [
     "judge", "perturbation", "perturbation_kind", "perturbation_param", "target_rule", "slot", "n",
-    "rr", "cr", "delta", "delta_lo", "delta_hi", "p_value", "susceptibility", "accuracy_control", "accuracy_perturbed", "error_rate",
+    "rr", "cr", "delta", "delta_lo", "delta_hi", "p_value", "susceptibility", "susceptibility_null", "susceptibility_null_lo",
+    "susceptibility_null_hi", "accuracy_control", "accuracy_perturbed", "error_rate", "error_rate_null", "error_rate_null_lo",
+    "error_rate_null_hi",
 ]
 
 
@@ -84,8 +86,8 @@ def bias_view(written: dict[str, Any]) -> dict[str, Any] | None:
         return None
     figs = written.get("figures", {})
     f3, sg = "{:.3f}", "{:+.3f}"
-    fmt = {c: f3 for c in ("rr", "cr", "accuracy_control", "accuracy_perturbed", "error_rate")}
-    fmt.update({c: sg for c in ("delta", "delta_lo", "delta_hi", "susceptibility")})
+    fmt = {c: f3 for c in ("rr", "cr", "accuracy_control", "accuracy_perturbed", "error_rate", "error_rate_null", "error_rate_null_lo", "error_rate_null_hi")}
+    fmt.update({c: sg for c in ("delta", "delta_lo", "delta_hi", "susceptibility", "susceptibility_null", "susceptibility_null_lo", "susceptibility_null_hi")})
     fmt["p_value"] = "{:.2g}"
     effects, selfs = [], []
     for key, path in sorted(tabs.items()):
@@ -102,6 +104,6 @@ def bias_view(written: dict[str, Any]) -> dict[str, Any] | None:
             })  # fmt: skip
         else:
             se = pl.read_csv(path)
-            fse = {c: (sg if c.startswith(("raw", "did")) else f3) for c in se.columns if se.schema[c] == pl.Float64}
+            fse = {c: (sg if c.startswith(("raw", "did", "adj", "slope")) else f3) for c in se.columns if se.schema[c] == pl.Float64}
             selfs.append({"name": key[len("self_enhancement_"):], "table": table_view(se, fse)})
     return {"effects": effects, "self_enhancement": selfs}

@@ -19,7 +19,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
-from voirdire.analysis.mitigation.evaluation import KAPPA_GATE  # noqa: E402
 
 __all__ = [
     "judge_colors",
@@ -263,8 +262,9 @@ def rs_bars(judges: pl.DataFrame, path: str | os.PathLike, ci: pl.DataFrame | No
 
 def cost_agreement_figure(table: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
     """Cost (queries per final verdict, x) against Cohen's kappa with the reference (y,
-    95 % interval bars), one panel per benchmark, one colour per strategy; the dashed line
-    is the kappa ≥ 0.6 gate (``KAPPA_GATE``). PNG at ``path``."""
+    95 % interval bars), one panel per benchmark, one colour per strategy (kappa against a
+    reference is an agreement figure: no gate line; the 0.6 gate is on the inter-pass
+    kappa). PNG at ``path``."""
     benches = sorted(table.get_column("benchmark").unique().to_list())
     strategies = sorted(table.get_column("strategy").unique().to_list())
     cmap = plt.get_cmap("tab10")
@@ -281,7 +281,6 @@ def cost_agreement_figure(table: pl.DataFrame, path: str | os.PathLike, title: s
             x = p.get_column("cost").to_numpy().astype(float) * (1 + 0.04 * (strategies.index(s) - (len(strategies) - 1) / 2))
             err = np.vstack([np.nan_to_num(y - lo), np.nan_to_num(hi - y)])
             ax.errorbar(x, y, yerr=err, fmt="o", color=color[s], label=s, alpha=0.8, capsize=2)
-        ax.axhline(KAPPA_GATE, ls="--", color="grey", lw=1)
         ax.set_xscale("log")
         costs = sorted({float(c) for c in part.get_column("cost").to_list() if c == c})
         ax.set_xticks(costs, [f"{c:g}" for c in costs])

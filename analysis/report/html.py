@@ -29,11 +29,13 @@ __all__ = ["render_html", "build_report"]
 
 
 _PANEL = ["benchmark", "judge", "pc", "pc_lo", "pc_hi", "pf", "pf_lo", "pf_hi", "error_rate", "rs", "rs_lo", "rs_hi",
-          "primacy", "recency", "p_value", "direction", "n_judgments", "source", "rs_source", "flag"]  # fmt: skip
+          "primacy", "recency", "p_value", "direction", "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate",
+          "n_judgments", "source", "rs_source", "flag"]  # fmt: skip
 _PANEL_FMT = {"pc": F3, "pc_lo": F3, "pc_hi": F3, "pf": SIGNED, "pf_lo": SIGNED, "pf_hi": SIGNED, "error_rate": PCT,
-              "rs": F3, "rs_lo": F3, "rs_hi": F3, "p_value": "{:.2g}"}  # fmt: skip
+              "rs": F3, "rs_lo": F3, "rs_hi": F3, "p_value": "{:.2g}", "pass_kappa": F3, "pass_kappa_lo": F3, "pass_kappa_hi": F3}  # fmt: skip
 _PANEL_NAMES = {"pc_lo": "PC lo", "pc_hi": "PC hi", "pf_lo": "PF lo", "pf_hi": "PF hi", "rs_lo": "RS lo", "rs_hi": "RS hi",
-                "primacy": "primacy pairs", "recency": "recency pairs", "p_value": "sign test p", "source": "PC/PF from",
+                "primacy": "primacy pairs", "recency": "recency pairs", "p_value": "sign test p", "pass_kappa": "κ passes",
+                "pass_kappa_lo": "κ lo", "pass_kappa_hi": "κ hi", "pass_kappa_gate": "κ ≥ 0.6", "source": "PC/PF from",
                 "rs_source": "RS from"}  # fmt: skip
 _JT_FMT = {"pc": F3, "pc_std": F3, "pf": SIGNED, "pf_std": F3, "pc_lo": F3, "pc_hi": F3, "pf_lo": SIGNED, "pf_hi": SIGNED}
 
@@ -109,7 +111,7 @@ def render_html(study: Study, written: dict[str, Any], title: str = "voirdire re
     """
     figs = written.get("figures", {})
     panel = study.panel
-    mit_cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip"]
+    mit_cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip", "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate"]
     return render_template(
         "report.html.j2",
         title=title,
@@ -127,7 +129,7 @@ def render_html(study: Study, written: dict[str, Any], title: str = "voirdire re
         regressions=_regressions(study),
         agreement=_agreement(study, figs),
         power=_power(study),
-        mitigation=table_view(mitigation.select(mit_cols), {c: F3 for c in mit_cols[3:]}) if mitigation is not None and mitigation.height else None,
+        mitigation=table_view(mitigation.select(mit_cols), {c: F3 for c in mit_cols[3:-1]}) if mitigation is not None and mitigation.height else None,
         bias=bias_view(written),
         files=[Path(p).name for _, p in sorted(written.get("tables", {}).items())],
     )
