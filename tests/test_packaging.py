@@ -91,6 +91,8 @@ def test_wheel_holds_every_module_and_the_templates_and_no_tests(wheel):
     templates = {f"voirdire/benchmarks/templates/{f.name}" for f in (REPO / "benchmarks" / "templates").iterdir() if f.is_file()}
     assert {"voirdire/benchmarks/templates/prompts.json", "voirdire/benchmarks/templates/NOTICE.txt"} <= templates
     assert not templates - names, f"package data missing from the wheel: {sorted(templates - names)}"
+    pages = {f"voirdire/analysis/report/templates/{f.name}" for f in (REPO / "analysis" / "report" / "templates").iterdir() if f.is_file()}
+    assert "voirdire/analysis/report/templates/report.html.j2" in pages and not pages - names, sorted(pages - names)
     tops = {n.split("/")[0] for n in names}
     assert tops == {"voirdire", "voirdire-0.1.0.dist-info"}, tops
     assert not [n for n in names if "/tests/" in n or "/perf/" in n or "conftest" in n]
@@ -109,6 +111,8 @@ def test_wheel_alone_imports_every_module_and_runs(wheel, data_dir, tmp_path):
         "from voirdire.benchmarks.base import load_listwise_templates\n"
         "b = load_benchmark('mtbench', sys.argv[1])\n"
         "assert load_listwise_templates()\n"
+        "from voirdire.analysis.report.views import render_template\n"
+        "assert 'id=\"biases\"' in render_template('bias.html.j2', bias={'effects': [], 'self_enhancement': []})\n"
         "import voirdire; print(voirdire.__file__, b.name, len(b.questions))\n"
     )
     r = subprocess.run([sys.executable, "-c", code, str(data_dir)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
