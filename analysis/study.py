@@ -36,7 +36,7 @@ from voirdire.analysis.position.lengths import (
 )
 from voirdire.analysis.position.metrics import judge_from_cells
 from voirdire.analysis.position.regression import StepResult, factor_regressions
-from voirdire.analysis.position.simulate import power_table
+from voirdire.analysis.position.simulate import power_table, settings_for
 from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
 from voirdire.benchmarks.registry import load_benchmark
 
@@ -236,8 +236,18 @@ def _power(panel: pl.DataFrame, replicates: int) -> pl.DataFrame:
     readable = panel.filter(pl.col("readable"))
     med_pc = float(readable.get_column("pc").median()) if readable.height else 0.7
     pc_level = round(min(0.95, max(0.3, med_pc)) * 20) / 20
-    pfs = [p for p in (0.05, 0.1, 0.2, 0.3) if p <= 1 - pc_level]
+    pfs = [p for p in (0.05, 0.1, 0.2, 0.3) if p <= 1 - pc_level and _simulable(pc_level, p)]
     return power_table(pfs, pc=pc_level, replicates=replicates) if pfs else pl.DataFrame()
+
+
+def _simulable(pc: float, pf: float) -> bool:
+    """Whether the simulated judge can have this PC and PF (a list-wise study's median PC
+    may be one no pairwise judge of the simulator reaches; its power row is left out)."""
+    try:
+        settings_for(pc, pf)
+    except ValueError:
+        return False
+    return True
 
 
 def analyze_study(

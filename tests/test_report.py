@@ -157,3 +157,15 @@ def test_token_lengths_counted_with_the_jobs_tokenizer(jobs, data_dir):
     cells = pl.read_csv(pb / "metrics" / "regression_cells.csv")
     assert cells.get_column("prompt_tokens").min() > 0
     assert (pb / "report.html").is_file() and (pb / "report.md").is_file()
+
+
+def test_power_table_of_a_study_with_low_pc_leaves_out_what_no_judge_reaches():
+    """A list-wise study's median PC (0.3 on the bundled p = 3 example) is one no simulated
+    pairwise judge reaches with PF 0.05: the report used to stop there ('no judge has
+    PC=0.3 and PF=0.05'); the power table now leaves such rows out."""
+    from voirdire.analysis.study import _power
+
+    low = _power(pl.DataFrame({"pc": [0.2, 0.3, 0.4], "readable": [True] * 3}), replicates=20)
+    assert low.height == 0 or set(low.get_column("pc")) == {0.3}
+    usual = _power(pl.DataFrame({"pc": [0.7], "readable": [True]}), replicates=20)
+    assert set(usual.get_column("pf")) == {0.05, 0.1, 0.2, 0.3}
