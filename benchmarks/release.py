@@ -37,7 +37,8 @@ from typing import Any
 import platformdirs
 from voirdire.benchmarks import release_jtj, release_llmbar
 from voirdire.benchmarks.data import DATA_ENV, default_data_dir, resolve_data_dir
-from voirdire.benchmarks.mirror import HTTPMirror, LocalCopy, NotOnMirror, blob_id, read_manifest
+from voirdire.benchmarks import mirror
+from voirdire.benchmarks.mirror import HTTPMirror, LocalCopy, NotOnMirror, blob_id
 from voirdire.benchmarks.release_jtj import (
     QA_FILES,
     RecordSource,
@@ -106,6 +107,12 @@ RELEASES = {r.name: r for r in (JTJ, LLMBAR)}
 # the first release's names, as before there were two
 RELEASE_REPO, RELEASE_COMMIT, URL_ENV, MANIFEST = JTJ.repo, JTJ.commit, JTJ.url_env, JTJ.manifest
 DEFAULT_BASE_URL = JTJ.default_base_url
+
+
+def read_manifest(path: str | os.PathLike[str] = MANIFEST) -> dict[str, str]:
+    """``{release path: git blob id}`` of a manifest (default: the first release's package
+    manifest); see :func:`voirdire.benchmarks.mirror.read_manifest`."""
+    return mirror.read_manifest(path)
 
 
 def get_release(name: str | Release) -> Release:
@@ -189,7 +196,7 @@ def fetch_release(
         done = rel.convert(src.get, man, out, prefer=prefer, log=log)
         if done.skipped:
             if strict:
-                raise DataError(f"--strict: {len(done.skipped)} judge output(s) not on the mirror: {done.skipped[0]}")
+                raise DataError(f"strict fetch: {len(done.skipped)} judge output(s) not on the mirror; the first: {done.skipped[0]}")
             for s in done.skipped:
                 log(f"skipped: {s}")
         report = FetchReport(target, src.bytes, done.files, done.judges, done.skipped)
