@@ -104,6 +104,23 @@ def voirdire_view(pairs: pl.DataFrame, keys: list[str] = KEYS) -> pl.DataFrame:
     ).with_columns(pc=pl.when(pl.col("v") > 0).then(pl.col("consistent") / pl.col("v"))).select(*keys, *VOIRDIRE_COLUMNS)
 
 
+def gold_accuracy(judgments: pl.DataFrame, keys: list[str] = ["benchmark", "judge"]) -> pl.DataFrame:  # noqa: B006
+    """Accuracy against gold labels per ``keys`` over the labelled judgment pairs:
+    ``n`` pairs, ``accuracy`` (both orders pooled), ``accuracy_shown``, ``accuracy_swapped``
+    (per order) and ``both_correct``, each over all ``n`` pairs (a failed verdict is not
+    correct: :func:`voirdire_view`); empty when no judgment carries a label."""
+    if "gold" not in judgments.columns:
+        return pl.DataFrame(schema={**{k: pl.String for k in keys}, "n": pl.Int64})
+    pairs = pair_outcomes(judgments.filter(pl.col("gold").is_not_null()))
+    v = voirdire_view(pairs, keys)
+    n = pl.col("n").cast(pl.Float64)
+    return v.select(
+        *keys, "n", accuracy=(pl.col("correct_shown") + pl.col("correct_swapped")) / (2 * n),
+        accuracy_shown=pl.col("correct_shown") / n, accuracy_swapped=pl.col("correct_swapped") / n,
+        both_correct=pl.col("both_correct") / n,
+    ).sort(keys)
+
+
 def as_release(voirdire: pl.DataFrame) -> pl.DataFrame:
     """voirdire's counts under the release's names (``equal`` = ``consistent``,
     ``correct_False`` = ``correct_shown``, ...), for comparing the views on pairs that do
@@ -112,4 +129,5 @@ def as_release(voirdire: pl.DataFrame) -> pl.DataFrame:
                             "correct_swapped": "correct_True", "both_correct": "correct_both"}).drop("v", "pc")
 
 
-__all__ = ["KEYS", "RELEASE_COLUMNS", "VOIRDIRE_COLUMNS", "as_release", "pair_outcomes", "release_view", "voirdire_view"]
+__all__ = ["KEYS", "RELEASE_COLUMNS", "VOIRDIRE_COLUMNS", "as_release", "gold_accuracy", "pair_outcomes", "release_view",
+           "voirdire_view"]

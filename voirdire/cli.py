@@ -58,7 +58,8 @@ def run(
 
     signal.signal(signal.SIGTERM, _terminate)
     from voirdire import api
-    from voirdire.analysis.report import print_bias_table, print_judge_table
+    from voirdire.analysis.release_stats import gold_accuracy
+    from voirdire.analysis.report import print_bias_table, print_gold_table, print_judge_table
     from voirdire.engine.rewrite import RewriteFailed
     from voirdire.engine.scheduler import JobInterrupted
 
@@ -96,7 +97,7 @@ def run(
                            "as failures without a call" if est["too_long"] else "")
                     )
         return
-    tables, effects = [], []
+    tables, effects, golds = [], [], []
     try:
         for spec, plan in zip(specs, plans):
             console.rule(f"[bold]{spec.name}")
@@ -109,6 +110,7 @@ def run(
                 f"{s.failures:,} recorded failures → {outcome.output_dir}"
             )
             tables.append(outcome.judge_metrics)
+            golds.append(gold_accuracy(outcome.judgments))
             if outcome.bias_effects is not None:
                 effects.append(outcome.bias_effects)
     except ConfigError as exc:
@@ -119,6 +121,7 @@ def run(
         _fail(str(exc))
     if tables:
         print_judge_table(pl.concat(tables, how="diagonal_relaxed"), console=console)
+        print_gold_table(pl.concat(tables, how="diagonal_relaxed"), pl.concat(golds, how="diagonal_relaxed"), console=console)
     if effects:
         print_bias_table(pl.concat(effects, how="diagonal_relaxed"), console=console)
 
@@ -129,7 +132,7 @@ def analyze(dirs: Annotated[list[Path], typer.Argument(help="Finished output dir
     from voirdire import api
     from voirdire.analysis.report import print_bias_table, print_judge_table
 
-    tables, effects = [], []
+    tables, effects, golds = [], [], []
     for d in dirs:
         try:
             res = api.load(d)
