@@ -35,7 +35,6 @@ from pathlib import Path
 import polars as pl
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.data import TEMPLATE_DIR
-from voirdire.benchmarks.release import LLMBAR, locate
 
 from voirdire.core import ConfigError
 
@@ -151,7 +150,11 @@ class LLMBar(Benchmark):
         if sample != "full":
             raise ConfigError(f"LLMBar: unknown sample {sample!r} (LLMBar has only 'full')")
         self.sample = sample
-        self.data_dir = Path(data_dir) if data_dir else locate(LLMBAR)
+        if not data_dir:  # imported here: replay workers read the verdict rules of this module, not the fetch
+            from voirdire.benchmarks.release import LLMBAR, locate
+
+            data_dir = locate(LLMBAR)
+        self.data_dir = Path(data_dir)
         self.path = self.data_dir / "pairs.parquet"
         self.prompt = prompt or "Vanilla"
         self._system, self._user = load_prompt(self.prompt)
