@@ -90,10 +90,8 @@ class BenchmarkSpec(_Strict):
     #: judge's verdicts that agree in both orders) or ``"labels:<file.csv>"`` (columns
     #: ``instance_id``, ``better``); see :mod:`voirdire.engine.quality`.
     quality: str | None = None
-    #: LLMBar: the release's folders to load (``"LLMBar/Natural"``, ``"Processed/FairEval"``,
-    #: ...; default the five LLMBar sets) and the comparison prompt of live judges
-    #: (``Vanilla``, ``Vanilla_NoRules``, ``Vanilla_1shot``, ``Vanilla_2shot``, ``CoT``);
-    #: see :mod:`voirdire.benchmarks.llmbar`
+    #: LLMBar: the release's folders to load (default the five LLMBar sets) and the
+    #: comparison prompt of live judges (:mod:`voirdire.benchmarks.llmbar`)
     subsets: list[str] | None = None
     prompt: str | None = None
 
@@ -390,7 +388,7 @@ def expand_recorded(job: JobSpec, benchmark: str, data_dir: str | os.PathLike[st
             continue
         study = settings.get("study", "position_bias")
         root = Path(settings.get("data_dir") or data_dir)
-        found = recorded_judges(root, str(study), benchmark, job.benchmark.subsets or _default_subsets(benchmark))
+        found = recorded_judges(root, str(study), benchmark, job.benchmark.subsets)
         if not found:
             raise ConfigError(
                 f"judge {j.name!r}: recorded = \"*\" found no recorded outputs in "
@@ -404,12 +402,6 @@ def expand_recorded(job: JobSpec, benchmark: str, data_dir: str | os.PathLike[st
     if dupes:
         raise ConfigError(f"judge names must be unique after expanding recorded = \"*\"; repeated: {', '.join(dupes)}")
     return out
-
-
-def _default_subsets(benchmark: str) -> list[str] | None:
-    from voirdire.benchmarks.llmbar import DEFAULT_SUBSETS
-
-    return list(DEFAULT_SUBSETS) if benchmark == "LLMBar" else None
 
 
 def resolve_judges(job: JobSpec, benchmark: str | None = None, data_dir: str | os.PathLike[str] | None = None) -> list[ResolvedJudge]:

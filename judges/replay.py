@@ -28,11 +28,12 @@ import dataclasses
 import gzip
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 import polars as pl
-from voirdire.benchmarks.llmbar import CANDIDATE, REFERENCE, read_verdict, verdict_rules
+from voirdire.benchmarks.llmbar import CANDIDATE, DEFAULT_SUBSETS, REFERENCE, read_verdict, verdict_rules
 from voirdire.judges.base import (
     ConfigError,
     FailureClass,
@@ -99,7 +100,7 @@ def recorded_path(settings: ReplaySettings, context: JudgeContext) -> Path:
     if not root:
         raise ConfigError(f"judge {context.judge!r}: replay needs a data directory")
     if context.benchmark == LLMBAR:
-        have = recorded_judges(root, settings.study, LLMBAR)
+        have = recorded_judges(root, settings.study, LLMBAR, [])
         if settings.recorded not in have:
             raise ConfigError(
                 f"judge {context.judge!r}: no recorded outputs of {settings.recorded!r} in {root}"
@@ -117,18 +118,19 @@ def recorded_path(settings: ReplaySettings, context: JudgeContext) -> Path:
     return path
 
 
-def recorded_judges(data_dir: str | Path, study: str, benchmark: str, subsets: list[str] | None = None) -> list[str]:
+def recorded_judges(data_dir: str | Path, study: str, benchmark: str, subsets: Sequence[str] | None = None) -> list[str]:
     """The judges with recorded outputs in ``data_dir`` for a study and benchmark (release
     name, e.g. ``MTBench``): the stems of ``judgments/<study>/<benchmark>/*.jsonl.gz``,
     sorted; for LLMBar every ``evaluator/strategy`` with outputs on one of ``subsets``
-    (default: all). Empty when there are none."""
+    (default: the benchmark's default subsets; ``[]``: all). Empty when there are none."""
     if benchmark == LLMBAR:
         path = Path(data_dir) / "outputs.parquet"
         if not path.is_file():
             return []
         lf = pl.scan_parquet(path)
+        subsets = DEFAULT_SUBSETS if subsets is None else subsets
         if subsets:
-            lf = lf.filter(pl.col("subset").is_in(subsets))
+            lf = lf.filter(pl.col("subset").is_in(list(subsets)))
         got = lf.select((pl.col("evaluator") + "/" + pl.col("strategy")).alias("j")).unique().collect()
         return sorted(got["j"].to_list())
     d = Path(data_dir) / "judgments" / study / benchmark

@@ -59,7 +59,6 @@ def run(
     signal.signal(signal.SIGTERM, _terminate)
     from voirdire import api
     from voirdire.analysis.release_stats import gold_accuracy
-    from voirdire.analysis.report import print_bias_table, print_gold_table, print_judge_table
     from voirdire.engine.rewrite import RewriteFailed
     from voirdire.engine.scheduler import JobInterrupted
 
@@ -119,9 +118,18 @@ def run(
         _fail(str(exc), 130)
     except RewriteFailed as exc:
         _fail(str(exc))
+    _print_tables(tables, golds, effects)
+
+
+def _print_tables(tables: list[pl.DataFrame], golds: list[pl.DataFrame], effects: list[pl.DataFrame]) -> None:
+    """The per-judge tables of finished jobs, accuracy against gold labels where the
+    benchmark has them, and the bias suite's effects."""
+    from voirdire.analysis.report import print_bias_table, print_gold_table, print_judge_table
+
     if tables:
-        print_judge_table(pl.concat(tables, how="diagonal_relaxed"), console=console)
-        print_gold_table(pl.concat(tables, how="diagonal_relaxed"), pl.concat(golds, how="diagonal_relaxed"), console=console)
+        jm = pl.concat(tables, how="diagonal_relaxed")
+        print_judge_table(jm, console=console)
+        print_gold_table(jm, pl.concat(golds, how="diagonal_relaxed"), console=console)
     if effects:
         print_bias_table(pl.concat(effects, how="diagonal_relaxed"), console=console)
 
