@@ -241,3 +241,22 @@ def test_replay_units_carry_gold_and_both_orders(replayed):
     assert (first["shown"].list.first() == "output_1").all() and (first["candidate"] == "output_1").all()
     missing = replayed.judgments.filter(pl.col("judge") == "GPT-4/Swap", pl.col("task") == "Processed/FairEval")
     assert missing["failed"].all() and (missing["failure_message"] == "no recorded output").all()
+
+
+@pytest.mark.slow
+def test_example_prints_pc_pf_and_accuracy_of_every_judge(data, tmp_path):
+    """The acceptance path: after `voirdire data fetch llmbar` (here: the fetched fixture),
+    `voirdire run examples/llmbar_replay.toml` prints PC, PF and accuracy of every
+    evaluator/strategy on the five LLMBar sets."""
+    env = {**os.environ, "VOIRDIRE_LLMBAR_DATA": str(data)}
+    r = subprocess.run(
+        [sys.executable, "-m", "voirdire", "run", "examples/llmbar_replay.toml", "--no-progress", "--output-dir", str(tmp_path / "o")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "54,470 queries" in r.stdout and "0 recorded failures" in r.stdout
+    acc = r.stdout[r.stdout.index("Accuracy against gold labels"):]
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in acc.splitlines() if line.startswith("│ LLMBar")]
+    assert len(rows) == 65
+    # GPT-4/Vanilla: pairs, PC, PF, accuracy pooled / shown / swapped / both, over the 419 pairs
+    assert ["LLMBar", "GPT-4/Vanilla", "419", "0.928", "-0.030", "0.845", "0.828", "0.862", "0.809"] in rows
