@@ -18,7 +18,7 @@ and every evaluation uses; the point estimate is their one-replicate case.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import polars as pl
@@ -146,12 +146,16 @@ def with_cell_figures(counts: pl.LazyFrame) -> pl.LazyFrame:
 SumStatistic = Callable[[Mapping[str, np.ndarray]], np.ndarray]
 
 
-def ratio_statistic(num: str, den: str) -> SumStatistic:
-    """The pooled ratio ``Σ num / Σ den`` over the cells, per replicate; NaN where
-    ``Σ den = 0``. PC is ``ratio_statistic("ccn", "v")`` (``docs/metrics.md``, *Per judge*)."""
+def ratio_statistic(num: str | Sequence[str], den: str | Sequence[str]) -> SumStatistic:
+    """The pooled ratio ``Σ num / Σ den`` over the cells, per replicate (``num``/``den``: a
+    summed column, or several added together); NaN where ``Σ den = 0``. PC is
+    ``ratio_statistic("ccn", "v")`` (``docs/metrics.md``, *Per judge*)."""
+    nums = [num] if isinstance(num, str) else list(num)
+    dens = [den] if isinstance(den, str) else list(den)
 
     def ratio(s: Mapping[str, np.ndarray]) -> np.ndarray:
-        a, b = s[num].sum(1), s[den].sum(1)
+        a = sum(s[c].sum(1) for c in nums)
+        b = sum(s[c].sum(1) for c in dens)
         return np.where(b > 0, a / np.where(b > 0, b, 1), np.nan)
 
     return ratio
