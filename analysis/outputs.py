@@ -3,7 +3,8 @@
 Reads what the engine wrote (``job.json``, ``raw/``) and calls no judge.
 :func:`compute_dir` computes every table in memory and writes nothing (the input may sit
 on a read-only filesystem); :func:`write_dir` writes ``judgments.parquet``,
-``metrics/judge_metrics.csv``, ``metrics/cell_metrics.csv``, for list-wise jobs
+``metrics/judge_metrics.csv``, ``metrics/cell_metrics.csv`` (with accuracy against gold
+labels where the benchmark has them: :mod:`voirdire.analysis.gold`), for list-wise jobs
 ``metrics/slot_shares.csv``, for jobs with perturbations ``metrics/bias_effects.csv``,
 when a judge's own model is among the candidates ``metrics/self_enhancement.csv``
 (``docs/bias-metrics.md``), and ``report.md``; :func:`analyze_dir` does both, in place.
@@ -20,6 +21,7 @@ from typing import Any
 
 import polars as pl
 from voirdire.analysis.biases import bias_effects, control_rows, has_perturbations
+from voirdire.analysis.gold import GOLD_CELL_COLUMNS, GOLD_JUDGE_COLUMNS, with_gold
 from voirdire.analysis.listwise import slot_shares
 from voirdire.analysis.metrics import summarize
 from voirdire.analysis.report import write_markdown_report
@@ -43,8 +45,10 @@ class DirTables:
     Attributes:
         meta: the job record (``job.json``).
         judgments: ``voirdire.engine.schema.JUDGMENT_SCHEMA`` rows with verdicts extracted.
-        judge_metrics: :func:`voirdire.analysis.metrics.judge_metrics` columns.
-        cell_metrics: :func:`voirdire.analysis.metrics.cell_metrics` columns.
+        judge_metrics: :func:`voirdire.analysis.metrics.judge_metrics` columns, plus
+            :data:`~voirdire.analysis.gold.GOLD_JUDGE_COLUMNS` where judgments carry gold labels.
+        cell_metrics: :func:`voirdire.analysis.metrics.cell_metrics` columns, plus
+            :data:`~voirdire.analysis.gold.GOLD_CELL_COLUMNS` likewise.
         slot_shares: :func:`voirdire.analysis.listwise.slot_shares` for a job with list-wise
             rows, else ``None``.
         bias_effects: :func:`voirdire.analysis.biases.bias_effects` for a job with
@@ -75,7 +79,7 @@ def compute_dir(output_dir: str | os.PathLike) -> DirTables:
     judgments = load_judgments(out)
     meta = json.loads((out / JOB_FILE).read_text())
     position = control_rows(judgments)  # position-bias metrics: the unperturbed queries
-    jm, cm = summarize(position)
+    jm, cm = with_gold(position, *summarize(position))  # accuracy where the benchmark has gold labels
     shares = slot_shares(position) if position.filter(pl.col("mode") == "listwise").height else None
     effects = bias_effects(judgments) if has_perturbations(judgments) else None
     own = self_enhancement(judgments) if has_own_models(judgments) else None
@@ -88,8 +92,9 @@ def write_dir(tables: DirTables, out: str | os.PathLike) -> None:
     out = Path(out)
     (out / "metrics").mkdir(parents=True, exist_ok=True)
     tables.judgments.write_parquet(out / "judgments.parquet", compression="zstd")
-    tables.judge_metrics.select(JUDGE_METRIC_COLUMNS).write_csv(out / "metrics" / "judge_metrics.csv")
-    tables.cell_metrics.select(CELL_METRIC_COLUMNS).write_csv(out / "metrics" / "cell_metrics.csv")
+    jm, cm = tables.judge_metrics, tables.cell_metrics
+    jm.select(JUDGE_METRIC_COLUMNS + [c for c in GOLD_JUDGE_COLUMNS if c in jm.columns]).write_csv(out / "metrics" / "judge_metrics.csv")
+    cm.select(CELL_METRIC_COLUMNS + [c for c in GOLD_CELL_COLUMNS if c in cm.columns]).write_csv(out / "metrics" / "cell_metrics.csv")
     for name, table in (("slot_shares", tables.slot_shares), ("bias_effects", tables.bias_effects), ("self_enhancement", tables.self_enhancement)):
         if table is not None:
             table.write_csv(out / "metrics" / f"{name}.csv")

@@ -23,6 +23,20 @@ JUDGE_TABLE = [
     ("rs", "RS", "{:.3f}"),
     ("rs_spread", "RS ±", "{:.3f}"),
 ]
+#: columns added where the judgments carry gold labels (accuracy against them,
+#: ``docs/gold-labels.md``); absent for benchmarks without labels
+GOLD_TABLE = [
+    ("accuracy", "accuracy", "{:.3f}"),
+    ("accuracy_shown", "acc. shown", "{:.3f}"),
+    ("accuracy_swapped", "acc. swapped", "{:.3f}"),
+    ("both_correct", "both correct", "{:.3f}"),
+]
+
+
+def _table_spec(jm: pl.DataFrame) -> list[tuple[str, str, str]]:
+    """:data:`JUDGE_TABLE`, plus :data:`GOLD_TABLE` when some judge has an accuracy."""
+    gold = "accuracy" in jm.columns and jm.get_column("accuracy").is_not_null().any()
+    return JUDGE_TABLE + GOLD_TABLE if gold else JUDGE_TABLE
 
 
 def _fmt(value: Any, fmt: str) -> str:
@@ -32,17 +46,20 @@ def _fmt(value: Any, fmt: str) -> str:
 
 
 def judge_table_rows(jm: pl.DataFrame) -> list[list[str]]:
-    """The per-judge table as formatted strings (columns of :data:`JUDGE_TABLE`)."""
+    """The per-judge table as formatted strings (columns of :data:`JUDGE_TABLE`, and of
+    :data:`GOLD_TABLE` where the judgments carry gold labels)."""
+    spec = _table_spec(jm)
     rows = []
     for r in jm.sort("benchmark", "judge").iter_rows(named=True):
-        rows.append([_fmt(r.get(c), f) for c, _, f in JUDGE_TABLE])
+        rows.append([_fmt(r.get(c), f) for c, _, f in spec])
     return rows
 
 
 def markdown_judge_table(jm: pl.DataFrame) -> str:
     """The per-judge table as a Markdown table (empty cells where a job does not measure)."""
-    head = "| " + " | ".join(h for _, h, _ in JUDGE_TABLE) + " |"
-    sep = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(JUDGE_TABLE))) + "|"
+    spec = _table_spec(jm)
+    head = "| " + " | ".join(h for _, h, _ in spec) + " |"
+    sep = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(spec))) + "|"
     body = ["| " + " | ".join(r) + " |" for r in judge_table_rows(jm)]
     return "\n".join([head, sep, *body])
 
@@ -54,13 +71,15 @@ _REPETITION_COLS = ["benchmark", "judge", "rs", "rs_spread", "pc", "pf", "error_
 
 def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
     """Print the per-judge tables to the terminal with rich: one for position-bias cells
-    (no repetitions) and one for repetition-stability cells (RS measured)."""
+    (no repetitions) and one for repetition-stability cells (RS measured); with accuracy
+    against gold labels (pooled and both orders correct) where the judgments carry them."""
     console = console or Console()
-    fmts = {c: (h, f) for c, h, f in JUDGE_TABLE}
+    fmts = {c: (h, f) for c, h, f in JUDGE_TABLE + GOLD_TABLE}
+    gold = ["accuracy", "both_correct"] if _table_spec(jm) is not JUDGE_TABLE else []
     has_rs = jm["rs"].is_not_null() if "rs" in jm.columns else pl.Series([False] * jm.height)
     for title, cols, part in (
-        ("Position bias per judge", _POSITION_COLS, jm.filter(~has_rs)),
-        ("Repetition stability per judge", _REPETITION_COLS, jm.filter(has_rs)),
+        ("Position bias per judge", _POSITION_COLS + gold, jm.filter(~has_rs)),
+        ("Repetition stability per judge", _REPETITION_COLS + gold, jm.filter(has_rs)),
     ):
         if part.height == 0:
             continue

@@ -338,6 +338,8 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
             )
             figs[f"pc_pf:{b}"] = fig.pc_vs_pf(u, pb.select("judge", "pc", "pf"), fdir / f"pc_vs_pf_{s}.png", ci_long, f"{b}: PC against PF")
             figs[f"owr:{b}"] = fig.vs_win_rate(u, fdir / f"vs_win_rate_{s}.png", f"{b}: PC and PF against the overall win rate")
+        if "accuracy" in pb.columns and pb.get_column("accuracy").is_not_null().any():  # gold labels (docs/gold-labels.md)
+            figs[f"accuracy_pc:{b}"] = fig.accuracy_vs_pc(pb, fdir / f"accuracy_vs_pc_{s}.png", f"{b}: accuracy against PC")
         rs = pb.filter(pl.col("rs").is_not_null())
         if rs.height:
             ci_rs = rs.select("judge", pl.lit(None, dtype=pl.String).alias("task"), pl.lit("rs").alias("metric"), pl.col("rs_lo").alias("lo"), pl.col("rs_hi").alias("hi"))

@@ -10,11 +10,15 @@ from voirdire.benchmarks.base import SAMPLES, Benchmark
 from voirdire.benchmarks.data import resolve_data_dir
 from voirdire.benchmarks.devbench import DevBench
 from voirdire.benchmarks.mtbench import MTBench
+from voirdire.benchmarks.pairs import OwnPairs, PairsSpec
 
 from voirdire.core import ConfigError
 
 #: Canonical key (lower case, letters and digits only) → benchmark class.
 BENCHMARKS: dict[str, type[Benchmark]] = {"mtbench": MTBench, "devbench": DevBench}
+#: the registry key of a user's own pairs (``[benchmark] name = "pairs"``, read from
+#: ``[benchmark.pairs]``, not from the release's data directory)
+PAIRS = "pairs"
 
 
 def canonical_name(name: str) -> str:
@@ -26,8 +30,8 @@ def canonical_name(name: str) -> str:
         ConfigError: no benchmark of that name (the message lists the known ones).
     """
     key = re.sub(r"[^0-9a-z]", "", str(name).lower())
-    if key not in BENCHMARKS:
-        known = ", ".join(cls.name for cls in BENCHMARKS.values())
+    if key not in BENCHMARKS and key != PAIRS:
+        known = ", ".join([*(cls.name for cls in BENCHMARKS.values()), PAIRS])
         raise ConfigError(f"unknown benchmark {name!r}; known benchmarks: {known}")
     return key
 
@@ -43,7 +47,7 @@ def _load(key: str, data_dir: str, sample: str) -> Benchmark:
 
 
 def load_benchmark(
-    name: str, data_dir: str | os.PathLike[str] | None = None, sample: str = "full"
+    name: str, data_dir: str | os.PathLike[str] | None = None, sample: str = "full", pairs: PairsSpec | None = None
 ) -> Benchmark:
     """A loaded benchmark, cached per (benchmark, resolved data directory, sample).
 
@@ -54,6 +58,9 @@ def load_benchmark(
             :func:`~voirdire.benchmarks.data.resolve_data_dir` (``$VOIRDIRE_DATA``, then
             the default locations).
         sample: ``"full"`` or ``"repetition"`` (the repetition-study subset table).
+        pairs: for ``name = "pairs"``, the ``[benchmark.pairs]`` settings (a user's own
+            pairs, :class:`~voirdire.benchmarks.pairs.OwnPairs`, read afresh each time;
+            ``data_dir`` and ``sample`` play no part).
 
     Returns:
         The same object for the same (name, directory, sample): treat it as read-only.
@@ -62,6 +69,12 @@ def load_benchmark(
         ConfigError: unknown benchmark or sample, no data directory, or a malformed table.
     """
     key = canonical_name(name)
+    if key == PAIRS:
+        if pairs is None:
+            raise ConfigError('benchmark "pairs" needs a [benchmark.pairs] table (path or dataset, columns, template)')
+        return OwnPairs(pairs)
+    if pairs is not None:
+        raise ConfigError(f"[benchmark.pairs] belongs to name = \"pairs\", not to benchmark {name!r}")
     if sample not in SAMPLES:
         raise ConfigError(f"unknown benchmark sample {sample!r}; known: {', '.join(SAMPLES)}")
     resolved = resolve_data_dir(data_dir)

@@ -113,8 +113,12 @@ def plan_job(job: JobSpec, dry_run: bool = False) -> JobPlan:
             invalid settings, a failed backend preflight, or (unless ``dry_run``) a
             missing API key.
     """
-    data_dir = resolve_data_dir(job.benchmark.data_dir)
-    bench = load_benchmark(job.benchmark.name, data_dir, sample=job.benchmark.sample)
+    if job.benchmark.pairs is not None:  # a user's own pairs: no release data directory
+        bench = load_benchmark(job.benchmark.name, pairs=job.benchmark.pairs)
+        data_dir = bench.data_dir
+    else:
+        data_dir = resolve_data_dir(job.benchmark.data_dir)
+        bench = load_benchmark(job.benchmark.name, data_dir, sample=job.benchmark.sample)
     inst = instances(bench, job.benchmark, job.comparison)
     list_size = list_size_for(job.benchmark, job.comparison) if job.comparison.mode == "listwise" else 2
     judges = resolve_judges(job, bench.name, data_dir)
@@ -181,7 +185,8 @@ def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None
             needs_prompt=True, batch_size=job.run.batch_size, prompts=prompts,
             variants=plan.variants, rewrites=rewrites,
         )
-        out[rj.name] = rj.backend.estimate(rj.settings, rj.sampling, (q.prompt for b in batches for q in b.queries))
+        texts = (q.prompt if not q.system else q.system + "\n\n" + (q.prompt or "") for b in batches for q in b.queries)
+        out[rj.name] = rj.backend.estimate(rj.settings, rj.sampling, texts)
     return out
 
 
@@ -194,6 +199,7 @@ def _job_record(job: JobSpec, plan: JobPlan) -> dict[str, Any]:
         "option_mode": option_mode_for(bench, job.comparison, plan.list_size),
         "list_size": plan.list_size,
         "verdict_patterns": {bench.name: bench.verdict_pattern_for("pairwise" if job.comparison.mode == "score" else job.comparison.mode)},
+        "verdict_labels": {bench.name: bench.verdict_labels} if bench.verdict_labels else {},
         "score_patterns": {bench.name: list(score_patterns(bench.name))} if job.comparison.mode == "score" else {},
         "judges": {rj.name: {"identity": rj.identity, "identity_hash": rj.identity_hash} for rj in plan.judges},
         "units_per_judge": plan.units_per_judge,
@@ -336,4 +342,4 @@ def load_judgments(output_dir: str | os.PathLike) -> pl.DataFrame:
         raw = extract_scores(raw, meta["score_patterns"])
     else:
         raw = raw.with_columns(slot_scores=pl.lit(None, dtype=pl.List(pl.Float64)))
-    return extract_verdicts(raw, meta["verdict_patterns"])
+    return extract_verdicts(raw, meta["verdict_patterns"], meta.get("verdict_labels"))

@@ -44,6 +44,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from voirdire.benchmarks.pairs import PairsSpec
 from voirdire.judges.base import (
     JudgeBackend,
     JudgeContext,
@@ -90,6 +91,9 @@ class BenchmarkSpec(_Strict):
     #: judge's verdicts that agree in both orders) or ``"labels:<file.csv>"`` (columns
     #: ``instance_id``, ``better``); see :mod:`voirdire.engine.quality`.
     quality: str | None = None
+    #: ``name = "pairs"``: a user's own pairs (:class:`voirdire.benchmarks.pairs.PairsSpec`,
+    #: ``docs/own-data.md``); relative paths from the working directory
+    pairs: PairsSpec | None = None
 
     @field_validator("questions", mode="before")
     @classmethod

@@ -13,13 +13,19 @@ from __future__ import annotations
 import polars as pl
 
 
-def extract_verdicts(raw: pl.DataFrame, patterns: dict[str, str]) -> pl.DataFrame:
+def extract_verdicts(
+    raw: pl.DataFrame, patterns: dict[str, str], labels: dict[str, dict[str, str]] | None = None
+) -> pl.DataFrame:
     """Add ``extracted``, ``chosen``, ``tie`` and ``failed`` to raw rows, vectorised.
 
     Args:
         raw: rows with at least ``benchmark`` (str), ``shown`` (list[str]), ``option_mode``
             (int), ``output`` (str|null), ``choice`` (str|null).
         patterns: benchmark name -> verdict regex whose group 1 is the letter.
+        labels: benchmark name -> {label: letter} for benchmarks whose pattern reads other
+            labels than the letters (a user's template: ``"1"`` -> ``A``); group 1 is
+            stripped and looked up; a label not listed is kept as read (it chooses no
+            model). Benchmarks not named read letters.
 
     Returns:
         ``raw`` with ``extracted`` (str|null), ``chosen`` (str|null: the model in the chosen
@@ -34,7 +40,12 @@ def extract_verdicts(raw: pl.DataFrame, patterns: dict[str, str]) -> pl.DataFram
         raise KeyError(f"no verdict pattern for benchmark(s): {', '.join(sorted(missing))}")
     text = pl.lit(None, dtype=pl.String)
     for bench, pattern in patterns.items():
-        text = pl.when(pl.col("benchmark") == bench).then(pl.col("output").str.extract(pattern, 1)).otherwise(text)
+        got = pl.col("output").str.extract(pattern, 1)
+        mapping = (labels or {}).get(bench)
+        if mapping:
+            got = got.str.strip_chars()
+            got = got.replace(list(mapping), list(mapping.values()))
+        text = pl.when(pl.col("benchmark") == bench).then(got).otherwise(text)
     letter = pl.coalesce(pl.col("choice"), text)
     idx = letter.str.len_bytes().eq(1) & letter.is_not_null()
     code = (letter.str.encode("hex").str.to_integer(base=16, strict=False) - ord("A")).cast(pl.Int32)

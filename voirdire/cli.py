@@ -3,7 +3,7 @@
     voirdire run JOB.toml [JOB2.toml ...] [--address ADDR] [--dry-run] [--retry-failed] [--output-dir DIR]
     voirdire analyze DIR [DIR ...]
     voirdire report DIR [DIR ...] [--out OUT] [--judge-attributes CSV] [--tokenizer PATH]
-    voirdire mitigate DIR [DIR ...] [--reference judge:NAME | --reference labels.csv] [--out OUT] [--strategies a,b] [--labels CSV]
+    voirdire mitigate DIR [DIR ...] [--reference gold | --reference judge:NAME | --reference labels.csv] [--out OUT] [--strategies a,b] [--labels CSV]
     voirdire submit JOB.toml --address http://HEAD:8265 [--env K=V] [--output-dir DIR] [--no-wait]
     voirdire status [JOB_ID] [--address ...]
     voirdire stop JOB_ID [--address ...]
@@ -174,7 +174,7 @@ def report(
 @app.command()
 def mitigate(
     dirs: Annotated[list[Path], typer.Argument(help="Finished output directories (analysed together).")],
-    reference: Annotated[Optional[str], typer.Option(help="judge:NAME (a judge's consistent verdicts) or a labels CSV.")] = None,
+    reference: Annotated[Optional[str], typer.Option(help="gold (the benchmark's gold labels), judge:NAME (a judge's consistent verdicts: agreement, not accuracy) or a labels CSV.")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Where to write; default: mitigation/ next to the first directory.")] = None,
     strategies: Annotated[Optional[str], typer.Option(help="Comma-separated strategy names; default: all that need no query.")] = None,
     replicates: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 1000,
