@@ -20,6 +20,7 @@ Prompts are chat messages (system and user turns) from a Jinja2 template
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 from collections import OrderedDict
@@ -167,10 +168,11 @@ class OwnPairs(Benchmark):
             {"question_id": ids, "task": tasks, "input_chars": instr.str.len_chars().cast(pl.Int64)},
             schema={"question_id": pl.String, "task": pl.String, "input_chars": pl.Int64},
         )
-        text_rows = df.select([pl.col(x).cast(pl.String, strict=False) for x in df.columns]).to_dicts() if df.width else []
-        self._rows = {q: (text, row) for q, text, row in zip(ids.to_list(), instr.to_list(), text_rows)}
-        self._keys = {q: content_hash(self.template.source, self.verdict_pattern, *self.template.verdict_labels, repr(sorted(r.items())))
-                      for q, (_, r) in self._rows.items()}  # fmt: skip
+        # the rows as Python values (a template may loop over a list column); their content
+        # enters the query ids (prompt_key)
+        self._rows = {q: (text, row) for q, text, row in zip(ids.to_list(), instr.to_list(), df.to_dicts())}
+        tpl = (self.template.source, self.verdict_pattern, *self.template.verdict_labels)
+        self._keys = {q: content_hash(*tpl, json.dumps(r, sort_keys=True, default=str)) for q, (_, r) in self._rows.items()}
         self._answers = {}
         if c.answers:
             self._load_answers_form(ids, cols)
