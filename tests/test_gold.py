@@ -133,7 +133,7 @@ def test_mitigate_reference_gold_grades_strategies_against_the_labels():
     assert acc["swap-tie"] == pytest.approx(1 / 3)  # q1, q2 inconsistent -> tie (wrong); q3 win
     assert acc["gate"] == pytest.approx(1.0)  # only q3 decided
     assert table.filter(pl.col("strategy") == "gate")["undecided"][0] == pytest.approx(2 / 3)
-    assert "| accuracy | kappa |" in markdown_table(table)
+    assert "| accuracy | κ vs reference |" in markdown_table(table)
     with pytest.raises(ConfigError, match="carry no gold label"):
         gold_reference(j.with_columns(gold=pl.lit(None, dtype=pl.String)))
 
@@ -143,3 +143,8 @@ def test_agreement_with_a_judge_is_not_called_accuracy():
     assert accuracy_label(["gold labels (LLMBar)"]) == "accuracy"
     assert accuracy_label(["people's labels (x.csv)"]) == "accuracy"
     assert accuracy_label([]) == "accuracy"
+    cases = [("q1", CAND, "A", "B"), ("q2", CAND, "B", "A")]
+    j = pl.concat([_rows(cases, judge="r"), _rows(cases, judge="x")])
+    table, _, _ = run_mitigation(j, reference="judge:r", strategies=["single"], replicates=20)
+    header = markdown_table(table).splitlines()[0]
+    assert "| agreement with judge r |" in header and "| accuracy |" not in header
