@@ -46,7 +46,7 @@ from voirdire.core import ConfigError
 
 __all__ = [
     "GOLD_FIGURES", "GOLD_CELL_COLUMNS", "GOLD_JUDGE_COLUMNS", "has_gold", "gold_pairs", "gold_sums",
-    "gold_cells", "gold_judges", "with_gold", "gold_reference",
+    "gold_accuracy", "gold_cells", "gold_judges", "with_gold", "gold_reference",
 ]  # fmt: skip
 
 CELL_KEYS = ["benchmark", "judge", "candidate", "task"]
@@ -127,10 +127,17 @@ def _figures(sums: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def gold_accuracy(judgments: pl.DataFrame, keys: list[str] | None = None) -> pl.DataFrame:
+    """The gold figures (:data:`GOLD_CELL_COLUMNS`) per ``keys`` (default benchmark,
+    judge), without intervals; empty when no judgment carries a label."""
+    keys = keys or JUDGE_KEYS
+    return _figures(gold_sums(judgments, keys)).select(*keys, *GOLD_CELL_COLUMNS).sort(keys)
+
+
 def gold_cells(judgments: pl.DataFrame) -> pl.DataFrame:
     """Per cell (benchmark, judge, candidate, task) with labelled pairs:
     :data:`GOLD_CELL_COLUMNS` (module docstring)."""
-    return _figures(gold_sums(judgments, CELL_KEYS)).select(*CELL_KEYS, *GOLD_CELL_COLUMNS).sort(CELL_KEYS)
+    return gold_accuracy(judgments, CELL_KEYS)
 
 
 def _ratio_stat(num: list[str], den: list[str]):
@@ -162,7 +169,7 @@ def gold_judges(judgments: pl.DataFrame, *, replicates: int = 1000, level: float
     vals = per_q.with_columns([pl.col(c).cast(pl.Float64) for c in _SUMS])
     ci = bootstrap_sums(vals, groups=["judge"], cells=[], values=_SUMS, statistics=_STATISTICS,
                         replicates=replicates, level=level, seed=seed)  # fmt: skip
-    est = _figures(gold_sums(judgments, JUDGE_KEYS)).select(*JUDGE_KEYS, *GOLD_CELL_COLUMNS)
+    est = gold_accuracy(judgments, JUDGE_KEYS)
     wide = ci.pivot(on="metric", index=JUDGE_KEYS, values=["lo", "hi"])
     wide = wide.rename({f"{s}_{f}": f"{f}_{s}" for f in GOLD_FIGURES for s in ("lo", "hi")})
     out = est.join(wide, on=JUDGE_KEYS, how="left")

@@ -40,6 +40,7 @@ from voirdire.analysis.outputs import compute_dir, write_dir
 from voirdire.analysis.regression import StepResult, drop1_tables, factor_regressions
 from voirdire.analysis.simulate import power_table
 from voirdire.analysis.uncertainty import bootstrap_ci, sign_test
+from voirdire.benchmarks.pairs import PairsSpec
 from voirdire.benchmarks.registry import load_benchmark
 
 __all__ = ["DirAnalysis", "Study", "analyze_study", "write_study", "RS_MIN", "MAX_ERROR"]
@@ -154,7 +155,11 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None, refresh: bool)
 
 def _with_tokens(cm: pl.DataFrame, judgments: pl.DataFrame, meta: dict, tokenizer: str) -> pl.DataFrame:
     job = meta.get("job", {})
-    bench = load_benchmark(job["benchmark"]["name"], meta.get("data_dir"), sample=job["benchmark"].get("sample", "full"))
+    b = job["benchmark"]
+    if b.get("pairs"):  # a user's own pairs: read again from where the job read them
+        bench = load_benchmark(b["name"], pairs=PairsSpec(**b["pairs"]))
+    else:
+        bench = load_benchmark(b["name"], meta.get("data_dir"), sample=b.get("sample", "full"))
     per_query = query_token_lengths(judgments, bench, load_tokenizer(tokenizer))
     return cm.join(cell_token_lengths(judgments, per_query), on=CELL_KEYS, how="left")
 

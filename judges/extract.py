@@ -40,12 +40,10 @@ def extract_verdicts(
         raise KeyError(f"no verdict pattern for benchmark(s): {', '.join(sorted(missing))}")
     text = pl.lit(None, dtype=pl.String)
     for bench, pattern in patterns.items():
-        got = pl.col("output").str.extract(pattern, 1)
-        mapping = (labels or {}).get(bench)
-        if mapping:
-            got = got.str.strip_chars()
-            got = got.replace(list(mapping), list(mapping.values()))
-        text = pl.when(pl.col("benchmark") == bench).then(got).otherwise(text)
+        text = pl.when(pl.col("benchmark") == bench).then(pl.col("output").str.extract(pattern, 1)).otherwise(text)
+    for bench, mapping in (labels or {}).items():  # labels read by the pattern -> position letters
+        mapped = text.str.strip_chars().replace(list(mapping), list(mapping.values()))
+        text = pl.when(pl.col("benchmark") == bench).then(mapped).otherwise(text)
     letter = pl.coalesce(pl.col("choice"), text)
     idx = letter.str.len_bytes().eq(1) & letter.is_not_null()
     code = (letter.str.encode("hex").str.to_integer(base=16, strict=False) - ord("A")).cast(pl.Int32)
