@@ -83,16 +83,14 @@ _REPETITION_COLS = ["benchmark", "judge", "rs", "rs_spread", "pc", "pf", "error_
 def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
     """Print the per-judge tables to the terminal with rich: one for position-bias cells
     (no repetitions) and one for repetition-stability cells (RS measured); both with the
-    inter-pass kappa, its interval and its 0.6 gate when ``jm`` carries them, and with
-    accuracy against gold labels (pooled and both orders correct) where the judgments
-    carry them."""
+    inter-pass kappa, its interval and its 0.6 gate when ``jm`` carries them. Accuracy
+    against gold labels prints in its own table (:func:`print_gold_table`)."""
     console = console or Console()
-    fmts = {c: (h, f) for c, h, f in JUDGE_TABLE + GOLD_TABLE}
-    gold = ["accuracy", "both_correct"] if _table_spec(jm) is not JUDGE_TABLE else []
+    fmts = {c: (h, f) for c, h, f in JUDGE_TABLE}
     has_rs = jm["rs"].is_not_null() if "rs" in jm.columns else pl.Series([False] * jm.height)
     for title, cols, part in (
-        ("Position bias per judge", _POSITION_COLS + gold, jm.filter(~has_rs)),
-        ("Repetition stability per judge", _REPETITION_COLS + gold, jm.filter(has_rs)),
+        ("Position bias per judge", _POSITION_COLS, jm.filter(~has_rs)),
+        ("Repetition stability per judge", _REPETITION_COLS, jm.filter(has_rs)),
     ):
         if part.height == 0:
             continue
@@ -105,6 +103,31 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
         for r in part.sort("benchmark", "judge").iter_rows(named=True):
             table.add_row(*[_cell(r, c, fmts[c][1]) for c in cols])
         console.print(table)
+
+
+def print_gold_table(jm: pl.DataFrame, acc: pl.DataFrame, console: Console | None = None) -> None:
+    """Print, per benchmark × judge with gold labels, PC and PF (from the judge table ``jm``)
+    beside accuracy against the gold labels (``acc``:
+    :func:`voirdire.analysis.release_stats.gold_accuracy`): pooled over both orders, per
+    order (as shown, swapped) and both orders correct, a failed verdict counted as wrong;
+    the pooled accuracy with its 95 % cluster-bootstrap interval where ``jm`` carries it
+    (``accuracy_lo``/``_hi``: :func:`voirdire.analysis.gold.gold_judges`)."""
+    if acc.height == 0:
+        return
+    console = console or Console()
+    ci = [c for c in ("accuracy_lo", "accuracy_hi") if c in jm.columns]
+    rows = acc.join(jm.select("benchmark", "judge", "pc", "pf", *ci), on=["benchmark", "judge"], how="left")
+    table = Table(title=f"Accuracy against gold labels ({rows.height} benchmark × judge rows; failed verdicts count as wrong)")
+    for c in ("benchmark", "judge"):
+        table.add_column(c, no_wrap=True)
+    for c in ("pairs", "PC", "PF", "accuracy", "shown", "swapped", "both"):
+        table.add_column(c, justify="right", no_wrap=True)
+    for r in rows.sort("benchmark", "judge").iter_rows(named=True):
+        lo, hi = r.get("accuracy_lo"), r.get("accuracy_hi")
+        acc_txt = _fmt(r["accuracy"], "{:.3f}") + (f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else "")
+        table.add_row(r["benchmark"], r["judge"], f"{r['n']:,}", _fmt(r["pc"], "{:.3f}"), _fmt(r["pf"], "{:+.3f}"), acc_txt,
+                      *[_fmt(r[c], "{:.3f}") for c in ("accuracy_shown", "accuracy_swapped", "both_correct")])
+    console.print(table)
 
 
 def print_bias_table(effects: pl.DataFrame, console: Console | None = None) -> None:

@@ -11,7 +11,7 @@ import random
 import polars as pl
 import pytest
 from voirdire.analysis.evaluation import accuracy_label, markdown_table, run_mitigation
-from voirdire.analysis.gold import GOLD_JUDGE_COLUMNS, gold_cells, gold_judges, gold_reference, has_gold, with_gold
+from voirdire.analysis.gold import GOLD_JUDGE_COLUMNS, gold_cells, gold_judges, gold_reference, gold_sums, has_gold, with_gold
 from voirdire.analysis.metrics import summarize
 from voirdire.analysis.reference import load_reference
 from voirdire.judges.extract import extract_verdicts
@@ -71,6 +71,21 @@ def test_exact_enumeration_of_every_case(option_mode):
     # combinations have the right verdict in a given order and 1 in both: 12, 12 and 3 of 48
     if option_mode == 3:
         assert (sum(c1), sum(c2), sum(a and b for a, b in zip(c1, c2))) == (12, 12, 3)
+
+
+def test_release_stats_voirdire_view_counts_as_gold_does():
+    """LLMBar's reproduction (analysis/release_stats) counts voirdire's view with its own
+    pair outcomes: on every case it agrees with analysis/gold, and its gold_accuracy is gold's."""
+    from voirdire.analysis.release_stats import gold_accuracy, pair_outcomes, voirdire_view
+
+    cases = [(f"q{i}", g, v1, v2) for i, (g, v1, v2) in enumerate(itertools.product([CAND, REF, "tie"], VERDICTS, VERDICTS))]
+    j = _rows(cases)
+    v = voirdire_view(pair_outcomes(j), ["benchmark", "judge"]).row(0, named=True)
+    s = gold_sums(j, ["benchmark", "judge"]).row(0, named=True)
+    assert (v["n"], v["correct_shown"], v["correct_swapped"], v["both_correct"]) == (
+        s["pairs"], s["correct1"], s["correct2"], s["correct_both"])
+    ga = gold_accuracy(j).row(0, named=True)
+    assert ga["n"] == 48 and ga["accuracy"] == pytest.approx(gold_cells(j)["accuracy"][0])
 
 
 def test_unlabelled_pairs_and_orders_not_asked_are_left_out():
