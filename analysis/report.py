@@ -109,24 +109,20 @@ def print_gold_table(jm: pl.DataFrame, acc: pl.DataFrame, console: Console | Non
     """Print, per benchmark × judge with gold labels, PC and PF (from the judge table ``jm``)
     beside accuracy against the gold labels (``acc``:
     :func:`voirdire.analysis.release_stats.gold_accuracy`): pooled over both orders, per
-    order (as shown, swapped) and both orders correct, a failed verdict counted as wrong;
-    the pooled accuracy with its 95 % cluster-bootstrap interval where ``jm`` carries it
-    (``accuracy_lo``/``_hi``: :func:`voirdire.analysis.gold.gold_judges`)."""
+    order (as shown, swapped) and both orders correct, a failed verdict counted as wrong
+    (the intervals are in ``metrics/judge_metrics.csv`` and the reports)."""
     if acc.height == 0:
         return
     console = console or Console()
-    ci = [c for c in ("accuracy_lo", "accuracy_hi") if c in jm.columns]
-    rows = acc.join(jm.select("benchmark", "judge", "pc", "pf", *ci), on=["benchmark", "judge"], how="left")
+    rows = acc.join(jm.select("benchmark", "judge", "pc", "pf"), on=["benchmark", "judge"], how="left")
     table = Table(title=f"Accuracy against gold labels ({rows.height} benchmark × judge rows; failed verdicts count as wrong)")
     for c in ("benchmark", "judge"):
         table.add_column(c, no_wrap=True)
     for c in ("pairs", "PC", "PF", "accuracy", "shown", "swapped", "both"):
         table.add_column(c, justify="right", no_wrap=True)
     for r in rows.sort("benchmark", "judge").iter_rows(named=True):
-        lo, hi = r.get("accuracy_lo"), r.get("accuracy_hi")
-        acc_txt = _fmt(r["accuracy"], "{:.3f}") + (f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else "")
-        table.add_row(r["benchmark"], r["judge"], f"{r['n']:,}", _fmt(r["pc"], "{:.3f}"), _fmt(r["pf"], "{:+.3f}"), acc_txt,
-                      *[_fmt(r[c], "{:.3f}") for c in ("accuracy_shown", "accuracy_swapped", "both_correct")])
+        table.add_row(r["benchmark"], r["judge"], f"{r['n']:,}", _fmt(r["pc"], "{:.3f}"), _fmt(r["pf"], "{:+.3f}"),
+                      *[_fmt(r[c], "{:.3f}") for c in ("accuracy", "accuracy_shown", "accuracy_swapped", "both_correct")])
     console.print(table)
 
 
