@@ -3,9 +3,11 @@
 A template is one Jinja2 file. Its ``{% block system %}...{% endblock %}`` is the system
 turn and its ``{% block user %}...{% endblock %}`` the user turn; a file without a
 ``user`` block is the user turn as a whole (no system turn). Built-in templates ship as
-package data (``templates/pairs_<name>.jinja``): ``mtbench`` is FastChat's MT-Bench
-pairwise judge prompt ``pair-v2`` (single turn, system prompt and user turn as FastChat
-sends them; verdict ``[[A]]``, ``[[B]]``, ``[[C]]`` for a tie).
+package data: ``mtbench`` is FastChat's MT-Bench pairwise judge prompt ``pair-v2``
+(``templates/pairs_mtbench.jinja``; single turn, system prompt and user turn as FastChat
+sends them; verdict ``[[A]]``, ``[[B]]``, ``[[C]]`` for a tie); ``llmbar`` is LLMBar's
+``Vanilla`` comparison prompt (``templates/llmbar/comparison/Vanilla.txt``, its system and
+user turns; verdict ``Output (a)`` / ``Output (b)``, no tie, the first match read).
 
 Fields a template may use (:data:`PAIR_FIELDS`), for the order shown:
 
@@ -40,10 +42,32 @@ from voirdire.core import ConfigError
 #: fields every pair prompt may use besides the data's columns
 PAIR_FIELDS = ("instruction", "output_1", "output_2", "model_1", "model_2", "id", "task", "option_mode", "tie", "row")
 
-#: built-in template name -> (package file, verdict pattern, verdict labels: slot 1, slot 2, tie)
+#: built-in template name -> (package file, or ``llmbar:<prompt>`` for an LLMBar comparison
+#: prompt, verdict pattern, verdict labels: slot 1, slot 2, tie)
 BUILTIN = {
     "mtbench": ("pairs_mtbench.jinja", r"\[\[([ABCD])\]\]", ("A", "B", "C")),
+    "llmbar": ("llmbar:Vanilla", r"Output \((a|b)\)", ("a", "b")),
 }
+
+
+def _llmbar_source(prompt: str) -> str:
+    """LLMBar's comparison prompt (``templates/llmbar/comparison/<prompt>.txt``, read by
+    :func:`voirdire.benchmarks.llmbar.load_prompt`) as a pair template: its system turn and
+    its user turn, ``{input}``, ``{output_1}``, ``{output_2}`` written as the pair fields and
+    the text kept verbatim (``{% raw %}``)."""
+    import string
+
+    from voirdire.benchmarks.llmbar import load_prompt
+
+    system, user = load_prompt(prompt)
+    names = {"input": "instruction", "output_1": "output_1", "output_2": "output_2"}
+    parts = []
+    for literal, field, _, _ in string.Formatter().parse(user):
+        if literal:
+            parts.append("{% raw %}" + literal + "{% endraw %}")
+        if field:
+            parts.append("{{ " + names[field] + " }}")
+    return "{% block system %}{% raw %}" + system + "{% endraw %}{% endblock %}{% block user %}" + "".join(parts) + "{% endblock %}"
 
 _TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent / "templates"
 
@@ -125,7 +149,10 @@ def load_template(
     """
     if template in BUILTIN:
         fname, pat, labels = BUILTIN[template]
-        source = (_TEMPLATE_DIR / fname).read_text(encoding="utf-8")
+        if fname.startswith("llmbar:"):
+            source = _llmbar_source(fname.split(":", 1)[1])
+        else:
+            source = (_TEMPLATE_DIR / fname).read_text(encoding="utf-8")
         pattern = verdict_pattern or pat
         labels = tuple(verdict_labels) if verdict_labels is not None else labels
     else:

@@ -114,6 +114,19 @@ def test_builtin_mtbench_template_is_fastchats_pair_v2(tmp_path):
     assert system.endswith('"[[A]]" if assistant A is better, "[[B]]" if assistant B is better, and "[[C]]" for a tie.')
 
 
+def test_builtin_llmbar_template_is_llmbars_vanilla_prompt(tmp_path):
+    from voirdire.benchmarks.llmbar import load_prompt
+
+    path = _write_jsonl(tmp_path / "p.jsonl", [{**r, "out_x": "{curly} {{ x }}"} for r in ROWS])
+    bench = voirdire.plan(_job(tmp_path, {"path": str(path), "columns": COLUMNS, "template": "llmbar"},
+                               [{"name": "s", "backend": "simulated"}])).bench  # fmt: skip
+    system, user = load_prompt("Vanilla")
+    assert bench.system_prompt("q2", ("out_y", "out_x"), 2) == system
+    assert bench.build_prompt("q2", ("out_y", "out_x"), 2) == user.format_map(
+        {"input": "2 + 2?", "output_1": "4", "output_2": "{curly} {{ x }}"})
+    assert bench.option_modes == (2,) and bench.verdict_labels == {"a": "A", "b": "B"}
+
+
 def test_edited_row_or_template_changes_the_query_ids(tmp_path):
     path = _write_jsonl(tmp_path / "p.jsonl", ROWS)
     tpl = tmp_path / "t.jinja"
@@ -222,7 +235,7 @@ def test_bad_input_same_model_both_outputs_and_pairs_options(tmp_path):
 
 
 def test_load_template_rejects_unknown_builtin():
-    with pytest.raises(ConfigError, match="built-in templates: mtbench"):
+    with pytest.raises(ConfigError, match="built-in templates: mtbench, llmbar"):
         load_template("llmbar-vanilla")
 
 
