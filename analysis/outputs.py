@@ -3,7 +3,8 @@
 Reads what the engine wrote (``job.json``, ``raw/``) and calls no judge.
 :func:`compute_dir` computes every table in memory and writes nothing (the input may sit
 on a read-only filesystem); :func:`voirdire.analysis.report.files.write_dir` writes ``judgments.parquet``,
-``metrics/judge_metrics.csv``, ``metrics/cell_metrics.csv``, for list-wise jobs
+``metrics/judge_metrics.csv``, ``metrics/cell_metrics.csv`` (with accuracy against gold
+labels where the benchmark has them: :mod:`voirdire.analysis.position.gold`), for list-wise jobs
 ``metrics/slot_shares.csv``, for jobs with perturbations ``metrics/bias_effects.csv``,
 when a judge's own model is among the candidates ``metrics/self_enhancement.csv``
 (``docs/bias-metrics.md``), and ``report.md`` (``voirdire.api.analyze`` does both, in place).
@@ -22,6 +23,7 @@ import polars as pl
 from voirdire.analysis.biases.effects import bias_effects, control_rows, has_perturbations
 from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
 from voirdire.analysis.mitigation.pass_kappa import PASS_KAPPA_COLUMNS, pass_kappa
+from voirdire.analysis.position.gold import with_gold
 from voirdire.analysis.position.listwise import slot_shares
 from voirdire.analysis.position.metrics import summarize
 from voirdire.engine.job import JOB_FILE, load_judgments
@@ -48,8 +50,10 @@ class DirTables:
         judge_metrics: :func:`voirdire.analysis.position.metrics.judge_metrics` columns plus
             the inter-pass kappa (:func:`voirdire.analysis.mitigation.pass_kappa.pass_kappa`:
             ``pass_kappa``, ``_lo``, ``_hi``, ``pass_kappa_pairs``, ``pass_kappa_gate``;
-            null for list-wise judges).
-        cell_metrics: :func:`voirdire.analysis.position.metrics.cell_metrics` columns.
+            null for list-wise judges), plus :data:`~voirdire.analysis.position.gold.GOLD_JUDGE_COLUMNS`
+            where judgments carry gold labels.
+        cell_metrics: :func:`voirdire.analysis.position.metrics.cell_metrics` columns, plus
+            :data:`~voirdire.analysis.position.gold.GOLD_CELL_COLUMNS` likewise.
         slot_shares: :func:`voirdire.analysis.position.listwise.slot_shares` for a job with list-wise
             rows, else ``None``.
         bias_effects: :func:`voirdire.analysis.biases.effects.bias_effects` for a job with
@@ -82,6 +86,7 @@ def compute_dir(output_dir: str | os.PathLike) -> DirTables:
     position = control_rows(judgments)  # position-bias metrics: the unperturbed queries
     jm, cm = summarize(position)
     jm = with_pass_kappa(jm, position)
+    jm, cm = with_gold(position, jm, cm)  # accuracy where the benchmark has gold labels
     shares = slot_shares(position) if position.filter(pl.col("mode") == "listwise").height else None
     effects = bias_effects(judgments) if has_perturbations(judgments) else None
     own = self_enhancement(judgments) if has_own_models(judgments) else None

@@ -38,6 +38,7 @@ from voirdire.analysis.position.metrics import judge_from_cells
 from voirdire.analysis.position.regression import StepResult, factor_regressions
 from voirdire.analysis.position.simulate import power_table, settings_for
 from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
+from voirdire.benchmarks.pairs import PairsSpec
 from voirdire.benchmarks.registry import load_benchmark
 
 __all__ = ["DirAnalysis", "Study", "analyze_study", "RS_MIN", "MAX_ERROR"]
@@ -154,7 +155,11 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None) -> DirAnalysis
 
 def _with_tokens(cm: pl.DataFrame, judgments: pl.DataFrame, meta: dict, tokenizer: str) -> pl.DataFrame:
     job = meta.get("job", {})
-    bench = load_benchmark(job["benchmark"]["name"], meta.get("data_dir"), sample=job["benchmark"].get("sample", "full"))
+    b = job["benchmark"]
+    if b.get("pairs"):  # a user's own pairs: read again from where the job read them
+        bench = load_benchmark(b["name"], pairs=PairsSpec(**b["pairs"]))
+    else:
+        bench = load_benchmark(b["name"], meta.get("data_dir"), sample=b.get("sample", "full"))
     per_query = query_token_lengths(judgments, bench, load_tokenizer(tokenizer))
     return cm.join(cell_token_lengths(judgments, per_query), on=CELL_KEYS, how="left")
 

@@ -15,7 +15,8 @@ from statsmodels.stats.inter_rater import cohens_kappa
 from voirdire.analysis.mitigation.evaluation import evaluate
 from voirdire.analysis.mitigation.registry import apply_strategies
 from voirdire.analysis.mitigation.pass_kappa import KAPPA_GATE, pass_kappa
-from voirdire.analysis.report.markdown import judge_table_rows, markdown_judge_table, mitigation_markdown, print_judge_table
+from voirdire.analysis.report.markdown import judge_table_rows, markdown_judge_table, mitigation_markdown
+from voirdire.analysis.report.terminal import print_judge_table
 from voirdire.analysis.position.simulate import simulate_judgments
 
 CATS = ("win", "tie", "loss")

@@ -184,8 +184,8 @@ def run_mitigation(
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     """Apply ``strategies`` (registered names; default
     :func:`~voirdire.analysis.mitigation.registry.default_strategies`) to ``judgments`` and evaluate
-    them against ``reference`` (``"judge:NAME"``, a labels CSV path, or a reference table;
-    None: no accuracy or kappa).
+    them against ``reference`` (``"gold"``, ``"judge:NAME"``, a labels CSV path, or a
+    reference table; None: no accuracy or kappa).
 
     With a reference judge, the panels (strategies named ``jury*``) leave it out and its own
     rows are left out of the table (it would agree with itself by construction).

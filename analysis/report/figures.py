@@ -30,6 +30,8 @@ __all__ = [
     "agreement_heatmaps",
     "disagreement_histogram",
     "rs_bars",
+    "accuracy_vs_pc",
+    "cost_agreement_figure",
 ]
 
 DPI = 100
@@ -65,6 +67,17 @@ def _save(fig, path: str | os.PathLike) -> Path:
     fig.savefig(p, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return p
+
+
+def _frame(ax, xlim: tuple[float, float], xlabel: str, ylabel: str, title: str, legend: str) -> None:
+    """A scatter of judges on [.., ..] × [0, 1.02]: limits, labels, title, legend, grid."""
+    ax.set_xlim(*xlim)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8, frameon=False, loc=legend)
+    ax.grid(alpha=0.3)
 
 
 def pc_radar(judge_task: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
@@ -140,13 +153,7 @@ def pc_vs_pf(cells: pl.DataFrame, judges: pl.DataFrame, path: str | os.PathLike,
                 yerr = [[r["pc"] - get["pc"][0]], [get["pc"][1] - r["pc"]]]
         ax.errorbar(r["pf"], r["pc"], xerr=xerr, yerr=yerr, fmt="o", ms=9, color=colors[r["judge"]], mec="black", label=r["judge"], capsize=3)
     ax.axvline(0, color="black", lw=0.8)
-    ax.set_xlim(-1, 1)
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("PF  (−1 primacy … +1 recency)")
-    ax.set_ylabel("PC")
-    ax.set_title(title or "Position consistency against preference fairness")
-    ax.legend(fontsize=8, frameon=False, loc="lower left")
-    ax.grid(alpha=0.3)
+    _frame(ax, (-1, 1), "PF  (−1 primacy … +1 recency)", "PC", title or "Position consistency against preference fairness", "lower left")
     return _save(fig, path)
 
 
@@ -291,4 +298,32 @@ def cost_agreement_figure(table: pl.DataFrame, path: str | os.PathLike, title: s
         ax.legend(fontsize=7)
     if title:
         fig.suptitle(title)
+    return _save(fig, path)
+
+
+def accuracy_vs_pc(judges: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
+    """Accuracy against gold labels (y) against position consistency (x), one marker per
+    judge with its 95 % bootstrap intervals where given; hollow markers show
+    both-orders-correct (the share of pairs the judge gets right whichever answer comes
+    first). A judge that guesses by position sits low on both axes; the dashed line marks
+    the accuracy of always choosing the first slot on balanced labels (0.5).
+
+    ``judges``: ``judge``, ``pc``, ``accuracy`` (float) and optionally ``pc_lo``,
+    ``pc_hi``, ``accuracy_lo``, ``accuracy_hi``, ``both_correct`` (one benchmark).
+    """
+    rows = judges.filter(pl.col("accuracy").is_not_null() & pl.col("pc").is_not_null()).sort("judge")
+    colors = judge_colors(rows.get_column("judge").to_list())
+    fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    for r in rows.iter_rows(named=True):
+        def err(m: str) -> list[list[float]] | None:
+            lo, hi = r.get(f"{m}_lo"), r.get(f"{m}_hi")
+            return None if lo is None or hi is None else [[r[m] - lo], [hi - r[m]]]
+
+        ax.errorbar(r["pc"], r["accuracy"], xerr=err("pc"), yerr=err("accuracy"), fmt="o", ms=9,
+                    color=colors[r["judge"]], mec="black", capsize=3, label=r["judge"])
+        if r.get("both_correct") is not None:
+            ax.scatter([r["pc"]], [r["both_correct"]], s=60, facecolors="none", edgecolors=colors[r["judge"]], lw=1.5)
+    ax.axhline(0.5, color="gray", lw=0.8, ls="--")
+    _frame(ax, (0, 1.02), "PC (position consistency)", "accuracy against gold labels  (○ both orders correct)",
+           title or "Accuracy against position consistency", "lower right")  # fmt: skip
     return _save(fig, path)

@@ -17,6 +17,7 @@ import polars as pl
 from voirdire.analysis.biases.effects import bias_effects, control_rows, has_perturbations
 from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
 from voirdire.analysis.outputs import CELL_METRIC_COLUMNS, JUDGE_METRIC_COLUMNS, DirTables
+from voirdire.analysis.position.gold import GOLD_CELL_COLUMNS, GOLD_JUDGE_COLUMNS
 from voirdire.analysis.position.metrics import judge_from_cells
 from voirdire.analysis.position.regression import drop1_tables
 from voirdire.analysis.report import figures as fig
@@ -46,13 +47,15 @@ def write_html(path: str | os.PathLike, page: str) -> Path:
 def write_dir(tables: DirTables, out: str | os.PathLike) -> None:
     """Write ``judgments.parquet``, ``metrics/*.csv`` and ``report.md`` of one directory's
     ``tables`` (:func:`voirdire.analysis.outputs.compute_dir`) under ``out`` (created if
-    needed): ``judge_metrics.csv``, ``cell_metrics.csv`` and, when computed,
+    needed): ``judge_metrics.csv``, ``cell_metrics.csv`` (with the gold-label columns where
+    computed) and, when computed,
     ``slot_shares.csv``, ``bias_effects.csv``, ``self_enhancement.csv``."""
     out = Path(out)
     (out / "metrics").mkdir(parents=True, exist_ok=True)
     tables.judgments.write_parquet(out / "judgments.parquet", compression="zstd")
-    tables.judge_metrics.select(JUDGE_METRIC_COLUMNS).write_csv(out / "metrics" / "judge_metrics.csv")
-    tables.cell_metrics.select(CELL_METRIC_COLUMNS).write_csv(out / "metrics" / "cell_metrics.csv")
+    jm, cm = tables.judge_metrics, tables.cell_metrics
+    jm.select(JUDGE_METRIC_COLUMNS + [c for c in GOLD_JUDGE_COLUMNS if c in jm.columns]).write_csv(out / "metrics" / "judge_metrics.csv")
+    cm.select(CELL_METRIC_COLUMNS + [c for c in GOLD_CELL_COLUMNS if c in cm.columns]).write_csv(out / "metrics" / "cell_metrics.csv")
     for name, table in (("slot_shares", tables.slot_shares), ("bias_effects", tables.bias_effects), ("self_enhancement", tables.self_enhancement)):
         if table is not None:
             table.write_csv(out / "metrics" / f"{name}.csv")
@@ -128,6 +131,8 @@ def _study_figures(study: Study, fdir: Path) -> dict[str, Path]:
             )
             figs[f"pc_pf:{b}"] = fig.pc_vs_pf(u, pb.select("judge", "pc", "pf"), fdir / f"pc_vs_pf_{s}.png", ci_long, f"{b}: PC against PF")
             figs[f"owr:{b}"] = fig.vs_win_rate(u, fdir / f"vs_win_rate_{s}.png", f"{b}: PC and PF against the overall win rate")
+        if "accuracy" in pb.columns and pb.get_column("accuracy").is_not_null().any():  # gold labels (docs/gold-labels.md)
+            figs[f"accuracy_pc:{b}"] = fig.accuracy_vs_pc(pb, fdir / f"accuracy_vs_pc_{s}.png", f"{b}: accuracy against PC")
         rs = pb.filter(pl.col("rs").is_not_null())
         if rs.height:
             ci_rs = rs.select("judge", pl.lit(None, dtype=pl.String).alias("task"), pl.lit("rs").alias("metric"), pl.col("rs_lo").alias("lo"), pl.col("rs_hi").alias("hi"))

@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 from voirdire.analysis.mitigation.evaluation import run_mitigation
+from voirdire.analysis.position.gold import has_gold
 from voirdire.analysis.position.metrics import PAIRWISE_MODES
 from voirdire.analysis.report.bias import bias_view
 from voirdire.analysis.report.files import write_dir, write_html, write_mitigation, write_study, write_text
@@ -28,10 +29,12 @@ from voirdire.analysis.study import MAX_ERROR, RS_MIN, Study, analyze_study
 __all__ = ["render_html", "build_report"]
 
 
-_PANEL = ["benchmark", "judge", "pc", "pc_lo", "pc_hi", "pf", "pf_lo", "pf_hi", "error_rate", "rs", "rs_lo", "rs_hi",
+_PANEL = ["benchmark", "judge", "pc", "pc_lo", "pc_hi", "pf", "pf_lo", "pf_hi", "accuracy", "accuracy_lo", "accuracy_hi",
+          "accuracy_shown", "accuracy_swapped", "both_correct", "error_rate", "rs", "rs_lo", "rs_hi",
           "primacy", "recency", "p_value", "direction", "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate",
           "n_judgments", "source", "rs_source", "flag"]  # fmt: skip
-_PANEL_FMT = {"pc": F3, "pc_lo": F3, "pc_hi": F3, "pf": SIGNED, "pf_lo": SIGNED, "pf_hi": SIGNED, "error_rate": PCT,
+_PANEL_FMT = {"accuracy": F3, "accuracy_lo": F3, "accuracy_hi": F3, "accuracy_shown": F3, "accuracy_swapped": F3, "both_correct": F3,
+              "pc": F3, "pc_lo": F3, "pc_hi": F3, "pf": SIGNED, "pf_lo": SIGNED, "pf_hi": SIGNED, "error_rate": PCT,
               "rs": F3, "rs_lo": F3, "rs_hi": F3, "p_value": "{:.2g}", "pass_kappa": F3, "pass_kappa_lo": F3, "pass_kappa_hi": F3}  # fmt: skip
 _PANEL_NAMES = {"pc_lo": "PC lo", "pc_hi": "PC hi", "pf_lo": "PF lo", "pf_hi": "PF hi", "rs_lo": "RS lo", "rs_hi": "RS hi",
                 "primacy": "primacy pairs", "recency": "recency pairs", "p_value": "sign test p", "pass_kappa": "κ passes",
@@ -51,7 +54,7 @@ def _failures(study: Study) -> dict[str, Any] | None:
 def _benchmarks(study: Study, figs: dict[str, Path]) -> list[dict[str, Any]]:
     out = []
     for b in study.benchmarks:
-        shown = [image_view(figs.get(f"{k}:{b}"), f"{b} {alt}") for k, alt in (("radar", "PC radar"), ("pf_bars", "PF bars"), ("pc_pf", "PC vs PF"), ("rs", "RS per judge"))]
+        shown = [image_view(figs.get(f"{k}:{b}"), f"{b} {alt}") for k, alt in (("radar", "PC radar"), ("pf_bars", "PF bars"), ("pc_pf", "PC vs PF"), ("accuracy_pc", "accuracy vs PC"), ("rs", "RS per judge"))]
         jt = study.judge_task.filter(pl.col("benchmark") == b).drop("benchmark")
         out.append({
             "name": b, "figures": [i for i in shown if i], "owr": image_view(figs.get(f"owr:{b}"), f"{b} PC and PF vs overall win rate"),
@@ -98,7 +101,9 @@ def _power(study: Study) -> dict[str, Any] | None:
     return {"pc": study.power.get_column("pc")[0], "table": table_view(wide, {c: PCT for c in wide.columns if c.startswith("PF")})}
 
 
-def render_html(study: Study, written: dict[str, Any], title: str = "voirdire report", mitigation: pl.DataFrame | None = None) -> str:
+def render_html(
+    study: Study, written: dict[str, Any], title: str = "voirdire report", mitigation: pl.DataFrame | None = None, *, gold: bool = False
+) -> str:
     """The report as one HTML string (``templates/report.html.j2``).
 
     Args:
@@ -107,11 +112,13 @@ def render_html(study: Study, written: dict[str, Any], title: str = "voirdire re
             tables and figures on disk, by name).
         title: the page's title.
         mitigation: :func:`~voirdire.analysis.mitigation.evaluation.evaluate`'s table for
-            the "Removing position bias" section, or None (no section).
+            the "Removing position bias" section, or None (no section); ``gold``: it was
+            graded against the benchmark's gold labels (accuracy and kappa shown).
     """
     figs = written.get("figures", {})
     panel = study.panel
-    mit_cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip", "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate"]
+    mit_cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip", *(["accuracy", "kappa"] if gold else []),
+                "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate"]  # fmt: skip
     return render_template(
         "report.html.j2",
         title=title,
@@ -129,6 +136,7 @@ def render_html(study: Study, written: dict[str, Any], title: str = "voirdire re
         regressions=_regressions(study),
         agreement=_agreement(study, figs),
         power=_power(study),
+        gold=gold,
         mitigation=table_view(mitigation.select(mit_cols), {c: F3 for c in mit_cols[3:-1]}) if mitigation is not None and mitigation.height else None,
         bias=bias_view(written),
         files=[Path(p).name for _, p in sorted(written.get("tables", {}).items())],
@@ -171,10 +179,12 @@ def build_report(
     written = write_study(study, out_dir)
     # the "Removing position bias" section: the strategies that need no new query, no reference
     frames = [d.judgments for d in study.dirs if d.judgments.height and d.judgments.get_column("mode").is_in(PAIRWISE_MODES).any()]
-    mitigation = run_mitigation(pl.concat(frames, how="diagonal_relaxed"), replicates=min(replicates, 200))[0] if frames else None
+    j = pl.concat(frames, how="diagonal_relaxed") if frames else None
+    gold = j is not None and has_gold(j)  # graded against the benchmark's gold labels where it has them
+    mitigation = run_mitigation(j, reference="gold" if gold else None, replicates=min(replicates, 200))[0] if j is not None else None
     if mitigation is not None:
         write_mitigation(mitigation, None, out_dir)
     name = title or ("voirdire report: " + ", ".join(p.name for p in paths))
     if len(paths) > 1 or out is not None:
         write_text(out_dir / "report.md", study_markdown(study, name))
-    return write_html(out_dir / "report.html", render_html(study, written, name, mitigation))
+    return write_html(out_dir / "report.html", render_html(study, written, name, mitigation, gold=gold))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
-from rich.console import Console
-from rich.table import Table
 from voirdire.analysis.mitigation.pass_kappa import KAPPA_GATE
 from voirdire.analysis.position.formulas import safe_div, valid
 from voirdire.analysis.position.listwise import listwise_series, slot_shares
@@ -26,9 +25,23 @@ JUDGE_TABLE = [
     ("pass_kappa", "κ passes [95% CI]", "kappa"),
     ("pass_kappa_gate", "κ ≥ 0.6", "{}"),
 ]
+#: columns added where the judgments carry gold labels (accuracy against them,
+#: ``docs/gold-labels.md``); absent for benchmarks without labels
+GOLD_TABLE = [
+    ("accuracy", "accuracy", "{:.3f}"),
+    ("accuracy_shown", "acc. shown", "{:.3f}"),
+    ("accuracy_swapped", "acc. swapped", "{:.3f}"),
+    ("both_correct", "both correct", "{:.3f}"),
+]
 
 
-def _fmt(value: Any, fmt: str) -> str:
+def _table_spec(jm: pl.DataFrame) -> list[tuple[str, str, str]]:
+    """:data:`JUDGE_TABLE`, plus :data:`GOLD_TABLE` when some judge has an accuracy."""
+    gold = "accuracy" in jm.columns and jm.get_column("accuracy").is_not_null().any()
+    return JUDGE_TABLE + GOLD_TABLE if gold else JUDGE_TABLE
+
+
+def fmt_value(value: Any, fmt: str) -> str:
     if value is None or (isinstance(value, float) and value != value):
         return ""
     return fmt.format(value)
@@ -42,94 +55,24 @@ def _kappa_ci(r: dict[str, Any]) -> str:
     return f"{k:.3f}" if lo is None or hi is None or lo != lo else f"{k:.3f} [{lo:.2f}, {hi:.2f}]"
 
 
-def _cell(r: dict[str, Any], col: str, fmt: str) -> str:
-    return _kappa_ci(r) if fmt == "kappa" else _fmt(r.get(col), fmt)
+def judge_cell(r: dict[str, Any], col: str, fmt: str) -> str:
+    return _kappa_ci(r) if fmt == "kappa" else fmt_value(r.get(col), fmt)
 
 
 def judge_table_rows(jm: pl.DataFrame) -> list[list[str]]:
-    """The per-judge table as formatted strings (columns of :data:`JUDGE_TABLE`)."""
-    return [[_cell(r, c, f) for c, _, f in JUDGE_TABLE] for r in jm.sort("benchmark", "judge").iter_rows(named=True)]
+    """The per-judge table as formatted strings (columns of :data:`JUDGE_TABLE`, and of
+    :data:`GOLD_TABLE` where the judgments carry gold labels)."""
+    spec = _table_spec(jm)
+    return [[judge_cell(r, c, f) for c, _, f in spec] for r in jm.sort("benchmark", "judge").iter_rows(named=True)]
 
 
 def markdown_judge_table(jm: pl.DataFrame) -> str:
     """The per-judge table as a Markdown table (empty cells where a job does not measure)."""
-    head = "| " + " | ".join(h for _, h, _ in JUDGE_TABLE) + " |"
-    sep = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(JUDGE_TABLE))) + "|"
+    spec = _table_spec(jm)
+    head = "| " + " | ".join(h for _, h, _ in spec) + " |"
+    sep = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(spec))) + "|"
     body = ["| " + " | ".join(r) + " |" for r in judge_table_rows(jm)]
     return "\n".join([head, sep, *body])
-
-
-#: columns of the terminal tables: position-bias jobs, then repetition jobs
-_POSITION_COLS = ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "pass_kappa", "pass_kappa_gate"]
-_REPETITION_COLS = ["benchmark", "judge", "rs", "rs_spread", "pc", "pf", "error_rate", "pass_kappa", "pass_kappa_gate"]
-
-
-def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
-    """Print the per-judge tables to the terminal with rich: one for position-bias cells
-    (no repetitions) and one for repetition-stability cells (RS measured); both with the
-    inter-pass kappa, its interval and its 0.6 gate when ``jm`` carries them."""
-    console = console or Console()
-    fmts = {c: (h, f) for c, h, f in JUDGE_TABLE}
-    has_rs = jm["rs"].is_not_null() if "rs" in jm.columns else pl.Series([False] * jm.height)
-    for title, cols, part in (
-        ("Position bias per judge", _POSITION_COLS, jm.filter(~has_rs)),
-        ("Repetition stability per judge", _REPETITION_COLS, jm.filter(has_rs)),
-    ):
-        if part.height == 0:
-            continue
-        table = Table(
-            title=f"{title} ({part.height} benchmark × judge rows)",
-            caption="κ passes: Cohen's kappa between the two orders' verdicts (95% CI); gate κ ≥ 0.6 (docs/mitigation.md)",
-        )
-        for i, c in enumerate(cols):
-            table.add_column(fmts[c][0], justify="left" if i < 2 else "right", no_wrap=i < 2 or c == "pass_kappa", min_width=None if i < 2 else 6)
-        for r in part.sort("benchmark", "judge").iter_rows(named=True):
-            table.add_row(*[_cell(r, c, fmts[c][1]) for c in cols])
-        console.print(table)
-
-
-def print_gold_table(jm: pl.DataFrame, acc: pl.DataFrame, console: Console | None = None) -> None:
-    """Print, per benchmark × judge with gold labels, PC and PF (from the judge table ``jm``)
-    beside accuracy against the gold labels (``acc``:
-    :func:`voirdire.analysis.position.release_stats.gold_accuracy`): pooled over both orders, per
-    order (as shown, swapped) and both orders correct, a failed verdict counted as wrong."""
-    if acc.height == 0:
-        return
-    console = console or Console()
-    rows = acc.join(jm.select("benchmark", "judge", "pc", "pf"), on=["benchmark", "judge"], how="left")
-    table = Table(title=f"Accuracy against gold labels ({rows.height} benchmark × judge rows; failed verdicts count as wrong)")
-    for c in ("benchmark", "judge"):
-        table.add_column(c, no_wrap=True)
-    for c in ("pairs", "PC", "PF", "accuracy", "shown", "swapped", "both"):
-        table.add_column(c, justify="right", no_wrap=True)
-    for r in rows.sort("benchmark", "judge").iter_rows(named=True):
-        table.add_row(r["benchmark"], r["judge"], f"{r['n']:,}", _fmt(r["pc"], "{:.3f}"), _fmt(r["pf"], "{:+.3f}"),
-                      *[_fmt(r[c], "{:.3f}") for c in ("accuracy", "accuracy_shown", "accuracy_swapped", "both_correct")])
-    console.print(table)
-
-
-def print_bias_table(effects: pl.DataFrame, console: Console | None = None) -> None:
-    """Print the bias suite's effects (``voirdire.analysis.biases.effects.bias_effects``, the
-    ``slot == "all"`` rows) to the terminal: per benchmark × judge × perturbation variant,
-    CALM's robustness rate RR next to the consistency rate CR (the noise floor), the
-    directional effect Δ = P(target wins | perturbed) − P(target wins | control) with its
-    95 % cluster-bootstrap interval, the exact McNemar p-value and the valid pairs n."""
-    console = console or Console()
-    rows = effects.filter(pl.col("slot") == "all").sort("benchmark", "judge", "perturbation")
-    table = Table(title=f"Bias effects per judge and perturbation ({rows.height} rows; docs/bias-metrics.md)")
-    for c in ("benchmark", "judge"):
-        table.add_column(c, no_wrap=True)
-    table.add_column("perturbation", overflow="fold", ratio=1)
-    for c in ("RR", "CR", "Δ", "95% CI", "McNemar p", "n"):
-        table.add_column(c, justify="right", no_wrap=True)
-    for r in rows.iter_rows(named=True):
-        no_delta = r["delta"] is None
-        table.add_row(
-            r["benchmark"], r["judge"], r["perturbation"], _fmt(r["rr"], "{:.3f}"), _fmt(r["cr"], "{:.3f}"),
-            "" if no_delta else f"{r['delta']:+.3f}", "" if no_delta else f"[{r['delta_lo']:+.2f}, {r['delta_hi']:+.2f}]",
-            "" if r["p_value"] is None else f"{r['p_value']:.2g}", f"{r['n']:,}",
-        )  # fmt: skip
-    console.print(table)
 
 
 def markdown_slot_table(shares: pl.DataFrame) -> str:
@@ -158,7 +101,7 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
         row = [str(bench), str(judge), str(p), f"{first['expected']:.3f}"]
         row += [cells.get(x, "") for x in slots]
         row += [f"{first['tie_share']:.3f}", f"{first['n_choices']:,}"]
-        row += [_fmt(first["chi2"], "{:.1f}") + f" ({first['chi2_dof']}; {first['clusters'] or 0})", _fmt(first["chi2_p"], "{:.3g}")]
+        row += [fmt_value(first["chi2"], "{:.1f}") + f" ({first['chi2_dof']}; {first['clusters'] or 0})", fmt_value(first["chi2_p"], "{:.3g}")]
         body.append("| " + " | ".join(row) + " |")
     return "\n".join([head, sep, *body])
 
@@ -344,6 +287,16 @@ def study_markdown(study: Any, title: str) -> str:
     return "\n".join(lines)
 
 
+def accuracy_label(sources: Sequence[str]) -> str:
+    """What the ``accuracy`` column measures, by the reference's ``source``: ``accuracy``
+    against gold or people's labels; ``agreement with judge X`` where the reference is a
+    judge's verdicts (not the truth)."""
+    judges = [s.split(" ", 2)[1] for s in sources if s.startswith("judge ")]
+    if sources and len(judges) == len(sources):
+        return "agreement with judge " + ", ".join(sorted(set(judges)))
+    return "accuracy"
+
+
 def mitigation_markdown(table: pl.DataFrame) -> str:
     """The evaluation table as GitHub markdown: per benchmark, strategy and judge the cost
     (queries per verdict), share undecided, PC, PF, flip rate, accuracy and kappa against
@@ -358,7 +311,9 @@ def mitigation_markdown(table: pl.DataFrame) -> str:
             return f.format(e)
         return f"{f.format(e)} [{f.format(lo)}, {f.format(hi)}]"
 
-    head = "| benchmark | strategy | judge | cost | undecided | PC | PF | flip | accuracy | κ vs reference | κ passes | κ passes ≥ 0.6 |"
+    src = table.get_column("reference_source").drop_nulls().unique().to_list() if table.height else []
+    head = (f"| benchmark | strategy | judge | cost | undecided | PC | PF | flip | {accuracy_label(src)} | κ vs reference "
+            "| κ passes | κ passes ≥ 0.6 |")  # fmt: skip
     lines = [head, "|" + "---|" * 12]
     for r in table.iter_rows(named=True):
         lines.append(
@@ -367,7 +322,6 @@ def mitigation_markdown(table: pl.DataFrame) -> str:
             f"{ci(r, 'accuracy', '{:.3f}')} | {ci(r, 'kappa', '{:.3f}')} | {ci(r, 'pass_kappa', '{:.3f}')} | "
             f"{r['pass_kappa_gate'] or '–'} |"
         )
-    src = table.get_column("reference_source").drop_nulls().unique().to_list() if table.height else []
     lines.append("")
     lines.append(
         "κ vs reference: Cohen's kappa of the final verdicts against the reference (agreement, no gate). "
