@@ -33,12 +33,9 @@ from voirdire.engine.units import UnitBatch
 from voirdire.judges.base import Query, get_backend
 
 from voirdire.core import ConfigError, canonical_json, content_hash
+from voirdire.exceptions import RewriteFailed
 
 REWRITES_DIR = "rewrites"
-
-class RewriteFailed(RuntimeError):
-    """Some rewrites failed (recorded in ``rewrites/``); rerun the job to retry them."""
-
 
 def resolve_rewriters(job: JobSpec) -> dict[str, ResolvedJudge]:
     """Bind each ``[[rewriters]]`` entry to the backend that rewrites for the one it names

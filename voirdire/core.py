@@ -1,12 +1,15 @@
-"""The small core every room may import: errors, failure classes, option letters, list-size
-bounds, the one content-hash helper and slugs.
+"""The small core every room may import: failure classes, option letters, list-size
+bounds, the one content-hash helper and slugs; it re-exports the errors every room raises
+(:class:`ConfigError`, :class:`DataError`, defined with the others in
+:mod:`voirdire.exceptions`).
 
-Import direction (checked in CI by ``import-linter``, see ``pyproject.toml``)::
+Import direction (checked by ``tests/test_imports.py``, which ``make test`` runs)::
 
     voirdire.core -> benchmarks -> judges -> engine -> analysis -> voirdire.api / voirdire.cli
 
 A module may import from its own room and from the rooms to its left, never to its right.
-This module imports nothing of voirdire's and no third-party package.
+This module imports only :mod:`voirdire.exceptions` (the core room too) and no
+third-party package.
 """
 
 from __future__ import annotations
@@ -17,21 +20,19 @@ import re
 from enum import Enum
 from typing import Any
 
+from voirdire.exceptions import ConfigError, DataError
+
+__all__ = [
+    "LETTERS", "MAX_LIST", "MIN_LIST", "ConfigError", "DataError", "FailureClass", "canonical_json", "content_hash",
+    "letters", "slug", "stable_int",
+]
+
 #: Position letters: ``A`` = first slot shown, ``B`` = second, ... The tie option is the
 #: letter after the last slot (``C`` in pairwise three-option mode).
 LETTERS = "ABCDEFGHIJ"
 
 #: Bounds on the list size p of list-wise comparisons (pairwise is p = 2).
 MIN_LIST, MAX_LIST = 3, 8
-
-
-class ConfigError(ValueError):
-    """A job, judge, benchmark or data setting is invalid; raised before any query is sent."""
-
-
-class DataError(RuntimeError):
-    """Benchmark data could not be obtained or failed verification (download, checksum,
-    unsafe or malformed file). The message names the file and the way out."""
 
 
 class FailureClass(str, Enum):
