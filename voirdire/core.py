@@ -83,7 +83,16 @@ def stable_int(*parts: Any) -> int:
     return int(content_hash(*parts, size=8), 16)
 
 
-def slug(label: str) -> str:
-    """A filesystem-safe name for a label (judge, benchmark): runs of characters outside
-    ``[A-Za-z0-9._-]`` become ``_``."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", label) or "_"
+def slug(label: str, *, sep: str = "_", keep: str = "._-", max_len: int | None = None, default: str | None = None) -> str:
+    """A name safe for files and ids made from a label (judge, benchmark, job): runs of
+    characters outside ``[A-Za-z0-9]`` and ``keep`` become ``sep``.
+
+    With ``max_len`` the result is also stripped of ``sep`` at both ends and cut to that
+    many characters; ``default`` (else ``sep``) stands for an empty result. The defaults
+    give directory names (``"gpt-4/x y"`` -> ``"gpt-4_x_y"``); a Ray submission id uses
+    ``slug(name, sep="-", keep="_-", max_len=40, default="job")``.
+    """
+    out = re.sub(f"[^A-Za-z0-9{re.escape(keep)}]+", sep, label)
+    if max_len is not None:
+        out = out.strip(sep)[:max_len]
+    return out or (default if default is not None else sep)
