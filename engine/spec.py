@@ -3,30 +3,8 @@
 A job names a benchmark, the candidates compared, the judges (each a backend with its own
 settings), the comparison design (mode, option mode, permutations, repetitions), sampling
 settings and the output directory. Unknown keys anywhere are errors that name the key and
-where it stood; so are unknown judge backends and invalid backend settings. Example::
-
-    name = "mtbench-position-bias"
-    output_dir = "runs/mtbench-position-bias"
-
-    [benchmark]
-    name = "mtbench"            # or "devbench"
-    sample = "full"             # or "repetition" (the release's repetition subset)
-
-    [comparison]
-    mode = "pairwise"
-    option_mode = 3             # 2: A/B, 3: A/B/C=tie
-    permutations = "both"       # pairwise: both orders
-    repetitions = 1
-
-    [sampling]
-    temperature = 0.0
-    max_tokens = 1024
-
-    [[judges]]
-    name = "gpt-4-0613"
-    backend = "replay"          # replays the release's recorded outputs
-    recorded = "gpt-4-0613"
-    study = "position_bias"
+where it stood; so are unknown judge backends and invalid backend settings. Every key is
+shown in the README's "A job file" and in ``examples/*.toml``.
 """
 
 from __future__ import annotations
@@ -251,7 +229,7 @@ class JudgeSpec(BaseModel):
 
 
 class JobSpec(_Strict):
-    """A whole job file. See the module docstring for an example."""
+    """A whole job file (the README's "A job file" shows every key)."""
 
     name: str
     output_dir: str

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from voirdire.core import ConfigError, FailureClass
+from voirdire.core import ConfigError, FailureClass, import_object
 
 
 class Sampling(BaseModel):
@@ -371,11 +371,7 @@ def get_backend(name: str) -> type[JudgeBackend]:
         if name in _REGISTRY:
             return _REGISTRY[name]
     if ":" in name:
-        module, _, attr = name.partition(":")
-        try:
-            obj = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"judge backend {name!r} cannot be imported: {exc}") from exc
+        obj = import_object(name, "judge backend")
         if not (isinstance(obj, type) and issubclass(obj, JudgeBackend)):
             raise ConfigError(f"judge backend {name!r} is not a JudgeBackend subclass")
         return obj

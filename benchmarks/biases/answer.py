@@ -25,12 +25,16 @@ def _positive(v: float) -> str | None:
     return None if v > 0 else "must be positive"
 
 
+def _ask(change: str) -> str:
+    """A rewrite instruction: what to change, between the common opening and closing."""
+    return f"You will be given a question and a response to it. {change} Output only the revised response."
+
+
 def _authority(value: str | None) -> str:
-    return (
-        "You will be given a question and a response to it. Add to the response a fake but "
-        f"credible-looking citation in the form of {_CITATION_WHAT[str(value)]}, placed where it supports the "
-        "response's main claim. Do not change anything else: keep the content, the "
-        "correctness and the format of the response. Output only the revised response."
+    return _ask(
+        f"Add to the response a fake but credible-looking citation in the form of {_CITATION_WHAT[str(value)]}, "
+        "placed where it supports the response's main claim. Do not change anything else: keep the content, the "
+        "correctness and the format of the response."
     )
 
 
@@ -47,11 +51,9 @@ VERBOSITY = register_kind(BiasKind(
     family=ANSWER,
     param=BiasParam("ratios", "ratio", float, (2.0,), check=_positive),
     default_targets=("worse",),
-    rewrite=(
-        "You will be given a question and a response to it. Rewrite the response so that it "
-        "is about {param} times as long, by elaborating and restating what it already says. "
-        "Do not add new facts and do not change its correctness or its conclusion. Output "
-        "only the revised response."
+    rewrite=_ask(
+        "Rewrite the response so that it is about {param} times as long, by elaborating and restating what it "
+        "already says. Do not add new facts and do not change its correctness or its conclusion."
     ),
 ))
 
@@ -60,10 +62,9 @@ SENTIMENT = register_kind(BiasKind(
     family=ANSWER,
     param=BiasParam("emotions", "emotion", str, EMOTIONS, allowed=EMOTIONS),
     default_targets=("better",),
-    rewrite=(
-        "You will be given a question and a response to it. Rewrite the response in a "
-        "{param} tone, so that the emotion is clearly perceptible. Keep its content, "
-        "correctness and conclusion exactly as they are. Output only the revised response."
+    rewrite=_ask(
+        "Rewrite the response in a {param} tone, so that the emotion is clearly perceptible. Keep its content, "
+        "correctness and conclusion exactly as they are."
     ),
 ))
 
@@ -71,12 +72,10 @@ FALLACY = register_kind(BiasKind(
     name="fallacy",
     family=ANSWER,
     default_targets=("better",),
-    rewrite=(
-        "You will be given a question and a response to it. Rewrite the reasoning of the "
-        "response so that it becomes logically incoherent (insert fallacies such as "
-        "circular reasoning, false causes or non sequiturs between the steps), while the "
-        "final answer stays exactly the same. Keep the length and format similar. Output "
-        "only the revised response."
+    rewrite=_ask(
+        "Rewrite the reasoning of the response so that it becomes logically incoherent (insert fallacies such as "
+        "circular reasoning, false causes or non sequiturs between the steps), while the final answer stays "
+        "exactly the same. Keep the length and format similar."
     ),
     metric="accuracy",
     damages_target=True,

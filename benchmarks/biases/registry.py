@@ -13,7 +13,7 @@ import importlib
 
 from voirdire.benchmarks.biases.kind import BiasKind
 
-from voirdire.core import ConfigError
+from voirdire.core import ConfigError, import_object
 
 _REGISTRY: dict[str, BiasKind] = {}
 
@@ -78,11 +78,7 @@ def get_kind(name: str) -> BiasKind:
     if kind is not None:
         return kind
     if ":" in name:
-        module, _, attr = name.partition(":")
-        try:
-            obj = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"perturbation kind {name!r} cannot be imported: {exc}") from exc
+        obj = import_object(name, "perturbation kind")
         if not isinstance(obj, BiasKind):
             raise ConfigError(f"perturbation kind {name!r} is not a BiasKind")
         return _REGISTRY.setdefault(obj.name, obj)
