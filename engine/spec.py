@@ -179,12 +179,17 @@ class PerturbationSpec(BaseModel):
         extra = self.model_extra or {}
         try:
             kind = get_kind(self.kind)
-            values = kind.parse_values(dict(extra))
+            values = kind.parse_values(self._given())
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         if kind.param is not None and kind.param.key in extra:
             extra[kind.param.key] = values
         return self
+
+    def _given(self) -> dict[str, Any]:
+        # parameter keys set to null (a job.json of voirdire 0.1, which listed every kind's
+        # parameter) count as not given
+        return {k: v for k, v in (self.model_extra or {}).items() if v is not None}
 
     @property
     def bias(self) -> BiasKind:
@@ -195,7 +200,7 @@ class PerturbationSpec(BaseModel):
     def values(self) -> tuple[str, ...] | None:
         """The parameter values as text (the kind's defaults when none is given; None for
         a kind without a parameter)."""
-        values = self.bias.parse_values(dict(self.model_extra or {}))
+        values = self.bias.parse_values(self._given())
         return None if values is None else tuple(map(BiasKind.value_text, values))
 
 
