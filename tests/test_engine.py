@@ -283,7 +283,8 @@ def test_replay_job_end_to_end(tmp_path, data_dir, ray_local):
     assert row["output"] and row["verdict_mode"] == "replay"
     assert row["extracted"] in ("A", "B", "C")
     jm = pl.read_csv(out / "metrics" / "judge_metrics.csv")
-    assert jm.columns == ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread"]
+    assert jm.columns == ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread",
+                          "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_pairs", "pass_kappa_gate"]  # fmt: skip
     um = pl.read_csv(out / "metrics" / "cell_metrics.csv")
     assert um.columns[:4] == ["benchmark", "judge", "candidate", "task"]
     assert (out / "report.md").read_text().count("gpt-4-0613") >= 2
