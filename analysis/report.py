@@ -87,6 +87,26 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
         console.print(table)
 
 
+def print_gold_table(jm: pl.DataFrame, acc: pl.DataFrame, console: Console | None = None) -> None:
+    """Print, per benchmark × judge with gold labels, PC and PF (from the judge table ``jm``)
+    beside accuracy against the gold labels (``acc``:
+    :func:`voirdire.analysis.release_stats.gold_accuracy`): pooled over both orders, per
+    order (as shown, swapped) and both orders correct, a failed verdict counted as wrong."""
+    if acc.height == 0:
+        return
+    console = console or Console()
+    rows = acc.join(jm.select("benchmark", "judge", "pc", "pf"), on=["benchmark", "judge"], how="left")
+    table = Table(title=f"Accuracy against gold labels ({rows.height} benchmark × judge rows; failed verdicts count as wrong)")
+    for c in ("benchmark", "judge"):
+        table.add_column(c, no_wrap=True)
+    for c in ("pairs", "PC", "PF", "accuracy", "shown", "swapped", "both"):
+        table.add_column(c, justify="right", no_wrap=True)
+    for r in rows.sort("benchmark", "judge").iter_rows(named=True):
+        table.add_row(r["benchmark"], r["judge"], f"{r['n']:,}", _fmt(r["pc"], "{:.3f}"), _fmt(r["pf"], "{:+.3f}"),
+                      *[_fmt(r[c], "{:.3f}") for c in ("accuracy", "accuracy_shown", "accuracy_swapped", "both_correct")])
+    console.print(table)
+
+
 def print_bias_table(effects: pl.DataFrame, console: Console | None = None) -> None:
     """Print the bias suite's effects (``voirdire.analysis.biases.bias_effects``, the
     ``slot == "all"`` rows) to the terminal: per benchmark × judge × perturbation variant,

@@ -68,6 +68,10 @@ class BenchmarkSpec(_Strict):
     #: judge's verdicts that agree in both orders) or ``"labels:<file.csv>"`` (columns
     #: ``instance_id``, ``better``); see :mod:`voirdire.engine.quality`.
     quality: str | None = None
+    #: LLMBar: the release's folders to load (default the five LLMBar sets) and the
+    #: comparison prompt of live judges (:mod:`voirdire.benchmarks.llmbar`)
+    subsets: list[str] | None = None
+    prompt: str | None = None
 
     @field_validator("questions", mode="before")
     @classmethod
@@ -176,20 +180,11 @@ class PerturbationSpec(BaseModel):
 
     @model_validator(mode="after")
     def _check_kind(self) -> "PerturbationSpec":
-        extra = self.model_extra or {}
-        try:
-            kind = get_kind(self.kind)
-            values = kind.parse_values(self._given())
+        try:  # the parameter's values stored converted
+            self.__pydantic_extra__ = get_kind(self.kind).normalize(self.model_extra or {})
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
-        if kind.param is not None and kind.param.key in extra:
-            extra[kind.param.key] = values
         return self
-
-    def _given(self) -> dict[str, Any]:
-        # parameter keys set to null (a job.json of voirdire 0.1, which listed every kind's
-        # parameter) count as not given
-        return {k: v for k, v in (self.model_extra or {}).items() if v is not None}
 
     @property
     def bias(self) -> BiasKind:
@@ -200,8 +195,7 @@ class PerturbationSpec(BaseModel):
     def values(self) -> tuple[str, ...] | None:
         """The parameter values as text (the kind's defaults when none is given; None for
         a kind without a parameter)."""
-        values = self.bias.parse_values(self._given())
-        return None if values is None else tuple(map(BiasKind.value_text, values))
+        return self.bias.value_texts(self.model_extra or {})
 
 
 class JudgeSpec(BaseModel):
@@ -291,6 +285,8 @@ class ResolvedJudge:
         ident = self.backend.identity(self.settings, self.sampling)
         self.identity = ident
         self.identity_hash = content_hash(ident)
+        #: the mode of this judge's units when it is not the job's (see JudgeBackend.comparison_mode)
+        self.mode = self.backend.comparison_mode(self.settings)
         self.workers = spec.workers or self.backend.workers(self.settings)
         self.concurrency = spec.concurrency or self.backend.concurrency(self.settings)
         #: Ray actor options from the job (``resources``, ``scheduling_strategy``), merged
@@ -300,6 +296,10 @@ class ResolvedJudge:
             self.actor_options["resources"] = dict(spec.resources)
         if spec.scheduling:
             self.actor_options["scheduling_strategy"] = spec.scheduling
+
+    def comparison_for(self, comparison: ComparisonSpec) -> ComparisonSpec:
+        """The job's comparison design as this judge's units have it (its own mode, if any)."""
+        return comparison if self.mode in (None, comparison.mode) else comparison.model_copy(update={"mode": self.mode, "option_mode": None})
 
     def context(
         self, benchmark: str, data_dir: str | None, output_dir: str | None, verdict_format: tuple[str, str] | None = None

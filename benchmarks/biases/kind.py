@@ -154,6 +154,20 @@ class BiasKind:
         """A parameter value as it stands in labels, ids and prompts (``"80"``, ``"2.0"``)."""
         return repr(float(value)) if isinstance(value, float) else str(value)
 
+    def normalize(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """An entry's parameter keys checked (:meth:`parse_values`), the parameter's values
+        converted; keys set to null count as not given and are dropped (a ``job.json`` of
+        voirdire 0.1 lists every kind's parameter). Raises ConfigError."""
+        given = {k: v for k, v in entry.items() if v is not None}
+        values = self.parse_values(given)
+        return {self.param.key: values} if self.param is not None and self.param.key in given else {}
+
+    def value_texts(self, entry: dict[str, Any]) -> tuple[str, ...] | None:
+        """An entry's parameter values as text (the defaults when it gives none; None for a
+        kind without a parameter). Raises ConfigError."""
+        values = self.parse_values({k: v for k, v in entry.items() if v is not None})
+        return None if values is None else tuple(map(self.value_text, values))
+
     def label(self, value: str | None, rule: str | None, rewriter: str | None) -> str:
         """A variant's readable label: ``kind[:singular=value][:target=rule][:rewriter=name]``."""
         parts = [self.name]
