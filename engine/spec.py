@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 from voirdire.benchmarks.biases import BiasKind, get_kind
+from voirdire.benchmarks.pairs import PairsSpec
 from voirdire.judges.base import (
     JudgeBackend,
     JudgeContext,
@@ -72,6 +73,9 @@ class BenchmarkSpec(_Strict):
     #: comparison prompt of live judges (:mod:`voirdire.benchmarks.llmbar`)
     subsets: list[str] | None = None
     prompt: str | None = None
+    #: ``name = "pairs"``: a user's own pairs (:class:`voirdire.benchmarks.pairs.PairsSpec`,
+    #: ``docs/own-data.md``); relative paths from the working directory
+    pairs: PairsSpec | None = None
 
     @field_validator("questions", mode="before")
     @classmethod
@@ -278,13 +282,11 @@ class ResolvedJudge:
         self.backend: type[JudgeBackend] = get_backend(spec.backend)
         try:
             self.settings: JudgeSettings = self.backend.Settings(**spec.backend_settings)
-            merged = {**job.sampling.model_dump(), **(spec.sampling or {})}
-            self.sampling = Sampling(**merged)
+            self.sampling = Sampling(**{**job.sampling.model_dump(), **(spec.sampling or {})})
         except ValidationError as exc:
             raise ConfigError(f"judge {spec.name!r} (backend {spec.backend!r}): {_describe(exc)}") from exc
-        ident = self.backend.identity(self.settings, self.sampling)
-        self.identity = ident
-        self.identity_hash = content_hash(ident)
+        self.identity = self.backend.identity(self.settings, self.sampling)
+        self.identity_hash = content_hash(self.identity)
         #: the mode of this judge's units when it is not the job's (see JudgeBackend.comparison_mode)
         self.mode = self.backend.comparison_mode(self.settings)
         self.workers = spec.workers or self.backend.workers(self.settings)
@@ -377,8 +379,7 @@ def expand_judges(job: JobSpec, benchmark: str, data_dir: str | os.PathLike[str]
         if found is None:
             out.append(j)
             continue
-        base = j.model_dump(exclude_none=True)
-        out += [JudgeSpec.model_validate({**base, **update, "name": name}) for name, update in found]
+        out += [JudgeSpec.model_validate({**j.model_dump(exclude_none=True), **update, "name": name}) for name, update in found]
     names = [j.name for j in out]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -393,8 +394,6 @@ def resolve_judges(job: JobSpec, benchmark: str | None = None, data_dir: str | o
     (:func:`expand_judges`)."""
     specs = expand_judges(job, benchmark, data_dir) if benchmark and data_dir is not None else job.judges
     out = [ResolvedJudge(j, job) for j in specs]
-    for rj in out:
-        if not rj.backend.can_judge:
-            raise ConfigError(f"judge {rj.name!r}: backend {rj.spec.backend!r} cannot judge (it rewrites answers: "
-                              "name it in [[rewriters]])")
+    if bad := [rj for rj in out if not rj.backend.can_judge]:
+        raise ConfigError(f"judge {bad[0].name!r}: backend {bad[0].spec.backend!r} cannot judge (it rewrites answers: name it in [[rewriters]])")
     return out

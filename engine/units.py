@@ -70,12 +70,16 @@ def query_id(
     option_mode: int,
     variant_key: str = "",
     style: str | None = None,
+    version: str = "",
 ) -> str:
     """Judge-independent id of a prompt (32 hex chars); ``variant_key``: a perturbation's
     :attr:`~voirdire.engine.perturb.Variant.key` (``""``: the control); ``style``: the
-    score-mode prompt style (``None`` for choice prompts). The control choice prompt's id
-    is the same as before either existed."""
+    score-mode prompt style (``None`` for choice prompts); ``version``: the benchmark's
+    :meth:`~voirdire.benchmarks.base.Benchmark.prompt_key` of the question (``""`` for the
+    release benchmarks). The control choice prompt's id is the same as before either existed."""
     parts = (TEMPLATE_VERSION, benchmark, question_id, mode, str(option_mode), *shown)
+    if version:
+        parts = (*parts, "version", version)
     qid = content_hash(*parts) if style is None else content_hash(*parts, "style", style)
     return content_hash(qid, variant_key) if variant_key else qid
 
@@ -107,8 +111,9 @@ def option_mode_for(bench: Benchmark, comparison: ComparisonSpec, p: int | None 
 class WorkUnit:
     """One work unit: a row of :data:`voirdire.engine.schema.WORK_UNIT_SCHEMA` (the fields
     up to ``gold``, in the schema's order; see there for each column's meaning) and the
-    prompt sent (None for a judge that needs none) with the control's query id (None for
-    the control), from which the judge's :class:`~voirdire.judges.base.Query` is derived."""
+    prompt sent and the benchmark's system turn (None for a judge that needs no prompt),
+    with the control's query id (None for the control), from which the judge's
+    :class:`~voirdire.judges.base.Query` is derived."""
 
     unit_id: str
     query_id: str
@@ -137,6 +142,7 @@ class WorkUnit:
     better: str | None
     gold: str | None
     prompt: str | None = None
+    system: str | None = None
     control_query_id: str | None = None
 
     def query(self) -> Query:
@@ -152,6 +158,7 @@ class WorkUnit:
             option_mode=self.option_mode,
             mode=self.mode,
             prompt=self.prompt,
+            system=self.system,
             perturbation_kind=None if control else self.perturbation_kind,
             perturbation_param=None if control else self.perturbation_param,
             target_slot=self.target_slot,
@@ -228,7 +235,9 @@ class _UnitMaker:
         cands = tuple(row["candidates"])
         shown = tuple(cands[i] for i in perm)
         better, worst = row.get("better"), row.get("worst")
-        base_qid = query_id(bench.name, qid_, shown, self.mode, self.option_mode, style=self.style)
+        version = bench.prompt_key(qid_)
+        system = bench.system_prompt(qid_, shown, self.option_mode) if self.needs_prompt else None
+        base_qid = query_id(bench.name, qid_, shown, self.mode, self.option_mode, style=self.style, version=version)
         out: list[WorkUnit] = []
         for v in self.variants:
             target = tslot = edit = None
@@ -239,7 +248,8 @@ class _UnitMaker:
                 target = target_model(v.rule, cands, shown, better, worst)
                 tslot = LETTERS[shown.index(target)] if target is not None else None
                 edit = variant_edit(bench, v, qid_, shown, target, self.rewrites)
-                qid = query_id(bench.name, qid_, shown, self.mode, self.option_mode, v.key, style=self.style)
+                qid = query_id(bench.name, qid_, shown, self.mode, self.option_mode, v.key, style=self.style,
+                               version=version)
             label = None if edit is None else v.label
             if self.needs_prompt:
                 prompt, out_chars = self.prompts.get(qid_, shown, self.option_mode, self.mode, label, edit)
@@ -252,7 +262,8 @@ class _UnitMaker:
                     unit_id(self.identity_hash, qid, r), qid, self.judge, bench.name, qid_, row["task"],
                     row["instance_id"], row["candidate"], row["reference"], cands, shown, k, r, self.mode,
                     self.option_mode, row["input_chars"], out_chars, prompt_chars, v.label, v.kind, v.param,
-                    target, v.rule, tslot, better, row.get("gold"), prompt, None if v.is_control else base_qid,
+                    target, v.rule, tslot, better, row.get("gold"), prompt, system,
+                    None if v.is_control else base_qid,
                 ))
         return out
 

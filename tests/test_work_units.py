@@ -23,7 +23,7 @@ def _unit(**over) -> WorkUnit:
 def test_the_records_fields_are_the_schemas_columns():
     names = [f.name for f in dataclasses.fields(WorkUnit)]
     assert names[: len(WORK_UNIT_COLUMNS)] == list(WORK_UNIT_COLUMNS)
-    assert names[len(WORK_UNIT_COLUMNS):] == ["prompt", "control_query_id"]
+    assert names[len(WORK_UNIT_COLUMNS):] == ["prompt", "system", "control_query_id"]
     assert [f.name for f in dataclasses.fields(RewriteUnit)] == REWRITE_UNIT_SCHEMA.names
 
 

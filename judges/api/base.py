@@ -39,6 +39,7 @@ from voirdire.judges.base import (
     Result,
     Sampling,
     option_probabilities,
+    system_text,
 )
 
 from voirdire.core import ConfigError, FailureClass, content_hash, letters
@@ -188,18 +189,20 @@ class APIJudge(JudgeBackend):
                                max_retries=s.max_retries, http_client=http_client)
 
     @abc.abstractmethod
-    def request_body(self, prompt: str) -> dict[str, Any]:
-        """The wire-format request body of one query (also one batch item's body)."""
+    def request_body(self, prompt: str, system: str | None = None) -> dict[str, Any]:
+        """The wire-format request body of one query (also one batch item's body);
+        ``system``: the query's system turn (:attr:`Query.system`), sent after the judge's
+        own ``system_prompt`` (:func:`~voirdire.judges.base.system_text`)."""
 
     @abc.abstractmethod
     def endpoint(self) -> Any:
         """The SDK's bound method that sends one request (e.g. ``client.messages.create``)."""
 
-    async def send(self, prompt: str, n: int = 1) -> Any:
+    async def send(self, prompt: str, n: int = 1, system: str | None = None) -> Any:
         """Send one request (:meth:`request_body` through :meth:`endpoint`; ``n`` samples of
         the prompt where :attr:`offers_n`); returns the SDK's response."""
         create = self.endpoint()
-        body = self.request_body(prompt)
+        body = self.request_body(prompt, system)
         if n > 1:
             body["n"] = n
         return await create(**sdk_call_kwargs(create, body))
@@ -252,7 +255,7 @@ class APIJudge(JudgeBackend):
         return redact(text, self._api_key)
 
     def cache_key(self, q: Query) -> str:
-        return ResponseCache.key(self.identity_hash, self.settings.system_prompt, q.prompt or "", q.repetition)
+        return ResponseCache.key(self.identity_hash, system_text(self.settings.system_prompt, q.system), q.prompt or "", q.repetition)
 
     def from_cache(self, q: Query) -> Result | None:
         hit = self.cache.get(self.cache_key(q)) if self.cache is not None else None
@@ -265,7 +268,7 @@ class APIJudge(JudgeBackend):
     def too_long(self, q: Query) -> tuple[int, Result | None]:
         """Estimated input tokens, and a CONTEXT_TOO_LONG failure if prompt + max_tokens do
         not fit the context window (decided before any call)."""
-        est = estimate_prompt_tokens(q.prompt or "", self.settings.system_prompt, self.settings.model,
+        est = estimate_prompt_tokens(q.prompt or "", system_text(self.settings.system_prompt, q.system), self.settings.model,
                                      self.uses_tiktoken)
         if self.window is not None and est + self.sampling.max_tokens > self.window:
             return est, Result.failed(
@@ -313,7 +316,7 @@ class APIJudge(JudgeBackend):
                 t0 = time.perf_counter()
                 with attempts(est + len(todo) * self.sampling.max_tokens) as att:
                     try:
-                        replies = self.parse_checked(await self.send(q0.prompt, n=len(todo)), n=len(todo))
+                        replies = self.parse_checked(await self.send(q0.prompt, n=len(todo), system=q0.system), n=len(todo))
                     except Exception as exc:  # noqa: BLE001 - classified and recorded
                         msg = self.redact(f"{describe_exception(exc)} (after {att.count} attempt(s))")
                         cls = classify_exception(exc, self.sdk)

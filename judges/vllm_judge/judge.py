@@ -113,12 +113,13 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
 
     # -- prompts
 
-    def prompt_ids(self, prompt: str) -> list[int]:
-        """Token ids of the judge prompt as the single user turn of the model's chat
-        template, with the generation prompt (the assistant turn opened)."""
-        text = self.tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
-        )
+    def prompt_ids(self, prompt: str, system: str | None = None) -> list[int]:
+        """Token ids of the judge prompt as the user turn of the model's chat template
+        (after a system turn when the query has one), with the generation prompt (the
+        assistant turn opened)."""
+        messages = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": prompt})
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _encode(self, text: str) -> list[int]:
@@ -181,7 +182,7 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
         try:
             if q0.prompt is None:
                 raise ValueError("the query carries no prompt text")
-            ids = await asyncio.to_thread(self.prompt_ids, q0.prompt)
+            ids = await asyncio.to_thread(self.prompt_ids, q0.prompt, q0.system)
             cue, closing = verdict_format(s, self.context)
             budget = generation_budget(s, self.sampling.max_tokens, cue, self._encode)
             if len(ids) + budget > self.max_model_len:
