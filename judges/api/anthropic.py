@@ -31,7 +31,7 @@ class AnthropicJudge(APIJudge):
     default_key_env = "ANTHROPIC_API_KEY"
     filter_stops = frozenset({"refusal"})
 
-    def request_body(self, prompt: str) -> dict[str, Any]:
+    def request_body(self, prompt: str, option_mode: int = 3) -> dict[str, Any]:
         """The messages request body for a prompt (also one batch request's ``params``)."""
         s, sp = self.settings, self.sampling
         body: dict[str, Any] = {"model": s.model, "max_tokens": sp.max_tokens, "temperature": sp.temperature,
@@ -42,8 +42,8 @@ class AnthropicJudge(APIJudge):
             body["top_p"] = sp.top_p
         return body
 
-    def endpoint(self) -> Any:
-        return self.client.messages.create
+    def endpoint(self, client: Any = None) -> Any:
+        return (client or self.client).messages.create
 
     def parse(self, response: Any) -> Reply:
         d = response if isinstance(response, dict) else response.model_dump()
