@@ -258,7 +258,7 @@ _BUILTIN = {
     "simulated": "simulated",
     "openai": "api.openai",
     "anthropic": "api.anthropic",
-    "openai_compatible": "api.openai",
+    "openai_compatible": "api.compatible",
     "vllm": "vllm_judge",
     "template_rewriter": "rewriters",
     "simulated_rewriter": "rewriters",
