@@ -19,16 +19,26 @@ class VllmSettings(JudgeSettings):
     workers/concurrency/sampling).
 
     Attributes:
-        model: Hugging Face model name or local directory.
+        model: Hugging Face model name, local directory, GGUF file (``*.gguf``) or the name
+            of a registry-shipped GGUF model (``"smollm2-135m-instruct"``; see
+            :mod:`voirdire.judges.vllm_judge.gguf`).
         tokenizer: tokenizer name or directory (default: the model's).
         revision: model revision (commit, branch or tag).
-        dtype: weights and activations dtype (``auto``, ``bfloat16``, ``float16``, ``float32``).
+        dtype: weights and activations dtype (``auto``, ``bfloat16``, ``float16``, ``float32``);
+            for a GGUF model ``auto`` is ``float32`` on CPUs without bfloat16 instructions.
+        gguf_load: how a GGUF model is loaded: ``convert`` (once, into a cached safetensors
+            directory), ``native`` (vLLM reads the file; GPUs) or ``auto`` (native on GPUs,
+            convert on the CPU).
+        chat_template: a Jinja chat template replacing the tokenizer's (for models that
+            ship none).
         max_model_len: context window in tokens (default: the model's).
         tensor_parallel_size: GPUs per replica (GPU only; > 1 uses a placement group).
         gpu_memory_utilization: share of GPU memory vLLM may use, in (0, 1]; on the CPU the
             share of the node's RAM it reserves (weights, activations and KV cache).
         device: ``auto`` (GPU when the Ray cluster has GPUs), ``gpu`` or ``cpu``.
-        num_cpus: Ray CPUs per replica actor.
+        num_cpus: Ray CPUs per replica actor; on the CPU also the cores its engine's threads
+            are bound to, distinct from other voirdire engines on the machine
+            (:mod:`voirdire.judges.vllm_judge.cpu`).
         verdict_mode: ``free``, ``structured`` or ``logprobs`` (see :mod:`voirdire.judges.vllm_judge`).
         reasoning_tokens: cap, in tokens, on free reasoning before a constrained verdict
             (structured/logprobs); ``None``: the sampling ``max_tokens`` in structured mode,
@@ -46,6 +56,8 @@ class VllmSettings(JudgeSettings):
     tokenizer: str | None = None
     revision: str | None = None
     dtype: str = "auto"
+    gguf_load: Literal["auto", "convert", "native"] = "auto"
+    chat_template: str | None = None
     max_model_len: int | None = Field(default=None, ge=16)
     tensor_parallel_size: int = Field(default=1, ge=1, le=64)
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0)
