@@ -34,17 +34,21 @@ from pydantic import Field
 from voirdire.judges.api.openai import OpenAIJudge, verdict_logprobs
 from voirdire.judges.api.settings import APISettings, Reply
 from voirdire.judges.base import JudgeContext, Query, Result, option_probabilities, register
+from voirdire.judges.vllm_judge.settings import option_texts
 
 from voirdire.core import ConfigError, letters
 
 
 class CompatibleSettings(APISettings):
     """:class:`~voirdire.judges.api.settings.APISettings` plus ``verdict_mode`` (``free``,
-    ``structured``, ``logprobs``: see the module docstring) and ``verdict_tokens`` (the
-    cap on a constrained verdict's tokens; a letter is one)."""
+    ``structured``, ``logprobs``: see the module docstring), ``verdict_tokens`` (the
+    cap on a constrained verdict's tokens; a letter is one) and ``verdict_letters`` (what
+    the judge writes for each position, e.g. ``"ab"`` for LLMBar's ``Output (a)``; default
+    the position letters), as the in-process vLLM judge's."""
 
     verdict_mode: Literal["free", "structured", "logprobs"] = "free"
     verdict_tokens: int = Field(default=4, ge=1, le=16)
+    verdict_letters: str | None = Field(default=None, min_length=2, max_length=8)
 
 
 @register
@@ -59,7 +63,7 @@ class OpenAICompatibleJudge(OpenAIJudge):
     max_tokens_field = "max_tokens"  # what vLLM, llama.cpp, Ollama and the gateways all accept
     # the server decides what model answers: its address is part of the identity
     identity_exclude = tuple(k for k in OpenAIJudge.identity_exclude if k != "base_url")
-    identity_if_set = (*OpenAIJudge.identity_if_set, "verdict_mode", "verdict_tokens")
+    identity_if_set = (*OpenAIJudge.identity_if_set, "verdict_mode", "verdict_tokens", "verdict_letters")
 
     @classmethod
     def preflight(cls, settings: CompatibleSettings, context: JudgeContext) -> None:  # type: ignore[override]
@@ -94,7 +98,7 @@ class OpenAICompatibleJudge(OpenAIJudge):
             body["messages"].append({"role": "assistant", "content": cue})
             body["continue_final_message"] = True
             body["add_generation_prompt"] = False
-        body["structured_outputs"] = {"choice": list(letters(option_mode))}
+        body["structured_outputs"] = {"choice": list(option_texts(self.settings.verdict_letters, option_mode))}
         body[self.max_tokens_field] = 1 if mode == "logprobs" else self.settings.verdict_tokens
         if mode == "logprobs":
             body["logprobs"] = True
@@ -106,6 +110,27 @@ class OpenAICompatibleJudge(OpenAIJudge):
         turn was opened with it (constrained modes)."""
         return "" if self.settings.verdict_mode != "free" else (self.context.verdict_cue or "")
 
+    def parse_samples(self, response: Any) -> list[Reply]:
+        """As the OpenAI judge's; in the logprobs mode the verdict is the reply's first
+        token (the cue was prefilled): ``letter_logprobs`` maps each position letter to the
+        log-probability of what the judge writes for it (``verdict_letters``) among that
+        token's top log-probabilities."""
+        replies = super().parse_samples(response)
+        if self.settings.verdict_mode != "logprobs":
+            return replies
+        d = response if isinstance(response, dict) else response.model_dump()
+        written = option_texts(self.settings.verdict_letters, min(8, len(self.settings.verdict_letters or "ABC")))
+        choices = sorted(d["choices"], key=lambda c: c.get("index", 0))
+        for reply, choice in zip(replies, choices, strict=True):
+            content = (choice.get("logprobs") or {}).get("content") or []
+            if not content:
+                reply.letter_logprobs = None
+                continue
+            top = {c["token"].strip(): c["logprob"] for c in content[0].get("top_logprobs") or []}
+            top.setdefault((content[0].get("token") or "").strip(), content[0].get("logprob", 0.0))
+            reply.letter_logprobs = {letters(8)[i]: top[w] for i, w in enumerate(written) if w in top}
+        return replies
+
     def decide(self, q: Query, r: Result) -> Result:
         """A constrained mode's result: the output in the benchmark's format (cue, letter,
         closing), ``choice`` the letter (structured) or the most probable option
@@ -114,14 +139,18 @@ class OpenAICompatibleJudge(OpenAIJudge):
         if mode == "free" or r.failure is not None or r.output is None:
             return r
         cue, closing = self.cue()
-        letter = r.output.strip()
+        text = r.output.strip()
         opts = letters(q.option_mode)
+        written = option_texts(self.settings.verdict_letters, q.option_mode)
+        choice = opts[written.index(text)] if len(text) == 1 and text in written else None
         if mode == "logprobs":
-            if r.option_probs is None:
-                r.option_probs = option_probabilities({L: (0.0 if L == letter else -math.inf) for L in opts})
-            letter = max(r.option_probs, key=r.option_probs.__getitem__)
-        r.choice = letter if letter in opts else None
-        r.output = f"{cue}{letter}{closing}"
+            if r.option_probs is None and choice is not None:
+                r.option_probs = option_probabilities({L: (0.0 if L == choice else -math.inf) for L in opts})
+            if r.option_probs is not None:
+                choice = max(r.option_probs, key=r.option_probs.__getitem__)
+                text = written[opts.index(choice)]
+        r.choice = choice
+        r.output = f"{cue}{text}{closing}"
         r.verdict_mode = mode
         return r
 

@@ -106,13 +106,16 @@ def identity_extra(model: str) -> dict[str, str]:
     return {"gguf_sha256": file_sha256(locate(model))} if is_gguf_source(model) else {}
 
 
-def cpu_has_bf16() -> bool:
-    """Whether this CPU has native bfloat16 arithmetic (``avx512_bf16`` or ``amx_bf16`` in
-    ``/proc/cpuinfo``; Apple silicon and other systems without that file: ``False``)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
+def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
+    """Whether this CPU has native bfloat16 arithmetic: ``avx512_bf16`` or ``amx_bf16``
+    among the flags of ``cpuinfo`` (the text of ``/proc/cpuinfo``, read when ``None``; a
+    system without that file: ``False``)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return False
+    text = cpuinfo
     flags = set()
     for line in text.splitlines():
         if line.startswith("flags"):

@@ -64,7 +64,7 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
         "gguf_load",
     )
     #: settings added after 0.1: in the identity only when set (unit ids of before kept)
-    identity_if_set: tuple[str, ...] = ("chat_template",)
+    identity_if_set: tuple[str, ...] = ("chat_template", "verdict_letters", "system_prompt")
 
     @classmethod
     def identity(cls, settings: VllmSettings, sampling: Any) -> dict[str, Any]:  # type: ignore[override]
@@ -130,11 +130,12 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
     # -- prompts
 
     def prompt_ids(self, prompt: str) -> list[int]:
-        """Token ids of the judge prompt as the single user turn of the model's chat
-        template, with the generation prompt (the assistant turn opened)."""
-        text = self.tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
-        )
+        """Token ids of the judge prompt as the user turn of the model's chat template (after
+        the judge's ``system_prompt``, if set), with the generation prompt (the assistant
+        turn opened)."""
+        system = self.settings.system_prompt  # type: ignore[attr-defined]
+        turns = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        text = self.tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _encode(self, text: str) -> list[int]:

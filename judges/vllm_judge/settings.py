@@ -8,6 +8,8 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 from voirdire.judges.base import JudgeContext, JudgeSettings
 
+from voirdire.core import letters
+
 #: verdict cue and closing text when neither the judge nor the benchmark names one
 DEFAULT_VERDICT_FORMAT = ("Verdict: ", "")
 #: tokens allowed for the constrained verdict (a letter is one or two tokens)
@@ -45,6 +47,11 @@ class VllmSettings(JudgeSettings):
             0 in logprobs mode.
         verdict_cue: text placed before the constrained letter (default: the benchmark's
             own cue, :attr:`voirdire.benchmarks.base.Benchmark.verdict_cue`).
+        verdict_letters: what the judge writes for each position in a constrained verdict,
+            one character per position (``"ab"`` for LLMBar's ``Output (a)``); default the
+            position letters ``A``, ``B``, ``C``. Mapped back to position letters.
+        system_prompt: a system turn before the judge prompt (``None``: the prompt is the
+            single user turn, as the release did).
         enable_prefix_caching: reuse the KV cache of shared prompt prefixes.
         enforce_eager: skip graph capture/compilation (faster start, slower decode).
         max_num_seqs: cap on sequences the engine runs at once (default vLLM's).
@@ -66,6 +73,8 @@ class VllmSettings(JudgeSettings):
     verdict_mode: Literal["free", "structured", "logprobs"] = "free"
     reasoning_tokens: int | None = Field(default=None, ge=0)
     verdict_cue: str | None = None
+    verdict_letters: str | None = Field(default=None, min_length=2, max_length=8)
+    system_prompt: str | None = None
     enable_prefix_caching: bool = True
     enforce_eager: bool = False
     max_num_seqs: int | None = Field(default=None, ge=1)
@@ -92,6 +101,21 @@ def verdict_format(settings: VllmSettings, context: JudgeContext) -> tuple[str, 
     if context.verdict_cue is not None:
         return context.verdict_cue, context.verdict_closing
     return DEFAULT_VERDICT_FORMAT
+
+
+def option_texts(written: str | None, option_mode: int) -> str:
+    """What a constrained verdict writes for each of ``option_mode`` positions: the first
+    ``option_mode`` characters of ``written`` (a judge's ``verdict_letters``), else the
+    position letters (``"AB"``, ``"ABC"``).
+
+    Raises:
+        ValueError: ``written`` has fewer characters than positions, or repeats one.
+    """
+    if written is None:
+        return letters(option_mode)
+    if len(written) < option_mode or len(set(written[:option_mode])) < option_mode:
+        raise ValueError(f"verdict_letters {written!r} must name {option_mode} distinct options")
+    return written[:option_mode]
 
 
 def reasoning_tokens(settings: VllmSettings, max_tokens: int) -> int:
@@ -122,6 +146,7 @@ __all__ = [
     "VERDICT_TOKENS",
     "VllmSettings",
     "generation_budget",
+    "option_texts",
     "reasoning_tokens",
     "verdict_format",
 ]
