@@ -106,8 +106,10 @@ def write_bias(dirs: list[Any], mdir: Path, fdir: Path, replicates: int = 1000) 
 
 _EFFECT_SHOWN = [
     "judge", "perturbation", "perturbation_kind", "perturbation_param", "target_rule", "slot", "n",
-    "rr", "cr", "delta", "delta_lo", "delta_hi", "p_value", "susceptibility", "accuracy_control", "accuracy_perturbed", "error_rate",
-]
+    "rr", "cr", "delta", "delta_lo", "delta_hi", "p_value", "susceptibility", "susceptibility_null", "susceptibility_null_lo",
+    "susceptibility_null_hi", "accuracy_control", "accuracy_perturbed", "error_rate", "error_rate_null", "error_rate_null_lo",
+    "error_rate_null_hi",
+]  # fmt: skip
 
 
 def bias_section(written: dict[str, Any], table: Callable[..., str], img: Callable[[Any, str], str]) -> str:
@@ -129,7 +131,11 @@ def bias_section(written: dict[str, Any], table: Callable[..., str], img: Callab
         "twice (repetition 1 against 2), the noise floor, drawn dashed; Δ = P(target wins | perturbed) − P(target wins | "
         "control) on the same pairs, ties as half a win, with a 95 % cluster-bootstrap interval over questions and an exact "
         "two-sided McNemar p on the discordant pairs; slot: all pairs, or those with the target in the first / last slot. "
-        "Only Δ tells a bias from noise. Definitions: <code>docs/bias-metrics.md</code>.</p>"
+        "Only Δ tells a bias from noise. The susceptibility and the error rate do not read 0 for a judge the perturbation "
+        "does not move: each comes with its null reference (<code>_null</code>: the mean reading of such a judge on the same "
+        "pairs, control and perturbed askings swapped at random within each pair; <code>_null_lo</code>/<code>_null_hi</code> "
+        "its 95 % band). Read them against the null reference, not against 0: inside the band is no evidence of an effect. "
+        "Definitions: <code>docs/bias-metrics.md</code>.</p>"
     )
     for key, path in sorted(tabs.items()):
         if not key.startswith("bias_effects_"):
@@ -141,8 +147,8 @@ def bias_section(written: dict[str, Any], table: Callable[..., str], img: Callab
             if fk.startswith(f"bias:{name}:"):
                 p.append(img(fp, fk))
         main = eff.filter(pl.col("slot") == "all").select([c for c in _EFFECT_SHOWN if c in eff.columns])
-        fmt = {c: f3 for c in ("rr", "cr", "accuracy_control", "accuracy_perturbed", "error_rate")}
-        fmt.update({c: sg for c in ("delta", "delta_lo", "delta_hi", "susceptibility")})
+        fmt = {c: f3 for c in ("rr", "cr", "accuracy_control", "accuracy_perturbed", "error_rate", "error_rate_null", "error_rate_null_lo", "error_rate_null_hi")}
+        fmt.update({c: sg for c in ("delta", "delta_lo", "delta_hi", "susceptibility", "susceptibility_null", "susceptibility_null_lo", "susceptibility_null_hi")})
         fmt["p_value"] = "{:.2g}"
         p.append(table(main, fmt))
         by_slot = eff.filter(pl.col("slot") != "all").select([c for c in _EFFECT_SHOWN if c in eff.columns])
@@ -157,10 +163,15 @@ def bias_section(written: dict[str, Any], table: Callable[..., str], img: Callab
         p.append(f"<h3>Self-enhancement · {html.escape(key[len('self_enhancement_'):])}</h3>")
         p.append(
             '<p class="note">Pairwise form, from the verdicts on record (no new query): raw = owr<sub>j</sub>(own model) − '
-            "mean over the other judges of their owr of it (same pairs); did = that deviation minus the judge's mean deviation "
-            "over every other candidate, which removes general leniency and alone isolates self-preference; error_rate: CALM's "
-            "|ȳ<sub>self</sub> − ȳ<sub>other</sub>| / ȳ<sub>other</sub> with win rates for scores. 95 % cluster-bootstrap "
-            "intervals over questions.</p>"
+            "mean over the other judges of their owr of it (same pairs): <i>does the judge rate its own model higher than the "
+            "others do?</i> did = that deviation minus the judge's mean deviation over every other candidate: <i>by more than "
+            "it over-rates the average other candidate?</i> (removes uniform leniency). adj = the deviation minus the one "
+            "predicted at the own model's strength by the judge's least-squares line of deviation on the other judges' win rate "
+            "over its other candidates (slope: that line's slope): <i>by more than it over-rates a candidate of the same "
+            "strength?</i> (also removes leniency that grows with strength). error_rate: CALM's "
+            "|ȳ<sub>self</sub> − ȳ<sub>other</sub>| / ȳ<sub>other</sub> with win rates for scores, an absolute value; "
+            "error_rate_null: its null reference (judges' scores exchanged within each pair) with its band. 95 % "
+            "cluster-bootstrap intervals over questions.</p>"
         )
-        p.append(table(se, {c: (sg if c.startswith(("raw", "did")) else f3) for c in se.columns if se.schema[c] == pl.Float64}))
+        p.append(table(se, {c: (sg if c.startswith(("raw", "did", "adj", "slope")) else f3) for c in se.columns if se.schema[c] == pl.Float64}))
     return "".join(p)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 from scipy.stats import binomtest
+from voirdire.analysis.null_reference import NULL_COLUMNS, swap_null
 from voirdire.analysis.uncertainty import cluster_bootstrap
 
 from voirdire.core import LETTERS
@@ -67,9 +68,15 @@ EFFECT_COLUMNS = [
     "susceptibility",
     "susceptibility_lo",
     "susceptibility_hi",
+    "susceptibility_null",
+    "susceptibility_null_lo",
+    "susceptibility_null_hi",
     "accuracy_control",
     "accuracy_perturbed",
     "error_rate",
+    "error_rate_null",
+    "error_rate_null_lo",
+    "error_rate_null_hi",
 ]
 PERTURBATION_COLUMNS = ["perturbation", "perturbation_kind", "perturbation_param", "target", "target_rule", "target_slot", "better"]
 CONTROL = "control"
@@ -236,12 +243,19 @@ def bias_effects(
     - ``susceptibility``: Δ / (1 − p_control) when Δ ≥ 0, Δ / p_control when Δ < 0: the
       share of the verdicts not already at the target's side that the perturbation moves
       (the simulated judge's susceptibility), with its interval.
+    - ``susceptibility_null`` (with ``_lo``/``_hi``): the null reference, the figure a
+      judge the perturbation does not move reads on the same pairs (mean and central 95 %
+      of a within-pair permutation null, :func:`~voirdire.analysis.null_reference.
+      swap_null`); the susceptibility is not centred on 0 for such a judge (its two
+      denominators differ), so read it against this figure, not against 0.
     - ``accuracy_control``/``accuracy_perturbed`` (``fallacy`` and ``cot`` only, where
       ``better`` is known): share of verdicts that pick the truly better response; after
       a ``fallacy`` injection the correct verdict is the other response.
     - ``error_rate`` (``refinement_aware`` only): CALM's ``|ȳ_told − ȳ_untold| / ȳ_untold``
       with the pairwise win rate of the target (the refined answer) in place of its mean
-      score (the pairwise jobs have no scores): ``|p_perturbed − p_control| / p_control``.
+      score (the pairwise jobs have no scores): ``|p_perturbed − p_control| / p_control``;
+      ``error_rate_null`` (with ``_lo``/``_hi``): its null reference as for the
+      susceptibility (an absolute value: a null judge reads its mean absolute noise, > 0).
 
     Variants without a target have ``delta`` and its companions null. ``n``: valid pairs
     (int), ``n_failed``: pairs left out because a side failed.
@@ -295,6 +309,14 @@ def bias_effects(
         .join(consistency_rate(judgments).select("benchmark", "judge", "cr"), on=["benchmark", "judge"], how="left")
         .with_columns(pl.col("n").fill_null(0), pl.col("n_failed").fill_null(0), delta=pl.col("p_perturbed") - pl.col("p_control"))
     )
+    return _derived(out, boot_rows, replicates=replicates, level=level, seed=seed)
+
+
+def _derived(out: pl.DataFrame, boot_rows: pl.DataFrame, *, replicates: int, level: float, seed: int) -> pl.DataFrame:
+    """:func:`bias_effects`' figures derived from the counts (McNemar p, susceptibility,
+    error rate, the kind-specific accuracies) and the null references
+    (:func:`~voirdire.analysis.null_reference.swap_null` over ``boot_rows``), in
+    :data:`EFFECT_COLUMNS` order."""
     pv = [
         float(binomtest(a, a + b, 0.5).pvalue) if (a or 0) + (b or 0) > 0 else 1.0
         for a, b in zip(out.get_column("toward").to_list(), out.get_column("away").to_list())
@@ -309,14 +331,20 @@ def bias_effects(
         accuracy_control=pl.when(pl.col("perturbation_kind").is_in(["fallacy", "cot"])).then(pl.col("accuracy_control")),
         accuracy_perturbed=pl.when(pl.col("perturbation_kind").is_in(["fallacy", "cot"])).then(pl.col("accuracy_perturbed")),
     )
-    for c in ("delta_lo", "delta_hi", "susceptibility_lo", "susceptibility_hi", "rr_lo", "rr_hi"):
+    null = swap_null(boot_rows.select("_key", "s_control", "s_perturbed"), replicates=replicates, level=level, seed=seed)
+    out = out.join(null, on="_key", how="left").with_columns(
+        [pl.when(pl.col("perturbation_kind") == "refinement_aware").then(pl.col(c)).alias(c) for c in NULL_COLUMNS[3:]]
+    )
+    for c in ("delta_lo", "delta_hi", "susceptibility_lo", "susceptibility_hi", "rr_lo", "rr_hi", *NULL_COLUMNS):
         if c not in out.columns:
             out = out.with_columns(pl.lit(None, dtype=pl.Float64).alias(c))
     out = out.with_columns(
         [pl.when(has_t).then(pl.col(c)).alias(c) for c in ("delta_lo", "delta_hi", "susceptibility_lo", "susceptibility_hi")]
+        + [pl.when(has_t).then(pl.col(c).fill_nan(None)).alias(c) for c in NULL_COLUMNS]
     )
     order = pl.col("slot").replace_strict({"all": 0, "first": 1, "last": 2}, default=3, return_dtype=pl.Int32)
     return out.with_columns(_o=order).sort("benchmark", "judge", "perturbation", "_o").select(EFFECT_COLUMNS)
+
 
 
 def _ci_name(col: str) -> str:

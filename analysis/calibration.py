@@ -43,21 +43,26 @@ _KV = pl.List(pl.Struct({"key": pl.String, "value": pl.Float64}))
 SLOTS = ("A", "B")
 
 
+def _judgment_rows(judgments: pl.DataFrame, **extra: pl.Expr) -> pl.DataFrame:
+    """Every pairwise judgment: :data:`VERDICT_KEYS`, ``row`` (int: its index among the
+    pairwise judgments), ``permutation`` (0: candidate in slot A, 1: in slot B), ``extra``."""
+    rows = judgments.filter(pl.col("mode") == "pairwise") if "mode" in judgments.columns else judgments
+    first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
+    return rows.with_row_index("row").select(
+        *VERDICT_KEYS[:-1],
+        pl.col("repetition").cast(pl.Int64),
+        "row",
+        **extra,
+        permutation=pl.when(first).then(0).otherwise(1).cast(pl.Int64),
+    )
+
+
 def option_probs_long(judgments: pl.DataFrame) -> pl.DataFrame:
     """One row per (pairwise judgment, letter): :data:`VERDICT_KEYS`, ``permutation`` (0:
     candidate in slot A, 1: in slot B), ``row`` (int: the judgment's index), ``letter``
     (str), ``prob`` (float). Judgments without option probabilities have no row."""
-    rows = judgments.filter(pl.col("mode") == "pairwise") if "mode" in judgments.columns else judgments
-    first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
     return (
-        rows.with_row_index("row")
-        .select(
-            *VERDICT_KEYS[:-1],
-            pl.col("repetition").cast(pl.Int64),
-            "row",
-            permutation=pl.when(first).then(0).otherwise(1).cast(pl.Int64),
-            _kv=pl.col("option_probs").cast(_KV),
-        )
+        _judgment_rows(judgments, _kv=pl.col("option_probs").cast(_KV))
         .filter(pl.col("_kv").is_not_null())
         .explode("_kv")
         .unnest("_kv")
@@ -119,24 +124,39 @@ def _decide() -> pl.Expr:
     return pl.when((w > l_) & (w > t)).then(pl.lit("win")).when((l_ > w) & (l_ > t)).then(pl.lit("loss")).otherwise(pl.lit("tie"))
 
 
+def _with_probs(judgments: pl.DataFrame, debias: bool) -> pl.DataFrame:
+    """Every pairwise judgment (:func:`_judgment_rows`) with its ``p_win``/``p_tie``/``p_loss``
+    (:func:`candidate_probs`), null where it has no option probabilities."""
+    p = candidate_probs(judgments, debias).select("row", "p_win", "p_tie", "p_loss")
+    return _judgment_rows(judgments).join(p, on="row", how="left")
+
+
 def logprob_verdicts(judgments: pl.DataFrame, debias: bool = True) -> pl.DataFrame:
     """Per-order verdicts from option probabilities: the most probable of win/tie/loss
     (a tie for the largest gives ``tie``), after dividing out the slot prior when
-    ``debias``. A verdict table with ``permutation`` and 1 query per verdict; judgments
-    without option probabilities are ``undecided``."""
-    p = candidate_probs(judgments, debias)
-    return conform(p.with_columns(verdict=_decide(), queries=pl.lit(1, dtype=pl.Int64)))
+    ``debias``. A verdict table (``voirdire.analysis.mitigation.VERDICT_COLUMNS``) with
+    one row per pairwise judgment, ``permutation`` and 1 query per verdict; a judgment
+    without option probabilities (failed, or a backend that gave none) is an
+    ``undecided`` row, so it counts in the undecided share and in the cost."""
+    p = _with_probs(judgments, debias)
+    verdict = pl.when(pl.col("p_win").is_null()).then(pl.lit("undecided")).otherwise(_decide())
+    return conform(p.with_columns(verdict=verdict, queries=pl.lit(1, dtype=pl.Int64)))
 
 
 def calibrated_verdicts(judgments: pl.DataFrame) -> pl.DataFrame:
     """The logprob-calibrated verdict of each pair: each answer's debiased probability
     averaged over its positions (both orders), then the most probable of win/tie/loss.
-    Order-invariant (``permutation`` null); ``queries`` = orders used (2)."""
-    p = candidate_probs(judgments, True)
+    Order-invariant (``permutation`` null); ``queries`` = the pair's judgments (2 for
+    both orders). A pair with an order that has no option probabilities (or is absent) is
+    ``undecided``: it never falls back to the one, biased, order."""
+    p = _with_probs(judgments, True)
     agg = p.group_by(VERDICT_KEYS).agg(
-        pl.col("p_win").mean(), pl.col("p_tie").mean(), pl.col("p_loss").mean(), queries=pl.len().cast(pl.Int64)
-    )
-    return conform(agg.with_columns(verdict=_decide(), permutation=pl.lit(None, dtype=pl.Int64)))
+        pl.col("p_win").mean(), pl.col("p_tie").mean(), pl.col("p_loss").mean(),
+        queries=pl.len().cast(pl.Int64),
+        _ok=pl.col("p_win").is_not_null().all() & (pl.col("permutation").n_unique() == 2),
+    )  # fmt: skip
+    verdict = pl.when(pl.col("_ok")).then(_decide()).otherwise(pl.lit("undecided"))
+    return conform(agg.with_columns(verdict=verdict, permutation=pl.lit(None, dtype=pl.Int64)))
 
 
 def _pf(verdicts: pl.DataFrame) -> pl.DataFrame:

@@ -25,6 +25,7 @@ from voirdire.analysis.mitigation import (
     flip_flags,
     pair_orders,
 )
+from voirdire.analysis.pass_kappa import KAPPA_GATE, PASS_CONF, gate, kappa_statistic, pass_confusion
 from voirdire.analysis.uncertainty import bootstrap_sums
 
 __all__ = [
@@ -38,19 +39,18 @@ __all__ = [
     "report_section",
 ]
 
-KAPPA_GATE = 0.6
-METRICS = ["pc", "pf", "flip", "accuracy", "kappa", "undecided", "cost"]
+METRICS = ["pc", "pf", "flip", "accuracy", "kappa", "undecided", "cost", "pass_kappa"]
 CATS = ("win", "tie", "loss")
 EVAL_COLUMNS = [
     "benchmark", "strategy", "judge", "verdicts", "pairs", "failed_pairs", "n_ref",
     *[f"{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")],
-    "kappa_gate", "order_invariant", "reference_source",
+    "pass_kappa_gate", "order_invariant", "reference_source",
 ]  # fmt: skip
 
 _SEP = "\x1f"
 _CELLS = ["candidate", "task"]
 _CONF = [f"c_{a}_{b}" for a in CATS for b in CATS]
-_VALUES = ["rows", "undecided_n", "queries", "decided_ref", "correct", *_CONF, "n", "ccn", "v", "d", "pair_ok", "flips"]
+_VALUES = ["rows", "undecided_n", "queries", "decided_ref", "correct", *_CONF, "n", "ccn", "v", "d", "pair_ok", "flips", *PASS_CONF]
 
 
 def _ratio(num: str, den: str):
@@ -88,6 +88,7 @@ STATISTICS = {
     "kappa": _kappa,
     "undecided": _ratio("undecided_n", "rows"),
     "cost": _ratio("queries", "rows"),
+    "pass_kappa": kappa_statistic(PASS_CONF),
 }
 
 
@@ -130,7 +131,9 @@ def _question_sums(verdicts: pl.DataFrame, ref: pl.DataFrame | None) -> pl.DataF
         .group_by("benchmark", "judge", *_CELLS, "question_id")
         .agg(pair_ok=pl.col("pair_ok").sum(), flips=pl.col("flip").sum(), _failed=(~pl.col("pair_ok")).sum())
     )
-    per_order = pairs.join(flips, on=["benchmark", "judge", *_CELLS, "question_id"], how="full", coalesce=True)
+    passes = pass_confusion(po.drop("strategy"), by=["judge", *_CELLS]).drop("pass_pairs")
+    on = ["benchmark", "judge", *_CELLS, "question_id"]
+    per_order = pairs.join(flips, on=on, how="full", coalesce=True).join(passes, on=on, how="full", coalesce=True)
     per_order = per_order.with_columns(
         strategy=pl.col("judge").str.split_exact(_SEP, 1).struct.field("field_0"),
         judge=pl.col("judge").str.split_exact(_SEP, 1).struct.field("field_1"),
@@ -165,9 +168,14 @@ def evaluate(
           swap-and-tie) PC = 1, PF = 0 and flip = 0 by construction
           (``order_invariant`` true, interval collapsed).
         - ``accuracy``: share of decided verdicts (not ``undecided``) with a reference that
-          equal it; ``kappa``: Cohen's kappa over {win, tie, loss} on the same verdicts;
-          ``kappa_gate``: ``"pass"`` when kappa ≥ 0.6, ``"fail"`` below, null when
-          undefined.
+          equal it; ``kappa``: Cohen's kappa against the reference over {win, tie, loss}
+          on the same verdicts (an agreement figure: no gate).
+        - ``pass_kappa``: Cohen's kappa between the two passes (the strategy's per-order
+          verdicts of the original and the swapped order, pair by pair;
+          :mod:`voirdire.analysis.pass_kappa`, statsmodels), null for an
+          order-invariant strategy (no per-order verdicts); ``pass_kappa_gate``:
+          ``"pass"`` when it is ≥ 0.6 (the practitioners' gate), ``"fail"`` below, null
+          when undefined. Needs no reference.
         - ``undecided``: share of final verdicts left undecided; ``cost``: queries per
           final verdict (Σ queries / final verdicts, undecided ones included).
 
@@ -193,19 +201,19 @@ def evaluate(
     out = out.with_columns(
         [pl.when(inv).then(pl.lit(val)).otherwise(pl.col(f"{m}{s}")).alias(f"{m}{s}") for m, val in fixed.items() for s in ("", "_lo", "_hi")]
     )
-    kap = pl.col("kappa")
     src = reference.get_column("source").unique().sort().str.join("; ").item() if reference is not None and reference.height else None
     out = out.with_columns(
-        kappa_gate=pl.when(kap.is_nan() | kap.is_null()).then(None).when(kap >= KAPPA_GATE).then(pl.lit("pass")).otherwise(pl.lit("fail")),
+        *[pl.col(f"pass_kappa{s}").fill_nan(None) for s in ("", "_lo", "_hi")],
         reference_source=pl.lit(src, dtype=pl.String),
-    )
+    ).with_columns(pass_kappa_gate=gate())
     return out.select(EVAL_COLUMNS).sort("benchmark", "strategy", "judge")
 
 
 def markdown_table(table: pl.DataFrame) -> str:
     """The evaluation table as GitHub markdown: per benchmark, strategy and judge the cost
-    (queries per verdict), share undecided, PC, PF, flip rate, accuracy and kappa with
-    their 95 % intervals, and the kappa ≥ 0.6 gate."""
+    (queries per verdict), share undecided, PC, PF, flip rate, accuracy and kappa against
+    the reference (agreement, no gate), and the inter-pass kappa with its κ ≥ 0.6 gate
+    (strategies with per-order verdicts), with their 95 % intervals."""
 
     def ci(r, m, f):
         e, lo, hi = r[m], r[f"{m}_lo"], r[f"{m}_hi"]
@@ -215,15 +223,22 @@ def markdown_table(table: pl.DataFrame) -> str:
             return f.format(e)
         return f"{f.format(e)} [{f.format(lo)}, {f.format(hi)}]"
 
-    head = "| benchmark | strategy | judge | cost | undecided | PC | PF | flip | accuracy | kappa | gate |"
-    lines = [head, "|" + "---|" * 11]
+    head = "| benchmark | strategy | judge | cost | undecided | PC | PF | flip | accuracy | κ vs reference | κ passes | κ passes ≥ 0.6 |"
+    lines = [head, "|" + "---|" * 12]
     for r in table.iter_rows(named=True):
         lines.append(
             f"| {r['benchmark']} | {r['strategy']} | {r['judge']} | {r['cost']:.2f} | {r['undecided']:.1%} | "
             f"{ci(r, 'pc', '{:.3f}')} | {ci(r, 'pf', '{:+.3f}')} | {ci(r, 'flip', '{:.3f}')} | "
-            f"{ci(r, 'accuracy', '{:.3f}')} | {ci(r, 'kappa', '{:.3f}')} | {r['kappa_gate'] or '–'} |"
+            f"{ci(r, 'accuracy', '{:.3f}')} | {ci(r, 'kappa', '{:.3f}')} | {ci(r, 'pass_kappa', '{:.3f}')} | "
+            f"{r['pass_kappa_gate'] or '–'} |"
         )
     src = table.get_column("reference_source").drop_nulls().unique().to_list() if table.height else []
+    lines.append("")
+    lines.append(
+        "κ vs reference: Cohen's kappa of the final verdicts against the reference (agreement, no gate). "
+        "κ passes: Cohen's kappa between the original and the swapped order's verdicts, pair by pair, "
+        f"gate κ ≥ {KAPPA_GATE} (practitioners' health metric; – for strategies that combine both orders)."
+    )
     if src:
         lines.append("")
         lines.append(f"Reference: {'; '.join(src)}.")
@@ -232,8 +247,9 @@ def markdown_table(table: pl.DataFrame) -> str:
 
 def cost_agreement_figure(table: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
     """Cost (queries per final verdict, x) against Cohen's kappa with the reference (y,
-    95 % interval bars), one panel per benchmark, one colour per strategy; the dashed line
-    is the kappa ≥ 0.6 gate. PNG at ``path`` (matplotlib, as :mod:`voirdire.analysis.figures`)."""
+    95 % interval bars), one panel per benchmark, one colour per strategy (kappa against a
+    reference is an agreement figure: no gate line; the 0.6 gate is on the inter-pass
+    kappa). PNG at ``path`` (matplotlib, as :mod:`voirdire.analysis.figures`)."""
     from voirdire.analysis.figures import _save, plt
 
     benches = sorted(table.get_column("benchmark").unique().to_list())
@@ -252,7 +268,6 @@ def cost_agreement_figure(table: pl.DataFrame, path: str | os.PathLike, title: s
             x = p.get_column("cost").to_numpy().astype(float) * (1 + 0.04 * (strategies.index(s) - (len(strategies) - 1) / 2))
             err = np.vstack([np.nan_to_num(y - lo), np.nan_to_num(hi - y)])
             ax.errorbar(x, y, yerr=err, fmt="o", color=color[s], label=s, alpha=0.8, capsize=2)
-        ax.axhline(KAPPA_GATE, ls="--", color="grey", lw=1)
         ax.set_xscale("log")
         costs = sorted({float(c) for c in part.get_column("cost").to_list() if c == c})
         ax.set_xticks(costs, [f"{c:g}" for c in costs])
@@ -357,15 +372,16 @@ def report_section(judgments: Sequence[pl.DataFrame], out: str | os.PathLike, re
     j = pl.concat(frames, how="diagonal_relaxed")
     table, _, _ = run_mitigation(j, replicates=replicates)
     write_mitigation(table, None, out)
-    cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip"]
+    cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip", "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate"]
     head = "".join(f"<th>{c}</th>" for c in cols)
     body = "".join(
-        "<tr>" + "".join(f"<td>{_html.escape(f'{v:.3f}' if isinstance(v, float) else str(v))}</td>" for v in r) + "</tr>"
+        "<tr>" + "".join(f"<td>{_html.escape('–' if v is None else f'{v:.3f}' if isinstance(v, float) else str(v))}</td>" for v in r) + "</tr>"
         for r in table.select(cols).iter_rows()
     )
     return (
         '<h2 id="mitigation">Removing position bias</h2><p class="note">Strategies that need no new query, on these '
         "judgments (docs/mitigation.md): cost = queries per final verdict; order-combining strategies have PC 1 and "
-        "PF 0 by construction. Agreement with a reference: <code>voirdire mitigate DIR --reference judge:NAME</code>."
+        "PF 0 by construction; pass_kappa: Cohen's kappa between the two orders' verdicts (gate ≥ 0.6), for the "
+        "strategies with per-order verdicts. Agreement with a reference: <code>voirdire mitigate DIR --reference judge:NAME</code>."
         f"</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )

@@ -147,20 +147,23 @@ def render_html(study: Study, written: dict[str, Any], title: str = "voirdire re
     no_rs = study.panel.filter(pl.col("rs").is_null())
     if no_rs.height:
         p.append(f'<p class="note">RS not measured (no repeated queries) for: {e(", ".join(f"{b}/{j}" for b, j in no_rs.select("benchmark", "judge").iter_rows()))}.</p>')
-    cols = ["benchmark", "judge", "pc", "pc_lo", "pc_hi", "pf", "pf_lo", "pf_hi", "error_rate", "rs", "rs_lo", "rs_hi", "primacy", "recency", "p_value", "direction", "n_judgments", "source", "rs_source", "flag"]
+    cols = ["benchmark", "judge", "pc", "pc_lo", "pc_hi", "pf", "pf_lo", "pf_hi", "error_rate", "rs", "rs_lo", "rs_hi", "primacy", "recency", "p_value", "direction", "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate", "n_judgments", "source", "rs_source", "flag"]
     tab = study.panel.select([c for c in cols if c in study.panel.columns])
     p.append(
         html_table(
             tab,
-            {"pc": F3, "pc_lo": F3, "pc_hi": F3, "pf": SIGNED, "pf_lo": SIGNED, "pf_hi": SIGNED, "error_rate": PCT, "rs": F3, "rs_lo": F3, "rs_hi": F3, "p_value": "{:.2g}"},
-            rename={"pc_lo": "PC lo", "pc_hi": "PC hi", "pf_lo": "PF lo", "pf_hi": "PF hi", "rs_lo": "RS lo", "rs_hi": "RS hi", "primacy": "primacy pairs", "recency": "recency pairs", "p_value": "sign test p", "source": "PC/PF from", "rs_source": "RS from"},
+            {"pc": F3, "pc_lo": F3, "pc_hi": F3, "pf": SIGNED, "pf_lo": SIGNED, "pf_hi": SIGNED, "error_rate": PCT, "rs": F3, "rs_lo": F3, "rs_hi": F3, "p_value": "{:.2g}", "pass_kappa": F3, "pass_kappa_lo": F3, "pass_kappa_hi": F3},
+            rename={"pc_lo": "PC lo", "pc_hi": "PC hi", "pf_lo": "PF lo", "pf_hi": "PF hi", "rs_lo": "RS lo", "rs_hi": "RS hi", "primacy": "primacy pairs", "recency": "recency pairs", "p_value": "sign test p", "pass_kappa": "κ passes", "pass_kappa_lo": "κ lo", "pass_kappa_hi": "κ hi", "pass_kappa_gate": "κ ≥ 0.6", "source": "PC/PF from", "rs_source": "RS from"},
             flag_col="flag",
         )
     )
     p.append(
         '<p class="note">lo/hi: 95% cluster-bootstrap percentile interval (questions resampled, '
         f"{study.dirs[0].ci.get_column('replicates').max() if study.dirs[0].ci.height else 0} replicates). "
-        "Sign test: exact two-sided binomial test of primacy-preferred against recency-preferred pairs among the inconsistent ones.</p>"
+        "Sign test: exact two-sided binomial test of primacy-preferred against recency-preferred pairs among the inconsistent ones. "
+        "κ passes: Cohen's kappa over {win, tie, loss} between the verdicts of the original and of the swapped order, pair by pair "
+        "(statsmodels), with its interval; the practitioners' gate trusts the judge for the task only at κ ≥ 0.6. It needs no "
+        "reference and is not the kappa against a reference of the mitigation table (an agreement figure, no gate).</p>"
     )
 
     # ---------------------------------------------------------------- per benchmark

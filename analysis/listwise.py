@@ -43,7 +43,7 @@ A judge whose choices do not depend on the slot has expected PF exactly 0 under 
 balanced within a series (cyclic, all orders, Latin squares), with or without ties; with
 ``sample:k`` orders only on average over the drawn orders. PF is a first-versus-last axis:
 a preference for middle slots reads ≈ 0, which :func:`slot_shares` (shares and a
-chi-square test against uniform) shows.
+chi-square test against uniform, clustered by question: :func:`cluster_wald`) shows.
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ __all__ = [
     "listwise_cell_counts",
     "listwise_cell_metrics",
     "slot_shares",
+    "cluster_wald",
 ]
 
 #: One series: a judge's judgments of one instance (question + list) in one repetition.
@@ -78,7 +79,7 @@ SERIES_COLUMNS = [*SERIES_KEYS, "p", "n_judgments", "klass", "winner", "all_tie"
 SLOT_COLUMNS = [
     "benchmark", "judge", "list_size", "option_mode", "slot", "position",
     "choices", "n_choices", "share", "expected", "excess", "tie_share",
-    "chi2", "chi2_dof", "chi2_p",
+    "chi2", "chi2_dof", "chi2_p", "clusters", "pearson_chi2",
 ]  # fmt: skip
 
 
@@ -237,10 +238,14 @@ def slot_shares(judgments: pl.DataFrame) -> pl.DataFrame:
     any slot), ``share`` (float: choices / n_choices, 0 when none), ``expected`` (float:
     1/p), ``excess`` (float: share − 1/p; > 0 at slot A is a primacy preference, at the
     last slot a recency preference), ``tie_share`` (float: ties / judgments with a
-    verdict), ``chi2`` (float: Pearson's ``Σ (choices − n_choices/p)² / (n_choices/p)``
-    over the slots), ``chi2_dof`` (int: p − 1), ``chi2_p`` (float: its upper-tail p-value,
-    ``scipy.stats.chi2.sf``); the last four are the same on every slot row of a group, and
-    the chi-square columns are null for a group with no slot choice. Every slot has a row,
+    verdict), ``chi2`` (float: the cluster-robust Wald statistic of :func:`cluster_wald`,
+    questions as clusters), ``chi2_dof`` (int: p − 1), ``chi2_p`` (float: its upper-tail
+    p-value, ``scipy.stats.chi2.sf``), ``clusters`` (int: questions with a slot choice),
+    ``pearson_chi2`` (float: Pearson's ``Σ (choices − n_choices/p)² / (n_choices/p)``,
+    which treats every judgment as independent: descriptive only, since the orders and
+    repetitions of one question are not independent, and three identical repetitions
+    triple it); the last six are the same on every slot row of a group, and the
+    chi-square columns are null for a group with no slot choice. Every slot has a row,
     chosen or not.
     """
     rows = _annotated(judgments.lazy().filter(pl.col("mode") == "listwise"))
@@ -285,7 +290,58 @@ def slot_shares(judgments: pl.DataFrame) -> pl.DataFrame:
         .sort(keys + ["position"])
         .collect()
     )
-    stat = out.get_column("chi2").to_numpy().astype(float)
+    out = out.rename({"chi2": "pearson_chi2"}).join(_question_wald(rows, keys), on=keys, how="left")
+    stat = out.get_column("chi2").fill_null(np.nan).to_numpy().astype(float)
     dof = out.get_column("chi2_dof").to_numpy()
     pval = np.where(np.isnan(stat), np.nan, chi2.sf(np.nan_to_num(stat), np.maximum(dof, 1)))
     return out.with_columns(chi2_p=pl.Series(pval, dtype=pl.Float64).fill_nan(None)).select(SLOT_COLUMNS)
+
+
+def _question_wald(rows: pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
+    """:func:`cluster_wald` over the slot choices of annotated ``rows``, per question."""
+    per_question = (
+        rows.filter(pl.col("_slot"))
+        .group_by([*keys, "question_id", (pl.col("_code") + 1).cast(pl.Int64).alias("position")])
+        .agg(choices=pl.len().cast(pl.Int64))
+        .collect()
+    )
+    return cluster_wald(per_question.cast({"list_size": pl.Int64, "option_mode": pl.Int64}), keys)
+
+
+def cluster_wald(per_cluster: pl.DataFrame, keys: list[str], cluster: str = "question_id") -> pl.DataFrame:
+    """Cluster-robust Wald test of uniform slot choices (ours; the standard sandwich form,
+    e.g. Cameron & Miller, "A Practitioner's Guide to Cluster-Robust Inference", 2015).
+
+    For cluster ``i`` (a question: all its lists, orders and repetitions) with ``n_i`` slot
+    choices and ``x_ij`` of them at slot ``j``, ``d_i = x_i − n_i/p``. A judge without
+    position bias under a design balanced within each instance (cyclic, all orders, Latin
+    squares) has ``E[d_i] = 0`` in every cluster, however its choices within the cluster
+    are correlated. With ``D = Σ d_i`` and ``V = Σ d_i d_iᵀ`` over the first ``p − 1``
+    slots (the last is implied), ``W = Dᵀ V⁺ D`` (Moore–Penrose inverse) is
+    asymptotically χ² with ``p − 1`` degrees of freedom as the clusters grow.
+    Repetitions, identical or partly correlated, change neither its size nor, when
+    identical, its value (``D`` and ``V`` scale by ``r`` and ``r²``). ``W ≤`` the number
+    of clusters, so with few questions (about 6 at p = 3) it cannot reject at α = 0.05:
+    that is the evidence few questions hold.
+
+    Args:
+        per_cluster: ``keys``, ``cluster``, ``position`` (int, 1-based), ``choices`` (int);
+            ``list_size`` (int) among the keys.
+        keys: the test's groups (one test each).
+        cluster: the clustering column.
+
+    Returns:
+        ``keys``, ``chi2`` (float ``W``; null without a slot choice), ``clusters`` (int).
+    """
+    frames = []
+    for part in per_cluster.partition_by(keys, maintain_order=True):
+        p = int(part["list_size"][0])
+        ids, inv = np.unique(part[cluster].to_numpy().astype(str), return_inverse=True)
+        x = np.zeros((len(ids), p))
+        np.add.at(x, (inv, part["position"].to_numpy() - 1), part["choices"].to_numpy())
+        d = (x - x.sum(1, keepdims=True) / p)[:, : p - 1]
+        total = d.sum(0)
+        w = float(total @ np.linalg.pinv(d.T @ d) @ total) if x.sum() > 0 else None
+        frames.append(part.select(keys).head(1).with_columns(chi2=pl.lit(w, dtype=pl.Float64), clusters=pl.lit(len(ids), dtype=pl.Int64)))
+    schema = {**{k: per_cluster.schema[k] for k in keys}, "chi2": pl.Float64, "clusters": pl.Int64}
+    return pl.concat(frames) if frames else pl.DataFrame(schema=schema)

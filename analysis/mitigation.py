@@ -509,10 +509,10 @@ register_strategy("jury-pc", _pc_weighted_jury, doc="vote weighted by each judge
 register_strategy("jury+swap-tie", pipeline(normalise, jury_vote, swap_and_tie), doc="jury per order, then swap-and-tie")
 
 for _name, _doc in {
-    "score-single": "score mode, one sample in the original order (no calibration; 1 query)",
+    "score-single": "score mode, one sample per order, a verdict per order (no calibration; 1 query per verdict)",
     "bpc": "score mode, both orders: each answer's mean score over its positions (Wang et al.; 2 queries)",
-    "mec": "score mode, k evidence samples in the original order averaged (Wang et al.; k queries)",
-    "mec+bpc": "score mode, k samples in each order, all averaged (Wang et al.; 2k queries)",
+    "mec": "score mode, k evidence samples averaged within each order, a verdict per order (Wang et al.; k queries)",
+    "mec+bpc": "score mode, k samples per order averaged, then the two positions' means (Wang et al.; 2k queries)",
 }.items():
     register_strategy(
         _name, partial(score_strategy, strategy={"score-single": "score", "mec+bpc": "mec_bpc"}.get(_name, _name)),

@@ -22,14 +22,17 @@ import polars as pl
 from voirdire.analysis.biases import bias_effects, control_rows, has_perturbations
 from voirdire.analysis.listwise import slot_shares
 from voirdire.analysis.metrics import summarize
+from voirdire.analysis.pass_kappa import PASS_KAPPA_COLUMNS, pass_kappa
 from voirdire.analysis.report import write_markdown_report
 from voirdire.analysis.self_enhancement import has_own_models, self_enhancement
 from voirdire.engine.job import JOB_FILE, load_judgments
 
-__all__ = ["JUDGE_METRIC_COLUMNS", "CELL_METRIC_COLUMNS", "DirTables", "compute_dir", "write_dir", "analyze_dir"]
+__all__ = ["JUDGE_METRIC_COLUMNS", "CELL_METRIC_COLUMNS", "DirTables", "compute_dir", "with_pass_kappa", "write_dir", "analyze_dir"]
 
 #: columns of metrics/judge_metrics.csv and metrics/cell_metrics.csv
-JUDGE_METRIC_COLUMNS = ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread"]
+JUDGE_METRIC_COLUMNS = [
+    "benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread", *PASS_KAPPA_COLUMNS[2:],
+]  # fmt: skip
 CELL_METRIC_COLUMNS = [
     "benchmark", "judge", "candidate", "task", "n", "consistent", "primacy", "recency", "balanced",
     "pcn", "rcn", "pc", "pf", "owr", "quality_gap",
@@ -43,7 +46,10 @@ class DirTables:
     Attributes:
         meta: the job record (``job.json``).
         judgments: ``voirdire.engine.schema.JUDGMENT_SCHEMA`` rows with verdicts extracted.
-        judge_metrics: :func:`voirdire.analysis.metrics.judge_metrics` columns.
+        judge_metrics: :func:`voirdire.analysis.metrics.judge_metrics` columns plus the
+            inter-pass kappa (:func:`voirdire.analysis.pass_kappa.pass_kappa`:
+            ``pass_kappa``, ``_lo``, ``_hi``, ``pass_kappa_pairs``, ``pass_kappa_gate``;
+            null for list-wise judges).
         cell_metrics: :func:`voirdire.analysis.metrics.cell_metrics` columns.
         slot_shares: :func:`voirdire.analysis.listwise.slot_shares` for a job with list-wise
             rows, else ``None``.
@@ -76,10 +82,18 @@ def compute_dir(output_dir: str | os.PathLike) -> DirTables:
     meta = json.loads((out / JOB_FILE).read_text())
     position = control_rows(judgments)  # position-bias metrics: the unperturbed queries
     jm, cm = summarize(position)
+    jm = with_pass_kappa(jm, position)
     shares = slot_shares(position) if position.filter(pl.col("mode") == "listwise").height else None
     effects = bias_effects(judgments) if has_perturbations(judgments) else None
     own = self_enhancement(judgments) if has_own_models(judgments) else None
     return DirTables(meta, judgments, jm, cm, shares, effects, own)
+
+
+def with_pass_kappa(jm: pl.DataFrame, judgments: pl.DataFrame, replicates: int = 1000) -> pl.DataFrame:
+    """``jm`` (one row per benchmark × judge) with the inter-pass kappa columns of
+    :func:`voirdire.analysis.pass_kappa.pass_kappa` joined on (null where a judge has no
+    pairwise pair judged in both orders)."""
+    return jm.join(pass_kappa(judgments, replicates=replicates), on=["benchmark", "judge"], how="left")
 
 
 def write_dir(tables: DirTables, out: str | os.PathLike) -> None:

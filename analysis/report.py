@@ -22,6 +22,8 @@ JUDGE_TABLE = [
     ("error_rate", "errors", "{:.2%}"),
     ("rs", "RS", "{:.3f}"),
     ("rs_spread", "RS ±", "{:.3f}"),
+    ("pass_kappa", "κ passes [95% CI]", "kappa"),
+    ("pass_kappa_gate", "κ ≥ 0.6", "{}"),
 ]
 
 
@@ -31,12 +33,21 @@ def _fmt(value: Any, fmt: str) -> str:
     return fmt.format(value)
 
 
+def _kappa_ci(r: dict[str, Any]) -> str:
+    """The inter-pass kappa with its interval, ``0.512 [0.47, 0.55]`` (empty when undefined)."""
+    k, lo, hi = r.get("pass_kappa"), r.get("pass_kappa_lo"), r.get("pass_kappa_hi")
+    if k is None or k != k:
+        return ""
+    return f"{k:.3f}" if lo is None or hi is None or lo != lo else f"{k:.3f} [{lo:.2f}, {hi:.2f}]"
+
+
+def _cell(r: dict[str, Any], col: str, fmt: str) -> str:
+    return _kappa_ci(r) if fmt == "kappa" else _fmt(r.get(col), fmt)
+
+
 def judge_table_rows(jm: pl.DataFrame) -> list[list[str]]:
     """The per-judge table as formatted strings (columns of :data:`JUDGE_TABLE`)."""
-    rows = []
-    for r in jm.sort("benchmark", "judge").iter_rows(named=True):
-        rows.append([_fmt(r.get(c), f) for c, _, f in JUDGE_TABLE])
-    return rows
+    return [[_cell(r, c, f) for c, _, f in JUDGE_TABLE] for r in jm.sort("benchmark", "judge").iter_rows(named=True)]
 
 
 def markdown_judge_table(jm: pl.DataFrame) -> str:
@@ -48,13 +59,14 @@ def markdown_judge_table(jm: pl.DataFrame) -> str:
 
 
 #: columns of the terminal tables: position-bias jobs, then repetition jobs
-_POSITION_COLS = ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate"]
-_REPETITION_COLS = ["benchmark", "judge", "rs", "rs_spread", "pc", "pf", "error_rate"]
+_POSITION_COLS = ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "pass_kappa", "pass_kappa_gate"]
+_REPETITION_COLS = ["benchmark", "judge", "rs", "rs_spread", "pc", "pf", "error_rate", "pass_kappa", "pass_kappa_gate"]
 
 
 def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
     """Print the per-judge tables to the terminal with rich: one for position-bias cells
-    (no repetitions) and one for repetition-stability cells (RS measured)."""
+    (no repetitions) and one for repetition-stability cells (RS measured); both with the
+    inter-pass kappa, its interval and its 0.6 gate when ``jm`` carries them."""
     console = console or Console()
     fmts = {c: (h, f) for c, h, f in JUDGE_TABLE}
     has_rs = jm["rs"].is_not_null() if "rs" in jm.columns else pl.Series([False] * jm.height)
@@ -64,12 +76,35 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
     ):
         if part.height == 0:
             continue
-        table = Table(title=f"{title} ({part.height} benchmark × judge rows)")
+        table = Table(
+            title=f"{title} ({part.height} benchmark × judge rows)",
+            caption="κ passes: Cohen's kappa between the two orders' verdicts (95% CI); gate κ ≥ 0.6 (docs/mitigation.md)",
+        )
         for i, c in enumerate(cols):
-            table.add_column(fmts[c][0], justify="left" if i < 2 else "right", no_wrap=i < 2, min_width=None if i < 2 else 6)
+            table.add_column(fmts[c][0], justify="left" if i < 2 else "right", no_wrap=i < 2 or c == "pass_kappa", min_width=None if i < 2 else 6)
         for r in part.sort("benchmark", "judge").iter_rows(named=True):
-            table.add_row(*[_fmt(r.get(c), fmts[c][1]) for c in cols])
+            table.add_row(*[_cell(r, c, fmts[c][1]) for c in cols])
         console.print(table)
+
+
+def print_gold_table(jm: pl.DataFrame, acc: pl.DataFrame, console: Console | None = None) -> None:
+    """Print, per benchmark × judge with gold labels, PC and PF (from the judge table ``jm``)
+    beside accuracy against the gold labels (``acc``:
+    :func:`voirdire.analysis.release_stats.gold_accuracy`): pooled over both orders, per
+    order (as shown, swapped) and both orders correct, a failed verdict counted as wrong."""
+    if acc.height == 0:
+        return
+    console = console or Console()
+    rows = acc.join(jm.select("benchmark", "judge", "pc", "pf"), on=["benchmark", "judge"], how="left")
+    table = Table(title=f"Accuracy against gold labels ({rows.height} benchmark × judge rows; failed verdicts count as wrong)")
+    for c in ("benchmark", "judge"):
+        table.add_column(c, no_wrap=True)
+    for c in ("pairs", "PC", "PF", "accuracy", "shown", "swapped", "both"):
+        table.add_column(c, justify="right", no_wrap=True)
+    for r in rows.sort("benchmark", "judge").iter_rows(named=True):
+        table.add_row(r["benchmark"], r["judge"], f"{r['n']:,}", _fmt(r["pc"], "{:.3f}"), _fmt(r["pf"], "{:+.3f}"),
+                      *[_fmt(r[c], "{:.3f}") for c in ("accuracy", "accuracy_shown", "accuracy_swapped", "both_correct")])
+    console.print(table)
 
 
 def print_bias_table(effects: pl.DataFrame, console: Console | None = None) -> None:
@@ -100,8 +135,9 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
     """List-wise slot choice shares as a Markdown table: one row per (benchmark, judge,
     list size, option mode), one column per slot (share of slot-choosing verdicts, with
     its excess over 1/p in parentheses), then the tie share, the number of choices and the
-    chi-square goodness-of-fit test of the slot counts against uniform (statistic, degrees
-    of freedom, p-value).
+    chi-square test of the slot counts against uniform, clustered by question
+    (:func:`voirdire.analysis.listwise.cluster_wald`: statistic, degrees of freedom,
+    questions, p-value).
 
     Args:
         shares: :func:`voirdire.analysis.listwise.slot_shares` output.
@@ -110,7 +146,7 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
         return ""
     max_p = int(shares["list_size"].max())
     slots = "ABCDEFGHI"[:max_p]
-    head = "| benchmark | judge | p | 1/p | " + " | ".join(slots) + " | tie | choices | χ² (dof) | p-value |"
+    head = "| benchmark | judge | p | 1/p | " + " | ".join(slots) + " | tie | choices | clustered χ² (dof; questions) | p-value |"
     sep = "|---|---|---:|---:|" + "---:|" * (max_p + 4)
     body = []
     keys = ["benchmark", "judge", "list_size", "option_mode"]
@@ -121,7 +157,7 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
         row = [str(bench), str(judge), str(p), f"{first['expected']:.3f}"]
         row += [cells.get(x, "") for x in slots]
         row += [f"{first['tie_share']:.3f}", f"{first['n_choices']:,}"]
-        row += [_fmt(first["chi2"], "{:.1f}") + f" ({first['chi2_dof']})", _fmt(first["chi2_p"], "{:.3g}")]
+        row += [_fmt(first["chi2"], "{:.1f}") + f" ({first['chi2_dof']}; {first['clusters'] or 0})", _fmt(first["chi2_p"], "{:.3g}")]
         body.append("| " + " | ".join(row) + " |")
     return "\n".join([head, sep, *body])
 
@@ -214,7 +250,10 @@ def write_markdown_report(
         "",
         "PC: position consistency (pooled over cells); PF: preference fairness (mean over cells; "
         "−1 primacy, +1 recency); RS: repetition stability (Shi et al. 2024; definitions in "
-        "voirdire's `docs/metrics.md`).",
+        "voirdire's `docs/metrics.md`). κ passes: Cohen's kappa over {win, tie, loss} between the "
+        "verdicts of the original and of the swapped order, pair by pair, with its 95 % "
+        "cluster-bootstrap interval; the practitioners' gate trusts a judge for the task only "
+        "at κ ≥ 0.6 (`docs/mitigation.md`; not kappa against a reference).",
         "",
         markdown_judge_table(jm),
         "",

@@ -6,17 +6,20 @@ Language Models are not Fair Evaluators" (2023), Section 3:
 
 - **MEC** (multiple evidence calibration): ``k`` evidence-first samples of the same order
   (``repetitions = k`` at temperature > 0; one request with ``n = k`` where the backend
-  allows), each answer's score averaged over them.
+  allows), each answer's score averaged over them; a verdict per order (so its position
+  bias is read per order, as for one sample: ``score``).
 - **BPC** (balanced position calibration): both orders; each answer's final score is the
   mean of its scores in the first and in the second position.
-- **MEC + BPC**: ``k`` samples in each order, all ``2k`` averaged.
+- **MEC + BPC**: ``k`` samples in each order, each answer's scores averaged within each
+  order over the valid samples, then the two positions' means averaged (the mean of all
+  ``2k`` when every sample is valid; failed samples never reweight the positions).
 - **BPDE** (balanced position diversity entropy): the entropy of the ``2k`` normalised
   outcomes (win/tie/loss from the candidate's side) of a pair; the pairs of highest
   entropy are the ones to give to people (HITLC, top 20 % in the paper). Computed by
   :func:`voirdire.analysis.mitigation.bpde` over :func:`sample_verdicts`.
 
 Verdicts are written from the candidate's side (``win``, ``tie``, ``loss``; ``undecided``
-when no sample has both scores), as in ``docs/mitigation.md``. Every function is a pure
+when an order used has no sample with both scores), as in ``docs/mitigation.md``. Every function is a pure
 polars function, table in, table out.
 """
 
@@ -29,12 +32,13 @@ PAIR_KEYS = ["benchmark", "judge", "question_id", "task", "candidate", "referenc
 #: Columns of :func:`score_samples`.
 SAMPLE_COLUMNS = [*PAIR_KEYS, "permutation", "repetition", "candidate_first", "candidate_score", "reference_score", "outcome"]
 #: Columns of the final-verdict tables (:func:`calibrated_verdicts`).
-VERDICT_COLUMNS = [*PAIR_KEYS, "candidate_score", "reference_score", "verdict", "queries"]
-#: Strategies of this module: (orders used, samples per order: ``None`` = all repetitions).
+VERDICT_COLUMNS = [*PAIR_KEYS, "candidate_score", "reference_score", "verdict", "permutation", "queries"]
+#: Strategies of this module: (orders: ``each`` = a verdict per order, ``both`` = the two
+#: positions averaged; samples per order: ``None`` = all repetitions).
 SCORE_STRATEGIES: dict[str, tuple[str, int | None]] = {
-    "score": ("original", 1),
+    "score": ("each", 1),
     "bpc": ("both", 1),
-    "mec": ("original", None),
+    "mec": ("each", None),
     "mec_bpc": ("both", None),
 }
 
@@ -72,47 +76,76 @@ def score_samples(judgments: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(outcome=_outcome(pl.col("candidate_score"), pl.col("reference_score"))).select(SAMPLE_COLUMNS)
 
 
+def _order_means(s: pl.DataFrame) -> pl.DataFrame:
+    """Per pair and order (``candidate_first``): each answer's mean score over the order's
+    samples that have both scores (null when none has), ``samples`` (all, failed included)."""
+    ok = pl.col("candidate_score").is_not_null() & pl.col("reference_score").is_not_null()
+    return s.group_by([*PAIR_KEYS, "candidate_first"]).agg(
+        candidate_score=pl.col("candidate_score").filter(ok).mean(),
+        reference_score=pl.col("reference_score").filter(ok).mean(),
+        samples=pl.len().cast(pl.Int64),
+    )
+
+
 def calibrated_verdicts(samples: pl.DataFrame, *, orders: str = "both", per_order: int | None = None) -> pl.DataFrame:
-    """Final verdict per pair from averaged scores (Wang et al. 2023, Section 3).
+    """Final verdicts from averaged scores (Wang et al. 2023, Section 3).
+
+    Each answer's score is first averaged within each order over that order's valid samples
+    (repetitions 1..``per_order``; a sample is valid when it has both scores). Then:
+
+    - ``orders="each"`` (no calibration, or MEC alone): one verdict per pair *and order*,
+      from that order's means; ``permutation`` 0 (candidate shown first) or 1, so the
+      evaluation reads PC, PF and the flip rate per order as for ``single``.
+    - ``orders="both"`` (BPC, MEC + BPC): one verdict per pair from each answer's mean of
+      its two positions' means (BPC: "the average of the two scores it receives in the two
+      positions"); ``permutation`` null (order-invariant). A pair with an order that has no
+      valid sample (or is absent) is ``undecided``: a failed swap never falls back to the
+      one biased order, and failed samples never reweight the positions.
 
     Args:
         samples: :func:`score_samples` output.
-        orders: ``"both"`` (BPC: the mean of each answer's scores over both positions) or
-            ``"original"`` (permutation 0 only).
+        orders: ``"both"`` or ``"each"``.
         per_order: samples used per order (repetitions 1..k); ``None``: all (MEC).
 
     Returns:
-        :data:`VERDICT_COLUMNS`, one row per pair: mean ``candidate_score`` and
-        ``reference_score`` (f64, over the samples that have both scores), ``verdict``
-        (``win``/``tie``/``loss``; ``undecided`` when no sample has scores) and ``queries``
-        (int: samples spent for this verdict, failed ones included: the cost).
+        :data:`VERDICT_COLUMNS`: ``candidate_score`` / ``reference_score`` (f64, the means
+        above; null when undecided), ``verdict`` (``win``/``tie``/``loss``/``undecided``),
+        ``permutation`` (i64 or null) and ``queries`` (int: samples spent on this verdict,
+        failed ones included: the cost).
 
     Raises:
-        ValueError: ``orders`` not ``both`` or ``original``; ``per_order`` < 1.
+        ValueError: ``orders`` not ``both`` or ``each``; ``per_order`` < 1.
     """
-    if orders not in ("both", "original"):
-        raise ValueError(f"orders must be 'both' or 'original', not {orders!r}")
+    if orders not in ("both", "each"):
+        raise ValueError(f"orders must be 'both' or 'each', not {orders!r}")
     if per_order is not None and per_order < 1:
         raise ValueError(f"per_order must be >= 1, not {per_order}")
-    s = samples if orders == "both" else samples.filter(pl.col("permutation") == 0)
-    if per_order is not None:
-        s = s.filter(pl.col("repetition") <= per_order)
-    ok = pl.col("candidate_score").is_not_null() & pl.col("reference_score").is_not_null()
-    out = s.group_by(PAIR_KEYS).agg(
-        candidate_score=pl.col("candidate_score").filter(ok).mean(),
-        reference_score=pl.col("reference_score").filter(ok).mean(),
-        queries=pl.len().cast(pl.Int64),
-    )
+    s = samples if per_order is None else samples.filter(pl.col("repetition") <= per_order)
+    means = _order_means(s)
+    if orders == "each":
+        out = means.with_columns(
+            permutation=pl.when(pl.col("candidate_first")).then(0).otherwise(1).cast(pl.Int64), queries=pl.col("samples")
+        )
+    else:
+        both = pl.col("candidate_first").n_unique() == 2
+        decided = both & pl.col("candidate_score").is_not_null().all() & pl.col("reference_score").is_not_null().all()
+        out = means.group_by(PAIR_KEYS).agg(
+            candidate_score=pl.when(decided).then(pl.col("candidate_score").mean()),
+            reference_score=pl.when(decided).then(pl.col("reference_score").mean()),
+            queries=pl.col("samples").sum(),
+            permutation=pl.lit(None, dtype=pl.Int64),
+        )
     return (
         out.with_columns(verdict=_outcome(pl.col("candidate_score"), pl.col("reference_score")).fill_null("undecided"))
         .select(VERDICT_COLUMNS)
-        .sort(PAIR_KEYS)
+        .sort([*PAIR_KEYS, "permutation"], nulls_last=True)
     )
 
 
 def strategy_verdicts(judgments: pl.DataFrame, strategy: str) -> pl.DataFrame:
     """The final verdicts of a named score strategy (:data:`SCORE_STRATEGIES`): ``score``
-    (one sample, original order: no calibration), ``bpc``, ``mec``, ``mec_bpc``.
+    (one sample per order, a verdict per order: no calibration), ``bpc``, ``mec`` (k
+    samples per order, a verdict per order), ``mec_bpc``.
 
     Raises:
         ValueError: unknown strategy, no score-mode judgments, or ``bpc``/``mec_bpc`` on a

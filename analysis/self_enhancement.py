@@ -13,11 +13,25 @@ panel classified. Then
 - ``dev_j(m) = owr_j(m) − mean_{k≠j} owr_k(m)``: the raw self-preference when ``m`` is
   ``j``'s own model;
 - ``did_j(m) = dev_j(m) − mean_{c≠m} dev_j(c)``: the difference in differences, which
-  removes a judge's general leniency toward (strong) candidates and alone isolates
-  self-preference;
+  removes a judge's *uniform* leniency (the same excess for every candidate);
+- ``adj_j(m) = dev_j(m) − (a + b·x(m))``, with ``x(c) = mean_{k≠j} owr_k(c)`` the other
+  judges' win rate of ``c`` (its strength) and ``a + b·x`` the least-squares line of
+  ``dev_j(c)`` on ``x(c)`` over the other candidates ``c ≠ m`` (ours): the
+  *strength-adjusted* estimate, which also removes leniency that grows (or shrinks) with
+  the candidate's strength, so a judge that is simply kinder to strong answers reads 0
+  however strong its own model is; ``slope`` = ``b``;
 - ``error_rate = |owr_j(m) − mean_{k≠j} owr_k(m)| / mean_{k≠j} owr_k(m)``: CALM's error rate
   with the pairwise win rate in place of the mean score (the released pairwise outputs
-  carry no scores).
+  carry no scores). An absolute value: a judge that judges its own model like the others
+  still reads > 0, so ``error_rate_null`` (with ``_lo``/``_hi``) gives its null reference,
+  the mean and central band of the error rate with the judges' scores exchanged at random
+  within each pair (:func:`~voirdire.analysis.null_reference.judge_swap_null`).
+
+Which question each answers: ``raw``, "does the judge rate its own model higher than the
+other judges do?" (self-preference plus any leniency toward that model); ``did``, "more than
+it over-rates the average other candidate?"; ``adj``, "more than it over-rates another
+candidate *of the same strength*?" (the closest to self-preference proper, under a linear
+leniency-by-strength model).
 
 Intervals: cluster bootstrap over questions
 (:func:`~voirdire.analysis.uncertainty.cluster_bootstrap`).
@@ -30,6 +44,7 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 from voirdire.analysis.metrics import pairwise_pairs
+from voirdire.analysis.null_reference import judge_swap_null
 from voirdire.analysis.uncertainty import cluster_bootstrap
 
 __all__ = ["OWN_MODELS", "SELF_COLUMNS", "has_own_models", "pair_scores", "win_rate_deviations", "self_enhancement"]
@@ -39,7 +54,8 @@ OWN_MODELS = {"gpt-4-0613": "gpt-4", "gpt-3.5-turbo-1106": "gpt-3.5-turbo"}
 #: Columns of :func:`self_enhancement`.
 SELF_COLUMNS = [
     "benchmark", "judge", "own_model", "other_judges", "n_pairs", "owr_self", "owr_others",
-    "raw", "raw_lo", "raw_hi", "did", "did_lo", "did_hi", "error_rate", "error_rate_lo", "error_rate_hi",
+    "raw", "raw_lo", "raw_hi", "did", "did_lo", "did_hi", "adj", "adj_lo", "adj_hi", "slope", "slope_lo", "slope_hi",
+    "error_rate", "error_rate_lo", "error_rate_hi", "error_rate_null", "error_rate_null_lo", "error_rate_null_hi",
 ]
 _PAIR = ["benchmark", "question_id", "candidate", "reference", "repetition"]
 
@@ -86,6 +102,26 @@ def pair_scores(judgments: pl.DataFrame) -> pl.DataFrame:
     return scored.join(common, on=_PAIR, how="semi").sort(*_PAIR, "judge")
 
 
+def _strength_adjusted(dev: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Leave-one-out least squares of ``dev`` on ``x`` over the candidates (last axis).
+
+    For every (replicate, judge, candidate m), the line ``dev = a + b·x`` fitted over the
+    *other* candidates c ≠ m with both values defined; returns ``dev_m − (a + b·x_m)``
+    (the strength-adjusted deviation) and ``b`` (the slope), each (R, J, C); NaN where
+    fewer than three other candidates or no spread in ``x``. Closed form from the sums
+    minus candidate m's own term, no loop."""
+    ok = np.isfinite(dev) & np.isfinite(x)
+    w = ok.astype(float)
+    y0, x0 = np.where(ok, dev, 0.0), np.where(ok, x, 0.0)
+    tot = [np.sum(t, axis=2, keepdims=True) for t in (w, w * x0, w * y0, w * x0 * x0, w * x0 * y0)]
+    n, sx, sy, sxx, sxy = (t - v for t, v in zip(tot, (w, w * x0, w * y0, w * x0 * x0, w * x0 * y0)))
+    den = n * sxx - sx * sx
+    good = (n >= 3) & (den > 1e-12 * np.maximum(n * sxx, 1e-300))
+    b = np.where(good, (n * sxy - sx * sy) / np.where(good, den, 1.0), np.nan)
+    a = (sy - b * sx) / np.where(n > 0, n, 1.0)
+    return dev - (a + b * x), b
+
+
 def _stat(keys: pl.DataFrame):
     """The bootstrap statistic over units ``keys`` (judge, candidate) in cluster_bootstrap's order."""
     judges = sorted(keys.get_column("judge").unique().to_list())
@@ -102,7 +138,9 @@ def _stat(keys: pl.DataFrame):
         dev = owr - others
         did = dev - (np.nansum(dev, axis=2, keepdims=True) - dev) / (nc - 1)
         err = np.abs(dev) / others
-        return {"owr": owr[:, ji, ci], "owr_others": others[:, ji, ci], "raw": dev[:, ji, ci], "did": did[:, ji, ci], "error_rate": err[:, ji, ci]}
+        adj, slope = _strength_adjusted(dev, others)
+        out = {"owr": owr, "owr_others": others, "raw": dev, "did": did, "error_rate": err, "adj": adj, "slope": slope}
+        return {k: v[:, ji, ci] for k, v in out.items()}
 
     return stat
 
@@ -153,8 +191,10 @@ def self_enhancement(
     Returns:
         :data:`SELF_COLUMNS`, one row per (benchmark, judge) with its own model among the
         candidates: ``owr_self`` = owr_j(m), ``owr_others`` = mean over the other judges,
-        ``raw``/``did``/``error_rate`` with ``_lo``/``_hi`` intervals (see the module
-        docstring), ``other_judges`` (str, comma-separated), ``n_pairs`` (int). Empty when
+        ``raw``/``did``/``adj`` (strength-adjusted)/``slope`` (of the judge's deviation on
+        the other judges' win rate, over the non-own candidates)/``error_rate`` with
+        ``_lo``/``_hi`` intervals (see the module docstring), ``error_rate_null`` with
+        ``_lo``/``_hi`` (the error rate's null reference and band), ``other_judges`` (str, comma-separated), ``n_pairs`` (int). Empty when
         no such judge is present.
     """
     own = dict(OWN_MODELS if own_models is None else own_models)
@@ -171,7 +211,7 @@ def self_enhancement(
     ren = {}
     for c in wide.columns:
         for side in ("estimate", "lo", "hi"):
-            for m in ("owr_others", "owr", "raw", "did", "error_rate"):
+            for m in ("owr_others", "owr", "raw", "did", "adj", "slope", "error_rate"):
                 if c in (f"{side}_{m}", f"{m}_{side}"):
                     ren[c] = m if side == "estimate" else f"{m}_{side}"
     wide = wide.rename(ren).rename({"owr": "owr_self"})
@@ -179,4 +219,24 @@ def self_enhancement(
     wide = wide.join(others, on="benchmark").with_columns(
         other_judges=pl.col("_all").list.set_difference(pl.concat_list("judge")).list.sort().list.join(",")
     )
-    return wide.select(SELF_COLUMNS).sort("benchmark", "judge")
+    nulls = _error_rate_nulls(judgments, wide.select("benchmark", "judge", "own_model"), replicates, level, seed)
+    return wide.join(nulls, on=["benchmark", "judge"], how="left").select(SELF_COLUMNS).sort("benchmark", "judge")
+
+
+def _error_rate_nulls(judgments: pl.DataFrame, rows: pl.DataFrame, replicates: int, level: float, seed: int) -> pl.DataFrame:
+    """Per (benchmark, judge) of ``rows``: the null reference of the error rate
+    (:func:`~voirdire.analysis.null_reference.judge_swap_null` on the own model's common
+    pairs)."""
+    sc = pair_scores(judgments)
+    out = []
+    for bench, judge, own in rows.iter_rows():
+        part = sc.filter((pl.col("benchmark") == bench) & (pl.col("candidate") == own))
+        wide = part.pivot(on="judge", index=[c for c in _PAIR if c != "benchmark"], values="score")
+        judges = sorted(c for c in wide.columns if c not in _PAIR)
+        m = wide.select(judges).to_numpy() if judge in judges else np.empty((0, 0))
+        band = judge_swap_null(m, judges.index(judge), replicates=replicates, level=level, seed=seed) if m.size else (np.nan,) * 3
+        out.append((bench, judge, *band))
+    cols = ["benchmark", "judge", "error_rate_null", "error_rate_null_lo", "error_rate_null_hi"]
+    return pl.DataFrame(out, schema={c: (pl.String if i < 2 else pl.Float64) for i, c in enumerate(cols)}, orient="row").with_columns(
+        [pl.col(c).fill_nan(None) for c in cols[2:]]
+    )

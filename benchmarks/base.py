@@ -84,10 +84,17 @@ def score_patterns(benchmark: str) -> tuple[str, str]:
     out = []
     for lab in labels:
         line = t["score_line"].format(label=lab).strip()
-        if not re.fullmatch(r"[A-Za-z0-9 :]+", line):
-            raise ConfigError(f"{benchmark}: score line {line!r} must be letters, digits, spaces and ':'")
-        out.append(line + r"\s*\**\s*(\d+(?:\.\d+)?)")
+        if not re.fullmatch(r"[A-Za-z0-9 :()]+", line):
+            raise ConfigError(f"{benchmark}: score line {line!r} must be letters, digits, spaces, '(', ')' and ':'")
+        out.append(line.replace("(", r"\(").replace(")", r"\)") + r"\s*\**\s*(\d+(?:\.\d+)?)")
     return out[0], out[1]
+
+
+def score_range(benchmark: str) -> tuple[int, int]:
+    """The lowest and highest valid score of a benchmark's score-mode outputs
+    (``templates/score.json`` ``ranges``; default 1 to 10; LLMBar's ratings 0 to 9)."""
+    lo, hi = load_score_templates().get("ranges", {}).get(benchmark, (1, 10))
+    return int(lo), int(hi)
 
 
 def compile_fields(template: str, fields: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, ...]]:

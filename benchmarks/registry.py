@@ -5,16 +5,19 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Sequence
 
 from voirdire.benchmarks.base import SAMPLES, Benchmark
 from voirdire.benchmarks.data import resolve_data_dir
 from voirdire.benchmarks.devbench import DevBench
+from voirdire.benchmarks.llmbar import LLMBar
 from voirdire.benchmarks.mtbench import MTBench
+from voirdire.benchmarks.release import LLMBAR, locate
 
 from voirdire.core import ConfigError
 
 #: Canonical key (lower case, letters and digits only) → benchmark class.
-BENCHMARKS: dict[str, type[Benchmark]] = {"mtbench": MTBench, "devbench": DevBench}
+BENCHMARKS: dict[str, type[Benchmark]] = {"mtbench": MTBench, "devbench": DevBench, "llmbar": LLMBar}
 
 
 def canonical_name(name: str) -> str:
@@ -38,12 +41,29 @@ def known_benchmarks() -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=16)
-def _load(key: str, data_dir: str, sample: str) -> Benchmark:
+def _load(key: str, data_dir: str, sample: str, subsets: tuple[str, ...] | None, prompt: str | None) -> Benchmark:
+    if key == "llmbar":
+        return LLMBar(data_dir=data_dir, sample=sample, subsets=subsets, prompt=prompt)
     return BENCHMARKS[key](data_dir=data_dir, sample=sample)
 
 
+def data_dir_for(name: str, data_dir: str | os.PathLike[str] | None = None) -> os.PathLike[str]:
+    """The data directory a benchmark reads: the first release's
+    (:func:`~voirdire.benchmarks.data.resolve_data_dir`) for MT-Bench and DevBench, LLMBar's
+    (:func:`~voirdire.benchmarks.release.locate`) for LLMBar.
+
+    Raises:
+        ConfigError: unknown benchmark, or no data directory.
+    """
+    key = canonical_name(name)
+    if key == "llmbar":
+        return locate(LLMBAR, data_dir)
+    return resolve_data_dir(data_dir)
+
+
 def load_benchmark(
-    name: str, data_dir: str | os.PathLike[str] | None = None, sample: str = "full"
+    name: str, data_dir: str | os.PathLike[str] | None = None, sample: str = "full",
+    subsets: Sequence[str] | None = None, prompt: str | None = None,
 ) -> Benchmark:
     """A loaded benchmark, cached per (benchmark, resolved data directory, sample).
 
@@ -54,6 +74,8 @@ def load_benchmark(
             :func:`~voirdire.benchmarks.data.resolve_data_dir` (``$VOIRDIRE_DATA``, then
             the default locations).
         sample: ``"full"`` or ``"repetition"`` (the repetition-study subset table).
+        subsets, prompt: LLMBar's subsets (release folders) and live-judge prompt; other
+            benchmarks have neither.
 
     Returns:
         The same object for the same (name, directory, sample): treat it as read-only.
@@ -64,8 +86,10 @@ def load_benchmark(
     key = canonical_name(name)
     if sample not in SAMPLES:
         raise ConfigError(f"unknown benchmark sample {sample!r}; known: {', '.join(SAMPLES)}")
-    resolved = resolve_data_dir(data_dir)
-    return _load(key, str(resolved), sample)
+    if key != "llmbar" and (subsets or prompt):
+        raise ConfigError(f"benchmark {BENCHMARKS[key].name} has no subsets or prompt choice (LLMBar has)")
+    resolved = data_dir_for(name, data_dir)
+    return _load(key, str(resolved), sample, tuple(subsets) if subsets else None, prompt)
 
 
 def clear_cache() -> None:

@@ -1,397 +1,220 @@
-"""Getting the data: download the public release, verify it, convert it once.
+"""Getting the data: download a public release, verify it, convert it once.
 
-The benchmark data of voirdire is the public release of Shi et al. (2024), "Judging the
-Judges: A Systematic Study of Position Bias in LLM-as-a-Judge": the GitHub repository
-``Slimshilin/Position-Bias-Analyzer`` (MIT licence, copyright 2024 Slimshilin) at commit
-:data:`RELEASE_COMMIT`. :func:`fetch_release` downloads, file by file from the raw-content
-URLs of that commit, only the files voirdire reads (the package data
-``release-manifest.tsv`` lists them with their git blob ids), verifies every file against
-its blob id, and writes the layout the readers use (:mod:`voirdire.benchmarks.data`)::
+voirdire knows two releases, each a small :class:`Release` record (repository, pinned
+commit, package manifest, where its data goes, its converter):
 
-    qa/mtbench.xlsx, qa/devbench.xlsx,
-    qa/mtbench_repetition_sample.xlsx, qa/devbench_repetition_sample.xlsx
-    judgments/<study>/<MTBench|DevBench>/<judge>.jsonl.gz   # {cmp_index, judgment[, repetition]}
-    LICENSE, RELEASE.json                                   # the release's licence; provenance
+- ``judging-the-judges``: Shi et al. (2024), "Judging the Judges: A Systematic Study of
+  Position Bias in LLM-as-a-Judge", GitHub ``Slimshilin/Position-Bias-Analyzer`` (MIT,
+  copyright 2024 Slimshilin); converter :mod:`voirdire.benchmarks.release_jtj`.
+- ``llmbar``: Zeng et al. (ICLR 2024), "Evaluating Large Language Models at Evaluating
+  Instruction Following", GitHub ``princeton-nlp/LLMBar`` (MIT, copyright 2023 Princeton
+  Natural Language Processing); converter :mod:`voirdire.benchmarks.release_llmbar`.
 
-A judge's outputs exist in the release in two forms: ``record_<judge>_<n>.tsv`` (a
-``cmp_index`` column and one column named after the judge with its raw output) and
-``tmp.pkl`` (a pickled ``{cmp_index: output}`` dict). The preferred form is fetched and the
-other is the fallback when a mirror lacks the first. A pickle from the internet is never
-executed: :func:`load_plain_pickle` refuses every global, so only plain dicts, lists,
-strings and None can come out of it.
+:func:`fetch_release` downloads, file by file from the raw-content URLs of the pinned commit
+(or a mirror serving the same paths, or a local copy), only the files voirdire reads (the
+release's package manifest lists them with their git blob ids), verifies every file against
+its blob id, and converts them into the layout the readers use. Everything happens in a
+temporary directory beside the destination, renamed into place only when all of it
+succeeded: a corrupted or truncated download leaves no half-written data directory.
 
-Everything is downloaded, verified and converted in a temporary directory beside the
-destination, which is renamed into place only when all of it succeeded: a corrupted or
-truncated download leaves no half-written data directory.
+A partial mirror: the outputs of a judge (first release: a judge in one study and benchmark;
+LLMBar: an evaluator × strategy on one subset) that the mirror has in no form are skipped
+and named in :attr:`FetchReport.skipped` (and ``RELEASE.json``); ``strict=True`` makes any
+skip an error. The benchmark tables themselves are always required.
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import io
 import json
 import os
-import pickle
-import re
 import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
-import polars as pl
-import pooch
-import requests
+import platformdirs
+from voirdire.benchmarks import release_jtj, release_llmbar
 from voirdire.benchmarks.data import DATA_ENV, default_data_dir, resolve_data_dir
+from voirdire.benchmarks import mirror
+from voirdire.benchmarks.mirror import HTTPMirror, LocalCopy, NotOnMirror, blob_id
+from voirdire.benchmarks.release_jtj import (
+    QA_FILES,
+    RecordSource,
+    load_plain_pickle,
+    load_record_tsv,
+    plan_records,
+)
 
 from voirdire.core import ConfigError, DataError
 
-#: The release's repository and the commit whose files are fetched.
-RELEASE_REPO = "Slimshilin/Position-Bias-Analyzer"
-RELEASE_COMMIT = "9f8b7e8e83862cf1ffd9dd2c33f589262efc66ee"
-#: Raw-content URL of that commit; a file's URL is this plus its path in the repository.
-DEFAULT_BASE_URL = f"https://raw.githubusercontent.com/{RELEASE_REPO}/{RELEASE_COMMIT}/"
-#: Environment variable overriding the base URL (a mirror serving the same paths).
-URL_ENV = "VOIRDIRE_RELEASE_URL"
-#: Package data: ``blob_sha1<TAB>path`` of every release file voirdire reads.
-MANIFEST = Path(__file__).resolve().parent / "release-manifest.tsv"
+_HERE = Path(__file__).resolve().parent
 #: The provenance file written into a fetched data directory.
 MARKER = "RELEASE.json"
 
-#: The question/answer tables: target in the data directory -> path in the release. The
-#: three repetition-sample tables of a benchmark are one file (same blob id); the first is read.
-QA_FILES = {
-    "qa/mtbench.xlsx": "QA_data/full_data/MTBench/MTBench_data.xlsx",
-    "qa/devbench.xlsx": "QA_data/full_data/DevBench/human_4gpts_6opens_detailedTasks.xlsx",
-    "qa/mtbench_repetition_sample.xlsx": "QA_data/repetition_sampled_data/MTBench/Repetition1-MTBench_3q-4m-vicuna13b-v1.3.xlsx",
-    "qa/devbench_repetition_sample.xlsx": "QA_data/repetition_sampled_data/DevBench/Repetition1-human_4gpts_6opens_sample-3q-4m-human.xlsx",
-}
-LICENSE_FILE = "LICENSE"
 
-_JUDGMENT = re.compile(
-    r"^judgment_data/data_(?P<bench>MTBench|DevBench)_(?P<study>position_bias|repetition)/"
-    r"(?:Repetition(?P<rep>\d+)-)?[^/]*_record0_(?P<judge>[^/]+)_(?P<om>\d)/(?P<file>[^/]+)$"
-)
+@dataclass(frozen=True)
+class Release:
+    """One public release voirdire can fetch.
 
-Form = Literal["tsv", "pkl"]
-
-
-def blob_id(data: bytes) -> str:
-    """The git blob id of a file's content: ``sha1(b"blob <size>\\0" + content)``, hex.
-
-    This is git's object id (an external definition), not a voirdire content key, hence
-    SHA-1 here rather than :func:`voirdire.core.content_hash`.
+    Attributes:
+        name: the name on the command line (``voirdire data fetch NAME``).
+        repo, commit: the GitHub repository and the pinned commit whose files are fetched.
+        manifest: package data, ``blob_sha1<TAB>path`` of every file voirdire reads.
+        dir_name: the data directory's name under the user data directory.
+        data_env: environment variable naming the data directory.
+        url_env: environment variable overriding the base URL (a mirror).
+        convert: ``(get, manifest, out, *, prefer, log) -> Converted``: writes the layout.
+        copy_name: a local copy of the release beside a checkout
+            (``../shared/data/<copy_name>``, files gzip-compressed under ``files/``), or None.
     """
-    h = hashlib.sha1(b"blob %d\0" % len(data))  # noqa: S324 - git's object id, not security
-    h.update(data)
-    return h.hexdigest()
+
+    name: str
+    repo: str
+    commit: str
+    manifest: Path
+    dir_name: str
+    data_env: str
+    url_env: str
+    convert: Callable[..., release_jtj.Converted]
+    copy_name: str | None = None
+
+    @property
+    def default_base_url(self) -> str:
+        """Raw-content URL of the pinned commit; a file's URL is this plus its path."""
+        return f"https://raw.githubusercontent.com/{self.repo}/{self.commit}/"
+
+    def default_dir(self) -> Path:
+        """``$<data_env>``, else the user data directory of ``platformdirs``
+        (``~/.local/share/voirdire/<dir_name>`` on Linux)."""
+        env = os.environ.get(self.data_env)
+        return Path(env) if env else Path(platformdirs.user_data_dir("voirdire")) / self.dir_name
+
+
+JTJ = Release(
+    name="judging-the-judges", repo="Slimshilin/Position-Bias-Analyzer",
+    commit="9f8b7e8e83862cf1ffd9dd2c33f589262efc66ee", manifest=_HERE / "release-manifest.tsv",
+    dir_name="judging-the-judges", data_env=DATA_ENV, url_env="VOIRDIRE_RELEASE_URL", convert=release_jtj.convert,
+)
+LLMBAR = Release(
+    name="llmbar", repo="princeton-nlp/LLMBar", commit="900616bff90b6c6c8e1681f7d079250637c55992",
+    manifest=_HERE / "llmbar-manifest.tsv", dir_name="llmbar", data_env="VOIRDIRE_LLMBAR_DATA",
+    url_env="VOIRDIRE_LLMBAR_URL", convert=release_llmbar.convert, copy_name="llmbar-release",
+)
+#: The releases by name.
+RELEASES = {r.name: r for r in (JTJ, LLMBAR)}
+# the first release's names, as before there were two
+RELEASE_REPO, RELEASE_COMMIT, URL_ENV, MANIFEST = JTJ.repo, JTJ.commit, JTJ.url_env, JTJ.manifest
+DEFAULT_BASE_URL = JTJ.default_base_url
 
 
 def read_manifest(path: str | os.PathLike[str] = MANIFEST) -> dict[str, str]:
-    """``{release path: git blob id}`` from a manifest (TSV ``blob_sha1, path``; ``#`` comments).
-
-    Raises:
-        DataError: the file is missing or malformed.
-    """
-    p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise DataError(f"release manifest {str(p)!r} cannot be read: {exc}") from exc
-    out: dict[str, str] = {}
-    for n, line in enumerate(lines, 1):
-        if not line.strip() or line.startswith("#") or line.startswith("blob_sha1\t"):
-            continue
-        parts = line.split("\t")
-        if len(parts) != 2 or not re.fullmatch(r"[0-9a-f]{40}", parts[0]):
-            raise DataError(f"release manifest {str(p)!r} line {n} is not 'blob_sha1<TAB>path': {line[:120]!r}")
-        out[parts[1]] = parts[0]
-    return out
+    """``{release path: git blob id}`` of a manifest (default: the first release's package
+    manifest); see :func:`voirdire.benchmarks.mirror.read_manifest`."""
+    return mirror.read_manifest(path)
 
 
-@dataclass(frozen=True)
-class RecordSource:
-    """One judge's outputs in one benchmark, study and repetition, with the release paths of
-    its forms in the order they are tried (``forms``: ``(form, path)``)."""
-
-    study: str
-    bench: str
-    judge: str
-    repetition: int | None
-    forms: tuple[tuple[Form, str], ...]
-
-
-def plan_records(manifest: dict[str, str], prefer: Form = "pkl") -> list[RecordSource]:
-    """The judges' output files of a manifest, grouped per (study, benchmark, judge,
-    repetition); the preferred form first. Sorted by study, benchmark, judge, repetition."""
-    groups: dict[tuple[str, str, str, int | None], dict[str, str]] = {}
-    for path in manifest:
-        m = _JUDGMENT.match(path)
-        if not m:
-            continue
-        judge, fname = m["judge"], m["file"]
-        if fname == f"record_{judge}_{m['om']}.tsv":
-            form = "tsv"
-        elif fname == "tmp.pkl":
-            form = "pkl"
-        else:
-            continue
-        rep = int(m["rep"]) if m["rep"] else None
-        groups.setdefault((m["study"], m["bench"], judge, rep), {})[form] = path
-    order: tuple[Form, Form] = ("tsv", "pkl") if prefer == "tsv" else ("pkl", "tsv")
-    return [
-        RecordSource(study, bench, judge, rep, tuple((f, forms[f]) for f in order if f in forms))
-        for (study, bench, judge, rep), forms in sorted(groups.items(), key=lambda kv: (kv[0][:3], kv[0][3] or 0))
-    ]
-
-
-class _NoGlobals(pickle.Unpickler):
-    """An unpickler that refuses every global (class or function) and every persistent id:
-    only the built-in containers and scalars of the pickle protocol can be built, so nothing
-    in the file is ever called."""
-
-    def find_class(self, module: str, name: str):  # type: ignore[override]
-        raise pickle.UnpicklingError(f"it refers to the global {module}.{name}, which is refused")
-
-    def persistent_load(self, pid):  # type: ignore[override]
-        raise pickle.UnpicklingError("it uses a persistent id, which is refused")
-
-
-def load_plain_pickle(data: bytes, what: str) -> dict[str, str | None]:
-    """A release ``tmp.pkl`` (``{cmp_index: raw output or None}``) loaded without running it.
-
-    Raises:
-        DataError: the pickle refers to any global (a class, a function: the way a pickle
-            executes code), is malformed, or is not a dict of strings to strings/None; the
-            message names ``what`` and says that nothing of it was executed.
-    """
-    try:
-        obj = _NoGlobals(io.BytesIO(data)).load()
-    except Exception as exc:  # noqa: BLE001 - any failure of an untrusted pickle is a refusal
-        raise DataError(
-            f"{what}: refused to load this pickle: {exc}. Only plain dicts, lists, strings and None are "
-            "accepted; nothing from it was executed"
-        ) from None
-    if not isinstance(obj, dict):
-        raise DataError(f"{what}: the pickle holds a {type(obj).__name__}, not a dict of cmp_index -> output")
-    for k, v in obj.items():
-        if not isinstance(k, str) or not (v is None or isinstance(v, str)):
-            raise DataError(
-                f"{what}: the pickle maps {type(k).__name__} -> {type(v).__name__} "
-                f"({str(k)[:60]!r}); expected cmp_index (str) -> output (str or None)"
-            )
-    return obj
-
-
-def load_record_tsv(data: bytes, judge: str, what: str) -> dict[str, str | None]:
-    """A release ``record_<judge>_<n>.tsv`` as ``{cmp_index: raw output}``.
-
-    The file is tab-separated with quoted fields; its ``cmp_index`` column keys the rows and
-    the column named ``judge`` holds the judge's raw output. An empty output (a failed call
-    written as an empty cell) becomes None.
-
-    Raises:
-        DataError: unreadable table or a missing column (named).
-    """
-    try:
-        df = pl.read_csv(io.BytesIO(data), separator="\t", quote_char='"', infer_schema_length=0)
-    except Exception as exc:  # noqa: BLE001 - polars' parse errors, re-raised with the file
-        raise DataError(f"{what}: cannot read the table: {exc}") from exc
-    missing = [c for c in ("cmp_index", judge) if c not in df.columns]
-    if missing:
-        raise DataError(f"{what}: lacks column {missing[0]!r}; its columns are: {', '.join(df.columns)}")
-    out = df.select(pl.col("cmp_index"), pl.col(judge).replace("", None).alias("judgment"))
-    return dict(zip(out["cmp_index"].to_list(), out["judgment"].to_list()))
+def get_release(name: str | Release) -> Release:
+    """The :class:`Release` of a name. Raises ConfigError naming the known ones."""
+    if isinstance(name, Release):
+        return name
+    if name not in RELEASES:
+        raise ConfigError(f"unknown release {name!r}; known releases: {', '.join(RELEASES)}")
+    return RELEASES[name]
 
 
 @dataclass
 class FetchReport:
     """What :func:`fetch_release` did: the data directory written, the bytes downloaded, the
-    release files used (``{release path: blob id}``) and the judges per (study, benchmark)."""
+    release files used (``{release path: blob id}``), the judges per group and what the
+    mirror lacked (``skipped``: one line per judge and group left out)."""
 
     dest: Path
     downloaded_bytes: int = 0
     files: dict[str, str] = field(default_factory=dict)
     judges: dict[str, list[str]] = field(default_factory=dict)
-
-
-class _NotOnMirror(Exception):
-    """The mirror answered 404 for a file (another form may be tried)."""
-
-
-def _base_url(base_url: str | None) -> str:
-    base = base_url or os.environ.get(URL_ENV) or DEFAULT_BASE_URL
-    return base if base.endswith("/") else base + "/"
-
-
-class _HTTPDownloader(pooch.HTTPDownloader):
-    """pooch's HTTP downloader, with a 404 raised as :class:`_NotOnMirror` at once (pooch
-    retries network errors, not a file the mirror does not have)."""
-
-    def __call__(self, url, output_file, pooch, check_only=False):  # type: ignore[override]
-        try:
-            return super().__call__(url, output_file, pooch, check_only=check_only)
-        except requests.exceptions.HTTPError as exc:
-            if exc.response is not None and exc.response.status_code == 404:
-                raise _NotOnMirror(url) from None
-            raise
-
-
-class _Downloader:
-    """Downloads release files with pooch (3 tries each, progress bar) into ``raw`` and
-    checks each against its blob id."""
-
-    def __init__(self, base: str, raw: Path, manifest: dict[str, str], progress: bool):
-        pooch.get_logger().setLevel("WARNING")
-        self.base, self.raw, self.manifest = base, raw, manifest
-        self.pooch = pooch.create(path=raw, base_url=base, registry={p: None for p in manifest}, retry_if_failed=2)
-        self.downloader = _HTTPDownloader(progressbar=progress, timeout=60)
-        self.bytes = 0
-
-    def get(self, path: str) -> bytes:
-        url = self.base + path
-        try:
-            local = self.pooch.fetch(path, downloader=self.downloader)
-        except _NotOnMirror:
-            raise
-        except Exception as exc:  # noqa: BLE001 - connection errors, timeouts: named with the URL
-            raise DataError(f"cannot download {url}: {exc}") from None
-        data = Path(local).read_bytes()
-        got, want = blob_id(data), self.manifest[path]
-        if got != want:
-            raise DataError(
-                f"{path}: the downloaded file ({len(data):,} bytes, from {url}) has git blob id {got}, "
-                f"expected {want}: it is corrupted or truncated. Nothing was written; run the fetch again "
-                "(or use another mirror)"
-            )
-        self.bytes += len(data)
-        return data
+    skipped: list[str] = field(default_factory=list)
 
 
 def fetch_release(
     dest: str | os.PathLike[str] | None = None,
     base_url: str | None = None,
     *,
-    prefer: Form = "pkl",
+    release: str | Release = JTJ,
+    source: str | os.PathLike[str] | None = None,
+    prefer: str = "pkl",
     manifest: str | os.PathLike[str] | dict[str, str] | None = None,
+    strict: bool = False,
     progress: bool = True,
     log: Callable[[str], None] = lambda s: None,
 ) -> FetchReport:
-    """Download, verify and convert the release into ``dest`` (replacing an earlier fetch).
+    """Download, verify and convert a release into ``dest`` (replacing an earlier fetch).
 
     Args:
-        dest: the data directory to write; default ``$VOIRDIRE_DATA``, else
-            :func:`~voirdire.benchmarks.data.default_data_dir` (a user data directory).
+        dest: the data directory to write; default :meth:`Release.default_dir`.
         base_url: where the release's files are (paths appended as in the repository);
-            default ``$VOIRDIRE_RELEASE_URL``, else :data:`DEFAULT_BASE_URL`.
-        prefer: ``"tsv"`` (``record_*.tsv``) or ``"pkl"`` (``tmp.pkl``): the form of the
-            judges' outputs fetched first; the other is used where the mirror lacks it (404).
+            default ``$<url_env>``, else the raw-content URL of the pinned commit.
+        release: a :class:`Release` or its name (default: the first release).
+        source: a local copy of the release to read instead of downloading (files at their
+            paths, or gzip-compressed under ``files/``); verified the same way.
+        prefer: first release: ``"tsv"`` or ``"pkl"``, the form of the judges' outputs
+            fetched first (the other where the mirror lacks it).
         manifest: the release paths and blob ids to use (a path or a dict); default the
-            package's :data:`MANIFEST`.
+            release's package manifest.
+        strict: a judge whose outputs the mirror lacks is an error, not a skip.
         progress: show pooch's download progress bars (stderr).
         log: called with one line per step.
 
-    Returns:
-        A :class:`FetchReport`.
-
     Raises:
-        DataError: a download failed (the URL is named), a file does not match its blob id
-            (corrupted or truncated), a pickle was refused, a table lacks its columns, or
-            ``dest`` is a non-empty directory not written by a fetch. Nothing is left behind:
-            ``dest`` is either the complete new data or as it was before.
+        ConfigError: unknown release or ``prefer``.
+        DataError: a download failed (the URL is named), a file does not match its blob id,
+            a benchmark table is not on the mirror, a pickle was refused, a table lacks its
+            columns, ``strict`` and a judge was skipped, or ``dest`` is a non-empty directory
+            not written by a fetch. ``dest`` is either the complete new data or as it was.
     """
+    rel = get_release(release)
     if prefer not in ("tsv", "pkl"):
         raise ConfigError(f"prefer must be 'tsv' or 'pkl', not {prefer!r}")
-    man = dict(manifest) if isinstance(manifest, dict) else read_manifest(manifest or MANIFEST)
-    target = Path(dest or os.environ.get(DATA_ENV) or default_data_dir()).expanduser().absolute()
+    man = dict(manifest) if isinstance(manifest, dict) else read_manifest(manifest or rel.manifest)
+    target = Path(dest or rel.default_dir()).expanduser().absolute()
     if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not (target / MARKER).is_file())):
         raise DataError(
             f"{target} exists and was not written by `voirdire data fetch` (no {MARKER}); "
             "choose another --dest or remove it"
         )
-    base = _base_url(base_url)
-    missing_qa = [src for src in QA_FILES.values() if src not in man]
-    if missing_qa:
-        raise DataError(f"the release manifest lacks the question/answer table {missing_qa[0]!r}")
+    base = _base_url(base_url, rel) if source is None else str(source)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
     except OSError as exc:
         raise DataError(f"cannot write beside the data directory {target}: {exc}; choose another --dest") from None
-    report = FetchReport(dest=target)
     try:
-        dl = _Downloader(base, work / "raw", man, progress)
+        src = LocalCopy(Path(source), man) if source is not None else HTTPMirror(base, work / "raw", man, progress)
         out = work / "data"
-        (out / "qa").mkdir(parents=True)
-        log(f"fetching the release {RELEASE_REPO}@{RELEASE_COMMIT[:7]} from {base}")
-        for name, src in QA_FILES.items():
-            try:
-                data = dl.get(src)
-            except _NotOnMirror as exc:
-                raise DataError(f"the question/answer table {src} is not on the mirror ({exc})") from None
-            (out / name).write_bytes(data)
-            report.files[src] = man[src]
-        if LICENSE_FILE in man:
-            try:
-                (out / LICENSE_FILE).write_bytes(dl.get(LICENSE_FILE))
-                report.files[LICENSE_FILE] = man[LICENSE_FILE]
-            except _NotOnMirror:
-                log("the mirror has no LICENSE (the release is MIT licensed, copyright 2024 Slimshilin)")
-        groups: dict[tuple[str, str, str], list[pl.DataFrame]] = {}
-        for source in plan_records(man, prefer):
-            outputs, used = _read_source(dl, source)
-            report.files[used] = man[used]
-            if source.study == "repetition":
-                outputs = outputs.with_columns(pl.lit(source.repetition or 1, pl.Int64).alias("repetition"))
-            groups.setdefault((source.study, source.bench, source.judge), []).append(outputs)
-        for (study, bench, judge), frames in groups.items():
-            keys = ["cmp_index", "repetition"] if study == "repetition" else ["cmp_index"]
-            table = pl.concat(frames).select(*keys, "judgment").sort(keys)
-            path = out / "judgments" / study / bench / f"{judge}.jsonl.gz"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with gzip.GzipFile(path, "wb", mtime=0) as gz:
-                table.write_ndjson(gz)
-            report.judges.setdefault(f"{study}/{bench}", []).append(judge)
-        report.downloaded_bytes = dl.bytes
-        (out / MARKER).write_text(
-            json.dumps(
-                {"repository": RELEASE_REPO, "commit": RELEASE_COMMIT, "base_url": base, "files": report.files},
-                indent=1, sort_keys=True,
-            ) + "\n",
-            encoding="utf-8",
-        )
+        log(f"fetching the release {rel.repo}@{rel.commit[:7]} from {base}")
+        done = rel.convert(src.get, man, out, prefer=prefer, log=log)
+        if done.skipped:
+            if strict:
+                raise DataError(f"strict fetch: {len(done.skipped)} judge output(s) not on the mirror; the first: {done.skipped[0]}")
+            for s in done.skipped:
+                log(f"skipped: {s}")
+        report = FetchReport(target, src.bytes, done.files, done.judges, done.skipped)
+        record = {"release": rel.name, "repository": rel.repo, "commit": rel.commit, "base_url": base,
+                  "files": report.files, "skipped": report.skipped}
+        (out / MARKER).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         _swap_into_place(out, target, work)
     except OSError as exc:  # disk full, permissions: nothing was put in place
         raise DataError(f"cannot write the data directory {target}: {exc}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    log(f"wrote {target} ({report.downloaded_bytes / 1e6:.1f} MB downloaded)")
+    log(f"wrote {target} ({report.downloaded_bytes / 1e6:.1f} MB read)")
     return report
 
 
-def _read_source(dl: _Downloader, src: RecordSource) -> tuple[pl.DataFrame, str]:
-    """The outputs of one record source (``cmp_index``, ``judgment``: String) from the first
-    form the mirror has, and the release path read."""
-    lacking = []
-    for form, path in src.forms:
-        try:
-            data = dl.get(path)
-        except _NotOnMirror as exc:
-            lacking.append(str(exc))
-            continue
-        outputs = load_record_tsv(data, src.judge, path) if form == "tsv" else load_plain_pickle(data, path)
-        frame = pl.DataFrame(
-            {"cmp_index": list(outputs), "judgment": list(outputs.values())},
-            schema={"cmp_index": pl.String, "judgment": pl.String},
-        )
-        return frame, path
-    raise DataError(
-        f"the outputs of {src.judge} ({src.study}, {src.bench}"
-        + (f", repetition {src.repetition}" if src.repetition else "")
-        + f") are not on the mirror in any form: {', '.join(lacking) or 'no file in the manifest'}"
-    )
+def _base_url(base_url: str | None, rel: Release) -> str:
+    base = base_url or os.environ.get(rel.url_env) or rel.default_base_url
+    return base if base.endswith("/") else base + "/"
 
 
 def _swap_into_place(new: Path, target: Path, work: Path) -> None:
@@ -409,28 +232,78 @@ def _swap_into_place(new: Path, target: Path, work: Path) -> None:
         raise
 
 
+def fetched_release(path: Path) -> dict[str, Any] | None:
+    """The ``RELEASE.json`` of a data directory written by a fetch, or None."""
+    try:
+        return json.loads((path / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def local_copies(rel: Release) -> list[Path]:
+    """Where a local copy of the release may lie beside a checkout:
+    ``<cwd>/../shared/data/<copy_name>`` and ``<cwd>/shared/data/<copy_name>``."""
+    if rel.copy_name is None:
+        return []
+    cwd = Path.cwd()
+    return [cwd.parent / "shared" / "data" / rel.copy_name, cwd / "shared" / "data" / rel.copy_name]
+
+
+def locate(release: str | Release, explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The data directory of a release other than the first (LLMBar), converting a local
+    copy once when that is all there is.
+
+    Order: ``explicit`` (a job's ``data_dir``); ``$<data_env>``; the user data directory a
+    fetch wrote; a local copy beside the checkout (:func:`local_copies`, e.g.
+    ``../shared/data/llmbar-release``), converted once, verified against the package
+    manifest, into ``<user cache dir>/voirdire/<dir_name>-<commit7>`` and reused after.
+
+    Raises:
+        ConfigError: an explicit or environment path that is not a fetched data directory,
+            or nothing found (the message names ``voirdire data fetch <name>``).
+    """
+    rel = get_release(release)
+    hint = f"run `voirdire data fetch {rel.name}` (or set {rel.data_env} to the directory it wrote)"
+    for p, why in ((explicit, "given explicitly"), (os.environ.get(rel.data_env), f"from ${rel.data_env}")):
+        if p:
+            path = Path(p).expanduser()
+            if fetched_release(path) is None:
+                raise ConfigError(f"{rel.name} data directory {str(path)!r} ({why}) holds no fetched release ({MARKER}); {hint}")
+            return path.resolve()
+    user = Path(platformdirs.user_data_dir("voirdire")) / rel.dir_name
+    if fetched_release(user) is not None:
+        return user.resolve()
+    cache = Path(platformdirs.user_cache_dir("voirdire")) / f"{rel.dir_name}-{rel.commit[:7]}"
+    for copy in local_copies(rel):
+        if (copy / "files").is_dir():
+            if (fetched_release(cache) or {}).get("commit") != rel.commit:
+                fetch_release(cache, release=rel, source=copy, progress=False)
+            return cache.resolve()
+    raise ConfigError(f"no {rel.name} data found (no {rel.data_env}, nothing at {user}, no local copy); {hint}")
+
+
 def locate_or_fetch(
     try_dir: str | os.PathLike[str] | None = None,
     base_url: str | None = None,
     *,
+    release: str | Release = JTJ,
     fetch: bool = True,
-    prefer: Form = "pkl",
+    prefer: str = "pkl",
     progress: bool = True,
     log: Callable[[str], None] = lambda s: None,
 ) -> Path:
     """The data directory to use, fetching the release when none is found.
 
     Order: ``try_dir`` when it is a directory on this machine (the location a cluster client
-    handed over); the usual lookup (:func:`~voirdire.benchmarks.data.resolve_data_dir`:
-    ``$VOIRDIRE_DATA``, ``../shared/data/judging-the-judges``, the user data directory);
-    else, with ``fetch``, :func:`fetch_release` into ``$VOIRDIRE_DATA`` or the user data
-    directory.
+    handed over); the usual lookup (first release:
+    :func:`~voirdire.benchmarks.data.resolve_data_dir`; LLMBar: :func:`locate`); else, with
+    ``fetch``, :func:`fetch_release` into :meth:`Release.default_dir`.
 
     Raises:
         DataError: nothing was found and the fetch failed (or was not allowed); the message
-            says what was tried and names both ways out (``voirdire data fetch``,
-            ``VOIRDIRE_DATA``).
+            says what was tried and names both ways out.
     """
+    rel = get_release(release)
     tried = []
     if try_dir:
         p = Path(try_dir).expanduser()
@@ -438,37 +311,27 @@ def locate_or_fetch(
             return p.resolve()
         tried.append(f"the data directory handed over ({p}) is not a directory on this machine")
     try:
-        return resolve_data_dir()
+        return resolve_data_dir() if rel is JTJ else locate(rel)
     except ConfigError as exc:
         tried.append(str(exc).split(". The public release")[0])
+    fetch_cmd = "voirdire data fetch" + ("" if rel is JTJ else f" {rel.name}")
     ways_out = (
-        f"Ways out: run `voirdire data fetch` where the release can be downloaded (or with --base-url "
-        f"pointing at a mirror), or set {DATA_ENV} to a directory holding the data."
+        f"Ways out: run `{fetch_cmd}` where the release can be downloaded (or with --base-url "
+        f"pointing at a mirror), or set {rel.data_env} to a directory holding the data."
     )
     if not fetch:
         raise DataError("; ".join(tried) + ". " + ways_out)
-    dest = Path(os.environ.get(DATA_ENV) or default_data_dir())
-    log(f"no benchmark data found; fetching the public release into {dest}")
+    dest = rel.default_dir() if rel is not JTJ else Path(os.environ.get(DATA_ENV) or default_data_dir())
+    log(f"no {rel.name} data found; fetching the public release into {dest}")
     try:
-        return fetch_release(dest, base_url, prefer=prefer, progress=progress, log=log).dest
+        return fetch_release(dest, base_url, release=rel, prefer=prefer, progress=progress, log=log).dest
     except DataError as exc:
         raise DataError("; ".join(tried + [f"fetching the release into {dest} failed: {exc}"]) + ". " + ways_out) from None
 
 
 __all__ = [
-    "DEFAULT_BASE_URL",
-    "MANIFEST",
-    "QA_FILES",
-    "RELEASE_COMMIT",
-    "RELEASE_REPO",
-    "URL_ENV",
-    "FetchReport",
-    "RecordSource",
-    "blob_id",
-    "fetch_release",
-    "load_plain_pickle",
-    "load_record_tsv",
-    "locate_or_fetch",
-    "plan_records",
-    "read_manifest",
+    "DEFAULT_BASE_URL", "JTJ", "LLMBAR", "MANIFEST", "MARKER", "QA_FILES", "RELEASES", "RELEASE_COMMIT",
+    "RELEASE_REPO", "URL_ENV", "FetchReport", "NotOnMirror", "RecordSource", "Release", "blob_id",
+    "fetch_release", "get_release", "load_plain_pickle", "load_record_tsv", "locate", "locate_or_fetch",
+    "plan_records", "read_manifest",
 ]

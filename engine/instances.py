@@ -130,7 +130,8 @@ def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec)
     Columns: ``question_id`` (str), ``task`` (str), ``input_chars`` (int),
     ``candidates`` (list[str], canonical order), ``candidate`` (str, pairwise; null
     list-wise), ``reference`` (str, pairwise; null list-wise), ``instance_id`` (str:
-    ``question_id;model;model;...``).
+    ``question_id;model;model;...``); pairwise, where the benchmark's questions carry one
+    (LLMBar), ``gold`` (str: the better model by the dataset's label).
 
     Pairwise: one instance per (question, candidate), candidates ``[candidate,
     reference]``. List-wise: one instance per (question, list); the lists are
@@ -168,8 +169,9 @@ def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec)
     if comparison.mode not in bench.comparison_modes:
         raise ConfigError(f"benchmark {bench.name} has no {comparison.mode} prompt template")
     cands = pl.DataFrame({"candidate": [c for c in candidates if c != reference]})
+    gold = ["gold"] if "gold" in q.columns else []  # the benchmark's gold label (the better model), if any
     out = (
-        q.select("question_id", "task", "input_chars")
+        q.select("question_id", "task", "input_chars", *gold)
         .join(cands, how="cross")
         .with_columns(
             pl.lit(reference).alias("reference"),

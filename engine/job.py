@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from voirdire.benchmarks.base import Benchmark, score_patterns
-from voirdire.benchmarks.data import resolve_data_dir
-from voirdire.benchmarks.registry import load_benchmark
+from voirdire.benchmarks.base import Benchmark, score_patterns, score_range
+from voirdire.benchmarks.registry import data_dir_for, load_benchmark
 from voirdire.engine.perturb import CONTROL, Variant, expand_variants
 from voirdire.engine.progress import JobProgress
 from voirdire.engine.quality import quality_identity, with_quality
@@ -113,8 +112,10 @@ def plan_job(job: JobSpec, dry_run: bool = False) -> JobPlan:
             invalid settings, a failed backend preflight, or (unless ``dry_run``) a
             missing API key.
     """
-    data_dir = resolve_data_dir(job.benchmark.data_dir)
-    bench = load_benchmark(job.benchmark.name, data_dir, sample=job.benchmark.sample)
+    data_dir = data_dir_for(job.benchmark.name, job.benchmark.data_dir)
+    bench = load_benchmark(
+        job.benchmark.name, data_dir, sample=job.benchmark.sample, subsets=job.benchmark.subsets, prompt=job.benchmark.prompt
+    )
     inst = instances(bench, job.benchmark, job.comparison)
     list_size = list_size_for(job.benchmark, job.comparison) if job.comparison.mode == "listwise" else 2
     judges = resolve_judges(job, bench.name, data_dir)
@@ -177,7 +178,7 @@ def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None
     rewrites = {(q, m, lab): bench.answers(q, m) for q, m, lab in needed.select("question_id", "model", "variant").iter_rows()}
     for rj in plan.judges:
         batches = iter_unit_batches(
-            bench, plan.instances, job.comparison, judge=rj.name, identity_hash=rj.identity_hash,
+            bench, plan.instances, rj.comparison_for(job.comparison), judge=rj.name, identity_hash=rj.identity_hash,
             needs_prompt=True, batch_size=job.run.batch_size, prompts=prompts,
             variants=plan.variants, rewrites=rewrites,
         )
@@ -194,7 +195,10 @@ def _job_record(job: JobSpec, plan: JobPlan) -> dict[str, Any]:
         "option_mode": option_mode_for(bench, job.comparison, plan.list_size),
         "list_size": plan.list_size,
         "verdict_patterns": {bench.name: bench.verdict_pattern_for("pairwise" if job.comparison.mode == "score" else job.comparison.mode)},
-        "score_patterns": {bench.name: list(score_patterns(bench.name))} if job.comparison.mode == "score" else {},
+        "score_patterns": (
+            {bench.name: [*score_patterns(bench.name), *score_range(bench.name)]}
+            if job.comparison.mode == "score" or any(rj.mode == "score" for rj in plan.judges) else {}
+        ),
         "judges": {rj.name: {"identity": rj.identity, "identity_hash": rj.identity_hash} for rj in plan.judges},
         "units_per_judge": plan.units_per_judge,
         "instances": plan.instances.height,
@@ -251,7 +255,7 @@ def run_job(
                 batches=iter_unit_batches(
                     bench,
                     plan.instances,
-                    job.comparison,
+                    rj.comparison_for(job.comparison),
                     judge=rj.name,
                     identity_hash=rj.identity_hash,
                     needs_prompt=rj.backend.needs_prompt,

@@ -54,6 +54,9 @@ WORK_UNIT_SCHEMA = pa.schema(
         pa.field("target_rule", pa.string()),  # "better" | "worse" | "candidate" | "reference" | "slot:A" ...
         pa.field("target_slot", pa.string()),  # the target's position letter in this permutation
         pa.field("better", pa.string()),  # the instance's truly better candidate (quality source), else null
+        # the benchmark's gold label: the candidate the dataset says is better (people's or the
+        # dataset's label); "tie" where the label is a tie; null where the benchmark has none
+        pa.field("gold", pa.string()),
     ]
 )
 

@@ -90,6 +90,10 @@ class BenchmarkSpec(_Strict):
     #: judge's verdicts that agree in both orders) or ``"labels:<file.csv>"`` (columns
     #: ``instance_id``, ``better``); see :mod:`voirdire.engine.quality`.
     quality: str | None = None
+    #: LLMBar: the release's folders to load (default the five LLMBar sets) and the
+    #: comparison prompt of live judges (:mod:`voirdire.benchmarks.llmbar`)
+    subsets: list[str] | None = None
+    prompt: str | None = None
 
     @field_validator("questions", mode="before")
     @classmethod
@@ -287,6 +291,8 @@ class ResolvedJudge:
         ident = self.backend.identity(self.settings, self.sampling)
         self.identity = ident
         self.identity_hash = content_hash(ident)
+        #: the mode of this judge's units when it is not the job's (see JudgeBackend.comparison_mode)
+        self.mode = self.backend.comparison_mode(self.settings)
         self.workers = spec.workers or self.backend.workers(self.settings)
         self.concurrency = spec.concurrency or self.backend.concurrency(self.settings)
         #: Ray actor options from the job (``resources``, ``scheduling_strategy``), merged
@@ -296,6 +302,10 @@ class ResolvedJudge:
             self.actor_options["resources"] = dict(spec.resources)
         if spec.scheduling:
             self.actor_options["scheduling_strategy"] = spec.scheduling
+
+    def comparison_for(self, comparison: ComparisonSpec) -> ComparisonSpec:
+        """The job's comparison design as this judge's units have it (its own mode, if any)."""
+        return comparison if self.mode in (None, comparison.mode) else comparison.model_copy(update={"mode": self.mode, "option_mode": None})
 
     def context(
         self, benchmark: str, data_dir: str | None, output_dir: str | None, verdict_format: tuple[str, str] | None = None
@@ -378,7 +388,7 @@ def expand_recorded(job: JobSpec, benchmark: str, data_dir: str | os.PathLike[st
             continue
         study = settings.get("study", "position_bias")
         root = Path(settings.get("data_dir") or data_dir)
-        found = recorded_judges(root, str(study), benchmark)
+        found = recorded_judges(root, str(study), benchmark, job.benchmark.subsets)
         if not found:
             raise ConfigError(
                 f"judge {j.name!r}: recorded = \"*\" found no recorded outputs in "

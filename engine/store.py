@@ -149,12 +149,17 @@ class ResultStore:
         def read(parts: list[Path]) -> set[str]:
             if not parts:
                 return set()
-            lf = pl.scan_parquet(parts).select("unit_id", "failure")
+            lf = self._scan(parts).select("unit_id", "failure")
             if not include_failures:
                 lf = lf.filter(pl.col("failure").is_null())
             return set(lf.collect()["unit_id"].to_list())
 
         return self._collect(judge, read)
+
+    def _scan(self, parts: list[Path]) -> pl.LazyFrame:
+        # parts written before a column was added to the schema (e.g. ``gold``) read it as null
+        schema = pl.from_arrow(self.schema.empty_table()).schema  # type: ignore[union-attr]
+        return pl.scan_parquet(parts, schema=schema, missing_columns="insert")
 
     def append(self, judge: str, table: pa.Table) -> None:
         """Buffer finished rows (RAW_SCHEMA) of a judge; flushes when the buffer is due."""
@@ -192,7 +197,7 @@ class ResultStore:
             parts = self._parts(d.name)
             if len(parts) <= 1:
                 continue
-            df = self._collect(d.name, lambda ps: _dedup(pl.read_parquet(ps)))
+            df = self._collect(d.name, lambda ps: _dedup(self._scan(ps).collect()))
             parts = self._parts(d.name)  # without any quarantined while reading
             new = self._write_part(d.name, df.to_arrow().cast(self.schema), prefix="part-z")
             for p in parts:
@@ -210,7 +215,7 @@ class ResultStore:
         def read(parts: list[Path]) -> pl.DataFrame:
             if not parts:
                 return pl.from_arrow(self.schema.empty_table())  # type: ignore[return-value]
-            return _dedup(pl.scan_parquet(parts).collect())
+            return _dedup(self._scan(parts).collect())
 
         df = self._collect(None, read)
         return df.select(columns) if columns else df

@@ -232,6 +232,7 @@ def iter_unit_batches(
     style = comparison.score_style if mode == "score" else None
     rewrites = rewrites or {}
     has_better = "better" in inst.columns
+    has_gold = "gold" in inst.columns
     per_instance = mode == "listwise" and seeded_per_instance(comparison.permutations)
     cols: dict[str, list[Any]] = {k: [] for k in WORK_UNIT_COLUMNS}
     queries: list[Query] = []
@@ -253,6 +254,7 @@ def iter_unit_batches(
             queries = []
         better = row["better"] if has_better else None
         worst = row["worst"] if has_better else None
+        gold = row["gold"] if has_gold else None
         for k, perm in enumerate(perms):
             shown = tuple(cands[i] for i in perm)
             base_qid = query_id(bench.name, qid_, shown, mode, option_mode, style=style)
@@ -300,6 +302,7 @@ def iter_unit_batches(
                     cols["target_rule"].append(v.rule)
                     cols["target_slot"].append(tslot)
                     cols["better"].append(better)
+                    cols["gold"].append(gold)
                     queries.append(
                         Query(
                             unit_id=uid,

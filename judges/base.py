@@ -76,8 +76,10 @@ class Result:
     """What a judge returned for one query.
 
     Exactly one of ``output`` and ``failure`` is set, except for backends that decide the
-    verdict themselves (structured or log-probability modes), which may set ``choice``
-    (a position letter) and ``option_probs`` (letter -> probability) next to ``output``.
+    verdict themselves (structured or log-probability modes, a replay that reads its
+    release's outputs by the release's own rules), which may set ``choice`` (a position
+    letter, or ``""``: the backend read no verdict, the text is not read again) and
+    ``option_probs`` (letter -> probability) next to ``output``.
     Units: ``latency_s`` seconds, tokens as counted by the provider, ``cost_usd`` USD.
     """
 
@@ -206,6 +208,12 @@ class JudgeBackend(abc.ABC):
     def estimate(cls, settings: JudgeSettings, sampling: Sampling, prompts: Any) -> dict[str, Any] | None:
         """Dry-run estimate of tokens and cost over an iterable of prompt strings, or ``None``
         when the backend costs nothing per query (see :meth:`APIJudge.estimate` for keys)."""
+        return None
+
+    @classmethod
+    def comparison_mode(cls, settings: JudgeSettings) -> str | None:
+        """The comparison mode this judge's units have when it is not the job's (an LLMBar
+        rating strategy replayed: ``"score"``); ``None``: the job's ``comparison.mode``."""
         return None
 
     @classmethod

@@ -13,13 +13,16 @@ from __future__ import annotations
 import polars as pl
 
 
-def extract_verdicts(raw: pl.DataFrame, patterns: dict[str, str]) -> pl.DataFrame:
+def extract_verdicts(raw: pl.DataFrame, patterns: dict[str, str | list]) -> pl.DataFrame:
     """Add ``extracted``, ``chosen``, ``tie`` and ``failed`` to raw rows, vectorised.
 
     Args:
         raw: rows with at least ``benchmark`` (str), ``shown`` (list[str]), ``option_mode``
             (int), ``output`` (str|null), ``choice`` (str|null).
-        patterns: benchmark name -> verdict regex whose group 1 is the letter.
+        patterns: benchmark name -> verdict regex whose group 1 is the letter (its first
+            match counts), or a list of ``[letter, regex]`` rules: the letter of the first
+            rule whose regex occurs anywhere in the stripped output (LLMBar's LLMEvaluator
+            convention, ``Output (a)`` before ``Output (b)``).
 
     Returns:
         ``raw`` with ``extracted`` (str|null), ``chosen`` (str|null: the model in the chosen
@@ -34,8 +37,10 @@ def extract_verdicts(raw: pl.DataFrame, patterns: dict[str, str]) -> pl.DataFram
         raise KeyError(f"no verdict pattern for benchmark(s): {', '.join(sorted(missing))}")
     text = pl.lit(None, dtype=pl.String)
     for bench, pattern in patterns.items():
-        text = pl.when(pl.col("benchmark") == bench).then(pl.col("output").str.extract(pattern, 1)).otherwise(text)
+        text = pl.when(pl.col("benchmark") == bench).then(_read(pattern)).otherwise(text)
+    # a backend's own verdict wins; "" is its "no verdict" (the text is not read again)
     letter = pl.coalesce(pl.col("choice"), text)
+    letter = pl.when(letter == "").then(pl.lit(None, dtype=pl.String)).otherwise(letter)
     idx = letter.str.len_bytes().eq(1) & letter.is_not_null()
     code = (letter.str.encode("hex").str.to_integer(base=16, strict=False) - ord("A")).cast(pl.Int32)
     p = pl.col("shown").list.len().cast(pl.Int32)
@@ -47,21 +52,33 @@ def extract_verdicts(raw: pl.DataFrame, patterns: dict[str, str]) -> pl.DataFram
     )
 
 
+def _read(pattern: str | list) -> pl.Expr:
+    """The letter an output reads by one benchmark's pattern or rules (see extract_verdicts)."""
+    if isinstance(pattern, str):
+        return pl.col("output").str.extract(pattern, 1)
+    out = pl.lit(None, dtype=pl.String)
+    for letter, rx in reversed(pattern):
+        out = pl.when(pl.col("output").str.strip_chars().str.contains(rx)).then(pl.lit(letter)).otherwise(out)
+    return out
+
+
 def extract_scores(raw: pl.DataFrame, patterns: dict[str, tuple[str, str] | list[str]]) -> pl.DataFrame:
-    """Score mode (Wang et al. 2023): read each slot's 1-10 score and derive the verdict
+    """Score mode (Wang et al. 2023): read each slot's score (1-10 by default) and derive the verdict
     letter, vectorised.
 
     Args:
         raw: rows with ``benchmark`` (str), ``mode`` (str), ``output`` (str|null),
             ``choice`` (str|null); only rows with ``mode == "score"`` are read.
         patterns: benchmark name -> (regex for slot A's score, regex for slot B's), each
-            with the score as group 1 (:func:`voirdire.benchmarks.base.score_patterns`). The
+            with the score as group 1 (:func:`voirdire.benchmarks.base.score_patterns`),
+            optionally followed by the lowest and highest valid score (default 1 and 10;
+            LLMBar's ratings are 0 to 9: :func:`voirdire.benchmarks.base.score_range`). The
             LAST match in the output counts (an evidence-first judge may quote a score
             line in its explanation before the final lines).
 
     Returns:
         ``raw`` with ``slot_scores`` (list[f64] of length 2, slot order; null when either
-        score is missing or outside 1..10) and, for score rows, ``choice`` set to the
+        score is missing or outside the valid range) and, for score rows, ``choice`` set to the
         derived letter: ``A`` (slot A scored higher), ``B``, or ``C`` (equal: a tie); left
         null when the scores are missing, so the row is a failed judgment.
 
@@ -78,9 +95,10 @@ def extract_scores(raw: pl.DataFrame, patterns: dict[str, tuple[str, str] | list
         val = pl.lit(None, dtype=pl.Float64)
         for bench, pats in patterns.items():
             pat = pats[slot]
+            lo, hi = (float(pats[2]), float(pats[3])) if len(pats) > 3 else (1.0, 10.0)
             got = pl.col("output").str.extract_all(pat).list.last().str.extract(pat, 1).cast(pl.Float64, strict=False)
-            val = pl.when(pl.col("benchmark") == bench).then(got).otherwise(val)
-        return pl.when(is_score & val.is_between(1, 10)).then(val).otherwise(None)
+            val = pl.when(pl.col("benchmark") == bench).then(pl.when(got.is_between(lo, hi)).then(got)).otherwise(val)
+        return pl.when(is_score).then(val).otherwise(None)
 
     out = raw.with_columns(_sa=last(0), _sb=last(1))
     ok = pl.col("_sa").is_not_null() & pl.col("_sb").is_not_null()

@@ -7,16 +7,33 @@ line: ``cmp_index`` = ``"<question id>;<model shown first>;<model shown second>"
 Replaying them runs the whole pipeline on real input with no API key and no GPU. A query
 the release lacks is recorded as a failure with the reason "no recorded output"; a
 recorded null (the original call failed) as "the recorded call failed".
+
+LLMBar (Zeng et al., 2024; :mod:`voirdire.benchmarks.llmbar`) ships the outputs of six
+evaluators under up to fifteen prompting strategies (``outputs.parquet`` of the converted
+release); ``recorded = "GPT-4/Vanilla"`` replays one evaluator/strategy (``"*"``: one judge
+per pair found in the job's subsets). ``swap = False`` answers permutation 0 (the outputs as
+the dataset lists them) and ``swap = True`` permutation 1. A comparison strategy's
+completion is the output, and its verdict letter is read here by the rule LLMEvaluator's
+config used for that strategy (:func:`voirdire.benchmarks.llmbar.verdict_rules`), so the
+benchmark's own pattern is not applied again (a completion in which the release read no
+verdict has ``choice = ""``, a failed judgment). A rating strategy (``Rating*``: each output
+scored alone, 0-9) is a score-mode judge: its two recorded ratings are replayed as one
+output, ``Score of Output (a): <rating>`` and ``Score of Output (b): <rating>`` in slot
+order, read by the score-mode extraction into ``slot_scores``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+import polars as pl
+from voirdire.benchmarks.llmbar import CANDIDATE, DEFAULT_SUBSETS, REFERENCE, read_verdict, verdict_rules
 from voirdire.judges.base import (
     ConfigError,
     FailureClass,
@@ -39,6 +56,40 @@ class ReplaySettings(JudgeSettings):
     data_dir: str | None = None
 
 
+#: the benchmark whose outputs are read from the LLMBar release
+LLMBAR = "LLMBar"
+
+
+def is_rating(recorded: str) -> bool:
+    """Whether an LLMBar ``evaluator/strategy`` is a rating strategy (each output scored
+    alone: a score-mode judge)."""
+    return "/" in recorded and recorded.split("/", 1)[1].startswith("Rating")
+
+
+def load_llmbar(path: Path, recorded: str) -> dict[tuple[str, tuple[str, ...]], Result]:
+    """``(question id, shown) -> Result`` (``unit_id`` empty) of one LLMBar evaluator/strategy
+    (see the module docstring). Raises ConfigError: nothing recorded for it."""
+    evaluator, _, strategy = recorded.partition("/")
+    df = pl.read_parquet(path).filter((pl.col("evaluator") == evaluator) & (pl.col("strategy") == strategy))
+    if df.height == 0:
+        raise ConfigError(f"no recorded outputs of {recorded!r} in {path} (recorded names are evaluator/strategy)")
+    out = {}
+    rating = is_rating(recorded)
+    for r in df.iter_rows(named=True):
+        qid = f"{r['subset']}/{r['item']}"
+        shown = (CANDIDATE, REFERENCE) if r["order"] == 0 else (REFERENCE, CANDIDATE)
+        if rating:
+            a, b = (r["score_1"], r["score_2"]) if r["order"] == 0 else (r["score_2"], r["score_1"])
+            text = f"Score of Output (a): {(a or '').strip()}\nScore of Output (b): {(b or '').strip()}"
+            out[(qid, shown)] = Result(unit_id="", output=text, verdict_mode="replay")
+        elif r["completion"] is None:
+            out[(qid, shown)] = Result.failed("", FailureClass.MISSING, "the recorded call failed (no completion)")
+        else:
+            letter = read_verdict(r["completion"], verdict_rules(evaluator, strategy, r["stage"]))
+            out[(qid, shown)] = Result(unit_id="", output=r["completion"], choice=letter or "", verdict_mode="replay")
+    return out
+
+
 def recorded_path(settings: ReplaySettings, context: JudgeContext) -> Path:
     """Path of the recorded outputs file for a judge and benchmark.
 
@@ -48,6 +99,14 @@ def recorded_path(settings: ReplaySettings, context: JudgeContext) -> Path:
     root = settings.data_dir or context.data_dir
     if not root:
         raise ConfigError(f"judge {context.judge!r}: replay needs a data directory")
+    if context.benchmark == LLMBAR:
+        have = recorded_judges(root, settings.study, LLMBAR, [])
+        if settings.recorded not in have:
+            raise ConfigError(
+                f"judge {context.judge!r}: no recorded outputs of {settings.recorded!r} in {root}"
+                + (f"; recorded there (evaluator/strategy): {', '.join(have)}" if have else "")
+            )
+        return Path(root) / "outputs.parquet"
     d = Path(root) / "judgments" / settings.study / context.benchmark
     path = d / f"{settings.recorded}.jsonl.gz"
     if not path.is_file():
@@ -59,10 +118,21 @@ def recorded_path(settings: ReplaySettings, context: JudgeContext) -> Path:
     return path
 
 
-def recorded_judges(data_dir: str | Path, study: str, benchmark: str) -> list[str]:
+def recorded_judges(data_dir: str | Path, study: str, benchmark: str, subsets: Sequence[str] | None = None) -> list[str]:
     """The judges with recorded outputs in ``data_dir`` for a study and benchmark (release
     name, e.g. ``MTBench``): the stems of ``judgments/<study>/<benchmark>/*.jsonl.gz``,
-    sorted; empty when there are none."""
+    sorted; for LLMBar every ``evaluator/strategy`` with outputs on one of ``subsets``
+    (default: the benchmark's default subsets; ``[]``: all). Empty when there are none."""
+    if benchmark == LLMBAR:
+        path = Path(data_dir) / "outputs.parquet"
+        if not path.is_file():
+            return []
+        lf = pl.scan_parquet(path)
+        subsets = DEFAULT_SUBSETS if subsets is None else subsets
+        if subsets:
+            lf = lf.filter(pl.col("subset").is_in(list(subsets)))
+        got = lf.select((pl.col("evaluator") + "/" + pl.col("strategy")).alias("j")).unique().collect()
+        return sorted(got["j"].to_list())
     d = Path(data_dir) / "judgments" / study / benchmark
     return sorted(p.name.removesuffix(".jsonl.gz") for p in d.glob("*.jsonl.gz")) if d.is_dir() else []
 
@@ -87,7 +157,14 @@ class ReplayJudge(JudgeBackend):
 
     def __init__(self, settings: ReplaySettings, context: JudgeContext) -> None:
         super().__init__(settings, context)
-        self.recorded = load_recorded(recorded_path(settings, context))
+        path = recorded_path(settings, context)
+        self.llmbar = load_llmbar(path, settings.recorded) if context.benchmark == LLMBAR else None
+        self.recorded = load_recorded(path) if self.llmbar is None else {}
+
+    @classmethod
+    def comparison_mode(cls, settings) -> str | None:  # type: ignore[override]
+        # an LLMBar rating strategy scores each output: its judgments are score-mode
+        return "score" if is_rating(settings.recorded) else None
 
     @classmethod
     def identity(cls, settings, sampling):  # type: ignore[override]
@@ -106,6 +183,13 @@ class ReplayJudge(JudgeBackend):
         out: list[Result] = []
         t = time.perf_counter()
         for q in queries:
+            if self.llmbar is not None:
+                got = self.llmbar.get((q.question_id, tuple(q.shown))) if q.repetition == 1 else None
+                if got is None:
+                    out.append(Result.failed(q.unit_id, FailureClass.MISSING, "no recorded output"))
+                else:
+                    out.append(dataclasses.replace(got, unit_id=q.unit_id))
+                continue
             key = (";".join((q.question_id, *q.shown)), q.repetition)
             if key not in self.recorded:
                 out.append(Result.failed(q.unit_id, FailureClass.MISSING, "no recorded output"))

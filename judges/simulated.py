@@ -26,9 +26,9 @@ and killed drivers are test machinery: ``tests/backends.py`` subclasses this jud
 Susceptibility (the bias suite): ``susceptibility = {bandwagon = 0.5, ...}`` moves the
 verdict toward (or, negative, away from) a perturbation's target with that probability
 (:func:`susceptible_slot`); a perturbed query is drawn as one more repetition of its
-control (the control's first draws, redrawn with probability ``repetition_noise``), so a
-judge with no susceptibility has a robustness rate equal to its consistency rate and
-``E[Δ] = 0``.
+control at the same repetition (the control's draws at that repetition, redrawn from its
+own stream with probability ``repetition_noise``: :func:`draw_stream`), so a judge with no
+susceptibility has a robustness rate equal to its consistency rate and ``E[Δ] = 0``.
 """
 
 from __future__ import annotations
@@ -123,17 +123,36 @@ def decide(
     return np.where(sure, best_slot, np.where(tie, slots, unsure_slot)).astype(np.int64)
 
 
+def draw_stream(s: SimulatedSettings, query_id: str, repetition: int, control_query_id: str | None = None) -> random.Random:
+    """The random stream a pairwise or list-wise query's verdict draws from.
+
+    Repetition 1 of a query draws from its own first stream. Repetition ``r > 1`` reuses
+    the first stream with probability ``1 - repetition_noise`` and otherwise a fresh stream
+    keyed by (query, r), so two repetitions share their draws with probability
+    ``1 - repetition_noise``. A perturbed query (``control_query_id`` set) at repetition
+    ``r`` is one more repetition of its control's repetition ``r``: the control's stream at
+    ``r`` with probability ``1 - repetition_noise``, else a fresh stream keyed by its own
+    id and ``r`` (independent of the control's own redraw). Hence a judge without
+    susceptibility has the same joint law for (control, perturbed) as for (repetition 1,
+    repetition 2) of the control: ``E[RR] = E[CR]`` at every repetition.
+
+    Returns: a ``random.Random`` positioned at the verdict's draws (deterministic in the ids).
+    """
+    if control_query_id:
+        base = draw_stream(s, control_query_id, repetition)
+    else:
+        base = random.Random(_u("draw", s.seed, query_id, 1))
+        if repetition <= 1:
+            return base
+    again = random.Random(_u("draw", s.seed, query_id, repetition))
+    return again if again.random() < s.repetition_noise else base
+
+
 def simulate_choice(s: SimulatedSettings, q: Query) -> str:
     """The simulated verdict letter for one query (deterministic in its inputs): draws the
     query's uniforms from hashes of its ids and applies :func:`decide`."""
     p = len(q.shown)
-    # a perturbed query is one more asking of its control: the control's first draws,
-    # redrawn with probability repetition_noise (so RR matches CR when unaffected)
-    first = random.Random(_u("draw", s.seed, q.control_query_id or q.query_id, 1))
-    again = random.Random(_u("draw", s.seed, q.query_id, q.repetition))
-    rng = first
-    if (q.repetition > 1 or q.control_query_id) and again.random() < s.repetition_noise:
-        rng = again
+    rng = draw_stream(s, q.query_id, q.repetition, q.control_query_id)
     qn = random.Random(_u("question", s.seed, q.question_id))
     noise = {m: qn.gauss(0.0, s.question_noise) for m in sorted(q.shown)}
     quality = [latent_quality(m, s.qualities, s.seed) + noise[m] for m in q.shown]

@@ -292,6 +292,11 @@ def test_self_enhancement_on_the_replayed_mtbench_release(data_dir, ray_local, t
     assert (round(g4["raw"], 3), round(g4["did"], 3)) == (0.206, 0.215)
     assert (round(g35["raw"], 3), round(g35["did"], 3)) == (-0.092, -0.108)
     assert g4["did_lo"] > 0 and g35["did_hi"] < 0
+    # strength-adjusted (issue 15: GPT-4-0613's deviation grows with strength, slope ≈ +0.27)
+    assert (round(g4["adj"], 3), round(g4["slope"], 2), round(g35["adj"], 3)) == (0.129, 0.27, -0.085)
+    assert g4["adj_lo"] > 0 and g4["adj"] < g4["did"] and g35["adj_hi"] < 0
+    assert (g4["adj_lo"], g4["adj_hi"]) == pytest.approx((0.060, 0.206), abs=0.0015)
+    assert 0 < g4["error_rate_null"] < g4["error_rate_null_hi"] < g4["error_rate_lo"]  # CALM's error rate beyond its null reference
     quoted = {"gpt-4-0613": (0.141, 0.269, 0.153, 0.275), "gpt-3.5-turbo-1106": (-0.160, -0.028, -0.180, -0.043)}
     for r in se.iter_rows(named=True):
         assert (r["raw_lo"], r["raw_hi"], r["did_lo"], r["did_hi"]) == pytest.approx(quoted[r["judge"]], abs=0.0015)
@@ -305,6 +310,9 @@ def test_self_enhancement_on_the_replayed_mtbench_release(data_dir, ray_local, t
 
     page = build_report([tmp_path / "pb"], tmp_path / "rep", replicates=200).read_text()
     assert "Self-enhancement" in page and "gpt-4-0613" in page and 'id="biases"' in page
+    # the inter-pass kappa and its gate: in the Judges table and in the mitigation section
+    assert "κ passes" in page and "κ ≥ 0.6" in page and "<th>pass_kappa_gate</th>" in page
+    assert "strength-adjusted" in page or "same strength" in page
 
 
 def test_bias_section_of_the_report(tmp_path):
@@ -330,3 +338,46 @@ def test_tables_of_several_chunks_are_read():
     chunked = pl.concat([df.head(1000), df.tail(df.height - 1000)], rechunk=False)
     assert chunked.n_chunks() > 1
     assert bias_effects(chunked, replicates=50).equals(bias_effects(df, replicates=50))
+
+
+def _strength_panel(self_preference: float, n_q: int = 400, seed: int = 0) -> pl.DataFrame:
+    """Judges j, k1, k2 and eight candidates of strength s (k1, k2 give c exactly
+    round(s·n_q) consistent wins); judge j is kinder the stronger the answer,
+    s + 0.25·(s − 0.15), plus ``self_preference`` for its own model c7, the strongest."""
+    rng = np.random.default_rng(seed)
+    strengths = np.linspace(0.15, 0.7, 8)
+    rows = []
+    for i, s in enumerate(strengths):
+        cand = f"c{i}"
+        for judge in ("j", "k1", "k2"):
+            p = s if judge != "j" else s + 0.25 * (s - 0.15) + (self_preference if cand == "c7" else 0.0)
+            wins = set(rng.choice(n_q, size=round(p * n_q), replace=False).tolist())
+            for q in range(n_q):
+                for perm in (0, 1):
+                    letter = ("A" if perm == 0 else "B") if q in wins else ("B" if perm == 0 else "A")
+                    shown = [cand, "ref"] if perm == 0 else ["ref", cand]
+                    rows.append((judge, f"q{q}", cand, shown, perm, letter))
+    return pl.DataFrame(rows, schema=["judge", "question_id", "candidate", "shown", "permutation", "extracted"], orient="row").with_columns(
+        benchmark=pl.lit("B"), task=pl.lit("t"), reference=pl.lit("ref"), repetition=pl.lit(1), mode=pl.lit("pairwise"),
+        option_mode=pl.lit(3), failed=pl.lit(False), input_chars=pl.lit(10), output_chars=pl.lit(10), prompt_chars=pl.lit(20),
+    )  # fmt: skip
+
+
+def test_strength_adjusted_self_enhancement_removes_leniency_that_grows_with_strength():
+    """Leniency growing with strength and no self-preference: DiD reads > 0 (the own model
+    is the strongest), the strength-adjusted estimate ≈ 0 with 0 in its interval; a true
+    self-preference of 0.12 on top is read back by the adjusted estimate. raw and did
+    keep their definitions."""
+    null = self_enhancement(_strength_panel(0.0), {"j": "c7"}, replicates=300).row(0, named=True)
+    assert null["did"] > 0.05 and null["did_lo"] > 0
+    assert abs(null["adj"]) < 0.015 and null["adj_lo"] < 0 < null["adj_hi"]
+    assert null["slope"] == pytest.approx(0.25, abs=0.03) and null["slope_lo"] < 0.25 < null["slope_hi"]
+    own = self_enhancement(_strength_panel(0.12), {"j": "c7"}, replicates=300).row(0, named=True)
+    assert own["adj"] == pytest.approx(0.12, abs=0.015) and own["adj_lo"] < 0.12 < own["adj_hi"] and own["adj_lo"] > 0
+    # the adjusted figure by hand: least squares of j's deviation on the others' win rate over c0..c6
+    dev = win_rate_deviations(_strength_panel(0.12), replicates=10)
+    d = dev.filter((pl.col("judge") == "j") & (pl.col("metric") == "raw")).sort("candidate").get_column("estimate").to_numpy()
+    x = dev.filter((pl.col("judge") == "j") & (pl.col("metric") == "owr_others")).sort("candidate").get_column("estimate").to_numpy()
+    b, a = np.polyfit(x[:7], d[:7], 1)
+    assert own["adj"] == pytest.approx(d[7] - (a + b * x[7]), abs=1e-9)
+    assert own["raw"] == pytest.approx(d[7]) and own["did"] == pytest.approx(d[7] - d[:7].mean())

@@ -80,3 +80,26 @@ def test_logprob_strategy_on_a_job_without_option_probs():
         M.apply_strategies(j.drop("option_probs"), ["logprob-calibrated"])
     with pytest.raises(ConfigError, match="'logprob-raw' needs 'option_probs'"):
         M.apply_strategies(j.with_columns(option_probs=None), ["logprob-raw"])
+
+
+def test_judgments_without_probabilities_are_undecided_not_dropped():
+    """400 pairs in both orders (800 judgments); the candidate-second order of the first
+    200 pairs carries no option probabilities (failed, or a backend that gave none). Every
+    judgment stays a verdict row: the per-order strategies give 200 undecided rows of 800,
+    the calibrated one 200 undecided pairs of 400 (an order without probabilities never
+    falls back to the other, biased, order), and the cost counts every judgment."""
+    j, _ = _table()
+    idx = pl.int_range(pl.len())
+    hole = (idx % 2 == 1) & (idx < 400)  # the second (candidate-second) order of pairs 0..199
+    j = j.with_columns(option_probs=pl.when(hole).then(None).otherwise(pl.col("option_probs")))
+    for name in ("logprob-raw", "logprob-debiased"):
+        v = M.apply_strategies(j, [name])
+        assert v.height == 800 and (v["verdict"] == "undecided").sum() == 200 and v["queries"].sum() == 800
+    cal = C.calibrated_verdicts(j)
+    assert cal.height == 400 and cal["queries"].to_list() == [2] * 400
+    assert (cal["verdict"] == "undecided").sum() == 200
+    t = E.evaluate(M.apply_strategies(j, ["logprob-debiased", "logprob-calibrated"]), None, replicates=50)
+    row = {r["strategy"]: r for r in t.iter_rows(named=True)}
+    assert row["logprob-debiased"]["undecided"] == pytest.approx(0.25) and row["logprob-debiased"]["cost"] == 1.0
+    assert row["logprob-debiased"]["failed_pairs"] == 200 and row["logprob-debiased"]["pairs"] == 200
+    assert row["logprob-calibrated"]["undecided"] == pytest.approx(0.5) and row["logprob-calibrated"]["cost"] == 2.0

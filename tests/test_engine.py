@@ -202,6 +202,38 @@ def test_store_atomic_parts_and_dedup(tmp_path):
     assert not list((tmp_path / "raw" / "j").glob(".*tmp"))
 
 
+def test_store_reads_parts_written_before_a_column_was_added(tmp_path):
+    """A run directory of an older voirdire (raw parts without ``gold``) still resumes and
+    reads: the missing column comes back as null, and compaction writes the new schema."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from voirdire.engine.schema import RAW_SCHEMA
+
+    def rows(ids, schema):
+        data = {f.name: [None] * len(ids) for f in schema}
+        data.update(
+            unit_id=ids, query_id=ids, judge=["j"] * len(ids), benchmark=["B"] * len(ids), question_id=["1"] * len(ids),
+            task=["t"] * len(ids), instance_id=["i"] * len(ids), candidates=[["a", "b"]] * len(ids),
+            shown=[["a", "b"]] * len(ids), permutation=[0] * len(ids), repetition=[1] * len(ids),
+            mode=["pairwise"] * len(ids), option_mode=[3] * len(ids), input_chars=[1] * len(ids),
+            output_chars=[1] * len(ids), prompt_chars=[1] * len(ids), output=["x"] * len(ids),
+            perturbation=["control"] * len(ids), perturbation_kind=["control"] * len(ids),
+        )
+        return pa.Table.from_pydict(data, schema=schema)
+
+    old_schema = pa.schema([f for f in RAW_SCHEMA if f.name != "gold"])
+    (tmp_path / "raw" / "j").mkdir(parents=True)
+    pq.write_table(rows(["u1"], old_schema), tmp_path / "raw" / "j" / "part-00000000000000000001-aaaaaaaa.parquet")
+    store = ResultStore(tmp_path, flush_rows=1, flush_seconds=100)
+    new = rows(["u2"], RAW_SCHEMA).set_column(RAW_SCHEMA.get_field_index("gold"), "gold", pa.array(["a"]))
+    store.append("j", new)
+    assert store.completed_ids("j") == {"u1", "u2"}
+    df = store.read_raw().sort("unit_id")
+    assert df["gold"].to_list() == [None, "a"]
+    store.compact()
+    assert store.read_raw().sort("unit_id")["gold"].to_list() == [None, "a"]
+
+
 def test_store_quarantines_part_with_damaged_data(tmp_path):
     """A part whose footer reads but whose first page is damaged (polars: "File out of
     specification") is found, moved aside with a warning naming it, and its units are not
@@ -251,7 +283,8 @@ def test_replay_job_end_to_end(tmp_path, data_dir, ray_local):
     assert row["output"] and row["verdict_mode"] == "replay"
     assert row["extracted"] in ("A", "B", "C")
     jm = pl.read_csv(out / "metrics" / "judge_metrics.csv")
-    assert jm.columns == ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread"]
+    assert jm.columns == ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread",
+                          "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_pairs", "pass_kappa_gate"]  # fmt: skip
     um = pl.read_csv(out / "metrics" / "cell_metrics.csv")
     assert um.columns[:4] == ["benchmark", "judge", "candidate", "task"]
     assert (out / "report.md").read_text().count("gpt-4-0613") >= 2

@@ -16,6 +16,7 @@ import io
 import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -286,13 +287,25 @@ def test_malicious_pickle_is_refused_and_never_run(server, mirror, tmp_path):
     _no_leftovers(tmp_path)
 
 
-def test_missing_everywhere_names_the_files(server, mirror, tmp_path):
+def test_partial_mirror_skips_and_names_a_missing_judge(server, mirror, tmp_path):
+    """A mirror that lacks one judge's outputs in both forms: the other judges are fetched,
+    the missing one is named (report and RELEASE.json); strict refuses and writes nothing."""
     _, man, _ = mirror
     root, base = _variant(server, mirror, "lacking")
     rel = f"{PB_DIR.format(judge='gemini-pro')}/tmp.pkl"
     (root / rel).unlink()
-    with pytest.raises(DataError, match=r"outputs of gemini-pro \(position_bias, MTBench\) are not on the mirror in any form"):
-        fetch_release(tmp_path / "d", base, manifest=man, progress=False)
+    lines: list[str] = []
+    report = fetch_release(tmp_path / "d", base, manifest=man, progress=False, log=lines.append)
+    assert report.judges["position_bias/MTBench"] == ["gpt-3.5-turbo-1106", "gpt-4-0613"]
+    assert len(report.skipped) == 1
+    assert re.match(r"the outputs of gemini-pro \(position_bias, MTBench\) are not on the mirror in any form: ", report.skipped[0])
+    assert any(line.startswith("skipped: the outputs of gemini-pro") for line in lines)
+    assert json.loads((tmp_path / "d" / MARKER).read_text())["skipped"] == report.skipped
+    assert not (tmp_path / "d" / "judgments" / "position_bias" / "MTBench" / "gemini-pro.jsonl.gz").exists()
+    assert _records(tmp_path / "d", "repetition", REP_JUDGE)  # the other study is complete
+    with pytest.raises(DataError, match=r"strict fetch: 1 judge output\(s\) not on the mirror; the first: the outputs of gemini-pro"):
+        fetch_release(tmp_path / "s", base, manifest=man, progress=False, strict=True)
+    assert not (tmp_path / "s").exists()
     _no_leftovers(tmp_path)
 
 

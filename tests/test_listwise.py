@@ -11,8 +11,10 @@ import tomllib
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
+from scipy.stats import chi2 as chi2_dist
 from voirdire.analysis.listwise import (
     listwise_cell_metrics,
     listwise_series,
@@ -423,9 +425,12 @@ def test_always_first_last_middle_slot(p, ties):
     shares = slot_shares(df)
     chi = {r["judge"]: r for r in shares.filter(pl.col("position") == 1).iter_rows(named=True)}
     n_choices = 6 * (p - 1 if ties else p)
-    for j in ("first", "last", "middle"):  # all choices in one slot: χ² = n (p - 1)
-        assert chi[j]["chi2"] == pytest.approx(n_choices * (p - 1))
-        assert chi[j]["chi2_dof"] == p - 1 and chi[j]["chi2_p"] < 1e-4
+    for j in ("first", "last", "middle"):  # all choices in one slot: Pearson's χ² = n (p - 1)
+        assert chi[j]["pearson_chi2"] == pytest.approx(n_choices * (p - 1))
+        # clustered: d_i is the same vector for each of the 6 questions, so W = 6 (the most
+        # 6 clusters can show: too few questions to reject at 0.05 with p - 1 dof > 2)
+        assert chi[j]["chi2"] == pytest.approx(6.0) and chi[j]["clusters"] == 6
+        assert chi[j]["chi2_dof"] == p - 1 and chi[j]["chi2_p"] == pytest.approx(chi2_dist.sf(6.0, p - 1))
     middle = u.filter(pl.col("judge") == "middle")
     if p % 2:  # an exact middle slot: position score 0
         assert jm["middle"]["pf"] == 0.0
@@ -467,10 +472,52 @@ def test_slot_shares_every_slot():
     assert s["choices"].to_list() == [3, 1, 0] and set(s["n_choices"]) == {4}
     assert s["share"].to_list() == [0.75, 0.25, 0.0]
     assert s["expected"][0] == pytest.approx(1 / 3) and s["tie_share"][0] == pytest.approx(1 / 5)
-    # chi-square against uniform: expected 4/3 per slot
+    # Pearson's chi-square against uniform: expected 4/3 per slot
     stat = sum((c - 4 / 3) ** 2 / (4 / 3) for c in (3, 1, 0))
-    assert s["chi2"].to_list() == [pytest.approx(stat)] * 3 and set(s["chi2_dof"]) == {2}
-    assert s["chi2_p"][0] == pytest.approx(math.exp(-stat / 2))  # chi-square survival at 2 dof
+    assert s["pearson_chi2"].to_list() == [pytest.approx(stat)] * 3 and set(s["chi2_dof"]) == {2}
+    # clustered by question: d_q1 = (2, 0, 0) - 2/3, d_q2 = (1, 1, 0) - 2/3 over slots A, B
+    d = np.array([[4 / 3, -2 / 3], [1 / 3, 1 / 3]])
+    w = d.sum(0) @ np.linalg.inv(d.T @ d) @ d.sum(0)
+    assert s["chi2"].to_list() == [pytest.approx(w)] * 3 and set(s["clusters"]) == {2}
+    assert s["chi2_p"][0] == pytest.approx(math.exp(-w / 2))  # chi-square survival at 2 dof
+
+
+@pytest.mark.parametrize("repetitions, noise", [(1, 0.0), (3, 0.0), (3, 0.5)])
+def test_slot_test_size_holds_with_repetitions(repetitions, noise):
+    """A judge without position bias (p = 3 cyclic, 100 questions), 300 simulated tables:
+    the clustered slot test rejects at α = 0.05 in about 5 % of tables with one
+    repetition, three identical ones and three partly correlated ones (repetition_noise
+    0.5); Pearson's χ² over judgments as if independent is conservative with one
+    repetition and rejects far too often with three (the audit's 27 %). perf/bench_listwise_size.py
+    gives the figure with more tables, list sizes and questions."""
+    from voirdire.analysis.listwise_simulate import simulate_listwise_tables, slot_test_size
+    from voirdire.judges.simulated import SimulatedSettings
+
+    s = SimulatedSettings(primacy=1 / 3, sensitivity=1.0, repetition_noise=noise)
+    df = simulate_listwise_tables(s, tables=300, n_questions=100, p=3, repetitions=repetitions, seed=11)
+    size = slot_test_size(df)
+    assert size["tables"] == 300
+    assert 0.02 <= size["clustered"] <= 0.09, size
+    if repetitions == 3 and noise == 0.0:
+        assert size["pearson"] > 0.15, size
+
+
+def test_clustered_slot_test_ignores_identical_repetitions_and_detects_primacy():
+    """Three identical repetitions leave the clustered statistic unchanged (D and V scale
+    by 3 and 9) and triple Pearson's; a judge leaning to slot A is rejected."""
+    from voirdire.analysis.listwise_simulate import simulate_listwise_tables, slot_test_size
+    from voirdire.judges.simulated import SimulatedSettings
+
+    s = SimulatedSettings(primacy=1 / 3, sensitivity=1.0)
+    table = simulate_listwise_tables(s, tables=5, n_questions=50, seed=3)
+    copies = pl.concat([table.with_columns(repetition=pl.lit(r, dtype=pl.Int64)) for r in (1, 2, 3)])
+    one = slot_shares(table).filter(pl.col("position") == 1).sort("judge")
+    three = slot_shares(copies).filter(pl.col("position") == 1).sort("judge")
+    assert three["chi2"].to_list() == pytest.approx(one["chi2"].to_list())
+    assert three["pearson_chi2"].to_list() == pytest.approx([3 * x for x in one["pearson_chi2"]])
+    assert set(three["clusters"]) == {50}
+    biased = SimulatedSettings(primacy=0.6, sensitivity=1.0)
+    assert slot_test_size(simulate_listwise_tables(biased, tables=50, n_questions=100, seed=4))["clustered"] > 0.8
 
 
 # ---------------------------------------------------------------------------- end to end

@@ -123,10 +123,12 @@ def _expected_accuracy(pairs: list[tuple[str, str]], draws: int = 400) -> dict[s
     out = {}
     for name, (orders, k) in sc.SCORE_STRATEGIES.items():
         k = K if k is None else k
-        cs = [c0[..., :k]] + ([c1[..., :k]] if orders == "both" else [])
-        rs = [r0[..., :k]] + ([r1[..., :k]] if orders == "both" else [])
-        d = np.concatenate(cs, -1).mean(-1) - np.concatenate(rs, -1).mean(-1)
-        out[name] = float((np.sign(d) == truth).mean())
+        d0 = c0[..., :k].mean(-1) - r0[..., :k].mean(-1)  # each answer's mean in its position
+        d1 = c1[..., :k].mean(-1) - r1[..., :k].mean(-1)
+        if orders == "both":  # the mean of the two positions' means
+            out[name] = float((np.sign(d0 + d1) == truth).mean())
+        else:  # a verdict per order, both orders counted
+            out[name] = float(((np.sign(d0) == truth).mean() + (np.sign(d1) == truth).mean()) / 2)
     return out
 
 
@@ -174,7 +176,7 @@ def test_bpc_and_mec_remove_the_primacy_bonus_and_recover_the_true_winner(primac
     got = {}
     for name in sc.SCORE_STRATEGIES:
         v = sc.strategy_verdicts(j, name).join(truth, on=["question_id", "candidate", "reference"])
-        assert v.height == 2400
+        assert v.height == 2400 * (1 if sc.SCORE_STRATEGIES[name][0] == "both" else 2)  # per order: both orders
         got[name] = (v["verdict"] == v["truth"]).mean()
         se = math.sqrt(expected[name] * (1 - expected[name]) / v.height)
         assert abs(got[name] - expected[name]) < 4 * se + 0.01, (name, got[name], expected[name])
@@ -214,3 +216,83 @@ def test_strategies_need_score_judgments_and_both_orders():
         sc.strategy_verdicts(pairwise, "bpc")
     with pytest.raises(ValueError, match="unknown score strategy"):
         sc.strategy_verdicts(pairwise, "magic")
+
+
+# ---------------------------------------------------------------------- hand-made score tables
+
+
+def _score_rows(scores, n_questions=1, candidate="x"):
+    """Score judgments of one pair per question. ``scores(q, first, rep)`` -> (slot A, slot B)
+    scores or None (a failed sample); ``first``: the candidate is in slot A (permutation 0)."""
+    rows = []
+    for q in range(n_questions):
+        for first in (True, False):
+            for rep in (1, 2, 3):
+                got = scores(q, first, rep)
+                if got == "absent":
+                    continue
+                shown = [candidate, "ref"] if first else ["ref", candidate]
+                choice = None if got is None else ("A" if got[0] > got[1] else "B" if got[1] > got[0] else "C")
+                rows.append(dict(benchmark="B", judge="j", question_id=f"q{q}", task="t", candidate=candidate, reference="ref",
+                                 shown=shown, permutation=0 if first else 1, repetition=rep, mode="score", option_mode=3,
+                                 slot_scores=None if got is None else [float(x) for x in got], extracted=choice,
+                                 failed=got is None, input_chars=1, output_chars=1, prompt_chars=1))  # fmt: skip
+    return pl.DataFrame(rows, schema_overrides={"slot_scores": pl.List(pl.Float64), "extracted": pl.String})
+
+
+def test_per_order_score_strategies_read_a_pure_primacy_judge_like_single():
+    """Answers of equal worth, slot A always scored 2 points higher: ``single``,
+    ``score-single`` and ``mec`` give a verdict per order and read PC 0, PF −1, flip 1 (the
+    judge's bias, not an order-invariant PC 1, PF 0, flip 0); BPC and MEC + BPC are
+    order-invariant by construction and find the tie."""
+    from voirdire.analysis import evaluation as E
+    from voirdire.analysis import mitigation as M
+
+    j = _score_rows(lambda q, first, rep: (7, 5), n_questions=20)
+    v = M.apply_strategies(j, ["single", "score-single", "mec", "bpc", "mec+bpc"])
+    t = {r["strategy"]: r for r in E.evaluate(v, None, replicates=50).iter_rows(named=True)}
+    for name, cost in (("single", 1.0), ("score-single", 1.0), ("mec", 3.0)):
+        r = t[name]
+        assert (r["pc"], r["pf"], r["flip"], r["order_invariant"]) == (0.0, -1.0, 1.0, False), name
+        assert r["cost"] == cost and r["pairs"] == 20 * (3 if name == "single" else 1), name
+    for name in ("bpc", "mec+bpc"):
+        assert t[name]["order_invariant"] and t[name]["pc"] == 1.0
+        assert set(v.filter(pl.col("strategy") == name)["verdict"]) == {"tie"}
+    per_order = sc.strategy_verdicts(j, "score")
+    assert per_order.height == 40 and set(zip(per_order["permutation"], per_order["verdict"])) == {(0, "win"), (1, "loss")}
+
+
+def test_bpc_averages_each_answer_per_position_and_needs_both_orders():
+    """Wang et al.'s BPC: each answer's mean over its valid samples within each order, then
+    the mean of the two positions' means. q0: k = 3, the swapped order has one valid sample
+    of three: per position the answers tie (7 vs 7; pooling all valid samples would read
+    7.5 vs 6.5, a win). q1: the swapped order failed in every sample: undecided (not the
+    biased one-order verdict 8 vs 6). q2: the swapped order was never asked: undecided.
+    q3: all samples valid: the per-position mean equals the mean of all 2k samples."""
+    def scores(q, first, rep):
+        if first:  # the candidate in slot A gets the bonus
+            return (8, 6) if q < 3 else (5 + rep, 4)
+        if q == 0:
+            return (8, 6) if rep == 1 else None  # the reference in slot A
+        if q == 1:
+            return None
+        if q == 2:
+            return "absent"
+        return (6, 3 + rep)
+
+    j = _score_rows(scores, n_questions=4)
+    got = {r["question_id"]: r for r in sc.strategy_verdicts(j, "mec_bpc").iter_rows(named=True)}
+    assert (got["q0"]["candidate_score"], got["q0"]["reference_score"], got["q0"]["verdict"]) == (7.0, 7.0, "tie")
+    assert got["q1"]["verdict"] == "undecided" and got["q1"]["candidate_score"] is None and got["q1"]["queries"] == 6
+    assert got["q2"]["verdict"] == "undecided" and got["q2"]["queries"] == 3
+    c = np.mean([6, 7, 8] + [4, 5, 6])  # candidate: slot A in order 0, slot B in order 1
+    r = np.mean([4, 4, 4] + [6, 6, 6])
+    assert (got["q3"]["candidate_score"], got["q3"]["reference_score"]) == (pytest.approx(c), pytest.approx(r))
+    assert got["q3"]["verdict"] == "win" and got["q3"]["permutation"] is None
+    bpc = {r["question_id"]: r for r in sc.strategy_verdicts(j, "bpc").iter_rows(named=True)}
+    assert (bpc["q0"]["candidate_score"], bpc["q0"]["reference_score"], bpc["q0"]["verdict"]) == (7.0, 7.0, "tie")
+    assert bpc["q1"]["verdict"] == bpc["q2"]["verdict"] == "undecided" and bpc["q1"]["queries"] == 2
+    assert (bpc["q3"]["candidate_score"], bpc["q3"]["reference_score"]) == (5.0, 5.0)  # (6 + 4) / 2 and (4 + 6) / 2
+    # MEC alone: a verdict per order from that order's valid samples; an order with none is undecided
+    mec = {(r["question_id"], r["permutation"]): r["verdict"] for r in sc.strategy_verdicts(j, "mec").iter_rows(named=True)}
+    assert mec[("q0", 0)] == "win" and mec[("q0", 1)] == "loss" and mec[("q1", 1)] == "undecided" and ("q2", 1) not in mec

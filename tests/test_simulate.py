@@ -84,6 +84,34 @@ def test_backend_follows_the_same_model():
     assert g["C"] == pytest.approx(0.25, abs=0.03) and g["A"] == pytest.approx(0.6, abs=0.03)
 
 
+def test_backend_perturbed_query_is_one_more_repetition_of_its_control():
+    """The engine's simulated judge without susceptibility at repetition_noise 0.5: a
+    perturbed query agrees with its control at repetition r as often as the control's
+    repetition 2 agrees with its repetition 1 (RR = CR within sampling error), at every r.
+    Closed form for this always-unsure judge (A with 0.7, B 0.3): agreement =
+    (1 − ρ) + ρ · (0.7² + 0.3²) = 0.79."""
+    s = SimulatedSettings(primacy=0.7, sensitivity=0.0, repetition_noise=0.5)
+    n, reps = 4000, 3
+
+    def ask(i: int, rep: int, perturbed: bool) -> str:
+        qid = f"q{i}" + ("|bandwagon" if perturbed else "")
+        q = Query(unit_id=f"{qid}#{rep}", query_id=qid, benchmark="B", question_id=f"x{i}", shown=("m1", "m2"),
+                  repetition=rep, option_mode=2, perturbation="bandwagon" if perturbed else None,
+                  target_slot="A" if perturbed else None, control_query_id=f"q{i}" if perturbed else None)  # fmt: skip
+        return simulate_choice(s, q)
+
+    control = np.array([[ask(i, r, False) for r in range(1, reps + 1)] for i in range(n)])
+    perturbed = np.array([[ask(i, r, True) for r in range(1, reps + 1)] for i in range(n)])
+    expected = 0.5 + 0.5 * (0.7**2 + 0.3**2)
+    se = math.sqrt(expected * (1 - expected) / n)
+    cr = (control[:, 0] == control[:, 1]).mean()
+    assert abs(cr - expected) < 4 * se
+    for r in range(reps):
+        rr = (control[:, r] == perturbed[:, r]).mean()
+        assert abs(rr - expected) < 4 * se, (r + 1, rr, cr)
+        assert abs(rr - cr) < 4 * math.sqrt(2) * se, (r + 1, rr, cr)
+
+
 def test_settings_for_hits_target_and_power_grows():
     s = settings_for(0.7, 0.2)
     r = expected_pair_rates(s, np.ones(1), 2)

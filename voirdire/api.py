@@ -53,7 +53,10 @@ class Results:
             ``failure``, ``extracted``, ``chosen``, ``tie``, ``failed``, ...).
         judge_metrics: one row per (benchmark, judge): ``pc``, ``pc_std``, ``pf``,
             ``pf_std``, ``error_rate``, ``rs``, ``rs_spread`` (floats, shares in [0, 1],
-            PF in [-1, 1]).
+            PF in [-1, 1]); ``pass_kappa``, ``pass_kappa_lo``, ``pass_kappa_hi`` (Cohen's
+            kappa between the two orders' verdicts and its interval), ``pass_kappa_pairs``
+            (int), ``pass_kappa_gate`` (``pass`` when ≥ 0.6, ``fail`` below; null for
+            list-wise judges): ``docs/mitigation.md``.
         cell_metrics: one row per (benchmark, judge, candidate, task) cell: ``n``,
             ``consistent``, ``primacy``, ``recency``, ``balanced`` (counts), ``pcn``, ``rcn``
             (fractional counts), ``pc``, ``pf``, ``owr``, ``quality_gap`` (``docs/metrics.md``).

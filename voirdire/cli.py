@@ -7,7 +7,7 @@
     voirdire submit JOB.toml --address http://HEAD:8265 [--env K=V] [--output-dir DIR] [--no-wait]
     voirdire status [JOB_ID] [--address ...]
     voirdire stop JOB_ID [--address ...]
-    voirdire data fetch [--dest DIR] [--base-url URL] [--prefer tsv|pkl] [--if-missing [--try DIR]]
+    voirdire data fetch [judging-the-judges|llmbar] [--dest DIR] [--base-url URL] [--prefer tsv|pkl] [--strict] [--if-missing [--try DIR]]
 
 ``run`` validates every job before sending anything, runs them one after another on one
 Ray connection, and prints the per-judge table of all of them. Exit codes: 0 success,
@@ -58,7 +58,7 @@ def run(
 
     signal.signal(signal.SIGTERM, _terminate)
     from voirdire import api
-    from voirdire.analysis.report import print_bias_table, print_judge_table
+    from voirdire.analysis.release_stats import gold_accuracy
     from voirdire.engine.rewrite import RewriteFailed
     from voirdire.engine.scheduler import JobInterrupted
 
@@ -96,7 +96,7 @@ def run(
                            "as failures without a call" if est["too_long"] else "")
                     )
         return
-    tables, effects = [], []
+    tables, effects, golds = [], [], []
     try:
         for spec, plan in zip(specs, plans):
             console.rule(f"[bold]{spec.name}")
@@ -109,6 +109,7 @@ def run(
                 f"{s.failures:,} recorded failures → {outcome.output_dir}"
             )
             tables.append(outcome.judge_metrics)
+            golds.append(gold_accuracy(outcome.judgments))
             if outcome.bias_effects is not None:
                 effects.append(outcome.bias_effects)
     except ConfigError as exc:
@@ -117,8 +118,18 @@ def run(
         _fail(str(exc), 130)
     except RewriteFailed as exc:
         _fail(str(exc))
+    _print_tables(tables, golds, effects)
+
+
+def _print_tables(tables: list[pl.DataFrame], golds: list[pl.DataFrame], effects: list[pl.DataFrame]) -> None:
+    """The per-judge tables of finished jobs, accuracy against gold labels where the
+    benchmark has them, and the bias suite's effects."""
+    from voirdire.analysis.report import print_bias_table, print_gold_table, print_judge_table
+
     if tables:
-        print_judge_table(pl.concat(tables, how="diagonal_relaxed"), console=console)
+        jm = pl.concat(tables, how="diagonal_relaxed")
+        print_judge_table(jm, console=console)
+        print_gold_table(jm, pl.concat(golds, how="diagonal_relaxed"), console=console)
     if effects:
         print_bias_table(pl.concat(effects, how="diagonal_relaxed"), console=console)
 
@@ -129,7 +140,7 @@ def analyze(dirs: Annotated[list[Path], typer.Argument(help="Finished output dir
     from voirdire import api
     from voirdire.analysis.report import print_bias_table, print_judge_table
 
-    tables, effects = [], []
+    tables, effects, golds = [], [], []
     for d in dirs:
         try:
             res = api.load(d)
@@ -275,22 +286,25 @@ def stop(
     console.print(f"job {job_id}: {'stop requested' if stopped else 'not running'}")
 
 
-data_app = typer.Typer(no_args_is_help=True, help="The benchmark data: the public release of Shi et al. (2024).")
+data_app = typer.Typer(no_args_is_help=True, help="The benchmark data: the public releases of Shi et al. (2024) and LLMBar (Zeng et al., 2024).")
 app.add_typer(data_app, name="data")
 
 
 @data_app.command("fetch")
 def data_fetch(
+    name: Annotated[str, typer.Argument(help="The release: judging-the-judges (MT-Bench, DevBench) or llmbar.")] = "judging-the-judges",
     dest: Annotated[Optional[Path], typer.Option(help="Data directory to write (default: $VOIRDIRE_DATA, else the user data directory).")] = None,
     base_url: Annotated[Optional[str], typer.Option("--base-url", help="Where the release's files are, paths appended as in the repository (default: $VOIRDIRE_RELEASE_URL, else GitHub's raw URLs of the pinned commit).")] = None,
     prefer: Annotated[str, typer.Option(help="Form of the judges' outputs fetched first: tsv (record_*.tsv) or pkl (tmp.pkl, loaded without executing); the other is the fallback.")] = "pkl",
     if_missing: Annotated[bool, typer.Option("--if-missing", help="Fetch only when no data directory is found (the usual lookup); print the one in use.")] = False,
     try_dir: Annotated[Optional[str], typer.Option("--try", help="With --if-missing: a directory to use first when it exists here (a cluster client's data location).")] = None,
     progress: Annotated[bool, typer.Option(help="Show download progress bars.")] = True,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail when the mirror lacks any judge's outputs (default: take every judge it has, name those skipped).")] = False,
 ) -> None:
-    """Download the release, verify every file against its git blob id, and convert it once.
+    """Download a release, verify every file against its git blob id, and convert it once.
 
-    Prints the data directory on stdout (messages go to stderr)."""
+    A mirror lacking some judges' outputs: those judges are skipped and named (exit 0), or,
+    with --strict, the fetch fails. Prints the data directory on stdout (messages go to stderr)."""
     from voirdire.benchmarks import release
     from voirdire.core import DataError
 
@@ -298,10 +312,11 @@ def data_fetch(
         err_console.print(msg, highlight=False)
 
     try:
+        rel = release.get_release(name)
         if if_missing:
-            path = release.locate_or_fetch(try_dir, base_url, prefer=prefer, progress=progress, log=log)  # type: ignore[arg-type]
+            path = release.locate_or_fetch(try_dir, base_url, release=rel, prefer=prefer, progress=progress, log=log)
         else:
-            path = release.fetch_release(dest, base_url, prefer=prefer, progress=progress, log=log).dest  # type: ignore[arg-type]
+            path = release.fetch_release(dest, base_url, release=rel, prefer=prefer, strict=strict, progress=progress, log=log).dest
     except ConfigError as exc:
         _fail(str(exc))
     except DataError as exc:

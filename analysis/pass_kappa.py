@@ -1,0 +1,149 @@
+"""Cohen's kappa between the two passes: the dual-pass health metric and its gate.
+
+Source: ``docs/mitigation.md`` (the contract ``spec/mitigation.md``, *Evaluation against a
+reference*): a practitioners' report on dual-pass judging logs Cohen's kappa over
+{win, tie, loss} **between the verdicts of the original and of the swapped order**, pair by
+pair, and stops trusting a judge (or its template) for a task below ``kappa = 0.6``. It
+needs no reference. It is *not* kappa against a reference (people's labels or a reference
+judge), which :mod:`voirdire.analysis.evaluation` reports as an agreement figure without a
+gate.
+
+For one judge, each pair (question, candidate, reference, repetition) whose two orders both
+have a decided verdict (normalised to the candidate: :func:`~voirdire.analysis.mitigation.
+normalise`) adds one count to a 3 × 3 table ``T[v_first, v_second]`` (rows: the verdict with
+the candidate shown first; columns: shown second). Kappa (Cohen 1960) is computed from
+``T`` by ``statsmodels.stats.inter_rater.cohens_kappa``. A judge free of position effects
+that is also stable gives the same verdict in both orders (kappa near 1); a judge that
+follows the slot flips between orders (kappa near or below 0). The interval is the
+question-cluster bootstrap of :func:`~voirdire.analysis.uncertainty.bootstrap_sums`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import polars as pl
+from statsmodels.stats.inter_rater import cohens_kappa
+from voirdire.analysis.mitigation import VERDICT_KEYS, normalise
+from voirdire.analysis.uncertainty import bootstrap_sums
+
+__all__ = [
+    "KAPPA_GATE",
+    "PASS_CONF",
+    "PASS_KAPPA_COLUMNS",
+    "cohen_kappa",
+    "kappa_statistic",
+    "pass_confusion",
+    "gate",
+    "pass_kappa",
+]
+
+#: The practitioners' gate on the inter-pass kappa: below it the judge is not trusted.
+KAPPA_GATE = 0.6
+CATS = ("win", "tie", "loss")
+#: Count columns of the inter-pass table: ``p_<first>_<second>`` (row-major over CATS).
+PASS_CONF = [f"p_{a}_{b}" for a in CATS for b in CATS]
+#: Columns of :func:`pass_kappa` (also added to ``metrics/judge_metrics.csv``).
+PASS_KAPPA_COLUMNS = ["benchmark", "judge", "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_pairs", "pass_kappa_gate"]
+
+
+def cohen_kappa(table: np.ndarray) -> float:
+    """Cohen's kappa of a square contingency table (statsmodels' ``cohens_kappa``).
+
+    Args:
+        table: (k, k) counts, rows one rater (pass), columns the other.
+
+    Returns:
+        Kappa (float), NaN when the table is empty or chance agreement is 1 (both passes
+        used one and the same category throughout: kappa is undefined).
+    """
+    t = np.asarray(table, dtype=float)
+    n = t.sum()
+    if n <= 0:
+        return float("nan")
+    pe = float((t.sum(0) * t.sum(1)).sum() / n**2)
+    if pe >= 1.0 - 1e-12:
+        return float("nan")
+    return float(cohens_kappa(t, return_results=False))
+
+
+def kappa_statistic(columns: Sequence[str] = tuple(PASS_CONF)):
+    """A :func:`~voirdire.analysis.uncertainty.bootstrap_sums` statistic: the 3 × 3 table of
+    ``columns`` (row-major) summed over cells, then :func:`cohen_kappa` per replicate.
+    Returns a function ``{value: (R, U) array} -> (R,) array``."""
+    cols = list(columns)
+
+    def stat(s: Mapping[str, np.ndarray]) -> np.ndarray:
+        t = np.stack([np.asarray(s[c]).sum(1) for c in cols], axis=1).reshape(-1, 3, 3)
+        return np.array([cohen_kappa(x) for x in t])
+
+    return stat
+
+
+def pass_confusion(verdicts: pl.DataFrame, by: Sequence[str] = ("judge",)) -> pl.DataFrame:
+    """Per (``benchmark``, *by*, ``question_id``), the inter-pass table of decided pairs.
+
+    Args:
+        verdicts: a per-order verdict table (``permutation`` 0/1: the candidate first /
+            second; :func:`~voirdire.analysis.mitigation.normalise`'s output, or a
+            strategy's with *by* columns such as ``strategy``). Rows without
+            ``permutation`` (combined orders) have no pairs.
+        by: grouping columns besides ``benchmark`` (must be in ``verdicts``).
+
+    Returns:
+        ``benchmark``, *by*, ``question_id``, :data:`PASS_CONF` (float counts of pairs
+        with (first, second) verdicts), ``pass_pairs`` (float: their sum). Pairs with an
+        undecided or a missing order are left out (the flip rate counts them as failed).
+    """
+    keys = ["benchmark", *by, "question_id"]
+    pair_keys = list(dict.fromkeys([*VERDICT_KEYS, *by]))  # one pair: its two orders share these
+    v = verdicts.filter(pl.col("permutation").is_not_null())
+    po = v.group_by(pair_keys).agg(
+        v1=pl.col("verdict").filter(pl.col("permutation") == 0).first(),
+        v2=pl.col("verdict").filter(pl.col("permutation") == 1).first(),
+    )
+    cnt = {f"p_{a}_{b}": ((pl.col("v1") == a) & (pl.col("v2") == b)).sum().cast(pl.Float64) for a in CATS for b in CATS}
+    out = po.group_by(keys).agg(**cnt)
+    return out.with_columns(pass_pairs=pl.sum_horizontal(PASS_CONF)).sort(keys)
+
+
+def gate(col: str = "pass_kappa") -> pl.Expr:
+    """``"pass"`` when ``col`` ≥ :data:`KAPPA_GATE`, ``"fail"`` below, null when undefined."""
+    k = pl.col(col)
+    return pl.when(k.is_null() | k.is_nan()).then(None).when(k >= KAPPA_GATE).then(pl.lit("pass")).otherwise(pl.lit("fail"))
+
+
+def pass_kappa(judgments: pl.DataFrame, *, replicates: int = 1000, level: float = 0.95, seed: int = 0) -> pl.DataFrame:
+    """The inter-pass kappa of every judge of a pairwise job (see the module docstring).
+
+    Args:
+        judgments: JUDGMENT_SCHEMA rows (control rows: pass
+            :func:`~voirdire.analysis.biases.control_rows` first); list-wise rows are
+            ignored.
+        replicates, level, seed: of the question-cluster bootstrap.
+
+    Returns:
+        :data:`PASS_KAPPA_COLUMNS`, one row per (benchmark, judge) with pairwise rows:
+        ``pass_kappa`` (float; null when undefined, e.g. no pair judged in both orders),
+        ``pass_kappa_lo``/``pass_kappa_hi`` (percentile interval), ``pass_kappa_pairs``
+        (int: pairs decided in both orders, repetitions counted apart),
+        ``pass_kappa_gate`` (str ``pass``/``fail``, null when undefined).
+    """
+    schema = {"benchmark": pl.String, "judge": pl.String, "pass_kappa": pl.Float64, "pass_kappa_lo": pl.Float64,
+              "pass_kappa_hi": pl.Float64, "pass_kappa_pairs": pl.Int64, "pass_kappa_gate": pl.String}  # fmt: skip
+    v = normalise(judgments)
+    if v.height == 0:
+        return pl.DataFrame(schema=schema)
+    sums = pass_confusion(v)
+    ci = bootstrap_sums(
+        sums, groups=["judge"], cells=[], values=PASS_CONF, statistics={"pass_kappa": kappa_statistic()},
+        replicates=replicates, level=level, seed=seed,
+    )  # fmt: skip
+    n = sums.group_by("benchmark", "judge").agg(pass_kappa_pairs=pl.col("pass_pairs").sum().cast(pl.Int64))
+    judges = v.select("benchmark", "judge").unique()
+    out = judges.join(ci.select("benchmark", "judge", pass_kappa="estimate", pass_kappa_lo="lo", pass_kappa_hi="hi"), on=["benchmark", "judge"], how="left")
+    out = out.join(n, on=["benchmark", "judge"], how="left").with_columns(
+        [pl.col(c).fill_nan(None) for c in ("pass_kappa", "pass_kappa_lo", "pass_kappa_hi")] + [pl.col("pass_kappa_pairs").fill_null(0)]
+    )
+    return out.with_columns(pass_kappa_gate=gate()).select(list(schema)).cast(schema).sort("benchmark", "judge")  # type: ignore[arg-type]

@@ -1,0 +1,133 @@
+"""A release's own statistics from a judgments table: LLMBar's convention as a named view.
+
+LLMBar (Zeng et al., ICLR 2024) publishes per evaluator × strategy × dataset
+(``statistics.json``, written by its ``LLMEvaluator/evaluate.py``): ``correct_False`` and
+``correct_True`` (items whose winner in the order shown / swapped is the gold output),
+``correct_both`` (correct in both orders) and ``equal`` (the same winner in both orders), each
+over all ``n`` items. Its conventions differ from voirdire's (``docs/metrics.md``) on two kinds
+of judgment only:
+
+- a *failed* verdict (no rule matched: winner null): the release counts two nulls as the
+  same winner (``equal``) and a null as not correct; voirdire leaves the pair out of PC
+  (an error pair) and counts the null as not correct over all pairs (accuracy);
+- a *rating* strategy (score mode), whose verdict the release derives from the two ratings
+  (``int()`` of each completion) as ``"1" if s1 > s2 else "2"`` (shown) and
+  ``"2" if s2 > s1 else "1"`` (swapped): equal ratings go to the output shown second,
+  unreadable ratings to the output shown first; voirdire reads equal ratings as a tie
+  (consistent in both orders, correct only against a tie label) and unreadable ratings or
+  ratings off the prompt's 0-9 scale (ChatGPT's few ``10``) as failed. The release view
+  reads the ratings from the replayed output's ``Score of Output (a|b): <rating>`` lines.
+
+:func:`pair_outcomes` gives both readings of every judgment pair and flags the pairs with a
+failed or tie verdict (``differs``); :func:`release_view` and :func:`voirdire_view` count
+them per cell. On the pairs that do not differ the two views count the same (tests assert
+it), so those pairs are the whole difference. Input: judgments
+(``voirdire.engine.schema.JUDGMENT_SCHEMA``) of pairwise or score mode with a ``gold``
+column; pairs are formed by :func:`voirdire.analysis.metrics.pairwise_pairs`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+from voirdire.analysis.metrics import PAIR_KEYS, pairwise_pairs
+
+KEYS = ["benchmark", "judge", "task"]
+#: the release's counts (``statistics.json``) and voirdire's
+RELEASE_COLUMNS = ["n", "equal", "correct_False", "correct_True", "correct_both"]
+VOIRDIRE_COLUMNS = ["n", "v", "consistent", "pc", "correct_shown", "correct_swapped", "both_correct"]
+
+
+def pair_outcomes(judgments: pl.DataFrame) -> pl.DataFrame:
+    """One row per judgment pair (:data:`~voirdire.analysis.metrics.PAIR_KEYS`) with both
+    readings.
+
+    Columns besides the keys: ``gold`` (str), ``score`` (bool: score-mode pair), ``klass``
+    (voirdire's class), ``w1``/``w2`` (str|null: voirdire's verdict in the order shown /
+    swapped as a model name, ``"tie"``, or null when failed), ``r1``/``r2`` (str|null: the
+    release's winner, see the module docstring), ``differs`` (bool: a failed or tie verdict
+    in either order).
+    """
+    rows = judgments.filter(pl.col("mode").is_in(["pairwise", "score"]))
+    shown_first = pl.col("shown").list.first() == pl.col("candidate")
+    meta = rows.group_by(PAIR_KEYS).agg(
+        pl.col("gold").first(), score=(pl.col("mode") == "score").any(),
+        _out=pl.col("output").filter(shown_first).first(),
+    )
+    p = pairwise_pairs(rows).join(meta, on=PAIR_KEYS, how="left")
+    cand, ref = pl.col("candidate"), pl.col("reference")
+
+    def model(letter: pl.Expr, first: pl.Expr, second: pl.Expr) -> pl.Expr:
+        return pl.when(letter == "A").then(first).when(letter == "B").then(second).when(letter == "C").then(pl.lit("tie"))
+
+    # order shown: (candidate, reference); swapped: (reference, candidate)
+    w1, w2 = model(pl.col("c1"), cand, ref), model(pl.col("c2"), ref, cand)
+    # a rating pair: the two ratings as the release read them (int() of each completion)
+    s_c = pl.col("_out").str.extract(r"(?m)^Score of Output \(a\): *([+-]?\d+) *$", 1).cast(pl.Int64, strict=False)
+    s_r = pl.col("_out").str.extract(r"(?m)^Score of Output \(b\): *([+-]?\d+) *$", 1).cast(pl.Int64, strict=False)
+    read = s_c.is_not_null() & s_r.is_not_null()
+    rating1 = pl.when(read & (s_c > s_r)).then(cand).when(read).then(ref).otherwise(cand)
+    rating2 = pl.when(read & (s_r > s_c)).then(ref).when(read).then(cand).otherwise(ref)
+    return p.with_columns(w1=w1, w2=w2).with_columns(
+        r1=pl.when(pl.col("score")).then(rating1).otherwise(pl.when(pl.col("w1") != "tie").then(pl.col("w1"))),
+        r2=pl.when(pl.col("score")).then(rating2).otherwise(pl.when(pl.col("w2") != "tie").then(pl.col("w2"))),
+        differs=pl.col("w1").is_null() | pl.col("w2").is_null() | (pl.col("w1") == "tie") | (pl.col("w2") == "tie"),
+    ).drop("_out")
+
+
+def release_view(pairs: pl.DataFrame, keys: list[str] = KEYS) -> pl.DataFrame:
+    """The release's counts per ``keys`` from :func:`pair_outcomes` (:data:`RELEASE_COLUMNS`,
+    Int64): two null winners are equal; a null is not correct; all over ``n`` pairs."""
+    g, r1, r2 = pl.col("gold"), pl.col("r1"), pl.col("r2")
+    return pairs.group_by(keys, maintain_order=True).agg(
+        n=pl.len().cast(pl.Int64),
+        equal=r1.eq_missing(r2).sum().cast(pl.Int64),
+        correct_False=(r1 == g).fill_null(False).sum().cast(pl.Int64),
+        correct_True=(r2 == g).fill_null(False).sum().cast(pl.Int64),
+        correct_both=((r1 == g) & (r2 == g)).fill_null(False).sum().cast(pl.Int64),
+    )
+
+
+def voirdire_view(pairs: pl.DataFrame, keys: list[str] = KEYS) -> pl.DataFrame:
+    """voirdire's counts per ``keys`` (:data:`VOIRDIRE_COLUMNS`): ``v`` pairs without a failed
+    verdict, ``consistent`` of them, ``pc = consistent / v``; correct per order and in both
+    over all ``n`` pairs (a failed verdict is not correct; a tie is correct only against a
+    tie label), as the gold-label accuracy of ``docs/metrics.md`` counts them."""
+    g, w1, w2 = pl.col("gold"), pl.col("w1"), pl.col("w2")
+    k = pl.col("klass")
+    return pairs.group_by(keys, maintain_order=True).agg(
+        n=pl.len().cast(pl.Int64),
+        v=k.is_in(["consistent", "primacy", "recency"]).sum().cast(pl.Int64),
+        consistent=(k == "consistent").sum().cast(pl.Int64),
+        correct_shown=(w1 == g).fill_null(False).sum().cast(pl.Int64),
+        correct_swapped=(w2 == g).fill_null(False).sum().cast(pl.Int64),
+        both_correct=((w1 == g) & (w2 == g)).fill_null(False).sum().cast(pl.Int64),
+    ).with_columns(pc=pl.when(pl.col("v") > 0).then(pl.col("consistent") / pl.col("v"))).select(*keys, *VOIRDIRE_COLUMNS)
+
+
+def gold_accuracy(judgments: pl.DataFrame, keys: list[str] = ["benchmark", "judge"]) -> pl.DataFrame:  # noqa: B006
+    """Accuracy against gold labels per ``keys`` over the labelled judgment pairs:
+    ``n`` pairs, ``accuracy`` (both orders pooled), ``accuracy_shown``, ``accuracy_swapped``
+    (per order) and ``both_correct``, each over all ``n`` pairs (a failed verdict is not
+    correct: :func:`voirdire_view`); empty when no judgment carries a label."""
+    if "gold" not in judgments.columns:
+        return pl.DataFrame(schema={**{k: pl.String for k in keys}, "n": pl.Int64})
+    pairs = pair_outcomes(judgments.filter(pl.col("gold").is_not_null()))
+    v = voirdire_view(pairs, keys)
+    n = pl.col("n").cast(pl.Float64)
+    return v.select(
+        *keys, "n", accuracy=(pl.col("correct_shown") + pl.col("correct_swapped")) / (2 * n),
+        accuracy_shown=pl.col("correct_shown") / n, accuracy_swapped=pl.col("correct_swapped") / n,
+        both_correct=pl.col("both_correct") / n,
+    ).sort(keys)
+
+
+def as_release(voirdire: pl.DataFrame) -> pl.DataFrame:
+    """voirdire's counts under the release's names (``equal`` = ``consistent``,
+    ``correct_False`` = ``correct_shown``, ...), for comparing the views on pairs that do
+    not differ (where ``n == v``)."""
+    return voirdire.rename({"consistent": "equal", "correct_shown": "correct_False",
+                            "correct_swapped": "correct_True", "both_correct": "correct_both"}).drop("v", "pc")
+
+
+__all__ = ["KEYS", "RELEASE_COLUMNS", "VOIRDIRE_COLUMNS", "as_release", "gold_accuracy", "pair_outcomes", "release_view",
+           "voirdire_view"]

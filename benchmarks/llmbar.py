@@ -1,0 +1,226 @@
+"""LLMBar (Zeng et al., ICLR 2024): pairs of outputs with a gold label, and the release's prompts.
+
+Data: the converted release (:mod:`voirdire.benchmarks.release_llmbar`, ``pairs.parquet``),
+found by :func:`voirdire.benchmarks.release.locate` (a job's ``data_dir``,
+``$VOIRDIRE_LLMBAR_DATA``, what ``voirdire data fetch llmbar`` wrote, or a local copy of the
+release beside the checkout, converted once).
+
+Instances: one per item of the chosen ``subsets`` (the release's folders under ``Dataset/``;
+default :data:`DEFAULT_SUBSETS`, the 419 pairs of LLMBar proper). ``question_id`` is
+``"<subset>/<item>"`` (the 0-based index in its ``dataset.json``), ``task`` the subset.
+The two candidates are named after the dataset's fields: ``output_1`` is the candidate and
+``output_2`` the reference of the pairwise design, so permutation 0 shows them as the
+dataset lists them (the release's ``swap = False``) and permutation 1 swapped
+(``swap = True``). ``gold`` is the output the item's ``label`` names (1 -> ``output_1``,
+2 -> ``output_2``).
+
+Prompts for live judges: the release's single-stage comparison prompts (package data
+``templates/llmbar/``, MIT, see ``templates/NOTICE.txt``), chosen by ``[benchmark] prompt``
+(:data:`PROMPTS`; default ``Vanilla``). Each is ChatML text, read as a system turn
+(:meth:`LLMBar.system_prompt`) and a user turn (:meth:`LLMBar.build_prompt`); both together
+by :meth:`LLMBar.messages`. Multi-stage strategies (Metrics, Reference, Swap, Rating) are
+replayed from the release, not asked live. The verdict is read as LLMEvaluator read it
+(:func:`read_verdict`): the first of the strategy's two rules, ``Output (a)`` then
+``Output (b)``, found anywhere in the completion decides.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+from voirdire.benchmarks.base import Benchmark
+from voirdire.benchmarks.data import TEMPLATE_DIR
+
+from voirdire.core import ConfigError
+
+#: The default subsets: LLMBar Natural and its four adversarial sets (419 pairs).
+DEFAULT_SUBSETS = (
+    "LLMBar/Natural",
+    "LLMBar/Adversarial/GPTInst",
+    "LLMBar/Adversarial/GPTOut",
+    "LLMBar/Adversarial/Manual",
+    "LLMBar/Adversarial/Neighbor",
+)
+#: Comparison prompts a live judge can be asked with (one stage, no auxiliary generation).
+PROMPTS = ("Vanilla", "Vanilla_NoRules", "Vanilla_1shot", "Vanilla_2shot", "CoT")
+PROMPT_DIR = TEMPLATE_DIR / "llmbar"
+CANDIDATE, REFERENCE = "output_1", "output_2"
+
+#: LLMEvaluator's verdict rules, as (position letter, regex) tried in order: the answer on a
+#: line of its own (``Output (a)``), or the sentence a chain-of-thought prompt ends with.
+LINE_RULES = (("A", r"(?:^|\n) ?Output \(a\)"), ("B", r"(?:^|\n) ?Output \(b\)"))
+COT_RULES = (("A", r"Output \(a\) is better."), ("B", r"Output \(b\) is better."))
+
+
+def verdict_rules(evaluator: str, strategy: str, stage: int = 0) -> tuple[tuple[str, str], ...]:
+    """The rules LLMEvaluator's config parsed a strategy's verdict with: ``Output (x) is
+    better.`` for the CoT prompt (every evaluator but PaLM2, whose CoT config reads the line
+    rule), for Swap's first round (stage 0) and for both rounds of Swap_CoT; the line rule
+    otherwise (Vanilla*, Metrics, Reference, Metrics_Reference, Swap's synthesis round)."""
+    if strategy == "Swap_CoT" or (strategy == "Swap" and stage == 0) or (strategy == "CoT" and evaluator != "PaLM2"):
+        return COT_RULES
+    return LINE_RULES
+
+
+def read_verdict(text: str | None, rules: Sequence[tuple[str, str]]) -> str | None:
+    """The position letter of a completion: the letter of the first rule whose regex occurs
+    anywhere in it (``re.search``, LLMEvaluator's ``completion_with_parsing``), else None."""
+    if text is None:
+        return None
+    text = text.strip()
+    for letter, rx in rules:
+        if re.search(rx, text):
+            return letter
+    return None
+
+
+def chat_messages(chatml: str) -> list[dict[str, str]]:
+    """ChatML text (``<|im_start|>role\\n...<|im_end|>``) as chat messages
+    ``[{"role", "content"}]``, contents stripped, as LLMEvaluator's ``prompt_to_chatml`` reads
+    the release's prompt files.
+
+    Raises:
+        ConfigError: the text does not start with ``<|im_start|>`` or end with ``<|im_end|>``.
+    """
+    text = chatml.strip()
+    if not (text.startswith("<|im_start|>") and text.endswith("<|im_end|>")):
+        raise ConfigError("an LLMBar prompt must be ChatML text from <|im_start|> to <|im_end|>")
+    out = []
+    for part in text.split("<|im_start|>")[1:]:
+        role, _, rest = part.partition("\n")
+        out.append({"role": role.strip().split(" ")[0], "content": rest.split("<|im_end|>", 1)[0].strip()})
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def load_prompt(name: str) -> tuple[str, str]:
+    """``(system, user template)`` of a comparison prompt of :data:`PROMPTS` (the user turn
+    has the fields ``{input}``, ``{output_1}``, ``{output_2}``).
+
+    Raises:
+        ConfigError: unknown prompt, or a file that is not system + user ChatML.
+    """
+    if name not in PROMPTS:
+        raise ConfigError(f"LLMBar: unknown prompt {name!r} for live judges; known: {', '.join(PROMPTS)}")
+    path = PROMPT_DIR / "comparison" / f"{name}.txt"
+    try:
+        msgs = chat_messages(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"LLMBar prompt missing from the package: {path} ({exc})") from None
+    if [m["role"] for m in msgs] != ["system", "user"]:
+        raise ConfigError(f"{path}: expected a system and a user turn, got {[m['role'] for m in msgs]}")
+    return msgs[0]["content"], msgs[1]["content"]
+
+
+class LLMBar(Benchmark):
+    """LLMBar's pairwise datasets with gold labels (see the module docstring).
+
+    Args:
+        data_dir: the converted release; ``None``: :func:`~voirdire.benchmarks.release.locate`.
+        sample: ``"full"`` only.
+        subsets: release folders to load (default :data:`DEFAULT_SUBSETS`).
+        prompt: the comparison prompt for live judges (:data:`PROMPTS`).
+
+    ``questions`` columns: ``question_id`` (str), ``task`` (str, the subset),
+    ``input_chars`` (i64), ``gold`` (str: ``output_1`` or ``output_2``).
+
+    Raises:
+        ConfigError: no data, an unknown subset (the known ones are listed), sample other
+            than ``"full"``, an unknown prompt.
+    """
+
+    name = "LLMBar"
+    reference = REFERENCE
+    default_option_mode = 2
+    option_modes = (2,)
+    comparison_modes = ("pairwise", "score")
+    verdict_cue = "Output ("
+    verdict_closing = ")"
+    instruction_anchor = "\n\n# Instruction:"
+
+    def __init__(
+        self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full",
+        subsets: Sequence[str] | None = None, prompt: str | None = None,
+    ) -> None:
+        if sample != "full":
+            raise ConfigError(f"LLMBar: unknown sample {sample!r} (LLMBar has only 'full')")
+        self.sample = sample
+        if not data_dir:  # imported here: replay workers read the verdict rules of this module, not the fetch
+            from voirdire.benchmarks.release import LLMBAR, locate
+
+            data_dir = locate(LLMBAR)
+        self.data_dir = Path(data_dir)
+        self.path = self.data_dir / "pairs.parquet"
+        self.prompt = prompt or "Vanilla"
+        self._system, self._user = load_prompt(self.prompt)
+        self.verdict_pattern = LINE_RULES if self.prompt != "CoT" else COT_RULES  # type: ignore[assignment]
+        try:
+            pairs = pl.read_parquet(self.path)
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            raise ConfigError(f"LLMBar: cannot read {self.path}: {exc}; run `voirdire data fetch llmbar`") from None
+        known = pairs["subset"].unique(maintain_order=True).to_list()
+        self.subsets = tuple(subsets or DEFAULT_SUBSETS)
+        unknown = [s for s in self.subsets if s not in known]
+        if unknown:
+            raise ConfigError(f"LLMBar: unknown subset {unknown[0]!r}; the release has: {', '.join(sorted(known))}")
+        pairs = pairs.filter(pl.col("subset").is_in(list(self.subsets))).sort(
+            pl.col("subset").replace_strict({s: i for i, s in enumerate(self.subsets)}, return_dtype=pl.Int32), "item")
+        qid = pl.col("subset") + "/" + pl.col("item").cast(pl.String)
+        self.questions = pairs.select(
+            question_id=qid, task=pl.col("subset"), input_chars=pl.col("input").str.len_chars().cast(pl.Int64),
+            gold=pl.when(pl.col("label") == 1).then(pl.lit(CANDIDATE)).otherwise(pl.lit(REFERENCE)),
+        )
+        self.models = (CANDIDATE, REFERENCE)
+        self._rows = dict(zip(self.questions["question_id"], pairs["input"]))
+        self._answers = {}
+        for q, o1, o2 in zip(self.questions["question_id"], pairs["output_1"], pairs["output_2"]):
+            self._answers[(q, CANDIDATE)] = o1
+            self._answers[(q, REFERENCE)] = o2
+
+    def slot_label(self, i: int) -> str:
+        """``Output (a)``, ``Output (b)``: the prompts' names of the slots."""
+        return f"Output ({'ab'[i]})"
+
+    def question_text(self, question_id: str) -> str:
+        """The instruction."""
+        return self._rows[question_id]
+
+    def system_prompt(self, question_id: str, shown: Sequence[str], option_mode: int) -> str | None:
+        """The prompt's system turn (the same for every query of a prompt)."""
+        return self._system
+
+    def messages(self, question_id: str, shown: Sequence[str]) -> list[dict[str, str]]:
+        """The query as chat messages: the system turn and the user turn
+        (:meth:`build_prompt`)."""
+        return [{"role": "system", "content": self._system},
+                {"role": "user", "content": self.build_prompt(question_id, shown, 2)}]
+
+    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int, answers=None) -> str:
+        """The prompt's user turn with ``a``'s output as Output (a), ``b``'s as Output (b)
+        (``str.format_map`` of the fields, as LLMEvaluator fills it)."""
+        out_a = answers[a][0] if answers and a in answers else self._answers[(qid, a)]
+        out_b = answers[b][0] if answers and b in answers else self._answers[(qid, b)]
+        return self._user.format_map({"input": self._rows[qid], "output_1": out_a, "output_2": out_b})
+
+    def score_material(self, question_id: str, shown: Sequence[str]) -> str:
+        """Score-mode body: the instruction and the two outputs under their slot labels."""
+        parts = [f"# Instruction:\n{self._rows[question_id]}"]
+        for i, m in enumerate(shown):
+            parts.append(f"# {self.slot_label(i)}:\n{self._answers[(question_id, m)]}")
+        return "\n\n".join(parts)
+
+    def verdict_pattern_for(self, mode: str):  # type: ignore[override]
+        """The verdict rules (a list of ``[letter, regex]``: the first that occurs decides;
+        see :func:`voirdire.judges.extract.extract_verdicts`)."""
+        if mode not in ("pairwise", "score"):
+            raise ValueError(f"{self.name}: comparison mode {mode!r} is not offered")
+        return [list(r) for r in self.verdict_pattern]
+
+
+__all__ = ["COT_RULES", "DEFAULT_SUBSETS", "LINE_RULES", "LLMBar", "PROMPTS", "chat_messages", "load_prompt",
+           "read_verdict", "verdict_rules"]
