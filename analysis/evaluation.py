@@ -19,6 +19,7 @@ import polars as pl
 from voirdire.analysis import calibration as _calibration  # noqa: F401 (registers the logprob strategies)
 from voirdire.analysis import mitigation as M
 from voirdire.analysis import reference as R
+from voirdire.analysis.gold import has_gold
 from voirdire.analysis.metrics import PAIRWISE_MODES, pairwise_pairs
 from voirdire.analysis.mitigation import (
     as_judgments,
@@ -209,6 +210,16 @@ def evaluate(
     return out.select(EVAL_COLUMNS).sort("benchmark", "strategy", "judge")
 
 
+def accuracy_label(sources: Sequence[str]) -> str:
+    """What the ``accuracy`` column measures, by the reference's ``source``: ``accuracy``
+    against gold or people's labels; ``agreement with judge X`` where the reference is a
+    judge's verdicts (not the truth)."""
+    judges = [s.split(" ", 2)[1] for s in sources if s.startswith("judge ")]
+    if sources and len(judges) == len(sources):
+        return "agreement with judge " + ", ".join(sorted(set(judges)))
+    return "accuracy"
+
+
 def markdown_table(table: pl.DataFrame) -> str:
     """The evaluation table as GitHub markdown: per benchmark, strategy and judge the cost
     (queries per verdict), share undecided, PC, PF, flip rate, accuracy and kappa against
@@ -223,7 +234,9 @@ def markdown_table(table: pl.DataFrame) -> str:
             return f.format(e)
         return f"{f.format(e)} [{f.format(lo)}, {f.format(hi)}]"
 
-    head = "| benchmark | strategy | judge | cost | undecided | PC | PF | flip | accuracy | κ vs reference | κ passes | κ passes ≥ 0.6 |"
+    src = table.get_column("reference_source").drop_nulls().unique().to_list() if table.height else []
+    head = (f"| benchmark | strategy | judge | cost | undecided | PC | PF | flip | {accuracy_label(src)} | κ vs reference "
+            "| κ passes | κ passes ≥ 0.6 |")  # fmt: skip
     lines = [head, "|" + "---|" * 12]
     for r in table.iter_rows(named=True):
         lines.append(
@@ -232,7 +245,6 @@ def markdown_table(table: pl.DataFrame) -> str:
             f"{ci(r, 'accuracy', '{:.3f}')} | {ci(r, 'kappa', '{:.3f}')} | {ci(r, 'pass_kappa', '{:.3f}')} | "
             f"{r['pass_kappa_gate'] or '–'} |"
         )
-    src = table.get_column("reference_source").drop_nulls().unique().to_list() if table.height else []
     lines.append("")
     lines.append(
         "κ vs reference: Cohen's kappa of the final verdicts against the reference (agreement, no gate). "
@@ -298,8 +310,8 @@ def run_mitigation(
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     """Apply ``strategies`` (registered names; default
     :func:`~voirdire.analysis.mitigation.default_strategies`) to ``judgments`` and evaluate
-    them against ``reference`` (``"judge:NAME"``, a labels CSV path, or a reference table;
-    None: no accuracy or kappa).
+    them against ``reference`` (``"gold"``, ``"judge:NAME"``, a labels CSV path, or a
+    reference table; None: no accuracy or kappa).
 
     With a reference judge, the panels (strategies named ``jury*``) leave it out and its own
     rows are left out of the table (it would agree with itself by construction).
@@ -362,7 +374,8 @@ def write_mitigation(table: pl.DataFrame, annotation: pl.DataFrame | None, out: 
 def report_section(judgments: Sequence[pl.DataFrame], out: str | os.PathLike, replicates: int = 200) -> str:
     """HTML of the report's "Removing position bias" section: the strategies that need no
     new query on the report's judgments, without a reference (PC, PF, flip rate, share
-    undecided, cost); ``voirdire mitigate --reference`` adds accuracy and kappa. Writes
+    undecided, cost), plus accuracy and kappa against the gold labels where the judgments
+    carry them (``voirdire mitigate --reference`` for other references). Writes
     ``mitigation.csv`` and the figure under ``out``. Empty string without pairwise rows."""
     import html as _html
 
@@ -370,9 +383,11 @@ def report_section(judgments: Sequence[pl.DataFrame], out: str | os.PathLike, re
     if not frames:
         return ""
     j = pl.concat(frames, how="diagonal_relaxed")
-    table, _, _ = run_mitigation(j, replicates=replicates)
+    gold = has_gold(j)  # graded against the benchmark's gold labels where it has them
+    table, _, _ = run_mitigation(j, reference="gold" if gold else None, replicates=replicates)
     write_mitigation(table, None, out)
-    cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip", "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate"]
+    cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip", *(["accuracy", "kappa"] if gold else []),
+            "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate"]  # fmt: skip
     head = "".join(f"<th>{c}</th>" for c in cols)
     body = "".join(
         "<tr>" + "".join(f"<td>{_html.escape('–' if v is None else f'{v:.3f}' if isinstance(v, float) else str(v))}</td>" for v in r) + "</tr>"
@@ -382,6 +397,7 @@ def report_section(judgments: Sequence[pl.DataFrame], out: str | os.PathLike, re
         '<h2 id="mitigation">Removing position bias</h2><p class="note">Strategies that need no new query, on these '
         "judgments (docs/mitigation.md): cost = queries per final verdict; order-combining strategies have PC 1 and "
         "PF 0 by construction; pass_kappa: Cohen's kappa between the two orders' verdicts (gate ≥ 0.6), for the "
-        "strategies with per-order verdicts. Agreement with a reference: <code>voirdire mitigate DIR --reference judge:NAME</code>."
+        "strategies with per-order verdicts. " + ("Accuracy and kappa against the benchmark's gold labels. " if gold else "")
+        + "Against a reference: <code>voirdire mitigate DIR --reference gold | judge:NAME | labels.csv</code>."
         f"</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )

@@ -30,6 +30,7 @@ __all__ = [
     "agreement_heatmaps",
     "disagreement_histogram",
     "rs_bars",
+    "accuracy_vs_pc",
 ]
 
 DPI = 100
@@ -257,4 +258,37 @@ def rs_bars(judges: pl.DataFrame, path: str | os.PathLike, ci: pl.DataFrame | No
     ax.legend(fontsize=8, frameon=False, loc="lower left")
     ax.set_title(title or "Repetition stability per judge")
     ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def accuracy_vs_pc(judges: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
+    """Accuracy against gold labels (y) against position consistency (x), one marker per
+    judge with its 95 % bootstrap intervals where given; hollow markers show
+    both-orders-correct (the share of pairs the judge gets right whichever answer comes
+    first). A judge that guesses by position sits low on both axes; the dashed line marks
+    the accuracy of always choosing the first slot on balanced labels (0.5).
+
+    ``judges``: ``judge``, ``pc``, ``accuracy`` (float) and optionally ``pc_lo``,
+    ``pc_hi``, ``accuracy_lo``, ``accuracy_hi``, ``both_correct`` (one benchmark).
+    """
+    rows = judges.filter(pl.col("accuracy").is_not_null() & pl.col("pc").is_not_null()).sort("judge")
+    colors = judge_colors(rows.get_column("judge").to_list())
+    fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    for r in rows.iter_rows(named=True):
+        def err(m: str) -> list[list[float]] | None:
+            lo, hi = r.get(f"{m}_lo"), r.get(f"{m}_hi")
+            return None if lo is None or hi is None else [[r[m] - lo], [hi - r[m]]]
+
+        ax.errorbar(r["pc"], r["accuracy"], xerr=err("pc"), yerr=err("accuracy"), fmt="o", ms=9,
+                    color=colors[r["judge"]], mec="black", capsize=3, label=r["judge"])
+        if r.get("both_correct") is not None:
+            ax.scatter([r["pc"]], [r["both_correct"]], s=60, facecolors="none", edgecolors=colors[r["judge"]], lw=1.5)
+    ax.axhline(0.5, color="gray", lw=0.8, ls="--")
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("PC (position consistency)")
+    ax.set_ylabel("accuracy against gold labels  (○ both orders correct)")
+    ax.set_title(title or "Accuracy against position consistency")
+    ax.legend(fontsize=8, frameon=False, loc="lower right")
+    ax.grid(alpha=0.3)
     return _save(fig, path)

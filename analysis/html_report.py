@@ -147,12 +147,16 @@ def render_html(study: Study, written: dict[str, Any], title: str = "voirdire re
     no_rs = study.panel.filter(pl.col("rs").is_null())
     if no_rs.height:
         p.append(f'<p class="note">RS not measured (no repeated queries) for: {e(", ".join(f"{b}/{j}" for b, j in no_rs.select("benchmark", "judge").iter_rows()))}.</p>')
-    cols = ["benchmark", "judge", "pc", "pc_lo", "pc_hi", "pf", "pf_lo", "pf_hi", "error_rate", "rs", "rs_lo", "rs_hi", "primacy", "recency", "p_value", "direction", "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate", "n_judgments", "source", "rs_source", "flag"]
+    cols = ["benchmark", "judge", "pc", "pc_lo", "pc_hi", "pf", "pf_lo", "pf_hi", "accuracy", "accuracy_lo", "accuracy_hi",
+            "accuracy_shown", "accuracy_swapped", "both_correct", "error_rate", "rs", "rs_lo", "rs_hi", "primacy", "recency",
+            "p_value", "direction", "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate", "n_judgments", "source",
+            "rs_source", "flag"]  # accuracy: where gold labels exist
     tab = study.panel.select([c for c in cols if c in study.panel.columns])
     p.append(
         html_table(
             tab,
-            {"pc": F3, "pc_lo": F3, "pc_hi": F3, "pf": SIGNED, "pf_lo": SIGNED, "pf_hi": SIGNED, "error_rate": PCT, "rs": F3, "rs_lo": F3, "rs_hi": F3, "p_value": "{:.2g}", "pass_kappa": F3, "pass_kappa_lo": F3, "pass_kappa_hi": F3},
+            {"accuracy": F3, "accuracy_lo": F3, "accuracy_hi": F3, "accuracy_shown": F3, "accuracy_swapped": F3, "both_correct": F3,
+             "pc": F3, "pc_lo": F3, "pc_hi": F3, "pf": SIGNED, "pf_lo": SIGNED, "pf_hi": SIGNED, "error_rate": PCT, "rs": F3, "rs_lo": F3, "rs_hi": F3, "p_value": "{:.2g}", "pass_kappa": F3, "pass_kappa_lo": F3, "pass_kappa_hi": F3},
             rename={"pc_lo": "PC lo", "pc_hi": "PC hi", "pf_lo": "PF lo", "pf_hi": "PF hi", "rs_lo": "RS lo", "rs_hi": "RS hi", "primacy": "primacy pairs", "recency": "recency pairs", "p_value": "sign test p", "pass_kappa": "κ passes", "pass_kappa_lo": "κ lo", "pass_kappa_hi": "κ hi", "pass_kappa_gate": "κ ≥ 0.6", "source": "PC/PF from", "rs_source": "RS from"},
             flag_col="flag",
         )
@@ -171,7 +175,7 @@ def render_html(study: Study, written: dict[str, Any], title: str = "voirdire re
     for b in study.benchmarks:
         p.append(f"<h3>{e(b)}</h3>")
         p.append('<div class="grid">')
-        for key, alt in (("radar", "PC radar"), ("pf_bars", "PF bars"), ("pc_pf", "PC vs PF"), ("rs", "RS per judge")):
+        for key, alt in (("radar", "PC radar"), ("pf_bars", "PF bars"), ("pc_pf", "PC vs PF"), ("accuracy_pc", "accuracy vs PC"), ("rs", "RS per judge")):
             im = _img(figs.get(f"{key}:{b}"), f"{b} {alt}")
             if im:
                 p.append(f"<div>{im}</div>")

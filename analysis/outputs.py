@@ -3,7 +3,8 @@
 Reads what the engine wrote (``job.json``, ``raw/``) and calls no judge.
 :func:`compute_dir` computes every table in memory and writes nothing (the input may sit
 on a read-only filesystem); :func:`write_dir` writes ``judgments.parquet``,
-``metrics/judge_metrics.csv``, ``metrics/cell_metrics.csv``, for list-wise jobs
+``metrics/judge_metrics.csv``, ``metrics/cell_metrics.csv`` (with accuracy against gold
+labels where the benchmark has them: :mod:`voirdire.analysis.gold`), for list-wise jobs
 ``metrics/slot_shares.csv``, for jobs with perturbations ``metrics/bias_effects.csv``,
 when a judge's own model is among the candidates ``metrics/self_enhancement.csv``
 (``docs/bias-metrics.md``), and ``report.md``; :func:`analyze_dir` does both, in place.
@@ -20,6 +21,7 @@ from typing import Any
 
 import polars as pl
 from voirdire.analysis.biases import bias_effects, control_rows, has_perturbations
+from voirdire.analysis.gold import GOLD_CELL_COLUMNS, GOLD_JUDGE_COLUMNS, with_gold
 from voirdire.analysis.listwise import slot_shares
 from voirdire.analysis.metrics import summarize
 from voirdire.analysis.pass_kappa import PASS_KAPPA_COLUMNS, pass_kappa
@@ -49,8 +51,10 @@ class DirTables:
         judge_metrics: :func:`voirdire.analysis.metrics.judge_metrics` columns plus the
             inter-pass kappa (:func:`voirdire.analysis.pass_kappa.pass_kappa`:
             ``pass_kappa``, ``_lo``, ``_hi``, ``pass_kappa_pairs``, ``pass_kappa_gate``;
-            null for list-wise judges).
-        cell_metrics: :func:`voirdire.analysis.metrics.cell_metrics` columns.
+            null for list-wise judges), plus :data:`~voirdire.analysis.gold.GOLD_JUDGE_COLUMNS`
+            where judgments carry gold labels.
+        cell_metrics: :func:`voirdire.analysis.metrics.cell_metrics` columns, plus
+            :data:`~voirdire.analysis.gold.GOLD_CELL_COLUMNS` likewise.
         slot_shares: :func:`voirdire.analysis.listwise.slot_shares` for a job with list-wise
             rows, else ``None``.
         bias_effects: :func:`voirdire.analysis.biases.bias_effects` for a job with
@@ -83,6 +87,7 @@ def compute_dir(output_dir: str | os.PathLike) -> DirTables:
     position = control_rows(judgments)  # position-bias metrics: the unperturbed queries
     jm, cm = summarize(position)
     jm = with_pass_kappa(jm, position)
+    jm, cm = with_gold(position, jm, cm)  # accuracy where the benchmark has gold labels
     shares = slot_shares(position) if position.filter(pl.col("mode") == "listwise").height else None
     effects = bias_effects(judgments) if has_perturbations(judgments) else None
     own = self_enhancement(judgments) if has_own_models(judgments) else None
@@ -102,8 +107,9 @@ def write_dir(tables: DirTables, out: str | os.PathLike) -> None:
     out = Path(out)
     (out / "metrics").mkdir(parents=True, exist_ok=True)
     tables.judgments.write_parquet(out / "judgments.parquet", compression="zstd")
-    tables.judge_metrics.select(JUDGE_METRIC_COLUMNS).write_csv(out / "metrics" / "judge_metrics.csv")
-    tables.cell_metrics.select(CELL_METRIC_COLUMNS).write_csv(out / "metrics" / "cell_metrics.csv")
+    jm, cm = tables.judge_metrics, tables.cell_metrics
+    jm.select(JUDGE_METRIC_COLUMNS + [c for c in GOLD_JUDGE_COLUMNS if c in jm.columns]).write_csv(out / "metrics" / "judge_metrics.csv")
+    cm.select(CELL_METRIC_COLUMNS + [c for c in GOLD_CELL_COLUMNS if c in cm.columns]).write_csv(out / "metrics" / "cell_metrics.csv")
     for name, table in (("slot_shares", tables.slot_shares), ("bias_effects", tables.bias_effects), ("self_enhancement", tables.self_enhancement)):
         if table is not None:
             table.write_csv(out / "metrics" / f"{name}.csv")

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import polars as pl
+from voirdire.analysis.gold import gold_reference
 from voirdire.analysis.mitigation import normalise, swap_and_tie
 
 from voirdire.core import ConfigError
@@ -117,14 +118,18 @@ def check_reference(ref: pl.DataFrame, judgments: pl.DataFrame) -> None:
 
 
 def load_reference(spec: str | pl.DataFrame, judgments: pl.DataFrame) -> pl.DataFrame:
-    """The reference of ``--reference``: ``judge:NAME`` (:func:`judge_reference`) or a
-    labels CSV path / table (:func:`labels_reference`), checked with
-    :func:`check_reference`. Columns :data:`REF_COLUMNS`.
+    """The reference of ``--reference``: ``gold`` (the benchmark's gold labels carried by
+    the judgments, :func:`voirdire.analysis.gold.gold_reference`), ``judge:NAME``
+    (:func:`judge_reference`: agreement with a judge) or a labels CSV path / table
+    (:func:`labels_reference`), checked with :func:`check_reference`. Columns
+    :data:`REF_COLUMNS`.
 
     Raises:
         ConfigError: see the functions above.
     """
-    if isinstance(spec, str) and spec.startswith("judge:"):
+    if isinstance(spec, str) and spec == "gold":
+        ref = gold_reference(judgments)
+    elif isinstance(spec, str) and spec.startswith("judge:"):
         ref = judge_reference(judgments, spec.split(":", 1)[1])
     else:
         ref = labels_reference(spec)

@@ -29,6 +29,8 @@ column; pairs are formed by :func:`voirdire.analysis.metrics.pairwise_pairs`.
 from __future__ import annotations
 
 import polars as pl
+from voirdire.analysis.gold import gold_accuracy as _gold_accuracy
+from voirdire.analysis.gold import has_gold
 from voirdire.analysis.metrics import PAIR_KEYS, pairwise_pairs
 
 KEYS = ["benchmark", "judge", "task"]
@@ -105,20 +107,15 @@ def voirdire_view(pairs: pl.DataFrame, keys: list[str] = KEYS) -> pl.DataFrame:
 
 
 def gold_accuracy(judgments: pl.DataFrame, keys: list[str] = ["benchmark", "judge"]) -> pl.DataFrame:  # noqa: B006
-    """Accuracy against gold labels per ``keys`` over the labelled judgment pairs:
-    ``n`` pairs, ``accuracy`` (both orders pooled), ``accuracy_shown``, ``accuracy_swapped``
-    (per order) and ``both_correct``, each over all ``n`` pairs (a failed verdict is not
-    correct: :func:`voirdire_view`); empty when no judgment carries a label."""
-    if "gold" not in judgments.columns:
+    """Accuracy against gold labels per ``keys`` over the labelled judgment pairs: ``n``
+    pairs, ``accuracy`` (both orders pooled), ``accuracy_shown``, ``accuracy_swapped`` (per
+    order) and ``both_correct`` (a failed verdict is not correct); empty when no judgment
+    carries a label. The one definition: :func:`voirdire.analysis.gold.gold_accuracy`
+    (``docs/gold-labels.md``), with ``n_gold`` named ``n``; the counts of
+    :func:`voirdire_view` agree with it (``tests/test_gold.py``)."""
+    if not has_gold(judgments):
         return pl.DataFrame(schema={**{k: pl.String for k in keys}, "n": pl.Int64})
-    pairs = pair_outcomes(judgments.filter(pl.col("gold").is_not_null()))
-    v = voirdire_view(pairs, keys)
-    n = pl.col("n").cast(pl.Float64)
-    return v.select(
-        *keys, "n", accuracy=(pl.col("correct_shown") + pl.col("correct_swapped")) / (2 * n),
-        accuracy_shown=pl.col("correct_shown") / n, accuracy_swapped=pl.col("correct_swapped") / n,
-        both_correct=pl.col("both_correct") / n,
-    ).sort(keys)
+    return _gold_accuracy(judgments, keys).rename({"n_gold": "n"})
 
 
 def as_release(voirdire: pl.DataFrame) -> pl.DataFrame:

@@ -25,6 +25,20 @@ JUDGE_TABLE = [
     ("pass_kappa", "κ passes [95% CI]", "kappa"),
     ("pass_kappa_gate", "κ ≥ 0.6", "{}"),
 ]
+#: columns added where the judgments carry gold labels (accuracy against them,
+#: ``docs/gold-labels.md``); absent for benchmarks without labels
+GOLD_TABLE = [
+    ("accuracy", "accuracy", "{:.3f}"),
+    ("accuracy_shown", "acc. shown", "{:.3f}"),
+    ("accuracy_swapped", "acc. swapped", "{:.3f}"),
+    ("both_correct", "both correct", "{:.3f}"),
+]
+
+
+def _table_spec(jm: pl.DataFrame) -> list[tuple[str, str, str]]:
+    """:data:`JUDGE_TABLE`, plus :data:`GOLD_TABLE` when some judge has an accuracy."""
+    gold = "accuracy" in jm.columns and jm.get_column("accuracy").is_not_null().any()
+    return JUDGE_TABLE + GOLD_TABLE if gold else JUDGE_TABLE
 
 
 def _fmt(value: Any, fmt: str) -> str:
@@ -46,14 +60,17 @@ def _cell(r: dict[str, Any], col: str, fmt: str) -> str:
 
 
 def judge_table_rows(jm: pl.DataFrame) -> list[list[str]]:
-    """The per-judge table as formatted strings (columns of :data:`JUDGE_TABLE`)."""
-    return [[_cell(r, c, f) for c, _, f in JUDGE_TABLE] for r in jm.sort("benchmark", "judge").iter_rows(named=True)]
+    """The per-judge table as formatted strings (columns of :data:`JUDGE_TABLE`, and of
+    :data:`GOLD_TABLE` where the judgments carry gold labels)."""
+    spec = _table_spec(jm)
+    return [[_cell(r, c, f) for c, _, f in spec] for r in jm.sort("benchmark", "judge").iter_rows(named=True)]
 
 
 def markdown_judge_table(jm: pl.DataFrame) -> str:
     """The per-judge table as a Markdown table (empty cells where a job does not measure)."""
-    head = "| " + " | ".join(h for _, h, _ in JUDGE_TABLE) + " |"
-    sep = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(JUDGE_TABLE))) + "|"
+    spec = _table_spec(jm)
+    head = "| " + " | ".join(h for _, h, _ in spec) + " |"
+    sep = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(spec))) + "|"
     body = ["| " + " | ".join(r) + " |" for r in judge_table_rows(jm)]
     return "\n".join([head, sep, *body])
 
@@ -66,7 +83,8 @@ _REPETITION_COLS = ["benchmark", "judge", "rs", "rs_spread", "pc", "pf", "error_
 def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
     """Print the per-judge tables to the terminal with rich: one for position-bias cells
     (no repetitions) and one for repetition-stability cells (RS measured); both with the
-    inter-pass kappa, its interval and its 0.6 gate when ``jm`` carries them."""
+    inter-pass kappa, its interval and its 0.6 gate when ``jm`` carries them. Accuracy
+    against gold labels prints in its own table (:func:`print_gold_table`)."""
     console = console or Console()
     fmts = {c: (h, f) for c, h, f in JUDGE_TABLE}
     has_rs = jm["rs"].is_not_null() if "rs" in jm.columns else pl.Series([False] * jm.height)
@@ -91,7 +109,8 @@ def print_gold_table(jm: pl.DataFrame, acc: pl.DataFrame, console: Console | Non
     """Print, per benchmark × judge with gold labels, PC and PF (from the judge table ``jm``)
     beside accuracy against the gold labels (``acc``:
     :func:`voirdire.analysis.release_stats.gold_accuracy`): pooled over both orders, per
-    order (as shown, swapped) and both orders correct, a failed verdict counted as wrong."""
+    order (as shown, swapped) and both orders correct, a failed verdict counted as wrong
+    (the intervals are in ``metrics/judge_metrics.csv`` and the reports)."""
     if acc.height == 0:
         return
     console = console or Console()

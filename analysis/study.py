@@ -40,6 +40,7 @@ from voirdire.analysis.outputs import compute_dir, write_dir
 from voirdire.analysis.regression import StepResult, drop1_tables, factor_regressions
 from voirdire.analysis.simulate import power_table
 from voirdire.analysis.uncertainty import bootstrap_ci, sign_test
+from voirdire.benchmarks.pairs import PairsSpec
 from voirdire.benchmarks.registry import load_benchmark
 
 __all__ = ["DirAnalysis", "Study", "analyze_study", "write_study", "RS_MIN", "MAX_ERROR"]
@@ -154,7 +155,11 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None, refresh: bool)
 
 def _with_tokens(cm: pl.DataFrame, judgments: pl.DataFrame, meta: dict, tokenizer: str) -> pl.DataFrame:
     job = meta.get("job", {})
-    bench = load_benchmark(job["benchmark"]["name"], meta.get("data_dir"), sample=job["benchmark"].get("sample", "full"))
+    b = job["benchmark"]
+    if b.get("pairs"):  # a user's own pairs: read again from where the job read them
+        bench = load_benchmark(b["name"], pairs=PairsSpec(**b["pairs"]))
+    else:
+        bench = load_benchmark(b["name"], meta.get("data_dir"), sample=b.get("sample", "full"))
     per_query = query_token_lengths(judgments, bench, load_tokenizer(tokenizer))
     return cm.join(cell_token_lengths(judgments, per_query), on=CELL_KEYS, how="left")
 
@@ -338,6 +343,8 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
             )
             figs[f"pc_pf:{b}"] = fig.pc_vs_pf(u, pb.select("judge", "pc", "pf"), fdir / f"pc_vs_pf_{s}.png", ci_long, f"{b}: PC against PF")
             figs[f"owr:{b}"] = fig.vs_win_rate(u, fdir / f"vs_win_rate_{s}.png", f"{b}: PC and PF against the overall win rate")
+        if "accuracy" in pb.columns and pb.get_column("accuracy").is_not_null().any():  # gold labels (docs/gold-labels.md)
+            figs[f"accuracy_pc:{b}"] = fig.accuracy_vs_pc(pb, fdir / f"accuracy_vs_pc_{s}.png", f"{b}: accuracy against PC")
         rs = pb.filter(pl.col("rs").is_not_null())
         if rs.height:
             ci_rs = rs.select("judge", pl.lit(None, dtype=pl.String).alias("task"), pl.lit("rs").alias("metric"), pl.col("rs_lo").alias("lo"), pl.col("rs_hi").alias("hi"))

@@ -338,6 +338,27 @@ class Benchmark(abc.ABC):
         """The question of the judged turn (what a rewriter is shown with the answer)."""
         raise NotImplementedError
 
+    def system_prompt(self, question_id: str, shown: Sequence[str], option_mode: int) -> str | None:
+        """The system turn sent before the prompt (chat messages), or ``None``: the release
+        benchmarks send their prompt as one user message; a user's own pairs may have a
+        system turn (:mod:`voirdire.benchmarks.pairs`)."""
+        return None
+
+    def fixed_instances(self) -> pl.DataFrame | None:
+        """Instances the data fixes itself (a user's pairs: one per row, with ``gold``),
+        or ``None``: candidates × questions against the reference
+        (:func:`voirdire.engine.instances.instances`)."""
+        return None
+
+    def prompt_key(self, question_id: str) -> str:
+        """Extra content of a question's query ids (``""``: none; the release benchmarks'
+        prompts are fixed by their version, a user's data and template are not)."""
+        return ""
+
+    #: verdict label -> position letter where the verdict pattern reads other labels than
+    #: the letters (a user's template: ``{"1": "A", "2": "B"}``); ``None``: the letters
+    verdict_labels: dict[str, str] | None = None
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(sample={getattr(self, 'sample', None)!r}, questions={self.questions.height}, "

@@ -12,12 +12,16 @@ from voirdire.benchmarks.data import resolve_data_dir
 from voirdire.benchmarks.devbench import DevBench
 from voirdire.benchmarks.llmbar import LLMBar
 from voirdire.benchmarks.mtbench import MTBench
+from voirdire.benchmarks.pairs import OwnPairs, PairsSpec
 from voirdire.benchmarks.release import LLMBAR, locate
 
 from voirdire.core import ConfigError
 
 #: Canonical key (lower case, letters and digits only) → benchmark class.
 BENCHMARKS: dict[str, type[Benchmark]] = {"mtbench": MTBench, "devbench": DevBench, "llmbar": LLMBar}
+#: the registry key of a user's own pairs (``[benchmark] name = "pairs"``, read from
+#: ``[benchmark.pairs]``, not from the release's data directory)
+PAIRS = "pairs"
 
 
 def canonical_name(name: str) -> str:
@@ -29,8 +33,8 @@ def canonical_name(name: str) -> str:
         ConfigError: no benchmark of that name (the message lists the known ones).
     """
     key = re.sub(r"[^0-9a-z]", "", str(name).lower())
-    if key not in BENCHMARKS:
-        known = ", ".join(cls.name for cls in BENCHMARKS.values())
+    if key not in BENCHMARKS and key != PAIRS:
+        known = ", ".join([*(cls.name for cls in BENCHMARKS.values()), PAIRS])
         raise ConfigError(f"unknown benchmark {name!r}; known benchmarks: {known}")
     return key
 
@@ -63,7 +67,7 @@ def data_dir_for(name: str, data_dir: str | os.PathLike[str] | None = None) -> o
 
 def load_benchmark(
     name: str, data_dir: str | os.PathLike[str] | None = None, sample: str = "full",
-    subsets: Sequence[str] | None = None, prompt: str | None = None,
+    subsets: Sequence[str] | None = None, prompt: str | None = None, pairs: PairsSpec | None = None,
 ) -> Benchmark:
     """A loaded benchmark, cached per (benchmark, resolved data directory, sample).
 
@@ -76,6 +80,9 @@ def load_benchmark(
         sample: ``"full"`` or ``"repetition"`` (the repetition-study subset table).
         subsets, prompt: LLMBar's subsets (release folders) and live-judge prompt; other
             benchmarks have neither.
+        pairs: for ``name = "pairs"``, the ``[benchmark.pairs]`` settings (a user's own
+            pairs, :class:`~voirdire.benchmarks.pairs.OwnPairs`, read afresh each time;
+            ``data_dir`` and ``sample`` play no part).
 
     Returns:
         The same object for the same (name, directory, sample): treat it as read-only.
@@ -84,6 +91,12 @@ def load_benchmark(
         ConfigError: unknown benchmark or sample, no data directory, or a malformed table.
     """
     key = canonical_name(name)
+    if key == PAIRS:
+        if pairs is None:
+            raise ConfigError('benchmark "pairs" needs a [benchmark.pairs] table (path or dataset, columns, template)')
+        return OwnPairs(pairs)
+    if pairs is not None:
+        raise ConfigError(f"[benchmark.pairs] belongs to name = \"pairs\", not to benchmark {name!r}")
     if sample not in SAMPLES:
         raise ConfigError(f"unknown benchmark sample {sample!r}; known: {', '.join(SAMPLES)}")
     if key != "llmbar" and (subsets or prompt):

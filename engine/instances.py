@@ -131,7 +131,10 @@ def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec)
     ``candidates`` (list[str], canonical order), ``candidate`` (str, pairwise; null
     list-wise), ``reference`` (str, pairwise; null list-wise), ``instance_id`` (str:
     ``question_id;model;model;...``); pairwise, where the benchmark's questions carry one
-    (LLMBar), ``gold`` (str: the better model by the dataset's label).
+    (LLMBar), ``gold`` (str: the better model by the dataset's label); a benchmark whose
+    data fixes its pairs (a user's own pairs,
+    :meth:`~voirdire.benchmarks.base.Benchmark.fixed_instances`) adds ``gold`` too (str |
+    null: the better candidate, ``"tie"``, or unknown).
 
     Pairwise: one instance per (question, candidate), candidates ``[candidate,
     reference]``. List-wise: one instance per (question, list); the lists are
@@ -143,22 +146,15 @@ def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec)
         ConfigError: unknown candidate, reference, question, task or listed model; bad
             list sizes; not enough models to draw lists from.
     """
+    fixed = bench.fixed_instances()
+    if fixed is not None:
+        return _fixed_instances(bench, fixed, spec, comparison)
     reference = spec.reference or bench.reference
     if reference not in bench.models:
         raise ConfigError(f"benchmark {bench.name}: unknown reference model {reference!r}")
     candidates = spec.candidates or [m for m in bench.models if m != reference]
     _require_models(bench, candidates, "candidate model(s)")
-    q = bench.questions
-    if spec.questions:
-        missing = sorted(set(spec.questions) - set(q["question_id"].to_list()))
-        if missing:
-            raise ConfigError(f"benchmark {bench.name}: unknown question id(s) {', '.join(missing)}")
-        q = q.filter(pl.col("question_id").is_in(spec.questions))
-    if spec.tasks:
-        missing = sorted(set(spec.tasks) - set(q["task"].unique().to_list()))
-        if missing:
-            raise ConfigError(f"benchmark {bench.name}: unknown task(s) {', '.join(missing)}")
-        q = q.filter(pl.col("task").is_in(spec.tasks))
+    q = _select_questions(bench, spec, bench.questions)
     if comparison.mode == "listwise":
         if comparison.mode not in bench.comparison_modes:
             raise ConfigError(f"benchmark {bench.name} has no list-wise prompt template")
@@ -184,3 +180,42 @@ def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec)
     if spec.max_instances:
         out = out.head(spec.max_instances)
     return out
+
+
+def _fixed_instances(bench: Benchmark, fixed: pl.DataFrame, spec: BenchmarkSpec, comparison: ComparisonSpec) -> pl.DataFrame:
+    """Instances the data fixes (a user's pairs, one per row, with ``gold``), filtered by
+    the job's questions, tasks and ``max_instances``.
+
+    Raises:
+        ConfigError: candidates, reference or lists given (the data fixes the pairs), a
+            comparison mode the benchmark does not offer, unknown questions or tasks.
+    """
+    for key in ("candidates", "reference", "lists"):
+        if getattr(spec, key):
+            raise ConfigError(f"benchmark {bench.name}: benchmark.{key} does not apply; each row of the data is one pair")
+    if comparison.mode not in bench.comparison_modes:
+        raise ConfigError(f"benchmark {bench.name} has no {comparison.mode} prompt template (offered: {', '.join(bench.comparison_modes)})")
+    q = _select_questions(bench, spec, fixed)
+    out = q.with_columns(candidates=pl.concat_list("candidate", "reference")).with_columns(
+        instance_id=pl.col("question_id") + ";" + pl.col("candidates").list.join(";")
+    ).select("question_id", "task", "input_chars", "candidate", "reference", "candidates", "instance_id", "gold")
+    return out.head(spec.max_instances) if spec.max_instances else out
+
+
+def _select_questions(bench: Benchmark, spec: BenchmarkSpec, q: pl.DataFrame) -> pl.DataFrame:
+    """``q`` (rows with ``question_id``, ``task``) restricted to the job's questions and tasks.
+
+    Raises:
+        ConfigError: an unknown question id or task.
+    """
+    if spec.questions:
+        missing = sorted(set(spec.questions) - set(q["question_id"].to_list()))
+        if missing:
+            raise ConfigError(f"benchmark {bench.name}: unknown question id(s) {', '.join(missing)}")
+        q = q.filter(pl.col("question_id").is_in(spec.questions))
+    if spec.tasks:
+        missing = sorted(set(spec.tasks) - set(q["task"].unique().to_list()))
+        if missing:
+            raise ConfigError(f"benchmark {bench.name}: unknown task(s) {', '.join(missing)}")
+        q = q.filter(pl.col("task").is_in(spec.tasks))
+    return q

@@ -112,10 +112,14 @@ def plan_job(job: JobSpec, dry_run: bool = False) -> JobPlan:
             invalid settings, a failed backend preflight, or (unless ``dry_run``) a
             missing API key.
     """
-    data_dir = data_dir_for(job.benchmark.name, job.benchmark.data_dir)
-    bench = load_benchmark(
-        job.benchmark.name, data_dir, sample=job.benchmark.sample, subsets=job.benchmark.subsets, prompt=job.benchmark.prompt
-    )
+    if job.benchmark.pairs is not None:  # a user's own pairs: no release data directory
+        bench = load_benchmark(job.benchmark.name, pairs=job.benchmark.pairs)
+        data_dir = bench.data_dir
+    else:
+        data_dir = data_dir_for(job.benchmark.name, job.benchmark.data_dir)
+        bench = load_benchmark(
+            job.benchmark.name, data_dir, sample=job.benchmark.sample, subsets=job.benchmark.subsets, prompt=job.benchmark.prompt
+        )
     inst = instances(bench, job.benchmark, job.comparison)
     list_size = list_size_for(job.benchmark, job.comparison) if job.comparison.mode == "listwise" else 2
     judges = resolve_judges(job, bench.name, data_dir)
@@ -182,7 +186,8 @@ def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None
             needs_prompt=True, batch_size=job.run.batch_size, prompts=prompts,
             variants=plan.variants, rewrites=rewrites,
         )
-        out[rj.name] = rj.backend.estimate(rj.settings, rj.sampling, (q.prompt for b in batches for q in b.queries))
+        texts = (q.prompt if not q.system else q.system + "\n\n" + (q.prompt or "") for b in batches for q in b.queries)
+        out[rj.name] = rj.backend.estimate(rj.settings, rj.sampling, texts)
     return out
 
 
@@ -195,6 +200,7 @@ def _job_record(job: JobSpec, plan: JobPlan) -> dict[str, Any]:
         "option_mode": option_mode_for(bench, job.comparison, plan.list_size),
         "list_size": plan.list_size,
         "verdict_patterns": {bench.name: bench.verdict_pattern_for("pairwise" if job.comparison.mode == "score" else job.comparison.mode)},
+        "verdict_labels": {bench.name: bench.verdict_labels} if bench.verdict_labels else {},
         "score_patterns": (
             {bench.name: [*score_patterns(bench.name), *score_range(bench.name)]}
             if job.comparison.mode == "score" or any(rj.mode == "score" for rj in plan.judges) else {}
@@ -340,4 +346,4 @@ def load_judgments(output_dir: str | os.PathLike) -> pl.DataFrame:
         raw = extract_scores(raw, meta["score_patterns"])
     else:
         raw = raw.with_columns(slot_scores=pl.lit(None, dtype=pl.List(pl.Float64)))
-    return extract_verdicts(raw, meta["verdict_patterns"])
+    return extract_verdicts(raw, meta["verdict_patterns"], meta.get("verdict_labels"))

@@ -44,6 +44,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from voirdire.benchmarks.pairs import PairsSpec
 from voirdire.judges.base import (
     JudgeBackend,
     JudgeContext,
@@ -94,6 +95,9 @@ class BenchmarkSpec(_Strict):
     #: comparison prompt of live judges (:mod:`voirdire.benchmarks.llmbar`)
     subsets: list[str] | None = None
     prompt: str | None = None
+    #: ``name = "pairs"``: a user's own pairs (:class:`voirdire.benchmarks.pairs.PairsSpec`,
+    #: ``docs/own-data.md``); relative paths from the working directory
+    pairs: PairsSpec | None = None
 
     @field_validator("questions", mode="before")
     @classmethod

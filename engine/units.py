@@ -63,12 +63,16 @@ def query_id(
     option_mode: int,
     variant_key: str = "",
     style: str | None = None,
+    version: str = "",
 ) -> str:
     """Judge-independent id of a prompt (32 hex chars); ``variant_key``: a perturbation's
     :attr:`~voirdire.engine.perturb.Variant.key` (``""``: the control); ``style``: the
-    score-mode prompt style (``None`` for choice prompts). The control choice prompt's id
-    is the same as before either existed."""
+    score-mode prompt style (``None`` for choice prompts); ``version``: the benchmark's
+    :meth:`~voirdire.benchmarks.base.Benchmark.prompt_key` of the question (``""`` for the
+    release benchmarks). The control choice prompt's id is the same as before either existed."""
     parts = (TEMPLATE_VERSION, benchmark, question_id, mode, str(option_mode), *shown)
+    if version:
+        parts = (*parts, "version", version)
     qid = content_hash(*parts) if style is None else content_hash(*parts, "style", style)
     return content_hash(qid, variant_key) if variant_key else qid
 
@@ -255,9 +259,10 @@ def iter_unit_batches(
         better = row["better"] if has_better else None
         worst = row["worst"] if has_better else None
         gold = row["gold"] if has_gold else None
+        version = bench.prompt_key(qid_)
         for k, perm in enumerate(perms):
             shown = tuple(cands[i] for i in perm)
-            base_qid = query_id(bench.name, qid_, shown, mode, option_mode, style=style)
+            base_qid = query_id(bench.name, qid_, shown, mode, option_mode, style=style, version=version)
             for v in variants:
                 if v.is_control:
                     target = tslot = edit = None
@@ -268,7 +273,7 @@ def iter_unit_batches(
                     target = target_model(v.rule, cands, shown, better, worst)
                     tslot = LETTERS[shown.index(target)] if target is not None else None
                     edit = variant_edit(bench, v, qid_, shown, target, rewrites)
-                    qid = query_id(bench.name, qid_, shown, mode, option_mode, v.key, style=style)
+                    qid = query_id(bench.name, qid_, shown, mode, option_mode, v.key, style=style, version=version)
                 if needs_prompt:
                     prompt, out_chars = prompts.get(qid_, shown, option_mode, mode, None if edit is None else v.label, edit)
                     prompt_chars = len(prompt)
@@ -314,6 +319,7 @@ def iter_unit_batches(
                             option_mode=option_mode,
                             mode=mode,
                             prompt=prompt,
+                            system=bench.system_prompt(qid_, shown, option_mode) if needs_prompt else None,
                             perturbation=None if v.is_control else v.kind,
                             target_slot=tslot,
                             control_query_id=None if v.is_control else base_qid,

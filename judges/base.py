@@ -45,7 +45,9 @@ class Query:
     """One query sent to a judge.
 
     ``prompt`` is the full judge prompt (sent as one user message, as the release did), or
-    ``None`` for backends with ``needs_prompt = False``. ``shown`` lists the models in slot
+    ``None`` for backends with ``needs_prompt = False``; ``system`` the benchmark's system
+    turn sent before it (a user's own pairs; ``None``: none), after a judge's own
+    ``system_prompt`` where it has one (:func:`system_text`). ``shown`` lists the models in slot
     order; ``option_mode`` the number of options (letters) offered; ``repetition`` is
     1-based. ``query_id`` is equal for all repetitions of the same prompt, so a backend may
     answer them together (``n`` samples in one request). ``perturbation`` is the kind of
@@ -66,9 +68,17 @@ class Query:
     option_mode: int
     mode: str = "pairwise"
     prompt: str | None = None
+    system: str | None = None
     perturbation: str | None = None
     target_slot: str | None = None
     control_query_id: str | None = None
+
+
+def system_text(judge_system: str | None, query_system: str | None) -> str | None:
+    """The system turn sent with a query: the judge's ``system_prompt`` setting and the
+    benchmark's system turn, joined by a blank line (either alone; ``None`` without both)."""
+    parts = [x for x in (judge_system, query_system) if x]
+    return "\n\n".join(parts) if parts else None
 
 
 @dataclass(slots=True)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import polars as pl
 
 
-def extract_verdicts(raw: pl.DataFrame, patterns: dict[str, str | list]) -> pl.DataFrame:
+def extract_verdicts(
+    raw: pl.DataFrame, patterns: dict[str, str | list], labels: dict[str, dict[str, str]] | None = None
+) -> pl.DataFrame:
     """Add ``extracted``, ``chosen``, ``tie`` and ``failed`` to raw rows, vectorised.
 
     Args:
@@ -23,6 +25,10 @@ def extract_verdicts(raw: pl.DataFrame, patterns: dict[str, str | list]) -> pl.D
             match counts), or a list of ``[letter, regex]`` rules: the letter of the first
             rule whose regex occurs anywhere in the stripped output (LLMBar's LLMEvaluator
             convention, ``Output (a)`` before ``Output (b)``).
+        labels: benchmark name -> {label: letter} for benchmarks whose pattern reads other
+            labels than the letters (a user's template: ``"1"`` -> ``A``); group 1 is
+            stripped and looked up; a label not listed is kept as read (it chooses no
+            model). Benchmarks not named read letters.
 
     Returns:
         ``raw`` with ``extracted`` (str|null), ``chosen`` (str|null: the model in the chosen
@@ -38,6 +44,9 @@ def extract_verdicts(raw: pl.DataFrame, patterns: dict[str, str | list]) -> pl.D
     text = pl.lit(None, dtype=pl.String)
     for bench, pattern in patterns.items():
         text = pl.when(pl.col("benchmark") == bench).then(_read(pattern)).otherwise(text)
+    for bench, mapping in (labels or {}).items():  # labels read by the pattern -> position letters
+        mapped = text.str.strip_chars().replace(list(mapping), list(mapping.values()))
+        text = pl.when(pl.col("benchmark") == bench).then(mapped).otherwise(text)
     # a backend's own verdict wins; "" is its "no verdict" (the text is not read again)
     letter = pl.coalesce(pl.col("choice"), text)
     letter = pl.when(letter == "").then(pl.lit(None, dtype=pl.String)).otherwise(letter)

@@ -242,6 +242,8 @@ class SimulatedJudge(JudgeBackend):
                 out.append(Result(unit_id=q.unit_id, output=score_text(q.benchmark, simulate_scores(s, q))))
             else:
                 letter = simulate_choice(s, q)
-                out.append(Result(unit_id=q.unit_id, output=f"Simulated verdict.\n[[{letter}]]\nChoice: {letter}"))
+                # the letter is also the decided ``choice``: a benchmark whose verdict pattern
+                # reads other labels (a user's template) reads the simulated verdict too
+                out.append(Result(unit_id=q.unit_id, output=f"Simulated verdict.\n[[{letter}]]\nChoice: {letter}", choice=letter))
             self.answered += 1
         return out

@@ -9,7 +9,8 @@ Endpoints (what the official SDKs call):
   ``POST /_admin/reset`` (counters and fault memory).
 
 Replies: the text ends in ``[[X]]`` and ``Choice: X`` with a letter drawn from a hash of the
-prompt (deterministic); a score-mode prompt (two ``Score of <label>: <score>`` format lines)
+prompt (deterministic), or, with ``verdicts`` configured (a list of endings such as
+``["Output (a)", "Output (b)"]``), in one of those drawn the same way; a score-mode prompt (two ``Score of <label>: <score>`` format lines)
 gets the two score lines with scores 1-10 drawn from the prompt's hash. Usage: prompt tokens ``ceil(chars/4)`` of the messages' text,
 completion tokens ``ceil(len(reply)/4)``.
 
@@ -60,6 +61,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "retry_after_ms": 50,
     "slow_s": 5.0,
     "faults": [],
+    "verdicts": None,  # endings of the replies for an own verdict format (None: [[X]] and Choice: X)
     "batch_delay_s": 0.5,
     "record_arrivals": True,
 }
@@ -198,6 +200,9 @@ class FakeAPIServer:
         if len(labels) == 2:  # a score-mode prompt: two scores 1-10 drawn from the prompt's hash
             a, b = (1 + int(_h(f"score{i}" + prompt) * 10) for i in (0, 1))
             return f"Both responses address the request.\nScore of {labels[0]}: {a}\nScore of {labels[1]}: {b}"
+        verdicts = self.config.get("verdicts")
+        if verdicts:  # an own template's verdict format: one of the given endings
+            return "After comparing the two outputs carefully: " + verdicts[int(_h("verdict" + prompt) * len(verdicts))]
         letter = "ABC"[int(_h("verdict" + prompt) * 3)]
         return f"After comparing the two answers carefully, my verdict is [[{letter}]]\nChoice: {letter}"
 

@@ -124,7 +124,7 @@ def test_served_judge_asks_for_a_constrained_verdict_after_the_cue():
                        verdict_cue="Output (", verdict_closing=")")
     judge = cls(cls.Settings(model="m", base_url="http://127.0.0.1:9/v1", verdict_mode="structured", verdict_letters="ab",
                              system_prompt="You judge.", cache="off"), ctx)
-    body = judge.request_body("Which is better?", 2)
+    body = judge.request_body("Which is better?", option_mode=2)
     assert body["messages"] == [{"role": "system", "content": "You judge."}, {"role": "user", "content": "Which is better?"},
                                 {"role": "assistant", "content": "Output ("}]
     assert body["continue_final_message"] is True and body["add_generation_prompt"] is False
@@ -135,7 +135,7 @@ def test_served_judge_asks_for_a_constrained_verdict_after_the_cue():
     r = judge.decide(q, Result(unit_id="u", output="b"))
     assert (r.choice, r.output, r.verdict_mode) == ("B", "Output (b)", "structured")
     lp = cls(cls.Settings(model="m", base_url="http://127.0.0.1:9/v1", verdict_mode="logprobs", verdict_letters="ab", cache="off"), ctx)
-    body = lp.request_body("Which?", 2)
+    body = lp.request_body("Which?", option_mode=2)
     assert body["logprobs"] is True and body["top_logprobs"] == 20 and body["max_tokens"] == 1
     resp = {"choices": [{"index": 0, "finish_reason": "length", "message": {"content": "a"}, "logprobs": {"content": [
         {"token": "a", "logprob": -0.2, "top_logprobs": [{"token": "a", "logprob": -0.2}, {"token": "b", "logprob": -1.7},

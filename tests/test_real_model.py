@@ -36,10 +36,7 @@ def _served_requests(base_url: str) -> float:
 
 
 def _job(smollm2: dict[str, str], url: str, out: Path) -> dict:
-    from voirdire.benchmarks.llmbar import load_prompt
-
-    system = load_prompt("Vanilla")[0]
-    common = {"verdict_letters": "ab", "system_prompt": system}
+    common = {"verdict_letters": "ab"}  # the system turn comes with each LLMBar query
     local = [
         {"name": f"local-{m}", "backend": "vllm", "model": smollm2["model"], "dtype": smollm2["dtype"], "device": "cpu",
          "max_model_len": 2048, "enforce_eager": True, "num_cpus": 0.5, "verdict_mode": m, "reasoning_tokens": 0,

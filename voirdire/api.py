@@ -208,7 +208,8 @@ def mitigate(
 
     Args:
         output_dirs: finished output directories.
-        reference: ``"judge:NAME"`` (that judge's consistent verdicts: agreement with a
+        reference: ``"gold"`` (the benchmark's gold labels, carried by the judgments:
+            accuracy), ``"judge:NAME"`` (that judge's consistent verdicts: agreement with a
             judge, not with people) or a CSV of people's labels (question_id, candidate,
             reference, winner); None: no accuracy or kappa.
         out: where to write (default: ``mitigation/`` next to the first directory).

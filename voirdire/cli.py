@@ -3,7 +3,7 @@
     voirdire run JOB.toml [JOB2.toml ...] [--address ADDR] [--dry-run] [--retry-failed] [--output-dir DIR]
     voirdire analyze DIR [DIR ...]
     voirdire report DIR [DIR ...] [--out OUT] [--judge-attributes CSV] [--tokenizer PATH]
-    voirdire mitigate DIR [DIR ...] [--reference judge:NAME | --reference labels.csv] [--out OUT] [--strategies a,b] [--labels CSV]
+    voirdire mitigate DIR [DIR ...] [--reference gold | --reference judge:NAME | --reference labels.csv] [--out OUT] [--strategies a,b] [--labels CSV]
     voirdire submit JOB.toml --address http://HEAD:8265 [--env K=V] [--output-dir DIR] [--no-wait]
     voirdire status [JOB_ID] [--address ...]
     voirdire stop JOB_ID [--address ...]
@@ -138,7 +138,7 @@ def _print_tables(tables: list[pl.DataFrame], golds: list[pl.DataFrame], effects
 def analyze(dirs: Annotated[list[Path], typer.Argument(help="Finished output directories.")]) -> None:
     """Recompute judgments, metrics and report.md from output directories (no judge is called)."""
     from voirdire import api
-    from voirdire.analysis.report import print_bias_table, print_judge_table
+    from voirdire.analysis.release_stats import gold_accuracy
 
     tables, effects, golds = [], [], []
     for d in dirs:
@@ -147,12 +147,11 @@ def analyze(dirs: Annotated[list[Path], typer.Argument(help="Finished output dir
         except FileNotFoundError as exc:
             _fail(str(exc))
         tables.append(res.judge_metrics)
+        golds.append(gold_accuracy(res.judgments))
         if res.bias_effects is not None:
             effects.append(res.bias_effects)
         console.print(f"wrote {d}/metrics/judge_metrics.csv, {d}/metrics/cell_metrics.csv, {d}/report.md")
-    print_judge_table(pl.concat(tables, how="diagonal_relaxed"), console=console)
-    if effects:
-        print_bias_table(pl.concat(effects, how="diagonal_relaxed"), console=console)
+    _print_tables(tables, golds, effects)
 
 
 @app.command()
@@ -185,7 +184,7 @@ def report(
 @app.command()
 def mitigate(
     dirs: Annotated[list[Path], typer.Argument(help="Finished output directories (analysed together).")],
-    reference: Annotated[Optional[str], typer.Option(help="judge:NAME (a judge's consistent verdicts) or a labels CSV.")] = None,
+    reference: Annotated[Optional[str], typer.Option(help="gold (the benchmark's gold labels), judge:NAME (a judge's consistent verdicts: agreement, not accuracy) or a labels CSV.")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Where to write; default: mitigation/ next to the first directory.")] = None,
     strategies: Annotated[Optional[str], typer.Option(help="Comma-separated strategy names; default: all that need no query.")] = None,
     replicates: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 1000,

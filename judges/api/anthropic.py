@@ -15,7 +15,7 @@ from typing import Any
 import anthropic
 from voirdire.judges.api.base import APIJudge
 from voirdire.judges.api.settings import Reply
-from voirdire.judges.base import register
+from voirdire.judges.base import register, system_text
 
 from voirdire.core import FailureClass
 
@@ -31,13 +31,15 @@ class AnthropicJudge(APIJudge):
     default_key_env = "ANTHROPIC_API_KEY"
     filter_stops = frozenset({"refusal"})
 
-    def request_body(self, prompt: str, option_mode: int = 3) -> dict[str, Any]:
-        """The messages request body for a prompt (also one batch request's ``params``)."""
+    def request_body(self, prompt: str, system: str | None = None, option_mode: int = 3) -> dict[str, Any]:
+        """The messages request body for a prompt (also one batch request's ``params``):
+        ``system`` = the judge's ``system_prompt`` and the query's ``system``."""
         s, sp = self.settings, self.sampling
         body: dict[str, Any] = {"model": s.model, "max_tokens": sp.max_tokens, "temperature": sp.temperature,
                                 "messages": [{"role": "user", "content": prompt}]}
-        if s.system_prompt:
-            body["system"] = s.system_prompt
+        sys_text = system_text(s.system_prompt, system)
+        if sys_text:
+            body["system"] = sys_text
         if sp.top_p is not None:
             body["top_p"] = sp.top_p
         return body

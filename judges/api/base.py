@@ -39,6 +39,7 @@ from voirdire.judges.base import (
     Result,
     Sampling,
     option_probabilities,
+    system_text,
 )
 
 from voirdire.core import ConfigError, FailureClass, content_hash, letters
@@ -184,22 +185,25 @@ class APIJudge(JudgeBackend):
                                max_retries=s.max_retries, http_client=http_client)
 
     @abc.abstractmethod
-    def request_body(self, prompt: str, option_mode: int = 3) -> dict[str, Any]:
+    def request_body(self, prompt: str, system: str | None = None, option_mode: int = 3) -> dict[str, Any]:
         """The wire-format request body of one query (also one batch item's body);
-        ``option_mode``: the number of option letters the query offers."""
+        ``system``: the query's system turn (:attr:`Query.system`), sent after the judge's
+        own ``system_prompt`` (:func:`~voirdire.judges.base.system_text`); ``option_mode``:
+        the number of option letters the query offers."""
 
     @abc.abstractmethod
     def endpoint(self, client: Any = None) -> Any:
         """The SDK's bound method that sends one request (e.g. ``client.messages.create``)
         of ``client`` (default: the judge's)."""
 
-    async def send(self, prompt: str, n: int = 1, option_mode: int = 3, max_retries: int | None = None) -> Any:
+    async def send(self, prompt: str, n: int = 1, system: str | None = None, option_mode: int = 3,
+                   max_retries: int | None = None) -> Any:
         """Send one request (:meth:`request_body` through :meth:`endpoint`; ``n`` samples of
         the prompt where :attr:`offers_n`; ``max_retries``: the SDK's retries for this
         request, default the judge's); returns the SDK's response."""
         client = None if max_retries is None else self.client.with_options(max_retries=max_retries)
         create = self.endpoint(client)
-        body = self.request_body(prompt, option_mode)
+        body = self.request_body(prompt, system, option_mode)
         if n > 1:
             body["n"] = n
         return await create(**sdk_call_kwargs(create, body))
@@ -214,7 +218,7 @@ class APIJudge(JudgeBackend):
         while True:
             left = budget - att.count - 1  # SDK retries the next request may still make
             try:
-                response = await self.send(q0.prompt or "", n=n, option_mode=q0.option_mode,
+                response = await self.send(q0.prompt or "", n=n, system=q0.system, option_mode=q0.option_mode,
                                            max_retries=None if att.count == 0 else left)
                 return self.parse_checked(response, n=n)
             except Exception as exc:  # noqa: BLE001 - transient only when malformed and budget left
@@ -270,7 +274,7 @@ class APIJudge(JudgeBackend):
         return redact(text, self._api_key)
 
     def cache_key(self, q: Query) -> str:
-        return ResponseCache.key(self.identity_hash, self.settings.system_prompt, q.prompt or "", q.repetition)
+        return ResponseCache.key(self.identity_hash, system_text(self.settings.system_prompt, q.system), q.prompt or "", q.repetition)
 
     def from_cache(self, q: Query) -> Result | None:
         hit = self.cache.get(self.cache_key(q)) if self.cache is not None else None
@@ -283,7 +287,7 @@ class APIJudge(JudgeBackend):
     def too_long(self, q: Query) -> tuple[int, Result | None]:
         """Estimated input tokens, and a CONTEXT_TOO_LONG failure if prompt + max_tokens do
         not fit the context window (decided before any call)."""
-        est = estimate_prompt_tokens(q.prompt or "", self.settings.system_prompt, self.settings.model,
+        est = estimate_prompt_tokens(q.prompt or "", system_text(self.settings.system_prompt, q.system), self.settings.model,
                                      self.uses_tiktoken)
         if self.window is not None and est + self.sampling.max_tokens > self.window:
             return est, Result.failed(

@@ -86,10 +86,10 @@ class OpenAICompatibleJudge(OpenAIJudge):
         """``(cue, closing)`` around the verdict letter: the benchmark's, else ``("", "")``."""
         return self.context.verdict_cue or "", self.context.verdict_closing or ""
 
-    def request_body(self, prompt: str, option_mode: int = 3) -> dict[str, Any]:
+    def request_body(self, prompt: str, system: str | None = None, option_mode: int = 3) -> dict[str, Any]:
         """The chat-completions body; in a constrained mode the assistant turn opened with
         the verdict cue and the reply constrained to the option letters."""
-        body = super().request_body(prompt, option_mode)
+        body = super().request_body(prompt, system, option_mode)
         mode = self.settings.verdict_mode
         if mode == "free":
             return body

@@ -21,7 +21,7 @@ import openai
 from voirdire.judges.api.base import APIJudge
 from voirdire.judges.api.errors import status_failure
 from voirdire.judges.api.settings import Reply
-from voirdire.judges.base import register
+from voirdire.judges.base import register, system_text
 
 from voirdire.core import ConfigError
 
@@ -77,10 +77,13 @@ class OpenAIJudge(APIJudge):
         """The text the verdict letter follows in the reply (the benchmark's verdict cue)."""
         return self.context.verdict_cue or ""
 
-    def request_body(self, prompt: str, option_mode: int = 3) -> dict[str, Any]:
-        """The chat-completions request body for a prompt (also one batch line's ``body``)."""
+    def request_body(self, prompt: str, system: str | None = None, option_mode: int = 3) -> dict[str, Any]:
+        """The chat-completions request body for a prompt (also one batch line's ``body``):
+        a system message (the judge's ``system_prompt`` and the query's ``system``) and the
+        prompt as the user message."""
         s, sp = self.settings, self.sampling
-        messages = [{"role": "system", "content": s.system_prompt}] if s.system_prompt else []
+        sys_text = system_text(s.system_prompt, system)
+        messages = [{"role": "system", "content": sys_text}] if sys_text else []
         messages.append({"role": "user", "content": prompt})
         body: dict[str, Any] = {"model": s.model, "messages": messages, "temperature": sp.temperature,
                                 self.max_tokens_field: sp.max_tokens}

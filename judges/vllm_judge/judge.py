@@ -25,6 +25,7 @@ from voirdire.judges.base import (
     Query,
     Result,
     register,
+    system_text,
 )
 from voirdire.judges.vllm_judge import engine as eng
 from voirdire.judges.vllm_judge import gguf
@@ -129,13 +130,15 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
 
     # -- prompts
 
-    def prompt_ids(self, prompt: str) -> list[int]:
-        """Token ids of the judge prompt as the user turn of the model's chat template (after
-        the judge's ``system_prompt``, if set), with the generation prompt (the assistant
-        turn opened)."""
-        system = self.settings.system_prompt  # type: ignore[attr-defined]
-        turns = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-        text = self.tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+    def prompt_ids(self, prompt: str, system: str | None = None) -> list[int]:
+        """Token ids of the judge prompt as the user turn of the model's chat template
+        (after a system turn: the judge's ``system_prompt`` and the query's ``system``,
+        :func:`~voirdire.judges.base.system_text`), with the generation prompt (the
+        assistant turn opened)."""
+        sys_text = system_text(self.settings.system_prompt, system)  # type: ignore[attr-defined]
+        messages = [{"role": "system", "content": sys_text}] if sys_text else []
+        messages.append({"role": "user", "content": prompt})
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _encode(self, text: str) -> list[int]:
@@ -198,7 +201,7 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
         try:
             if q0.prompt is None:
                 raise ValueError("the query carries no prompt text")
-            ids = await asyncio.to_thread(self.prompt_ids, q0.prompt)
+            ids = await asyncio.to_thread(self.prompt_ids, q0.prompt, q0.system)
             cue, closing = verdict_format(s, self.context)
             budget = generation_budget(s, self.sampling.max_tokens, cue, self._encode)
             if len(ids) + budget > self.max_model_len:

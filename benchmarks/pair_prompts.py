@@ -1,0 +1,205 @@
+"""Chat prompts for a user's own pairs: Jinja2 templates with a system and a user part.
+
+A template is one Jinja2 file. Its ``{% block system %}...{% endblock %}`` is the system
+turn and its ``{% block user %}...{% endblock %}`` the user turn; a file without a
+``user`` block is the user turn as a whole (no system turn). Built-in templates ship as
+package data: ``mtbench`` is FastChat's MT-Bench pairwise judge prompt ``pair-v2``
+(``templates/pairs_mtbench.jinja``; single turn, system prompt and user turn as FastChat
+sends them; verdict ``[[A]]``, ``[[B]]``, ``[[C]]`` for a tie); ``llmbar`` is LLMBar's
+``Vanilla`` comparison prompt (``templates/llmbar/comparison/Vanilla.txt``, its system and
+user turns; verdict ``Output (a)`` / ``Output (b)``, no tie, the first match read).
+
+Fields a template may use (:data:`PAIR_FIELDS`), for the order shown:
+
+- ``instruction``: the instruction (question) of the pair;
+- ``output_1``, ``output_2``: the answer in the first / second slot (the order shown);
+- ``model_1``, ``model_2``: the models' names in slot order (a template that hides them
+  simply does not use them);
+- ``id``, ``task``: the pair's id and task;
+- ``option_mode`` (2 or 3) and ``tie`` (true when a tie is offered);
+- ``row``: the whole data row (``row["any column"]``), and every data column whose name is
+  a Python identifier, by name (``{{ reference_answer }}``).
+
+Templates render with ``StrictUndefined``: a field the data does not have is an error
+raised when the template is loaded (:func:`check_fields`, with Jinja2's
+``meta.find_undeclared_variables``), before anything is sent.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+from jinja2 import meta
+
+from voirdire.core import ConfigError
+
+#: fields every pair prompt may use besides the data's columns
+PAIR_FIELDS = ("instruction", "output_1", "output_2", "model_1", "model_2", "id", "task", "option_mode", "tie", "row")
+
+#: built-in template name -> (package file, or ``llmbar:<prompt>`` for an LLMBar comparison
+#: prompt, verdict pattern, verdict labels: slot 1, slot 2, tie)
+BUILTIN = {
+    "mtbench": ("pairs_mtbench.jinja", r"\[\[([ABCD])\]\]", ("A", "B", "C")),
+    "llmbar": ("llmbar:Vanilla", r"Output \((a|b)\)", ("a", "b")),
+}
+
+
+def _llmbar_source(prompt: str) -> str:
+    """LLMBar's comparison prompt (``templates/llmbar/comparison/<prompt>.txt``, read by
+    :func:`voirdire.benchmarks.llmbar.load_prompt`) as a pair template: its system turn and
+    its user turn, ``{input}``, ``{output_1}``, ``{output_2}`` written as the pair fields and
+    the text kept verbatim (``{% raw %}``)."""
+    import string
+
+    from voirdire.benchmarks.llmbar import load_prompt
+
+    system, user = load_prompt(prompt)
+    names = {"input": "instruction", "output_1": "output_1", "output_2": "output_2"}
+    parts = []
+    for literal, field, _, _ in string.Formatter().parse(user):
+        if literal:
+            parts.append("{% raw %}" + literal + "{% endraw %}")
+        if field:
+            parts.append("{{ " + names[field] + " }}")
+    return "{% block system %}{% raw %}" + system + "{% endraw %}{% endblock %}{% block user %}" + "".join(parts) + "{% endblock %}"
+
+_TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent / "templates"
+
+_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+
+
+@dataclass(frozen=True)
+class PairTemplate:
+    """A loaded pair template.
+
+    Attributes:
+        name: the built-in name or the file's path (as given).
+        source: the template's text (enters the prompts' content ids).
+        verdict_pattern: regex whose group 1 is the verdict label.
+        verdict_labels: what group 1 reads for slot 1, slot 2 and, when offered, a tie.
+    """
+
+    name: str
+    source: str
+    verdict_pattern: str
+    verdict_labels: tuple[str, ...]
+
+    @property
+    def compiled(self) -> jinja2.Template:
+        return _compiled(self.source)
+
+    @property
+    def fields(self) -> frozenset[str]:
+        """The variables the template reads (undeclared in it)."""
+        return frozenset(meta.find_undeclared_variables(_ENV.parse(self.source)))
+
+    def render(self, values: Mapping[str, Any]) -> tuple[str | None, str]:
+        """``(system, user)``: the two turns filled with ``values`` (system ``None`` when
+        the template has no system block).
+
+        Raises:
+            jinja2.UndefinedError: a field missing from ``values`` (checked beforehand by
+                :func:`check_fields`).
+        """
+        t = self.compiled
+        if "user" not in t.blocks:
+            return None, t.render(values)
+        ctx = t.new_context(dict(values))
+        system = "".join(t.blocks["system"](ctx)) if "system" in t.blocks else None
+        ctx = t.new_context(dict(values))
+        return system, "".join(t.blocks["user"](ctx))
+
+    @property
+    def letter_map(self) -> dict[str, str]:
+        """verdict label -> position letter (slot 1 ``A``, slot 2 ``B``, tie ``C``)."""
+        return {lab: "ABC"[i] for i, lab in enumerate(self.verdict_labels)}
+
+
+_CACHE: dict[str, jinja2.Template] = {}
+
+
+def _compiled(source: str) -> jinja2.Template:
+    t = _CACHE.get(source)
+    if t is None:
+        t = _CACHE[source] = _ENV.from_string(source)
+    return t
+
+
+def load_template(
+    template: str, base: str | os.PathLike[str] | None = None, *, verdict_pattern: str | None = None,
+    verdict_labels: Iterable[str] | None = None,
+) -> PairTemplate:
+    """A built-in template by name (:data:`BUILTIN`) or a Jinja2 file (relative paths from
+    ``base``, else the working directory), with its verdict pattern and labels.
+
+    A built-in template brings its own pattern and labels (which the arguments may
+    override); a file needs ``verdict_pattern`` (one capture group); ``verdict_labels``
+    default to ``["A", "B", "C"]`` (slot 1, slot 2, tie; two labels: no tie offered).
+
+    Raises:
+        ConfigError: unknown built-in name, unreadable file, a syntax error in the
+            template, a missing or invalid verdict pattern (not one group), labels that are
+            not 2 or 3 distinct non-empty strings.
+    """
+    if template in BUILTIN:
+        fname, pat, labels = BUILTIN[template]
+        if fname.startswith("llmbar:"):
+            source = _llmbar_source(fname.split(":", 1)[1])
+        else:
+            source = (_TEMPLATE_DIR / fname).read_text(encoding="utf-8")
+        pattern = verdict_pattern or pat
+        labels = tuple(verdict_labels) if verdict_labels is not None else labels
+    else:
+        path = pathlib.Path(template)
+        if not path.is_absolute() and base is not None:
+            path = pathlib.Path(base) / path
+        if not path.is_file():
+            raise ConfigError(
+                f"pair template {template!r}: no such file ({path}); built-in templates: {', '.join(BUILTIN)}"
+            )
+        source = path.read_text(encoding="utf-8")
+        if not verdict_pattern:
+            raise ConfigError(f"pair template {template!r}: an own template needs verdict_pattern (a regex, group 1 = the label)")
+        pattern = verdict_pattern
+        labels = tuple(verdict_labels) if verdict_labels is not None else ("A", "B", "C")
+    try:
+        groups = re.compile(pattern).groups
+    except re.error as exc:
+        raise ConfigError(f"pair template {template!r}: verdict_pattern {pattern!r} is not a regex ({exc})") from None
+    if groups < 1:
+        raise ConfigError(f"pair template {template!r}: verdict_pattern {pattern!r} has no capture group (group 1 = the label)")
+    if len(labels) not in (2, 3) or len(set(labels)) != len(labels) or not all(isinstance(x, str) and x for x in labels):
+        raise ConfigError(f"pair template {template!r}: verdict_labels must be 2 or 3 distinct labels (slot 1, slot 2[, tie]), not {list(labels)}")
+    try:
+        _compiled(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise ConfigError(f"pair template {template!r}: Jinja2 syntax error on line {exc.lineno}: {exc.message}") from None
+    t = _compiled(source)
+    extra = set(t.blocks) - {"system", "user"}
+    if extra:
+        raise ConfigError(f"pair template {template!r}: unknown block(s) {', '.join(sorted(extra))} (blocks: system, user)")
+    if "system" in t.blocks and "user" not in t.blocks:
+        raise ConfigError(f"pair template {template!r}: a system block needs a user block")
+    return PairTemplate(template, source, pattern, labels)
+
+
+def check_fields(template: PairTemplate, columns: Iterable[str]) -> None:
+    """Check that every field the template reads exists: a pair field
+    (:data:`PAIR_FIELDS`) or a column of the data.
+
+    Raises:
+        ConfigError: naming the first unknown field, the template and the data's columns.
+    """
+    known = set(PAIR_FIELDS) | set(columns)
+    unknown = sorted(template.fields - known)
+    if unknown:
+        raise ConfigError(
+            f"pair template {template.name!r}: field {unknown[0]!r} is not in the data "
+            f"(columns: {', '.join(sorted(columns))}; pair fields: {', '.join(PAIR_FIELDS)})"
+        )

@@ -1,0 +1,220 @@
+"""Reading a user's own pairs: a file through polars or a Hugging Face dataset, then checks.
+
+Sources (:func:`read_source`):
+
+- a file: ``.jsonl``/``.ndjson`` (JSON Lines), ``.json`` (an array of objects), ``.csv``,
+  ``.tsv``, ``.parquet``, read with polars (CSV/TSV every column as text, so ids such as
+  ``007`` keep their zeros);
+- a directory: a dataset saved with ``datasets``' ``save_to_disk`` (read with
+  ``datasets.load_from_disk``), else a folder of data files (``datasets.load_dataset`` on
+  the local path);
+- a Hugging Face dataset by name (``datasets.load_dataset(name, config, split=...)``;
+  the only source that may reach the network, the hub's).
+
+``datasets`` is an optional extra (``pip install 'voirdire[hf]'``). A dataset with several
+splits needs ``split``.
+
+Checks (:func:`checked_columns`): every mapped column exists and is not empty (all
+null/blank); required cells (id, instruction, outputs, model names) are not null; ids are
+unique; gold labels are in the allowed values (:func:`gold_labels`). Every failure is a
+one-line :class:`~voirdire.core.ConfigError` naming the source, the column and the row
+(1-based, in source order), before anything is sent.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from collections.abc import Sequence
+
+import polars as pl
+
+from voirdire.core import ConfigError
+
+#: file suffix -> reader
+FILE_KINDS = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet")
+
+#: gold values naming the first / second output, and ties (compared lower case, stripped)
+GOLD_FIRST = ("1", "a", "model_a", "output_a")
+GOLD_SECOND = ("2", "b", "model_b", "output_b")
+GOLD_TIE = ("tie", "tie (bothbad)")
+
+
+def _read_file(path: pathlib.Path) -> pl.DataFrame:
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return pl.read_ndjson(path, infer_schema_length=None)
+    if suffix == ".json":
+        return pl.read_json(path, infer_schema_length=None)
+    if suffix in (".csv", ".tsv"):
+        return pl.read_csv(path, separator="\t" if suffix == ".tsv" else ",", infer_schema_length=0)
+    if suffix == ".parquet":
+        return pl.read_parquet(path)
+    raise ConfigError(f"pairs data {str(path)!r}: unknown file type {suffix!r} (known: {', '.join(FILE_KINDS)}, or a dataset directory)")
+
+
+def _datasets():
+    try:
+        import datasets
+    except ImportError:
+        raise ConfigError(
+            "reading a Hugging Face dataset needs the optional `datasets` package: pip install 'voirdire[hf]'"
+        ) from None
+    return datasets
+
+
+def _from_hf(obj, where: str, split: str | None) -> pl.DataFrame:
+    """A ``datasets.Dataset`` (or a ``DatasetDict`` with ``split``) as a polars frame."""
+    if hasattr(obj, "keys") and not hasattr(obj, "features"):  # a DatasetDict
+        splits = sorted(obj.keys())
+        if split is None:
+            if len(splits) != 1:
+                raise ConfigError(f"pairs data {where}: the dataset has splits {', '.join(splits)}; choose one with split")
+            split = splits[0]
+        if split not in obj:
+            raise ConfigError(f"pairs data {where}: no split {split!r} (splits: {', '.join(splits)})")
+        obj = obj[split]
+    return pl.from_arrow(obj.with_format("arrow")[:])  # type: ignore[return-value]
+
+
+def read_source(
+    path: str | None, dataset: str | None, *, split: str | None = None, config: str | None = None,
+    base: str | os.PathLike[str] | None = None,
+) -> tuple[pl.DataFrame, str]:
+    """The pairs table and a short description of where it came from.
+
+    Args:
+        path: a file or a directory (relative paths from ``base``, else the working
+            directory).
+        dataset: a Hugging Face dataset name (exclusive with ``path``).
+        split, config: the dataset's split and configuration.
+
+    Raises:
+        ConfigError: neither or both sources, a missing file, an unreadable file, a
+            dataset that cannot be loaded, ``datasets`` not installed where needed.
+    """
+    if (path is None) == (dataset is None):
+        raise ConfigError("benchmark.pairs: give exactly one of path (a file or a dataset directory) and dataset (a Hugging Face name)")
+    if dataset is not None:
+        ds = _datasets()
+        try:
+            obj = ds.load_dataset(dataset, config, split=split)
+        except Exception as exc:  # noqa: BLE001 - the hub and the builders raise many kinds
+            raise ConfigError(f"pairs data: Hugging Face dataset {dataset!r} cannot be loaded ({type(exc).__name__}: {exc})") from None
+        return _from_hf(obj, repr(dataset), split), f"dataset {dataset}"
+    p = pathlib.Path(path)  # type: ignore[arg-type]
+    if not p.is_absolute() and base is not None:
+        p = pathlib.Path(base) / p
+    if p.is_dir():
+        ds = _datasets()
+        try:
+            saved = (p / "dataset_dict.json").is_file() or (p / "dataset_info.json").is_file() or (p / "state.json").is_file()
+            obj = ds.load_from_disk(str(p)) if saved else ds.load_dataset(str(p), config, split=split)
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(f"pairs data {str(p)!r}: not a readable dataset directory ({type(exc).__name__}: {exc})") from None
+        return _from_hf(obj, repr(str(p)), split), str(p)
+    if not p.is_file():
+        raise ConfigError(f"pairs data {str(p)!r}: no such file or directory")
+    try:
+        return _read_file(p), str(p)
+    except ConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - polars raises several kinds
+        raise ConfigError(f"pairs data {str(p)!r}: cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+
+
+def as_text(df: pl.DataFrame, column: str, where: str) -> pl.Series:
+    """A column as text (integral floats lose ``.0``).
+
+    Raises:
+        ConfigError: the column is missing, or cannot be read as text (a nested type).
+    """
+    if column not in df.columns:
+        raise ConfigError(f"pairs data {where}: no column {column!r} (columns: {', '.join(df.columns)})")
+    s = df.get_column(column)
+    if s.dtype.is_float():
+        integral = s.is_null() | (s == s.round(0))
+        if bool(integral.all()):
+            s = s.cast(pl.Int64)
+    try:
+        return s.cast(pl.String)
+    except Exception:  # noqa: BLE001
+        raise ConfigError(f"pairs data {where}: column {column!r} holds {s.dtype}, not text") from None
+
+
+def checked_columns(df: pl.DataFrame, columns: dict[str, str], required: Sequence[str], where: str) -> dict[str, pl.Series]:
+    """The mapped columns as text, checked.
+
+    Args:
+        columns: role -> column name (e.g. ``{"instruction": "prompt", ...}``).
+        required: roles whose cells may not be null.
+
+    Raises:
+        ConfigError: a missing column, an empty column (every cell null or blank), or a
+            null cell in a required column (naming the role's column and the 1-based row).
+    """
+    if df.height == 0:
+        raise ConfigError(f"pairs data {where}: no rows")
+    out = {}
+    for role, col in columns.items():
+        s = as_text(df, col, where)
+        blank = s.is_null() | (s.str.strip_chars() == "")
+        if bool(blank.all()):
+            raise ConfigError(f"pairs data {where}: column {col!r} ({role}) is empty")
+        if role in required:
+            nulls = s.is_null().arg_true()
+            if len(nulls):
+                raise ConfigError(f"pairs data {where}: empty {col!r} ({role}) in row {int(nulls[0]) + 1}")
+        out[role] = s
+    return out
+
+
+def unique_ids(ids: pl.Series, column: str, where: str) -> None:
+    """Raises ConfigError naming the first id that appears twice and both rows (1-based)."""
+    blank = (ids.str.strip_chars() == "").arg_true()
+    if len(blank):
+        raise ConfigError(f"pairs data {where}: empty id in column {column!r}, row {int(blank[0]) + 1}")
+    dup = ids.is_duplicated().arg_true()
+    if len(dup):
+        first = ids[int(dup[0])]
+        rows = (ids == first).arg_true()
+        raise ConfigError(
+            f"pairs data {where}: duplicate id {first!r} in column {column!r} (rows {int(rows[0]) + 1} and {int(rows[1]) + 1})"
+        )
+
+
+def gold_labels(labels: pl.Series, first: pl.Series, second: pl.Series, column: str, where: str) -> pl.Series:
+    """Gold labels as the name of the better model, ``"tie"``, or null (no label).
+
+    Allowed values (case and surrounding spaces ignored): :data:`GOLD_FIRST` (``1``,
+    ``a``, ``model_a``, ``output_a``: the first output), :data:`GOLD_SECOND` (``2``,
+    ``b``, ``model_b``, ``output_b``), :data:`GOLD_TIE` (``tie``, ``tie (bothbad)``), or
+    the row's model name itself (exact); a null or blank cell is no label.
+
+    Args:
+        labels, first, second: the gold column and the two outputs' model names, as text.
+
+    Raises:
+        ConfigError: a value outside those, naming it, the column and the row (1-based).
+    """
+    low = labels.str.strip_chars().str.to_lowercase()
+    frame = pl.DataFrame({"raw": labels.str.strip_chars(), "low": low, "a": first, "b": second})
+    out = frame.select(
+        gold=pl.when(pl.col("low").is_null() | (pl.col("low") == ""))
+        .then(None)
+        .when(pl.col("low").is_in(GOLD_TIE))
+        .then(pl.lit("tie"))
+        .when(pl.col("low").is_in(GOLD_FIRST) | (pl.col("raw") == pl.col("a")))
+        .then(pl.col("a"))
+        .when(pl.col("low").is_in(GOLD_SECOND) | (pl.col("raw") == pl.col("b")))
+        .then(pl.col("b"))
+        .otherwise(pl.lit("\x00bad"))
+    ).get_column("gold")
+    bad = (out == "\x00bad").arg_true()
+    if len(bad):
+        i = int(bad[0])
+        raise ConfigError(
+            f"pairs data {where}: gold label {labels[i]!r} in column {column!r}, row {i + 1}, is not one of "
+            f"1/2, a/b, model_a/model_b, tie or the row's model names ({first[i]!r}, {second[i]!r})"
+        )
+    return out
