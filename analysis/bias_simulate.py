@@ -21,11 +21,12 @@ import numpy as np
 import polars as pl
 from voirdire.judges.simulated import SimulatedSettings, decide
 
-__all__ = ["Variant", "simulate_bias_judgments"]
+__all__ = ["SimulatedVariant", "simulate_bias_judgments"]
 
-#: A perturbation variant: (id, kind, param, target_rule); target_rule in candidate,
-#: reference, better, worse.
-Variant = tuple[str, str, str | None, str]
+#: A simulated perturbation variant: (id, kind, param, target_rule); target_rule in
+#: candidate, reference, better, worse (the engine's variants are
+#: :class:`voirdire.engine.perturb.Variant`).
+SimulatedVariant = tuple[str, str, str | None, str]
 
 
 def _draws(rng: np.random.Generator, shape: tuple, noise: float, base: np.ndarray | None) -> np.ndarray:
@@ -39,7 +40,7 @@ def _draws(rng: np.random.Generator, shape: tuple, noise: float, base: np.ndarra
 
 def simulate_bias_judgments(
     judges: Mapping[str, tuple[SimulatedSettings | Mapping, Mapping[str, float]]],
-    variants: Sequence[Variant],
+    variants: Sequence[SimulatedVariant],
     *,
     n_questions: int = 200,
     candidates: int | Sequence[str] = 4,

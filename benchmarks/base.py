@@ -23,7 +23,7 @@ from voirdire.benchmarks.data import (
     require_file,
     resolve_data_dir,
 )
-from voirdire.benchmarks.perturb import PromptEdit, insert_instruction, names_text
+from voirdire.benchmarks.perturb import PromptEdit, insert_instruction
 
 from voirdire.core import LETTERS, ConfigError
 
@@ -320,18 +320,15 @@ class Benchmark(abc.ABC):
 
     def apply_edit(self, prompt: str, edit: PromptEdit | None) -> str:
         """The instruction and name parts of a perturbation applied to a built prompt
-        (answers are replaced while building). ``None``: the prompt unchanged."""
+        (answers are replaced while building): the slots renamed (``edit.names``), then the
+        sentence (``edit.instruction``) inserted before :attr:`instruction_anchor`.
+        ``None``: the prompt unchanged."""
         if edit is None:
             return prompt
-        parts = []
         if edit.names:
             prompt = self.rename_slots(prompt, edit.names)
-            labels = tuple(self.slot_label(i) for i in range(len(edit.names)))
-            parts.append(names_text(labels, edit.names))
         if edit.instruction:
-            parts.append(edit.instruction)
-        if parts:
-            prompt = insert_instruction(prompt, self.instruction_anchor, " ".join(parts))
+            prompt = insert_instruction(prompt, self.instruction_anchor, edit.instruction)
         return prompt
 
     def question_text(self, question_id: str) -> str:

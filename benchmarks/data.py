@@ -56,6 +56,14 @@ def candidate_data_dirs() -> list[pathlib.Path]:
     return [cwd.parent / _DATA_REL, cwd / _DATA_REL, default_data_dir()]
 
 
+def _given_dir(path: str | os.PathLike[str], where: str) -> pathlib.Path:
+    """A data directory named by the user (``where``: how), resolved. Raises ConfigError."""
+    p = pathlib.Path(path).expanduser()
+    if not p.is_dir():
+        raise ConfigError(f"benchmark data directory {str(p)!r} ({where}) does not exist or is not a directory. {_RELEASE_HINT}")
+    return p.resolve()
+
+
 def resolve_data_dir(explicit: str | os.PathLike[str] | None = None) -> pathlib.Path:
     """The data directory holding the release's ``qa/`` tables and judge outputs.
 
@@ -72,22 +80,10 @@ def resolve_data_dir(explicit: str | os.PathLike[str] | None = None) -> pathlib.
             exists; the message lists what was tried and where the public release is.
     """
     if explicit is not None and str(explicit) != "":
-        p = pathlib.Path(explicit).expanduser()
-        if not p.is_dir():
-            raise ConfigError(
-                f"benchmark data directory {str(p)!r} (given explicitly) does not exist "
-                f"or is not a directory. {_RELEASE_HINT}"
-            )
-        return p.resolve()
+        return _given_dir(explicit, "given explicitly")
     env = os.environ.get(DATA_ENV)
     if env:
-        p = pathlib.Path(env).expanduser()
-        if not p.is_dir():
-            raise ConfigError(
-                f"benchmark data directory {str(p)!r} (from ${DATA_ENV}) does not exist "
-                f"or is not a directory. {_RELEASE_HINT}"
-            )
-        return p.resolve()
+        return _given_dir(env, f"from ${DATA_ENV}")
     tried = candidate_data_dirs()
     for p in tried:
         if p.is_dir():

@@ -39,11 +39,6 @@ def canonical_name(name: str) -> str:
     return key
 
 
-def known_benchmarks() -> tuple[str, ...]:
-    """Release names of the registered benchmarks (``("MTBench", "DevBench")``)."""
-    return tuple(cls.name for cls in BENCHMARKS.values())
-
-
 @functools.lru_cache(maxsize=16)
 def _load(key: str, data_dir: str, sample: str, subsets: tuple[str, ...] | None, prompt: str | None) -> Benchmark:
     if key == "llmbar":

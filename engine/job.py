@@ -130,7 +130,7 @@ def plan_job(job: JobSpec, dry_run: bool = False) -> JobPlan:
         quality_identity=quality_identity(job.benchmark.quality, by_name),
     )
     check_rewriters(variants, rewriters)
-    replayed = [rj.name for rj in judges if rj.spec.backend == "replay"]
+    replayed = [rj.name for rj in judges if rj.backend.is_recording]
     if len(variants) > 1 and replayed:
         raise ConfigError(
             f"judge(s) {', '.join(map(repr, replayed))}: a replay judge has recorded outputs of the unperturbed "

@@ -15,53 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from voirdire.benchmarks.perturb import (
-    ANSWER_KINDS,
-    CITATIONS,
-    DISTRACTIONS,
-    EMOTIONS,
-    IDENTITIES,
-    KINDS,
-    SHARES,
-    TEXT_VERSION,
-)
+from voirdire.benchmarks.biases import BiasKind
 from voirdire.engine.spec import JobSpec, PerturbationSpec
 
 from voirdire.core import LETTERS, ConfigError, content_hash
 
-#: kind -> (the spec key of its parameter, default values); kinds without one: None
-PARAMS: dict[str, tuple[str, tuple] | None] = {
-    "bandwagon": ("shares", SHARES),
-    "distraction": ("statements", ("pasta",)),
-    "diversity": ("identities", IDENTITIES),
-    "compassion_fade": None,
-    "cot": None,
-    "refinement_aware": None,
-    "authority": ("citations", CITATIONS),
-    "verbosity": ("ratios", (2.0,)),
-    "sentiment": ("emotions", EMOTIONS),
-    "fallacy": None,
-}
-#: the singular used in labels ("bandwagon:share=80:...")
-_SINGULAR = {"shares": "share", "statements": "statement", "identities": "identity", "citations": "citation",
-             "ratios": "ratio", "emotions": "emotion"}
-#: kind -> default target rules (CALM's where it names one); ``()``: the kind has no target
-DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
-    "bandwagon": ("candidate",),
-    "distraction": ("better", "worse"),
-    "diversity": ("candidate",),
-    "compassion_fade": (),
-    "cot": (),
-    "refinement_aware": ("candidate",),
-    "authority": ("candidate",),
-    "verbosity": ("worse",),
-    "sentiment": ("better",),
-    "fallacy": ("better",),
-}
-#: kinds whose variants never have a target (``target`` is an error there)
-UNTARGETED = ("cot",)
-#: parameter values a kind accepts (None: any)
-_ALLOWED = {"statements": tuple(DISTRACTIONS), "citations": CITATIONS, "emotions": EMOTIONS}
 #: rules that need a quality source
 QUALITY_RULES = ("better", "worse")
 
@@ -72,7 +30,7 @@ class Variant:
 
     Attributes:
         label: readable and unique in the job (``"control"``, ``"bandwagon:share=80:target=worse"``).
-        kind: ``"control"`` or a kind of :data:`voirdire.benchmarks.perturb.KINDS`.
+        kind: ``"control"`` or a bias kind's name (:func:`voirdire.benchmarks.biases.known_kinds`).
         param: the parameter value as text (``"80"``, ``"cheerful"``), or None.
         rule: the target rule, or None (control, ``cot``, ``compassion_fade`` without one).
         rewriter: the ``[[rewriters]]`` name (answer kinds), else None.
@@ -94,10 +52,6 @@ class Variant:
 CONTROL = Variant(label="control", kind="control")
 
 
-def _param_text(v: object) -> str:
-    return repr(float(v)) if isinstance(v, float) else str(v)
-
-
 def _check_rule(rule: str, mode: str, list_size: int) -> None:
     if rule in QUALITY_RULES:
         return
@@ -115,74 +69,55 @@ def _check_rule(rule: str, mode: str, list_size: int) -> None:
 
 def expand_entry(entry: PerturbationSpec, *, mode: str, list_size: int, rewriter_hashes: dict[str, str],
                  quality: str | None) -> list[Variant]:
-    """The variants of one ``[[perturbations]]`` entry (parameter values x target rules).
+    """The variants of one ``[[perturbations]]`` entry (parameter values x target rules);
+    the entry's kind and parameter values were checked by the spec
+    (:class:`~voirdire.engine.spec.PerturbationSpec`).
 
     Raises:
-        ConfigError: unknown kind, a parameter of another kind, an unknown parameter value,
-            a target that does not exist, a target on ``cot``, an answer kind without a
-            rewriter (or naming one that is not in ``[[rewriters]]``), a rewriter on a kind
-            that rewrites nothing, or a better/worse target without ``benchmark.quality``.
+        ConfigError: a target that does not exist, a target on an untargeted kind, a
+            better/worse target without ``benchmark.quality``, an answer kind
+            without a rewriter (or naming one that is not in ``[[rewriters]]``), a
+            rewriter on a kind that rewrites nothing.
     """
-    kind = entry.kind
-    if kind not in KINDS:
-        raise ConfigError(f"unknown perturbation kind {kind!r}; known kinds: {', '.join(KINDS)}")
-    spec = PARAMS[kind]
-    given = {k: v for k, v in entry.model_dump(exclude={"kind", "target", "rewriter"}).items() if v is not None}
-    for key in given:
-        if spec is None or key != spec[0]:
-            raise ConfigError(f"perturbation {kind!r}: {key!r} is not a parameter of this kind"
-                              + (f" (its parameter is {spec[0]!r})" if spec else " (it has none)"))
-    values: list[str | None] = [None]
-    if spec is not None:
-        raw = given.get(spec[0], spec[1])
-        if not raw:
-            raise ConfigError(f"perturbation {kind!r}: {spec[0]} is empty")
-        allowed = _ALLOWED.get(spec[0])
-        for v in raw:
-            if allowed and v not in allowed:
-                raise ConfigError(f"perturbation {kind!r}: unknown {_SINGULAR[spec[0]]} {v!r}; known: {', '.join(allowed)}")
-            if spec[0] == "shares" and not 0 < int(v) <= 100:
-                raise ConfigError(f"perturbation bandwagon: share {v} is not a percentage in 1..100")
-            if spec[0] == "ratios" and not float(v) > 0:
-                raise ConfigError(f"perturbation verbosity: ratio {v} must be positive")
-        values = [_param_text(v) for v in raw]
-    if entry.target is not None and kind in UNTARGETED:
-        raise ConfigError(f"perturbation {kind!r} has no target (it perturbs the instruction for every answer alike)")
-    rules: tuple[str, ...] = tuple([entry.target] if isinstance(entry.target, str) else entry.target or DEFAULT_TARGETS[kind])
-    if not rules and DEFAULT_TARGETS[kind]:
-        raise ConfigError(f"perturbation {kind!r} needs a target (e.g. {DEFAULT_TARGETS[kind][0]!r})")
+    kind = entry.bias
+    rules = _rules(entry, kind)
     for r in rules:
         _check_rule(r, mode, list_size)
         if r in QUALITY_RULES and not quality:
             raise ConfigError(
-                f"perturbation {kind!r}: target {r!r} needs a quality source: set benchmark.quality "
+                f"perturbation {kind.name!r}: target {r!r} needs a quality source: set benchmark.quality "
                 "(\"simulated:<judge>\", \"replay:<recorded judge>\" or \"labels:<file.csv>\")"
             )
-    rewriter_hash = ""
-    if kind in ANSWER_KINDS:
-        if not entry.rewriter:
-            raise ConfigError(f"perturbation {kind!r} rewrites answers and needs a rewriter: add rewriter = \"<name>\" "
-                              "naming a [[rewriters]] entry (backend template, simulated, openai, anthropic, "
-                              "openai_compatible or vllm)")
-        if entry.rewriter not in rewriter_hashes:
-            raise ConfigError(f"perturbation {kind!r}: rewriter {entry.rewriter!r} is not a [[rewriters]] entry"
-                              + (f" (entries: {', '.join(rewriter_hashes)})" if rewriter_hashes else " (there is none)"))
-        rewriter_hash = rewriter_hashes[entry.rewriter]
-    elif entry.rewriter:
-        raise ConfigError(f"perturbation {kind!r} rewrites no answer; remove rewriter = {entry.rewriter!r}")
+    rewriter_hash = _rewriter_hash(entry, kind, rewriter_hashes)
     out = []
-    for v in values:
+    for v in entry.values or (None,):
         for r in rules or (None,):
-            parts = [kind]
-            if v is not None:
-                parts.append(f"{_SINGULAR[spec[0]]}={v}")  # type: ignore[index]
-            if r is not None:
-                parts.append(f"target={r}")
-            if entry.rewriter:
-                parts.append(f"rewriter={entry.rewriter}")
-            key = content_hash("perturbation", TEXT_VERSION, kind, v, r, quality if r in QUALITY_RULES else None, rewriter_hash)
-            out.append(Variant(":".join(parts), kind, v, r, entry.rewriter, key))
+            key = content_hash("perturbation", kind.version, kind.name, v, r, quality if r in QUALITY_RULES else None, rewriter_hash)
+            out.append(Variant(kind.label(v, r, entry.rewriter), kind.name, v, r, entry.rewriter, key))
     return out
+
+
+def _rules(entry: PerturbationSpec, kind: BiasKind) -> tuple[str, ...]:
+    """The entry's target rules: given, else the kind's defaults (``()``: no target)."""
+    if entry.target is not None and not kind.targeted:
+        raise ConfigError(f"perturbation {kind.name!r} has no target (it perturbs the instruction for every answer alike)")
+    return tuple([entry.target] if isinstance(entry.target, str) else entry.target or kind.default_targets)
+
+
+def _rewriter_hash(entry: PerturbationSpec, kind: BiasKind, rewriter_hashes: dict[str, str]) -> str:
+    """The identity hash of the entry's rewriter (``""`` for a kind that rewrites nothing)."""
+    if not kind.rewrites_answers:
+        if entry.rewriter:
+            raise ConfigError(f"perturbation {kind.name!r} rewrites no answer; remove rewriter = {entry.rewriter!r}")
+        return ""
+    if not entry.rewriter:
+        raise ConfigError(f"perturbation {kind.name!r} rewrites answers and needs a rewriter: add rewriter = \"<name>\" "
+                          "naming a [[rewriters]] entry (backend template, simulated, openai, anthropic, "
+                          "openai_compatible or vllm)")
+    if entry.rewriter not in rewriter_hashes:
+        raise ConfigError(f"perturbation {kind.name!r}: rewriter {entry.rewriter!r} is not a [[rewriters]] entry"
+                          + (f" (entries: {', '.join(rewriter_hashes)})" if rewriter_hashes else " (there is none)"))
+    return rewriter_hashes[entry.rewriter]
 
 
 def expand_variants(job: JobSpec, *, list_size: int, rewriter_hashes: dict[str, str],

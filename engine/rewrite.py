@@ -18,39 +18,29 @@ perturbed unit is judged on a missing rewrite.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 from voirdire.benchmarks.base import Benchmark
-from voirdire.benchmarks.perturb import ANSWER_KINDS, rewrite_prompt
+from voirdire.benchmarks.biases import get_kind
+from voirdire.benchmarks.perturb import rewrite_prompt
 from voirdire.engine.perturb import Variant, rewrite_targets
 from voirdire.engine.schema import REWRITE_SCHEMA, REWRITE_UNIT_SCHEMA
 from voirdire.engine.spec import JobSpec, ResolvedJudge
 from voirdire.engine.store import ResultStore
 from voirdire.engine.units import UnitBatch
-from voirdire.judges.base import Query
+from voirdire.judges.base import Query, get_backend
 
 from voirdire.core import ConfigError, canonical_json, content_hash
+from voirdire.exceptions import RewriteFailed
 
 REWRITES_DIR = "rewrites"
 
-#: ``backend`` names of ``[[rewriters]]`` entries -> registered backends
-REWRITER_BACKENDS = {
-    "template": "template_rewriter",
-    "simulated": "simulated_rewriter",
-    "openai": "openai",
-    "anthropic": "anthropic",
-    "openai_compatible": "openai_compatible",
-    "vllm": "vllm",
-}
-
-
-class RewriteFailed(RuntimeError):
-    """Some rewrites failed (recorded in ``rewrites/``); rerun the job to retry them."""
-
-
 def resolve_rewriters(job: JobSpec) -> dict[str, ResolvedJudge]:
-    """Bind each ``[[rewriters]]`` entry to its backend.
+    """Bind each ``[[rewriters]]`` entry to the backend that rewrites for the one it names
+    (:meth:`~voirdire.judges.base.JudgeBackend.rewriter`: a model backend itself; ``simulated``
+    the simulated rewriter; ``template`` the template rewriter).
 
     Raises:
         ConfigError: a backend that cannot generate (e.g. ``replay``), bad settings, a
@@ -60,12 +50,14 @@ def resolve_rewriters(job: JobSpec) -> dict[str, ResolvedJudge]:
     for spec in job.rewriters:
         if spec.name in out:
             raise ConfigError(f"rewriter names must be unique; repeated: {spec.name}")
-        if spec.backend not in REWRITER_BACKENDS:
+        named = get_backend(spec.backend)
+        backend = named.rewriter()
+        if backend is None:
             raise ConfigError(
-                f"rewriter {spec.name!r}: backend {spec.backend!r} cannot rewrite answers; "
-                f"use one of {', '.join(REWRITER_BACKENDS)}"
+                f"rewriter {spec.name!r}: backend {spec.backend!r} cannot rewrite answers; use a backend that "
+                "generates text (openai, anthropic, openai_compatible, vllm) or template or simulated"
             )
-        mapped = spec.model_copy(update={"backend": REWRITER_BACKENDS[spec.backend]})
+        mapped = spec if backend is named else spec.model_copy(update={"backend": backend.name})
         rj = ResolvedJudge(mapped, job)
         mode = getattr(rj.settings, "verdict_mode", "free")
         if mode != "free":
@@ -76,8 +68,9 @@ def resolve_rewriters(job: JobSpec) -> dict[str, ResolvedJudge]:
 
 
 def check_rewriters(variants: Sequence[Variant], rewriters: dict[str, ResolvedJudge]) -> None:
-    """Refuse a kind a rewriter cannot do (the ``template`` rewriter: authority and a
-    labelled template verbosity only).
+    """Refuse a kind a rewriter cannot do (its backend's
+    :attr:`~voirdire.judges.base.JudgeBackend.rewrite_kinds`: the ``template`` rewriter
+    does authority and a labelled template verbosity only).
 
     Raises:
         ConfigError: naming the rewriter, the kind and what it can do.
@@ -85,7 +78,7 @@ def check_rewriters(variants: Sequence[Variant], rewriters: dict[str, ResolvedJu
     for v in variants:
         if v.rewriter is None:
             continue
-        kinds = getattr(rewriters[v.rewriter].backend, "rewrite_kinds", None)
+        kinds = rewriters[v.rewriter].backend.rewrite_kinds
         if kinds is not None and v.kind not in kinds:
             raise ConfigError(
                 f"perturbation {v.label!r}: rewriter {v.rewriter!r} ({rewriters[v.rewriter].spec.backend}) cannot do "
@@ -103,7 +96,7 @@ def plan_rewrites(bench: Benchmark, inst: pl.DataFrame, variants: Sequence[Varia
     repeats where two variants need the same rewrite.
     """
     rows: dict[str, list[Any]] = {k: [] for k in [*REWRITE_UNIT_SCHEMA.names, "variant"]}
-    answer_variants = [v for v in variants if v.kind in ANSWER_KINDS]
+    answer_variants = [v for v in variants if not v.is_control and get_kind(v.kind).rewrites_answers]
     if not answer_variants:
         return pl.DataFrame(rows, schema={**pl.Schema(pl.from_arrow(REWRITE_UNIT_SCHEMA.empty_table()).schema), "variant": pl.String})
     has_better = "better" in inst.columns
@@ -133,20 +126,36 @@ def plan_rewrites(bench: Benchmark, inst: pl.DataFrame, variants: Sequence[Varia
     return pl.DataFrame(rows).with_columns(pl.col("turn").cast(pl.Int32))
 
 
+@dataclass(slots=True)
+class RewriteUnit:
+    """One rewrite to ask for: a row of ``REWRITE_UNIT_SCHEMA`` (see there), from which the
+    rewriter's query is derived (:meth:`query`)."""
+
+    unit_id: str
+    rewriter: str
+    rewriter_identity: str
+    benchmark: str
+    question_id: str
+    model: str
+    turn: int
+    kind: str
+    param: str | None
+    original: str
+    prompt: str
+
+    def query(self) -> Query:
+        """The rewriter's query: the rewrite prompt, its kind and parameter."""
+        return Query(unit_id=self.unit_id, query_id=self.unit_id, benchmark=self.benchmark, question_id=self.question_id,
+                     shown=(self.model,), repetition=1, option_mode=0, mode="rewrite", prompt=self.prompt,
+                     perturbation_kind=self.kind, perturbation_param=self.param)
+
+
 def iter_rewrite_batches(needed: pl.DataFrame, rewriter: str, batch_size: int) -> Iterator[UnitBatch]:
-    """The distinct rewrites of one rewriter as scheduler batches (unit columns of
-    ``REWRITE_UNIT_SCHEMA``; queries carry the prompt and ``perturbation = kind[:param]``)."""
+    """The distinct rewrites of one rewriter as scheduler batches of :class:`RewriteUnit`."""
     df = needed.filter(pl.col("rewriter") == rewriter).unique("unit_id", keep="first", maintain_order=True)
     names = REWRITE_UNIT_SCHEMA.names
-    for chunk in df.iter_slices(batch_size):
-        cols = {k: chunk[k].to_list() for k in names}
-        queries = [
-            Query(unit_id=u, query_id=u, benchmark=b, question_id=q, shown=(m,), repetition=1, option_mode=0,
-                  mode="rewrite", prompt=p, perturbation=k if pa is None else f"{k}:{pa}")
-            for u, b, q, m, p, k, pa in zip(cols["unit_id"], cols["benchmark"], cols["question_id"], cols["model"],
-                                            cols["prompt"], cols["kind"], cols["param"])
-        ]
-        yield UnitBatch(rewriter, cols, queries)
+    for chunk in df.select(names).iter_slices(batch_size):
+        yield UnitBatch(rewriter, [RewriteUnit(*row) for row in chunk.iter_rows()], names)
 
 
 def rewrite_store(output_dir: Any, **kw: Any) -> ResultStore:

@@ -34,10 +34,7 @@ from voirdire.engine.worker import JudgeWorker, results_to_columns
 from voirdire.judges.base import JudgeBackend, JudgeContext, Result
 
 from voirdire.core import FailureClass
-
-
-class JobInterrupted(RuntimeError):
-    """The run was stopped (Ctrl-C); finished results are saved and a rerun resumes."""
+from voirdire.exceptions import JobInterrupted
 
 
 @dataclass
@@ -160,15 +157,9 @@ def _failed_columns(batch: UnitBatch, failure: FailureClass, message: str) -> di
     return results_to_columns(batch.queries, results)
 
 
-def execute(
-    runs: list[JudgeRun],
-    store: ResultStore,
-    *,
-    max_attempts: int = 3,
-    max_restarts: int = 3,
-    progress: Any = None,
-) -> RunStats:
-    """Run every judge's units to completion (outputs or recorded failures).
+class Scheduler:
+    """Runs every judge's units to completion (outputs or recorded failures), by the policy
+    of the module docstring.
 
     Args:
         runs: one :class:`JudgeRun` per judge.
@@ -176,19 +167,66 @@ def execute(
         max_attempts: tries of one batch before its units are recorded as failed.
         max_restarts: Ray restarts of a worker actor before the scheduler replaces it.
         progress: a :class:`voirdire.engine.progress.JobProgress` or ``None``.
-
-    Raises:
-        JobInterrupted: on KeyboardInterrupt, after saving what finished.
     """
-    stats = RunStats()
-    t0 = time.perf_counter()
-    pools = {r.name: _Pool(r, max_restarts) for r in runs}
-    for r in runs:
-        stats.per_judge[r.name] = {"queries": 0, "failures": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
-    in_flight: dict[Any, tuple[str, int, UnitBatch, int]] = {}
 
-    def fill() -> None:
-        for name, pool in pools.items():
+    def __init__(self, runs: list[JudgeRun], store: ResultStore, *, max_attempts: int = 3, max_restarts: int = 3,
+                 progress: Any = None) -> None:
+        self.runs, self.store, self.progress = runs, store, progress
+        self.max_attempts, self.max_restarts = max_attempts, max_restarts
+        self.stats = RunStats()
+        self.pools: dict[str, _Pool] = {}
+        #: object ref -> (judge, worker index, batch, attempt)
+        self.in_flight: dict[Any, tuple[str, int, UnitBatch, int]] = {}
+
+    def execute(self) -> RunStats:
+        """Run to completion; returns the counts.
+
+        Raises:
+            JobInterrupted: on KeyboardInterrupt, after saving what finished.
+        """
+        t0 = time.perf_counter()
+        self.pools = {r.name: _Pool(r, self.max_restarts) for r in self.runs}
+        for r in self.runs:
+            self.stats.per_judge[r.name] = {"queries": 0, "failures": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+        try:
+            self._loop()
+        except KeyboardInterrupt as exc:
+            for ref in self.in_flight:
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001
+                    pass
+            self.store.flush()
+            raise JobInterrupted("interrupted: finished results are saved; run the same job again to resume") from exc
+        finally:
+            self.store.flush()
+            for pool in self.pools.values():
+                if pool.actors:
+                    pool.shutdown()
+            self.stats.seconds = time.perf_counter() - t0
+        return self.stats
+
+    def _loop(self) -> None:
+        self._fill()
+        while self.in_flight or any(p.pending for p in self.pools.values()):
+            if not self.in_flight:  # every batch waits for an actor Ray is restarting
+                time.sleep(0.2)
+                self._fill()
+                continue
+            ready, _ = ray.wait(list(self.in_flight), num_returns=1, timeout=1.0)
+            if not ready:
+                self._fill()  # held actors may be back
+                continue
+            # collect everything that is ready now, not just one
+            more, _ = ray.wait(list(self.in_flight), num_returns=len(self.in_flight), timeout=0)
+            for ref in dict.fromkeys(ready + more):
+                self._collect(ref)
+            self._fill()
+            self._shut_finished_pools()
+
+    def _fill(self) -> None:
+        """Send batches until every worker holds ``concurrency`` of them (back-pressure)."""
+        for name, pool in self.pools.items():
             while pool.capacity() > 0:
                 nxt = pool.next_batch()
                 if nxt is None:
@@ -197,89 +235,80 @@ def execute(
                 idx = pool.pick()
                 ref = pool.actors[idx].judge.remote(batch.queries)
                 pool.load[idx] += 1
-                in_flight[ref] = (name, idx, batch, attempt)
+                self.in_flight[ref] = (name, idx, batch, attempt)
 
-    def record(name: str, batch: UnitBatch, cols: dict[str, list[Any]]) -> None:
-        table = store.to_table(batch.columns, cols)
-        store.append(name, table)
-        s = stats.per_judge[name]
+    def _collect(self, ref: Any) -> None:
+        """Take one finished call: record its rows, or send the batch again, or record it failed."""
+        name, idx, batch, attempt = self.in_flight.pop(ref)
+        pool = self.pools[name]
+        pool.load[idx] -= 1
+        try:
+            rows = ray.get(ref)
+        except ActorUnavailableError:
+            # Ray is restarting the actor (a vLLM engine takes a while to start): send the
+            # batch again once it is back, without spending an attempt
+            pool.hold(idx, 2.0)
+            pool.pending.append((batch, attempt))
+            self.stats.resent_batches += 1
+        except RayActorError as exc:
+            pool.deaths[idx] += 1
+            if pool.deaths[idx] > self.max_restarts:
+                pool.replace(idx)
+                self.stats.replaced_workers += 1
+            self._retry_or_fail(pool, batch, attempt, FailureClass.ACTOR_CRASHED, exc)
+        except RayTaskError as exc:
+            self._retry_or_fail(pool, batch, attempt, FailureClass.ERROR, exc)
+        else:
+            self._record(name, batch, rows)
+
+    def _record(self, name: str, batch: UnitBatch, cols: dict[str, list[Any]]) -> None:
+        """Append a finished batch to the store and count it."""
+        self.store.append(name, self.store.to_table(batch.columns, cols))
+        s = self.stats.per_judge[name]
         n = len(batch)
         n_fail = n - cols["failure"].count(None)
         s["queries"] += n
         s["failures"] += n_fail
         for key in ("input_tokens", "output_tokens", "cost_usd"):
             s[key] += sum(v for v in cols[key] if v)
-        stats.queries += n
-        stats.failures += n_fail
-        if progress is not None:
-            progress.advance(name, n, s)
+        self.stats.queries += n
+        self.stats.failures += n_fail
+        if self.progress is not None:
+            self.progress.advance(name, n, s)
 
-    try:
-        fill()
-        while in_flight or any(p.pending for p in pools.values()):
-            if not in_flight:  # every batch waits for an actor Ray is restarting
-                time.sleep(0.2)
-                fill()
-                continue
-            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
-            if not ready:
-                fill()  # held actors may be back
-                continue
-            # collect everything that is ready now, not just one
-            more, _ = ray.wait(list(in_flight), num_returns=len(in_flight), timeout=0)
-            for ref in dict.fromkeys(ready + more):
-                name, idx, batch, attempt = in_flight.pop(ref)
-                pool = pools[name]
-                pool.load[idx] -= 1
-                try:
-                    rows = ray.get(ref)
-                except ActorUnavailableError:
-                    # Ray is restarting the actor (a vLLM engine takes a while to start):
-                    # send the batch again once it is back, without spending an attempt
-                    pool.hold(idx, 2.0)
-                    pool.pending.append((batch, attempt))
-                    stats.resent_batches += 1
-                except RayActorError as exc:
-                    pool.deaths[idx] += 1
-                    if pool.deaths[idx] > max_restarts:
-                        pool.replace(idx)
-                        stats.replaced_workers += 1
-                    _retry_or_fail(pool, batch, attempt, max_attempts, FailureClass.ACTOR_CRASHED, exc, record, stats)
-                except RayTaskError as exc:
-                    _retry_or_fail(pool, batch, attempt, max_attempts, FailureClass.ERROR, exc, record, stats)
-                else:
-                    record(name, batch, rows)
-            fill()
-            for name, pool in pools.items():
-                if pool.exhausted and not pool.pending and not any(v[0] == name for v in in_flight.values()):
-                    if pool.actors:
-                        pool.shutdown()
-                        pool.actors = []
-    except KeyboardInterrupt as exc:
-        for ref in in_flight:
-            try:
-                ray.cancel(ref, force=True)
-            except Exception:  # noqa: BLE001
-                pass
-        store.flush()
-        raise JobInterrupted("interrupted: finished results are saved; run the same job again to resume") from exc
-    finally:
-        store.flush()
-        for pool in pools.values():
-            if pool.actors:
-                pool.shutdown()
-        stats.seconds = time.perf_counter() - t0
-    return stats
+    def _retry_or_fail(self, pool: _Pool, batch: UnitBatch, attempt: int, failure: FailureClass, exc: BaseException) -> None:
+        if attempt < self.max_attempts:
+            pool.pending.append((batch, attempt + 1))
+            self.stats.retried_batches += 1
+            return
+        cause = getattr(exc, "cause", None) or exc
+        message = f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''} (after {attempt} attempts)"
+        self._record(pool.run.name, batch, _failed_columns(batch, failure, message[:500]))
+
+    def _shut_finished_pools(self) -> None:
+        """Release the workers of judges with nothing left to send or wait for."""
+        for name, pool in self.pools.items():
+            if pool.exhausted and not pool.pending and not any(v[0] == name for v in self.in_flight.values()):
+                if pool.actors:
+                    pool.shutdown()
+                    pool.actors = []
 
 
-def _retry_or_fail(pool, batch, attempt, max_attempts, failure, exc, record, stats) -> None:
-    if attempt < max_attempts:
-        pool.pending.append((batch, attempt + 1))
-        stats.retried_batches += 1
-        return
-    cause = getattr(exc, "cause", None) or exc
-    message = f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''} (after {attempt} attempts)"
-    record(pool.run.name, batch, _failed_columns(batch, failure, message[:500]))
+def execute(
+    runs: list[JudgeRun],
+    store: ResultStore,
+    *,
+    max_attempts: int = 3,
+    max_restarts: int = 3,
+    progress: Any = None,
+) -> RunStats:
+    """Run every judge's units to completion (outputs or recorded failures): a
+    :class:`Scheduler` run (see there for the arguments).
+
+    Raises:
+        JobInterrupted: on KeyboardInterrupt, after saving what finished.
+    """
+    return Scheduler(runs, store, max_attempts=max_attempts, max_restarts=max_restarts, progress=progress).execute()
 
 
-__all__ = ["JobInterrupted", "JudgeRun", "RunStats", "execute"]
+__all__ = ["JobInterrupted", "JudgeRun", "RunStats", "Scheduler", "execute"]

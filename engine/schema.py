@@ -1,6 +1,6 @@
 """The tables that flow between voirdire's stages, as Arrow schemas.
 
-Data flows one way (``../shared/DESIGN.md``)::
+Data flows one way (the README's "How it works")::
 
     instances -> work units -> raw outputs (Parquet, append-only) -> judgments -> metrics
 
@@ -47,6 +47,8 @@ WORK_UNIT_SCHEMA = pa.schema(
         pa.field("output_chars", pa.int64(), nullable=False),  # the shown answers, summed over turns
         pa.field("prompt_chars", pa.int64(), nullable=False),  # the full prompt sent to the judge
         # perturbations (the CALM bias suite, docs/biases.md); the control has "control" and nulls
+        # one name, one meaning: ``perturbation`` is the variant's label (engine.perturb.Variant.label),
+        # ``perturbation_kind`` its bias kind (benchmarks.biases; judges.base.Query.perturbation_kind)
         pa.field("perturbation", pa.string(), nullable=False),  # variant label, e.g. "bandwagon:share=80:target=worse"
         pa.field("perturbation_kind", pa.string(), nullable=False),  # "control" | "bandwagon" | ... | "fallacy"
         pa.field("perturbation_param", pa.string()),  # the variant's parameter ("80", "cheerful", "url", "2.0")

@@ -3,30 +3,8 @@
 A job names a benchmark, the candidates compared, the judges (each a backend with its own
 settings), the comparison design (mode, option mode, permutations, repetitions), sampling
 settings and the output directory. Unknown keys anywhere are errors that name the key and
-where it stood; so are unknown judge backends and invalid backend settings. Example::
-
-    name = "mtbench-position-bias"
-    output_dir = "runs/mtbench-position-bias"
-
-    [benchmark]
-    name = "mtbench"            # or "devbench"
-    sample = "full"             # or "repetition" (the release's repetition subset)
-
-    [comparison]
-    mode = "pairwise"
-    option_mode = 3             # 2: A/B, 3: A/B/C=tie
-    permutations = "both"       # pairwise: both orders
-    repetitions = 1
-
-    [sampling]
-    temperature = 0.0
-    max_tokens = 1024
-
-    [[judges]]
-    name = "gpt-4-0613"
-    backend = "replay"          # replays the release's recorded outputs
-    recorded = "gpt-4-0613"
-    study = "position_bias"
+where it stood; so are unknown judge backends and invalid backend settings. Every key is
+shown in the README's "A job file" and in ``examples/*.toml``.
 """
 
 from __future__ import annotations
@@ -44,6 +22,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from voirdire.benchmarks.biases import BiasKind, get_kind
 from voirdire.benchmarks.pairs import PairsSpec
 from voirdire.judges.base import (
     JudgeBackend,
@@ -52,7 +31,6 @@ from voirdire.judges.base import (
     Sampling,
     get_backend,
 )
-from voirdire.judges.replay import recorded_judges
 
 from voirdire.core import ConfigError, content_hash
 
@@ -184,28 +162,44 @@ class AnalysisSpec(_Strict):
     tokenizer: str | None = None
 
 
-class PerturbationSpec(_Strict):
-    """One ``[[perturbations]]`` entry: a bias kind, its target rule(s) and parameters; it
-    expands into one variant per (parameter value, target rule)
+class PerturbationSpec(BaseModel):
+    """One ``[[perturbations]]`` entry: a bias kind, its target rule(s) and its parameter
+    values; it expands into one variant per (parameter value, target rule)
     (:func:`voirdire.engine.perturb.expand_variants`, ``docs/biases.md``).
 
-    ``target``: ``better`` | ``worse`` | ``candidate`` | ``reference`` | ``slot:A`` ...
-    (one or a list; default per kind). Parameters (each only for its kind): ``shares``
-    (bandwagon, percent), ``statements`` (distraction), ``identities`` (diversity),
-    ``citations`` (authority: url, quote, book), ``ratios`` (verbosity, length ratio),
-    ``emotions`` (sentiment). ``rewriter``: the ``[[rewriters]]`` entry that rewrites
-    answers (answer kinds only, required there).
+    ``kind``: a registered bias kind (:func:`voirdire.benchmarks.biases.get_kind`) or an
+    import path ``"module:ATTRIBUTE"`` naming one. ``target``: ``better`` | ``worse`` |
+    ``candidate`` | ``reference`` | ``slot:A`` ... (one or a list; default per kind). The
+    one other key allowed is the kind's parameter (``shares = [60, 90]`` for bandwagon:
+    :attr:`voirdire.benchmarks.biases.BiasKind.param`), validated by the kind's record and
+    stored with its values converted (``ratios = [2]`` reads ``[2.0]``). ``rewriter``: the
+    ``[[rewriters]]`` entry that rewrites answers (answer kinds only, required there).
     """
+
+    model_config = ConfigDict(extra="allow")
 
     kind: str
     target: str | list[str] | None = None
-    shares: list[int] | None = None
-    statements: list[str] | None = None
-    identities: list[str] | None = None
-    citations: list[str] | None = None
-    ratios: list[float] | None = None
-    emotions: list[str] | None = None
     rewriter: str | None = None
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> "PerturbationSpec":
+        try:  # the parameter's values stored converted
+            self.__pydantic_extra__ = get_kind(self.kind).normalize(self.model_extra or {})
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    @property
+    def bias(self) -> BiasKind:
+        """The entry's bias kind record."""
+        return get_kind(self.kind)
+
+    @property
+    def values(self) -> tuple[str, ...] | None:
+        """The parameter values as text (the kind's defaults when none is given; None for
+        a kind without a parameter)."""
+        return self.bias.value_texts(self.model_extra or {})
 
 
 class JudgeSpec(BaseModel):
@@ -238,7 +232,7 @@ class JudgeSpec(BaseModel):
 
 
 class JobSpec(_Strict):
-    """A whole job file. See the module docstring for an example."""
+    """A whole job file (the README's "A job file" shows every key)."""
 
     name: str
     output_dir: str
@@ -288,13 +282,11 @@ class ResolvedJudge:
         self.backend: type[JudgeBackend] = get_backend(spec.backend)
         try:
             self.settings: JudgeSettings = self.backend.Settings(**spec.backend_settings)
-            merged = {**job.sampling.model_dump(), **(spec.sampling or {})}
-            self.sampling = Sampling(**merged)
+            self.sampling = Sampling(**{**job.sampling.model_dump(), **(spec.sampling or {})})
         except ValidationError as exc:
             raise ConfigError(f"judge {spec.name!r} (backend {spec.backend!r}): {_describe(exc)}") from exc
-        ident = self.backend.identity(self.settings, self.sampling)
-        self.identity = ident
-        self.identity_hash = content_hash(ident)
+        self.identity = self.backend.identity(self.settings, self.sampling)
+        self.identity_hash = content_hash(self.identity)
         #: the mode of this judge's units when it is not the job's (see JudgeBackend.comparison_mode)
         self.mode = self.backend.comparison_mode(self.settings)
         self.workers = spec.workers or self.backend.workers(self.settings)
@@ -370,37 +362,24 @@ def load_job(path: str | Path) -> JobSpec:
     return parse_job(data, str(p))
 
 
-#: ``recorded = "*"`` of a replay judge: one judge per recorded output found
-ALL_RECORDED = "*"
-
-
-def expand_recorded(job: JobSpec, benchmark: str, data_dir: str | os.PathLike[str]) -> list[JudgeSpec]:
-    """The job's judges, with every replay judge whose ``recorded`` is ``"*"`` replaced by
-    one judge per recorded output in ``data_dir`` for its study and ``benchmark`` (the
-    release name, e.g. ``MTBench``), in name order. The new judges' names are the recorded
-    judges' names, or the spec's name with ``*`` replaced by them (``name = "replay-*"``).
+def expand_judges(job: JobSpec, benchmark: str, data_dir: str | os.PathLike[str]) -> list[JudgeSpec]:
+    """The job's judges, with every entry that stands for several judges replaced by them
+    (:meth:`~voirdire.judges.base.JudgeBackend.expand`: a replay judge with
+    ``recorded = "*"`` becomes one judge per recorded output in ``data_dir`` for its study
+    and ``benchmark``, the release name such as ``MTBench``, in name order).
 
     Raises:
-        ConfigError: no recorded output found for a ``"*"`` judge (the directory is named),
-            or an expanded name repeats another judge's.
+        ConfigError: an unknown backend, an entry that stands for no judge (the backend
+            names where it looked), or an expanded name that repeats another judge's.
     """
     out: list[JudgeSpec] = []
     for j in job.judges:
-        settings = j.backend_settings
-        if j.backend != "replay" or settings.get("recorded") != ALL_RECORDED:
+        found = get_backend(j.backend).expand(j.backend_settings, judge=j.name, benchmark=benchmark,
+                                              data_dir=data_dir, spec=job.benchmark)
+        if found is None:
             out.append(j)
             continue
-        study = settings.get("study", "position_bias")
-        root = Path(settings.get("data_dir") or data_dir)
-        found = recorded_judges(root, str(study), benchmark, job.benchmark.subsets)
-        if not found:
-            raise ConfigError(
-                f"judge {j.name!r}: recorded = \"*\" found no recorded outputs in "
-                f"{root / 'judgments' / str(study) / benchmark}"
-            )
-        for rec in found:
-            name = j.name.replace("*", rec) if "*" in j.name else rec
-            out.append(JudgeSpec.model_validate({**j.model_dump(exclude_none=True), "name": name, "recorded": rec}))
+        out += [JudgeSpec.model_validate({**j.model_dump(exclude_none=True), **update, "name": name}) for name, update in found]
     names = [j.name for j in out]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -410,7 +389,11 @@ def expand_recorded(job: JobSpec, benchmark: str, data_dir: str | os.PathLike[st
 
 def resolve_judges(job: JobSpec, benchmark: str | None = None, data_dir: str | os.PathLike[str] | None = None) -> list[ResolvedJudge]:
     """Bind every judge of the job to its backend (unknown backends and bad settings raise
-    :class:`ConfigError`); with ``benchmark`` and ``data_dir``, replay judges with
-    ``recorded = "*"`` are expanded first (:func:`expand_recorded`)."""
-    specs = expand_recorded(job, benchmark, data_dir) if benchmark and data_dir is not None else job.judges
-    return [ResolvedJudge(j, job) for j in specs]
+    :class:`ConfigError`, as does a backend that cannot judge); with ``benchmark`` and
+    ``data_dir``, entries standing for several judges are expanded first
+    (:func:`expand_judges`)."""
+    specs = expand_judges(job, benchmark, data_dir) if benchmark and data_dir is not None else job.judges
+    out = [ResolvedJudge(j, job) for j in specs]
+    if bad := [rj for rj in out if not rj.backend.can_judge]:
+        raise ConfigError(f"judge {bad[0].name!r}: backend {bad[0].spec.backend!r} cannot judge (it rewrites answers: name it in [[rewriters]])")
+    return out

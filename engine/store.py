@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from voirdire.engine.schema import RAW_SCHEMA
 
 from voirdire.core import slug
+from voirdire.exceptions import CorruptPartWarning
 
 #: the folder (inside a judge's ``raw/<judge>/``) where unreadable parts are moved
 QUARANTINE = "quarantine"
@@ -43,10 +44,6 @@ _READ_ERRORS = (pl.exceptions.PolarsError, pl.exceptions.PanicException, pa.Arro
 
 
 T = TypeVar("T")
-
-
-class CorruptPartWarning(RuntimeWarning):
-    """A part file in ``raw/`` could not be read and was moved aside (its units will be asked again)."""
 
 
 class ResultStore:

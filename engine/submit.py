@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from voirdire import core
-from voirdire.core import ConfigError
+from voirdire.core import ConfigError, slug
 
 #: the subpackages of ``voirdire`` (the rooms); with the package itself they are what ships
 ROOMS = ("benchmarks", "judges", "engine", "analysis")
@@ -230,7 +230,7 @@ def submit(
         runtime_env: dict[str, Any] = {"working_dir": str(work), "py_modules": [str(pkg)], "env_vars": dict(env or {})}
         if pip:
             runtime_env["pip"] = list(pip)
-        sid = submission_id or f"voirdire-{_slug(job.name)}-{time.strftime('%Y%m%d-%H%M%S')}"
+        sid = submission_id or f"voirdire-{slug(job.name, sep='-', keep='_-', max_len=40, default='job')}-{time.strftime('%Y%m%d-%H%M%S')}"
         kwargs: dict[str, Any] = {}
         if entrypoint_num_cpus is not None:
             kwargs["entrypoint_num_cpus"] = entrypoint_num_cpus
@@ -310,12 +310,6 @@ def stop(job_id: str, address: str | None = None) -> bool:
 def logs(job_id: str, address: str | None = None) -> str:
     """A job's whole driver log so far."""
     return client(address).get_job_logs(job_id)
-
-
-def _slug(name: str) -> str:
-    import re
-
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")[:40] or "job"
 
 
 def _quote(s: str) -> str:

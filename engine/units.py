@@ -20,24 +20,25 @@ Ids (content hashes, 32 hex chars):
 
 Perturbations cross every order: per instance, per order, the control and then each
 variant, then the repetitions.
+
+Each unit is one :class:`WorkUnit` record (a row of ``WORK_UNIT_SCHEMA`` plus its prompt);
+the :class:`~voirdire.judges.base.Query` sent to the judge is derived from it
+(:meth:`WorkUnit.query`), and a :class:`UnitBatch` turns its records into the columns the
+store writes.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import operator
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import polars as pl
 from voirdire.benchmarks.base import SCORE_OPTION_MODE, Benchmark
-from voirdire.benchmarks.perturb import (
-    ANSWER_KINDS,
-    INSTRUCTION_KINDS,
-    NAME_KINDS,
-    PromptEdit,
-    instruction_text,
-)
+from voirdire.benchmarks.biases import NAMES, Slots, get_kind
+from voirdire.benchmarks.perturb import PromptEdit
 from voirdire.engine.permutations import (
     instance_seed,
     permutations_for,
@@ -45,11 +46,17 @@ from voirdire.engine.permutations import (
     seeded_per_instance,
 )
 from voirdire.engine.perturb import CONTROL, QUALITY_RULES, Variant, target_model
+from voirdire.engine.prompts import PromptCache
 from voirdire.engine.schema import WORK_UNIT_COLUMNS
 from voirdire.engine.spec import ComparisonSpec
 from voirdire.judges.base import Query
 
 from voirdire.core import LETTERS, ConfigError, content_hash
+
+__all__ = [
+    "TEMPLATE_VERSION", "PromptCache", "UnitBatch", "WorkUnit", "count_units", "iter_unit_batches",
+    "option_mode_for", "query_id", "unit_id", "variant_edit",
+]
 
 #: bump when prompt construction changes in a way that changes prompts
 TEMPLATE_VERSION = "1"
@@ -100,106 +107,165 @@ def option_mode_for(bench: Benchmark, comparison: ComparisonSpec, p: int | None 
     return bench.default_option_mode
 
 
+@dataclass(slots=True)
+class WorkUnit:
+    """One work unit: a row of :data:`voirdire.engine.schema.WORK_UNIT_SCHEMA` (the fields
+    up to ``gold``, in the schema's order; see there for each column's meaning) and the
+    prompt sent and the benchmark's system turn (None for a judge that needs no prompt),
+    with the control's query id (None for the control), from which the judge's
+    :class:`~voirdire.judges.base.Query` is derived."""
+
+    unit_id: str
+    query_id: str
+    judge: str
+    benchmark: str
+    question_id: str
+    task: str
+    instance_id: str
+    candidate: str | None
+    reference: str | None
+    candidates: tuple[str, ...]
+    shown: tuple[str, ...]
+    permutation: int
+    repetition: int
+    mode: str
+    option_mode: int
+    input_chars: int
+    output_chars: int
+    prompt_chars: int
+    perturbation: str
+    perturbation_kind: str
+    perturbation_param: str | None
+    target: str | None
+    target_rule: str | None
+    target_slot: str | None
+    better: str | None
+    gold: str | None
+    prompt: str | None = None
+    system: str | None = None
+    control_query_id: str | None = None
+
+    def query(self) -> Query:
+        """The query the judge is asked (the control carries no perturbation)."""
+        control = self.control_query_id is None
+        return Query(
+            unit_id=self.unit_id,
+            query_id=self.query_id,
+            benchmark=self.benchmark,
+            question_id=self.question_id,
+            shown=self.shown,
+            repetition=self.repetition,
+            option_mode=self.option_mode,
+            mode=self.mode,
+            prompt=self.prompt,
+            system=self.system,
+            perturbation_kind=None if control else self.perturbation_kind,
+            perturbation_param=None if control else self.perturbation_param,
+            target_slot=self.target_slot,
+            control_query_id=self.control_query_id,
+        )
+
+
 @dataclass
 class UnitBatch:
-    """A batch of units for one judge: the unit rows (columns of
-    :data:`voirdire.engine.schema.WORK_UNIT_SCHEMA`) and the queries sent to the judge."""
+    """A batch of unit records for one judge (or rewriter): :class:`WorkUnit` (or
+    :class:`~voirdire.engine.rewrite.RewriteUnit`) records, each with a ``query()``;
+    ``names`` are the record fields written as columns (``WORK_UNIT_COLUMNS``)."""
 
     judge: str
-    columns: dict[str, list[Any]]
-    queries: list[Query]
+    units: list[Any]
+    names: Sequence[str] = field(default=tuple(WORK_UNIT_COLUMNS))
 
     def __len__(self) -> int:
-        return len(self.queries)
+        return len(self.units)
+
+    @cached_property
+    def columns(self) -> dict[str, list[Any]]:
+        """The unit rows as columns (``names`` -> one value per unit, in unit order)."""
+        rows = list(map(operator.attrgetter(*self.names), self.units))
+        return {name: list(col) for name, col in zip(self.names, zip(*rows))} if rows else {n: [] for n in self.names}
+
+    @cached_property
+    def queries(self) -> list[Query]:
+        """The queries sent to the judge, in unit order."""
+        return [u.query() for u in self.units]
 
     def select(self, keep: list[bool]) -> "UnitBatch":
-        """The batch restricted to the rows where ``keep`` is true."""
-        cols = {k: [v for v, m in zip(vals, keep) if m] for k, vals in self.columns.items()}
-        return UnitBatch(self.judge, cols, [q for q, m in zip(self.queries, keep) if m])
+        """The batch restricted to the units where ``keep`` is true."""
+        return UnitBatch(self.judge, [u for u, m in zip(self.units, keep) if m], self.names)
 
 
-class PromptCache:
-    """Builds prompts once per distinct query and remembers them, within bounds.
+class _UnitMaker:
+    """Makes one judge's work units, instance by instance and order by order (the state of
+    :func:`iter_unit_batches`: the scheme's orders, kept while the list size is the same)."""
 
-    Two LRU caches shared by a job's judges: prompt texts, bounded by ``max_chars``
-    characters in all (list-wise prompts with 8 answers run to tens of kB, so a count
-    bound alone would not bound memory), and ``(prompt_chars, output_chars)`` per query,
-    bounded by ``maxsize`` entries.
-    """
+    def __init__(self, bench: Benchmark, comparison: ComparisonSpec, *, judge: str, identity_hash: str,
+                 needs_prompt: bool, prompts: PromptCache, variants: Sequence[Variant],
+                 rewrites: Mapping[tuple[str, str, str], tuple[str, ...]]) -> None:
+        self.bench, self.comparison = bench, comparison
+        self.judge, self.identity_hash, self.needs_prompt = judge, identity_hash, needs_prompt
+        self.prompts, self.variants, self.rewrites = prompts, variants, rewrites
+        self.mode = comparison.mode
+        self.style = comparison.score_style if self.mode == "score" else None
+        self.per_instance = self.mode == "listwise" and seeded_per_instance(comparison.permutations)
+        self.p: int | None = None
+        self.option_mode = 0
+        self.perms: Sequence[tuple[int, ...]] = []
 
-    def __init__(
-        self, bench: Benchmark, maxsize: int = 65_536, max_chars: int = 16_000_000, score_style: str = "evidence_first"
-    ) -> None:
-        self.bench = bench
-        self.score_style = score_style
-        self.maxsize = maxsize
-        self.max_chars = max_chars
-        self._texts: OrderedDict[tuple, str] = OrderedDict()
-        self._chars = 0
-        self._lens: OrderedDict[tuple, tuple[int, int]] = OrderedDict()
-        self._last: tuple[tuple, str] | None = None  # the last control prompt built
+    def orders(self, row: dict[str, Any]) -> Sequence[tuple[int, ...]]:
+        """The orders (index tuples into the candidates) of an instance's scheme."""
+        p = len(row["candidates"])
+        if p != self.p or self.per_instance:
+            c = self.comparison
+            seed = instance_seed(c.permutation_seed, row["instance_id"]) if self.per_instance else c.permutation_seed
+            self.p = p
+            self.perms = permutations_for(self.mode, c.permutations, p, seed)
+            self.option_mode = option_mode_for(self.bench, c, p)
+        return self.perms
 
-    def _build(self, key: tuple, keep_text: bool = True, edit: PromptEdit | None = None) -> str:
-        question_id, shown, option_mode, mode = key[:4]
-        if edit is not None and not edit.answers:
-            # an instruction/name edit of the control prompt, which was just built (units
-            # come control first, then the variants of the same order): edit that text
-            base_key = key[:4]
-            if self._last is not None and self._last[0] == base_key:
-                base = self._last[1]
+    def units_per_instance(self) -> int:
+        """Units of the last instance whose orders were asked for (every variant counted)."""
+        return len(self.perms) * self.comparison.repetitions * len(self.variants)
+
+    def of_order(self, row: dict[str, Any], k: int, perm: tuple[int, ...]) -> list[WorkUnit]:
+        """The units of the ``k``-th order of an instance: the control and each variant
+        (none for a better/worse variant where the better candidate is unknown), each
+        asked ``repetitions`` times."""
+        bench, qid_ = self.bench, row["question_id"]
+        cands = tuple(row["candidates"])
+        shown = tuple(cands[i] for i in perm)
+        better, worst = row.get("better"), row.get("worst")
+        version = bench.prompt_key(qid_)
+        system = bench.system_prompt(qid_, shown, self.option_mode) if self.needs_prompt else None
+        base_qid = query_id(bench.name, qid_, shown, self.mode, self.option_mode, style=self.style, version=version)
+        out: list[WorkUnit] = []
+        for v in self.variants:
+            target = tslot = edit = None
+            qid = base_qid
+            if not v.is_control:
+                if v.rule in QUALITY_RULES and better is None:
+                    continue  # the quality source does not know this instance
+                target = target_model(v.rule, cands, shown, better, worst)
+                tslot = LETTERS[shown.index(target)] if target is not None else None
+                edit = variant_edit(bench, v, qid_, shown, target, self.rewrites)
+                qid = query_id(bench.name, qid_, shown, self.mode, self.option_mode, v.key, style=self.style,
+                               version=version)
+            label = None if edit is None else v.label
+            if self.needs_prompt:
+                prompt, out_chars = self.prompts.get(qid_, shown, self.option_mode, self.mode, label, edit)
+                prompt_chars = len(prompt)
             else:
-                base = self._texts.get(base_key) or self._build(base_key, keep_text=False)
-            prompt = self.bench.apply_edit(base, edit)
-        else:
-            if mode == "score":
-                prompt = self.bench.apply_edit(self.bench.build_score_prompt(question_id, shown, self.score_style), edit)
-            else:
-                prompt = self.bench.build_prompt(question_id, shown, option_mode, mode=mode, edit=edit)
-            if edit is None:
-                self._last = (key, prompt)
-        if keep_text and len(prompt) <= self.max_chars:
-            self._texts[key] = prompt
-            self._chars += len(prompt)
-            while self._chars > self.max_chars:
-                _, old = self._texts.popitem(last=False)
-                self._chars -= len(old)
-        if edit is None or edit.answers:
-            out_chars = self.bench.output_chars(question_id, shown, edit.answers if edit else None)
-        else:  # the answers are the control's
-            got = self._lens.get(key[:4])
-            out_chars = got[1] if got is not None else self.bench.output_chars(question_id, shown)
-        self._lens[key] = (len(prompt), out_chars)
-        if len(self._lens) > self.maxsize:
-            self._lens.popitem(last=False)
-        return prompt
-
-    def get(
-        self, question_id: str, shown: tuple[str, ...], option_mode: int, mode: str,
-        variant: str | None = None, edit: PromptEdit | None = None,
-    ) -> tuple[str, int]:
-        """``(prompt, output_chars)`` for a query (``variant``: the perturbation's label,
-        with its ``edit``; ``None`` for the control)."""
-        key = (question_id, shown, option_mode, mode) if variant is None else (question_id, shown, option_mode, mode, variant)
-        prompt = self._texts.get(key)
-        if prompt is None:
-            prompt = self._build(key, edit=edit)
-        else:
-            self._texts.move_to_end(key)
-        return prompt, self.lengths(question_id, shown, option_mode, mode, variant, edit)[1]
-
-    def lengths(
-        self, question_id: str, shown: tuple[str, ...], option_mode: int, mode: str,
-        variant: str | None = None, edit: PromptEdit | None = None,
-    ) -> tuple[int, int]:
-        """``(prompt_chars, output_chars)`` for a query (builds the prompt on a miss)."""
-        key = (question_id, shown, option_mode, mode) if variant is None else (question_id, shown, option_mode, mode, variant)
-        got = self._lens.get(key)
-        if got is None:
-            self._build(key, keep_text=False, edit=edit)  # a judge that needs the text builds it again
-            got = self._lens[key]
-        else:
-            self._lens.move_to_end(key)
-        return got
+                prompt = None
+                prompt_chars, out_chars = self.prompts.lengths(qid_, shown, self.option_mode, self.mode, label, edit)
+            for r in range(1, self.comparison.repetitions + 1):
+                out.append(WorkUnit(
+                    unit_id(self.identity_hash, qid, r), qid, self.judge, bench.name, qid_, row["task"],
+                    row["instance_id"], row["candidate"], row["reference"], cands, shown, k, r, self.mode,
+                    self.option_mode, row["input_chars"], out_chars, prompt_chars, v.label, v.kind, v.param,
+                    target, v.rule, tslot, better, row.get("gold"), prompt, system,
+                    None if v.is_control else base_qid,
+                ))
+        return out
 
 
 def iter_unit_batches(
@@ -230,133 +296,51 @@ def iter_unit_batches(
     the module docstring). ``inst`` is the output of :func:`instances`. Memory: one batch,
     whatever the number of instances or orders.
     """
-    mode = comparison.mode
-    reps = comparison.repetitions
-    prompts = prompts or PromptCache(bench, score_style=comparison.score_style)
-    style = comparison.score_style if mode == "score" else None
-    rewrites = rewrites or {}
-    has_better = "better" in inst.columns
-    has_gold = "gold" in inst.columns
-    per_instance = mode == "listwise" and seeded_per_instance(comparison.permutations)
-    cols: dict[str, list[Any]] = {k: [] for k in WORK_UNIT_COLUMNS}
-    queries: list[Query] = []
-    p = None
-    option_mode = 0
-    perms: Sequence[tuple[int, ...]] = []
+    maker = _UnitMaker(bench, comparison, judge=judge, identity_hash=identity_hash, needs_prompt=needs_prompt,
+                       prompts=prompts or PromptCache(bench, score_style=comparison.score_style),
+                       variants=variants, rewrites=rewrites or {})
+    units: list[WorkUnit] = []
     for row in inst.iter_rows(named=True):
-        cands = tuple(row["candidates"])
-        if p != len(cands) or per_instance:
-            p = len(cands)
-            seed = instance_seed(comparison.permutation_seed, row["instance_id"]) if per_instance else comparison.permutation_seed
-            perms = permutations_for(mode, comparison.permutations, p, seed)
-            option_mode = option_mode_for(bench, comparison, p)
-        qid_ = row["question_id"]
-        split = len(perms) * reps * len(variants) > batch_size
-        if split and queries:  # a large instance starts in a batch of its own
-            yield UnitBatch(judge, cols, queries)
-            cols = {k: [] for k in WORK_UNIT_COLUMNS}
-            queries = []
-        better = row["better"] if has_better else None
-        worst = row["worst"] if has_better else None
-        gold = row["gold"] if has_gold else None
-        version = bench.prompt_key(qid_)
+        perms = maker.orders(row)
+        split = maker.units_per_instance() > batch_size
+        if split and units:  # a large instance starts in a batch of its own
+            yield UnitBatch(judge, units)
+            units = []
         for k, perm in enumerate(perms):
-            shown = tuple(cands[i] for i in perm)
-            base_qid = query_id(bench.name, qid_, shown, mode, option_mode, style=style, version=version)
-            for v in variants:
-                if v.is_control:
-                    target = tslot = edit = None
-                    qid = base_qid
-                else:
-                    if v.rule in QUALITY_RULES and better is None:
-                        continue  # the quality source does not know this instance
-                    target = target_model(v.rule, cands, shown, better, worst)
-                    tslot = LETTERS[shown.index(target)] if target is not None else None
-                    edit = variant_edit(bench, v, qid_, shown, target, rewrites)
-                    qid = query_id(bench.name, qid_, shown, mode, option_mode, v.key, style=style, version=version)
-                if needs_prompt:
-                    prompt, out_chars = prompts.get(qid_, shown, option_mode, mode, None if edit is None else v.label, edit)
-                    prompt_chars = len(prompt)
-                else:
-                    prompt = None
-                    prompt_chars, out_chars = prompts.lengths(qid_, shown, option_mode, mode, None if edit is None else v.label, edit)
-                for r in range(1, reps + 1):
-                    uid = unit_id(identity_hash, qid, r)
-                    cols["unit_id"].append(uid)
-                    cols["query_id"].append(qid)
-                    cols["judge"].append(judge)
-                    cols["benchmark"].append(bench.name)
-                    cols["question_id"].append(qid_)
-                    cols["task"].append(row["task"])
-                    cols["instance_id"].append(row["instance_id"])
-                    cols["candidate"].append(row["candidate"])
-                    cols["reference"].append(row["reference"])
-                    cols["candidates"].append(list(cands))
-                    cols["shown"].append(list(shown))
-                    cols["permutation"].append(k)
-                    cols["repetition"].append(r)
-                    cols["mode"].append(mode)
-                    cols["option_mode"].append(option_mode)
-                    cols["input_chars"].append(row["input_chars"])
-                    cols["output_chars"].append(out_chars)
-                    cols["prompt_chars"].append(prompt_chars)
-                    cols["perturbation"].append(v.label)
-                    cols["perturbation_kind"].append(v.kind)
-                    cols["perturbation_param"].append(v.param)
-                    cols["target"].append(target)
-                    cols["target_rule"].append(v.rule)
-                    cols["target_slot"].append(tslot)
-                    cols["better"].append(better)
-                    cols["gold"].append(gold)
-                    queries.append(
-                        Query(
-                            unit_id=uid,
-                            query_id=qid,
-                            benchmark=bench.name,
-                            question_id=qid_,
-                            shown=shown,
-                            repetition=r,
-                            option_mode=option_mode,
-                            mode=mode,
-                            prompt=prompt,
-                            system=bench.system_prompt(qid_, shown, option_mode) if needs_prompt else None,
-                            perturbation=None if v.is_control else v.kind,
-                            target_slot=tslot,
-                            control_query_id=None if v.is_control else base_qid,
-                        )
-                    )
-            if split and len(queries) >= batch_size:
-                yield UnitBatch(judge, cols, queries)
-                cols = {k: [] for k in WORK_UNIT_COLUMNS}
-                queries = []
-        if len(queries) >= batch_size:
-            yield UnitBatch(judge, cols, queries)
-            cols = {k: [] for k in WORK_UNIT_COLUMNS}
-            queries = []
-    if queries:
-        yield UnitBatch(judge, cols, queries)
+            units += maker.of_order(row, k, perm)
+            if split and len(units) >= batch_size:
+                yield UnitBatch(judge, units)
+                units = []
+        if len(units) >= batch_size:
+            yield UnitBatch(judge, units)
+            units = []
+    if units:
+        yield UnitBatch(judge, units)
 
 
 def variant_edit(
     bench: Benchmark, v: Variant, question_id: str, shown: Sequence[str], target: str | None,
     rewrites: Mapping[tuple[str, str, str], tuple[str, ...]],
 ) -> PromptEdit:
-    """The prompt edit of variant ``v`` for one order (see :mod:`voirdire.benchmarks.perturb`).
+    """The prompt edit of variant ``v`` for one order: its kind's sentence
+    (:meth:`~voirdire.benchmarks.biases.BiasKind.instruction_text`, with the slots' names
+    for the names family) or the target's rewritten answer (answer family).
 
     Raises:
+        ConfigError: an unknown kind.
         KeyError: an answer kind whose rewrite is missing from ``rewrites``.
     """
-    if v.kind in INSTRUCTION_KINDS:
-        if target is None:
-            return PromptEdit(instruction=instruction_text(v.kind, v.param, None, None))
-        t = shown.index(target)
-        other = bench.slot_label(1 - t) if len(shown) == 2 else None
-        return PromptEdit(instruction=instruction_text(v.kind, v.param, bench.slot_label(t), other))
-    if v.kind in NAME_KINDS:
-        return PromptEdit(names=tuple(shown))
-    if v.kind in ANSWER_KINDS:
+    kind = get_kind(v.kind)
+    if kind.rewrites_answers:
         return PromptEdit(answers={target: rewrites[(question_id, target, v.label)]})  # type: ignore[dict-item]
-    raise ConfigError(f"unknown perturbation kind {v.kind!r}")
+    t = shown.index(target) if target is not None else None
+    slots = Slots(
+        target=None if t is None else bench.slot_label(t),
+        other=bench.slot_label(1 - t) if t is not None and len(shown) == 2 else None,
+        labels=tuple(bench.slot_label(i) for i in range(len(shown))),
+        shown=tuple(shown),
+    )
+    return PromptEdit(instruction=kind.instruction_text(v.param, slots), names=tuple(shown) if kind.family == NAMES else None)
 
 
 def count_units(inst: pl.DataFrame, comparison: ComparisonSpec, variants: Sequence[Variant] = (CONTROL,)) -> int:

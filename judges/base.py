@@ -17,12 +17,14 @@ from __future__ import annotations
 import abc
 import importlib
 import math
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from voirdire.core import ConfigError, FailureClass
+from voirdire.core import ConfigError, FailureClass, import_object
 
 
 class Sampling(BaseModel):
@@ -50,10 +52,12 @@ class Query:
     ``system_prompt`` where it has one (:func:`system_text`). ``shown`` lists the models in slot
     order; ``option_mode`` the number of options (letters) offered; ``repetition`` is
     1-based. ``query_id`` is equal for all repetitions of the same prompt, so a backend may
-    answer them together (``n`` samples in one request). ``perturbation`` is the kind of
-    the unit's perturbation (``None`` for the control; a rewriter's query carries
-    ``"<kind>"`` or ``"<kind>:<param>"`` of the rewrite) and ``target_slot`` the position letter of the perturbation's target
-    (``None`` without one); backends that read the prompt need neither.
+    answer them together (``n`` samples in one request). ``perturbation_kind`` and
+    ``perturbation_param`` are the bias kind and parameter value of the unit's
+    perturbation (the work unit's columns of the same names; ``None`` for the control; a
+    rewriter's query carries those of the rewrite) and ``target_slot`` the position letter
+    of the perturbation's target (``None`` without one); backends that read the prompt
+    need none of them.
     ``control_query_id`` is the query id of the same prompt unperturbed (``None`` for the
     control): the simulated judge draws its noise from it, so a judge that ignores the
     perturbation answers the perturbed prompt exactly as the control.
@@ -69,7 +73,8 @@ class Query:
     mode: str = "pairwise"
     prompt: str | None = None
     system: str | None = None
-    perturbation: str | None = None
+    perturbation_kind: str | None = None
+    perturbation_param: str | None = None
     target_slot: str | None = None
     control_query_id: str | None = None
 
@@ -166,17 +171,36 @@ class JudgeContext:
 class JudgeBackend(abc.ABC):
     """A judge backend. Subclasses set ``name``, ``Settings`` and implement ``judge``.
 
+    What a backend can do is said by its class attributes and classmethods, so the engine
+    names no backend (``docs/contributing.md``):
+
     Class attributes:
-        name: registry name used in job files (``backend = "replay"``).
+        name: registry name used in job files (``backend = "replay"``); it enters the
+            judge's identity.
+        aliases: further names a job file may use for it.
         Settings: the pydantic model validating the judge's backend-specific keys.
         needs_prompt: whether queries must carry the prompt text (replay does not).
-        resources: Ray resources for each worker actor (``{"num_cpus": 1, "num_gpus": 0}``).
-        concurrency: batches one worker may have in flight at once.
+        can_judge: whether it may be a ``[[judges]]`` entry (rewriters only: False).
+        is_recording: it answers from recorded outputs of the unperturbed prompts (replay),
+            so it cannot answer a perturbation.
+        rewrite_kinds: as a rewriter, the answer kinds it can rewrite (None: every one);
+            whether it is one at all: :meth:`rewriter`.
+
+    Classmethods: :meth:`identity`, :meth:`preflight`, :meth:`check_secrets`,
+    :meth:`estimate`, :meth:`worker_options`, :meth:`workers`, :meth:`concurrency`,
+    :meth:`rewriter` (the backend that rewrites answers for a ``[[rewriters]]`` entry
+    naming this one), :meth:`expand` (one judge entry standing for several: replay's
+    ``recorded = "*"``), :meth:`quality` and :meth:`quality_identity` (a quality source
+    ``benchmark.quality = "<backend>:<argument>"``).
     """
 
     name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
     Settings: ClassVar[type[JudgeSettings]] = JudgeSettings
     needs_prompt: ClassVar[bool] = True
+    can_judge: ClassVar[bool] = True
+    is_recording: ClassVar[bool] = False
+    rewrite_kinds: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, settings: JudgeSettings, context: JudgeContext) -> None:
         self.settings = settings
@@ -241,6 +265,44 @@ class JudgeBackend(abc.ABC):
         """How many batches one worker may have in flight at once."""
         return int(getattr(settings, "concurrency", 2) or 2)
 
+    @classmethod
+    def rewriter(cls) -> "type[JudgeBackend] | None":
+        """The backend that rewrites answers when a ``[[rewriters]]`` entry names this one:
+        itself for a backend that generates free text, another for one that does not (the
+        simulated judge: the simulated rewriter), None when it cannot rewrite (replay)."""
+        return None
+
+    @classmethod
+    def expand(cls, settings: Mapping[str, Any], *, judge: str, benchmark: str, data_dir: str | os.PathLike[str],
+               spec: Any = None) -> list[tuple[str, dict[str, Any]]] | None:
+        """The judges one entry of this backend stands for (replay's ``recorded = "*"``: one
+        per recorded output found), as ``(name, settings update)`` pairs; None: the entry is
+        one judge. ``judge``: the entry's name; ``benchmark``: the release name
+        (``MTBench``); ``spec``: the job's ``[benchmark]`` table.
+
+        Raises:
+            ConfigError: the entry stands for no judge at all (naming where it looked).
+        """
+        return None
+
+    @classmethod
+    def quality(cls, arg: str, inst: Any, *, bench: Any, judges: Mapping[str, Any], data_dir: str) -> Any:
+        """As the quality source ``benchmark.quality = "<backend>:<arg>"``: ``inst`` (the
+        instances, a polars DataFrame) with columns ``better`` and ``worst`` (str, null
+        where unknown); ``judges``: the job's resolved judges by label.
+
+        Raises:
+            ConfigError: the backend is no quality source, or ``arg`` names nothing it knows.
+        """
+        raise ConfigError(f"judge backend {cls.name!r} is no quality source")
+
+    @classmethod
+    def quality_identity(cls, arg: str, judges: Mapping[str, Any]) -> str | None:
+        """What the quality source ``<backend>:<arg>`` is, for ids, when the source string
+        does not say it (a judge label standing for the judge's identity hash); None: the
+        source string itself."""
+        return None
+
     @abc.abstractmethod
     async def judge(self, queries: list[Query]) -> list[Result]:
         """Answer a batch: one :class:`Result` per query, in any order, none missing."""
@@ -270,22 +332,33 @@ def option_probabilities(logprobs: dict[str, float]) -> dict[str, float]:
 
 _REGISTRY: dict[str, type[JudgeBackend]] = {}
 
-#: Backends shipped with voirdire, imported on first use (module under voirdire.judges).
+
+class Builtin(NamedTuple):
+    """A backend shipped with voirdire: its module under ``voirdire.judges`` and the
+    optional dependency group (``pip install 'voirdire[<extra>]'``) it needs, if any."""
+
+    module: str
+    extra: str | None = None
+
+
+#: Backends shipped with voirdire, imported on first use.
 _BUILTIN = {
-    "replay": "replay",
-    "simulated": "simulated",
-    "openai": "api.openai",
-    "anthropic": "api.anthropic",
-    "openai_compatible": "api.compatible",
-    "vllm": "vllm_judge",
-    "template_rewriter": "rewriters",
-    "simulated_rewriter": "rewriters",
+    "replay": Builtin("replay"),
+    "simulated": Builtin("simulated"),
+    "openai": Builtin("api.openai", "api"),
+    "anthropic": Builtin("api.anthropic", "api"),
+    "openai_compatible": Builtin("api.compatible", "api"),
+    "vllm": Builtin("vllm_judge", "vllm"),
+    "template_rewriter": Builtin("rewriters"),
+    "template": Builtin("rewriters"),
+    "simulated_rewriter": Builtin("rewriters"),
 }
 
 
 def register(cls: type[JudgeBackend]) -> type[JudgeBackend]:
-    """Class decorator: make a backend available under ``cls.name``."""
-    _REGISTRY[cls.name] = cls
+    """Class decorator: make a backend available under ``cls.name`` and its ``aliases``."""
+    for name in (cls.name, *cls.aliases):
+        _REGISTRY[name] = cls
     return cls
 
 
@@ -298,26 +371,25 @@ def get_backend(name: str) -> type[JudgeBackend]:
     """The backend class for a registry name or a ``"module:Class"`` import path.
 
     Raises:
-        ConfigError: unknown name, or an import path that does not name a JudgeBackend.
+        ConfigError: unknown name, a built-in backend whose optional dependency is missing
+            (naming the extra to install), or an import path that does not name a
+            JudgeBackend.
     """
     if name in _REGISTRY:
         return _REGISTRY[name]
     if name in _BUILTIN:
+        builtin = _BUILTIN[name]
         try:
-            importlib.import_module(f"voirdire.judges.{_BUILTIN[name]}")
+            importlib.import_module(f"voirdire.judges.{builtin.module}")
         except ImportError as exc:
+            how = f"; install it with: pip install 'voirdire[{builtin.extra}]'" if builtin.extra else ""
             raise ConfigError(
-                f"judge backend {name!r} needs an optional dependency that is not installed ({exc}); "
-                f"install it with: pip install 'voirdire[{'vllm' if name == 'vllm' else 'api'}]'"
+                f"judge backend {name!r} needs an optional dependency that is not installed ({exc}){how}"
             ) from exc
         if name in _REGISTRY:
             return _REGISTRY[name]
     if ":" in name:
-        module, _, attr = name.partition(":")
-        try:
-            obj = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"judge backend {name!r} cannot be imported: {exc}") from exc
+        obj = import_object(name, "judge backend")
         if not (isinstance(obj, type) and issubclass(obj, JudgeBackend)):
             raise ConfigError(f"judge backend {name!r} is not a JudgeBackend subclass")
         return obj

@@ -27,10 +27,11 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import polars as pl
 from voirdire.benchmarks.llmbar import CANDIDATE, DEFAULT_SUBSETS, REFERENCE, read_verdict, verdict_rules
@@ -46,9 +47,13 @@ from voirdire.judges.base import (
 )
 
 
+#: ``recorded = "*"`` of a replay judge: one judge per recorded output found
+ALL_RECORDED = "*"
+
+
 class ReplaySettings(JudgeSettings):
     """``recorded``: the release's judge whose outputs are replayed (file stem; ``"*"`` in a job
-    file expands to one judge per recorded output, see :func:`voirdire.engine.spec.expand_recorded`);
+    file expands to one judge per recorded output, see :meth:`ReplayJudge.expand`);
     ``study``: ``position_bias`` or ``repetition``; ``data_dir``: overrides the job's."""
 
     recorded: str
@@ -155,6 +160,8 @@ class ReplayJudge(JudgeBackend):
     Settings = ReplaySettings
     needs_prompt = False
 
+    is_recording = True
+
     def __init__(self, settings: ReplaySettings, context: JudgeContext) -> None:
         super().__init__(settings, context)
         path = recorded_path(settings, context)
@@ -178,6 +185,55 @@ class ReplayJudge(JudgeBackend):
     @classmethod
     def worker_options(cls, settings):  # type: ignore[override]
         return {"num_cpus": 0}
+
+    @classmethod
+    def expand(cls, settings: Mapping[str, Any], *, judge: str, benchmark: str, data_dir: str | os.PathLike[str],
+               spec: Any = None) -> list[tuple[str, dict[str, Any]]] | None:
+        """``recorded = "*"``: one judge per recorded output in the data directory for the
+        study and benchmark, in name order, named after it (or the entry's name with ``*``
+        replaced by it: ``name = "replay-*"``). Raises ConfigError when none is found."""
+        if settings.get("recorded") != ALL_RECORDED:
+            return None
+        study = str(settings.get("study", "position_bias"))
+        root = Path(settings.get("data_dir") or data_dir)
+        found = recorded_judges(root, study, benchmark, getattr(spec, "subsets", None))
+        if not found:
+            raise ConfigError(
+                f"judge {judge!r}: recorded = \"*\" found no recorded outputs in {root / 'judgments' / study / benchmark}"
+            )
+        return [(judge.replace("*", rec) if "*" in judge else rec, {"recorded": rec}) for rec in found]
+
+    @classmethod
+    def quality(cls, arg: str, inst: pl.DataFrame, *, bench: Any, judges: Mapping[str, Any], data_dir: str) -> pl.DataFrame:
+        """``benchmark.quality = "replay:<recorded judge>"``: the better candidate is the one
+        that judge's recorded verdicts (position-bias study) choose in both orders; other
+        instances have none (pairwise only).
+
+        Raises:
+            ConfigError: a list-wise job, or no recorded outputs of that judge.
+        """
+        if inst.height and inst["candidates"].list.len().max() != 2:
+            raise ConfigError("benchmark.quality = 'replay:...' serves pairwise jobs only")
+        ctx = JudgeContext(judge=f"quality source replay:{arg}", benchmark=bench.name, data_dir=data_dir, output_dir=None)
+        rec = load_recorded(recorded_path(ReplaySettings(recorded=arg), ctx))
+        df = pl.DataFrame(
+            {"cmp_index": [k[0] for k in rec if k[1] == 1], "text": [v for k, v in rec.items() if k[1] == 1]},
+            schema={"cmp_index": pl.String, "text": pl.String},
+        ).with_columns(letter=pl.col("text").str.extract(bench.verdict_pattern, 1))
+        a = df.select(pl.col("cmp_index").alias("k_ab"), pl.col("letter").alias("l_ab"))
+        b = df.select(pl.col("cmp_index").alias("k_ba"), pl.col("letter").alias("l_ba"))
+        c0, c1 = pl.col("candidates").list.get(0), pl.col("candidates").list.get(1)
+        out = inst.with_columns(
+            k_ab=pl.col("question_id") + ";" + c0 + ";" + c1,
+            k_ba=pl.col("question_id") + ";" + c1 + ";" + c0,
+        ).join(a, on="k_ab", how="left").join(b, on="k_ba", how="left")
+        better = (
+            pl.when((pl.col("l_ab") == "A") & (pl.col("l_ba") == "B")).then(c0)
+            .when((pl.col("l_ab") == "B") & (pl.col("l_ba") == "A")).then(c1)
+            .otherwise(None)
+        )
+        worst = pl.when(better == c0).then(c1).when(better == c1).then(c0).otherwise(None)
+        return out.with_columns(better=better, worst=worst).drop("k_ab", "k_ba", "l_ab", "l_ba")
 
     async def judge(self, queries: list[Query]) -> list[Result]:
         out: list[Result] = []

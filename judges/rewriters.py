@@ -2,7 +2,7 @@
 
 A rewriter is a judge backend used as a generator: its queries carry a rewrite prompt
 (:func:`voirdire.benchmarks.perturb.rewrite_prompt`, the rewrite's content address) and
-``perturbation = "<kind>"`` or ``"<kind>:<param>"``; the output is the rewritten answer.
+``perturbation_kind`` and ``perturbation_param`` of the rewrite; the output is the rewritten answer.
 Model backends (OpenAI, Anthropic, compatible, vLLM) answer the prompt as it is. The two
 backends here need no model; they read the original answer back from the prompt:
 
@@ -13,16 +13,14 @@ backends here need no model; they read the original answer back from the prompt:
   length ratio -- **not** CALM's model rewrite (no new wording, so a judge may see through
   it); other kinds are not offered (:data:`TemplateRewriter.rewrite_kinds`; the job is
   refused before anything runs).
-- ``simulated`` (``backend = "simulated"``): every kind, deterministically (a marker line
-  naming the kind; verbosity padded to the ratio), for tests.
+- ``simulated`` (``backend = "simulated"``): every answer kind, deterministically (a marker
+  line naming the kind; verbosity padded to the ratio), for tests.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import ClassVar
-
-from voirdire.benchmarks.perturb import ANSWER_KINDS, original_of
+from voirdire.benchmarks.perturb import original_of
 from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, register
 
 from voirdire.core import stable_int
@@ -47,11 +45,6 @@ CITATIONS = {
 }
 
 _RESTATE = "[Restated for completeness] "
-
-
-def _kind_param(q: Query) -> tuple[str, str | None]:
-    kind, _, param = (q.perturbation or "").partition(":")
-    return kind, param or None
 
 
 def add_citation(answer: str, style: str) -> str:
@@ -91,8 +84,11 @@ class _OfflineRewriter(JudgeBackend):
     Settings = OfflineRewriterSettings
     needs_prompt = True
     identity_exclude = ("latency_s",)
-    #: answer kinds this rewriter can do
-    rewrite_kinds: ClassVar[tuple[str, ...]] = ()
+    can_judge = False
+
+    @classmethod
+    def rewriter(cls) -> type[JudgeBackend]:
+        return cls
 
     @classmethod
     def worker_options(cls, settings):  # type: ignore[override]
@@ -106,8 +102,8 @@ class _OfflineRewriter(JudgeBackend):
             await asyncio.sleep(self.settings.latency_s)  # type: ignore[attr-defined]
         out = []
         for q in queries:
-            kind, param = _kind_param(q)
-            if kind not in self.rewrite_kinds:
+            kind, param = q.perturbation_kind or "", q.perturbation_param
+            if self.rewrite_kinds is not None and kind not in self.rewrite_kinds:
                 out.append(Result.failed(q.unit_id, "error", f"the {self.name} rewriter cannot do {kind!r}"))
                 continue
             out.append(Result(unit_id=q.unit_id, output=self.rewrite(kind, param, original_of(q.prompt or "")), latency_s=0.0))
@@ -119,6 +115,7 @@ class TemplateRewriter(_OfflineRewriter):
     """The offline ``template`` rewriter; see the module docstring."""
 
     name = "template_rewriter"
+    aliases = ("template",)
     rewrite_kinds = ("authority", "verbosity")
 
     def rewrite(self, kind: str, param: str | None, answer: str) -> str:
@@ -132,7 +129,6 @@ class SimulatedRewriter(_OfflineRewriter):
     """The ``simulated`` rewriter for tests; see the module docstring."""
 
     name = "simulated_rewriter"
-    rewrite_kinds = ANSWER_KINDS
 
     def rewrite(self, kind: str, param: str | None, answer: str) -> str:
         if kind == "verbosity":

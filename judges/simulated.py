@@ -40,10 +40,10 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import field_validator
 from voirdire.benchmarks.base import load_score_templates
-from voirdire.benchmarks.perturb import KINDS
-from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, register
+from voirdire.benchmarks.biases import find_kind, known_kinds
+from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, get_backend, register
 
-from voirdire.core import letters, stable_int
+from voirdire.core import ConfigError, letters, stable_int
 
 
 class SimulatedSettings(JudgeSettings):
@@ -64,10 +64,8 @@ class SimulatedSettings(JudgeSettings):
 
     @field_validator("susceptibility")
     @classmethod
-    def _known_kinds(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+    def _strengths(cls, v: dict[str, float] | None) -> dict[str, float] | None:
         for kind, st in (v or {}).items():
-            if kind not in KINDS:
-                raise ValueError(f"susceptibility: unknown perturbation kind {kind!r}; known: {', '.join(KINDS)}")
             if not -1.0 <= st <= 1.0:
                 raise ValueError(f"susceptibility.{kind} = {st} is outside [-1, 1]")
         return v
@@ -82,6 +80,16 @@ def latent_quality(model: str, qualities: dict[str, float] | None, seed: int) ->
     if qualities and model in qualities:
         return float(qualities[model])
     return random.Random(_u("quality", seed, model)).gauss(0.0, 1.0)
+
+
+def best_and_worst(s: SimulatedSettings, question_id: str, candidates: Sequence[str]) -> tuple[str, str]:
+    """The candidates of highest and lowest latent quality on a question (the model's
+    quality plus the question's noise, as the judge decides by)."""
+    qn = random.Random(_u("question", s.seed, question_id))
+    noise = {m: qn.gauss(0.0, s.question_noise) for m in sorted(candidates)}
+    q = {m: latent_quality(m, s.qualities, s.seed) + noise[m] for m in candidates}
+    order = sorted(candidates, key=lambda m: -q[m])
+    return order[0], order[-1]
 
 
 def decide(
@@ -170,14 +178,17 @@ def susceptible_slot(s: SimulatedSettings, q: Query, slot: int, best: int) -> in
     id and repetition): ``st > 0`` moves the verdict to the target's slot, ``st < 0`` to
     the slot after it (pairwise: the other answer). For ``fallacy`` the target is the
     damaged answer: a judge that sees through the fallacy has ``st < 0`` (it moves away, as
-    it should), one that overlooks it ``st = 0``. ``cot`` has no target: with probability
-    ``st`` the judge picks the best answer's slot (reasoning helps). Kinds without a target
-    slot otherwise, the control and kinds not listed keep ``slot``. Returns a slot index.
+    it should), one that overlooks it ``st = 0``. A kind that never has a target
+    (``targeted = False``: ``cot``): with probability ``st`` the judge picks the best
+    answer's slot (reasoning helps). Kinds without a target slot otherwise, the control and
+    kinds not listed keep ``slot`` (as does a kind registered only in the driver, unknown
+    to the worker process). Returns a slot index.
     """
-    st = (s.susceptibility or {}).get(q.perturbation or "", 0.0)
+    st = (s.susceptibility or {}).get(q.perturbation_kind or "", 0.0)
     if not st or random.Random(_u("susceptibility", s.seed, q.query_id, q.repetition)).random() >= abs(st):
         return slot
-    if q.perturbation == "cot":
+    kind = find_kind(q.perturbation_kind)
+    if kind is not None and not kind.targeted:
         return best if st > 0 else slot
     if q.target_slot is None:
         return slot
@@ -229,6 +240,43 @@ class SimulatedJudge(JudgeBackend):
     @classmethod
     def worker_options(cls, settings):  # type: ignore[override]
         return {"num_cpus": 0}
+
+    @classmethod
+    def preflight(cls, settings, context) -> None:  # type: ignore[override]
+        """Every kind of ``susceptibility`` is a known bias kind (checked in the driver,
+        where kinds registered by the caller are known).
+
+        Raises:
+            ConfigError: naming the judge and the unknown kind.
+        """
+        for kind in settings.susceptibility or {}:
+            if find_kind(kind) is None:
+                raise ConfigError(f"judge {context.judge!r}: susceptibility: unknown perturbation kind {kind!r}; "
+                                  f"known: {', '.join(known_kinds())}")
+
+    @classmethod
+    def rewriter(cls) -> type[JudgeBackend]:
+        """``[[rewriters]]`` entries naming ``simulated`` get the simulated rewriter."""
+        return get_backend("simulated_rewriter")
+
+    @classmethod
+    def quality(cls, arg, inst, *, bench, judges, data_dir):  # type: ignore[override]
+        """``benchmark.quality = "simulated:<judge>"``: the latent quality of that simulated
+        judge of the job (its ``qualities``, ``seed`` and ``question_noise``), so tests know
+        the truth exactly. Raises ConfigError: ``arg`` is not a simulated judge of the job."""
+        import polars as pl
+
+        rj = judges.get(arg)
+        if rj is None or not issubclass(rj.backend, SimulatedJudge):
+            raise ConfigError(f"benchmark.quality = 'simulated:{arg}': {arg!r} is not a simulated judge of this job")
+        pairs = [best_and_worst(rj.settings, q, c) for q, c in zip(inst["question_id"], inst["candidates"].to_list())]
+        return inst.with_columns(pl.Series("better", [p[0] for p in pairs], pl.String),
+                                 pl.Series("worst", [p[1] for p in pairs], pl.String))
+
+    @classmethod
+    def quality_identity(cls, arg, judges):  # type: ignore[override]
+        rj = judges.get(arg)
+        return f"simulated:{rj.identity_hash}" if rj is not None else None
 
     async def judge(self, queries: list[Query]) -> list[Result]:
         s: SimulatedSettings = self.settings  # type: ignore[assignment]

@@ -97,9 +97,9 @@ def test_variants_expand_and_prompts_carry_them(tmp_path, data_dir):
         shown = u["shown"]
         base = bench.build_prompt(u["question_id"], tuple(shown), 3)
         if u["perturbation"] == "control":
-            assert u["prompt"] == base and u["query"].perturbation is None
+            assert u["prompt"] == base and u["query"].perturbation_kind is None
             continue
-        assert u["query"].perturbation == u["perturbation_kind"] and u["query"].control_query_id
+        assert u["query"].perturbation_kind == u["perturbation_kind"] and u["query"].control_query_id
         assert u["query"].target_slot == u["target_slot"]
         if u["target"] is not None:
             assert shown["AB".index(u["target_slot"])] == u["target"]  # the slot letter matches `shown`
@@ -143,7 +143,7 @@ def test_variants_expand_and_prompts_carry_them(tmp_path, data_dir):
         ({"rewriters": [{"name": "t", "backend": "replay", "recorded": "x"}]}, "cannot rewrite answers"),
         ({"perturbations": [{"kind": "cot", "rewriter": "t"}], "rewriters": [{"name": "t", "backend": "template"}]},
          "rewrites no answer"),
-        ({"perturbations": [{"kind": "cot", "strength": 2}]}, "strength: unknown key"),
+        ({"perturbations": [{"kind": "cot", "strength": 2}]}, "'strength' is not a parameter of this kind"),
         ({"perturbations": [{"kind": "cot"}, {"kind": "cot"}]}, "listed twice"),
         ({"perturbations": [{"kind": "cot"}], "judges": [{"name": "r", "backend": "replay", "recorded": "gpt-4-0613"}]},
          "cannot answer perturbations"),

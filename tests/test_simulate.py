@@ -96,7 +96,7 @@ def test_backend_perturbed_query_is_one_more_repetition_of_its_control():
     def ask(i: int, rep: int, perturbed: bool) -> str:
         qid = f"q{i}" + ("|bandwagon" if perturbed else "")
         q = Query(unit_id=f"{qid}#{rep}", query_id=qid, benchmark="B", question_id=f"x{i}", shown=("m1", "m2"),
-                  repetition=rep, option_mode=2, perturbation="bandwagon" if perturbed else None,
+                  repetition=rep, option_mode=2, perturbation_kind="bandwagon" if perturbed else None,
                   target_slot="A" if perturbed else None, control_query_id=f"q{i}" if perturbed else None)  # fmt: skip
         return simulate_choice(s, q)
 

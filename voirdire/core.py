@@ -1,21 +1,32 @@
-"""The small core every room may import: errors, failure classes, option letters, list-size
-bounds, the one content-hash helper and slugs.
+"""The small core every room may import: failure classes, option letters, list-size
+bounds, the one content-hash helper and slugs; it re-exports the errors every room raises
+(:class:`ConfigError`, :class:`DataError`, defined with the others in
+:mod:`voirdire.exceptions`).
 
-Import direction (checked in CI by ``import-linter``, see ``pyproject.toml``)::
+Import direction (checked by ``tests/test_imports.py``, which ``make test`` runs)::
 
     voirdire.core -> benchmarks -> judges -> engine -> analysis -> voirdire.api / voirdire.cli
 
 A module may import from its own room and from the rooms to its left, never to its right.
-This module imports nothing of voirdire's and no third-party package.
+This module imports only :mod:`voirdire.exceptions` (the core room too) and no
+third-party package.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import re
 from enum import Enum
 from typing import Any
+
+from voirdire.exceptions import ConfigError, DataError
+
+__all__ = [
+    "LETTERS", "MAX_LIST", "MIN_LIST", "ConfigError", "DataError", "FailureClass", "canonical_json", "content_hash",
+    "import_object", "letters", "slug", "stable_int",
+]
 
 #: Position letters: ``A`` = first slot shown, ``B`` = second, ... The tie option is the
 #: letter after the last slot (``C`` in pairwise three-option mode).
@@ -23,15 +34,6 @@ LETTERS = "ABCDEFGHIJ"
 
 #: Bounds on the list size p of list-wise comparisons (pairwise is p = 2).
 MIN_LIST, MAX_LIST = 3, 8
-
-
-class ConfigError(ValueError):
-    """A job, judge, benchmark or data setting is invalid; raised before any query is sent."""
-
-
-class DataError(RuntimeError):
-    """Benchmark data could not be obtained or failed verification (download, checksum,
-    unsafe or malformed file). The message names the file and the way out."""
 
 
 class FailureClass(str, Enum):
@@ -82,7 +84,31 @@ def stable_int(*parts: Any) -> int:
     return int(content_hash(*parts, size=8), 16)
 
 
-def slug(label: str) -> str:
-    """A filesystem-safe name for a label (judge, benchmark): runs of characters outside
-    ``[A-Za-z0-9._-]`` become ``_``."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", label) or "_"
+def slug(label: str, *, sep: str = "_", keep: str = "._-", max_len: int | None = None, default: str | None = None) -> str:
+    """A name safe for files and ids made from a label (judge, benchmark, job): runs of
+    characters outside ``[A-Za-z0-9]`` and ``keep`` become ``sep``.
+
+    With ``max_len`` the result is also stripped of ``sep`` at both ends and cut to that
+    many characters; ``default`` (else ``sep``) stands for an empty result. The defaults
+    give directory names (``"gpt-4/x y"`` -> ``"gpt-4_x_y"``); a Ray submission id uses
+    ``slug(name, sep="-", keep="_-", max_len=40, default="job")``.
+    """
+    out = re.sub(f"[^A-Za-z0-9{re.escape(keep)}]+", sep, label)
+    if max_len is not None:
+        out = out.strip(sep)[:max_len]
+    return out or (default if default is not None else sep)
+
+
+def import_object(ref: str, what: str) -> Any:
+    """The object an import path ``"package.module:attribute"`` names (a user's judge
+    backend or bias kind named in a job file).
+
+    Raises:
+        ConfigError: the module or the attribute cannot be imported (the message says
+            ``what`` was asked for: ``"judge backend"``, ``"perturbation kind"``).
+    """
+    module, _, attr = ref.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"{what} {ref!r} cannot be imported: {exc}") from exc

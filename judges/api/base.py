@@ -110,6 +110,10 @@ class APIJudge(JudgeBackend):
         return {"num_cpus": 0}
 
     @classmethod
+    def rewriter(cls) -> type[JudgeBackend]:
+        return cls  # a model answers a rewrite prompt as it is
+
+    @classmethod
     def concurrency(cls, settings) -> int:  # type: ignore[override]
         return 16
 

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from voirdire.core import FailureClass
+from voirdire.exceptions import MalformedResponse
 
 _KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}|\bAIza[A-Za-z0-9_\-]{20,}")
 
@@ -28,10 +29,6 @@ def redact(text: str | None, *secrets: str | None) -> str | None:
         if s and len(s) >= 4:
             text = text.replace(s, "[redacted]")
     return _KEY_PATTERN.sub("[redacted]", text)
-
-
-class MalformedResponse(ValueError):
-    """A 2xx response whose body does not have the protocol's shape."""
 
 
 _CONTEXT_HINTS = ("context_length_exceeded", "context length", "prompt is too long", "too many tokens",

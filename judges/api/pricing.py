@@ -127,11 +127,6 @@ def price_for(model: str, price_in: float | None = None, price_out: float | None
     return facts_for(model, provider, price_in, price_out).prices
 
 
-def context_window_for(model: str, override: int | None = None, provider: str | None = None) -> int | None:
-    """The model's context window in tokens (``override`` first), or ``None`` if unknown."""
-    return facts_for(model, provider, context_window=override).context_window
-
-
 def cost_usd(prices: tuple[float, float] | None, input_tokens: int | None, output_tokens: int | None,
              batch: bool = False) -> float | None:
     """USD for one call: ``(in * p_in + out * p_out) / 1e6``, times :data:`BATCH_DISCOUNT`

@@ -116,6 +116,10 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
         """Ray resources of one replica (:func:`voirdire.judges.vllm_judge.engine.worker_options`)."""
         return eng.worker_options(settings)
 
+    @classmethod
+    def rewriter(cls) -> type[JudgeBackend]:
+        return cls  # the model answers a rewrite prompt as it is (verdict_mode "free")
+
     # ------------------------------------------------------------------ worker side
 
     def __init__(self, settings: VllmSettings, context: JudgeContext) -> None:

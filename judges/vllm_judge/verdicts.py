@@ -20,13 +20,10 @@ from voirdire.judges.vllm_judge.engine import RequestPlan
 from voirdire.judges.vllm_judge.settings import VERDICT_TOKENS, VllmSettings, option_texts
 
 from voirdire.core import FailureClass, letters
+from voirdire.exceptions import ContextTooLong
 
 #: tokens for both constrained score lines after the first ("7" newline "Score of ...: 8")
 SCORE_TOKENS = 24
-
-
-class ContextTooLong(ValueError):
-    """A prompt plus what the mode generates exceeds the engine's context window."""
 
 
 class ConstrainedVerdicts:

@@ -1,0 +1,15 @@
+"""CALM's ``compassion_fade``: each slot's label is shown with the model's real name, and a
+sentence maps the labels to the names (the verdict letters are unchanged)."""
+
+from __future__ import annotations
+
+from voirdire.benchmarks.biases.kind import NAMES, BiasKind, Slots
+from voirdire.benchmarks.biases.registry import register_kind
+
+
+def _names(value: str | None, slots: Slots) -> str:
+    pairs = ", ".join(f"{label} is {name}" for label, name in zip(slots.labels, slots.shown))
+    return f"The assistants are real models: {pairs}."
+
+
+COMPASSION_FADE = register_kind(BiasKind(name="compassion_fade", family=NAMES, instruction=_names))
