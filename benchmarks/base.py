@@ -10,130 +10,33 @@ One module per benchmark (``mtbench.py``, ``devbench.py``) subclasses it.
 from __future__ import annotations
 
 import abc
-import functools
 import os
-import re
-import string
 from collections.abc import Sequence
 
 import polars as pl
-from voirdire.benchmarks.data import (
-    normalise_id,
-    package_templates,
-    require_file,
-    resolve_data_dir,
-)
+from voirdire.benchmarks.data import normalise_id, require_file, resolve_data_dir
 from voirdire.benchmarks.perturb import PromptEdit, insert_instruction
+from voirdire.benchmarks.requests import LISTWISE_SIZES, SLOTS_PER_MODE, check_shape
+from voirdire.benchmarks.scoring import (  # re-exported: the score-mode names' old home
+    SCORE_OPTION_MODE,
+    SCORE_STYLES,
+    load_score_templates,
+    score_patterns,
+    score_prompt,
+    score_range,
+)
+from voirdire.benchmarks.templating import (  # re-exported: the templating helpers' old home
+    compile_fields,
+    fill_fields,
+    join_options,
+    load_listwise_templates,
+)
 
 from voirdire.core import LETTERS, ConfigError
 
 #: Sample names accepted by the loaders: the full table, or the repetition-study subset.
 SAMPLES = ("full", "repetition")
 
-#: Number of models shown per comparison mode (``None``: any number >= 2).
-SLOTS_PER_MODE: dict[str, int | None] = {"pairwise": 2, "score": 2, "listwise": None}
-#: Score-mode prompt styles (``templates/score.json``): explanation first, or scores first.
-SCORE_STYLES = ("evidence_first", "scores_first")
-#: Score mode offers three outcomes (A higher, B higher, equal = tie ``C``).
-SCORE_OPTION_MODE = 3
-#: List sizes list-wise prompts support (verdict letters A..H, tie up to I).
-LISTWISE_SIZES = range(3, 9)
-
-
-def load_listwise_templates() -> dict:
-    """voirdire's list-wise prompt templates (package data ``templates/listwise.json``).
-
-    Keys: ``number_words`` ({"3": "three", ...}), ``mtbench`` (``general_head``,
-    ``math_head``, ``label``, ``verdict_item``, ``verdict_tie``, ``reference_block``,
-    ``conversation_block``, ``verdict_pattern``), ``devbench`` (``prefix``, ``label``,
-    ``options_head``, ``option_item``, ``option_tie``, ``suffix``, ``response_block``,
-    ``verdict_pattern``). Adapted from the release's pairwise templates (see NOTICE.txt).
-
-    Raises:
-        ConfigError: the package data is missing (a broken install).
-    """
-    return package_templates("listwise.json")
-
-
-@functools.lru_cache(maxsize=1)
-def load_score_templates() -> dict:
-    """voirdire's score-mode templates (package data ``templates/score.json``).
-
-    Keys: ``labels`` (benchmark name -> the two slot labels), ``score_line``
-    (``"Score of {label}: "``), ``styles`` (``evidence_first`` / ``scores_first`` ->
-    ``head``, ``tail``). Method: Wang et al. (2023), "Large Language Models are not Fair
-    Evaluators", Section 3 (scores 1-10, evidence first); the wording is ours.
-
-    Raises:
-        ConfigError: the package data is missing (a broken install).
-    """
-    return package_templates("score.json")
-
-
-def score_patterns(benchmark: str) -> tuple[str, str]:
-    """Regexes whose group 1 is the score of slot A and of slot B in a score-mode output
-    (the last such line wins where a judge repeats it: see :func:`voirdire.judges.extract`).
-
-    Raises:
-        ConfigError: a benchmark without score labels.
-    """
-    t = load_score_templates()
-    labels = t["labels"].get(benchmark)
-    if labels is None:
-        raise ConfigError(f"{benchmark}: no score-mode labels in templates/score.json")
-    out = []
-    for lab in labels:
-        line = t["score_line"].format(label=lab).strip()
-        if not re.fullmatch(r"[A-Za-z0-9 :()]+", line):
-            raise ConfigError(f"{benchmark}: score line {line!r} must be letters, digits, spaces, '(', ')' and ':'")
-        out.append(line.replace("(", r"\(").replace(")", r"\)") + r"\s*\**\s*(\d+(?:\.\d+)?)")
-    return out[0], out[1]
-
-
-def score_range(benchmark: str) -> tuple[int, int]:
-    """The lowest and highest valid score of a benchmark's score-mode outputs
-    (``templates/score.json`` ``ranges``; default 1 to 10; LLMBar's ratings 0 to 9)."""
-    lo, hi = load_score_templates().get("ranges", {}).get(benchmark, (1, 10))
-    return int(lo), int(hi)
-
-
-def compile_fields(template: str, fields: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """Parse a ``str.format`` template once into literal pieces and field indices (into
-    ``fields``; ``-1`` after the last piece), for filling by ``"".join`` (:func:`fill_fields`).
-
-    Raises:
-        ConfigError: a field not in ``fields``, or a format spec/conversion.
-    """
-    literals: list[str] = []
-    idx: list[int] = []
-    for literal, field, spec, conversion in string.Formatter().parse(template):
-        literals.append(literal)
-        if field is None:
-            idx.append(-1)
-            continue
-        if field not in fields or spec or conversion:
-            raise ConfigError(f"template has an unsupported field {{{field}}}")
-        idx.append(list(fields).index(field))
-    return tuple(literals), tuple(idx)
-
-
-def fill_fields(compiled: tuple[tuple[str, ...], tuple[int, ...]], values: Sequence[str]) -> str:
-    """Fill a template compiled by :func:`compile_fields` (equal to ``str.format``)."""
-    literals, idx = compiled
-    parts: list[str] = []
-    for lit, f in zip(literals, idx):
-        parts.append(lit)
-        if f >= 0:
-            parts.append(values[f])
-    return "".join(parts)
-
-
-def join_options(items: Sequence[str], tie: str | None) -> str:
-    """English enumeration of verdict options: ``"a, b, and t"`` with a tie option ``t``,
-    else ``"a, b, or c"``."""
-    if tie is not None:
-        return ", ".join(items) + ", and " + tie
-    return ", ".join(items[:-1]) + ", or " + items[-1]
 
 
 class Benchmark(abc.ABC):
@@ -412,15 +315,7 @@ class Benchmark(abc.ABC):
         if style not in SCORE_STYLES:
             raise ValueError(f"{self.name}: unknown score style {style!r} (known: {', '.join(SCORE_STYLES)})")
         self.check_request(question_id, shown, SCORE_OPTION_MODE, "score")
-        t = load_score_templates()
-        labels = t["labels"].get(self.name)
-        if labels is None:
-            raise ValueError(f"{self.name}: score mode is not offered")
-        fields = {"label_1": labels[0], "label_2": labels[1]}
-        st = t["styles"][style]
-        return "\n\n".join(
-            (st["head"].format(**fields), self.score_material(question_id, shown), st["tail"].format(**fields))
-        )
+        return score_prompt(self.name, self.score_material(question_id, shown), style)
 
     # ------------------------------------------------------------------ helpers (shared)
 
@@ -473,39 +368,7 @@ class Benchmark(abc.ABC):
                 or a model shown twice.
             KeyError: unknown question or model.
         """
-        if mode not in self.comparison_modes:
-            raise ValueError(
-                f"{self.name}: comparison mode {mode!r} is not offered "
-                f"(offered: {', '.join(self.comparison_modes)})"
-            )
-        if isinstance(shown, str):
-            raise ValueError(f"{self.name}: shown must be a sequence of model names, not a string")
-        if mode == "score":
-            if option_mode != SCORE_OPTION_MODE:
-                raise ValueError(f"{self.name}: score mode offers option mode {SCORE_OPTION_MODE}, not {option_mode!r}")
-        elif mode == "listwise":
-            p = len(shown)
-            if p not in LISTWISE_SIZES:
-                raise ValueError(
-                    f"{self.name}: listwise shows {LISTWISE_SIZES.start} to {LISTWISE_SIZES.stop - 1} models, got {p}"
-                )
-            if option_mode not in (p, p + 1):
-                raise ValueError(
-                    f"{self.name}: list-wise option mode {option_mode!r} is not offered for {p} candidates "
-                    f"(offered: {p}, {p + 1} with a tie)"
-                )
-        elif option_mode not in self.option_modes:
-            raise ValueError(
-                f"{self.name}: option mode {option_mode!r} is not offered "
-                f"(offered: {', '.join(map(str, self.option_modes))})"
-            )
-        slots = SLOTS_PER_MODE.get(mode)
-        if slots is not None and len(shown) != slots:
-            raise ValueError(f"{self.name}: {mode} shows {slots} models, got {len(shown)}")
-        if slots is None and len(shown) < 2:
-            raise ValueError(f"{self.name}: {mode} needs at least 2 models, got {len(shown)}")
-        if len(set(shown)) != len(shown):
-            raise ValueError(f"{self.name}: a model is shown twice in {tuple(shown)!r}")
+        check_shape(self.name, mode, shown, option_mode, self.comparison_modes, self.option_modes)
         if question_id not in self._task_by_id():
             raise KeyError(f"{self.name}: unknown question {question_id!r}")
         known = self.__dict__.get("_known_models")
@@ -514,3 +377,9 @@ class Benchmark(abc.ABC):
         for m in shown:
             if m not in known:
                 raise KeyError(f"{self.name}: unknown model {m!r} (known: {', '.join(self.models)})")
+
+
+__all__ = [
+    "LISTWISE_SIZES", "SAMPLES", "SCORE_OPTION_MODE", "SCORE_STYLES", "SLOTS_PER_MODE", "Benchmark", "compile_fields",
+    "fill_fields", "join_options", "load_listwise_templates", "load_score_templates", "score_patterns", "score_range",
+]

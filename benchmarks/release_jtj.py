@@ -156,6 +156,18 @@ class Converted:
     judges: dict[str, list[str]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
 
+    def copy_license(self, get: Callable[[str], bytes], manifest: dict[str, str], out: Path,
+                     log: Callable[[str], None], licence: str) -> None:
+        """Copy the release's ``LICENSE`` into ``out`` when the manifest lists it; a mirror
+        without it is logged with ``licence`` (the terms it would have shown) instead."""
+        if LICENSE_FILE not in manifest:
+            return
+        try:
+            (out / LICENSE_FILE).write_bytes(get(LICENSE_FILE))
+            self.files[LICENSE_FILE] = manifest[LICENSE_FILE]
+        except NotOnMirror:
+            log(f"the mirror has no LICENSE ({licence})")
+
 
 def convert(
     get: Callable[[str], bytes], manifest: dict[str, str], out: Path, *, prefer: Form = "pkl",
@@ -179,12 +191,7 @@ def convert(
         except NotOnMirror as exc:
             raise DataError(f"the question/answer table {src} is not on the mirror ({exc})") from None
         done.files[src] = manifest[src]
-    if LICENSE_FILE in manifest:
-        try:
-            (out / LICENSE_FILE).write_bytes(get(LICENSE_FILE))
-            done.files[LICENSE_FILE] = manifest[LICENSE_FILE]
-        except NotOnMirror:
-            log("the mirror has no LICENSE (the release is MIT licensed, copyright 2024 Slimshilin)")
+    done.copy_license(get, manifest, out, log, "the release is MIT licensed, copyright 2024 Slimshilin")
     groups: dict[tuple[str, str, str], list[tuple[pl.DataFrame, str]]] = {}
     lacking: dict[tuple[str, str, str], str] = {}
     for source in plan_records(manifest, prefer):

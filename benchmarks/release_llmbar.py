@@ -43,7 +43,6 @@ from voirdire.core import DataError
 _DATASET = re.compile(r"^Dataset/(?P<subset>.+)/dataset\.json$")
 _RESULT = re.compile(r"^Dataset/(?P<subset>.+)/evaluators/(?P<ev>[^/]+)/(?P<st>[^/]+)/(?P<file>result|statistics)\.json$")
 _COUNT = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*=")
-LICENSE_FILE = "LICENSE"
 STAT_KEYS = ("correct_False", "correct_True", "correct_both", "equal")
 
 PAIRS_SCHEMA = {"subset": pl.String, "item": pl.Int32, "input": pl.String, "output_1": pl.String,
@@ -161,12 +160,7 @@ def convert(
     pl.concat(pairs).write_parquet(out / "pairs.parquet")
     pl.DataFrame(rows, schema=OUTPUTS_SCHEMA, orient="row").write_parquet(out / "outputs.parquet")
     pl.DataFrame(stats, schema=STATS_SCHEMA, orient="row").write_parquet(out / "statistics.parquet")
-    if LICENSE_FILE in manifest:
-        try:
-            (out / LICENSE_FILE).write_bytes(get(LICENSE_FILE))
-            done.files[LICENSE_FILE] = manifest[LICENSE_FILE]
-        except NotOnMirror:
-            log("the mirror has no LICENSE (LLMBar is MIT licensed, copyright 2023 Princeton Natural Language Processing)")
+    done.copy_license(get, manifest, out, log, "LLMBar is MIT licensed, copyright 2023 Princeton Natural Language Processing")
     return done
 
 

@@ -10,12 +10,15 @@ staged. The entrypoint first finds the benchmark data on the head node and then 
 judge actors spread over the nodes. The driver's log (progress lines included) is streamed
 back until the job ends. ``voirdire status`` and ``voirdire stop`` manage submitted jobs.
 
-Benchmark data: unless the job names its ``data_dir`` or ``--env VOIRDIRE_DATA=...`` is
-given, the client resolves the data directory here (the usual lookup) and hands its
-absolute path to the job, which uses it when the head node can read it (a shared
-filesystem); otherwise the job fetches the public release on the cluster
-(``voirdire data fetch --if-missing``). When both fail the job's log says which path was
-tried and why the fetch failed.
+Benchmark data: unless the job names its ``data_dir`` or ``--env VOIRDIRE_DATA=...``
+(LLMBar: ``VOIRDIRE_LLMBAR_DATA``) is given, the client resolves the data directory of the
+release the benchmark reads here (the usual lookup) and hands its absolute path to the job,
+which uses it when the head node can read it (a shared filesystem); otherwise the job
+fetches that release on the cluster (``voirdire data fetch [llmbar] --if-missing``). When
+both fail the job's log says which path was tried and why the fetch failed. A user's own
+pairs, their template file and a ``labels:`` quality file, named by relative paths, are
+copied into the working directory so that the same paths resolve on the head node
+(:mod:`voirdire.engine.shipping`); absolute paths must be readable there.
 
 Results land where the job's ``output_dir`` says, *as seen from the head node*: give an
 absolute path on a filesystem shared by the head node and you (NFS, EFS, Filestore, a
@@ -147,33 +150,76 @@ def stage(job_path: Path, dest: Path | None = None) -> tuple[Path, Path, str]:
 
 def data_location(job: Any, env: dict[str, str] | None = None) -> str | None:
     """The data directory the client hands to the job: the absolute path found here by the
-    usual lookup (:func:`~voirdire.benchmarks.data.resolve_data_dir`), or None when the job
-    names its own ``data_dir``, ``env`` sets ``VOIRDIRE_DATA`` for the job, or nothing is
-    found here (the job then fetches the release on the cluster)."""
-    from voirdire.benchmarks.data import DATA_ENV, resolve_data_dir
+    usual lookup of the release the benchmark reads (:func:`~voirdire.engine.shipping.release_for`:
+    :func:`~voirdire.benchmarks.data.resolve_data_dir` for the first release,
+    :func:`~voirdire.benchmarks.release.locate` for LLMBar), or None when the job names its
+    own ``data_dir``, ``env`` sets the release's variable (``VOIRDIRE_DATA``,
+    ``VOIRDIRE_LLMBAR_DATA``) for the job, the benchmark reads no release (a user's own
+    pairs), or nothing is found here (the job then fetches the release on the cluster)."""
+    from voirdire.benchmarks.data import resolve_data_dir
+    from voirdire.benchmarks.release import JTJ, locate
+    from voirdire.engine.shipping import release_for
 
-    if job.benchmark.data_dir or (env and env.get(DATA_ENV)):
+    rel = release_for(job)
+    if rel is None or job.benchmark.data_dir or (env and env.get(rel.data_env)):
         return None
     try:
-        return str(resolve_data_dir())
+        return str(resolve_data_dir() if rel is JTJ else locate(rel))
     except ConfigError:
         return None
 
 
-def entrypoint(job_rel: str, output_dir: str | None, data_dir: str | None, needs_data: bool = True) -> str:
-    """The shell command run on the head node: find the benchmark data (the client's
+def entrypoint(job_rel: str, output_dir: str | None, data_dir: str | None, needs_data: bool = True,
+               release: str = "judging-the-judges", workdir: str = ".") -> str:
+    """The shell command run on the head node: find the data of ``release`` (the client's
     ``data_dir`` when readable there, the cluster's own lookup, else a fetch of the release)
-    and export it as ``VOIRDIRE_DATA``, then ``python -m voirdire run``. Exit code 3 when
-    no data can be had (the log says why)."""
+    and export it as the release's variable (``VOIRDIRE_DATA``, ``VOIRDIRE_LLMBAR_DATA``),
+    then ``python -m voirdire run``; first ``cd workdir`` when the job's inputs are staged
+    below it (:func:`~voirdire.engine.shipping.stage_inputs`; ``job_rel`` is then relative to
+    it). Exit code 3 when no data can be had (the log says why).
+
+    Raises:
+        ConfigError: an unknown release name.
+    """
+    from voirdire.benchmarks.release import JTJ, get_release
+
+    rel = get_release(release)
     run = f"python -m voirdire run {_quote(job_rel)} --no-progress"
     if output_dir:
         run += f" --output-dir {_quote(output_dir)}"
+    cd = "" if workdir in ("", ".") else f"cd {_quote(workdir)} || exit 2; "
     if not needs_data:
-        return run
-    find = "python -m voirdire data fetch --if-missing --no-progress"
+        return cd + run
+    find = "python -m voirdire data fetch" + ("" if rel is JTJ else f" {rel.name}") + " --if-missing --no-progress"
     if data_dir:
         find += f" --try {_quote(data_dir)}"
-    return f'VOIRDIRE_DATA="$({find})" || exit 3; export VOIRDIRE_DATA; {run}'
+    var = rel.data_env
+    return f'{cd}{var}="$({find})" || exit 3; export {var}; {run}'
+
+
+def prepare(job: Any, job_path: Path, root: Path, output_dir: str | None = None,
+            env: dict[str, str] | None = None) -> tuple[Path, Path, str]:
+    """Stage a validated job under ``root`` (:func:`stage`, then the data files it names by
+    relative paths: :func:`~voirdire.engine.shipping.stage_inputs`) and write its entrypoint
+    (the data step of the release its benchmark reads, none for a user's own pairs).
+
+    Returns:
+        ``(package directory, working directory, entrypoint)``.
+
+    Raises:
+        ConfigError: a data file the job names is missing here.
+    """
+    from voirdire.engine.shipping import job_inputs, release_for, stage_inputs
+
+    pkg, work, rel = stage(job_path, root)
+    seat = stage_inputs(job_inputs(job), work)
+    release = release_for(job)
+    entry = entrypoint(
+        os.path.relpath(rel, seat), output_dir, data_location(job, env),
+        needs_data=release is not None and not job.benchmark.data_dir,
+        release=release.name if release else "judging-the-judges", workdir=seat,
+    )
+    return pkg, work, entry
 
 
 @dataclass
@@ -211,7 +257,7 @@ def submit(
         warn: called with warnings (a relative output directory).
 
     Raises:
-        ConfigError: invalid job file (nothing is sent).
+        ConfigError: invalid job file, or a data file it names missing (nothing is sent).
         ConnectionError: no Jobs API at the address.
     """
     path = Path(job_path)
@@ -222,11 +268,10 @@ def submit(
             f"output_dir {out!r} is relative: it resolves inside the job's temporary working directory on the "
             "head node. Give an absolute path on a shared filesystem (or --output-dir) to keep the results."
         )
-    c = client(address)
     root = Path(tempfile.mkdtemp(prefix="voirdire-submit-"))
     try:
-        pkg, work, rel = stage(path, root)
-        entry = entrypoint(rel, output_dir, data_location(job, env), needs_data=not job.benchmark.data_dir)
+        pkg, work, entry = prepare(job, path, root, output_dir, env)  # a missing input fails here, before connecting
+        c = client(address)
         runtime_env: dict[str, Any] = {"working_dir": str(work), "py_modules": [str(pkg)], "env_vars": dict(env or {})}
         if pip:
             runtime_env["pip"] = list(pip)
@@ -318,4 +363,4 @@ def _quote(s: str) -> str:
     return shlex.quote(s)
 
 
-__all__ = ["Submission", "data_location", "entrypoint", "follow", "logs", "resolve_address", "stage", "stage_package", "status", "stop", "submit", "validate_for_submission", "wait"]
+__all__ = ["Submission", "data_location", "entrypoint", "follow", "logs", "prepare", "resolve_address", "stage", "stage_package", "status", "stop", "submit", "validate_for_submission", "wait"]

@@ -347,7 +347,7 @@ _BUILTIN = {
     "simulated": Builtin("simulated"),
     "openai": Builtin("api.openai", "api"),
     "anthropic": Builtin("api.anthropic", "api"),
-    "openai_compatible": Builtin("api.openai", "api"),
+    "openai_compatible": Builtin("api.compatible", "api"),
     "vllm": Builtin("vllm_judge", "vllm"),
     "template_rewriter": Builtin("rewriters"),
     "template": Builtin("rewriters"),

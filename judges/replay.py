@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
+from voirdire.benchmarks.base import score_patterns, score_range
 from voirdire.benchmarks.llmbar import CANDIDATE, DEFAULT_SUBSETS, REFERENCE, read_verdict, verdict_rules
 from voirdire.judges.base import (
     ConfigError,
@@ -45,6 +46,7 @@ from voirdire.judges.base import (
     Result,
     register,
 )
+from voirdire.judges.extract import extract_scores, extract_verdicts
 
 
 #: ``recorded = "*"`` of a replay judge: one judge per recorded output found
@@ -152,6 +154,39 @@ def load_recorded(path: Path) -> dict[tuple[str, int], str | None]:
     return out
 
 
+def recorded_letters(recorded: str, bench: Any, data_dir: str) -> pl.DataFrame:
+    """The verdict letter of every recorded pairwise output (position-bias study, first
+    repetition) of a release judge, read as its judgments are read
+    (:func:`~voirdire.judges.extract.extract_verdicts` with the benchmark's pattern and
+    labels; LLMBar: the release's own rules, a rating strategy's scores by
+    :func:`~voirdire.judges.extract.extract_scores`).
+
+    Returns:
+        Columns ``cmp_index`` (str, ``"<question id>;<first>;<second>"``) and ``letter``
+        (str, null where no verdict was read).
+
+    Raises:
+        ConfigError: no recorded outputs of that judge.
+    """
+    ctx = JudgeContext(judge=f"quality source replay:{recorded}", benchmark=bench.name, data_dir=data_dir, output_dir=None)
+    path = recorded_path(ReplaySettings(recorded=recorded), ctx)
+    schema = {"cmp_index": pl.String, "output": pl.String, "choice": pl.String}
+    if bench.name == LLMBAR:
+        got = load_llmbar(path, recorded)
+        rows = [(";".join((q, *shown)), r.output, r.choice) for (q, shown), r in got.items()]
+    else:
+        rows = [(k, text, None) for (k, rep), text in load_recorded(path).items() if rep == 1]
+    raw = pl.DataFrame(rows, schema=schema, orient="row").with_columns(
+        benchmark=pl.lit(bench.name), mode=pl.lit("score" if is_rating(recorded) else "pairwise"),
+        shown=pl.col("cmp_index").str.split(";").list.slice(-2, 2), option_mode=pl.lit(2),
+    )
+    if is_rating(recorded):
+        raw = extract_scores(raw, {bench.name: [*score_patterns(bench.name), *score_range(bench.name)]})
+    labels = {bench.name: bench.verdict_labels} if bench.verdict_labels else None
+    judged = extract_verdicts(raw, {bench.name: bench.verdict_pattern_for("pairwise")}, labels)
+    return judged.select("cmp_index", letter="extracted")
+
+
 @register
 class ReplayJudge(JudgeBackend):
     """Replays recorded outputs; see the module docstring. Needs no prompt text."""
@@ -214,12 +249,7 @@ class ReplayJudge(JudgeBackend):
         """
         if inst.height and inst["candidates"].list.len().max() != 2:
             raise ConfigError("benchmark.quality = 'replay:...' serves pairwise jobs only")
-        ctx = JudgeContext(judge=f"quality source replay:{arg}", benchmark=bench.name, data_dir=data_dir, output_dir=None)
-        rec = load_recorded(recorded_path(ReplaySettings(recorded=arg), ctx))
-        df = pl.DataFrame(
-            {"cmp_index": [k[0] for k in rec if k[1] == 1], "text": [v for k, v in rec.items() if k[1] == 1]},
-            schema={"cmp_index": pl.String, "text": pl.String},
-        ).with_columns(letter=pl.col("text").str.extract(bench.verdict_pattern, 1))
+        df = recorded_letters(arg, bench, data_dir)
         a = df.select(pl.col("cmp_index").alias("k_ab"), pl.col("letter").alias("l_ab"))
         b = df.select(pl.col("cmp_index").alias("k_ba"), pl.col("letter").alias("l_ba"))
         c0, c1 = pl.col("candidates").list.get(0), pl.col("candidates").list.get(1)

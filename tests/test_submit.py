@@ -141,3 +141,58 @@ def test_run_output_dir_override(tmp_path, data_dir):
     assert r.returncode == 2 and "object-store URIs" in r.stderr
     r = subprocess.run([sys.executable, "-m", "voirdire", "run", str(job), "--dry-run", "--output-dir", str(tmp_path / "o")], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0 and "6 queries" in r.stdout, r.stderr
+
+
+def test_own_pairs_ship_with_the_job_and_resolve_on_the_head_node(tmp_path, monkeypatch):
+    """A user's pairs and template, named by relative paths (one climbing out of the working
+    directory), and a labels file are staged so that the same paths resolve from where the
+    entrypoint runs; no release is fetched for them; a missing file fails before connecting."""
+    client_dir, shared = tmp_path / "client", tmp_path / "shared"
+    (client_dir / "tpl").mkdir(parents=True)
+    shared.mkdir()
+    (shared / "pairs.jsonl").write_bytes((ROOT / "examples" / "own_pairs.jsonl").read_bytes())
+    (client_dir / "tpl" / "p.jinja").write_bytes((ROOT / "examples" / "own_pairs_prompt.jinja").read_bytes())
+    (client_dir / "labels.csv").write_text("instance_id,better\n")
+    spec = (ROOT / "examples" / "own_pairs.toml").read_text()
+    spec = spec.replace('"examples/own_pairs.jsonl"', '"../shared/pairs.jsonl"').replace(
+        '"examples/own_pairs_prompt.jinja"', '"tpl/p.jinja"').replace('output_dir = "runs/own-pairs"', f'output_dir = "{tmp_path / "o"}"')
+    spec = spec.replace('label = "OwnPairs"', 'label = "OwnPairs"').replace('[benchmark]\nname = "pairs"', '[benchmark]\nname = "pairs"\nquality = "labels:labels.csv"')
+    job_file = client_dir / "job.toml"
+    job_file.write_text(spec)
+    monkeypatch.chdir(client_dir)
+    job = sub.validate_for_submission(job_file)
+    pkg, work, entry = sub.prepare(job, job_file, tmp_path / "stage")
+    assert entry == "cd _ || exit 2; python -m voirdire run ../job/job.toml --no-progress"  # no data step
+    assert (work / "shared" / "pairs.jsonl").is_file() and (work / "_" / "tpl" / "p.jinja").is_file()
+    assert (work / "_" / "labels.csv").is_file()
+    # the entrypoint's directory and paths, as on the head node: the job plans from the copies alone
+    check = "python -c \"from voirdire.engine.job import plan_job; from voirdire.engine.spec import load_job; " \
+            "print(plan_job(load_job('../job/job.toml')).instances.height)\""
+    cmd = entry.replace("python -m voirdire run ../job/job.toml --no-progress", check).replace("python ", f"{sys.executable} ")
+    env = {**os.environ, "PYTHONPATH": str(pkg.parent)}
+    r = subprocess.run(["/bin/sh", "-c", cmd], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.split()[-1] == "12", r.stderr[-2000:]
+    (shared / "pairs.jsonl").unlink()
+    with pytest.raises(ConfigError, match="the job reads '../shared/pairs.jsonl', which does not exist here"):
+        sub.submit(job_file, "http://127.0.0.1:9")  # nothing listens there: the check comes first
+
+
+def test_llmbar_job_gets_llmbar_data(tmp_path, monkeypatch):
+    """An LLMBar job is handed LLMBar's data directory (not the first release's) and its
+    entrypoint finds or fetches LLMBar, exported as VOIRDIRE_LLMBAR_DATA."""
+    from voirdire.benchmarks.release import MARKER
+
+    data = tmp_path / "llmbar"
+    data.mkdir()
+    (data / MARKER).write_text('{"release": "llmbar"}')
+    monkeypatch.setenv("VOIRDIRE_LLMBAR_DATA", str(data))
+    job = parse_job(_job(benchmark={"name": "llmbar"}))
+    assert sub.data_location(job) == str(data.resolve())
+    assert sub.data_location(job, {"VOIRDIRE_LLMBAR_DATA": "/cluster/llmbar"}) is None
+    entry = sub.entrypoint("j.toml", None, str(data), release="llmbar")
+    assert "python -m voirdire data fetch llmbar --if-missing --no-progress --try" in entry
+    monkeypatch.delenv("VOIRDIRE_LLMBAR_DATA")
+    ok = entry.replace("python -m voirdire run j.toml --no-progress", 'echo "$VOIRDIRE_LLMBAR_DATA"')
+    r = subprocess.run(["/bin/sh", "-c", ok.replace("python ", f"{sys.executable} ")], cwd=tmp_path,
+                       env={**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")}, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == str(data.resolve()), r.stderr

@@ -32,8 +32,8 @@ from voirdire.core import ConfigError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False, help="Examine LLM judges for position bias, on Ray.")
 # a terminal sets its own width; piped output (CI logs) gets room for the whole table
-console = Console(width=None if sys.stdout.isatty() else 110)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 110)
+console = Console(width=None if sys.stdout.isatty() else 140)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 
 
 def _fail(msg: str, code: int = 2) -> None:

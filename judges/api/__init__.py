@@ -6,7 +6,9 @@ One module per idea:
   concurrency (at most ``concurrency`` requests in flight per worker), the cache, the
   context-window check, cost, one SDK call per query.
 - :mod:`~voirdire.judges.api.openai`, :mod:`~voirdire.judges.api.anthropic` -- one per
-  provider: only the request/response (and batch) wire format.
+  provider: only the request/response (and batch) wire format;
+  :mod:`~voirdire.judges.api.compatible` -- OpenAI-compatible servers, with vLLM-style
+  structured and log-probability verdict modes.
 - :mod:`~voirdire.judges.api.settings` -- the ``[[judges]]`` keys (:class:`APISettings`).
 - :mod:`~voirdire.judges.api.ratelimit` -- RPM/TPM limits shared across the cluster (one
   detached Ray actor per limit key), kept where requests arrive.

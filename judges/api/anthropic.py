@@ -31,7 +31,7 @@ class AnthropicJudge(APIJudge):
     default_key_env = "ANTHROPIC_API_KEY"
     filter_stops = frozenset({"refusal"})
 
-    def request_body(self, prompt: str, system: str | None = None) -> dict[str, Any]:
+    def request_body(self, prompt: str, system: str | None = None, option_mode: int = 3) -> dict[str, Any]:
         """The messages request body for a prompt (also one batch request's ``params``):
         ``system`` = the judge's ``system_prompt`` and the query's ``system``."""
         s, sp = self.settings, self.sampling
@@ -44,8 +44,8 @@ class AnthropicJudge(APIJudge):
             body["top_p"] = sp.top_p
         return body
 
-    def endpoint(self) -> Any:
-        return self.client.messages.create
+    def endpoint(self, client: Any = None) -> Any:
+        return (client or self.client).messages.create
 
     def parse(self, response: Any) -> Reply:
         d = response if isinstance(response, dict) else response.model_dump()

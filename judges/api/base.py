@@ -189,23 +189,46 @@ class APIJudge(JudgeBackend):
                                max_retries=s.max_retries, http_client=http_client)
 
     @abc.abstractmethod
-    def request_body(self, prompt: str, system: str | None = None) -> dict[str, Any]:
+    def request_body(self, prompt: str, system: str | None = None, option_mode: int = 3) -> dict[str, Any]:
         """The wire-format request body of one query (also one batch item's body);
         ``system``: the query's system turn (:attr:`Query.system`), sent after the judge's
-        own ``system_prompt`` (:func:`~voirdire.judges.base.system_text`)."""
+        own ``system_prompt`` (:func:`~voirdire.judges.base.system_text`); ``option_mode``:
+        the number of option letters the query offers."""
 
     @abc.abstractmethod
-    def endpoint(self) -> Any:
-        """The SDK's bound method that sends one request (e.g. ``client.messages.create``)."""
+    def endpoint(self, client: Any = None) -> Any:
+        """The SDK's bound method that sends one request (e.g. ``client.messages.create``)
+        of ``client`` (default: the judge's)."""
 
-    async def send(self, prompt: str, n: int = 1, system: str | None = None) -> Any:
+    async def send(self, prompt: str, n: int = 1, system: str | None = None, option_mode: int = 3,
+                   max_retries: int | None = None) -> Any:
         """Send one request (:meth:`request_body` through :meth:`endpoint`; ``n`` samples of
-        the prompt where :attr:`offers_n`); returns the SDK's response."""
-        create = self.endpoint()
-        body = self.request_body(prompt, system)
+        the prompt where :attr:`offers_n`; ``max_retries``: the SDK's retries for this
+        request, default the judge's); returns the SDK's response."""
+        client = None if max_retries is None else self.client.with_options(max_retries=max_retries)
+        create = self.endpoint(client)
+        body = self.request_body(prompt, system, option_mode)
         if n > 1:
             body["n"] = n
         return await create(**sdk_call_kwargs(create, body))
+
+    async def send_parsed(self, q0: Query, n: int, att: Any) -> list[Reply]:
+        """Send one request and parse its ``n`` replies. A 2xx whose body is not the
+        protocol's (an HTML page from a proxy, a cut body: ``malformed_response``) is
+        transient: asked again, with backoff, while the query's attempt budget lasts (at
+        most ``max_retries + 1`` HTTP attempts in all, the SDK's own retries counted by
+        ``att``); the last malformed reply's exception is raised when it is spent."""
+        budget = self.settings.max_retries + 1
+        while True:
+            left = budget - att.count - 1  # SDK retries the next request may still make
+            try:
+                response = await self.send(q0.prompt or "", n=n, system=q0.system, option_mode=q0.option_mode,
+                                           max_retries=None if att.count == 0 else left)
+                return self.parse_checked(response, n=n)
+            except Exception as exc:  # noqa: BLE001 - transient only when malformed and budget left
+                if classify_exception(exc, self.sdk) is not FailureClass.MALFORMED_RESPONSE or att.count >= budget:
+                    raise
+            await asyncio.sleep(min(4.0, 0.25 * 2 ** (att.count - 1)))
 
     @abc.abstractmethod
     def parse(self, response: Any) -> Reply:
@@ -300,8 +323,9 @@ class APIJudge(JudgeBackend):
 
     async def _ask(self, qs: list[Query]) -> list[Result]:
         """Queries of one prompt (one, or the repetitions sent as ``n`` samples): cache,
-        context check, then one SDK call (whose own retries are the only retry layer: at
-        most ``max_retries + 1`` HTTP attempts per request)."""
+        context check, then one SDK call (its own retries, plus :meth:`send_parsed`'s for
+        malformed 2xx bodies, within one budget: at most ``max_retries + 1`` HTTP attempts
+        per request)."""
         q0 = qs[0]
         if q0.prompt is None:
             return [Result.failed(q.unit_id, FailureClass.ERROR, "the query carries no prompt") for q in qs]
@@ -316,7 +340,7 @@ class APIJudge(JudgeBackend):
                 t0 = time.perf_counter()
                 with attempts(est + len(todo) * self.sampling.max_tokens) as att:
                     try:
-                        replies = self.parse_checked(await self.send(q0.prompt, n=len(todo), system=q0.system), n=len(todo))
+                        replies = await self.send_parsed(q0, len(todo), att)
                     except Exception as exc:  # noqa: BLE001 - classified and recorded
                         msg = self.redact(f"{describe_exception(exc)} (after {att.count} attempt(s))")
                         cls = classify_exception(exc, self.sdk)

@@ -34,7 +34,7 @@ class APIJudge(Protocol):
     settings: Any
     sdk: Any
 
-    def request_body(self, prompt: str, system: str | None = None) -> dict[str, Any]: ...
+    def request_body(self, prompt: str, system: str | None = None, option_mode: int = 3) -> dict[str, Any]: ...
     def parse_checked(self, response: Any, n: int = 1) -> list[Any]: ...
     def finish(self, q: Query, reply: Any, latency: float, batch: bool = False) -> Result: ...
     def from_cache(self, q: Query) -> Result | None: ...
@@ -107,7 +107,7 @@ async def run_batch(judge: "APIJudge", queries: list[Query]) -> list[Result]:
             fresh.append(q)
     if fresh:
         try:
-            bid = await judge.batch_submit([(q.unit_id, judge.request_body(q.prompt, q.system)) for q in fresh])
+            bid = await judge.batch_submit([(q.unit_id, judge.request_body(q.prompt, q.system, q.option_mode)) for q in fresh])
         except Exception as exc:  # noqa: BLE001 - recorded per unit
             msg = judge.redact(f"batch submission failed: {describe_exception(exc)}")
             for q in fresh:

@@ -1,4 +1,5 @@
-"""OpenAI chat-completions judges: ``backend = "openai"`` and ``"openai_compatible"``.
+"""OpenAI chat-completions judges: ``backend = "openai"`` (and the base of
+``"openai_compatible"``, :mod:`voirdire.judges.api.compatible`).
 
 ``openai`` talks to OpenAI (or a gateway given as ``base_url``), key from
 ``OPENAI_API_KEY`` unless ``api_key_env`` names another variable; prompt tokens are
@@ -67,7 +68,16 @@ class OpenAIJudge(APIJudge):
     #: the request field capping output tokens (OpenAI's current name; o-series need it)
     max_tokens_field = "max_completion_tokens"
 
-    def request_body(self, prompt: str, system: str | None = None) -> dict[str, Any]:
+    @property
+    def wants_logprobs(self) -> bool:
+        """Whether replies carry token log-probabilities (``logprobs = true``)."""
+        return bool(self.settings.logprobs)
+
+    def logprob_cue(self) -> str:
+        """The text the verdict letter follows in the reply (the benchmark's verdict cue)."""
+        return self.context.verdict_cue or ""
+
+    def request_body(self, prompt: str, system: str | None = None, option_mode: int = 3) -> dict[str, Any]:
         """The chat-completions request body for a prompt (also one batch line's ``body``):
         a system message (the judge's ``system_prompt`` and the query's ``system``) and the
         prompt as the user message."""
@@ -81,13 +91,13 @@ class OpenAIJudge(APIJudge):
             body["seed"] = sp.seed
         if sp.top_p is not None:
             body["top_p"] = sp.top_p
-        if s.logprobs:
+        if self.wants_logprobs:
             body["logprobs"] = True
             body["top_logprobs"] = TOP_LOGPROBS
         return body
 
-    def endpoint(self) -> Any:
-        return self.client.chat.completions.create
+    def endpoint(self, client: Any = None) -> Any:
+        return (client or self.client).chat.completions.create
 
     def parse(self, response: Any) -> Reply:
         return self.parse_samples(response)[0]
@@ -106,9 +116,9 @@ class OpenAIJudge(APIJudge):
             if text is not None and not isinstance(text, str):
                 raise TypeError(f"message content is {type(text).__name__}, not text")
             letter_lp = None
-            if self.settings.logprobs:
+            if self.wants_logprobs:
                 content = (choice.get("logprobs") or {}).get("content") or []
-                letter_lp = verdict_logprobs(content, self.context.verdict_cue or "")
+                letter_lp = verdict_logprobs(content, self.logprob_cue())
             share = None if total_out is None else total_out // len(choices) + (total_out % len(choices) if i == 0 else 0)
             out.append(Reply(text=text, input_tokens=usage.get("prompt_tokens") if i == 0 else 0, output_tokens=share,
                              stop=choice.get("finish_reason"), letter_logprobs=letter_lp))
@@ -150,22 +160,3 @@ class OpenAIJudge(APIJudge):
                     out[rec["custom_id"]] = (status_failure(resp.get("status_code")),
                                              f"batch item failed (HTTP {resp.get('status_code')}): {msg}")
         return out
-
-
-@register
-class OpenAICompatibleJudge(OpenAIJudge):
-    """A judge behind any OpenAI-compatible chat-completions server (``base_url`` required)."""
-
-    name = "openai_compatible"
-    provider = None  # any provider whose model name matches (genai-prices), else the fallback file
-    default_key_env = None
-    uses_tiktoken = False
-    max_tokens_field = "max_tokens"  # what vLLM, llama.cpp, Ollama and the gateways all accept
-    # the server decides what model answers: its address is part of the identity
-    identity_exclude = tuple(k for k in OpenAIJudge.identity_exclude if k != "base_url")
-
-    @classmethod
-    def preflight(cls, settings, context) -> None:  # type: ignore[override]
-        if not settings.base_url:
-            raise ConfigError(f"judge {context.judge!r} (openai_compatible) needs base_url, e.g. "
-                              f"\"http://localhost:8000/v1\"")

@@ -71,10 +71,19 @@ def looks_local(path: str) -> bool:
 
 
 def load_tokenizer(settings: VllmSettings) -> Any:
-    """The judge's tokenizer (``transformers.AutoTokenizer``; the model's by default)."""
+    """The judge's tokenizer (``transformers.AutoTokenizer``; the model's by default; a
+    GGUF file's own when the model is one), with ``chat_template`` if set."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(settings.tokenizer or settings.model, revision=settings.revision)
+    name = settings.tokenizer or settings.model
+    if name.lower().endswith(".gguf"):
+        path = Path(name).expanduser()
+        tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    else:
+        tok = AutoTokenizer.from_pretrained(name, revision=settings.revision)
+    if settings.chat_template:
+        tok.chat_template = settings.chat_template
+    return tok
 
 
 def worker_options(settings: VllmSettings) -> dict[str, Any]:
@@ -111,11 +120,16 @@ def reserve_placement_group(settings: VllmSettings, judge: str) -> Any:
 
 def start_engine(settings: VllmSettings, context: JudgeContext) -> tuple[Any, int, Any]:
     """Start the replica's ``AsyncLLM`` engine (prefix caching as set, the sampling seed
-    as the engine seed, a placement group for tensor parallelism on GPUs).
+    as the engine seed, a placement group for tensor parallelism on GPUs; on the CPU its
+    threads bound to ``num_cpus`` cores of its own, :mod:`~voirdire.judges.vllm_judge.cpu`).
 
     Returns:
         ``(engine, max_model_len, placement_group or None)``; ``max_model_len`` in tokens.
     """
+    if resolve_device(settings) == "cpu":  # before vLLM reads its environment
+        from voirdire.judges.vllm_judge.cpu import bind_engine_threads
+
+        bind_engine_threads(settings.num_cpus)
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.v1.engine.async_llm import AsyncLLM
 

