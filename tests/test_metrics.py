@@ -628,3 +628,32 @@ def test_release_gpt4_mtbench_repetition(data_dir):
     assert rs["n_queries"] == 192
     # Table 2: RS of GPT-4-0613 on MT-Bench 0.967 +/- 0.054
     assert rs["rs"] == pytest.approx(0.967, abs=5e-4) and rs["rs_spread"] == pytest.approx(0.054, abs=5e-4)
+
+
+def test_cell_pf_and_the_bootstrap_statistic_are_one_definition():
+    """The per-cell PF of ``cell_metrics`` (the paper's form, polars) and the per-judge
+    statistic every interval uses (numpy, over per-cell sums) agree: for every pairwise
+    cell of up to 6 pairs (all splits into primacy, recency and the rest), and for
+    fractional list-wise counts drawn at random, the statistic's one-replicate case on one
+    cell equals the cell's PF, and on several cells equals the mean of their PFs."""
+    from voirdire.analysis.position.formulas import pf_statistic, with_cell_figures
+
+    rows = [(n, a, b) for n in range(7) for a in range(n + 1) for b in range(n - a + 1)]
+    rng = np.random.default_rng(0)
+    frac = [(int(n), float(x), float(y)) for n, x, y in zip(rng.integers(1, 20, 200), rng.uniform(0, 5, 200), rng.uniform(0, 5, 200))]
+    for cells in (rows, frac):
+        counts = pl.DataFrame(
+            {"n": [c[0] for c in cells], "pcn": [float(c[1]) for c in cells], "rcn": [float(c[2]) for c in cells],
+             "consistent": [0] * len(cells), "primacy": [0] * len(cells), "recency": [0] * len(cells),
+             "balanced": [0] * len(cells), "wins": [0] * len(cells), "ties": [0] * len(cells), "p": [2] * len(cells)}
+        )
+        pf_cells = with_cell_figures(counts.lazy()).collect()["pf"].to_numpy()
+        n = counts["n"].to_numpy().astype(float)[None, :]
+        d = (counts["rcn"] - counts["pcn"]).to_numpy()[None, :]
+        for u in range(len(cells)):
+            one = pf_statistic({"n": n[:, [u]], "d": d[:, [u]]})[0]
+            if cells[u][0] == 0:
+                assert math.isnan(one) and pf_cells[u] == 0.0  # no pair: the cell reads 0, the judge skips it
+            else:
+                assert one == pytest.approx(pf_cells[u], abs=1e-12)
+        assert pf_statistic({"n": n, "d": d})[0] == pytest.approx(pf_cells[n[0] > 0].mean(), abs=1e-12)
