@@ -48,7 +48,9 @@ def _prompts(args, design: str) -> list[tuple[str, str, tuple[str, ...], str]]:
     """``(query_id, question, shown, prompt)`` of every order and perturbation of the first
     ``--questions`` MT-Bench questions, instance by instance."""
     from voirdire.benchmarks.data import resolve_data_dir
-    from voirdire.benchmarks.perturb import PromptEdit, instruction_text
+    from voirdire.benchmarks.biases import get_kind
+    from voirdire.benchmarks.biases.kind import Slots
+    from voirdire.benchmarks.perturb import PromptEdit
     from voirdire.benchmarks.registry import load_benchmark
     from voirdire.engine.permutations import cyclic_orders
     from voirdire.engine.units import query_id
@@ -60,7 +62,7 @@ def _prompts(args, design: str) -> list[tuple[str, str, tuple[str, ...], str]]:
     else:
         models = tuple(m for m in bench.models if m != bench.reference)[:LISTWISE_P]
         orders, mode, om = cyclic_orders(LISTWISE_P), "listwise", LISTWISE_P
-    edits = [(None, None), ("cot", PromptEdit(instruction=instruction_text("cot", None, None, None)))]
+    edits = [(None, None), ("cot", PromptEdit(instruction=get_kind("cot").instruction_text(None, Slots())))]
     out = []
     for q in qids:
         for kind, edit in edits:
