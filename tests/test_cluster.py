@@ -276,7 +276,7 @@ def test_job_survives_losing_a_node(cluster, tmp_path):
     from voirdire.engine.units import iter_unit_batches
 
     out = tmp_path / "survive"
-    job = parse_job(_job(out, "survive", latency_s=4.0, scheduling="SPREAD"), "survive")  # ~40 s of work
+    job = parse_job(_job(out, "survive", latency_s=8.0, scheduling="SPREAD"), "survive")  # ~80 s of work: room for a slow worker node to start its actors
     worker_node = next(n["NodeID"] for n in ray.nodes() if n["Alive"] and "worker_node" in n["Resources"])
     # warm the worker node's process pool first: on a loaded machine its first worker
     # process can take longer to start than the head's, and the head would do all the work
