@@ -31,8 +31,11 @@ REPO = Path(__file__).resolve().parents[1]
 ROOMS = ["core", "benchmarks", "judges", "engine", "analysis", "api", "cli"]
 
 #: modules of the top-level package itself, by room: ``voirdire/__init__.py`` re-exports the
-#: public API, ``python -m voirdire`` is the CLI, ``voirdire.exceptions`` is the core's
-PACKAGE_ROOT_ROOMS = {"voirdire": "api", "voirdire.__main__": "cli", "voirdire.exceptions": "core"}
+#: public API, ``python -m voirdire`` is the CLI, ``voirdire.exceptions`` and ``voirdire.registry``
+#: (the one registry every kind uses) are the core's
+PACKAGE_ROOT_ROOMS = {
+    "voirdire": "api", "voirdire.__main__": "cli", "voirdire.exceptions": "core", "voirdire.registry": "core",
+}
 
 
 def product_modules() -> dict[str, Path]:

@@ -1,0 +1,133 @@
+"""The one registry every extensible kind uses (``voirdire/registry.py``): a lazy built-in
+table, a decorator, import paths, checks and one-line errors."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from voirdire.exceptions import ConfigError
+from voirdire.registry import Registry, import_path, is_import_path
+
+
+class Thing:
+    name = "thing"
+
+
+def _check(obj: object) -> None:
+    if not (isinstance(obj, type) and issubclass(obj, Thing)):
+        raise TypeError(f"{obj!r} is not a Thing")
+
+
+@pytest.fixture
+def fake_module(monkeypatch):
+    """A module ``voirdire_test_plugin`` that registers one Thing when imported, and
+    defines another it does not register."""
+    mod = types.ModuleType("voirdire_test_plugin")
+    imported = []
+
+    def install(reg: Registry) -> None:
+        def body() -> None:
+            imported.append(1)
+
+            @reg.register
+            class Decorated(Thing):
+                name = "decorated"
+
+            class Plain(Thing):
+                name = "plain"
+
+            mod.Decorated, mod.Plain = Decorated, Plain
+
+        mod.__dict__["_body"] = body
+
+    class Loader:
+        @staticmethod
+        def create_module(spec):
+            return mod
+
+        @staticmethod
+        def exec_module(m):
+            m._body()
+
+    import importlib.abc
+    import importlib.machinery
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path, target=None):
+            if fullname == "voirdire_test_plugin":
+                return importlib.machinery.ModuleSpec(fullname, Loader())
+            return None
+
+    finder = Finder()
+    sys.meta_path.insert(0, finder)
+    yield install, imported
+    sys.meta_path.remove(finder)
+    sys.modules.pop("voirdire_test_plugin", None)
+
+
+def test_builtin_entries_are_imported_on_first_use_only(fake_module):
+    install, imported = fake_module
+    reg: Registry[type[Thing]] = Registry("thing", check=_check)
+    install(reg)
+    reg.builtin("decorated", "voirdire_test_plugin:Decorated")
+    reg.builtin("plain", "voirdire_test_plugin:Plain")
+    assert reg.names() == ("decorated", "plain") and imported == []
+    assert "plain" in reg and "other" not in reg
+    assert reg.get("plain").name == "plain"  # not registered by its module: taken from the attribute
+    assert imported == [1]
+    assert reg.get("decorated").name == "decorated"  # registered by the module's decorator
+    assert imported == [1]  # the module was imported once
+
+
+def test_decorator_aliases_replace_and_unregister():
+    reg: Registry[type[Thing]] = Registry("thing", check=_check)
+
+    @reg.register(name="one", aliases=("uno",))
+    class One(Thing):
+        pass
+
+    assert reg.get("uno") is One and reg.names() == ("one",)
+
+    class Other(Thing):
+        pass
+
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register(Other, name="one")
+    reg.register(One)  # the same object again under its own name attribute ("thing")
+    reg.register(Other, name="one", replace=True)
+    assert reg.get("one") is Other
+    reg.unregister("one")
+    with pytest.raises(ConfigError, match="unknown thing 'one'"):
+        reg.get("one")
+    with pytest.raises(TypeError):
+        reg.register(object)  # refused by check
+
+
+def test_import_paths_are_checked_and_errors_are_one_line():
+    reg: Registry[type[Thing]] = Registry("thing", check=_check)
+    assert is_import_path("tests.test_registry:Thing") and not is_import_path("os.system; x:y")
+    assert reg.get("tests.test_registry:Thing") is Thing
+    assert reg.find("thing") is Thing  # registered under its own name once imported
+    for bad, msg in [
+        ("tests.test_registry:nothing_here", "cannot be imported"),
+        ("tests.test_registry:_check", "is not a Thing"),
+        ("no such thing", "unknown thing"),
+        ("../x:y", "not an import path"),
+    ]:
+        with pytest.raises(ConfigError, match=msg) as err:
+            reg.get(bad)
+        assert "\n" not in str(err.value)
+    with pytest.raises(ConfigError, match="not an import path"):
+        import_path("a:b:c", "thing")
+
+
+def test_normalised_names_and_missing_extras():
+    reg: Registry[object] = Registry("benchmark", normalise=lambda s: s.lower().replace("-", ""))
+    reg.builtin("MT-Bench", "voirdire.core:LETTERS")
+    assert reg.get("mtbench") == reg.get("MT-Bench")
+    reg.builtin("needs-extra", "voirdire_no_such_module_xyz:X", extra="api")
+    with pytest.raises(ConfigError, match=r"pip install 'voirdire\[api\]'"):
+        reg.get("needs-extra")

@@ -1,0 +1,251 @@
+"""One registry for every kind voirdire can be extended with.
+
+Judge backends, benchmarks, bias kinds, mitigation strategies, metrics and rankings are each
+a :class:`Registry` instance owned by the room that uses them (``judges/base.py``,
+``benchmarks/registry.py``, ...). Every registry works the same way (after Inspect AI's
+``registry_add``/``registry_lookup``):
+
+- **built-in entries** are a lazy table, name -> ``"module:NAME"``
+  (:meth:`Registry.builtin`): nothing is imported until the name is asked for; then the
+  module is imported (its decorators register what it defines) and, if the name is still
+  unknown, ``module.NAME`` is taken;
+- **a decorator** (:meth:`Registry.register`) makes a class, function or record available
+  under its name: ``@BACKENDS.register`` or ``@METRICS.register(name="pc")``;
+- **an import path** ``"package.module:NAME"`` names an object in an installed module
+  (a user's own kind, from a job file or the Python API). Such a path imports code: see
+  ``docs/security.md`` for what that trusts.
+
+A registry may check what is registered (``check``: raises ``TypeError`` or ``ValueError``
+for an object of the wrong kind) and normalise names (``normalise``: e.g. case and
+punctuation ignored for benchmarks). Lookups of unknown names raise
+:class:`~voirdire.exceptions.ConfigError` naming the kind and listing the known names.
+
+Part of the core room: imports only the standard library and :mod:`voirdire.exceptions`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, overload
+
+from voirdire.exceptions import ConfigError
+
+__all__ = ["Builtin", "Registry", "import_path", "is_import_path"]
+
+T = TypeVar("T")
+
+_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def is_import_path(ref: str) -> bool:
+    """Whether ``ref`` has the form ``"package.module:NAME"`` (dotted identifiers, one
+    colon, an identifier)."""
+    return bool(_PATH.match(ref))
+
+
+def import_path(ref: str, what: str) -> Any:
+    """The object an import path ``"package.module:NAME"`` names.
+
+    Args:
+        ref: the path.
+        what: the kind asked for, for messages (``"judge backend"``, ``"metric"``).
+
+    Raises:
+        ConfigError: ``ref`` is not of that form, or its module or attribute cannot be
+            imported (the message names ``what`` and ``ref``).
+    """
+    if not is_import_path(ref):
+        raise ConfigError(f"{what} {ref!r} is not an import path of the form 'package.module:NAME'")
+    module, _, attr = ref.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"{what} {ref!r} cannot be imported: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A built-in entry: where it lives (``"module:NAME"``, imported on first use) and the
+    optional dependency group (``pip install 'voirdire[<extra>]'``) its module needs."""
+
+    target: str
+    extra: str | None = None
+
+
+class Registry(Generic[T]):
+    """Named objects of one kind: a lazy built-in table, a decorator and import paths.
+
+    Args:
+        kind: what the registry holds, for messages (``"judge backend"``).
+        check: called on every object registered or imported by path; raises ``TypeError``
+            or ``ValueError`` when it is not of this kind (turned into ``ConfigError`` for
+            import paths). ``None``: anything goes.
+        name_of: the name an object registers under when the decorator gives none
+            (default: its ``name`` attribute, else its ``__name__``).
+        normalise: maps a name as written to its key (default: unchanged).
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        check: Callable[[Any], None] | None = None,
+        name_of: Callable[[Any], str] | None = None,
+        normalise: Callable[[str], str] | None = None,
+    ) -> None:
+        self.kind = kind
+        self._check = check
+        self._name_of = name_of
+        self._normalise = normalise or (lambda s: s)
+        self._builtin: dict[str, Builtin] = {}
+        self._entries: dict[str, T] = {}
+        self._aliases: dict[str, str] = {}
+
+    # -- filling ---------------------------------------------------------------------
+    def builtin(self, name: str, target: str, *, extra: str | None = None) -> None:
+        """Declare a built-in entry ``name`` living at ``target`` (``"module:NAME"``),
+        imported the first time it is asked for; ``extra`` names the optional dependency
+        group its module needs."""
+        self._builtin[self.key(name)] = Builtin(target, extra)
+
+    @overload
+    def register(self, obj: T, /) -> T: ...
+    @overload
+    def register(
+        self, obj: None = None, /, *, name: str | None = None, aliases: tuple[str, ...] = (), replace: bool = False
+    ) -> Callable[[T], T]: ...
+    def register(
+        self,
+        obj: T | None = None,
+        /,
+        *,
+        name: str | None = None,
+        aliases: tuple[str, ...] = (),
+        replace: bool = False,
+    ) -> T | Callable[[T], T]:
+        """Register ``obj`` under ``name`` (default: its own name) and ``aliases``.
+
+        Usable as ``@reg.register``, ``@reg.register(name=..., aliases=...)`` or a plain
+        call ``reg.register(obj)``. Returns the object, so decorated classes and functions
+        stay what they were.
+
+        Raises:
+            TypeError, ValueError: ``check`` refused the object.
+            ValueError: the name is taken by another object and ``replace`` is False (the
+                same object registered again is no error; a built-in name is taken only
+                once its module has registered it).
+        """
+
+        def deco(o: T) -> T:
+            if self._check is not None:
+                self._check(o)
+            names = (name or self.name_of(o), *aliases)
+            for n in names:
+                k = self.key(n)
+                old = self._entries.get(k)
+                if old is not None and old is not o and not replace:
+                    raise ValueError(f"{self.kind} {n!r} is already registered")
+            first = self.key(names[0])
+            for n in names:
+                self._entries[self.key(n)] = o
+                if self.key(n) != first:
+                    self._aliases[self.key(n)] = first
+            return o
+
+        return deco if obj is None else deco(obj)
+
+    def unregister(self, name: str) -> None:
+        """Forget an entry registered at run time (tests, plugins reloaded); a built-in
+        entry is imported again when next asked for."""
+        k = self.key(name)
+        self._entries.pop(k, None)
+        for alias in [a for a, first in self._aliases.items() if first == k or a == k]:
+            self._entries.pop(alias, None)
+            self._aliases.pop(alias, None)
+
+    # -- lookups ---------------------------------------------------------------------
+    def name_of(self, obj: Any) -> str:
+        """The name ``obj`` registers under when none is given."""
+        if self._name_of is not None:
+            return self._name_of(obj)
+        name = getattr(obj, "name", None)
+        return name if isinstance(name, str) and name else obj.__name__
+
+    def key(self, name: str) -> str:
+        """The key of a name as written (``normalise`` applied)."""
+        return self._normalise(str(name))
+
+    def names(self) -> tuple[str, ...]:
+        """The names a user may write: built-in entries in their declared order, then the
+        registered ones (aliases left out). Nothing is imported."""
+        added = [k for k in self._entries if k not in self._builtin and k not in self._aliases]
+        return (*self._builtin, *added)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (self.key(name) in self._entries or self.key(name) in self._builtin)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def find(self, name: str) -> T | None:
+        """The entry of a registered or built-in name (importing a built-in's module), or
+        None when no such name is known; import paths are not followed.
+
+        Raises:
+            ConfigError: a built-in whose module cannot be imported (naming the extra to
+                install where one is declared).
+        """
+        k = self.key(name)
+        if k in self._entries:
+            return self._entries[k]
+        b = self._builtin.get(k)
+        if b is None:
+            return None
+        module, _, attr = b.target.partition(":")
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as exc:
+            how = f"; install it with: pip install 'voirdire[{b.extra}]'" if b.extra else ""
+            raise ConfigError(f"{self.kind} {name!r} needs an optional dependency that is not installed ({exc}){how}") from exc
+        if k not in self._entries:  # its module did not register it under this name
+            try:
+                obj = getattr(mod, attr)
+            except AttributeError as exc:
+                raise ConfigError(f"{self.kind} {name!r}: {b.target!r} does not exist") from exc
+            if self._check is not None:
+                self._check(obj)
+            self._entries[k] = obj
+        return self._entries[k]
+
+    def get(self, name: str) -> T:
+        """The entry for a registered name, a built-in name, or an import path
+        ``"package.module:NAME"`` (the object is checked, then registered under its own
+        name so later lookups by that name find it).
+
+        Raises:
+            ConfigError: an unknown name (the known ones listed), a built-in whose optional
+                dependency is missing, or a path that does not import or does not name an
+                object of this kind.
+        """
+        found = self.find(name)
+        if found is not None:
+            return found
+        if ":" in str(name):
+            obj = import_path(name, self.kind)
+            if self._check is not None:
+                try:
+                    self._check(obj)
+                except (TypeError, ValueError) as exc:
+                    raise ConfigError(f"{self.kind} {name!r}: {exc}") from exc
+            k = self.key(self.name_of(obj)) if self._name_of or hasattr(obj, "name") or hasattr(obj, "__name__") else None
+            if k is not None and k not in self._entries and k not in self._builtin:
+                self._entries[k] = obj
+            return obj
+        raise ConfigError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}")
+
+    def items(self) -> dict[str, T]:
+        """Every entry by name, built-in ones first (imports every built-in module)."""
+        return {n: self.get(n) for n in self.names()}
