@@ -29,12 +29,11 @@ from voirdire.analysis.report.files import write_dir, write_mitigation
 from voirdire.analysis.report.html import build_report
 from voirdire.core import ConfigError
 from voirdire.engine.job import (
-    JobPlan,
     RunOutcome,
     estimate_job,
-    plan_job,
     run_job,
 )
+from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.scheduler import RunStats
 from voirdire.engine.spec import JobSpec, load_job, parse_job
 
