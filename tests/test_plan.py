@@ -119,3 +119,32 @@ def test_the_engine_names_no_backend():
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b", re.IGNORECASE)
     found = [(p.name, m) for p in sorted((REPO / "engine").glob("*.py")) for m in _messages(p) if pattern.search(m)]
     assert found == []
+
+
+def _table_rows():
+    """The stage tables of engine/plan.py's docstring and docs/contributing.md, each as
+    (stage, reads, writes) rows of name tuples."""
+    import voirdire.engine.plan as plan
+
+    def names(text):
+        return tuple(x.strip() for x in text.split(",") if x.strip())
+
+    lines = plan.__doc__.splitlines()
+    rules = [i for i, x in enumerate(lines) if x.startswith("==========")]
+    doc: list = []
+    for line in lines[rules[1] + 1 : rules[2]]:  # the table's body, between its second and third rule
+        if line.startswith(" "):  # a continued reads column
+            doc[-1] = (doc[-1][0], doc[-1][1] + names(line), doc[-1][2])
+        else:
+            doc.append((line[:12].strip(), names(line[12:66]), names(line[66:])))
+    section = (REPO / "docs" / "contributing.md").read_text().split("## Planning")[1].split("\n## ")[0]
+    md = [tuple(c.strip() for c in line.strip("|").split("|")) for line in section.splitlines()
+          if line.startswith("| ") and not line.startswith("| stage")]
+    return doc, [(s, names(r), names(w)) for s, r, w in md]
+
+
+def test_the_stage_tables_in_the_docs_are_the_stages():
+    want = [(s.name, s.reads, s.writes) for s in PLAN_STAGES]
+    doc, md = _table_rows()
+    assert doc == want
+    assert md == want
