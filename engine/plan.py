@@ -42,8 +42,10 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.registry import data_dir_for, load_benchmark
+from voirdire.core import ConfigError
 from voirdire.engine.instances import instances as make_instances
 from voirdire.engine.instances import list_size_for
 from voirdire.engine.perturb import CONTROL, Variant, expand_variants
@@ -51,8 +53,6 @@ from voirdire.engine.quality import quality_identity, with_quality
 from voirdire.engine.rewrite import check_rewriters, plan_rewrites, resolve_rewriters
 from voirdire.engine.spec import JobSpec, ResolvedJudge, resolve_judges
 from voirdire.engine.units import count_units
-
-from voirdire.core import ConfigError
 
 __all__ = ["JobPlan", "PLAN_INPUTS", "PLAN_STAGES", "Stage", "check_stages", "plan_job", "run_stages"]
 

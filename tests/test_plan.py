@@ -9,13 +9,21 @@ import re
 from dataclasses import replace
 
 import pytest
-from voirdire.engine.plan import PLAN_INPUTS, PLAN_OUTPUTS, PLAN_STAGES, Stage, check_stages, plan_job, run_stages
-from voirdire.engine.spec import load_job, parse_job
-from voirdire.judges.base import known_backends
 
 from tests.plans import plan_summary
 from tests.repo import REPO
 from voirdire.core import ConfigError
+from voirdire.engine.plan import (
+    PLAN_INPUTS,
+    PLAN_OUTPUTS,
+    PLAN_STAGES,
+    Stage,
+    check_stages,
+    plan_job,
+    run_stages,
+)
+from voirdire.engine.spec import load_job, parse_job
+from voirdire.judges.base import known_backends
 
 #: each example's dry-run plan on main before planning became stages (d3044eb + the registry,
 #: 99d2003), as tests.plans.plan_summary gives it: instances, units per judge, judges,
