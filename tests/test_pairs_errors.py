@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+
 import voirdire
 from voirdire.benchmarks.pairs import OwnPairs, PairsSpec
-
 from voirdire.core import ConfigError
 
 COLUMNS = {"id": "uid", "instruction": "prompt", "output_a": "a", "output_b": "b", "gold": "label"}

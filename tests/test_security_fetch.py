@@ -11,10 +11,16 @@ import threading
 from pathlib import Path
 
 import pytest
-from voirdire.benchmarks import mirror
-from voirdire.benchmarks.mirror import SIZE_MARGIN, bad_path, blob_id, read_manifest, read_sizes
-from voirdire.benchmarks.release import JTJ, LLMBAR, QA_FILES, fetch_release
 
+from voirdire.benchmarks import mirror
+from voirdire.benchmarks.mirror import (
+    SIZE_MARGIN,
+    bad_path,
+    blob_id,
+    read_manifest,
+    read_sizes,
+)
+from voirdire.benchmarks.release import JTJ, LLMBAR, QA_FILES, fetch_release
 from voirdire.core import DataError
 
 DATASET = "Dataset/Natural/dataset.json"

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
-from voirdire.benchmarks.pair_prompts import _ENV, load_template
-from voirdire.benchmarks.pairs import OwnPairs, PairsSpec
 
 from voirdire import cli
-
+from voirdire.benchmarks.pair_prompts import _ENV, load_template
+from voirdire.benchmarks.pairs import OwnPairs, PairsSpec
 from voirdire.core import ConfigError
 
 ROWS = [
