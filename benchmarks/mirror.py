@@ -61,10 +61,9 @@ def _parse_manifest(path: str | os.PathLike[str]) -> tuple[dict[str, str], dict[
         if not line.strip() or line.startswith("#") or line.startswith("blob_sha1\t") or (n == 1 and path_first):
             continue
         parts = line.split("\t")
-        if path_first:
-            ok, (rel, blob), size = len(parts) >= 2, parts[:2], (parts[2] if len(parts) > 2 else "")
-        else:
-            ok, blob, rel, size = len(parts) in (2, 3), parts[0], parts[1 if len(parts) > 1 else 0], (parts + [""])[2]
+        ok = len(parts) >= 2 if path_first else len(parts) in (2, 3)
+        cols = parts + ["", ""]
+        rel, blob, size = (cols[0], cols[1], cols[2]) if path_first else (cols[1], cols[0], cols[2])
         if not ok or not re.fullmatch(r"[0-9a-f]{40}", blob) or not re.fullmatch(r"[0-9]*", size):
             raise DataError(f"release manifest {str(p)!r} line {n} is not 'blob_sha1<TAB>path[<TAB>size]': {line[:120]!r}")
         why = bad_path(rel)

@@ -83,6 +83,10 @@ def test_manifest_file_with_an_unsafe_path_is_refused_naming_the_line(tmp_path):
     man.write_text(f"{'0' * 40}\t/etc/passwd\n")
     with pytest.raises(DataError, match="line 1: path '/etc/passwd' is absolute"):
         read_manifest(man)
+    for bad in (f"{'0' * 40}\n", f"{'0' * 40}\tx\t12k\n", f"{'0' * 40}\tx\t1\t2\n"):
+        man.write_text(bad)
+        with pytest.raises(DataError, match=r"line 1 is not 'blob_sha1<TAB>path\[<TAB>size\]'"):
+            read_manifest(man)
 
 
 def test_dotdot_path_in_a_manifest_writes_nothing_outside(server, tmp_path):
@@ -141,3 +145,15 @@ def test_package_manifests_give_true_sizes(data_dir):
     assert len(jtj) >= 120 and all(0 < n < 8_000_000 for n in jtj.values())
     for target, src in QA_FILES.items():  # the shared tables are the release's files
         assert (data_dir / target).stat().st_size == jtj[src]
+
+
+def test_dotdot_path_is_refused_for_a_local_copy_too(tmp_path):
+    (tmp_path / "secret.json").write_text("[]")
+    (tmp_path / "copy").mkdir()
+    with pytest.raises(DataError, match=r"release path '\.\./secret\.json' holds '\.\.'; refused"):
+        fetch_release(tmp_path / "data", release="llmbar", source=tmp_path / "copy",
+                      manifest={"../secret.json": blob_id(b"[]")}, progress=False)  # fmt: skip
+    (tmp_path / "copy" / "Dataset").symlink_to(tmp_path)  # a symlink out of the copy
+    with pytest.raises(DataError, match="resolves outside"):
+        fetch_release(tmp_path / "data", release="llmbar", source=tmp_path / "copy",
+                      manifest={"Dataset/secret.json": blob_id(b"[]")}, progress=False)  # fmt: skip
