@@ -65,7 +65,9 @@ def _parse_manifest(path: str | os.PathLike[str]) -> tuple[dict[str, str], dict[
         cols = parts + ["", ""]
         rel, blob, size = (cols[0], cols[1], cols[2]) if path_first else (cols[1], cols[0], cols[2])
         if not ok or not re.fullmatch(r"[0-9a-f]{40}", blob) or not re.fullmatch(r"[0-9]*", size):
-            raise DataError(f"release manifest {str(p)!r} line {n} is not 'blob_sha1<TAB>path[<TAB>size]': {line[:120]!r}")
+            raise DataError(
+                f"release manifest {str(p)!r} line {n} is not 'blob_sha1<TAB>path[<TAB>size]': {line[:120]!r}"
+            )
         why = bad_path(rel)
         if why:
             raise DataError(f"release manifest {str(p)!r} line {n}: path {rel[:120]!r} {why}; refused")

@@ -104,7 +104,9 @@ class _Sandbox(ImmutableSandboxedEnvironment):
 _ENV = _Sandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 del _ENV.globals["lipsum"]  # lipsum(10**6) would write megabytes; a prompt has no use for it
 #: tags that would read another template (there is no loader: a template is one file)
-_NO_LOADER = {nodes.Include: "include", nodes.Import: "import", nodes.FromImport: "from ... import", nodes.Extends: "extends"}
+_NO_LOADER = {
+    nodes.Include: "include", nodes.Import: "import", nodes.FromImport: "from ... import", nodes.Extends: "extends",
+}
 
 
 @dataclass(frozen=True)

@@ -218,9 +218,10 @@ class OwnPairs(Benchmark):
         row in its first order and the default option mode, the first row in every option
         mode too (the answers form: the first candidate against the reference)."""
         first = [m for m in self.models if m != self.reference][:1] or list(self.models[:1])
-        pairs = self._pairs.select("question_id", "candidate", "reference").iter_rows() if self._pairs is not None else (
-            (q, first[0], self.reference) for q in self.questions["question_id"]
-        )
+        if self._pairs is not None:
+            pairs = self._pairs.select("question_id", "candidate", "reference").iter_rows()
+        else:
+            pairs = ((q, first[0], self.reference) for q in self.questions["question_id"])
         for n, (q, a, b) in enumerate(pairs, 1):
             for om in self.option_modes if n == 1 else (self.default_option_mode,):
                 yield f"row {n} (id {q!r})", self._values(q, a, b, om)

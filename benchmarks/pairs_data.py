@@ -80,7 +80,8 @@ def _utf8(path: pathlib.Path) -> bytes:
         try:
             return data.decode("utf-16").encode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ConfigError(f"pairs data {str(path)!r}: not valid UTF-16 after its byte-order mark ({exc.reason})") from None
+            msg = f"not valid UTF-16 after its byte-order mark ({exc.reason})"
+            raise ConfigError(f"pairs data {str(path)!r}: {msg}") from None
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
     try:
@@ -114,7 +115,8 @@ def _json_as_text(path: pathlib.Path, text: str, lines: bool) -> pl.DataFrame:
         else:
             doc = json.loads(text)
             if not isinstance(doc, list):
-                raise ConfigError(f"pairs data {where}: the JSON file is not an array of objects (a {type(doc).__name__})")
+                kind = type(doc).__name__
+                raise ConfigError(f"pairs data {where}: the JSON file is not an array of objects (a {kind})")
             items = [(f"item {i}", x) for i, x in enumerate(doc, 1)]
     except json.JSONDecodeError as exc:
         at = f"line {n}, column {exc.colno}" if lines else f"line {exc.lineno}, column {exc.colno}"
@@ -220,8 +222,8 @@ def as_text(df: pl.DataFrame, column: str, where: str, each: bool = False) -> pl
             s = s.cast(pl.Int64)
         elif each:
             whole = s.is_finite() & (s == s.round(0)) & (s.abs() < 2.0**53)
-            text = pl.select(pl.when(whole).then(s.cast(pl.Int64, strict=False).cast(pl.String)).otherwise(s.cast(pl.String)))
-            return text.to_series().alias(column)
+            ints = s.cast(pl.Int64, strict=False).cast(pl.String)
+            return pl.select(pl.when(whole).then(ints).otherwise(s.cast(pl.String))).to_series().alias(column)
     try:
         return s.cast(pl.String)
     except Exception:  # noqa: BLE001

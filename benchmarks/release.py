@@ -178,8 +178,9 @@ def fetch_release(
         DataError: a download failed (the URL is named), a file does not match its blob id,
             a benchmark table is not on the mirror, a pickle was refused, a table lacks its
             columns, a download ran past its size cap, a manifest path is absolute or holds
-            ``..`` (refused before anything is written), ``strict`` and a judge was skipped, or ``dest`` is a non-empty directory
-            not written by a fetch. ``dest`` is either the complete new data or as it was.
+            ``..`` (refused before anything is written), ``strict`` and a judge was
+            skipped, or ``dest`` is a non-empty directory not written by a fetch. ``dest``
+            is either the complete new data or as it was.
     """
     rel = get_release(release)
     if prefer not in ("tsv", "pkl"):
