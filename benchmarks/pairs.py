@@ -114,8 +114,9 @@ class OwnPairs(Benchmark):
 
     Raises:
         ConfigError: see :mod:`voirdire.benchmarks.pairs_data` and
-            :mod:`voirdire.benchmarks.pair_prompts`; also ``models`` not two distinct names,
-            a row showing one model twice, an unknown ``reference``.
+            :mod:`voirdire.benchmarks.pair_prompts` (the template is rendered once per row
+            here, :func:`~voirdire.benchmarks.pair_prompts.check_renders`); also ``models``
+            not two distinct names, a row showing one model twice, an unknown ``reference``.
     """
 
     comparison_modes = ("pairwise",)
