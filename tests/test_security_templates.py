@@ -84,6 +84,20 @@ def test_template_probe_is_refused_in_one_line_before_any_query(tmp_path, monkey
     assert not (tmp_path / "out").exists(), "something was written (or asked) before the refusal"
 
 
+@pytest.mark.parametrize("probe", ["globals", "import", "extends"])
+def test_dry_run_with_an_api_judge_runs_no_template_code(tmp_path, monkeypatch, probe):
+    """A dry run estimates an API judge's tokens over every prompt: on d3044eb's code that
+    rendered the template in a plain environment and ran the probe's command."""
+    monkeypatch.setattr(cli.err_console, "width", 10_000)
+    marker = tmp_path / "PWNED"
+    job = _setup(tmp_path, _probes(marker)[probe][0], marker)
+    api = 'backend = "openai_compatible"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
+    job.write_text(job.read_text().replace('backend = "simulated"\n', api))
+    res = CliRunner().invoke(cli.app, ["run", str(job), "--dry-run"])
+    assert res.exit_code == 2 and res.output.startswith("error: pair template"), res.output
+    assert not marker.exists(), "the template ran code"
+
+
 def test_a_safe_template_still_plans(tmp_path):
     job = _setup(tmp_path, SAFE, tmp_path / "PWNED")
     res = CliRunner().invoke(cli.app, ["run", str(job), "--dry-run"])
