@@ -26,6 +26,7 @@ from voirdire.analysis.mitigation.pass_kappa import PASS_KAPPA_COLUMNS, pass_kap
 from voirdire.analysis.position.gold import with_gold
 from voirdire.analysis.position.listwise import slot_shares
 from voirdire.analysis.position.metrics import summarize
+from voirdire.analysis.position.uncertainty import with_metric_columns
 from voirdire.engine.job import JOB_FILE, load_judgments
 
 __all__ = ["JUDGE_METRIC_COLUMNS", "CELL_METRIC_COLUMNS", "DirTables", "compute_dir", "with_pass_kappa"]
@@ -51,7 +52,8 @@ class DirTables:
             the inter-pass kappa (:func:`voirdire.analysis.mitigation.pass_kappa.pass_kappa`:
             ``pass_kappa``, ``_lo``, ``_hi``, ``pass_kappa_pairs``, ``pass_kappa_gate``;
             null for list-wise judges), plus :data:`~voirdire.analysis.position.gold.GOLD_JUDGE_COLUMNS`
-            where judgments carry gold labels.
+            where judgments carry gold labels, plus a column per registered metric other
+            than pc, pf and rs (:func:`~voirdire.analysis.position.uncertainty.with_metric_columns`).
         cell_metrics: :func:`voirdire.analysis.position.metrics.cell_metrics` columns, plus
             :data:`~voirdire.analysis.position.gold.GOLD_CELL_COLUMNS` likewise.
         slot_shares: :func:`voirdire.analysis.position.listwise.slot_shares` for a job with list-wise
@@ -87,6 +89,7 @@ def compute_dir(output_dir: str | os.PathLike) -> DirTables:
     jm, cm = summarize(position)
     jm = with_pass_kappa(jm, position)
     jm, cm = with_gold(position, jm, cm)  # accuracy where the benchmark has gold labels
+    jm = with_metric_columns(jm, position)  # registered metrics other than pc, pf, rs
     shares = slot_shares(position) if position.filter(pl.col("mode") == "listwise").height else None
     effects = bias_effects(judgments) if has_perturbations(judgments) else None
     own = self_enhancement(judgments) if has_own_models(judgments) else None

@@ -35,6 +35,7 @@ from voirdire.analysis.position.lengths import (
     query_token_lengths,
 )
 from voirdire.analysis.position.metrics import judge_from_cells
+from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.position.regression import StepResult, factor_regressions
 from voirdire.analysis.position.simulate import power_table, settings_for
 from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
@@ -182,7 +183,7 @@ def _panel(ds: list[DirAnalysis], rs_min: float, max_error: float) -> tuple[pl.D
     pcpf, rsf = [], []
     for d in ds:
         jm = d.judge_metrics.filter(pl.col("n_cells") > 0).with_columns(source=pl.lit(d.name))
-        for m in ("pc", "pf"):
+        for m in ("pc", "pf", *[n for n in added_metrics() if n in jm.columns]):
             jm = jm.join(_wide_ci(d.ci, m), on=["benchmark", "judge"], how="left")
         jm = jm.join(d.sign.select("benchmark", "judge", "primacy", "recency", "p_value", "direction"), on=["benchmark", "judge"], how="left")
         pcpf.append(jm.drop("rs", "rs_spread"))
@@ -282,7 +283,8 @@ def analyze_study(
         ``pf``, ``pf_std``, ``error_rate``, ``n_judgments``, ``source`` (directory of
         PC/PF), ``pc_lo``/``pc_hi``/``pf_lo``/``pf_hi`` (bootstrap), ``primacy``,
         ``recency``, ``p_value``, ``direction`` (sign test), ``rs``, ``rs_spread``,
-        ``rs_lo``/``rs_hi``, ``rs_source``, ``readable`` (bool) and ``flag`` (str reason));
+        ``rs_lo``/``rs_hi``, ``rs_source``, ``readable`` (bool) and ``flag`` (str reason), and
+        per registered metric other than pc, pf and rs its column with ``<name>_lo``/``_hi``);
         ``cells`` (cell metrics of each judge's PC/PF source, with ``source``);
         ``reg_cells`` (the regression's cells: per benchmark those of single-repetition
         directories when it has any); ``judge_task`` (PC/PF per (benchmark, judge, task)
