@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 from voirdire.analysis.biases.effects import bias_effects, control_rows, has_perturbations
 from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
-from voirdire.analysis.outputs import CELL_METRIC_COLUMNS, JUDGE_METRIC_COLUMNS, DirTables
+from voirdire.analysis.outputs import CELL_METRIC_COLUMNS, JUDGE_METRIC_COLUMNS, Results
 from voirdire.analysis.position.gold import GOLD_CELL_COLUMNS, GOLD_JUDGE_COLUMNS
 from voirdire.analysis.position.metrics import judge_from_cells
 from voirdire.analysis.position.registry import added_metrics
@@ -45,7 +45,7 @@ def write_html(path: str | os.PathLike, page: str) -> Path:
     return write_text(path, page)
 
 
-def write_dir(tables: DirTables, out: str | os.PathLike) -> None:
+def write_dir(tables: Results, out: str | os.PathLike) -> None:
     """Write ``judgments.parquet``, ``metrics/*.csv`` and ``report.md`` of one directory's
     ``tables`` (:func:`voirdire.analysis.outputs.compute_dir`) under ``out`` (created if
     needed): ``judge_metrics.csv`` (with the gold-label columns where computed, then a column
@@ -62,7 +62,7 @@ def write_dir(tables: DirTables, out: str | os.PathLike) -> None:
     for name, table in (("slot_shares", tables.slot_shares), ("bias_effects", tables.bias_effects), ("self_enhancement", tables.self_enhancement)):
         if table is not None:
             table.write_csv(out / "metrics" / f"{name}.csv")
-    md = markdown_report(tables.meta, control_rows(tables.judgments), tables.judge_metrics, tables.cell_metrics, tables.slot_shares)
+    md = markdown_report(tables.job, control_rows(tables.judgments), tables.judge_metrics, tables.cell_metrics, tables.slot_shares)
     write_text(out / "report.md", md)
 
 
@@ -158,7 +158,7 @@ def write_bias(dirs: list[Any], mdir: Path, fdir: Path, replicates: int = 1000) 
 
     Args:
         dirs: objects with ``name`` (str) and ``judgments`` (JUDGMENT_SCHEMA DataFrame)
-            (the study's :class:`~voirdire.analysis.study.DirAnalysis`); where one also
+            (the study's :class:`~voirdire.analysis.outputs.Results`); where one also
             carries ``bias_effects`` / ``self_enhancement`` tables already computed (the
             study's, from :func:`~voirdire.analysis.outputs.compute_dir`), they are used
             as they are, else computed here with ``replicates`` bootstrap draws.

@@ -191,7 +191,7 @@ def build_report(
     )  # fmt: skip
     if out is None:
         for d in study.dirs:
-            write_dir(d.tables, d.path)
+            write_dir(d, d.output_dir)
     written = write_study(study, out_dir)
     # the "Removing position bias" section: the strategies that need no new query, no reference
     frames = [d.judgments for d in study.dirs if d.judgments.height and d.judgments.get_column("mode").is_in(PAIRWISE_MODES).any()]
