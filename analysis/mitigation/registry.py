@@ -169,4 +169,5 @@ def default_strategies(judgments: pl.DataFrame) -> list[str]:
     the ``default`` score-mode ones when the judgments hold scores (score mode)."""
     scored = "slot_scores" in judgments.columns and judgments.get_column("slot_scores").null_count() < judgments.height
     regs = strategies().values()
-    return [r.name for r in regs if r.default and not r.score] + ([r.name for r in regs if r.default and r.score] if scored else [])
+    letters = [r.name for r in regs if r.default and not r.score]
+    return letters + ([r.name for r in regs if r.default and r.score] if scored else [])

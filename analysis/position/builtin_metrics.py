@@ -18,8 +18,8 @@ __all__ = ["pc", "pf", "rs"]
 _CELLS = ("candidate", "task")
 
 
-@register_metric("pc", sums=question_sums, values=("ccn", "v"), cells=_CELLS, label="PC", fmt="{:.3f}", direction=HIGHER,
-                 doc="position consistency, pooled Σccn/Σv over the cells")  # fmt: skip
+@register_metric("pc", sums=question_sums, values=("ccn", "v"), cells=_CELLS, label="PC", fmt="{:.3f}",
+                 direction=HIGHER, doc="position consistency, pooled Σccn/Σv over the cells")  # fmt: skip
 def pc(s: Mapping[str, np.ndarray]) -> np.ndarray:
     """PC per replicate (:data:`~voirdire.analysis.position.formulas.pc_statistic`)."""
     return pc_statistic(s)

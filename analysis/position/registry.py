@@ -31,7 +31,10 @@ from typing import Any
 
 from voirdire.registry import Registry
 
-__all__ = ["HIGHER", "LOWER", "ZERO", "METRICS", "BUILTIN_METRICS", "Metric", "register_metric", "metric", "metrics", "added_metrics"]
+__all__ = [
+    "HIGHER", "LOWER", "ZERO", "METRICS", "BUILTIN_METRICS", "Metric", "register_metric", "metric", "metrics",
+    "added_metrics",
+]  # fmt: skip
 
 #: directions: higher values are better, lower values are better, values nearer zero are better
 HIGHER, LOWER, ZERO = "higher", "lower", "zero"
@@ -70,7 +73,8 @@ class Metric:
 
     def __post_init__(self) -> None:
         if self.direction not in _DIRECTIONS:
-            raise ValueError(f"metric {self.name!r}: direction {self.direction!r} is not one of {', '.join(_DIRECTIONS)}")
+            known = ", ".join(_DIRECTIONS)
+            raise ValueError(f"metric {self.name!r}: direction {self.direction!r} is not one of {known}")
         if not self.label:
             object.__setattr__(self, "label", self.name)
 

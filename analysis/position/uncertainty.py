@@ -33,7 +33,10 @@ from voirdire.analysis.position.listwise import candidate_series
 from voirdire.analysis.position.metrics import pairwise_pairs
 from voirdire.analysis.position.stability import query_stability
 
-__all__ = ["CI_COLUMNS", "SUM_COLUMNS", "cluster_bootstrap", "question_sums", "stability_sums", "bootstrap_ci", "with_metric_columns", "sign_test"]
+__all__ = [
+    "CI_COLUMNS", "SUM_COLUMNS", "cluster_bootstrap", "question_sums", "stability_sums", "bootstrap_ci",
+    "with_metric_columns", "sign_test",
+]  # fmt: skip
 
 CI_COLUMNS = ["benchmark", "judge", "task", "metric", "estimate", "lo", "hi", "replicates"]
 #: The per-question sums of :func:`question_sums`.
@@ -230,7 +233,8 @@ def bootstrap_ci(
         ci = cluster_bootstrap(rows, values, {m.name: m.statistic_fn for m in ms}, cells=list(cells), **common)
         parts.append(ci.select(CI_COLUMNS) if by_task else ci.select(*CI_COLUMNS[:2], pl.lit(None, dtype=pl.String).alias("task"), *CI_COLUMNS[3:]))
     if not parts:
-        return pl.DataFrame(schema={c: pl.Int64 if c == "replicates" else pl.Float64 if c in ("estimate", "lo", "hi") else pl.String for c in CI_COLUMNS})
+        types = {"replicates": pl.Int64, "estimate": pl.Float64, "lo": pl.Float64, "hi": pl.Float64}
+        return pl.DataFrame(schema={c: types.get(c, pl.String) for c in CI_COLUMNS})
     return pl.concat(parts).sort("benchmark", "judge", "task", "metric", nulls_last=False)
 
 

@@ -57,12 +57,14 @@ def write_dir(tables: Results, out: str | os.PathLike) -> None:
     tables.judgments.write_parquet(out / "judgments.parquet", compression="zstd")
     jm, cm = tables.judge_metrics, tables.cell_metrics
     added = [c for c in added_metrics() if c in jm.columns]  # registered metrics other than pc, pf, rs
-    jm.select(JUDGE_METRIC_COLUMNS + [c for c in GOLD_JUDGE_COLUMNS if c in jm.columns] + added).write_csv(out / "metrics" / "judge_metrics.csv")
+    jm_cols = JUDGE_METRIC_COLUMNS + [c for c in GOLD_JUDGE_COLUMNS if c in jm.columns] + added
+    jm.select(jm_cols).write_csv(out / "metrics" / "judge_metrics.csv")
     cm.select(CELL_METRIC_COLUMNS + [c for c in GOLD_CELL_COLUMNS if c in cm.columns]).write_csv(out / "metrics" / "cell_metrics.csv")
     for name, table in (("slot_shares", tables.slot_shares), ("bias_effects", tables.bias_effects), ("self_enhancement", tables.self_enhancement)):
         if table is not None:
             table.write_csv(out / "metrics" / f"{name}.csv")
-    md = markdown_report(tables.job, control_rows(tables.judgments), tables.judge_metrics, tables.cell_metrics, tables.slot_shares)
+    position = control_rows(tables.judgments)
+    md = markdown_report(tables.job, position, tables.judge_metrics, tables.cell_metrics, tables.slot_shares)
     write_text(out / "report.md", md)
 
 
@@ -142,7 +144,8 @@ def _study_figures(study: Study, fdir: Path) -> dict[str, Path]:
             figs[f"rs:{b}"] = fig.rs_bars(rs, fdir / f"rs_{s}.png", ci_rs, f"{b}: repetition stability", rs_min=study.rs_min)
         for name, m in added_metrics().items():  # registered metrics other than pc, pf, rs
             if name in pb.columns and pb.get_column(name).is_not_null().any():
-                figs[f"metric_{name}:{b}"] = fig.metric_bars(pb, m, fdir / f"metric_{slug(name)}_{s}.png", f"{b}: {m.label} per judge")
+                path = fdir / f"metric_{slug(name)}_{s}.png"
+                figs[f"metric_{name}:{b}"] = fig.metric_bars(pb, m, path, f"{b}: {m.label} per judge")
     for d in study.dirs:
         if d.agreement is None:
             continue

@@ -67,7 +67,8 @@ def _failures(study: Study) -> dict[str, Any] | None:
 def _benchmarks(study: Study, figs: dict[str, Path]) -> list[dict[str, Any]]:
     out = []
     for b in study.benchmarks:
-        kinds = [("radar", "PC radar"), ("pf_bars", "PF bars"), ("pc_pf", "PC vs PF"), ("accuracy_pc", "accuracy vs PC"), ("rs", "RS per judge")]
+        kinds = [("radar", "PC radar"), ("pf_bars", "PF bars"), ("pc_pf", "PC vs PF"), 
+                 ("accuracy_pc", "accuracy vs PC"), ("rs", "RS per judge")]  # fmt: skip
         kinds += [(f"metric_{n}", f"{m.label} per judge") for n, m in added_metrics().items()]
         shown = [image_view(figs.get(f"{k}:{b}"), f"{b} {alt}") for k, alt in kinds]
         jt = study.judge_task.filter(pl.col("benchmark") == b).drop("benchmark")
@@ -146,7 +147,11 @@ def render_html(
         rs_min=study.rs_min,
         max_error=study.max_error,
         panel=_panel_view(panel),
-        metric_notes=[f"{m.label}: {m.doc or m.name} ({m.direction_text})." for n, m in added_metrics().items() if n in panel.columns],
+        metric_notes=[
+            f"{m.label}: {m.doc or m.name} ({m.direction_text})."
+            for n, m in added_metrics().items()
+            if n in panel.columns
+        ],
         replicates=study.dirs[0].ci.get_column("replicates").max() if study.dirs[0].ci.height else 0,
         benchmarks=_benchmarks(study, figs),
         regressions=_regressions(study),
