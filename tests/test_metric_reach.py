@@ -11,13 +11,13 @@ from __future__ import annotations
 import polars as pl
 import pytest
 from rich.console import Console
+
+import voirdire
 from voirdire.analysis.outputs import JUDGE_METRIC_COLUMNS
 from voirdire.analysis.position.formulas import ratio_statistic
 from voirdire.analysis.position.metrics import pairwise_pairs
 from voirdire.analysis.position.registry import LOWER, METRICS, register_metric
 from voirdire.analysis.report.terminal import print_judge_table
-
-import voirdire
 
 pytestmark = pytest.mark.ray
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+
 from voirdire.analysis.position.formulas import pc_statistic, pf_statistic, rs_statistic
 from voirdire.analysis.position.registry import HIGHER, ZERO, register_metric
 from voirdire.analysis.position.uncertainty import question_sums, stability_sums

@@ -67,7 +67,7 @@ def _failures(study: Study) -> dict[str, Any] | None:
 def _benchmarks(study: Study, figs: dict[str, Path]) -> list[dict[str, Any]]:
     out = []
     for b in study.benchmarks:
-        kinds = [("radar", "PC radar"), ("pf_bars", "PF bars"), ("pc_pf", "PC vs PF"), 
+        kinds = [("radar", "PC radar"), ("pf_bars", "PF bars"), ("pc_pf", "PC vs PF"),
                  ("accuracy_pc", "accuracy vs PC"), ("rs", "RS per judge")]  # fmt: skip
         kinds += [(f"metric_{n}", f"{m.label} per judge") for n, m in added_metrics().items()]
         shown = [image_view(figs.get(f"{k}:{b}"), f"{b} {alt}") for k, alt in kinds]
