@@ -87,13 +87,18 @@ MAX_REPEAT, MAX_POWER = 1_000_000, 1_000
 
 class _Sandbox(ImmutableSandboxedEnvironment):
     """Jinja2's immutable sandbox, with ``*`` and ``**`` bounded (:data:`MAX_REPEAT`,
-    :data:`MAX_POWER`): a template cannot build a string of gigabytes."""
+    :data:`MAX_POWER`): cheap guards against a template that builds gigabytes by accident.
+    The sandbox stops code execution and file reads, not every way to exhaust memory or
+    time (a filter such as ``center(10**9)``, nested loops); a template is checked by
+    rendering it (:func:`check_renders`)."""
 
     intercepted_binops = frozenset(["*", "**"])
 
     def call_binop(self, context, operator, left, right):  # type: ignore[override]
-        if operator == "**" and isinstance(right, (int, float)) and abs(right) > MAX_POWER:
-            raise SecurityError(f"a power above {MAX_POWER} is not allowed in a pair template")
+        if operator == "**" and isinstance(right, (int, float)) and (
+            abs(right) > MAX_POWER or (isinstance(left, int) and abs(left).bit_length() * abs(right) > 64 * MAX_POWER)
+        ):
+            raise SecurityError(f"a power above {MAX_POWER} (or of more than {64 * MAX_POWER:,} bits) is not allowed")
         if operator == "*":
             seq, n = (left, right) if isinstance(right, int) else (right, left)
             if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_REPEAT:

@@ -38,6 +38,7 @@ def _probes(marker: Path) -> dict[str, tuple[str, str]]:
         "unknown_field": ("{{ instruction }} {{ not_a_column }}", "field 'not_a_column' is not in the data"),
         "append": ("{% set xs = [1] %}{{ xs.append(2) }}", "access to attribute 'append'"),
         "huge_string": ("{{ 'a' * 10**9 }}", "over 1,000,000 items"),
+        "huge_power": ("{{ ((10**999)**999)**999 }}", "bits) is not allowed"),
         "format_attr": ("{{ '{0.__class__}'.format(instruction) }}", "SecurityError"),
         "attr_filter": ("{{ (instruction|attr('__class__')).__mro__ }}", "access to attribute '__class__'"),
         "lipsum": ("{{ lipsum(10**6) }}", "'lipsum' is not in the data"),
