@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from voirdire.benchmarks.base import Benchmark, score_patterns, score_range
+from voirdire.benchmarks.base import Benchmark
+from voirdire.benchmarks.scoring import score_patterns, score_range
 from voirdire.benchmarks.registry import data_dir_for, load_benchmark
 from voirdire.engine.perturb import CONTROL, Variant, expand_variants
 from voirdire.engine.progress import JobProgress
