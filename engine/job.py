@@ -121,6 +121,7 @@ def plan_job(job: JobSpec, dry_run: bool = False) -> JobPlan:
         bench = load_benchmark(
             job.benchmark.name, data_dir, sample=job.benchmark.sample, subsets=job.benchmark.subsets, prompt=job.benchmark.prompt
         )
+        data_dir = data_dir or bench.data_dir  # a benchmark reading no release: the directory it reads
     inst = instances(bench, job.benchmark, job.comparison)
     list_size = list_size_for(job.benchmark, job.comparison) if job.comparison.mode == "listwise" else 2
     judges = resolve_judges(job, bench.name, data_dir)
