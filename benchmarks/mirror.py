@@ -39,7 +39,7 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, str]:
     """``{release path: git blob id}`` from a manifest: TSV lines ``blob_sha1<TAB>path``
     (voirdire's package manifests; ``#`` comments and a ``blob_sha1`` header skipped) or,
     with a ``path<TAB>git_blob_id[<TAB>size]`` header, the column order of a release copy's
-    ``release-manifest.tsv`` (``../shared/data/llmbar-release``).
+    ``release-manifest.tsv`` (``../shared/data/<copy_name>``).
 
     Raises:
         DataError: the file is missing or a line is malformed (its number is named).
@@ -127,7 +127,7 @@ class HTTPMirror(_Source):
 
 class LocalCopy(_Source):
     """Files of a local release copy: ``<root>/<path>``, or gzip-compressed as
-    ``<root>/files/<path>.gz`` (the layout of ``../shared/data/llmbar-release``)."""
+    ``<root>/files/<path>.gz`` (the layout of a release copy, ``../shared/data/<copy_name>``)."""
 
     def __init__(self, root: Path, manifest: dict[str, str]) -> None:
         super().__init__()
