@@ -58,10 +58,14 @@ class ReplaySettings(JudgeSettings):
 
 
 def release_format(benchmark: str) -> type[BenchmarkKind]:
-    """The class whose hooks read the recorded outputs of a benchmark (its release name, as
-    in units: ``"MTBench"``): the registered benchmark's, else the defaults
-    (:class:`~voirdire.benchmarks.kind.BenchmarkKind`, the first release's layout)."""
-    return find_benchmark(benchmark) or BenchmarkKind
+    """The class whose hooks read the recorded outputs of a benchmark (its name as in
+    units: ``"MTBench"``): the registered class of that very name, else the defaults
+    (:class:`~voirdire.benchmarks.kind.BenchmarkKind`, the first release's layout, under that
+    name: a user's own pairs, a class not registered in this process)."""
+    cls = find_benchmark(benchmark)
+    if cls is not None and getattr(cls, "name", None) == benchmark:
+        return cls
+    return type("UnregisteredRelease", (BenchmarkKind,), {"name": benchmark})
 
 
 def recorded_path(settings: ReplaySettings, context: JudgeContext) -> Path:

@@ -130,3 +130,21 @@ def test_replay_reads_the_recorded_outputs_through_the_benchmark(tmp_path):
     assert got[0].output == "Verdict: [[A]]" and got[0].failure is None and got[0].choice is None
     assert got[1].output is None and got[1].failure_message == "recorded call failed"
     assert [r.failure_message for r in got[2:]] == ["no recorded output", "no recorded output"]
+
+
+def test_replay_reads_an_unregistered_benchmark_by_the_first_releases_layout(tmp_path):
+    """A name no registered class has (a user's own pairs labelled ``pairs``, whose class
+    has no name of its own): the recorded files under that name, as before."""
+    d = tmp_path / "judgments" / "position_bias" / "pairs"
+    d.mkdir(parents=True)
+    import gzip
+    import json
+
+    with gzip.open(d / "j1.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps({"cmp_index": "r1;x;y", "judgment": "[[B]]"}) + "\n")
+    assert recorded_judges(tmp_path, "position_bias", "pairs") == ["j1"]
+    ctx = JudgeContext(judge="r", benchmark="pairs", data_dir=str(tmp_path), output_dir=None)
+    judge = ReplayJudge(ReplaySettings(recorded="j1"), ctx)
+    q = Query(unit_id="u", query_id="x", benchmark="pairs", question_id="r1", shown=("x", "y"), repetition=1,
+              option_mode=2)
+    assert asyncio.run(judge.judge([q]))[0].output == "[[B]]"
