@@ -307,7 +307,8 @@ class LLMBar(Benchmark):
             key = record_key(f"{r['subset']}/{r['item']}", shown)
             if rating:
                 a, b = (r["score_1"], r["score_2"]) if r["order"] == 0 else (r["score_2"], r["score_1"])
-                out[key] = Recorded(f"Score of Output (a): {(a or '').strip()}\nScore of Output (b): {(b or '').strip()}")
+                text = f"Score of Output (a): {(a or '').strip()}\nScore of Output (b): {(b or '').strip()}"
+                out[key] = Recorded(text)
             elif r["completion"] is None:
                 out[key] = Recorded(None, why="the recorded call failed (no completion)")
             else:
@@ -339,5 +340,6 @@ class LLMBar(Benchmark):
         )
 
 
-__all__ = ["COT_RULES", "DEFAULT_SUBSETS", "LINE_RULES", "LLMBar", "PROMPTS", "chat_messages", "load_prompt", "pair_template",
+__all__ = ["COT_RULES", "DEFAULT_SUBSETS", "LINE_RULES", "LLMBar", "PROMPTS", "chat_messages", "load_prompt",
+           "pair_template",
            "read_verdict", "verdict_rules"]

@@ -168,8 +168,8 @@ def convert(
 
 LLMBAR = Release(
     name="llmbar", repo="princeton-nlp/LLMBar", commit="900616bff90b6c6c8e1681f7d079250637c55992",
-    manifest=Path(__file__).resolve().parent / "llmbar-manifest.tsv", dir_name="llmbar", data_env="VOIRDIRE_LLMBAR_DATA",
-    url_env="VOIRDIRE_LLMBAR_URL", convert=convert, copy_name="llmbar-release",
+    manifest=Path(__file__).resolve().parent / "llmbar-manifest.tsv", dir_name="llmbar",
+    data_env="VOIRDIRE_LLMBAR_DATA", url_env="VOIRDIRE_LLMBAR_URL", convert=convert, copy_name="llmbar-release",
 )
 
 

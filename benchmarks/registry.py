@@ -125,7 +125,8 @@ def _options(cls: type[Benchmark], name: str, subsets: Sequence[str] | None, pro
         raise ConfigError(f"[benchmark.pairs] belongs to name = \"pairs\", not to benchmark {name!r}")
     extra = [k for k in given if k not in cls.options]
     if extra:
-        have = [c.name for c in map(BENCHMARKS.find, BENCHMARKS.names()) if c is not None and set(extra) <= set(c.options)]
+        classes = [BENCHMARKS.find(k) for k in BENCHMARKS.names()]
+        have = [c.name for c in classes if c is not None and set(extra) <= set(c.options)]
         raise ConfigError(
             f"benchmark {cls.name} has no {' or '.join(extra)} choice" + (f" ({', '.join(have)} has)" if have else "")
         )

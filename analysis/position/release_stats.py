@@ -67,7 +67,8 @@ def pair_outcomes(judgments: pl.DataFrame) -> pl.DataFrame:
     if len(names) == 1:
         p = (find_benchmark(names[0]) or BenchmarkKind).release_readings(p)
     else:
-        parts = [(find_benchmark(n) or BenchmarkKind).release_readings(p.filter(pl.col("benchmark") == n)) for n in names]
+        parts = [(find_benchmark(n) or BenchmarkKind).release_readings(p.filter(pl.col("benchmark") == n))
+                 for n in names]
         p = pl.concat(parts) if parts else BenchmarkKind.release_readings(p)
     return p.with_columns(
         differs=pl.col("w1").is_null() | pl.col("w2").is_null() | (pl.col("w1") == "tie") | (pl.col("w2") == "tie"),
