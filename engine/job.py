@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from voirdire.benchmarks.base import score_patterns, score_range
+from voirdire.benchmarks.scoring import score_patterns, score_range
 from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.progress import JobProgress
 from voirdire.engine.rewrite import (

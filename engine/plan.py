@@ -181,7 +181,7 @@ def load_bench(job: JobSpec) -> dict[str, Any]:
     data_dir = data_dir_for(job.benchmark.name, job.benchmark.data_dir)
     spec = job.benchmark
     bench = load_benchmark(spec.name, data_dir, sample=spec.sample, subsets=spec.subsets, prompt=spec.prompt)
-    return {"bench": bench, "data_dir": data_dir}
+    return {"bench": bench, "data_dir": data_dir or bench.data_dir}  # a benchmark reading no release: its own
 
 
 def list_instances(job: JobSpec, bench: Benchmark) -> dict[str, Any]:
