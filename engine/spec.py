@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
+    AfterValidator, BaseModel,
     ConfigDict,
     Field,
     ValidationError,
@@ -33,6 +33,7 @@ from voirdire.judges.base import (
 )
 
 from voirdire.core import ConfigError, content_hash
+from voirdire.engine.outdir import check_judge_name, check_path_text
 
 
 class _Strict(BaseModel):
@@ -218,7 +219,7 @@ class JudgeSpec(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    name: str
+    name: Annotated[str, AfterValidator(check_judge_name)]
     backend: str
     workers: int | None = Field(default=None, ge=1, le=1024)
     concurrency: int | None = Field(default=None, ge=1, le=4096)
@@ -258,7 +259,7 @@ class JobSpec(_Strict):
                 f"{v!r}: object-store URIs are not supported as output_dir; use a path on a filesystem "
                 "shared by the cluster's head node (NFS/EFS/Filestore, or the bucket mounted with s3fs/gcsfuse)"
             )
-        return v[len("file://") :] if v.startswith("file://") else v
+        return check_path_text(v[len("file://") :] if v.startswith("file://") else v)
 
     @model_validator(mode="after")
     def _unique_judges(self) -> "JobSpec":
