@@ -16,9 +16,9 @@ link inside it (``docs/security.md``):
 
 Every refusal is a :class:`~voirdire.exceptions.ConfigError` of one line naming the path.
 Judge names become folder names (``raw/<slug(name)>/``): :func:`check_judge_name` refuses
-names without a letter or digit (whose folder would be ``.``, ``..``, ``_``: empty), names over :data:`MAX_NAME` characters
-and names holding NUL; :func:`check_path_text` refuses output paths holding NUL or longer
-than the system allows.
+names without a letter or digit (whose folder would be ``.``, ``..``, ``_``: empty), names
+over :data:`MAX_NAME` characters and names holding NUL; :func:`check_path_text` refuses output
+paths holding NUL or longer than the system allows.
 """
 
 from __future__ import annotations

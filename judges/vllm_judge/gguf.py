@@ -15,7 +15,8 @@ dequantizes the file once with ``transformers`` (``gguf_file=``; needs the ``ggu
 tokenizer with its chat template) in the user cache of ``platformdirs``
 (``~/.cache/voirdire/gguf/<sha256[:16]>-<dtype>-v2`` on Linux), keyed by the file's SHA-256 and
 the dtype (the judge's ``chat_template`` is not saved there: it is applied when the judge
-loads the tokenizer, so judges of other jobs on the same file never see it), written to a temporary directory and renamed into place (two processes
+loads the tokenizer, so judges of other jobs on the same file never see it), written to a
+temporary directory and renamed into place (two processes
 converting at once leave one complete copy). ``gguf_load = "native"`` hands the file to
 vLLM, where vLLM reads GGUF itself (GPUs, with a vLLM that has GGUF support; the tokenizer
 from the file too, unless ``tokenizer`` is set); elsewhere it is a one-line error naming
