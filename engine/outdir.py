@@ -48,17 +48,19 @@ MAX_PATH, MAX_COMPONENT = 4096, 255
 
 def check_judge_name(name: str) -> str:
     """``name`` when it is a safe judge (or rewriter) name; its folder is ``slug(name)``.
+    Checked on the resolved judges, after entries standing for several (``name = "*"`` of
+    a replay judge) were expanded.
 
     Raises:
-        ValueError: empty, over :data:`MAX_NAME` characters, holding NUL, or a folder name
-            without a letter or digit (pydantic turns it into the job's one-line error).
+        ConfigError: empty, over :data:`MAX_NAME` characters, holding NUL, or without a
+            letter or digit (its folder would be ``.``, ``..``, ``_``).
     """
     if "\x00" in name:
-        raise ValueError("a judge name may not hold a NUL byte")
+        raise ConfigError(f"judge name {name.replace(chr(0), '<NUL>')[:60]!r} holds a NUL byte")
     if len(name) > MAX_NAME:
-        raise ValueError(f"a judge name may have at most {MAX_NAME} characters, not {len(name)}")
+        raise ConfigError(f"judge name {name[:40]!r}... has {len(name)} characters; at most {MAX_NAME} are allowed")
     if not re.search("[A-Za-z0-9]", name):  # its folder, slug(name), would be ".", "..", "_" or such
-        raise ValueError(f"judge name {name!r} has no letter or digit: it names no folder of its own")
+        raise ConfigError(f"judge name {name!r} has no letter or digit: it names no folder of its own")
     return name
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
-    AfterValidator, BaseModel,
+    BaseModel,
     ConfigDict,
     Field,
     ValidationError,
@@ -219,7 +219,7 @@ class JudgeSpec(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    name: Annotated[str, AfterValidator(check_judge_name)]
+    name: str
     backend: str
     workers: int | None = Field(default=None, ge=1, le=1024)
     concurrency: int | None = Field(default=None, ge=1, le=4096)
@@ -279,7 +279,7 @@ class ResolvedJudge:
 
     def __init__(self, spec: JudgeSpec, job: JobSpec) -> None:
         self.spec = spec
-        self.name = spec.name
+        self.name = check_judge_name(spec.name)  # after expansion: a name stands for a folder
         self.backend: type[JudgeBackend] = get_backend(spec.backend)
         try:
             self.settings: JudgeSettings = self.backend.Settings(**spec.backend_settings)
