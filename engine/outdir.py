@@ -4,8 +4,9 @@ voirdire writes only into a directory it can tell is its own, and never through 
 link inside it (``docs/security.md``):
 
 - a **job's output directory** (``voirdire run``, ``voirdire analyze``) is ours when it does
-  not exist, is empty, or holds our marker: a ``job.json`` that is a regular file (not a
-  link) whose JSON is an object with the keys the engine writes (:data:`JOB_RECORD_KEYS`:
+  not exist, is empty (no file and no link in it, at most empty folders), or holds our
+  marker: a ``job.json`` that is a regular file (not a link) whose JSON is an object with
+  the keys the engine writes (:data:`JOB_RECORD_KEYS`:
   ``job`` an object with ``name`` and ``output_dir`` strings, ``benchmark`` a string,
   ``judges`` and ``verdict_patterns`` objects, ``units_per_judge`` an integer);
 - a **report or mitigation directory** (``voirdire report --out``, ``voirdire mitigate
@@ -123,13 +124,16 @@ def find_link(root: str | os.PathLike) -> Path | None:
 
 
 def _check_dir(path: Path, what: str) -> bool:
-    """False when ``path`` does not exist or is an empty directory (nothing to check);
-    refuses a path that exists and is not a directory."""
+    """False when ``path`` does not exist or is empty: it holds no file and no link, at
+    most empty folders (nothing to overwrite); refuses a path that is not a directory."""
     if not path.exists():
         return False
     if not path.is_dir():
         raise ConfigError(f"{what} {path} exists and is not a directory")
-    return any(path.iterdir())
+    for here, dirs, files in os.walk(path, followlinks=False):
+        if files or any(os.path.islink(os.path.join(here, d)) for d in dirs):
+            return True
+    return False
 
 
 def _refuse_links(path: Path, what: str) -> None:

@@ -195,3 +195,13 @@ def test_a_store_part_is_not_written_through_a_linked_judge_folder(tmp_path):
     with pytest.raises(ConfigError, match="symbolic link"):
         store.append("j", pa.table({"unit_id": ["u"]}))  # one row: flushed at once
     assert list(outside.iterdir()) == []
+
+
+def test_a_directory_with_nothing_but_empty_folders_is_empty(tmp_path):
+    from voirdire.engine.outdir import claim_output_dir
+
+    (tmp_path / "out" / "rewrites" / "x").mkdir(parents=True)  # e.g. a store opened before the run
+    assert claim_output_dir(tmp_path / "out") == tmp_path / "out"
+    (tmp_path / "out" / "rewrites" / "x" / "link").symlink_to(tmp_path)
+    with pytest.raises(ConfigError, match="not a voirdire output directory"):
+        claim_output_dir(tmp_path / "out")
