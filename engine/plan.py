@@ -12,6 +12,7 @@ order of the data and nothing is read before it is made:
 ==========  ====================================================  =========================
 stage       reads                                                 writes
 ==========  ====================================================  =========================
+output      job                                                   (nothing: a check)
 benchmark   job                                                   bench, data_dir
 instances   job, bench                                            listed, list_size
 judges      job, bench, data_dir                                  judges
@@ -48,6 +49,7 @@ from voirdire.benchmarks.registry import data_dir_for, load_benchmark
 from voirdire.core import ConfigError
 from voirdire.engine.instances import instances as make_instances
 from voirdire.engine.instances import list_size_for
+from voirdire.engine.outdir import claim_output_dir
 from voirdire.engine.perturb import CONTROL, Variant, expand_variants
 from voirdire.engine.quality import quality_identity, with_quality
 from voirdire.engine.rewrite import check_rewriters, plan_rewrites, resolve_rewriters
@@ -172,6 +174,13 @@ class JobPlan:
 # -- the stages --------------------------------------------------------------------------
 
 
+def check_output_dir(job: JobSpec) -> dict[str, Any]:
+    """Refuse an output directory that is not ours (writes nothing; the run claims it
+    again). Raises ConfigError: see :func:`~voirdire.engine.outdir.claim_output_dir`."""
+    claim_output_dir(job.output_dir)
+    return {}
+
+
 def load_bench(job: JobSpec) -> dict[str, Any]:
     """The benchmark (``bench``) and its data directory (``data_dir``; a user's own pairs:
     the pairs' directory). Raises ConfigError: unknown benchmark, missing data."""
@@ -283,6 +292,7 @@ PLAN_INPUTS = ("job", "dry_run")
 
 #: planning, in order (the module docstring's table)
 PLAN_STAGES: tuple[Stage, ...] = (
+    Stage("output", ("job",), (), check_output_dir),
     Stage("benchmark", ("job",), ("bench", "data_dir"), load_bench),
     Stage("instances", ("job", "bench"), ("listed", "list_size"), list_instances),
     Stage("judges", ("job", "bench", "data_dir"), ("judges",), bind_judges),
@@ -308,7 +318,8 @@ def plan_job(job: JobSpec, dry_run: bool = False, *, on_stage: Callable[[Stage],
     stage after it ran.
 
     Raises:
-        ConfigError: missing data, unknown candidates/questions/tasks, unknown backends,
+        ConfigError: an output directory that is not ours (:func:`~voirdire.engine.outdir.claim_output_dir`),
+            missing data, unknown candidates/questions/tasks, unknown backends,
             invalid settings, a failed backend preflight, or (unless ``dry_run``) a
             missing API key.
     """
