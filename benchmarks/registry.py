@@ -13,12 +13,13 @@ from voirdire.benchmarks.devbench import DevBench
 from voirdire.benchmarks.llmbar import LLMBar
 from voirdire.benchmarks.mtbench import MTBench
 from voirdire.benchmarks.pairs import OwnPairs, PairsSpec
-from voirdire.benchmarks.release import LLMBAR, locate
+from voirdire.benchmarks.pandalm import PandaLM
+from voirdire.benchmarks.release import LLMBAR, PANDALM, locate
 
 from voirdire.core import ConfigError
 
 #: Canonical key (lower case, letters and digits only) → benchmark class.
-BENCHMARKS: dict[str, type[Benchmark]] = {"mtbench": MTBench, "devbench": DevBench, "llmbar": LLMBar}
+BENCHMARKS: dict[str, type[Benchmark]] = {"mtbench": MTBench, "devbench": DevBench, "llmbar": LLMBar, "pandalm": PandaLM}
 #: the registry key of a user's own pairs (``[benchmark] name = "pairs"``, read from
 #: ``[benchmark.pairs]``, not from the release's data directory)
 PAIRS = "pairs"
@@ -43,6 +44,8 @@ def canonical_name(name: str) -> str:
 def _load(key: str, data_dir: str, sample: str, subsets: tuple[str, ...] | None, prompt: str | None) -> Benchmark:
     if key == "llmbar":
         return LLMBar(data_dir=data_dir, sample=sample, subsets=subsets, prompt=prompt)
+    if key == "pandalm":
+        return PandaLM(data_dir=data_dir, sample=sample, prompt=prompt)
     return BENCHMARKS[key](data_dir=data_dir, sample=sample)
 
 
@@ -55,8 +58,8 @@ def data_dir_for(name: str, data_dir: str | os.PathLike[str] | None = None) -> o
         ConfigError: unknown benchmark, or no data directory.
     """
     key = canonical_name(name)
-    if key == "llmbar":
-        return locate(LLMBAR, data_dir)
+    if key in ("llmbar", "pandalm"):
+        return locate(LLMBAR if key == "llmbar" else PANDALM, data_dir)
     return resolve_data_dir(data_dir)
 
 
@@ -94,8 +97,8 @@ def load_benchmark(
         raise ConfigError(f"[benchmark.pairs] belongs to name = \"pairs\", not to benchmark {name!r}")
     if sample not in SAMPLES:
         raise ConfigError(f"unknown benchmark sample {sample!r}; known: {', '.join(SAMPLES)}")
-    if key != "llmbar" and (subsets or prompt):
-        raise ConfigError(f"benchmark {BENCHMARKS[key].name} has no subsets or prompt choice (LLMBar has)")
+    if (key != "llmbar" and subsets) or (key not in ("llmbar", "pandalm") and prompt):
+        raise ConfigError(f"benchmark {BENCHMARKS[key].name} has no {'subsets' if subsets else 'prompt'} choice")
     resolved = data_dir_for(name, data_dir)
     return _load(key, str(resolved), sample, tuple(subsets) if subsets else None, prompt)
 

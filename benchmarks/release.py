@@ -1,6 +1,6 @@
 """Getting the data: download a public release, verify it, convert it once.
 
-voirdire knows two releases, each a small :class:`Release` record (repository, pinned
+voirdire knows three releases, each a small :class:`Release` record (repository, pinned
 commit, package manifest, where its data goes, its converter):
 
 - ``judging-the-judges``: Shi et al. (2024), "Judging the Judges: A Systematic Study of
@@ -9,6 +9,9 @@ commit, package manifest, where its data goes, its converter):
 - ``llmbar``: Zeng et al. (ICLR 2024), "Evaluating Large Language Models at Evaluating
   Instruction Following", GitHub ``princeton-nlp/LLMBar`` (MIT, copyright 2023 Princeton
   Natural Language Processing); converter :mod:`voirdire.benchmarks.release_llmbar`.
+- ``pandalm``: Wang et al. (ICLR 2024), "PandaLM: An Automatic Evaluation Benchmark for LLM
+  Instruction Tuning Optimization", GitHub ``WeOpenML/PandaLM`` (Apache-2.0), its
+  human-annotated test set; converter :mod:`voirdire.benchmarks.release_pandalm`.
 
 :func:`fetch_release` downloads, file by file from the raw-content URLs of the pinned commit
 (or a mirror serving the same paths, or a local copy), only the files voirdire reads (the
@@ -35,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from voirdire.benchmarks import release_jtj, release_llmbar
+from voirdire.benchmarks import release_jtj, release_llmbar, release_pandalm
 from voirdire.benchmarks.data import DATA_ENV, default_data_dir, resolve_data_dir
 from voirdire.benchmarks import mirror
 from voirdire.benchmarks.mirror import HTTPMirror, LocalCopy, NotOnMirror, blob_id
@@ -102,8 +105,13 @@ LLMBAR = Release(
     manifest=_HERE / "llmbar-manifest.tsv", dir_name="llmbar", data_env="VOIRDIRE_LLMBAR_DATA",
     url_env="VOIRDIRE_LLMBAR_URL", convert=release_llmbar.convert, copy_name="llmbar-release",
 )
+PANDALM = Release(
+    name="pandalm", repo="WeOpenML/PandaLM", commit="3871806e72b4832f815ecafd24d3503c73403f48",
+    manifest=_HERE / "pandalm-manifest.tsv", dir_name="pandalm", data_env="VOIRDIRE_PANDALM_DATA",
+    url_env="VOIRDIRE_PANDALM_URL", convert=release_pandalm.convert,
+)
 #: The releases by name.
-RELEASES = {r.name: r for r in (JTJ, LLMBAR)}
+RELEASES = {r.name: r for r in (JTJ, LLMBAR, PANDALM)}
 # the first release's names, as before there were two
 RELEASE_REPO, RELEASE_COMMIT, URL_ENV, MANIFEST = JTJ.repo, JTJ.commit, JTJ.url_env, JTJ.manifest
 DEFAULT_BASE_URL = JTJ.default_base_url
@@ -291,13 +299,14 @@ def locate_or_fetch(
     prefer: str = "pkl",
     progress: bool = True,
     log: Callable[[str], None] = lambda s: None,
+    manifest: str | os.PathLike[str] | dict[str, str] | None = None,
 ) -> Path:
     """The data directory to use, fetching the release when none is found.
 
     Order: ``try_dir`` when it is a directory on this machine (the location a cluster client
     handed over); the usual lookup (first release:
     :func:`~voirdire.benchmarks.data.resolve_data_dir`; LLMBar: :func:`locate`); else, with
-    ``fetch``, :func:`fetch_release` into :meth:`Release.default_dir`.
+    ``fetch``, :func:`fetch_release` into :meth:`Release.default_dir` (``manifest`` as there).
 
     Raises:
         DataError: nothing was found and the fetch failed (or was not allowed); the message
@@ -324,13 +333,13 @@ def locate_or_fetch(
     dest = rel.default_dir() if rel is not JTJ else Path(os.environ.get(DATA_ENV) or default_data_dir())
     log(f"no {rel.name} data found; fetching the public release into {dest}")
     try:
-        return fetch_release(dest, base_url, release=rel, prefer=prefer, progress=progress, log=log).dest
+        return fetch_release(dest, base_url, release=rel, prefer=prefer, manifest=manifest, progress=progress, log=log).dest
     except DataError as exc:
         raise DataError("; ".join(tried + [f"fetching the release into {dest} failed: {exc}"]) + ". " + ways_out) from None
 
 
 __all__ = [
-    "DEFAULT_BASE_URL", "JTJ", "LLMBAR", "MANIFEST", "MARKER", "QA_FILES", "RELEASES", "RELEASE_COMMIT",
+    "DEFAULT_BASE_URL", "JTJ", "LLMBAR", "MANIFEST", "PANDALM", "MARKER", "QA_FILES", "RELEASES", "RELEASE_COMMIT",
     "RELEASE_REPO", "URL_ENV", "FetchReport", "NotOnMirror", "RecordSource", "Release", "blob_id",
     "fetch_release", "get_release", "load_plain_pickle", "load_record_tsv", "locate", "locate_or_fetch",
     "plan_records", "read_manifest",

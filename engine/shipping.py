@@ -17,7 +17,7 @@ from typing import Any
 
 from voirdire.benchmarks.pair_prompts import BUILTIN
 from voirdire.benchmarks.registry import PAIRS, canonical_name
-from voirdire.benchmarks.release import JTJ, LLMBAR, Release
+from voirdire.benchmarks.release import JTJ, LLMBAR, PANDALM, Release
 
 from voirdire.core import ConfigError
 
@@ -37,7 +37,7 @@ def release_for(job: Any) -> Release | None:
     key = canonical_name(job.benchmark.name)
     if key == PAIRS:
         return None
-    return LLMBAR if key == "llmbar" else JTJ
+    return {"llmbar": LLMBAR, "pandalm": PANDALM}.get(key, JTJ)
 
 
 def job_inputs(job: Any) -> list[str]:
