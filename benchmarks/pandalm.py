@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from voirdire.benchmarks.pairs import OwnPairs, PairColumns, PairsSpec
+from voirdire.benchmarks.release import PANDALM, locate
 
 from voirdire.core import ConfigError
 
@@ -57,6 +59,14 @@ class PandaLM(OwnPairs):
     """
 
     name = "PandaLM"
+    #: the release it reads, and the ``[benchmark]`` settings it takes besides data_dir and sample
+    release = PANDALM
+    options = ("prompt",)
+
+    @classmethod
+    def load(cls, data_dir: Any, sample: str = "full", **options: Any) -> "PandaLM":
+        """``PandaLM(data_dir, sample, prompt=...)`` (not a user's ``[benchmark.pairs]``)."""
+        return cls(data_dir=data_dir, sample=sample, prompt=options.get("prompt"))
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full", prompt: str | None = None) -> None:
         if sample != "full":
@@ -64,8 +74,6 @@ class PandaLM(OwnPairs):
         if prompt is not None and prompt not in PROMPTS:
             raise ConfigError(f"PandaLM: unknown prompt {prompt!r} for live judges; known: {', '.join(PROMPTS)}")
         if not data_dir:
-            from voirdire.benchmarks.release import PANDALM, locate
-
             data_dir = locate(PANDALM)
         path = Path(data_dir) / "pairs.parquet"
         if not path.is_file():
