@@ -68,7 +68,9 @@ class PandaLM(OwnPairs):
         """``PandaLM(data_dir, sample, prompt=...)`` (not a user's ``[benchmark.pairs]``)."""
         return cls(data_dir=data_dir, sample=sample, prompt=options.get("prompt"))
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full", prompt: str | None = None) -> None:
+    def __init__(
+        self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full", prompt: str | None = None
+    ) -> None:
         if sample != "full":
             raise ConfigError(f"PandaLM: unknown sample {sample!r} (PandaLM has only 'full')")
         if prompt is not None and prompt not in PROMPTS:

@@ -130,7 +130,8 @@ def read_testset(data: bytes) -> pl.DataFrame:
 
 
 def convert(
-    get: Callable[[str], bytes], manifest: dict[str, str], out: Path, *, log: Callable[[str], None] = lambda s: None, **_
+    get: Callable[[str], bytes], manifest: dict[str, str], out: Path, *,
+    log: Callable[[str], None] = lambda s: None, **_,
 ) -> Converted:
     """Fetch the test set with ``get`` (verified bytes; :class:`NotOnMirror` when absent) and
     write the layout of the module docstring into ``out``.

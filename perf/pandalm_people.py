@@ -93,8 +93,9 @@ def bt_fit(models: list[str], a: np.ndarray, b: np.ndarray, wins: np.ndarray, n:
 
 def cells(out: pl.DataFrame, models: list[str]) -> pl.DataFrame:
     """Per (question, pair): ``question_id``, ``pair`` ("a|b"), ``w`` (a's wins), ``n``."""
-    return out.group_by("question_id", "a", "b", maintain_order=True).agg(w=pl.col("s").sum(), n=pl.len().cast(pl.Float64)).with_columns(
-        pair=pl.col("a") + "|" + pl.col("b"), benchmark=pl.lit("PandaLM"))
+    sums = out.group_by("question_id", "a", "b", maintain_order=True).agg(
+        w=pl.col("s").sum(), n=pl.len().cast(pl.Float64))
+    return sums.with_columns(pair=pl.col("a") + "|" + pl.col("b"), benchmark=pl.lit("PandaLM"))
 
 
 def leaderboard(out: pl.DataFrame, models: list[str], anchor: str, replicates: int, seed: int = 0) -> pl.DataFrame:
@@ -175,7 +176,8 @@ def simulated_testset(strengths: dict[str, float], questions: int = 170, tie: fl
             for m2 in models[i + 1:]:
                 p = 1 / (1 + math.exp(strengths[m2] - strengths[m1]))
                 true = 0 if rng.random() < tie else (1 if rng.random() < p else 2)
-                labels = [true if rng.random() < 0.9 else int(rng.choice([v for v in (0, 1, 2) if v != true])) for _ in range(3)]
+                other = [v for v in (0, 1, 2) if v != true]
+                labels = [true if rng.random() < 0.9 else int(rng.choice(other)) for _ in range(3)]
                 if len(set(labels)) == 3:
                     labels[2] = labels[0]
                 items.append({"idx": len(items), "motivation_app": f"app{q % 7}", "cmp_key": f"{m1}_{m2}",
@@ -208,10 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     board = leaderboard(out, models, ANCHOR, 200 if args.smoke else args.replicates)
     theta = (board.sort("model")["rating"].to_numpy() - 1000) / SCALE
     diff = float(np.max(np.abs(theta - logit_check(out, models, ANCHOR))))
-    print(f"{pairs.height} pairs, {out['question_id'].n_unique()} questions, {len(models)} models; anchor {ANCHOR} = 1000")
+    nq = out["question_id"].n_unique()
+    print(f"{pairs.height} pairs, {nq} questions, {len(models)} models; anchor {ANCHOR} = 1000")
     print(f"{'model':<20}{'rating':>9}{'95% interval':>20}{'rank':>6}{'win rate':>10}{'n':>6}")
     for r in board.iter_rows(named=True):
-        print(f"{r['model']:<20}{r['rating']:>9.1f}   [{r['lo']:>7.1f}, {r['hi']:>7.1f}]{r['rank']:>6}{r['win_rate']:>10.3f}{r['n']:>6}")
+        print(f"{r['model']:<20}{r['rating']:>9.1f}   [{r['lo']:>7.1f}, {r['hi']:>7.1f}]"
+              f"{r['rank']:>6}{r['win_rate']:>10.3f}{r['n']:>6}")
     print(f"independent check (statsmodels Logit, expanded design): max |Δθ| = {diff:.2e}")
     wr = out.group_by("a", "b").agg(pl.col("s").mean().alias("s"), pl.len().alias("n")).sort("a", "b")
     print("pairwise win rates (first model's, ties half): " + "; ".join(
@@ -233,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     ok = diff < 1e-6
     if args.smoke:
         true = np.array([SMOKE_STRENGTHS[m] - SMOKE_STRENGTHS[ANCHOR] for m in models])
-        inside = [lo <= 1000 + SCALE * t <= hi for t, (lo, hi) in zip(true, board.sort("model").select("lo", "hi").iter_rows())]
+        bounds = board.sort("model").select("lo", "hi").iter_rows()
+        inside = [lo <= 1000 + SCALE * t <= hi for t, (lo, hi) in zip(true, bounds)]
         print(f"smoke: true strengths inside their intervals for {sum(inside)} of {len(models)} models")
         ok = ok and sum(inside) >= len(models) - 1
     return 0 if ok else 1

@@ -124,7 +124,8 @@ def test_release_record_and_package_manifest():
     assert rel is PANDALM and rel.repo == "WeOpenML/PandaLM" and len(rel.commit) == 40
     man = read_manifest(rel.manifest)
     assert set(man) == {TESTSET, "LICENSE"} and all(len(b) == 40 for b in man.values())
-    sizes = {ln.split("\t")[0]: int(ln.split("\t")[2]) for ln in rel.manifest.read_text().splitlines()[1:] if not ln.startswith("#")}
+    lines = [ln.split("\t") for ln in rel.manifest.read_text().splitlines()[1:] if not ln.startswith("#")]
+    sizes = {p: int(n) for p, _, n in lines}
     assert sizes[TESTSET] > 900_000  # the real file: 999 items
 
 
@@ -144,7 +145,8 @@ def test_cli_fetch_converts_and_copies_the_licence(mirror, tmp_path):
     base, root, _ = mirror
     man = write_release(root / "cli", synthetic_items())
     dest = tmp_path / "d"
-    r = _cli("data", "fetch", "pandalm", "--dest", str(dest), "--base-url", f"{base}/cli/", "--manifest", str(man), "--no-progress")
+    r = _cli("data", "fetch", "pandalm", "--dest", str(dest), "--base-url", f"{base}/cli/", "--manifest", str(man),
+             "--no-progress")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(dest)
     rec = json.loads((dest / MARKER).read_text())
@@ -165,8 +167,10 @@ def test_cli_fetch_converts_and_copies_the_licence(mirror, tmp_path):
 def test_if_missing_fetches_once_into_the_user_data_dir(mirror, tmp_path):
     base, root, hits = mirror
     man = write_release(root / "once", synthetic_items())
-    env = {k: v for k, v in os.environ.items() if k != "VOIRDIRE_PANDALM_DATA"} | {"XDG_DATA_HOME": str(tmp_path / "share")}
-    cmd = ["data", "fetch", "pandalm", "--if-missing", "--base-url", f"{base}/once/", "--manifest", str(man), "--no-progress"]
+    env = {k: v for k, v in os.environ.items() if k != "VOIRDIRE_PANDALM_DATA"}
+    env["XDG_DATA_HOME"] = str(tmp_path / "share")
+    cmd = ["data", "fetch", "pandalm", "--if-missing", "--base-url", f"{base}/once/", "--manifest", str(man),
+           "--no-progress"]
     r = _cli(*cmd, env=env)
     assert r.returncode == 0, r.stderr
     assert Path(r.stdout.strip()) == (tmp_path / "share" / "voirdire" / "pandalm").resolve()
@@ -182,7 +186,8 @@ def test_corrupted_download_is_refused_and_leaves_the_data_as_it_was(mirror, dat
     man = write_release(root / "corrupt", synthetic_items())
     (root / "corrupt" / TESTSET).write_bytes((root / "corrupt" / TESTSET).read_bytes()[:-10])  # truncated
     dest = tmp_path / "d"
-    r = _cli("data", "fetch", "pandalm", "--dest", str(dest), "--base-url", f"{base}/corrupt/", "--manifest", str(man), "--no-progress")
+    r = _cli("data", "fetch", "pandalm", "--dest", str(dest), "--base-url", f"{base}/corrupt/", "--manifest", str(man),
+             "--no-progress")
     assert r.returncode == 1 and "expected" in r.stderr and "git blob id" in r.stderr
     assert r.stderr.count("error:") == 1 and "Traceback" not in r.stderr
     assert not dest.exists()
@@ -212,9 +217,15 @@ def _broken(kind: str) -> object:
 
 
 BROKEN = {
-    "not json": "not valid JSON", "not a list": "non-empty JSON list", "no majority": "item 5: the three annotators all differ",
-    "bad label": "item 5: 'annotator2' is 3", "bool label": "item 5: 'annotator2' is True", "missing field": "item 5 lacks the field 'response2'",
-    "one model": "item 5: cmp_key 'llama-7b_llama-7b'", "list response": "item 5: 'response2' is not text", "duplicate idx": "idx 4 appears more than once",
+    "not json": "not valid JSON",
+    "not a list": "non-empty JSON list",
+    "no majority": "item 5: the three annotators all differ",
+    "bad label": "item 5: 'annotator2' is 3",
+    "bool label": "item 5: 'annotator2' is True",
+    "missing field": "item 5 lacks the field 'response2'",
+    "one model": "item 5: cmp_key 'llama-7b_llama-7b'",
+    "list response": "item 5: 'response2' is not text",
+    "duplicate idx": "idx 4 appears more than once",
 }
 
 
@@ -245,7 +256,8 @@ def test_instances_carry_the_models_names_and_the_majority_as_gold(data):
     inst = bench.fixed_instances()
     pairs = pl.read_parquet(data / "pairs.parquet")
     assert inst["question_id"].to_list() == pairs["id"].to_list()
-    assert inst["candidate"].to_list() == pairs["model_1"].to_list() and inst["reference"].to_list() == pairs["model_2"].to_list()
+    assert inst["candidate"].to_list() == pairs["model_1"].to_list()
+    assert inst["reference"].to_list() == pairs["model_2"].to_list()
     assert inst["gold"].to_list() == pairs["gold"].to_list() and "tie" in inst["gold"].to_list()
     assert inst["task"].to_list() == pairs["task"].to_list()
     # the prompt: FastChat's pair-v2 with the question (instruction, then the input) and the answers in order
@@ -270,15 +282,15 @@ def test_simulated_job_end_to_end(data, tmp_path):
         "name": "pandalm-sim", "output_dir": str(tmp_path / "o"),
         "benchmark": {"name": "pandalm", "data_dir": str(data)},
         "comparison": {"mode": "pairwise", "permutations": "both"},
-        "judges": [{"name": "oracle", "backend": "simulated", "primacy": 0.5, "sensitivity": 50.0, "question_noise": 0.0,
-                    "qualities": qualities}],
+        "judges": [{"name": "oracle", "backend": "simulated", "primacy": 0.5, "sensitivity": 50.0,
+                    "question_noise": 0.0, "qualities": qualities}],
     }, show_progress=False)
     j = res.judgments
     assert j.height == 60 and j["failed"].sum() == 0
     assert set(j["candidate"]) | set(j["reference"]) == set(MODELS)
     # the oracle picks the model of higher quality in both orders: its verdicts name that model
-    best = j.select(pl.when(pl.col("candidate").replace_strict(qualities) > pl.col("reference").replace_strict(qualities))
-                    .then("candidate").otherwise("reference").alias("b"), "chosen")
+    better = pl.col("candidate").replace_strict(qualities) > pl.col("reference").replace_strict(qualities)
+    best = j.select(pl.when(better).then("candidate").otherwise("reference").alias("b"), "chosen")
     assert (best["b"] == best["chosen"]).all()
     gold = dict(pl.read_parquet(data / "pairs.parquet").select("id", "gold").iter_rows())
     assert all(gold[q] == g for q, g in j.select("question_id", "gold").iter_rows())
