@@ -6,7 +6,6 @@ files refused with one line."""
 
 from __future__ import annotations
 
-import copy
 import http.server
 import json
 import os
@@ -14,12 +13,11 @@ import subprocess
 import sys
 import threading
 import urllib.parse
-from itertools import combinations
 from pathlib import Path
 
 import polars as pl
 import pytest
-from voirdire.benchmarks.mirror import blob_id, read_manifest
+from voirdire.benchmarks.mirror import read_manifest
 from voirdire.benchmarks.pandalm import PandaLM
 from voirdire.benchmarks.registry import load_benchmark
 from voirdire.benchmarks.release import MARKER, PANDALM, fetch_release, get_release
@@ -28,44 +26,10 @@ from voirdire.engine.shipping import release_for
 from voirdire.engine.spec import parse_job
 
 import voirdire
+from tests.pandalm_synthetic import LICENSE, MODELS, synthetic_items, write_release
 from voirdire.core import ConfigError, DataError
 
 ROOT = Path(__file__).resolve().parents[1]
-MODELS = ["bloom-7b", "cerebras-gpt-6.7B", "llama-7b", "opt-7b", "pythia-6.9b"]
-LICENSE = b"                                 Apache License\n (synthetic stand-in for the test)\n"
-#: annotator labels cycled over the items: unanimous, 2-of-3 each way, ties
-LABELS = [(1, 1, 1), (2, 2, 2), (0, 0, 0), (1, 2, 2), (1, 1, 0), (0, 2, 0), (2, 1, 2)]
-
-
-def synthetic_items(questions: int = 3) -> list[dict]:
-    """Every pair of the five models on each question, in PandaLM's format (``idx``,
-    ``motivation_app``, ``cmp_key``, ``instruction``, ``input``, ``response1``,
-    ``response2``, ``annotator1..3``); one response is a JSON ``true`` as in the release."""
-    items = []
-    for q in range(questions):
-        for m1, m2 in combinations(MODELS, 2):
-            a = LABELS[len(items) % len(LABELS)]
-            items.append({
-                "idx": len(items), "motivation_app": ["Gmail", "IMDB"][q % 2], "cmp_key": f"{m1}_{m2}",
-                "instruction": f"Answer question {q}.", "input": "" if q == 0 else f"context {q}",
-                "response1": f"{m1}'s answer to {q}", "response2": f"{m2}'s answer to {q}",
-                "annotator1": a[0], "annotator2": a[1], "annotator3": a[2],
-            })
-    items[3]["response1"] = True
-    return items
-
-
-def write_release(root: Path, items: object) -> Path:
-    """The mirror's files and a manifest for them (path-first form, with sizes, like the
-    package's); returns the manifest."""
-    data = json.dumps(items, indent=4).encode() if not isinstance(items, bytes) else items
-    (root / "data").mkdir(parents=True, exist_ok=True)
-    (root / TESTSET).write_bytes(data)
-    (root / "LICENSE").write_bytes(LICENSE)
-    man = root.parent / f"{root.name}-manifest.tsv"
-    man.write_text("path\tgit_blob_id\tsize\n" + "".join(
-        f"{p}\t{blob_id((root / p).read_bytes())}\t{(root / p).stat().st_size}\n" for p in (TESTSET, "LICENSE")))
-    return man
 
 
 class _Files(http.server.BaseHTTPRequestHandler):
