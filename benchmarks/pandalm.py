@@ -29,7 +29,6 @@ from typing import Any
 
 from voirdire.benchmarks.pairs import OwnPairs, PairColumns, PairsSpec
 from voirdire.benchmarks.release import PANDALM, locate
-
 from voirdire.core import ConfigError
 
 #: the built-in pair templates a live judge can be asked with
@@ -64,7 +63,7 @@ class PandaLM(OwnPairs):
     options = ("prompt",)
 
     @classmethod
-    def load(cls, data_dir: Any, sample: str = "full", **options: Any) -> "PandaLM":
+    def load(cls, data_dir: Any, sample: str = "full", **options: Any) -> PandaLM:
         """``PandaLM(data_dir, sample, prompt=...)`` (not a user's ``[benchmark.pairs]``)."""
         return cls(data_dir=data_dir, sample=sample, prompt=options.get("prompt"))
 

@@ -33,9 +33,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
+
 from voirdire.benchmarks.mirror import NotOnMirror
 from voirdire.benchmarks.release_jtj import Converted
-
 from voirdire.core import DataError
 
 #: the release file of the test set

@@ -146,7 +146,12 @@ def logit_check(out: pl.DataFrame, models: list[str], anchor: str) -> np.ndarray
 def annotators(pairs: pl.DataFrame) -> dict:
     """Agreement of the three annotators: each with the majority (share of items), each pair's
     Cohen κ, Fleiss' κ (statsmodels ``inter_rater``)."""
-    from statsmodels.stats.inter_rater import aggregate_raters, cohens_kappa, fleiss_kappa, to_table
+    from statsmodels.stats.inter_rater import (
+        aggregate_raters,
+        cohens_kappa,
+        fleiss_kappa,
+        to_table,
+    )
 
     cols = ["annotator1", "annotator2", "annotator3"]
     lab = pairs.select(cols).to_numpy()
