@@ -1,7 +1,7 @@
 """PandaLM's human-annotated test set (Wang et al., ICLR 2024): 999 pairs of answers by five
 instruction-tuned 7B models, each labelled by three annotators.
 
-Data: the converted release (:mod:`voirdire.benchmarks.release_pandalm`, ``pairs.parquet``),
+Data: the converted release (:mod:`voirdire.benchmarks.pandalm_release`, ``pairs.parquet``),
 found by :func:`voirdire.benchmarks.release.locate` (a job's ``data_dir``,
 ``$VOIRDIRE_PANDALM_DATA``, or what ``voirdire data fetch pandalm`` wrote).
 
@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from voirdire.benchmarks.pairs import OwnPairs, PairColumns, PairsSpec
-from voirdire.benchmarks.release import PANDALM, locate
+from voirdire.benchmarks.pandalm_release import PANDALM
+from voirdire.benchmarks.registry import BENCHMARKS
+from voirdire.benchmarks.release import locate
 from voirdire.core import ConfigError
 
 #: the built-in pair templates a live judge can be asked with
@@ -39,6 +41,7 @@ COLUMNS = PairColumns(
 )
 
 
+@BENCHMARKS.register
 class PandaLM(OwnPairs):
     """PandaLM's test set as a benchmark (see the module docstring): a user's own pairs read
     from the converted release with a fixed column mapping.
@@ -58,7 +61,8 @@ class PandaLM(OwnPairs):
     """
 
     name = "PandaLM"
-    #: the release it reads, and the ``[benchmark]`` settings it takes besides data_dir and sample
+    #: the release it reads (``voirdire data fetch pandalm``), and the ``[benchmark]`` settings
+    #: it takes besides data_dir and sample
     release = PANDALM
     options = ("prompt",)
 

@@ -193,11 +193,12 @@ def simulated_testset(strengths: dict[str, float], questions: int = 170, tie: fl
 
 
 def load(data: Path | None, smoke: bool) -> pl.DataFrame:
-    from voirdire.benchmarks.release_pandalm import read_testset
+    from voirdire.benchmarks.pandalm_release import read_testset
 
     if smoke:
         return read_testset(json.dumps(simulated_testset(SMOKE_STRENGTHS)).encode())
-    from voirdire.benchmarks.release import PANDALM, locate
+    from voirdire.benchmarks.pandalm_release import PANDALM
+    from voirdire.benchmarks.release import locate
 
     return pl.read_parquet(locate(PANDALM, data) / "pairs.parquet")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from voirdire.benchmarks.mirror import blob_id
 from voirdire.benchmarks.release import fetch_release
-from voirdire.benchmarks.release_pandalm import TESTSET
+from voirdire.benchmarks.pandalm_release import TESTSET
 
 MODELS = ["bloom-7b", "cerebras-gpt-6.7B", "llama-7b", "opt-7b", "pythia-6.9b"]
 LICENSE = b"                                 Apache License\n (synthetic stand-in for the test)\n"

@@ -23,8 +23,8 @@ from tests.pandalm_synthetic import LICENSE, MODELS, synthetic_items, write_rele
 from voirdire.benchmarks.mirror import read_manifest
 from voirdire.benchmarks.pandalm import PandaLM
 from voirdire.benchmarks.registry import load_benchmark
-from voirdire.benchmarks.release import MARKER, PANDALM, fetch_release, get_release
-from voirdire.benchmarks.release_pandalm import TESTSET, majority, read_testset
+from voirdire.benchmarks.release import MARKER, fetch_release, get_release
+from voirdire.benchmarks.pandalm_release import PANDALM, TESTSET, majority, read_testset
 from voirdire.core import ConfigError, DataError
 from voirdire.engine.shipping import release_for
 from voirdire.engine.spec import parse_job

@@ -1,7 +1,7 @@
 """The third release: PandaLM's human-annotated test set (Wang et al., ICLR 2024;
 ``WeOpenML/PandaLM``, ``data/testset-v1.json``, Apache-2.0).
 
-What :mod:`voirdire.benchmarks.release` fetches of it (the package manifest
+What :mod:`voirdire.benchmarks.release` fetches of it (the release record :data:`PANDALM`) (the package manifest
 ``pandalm-manifest.tsv``: ``data/testset-v1.json`` and the ``LICENSE``) and the layout it is
 converted into, read by :mod:`voirdire.benchmarks.pandalm`::
 
@@ -35,6 +35,7 @@ from pathlib import Path
 import polars as pl
 
 from voirdire.benchmarks.mirror import NotOnMirror
+from voirdire.benchmarks.release import Release
 from voirdire.benchmarks.release_jtj import Converted
 from voirdire.core import DataError
 
@@ -157,4 +158,12 @@ def convert(
     return done
 
 
-__all__ = ["ANNOTATORS", "PAIRS_SCHEMA", "TESTSET", "convert", "majority", "read_testset"]
+#: the release record (``voirdire data fetch pandalm``): the pinned commit and the package manifest
+PANDALM = Release(
+    name="pandalm", repo="WeOpenML/PandaLM", commit="3871806e72b4832f815ecafd24d3503c73403f48",
+    manifest=Path(__file__).resolve().parent / "pandalm-manifest.tsv", dir_name="pandalm",
+    data_env="VOIRDIRE_PANDALM_DATA", url_env="VOIRDIRE_PANDALM_URL", convert=convert,
+)
+
+
+__all__ = ["ANNOTATORS", "PAIRS_SCHEMA", "PANDALM", "TESTSET", "convert", "majority", "read_testset"]
