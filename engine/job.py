@@ -1,8 +1,9 @@
 """Running a job end to end, and re-analysing a finished output directory.
 
-``plan_job`` validates everything (benchmark data, candidates, judges, backend preflight)
-before any query is sent; ``run_job`` starts or joins Ray and streams work units through
-the scheduler into the store (resuming whatever the directory already holds);
+``plan_job`` (:mod:`voirdire.engine.plan`, named stages) validates everything (benchmark
+data, candidates, judges, backend preflight) before any query is sent; ``run_job`` starts or
+joins Ray and streams work units through the scheduler into the store (resuming whatever the
+directory already holds);
 ``load_judgments`` reads the raw outputs back with their verdicts extracted. Metrics and
 reports belong to the analysis stage (:mod:`voirdire.analysis.outputs`).
 """
@@ -16,35 +17,29 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.scoring import score_patterns, score_range
-from voirdire.benchmarks.registry import data_dir_for, load_benchmark
-from voirdire.engine.perturb import CONTROL, Variant, expand_variants
+from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.progress import JobProgress
-from voirdire.engine.quality import quality_identity, with_quality
 from voirdire.engine.rewrite import (
-    check_rewriters,
     iter_rewrite_batches,
     plan_rewrites,
-    resolve_rewriters,
     rewrite_store,
     rewrites_for_units,
 )
 from voirdire.engine.outdir import JOB_FILE, claim_output_dir, read_job_record
 from voirdire.engine.scheduler import JudgeRun, RunStats, execute
 from voirdire.engine.secrets import configured_secrets, redact_record
-from voirdire.engine.spec import JobSpec, ResolvedJudge, resolve_judges
+from voirdire.engine.spec import JobSpec
 from voirdire.engine.store import ResultStore
-from voirdire.engine.instances import instances, list_size_for
 from voirdire.engine.units import (
     PromptCache,
-    count_units,
     iter_unit_batches,
     option_mode_for,
 )
 from voirdire.judges.extract import extract_scores, extract_verdicts
 
-from voirdire.core import ConfigError
+#: planning lives in :mod:`voirdire.engine.plan`; its two names stay importable from here
+__all__ = ["JOB_FILE", "JobPlan", "RunOutcome", "estimate_job", "init_ray", "load_judgments", "plan_job", "run_job"]
 
 
 @dataclass(frozen=True)
@@ -55,35 +50,6 @@ class RunOutcome:
 
     output_dir: Path
     stats: RunStats
-
-
-@dataclass(frozen=True)
-class JobPlan:
-    """A job validated against its data and judges; nothing sent yet.
-
-    Attributes:
-        bench: the loaded benchmark.
-        instances: one row per instance (columns of :func:`voirdire.engine.instances.instances`).
-        judges: the resolved judges, in job order.
-        data_dir: the benchmark data directory.
-        units_per_judge: work units (queries) each judge is asked.
-        list_size: candidates per instance (2 pairwise, p list-wise).
-        warnings: what a dry-run plan let pass that a real run refuses (missing API keys).
-        variants: the control and the perturbation variants (``docs/biases.md``).
-        rewriters: the resolved ``[[rewriters]]`` by name.
-        rewrites: the rewrites the answer variants need (:func:`voirdire.engine.rewrite.plan_rewrites`).
-    """
-
-    bench: Benchmark
-    instances: pl.DataFrame
-    judges: tuple[ResolvedJudge, ...]
-    data_dir: Path
-    units_per_judge: int
-    list_size: int
-    warnings: tuple[str, ...] = ()
-    variants: tuple[Variant, ...] = (CONTROL,)
-    rewriters: dict[str, ResolvedJudge] | None = None
-    rewrites: pl.DataFrame | None = None
 
 
 def init_ray(address: str | None = None) -> None:
@@ -99,73 +65,6 @@ def init_ray(address: str | None = None) -> None:
         log_to_driver=True,
         configure_logging=True,
         logging_level="ERROR",
-    )
-
-
-def plan_job(job: JobSpec, dry_run: bool = False) -> JobPlan:
-    """Validate a job against its data and judges without sending anything.
-
-    With ``dry_run`` (a plan to estimate, never to run) missing secrets (API keys) are
-    returned in ``JobPlan.warnings`` instead of raised.
-
-    Raises:
-        ConfigError: an output directory that is not ours (:func:`~voirdire.engine.outdir.claim_output_dir`),
-            missing data, unknown candidates/questions/tasks, unknown backends,
-            invalid settings, a failed backend preflight, or (unless ``dry_run``) a
-            missing API key.
-    """
-    claim_output_dir(job.output_dir)
-    if job.benchmark.pairs is not None:  # a user's own pairs: no release data directory
-        bench = load_benchmark(job.benchmark.name, pairs=job.benchmark.pairs)
-        data_dir = bench.data_dir
-    else:
-        data_dir = data_dir_for(job.benchmark.name, job.benchmark.data_dir)
-        bench = load_benchmark(
-            job.benchmark.name, data_dir, sample=job.benchmark.sample, subsets=job.benchmark.subsets, prompt=job.benchmark.prompt
-        )
-        data_dir = data_dir or bench.data_dir  # a benchmark reading no release: the directory it reads
-    inst = instances(bench, job.benchmark, job.comparison)
-    list_size = list_size_for(job.benchmark, job.comparison) if job.comparison.mode == "listwise" else 2
-    judges = resolve_judges(job, bench.name, data_dir)
-    rewriters = resolve_rewriters(job)
-    by_name = {rj.name: rj for rj in judges}
-    variants = expand_variants(
-        job, list_size=list_size, rewriter_hashes={n: r.identity_hash for n, r in rewriters.items()},
-        quality_identity=quality_identity(job.benchmark.quality, by_name),
-    )
-    check_rewriters(variants, rewriters)
-    replayed = [rj.name for rj in judges if rj.backend.is_recording]
-    if len(variants) > 1 and replayed:
-        raise ConfigError(
-            f"judge(s) {', '.join(map(repr, replayed))}: a replay judge has recorded outputs of the unperturbed "
-            "prompts only and cannot answer perturbations; use it in a job without [[perturbations]] (or as "
-            "benchmark.quality = \"replay:<recorded judge>\")"
-        )
-    if job.benchmark.quality:
-        inst = with_quality(inst, job.benchmark.quality, bench=bench, judges=by_name, data_dir=str(data_dir))
-    needed = plan_rewrites(bench, inst, variants, rewriters)
-    used = set(needed["rewriter"].unique().to_list())
-    warnings = []
-    for rj in [*judges, *(r for n, r in rewriters.items() if n in used)]:
-        ctx = rj.context(bench.name, str(data_dir), job.output_dir, bench.verdict_format)
-        rj.backend.preflight(rj.settings, ctx)
-        try:
-            rj.backend.check_secrets(rj.settings, ctx)
-        except ConfigError as exc:
-            if not dry_run:
-                raise
-            warnings.append(str(exc).replace(" and run again. Nothing was sent.", " before a real run."))
-    return JobPlan(
-        bench=bench,
-        instances=inst,
-        judges=tuple(judges),
-        data_dir=Path(data_dir),
-        units_per_judge=count_units(inst, job.comparison, variants),
-        list_size=list_size,
-        warnings=tuple(warnings),
-        variants=variants,
-        rewriters=rewriters,
-        rewrites=needed,
     )
 
 

@@ -86,7 +86,8 @@ def expand_entry(entry: PerturbationSpec, *, mode: str, list_size: int, rewriter
         if r in QUALITY_RULES and not quality:
             raise ConfigError(
                 f"perturbation {kind.name!r}: target {r!r} needs a quality source: set benchmark.quality "
-                "(\"simulated:<judge>\", \"replay:<recorded judge>\" or \"labels:<file.csv>\")"
+                "(\"<backend>:<argument>\" with a judge backend that is a quality source, or \"labels:<file.csv>\"; "
+                "docs/biases.md)"
             )
     rewriter_hash = _rewriter_hash(entry, kind, rewriter_hashes)
     out = []
@@ -112,8 +113,7 @@ def _rewriter_hash(entry: PerturbationSpec, kind: BiasKind, rewriter_hashes: dic
         return ""
     if not entry.rewriter:
         raise ConfigError(f"perturbation {kind.name!r} rewrites answers and needs a rewriter: add rewriter = \"<name>\" "
-                          "naming a [[rewriters]] entry (backend template, simulated, openai, anthropic, "
-                          "openai_compatible or vllm)")
+                          "naming a [[rewriters]] entry (a backend that generates text, or names a rewriter)")
     if entry.rewriter not in rewriter_hashes:
         raise ConfigError(f"perturbation {kind.name!r}: rewriter {entry.rewriter!r} is not a [[rewriters]] entry"
                           + (f" (entries: {', '.join(rewriter_hashes)})" if rewriter_hashes else " (there is none)"))

@@ -27,7 +27,7 @@ from voirdire.judges.base import JudgeBackend, get_backend
 
 from voirdire.core import ConfigError
 
-_FORMS = "use simulated:<judge>, replay:<recorded judge> or labels:<file.csv>"
+_FORMS = "use <backend>:<argument> with a judge backend that is a quality source, or labels:<file.csv> (docs/biases.md)"
 
 
 def _source_backend(form: str, source: str) -> type[JudgeBackend]:
@@ -86,7 +86,8 @@ def _labels(inst: pl.DataFrame, path: Path) -> pl.DataFrame:
     if bad.height:
         raise ConfigError(f"benchmark.quality: {path}: better {bad['better'][0]!r} is not a candidate of {bad['instance_id'][0]!r}")
     if out.height and out["candidates"].list.len().max() != 2:
-        raise ConfigError("benchmark.quality = 'labels:...' gives the best candidate; list-wise jobs need simulated:")
+        raise ConfigError("benchmark.quality = 'labels:...' gives the best candidate of a pair; list-wise jobs need a "
+                          "quality source that ranks every candidate ('<backend>:<argument>')")
     worst = pl.when(pl.col("better") == pl.col("candidates").list.get(0)).then(pl.col("candidates").list.get(1)) \
         .when(pl.col("better").is_not_null()).then(pl.col("candidates").list.get(0)).otherwise(None)
     return out.with_columns(worst=worst)

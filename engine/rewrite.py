@@ -54,8 +54,8 @@ def resolve_rewriters(job: JobSpec) -> dict[str, ResolvedJudge]:
         backend = named.rewriter()
         if backend is None:
             raise ConfigError(
-                f"rewriter {spec.name!r}: backend {spec.backend!r} cannot rewrite answers; use a backend that "
-                "generates text (openai, anthropic, openai_compatible, vllm) or template or simulated"
+                f"rewriter {spec.name!r}: backend {spec.backend!r} cannot rewrite answers (it declares no rewriter: "
+                "it generates no text); use a backend that generates free text or names a rewriter for itself"
             )
         mapped = spec if backend is named else spec.model_copy(update={"backend": backend.name})
         rj = ResolvedJudge(mapped, job)
@@ -82,8 +82,8 @@ def check_rewriters(variants: Sequence[Variant], rewriters: dict[str, ResolvedJu
         if kinds is not None and v.kind not in kinds:
             raise ConfigError(
                 f"perturbation {v.label!r}: rewriter {v.rewriter!r} ({rewriters[v.rewriter].spec.backend}) cannot do "
-                f"{v.kind!r}; it does {', '.join(kinds)}. Use a model rewriter (openai, anthropic, "
-                "openai_compatible, vllm) or simulated (tests)"
+                f"{v.kind!r}; its backend declares it does {', '.join(kinds)}. Use a rewriter whose backend "
+                "generates free text (it rewrites every kind)"
             )
 
 

@@ -28,13 +28,12 @@ from voirdire.analysis.report.files import write_dir, write_mitigation
 from voirdire.analysis.report.html import build_report
 from voirdire.core import ConfigError
 from voirdire.engine.job import (
-    JobPlan,
     RunOutcome,
     estimate_job,
-    plan_job,
     run_job,
 )
 from voirdire.engine.outdir import claim_output_dir, claim_report_dir
+from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.spec import JobSpec, load_job, parse_job
 
 __all__ = ["Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "mitigate"]

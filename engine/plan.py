@@ -1,0 +1,327 @@
+"""Planning a job: named stages, each declaring what it reads and what it writes.
+
+``plan_job`` validates a job against its data and judges without sending anything. It is a
+sequence of :class:`Stage` records (after Ray Data LLM, where each processor stage declares
+its inputs) run in order by :func:`run_stages` over one state, a dict by key. The state
+starts with the inputs ``job`` (the :class:`~voirdire.engine.spec.JobSpec`) and ``dry_run``
+(bool); a stage is called with exactly the keys it reads, as keyword arguments, and returns
+exactly the keys it writes. :func:`check_stages` refuses a sequence where a stage reads a
+key no earlier stage wrote, or two stages write the same key, so the order below is the
+order of the data and nothing is read before it is made:
+
+==========  ====================================================  =========================
+stage       reads                                                 writes
+==========  ====================================================  =========================
+output      job                                                   (nothing: a check)
+benchmark   job                                                   bench, data_dir
+instances   job, bench                                            listed, list_size
+judges      job, bench, data_dir                                  judges
+rewriters   job                                                   rewriters
+variants    job, list_size, judges, rewriters                     variants
+quality     job, bench, data_dir, judges, listed                  instances
+rewrites    bench, instances, variants, rewriters                 rewrites
+preflight   job, dry_run, bench, data_dir, judges, rewriters,     warnings
+            rewrites
+units       job, instances, variants                              units_per_judge
+==========  ====================================================  =========================
+
+(:data:`PLAN_STAGES` is the source; ``tests/test_plan.py`` checks it.) The stages call the
+rooms' own functions (:mod:`~voirdire.engine.instances`, :mod:`~voirdire.engine.spec`,
+:mod:`~voirdire.engine.perturb`, :mod:`~voirdire.engine.quality`,
+:mod:`~voirdire.engine.rewrite`) and act on what a judge backend declares, never on its name.
+The errors a stage raises are :class:`~voirdire.core.ConfigError` (one line naming the
+culprit), before any query is sent. Running the plan (rewrites, then judging) is
+:func:`voirdire.engine.job.run_job`'s.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from voirdire.benchmarks.base import Benchmark
+from voirdire.benchmarks.registry import data_dir_for, load_benchmark
+from voirdire.core import ConfigError
+from voirdire.engine.instances import instances as make_instances
+from voirdire.engine.instances import list_size_for
+from voirdire.engine.outdir import claim_output_dir
+from voirdire.engine.perturb import CONTROL, Variant, expand_variants
+from voirdire.engine.quality import quality_identity, with_quality
+from voirdire.engine.rewrite import check_rewriters, plan_rewrites, resolve_rewriters
+from voirdire.engine.spec import JobSpec, ResolvedJudge, resolve_judges
+from voirdire.engine.units import count_units
+
+__all__ = ["JobPlan", "PLAN_INPUTS", "PLAN_STAGES", "Stage", "check_stages", "plan_job", "run_stages"]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One named step of planning.
+
+    Attributes:
+        name: the stage's name (unique in a sequence).
+        reads: the state keys it is called with, as keyword arguments; they must be the
+            parameters of ``fn``, in any order.
+        writes: the state keys it returns (a dict with exactly these keys).
+        fn: the stage's function.
+
+    Raises:
+        TypeError: ``fn``'s parameters are not exactly ``reads``.
+    """
+
+    name: str
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    fn: Callable[..., dict[str, Any]]
+
+    def __post_init__(self) -> None:
+        params = set(inspect.signature(self.fn).parameters)
+        if params != set(self.reads):
+            raise TypeError(f"stage {self.name!r} declares reads {sorted(self.reads)} "
+                            f"but its function takes {sorted(params)}")
+
+    def __call__(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """Run the stage on ``state``: its reads in, its writes out.
+
+        Raises:
+            ValueError: the function returned other keys than ``writes``.
+        """
+        got = self.fn(**{k: state[k] for k in self.reads})
+        if set(got) != set(self.writes):
+            raise ValueError(f"stage {self.name!r} declares writes {sorted(self.writes)} but returned {sorted(got)}")
+        return got
+
+
+def check_stages(stages: Sequence[Stage], inputs: Sequence[str], outputs: Sequence[str] = ()) -> None:
+    """Check a stage sequence before it runs: every key a stage reads is an input or was
+    written by an earlier stage, no key is written twice (inputs included), names are
+    unique, and every key of ``outputs`` is written.
+
+    Raises:
+        ValueError: naming the stage and the key.
+    """
+    have = {k: "the inputs" for k in inputs}
+    names: set[str] = set()
+    for s in stages:
+        if s.name in names:
+            raise ValueError(f"two stages are named {s.name!r}")
+        names.add(s.name)
+        if missing := [k for k in s.reads if k not in have]:
+            raise ValueError(f"stage {s.name!r} reads {', '.join(missing)}, which no earlier stage writes")
+        for k in s.writes:
+            if k in have:
+                raise ValueError(f"stage {s.name!r} writes {k!r}, already written by {have[k]}")
+            have[k] = f"stage {s.name!r}"
+    if missing := [k for k in outputs if k not in have]:
+        raise ValueError(f"no stage writes {', '.join(missing)}")
+
+
+def run_stages(stages: Sequence[Stage], inputs: Mapping[str, Any], outputs: Sequence[str] = (), *,
+               on_stage: Callable[[Stage], None] | None = None) -> dict[str, Any]:
+    """Run ``stages`` in order over a state that starts as ``inputs``; return the final
+    state (inputs and every stage's writes, by key). ``on_stage`` is called with each stage
+    after it ran.
+
+    Raises:
+        ValueError: the sequence fails :func:`check_stages`, or a stage returned other keys
+            than it declares.
+        ConfigError: whatever a stage raises for a bad job.
+    """
+    check_stages(stages, list(inputs), outputs)
+    state = dict(inputs)
+    for s in stages:
+        state.update(s(state))
+        if on_stage is not None:
+            on_stage(s)
+    return state
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """A job validated against its data and judges; nothing sent yet.
+
+    Attributes:
+        bench: the loaded benchmark.
+        instances: one row per instance (columns of :func:`voirdire.engine.instances.instances`,
+            plus ``better`` and ``worst``, str, null where unknown: :func:`voirdire.engine.quality.with_quality`).
+        judges: the resolved judges, in job order.
+        data_dir: the benchmark data directory.
+        units_per_judge: work units (queries) each judge is asked.
+        list_size: candidates per instance (2 pairwise, p list-wise).
+        warnings: what a dry-run plan let pass that a real run refuses (missing API keys).
+        variants: the control and the perturbation variants (``docs/biases.md``).
+        rewriters: the resolved ``[[rewriters]]`` by name.
+        rewrites: the rewrites the answer variants need (:func:`voirdire.engine.rewrite.plan_rewrites`).
+    """
+
+    bench: Benchmark
+    instances: pl.DataFrame
+    judges: tuple[ResolvedJudge, ...]
+    data_dir: Path
+    units_per_judge: int
+    list_size: int
+    warnings: tuple[str, ...] = ()
+    variants: tuple[Variant, ...] = (CONTROL,)
+    rewriters: dict[str, ResolvedJudge] | None = None
+    rewrites: pl.DataFrame | None = None
+
+
+# -- the stages --------------------------------------------------------------------------
+
+
+def check_output_dir(job: JobSpec) -> dict[str, Any]:
+    """Refuse an output directory that is not ours (writes nothing; the run claims it
+    again). Raises ConfigError: see :func:`~voirdire.engine.outdir.claim_output_dir`."""
+    claim_output_dir(job.output_dir)
+    return {}
+
+
+def load_bench(job: JobSpec) -> dict[str, Any]:
+    """The benchmark (``bench``) and its data directory (``data_dir``; a user's own pairs:
+    the pairs' directory). Raises ConfigError: unknown benchmark, missing data."""
+    if job.benchmark.pairs is not None:  # a user's own pairs: no release data directory
+        bench = load_benchmark(job.benchmark.name, pairs=job.benchmark.pairs)
+        return {"bench": bench, "data_dir": bench.data_dir}
+    data_dir = data_dir_for(job.benchmark.name, job.benchmark.data_dir)
+    spec = job.benchmark
+    bench = load_benchmark(spec.name, data_dir, sample=spec.sample, subsets=spec.subsets, prompt=spec.prompt)
+    return {"bench": bench, "data_dir": data_dir or bench.data_dir}  # a benchmark reading no release: its own
+
+
+def list_instances(job: JobSpec, bench: Benchmark) -> dict[str, Any]:
+    """The instances before the quality source (``listed``) and the candidates per
+    instance (``list_size``: 2, or p list-wise). Raises ConfigError: unknown candidates,
+    questions or tasks, a bad list size."""
+    listed = make_instances(bench, job.benchmark, job.comparison)
+    list_size = list_size_for(job.benchmark, job.comparison) if job.comparison.mode == "listwise" else 2
+    return {"listed": listed, "list_size": list_size}
+
+
+def bind_judges(job: JobSpec, bench: Benchmark, data_dir: Any) -> dict[str, Any]:
+    """The judges bound to their backends, entries standing for several expanded
+    (``judges``, a tuple of :class:`~voirdire.engine.spec.ResolvedJudge` in job order).
+    Raises ConfigError: see :func:`~voirdire.engine.spec.resolve_judges`."""
+    return {"judges": tuple(resolve_judges(job, bench.name, data_dir))}
+
+
+def bind_rewriters(job: JobSpec) -> dict[str, Any]:
+    """The ``[[rewriters]]`` bound to the backends that rewrite for them (``rewriters``, by
+    name). Raises ConfigError: see :func:`~voirdire.engine.rewrite.resolve_rewriters`."""
+    return {"rewriters": resolve_rewriters(job)}
+
+
+def expand_perturbations(job: JobSpec, list_size: int, judges: tuple[ResolvedJudge, ...],
+                         rewriters: dict[str, ResolvedJudge]) -> dict[str, Any]:
+    """The control and the perturbation variants (``variants``), checked against what the
+    rewriters and the judges' backends declare they can do.
+
+    Raises:
+        ConfigError: see :func:`~voirdire.engine.perturb.expand_variants` and
+            :func:`~voirdire.engine.rewrite.check_rewriters`; also perturbations with a
+            judge whose backend answers only recorded prompts (``is_recording``).
+    """
+    variants = expand_variants(
+        job, list_size=list_size, rewriter_hashes={n: r.identity_hash for n, r in rewriters.items()},
+        quality_identity=quality_identity(job.benchmark.quality, {rj.name: rj for rj in judges}),
+    )
+    check_rewriters(variants, rewriters)
+    recording = [rj.name for rj in judges if rj.backend.is_recording]
+    if len(variants) > 1 and recording:
+        raise ConfigError(
+            f"judge(s) {', '.join(map(repr, recording))}: answers only recorded prompts (its backend records "
+            "outputs of the unperturbed prompts) and cannot answer perturbations; use it in a job without "
+            "[[perturbations]] (or as benchmark.quality = \"<backend>:<judge>\" where its backend is a quality source)"
+        )
+    return {"variants": variants}
+
+
+def add_quality(job: JobSpec, bench: Benchmark, data_dir: Any, judges: tuple[ResolvedJudge, ...],
+                listed: pl.DataFrame) -> dict[str, Any]:
+    """The instances (``instances``) with the truly better and worst candidate from
+    ``benchmark.quality`` (columns ``better``, ``worst``; without a source the instances as
+    listed). Raises ConfigError: see :func:`~voirdire.engine.quality.with_quality`."""
+    if not job.benchmark.quality:
+        return {"instances": listed}
+    by_name = {rj.name: rj for rj in judges}
+    rated = with_quality(listed, job.benchmark.quality, bench=bench, judges=by_name, data_dir=str(data_dir))
+    return {"instances": rated}
+
+
+def list_rewrites(bench: Benchmark, instances: pl.DataFrame, variants: tuple[Variant, ...],
+                  rewriters: dict[str, ResolvedJudge]) -> dict[str, Any]:
+    """Every rewrite the answer variants need (``rewrites``:
+    :func:`~voirdire.engine.rewrite.plan_rewrites`)."""
+    return {"rewrites": plan_rewrites(bench, instances, variants, rewriters)}
+
+
+def preflight(job: JobSpec, dry_run: bool, bench: Benchmark, data_dir: Any, judges: tuple[ResolvedJudge, ...],
+              rewriters: dict[str, ResolvedJudge], rewrites: pl.DataFrame) -> dict[str, Any]:
+    """Each judge's and each used rewriter's backend preflight and secrets check
+    (``warnings``: with ``dry_run``, the missing secrets; otherwise none).
+
+    Raises:
+        ConfigError: a failed preflight, or (unless ``dry_run``) a missing secret.
+    """
+    used = set(rewrites["rewriter"].unique().to_list())
+    warnings = []
+    for rj in [*judges, *(r for n, r in rewriters.items() if n in used)]:
+        ctx = rj.context(bench.name, str(data_dir), job.output_dir, bench.verdict_format)
+        rj.backend.preflight(rj.settings, ctx)
+        try:
+            rj.backend.check_secrets(rj.settings, ctx)
+        except ConfigError as exc:
+            if not dry_run:
+                raise
+            warnings.append(str(exc).replace(" and run again. Nothing was sent.", " before a real run."))
+    return {"warnings": tuple(warnings)}
+
+
+def count(job: JobSpec, instances: pl.DataFrame, variants: tuple[Variant, ...]) -> dict[str, Any]:
+    """The work units each judge is asked (``units_per_judge``:
+    :func:`~voirdire.engine.units.count_units`)."""
+    return {"units_per_judge": count_units(instances, job.comparison, variants)}
+
+
+#: what planning starts from
+PLAN_INPUTS = ("job", "dry_run")
+
+#: planning, in order (the module docstring's table)
+PLAN_STAGES: tuple[Stage, ...] = (
+    Stage("output", ("job",), (), check_output_dir),
+    Stage("benchmark", ("job",), ("bench", "data_dir"), load_bench),
+    Stage("instances", ("job", "bench"), ("listed", "list_size"), list_instances),
+    Stage("judges", ("job", "bench", "data_dir"), ("judges",), bind_judges),
+    Stage("rewriters", ("job",), ("rewriters",), bind_rewriters),
+    Stage("variants", ("job", "list_size", "judges", "rewriters"), ("variants",), expand_perturbations),
+    Stage("quality", ("job", "bench", "data_dir", "judges", "listed"), ("instances",), add_quality),
+    Stage("rewrites", ("bench", "instances", "variants", "rewriters"), ("rewrites",), list_rewrites),
+    Stage("preflight", ("job", "dry_run", "bench", "data_dir", "judges", "rewriters", "rewrites"), ("warnings",),
+          preflight),
+    Stage("units", ("job", "instances", "variants"), ("units_per_judge",), count),
+)
+
+#: what the plan keeps: the fields of JobPlan
+PLAN_OUTPUTS = tuple(f.name for f in fields(JobPlan))
+
+
+def plan_job(job: JobSpec, dry_run: bool = False, *, on_stage: Callable[[Stage], None] | None = None) -> JobPlan:
+    """Validate a job against its data and judges without sending anything, by running
+    :data:`PLAN_STAGES` in order.
+
+    With ``dry_run`` (a plan to estimate, never to run) missing secrets (API keys) are
+    returned in ``JobPlan.warnings`` instead of raised. ``on_stage`` is called with each
+    stage after it ran.
+
+    Raises:
+        ConfigError: an output directory that is not ours (:func:`~voirdire.engine.outdir.claim_output_dir`),
+            missing data, unknown candidates/questions/tasks, unknown backends,
+            invalid settings, a failed backend preflight, or (unless ``dry_run``) a
+            missing API key.
+    """
+    state = run_stages(PLAN_STAGES, {"job": job, "dry_run": dry_run}, PLAN_OUTPUTS, on_stage=on_stage)
+    return JobPlan(**{**{k: state[k] for k in PLAN_OUTPUTS}, "data_dir": Path(state["data_dir"])})
