@@ -246,3 +246,50 @@ def mitigate(
     judgments = pl.concat([compute_dir(d).judgments for d in output_dirs], how="diagonal_relaxed")  # inputs untouched
     table, annotation, _ = run_mitigation(judgments, reference=reference, strategies=strategies, replicates=replicates, beta=beta, labels=labels)
     return write_mitigation(table, annotation, Path(out) if out is not None else Path(output_dirs[0]).parent / "mitigation")
+
+
+def rank(
+    output_dirs: list[str | os.PathLike],
+    *,
+    out: str | os.PathLike | None = None,
+    method: str = "bt",
+    strategies: list[str] | None = None,
+    anchor: str | None = None,
+    anchor_rating: float = 1000.0,
+    replicates: int = 1000,
+    seed: int = 0,
+) -> tuple[Any, dict[str, Path]]:
+    """Leaderboards of finished directories (analysed together; ``docs/ranking.md``): per
+    judge, strategy and order view Bradley–Terry (or Davidson) ratings with cluster-bootstrap
+    intervals over questions, the people's leaderboard where judgments carry gold labels,
+    and the rank flips between views; no judge is called.
+
+    Args:
+        output_dirs: finished output directories.
+        out: where to write (default: ``ranking/`` next to the first directory).
+        method: ``"bt"``, ``"davidson"`` or a registered method / import path.
+        strategies: mitigation strategies ranked besides each order's own verdicts
+            (default: every no-query strategy the judgments allow).
+        anchor, anchor_rating: the model fixed at ``anchor_rating`` on Arena's 400/ln 10
+            scale (default: the model in the most comparisons).
+        replicates, seed: the cluster bootstrap's.
+
+    Returns:
+        ``(ranking, paths)``: the :class:`~voirdire.analysis.ranking.study.Ranking`
+        (``leaderboard``, ``flips``, ``summary()``) and the written files by name
+        (``leaderboard``, ``rank_flips``, ``markdown``, ``html``, ``figure:...``).
+
+    Raises:
+        FileNotFoundError: a directory is not a voirdire output directory.
+        ConfigError: no pairwise judgments, a board with one model or a disconnected
+            comparison graph, an anchor that is not a candidate, an unknown method or strategy.
+    """
+    from voirdire.analysis.ranking.study import rank_judgments
+    from voirdire.analysis.report.ranking_files import write_ranking
+
+    if not output_dirs:
+        raise ConfigError("no output directory given")
+    judgments = pl.concat([compute_dir(d).judgments for d in output_dirs], how="diagonal_relaxed")
+    ranking = rank_judgments(judgments, method=method, strategies=strategies, anchor=anchor, anchor_rating=anchor_rating,
+                             replicates=replicates, seed=seed)  # fmt: skip
+    return ranking, write_ranking(ranking, Path(out) if out is not None else Path(output_dirs[0]).parent / "ranking")

@@ -203,6 +203,29 @@ def mitigate(
     console.print("wrote " + ", ".join(str(p) for p in paths.values()))
 
 
+@app.command()
+def rank(
+    dirs: Annotated[list[Path], typer.Argument(help="Finished output directories (ranked together).")],
+    out: Annotated[Optional[Path], typer.Option(help="Where to write; default: ranking/ next to the first directory.")] = None,
+    method: Annotated[str, typer.Option(help="Ranking method: bt (Bradley–Terry, a tie half a win) or davidson.")] = "bt",
+    strategies: Annotated[Optional[str], typer.Option(help="Comma-separated strategy names; default: all that need no query.")] = None,
+    anchor: Annotated[Optional[str], typer.Option(help="Model fixed at --anchor-rating; default: the most compared.")] = None,
+    anchor_rating: Annotated[float, typer.Option(help="The anchor's rating (Arena scale, 400/ln 10 per unit).")] = 1000.0,
+    replicates: Annotated[int, typer.Option(help="Bootstrap replicates (questions resampled).")] = 1000,
+) -> None:
+    """Leaderboards per judge, strategy and order view, with rank flips; write metrics/leaderboard.csv, rank_flips.csv, figures."""
+    from voirdire import api
+    from voirdire.analysis.report.ranking import print_ranking
+
+    names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
+    try:
+        ranking, paths = api.rank(dirs, out=out, method=method, strategies=names, anchor=anchor, anchor_rating=anchor_rating, replicates=replicates)
+    except (FileNotFoundError, ValueError, ConfigError) as exc:
+        _fail(str(exc))
+    print_ranking(ranking.summary(), console)
+    console.print(f"wrote {paths['leaderboard']}, {paths['rank_flips']}, {paths['html']}")
+
+
 def _parse_env(pairs: list[str] | None) -> dict[str, str]:
     env = {}
     for item in pairs or []:

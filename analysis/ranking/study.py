@@ -1,0 +1,96 @@
+"""One call from judgments to leaderboards: views, boards, flips (``voirdire rank``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+from voirdire.analysis.biases.effects import control_rows
+from voirdire.analysis.ranking.boards import Boards, fit_boards
+from voirdire.analysis.ranking.flips import rank_flips
+from voirdire.analysis.ranking.views import order_views, people_comparisons
+
+from voirdire.core import ConfigError
+
+__all__ = ["Ranking", "rank_judgments"]
+
+
+@dataclass
+class Ranking:
+    """Leaderboards of one or more directories.
+
+    Attributes:
+        leaderboard: :data:`~voirdire.analysis.ranking.boards.LEADERBOARD_COLUMNS` rows
+            (``metrics/leaderboard.csv``).
+        flips: :data:`~voirdire.analysis.ranking.flips.FLIP_COLUMNS` rows
+            (``metrics/rank_flips.csv``).
+        boards: the fitted boards with their replicates.
+        method: the ranking method's name; replicates: bootstrap replicates.
+    """
+
+    leaderboard: pl.DataFrame
+    flips: pl.DataFrame
+    boards: Boards
+    method: str
+    replicates: int
+
+    def summary(self) -> pl.DataFrame:
+        """Per (benchmark, judge, strategy): rank flips between the first and swapped
+        boards (null for an order-invariant strategy: none by construction) and τ against
+        the people's board where there is one. Columns ``benchmark``, ``judge``,
+        ``strategy``, ``models`` (int), ``order_flips``, ``order_flips_significant`` (int),
+        ``order_tau`` (float), ``people_tau`` (float)."""
+        f = self.flips
+        order = f.filter((pl.col("view") == "first") & (pl.col("view_b") == "swapped")).select(
+            "benchmark", "judge", "strategy", "models", order_flips="flips", order_flips_significant="flips_significant",
+            order_tau="kendall_tau",
+        )  # fmt: skip
+        people = f.filter(pl.col("judge_b") == "people").group_by("benchmark", "judge", "strategy").agg(
+            people_tau=pl.col("kendall_tau").sort_by(pl.col("view") == "pooled", descending=True).first()
+        )
+        keys = self.leaderboard.filter(pl.col("judge") != "people").group_by("benchmark", "judge", "strategy").agg(
+            models=pl.col("model").n_unique().cast(pl.Int64)
+        )
+        return (
+            keys.join(order.drop("models"), on=["benchmark", "judge", "strategy"], how="left")
+            .join(people, on=["benchmark", "judge", "strategy"], how="left")
+            .sort("benchmark", "judge", "strategy")
+        )
+
+
+def rank_judgments(
+    judgments: pl.DataFrame,
+    *,
+    method: str = "bt",
+    strategies: Sequence[str] | None = None,
+    anchor: str | None = None,
+    anchor_rating: float = 1000.0,
+    replicates: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Ranking:
+    """Leaderboards of every judge, strategy and order view of ``judgments`` (control
+    queries, pairwise rows), the people's where gold labels exist, and the rank flips.
+
+    Args:
+        judgments: ``JUDGMENT_SCHEMA`` rows.
+        method: a ranking method (``"bt"``, ``"davidson"``, an import path).
+        strategies: mitigation strategies (default: those the judgments allow); ``single``
+            (each order's own verdict) always.
+        anchor, anchor_rating: the model fixed at ``anchor_rating`` (default: the model in
+            the most comparisons, e.g. a benchmark's reference).
+        replicates, level, seed: the cluster bootstrap's (questions resampled).
+
+    Raises:
+        ConfigError: no pairwise judgments; a board with one model or a disconnected
+            comparison graph; an anchor that is not a candidate; an unknown method or strategy.
+    """
+    rows = control_rows(judgments)
+    if "mode" in rows.columns:
+        rows = rows.filter(pl.col("mode") == "pairwise")
+    if rows.height == 0:
+        raise ConfigError("no pairwise judgments to rank (leaderboards need pairwise comparisons)")
+    comps = pl.concat([order_views(rows, strategies), people_comparisons(rows)])
+    boards = fit_boards(comps, method=method, anchor=anchor, anchor_rating=anchor_rating, replicates=replicates, level=level, seed=seed)
+    return Ranking(boards.table, rank_flips(boards, level=level), boards, method, replicates)
