@@ -1,0 +1,129 @@
+"""Leaderboards (analysis/ranking): fits against independent ones, interval coverage by
+simulation, order views and swap-tie, flips, bad input (docs/ranking.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+import statsmodels.api as sm
+from scipy.optimize import minimize
+from scipy.stats import kendalltau, spearmanr
+from voirdire.analysis.ranking.boards import fit_boards
+from voirdire.analysis.ranking.bt import SCALE, Method, fit_bt, fit_davidson
+from voirdire.analysis.ranking.flips import rank_flips, spearman, tau_b
+from voirdire.analysis.ranking.registry import RANKINGS
+from voirdire.analysis.ranking.views import order_views
+
+from tests.ranking_sim import judgments, round_robin
+from voirdire.core import ConfigError
+
+
+def _tables(rng, k=7):
+    w = rng.integers(0, 9, (k, k)).astype(float)
+    np.fill_diagonal(w, 0)
+    t = rng.integers(0, 3, (k, k)).astype(float)
+    t = np.triu(t, 1) + np.triu(t, 1).T
+    return w, t
+
+
+def test_bt_matches_statsmodels_logit_on_the_expanded_design():
+    w, t = _tables(np.random.default_rng(3))
+    k = w.shape[0]
+    xs, ys = [], []
+    for i in range(k):  # each comparison twice: a win is two 1s, a tie one 1 and one 0
+        for j in range(k):
+            x = np.zeros(k)
+            x[i], x[j] = 1.0, -1.0
+            ties = int(t[i, j]) if i < j else 0
+            xs += [x] * (2 * int(w[i, j]) + 2 * ties)
+            ys += [1] * (2 * int(w[i, j])) + [1, 0] * ties
+    xs, ys = np.array(xs), np.array(ys)
+    ref = sm.Logit(ys, xs[:, 1:]).fit(disp=0, tol=1e-12, maxiter=200).params
+    assert np.abs(fit_bt(w, t, anchor=0)[1:] - ref).max() < 1e-6
+
+
+def test_davidson_matches_a_direct_maximisation():
+    w, t = _tables(np.random.default_rng(4), k=5)
+    k = w.shape[0]
+
+    def nll(z):
+        th, lnu, s = np.r_[0.0, z[: k - 1]], z[-1], 0.0
+        for i in range(k):
+            for j in range(k):
+                if i != j:
+                    d = np.logaddexp(np.logaddexp(th[i], th[j]), lnu + (th[i] + th[j]) / 2)
+                    s += w[i, j] * (th[i] - d) + (t[i, j] * (lnu + (th[i] + th[j]) / 2 - d) if i < j else 0.0)
+        return -s
+
+    ref = minimize(nll, np.zeros(k), method="Nelder-Mead", options=dict(xatol=1e-10, fatol=1e-13, maxiter=40000, maxfev=40000)).x
+    th, nu = fit_davidson(w, t, anchor=0, return_nu=True)
+    assert np.abs(th[1:] - ref[:-1]).max() < 1e-5 and abs(np.log(nu) - ref[-1]) < 1e-5
+
+
+def test_intervals_cover_the_true_ratings_in_200_simulated_tables():
+    rng = np.random.default_rng(7)
+    theta = np.linspace(-1.0, 1.0, 6)
+    comps = pl.concat([round_robin(theta, 40, rng, strategy=f"t{s:03d}") for s in range(200)])
+    lb = fit_boards(comps, anchor="m00", replicates=200).table.filter(pl.col("model") != "m00")
+    true = pl.DataFrame({"model": [f"m{i:02d}" for i in range(6)], "true": 1000 + SCALE * (theta - theta[0])})
+    cov = lb.join(true, on="model").with_columns(inside=(pl.col("lo") <= pl.col("true")) & (pl.col("true") <= pl.col("hi")))
+    per_model = cov.group_by("model").agg(pl.col("inside").mean())
+    assert per_model.get_column("inside").min() >= 0.90, per_model
+
+
+def _primacy_judge():
+    """Strengths 0..4: the better answer is picked when the gap is 2 or more, else the one
+    shown first; every pair has the weaker model as candidate."""
+    s = {f"m{i}": i for i in range(5)}
+    pairs = [(f"m{i}", f"m{j}") for i in range(5) for j in range(i + 1, 5)]
+    return judgments(pairs, 8, lambda sh: "A" if abs(s[sh[0]] - s[sh[1]]) < 2 or s[sh[0]] > s[sh[1]] else "B")
+
+
+def test_primacy_orders_disagree_and_swap_tie_restores_the_true_order():
+    boards = fit_boards(order_views(_primacy_judge(), ["swap-tie"]), replicates=50)
+    lb = boards.table
+
+    def order(strategy, view):
+        b = lb.filter((pl.col("strategy") == strategy) & (pl.col("view") == view)).sort("rating", descending=True)
+        return b.get_column("model").to_list()
+
+    truth = ["m4", "m3", "m2", "m1", "m0"]
+    assert order("single", "first") != order("single", "swapped")
+    assert order("swap-tie", "combined") == truth
+    flips = rank_flips(boards).filter((pl.col("view") == "first") & (pl.col("view_b") == "swapped"))
+    assert flips.item(0, "flips") > 0
+
+
+def test_vectorised_tau_and_rho_equal_scipy():
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(20, 9)), rng.normal(size=(20, 9))
+    y[:, 3] = y[:, 4]  # a tie
+    assert np.allclose(tau_b(x, y), [kendalltau(a, b).statistic for a, b in zip(x, y)])
+    assert np.allclose(spearman(x, y), [spearmanr(a, b).statistic for a, b in zip(x, y)])
+
+
+def test_bad_input_is_one_line_naming_it():
+    rng = np.random.default_rng(0)
+    one = round_robin(np.zeros(2), 3, rng).with_columns(b=pl.col("a"))
+    with pytest.raises(ConfigError, match="at least two models"):
+        fit_boards(one, replicates=5)
+    two = pl.concat([round_robin(np.zeros(2), 3, rng), round_robin(np.zeros(2), 3, rng).with_columns(a=pl.lit("x"), b=pl.lit("y"))])
+    with pytest.raises(ConfigError, match="disconnected") as e:
+        fit_boards(two, replicates=5)
+    assert "\n" not in str(e.value)
+    with pytest.raises(ConfigError, match="anchor 'nobody' is not a candidate"):
+        fit_boards(round_robin(np.zeros(3), 3, rng), anchor="nobody", replicates=5)
+    with pytest.raises(ConfigError, match="unknown ranking method"):
+        fit_boards(round_robin(np.zeros(3), 3, rng), method="elo-ish", replicates=5)
+
+
+def test_a_ranking_method_is_one_decorator():
+    m = RANKINGS.register(Method("bt-copy", lambda w, t, anchor=0: fit_bt(w, t, anchor)))
+    try:
+        comps = round_robin(np.array([0.0, 0.5, 1.0]), 10, np.random.default_rng(2))
+        a = fit_boards(comps, method="bt-copy", replicates=20).table
+        b = fit_boards(comps, method="bt", replicates=20).table
+        assert a.equals(b) and RANKINGS.get("bt-copy") is m
+    finally:
+        RANKINGS.unregister("bt-copy")
