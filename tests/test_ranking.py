@@ -127,3 +127,22 @@ def test_a_ranking_method_is_one_decorator():
         assert a.equals(b) and RANKINGS.get("bt-copy") is m
     finally:
         RANKINGS.unregister("bt-copy")
+
+
+def test_length_control_brings_a_short_strong_model_back_up():
+    from voirdire.analysis.ranking.style import length_controlled, style_controlled
+
+    from tests.ranking_sim import length_loving
+
+    theta = np.array([0.0, 0.2, 0.4, 0.6, 1.0])  # m04 the strongest, and the shortest
+    comps, feats = length_loving(theta, np.array([600.0, 700.0, 800.0, 900.0, 200.0]), 80, 4.0, np.random.default_rng(0))
+    raw = fit_boards(comps, anchor="m00", replicates=50).table.sort("rating", descending=True)
+    assert raw.get_column("model").to_list()[-1] == "m04"  # the length-loving judge puts it last
+    sc = style_controlled(comps, feats, names=("length",), anchor="m00", replicates=50)
+    models = sc.filter(~pl.col("term").str.starts_with("style:")).sort("rating", descending=True)
+    assert models.get_column("term").to_list()[0] == "m04"
+    gamma = sc.filter(pl.col("term") == "style:length")
+    assert gamma.item(0, "lo") > 0  # the preference for length is found
+    lc = length_controlled(comps, feats, "m00", replicates=50).filter(pl.col("model") == "m04")
+    assert lc.item(0, "win_rate") < 0.5 < lc.item(0, "lc_win_rate")
+    assert lc.item(0, "lc_lo") <= float(1 / (1 + np.exp(-1.0))) <= lc.item(0, "lc_hi")  # the true win rate at equal length
