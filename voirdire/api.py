@@ -258,6 +258,7 @@ def rank(
     anchor_rating: float = 1000.0,
     replicates: int = 1000,
     seed: int = 0,
+    style: bool = False,
 ) -> tuple[Any, dict[str, Path]]:
     """Leaderboards of finished directories (analysed together; ``docs/ranking.md``): per
     judge, strategy and order view Bradley–Terry (or Davidson) ratings with cluster-bootstrap
@@ -273,6 +274,9 @@ def rank(
         anchor, anchor_rating: the model fixed at ``anchor_rating`` on Arena's 400/ln 10
             scale (default: the model in the most comparisons).
         replicates, seed: the cluster bootstrap's.
+        style: also style-controlled ratings (Chatbot Arena) and length-controlled win rates
+            (AlpacaEval 2) from the answers' lengths and markdown, read from each job's
+            benchmark (``metrics/leaderboard_style.csv``, ``metrics/lc_win_rate.csv``).
 
     Returns:
         ``(ranking, paths)``: the :class:`~voirdire.analysis.ranking.study.Ranking`
@@ -289,7 +293,25 @@ def rank(
 
     if not output_dirs:
         raise ConfigError("no output directory given")
-    judgments = pl.concat([compute_dir(d).judgments for d in output_dirs], how="diagonal_relaxed")
+    tables = [compute_dir(d) for d in output_dirs]
+    judgments = pl.concat([t.judgments for t in tables], how="diagonal_relaxed")
+    features = pl.concat([_answer_features(t) for t in tables]) if style else None
     ranking = rank_judgments(judgments, method=method, strategies=strategies, anchor=anchor, anchor_rating=anchor_rating,
-                             replicates=replicates, seed=seed)  # fmt: skip
+                             replicates=replicates, seed=seed, features=features)  # fmt: skip
     return ranking, write_ranking(ranking, Path(out) if out is not None else Path(output_dirs[0]).parent / "ranking")
+
+
+def _answer_features(tables: DirTables) -> pl.DataFrame:
+    """Style features of the answers a directory's judgments compare, read from its job's benchmark."""
+    from voirdire.analysis.ranking.style import answer_features
+    from voirdire.analysis.ranking.views import comparisons
+    from voirdire.analysis.mitigation.verdicts import normalise
+    from voirdire.benchmarks.pairs import PairsSpec
+    from voirdire.benchmarks.registry import load_benchmark
+
+    b, meta = tables.meta.get("job", {}).get("benchmark", {}), tables.meta
+    if b.get("pairs"):
+        bench = load_benchmark(b["name"], pairs=PairsSpec(**b["pairs"]))
+    else:
+        bench = load_benchmark(b["name"], meta.get("data_dir"), sample=b.get("sample", "full"))
+    return answer_features(bench, comparisons(normalise(tables.judgments)))

@@ -212,6 +212,7 @@ def rank(
     anchor: Annotated[Optional[str], typer.Option(help="Model fixed at --anchor-rating; default: the most compared.")] = None,
     anchor_rating: Annotated[float, typer.Option(help="The anchor's rating (Arena scale, 400/ln 10 per unit).")] = 1000.0,
     replicates: Annotated[int, typer.Option(help="Bootstrap replicates (questions resampled).")] = 1000,
+    style: Annotated[bool, typer.Option(help="Also style-controlled ratings and length-controlled win rates (reads the answers).")] = False,
 ) -> None:
     """Leaderboards per judge, strategy and order view, with rank flips; write metrics/leaderboard.csv, rank_flips.csv, figures."""
     from voirdire import api
@@ -219,7 +220,7 @@ def rank(
 
     names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
     try:
-        ranking, paths = api.rank(dirs, out=out, method=method, strategies=names, anchor=anchor, anchor_rating=anchor_rating, replicates=replicates)
+        ranking, paths = api.rank(dirs, out=out, method=method, strategies=names, anchor=anchor, anchor_rating=anchor_rating, replicates=replicates, style=style)
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         _fail(str(exc))
     print_ranking(ranking.summary(), console)

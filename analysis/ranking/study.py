@@ -9,6 +9,7 @@ import polars as pl
 from voirdire.analysis.biases.effects import control_rows
 from voirdire.analysis.ranking.boards import Boards, fit_boards
 from voirdire.analysis.ranking.flips import rank_flips
+from voirdire.analysis.ranking.style import length_controlled, style_controlled
 from voirdire.analysis.ranking.views import order_views, people_comparisons
 
 from voirdire.core import ConfigError
@@ -27,6 +28,11 @@ class Ranking:
             (``metrics/rank_flips.csv``).
         boards: the fitted boards with their replicates.
         method: the ranking method's name; replicates: bootstrap replicates.
+        style: :func:`~voirdire.analysis.ranking.style.style_controlled` rows of the raw
+            pooled and the order-invariant boards (``metrics/leaderboard_style.csv``), when
+            answer features were given; length:
+            :func:`~voirdire.analysis.ranking.style.length_controlled` rows against the
+            anchor (``metrics/lc_win_rate.csv``), likewise.
     """
 
     leaderboard: pl.DataFrame
@@ -34,6 +40,8 @@ class Ranking:
     boards: Boards
     method: str
     replicates: int
+    style: pl.DataFrame | None = None
+    length: pl.DataFrame | None = None
 
     def summary(self) -> pl.DataFrame:
         """Per (benchmark, judge, strategy): rank flips between the first and swapped
@@ -69,6 +77,8 @@ def rank_judgments(
     replicates: int = 1000,
     level: float = 0.95,
     seed: int = 0,
+    features: pl.DataFrame | None = None,
+    style_replicates: int = 200,
 ) -> Ranking:
     """Leaderboards of every judge, strategy and order view of ``judgments`` (control
     queries, pairwise rows), the people's where gold labels exist, and the rank flips.
@@ -81,6 +91,8 @@ def rank_judgments(
         anchor, anchor_rating: the model fixed at ``anchor_rating`` (default: the model in
             the most comparisons, e.g. a benchmark's reference).
         replicates, level, seed: the cluster bootstrap's (questions resampled).
+        features: answer style features (:func:`~voirdire.analysis.ranking.style.answer_features`):
+            adds style-controlled ratings and LC win rates (``style_replicates`` replicates).
 
     Raises:
         ConfigError: no pairwise judgments; a board with one model or a disconnected
@@ -93,4 +105,11 @@ def rank_judgments(
         raise ConfigError("no pairwise judgments to rank (leaderboards need pairwise comparisons)")
     comps = pl.concat([order_views(rows, strategies), people_comparisons(rows)])
     boards = fit_boards(comps, method=method, anchor=anchor, anchor_rating=anchor_rating, replicates=replicates, level=level, seed=seed)
-    return Ranking(boards.table, rank_flips(boards, level=level), boards, method, replicates)
+    ranking = Ranking(boards.table, rank_flips(boards, level=level), boards, method, replicates)
+    if features is not None:
+        judged = comps.filter(((pl.col("strategy") == "single") & (pl.col("view") == "pooled")) | (pl.col("view") == "combined"))
+        common = dict(replicates=style_replicates, level=level, seed=seed)
+        ranking.style = style_controlled(judged, features, anchor=anchor, anchor_rating=anchor_rating, **common)
+        ranking.length = pl.concat([length_controlled(judged.filter(pl.col("benchmark") == b), features, a, **common)
+                                    for b, a in boards.anchors.items()])  # fmt: skip
+    return ranking

@@ -33,6 +33,10 @@ def write_ranking(ranking: Ranking, out: str | os.PathLike) -> dict[str, Path]:
     paths = {"leaderboard": out / "metrics" / "leaderboard.csv", "rank_flips": out / "metrics" / "rank_flips.csv"}
     ranking.leaderboard.write_csv(paths["leaderboard"])
     ranking.flips.write_csv(paths["rank_flips"])
+    if ranking.style is not None and ranking.length is not None:
+        paths["style"], paths["lc_win_rate"] = out / "metrics" / "leaderboard_style.csv", out / "metrics" / "lc_win_rate.csv"
+        ranking.style.write_csv(paths["style"])
+        ranking.length.write_csv(paths["lc_win_rate"])
     lb = ranking.leaderboard
     figs: dict[str, Path] = {}
     for (bench, judge), part in lb.filter(pl.col("judge") != "people").group_by(["benchmark", "judge"], maintain_order=True):
