@@ -8,9 +8,11 @@ import html
 import os
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 from rich.console import Console
 from rich.table import Table
+from voirdire.analysis.ranking.bt import CLIP, SCALE
 from voirdire.analysis.report.figures import _save, plt
 
 __all__ = ["VIEW_ORDER", "ranking_figure", "print_ranking", "ranking_markdown", "ranking_html"]
@@ -48,11 +50,29 @@ def ranking_figure(lb: pl.DataFrame, path: str | os.PathLike, title: str = "") -
                 xs.append(x)
                 ys.append(y)
         ax.plot(xs, ys, "-", color=cmap(mi % 20), lw=0.7, alpha=0.7, label=m)
+    _limits(ax, lb, title)
     ax.set_xticks(range(len(boards)), [f"{s}\n{v}" for s, v in boards], fontsize=7)
     ax.set_ylabel("rating (Arena scale, 95% interval)")
-    ax.set_title(title, fontsize=9)
     ax.legend(fontsize=6, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return _save(fig, path)
+
+
+def _limits(ax, lb: pl.DataFrame, title: str) -> None:
+    """Y limits from the models with a finite rating; a model that wins (or loses) every
+    decided comparison sits at the bound of θ (:data:`~voirdire.analysis.ranking.bt.CLIP`)
+    and is left off scale, said in the title."""
+    ok = lb.filter((pl.col("win_rate") > 1e-9) & (pl.col("win_rate") < 1 - 1e-9))
+    if ok.height == 0:
+        ax.set_title(title, fontsize=9)
+        return
+    r, w = ok.item(0, "rating"), ok.item(0, "win_rate")
+    anchor = r - SCALE * float(np.log(w / (1 - w)))
+    lo, hi = anchor - SCALE * (CLIP - 0.5), anchor + SCALE * (CLIP - 0.5)
+    vals = np.concatenate([ok.get_column(c).to_numpy() for c in ("rating", "lo", "hi")])
+    vals = vals[(vals > lo) & (vals < hi)]
+    ax.set_ylim(vals.min() - 50, vals.max() + 50)
+    off = lb.height - ok.height
+    ax.set_title(title + (f"\n({off} ratings off scale: undefeated or winless, no finite rating)" if off else ""), fontsize=9)
 
 
 def print_ranking(summary: pl.DataFrame, console: Console | None = None) -> None:
