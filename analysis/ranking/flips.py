@@ -12,7 +12,8 @@ judge's and the people's) over their common models:
   (``scipy.stats.kendalltau``/``spearmanr``), with percentile intervals over the replicates
   (τ-b and ρ recomputed per replicate, vectorised; equal to scipy's, checked in the tests);
 - **largest rating move**: the model whose rating changes most (Arena points; both boards
-  share the anchor).
+  share the anchor), among models with a finite rating in both (not at the bound of θ:
+  undefeated or winless models are left out; NaN when none is left).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import kendalltau, rankdata, spearmanr
 from voirdire.analysis.ranking.boards import Boards
-from voirdire.analysis.ranking.bt import SCALE
+from voirdire.analysis.ranking.bt import CLIP, SCALE
 
 __all__ = ["FLIP_COLUMNS", "tau_b", "spearman", "compare", "default_pairs", "rank_flips"]
 
@@ -74,15 +75,16 @@ def compare(boards: Boards, a: tuple, b: tuple, level: float = 0.95) -> dict | N
     change = (ra[:, i] - ra[:, j]) - (rb[:, i] - rb[:, j])
     lo, hi = np.quantile(change, [(1 - level) / 2, (1 + level) / 2], axis=0)
     sig = flip & ((lo > 0) | (hi < 0))
-    move = SCALE * (xb - xa)
-    k = int(np.argmax(np.abs(move)))
+    finite = (np.abs(xa) < CLIP - 0.5) & (np.abs(xb) < CLIP - 0.5)  # a model at the bound has no finite rating
+    move = np.where(finite, SCALE * (xb - xa), np.nan)
+    k = int(np.nanargmax(np.abs(move))) if finite.any() else 0
     tau = kendalltau(xa, xb).statistic
     rho = spearmanr(xa, xb).statistic
     return dict(
         zip(FLIP_COLUMNS, [*a, *b[1:], len(common), int(i.size), int(flip.sum()), int(sig.sum()),
                            float(sig.sum() / flip.sum()) if flip.sum() else float("nan"),
                            float(tau), *_q(tau_b(ra, rb), level), float(rho), *_q(spearman(ra, rb), level),
-                           float(move[k]), common[k]])  # fmt: skip
+                           float(move[k]), common[k] if finite.any() else None])  # fmt: skip
     )
 
 
