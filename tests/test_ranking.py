@@ -146,3 +146,35 @@ def test_length_control_brings_a_short_strong_model_back_up():
     lc = length_controlled(comps, feats, "m00", replicates=50).filter(pl.col("model") == "m04")
     assert lc.item(0, "win_rate") < 0.5 < lc.item(0, "lc_win_rate")
     assert lc.item(0, "lc_lo") <= float(1 / (1 + np.exp(-1.0))) <= lc.item(0, "lc_hi")  # the true win rate at equal length
+
+
+def test_people_board_from_gold_and_files_written(tmp_path):
+    from voirdire.analysis.ranking.study import rank_judgments
+    from voirdire.analysis.report.ranking_files import write_ranking
+
+    gap = (pl.col("reference").str.slice(1).cast(pl.Int64) - pl.col("candidate").str.slice(1).cast(pl.Int64)).abs()
+    j = _primacy_judge().with_columns(  # people: a tie between neighbours, else the stronger model
+        gold=pl.when(gap == 1).then(pl.lit("tie")).otherwise(pl.max_horizontal(pl.col("candidate"), pl.col("reference")))
+    )
+    r = rank_judgments(j, strategies=["swap-tie"], replicates=30)
+    people = r.leaderboard.filter(pl.col("judge") == "people").sort("rating", descending=True)
+    assert people.get_column("model").to_list() == ["m4", "m3", "m2", "m1", "m0"]
+    assert set(people.get_column("strategy")) == {"gold"} and set(people.get_column("view")) == {"people"}
+    vs = r.flips.filter((pl.col("judge_b") == "people") & (pl.col("strategy") == "swap-tie"))
+    assert vs.item(0, "kendall_tau") == pytest.approx(1.0) and vs.item(0, "flips") == 0
+    s = r.summary().filter(pl.col("strategy") == "single")
+    assert s.item(0, "order_flips") > 0 and s.item(0, "people_tau") < 1.0
+    paths = write_ranking(r, tmp_path)
+    lb = pl.read_csv(paths["leaderboard"])
+    assert lb.columns[:12] == ["benchmark", "view", "judge", "strategy", "model", "rating", "lo", "hi", "rank", "rank_lo", "rank_hi", "n"]
+    assert pl.read_csv(paths["rank_flips"]).height == r.flips.height
+    assert paths["figure:sim/sim"].stat().st_size > 0 and "Leaderboards" in paths["html"].read_text()
+
+
+def test_cli_rank_bad_input_is_one_line_and_exit_2(tmp_path):
+    from typer.testing import CliRunner
+
+    from voirdire.cli import app
+
+    res = CliRunner().invoke(app, ["rank", str(tmp_path / "nowhere")])
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1

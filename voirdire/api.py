@@ -188,11 +188,13 @@ def report(
     rs_min: float | None = None,
     max_error: float | None = None,
     tokenizer: str | None = None,
+    leaderboards: bool = False,
 ) -> Path:
     """Analyse finished directories together and write ``report.html`` (self-contained),
     ``report.md``, ``metrics/*.csv`` and ``figures/*.png`` under ``out``; returns the path of
     ``report.html``. With ``out`` given, nothing is written outside it (the input
-    directories are only read). See :func:`voirdire.analysis.report.html.build_report`.
+    directories are only read). With ``leaderboards``, also the "Leaderboards" section
+    (``docs/ranking.md``). See :func:`voirdire.analysis.report.html.build_report`.
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
@@ -202,7 +204,7 @@ def report(
         raise ConfigError("judge attributes need a 'judge' column")
     return build_report(
         [str(d) for d in output_dirs], out, judge_attributes=judge_attributes, replicates=replicates,
-        rs_min=rs_min, max_error=max_error, tokenizer=tokenizer,
+        rs_min=rs_min, max_error=max_error, tokenizer=tokenizer, leaderboards=leaderboards,
     )  # fmt: skip
 
 

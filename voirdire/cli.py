@@ -163,6 +163,7 @@ def report(
     rs_min: Annotated[float, typer.Option(help="Flag judges with RS below this.")] = 0.90,
     max_error: Annotated[float, typer.Option(help="Flag judges with an error rate above this.")] = 0.05,
     tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer path for lengths in tokens (overrides [analysis] tokenizer).")] = None,
+    leaderboards: Annotated[bool, typer.Option(help="Add the Leaderboards section (docs/ranking.md; 200 replicates at most).")] = False,
 ) -> None:
     """Write report.html (figures embedded), report.md, metrics/*.csv and figures/*.png (no judge is called)."""
     from voirdire import api
@@ -175,7 +176,7 @@ def report(
         if "judge" not in attrs.columns:
             _fail(f"{judge_attributes}: needs a 'judge' column")
     try:
-        path = api.report(dirs, out=out, judge_attributes=attrs, replicates=replicates, rs_min=rs_min, max_error=max_error, tokenizer=tokenizer)
+        path = api.report(dirs, out=out, judge_attributes=attrs, replicates=replicates, rs_min=rs_min, max_error=max_error, tokenizer=tokenizer, leaderboards=leaderboards)
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         _fail(str(exc))
     console.print(f"wrote {path}")
