@@ -36,8 +36,11 @@ def main() -> None:
     t0, c0 = time.perf_counter(), time.process_time()
     boards = fit_boards(comps, replicates=a.replicates)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    print(f"{a.models} models x {a.questions} questions x 2 orders ({comps.height:,} comparisons), {a.replicates} replicates: "
-          f"{wall:.2f} s wall, {cpu:.2f} s CPU (load {os.getloadavg()[0]:.2f}); {boards.table.height} leaderboard rows")  # fmt: skip
+    print(
+        f"{a.models} models x {a.questions} questions x 2 orders ({comps.height:,} comparisons), "
+        f"{a.replicates} replicates: {wall:.2f} s wall, {cpu:.2f} s CPU (load {os.getloadavg()[0]:.2f}); "
+        f"{boards.table.height} leaderboard rows"
+    )
 
 
 if __name__ == "__main__":

@@ -7,8 +7,16 @@ import polars as pl
 from scipy.special import expit
 
 
-def round_robin(strengths: np.ndarray, questions: int, rng: np.random.Generator, *, board: str = "pooled",
-                strategy: str = "single", judge: str = "sim", orders: int = 1) -> pl.DataFrame:
+def round_robin(
+    strengths: np.ndarray,
+    questions: int,
+    rng: np.random.Generator,
+    *,
+    board: str = "pooled",
+    strategy: str = "single",
+    judge: str = "sim",
+    orders: int = 1,
+) -> pl.DataFrame:
     """Comparisons (``COMPARISON_SCHEMA``): every pair of models on every question, ``orders``
     times, outcomes drawn from Bradley–Terry with ``strengths`` (natural log scale)."""
     k = strengths.size
@@ -35,10 +43,15 @@ def judgments(pairs: list[tuple[str, str]], questions: int, choose, judge: str =
                                  reference=ref, candidates=[cand, ref], shown=shown, permutation=perm, repetition=1,
                                  mode="pairwise", option_mode=2, extracted=choose(shown), failed=False,
                                  perturbation="control", perturbation_kind="control", gold=None))  # fmt: skip
-    return pl.DataFrame(rows, schema_overrides={"permutation": pl.Int32, "repetition": pl.Int32, "option_mode": pl.Int32, "gold": pl.String})
+    return pl.DataFrame(
+        rows,
+        schema_overrides={"permutation": pl.Int32, "repetition": pl.Int32, "option_mode": pl.Int32, "gold": pl.String},
+    )
 
 
-def length_loving(theta: np.ndarray, lengths: np.ndarray, questions: int, gamma: float, rng: np.random.Generator) -> tuple[pl.DataFrame, pl.DataFrame]:
+def length_loving(
+    theta: np.ndarray, lengths: np.ndarray, questions: int, gamma: float, rng: np.random.Generator
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """A judge that prefers longer answers: ``logit P(a beats b) = θ_a − θ_b + γ (l_a − l_b)/(l_a + l_b)``,
     every pair on every question in both orders; answer lengths vary by question (log-normal,
     sd 0.6 around ``lengths``). Returns (comparisons, features)."""
@@ -49,7 +62,24 @@ def length_loving(theta: np.ndarray, lengths: np.ndarray, questions: int, gamma:
         for i in range(k):
             for j in range(i + 1, k):
                 p = expit(theta[i] - theta[j] + gamma * (ln[i] - ln[j]) / (ln[i] + ln[j]))
-                comps += [("sim", "sim", "single", "pooled", f"q{q:03d}", f"m{i:02d}", f"m{j:02d}", float(rng.random() < p), 0.0) for _ in range(2)]
-    c = pl.DataFrame(comps, schema=["benchmark", "judge", "strategy", "view", "question_id", "a", "b", "win", "tie"], orient="row")
-    f = pl.DataFrame(feats, schema=["benchmark", "question_id", "model", "length", "headers", "lists", "bold"], orient="row")
+                comps += [
+                    (
+                        "sim",
+                        "sim",
+                        "single",
+                        "pooled",
+                        f"q{q:03d}",
+                        f"m{i:02d}",
+                        f"m{j:02d}",
+                        float(rng.random() < p),
+                        0.0,
+                    )
+                    for _ in range(2)
+                ]
+    c = pl.DataFrame(
+        comps, schema=["benchmark", "judge", "strategy", "view", "question_id", "a", "b", "win", "tie"], orient="row"
+    )
+    f = pl.DataFrame(
+        feats, schema=["benchmark", "question_id", "model", "length", "headers", "lists", "bold"], orient="row"
+    )
     return c, f

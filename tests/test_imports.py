@@ -229,4 +229,5 @@ def test_analysis_stages_import_one_way():
             t = imp.target.split(".")
             if t[:2] == ["voirdire", "analysis"] and len(t) > 2 and ANALYSIS_STAGES.index(t[2]) > here:
                 bad.append(str(imp))
-    assert not bad, "analysis imports against position -> biases -> mitigation -> ranking -> outputs -> study -> report:\n" + "\n".join(bad)
+    order = "position -> biases -> mitigation -> ranking -> outputs -> study -> report"
+    assert not bad, f"analysis imports against {order}:\n" + "\n".join(bad)

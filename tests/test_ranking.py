@@ -56,7 +56,9 @@ def test_davidson_matches_a_direct_maximisation():
                     s += w[i, j] * (th[i] - d) + (t[i, j] * (lnu + (th[i] + th[j]) / 2 - d) if i < j else 0.0)
         return -s
 
-    ref = minimize(nll, np.zeros(k), method="Nelder-Mead", options=dict(xatol=1e-10, fatol=1e-13, maxiter=40000, maxfev=40000)).x
+    ref = minimize(
+        nll, np.zeros(k), method="Nelder-Mead", options=dict(xatol=1e-10, fatol=1e-13, maxiter=40000, maxfev=40000)
+    ).x
     th, nu = fit_davidson(w, t, anchor=0, return_nu=True)
     assert np.abs(th[1:] - ref[:-1]).max() < 1e-5 and abs(np.log(nu) - ref[-1]) < 1e-5
 
@@ -67,7 +69,9 @@ def test_intervals_cover_the_true_ratings_in_200_simulated_tables():
     comps = pl.concat([round_robin(theta, 40, rng, strategy=f"t{s:03d}") for s in range(200)])
     lb = fit_boards(comps, anchor="m00", replicates=200).table.filter(pl.col("model") != "m00")
     true = pl.DataFrame({"model": [f"m{i:02d}" for i in range(6)], "true": 1000 + SCALE * (theta - theta[0])})
-    cov = lb.join(true, on="model").with_columns(inside=(pl.col("lo") <= pl.col("true")) & (pl.col("true") <= pl.col("hi")))
+    cov = lb.join(true, on="model").with_columns(
+        inside=(pl.col("lo") <= pl.col("true")) & (pl.col("true") <= pl.col("hi"))
+    )
     per_model = cov.group_by("model").agg(pl.col("inside").mean())
     assert per_model.get_column("inside").min() >= 0.90, per_model
 
@@ -108,7 +112,9 @@ def test_bad_input_is_one_line_naming_it():
     one = round_robin(np.zeros(2), 3, rng).with_columns(b=pl.col("a"))
     with pytest.raises(ConfigError, match="at least two models"):
         fit_boards(one, replicates=5)
-    two = pl.concat([round_robin(np.zeros(2), 3, rng), round_robin(np.zeros(2), 3, rng).with_columns(a=pl.lit("x"), b=pl.lit("y"))])
+    two = pl.concat(
+        [round_robin(np.zeros(2), 3, rng), round_robin(np.zeros(2), 3, rng).with_columns(a=pl.lit("x"), b=pl.lit("y"))]
+    )
     with pytest.raises(ConfigError, match="disconnected") as e:
         fit_boards(two, replicates=5)
     assert "\n" not in str(e.value)
@@ -135,7 +141,9 @@ def test_length_control_brings_a_short_strong_model_back_up():
     from tests.ranking_sim import length_loving
 
     theta = np.array([0.0, 0.2, 0.4, 0.6, 1.0])  # m04 the strongest, and the shortest
-    comps, feats = length_loving(theta, np.array([600.0, 700.0, 800.0, 900.0, 200.0]), 80, 4.0, np.random.default_rng(0))
+    comps, feats = length_loving(
+        theta, np.array([600.0, 700.0, 800.0, 900.0, 200.0]), 80, 4.0, np.random.default_rng(0)
+    )
     raw = fit_boards(comps, anchor="m00", replicates=50).table.sort("rating", descending=True)
     assert raw.get_column("model").to_list()[-1] == "m04"  # the length-loving judge puts it last
     sc = style_controlled(comps, feats, names=("length",), anchor="m00", replicates=50)
@@ -145,7 +153,9 @@ def test_length_control_brings_a_short_strong_model_back_up():
     assert gamma.item(0, "lo") > 0  # the preference for length is found
     lc = length_controlled(comps, feats, "m00", replicates=50).filter(pl.col("model") == "m04")
     assert lc.item(0, "win_rate") < 0.5 < lc.item(0, "lc_win_rate")
-    assert lc.item(0, "lc_lo") <= float(1 / (1 + np.exp(-1.0))) <= lc.item(0, "lc_hi")  # the true win rate at equal length
+    assert (
+        lc.item(0, "lc_lo") <= float(1 / (1 + np.exp(-1.0))) <= lc.item(0, "lc_hi")
+    )  # the true win rate at equal length
 
 
 def test_people_board_from_gold_and_files_written(tmp_path):
@@ -154,7 +164,9 @@ def test_people_board_from_gold_and_files_written(tmp_path):
 
     gap = (pl.col("reference").str.slice(1).cast(pl.Int64) - pl.col("candidate").str.slice(1).cast(pl.Int64)).abs()
     j = _primacy_judge().with_columns(  # people: a tie between neighbours, else the stronger model
-        gold=pl.when(gap == 1).then(pl.lit("tie")).otherwise(pl.max_horizontal(pl.col("candidate"), pl.col("reference")))
+        gold=pl.when(gap == 1)
+        .then(pl.lit("tie"))
+        .otherwise(pl.max_horizontal(pl.col("candidate"), pl.col("reference")))
     )
     r = rank_judgments(j, strategies=["swap-tie"], replicates=30)
     people = r.leaderboard.filter(pl.col("judge") == "people").sort("rating", descending=True)
@@ -166,7 +178,20 @@ def test_people_board_from_gold_and_files_written(tmp_path):
     assert s.item(0, "order_flips") > 0 and s.item(0, "people_tau") < 1.0
     paths = write_ranking(r, tmp_path)
     lb = pl.read_csv(paths["leaderboard"])
-    assert lb.columns[:12] == ["benchmark", "view", "judge", "strategy", "model", "rating", "lo", "hi", "rank", "rank_lo", "rank_hi", "n"]
+    assert lb.columns[:12] == [
+        "benchmark",
+        "view",
+        "judge",
+        "strategy",
+        "model",
+        "rating",
+        "lo",
+        "hi",
+        "rank",
+        "rank_lo",
+        "rank_hi",
+        "n",
+    ]
     assert pl.read_csv(paths["rank_flips"]).height == r.flips.height
     assert paths["figure:sim/sim"].stat().st_size > 0 and "Leaderboards" in paths["html"].read_text()
 

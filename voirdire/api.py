@@ -298,8 +298,10 @@ def rank(
     tables = [compute_dir(d) for d in output_dirs]
     judgments = pl.concat([t.judgments for t in tables], how="diagonal_relaxed")
     features = pl.concat([_answer_features(t) for t in tables]) if style else None
-    ranking = rank_judgments(judgments, method=method, strategies=strategies, anchor=anchor, anchor_rating=anchor_rating,
-                             replicates=replicates, seed=seed, features=features)  # fmt: skip
+    ranking = rank_judgments(
+        judgments, method=method, strategies=strategies, anchor=anchor, anchor_rating=anchor_rating,
+        replicates=replicates, seed=seed, features=features,
+    )  # fmt: skip
     return ranking, write_ranking(ranking, Path(out) if out is not None else Path(output_dirs[0]).parent / "ranking")
 
 

@@ -176,7 +176,10 @@ def report(
         if "judge" not in attrs.columns:
             _fail(f"{judge_attributes}: needs a 'judge' column")
     try:
-        path = api.report(dirs, out=out, judge_attributes=attrs, replicates=replicates, rs_min=rs_min, max_error=max_error, tokenizer=tokenizer, leaderboards=leaderboards)
+        path = api.report(
+            dirs, out=out, judge_attributes=attrs, replicates=replicates, rs_min=rs_min, max_error=max_error,
+            tokenizer=tokenizer, leaderboards=leaderboards,
+        )  # fmt: skip
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         _fail(str(exc))
     console.print(f"wrote {path}")
@@ -221,7 +224,10 @@ def rank(
 
     names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
     try:
-        ranking, paths = api.rank(dirs, out=out, method=method, strategies=names, anchor=anchor, anchor_rating=anchor_rating, replicates=replicates, style=style)
+        ranking, paths = api.rank(
+            dirs, out=out, method=method, strategies=names, anchor=anchor, anchor_rating=anchor_rating,
+            replicates=replicates, style=style,
+        )  # fmt: skip
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         _fail(str(exc))
     print_ranking(ranking.summary(), console)

@@ -34,7 +34,8 @@ from voirdire.core import ConfigError
 __all__ = ["LEADERBOARD_COLUMNS", "Boards", "default_anchor", "check_graph", "fit_boards"]
 
 LEADERBOARD_COLUMNS = [
-    "benchmark", "view", "judge", "strategy", "model", "rating", "lo", "hi", "rank", "rank_lo", "rank_hi", "n", "win_rate",
+    "benchmark", "view", "judge", "strategy", "model", "rating", "lo", "hi", "rank", "rank_lo", "rank_hi", "n",
+    "win_rate",
 ]  # fmt: skip
 BOARD_KEYS = ["benchmark", "judge", "strategy", "view"]
 
@@ -90,7 +91,9 @@ def check_graph(comps: pl.DataFrame, where: str) -> list[str]:
     return models
 
 
-def _cell_rows(comps: pl.DataFrame, boards: list[tuple], models: list[str]) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+def _cell_rows(
+    comps: pl.DataFrame, boards: list[tuple], models: list[str]
+) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
     """Per (question, cell) the wins ``w_j`` and ties ``t_j`` of the cell's model against
     model ``j``; cells numbered board by board, models by name."""
     ix = {m: i for i, m in enumerate(models)}
@@ -102,10 +105,14 @@ def _cell_rows(comps: pl.DataFrame, boards: list[tuple], models: list[str]) -> t
             cell_board.append(bi)
             cell_model.append(ix[m])
     cells = pl.DataFrame(
-        [(*k, c) for k, c in cell_of.items()], schema={"strategy": pl.String, "view": pl.String, "m": pl.String, "cell": pl.Int64},
+        [(*k, c) for k, c in cell_of.items()],
+        schema={"strategy": pl.String, "view": pl.String, "m": pl.String, "cell": pl.Int64},
         orient="row",
     )
-    c = comps.with_columns(ai=pl.col("a").replace_strict(ix, return_dtype=pl.Int64), bi=pl.col("b").replace_strict(ix, return_dtype=pl.Int64))
+    c = comps.with_columns(
+        ai=pl.col("a").replace_strict(ix, return_dtype=pl.Int64),
+        bi=pl.col("b").replace_strict(ix, return_dtype=pl.Int64),
+    )
     c = c.join(cells.rename({"m": "a", "cell": "ca"}), on=["strategy", "view", "a"]).join(
         cells.rename({"m": "b", "cell": "cb"}), on=["strategy", "view", "b"]
     )
@@ -153,19 +160,27 @@ def fit_boards(
         out.anchors[bench] = anc
         questions = bc.select("benchmark", "question_id").unique()
         for (judge,), jc in bc.group_by(["judge"], maintain_order=True):
-            boards.append(_fit_judge(jc, bench, judge, anc, fit, questions, out, anchor_rating, replicates, level, seed))
-    out.table = pl.concat(boards).select(LEADERBOARD_COLUMNS).sort("benchmark", "judge", "strategy", "view", "rank", "model")
+            boards.append(
+                _fit_judge(jc, bench, judge, anc, fit, questions, out, anchor_rating, replicates, level, seed)
+            )
+    out.table = (
+        pl.concat(boards).select(LEADERBOARD_COLUMNS).sort("benchmark", "judge", "strategy", "view", "rank", "model")
+    )
     return out
 
 
-def _fit_judge(jc, bench, judge, anc, fit, questions, out: Boards, anchor_rating, replicates, level, seed) -> pl.DataFrame:
+def _fit_judge(
+    jc, bench, judge, anc, fit, questions, out: Boards, anchor_rating, replicates, level, seed
+) -> pl.DataFrame:
     keys = jc.select("strategy", "view").unique(maintain_order=True).rows()
     models = sorted(set(jc.get_column("a").to_list()) | set(jc.get_column("b").to_list()))
     for s, v in keys:
         sub = jc.filter((pl.col("strategy") == s) & (pl.col("view") == v))
         bm = check_graph(sub, f"{bench} / {judge} / {s} / {v}")
         if anc not in bm:
-            raise ConfigError(f"anchor {anc!r} is not a candidate of {bench} / {judge} / {s} / {v} (its models: {', '.join(bm)})")
+            raise ConfigError(
+                f"anchor {anc!r} is not a candidate of {bench} / {judge} / {s} / {v} (its models: {', '.join(bm)})"
+            )
     rows, cell_board, cell_model = _cell_rows(jc, keys, models)
     k, kept = len(models), []
     groups = [np.flatnonzero(cell_board == b) for b in range(len(keys))]
@@ -184,23 +199,31 @@ def _fit_judge(jc, bench, judge, anc, fit, questions, out: Boards, anchor_rating
         return {"rating": to_rating(theta, anchor_rating), "rank": rank, "win_rate": expit(theta)}
 
     ci = cluster_bootstrap(rows, [*(f"w_{j}" for j in range(k)), *(f"t_{j}" for j in range(k))], statistic,
-                           cells=["cell"], questions=questions, replicates=replicates, level=level, seed=seed)  # fmt: skip
+                           cells=["cell"], questions=questions, replicates=replicates, level=level,
+                           seed=seed)  # fmt: skip
     est, boot = kept
     for b, (s, v) in enumerate(keys):
         u = groups[b]
         out.theta[(bench, judge, s, v)] = ([models[i] for i in cell_model[u]], boot[:, u], est[0, u])
     wide = ci.pivot(on="metric", index="cell", values=["estimate", "lo", "hi"])
-    n = pl.concat([jc.select("strategy", "view", m="a"), jc.select("strategy", "view", m="b")]).group_by("strategy", "view", "m").len()
+    n = (
+        pl.concat([jc.select("strategy", "view", m="a"), jc.select("strategy", "view", m="b")])
+        .group_by("strategy", "view", "m")
+        .len()
+    )
     info = pl.DataFrame({"cell": np.arange(cell_board.size), "strategy": [keys[b][0] for b in cell_board],
-                         "view": [keys[b][1] for b in cell_board], "model": [models[i] for i in cell_model]})  # fmt: skip
+                         "view": [keys[b][1] for b in cell_board],
+                         "model": [models[i] for i in cell_model]})  # fmt: skip
     t = info.join(wide, on="cell").join(n.rename({"m": "model", "len": "n"}), on=["strategy", "view", "model"])
     t = t.select(
         "strategy", "view", "model", pl.col("n").cast(pl.Int64),
         rating="estimate_rating", lo="lo_rating", hi="hi_rating", win_rate="estimate_win_rate",
         rank_lo=pl.col("lo_rank").round().cast(pl.Int64), rank_hi=pl.col("hi_rank").round().cast(pl.Int64),
     )  # fmt: skip
-    above = t.join(t.select("strategy", "view", olo="lo"), on=["strategy", "view"]).group_by("strategy", "view", "model", "hi").agg(
-        rank=(pl.col("olo") > pl.col("hi")).sum().cast(pl.Int64) + 1
+    above = (
+        t.join(t.select("strategy", "view", olo="lo"), on=["strategy", "view"])
+        .group_by("strategy", "view", "model", "hi")
+        .agg(rank=(pl.col("olo") > pl.col("hi")).sum().cast(pl.Int64) + 1)
     )
     t = t.join(above.drop("hi"), on=["strategy", "view", "model"])
     return t.with_columns(benchmark=pl.lit(bench), judge=pl.lit(judge))

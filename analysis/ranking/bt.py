@@ -66,7 +66,9 @@ def _newton(grad_hess: Callable, x0: np.ndarray, free: np.ndarray, max_iter: int
     return x
 
 
-def fit_bt(wins: np.ndarray, ties: np.ndarray | None = None, anchor: int = 0, *, max_iter: int = 100, tol: float = 1e-10) -> np.ndarray:
+def fit_bt(
+    wins: np.ndarray, ties: np.ndarray | None = None, anchor: int = 0, *, max_iter: int = 100, tol: float = 1e-10
+) -> np.ndarray:
     """Bradley–Terry maximum-likelihood log-strengths, ties as half a win and half a loss.
 
     Args:
@@ -98,7 +100,13 @@ def fit_bt(wins: np.ndarray, ties: np.ndarray | None = None, anchor: int = 0, *,
 
 
 def fit_davidson(
-    wins: np.ndarray, ties: np.ndarray | None = None, anchor: int = 0, *, max_iter: int = 100, tol: float = 1e-10, return_nu: bool = False
+    wins: np.ndarray,
+    ties: np.ndarray | None = None,
+    anchor: int = 0,
+    *,
+    max_iter: int = 100,
+    tol: float = 1e-10,
+    return_nu: bool = False,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Davidson (1970) maximum-likelihood log-strengths and tie parameter ``ν``.
 
@@ -109,7 +117,11 @@ def fit_davidson(
     w = np.asarray(wins, dtype=float)
     single = w.ndim == 2
     w = w[None] if single else w
-    t = np.zeros_like(w) if ties is None else (np.asarray(ties, dtype=float)[None] if single else np.asarray(ties, dtype=float))
+    t = (
+        np.zeros_like(w)
+        if ties is None
+        else (np.asarray(ties, dtype=float)[None] if single else np.asarray(ties, dtype=float))
+    )
     k = w.shape[1]
     dw = w - w.transpose(0, 2, 1)
     n = w + w.transpose(0, 2, 1) + t

@@ -81,10 +81,24 @@ def compare(boards: Boards, a: tuple, b: tuple, level: float = 0.95) -> dict | N
     tau = kendalltau(xa, xb).statistic
     rho = spearmanr(xa, xb).statistic
     return dict(
-        zip(FLIP_COLUMNS, [*a, *b[1:], len(common), int(i.size), int(flip.sum()), int(sig.sum()),
-                           float(sig.sum() / flip.sum()) if flip.sum() else float("nan"),
-                           float(tau), *_q(tau_b(ra, rb), level), float(rho), *_q(spearman(ra, rb), level),
-                           float(move[k]), common[k] if finite.any() else None])  # fmt: skip
+        zip(
+            FLIP_COLUMNS,
+            [
+                *a,
+                *b[1:],
+                len(common),
+                int(i.size),
+                int(flip.sum()),
+                int(sig.sum()),
+                float(sig.sum() / flip.sum()) if flip.sum() else float("nan"),
+                float(tau),
+                *_q(tau_b(ra, rb), level),
+                float(rho),
+                *_q(spearman(ra, rb), level),
+                float(move[k]),
+                common[k] if finite.any() else None,
+            ],
+        )  # fmt: skip
     )
 
 

@@ -51,14 +51,19 @@ class Ranking:
         ``order_tau`` (float), ``people_tau`` (float)."""
         f = self.flips
         order = f.filter((pl.col("view") == "first") & (pl.col("view_b") == "swapped")).select(
-            "benchmark", "judge", "strategy", "models", order_flips="flips", order_flips_significant="flips_significant",
+            "benchmark", "judge", "strategy", "models",
+            order_flips="flips", order_flips_significant="flips_significant",
             order_tau="kendall_tau",
         )  # fmt: skip
-        people = f.filter(pl.col("judge_b") == "people").group_by("benchmark", "judge", "strategy").agg(
-            people_tau=pl.col("kendall_tau").sort_by(pl.col("view") == "pooled", descending=True).first()
+        people = (
+            f.filter(pl.col("judge_b") == "people")
+            .group_by("benchmark", "judge", "strategy")
+            .agg(people_tau=pl.col("kendall_tau").sort_by(pl.col("view") == "pooled", descending=True).first())
         )
-        keys = self.leaderboard.filter(pl.col("judge") != "people").group_by("benchmark", "judge", "strategy").agg(
-            models=pl.col("model").n_unique().cast(pl.Int64)
+        keys = (
+            self.leaderboard.filter(pl.col("judge") != "people")
+            .group_by("benchmark", "judge", "strategy")
+            .agg(models=pl.col("model").n_unique().cast(pl.Int64))
         )
         return (
             keys.join(order.drop("models"), on=["benchmark", "judge", "strategy"], how="left")
@@ -104,10 +109,14 @@ def rank_judgments(
     if rows.height == 0:
         raise ConfigError("no pairwise judgments to rank (leaderboards need pairwise comparisons)")
     comps = pl.concat([order_views(rows, strategies), people_comparisons(rows)])
-    boards = fit_boards(comps, method=method, anchor=anchor, anchor_rating=anchor_rating, replicates=replicates, level=level, seed=seed)
+    boards = fit_boards(
+        comps, method=method, anchor=anchor, anchor_rating=anchor_rating, replicates=replicates, level=level, seed=seed
+    )
     ranking = Ranking(boards.table, rank_flips(boards, level=level), boards, method, replicates)
     if features is not None:
-        judged = comps.filter(((pl.col("strategy") == "single") & (pl.col("view") == "pooled")) | (pl.col("view") == "combined"))
+        judged = comps.filter(
+            ((pl.col("strategy") == "single") & (pl.col("view") == "pooled")) | (pl.col("view") == "combined")
+        )
         common = dict(replicates=style_replicates, level=level, seed=seed)
         ranking.style = style_controlled(judged, features, anchor=anchor, anchor_rating=anchor_rating, **common)
         ranking.length = pl.concat([length_controlled(judged.filter(pl.col("benchmark") == b), features, a, **common)

@@ -39,7 +39,14 @@ from voirdire.analysis.ranking.bt import CLIP, to_rating
 
 from voirdire.core import ConfigError
 
-__all__ = ["STYLE_FEATURES", "text_features", "answer_features", "weighted_logit", "style_controlled", "length_controlled"]
+__all__ = [
+    "STYLE_FEATURES",
+    "text_features",
+    "answer_features",
+    "weighted_logit",
+    "style_controlled",
+    "length_controlled",
+]
 
 STYLE_FEATURES = ("length", "headers", "lists", "bold")
 _HEADER = re.compile(r"^#{1,6}\s", re.M)
@@ -62,13 +69,20 @@ def answer_features(bench, comps: pl.DataFrame) -> pl.DataFrame:
     Returns:
         ``benchmark``, ``question_id``, ``model`` (str) and :data:`STYLE_FEATURES` (float).
     """
-    keys = pl.concat([comps.select("benchmark", "question_id", model="a"), comps.select("benchmark", "question_id", model="b")]).unique()
-    rows = [(b, q, m, *text_features("\n\n".join(bench.answers(q, m))).values()) for b, q, m in keys.sort(pl.all()).iter_rows()]
+    keys = pl.concat(
+        [comps.select("benchmark", "question_id", model="a"), comps.select("benchmark", "question_id", model="b")]
+    ).unique()
+    rows = [
+        (b, q, m, *text_features("\n\n".join(bench.answers(q, m))).values())
+        for b, q, m in keys.sort(pl.all()).iter_rows()
+    ]
     return pl.DataFrame(rows, schema={"benchmark": pl.String, "question_id": pl.String, "model": pl.String}
                         | dict.fromkeys(STYLE_FEATURES, pl.Float64), orient="row")  # fmt: skip
 
 
-def weighted_logit(x: np.ndarray, y: np.ndarray, w: np.ndarray, *, max_iter: int = 50, tol: float = 1e-10) -> np.ndarray:
+def weighted_logit(
+    x: np.ndarray, y: np.ndarray, w: np.ndarray, *, max_iter: int = 50, tol: float = 1e-10
+) -> np.ndarray:
     """Weighted logistic regression fitted by Newton's method for every row of weights.
 
     Args:
@@ -95,7 +109,9 @@ def weighted_logit(x: np.ndarray, y: np.ndarray, w: np.ndarray, *, max_iter: int
     return beta
 
 
-def _bootstrap_fit(rows: pl.DataFrame, questions: pl.DataFrame, fit, replicates: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _bootstrap_fit(
+    rows: pl.DataFrame, questions: pl.DataFrame, fit, replicates: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(estimate (P,), replicates (B, P)) of ``fit(weights (R, N))``, the weights each
     comparison row gets in each cluster-bootstrap replicate."""
     kept: list[np.ndarray] = []
@@ -139,16 +155,24 @@ def style_controlled(
             a candidate, an answer without features.
     """
     f = features.select("benchmark", "question_id", "model", *names)
-    c = comps.join(f.rename({"model": "a", **{n: f"{n}_a" for n in names}}), on=["benchmark", "question_id", "a"], how="left")
-    c = c.join(f.rename({"model": "b", **{n: f"{n}_b" for n in names}}), on=["benchmark", "question_id", "b"], how="left")
+    c = comps.join(
+        f.rename({"model": "a", **{n: f"{n}_a" for n in names}}), on=["benchmark", "question_id", "a"], how="left"
+    )
+    c = c.join(
+        f.rename({"model": "b", **{n: f"{n}_b" for n in names}}), on=["benchmark", "question_id", "b"], how="left"
+    )
     if c.select(pl.any_horizontal(pl.col(f"{names[0]}_a").is_null(), pl.col(f"{names[0]}_b").is_null()).any()).item():
-        raise ConfigError("style control: some compared answers have no style features (question or model missing from the features)")
+        raise ConfigError(
+            "style control: some compared answers have no style features (question or model missing from the features)"
+        )
     out = []
     for key, board in c.sort(BOARD_KEYS).group_by(BOARD_KEYS, maintain_order=True):
         models = check_graph(board, " / ".join(key))
         anc = anchor or default_anchor(comps.filter(pl.col("benchmark") == key[0]))
         if anc not in models:
-            raise ConfigError(f"anchor {anc!r} is not a candidate of {' / '.join(key)} (its models: {', '.join(models)})")
+            raise ConfigError(
+                f"anchor {anc!r} is not a candidate of {' / '.join(key)} (its models: {', '.join(models)})"
+            )
         free = [m for m in models if m != anc]
         ix = {m: i for i, m in enumerate(free)}
         a, b = board.get_column("a").to_list(), board.get_column("b").to_list()
@@ -169,16 +193,27 @@ def style_controlled(
         est, boot = _bootstrap_fit(board, qs, lambda w: weighted_logit(x, y, w), replicates, seed)
         lo, hi = _q(boot, level)
         terms = [anc, *free, *(f"style:{n}" for n in names)]
-        scale = lambda v: np.r_[to_rating(0.0, anchor_rating), to_rating(v[: len(free)], anchor_rating), v[len(free):]]  # noqa: E731
+        nf = len(free)
+        scale = lambda v: np.r_[to_rating(0.0, anchor_rating), to_rating(v[:nf], anchor_rating), v[nf:]]  # noqa: E731
         part = pl.DataFrame({"term": terms, "rating": scale(est), "lo": scale(lo), "hi": scale(hi)})
         m = part.filter(~pl.col("term").str.starts_with("style:"))
-        rank = m.join(m.select(olo="lo"), how="cross").group_by("term").agg(rank=(pl.col("olo") > pl.col("hi")).sum().cast(pl.Int64) + 1)
+        rank = (
+            m.join(m.select(olo="lo"), how="cross")
+            .group_by("term")
+            .agg(rank=(pl.col("olo") > pl.col("hi")).sum().cast(pl.Int64) + 1)
+        )
         out.append(part.join(rank, on="term", how="left").with_columns(**dict(zip(BOARD_KEYS, map(pl.lit, key)))))
     return pl.concat(out).select(*BOARD_KEYS, "term", "rating", "lo", "hi", "rank") if out else pl.DataFrame()
 
 
 def length_controlled(
-    comps: pl.DataFrame, features: pl.DataFrame, baseline: str, *, replicates: int = 200, level: float = 0.95, seed: int = 0
+    comps: pl.DataFrame,
+    features: pl.DataFrame,
+    baseline: str,
+    *,
+    replicates: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
 ) -> pl.DataFrame:
     """AlpacaEval 2's length-controlled win rate of every model against ``baseline``, per board.
 
@@ -193,12 +228,19 @@ def length_controlled(
     f = features.select("benchmark", "question_id", "model", "length")
     m = pl.when(pl.col("a") == baseline).then(pl.col("b")).otherwise(pl.col("a"))
     c = comps.filter((pl.col("a") == baseline) ^ (pl.col("b") == baseline)).with_columns(
-        model=m, y=pl.when(pl.col("a") == baseline).then(1.0 - pl.col("win") - 0.5 * pl.col("tie")).otherwise(pl.col("win") + 0.5 * pl.col("tie"))
+        model=m,
+        y=pl.when(pl.col("a") == baseline)
+        .then(1.0 - pl.col("win") - 0.5 * pl.col("tie"))
+        .otherwise(pl.col("win") + 0.5 * pl.col("tie")),
     )
     if c.height == 0:
         raise ConfigError(f"length control: baseline {baseline!r} is compared with no model")
     c = c.join(f.rename({"length": "len_m"}), on=["benchmark", "question_id", "model"], how="left")
-    c = c.join(f.filter(pl.col("model") == baseline).select("benchmark", "question_id", len_b="length"), on=["benchmark", "question_id"], how="left")
+    c = c.join(
+        f.filter(pl.col("model") == baseline).select("benchmark", "question_id", len_b="length"),
+        on=["benchmark", "question_id"],
+        how="left",
+    )
     rows = []
     for key, g in c.sort([*BOARD_KEYS, "model"]).group_by([*BOARD_KEYS, "model"], maintain_order=True):
         d = (g.get_column("len_m") - g.get_column("len_b")).fill_null(0.0).to_numpy()
@@ -209,5 +251,9 @@ def length_controlled(
         est, boot = _bootstrap_fit(g, qs, lambda w: weighted_logit(x, y, w), replicates, seed)
         lo, hi = _q(expit(boot[:, 0]), level)
         rows.append((*key, g.height, float(y.mean()), float(expit(est[0])), float(lo), float(hi)))
-    schema = dict.fromkeys([*BOARD_KEYS, "model"], pl.String) | {"n": pl.Int64} | dict.fromkeys(["win_rate", "lc_win_rate", "lc_lo", "lc_hi"], pl.Float64)
+    schema = (
+        dict.fromkeys([*BOARD_KEYS, "model"], pl.String)
+        | {"n": pl.Int64}
+        | dict.fromkeys(["win_rate", "lc_win_rate", "lc_lo", "lc_hi"], pl.Float64)
+    )
     return pl.DataFrame(rows, schema=schema, orient="row")

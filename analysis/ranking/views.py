@@ -22,7 +22,6 @@ from collections.abc import Sequence
 
 import polars as pl
 from voirdire.analysis.mitigation.registry import apply_strategies, default_strategies, strategy
-from voirdire.analysis.mitigation.verdicts import normalise
 
 __all__ = ["COMPARISON_SCHEMA", "ORDER_VIEWS", "comparisons", "order_views", "people_comparisons"]
 
@@ -60,7 +59,8 @@ def comparisons(verdicts: pl.DataFrame) -> pl.DataFrame:
         v.filter(p.is_not_null()).with_columns(view=pl.lit("pooled")),
         v.filter(p.is_null()).with_columns(view=pl.lit("combined")),
     ]
-    return pl.concat([x.select(list(COMPARISON_SCHEMA)) for x in parts]).cast(COMPARISON_SCHEMA)  # type: ignore[arg-type]
+    out = pl.concat([x.select(list(COMPARISON_SCHEMA)) for x in parts])
+    return out.cast(COMPARISON_SCHEMA)  # type: ignore[arg-type]
 
 
 def order_views(judgments: pl.DataFrame, strategies: Sequence[str] | None = None) -> pl.DataFrame:
@@ -94,9 +94,15 @@ def people_comparisons(judgments: pl.DataFrame) -> pl.DataFrame:
     if "gold" not in judgments.columns:
         return pl.DataFrame(schema=COMPARISON_SCHEMA)
     g = (
-        judgments.filter(pl.col("gold").is_not_null() & pl.col("candidate").is_not_null() & pl.col("reference").is_not_null())
+        judgments.filter(
+            pl.col("gold").is_not_null() & pl.col("candidate").is_not_null() & pl.col("reference").is_not_null()
+        )
         .unique(["benchmark", "question_id", "candidate", "reference"], keep="first")
-        .filter(pl.col("gold").is_in(["tie"]) | (pl.col("gold") == pl.col("candidate")) | (pl.col("gold") == pl.col("reference")))
+        .filter(
+            pl.col("gold").is_in(["tie"])
+            | (pl.col("gold") == pl.col("candidate"))
+            | (pl.col("gold") == pl.col("reference"))
+        )
     )
     return g.select(
         "benchmark",

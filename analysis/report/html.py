@@ -106,8 +106,8 @@ def _power(study: Study) -> dict[str, Any] | None:
 
 
 def render_html(
-    study: Study, written: dict[str, Any], title: str = "voirdire report", mitigation: pl.DataFrame | None = None, *, gold: bool = False,
-    leaderboards: str | None = None,
+    study: Study, written: dict[str, Any], title: str = "voirdire report", mitigation: pl.DataFrame | None = None, *,
+    gold: bool = False, leaderboards: str | None = None,
 ) -> str:
     """The report as one HTML string (``templates/report.html.j2``).
 
@@ -201,10 +201,12 @@ def build_report(
     if len(paths) > 1 or out is not None:
         write_text(out_dir / "report.md", study_markdown(study, name))
     section = _leaderboards(j, out_dir, min(replicates, 200)) if leaderboards and j is not None else None
-    return write_html(out_dir / "report.html", render_html(study, written, name, mitigation, gold=gold, leaderboards=section))
+    page = render_html(study, written, name, mitigation, gold=gold, leaderboards=section)
+    return write_html(out_dir / "report.html", page)
 
 
 def _leaderboards(judgments: pl.DataFrame, out_dir: Path, replicates: int) -> str:
     ranking = rank_judgments(judgments, replicates=replicates)
     paths = write_ranking(ranking, out_dir)
-    return ranking_html(ranking.summary(), {k.partition(":")[2]: v for k, v in paths.items() if k.startswith("figure:")})
+    figures = {k.partition(":")[2]: v for k, v in paths.items() if k.startswith("figure:")}
+    return ranking_html(ranking.summary(), figures)

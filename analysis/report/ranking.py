@@ -36,7 +36,9 @@ def ranking_figure(lb: pl.DataFrame, path: str | os.PathLike, title: str = "") -
             of one benchmark and judge (plus ``people``).
     """
     boards = _boards(lb)
-    models = lb.group_by("model").agg(pl.col("rating").mean()).sort("rating", descending=True).get_column("model").to_list()
+    models = (
+        lb.group_by("model").agg(pl.col("rating").mean()).sort("rating", descending=True).get_column("model").to_list()
+    )
     fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(boards), 0.5 + 0.22 * len(models) + 2))
     cmap = plt.get_cmap("tab20")
     for mi, m in enumerate(models):
@@ -72,7 +74,9 @@ def _limits(ax, lb: pl.DataFrame, title: str) -> None:
     vals = vals[(vals > lo) & (vals < hi)]
     ax.set_ylim(vals.min() - 50, vals.max() + 50)
     off = lb.height - ok.height
-    ax.set_title(title + (f"\n({off} ratings off scale: undefeated or winless, no finite rating)" if off else ""), fontsize=9)
+    ax.set_title(
+        title + (f"\n({off} ratings off scale: undefeated or winless, no finite rating)" if off else ""), fontsize=9
+    )
 
 
 def print_ranking(summary: pl.DataFrame, console: Console | None = None) -> None:
@@ -92,8 +96,10 @@ def print_ranking(summary: pl.DataFrame, console: Console | None = None) -> None
 def _rows(summary: pl.DataFrame) -> list[list[str]]:
     out = []
     for r in summary.iter_rows(named=True):
+
         def f(x, p="{:.3f}"):
             return "–" if x is None else p.format(x)
+
         out.append([r["benchmark"], r["judge"], r["strategy"], str(r["models"]), f(r["order_flips"], "{}"),
                     f(r["order_flips_significant"], "{}"), f(r["order_tau"]), f(r["people_tau"])])  # fmt: skip
     return out
@@ -118,7 +124,10 @@ def ranking_html(summary: pl.DataFrame, figures: dict[str, Path] | None = None) 
     e = html.escape
     head = "".join(f"<th>{e(h)}</th>" for h in _HEAD)
     body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in _rows(summary))
-    imgs = "".join(f'<figure><img src="figures/{e(p.name)}" alt="{e(n)}"><figcaption>{e(n)}</figcaption></figure>' for n, p in (figures or {}).items())
+    imgs = "".join(
+        f'<figure><img src="figures/{e(p.name)}" alt="{e(n)}"><figcaption>{e(n)}</figcaption></figure>'
+        for n, p in (figures or {}).items()
+    )
     return (
         '<section id="leaderboards"><h2>Leaderboards</h2><table class="sortable">'
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

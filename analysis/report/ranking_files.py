@@ -34,15 +34,22 @@ def write_ranking(ranking: Ranking, out: str | os.PathLike) -> dict[str, Path]:
     ranking.leaderboard.write_csv(paths["leaderboard"])
     ranking.flips.write_csv(paths["rank_flips"])
     if ranking.style is not None and ranking.length is not None:
-        paths["style"], paths["lc_win_rate"] = out / "metrics" / "leaderboard_style.csv", out / "metrics" / "lc_win_rate.csv"
+        paths["style"], paths["lc_win_rate"] = (
+            out / "metrics" / "leaderboard_style.csv",
+            out / "metrics" / "lc_win_rate.csv",
+        )
         ranking.style.write_csv(paths["style"])
         ranking.length.write_csv(paths["lc_win_rate"])
     lb = ranking.leaderboard
     figs: dict[str, Path] = {}
-    for (bench, judge), part in lb.filter(pl.col("judge") != "people").group_by(["benchmark", "judge"], maintain_order=True):
+    for (bench, judge), part in lb.filter(pl.col("judge") != "people").group_by(
+        ["benchmark", "judge"], maintain_order=True
+    ):
         rows = pl.concat([part, lb.filter((pl.col("benchmark") == bench) & (pl.col("judge") == "people"))])
         name = f"{bench}/{judge}"
-        figs[name] = ranking_figure(rows, out / "figures" / f"ranking_{_slug(bench)}_{_slug(judge)}.png", title=f"{bench} · {judge}")
+        figs[name] = ranking_figure(
+            rows, out / "figures" / f"ranking_{_slug(bench)}_{_slug(judge)}.png", title=f"{bench} · {judge}"
+        )
     summary = ranking.summary()
     paths["markdown"] = write_text(out / "ranking.md", ranking_markdown(summary, figs))
     page = f"<!doctype html><meta charset='utf-8'><title>Leaderboards</title>{ranking_html(summary, figs)}"
