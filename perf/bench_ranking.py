@@ -18,9 +18,9 @@ import os
 import time
 
 import numpy as np
-from voirdire.analysis.ranking.boards import fit_boards
 
 from tests.ranking_sim import round_robin
+from voirdire.analysis.ranking.boards import fit_boards
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 import polars as pl
 import statsmodels.api as sm
+
 from voirdire.analysis.ranking.boards import default_anchor
 from voirdire.analysis.ranking.bt import CLIP, fit_bt
 

@@ -9,13 +9,13 @@ import pytest
 import statsmodels.api as sm
 from scipy.optimize import minimize
 from scipy.stats import kendalltau, spearmanr
+
+from tests.ranking_sim import judgments, round_robin
 from voirdire.analysis.ranking.boards import fit_boards
 from voirdire.analysis.ranking.bt import SCALE, Method, fit_bt, fit_davidson
 from voirdire.analysis.ranking.flips import rank_flips, spearman, tau_b
 from voirdire.analysis.ranking.registry import RANKINGS
 from voirdire.analysis.ranking.views import order_views
-
-from tests.ranking_sim import judgments, round_robin
 from voirdire.core import ConfigError
 
 
@@ -136,9 +136,8 @@ def test_a_ranking_method_is_one_decorator():
 
 
 def test_length_control_brings_a_short_strong_model_back_up():
-    from voirdire.analysis.ranking.style import length_controlled, style_controlled
-
     from tests.ranking_sim import length_loving
+    from voirdire.analysis.ranking.style import length_controlled, style_controlled
 
     theta = np.array([0.0, 0.2, 0.4, 0.6, 1.0])  # m04 the strongest, and the shortest
     comps, feats = length_loving(

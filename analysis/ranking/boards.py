@@ -25,10 +25,10 @@ import polars as pl
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
+
 from voirdire.analysis.position.uncertainty import cluster_bootstrap
 from voirdire.analysis.ranking.bt import to_rating
 from voirdire.analysis.ranking.registry import ranking_method
-
 from voirdire.core import ConfigError
 
 __all__ = ["LEADERBOARD_COLUMNS", "Boards", "default_anchor", "check_graph", "fit_boards"]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import expit
+
 from voirdire.analysis.ranking.registry import RANKINGS
 
 __all__ = ["SCALE", "CLIP", "Method", "BT", "DAVIDSON", "fit_bt", "fit_davidson", "to_rating"]

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 import numpy as np
 import polars as pl
 from scipy.stats import kendalltau, rankdata, spearmanr
+
 from voirdire.analysis.ranking.boards import Boards
 from voirdire.analysis.ranking.bt import CLIP, SCALE
 

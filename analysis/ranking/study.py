@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
+
 from voirdire.analysis.biases.effects import control_rows
 from voirdire.analysis.ranking.boards import Boards, fit_boards
 from voirdire.analysis.ranking.flips import rank_flips
+from voirdire.analysis.ranking.people import people_comparisons
 from voirdire.analysis.ranking.style import length_controlled, style_controlled
-from voirdire.analysis.ranking.views import order_views, people_comparisons
-
+from voirdire.analysis.ranking.views import order_views
 from voirdire.core import ConfigError
 
 __all__ = ["Ranking", "rank_judgments"]

@@ -33,10 +33,10 @@ import re
 import numpy as np
 import polars as pl
 from scipy.special import expit
+
 from voirdire.analysis.position.uncertainty import cluster_bootstrap
 from voirdire.analysis.ranking.boards import BOARD_KEYS, check_graph, default_anchor
 from voirdire.analysis.ranking.bt import CLIP, to_rating
-
 from voirdire.core import ConfigError
 
 __all__ = [
@@ -190,11 +190,14 @@ def style_controlled(
             x[:, len(free) + k] = z / sd if sd > 0 else 0.0
         y = (board.get_column("win") + 0.5 * board.get_column("tie")).to_numpy()
         qs = comps.filter(pl.col("benchmark") == key[0]).select("benchmark", "question_id").unique()
-        est, boot = _bootstrap_fit(board, qs, lambda w: weighted_logit(x, y, w), replicates, seed)
+        est, boot = _bootstrap_fit(board, qs, lambda w, x=x, y=y: weighted_logit(x, y, w), replicates, seed)
         lo, hi = _q(boot, level)
         terms = [anc, *free, *(f"style:{n}" for n in names)]
         nf = len(free)
-        scale = lambda v: np.r_[to_rating(0.0, anchor_rating), to_rating(v[:nf], anchor_rating), v[nf:]]  # noqa: E731
+
+        def scale(v: np.ndarray, nf: int = nf) -> np.ndarray:
+            return np.r_[to_rating(0.0, anchor_rating), to_rating(v[:nf], anchor_rating), v[nf:]]
+
         part = pl.DataFrame({"term": terms, "rating": scale(est), "lo": scale(lo), "hi": scale(hi)})
         m = part.filter(~pl.col("term").str.starts_with("style:"))
         rank = (
@@ -248,7 +251,7 @@ def length_controlled(
         x = np.c_[np.ones(d.size), np.tanh(d / sd) if sd > 0 else np.zeros(d.size)]
         y = g.get_column("y").to_numpy()
         qs = comps.filter(pl.col("benchmark") == key[0]).select("benchmark", "question_id").unique()
-        est, boot = _bootstrap_fit(g, qs, lambda w: weighted_logit(x, y, w), replicates, seed)
+        est, boot = _bootstrap_fit(g, qs, lambda w, x=x, y=y: weighted_logit(x, y, w), replicates, seed)
         lo, hi = _q(expit(boot[:, 0]), level)
         rows.append((*key, g.height, float(y.mean()), float(expit(est[0])), float(lo), float(hi)))
     schema = (

@@ -21,9 +21,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import polars as pl
-from voirdire.analysis.mitigation.registry import apply_strategies, default_strategies, strategy
 
-__all__ = ["COMPARISON_SCHEMA", "ORDER_VIEWS", "comparisons", "order_views", "people_comparisons"]
+from voirdire.analysis.mitigation.registry import (
+    apply_strategies,
+    default_strategies,
+    strategy,
+)
+
+__all__ = ["COMPARISON_SCHEMA", "ORDER_VIEWS", "comparisons", "order_views"]
 
 COMPARISON_SCHEMA = {
     "benchmark": pl.String, "judge": pl.String, "strategy": pl.String, "view": pl.String,
@@ -80,34 +85,3 @@ def order_views(judgments: pl.DataFrame, strategies: Sequence[str] | None = None
     for n in names:
         strategy(n)  # unknown names fail here, naming the strategy
     return comparisons(apply_strategies(judgments, names))
-
-
-def people_comparisons(judgments: pl.DataFrame) -> pl.DataFrame:
-    """The people's comparisons: each pair's ``gold`` label once (judges, orders and
-    repetitions share it), as judge ``people``, strategy ``gold``, view ``people``. A gold
-    equal to the candidate is a win, to the reference a loss, ``"tie"`` a tie; pairs without
-    a gold label are left out (an empty table when the benchmark has none).
-
-    Returns:
-        :data:`COMPARISON_SCHEMA` rows.
-    """
-    if "gold" not in judgments.columns:
-        return pl.DataFrame(schema=COMPARISON_SCHEMA)
-    g = (
-        judgments.filter(
-            pl.col("gold").is_not_null() & pl.col("candidate").is_not_null() & pl.col("reference").is_not_null()
-        )
-        .unique(["benchmark", "question_id", "candidate", "reference"], keep="first")
-        .filter(
-            pl.col("gold").is_in(["tie"])
-            | (pl.col("gold") == pl.col("candidate"))
-            | (pl.col("gold") == pl.col("reference"))
-        )
-    )
-    return g.select(
-        "benchmark",
-        judge=pl.lit("people"), strategy=pl.lit("gold"), view=pl.lit("people"),
-        question_id="question_id", a="candidate", b="reference",
-        win=(pl.col("gold") == pl.col("candidate")).cast(pl.Float64),
-        tie=(pl.col("gold") == "tie").cast(pl.Float64),
-    ).sort("benchmark", "question_id", "a", "b").cast(COMPARISON_SCHEMA)  # type: ignore[arg-type]  # fmt: skip

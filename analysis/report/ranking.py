@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 from rich.console import Console
 from rich.table import Table
+
 from voirdire.analysis.ranking.bt import CLIP, SCALE
 from voirdire.analysis.report.figures import _save, plt
 

@@ -9,9 +9,14 @@ import re
 from pathlib import Path
 
 import polars as pl
+
 from voirdire.analysis.ranking.study import Ranking
 from voirdire.analysis.report.files import write_html, write_text
-from voirdire.analysis.report.ranking import ranking_figure, ranking_html, ranking_markdown
+from voirdire.analysis.report.ranking import (
+    ranking_figure,
+    ranking_html,
+    ranking_markdown,
+)
 
 __all__ = ["write_ranking"]
 
