@@ -202,3 +202,10 @@ def test_cli_rank_bad_input_is_one_line_and_exit_2(tmp_path):
 
     res = CliRunner().invoke(app, ["rank", str(tmp_path / "nowhere")])
     assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1
+
+
+def test_text_features_count_length_and_markdown():
+    from voirdire.analysis.ranking.style import text_features
+
+    text = "# Title\nSome **bold** and __more__.\n\n- one\n* two\n1. three\n2) four\nnot-a-list\n## Sub"
+    assert text_features(text) == {"length": float(len(text)), "headers": 2.0, "lists": 4.0, "bold": 2.0}
