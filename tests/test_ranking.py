@@ -209,3 +209,12 @@ def test_text_features_count_length_and_markdown():
 
     text = "# Title\nSome **bold** and __more__.\n\n- one\n* two\n1. three\n2) four\nnot-a-list\n## Sub"
     assert text_features(text) == {"length": float(len(text)), "headers": 2.0, "lists": 4.0, "bold": 2.0}
+
+
+def test_a_benchmark_of_anonymous_answers_has_no_leaderboard():
+    from voirdire.analysis.ranking.study import rank_judgments
+    from voirdire.benchmarks.registry import BENCHMARKS
+
+    anonymous = next(c.name for c in BENCHMARKS.values() if not c.named_models)  # output_1 / output_2 pairs
+    with pytest.raises(ConfigError, match="anonymous answers, not named models"):
+        rank_judgments(_primacy_judge().with_columns(benchmark=pl.lit(anonymous)), replicates=5)

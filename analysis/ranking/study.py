@@ -13,6 +13,7 @@ from voirdire.analysis.ranking.flips import rank_flips
 from voirdire.analysis.ranking.people import people_comparisons
 from voirdire.analysis.ranking.style import length_controlled, style_controlled
 from voirdire.analysis.ranking.views import order_views
+from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 
 __all__ = ["Ranking", "rank_judgments"]
@@ -73,6 +74,12 @@ class Ranking:
         )
 
 
+def _named_models(benchmark: str) -> bool:
+    """Whether a benchmark's candidates are named models (its class's ``named_models``; a
+    user's own pairs: yes)."""
+    return all(cls.named_models for cls in BENCHMARKS.values() if cls.name == benchmark)
+
+
 def rank_judgments(
     judgments: pl.DataFrame,
     *,
@@ -101,12 +108,19 @@ def rank_judgments(
             adds style-controlled ratings and LC win rates (``style_replicates`` replicates).
 
     Raises:
-        ConfigError: no pairwise judgments; a board with one model or a disconnected
-            comparison graph; an anchor that is not a candidate; an unknown method or strategy.
+        ConfigError: no pairwise judgments; a benchmark whose answers are anonymous (no
+            named models); a board with one model or a disconnected comparison graph; an
+            anchor that is not a candidate; an unknown method or strategy.
     """
     rows = control_rows(judgments)
     if "mode" in rows.columns:
         rows = rows.filter(pl.col("mode") == "pairwise")
+    anonymous = [b for b in rows.get_column("benchmark").unique().sort().to_list() if not _named_models(b)]
+    if anonymous:
+        raise ConfigError(
+            f"benchmark {', '.join(anonymous)}: its pairs are two anonymous answers, not named models, so no "
+            "leaderboard exists (rank the other directories on their own)"
+        )
     if rows.height == 0:
         raise ConfigError("no pairwise judgments to rank (leaderboards need pairwise comparisons)")
     comps = pl.concat([order_views(rows, strategies), people_comparisons(rows)])
