@@ -218,3 +218,14 @@ def test_a_benchmark_of_anonymous_answers_has_no_leaderboard():
     anonymous = next(c.name for c in BENCHMARKS.values() if not c.named_models)  # output_1 / output_2 pairs
     with pytest.raises(ConfigError, match="anonymous answers, not named models"):
         rank_judgments(_primacy_judge().with_columns(benchmark=pl.lit(anonymous)), replicates=5)
+
+
+def test_a_prior_keeps_an_undefeated_model_finite():
+    comps = round_robin(np.array([0.0, 0.3, 0.6]), 6, np.random.default_rng(5))
+    m00_wins = pl.when(pl.col("a") == "m00").then(1.0).when(pl.col("b") == "m00").then(0.0).otherwise(pl.col("win"))
+    comps = comps.with_columns(win=m00_wins)
+    plain = fit_boards(comps, anchor="m01", replicates=20).table.filter(pl.col("model") == "m00")
+    assert plain.item(0, "win_rate") > 1 - 1e-9  # no finite maximum: at the bound
+    smooth = fit_boards(comps, anchor="m01", prior=1.0, replicates=20).table.filter(pl.col("model") == "m00")
+    w = smooth.item(0, "win_rate")
+    assert 0.5 < w < 1 - 1e-6 and smooth.item(0, "hi") < 1000 + SCALE * 10

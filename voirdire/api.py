@@ -211,6 +211,7 @@ def rank(
     strategies: list[str] | None = None,
     anchor: str | None = None,
     anchor_rating: float = 1000.0,
+    prior: float = 0.0,
     replicates: int = 1000,
     seed: int = 0,
     style: bool = False,
@@ -228,6 +229,8 @@ def rank(
             (default: every no-query strategy the judgments allow).
         anchor, anchor_rating: the model fixed at ``anchor_rating`` on Arena's 400/ln 10
             scale (default: the model in the most comparisons).
+        prior: pseudo-ties added between every two models that met (0: the plain maximum
+            likelihood; 1 keeps undefeated or winless models at a finite rating).
         replicates, seed: the cluster bootstrap's.
         style: also style-controlled ratings (Chatbot Arena) and length-controlled win rates
             (AlpacaEval 2) from the answers' lengths and markdown, read from each job's
@@ -253,7 +256,7 @@ def rank(
     features = pl.concat([_answer_features(t) for t in tables]) if style else None
     ranking = rank_judgments(
         judgments, method=method, strategies=strategies, anchor=anchor, anchor_rating=anchor_rating,
-        replicates=replicates, seed=seed, features=features,
+        prior=prior, replicates=replicates, seed=seed, features=features,
     )  # fmt: skip
     return ranking, write_ranking(ranking, Path(out) if out is not None else Path(output_dirs[0]).parent / "ranking")
 

@@ -215,6 +215,7 @@ def rank(
     strategies: Annotated[Optional[str], typer.Option(help="Comma-separated strategy names; default: all that need no query.")] = None,
     anchor: Annotated[Optional[str], typer.Option(help="Model fixed at --anchor-rating; default: the most compared.")] = None,
     anchor_rating: Annotated[float, typer.Option(help="The anchor's rating (Arena scale, 400/ln 10 per unit).")] = 1000.0,
+    prior: Annotated[float, typer.Option(help="Pseudo-ties between every two models that met (0: plain maximum likelihood).")] = 0.0,
     replicates: Annotated[int, typer.Option(help="Bootstrap replicates (questions resampled).")] = 1000,
     style: Annotated[bool, typer.Option(help="Also style-controlled ratings and length-controlled win rates (reads the answers).")] = False,
 ) -> None:
@@ -226,7 +227,7 @@ def rank(
     try:
         ranking, paths = api.rank(
             dirs, out=out, method=method, strategies=names, anchor=anchor, anchor_rating=anchor_rating,
-            replicates=replicates, style=style,
+            prior=prior, replicates=replicates, style=style,
         )  # fmt: skip
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         _fail(str(exc))

@@ -134,6 +134,7 @@ def fit_boards(
     method: str = "bt",
     anchor: str | None = None,
     anchor_rating: float = 1000.0,
+    prior: float = 0.0,
     replicates: int = 1000,
     level: float = 0.95,
     seed: int = 0,
@@ -145,6 +146,8 @@ def fit_boards(
         method: a registered ranking method (``"bt"``, ``"davidson"``) or import path.
         anchor: the model fixed at ``anchor_rating`` (default per benchmark:
             :func:`default_anchor`); it must be a candidate of every board.
+        prior: pseudo-ties added between every two models that met (0: the plain maximum
+            likelihood, Chatbot Arena's; e.g. 1 keeps undefeated or winless models finite).
         replicates, level, seed: the bootstrap's (questions resampled within a benchmark).
 
     Raises:
@@ -161,7 +164,7 @@ def fit_boards(
         questions = bc.select("benchmark", "question_id").unique()
         for (judge,), jc in bc.group_by(["judge"], maintain_order=True):
             boards.append(
-                _fit_judge(jc, bench, judge, anc, fit, questions, out, anchor_rating, replicates, level, seed)
+                _fit_judge(jc, bench, judge, anc, fit, questions, out, anchor_rating, prior, replicates, level, seed)
             )
     out.table = (
         pl.concat(boards).select(LEADERBOARD_COLUMNS).sort("benchmark", "judge", "strategy", "view", "rank", "model")
@@ -170,7 +173,7 @@ def fit_boards(
 
 
 def _fit_judge(
-    jc, bench, judge, anc, fit, questions, out: Boards, anchor_rating, replicates, level, seed
+    jc, bench, judge, anc, fit, questions, out: Boards, anchor_rating, prior, replicates, level, seed
 ) -> pl.DataFrame:
     keys = jc.select("strategy", "view").unique(maintain_order=True).rows()
     models = sorted(set(jc.get_column("a").to_list()) | set(jc.get_column("b").to_list()))
@@ -184,6 +187,7 @@ def _fit_judge(
     rows, cell_board, cell_model = _cell_rows(jc, keys, models)
     k, kept = len(models), []
     groups = [np.flatnonzero(cell_board == b) for b in range(len(keys))]
+    met_of: dict[bytes, np.ndarray] = {}
 
     def statistic(sums):
         wc = np.stack([sums[f"w_{j}"] for j in range(k)], axis=2)
@@ -192,7 +196,11 @@ def _fit_judge(
         rank = np.empty(wc.shape[:2])
         for u in groups:
             m = cell_model[u]
-            th = fit(wc[:, u][:, :, m], tc[:, u][:, :, m], anchor=int(np.flatnonzero(np.array(models)[m] == anc)[0]))
+            w, t = wc[:, u][:, :, m], tc[:, u][:, :, m]
+            if prior:  # pseudo-ties between every two models that met in the data (the estimate comes first)
+                met = met_of.setdefault(u.tobytes(), (w[0] + w[0].T + t[0]) > 0)
+                t = t + prior * met
+            th = fit(w, t, anchor=int(np.flatnonzero(np.array(models)[m] == anc)[0]))
             theta[:, u] = th
             rank[:, u] = 1 + (th[:, None, :] > th[:, :, None]).sum(axis=2)
         kept.append(theta)

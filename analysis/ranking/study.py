@@ -87,6 +87,7 @@ def rank_judgments(
     strategies: Sequence[str] | None = None,
     anchor: str | None = None,
     anchor_rating: float = 1000.0,
+    prior: float = 0.0,
     replicates: int = 1000,
     level: float = 0.95,
     seed: int = 0,
@@ -103,6 +104,8 @@ def rank_judgments(
             (each order's own verdict) always.
         anchor, anchor_rating: the model fixed at ``anchor_rating`` (default: the model in
             the most comparisons, e.g. a benchmark's reference).
+        prior: pseudo-ties between every two models that met
+            (:func:`~voirdire.analysis.ranking.boards.fit_boards`; 0: plain maximum likelihood).
         replicates, level, seed: the cluster bootstrap's (questions resampled).
         features: answer style features (:func:`~voirdire.analysis.ranking.style.answer_features`):
             adds style-controlled ratings and LC win rates (``style_replicates`` replicates).
@@ -125,7 +128,8 @@ def rank_judgments(
         raise ConfigError("no pairwise judgments to rank (leaderboards need pairwise comparisons)")
     comps = pl.concat([order_views(rows, strategies), people_comparisons(rows)])
     boards = fit_boards(
-        comps, method=method, anchor=anchor, anchor_rating=anchor_rating, replicates=replicates, level=level, seed=seed
+        comps, method=method, anchor=anchor, anchor_rating=anchor_rating, prior=prior, replicates=replicates,
+        level=level, seed=seed,
     )
     ranking = Ranking(boards.table, rank_flips(boards, level=level), boards, method, replicates)
     if features is not None:
