@@ -77,7 +77,7 @@ class Ranking:
 def _named_models(benchmark: str) -> bool:
     """Whether a benchmark's candidates are named models (its class's ``named_models``; a
     user's own pairs: yes)."""
-    return all(cls.named_models for cls in BENCHMARKS.values() if cls.name == benchmark)
+    return all(cls.named_models for cls in dict(BENCHMARKS.items()).values() if cls.name == benchmark)
 
 
 def rank_judgments(
