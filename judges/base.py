@@ -246,8 +246,8 @@ class JudgeBackend(abc.ABC):
 
     @classmethod
     def comparison_mode(cls, settings: JudgeSettings) -> str | None:
-        """The comparison mode this judge's units have when it is not the job's (an LLMBar
-        rating strategy replayed: ``"score"``); ``None``: the job's ``comparison.mode``."""
+        """The comparison mode this judge's units have when it is not the job's (a replayed
+        judge that scored each answer: ``"score"``); ``None``: the job's ``comparison.mode``."""
         return None
 
     @classmethod

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from pydantic import field_validator
-from voirdire.benchmarks.base import load_score_templates
+from voirdire.benchmarks.scoring import load_score_templates
 from voirdire.benchmarks.biases import find_kind, known_kinds
 from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, get_backend, register
 

@@ -14,7 +14,7 @@ import asyncio
 import math
 from typing import Any
 
-from voirdire.benchmarks.base import load_score_templates
+from voirdire.benchmarks.scoring import load_score_templates
 from voirdire.judges.base import Result, option_probabilities
 from voirdire.judges.vllm_judge.engine import RequestPlan
 from voirdire.judges.vllm_judge.settings import VERDICT_TOKENS, VllmSettings, option_texts
