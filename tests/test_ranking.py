@@ -215,7 +215,7 @@ def test_a_benchmark_of_anonymous_answers_has_no_leaderboard():
     from voirdire.analysis.ranking.study import rank_judgments
     from voirdire.benchmarks.registry import BENCHMARKS
 
-    anonymous = next(c.name for c in BENCHMARKS.values() if not c.named_models)  # output_1 / output_2 pairs
+    anonymous = next(c.name for c in BENCHMARKS.items().values() if not c.named_models)  # output_1 / output_2 pairs
     with pytest.raises(ConfigError, match="anonymous answers, not named models"):
         rank_judgments(_primacy_judge().with_columns(benchmark=pl.lit(anonymous)), replicates=5)
 

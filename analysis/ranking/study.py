@@ -75,9 +75,10 @@ class Ranking:
 
 
 def _named_models(benchmark: str) -> bool:
-    """Whether a benchmark's candidates are named models (its class's ``named_models``; a
-    user's own pairs: yes)."""
-    return all(cls.named_models for cls in dict(BENCHMARKS.items()).values() if cls.name == benchmark)
+    """Whether a benchmark's candidates are named models (its registered class's
+    ``named_models``; a name no class has, e.g. a user's own pairs: yes)."""
+    cls = BENCHMARKS.find(benchmark)
+    return cls is None or cls.named_models
 
 
 def rank_judgments(

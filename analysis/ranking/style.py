@@ -16,7 +16,9 @@ Two published forms, answering two questions (``docs/ranking.md``):
   AlpacaEval"): per model against one baseline, the GLM ``logit P(m beats baseline) =
   β_0 + β_1 tanh(Δ / sd(Δ))``, ``Δ`` the length difference in characters; the LC win rate
   is ``σ(β_0)``, the predicted win rate at equal length: "how often would it win if its
-  answers were as long as the baseline's?". AlpacaEval's GLM also has an instruction
+  answers were as long as the baseline's?". ``β_1`` carries a small L2 penalty
+  (:data:`LC_RIDGE`; AlpacaEval also regularises its length term), so a model with few
+  comparisons that length separates keeps a finite LC rate. AlpacaEval's GLM also has an instruction
   difficulty term (``(ψ_m − ψ_b) γ_x``), left out here: it needs many models on the same
   instructions and does not change what the control removes.
 
@@ -49,6 +51,9 @@ __all__ = [
 ]
 
 STYLE_FEATURES = ("length", "headers", "lists", "bold")
+#: L2 penalty on the length coefficient of the LC GLM (AlpacaEval regularises it too): keeps
+#: a model with few comparisons, whose outcomes length separates, from an LC rate of 0 or 1
+LC_RIDGE = 1.0
 _HEADER = re.compile(r"^#{1,6}\s", re.M)
 _LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s", re.M)
 _BOLD = re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")
@@ -81,12 +86,14 @@ def answer_features(bench, comps: pl.DataFrame) -> pl.DataFrame:
 
 
 def weighted_logit(
-    x: np.ndarray, y: np.ndarray, w: np.ndarray, *, max_iter: int = 50, tol: float = 1e-10
+    x: np.ndarray, y: np.ndarray, w: np.ndarray, *, ridge: np.ndarray | None = None, max_iter: int = 50,
+    tol: float = 1e-10,
 ) -> np.ndarray:
     """Weighted logistic regression fitted by Newton's method for every row of weights.
 
     Args:
         x: (N, P) design; y: (N,) outcomes in [0, 1] (fractional allowed); w: (R, N) weights.
+        ridge: (P,) L2 penalties ``λ_p β_p² / 2`` (None: none).
 
     Returns:
         (R, P) coefficients (float), clipped at ±:data:`~voirdire.analysis.ranking.bt.CLIP`.
@@ -97,6 +104,9 @@ def weighted_logit(
         p = expit(beta @ x.T)
         g = (w * (y - p)) @ x
         h = np.einsum("rn,np,nq->rpq", w * p * (1 - p), x, x, optimize=True)
+        if ridge is not None:
+            g = g - ridge * beta
+            h = h + np.diag(ridge)
         damp = 1e-10 * (np.trace(h, axis1=1, axis2=2) / x.shape[1] + 1.0)
         step = np.linalg.solve(h + damp[:, None, None] * eye, g[:, :, None])[:, :, 0]
         big = np.abs(step).max(axis=1, keepdims=True)
@@ -249,9 +259,11 @@ def length_controlled(
         d = (g.get_column("len_m") - g.get_column("len_b")).fill_null(0.0).to_numpy()
         sd = d.std()
         x = np.c_[np.ones(d.size), np.tanh(d / sd) if sd > 0 else np.zeros(d.size)]
+        ridge = np.array([0.0, LC_RIDGE])
         y = g.get_column("y").to_numpy()
         qs = comps.filter(pl.col("benchmark") == key[0]).select("benchmark", "question_id").unique()
-        est, boot = _bootstrap_fit(g, qs, lambda w, x=x, y=y: weighted_logit(x, y, w), replicates, seed)
+        fit = lambda w, x=x, y=y, r=ridge: weighted_logit(x, y, w, ridge=r)  # noqa: E731
+        est, boot = _bootstrap_fit(g, qs, fit, replicates, seed)
         lo, hi = _q(expit(boot[:, 0]), level)
         rows.append((*key, g.height, float(y.mean()), float(expit(est[0])), float(lo), float(hi)))
     schema = (
