@@ -229,3 +229,16 @@ def test_a_prior_keeps_an_undefeated_model_finite():
     smooth = fit_boards(comps, anchor="m01", prior=1.0, replicates=20).table.filter(pl.col("model") == "m00")
     w = smooth.item(0, "win_rate")
     assert 0.5 < w < 1 - 1e-6 and smooth.item(0, "hi") < 1000 + SCALE * 10
+
+
+def test_rank_refuses_an_output_folder_that_is_not_ours(tmp_path):
+    from typer.testing import CliRunner
+
+    from voirdire.cli import app
+
+    foreign = tmp_path / "thesis"
+    foreign.mkdir()
+    (foreign / "chapter1.tex").write_text("mine")
+    res = CliRunner().invoke(app, ["rank", str(tmp_path / "nowhere"), "--out", str(foreign)])
+    assert res.exit_code == 2 and "chapter1.tex" in res.output  # (the console wraps the one line)
+    assert (foreign / "chapter1.tex").read_text() == "mine" and not (foreign / "metrics").exists()

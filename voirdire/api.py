@@ -34,6 +34,7 @@ from voirdire.engine.job import (
     plan_job,
     run_job,
 )
+from voirdire.engine.outdir import claim_output_dir, claim_report_dir
 from voirdire.engine.spec import JobSpec, load_job, parse_job
 
 __all__ = ["Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "mitigate"]
@@ -93,8 +94,10 @@ def analyze(output_dir: str | os.PathLike) -> Results:
 
     Raises:
         FileNotFoundError: not a voirdire output directory.
+        ConfigError: a directory that is not ours or holds a symbolic link
+            (:func:`voirdire.engine.outdir.claim_output_dir`); nothing is written.
     """
-    out = Path(output_dir)
+    out = claim_output_dir(output_dir)
     res = compute_dir(out)
     write_dir(res, out)
     return res
@@ -151,10 +154,16 @@ def report(
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
-        ConfigError: an invalid judge-attributes table.
+        ConfigError: an invalid judge-attributes table, or a directory to write that is not
+            ours (:mod:`voirdire.engine.outdir`; nothing is written).
     """
     if judge_attributes is not None and "judge" not in judge_attributes.columns:
         raise ConfigError("judge attributes need a 'judge' column")
+    if out is None:  # each directory is rewritten too, the report goes beside several
+        for d in output_dirs:
+            claim_output_dir(d)
+    if out is not None or len(output_dirs) > 1:
+        claim_report_dir(out if out is not None else Path(output_dirs[0]).parent / "report")
     return build_report(
         [str(d) for d in output_dirs], out, judge_attributes=judge_attributes, replicates=replicates,
         rs_min=rs_min, max_error=max_error, tokenizer=tokenizer, leaderboards=leaderboards,
@@ -193,14 +202,16 @@ def mitigate(
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
-        ConfigError: an unknown strategy, a strategy's missing need (e.g. option_probs),
-            a reference that matches no judge or pair, labels with unknown candidates.
+        ConfigError: a directory to write that is not ours (:mod:`voirdire.engine.outdir`),
+            an unknown strategy, a strategy's missing need (e.g. option_probs), a reference
+            that matches no judge or pair, labels with unknown candidates.
     """
     if not output_dirs:
         raise ConfigError("no output directory given")
     judgments = pl.concat([compute_dir(d).judgments for d in output_dirs], how="diagonal_relaxed")  # inputs untouched
     table, annotation, _ = run_mitigation(judgments, reference=reference, strategies=strategies, replicates=replicates, beta=beta, labels=labels)
-    return write_mitigation(table, annotation, Path(out) if out is not None else Path(output_dirs[0]).parent / "mitigation")
+    dest = claim_report_dir(Path(out) if out is not None else Path(output_dirs[0]).parent / "mitigation")
+    return write_mitigation(table, annotation, dest)
 
 
 def rank(
@@ -243,7 +254,8 @@ def rank(
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
-        ConfigError: no pairwise judgments, a board with one model or a disconnected
+        ConfigError: ``out`` holds something no voirdire report writes (or a link); no
+            pairwise judgments, a board with one model or a disconnected
             comparison graph, an anchor that is not a candidate, an unknown method or strategy.
     """
     from voirdire.analysis.ranking.study import rank_judgments
@@ -251,6 +263,7 @@ def rank(
 
     if not output_dirs:
         raise ConfigError("no output directory given")
+    dest = claim_report_dir(Path(out) if out is not None else Path(output_dirs[0]).parent / "ranking")  # before any work
     tables = [compute_dir(d) for d in output_dirs]
     judgments = pl.concat([t.judgments for t in tables], how="diagonal_relaxed")
     features = pl.concat([_answer_features(t) for t in tables]) if style else None
@@ -258,7 +271,7 @@ def rank(
         judgments, method=method, strategies=strategies, anchor=anchor, anchor_rating=anchor_rating,
         prior=prior, replicates=replicates, seed=seed, features=features,
     )  # fmt: skip
-    return ranking, write_ranking(ranking, Path(out) if out is not None else Path(output_dirs[0]).parent / "ranking")
+    return ranking, write_ranking(ranking, dest)
 
 
 def _answer_features(tables: Results) -> pl.DataFrame:
