@@ -69,6 +69,9 @@ class Benchmark(BenchmarkKind, abc.ABC):
     listwise_verdict_pattern: str | None = None
     #: Which published table was loaded: ``"full"`` or ``"repetition"``.
     sample: str = "full"
+    #: Candidates are named models (a leaderboard of them means something); False where a
+    #: pair's two answers are anonymous slots (``voirdire rank`` refuses those).
+    named_models: bool = True
     #: Perturbations: instruction sentences go before the first occurrence of this text.
     instruction_anchor: str = ""
     #: Perturbations: how the prompt names slot ``i`` (``{letter}`` / ``{k}`` = i + 1).

@@ -176,6 +176,7 @@ class LLMBar(Benchmark):
     default_option_mode = 2
     option_modes = (2,)
     comparison_modes = ("pairwise", "score")
+    named_models = False  # output_1/output_2 are anonymous answers, not models: no leaderboard
     verdict_cue = "Output ("
     verdict_closing = ")"
     instruction_anchor = "\n\n# Instruction:"

@@ -39,7 +39,7 @@ JOB_RECORD_KEYS: dict[str, type] = {"job": dict, "benchmark": str, "judges": dic
                                     "units_per_judge": int}
 #: what a report or a mitigation writes at the top of its directory (besides metrics/, figures/)
 REPORT_FILES = frozenset({"report.html", "report.md", "mitigation.csv", "mitigation.md", "bpde_annotation.csv",
-                          "judgments.parquet"})
+                          "judgments.parquet", "ranking.html", "ranking.md"})
 _REPORT_DIRS = {"metrics": ".csv", "figures": ".png"}
 #: the longest judge name (characters)
 MAX_NAME = 200

@@ -213,8 +213,8 @@ def test_product_never_imports_tests_or_perf_nor_edits_sys_path():
 
 #: the stages of ``voirdire.analysis``, left to right: a stage imports only from itself and
 #: the stages to its left (``outputs``/``study`` compute one and several directories' tables
-#: from the first three; ``report`` writes them)
-ANALYSIS_STAGES = ["position", "biases", "mitigation", "outputs", "study", "report"]
+#: from the first three; ``ranking`` fits leaderboards from judgments; ``report`` writes them)
+ANALYSIS_STAGES = ["position", "biases", "mitigation", "ranking", "outputs", "study", "report"]
 
 
 def test_analysis_stages_import_one_way():
@@ -229,4 +229,5 @@ def test_analysis_stages_import_one_way():
             t = imp.target.split(".")
             if t[:2] == ["voirdire", "analysis"] and len(t) > 2 and ANALYSIS_STAGES.index(t[2]) > here:
                 bad.append(str(imp))
-    assert not bad, "analysis imports against position -> biases -> mitigation -> outputs -> study -> report:\n" + "\n".join(bad)
+    order = "position -> biases -> mitigation -> ranking -> outputs -> study -> report"
+    assert not bad, f"analysis imports against {order}:\n" + "\n".join(bad)

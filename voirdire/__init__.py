@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "mitigate", "ConfigError", "__version__"]
+__all__ = [
+    "Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "mitigate", "rank", "ConfigError",
+    "__version__",
+]  # fmt: skip
 
 if TYPE_CHECKING:
     from voirdire.api import (
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
         load,
         load_job_spec,
         plan,
+        rank,
         report,
         run,
     )

@@ -143,11 +143,13 @@ def report(
     rs_min: float | None = None,
     max_error: float | None = None,
     tokenizer: str | None = None,
+    leaderboards: bool = False,
 ) -> Path:
     """Analyse finished directories together and write ``report.html`` (self-contained),
     ``report.md``, ``metrics/*.csv`` and ``figures/*.png`` under ``out``; returns the path of
     ``report.html``. With ``out`` given, nothing is written outside it (the input
-    directories are only read). See :func:`voirdire.analysis.report.html.build_report`.
+    directories are only read). With ``leaderboards``, also the "Leaderboards" section
+    (``docs/ranking.md``). See :func:`voirdire.analysis.report.html.build_report`.
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
@@ -163,7 +165,7 @@ def report(
         claim_report_dir(out if out is not None else Path(output_dirs[0]).parent / "report")
     return build_report(
         [str(d) for d in output_dirs], out, judge_attributes=judge_attributes, replicates=replicates,
-        rs_min=rs_min, max_error=max_error, tokenizer=tokenizer,
+        rs_min=rs_min, max_error=max_error, tokenizer=tokenizer, leaderboards=leaderboards,
     )  # fmt: skip
 
 
@@ -209,3 +211,79 @@ def mitigate(
     table, annotation, _ = run_mitigation(judgments, reference=reference, strategies=strategies, replicates=replicates, beta=beta, labels=labels)
     dest = claim_report_dir(Path(out) if out is not None else Path(output_dirs[0]).parent / "mitigation")
     return write_mitigation(table, annotation, dest)
+
+
+def rank(
+    output_dirs: list[str | os.PathLike],
+    *,
+    out: str | os.PathLike | None = None,
+    method: str = "bt",
+    strategies: list[str] | None = None,
+    anchor: str | None = None,
+    anchor_rating: float = 1000.0,
+    prior: float = 0.0,
+    replicates: int = 1000,
+    seed: int = 0,
+    style: bool = False,
+) -> tuple[Any, dict[str, Path]]:
+    """Leaderboards of finished directories (analysed together; ``docs/ranking.md``): per
+    judge, strategy and order view Bradley–Terry (or Davidson) ratings with cluster-bootstrap
+    intervals over questions, the people's leaderboard where judgments carry gold labels,
+    and the rank flips between views; no judge is called.
+
+    Args:
+        output_dirs: finished output directories.
+        out: where to write (default: ``ranking/`` next to the first directory).
+        method: ``"bt"``, ``"davidson"`` or a registered method / import path.
+        strategies: mitigation strategies ranked besides each order's own verdicts
+            (default: every no-query strategy the judgments allow).
+        anchor, anchor_rating: the model fixed at ``anchor_rating`` on Arena's 400/ln 10
+            scale (default: the model in the most comparisons).
+        prior: pseudo-ties added between every two models that met (0: the plain maximum
+            likelihood; 1 keeps undefeated or winless models at a finite rating).
+        replicates, seed: the cluster bootstrap's.
+        style: also style-controlled ratings (Chatbot Arena) and length-controlled win rates
+            (AlpacaEval 2) from the answers' lengths and markdown, read from each job's
+            benchmark (``metrics/leaderboard_style.csv``, ``metrics/lc_win_rate.csv``).
+
+    Returns:
+        ``(ranking, paths)``: the :class:`~voirdire.analysis.ranking.study.Ranking`
+        (``leaderboard``, ``flips``, ``summary()``) and the written files by name
+        (``leaderboard``, ``rank_flips``, ``markdown``, ``html``, ``figure:...``).
+
+    Raises:
+        FileNotFoundError: a directory is not a voirdire output directory.
+        ConfigError: ``out`` holds something no voirdire report writes (or a link); no
+            pairwise judgments, a board with one model or a disconnected
+            comparison graph, an anchor that is not a candidate, an unknown method or strategy.
+    """
+    from voirdire.analysis.ranking.study import rank_judgments
+    from voirdire.analysis.report.ranking_files import write_ranking
+
+    if not output_dirs:
+        raise ConfigError("no output directory given")
+    dest = claim_report_dir(Path(out) if out is not None else Path(output_dirs[0]).parent / "ranking")  # before any work
+    tables = [compute_dir(d) for d in output_dirs]
+    judgments = pl.concat([t.judgments for t in tables], how="diagonal_relaxed")
+    features = pl.concat([_answer_features(t) for t in tables]) if style else None
+    ranking = rank_judgments(
+        judgments, method=method, strategies=strategies, anchor=anchor, anchor_rating=anchor_rating,
+        prior=prior, replicates=replicates, seed=seed, features=features,
+    )  # fmt: skip
+    return ranking, write_ranking(ranking, dest)
+
+
+def _answer_features(tables: Results) -> pl.DataFrame:
+    """Style features of the answers a directory's judgments compare, read from its job's benchmark."""
+    from voirdire.analysis.mitigation.verdicts import normalise
+    from voirdire.analysis.ranking.style import answer_features
+    from voirdire.analysis.ranking.views import comparisons
+    from voirdire.benchmarks.pairs import PairsSpec
+    from voirdire.benchmarks.registry import load_benchmark
+
+    b, meta = tables.job.get("job", {}).get("benchmark", {}), tables.job
+    if b.get("pairs"):
+        bench = load_benchmark(b["name"], pairs=PairsSpec(**b["pairs"]))
+    else:
+        bench = load_benchmark(b["name"], meta.get("data_dir"), sample=b.get("sample", "full"))
+    return answer_features(bench, comparisons(normalise(tables.judgments)))

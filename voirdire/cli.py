@@ -163,6 +163,7 @@ def report(
     rs_min: Annotated[float, typer.Option(help="Flag judges with RS below this.")] = 0.90,
     max_error: Annotated[float, typer.Option(help="Flag judges with an error rate above this.")] = 0.05,
     tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer path for lengths in tokens (overrides [analysis] tokenizer).")] = None,
+    leaderboards: Annotated[bool, typer.Option(help="Add the Leaderboards section (docs/ranking.md; 200 replicates at most).")] = False,
 ) -> None:
     """Write report.html (figures embedded), report.md, metrics/*.csv and figures/*.png (no judge is called)."""
     from voirdire import api
@@ -175,7 +176,10 @@ def report(
         if "judge" not in attrs.columns:
             _fail(f"{judge_attributes}: needs a 'judge' column")
     try:
-        path = api.report(dirs, out=out, judge_attributes=attrs, replicates=replicates, rs_min=rs_min, max_error=max_error, tokenizer=tokenizer)
+        path = api.report(
+            dirs, out=out, judge_attributes=attrs, replicates=replicates, rs_min=rs_min, max_error=max_error,
+            tokenizer=tokenizer, leaderboards=leaderboards,
+        )  # fmt: skip
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         _fail(str(exc))
     console.print(f"wrote {path}")
@@ -201,6 +205,34 @@ def mitigate(
         _fail(str(exc))
     console.print(paths["markdown"].read_text())
     console.print("wrote " + ", ".join(str(p) for p in paths.values()))
+
+
+@app.command()
+def rank(
+    dirs: Annotated[list[Path], typer.Argument(help="Finished output directories (ranked together).")],
+    out: Annotated[Optional[Path], typer.Option(help="Where to write; default: ranking/ next to the first directory.")] = None,
+    method: Annotated[str, typer.Option(help="Ranking method: bt (Bradley–Terry, a tie half a win) or davidson.")] = "bt",
+    strategies: Annotated[Optional[str], typer.Option(help="Comma-separated strategy names; default: all that need no query.")] = None,
+    anchor: Annotated[Optional[str], typer.Option(help="Model fixed at --anchor-rating; default: the most compared.")] = None,
+    anchor_rating: Annotated[float, typer.Option(help="The anchor's rating (Arena scale, 400/ln 10 per unit).")] = 1000.0,
+    prior: Annotated[float, typer.Option(help="Pseudo-ties between every two models that met (0: plain maximum likelihood).")] = 0.0,
+    replicates: Annotated[int, typer.Option(help="Bootstrap replicates (questions resampled).")] = 1000,
+    style: Annotated[bool, typer.Option(help="Also style-controlled ratings and length-controlled win rates (reads the answers).")] = False,
+) -> None:
+    """Leaderboards per judge, strategy and order view, with rank flips; write metrics/leaderboard.csv, rank_flips.csv, figures."""
+    from voirdire import api
+    from voirdire.analysis.report.ranking import print_ranking
+
+    names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
+    try:
+        ranking, paths = api.rank(
+            dirs, out=out, method=method, strategies=names, anchor=anchor, anchor_rating=anchor_rating,
+            prior=prior, replicates=replicates, style=style,
+        )  # fmt: skip
+    except (FileNotFoundError, ValueError, ConfigError) as exc:
+        _fail(str(exc))
+    print_ranking(ranking.summary(), console)
+    console.print(f"wrote {paths['leaderboard']}, {paths['rank_flips']}, {paths['html']}")
 
 
 def _parse_env(pairs: list[str] | None) -> dict[str, str]:

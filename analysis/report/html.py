@@ -17,13 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from markupsafe import Markup
 from voirdire.analysis.mitigation.evaluation import run_mitigation
 from voirdire.analysis.position.gold import has_gold
 from voirdire.analysis.position.metrics import PAIRWISE_MODES
 from voirdire.analysis.position.registry import added_metrics
+from voirdire.analysis.ranking.study import rank_judgments
 from voirdire.analysis.report.bias import bias_view
 from voirdire.analysis.report.files import write_dir, write_html, write_mitigation, write_study, write_text
 from voirdire.analysis.report.markdown import study_markdown
+from voirdire.analysis.report.ranking import ranking_html
+from voirdire.analysis.report.ranking_files import write_ranking
 from voirdire.analysis.report.views import F3, PCT, SIGNED, image_view, render_template, table_view
 from voirdire.analysis.study import MAX_ERROR, RS_MIN, Study, analyze_study
 
@@ -118,7 +122,8 @@ def _power(study: Study) -> dict[str, Any] | None:
 
 
 def render_html(
-    study: Study, written: dict[str, Any], title: str = "voirdire report", mitigation: pl.DataFrame | None = None, *, gold: bool = False
+    study: Study, written: dict[str, Any], title: str = "voirdire report", mitigation: pl.DataFrame | None = None, *,
+    gold: bool = False, leaderboards: str | None = None,
 ) -> str:
     """The report as one HTML string (``templates/report.html.j2``).
 
@@ -130,6 +135,8 @@ def render_html(
         mitigation: :func:`~voirdire.analysis.mitigation.evaluation.evaluate`'s table for
             the "Removing position bias" section, or None (no section); ``gold``: it was
             graded against the benchmark's gold labels (accuracy and kappa shown).
+        leaderboards: the "Leaderboards" section's HTML
+            (:func:`~voirdire.analysis.report.ranking.ranking_html`), or None (no section).
     """
     figs = written.get("figures", {})
     panel = study.panel
@@ -160,6 +167,7 @@ def render_html(
         gold=gold,
         mitigation=table_view(mitigation.select(mit_cols), {c: F3 for c in mit_cols[3:-1]}) if mitigation is not None and mitigation.height else None,
         bias=bias_view(written),
+        leaderboards=Markup(leaderboards) if leaderboards else None,
         files=[Path(p).name for _, p in sorted(written.get("tables", {}).items())],
     )
 
@@ -174,17 +182,22 @@ def build_report(
     max_error: float | None = None,
     tokenizer: str | None = None,
     title: str | None = None,
+    leaderboards: bool = False,
 ) -> Path:
     """Analyse ``dirs`` together and write ``report.html``, ``report.md``, ``metrics/*.csv``
     and ``figures/*.png`` under ``out`` (default: the directory itself when there is one,
     else ``report/`` next to the first). With ``out`` given, nothing is written outside it
     (the inputs may be read-only); without it, each directory's own ``judgments.parquet``,
     ``metrics/*.csv`` and ``report.md`` are refreshed too. Returns the path of
-    ``report.html``.
+    ``report.html``. With ``leaderboards``, also the "Leaderboards" section and the files of
+    :func:`~voirdire.analysis.report.ranking_files.write_ranking` (``min(replicates, 200)``
+    replicates; ``docs/ranking.md``).
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
         ValueError: no directory, or a tokenizer that cannot be loaded.
+        ConfigError: ``leaderboards`` on judgments that cannot be ranked (one model, a
+            disconnected comparison graph).
     """
     if not dirs:
         raise ValueError("no output directory given")
@@ -208,4 +221,13 @@ def build_report(
     name = title or ("voirdire report: " + ", ".join(p.name for p in paths))
     if len(paths) > 1 or out is not None:
         write_text(out_dir / "report.md", study_markdown(study, name))
-    return write_html(out_dir / "report.html", render_html(study, written, name, mitigation, gold=gold))
+    section = _leaderboards(j, out_dir, min(replicates, 200)) if leaderboards and j is not None else None
+    page = render_html(study, written, name, mitigation, gold=gold, leaderboards=section)
+    return write_html(out_dir / "report.html", page)
+
+
+def _leaderboards(judgments: pl.DataFrame, out_dir: Path, replicates: int) -> str:
+    ranking = rank_judgments(judgments, replicates=replicates)
+    paths = write_ranking(ranking, out_dir)
+    figures = {k.partition(":")[2]: v for k, v in paths.items() if k.startswith("figure:")}
+    return ranking_html(ranking.summary(), figures)

@@ -1,0 +1,144 @@
+"""One call from judgments to leaderboards: views, boards, flips (``voirdire rank``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from voirdire.analysis.biases.effects import control_rows
+from voirdire.analysis.ranking.boards import Boards, fit_boards
+from voirdire.analysis.ranking.flips import rank_flips
+from voirdire.analysis.ranking.people import people_comparisons
+from voirdire.analysis.ranking.style import length_controlled, style_controlled
+from voirdire.analysis.ranking.views import order_views
+from voirdire.benchmarks.registry import BENCHMARKS
+from voirdire.core import ConfigError
+
+__all__ = ["Ranking", "rank_judgments"]
+
+
+@dataclass
+class Ranking:
+    """Leaderboards of one or more directories.
+
+    Attributes:
+        leaderboard: :data:`~voirdire.analysis.ranking.boards.LEADERBOARD_COLUMNS` rows
+            (``metrics/leaderboard.csv``).
+        flips: :data:`~voirdire.analysis.ranking.flips.FLIP_COLUMNS` rows
+            (``metrics/rank_flips.csv``).
+        boards: the fitted boards with their replicates.
+        method: the ranking method's name; replicates: bootstrap replicates.
+        style: :func:`~voirdire.analysis.ranking.style.style_controlled` rows of the raw
+            pooled and the order-invariant boards (``metrics/leaderboard_style.csv``), when
+            answer features were given; length:
+            :func:`~voirdire.analysis.ranking.style.length_controlled` rows against the
+            anchor (``metrics/lc_win_rate.csv``), likewise.
+    """
+
+    leaderboard: pl.DataFrame
+    flips: pl.DataFrame
+    boards: Boards
+    method: str
+    replicates: int
+    style: pl.DataFrame | None = None
+    length: pl.DataFrame | None = None
+
+    def summary(self) -> pl.DataFrame:
+        """Per (benchmark, judge, strategy): rank flips between the first and swapped
+        boards (null for an order-invariant strategy: none by construction) and τ against
+        the people's board where there is one. Columns ``benchmark``, ``judge``,
+        ``strategy``, ``models`` (int), ``order_flips``, ``order_flips_significant`` (int),
+        ``order_tau`` (float), ``people_tau`` (float)."""
+        f = self.flips
+        order = f.filter((pl.col("view") == "first") & (pl.col("view_b") == "swapped")).select(
+            "benchmark", "judge", "strategy", "models",
+            order_flips="flips", order_flips_significant="flips_significant",
+            order_tau="kendall_tau",
+        )  # fmt: skip
+        people = (
+            f.filter(pl.col("judge_b") == "people")
+            .group_by("benchmark", "judge", "strategy")
+            .agg(people_tau=pl.col("kendall_tau").sort_by(pl.col("view") == "pooled", descending=True).first())
+        )
+        keys = (
+            self.leaderboard.filter(pl.col("judge") != "people")
+            .group_by("benchmark", "judge", "strategy")
+            .agg(models=pl.col("model").n_unique().cast(pl.Int64))
+        )
+        return (
+            keys.join(order.drop("models"), on=["benchmark", "judge", "strategy"], how="left")
+            .join(people, on=["benchmark", "judge", "strategy"], how="left")
+            .sort("benchmark", "judge", "strategy")
+        )
+
+
+def _named_models(benchmark: str) -> bool:
+    """Whether a benchmark's candidates are named models (its registered class's
+    ``named_models``; a name no class has, e.g. a user's own pairs: yes)."""
+    cls = BENCHMARKS.find(benchmark)
+    return cls is None or cls.named_models
+
+
+def rank_judgments(
+    judgments: pl.DataFrame,
+    *,
+    method: str = "bt",
+    strategies: Sequence[str] | None = None,
+    anchor: str | None = None,
+    anchor_rating: float = 1000.0,
+    prior: float = 0.0,
+    replicates: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    features: pl.DataFrame | None = None,
+    style_replicates: int = 200,
+) -> Ranking:
+    """Leaderboards of every judge, strategy and order view of ``judgments`` (control
+    queries, pairwise rows), the people's where gold labels exist, and the rank flips.
+
+    Args:
+        judgments: ``JUDGMENT_SCHEMA`` rows.
+        method: a ranking method (``"bt"``, ``"davidson"``, an import path).
+        strategies: mitigation strategies (default: those the judgments allow); ``single``
+            (each order's own verdict) always.
+        anchor, anchor_rating: the model fixed at ``anchor_rating`` (default: the model in
+            the most comparisons, e.g. a benchmark's reference).
+        prior: pseudo-ties between every two models that met
+            (:func:`~voirdire.analysis.ranking.boards.fit_boards`; 0: plain maximum likelihood).
+        replicates, level, seed: the cluster bootstrap's (questions resampled).
+        features: answer style features (:func:`~voirdire.analysis.ranking.style.answer_features`):
+            adds style-controlled ratings and LC win rates (``style_replicates`` replicates).
+
+    Raises:
+        ConfigError: no pairwise judgments; a benchmark whose answers are anonymous (no
+            named models); a board with one model or a disconnected comparison graph; an
+            anchor that is not a candidate; an unknown method or strategy.
+    """
+    rows = control_rows(judgments)
+    if "mode" in rows.columns:
+        rows = rows.filter(pl.col("mode") == "pairwise")
+    anonymous = [b for b in rows.get_column("benchmark").unique().sort().to_list() if not _named_models(b)]
+    if anonymous:
+        raise ConfigError(
+            f"benchmark {', '.join(anonymous)}: its pairs are two anonymous answers, not named models, so no "
+            "leaderboard exists (rank the other directories on their own)"
+        )
+    if rows.height == 0:
+        raise ConfigError("no pairwise judgments to rank (leaderboards need pairwise comparisons)")
+    comps = pl.concat([order_views(rows, strategies), people_comparisons(rows)])
+    boards = fit_boards(
+        comps, method=method, anchor=anchor, anchor_rating=anchor_rating, prior=prior, replicates=replicates,
+        level=level, seed=seed,
+    )
+    ranking = Ranking(boards.table, rank_flips(boards, level=level), boards, method, replicates)
+    if features is not None:
+        judged = comps.filter(
+            ((pl.col("strategy") == "single") & (pl.col("view") == "pooled")) | (pl.col("view") == "combined")
+        )
+        common = dict(replicates=style_replicates, level=level, seed=seed)
+        ranking.style = style_controlled(judged, features, anchor=anchor, anchor_rating=anchor_rating, **common)
+        ranking.length = pl.concat([length_controlled(judged.filter(pl.col("benchmark") == b), features, a, **common)
+                                    for b, a in boards.anchors.items()])  # fmt: skip
+    return ranking

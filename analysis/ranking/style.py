@@ -1,0 +1,274 @@
+"""Style and length control of leaderboards.
+
+Two published forms, answering two questions (``docs/ranking.md``):
+
+- **Style-controlled Bradley–Terry** (Chatbot Arena, "Does style matter?", Li et al. 2024;
+  Arena-Hard-Auto's style control): each comparison's style features as covariates of the
+  logistic Bradley–Terry fit, ``logit P(a beats b) = θ_a − θ_b + Σ_f γ_f z_f``, with
+  ``z_f`` the *normalised difference* ``(f_a − f_b) / (f_a + f_b)`` (0 when both are 0)
+  of feature ``f``, scaled to unit root mean square over the board's comparisons (Arena
+  z-scores; we do not centre, which keeps the fit the same when a pair's sides are swapped —
+  Arena's sides are random, so its mean is about 0 anyway). The ratings ``θ`` are the
+  models' strengths *with style held equal*: "who wins when both answers look alike?".
+  Features (:func:`text_features`): ``length`` (characters), markdown ``headers``, list
+  items (``lists``) and ``bold`` spans, summed over the answer's turns.
+- **Length-controlled win rate** (AlpacaEval 2, Dubois et al. 2024, "Length-Controlled
+  AlpacaEval"): per model against one baseline, the GLM ``logit P(m beats baseline) =
+  β_0 + β_1 tanh(Δ / sd(Δ))``, ``Δ`` the length difference in characters; the LC win rate
+  is ``σ(β_0)``, the predicted win rate at equal length: "how often would it win if its
+  answers were as long as the baseline's?". ``β_1`` carries a small L2 penalty
+  (:data:`LC_RIDGE`; AlpacaEval also regularises its length term), so a model with few
+  comparisons that length separates keeps a finite LC rate. AlpacaEval's GLM also has an instruction
+  difficulty term (``(ψ_m − ψ_b) γ_x``), left out here: it needs many models on the same
+  instructions and does not change what the control removes.
+
+Ties count as half a win (a fractional outcome in the weighted logistic likelihood). The
+intervals are the cluster bootstrap's over questions
+(:func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`, one cell per
+comparison: its weight in each replicate), with one batched Newton fit per replicate.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import polars as pl
+from scipy.special import expit
+
+from voirdire.analysis.position.uncertainty import cluster_bootstrap
+from voirdire.analysis.ranking.boards import BOARD_KEYS, check_graph, default_anchor
+from voirdire.analysis.ranking.bt import CLIP, to_rating
+from voirdire.core import ConfigError
+
+__all__ = [
+    "STYLE_FEATURES",
+    "text_features",
+    "answer_features",
+    "weighted_logit",
+    "style_controlled",
+    "length_controlled",
+]
+
+STYLE_FEATURES = ("length", "headers", "lists", "bold")
+#: L2 penalty on the length coefficient of the LC GLM (AlpacaEval regularises it too): keeps
+#: a model with few comparisons, whose outcomes length separates, from an LC rate of 0 or 1
+LC_RIDGE = 1.0
+_HEADER = re.compile(r"^#{1,6}\s", re.M)
+_LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s", re.M)
+_BOLD = re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")
+
+
+def text_features(text: str) -> dict[str, float]:
+    """Style features of one answer: ``length`` (characters), ``headers`` (lines starting
+    with 1–6 ``#``), ``lists`` (lines starting with ``-``, ``*``, ``+`` or ``1.``/``1)``)
+    and ``bold`` (``**...**`` or ``__...__`` spans); floats."""
+    return {"length": float(len(text)), "headers": float(len(_HEADER.findall(text))),
+            "lists": float(len(_LIST.findall(text))), "bold": float(len(_BOLD.findall(text)))}  # fmt: skip
+
+
+def answer_features(bench, comps: pl.DataFrame) -> pl.DataFrame:
+    """Style features of every answer the comparisons name, read from the benchmark
+    (``bench.answers(question_id, model)``: the model's turns, joined by a blank line).
+
+    Returns:
+        ``benchmark``, ``question_id``, ``model`` (str) and :data:`STYLE_FEATURES` (float).
+    """
+    keys = pl.concat(
+        [comps.select("benchmark", "question_id", model="a"), comps.select("benchmark", "question_id", model="b")]
+    ).unique()
+    rows = [
+        (b, q, m, *text_features("\n\n".join(bench.answers(q, m))).values())
+        for b, q, m in keys.sort(pl.all()).iter_rows()
+    ]
+    return pl.DataFrame(rows, schema={"benchmark": pl.String, "question_id": pl.String, "model": pl.String}
+                        | dict.fromkeys(STYLE_FEATURES, pl.Float64), orient="row")  # fmt: skip
+
+
+def weighted_logit(
+    x: np.ndarray, y: np.ndarray, w: np.ndarray, *, ridge: np.ndarray | None = None, max_iter: int = 50,
+    tol: float = 1e-10,
+) -> np.ndarray:
+    """Weighted logistic regression fitted by Newton's method for every row of weights.
+
+    Args:
+        x: (N, P) design; y: (N,) outcomes in [0, 1] (fractional allowed); w: (R, N) weights.
+        ridge: (P,) L2 penalties ``λ_p β_p² / 2`` (None: none).
+
+    Returns:
+        (R, P) coefficients (float), clipped at ±:data:`~voirdire.analysis.ranking.bt.CLIP`.
+    """
+    beta = np.zeros((w.shape[0], x.shape[1]))
+    eye = np.eye(x.shape[1])
+    for _ in range(max_iter):
+        p = expit(beta @ x.T)
+        g = (w * (y - p)) @ x
+        h = np.einsum("rn,np,nq->rpq", w * p * (1 - p), x, x, optimize=True)
+        if ridge is not None:
+            g = g - ridge * beta
+            h = h + np.diag(ridge)
+        damp = 1e-10 * (np.trace(h, axis1=1, axis2=2) / x.shape[1] + 1.0)
+        step = np.linalg.solve(h + damp[:, None, None] * eye, g[:, :, None])[:, :, 0]
+        big = np.abs(step).max(axis=1, keepdims=True)
+        step = np.where(big > 5.0, step * (5.0 / np.maximum(big, 1e-300)), step)
+        new = np.clip(beta + step, -CLIP, CLIP)
+        moved = np.abs(new - beta).max()
+        beta = new
+        if moved < tol:
+            break
+    return beta
+
+
+def _bootstrap_fit(
+    rows: pl.DataFrame, questions: pl.DataFrame, fit, replicates: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(estimate (P,), replicates (B, P)) of ``fit(weights (R, N))``, the weights each
+    comparison row gets in each cluster-bootstrap replicate."""
+    kept: list[np.ndarray] = []
+
+    def statistic(sums):
+        kept.append(fit(sums["one"]))
+        return {}
+
+    cluster_bootstrap(rows.with_row_index("row").with_columns(one=pl.lit(1.0)), ["one"], statistic, cells=["row"],
+                      questions=questions, replicates=replicates, seed=seed)  # fmt: skip
+    return kept[0][0], kept[1]
+
+
+def _q(b: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    return np.quantile(b, (1 - level) / 2, axis=0), np.quantile(b, (1 + level) / 2, axis=0)
+
+
+def style_controlled(
+    comps: pl.DataFrame, features: pl.DataFrame, *, names: tuple[str, ...] = STYLE_FEATURES, anchor: str | None = None,
+    anchor_rating: float = 1000.0, replicates: int = 200, level: float = 0.95, seed: int = 0,
+) -> pl.DataFrame:  # fmt: skip
+    """Style-controlled Bradley–Terry ratings per board (Chatbot Arena's style control).
+
+    Args:
+        comps: :data:`~voirdire.analysis.ranking.views.COMPARISON_SCHEMA` rows.
+        features: per (benchmark, question_id, model) the ``names`` columns
+            (:func:`answer_features`).
+        names: the style features used as covariates.
+        anchor, anchor_rating, replicates, level, seed: as
+            :func:`~voirdire.analysis.ranking.boards.fit_boards` (fewer replicates by
+            default: each is a Newton fit on every comparison).
+
+    Returns:
+        ``benchmark``, ``judge``, ``strategy``, ``view``, ``term`` (a model's name, or
+        ``style:<feature>`` for a covariate), ``rating`` (Arena scale for models; the
+        coefficient γ in logit units for covariates), ``lo``, ``hi`` (float), ``rank``
+        (int, Arena's rule among the models; null for covariates).
+
+    Raises:
+        ConfigError: a board with one model or a disconnected graph, an anchor that is not
+            a candidate, an answer without features.
+    """
+    f = features.select("benchmark", "question_id", "model", *names)
+    c = comps.join(
+        f.rename({"model": "a", **{n: f"{n}_a" for n in names}}), on=["benchmark", "question_id", "a"], how="left"
+    )
+    c = c.join(
+        f.rename({"model": "b", **{n: f"{n}_b" for n in names}}), on=["benchmark", "question_id", "b"], how="left"
+    )
+    if c.select(pl.any_horizontal(pl.col(f"{names[0]}_a").is_null(), pl.col(f"{names[0]}_b").is_null()).any()).item():
+        raise ConfigError(
+            "style control: some compared answers have no style features (question or model missing from the features)"
+        )
+    out = []
+    for key, board in c.sort(BOARD_KEYS).group_by(BOARD_KEYS, maintain_order=True):
+        models = check_graph(board, " / ".join(key))
+        anc = anchor or default_anchor(comps.filter(pl.col("benchmark") == key[0]))
+        if anc not in models:
+            raise ConfigError(
+                f"anchor {anc!r} is not a candidate of {' / '.join(key)} (its models: {', '.join(models)})"
+            )
+        free = [m for m in models if m != anc]
+        ix = {m: i for i, m in enumerate(free)}
+        a, b = board.get_column("a").to_list(), board.get_column("b").to_list()
+        x = np.zeros((board.height, len(free) + len(names)))
+        for r, (ma, mb) in enumerate(zip(a, b)):
+            if ma in ix:
+                x[r, ix[ma]] += 1.0
+            if mb in ix:
+                x[r, ix[mb]] -= 1.0
+        for k, n in enumerate(names):
+            fa, fb = board.get_column(f"{n}_a").to_numpy(), board.get_column(f"{n}_b").to_numpy()
+            with np.errstate(invalid="ignore", divide="ignore"):
+                z = np.where(fa + fb > 0, (fa - fb) / (fa + fb), 0.0)
+            sd = float(np.sqrt(np.mean(z**2)))  # scaled, not centred: swapping a and b flips z's sign
+            x[:, len(free) + k] = z / sd if sd > 0 else 0.0
+        y = (board.get_column("win") + 0.5 * board.get_column("tie")).to_numpy()
+        qs = comps.filter(pl.col("benchmark") == key[0]).select("benchmark", "question_id").unique()
+        est, boot = _bootstrap_fit(board, qs, lambda w, x=x, y=y: weighted_logit(x, y, w), replicates, seed)
+        lo, hi = _q(boot, level)
+        terms = [anc, *free, *(f"style:{n}" for n in names)]
+        nf = len(free)
+
+        def scale(v: np.ndarray, nf: int = nf) -> np.ndarray:
+            return np.r_[to_rating(0.0, anchor_rating), to_rating(v[:nf], anchor_rating), v[nf:]]
+
+        part = pl.DataFrame({"term": terms, "rating": scale(est), "lo": scale(lo), "hi": scale(hi)})
+        m = part.filter(~pl.col("term").str.starts_with("style:"))
+        rank = (
+            m.join(m.select(olo="lo"), how="cross")
+            .group_by("term")
+            .agg(rank=(pl.col("olo") > pl.col("hi")).sum().cast(pl.Int64) + 1)
+        )
+        out.append(part.join(rank, on="term", how="left").with_columns(**dict(zip(BOARD_KEYS, map(pl.lit, key)))))
+    return pl.concat(out).select(*BOARD_KEYS, "term", "rating", "lo", "hi", "rank") if out else pl.DataFrame()
+
+
+def length_controlled(
+    comps: pl.DataFrame,
+    features: pl.DataFrame,
+    baseline: str,
+    *,
+    replicates: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """AlpacaEval 2's length-controlled win rate of every model against ``baseline``, per board.
+
+    Returns:
+        ``benchmark``, ``judge``, ``strategy``, ``view``, ``model`` (str), ``n`` (int:
+        comparisons with the baseline), ``win_rate`` (raw, ties half), ``lc_win_rate``,
+        ``lc_lo``, ``lc_hi`` (float, 0–1).
+
+    Raises:
+        ConfigError: ``baseline`` is compared with no model.
+    """
+    f = features.select("benchmark", "question_id", "model", "length")
+    m = pl.when(pl.col("a") == baseline).then(pl.col("b")).otherwise(pl.col("a"))
+    c = comps.filter((pl.col("a") == baseline) ^ (pl.col("b") == baseline)).with_columns(
+        model=m,
+        y=pl.when(pl.col("a") == baseline)
+        .then(1.0 - pl.col("win") - 0.5 * pl.col("tie"))
+        .otherwise(pl.col("win") + 0.5 * pl.col("tie")),
+    )
+    if c.height == 0:
+        raise ConfigError(f"length control: baseline {baseline!r} is compared with no model")
+    c = c.join(f.rename({"length": "len_m"}), on=["benchmark", "question_id", "model"], how="left")
+    c = c.join(
+        f.filter(pl.col("model") == baseline).select("benchmark", "question_id", len_b="length"),
+        on=["benchmark", "question_id"],
+        how="left",
+    )
+    rows = []
+    for key, g in c.sort([*BOARD_KEYS, "model"]).group_by([*BOARD_KEYS, "model"], maintain_order=True):
+        d = (g.get_column("len_m") - g.get_column("len_b")).fill_null(0.0).to_numpy()
+        sd = d.std()
+        x = np.c_[np.ones(d.size), np.tanh(d / sd) if sd > 0 else np.zeros(d.size)]
+        ridge = np.array([0.0, LC_RIDGE])
+        y = g.get_column("y").to_numpy()
+        qs = comps.filter(pl.col("benchmark") == key[0]).select("benchmark", "question_id").unique()
+        fit = lambda w, x=x, y=y, r=ridge: weighted_logit(x, y, w, ridge=r)  # noqa: E731
+        est, boot = _bootstrap_fit(g, qs, fit, replicates, seed)
+        lo, hi = _q(expit(boot[:, 0]), level)
+        rows.append((*key, g.height, float(y.mean()), float(expit(est[0])), float(lo), float(hi)))
+    schema = (
+        dict.fromkeys([*BOARD_KEYS, "model"], pl.String)
+        | {"n": pl.Int64}
+        | dict.fromkeys(["win_rate", "lc_win_rate", "lc_lo", "lc_hi"], pl.Float64)
+    )
+    return pl.DataFrame(rows, schema=schema, orient="row")

@@ -1,0 +1,85 @@
+"""Simulated comparisons and judgments for the ranking tests and perf (not product code)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from scipy.special import expit
+
+
+def round_robin(
+    strengths: np.ndarray,
+    questions: int,
+    rng: np.random.Generator,
+    *,
+    board: str = "pooled",
+    strategy: str = "single",
+    judge: str = "sim",
+    orders: int = 1,
+) -> pl.DataFrame:
+    """Comparisons (``COMPARISON_SCHEMA``): every pair of models on every question, ``orders``
+    times, outcomes drawn from Bradley–Terry with ``strengths`` (natural log scale)."""
+    k = strengths.size
+    i, j = np.triu_indices(k, 1)
+    n = i.size * questions * orders
+    q = np.repeat(np.arange(questions), i.size * orders)
+    a, b = np.tile(i, questions * orders), np.tile(j, questions * orders)
+    win = (rng.random(n) < expit(strengths[a] - strengths[b])).astype(float)
+    names = np.array([f"m{x:02d}" for x in range(k)])
+    return pl.DataFrame({
+        "benchmark": "sim", "judge": judge, "strategy": strategy, "view": board,
+        "question_id": [f"q{x:03d}" for x in q], "a": names[a], "b": names[b], "win": win, "tie": 0.0,
+    })  # fmt: skip
+
+
+def judgments(pairs: list[tuple[str, str]], questions: int, choose, judge: str = "sim") -> pl.DataFrame:
+    """Pairwise judgment rows (the columns the views read) in both orders: ``choose(shown)``
+    returns the letter ``"A"``/``"B"`` picked for the order ``shown``."""
+    rows = []
+    for q in range(questions):
+        for cand, ref in pairs:
+            for perm, shown in enumerate([[cand, ref], [ref, cand]]):
+                rows.append(dict(benchmark="sim", judge=judge, question_id=f"q{q:03d}", task="t", candidate=cand,
+                                 reference=ref, candidates=[cand, ref], shown=shown, permutation=perm, repetition=1,
+                                 mode="pairwise", option_mode=2, extracted=choose(shown), failed=False,
+                                 perturbation="control", perturbation_kind="control", gold=None))  # fmt: skip
+    return pl.DataFrame(
+        rows,
+        schema_overrides={"permutation": pl.Int32, "repetition": pl.Int32, "option_mode": pl.Int32, "gold": pl.String},
+    )
+
+
+def length_loving(
+    theta: np.ndarray, lengths: np.ndarray, questions: int, gamma: float, rng: np.random.Generator
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A judge that prefers longer answers: ``logit P(a beats b) = θ_a − θ_b + γ (l_a − l_b)/(l_a + l_b)``,
+    every pair on every question in both orders; answer lengths vary by question (log-normal,
+    sd 0.6 around ``lengths``). Returns (comparisons, features)."""
+    k, comps, feats = theta.size, [], []
+    for q in range(questions):
+        ln = lengths * np.exp(rng.normal(0.0, 0.6, k))
+        feats += [("sim", f"q{q:03d}", f"m{m:02d}", ln[m], 0.0, 0.0, 0.0) for m in range(k)]
+        for i in range(k):
+            for j in range(i + 1, k):
+                p = expit(theta[i] - theta[j] + gamma * (ln[i] - ln[j]) / (ln[i] + ln[j]))
+                comps += [
+                    (
+                        "sim",
+                        "sim",
+                        "single",
+                        "pooled",
+                        f"q{q:03d}",
+                        f"m{i:02d}",
+                        f"m{j:02d}",
+                        float(rng.random() < p),
+                        0.0,
+                    )
+                    for _ in range(2)
+                ]
+    c = pl.DataFrame(
+        comps, schema=["benchmark", "judge", "strategy", "view", "question_id", "a", "b", "win", "tie"], orient="row"
+    )
+    f = pl.DataFrame(
+        feats, schema=["benchmark", "question_id", "model", "length", "headers", "lists", "bold"], orient="row"
+    )
+    return c, f
