@@ -34,7 +34,7 @@ from voirdire.analysis.position.metrics import pairwise_pairs
 from voirdire.analysis.position.stability import query_stability
 
 __all__ = [
-    "CI_COLUMNS", "SUM_COLUMNS", "cluster_bootstrap", "question_sums", "stability_sums", "bootstrap_ci",
+    "CI_COLUMNS", "SUM_COLUMNS", "cluster_bootstrap", "in_clusters", "question_sums", "stability_sums", "bootstrap_ci",
     "with_metric_columns", "sign_test",
 ]  # fmt: skip
 
@@ -72,6 +72,24 @@ def question_sums(judgments: pl.DataFrame) -> pl.DataFrame:
         )
     )
     return pl.concat([pairwise, listwise]).sort(keys)
+
+
+def in_clusters(rows: pl.DataFrame, clusters: pl.DataFrame | None) -> pl.DataFrame:
+    """``rows`` with each ``question_id`` replaced by its bootstrap cluster, so that
+    :func:`cluster_bootstrap` draws clusters (e.g. PandaLM's questions, each shared by up to
+    10 items) and sums per (cell, cluster); row order kept.
+
+    Args:
+        rows: columns ``benchmark`` and ``question_id`` (str), any others.
+        clusters: ``benchmark``, ``question_id``, ``cluster`` (str), as a benchmark declares
+            them (:meth:`~voirdire.benchmarks.kind.BenchmarkKind.clusters`); None, or a
+            question it does not list: the question is its own cluster (``rows`` unchanged).
+    """
+    if clusters is None or clusters.height == 0:
+        return rows
+    c = clusters.select("benchmark", "question_id", "cluster")
+    out = rows.join(c, on=["benchmark", "question_id"], how="left", maintain_order="left")
+    return out.with_columns(question_id=pl.coalesce("cluster", "question_id")).drop("cluster")
 
 
 def _dense(rows: pl.DataFrame, q_index: dict, n_q: int, cells: pl.DataFrame, cell_cols: list[str], values: Sequence[str]) -> dict[str, np.ndarray]:

@@ -13,10 +13,10 @@ from voirdire.analysis.ranking.flips import rank_flips
 from voirdire.analysis.ranking.people import people_comparisons
 from voirdire.analysis.ranking.style import length_controlled, style_controlled
 from voirdire.analysis.ranking.views import order_views
-from voirdire.benchmarks.registry import BENCHMARKS
+from voirdire.benchmarks.registry import BENCHMARKS, find_benchmark
 from voirdire.core import ConfigError
 
-__all__ = ["Ranking", "rank_judgments"]
+__all__ = ["Ranking", "benchmark_clusters", "rank_judgments"]
 
 
 @dataclass
@@ -81,6 +81,24 @@ def _named_models(benchmark: str) -> bool:
     return cls is None or cls.named_models
 
 
+def benchmark_clusters(benchmarks: Sequence[str], data_dirs: dict[str, str] | None = None) -> pl.DataFrame | None:
+    """The bootstrap clusters the benchmarks named declare
+    (:meth:`~voirdire.benchmarks.kind.BenchmarkKind.clusters`, read from ``data_dirs[name]``
+    or the located data): ``benchmark``, ``question_id``, ``cluster`` (str), or None when
+    every question is its own cluster.
+
+    Raises:
+        ConfigError: a benchmark declares clusters whose data cannot be found.
+    """
+    parts = []
+    for b in sorted(set(benchmarks)):
+        cls = find_benchmark(b)
+        c = cls.clusters((data_dirs or {}).get(b)) if cls is not None else None
+        if c is not None:
+            parts.append(c.select(pl.lit(b).alias("benchmark"), "question_id", "cluster"))
+    return pl.concat(parts) if parts else None
+
+
 def rank_judgments(
     judgments: pl.DataFrame,
     *,
@@ -94,6 +112,7 @@ def rank_judgments(
     seed: int = 0,
     features: pl.DataFrame | None = None,
     style_replicates: int = 200,
+    clusters: pl.DataFrame | None = None,
 ) -> Ranking:
     """Leaderboards of every judge, strategy and order view of ``judgments`` (control
     queries, pairwise rows), the people's where gold labels exist, and the rank flips.
@@ -110,6 +129,8 @@ def rank_judgments(
         replicates, level, seed: the cluster bootstrap's (questions resampled).
         features: answer style features (:func:`~voirdire.analysis.ranking.style.answer_features`):
             adds style-controlled ratings and LC win rates (``style_replicates`` replicates).
+        clusters: what every bootstrap draws (``benchmark``, ``question_id``, ``cluster``;
+            default: :func:`benchmark_clusters`, e.g. PandaLM's questions, not its items).
 
     Raises:
         ConfigError: no pairwise judgments; a benchmark whose answers are anonymous (no
@@ -128,16 +149,18 @@ def rank_judgments(
     if rows.height == 0:
         raise ConfigError("no pairwise judgments to rank (leaderboards need pairwise comparisons)")
     comps = pl.concat([order_views(rows, strategies), people_comparisons(rows)])
+    if clusters is None:
+        clusters = benchmark_clusters(rows.get_column("benchmark").unique().to_list())
     boards = fit_boards(
         comps, method=method, anchor=anchor, anchor_rating=anchor_rating, prior=prior, replicates=replicates,
-        level=level, seed=seed,
+        level=level, seed=seed, clusters=clusters,
     )
     ranking = Ranking(boards.table, rank_flips(boards, level=level), boards, method, replicates)
     if features is not None:
         judged = comps.filter(
             ((pl.col("strategy") == "single") & (pl.col("view") == "pooled")) | (pl.col("view") == "combined")
         )
-        common = dict(replicates=style_replicates, level=level, seed=seed)
+        common = dict(replicates=style_replicates, level=level, seed=seed, clusters=clusters)
         ranking.style = style_controlled(judged, features, anchor=anchor, anchor_rating=anchor_rating, **common)
         ranking.length = pl.concat([length_controlled(judged.filter(pl.col("benchmark") == b), features, a, **common)
                                     for b, a in boards.anchors.items()])  # fmt: skip
