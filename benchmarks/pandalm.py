@@ -82,14 +82,16 @@ class PandaLM(OwnPairs):
     def clusters(cls, data_dir: str | os.PathLike[str] | None = None) -> pl.DataFrame:
         """``question_id`` (str: the item) -> ``cluster`` (str: ``"q"`` + the release's
         ``prompt``, the index of the item's (instruction, input)); ``data_dir``: the converted
-        release (None: :func:`~voirdire.benchmarks.release.locate`).
+        release (None, or one without ``pairs.parquet``: :func:`~voirdire.benchmarks.release.locate`).
 
         Raises:
             ConfigError: no converted release found.
         """
-        path = Path(data_dir or locate(PANDALM)) / "pairs.parquet"
+        path = Path(data_dir or ".") / "pairs.parquet"
+        if not data_dir or not path.is_file():  # e.g. a job's recorded data directory, since moved
+            path = Path(locate(PANDALM)) / "pairs.parquet"
         if not path.is_file():
-            raise ConfigError(f"PandaLM: no {path} to read the questions of the items from; run `voirdire data fetch pandalm`")
+            raise ConfigError(f"PandaLM: no {path} to read the items' questions from; run `voirdire data fetch pandalm`")
         pairs = pl.read_parquet(path, columns=["id", "prompt"])
         return pairs.select(question_id="id", cluster=pl.format("q{}", "prompt"))
 

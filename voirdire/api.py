@@ -257,7 +257,7 @@ def rank(
             pairwise judgments, a board with one model or a disconnected
             comparison graph, an anchor that is not a candidate, an unknown method or strategy.
     """
-    from voirdire.analysis.ranking.study import benchmark_clusters, rank_judgments
+    from voirdire.analysis.ranking.study import dir_clusters, rank_judgments
     from voirdire.analysis.report.ranking_files import write_ranking
 
     if not output_dirs:
@@ -266,12 +266,9 @@ def rank(
     tables = [compute_dir(d) for d in output_dirs]
     judgments = pl.concat([t.judgments for t in tables], how="diagonal_relaxed")
     features = pl.concat([_answer_features(t) for t in tables]) if style else None
-    names = judgments.get_column("benchmark").unique().to_list() if judgments.height else []
-    dirs = {n: t.job["data_dir"] for t in tables if t.job.get("data_dir")
-            for n in t.judgments.get_column("benchmark").unique().to_list()}  # fmt: skip
     ranking = rank_judgments(
         judgments, method=method, strategies=strategies, anchor=anchor, anchor_rating=anchor_rating,
-        prior=prior, replicates=replicates, seed=seed, features=features, clusters=benchmark_clusters(names, dirs),
+        prior=prior, replicates=replicates, seed=seed, features=features, clusters=dir_clusters(tables),
     )  # fmt: skip
     return ranking, write_ranking(ranking, dest)
 

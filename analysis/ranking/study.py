@@ -16,7 +16,7 @@ from voirdire.analysis.ranking.views import order_views
 from voirdire.benchmarks.registry import BENCHMARKS, find_benchmark
 from voirdire.core import ConfigError
 
-__all__ = ["Ranking", "benchmark_clusters", "rank_judgments"]
+__all__ = ["Ranking", "benchmark_clusters", "dir_clusters", "rank_judgments"]
 
 
 @dataclass
@@ -97,6 +97,15 @@ def benchmark_clusters(benchmarks: Sequence[str], data_dirs: dict[str, str] | No
         if c is not None:
             parts.append(c.select(pl.lit(b).alias("benchmark"), "question_id", "cluster"))
     return pl.concat(parts) if parts else None
+
+
+def dir_clusters(tables: Sequence) -> pl.DataFrame | None:
+    """:func:`benchmark_clusters` of output directories' results
+    (:class:`~voirdire.analysis.outputs.Results`: ``judgments`` and ``job``), each benchmark's
+    clusters read from the data directory its job recorded."""
+    dirs = {b: t.job["data_dir"] for t in tables if t.job.get("data_dir")
+            for b in t.judgments.get_column("benchmark").unique().to_list()}  # fmt: skip
+    return benchmark_clusters([b for t in tables for b in t.judgments.get_column("benchmark").unique().to_list()], dirs)
 
 
 def rank_judgments(
