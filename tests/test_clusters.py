@@ -11,9 +11,13 @@ import pytest
 
 import voirdire
 from tests.pandalm_synthetic import MODELS, synthetic_items, write_release
-from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
+from voirdire.analysis.biases.effects import control_rows
+from voirdire.analysis.outputs import compute_dir
+from voirdire.analysis.position.gold import gold_judges
+from voirdire.analysis.position.uncertainty import bootstrap_ci, cluster_bootstrap, in_clusters
 from voirdire.analysis.ranking.boards import fit_boards
-from voirdire.analysis.ranking.study import benchmark_clusters, rank_judgments
+from voirdire.analysis.position.clusters import benchmark_clusters
+from voirdire.analysis.ranking.study import rank_judgments
 from voirdire.benchmarks.pandalm import PandaLM
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.benchmarks.release import fetch_release
@@ -110,3 +114,32 @@ def test_rank_on_pandalm_draws_its_questions(data, tmp_path):
     by_item = rank_judgments(res.judgments, anchor="llama-7b", replicates=200, clusters=pl.DataFrame())
     assert people(ranking.leaderboard).equals(people(want.leaderboard))
     assert not people(ranking.leaderboard).equals(people(by_item.leaderboard))
+
+
+def test_per_judge_intervals_draw_the_clusters(data, tmp_path):
+    """PC/PF and gold accuracy: three copies of every item, each copy drawn with its
+    original item as one cluster, give the intervals of the original items (every count of
+    a replicate times 3; the figures are ratios of sums); drawn copy by copy they differ (RS,
+    a mean over queries asked twice, is left out: copies repeat a query). A
+    PandaLM directory's results carry the questions as clusters."""
+    res = voirdire.run({
+        "name": "pandalm-per-judge", "output_dir": str(tmp_path / "o"),
+        "benchmark": {"name": "pandalm", "data_dir": str(data)},
+        "comparison": {"mode": "pairwise", "permutations": "both"},
+        "judges": [{"name": "sim", "backend": "simulated", "primacy": 0.7, "tie_rate": 0.1}],
+    }, show_progress=False)  # fmt: skip
+    d = compute_dir(tmp_path / "o")
+    assert d.clusters is not None and d.clusters["cluster"].n_unique() == QUESTIONS
+    j = control_rows(res.judgments)
+    copies = pl.concat([j.with_columns(question_id=pl.col("question_id") + f"-{i}") for i in range(3)])
+    same = copies.select("benchmark", "question_id", cluster=pl.col("question_id").str.replace(r"-\d$", ""))
+    pc_pf = lambda x, **k: bootstrap_ci(x, replicates=200, **k).filter(pl.col("metric").is_in(["pc", "pf"]))  # noqa: E731
+    for f in (pc_pf, lambda x, **k: gold_judges(x, replicates=200, **k)):
+        base, clustered, by_copy = f(j), f(copies, clusters=same), f(copies)
+        num = [c for c, t in base.schema.items() if t == pl.Float64]
+        assert np.allclose(clustered.select(num).to_numpy(), base.select(num).to_numpy(), atol=1e-12, equal_nan=True)
+        assert not np.allclose(by_copy.select(num).to_numpy(), base.select(num).to_numpy(), atol=1e-12, equal_nan=True)
+    # the directory's accuracy interval is the question-level one
+    by_question = gold_judges(j, replicates=1000, clusters=d.clusters)
+    assert d.judge_metrics["accuracy_lo"].to_list() == by_question["accuracy_lo"].to_list()
+    assert d.judge_metrics["accuracy_lo"].to_list() != gold_judges(j, replicates=1000)["accuracy_lo"].to_list()

@@ -212,6 +212,7 @@ def bootstrap_ci(
     by_task: bool = False,
     seed: int = 0,
     metrics: Mapping[str, registry.Metric] | None = None,
+    clusters: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Cluster-bootstrap percentile intervals (questions resampled) for PC, PF, RS and
     every other registered metric.
@@ -226,6 +227,8 @@ def bootstrap_ci(
         seed: numpy seed.
         metrics: the metrics computed (default: every registered one,
             :func:`voirdire.analysis.position.registry.metrics`).
+        clusters: drawn instead of the questions where a benchmark declares them
+            (:func:`in_clusters`; per task, the clusters of the task's questions).
 
     Returns:
         :data:`CI_COLUMNS`: ``metric`` in ``pc``, ``pf``, ``rs`` and any metric added to
@@ -237,7 +240,8 @@ def bootstrap_ci(
     """
     strata = ["benchmark", "task"] if by_task else ["benchmark"]
     questions = judgments.select("benchmark", "question_id", "task").unique()
-    common = dict(groups=["judge"], strata=strata, questions=questions, replicates=replicates, level=level, seed=seed)
+    drawn = questions if clusters is None else in_clusters(questions, clusters).unique()
+    common = dict(groups=["judge"], strata=strata, questions=drawn, replicates=replicates, level=level, seed=seed)
     # metrics on the same sums and cells share one pass (the draw is the same for all: one seed)
     batches: dict[tuple, list[registry.Metric]] = {}
     for m in (registry.metrics() if metrics is None else metrics).values():
@@ -248,7 +252,7 @@ def bootstrap_ci(
         if by_task and "task" not in rows.columns:
             rows = rows.join(questions, on=["benchmark", "question_id"])
         values = list(dict.fromkeys(v for m in ms for v in m.values))
-        ci = cluster_bootstrap(rows, values, {m.name: m.statistic_fn for m in ms}, cells=list(cells), **common)
+        ci = cluster_bootstrap(in_clusters(rows, clusters), values, {m.name: m.statistic_fn for m in ms}, cells=list(cells), **common)
         parts.append(ci.select(CI_COLUMNS) if by_task else ci.select(*CI_COLUMNS[:2], pl.lit(None, dtype=pl.String).alias("task"), *CI_COLUMNS[3:]))
     if not parts:
         types = {"replicates": pl.Int64, "estimate": pl.Float64, "lo": pl.Float64, "hi": pl.Float64}

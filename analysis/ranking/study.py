@@ -8,15 +8,16 @@ from dataclasses import dataclass
 import polars as pl
 
 from voirdire.analysis.biases.effects import control_rows
+from voirdire.analysis.position.clusters import benchmark_clusters
 from voirdire.analysis.ranking.boards import Boards, fit_boards
 from voirdire.analysis.ranking.flips import rank_flips
 from voirdire.analysis.ranking.people import people_comparisons
 from voirdire.analysis.ranking.style import length_controlled, style_controlled
 from voirdire.analysis.ranking.views import order_views
-from voirdire.benchmarks.registry import BENCHMARKS, find_benchmark
+from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 
-__all__ = ["Ranking", "benchmark_clusters", "dir_clusters", "rank_judgments"]
+__all__ = ["Ranking", "dir_clusters", "rank_judgments"]
 
 
 @dataclass
@@ -81,31 +82,11 @@ def _named_models(benchmark: str) -> bool:
     return cls is None or cls.named_models
 
 
-def benchmark_clusters(benchmarks: Sequence[str], data_dirs: dict[str, str] | None = None) -> pl.DataFrame | None:
-    """The bootstrap clusters the benchmarks named declare
-    (:meth:`~voirdire.benchmarks.kind.BenchmarkKind.clusters`, read from ``data_dirs[name]``
-    or the located data): ``benchmark``, ``question_id``, ``cluster`` (str), or None when
-    every question is its own cluster.
-
-    Raises:
-        ConfigError: a benchmark declares clusters whose data cannot be found.
-    """
-    parts = []
-    for b in sorted(set(benchmarks)):
-        cls = find_benchmark(b)
-        c = cls.clusters((data_dirs or {}).get(b)) if cls is not None else None
-        if c is not None:
-            parts.append(c.select(pl.lit(b).alias("benchmark"), "question_id", "cluster"))
-    return pl.concat(parts) if parts else None
-
-
 def dir_clusters(tables: Sequence) -> pl.DataFrame | None:
-    """:func:`benchmark_clusters` of output directories' results
-    (:class:`~voirdire.analysis.outputs.Results`: ``judgments`` and ``job``), each benchmark's
-    clusters read from the data directory its job recorded."""
-    dirs = {b: t.job["data_dir"] for t in tables if t.job.get("data_dir")
-            for b in t.judgments.get_column("benchmark").unique().to_list()}  # fmt: skip
-    return benchmark_clusters([b for t in tables for b in t.judgments.get_column("benchmark").unique().to_list()], dirs)
+    """The bootstrap clusters of output directories' results
+    (:class:`~voirdire.analysis.outputs.Results`: their ``clusters``), or None."""
+    parts = [t.clusters for t in tables if getattr(t, "clusters", None) is not None]
+    return pl.concat(parts).unique(maintain_order=True) if parts else None
 
 
 def rank_judgments(
@@ -159,7 +140,7 @@ def rank_judgments(
         raise ConfigError("no pairwise judgments to rank (leaderboards need pairwise comparisons)")
     comps = pl.concat([order_views(rows, strategies), people_comparisons(rows)])
     if clusters is None:
-        clusters = benchmark_clusters(rows.get_column("benchmark").unique().to_list())
+        clusters = benchmark_clusters(rows.get_column("benchmark").unique().to_list())  # the located data
     boards = fit_boards(
         comps, method=method, anchor=anchor, anchor_rating=anchor_rating, prior=prior, replicates=replicates,
         level=level, seed=seed, clusters=clusters,
