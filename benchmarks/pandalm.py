@@ -91,7 +91,8 @@ class PandaLM(OwnPairs):
         if not data_dir or not path.is_file():  # e.g. a job's recorded data directory, since moved
             path = Path(locate(PANDALM)) / "pairs.parquet"
         if not path.is_file():
-            raise ConfigError(f"PandaLM: no {path} to read the items' questions from; run `voirdire data fetch pandalm`")
+            raise ConfigError(f"PandaLM: no {path} to read the items' questions from; "
+                              "run `voirdire data fetch pandalm`")
         pairs = pl.read_parquet(path, columns=["id", "prompt"])
         return pairs.select(question_id="id", cluster=pl.format("q{}", "prompt"))
 

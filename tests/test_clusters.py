@@ -39,7 +39,8 @@ def test_pandalm_declares_its_questions_and_others_declare_none(data):
     pairs = pl.read_parquet(data / "pairs.parquet")
     assert c.height == pairs.height == 10 * QUESTIONS and c["cluster"].n_unique() == QUESTIONS
     # items share a cluster exactly when they share the instruction and input
-    j = pairs.select(question_id="id", key=pl.concat_str("instruction", "input", separator="\x00")).join(c, on="question_id")
+    key = pl.concat_str("instruction", "input", separator="\x00")
+    j = pairs.select(question_id="id", key=key).join(c, on="question_id")
     assert j.group_by("cluster").agg(pl.col("key").n_unique())["key"].to_list() == [1] * QUESTIONS
     assert BENCHMARKS.find("MTBench").clusters() is None and benchmark_clusters(["MTBench", "my-own-pairs"]) is None
 
@@ -76,7 +77,8 @@ def _comps(copies: int, seed: int = 1) -> tuple[pl.DataFrame, pl.DataFrame]:
         for i in range(copies):
             item = f"q{q:03d}-{i}" if copies > 1 else f"q{q:03d}"
             clusters.append(("B", item, f"q{q:03d}"))
-            rows += [("B", "j", "single", "pooled", item, a, b, float(s == 1.0), float(s == 0.5)) for (a, b), s in outcome.items()]
+            rows += [("B", "j", "single", "pooled", item, a, b, float(s == 1.0), float(s == 0.5))
+                     for (a, b), s in outcome.items()]
     comps = pl.DataFrame(rows, schema=COMPARISON_SCHEMA, orient="row")
     return comps, pl.DataFrame(clusters, schema=["benchmark", "question_id", "cluster"], orient="row")
 
@@ -133,7 +135,9 @@ def test_per_judge_intervals_draw_the_clusters(data, tmp_path):
     j = control_rows(res.judgments)
     copies = pl.concat([j.with_columns(question_id=pl.col("question_id") + f"-{i}") for i in range(3)])
     same = copies.select("benchmark", "question_id", cluster=pl.col("question_id").str.replace(r"-\d$", ""))
-    pc_pf = lambda x, **k: bootstrap_ci(x, replicates=200, **k).filter(pl.col("metric").is_in(["pc", "pf"]))  # noqa: E731
+    def pc_pf(x, **k):
+        return bootstrap_ci(x, replicates=200, **k).filter(pl.col("metric").is_in(["pc", "pf"]))
+
     for f in (pc_pf, lambda x, **k: gold_judges(x, replicates=200, **k)):
         base, clustered, by_copy = f(j), f(copies, clusters=same), f(copies)
         num = [c for c, t in base.schema.items() if t == pl.Float64]

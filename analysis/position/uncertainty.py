@@ -252,7 +252,8 @@ def bootstrap_ci(
         if by_task and "task" not in rows.columns:
             rows = rows.join(questions, on=["benchmark", "question_id"])
         values = list(dict.fromkeys(v for m in ms for v in m.values))
-        ci = cluster_bootstrap(in_clusters(rows, clusters), values, {m.name: m.statistic_fn for m in ms}, cells=list(cells), **common)
+        rows = in_clusters(rows, clusters)
+        ci = cluster_bootstrap(rows, values, {m.name: m.statistic_fn for m in ms}, cells=list(cells), **common)
         parts.append(ci.select(CI_COLUMNS) if by_task else ci.select(*CI_COLUMNS[:2], pl.lit(None, dtype=pl.String).alias("task"), *CI_COLUMNS[3:]))
     if not parts:
         types = {"replicates": pl.Int64, "estimate": pl.Float64, "lo": pl.Float64, "hi": pl.Float64}

@@ -208,7 +208,8 @@ def _fit_judge(
         kept.append(theta)
         return {"rating": to_rating(theta, anchor_rating), "rank": rank, "win_rate": expit(theta)}
 
-    ci = cluster_bootstrap(in_clusters(rows, clusters), [*(f"w_{j}" for j in range(k)), *(f"t_{j}" for j in range(k))], statistic,
+    rows = in_clusters(rows, clusters)
+    ci = cluster_bootstrap(rows, [*(f"w_{j}" for j in range(k)), *(f"t_{j}" for j in range(k))], statistic,
                            cells=["cell"], questions=questions, replicates=replicates, level=level,
                            seed=seed)  # fmt: skip
     est, boot = kept
