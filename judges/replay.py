@@ -36,17 +36,11 @@ from typing import Any, Literal
 import polars as pl
 from voirdire.benchmarks.base import score_patterns, score_range
 from voirdire.benchmarks.llmbar import CANDIDATE, DEFAULT_SUBSETS, REFERENCE, read_verdict, verdict_rules
-from voirdire.judges.base import (
-    ConfigError,
-    FailureClass,
-    JudgeBackend,
-    JudgeContext,
-    JudgeSettings,
-    Query,
-    Result,
-    register,
-)
+from voirdire.judges.base import JudgeBackend, JudgeContext, JudgeSettings, Query, Result, Sampling, register
+from voirdire.judges.capabilities import Expands, OwnComparisonMode, PromptFree, QualitySource, Recording
 from voirdire.judges.extract import extract_scores, extract_verdicts
+
+from voirdire.core import ConfigError, FailureClass
 
 
 #: ``recorded = "*"`` of a replay judge: one judge per recorded output found
@@ -188,14 +182,12 @@ def recorded_letters(recorded: str, bench: Any, data_dir: str) -> pl.DataFrame:
 
 
 @register
-class ReplayJudge(JudgeBackend):
+class ReplayJudge(PromptFree, Recording, Expands, QualitySource, OwnComparisonMode[ReplaySettings],
+                  JudgeBackend[ReplaySettings]):
     """Replays recorded outputs; see the module docstring. Needs no prompt text."""
 
     name = "replay"
     Settings = ReplaySettings
-    needs_prompt = False
-
-    is_recording = True
 
     def __init__(self, settings: ReplaySettings, context: JudgeContext) -> None:
         super().__init__(settings, context)
@@ -204,21 +196,21 @@ class ReplayJudge(JudgeBackend):
         self.recorded = load_recorded(path) if self.llmbar is None else {}
 
     @classmethod
-    def comparison_mode(cls, settings) -> str | None:  # type: ignore[override]
+    def comparison_mode(cls, settings: ReplaySettings) -> str | None:
         # an LLMBar rating strategy scores each output: its judgments are score-mode
         return "score" if is_rating(settings.recorded) else None
 
     @classmethod
-    def identity(cls, settings, sampling):  # type: ignore[override]
+    def identity(cls, settings: ReplaySettings, sampling: Sampling) -> dict[str, Any]:
         # the recorded judge and study are what the answers are; data_dir is a location
         return {"backend": cls.name, "recorded": settings.recorded, "study": settings.study}
 
     @classmethod
-    def preflight(cls, settings, context) -> None:  # type: ignore[override]
+    def preflight(cls, settings: ReplaySettings, context: JudgeContext) -> None:
         recorded_path(settings, context)
 
     @classmethod
-    def worker_options(cls, settings):  # type: ignore[override]
+    def worker_options(cls, settings: ReplaySettings) -> dict[str, Any]:
         return {"num_cpus": 0}
 
     @classmethod

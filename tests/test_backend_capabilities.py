@@ -1,22 +1,25 @@
-"""Backends say what they can do (class attributes and classmethods of JudgeBackend); the
-engine acts on what they declare and names no backend (docs/contributing.md)."""
+"""Backends say what they can do (the capability classes of voirdire.judges.capabilities
+they derive from); the engine acts on what they declare and names no backend
+(docs/contributing.md). A backend is one class and one decorator (``@register``)."""
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
+import voirdire
+from voirdire.analysis.outputs import load_judgments
 from voirdire.engine.job import plan_job
 from voirdire.engine.spec import parse_job
 from voirdire.judges import base
-from voirdire.judges.base import Builtin, get_backend
+from voirdire.judges.base import BACKENDS, JudgeBackend, JudgeSettings, Query, Result, get_backend, register
+from voirdire.judges.capabilities import PromptFree, Recording
 from voirdire.judges.simulated import SimulatedJudge
 
 from voirdire.core import ConfigError
 
 
-class RecordedLike(SimulatedJudge):
+class RecordedLike(Recording, SimulatedJudge):
     """A simulated judge that declares itself a recording (test-only)."""
-
-    is_recording = True
 
 
 class SelfRewriting(SimulatedJudge):
@@ -36,10 +39,11 @@ def _job(tmp_path, **over):
 
 
 def test_missing_extra_is_named_from_the_backends_declaration(monkeypatch):
-    monkeypatch.setitem(base._BUILTIN, "fancy", Builtin("no_such_module_here", "fancy-extra"))
+    monkeypatch.setattr(BACKENDS, "_builtin", dict(BACKENDS._builtin))  # forgotten after the test
+    BACKENDS.builtin("fancy", "no_such_module_here:Fancy", extra="fancy-extra")
     with pytest.raises(ConfigError, match=r"pip install 'voirdire\[fancy-extra\]'"):
         get_backend("fancy")
-    monkeypatch.setitem(base._BUILTIN, "plain", Builtin("no_such_module_either"))
+    BACKENDS.builtin("plain", "no_such_module_either:Plain")
     with pytest.raises(ConfigError, match="needs an optional dependency") as exc:
         get_backend("plain")
     assert "pip install" not in str(exc.value)
@@ -62,3 +66,47 @@ def test_the_engine_reads_what_a_backend_declares(tmp_path, data_dir):
     # can_judge: a rewriter is refused as a judge
     with pytest.raises(ConfigError, match="backend 'template' cannot judge"):
         plan_job(_job(tmp_path, judges=[{"name": "t", "backend": "template"}]))
+
+
+def test_import_paths_must_name_a_backend():
+    with pytest.raises(ConfigError, match="not a JudgeBackend subclass"):
+        get_backend("tests.test_backend_capabilities:_job")
+    with pytest.raises(ConfigError, match="cannot be imported"):
+        get_backend("tests.test_backend_capabilities:Nothing")
+    assert get_backend("tests.test_backend_capabilities:RecordedLike") is RecordedLike
+    assert "echo_first" in base.known_backends()  # registered by the decorator below
+
+
+class EchoSettings(JudgeSettings):
+    """``pick``: the position letter the judge always answers."""
+
+    pick: str = "A"
+
+
+@register
+class EchoFirst(PromptFree, JudgeBackend[EchoSettings]):
+    """A user's backend in this module, one decorator: answers ``pick`` for every query."""
+
+    name = "echo_first"
+    Settings = EchoSettings
+
+    @classmethod
+    def worker_options(cls, settings: EchoSettings) -> dict:
+        return {"num_cpus": 0}
+
+    async def judge(self, queries: list[Query]) -> list[Result]:
+        assert all(q.prompt is None for q in queries)  # PromptFree: no prompt rendered
+        return [Result(unit_id=q.unit_id, output=f"[[{self.settings.pick}]]") for q in queries]
+
+
+def test_a_decorated_backend_runs_through_a_job(tmp_path, data_dir, ray_local):
+    # the job names it by its registered name; the worker finds it by its module
+    job = _job(tmp_path, judges=[{"name": "e", "backend": "echo_first", "pick": "B"}])
+    assert base.backend_ref(EchoFirst) == "tests.test_backend_capabilities:EchoFirst"
+    assert base.backend_ref(SimulatedJudge) == "simulated"
+    outcome = voirdire.run(job)
+    j = load_judgments(outcome.output_dir)
+    assert j.height == 2 and j["extracted"].to_list() == ["B", "B"]
+    assert j.filter(pl.col("judge") == "e")["failure"].null_count() == 2
+    with pytest.raises(ValueError, match="already registered"):
+        register(type("Other", (JudgeBackend,), {"name": "echo_first", "judge": EchoFirst.judge}))

@@ -31,7 +31,7 @@ import math
 from typing import Any, Literal
 
 from pydantic import Field
-from voirdire.judges.api.openai import OpenAIJudge, verdict_logprobs
+from voirdire.judges.api.openai import ChatCompletionsJudge, OpenAIJudge, verdict_logprobs
 from voirdire.judges.api.settings import APISettings, Reply
 from voirdire.judges.base import JudgeContext, Query, Result, option_probabilities, register
 from voirdire.judges.vllm_judge.settings import option_texts
@@ -52,7 +52,7 @@ class CompatibleSettings(APISettings):
 
 
 @register
-class OpenAICompatibleJudge(OpenAIJudge):
+class OpenAICompatibleJudge(ChatCompletionsJudge[CompatibleSettings]):
     """A judge behind any OpenAI-compatible chat-completions server (``base_url`` required)."""
 
     name = "openai_compatible"
@@ -66,7 +66,7 @@ class OpenAICompatibleJudge(OpenAIJudge):
     identity_if_set = (*OpenAIJudge.identity_if_set, "verdict_mode", "verdict_tokens", "verdict_letters")
 
     @classmethod
-    def preflight(cls, settings: CompatibleSettings, context: JudgeContext) -> None:  # type: ignore[override]
+    def preflight(cls, settings: CompatibleSettings, context: JudgeContext) -> None:
         """Raises :class:`ConfigError`: no ``base_url``; a constrained verdict mode with
         ``logprobs = true`` or batch mode."""
         if not settings.base_url:

@@ -18,9 +18,9 @@ import json
 from typing import Any
 
 import openai
-from voirdire.judges.api.base import APIJudge
+from voirdire.judges.api.base import AS, APIJudge
 from voirdire.judges.api.errors import status_failure
-from voirdire.judges.api.settings import Reply
+from voirdire.judges.api.settings import APISettings, Reply
 from voirdire.judges.base import register, system_text
 
 from voirdire.core import ConfigError
@@ -52,11 +52,11 @@ def verdict_logprobs(content: list[dict[str, Any]], cue: str) -> dict[str, float
     return None
 
 
-@register
-class OpenAIJudge(APIJudge):
-    """A judge behind OpenAI's chat-completions API (one user message per query)."""
+class ChatCompletionsJudge(APIJudge[AS]):
+    """A judge behind a chat-completions API (one user message per query), generic over its
+    settings: OpenAI's (:class:`OpenAIJudge`) and any compatible server's
+    (:class:`~voirdire.judges.api.compatible.OpenAICompatibleJudge`)."""
 
-    name = "openai"
     sdk = openai
     client_cls = openai.AsyncOpenAI
     provider = "openai"
@@ -160,3 +160,11 @@ class OpenAIJudge(APIJudge):
                     out[rec["custom_id"]] = (status_failure(resp.get("status_code")),
                                              f"batch item failed (HTTP {resp.get('status_code')}): {msg}")
         return out
+
+
+@register
+class OpenAIJudge(ChatCompletionsJudge[APISettings]):
+    """A judge behind OpenAI's chat-completions API (one user message per query)."""
+
+    name = "openai"
+    Settings = APISettings
