@@ -9,18 +9,17 @@ for a backend by name::
     class ReplayJudge(PromptFree, Recording, Expands, QualitySource, OwnComparisonMode[ReplaySettings],
                       JudgeBackend[ReplaySettings]): ...
 
-=====================  ==========================================================  ==========================
-capability             what the engine does with it                                 backends
-=====================  ==========================================================  ==========================
-:class:`PromptFree`    sends queries without the prompt text (``prompt = None``)   replay, simulated
-:class:`Recording`     refuses perturbations for it (recorded unperturbed only)    replay
-:class:`Expands`       one ``[[judges]]`` entry becomes several (:meth:`expand`)   replay (``recorded = "*"``)
-:class:`QualitySource` ``benchmark.quality = "<backend>:<arg>"``                   replay, simulated
-:class:`Rewrites`      a ``[[rewriters]]`` entry may name it (:meth:`rewriter`)    API, vLLM, simulated, template
-:class:`RewriterOnly`  refused as a ``[[judges]]`` entry                           template, simulated_rewriter
-:class:`Estimates`     a dry run's token and cost estimate (:meth:`estimate`)      API backends
-:class:`OwnComparisonMode`  its units' comparison mode when not the job's          replay (LLMBar ratings)
-=====================  ==========================================================  ==========================
+- :class:`PromptFree`: its queries carry no prompt text (replay, simulated);
+- :class:`Recording`: it answers from recorded unperturbed outputs, so perturbations are
+  refused (replay);
+- :class:`Expands`: one ``[[judges]]`` entry becomes several (replay's ``recorded = "*"``);
+- :class:`QualitySource`: ``benchmark.quality = "<backend>:<arg>"`` (replay, simulated);
+- :class:`Rewrites`: a ``[[rewriters]]`` entry may name it (API backends, vLLM, simulated);
+  :class:`RewriterOnly`: and it is refused as a judge (template, simulated_rewriter);
+- :class:`Estimates`: a dry run's token and cost estimate (API backends);
+- :class:`OwnComparisonMode`: its units' comparison mode when not the job's (replay of
+  LLMBar ratings);
+- :class:`Counts`: its worker reports its counters (vLLM).
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
 S = TypeVar("S", bound=JudgeSettings)
 
 __all__ = [
-    "Estimates", "Expands", "OwnComparisonMode", "PromptFree", "QualitySource", "Recording", "RewriterOnly",
+    "Counts", "Estimates", "Expands", "OwnComparisonMode", "PromptFree", "QualitySource", "Recording", "RewriterOnly",
     "Rewrites", "comparison_mode", "needs_prompt", "rewrite_kinds",
 ]
 
@@ -132,6 +131,13 @@ class OwnComparisonMode(abc.ABC, Generic[S]):
     def comparison_mode(cls, settings: S) -> str | None:
         """The comparison mode of this judge's units (an LLMBar rating strategy replayed:
         ``"score"``); ``None``: the job's ``comparison.mode``."""
+
+
+class Counts:
+    """The backend keeps counters of its own (``stats``: name -> number, e.g. the vLLM
+    judge's requests and prompt tokens), which its worker reports."""
+
+    stats: dict[str, int]
 
 
 def needs_prompt(backend: type) -> bool:

@@ -110,3 +110,32 @@ def test_a_decorated_backend_runs_through_a_job(tmp_path, data_dir, ray_local):
     assert j.filter(pl.col("judge") == "e")["failure"].null_count() == 2
     with pytest.raises(ValueError, match="already registered"):
         register(type("Other", (JudgeBackend,), {"name": "echo_first", "judge": EchoFirst.judge}))
+
+
+def test_verdict_modes_are_read_once_for_vllm_and_compatible_servers():
+    import itertools
+    import math
+
+    from voirdire.judges.api.compatible import CompatibleSettings
+    from voirdire.judges.verdict_modes import read_verdict
+    from voirdire.judges.vllm_judge.settings import VllmSettings
+
+    for key in ("verdict_mode", "verdict_letters"):
+        assert VllmSettings.model_fields[key].annotation == CompatibleSettings.model_fields[key].annotation
+        assert VllmSettings.model_fields[key].metadata == CompatibleSettings.model_fields[key].metadata
+    # structured: every written text of 3 options, with and without verdict_letters
+    for written, shown in ((None, "ABC"), ("abc", "abc")):
+        for text in [*shown, " " + shown[1] + "\n", "D", "", "AB"]:
+            choice, out, probs = read_verdict("structured", text, 3, written)
+            want = "ABC"[shown.index(text.strip())] if text.strip() in shown and len(text.strip()) == 1 else None
+            assert (choice, out, probs) == (want, text.strip(), None)
+    # logprobs: the most probable option (first on ties), written as the judge writes it
+    for lps in itertools.product([0.0, -1.0, -math.inf], repeat=2):
+        raw = dict(zip("AB", lps))
+        z = sum(math.exp(v) for v in lps if v > -math.inf)
+        probs = {k: (math.exp(v) / z if z else 0.5) for k, v in raw.items()}
+        choice, out, got = read_verdict("logprobs", "?", 2, "ab", probs)
+        assert choice == max(probs, key=probs.__getitem__) and out == "ab"["AB".index(choice)] and got is probs
+    # a server that returned no log-probabilities: the written option has probability 1
+    assert read_verdict("logprobs", "b", 2, "ab") == ("B", "b", {"A": 0.0, "B": 1.0})
+    assert read_verdict("logprobs", "x", 2, "ab") == (None, "x", None)

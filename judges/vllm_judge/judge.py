@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from voirdire.judges.base import JudgeBackend, JudgeContext, Query, Result, Sampling, register, system_text
-from voirdire.judges.capabilities import Rewrites
+from voirdire.judges.capabilities import Counts, Rewrites
 from voirdire.judges.vllm_judge import engine as eng
 from voirdire.judges.vllm_judge import gguf
 from voirdire.judges.vllm_judge.engine import RequestPlan, plan_requests
@@ -40,7 +40,7 @@ class _EngineDead(RuntimeError):
 
 
 @register
-class VllmJudge(ConstrainedVerdicts, Rewrites, JudgeBackend[VllmSettings]):
+class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings]):
     """A local judge on vLLM's engine; see :mod:`voirdire.judges.vllm_judge` for the design."""
 
     name = "vllm"
