@@ -46,7 +46,7 @@ class Query:
     """One query sent to a judge.
 
     ``prompt`` is the full judge prompt (sent as one user message, as the release did), or
-    ``None`` for backends with ``needs_prompt = False``; ``system`` the benchmark's system
+    ``None`` for :class:`~voirdire.judges.capabilities.PromptFree` backends; ``system`` the benchmark's system
     turn sent before it (a user's own pairs; ``None``: none), after a judge's own
     ``system_prompt`` where it has one (:func:`system_text`). ``shown`` lists the models in slot
     order; ``option_mode`` the number of options (letters) offered; ``repetition`` is
