@@ -4,7 +4,7 @@ Perturbation targets ``better``/``worse`` and the accuracy of ``fallacy``/``cot`
 know it. ``[benchmark] quality`` names the source (``docs/biases.md``):
 
 - ``"<backend>:<argument>"``: a judge backend that is a quality source
-  (:meth:`voirdire.judges.base.JudgeBackend.quality`): ``"simulated:<judge>"``, the latent
+  (:meth:`voirdire.judges.capabilities.QualitySource.quality`): ``"simulated:<judge>"``, the latent
   quality of that simulated judge of the job, so tests know the truth exactly;
   ``"replay:<recorded judge>"``, the release's recorded verdicts of that judge (position-
   bias study) where both orders agree on one model; other instances have no known better

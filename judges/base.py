@@ -322,7 +322,7 @@ def register(cls: type[B]) -> type[B]:
         TypeError: ``cls`` is not a named JudgeBackend subclass.
         ValueError: another backend has that name.
     """
-    BACKENDS.register(cls, aliases=tuple(cls.aliases))
+    BACKENDS.register(aliases=tuple(cls.aliases))(cls)
     return cls
 
 

@@ -15,7 +15,7 @@ Wire format only; the rest is :mod:`voirdire.judges.api.base`'s.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import openai
 from voirdire.judges.api.base import AS, APIJudge
@@ -59,8 +59,8 @@ class ChatCompletionsJudge(APIJudge[AS]):
 
     sdk = openai
     client_cls = openai.AsyncOpenAI
-    provider = "openai"
-    default_key_env = "OPENAI_API_KEY"
+    provider: ClassVar[str | None] = "openai"
+    default_key_env: ClassVar[str | None] = "OPENAI_API_KEY"
     uses_tiktoken = True
     filter_stops = frozenset({"content_filter"})
     offers_logprobs = True
