@@ -131,7 +131,7 @@ def test_verdict_modes_are_read_once_for_vllm_and_compatible_servers():
             assert (choice, out, probs) == (want, text.strip(), None)
     # logprobs: the most probable option (first on ties), written as the judge writes it
     for lps in itertools.product([0.0, -1.0, -math.inf], repeat=2):
-        raw = dict(zip("AB", lps))
+        raw = dict(zip("AB", lps, strict=True))
         z = sum(math.exp(v) for v in lps if v > -math.inf)
         probs = {k: (math.exp(v) / z if z else 0.5) for k, v in raw.items()}
         choice, out, got = read_verdict("logprobs", "?", 2, "ab", probs)
