@@ -17,7 +17,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from voirdire.analysis.biases.effects import bias_effects, control_rows, has_perturbations
@@ -26,9 +26,13 @@ from voirdire.analysis.mitigation.pass_kappa import PASS_KAPPA_COLUMNS, pass_kap
 from voirdire.analysis.position.gold import with_gold
 from voirdire.analysis.position.listwise import slot_shares
 from voirdire.analysis.position.metrics import summarize
+from voirdire.analysis.position.uncertainty import with_metric_columns
 from voirdire.engine.job import JOB_FILE, load_judgments
 
-__all__ = ["JUDGE_METRIC_COLUMNS", "CELL_METRIC_COLUMNS", "DirTables", "compute_dir", "with_pass_kappa"]
+if TYPE_CHECKING:
+    from voirdire.engine.scheduler import RunStats
+
+__all__ = ["JUDGE_METRIC_COLUMNS", "CELL_METRIC_COLUMNS", "Results", "compute_dir", "with_pass_kappa"]
 
 #: columns of metrics/judge_metrics.csv and metrics/cell_metrics.csv
 JUDGE_METRIC_COLUMNS = [
@@ -40,41 +44,102 @@ CELL_METRIC_COLUMNS = [
 ]  # fmt: skip
 
 
-@dataclass(frozen=True)
-class DirTables:
-    """The analysis of one output directory, in memory.
+@dataclass
+class Results:
+    """One output directory as tables: the one result type of :func:`compute_dir`,
+    ``voirdire.load``/``analyze``/``run`` (``voirdire.Results``) and the study's directories
+    (:func:`voirdire.analysis.study.analyze_study`), which fill the study's fields.
 
     Attributes:
-        meta: the job record (``job.json``).
-        judgments: ``voirdire.engine.schema.JUDGMENT_SCHEMA`` rows with verdicts extracted.
-        judge_metrics: :func:`voirdire.analysis.position.metrics.judge_metrics` columns plus
-            the inter-pass kappa (:func:`voirdire.analysis.mitigation.pass_kappa.pass_kappa`:
-            ``pass_kappa``, ``_lo``, ``_hi``, ``pass_kappa_pairs``, ``pass_kappa_gate``;
-            null for list-wise judges), plus :data:`~voirdire.analysis.position.gold.GOLD_JUDGE_COLUMNS`
-            where judgments carry gold labels.
-        cell_metrics: :func:`voirdire.analysis.position.metrics.cell_metrics` columns, plus
+        output_dir: the directory (``Path``).
+        job: the job record (``job.json``: dict; no secrets).
+        judgments: one row per query with its extracted verdict
+            (``voirdire.engine.schema.JUDGMENT_SCHEMA``: ``unit_id``, ``judge``,
+            ``benchmark``, ``question_id``, ``candidate``, ``shown``, ``repetition``,
+            ``output``, ``failure``, ``extracted``, ``chosen``, ``tie``, ``failed``, ...).
+        judge_metrics: one row per (benchmark, judge):
+            :func:`voirdire.analysis.position.metrics.judge_metrics` columns (``pc``,
+            ``pc_std``, ``pf``, ``pf_std``, ``error_rate``, ``rs``, ``rs_spread``: floats,
+            shares in [0, 1], PF in [-1, 1]), the inter-pass kappa
+            (:func:`voirdire.analysis.mitigation.pass_kappa.pass_kappa`: ``pass_kappa``,
+            ``_lo``, ``_hi``, ``pass_kappa_pairs`` (int), ``pass_kappa_gate`` (``pass`` at
+            κ ≥ 0.6, else ``fail``); null for list-wise judges), plus
+            :data:`~voirdire.analysis.position.gold.GOLD_JUDGE_COLUMNS` where judgments carry
+            gold labels, plus a column per registered metric other than pc, pf and rs
+            (:func:`~voirdire.analysis.position.uncertainty.with_metric_columns`).
+        cell_metrics: one row per (benchmark, judge, candidate, task) cell:
+            :func:`voirdire.analysis.position.metrics.cell_metrics` columns (``n``,
+            ``consistent``, ``primacy``, ``recency``, ``balanced`` counts; ``pcn``, ``rcn``;
+            ``pc``, ``pf``, ``owr``, ``quality_gap``: ``docs/metrics.md``), plus
             :data:`~voirdire.analysis.position.gold.GOLD_CELL_COLUMNS` likewise.
-        slot_shares: :func:`voirdire.analysis.position.listwise.slot_shares` for a job with list-wise
-            rows, else ``None``.
-        bias_effects: :func:`voirdire.analysis.biases.effects.bias_effects` for a job with
-            perturbations, else ``None``.
-        self_enhancement: :func:`voirdire.analysis.biases.self_enhancement.self_enhancement` when a
-            judge's own model is among the candidates, else ``None``.
+        slot_shares: :func:`voirdire.analysis.position.listwise.slot_shares` for a job with
+            list-wise rows, else ``None``.
+        bias_effects: :func:`voirdire.analysis.biases.effects.bias_effects` (RR, CR, Δ with its
+            interval and McNemar p per judge × variant × slot) for a job with
+            ``[[perturbations]]``, else ``None``.
+        self_enhancement: :func:`voirdire.analysis.biases.self_enhancement.self_enhancement`
+            when a judge's own model is among the candidates, else ``None``.
+        stats: the scheduler's counts (``voirdire.engine.scheduler.RunStats``) when the
+            results come from ``voirdire.run``, else ``None``.
+        cell_tokens, ci, ci_task, sign, agreement, fleiss, disagreement, majority: the
+            study's per-directory tables (``None`` until
+            :func:`~voirdire.analysis.study.analyze_study` fills them; see there).
 
     ``judge_metrics``, ``cell_metrics`` and ``slot_shares`` are computed on the control
     (unperturbed) queries; ``judgments`` holds every row.
     """
 
-    meta: dict[str, Any]
+    output_dir: Path
+    job: dict[str, Any]
     judgments: pl.DataFrame
     judge_metrics: pl.DataFrame
     cell_metrics: pl.DataFrame
-    slot_shares: pl.DataFrame | None
+    slot_shares: pl.DataFrame | None = None
     bias_effects: pl.DataFrame | None = None
     self_enhancement: pl.DataFrame | None = None
+    stats: RunStats | None = None
+    cell_tokens: pl.DataFrame | None = None
+    ci: pl.DataFrame | None = None
+    ci_task: pl.DataFrame | None = None
+    sign: pl.DataFrame | None = None
+    agreement: pl.DataFrame | None = None
+    fleiss: pl.DataFrame | None = None
+    disagreement: pl.DataFrame | None = None
+    majority: pl.DataFrame | None = None
+
+    @property
+    def name(self) -> str:
+        """The directory's name (the study's ``source`` of a figure)."""
+        return self.output_dir.name
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The job's settings and counts, for the report's settings table (str -> value)."""
+        job = self.job.get("job", {})
+        comp, samp, bench = job.get("comparison", {}), job.get("sampling", {}), job.get("benchmark", {})
+        failed = self.judgments.filter(pl.col("failed").fill_null(False) | pl.col("extracted").is_null()).height
+        no_output = self.judgments.filter(pl.col("failure").is_not_null()).height
+        return {
+            "directory": self.name,
+            "job": job.get("name", self.name),
+            "benchmark": self.job.get("benchmark", bench.get("name")),
+            "sample": bench.get("sample", "full"),
+            "instances": self.job.get("instances"),
+            "mode": comp.get("mode", "pairwise"),
+            "option mode": self.job.get("option_mode"),
+            "permutations": comp.get("permutations"),
+            "repetitions": comp.get("repetitions", 1),
+            "temperature": samp.get("temperature"),
+            "max tokens": samp.get("max_tokens"),
+            "judges": self.judge_metrics.height,
+            "judgments": self.judgments.height,
+            "failed": failed,
+            "no output": no_output,
+            "no verdict extracted": failed - no_output,
+        }
 
 
-def compute_dir(output_dir: str | os.PathLike) -> DirTables:
+def compute_dir(output_dir: str | os.PathLike) -> Results:
     """Judgments and metrics of a finished (or partly finished) directory; writes nothing.
 
     Raises:
@@ -87,10 +152,11 @@ def compute_dir(output_dir: str | os.PathLike) -> DirTables:
     jm, cm = summarize(position)
     jm = with_pass_kappa(jm, position)
     jm, cm = with_gold(position, jm, cm)  # accuracy where the benchmark has gold labels
+    jm = with_metric_columns(jm, position)  # registered metrics other than pc, pf, rs
     shares = slot_shares(position) if position.filter(pl.col("mode") == "listwise").height else None
     effects = bias_effects(judgments) if has_perturbations(judgments) else None
     own = self_enhancement(judgments) if has_own_models(judgments) else None
-    return DirTables(meta, judgments, jm, cm, shares, effects, own)
+    return Results(out, meta, judgments, jm, cm, slot_shares=shares, bias_effects=effects, self_enhancement=own)
 
 
 def with_pass_kappa(jm: pl.DataFrame, judgments: pl.DataFrame, replicates: int = 1000) -> pl.DataFrame:

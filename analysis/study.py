@@ -22,11 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 from voirdire.analysis.biases.effects import control_rows
-from voirdire.analysis.outputs import DirTables, compute_dir
+from voirdire.analysis.outputs import Results, compute_dir
 from voirdire.analysis.position import agreement as agr
 from voirdire.analysis.position.formulas import CELL_KEYS
 from voirdire.analysis.position.lengths import (
@@ -35,13 +34,14 @@ from voirdire.analysis.position.lengths import (
     query_token_lengths,
 )
 from voirdire.analysis.position.metrics import judge_from_cells
+from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.position.regression import StepResult, factor_regressions
 from voirdire.analysis.position.simulate import power_table, settings_for
 from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
 from voirdire.benchmarks.pairs import PairsSpec
 from voirdire.benchmarks.registry import load_benchmark
 
-__all__ = ["DirAnalysis", "Study", "analyze_study", "RS_MIN", "MAX_ERROR"]
+__all__ = ["Study", "analyze_study", "RS_MIN", "MAX_ERROR"]
 
 #: Default reading thresholds (ours): below this RS, or above this error rate, a judge's
 #: PC and PF are flagged as not readable (its verdicts change from one asking to the next,
@@ -51,61 +51,10 @@ MAX_ERROR = 0.05
 
 
 @dataclass
-class DirAnalysis:
-    """One output directory: its job record, judgments and per-directory tables."""
-
-    path: Path
-    name: str
-    meta: dict[str, Any]
-    judgments: pl.DataFrame
-    judge_metrics: pl.DataFrame
-    cell_metrics: pl.DataFrame
-    ci: pl.DataFrame
-    ci_task: pl.DataFrame
-    sign: pl.DataFrame
-    agreement: pl.DataFrame | None = None
-    fleiss: pl.DataFrame | None = None
-    disagreement: pl.DataFrame | None = None
-    majority: pl.DataFrame | None = None
-    #: the bias suite's tables, as :func:`~voirdire.analysis.outputs.compute_dir` computed
-    #: them (``None``: no perturbations / no judge's own model among the candidates)
-    bias_effects: pl.DataFrame | None = None
-    self_enhancement: pl.DataFrame | None = None
-    #: the directory's own tables as :func:`~voirdire.analysis.outputs.compute_dir` computed
-    #: them (before token lengths were added), for rewriting the directory's files
-    tables: DirTables | None = None
-
-    @property
-    def settings(self) -> dict[str, Any]:
-        job = self.meta.get("job", {})
-        comp, samp, bench = job.get("comparison", {}), job.get("sampling", {}), job.get("benchmark", {})
-        failed = self.judgments.filter(pl.col("failed").fill_null(False) | pl.col("extracted").is_null()).height
-        no_output = self.judgments.filter(pl.col("failure").is_not_null()).height
-        return {
-            "directory": self.name,
-            "job": job.get("name", self.name),
-            "benchmark": self.meta.get("benchmark", bench.get("name")),
-            "sample": bench.get("sample", "full"),
-            "instances": self.meta.get("instances"),
-            "mode": comp.get("mode", "pairwise"),
-            "option mode": self.meta.get("option_mode"),
-            "permutations": comp.get("permutations"),
-            "repetitions": comp.get("repetitions", 1),
-            "temperature": samp.get("temperature"),
-            "max tokens": samp.get("max_tokens"),
-            "judges": self.judge_metrics.height,
-            "judgments": self.judgments.height,
-            "failed": failed,
-            "no output": no_output,
-            "no verdict extracted": failed - no_output,
-        }
-
-
-@dataclass
 class Study:
     """Everything the report shows; see :func:`analyze_study` for the tables' columns."""
 
-    dirs: list[DirAnalysis]
+    dirs: list[Results]
     panel: pl.DataFrame
     cells: pl.DataFrame
     judge_task: pl.DataFrame
@@ -122,27 +71,17 @@ class Study:
         return sorted(self.panel.get_column("benchmark").unique().to_list())
 
 
-def _load_dir(path: Path, replicates: int, tokenizer: str | None) -> DirAnalysis:
-    tables = compute_dir(path)
-    meta, judgments, jm, cm = tables.meta, tables.judgments, tables.judge_metrics, tables.cell_metrics
-    position = control_rows(judgments)  # position-bias figures: the unperturbed queries
-    tok = tokenizer or (meta.get("job", {}).get("analysis") or {}).get("tokenizer")
+def _load_dir(path: Path, replicates: int, tokenizer: str | None) -> Results:
+    """The directory's tables (:func:`compute_dir`) with the study's: token lengths per cell
+    (with a tokenizer), bootstrap intervals, sign test and, with two judges or more, agreement."""
+    d = compute_dir(path)
+    position = control_rows(d.judgments)  # position-bias figures: the unperturbed queries
+    tok = tokenizer or (d.job.get("job", {}).get("analysis") or {}).get("tokenizer")
     if tok:
-        cm = _with_tokens(cm, judgments, meta, tok)
-    d = DirAnalysis(
-        path=path,
-        name=path.name,
-        meta=meta,
-        judgments=judgments,
-        judge_metrics=jm,
-        cell_metrics=cm,
-        ci=bootstrap_ci(position, replicates=replicates),
-        ci_task=bootstrap_ci(position, replicates=replicates, by_task=True),
-        sign=sign_test(position),
-        bias_effects=tables.bias_effects,
-        self_enhancement=tables.self_enhancement,
-        tables=tables,
-    )
+        d.cell_tokens = _cell_tokens(d.judgments, d.job, tok)
+    d.ci = bootstrap_ci(position, replicates=replicates)
+    d.ci_task = bootstrap_ci(position, replicates=replicates, by_task=True)
+    d.sign = sign_test(position)
     if position.get_column("judge").n_unique() >= 2:
         ch = agr.choices(position)
         per_query = agr.query_disagreement(position, ch=ch)
@@ -153,7 +92,12 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None) -> DirAnalysis
     return d
 
 
-def _with_tokens(cm: pl.DataFrame, judgments: pl.DataFrame, meta: dict, tokenizer: str) -> pl.DataFrame:
+def _study_cells(d: Results) -> pl.DataFrame:
+    """The directory's cell metrics, with its token lengths per cell where counted."""
+    return d.cell_metrics if d.cell_tokens is None else d.cell_metrics.join(d.cell_tokens, on=CELL_KEYS, how="left")
+
+
+def _cell_tokens(judgments: pl.DataFrame, meta: dict, tokenizer: str) -> pl.DataFrame:
     job = meta.get("job", {})
     b = job["benchmark"]
     if b.get("pairs"):  # a user's own pairs: read again from where the job read them
@@ -161,7 +105,7 @@ def _with_tokens(cm: pl.DataFrame, judgments: pl.DataFrame, meta: dict, tokenize
     else:
         bench = load_benchmark(b["name"], meta.get("data_dir"), sample=b.get("sample", "full"))
     per_query = query_token_lengths(judgments, bench, load_tokenizer(tokenizer))
-    return cm.join(cell_token_lengths(judgments, per_query), on=CELL_KEYS, how="left")
+    return cell_token_lengths(judgments, per_query)
 
 
 def _pick(frames: list[pl.DataFrame], score: str) -> pl.DataFrame:
@@ -175,14 +119,14 @@ def _wide_ci(ci: pl.DataFrame, metric: str, keys: tuple[str, ...] = ("benchmark"
     return ci.filter(pl.col("metric") == metric).select(*keys, pl.col("lo").alias(f"{metric}_lo"), pl.col("hi").alias(f"{metric}_hi"))
 
 
-def _panel(ds: list[DirAnalysis], rs_min: float, max_error: float) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _panel(ds: list[Results], rs_min: float, max_error: float) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(panel, main)``: one row per (benchmark, judge), PC/PF (with intervals and sign
     test) from the directory with most judgments, RS from the one with most repeated
     queries, flagged when unreadable; ``main`` the PC/PF rows with their ``source``."""
     pcpf, rsf = [], []
     for d in ds:
         jm = d.judge_metrics.filter(pl.col("n_cells") > 0).with_columns(source=pl.lit(d.name))
-        for m in ("pc", "pf"):
+        for m in ("pc", "pf", *[n for n in added_metrics() if n in jm.columns]):
             jm = jm.join(_wide_ci(d.ci, m), on=["benchmark", "judge"], how="left")
         jm = jm.join(d.sign.select("benchmark", "judge", "primacy", "recency", "p_value", "direction"), on=["benchmark", "judge"], how="left")
         pcpf.append(jm.drop("rs", "rs_spread"))
@@ -212,12 +156,12 @@ def _panel(ds: list[DirAnalysis], rs_min: float, max_error: float) -> tuple[pl.D
     return panel, main
 
 
-def _sourced_cells(ds: list[DirAnalysis], main: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _sourced_cells(ds: list[Results], main: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(cells, judge_task)``: the cells and per-task figures (with bootstrap intervals)
     of each (benchmark, judge)'s PC/PF source directory."""
     src = main.select("benchmark", "judge", "source")
     cells = pl.concat(
-        [d.cell_metrics.with_columns(source=pl.lit(d.name)) for d in ds], how="diagonal_relaxed"
+        [_study_cells(d).with_columns(source=pl.lit(d.name)) for d in ds], how="diagonal_relaxed"
     ).join(src, on=["benchmark", "judge", "source"], how="semi")
     ci_task = pl.concat([d.ci_task.with_columns(source=pl.lit(d.name)) for d in ds], how="diagonal_relaxed").join(
         src, on=["benchmark", "judge", "source"], how="semi"
@@ -228,7 +172,7 @@ def _sourced_cells(ds: list[DirAnalysis], main: pl.DataFrame) -> tuple[pl.DataFr
     return cells, jt
 
 
-def _regression_cells(ds: list[DirAnalysis], cells: pl.DataFrame) -> pl.DataFrame:
+def _regression_cells(ds: list[Results], cells: pl.DataFrame) -> pl.DataFrame:
     """Per benchmark, the cells of single-repetition (position-bias) directories when the
     benchmark has any, else all (repetition studies re-ask a sample)."""
     reps = pl.DataFrame({"source": [d.name for d in ds], "_reps": [int(d.settings["repetitions"] or 1) for d in ds]})
@@ -282,7 +226,8 @@ def analyze_study(
         ``pf``, ``pf_std``, ``error_rate``, ``n_judgments``, ``source`` (directory of
         PC/PF), ``pc_lo``/``pc_hi``/``pf_lo``/``pf_hi`` (bootstrap), ``primacy``,
         ``recency``, ``p_value``, ``direction`` (sign test), ``rs``, ``rs_spread``,
-        ``rs_lo``/``rs_hi``, ``rs_source``, ``readable`` (bool) and ``flag`` (str reason));
+        ``rs_lo``/``rs_hi``, ``rs_source``, ``readable`` (bool) and ``flag`` (str reason), and
+        per registered metric other than pc, pf and rs its column with ``<name>_lo``/``_hi``);
         ``cells`` (cell metrics of each judge's PC/PF source, with ``source``);
         ``reg_cells`` (the regression's cells: per benchmark those of single-repetition
         directories when it has any); ``judge_task`` (PC/PF per (benchmark, judge, task)

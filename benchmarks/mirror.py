@@ -4,6 +4,12 @@ Both answer :meth:`get` with a file's bytes, checked against the git blob id the
 manifest gives for its path; a file the source does not have raises :class:`NotOnMirror`
 (the caller decides whether that is fatal, another form of the file is tried, or the
 file's judge is skipped). Used by :mod:`voirdire.benchmarks.release` for every release.
+
+A mirror is not trusted: a manifest path that is absolute, holds ``..``, a backslash or a
+NUL, or would resolve outside the download directory is refused before anything is written
+(:func:`check_paths`), and each download is cut off past its manifest size plus
+:data:`SIZE_MARGIN` bytes (:data:`UNSIZED_CAP` where the manifest gives no size); a gzip
+file of a local copy is cut off the same way when it is decompressed.
 """
 
 from __future__ import annotations
@@ -12,12 +18,19 @@ import gzip
 import hashlib
 import os
 import re
-from pathlib import Path
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import pooch
 import requests
 
 from voirdire.core import DataError
+
+#: bytes a download may run past its manifest size before it is cut off
+SIZE_MARGIN = 64 * 1024
+#: the cap on a file whose size the manifest does not give (the largest release file voirdire
+#: reads is under 4 MB)
+UNSIZED_CAP = 256 * 1024 * 1024
 
 
 class NotOnMirror(Exception):
@@ -35,41 +48,117 @@ def blob_id(data: bytes) -> str:
     return h.hexdigest()
 
 
-def read_manifest(path: str | os.PathLike[str]) -> dict[str, str]:
-    """``{release path: git blob id}`` from a manifest: TSV lines ``blob_sha1<TAB>path``
-    (voirdire's package manifests; ``#`` comments and a ``blob_sha1`` header skipped) or,
-    with a ``path<TAB>git_blob_id[<TAB>size]`` header, the column order of a release copy's
-    ``release-manifest.tsv`` (``../shared/data/llmbar-release``).
-
-    Raises:
-        DataError: the file is missing or a line is malformed (its number is named).
-    """
+def _parse_manifest(path: str | os.PathLike[str]) -> tuple[dict[str, str], dict[str, int]]:
     p = Path(path)
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise DataError(f"release manifest {str(p)!r} cannot be read: {exc}") from exc
     path_first = bool(lines) and lines[0].split("\t")[:2] == ["path", "git_blob_id"]
-    out: dict[str, str] = {}
+    blobs: dict[str, str] = {}
+    sizes: dict[str, int] = {}
     for n, line in enumerate(lines, 1):
         if not line.strip() or line.startswith("#") or line.startswith("blob_sha1\t") or (n == 1 and path_first):
             continue
         parts = line.split("\t")
-        ok = len(parts) >= 2 if path_first else len(parts) == 2
-        blob, rel = (parts[1], parts[0]) if path_first else (parts[0], parts[-1])
-        if not ok or not re.fullmatch(r"[0-9a-f]{40}", blob):
-            raise DataError(f"release manifest {str(p)!r} line {n} is not 'blob_sha1<TAB>path': {line[:120]!r}")
-        out[rel] = blob
-    return out
+        ok = len(parts) >= 2 if path_first else len(parts) in (2, 3)
+        cols = parts + ["", ""]
+        rel, blob, size = (cols[0], cols[1], cols[2]) if path_first else (cols[1], cols[0], cols[2])
+        if not ok or not re.fullmatch(r"[0-9a-f]{40}", blob) or not re.fullmatch(r"[0-9]*", size):
+            raise DataError(
+                f"release manifest {str(p)!r} line {n} is not 'blob_sha1<TAB>path[<TAB>size]': {line[:120]!r}"
+            )
+        why = bad_path(rel)
+        if why:
+            raise DataError(f"release manifest {str(p)!r} line {n}: path {rel[:120]!r} {why}; refused")
+        blobs[rel] = blob
+        if size:
+            sizes[rel] = int(size)
+    return blobs, sizes
+
+
+def read_manifest(path: str | os.PathLike[str]) -> dict[str, str]:
+    """``{release path: git blob id}`` from a manifest: TSV lines ``blob_sha1<TAB>path[<TAB>size]``
+    (voirdire's package manifests; ``#`` comments and a ``blob_sha1`` header skipped) or,
+    with a ``path<TAB>git_blob_id[<TAB>size]`` header, the column order of a release copy's
+    ``release-manifest.tsv`` (``../shared/data/llmbar-release``).
+
+    Raises:
+        DataError: the file is missing, a line is malformed, or a path is unsafe
+            (:func:`bad_path`); the line's number is named.
+    """
+    return _parse_manifest(path)[0]
+
+
+def read_sizes(path: str | os.PathLike[str]) -> dict[str, int]:
+    """``{release path: size in bytes}`` of the manifest lines that give a size (the third
+    column); same format and errors as :func:`read_manifest`."""
+    return _parse_manifest(path)[1]
+
+
+def bad_path(path: str) -> str | None:
+    """Why a release path is unsafe to write under a directory, or ``None`` when it is a
+    plain relative path: empty, a NUL, absolute (POSIX or Windows, a drive), a backslash,
+    or a ``..`` part."""
+    if not path or "\x00" in path:
+        return "is empty or holds a NUL byte"
+    if PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute() or PureWindowsPath(path).drive:
+        return "is absolute"
+    if "\\" in path:
+        return "holds a backslash"
+    if ".." in PurePosixPath(path).parts:
+        return "holds '..'"
+    return None
+
+
+def check_paths(paths, root: Path) -> None:
+    """Check every release path (:func:`bad_path`) and that ``root / path`` resolves inside
+    ``root`` (no symlink out of it).
+
+    Raises:
+        DataError: naming the first unsafe path, before anything is written.
+    """
+    top = root.resolve()
+    for rel in paths:
+        why = bad_path(rel)
+        if why is None and not (top / rel).resolve().is_relative_to(top):
+            why = f"resolves outside {top}"
+        if why:
+            raise DataError(f"release path {rel[:120]!r} {why}; refused (nothing was written)")
+
+
+class _Capped:
+    """A file that refuses to grow past ``cap`` bytes (what pooch's downloader writes to)."""
+
+    def __init__(self, f, cap: int, name: str) -> None:
+        self.f, self.cap, self.name, self.n = f, cap, name, 0
+
+    def write(self, chunk: bytes) -> int:
+        self.n += len(chunk)
+        if self.n > self.cap:
+            raise DataError(f"{self.name}: the download ran past {self.cap:,} bytes (its manifest size and a margin); "
+                            "cut off, nothing was written")
+        return self.f.write(chunk)
+
+    def flush(self) -> None:
+        self.f.flush()
 
 
 class _HTTPDownloader(pooch.HTTPDownloader):
     """pooch's HTTP downloader, with a 404 raised as :class:`NotOnMirror` at once (pooch
-    retries network errors, not a file the mirror does not have)."""
+    retries network errors, not a file the mirror does not have), and the download cut off
+    past ``cap`` bytes (a :class:`DataError` naming ``name``, not retried)."""
+
+    def __init__(self, *args, cap: int, name: str, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.cap, self.name = cap, name
 
     def __call__(self, url, output_file, pooch, check_only=False):  # type: ignore[override]
         try:
-            return super().__call__(url, output_file, pooch, check_only=check_only)
+            if check_only:
+                return super().__call__(url, output_file, pooch, check_only=True)
+            with open(output_file, "w+b") as f:
+                return super().__call__(url, _Capped(f, self.cap, self.name), pooch)
         except requests.exceptions.HTTPError as exc:
             if exc.response is not None and exc.response.status_code == 404:
                 raise NotOnMirror(url) from None
@@ -82,8 +171,15 @@ class _Source:
     where: str
     manifest: dict[str, str]
 
-    def __init__(self) -> None:
+    def __init__(self, sizes: Mapping[str, int] | None) -> None:
         self.bytes = 0
+        self.sizes = dict(sizes or {})
+
+    def cap(self, path: str) -> int:
+        """The most bytes ``path`` may have: its manifest size plus :data:`SIZE_MARGIN`, else
+        :data:`UNSIZED_CAP`."""
+        size = self.sizes.get(path)
+        return size + SIZE_MARGIN if size is not None else UNSIZED_CAP
 
     def _verified(self, path: str, data: bytes, origin: str) -> bytes:
         got, want = blob_id(data), self.manifest[path]
@@ -99,26 +195,35 @@ class _Source:
 
 class HTTPMirror(_Source):
     """Files under a base URL (the raw-content URLs of a pinned commit, or a mirror serving
-    the same paths), downloaded by pooch (3 tries each, progress bar) into ``raw``."""
+    the same paths), downloaded by pooch (3 tries each, progress bar) into ``raw``, each cut
+    off past its cap (:meth:`cap`).
 
-    def __init__(self, base: str, raw: Path, manifest: dict[str, str], progress: bool) -> None:
-        super().__init__()
+    Raises:
+        DataError: an unsafe manifest path (:func:`check_paths`), before anything is written.
+    """
+
+    def __init__(
+        self, base: str, raw: Path, manifest: dict[str, str], progress: bool, sizes: Mapping[str, int] | None = None
+    ) -> None:
+        super().__init__(sizes)
+        check_paths(manifest, raw)
         pooch.get_logger().setLevel("WARNING")
-        self.where, self.manifest = base, manifest
+        self.where, self.manifest, self.progress = base, manifest, progress
         self.pooch = pooch.create(path=raw, base_url=base, registry={p: None for p in manifest}, retry_if_failed=2)
-        self.downloader = _HTTPDownloader(progressbar=progress, timeout=60)
 
     def get(self, path: str) -> bytes:
         """The verified bytes of ``path``.
 
         Raises:
             NotOnMirror: HTTP 404.
-            DataError: any other download failure (the URL is named), or a blob-id mismatch.
+            DataError: any other download failure (the URL is named), a download past its cap,
+                or a blob-id mismatch.
         """
         url = self.where + path
+        downloader = _HTTPDownloader(progressbar=self.progress, timeout=60, cap=self.cap(path), name=path)
         try:
-            local = self.pooch.fetch(path, downloader=self.downloader)
-        except NotOnMirror:
+            local = self.pooch.fetch(path, downloader=downloader)
+        except (NotOnMirror, DataError):
             raise
         except Exception as exc:  # noqa: BLE001 - connection errors, timeouts: named with the URL
             raise DataError(f"cannot download {url}: {exc}") from None
@@ -129,8 +234,10 @@ class LocalCopy(_Source):
     """Files of a local release copy: ``<root>/<path>``, or gzip-compressed as
     ``<root>/files/<path>.gz`` (the layout of ``../shared/data/llmbar-release``)."""
 
-    def __init__(self, root: Path, manifest: dict[str, str]) -> None:
-        super().__init__()
+    def __init__(self, root: Path, manifest: dict[str, str], sizes: Mapping[str, int] | None = None) -> None:
+        super().__init__(sizes)
+        check_paths(manifest, root)
+        check_paths([f"{p}.gz" for p in manifest], root / "files")
         self.where, self.root, self.manifest = str(root), root, manifest
 
     def get(self, path: str) -> bytes:
@@ -138,17 +245,32 @@ class LocalCopy(_Source):
 
         Raises:
             NotOnMirror: the copy has neither form of the file.
-            DataError: unreadable file or a blob-id mismatch.
+            DataError: unreadable file, a file past its cap (decompressed), or a blob-id
+                mismatch.
         """
         plain, packed = self.root / path, self.root / "files" / f"{path}.gz"
+        cap = self.cap(path)
         try:
             if packed.is_file():
-                return self._verified(path, gzip.decompress(packed.read_bytes()), str(packed))
+                with gzip.open(packed, "rb") as f:
+                    data = f.read(cap + 1)
+                return self._verified(path, self._within(path, data, cap, packed), str(packed))
             if plain.is_file():
-                return self._verified(path, plain.read_bytes(), str(plain))
+                with open(plain, "rb") as f:
+                    data = f.read(cap + 1)
+                return self._verified(path, self._within(path, data, cap, plain), str(plain))
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             raise DataError(f"{path}: cannot read it from the copy at {self.root}: {exc}") from None
         raise NotOnMirror(str(packed))
 
+    @staticmethod
+    def _within(path: str, data: bytes, cap: int, origin: Path) -> bytes:
+        if len(data) > cap:
+            raise DataError(f"{path}: {origin} holds more than {cap:,} bytes (its manifest size and a margin); refused")
+        return data
 
-__all__ = ["HTTPMirror", "LocalCopy", "NotOnMirror", "blob_id", "read_manifest"]
+
+__all__ = [
+    "SIZE_MARGIN", "UNSIZED_CAP", "HTTPMirror", "LocalCopy", "NotOnMirror", "bad_path", "blob_id", "check_paths",
+    "read_manifest", "read_sizes",
+]

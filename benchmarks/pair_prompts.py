@@ -20,9 +20,17 @@ Fields a template may use (:data:`PAIR_FIELDS`), for the order shown:
 - ``row``: the whole data row (``row["any column"]``), and every data column whose name is
   a Python identifier, by name (``{{ reference_answer }}``).
 
-Templates render with ``StrictUndefined``: a field the data does not have is an error
-raised when the template is loaded (:func:`check_fields`, with Jinja2's
-``meta.find_undeclared_variables``), before anything is sent.
+A template is untrusted input: it renders in Jinja2's
+``jinja2.sandbox.ImmutableSandboxedEnvironment`` (no attribute that starts with ``_``, no
+method that changes a list or dict, ranges of at most 100,000; here also no repeated string
+or list over :data:`MAX_REPEAT` items and no power above :data:`MAX_POWER`) with
+``StrictUndefined`` and no loader, so a template is one file: ``include``, ``import`` and
+``extends`` are refused when it is loaded. Built-in templates render in the same
+environment. The data is never rendered as a template (a cell holding ``{{ 7*7 }}`` is sent
+as written). Errors, each a one-line :class:`~voirdire.core.ConfigError` before anything is
+sent: a field the data does not have (:func:`check_fields`, with Jinja2's
+``meta.find_undeclared_variables``) and any error rendering a row (:func:`check_renders`:
+an unsafe attribute, ``1/0``, ...).
 """
 
 from __future__ import annotations
@@ -35,7 +43,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import jinja2
-from jinja2 import meta
+from jinja2 import meta, nodes
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from voirdire.core import ConfigError
 
@@ -71,7 +81,37 @@ def _llmbar_source(prompt: str) -> str:
 
 _TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent / "templates"
 
-_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+#: the most items a ``*`` may repeat a string or list to, and the largest exponent of ``**``
+MAX_REPEAT, MAX_POWER = 1_000_000, 1_000
+
+
+class _Sandbox(ImmutableSandboxedEnvironment):
+    """Jinja2's immutable sandbox, with ``*`` and ``**`` bounded (:data:`MAX_REPEAT`,
+    :data:`MAX_POWER`): cheap guards against a template that builds gigabytes by accident.
+    The sandbox stops code execution and file reads, not every way to exhaust memory or
+    time (a filter such as ``center(10**9)``, nested loops); a template is checked by
+    rendering it (:func:`check_renders`)."""
+
+    intercepted_binops = frozenset(["*", "**"])
+
+    def call_binop(self, context, operator, left, right):  # type: ignore[override]
+        if operator == "**" and isinstance(right, (int, float)) and (
+            abs(right) > MAX_POWER or (isinstance(left, int) and abs(left).bit_length() * abs(right) > 64 * MAX_POWER)
+        ):
+            raise SecurityError(f"a power above {MAX_POWER} (or of more than {64 * MAX_POWER:,} bits) is not allowed")
+        if operator == "*":
+            seq, n = (left, right) if isinstance(right, int) else (right, left)
+            if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_REPEAT:
+                raise SecurityError(f"a repeated string or list over {MAX_REPEAT:,} items is not allowed")
+        return super().call_binop(context, operator, left, right)
+
+
+_ENV = _Sandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+del _ENV.globals["lipsum"]  # lipsum(10**6) would write megabytes; a prompt has no use for it
+#: tags that would read another template (there is no loader: a template is one file)
+_NO_LOADER = {
+    nodes.Include: "include", nodes.Import: "import", nodes.FromImport: "from ... import", nodes.Extends: "extends",
+}
 
 
 @dataclass(frozen=True)
@@ -104,9 +144,17 @@ class PairTemplate:
         the template has no system block).
 
         Raises:
-            jinja2.UndefinedError: a field missing from ``values`` (checked beforehand by
-                :func:`check_fields`).
+            ConfigError: the template fails on these values (an unsafe attribute, a field
+                missing from ``values``, ``1/0``, ...; checked beforehand by
+                :func:`check_fields` and :func:`check_renders`), naming the template and the
+                error.
         """
+        try:
+            return self._render(values)
+        except Exception as exc:  # noqa: BLE001 - a user's template may raise anything
+            raise ConfigError(f"pair template {self.name!r}: {_one_line(exc)}") from None
+
+    def _render(self, values: Mapping[str, Any]) -> tuple[str | None, str]:
         t = self.compiled
         if "user" not in t.blocks:
             return None, t.render(values)
@@ -181,12 +229,38 @@ def load_template(
     except jinja2.TemplateSyntaxError as exc:
         raise ConfigError(f"pair template {template!r}: Jinja2 syntax error on line {exc.lineno}: {exc.message}") from None
     t = _compiled(source)
+    for node_type, tag in _NO_LOADER.items():
+        for node in _ENV.parse(source).find_all(node_type):
+            raise ConfigError(
+                f"pair template {template!r}: line {node.lineno}: {{% {tag} %}} is not allowed (a template is one file)"
+            )
     extra = set(t.blocks) - {"system", "user"}
     if extra:
         raise ConfigError(f"pair template {template!r}: unknown block(s) {', '.join(sorted(extra))} (blocks: system, user)")
     if "system" in t.blocks and "user" not in t.blocks:
         raise ConfigError(f"pair template {template!r}: a system block needs a user block")
     return PairTemplate(template, source, pattern, labels)
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and its message's first line."""
+    msg = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {msg[0] if msg else ''}".rstrip(": ")
+
+
+def check_renders(template: PairTemplate, rows: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+    """Render the template once for each ``(row label, values)`` (at plan time, before any
+    query), so that a template that fails (an unsafe attribute such as ``__class__``, ``1/0``,
+    a filter on the wrong type) is refused as one line, never a traceback mid-run.
+
+    Raises:
+        ConfigError: naming the template, the row and the error.
+    """
+    for where, values in rows:
+        try:
+            template._render(values)
+        except Exception as exc:  # noqa: BLE001 - a user's template may raise anything
+            raise ConfigError(f"pair template {template.name!r} fails on {where}: {_one_line(exc)}") from None
 
 
 def check_fields(template: PairTemplate, columns: Iterable[str]) -> None:

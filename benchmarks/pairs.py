@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from voirdire.benchmarks.base import Benchmark
-from voirdire.benchmarks.pair_prompts import PairTemplate, check_fields, load_template
+from voirdire.benchmarks.pair_prompts import PairTemplate, check_fields, check_renders, load_template
 from voirdire.benchmarks.pairs_data import checked_columns, gold_labels, read_source, unique_ids
 
 from voirdire.core import ConfigError, content_hash
@@ -114,8 +114,9 @@ class OwnPairs(Benchmark):
 
     Raises:
         ConfigError: see :mod:`voirdire.benchmarks.pairs_data` and
-            :mod:`voirdire.benchmarks.pair_prompts`; also ``models`` not two distinct names,
-            a row showing one model twice, an unknown ``reference``.
+            :mod:`voirdire.benchmarks.pair_prompts` (the template is rendered once per row
+            here, :func:`~voirdire.benchmarks.pair_prompts.check_renders`); also ``models``
+            not two distinct names, a row showing one model twice, an unknown ``reference``.
     """
 
     comparison_modes = ("pairwise",)
@@ -141,6 +142,7 @@ class OwnPairs(Benchmark):
         self.verdict_cue, self.verdict_closing = ("[[", "]]") if spec.template == "mtbench" else ("", "")
         self._system: OrderedDict[tuple, str | None] = OrderedDict()
         self._load(df)
+        check_renders(self.template, self._trial_values())
 
     # ------------------------------------------------------------------ loading
 
@@ -211,6 +213,19 @@ class OwnPairs(Benchmark):
         self._pairs = self.questions.with_columns(
             candidate=first.alias("candidate"), reference=second.alias("reference"), gold=gold.alias("gold")
         )
+
+    def _trial_values(self):
+        """``(row label, values)`` to render once at load time (:func:`check_renders`): every
+        row in its first order and the default option mode, the first row in every option
+        mode too (the answers form: the first candidate against the reference)."""
+        first = [m for m in self.models if m != self.reference][:1] or list(self.models[:1])
+        if self._pairs is not None:
+            pairs = self._pairs.select("question_id", "candidate", "reference").iter_rows()
+        else:
+            pairs = ((q, first[0], self.reference) for q in self.questions["question_id"])
+        for n, (q, a, b) in enumerate(pairs, 1):
+            for om in self.option_modes if n == 1 else (self.default_option_mode,):
+                yield f"row {n} (id {q!r})", self._values(q, a, b, om)
 
     # ------------------------------------------------------------------ the engine's hooks
 

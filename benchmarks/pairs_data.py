@@ -14,15 +14,26 @@ Sources (:func:`read_source`):
 ``datasets`` is an optional extra (``pip install 'voirdire[hf]'``). A dataset with several
 splits needs ``split``.
 
+Text files (JSON, JSON Lines, CSV, TSV) are UTF-8; a byte-order mark is read as the
+encoding's mark (``utf-8-sig``; a UTF-16 mark decodes the file as UTF-16). Invalid UTF-8 is
+an error naming the line and column; so is a JSON syntax error (Python's ``json`` finds the
+line when polars cannot read the file), and a JSON Lines line that is not an object. A
+JSON file whose columns mix types polars cannot reconcile (a ``true`` among numbers) is
+read with every value as text, so the checks below name the cell.
+
 Checks (:func:`checked_columns`): every mapped column exists and is not empty (all
 null/blank); required cells (id, instruction, outputs, model names) are not null; ids are
-unique; gold labels are in the allowed values (:func:`gold_labels`). Every failure is a
-one-line :class:`~voirdire.core.ConfigError` naming the source, the column and the row
-(1-based, in source order), before anything is sent.
+unique; gold labels are in the allowed values (:func:`gold_labels`; each number as written,
+``2.0`` as ``2``). Every failure is a one-line :class:`~voirdire.core.ConfigError` naming
+the source, the column and the row (1-based data row, in source order), before anything is
+sent.
 """
 
 from __future__ import annotations
 
+import codecs
+import io
+import json
 import os
 import pathlib
 from collections.abc import Sequence
@@ -42,15 +53,87 @@ GOLD_TIE = ("tie", "tie (bothbad)")
 
 def _read_file(path: pathlib.Path) -> pl.DataFrame:
     suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".ndjson"):
-        return pl.read_ndjson(path, infer_schema_length=None)
-    if suffix == ".json":
-        return pl.read_json(path, infer_schema_length=None)
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        data = _utf8(path)
+        try:
+            if suffix == ".json":
+                return pl.read_json(io.BytesIO(data), infer_schema_length=None)
+            return pl.read_ndjson(io.BytesIO(data), infer_schema_length=None)
+        except Exception:  # noqa: BLE001 - find the line with Python's json, else read as text
+            return _json_as_text(path, data.decode("utf-8"), lines=suffix != ".json")
     if suffix in (".csv", ".tsv"):
-        return pl.read_csv(path, separator="\t" if suffix == ".tsv" else ",", infer_schema_length=0)
+        return pl.read_csv(io.BytesIO(_utf8(path)), separator="\t" if suffix == ".tsv" else ",", infer_schema_length=0)
     if suffix == ".parquet":
         return pl.read_parquet(path)
     raise ConfigError(f"pairs data {str(path)!r}: unknown file type {suffix!r} (known: {', '.join(FILE_KINDS)}, or a dataset directory)")
+
+
+def _utf8(path: pathlib.Path) -> bytes:
+    """The file's bytes as UTF-8 without a byte-order mark (a UTF-16 file, known by its
+    mark, re-encoded).
+
+    Raises:
+        ConfigError: invalid UTF-8, naming the line and column (1-based) and the bytes.
+    """
+    data = path.read_bytes()
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return data.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError as exc:
+            msg = f"not valid UTF-16 after its byte-order mark ({exc.reason})"
+            raise ConfigError(f"pairs data {str(path)!r}: {msg}") from None
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = len(data[start:exc.start].decode("utf-8", errors="replace")) + 1
+        raise ConfigError(
+            f"pairs data {str(path)!r}: line {line}, column {col}: not valid UTF-8 "
+            f"({data[exc.start:exc.end]!r}: {exc.reason}); save the file as UTF-8"
+        ) from None
+    return data
+
+
+def _json_as_text(path: pathlib.Path, text: str, lines: bool) -> pl.DataFrame:
+    """JSON (an array of objects) or JSON Lines that polars could not read: a syntax error or
+    an item that is not an object named by line and column; else every value as text
+    (``true``, ``1.5``; nested values as JSON), for the checks to name a bad cell.
+
+    Raises:
+        ConfigError: the first syntax error (line, column) or non-object item.
+    """
+    where = repr(str(path))
+    items: list[tuple[str, object]] = []
+    try:
+        if lines:
+            for n, line in enumerate(text.split("\n"), 1):
+                if line.strip():
+                    items.append((f"line {n}", json.loads(line)))
+        else:
+            doc = json.loads(text)
+            if not isinstance(doc, list):
+                kind = type(doc).__name__
+                raise ConfigError(f"pairs data {where}: the JSON file is not an array of objects (a {kind})")
+            items = [(f"item {i}", x) for i, x in enumerate(doc, 1)]
+    except json.JSONDecodeError as exc:
+        at = f"line {n}, column {exc.colno}" if lines else f"line {exc.lineno}, column {exc.colno}"
+        raise ConfigError(f"pairs data {where}: {at}: not valid JSON ({exc.msg})") from None
+    for at, obj in items:
+        if not isinstance(obj, dict):
+            raise ConfigError(f"pairs data {where}: {at} is not a JSON object (a {type(obj).__name__})")
+    columns = list(dict.fromkeys(k for _, obj in items for k in obj))  # type: ignore[union-attr]
+    return pl.DataFrame(
+        {c: [_cell(obj.get(c)) for _, obj in items] for c in columns},  # type: ignore[union-attr]
+        schema={c: pl.String for c in columns},
+    )
+
+
+def _cell(value: object) -> str | None:
+    """A JSON value as text: strings and nulls as they are, others as JSON (``true``, ``1.5``)."""
+    return value if value is None or isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _datasets():
@@ -123,8 +206,9 @@ def read_source(
         raise ConfigError(f"pairs data {str(p)!r}: cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
 
 
-def as_text(df: pl.DataFrame, column: str, where: str) -> pl.Series:
-    """A column as text (integral floats lose ``.0``).
+def as_text(df: pl.DataFrame, column: str, where: str, each: bool = False) -> pl.Series:
+    """A column as text (integral floats lose ``.0``: all of them, or with ``each`` each
+    integral value on its own, so ``2.0, 1.5`` reads ``2, 1.5``).
 
     Raises:
         ConfigError: the column is missing, or cannot be read as text (a nested type).
@@ -136,6 +220,10 @@ def as_text(df: pl.DataFrame, column: str, where: str) -> pl.Series:
         integral = s.is_null() | (s == s.round(0))
         if bool(integral.all()):
             s = s.cast(pl.Int64)
+        elif each:
+            whole = s.is_finite() & (s == s.round(0)) & (s.abs() < 2.0**53)
+            ints = s.cast(pl.Int64, strict=False).cast(pl.String)
+            return pl.select(pl.when(whole).then(ints).otherwise(s.cast(pl.String))).to_series().alias(column)
     try:
         return s.cast(pl.String)
     except Exception:  # noqa: BLE001
@@ -149,6 +237,8 @@ def checked_columns(df: pl.DataFrame, columns: dict[str, str], required: Sequenc
         columns: role -> column name (e.g. ``{"instruction": "prompt", ...}``).
         required: roles whose cells may not be null.
 
+    The ``gold`` role's numbers are read each on its own (:func:`as_text` with ``each``).
+
     Raises:
         ConfigError: a missing column, an empty column (every cell null or blank), or a
             null cell in a required column (naming the role's column and the 1-based row).
@@ -157,7 +247,7 @@ def checked_columns(df: pl.DataFrame, columns: dict[str, str], required: Sequenc
         raise ConfigError(f"pairs data {where}: no rows")
     out = {}
     for role, col in columns.items():
-        s = as_text(df, col, where)
+        s = as_text(df, col, where, each=role == "gold")
         blank = s.is_null() | (s.str.strip_chars() == "")
         if bool(blank.all()):
             raise ConfigError(f"pairs data {where}: column {col!r} ({role}) is empty")

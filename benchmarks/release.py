@@ -13,7 +13,9 @@ commit, package manifest, where its data goes, its converter):
 :func:`fetch_release` downloads, file by file from the raw-content URLs of the pinned commit
 (or a mirror serving the same paths, or a local copy), only the files voirdire reads (the
 release's package manifest lists them with their git blob ids), verifies every file against
-its blob id, and converts them into the layout the readers use. Everything happens in a
+its blob id (a download is cut off past the size the manifest gives, plus a margin; a
+manifest path that would leave the temporary directory is refused before anything is
+written: :mod:`voirdire.benchmarks.mirror`), and converts them into the layout the readers use. Everything happens in a
 temporary directory beside the destination, renamed into place only when all of it
 succeeded: a corrupted or truncated download leaves no half-written data directory.
 
@@ -145,6 +147,7 @@ def fetch_release(
     source: str | os.PathLike[str] | None = None,
     prefer: str = "pkl",
     manifest: str | os.PathLike[str] | dict[str, str] | None = None,
+    sizes: dict[str, int] | None = None,
     strict: bool = False,
     progress: bool = True,
     log: Callable[[str], None] = lambda s: None,
@@ -162,6 +165,10 @@ def fetch_release(
             fetched first (the other where the mirror lacks it).
         manifest: the release paths and blob ids to use (a path or a dict); default the
             release's package manifest.
+        sizes: ``{release path: bytes}``, each download's cap (plus
+            :data:`~voirdire.benchmarks.mirror.SIZE_MARGIN`); default the manifest file's size
+            column; a path without a size has the cap
+            :data:`~voirdire.benchmarks.mirror.UNSIZED_CAP`.
         strict: a judge whose outputs the mirror lacks is an error, not a skip.
         progress: show pooch's download progress bars (stderr).
         log: called with one line per step.
@@ -170,13 +177,17 @@ def fetch_release(
         ConfigError: unknown release or ``prefer``.
         DataError: a download failed (the URL is named), a file does not match its blob id,
             a benchmark table is not on the mirror, a pickle was refused, a table lacks its
-            columns, ``strict`` and a judge was skipped, or ``dest`` is a non-empty directory
-            not written by a fetch. ``dest`` is either the complete new data or as it was.
+            columns, a download ran past its size cap, a manifest path is absolute or holds
+            ``..`` (refused before anything is written), ``strict`` and a judge was
+            skipped, or ``dest`` is a non-empty directory not written by a fetch. ``dest``
+            is either the complete new data or as it was.
     """
     rel = get_release(release)
     if prefer not in ("tsv", "pkl"):
         raise ConfigError(f"prefer must be 'tsv' or 'pkl', not {prefer!r}")
     man = dict(manifest) if isinstance(manifest, dict) else read_manifest(manifest or rel.manifest)
+    if sizes is None and not isinstance(manifest, dict):
+        sizes = mirror.read_sizes(manifest or rel.manifest)
     target = Path(dest or rel.default_dir()).expanduser().absolute()
     if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not (target / MARKER).is_file())):
         raise DataError(
@@ -190,7 +201,10 @@ def fetch_release(
     except OSError as exc:
         raise DataError(f"cannot write beside the data directory {target}: {exc}; choose another --dest") from None
     try:
-        src = LocalCopy(Path(source), man) if source is not None else HTTPMirror(base, work / "raw", man, progress)
+        if source is not None:
+            src: LocalCopy | HTTPMirror = LocalCopy(Path(source), man, sizes)
+        else:
+            src = HTTPMirror(base, work / "raw", man, progress, sizes)
         out = work / "data"
         log(f"fetching the release {rel.repo}@{rel.commit[:7]} from {base}")
         done = rel.convert(src.get, man, out, prefer=prefer, log=log)

@@ -2,7 +2,7 @@
 
     python -m perf.bench_biases [--questions 100 1000] [--bootstrap 1000] [--smoke]
 
-Tables from :func:`voirdire.analysis.biases.simulate.simulate_bias_judgments`: 4 judges, 10
+Tables from :func:`tests.bias_simulate.simulate_bias_judgments`: 4 judges, 10
 candidates, both orders, 2 repetitions, a control and 5 variants (so 5/6 of the rows are
 perturbed). Timed, in seconds of wall time: the generator, and
 :func:`voirdire.analysis.biases.effects.bias_effects` (pairing, RR, CR, Δ per variant and slot,
@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from voirdire.analysis.biases.simulate import simulate_bias_judgments
+from tests.bias_simulate import simulate_bias_judgments
 from voirdire.analysis.biases.effects import bias_effects
 
 VARIANTS = [(f"bandwagon-{p}", "bandwagon", str(p), "worse") for p in (60, 70, 80, 90)] + [("verbosity-2.0", "verbosity", "2.0", "worse")]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from voirdire.analysis.position.listwise_simulate import simulate_listwise_tables, slot_test_size
+from tests.listwise_simulate import simulate_listwise_tables, slot_test_size
 from voirdire.judges.simulated import SimulatedSettings
 
 CONFIGS = [  # (p, questions, repetitions, repetition_noise)

@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 from scipy.stats import binomtest
-from voirdire.analysis.biases.simulate import simulate_bias_judgments
+from tests.bias_simulate import simulate_bias_judgments
 from voirdire.analysis.biases.effects import (
     bias_effects,
     consistency_rate,

@@ -1,10 +1,10 @@
 """The contributor guide's two recipes (``docs/contributing.md``), done: a new mitigation
-strategy and a new metric, each as one module plus one registration, run through the
-product's own entry points and checked against a direct count.
+strategy and a new metric, each one module with one decorator, run through the product's
+own entry points and checked against a direct count.
 
-The strategy and the metric modules are written to a temporary folder and registered by
-their ``"module:function"`` paths, as an outside package would; the registries import them
-on first use."""
+The strategy and the metric modules are written to a temporary folder and found by their
+import paths ``"module:NAME"``, as an outside package's would be; the registries import
+them when first asked for."""
 
 from __future__ import annotations
 
@@ -27,9 +27,11 @@ STRATEGY = '''
 """Strategy ``swap-loss``: both orders; a disagreement counts against the candidate."""
 
 import polars as pl
+from voirdire.analysis.mitigation.registry import register_strategy
 from voirdire.analysis.mitigation.verdicts import COMPARISON_KEYS, conform, normalise, pair_orders
 
 
+@register_strategy("swap-loss", doc="both orders; disagreement -> loss")
 def swap_loss(judgments: pl.DataFrame) -> pl.DataFrame:
     p = pair_orders(normalise(judgments))
     decided = pl.col("v1").is_in(["win", "tie", "loss"]) & pl.col("v2").is_in(["win", "tie", "loss"])
@@ -43,6 +45,7 @@ METRIC = '''
 import polars as pl
 from voirdire.analysis.position.formulas import ratio_statistic
 from voirdire.analysis.position.metrics import pairwise_pairs
+from voirdire.analysis.position.registry import HIGHER, register_metric
 
 
 def tie_sums(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -52,7 +55,9 @@ def tie_sums(judgments: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-tie_share = ratio_statistic("ties", "consistent")
+@register_metric("tie_share", sums=tie_sums, values=("ties", "consistent"), cells=("candidate", "task"), label="tie share", direction=HIGHER)
+def tie_share(s):
+    return ratio_statistic("ties", "consistent")(s)
 '''
 
 
@@ -68,12 +73,15 @@ def plugin(tmp_path, monkeypatch):
     yield "contrib_plugin"
     for name in [m for m in sys.modules if m.startswith("contrib_plugin")]:
         del sys.modules[name]
-    metric_registry.unregister_metric("tie_share")
+    metric_registry.METRICS.unregister("tie_share")
+    registry.STRATEGIES.unregister("swap-loss")
 
 
-def test_a_new_strategy_is_one_module_and_one_registration(plugin):
-    registry.register_strategy("swap-loss", f"{plugin}.swap_loss:swap_loss", doc="disagreement -> loss")
-    assert f"{plugin}.swap_loss" not in sys.modules  # registered, not imported
+def test_a_new_strategy_is_one_module_and_one_decorator(plugin):
+    assert "swap-loss" not in registry.STRATEGIES
+    rec = registry.strategy(f"{plugin}.swap_loss:swap_loss")  # the import path imports it: its decorator registers it
+    assert rec.name == "swap-loss" and registry.strategy("swap-loss") is rec and not rec.default
+    assert "swap-loss" not in registry.default_strategies(pl.DataFrame({"slot_scores": [None]}))
     letters = ["A", "B", "C", None]
     spec = [(f"q{i}", "x", a, b) for i, (a, b) in enumerate(itertools.product(letters, letters))]
     j = _rows(spec)
@@ -91,10 +99,9 @@ def test_a_new_strategy_is_one_module_and_one_registration(plugin):
     assert row["order_invariant"] and row["pc"] == 1.0 and row["undecided"] == pytest.approx(7 / 16)
 
 
-def test_a_new_metric_is_one_module_and_one_registration(plugin):
-    metric_registry.register_metric(
-        "tie_share", f"{plugin}.tie_share:tie_sums", f"{plugin}.tie_share:tie_share", values=["ties", "consistent"], cells=["candidate", "task"]
-    )
+def test_a_new_metric_is_one_module_and_one_decorator(plugin):
+    m = metric_registry.metric(f"{plugin}.tie_share:tie_share")  # the import path imports it: its decorator registers it
+    assert metric_registry.metric("tie_share") is m and m.label == "tie share"
     df = simulate_judgments({"j": SimulatedSettings(sensitivity=1.0, tie_rate=0.3, primacy=0.3)}, n_questions=40, option_mode=3, seed=3)
     ci = bootstrap_ci(df, replicates=200)
     got = ci.filter(pl.col("metric") == "tie_share").row(0, named=True)
@@ -108,5 +115,5 @@ def test_a_new_metric_is_one_module_and_one_registration(plugin):
     assert got["estimate"] == pytest.approx(sum(p == ("C", "C") for p in consistent) / len(consistent))
     assert got["lo"] < got["estimate"] < got["hi"]
     # the built-in figures are unchanged by the addition (same draw of questions)
-    metric_registry.unregister_metric("tie_share")
+    metric_registry.METRICS.unregister("tie_share")
     assert ci.filter(pl.col("metric") != "tie_share").equals(bootstrap_ci(df, replicates=200))

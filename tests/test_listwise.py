@@ -490,7 +490,7 @@ def test_slot_test_size_holds_with_repetitions(repetitions, noise):
     0.5); Pearson's χ² over judgments as if independent is conservative with one
     repetition and rejects far too often with three (the audit's 27 %). perf/bench_listwise_size.py
     gives the figure with more tables, list sizes and questions."""
-    from voirdire.analysis.position.listwise_simulate import simulate_listwise_tables, slot_test_size
+    from tests.listwise_simulate import simulate_listwise_tables, slot_test_size
     from voirdire.judges.simulated import SimulatedSettings
 
     s = SimulatedSettings(primacy=1 / 3, sensitivity=1.0, repetition_noise=noise)
@@ -505,7 +505,7 @@ def test_slot_test_size_holds_with_repetitions(repetitions, noise):
 def test_clustered_slot_test_ignores_identical_repetitions_and_detects_primacy():
     """Three identical repetitions leave the clustered statistic unchanged (D and V scale
     by 3 and 9) and triple Pearson's; a judge leaning to slot A is rejected."""
-    from voirdire.analysis.position.listwise_simulate import simulate_listwise_tables, slot_test_size
+    from tests.listwise_simulate import simulate_listwise_tables, slot_test_size
     from voirdire.judges.simulated import SimulatedSettings
 
     s = SimulatedSettings(primacy=1 / 3, sensitivity=1.0)

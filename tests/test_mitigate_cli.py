@@ -50,7 +50,7 @@ def test_mitigate_writes_table_figure_and_annotation(job_dir, tmp_path):
     for name in ("mitigation.csv", "mitigation.md", "figures/mitigation_cost_agreement.png", "bpde_annotation.csv"):
         assert (out / name).stat().st_size > 0, name
     t = pl.read_csv(out / "mitigation.csv")
-    assert set(t.get_column("strategy")) == set(registry.DEFAULT_STRATEGIES)
+    assert set(t.get_column("strategy")) == {n for n, r in registry.strategies().items() if r.default and not r.score}
     assert "gpt-4-0613" not in set(t.get_column("judge"))  # the reference is not graded against itself
     assert set(t.filter(pl.col("strategy") == "jury").get_column("judge")) == {"panel-2"}  # jury without the reference
     assert "agreement with a judge, not with people" in (out / "mitigation.md").read_text()

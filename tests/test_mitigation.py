@@ -132,9 +132,12 @@ def test_labels_majority_and_bad_input(tmp_path):
         R.load_reference("judge:gpt-9", j)
     with pytest.raises(ConfigError, match="not found"):
         R.load_reference(str(tmp_path / "none.csv"), j)
-    registry.register_strategy("needs-probs", M.normalise, needs=["option_probs"])
-    with pytest.raises(ConfigError, match="'needs-probs' needs 'option_probs'"):
-        registry.apply_strategies(j, ["single", "needs-probs"])
+    registry.register_strategy("needs-probs", M.normalise, needs=["option_probs"], replace=True)
+    try:
+        with pytest.raises(ConfigError, match="'needs-probs' needs 'option_probs'"):
+            registry.apply_strategies(j, ["single", "needs-probs"])
+    finally:
+        registry.STRATEGIES.unregister("needs-probs")
     with pytest.raises(ConfigError, match="unknown strategy 'bogus'"):
         registry.apply_strategies(j, ["bogus"])
 

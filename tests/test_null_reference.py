@@ -10,7 +10,7 @@ import itertools
 import numpy as np
 import polars as pl
 import pytest
-from voirdire.analysis.biases.simulate import simulate_bias_judgments
+from tests.bias_simulate import simulate_bias_judgments
 from voirdire.analysis.biases.effects import bias_effects
 from voirdire.analysis.biases.null_reference import susceptibility_of, swap_null
 from voirdire.analysis.biases.self_enhancement import self_enhancement

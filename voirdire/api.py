@@ -17,14 +17,13 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from voirdire.analysis.mitigation.evaluation import run_mitigation
-from voirdire.analysis.outputs import DirTables, compute_dir
+from voirdire.analysis.outputs import Results, compute_dir
 from voirdire.analysis.report.files import write_dir, write_mitigation
 from voirdire.analysis.report.html import build_report
 from voirdire.core import ConfigError
@@ -35,45 +34,9 @@ from voirdire.engine.job import (
     plan_job,
     run_job,
 )
-from voirdire.engine.scheduler import RunStats
 from voirdire.engine.spec import JobSpec, load_job, parse_job
 
 __all__ = ["Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "mitigate"]
-
-
-@dataclass(frozen=True)
-class Results:
-    """A finished output directory as tables.
-
-    Attributes:
-        output_dir: the directory.
-        job: the validated job as recorded in ``job.json`` (dict; no secrets).
-        judgments: one row per query with its extracted verdict (columns of
-            ``voirdire.engine.schema.JUDGMENT_SCHEMA``: ``unit_id``, ``judge``, ``benchmark``,
-            ``question_id``, ``candidate``, ``shown``, ``repetition``, ``output``,
-            ``failure``, ``extracted``, ``chosen``, ``tie``, ``failed``, ...).
-        judge_metrics: one row per (benchmark, judge): ``pc``, ``pc_std``, ``pf``,
-            ``pf_std``, ``error_rate``, ``rs``, ``rs_spread`` (floats, shares in [0, 1],
-            PF in [-1, 1]); ``pass_kappa``, ``pass_kappa_lo``, ``pass_kappa_hi`` (Cohen's
-            kappa between the two orders' verdicts and its interval), ``pass_kappa_pairs``
-            (int), ``pass_kappa_gate`` (``pass`` when ≥ 0.6, ``fail`` below; null for
-            list-wise judges): ``docs/mitigation.md``.
-        cell_metrics: one row per (benchmark, judge, candidate, task) cell: ``n``,
-            ``consistent``, ``primacy``, ``recency``, ``balanced`` (counts), ``pcn``, ``rcn``
-            (fractional counts), ``pc``, ``pf``, ``owr``, ``quality_gap`` (``docs/metrics.md``).
-        stats: the scheduler's counts when the results come from :func:`run`, else ``None``.
-        bias_effects: for a job with ``[[perturbations]]``, RR, CR and the directional
-            effect Δ with its interval and McNemar p per judge × variant × slot
-            (:func:`voirdire.analysis.biases.effects.bias_effects`), else ``None``.
-    """
-
-    output_dir: Path
-    job: dict[str, Any]
-    judgments: pl.DataFrame
-    judge_metrics: pl.DataFrame
-    cell_metrics: pl.DataFrame
-    stats: RunStats | None = None
-    bias_effects: pl.DataFrame | None = None
 
 
 def load_job_spec(job: str | os.PathLike | Mapping[str, Any] | JobSpec, *, output_dir: str | None = None) -> JobSpec:
@@ -111,19 +74,9 @@ def estimate(job: str | os.PathLike | Mapping[str, Any] | JobSpec) -> dict[str, 
     return estimate_job(spec, plan_job(spec, dry_run=True))
 
 
-def _results(out: Path, tables: DirTables) -> Results:
-    return Results(
-        output_dir=out,
-        job=tables.meta,
-        judgments=tables.judgments,
-        judge_metrics=tables.judge_metrics,
-        cell_metrics=tables.cell_metrics,
-        bias_effects=tables.bias_effects,
-    )
-
-
 def load(output_dir: str | os.PathLike) -> Results:
-    """A finished (or partly finished) output directory as :class:`Results`, recomputed from
+    """A finished (or partly finished) output directory as
+    :class:`~voirdire.analysis.outputs.Results` (``voirdire.Results``), recomputed from
     its raw outputs (no judge is called). Read-only: nothing in the directory is written
     (it may sit on a read-only filesystem); :func:`analyze` also refreshes its files.
 
@@ -131,7 +84,7 @@ def load(output_dir: str | os.PathLike) -> Results:
         FileNotFoundError: not a voirdire output directory.
     """
     out = Path(output_dir)
-    return _results(out, compute_dir(out))
+    return compute_dir(out)
 
 
 def analyze(output_dir: str | os.PathLike) -> Results:
@@ -142,9 +95,9 @@ def analyze(output_dir: str | os.PathLike) -> Results:
         FileNotFoundError: not a voirdire output directory.
     """
     out = Path(output_dir)
-    tables = compute_dir(out)
-    write_dir(tables, out)
-    return _results(out, tables)
+    res = compute_dir(out)
+    write_dir(res, out)
+    return res
 
 
 def run(

@@ -22,6 +22,7 @@ mode) is kept as it is and renormalised with the others.
 from __future__ import annotations
 
 import polars as pl
+from voirdire.analysis.mitigation.registry import register_strategy
 from voirdire.analysis.position.formulas import pf_statistic
 from voirdire.analysis.position.uncertainty import question_sums
 from voirdire.analysis.mitigation.verdicts import (
@@ -145,6 +146,7 @@ def logprob_verdicts(judgments: pl.DataFrame, debias: bool = True) -> pl.DataFra
     return conform(p.with_columns(verdict=verdict, queries=pl.lit(1, dtype=pl.Int64)))
 
 
+@register_strategy("logprob-calibrated", needs=("option_probs",), doc="debiased probabilities averaged over positions")
 def logprob_calibrated(judgments: pl.DataFrame) -> pl.DataFrame:
     """Strategy ``logprob-calibrated``: the verdict of each pair from each answer's debiased probability
     averaged over its positions (both orders), then the most probable of win/tie/loss.
@@ -186,11 +188,17 @@ def pf_removed(judgments: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+@register_strategy("logprob-raw", needs=("option_probs",), doc="per-order argmax of the option probabilities")
 def logprob_raw(judgments: pl.DataFrame) -> pl.DataFrame:
     """Strategy ``logprob-raw``: the per-order argmax of the option probabilities."""
     return logprob_verdicts(judgments, debias=False)
 
 
+@register_strategy(
+    "logprob-debiased",
+    needs=("option_probs",),
+    doc="per-order argmax after dividing out the slot prior",
+)
 def logprob_debiased(judgments: pl.DataFrame) -> pl.DataFrame:
     """Strategy ``logprob-debiased``: the per-order argmax after dividing out the slot prior."""
     return logprob_verdicts(judgments, debias=True)

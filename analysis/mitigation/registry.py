@@ -1,33 +1,37 @@
-"""The mitigation strategies by name: a built-in table read lazily, plus strategies added at
-run time.
+"""The mitigation strategies by name, on the one registry of every kind
+(:class:`voirdire.registry.Registry`).
 
 A strategy is a function ``judgments -> verdict table``
-(:data:`~voirdire.analysis.mitigation.verdicts.VERDICT_COLUMNS`). The built-in ones live one
-per module next to this one; :data:`BUILTIN` names each as ``"module:function"`` with the
-judgment columns it needs and a one-line description, and the module is imported the first
-time the strategy is asked for (:func:`strategy`): importing the registry imports no
-strategy, and no strategy registers itself as a side effect of being imported. A strategy
-from elsewhere is added with :func:`register_strategy` (a function or a ``"module:function"``
-path). ``docs/contributing.md`` shows a new strategy as one module plus one registration.
+(:data:`~voirdire.analysis.mitigation.verdicts.VERDICT_COLUMNS`) made into a
+:class:`Strategy` record by one decorator, :func:`register_strategy`, in its own module::
+
+    @register_strategy("swap-loss", doc="both orders; disagreement -> loss")
+    def swap_loss(judgments): ...
+
+The record says which judgment columns the strategy needs, whether it runs when none are
+named (``default``) and whether it reads scores (``score``: score mode, Wang et al. 2023;
+a default score strategy runs only on judgments with scores). The record is callable like
+the function it wraps. The built-in strategies live one module each next to this one and
+are named in the lazy table of :data:`STRATEGIES` (imported the first time a strategy is
+asked for); a strategy from elsewhere is its own module with the same decorator, found by
+name once imported, or by its import path ``"package.module:NAME"``.
+``docs/contributing.md`` shows a new strategy as one module and one decorator.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import polars as pl
-from voirdire.analysis.mitigation.verdicts import VERDICT_SCHEMA, Strategy, conform
+from voirdire.analysis.mitigation.verdicts import VERDICT_SCHEMA, Strategy as StrategyFn, conform
 
 from voirdire.core import ConfigError
+from voirdire.registry import Registry
 
 __all__ = [
-    "BUILTIN",
-    "DEFAULT_STRATEGIES",
-    "SCORE_STRATEGIES",
-    "Registered",
+    "STRATEGIES",
+    "Strategy",
     "register_strategy",
     "strategies",
     "strategy",
@@ -38,91 +42,101 @@ __all__ = [
 
 _PKG = "voirdire.analysis.mitigation"
 
-#: name -> (``"module:function"``, judgment columns it needs, one-line description)
-BUILTIN: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "single": (f"{_PKG}.single:single", (), "each order's verdict on its own (1 query per verdict; the baseline)"),
-    "swap-tie": (f"{_PKG}.swap_tie:swap_tie", (), "both orders; disagreement -> tie (MT-Bench)"),
-    "gate": (f"{_PKG}.gate:gate", (), "both orders; disagreement -> undecided (escalate)"),
-    "jury": (f"{_PKG}.jury:jury", (), "majority vote over the judges, per order"),
-    "jury-pc": (f"{_PKG}.jury_pc:jury_pc", (), "vote weighted by each judge's PC, per order"),
-    "jury+swap-tie": (f"{_PKG}.jury_swap_tie:jury_swap_tie", (), "jury per order, then swap-and-tie"),
-    "score-single": (f"{_PKG}.scores:score_single", ("slot_scores",), "score mode, one sample per order, a verdict per order (no calibration; 1 query per verdict)"),
-    "bpc": (f"{_PKG}.scores:bpc", ("slot_scores",), "score mode, both orders: each answer's mean score over its positions (Wang et al.; 2 queries)"),
-    "mec": (f"{_PKG}.scores:mec", ("slot_scores",), "score mode, k evidence samples averaged within each order, a verdict per order (Wang et al.; k queries)"),
-    "mec+bpc": (f"{_PKG}.scores:mec_bpc", ("slot_scores",), "score mode, k samples per order averaged, then the two positions' means (Wang et al.; 2k queries)"),
-    "logprob-raw": (f"{_PKG}.calibration:logprob_raw", ("option_probs",), "per-order argmax of the option probabilities"),
-    "logprob-debiased": (f"{_PKG}.calibration:logprob_debiased", ("option_probs",), "per-order argmax after dividing out the slot prior"),
-    "logprob-calibrated": (f"{_PKG}.calibration:logprob_calibrated", ("option_probs",), "debiased probabilities averaged over positions"),
-}  # fmt: skip
-
-#: The strategies that need no new query and only pairwise letters (the CLI's default).
-DEFAULT_STRATEGIES = ["single", "swap-tie", "gate", "jury", "jury-pc", "jury+swap-tie"]
-#: Score-mode strategies (Wang et al. 2023), run by default on judgments with scores.
-SCORE_STRATEGIES = ["score-single", "bpc", "mec", "mec+bpc"]
-
 
 @dataclass(frozen=True)
-class Registered:
-    """A named strategy: ``target`` (the function, or its ``"module:function"`` path,
-    imported on first use of :attr:`fn`), ``needs`` (judgment columns that must hold values,
-    e.g. ``option_probs``), ``doc`` (one line)."""
+class Strategy:
+    """A named strategy (callable: ``judgments -> verdict table``, the function it wraps).
+
+    Attributes:
+        name: the name users write (``--strategies``), the ``strategy`` column.
+        fn: the function ``judgments (JUDGMENT_SCHEMA) -> verdict table``.
+        needs: judgment columns that must hold values (e.g. ``option_probs``, ``slot_scores``),
+            checked by :func:`check_needs` before anything runs.
+        doc: one line.
+        default: run when no strategy is named (``voirdire mitigate`` without ``--strategies``).
+        score: a score-mode strategy (reads ``slot_scores``); a default one runs only on
+            judgments with scores.
+    """
 
     name: str
-    target: Strategy | str
+    fn: StrategyFn = field(repr=False)
     needs: tuple[str, ...] = ()
     doc: str = ""
+    default: bool = False
+    score: bool = False
 
-    @cached_property
-    def fn(self) -> Strategy:
-        """The strategy function (judgments -> verdict table).
-
-        Raises:
-            ConfigError: a ``"module:function"`` path that does not import.
-        """
-        if callable(self.target):
-            return self.target
-        module, _, attr = self.target.partition(":")
-        try:
-            return getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"strategy {self.name!r}: cannot load {self.target!r} ({exc})") from exc
+    def __call__(self, judgments: pl.DataFrame) -> pl.DataFrame:
+        return self.fn(judgments)
 
 
-_ADDED: dict[str, Registered] = {}
-_LOADED: dict[str, Registered] = {}
+def _check(obj: object) -> None:
+    if not isinstance(obj, Strategy):
+        raise TypeError(f"{obj!r} is not a strategy (decorate the function with register_strategy)")
 
 
-def register_strategy(name: str, fn: Strategy | str, *, needs: Sequence[str] = (), doc: str = "") -> None:
-    """Add (or replace) the strategy ``name``: ``fn`` is the function or its
-    ``"module:function"`` path (imported on first use); ``needs`` names the judgment columns
-    it requires (checked by :func:`check_needs` before anything runs)."""
-    _ADDED[name] = Registered(name, fn, tuple(needs), doc)
-    _LOADED.pop(name, None)
+#: The strategies: built-in names in the order messages and the default run list them.
+STRATEGIES: Registry[Strategy] = Registry("strategy", check=_check)
+for _name, _target in {
+    "single": "single:single",
+    "swap-tie": "swap_tie:swap_tie",
+    "gate": "gate:gate",
+    "jury": "jury:jury",
+    "jury-pc": "jury_pc:jury_pc",
+    "jury+swap-tie": "jury_swap_tie:jury_swap_tie",
+    "score-single": "scores:score_single",
+    "bpc": "scores:bpc",
+    "mec": "scores:mec",
+    "mec+bpc": "scores:mec_bpc",
+    "logprob-raw": "calibration:logprob_raw",
+    "logprob-debiased": "calibration:logprob_debiased",
+    "logprob-calibrated": "calibration:logprob_calibrated",
+}.items():
+    STRATEGIES.builtin(_name, f"{_PKG}.{_target}")
 
 
-def strategies() -> dict[str, Registered]:
-    """Every strategy by name, built-in and added (nothing is imported)."""
-    return {n: strategy(n) for n in [*BUILTIN, *_ADDED]}
+def register_strategy(
+    name: str,
+    fn: StrategyFn | None = None,
+    *,
+    needs: Sequence[str] = (),
+    doc: str = "",
+    default: bool = False,
+    score: bool = False,
+    replace: bool = False,
+) -> Callable[[StrategyFn], Strategy] | Strategy:
+    """Register the strategy ``name`` (see :class:`Strategy` for the fields).
 
-
-def strategy(name: str) -> Registered:
-    """The strategy ``name`` (its function is imported when first called through ``.fn``).
+    As a decorator (``@register_strategy("swap-loss", doc=...)``) it turns the function into
+    its :class:`Strategy` record, registered and returned; called with ``fn`` it registers
+    that function and returns the record.
 
     Raises:
-        ConfigError: unknown name (the known ones listed).
+        ValueError: ``name`` is taken by another strategy and ``replace`` is False.
     """
-    if name not in _LOADED:
-        if name in _ADDED:
-            _LOADED[name] = _ADDED[name]
-        elif name in BUILTIN:
-            target, needs, doc = BUILTIN[name]
-            _LOADED[name] = Registered(name, target, needs, doc)
-        else:
-            raise ConfigError(f"unknown strategy {name!r}; known: {', '.join(sorted({*BUILTIN, *_ADDED}))}")
-    return _LOADED[name]
+
+    def deco(f: StrategyFn) -> Strategy:
+        return STRATEGIES.register(Strategy(name, f, tuple(needs), doc, default, score), replace=replace)
+
+    return deco if fn is None else deco(fn)
 
 
-def check_needs(reg: Registered, judgments: pl.DataFrame) -> None:
+def strategies() -> dict[str, Strategy]:
+    """Every strategy by name, built-in first, then the registered ones (imports every
+    built-in strategy's module)."""
+    return STRATEGIES.items()
+
+
+def strategy(name: str) -> Strategy:
+    """The strategy ``name``: a registered or built-in name, or an import path
+    ``"package.module:NAME"`` of a :class:`Strategy` record.
+
+    Raises:
+        ConfigError: unknown name (the known ones listed), or a path that does not import.
+    """
+    return STRATEGIES.get(name)
+
+
+def check_needs(reg: Strategy, judgments: pl.DataFrame) -> None:
     """Raise ConfigError when ``judgments`` lack a column ``reg`` needs, or it is all null."""
     for col in reg.needs:
         if col not in judgments.columns or judgments.get_column(col).null_count() == judgments.height:
@@ -132,7 +146,7 @@ def check_needs(reg: Registered, judgments: pl.DataFrame) -> None:
             )
 
 
-def apply_strategies(judgments: pl.DataFrame, names: Sequence[str] | Mapping[str, Strategy]) -> pl.DataFrame:
+def apply_strategies(judgments: pl.DataFrame, names: Sequence[str] | Mapping[str, StrategyFn]) -> pl.DataFrame:
     """Run strategies on ``judgments``: registered names (their needs checked first, all
     before any runs) or a mapping name -> function. Returns the verdict tables stacked with
     a leading ``strategy`` column (str).
@@ -141,7 +155,7 @@ def apply_strategies(judgments: pl.DataFrame, names: Sequence[str] | Mapping[str
         ConfigError: an unknown name or a missing need, naming the strategy.
     """
     if isinstance(names, Mapping):
-        regs = [Registered(n, f) for n, f in names.items()]
+        regs = [Strategy(n, f) for n, f in names.items()]
     else:
         regs = [strategy(n) for n in names]
     for reg in regs:
@@ -151,8 +165,9 @@ def apply_strategies(judgments: pl.DataFrame, names: Sequence[str] | Mapping[str
 
 
 def default_strategies(judgments: pl.DataFrame) -> list[str]:
-    """The strategies run when none are named: :data:`DEFAULT_STRATEGIES`, plus the score
-    strategies (:data:`SCORE_STRATEGIES`) when the judgments hold scores (score mode)."""
+    """The strategies run when none are named: the ``default`` ones that read letters, then
+    the ``default`` score-mode ones when the judgments hold scores (score mode)."""
     scored = "slot_scores" in judgments.columns and judgments.get_column("slot_scores").null_count() < judgments.height
-    return DEFAULT_STRATEGIES + (SCORE_STRATEGIES if scored else [])
-
+    regs = strategies().values()
+    letters = [r.name for r in regs if r.default and not r.score]
+    return letters + ([r.name for r in regs if r.default and r.score] if scored else [])

@@ -26,6 +26,7 @@ polars function, table in, table out.
 from __future__ import annotations
 
 import polars as pl
+from voirdire.analysis.mitigation.registry import register_strategy
 from voirdire.analysis.mitigation.verdicts import COMPARISON_KEYS
 
 #: Columns of :func:`score_samples`.
@@ -33,7 +34,7 @@ SAMPLE_COLUMNS = [*COMPARISON_KEYS, "permutation", "repetition", "candidate_firs
 #: Columns of the final-verdict tables of averaged scores (:func:`mean_score_verdicts`).
 SCORE_VERDICT_COLUMNS = [*COMPARISON_KEYS, "candidate_score", "reference_score", "verdict", "permutation", "queries"]
 #: The score strategies by their registered names
-#: (:data:`voirdire.analysis.mitigation.registry.SCORE_STRATEGIES`): (orders: ``each`` = a
+#: (the ``score`` strategies of :mod:`voirdire.analysis.mitigation.registry`): (orders: ``each`` = a
 #: verdict per order, ``both`` = the two positions averaged; samples per order: ``None`` =
 #: all repetitions).
 CALIBRATIONS: dict[str, tuple[str, int | None]] = {
@@ -181,21 +182,49 @@ def sample_verdicts(judgments: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+@register_strategy(
+    "score-single",
+    needs=("slot_scores",),
+    doc="score mode, one sample per order, a verdict per order (no calibration; 1 query per verdict)",
+    default=True,
+    score=True,
+)
 def score_single(judgments: pl.DataFrame) -> pl.DataFrame:
     """Strategy ``score-single``: one sample per order, a verdict per order (no calibration; 1 query per verdict)."""
     return strategy_verdicts(judgments, "score-single")
 
 
+@register_strategy(
+    "bpc",
+    needs=("slot_scores",),
+    doc="score mode, both orders: each answer's mean score over its positions (Wang et al.; 2 queries)",
+    default=True,
+    score=True,
+)
 def bpc(judgments: pl.DataFrame) -> pl.DataFrame:
     """Strategy ``bpc``: both orders, each answer's mean score over its positions (2 queries)."""
     return strategy_verdicts(judgments, "bpc")
 
 
+@register_strategy(
+    "mec",
+    needs=("slot_scores",),
+    doc="score mode, k evidence samples averaged within each order, a verdict per order (Wang et al.; k queries)",
+    default=True,
+    score=True,
+)
 def mec(judgments: pl.DataFrame) -> pl.DataFrame:
     """Strategy ``mec``: k evidence samples averaged within each order, a verdict per order (k queries)."""
     return strategy_verdicts(judgments, "mec")
 
 
+@register_strategy(
+    "mec+bpc",
+    needs=("slot_scores",),
+    doc="score mode, k samples per order averaged, then the two positions' means (Wang et al.; 2k queries)",
+    default=True,
+    score=True,
+)
 def mec_bpc(judgments: pl.DataFrame) -> pl.DataFrame:
     """Strategy ``mec+bpc``: k samples per order averaged, then the two positions' means (2k queries)."""
     return strategy_verdicts(judgments, "mec+bpc")

@@ -1,7 +1,7 @@
-"""The per-judge figures that get a cluster-bootstrap interval, by name: a built-in table
-read lazily, plus metrics added at run time.
+"""The per-judge metrics by name, on the one registry of every kind
+(:class:`voirdire.registry.Registry`).
 
-A *metric* is two functions (``docs/contributing.md``, *A new metric*):
+A *metric* is a :class:`Metric` record: two functions and how to show the figure.
 
 - ``sums(judgments) -> DataFrame``: one row per (benchmark, judge, [cells], question_id)
   with numeric columns summed over that question's records (e.g.
@@ -9,117 +9,150 @@ A *metric* is two functions (``docs/contributing.md``, *A new metric*):
 - ``statistic({value: (R, U) array}) -> (R,) array``: the figure of one judge from the sums
   per cell, for R replicates at once (e.g.
   :func:`~voirdire.analysis.position.formulas.pc_statistic`); the point estimate is its
-  one-replicate case.
+  one-replicate case;
+- ``label`` (the column header), ``fmt`` (a ``str.format`` spec) and ``direction``
+  (:data:`HIGHER`, :data:`LOWER` or :data:`ZERO`: which values are better).
 
-:func:`~voirdire.analysis.position.uncertainty.bootstrap_ci` computes every registered
-metric with one shared draw of the questions, so a new metric appears in every
-``bootstrap_*.csv`` of the report. :data:`BUILTIN` names each function as
-``"module:function"``, imported on first use.
+One decorator, :func:`register_metric`, on the statistic makes the record (in its own
+module; ``docs/contributing.md``, *A new metric*). Every registered metric reaches every
+per-judge table through its record: :func:`~voirdire.analysis.position.uncertainty.bootstrap_ci`
+computes them all with one shared draw of the questions (``bootstrap_*.csv``), the
+directory's ``metrics/judge_metrics.csv`` and the terminal table get its point estimate
+(:func:`~voirdire.analysis.position.uncertainty.with_metric_columns`), the report's panel its
+interval and a figure. The built-in ones (pc, pf, rs: ``builtin_metrics.py``) are named in
+the lazy table of :data:`METRICS`, imported on first use.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import Any
 
-from voirdire.core import ConfigError
+from voirdire.registry import Registry
 
-__all__ = ["BUILTIN", "Metric", "register_metric", "metric", "metrics"]
+__all__ = [
+    "HIGHER", "LOWER", "ZERO", "METRICS", "BUILTIN_METRICS", "Metric", "register_metric", "metric", "metrics",
+    "added_metrics",
+]  # fmt: skip
 
-_PKG = "voirdire.analysis.position"
+#: directions: higher values are better, lower values are better, values nearer zero are better
+HIGHER, LOWER, ZERO = "higher", "lower", "zero"
+_DIRECTIONS = {HIGHER: "higher is better", LOWER: "lower is better", ZERO: "nearer zero is better"}
 
-#: name -> (sums ``"module:function"``, statistic ``"module:function"``, summed values, cell columns, one-line doc)
-BUILTIN: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...], str]] = {
-    "pc": (f"{_PKG}.uncertainty:question_sums", f"{_PKG}.formulas:pc_statistic", ("ccn", "v"), ("candidate", "task"),
-           "position consistency, pooled Σccn/Σv over the cells"),
-    "pf": (f"{_PKG}.uncertainty:question_sums", f"{_PKG}.formulas:pf_statistic", ("n", "d"), ("candidate", "task"),
-           "preference fairness, the mean over cells of (rcn − pcn)/n"),
-    "rs": (f"{_PKG}.uncertainty:stability_sums", f"{_PKG}.formulas:rs_statistic", ("s", "c"), (),
-           "repetition stability, the mean of RS_j over queries asked at least twice"),
-}  # fmt: skip
-
-
-def _load(target: Callable[..., Any] | str, name: str) -> Callable[..., Any]:
-    if callable(target):
-        return target
-    module, _, attr = target.partition(":")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"metric {name!r}: cannot load {target!r} ({exc})") from exc
+SumsFn = Callable[..., Any]
+StatisticFn = Callable[..., Any]
 
 
 @dataclass(frozen=True)
 class Metric:
-    """A registered metric: ``sums`` and ``statistic`` (functions or ``"module:function"``
-    paths, imported on first use), the summed ``values`` the statistic reads, the ``cells``
-    columns it averages over (may be empty) and a one-line ``doc``."""
+    """A registered metric (callable as its statistic).
+
+    Attributes:
+        name: the ``metric`` value of ``bootstrap_*.csv`` and the column of
+            ``judge_metrics.csv`` and of the report's panel (``<name>_lo``/``_hi``: its interval).
+        sums: judgments (JUDGMENT_SCHEMA) -> per-question sums (see the module docstring).
+        statistic: ``{value: (R, U) float array} -> (R,)`` float array.
+        values: the summed columns the statistic reads.
+        cells: the columns it averages over (may be empty).
+        label: the header of its column in the terminal, Markdown and HTML tables.
+        fmt: the ``str.format`` spec of its values (``"{:.3f}"``, ``"{:+.3f}"``, ``"{:.2%}"``).
+        direction: :data:`HIGHER`, :data:`LOWER` or :data:`ZERO` (nearer zero is better).
+        doc: one line.
+    """
 
     name: str
-    sums: Callable[..., Any] | str
-    statistic: Callable[..., Any] | str
+    sums: SumsFn = field(repr=False)
+    statistic: StatisticFn = field(repr=False)
     values: tuple[str, ...]
     cells: tuple[str, ...] = ()
+    label: str = ""
+    fmt: str = "{:.3f}"
+    direction: str = HIGHER
     doc: str = ""
 
-    @cached_property
-    def sums_fn(self) -> Callable[..., Any]:
+    def __post_init__(self) -> None:
+        if self.direction not in _DIRECTIONS:
+            known = ", ".join(_DIRECTIONS)
+            raise ValueError(f"metric {self.name!r}: direction {self.direction!r} is not one of {known}")
+        if not self.label:
+            object.__setattr__(self, "label", self.name)
+
+    def __call__(self, sums: Any) -> Any:
+        return self.statistic(sums)
+
+    @property
+    def sums_fn(self) -> SumsFn:
         """The sums function (judgments -> per-question sums)."""
-        return _load(self.sums, self.name)
+        return self.sums
 
-    @cached_property
-    def statistic_fn(self) -> Callable[..., Any]:
+    @property
+    def statistic_fn(self) -> StatisticFn:
         """The statistic (``{value: (R, U)}`` -> (R,))."""
-        return _load(self.statistic, self.name)
+        return self.statistic
+
+    @property
+    def direction_text(self) -> str:
+        """How to read it, for the reports: ``"higher is better"``, ``"nearer zero is better"``."""
+        return _DIRECTIONS[self.direction]
 
 
-_ADDED: dict[str, Metric] = {}
+def _check(obj: object) -> None:
+    if not isinstance(obj, Metric):
+        raise TypeError(f"{obj!r} is not a metric (decorate its statistic with register_metric)")
+
+
+#: The metrics: the built-in ones first, in the order of the tables.
+METRICS: Registry[Metric] = Registry("metric", check=_check)
+for _name in ("pc", "pf", "rs"):
+    METRICS.builtin(_name, f"voirdire.analysis.position.builtin_metrics:{_name}")
+
+#: the built-in metrics, whose columns the per-judge tables place themselves
+BUILTIN_METRICS = ("pc", "pf", "rs")
 
 
 def register_metric(
     name: str,
-    sums: Callable[..., Any] | str,
-    statistic: Callable[..., Any] | str,
     *,
+    sums: SumsFn,
     values: Sequence[str],
     cells: Sequence[str] = (),
+    label: str = "",
+    fmt: str = "{:.3f}",
+    direction: str = HIGHER,
     doc: str = "",
-) -> None:
-    """Add (or replace) the metric ``name`` (see the module docstring for the two functions)."""
-    _ADDED[name] = Metric(name, sums, statistic, tuple(values), tuple(cells), doc)
+    replace: bool = False,
+) -> Callable[[StatisticFn], Metric]:
+    """Decorator: the statistic it decorates becomes the :class:`Metric` record ``name``
+    (registered and returned; see :class:`Metric` for the fields).
+
+    Raises:
+        ValueError: an unknown ``direction``, or ``name`` taken by another metric and
+            ``replace`` False.
+    """
+
+    def deco(statistic: StatisticFn) -> Metric:
+        m = Metric(name, sums, statistic, tuple(values), tuple(cells), label, fmt, direction, doc)
+        return METRICS.register(m, replace=replace)
+
+    return deco
 
 
 def metric(name: str) -> Metric:
-    """The metric ``name``.
+    """The metric ``name`` (registered, built-in or an import path ``"package.module:NAME"``).
 
     Raises:
         ConfigError: unknown name (the known ones listed).
     """
-    if name in _ADDED:
-        return _ADDED[name]
-    if name in BUILTIN:
-        return _builtin(name)
-    raise ConfigError(f"unknown metric {name!r}; known: {', '.join(sorted({*BUILTIN, *_ADDED}))}")
-
-
-_BUILT: dict[str, Metric] = {}
-
-
-def _builtin(name: str) -> Metric:
-    if name not in _BUILT:
-        sums, stat, values, cells, doc = BUILTIN[name]
-        _BUILT[name] = Metric(name, sums, stat, values, cells, doc)
-    return _BUILT[name]
+    return METRICS.get(name)
 
 
 def metrics() -> dict[str, Metric]:
-    """Every metric by name, built-in first, then the added ones (nothing is imported)."""
-    return {n: metric(n) for n in dict.fromkeys([*BUILTIN, *_ADDED])}
+    """Every metric by name, built-in first, then the registered ones."""
+    return METRICS.items()
 
 
-def unregister_metric(name: str) -> None:
-    """Remove a metric added with :func:`register_metric` (built-in ones stay)."""
-    _ADDED.pop(name, None)
+def added_metrics() -> dict[str, Metric]:
+    """The metrics other than the built-in pc, pf and rs (their columns are appended to
+    the per-judge tables)."""
+    return {n: m for n, m in metrics().items() if n not in BUILTIN_METRICS}

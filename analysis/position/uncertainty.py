@@ -33,7 +33,10 @@ from voirdire.analysis.position.listwise import candidate_series
 from voirdire.analysis.position.metrics import pairwise_pairs
 from voirdire.analysis.position.stability import query_stability
 
-__all__ = ["CI_COLUMNS", "SUM_COLUMNS", "cluster_bootstrap", "question_sums", "stability_sums", "bootstrap_ci", "sign_test"]
+__all__ = [
+    "CI_COLUMNS", "SUM_COLUMNS", "cluster_bootstrap", "question_sums", "stability_sums", "bootstrap_ci",
+    "with_metric_columns", "sign_test",
+]  # fmt: skip
 
 CI_COLUMNS = ["benchmark", "judge", "task", "metric", "estimate", "lo", "hi", "replicates"]
 #: The per-question sums of :func:`question_sums`.
@@ -190,8 +193,10 @@ def bootstrap_ci(
     level: float = 0.95,
     by_task: bool = False,
     seed: int = 0,
+    metrics: Mapping[str, registry.Metric] | None = None,
 ) -> pl.DataFrame:
-    """Cluster-bootstrap percentile intervals (questions resampled) for PC, PF and RS.
+    """Cluster-bootstrap percentile intervals (questions resampled) for PC, PF, RS and
+    every other registered metric.
 
     Args:
         judgments: JUDGMENT_SCHEMA rows (pairwise pairs and list-wise series for PC/PF;
@@ -201,6 +206,8 @@ def bootstrap_ci(
         by_task: per (judge, task) with questions drawn within the task; else per judge
             (``task`` null) with questions drawn over the benchmark.
         seed: numpy seed.
+        metrics: the metrics computed (default: every registered one,
+            :func:`voirdire.analysis.position.registry.metrics`).
 
     Returns:
         :data:`CI_COLUMNS`: ``metric`` in ``pc``, ``pf``, ``rs`` and any metric added to
@@ -215,7 +222,7 @@ def bootstrap_ci(
     common = dict(groups=["judge"], strata=strata, questions=questions, replicates=replicates, level=level, seed=seed)
     # metrics on the same sums and cells share one pass (the draw is the same for all: one seed)
     batches: dict[tuple, list[registry.Metric]] = {}
-    for m in registry.metrics().values():
+    for m in (registry.metrics() if metrics is None else metrics).values():
         batches.setdefault((m.sums_fn, m.cells), []).append(m)
     parts = []
     for (sums, cells), ms in batches.items():
@@ -225,7 +232,27 @@ def bootstrap_ci(
         values = list(dict.fromkeys(v for m in ms for v in m.values))
         ci = cluster_bootstrap(rows, values, {m.name: m.statistic_fn for m in ms}, cells=list(cells), **common)
         parts.append(ci.select(CI_COLUMNS) if by_task else ci.select(*CI_COLUMNS[:2], pl.lit(None, dtype=pl.String).alias("task"), *CI_COLUMNS[3:]))
+    if not parts:
+        types = {"replicates": pl.Int64, "estimate": pl.Float64, "lo": pl.Float64, "hi": pl.Float64}
+        return pl.DataFrame(schema={c: types.get(c, pl.String) for c in CI_COLUMNS})
     return pl.concat(parts).sort("benchmark", "judge", "task", "metric", nulls_last=False)
+
+
+def with_metric_columns(jm: pl.DataFrame, judgments: pl.DataFrame) -> pl.DataFrame:
+    """``jm`` (one row per benchmark × judge) with a column per registered metric it lacks
+    (:func:`voirdire.analysis.position.registry.added_metrics`, named after the metric;
+    float, null where the judge has no rows for it): the point estimate of
+    :func:`bootstrap_ci` on ``judgments``. The built-in pc, pf and rs are already there
+    (:func:`~voirdire.analysis.position.metrics.judge_metrics`), so with no other metric
+    registered ``jm`` comes back unchanged."""
+    added = {n: m for n, m in registry.added_metrics().items() if n not in jm.columns}
+    if not added:
+        return jm
+    est = bootstrap_ci(judgments, replicates=1, metrics=added)
+    for name in added:
+        col = est.filter(pl.col("metric") == name).select("benchmark", "judge", pl.col("estimate").alias(name))
+        jm = jm.join(col, on=["benchmark", "judge"], how="left", maintain_order="left")
+    return jm
 
 
 def stability_sums(judgments: pl.DataFrame) -> pl.DataFrame:

@@ -4,7 +4,9 @@ Each function takes analysis tables (polars) and an output path, draws one figur
 returns the path. Colours are fixed per judge (sorted names over ``tab10``/``tab20``) so a
 judge looks the same in every figure. The figures follow Shi et al., "Judging the Judges"
 (PC radar by task, PF by task, PC against PF, PC/PF against the overall win rate with
-quadratic fits, agreement heatmaps, the disagreement histogram) plus RS per judge.
+quadratic fits, agreement heatmaps, the disagreement histogram) plus RS per judge, and one
+bar figure per registered metric other than pc, pf and rs (:func:`metric_bars`, drawn from
+the metric's record: label, format and direction).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -30,6 +33,7 @@ __all__ = [
     "agreement_heatmaps",
     "disagreement_histogram",
     "rs_bars",
+    "metric_bars",
     "accuracy_vs_pc",
     "cost_agreement_figure",
 ]
@@ -263,6 +267,43 @@ def rs_bars(judges: pl.DataFrame, path: str | os.PathLike, ci: pl.DataFrame | No
     ax.set_ylabel("repetition stability")
     ax.legend(fontsize=8, frameon=False, loc="lower left")
     ax.set_title(title or "Repetition stability per judge")
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def metric_bars(judges: pl.DataFrame, metric: Any, path: str | os.PathLike, title: str = "") -> Path:
+    """A registered metric per judge (bars, best first by its ``direction``; error bars: the
+    95 % cluster-bootstrap interval where ``judges`` has ``<name>_lo``/``_hi``).
+
+    Args:
+        judges: ``judge``, the metric's column ``<name>`` (float) and optionally
+            ``<name>_lo``, ``<name>_hi`` (the study's panel of one benchmark).
+        metric: its :class:`~voirdire.analysis.position.registry.Metric` record (``name``,
+            ``label``, ``direction``: ``higher``/``lower``/``zero``, the last drawing a line at 0).
+    """
+    name = metric.name
+    j = judges.filter(pl.col(name).is_not_null() & pl.col(name).is_not_nan())
+    order = {"higher": pl.col(name), "lower": -pl.col(name), "zero": -pl.col(name).abs()}[metric.direction]
+    j = j.sort(order, "judge", descending=[True, False])
+    names = j.get_column("judge").to_list()
+    colors = judge_colors(names)
+    v = j.get_column(name).to_numpy()
+    err = None
+    if f"{name}_lo" in j.columns and f"{name}_hi" in j.columns:
+        lo = j.get_column(f"{name}_lo").fill_null(np.nan).to_numpy()
+        hi = j.get_column(f"{name}_hi").fill_null(np.nan).to_numpy()
+        err = np.nan_to_num(np.vstack([v - lo, hi - v]), nan=0.0).clip(min=0.0)
+    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(names) + 2), 4.5))
+    ax.bar(range(len(names)), v, yerr=err, color=[colors[n] for n in names], capsize=3,
+           label="95% cluster-bootstrap interval" if err is not None else None)  # fmt: skip
+    if metric.direction == "zero":
+        ax.axhline(0.0, color="black", lw=0.8)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels([_short(n, 24) for n in names], rotation=35, ha="right", fontsize=8)
+    ax.set_ylabel(f"{metric.label} ({metric.direction_text})")
+    if err is not None:
+        ax.legend(fontsize=8, frameon=False)
+    ax.set_title(title or f"{metric.label} per judge")
     ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)
 

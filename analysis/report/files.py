@@ -16,9 +16,10 @@ from typing import Any
 import polars as pl
 from voirdire.analysis.biases.effects import bias_effects, control_rows, has_perturbations
 from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
-from voirdire.analysis.outputs import CELL_METRIC_COLUMNS, JUDGE_METRIC_COLUMNS, DirTables
+from voirdire.analysis.outputs import CELL_METRIC_COLUMNS, JUDGE_METRIC_COLUMNS, Results
 from voirdire.analysis.position.gold import GOLD_CELL_COLUMNS, GOLD_JUDGE_COLUMNS
 from voirdire.analysis.position.metrics import judge_from_cells
+from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.position.regression import drop1_tables
 from voirdire.analysis.report import figures as fig
 from voirdire.analysis.report.bias import bias_figure
@@ -44,22 +45,26 @@ def write_html(path: str | os.PathLike, page: str) -> Path:
     return write_text(path, page)
 
 
-def write_dir(tables: DirTables, out: str | os.PathLike) -> None:
+def write_dir(tables: Results, out: str | os.PathLike) -> None:
     """Write ``judgments.parquet``, ``metrics/*.csv`` and ``report.md`` of one directory's
     ``tables`` (:func:`voirdire.analysis.outputs.compute_dir`) under ``out`` (created if
-    needed): ``judge_metrics.csv``, ``cell_metrics.csv`` (with the gold-label columns where
-    computed) and, when computed,
+    needed): ``judge_metrics.csv`` (with the gold-label columns where computed, then a column
+    per registered metric other than pc, pf and rs), ``cell_metrics.csv`` (with the
+    gold-label columns where computed) and, when computed,
     ``slot_shares.csv``, ``bias_effects.csv``, ``self_enhancement.csv``."""
     out = Path(out)
     (out / "metrics").mkdir(parents=True, exist_ok=True)
     tables.judgments.write_parquet(out / "judgments.parquet", compression="zstd")
     jm, cm = tables.judge_metrics, tables.cell_metrics
-    jm.select(JUDGE_METRIC_COLUMNS + [c for c in GOLD_JUDGE_COLUMNS if c in jm.columns]).write_csv(out / "metrics" / "judge_metrics.csv")
+    added = [c for c in added_metrics() if c in jm.columns]  # registered metrics other than pc, pf, rs
+    jm_cols = JUDGE_METRIC_COLUMNS + [c for c in GOLD_JUDGE_COLUMNS if c in jm.columns] + added
+    jm.select(jm_cols).write_csv(out / "metrics" / "judge_metrics.csv")
     cm.select(CELL_METRIC_COLUMNS + [c for c in GOLD_CELL_COLUMNS if c in cm.columns]).write_csv(out / "metrics" / "cell_metrics.csv")
     for name, table in (("slot_shares", tables.slot_shares), ("bias_effects", tables.bias_effects), ("self_enhancement", tables.self_enhancement)):
         if table is not None:
             table.write_csv(out / "metrics" / f"{name}.csv")
-    md = markdown_report(tables.meta, control_rows(tables.judgments), tables.judge_metrics, tables.cell_metrics, tables.slot_shares)
+    position = control_rows(tables.judgments)
+    md = markdown_report(tables.job, position, tables.judge_metrics, tables.cell_metrics, tables.slot_shares)
     write_text(out / "report.md", md)
 
 
@@ -137,6 +142,10 @@ def _study_figures(study: Study, fdir: Path) -> dict[str, Path]:
         if rs.height:
             ci_rs = rs.select("judge", pl.lit(None, dtype=pl.String).alias("task"), pl.lit("rs").alias("metric"), pl.col("rs_lo").alias("lo"), pl.col("rs_hi").alias("hi"))
             figs[f"rs:{b}"] = fig.rs_bars(rs, fdir / f"rs_{s}.png", ci_rs, f"{b}: repetition stability", rs_min=study.rs_min)
+        for name, m in added_metrics().items():  # registered metrics other than pc, pf, rs
+            if name in pb.columns and pb.get_column(name).is_not_null().any():
+                path = fdir / f"metric_{slug(name)}_{s}.png"
+                figs[f"metric_{name}:{b}"] = fig.metric_bars(pb, m, path, f"{b}: {m.label} per judge")
     for d in study.dirs:
         if d.agreement is None:
             continue
@@ -152,7 +161,7 @@ def write_bias(dirs: list[Any], mdir: Path, fdir: Path, replicates: int = 1000) 
 
     Args:
         dirs: objects with ``name`` (str) and ``judgments`` (JUDGMENT_SCHEMA DataFrame)
-            (the study's :class:`~voirdire.analysis.study.DirAnalysis`); where one also
+            (the study's :class:`~voirdire.analysis.outputs.Results`); where one also
             carries ``bias_effects`` / ``self_enhancement`` tables already computed (the
             study's, from :func:`~voirdire.analysis.outputs.compute_dir`), they are used
             as they are, else computed here with ``replicates`` bootstrap draws.

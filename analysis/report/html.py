@@ -20,6 +20,7 @@ import polars as pl
 from voirdire.analysis.mitigation.evaluation import run_mitigation
 from voirdire.analysis.position.gold import has_gold
 from voirdire.analysis.position.metrics import PAIRWISE_MODES
+from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.report.bias import bias_view
 from voirdire.analysis.report.files import write_dir, write_html, write_mitigation, write_study, write_text
 from voirdire.analysis.report.markdown import study_markdown
@@ -43,6 +44,18 @@ _PANEL_NAMES = {"pc_lo": "PC lo", "pc_hi": "PC hi", "pf_lo": "PF lo", "pf_hi": "
 _JT_FMT = {"pc": F3, "pc_std": F3, "pf": SIGNED, "pf_std": F3, "pc_lo": F3, "pc_hi": F3, "pf_lo": SIGNED, "pf_hi": SIGNED}
 
 
+def _panel_view(panel: pl.DataFrame) -> dict[str, Any]:
+    """The judges' table: :data:`_PANEL`, then each registered metric other than pc, pf and
+    rs with its interval (header and format from its record)."""
+    cols, fmt, names = [c for c in _PANEL if c in panel.columns], dict(_PANEL_FMT), dict(_PANEL_NAMES)
+    for n, m in added_metrics().items():
+        for c, h in ((n, m.label), (f"{n}_lo", f"{m.label} lo"), (f"{n}_hi", f"{m.label} hi")):
+            if c in panel.columns:
+                cols.append(c)
+                fmt[c], names[c] = m.fmt, h
+    return table_view(panel.select(cols), fmt, rename=names, flag_col="flag")
+
+
 def _failures(study: Study) -> dict[str, Any] | None:
     fails = []
     for d in study.dirs:
@@ -54,7 +67,10 @@ def _failures(study: Study) -> dict[str, Any] | None:
 def _benchmarks(study: Study, figs: dict[str, Path]) -> list[dict[str, Any]]:
     out = []
     for b in study.benchmarks:
-        shown = [image_view(figs.get(f"{k}:{b}"), f"{b} {alt}") for k, alt in (("radar", "PC radar"), ("pf_bars", "PF bars"), ("pc_pf", "PC vs PF"), ("accuracy_pc", "accuracy vs PC"), ("rs", "RS per judge"))]
+        kinds = [("radar", "PC radar"), ("pf_bars", "PF bars"), ("pc_pf", "PC vs PF"),
+                 ("accuracy_pc", "accuracy vs PC"), ("rs", "RS per judge")]  # fmt: skip
+        kinds += [(f"metric_{n}", f"{m.label} per judge") for n, m in added_metrics().items()]
+        shown = [image_view(figs.get(f"{k}:{b}"), f"{b} {alt}") for k, alt in kinds]
         jt = study.judge_task.filter(pl.col("benchmark") == b).drop("benchmark")
         out.append({
             "name": b, "figures": [i for i in shown if i], "owr": image_view(figs.get(f"owr:{b}"), f"{b} PC and PF vs overall win rate"),
@@ -130,7 +146,12 @@ def render_html(
         no_rs=[f"{b}/{j}" for b, j in panel.filter(pl.col("rs").is_null()).select("benchmark", "judge").iter_rows()],
         rs_min=study.rs_min,
         max_error=study.max_error,
-        panel=table_view(panel.select([c for c in _PANEL if c in panel.columns]), _PANEL_FMT, rename=_PANEL_NAMES, flag_col="flag"),
+        panel=_panel_view(panel),
+        metric_notes=[
+            f"{m.label}: {m.doc or m.name} ({m.direction_text})."
+            for n, m in added_metrics().items()
+            if n in panel.columns
+        ],
         replicates=study.dirs[0].ci.get_column("replicates").max() if study.dirs[0].ci.height else 0,
         benchmarks=_benchmarks(study, figs),
         regressions=_regressions(study),
@@ -175,7 +196,7 @@ def build_report(
     )  # fmt: skip
     if out is None:
         for d in study.dirs:
-            write_dir(d.tables, d.path)
+            write_dir(d, d.output_dir)
     written = write_study(study, out_dir)
     # the "Removing position bias" section: the strategies that need no new query, no reference
     frames = [d.judgments for d in study.dirs if d.judgments.height and d.judgments.get_column("mode").is_in(PAIRWISE_MODES).any()]

@@ -10,17 +10,19 @@ import polars as pl
 from voirdire.analysis.mitigation.pass_kappa import KAPPA_GATE
 from voirdire.analysis.position.formulas import safe_div, valid
 from voirdire.analysis.position.listwise import listwise_series, slot_shares
+from voirdire.analysis.position.registry import added_metrics, metric
 
-#: (column, header, format) of the per-judge table
-JUDGE_TABLE = [
+#: The per-judge table: (column, header, format), or the name of a metric whose record
+#: (:mod:`voirdire.analysis.position.registry`) gives its header (``label``) and format.
+JUDGE_TABLE: list[tuple[str, str, str] | str] = [
     ("benchmark", "benchmark", "{}"),
     ("judge", "judge", "{}"),
-    ("pc", "PC", "{:.3f}"),
+    "pc",
     ("pc_std", "PC std", "{:.3f}"),
-    ("pf", "PF", "{:+.3f}"),
+    "pf",
     ("pf_std", "PF std", "{:.3f}"),
     ("error_rate", "errors", "{:.2%}"),
-    ("rs", "RS", "{:.3f}"),
+    "rs",
     ("rs_spread", "RS ±", "{:.3f}"),
     ("pass_kappa", "κ passes [95% CI]", "kappa"),
     ("pass_kappa_gate", "κ ≥ 0.6", "{}"),
@@ -35,10 +37,35 @@ GOLD_TABLE = [
 ]
 
 
-def _table_spec(jm: pl.DataFrame) -> list[tuple[str, str, str]]:
-    """:data:`JUDGE_TABLE`, plus :data:`GOLD_TABLE` when some judge has an accuracy."""
+def _column(entry: tuple[str, str, str] | str) -> tuple[str, str, str]:
+    if isinstance(entry, str):
+        m = metric(entry)
+        return (m.name, m.label, m.fmt)
+    return entry
+
+
+def added_metric_columns(df: pl.DataFrame) -> list[tuple[str, str, str]]:
+    """(column, header, format) of each registered metric other than pc, pf and rs that
+    ``df`` has a column for, in the registry's order (appended to the per-judge tables)."""
+    return [(n, m.label, m.fmt) for n, m in added_metrics().items() if n in df.columns]
+
+
+def judge_table_spec(jm: pl.DataFrame) -> list[tuple[str, str, str]]:
+    """(column, header, format) of the per-judge table of ``jm``: :data:`JUDGE_TABLE`, plus
+    :data:`GOLD_TABLE` when some judge has an accuracy, plus every other registered metric
+    ``jm`` has a column for (:func:`added_metric_columns`)."""
     gold = "accuracy" in jm.columns and jm.get_column("accuracy").is_not_null().any()
-    return JUDGE_TABLE + GOLD_TABLE if gold else JUDGE_TABLE
+    return [_column(e) for e in JUDGE_TABLE] + (GOLD_TABLE if gold else []) + added_metric_columns(jm)
+
+
+def metrics_reading(df: pl.DataFrame) -> str:
+    """How to read the registered metrics other than pc, pf and rs that ``df`` has: one
+    sentence per metric, ``label: doc (higher is better).``; empty when there is none."""
+    return " ".join(
+        f"{m.label}: {m.doc or m.name} ({m.direction_text})."
+        for n, m in added_metrics().items()
+        if n in df.columns
+    )
 
 
 def fmt_value(value: Any, fmt: str) -> str:
@@ -60,15 +87,14 @@ def judge_cell(r: dict[str, Any], col: str, fmt: str) -> str:
 
 
 def judge_table_rows(jm: pl.DataFrame) -> list[list[str]]:
-    """The per-judge table as formatted strings (columns of :data:`JUDGE_TABLE`, and of
-    :data:`GOLD_TABLE` where the judgments carry gold labels)."""
-    spec = _table_spec(jm)
+    """The per-judge table as formatted strings (columns of :func:`judge_table_spec`)."""
+    spec = judge_table_spec(jm)
     return [[judge_cell(r, c, f) for c, _, f in spec] for r in jm.sort("benchmark", "judge").iter_rows(named=True)]
 
 
 def markdown_judge_table(jm: pl.DataFrame) -> str:
     """The per-judge table as a Markdown table (empty cells where a job does not measure)."""
-    spec = _table_spec(jm)
+    spec = judge_table_spec(jm)
     head = "| " + " | ".join(h for _, h, _ in spec) + " |"
     sep = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(spec))) + "|"
     body = ["| " + " | ".join(r) + " |" for r in judge_table_rows(jm)]
@@ -251,6 +277,8 @@ def markdown_report(
         markdown_judge_table(jm),
         "",
     ]
+    if reading := metrics_reading(jm):
+        lines += [reading, ""]
     listwise = "mode" in judgments.columns and judgments.filter(pl.col("mode") == "listwise").height > 0
     if listwise:
         lines += _listwise_sections(comp, judgments, cm, shares)
@@ -275,6 +303,8 @@ def study_markdown(study: Any, title: str) -> str:
     the per-judge table with its sources and flags, and the drop1 tables."""
     lines = [f"# {title}", "", "Directories: " + ", ".join(f"`{d.name}`" for d in study.dirs), "", "## Per judge", ""]
     lines += [markdown_judge_table(study.panel), ""]
+    if reading := metrics_reading(study.panel):
+        lines += [reading, ""]
     bad = study.panel.filter(~pl.col("readable"))
     if bad.height:
         lines += ["Too unstable for PC/PF to be read: " + "; ".join(f"{b}/{j} ({f})" for b, j, f in bad.select("benchmark", "judge", "flag").iter_rows()), ""]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 from rich.console import Console
 from rich.table import Table
-from voirdire.analysis.report.markdown import JUDGE_TABLE, fmt_value, judge_cell
+from voirdire.analysis.report.markdown import added_metric_columns, fmt_value, judge_cell, judge_table_spec
 
 __all__ = ["print_judge_table", "print_gold_table", "print_bias_table"]
 
@@ -19,14 +19,16 @@ _REPETITION_COLS = ["benchmark", "judge", "rs", "rs_spread", "pc", "pf", "error_
 def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
     """Print the per-judge tables to the terminal with rich: one for position-bias cells
     (no repetitions) and one for repetition-stability cells (RS measured); both with the
-    inter-pass kappa, its interval and its 0.6 gate when ``jm`` carries them. Accuracy
+    inter-pass kappa, its interval and its 0.6 gate when ``jm`` carries them, then a column
+    per other registered metric ``jm`` has (header and format from its record). Accuracy
     against gold labels prints in its own table (:func:`print_gold_table`)."""
     console = console or Console()
-    fmts = {c: (h, f) for c, h, f in JUDGE_TABLE}
+    fmts = {c: (h, f) for c, h, f in judge_table_spec(jm)}
+    added = [c for c, _, _ in added_metric_columns(jm)]  # registered metrics other than pc, pf, rs
     has_rs = jm["rs"].is_not_null() if "rs" in jm.columns else pl.Series([False] * jm.height)
     for title, cols, part in (
-        ("Position bias per judge", _POSITION_COLS, jm.filter(~has_rs)),
-        ("Repetition stability per judge", _REPETITION_COLS, jm.filter(has_rs)),
+        ("Position bias per judge", _POSITION_COLS + added, jm.filter(~has_rs)),
+        ("Repetition stability per judge", _REPETITION_COLS + added, jm.filter(has_rs)),
     ):
         if part.height == 0:
             continue

@@ -1,4 +1,5 @@
-"""Synthetic judgment tables with perturbations, from judges of known susceptibility.
+"""Synthetic judgment tables with perturbations, from judges of known susceptibility (test
+and perf machinery: used by ``tests/`` and ``perf/``, not shipped in the package).
 
 The world and the decision rule are those of :mod:`voirdire.analysis.position.simulate` (latent
 qualities, per-question noise, :func:`voirdire.judges.simulated.decide`). Each perturbed

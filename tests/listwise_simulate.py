@@ -1,4 +1,5 @@
-"""Synthetic list-wise judgment tables, and the size of the slot-share test on them.
+"""Synthetic list-wise judgment tables, and the size of the slot-share test on them (test
+and perf machinery: used by ``tests/`` and ``perf/``, not shipped in the package).
 
 The judge model is the simulated backend's (:func:`voirdire.judges.simulated.decide`):
 each of ``p`` candidates of a question has a latent quality N(0, 1) plus N(0,
