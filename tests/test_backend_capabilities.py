@@ -139,3 +139,14 @@ def test_verdict_modes_are_read_once_for_vllm_and_compatible_servers():
     # a server that returned no log-probabilities: the written option has probability 1
     assert read_verdict("logprobs", "b", 2, "ab") == ("B", "b", {"A": 0.0, "B": 1.0})
     assert read_verdict("logprobs", "x", 2, "ab") == (None, "x", None)
+
+
+def test_a_backend_sets_its_units_comparison_mode_through_its_capability():
+    from voirdire.judges.capabilities import comparison_mode, needs_prompt, rewrite_kinds
+    from voirdire.judges.replay import ReplayJudge, ReplaySettings
+
+    assert comparison_mode(ReplayJudge, ReplaySettings(recorded="GPT-4/Rating_Metrics")) == "score"
+    assert comparison_mode(ReplayJudge, ReplaySettings(recorded="gpt-4-0613")) is None
+    assert comparison_mode(SimulatedJudge, SimulatedJudge.Settings()) is None  # not OwnComparisonMode
+    assert not needs_prompt(ReplayJudge) and needs_prompt(get_backend("openai"))
+    assert rewrite_kinds(get_backend("template")) == ("authority", "verbosity") and rewrite_kinds(ReplayJudge) is None
