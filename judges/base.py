@@ -283,11 +283,15 @@ def option_probabilities(logprobs: dict[str, float]) -> dict[str, float]:
 
 
 def _check_backend(obj: Any) -> None:
-    """Refuse anything but a :class:`JudgeBackend` subclass with a name (``TypeError``)."""
+    """Refuse anything but a :class:`JudgeBackend` subclass with a name and a ``Settings``
+    model (``TypeError``)."""
     if not (isinstance(obj, type) and issubclass(obj, JudgeBackend)):
         raise TypeError(f"{obj!r} is not a JudgeBackend subclass")
     if not isinstance(getattr(obj, "name", None), str):
         raise TypeError(f"{obj.__name__} has no name")
+    settings = getattr(obj, "Settings", None)
+    if not (isinstance(settings, type) and issubclass(settings, JudgeSettings)):
+        raise TypeError(f"{obj.__name__}.Settings is not a JudgeSettings subclass")
 
 
 def _name_of(cls: type[JudgeBackend]) -> str:

@@ -109,7 +109,9 @@ def test_a_decorated_backend_runs_through_a_job(tmp_path, data_dir, ray_local):
     assert j.height == 2 and j["extracted"].to_list() == ["B", "B"]
     assert j.filter(pl.col("judge") == "e")["failure"].null_count() == 2
     with pytest.raises(ValueError, match="already registered"):
-        register(type("Other", (JudgeBackend,), {"name": "echo_first", "judge": EchoFirst.judge}))
+        register(type("Other", (JudgeBackend,), {"name": "echo_first", "Settings": EchoSettings, "judge": EchoFirst.judge}))
+    with pytest.raises(TypeError, match="Settings is not a JudgeSettings"):
+        register(type("NoSettings", (JudgeBackend,), {"name": "no_settings", "judge": EchoFirst.judge}))
 
 
 def test_verdict_modes_are_read_once_for_vllm_and_compatible_servers():
