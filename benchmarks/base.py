@@ -4,7 +4,13 @@ A :class:`Benchmark` is loaded once in the driver (``load_benchmark``) and answe
 question and an order of models, the exact prompt the judge sees and the lengths the
 analysis needs; it also names the verdict format (the pattern :mod:`voirdire.judges.extract` reads a
 judge's text with, and the cue around the letter).
-One module per benchmark (``mtbench.py``, ``devbench.py``) subclasses it.
+One module per benchmark (``mtbench.py``, ``devbench.py``) subclasses it and registers the
+class by decorator (``@BENCHMARKS.register``, :mod:`voirdire.benchmarks.registry`). Class-level
+hooks tell the engine, before anything is loaded, where the data lies (:attr:`Benchmark.release`,
+:meth:`Benchmark.locate`), which ``[benchmark]`` settings it takes (:attr:`Benchmark.options`,
+:meth:`Benchmark.load`), how the replay judge reads a release's recorded outputs
+(:meth:`Benchmark.recorded_judges` ...) and how a release counts its own statistics
+(:meth:`Benchmark.release_readings`).
 """
 
 from __future__ import annotations
@@ -14,23 +20,11 @@ import os
 from collections.abc import Sequence
 
 import polars as pl
+from voirdire.benchmarks.kind import BenchmarkKind
 from voirdire.benchmarks.data import normalise_id, require_file, resolve_data_dir
 from voirdire.benchmarks.perturb import PromptEdit, insert_instruction
-from voirdire.benchmarks.requests import LISTWISE_SIZES, SLOTS_PER_MODE, check_shape
-from voirdire.benchmarks.scoring import (  # re-exported: the score-mode names' old home
-    SCORE_OPTION_MODE,
-    SCORE_STYLES,
-    load_score_templates,
-    score_patterns,
-    score_prompt,
-    score_range,
-)
-from voirdire.benchmarks.templating import (  # re-exported: the templating helpers' old home
-    compile_fields,
-    fill_fields,
-    join_options,
-    load_listwise_templates,
-)
+from voirdire.benchmarks.requests import check_shape
+from voirdire.benchmarks.scoring import SCORE_OPTION_MODE, SCORE_STYLES, score_prompt
 
 from voirdire.core import LETTERS, ConfigError
 
@@ -39,8 +33,8 @@ SAMPLES = ("full", "repetition")
 
 
 
-class Benchmark(abc.ABC):
-    """A loaded benchmark.
+class Benchmark(BenchmarkKind, abc.ABC):
+    """A loaded benchmark (its class-level hooks: :class:`~voirdire.benchmarks.kind.BenchmarkKind`).
 
     Attributes:
         name: release name, used in units and outputs (``"MTBench"``, ``"DevBench"``).
@@ -379,7 +373,4 @@ class Benchmark(abc.ABC):
                 raise KeyError(f"{self.name}: unknown model {m!r} (known: {', '.join(self.models)})")
 
 
-__all__ = [
-    "LISTWISE_SIZES", "SAMPLES", "SCORE_OPTION_MODE", "SCORE_STYLES", "SLOTS_PER_MODE", "Benchmark", "compile_fields",
-    "fill_fields", "join_options", "load_listwise_templates", "load_score_templates", "score_patterns", "score_range",
-]
+__all__ = ["SAMPLES", "Benchmark"]

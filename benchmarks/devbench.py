@@ -30,7 +30,10 @@ import os
 from collections.abc import Sequence
 
 import polars as pl
-from voirdire.benchmarks.base import Benchmark, load_listwise_templates
+from voirdire.benchmarks.base import Benchmark
+from voirdire.benchmarks.registry import BENCHMARKS
+from voirdire.benchmarks.release import JTJ
+from voirdire.benchmarks.templating import load_listwise_templates
 from voirdire.benchmarks.data import load_templates, read_table, require_columns
 
 from voirdire.core import LETTERS, ConfigError
@@ -47,6 +50,7 @@ def _split_block(template: str, field: str) -> tuple[str, str]:
     return before, after
 
 
+@BENCHMARKS.register
 class DevBench(Benchmark):
     """DevBench software-design tasks, pairwise against the ``human`` reference design.
 
@@ -72,6 +76,7 @@ class DevBench(Benchmark):
     """
 
     name = "DevBench"
+    release = JTJ
     reference = "human"
     default_option_mode = 2
     verdict_cue = "Choice: "

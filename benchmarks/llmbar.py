@@ -1,6 +1,6 @@
 """LLMBar (Zeng et al., ICLR 2024): pairs of outputs with a gold label, and the release's prompts.
 
-Data: the converted release (:mod:`voirdire.benchmarks.release_llmbar`, ``pairs.parquet``),
+Data: the converted release (:mod:`voirdire.benchmarks.llmbar_release`, ``pairs.parquet``),
 found by :func:`voirdire.benchmarks.release.locate` (a job's ``data_dir``,
 ``$VOIRDIRE_LLMBAR_DATA``, what ``voirdire data fetch llmbar`` wrote, or a local copy of the
 release beside the checkout, converted once).
@@ -22,6 +22,19 @@ by :meth:`LLMBar.messages`. Multi-stage strategies (Metrics, Reference, Swap, Ra
 replayed from the release, not asked live. The verdict is read as LLMEvaluator read it
 (:func:`read_verdict`): the first of the strategy's two rules, ``Output (a)`` then
 ``Output (b)``, found anywhere in the completion decides.
+
+Replay (:mod:`voirdire.judges.replay`, through this class's hooks): the release ships the
+outputs of six evaluators under up to fifteen prompting strategies (``outputs.parquet``);
+a recorded judge is named ``"<evaluator>/<strategy>"`` (``"GPT-4/Vanilla"``). Permutation 0
+replays ``swap = False`` (the outputs as the dataset lists them), permutation 1
+``swap = True``. A comparison strategy's completion is the output, its verdict letter read
+here by the rule LLMEvaluator's config used for that strategy (:func:`verdict_rules`), so the
+benchmark's own pattern is not applied again (a completion in which the release read no
+verdict has ``choice = ""``, a failed judgment). A rating strategy (``Rating*``: each output
+scored alone, 0-9) is a score-mode judge: its two recorded ratings are replayed as one
+output, ``Score of Output (a): <rating>`` and ``Score of Output (b): <rating>`` in slot
+order, read by the score-mode extraction into ``slot_scores``. The release's own statistics
+(``statistics.json``) count a pair as :meth:`LLMBar.release_readings` reads it.
 """
 
 from __future__ import annotations
@@ -35,6 +48,9 @@ from pathlib import Path
 import polars as pl
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.data import TEMPLATE_DIR
+from voirdire.benchmarks.llmbar_release import LLMBAR
+from voirdire.benchmarks.recorded import Recorded, RecordKey, record_key
+from voirdire.benchmarks.registry import BENCHMARKS
 
 from voirdire.core import ConfigError
 
@@ -117,6 +133,25 @@ def load_prompt(name: str) -> tuple[str, str]:
     return msgs[0]["content"], msgs[1]["content"]
 
 
+def pair_template(prompt: str = "Vanilla") -> str:
+    """A comparison prompt (:func:`load_prompt`) as a pair template of
+    :mod:`voirdire.benchmarks.pair_prompts` (the built-in template ``llmbar``): its system turn and
+    its user turn, ``{input}``, ``{output_1}``, ``{output_2}`` written as the pair fields and
+    the text kept verbatim (``{% raw %}``)."""
+    import string
+
+    system, user = load_prompt(prompt)
+    names = {"input": "instruction", "output_1": "output_1", "output_2": "output_2"}
+    parts = []
+    for literal, field, _, _ in string.Formatter().parse(user):
+        if literal:
+            parts.append("{% raw %}" + literal + "{% endraw %}")
+        if field:
+            parts.append("{{ " + names[field] + " }}")
+    return "{% block system %}{% raw %}" + system + "{% endraw %}{% endblock %}{% block user %}" + "".join(parts) + "{% endblock %}"
+
+
+@BENCHMARKS.register
 class LLMBar(Benchmark):
     """LLMBar's pairwise datasets with gold labels (see the module docstring).
 
@@ -135,6 +170,8 @@ class LLMBar(Benchmark):
     """
 
     name = "LLMBar"
+    release = LLMBAR
+    options = ("subsets", "prompt")
     reference = REFERENCE
     default_option_mode = 2
     option_modes = (2,)
@@ -150,10 +187,8 @@ class LLMBar(Benchmark):
         if sample != "full":
             raise ConfigError(f"LLMBar: unknown sample {sample!r} (LLMBar has only 'full')")
         self.sample = sample
-        if not data_dir:  # imported here: replay workers read the verdict rules of this module, not the fetch
-            from voirdire.benchmarks.release import LLMBAR, locate
-
-            data_dir = locate(LLMBAR)
+        if not data_dir:
+            data_dir = self.locate(None)
         self.data_dir = Path(data_dir)
         self.path = self.data_dir / "pairs.parquet"
         self.prompt = prompt or "Vanilla"
@@ -221,6 +256,90 @@ class LLMBar(Benchmark):
             raise ValueError(f"{self.name}: comparison mode {mode!r} is not offered")
         return [list(r) for r in self.verdict_pattern]
 
+    # ------------------------------------------------------------------ the release's recorded outputs
+
+    @classmethod
+    def recorded_judges(cls, data_dir: str | Path, study: str, subsets: Sequence[str] | None = None) -> list[str]:
+        """Every recorded ``evaluator/strategy`` with outputs on one of ``subsets`` (None:
+        :data:`DEFAULT_SUBSETS`; ``[]``: all), sorted; the release has one study."""
+        path = Path(data_dir) / "outputs.parquet"
+        if not path.is_file():
+            return []
+        lf = pl.scan_parquet(path)
+        subsets = DEFAULT_SUBSETS if subsets is None else subsets
+        if subsets:
+            lf = lf.filter(pl.col("subset").is_in(list(subsets)))
+        got = lf.select((pl.col("evaluator") + "/" + pl.col("strategy")).alias("j")).unique().collect()
+        return sorted(got["j"].to_list())
+
+    @classmethod
+    def recorded_file(cls, data_dir: str | Path, study: str, recorded: str, judge: str) -> Path:
+        """``outputs.parquet`` of the converted release.
+
+        Raises:
+            ConfigError: ``recorded`` is no recorded ``evaluator/strategy`` (those there are listed).
+        """
+        have = cls.recorded_judges(data_dir, study, [])
+        if recorded not in have:
+            raise ConfigError(
+                f"judge {judge!r}: no recorded outputs of {recorded!r} in {data_dir}"
+                + (f"; recorded there (evaluator/strategy): {', '.join(have)}" if have else "")
+            )
+        return Path(data_dir) / "outputs.parquet"
+
+    @classmethod
+    def read_recorded(cls, path: Path, recorded: str) -> dict[RecordKey, Recorded]:
+        """The outputs of one ``evaluator/strategy`` (first repetition only; see the module
+        docstring): a comparison strategy's completion with the letter the release read, a
+        rating strategy's two ratings as one score-mode output.
+
+        Raises:
+            ConfigError: nothing recorded for it.
+        """
+        evaluator, _, strategy = recorded.partition("/")
+        df = pl.read_parquet(path).filter((pl.col("evaluator") == evaluator) & (pl.col("strategy") == strategy))
+        if df.height == 0:
+            raise ConfigError(f"no recorded outputs of {recorded!r} in {path} (recorded names are evaluator/strategy)")
+        out: dict[RecordKey, Recorded] = {}
+        rating = cls.recorded_mode(recorded) == "score"
+        for r in df.iter_rows(named=True):
+            shown = (CANDIDATE, REFERENCE) if r["order"] == 0 else (REFERENCE, CANDIDATE)
+            key = record_key(f"{r['subset']}/{r['item']}", shown)
+            if rating:
+                a, b = (r["score_1"], r["score_2"]) if r["order"] == 0 else (r["score_2"], r["score_1"])
+                text = f"Score of Output (a): {(a or '').strip()}\nScore of Output (b): {(b or '').strip()}"
+                out[key] = Recorded(text)
+            elif r["completion"] is None:
+                out[key] = Recorded(None, why="the recorded call failed (no completion)")
+            else:
+                letter = read_verdict(r["completion"], verdict_rules(evaluator, strategy, r["stage"]))
+                out[key] = Recorded(r["completion"], choice=letter or "")
+        return out
+
+    @classmethod
+    def recorded_mode(cls, recorded: str) -> str | None:
+        """``"score"`` for a rating strategy (``evaluator/Rating*``: each output scored alone)."""
+        return "score" if "/" in recorded and recorded.split("/", 1)[1].startswith("Rating") else None
+
+    @classmethod
+    def release_readings(cls, pairs: pl.DataFrame) -> pl.DataFrame:
+        """The winners LLMEvaluator's ``evaluate.py`` counts in ``statistics.json``: a
+        comparison's winner, a tie or failure counted as none; a rating pair's from the two
+        ratings (``int()`` of each: ``"1" if s1 > s2 else "2"`` shown, ``"2" if s2 > s1 else
+        "1"`` swapped; equal ratings go to the output shown second, unreadable ones to the
+        output shown first), read from the replayed output's ``Score of Output (a|b)`` lines."""
+        cand, ref = pl.col("candidate"), pl.col("reference")
+        s_c = pl.col("_out").str.extract(r"(?m)^Score of Output \(a\): *([+-]?\d+) *$", 1).cast(pl.Int64, strict=False)
+        s_r = pl.col("_out").str.extract(r"(?m)^Score of Output \(b\): *([+-]?\d+) *$", 1).cast(pl.Int64, strict=False)
+        read = s_c.is_not_null() & s_r.is_not_null()
+        rating1 = pl.when(read & (s_c > s_r)).then(cand).when(read).then(ref).otherwise(cand)
+        rating2 = pl.when(read & (s_r > s_c)).then(ref).when(read).then(cand).otherwise(ref)
+        return pairs.with_columns(
+            r1=pl.when(pl.col("score")).then(rating1).otherwise(pl.when(pl.col("w1") != "tie").then(pl.col("w1"))),
+            r2=pl.when(pl.col("score")).then(rating2).otherwise(pl.when(pl.col("w2") != "tie").then(pl.col("w2"))),
+        )
+
 
 __all__ = ["COT_RULES", "DEFAULT_SUBSETS", "LINE_RULES", "LLMBar", "PROMPTS", "chat_messages", "load_prompt",
+           "pair_template",
            "read_verdict", "verdict_rules"]

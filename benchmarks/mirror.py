@@ -81,7 +81,7 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, str]:
     """``{release path: git blob id}`` from a manifest: TSV lines ``blob_sha1<TAB>path[<TAB>size]``
     (voirdire's package manifests; ``#`` comments and a ``blob_sha1`` header skipped) or,
     with a ``path<TAB>git_blob_id[<TAB>size]`` header, the column order of a release copy's
-    ``release-manifest.tsv`` (``../shared/data/llmbar-release``).
+    ``release-manifest.tsv`` (``../shared/data/<copy_name>``).
 
     Raises:
         DataError: the file is missing, a line is malformed, or a path is unsafe
@@ -232,7 +232,7 @@ class HTTPMirror(_Source):
 
 class LocalCopy(_Source):
     """Files of a local release copy: ``<root>/<path>``, or gzip-compressed as
-    ``<root>/files/<path>.gz`` (the layout of ``../shared/data/llmbar-release``)."""
+    ``<root>/files/<path>.gz`` (the layout of a release copy, ``../shared/data/<copy_name>``)."""
 
     def __init__(self, root: Path, manifest: dict[str, str], sizes: Mapping[str, int] | None = None) -> None:
         super().__init__(sizes)

@@ -26,14 +26,11 @@ import os
 from collections.abc import Sequence
 
 import polars as pl
-from voirdire.benchmarks.base import (
-    Benchmark,
-    compile_fields,
-    fill_fields,
-    join_options,
-    load_listwise_templates,
-)
+from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.data import load_templates, read_table, require_columns
+from voirdire.benchmarks.registry import BENCHMARKS
+from voirdire.benchmarks.release import JTJ
+from voirdire.benchmarks.templating import compile_fields, fill_fields, join_options, load_listwise_templates
 
 from voirdire.core import LETTERS, ConfigError
 
@@ -58,6 +55,7 @@ def _text(value: str | None) -> str:
     return "" if value is None else value
 
 
+@BENCHMARKS.register
 class MTBench(Benchmark):
     """MT-Bench (FastChat), 2 turns per question, pairwise against ``vicuna-13b-v1.3``.
 
@@ -89,6 +87,7 @@ class MTBench(Benchmark):
     """
 
     name = "MTBench"
+    release = JTJ
     reference = "vicuna-13b-v1.3"
     default_option_mode = 3
     verdict_cue = "[["

@@ -5,9 +5,10 @@ turn and its ``{% block user %}...{% endblock %}`` the user turn; a file without
 ``user`` block is the user turn as a whole (no system turn). Built-in templates ship as
 package data: ``mtbench`` is FastChat's MT-Bench pairwise judge prompt ``pair-v2``
 (``templates/pairs_mtbench.jinja``; single turn, system prompt and user turn as FastChat
-sends them; verdict ``[[A]]``, ``[[B]]``, ``[[C]]`` for a tie); ``llmbar`` is LLMBar's
-``Vanilla`` comparison prompt (``templates/llmbar/comparison/Vanilla.txt``, its system and
-user turns; verdict ``Output (a)`` / ``Output (b)``, no tie, the first match read).
+sends them; verdict ``[[A]]``, ``[[B]]``, ``[[C]]`` for a tie); a benchmark may
+lend its own prompt (:data:`BUILTIN`, by the import path of a function returning the source:
+``llmbar`` is that benchmark's ``Vanilla`` comparison prompt, its system and user turns; verdict
+``Output (a)`` / ``Output (b)``, no tie, the first match read).
 
 Fields a template may use (:data:`PAIR_FIELDS`), for the order shown:
 
@@ -48,36 +49,19 @@ from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from voirdire.core import ConfigError
+from voirdire.registry import import_path
 
 #: fields every pair prompt may use besides the data's columns
 PAIR_FIELDS = ("instruction", "output_1", "output_2", "model_1", "model_2", "id", "task", "option_mode", "tie", "row")
 
-#: built-in template name -> (package file, or ``llmbar:<prompt>`` for an LLMBar comparison
-#: prompt, verdict pattern, verdict labels: slot 1, slot 2, tie)
+#: built-in template name -> (package file, or the import path ``"module:function"`` of a
+#: function returning the template's source (a benchmark's own prompt), verdict pattern,
+#: verdict labels: slot 1, slot 2, tie)
 BUILTIN = {
     "mtbench": ("pairs_mtbench.jinja", r"\[\[([ABCD])\]\]", ("A", "B", "C")),
-    "llmbar": ("llmbar:Vanilla", r"Output \((a|b)\)", ("a", "b")),
+    "llmbar": ("voirdire.benchmarks.llmbar:pair_template", r"Output \((a|b)\)", ("a", "b")),
 }
 
-
-def _llmbar_source(prompt: str) -> str:
-    """LLMBar's comparison prompt (``templates/llmbar/comparison/<prompt>.txt``, read by
-    :func:`voirdire.benchmarks.llmbar.load_prompt`) as a pair template: its system turn and
-    its user turn, ``{input}``, ``{output_1}``, ``{output_2}`` written as the pair fields and
-    the text kept verbatim (``{% raw %}``)."""
-    import string
-
-    from voirdire.benchmarks.llmbar import load_prompt
-
-    system, user = load_prompt(prompt)
-    names = {"input": "instruction", "output_1": "output_1", "output_2": "output_2"}
-    parts = []
-    for literal, field, _, _ in string.Formatter().parse(user):
-        if literal:
-            parts.append("{% raw %}" + literal + "{% endraw %}")
-        if field:
-            parts.append("{{ " + names[field] + " }}")
-    return "{% block system %}{% raw %}" + system + "{% endraw %}{% endblock %}{% block user %}" + "".join(parts) + "{% endblock %}"
 
 _TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent / "templates"
 
@@ -197,8 +181,8 @@ def load_template(
     """
     if template in BUILTIN:
         fname, pat, labels = BUILTIN[template]
-        if fname.startswith("llmbar:"):
-            source = _llmbar_source(fname.split(":", 1)[1])
+        if ":" in fname:
+            source = import_path(fname, "pair template")()
         else:
             source = (_TEMPLATE_DIR / fname).read_text(encoding="utf-8")
         pattern = verdict_pattern or pat

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.pair_prompts import PairTemplate, check_fields, check_renders, load_template
 from voirdire.benchmarks.pairs_data import checked_columns, gold_labels, read_source, unique_ids
+from voirdire.benchmarks.registry import BENCHMARKS, PAIRS
 
 from voirdire.core import ConfigError, content_hash
 
@@ -98,8 +99,10 @@ class PairsSpec(BaseModel):
     verdict_labels: list[str] | None = None
 
 
+@BENCHMARKS.register(name=PAIRS)
 class OwnPairs(Benchmark):
-    """A user's own pairs (module docstring).
+    """A user's own pairs (module docstring): ``[benchmark] name = "pairs"``, reading no
+    release (``release = None``) and taking the option ``pairs``.
 
     Args:
         spec: the ``[benchmark.pairs]`` settings.
@@ -122,6 +125,13 @@ class OwnPairs(Benchmark):
     comparison_modes = ("pairwise",)
     instruction_anchor = ""
     FILES: dict[str, str] = {}
+    options = ("pairs",)
+
+    @classmethod
+    def load(cls, data_dir: object, sample: str = "full", **options: object) -> "OwnPairs":
+        """The pairs of ``options["pairs"]`` (a :class:`PairsSpec`), read afresh; ``data_dir``
+        and ``sample`` play no part."""
+        return cls(options["pairs"])  # type: ignore[arg-type]
 
     def __init__(self, spec: PairsSpec, base: str | os.PathLike[str] | None = None) -> None:
         self.spec = spec

@@ -1,4 +1,13 @@
-"""Benchmarks by name: ``load_benchmark("mtbench")`` → a loaded, cached :class:`Benchmark`."""
+"""Benchmarks by name: ``load_benchmark("mtbench")`` → a loaded, cached :class:`Benchmark`.
+
+:data:`BENCHMARKS` is the benchmark kind on the generic registry
+(:class:`voirdire.registry.Registry`): a benchmark is one module whose
+:class:`~voirdire.benchmarks.base.Benchmark` subclass carries ``@BENCHMARKS.register`` (it
+registers under its ``name``); the built-in ones are listed below and imported on first use; a
+job file may name a user's own class by an import path, ``name = "mypackage.bench:MyBench"``.
+Names are keys with case and ``-``/``_``/space/``.`` ignored (``"MT-Bench"`` → ``"mtbench"``).
+See ``docs/contributing.md``, *Add a benchmark*.
+"""
 
 from __future__ import annotations
 
@@ -6,100 +15,164 @@ import functools
 import os
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from voirdire.benchmarks.base import SAMPLES, Benchmark
-from voirdire.benchmarks.data import resolve_data_dir
-from voirdire.benchmarks.devbench import DevBench
-from voirdire.benchmarks.llmbar import LLMBar
-from voirdire.benchmarks.mtbench import MTBench
-from voirdire.benchmarks.pairs import OwnPairs, PairsSpec
-from voirdire.benchmarks.release import LLMBAR, locate
 
 from voirdire.core import ConfigError
+from voirdire.registry import Registry, is_import_path
 
-#: Canonical key (lower case, letters and digits only) → benchmark class.
-BENCHMARKS: dict[str, type[Benchmark]] = {"mtbench": MTBench, "devbench": DevBench, "llmbar": LLMBar}
 #: the registry key of a user's own pairs (``[benchmark] name = "pairs"``, read from
-#: ``[benchmark.pairs]``, not from the release's data directory)
+#: ``[benchmark.pairs]``, not from a release's data directory)
 PAIRS = "pairs"
 
 
-def canonical_name(name: str) -> str:
-    """The registry key of a benchmark name: case and ``-``/``_``/space/``.`` ignored.
+def _key(name: str) -> str:
+    """Lower case, letters and digits only; an import path is kept as written."""
+    return name if is_import_path(name) else re.sub(r"[^0-9a-z]", "", str(name).lower())
 
-    ``"MT-Bench"``, ``"mt_bench"``, ``"MTBench"`` → ``"mtbench"``.
+
+def _check(obj: Any) -> None:
+    if not (isinstance(obj, type) and issubclass(obj, Benchmark)):
+        raise TypeError(f"{obj!r} is not a Benchmark subclass")
+
+
+#: Benchmark classes by key.
+BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", check=_check, normalise=_key)
+BENCHMARKS.builtin("mtbench", "voirdire.benchmarks.mtbench:MTBench")
+BENCHMARKS.builtin("devbench", "voirdire.benchmarks.devbench:DevBench")
+BENCHMARKS.builtin("llmbar", "voirdire.benchmarks.llmbar:LLMBar")
+BENCHMARKS.builtin(PAIRS, "voirdire.benchmarks.pairs:OwnPairs")
+
+
+def benchmark_class(name: str) -> type[Benchmark]:
+    """The class of a benchmark name (registered, built-in, or an import path
+    ``"package.module:Class"``).
+
+    Raises:
+        ConfigError: no benchmark of that name (the message lists the known ones), or a path
+            that does not name a Benchmark subclass.
+    """
+    try:
+        return BENCHMARKS.get(str(name))
+    except ConfigError as exc:
+        if ":" in str(name):
+            raise
+        raise ConfigError(f"unknown benchmark {name!r}; known benchmarks: {', '.join(_known())}") from exc
+
+
+def _known() -> list[str]:
+    return [getattr(BENCHMARKS.find(k), "name", k) if k != PAIRS else k for k in BENCHMARKS.names()]
+
+
+def canonical_name(name: str) -> str:
+    """The registry key of a benchmark name: case and ``-``/``_``/space/``.`` ignored
+    (``"MT-Bench"``, ``"mt_bench"``, ``"MTBench"`` → ``"mtbench"``); an import path is its
+    own key.
 
     Raises:
         ConfigError: no benchmark of that name (the message lists the known ones).
     """
-    key = re.sub(r"[^0-9a-z]", "", str(name).lower())
-    if key not in BENCHMARKS and key != PAIRS:
-        known = ", ".join([*(cls.name for cls in BENCHMARKS.values()), PAIRS])
-        raise ConfigError(f"unknown benchmark {name!r}; known benchmarks: {known}")
-    return key
+    benchmark_class(name)
+    return _key(name)
+
+
+def find_benchmark(name: str) -> type[Benchmark] | None:
+    """The class registered under ``name`` (a benchmark's ``name`` as written in units and
+    outputs, ``"MTBench"``), or None: not registered in this process (a user's class known
+    only in the driver). Imports built-in modules as needed; follows no import path."""
+    return BENCHMARKS.find(name) if not is_import_path(name) else None
+
+
+def recorded_mode(recorded: str, benchmark: str | None = None) -> str | None:
+    """The comparison mode a recorded judge's outputs have (``"score"``), or None: asked of
+    the benchmark ``benchmark`` when given and known, else of every registered benchmark
+    with a release (the first answer wins)."""
+    cls = find_benchmark(benchmark) if benchmark else None
+    if cls is not None:
+        return cls.recorded_mode(recorded)
+    for key in BENCHMARKS.names():
+        c = BENCHMARKS.find(key)
+        if c is not None and c.release is not None and c.recorded_mode(recorded):
+            return c.recorded_mode(recorded)
+    return None
 
 
 @functools.lru_cache(maxsize=16)
-def _load(key: str, data_dir: str, sample: str, subsets: tuple[str, ...] | None, prompt: str | None) -> Benchmark:
-    if key == "llmbar":
-        return LLMBar(data_dir=data_dir, sample=sample, subsets=subsets, prompt=prompt)
-    return BENCHMARKS[key](data_dir=data_dir, sample=sample)
+def _load(cls: type[Benchmark], data_dir: str, sample: str, options: tuple[tuple[str, Any], ...]) -> Benchmark:
+    return cls.load(data_dir, sample, **dict(options))
 
 
-def data_dir_for(name: str, data_dir: str | os.PathLike[str] | None = None) -> os.PathLike[str]:
-    """The data directory a benchmark reads: the first release's
-    (:func:`~voirdire.benchmarks.data.resolve_data_dir`) for MT-Bench and DevBench, LLMBar's
-    (:func:`~voirdire.benchmarks.release.locate`) for LLMBar.
+def data_dir_for(name: str, data_dir: str | os.PathLike[str] | None = None) -> Any:
+    """The data directory a benchmark reads (its class's
+    :meth:`~voirdire.benchmarks.kind.BenchmarkKind.locate`: its release's, or ``data_dir``
+    as given when it reads none).
 
     Raises:
         ConfigError: unknown benchmark, or no data directory.
     """
-    key = canonical_name(name)
-    if key == "llmbar":
-        return locate(LLMBAR, data_dir)
-    return resolve_data_dir(data_dir)
+    return benchmark_class(name).locate(data_dir)
+
+
+def _options(cls: type[Benchmark], name: str, subsets: Sequence[str] | None, prompt: str | None,
+             pairs: Any) -> dict[str, Any]:
+    """The options the job set, checked against the class's :attr:`options`."""
+    given = {"subsets": tuple(subsets) if subsets else None, "prompt": prompt, "pairs": pairs}
+    given = {k: v for k, v in given.items() if v is not None}
+    if "pairs" in cls.options and "pairs" not in given:
+        raise ConfigError(f'benchmark "{name}" needs a [benchmark.pairs] table (path or dataset, columns, template)')
+    if "pairs" in given and "pairs" not in cls.options:
+        raise ConfigError(f"[benchmark.pairs] belongs to name = \"pairs\", not to benchmark {name!r}")
+    extra = [k for k in given if k not in cls.options]
+    if extra:
+        classes = [BENCHMARKS.find(k) for k in BENCHMARKS.names()]
+        have = [c.name for c in classes if c is not None and set(extra) <= set(c.options)]
+        raise ConfigError(
+            f"benchmark {cls.name} has no {' or '.join(extra)} choice" + (f" ({', '.join(have)} has)" if have else "")
+        )
+    return given
 
 
 def load_benchmark(
     name: str, data_dir: str | os.PathLike[str] | None = None, sample: str = "full",
-    subsets: Sequence[str] | None = None, prompt: str | None = None, pairs: PairsSpec | None = None,
+    subsets: Sequence[str] | None = None, prompt: str | None = None, pairs: Any = None,
 ) -> Benchmark:
-    """A loaded benchmark, cached per (benchmark, resolved data directory, sample).
+    """A loaded benchmark, cached per (benchmark, resolved data directory, sample, options).
 
     Args:
         name: benchmark name, case-insensitive, punctuation ignored (``"mtbench"``,
-            ``"MT-Bench"``, ``"DevBench"``...).
-        data_dir: data directory of the release's layout; ``None``: resolved by
-            :func:`~voirdire.benchmarks.data.resolve_data_dir` (``$VOIRDIRE_DATA``, then
-            the default locations).
+            ``"MT-Bench"``, ``"DevBench"``...), or an import path ``"package.module:Class"``.
+        data_dir: the job's data directory; ``None``: the class finds its release's
+            (:meth:`~voirdire.benchmarks.kind.BenchmarkKind.locate`).
         sample: ``"full"`` or ``"repetition"`` (the repetition-study subset table).
-        subsets, prompt: LLMBar's subsets (release folders) and live-judge prompt; other
-            benchmarks have neither.
-        pairs: for ``name = "pairs"``, the ``[benchmark.pairs]`` settings (a user's own
-            pairs, :class:`~voirdire.benchmarks.pairs.OwnPairs`, read afresh each time;
-            ``data_dir`` and ``sample`` play no part).
+        subsets, prompt, pairs: options only some benchmarks take (their class's
+            ``options``): a release's subsets and live-judge prompt; for ``name = "pairs"``
+            the ``[benchmark.pairs]`` settings (:class:`~voirdire.benchmarks.pairs.PairsSpec`).
 
     Returns:
-        The same object for the same (name, directory, sample): treat it as read-only.
+        The same object for the same arguments when the benchmark reads a release: treat it
+        as read-only. A benchmark that reads no release (a user's own pairs) is read afresh.
 
     Raises:
-        ConfigError: unknown benchmark or sample, no data directory, or a malformed table.
+        ConfigError: unknown benchmark or sample, an option the benchmark does not take, no
+            data directory, or a malformed table.
     """
-    key = canonical_name(name)
-    if key == PAIRS:
-        if pairs is None:
-            raise ConfigError('benchmark "pairs" needs a [benchmark.pairs] table (path or dataset, columns, template)')
-        return OwnPairs(pairs)
-    if pairs is not None:
-        raise ConfigError(f"[benchmark.pairs] belongs to name = \"pairs\", not to benchmark {name!r}")
+    cls = benchmark_class(name)
+    given = _options(cls, name, subsets, prompt, pairs)
+    if "pairs" in given:
+        return cls.load(None, sample, **given)
     if sample not in SAMPLES:
         raise ConfigError(f"unknown benchmark sample {sample!r}; known: {', '.join(SAMPLES)}")
-    if key != "llmbar" and (subsets or prompt):
-        raise ConfigError(f"benchmark {BENCHMARKS[key].name} has no subsets or prompt choice (LLMBar has)")
-    resolved = data_dir_for(name, data_dir)
-    return _load(key, str(resolved), sample, tuple(subsets) if subsets else None, prompt)
+    resolved = cls.locate(data_dir)
+    if cls.release is None:
+        return cls.load(resolved, sample, **given)
+    return _load(cls, str(resolved), sample, tuple(sorted(given.items())))
 
 
 def clear_cache() -> None:
     """Forget every loaded benchmark (tests; a data directory rewritten in place)."""
     _load.cache_clear()
+
+
+__all__ = ["BENCHMARKS", "PAIRS", "benchmark_class", "canonical_name", "clear_cache", "data_dir_for",
+           "find_benchmark", "load_benchmark", "recorded_mode"]

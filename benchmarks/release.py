@@ -1,14 +1,14 @@
 """Getting the data: download a public release, verify it, convert it once.
 
-voirdire knows two releases, each a small :class:`Release` record (repository, pinned
-commit, package manifest, where its data goes, its converter):
+Each release is a small :class:`Release` record (repository, pinned commit, package
+manifest, where its data goes, its converter), brought by the benchmark that reads it (its
+``release`` attribute, :mod:`voirdire.benchmarks.registry`); :func:`get_release` finds a
+release by name among the registered benchmarks'. The first one is defined here:
 
 - ``judging-the-judges``: Shi et al. (2024), "Judging the Judges: A Systematic Study of
   Position Bias in LLM-as-a-Judge", GitHub ``Slimshilin/Position-Bias-Analyzer`` (MIT,
-  copyright 2024 Slimshilin); converter :mod:`voirdire.benchmarks.release_jtj`.
-- ``llmbar``: Zeng et al. (ICLR 2024), "Evaluating Large Language Models at Evaluating
-  Instruction Following", GitHub ``princeton-nlp/LLMBar`` (MIT, copyright 2023 Princeton
-  Natural Language Processing); converter :mod:`voirdire.benchmarks.release_llmbar`.
+  copyright 2024 Slimshilin); converter :mod:`voirdire.benchmarks.release_jtj`; read by
+  MT-Bench and DevBench.
 
 :func:`fetch_release` downloads, file by file from the raw-content URLs of the pinned commit
 (or a mirror serving the same paths, or a local copy), only the files voirdire reads (the
@@ -20,7 +20,7 @@ temporary directory beside the destination, renamed into place only when all of 
 succeeded: a corrupted or truncated download leaves no half-written data directory.
 
 A partial mirror: the outputs of a judge (first release: a judge in one study and benchmark;
-LLMBar: an evaluator × strategy on one subset) that the mirror has in no form are skipped
+another release: what its converter calls a judge) that the mirror has in no form are skipped
 and named in :attr:`FetchReport.skipped` (and ``RELEASE.json``); ``strict=True`` makes any
 skip an error. The benchmark tables themselves are always required.
 """
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from voirdire.benchmarks import release_jtj, release_llmbar
+from voirdire.benchmarks import release_jtj
 from voirdire.benchmarks.data import DATA_ENV, default_data_dir, resolve_data_dir
 from voirdire.benchmarks import mirror
 from voirdire.benchmarks.mirror import HTTPMirror, LocalCopy, NotOnMirror, blob_id
@@ -87,6 +87,10 @@ class Release:
         """Raw-content URL of the pinned commit; a file's URL is this plus its path."""
         return f"https://raw.githubusercontent.com/{self.repo}/{self.commit}/"
 
+    def data_dir(self, explicit: str | os.PathLike[str] | None = None) -> Path:
+        """Where this release's data is: :func:`data_dir_of`."""
+        return data_dir_of(self, explicit)
+
     def default_dir(self) -> Path:
         """``$<data_env>``, else the user data directory of ``platformdirs``
         (``~/.local/share/voirdire/<dir_name>`` on Linux)."""
@@ -99,13 +103,6 @@ JTJ = Release(
     commit="9f8b7e8e83862cf1ffd9dd2c33f589262efc66ee", manifest=_HERE / "release-manifest.tsv",
     dir_name="judging-the-judges", data_env=DATA_ENV, url_env="VOIRDIRE_RELEASE_URL", convert=release_jtj.convert,
 )
-LLMBAR = Release(
-    name="llmbar", repo="princeton-nlp/LLMBar", commit="900616bff90b6c6c8e1681f7d079250637c55992",
-    manifest=_HERE / "llmbar-manifest.tsv", dir_name="llmbar", data_env="VOIRDIRE_LLMBAR_DATA",
-    url_env="VOIRDIRE_LLMBAR_URL", convert=release_llmbar.convert, copy_name="llmbar-release",
-)
-#: The releases by name.
-RELEASES = {r.name: r for r in (JTJ, LLMBAR)}
 # the first release's names, as before there were two
 RELEASE_REPO, RELEASE_COMMIT, URL_ENV, MANIFEST = JTJ.repo, JTJ.commit, JTJ.url_env, JTJ.manifest
 DEFAULT_BASE_URL = JTJ.default_base_url
@@ -117,13 +114,38 @@ def read_manifest(path: str | os.PathLike[str] = MANIFEST) -> dict[str, str]:
     return mirror.read_manifest(path)
 
 
+def releases() -> dict[str, Release]:
+    """The releases by name: those the registered benchmarks read (their ``release``
+    attribute), in the benchmarks' order (imports every built-in benchmark module)."""
+    from voirdire.benchmarks.registry import BENCHMARKS
+
+    out: dict[str, Release] = {}
+    for cls in BENCHMARKS.items().values():
+        rel = getattr(cls, "release", None)
+        if rel is not None:
+            out.setdefault(rel.name, rel)
+    return out
+
+
 def get_release(name: str | Release) -> Release:
-    """The :class:`Release` of a name. Raises ConfigError naming the known ones."""
+    """The :class:`Release` of a name (:func:`releases`). Raises ConfigError naming the known ones."""
     if isinstance(name, Release):
         return name
-    if name not in RELEASES:
-        raise ConfigError(f"unknown release {name!r}; known releases: {', '.join(RELEASES)}")
-    return RELEASES[name]
+    known = releases()
+    if name not in known:
+        raise ConfigError(f"unknown release {name!r}; known releases: {', '.join(known)}")
+    return known[name]
+
+
+def data_dir_of(release: Release, explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The data directory of a release: the first release's by
+    :func:`~voirdire.benchmarks.data.resolve_data_dir`, another's by :func:`locate`
+    (``explicit``: a job's ``data_dir``, checked).
+
+    Raises:
+        ConfigError: no data directory found, or an explicit one that is not one.
+    """
+    return Path(resolve_data_dir(explicit)) if release is JTJ else locate(release, explicit)
 
 
 @dataclass
@@ -264,12 +286,12 @@ def local_copies(rel: Release) -> list[Path]:
 
 
 def locate(release: str | Release, explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The data directory of a release other than the first (LLMBar), converting a local
+    """The data directory of a release other than the first, converting a local
     copy once when that is all there is.
 
     Order: ``explicit`` (a job's ``data_dir``); ``$<data_env>``; the user data directory a
     fetch wrote; a local copy beside the checkout (:func:`local_copies`, e.g.
-    ``../shared/data/llmbar-release``), converted once, verified against the package
+    ``../shared/data/<copy_name>``), converted once, verified against the package
     manifest, into ``<user cache dir>/voirdire/<dir_name>-<commit7>`` and reused after.
 
     Raises:
@@ -310,7 +332,7 @@ def locate_or_fetch(
 
     Order: ``try_dir`` when it is a directory on this machine (the location a cluster client
     handed over); the usual lookup (first release:
-    :func:`~voirdire.benchmarks.data.resolve_data_dir`; LLMBar: :func:`locate`); else, with
+    :func:`~voirdire.benchmarks.data.resolve_data_dir`; another: :func:`locate`); else, with
     ``fetch``, :func:`fetch_release` into :meth:`Release.default_dir`.
 
     Raises:
@@ -325,7 +347,7 @@ def locate_or_fetch(
             return p.resolve()
         tried.append(f"the data directory handed over ({p}) is not a directory on this machine")
     try:
-        return resolve_data_dir() if rel is JTJ else locate(rel)
+        return data_dir_of(rel)
     except ConfigError as exc:
         tried.append(str(exc).split(". The public release")[0])
     fetch_cmd = "voirdire data fetch" + ("" if rel is JTJ else f" {rel.name}")
@@ -344,8 +366,8 @@ def locate_or_fetch(
 
 
 __all__ = [
-    "DEFAULT_BASE_URL", "JTJ", "LLMBAR", "MANIFEST", "MARKER", "QA_FILES", "RELEASES", "RELEASE_COMMIT",
+    "DEFAULT_BASE_URL", "JTJ", "MANIFEST", "MARKER", "QA_FILES", "RELEASE_COMMIT",
     "RELEASE_REPO", "URL_ENV", "FetchReport", "NotOnMirror", "RecordSource", "Release", "blob_id",
-    "fetch_release", "get_release", "load_plain_pickle", "load_record_tsv", "locate", "locate_or_fetch",
-    "plan_records", "read_manifest",
+    "data_dir_of", "fetch_release", "get_release", "load_plain_pickle", "load_record_tsv", "locate", "locate_or_fetch",
+    "plan_records", "read_manifest", "releases",
 ]

@@ -54,7 +54,7 @@ def score_patterns(benchmark: str) -> tuple[str, str]:
 
 def score_range(benchmark: str) -> tuple[int, int]:
     """The lowest and highest valid score of a benchmark's score-mode outputs
-    (``templates/score.json`` ``ranges``; default 1 to 10; LLMBar's ratings 0 to 9)."""
+    (``templates/score.json`` ``ranges``; default 1 to 10; a benchmark may rate 0 to 9)."""
     lo, hi = load_score_templates().get("ranges", {}).get(benchmark, (1, 10))
     return int(lo), int(hi)
 

@@ -131,7 +131,7 @@ def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec)
     ``candidates`` (list[str], canonical order), ``candidate`` (str, pairwise; null
     list-wise), ``reference`` (str, pairwise; null list-wise), ``instance_id`` (str:
     ``question_id;model;model;...``); pairwise, where the benchmark's questions carry one
-    (LLMBar), ``gold`` (str: the better model by the dataset's label); a benchmark whose
+    (a ``gold`` column), ``gold`` (str: the better model by the dataset's label); a benchmark whose
     data fixes its pairs (a user's own pairs,
     :meth:`~voirdire.benchmarks.base.Benchmark.fixed_instances`) adds ``gold`` too (str |
     null: the better candidate, ``"tie"``, or unknown).

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from voirdire.benchmarks.base import Benchmark, score_patterns, score_range
+from voirdire.benchmarks.base import Benchmark
+from voirdire.benchmarks.scoring import score_patterns, score_range
 from voirdire.benchmarks.registry import data_dir_for, load_benchmark
 from voirdire.engine.perturb import CONTROL, Variant, expand_variants
 from voirdire.engine.progress import JobProgress
@@ -122,6 +123,7 @@ def plan_job(job: JobSpec, dry_run: bool = False) -> JobPlan:
         bench = load_benchmark(
             job.benchmark.name, data_dir, sample=job.benchmark.sample, subsets=job.benchmark.subsets, prompt=job.benchmark.prompt
         )
+        data_dir = data_dir or bench.data_dir  # a benchmark reading no release: the directory it reads
     inst = instances(bench, job.benchmark, job.comparison)
     list_size = list_size_for(job.benchmark, job.comparison) if job.comparison.mode == "listwise" else 2
     judges = resolve_judges(job, bench.name, data_dir)

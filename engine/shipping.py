@@ -1,7 +1,7 @@
 """What a submitted job needs besides its job file: the benchmark's data.
 
-A release benchmark reads a release's data directory (MT-Bench and DevBench the first
-release's, LLMBar its own): :func:`release_for` names it, and the submission hands its
+A release benchmark reads a release's data directory (its class's ``release``; MT-Bench and
+DevBench the first release's): :func:`release_for` names it, and the submission hands its
 location over or has the cluster fetch it. A user's own pairs (``[benchmark.pairs]``) and a
 ``labels:<file.csv>`` quality source name files by paths relative to the working directory:
 :func:`job_inputs` lists them and :func:`stage_inputs` copies them into the staged working
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from voirdire.benchmarks.pair_prompts import BUILTIN
-from voirdire.benchmarks.registry import PAIRS, canonical_name
-from voirdire.benchmarks.release import JTJ, LLMBAR, Release
+from voirdire.benchmarks.registry import benchmark_class
+from voirdire.benchmarks.release import Release
 
 from voirdire.core import ConfigError
 
@@ -27,17 +27,14 @@ SEAT = "_"
 
 
 def release_for(job: Any) -> Release | None:
-    """The release whose data directory the job's benchmark reads (LLMBar's for
-    ``llmbar``, the first release's for MT-Bench and DevBench), or None: a user's own
-    pairs read no release.
+    """The release whose data directory the job's benchmark reads (its class's ``release``:
+    the first release's for MT-Bench and DevBench), or None: a benchmark that reads no
+    release (a user's own pairs).
 
     Raises:
         ConfigError: an unknown benchmark name.
     """
-    key = canonical_name(job.benchmark.name)
-    if key == PAIRS:
-        return None
-    return LLMBAR if key == "llmbar" else JTJ
+    return benchmark_class(job.benchmark.name).release
 
 
 def job_inputs(job: Any) -> list[str]:

@@ -70,8 +70,8 @@ class BenchmarkSpec(_Strict):
     #: judge's verdicts that agree in both orders) or ``"labels:<file.csv>"`` (columns
     #: ``instance_id``, ``better``); see :mod:`voirdire.engine.quality`.
     quality: str | None = None
-    #: LLMBar: the release's folders to load (default the five LLMBar sets) and the
-    #: comparison prompt of live judges (:mod:`voirdire.benchmarks.llmbar`)
+    #: options of the benchmarks that take them (their class's ``options``): the release's
+    #: folders to load and the comparison prompt of live judges
     subsets: list[str] | None = None
     prompt: str | None = None
     #: ``name = "pairs"``: a user's own pairs (:class:`voirdire.benchmarks.pairs.PairsSpec`,

@@ -10,11 +10,11 @@ staged. The entrypoint first finds the benchmark data on the head node and then 
 judge actors spread over the nodes. The driver's log (progress lines included) is streamed
 back until the job ends. ``voirdire status`` and ``voirdire stop`` manage submitted jobs.
 
-Benchmark data: unless the job names its ``data_dir`` or ``--env VOIRDIRE_DATA=...``
-(LLMBar: ``VOIRDIRE_LLMBAR_DATA``) is given, the client resolves the data directory of the
+Benchmark data: unless the job names its ``data_dir`` or ``--env VOIRDIRE_DATA=...`` (the
+variable of the benchmark's release) is given, the client resolves the data directory of the
 release the benchmark reads here (the usual lookup) and hands its absolute path to the job,
 which uses it when the head node can read it (a shared filesystem); otherwise the job
-fetches that release on the cluster (``voirdire data fetch [llmbar] --if-missing``). When
+fetches that release on the cluster (``voirdire data fetch [<release>] --if-missing``). When
 both fail the job's log says which path was tried and why the fetch failed. A user's own
 pairs, their template file and a ``labels:`` quality file, named by relative paths, are
 copied into the working directory so that the same paths resolve on the head node
@@ -151,20 +151,18 @@ def stage(job_path: Path, dest: Path | None = None) -> tuple[Path, Path, str]:
 def data_location(job: Any, env: dict[str, str] | None = None) -> str | None:
     """The data directory the client hands to the job: the absolute path found here by the
     usual lookup of the release the benchmark reads (:func:`~voirdire.engine.shipping.release_for`:
-    :func:`~voirdire.benchmarks.data.resolve_data_dir` for the first release,
-    :func:`~voirdire.benchmarks.release.locate` for LLMBar), or None when the job names its
-    own ``data_dir``, ``env`` sets the release's variable (``VOIRDIRE_DATA``,
-    ``VOIRDIRE_LLMBAR_DATA``) for the job, the benchmark reads no release (a user's own
+    :func:`~voirdire.benchmarks.release.data_dir_of`), or None when the job names its
+    own ``data_dir``, ``env`` sets the release's variable (its ``data_env``,
+    ``VOIRDIRE_DATA`` for the first release) for the job, the benchmark reads no release (a user's own
     pairs), or nothing is found here (the job then fetches the release on the cluster)."""
-    from voirdire.benchmarks.data import resolve_data_dir
-    from voirdire.benchmarks.release import JTJ, locate
+    from voirdire.benchmarks.release import data_dir_of
     from voirdire.engine.shipping import release_for
 
     rel = release_for(job)
     if rel is None or job.benchmark.data_dir or (env and env.get(rel.data_env)):
         return None
     try:
-        return str(resolve_data_dir() if rel is JTJ else locate(rel))
+        return str(data_dir_of(rel))
     except ConfigError:
         return None
 
@@ -173,7 +171,7 @@ def entrypoint(job_rel: str, output_dir: str | None, data_dir: str | None, needs
                release: str = "judging-the-judges", workdir: str = ".") -> str:
     """The shell command run on the head node: find the data of ``release`` (the client's
     ``data_dir`` when readable there, the cluster's own lookup, else a fetch of the release)
-    and export it as the release's variable (``VOIRDIRE_DATA``, ``VOIRDIRE_LLMBAR_DATA``),
+    and export it as the release's variable (its ``data_env``: ``VOIRDIRE_DATA`` ...),
     then ``python -m voirdire run``; first ``cd workdir`` when the job's inputs are staged
     below it (:func:`~voirdire.engine.shipping.stage_inputs`; ``job_rel`` is then relative to
     it). Exit code 3 when no data can be had (the log says why).

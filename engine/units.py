@@ -36,7 +36,8 @@ from functools import cached_property
 from typing import Any
 
 import polars as pl
-from voirdire.benchmarks.base import SCORE_OPTION_MODE, Benchmark
+from voirdire.benchmarks.base import Benchmark
+from voirdire.benchmarks.scoring import SCORE_OPTION_MODE
 from voirdire.benchmarks.biases import NAMES, Slots, get_kind
 from voirdire.benchmarks.perturb import PromptEdit
 from voirdire.engine.permutations import (

@@ -17,8 +17,8 @@ for a backend by name::
 - :class:`Rewrites`: a ``[[rewriters]]`` entry may name it (API backends, vLLM, simulated);
   :class:`RewriterOnly`: and it is refused as a judge (template, simulated_rewriter);
 - :class:`Estimates`: a dry run's token and cost estimate (API backends);
-- :class:`OwnComparisonMode`: its units' comparison mode when not the job's (replay of
-  LLMBar ratings);
+- :class:`OwnComparisonMode`: its units' comparison mode when not the job's (a replayed
+  judge that scored each answer);
 - :class:`Counts`: its worker reports its counters (vLLM).
 """
 
@@ -129,8 +129,8 @@ class OwnComparisonMode(abc.ABC, Generic[S]):
     @classmethod
     @abc.abstractmethod
     def comparison_mode(cls, settings: S) -> str | None:
-        """The comparison mode of this judge's units (an LLMBar rating strategy replayed:
-        ``"score"``); ``None``: the job's ``comparison.mode``."""
+        """The comparison mode of this judge's units (a replayed judge that scored each
+        answer: ``"score"``); ``None``: the job's ``comparison.mode``."""
 
 
 class Counts:

@@ -23,8 +23,8 @@ def extract_verdicts(
             (int), ``output`` (str|null), ``choice`` (str|null).
         patterns: benchmark name -> verdict regex whose group 1 is the letter (its first
             match counts), or a list of ``[letter, regex]`` rules: the letter of the first
-            rule whose regex occurs anywhere in the stripped output (LLMBar's LLMEvaluator
-            convention, ``Output (a)`` before ``Output (b)``).
+            rule whose regex occurs anywhere in the stripped output (a release's own
+            convention, e.g. ``Output (a)`` before ``Output (b)``).
         labels: benchmark name -> {label: letter} for benchmarks whose pattern reads other
             labels than the letters (a user's template: ``"1"`` -> ``A``); group 1 is
             stripped and looked up; a label not listed is kept as read (it chooses no
@@ -79,9 +79,9 @@ def extract_scores(raw: pl.DataFrame, patterns: dict[str, tuple[str, str] | list
         raw: rows with ``benchmark`` (str), ``mode`` (str), ``output`` (str|null),
             ``choice`` (str|null); only rows with ``mode == "score"`` are read.
         patterns: benchmark name -> (regex for slot A's score, regex for slot B's), each
-            with the score as group 1 (:func:`voirdire.benchmarks.base.score_patterns`),
+            with the score as group 1 (:func:`voirdire.benchmarks.scoring.score_patterns`),
             optionally followed by the lowest and highest valid score (default 1 and 10;
-            LLMBar's ratings are 0 to 9: :func:`voirdire.benchmarks.base.score_range`). The
+            a benchmark's own range: :func:`voirdire.benchmarks.scoring.score_range`). The
             LAST match in the output counts (an evidence-first judge may quote a score
             line in its explanation before the final lines).
 

@@ -8,25 +8,17 @@ Replaying them runs the whole pipeline on real input with no API key and no GPU.
 the release lacks is recorded as a failure with the reason "no recorded output"; a
 recorded null (the original call failed) as "the recorded call failed".
 
-LLMBar (Zeng et al., 2024; :mod:`voirdire.benchmarks.llmbar`) ships the outputs of six
-evaluators under up to fifteen prompting strategies (``outputs.parquet`` of the converted
-release); ``recorded = "GPT-4/Vanilla"`` replays one evaluator/strategy (``"*"``: one judge
-per pair found in the job's subsets). ``swap = False`` answers permutation 0 (the outputs as
-the dataset lists them) and ``swap = True`` permutation 1. A comparison strategy's
-completion is the output, and its verdict letter is read here by the rule LLMEvaluator's
-config used for that strategy (:func:`voirdire.benchmarks.llmbar.verdict_rules`), so the
-benchmark's own pattern is not applied again (a completion in which the release read no
-verdict has ``choice = ""``, a failed judgment). A rating strategy (``Rating*``: each output
-scored alone, 0-9) is a score-mode judge: its two recorded ratings are replayed as one
-output, ``Score of Output (a): <rating>`` and ``Score of Output (b): <rating>`` in slot
-order, read by the score-mode extraction into ``slot_scores``.
+The release's format is read through the benchmark (its class's hooks,
+:class:`~voirdire.benchmarks.kind.BenchmarkKind`: ``recorded_judges``, ``recorded_file``,
+``read_recorded``, ``recorded_mode``); the defaults read the layout above, and a benchmark
+whose release records its outputs otherwise overrides them in its own module (which may also
+give the verdict letter the release read, so the benchmark's pattern is not applied again,
+and name judges whose outputs are score-mode). A benchmark not registered in this process
+(a user's class known only to the driver) is read with the defaults.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import gzip
-import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -34,8 +26,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
-from voirdire.benchmarks.base import score_patterns, score_range
-from voirdire.benchmarks.llmbar import CANDIDATE, DEFAULT_SUBSETS, REFERENCE, read_verdict, verdict_rules
+from voirdire.benchmarks.kind import BenchmarkKind
+from voirdire.benchmarks.recorded import Recorded, RecordKey, record_key
+from voirdire.benchmarks.registry import find_benchmark, recorded_mode
+from voirdire.benchmarks.scoring import score_patterns, score_range
 from voirdire.judges.base import JudgeBackend, JudgeContext, JudgeSettings, Query, Result, Sampling, register
 from voirdire.judges.capabilities import Expands, OwnComparisonMode, PromptFree, QualitySource, Recording
 from voirdire.judges.extract import extract_scores, extract_verdicts
@@ -57,102 +51,56 @@ class ReplaySettings(JudgeSettings):
     data_dir: str | None = None
 
 
-#: the benchmark whose outputs are read from the LLMBar release
-LLMBAR = "LLMBar"
-
-
-def is_rating(recorded: str) -> bool:
-    """Whether an LLMBar ``evaluator/strategy`` is a rating strategy (each output scored
-    alone: a score-mode judge)."""
-    return "/" in recorded and recorded.split("/", 1)[1].startswith("Rating")
-
-
-def load_llmbar(path: Path, recorded: str) -> dict[tuple[str, tuple[str, ...]], Result]:
-    """``(question id, shown) -> Result`` (``unit_id`` empty) of one LLMBar evaluator/strategy
-    (see the module docstring). Raises ConfigError: nothing recorded for it."""
-    evaluator, _, strategy = recorded.partition("/")
-    df = pl.read_parquet(path).filter((pl.col("evaluator") == evaluator) & (pl.col("strategy") == strategy))
-    if df.height == 0:
-        raise ConfigError(f"no recorded outputs of {recorded!r} in {path} (recorded names are evaluator/strategy)")
-    out = {}
-    rating = is_rating(recorded)
-    for r in df.iter_rows(named=True):
-        qid = f"{r['subset']}/{r['item']}"
-        shown = (CANDIDATE, REFERENCE) if r["order"] == 0 else (REFERENCE, CANDIDATE)
-        if rating:
-            a, b = (r["score_1"], r["score_2"]) if r["order"] == 0 else (r["score_2"], r["score_1"])
-            text = f"Score of Output (a): {(a or '').strip()}\nScore of Output (b): {(b or '').strip()}"
-            out[(qid, shown)] = Result(unit_id="", output=text, verdict_mode="replay")
-        elif r["completion"] is None:
-            out[(qid, shown)] = Result.failed("", FailureClass.MISSING, "the recorded call failed (no completion)")
-        else:
-            letter = read_verdict(r["completion"], verdict_rules(evaluator, strategy, r["stage"]))
-            out[(qid, shown)] = Result(unit_id="", output=r["completion"], choice=letter or "", verdict_mode="replay")
-    return out
+def release_format(benchmark: str) -> type[BenchmarkKind]:
+    """The class whose hooks read the recorded outputs of a benchmark (its name as in
+    units: ``"MTBench"``): the registered class of that very name, else the defaults
+    (:class:`~voirdire.benchmarks.kind.BenchmarkKind`, the first release's layout, under that
+    name: a user's own pairs, a class not registered in this process)."""
+    cls = find_benchmark(benchmark)
+    if cls is not None and getattr(cls, "name", None) == benchmark:
+        return cls
+    return type("UnregisteredRelease", (BenchmarkKind,), {"name": benchmark})
 
 
 def recorded_path(settings: ReplaySettings, context: JudgeContext) -> Path:
-    """Path of the recorded outputs file for a judge and benchmark.
+    """Path of the recorded outputs file for a judge and benchmark
+    (the benchmark's ``recorded_file``).
 
     Raises:
-        ConfigError: no data directory, or the file does not exist (lists what exists).
+        ConfigError: no data directory, or nothing recorded for that judge (lists what is).
     """
     root = settings.data_dir or context.data_dir
     if not root:
         raise ConfigError(f"judge {context.judge!r}: replay needs a data directory")
-    if context.benchmark == LLMBAR:
-        have = recorded_judges(root, settings.study, LLMBAR, [])
-        if settings.recorded not in have:
-            raise ConfigError(
-                f"judge {context.judge!r}: no recorded outputs of {settings.recorded!r} in {root}"
-                + (f"; recorded there (evaluator/strategy): {', '.join(have)}" if have else "")
-            )
-        return Path(root) / "outputs.parquet"
-    d = Path(root) / "judgments" / settings.study / context.benchmark
-    path = d / f"{settings.recorded}.jsonl.gz"
-    if not path.is_file():
-        have = sorted(p.name.removesuffix(".jsonl.gz") for p in d.glob("*.jsonl.gz")) if d.is_dir() else []
-        raise ConfigError(
-            f"judge {context.judge!r}: no recorded outputs for {settings.recorded!r} in {d}"
-            + (f"; recorded judges there: {', '.join(have)}" if have else "")
-        )
-    return path
+    return release_format(context.benchmark).recorded_file(root, settings.study, settings.recorded, context.judge)
 
 
 def recorded_judges(data_dir: str | Path, study: str, benchmark: str, subsets: Sequence[str] | None = None) -> list[str]:
     """The judges with recorded outputs in ``data_dir`` for a study and benchmark (release
-    name, e.g. ``MTBench``): the stems of ``judgments/<study>/<benchmark>/*.jsonl.gz``,
-    sorted; for LLMBar every ``evaluator/strategy`` with outputs on one of ``subsets``
-    (default: the benchmark's default subsets; ``[]``: all). Empty when there are none."""
-    if benchmark == LLMBAR:
-        path = Path(data_dir) / "outputs.parquet"
-        if not path.is_file():
-            return []
-        lf = pl.scan_parquet(path)
-        subsets = DEFAULT_SUBSETS if subsets is None else subsets
-        if subsets:
-            lf = lf.filter(pl.col("subset").is_in(list(subsets)))
-        got = lf.select((pl.col("evaluator") + "/" + pl.col("strategy")).alias("j")).unique().collect()
-        return sorted(got["j"].to_list())
-    d = Path(data_dir) / "judgments" / study / benchmark
-    return sorted(p.name.removesuffix(".jsonl.gz") for p in d.glob("*.jsonl.gz")) if d.is_dir() else []
+    name, e.g. ``MTBench``), sorted, as the benchmark's ``recorded_judges`` lists them
+    (``subsets``: the job's, where the benchmark has them). Empty when there are none."""
+    return release_format(benchmark).recorded_judges(data_dir, study, subsets)
 
 
-def load_recorded(path: Path) -> dict[tuple[str, int], str | None]:
-    """``(cmp_index, repetition) -> judgment text`` (None where the recorded call failed)."""
-    out: dict[tuple[str, int], str | None] = {}
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            out[(rec["cmp_index"], int(rec.get("repetition") or 1))] = rec.get("judgment")
-    return out
+def load_recorded(path: Path, benchmark: str, recorded: str) -> dict[RecordKey, Recorded]:
+    """``(";".join((question id, *shown)), repetition) ->`` :class:`~voirdire.benchmarks.recorded.Recorded`
+    of one recorded judge, read by the benchmark's ``read_recorded``."""
+    return release_format(benchmark).read_recorded(path, recorded)
+
+
+def as_result(unit_id: str, rec: Recorded) -> Result:
+    """A recorded output as a judge's result: a failure (``MISSING``, its reason) where the
+    recorded call failed, else the text with the release's letter where it read one."""
+    if rec.output is None:
+        return Result.failed(unit_id, FailureClass.MISSING, rec.why)
+    return Result(unit_id=unit_id, output=rec.output, choice=rec.choice, verdict_mode="replay")
 
 
 def recorded_letters(recorded: str, bench: Any, data_dir: str) -> pl.DataFrame:
     """The verdict letter of every recorded pairwise output (position-bias study, first
     repetition) of a release judge, read as its judgments are read
     (:func:`~voirdire.judges.extract.extract_verdicts` with the benchmark's pattern and
-    labels; LLMBar: the release's own rules, a rating strategy's scores by
+    labels, or the letter the release itself read; a score-mode recorded judge's scores by
     :func:`~voirdire.judges.extract.extract_scores`).
 
     Returns:
@@ -165,16 +113,13 @@ def recorded_letters(recorded: str, bench: Any, data_dir: str) -> pl.DataFrame:
     ctx = JudgeContext(judge=f"quality source replay:{recorded}", benchmark=bench.name, data_dir=data_dir, output_dir=None)
     path = recorded_path(ReplaySettings(recorded=recorded), ctx)
     schema = {"cmp_index": pl.String, "output": pl.String, "choice": pl.String}
-    if bench.name == LLMBAR:
-        got = load_llmbar(path, recorded)
-        rows = [(";".join((q, *shown)), r.output, r.choice) for (q, shown), r in got.items()]
-    else:
-        rows = [(k, text, None) for (k, rep), text in load_recorded(path).items() if rep == 1]
+    rows = [(k, rec.output, rec.choice) for (k, rep), rec in load_recorded(path, bench.name, recorded).items() if rep == 1]
+    score = release_format(bench.name).recorded_mode(recorded) == "score"
     raw = pl.DataFrame(rows, schema=schema, orient="row").with_columns(
-        benchmark=pl.lit(bench.name), mode=pl.lit("score" if is_rating(recorded) else "pairwise"),
+        benchmark=pl.lit(bench.name), mode=pl.lit("score" if score else "pairwise"),
         shown=pl.col("cmp_index").str.split(";").list.slice(-2, 2), option_mode=pl.lit(2),
     )
-    if is_rating(recorded):
+    if score:
         raw = extract_scores(raw, {bench.name: [*score_patterns(bench.name), *score_range(bench.name)]})
     labels = {bench.name: bench.verdict_labels} if bench.verdict_labels else None
     judged = extract_verdicts(raw, {bench.name: bench.verdict_pattern_for("pairwise")}, labels)
@@ -192,13 +137,12 @@ class ReplayJudge(PromptFree, Recording, Expands, QualitySource, OwnComparisonMo
     def __init__(self, settings: ReplaySettings, context: JudgeContext) -> None:
         super().__init__(settings, context)
         path = recorded_path(settings, context)
-        self.llmbar = load_llmbar(path, settings.recorded) if context.benchmark == LLMBAR else None
-        self.recorded = load_recorded(path) if self.llmbar is None else {}
+        self.recorded = load_recorded(path, context.benchmark, settings.recorded)
 
     @classmethod
     def comparison_mode(cls, settings: ReplaySettings) -> str | None:
-        # an LLMBar rating strategy scores each output: its judgments are score-mode
-        return "score" if is_rating(settings.recorded) else None
+        # a recorded judge that scores each output (as its benchmark says): score-mode judgments
+        return recorded_mode(settings.recorded)
 
     @classmethod
     def identity(cls, settings: ReplaySettings, sampling: Sampling) -> dict[str, Any]:
@@ -261,22 +205,11 @@ class ReplayJudge(PromptFree, Recording, Expands, QualitySource, OwnComparisonMo
         out: list[Result] = []
         t = time.perf_counter()
         for q in queries:
-            if self.llmbar is not None:
-                got = self.llmbar.get((q.question_id, tuple(q.shown))) if q.repetition == 1 else None
-                if got is None:
-                    out.append(Result.failed(q.unit_id, FailureClass.MISSING, "no recorded output"))
-                else:
-                    out.append(dataclasses.replace(got, unit_id=q.unit_id))
-                continue
-            key = (";".join((q.question_id, *q.shown)), q.repetition)
-            if key not in self.recorded:
+            rec = self.recorded.get(record_key(q.question_id, q.shown, q.repetition))
+            if rec is None:
                 out.append(Result.failed(q.unit_id, FailureClass.MISSING, "no recorded output"))
-                continue
-            text = self.recorded[key]
-            if text is None:
-                out.append(Result.failed(q.unit_id, FailureClass.MISSING, "the recorded call failed (null judgment)"))
             else:
-                out.append(Result(unit_id=q.unit_id, output=text, verdict_mode="replay"))
+                out.append(as_result(q.unit_id, rec))
         dt = (time.perf_counter() - t) / max(1, len(queries))
         for r in out:
             r.latency_s = dt

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 from pydantic import field_validator
-from voirdire.benchmarks.base import load_score_templates
+from voirdire.benchmarks.scoring import load_score_templates
 from voirdire.benchmarks.biases import find_kind, known_kinds
 from voirdire.judges.base import JudgeBackend, JudgeContext, JudgeSettings, Query, Result, get_backend, register
 from voirdire.judges.capabilities import PromptFree, QualitySource, Rewrites

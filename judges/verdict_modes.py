@@ -30,7 +30,7 @@ __all__ = ["VERDICT_MODES", "VERDICT_TOKENS", "VerdictLetters", "VerdictMode", "
 VerdictMode = Literal["free", "structured", "logprobs"]
 VERDICT_MODES: tuple[str, ...] = ("free", "structured", "logprobs")
 #: a judge's ``verdict_letters`` setting: what it writes for each position, one character a
-#: position (``"ab"`` for LLMBar's ``Output (a)``); ``None``: the position letters
+#: position (``"ab"`` for a prompt's ``Output (a)``); ``None``: the position letters
 VerdictLetters = Annotated[str | None, Field(min_length=2, max_length=8)]
 #: tokens allowed for a structured verdict (a letter is one or two tokens)
 VERDICT_TOKENS = 4

@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smoke", action="store_true")
     args = ap.parse_args(argv)
     import voirdire
-    from voirdire.benchmarks.release import LLMBAR, locate
+    from voirdire.benchmarks.llmbar_release import LLMBAR
+    from voirdire.benchmarks.release import locate
 
     if args.run:
         judgments = voirdire.load(args.run).judgments

@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--smoke", action="store_true")
     args = ap.parse_args(argv)
-    from voirdire.benchmarks.release import LLMBAR, locate
+    from voirdire.benchmarks.llmbar_release import LLMBAR
+    from voirdire.benchmarks.release import locate
 
     data = locate(LLMBAR, args.data)
     published = pl.read_parquet(data / "statistics.parquet")

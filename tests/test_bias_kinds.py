@@ -9,6 +9,8 @@ from voirdire.benchmarks.biases import (
     INSTRUCTION,
     BiasKind,
     BiasParam,
+    Slots,
+    bias_kind,
     get_kind,
     known_kinds,
     register_kind,
@@ -66,6 +68,27 @@ def test_registry_lists_builtins_then_registered(flattery):
         register_kind(BiasKind(name="flattery", family=INSTRUCTION, instruction="x"))
     # an import path names a record without registering it first
     assert get_kind("tests.test_bias_kinds:FLATTERY") is FLATTERY
+
+
+def test_a_kind_is_one_decorator_on_its_text(tmp_path):
+    """``@bias_kind`` builds the record from the decorated function and registers it; the
+    job spec then reads it like any other kind."""
+
+    @bias_kind("praise", param=BiasParam("tones", "tone", str, ("warm",)), default_targets=("candidate",))
+    def PRAISE(value, slots):
+        return f"{slots.target} is {value}ly praised."
+
+    try:
+        assert isinstance(PRAISE, BiasKind) and get_kind("praise") is PRAISE and known_kinds()[-1] == "praise"
+        assert PRAISE.family == INSTRUCTION and PRAISE.instruction("warm", Slots(target="Assistant B")) == (
+            "Assistant B is warmly praised.")
+        job = _job(tmp_path, perturbations=[{"kind": "praise", "tones": ["warm", "cold"]}])
+        assert job.perturbations[0].values == ("warm", "cold")
+        with pytest.raises(ValueError, match="already registered"):
+            bias_kind("praise")(lambda value, slots: "again")
+    finally:
+        unregister_kind("praise")
+    assert "praise" not in known_kinds()
 
 
 def test_the_spec_validates_a_new_kinds_parameter(tmp_path, flattery):

@@ -24,7 +24,8 @@ from voirdire.analysis.position.release_stats import RELEASE_COLUMNS, as_release
 from voirdire.benchmarks.llmbar import LINE_RULES, LLMBar, chat_messages, load_prompt, read_verdict, verdict_rules
 from voirdire.benchmarks.mirror import blob_id, read_manifest
 from voirdire.benchmarks.registry import load_benchmark
-from voirdire.benchmarks.release import LLMBAR, MARKER, fetch_release, locate
+from voirdire.benchmarks.llmbar_release import LLMBAR
+from voirdire.benchmarks.release import MARKER, fetch_release, locate
 from voirdire.engine.job import plan_job
 from voirdire.engine.spec import parse_job
 

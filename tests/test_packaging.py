@@ -108,7 +108,7 @@ def test_wheel_alone_imports_every_module_and_runs(wheel, data_dir, tmp_path):
         "import importlib, sys\n"
         f"for m in {mods!r}: importlib.import_module(m)\n"
         "from voirdire.benchmarks.registry import load_benchmark\n"
-        "from voirdire.benchmarks.base import load_listwise_templates\n"
+        "from voirdire.benchmarks.templating import load_listwise_templates\n"
         "b = load_benchmark('mtbench', sys.argv[1])\n"
         "assert load_listwise_templates()\n"
         "from voirdire.analysis.report.views import render_template\n"

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 from voirdire.analysis.mitigation import scores as sc
-from voirdire.benchmarks.base import load_score_templates, score_patterns
+from voirdire.benchmarks.scoring import load_score_templates, score_patterns
 from voirdire.benchmarks.registry import load_benchmark
 from voirdire.engine.spec import parse_job
 from voirdire.judges.extract import extract_scores

@@ -20,7 +20,8 @@ from voirdire.benchmarks.mirror import (
     read_manifest,
     read_sizes,
 )
-from voirdire.benchmarks.release import JTJ, LLMBAR, QA_FILES, fetch_release
+from voirdire.benchmarks.llmbar_release import LLMBAR
+from voirdire.benchmarks.release import JTJ, QA_FILES, fetch_release
 from voirdire.core import DataError
 
 DATASET = "Dataset/Natural/dataset.json"

@@ -7,7 +7,7 @@
     voirdire submit JOB.toml --address http://HEAD:8265 [--env K=V] [--output-dir DIR] [--no-wait]
     voirdire status [JOB_ID] [--address ...]
     voirdire stop JOB_ID [--address ...]
-    voirdire data fetch [judging-the-judges|llmbar] [--dest DIR] [--base-url URL] [--prefer tsv|pkl] [--strict] [--if-missing [--try DIR]]
+    voirdire data fetch [RELEASE] [--dest DIR] [--base-url URL] [--prefer tsv|pkl] [--strict] [--if-missing [--try DIR]]
 
 ``run`` validates every job before sending anything, runs them one after another on one
 Ray connection, and prints the per-judge table of all of them. Exit codes: 0 success,
@@ -285,13 +285,13 @@ def stop(
     console.print(f"job {job_id}: {'stop requested' if stopped else 'not running'}")
 
 
-data_app = typer.Typer(no_args_is_help=True, help="The benchmark data: the public releases of Shi et al. (2024) and LLMBar (Zeng et al., 2024).")
+data_app = typer.Typer(no_args_is_help=True, help="The benchmark data: the public releases the benchmarks read (Shi et al., 2024, and others).")
 app.add_typer(data_app, name="data")
 
 
 @data_app.command("fetch")
 def data_fetch(
-    name: Annotated[str, typer.Argument(help="The release: judging-the-judges (MT-Bench, DevBench) or llmbar.")] = "judging-the-judges",
+    name: Annotated[str, typer.Argument(help="The release: judging-the-judges (MT-Bench, DevBench) or another benchmark's (an unknown name lists them).")] = "judging-the-judges",
     dest: Annotated[Optional[Path], typer.Option(help="Data directory to write (default: $VOIRDIRE_DATA, else the user data directory).")] = None,
     base_url: Annotated[Optional[str], typer.Option("--base-url", help="Where the release's files are, paths appended as in the repository (default: $VOIRDIRE_RELEASE_URL, else GitHub's raw URLs of the pinned commit).")] = None,
     prefer: Annotated[str, typer.Option(help="Form of the judges' outputs fetched first: tsv (record_*.tsv) or pkl (tmp.pkl, loaded without executing); the other is the fallback.")] = "pkl",

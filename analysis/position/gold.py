@@ -1,7 +1,7 @@
 """Accuracy against gold labels: is the judge right, in each order and in both?
 
 Source: ``docs/gold-labels.md`` (the definitions are ours; the per-order accuracies and
-both-orders-correct are the figures LLMBar (Zeng et al., ICLR 2024) reports as
+both-orders-correct are the figures Zeng et al. (ICLR 2024) report for their release as
 ``correct_False``, ``correct_True`` and ``correct_both``, with its convention for a failed
 verdict: not correct, over all items).
 

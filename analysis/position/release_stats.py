@@ -1,22 +1,19 @@
-"""A release's own statistics from a judgments table: LLMBar's convention as a named view.
+"""A release's own statistics from a judgments table: the release's convention as a named view.
 
-LLMBar (Zeng et al., ICLR 2024) publishes per evaluator × strategy × dataset
-(``statistics.json``, written by its ``LLMEvaluator/evaluate.py``): ``correct_False`` and
-``correct_True`` (items whose winner in the order shown / swapped is the gold output),
+A release may publish, per judge × strategy × dataset, counts of its own: ``correct_False``
+and ``correct_True`` (items whose winner in the order shown / swapped is the gold output),
 ``correct_both`` (correct in both orders) and ``equal`` (the same winner in both orders), each
-over all ``n`` items. Its conventions differ from voirdire's (``docs/metrics.md``) on two kinds
-of judgment only:
+over all ``n`` items (:data:`RELEASE_COLUMNS`). How the release reads a judgment's winner is
+the benchmark's (its class's ``release_readings``, :class:`~voirdire.benchmarks.kind.BenchmarkKind`;
+see that benchmark's module for its convention and source). Such conventions differ from
+voirdire's (``docs/metrics.md``) on two kinds of judgment only:
 
-- a *failed* verdict (no rule matched: winner null): the release counts two nulls as the
-  same winner (``equal``) and a null as not correct; voirdire leaves the pair out of PC
-  (an error pair) and counts the null as not correct over all pairs (accuracy);
-- a *rating* strategy (score mode), whose verdict the release derives from the two ratings
-  (``int()`` of each completion) as ``"1" if s1 > s2 else "2"`` (shown) and
-  ``"2" if s2 > s1 else "1"`` (swapped): equal ratings go to the output shown second,
-  unreadable ratings to the output shown first; voirdire reads equal ratings as a tie
-  (consistent in both orders, correct only against a tie label) and unreadable ratings or
-  ratings off the prompt's 0-9 scale (ChatGPT's few ``10``) as failed. The release view
-  reads the ratings from the replayed output's ``Score of Output (a|b): <rating>`` lines.
+- a *failed* verdict (winner null): the release view counts two nulls as the same winner
+  (``equal``) and a null as not correct; voirdire leaves the pair out of PC (an error pair)
+  and counts the null as not correct over all pairs (accuracy);
+- a *tie* or a *rating* (score-mode) verdict, which a release may turn into a winner by its
+  own rule; voirdire reads equal ratings as a tie (consistent in both orders, correct only
+  against a tie label) and unreadable or off-scale ratings as failed.
 
 :func:`pair_outcomes` gives both readings of every judgment pair and flags the pairs with a
 failed or tie verdict (``differs``); :func:`release_view` and :func:`voirdire_view` count
@@ -32,6 +29,8 @@ import polars as pl
 from voirdire.analysis.position.gold import gold_accuracy as _gold_accuracy
 from voirdire.analysis.position.gold import has_gold
 from voirdire.analysis.position.metrics import PAIR_KEYS, pairwise_pairs
+from voirdire.benchmarks.kind import BenchmarkKind
+from voirdire.benchmarks.registry import find_benchmark
 
 KEYS = ["benchmark", "judge", "task"]
 #: the release's counts (``statistics.json``) and voirdire's
@@ -46,8 +45,9 @@ def pair_outcomes(judgments: pl.DataFrame) -> pl.DataFrame:
     Columns besides the keys: ``gold`` (str), ``score`` (bool: score-mode pair), ``klass``
     (voirdire's class), ``w1``/``w2`` (str|null: voirdire's verdict in the order shown /
     swapped as a model name, ``"tie"``, or null when failed), ``r1``/``r2`` (str|null: the
-    release's winner, see the module docstring), ``differs`` (bool: a failed or tie verdict
-    in either order).
+    release's winner, by the benchmark's ``release_readings``; a benchmark not registered
+    here: voirdire's winner, a tie as none), ``differs`` (bool: a failed or tie verdict in
+    either order).
     """
     rows = judgments.filter(pl.col("mode").is_in(["pairwise", "score"]))
     shown_first = pl.col("shown").list.first() == pl.col("candidate")
@@ -62,16 +62,15 @@ def pair_outcomes(judgments: pl.DataFrame) -> pl.DataFrame:
         return pl.when(letter == "A").then(first).when(letter == "B").then(second).when(letter == "C").then(pl.lit("tie"))
 
     # order shown: (candidate, reference); swapped: (reference, candidate)
-    w1, w2 = model(pl.col("c1"), cand, ref), model(pl.col("c2"), ref, cand)
-    # a rating pair: the two ratings as the release read them (int() of each completion)
-    s_c = pl.col("_out").str.extract(r"(?m)^Score of Output \(a\): *([+-]?\d+) *$", 1).cast(pl.Int64, strict=False)
-    s_r = pl.col("_out").str.extract(r"(?m)^Score of Output \(b\): *([+-]?\d+) *$", 1).cast(pl.Int64, strict=False)
-    read = s_c.is_not_null() & s_r.is_not_null()
-    rating1 = pl.when(read & (s_c > s_r)).then(cand).when(read).then(ref).otherwise(cand)
-    rating2 = pl.when(read & (s_r > s_c)).then(ref).when(read).then(cand).otherwise(ref)
-    return p.with_columns(w1=w1, w2=w2).with_columns(
-        r1=pl.when(pl.col("score")).then(rating1).otherwise(pl.when(pl.col("w1") != "tie").then(pl.col("w1"))),
-        r2=pl.when(pl.col("score")).then(rating2).otherwise(pl.when(pl.col("w2") != "tie").then(pl.col("w2"))),
+    p = p.with_columns(w1=model(pl.col("c1"), cand, ref), w2=model(pl.col("c2"), ref, cand))
+    names = p["benchmark"].unique(maintain_order=True).to_list()
+    if len(names) == 1:
+        p = (find_benchmark(names[0]) or BenchmarkKind).release_readings(p)
+    else:
+        parts = [(find_benchmark(n) or BenchmarkKind).release_readings(p.filter(pl.col("benchmark") == n))
+                 for n in names]
+        p = pl.concat(parts) if parts else BenchmarkKind.release_readings(p)
+    return p.with_columns(
         differs=pl.col("w1").is_null() | pl.col("w2").is_null() | (pl.col("w1") == "tie") | (pl.col("w2") == "tie"),
     ).drop("_out")
 

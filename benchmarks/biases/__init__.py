@@ -4,7 +4,8 @@
 expands into variants and the prompt builder asks for its text. The built-in kinds are
 CALM's (Ye et al. 2024): :mod:`.instruction` (bandwagon, distraction, diversity, cot,
 refinement_aware), :mod:`.names` (compassion_fade) and :mod:`.answer` (authority,
-verbosity, sentiment, fallacy). Adding one: ``docs/contributing.md``.
+verbosity, sentiment, fallacy). Adding one (one module, one decorator, :func:`bias_kind`):
+``docs/contributing.md``.
 """
 
 from voirdire.benchmarks.biases.kind import (
@@ -18,6 +19,8 @@ from voirdire.benchmarks.biases.kind import (
     Slots,
 )
 from voirdire.benchmarks.biases.registry import (
+    KINDS,
+    bias_kind,
     find_kind,
     get_kind,
     known_kinds,
@@ -27,5 +30,5 @@ from voirdire.benchmarks.biases.registry import (
 
 __all__ = [
     "ANSWER", "FAMILIES", "INSTRUCTION", "NAMES", "TEXT_VERSION", "BiasKind", "BiasParam", "Slots",
-    "find_kind", "get_kind", "known_kinds", "register_kind", "unregister_kind",
+    "KINDS", "bias_kind", "find_kind", "get_kind", "known_kinds", "register_kind", "unregister_kind",
 ]

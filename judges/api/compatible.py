@@ -42,7 +42,7 @@ class CompatibleSettings(APISettings):
     """:class:`~voirdire.judges.api.settings.APISettings` plus ``verdict_mode`` (``free``,
     ``structured``, ``logprobs``: see the module docstring), ``verdict_tokens`` (the
     cap on a constrained verdict's tokens; a letter is one) and ``verdict_letters`` (what
-    the judge writes for each position, e.g. ``"ab"`` for LLMBar's ``Output (a)``; default
+    the judge writes for each position, e.g. ``"ab"`` for a prompt's ``Output (a)``; default
     the position letters), as the in-process vLLM judge's (:mod:`voirdire.judges.verdict_modes`)."""
 
     verdict_mode: VerdictMode = "free"

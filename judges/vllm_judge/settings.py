@@ -45,7 +45,7 @@ class VllmSettings(JudgeSettings):
         verdict_cue: text placed before the constrained letter (default: the benchmark's
             own cue, :attr:`voirdire.benchmarks.base.Benchmark.verdict_cue`).
         verdict_letters: what the judge writes for each position in a constrained verdict,
-            one character per position (``"ab"`` for LLMBar's ``Output (a)``); default the
+            one character per position (``"ab"`` for a prompt's ``Output (a)``); default the
             position letters ``A``, ``B``, ``C``. Mapped back to position letters.
         system_prompt: a system turn before the judge prompt (``None``: the prompt is the
             single user turn, as the release did).

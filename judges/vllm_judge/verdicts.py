@@ -14,7 +14,7 @@ import asyncio
 import math
 from typing import Any
 
-from voirdire.benchmarks.base import load_score_templates
+from voirdire.benchmarks.scoring import load_score_templates
 from voirdire.judges.base import Result, option_probabilities
 from voirdire.judges.verdict_modes import VERDICT_TOKENS, option_texts, read_verdict
 from voirdire.judges.vllm_judge.engine import RequestPlan

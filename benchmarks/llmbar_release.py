@@ -1,6 +1,7 @@
 """The second release: LLMBar (Zeng et al., ICLR 2024; ``princeton-nlp/LLMBar``, MIT).
 
-What :mod:`voirdire.benchmarks.release` fetches of it (the package manifest
+Its :class:`~voirdire.benchmarks.release.Release` record :data:`LLMBAR` (the benchmark's
+``release``), what :mod:`voirdire.benchmarks.release` fetches of it (the package manifest
 ``llmbar-manifest.tsv``: every ``Dataset/<subset>/dataset.json``, each evaluator's
 ``result.json`` and ``statistics.json``, the ``LICENSE``) and the layout it is converted into,
 read by :mod:`voirdire.benchmarks.llmbar` and the replay judge::
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import polars as pl
 from voirdire.benchmarks.mirror import NotOnMirror
+from voirdire.benchmarks.release import Release
 from voirdire.benchmarks.release_jtj import Converted
 
 from voirdire.core import DataError
@@ -164,4 +166,11 @@ def convert(
     return done
 
 
-__all__ = ["OUTPUTS_SCHEMA", "PAIRS_SCHEMA", "STATS_SCHEMA", "STAT_KEYS", "convert", "plan"]
+LLMBAR = Release(
+    name="llmbar", repo="princeton-nlp/LLMBar", commit="900616bff90b6c6c8e1681f7d079250637c55992",
+    manifest=Path(__file__).resolve().parent / "llmbar-manifest.tsv", dir_name="llmbar",
+    data_env="VOIRDIRE_LLMBAR_DATA", url_env="VOIRDIRE_LLMBAR_URL", convert=convert, copy_name="llmbar-release",
+)
+
+
+__all__ = ["LLMBAR", "OUTPUTS_SCHEMA", "PAIRS_SCHEMA", "STATS_SCHEMA", "STAT_KEYS", "convert", "plan"]

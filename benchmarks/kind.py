@@ -1,0 +1,119 @@
+"""What a benchmark is as a registered kind: the class-level hooks read before any data is loaded.
+
+:class:`~voirdire.benchmarks.base.Benchmark` inherits them; a benchmark's module overrides
+what differs from the defaults (the first release's layout and conventions):
+
+- **where its data lies**: :attr:`BenchmarkKind.release` (the
+  :class:`~voirdire.benchmarks.release.Release` record it reads, fetched by
+  ``voirdire data fetch <release>``; ``None``: it reads files of its own, named by its
+  options) and :meth:`BenchmarkKind.locate`;
+- **what the job may set**: :attr:`BenchmarkKind.options` (``[benchmark]`` settings beyond
+  ``data_dir`` and ``sample``: ``subsets``, ``prompt``, ``pairs``) and
+  :meth:`BenchmarkKind.load`;
+- **the release's recorded outputs**, read by the replay judge:
+  :meth:`BenchmarkKind.recorded_judges`, :meth:`BenchmarkKind.recorded_file`,
+  :meth:`BenchmarkKind.read_recorded`, :meth:`BenchmarkKind.recorded_mode`
+  (default: :mod:`voirdire.benchmarks.recorded`, the first release's layout);
+- **the release's own statistics**: :meth:`BenchmarkKind.release_readings`, the winner
+  the release counts in each order (:mod:`voirdire.analysis.position.release_stats`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import polars as pl
+from voirdire.benchmarks.recorded import Recorded, RecordKey, jsonl_file, jsonl_judges, read_jsonl
+
+
+class BenchmarkKind:
+    """Class-level hooks of a benchmark (see the module docstring); every one has a default."""
+
+    #: the name in units and outputs (``"MTBench"``); its registry key is the name lower-cased
+    #: with punctuation dropped (``"mtbench"``)
+    name: str
+    #: the release whose data directory the benchmark reads (a
+    #: :class:`~voirdire.benchmarks.release.Release`), or None (a user's own data)
+    release: ClassVar[Any] = None
+    #: ``[benchmark]`` settings the benchmark takes besides ``data_dir`` and ``sample``
+    #: (passed to :meth:`load` as keywords when set)
+    options: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def locate(cls, data_dir: str | os.PathLike[str] | None = None) -> Any:
+        """The data directory the benchmark reads: its release's
+        (:meth:`~voirdire.benchmarks.release.Release.data_dir`; ``data_dir`` is a job's
+        explicit one), or ``data_dir`` as given when it reads no release.
+
+        Raises:
+            ConfigError: no data directory found, or an explicit one that is not one.
+        """
+        return data_dir if cls.release is None else cls.release.data_dir(data_dir)
+
+    @classmethod
+    def load(cls, data_dir: Any, sample: str = "full", **options: Any) -> Any:
+        """The loaded benchmark (a :class:`~voirdire.benchmarks.base.Benchmark`):
+        ``cls(data_dir=..., sample=..., **options)`` (``options``:
+        only names of :attr:`options` that the job set).
+
+        Raises:
+            ConfigError: what the constructor raises (no data, a malformed table ...).
+        """
+        return cls(data_dir=data_dir, sample=sample, **options)  # type: ignore[call-arg]
+
+    # ------------------------------------------------------------------ recorded outputs
+
+    @classmethod
+    def recorded_judges(cls, data_dir: str | Path, study: str, subsets: Sequence[str] | None = None) -> list[str]:
+        """The names of the judges whose outputs the release recorded for this benchmark in
+        ``data_dir`` and ``study`` (``position_bias``, ``repetition``), sorted; ``subsets``:
+        the job's subsets where the benchmark has them (None: its default; ``[]``: all).
+        Default: the stems of ``judgments/<study>/<name>/*.jsonl.gz``."""
+        return jsonl_judges(data_dir, study, cls.name)
+
+    @classmethod
+    def recorded_file(cls, data_dir: str | Path, study: str, recorded: str, judge: str) -> Path:
+        """The file holding the recorded outputs of judge ``recorded`` (``judge``: the job's
+        name for it, for messages).
+
+        Raises:
+            ConfigError: nothing recorded under that name (the message lists what is).
+        """
+        return jsonl_file(data_dir, study, cls.name, recorded, judge)
+
+    @classmethod
+    def read_recorded(cls, path: Path, recorded: str) -> dict[RecordKey, Recorded]:
+        """Every recorded output of judge ``recorded`` in ``path``:
+        ``(";".join((question id, *shown)), repetition) ->`` :class:`~voirdire.benchmarks.recorded.Recorded`.
+
+        Raises:
+            ConfigError: nothing recorded for it.
+        """
+        return read_jsonl(path)
+
+    @classmethod
+    def recorded_mode(cls, recorded: str) -> str | None:
+        """The comparison mode of a recorded judge when it is not the job's (``"score"``:
+        its outputs score each answer), or None."""
+        return None
+
+    # ------------------------------------------------------------------ release statistics
+
+    @classmethod
+    def release_readings(cls, pairs: pl.DataFrame) -> pl.DataFrame:
+        """``pairs`` with ``r1``/``r2`` (str|null): the winner the release counts in the order
+        shown / swapped. Input: the judgment pairs of
+        :func:`~voirdire.analysis.position.release_stats.pair_outcomes` with ``candidate``,
+        ``reference``, ``w1``/``w2`` (voirdire's winner: a model, ``"tie"`` or null),
+        ``score`` (bool) and ``_out`` (the output with the candidate shown first). Default:
+        voirdire's winner, a tie counted as no winner."""
+        return pairs.with_columns(
+            r1=pl.when(pl.col("w1") != "tie").then(pl.col("w1")),
+            r2=pl.when(pl.col("w2") != "tie").then(pl.col("w2")),
+        )
+
+
+__all__ = ["BenchmarkKind"]
