@@ -30,7 +30,9 @@ from voirdire.engine.rewrite import (
     rewrite_store,
     rewrites_for_units,
 )
+from voirdire.engine.outdir import JOB_FILE, claim_output_dir, read_job_record
 from voirdire.engine.scheduler import JudgeRun, RunStats, execute
+from voirdire.engine.secrets import configured_secrets, redact_record
 from voirdire.engine.spec import JobSpec, ResolvedJudge, resolve_judges
 from voirdire.engine.store import ResultStore
 from voirdire.engine.instances import instances, list_size_for
@@ -45,8 +47,6 @@ from voirdire.judges.capabilities import Estimates, Recording, needs_prompt
 from voirdire.judges.extract import extract_scores, extract_verdicts
 
 from voirdire.core import ConfigError
-
-JOB_FILE = "job.json"
 
 
 @dataclass(frozen=True)
@@ -111,10 +111,12 @@ def plan_job(job: JobSpec, dry_run: bool = False) -> JobPlan:
     returned in ``JobPlan.warnings`` instead of raised.
 
     Raises:
-        ConfigError: missing data, unknown candidates/questions/tasks, unknown backends,
+        ConfigError: an output directory that is not ours (:func:`~voirdire.engine.outdir.claim_output_dir`),
+            missing data, unknown candidates/questions/tasks, unknown backends,
             invalid settings, a failed backend preflight, or (unless ``dry_run``) a
             missing API key.
     """
+    claim_output_dir(job.output_dir)
     if job.benchmark.pairs is not None:  # a user's own pairs: no release data directory
         bench = load_benchmark(job.benchmark.name, pairs=job.benchmark.pairs)
         data_dir = bench.data_dir
@@ -247,10 +249,10 @@ def run_job(
         JobInterrupted: on Ctrl-C (finished results are saved; rerun to resume).
     """
     plan = plan or plan_job(job)
-    out = Path(job.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / JOB_FILE).write_text(json.dumps(_job_record(job, plan), indent=2))
-    store = ResultStore(out, flush_rows=job.run.flush_rows, flush_seconds=job.run.flush_seconds)
+    out = claim_output_dir(job.output_dir)  # again: the directory may have changed since the plan
+    secrets = configured_secrets([*plan.judges, *(plan.rewriters or {}).values()])
+    _write_job_file(out, redact_record(_job_record(job, plan), secrets))
+    store = ResultStore(out, flush_rows=job.run.flush_rows, flush_seconds=job.run.flush_seconds, secrets=secrets)
     bench = plan.bench
     prompts = PromptCache(bench, score_style=job.comparison.score_style)
     rewrites = _rewrite_stage(job, plan, out, address=address, show_progress=show_progress, console=console)
@@ -292,6 +294,16 @@ def run_job(
     return RunOutcome(out, stats)
 
 
+def _write_job_file(out: Path, record: dict[str, Any]) -> None:
+    """Write ``job.json`` under a temporary name, then rename it into place (a link there
+    is replaced, never written through)."""
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / f".{JOB_FILE}.tmp"
+    tmp.unlink(missing_ok=True)
+    tmp.write_text(json.dumps(record, indent=2))
+    os.replace(tmp, out / JOB_FILE)
+
+
 def _rewrite_stage(job: JobSpec, plan: JobPlan, out: Path, *, address: str | None, show_progress: bool,
                    console: Any) -> dict[tuple[str, str, str], tuple[str, ...]]:
     """Run the rewrites the job needs and not yet stored (through the scheduler), then
@@ -299,7 +311,8 @@ def _rewrite_stage(job: JobSpec, plan: JobPlan, out: Path, *, address: str | Non
     needed = plan.rewrites
     if needed is None or needed.height == 0:
         return {}
-    store = rewrite_store(out, flush_rows=job.run.flush_rows, flush_seconds=job.run.flush_seconds)
+    store = rewrite_store(out, flush_rows=job.run.flush_rows, flush_seconds=job.run.flush_seconds,
+                          secrets=configured_secrets((plan.rewriters or {}).values()))
     runs = []
     for name, rw in (plan.rewriters or {}).items():
         mine = needed.filter(pl.col("rewriter") == name)
@@ -345,12 +358,11 @@ def load_judgments(output_dir: str | os.PathLike) -> pl.DataFrame:
 
     Raises:
         FileNotFoundError: the directory has no job.json (not a voirdire output directory).
+        ConfigError: its job.json is a link or not our record
+            (:func:`~voirdire.engine.outdir.read_job_record`).
     """
     out = Path(output_dir)
-    meta_path = out / JOB_FILE
-    if not meta_path.is_file():
-        raise FileNotFoundError(f"{out} is not a voirdire output directory (no {JOB_FILE})")
-    meta = json.loads(meta_path.read_text())
+    meta = read_job_record(out)
     raw = ResultStore(out).read_raw()
     if meta.get("score_patterns"):
         raw = extract_scores(raw, meta["score_patterns"])

@@ -34,6 +34,7 @@ from voirdire.judges.base import (
 from voirdire.judges.capabilities import Expands, RewriterOnly, comparison_mode
 
 from voirdire.core import ConfigError, content_hash
+from voirdire.engine.outdir import check_judge_name, check_path_text
 
 
 class _Strict(BaseModel):
@@ -259,7 +260,7 @@ class JobSpec(_Strict):
                 f"{v!r}: object-store URIs are not supported as output_dir; use a path on a filesystem "
                 "shared by the cluster's head node (NFS/EFS/Filestore, or the bucket mounted with s3fs/gcsfuse)"
             )
-        return v[len("file://") :] if v.startswith("file://") else v
+        return check_path_text(v[len("file://") :] if v.startswith("file://") else v)
 
     @model_validator(mode="after")
     def _unique_judges(self) -> "JobSpec":
@@ -279,7 +280,7 @@ class ResolvedJudge:
 
     def __init__(self, spec: JudgeSpec, job: JobSpec) -> None:
         self.spec = spec
-        self.name = spec.name
+        self.name = check_judge_name(spec.name)  # after expansion: a name stands for a folder
         self.backend: type[JudgeBackend[Any]] = get_backend(spec.backend)
         try:
             self.settings: JudgeSettings = self.backend.Settings(**spec.backend_settings)

@@ -32,7 +32,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from voirdire.engine.schema import RAW_SCHEMA
 
-from voirdire.core import slug
+from voirdire.core import ConfigError, slug
+from voirdire.engine.secrets import redact_table
 from voirdire.exceptions import CorruptPartWarning
 
 #: the folder (inside a judge's ``raw/<judge>/``) where unreadable parts are moved
@@ -55,12 +56,19 @@ class ResultStore:
         flush_seconds: age in seconds of the oldest buffered row that triggers a flush.
         subdir: the folder of the parts (``raw``; the rewrite stage uses ``rewrites``).
         schema: the table schema of the rows (``RAW_SCHEMA``; rewrites: ``REWRITE_SCHEMA``).
+        secrets: values redacted from the rows' failure messages before they are written
+            (the job's API keys, :mod:`voirdire.engine.secrets`).
+
+    Parts are written only into real folders: a symbolic link in the place of ``raw/``,
+    a judge's folder or its ``quarantine/`` is never written through (ConfigError, or the
+    part is left where it is).
     """
 
     def __init__(self, output_dir: str | os.PathLike, flush_rows: int = 20_000, flush_seconds: float = 2.0,
-                 subdir: str = "raw", schema: pa.Schema = RAW_SCHEMA) -> None:
+                 subdir: str = "raw", schema: pa.Schema = RAW_SCHEMA, secrets: tuple[str, ...] = ()) -> None:
         self.root = Path(output_dir)
         self.schema = schema
+        self.secrets = tuple(secrets)
         self.raw_dir = self.root / subdir
         self.raw_dir.mkdir(parents=True, exist_ok=True)
         self.flush_rows = flush_rows
@@ -100,6 +108,8 @@ class ResultStore:
         self._checked.pop(part, None)
         dest = part.parent / QUARANTINE / f"{part.name}.corrupt"
         try:
+            if dest.parent.is_symlink():
+                raise OSError(f"{dest.parent} is a symbolic link")
             dest.parent.mkdir(exist_ok=True)
             os.replace(part, dest)
             where = f"moved to {dest}"
@@ -180,6 +190,10 @@ class ResultStore:
     def _write_part(self, judge: str, table: pa.Table, prefix: str = "part") -> Path:
         d = self.raw_dir / slug(judge)
         d.mkdir(parents=True, exist_ok=True)
+        if link := next((p for p in (self.raw_dir, d) if p.is_symlink()), None):
+            raise ConfigError(f"{link} is a symbolic link; voirdire writes through no links in an output directory")
+        if self.secrets:
+            table = redact_table(table, self.secrets)
         name = f"{prefix}-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
         tmp = d / f".{name}.tmp"
         pq.write_table(table, tmp, compression="zstd")

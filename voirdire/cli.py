@@ -144,7 +144,7 @@ def analyze(dirs: Annotated[list[Path], typer.Argument(help="Finished output dir
     for d in dirs:
         try:
             res = api.analyze(d)
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, ConfigError) as exc:
             _fail(str(exc))
         tables.append(res.judge_metrics)
         golds.append(gold_accuracy(res.judgments))

@@ -18,17 +18,21 @@ from voirdire.core import FailureClass
 from voirdire.exceptions import MalformedResponse
 
 _KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}|\bAIza[A-Za-z0-9_\-]{20,}")
+#: a masked credential as providers echo it in 401 messages, whatever the key's shape:
+#: characters around a run of three or more ``*`` (``abc1************wxyz``, ``****wxyz``)
+_MASKED = re.compile(r"[A-Za-z0-9_\-.~+/=]*\*{3,}[A-Za-z0-9_\-.~+/=*]*")
 
 
 def redact(text: str | None, *secrets: str | None) -> str | None:
-    """``text`` with the given secrets and anything shaped like an API key replaced by
-    ``[redacted]`` (providers echo partly masked keys in 401 messages)."""
+    """``text`` with the given secrets (the values of the key variables; the longest
+    first), their masked echoes (any run of three or more ``*`` with the characters around
+    it) and anything shaped like an API key (``sk-...``, ``AIza...``) replaced by
+    ``[redacted]``; ``None`` stays ``None``."""
     if text is None:
         return None
-    for s in secrets:
-        if s and len(s) >= 4:
-            text = text.replace(s, "[redacted]")
-    return _KEY_PATTERN.sub("[redacted]", text)
+    for s in sorted((s for s in secrets if s and len(s) >= 4), key=len, reverse=True):
+        text = text.replace(s, "[redacted]")
+    return _MASKED.sub("[redacted]", _KEY_PATTERN.sub("[redacted]", text))
 
 
 _CONTEXT_HINTS = ("context_length_exceeded", "context length", "prompt is too long", "too many tokens",

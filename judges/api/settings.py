@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, field_validator
 from voirdire.judges.api.ratelimit import DEFAULT_JITTER_S
@@ -71,6 +72,11 @@ class APISettings(JudgeSettings):
     batch_poll_s: float = Field(default=30.0, gt=0)
     batch_timeout_s: float = Field(default=86_400.0, gt=0)
 
+    @field_validator("base_url")
+    @classmethod
+    def _no_credentials(cls, v: str | None) -> str | None:
+        return check_base_url(v)
+
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, v: str | None) -> str | None:
@@ -78,6 +84,22 @@ class APISettings(JudgeSettings):
             # never echo the value: someone may have pasted the key itself here
             raise ValueError("must be the NAME of an environment variable (letters, digits, _), not a key")
         return v
+
+
+def check_base_url(url: str | None) -> str | None:
+    """``url`` when it holds no credentials: a ``user:password@`` (or ``user@``) part before
+    the host is refused, since the URL is recorded in ``job.json`` and rate-limit keys.
+
+    Raises:
+        ValueError: naming the problem, never echoing the URL (it holds a secret).
+    """
+    if url is None:
+        return url
+    u = url.strip()
+    if "@" in (urlsplit(u).netloc if "://" in u else u.split("/", 1)[0]):
+        raise ValueError("base_url may not hold credentials (user:password@host); put the key in the environment "
+                         "variable named by api_key_env")
+    return url
 
 
 @dataclass

