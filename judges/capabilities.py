@@ -19,6 +19,7 @@ for a backend by name::
 - :class:`Estimates`: a dry run's token and cost estimate (API backends);
 - :class:`OwnComparisonMode`: its units' comparison mode when not the job's (a replayed
   judge that scored each answer);
+- :class:`UsesKey`: it reads an API key from the environment (API backends);
 - :class:`Counts`: its worker reports its counters (vLLM).
 """
 
@@ -38,7 +39,7 @@ S = TypeVar("S", bound=JudgeSettings)
 
 __all__ = [
     "Counts", "Estimates", "Expands", "OwnComparisonMode", "PromptFree", "QualitySource", "Recording", "RewriterOnly",
-    "Rewrites", "comparison_mode", "needs_prompt", "rewrite_kinds",
+    "Rewrites", "UsesKey", "comparison_mode", "needs_prompt", "rewrite_kinds",
 ]
 
 
@@ -131,6 +132,16 @@ class OwnComparisonMode(abc.ABC, Generic[S]):
     def comparison_mode(cls, settings: S) -> str | None:
         """The comparison mode of this judge's units (a replayed judge that scored each
         answer: ``"score"``); ``None``: the job's ``comparison.mode``."""
+
+
+class UsesKey(abc.ABC, Generic[S]):
+    """The backend reads a secret (an API key) from an environment variable, whose value is
+    kept out of everything voirdire writes (:mod:`voirdire.engine.secrets`)."""
+
+    @classmethod
+    @abc.abstractmethod
+    def key_env(cls, settings: S) -> str | None:
+        """The environment variable holding the key (``None``: none is needed)."""
 
 
 class Counts:

@@ -32,7 +32,7 @@ from voirdire.judges.api.sdk import sdk_call_kwargs
 from voirdire.judges.api.settings import APISettings, Reply
 from voirdire.judges.api.tokens import count_tokens, estimate_prompt_tokens
 from voirdire.judges.api.transport import attempts, http_client
-from voirdire.judges.capabilities import Estimates, Rewrites
+from voirdire.judges.capabilities import Estimates, Rewrites, UsesKey
 from voirdire.judges.base import (
     JudgeBackend,
     JudgeContext,
@@ -50,7 +50,7 @@ from voirdire.core import ConfigError, FailureClass, content_hash, letters
 AS = TypeVar("AS", bound=APISettings)
 
 
-class APIJudge(Rewrites, Estimates[AS], JudgeBackend[AS]):
+class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
     """Base of the API backends, generic over their settings (``APIJudge[APISettings]``;
     see the module docstring for what a subclass provides). A model answers a rewrite
     prompt as it is (:class:`~voirdire.judges.capabilities.Rewrites`: itself)."""
@@ -77,7 +77,7 @@ class APIJudge(Rewrites, Estimates[AS], JudgeBackend[AS]):
     # -- class-level helpers (driver side) ------------------------------------------------
 
     @classmethod
-    def key_env(cls, settings: APISettings) -> str | None:
+    def key_env(cls, settings: AS) -> str | None:
         """The environment variable holding the key (``None``: the server needs none)."""
         return settings.api_key_env if settings.api_key_env is not None else cls.default_key_env
 
