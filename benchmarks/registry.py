@@ -43,6 +43,7 @@ BENCHMARKS.builtin("mtbench", "voirdire.benchmarks.mtbench:MTBench")
 BENCHMARKS.builtin("devbench", "voirdire.benchmarks.devbench:DevBench")
 BENCHMARKS.builtin("llmbar", "voirdire.benchmarks.llmbar:LLMBar")
 BENCHMARKS.builtin(PAIRS, "voirdire.benchmarks.pairs:OwnPairs")
+BENCHMARKS.builtin("pandalm", "voirdire.benchmarks.pandalm:PandaLM")
 
 
 def benchmark_class(name: str) -> type[Benchmark]:

@@ -327,13 +327,14 @@ def locate_or_fetch(
     prefer: str = "pkl",
     progress: bool = True,
     log: Callable[[str], None] = lambda s: None,
+    manifest: str | os.PathLike[str] | dict[str, str] | None = None,
 ) -> Path:
     """The data directory to use, fetching the release when none is found.
 
     Order: ``try_dir`` when it is a directory on this machine (the location a cluster client
     handed over); the usual lookup (first release:
     :func:`~voirdire.benchmarks.data.resolve_data_dir`; another: :func:`locate`); else, with
-    ``fetch``, :func:`fetch_release` into :meth:`Release.default_dir`.
+    ``fetch``, :func:`fetch_release` into :meth:`Release.default_dir` (``manifest`` as there).
 
     Raises:
         DataError: nothing was found and the fetch failed (or was not allowed); the message
@@ -360,7 +361,7 @@ def locate_or_fetch(
     dest = rel.default_dir() if rel is not JTJ else Path(os.environ.get(DATA_ENV) or default_data_dir())
     log(f"no {rel.name} data found; fetching the public release into {dest}")
     try:
-        return fetch_release(dest, base_url, release=rel, prefer=prefer, progress=progress, log=log).dest
+        return fetch_release(dest, base_url, release=rel, prefer=prefer, manifest=manifest, progress=progress, log=log).dest
     except DataError as exc:
         raise DataError("; ".join(tried + [f"fetching the release into {dest} failed: {exc}"]) + ". " + ways_out) from None
 

@@ -22,6 +22,7 @@ from voirdire.engine.units import (
 )
 
 import voirdire
+from tests.pandalm_synthetic import synthetic_data_dir
 from tests.repo import REPO, repo_pythonpath
 from voirdire.core import ConfigError
 
@@ -110,7 +111,8 @@ def test_duplicate_judges_and_bad_toml(tmp_path):
         load_job(tmp_path / "absent.toml")
 
 
-def test_examples_validate(data_dir):
+def test_examples_validate(data_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("VOIRDIRE_PANDALM_DATA", str(synthetic_data_dir(tmp_path)))  # PandaLM's is never committed
     for path in sorted((REPO / "examples").glob("*.toml")):
         job = load_job(path)
         if all(j.backend in ("replay", "simulated") for j in job.judges):

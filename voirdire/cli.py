@@ -7,7 +7,7 @@
     voirdire submit JOB.toml --address http://HEAD:8265 [--env K=V] [--output-dir DIR] [--no-wait]
     voirdire status [JOB_ID] [--address ...]
     voirdire stop JOB_ID [--address ...]
-    voirdire data fetch [RELEASE] [--dest DIR] [--base-url URL] [--prefer tsv|pkl] [--strict] [--if-missing [--try DIR]]
+    voirdire data fetch [RELEASE] [--dest DIR] [--base-url URL] [--manifest TSV] [--prefer tsv|pkl] [--strict] [--if-missing [--try DIR]]
 
 ``run`` validates every job before sending anything, runs them one after another on one
 Ray connection, and prints the per-judge table of all of them. Exit codes: 0 success,
@@ -299,6 +299,7 @@ def data_fetch(
     try_dir: Annotated[Optional[str], typer.Option("--try", help="With --if-missing: a directory to use first when it exists here (a cluster client's data location).")] = None,
     progress: Annotated[bool, typer.Option(help="Show download progress bars.")] = True,
     strict: Annotated[bool, typer.Option("--strict", help="Fail when the mirror lacks any judge's outputs (default: take every judge it has, name those skipped).")] = False,
+    manifest: Annotated[Optional[Path], typer.Option(help="The files and git blob ids to fetch and verify (a manifest TSV) instead of the package's (a mirror of other files).")] = None,
 ) -> None:
     """Download a release, verify every file against its git blob id, and convert it once.
 
@@ -313,9 +314,13 @@ def data_fetch(
     try:
         rel = release.get_release(name)
         if if_missing:
-            path = release.locate_or_fetch(try_dir, base_url, release=rel, prefer=prefer, progress=progress, log=log)
+            path = release.locate_or_fetch(
+                try_dir, base_url, release=rel, prefer=prefer, progress=progress, log=log, manifest=manifest
+            )
         else:
-            path = release.fetch_release(dest, base_url, release=rel, prefer=prefer, strict=strict, progress=progress, log=log).dest
+            path = release.fetch_release(
+                dest, base_url, release=rel, prefer=prefer, manifest=manifest, strict=strict, progress=progress, log=log
+            ).dest
     except ConfigError as exc:
         _fail(str(exc))
     except DataError as exc:

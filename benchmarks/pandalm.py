@@ -1,0 +1,90 @@
+"""PandaLM's human-annotated test set (Wang et al., ICLR 2024): 999 pairs of answers by five
+instruction-tuned 7B models, each labelled by three annotators.
+
+Data: the converted release (:mod:`voirdire.benchmarks.pandalm_release`, ``pairs.parquet``),
+found by :func:`voirdire.benchmarks.release.locate` (a job's ``data_dir``,
+``$VOIRDIRE_PANDALM_DATA``, or what ``voirdire data fetch pandalm`` wrote).
+
+Instances: one per item (``question_id`` = the item's ``idx`` as text, ``task`` its
+``motivation_app``). The candidate is the model of ``response1`` and the reference the model
+of ``response2`` (the two halves of ``cmp_key``), so permutation 0 shows the pair as the
+release lists it and the models keep their names: every pair of the five models appears,
+and a leaderboard of the five can be built from any job. ``gold`` is the annotators'
+majority: the better model's name, or ``"tie"``.
+
+Prompts for live judges: a built-in pair template of own pairs
+(:mod:`voirdire.benchmarks.pair_prompts`), chosen by ``[benchmark] prompt``: ``"mtbench"``
+(default: FastChat's ``pair-v2``, verdicts ``[[A]]``/``[[B]]``/``[[C]]``, tie offered, option
+mode 3) or ``"llmbar"`` (LLMBar's Vanilla, no tie). PandaLM's own prompt is the input format
+of its fine-tuned judge (written in its Python code, with no instruction on the answer
+format a general judge could follow); it is not shipped. The question shown is the
+instruction, then the item's input after a blank line when it has one.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from voirdire.benchmarks.pairs import OwnPairs, PairColumns, PairsSpec
+from voirdire.benchmarks.pandalm_release import PANDALM
+from voirdire.benchmarks.registry import BENCHMARKS
+from voirdire.benchmarks.release import locate
+from voirdire.core import ConfigError
+
+#: the built-in pair templates a live judge can be asked with
+PROMPTS = ("mtbench", "llmbar")
+COLUMNS = PairColumns(
+    id="id", instruction="question", output_a="response1", output_b="response2", model_a="model_1",
+    model_b="model_2", gold="gold", task="task",
+)
+
+
+@BENCHMARKS.register
+class PandaLM(OwnPairs):
+    """PandaLM's test set as a benchmark (see the module docstring): a user's own pairs read
+    from the converted release with a fixed column mapping.
+
+    Args:
+        data_dir: the converted release; ``None``: :func:`~voirdire.benchmarks.release.locate`.
+        sample: ``"full"`` only.
+        prompt: the pair template for live judges (:data:`PROMPTS`, default ``"mtbench"``).
+
+    ``questions`` columns: ``question_id`` (str), ``task`` (str), ``input_chars`` (i64);
+    :meth:`fixed_instances` adds ``candidate``, ``reference`` (str: model names) and ``gold``
+    (str: a model name or ``"tie"``).
+
+    Raises:
+        ConfigError: no data, an unreadable table, a sample other than ``"full"``, an unknown
+            prompt.
+    """
+
+    name = "PandaLM"
+    #: the release it reads (``voirdire data fetch pandalm``), and the ``[benchmark]`` settings
+    #: it takes besides data_dir and sample
+    release = PANDALM
+    options = ("prompt",)
+
+    @classmethod
+    def load(cls, data_dir: Any, sample: str = "full", **options: Any) -> PandaLM:
+        """``PandaLM(data_dir, sample, prompt=...)`` (not a user's ``[benchmark.pairs]``)."""
+        return cls(data_dir=data_dir, sample=sample, prompt=options.get("prompt"))
+
+    def __init__(
+        self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full", prompt: str | None = None
+    ) -> None:
+        if sample != "full":
+            raise ConfigError(f"PandaLM: unknown sample {sample!r} (PandaLM has only 'full')")
+        if prompt is not None and prompt not in PROMPTS:
+            raise ConfigError(f"PandaLM: unknown prompt {prompt!r} for live judges; known: {', '.join(PROMPTS)}")
+        if not data_dir:
+            data_dir = locate(PANDALM)
+        path = Path(data_dir) / "pairs.parquet"
+        if not path.is_file():
+            raise ConfigError(f"PandaLM: no {path}; run `voirdire data fetch pandalm`")
+        self.prompt = prompt or "mtbench"
+        super().__init__(PairsSpec(path=str(path), label=self.name, columns=COLUMNS, template=self.prompt))
+
+
+__all__ = ["COLUMNS", "PROMPTS", "PandaLM"]
