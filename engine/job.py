@@ -29,13 +29,15 @@ from voirdire.engine.rewrite import (
 from voirdire.engine.outdir import JOB_FILE, claim_output_dir, read_job_record
 from voirdire.engine.scheduler import JudgeRun, RunStats, execute
 from voirdire.engine.secrets import configured_secrets, redact_record
-from voirdire.engine.spec import JobSpec
+from voirdire.engine.spec import JobSpec, ResolvedJudge
 from voirdire.engine.store import ResultStore
 from voirdire.engine.units import (
     PromptCache,
     iter_unit_batches,
     option_mode_for,
 )
+from voirdire.judges.base import backend_ref
+from voirdire.judges.capabilities import Estimates, needs_prompt
 from voirdire.judges.extract import extract_scores, extract_verdicts
 
 #: planning lives in :mod:`voirdire.engine.plan`; its two names stay importable from here
@@ -70,7 +72,7 @@ def init_ray(address: str | None = None) -> None:
 
 def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None]:
     """Per judge, the backend's dry-run estimate over every prompt the job would send
-    (``JudgeBackend.estimate``: for API judges ``queries``, ``input_tokens``,
+    (``Estimates.estimate``: for API judges ``queries``, ``input_tokens``,
     ``max_output_tokens``, ``too_long``, ``cost_usd_max`` in USD, ``counting``), or
     ``None`` for judges that cost nothing per query. Sends nothing."""
     bench = plan.bench
@@ -80,7 +82,7 @@ def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None
     for name, rw in (plan.rewriters or {}).items():
         sent = needed.filter(pl.col("rewriter") == name).unique("unit_id")
         if sent.height:
-            out[f"rewriter:{name}"] = rw.backend.estimate(rw.settings, rw.sampling, iter(sent["prompt"].to_list()))
+            out[f"rewriter:{name}"] = _estimate(rw, iter(sent["prompt"].to_list()))
     # perturbed prompts are estimated with the original answers (the rewrites do not exist yet)
     rewrites = {(q, m, lab): bench.answers(q, m) for q, m, lab in needed.select("question_id", "model", "variant").iter_rows()}
     for rj in plan.judges:
@@ -90,8 +92,14 @@ def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None
             variants=plan.variants, rewrites=rewrites,
         )
         texts = (q.prompt if not q.system else q.system + "\n\n" + (q.prompt or "") for b in batches for q in b.queries)
-        out[rj.name] = rj.backend.estimate(rj.settings, rj.sampling, texts)
+        out[rj.name] = _estimate(rj, texts)
     return out
+
+
+def _estimate(rj: ResolvedJudge, prompts: Any) -> dict[str, Any] | None:
+    """A judge's dry-run estimate over ``prompts`` (its backend's, when it
+    :class:`~voirdire.judges.capabilities.Estimates`), else None."""
+    return rj.backend.estimate(rj.settings, rj.sampling, prompts) if issubclass(rj.backend, Estimates) else None
 
 
 def _job_record(job: JobSpec, plan: JobPlan) -> dict[str, Any]:
@@ -156,7 +164,7 @@ def run_job(
             JudgeRun(
                 name=rj.name,
                 backend=rj.backend,
-                backend_name=rj.spec.backend,
+                backend_name=backend_ref(rj.backend),
                 settings=settings,
                 context=ctx,
                 workers=rj.workers,
@@ -167,7 +175,7 @@ def run_job(
                     rj.comparison_for(job.comparison),
                     judge=rj.name,
                     identity_hash=rj.identity_hash,
-                    needs_prompt=rj.backend.needs_prompt,
+                    needs_prompt=needs_prompt(rj.backend),
                     batch_size=job.run.batch_size,
                     prompts=prompts,
                     variants=plan.variants,
@@ -215,7 +223,7 @@ def _rewrite_stage(job: JobSpec, plan: JobPlan, out: Path, *, address: str | Non
             JudgeRun(
                 name=name,
                 backend=rw.backend,
-                backend_name=rw.spec.backend,
+                backend_name=backend_ref(rw.backend),
                 settings=rw.settings.model_dump(mode="json"),
                 context=rw.context(plan.bench.name, str(plan.data_dir), str(out)),
                 workers=rw.workers,

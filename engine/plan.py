@@ -55,6 +55,7 @@ from voirdire.engine.quality import quality_identity, with_quality
 from voirdire.engine.rewrite import check_rewriters, plan_rewrites, resolve_rewriters
 from voirdire.engine.spec import JobSpec, ResolvedJudge, resolve_judges
 from voirdire.engine.units import count_units
+from voirdire.judges.capabilities import Recording
 
 __all__ = ["JobPlan", "PLAN_INPUTS", "PLAN_STAGES", "Stage", "check_stages", "plan_job", "run_stages"]
 
@@ -223,14 +224,15 @@ def expand_perturbations(job: JobSpec, list_size: int, judges: tuple[ResolvedJud
     Raises:
         ConfigError: see :func:`~voirdire.engine.perturb.expand_variants` and
             :func:`~voirdire.engine.rewrite.check_rewriters`; also perturbations with a
-            judge whose backend answers only recorded prompts (``is_recording``).
+            judge whose backend answers only recorded prompts
+            (:class:`~voirdire.judges.capabilities.Recording`).
     """
     variants = expand_variants(
         job, list_size=list_size, rewriter_hashes={n: r.identity_hash for n, r in rewriters.items()},
         quality_identity=quality_identity(job.benchmark.quality, {rj.name: rj for rj in judges}),
     )
     check_rewriters(variants, rewriters)
-    recording = [rj.name for rj in judges if rj.backend.is_recording]
+    recording = [rj.name for rj in judges if issubclass(rj.backend, Recording)]
     if len(variants) > 1 and recording:
         raise ConfigError(
             f"judge(s) {', '.join(map(repr, recording))}: answers only recorded prompts (its backend records "

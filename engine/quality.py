@@ -4,7 +4,7 @@ Perturbation targets ``better``/``worse`` and the accuracy of ``fallacy``/``cot`
 know it. ``[benchmark] quality`` names the source (``docs/biases.md``):
 
 - ``"<backend>:<argument>"``: a judge backend that is a quality source
-  (:meth:`voirdire.judges.base.JudgeBackend.quality`): ``"simulated:<judge>"``, the latent
+  (:meth:`voirdire.judges.capabilities.QualitySource.quality`): ``"simulated:<judge>"``, the latent
   quality of that simulated judge of the job, so tests know the truth exactly;
   ``"replay:<recorded judge>"``, the release's recorded verdicts of that judge (position-
   bias study) where both orders agree on one model; other instances have no known better
@@ -24,23 +24,28 @@ from typing import Any
 import polars as pl
 from voirdire.benchmarks.base import Benchmark
 from voirdire.judges.base import JudgeBackend, get_backend
+from voirdire.judges.capabilities import QualitySource
 
 from voirdire.core import ConfigError
 
 _FORMS = "use <backend>:<argument> with a judge backend that is a quality source, or labels:<file.csv> (docs/biases.md)"
 
 
-def _source_backend(form: str, source: str) -> type[JudgeBackend]:
-    """The backend a source ``<backend>:<argument>`` names. Raises ConfigError."""
+def _source_backend(form: str, source: str) -> type[QualitySource]:
+    """The backend a source ``<backend>:<argument>`` names. Raises ConfigError: an unknown
+    backend, or one that is no quality source (:class:`~voirdire.judges.capabilities.QualitySource`)."""
     try:
-        return get_backend(form)
+        backend: type[JudgeBackend[Any]] = get_backend(form)
     except ConfigError:
         raise ConfigError(f"benchmark.quality = {source!r}: {_FORMS}") from None
+    if not issubclass(backend, QualitySource):
+        raise ConfigError(f"judge backend {backend.name!r} is no quality source")
+    return backend
 
 
 def quality_identity(source: str | None, judges: dict[str, Any]) -> str | None:
     """What the quality source is, for ids: the source string, or what its backend says
-    instead (:meth:`~voirdire.judges.base.JudgeBackend.quality_identity`: a simulated
+    instead (:meth:`~voirdire.judges.capabilities.QualitySource.quality_identity`: a simulated
     judge's identity hash in place of its label)."""
     if not source or ":" not in source or source.startswith("labels:"):
         return source
@@ -48,6 +53,8 @@ def quality_identity(source: str | None, judges: dict[str, Any]) -> str | None:
     try:
         backend = get_backend(form)
     except ConfigError:
+        return source  # with_quality says what is wrong
+    if not issubclass(backend, QualitySource):
         return source  # with_quality says what is wrong
     return backend.quality_identity(arg, judges) or source
 

@@ -31,6 +31,7 @@ from voirdire.engine.spec import JobSpec, ResolvedJudge
 from voirdire.engine.store import ResultStore
 from voirdire.engine.units import UnitBatch
 from voirdire.judges.base import Query, get_backend
+from voirdire.judges.capabilities import Rewrites, rewrite_kinds
 
 from voirdire.core import ConfigError, canonical_json, content_hash
 from voirdire.exceptions import RewriteFailed
@@ -39,7 +40,7 @@ REWRITES_DIR = "rewrites"
 
 def resolve_rewriters(job: JobSpec) -> dict[str, ResolvedJudge]:
     """Bind each ``[[rewriters]]`` entry to the backend that rewrites for the one it names
-    (:meth:`~voirdire.judges.base.JudgeBackend.rewriter`: a model backend itself; ``simulated``
+    (:meth:`~voirdire.judges.capabilities.Rewrites.rewriter`: a model backend itself; ``simulated``
     the simulated rewriter; ``template`` the template rewriter).
 
     Raises:
@@ -51,7 +52,7 @@ def resolve_rewriters(job: JobSpec) -> dict[str, ResolvedJudge]:
         if spec.name in out:
             raise ConfigError(f"rewriter names must be unique; repeated: {spec.name}")
         named = get_backend(spec.backend)
-        backend = named.rewriter()
+        backend = named.rewriter() if issubclass(named, Rewrites) else None
         if backend is None:
             raise ConfigError(
                 f"rewriter {spec.name!r}: backend {spec.backend!r} cannot rewrite answers (it declares no rewriter: "
@@ -69,7 +70,7 @@ def resolve_rewriters(job: JobSpec) -> dict[str, ResolvedJudge]:
 
 def check_rewriters(variants: Sequence[Variant], rewriters: dict[str, ResolvedJudge]) -> None:
     """Refuse a kind a rewriter cannot do (its backend's
-    :attr:`~voirdire.judges.base.JudgeBackend.rewrite_kinds`: the ``template`` rewriter
+    :attr:`~voirdire.judges.capabilities.Rewrites.rewrite_kinds`: the ``template`` rewriter
     does authority and a labelled template verbosity only).
 
     Raises:
@@ -78,7 +79,7 @@ def check_rewriters(variants: Sequence[Variant], rewriters: dict[str, ResolvedJu
     for v in variants:
         if v.rewriter is None:
             continue
-        kinds = rewriters[v.rewriter].backend.rewrite_kinds
+        kinds = rewrite_kinds(rewriters[v.rewriter].backend)
         if kinds is not None and v.kind not in kinds:
             raise ConfigError(
                 f"perturbation {v.label!r}: rewriter {v.rewriter!r} ({rewriters[v.rewriter].spec.backend}) cannot do "

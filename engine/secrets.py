@@ -17,6 +17,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 
 from voirdire.judges.api.errors import redact
+from voirdire.judges.capabilities import UsesKey
 
 #: the text columns of a part file that carry a provider's words about a call (failures echo
 #: keys); the judges' outputs are left as they are
@@ -25,10 +26,11 @@ TEXT_COLUMNS = ("failure_message",)
 
 def key_variables(judges: Iterable[Any]) -> list[str]:
     """The names of the environment variables holding the judges' keys (resolved judges
-    of :mod:`voirdire.engine.spec`: ``api_key_env``, else the backend's default variable)."""
+    of :mod:`voirdire.engine.spec` whose backend :class:`~voirdire.judges.capabilities.UsesKey`:
+    ``api_key_env``, else the backend's default variable)."""
     names = []
     for rj in judges:
-        env = getattr(rj.settings, "api_key_env", None) or getattr(rj.backend, "default_key_env", None)
+        env = rj.backend.key_env(rj.settings) if issubclass(rj.backend, UsesKey) else None
         if isinstance(env, str) and env not in names:
             names.append(env)
     return names

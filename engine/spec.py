@@ -31,6 +31,7 @@ from voirdire.judges.base import (
     Sampling,
     get_backend,
 )
+from voirdire.judges.capabilities import Expands, RewriterOnly, comparison_mode
 
 from voirdire.core import ConfigError, content_hash
 from voirdire.engine.outdir import check_judge_name, check_path_text
@@ -280,7 +281,7 @@ class ResolvedJudge:
     def __init__(self, spec: JudgeSpec, job: JobSpec) -> None:
         self.spec = spec
         self.name = check_judge_name(spec.name)  # after expansion: a name stands for a folder
-        self.backend: type[JudgeBackend] = get_backend(spec.backend)
+        self.backend: type[JudgeBackend[Any]] = get_backend(spec.backend)
         try:
             self.settings: JudgeSettings = self.backend.Settings(**spec.backend_settings)
             self.sampling = Sampling(**{**job.sampling.model_dump(), **(spec.sampling or {})})
@@ -288,8 +289,8 @@ class ResolvedJudge:
             raise ConfigError(f"judge {spec.name!r} (backend {spec.backend!r}): {_describe(exc)}") from exc
         self.identity = self.backend.identity(self.settings, self.sampling)
         self.identity_hash = content_hash(self.identity)
-        #: the mode of this judge's units when it is not the job's (see JudgeBackend.comparison_mode)
-        self.mode = self.backend.comparison_mode(self.settings)
+        #: the mode of this judge's units when it is not the job's (capabilities.OwnComparisonMode)
+        self.mode = comparison_mode(self.backend, self.settings)
         self.workers = spec.workers or self.backend.workers(self.settings)
         self.concurrency = spec.concurrency or self.backend.concurrency(self.settings)
         #: Ray actor options from the job (``resources``, ``scheduling_strategy``), merged
@@ -365,7 +366,7 @@ def load_job(path: str | Path) -> JobSpec:
 
 def expand_judges(job: JobSpec, benchmark: str, data_dir: str | os.PathLike[str]) -> list[JudgeSpec]:
     """The job's judges, with every entry that stands for several judges replaced by them
-    (:meth:`~voirdire.judges.base.JudgeBackend.expand`: a replay judge with
+    (:meth:`~voirdire.judges.capabilities.Expands.expand`: a replay judge with
     ``recorded = "*"`` becomes one judge per recorded output in ``data_dir`` for its study
     and ``benchmark``, the release name such as ``MTBench``, in name order).
 
@@ -375,8 +376,9 @@ def expand_judges(job: JobSpec, benchmark: str, data_dir: str | os.PathLike[str]
     """
     out: list[JudgeSpec] = []
     for j in job.judges:
-        found = get_backend(j.backend).expand(j.backend_settings, judge=j.name, benchmark=benchmark,
-                                              data_dir=data_dir, spec=job.benchmark)
+        backend = get_backend(j.backend)
+        found = backend.expand(j.backend_settings, judge=j.name, benchmark=benchmark, data_dir=data_dir,
+                               spec=job.benchmark) if issubclass(backend, Expands) else None
         if found is None:
             out.append(j)
             continue
@@ -395,6 +397,6 @@ def resolve_judges(job: JobSpec, benchmark: str | None = None, data_dir: str | o
     (:func:`expand_judges`)."""
     specs = expand_judges(job, benchmark, data_dir) if benchmark and data_dir is not None else job.judges
     out = [ResolvedJudge(j, job) for j in specs]
-    if bad := [rj for rj in out if not rj.backend.can_judge]:
+    if bad := [rj for rj in out if issubclass(rj.backend, RewriterOnly)]:
         raise ConfigError(f"judge {bad[0].name!r}: backend {bad[0].spec.backend!r} cannot judge (it rewrites answers: name it in [[rewriters]])")
     return out

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from voirdire.judges.base import JudgeContext, Query, Result, get_backend
+from voirdire.judges.capabilities import Counts
 
 
 def results_to_columns(queries: list[Query], results: list[Result]) -> dict[str, list[Any]]:
@@ -53,7 +54,7 @@ class JudgeWorker:
 
     def backend_stats(self) -> dict[str, Any]:
         """The backend's own counters (e.g. the vLLM judge's requests and prompt tokens), or {}."""
-        return dict(getattr(self.backend, "stats", None) or {})
+        return dict(self.backend.stats) if isinstance(self.backend, Counts) else {}
 
     def pid(self) -> int:
         """The worker's process id (for tests and diagnostics)."""

@@ -8,23 +8,22 @@ never raises for a single query: a query that cannot be answered comes back as a
 exception out of ``judge`` means the whole batch failed (the scheduler retries it on
 another attempt, then records every unit of it as failed).
 
-Backends register by name with :func:`register`; a job names them by that name, or by an
-import path ``"module.path:ClassName"`` for a user's own backend.
+Backends register by name in :data:`BACKENDS` (``@register``, one decorator); a job names
+them by that name, or by an import path ``"module.path:ClassName"`` for a user's own
+backend. What only some backends can do is a capability: :mod:`voirdire.judges.capabilities`.
 """
 
 from __future__ import annotations
 
 import abc
-import importlib
 import math
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from voirdire.core import ConfigError, FailureClass, import_object
+from voirdire.core import FailureClass
+from voirdire.registry import Registry
 
 
 class Sampling(BaseModel):
@@ -47,7 +46,7 @@ class Query:
     """One query sent to a judge.
 
     ``prompt`` is the full judge prompt (sent as one user message, as the release did), or
-    ``None`` for backends with ``needs_prompt = False``; ``system`` the benchmark's system
+    ``None`` for :class:`~voirdire.judges.capabilities.PromptFree` backends; ``system`` the benchmark's system
     turn sent before it (a user's own pairs; ``None``: none), after a judge's own
     ``system_prompt`` where it has one (:func:`system_text`). ``shown`` lists the models in slot
     order; ``option_mode`` the number of options (letters) offered; ``repetition`` is
@@ -168,61 +167,64 @@ class JudgeContext:
     verdict_closing: str = ""
 
 
-class JudgeBackend(abc.ABC):
-    """A judge backend. Subclasses set ``name``, ``Settings`` and implement ``judge``.
+S = TypeVar("S", bound=JudgeSettings)
+B = TypeVar("B", bound="JudgeBackend[Any]")
 
-    What a backend can do is said by its class attributes and classmethods, so the engine
-    names no backend (``docs/contributing.md``):
+
+class JudgeBackend(abc.ABC, Generic[S]):
+    """A judge backend, generic over its settings model ``S``: a subclass names it
+    (``class OpenAIJudge(JudgeBackend[APISettings])``), sets ``name`` and ``Settings``
+    and implements :meth:`judge`; ``@register`` (:data:`BACKENDS`) makes it a job's
+    ``backend = "<name>"``.
+
+    This is the whole interface the engine needs of every backend. What only some backends
+    can do (answer without the prompt, replay recordings, expand one entry into several
+    judges, serve as a quality source, rewrite answers, estimate costs, set their own
+    comparison mode) is an optional capability: a small class of
+    :mod:`voirdire.judges.capabilities` the backend also derives from, which the engine
+    tests with ``issubclass`` (``docs/contributing.md``).
 
     Class attributes:
         name: registry name used in job files (``backend = "replay"``); it enters the
             judge's identity.
         aliases: further names a job file may use for it.
-        Settings: the pydantic model validating the judge's backend-specific keys.
-        needs_prompt: whether queries must carry the prompt text (replay does not).
-        can_judge: whether it may be a ``[[judges]]`` entry (rewriters only: False).
-        is_recording: it answers from recorded outputs of the unperturbed prompts (replay),
-            so it cannot answer a perturbation.
-        rewrite_kinds: as a rewriter, the answer kinds it can rewrite (None: every one);
-            whether it is one at all: :meth:`rewriter`.
+        Settings: the pydantic model (``S``) validating the judge's backend-specific keys.
+        identity_exclude: settings that do not change what the judge answers (connection
+            details, concurrency), left out of :meth:`identity`.
+        identity_if_set: settings added after a release, in :meth:`identity` only when they
+            differ from their default (judges that do not use them keep their unit ids).
 
     Classmethods: :meth:`identity`, :meth:`preflight`, :meth:`check_secrets`,
-    :meth:`estimate`, :meth:`worker_options`, :meth:`workers`, :meth:`concurrency`,
-    :meth:`rewriter` (the backend that rewrites answers for a ``[[rewriters]]`` entry
-    naming this one), :meth:`expand` (one judge entry standing for several: replay's
-    ``recorded = "*"``), :meth:`quality` and :meth:`quality_identity` (a quality source
-    ``benchmark.quality = "<backend>:<argument>"``).
+    :meth:`worker_options`, :meth:`workers`, :meth:`concurrency`; methods :meth:`judge`,
+    :meth:`aclose`.
     """
 
     name: ClassVar[str]
     aliases: ClassVar[tuple[str, ...]] = ()
-    Settings: ClassVar[type[JudgeSettings]] = JudgeSettings
-    needs_prompt: ClassVar[bool] = True
-    can_judge: ClassVar[bool] = True
-    is_recording: ClassVar[bool] = False
-    rewrite_kinds: ClassVar[tuple[str, ...] | None] = None
+    Settings: type[S]
+    identity_exclude: ClassVar[tuple[str, ...]] = ()
+    identity_if_set: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, settings: JudgeSettings, context: JudgeContext) -> None:
-        self.settings = settings
+    def __init__(self, settings: S, context: JudgeContext) -> None:
+        self.settings: S = settings
         self.context = context
 
     @classmethod
-    def identity(cls, settings: JudgeSettings, sampling: Sampling) -> dict[str, Any]:
+    def identity(cls, settings: S, sampling: Sampling) -> dict[str, Any]:
         """What makes this judge's answers what they are: enters every unit id.
 
         The default is the backend name, every setting except those listed in
-        ``identity_exclude`` (connection details, concurrency), and the sampling settings.
-        Settings named in ``identity_if_set`` (added after a release) enter only when they
-        differ from their default, so judges that do not use them keep their unit ids.
+        ``identity_exclude``, and the sampling settings. Settings named in
+        ``identity_if_set`` enter only when they differ from their default.
         """
-        data = settings.model_dump(mode="json", exclude=set(getattr(cls, "identity_exclude", ())))
-        for key in getattr(cls, "identity_if_set", ()):
+        data = settings.model_dump(mode="json", exclude=set(cls.identity_exclude))
+        for key in cls.identity_if_set:
             if getattr(settings, key) == type(settings).model_fields[key].default:
                 data.pop(key, None)
         return {"backend": cls.name, "settings": data, "sampling": sampling.model_dump(mode="json")}
 
     @classmethod
-    def preflight(cls, settings: JudgeSettings, context: JudgeContext) -> None:
+    def preflight(cls, settings: S, context: JudgeContext) -> None:
         """Checks run in the driver before anything is sent (keys present, files there).
 
         Raises:
@@ -230,7 +232,7 @@ class JudgeBackend(abc.ABC):
         """
 
     @classmethod
-    def check_secrets(cls, settings: JudgeSettings, context: JudgeContext) -> None:
+    def check_secrets(cls, settings: S, context: JudgeContext) -> None:
         """Checks of secrets (API keys in the environment) run in the driver before anything
         is sent; a dry run, which sends nothing, turns a failure into a warning.
 
@@ -239,69 +241,19 @@ class JudgeBackend(abc.ABC):
         """
 
     @classmethod
-    def estimate(cls, settings: JudgeSettings, sampling: Sampling, prompts: Any) -> dict[str, Any] | None:
-        """Dry-run estimate of tokens and cost over an iterable of prompt strings, or ``None``
-        when the backend costs nothing per query (see :meth:`APIJudge.estimate` for keys)."""
-        return None
-
-    @classmethod
-    def comparison_mode(cls, settings: JudgeSettings) -> str | None:
-        """The comparison mode this judge's units have when it is not the job's (a replayed
-        judge that scored each answer: ``"score"``); ``None``: the job's ``comparison.mode``."""
-        return None
-
-    @classmethod
-    def worker_options(cls, settings: JudgeSettings) -> dict[str, Any]:
+    def worker_options(cls, settings: S) -> dict[str, Any]:
         """Ray actor options for one worker (``num_cpus``, ``num_gpus``, ``resources``...)."""
         return {"num_cpus": 0.5}
 
     @classmethod
-    def workers(cls, settings: JudgeSettings) -> int:
+    def workers(cls, settings: S) -> int:
         """How many worker actors the judge's pool has."""
         return int(getattr(settings, "workers", 1) or 1)
 
     @classmethod
-    def concurrency(cls, settings: JudgeSettings) -> int:
+    def concurrency(cls, settings: S) -> int:
         """How many batches one worker may have in flight at once."""
         return int(getattr(settings, "concurrency", 2) or 2)
-
-    @classmethod
-    def rewriter(cls) -> "type[JudgeBackend] | None":
-        """The backend that rewrites answers when a ``[[rewriters]]`` entry names this one:
-        itself for a backend that generates free text, another for one that does not (the
-        simulated judge: the simulated rewriter), None when it cannot rewrite (replay)."""
-        return None
-
-    @classmethod
-    def expand(cls, settings: Mapping[str, Any], *, judge: str, benchmark: str, data_dir: str | os.PathLike[str],
-               spec: Any = None) -> list[tuple[str, dict[str, Any]]] | None:
-        """The judges one entry of this backend stands for (replay's ``recorded = "*"``: one
-        per recorded output found), as ``(name, settings update)`` pairs; None: the entry is
-        one judge. ``judge``: the entry's name; ``benchmark``: the release name
-        (``MTBench``); ``spec``: the job's ``[benchmark]`` table.
-
-        Raises:
-            ConfigError: the entry stands for no judge at all (naming where it looked).
-        """
-        return None
-
-    @classmethod
-    def quality(cls, arg: str, inst: Any, *, bench: Any, judges: Mapping[str, Any], data_dir: str) -> Any:
-        """As the quality source ``benchmark.quality = "<backend>:<arg>"``: ``inst`` (the
-        instances, a polars DataFrame) with columns ``better`` and ``worst`` (str, null
-        where unknown); ``judges``: the job's resolved judges by label.
-
-        Raises:
-            ConfigError: the backend is no quality source, or ``arg`` names nothing it knows.
-        """
-        raise ConfigError(f"judge backend {cls.name!r} is no quality source")
-
-    @classmethod
-    def quality_identity(cls, arg: str, judges: Mapping[str, Any]) -> str | None:
-        """What the quality source ``<backend>:<arg>`` is, for ids, when the source string
-        does not say it (a judge label standing for the judge's identity hash); None: the
-        source string itself."""
-        return None
 
     @abc.abstractmethod
     async def judge(self, queries: list[Query]) -> list[Result]:
@@ -330,67 +282,76 @@ def option_probabilities(logprobs: dict[str, float]) -> dict[str, float]:
     return {k: v / z for k, v in w.items()}
 
 
-_REGISTRY: dict[str, type[JudgeBackend]] = {}
+def _check_backend(obj: Any) -> None:
+    """Refuse anything but a :class:`JudgeBackend` subclass with a name and a ``Settings``
+    model (``TypeError``)."""
+    if not (isinstance(obj, type) and issubclass(obj, JudgeBackend)):
+        raise TypeError(f"{obj!r} is not a JudgeBackend subclass")
+    if not isinstance(getattr(obj, "name", None), str):
+        raise TypeError(f"{obj.__name__} has no name")
+    settings = getattr(obj, "Settings", None)
+    if not (isinstance(settings, type) and issubclass(settings, JudgeSettings)):
+        raise TypeError(f"{obj.__name__}.Settings is not a JudgeSettings subclass")
 
 
-class Builtin(NamedTuple):
-    """A backend shipped with voirdire: its module under ``voirdire.judges`` and the
-    optional dependency group (``pip install 'voirdire[<extra>]'``) it needs, if any."""
-
-    module: str
-    extra: str | None = None
+def _name_of(cls: type[JudgeBackend]) -> str:
+    return cls.name
 
 
-#: Backends shipped with voirdire, imported on first use.
-_BUILTIN = {
-    "replay": Builtin("replay"),
-    "simulated": Builtin("simulated"),
-    "openai": Builtin("api.openai", "api"),
-    "anthropic": Builtin("api.anthropic", "api"),
-    "openai_compatible": Builtin("api.compatible", "api"),
-    "vllm": Builtin("vllm_judge", "vllm"),
-    "template_rewriter": Builtin("rewriters"),
-    "template": Builtin("rewriters"),
-    "simulated_rewriter": Builtin("rewriters"),
-}
+#: The judge backends: a job's ``backend = "<name>"`` (or ``"module:Class"``) looked up here.
+#: A backend registers with ``@BACKENDS.register`` (its ``name``; ``aliases`` as further
+#: names); the built-in ones are imported on first use, each naming the optional dependency
+#: group it needs (``pip install 'voirdire[<extra>]'``).
+BACKENDS: Registry[type[JudgeBackend]] = Registry(
+    "judge backend", check=_check_backend, name_of=_name_of, entry_points="voirdire.backends"
+)
+_BUILTINS = (
+    ("replay", "voirdire.judges.replay:ReplayJudge", None),
+    ("simulated", "voirdire.judges.simulated:SimulatedJudge", None),
+    ("openai", "voirdire.judges.api.openai:OpenAIJudge", "api"),
+    ("anthropic", "voirdire.judges.api.anthropic:AnthropicJudge", "api"),
+    ("openai_compatible", "voirdire.judges.api.compatible:OpenAICompatibleJudge", "api"),
+    ("vllm", "voirdire.judges.vllm_judge:VllmJudge", "vllm"),
+    ("template_rewriter", "voirdire.judges.rewriters:TemplateRewriter", None),
+    ("template", "voirdire.judges.rewriters:TemplateRewriter", None),
+    ("simulated_rewriter", "voirdire.judges.rewriters:SimulatedRewriter", None),
+)
+for _name, _target, _extra in _BUILTINS:
+    BACKENDS.builtin(_name, _target, extra=_extra)
 
 
-def register(cls: type[JudgeBackend]) -> type[JudgeBackend]:
-    """Class decorator: make a backend available under ``cls.name`` and its ``aliases``."""
-    for name in (cls.name, *cls.aliases):
-        _REGISTRY[name] = cls
+def register(cls: type[B]) -> type[B]:
+    """Class decorator: make a backend available under ``cls.name`` and its ``aliases``
+    (:meth:`voirdire.registry.Registry.register` of :data:`BACKENDS`).
+
+    Raises:
+        TypeError: ``cls`` is not a named JudgeBackend subclass.
+        ValueError: another backend has that name.
+    """
+    BACKENDS.register(aliases=tuple(cls.aliases))(cls)
     return cls
 
 
 def known_backends() -> list[str]:
-    """Names accepted as ``backend`` in a job file."""
-    return sorted(set(_REGISTRY) | set(_BUILTIN))
+    """Names accepted as ``backend`` in a job file (sorted; nothing is imported)."""
+    return sorted(BACKENDS.names())
 
 
 def get_backend(name: str) -> type[JudgeBackend]:
     """The backend class for a registry name or a ``"module:Class"`` import path.
 
     Raises:
-        ConfigError: unknown name, a built-in backend whose optional dependency is missing
-            (naming the extra to install), or an import path that does not name a
-            JudgeBackend.
+        ConfigError: unknown name (the known ones listed), a built-in backend whose
+            optional dependency is missing (naming the extra to install), or an import
+            path that does not name a JudgeBackend.
     """
-    if name in _REGISTRY:
-        return _REGISTRY[name]
-    if name in _BUILTIN:
-        builtin = _BUILTIN[name]
-        try:
-            importlib.import_module(f"voirdire.judges.{builtin.module}")
-        except ImportError as exc:
-            how = f"; install it with: pip install 'voirdire[{builtin.extra}]'" if builtin.extra else ""
-            raise ConfigError(
-                f"judge backend {name!r} needs an optional dependency that is not installed ({exc}){how}"
-            ) from exc
-        if name in _REGISTRY:
-            return _REGISTRY[name]
-    if ":" in name:
-        obj = import_object(name, "judge backend")
-        if not (isinstance(obj, type) and issubclass(obj, JudgeBackend)):
-            raise ConfigError(f"judge backend {name!r} is not a JudgeBackend subclass")
-        return obj
-    raise ConfigError(f"unknown judge backend {name!r}; known backends: {', '.join(known_backends())}")
+    return BACKENDS.get(name)
+
+
+def backend_ref(cls: type[JudgeBackend]) -> str:
+    """How a worker process finds ``cls``: its name where that is a built-in entry naming
+    it, else its import path ``"module:Class"`` (a backend registered by decorator in the
+    driver is found in the worker by importing its module, which registers it again)."""
+    if any(cls.name == n for n, _, _ in _BUILTINS) and BACKENDS.find(cls.name) is cls:
+        return cls.name
+    return f"{cls.__module__}:{cls.__qualname__}"

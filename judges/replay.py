@@ -30,17 +30,11 @@ from voirdire.benchmarks.kind import BenchmarkKind
 from voirdire.benchmarks.recorded import Recorded, RecordKey, record_key
 from voirdire.benchmarks.registry import find_benchmark, recorded_mode
 from voirdire.benchmarks.scoring import score_patterns, score_range
-from voirdire.judges.base import (
-    ConfigError,
-    FailureClass,
-    JudgeBackend,
-    JudgeContext,
-    JudgeSettings,
-    Query,
-    Result,
-    register,
-)
+from voirdire.judges.base import JudgeBackend, JudgeContext, JudgeSettings, Query, Result, Sampling, register
+from voirdire.judges.capabilities import Expands, OwnComparisonMode, PromptFree, QualitySource, Recording
 from voirdire.judges.extract import extract_scores, extract_verdicts
+
+from voirdire.core import ConfigError, FailureClass
 
 
 #: ``recorded = "*"`` of a replay judge: one judge per recorded output found
@@ -133,14 +127,12 @@ def recorded_letters(recorded: str, bench: Any, data_dir: str) -> pl.DataFrame:
 
 
 @register
-class ReplayJudge(JudgeBackend):
+class ReplayJudge(PromptFree, Recording, Expands, QualitySource, OwnComparisonMode[ReplaySettings],
+                  JudgeBackend[ReplaySettings]):
     """Replays recorded outputs; see the module docstring. Needs no prompt text."""
 
     name = "replay"
     Settings = ReplaySettings
-    needs_prompt = False
-
-    is_recording = True
 
     def __init__(self, settings: ReplaySettings, context: JudgeContext) -> None:
         super().__init__(settings, context)
@@ -148,21 +140,21 @@ class ReplayJudge(JudgeBackend):
         self.recorded = load_recorded(path, context.benchmark, settings.recorded)
 
     @classmethod
-    def comparison_mode(cls, settings) -> str | None:  # type: ignore[override]
+    def comparison_mode(cls, settings: ReplaySettings) -> str | None:
         # a recorded judge that scores each output (as its benchmark says): score-mode judgments
         return recorded_mode(settings.recorded)
 
     @classmethod
-    def identity(cls, settings, sampling):  # type: ignore[override]
+    def identity(cls, settings: ReplaySettings, sampling: Sampling) -> dict[str, Any]:
         # the recorded judge and study are what the answers are; data_dir is a location
         return {"backend": cls.name, "recorded": settings.recorded, "study": settings.study}
 
     @classmethod
-    def preflight(cls, settings, context) -> None:  # type: ignore[override]
+    def preflight(cls, settings: ReplaySettings, context: JudgeContext) -> None:
         recorded_path(settings, context)
 
     @classmethod
-    def worker_options(cls, settings):  # type: ignore[override]
+    def worker_options(cls, settings: ReplaySettings) -> dict[str, Any]:
         return {"num_cpus": 0}
 
     @classmethod

@@ -20,8 +20,11 @@ backends here need no model; they read the original answer back from the prompt:
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
 from voirdire.benchmarks.perturb import original_of
 from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, register
+from voirdire.judges.capabilities import RewriterOnly
 
 from voirdire.core import stable_int
 
@@ -80,26 +83,20 @@ class OfflineRewriterSettings(JudgeSettings):
     latency_s: float = 0.0
 
 
-class _OfflineRewriter(JudgeBackend):
+class _OfflineRewriter(RewriterOnly, JudgeBackend[OfflineRewriterSettings]):
     Settings = OfflineRewriterSettings
-    needs_prompt = True
     identity_exclude = ("latency_s",)
-    can_judge = False
 
     @classmethod
-    def rewriter(cls) -> type[JudgeBackend]:
-        return cls
-
-    @classmethod
-    def worker_options(cls, settings):  # type: ignore[override]
+    def worker_options(cls, settings: OfflineRewriterSettings) -> dict[str, Any]:
         return {"num_cpus": 0}
 
     def rewrite(self, kind: str, param: str | None, answer: str) -> str:
         raise NotImplementedError
 
     async def judge(self, queries: list[Query]) -> list[Result]:
-        if self.settings.latency_s:  # type: ignore[attr-defined]
-            await asyncio.sleep(self.settings.latency_s)  # type: ignore[attr-defined]
+        if self.settings.latency_s:
+            await asyncio.sleep(self.settings.latency_s)
         out = []
         for q in queries:
             kind, param = q.perturbation_kind or "", q.perturbation_param

@@ -35,13 +35,15 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import field_validator
 from voirdire.benchmarks.scoring import load_score_templates
 from voirdire.benchmarks.biases import find_kind, known_kinds
-from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, get_backend, register
+from voirdire.judges.base import JudgeBackend, JudgeContext, JudgeSettings, Query, Result, get_backend, register
+from voirdire.judges.capabilities import PromptFree, QualitySource, Rewrites
 
 from voirdire.core import ConfigError, letters, stable_int
 
@@ -222,27 +224,26 @@ def score_text(benchmark: str, scores: Sequence[int]) -> str:
 
 
 @register
-class SimulatedJudge(JudgeBackend):
+class SimulatedJudge(PromptFree, QualitySource, Rewrites, JudgeBackend[SimulatedSettings]):
     """A judge of known position bias; see the module docstring. Answers in both release
     formats (``[[X]]`` and ``Choice: X``) so either benchmark's extractor reads it."""
 
     name = "simulated"
     Settings = SimulatedSettings
-    needs_prompt = False
-    identity_exclude: tuple[str, ...] = ("fail_rate", "latency_s")
+    identity_exclude = ("fail_rate", "latency_s")
     #: settings added after 0.1: in the identity only when set (unit ids of before kept)
     identity_if_set = ("susceptibility", "score_noise")
 
-    def __init__(self, settings: SimulatedSettings, context) -> None:
+    def __init__(self, settings: SimulatedSettings, context: JudgeContext) -> None:
         super().__init__(settings, context)
         self.answered = 0
 
     @classmethod
-    def worker_options(cls, settings):  # type: ignore[override]
+    def worker_options(cls, settings: SimulatedSettings) -> dict[str, Any]:
         return {"num_cpus": 0}
 
     @classmethod
-    def preflight(cls, settings, context) -> None:  # type: ignore[override]
+    def preflight(cls, settings: SimulatedSettings, context: JudgeContext) -> None:
         """Every kind of ``susceptibility`` is a known bias kind (checked in the driver,
         where kinds registered by the caller are known).
 
@@ -255,12 +256,12 @@ class SimulatedJudge(JudgeBackend):
                                   f"known: {', '.join(known_kinds())}")
 
     @classmethod
-    def rewriter(cls) -> type[JudgeBackend]:
+    def rewriter(cls) -> type[JudgeBackend[Any]]:
         """``[[rewriters]]`` entries naming ``simulated`` get the simulated rewriter."""
         return get_backend("simulated_rewriter")
 
     @classmethod
-    def quality(cls, arg, inst, *, bench, judges, data_dir):  # type: ignore[override]
+    def quality(cls, arg: str, inst: Any, *, bench: Any, judges: Mapping[str, Any], data_dir: str) -> Any:
         """``benchmark.quality = "simulated:<judge>"``: the latent quality of that simulated
         judge of the job (its ``qualities``, ``seed`` and ``question_noise``), so tests know
         the truth exactly. Raises ConfigError: ``arg`` is not a simulated judge of the job."""
@@ -274,12 +275,12 @@ class SimulatedJudge(JudgeBackend):
                                  pl.Series("worst", [p[1] for p in pairs], pl.String))
 
     @classmethod
-    def quality_identity(cls, arg, judges):  # type: ignore[override]
+    def quality_identity(cls, arg: str, judges: Mapping[str, Any]) -> str | None:
         rj = judges.get(arg)
         return f"simulated:{rj.identity_hash}" if rj is not None else None
 
     async def judge(self, queries: list[Query]) -> list[Result]:
-        s: SimulatedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         if s.latency_s:
             await asyncio.sleep(s.latency_s)
         out = []

@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     from voirdire.engine.spec import parse_job
     from voirdire.engine.store import ResultStore
     from voirdire.engine.units import PromptCache, iter_unit_batches
+    from voirdire.judges.capabilities import needs_prompt
 
     orders = scheme_size(args.scheme, args.p)
     n_inst = math.ceil(args.units / orders)
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     total = min(args.units, plan.units_per_judge)
     batches = iter_unit_batches(
         plan.bench, plan.instances, job.comparison, judge=rj.name, identity_hash=rj.identity_hash,
-        needs_prompt=rj.backend.needs_prompt, batch_size=args.batch_size, prompts=PromptCache(plan.bench),
+        needs_prompt=needs_prompt(rj.backend), batch_size=args.batch_size, prompts=PromptCache(plan.bench),
     )  # fmt: skip
 
     def _capped():  # stop the stream at exactly `total` units

@@ -15,7 +15,6 @@ third-party package.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import re
 from enum import Enum
@@ -25,7 +24,7 @@ from voirdire.exceptions import ConfigError, DataError
 
 __all__ = [
     "LETTERS", "MAX_LIST", "MIN_LIST", "ConfigError", "DataError", "FailureClass", "canonical_json", "content_hash",
-    "import_object", "letters", "slug", "stable_int",
+    "letters", "slug", "stable_int",
 ]
 
 #: Position letters: ``A`` = first slot shown, ``B`` = second, ... The tie option is the
@@ -97,18 +96,3 @@ def slug(label: str, *, sep: str = "_", keep: str = "._-", max_len: int | None =
     if max_len is not None:
         out = out.strip(sep)[:max_len]
     return out or (default if default is not None else sep)
-
-
-def import_object(ref: str, what: str) -> Any:
-    """The object an import path ``"package.module:attribute"`` names (a user's judge
-    backend or bias kind named in a job file).
-
-    Raises:
-        ConfigError: the module or the attribute cannot be imported (the message says
-            ``what`` was asked for: ``"judge backend"``, ``"perturbation kind"``).
-    """
-    module, _, attr = ref.partition(":")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"{what} {ref!r} cannot be imported: {exc}") from exc

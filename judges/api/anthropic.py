@@ -14,17 +14,18 @@ from typing import Any
 
 import anthropic
 from voirdire.judges.api.base import APIJudge
-from voirdire.judges.api.settings import Reply
+from voirdire.judges.api.settings import APISettings, Reply
 from voirdire.judges.base import register, system_text
 
 from voirdire.core import FailureClass
 
 
 @register
-class AnthropicJudge(APIJudge):
+class AnthropicJudge(APIJudge[APISettings]):
     """A judge behind Anthropic's messages API (one user message per query)."""
 
     name = "anthropic"
+    Settings = APISettings
     sdk = anthropic
     client_cls = anthropic.AsyncAnthropic
     provider = "anthropic"

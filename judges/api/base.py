@@ -16,7 +16,7 @@ import dataclasses
 import math
 import os
 import time
-from typing import Any, ClassVar, Iterable
+from typing import Any, ClassVar, Iterable, TypeVar
 
 from voirdire.judges.api.batch import run_batch
 from voirdire.judges.api.cache import ResponseCache, cache_path
@@ -32,6 +32,7 @@ from voirdire.judges.api.sdk import sdk_call_kwargs
 from voirdire.judges.api.settings import APISettings, Reply
 from voirdire.judges.api.tokens import count_tokens, estimate_prompt_tokens
 from voirdire.judges.api.transport import attempts, http_client
+from voirdire.judges.capabilities import Estimates, Rewrites, UsesKey
 from voirdire.judges.base import (
     JudgeBackend,
     JudgeContext,
@@ -45,11 +46,15 @@ from voirdire.judges.base import (
 from voirdire.core import ConfigError, FailureClass, content_hash, letters
 
 
-class APIJudge(JudgeBackend):
-    """Base of the API backends (see the module docstring for what a subclass provides)."""
+#: the settings model of an API backend
+AS = TypeVar("AS", bound=APISettings)
 
-    Settings: ClassVar[type[APISettings]] = APISettings
-    needs_prompt = True
+
+class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
+    """Base of the API backends, generic over their settings (``APIJudge[APISettings]``;
+    see the module docstring for what a subclass provides). A model answers a rewrite
+    prompt as it is (:class:`~voirdire.judges.capabilities.Rewrites`: itself)."""
+
     sdk: ClassVar[Any]
     client_cls: ClassVar[Any]
     provider: ClassVar[str | None] = None
@@ -72,12 +77,12 @@ class APIJudge(JudgeBackend):
     # -- class-level helpers (driver side) ------------------------------------------------
 
     @classmethod
-    def key_env(cls, settings: APISettings) -> str | None:
+    def key_env(cls, settings: AS) -> str | None:
         """The environment variable holding the key (``None``: the server needs none)."""
         return settings.api_key_env if settings.api_key_env is not None else cls.default_key_env
 
     @classmethod
-    def check_secrets(cls, settings: APISettings, context: JudgeContext) -> None:  # type: ignore[override]
+    def check_secrets(cls, settings: AS, context: JudgeContext) -> None:
         """Check the API key variable is set and non-empty (nothing is sent; skipped by a
         dry run, which only warns).
 
@@ -93,7 +98,7 @@ class APIJudge(JudgeBackend):
             )
 
     @classmethod
-    def preflight(cls, settings: APISettings, context: JudgeContext) -> None:  # type: ignore[override]
+    def preflight(cls, settings: AS, context: JudgeContext) -> None:
         """Checks before anything is sent (the key is :meth:`check_secrets`'s).
 
         Raises:
@@ -106,15 +111,11 @@ class APIJudge(JudgeBackend):
             raise ConfigError(f"judge {context.judge!r}: logprobs = true is not offered in batch mode")
 
     @classmethod
-    def worker_options(cls, settings):  # type: ignore[override]
+    def worker_options(cls, settings: AS) -> dict[str, Any]:
         return {"num_cpus": 0}
 
     @classmethod
-    def rewriter(cls) -> type[JudgeBackend]:
-        return cls  # a model answers a rewrite prompt as it is
-
-    @classmethod
-    def concurrency(cls, settings) -> int:  # type: ignore[override]
+    def concurrency(cls, settings: AS) -> int:
         return 16
 
     @classmethod
@@ -132,7 +133,7 @@ class APIJudge(JudgeBackend):
                          settings.price_output_per_mtok, settings.context_window)
 
     @classmethod
-    def estimate(cls, settings: APISettings, sampling: Sampling, prompts: Iterable[str]) -> dict[str, Any]:  # type: ignore[override]
+    def estimate(cls, settings: AS, sampling: Sampling, prompts: Iterable[str]) -> dict[str, Any]:
         """Dry-run estimate over the prompts to be sent.
 
         Returns ``queries``, ``input_tokens`` (estimated), ``max_output_tokens``
@@ -163,7 +164,7 @@ class APIJudge(JudgeBackend):
 
     # -- worker side ---------------------------------------------------------------------
 
-    def __init__(self, settings: APISettings, context: JudgeContext) -> None:
+    def __init__(self, settings: AS, context: JudgeContext) -> None:
         super().__init__(settings, context)
         s = settings
         env = self.key_env(s)

@@ -27,14 +27,13 @@ server that knows ``continue_final_message`` and ``structured_outputs`` (vLLM >=
 
 from __future__ import annotations
 
-import math
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
-from voirdire.judges.api.openai import OpenAIJudge, verdict_logprobs
+from voirdire.judges.api.openai import ChatCompletionsJudge, OpenAIJudge, verdict_logprobs
 from voirdire.judges.api.settings import APISettings, Reply
-from voirdire.judges.base import JudgeContext, Query, Result, option_probabilities, register
-from voirdire.judges.vllm_judge.settings import option_texts
+from voirdire.judges.base import JudgeContext, Query, Result, register
+from voirdire.judges.verdict_modes import VERDICT_TOKENS, VerdictLetters, VerdictMode, option_texts, read_verdict
 
 from voirdire.core import ConfigError, letters
 
@@ -44,15 +43,15 @@ class CompatibleSettings(APISettings):
     ``structured``, ``logprobs``: see the module docstring), ``verdict_tokens`` (the
     cap on a constrained verdict's tokens; a letter is one) and ``verdict_letters`` (what
     the judge writes for each position, e.g. ``"ab"`` for a prompt's ``Output (a)``; default
-    the position letters), as the in-process vLLM judge's."""
+    the position letters), as the in-process vLLM judge's (:mod:`voirdire.judges.verdict_modes`)."""
 
-    verdict_mode: Literal["free", "structured", "logprobs"] = "free"
-    verdict_tokens: int = Field(default=4, ge=1, le=16)
-    verdict_letters: str | None = Field(default=None, min_length=2, max_length=8)
+    verdict_mode: VerdictMode = "free"
+    verdict_tokens: int = Field(default=VERDICT_TOKENS, ge=1, le=16)
+    verdict_letters: VerdictLetters = None
 
 
 @register
-class OpenAICompatibleJudge(OpenAIJudge):
+class OpenAICompatibleJudge(ChatCompletionsJudge[CompatibleSettings]):
     """A judge behind any OpenAI-compatible chat-completions server (``base_url`` required)."""
 
     name = "openai_compatible"
@@ -66,7 +65,7 @@ class OpenAICompatibleJudge(OpenAIJudge):
     identity_if_set = (*OpenAIJudge.identity_if_set, "verdict_mode", "verdict_tokens", "verdict_letters")
 
     @classmethod
-    def preflight(cls, settings: CompatibleSettings, context: JudgeContext) -> None:  # type: ignore[override]
+    def preflight(cls, settings: CompatibleSettings, context: JudgeContext) -> None:
         """Raises :class:`ConfigError`: no ``base_url``; a constrained verdict mode with
         ``logprobs = true`` or batch mode."""
         if not settings.base_url:
@@ -139,16 +138,8 @@ class OpenAICompatibleJudge(OpenAIJudge):
         if mode == "free" or r.failure is not None or r.output is None:
             return r
         cue, closing = self.cue()
-        text = r.output.strip()
-        opts = letters(q.option_mode)
-        written = option_texts(self.settings.verdict_letters, q.option_mode)
-        choice = opts[written.index(text)] if len(text) == 1 and text in written else None
-        if mode == "logprobs":
-            if r.option_probs is None and choice is not None:
-                r.option_probs = option_probabilities({L: (0.0 if L == choice else -math.inf) for L in opts})
-            if r.option_probs is not None:
-                choice = max(r.option_probs, key=r.option_probs.__getitem__)
-                text = written[opts.index(choice)]
+        choice, text, r.option_probs = read_verdict(mode, r.output, q.option_mode, self.settings.verdict_letters,
+                                                    r.option_probs)
         r.choice = choice
         r.output = f"{cue}{text}{closing}"
         r.verdict_mode = mode

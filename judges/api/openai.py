@@ -15,12 +15,12 @@ Wire format only; the rest is :mod:`voirdire.judges.api.base`'s.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import openai
-from voirdire.judges.api.base import APIJudge
+from voirdire.judges.api.base import AS, APIJudge
 from voirdire.judges.api.errors import status_failure
-from voirdire.judges.api.settings import Reply
+from voirdire.judges.api.settings import APISettings, Reply
 from voirdire.judges.base import register, system_text
 
 from voirdire.core import ConfigError
@@ -52,15 +52,15 @@ def verdict_logprobs(content: list[dict[str, Any]], cue: str) -> dict[str, float
     return None
 
 
-@register
-class OpenAIJudge(APIJudge):
-    """A judge behind OpenAI's chat-completions API (one user message per query)."""
+class ChatCompletionsJudge(APIJudge[AS]):
+    """A judge behind a chat-completions API (one user message per query), generic over its
+    settings: OpenAI's (:class:`OpenAIJudge`) and any compatible server's
+    (:class:`~voirdire.judges.api.compatible.OpenAICompatibleJudge`)."""
 
-    name = "openai"
     sdk = openai
     client_cls = openai.AsyncOpenAI
-    provider = "openai"
-    default_key_env = "OPENAI_API_KEY"
+    provider: ClassVar[str | None] = "openai"
+    default_key_env: ClassVar[str | None] = "OPENAI_API_KEY"
     uses_tiktoken = True
     filter_stops = frozenset({"content_filter"})
     offers_logprobs = True
@@ -160,3 +160,11 @@ class OpenAIJudge(APIJudge):
                     out[rec["custom_id"]] = (status_failure(resp.get("status_code")),
                                              f"batch item failed (HTTP {resp.get('status_code')}): {msg}")
         return out
+
+
+@register
+class OpenAIJudge(ChatCompletionsJudge[APISettings]):
+    """A judge behind OpenAI's chat-completions API (one user message per query)."""
+
+    name = "openai"
+    Settings = APISettings

@@ -17,16 +17,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from voirdire.judges.base import (
-    ConfigError,
-    FailureClass,
-    JudgeBackend,
-    JudgeContext,
-    Query,
-    Result,
-    register,
-    system_text,
-)
+from voirdire.judges.base import JudgeBackend, JudgeContext, Query, Result, Sampling, register, system_text
+from voirdire.judges.capabilities import Counts, Rewrites
 from voirdire.judges.vllm_judge import engine as eng
 from voirdire.judges.vllm_judge import gguf
 from voirdire.judges.vllm_judge.engine import RequestPlan, plan_requests
@@ -38,6 +30,8 @@ from voirdire.judges.vllm_judge.settings import (
 )
 from voirdire.judges.vllm_judge.verdicts import ConstrainedVerdicts, ContextTooLong
 
+from voirdire.core import ConfigError, FailureClass
+
 log = logging.getLogger(__name__)
 
 
@@ -46,14 +40,13 @@ class _EngineDead(RuntimeError):
 
 
 @register
-class VllmJudge(ConstrainedVerdicts, JudgeBackend):
+class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings]):
     """A local judge on vLLM's engine; see :mod:`voirdire.judges.vllm_judge` for the design."""
 
     name = "vllm"
     Settings = VllmSettings
-    needs_prompt = True
     #: deployment details that do not change the answers
-    identity_exclude: tuple[str, ...] = (
+    identity_exclude = (
         "device",
         "num_cpus",
         "tensor_parallel_size",
@@ -65,10 +58,10 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
         "gguf_load",
     )
     #: settings added after 0.1: in the identity only when set (unit ids of before kept)
-    identity_if_set: tuple[str, ...] = ("chat_template", "verdict_letters", "system_prompt")
+    identity_if_set = ("chat_template", "verdict_letters", "system_prompt")
 
     @classmethod
-    def identity(cls, settings: VllmSettings, sampling: Any) -> dict[str, Any]:  # type: ignore[override]
+    def identity(cls, settings: VllmSettings, sampling: Sampling) -> dict[str, Any]:
         """The base identity; a GGUF model adds its file's SHA-256 (``gguf_sha256``)."""
         ident = super().identity(settings, sampling)
         ident["settings"].update(gguf.identity_extra(settings.model))
@@ -77,7 +70,7 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
     # ------------------------------------------------------------------ driver side
 
     @classmethod
-    def preflight(cls, settings: VllmSettings, context: JudgeContext) -> None:  # type: ignore[override]
+    def preflight(cls, settings: VllmSettings, context: JudgeContext) -> None:
         """Checks in the driver: vLLM installed, a GGUF model converted (once, cached), a
         local model directory present with a chat template, the context window at least
         the tokens the mode generates.
@@ -112,13 +105,9 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
             )
 
     @classmethod
-    def worker_options(cls, settings: VllmSettings) -> dict[str, Any]:  # type: ignore[override]
+    def worker_options(cls, settings: VllmSettings) -> dict[str, Any]:
         """Ray resources of one replica (:func:`voirdire.judges.vllm_judge.engine.worker_options`)."""
         return eng.worker_options(settings)
-
-    @classmethod
-    def rewriter(cls) -> type[JudgeBackend]:
-        return cls  # the model answers a rewrite prompt as it is (verdict_mode "free")
 
     # ------------------------------------------------------------------ worker side
 
@@ -139,7 +128,7 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
         (after a system turn: the judge's ``system_prompt`` and the query's ``system``,
         :func:`~voirdire.judges.base.system_text`), with the generation prompt (the
         assistant turn opened)."""
-        sys_text = system_text(self.settings.system_prompt, system)  # type: ignore[attr-defined]
+        sys_text = system_text(self.settings.system_prompt, system)
         messages = [{"role": "system", "content": sys_text}] if sys_text else []
         messages.append({"role": "user", "content": prompt})
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -198,7 +187,7 @@ class VllmJudge(ConstrainedVerdicts, JudgeBackend):
 
     async def _answer(self, plan: RequestPlan) -> list[Result]:
         """One prompt's repetitions: a result or a recorded failure per query."""
-        s: VllmSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         qs = plan.queries
         q0 = qs[0]
         t0 = time.perf_counter()

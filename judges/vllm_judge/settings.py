@@ -7,13 +7,10 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 from voirdire.judges.base import JudgeContext, JudgeSettings
-
-from voirdire.core import letters
+from voirdire.judges.verdict_modes import VERDICT_TOKENS, VerdictLetters, VerdictMode, option_texts
 
 #: verdict cue and closing text when neither the judge nor the benchmark names one
 DEFAULT_VERDICT_FORMAT = ("Verdict: ", "")
-#: tokens allowed for the constrained verdict (a letter is one or two tokens)
-VERDICT_TOKENS = 4
 
 
 class VllmSettings(JudgeSettings):
@@ -70,10 +67,10 @@ class VllmSettings(JudgeSettings):
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0)
     device: Literal["auto", "gpu", "cpu"] = "auto"
     num_cpus: float = Field(default=1.0, ge=0.0)
-    verdict_mode: Literal["free", "structured", "logprobs"] = "free"
+    verdict_mode: VerdictMode = "free"
     reasoning_tokens: int | None = Field(default=None, ge=0)
     verdict_cue: str | None = None
-    verdict_letters: str | None = Field(default=None, min_length=2, max_length=8)
+    verdict_letters: VerdictLetters = None
     system_prompt: str | None = None
     enable_prefix_caching: bool = True
     enforce_eager: bool = False
@@ -101,21 +98,6 @@ def verdict_format(settings: VllmSettings, context: JudgeContext) -> tuple[str, 
     if context.verdict_cue is not None:
         return context.verdict_cue, context.verdict_closing
     return DEFAULT_VERDICT_FORMAT
-
-
-def option_texts(written: str | None, option_mode: int) -> str:
-    """What a constrained verdict writes for each of ``option_mode`` positions: the first
-    ``option_mode`` characters of ``written`` (a judge's ``verdict_letters``), else the
-    position letters (``"AB"``, ``"ABC"``).
-
-    Raises:
-        ValueError: ``written`` has fewer characters than positions, or repeats one.
-    """
-    if written is None:
-        return letters(option_mode)
-    if len(written) < option_mode or len(set(written[:option_mode])) < option_mode:
-        raise ValueError(f"verdict_letters {written!r} must name {option_mode} distinct options")
-    return written[:option_mode]
 
 
 def reasoning_tokens(settings: VllmSettings, max_tokens: int) -> int:

@@ -16,8 +16,9 @@ from typing import Any
 
 from voirdire.benchmarks.scoring import load_score_templates
 from voirdire.judges.base import Result, option_probabilities
+from voirdire.judges.verdict_modes import VERDICT_TOKENS, option_texts, read_verdict
 from voirdire.judges.vllm_judge.engine import RequestPlan
-from voirdire.judges.vllm_judge.settings import VERDICT_TOKENS, VllmSettings, option_texts
+from voirdire.judges.vllm_judge.settings import VllmSettings
 
 from voirdire.core import FailureClass, letters
 from voirdire.exceptions import ContextTooLong
@@ -109,15 +110,11 @@ class ConstrainedVerdicts:
         out = []
         for q, text, n_used, v in zip(plan.queries, texts, used, verdicts, strict=True):
             probs = None
-            if s.verdict_mode == "structured":
-                letter = v.text.strip()
-                choice = opts[written.index(letter)] if len(letter) == 1 and letter in written else None
-            else:
+            if s.verdict_mode == "logprobs":
                 lp = v.logprobs[0] if v.logprobs else {}
                 raw = {L: (lp[t].logprob if t in lp else -math.inf) for L, t in zip(opts, self.letter_ids(cue, option_mode))}
                 probs = option_probabilities(raw)
-                choice = max(probs, key=probs.__getitem__)
-                letter = written[opts.index(choice)]
+            choice, letter, probs = read_verdict(s.verdict_mode, v.text, option_mode, s.verdict_letters, probs)
             out.append(
                 Result(
                     unit_id=q.unit_id,

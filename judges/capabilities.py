@@ -1,0 +1,167 @@
+"""Optional capabilities of a judge backend: what only some backends can do.
+
+The core interface (:class:`~voirdire.judges.base.JudgeBackend`) is what every backend
+has. A backend that can do more derives from one of these small classes as well, and the
+engine asks ``issubclass(backend, Capability)``, never for an attribute by name, and never
+for a backend by name::
+
+    @register
+    class ReplayJudge(PromptFree, Recording, Expands, QualitySource, OwnComparisonMode[ReplaySettings],
+                      JudgeBackend[ReplaySettings]): ...
+
+- :class:`PromptFree`: its queries carry no prompt text (replay, simulated);
+- :class:`Recording`: it answers from recorded unperturbed outputs, so perturbations are
+  refused (replay);
+- :class:`Expands`: one ``[[judges]]`` entry becomes several (replay's ``recorded = "*"``);
+- :class:`QualitySource`: ``benchmark.quality = "<backend>:<arg>"`` (replay, simulated);
+- :class:`Rewrites`: a ``[[rewriters]]`` entry may name it (API backends, vLLM, simulated);
+  :class:`RewriterOnly`: and it is refused as a judge (template, simulated_rewriter);
+- :class:`Estimates`: a dry run's token and cost estimate (API backends);
+- :class:`OwnComparisonMode`: its units' comparison mode when not the job's (a replayed
+  judge that scored each answer);
+- :class:`UsesKey`: it reads an API key from the environment (API backends);
+- :class:`Counts`: its worker reports its counters (vLLM).
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from voirdire.judges.base import JudgeSettings, Sampling
+
+if TYPE_CHECKING:
+    from voirdire.judges.base import JudgeBackend
+
+S = TypeVar("S", bound=JudgeSettings)
+
+__all__ = [
+    "Counts", "Estimates", "Expands", "OwnComparisonMode", "PromptFree", "QualitySource", "Recording", "RewriterOnly",
+    "Rewrites", "UsesKey", "comparison_mode", "needs_prompt", "rewrite_kinds",
+]
+
+
+class PromptFree:
+    """The backend answers without the prompt text: its queries carry ``prompt = None``
+    (and no system turn), which saves rendering every prompt."""
+
+
+class Recording:
+    """The backend answers from recorded outputs of the unperturbed prompts, so it cannot
+    answer a perturbation (a job with ``[[perturbations]]`` is refused)."""
+
+
+class Expands(abc.ABC):
+    """One ``[[judges]]`` entry of this backend may stand for several judges."""
+
+    @classmethod
+    @abc.abstractmethod
+    def expand(cls, settings: Mapping[str, Any], *, judge: str, benchmark: str, data_dir: str | os.PathLike[str],
+               spec: Any = None) -> list[tuple[str, dict[str, Any]]] | None:
+        """The judges one entry stands for (replay's ``recorded = "*"``: one per recorded
+        output found), as ``(name, settings update)`` pairs; None: the entry is one judge.
+        ``settings``: the entry's backend keys as written; ``judge``: the entry's name;
+        ``benchmark``: the release name (``MTBench``); ``spec``: the job's ``[benchmark]``
+        table.
+
+        Raises:
+            ConfigError: the entry stands for no judge at all (naming where it looked).
+        """
+
+
+class QualitySource(abc.ABC):
+    """The backend knows which candidate of an instance is truly better:
+    ``benchmark.quality = "<backend>:<argument>"``."""
+
+    @classmethod
+    @abc.abstractmethod
+    def quality(cls, arg: str, inst: Any, *, bench: Any, judges: Mapping[str, Any], data_dir: str) -> Any:
+        """``inst`` (the instances, a polars DataFrame) with columns ``better`` and
+        ``worst`` (str, null where unknown); ``judges``: the job's resolved judges by label.
+
+        Raises:
+            ConfigError: ``arg`` names nothing the backend knows.
+        """
+
+    @classmethod
+    def quality_identity(cls, arg: str, judges: Mapping[str, Any]) -> str | None:
+        """What the source ``<backend>:<arg>`` is, for ids, when the source string does not
+        say it (a judge label standing for the judge's identity hash); None (the default):
+        the source string itself."""
+        return None
+
+
+class Rewrites:
+    """A ``[[rewriters]]`` entry may name this backend: it generates free text, or names
+    the backend that rewrites for it.
+
+    ``rewrite_kinds``: as the rewriter, the answer kinds it can rewrite (None: every one).
+    """
+
+    rewrite_kinds: ClassVar[tuple[str, ...] | None] = None
+
+    @classmethod
+    def rewriter(cls) -> type[JudgeBackend[Any]]:
+        """The backend that rewrites answers for an entry naming this one: itself by
+        default (a model answers a rewrite prompt as it is); another for one that does not
+        generate text (the simulated judge: the simulated rewriter)."""
+        return cls  # type: ignore[return-value]  # a capability is mixed into a JudgeBackend
+
+
+class RewriterOnly(Rewrites):
+    """The backend only rewrites answers: refused as a ``[[judges]]`` entry."""
+
+
+class Estimates(abc.ABC, Generic[S]):
+    """The backend costs something per query, and says how much before a run."""
+
+    @classmethod
+    @abc.abstractmethod
+    def estimate(cls, settings: S, sampling: Sampling, prompts: Iterable[str]) -> dict[str, Any]:
+        """Dry-run estimate of tokens and cost over the prompt strings to be sent (see
+        :meth:`voirdire.judges.api.base.APIJudge.estimate` for the keys)."""
+
+
+class OwnComparisonMode(abc.ABC, Generic[S]):
+    """The judge's units may have a comparison mode other than the job's."""
+
+    @classmethod
+    @abc.abstractmethod
+    def comparison_mode(cls, settings: S) -> str | None:
+        """The comparison mode of this judge's units (a replayed judge that scored each
+        answer: ``"score"``); ``None``: the job's ``comparison.mode``."""
+
+
+class UsesKey(abc.ABC, Generic[S]):
+    """The backend reads a secret (an API key) from an environment variable, whose value is
+    kept out of everything voirdire writes (:mod:`voirdire.engine.secrets`)."""
+
+    @classmethod
+    @abc.abstractmethod
+    def key_env(cls, settings: S) -> str | None:
+        """The environment variable holding the key (``None``: none is needed)."""
+
+
+class Counts:
+    """The backend keeps counters of its own (``stats``: name -> number, e.g. the vLLM
+    judge's requests and prompt tokens), which its worker reports."""
+
+    stats: dict[str, int]
+
+
+def needs_prompt(backend: type) -> bool:
+    """Whether the backend's queries must carry the prompt text (not :class:`PromptFree`)."""
+    return not issubclass(backend, PromptFree)
+
+
+def rewrite_kinds(backend: type) -> tuple[str, ...] | None:
+    """The answer kinds ``backend`` can rewrite (None: every one, or not a rewriter)."""
+    return backend.rewrite_kinds if issubclass(backend, Rewrites) else None
+
+
+def comparison_mode(backend: type, settings: JudgeSettings) -> str | None:
+    """The comparison mode of a judge's units when its backend sets one
+    (:class:`OwnComparisonMode`), else ``None`` (the job's)."""
+    return backend.comparison_mode(settings) if issubclass(backend, OwnComparisonMode) else None
