@@ -74,11 +74,11 @@ def main() -> None:
     print(head)
     print("-" * len(head))
     for size in args.sizes:
-        df, t_gen = _timed(lambda: _table(int(size)))
+        df, t_gen = _timed(lambda size=size: _table(int(size)))
         n_pairs = df.height // 2
-        (jm, um), t_m = _timed(lambda: summarize(df), "m")
+        (jm, um), t_m = _timed(lambda df=df: summarize(df), "m")
 
-        def agree():
+        def agree(df=df):
             ch = choices(df)
             agreement_matrix(df, ch=ch)
             fleiss_panel(df, ch=ch)
@@ -87,9 +87,9 @@ def main() -> None:
             majority_share(q)
 
         _, t_a = _timed(agree, "a")
-        _, t_r = _timed(lambda: factor_regressions(um), "r")
-        _, t_s = _timed(lambda: sign_test(df))
-        t_b = _timed(lambda: bootstrap_ci(df, replicates=args.bootstrap))[1] if args.bootstrap else float("nan")
+        _, t_r = _timed(lambda um=um: factor_regressions(um), "r")
+        _, t_s = _timed(lambda df=df: sign_test(df))
+        t_b = _timed(lambda df=df: bootstrap_ci(df, replicates=args.bootstrap))[1] if args.bootstrap else float("nan")
         core = t_m + t_a + t_r
         print(
             f"{n_pairs:>10,} {df.height:>10,} {t_gen:>7.2f} {t_m:>10.2f} {t_a:>8.2f} {t_r:>7.2f} {t_s:>7.2f} {t_b:>7.2f} {core:>7.2f} {CPU['m'] + CPU['a'] + CPU['r']:>10.2f} {core / n_pairs * 1e6:>13.2f}"

@@ -121,7 +121,7 @@ def test_draw_lists_seeded_rule():
     assert a == draw_lists(pool, 3, ["q1", "q2"], 4, seed=0)
     assert a[4:] == draw_lists(pool, 3, ["q2"], 4, seed=0)  # independent of other questions
     assert a != draw_lists(pool, 3, ["q1", "q2"], 4, seed=1)
-    for q, lst in a:
+    for _q, lst in a:
         assert lst == sorted(lst, key=pool.index) and len(set(lst)) == 3  # pool order
     assert len({tuple(lst) for q, lst in a if q == "q1"}) == 4  # distinct per question
     with pytest.raises(ConfigError, match="C\\(4, 3\\)"):

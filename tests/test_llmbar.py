@@ -246,7 +246,7 @@ def test_replay_reproduces_the_published_statistics(replayed, data):
     assert j.filter(pl.col("mode") == "score")["slot_scores"].drop_nulls().len() > 0
     pairs = pair_outcomes(j)
     pub = pl.read_parquet(data / "statistics.parquet").select(
-        judge=pl.col("evaluator") + "/" + pl.col("strategy"), task=pl.col("subset"), *[pl.col(c).cast(pl.Int64) for c in RELEASE_COLUMNS]
+        *[pl.col(c).cast(pl.Int64) for c in RELEASE_COLUMNS], judge=pl.col("evaluator") + "/" + pl.col("strategy"), task=pl.col("subset")
     ).join(pl.DataFrame({"judge": JUDGES}), on="judge", how="semi").join(pl.DataFrame({"task": SUBSETS}), on="task", how="semi")
     assert pub.height == 15 and set(pub["task"]) == set(SUBSETS)
     mine = release_view(pairs, ["judge", "task"]).join(pub.select("judge", "task"), on=["judge", "task"], how="semi")

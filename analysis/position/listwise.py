@@ -134,6 +134,7 @@ def listwise_series(judgments: pl.DataFrame) -> pl.DataFrame:
     """
     rows = _annotated(judgments.lazy().filter(pl.col("mode") == "listwise"))
     series = rows.group_by(SERIES_KEYS).agg(
+        *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
         p=pl.col("_p").max(),
         n_judgments=pl.len().cast(pl.Int64),
         _failed=pl.col("_fail").sum(),
@@ -143,7 +144,6 @@ def listwise_series(judgments: pl.DataFrame) -> pl.DataFrame:
         _distinct=pl.col("_chosen").drop_nulls().n_unique(),
         _first_pick=pl.col("_chosen").drop_nulls().first(),
         _score2=pl.col("_score2").sum(),
-        *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
     )
     group = ["benchmark", "judge", "p", "option_mode"]
     series = series.with_columns(_expected=pl.col("n_judgments").max().over(group))
@@ -204,6 +204,7 @@ def listwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
         .lazy()
         .group_by(CELL_KEYS)
         .agg(
+            *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
             n=pl.len().cast(pl.Int64),
             consistent=(k == "consistent").sum().cast(pl.Int64),
             primacy=(k == "primacy").sum().cast(pl.Int64),
@@ -214,7 +215,6 @@ def listwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
             wins=((k == "consistent") & (pl.col("winner") == pl.col("candidate")).fill_null(False)).sum().cast(pl.Int64),
             ties=((k == "consistent") & pl.col("all_tie")).sum().cast(pl.Int64),
             p=pl.col("p").max().cast(pl.Int64),
-            *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
         )
     )
 

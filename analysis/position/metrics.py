@@ -187,6 +187,7 @@ def _cell_counts_from_pairs(pairs: pl.DataFrame) -> pl.LazyFrame:
     pairs: a primacy pair has ``s = −1``, a recency pair ``s = +1``."""
     k = pl.col("klass")
     return pairs.lazy().group_by(CELL_KEYS).agg(
+        *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
         n=pl.len().cast(pl.Int64),
         consistent=(k == "consistent").sum().cast(pl.Int64),
         primacy=(k == "primacy").sum().cast(pl.Int64),
@@ -197,7 +198,6 @@ def _cell_counts_from_pairs(pairs: pl.DataFrame) -> pl.LazyFrame:
         wins=pl.col("candidate_wins").sum().cast(pl.Int64),
         ties=pl.col("consistent_tie").sum().cast(pl.Int64),
         p=pl.lit(2, dtype=pl.Int64),
-        *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
     )
 
 

@@ -356,7 +356,7 @@ def accuracy_vs_pc(judges: pl.DataFrame, path: str | os.PathLike, title: str = "
     colors = judge_colors(rows.get_column("judge").to_list())
     fig, ax = plt.subplots(figsize=(7.5, 5.5))
     for r in rows.iter_rows(named=True):
-        def err(m: str) -> list[list[float]] | None:
+        def err(m: str, r: dict = r) -> list[list[float]] | None:
             lo, hi = r.get(f"{m}_lo"), r.get(f"{m}_hi")
             return None if lo is None or hi is None else [[r[m] - lo], [hi - r[m]]]
 
