@@ -23,6 +23,7 @@ import polars as pl
 from voirdire.analysis.biases.effects import bias_effects, control_rows, has_perturbations
 from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
 from voirdire.analysis.mitigation.pass_kappa import PASS_KAPPA_COLUMNS, pass_kappa
+from voirdire.analysis.position.clusters import job_clusters
 from voirdire.analysis.position.gold import with_gold
 from voirdire.analysis.position.listwise import slot_shares
 from voirdire.analysis.position.metrics import summarize
@@ -81,6 +82,9 @@ class Results:
             when a judge's own model is among the candidates, else ``None``.
         stats: the scheduler's counts (``voirdire.engine.scheduler.RunStats``) when the
             results come from ``voirdire.run``, else ``None``.
+        clusters: what every bootstrap of the directory draws where its benchmark declares it
+            (:func:`~voirdire.analysis.position.clusters.job_clusters`: ``benchmark``,
+            ``question_id``, ``cluster``; PandaLM's questions), else ``None`` (questions).
         cell_tokens, ci, ci_task, sign, agreement, fleiss, disagreement, majority: the
             study's per-directory tables (``None`` until
             :func:`~voirdire.analysis.study.analyze_study` fills them; see there).
@@ -98,6 +102,7 @@ class Results:
     bias_effects: pl.DataFrame | None = None
     self_enhancement: pl.DataFrame | None = None
     stats: RunStats | None = None
+    clusters: pl.DataFrame | None = None
     cell_tokens: pl.DataFrame | None = None
     ci: pl.DataFrame | None = None
     ci_task: pl.DataFrame | None = None
@@ -151,12 +156,14 @@ def compute_dir(output_dir: str | os.PathLike) -> Results:
     position = control_rows(judgments)  # position-bias metrics: the unperturbed queries
     jm, cm = summarize(position)
     jm = with_pass_kappa(jm, position)
-    jm, cm = with_gold(position, jm, cm)  # accuracy where the benchmark has gold labels
+    clusters = job_clusters(judgments, meta)  # what the bootstrap draws where a benchmark declares it
+    jm, cm = with_gold(position, jm, cm, clusters=clusters)  # accuracy where the benchmark has gold labels
     jm = with_metric_columns(jm, position)  # registered metrics other than pc, pf, rs
     shares = slot_shares(position) if position.filter(pl.col("mode") == "listwise").height else None
     effects = bias_effects(judgments) if has_perturbations(judgments) else None
     own = self_enhancement(judgments) if has_own_models(judgments) else None
-    return Results(out, meta, judgments, jm, cm, slot_shares=shares, bias_effects=effects, self_enhancement=own)
+    return Results(out, meta, judgments, jm, cm, slot_shares=shares, bias_effects=effects, self_enhancement=own,
+                   clusters=clusters)  # fmt: skip
 
 
 def with_pass_kappa(jm: pl.DataFrame, judgments: pl.DataFrame, replicates: int = 1000) -> pl.DataFrame:

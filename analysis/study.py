@@ -79,8 +79,8 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None) -> Results:
     tok = tokenizer or (d.job.get("job", {}).get("analysis") or {}).get("tokenizer")
     if tok:
         d.cell_tokens = _cell_tokens(d.judgments, d.job, tok)
-    d.ci = bootstrap_ci(position, replicates=replicates)
-    d.ci_task = bootstrap_ci(position, replicates=replicates, by_task=True)
+    d.ci = bootstrap_ci(position, replicates=replicates, clusters=d.clusters)
+    d.ci_task = bootstrap_ci(position, replicates=replicates, by_task=True, clusters=d.clusters)
     d.sign = sign_test(position)
     if position.get_column("judge").n_unique() >= 2:
         ch = agr.choices(position)

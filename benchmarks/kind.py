@@ -14,6 +14,8 @@ what differs from the defaults (the first release's layout and conventions):
   :meth:`BenchmarkKind.recorded_judges`, :meth:`BenchmarkKind.recorded_file`,
   :meth:`BenchmarkKind.read_recorded`, :meth:`BenchmarkKind.recorded_mode`
   (default: :mod:`voirdire.benchmarks.recorded`, the first release's layout);
+- **the bootstrap's clusters**: :meth:`BenchmarkKind.clusters` (default: each question
+  its own cluster);
 - **the release's own statistics**: :meth:`BenchmarkKind.release_readings`, the winner
   the release counts in each order (:mod:`voirdire.analysis.position.release_stats`).
 """
@@ -67,6 +69,18 @@ class BenchmarkKind:
             ConfigError: what the constructor raises (no data, a malformed table ...).
         """
         return cls(data_dir=data_dir, sample=sample, **options)  # type: ignore[call-arg]
+
+    @classmethod
+    def clusters(cls, data_dir: str | os.PathLike[str] | None = None) -> pl.DataFrame | None:
+        """The clusters the bootstrap draws (:func:`~voirdire.analysis.position.uncertainty.in_clusters`):
+        ``question_id`` -> ``cluster`` (str) for questions that are not independent (e.g. items
+        sharing one question), or None (default): each ``question_id`` is its own cluster.
+        ``data_dir``: as :meth:`locate` takes it.
+
+        Raises:
+            ConfigError: the data holding the clusters cannot be found.
+        """
+        return None
 
     # ------------------------------------------------------------------ recorded outputs
 

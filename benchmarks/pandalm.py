@@ -12,6 +12,11 @@ release lists it and the models keep their names: every pair of the five models 
 and a leaderboard of the five can be built from any job. ``gold`` is the annotators'
 majority: the better model's name, or ``"tie"``.
 
+Bootstrap clusters (:meth:`PandaLM.clusters`): the question, i.e. the distinct (instruction,
+input) the release's ``prompt`` column numbers (170 questions, up to 10 items each; an item is
+not a question because a model's answer differs between pairings), so intervals resample the
+170 questions, not the 999 items.
+
 Prompts for live judges: a built-in pair template of own pairs
 (:mod:`voirdire.benchmarks.pair_prompts`), chosen by ``[benchmark] prompt``: ``"mtbench"``
 (default: FastChat's ``pair-v2``, verdicts ``[[A]]``/``[[B]]``/``[[C]]``, tie offered, option
@@ -27,6 +32,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+
+import polars as pl
 
 from voirdire.benchmarks.pair_prompts import is_builtin, known_templates
 from voirdire.benchmarks.pairs import OwnPairs, PairColumns, PairsSpec
@@ -72,6 +79,24 @@ class PandaLM(OwnPairs):
     def load(cls, data_dir: Any, sample: str = "full", **options: Any) -> PandaLM:
         """``PandaLM(data_dir, sample, prompt=...)`` (not a user's ``[benchmark.pairs]``)."""
         return cls(data_dir=data_dir, sample=sample, prompt=options.get("prompt"))
+
+    @classmethod
+    def clusters(cls, data_dir: str | os.PathLike[str] | None = None) -> pl.DataFrame:
+        """``question_id`` (str: the item) -> ``cluster`` (str: ``"q"`` + the release's
+        ``prompt``, the index of the item's (instruction, input)); ``data_dir``: the converted
+        release (None, or one without ``pairs.parquet``: :func:`~voirdire.benchmarks.release.locate`).
+
+        Raises:
+            ConfigError: no converted release found.
+        """
+        path = Path(data_dir or ".") / "pairs.parquet"
+        if not data_dir or not path.is_file():  # e.g. a job's recorded data directory, since moved
+            path = Path(locate(PANDALM)) / "pairs.parquet"
+        if not path.is_file():
+            raise ConfigError(f"PandaLM: no {path} to read the items' questions from; "
+                              "run `voirdire data fetch pandalm`")
+        pairs = pl.read_parquet(path, columns=["id", "prompt"])
+        return pairs.select(question_id="id", cluster=pl.format("q{}", "prompt"))
 
     def __init__(
         self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full", prompt: str | None = None

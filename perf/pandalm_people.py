@@ -10,8 +10,10 @@ Reads the converted release (``voirdire data fetch pandalm``; ``--data`` or the 
    by maximum likelihood on every pair's majority label, a tie counting as half a win and
    half a loss (the Chatbot Arena convention); on Arena's scale, ``rating = 1000 + 400/ln 10
    · θ`` with the anchor (``llama-7b``) at 1000. Intervals: cluster bootstrap over questions
-   (the distinct instruction + input, 170 of them; :func:`cluster_bootstrap`), 95 %
+   (the distinct instruction + input, 170 of them, PandaLM's declared clusters), 95 %
    percentile; rank = 1 + the number of models whose interval lies wholly above (Arena's rule).
+   The board is the ranking stage's people's board (``voirdire rank`` on any PandaLM job
+   gives the same figures with ``--anchor llama-7b``).
 2. **An independent check**: statsmodels ``Logit`` on the expanded design (each item twice:
    a win as two wins, a tie as one win and one loss; one column per model but the anchor,
    ``+1`` for the first model, ``−1`` for the second, no intercept); the largest difference
@@ -24,8 +26,7 @@ Reads the converted release (``voirdire data fetch pandalm``; ``--data`` or the 
 
 ``--smoke`` draws a test set of the same shape (170 questions, the 10 pairs of 5 models,
 labels from known strengths with ties) and checks that the fit recovers the strengths and
-agrees with the Logit fit. Until the ranking stage (``analysis/ranking/``) is on main, this
-script is the people's leaderboard.
+agrees with the Logit fit.
 """
 
 from __future__ import annotations
@@ -98,29 +99,29 @@ def cells(out: pl.DataFrame, models: list[str]) -> pl.DataFrame:
     return sums.with_columns(pair=pl.col("a") + "|" + pl.col("b"), benchmark=pl.lit("PandaLM"))
 
 
-def leaderboard(out: pl.DataFrame, models: list[str], anchor: str, replicates: int, seed: int = 0) -> pl.DataFrame:
-    """model, rating, lo, hi (Arena scale), rank, win_rate, n: the BT leaderboard with
-    cluster-bootstrap intervals over questions."""
-    from voirdire.analysis.position.uncertainty import cluster_bootstrap
+def leaderboard(pairs: pl.DataFrame, out: pl.DataFrame, anchor: str, replicates: int, seed: int = 0) -> pl.DataFrame:
+    """model, rating, lo, hi (Arena scale), rank, win_rate, n: the people's board of the
+    ranking stage (:func:`~voirdire.analysis.ranking.boards.fit_boards`, one comparison per
+    item from its majority label) with the cluster bootstrap drawing PandaLM's declared
+    clusters, its questions (:meth:`~voirdire.benchmarks.pandalm.PandaLM.clusters`)."""
+    from voirdire.analysis.ranking.boards import fit_boards
+    from voirdire.analysis.ranking.views import COMPARISON_SCHEMA
 
-    rows = cells(out, models)
-    order = rows.select("pair").unique(maintain_order=True)["pair"].to_list()
-    a = np.array([models.index(p.split("|")[0]) for p in order])
-    b = np.array([models.index(p.split("|")[1]) for p in order])
-    ai = models.index(anchor)
-
-    def stat(sums: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        theta = bt_fit(models, a, b, sums["w"], sums["n"], ai)
-        return {m: 1000 + SCALE * theta[:, i] for i, m in enumerate(models)}
-
-    ci = cluster_bootstrap(rows, ["w", "n"], stat, cells=["pair"], replicates=replicates, seed=seed)
-    board = ci.select(model=pl.col("metric"), rating=pl.col("estimate"), lo="lo", hi="hi")
+    first = pl.col("model_1") < pl.col("model_2")
+    s1 = pl.when(pl.col("label") == 1).then(1.0).when(pl.col("label") == 2).then(0.0).otherwise(0.5)
+    s = pl.when(first).then(s1).otherwise(1.0 - s1)
+    comps = pairs.select(
+        benchmark=pl.lit("PandaLM"), judge=pl.lit("people"), strategy=pl.lit("people"), view=pl.lit("gold"),
+        question_id="id", a=pl.when(first).then("model_1").otherwise("model_2"),
+        b=pl.when(first).then("model_2").otherwise("model_1"), win=(s == 1.0).cast(pl.Float64),
+        tie=(s == 0.5).cast(pl.Float64),
+    ).cast(COMPARISON_SCHEMA)  # fmt: skip
+    clusters = pairs.select(benchmark=pl.lit("PandaLM"), question_id="id", cluster=pl.format("q{}", "prompt"))
+    table = fit_boards(comps, anchor=anchor, replicates=replicates, seed=seed, clusters=clusters).table
+    board = table.select("model", "rating", "lo", "hi", "rank")
     games = pl.concat([out.select(model="a", s="s"), out.select(model="b", s=1 - pl.col("s"))])
     rates = games.group_by("model").agg(win_rate=pl.col("s").mean(), n=pl.len())
-    board = board.join(rates, on="model")
-    los = board["lo"].to_list()
-    rank = [1 + sum(lo_o > hi for lo_o in los) for hi in board["hi"].to_list()]
-    return board.with_columns(rank=pl.Series(rank)).sort("rating", descending=True)
+    return board.join(rates, on="model").sort("rating", descending=True)
 
 
 def logit_check(out: pl.DataFrame, models: list[str], anchor: str) -> np.ndarray:
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     pairs = load(args.data, args.smoke)
     models = sorted(set(pairs["model_1"]) | set(pairs["model_2"]))
     out = outcomes(pairs)
-    board = leaderboard(out, models, ANCHOR, 200 if args.smoke else args.replicates)
+    board = leaderboard(pairs, out, ANCHOR, 200 if args.smoke else args.replicates)
     theta = (board.sort("model")["rating"].to_numpy() - 1000) / SCALE
     diff = float(np.max(np.abs(theta - logit_check(out, models, ANCHOR))))
     nq = out["question_id"].n_unique()

@@ -257,7 +257,7 @@ def rank(
             pairwise judgments, a board with one model or a disconnected
             comparison graph, an anchor that is not a candidate, an unknown method or strategy.
     """
-    from voirdire.analysis.ranking.study import rank_judgments
+    from voirdire.analysis.ranking.study import dir_clusters, rank_judgments
     from voirdire.analysis.report.ranking_files import write_ranking
 
     if not output_dirs:
@@ -268,7 +268,7 @@ def rank(
     features = pl.concat([_answer_features(t) for t in tables]) if style else None
     ranking = rank_judgments(
         judgments, method=method, strategies=strategies, anchor=anchor, anchor_rating=anchor_rating,
-        prior=prior, replicates=replicates, seed=seed, features=features,
+        prior=prior, replicates=replicates, seed=seed, features=features, clusters=dir_clusters(tables),
     )  # fmt: skip
     return ranking, write_ranking(ranking, dest)
 

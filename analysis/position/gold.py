@@ -40,7 +40,7 @@ from __future__ import annotations
 import polars as pl
 from voirdire.analysis.position.metrics import PAIR_KEYS, PAIRWISE_MODES
 from voirdire.analysis.position.formulas import ratio_statistic
-from voirdire.analysis.position.uncertainty import cluster_bootstrap
+from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 
 from voirdire.core import ConfigError
 
@@ -149,15 +149,18 @@ _STATISTICS = {
 }
 
 
-def gold_judges(judgments: pl.DataFrame, *, replicates: int = 1000, level: float = 0.95, seed: int = 0) -> pl.DataFrame:
+def gold_judges(judgments: pl.DataFrame, *, replicates: int = 1000, level: float = 0.95, seed: int = 0,
+                clusters: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per (benchmark, judge) with labelled pairs: :data:`GOLD_JUDGE_COLUMNS`, the
     figures pooled over the judge's pairs with cluster-bootstrap percentile intervals
-    (questions resampled; :func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`)."""
+    (questions resampled, or the ``clusters`` a benchmark declares:
+    :func:`~voirdire.analysis.position.uncertainty.in_clusters`;
+    :func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`)."""
     per_q = gold_sums(judgments, [*JUDGE_KEYS, "question_id"])
     if per_q.height == 0:
         return pl.DataFrame(schema={"benchmark": pl.String, "judge": pl.String, "n_gold": pl.Int64,
                                     **{c: pl.Float64 for c in GOLD_JUDGE_COLUMNS[1:]}})
-    vals = per_q.with_columns([pl.col(c).cast(pl.Float64) for c in _SUMS])
+    vals = in_clusters(per_q.with_columns([pl.col(c).cast(pl.Float64) for c in _SUMS]), clusters)
     ci = cluster_bootstrap(vals, _SUMS, _STATISTICS, groups=["judge"], replicates=replicates, level=level, seed=seed)
     est = gold_accuracy(judgments, JUDGE_KEYS)
     wide = ci.pivot(on="metric", index=JUDGE_KEYS, values=["lo", "hi"])
@@ -168,13 +171,13 @@ def gold_judges(judgments: pl.DataFrame, *, replicates: int = 1000, level: float
 
 
 def with_gold(judgments: pl.DataFrame, judge_metrics: pl.DataFrame, cell_metrics: pl.DataFrame,
-              *, replicates: int = 1000) -> tuple[pl.DataFrame, pl.DataFrame]:
+              *, replicates: int = 1000, clusters: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The judge and cell tables with the gold columns joined (left: a judge or cell
     without labelled pairs gets nulls); unchanged when no judgment carries a label (the
     release benchmarks: no gold columns at all)."""
     if not has_gold(judgments):
         return judge_metrics, cell_metrics
-    jm = judge_metrics.join(gold_judges(judgments, replicates=replicates), on=JUDGE_KEYS, how="left")
+    jm = judge_metrics.join(gold_judges(judgments, replicates=replicates, clusters=clusters), on=JUDGE_KEYS, how="left")
     cm = cell_metrics.join(gold_cells(judgments), on=CELL_KEYS, how="left")
     return jm, cm
 

@@ -34,7 +34,7 @@ from voirdire.analysis.position.metrics import pairwise_pairs
 from voirdire.analysis.position.stability import query_stability
 
 __all__ = [
-    "CI_COLUMNS", "SUM_COLUMNS", "cluster_bootstrap", "question_sums", "stability_sums", "bootstrap_ci",
+    "CI_COLUMNS", "SUM_COLUMNS", "cluster_bootstrap", "in_clusters", "question_sums", "stability_sums", "bootstrap_ci",
     "with_metric_columns", "sign_test",
 ]  # fmt: skip
 
@@ -72,6 +72,24 @@ def question_sums(judgments: pl.DataFrame) -> pl.DataFrame:
         )
     )
     return pl.concat([pairwise, listwise]).sort(keys)
+
+
+def in_clusters(rows: pl.DataFrame, clusters: pl.DataFrame | None) -> pl.DataFrame:
+    """``rows`` with each ``question_id`` replaced by its bootstrap cluster, so that
+    :func:`cluster_bootstrap` draws clusters (e.g. PandaLM's questions, each shared by up to
+    10 items) and sums per (cell, cluster); row order kept.
+
+    Args:
+        rows: columns ``benchmark`` and ``question_id`` (str), any others.
+        clusters: ``benchmark``, ``question_id``, ``cluster`` (str), as a benchmark declares
+            them (:meth:`~voirdire.benchmarks.kind.BenchmarkKind.clusters`); None, or a
+            question it does not list: the question is its own cluster (``rows`` unchanged).
+    """
+    if clusters is None or clusters.height == 0:
+        return rows
+    c = clusters.select("benchmark", "question_id", "cluster")
+    out = rows.join(c, on=["benchmark", "question_id"], how="left", maintain_order="left")
+    return out.with_columns(question_id=pl.coalesce("cluster", "question_id")).drop("cluster")
 
 
 def _dense(rows: pl.DataFrame, q_index: dict, n_q: int, cells: pl.DataFrame, cell_cols: list[str], values: Sequence[str]) -> dict[str, np.ndarray]:
@@ -194,6 +212,7 @@ def bootstrap_ci(
     by_task: bool = False,
     seed: int = 0,
     metrics: Mapping[str, registry.Metric] | None = None,
+    clusters: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Cluster-bootstrap percentile intervals (questions resampled) for PC, PF, RS and
     every other registered metric.
@@ -208,6 +227,8 @@ def bootstrap_ci(
         seed: numpy seed.
         metrics: the metrics computed (default: every registered one,
             :func:`voirdire.analysis.position.registry.metrics`).
+        clusters: drawn instead of the questions where a benchmark declares them
+            (:func:`in_clusters`; per task, the clusters of the task's questions).
 
     Returns:
         :data:`CI_COLUMNS`: ``metric`` in ``pc``, ``pf``, ``rs`` and any metric added to
@@ -219,7 +240,8 @@ def bootstrap_ci(
     """
     strata = ["benchmark", "task"] if by_task else ["benchmark"]
     questions = judgments.select("benchmark", "question_id", "task").unique()
-    common = dict(groups=["judge"], strata=strata, questions=questions, replicates=replicates, level=level, seed=seed)
+    drawn = questions if clusters is None else in_clusters(questions, clusters).unique()
+    common = dict(groups=["judge"], strata=strata, questions=drawn, replicates=replicates, level=level, seed=seed)
     # metrics on the same sums and cells share one pass (the draw is the same for all: one seed)
     batches: dict[tuple, list[registry.Metric]] = {}
     for m in (registry.metrics() if metrics is None else metrics).values():
@@ -230,6 +252,7 @@ def bootstrap_ci(
         if by_task and "task" not in rows.columns:
             rows = rows.join(questions, on=["benchmark", "question_id"])
         values = list(dict.fromkeys(v for m in ms for v in m.values))
+        rows = in_clusters(rows, clusters)
         ci = cluster_bootstrap(rows, values, {m.name: m.statistic_fn for m in ms}, cells=list(cells), **common)
         parts.append(ci.select(CI_COLUMNS) if by_task else ci.select(*CI_COLUMNS[:2], pl.lit(None, dtype=pl.String).alias("task"), *CI_COLUMNS[3:]))
     if not parts:

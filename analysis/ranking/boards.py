@@ -26,7 +26,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 
-from voirdire.analysis.position.uncertainty import cluster_bootstrap
+from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 from voirdire.analysis.ranking.bt import to_rating
 from voirdire.analysis.ranking.registry import ranking_method
 from voirdire.core import ConfigError
@@ -138,6 +138,7 @@ def fit_boards(
     replicates: int = 1000,
     level: float = 0.95,
     seed: int = 0,
+    clusters: pl.DataFrame | None = None,
 ) -> Boards:
     """Leaderboards with cluster-bootstrap intervals for every board of ``comps``.
 
@@ -149,6 +150,8 @@ def fit_boards(
         prior: pseudo-ties added between every two models that met (0: the plain maximum
             likelihood, Chatbot Arena's; e.g. 1 keeps undefeated or winless models finite).
         replicates, level, seed: the bootstrap's (questions resampled within a benchmark).
+        clusters: ``benchmark``, ``question_id``, ``cluster``: the bootstrap draws clusters
+            (:func:`~voirdire.analysis.position.uncertainty.in_clusters`); None: questions.
 
     Raises:
         ConfigError: no comparisons; a board with one model or a disconnected graph; an
@@ -161,11 +164,10 @@ def fit_boards(
     for (bench,), bc in comps.sort(BOARD_KEYS).group_by(["benchmark"], maintain_order=True):
         anc = anchor or default_anchor(bc)
         out.anchors[bench] = anc
-        questions = bc.select("benchmark", "question_id").unique()
+        questions = in_clusters(bc.select("benchmark", "question_id").unique(), clusters)
         for (judge,), jc in bc.group_by(["judge"], maintain_order=True):
-            boards.append(
-                _fit_judge(jc, bench, judge, anc, fit, questions, out, anchor_rating, prior, replicates, level, seed)
-            )
+            boards.append(_fit_judge(jc, bench, judge, anc, fit, questions, out, anchor_rating, prior, replicates,
+                                     level, seed, clusters))  # fmt: skip
     out.table = (
         pl.concat(boards).select(LEADERBOARD_COLUMNS).sort("benchmark", "judge", "strategy", "view", "rank", "model")
     )
@@ -173,7 +175,7 @@ def fit_boards(
 
 
 def _fit_judge(
-    jc, bench, judge, anc, fit, questions, out: Boards, anchor_rating, prior, replicates, level, seed
+    jc, bench, judge, anc, fit, questions, out: Boards, anchor_rating, prior, replicates, level, seed, clusters=None
 ) -> pl.DataFrame:
     keys = jc.select("strategy", "view").unique(maintain_order=True).rows()
     models = sorted(set(jc.get_column("a").to_list()) | set(jc.get_column("b").to_list()))
@@ -206,6 +208,7 @@ def _fit_judge(
         kept.append(theta)
         return {"rating": to_rating(theta, anchor_rating), "rank": rank, "win_rate": expit(theta)}
 
+    rows = in_clusters(rows, clusters)
     ci = cluster_bootstrap(rows, [*(f"w_{j}" for j in range(k)), *(f"t_{j}" for j in range(k))], statistic,
                            cells=["cell"], questions=questions, replicates=replicates, level=level,
                            seed=seed)  # fmt: skip

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from voirdire.analysis.biases.effects import control_rows
+from voirdire.analysis.position.clusters import benchmark_clusters
 from voirdire.analysis.ranking.boards import Boards, fit_boards
 from voirdire.analysis.ranking.flips import rank_flips
 from voirdire.analysis.ranking.people import people_comparisons
@@ -16,7 +17,7 @@ from voirdire.analysis.ranking.views import order_views
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 
-__all__ = ["Ranking", "rank_judgments"]
+__all__ = ["Ranking", "dir_clusters", "rank_judgments"]
 
 
 @dataclass
@@ -81,6 +82,13 @@ def _named_models(benchmark: str) -> bool:
     return cls is None or cls.named_models
 
 
+def dir_clusters(tables: Sequence) -> pl.DataFrame | None:
+    """The bootstrap clusters of output directories' results
+    (:class:`~voirdire.analysis.outputs.Results`: their ``clusters``), or None."""
+    parts = [t.clusters for t in tables if getattr(t, "clusters", None) is not None]
+    return pl.concat(parts).unique(maintain_order=True) if parts else None
+
+
 def rank_judgments(
     judgments: pl.DataFrame,
     *,
@@ -94,6 +102,7 @@ def rank_judgments(
     seed: int = 0,
     features: pl.DataFrame | None = None,
     style_replicates: int = 200,
+    clusters: pl.DataFrame | None = None,
 ) -> Ranking:
     """Leaderboards of every judge, strategy and order view of ``judgments`` (control
     queries, pairwise rows), the people's where gold labels exist, and the rank flips.
@@ -110,6 +119,8 @@ def rank_judgments(
         replicates, level, seed: the cluster bootstrap's (questions resampled).
         features: answer style features (:func:`~voirdire.analysis.ranking.style.answer_features`):
             adds style-controlled ratings and LC win rates (``style_replicates`` replicates).
+        clusters: what every bootstrap draws (``benchmark``, ``question_id``, ``cluster``;
+            default: :func:`benchmark_clusters`, e.g. PandaLM's questions, not its items).
 
     Raises:
         ConfigError: no pairwise judgments; a benchmark whose answers are anonymous (no
@@ -128,16 +139,18 @@ def rank_judgments(
     if rows.height == 0:
         raise ConfigError("no pairwise judgments to rank (leaderboards need pairwise comparisons)")
     comps = pl.concat([order_views(rows, strategies), people_comparisons(rows)])
+    if clusters is None:
+        clusters = benchmark_clusters(rows.get_column("benchmark").unique().to_list())  # the located data
     boards = fit_boards(
         comps, method=method, anchor=anchor, anchor_rating=anchor_rating, prior=prior, replicates=replicates,
-        level=level, seed=seed,
+        level=level, seed=seed, clusters=clusters,
     )
     ranking = Ranking(boards.table, rank_flips(boards, level=level), boards, method, replicates)
     if features is not None:
         judged = comps.filter(
             ((pl.col("strategy") == "single") & (pl.col("view") == "pooled")) | (pl.col("view") == "combined")
         )
-        common = dict(replicates=style_replicates, level=level, seed=seed)
+        common = dict(replicates=style_replicates, level=level, seed=seed, clusters=clusters)
         ranking.style = style_controlled(judged, features, anchor=anchor, anchor_rating=anchor_rating, **common)
         ranking.length = pl.concat([length_controlled(judged.filter(pl.col("benchmark") == b), features, a, **common)
                                     for b, a in boards.anchors.items()])  # fmt: skip

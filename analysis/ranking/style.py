@@ -36,7 +36,7 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
-from voirdire.analysis.position.uncertainty import cluster_bootstrap
+from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 from voirdire.analysis.ranking.boards import BOARD_KEYS, check_graph, default_anchor
 from voirdire.analysis.ranking.bt import CLIP, to_rating
 from voirdire.core import ConfigError
@@ -120,18 +120,20 @@ def weighted_logit(
 
 
 def _bootstrap_fit(
-    rows: pl.DataFrame, questions: pl.DataFrame, fit, replicates: int, seed: int
+    rows: pl.DataFrame, questions: pl.DataFrame, fit, replicates: int, seed: int, clusters: pl.DataFrame | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(estimate (P,), replicates (B, P)) of ``fit(weights (R, N))``, the weights each
-    comparison row gets in each cluster-bootstrap replicate."""
+    comparison row gets in each cluster-bootstrap replicate (``clusters``: drawn instead
+    of questions, :func:`~voirdire.analysis.position.uncertainty.in_clusters`)."""
     kept: list[np.ndarray] = []
 
     def statistic(sums):
         kept.append(fit(sums["one"]))
         return {}
 
-    cluster_bootstrap(rows.with_row_index("row").with_columns(one=pl.lit(1.0)), ["one"], statistic, cells=["row"],
-                      questions=questions, replicates=replicates, seed=seed)  # fmt: skip
+    rows = in_clusters(rows.with_row_index("row").with_columns(one=pl.lit(1.0)), clusters)
+    cluster_bootstrap(rows, ["one"], statistic, cells=["row"], questions=in_clusters(questions, clusters),
+                      replicates=replicates, seed=seed)  # fmt: skip
     return kept[0][0], kept[1]
 
 
@@ -142,6 +144,7 @@ def _q(b: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
 def style_controlled(
     comps: pl.DataFrame, features: pl.DataFrame, *, names: tuple[str, ...] = STYLE_FEATURES, anchor: str | None = None,
     anchor_rating: float = 1000.0, replicates: int = 200, level: float = 0.95, seed: int = 0,
+    clusters: pl.DataFrame | None = None,
 ) -> pl.DataFrame:  # fmt: skip
     """Style-controlled Bradley–Terry ratings per board (Chatbot Arena's style control).
 
@@ -150,7 +153,7 @@ def style_controlled(
         features: per (benchmark, question_id, model) the ``names`` columns
             (:func:`answer_features`).
         names: the style features used as covariates.
-        anchor, anchor_rating, replicates, level, seed: as
+        anchor, anchor_rating, replicates, level, seed, clusters: as
             :func:`~voirdire.analysis.ranking.boards.fit_boards` (fewer replicates by
             default: each is a Newton fit on every comparison).
 
@@ -200,7 +203,7 @@ def style_controlled(
             x[:, len(free) + k] = z / sd if sd > 0 else 0.0
         y = (board.get_column("win") + 0.5 * board.get_column("tie")).to_numpy()
         qs = comps.filter(pl.col("benchmark") == key[0]).select("benchmark", "question_id").unique()
-        est, boot = _bootstrap_fit(board, qs, lambda w, x=x, y=y: weighted_logit(x, y, w), replicates, seed)
+        est, boot = _bootstrap_fit(board, qs, lambda w, x=x, y=y: weighted_logit(x, y, w), replicates, seed, clusters)
         lo, hi = _q(boot, level)
         terms = [anc, *free, *(f"style:{n}" for n in names)]
         nf = len(free)
@@ -227,8 +230,10 @@ def length_controlled(
     replicates: int = 200,
     level: float = 0.95,
     seed: int = 0,
+    clusters: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """AlpacaEval 2's length-controlled win rate of every model against ``baseline``, per board.
+    """AlpacaEval 2's length-controlled win rate of every model against ``baseline``, per board
+    (``clusters``: what the bootstrap draws, as :func:`~voirdire.analysis.ranking.boards.fit_boards`'s).
 
     Returns:
         ``benchmark``, ``judge``, ``strategy``, ``view``, ``model`` (str), ``n`` (int:
@@ -263,7 +268,7 @@ def length_controlled(
         y = g.get_column("y").to_numpy()
         qs = comps.filter(pl.col("benchmark") == key[0]).select("benchmark", "question_id").unique()
         fit = lambda w, x=x, y=y, r=ridge: weighted_logit(x, y, w, ridge=r)  # noqa: E731
-        est, boot = _bootstrap_fit(g, qs, fit, replicates, seed)
+        est, boot = _bootstrap_fit(g, qs, fit, replicates, seed, clusters)
         lo, hi = _q(expit(boot[:, 0]), level)
         rows.append((*key, g.height, float(y.mean()), float(expit(est[0])), float(lo), float(hi)))
     schema = (

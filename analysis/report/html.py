@@ -22,7 +22,7 @@ from voirdire.analysis.mitigation.evaluation import run_mitigation
 from voirdire.analysis.position.gold import has_gold
 from voirdire.analysis.position.metrics import PAIRWISE_MODES
 from voirdire.analysis.position.registry import added_metrics
-from voirdire.analysis.ranking.study import rank_judgments
+from voirdire.analysis.ranking.study import dir_clusters, rank_judgments
 from voirdire.analysis.report.bias import bias_view
 from voirdire.analysis.report.files import write_dir, write_html, write_mitigation, write_study, write_text
 from voirdire.analysis.report.markdown import study_markdown
@@ -221,13 +221,14 @@ def build_report(
     name = title or ("voirdire report: " + ", ".join(p.name for p in paths))
     if len(paths) > 1 or out is not None:
         write_text(out_dir / "report.md", study_markdown(study, name))
-    section = _leaderboards(j, out_dir, min(replicates, 200)) if leaderboards and j is not None else None
+    clusters = dir_clusters(study.dirs) if leaderboards and j is not None else None
+    section = _leaderboards(j, out_dir, min(replicates, 200), clusters) if leaderboards and j is not None else None
     page = render_html(study, written, name, mitigation, gold=gold, leaderboards=section)
     return write_html(out_dir / "report.html", page)
 
 
-def _leaderboards(judgments: pl.DataFrame, out_dir: Path, replicates: int) -> str:
-    ranking = rank_judgments(judgments, replicates=replicates)
+def _leaderboards(judgments: pl.DataFrame, out_dir: Path, replicates: int, clusters: pl.DataFrame | None) -> str:
+    ranking = rank_judgments(judgments, replicates=replicates, clusters=clusters)
     paths = write_ranking(ranking, out_dir)
     figures = {k.partition(":")[2]: v for k, v in paths.items() if k.startswith("figure:")}
     return ranking_html(ranking.summary(), figures)

@@ -1,0 +1,44 @@
+"""The bootstrap clusters a benchmark declares, gathered for the analysis.
+
+Every interval comes from :func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`,
+which draws ``question_id``\\ s; a benchmark whose questions are not independent declares
+the clusters to draw instead (:meth:`~voirdire.benchmarks.kind.BenchmarkKind.clusters`:
+PandaLM's items grouped by their question), and
+:func:`~voirdire.analysis.position.uncertainty.in_clusters` puts them in place of the
+``question_id``. Every other benchmark declares none: its figures are unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from voirdire.benchmarks.registry import find_benchmark
+
+__all__ = ["benchmark_clusters", "job_clusters"]
+
+
+def benchmark_clusters(benchmarks: Sequence[str], data_dirs: Mapping[str, str] | None = None) -> pl.DataFrame | None:
+    """The bootstrap clusters the benchmarks named declare, read from ``data_dirs[name]`` or
+    the located data: ``benchmark``, ``question_id``, ``cluster`` (str), or None when every
+    question of every one is its own cluster (a name no class has, e.g. own pairs: none).
+
+    Raises:
+        ConfigError: a benchmark declares clusters whose data cannot be found.
+    """
+    parts = []
+    for b in sorted(set(benchmarks)):
+        cls = find_benchmark(b)
+        c = cls.clusters((data_dirs or {}).get(b)) if cls is not None else None
+        if c is not None:
+            parts.append(c.select(pl.lit(b).alias("benchmark"), "question_id", "cluster"))
+    return pl.concat(parts) if parts else None
+
+
+def job_clusters(judgments: pl.DataFrame, job: Mapping[str, Any]) -> pl.DataFrame | None:
+    """:func:`benchmark_clusters` of a directory's judgments (``benchmark`` column), each
+    read from the data directory its job record (``job.json``: ``data_dir``) names."""
+    names = judgments.get_column("benchmark").unique().to_list() if judgments.height else []
+    return benchmark_clusters(names, {b: job["data_dir"] for b in names} if job.get("data_dir") else None)
