@@ -35,6 +35,7 @@ of it is logged or written.
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import importlib.util
 import os
 import shutil
@@ -47,6 +48,7 @@ from typing import Any
 
 from voirdire import core
 from voirdire.core import ConfigError, slug
+from voirdire.registry import SHIPPED_ENTRY_POINTS
 
 #: the subpackages of ``voirdire`` (the rooms); with the package itself they are what ships
 ROOMS = ("benchmarks", "judges", "engine", "analysis")
@@ -129,6 +131,14 @@ def stage_package(dest: Path) -> Path:
         src = Path(next(iter(spec.submodule_search_locations))).resolve()
         if src != base / room:  # an editable install: the room lives outside the package dir
             shutil.copytree(src, pkg / room, ignore=ignore, dirs_exist_ok=True)
+    # the distribution's entry points (the built-in benchmarks among them) travel with the copy:
+    # a cluster that has the copy but not voirdire's metadata still finds them
+    try:
+        eps = importlib.metadata.distribution("voirdire").read_text("entry_points.txt")
+    except importlib.metadata.PackageNotFoundError:
+        eps = None
+    if eps:
+        (pkg / SHIPPED_ENTRY_POINTS).write_text(eps, encoding="utf-8")
     return pkg
 
 

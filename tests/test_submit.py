@@ -50,6 +50,15 @@ def test_stage_ships_the_installed_package_and_the_job(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [str(pkg / "engine" / "job.py"), "True"]
+    # the built-in benchmarks (entry points of the distribution) travel in the copy, so a
+    # cluster with the copy but not voirdire's metadata still knows them
+    code = (
+        "import voirdire.registry as g; "
+        "print(g.__file__, sorted(g.shipped_entry_points('voirdire.benchmarks')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"{pkg / 'registry.py'} ['devbench', 'llmbar', 'mtbench', 'pairs', 'pandalm']"
 
 
 def test_data_location_handed_to_the_job(tmp_path, data_dir, monkeypatch):

@@ -38,7 +38,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from voirdire.exceptions import ConfigError
 
-__all__ = ["Builtin", "Registry", "import_path", "is_import_path"]
+__all__ = ["SHIPPED_ENTRY_POINTS", "Builtin", "Registry", "import_path", "is_import_path", "shipped_entry_points"]
 
 T = TypeVar("T")
 
@@ -69,6 +69,26 @@ def import_path(ref: str, what: str) -> Any:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"{what} {ref!r} cannot be imported: {exc}") from exc
+
+
+#: where a staged copy of the package keeps its distribution's entry points
+#: (``entry_points.txt`` format), for a Ray cluster that has the copy but not the metadata
+SHIPPED_ENTRY_POINTS = "_entry_points.txt"
+
+
+def shipped_entry_points(group: str, path: str | None = None) -> dict[str, str]:
+    """Name -> ``"module:NAME"`` of ``group`` in a shipped entry-points file (default: the
+    one beside this module, :data:`SHIPPED_ENTRY_POINTS`); empty when there is none."""
+    import configparser
+    import os
+
+    path = path or os.path.join(os.path.dirname(__file__), SHIPPED_ENTRY_POINTS)
+    if not os.path.isfile(path):
+        return {}
+    cp = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+    cp.optionxform = str  # type: ignore[assignment,method-assign]  # names keep their case
+    cp.read(path, encoding="utf-8")
+    return dict(cp[group]) if cp.has_section(group) else {}
 
 
 @dataclass(frozen=True)
@@ -181,10 +201,19 @@ class Registry(Generic[T]):
         group, self._group = self._group, None
         if group is None:
             return
-        from importlib.metadata import entry_points
+        from importlib.metadata import distributions
 
-        for ep in entry_points(group=group):
-            self._builtin.setdefault(self.key(ep.name), Builtin(ep.value))
+        # every distribution found, not only the first of each name: a stale copy of a
+        # package's metadata earlier on sys.path (an old ``*.egg-info`` in the working
+        # directory) must not hide the installed one's entry points
+        for dist in distributions():
+            for ep in dist.entry_points:
+                if ep.group == group:
+                    self._builtin.setdefault(self.key(ep.name), Builtin(ep.value))
+        # a copy of the package shipped without its metadata (``voirdire submit`` stages one
+        # for Ray's py_modules) carries its entry points in this file
+        for name, value in shipped_entry_points(group).items():
+            self._builtin.setdefault(self.key(name), Builtin(value))
 
     # -- lookups ---------------------------------------------------------------------
     def name_of(self, obj: Any) -> str:
@@ -201,6 +230,7 @@ class Registry(Generic[T]):
     def names(self) -> tuple[str, ...]:
         """The names a user may write: built-in entries in their declared order, then the
         registered ones (aliases left out). Nothing is imported."""
+        self._load_entry_points()
         added = [k for k in self._entries if k not in self._builtin and k not in self._aliases]
         return (*self._builtin, *added)
 
