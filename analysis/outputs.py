@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from voirdire.analysis.biases.effects import bias_effects, control_rows, has_perturbations
+
+from voirdire.analysis.biases.effects import (
+    bias_effects,
+    control_rows,
+    has_perturbations,
+)
 from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
 from voirdire.analysis.mitigation.pass_kappa import PASS_KAPPA_COLUMNS, pass_kappa
 from voirdire.analysis.position.clusters import job_clusters
@@ -33,7 +38,13 @@ from voirdire.engine.job import JOB_FILE, load_judgments
 if TYPE_CHECKING:
     from voirdire.engine.scheduler import RunStats
 
-__all__ = ["JUDGE_METRIC_COLUMNS", "CELL_METRIC_COLUMNS", "Results", "compute_dir", "with_pass_kappa"]
+__all__ = [
+    "JUDGE_METRIC_COLUMNS",
+    "CELL_METRIC_COLUMNS",
+    "Results",
+    "compute_dir",
+    "with_pass_kappa",
+]
 
 #: columns of metrics/judge_metrics.csv and metrics/cell_metrics.csv
 JUDGE_METRIC_COLUMNS = [
@@ -121,8 +132,14 @@ class Results:
     def settings(self) -> dict[str, Any]:
         """The job's settings and counts, for the report's settings table (str -> value)."""
         job = self.job.get("job", {})
-        comp, samp, bench = job.get("comparison", {}), job.get("sampling", {}), job.get("benchmark", {})
-        failed = self.judgments.filter(pl.col("failed").fill_null(False) | pl.col("extracted").is_null()).height
+        comp, samp, bench = (
+            job.get("comparison", {}),
+            job.get("sampling", {}),
+            job.get("benchmark", {}),
+        )
+        failed = self.judgments.filter(
+            pl.col("failed").fill_null(False) | pl.col("extracted").is_null()
+        ).height
         no_output = self.judgments.filter(pl.col("failure").is_not_null()).height
         return {
             "directory": self.name,
@@ -156,18 +173,32 @@ def compute_dir(output_dir: str | os.PathLike) -> Results:
     position = control_rows(judgments)  # position-bias metrics: the unperturbed queries
     jm, cm = summarize(position)
     jm = with_pass_kappa(jm, position)
-    clusters = job_clusters(judgments, meta)  # what the bootstrap draws where a benchmark declares it
-    jm, cm = with_gold(position, jm, cm, clusters=clusters)  # accuracy where the benchmark has gold labels
+    clusters = job_clusters(
+        judgments, meta
+    )  # what the bootstrap draws where a benchmark declares it
+    jm, cm = with_gold(
+        position, jm, cm, clusters=clusters
+    )  # accuracy where the benchmark has gold labels
     jm = with_metric_columns(jm, position)  # registered metrics other than pc, pf, rs
-    shares = slot_shares(position) if position.filter(pl.col("mode") == "listwise").height else None
+    shares = (
+        slot_shares(position)
+        if position.filter(pl.col("mode") == "listwise").height
+        else None
+    )
     effects = bias_effects(judgments) if has_perturbations(judgments) else None
     own = self_enhancement(judgments) if has_own_models(judgments) else None
     return Results(out, meta, judgments, jm, cm, slot_shares=shares, bias_effects=effects, self_enhancement=own,
                    clusters=clusters)  # fmt: skip
 
 
-def with_pass_kappa(jm: pl.DataFrame, judgments: pl.DataFrame, replicates: int = 1000) -> pl.DataFrame:
+def with_pass_kappa(
+    jm: pl.DataFrame, judgments: pl.DataFrame, replicates: int = 1000
+) -> pl.DataFrame:
     """``jm`` (one row per benchmark × judge) with the inter-pass kappa columns of
     :func:`voirdire.analysis.mitigation.pass_kappa.pass_kappa` joined on (null where a judge has no
     pairwise pair judged in both orders)."""
-    return jm.join(pass_kappa(judgments, replicates=replicates), on=["benchmark", "judge"], how="left")
+    return jm.join(
+        pass_kappa(judgments, replicates=replicates),
+        on=["benchmark", "judge"],
+        how="left",
+    )

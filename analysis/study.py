@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
+
 from voirdire.analysis.biases.effects import control_rows
 from voirdire.analysis.outputs import Results, compute_dir
 from voirdire.analysis.position import agreement as agr
@@ -75,12 +76,16 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None) -> Results:
     """The directory's tables (:func:`compute_dir`) with the study's: token lengths per cell
     (with a tokenizer), bootstrap intervals, sign test and, with two judges or more, agreement."""
     d = compute_dir(path)
-    position = control_rows(d.judgments)  # position-bias figures: the unperturbed queries
+    position = control_rows(
+        d.judgments
+    )  # position-bias figures: the unperturbed queries
     tok = tokenizer or (d.job.get("job", {}).get("analysis") or {}).get("tokenizer")
     if tok:
         d.cell_tokens = _cell_tokens(d.judgments, d.job, tok)
     d.ci = bootstrap_ci(position, replicates=replicates, clusters=d.clusters)
-    d.ci_task = bootstrap_ci(position, replicates=replicates, by_task=True, clusters=d.clusters)
+    d.ci_task = bootstrap_ci(
+        position, replicates=replicates, by_task=True, clusters=d.clusters
+    )
     d.sign = sign_test(position)
     if position.get_column("judge").n_unique() >= 2:
         ch = agr.choices(position)
@@ -94,7 +99,11 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None) -> Results:
 
 def _study_cells(d: Results) -> pl.DataFrame:
     """The directory's cell metrics, with its token lengths per cell where counted."""
-    return d.cell_metrics if d.cell_tokens is None else d.cell_metrics.join(d.cell_tokens, on=CELL_KEYS, how="left")
+    return (
+        d.cell_metrics
+        if d.cell_tokens is None
+        else d.cell_metrics.join(d.cell_tokens, on=CELL_KEYS, how="left")
+    )
 
 
 def _cell_tokens(judgments: pl.DataFrame, meta: dict, tokenizer: str) -> pl.DataFrame:
@@ -103,7 +112,9 @@ def _cell_tokens(judgments: pl.DataFrame, meta: dict, tokenizer: str) -> pl.Data
     if b.get("pairs"):  # a user's own pairs: read again from where the job read them
         bench = load_benchmark(b["name"], pairs=PairsSpec(**b["pairs"]))
     else:
-        bench = load_benchmark(b["name"], meta.get("data_dir"), sample=b.get("sample", "full"))
+        bench = load_benchmark(
+            b["name"], meta.get("data_dir"), sample=b.get("sample", "full")
+        )
     per_query = query_token_lengths(judgments, bench, load_tokenizer(tokenizer))
     return cell_token_lengths(judgments, per_query)
 
@@ -111,72 +122,131 @@ def _cell_tokens(judgments: pl.DataFrame, meta: dict, tokenizer: str) -> pl.Data
 def _pick(frames: list[pl.DataFrame], score: str) -> pl.DataFrame:
     """Per (benchmark, judge) the row with the highest ``score`` over the directories."""
     df = pl.concat(frames, how="diagonal_relaxed")
-    return df.sort(score, descending=True, nulls_last=True).unique(["benchmark", "judge"], keep="first")
+    return df.sort(score, descending=True, nulls_last=True).unique(
+        ["benchmark", "judge"], keep="first"
+    )
 
 
-def _wide_ci(ci: pl.DataFrame, metric: str, keys: tuple[str, ...] = ("benchmark", "judge")) -> pl.DataFrame:
+def _wide_ci(
+    ci: pl.DataFrame, metric: str, keys: tuple[str, ...] = ("benchmark", "judge")
+) -> pl.DataFrame:
     """The ``lo``/``hi`` of one metric of a :func:`bootstrap_ci` table as ``<metric>_lo``/``_hi``."""
-    return ci.filter(pl.col("metric") == metric).select(*keys, pl.col("lo").alias(f"{metric}_lo"), pl.col("hi").alias(f"{metric}_hi"))
+    return ci.filter(pl.col("metric") == metric).select(
+        *keys, pl.col("lo").alias(f"{metric}_lo"), pl.col("hi").alias(f"{metric}_hi")
+    )
 
 
-def _panel(ds: list[Results], rs_min: float, max_error: float) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _panel(
+    ds: list[Results], rs_min: float, max_error: float
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(panel, main)``: one row per (benchmark, judge), PC/PF (with intervals and sign
     test) from the directory with most judgments, RS from the one with most repeated
     queries, flagged when unreadable; ``main`` the PC/PF rows with their ``source``."""
     pcpf, rsf = [], []
     for d in ds:
-        jm = d.judge_metrics.filter(pl.col("n_cells") > 0).with_columns(source=pl.lit(d.name))
+        jm = d.judge_metrics.filter(pl.col("n_cells") > 0).with_columns(
+            source=pl.lit(d.name)
+        )
         for m in ("pc", "pf", *[n for n in added_metrics() if n in jm.columns]):
             jm = jm.join(_wide_ci(d.ci, m), on=["benchmark", "judge"], how="left")
-        jm = jm.join(d.sign.select("benchmark", "judge", "primacy", "recency", "p_value", "direction"), on=["benchmark", "judge"], how="left")
+        jm = jm.join(
+            d.sign.select(
+                "benchmark", "judge", "primacy", "recency", "p_value", "direction"
+            ),
+            on=["benchmark", "judge"],
+            how="left",
+        )
         pcpf.append(jm.drop("rs", "rs_spread"))
-        rs = d.judge_metrics.filter(pl.col("rs").is_not_null()).select("benchmark", "judge", "rs", "rs_spread")
+        rs = d.judge_metrics.filter(pl.col("rs").is_not_null()).select(
+            "benchmark", "judge", "rs", "rs_spread"
+        )
         rs = rs.join(_wide_ci(d.ci, "rs"), on=["benchmark", "judge"], how="left")
-        nq = d.judgments.group_by("benchmark", "judge").agg(_nq=pl.col("query_id").n_unique())
-        rsf.append(rs.join(nq, on=["benchmark", "judge"], how="left").with_columns(rs_source=pl.lit(d.name)))
+        nq = d.judgments.group_by("benchmark", "judge").agg(
+            _nq=pl.col("query_id").n_unique()
+        )
+        rsf.append(
+            rs.join(nq, on=["benchmark", "judge"], how="left").with_columns(
+                rs_source=pl.lit(d.name)
+            )
+        )
     main = _pick(pcpf, "n_judgments")
     rs_tab = _pick(rsf, "_nq").drop("_nq") if any(f.height for f in rsf) else None
-    panel = main if rs_tab is None else main.join(rs_tab, on=["benchmark", "judge"], how="full", coalesce=True)
+    panel = (
+        main
+        if rs_tab is None
+        else main.join(rs_tab, on=["benchmark", "judge"], how="full", coalesce=True)
+    )
     for c in ("rs", "rs_spread", "rs_lo", "rs_hi", "rs_source"):
         if c not in panel.columns:
-            panel = panel.with_columns(pl.lit(None, dtype=pl.String if c == "rs_source" else pl.Float64).alias(c))
+            panel = panel.with_columns(
+                pl.lit(None, dtype=pl.String if c == "rs_source" else pl.Float64).alias(
+                    c
+                )
+            )
     low_rs = pl.col("rs").is_not_null() & (pl.col("rs") < rs_min)
     high_err = pl.col("error_rate").is_not_null() & (pl.col("error_rate") > max_error)
-    panel = panel.with_columns(
-        flag=pl.concat_str(
-            pl.when(low_rs).then(pl.format("RS {} < {}", pl.col("rs").round(3), pl.lit(rs_min))),
-            pl.when(high_err).then(pl.format("error rate {} > {}", pl.col("error_rate").round(3), pl.lit(max_error))),
-            separator="; ",
-            ignore_nulls=True,
-        ),
-    ).with_columns(
-        flag=pl.when(pl.col("flag") == "").then(None).otherwise(pl.col("flag")),
-        readable=~(low_rs | high_err),
-    ).sort("benchmark", "judge")
+    panel = (
+        panel.with_columns(
+            flag=pl.concat_str(
+                pl.when(low_rs).then(
+                    pl.format("RS {} < {}", pl.col("rs").round(3), pl.lit(rs_min))
+                ),
+                pl.when(high_err).then(
+                    pl.format(
+                        "error rate {} > {}",
+                        pl.col("error_rate").round(3),
+                        pl.lit(max_error),
+                    )
+                ),
+                separator="; ",
+                ignore_nulls=True,
+            ),
+        )
+        .with_columns(
+            flag=pl.when(pl.col("flag") == "").then(None).otherwise(pl.col("flag")),
+            readable=~(low_rs | high_err),
+        )
+        .sort("benchmark", "judge")
+    )
     return panel, main
 
 
-def _sourced_cells(ds: list[Results], main: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _sourced_cells(
+    ds: list[Results], main: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(cells, judge_task)``: the cells and per-task figures (with bootstrap intervals)
     of each (benchmark, judge)'s PC/PF source directory."""
     src = main.select("benchmark", "judge", "source")
     cells = pl.concat(
-        [_study_cells(d).with_columns(source=pl.lit(d.name)) for d in ds], how="diagonal_relaxed"
+        [_study_cells(d).with_columns(source=pl.lit(d.name)) for d in ds],
+        how="diagonal_relaxed",
     ).join(src, on=["benchmark", "judge", "source"], how="semi")
-    ci_task = pl.concat([d.ci_task.with_columns(source=pl.lit(d.name)) for d in ds], how="diagonal_relaxed").join(
-        src, on=["benchmark", "judge", "source"], how="semi"
-    )
+    ci_task = pl.concat(
+        [d.ci_task.with_columns(source=pl.lit(d.name)) for d in ds],
+        how="diagonal_relaxed",
+    ).join(src, on=["benchmark", "judge", "source"], how="semi")
     jt = judge_from_cells(cells, keys=["benchmark", "judge", "task"])
     for m in ("pc", "pf"):
-        jt = jt.join(_wide_ci(ci_task, m, ("benchmark", "judge", "task")), on=["benchmark", "judge", "task"], how="left")
+        jt = jt.join(
+            _wide_ci(ci_task, m, ("benchmark", "judge", "task")),
+            on=["benchmark", "judge", "task"],
+            how="left",
+        )
     return cells, jt
 
 
 def _regression_cells(ds: list[Results], cells: pl.DataFrame) -> pl.DataFrame:
     """Per benchmark, the cells of single-repetition (position-bias) directories when the
     benchmark has any, else all (repetition studies re-ask a sample)."""
-    reps = pl.DataFrame({"source": [d.name for d in ds], "_reps": [int(d.settings["repetitions"] or 1) for d in ds]})
-    reg = cells.join(reps, on="source", how="left").with_columns(_has1=(pl.col("_reps") == 1).any().over("benchmark"))
+    reps = pl.DataFrame(
+        {
+            "source": [d.name for d in ds],
+            "_reps": [int(d.settings["repetitions"] or 1) for d in ds],
+        }
+    )
+    reg = cells.join(reps, on="source", how="left").with_columns(
+        _has1=(pl.col("_reps") == 1).any().over("benchmark")
+    )
     return reg.filter(~pl.col("_has1") | (pl.col("_reps") == 1)).drop("_reps", "_has1")
 
 
@@ -185,8 +255,14 @@ def _power(panel: pl.DataFrame, replicates: int) -> pl.DataFrame:
     readable = panel.filter(pl.col("readable"))
     med_pc = float(readable.get_column("pc").median()) if readable.height else 0.7
     pc_level = round(min(0.95, max(0.3, med_pc)) * 20) / 20
-    pfs = [p for p in (0.05, 0.1, 0.2, 0.3) if p <= 1 - pc_level and _simulable(pc_level, p)]
-    return power_table(pfs, pc=pc_level, replicates=replicates) if pfs else pl.DataFrame()
+    pfs = [
+        p
+        for p in (0.05, 0.1, 0.2, 0.3)
+        if p <= 1 - pc_level and _simulable(pc_level, p)
+    ]
+    return (
+        power_table(pfs, pc=pc_level, replicates=replicates) if pfs else pl.DataFrame()
+    )
 
 
 def _simulable(pc: float, pf: float) -> bool:
@@ -246,4 +322,15 @@ def analyze_study(
     reg_cells = _regression_cells(ds, cells)
     regs = factor_regressions(reg_cells, judge_attributes) if reg_cells.height else []
     power = _power(panel, power_replicates)
-    return Study(ds, panel, cells, jt, regs, power, rs_min, max_error, tokenizer, reg_cells=reg_cells)
+    return Study(
+        ds,
+        panel,
+        cells,
+        jt,
+        regs,
+        power,
+        rs_min,
+        max_error,
+        tokenizer,
+        reg_cells=reg_cells,
+    )

@@ -20,17 +20,16 @@ import os
 from collections.abc import Sequence
 
 import polars as pl
-from voirdire.benchmarks.kind import BenchmarkKind
+
 from voirdire.benchmarks.data import normalise_id, require_file, resolve_data_dir
+from voirdire.benchmarks.kind import BenchmarkKind
 from voirdire.benchmarks.perturb import PromptEdit, insert_instruction
 from voirdire.benchmarks.requests import check_shape
 from voirdire.benchmarks.scoring import SCORE_OPTION_MODE, SCORE_STYLES, score_prompt
-
 from voirdire.core import LETTERS, ConfigError
 
 #: Sample names accepted by the loaders: the full table, or the repetition-study subset.
 SAMPLES = ("full", "repetition")
-
 
 
 class Benchmark(BenchmarkKind, abc.ABC):
@@ -80,7 +79,9 @@ class Benchmark(BenchmarkKind, abc.ABC):
     #: sample name -> the table's path in the data directory (release layout)
     FILES: dict[str, str] = {}
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full") -> None:
+    def __init__(
+        self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full"
+    ) -> None:
         """Locate the benchmark's table: sets :attr:`sample`, ``data_dir`` (resolved by
         :func:`~voirdire.benchmarks.data.resolve_data_dir`) and ``path`` (``FILES[sample]``
         in it). Subclasses load their templates and the table after this.
@@ -89,7 +90,9 @@ class Benchmark(BenchmarkKind, abc.ABC):
             ConfigError: unknown ``sample``, no data directory, or the table missing.
         """
         if sample not in SAMPLES:
-            raise ConfigError(f"{self.name}: unknown sample {sample!r} (known: {', '.join(SAMPLES)})")
+            raise ConfigError(
+                f"{self.name}: unknown sample {sample!r} (known: {', '.join(SAMPLES)})"
+            )
         self.sample = sample
         self.data_dir = resolve_data_dir(data_dir)
         self.path = require_file(self.data_dir, self.FILES[sample])
@@ -105,10 +108,14 @@ class Benchmark(BenchmarkKind, abc.ABC):
         """
         where = f"benchmark table {str(self.path)!r}"
         empty_id = pl.col("index").is_null() | (pl.col("index").str.strip_chars() == "")
-        bad = df.with_row_index("_row", offset=1).filter(empty_id | pl.col("task").is_null())
+        bad = df.with_row_index("_row", offset=1).filter(
+            empty_id | pl.col("task").is_null()
+        )
         if bad.height:
             row = bad.row(0, named=True)
-            column = "index" if row["index"] is None or not row["index"].strip() else "task"
+            column = (
+                "index" if row["index"] is None or not row["index"].strip() else "task"
+            )
             raise ConfigError(f"{where}: empty {column!r} in data row {row['_row']}")
         questions = pl.DataFrame(
             {
@@ -116,11 +123,17 @@ class Benchmark(BenchmarkKind, abc.ABC):
                 "task": df.get_column("task"),
                 "input_chars": df.select(input_chars.cast(pl.Int64)).to_series(),
             },
-            schema={"question_id": pl.String, "task": pl.String, "input_chars": pl.Int64},
+            schema={
+                "question_id": pl.String,
+                "task": pl.String,
+                "input_chars": pl.Int64,
+            },
         )
         dup = questions.filter(pl.col("question_id").is_duplicated())
         if dup.height:
-            raise ConfigError(f"{where}: duplicate question id {dup['question_id'][0]!r}")
+            raise ConfigError(
+                f"{where}: duplicate question id {dup['question_id'][0]!r}"
+            )
         return questions
 
     def build_prompt(
@@ -156,19 +169,30 @@ class Benchmark(BenchmarkKind, abc.ABC):
         elif mode == "listwise":
             prompt = self._build_listwise(question_id, shown, option_mode, answers)
         else:
-            prompt = self._build_pairwise(question_id, shown[0], shown[1], option_mode, answers)
+            prompt = self._build_pairwise(
+                question_id, shown[0], shown[1], option_mode, answers
+            )
         return self.apply_edit(prompt, edit)
 
     @abc.abstractmethod
     def _build_pairwise(
-        self, qid: str, a: str, b: str, option_mode: int, answers: "dict[str, tuple[str, ...]] | None" = None
+        self,
+        qid: str,
+        a: str,
+        b: str,
+        option_mode: int,
+        answers: dict[str, tuple[str, ...]] | None = None,
     ) -> str:
         """The pairwise prompt with model ``a`` in the first slot (request already checked);
         ``answers``: rewritten answers by model (one string per turn) shown instead of the
         table's."""
 
     def _build_listwise(
-        self, qid: str, shown: Sequence[str], option_mode: int, answers: "dict[str, tuple[str, ...]] | None" = None
+        self,
+        qid: str,
+        shown: Sequence[str],
+        option_mode: int,
+        answers: dict[str, tuple[str, ...]] | None = None,
     ) -> str:
         """The list-wise prompt (request already checked; ``answers`` as for
         :meth:`_build_pairwise`); benchmarks that offer ``"listwise"`` in
@@ -177,7 +201,7 @@ class Benchmark(BenchmarkKind, abc.ABC):
 
     #: (question id, model) -> the answer as inserted into prompts: one string per turn
     #: (a tuple), or one string for single-turn benchmarks; filled by the subclass loader
-    _answers: dict[tuple[str, str], "str | tuple[str, ...]"]
+    _answers: dict[tuple[str, str], str | tuple[str, ...]]
     _rows: dict
 
     def answers(self, question_id: str, model: str) -> tuple[str, ...]:
@@ -190,12 +214,17 @@ class Benchmark(BenchmarkKind, abc.ABC):
             value = self._answers[(question_id, model)]
         except KeyError:
             if question_id not in self._rows:
-                raise KeyError(f"{self.name}: unknown question {question_id!r}") from None
+                raise KeyError(
+                    f"{self.name}: unknown question {question_id!r}"
+                ) from None
             raise KeyError(f"{self.name}: unknown model {model!r}") from None
         return value if isinstance(value, tuple) else (value,)
 
     def output_chars(
-        self, question_id: str, shown: Sequence[str], answers: "dict[str, tuple[str, ...]] | None" = None
+        self,
+        question_id: str,
+        shown: Sequence[str],
+        answers: dict[str, tuple[str, ...]] | None = None,
     ) -> int:
         """Characters (Unicode code points) of the shown models' answers as shown in the
         prompt, summed over models and turns (``answers``: rewritten answers by model,
@@ -205,7 +234,11 @@ class Benchmark(BenchmarkKind, abc.ABC):
             KeyError: unknown question or model.
         """
         if answers:
-            return sum(len(t) for m in shown for t in (answers.get(m) or self.answers(question_id, m)))
+            return sum(
+                len(t)
+                for m in shown
+                for t in (answers.get(m) or self.answers(question_id, m))
+            )
         return sum(len(t) for m in shown for t in self.answers(question_id, m))
 
     def slot_label(self, i: int) -> str:
@@ -228,14 +261,18 @@ class Benchmark(BenchmarkKind, abc.ABC):
         if edit.names:
             prompt = self.rename_slots(prompt, edit.names)
         if edit.instruction:
-            prompt = insert_instruction(prompt, self.instruction_anchor, edit.instruction)
+            prompt = insert_instruction(
+                prompt, self.instruction_anchor, edit.instruction
+            )
         return prompt
 
     def question_text(self, question_id: str) -> str:
         """The question of the judged turn (what a rewriter is shown with the answer)."""
         raise NotImplementedError
 
-    def system_prompt(self, question_id: str, shown: Sequence[str], option_mode: int) -> str | None:
+    def system_prompt(
+        self, question_id: str, shown: Sequence[str], option_mode: int
+    ) -> str | None:
         """The system turn sent before the prompt (chat messages), or ``None``: the release
         benchmarks send their prompt as one user message; a user's own pairs may have a
         system turn (:mod:`voirdire.benchmarks.pairs`)."""
@@ -275,7 +312,11 @@ class Benchmark(BenchmarkKind, abc.ABC):
         """
         if mode == "pairwise":
             return self.verdict_pattern
-        if mode == "listwise" and self.listwise_verdict_pattern and mode in self.comparison_modes:
+        if (
+            mode == "listwise"
+            and self.listwise_verdict_pattern
+            and mode in self.comparison_modes
+        ):
             return self.listwise_verdict_pattern
         raise ValueError(f"{self.name}: comparison mode {mode!r} is not offered")
 
@@ -298,7 +339,9 @@ class Benchmark(BenchmarkKind, abc.ABC):
         """
         raise ValueError(f"{self.name}: score mode is not offered")
 
-    def build_score_prompt(self, question_id: str, shown: Sequence[str], style: str = "evidence_first") -> str:
+    def build_score_prompt(
+        self, question_id: str, shown: Sequence[str], style: str = "evidence_first"
+    ) -> str:
         """A score-mode prompt (Wang et al. 2023, Section 3): the judge scores ``shown[0]``
         (slot A) and ``shown[1]`` (slot B) from 1 to 10, explanation first
         (``evidence_first``) or scores first (``scores_first``); instructions from
@@ -310,7 +353,9 @@ class Benchmark(BenchmarkKind, abc.ABC):
             KeyError: unknown question or model.
         """
         if style not in SCORE_STYLES:
-            raise ValueError(f"{self.name}: unknown score style {style!r} (known: {', '.join(SCORE_STYLES)})")
+            raise ValueError(
+                f"{self.name}: unknown score style {style!r} (known: {', '.join(SCORE_STYLES)})"
+            )
         self.check_request(question_id, shown, SCORE_OPTION_MODE, "score")
         return score_prompt(self.name, self.score_material(question_id, shown), style)
 
@@ -365,7 +410,14 @@ class Benchmark(BenchmarkKind, abc.ABC):
                 or a model shown twice.
             KeyError: unknown question or model.
         """
-        check_shape(self.name, mode, shown, option_mode, self.comparison_modes, self.option_modes)
+        check_shape(
+            self.name,
+            mode,
+            shown,
+            option_mode,
+            self.comparison_modes,
+            self.option_modes,
+        )
         if question_id not in self._task_by_id():
             raise KeyError(f"{self.name}: unknown question {question_id!r}")
         known = self.__dict__.get("_known_models")
@@ -373,7 +425,9 @@ class Benchmark(BenchmarkKind, abc.ABC):
             known = self.__dict__["_known_models"] = frozenset(self.models)
         for m in shown:
             if m not in known:
-                raise KeyError(f"{self.name}: unknown model {m!r} (known: {', '.join(self.models)})")
+                raise KeyError(
+                    f"{self.name}: unknown model {m!r} (known: {', '.join(self.models)})"
+                )
 
 
 __all__ = ["SAMPLES", "Benchmark"]

@@ -60,7 +60,9 @@ def _given_dir(path: str | os.PathLike[str], where: str) -> pathlib.Path:
     """A data directory named by the user (``where``: how), resolved. Raises ConfigError."""
     p = pathlib.Path(path).expanduser()
     if not p.is_dir():
-        raise ConfigError(f"benchmark data directory {str(p)!r} ({where}) does not exist or is not a directory. {_RELEASE_HINT}")
+        raise ConfigError(
+            f"benchmark data directory {str(p)!r} ({where}) does not exist or is not a directory. {_RELEASE_HINT}"
+        )
     return p.resolve()
 
 
@@ -110,7 +112,9 @@ def require_file(data_dir: str | os.PathLike[str], relpath: str) -> pathlib.Path
     return p
 
 
-def require_columns(df: pl.DataFrame, columns: list[str] | tuple[str, ...], path: os.PathLike[str] | str) -> None:
+def require_columns(
+    df: pl.DataFrame, columns: list[str] | tuple[str, ...], path: os.PathLike[str] | str
+) -> None:
     """Check that ``df`` (read from ``path``) has every column in ``columns``.
 
     Raises:
@@ -120,7 +124,11 @@ def require_columns(df: pl.DataFrame, columns: list[str] | tuple[str, ...], path
     if missing:
         raise ConfigError(
             f"benchmark table {str(path)!r} lacks required column {missing[0]!r}"
-            + (f" (also missing: {', '.join(map(repr, missing[1:]))})" if len(missing) > 1 else "")
+            + (
+                f" (also missing: {', '.join(map(repr, missing[1:]))})"
+                if len(missing) > 1
+                else ""
+            )
             + f"; its columns are: {', '.join(df.columns)}"
         )
 

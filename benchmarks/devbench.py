@@ -30,12 +30,12 @@ import os
 from collections.abc import Sequence
 
 import polars as pl
+
 from voirdire.benchmarks.base import Benchmark
+from voirdire.benchmarks.data import load_templates, read_table, require_columns
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.benchmarks.release import JTJ
 from voirdire.benchmarks.templating import load_listwise_templates
-from voirdire.benchmarks.data import load_templates, read_table, require_columns
-
 from voirdire.core import LETTERS, ConfigError
 
 _GUIDANCE = "<Evaluating Guidance>"
@@ -45,7 +45,9 @@ def _split_block(template: str, field: str) -> tuple[str, str]:
     """``template`` split around its single ``{field}`` placeholder: (before, after)."""
     marker = "{" + field + "}"
     if template.count(marker) != 1:
-        raise ConfigError(f"DevBench template block must contain {marker} exactly once: {template!r}")
+        raise ConfigError(
+            f"DevBench template block must contain {marker} exactly once: {template!r}"
+        )
     before, after = template.split(marker)
     return before, after
 
@@ -85,22 +87,31 @@ class DevBench(Benchmark):
     comparison_modes = ("pairwise", "listwise", "score")
     listwise_tie = False
 
-    FILES = {"full": "qa/devbench.xlsx", "repetition": "qa/devbench_repetition_sample.xlsx"}
+    FILES = {
+        "full": "qa/devbench.xlsx",
+        "repetition": "qa/devbench_repetition_sample.xlsx",
+    }
     REQUIRED_COLUMNS = ("index", "task", "question")
     #: Read when present (the release's prompt builder treats both as optional).
     OPTIONAL_COLUMNS = ("evaluating_guidance", "reference_answer")
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full"):
+    def __init__(
+        self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full"
+    ):
         super().__init__(data_dir, sample)
         t = load_templates()["devbench"]
         self.verdict_pattern = t["verdict_pattern"]
         self._prefix: str = t["prefix"]
         if _GUIDANCE not in self._prefix:
-            raise ConfigError(f"DevBench prefix template lacks the {_GUIDANCE} placeholder")
+            raise ConfigError(
+                f"DevBench prefix template lacks the {_GUIDANCE} placeholder"
+            )
         self._options: dict[int, str] = {int(k): v for k, v in t["options"].items()}
         missing = [n for n in self.option_modes if n not in self._options]
         if missing:
-            raise ConfigError(f"DevBench templates lack options for option modes {missing}")
+            raise ConfigError(
+                f"DevBench templates lack options for option modes {missing}"
+            )
         self._suffix: str = t["suffix"]
         self._question_block = _split_block(t["question_block"], "question")
         self._response_blocks = (
@@ -112,7 +123,9 @@ class DevBench(Benchmark):
         self._lw_words = load_listwise_templates()["number_words"]
         self.listwise_verdict_pattern = self._lw["verdict_pattern"]
         if _GUIDANCE not in self._lw["prefix"]:
-            raise ConfigError(f"DevBench list-wise prefix template lacks the {_GUIDANCE} placeholder")
+            raise ConfigError(
+                f"DevBench list-wise prefix template lacks the {_GUIDANCE} placeholder"
+            )
         self._lw_blocks: dict[int, tuple[str, str]] = {}
         self._lw_heads: dict[tuple[str, int, int], str] = {}
         self._load(read_table(self.path))
@@ -141,7 +154,9 @@ class DevBench(Benchmark):
         has_guidance = "evaluating_guidance" in df.columns
         has_reference = "reference_answer" in df.columns
 
-        self.questions = self._question_table(df, pl.col("question").fill_null("").str.len_chars())
+        self.questions = self._question_table(
+            df, pl.col("question").fill_null("").str.len_chars()
+        )
         # Per question: (guidance or None, question block text, reference block text or "").
         self._rows: dict[str, tuple[str | None, str, str]] = {}
         # Per question and option mode: the fixed head of the prompt (built lazily).
@@ -150,7 +165,9 @@ class DevBench(Benchmark):
         self._answers: dict[tuple[str, str], str] = {}
         qb, qa = self._question_block
         rb, ra = self._reference_block
-        for qid, row in zip(self.questions.get_column("question_id"), df.iter_rows(named=True)):
+        for qid, row in zip(
+            self.questions.get_column("question_id"), df.iter_rows(named=True)
+        ):
             reference = row["reference_answer"] if has_reference else None
             self._rows[qid] = (
                 row["evaluating_guidance"] if has_guidance else None,
@@ -169,7 +186,11 @@ class DevBench(Benchmark):
         head = self._heads.get(key)
         if head is None:
             guidance, question_block, _ = self._rows[qid]
-            prefix = self._prefix if guidance is None else self._prefix.replace(_GUIDANCE, guidance)
+            prefix = (
+                self._prefix
+                if guidance is None
+                else self._prefix.replace(_GUIDANCE, guidance)
+            )
             head = prefix + self._options[option_mode] + self._suffix + question_block
             self._heads[key] = head
         return head
@@ -180,12 +201,18 @@ class DevBench(Benchmark):
     def question_text(self, question_id: str) -> str:
         """The question as shown in the prompt's question block."""
         before, after = self._question_block
-        return self._rows[question_id][1][len(before) : len(self._rows[question_id][1]) - len(after)]
+        return self._rows[question_id][1][
+            len(before) : len(self._rows[question_id][1]) - len(after)
+        ]
 
     def rename_slots(self, prompt: str, names: Sequence[str]) -> str:
         """Each ``Response k:`` heading becomes ``Response k (<model>):``."""
         for k, name in enumerate(names, start=1):
-            prompt = prompt.replace(f"Response {k}: \n\n<Response {k} Start>", f"Response {k} ({name}): \n\n<Response {k} Start>", 1)
+            prompt = prompt.replace(
+                f"Response {k}: \n\n<Response {k} Start>",
+                f"Response {k} ({name}): \n\n<Response {k} Start>",
+                1,
+            )
         return prompt
 
     def _lw_head(self, qid: str, p: int, option_mode: int) -> str:
@@ -196,7 +223,11 @@ class DevBench(Benchmark):
             lw = self._lw
             guidance, question_block, _ = self._rows[qid]
             labels = ", ".join(lw["label"].format(k=k) for k in range(1, p + 1))
-            prefix = lw["prefix"].replace("{n}", self._lw_words[str(p)]).replace("{labels}", labels)
+            prefix = (
+                lw["prefix"]
+                .replace("{n}", self._lw_words[str(p)])
+                .replace("{labels}", labels)
+            )
             if guidance is not None:
                 prefix = prefix.replace(_GUIDANCE, guidance)
             options = lw["options_head"].format(m=option_mode) + "".join(
@@ -212,17 +243,25 @@ class DevBench(Benchmark):
         """The k-th (1-based) response block split around its answer."""
         block = self._lw_blocks.get(k)
         if block is None:
-            block = _split_block(self._lw["response_block"].replace("{k}", str(k)), "answer")
+            block = _split_block(
+                self._lw["response_block"].replace("{k}", str(k)), "answer"
+            )
             self._lw_blocks[k] = block
         return block
 
-    def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int, answers=None) -> str:
+    def _build_listwise(
+        self, qid: str, shown: Sequence[str], option_mode: int, answers=None
+    ) -> str:
         """See the module docstring: the list-wise head, one response block per slot, the
         reference block when the row has a reference answer."""
         parts = [self._lw_head(qid, len(shown), option_mode)]
         for k, m in enumerate(shown, start=1):
             before, after = self._lw_block(k)
-            parts += (before, answers[m][0] if answers and m in answers else self._answers[(qid, m)], after)
+            parts += (
+                before,
+                answers[m][0] if answers and m in answers else self._answers[(qid, m)],
+                after,
+            )
         parts.append(self._rows[qid][2])
         return "".join(parts)
 
@@ -237,7 +276,9 @@ class DevBench(Benchmark):
         parts.append(self._rows[question_id][2])
         return "".join(parts).strip()
 
-    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int, answers=None) -> str:
+    def _build_pairwise(
+        self, qid: str, a: str, b: str, option_mode: int, answers=None
+    ) -> str:
         """The release's DevBench prompt: prefix (``<Evaluating Guidance>`` replaced by the
         row's guidance) + ``options[option_mode]`` + suffix + question block + response 1
         block (``a``) + response 2 block (``b``) + the reference block when the row has a
@@ -245,8 +286,16 @@ class DevBench(Benchmark):
         (r1b, r1a), (r2b, r2a) = self._response_blocks
         if answers:
             return "".join(
-                (self._head(qid, option_mode), r1b, answers[a][0] if a in answers else self._answers[(qid, a)], r1a,
-                 r2b, answers[b][0] if b in answers else self._answers[(qid, b)], r2a, self._rows[qid][2])
+                (
+                    self._head(qid, option_mode),
+                    r1b,
+                    answers[a][0] if a in answers else self._answers[(qid, a)],
+                    r1a,
+                    r2b,
+                    answers[b][0] if b in answers else self._answers[(qid, b)],
+                    r2a,
+                    self._rows[qid][2],
+                )
             )
         return "".join(
             (

@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import polars as pl
-from voirdire.benchmarks.recorded import Recorded, RecordKey, jsonl_file, jsonl_judges, read_jsonl
+
+from voirdire.benchmarks.recorded import (
+    Recorded,
+    RecordKey,
+    jsonl_file,
+    jsonl_judges,
+    read_jsonl,
+)
 
 
 class BenchmarkKind:
@@ -71,7 +78,9 @@ class BenchmarkKind:
         return cls(data_dir=data_dir, sample=sample, **options)  # type: ignore[call-arg]
 
     @classmethod
-    def clusters(cls, data_dir: str | os.PathLike[str] | None = None) -> pl.DataFrame | None:
+    def clusters(
+        cls, data_dir: str | os.PathLike[str] | None = None
+    ) -> pl.DataFrame | None:
         """The clusters the bootstrap draws (:func:`~voirdire.analysis.position.uncertainty.in_clusters`):
         ``question_id`` -> ``cluster`` (str) for questions that are not independent (e.g. items
         sharing one question), or None (default): each ``question_id`` is its own cluster.
@@ -85,7 +94,9 @@ class BenchmarkKind:
     # ------------------------------------------------------------------ recorded outputs
 
     @classmethod
-    def recorded_judges(cls, data_dir: str | Path, study: str, subsets: Sequence[str] | None = None) -> list[str]:
+    def recorded_judges(
+        cls, data_dir: str | Path, study: str, subsets: Sequence[str] | None = None
+    ) -> list[str]:
         """The names of the judges whose outputs the release recorded for this benchmark in
         ``data_dir`` and ``study`` (``position_bias``, ``repetition``), sorted; ``subsets``:
         the job's subsets where the benchmark has them (None: its default; ``[]``: all).
@@ -93,7 +104,9 @@ class BenchmarkKind:
         return jsonl_judges(data_dir, study, cls.name)
 
     @classmethod
-    def recorded_file(cls, data_dir: str | Path, study: str, recorded: str, judge: str) -> Path:
+    def recorded_file(
+        cls, data_dir: str | Path, study: str, recorded: str, judge: str
+    ) -> Path:
         """The file holding the recorded outputs of judge ``recorded`` (``judge``: the job's
         name for it, for messages).
 

@@ -46,12 +46,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
+
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.data import TEMPLATE_DIR
 from voirdire.benchmarks.llmbar_release import LLMBAR
 from voirdire.benchmarks.recorded import Recorded, RecordKey, record_key
 from voirdire.benchmarks.registry import BENCHMARKS
-
 from voirdire.core import ConfigError
 
 #: The default subsets: LLMBar Natural and its four adversarial sets (419 pairs).
@@ -73,12 +73,18 @@ LINE_RULES = (("A", r"(?:^|\n) ?Output \(a\)"), ("B", r"(?:^|\n) ?Output \(b\)")
 COT_RULES = (("A", r"Output \(a\) is better."), ("B", r"Output \(b\) is better."))
 
 
-def verdict_rules(evaluator: str, strategy: str, stage: int = 0) -> tuple[tuple[str, str], ...]:
+def verdict_rules(
+    evaluator: str, strategy: str, stage: int = 0
+) -> tuple[tuple[str, str], ...]:
     """The rules LLMEvaluator's config parsed a strategy's verdict with: ``Output (x) is
     better.`` for the CoT prompt (every evaluator but PaLM2, whose CoT config reads the line
     rule), for Swap's first round (stage 0) and for both rounds of Swap_CoT; the line rule
     otherwise (Vanilla*, Metrics, Reference, Metrics_Reference, Swap's synthesis round)."""
-    if strategy == "Swap_CoT" or (strategy == "Swap" and stage == 0) or (strategy == "CoT" and evaluator != "PaLM2"):
+    if (
+        strategy == "Swap_CoT"
+        or (strategy == "Swap" and stage == 0)
+        or (strategy == "CoT" and evaluator != "PaLM2")
+    ):
         return COT_RULES
     return LINE_RULES
 
@@ -105,11 +111,18 @@ def chat_messages(chatml: str) -> list[dict[str, str]]:
     """
     text = chatml.strip()
     if not (text.startswith("<|im_start|>") and text.endswith("<|im_end|>")):
-        raise ConfigError("an LLMBar prompt must be ChatML text from <|im_start|> to <|im_end|>")
+        raise ConfigError(
+            "an LLMBar prompt must be ChatML text from <|im_start|> to <|im_end|>"
+        )
     out = []
     for part in text.split("<|im_start|>")[1:]:
         role, _, rest = part.partition("\n")
-        out.append({"role": role.strip().split(" ")[0], "content": rest.split("<|im_end|>", 1)[0].strip()})
+        out.append(
+            {
+                "role": role.strip().split(" ")[0],
+                "content": rest.split("<|im_end|>", 1)[0].strip(),
+            }
+        )
     return out
 
 
@@ -122,14 +135,20 @@ def load_prompt(name: str) -> tuple[str, str]:
         ConfigError: unknown prompt, or a file that is not system + user ChatML.
     """
     if name not in PROMPTS:
-        raise ConfigError(f"LLMBar: unknown prompt {name!r} for live judges; known: {', '.join(PROMPTS)}")
+        raise ConfigError(
+            f"LLMBar: unknown prompt {name!r} for live judges; known: {', '.join(PROMPTS)}"
+        )
     path = PROMPT_DIR / "comparison" / f"{name}.txt"
     try:
         msgs = chat_messages(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ConfigError(f"LLMBar prompt missing from the package: {path} ({exc})") from None
+        raise ConfigError(
+            f"LLMBar prompt missing from the package: {path} ({exc})"
+        ) from None
     if [m["role"] for m in msgs] != ["system", "user"]:
-        raise ConfigError(f"{path}: expected a system and a user turn, got {[m['role'] for m in msgs]}")
+        raise ConfigError(
+            f"{path}: expected a system and a user turn, got {[m['role'] for m in msgs]}"
+        )
     return msgs[0]["content"], msgs[1]["content"]
 
 
@@ -148,7 +167,13 @@ def pair_template(prompt: str = "Vanilla") -> str:
             parts.append("{% raw %}" + literal + "{% endraw %}")
         if field:
             parts.append("{{ " + names[field] + " }}")
-    return "{% block system %}{% raw %}" + system + "{% endraw %}{% endblock %}{% block user %}" + "".join(parts) + "{% endblock %}"
+    return (
+        "{% block system %}{% raw %}"
+        + system
+        + "{% endraw %}{% endblock %}{% block user %}"
+        + "".join(parts)
+        + "{% endblock %}"
+    )
 
 
 @BENCHMARKS.register
@@ -173,22 +198,33 @@ class LLMBar(Benchmark):
     release = LLMBAR
     options = ("subsets", "prompt")
     #: own pairs' template ``"llmbar"``: the Vanilla comparison prompt, verdict Output (a)/(b)
-    pair_prompt = (staticmethod(lambda: pair_template()), r"Output \((a|b)\)", ("a", "b"))
+    pair_prompt = (
+        staticmethod(lambda: pair_template()),
+        r"Output \((a|b)\)",
+        ("a", "b"),
+    )
     reference = REFERENCE
     default_option_mode = 2
     option_modes = (2,)
     comparison_modes = ("pairwise", "score")
-    named_models = False  # output_1/output_2 are anonymous answers, not models: no leaderboard
+    named_models = (
+        False  # output_1/output_2 are anonymous answers, not models: no leaderboard
+    )
     verdict_cue = "Output ("
     verdict_closing = ")"
     instruction_anchor = "\n\n# Instruction:"
 
     def __init__(
-        self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full",
-        subsets: Sequence[str] | None = None, prompt: str | None = None,
+        self,
+        data_dir: str | os.PathLike[str] | None = None,
+        sample: str = "full",
+        subsets: Sequence[str] | None = None,
+        prompt: str | None = None,
     ) -> None:
         if sample != "full":
-            raise ConfigError(f"LLMBar: unknown sample {sample!r} (LLMBar has only 'full')")
+            raise ConfigError(
+                f"LLMBar: unknown sample {sample!r} (LLMBar has only 'full')"
+            )
         self.sample = sample
         if not data_dir:
             data_dir = self.locate(None)
@@ -200,23 +236,37 @@ class LLMBar(Benchmark):
         try:
             pairs = pl.read_parquet(self.path)
         except (OSError, pl.exceptions.PolarsError) as exc:
-            raise ConfigError(f"LLMBar: cannot read {self.path}: {exc}; run `voirdire data fetch llmbar`") from None
+            raise ConfigError(
+                f"LLMBar: cannot read {self.path}: {exc}; run `voirdire data fetch llmbar`"
+            ) from None
         known = pairs["subset"].unique(maintain_order=True).to_list()
         self.subsets = tuple(subsets or DEFAULT_SUBSETS)
         unknown = [s for s in self.subsets if s not in known]
         if unknown:
-            raise ConfigError(f"LLMBar: unknown subset {unknown[0]!r}; the release has: {', '.join(sorted(known))}")
+            raise ConfigError(
+                f"LLMBar: unknown subset {unknown[0]!r}; the release has: {', '.join(sorted(known))}"
+            )
         pairs = pairs.filter(pl.col("subset").is_in(list(self.subsets))).sort(
-            pl.col("subset").replace_strict({s: i for i, s in enumerate(self.subsets)}, return_dtype=pl.Int32), "item")
+            pl.col("subset").replace_strict(
+                {s: i for i, s in enumerate(self.subsets)}, return_dtype=pl.Int32
+            ),
+            "item",
+        )
         qid = pl.col("subset") + "/" + pl.col("item").cast(pl.String)
         self.questions = pairs.select(
-            question_id=qid, task=pl.col("subset"), input_chars=pl.col("input").str.len_chars().cast(pl.Int64),
-            gold=pl.when(pl.col("label") == 1).then(pl.lit(CANDIDATE)).otherwise(pl.lit(REFERENCE)),
+            question_id=qid,
+            task=pl.col("subset"),
+            input_chars=pl.col("input").str.len_chars().cast(pl.Int64),
+            gold=pl.when(pl.col("label") == 1)
+            .then(pl.lit(CANDIDATE))
+            .otherwise(pl.lit(REFERENCE)),
         )
         self.models = (CANDIDATE, REFERENCE)
         self._rows = dict(zip(self.questions["question_id"], pairs["input"]))
         self._answers = {}
-        for q, o1, o2 in zip(self.questions["question_id"], pairs["output_1"], pairs["output_2"]):
+        for q, o1, o2 in zip(
+            self.questions["question_id"], pairs["output_1"], pairs["output_2"]
+        ):
             self._answers[(q, CANDIDATE)] = o1
             self._answers[(q, REFERENCE)] = o2
 
@@ -228,22 +278,30 @@ class LLMBar(Benchmark):
         """The instruction."""
         return self._rows[question_id]
 
-    def system_prompt(self, question_id: str, shown: Sequence[str], option_mode: int) -> str | None:
+    def system_prompt(
+        self, question_id: str, shown: Sequence[str], option_mode: int
+    ) -> str | None:
         """The prompt's system turn (the same for every query of a prompt)."""
         return self._system
 
     def messages(self, question_id: str, shown: Sequence[str]) -> list[dict[str, str]]:
         """The query as chat messages: the system turn and the user turn
         (:meth:`build_prompt`)."""
-        return [{"role": "system", "content": self._system},
-                {"role": "user", "content": self.build_prompt(question_id, shown, 2)}]
+        return [
+            {"role": "system", "content": self._system},
+            {"role": "user", "content": self.build_prompt(question_id, shown, 2)},
+        ]
 
-    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int, answers=None) -> str:
+    def _build_pairwise(
+        self, qid: str, a: str, b: str, option_mode: int, answers=None
+    ) -> str:
         """The prompt's user turn with ``a``'s output as Output (a), ``b``'s as Output (b)
         (``str.format_map`` of the fields, as LLMEvaluator fills it)."""
         out_a = answers[a][0] if answers and a in answers else self._answers[(qid, a)]
         out_b = answers[b][0] if answers and b in answers else self._answers[(qid, b)]
-        return self._user.format_map({"input": self._rows[qid], "output_1": out_a, "output_2": out_b})
+        return self._user.format_map(
+            {"input": self._rows[qid], "output_1": out_a, "output_2": out_b}
+        )
 
     def score_material(self, question_id: str, shown: Sequence[str]) -> str:
         """Score-mode body: the instruction and the two outputs under their slot labels."""
@@ -262,7 +320,9 @@ class LLMBar(Benchmark):
     # ------------------------------------------------------------------ the release's recorded outputs
 
     @classmethod
-    def recorded_judges(cls, data_dir: str | Path, study: str, subsets: Sequence[str] | None = None) -> list[str]:
+    def recorded_judges(
+        cls, data_dir: str | Path, study: str, subsets: Sequence[str] | None = None
+    ) -> list[str]:
         """Every recorded ``evaluator/strategy`` with outputs on one of ``subsets`` (None:
         :data:`DEFAULT_SUBSETS`; ``[]``: all), sorted; the release has one study."""
         path = Path(data_dir) / "outputs.parquet"
@@ -272,11 +332,17 @@ class LLMBar(Benchmark):
         subsets = DEFAULT_SUBSETS if subsets is None else subsets
         if subsets:
             lf = lf.filter(pl.col("subset").is_in(list(subsets)))
-        got = lf.select((pl.col("evaluator") + "/" + pl.col("strategy")).alias("j")).unique().collect()
+        got = (
+            lf.select((pl.col("evaluator") + "/" + pl.col("strategy")).alias("j"))
+            .unique()
+            .collect()
+        )
         return sorted(got["j"].to_list())
 
     @classmethod
-    def recorded_file(cls, data_dir: str | Path, study: str, recorded: str, judge: str) -> Path:
+    def recorded_file(
+        cls, data_dir: str | Path, study: str, recorded: str, judge: str
+    ) -> Path:
         """``outputs.parquet`` of the converted release.
 
         Raises:
@@ -286,7 +352,11 @@ class LLMBar(Benchmark):
         if recorded not in have:
             raise ConfigError(
                 f"judge {judge!r}: no recorded outputs of {recorded!r} in {data_dir}"
-                + (f"; recorded there (evaluator/strategy): {', '.join(have)}" if have else "")
+                + (
+                    f"; recorded there (evaluator/strategy): {', '.join(have)}"
+                    if have
+                    else ""
+                )
             )
         return Path(data_dir) / "outputs.parquet"
 
@@ -300,29 +370,47 @@ class LLMBar(Benchmark):
             ConfigError: nothing recorded for it.
         """
         evaluator, _, strategy = recorded.partition("/")
-        df = pl.read_parquet(path).filter((pl.col("evaluator") == evaluator) & (pl.col("strategy") == strategy))
+        df = pl.read_parquet(path).filter(
+            (pl.col("evaluator") == evaluator) & (pl.col("strategy") == strategy)
+        )
         if df.height == 0:
-            raise ConfigError(f"no recorded outputs of {recorded!r} in {path} (recorded names are evaluator/strategy)")
+            raise ConfigError(
+                f"no recorded outputs of {recorded!r} in {path} (recorded names are evaluator/strategy)"
+            )
         out: dict[RecordKey, Recorded] = {}
         rating = cls.recorded_mode(recorded) == "score"
         for r in df.iter_rows(named=True):
-            shown = (CANDIDATE, REFERENCE) if r["order"] == 0 else (REFERENCE, CANDIDATE)
+            shown = (
+                (CANDIDATE, REFERENCE) if r["order"] == 0 else (REFERENCE, CANDIDATE)
+            )
             key = record_key(f"{r['subset']}/{r['item']}", shown)
             if rating:
-                a, b = (r["score_1"], r["score_2"]) if r["order"] == 0 else (r["score_2"], r["score_1"])
+                a, b = (
+                    (r["score_1"], r["score_2"])
+                    if r["order"] == 0
+                    else (r["score_2"], r["score_1"])
+                )
                 text = f"Score of Output (a): {(a or '').strip()}\nScore of Output (b): {(b or '').strip()}"
                 out[key] = Recorded(text)
             elif r["completion"] is None:
-                out[key] = Recorded(None, why="the recorded call failed (no completion)")
+                out[key] = Recorded(
+                    None, why="the recorded call failed (no completion)"
+                )
             else:
-                letter = read_verdict(r["completion"], verdict_rules(evaluator, strategy, r["stage"]))
+                letter = read_verdict(
+                    r["completion"], verdict_rules(evaluator, strategy, r["stage"])
+                )
                 out[key] = Recorded(r["completion"], choice=letter or "")
         return out
 
     @classmethod
     def recorded_mode(cls, recorded: str) -> str | None:
         """``"score"`` for a rating strategy (``evaluator/Rating*``: each output scored alone)."""
-        return "score" if "/" in recorded and recorded.split("/", 1)[1].startswith("Rating") else None
+        return (
+            "score"
+            if "/" in recorded and recorded.split("/", 1)[1].startswith("Rating")
+            else None
+        )
 
     @classmethod
     def release_readings(cls, pairs: pl.DataFrame) -> pl.DataFrame:
@@ -332,17 +420,42 @@ class LLMBar(Benchmark):
         "1"`` swapped; equal ratings go to the output shown second, unreadable ones to the
         output shown first), read from the replayed output's ``Score of Output (a|b)`` lines."""
         cand, ref = pl.col("candidate"), pl.col("reference")
-        s_c = pl.col("_out").str.extract(r"(?m)^Score of Output \(a\): *([+-]?\d+) *$", 1).cast(pl.Int64, strict=False)
-        s_r = pl.col("_out").str.extract(r"(?m)^Score of Output \(b\): *([+-]?\d+) *$", 1).cast(pl.Int64, strict=False)
+        s_c = (
+            pl.col("_out")
+            .str.extract(r"(?m)^Score of Output \(a\): *([+-]?\d+) *$", 1)
+            .cast(pl.Int64, strict=False)
+        )
+        s_r = (
+            pl.col("_out")
+            .str.extract(r"(?m)^Score of Output \(b\): *([+-]?\d+) *$", 1)
+            .cast(pl.Int64, strict=False)
+        )
         read = s_c.is_not_null() & s_r.is_not_null()
-        rating1 = pl.when(read & (s_c > s_r)).then(cand).when(read).then(ref).otherwise(cand)
-        rating2 = pl.when(read & (s_r > s_c)).then(ref).when(read).then(cand).otherwise(ref)
+        rating1 = (
+            pl.when(read & (s_c > s_r)).then(cand).when(read).then(ref).otherwise(cand)
+        )
+        rating2 = (
+            pl.when(read & (s_r > s_c)).then(ref).when(read).then(cand).otherwise(ref)
+        )
         return pairs.with_columns(
-            r1=pl.when(pl.col("score")).then(rating1).otherwise(pl.when(pl.col("w1") != "tie").then(pl.col("w1"))),
-            r2=pl.when(pl.col("score")).then(rating2).otherwise(pl.when(pl.col("w2") != "tie").then(pl.col("w2"))),
+            r1=pl.when(pl.col("score"))
+            .then(rating1)
+            .otherwise(pl.when(pl.col("w1") != "tie").then(pl.col("w1"))),
+            r2=pl.when(pl.col("score"))
+            .then(rating2)
+            .otherwise(pl.when(pl.col("w2") != "tie").then(pl.col("w2"))),
         )
 
 
-__all__ = ["COT_RULES", "DEFAULT_SUBSETS", "LINE_RULES", "LLMBar", "PROMPTS", "chat_messages", "load_prompt",
-           "pair_template",
-           "read_verdict", "verdict_rules"]
+__all__ = [
+    "COT_RULES",
+    "DEFAULT_SUBSETS",
+    "LINE_RULES",
+    "LLMBar",
+    "PROMPTS",
+    "chat_messages",
+    "load_prompt",
+    "pair_template",
+    "read_verdict",
+    "verdict_rules",
+]

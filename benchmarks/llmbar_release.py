@@ -36,31 +36,59 @@ from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
+
 from voirdire.benchmarks.mirror import NotOnMirror
 from voirdire.benchmarks.release import Release
 from voirdire.benchmarks.release_jtj import Converted
-
 from voirdire.core import DataError
 
 _DATASET = re.compile(r"^Dataset/(?P<subset>.+)/dataset\.json$")
-_RESULT = re.compile(r"^Dataset/(?P<subset>.+)/evaluators/(?P<ev>[^/]+)/(?P<st>[^/]+)/(?P<file>result|statistics)\.json$")
+_RESULT = re.compile(
+    r"^Dataset/(?P<subset>.+)/evaluators/(?P<ev>[^/]+)/(?P<st>[^/]+)/(?P<file>result|statistics)\.json$"
+)
 _COUNT = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*=")
 STAT_KEYS = ("correct_False", "correct_True", "correct_both", "equal")
 
-PAIRS_SCHEMA = {"subset": pl.String, "item": pl.Int32, "input": pl.String, "output_1": pl.String,
-                "output_2": pl.String, "label": pl.Int8}
-OUTPUTS_SCHEMA = {"subset": pl.String, "evaluator": pl.String, "strategy": pl.String, "item": pl.Int32,
-                  "order": pl.Int8, "stage": pl.Int8, "completion": pl.String, "finish_reason": pl.String,
-                  "winner": pl.String, "score_1": pl.String, "score_2": pl.String}
-STATS_SCHEMA = {"subset": pl.String, "evaluator": pl.String, "strategy": pl.String, "n": pl.Int32,
-                **{k: pl.Int32 for k in STAT_KEYS}, "statistics": pl.String}
+PAIRS_SCHEMA = {
+    "subset": pl.String,
+    "item": pl.Int32,
+    "input": pl.String,
+    "output_1": pl.String,
+    "output_2": pl.String,
+    "label": pl.Int8,
+}
+OUTPUTS_SCHEMA = {
+    "subset": pl.String,
+    "evaluator": pl.String,
+    "strategy": pl.String,
+    "item": pl.Int32,
+    "order": pl.Int8,
+    "stage": pl.Int8,
+    "completion": pl.String,
+    "finish_reason": pl.String,
+    "winner": pl.String,
+    "score_1": pl.String,
+    "score_2": pl.String,
+}
+STATS_SCHEMA = {
+    "subset": pl.String,
+    "evaluator": pl.String,
+    "strategy": pl.String,
+    "n": pl.Int32,
+    **{k: pl.Int32 for k in STAT_KEYS},
+    "statistics": pl.String,
+}
 
 
 def plan(manifest: dict[str, str]) -> tuple[list[str], list[tuple[str, str, str]]]:
     """The subsets (sorted) and the (subset, evaluator, strategy) cells with a ``result.json``
     in a manifest (sorted)."""
     subsets = sorted(m["subset"] for p in manifest if (m := _DATASET.match(p)))
-    cells = sorted((m["subset"], m["ev"], m["st"]) for p in manifest if (m := _RESULT.match(p)) and m["file"] == "result")
+    cells = sorted(
+        (m["subset"], m["ev"], m["st"])
+        for p in manifest
+        if (m := _RESULT.match(p)) and m["file"] == "result"
+    )
     return subsets, cells
 
 
@@ -74,22 +102,33 @@ def _json(data: bytes, path: str):
 def _pairs(subset: str, rows: list, path: str) -> pl.DataFrame:
     try:
         cols = {
-            "subset": [subset] * len(rows), "item": list(range(len(rows))),
+            "subset": [subset] * len(rows),
+            "item": list(range(len(rows))),
             **{k: [str(r[k]) for r in rows] for k in ("input", "output_1", "output_2")},
             "label": [int(r["label"]) for r in rows],
         }
     except (KeyError, TypeError, ValueError) as exc:
-        raise DataError(f"{path}: an item lacks input/output_1/output_2/label or has a bad label ({exc})") from None
+        raise DataError(
+            f"{path}: an item lacks input/output_1/output_2/label or has a bad label ({exc})"
+        ) from None
     bad = [i for i, v in enumerate(cols["label"]) if v not in (1, 2)]
     if bad:
-        raise DataError(f"{path}: item {bad[0]} has label {cols['label'][bad[0]]!r}, not 1 or 2")
+        raise DataError(
+            f"{path}: item {bad[0]} has label {cols['label'][bad[0]]!r}, not 1 or 2"
+        )
     return pl.DataFrame(cols, schema=PAIRS_SCHEMA)
 
 
-def _outputs(cell: tuple[str, str, str], items: list, labels: list[int], path: str) -> list[tuple]:
+def _outputs(
+    cell: tuple[str, str, str], items: list, labels: list[int], path: str
+) -> list[tuple]:
     """One row per (item, order) of a result.json (see OUTPUTS_SCHEMA)."""
-    if len(items) != len(labels) or any(int(it.get("label", -1)) != lab for it, lab in zip(items, labels)):
-        raise DataError(f"{path}: its items do not match the subset's dataset.json (count or labels differ)")
+    if len(items) != len(labels) or any(
+        int(it.get("label", -1)) != lab for it, lab in zip(items, labels)
+    ):
+        raise DataError(
+            f"{path}: its items do not match the subset's dataset.json (count or labels differ)"
+        )
     rows = []
     for i, it in enumerate(items):
         try:
@@ -99,9 +138,23 @@ def _outputs(cell: tuple[str, str, str], items: list, labels: list[int], path: s
             for order in (0, 1):
                 r = last[f"swap = {order == 1}"]
                 comp = r.get("completion") or [None, None]
-                rows.append((*cell, i, order, len(it["results"]) - 1, comp[0], comp[1], r["winner"], s1, s2))
+                rows.append(
+                    (
+                        *cell,
+                        i,
+                        order,
+                        len(it["results"]) - 1,
+                        comp[0],
+                        comp[1],
+                        r["winner"],
+                        s1,
+                        s2,
+                    )
+                )
         except (KeyError, IndexError, TypeError) as exc:
-            raise DataError(f"{path}: item {i} lacks the results of both orders ({exc})") from None
+            raise DataError(
+                f"{path}: item {i} lacks the results of both orders ({exc})"
+            ) from None
     return rows
 
 
@@ -118,7 +171,12 @@ def _statistics(cell: tuple[str, str, str], data: bytes, path: str) -> tuple:
 
 
 def convert(
-    get: Callable[[str], bytes], manifest: dict[str, str], out: Path, *, log: Callable[[str], None] = lambda s: None, **_
+    get: Callable[[str], bytes],
+    manifest: dict[str, str],
+    out: Path,
+    *,
+    log: Callable[[str], None] = lambda s: None,
+    **_,
 ) -> Converted:
     """Fetch LLMBar's files with ``get`` (verified bytes; :class:`NotOnMirror` when absent)
     and write the layout of the module docstring into ``out``.
@@ -138,7 +196,9 @@ def convert(
         try:
             frame = _pairs(subset, _json(get(path), path), path)
         except NotOnMirror as exc:
-            raise DataError(f"the dataset {path} is not on the mirror ({exc})") from None
+            raise DataError(
+                f"the dataset {path} is not on the mirror ({exc})"
+            ) from None
         pairs.append(frame)
         labels[subset] = frame["label"].to_list()
         done.files[path] = manifest[path]
@@ -147,30 +207,69 @@ def convert(
     for cell in cells:
         base = f"Dataset/{cell[0]}/evaluators/{cell[1]}/{cell[2]}"
         try:
-            rows += _outputs(cell, _json(get(f"{base}/result.json"), f"{base}/result.json"), labels[cell[0]], base)
+            rows += _outputs(
+                cell,
+                _json(get(f"{base}/result.json"), f"{base}/result.json"),
+                labels[cell[0]],
+                base,
+            )
         except NotOnMirror as exc:
-            done.skipped.append(f"{cell[1]}/{cell[2]} on {cell[0]}: {base}/result.json is not on the mirror ({exc})")
+            done.skipped.append(
+                f"{cell[1]}/{cell[2]} on {cell[0]}: {base}/result.json is not on the mirror ({exc})"
+            )
             continue
         done.files[f"{base}/result.json"] = manifest[f"{base}/result.json"]
         done.judges.setdefault(cell[0], []).append(f"{cell[1]}/{cell[2]}")
         if f"{base}/statistics.json" in manifest:
             try:
-                stats.append(_statistics(cell, get(f"{base}/statistics.json"), f"{base}/statistics.json"))
-                done.files[f"{base}/statistics.json"] = manifest[f"{base}/statistics.json"]
+                stats.append(
+                    _statistics(
+                        cell, get(f"{base}/statistics.json"), f"{base}/statistics.json"
+                    )
+                )
+                done.files[f"{base}/statistics.json"] = manifest[
+                    f"{base}/statistics.json"
+                ]
             except NotOnMirror:
-                log(f"{base}/statistics.json is not on the mirror: its published figures are left out")
+                log(
+                    f"{base}/statistics.json is not on the mirror: its published figures are left out"
+                )
     pl.concat(pairs).write_parquet(out / "pairs.parquet")
-    pl.DataFrame(rows, schema=OUTPUTS_SCHEMA, orient="row").write_parquet(out / "outputs.parquet")
-    pl.DataFrame(stats, schema=STATS_SCHEMA, orient="row").write_parquet(out / "statistics.parquet")
-    done.copy_license(get, manifest, out, log, "LLMBar is MIT licensed, copyright 2023 Princeton Natural Language Processing")
+    pl.DataFrame(rows, schema=OUTPUTS_SCHEMA, orient="row").write_parquet(
+        out / "outputs.parquet"
+    )
+    pl.DataFrame(stats, schema=STATS_SCHEMA, orient="row").write_parquet(
+        out / "statistics.parquet"
+    )
+    done.copy_license(
+        get,
+        manifest,
+        out,
+        log,
+        "LLMBar is MIT licensed, copyright 2023 Princeton Natural Language Processing",
+    )
     return done
 
 
 LLMBAR = Release(
-    name="llmbar", repo="princeton-nlp/LLMBar", commit="900616bff90b6c6c8e1681f7d079250637c55992",
-    manifest=Path(__file__).resolve().parent / "llmbar-manifest.tsv", dir_name="llmbar",
-    data_env="VOIRDIRE_LLMBAR_DATA", url_env="VOIRDIRE_LLMBAR_URL", convert=convert, copy_name="llmbar-release",
+    name="llmbar",
+    repo="princeton-nlp/LLMBar",
+    commit="900616bff90b6c6c8e1681f7d079250637c55992",
+    manifest=Path(__file__).resolve().parent / "llmbar-manifest.tsv",
+    dir_name="llmbar",
+    data_env="VOIRDIRE_LLMBAR_DATA",
+    url_env="VOIRDIRE_LLMBAR_URL",
+    convert=convert,
+    copy_name="llmbar-release",
 )
 
 
-__all__ = ["LLMBAR", "OUTPUTS_SCHEMA", "PAIRS_SCHEMA", "STATS_SCHEMA", "STAT_KEYS", "convert", "plan"]
+__all__ = [
+    "LLMBAR",
+    "OUTPUTS_SCHEMA",
+    "PAIRS_SCHEMA",
+    "STATS_SCHEMA",
+    "STAT_KEYS",
+    "convert",
+    "plan",
+]

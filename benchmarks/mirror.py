@@ -48,7 +48,9 @@ def blob_id(data: bytes) -> str:
     return h.hexdigest()
 
 
-def _parse_manifest(path: str | os.PathLike[str]) -> tuple[dict[str, str], dict[str, int]]:
+def _parse_manifest(
+    path: str | os.PathLike[str],
+) -> tuple[dict[str, str], dict[str, int]]:
     p = Path(path)
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
@@ -58,19 +60,32 @@ def _parse_manifest(path: str | os.PathLike[str]) -> tuple[dict[str, str], dict[
     blobs: dict[str, str] = {}
     sizes: dict[str, int] = {}
     for n, line in enumerate(lines, 1):
-        if not line.strip() or line.startswith("#") or line.startswith("blob_sha1\t") or (n == 1 and path_first):
+        if (
+            not line.strip()
+            or line.startswith("#")
+            or line.startswith("blob_sha1\t")
+            or (n == 1 and path_first)
+        ):
             continue
         parts = line.split("\t")
         ok = len(parts) >= 2 if path_first else len(parts) in (2, 3)
         cols = parts + ["", ""]
-        rel, blob, size = (cols[0], cols[1], cols[2]) if path_first else (cols[1], cols[0], cols[2])
-        if not ok or not re.fullmatch(r"[0-9a-f]{40}", blob) or not re.fullmatch(r"[0-9]*", size):
+        rel, blob, size = (
+            (cols[0], cols[1], cols[2]) if path_first else (cols[1], cols[0], cols[2])
+        )
+        if (
+            not ok
+            or not re.fullmatch(r"[0-9a-f]{40}", blob)
+            or not re.fullmatch(r"[0-9]*", size)
+        ):
             raise DataError(
                 f"release manifest {str(p)!r} line {n} is not 'blob_sha1<TAB>path[<TAB>size]': {line[:120]!r}"
             )
         why = bad_path(rel)
         if why:
-            raise DataError(f"release manifest {str(p)!r} line {n}: path {rel[:120]!r} {why}; refused")
+            raise DataError(
+                f"release manifest {str(p)!r} line {n}: path {rel[:120]!r} {why}; refused"
+            )
         blobs[rel] = blob
         if size:
             sizes[rel] = int(size)
@@ -102,7 +117,11 @@ def bad_path(path: str) -> str | None:
     or a ``..`` part."""
     if not path or "\x00" in path:
         return "is empty or holds a NUL byte"
-    if PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute() or PureWindowsPath(path).drive:
+    if (
+        PurePosixPath(path).is_absolute()
+        or PureWindowsPath(path).is_absolute()
+        or PureWindowsPath(path).drive
+    ):
         return "is absolute"
     if "\\" in path:
         return "holds a backslash"
@@ -124,7 +143,9 @@ def check_paths(paths, root: Path) -> None:
         if why is None and not (top / rel).resolve().is_relative_to(top):
             why = f"resolves outside {top}"
         if why:
-            raise DataError(f"release path {rel[:120]!r} {why}; refused (nothing was written)")
+            raise DataError(
+                f"release path {rel[:120]!r} {why}; refused (nothing was written)"
+            )
 
 
 class _Capped:
@@ -136,8 +157,10 @@ class _Capped:
     def write(self, chunk: bytes) -> int:
         self.n += len(chunk)
         if self.n > self.cap:
-            raise DataError(f"{self.name}: the download ran past {self.cap:,} bytes (its manifest size and a margin); "
-                            "cut off, nothing was written")
+            raise DataError(
+                f"{self.name}: the download ran past {self.cap:,} bytes (its manifest size and a margin); "
+                "cut off, nothing was written"
+            )
         return self.f.write(chunk)
 
     def flush(self) -> None:
@@ -203,13 +226,23 @@ class HTTPMirror(_Source):
     """
 
     def __init__(
-        self, base: str, raw: Path, manifest: dict[str, str], progress: bool, sizes: Mapping[str, int] | None = None
+        self,
+        base: str,
+        raw: Path,
+        manifest: dict[str, str],
+        progress: bool,
+        sizes: Mapping[str, int] | None = None,
     ) -> None:
         super().__init__(sizes)
         check_paths(manifest, raw)
         pooch.get_logger().setLevel("WARNING")
         self.where, self.manifest, self.progress = base, manifest, progress
-        self.pooch = pooch.create(path=raw, base_url=base, registry={p: None for p in manifest}, retry_if_failed=2)
+        self.pooch = pooch.create(
+            path=raw,
+            base_url=base,
+            registry={p: None for p in manifest},
+            retry_if_failed=2,
+        )
 
     def get(self, path: str) -> bytes:
         """The verified bytes of ``path``.
@@ -220,7 +253,9 @@ class HTTPMirror(_Source):
                 or a blob-id mismatch.
         """
         url = self.where + path
-        downloader = _HTTPDownloader(progressbar=self.progress, timeout=60, cap=self.cap(path), name=path)
+        downloader = _HTTPDownloader(
+            progressbar=self.progress, timeout=60, cap=self.cap(path), name=path
+        )
         try:
             local = self.pooch.fetch(path, downloader=downloader)
         except (NotOnMirror, DataError):
@@ -234,7 +269,12 @@ class LocalCopy(_Source):
     """Files of a local release copy: ``<root>/<path>``, or gzip-compressed as
     ``<root>/files/<path>.gz`` (the layout of a release copy, ``../shared/data/<copy_name>``)."""
 
-    def __init__(self, root: Path, manifest: dict[str, str], sizes: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        manifest: dict[str, str],
+        sizes: Mapping[str, int] | None = None,
+    ) -> None:
         super().__init__(sizes)
         check_paths(manifest, root)
         check_paths([f"{p}.gz" for p in manifest], root / "files")
@@ -254,23 +294,39 @@ class LocalCopy(_Source):
             if packed.is_file():
                 with gzip.open(packed, "rb") as f:
                     data = f.read(cap + 1)
-                return self._verified(path, self._within(path, data, cap, packed), str(packed))
+                return self._verified(
+                    path, self._within(path, data, cap, packed), str(packed)
+                )
             if plain.is_file():
                 with open(plain, "rb") as f:
                     data = f.read(cap + 1)
-                return self._verified(path, self._within(path, data, cap, plain), str(plain))
+                return self._verified(
+                    path, self._within(path, data, cap, plain), str(plain)
+                )
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise DataError(f"{path}: cannot read it from the copy at {self.root}: {exc}") from None
+            raise DataError(
+                f"{path}: cannot read it from the copy at {self.root}: {exc}"
+            ) from None
         raise NotOnMirror(str(packed))
 
     @staticmethod
     def _within(path: str, data: bytes, cap: int, origin: Path) -> bytes:
         if len(data) > cap:
-            raise DataError(f"{path}: {origin} holds more than {cap:,} bytes (its manifest size and a margin); refused")
+            raise DataError(
+                f"{path}: {origin} holds more than {cap:,} bytes (its manifest size and a margin); refused"
+            )
         return data
 
 
 __all__ = [
-    "SIZE_MARGIN", "UNSIZED_CAP", "HTTPMirror", "LocalCopy", "NotOnMirror", "bad_path", "blob_id", "check_paths",
-    "read_manifest", "read_sizes",
+    "SIZE_MARGIN",
+    "UNSIZED_CAP",
+    "HTTPMirror",
+    "LocalCopy",
+    "NotOnMirror",
+    "bad_path",
+    "blob_id",
+    "check_paths",
+    "read_manifest",
+    "read_sizes",
 ]

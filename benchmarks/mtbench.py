@@ -1,4 +1,4 @@
-"""MT-Bench as the "Judging the Judges" release judged it.
+r"""MT-Bench as the "Judging the Judges" release judged it.
 
 Data: ``qa/mtbench.xlsx`` (80 two-turn questions, ids 81–160, 8 tasks, answers of 31
 models) or ``qa/mtbench_repetition_sample.xlsx`` (the repetition-study subset), read from
@@ -26,12 +26,17 @@ import os
 from collections.abc import Sequence
 
 import polars as pl
+
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.data import load_templates, read_table, require_columns
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.benchmarks.release import JTJ
-from voirdire.benchmarks.templating import compile_fields, fill_fields, join_options, load_listwise_templates
-
+from voirdire.benchmarks.templating import (
+    compile_fields,
+    fill_fields,
+    join_options,
+    load_listwise_templates,
+)
 from voirdire.core import LETTERS, ConfigError
 
 _TURNS = (1, 2)
@@ -96,7 +101,10 @@ class MTBench(Benchmark):
     comparison_modes = ("pairwise", "listwise", "score")
     listwise_tie = True
 
-    FILES = {"full": "qa/mtbench.xlsx", "repetition": "qa/mtbench_repetition_sample.xlsx"}
+    FILES = {
+        "full": "qa/mtbench.xlsx",
+        "repetition": "qa/mtbench_repetition_sample.xlsx",
+    }
     REQUIRED_COLUMNS = (
         "index",
         "task",
@@ -108,17 +116,27 @@ class MTBench(Benchmark):
     #: Tasks judged with the math template (reference answers shown), as in the release.
     MATH_TASKS = frozenset({"math"})
 
-    def __init__(self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full"):
+    def __init__(
+        self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full"
+    ):
         super().__init__(data_dir, sample)
         templates = load_templates()["mtbench"]
-        self._templates = {k: compile_fields(templates[k], _FIELDS) for k in ("general", "math")}
+        self._templates = {
+            k: compile_fields(templates[k], _FIELDS) for k in ("general", "math")
+        }
         self.verdict_pattern = templates["verdict_pattern"]
         lw = load_listwise_templates()
         self._lw = lw["mtbench"]
         self._lw_words = lw["number_words"]
         self.listwise_verdict_pattern = self._lw["verdict_pattern"]
-        self._lw_conv = compile_fields(self._lw["conversation_block"], ("letter", "question_1", "answer_1", "question_2", "answer_2"))
-        self._lw_ref = compile_fields(self._lw["reference_block"], ("question_1", "ref_answer_1", "question_2", "ref_answer_2"))
+        self._lw_conv = compile_fields(
+            self._lw["conversation_block"],
+            ("letter", "question_1", "answer_1", "question_2", "answer_2"),
+        )
+        self._lw_ref = compile_fields(
+            self._lw["reference_block"],
+            ("question_1", "ref_answer_1", "question_2", "ref_answer_2"),
+        )
         self._lw_heads: dict[tuple[str, int, int], str] = {}
         #: (question, slot letter, model) -> that slot's conversation block (list-wise)
         self._lw_blocks: dict[tuple[str, str, str], str] = {}
@@ -147,13 +165,19 @@ class MTBench(Benchmark):
         self.models = tuple(models)
 
         self.questions = self._question_table(
-            df, pl.col("question_1").fill_null("").str.len_chars() + pl.col("question_2").fill_null("").str.len_chars()
+            df,
+            pl.col("question_1").fill_null("").str.len_chars()
+            + pl.col("question_2").fill_null("").str.len_chars(),
         )
         # Per question: (compiled template, question_1, question_2, reference_1, reference_2).
-        self._rows: dict[str, tuple[tuple[tuple[str, ...], tuple[int, ...]], str, str, str, str]] = {}
+        self._rows: dict[
+            str, tuple[tuple[tuple[str, ...], tuple[int, ...]], str, str, str, str]
+        ] = {}
         # Per (question, model): (answer turn 1, answer turn 2), null cells as "".
         self._answers: dict[tuple[str, str], tuple[str, str]] = {}
-        for qid, row in zip(self.questions.get_column("question_id"), df.iter_rows(named=True)):
+        for qid, row in zip(
+            self.questions.get_column("question_id"), df.iter_rows(named=True)
+        ):
             kind = "math" if row["task"] in self.MATH_TASKS else "general"
             self._rows[qid] = (
                 self._templates[kind],
@@ -163,7 +187,10 @@ class MTBench(Benchmark):
                 _text(row["reference_answer_2"]),
             )
             for m in models:
-                self._answers[(qid, m)] = (_text(row[f"answer_1-{m}"]), _text(row[f"answer_2-{m}"]))
+                self._answers[(qid, m)] = (
+                    _text(row[f"answer_1-{m}"]),
+                    _text(row[f"answer_2-{m}"]),
+                )
 
     # ------------------------------------------------------------------ prompts
 
@@ -178,9 +205,17 @@ class MTBench(Benchmark):
         """Each ``Assistant X`` of the conversation blocks becomes ``Assistant X (<model>)``."""
         for letter, name in zip(LETTERS, names):
             prompt = (
-                prompt.replace(f"<|The Start of Assistant {letter}'s", f"<|The Start of Assistant {letter} ({name})'s")
-                .replace(f"<|The End of Assistant {letter}'s", f"<|The End of Assistant {letter} ({name})'s")
-                .replace(f"### Assistant {letter}:", f"### Assistant {letter} ({name}):")
+                prompt.replace(
+                    f"<|The Start of Assistant {letter}'s",
+                    f"<|The Start of Assistant {letter} ({name})'s",
+                )
+                .replace(
+                    f"<|The End of Assistant {letter}'s",
+                    f"<|The End of Assistant {letter} ({name})'s",
+                )
+                .replace(
+                    f"### Assistant {letter}:", f"### Assistant {letter} ({name}):"
+                )
             )
         return prompt
 
@@ -191,7 +226,11 @@ class MTBench(Benchmark):
             lw = self._lw
             slots = LETTERS[:p]
             items = [lw["verdict_item"].format(letter=x) for x in slots]
-            tie = lw["verdict_tie"].format(letter=LETTERS[p]) if option_mode == p + 1 else None
+            tie = (
+                lw["verdict_tie"].format(letter=LETTERS[p])
+                if option_mode == p + 1
+                else None
+            )
             labels = [lw["label"].format(letter=x) for x in slots]
             head = lw[f"{kind}_head"].format(
                 n=self._lw_words[str(p)],
@@ -201,7 +240,9 @@ class MTBench(Benchmark):
             self._lw_heads[key] = head
         return head
 
-    def _build_listwise(self, qid: str, shown: Sequence[str], option_mode: int, answers=None) -> str:
+    def _build_listwise(
+        self, qid: str, shown: Sequence[str], option_mode: int, answers=None
+    ) -> str:
         """See the module docstring: the list-wise head, the reference block (math), one
         conversation block per slot."""
         template, q1, q2, r1, r2 = self._rows[qid]
@@ -211,28 +252,47 @@ class MTBench(Benchmark):
             blocks.append(fill_fields(self._lw_ref, (q1, r1, q2, r2)))
         cache = self._lw_blocks
         for letter, m in zip(LETTERS, shown):
-            if answers and m in answers:  # a rewritten answer (perturbation): not cached here
-                blocks.append(fill_fields(self._lw_conv, (letter, q1, *answers[m][:1], q2, *answers[m][1:])))
+            if (
+                answers and m in answers
+            ):  # a rewritten answer (perturbation): not cached here
+                blocks.append(
+                    fill_fields(
+                        self._lw_conv,
+                        (letter, q1, *answers[m][:1], q2, *answers[m][1:]),
+                    )
+                )
                 continue
             block = cache.get((qid, letter, m))
             if block is None:  # bounded by questions x slots x models of the table
                 a1, a2 = self._answers[(qid, m)]
-                block = cache[(qid, letter, m)] = fill_fields(self._lw_conv, (letter, q1, a1, q2, a2))
+                block = cache[(qid, letter, m)] = fill_fields(
+                    self._lw_conv, (letter, q1, a1, q2, a2)
+                )
             blocks.append(block)
-        return self._lw_head(kind, len(shown), option_mode) + "\n\n" + "\n\n\n".join(blocks)
+        return (
+            self._lw_head(kind, len(shown), option_mode)
+            + "\n\n"
+            + "\n\n\n".join(blocks)
+        )
 
     def score_material(self, question_id: str, shown: Sequence[str]) -> str:
         """Score-mode body: the reference conversation for math questions, then each
         assistant's two-turn conversation under ``Assistant A`` / ``Assistant B`` (the
         list-wise blocks of ``templates/listwise.json``)."""
         template, q1, q2, r1, r2 = self._rows[question_id]
-        blocks = [fill_fields(self._lw_ref, (q1, r1, q2, r2))] if template is self._templates["math"] else []
+        blocks = (
+            [fill_fields(self._lw_ref, (q1, r1, q2, r2))]
+            if template is self._templates["math"]
+            else []
+        )
         for letter, m in zip(LETTERS, shown):
             a1, a2 = self._answers[(question_id, m)]
             blocks.append(fill_fields(self._lw_conv, (letter, q1, a1, q2, a2)))
         return "\n\n\n".join(blocks)
 
-    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int, answers=None) -> str:
+    def _build_pairwise(
+        self, qid: str, a: str, b: str, option_mode: int, answers=None
+    ) -> str:
         """FastChat's ``pair-v2-multi-turn`` (general) or ``pair-math-v1-multi-turn`` (task
         ``math``) template, as carried in ``templates/prompts.json``, filled with
         ``question_1/2``, ``answer_a_1/2`` (``a``), ``answer_b_1/2`` (``b``) and, for math,

@@ -51,7 +51,18 @@ from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 
 #: fields every pair prompt may use besides the data's columns
-PAIR_FIELDS = ("instruction", "output_1", "output_2", "model_1", "model_2", "id", "task", "option_mode", "tie", "row")
+PAIR_FIELDS = (
+    "instruction",
+    "output_1",
+    "output_2",
+    "model_1",
+    "model_2",
+    "id",
+    "task",
+    "option_mode",
+    "tie",
+    "row",
+)
 
 #: built-in template name -> (package file, verdict pattern, verdict labels: slot 1, slot 2,
 #: tie); a benchmark's own templates are found through the registry (:func:`lent_template`)
@@ -63,7 +74,9 @@ BUILTIN = {
 def lent_template(name: str) -> tuple[Any, str, tuple[str, ...]] | None:
     """The pair template a registered benchmark lends under its registry key (its class's
     ``pair_prompt``: source function, verdict pattern, labels), or None."""
-    if ":" in name or "/" in name or "." in name:  # a file or an import path, not a benchmark key
+    if (
+        ":" in name or "/" in name or "." in name
+    ):  # a file or an import path, not a benchmark key
         return None
     try:
         cls = BENCHMARKS.find(name)
@@ -98,22 +111,45 @@ class _Sandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset(["*", "**"])
 
     def call_binop(self, context, operator, left, right):  # type: ignore[override]
-        if operator == "**" and isinstance(right, (int, float)) and (
-            abs(right) > MAX_POWER or (isinstance(left, int) and abs(left).bit_length() * abs(right) > 64 * MAX_POWER)
+        if (
+            operator == "**"
+            and isinstance(right, (int, float))
+            and (
+                abs(right) > MAX_POWER
+                or (
+                    isinstance(left, int)
+                    and abs(left).bit_length() * abs(right) > 64 * MAX_POWER
+                )
+            )
         ):
-            raise SecurityError(f"a power above {MAX_POWER} (or of more than {64 * MAX_POWER:,} bits) is not allowed")
+            raise SecurityError(
+                f"a power above {MAX_POWER} (or of more than {64 * MAX_POWER:,} bits) is not allowed"
+            )
         if operator == "*":
             seq, n = (left, right) if isinstance(right, int) else (right, left)
-            if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_REPEAT:
-                raise SecurityError(f"a repeated string or list over {MAX_REPEAT:,} items is not allowed")
+            if (
+                isinstance(seq, (str, list, tuple))
+                and isinstance(n, int)
+                and len(seq) * n > MAX_REPEAT
+            ):
+                raise SecurityError(
+                    f"a repeated string or list over {MAX_REPEAT:,} items is not allowed"
+                )
         return super().call_binop(context, operator, left, right)
 
 
-_ENV = _Sandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
-del _ENV.globals["lipsum"]  # lipsum(10**6) would write megabytes; a prompt has no use for it
+_ENV = _Sandbox(
+    undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
+)
+del _ENV.globals[
+    "lipsum"
+]  # lipsum(10**6) would write megabytes; a prompt has no use for it
 #: tags that would read another template (there is no loader: a template is one file)
 _NO_LOADER = {
-    nodes.Include: "include", nodes.Import: "import", nodes.FromImport: "from ... import", nodes.Extends: "extends",
+    nodes.Include: "include",
+    nodes.Import: "import",
+    nodes.FromImport: "from ... import",
+    nodes.Extends: "extends",
 }
 
 
@@ -155,7 +191,9 @@ class PairTemplate:
         try:
             return self._render(values)
         except Exception as exc:  # noqa: BLE001 - a user's template may raise anything
-            raise ConfigError(f"pair template {self.name!r}: {_one_line(exc)}") from None
+            raise ConfigError(
+                f"pair template {self.name!r}: {_one_line(exc)}"
+            ) from None
 
     def _render(self, values: Mapping[str, Any]) -> tuple[str | None, str]:
         t = self.compiled
@@ -183,7 +221,10 @@ def _compiled(source: str) -> jinja2.Template:
 
 
 def load_template(
-    template: str, base: str | os.PathLike[str] | None = None, *, verdict_pattern: str | None = None,
+    template: str,
+    base: str | os.PathLike[str] | None = None,
+    *,
+    verdict_pattern: str | None = None,
     verdict_labels: Iterable[str] | None = None,
 ) -> PairTemplate:
     """A built-in template by name (:data:`BUILTIN`) or a Jinja2 file (relative paths from
@@ -218,21 +259,37 @@ def load_template(
             )
         source = path.read_text(encoding="utf-8")
         if not verdict_pattern:
-            raise ConfigError(f"pair template {template!r}: an own template needs verdict_pattern (a regex, group 1 = the label)")
+            raise ConfigError(
+                f"pair template {template!r}: an own template needs verdict_pattern (a regex, group 1 = the label)"
+            )
         pattern = verdict_pattern
-        labels = tuple(verdict_labels) if verdict_labels is not None else ("A", "B", "C")
+        labels = (
+            tuple(verdict_labels) if verdict_labels is not None else ("A", "B", "C")
+        )
     try:
         groups = re.compile(pattern).groups
     except re.error as exc:
-        raise ConfigError(f"pair template {template!r}: verdict_pattern {pattern!r} is not a regex ({exc})") from None
+        raise ConfigError(
+            f"pair template {template!r}: verdict_pattern {pattern!r} is not a regex ({exc})"
+        ) from None
     if groups < 1:
-        raise ConfigError(f"pair template {template!r}: verdict_pattern {pattern!r} has no capture group (group 1 = the label)")
-    if len(labels) not in (2, 3) or len(set(labels)) != len(labels) or not all(isinstance(x, str) and x for x in labels):
-        raise ConfigError(f"pair template {template!r}: verdict_labels must be 2 or 3 distinct labels (slot 1, slot 2[, tie]), not {list(labels)}")
+        raise ConfigError(
+            f"pair template {template!r}: verdict_pattern {pattern!r} has no capture group (group 1 = the label)"
+        )
+    if (
+        len(labels) not in (2, 3)
+        or len(set(labels)) != len(labels)
+        or not all(isinstance(x, str) and x for x in labels)
+    ):
+        raise ConfigError(
+            f"pair template {template!r}: verdict_labels must be 2 or 3 distinct labels (slot 1, slot 2[, tie]), not {list(labels)}"
+        )
     try:
         _compiled(source)
     except jinja2.TemplateSyntaxError as exc:
-        raise ConfigError(f"pair template {template!r}: Jinja2 syntax error on line {exc.lineno}: {exc.message}") from None
+        raise ConfigError(
+            f"pair template {template!r}: Jinja2 syntax error on line {exc.lineno}: {exc.message}"
+        ) from None
     t = _compiled(source)
     for node_type, tag in _NO_LOADER.items():
         for node in _ENV.parse(source).find_all(node_type):
@@ -241,9 +298,13 @@ def load_template(
             )
     extra = set(t.blocks) - {"system", "user"}
     if extra:
-        raise ConfigError(f"pair template {template!r}: unknown block(s) {', '.join(sorted(extra))} (blocks: system, user)")
+        raise ConfigError(
+            f"pair template {template!r}: unknown block(s) {', '.join(sorted(extra))} (blocks: system, user)"
+        )
     if "system" in t.blocks and "user" not in t.blocks:
-        raise ConfigError(f"pair template {template!r}: a system block needs a user block")
+        raise ConfigError(
+            f"pair template {template!r}: a system block needs a user block"
+        )
     return PairTemplate(template, source, pattern, labels)
 
 
@@ -253,7 +314,9 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg[0] if msg else ''}".rstrip(": ")
 
 
-def check_renders(template: PairTemplate, rows: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+def check_renders(
+    template: PairTemplate, rows: Iterable[tuple[str, Mapping[str, Any]]]
+) -> None:
     """Render the template once for each ``(row label, values)`` (at plan time, before any
     query), so that a template that fails (an unsafe attribute such as ``__class__``, ``1/0``,
     a filter on the wrong type) is refused as one line, never a traceback mid-run.
@@ -265,7 +328,9 @@ def check_renders(template: PairTemplate, rows: Iterable[tuple[str, Mapping[str,
         try:
             template._render(values)
         except Exception as exc:  # noqa: BLE001 - a user's template may raise anything
-            raise ConfigError(f"pair template {template.name!r} fails on {where}: {_one_line(exc)}") from None
+            raise ConfigError(
+                f"pair template {template.name!r} fails on {where}: {_one_line(exc)}"
+            ) from None
 
 
 def check_fields(template: PairTemplate, columns: Iterable[str]) -> None:

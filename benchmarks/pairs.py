@@ -28,11 +28,21 @@ from collections.abc import Sequence
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from voirdire.benchmarks.base import Benchmark
-from voirdire.benchmarks.pair_prompts import PairTemplate, check_fields, check_renders, load_template
-from voirdire.benchmarks.pairs_data import checked_columns, gold_labels, read_source, unique_ids
-from voirdire.benchmarks.registry import BENCHMARKS, PAIRS
 
+from voirdire.benchmarks.base import Benchmark
+from voirdire.benchmarks.pair_prompts import (
+    PairTemplate,
+    check_fields,
+    check_renders,
+    load_template,
+)
+from voirdire.benchmarks.pairs_data import (
+    checked_columns,
+    gold_labels,
+    read_source,
+    unique_ids,
+)
+from voirdire.benchmarks.registry import BENCHMARKS, PAIRS
 from voirdire.core import ConfigError, content_hash
 
 #: the task of every pair when the data names none
@@ -55,12 +65,16 @@ class PairColumns(BaseModel):
     task: str | None = None
 
     @model_validator(mode="after")
-    def _form(self) -> "PairColumns":
+    def _form(self) -> PairColumns:
         two = self.output_a is not None or self.output_b is not None
         if two and self.answers:
-            raise ValueError("give output_a/output_b (two outputs per row) or answers (one column per model), not both")
+            raise ValueError(
+                "give output_a/output_b (two outputs per row) or answers (one column per model), not both"
+            )
         if not two and not self.answers:
-            raise ValueError("name the outputs: output_a and output_b, or answers = {model = column, ...}")
+            raise ValueError(
+                "name the outputs: output_a and output_b, or answers = {model = column, ...}"
+            )
         if two and (self.output_a is None or self.output_b is None):
             raise ValueError("output_a and output_b go together")
         if (self.model_a is None) != (self.model_b is None):
@@ -69,7 +83,9 @@ class PairColumns(BaseModel):
             if len(self.answers) < 2:
                 raise ValueError("answers needs at least two models")
             if self.model_a or self.gold:
-                raise ValueError("model_a/model_b and gold belong to the two-output form (output_a, output_b)")
+                raise ValueError(
+                    "model_a/model_b and gold belong to the two-output form (output_a, output_b)"
+                )
         return self
 
 
@@ -128,20 +144,35 @@ class OwnPairs(Benchmark):
     options = ("pairs",)
 
     @classmethod
-    def load(cls, data_dir: object, sample: str = "full", **options: object) -> "OwnPairs":
+    def load(
+        cls, data_dir: object, sample: str = "full", **options: object
+    ) -> OwnPairs:
         """The pairs of ``options["pairs"]`` (a :class:`PairsSpec`), read afresh; ``data_dir``
         and ``sample`` play no part."""
         return cls(options["pairs"])  # type: ignore[arg-type]
 
-    def __init__(self, spec: PairsSpec, base: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, spec: PairsSpec, base: str | os.PathLike[str] | None = None
+    ) -> None:
         self.spec = spec
         self.sample = "full"
-        df, self.source = read_source(spec.path, spec.dataset, split=spec.split, config=spec.config, base=base)
+        df, self.source = read_source(
+            spec.path, spec.dataset, split=spec.split, config=spec.config, base=base
+        )
         self.path = pathlib.Path(self.source) if spec.path else None
-        self.data_dir = self.path.parent if self.path is not None else pathlib.Path.cwd()
-        self.name = spec.label or (self.path.stem if self.path is not None else str(spec.dataset).rsplit("/", 1)[-1])
+        self.data_dir = (
+            self.path.parent if self.path is not None else pathlib.Path.cwd()
+        )
+        self.name = spec.label or (
+            self.path.stem
+            if self.path is not None
+            else str(spec.dataset).rsplit("/", 1)[-1]
+        )
         self.template: PairTemplate = load_template(
-            spec.template, base, verdict_pattern=spec.verdict_pattern, verdict_labels=spec.verdict_labels
+            spec.template,
+            base,
+            verdict_pattern=spec.verdict_pattern,
+            verdict_labels=spec.verdict_labels,
         )
         check_fields(self.template, df.columns)
         self.verdict_pattern = self.template.verdict_pattern
@@ -149,7 +180,9 @@ class OwnPairs(Benchmark):
         tie = len(self.template.verdict_labels) == 3
         self.option_modes = (2, 3) if tie else (2,)
         self.default_option_mode = 3 if tie else 2
-        self.verdict_cue, self.verdict_closing = ("[[", "]]") if spec.template == "mtbench" else ("", "")
+        self.verdict_cue, self.verdict_closing = (
+            ("[[", "]]") if spec.template == "mtbench" else ("", "")
+        )
         self._system: OrderedDict[tuple, str | None] = OrderedDict()
         self._load(df)
         check_renders(self.template, self._trial_values())
@@ -171,20 +204,48 @@ class OwnPairs(Benchmark):
                 roles |= {"model_a": c.model_a, "model_b": c.model_b}  # type: ignore[dict-item]
         if c.gold:
             roles["gold"] = c.gold
-        cols = checked_columns(df, roles, [r for r in roles if r not in ("gold", "task")], where)
-        ids = cols["id"] if c.id else pl.Series("id", [str(i) for i in range(1, df.height + 1)])
+        cols = checked_columns(
+            df, roles, [r for r in roles if r not in ("gold", "task")], where
+        )
+        ids = (
+            cols["id"]
+            if c.id
+            else pl.Series("id", [str(i) for i in range(1, df.height + 1)])
+        )
         unique_ids(ids, c.id or "(row number)", where)
-        tasks = cols["task"].fill_null(DEFAULT_TASK) if c.task else pl.Series("task", [DEFAULT_TASK] * df.height)
+        tasks = (
+            cols["task"].fill_null(DEFAULT_TASK)
+            if c.task
+            else pl.Series("task", [DEFAULT_TASK] * df.height)
+        )
         instr = cols["instruction"]
         self.questions = pl.DataFrame(
-            {"question_id": ids, "task": tasks, "input_chars": instr.str.len_chars().cast(pl.Int64)},
-            schema={"question_id": pl.String, "task": pl.String, "input_chars": pl.Int64},
+            {
+                "question_id": ids,
+                "task": tasks,
+                "input_chars": instr.str.len_chars().cast(pl.Int64),
+            },
+            schema={
+                "question_id": pl.String,
+                "task": pl.String,
+                "input_chars": pl.Int64,
+            },
         )
         # the rows as Python values (a template may loop over a list column); their content
         # enters the query ids (prompt_key)
-        self._rows = {q: (text, row) for q, text, row in zip(ids.to_list(), instr.to_list(), df.to_dicts())}
-        tpl = (self.template.source, self.verdict_pattern, *self.template.verdict_labels)
-        self._keys = {q: content_hash(*tpl, json.dumps(r, sort_keys=True, default=str)) for q, (_, r) in self._rows.items()}
+        self._rows = {
+            q: (text, row)
+            for q, text, row in zip(ids.to_list(), instr.to_list(), df.to_dicts())
+        }
+        tpl = (
+            self.template.source,
+            self.verdict_pattern,
+            *self.template.verdict_labels,
+        )
+        self._keys = {
+            q: content_hash(*tpl, json.dumps(r, sort_keys=True, default=str))
+            for q, (_, r) in self._rows.items()
+        }
         self._answers = {}
         if c.answers:
             self._load_answers_form(ids, cols)
@@ -196,43 +257,65 @@ class OwnPairs(Benchmark):
         self.models = tuple(models)
         self.reference = self.spec.reference or models[0]
         if self.reference not in models:
-            raise ConfigError(f"benchmark.pairs.reference {self.reference!r} is not among the answers' models: {', '.join(models)}")
+            raise ConfigError(
+                f"benchmark.pairs.reference {self.reference!r} is not among the answers' models: {', '.join(models)}"
+            )
         for m in models:
             for q, a in zip(ids.to_list(), cols[f"answer of {m}"].to_list()):
                 self._answers[(q, m)] = a
         self._pairs = None
 
-    def _load_two_outputs(self, ids: pl.Series, cols: dict[str, pl.Series], where: str) -> None:
+    def _load_two_outputs(
+        self, ids: pl.Series, cols: dict[str, pl.Series], where: str
+    ) -> None:
         c, n = self.spec.columns, len(ids)
         if c.model_a:
             first, second = cols["model_a"], cols["model_b"]
         else:
             names = self.spec.models or [c.output_a, c.output_b]
             if len(names) != 2 or names[0] == names[1]:
-                raise ConfigError(f"benchmark.pairs.models must be two distinct names, not {names}")
+                raise ConfigError(
+                    f"benchmark.pairs.models must be two distinct names, not {names}"
+                )
             first, second = pl.Series([names[0]] * n), pl.Series([names[1]] * n)
         same = (first == second).arg_true()
         if len(same):
-            raise ConfigError(f"pairs data {where}: row {int(same[0]) + 1} names model {first[int(same[0])]!r} for both outputs")
-        for q, m1, m2, a, b in zip(ids, first, second, cols["output_a"], cols["output_b"]):
+            raise ConfigError(
+                f"pairs data {where}: row {int(same[0]) + 1} names model {first[int(same[0])]!r} for both outputs"
+            )
+        for q, m1, m2, a, b in zip(
+            ids, first, second, cols["output_a"], cols["output_b"]
+        ):
             self._answers[(q, m1)] = a
             self._answers[(q, m2)] = b
         self.models = tuple(dict.fromkeys([*first.to_list(), *second.to_list()]))
         self.reference = ""
-        gold = gold_labels(cols["gold"], first, second, c.gold, where) if c.gold else pl.Series([None] * n, dtype=pl.String)
+        gold = (
+            gold_labels(cols["gold"], first, second, c.gold, where)
+            if c.gold
+            else pl.Series([None] * n, dtype=pl.String)
+        )
         self._pairs = self.questions.with_columns(
-            candidate=first.alias("candidate"), reference=second.alias("reference"), gold=gold.alias("gold")
+            candidate=first.alias("candidate"),
+            reference=second.alias("reference"),
+            gold=gold.alias("gold"),
         )
 
     def _trial_values(self):
         """``(row label, values)`` to render once at load time (:func:`check_renders`): every
         row in its first order and the default option mode, the first row in every option
         mode too (the answers form: the first candidate against the reference)."""
-        first = [m for m in self.models if m != self.reference][:1] or list(self.models[:1])
+        first = [m for m in self.models if m != self.reference][:1] or list(
+            self.models[:1]
+        )
         if self._pairs is not None:
-            pairs = self._pairs.select("question_id", "candidate", "reference").iter_rows()
+            pairs = self._pairs.select(
+                "question_id", "candidate", "reference"
+            ).iter_rows()
         else:
-            pairs = ((q, first[0], self.reference) for q in self.questions["question_id"])
+            pairs = (
+                (q, first[0], self.reference) for q in self.questions["question_id"]
+            )
         for n, (q, a, b) in enumerate(pairs, 1):
             for om in self.option_modes if n == 1 else (self.default_option_mode,):
                 yield f"row {n} (id {q!r})", self._values(q, a, b, om)
@@ -265,20 +348,28 @@ class OwnPairs(Benchmark):
         )  # fmt: skip
         return out
 
-    def _build_pairwise(self, qid: str, a: str, b: str, option_mode: int, answers=None) -> str:
+    def _build_pairwise(
+        self, qid: str, a: str, b: str, option_mode: int, answers=None
+    ) -> str:
         """The template's user turn with ``a`` in the first slot; its system turn is kept
         for :meth:`system_prompt`."""
-        system, user = self.template.render(self._values(qid, a, b, option_mode, answers))
+        system, user = self.template.render(
+            self._values(qid, a, b, option_mode, answers)
+        )
         if not answers:
             self._system[(qid, a, b, option_mode)] = system
             while len(self._system) > 65_536:
                 self._system.popitem(last=False)
         return user
 
-    def system_prompt(self, question_id: str, shown: Sequence[str], option_mode: int) -> str | None:
+    def system_prompt(
+        self, question_id: str, shown: Sequence[str], option_mode: int
+    ) -> str | None:
         """The template's system turn for this order (``None`` without a system block)."""
         key = (question_id, shown[0], shown[1], option_mode)
         if key not in self._system:
-            system, _ = self.template.render(self._values(question_id, shown[0], shown[1], option_mode))
+            system, _ = self.template.render(
+                self._values(question_id, shown[0], shown[1], option_mode)
+            )
             return system
         return self._system[key]

@@ -62,10 +62,16 @@ def _read_file(path: pathlib.Path) -> pl.DataFrame:
         except Exception:  # noqa: BLE001 - find the line with Python's json, else read as text
             return _json_as_text(path, data.decode("utf-8"), lines=suffix != ".json")
     if suffix in (".csv", ".tsv"):
-        return pl.read_csv(io.BytesIO(_utf8(path)), separator="\t" if suffix == ".tsv" else ",", infer_schema_length=0)
+        return pl.read_csv(
+            io.BytesIO(_utf8(path)),
+            separator="\t" if suffix == ".tsv" else ",",
+            infer_schema_length=0,
+        )
     if suffix == ".parquet":
         return pl.read_parquet(path)
-    raise ConfigError(f"pairs data {str(path)!r}: unknown file type {suffix!r} (known: {', '.join(FILE_KINDS)}, or a dataset directory)")
+    raise ConfigError(
+        f"pairs data {str(path)!r}: unknown file type {suffix!r} (known: {', '.join(FILE_KINDS)}, or a dataset directory)"
+    )
 
 
 def _utf8(path: pathlib.Path) -> bytes:
@@ -83,16 +89,16 @@ def _utf8(path: pathlib.Path) -> bytes:
             msg = f"not valid UTF-16 after its byte-order mark ({exc.reason})"
             raise ConfigError(f"pairs data {str(path)!r}: {msg}") from None
     if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
+        data = data[len(codecs.BOM_UTF8) :]
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
         start = data.rfind(b"\n", 0, exc.start) + 1
         line = data.count(b"\n", 0, exc.start) + 1
-        col = len(data[start:exc.start].decode("utf-8", errors="replace")) + 1
+        col = len(data[start : exc.start].decode("utf-8", errors="replace")) + 1
         raise ConfigError(
             f"pairs data {str(path)!r}: line {line}, column {col}: not valid UTF-8 "
-            f"({data[exc.start:exc.end]!r}: {exc.reason}); save the file as UTF-8"
+            f"({data[exc.start : exc.end]!r}: {exc.reason}); save the file as UTF-8"
         ) from None
     return data
 
@@ -116,14 +122,24 @@ def _json_as_text(path: pathlib.Path, text: str, lines: bool) -> pl.DataFrame:
             doc = json.loads(text)
             if not isinstance(doc, list):
                 kind = type(doc).__name__
-                raise ConfigError(f"pairs data {where}: the JSON file is not an array of objects (a {kind})")
+                raise ConfigError(
+                    f"pairs data {where}: the JSON file is not an array of objects (a {kind})"
+                )
             items = [(f"item {i}", x) for i, x in enumerate(doc, 1)]
     except json.JSONDecodeError as exc:
-        at = f"line {n}, column {exc.colno}" if lines else f"line {exc.lineno}, column {exc.colno}"
-        raise ConfigError(f"pairs data {where}: {at}: not valid JSON ({exc.msg})") from None
+        at = (
+            f"line {n}, column {exc.colno}"
+            if lines
+            else f"line {exc.lineno}, column {exc.colno}"
+        )
+        raise ConfigError(
+            f"pairs data {where}: {at}: not valid JSON ({exc.msg})"
+        ) from None
     for at, obj in items:
         if not isinstance(obj, dict):
-            raise ConfigError(f"pairs data {where}: {at} is not a JSON object (a {type(obj).__name__})")
+            raise ConfigError(
+                f"pairs data {where}: {at} is not a JSON object (a {type(obj).__name__})"
+            )
     columns = list(dict.fromkeys(k for _, obj in items for k in obj))  # type: ignore[union-attr]
     return pl.DataFrame(
         {c: [_cell(obj.get(c)) for _, obj in items] for c in columns},  # type: ignore[union-attr]
@@ -133,7 +149,11 @@ def _json_as_text(path: pathlib.Path, text: str, lines: bool) -> pl.DataFrame:
 
 def _cell(value: object) -> str | None:
     """A JSON value as text: strings and nulls as they are, others as JSON (``true``, ``1.5``)."""
-    return value if value is None or isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return (
+        value
+        if value is None or isinstance(value, str)
+        else json.dumps(value, ensure_ascii=False)
+    )
 
 
 def _datasets():
@@ -152,16 +172,24 @@ def _from_hf(obj, where: str, split: str | None) -> pl.DataFrame:
         splits = sorted(obj.keys())
         if split is None:
             if len(splits) != 1:
-                raise ConfigError(f"pairs data {where}: the dataset has splits {', '.join(splits)}; choose one with split")
+                raise ConfigError(
+                    f"pairs data {where}: the dataset has splits {', '.join(splits)}; choose one with split"
+                )
             split = splits[0]
         if split not in obj:
-            raise ConfigError(f"pairs data {where}: no split {split!r} (splits: {', '.join(splits)})")
+            raise ConfigError(
+                f"pairs data {where}: no split {split!r} (splits: {', '.join(splits)})"
+            )
         obj = obj[split]
     return pl.from_arrow(obj.with_format("arrow")[:])  # type: ignore[return-value]
 
 
 def read_source(
-    path: str | None, dataset: str | None, *, split: str | None = None, config: str | None = None,
+    path: str | None,
+    dataset: str | None,
+    *,
+    split: str | None = None,
+    config: str | None = None,
     base: str | os.PathLike[str] | None = None,
 ) -> tuple[pl.DataFrame, str]:
     """The pairs table and a short description of where it came from.
@@ -177,13 +205,17 @@ def read_source(
             dataset that cannot be loaded, ``datasets`` not installed where needed.
     """
     if (path is None) == (dataset is None):
-        raise ConfigError("benchmark.pairs: give exactly one of path (a file or a dataset directory) and dataset (a Hugging Face name)")
+        raise ConfigError(
+            "benchmark.pairs: give exactly one of path (a file or a dataset directory) and dataset (a Hugging Face name)"
+        )
     if dataset is not None:
         ds = _datasets()
         try:
             obj = ds.load_dataset(dataset, config, split=split)
         except Exception as exc:  # noqa: BLE001 - the hub and the builders raise many kinds
-            raise ConfigError(f"pairs data: Hugging Face dataset {dataset!r} cannot be loaded ({type(exc).__name__}: {exc})") from None
+            raise ConfigError(
+                f"pairs data: Hugging Face dataset {dataset!r} cannot be loaded ({type(exc).__name__}: {exc})"
+            ) from None
         return _from_hf(obj, repr(dataset), split), f"dataset {dataset}"
     p = pathlib.Path(path)  # type: ignore[arg-type]
     if not p.is_absolute() and base is not None:
@@ -191,10 +223,20 @@ def read_source(
     if p.is_dir():
         ds = _datasets()
         try:
-            saved = (p / "dataset_dict.json").is_file() or (p / "dataset_info.json").is_file() or (p / "state.json").is_file()
-            obj = ds.load_from_disk(str(p)) if saved else ds.load_dataset(str(p), config, split=split)
+            saved = (
+                (p / "dataset_dict.json").is_file()
+                or (p / "dataset_info.json").is_file()
+                or (p / "state.json").is_file()
+            )
+            obj = (
+                ds.load_from_disk(str(p))
+                if saved
+                else ds.load_dataset(str(p), config, split=split)
+            )
         except Exception as exc:  # noqa: BLE001
-            raise ConfigError(f"pairs data {str(p)!r}: not a readable dataset directory ({type(exc).__name__}: {exc})") from None
+            raise ConfigError(
+                f"pairs data {str(p)!r}: not a readable dataset directory ({type(exc).__name__}: {exc})"
+            ) from None
         return _from_hf(obj, repr(str(p)), split), str(p)
     if not p.is_file():
         raise ConfigError(f"pairs data {str(p)!r}: no such file or directory")
@@ -203,7 +245,9 @@ def read_source(
     except ConfigError:
         raise
     except Exception as exc:  # noqa: BLE001 - polars raises several kinds
-        raise ConfigError(f"pairs data {str(p)!r}: cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+        raise ConfigError(
+            f"pairs data {str(p)!r}: cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from None
 
 
 def as_text(df: pl.DataFrame, column: str, where: str, each: bool = False) -> pl.Series:
@@ -214,7 +258,9 @@ def as_text(df: pl.DataFrame, column: str, where: str, each: bool = False) -> pl
         ConfigError: the column is missing, or cannot be read as text (a nested type).
     """
     if column not in df.columns:
-        raise ConfigError(f"pairs data {where}: no column {column!r} (columns: {', '.join(df.columns)})")
+        raise ConfigError(
+            f"pairs data {where}: no column {column!r} (columns: {', '.join(df.columns)})"
+        )
     s = df.get_column(column)
     if s.dtype.is_float():
         integral = s.is_null() | (s == s.round(0))
@@ -223,14 +269,22 @@ def as_text(df: pl.DataFrame, column: str, where: str, each: bool = False) -> pl
         elif each:
             whole = s.is_finite() & (s == s.round(0)) & (s.abs() < 2.0**53)
             ints = s.cast(pl.Int64, strict=False).cast(pl.String)
-            return pl.select(pl.when(whole).then(ints).otherwise(s.cast(pl.String))).to_series().alias(column)
+            return (
+                pl.select(pl.when(whole).then(ints).otherwise(s.cast(pl.String)))
+                .to_series()
+                .alias(column)
+            )
     try:
         return s.cast(pl.String)
     except Exception:  # noqa: BLE001
-        raise ConfigError(f"pairs data {where}: column {column!r} holds {s.dtype}, not text") from None
+        raise ConfigError(
+            f"pairs data {where}: column {column!r} holds {s.dtype}, not text"
+        ) from None
 
 
-def checked_columns(df: pl.DataFrame, columns: dict[str, str], required: Sequence[str], where: str) -> dict[str, pl.Series]:
+def checked_columns(
+    df: pl.DataFrame, columns: dict[str, str], required: Sequence[str], where: str
+) -> dict[str, pl.Series]:
     """The mapped columns as text, checked.
 
     Args:
@@ -254,7 +308,9 @@ def checked_columns(df: pl.DataFrame, columns: dict[str, str], required: Sequenc
         if role in required:
             nulls = s.is_null().arg_true()
             if len(nulls):
-                raise ConfigError(f"pairs data {where}: empty {col!r} ({role}) in row {int(nulls[0]) + 1}")
+                raise ConfigError(
+                    f"pairs data {where}: empty {col!r} ({role}) in row {int(nulls[0]) + 1}"
+                )
         out[role] = s
     return out
 
@@ -263,7 +319,9 @@ def unique_ids(ids: pl.Series, column: str, where: str) -> None:
     """Raises ConfigError naming the first id that appears twice and both rows (1-based)."""
     blank = (ids.str.strip_chars() == "").arg_true()
     if len(blank):
-        raise ConfigError(f"pairs data {where}: empty id in column {column!r}, row {int(blank[0]) + 1}")
+        raise ConfigError(
+            f"pairs data {where}: empty id in column {column!r}, row {int(blank[0]) + 1}"
+        )
     dup = ids.is_duplicated().arg_true()
     if len(dup):
         first = ids[int(dup[0])]
@@ -273,7 +331,9 @@ def unique_ids(ids: pl.Series, column: str, where: str) -> None:
         )
 
 
-def gold_labels(labels: pl.Series, first: pl.Series, second: pl.Series, column: str, where: str) -> pl.Series:
+def gold_labels(
+    labels: pl.Series, first: pl.Series, second: pl.Series, column: str, where: str
+) -> pl.Series:
     """Gold labels as the name of the better model, ``"tie"``, or null (no label).
 
     Allowed values (case and surrounding spaces ignored): :data:`GOLD_FIRST` (``1``,
@@ -288,7 +348,9 @@ def gold_labels(labels: pl.Series, first: pl.Series, second: pl.Series, column: 
         ConfigError: a value outside those, naming it, the column and the row (1-based).
     """
     low = labels.str.strip_chars().str.to_lowercase()
-    frame = pl.DataFrame({"raw": labels.str.strip_chars(), "low": low, "a": first, "b": second})
+    frame = pl.DataFrame(
+        {"raw": labels.str.strip_chars(), "low": low, "a": first, "b": second}
+    )
     out = frame.select(
         gold=pl.when(pl.col("low").is_null() | (pl.col("low") == ""))
         .then(None)

@@ -44,8 +44,14 @@ from voirdire.core import ConfigError
 
 #: the built-in pair templates a live judge can be asked with
 COLUMNS = PairColumns(
-    id="id", instruction="question", output_a="response1", output_b="response2", model_a="model_1",
-    model_b="model_2", gold="gold", task="task",
+    id="id",
+    instruction="question",
+    output_a="response1",
+    output_b="response2",
+    model_a="model_1",
+    model_b="model_2",
+    gold="gold",
+    task="task",
 )
 
 
@@ -90,28 +96,43 @@ class PandaLM(OwnPairs):
             ConfigError: no converted release found.
         """
         path = Path(data_dir or ".") / "pairs.parquet"
-        if not data_dir or not path.is_file():  # e.g. a job's recorded data directory, since moved
+        if (
+            not data_dir or not path.is_file()
+        ):  # e.g. a job's recorded data directory, since moved
             path = Path(locate(PANDALM)) / "pairs.parquet"
         if not path.is_file():
-            raise ConfigError(f"PandaLM: no {path} to read the items' questions from; "
-                              "run `voirdire data fetch pandalm`")
+            raise ConfigError(
+                f"PandaLM: no {path} to read the items' questions from; "
+                "run `voirdire data fetch pandalm`"
+            )
         pairs = pl.read_parquet(path, columns=["id", "prompt"])
         return pairs.select(question_id="id", cluster=pl.format("q{}", "prompt"))
 
     def __init__(
-        self, data_dir: str | os.PathLike[str] | None = None, sample: str = "full", prompt: str | None = None
+        self,
+        data_dir: str | os.PathLike[str] | None = None,
+        sample: str = "full",
+        prompt: str | None = None,
     ) -> None:
         if sample != "full":
-            raise ConfigError(f"PandaLM: unknown sample {sample!r} (PandaLM has only 'full')")
+            raise ConfigError(
+                f"PandaLM: unknown sample {sample!r} (PandaLM has only 'full')"
+            )
         if prompt is not None and not is_builtin(prompt):
-            raise ConfigError(f"PandaLM: unknown prompt {prompt!r} for live judges; known: {', '.join(known_templates())}")
+            raise ConfigError(
+                f"PandaLM: unknown prompt {prompt!r} for live judges; known: {', '.join(known_templates())}"
+            )
         if not data_dir:
             data_dir = locate(PANDALM)
         path = Path(data_dir) / "pairs.parquet"
         if not path.is_file():
             raise ConfigError(f"PandaLM: no {path}; run `voirdire data fetch pandalm`")
         self.prompt = prompt or "mtbench"
-        super().__init__(PairsSpec(path=str(path), label=self.name, columns=COLUMNS, template=self.prompt))
+        super().__init__(
+            PairsSpec(
+                path=str(path), label=self.name, columns=COLUMNS, template=self.prompt
+            )
+        )
 
 
 __all__ = ["COLUMNS", "PandaLM"]

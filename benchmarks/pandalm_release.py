@@ -47,10 +47,20 @@ TEXT_FIELDS = ("motivation_app", "instruction", "input", "response1", "response2
 TIE = 0
 
 PAIRS_SCHEMA = {
-    "idx": pl.Int32, "id": pl.String, "task": pl.String, "prompt": pl.Int32, "instruction": pl.String,
-    "input": pl.String, "response1": pl.String, "response2": pl.String, "question": pl.String,
-    "model_1": pl.String, "model_2": pl.String,
-    **{a: pl.Int8 for a in ANNOTATORS}, "label": pl.Int8, "gold": pl.String,
+    "idx": pl.Int32,
+    "id": pl.String,
+    "task": pl.String,
+    "prompt": pl.Int32,
+    "instruction": pl.String,
+    "input": pl.String,
+    "response1": pl.String,
+    "response2": pl.String,
+    "question": pl.String,
+    "model_1": pl.String,
+    "model_2": pl.String,
+    **{a: pl.Int8 for a in ANNOTATORS},
+    "label": pl.Int8,
+    "gold": pl.String,
 }
 
 
@@ -76,7 +86,9 @@ def _item(n: int, item: object) -> tuple:
     where = f"{TESTSET}: item {n}"
     if not isinstance(item, dict):
         raise DataError(f"{where} is not an object")
-    missing = [k for k in ("idx", "cmp_key", *TEXT_FIELDS, *ANNOTATORS) if k not in item]
+    missing = [
+        k for k in ("idx", "cmp_key", *TEXT_FIELDS, *ANNOTATORS) if k not in item
+    ]
     if missing:
         raise DataError(f"{where} lacks the field {missing[0]!r}")
     bad = [k for k in TEXT_FIELDS if not isinstance(item[k], (str, *SCALARS))]
@@ -88,19 +100,41 @@ def _item(n: int, item: object) -> tuple:
         raise DataError(f"{where}: 'idx' is not an integer: {item['idx']!r}")
     models = item["cmp_key"].split("_")
     if len(models) != 2 or not all(models) or models[0] == models[1]:
-        raise DataError(f"{where}: cmp_key {item['cmp_key']!r} is not '<model 1>_<model 2>' with two distinct models")
+        raise DataError(
+            f"{where}: cmp_key {item['cmp_key']!r} is not '<model 1>_<model 2>' with two distinct models"
+        )
     labels = tuple(item[a] for a in ANNOTATORS)
-    wrong = [a for a, v in zip(ANNOTATORS, labels) if isinstance(v, bool) or v not in (0, 1, 2)]
+    wrong = [
+        a
+        for a, v in zip(ANNOTATORS, labels)
+        if isinstance(v, bool) or v not in (0, 1, 2)
+    ]
     if wrong:
-        raise DataError(f"{where}: {wrong[0]!r} is {item[wrong[0]]!r}, not 0 (tie), 1 or 2")
+        raise DataError(
+            f"{where}: {wrong[0]!r} is {item[wrong[0]]!r}, not 0 (tie), 1 or 2"
+        )
     label = majority(labels)  # type: ignore[arg-type]
     if label is None:
-        raise DataError(f"{where}: the three annotators all differ ({labels}); no majority label")
+        raise DataError(
+            f"{where}: the three annotators all differ ({labels}); no majority label"
+        )
     gold = "tie" if label == TIE else models[label - 1]
     item = {**item, **{k: _text(item[k]) for k in TEXT_FIELDS}}
     question = item["instruction"] + (f"\n\n{item['input']}" if item["input"] else "")
-    return (item["idx"], str(item["idx"]), item["motivation_app"], item["instruction"], item["input"],
-            item["response1"], item["response2"], question, *models, *labels, label, gold)
+    return (
+        item["idx"],
+        str(item["idx"]),
+        item["motivation_app"],
+        item["instruction"],
+        item["input"],
+        item["response1"],
+        item["response2"],
+        question,
+        *models,
+        *labels,
+        label,
+        gold,
+    )
 
 
 def read_testset(data: bytes) -> pl.DataFrame:
@@ -116,7 +150,9 @@ def read_testset(data: bytes) -> pl.DataFrame:
     except ValueError as exc:
         raise DataError(f"{TESTSET}: not valid JSON: {exc}") from None
     if not isinstance(items, list) or not items:
-        raise DataError(f"{TESTSET}: expected a non-empty JSON list of items, got {type(items).__name__}")
+        raise DataError(
+            f"{TESTSET}: expected a non-empty JSON list of items, got {type(items).__name__}"
+        )
     rows = [_item(n, it) for n, it in enumerate(items)]
     cols = [c for c in PAIRS_SCHEMA if c != "prompt"]
     frame = pl.DataFrame(rows, schema={c: PAIRS_SCHEMA[c] for c in cols}, orient="row")
@@ -127,12 +163,18 @@ def read_testset(data: bytes) -> pl.DataFrame:
     for key in zip(frame["instruction"], frame["input"]):
         first.setdefault(key, len(first))
     ids = [first[k] for k in zip(frame["instruction"], frame["input"])]
-    return frame.with_columns(prompt=pl.Series(ids, dtype=pl.Int32)).select(list(PAIRS_SCHEMA))
+    return frame.with_columns(prompt=pl.Series(ids, dtype=pl.Int32)).select(
+        list(PAIRS_SCHEMA)
+    )
 
 
 def convert(
-    get: Callable[[str], bytes], manifest: dict[str, str], out: Path, *,
-    log: Callable[[str], None] = lambda s: None, **_,
+    get: Callable[[str], bytes],
+    manifest: dict[str, str],
+    out: Path,
+    *,
+    log: Callable[[str], None] = lambda s: None,
+    **_,
 ) -> Converted:
     """Fetch the test set with ``get`` (verified bytes; :class:`NotOnMirror` when absent) and
     write the layout of the module docstring into ``out``.
@@ -146,24 +188,43 @@ def convert(
     try:
         frame = read_testset(get(TESTSET))
     except NotOnMirror as exc:
-        raise DataError(f"the test set {TESTSET} is not on the mirror ({exc})") from None
+        raise DataError(
+            f"the test set {TESTSET} is not on the mirror ({exc})"
+        ) from None
     done = Converted()
     out.mkdir(parents=True, exist_ok=True)
     frame.write_parquet(out / "pairs.parquet")
     done.files[TESTSET] = manifest[TESTSET]
     done.judges["people"] = list(ANNOTATORS)
-    log(f"{frame.height} pairs, {frame['prompt'].n_unique()} questions, "
-        f"{len(set(frame['model_1']) | set(frame['model_2']))} models")
-    done.copy_license(get, manifest, out, log, "PandaLM is Apache-2.0 licensed (WeOpenML/PandaLM)")
+    log(
+        f"{frame.height} pairs, {frame['prompt'].n_unique()} questions, "
+        f"{len(set(frame['model_1']) | set(frame['model_2']))} models"
+    )
+    done.copy_license(
+        get, manifest, out, log, "PandaLM is Apache-2.0 licensed (WeOpenML/PandaLM)"
+    )
     return done
 
 
 #: the release record (``voirdire data fetch pandalm``): the pinned commit and the package manifest
 PANDALM = Release(
-    name="pandalm", repo="WeOpenML/PandaLM", commit="3871806e72b4832f815ecafd24d3503c73403f48",
-    manifest=Path(__file__).resolve().parent / "pandalm-manifest.tsv", dir_name="pandalm",
-    data_env="VOIRDIRE_PANDALM_DATA", url_env="VOIRDIRE_PANDALM_URL", convert=convert,
+    name="pandalm",
+    repo="WeOpenML/PandaLM",
+    commit="3871806e72b4832f815ecafd24d3503c73403f48",
+    manifest=Path(__file__).resolve().parent / "pandalm-manifest.tsv",
+    dir_name="pandalm",
+    data_env="VOIRDIRE_PANDALM_DATA",
+    url_env="VOIRDIRE_PANDALM_URL",
+    convert=convert,
 )
 
 
-__all__ = ["ANNOTATORS", "PAIRS_SCHEMA", "PANDALM", "TESTSET", "convert", "majority", "read_testset"]
+__all__ = [
+    "ANNOTATORS",
+    "PAIRS_SCHEMA",
+    "PANDALM",
+    "TESTSET",
+    "convert",
+    "majority",
+    "read_testset",
+]

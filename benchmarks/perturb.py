@@ -14,8 +14,8 @@ The control prompt is never touched: a benchmark builds it exactly as before whe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from voirdire.benchmarks.biases import get_kind
 
@@ -48,7 +48,9 @@ def rewrite_prompt(kind: str, param: str | None, question: str, answer: str) -> 
         ConfigError: an unknown kind, or one that rewrites no answer.
     """
     head = get_kind(kind).rewrite_instruction(param)
-    return f"{head}\n\n[Question]\n{question}\n\n{_RESPONSE_START}{answer}{_RESPONSE_END}"
+    return (
+        f"{head}\n\n[Question]\n{question}\n\n{_RESPONSE_START}{answer}{_RESPONSE_END}"
+    )
 
 
 def original_of(prompt: str) -> str:
@@ -75,6 +77,8 @@ def insert_instruction(prompt: str, anchor: str, text: str) -> str:
     i = prompt.find(anchor)
     if i < 0:
         raise ValueError(f"instruction anchor {anchor!r} not found in the prompt")
-    if anchor.startswith("\n"):  # the anchor opens with the blank line: the text goes before it
+    if anchor.startswith(
+        "\n"
+    ):  # the anchor opens with the blank line: the text goes before it
         return prompt[:i] + "\n\n" + text + prompt[i:]
     return prompt[:i] + text + "\n\n" + prompt[i:]

@@ -40,7 +40,9 @@ class Recorded:
     why: str = "the recorded call failed (null judgment)"
 
 
-def record_key(question_id: str, shown: tuple[str, ...] | list[str], repetition: int = 1) -> RecordKey:
+def record_key(
+    question_id: str, shown: tuple[str, ...] | list[str], repetition: int = 1
+) -> RecordKey:
     """The key of a query's recorded output: ``(";".join((question_id, *shown)), repetition)``."""
     return ";".join((question_id, *shown)), int(repetition)
 
@@ -54,10 +56,16 @@ def judgments_dir(data_dir: str | Path, study: str, benchmark: str) -> Path:
 def jsonl_judges(data_dir: str | Path, study: str, benchmark: str) -> list[str]:
     """The stems of ``judgments/<study>/<benchmark>/*.jsonl.gz``, sorted (empty when none)."""
     d = judgments_dir(data_dir, study, benchmark)
-    return sorted(p.name.removesuffix(".jsonl.gz") for p in d.glob("*.jsonl.gz")) if d.is_dir() else []
+    return (
+        sorted(p.name.removesuffix(".jsonl.gz") for p in d.glob("*.jsonl.gz"))
+        if d.is_dir()
+        else []
+    )
 
 
-def jsonl_file(data_dir: str | Path, study: str, benchmark: str, recorded: str, judge: str) -> Path:
+def jsonl_file(
+    data_dir: str | Path, study: str, benchmark: str, recorded: str, judge: str
+) -> Path:
     """The recorded outputs file of one judge in the first release's layout.
 
     Raises:
@@ -82,8 +90,18 @@ def read_jsonl(path: str | Path) -> dict[RecordKey, Recorded]:
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         for line in fh:
             rec = json.loads(line)
-            out[(rec["cmp_index"], int(rec.get("repetition") or 1))] = Recorded(rec.get("judgment"))
+            out[(rec["cmp_index"], int(rec.get("repetition") or 1))] = Recorded(
+                rec.get("judgment")
+            )
     return out
 
 
-__all__ = ["RecordKey", "Recorded", "judgments_dir", "jsonl_file", "jsonl_judges", "read_jsonl", "record_key"]
+__all__ = [
+    "RecordKey",
+    "Recorded",
+    "judgments_dir",
+    "jsonl_file",
+    "jsonl_judges",
+    "read_jsonl",
+    "record_key",
+]

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from voirdire.benchmarks.base import SAMPLES, Benchmark
-
 from voirdire.core import ConfigError
 from voirdire.registry import Registry, is_import_path
 
@@ -59,11 +58,16 @@ def benchmark_class(name: str) -> type[Benchmark]:
     except ConfigError as exc:
         if ":" in str(name):
             raise
-        raise ConfigError(f"unknown benchmark {name!r}; known benchmarks: {', '.join(_known())}") from exc
+        raise ConfigError(
+            f"unknown benchmark {name!r}; known benchmarks: {', '.join(_known())}"
+        ) from exc
 
 
 def _known() -> list[str]:
-    return [getattr(BENCHMARKS.find(k), "name", k) if k != PAIRS else k for k in BENCHMARKS.names()]
+    return [
+        getattr(BENCHMARKS.find(k), "name", k) if k != PAIRS else k
+        for k in BENCHMARKS.names()
+    ]
 
 
 def canonical_name(name: str) -> str:
@@ -100,7 +104,12 @@ def recorded_mode(recorded: str, benchmark: str | None = None) -> str | None:
 
 
 @functools.lru_cache(maxsize=16)
-def _load(cls: type[Benchmark], data_dir: str, sample: str, options: tuple[tuple[str, Any], ...]) -> Benchmark:
+def _load(
+    cls: type[Benchmark],
+    data_dir: str,
+    sample: str,
+    options: tuple[tuple[str, Any], ...],
+) -> Benchmark:
     return cls.load(data_dir, sample, **dict(options))
 
 
@@ -115,28 +124,48 @@ def data_dir_for(name: str, data_dir: str | os.PathLike[str] | None = None) -> A
     return benchmark_class(name).locate(data_dir)
 
 
-def _options(cls: type[Benchmark], name: str, subsets: Sequence[str] | None, prompt: str | None,
-             pairs: Any) -> dict[str, Any]:
+def _options(
+    cls: type[Benchmark],
+    name: str,
+    subsets: Sequence[str] | None,
+    prompt: str | None,
+    pairs: Any,
+) -> dict[str, Any]:
     """The options the job set, checked against the class's :attr:`options`."""
-    given = {"subsets": tuple(subsets) if subsets else None, "prompt": prompt, "pairs": pairs}
+    given = {
+        "subsets": tuple(subsets) if subsets else None,
+        "prompt": prompt,
+        "pairs": pairs,
+    }
     given = {k: v for k, v in given.items() if v is not None}
     if "pairs" in cls.options and "pairs" not in given:
-        raise ConfigError(f'benchmark "{name}" needs a [benchmark.pairs] table (path or dataset, columns, template)')
+        raise ConfigError(
+            f'benchmark "{name}" needs a [benchmark.pairs] table (path or dataset, columns, template)'
+        )
     if "pairs" in given and "pairs" not in cls.options:
-        raise ConfigError(f"[benchmark.pairs] belongs to name = \"pairs\", not to benchmark {name!r}")
+        raise ConfigError(
+            f'[benchmark.pairs] belongs to name = "pairs", not to benchmark {name!r}'
+        )
     extra = [k for k in given if k not in cls.options]
     if extra:
         classes = [BENCHMARKS.find(k) for k in BENCHMARKS.names()]
-        have = [c.name for c in classes if c is not None and set(extra) <= set(c.options)]
+        have = [
+            c.name for c in classes if c is not None and set(extra) <= set(c.options)
+        ]
         raise ConfigError(
-            f"benchmark {cls.name} has no {' or '.join(extra)} choice" + (f" ({', '.join(have)} has)" if have else "")
+            f"benchmark {cls.name} has no {' or '.join(extra)} choice"
+            + (f" ({', '.join(have)} has)" if have else "")
         )
     return given
 
 
 def load_benchmark(
-    name: str, data_dir: str | os.PathLike[str] | None = None, sample: str = "full",
-    subsets: Sequence[str] | None = None, prompt: str | None = None, pairs: Any = None,
+    name: str,
+    data_dir: str | os.PathLike[str] | None = None,
+    sample: str = "full",
+    subsets: Sequence[str] | None = None,
+    prompt: str | None = None,
+    pairs: Any = None,
 ) -> Benchmark:
     """A loaded benchmark, cached per (benchmark, resolved data directory, sample, options).
 
@@ -163,7 +192,9 @@ def load_benchmark(
     if "pairs" in given:
         return cls.load(None, sample, **given)
     if sample not in SAMPLES:
-        raise ConfigError(f"unknown benchmark sample {sample!r}; known: {', '.join(SAMPLES)}")
+        raise ConfigError(
+            f"unknown benchmark sample {sample!r}; known: {', '.join(SAMPLES)}"
+        )
     resolved = cls.locate(data_dir)
     if cls.release is None:
         return cls.load(resolved, sample, **given)
@@ -175,5 +206,14 @@ def clear_cache() -> None:
     _load.cache_clear()
 
 
-__all__ = ["BENCHMARKS", "PAIRS", "benchmark_class", "canonical_name", "clear_cache", "data_dir_for",
-           "find_benchmark", "load_benchmark", "recorded_mode"]
+__all__ = [
+    "BENCHMARKS",
+    "PAIRS",
+    "benchmark_class",
+    "canonical_name",
+    "clear_cache",
+    "data_dir_for",
+    "find_benchmark",
+    "load_benchmark",
+    "recorded_mode",
+]

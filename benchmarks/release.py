@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from voirdire.benchmarks import release_jtj
+
+from voirdire.benchmarks import mirror, release_jtj
 from voirdire.benchmarks.data import DATA_ENV, default_data_dir, resolve_data_dir
-from voirdire.benchmarks import mirror
 from voirdire.benchmarks.mirror import HTTPMirror, LocalCopy, NotOnMirror, blob_id
 from voirdire.benchmarks.release_jtj import (
     QA_FILES,
@@ -48,7 +48,6 @@ from voirdire.benchmarks.release_jtj import (
     load_record_tsv,
     plan_records,
 )
-
 from voirdire.core import ConfigError, DataError
 
 _HERE = Path(__file__).resolve().parent
@@ -95,16 +94,30 @@ class Release:
         """``$<data_env>``, else the user data directory of ``platformdirs``
         (``~/.local/share/voirdire/<dir_name>`` on Linux)."""
         env = os.environ.get(self.data_env)
-        return Path(env) if env else Path(platformdirs.user_data_dir("voirdire")) / self.dir_name
+        return (
+            Path(env)
+            if env
+            else Path(platformdirs.user_data_dir("voirdire")) / self.dir_name
+        )
 
 
 JTJ = Release(
-    name="judging-the-judges", repo="Slimshilin/Position-Bias-Analyzer",
-    commit="9f8b7e8e83862cf1ffd9dd2c33f589262efc66ee", manifest=_HERE / "release-manifest.tsv",
-    dir_name="judging-the-judges", data_env=DATA_ENV, url_env="VOIRDIRE_RELEASE_URL", convert=release_jtj.convert,
+    name="judging-the-judges",
+    repo="Slimshilin/Position-Bias-Analyzer",
+    commit="9f8b7e8e83862cf1ffd9dd2c33f589262efc66ee",
+    manifest=_HERE / "release-manifest.tsv",
+    dir_name="judging-the-judges",
+    data_env=DATA_ENV,
+    url_env="VOIRDIRE_RELEASE_URL",
+    convert=release_jtj.convert,
 )
 # the first release's names, as before there were two
-RELEASE_REPO, RELEASE_COMMIT, URL_ENV, MANIFEST = JTJ.repo, JTJ.commit, JTJ.url_env, JTJ.manifest
+RELEASE_REPO, RELEASE_COMMIT, URL_ENV, MANIFEST = (
+    JTJ.repo,
+    JTJ.commit,
+    JTJ.url_env,
+    JTJ.manifest,
+)
 DEFAULT_BASE_URL = JTJ.default_base_url
 
 
@@ -133,11 +146,15 @@ def get_release(name: str | Release) -> Release:
         return name
     known = releases()
     if name not in known:
-        raise ConfigError(f"unknown release {name!r}; known releases: {', '.join(known)}")
+        raise ConfigError(
+            f"unknown release {name!r}; known releases: {', '.join(known)}"
+        )
     return known[name]
 
 
-def data_dir_of(release: Release, explicit: str | os.PathLike[str] | None = None) -> Path:
+def data_dir_of(
+    release: Release, explicit: str | os.PathLike[str] | None = None
+) -> Path:
     """The data directory of a release: the first release's by
     :func:`~voirdire.benchmarks.data.resolve_data_dir`, another's by :func:`locate`
     (``explicit``: a job's ``data_dir``, checked).
@@ -145,7 +162,11 @@ def data_dir_of(release: Release, explicit: str | os.PathLike[str] | None = None
     Raises:
         ConfigError: no data directory found, or an explicit one that is not one.
     """
-    return Path(resolve_data_dir(explicit)) if release is JTJ else locate(release, explicit)
+    return (
+        Path(resolve_data_dir(explicit))
+        if release is JTJ
+        else locate(release, explicit)
+    )
 
 
 @dataclass
@@ -207,11 +228,18 @@ def fetch_release(
     rel = get_release(release)
     if prefer not in ("tsv", "pkl"):
         raise ConfigError(f"prefer must be 'tsv' or 'pkl', not {prefer!r}")
-    man = dict(manifest) if isinstance(manifest, dict) else read_manifest(manifest or rel.manifest)
+    man = (
+        dict(manifest)
+        if isinstance(manifest, dict)
+        else read_manifest(manifest or rel.manifest)
+    )
     if sizes is None and not isinstance(manifest, dict):
         sizes = mirror.read_sizes(manifest or rel.manifest)
     target = Path(dest or rel.default_dir()).expanduser().absolute()
-    if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not (target / MARKER).is_file())):
+    if target.exists() and (
+        not target.is_dir()
+        or (any(target.iterdir()) and not (target / MARKER).is_file())
+    ):
         raise DataError(
             f"{target} exists and was not written by `voirdire data fetch` (no {MARKER}); "
             "choose another --dest or remove it"
@@ -219,9 +247,13 @@ def fetch_release(
     base = _base_url(base_url, rel) if source is None else str(source)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+        work = Path(
+            tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent)
+        )
     except OSError as exc:
-        raise DataError(f"cannot write beside the data directory {target}: {exc}; choose another --dest") from None
+        raise DataError(
+            f"cannot write beside the data directory {target}: {exc}; choose another --dest"
+        ) from None
     try:
         if source is not None:
             src: LocalCopy | HTTPMirror = LocalCopy(Path(source), man, sizes)
@@ -232,13 +264,23 @@ def fetch_release(
         done = rel.convert(src.get, man, out, prefer=prefer, log=log)
         if done.skipped:
             if strict:
-                raise DataError(f"strict fetch: {len(done.skipped)} judge output(s) not on the mirror; the first: {done.skipped[0]}")
+                raise DataError(
+                    f"strict fetch: {len(done.skipped)} judge output(s) not on the mirror; the first: {done.skipped[0]}"
+                )
             for s in done.skipped:
                 log(f"skipped: {s}")
         report = FetchReport(target, src.bytes, done.files, done.judges, done.skipped)
-        record = {"release": rel.name, "repository": rel.repo, "commit": rel.commit, "base_url": base,
-                  "files": report.files, "skipped": report.skipped}
-        (out / MARKER).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        record = {
+            "release": rel.name,
+            "repository": rel.repo,
+            "commit": rel.commit,
+            "base_url": base,
+            "files": report.files,
+            "skipped": report.skipped,
+        }
+        (out / MARKER).write_text(
+            json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+        )
         _swap_into_place(out, target, work)
     except OSError as exc:  # disk full, permissions: nothing was put in place
         raise DataError(f"cannot write the data directory {target}: {exc}") from None
@@ -282,10 +324,15 @@ def local_copies(rel: Release) -> list[Path]:
     if rel.copy_name is None:
         return []
     cwd = Path.cwd()
-    return [cwd.parent / "shared" / "data" / rel.copy_name, cwd / "shared" / "data" / rel.copy_name]
+    return [
+        cwd.parent / "shared" / "data" / rel.copy_name,
+        cwd / "shared" / "data" / rel.copy_name,
+    ]
 
 
-def locate(release: str | Release, explicit: str | os.PathLike[str] | None = None) -> Path:
+def locate(
+    release: str | Release, explicit: str | os.PathLike[str] | None = None
+) -> Path:
     """The data directory of a release other than the first, converting a local
     copy once when that is all there is.
 
@@ -300,22 +347,32 @@ def locate(release: str | Release, explicit: str | os.PathLike[str] | None = Non
     """
     rel = get_release(release)
     hint = f"run `voirdire data fetch {rel.name}` (or set {rel.data_env} to the directory it wrote)"
-    for p, why in ((explicit, "given explicitly"), (os.environ.get(rel.data_env), f"from ${rel.data_env}")):
+    for p, why in (
+        (explicit, "given explicitly"),
+        (os.environ.get(rel.data_env), f"from ${rel.data_env}"),
+    ):
         if p:
             path = Path(p).expanduser()
             if fetched_release(path) is None:
-                raise ConfigError(f"{rel.name} data directory {str(path)!r} ({why}) holds no fetched release ({MARKER}); {hint}")
+                raise ConfigError(
+                    f"{rel.name} data directory {str(path)!r} ({why}) holds no fetched release ({MARKER}); {hint}"
+                )
             return path.resolve()
     user = Path(platformdirs.user_data_dir("voirdire")) / rel.dir_name
     if fetched_release(user) is not None:
         return user.resolve()
-    cache = Path(platformdirs.user_cache_dir("voirdire")) / f"{rel.dir_name}-{rel.commit[:7]}"
+    cache = (
+        Path(platformdirs.user_cache_dir("voirdire"))
+        / f"{rel.dir_name}-{rel.commit[:7]}"
+    )
     for copy in local_copies(rel):
         if (copy / "files").is_dir():
             if (fetched_release(cache) or {}).get("commit") != rel.commit:
                 fetch_release(cache, release=rel, source=copy, progress=False)
             return cache.resolve()
-    raise ConfigError(f"no {rel.name} data found (no {rel.data_env}, nothing at {user}, no local copy); {hint}")
+    raise ConfigError(
+        f"no {rel.name} data found (no {rel.data_env}, nothing at {user}, no local copy); {hint}"
+    )
 
 
 def locate_or_fetch(
@@ -346,7 +403,9 @@ def locate_or_fetch(
         p = Path(try_dir).expanduser()
         if p.is_dir():
             return p.resolve()
-        tried.append(f"the data directory handed over ({p}) is not a directory on this machine")
+        tried.append(
+            f"the data directory handed over ({p}) is not a directory on this machine"
+        )
     try:
         return data_dir_of(rel)
     except ConfigError as exc:
@@ -358,17 +417,52 @@ def locate_or_fetch(
     )
     if not fetch:
         raise DataError("; ".join(tried) + ". " + ways_out)
-    dest = rel.default_dir() if rel is not JTJ else Path(os.environ.get(DATA_ENV) or default_data_dir())
+    dest = (
+        rel.default_dir()
+        if rel is not JTJ
+        else Path(os.environ.get(DATA_ENV) or default_data_dir())
+    )
     log(f"no {rel.name} data found; fetching the public release into {dest}")
     try:
-        return fetch_release(dest, base_url, release=rel, prefer=prefer, manifest=manifest, progress=progress, log=log).dest
+        return fetch_release(
+            dest,
+            base_url,
+            release=rel,
+            prefer=prefer,
+            manifest=manifest,
+            progress=progress,
+            log=log,
+        ).dest
     except DataError as exc:
-        raise DataError("; ".join(tried + [f"fetching the release into {dest} failed: {exc}"]) + ". " + ways_out) from None
+        raise DataError(
+            "; ".join(tried + [f"fetching the release into {dest} failed: {exc}"])
+            + ". "
+            + ways_out
+        ) from None
 
 
 __all__ = [
-    "DEFAULT_BASE_URL", "JTJ", "MANIFEST", "MARKER", "QA_FILES", "RELEASE_COMMIT",
-    "RELEASE_REPO", "URL_ENV", "FetchReport", "NotOnMirror", "RecordSource", "Release", "blob_id",
-    "data_dir_of", "fetch_release", "get_release", "load_plain_pickle", "load_record_tsv", "locate", "locate_or_fetch",
-    "plan_records", "read_manifest", "releases",
+    "DEFAULT_BASE_URL",
+    "JTJ",
+    "MANIFEST",
+    "MARKER",
+    "QA_FILES",
+    "RELEASE_COMMIT",
+    "RELEASE_REPO",
+    "URL_ENV",
+    "FetchReport",
+    "NotOnMirror",
+    "RecordSource",
+    "Release",
+    "blob_id",
+    "data_dir_of",
+    "fetch_release",
+    "get_release",
+    "load_plain_pickle",
+    "load_record_tsv",
+    "locate",
+    "locate_or_fetch",
+    "plan_records",
+    "read_manifest",
+    "releases",
 ]

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Literal
 
 import polars as pl
-from voirdire.benchmarks.mirror import NotOnMirror
 
+from voirdire.benchmarks.mirror import NotOnMirror
 from voirdire.core import DataError
 
 #: The question/answer tables: target in the data directory -> path in the release. The
@@ -82,8 +82,12 @@ def plan_records(manifest: dict[str, str], prefer: Form = "pkl") -> list[RecordS
         groups.setdefault((m["study"], m["bench"], judge, rep), {})[form] = path
     order: tuple[Form, Form] = ("tsv", "pkl") if prefer == "tsv" else ("pkl", "tsv")
     return [
-        RecordSource(study, bench, judge, rep, tuple((f, forms[f]) for f in order if f in forms))
-        for (study, bench, judge, rep), forms in sorted(groups.items(), key=lambda kv: (kv[0][:3], kv[0][3] or 0))
+        RecordSource(
+            study, bench, judge, rep, tuple((f, forms[f]) for f in order if f in forms)
+        )
+        for (study, bench, judge, rep), forms in sorted(
+            groups.items(), key=lambda kv: (kv[0][:3], kv[0][3] or 0)
+        )
     ]
 
 
@@ -93,7 +97,9 @@ class _NoGlobals(pickle.Unpickler):
     in the file is ever called."""
 
     def find_class(self, module: str, name: str):  # type: ignore[override]
-        raise pickle.UnpicklingError(f"it refers to the global {module}.{name}, which is refused")
+        raise pickle.UnpicklingError(
+            f"it refers to the global {module}.{name}, which is refused"
+        )
 
     def persistent_load(self, pid):  # type: ignore[override]
         raise pickle.UnpicklingError("it uses a persistent id, which is refused")
@@ -115,7 +121,9 @@ def load_plain_pickle(data: bytes, what: str) -> dict[str, str | None]:
             "accepted; nothing from it was executed"
         ) from None
     if not isinstance(obj, dict):
-        raise DataError(f"{what}: the pickle holds a {type(obj).__name__}, not a dict of cmp_index -> output")
+        raise DataError(
+            f"{what}: the pickle holds a {type(obj).__name__}, not a dict of cmp_index -> output"
+        )
     for k, v in obj.items():
         if not isinstance(k, str) or not (v is None or isinstance(v, str)):
             raise DataError(
@@ -136,13 +144,19 @@ def load_record_tsv(data: bytes, judge: str, what: str) -> dict[str, str | None]
         DataError: unreadable table or a missing column (named).
     """
     try:
-        df = pl.read_csv(io.BytesIO(data), separator="\t", quote_char='"', infer_schema_length=0)
+        df = pl.read_csv(
+            io.BytesIO(data), separator="\t", quote_char='"', infer_schema_length=0
+        )
     except Exception as exc:  # noqa: BLE001 - polars' parse errors, re-raised with the file
         raise DataError(f"{what}: cannot read the table: {exc}") from exc
     missing = [c for c in ("cmp_index", judge) if c not in df.columns]
     if missing:
-        raise DataError(f"{what}: lacks column {missing[0]!r}; its columns are: {', '.join(df.columns)}")
-    out = df.select(pl.col("cmp_index"), pl.col(judge).replace("", None).alias("judgment"))
+        raise DataError(
+            f"{what}: lacks column {missing[0]!r}; its columns are: {', '.join(df.columns)}"
+        )
+    out = df.select(
+        pl.col("cmp_index"), pl.col(judge).replace("", None).alias("judgment")
+    )
     return dict(zip(out["cmp_index"].to_list(), out["judgment"].to_list()))
 
 
@@ -156,8 +170,14 @@ class Converted:
     judges: dict[str, list[str]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
 
-    def copy_license(self, get: Callable[[str], bytes], manifest: dict[str, str], out: Path,
-                     log: Callable[[str], None], licence: str) -> None:
+    def copy_license(
+        self,
+        get: Callable[[str], bytes],
+        manifest: dict[str, str],
+        out: Path,
+        log: Callable[[str], None],
+        licence: str,
+    ) -> None:
         """Copy the release's ``LICENSE`` into ``out`` when the manifest lists it; a mirror
         without it is logged with ``licence`` (the terms it would have shown) instead."""
         if LICENSE_FILE not in manifest:
@@ -170,7 +190,11 @@ class Converted:
 
 
 def convert(
-    get: Callable[[str], bytes], manifest: dict[str, str], out: Path, *, prefer: Form = "pkl",
+    get: Callable[[str], bytes],
+    manifest: dict[str, str],
+    out: Path,
+    *,
+    prefer: Form = "pkl",
     log: Callable[[str], None] = lambda s: None,
 ) -> Converted:
     """Fetch the first release's files with ``get`` (verified bytes; :class:`NotOnMirror`
@@ -182,16 +206,26 @@ def convert(
     """
     missing_qa = [src for src in QA_FILES.values() if src not in manifest]
     if missing_qa:
-        raise DataError(f"the release manifest lacks the question/answer table {missing_qa[0]!r}")
+        raise DataError(
+            f"the release manifest lacks the question/answer table {missing_qa[0]!r}"
+        )
     done = Converted()
     (out / "qa").mkdir(parents=True)
     for name, src in QA_FILES.items():
         try:
             (out / name).write_bytes(get(src))
         except NotOnMirror as exc:
-            raise DataError(f"the question/answer table {src} is not on the mirror ({exc})") from None
+            raise DataError(
+                f"the question/answer table {src} is not on the mirror ({exc})"
+            ) from None
         done.files[src] = manifest[src]
-    done.copy_license(get, manifest, out, log, "the release is MIT licensed, copyright 2024 Slimshilin")
+    done.copy_license(
+        get,
+        manifest,
+        out,
+        log,
+        "the release is MIT licensed, copyright 2024 Slimshilin",
+    )
     groups: dict[tuple[str, str, str], list[tuple[pl.DataFrame, str]]] = {}
     lacking: dict[tuple[str, str, str], str] = {}
     for source in plan_records(manifest, prefer):
@@ -204,7 +238,9 @@ def convert(
             lacking[key] = str(exc)
             continue
         if source.study == "repetition":
-            outputs = outputs.with_columns(pl.lit(source.repetition or 1, pl.Int64).alias("repetition"))
+            outputs = outputs.with_columns(
+                pl.lit(source.repetition or 1, pl.Int64).alias("repetition")
+            )
         groups.setdefault(key, []).append((outputs, used))
     for (study, bench, judge), why in sorted(lacking.items()):
         groups.pop((study, bench, judge), None)
@@ -221,7 +257,9 @@ def convert(
     return done
 
 
-def _read_source(get: Callable[[str], bytes], src: RecordSource) -> tuple[pl.DataFrame, str]:
+def _read_source(
+    get: Callable[[str], bytes], src: RecordSource
+) -> tuple[pl.DataFrame, str]:
     """The outputs of one record source (``cmp_index``, ``judgment``: String) from the first
     form the mirror has, and the release path read.
 
@@ -235,13 +273,19 @@ def _read_source(get: Callable[[str], bytes], src: RecordSource) -> tuple[pl.Dat
         except NotOnMirror as exc:
             lacking.append(str(exc))
             continue
-        outputs = load_record_tsv(data, src.judge, path) if form == "tsv" else load_plain_pickle(data, path)
+        outputs = (
+            load_record_tsv(data, src.judge, path)
+            if form == "tsv"
+            else load_plain_pickle(data, path)
+        )
         frame = pl.DataFrame(
             {"cmp_index": list(outputs), "judgment": list(outputs.values())},
             schema={"cmp_index": pl.String, "judgment": pl.String},
         )
         return frame, path
-    where = f"{src.study}, {src.bench}" + (f", repetition {src.repetition}" if src.repetition else "")
+    where = f"{src.study}, {src.bench}" + (
+        f", repetition {src.repetition}" if src.repetition else ""
+    )
     raise NotOnMirror(
         f"the outputs of {src.judge} ({where}) are not on the mirror in any form: "
         + (", ".join(lacking) or "no file in the manifest")

@@ -13,8 +13,14 @@ SLOTS_PER_MODE: dict[str, int | None] = {"pairwise": 2, "score": 2, "listwise": 
 LISTWISE_SIZES = range(3, 9)
 
 
-def check_shape(name: str, mode: str, shown: Sequence[str], option_mode: int,
-                comparison_modes: Sequence[str], option_modes: Sequence[int]) -> None:
+def check_shape(
+    name: str,
+    mode: str,
+    shown: Sequence[str],
+    option_mode: int,
+    comparison_modes: Sequence[str],
+    option_modes: Sequence[int],
+) -> None:
     """Validate the shape of a request to benchmark ``name`` (offering ``comparison_modes``
     and pairwise ``option_modes``): ``mode`` offered; its option mode (score: 3; list-wise
     of p models: p or p + 1; pairwise: one of ``option_modes``); as many models as the mode
@@ -29,10 +35,14 @@ def check_shape(name: str, mode: str, shown: Sequence[str], option_mode: int,
             f"(offered: {', '.join(comparison_modes)})"
         )
     if isinstance(shown, str):
-        raise ValueError(f"{name}: shown must be a sequence of model names, not a string")
+        raise ValueError(
+            f"{name}: shown must be a sequence of model names, not a string"
+        )
     if mode == "score":
         if option_mode != SCORE_OPTION_MODE:
-            raise ValueError(f"{name}: score mode offers option mode {SCORE_OPTION_MODE}, not {option_mode!r}")
+            raise ValueError(
+                f"{name}: score mode offers option mode {SCORE_OPTION_MODE}, not {option_mode!r}"
+            )
     elif mode == "listwise":
         p = len(shown)
         if p not in LISTWISE_SIZES:

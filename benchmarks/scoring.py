@@ -8,7 +8,6 @@ import functools
 import re
 
 from voirdire.benchmarks.data import package_templates
-
 from voirdire.core import ConfigError
 
 #: Score-mode prompt styles (``templates/score.json``): explanation first, or scores first.
@@ -47,8 +46,12 @@ def score_patterns(benchmark: str) -> tuple[str, str]:
     for lab in labels:
         line = t["score_line"].format(label=lab).strip()
         if not re.fullmatch(r"[A-Za-z0-9 :()]+", line):
-            raise ConfigError(f"{benchmark}: score line {line!r} must be letters, digits, spaces, '(', ')' and ':'")
-        out.append(line.replace("(", r"\(").replace(")", r"\)") + r"\s*\**\s*(\d+(?:\.\d+)?)")
+            raise ConfigError(
+                f"{benchmark}: score line {line!r} must be letters, digits, spaces, '(', ')' and ':'"
+            )
+        out.append(
+            line.replace("(", r"\(").replace(")", r"\)") + r"\s*\**\s*(\d+(?:\.\d+)?)"
+        )
     return out[0], out[1]
 
 
@@ -74,4 +77,6 @@ def score_prompt(benchmark: str, material: str, style: str = "evidence_first") -
         raise ValueError(f"{benchmark}: score mode is not offered")
     fields = {"label_1": labels[0], "label_2": labels[1]}
     st = t["styles"][style]
-    return "\n\n".join((st["head"].format(**fields), material, st["tail"].format(**fields)))
+    return "\n\n".join(
+        (st["head"].format(**fields), material, st["tail"].format(**fields))
+    )

@@ -8,7 +8,6 @@ import string
 from collections.abc import Sequence
 
 from voirdire.benchmarks.data import package_templates
-
 from voirdire.core import ConfigError
 
 
@@ -26,7 +25,10 @@ def load_listwise_templates() -> dict:
     """
     return package_templates("listwise.json")
 
-def compile_fields(template: str, fields: Sequence[str]) -> tuple[tuple[str, ...], tuple[int, ...]]:
+
+def compile_fields(
+    template: str, fields: Sequence[str]
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """Parse a ``str.format`` template once into literal pieces and field indices (into
     ``fields``; ``-1`` after the last piece), for filling by ``"".join`` (:func:`fill_fields`).
 
@@ -46,7 +48,9 @@ def compile_fields(template: str, fields: Sequence[str]) -> tuple[tuple[str, ...
     return tuple(literals), tuple(idx)
 
 
-def fill_fields(compiled: tuple[tuple[str, ...], tuple[int, ...]], values: Sequence[str]) -> str:
+def fill_fields(
+    compiled: tuple[tuple[str, ...], tuple[int, ...]], values: Sequence[str]
+) -> str:
     """Fill a template compiled by :func:`compile_fields` (equal to ``str.format``)."""
     literals, idx = compiled
     parts: list[str] = []

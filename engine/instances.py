@@ -14,10 +14,10 @@ import random
 from collections.abc import Sequence
 
 import polars as pl
-from voirdire.benchmarks.base import Benchmark
-from voirdire.engine.spec import BenchmarkSpec, ComparisonSpec
 
+from voirdire.benchmarks.base import Benchmark
 from voirdire.core import MAX_LIST, MIN_LIST, ConfigError, content_hash
+from voirdire.engine.spec import BenchmarkSpec, ComparisonSpec
 
 
 def list_size_for(spec: BenchmarkSpec, comparison: ComparisonSpec) -> int:
@@ -32,17 +32,27 @@ def list_size_for(spec: BenchmarkSpec, comparison: ComparisonSpec) -> int:
         sizes = sorted({len(lst) for lst in spec.lists})
         if len(sizes) > 1 or (p is not None and sizes[0] != p):
             want = f"comparison.list_size = {p}" if p is not None else "one length"
-            raise ConfigError(f"benchmark.lists: every list must have {want}; got lengths {sizes}")
+            raise ConfigError(
+                f"benchmark.lists: every list must have {want}; got lengths {sizes}"
+            )
         p = sizes[0]
     if p is None:
-        raise ConfigError("a list-wise job needs comparison.list_size (3..8) or benchmark.lists")
+        raise ConfigError(
+            "a list-wise job needs comparison.list_size (3..8) or benchmark.lists"
+        )
     if not MIN_LIST <= p <= MAX_LIST:
-        raise ConfigError(f"list-wise lists have {MIN_LIST} to {MAX_LIST} candidates, not {p}")
+        raise ConfigError(
+            f"list-wise lists have {MIN_LIST} to {MAX_LIST} candidates, not {p}"
+        )
     return p
 
 
 def draw_lists(
-    pool: Sequence[str], p: int, question_ids: Sequence[str], per_question: int, seed: int
+    pool: Sequence[str],
+    p: int,
+    question_ids: Sequence[str],
+    per_question: int,
+    seed: int,
 ) -> list[tuple[str, list[str]]]:
     """The seeded rule that draws list-wise candidate lists from a pool of models.
 
@@ -62,7 +72,9 @@ def draw_lists(
     """
     n = len(pool)
     if n < p:
-        raise ConfigError(f"list-wise: {p} candidates per list, but only {n} model(s) to draw from")
+        raise ConfigError(
+            f"list-wise: {p} candidates per list, but only {n} model(s) to draw from"
+        )
     if per_question > math.comb(n, p):
         raise ConfigError(
             f"list-wise: {per_question} lists per question asked, but only C({n}, {p}) = {math.comb(n, p)} distinct lists exist"
@@ -82,7 +94,9 @@ def draw_lists(
     return out
 
 
-def _require_models(bench: Benchmark, models: Sequence[str], what: str, where: str = "") -> None:
+def _require_models(
+    bench: Benchmark, models: Sequence[str], what: str, where: str = ""
+) -> None:
     """Raises ConfigError naming the ``models`` the benchmark's table does not have."""
     known = set(bench.models)
     unknown = [m for m in models if m not in known]
@@ -93,7 +107,9 @@ def _require_models(bench: Benchmark, models: Sequence[str], what: str, where: s
         )
 
 
-def _listwise_instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec, q: pl.DataFrame) -> pl.DataFrame:
+def _listwise_instances(
+    bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec, q: pl.DataFrame
+) -> pl.DataFrame:
     p = list_size_for(spec, comparison)
     qsel = q.select("question_id", "task", "input_chars")
     if spec.lists:
@@ -104,14 +120,22 @@ def _listwise_instances(bench: Benchmark, spec: BenchmarkSpec, comparison: Compa
                 raise ConfigError(f"benchmark.lists: a model appears twice in {lst}")
         if len({tuple(lst) for lst in lists}) != len(lists):
             raise ConfigError("benchmark.lists: a list is given twice")
-        pairs = pl.DataFrame({"candidates": lists}, schema={"candidates": pl.List(pl.String)})
+        pairs = pl.DataFrame(
+            {"candidates": lists}, schema={"candidates": pl.List(pl.String)}
+        )
         out = qsel.join(pairs, how="cross")
     else:
         pool = spec.candidates or list(bench.models)
         _require_models(bench, pool, "candidate model(s)")
         if len(set(pool)) != len(pool):
             raise ConfigError("benchmark.candidates: a model is listed twice")
-        drawn = draw_lists(pool, p, qsel["question_id"].to_list(), spec.lists_per_question, spec.list_seed)
+        drawn = draw_lists(
+            pool,
+            p,
+            qsel["question_id"].to_list(),
+            spec.lists_per_question,
+            spec.list_seed,
+        )
         lists_df = pl.DataFrame(
             {"question_id": [d[0] for d in drawn], "candidates": [d[1] for d in drawn]},
             schema={"question_id": pl.String, "candidates": pl.List(pl.String)},
@@ -120,11 +144,23 @@ def _listwise_instances(bench: Benchmark, spec: BenchmarkSpec, comparison: Compa
     return out.with_columns(
         pl.lit(None, dtype=pl.String).alias("candidate"),
         pl.lit(None, dtype=pl.String).alias("reference"),
-        (pl.col("question_id") + ";" + pl.col("candidates").list.join(";")).alias("instance_id"),
-    ).select("question_id", "task", "input_chars", "candidate", "reference", "candidates", "instance_id")
+        (pl.col("question_id") + ";" + pl.col("candidates").list.join(";")).alias(
+            "instance_id"
+        ),
+    ).select(
+        "question_id",
+        "task",
+        "input_chars",
+        "candidate",
+        "reference",
+        "candidates",
+        "instance_id",
+    )
 
 
-def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec) -> pl.DataFrame:
+def instances(
+    bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec
+) -> pl.DataFrame:
     """The job's instances, one row each.
 
     Columns: ``question_id`` (str), ``task`` (str), ``input_chars`` (int),
@@ -151,21 +187,31 @@ def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec)
         return _fixed_instances(bench, fixed, spec, comparison)
     reference = spec.reference or bench.reference
     if reference not in bench.models:
-        raise ConfigError(f"benchmark {bench.name}: unknown reference model {reference!r}")
+        raise ConfigError(
+            f"benchmark {bench.name}: unknown reference model {reference!r}"
+        )
     candidates = spec.candidates or [m for m in bench.models if m != reference]
     _require_models(bench, candidates, "candidate model(s)")
     q = _select_questions(bench, spec, bench.questions)
     if comparison.mode == "listwise":
         if comparison.mode not in bench.comparison_modes:
-            raise ConfigError(f"benchmark {bench.name} has no list-wise prompt template")
+            raise ConfigError(
+                f"benchmark {bench.name} has no list-wise prompt template"
+            )
         out = _listwise_instances(bench, spec, comparison, q)
         return out.head(spec.max_instances) if spec.max_instances else out
     if comparison.mode not in ("pairwise", "score"):
-        raise ConfigError(f"comparison mode {comparison.mode!r} is not supported by this version")
+        raise ConfigError(
+            f"comparison mode {comparison.mode!r} is not supported by this version"
+        )
     if comparison.mode not in bench.comparison_modes:
-        raise ConfigError(f"benchmark {bench.name} has no {comparison.mode} prompt template")
+        raise ConfigError(
+            f"benchmark {bench.name} has no {comparison.mode} prompt template"
+        )
     cands = pl.DataFrame({"candidate": [c for c in candidates if c != reference]})
-    gold = ["gold"] if "gold" in q.columns else []  # the benchmark's gold label (the better model), if any
+    gold = (
+        ["gold"] if "gold" in q.columns else []
+    )  # the benchmark's gold label (the better model), if any
     out = (
         q.select("question_id", "task", "input_chars", *gold)
         .join(cands, how="cross")
@@ -174,7 +220,9 @@ def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec)
             pl.concat_list(pl.col("candidate"), pl.lit(reference)).alias("candidates"),
         )
         .with_columns(
-            (pl.col("question_id") + ";" + pl.col("candidates").list.join(";")).alias("instance_id")
+            (pl.col("question_id") + ";" + pl.col("candidates").list.join(";")).alias(
+                "instance_id"
+            )
         )
     )
     if spec.max_instances:
@@ -182,7 +230,12 @@ def instances(bench: Benchmark, spec: BenchmarkSpec, comparison: ComparisonSpec)
     return out
 
 
-def _fixed_instances(bench: Benchmark, fixed: pl.DataFrame, spec: BenchmarkSpec, comparison: ComparisonSpec) -> pl.DataFrame:
+def _fixed_instances(
+    bench: Benchmark,
+    fixed: pl.DataFrame,
+    spec: BenchmarkSpec,
+    comparison: ComparisonSpec,
+) -> pl.DataFrame:
     """Instances the data fixes (a user's pairs, one per row, with ``gold``), filtered by
     the job's questions, tasks and ``max_instances``.
 
@@ -192,17 +245,38 @@ def _fixed_instances(bench: Benchmark, fixed: pl.DataFrame, spec: BenchmarkSpec,
     """
     for key in ("candidates", "reference", "lists"):
         if getattr(spec, key):
-            raise ConfigError(f"benchmark {bench.name}: benchmark.{key} does not apply; each row of the data is one pair")
+            raise ConfigError(
+                f"benchmark {bench.name}: benchmark.{key} does not apply; each row of the data is one pair"
+            )
     if comparison.mode not in bench.comparison_modes:
-        raise ConfigError(f"benchmark {bench.name} has no {comparison.mode} prompt template (offered: {', '.join(bench.comparison_modes)})")
+        raise ConfigError(
+            f"benchmark {bench.name} has no {comparison.mode} prompt template (offered: {', '.join(bench.comparison_modes)})"
+        )
     q = _select_questions(bench, spec, fixed)
-    out = q.with_columns(candidates=pl.concat_list("candidate", "reference")).with_columns(
-        instance_id=pl.col("question_id") + ";" + pl.col("candidates").list.join(";")
-    ).select("question_id", "task", "input_chars", "candidate", "reference", "candidates", "instance_id", "gold")
+    out = (
+        q.with_columns(candidates=pl.concat_list("candidate", "reference"))
+        .with_columns(
+            instance_id=pl.col("question_id")
+            + ";"
+            + pl.col("candidates").list.join(";")
+        )
+        .select(
+            "question_id",
+            "task",
+            "input_chars",
+            "candidate",
+            "reference",
+            "candidates",
+            "instance_id",
+            "gold",
+        )
+    )
     return out.head(spec.max_instances) if spec.max_instances else out
 
 
-def _select_questions(bench: Benchmark, spec: BenchmarkSpec, q: pl.DataFrame) -> pl.DataFrame:
+def _select_questions(
+    bench: Benchmark, spec: BenchmarkSpec, q: pl.DataFrame
+) -> pl.DataFrame:
     """``q`` (rows with ``question_id``, ``task``) restricted to the job's questions and tasks.
 
     Raises:
@@ -211,11 +285,15 @@ def _select_questions(bench: Benchmark, spec: BenchmarkSpec, q: pl.DataFrame) ->
     if spec.questions:
         missing = sorted(set(spec.questions) - set(q["question_id"].to_list()))
         if missing:
-            raise ConfigError(f"benchmark {bench.name}: unknown question id(s) {', '.join(missing)}")
+            raise ConfigError(
+                f"benchmark {bench.name}: unknown question id(s) {', '.join(missing)}"
+            )
         q = q.filter(pl.col("question_id").is_in(spec.questions))
     if spec.tasks:
         missing = sorted(set(spec.tasks) - set(q["task"].unique().to_list()))
         if missing:
-            raise ConfigError(f"benchmark {bench.name}: unknown task(s) {', '.join(missing)}")
+            raise ConfigError(
+                f"benchmark {bench.name}: unknown task(s) {', '.join(missing)}"
+            )
         q = q.filter(pl.col("task").is_in(spec.tasks))
     return q

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
 from voirdire.benchmarks.scoring import score_patterns, score_range
+from voirdire.engine.outdir import JOB_FILE, claim_output_dir, read_job_record
 from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.progress import JobProgress
 from voirdire.engine.rewrite import (
@@ -26,7 +28,6 @@ from voirdire.engine.rewrite import (
     rewrite_store,
     rewrites_for_units,
 )
-from voirdire.engine.outdir import JOB_FILE, claim_output_dir, read_job_record
 from voirdire.engine.scheduler import JudgeRun, RunStats, execute
 from voirdire.engine.secrets import configured_secrets, redact_record
 from voirdire.engine.spec import JobSpec, ResolvedJudge
@@ -41,7 +42,16 @@ from voirdire.judges.capabilities import Estimates, needs_prompt
 from voirdire.judges.extract import extract_scores, extract_verdicts
 
 #: planning lives in :mod:`voirdire.engine.plan`; its two names stay importable from here
-__all__ = ["JOB_FILE", "JobPlan", "RunOutcome", "estimate_job", "init_ray", "load_judgments", "plan_job", "run_job"]
+__all__ = [
+    "JOB_FILE",
+    "JobPlan",
+    "RunOutcome",
+    "estimate_job",
+    "init_ray",
+    "load_judgments",
+    "plan_job",
+    "run_job",
+]
 
 
 @dataclass(frozen=True)
@@ -78,20 +88,38 @@ def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None
     bench = plan.bench
     prompts = PromptCache(bench, score_style=job.comparison.score_style)
     out: dict[str, dict[str, Any] | None] = {}
-    needed = plan.rewrites if plan.rewrites is not None else plan_rewrites(bench, plan.instances, (), {})
+    needed = (
+        plan.rewrites
+        if plan.rewrites is not None
+        else plan_rewrites(bench, plan.instances, (), {})
+    )
     for name, rw in (plan.rewriters or {}).items():
         sent = needed.filter(pl.col("rewriter") == name).unique("unit_id")
         if sent.height:
             out[f"rewriter:{name}"] = _estimate(rw, iter(sent["prompt"].to_list()))
     # perturbed prompts are estimated with the original answers (the rewrites do not exist yet)
-    rewrites = {(q, m, lab): bench.answers(q, m) for q, m, lab in needed.select("question_id", "model", "variant").iter_rows()}
+    rewrites = {
+        (q, m, lab): bench.answers(q, m)
+        for q, m, lab in needed.select("question_id", "model", "variant").iter_rows()
+    }
     for rj in plan.judges:
         batches = iter_unit_batches(
-            bench, plan.instances, rj.comparison_for(job.comparison), judge=rj.name, identity_hash=rj.identity_hash,
-            needs_prompt=True, batch_size=job.run.batch_size, prompts=prompts,
-            variants=plan.variants, rewrites=rewrites,
+            bench,
+            plan.instances,
+            rj.comparison_for(job.comparison),
+            judge=rj.name,
+            identity_hash=rj.identity_hash,
+            needs_prompt=True,
+            batch_size=job.run.batch_size,
+            prompts=prompts,
+            variants=plan.variants,
+            rewrites=rewrites,
         )
-        texts = (q.prompt if not q.system else q.system + "\n\n" + (q.prompt or "") for b in batches for q in b.queries)
+        texts = (
+            q.prompt if not q.system else q.system + "\n\n" + (q.prompt or "")
+            for b in batches
+            for q in b.queries
+        )
         out[rj.name] = _estimate(rj, texts)
     return out
 
@@ -99,7 +127,11 @@ def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None
 def _estimate(rj: ResolvedJudge, prompts: Any) -> dict[str, Any] | None:
     """A judge's dry-run estimate over ``prompts`` (its backend's, when it
     :class:`~voirdire.judges.capabilities.Estimates`), else None."""
-    return rj.backend.estimate(rj.settings, rj.sampling, prompts) if issubclass(rj.backend, Estimates) else None
+    return (
+        rj.backend.estimate(rj.settings, rj.sampling, prompts)
+        if issubclass(rj.backend, Estimates)
+        else None
+    )
 
 
 def _job_record(job: JobSpec, plan: JobPlan) -> dict[str, Any]:
@@ -110,17 +142,31 @@ def _job_record(job: JobSpec, plan: JobPlan) -> dict[str, Any]:
         "data_dir": str(plan.data_dir),
         "option_mode": option_mode_for(bench, job.comparison, plan.list_size),
         "list_size": plan.list_size,
-        "verdict_patterns": {bench.name: bench.verdict_pattern_for("pairwise" if job.comparison.mode == "score" else job.comparison.mode)},
-        "verdict_labels": {bench.name: bench.verdict_labels} if bench.verdict_labels else {},
+        "verdict_patterns": {
+            bench.name: bench.verdict_pattern_for(
+                "pairwise" if job.comparison.mode == "score" else job.comparison.mode
+            )
+        },
+        "verdict_labels": {bench.name: bench.verdict_labels}
+        if bench.verdict_labels
+        else {},
         "score_patterns": (
             {bench.name: [*score_patterns(bench.name), *score_range(bench.name)]}
-            if job.comparison.mode == "score" or any(rj.mode == "score" for rj in plan.judges) else {}
+            if job.comparison.mode == "score"
+            or any(rj.mode == "score" for rj in plan.judges)
+            else {}
         ),
-        "judges": {rj.name: {"identity": rj.identity, "identity_hash": rj.identity_hash} for rj in plan.judges},
+        "judges": {
+            rj.name: {"identity": rj.identity, "identity_hash": rj.identity_hash}
+            for rj in plan.judges
+        },
         "units_per_judge": plan.units_per_judge,
         "instances": plan.instances.height,
         "perturbations": [v.label for v in plan.variants],
-        "rewriters": {n: {"identity": r.identity, "identity_hash": r.identity_hash} for n, r in (plan.rewriters or {}).items()},
+        "rewriters": {
+            n: {"identity": r.identity, "identity_hash": r.identity_hash}
+            for n, r in (plan.rewriters or {}).items()
+        },
     }
 
 
@@ -148,13 +194,22 @@ def run_job(
         JobInterrupted: on Ctrl-C (finished results are saved; rerun to resume).
     """
     plan = plan or plan_job(job)
-    out = claim_output_dir(job.output_dir)  # again: the directory may have changed since the plan
+    out = claim_output_dir(
+        job.output_dir
+    )  # again: the directory may have changed since the plan
     secrets = configured_secrets([*plan.judges, *(plan.rewriters or {}).values()])
     _write_job_file(out, redact_record(_job_record(job, plan), secrets))
-    store = ResultStore(out, flush_rows=job.run.flush_rows, flush_seconds=job.run.flush_seconds, secrets=secrets)
+    store = ResultStore(
+        out,
+        flush_rows=job.run.flush_rows,
+        flush_seconds=job.run.flush_seconds,
+        secrets=secrets,
+    )
     bench = plan.bench
     prompts = PromptCache(bench, score_style=job.comparison.score_style)
-    rewrites = _rewrite_stage(job, plan, out, address=address, show_progress=show_progress, console=console)
+    rewrites = _rewrite_stage(
+        job, plan, out, address=address, show_progress=show_progress, console=console
+    )
     runs = []
     for rj in plan.judges:
         done = store.completed_ids(rj.name, include_failures=not retry_failed)
@@ -187,8 +242,12 @@ def run_job(
             )
         )
     init_ray(address)
-    with JobProgress({r.name: r.total for r in runs}, console=console, enabled=show_progress) as progress:
-        stats = execute(runs, store, max_attempts=job.run.max_attempts, progress=progress)
+    with JobProgress(
+        {r.name: r.total for r in runs}, console=console, enabled=show_progress
+    ) as progress:
+        stats = execute(
+            runs, store, max_attempts=job.run.max_attempts, progress=progress
+        )
     store.compact()
     return RunOutcome(out, stats)
 
@@ -203,15 +262,26 @@ def _write_job_file(out: Path, record: dict[str, Any]) -> None:
     os.replace(tmp, out / JOB_FILE)
 
 
-def _rewrite_stage(job: JobSpec, plan: JobPlan, out: Path, *, address: str | None, show_progress: bool,
-                   console: Any) -> dict[tuple[str, str, str], tuple[str, ...]]:
+def _rewrite_stage(
+    job: JobSpec,
+    plan: JobPlan,
+    out: Path,
+    *,
+    address: str | None,
+    show_progress: bool,
+    console: Any,
+) -> dict[tuple[str, str, str], tuple[str, ...]]:
     """Run the rewrites the job needs and not yet stored (through the scheduler), then
     return them by (question id, model, variant label). Raises RewriteFailed."""
     needed = plan.rewrites
     if needed is None or needed.height == 0:
         return {}
-    store = rewrite_store(out, flush_rows=job.run.flush_rows, flush_seconds=job.run.flush_seconds,
-                          secrets=configured_secrets((plan.rewriters or {}).values()))
+    store = rewrite_store(
+        out,
+        flush_rows=job.run.flush_rows,
+        flush_seconds=job.run.flush_seconds,
+        secrets=configured_secrets((plan.rewriters or {}).values()),
+    )
     runs = []
     for name, rw in (plan.rewriters or {}).items():
         mine = needed.filter(pl.col("rewriter") == name)
@@ -236,8 +306,17 @@ def _rewrite_stage(job: JobSpec, plan: JobPlan, out: Path, *, address: str | Non
         )
     if any(r.total for r in runs):
         init_ray(address)
-        with JobProgress({f"rewrite {r.name}": r.total for r in runs}, console=console, enabled=show_progress) as progress:
-            execute(runs, store, max_attempts=job.run.max_attempts, progress=_Renamed(progress, "rewrite "))
+        with JobProgress(
+            {f"rewrite {r.name}": r.total for r in runs},
+            console=console,
+            enabled=show_progress,
+        ) as progress:
+            execute(
+                runs,
+                store,
+                max_attempts=job.run.max_attempts,
+                progress=_Renamed(progress, "rewrite "),
+            )
         store.compact()
     return rewrites_for_units(plan.bench, needed, store)
 

@@ -35,11 +35,26 @@ from voirdire.core import ConfigError
 #: the marker of a job's output directory
 JOB_FILE = "job.json"
 #: keys of job.json (the engine's record) and the type each must have
-JOB_RECORD_KEYS: dict[str, type] = {"job": dict, "benchmark": str, "judges": dict, "verdict_patterns": dict,
-                                    "units_per_judge": int}
+JOB_RECORD_KEYS: dict[str, type] = {
+    "job": dict,
+    "benchmark": str,
+    "judges": dict,
+    "verdict_patterns": dict,
+    "units_per_judge": int,
+}
 #: what a report or a mitigation writes at the top of its directory (besides metrics/, figures/)
-REPORT_FILES = frozenset({"report.html", "report.md", "mitigation.csv", "mitigation.md", "bpde_annotation.csv",
-                          "judgments.parquet", "ranking.html", "ranking.md"})
+REPORT_FILES = frozenset(
+    {
+        "report.html",
+        "report.md",
+        "mitigation.csv",
+        "mitigation.md",
+        "bpde_annotation.csv",
+        "judgments.parquet",
+        "ranking.html",
+        "ranking.md",
+    }
+)
 _REPORT_DIRS = {"metrics": ".csv", "figures": ".png"}
 #: the longest judge name (characters)
 MAX_NAME = 200
@@ -57,11 +72,19 @@ def check_judge_name(name: str) -> str:
             letter or digit (its folder would be ``.``, ``..``, ``_``).
     """
     if "\x00" in name:
-        raise ConfigError(f"judge name {name.replace(chr(0), '<NUL>')[:60]!r} holds a NUL byte")
+        raise ConfigError(
+            f"judge name {name.replace(chr(0), '<NUL>')[:60]!r} holds a NUL byte"
+        )
     if len(name) > MAX_NAME:
-        raise ConfigError(f"judge name {name[:40]!r}... has {len(name)} characters; at most {MAX_NAME} are allowed")
-    if not re.search("[A-Za-z0-9]", name):  # its folder, slug(name), would be ".", "..", "_" or such
-        raise ConfigError(f"judge name {name!r} has no letter or digit: it names no folder of its own")
+        raise ConfigError(
+            f"judge name {name[:40]!r}... has {len(name)} characters; at most {MAX_NAME} are allowed"
+        )
+    if not re.search(
+        "[A-Za-z0-9]", name
+    ):  # its folder, slug(name), would be ".", "..", "_" or such
+        raise ConfigError(
+            f"judge name {name!r} has no letter or digit: it names no folder of its own"
+        )
     return name
 
 
@@ -76,17 +99,27 @@ def check_path_text(path: str) -> str:
         raise ValueError("output_dir may not hold a NUL byte")
     size = len(path.encode("utf-8", "surrogateescape"))
     if size > MAX_PATH:
-        raise ValueError(f"output_dir is {size} bytes long; the system allows {MAX_PATH}")
-    long = [c for c in Path(path).parts if len(c.encode("utf-8", "surrogateescape")) > MAX_COMPONENT]
+        raise ValueError(
+            f"output_dir is {size} bytes long; the system allows {MAX_PATH}"
+        )
+    long = [
+        c
+        for c in Path(path).parts
+        if len(c.encode("utf-8", "surrogateescape")) > MAX_COMPONENT
+    ]
     if long:
-        raise ValueError(f"output_dir has a component of {len(long[0].encode())} bytes ({long[0][:40]}...); "
-                         f"the system allows {MAX_COMPONENT}")
+        raise ValueError(
+            f"output_dir has a component of {len(long[0].encode())} bytes ({long[0][:40]}...); "
+            f"the system allows {MAX_COMPONENT}"
+        )
     return path
 
 
 def is_job_record(obj: Any) -> bool:
     """Whether ``obj`` (parsed JSON) has the shape of the engine's ``job.json`` record."""
-    if not isinstance(obj, dict) or not all(isinstance(obj.get(k), t) for k, t in JOB_RECORD_KEYS.items()):
+    if not isinstance(obj, dict) or not all(
+        isinstance(obj.get(k), t) for k, t in JOB_RECORD_KEYS.items()
+    ):
         return False
     job = obj["job"]
     return isinstance(job.get("name"), str) and isinstance(job.get("output_dir"), str)
@@ -102,15 +135,23 @@ def read_job_record(output_dir: str | os.PathLike) -> dict[str, Any]:
     out = Path(output_dir)
     path = out / JOB_FILE
     if not path.is_file() and not path.is_symlink():
-        raise FileNotFoundError(f"{out} is not a voirdire output directory (no {JOB_FILE})")
+        raise FileNotFoundError(
+            f"{out} is not a voirdire output directory (no {JOB_FILE})"
+        )
     if path.is_symlink():
-        raise ConfigError(f"{path} is a symbolic link; voirdire reads and writes no links in an output directory")
+        raise ConfigError(
+            f"{path} is a symbolic link; voirdire reads and writes no links in an output directory"
+        )
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"{path}: not a voirdire job record ({type(exc).__name__}); {out} is not ours") from None
+        raise ConfigError(
+            f"{path}: not a voirdire job record ({type(exc).__name__}); {out} is not ours"
+        ) from None
     if not is_job_record(obj):
-        raise ConfigError(f"{path} is not a voirdire job record; {out} is not a voirdire output directory")
+        raise ConfigError(
+            f"{path} is not a voirdire job record; {out} is not a voirdire output directory"
+        )
     return obj
 
 
@@ -139,8 +180,10 @@ def _check_dir(path: Path, what: str) -> bool:
 def _refuse_links(path: Path, what: str) -> None:
     link = find_link(path)
     if link is not None:
-        raise ConfigError(f"{what} {path} holds a symbolic link, {link}; voirdire writes through no links "
-                          "(remove it, or choose another directory)")
+        raise ConfigError(
+            f"{what} {path} holds a symbolic link, {link}; voirdire writes through no links "
+            "(remove it, or choose another directory)"
+        )
 
 
 def claim_output_dir(output_dir: str | os.PathLike) -> Path:
@@ -153,8 +196,10 @@ def claim_output_dir(output_dir: str | os.PathLike) -> Path:
     out = Path(output_dir)
     if _check_dir(out, "output_dir"):
         if not (out / JOB_FILE).exists() and not (out / JOB_FILE).is_symlink():
-            raise ConfigError(f"output_dir {out} is not empty and holds no voirdire {JOB_FILE}: not a voirdire output "
-                              "directory; choose a new or empty directory")
+            raise ConfigError(
+                f"output_dir {out} is not empty and holds no voirdire {JOB_FILE}: not a voirdire output "
+                "directory; choose a new or empty directory"
+            )
         read_job_record(out)
         _refuse_links(out, "output_dir")
     return out
@@ -175,10 +220,16 @@ def claim_report_dir(out_dir: str | os.PathLike) -> Path:
     else:
         for entry in sorted(out.iterdir()):
             ext = _REPORT_DIRS.get(entry.name)
-            ok = entry.name in REPORT_FILES and entry.is_file() if ext is None else entry.is_dir() and all(
-                f.suffix == ext and f.is_file() for f in entry.iterdir())
+            ok = (
+                entry.name in REPORT_FILES and entry.is_file()
+                if ext is None
+                else entry.is_dir()
+                and all(f.suffix == ext and f.is_file() for f in entry.iterdir())
+            )
             if not ok and not entry.is_symlink():
-                raise ConfigError(f"{out} holds {entry.name}, which no voirdire report writes: not a voirdire "
-                                  "directory; choose a new or empty directory")
+                raise ConfigError(
+                    f"{out} holds {entry.name}, which no voirdire report writes: not a voirdire "
+                    "directory; choose a new or empty directory"
+                )
     _refuse_links(out, "report directory")
     return out

@@ -53,7 +53,9 @@ def pairwise_permutations(scheme: str) -> list[Permutation]:
         return [(0, 1), (1, 0)]
     if scheme == "original":
         return [(0, 1)]
-    raise ConfigError(f"unknown pairwise permutation scheme {scheme!r}; use 'both' or 'original'")
+    raise ConfigError(
+        f"unknown pairwise permutation scheme {scheme!r}; use 'both' or 'original'"
+    )
 
 
 def unrank(rank: int, p: int) -> Permutation:
@@ -136,7 +138,9 @@ def sampled_orders(p: int, k: int, seed: int) -> list[Permutation]:
     """
     n = math.factorial(p)
     if not 1 <= k <= n:
-        raise ConfigError(f"permutations 'sample:{k}': k must be between 1 and p! = {n} for lists of {p}")
+        raise ConfigError(
+            f"permutations 'sample:{k}': k must be between 1 and p! = {n} for lists of {p}"
+        )
     ranks = random.Random(seed).sample(range(n), k)
     return [unrank(r, p) for r in ranks]
 
@@ -153,7 +157,9 @@ def parse_scheme(scheme: str) -> tuple[str, int | None]:
     if scheme.startswith("sample:"):
         raw = scheme.split(":", 1)[1]
         if not raw.isdigit() or int(raw) < 1:
-            raise ConfigError(f"permutations {scheme!r}: k in 'sample:k' must be a positive integer")
+            raise ConfigError(
+                f"permutations {scheme!r}: k in 'sample:k' must be a positive integer"
+            )
         return "sample", int(raw)
     raise ConfigError(
         f"unknown list-wise permutation scheme {scheme!r}; use 'cyclic', 'all', 'latin' or 'sample:k'"
@@ -175,7 +181,9 @@ def scheme_size(scheme: str, p: int) -> int:
         return p if p % 2 == 0 else 2 * p
     assert k is not None
     if k > math.factorial(p):
-        raise ConfigError(f"permutations 'sample:{k}': k must be at most p! = {math.factorial(p)} for lists of {p}")
+        raise ConfigError(
+            f"permutations 'sample:{k}': k must be at most p! = {math.factorial(p)} for lists of {p}"
+        )
     return k
 
 
@@ -190,7 +198,9 @@ def seeded_per_instance(scheme: str) -> bool:
     return scheme.startswith("sample:")
 
 
-def permutations_for(mode: str, scheme: str, p: int, seed: int = 0) -> Sequence[Permutation]:
+def permutations_for(
+    mode: str, scheme: str, p: int, seed: int = 0
+) -> Sequence[Permutation]:
     """The orders of a scheme for lists of ``p`` candidates.
 
     Pairwise: see :func:`pairwise_permutations`. List-wise: see the module docstring;
@@ -203,9 +213,13 @@ def permutations_for(mode: str, scheme: str, p: int, seed: int = 0) -> Sequence[
     if mode in ("pairwise", "score"):
         return pairwise_permutations(scheme)
     if mode != "listwise":
-        raise ConfigError(f"unknown comparison mode {mode!r}; use 'pairwise', 'score' or 'listwise'")
+        raise ConfigError(
+            f"unknown comparison mode {mode!r}; use 'pairwise', 'score' or 'listwise'"
+        )
     if not MIN_LIST <= p <= MAX_LIST:
-        raise ConfigError(f"list-wise lists have {MIN_LIST} to {MAX_LIST} candidates, not {p}")
+        raise ConfigError(
+            f"list-wise lists have {MIN_LIST} to {MAX_LIST} candidates, not {p}"
+        )
     kind, k = parse_scheme(scheme)
     if kind == "cyclic":
         return cyclic_orders(p)

@@ -12,13 +12,12 @@ those of a job without perturbations. See ``docs/biases.md``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from voirdire.benchmarks.biases import BiasKind
-from voirdire.engine.spec import JobSpec, PerturbationSpec
-
 from voirdire.core import LETTERS, ConfigError, content_hash
+from voirdire.engine.spec import JobSpec, PerturbationSpec
 
 #: rules that need a quality source
 QUALITY_RULES = ("better", "worse")
@@ -57,7 +56,9 @@ def _check_rule(rule: str, mode: str, list_size: int) -> None:
         return
     if rule in ("candidate", "reference"):
         if mode != "pairwise":
-            raise ConfigError(f"perturbation target {rule!r} exists only in pairwise jobs (list-wise: better, worse, slot:X)")
+            raise ConfigError(
+                f"perturbation target {rule!r} exists only in pairwise jobs (list-wise: better, worse, slot:X)"
+            )
         return
     if rule.startswith("slot:") and rule[5:] in LETTERS[:list_size] and len(rule) == 6:
         return
@@ -67,8 +68,14 @@ def _check_rule(rule: str, mode: str, list_size: int) -> None:
     )
 
 
-def expand_entry(entry: PerturbationSpec, *, mode: str, list_size: int, rewriter_hashes: dict[str, str],
-                 quality: str | None) -> list[Variant]:
+def expand_entry(
+    entry: PerturbationSpec,
+    *,
+    mode: str,
+    list_size: int,
+    rewriter_hashes: dict[str, str],
+    quality: str | None,
+) -> list[Variant]:
     """The variants of one ``[[perturbations]]`` entry (parameter values x target rules);
     the entry's kind and parameter values were checked by the spec
     (:class:`~voirdire.engine.spec.PerturbationSpec`).
@@ -86,42 +93,82 @@ def expand_entry(entry: PerturbationSpec, *, mode: str, list_size: int, rewriter
         if r in QUALITY_RULES and not quality:
             raise ConfigError(
                 f"perturbation {kind.name!r}: target {r!r} needs a quality source: set benchmark.quality "
-                "(\"<backend>:<argument>\" with a judge backend that is a quality source, or \"labels:<file.csv>\"; "
+                '("<backend>:<argument>" with a judge backend that is a quality source, or "labels:<file.csv>"; '
                 "docs/biases.md)"
             )
     rewriter_hash = _rewriter_hash(entry, kind, rewriter_hashes)
     out = []
     for v in entry.values or (None,):
         for r in rules or (None,):
-            key = content_hash("perturbation", kind.version, kind.name, v, r, quality if r in QUALITY_RULES else None, rewriter_hash)
-            out.append(Variant(kind.label(v, r, entry.rewriter), kind.name, v, r, entry.rewriter, key))
+            key = content_hash(
+                "perturbation",
+                kind.version,
+                kind.name,
+                v,
+                r,
+                quality if r in QUALITY_RULES else None,
+                rewriter_hash,
+            )
+            out.append(
+                Variant(
+                    kind.label(v, r, entry.rewriter),
+                    kind.name,
+                    v,
+                    r,
+                    entry.rewriter,
+                    key,
+                )
+            )
     return out
 
 
 def _rules(entry: PerturbationSpec, kind: BiasKind) -> tuple[str, ...]:
     """The entry's target rules: given, else the kind's defaults (``()``: no target)."""
     if entry.target is not None and not kind.targeted:
-        raise ConfigError(f"perturbation {kind.name!r} has no target (it perturbs the instruction for every answer alike)")
-    return tuple([entry.target] if isinstance(entry.target, str) else entry.target or kind.default_targets)
+        raise ConfigError(
+            f"perturbation {kind.name!r} has no target (it perturbs the instruction for every answer alike)"
+        )
+    return tuple(
+        [entry.target]
+        if isinstance(entry.target, str)
+        else entry.target or kind.default_targets
+    )
 
 
-def _rewriter_hash(entry: PerturbationSpec, kind: BiasKind, rewriter_hashes: dict[str, str]) -> str:
+def _rewriter_hash(
+    entry: PerturbationSpec, kind: BiasKind, rewriter_hashes: dict[str, str]
+) -> str:
     """The identity hash of the entry's rewriter (``""`` for a kind that rewrites nothing)."""
     if not kind.rewrites_answers:
         if entry.rewriter:
-            raise ConfigError(f"perturbation {kind.name!r} rewrites no answer; remove rewriter = {entry.rewriter!r}")
+            raise ConfigError(
+                f"perturbation {kind.name!r} rewrites no answer; remove rewriter = {entry.rewriter!r}"
+            )
         return ""
     if not entry.rewriter:
-        raise ConfigError(f"perturbation {kind.name!r} rewrites answers and needs a rewriter: add rewriter = \"<name>\" "
-                          "naming a [[rewriters]] entry (a backend that generates text, or names a rewriter)")
+        raise ConfigError(
+            f'perturbation {kind.name!r} rewrites answers and needs a rewriter: add rewriter = "<name>" '
+            "naming a [[rewriters]] entry (a backend that generates text, or names a rewriter)"
+        )
     if entry.rewriter not in rewriter_hashes:
-        raise ConfigError(f"perturbation {kind.name!r}: rewriter {entry.rewriter!r} is not a [[rewriters]] entry"
-                          + (f" (entries: {', '.join(rewriter_hashes)})" if rewriter_hashes else " (there is none)"))
+        raise ConfigError(
+            f"perturbation {kind.name!r}: rewriter {entry.rewriter!r} is not a [[rewriters]] entry"
+            + (
+                f" (entries: {', '.join(rewriter_hashes)})"
+                if rewriter_hashes
+                else " (there is none)"
+            )
+        )
     return rewriter_hashes[entry.rewriter]
 
 
-def expand_variants(job: JobSpec, *, list_size: int, rewriter_hashes: dict[str, str],
-                    quality_identity: str | None = None) -> tuple[Variant, ...]:
+def expand_variants(
+    job: JobSpec,
+    *,
+    list_size: int,
+    rewriter_hashes: dict[str, str],
+    quality_identity: str | None = None,
+) -> tuple[Variant, ...]:
     """The job's variants, the control first, then each entry's in file order.
 
     ``quality_identity``: what the quality source is (enters the key of better/worse
@@ -132,18 +179,29 @@ def expand_variants(job: JobSpec, *, list_size: int, rewriter_hashes: dict[str, 
     """
     out = [CONTROL]
     for entry in job.perturbations:
-        out += expand_entry(entry, mode=job.comparison.mode, list_size=list_size,
-                            rewriter_hashes=rewriter_hashes,
-                            quality=quality_identity or job.benchmark.quality)
+        out += expand_entry(
+            entry,
+            mode=job.comparison.mode,
+            list_size=list_size,
+            rewriter_hashes=rewriter_hashes,
+            quality=quality_identity or job.benchmark.quality,
+        )
     labels = [v.label for v in out]
     dupes = sorted({x for x in labels if labels.count(x) > 1})
     if dupes:
-        raise ConfigError(f"perturbations: the same variant is listed twice: {', '.join(dupes)}")
+        raise ConfigError(
+            f"perturbations: the same variant is listed twice: {', '.join(dupes)}"
+        )
     return tuple(out)
 
 
-def target_model(rule: str | None, candidates: Sequence[str], shown: Sequence[str], better: str | None,
-                 worst: str | None) -> str | None:
+def target_model(
+    rule: str | None,
+    candidates: Sequence[str],
+    shown: Sequence[str],
+    better: str | None,
+    worst: str | None,
+) -> str | None:
     """The model a variant treats in one (instance, order): ``better``/``worse`` from the
     quality source (None where it is unknown for the instance), ``candidate``/``reference``
     (pairwise ``candidates[0]``/``[1]``), ``slot:X`` the model shown in slot X."""
@@ -160,7 +218,9 @@ def target_model(rule: str | None, candidates: Sequence[str], shown: Sequence[st
     return shown[LETTERS.index(rule[5])]
 
 
-def rewrite_targets(rule: str, candidates: Sequence[str], better: str | None, worst: str | None) -> tuple[str, ...]:
+def rewrite_targets(
+    rule: str, candidates: Sequence[str], better: str | None, worst: str | None
+) -> tuple[str, ...]:
     """Every model whose answer a variant rewrites in an instance (over all its orders)."""
     if rule.startswith("slot:"):
         return tuple(candidates)

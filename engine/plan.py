@@ -57,7 +57,15 @@ from voirdire.engine.spec import JobSpec, ResolvedJudge, resolve_judges
 from voirdire.engine.units import count_units
 from voirdire.judges.capabilities import Recording
 
-__all__ = ["JobPlan", "PLAN_INPUTS", "PLAN_STAGES", "Stage", "check_stages", "plan_job", "run_stages"]
+__all__ = [
+    "JobPlan",
+    "PLAN_INPUTS",
+    "PLAN_STAGES",
+    "Stage",
+    "check_stages",
+    "plan_job",
+    "run_stages",
+]
 
 
 @dataclass(frozen=True)
@@ -83,8 +91,10 @@ class Stage:
     def __post_init__(self) -> None:
         params = set(inspect.signature(self.fn).parameters)
         if params != set(self.reads):
-            raise TypeError(f"stage {self.name!r} declares reads {sorted(self.reads)} "
-                            f"but its function takes {sorted(params)}")
+            raise TypeError(
+                f"stage {self.name!r} declares reads {sorted(self.reads)} "
+                f"but its function takes {sorted(params)}"
+            )
 
     def __call__(self, state: Mapping[str, Any]) -> dict[str, Any]:
         """Run the stage on ``state``: its reads in, its writes out.
@@ -94,11 +104,15 @@ class Stage:
         """
         got = self.fn(**{k: state[k] for k in self.reads})
         if set(got) != set(self.writes):
-            raise ValueError(f"stage {self.name!r} declares writes {sorted(self.writes)} but returned {sorted(got)}")
+            raise ValueError(
+                f"stage {self.name!r} declares writes {sorted(self.writes)} but returned {sorted(got)}"
+            )
         return got
 
 
-def check_stages(stages: Sequence[Stage], inputs: Sequence[str], outputs: Sequence[str] = ()) -> None:
+def check_stages(
+    stages: Sequence[Stage], inputs: Sequence[str], outputs: Sequence[str] = ()
+) -> None:
     """Check a stage sequence before it runs: every key a stage reads is an input or was
     written by an earlier stage, no key is written twice (inputs included), names are
     unique, and every key of ``outputs`` is written.
@@ -113,17 +127,26 @@ def check_stages(stages: Sequence[Stage], inputs: Sequence[str], outputs: Sequen
             raise ValueError(f"two stages are named {s.name!r}")
         names.add(s.name)
         if missing := [k for k in s.reads if k not in have]:
-            raise ValueError(f"stage {s.name!r} reads {', '.join(missing)}, which no earlier stage writes")
+            raise ValueError(
+                f"stage {s.name!r} reads {', '.join(missing)}, which no earlier stage writes"
+            )
         for k in s.writes:
             if k in have:
-                raise ValueError(f"stage {s.name!r} writes {k!r}, already written by {have[k]}")
+                raise ValueError(
+                    f"stage {s.name!r} writes {k!r}, already written by {have[k]}"
+                )
             have[k] = f"stage {s.name!r}"
     if missing := [k for k in outputs if k not in have]:
         raise ValueError(f"no stage writes {', '.join(missing)}")
 
 
-def run_stages(stages: Sequence[Stage], inputs: Mapping[str, Any], outputs: Sequence[str] = (), *,
-               on_stage: Callable[[Stage], None] | None = None) -> dict[str, Any]:
+def run_stages(
+    stages: Sequence[Stage],
+    inputs: Mapping[str, Any],
+    outputs: Sequence[str] = (),
+    *,
+    on_stage: Callable[[Stage], None] | None = None,
+) -> dict[str, Any]:
     """Run ``stages`` in order over a state that starts as ``inputs``; return the final
     state (inputs and every stage's writes, by key). ``on_stage`` is called with each stage
     after it ran.
@@ -190,8 +213,17 @@ def load_bench(job: JobSpec) -> dict[str, Any]:
         return {"bench": bench, "data_dir": bench.data_dir}
     data_dir = data_dir_for(job.benchmark.name, job.benchmark.data_dir)
     spec = job.benchmark
-    bench = load_benchmark(spec.name, data_dir, sample=spec.sample, subsets=spec.subsets, prompt=spec.prompt)
-    return {"bench": bench, "data_dir": data_dir or bench.data_dir}  # a benchmark reading no release: its own
+    bench = load_benchmark(
+        spec.name,
+        data_dir,
+        sample=spec.sample,
+        subsets=spec.subsets,
+        prompt=spec.prompt,
+    )
+    return {
+        "bench": bench,
+        "data_dir": data_dir or bench.data_dir,
+    }  # a benchmark reading no release: its own
 
 
 def list_instances(job: JobSpec, bench: Benchmark) -> dict[str, Any]:
@@ -199,7 +231,11 @@ def list_instances(job: JobSpec, bench: Benchmark) -> dict[str, Any]:
     instance (``list_size``: 2, or p list-wise). Raises ConfigError: unknown candidates,
     questions or tasks, a bad list size."""
     listed = make_instances(bench, job.benchmark, job.comparison)
-    list_size = list_size_for(job.benchmark, job.comparison) if job.comparison.mode == "listwise" else 2
+    list_size = (
+        list_size_for(job.benchmark, job.comparison)
+        if job.comparison.mode == "listwise"
+        else 2
+    )
     return {"listed": listed, "list_size": list_size}
 
 
@@ -216,8 +252,12 @@ def bind_rewriters(job: JobSpec) -> dict[str, Any]:
     return {"rewriters": resolve_rewriters(job)}
 
 
-def expand_perturbations(job: JobSpec, list_size: int, judges: tuple[ResolvedJudge, ...],
-                         rewriters: dict[str, ResolvedJudge]) -> dict[str, Any]:
+def expand_perturbations(
+    job: JobSpec,
+    list_size: int,
+    judges: tuple[ResolvedJudge, ...],
+    rewriters: dict[str, ResolvedJudge],
+) -> dict[str, Any]:
     """The control and the perturbation variants (``variants``), checked against what the
     rewriters and the judges' backends declare they can do.
 
@@ -228,8 +268,12 @@ def expand_perturbations(job: JobSpec, list_size: int, judges: tuple[ResolvedJud
             (:class:`~voirdire.judges.capabilities.Recording`).
     """
     variants = expand_variants(
-        job, list_size=list_size, rewriter_hashes={n: r.identity_hash for n, r in rewriters.items()},
-        quality_identity=quality_identity(job.benchmark.quality, {rj.name: rj for rj in judges}),
+        job,
+        list_size=list_size,
+        rewriter_hashes={n: r.identity_hash for n, r in rewriters.items()},
+        quality_identity=quality_identity(
+            job.benchmark.quality, {rj.name: rj for rj in judges}
+        ),
     )
     check_rewriters(variants, rewriters)
     recording = [rj.name for rj in judges if issubclass(rj.backend, Recording)]
@@ -237,32 +281,54 @@ def expand_perturbations(job: JobSpec, list_size: int, judges: tuple[ResolvedJud
         raise ConfigError(
             f"judge(s) {', '.join(map(repr, recording))}: answers only recorded prompts (its backend records "
             "outputs of the unperturbed prompts) and cannot answer perturbations; use it in a job without "
-            "[[perturbations]] (or as benchmark.quality = \"<backend>:<judge>\" where its backend is a quality source)"
+            '[[perturbations]] (or as benchmark.quality = "<backend>:<judge>" where its backend is a quality source)'
         )
     return {"variants": variants}
 
 
-def add_quality(job: JobSpec, bench: Benchmark, data_dir: Any, judges: tuple[ResolvedJudge, ...],
-                listed: pl.DataFrame) -> dict[str, Any]:
+def add_quality(
+    job: JobSpec,
+    bench: Benchmark,
+    data_dir: Any,
+    judges: tuple[ResolvedJudge, ...],
+    listed: pl.DataFrame,
+) -> dict[str, Any]:
     """The instances (``instances``) with the truly better and worst candidate from
     ``benchmark.quality`` (columns ``better``, ``worst``; without a source the instances as
     listed). Raises ConfigError: see :func:`~voirdire.engine.quality.with_quality`."""
     if not job.benchmark.quality:
         return {"instances": listed}
     by_name = {rj.name: rj for rj in judges}
-    rated = with_quality(listed, job.benchmark.quality, bench=bench, judges=by_name, data_dir=str(data_dir))
+    rated = with_quality(
+        listed,
+        job.benchmark.quality,
+        bench=bench,
+        judges=by_name,
+        data_dir=str(data_dir),
+    )
     return {"instances": rated}
 
 
-def list_rewrites(bench: Benchmark, instances: pl.DataFrame, variants: tuple[Variant, ...],
-                  rewriters: dict[str, ResolvedJudge]) -> dict[str, Any]:
+def list_rewrites(
+    bench: Benchmark,
+    instances: pl.DataFrame,
+    variants: tuple[Variant, ...],
+    rewriters: dict[str, ResolvedJudge],
+) -> dict[str, Any]:
     """Every rewrite the answer variants need (``rewrites``:
     :func:`~voirdire.engine.rewrite.plan_rewrites`)."""
     return {"rewrites": plan_rewrites(bench, instances, variants, rewriters)}
 
 
-def preflight(job: JobSpec, dry_run: bool, bench: Benchmark, data_dir: Any, judges: tuple[ResolvedJudge, ...],
-              rewriters: dict[str, ResolvedJudge], rewrites: pl.DataFrame) -> dict[str, Any]:
+def preflight(
+    job: JobSpec,
+    dry_run: bool,
+    bench: Benchmark,
+    data_dir: Any,
+    judges: tuple[ResolvedJudge, ...],
+    rewriters: dict[str, ResolvedJudge],
+    rewrites: pl.DataFrame,
+) -> dict[str, Any]:
     """Each judge's and each used rewriter's backend preflight and secrets check
     (``warnings``: with ``dry_run``, the missing secrets; otherwise none).
 
@@ -272,18 +338,26 @@ def preflight(job: JobSpec, dry_run: bool, bench: Benchmark, data_dir: Any, judg
     used = set(rewrites["rewriter"].unique().to_list())
     warnings = []
     for rj in [*judges, *(r for n, r in rewriters.items() if n in used)]:
-        ctx = rj.context(bench.name, str(data_dir), job.output_dir, bench.verdict_format)
+        ctx = rj.context(
+            bench.name, str(data_dir), job.output_dir, bench.verdict_format
+        )
         rj.backend.preflight(rj.settings, ctx)
         try:
             rj.backend.check_secrets(rj.settings, ctx)
         except ConfigError as exc:
             if not dry_run:
                 raise
-            warnings.append(str(exc).replace(" and run again. Nothing was sent.", " before a real run."))
+            warnings.append(
+                str(exc).replace(
+                    " and run again. Nothing was sent.", " before a real run."
+                )
+            )
     return {"warnings": tuple(warnings)}
 
 
-def count(job: JobSpec, instances: pl.DataFrame, variants: tuple[Variant, ...]) -> dict[str, Any]:
+def count(
+    job: JobSpec, instances: pl.DataFrame, variants: tuple[Variant, ...]
+) -> dict[str, Any]:
     """The work units each judge is asked (``units_per_judge``:
     :func:`~voirdire.engine.units.count_units`)."""
     return {"units_per_judge": count_units(instances, job.comparison, variants)}
@@ -299,11 +373,30 @@ PLAN_STAGES: tuple[Stage, ...] = (
     Stage("instances", ("job", "bench"), ("listed", "list_size"), list_instances),
     Stage("judges", ("job", "bench", "data_dir"), ("judges",), bind_judges),
     Stage("rewriters", ("job",), ("rewriters",), bind_rewriters),
-    Stage("variants", ("job", "list_size", "judges", "rewriters"), ("variants",), expand_perturbations),
-    Stage("quality", ("job", "bench", "data_dir", "judges", "listed"), ("instances",), add_quality),
-    Stage("rewrites", ("bench", "instances", "variants", "rewriters"), ("rewrites",), list_rewrites),
-    Stage("preflight", ("job", "dry_run", "bench", "data_dir", "judges", "rewriters", "rewrites"), ("warnings",),
-          preflight),
+    Stage(
+        "variants",
+        ("job", "list_size", "judges", "rewriters"),
+        ("variants",),
+        expand_perturbations,
+    ),
+    Stage(
+        "quality",
+        ("job", "bench", "data_dir", "judges", "listed"),
+        ("instances",),
+        add_quality,
+    ),
+    Stage(
+        "rewrites",
+        ("bench", "instances", "variants", "rewriters"),
+        ("rewrites",),
+        list_rewrites,
+    ),
+    Stage(
+        "preflight",
+        ("job", "dry_run", "bench", "data_dir", "judges", "rewriters", "rewrites"),
+        ("warnings",),
+        preflight,
+    ),
     Stage("units", ("job", "instances", "variants"), ("units_per_judge",), count),
 )
 
@@ -311,7 +404,12 @@ PLAN_STAGES: tuple[Stage, ...] = (
 PLAN_OUTPUTS = tuple(f.name for f in fields(JobPlan))
 
 
-def plan_job(job: JobSpec, dry_run: bool = False, *, on_stage: Callable[[Stage], None] | None = None) -> JobPlan:
+def plan_job(
+    job: JobSpec,
+    dry_run: bool = False,
+    *,
+    on_stage: Callable[[Stage], None] | None = None,
+) -> JobPlan:
     """Validate a job against its data and judges without sending anything, by running
     :data:`PLAN_STAGES` in order.
 
@@ -325,5 +423,9 @@ def plan_job(job: JobSpec, dry_run: bool = False, *, on_stage: Callable[[Stage],
             invalid settings, a failed backend preflight, or (unless ``dry_run``) a
             missing API key.
     """
-    state = run_stages(PLAN_STAGES, {"job": job, "dry_run": dry_run}, PLAN_OUTPUTS, on_stage=on_stage)
-    return JobPlan(**{**{k: state[k] for k in PLAN_OUTPUTS}, "data_dir": Path(state["data_dir"])})
+    state = run_stages(
+        PLAN_STAGES, {"job": job, "dry_run": dry_run}, PLAN_OUTPUTS, on_stage=on_stage
+    )
+    return JobPlan(
+        **{**{k: state[k] for k in PLAN_OUTPUTS}, "data_dir": Path(state["data_dir"])}
+    )

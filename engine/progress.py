@@ -29,7 +29,9 @@ class RateColumn(ProgressColumn):
 
     def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
-        return Text(f"{speed:,.0f} q/s" if speed else "– q/s", style="progress.data.speed")
+        return Text(
+            f"{speed:,.0f} q/s" if speed else "– q/s", style="progress.data.speed"
+        )
 
 
 class JobProgress:
@@ -42,7 +44,11 @@ class JobProgress:
     """
 
     def __init__(
-        self, totals: dict[str, int], console: Console | None = None, enabled: bool = True, log_seconds: float = 10.0
+        self,
+        totals: dict[str, int],
+        console: Console | None = None,
+        enabled: bool = True,
+        log_seconds: float = 10.0,
     ) -> None:
         self.enabled = enabled
         self.log_seconds = log_seconds
@@ -62,16 +68,20 @@ class JobProgress:
             disable=not enabled,
             refresh_per_second=4,
         )
-        self.tasks = {j: self.progress.add_task(j, total=t, extra="") for j, t in totals.items()}
+        self.tasks = {
+            j: self.progress.add_task(j, total=t, extra="") for j, t in totals.items()
+        }
 
-    def __enter__(self) -> "JobProgress":
+    def __enter__(self) -> JobProgress:
         self.progress.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.progress.__exit__(*exc)
 
-    def advance(self, judge: str, n: int, stats: dict[str, float] | None = None) -> None:
+    def advance(
+        self, judge: str, n: int, stats: dict[str, float] | None = None
+    ) -> None:
         extra = ""
         if stats:
             bits = []
@@ -86,8 +96,16 @@ class JobProgress:
         self.progress.update(self.tasks[judge], advance=n, extra=extra)
         self.done[judge] = self.done.get(judge, 0) + n
         now = time.monotonic()
-        if not self.enabled and self.log_seconds and now - self._last >= self.log_seconds:
+        if (
+            not self.enabled
+            and self.log_seconds
+            and now - self._last >= self.log_seconds
+        ):
             self._last = now
             el = max(now - self._t0, 1e-9)
             for j, d in self.done.items():
-                print(f"progress {j}: {d:,}/{self.totals.get(j, 0):,} queries ({d / el:,.0f} q/s)", file=sys.stdout, flush=True)
+                print(
+                    f"progress {j}: {d:,}/{self.totals.get(j, 0):,} queries ({d / el:,.0f} q/s)",
+                    file=sys.stdout,
+                    flush=True,
+                )

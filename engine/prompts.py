@@ -23,7 +23,11 @@ class PromptCache:
     """
 
     def __init__(
-        self, bench: Benchmark, maxsize: int = 65_536, max_chars: int = 16_000_000, score_style: str = "evidence_first"
+        self,
+        bench: Benchmark,
+        maxsize: int = 65_536,
+        max_chars: int = 16_000_000,
+        score_style: str = "evidence_first",
     ) -> None:
         self.bench = bench
         self.score_style = score_style
@@ -34,7 +38,9 @@ class PromptCache:
         self._lens: OrderedDict[tuple, tuple[int, int]] = OrderedDict()
         self._last: tuple[tuple, str] | None = None  # the last control prompt built
 
-    def _build(self, key: tuple, keep_text: bool = True, edit: PromptEdit | None = None) -> str:
+    def _build(
+        self, key: tuple, keep_text: bool = True, edit: PromptEdit | None = None
+    ) -> str:
         question_id, shown, option_mode, mode = key[:4]
         if edit is not None and not edit.answers:
             # an instruction/name edit of the control prompt, which was just built (units
@@ -43,13 +49,20 @@ class PromptCache:
             if self._last is not None and self._last[0] == base_key:
                 base = self._last[1]
             else:
-                base = self._texts.get(base_key) or self._build(base_key, keep_text=False)
+                base = self._texts.get(base_key) or self._build(
+                    base_key, keep_text=False
+                )
             prompt = self.bench.apply_edit(base, edit)
         else:
             if mode == "score":
-                prompt = self.bench.apply_edit(self.bench.build_score_prompt(question_id, shown, self.score_style), edit)
+                prompt = self.bench.apply_edit(
+                    self.bench.build_score_prompt(question_id, shown, self.score_style),
+                    edit,
+                )
             else:
-                prompt = self.bench.build_prompt(question_id, shown, option_mode, mode=mode, edit=edit)
+                prompt = self.bench.build_prompt(
+                    question_id, shown, option_mode, mode=mode, edit=edit
+                )
             if edit is None:
                 self._last = (key, prompt)
         if keep_text and len(prompt) <= self.max_chars:
@@ -59,38 +72,66 @@ class PromptCache:
                 _, old = self._texts.popitem(last=False)
                 self._chars -= len(old)
         if edit is None or edit.answers:
-            out_chars = self.bench.output_chars(question_id, shown, edit.answers if edit else None)
+            out_chars = self.bench.output_chars(
+                question_id, shown, edit.answers if edit else None
+            )
         else:  # the answers are the control's
             got = self._lens.get(key[:4])
-            out_chars = got[1] if got is not None else self.bench.output_chars(question_id, shown)
+            out_chars = (
+                got[1]
+                if got is not None
+                else self.bench.output_chars(question_id, shown)
+            )
         self._lens[key] = (len(prompt), out_chars)
         if len(self._lens) > self.maxsize:
             self._lens.popitem(last=False)
         return prompt
 
     def get(
-        self, question_id: str, shown: tuple[str, ...], option_mode: int, mode: str,
-        variant: str | None = None, edit: PromptEdit | None = None,
+        self,
+        question_id: str,
+        shown: tuple[str, ...],
+        option_mode: int,
+        mode: str,
+        variant: str | None = None,
+        edit: PromptEdit | None = None,
     ) -> tuple[str, int]:
         """``(prompt, output_chars)`` for a query (``variant``: the perturbation's label,
         with its ``edit``; ``None`` for the control)."""
-        key = (question_id, shown, option_mode, mode) if variant is None else (question_id, shown, option_mode, mode, variant)
+        key = (
+            (question_id, shown, option_mode, mode)
+            if variant is None
+            else (question_id, shown, option_mode, mode, variant)
+        )
         prompt = self._texts.get(key)
         if prompt is None:
             prompt = self._build(key, edit=edit)
         else:
             self._texts.move_to_end(key)
-        return prompt, self.lengths(question_id, shown, option_mode, mode, variant, edit)[1]
+        return prompt, self.lengths(
+            question_id, shown, option_mode, mode, variant, edit
+        )[1]
 
     def lengths(
-        self, question_id: str, shown: tuple[str, ...], option_mode: int, mode: str,
-        variant: str | None = None, edit: PromptEdit | None = None,
+        self,
+        question_id: str,
+        shown: tuple[str, ...],
+        option_mode: int,
+        mode: str,
+        variant: str | None = None,
+        edit: PromptEdit | None = None,
     ) -> tuple[int, int]:
         """``(prompt_chars, output_chars)`` for a query (builds the prompt on a miss)."""
-        key = (question_id, shown, option_mode, mode) if variant is None else (question_id, shown, option_mode, mode, variant)
+        key = (
+            (question_id, shown, option_mode, mode)
+            if variant is None
+            else (question_id, shown, option_mode, mode, variant)
+        )
         got = self._lens.get(key)
         if got is None:
-            self._build(key, keep_text=False, edit=edit)  # a judge that needs the text builds it again
+            self._build(
+                key, keep_text=False, edit=edit
+            )  # a judge that needs the text builds it again
             got = self._lens[key]
         else:
             self._lens.move_to_end(key)

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
 from voirdire.benchmarks.base import Benchmark
+from voirdire.core import ConfigError
 from voirdire.judges.base import JudgeBackend, get_backend
 from voirdire.judges.capabilities import QualitySource
-
-from voirdire.core import ConfigError
 
 _FORMS = "use <backend>:<argument> with a judge backend that is a quality source, or labels:<file.csv> (docs/biases.md)"
 
@@ -59,8 +59,14 @@ def quality_identity(source: str | None, judges: dict[str, Any]) -> str | None:
     return backend.quality_identity(arg, judges) or source
 
 
-def with_quality(inst: pl.DataFrame, source: str | None, *, bench: Benchmark, judges: dict[str, Any],
-                 data_dir: str) -> pl.DataFrame:
+def with_quality(
+    inst: pl.DataFrame,
+    source: str | None,
+    *,
+    bench: Benchmark,
+    judges: dict[str, Any],
+    data_dir: str,
+) -> pl.DataFrame:
     """``inst`` with columns ``better`` and ``worst`` (str, null where unknown or without a
     source): the truly best and worst candidate of each instance.
 
@@ -73,28 +79,51 @@ def with_quality(inst: pl.DataFrame, source: str | None, *, bench: Benchmark, ju
             outputs), a missing labels file, a label naming a model outside its instance.
     """
     if not source:
-        return inst.with_columns(pl.lit(None, pl.String).alias("better"), pl.lit(None, pl.String).alias("worst"))
+        return inst.with_columns(
+            pl.lit(None, pl.String).alias("better"),
+            pl.lit(None, pl.String).alias("worst"),
+        )
     form, _, arg = source.partition(":")
     if form == "labels":
         return _labels(inst, Path(arg))
-    return _source_backend(form, source).quality(arg, inst, bench=bench, judges=judges, data_dir=data_dir)
+    return _source_backend(form, source).quality(
+        arg, inst, bench=bench, judges=judges, data_dir=data_dir
+    )
 
 
 def _labels(inst: pl.DataFrame, path: Path) -> pl.DataFrame:
     """``labels:<file.csv>``: columns ``instance_id`` and ``better``; pairwise only."""
     if not path.is_file():
         raise ConfigError(f"benchmark.quality: labels file not found: {path}")
-    labels = pl.read_csv(path, schema_overrides={"instance_id": pl.String, "better": pl.String})
+    labels = pl.read_csv(
+        path, schema_overrides={"instance_id": pl.String, "better": pl.String}
+    )
     missing = {"instance_id", "better"} - set(labels.columns)
     if missing:
-        raise ConfigError(f"benchmark.quality: {path} lacks column(s) {', '.join(sorted(missing))}")
-    out = inst.join(labels.select("instance_id", "better"), on="instance_id", how="left")
-    bad = out.filter(pl.col("better").is_not_null() & ~pl.col("candidates").list.contains(pl.col("better")))
+        raise ConfigError(
+            f"benchmark.quality: {path} lacks column(s) {', '.join(sorted(missing))}"
+        )
+    out = inst.join(
+        labels.select("instance_id", "better"), on="instance_id", how="left"
+    )
+    bad = out.filter(
+        pl.col("better").is_not_null()
+        & ~pl.col("candidates").list.contains(pl.col("better"))
+    )
     if bad.height:
-        raise ConfigError(f"benchmark.quality: {path}: better {bad['better'][0]!r} is not a candidate of {bad['instance_id'][0]!r}")
+        raise ConfigError(
+            f"benchmark.quality: {path}: better {bad['better'][0]!r} is not a candidate of {bad['instance_id'][0]!r}"
+        )
     if out.height and out["candidates"].list.len().max() != 2:
-        raise ConfigError("benchmark.quality = 'labels:...' gives the best candidate of a pair; list-wise jobs need a "
-                          "quality source that ranks every candidate ('<backend>:<argument>')")
-    worst = pl.when(pl.col("better") == pl.col("candidates").list.get(0)).then(pl.col("candidates").list.get(1)) \
-        .when(pl.col("better").is_not_null()).then(pl.col("candidates").list.get(0)).otherwise(None)
+        raise ConfigError(
+            "benchmark.quality = 'labels:...' gives the best candidate of a pair; list-wise jobs need a "
+            "quality source that ranks every candidate ('<backend>:<argument>')"
+        )
+    worst = (
+        pl.when(pl.col("better") == pl.col("candidates").list.get(0))
+        .then(pl.col("candidates").list.get(1))
+        .when(pl.col("better").is_not_null())
+        .then(pl.col("candidates").list.get(0))
+        .otherwise(None)
+    )
     return out.with_columns(worst=worst)

@@ -22,21 +22,22 @@ from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
+
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.biases import get_kind
 from voirdire.benchmarks.perturb import rewrite_prompt
+from voirdire.core import ConfigError, canonical_json, content_hash
 from voirdire.engine.perturb import Variant, rewrite_targets
 from voirdire.engine.schema import REWRITE_SCHEMA, REWRITE_UNIT_SCHEMA
 from voirdire.engine.spec import JobSpec, ResolvedJudge
 from voirdire.engine.store import ResultStore
 from voirdire.engine.units import UnitBatch
+from voirdire.exceptions import RewriteFailed
 from voirdire.judges.base import Query, get_backend
 from voirdire.judges.capabilities import Rewrites, rewrite_kinds
 
-from voirdire.core import ConfigError, canonical_json, content_hash
-from voirdire.exceptions import RewriteFailed
-
 REWRITES_DIR = "rewrites"
+
 
 def resolve_rewriters(job: JobSpec) -> dict[str, ResolvedJudge]:
     """Bind each ``[[rewriters]]`` entry to the backend that rewrites for the one it names
@@ -58,17 +59,25 @@ def resolve_rewriters(job: JobSpec) -> dict[str, ResolvedJudge]:
                 f"rewriter {spec.name!r}: backend {spec.backend!r} cannot rewrite answers (it declares no rewriter: "
                 "it generates no text); use a backend that generates free text or names a rewriter for itself"
             )
-        mapped = spec if backend is named else spec.model_copy(update={"backend": backend.name})
+        mapped = (
+            spec
+            if backend is named
+            else spec.model_copy(update={"backend": backend.name})
+        )
         rj = ResolvedJudge(mapped, job)
         mode = getattr(rj.settings, "verdict_mode", "free")
         if mode != "free":
-            raise ConfigError(f"rewriter {spec.name!r}: verdict_mode = {mode!r} constrains the output to a verdict "
-                              "letter; a rewriter generates free text (leave verdict_mode unset)")
+            raise ConfigError(
+                f"rewriter {spec.name!r}: verdict_mode = {mode!r} constrains the output to a verdict "
+                "letter; a rewriter generates free text (leave verdict_mode unset)"
+            )
         out[spec.name] = rj
     return out
 
 
-def check_rewriters(variants: Sequence[Variant], rewriters: dict[str, ResolvedJudge]) -> None:
+def check_rewriters(
+    variants: Sequence[Variant], rewriters: dict[str, ResolvedJudge]
+) -> None:
     """Refuse a kind a rewriter cannot do (its backend's
     :attr:`~voirdire.judges.capabilities.Rewrites.rewrite_kinds`: the ``template`` rewriter
     does authority and a labelled template verbosity only).
@@ -88,31 +97,56 @@ def check_rewriters(variants: Sequence[Variant], rewriters: dict[str, ResolvedJu
             )
 
 
-def plan_rewrites(bench: Benchmark, inst: pl.DataFrame, variants: Sequence[Variant],
-                  rewriters: dict[str, ResolvedJudge]) -> pl.DataFrame:
+def plan_rewrites(
+    bench: Benchmark,
+    inst: pl.DataFrame,
+    variants: Sequence[Variant],
+    rewriters: dict[str, ResolvedJudge],
+) -> pl.DataFrame:
     """Every rewrite the job's answer variants need.
 
     Returns one row per (question id, model, variant label) with the columns of
     ``REWRITE_UNIT_SCHEMA`` plus ``variant`` (the label); ``unit_id`` (the rewrite id)
     repeats where two variants need the same rewrite.
     """
-    rows: dict[str, list[Any]] = {k: [] for k in [*REWRITE_UNIT_SCHEMA.names, "variant"]}
-    answer_variants = [v for v in variants if not v.is_control and get_kind(v.kind).rewrites_answers]
+    rows: dict[str, list[Any]] = {
+        k: [] for k in [*REWRITE_UNIT_SCHEMA.names, "variant"]
+    }
+    answer_variants = [
+        v for v in variants if not v.is_control and get_kind(v.kind).rewrites_answers
+    ]
     if not answer_variants:
-        return pl.DataFrame(rows, schema={**pl.Schema(pl.from_arrow(REWRITE_UNIT_SCHEMA.empty_table()).schema), "variant": pl.String})
+        return pl.DataFrame(
+            rows,
+            schema={
+                **pl.Schema(pl.from_arrow(REWRITE_UNIT_SCHEMA.empty_table()).schema),
+                "variant": pl.String,
+            },
+        )
     has_better = "better" in inst.columns
     seen: set[tuple[str, str, str]] = set()
-    for row in inst.select("question_id", "candidates", *(["better", "worst"] if has_better else [])).iter_rows(named=True):
+    for row in inst.select(
+        "question_id", "candidates", *(["better", "worst"] if has_better else [])
+    ).iter_rows(named=True):
         q = row["question_id"]
         for v in answer_variants:
             rj = rewriters[v.rewriter]  # type: ignore[index]
-            for m in rewrite_targets(v.rule or "candidate", row["candidates"], row.get("better"), row.get("worst")):
+            for m in rewrite_targets(
+                v.rule or "candidate",
+                row["candidates"],
+                row.get("better"),
+                row.get("worst"),
+            ):
                 if (q, m, v.label) in seen:
                     continue
                 seen.add((q, m, v.label))
                 turns = bench.answers(q, m)
-                prompt = rewrite_prompt(v.kind, v.param, bench.question_text(q), turns[-1])
-                rows["unit_id"].append(content_hash("rewrite", rj.identity_hash, prompt))
+                prompt = rewrite_prompt(
+                    v.kind, v.param, bench.question_text(q), turns[-1]
+                )
+                rows["unit_id"].append(
+                    content_hash("rewrite", rj.identity_hash, prompt)
+                )
                 rows["rewriter"].append(rj.name)
                 rows["rewriter_identity"].append(canonical_json(rj.identity))
                 rows["benchmark"].append(bench.name)
@@ -146,17 +180,33 @@ class RewriteUnit:
 
     def query(self) -> Query:
         """The rewriter's query: the rewrite prompt, its kind and parameter."""
-        return Query(unit_id=self.unit_id, query_id=self.unit_id, benchmark=self.benchmark, question_id=self.question_id,
-                     shown=(self.model,), repetition=1, option_mode=0, mode="rewrite", prompt=self.prompt,
-                     perturbation_kind=self.kind, perturbation_param=self.param)
+        return Query(
+            unit_id=self.unit_id,
+            query_id=self.unit_id,
+            benchmark=self.benchmark,
+            question_id=self.question_id,
+            shown=(self.model,),
+            repetition=1,
+            option_mode=0,
+            mode="rewrite",
+            prompt=self.prompt,
+            perturbation_kind=self.kind,
+            perturbation_param=self.param,
+        )
 
 
-def iter_rewrite_batches(needed: pl.DataFrame, rewriter: str, batch_size: int) -> Iterator[UnitBatch]:
+def iter_rewrite_batches(
+    needed: pl.DataFrame, rewriter: str, batch_size: int
+) -> Iterator[UnitBatch]:
     """The distinct rewrites of one rewriter as scheduler batches of :class:`RewriteUnit`."""
-    df = needed.filter(pl.col("rewriter") == rewriter).unique("unit_id", keep="first", maintain_order=True)
+    df = needed.filter(pl.col("rewriter") == rewriter).unique(
+        "unit_id", keep="first", maintain_order=True
+    )
     names = REWRITE_UNIT_SCHEMA.names
     for chunk in df.select(names).iter_slices(batch_size):
-        yield UnitBatch(rewriter, [RewriteUnit(*row) for row in chunk.iter_rows()], names)
+        yield UnitBatch(
+            rewriter, [RewriteUnit(*row) for row in chunk.iter_rows()], names
+        )
 
 
 def rewrite_store(output_dir: Any, **kw: Any) -> ResultStore:
@@ -164,7 +214,9 @@ def rewrite_store(output_dir: Any, **kw: Any) -> ResultStore:
     return ResultStore(output_dir, subdir=REWRITES_DIR, schema=REWRITE_SCHEMA, **kw)
 
 
-def rewrites_for_units(bench: Benchmark, needed: pl.DataFrame, store: ResultStore) -> dict[tuple[str, str, str], tuple[str, ...]]:
+def rewrites_for_units(
+    bench: Benchmark, needed: pl.DataFrame, store: ResultStore
+) -> dict[tuple[str, str, str], tuple[str, ...]]:
     """``(question id, model, variant label) -> answer per turn`` with the judged turn
     rewritten, from the stored rewrites.
 
@@ -184,6 +236,8 @@ def rewrites_for_units(bench: Benchmark, needed: pl.DataFrame, store: ResultStor
             "they are recorded in rewrites/; run the job again to retry them"
         )
     out = {}
-    for q, m, label, text in got.select("question_id", "model", "variant", "output").iter_rows():
+    for q, m, label, text in got.select(
+        "question_id", "model", "variant", "output"
+    ).iter_rows():
         out[(q, m, label)] = (*bench.answers(q, m)[:-1], text)
     return out

@@ -28,13 +28,13 @@ from typing import Any
 
 import ray
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
+
+from voirdire.core import FailureClass
 from voirdire.engine.store import ResultStore
 from voirdire.engine.units import UnitBatch
 from voirdire.engine.worker import JudgeWorker, results_to_columns
-from voirdire.judges.base import JudgeBackend, JudgeContext, Result
-
-from voirdire.core import FailureClass
 from voirdire.exceptions import JobInterrupted
+from voirdire.judges.base import JudgeBackend, JudgeContext, Result
 
 
 @dataclass
@@ -97,17 +97,25 @@ class _Pool:
         self.deaths = [0] * run.workers
         self.pending: deque[tuple[UnitBatch, int]] = deque()  # batches to send again
         self.exhausted = False
-        self.held_until = [0.0] * run.workers  # an actor Ray is restarting gets no batch until then
+        self.held_until = [
+            0.0
+        ] * run.workers  # an actor Ray is restarting gets no batch until then
 
     def _new(self) -> Any:
-        return ray.remote(JudgeWorker).options(**self.options).remote(self.run.backend_name, self.run.settings, self.run.context)
+        return (
+            ray.remote(JudgeWorker)
+            .options(**self.options)
+            .remote(self.run.backend_name, self.run.settings, self.run.context)
+        )
 
     def _available(self) -> list[int]:
         now = time.monotonic()
         return [i for i in range(len(self.actors)) if self.held_until[i] <= now]
 
     def capacity(self) -> int:
-        return sum(max(1, self.run.concurrency) - self.load[i] for i in self._available())
+        return sum(
+            max(1, self.run.concurrency) - self.load[i] for i in self._available()
+        )
 
     def pick(self) -> int:
         return min(self._available(), key=self.load.__getitem__)
@@ -152,7 +160,9 @@ class _Pool:
                 pass
 
 
-def _failed_columns(batch: UnitBatch, failure: FailureClass, message: str) -> dict[str, list[Any]]:
+def _failed_columns(
+    batch: UnitBatch, failure: FailureClass, message: str
+) -> dict[str, list[Any]]:
     results = [Result.failed(q.unit_id, failure, message) for q in batch.queries]
     return results_to_columns(batch.queries, results)
 
@@ -169,8 +179,15 @@ class Scheduler:
         progress: a :class:`voirdire.engine.progress.JobProgress` or ``None``.
     """
 
-    def __init__(self, runs: list[JudgeRun], store: ResultStore, *, max_attempts: int = 3, max_restarts: int = 3,
-                 progress: Any = None) -> None:
+    def __init__(
+        self,
+        runs: list[JudgeRun],
+        store: ResultStore,
+        *,
+        max_attempts: int = 3,
+        max_restarts: int = 3,
+        progress: Any = None,
+    ) -> None:
         self.runs, self.store, self.progress = runs, store, progress
         self.max_attempts, self.max_restarts = max_attempts, max_restarts
         self.stats = RunStats()
@@ -187,7 +204,13 @@ class Scheduler:
         t0 = time.perf_counter()
         self.pools = {r.name: _Pool(r, self.max_restarts) for r in self.runs}
         for r in self.runs:
-            self.stats.per_judge[r.name] = {"queries": 0, "failures": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+            self.stats.per_judge[r.name] = {
+                "queries": 0,
+                "failures": 0,
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "cost_usd": 0.0,
+            }
         try:
             self._loop()
         except KeyboardInterrupt as exc:
@@ -197,7 +220,9 @@ class Scheduler:
                 except Exception:  # noqa: BLE001
                     pass
             self.store.flush()
-            raise JobInterrupted("interrupted: finished results are saved; run the same job again to resume") from exc
+            raise JobInterrupted(
+                "interrupted: finished results are saved; run the same job again to resume"
+            ) from exc
         finally:
             self.store.flush()
             for pool in self.pools.values():
@@ -218,7 +243,9 @@ class Scheduler:
                 self._fill()  # held actors may be back
                 continue
             # collect everything that is ready now, not just one
-            more, _ = ray.wait(list(self.in_flight), num_returns=len(self.in_flight), timeout=0)
+            more, _ = ray.wait(
+                list(self.in_flight), num_returns=len(self.in_flight), timeout=0
+            )
             for ref in dict.fromkeys(ready + more):
                 self._collect(ref)
             self._fill()
@@ -276,19 +303,32 @@ class Scheduler:
         if self.progress is not None:
             self.progress.advance(name, n, s)
 
-    def _retry_or_fail(self, pool: _Pool, batch: UnitBatch, attempt: int, failure: FailureClass, exc: BaseException) -> None:
+    def _retry_or_fail(
+        self,
+        pool: _Pool,
+        batch: UnitBatch,
+        attempt: int,
+        failure: FailureClass,
+        exc: BaseException,
+    ) -> None:
         if attempt < self.max_attempts:
             pool.pending.append((batch, attempt + 1))
             self.stats.retried_batches += 1
             return
         cause = getattr(exc, "cause", None) or exc
         message = f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''} (after {attempt} attempts)"
-        self._record(pool.run.name, batch, _failed_columns(batch, failure, message[:500]))
+        self._record(
+            pool.run.name, batch, _failed_columns(batch, failure, message[:500])
+        )
 
     def _shut_finished_pools(self) -> None:
         """Release the workers of judges with nothing left to send or wait for."""
         for name, pool in self.pools.items():
-            if pool.exhausted and not pool.pending and not any(v[0] == name for v in self.in_flight.values()):
+            if (
+                pool.exhausted
+                and not pool.pending
+                and not any(v[0] == name for v in self.in_flight.values())
+            ):
                 if pool.actors:
                     pool.shutdown()
                     pool.actors = []
@@ -308,7 +348,13 @@ def execute(
     Raises:
         JobInterrupted: on KeyboardInterrupt, after saving what finished.
     """
-    return Scheduler(runs, store, max_attempts=max_attempts, max_restarts=max_restarts, progress=progress).execute()
+    return Scheduler(
+        runs,
+        store,
+        max_attempts=max_attempts,
+        max_restarts=max_restarts,
+        progress=progress,
+    ).execute()
 
 
 __all__ = ["JobInterrupted", "JudgeRun", "RunStats", "Scheduler", "execute"]

@@ -12,7 +12,8 @@ and ``sk-``/``AIza`` shapes); see ``docs/security.md``.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pyarrow as pa
 
@@ -30,7 +31,9 @@ def key_variables(judges: Iterable[Any]) -> list[str]:
     ``api_key_env``, else the backend's default variable)."""
     names = []
     for rj in judges:
-        env = rj.backend.key_env(rj.settings) if issubclass(rj.backend, UsesKey) else None
+        env = (
+            rj.backend.key_env(rj.settings) if issubclass(rj.backend, UsesKey) else None
+        )
         if isinstance(env, str) and env not in names:
             names.append(env)
     return names
@@ -63,5 +66,7 @@ def redact_table(table: pa.Table, secrets: tuple[str, ...]) -> pa.Table:
         col = table.column(i).to_pylist()
         new = [redact(v, *secrets) for v in col]
         if new != col:
-            table = table.set_column(i, table.schema.field(i), pa.array(new, table.schema.field(i).type))
+            table = table.set_column(
+                i, table.schema.field(i), pa.array(new, table.schema.field(i).type)
+            )
     return table

@@ -18,7 +18,6 @@ from typing import Any
 from voirdire.benchmarks.pair_prompts import is_builtin
 from voirdire.benchmarks.registry import benchmark_class
 from voirdire.benchmarks.release import Release
-
 from voirdire.core import ConfigError
 
 #: the folder name repeated to seat the job's working directory below the staged root when
@@ -77,11 +76,18 @@ def stage_inputs(paths: list[str], work: Path, base: Path | None = None) -> str:
     for p in paths:
         src = base / p
         if not src.exists():
-            raise ConfigError(f"the job reads {p!r}, which does not exist here ({src}); relative paths are from the working directory")
+            raise ConfigError(
+                f"the job reads {p!r}, which does not exist here ({src}); relative paths are from the working directory"
+            )
         dest = Path(os.path.normpath(work / seat / p))
         dest.parent.mkdir(parents=True, exist_ok=True)
         if src.is_dir():
-            shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                src,
+                dest,
+                dirs_exist_ok=True,
+                ignore=shutil.ignore_patterns("__pycache__"),
+            )
         else:
             shutil.copy2(src, dest)
     return seat

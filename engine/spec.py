@@ -22,8 +22,11 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
 from voirdire.benchmarks.biases import BiasKind, get_kind
 from voirdire.benchmarks.pairs import PairsSpec
+from voirdire.core import ConfigError, content_hash
+from voirdire.engine.outdir import check_judge_name, check_path_text
 from voirdire.judges.base import (
     JudgeBackend,
     JudgeContext,
@@ -32,9 +35,6 @@ from voirdire.judges.base import (
     get_backend,
 )
 from voirdire.judges.capabilities import Expands, RewriterOnly, comparison_mode
-
-from voirdire.core import ConfigError, content_hash
-from voirdire.engine.outdir import check_judge_name, check_path_text
 
 
 class _Strict(BaseModel):
@@ -115,14 +115,20 @@ class ComparisonSpec(_Strict):
     permutation_seed: int = 0
 
     @model_validator(mode="after")
-    def _check(self) -> "ComparisonSpec":
+    def _check(self) -> ComparisonSpec:
         if self.mode == "score" and self.option_mode not in (None, 3):
-            raise ValueError(f"score mode decides win, loss or tie (option_mode 3), not option_mode {self.option_mode}")
+            raise ValueError(
+                f"score mode decides win, loss or tie (option_mode 3), not option_mode {self.option_mode}"
+            )
         if self.mode in ("pairwise", "score"):
             if self.permutations not in ("both", "original"):
-                raise ValueError(f"pairwise permutations must be 'both' or 'original', not {self.permutations!r}")
+                raise ValueError(
+                    f"pairwise permutations must be 'both' or 'original', not {self.permutations!r}"
+                )
             if self.option_mode is not None and self.option_mode not in (2, 3):
-                raise ValueError(f"pairwise option_mode must be 2 or 3, not {self.option_mode}")
+                raise ValueError(
+                    f"pairwise option_mode must be 2 or 3, not {self.option_mode}"
+                )
         else:
             from voirdire.engine.permutations import parse_scheme, scheme_size
 
@@ -133,7 +139,11 @@ class ComparisonSpec(_Strict):
             except ConfigError as exc:
                 raise ValueError(str(exc)) from None
             p = self.list_size
-            if p is not None and self.option_mode is not None and self.option_mode not in (p, p + 1):
+            if (
+                p is not None
+                and self.option_mode is not None
+                and self.option_mode not in (p, p + 1)
+            ):
                 raise ValueError(
                     f"list-wise option_mode must be list_size ({p}, no tie) or list_size + 1 ({p + 1}, with a tie), "
                     f"not {self.option_mode}"
@@ -185,9 +195,11 @@ class PerturbationSpec(BaseModel):
     rewriter: str | None = None
 
     @model_validator(mode="after")
-    def _check_kind(self) -> "PerturbationSpec":
+    def _check_kind(self) -> PerturbationSpec:
         try:  # the parameter's values stored converted
-            self.__pydantic_extra__ = get_kind(self.kind).normalize(self.model_extra or {})
+            self.__pydantic_extra__ = get_kind(self.kind).normalize(
+                self.model_extra or {}
+            )
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return self
@@ -263,11 +275,13 @@ class JobSpec(_Strict):
         return check_path_text(v[len("file://") :] if v.startswith("file://") else v)
 
     @model_validator(mode="after")
-    def _unique_judges(self) -> "JobSpec":
+    def _unique_judges(self) -> JobSpec:
         names = [j.name for j in self.judges]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            raise ValueError(f"judge names must be unique; repeated: {', '.join(dupes)}")
+            raise ValueError(
+                f"judge names must be unique; repeated: {', '.join(dupes)}"
+            )
         return self
 
 
@@ -280,13 +294,21 @@ class ResolvedJudge:
 
     def __init__(self, spec: JudgeSpec, job: JobSpec) -> None:
         self.spec = spec
-        self.name = check_judge_name(spec.name)  # after expansion: a name stands for a folder
+        self.name = check_judge_name(
+            spec.name
+        )  # after expansion: a name stands for a folder
         self.backend: type[JudgeBackend[Any]] = get_backend(spec.backend)
         try:
-            self.settings: JudgeSettings = self.backend.Settings(**spec.backend_settings)
-            self.sampling = Sampling(**{**job.sampling.model_dump(), **(spec.sampling or {})})
+            self.settings: JudgeSettings = self.backend.Settings(
+                **spec.backend_settings
+            )
+            self.sampling = Sampling(
+                **{**job.sampling.model_dump(), **(spec.sampling or {})}
+            )
         except ValidationError as exc:
-            raise ConfigError(f"judge {spec.name!r} (backend {spec.backend!r}): {_describe(exc)}") from exc
+            raise ConfigError(
+                f"judge {spec.name!r} (backend {spec.backend!r}): {_describe(exc)}"
+            ) from exc
         self.identity = self.backend.identity(self.settings, self.sampling)
         self.identity_hash = content_hash(self.identity)
         #: the mode of this judge's units when it is not the job's (capabilities.OwnComparisonMode)
@@ -303,10 +325,18 @@ class ResolvedJudge:
 
     def comparison_for(self, comparison: ComparisonSpec) -> ComparisonSpec:
         """The job's comparison design as this judge's units have it (its own mode, if any)."""
-        return comparison if self.mode in (None, comparison.mode) else comparison.model_copy(update={"mode": self.mode, "option_mode": None})
+        return (
+            comparison
+            if self.mode in (None, comparison.mode)
+            else comparison.model_copy(update={"mode": self.mode, "option_mode": None})
+        )
 
     def context(
-        self, benchmark: str, data_dir: str | None, output_dir: str | None, verdict_format: tuple[str, str] | None = None
+        self,
+        benchmark: str,
+        data_dir: str | None,
+        output_dir: str | None,
+        verdict_format: tuple[str, str] | None = None,
     ) -> JudgeContext:
         """The judge's :class:`JudgeContext`; ``verdict_format`` is the benchmark's
         ``(verdict_cue, verdict_closing)``."""
@@ -364,7 +394,9 @@ def load_job(path: str | Path) -> JobSpec:
     return parse_job(data, str(p))
 
 
-def expand_judges(job: JobSpec, benchmark: str, data_dir: str | os.PathLike[str]) -> list[JudgeSpec]:
+def expand_judges(
+    job: JobSpec, benchmark: str, data_dir: str | os.PathLike[str]
+) -> list[JudgeSpec]:
     """The job's judges, with every entry that stands for several judges replaced by them
     (:meth:`~voirdire.judges.capabilities.Expands.expand`: a replay judge with
     ``recorded = "*"`` becomes one judge per recorded output in ``data_dir`` for its study
@@ -377,26 +409,52 @@ def expand_judges(job: JobSpec, benchmark: str, data_dir: str | os.PathLike[str]
     out: list[JudgeSpec] = []
     for j in job.judges:
         backend = get_backend(j.backend)
-        found = backend.expand(j.backend_settings, judge=j.name, benchmark=benchmark, data_dir=data_dir,
-                               spec=job.benchmark) if issubclass(backend, Expands) else None
+        found = (
+            backend.expand(
+                j.backend_settings,
+                judge=j.name,
+                benchmark=benchmark,
+                data_dir=data_dir,
+                spec=job.benchmark,
+            )
+            if issubclass(backend, Expands)
+            else None
+        )
         if found is None:
             out.append(j)
             continue
-        out += [JudgeSpec.model_validate({**j.model_dump(exclude_none=True), **update, "name": name}) for name, update in found]
+        out += [
+            JudgeSpec.model_validate(
+                {**j.model_dump(exclude_none=True), **update, "name": name}
+            )
+            for name, update in found
+        ]
     names = [j.name for j in out]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise ConfigError(f"judge names must be unique after expanding recorded = \"*\"; repeated: {', '.join(dupes)}")
+        raise ConfigError(
+            f'judge names must be unique after expanding recorded = "*"; repeated: {", ".join(dupes)}'
+        )
     return out
 
 
-def resolve_judges(job: JobSpec, benchmark: str | None = None, data_dir: str | os.PathLike[str] | None = None) -> list[ResolvedJudge]:
+def resolve_judges(
+    job: JobSpec,
+    benchmark: str | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+) -> list[ResolvedJudge]:
     """Bind every judge of the job to its backend (unknown backends and bad settings raise
     :class:`ConfigError`, as does a backend that cannot judge); with ``benchmark`` and
     ``data_dir``, entries standing for several judges are expanded first
     (:func:`expand_judges`)."""
-    specs = expand_judges(job, benchmark, data_dir) if benchmark and data_dir is not None else job.judges
+    specs = (
+        expand_judges(job, benchmark, data_dir)
+        if benchmark and data_dir is not None
+        else job.judges
+    )
     out = [ResolvedJudge(j, job) for j in specs]
     if bad := [rj for rj in out if issubclass(rj.backend, RewriterOnly)]:
-        raise ConfigError(f"judge {bad[0].name!r}: backend {bad[0].spec.backend!r} cannot judge (it rewrites answers: name it in [[rewriters]])")
+        raise ConfigError(
+            f"judge {bad[0].name!r}: backend {bad[0].spec.backend!r} cannot judge (it rewrites answers: name it in [[rewriters]])"
+        )
     return out

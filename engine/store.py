@@ -24,15 +24,16 @@ import os
 import time
 import uuid
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
-from voirdire.engine.schema import RAW_SCHEMA
 
 from voirdire.core import ConfigError, slug
+from voirdire.engine.schema import RAW_SCHEMA
 from voirdire.engine.secrets import redact_table
 from voirdire.exceptions import CorruptPartWarning
 
@@ -41,7 +42,12 @@ QUARANTINE = "quarantine"
 
 #: what reading a damaged Parquet file raises (polars' "File out of specification" is a
 #: ComputeError; pyarrow raises ArrowInvalid/ArrowIOError, an OSError)
-_READ_ERRORS = (pl.exceptions.PolarsError, pl.exceptions.PanicException, pa.ArrowException, OSError)
+_READ_ERRORS = (
+    pl.exceptions.PolarsError,
+    pl.exceptions.PanicException,
+    pa.ArrowException,
+    OSError,
+)
 
 
 T = TypeVar("T")
@@ -64,8 +70,15 @@ class ResultStore:
     part is left where it is).
     """
 
-    def __init__(self, output_dir: str | os.PathLike, flush_rows: int = 20_000, flush_seconds: float = 2.0,
-                 subdir: str = "raw", schema: pa.Schema = RAW_SCHEMA, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        output_dir: str | os.PathLike,
+        flush_rows: int = 20_000,
+        flush_seconds: float = 2.0,
+        subdir: str = "raw",
+        schema: pa.Schema = RAW_SCHEMA,
+        secrets: tuple[str, ...] = (),
+    ) -> None:
         self.root = Path(output_dir)
         self.schema = schema
         self.secrets = tuple(secrets)
@@ -76,8 +89,12 @@ class ResultStore:
         self._buf: dict[str, list[pa.Table]] = {}
         self._rows: dict[str, int] = {}
         self._since: dict[str, float] = {}
-        self._checked: dict[Path, tuple[int, int]] = {}  # part -> (size, mtime_ns) whose footer was read
-        self._unreadable: set[Path] = set()  # parts that could not be moved aside (read-only)
+        self._checked: dict[
+            Path, tuple[int, int]
+        ] = {}  # part -> (size, mtime_ns) whose footer was read
+        self._unreadable: set[Path] = (
+            set()
+        )  # parts that could not be moved aside (read-only)
         self.rows_written = 0
         #: parts moved aside by this store (their new paths)
         self.quarantined: list[Path] = []
@@ -113,10 +130,14 @@ class ResultStore:
             dest.parent.mkdir(exist_ok=True)
             os.replace(part, dest)
             where = f"moved to {dest}"
-        except OSError as move_exc:  # a read-only directory: leave it, skip it from now on
+        except (
+            OSError
+        ) as move_exc:  # a read-only directory: leave it, skip it from now on
             dest = part
             self._unreadable.add(part)
-            where = f"could not be moved aside ({move_exc.strerror or move_exc}); skipped"
+            where = (
+                f"could not be moved aside ({move_exc.strerror or move_exc}); skipped"
+            )
         self.quarantined.append(dest)
         warnings.warn(
             f"unreadable result file {part} ({type(exc).__name__}: {' '.join(str(exc).split())}); {where}. "
@@ -175,7 +196,10 @@ class ResultStore:
         self._buf.setdefault(judge, []).append(table)
         self._rows[judge] = self._rows.get(judge, 0) + table.num_rows
         self._since.setdefault(judge, time.monotonic())
-        if self._rows[judge] >= self.flush_rows or time.monotonic() - self._since[judge] >= self.flush_seconds:
+        if (
+            self._rows[judge] >= self.flush_rows
+            or time.monotonic() - self._since[judge] >= self.flush_seconds
+        ):
             self.flush(judge)
 
     def flush(self, judge: str | None = None) -> None:
@@ -191,7 +215,9 @@ class ResultStore:
         d = self.raw_dir / slug(judge)
         d.mkdir(parents=True, exist_ok=True)
         if link := next((p for p in (self.raw_dir, d) if p.is_symlink()), None):
-            raise ConfigError(f"{link} is a symbolic link; voirdire writes through no links in an output directory")
+            raise ConfigError(
+                f"{link} is a symbolic link; voirdire writes through no links in an output directory"
+            )
         if self.secrets:
             table = redact_table(table, self.secrets)
         name = f"{prefix}-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
@@ -210,7 +236,9 @@ class ResultStore:
                 continue
             df = self._collect(d.name, lambda ps: _dedup(self._scan(ps).collect()))
             parts = self._parts(d.name)  # without any quarantined while reading
-            new = self._write_part(d.name, df.to_arrow().cast(self.schema), prefix="part-z")
+            new = self._write_part(
+                d.name, df.to_arrow().cast(self.schema), prefix="part-z"
+            )
             for p in parts:
                 if p != new:
                     p.unlink(missing_ok=True)
@@ -231,8 +259,9 @@ class ResultStore:
         df = self._collect(None, read)
         return df.select(columns) if columns else df
 
-
-    def to_table(self, unit_columns: dict[str, list[Any]], result_columns: dict[str, list[Any]]) -> pa.Table:
+    def to_table(
+        self, unit_columns: dict[str, list[Any]], result_columns: dict[str, list[Any]]
+    ) -> pa.Table:
         """A finished batch as a table of this store's schema (:func:`rows_to_table`)."""
         return rows_to_table(unit_columns, result_columns, self.schema)
 
@@ -245,8 +274,11 @@ def _dedup(df: pl.DataFrame) -> pl.DataFrame:
     return df.unique(subset=[who, "unit_id"], keep="last", maintain_order=True)
 
 
-def rows_to_table(unit_columns: dict[str, list[Any]], result_columns: dict[str, list[Any]],
-                  schema: pa.Schema = RAW_SCHEMA) -> pa.Table:
+def rows_to_table(
+    unit_columns: dict[str, list[Any]],
+    result_columns: dict[str, list[Any]],
+    schema: pa.Schema = RAW_SCHEMA,
+) -> pa.Table:
     """Join a batch's unit columns with its result columns (same order) into ``schema``
     (RAW_SCHEMA by default).
 
@@ -262,9 +294,13 @@ def rows_to_table(unit_columns: dict[str, list[Any]], result_columns: dict[str, 
             continue
         if field.name == "finished_at":
             # built from integers: converting tz-aware datetimes would make pyarrow import pandas
-            data[field.name] = pa.array([time.time_ns() // 1000] * n, pa.int64()).view(field.type)
+            data[field.name] = pa.array([time.time_ns() // 1000] * n, pa.int64()).view(
+                field.type
+            )
         elif field.name == "option_probs":
-            data[field.name] = [list(p.items()) if p else None for p in result_columns["option_probs"]]
+            data[field.name] = [
+                list(p.items()) if p else None for p in result_columns["option_probs"]
+            ]
         else:
             data[field.name] = result_columns[field.name]
     return pa.Table.from_pydict(data, schema=schema)

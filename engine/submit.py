@@ -127,9 +127,13 @@ def stage_package(dest: Path) -> Path:
         # located, not imported: engine must not import the rooms to its right
         spec = importlib.util.find_spec(f"voirdire.{room}")
         if spec is None or not spec.submodule_search_locations:
-            raise ConfigError(f"the installed voirdire package lacks its {room!r} room; reinstall voirdire")
+            raise ConfigError(
+                f"the installed voirdire package lacks its {room!r} room; reinstall voirdire"
+            )
         src = Path(next(iter(spec.submodule_search_locations))).resolve()
-        if src != base / room:  # an editable install: the room lives outside the package dir
+        if (
+            src != base / room
+        ):  # an editable install: the room lives outside the package dir
             shutil.copytree(src, pkg / room, ignore=ignore, dirs_exist_ok=True)
     # the distribution's entry points (the built-in benchmarks among them) travel with the copy:
     # a cluster that has the copy but not voirdire's metadata still finds them
@@ -177,8 +181,14 @@ def data_location(job: Any, env: dict[str, str] | None = None) -> str | None:
         return None
 
 
-def entrypoint(job_rel: str, output_dir: str | None, data_dir: str | None, needs_data: bool = True,
-               release: str = "judging-the-judges", workdir: str = ".") -> str:
+def entrypoint(
+    job_rel: str,
+    output_dir: str | None,
+    data_dir: str | None,
+    needs_data: bool = True,
+    release: str = "judging-the-judges",
+    workdir: str = ".",
+) -> str:
     """The shell command run on the head node: find the data of ``release`` (the client's
     ``data_dir`` when readable there, the cluster's own lookup, else a fetch of the release)
     and export it as the release's variable (its ``data_env``: ``VOIRDIRE_DATA`` ...),
@@ -198,15 +208,24 @@ def entrypoint(job_rel: str, output_dir: str | None, data_dir: str | None, needs
     cd = "" if workdir in ("", ".") else f"cd {_quote(workdir)} || exit 2; "
     if not needs_data:
         return cd + run
-    find = "python -m voirdire data fetch" + ("" if rel is JTJ else f" {rel.name}") + " --if-missing --no-progress"
+    find = (
+        "python -m voirdire data fetch"
+        + ("" if rel is JTJ else f" {rel.name}")
+        + " --if-missing --no-progress"
+    )
     if data_dir:
         find += f" --try {_quote(data_dir)}"
     var = rel.data_env
     return f'{cd}{var}="$({find})" || exit 3; export {var}; {run}'
 
 
-def prepare(job: Any, job_path: Path, root: Path, output_dir: str | None = None,
-            env: dict[str, str] | None = None) -> tuple[Path, Path, str]:
+def prepare(
+    job: Any,
+    job_path: Path,
+    root: Path,
+    output_dir: str | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[Path, Path, str]:
     """Stage a validated job under ``root`` (:func:`stage`, then the data files it names by
     relative paths: :func:`~voirdire.engine.shipping.stage_inputs`) and write its entrypoint
     (the data step of the release its benchmark reads, none for a user's own pairs).
@@ -223,9 +242,12 @@ def prepare(job: Any, job_path: Path, root: Path, output_dir: str | None = None,
     seat = stage_inputs(job_inputs(job), work)
     release = release_for(job)
     entry = entrypoint(
-        os.path.relpath(rel, seat), output_dir, data_location(job, env),
+        os.path.relpath(rel, seat),
+        output_dir,
+        data_location(job, env),
         needs_data=release is not None and not job.benchmark.data_dir,
-        release=release.name if release else "judging-the-judges", workdir=seat,
+        release=release.name if release else "judging-the-judges",
+        workdir=seat,
     )
     return pkg, work, entry
 
@@ -278,12 +300,21 @@ def submit(
         )
     root = Path(tempfile.mkdtemp(prefix="voirdire-submit-"))
     try:
-        pkg, work, entry = prepare(job, path, root, output_dir, env)  # a missing input fails here, before connecting
+        pkg, work, entry = prepare(
+            job, path, root, output_dir, env
+        )  # a missing input fails here, before connecting
         c = client(address)
-        runtime_env: dict[str, Any] = {"working_dir": str(work), "py_modules": [str(pkg)], "env_vars": dict(env or {})}
+        runtime_env: dict[str, Any] = {
+            "working_dir": str(work),
+            "py_modules": [str(pkg)],
+            "env_vars": dict(env or {}),
+        }
         if pip:
             runtime_env["pip"] = list(pip)
-        sid = submission_id or f"voirdire-{slug(job.name, sep='-', keep='_-', max_len=40, default='job')}-{time.strftime('%Y%m%d-%H%M%S')}"
+        sid = (
+            submission_id
+            or f"voirdire-{slug(job.name, sep='-', keep='_-', max_len=40, default='job')}-{time.strftime('%Y%m%d-%H%M%S')}"
+        )
         kwargs: dict[str, Any] = {}
         if entrypoint_num_cpus is not None:
             kwargs["entrypoint_num_cpus"] = entrypoint_num_cpus
@@ -299,7 +330,9 @@ def submit(
     return Submission(job_id=job_id, address=resolve_address(address), entrypoint=entry)
 
 
-def follow(job_id: str, address: str | None = None, write: Callable[[str], None] = print) -> str:
+def follow(
+    job_id: str, address: str | None = None, write: Callable[[str], None] = print
+) -> str:
     """Stream a job's log to ``write`` until the job ends; returns its final status
     (``SUCCEEDED``, ``FAILED`` or ``STOPPED``)."""
     c = client(address)
@@ -315,18 +348,27 @@ def follow(job_id: str, address: str | None = None, write: Callable[[str], None]
     return wait(job_id, address, client_=c)
 
 
-def wait(job_id: str, address: str | None = None, timeout_s: float | None = None, client_: Any = None) -> str:
+def wait(
+    job_id: str,
+    address: str | None = None,
+    timeout_s: float | None = None,
+    client_: Any = None,
+) -> str:
     """Poll a job until it ends (or ``timeout_s`` seconds pass); returns its status."""
     c = client_ or client(address)
     t0 = time.monotonic()
     while True:
         status = str(c.get_job_status(job_id).value)
-        if status in TERMINAL or (timeout_s is not None and time.monotonic() - t0 > timeout_s):
+        if status in TERMINAL or (
+            timeout_s is not None and time.monotonic() - t0 > timeout_s
+        ):
             return status
         time.sleep(1.0)
 
 
-def status(job_id: str | None = None, address: str | None = None) -> list[dict[str, Any]]:
+def status(
+    job_id: str | None = None, address: str | None = None
+) -> list[dict[str, Any]]:
     """One job's record, or every job's (newest first): dicts with ``job_id``,
     ``status``, ``entrypoint``, ``message``, ``start_time`` / ``end_time`` (ms since the
     epoch, or None) and ``metadata``.
@@ -371,4 +413,19 @@ def _quote(s: str) -> str:
     return shlex.quote(s)
 
 
-__all__ = ["Submission", "data_location", "entrypoint", "follow", "logs", "prepare", "resolve_address", "stage", "stage_package", "status", "stop", "submit", "validate_for_submission", "wait"]
+__all__ = [
+    "Submission",
+    "data_location",
+    "entrypoint",
+    "follow",
+    "logs",
+    "prepare",
+    "resolve_address",
+    "stage",
+    "stage_package",
+    "status",
+    "stop",
+    "submit",
+    "validate_for_submission",
+    "wait",
+]

@@ -36,10 +36,12 @@ from functools import cached_property
 from typing import Any
 
 import polars as pl
+
 from voirdire.benchmarks.base import Benchmark
-from voirdire.benchmarks.scoring import SCORE_OPTION_MODE
 from voirdire.benchmarks.biases import NAMES, Slots, get_kind
 from voirdire.benchmarks.perturb import PromptEdit
+from voirdire.benchmarks.scoring import SCORE_OPTION_MODE
+from voirdire.core import LETTERS, ConfigError, content_hash
 from voirdire.engine.permutations import (
     instance_seed,
     permutations_for,
@@ -52,11 +54,17 @@ from voirdire.engine.schema import WORK_UNIT_COLUMNS
 from voirdire.engine.spec import ComparisonSpec
 from voirdire.judges.base import Query
 
-from voirdire.core import LETTERS, ConfigError, content_hash
-
 __all__ = [
-    "TEMPLATE_VERSION", "PromptCache", "UnitBatch", "WorkUnit", "count_units", "iter_unit_batches",
-    "option_mode_for", "query_id", "unit_id", "variant_edit",
+    "TEMPLATE_VERSION",
+    "PromptCache",
+    "UnitBatch",
+    "WorkUnit",
+    "count_units",
+    "iter_unit_batches",
+    "option_mode_for",
+    "query_id",
+    "unit_id",
+    "variant_edit",
 ]
 
 #: bump when prompt construction changes in a way that changes prompts
@@ -81,7 +89,9 @@ def query_id(
     parts = (TEMPLATE_VERSION, benchmark, question_id, mode, str(option_mode), *shown)
     if version:
         parts = (*parts, "version", version)
-    qid = content_hash(*parts) if style is None else content_hash(*parts, "style", style)
+    qid = (
+        content_hash(*parts) if style is None else content_hash(*parts, "style", style)
+    )
     return content_hash(qid, variant_key) if variant_key else qid
 
 
@@ -90,7 +100,9 @@ def unit_id(identity_hash: str, qid: str, repetition: int) -> str:
     return content_hash(identity_hash, qid, str(repetition))
 
 
-def option_mode_for(bench: Benchmark, comparison: ComparisonSpec, p: int | None = None) -> int:
+def option_mode_for(
+    bench: Benchmark, comparison: ComparisonSpec, p: int | None = None
+) -> int:
     """The number of options offered: the job's setting or the benchmark's default.
 
     Pairwise: the release setting (MT-Bench 3, DevBench 2). List-wise (``p`` = list
@@ -184,31 +196,52 @@ class UnitBatch:
     def columns(self) -> dict[str, list[Any]]:
         """The unit rows as columns (``names`` -> one value per unit, in unit order)."""
         rows = list(map(operator.attrgetter(*self.names), self.units))
-        return {name: list(col) for name, col in zip(self.names, zip(*rows))} if rows else {n: [] for n in self.names}
+        return (
+            {name: list(col) for name, col in zip(self.names, zip(*rows))}
+            if rows
+            else {n: [] for n in self.names}
+        )
 
     @cached_property
     def queries(self) -> list[Query]:
         """The queries sent to the judge, in unit order."""
         return [u.query() for u in self.units]
 
-    def select(self, keep: list[bool]) -> "UnitBatch":
+    def select(self, keep: list[bool]) -> UnitBatch:
         """The batch restricted to the units where ``keep`` is true."""
-        return UnitBatch(self.judge, [u for u, m in zip(self.units, keep) if m], self.names)
+        return UnitBatch(
+            self.judge, [u for u, m in zip(self.units, keep) if m], self.names
+        )
 
 
 class _UnitMaker:
     """Makes one judge's work units, instance by instance and order by order (the state of
     :func:`iter_unit_batches`: the scheme's orders, kept while the list size is the same)."""
 
-    def __init__(self, bench: Benchmark, comparison: ComparisonSpec, *, judge: str, identity_hash: str,
-                 needs_prompt: bool, prompts: PromptCache, variants: Sequence[Variant],
-                 rewrites: Mapping[tuple[str, str, str], tuple[str, ...]]) -> None:
+    def __init__(
+        self,
+        bench: Benchmark,
+        comparison: ComparisonSpec,
+        *,
+        judge: str,
+        identity_hash: str,
+        needs_prompt: bool,
+        prompts: PromptCache,
+        variants: Sequence[Variant],
+        rewrites: Mapping[tuple[str, str, str], tuple[str, ...]],
+    ) -> None:
         self.bench, self.comparison = bench, comparison
-        self.judge, self.identity_hash, self.needs_prompt = judge, identity_hash, needs_prompt
+        self.judge, self.identity_hash, self.needs_prompt = (
+            judge,
+            identity_hash,
+            needs_prompt,
+        )
         self.prompts, self.variants, self.rewrites = prompts, variants, rewrites
         self.mode = comparison.mode
         self.style = comparison.score_style if self.mode == "score" else None
-        self.per_instance = self.mode == "listwise" and seeded_per_instance(comparison.permutations)
+        self.per_instance = self.mode == "listwise" and seeded_per_instance(
+            comparison.permutations
+        )
         self.p: int | None = None
         self.option_mode = 0
         self.perms: Sequence[tuple[int, ...]] = []
@@ -218,7 +251,11 @@ class _UnitMaker:
         p = len(row["candidates"])
         if p != self.p or self.per_instance:
             c = self.comparison
-            seed = instance_seed(c.permutation_seed, row["instance_id"]) if self.per_instance else c.permutation_seed
+            seed = (
+                instance_seed(c.permutation_seed, row["instance_id"])
+                if self.per_instance
+                else c.permutation_seed
+            )
             self.p = p
             self.perms = permutations_for(self.mode, c.permutations, p, seed)
             self.option_mode = option_mode_for(self.bench, c, p)
@@ -228,7 +265,9 @@ class _UnitMaker:
         """Units of the last instance whose orders were asked for (every variant counted)."""
         return len(self.perms) * self.comparison.repetitions * len(self.variants)
 
-    def of_order(self, row: dict[str, Any], k: int, perm: tuple[int, ...]) -> list[WorkUnit]:
+    def of_order(
+        self, row: dict[str, Any], k: int, perm: tuple[int, ...]
+    ) -> list[WorkUnit]:
         """The units of the ``k``-th order of an instance: the control and each variant
         (none for a better/worse variant where the better candidate is unknown), each
         asked ``repetitions`` times."""
@@ -237,8 +276,20 @@ class _UnitMaker:
         shown = tuple(cands[i] for i in perm)
         better, worst = row.get("better"), row.get("worst")
         version = bench.prompt_key(qid_)
-        system = bench.system_prompt(qid_, shown, self.option_mode) if self.needs_prompt else None
-        base_qid = query_id(bench.name, qid_, shown, self.mode, self.option_mode, style=self.style, version=version)
+        system = (
+            bench.system_prompt(qid_, shown, self.option_mode)
+            if self.needs_prompt
+            else None
+        )
+        base_qid = query_id(
+            bench.name,
+            qid_,
+            shown,
+            self.mode,
+            self.option_mode,
+            style=self.style,
+            version=version,
+        )
         out: list[WorkUnit] = []
         for v in self.variants:
             target = tslot = edit = None
@@ -249,23 +300,61 @@ class _UnitMaker:
                 target = target_model(v.rule, cands, shown, better, worst)
                 tslot = LETTERS[shown.index(target)] if target is not None else None
                 edit = variant_edit(bench, v, qid_, shown, target, self.rewrites)
-                qid = query_id(bench.name, qid_, shown, self.mode, self.option_mode, v.key, style=self.style,
-                               version=version)
+                qid = query_id(
+                    bench.name,
+                    qid_,
+                    shown,
+                    self.mode,
+                    self.option_mode,
+                    v.key,
+                    style=self.style,
+                    version=version,
+                )
             label = None if edit is None else v.label
             if self.needs_prompt:
-                prompt, out_chars = self.prompts.get(qid_, shown, self.option_mode, self.mode, label, edit)
+                prompt, out_chars = self.prompts.get(
+                    qid_, shown, self.option_mode, self.mode, label, edit
+                )
                 prompt_chars = len(prompt)
             else:
                 prompt = None
-                prompt_chars, out_chars = self.prompts.lengths(qid_, shown, self.option_mode, self.mode, label, edit)
+                prompt_chars, out_chars = self.prompts.lengths(
+                    qid_, shown, self.option_mode, self.mode, label, edit
+                )
             for r in range(1, self.comparison.repetitions + 1):
-                out.append(WorkUnit(
-                    unit_id(self.identity_hash, qid, r), qid, self.judge, bench.name, qid_, row["task"],
-                    row["instance_id"], row["candidate"], row["reference"], cands, shown, k, r, self.mode,
-                    self.option_mode, row["input_chars"], out_chars, prompt_chars, v.label, v.kind, v.param,
-                    target, v.rule, tslot, better, row.get("gold"), prompt, system,
-                    None if v.is_control else base_qid,
-                ))
+                out.append(
+                    WorkUnit(
+                        unit_id(self.identity_hash, qid, r),
+                        qid,
+                        self.judge,
+                        bench.name,
+                        qid_,
+                        row["task"],
+                        row["instance_id"],
+                        row["candidate"],
+                        row["reference"],
+                        cands,
+                        shown,
+                        k,
+                        r,
+                        self.mode,
+                        self.option_mode,
+                        row["input_chars"],
+                        out_chars,
+                        prompt_chars,
+                        v.label,
+                        v.kind,
+                        v.param,
+                        target,
+                        v.rule,
+                        tslot,
+                        better,
+                        row.get("gold"),
+                        prompt,
+                        system,
+                        None if v.is_control else base_qid,
+                    )
+                )
         return out
 
 
@@ -297,9 +386,16 @@ def iter_unit_batches(
     the module docstring). ``inst`` is the output of :func:`instances`. Memory: one batch,
     whatever the number of instances or orders.
     """
-    maker = _UnitMaker(bench, comparison, judge=judge, identity_hash=identity_hash, needs_prompt=needs_prompt,
-                       prompts=prompts or PromptCache(bench, score_style=comparison.score_style),
-                       variants=variants, rewrites=rewrites or {})
+    maker = _UnitMaker(
+        bench,
+        comparison,
+        judge=judge,
+        identity_hash=identity_hash,
+        needs_prompt=needs_prompt,
+        prompts=prompts or PromptCache(bench, score_style=comparison.score_style),
+        variants=variants,
+        rewrites=rewrites or {},
+    )
     units: list[WorkUnit] = []
     for row in inst.iter_rows(named=True):
         perms = maker.orders(row)
@@ -320,7 +416,11 @@ def iter_unit_batches(
 
 
 def variant_edit(
-    bench: Benchmark, v: Variant, question_id: str, shown: Sequence[str], target: str | None,
+    bench: Benchmark,
+    v: Variant,
+    question_id: str,
+    shown: Sequence[str],
+    target: str | None,
     rewrites: Mapping[tuple[str, str, str], tuple[str, ...]],
 ) -> PromptEdit:
     """The prompt edit of variant ``v`` for one order: its kind's sentence
@@ -341,10 +441,17 @@ def variant_edit(
         labels=tuple(bench.slot_label(i) for i in range(len(shown))),
         shown=tuple(shown),
     )
-    return PromptEdit(instruction=kind.instruction_text(v.param, slots), names=tuple(shown) if kind.family == NAMES else None)
+    return PromptEdit(
+        instruction=kind.instruction_text(v.param, slots),
+        names=tuple(shown) if kind.family == NAMES else None,
+    )
 
 
-def count_units(inst: pl.DataFrame, comparison: ComparisonSpec, variants: Sequence[Variant] = (CONTROL,)) -> int:
+def count_units(
+    inst: pl.DataFrame,
+    comparison: ComparisonSpec,
+    variants: Sequence[Variant] = (CONTROL,),
+) -> int:
     """How many units one judge has for these instances (without generating them).
 
     Sums instances x orders of the scheme x repetitions per list size present, times the
@@ -362,12 +469,21 @@ def count_units(inst: pl.DataFrame, comparison: ComparisonSpec, variants: Sequen
         if comparison.mode == "listwise":
             orders = scheme_size(comparison.permutations, p)
         else:
-            orders = len(permutations_for(comparison.mode, comparison.permutations, p, comparison.permutation_seed))
+            orders = len(
+                permutations_for(
+                    comparison.mode,
+                    comparison.permutations,
+                    p,
+                    comparison.permutation_seed,
+                )
+            )
         total += n * orders * comparison.repetitions
     if len(variants) == 1:
         return total
     known = inst["better"].is_not_null().sum() if "better" in inst.columns else 0
     n_quality = sum(1 for v in variants if v.rule in QUALITY_RULES)
     n_plain = len(variants) - n_quality
-    per_instance = total // inst.height  # the same orders x repetitions for every instance of a job
+    per_instance = (
+        total // inst.height
+    )  # the same orders x repetitions for every instance of a job
     return per_instance * (n_plain * inst.height + n_quality * int(known))

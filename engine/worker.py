@@ -14,7 +14,9 @@ from voirdire.judges.base import JudgeContext, Query, Result, get_backend
 from voirdire.judges.capabilities import Counts
 
 
-def results_to_columns(queries: list[Query], results: list[Result]) -> dict[str, list[Any]]:
+def results_to_columns(
+    queries: list[Query], results: list[Result]
+) -> dict[str, list[Any]]:
     """Result columns aligned with ``queries`` (matched by unit id); a query without a
     result gets a recorded failure ("the judge backend returned no result")."""
     by_id = {r.unit_id: r for r in results}
@@ -22,7 +24,11 @@ def results_to_columns(queries: list[Query], results: list[Result]) -> dict[str,
     for q in queries:
         r = by_id.get(q.unit_id)
         if r is None:
-            r = Result.failed(q.unit_id, "error", "the judge backend returned no result for this query")
+            r = Result.failed(
+                q.unit_id,
+                "error",
+                "the judge backend returned no result for this query",
+            )
         rows.append(r.as_row())
     return {k: [row[k] for row in rows] for k in rows[0]} if rows else {}
 
@@ -36,7 +42,9 @@ class JudgeWorker:
         context: the job context passed to the backend.
     """
 
-    def __init__(self, backend: str, settings: dict[str, Any], context: JudgeContext) -> None:
+    def __init__(
+        self, backend: str, settings: dict[str, Any], context: JudgeContext
+    ) -> None:
         cls = get_backend(backend)
         self.backend = cls(cls.Settings(**settings), context)
 

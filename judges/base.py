@@ -111,9 +111,16 @@ class Result:
     cached: bool = False
 
     @classmethod
-    def failed(cls, unit_id: str, failure: FailureClass | str, message: str, **kw: Any) -> "Result":
+    def failed(
+        cls, unit_id: str, failure: FailureClass | str, message: str, **kw: Any
+    ) -> Result:
         """A recorded failure with its class and a human-readable reason."""
-        return cls(unit_id=unit_id, failure=FailureClass(failure).value, failure_message=message, **kw)
+        return cls(
+            unit_id=unit_id,
+            failure=FailureClass(failure).value,
+            failure_message=message,
+            **kw,
+        )
 
     def as_row(self) -> dict[str, Any]:
         """The result as a dict keyed by :data:`voirdire.engine.schema.RESULT_COLUMNS`."""
@@ -221,7 +228,11 @@ class JudgeBackend(abc.ABC, Generic[S]):
         for key in cls.identity_if_set:
             if getattr(settings, key) == type(settings).model_fields[key].default:
                 data.pop(key, None)
-        return {"backend": cls.name, "settings": data, "sampling": sampling.model_dump(mode="json")}
+        return {
+            "backend": cls.name,
+            "settings": data,
+            "sampling": sampling.model_dump(mode="json"),
+        }
 
     @classmethod
     def preflight(cls, settings: S, context: JudgeContext) -> None:
@@ -303,14 +314,21 @@ def _name_of(cls: type[JudgeBackend]) -> str:
 #: names); the built-in ones are imported on first use, each naming the optional dependency
 #: group it needs (``pip install 'voirdire[<extra>]'``).
 BACKENDS: Registry[type[JudgeBackend]] = Registry(
-    "judge backend", check=_check_backend, name_of=_name_of, entry_points="voirdire.backends"
+    "judge backend",
+    check=_check_backend,
+    name_of=_name_of,
+    entry_points="voirdire.backends",
 )
 _BUILTINS = (
     ("replay", "voirdire.judges.replay:ReplayJudge", None),
     ("simulated", "voirdire.judges.simulated:SimulatedJudge", None),
     ("openai", "voirdire.judges.api.openai:OpenAIJudge", "api"),
     ("anthropic", "voirdire.judges.api.anthropic:AnthropicJudge", "api"),
-    ("openai_compatible", "voirdire.judges.api.compatible:OpenAICompatibleJudge", "api"),
+    (
+        "openai_compatible",
+        "voirdire.judges.api.compatible:OpenAICompatibleJudge",
+        "api",
+    ),
     ("vllm", "voirdire.judges.vllm_judge:VllmJudge", "vllm"),
     ("template_rewriter", "voirdire.judges.rewriters:TemplateRewriter", None),
     ("template", "voirdire.judges.rewriters:TemplateRewriter", None),

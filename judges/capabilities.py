@@ -38,8 +38,19 @@ if TYPE_CHECKING:
 S = TypeVar("S", bound=JudgeSettings)
 
 __all__ = [
-    "Counts", "Estimates", "Expands", "OwnComparisonMode", "PromptFree", "QualitySource", "Recording", "RewriterOnly",
-    "Rewrites", "UsesKey", "comparison_mode", "needs_prompt", "rewrite_kinds",
+    "Counts",
+    "Estimates",
+    "Expands",
+    "OwnComparisonMode",
+    "PromptFree",
+    "QualitySource",
+    "Recording",
+    "RewriterOnly",
+    "Rewrites",
+    "UsesKey",
+    "comparison_mode",
+    "needs_prompt",
+    "rewrite_kinds",
 ]
 
 
@@ -58,8 +69,15 @@ class Expands(abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def expand(cls, settings: Mapping[str, Any], *, judge: str, benchmark: str, data_dir: str | os.PathLike[str],
-               spec: Any = None) -> list[tuple[str, dict[str, Any]]] | None:
+    def expand(
+        cls,
+        settings: Mapping[str, Any],
+        *,
+        judge: str,
+        benchmark: str,
+        data_dir: str | os.PathLike[str],
+        spec: Any = None,
+    ) -> list[tuple[str, dict[str, Any]]] | None:
         """The judges one entry stands for (replay's ``recorded = "*"``: one per recorded
         output found), as ``(name, settings update)`` pairs; None: the entry is one judge.
         ``settings``: the entry's backend keys as written; ``judge``: the entry's name;
@@ -77,7 +95,15 @@ class QualitySource(abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def quality(cls, arg: str, inst: Any, *, bench: Any, judges: Mapping[str, Any], data_dir: str) -> Any:
+    def quality(
+        cls,
+        arg: str,
+        inst: Any,
+        *,
+        bench: Any,
+        judges: Mapping[str, Any],
+        data_dir: str,
+    ) -> Any:
         """``inst`` (the instances, a polars DataFrame) with columns ``better`` and
         ``worst`` (str, null where unknown); ``judges``: the job's resolved judges by label.
 
@@ -119,7 +145,9 @@ class Estimates(abc.ABC, Generic[S]):
 
     @classmethod
     @abc.abstractmethod
-    def estimate(cls, settings: S, sampling: Sampling, prompts: Iterable[str]) -> dict[str, Any]:
+    def estimate(
+        cls, settings: S, sampling: Sampling, prompts: Iterable[str]
+    ) -> dict[str, Any]:
         """Dry-run estimate of tokens and cost over the prompt strings to be sent (see
         :meth:`voirdire.judges.api.base.APIJudge.estimate` for the keys)."""
 
@@ -164,4 +192,8 @@ def rewrite_kinds(backend: type) -> tuple[str, ...] | None:
 def comparison_mode(backend: type, settings: JudgeSettings) -> str | None:
     """The comparison mode of a judge's units when its backend sets one
     (:class:`OwnComparisonMode`), else ``None`` (the job's)."""
-    return backend.comparison_mode(settings) if issubclass(backend, OwnComparisonMode) else None
+    return (
+        backend.comparison_mode(settings)
+        if issubclass(backend, OwnComparisonMode)
+        else None
+    )

@@ -14,7 +14,9 @@ import polars as pl
 
 
 def extract_verdicts(
-    raw: pl.DataFrame, patterns: dict[str, str | list], labels: dict[str, dict[str, str]] | None = None
+    raw: pl.DataFrame,
+    patterns: dict[str, str | list],
+    labels: dict[str, dict[str, str]] | None = None,
 ) -> pl.DataFrame:
     """Add ``extracted``, ``chosen``, ``tie`` and ``failed`` to raw rows, vectorised.
 
@@ -40,22 +42,32 @@ def extract_verdicts(
     """
     missing = set(raw["benchmark"].unique().to_list()) - set(patterns)
     if missing:
-        raise KeyError(f"no verdict pattern for benchmark(s): {', '.join(sorted(missing))}")
+        raise KeyError(
+            f"no verdict pattern for benchmark(s): {', '.join(sorted(missing))}"
+        )
     text = pl.lit(None, dtype=pl.String)
     for bench, pattern in patterns.items():
-        text = pl.when(pl.col("benchmark") == bench).then(_read(pattern)).otherwise(text)
-    for bench, mapping in (labels or {}).items():  # labels read by the pattern -> position letters
+        text = (
+            pl.when(pl.col("benchmark") == bench).then(_read(pattern)).otherwise(text)
+        )
+    for bench, mapping in (
+        labels or {}
+    ).items():  # labels read by the pattern -> position letters
         mapped = text.str.strip_chars().replace(list(mapping), list(mapping.values()))
         text = pl.when(pl.col("benchmark") == bench).then(mapped).otherwise(text)
     # a backend's own verdict wins; "" is its "no verdict" (the text is not read again)
     letter = pl.coalesce(pl.col("choice"), text)
     letter = pl.when(letter == "").then(pl.lit(None, dtype=pl.String)).otherwise(letter)
     idx = letter.str.len_bytes().eq(1) & letter.is_not_null()
-    code = (letter.str.encode("hex").str.to_integer(base=16, strict=False) - ord("A")).cast(pl.Int32)
+    code = (
+        letter.str.encode("hex").str.to_integer(base=16, strict=False) - ord("A")
+    ).cast(pl.Int32)
     p = pl.col("shown").list.len().cast(pl.Int32)
     in_slots = idx & (code >= 0) & (code < p)
     return raw.with_columns(extracted=letter).with_columns(
-        chosen=pl.when(in_slots).then(pl.col("shown").list.get(code.clip(0, 64), null_on_oob=True)).otherwise(None),
+        chosen=pl.when(in_slots)
+        .then(pl.col("shown").list.get(code.clip(0, 64), null_on_oob=True))
+        .otherwise(None),
         tie=(idx & (code == p) & (pl.col("option_mode") > p)).fill_null(False),
         failed=pl.col("extracted").is_null(),
     )
@@ -67,11 +79,17 @@ def _read(pattern: str | list) -> pl.Expr:
         return pl.col("output").str.extract(pattern, 1)
     out = pl.lit(None, dtype=pl.String)
     for letter, rx in reversed(pattern):
-        out = pl.when(pl.col("output").str.strip_chars().str.contains(rx)).then(pl.lit(letter)).otherwise(out)
+        out = (
+            pl.when(pl.col("output").str.strip_chars().str.contains(rx))
+            .then(pl.lit(letter))
+            .otherwise(out)
+        )
     return out
 
 
-def extract_scores(raw: pl.DataFrame, patterns: dict[str, tuple[str, str] | list[str]]) -> pl.DataFrame:
+def extract_scores(
+    raw: pl.DataFrame, patterns: dict[str, tuple[str, str] | list[str]]
+) -> pl.DataFrame:
     """Score mode (Wang et al. 2023): read each slot's score (1-10 by default) and derive the verdict
     letter, vectorised.
 
@@ -98,15 +116,27 @@ def extract_scores(raw: pl.DataFrame, patterns: dict[str, tuple[str, str] | list
     benches = set(raw.filter(is_score)["benchmark"].unique().to_list())
     missing = benches - set(patterns)
     if missing:
-        raise KeyError(f"no score patterns for benchmark(s): {', '.join(sorted(missing))}")
+        raise KeyError(
+            f"no score patterns for benchmark(s): {', '.join(sorted(missing))}"
+        )
 
     def last(slot: int) -> pl.Expr:
         val = pl.lit(None, dtype=pl.Float64)
         for bench, pats in patterns.items():
             pat = pats[slot]
             lo, hi = (float(pats[2]), float(pats[3])) if len(pats) > 3 else (1.0, 10.0)
-            got = pl.col("output").str.extract_all(pat).list.last().str.extract(pat, 1).cast(pl.Float64, strict=False)
-            val = pl.when(pl.col("benchmark") == bench).then(pl.when(got.is_between(lo, hi)).then(got)).otherwise(val)
+            got = (
+                pl.col("output")
+                .str.extract_all(pat)
+                .list.last()
+                .str.extract(pat, 1)
+                .cast(pl.Float64, strict=False)
+            )
+            val = (
+                pl.when(pl.col("benchmark") == bench)
+                .then(pl.when(got.is_between(lo, hi)).then(got))
+                .otherwise(val)
+            )
         return pl.when(is_score).then(val).otherwise(None)
 
     out = raw.with_columns(_sa=last(0), _sb=last(1))

@@ -26,16 +26,29 @@ from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
+
 from voirdire.benchmarks.kind import BenchmarkKind
 from voirdire.benchmarks.recorded import Recorded, RecordKey, record_key
 from voirdire.benchmarks.registry import find_benchmark, recorded_mode
 from voirdire.benchmarks.scoring import score_patterns, score_range
-from voirdire.judges.base import JudgeBackend, JudgeContext, JudgeSettings, Query, Result, Sampling, register
-from voirdire.judges.capabilities import Expands, OwnComparisonMode, PromptFree, QualitySource, Recording
-from voirdire.judges.extract import extract_scores, extract_verdicts
-
 from voirdire.core import ConfigError, FailureClass
-
+from voirdire.judges.base import (
+    JudgeBackend,
+    JudgeContext,
+    JudgeSettings,
+    Query,
+    Result,
+    Sampling,
+    register,
+)
+from voirdire.judges.capabilities import (
+    Expands,
+    OwnComparisonMode,
+    PromptFree,
+    QualitySource,
+    Recording,
+)
+from voirdire.judges.extract import extract_scores, extract_verdicts
 
 #: ``recorded = "*"`` of a replay judge: one judge per recorded output found
 ALL_RECORDED = "*"
@@ -72,17 +85,26 @@ def recorded_path(settings: ReplaySettings, context: JudgeContext) -> Path:
     root = settings.data_dir or context.data_dir
     if not root:
         raise ConfigError(f"judge {context.judge!r}: replay needs a data directory")
-    return release_format(context.benchmark).recorded_file(root, settings.study, settings.recorded, context.judge)
+    return release_format(context.benchmark).recorded_file(
+        root, settings.study, settings.recorded, context.judge
+    )
 
 
-def recorded_judges(data_dir: str | Path, study: str, benchmark: str, subsets: Sequence[str] | None = None) -> list[str]:
+def recorded_judges(
+    data_dir: str | Path,
+    study: str,
+    benchmark: str,
+    subsets: Sequence[str] | None = None,
+) -> list[str]:
     """The judges with recorded outputs in ``data_dir`` for a study and benchmark (release
     name, e.g. ``MTBench``), sorted, as the benchmark's ``recorded_judges`` lists them
     (``subsets``: the job's, where the benchmark has them). Empty when there are none."""
     return release_format(benchmark).recorded_judges(data_dir, study, subsets)
 
 
-def load_recorded(path: Path, benchmark: str, recorded: str) -> dict[RecordKey, Recorded]:
+def load_recorded(
+    path: Path, benchmark: str, recorded: str
+) -> dict[RecordKey, Recorded]:
     """``(";".join((question id, *shown)), repetition) ->`` :class:`~voirdire.benchmarks.recorded.Recorded`
     of one recorded judge, read by the benchmark's ``read_recorded``."""
     return release_format(benchmark).read_recorded(path, recorded)
@@ -93,7 +115,9 @@ def as_result(unit_id: str, rec: Recorded) -> Result:
     recorded call failed, else the text with the release's letter where it read one."""
     if rec.output is None:
         return Result.failed(unit_id, FailureClass.MISSING, rec.why)
-    return Result(unit_id=unit_id, output=rec.output, choice=rec.choice, verdict_mode="replay")
+    return Result(
+        unit_id=unit_id, output=rec.output, choice=rec.choice, verdict_mode="replay"
+    )
 
 
 def recorded_letters(recorded: str, bench: Any, data_dir: str) -> pl.DataFrame:
@@ -110,25 +134,46 @@ def recorded_letters(recorded: str, bench: Any, data_dir: str) -> pl.DataFrame:
     Raises:
         ConfigError: no recorded outputs of that judge.
     """
-    ctx = JudgeContext(judge=f"quality source replay:{recorded}", benchmark=bench.name, data_dir=data_dir, output_dir=None)
+    ctx = JudgeContext(
+        judge=f"quality source replay:{recorded}",
+        benchmark=bench.name,
+        data_dir=data_dir,
+        output_dir=None,
+    )
     path = recorded_path(ReplaySettings(recorded=recorded), ctx)
     schema = {"cmp_index": pl.String, "output": pl.String, "choice": pl.String}
-    rows = [(k, rec.output, rec.choice) for (k, rep), rec in load_recorded(path, bench.name, recorded).items() if rep == 1]
+    rows = [
+        (k, rec.output, rec.choice)
+        for (k, rep), rec in load_recorded(path, bench.name, recorded).items()
+        if rep == 1
+    ]
     score = release_format(bench.name).recorded_mode(recorded) == "score"
     raw = pl.DataFrame(rows, schema=schema, orient="row").with_columns(
-        benchmark=pl.lit(bench.name), mode=pl.lit("score" if score else "pairwise"),
-        shown=pl.col("cmp_index").str.split(";").list.slice(-2, 2), option_mode=pl.lit(2),
+        benchmark=pl.lit(bench.name),
+        mode=pl.lit("score" if score else "pairwise"),
+        shown=pl.col("cmp_index").str.split(";").list.slice(-2, 2),
+        option_mode=pl.lit(2),
     )
     if score:
-        raw = extract_scores(raw, {bench.name: [*score_patterns(bench.name), *score_range(bench.name)]})
+        raw = extract_scores(
+            raw, {bench.name: [*score_patterns(bench.name), *score_range(bench.name)]}
+        )
     labels = {bench.name: bench.verdict_labels} if bench.verdict_labels else None
-    judged = extract_verdicts(raw, {bench.name: bench.verdict_pattern_for("pairwise")}, labels)
+    judged = extract_verdicts(
+        raw, {bench.name: bench.verdict_pattern_for("pairwise")}, labels
+    )
     return judged.select("cmp_index", letter="extracted")
 
 
 @register
-class ReplayJudge(PromptFree, Recording, Expands, QualitySource, OwnComparisonMode[ReplaySettings],
-                  JudgeBackend[ReplaySettings]):
+class ReplayJudge(
+    PromptFree,
+    Recording,
+    Expands,
+    QualitySource,
+    OwnComparisonMode[ReplaySettings],
+    JudgeBackend[ReplaySettings],
+):
     """Replays recorded outputs; see the module docstring. Needs no prompt text."""
 
     name = "replay"
@@ -147,7 +192,11 @@ class ReplayJudge(PromptFree, Recording, Expands, QualitySource, OwnComparisonMo
     @classmethod
     def identity(cls, settings: ReplaySettings, sampling: Sampling) -> dict[str, Any]:
         # the recorded judge and study are what the answers are; data_dir is a location
-        return {"backend": cls.name, "recorded": settings.recorded, "study": settings.study}
+        return {
+            "backend": cls.name,
+            "recorded": settings.recorded,
+            "study": settings.study,
+        }
 
     @classmethod
     def preflight(cls, settings: ReplaySettings, context: JudgeContext) -> None:
@@ -158,8 +207,15 @@ class ReplayJudge(PromptFree, Recording, Expands, QualitySource, OwnComparisonMo
         return {"num_cpus": 0}
 
     @classmethod
-    def expand(cls, settings: Mapping[str, Any], *, judge: str, benchmark: str, data_dir: str | os.PathLike[str],
-               spec: Any = None) -> list[tuple[str, dict[str, Any]]] | None:
+    def expand(
+        cls,
+        settings: Mapping[str, Any],
+        *,
+        judge: str,
+        benchmark: str,
+        data_dir: str | os.PathLike[str],
+        spec: Any = None,
+    ) -> list[tuple[str, dict[str, Any]]] | None:
         """``recorded = "*"``: one judge per recorded output in the data directory for the
         study and benchmark, in name order, named after it (or the entry's name with ``*``
         replaced by it: ``name = "replay-*"``). Raises ConfigError when none is found."""
@@ -170,12 +226,23 @@ class ReplayJudge(PromptFree, Recording, Expands, QualitySource, OwnComparisonMo
         found = recorded_judges(root, study, benchmark, getattr(spec, "subsets", None))
         if not found:
             raise ConfigError(
-                f"judge {judge!r}: recorded = \"*\" found no recorded outputs in {root / 'judgments' / study / benchmark}"
+                f'judge {judge!r}: recorded = "*" found no recorded outputs in {root / "judgments" / study / benchmark}'
             )
-        return [(judge.replace("*", rec) if "*" in judge else rec, {"recorded": rec}) for rec in found]
+        return [
+            (judge.replace("*", rec) if "*" in judge else rec, {"recorded": rec})
+            for rec in found
+        ]
 
     @classmethod
-    def quality(cls, arg: str, inst: pl.DataFrame, *, bench: Any, judges: Mapping[str, Any], data_dir: str) -> pl.DataFrame:
+    def quality(
+        cls,
+        arg: str,
+        inst: pl.DataFrame,
+        *,
+        bench: Any,
+        judges: Mapping[str, Any],
+        data_dir: str,
+    ) -> pl.DataFrame:
         """``benchmark.quality = "replay:<recorded judge>"``: the better candidate is the one
         that judge's recorded verdicts (position-bias study) choose in both orders; other
         instances have none (pairwise only).
@@ -184,22 +251,34 @@ class ReplayJudge(PromptFree, Recording, Expands, QualitySource, OwnComparisonMo
             ConfigError: a list-wise job, or no recorded outputs of that judge.
         """
         if inst.height and inst["candidates"].list.len().max() != 2:
-            raise ConfigError("benchmark.quality = 'replay:...' serves pairwise jobs only")
+            raise ConfigError(
+                "benchmark.quality = 'replay:...' serves pairwise jobs only"
+            )
         df = recorded_letters(arg, bench, data_dir)
         a = df.select(pl.col("cmp_index").alias("k_ab"), pl.col("letter").alias("l_ab"))
         b = df.select(pl.col("cmp_index").alias("k_ba"), pl.col("letter").alias("l_ba"))
         c0, c1 = pl.col("candidates").list.get(0), pl.col("candidates").list.get(1)
-        out = inst.with_columns(
-            k_ab=pl.col("question_id") + ";" + c0 + ";" + c1,
-            k_ba=pl.col("question_id") + ";" + c1 + ";" + c0,
-        ).join(a, on="k_ab", how="left").join(b, on="k_ba", how="left")
+        out = (
+            inst.with_columns(
+                k_ab=pl.col("question_id") + ";" + c0 + ";" + c1,
+                k_ba=pl.col("question_id") + ";" + c1 + ";" + c0,
+            )
+            .join(a, on="k_ab", how="left")
+            .join(b, on="k_ba", how="left")
+        )
         better = (
-            pl.when((pl.col("l_ab") == "A") & (pl.col("l_ba") == "B")).then(c0)
-            .when((pl.col("l_ab") == "B") & (pl.col("l_ba") == "A")).then(c1)
+            pl.when((pl.col("l_ab") == "A") & (pl.col("l_ba") == "B"))
+            .then(c0)
+            .when((pl.col("l_ab") == "B") & (pl.col("l_ba") == "A"))
+            .then(c1)
             .otherwise(None)
         )
-        worst = pl.when(better == c0).then(c1).when(better == c1).then(c0).otherwise(None)
-        return out.with_columns(better=better, worst=worst).drop("k_ab", "k_ba", "l_ab", "l_ba")
+        worst = (
+            pl.when(better == c0).then(c1).when(better == c1).then(c0).otherwise(None)
+        )
+        return out.with_columns(better=better, worst=worst).drop(
+            "k_ab", "k_ba", "l_ab", "l_ba"
+        )
 
     async def judge(self, queries: list[Query]) -> list[Result]:
         out: list[Result] = []
@@ -207,7 +286,9 @@ class ReplayJudge(PromptFree, Recording, Expands, QualitySource, OwnComparisonMo
         for q in queries:
             rec = self.recorded.get(record_key(q.question_id, q.shown, q.repetition))
             if rec is None:
-                out.append(Result.failed(q.unit_id, FailureClass.MISSING, "no recorded output"))
+                out.append(
+                    Result.failed(q.unit_id, FailureClass.MISSING, "no recorded output")
+                )
             else:
                 out.append(as_result(q.unit_id, rec))
         dt = (time.perf_counter() - t) / max(1, len(queries))

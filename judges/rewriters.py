@@ -23,10 +23,9 @@ import asyncio
 from typing import Any
 
 from voirdire.benchmarks.perturb import original_of
+from voirdire.core import stable_int
 from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, register
 from voirdire.judges.capabilities import RewriterOnly
-
-from voirdire.core import stable_int
 
 #: fake citations of the template rewriter (ours; the sources do not exist)
 CITATIONS = {
@@ -101,9 +100,21 @@ class _OfflineRewriter(RewriterOnly, JudgeBackend[OfflineRewriterSettings]):
         for q in queries:
             kind, param = q.perturbation_kind or "", q.perturbation_param
             if self.rewrite_kinds is not None and kind not in self.rewrite_kinds:
-                out.append(Result.failed(q.unit_id, "error", f"the {self.name} rewriter cannot do {kind!r}"))
+                out.append(
+                    Result.failed(
+                        q.unit_id,
+                        "error",
+                        f"the {self.name} rewriter cannot do {kind!r}",
+                    )
+                )
                 continue
-            out.append(Result(unit_id=q.unit_id, output=self.rewrite(kind, param, original_of(q.prompt or "")), latency_s=0.0))
+            out.append(
+                Result(
+                    unit_id=q.unit_id,
+                    output=self.rewrite(kind, param, original_of(q.prompt or "")),
+                    latency_s=0.0,
+                )
+            )
         return out
 
 

@@ -40,12 +40,20 @@ from typing import Any
 
 import numpy as np
 from pydantic import field_validator
-from voirdire.benchmarks.scoring import load_score_templates
-from voirdire.benchmarks.biases import find_kind, known_kinds
-from voirdire.judges.base import JudgeBackend, JudgeContext, JudgeSettings, Query, Result, get_backend, register
-from voirdire.judges.capabilities import PromptFree, QualitySource, Rewrites
 
+from voirdire.benchmarks.biases import find_kind, known_kinds
+from voirdire.benchmarks.scoring import load_score_templates
 from voirdire.core import ConfigError, letters, stable_int
+from voirdire.judges.base import (
+    JudgeBackend,
+    JudgeContext,
+    JudgeSettings,
+    Query,
+    Result,
+    get_backend,
+    register,
+)
+from voirdire.judges.capabilities import PromptFree, QualitySource, Rewrites
 
 
 class SimulatedSettings(JudgeSettings):
@@ -84,7 +92,9 @@ def latent_quality(model: str, qualities: dict[str, float] | None, seed: int) ->
     return random.Random(_u("quality", seed, model)).gauss(0.0, 1.0)
 
 
-def best_and_worst(s: SimulatedSettings, question_id: str, candidates: Sequence[str]) -> tuple[str, str]:
+def best_and_worst(
+    s: SimulatedSettings, question_id: str, candidates: Sequence[str]
+) -> tuple[str, str]:
     """The candidates of highest and lowest latent quality on a question (the model's
     quality plus the question's noise, as the judge decides by)."""
     qn = random.Random(_u("question", s.seed, question_id))
@@ -96,15 +106,15 @@ def best_and_worst(s: SimulatedSettings, question_id: str, candidates: Sequence[
 
 def decide(
     s: SimulatedSettings,
-    best_slot: "np.ndarray",
-    gap: "np.ndarray",
-    u_sure: "np.ndarray",
-    u_tie: "np.ndarray",
-    u_slot: "np.ndarray",
+    best_slot: np.ndarray,
+    gap: np.ndarray,
+    u_sure: np.ndarray,
+    u_tie: np.ndarray,
+    u_slot: np.ndarray,
     *,
     slots: int,
-    tie_offered: "np.ndarray | bool",
-) -> "np.ndarray":
+    tie_offered: np.ndarray | bool,
+) -> np.ndarray:
     """The judge model's decision rule, vectorised: the slot index each query chooses.
 
     This is the one model of the simulated judge: the backend (:func:`simulate_choice`)
@@ -127,13 +137,21 @@ def decide(
     sure = u_sure < 1.0 - np.exp(-s.sensitivity * np.asarray(gap, dtype=float))
     tie = np.asarray(tie_offered) & (u_tie < s.tie_rate)
     later = 1 + np.minimum(
-        slots - 2, ((u_slot - s.primacy) / max(1e-12, 1.0 - s.primacy) * (slots - 1)).astype(np.int64)
+        slots - 2,
+        ((u_slot - s.primacy) / max(1e-12, 1.0 - s.primacy) * (slots - 1)).astype(
+            np.int64
+        ),
     )
     unsure_slot = np.where(u_slot < s.primacy, 0, later)
     return np.where(sure, best_slot, np.where(tie, slots, unsure_slot)).astype(np.int64)
 
 
-def draw_stream(s: SimulatedSettings, query_id: str, repetition: int, control_query_id: str | None = None) -> random.Random:
+def draw_stream(
+    s: SimulatedSettings,
+    query_id: str,
+    repetition: int,
+    control_query_id: str | None = None,
+) -> random.Random:
     """The random stream a pairwise or list-wise query's verdict draws from.
 
     Repetition 1 of a query draws from its own first stream. Repetition ``r > 1`` reuses
@@ -169,7 +187,16 @@ def simulate_choice(s: SimulatedSettings, q: Query) -> str:
     order = sorted(range(p), key=lambda i: -quality[i])
     gap = quality[order[0]] - quality[order[1]]
     u = np.array([[rng.random()] for _ in range(3)])
-    slot = decide(s, np.array([order[0]]), np.array([gap]), u[0], u[1], u[2], slots=p, tie_offered=q.option_mode > p)
+    slot = decide(
+        s,
+        np.array([order[0]]),
+        np.array([gap]),
+        u[0],
+        u[1],
+        u[2],
+        slots=p,
+        tie_offered=q.option_mode > p,
+    )
     return letters(p + 1)[susceptible_slot(s, q, int(slot[0]), order[0])]
 
 
@@ -187,7 +214,9 @@ def susceptible_slot(s: SimulatedSettings, q: Query, slot: int, best: int) -> in
     to the worker process). Returns a slot index.
     """
     st = (s.susceptibility or {}).get(q.perturbation_kind or "", 0.0)
-    if not st or random.Random(_u("susceptibility", s.seed, q.query_id, q.repetition)).random() >= abs(st):
+    if not st or random.Random(
+        _u("susceptibility", s.seed, q.query_id, q.repetition)
+    ).random() >= abs(st):
         return slot
     kind = find_kind(q.perturbation_kind)
     if kind is not None and not kind.targeted:
@@ -209,7 +238,12 @@ def simulate_scores(s: SimulatedSettings, q: Query) -> list[int]:
     out = []
     for i, m in enumerate(q.shown):
         bonus = lean if i == 0 else -lean / (p - 1)
-        x = 5.5 + 1.5 * (latent_quality(m, s.qualities, s.seed) + noise[m]) + bonus + rng.gauss(0.0, s.score_noise)
+        x = (
+            5.5
+            + 1.5 * (latent_quality(m, s.qualities, s.seed) + noise[m])
+            + bonus
+            + rng.gauss(0.0, s.score_noise)
+        )
         out.append(int(min(10, max(1, round(x)))))
     return out
 
@@ -224,7 +258,9 @@ def score_text(benchmark: str, scores: Sequence[int]) -> str:
 
 
 @register
-class SimulatedJudge(PromptFree, QualitySource, Rewrites, JudgeBackend[SimulatedSettings]):
+class SimulatedJudge(
+    PromptFree, QualitySource, Rewrites, JudgeBackend[SimulatedSettings]
+):
     """A judge of known position bias; see the module docstring. Answers in both release
     formats (``[[X]]`` and ``Choice: X``) so either benchmark's extractor reads it."""
 
@@ -252,8 +288,10 @@ class SimulatedJudge(PromptFree, QualitySource, Rewrites, JudgeBackend[Simulated
         """
         for kind in settings.susceptibility or {}:
             if find_kind(kind) is None:
-                raise ConfigError(f"judge {context.judge!r}: susceptibility: unknown perturbation kind {kind!r}; "
-                                  f"known: {', '.join(known_kinds())}")
+                raise ConfigError(
+                    f"judge {context.judge!r}: susceptibility: unknown perturbation kind {kind!r}; "
+                    f"known: {', '.join(known_kinds())}"
+                )
 
     @classmethod
     def rewriter(cls) -> type[JudgeBackend[Any]]:
@@ -261,7 +299,15 @@ class SimulatedJudge(PromptFree, QualitySource, Rewrites, JudgeBackend[Simulated
         return get_backend("simulated_rewriter")
 
     @classmethod
-    def quality(cls, arg: str, inst: Any, *, bench: Any, judges: Mapping[str, Any], data_dir: str) -> Any:
+    def quality(
+        cls,
+        arg: str,
+        inst: Any,
+        *,
+        bench: Any,
+        judges: Mapping[str, Any],
+        data_dir: str,
+    ) -> Any:
         """``benchmark.quality = "simulated:<judge>"``: the latent quality of that simulated
         judge of the job (its ``qualities``, ``seed`` and ``question_noise``), so tests know
         the truth exactly. Raises ConfigError: ``arg`` is not a simulated judge of the job."""
@@ -269,10 +315,17 @@ class SimulatedJudge(PromptFree, QualitySource, Rewrites, JudgeBackend[Simulated
 
         rj = judges.get(arg)
         if rj is None or not issubclass(rj.backend, SimulatedJudge):
-            raise ConfigError(f"benchmark.quality = 'simulated:{arg}': {arg!r} is not a simulated judge of this job")
-        pairs = [best_and_worst(rj.settings, q, c) for q, c in zip(inst["question_id"], inst["candidates"].to_list())]
-        return inst.with_columns(pl.Series("better", [p[0] for p in pairs], pl.String),
-                                 pl.Series("worst", [p[1] for p in pairs], pl.String))
+            raise ConfigError(
+                f"benchmark.quality = 'simulated:{arg}': {arg!r} is not a simulated judge of this job"
+            )
+        pairs = [
+            best_and_worst(rj.settings, q, c)
+            for q, c in zip(inst["question_id"], inst["candidates"].to_list())
+        ]
+        return inst.with_columns(
+            pl.Series("better", [p[0] for p in pairs], pl.String),
+            pl.Series("worst", [p[1] for p in pairs], pl.String),
+        )
 
     @classmethod
     def quality_identity(cls, arg: str, judges: Mapping[str, Any]) -> str | None:
@@ -285,14 +338,34 @@ class SimulatedJudge(PromptFree, QualitySource, Rewrites, JudgeBackend[Simulated
             await asyncio.sleep(s.latency_s)
         out = []
         for q in queries:
-            if s.fail_rate and random.Random(_u("fail", s.seed, q.unit_id)).random() < s.fail_rate:
-                out.append(Result(unit_id=q.unit_id, output="I cannot decide between them.", verdict_mode="free"))
+            if (
+                s.fail_rate
+                and random.Random(_u("fail", s.seed, q.unit_id)).random() < s.fail_rate
+            ):
+                out.append(
+                    Result(
+                        unit_id=q.unit_id,
+                        output="I cannot decide between them.",
+                        verdict_mode="free",
+                    )
+                )
             elif q.mode == "score":
-                out.append(Result(unit_id=q.unit_id, output=score_text(q.benchmark, simulate_scores(s, q))))
+                out.append(
+                    Result(
+                        unit_id=q.unit_id,
+                        output=score_text(q.benchmark, simulate_scores(s, q)),
+                    )
+                )
             else:
                 letter = simulate_choice(s, q)
                 # the letter is also the decided ``choice``: a benchmark whose verdict pattern
                 # reads other labels (a user's template) reads the simulated verdict too
-                out.append(Result(unit_id=q.unit_id, output=f"Simulated verdict.\n[[{letter}]]\nChoice: {letter}", choice=letter))
+                out.append(
+                    Result(
+                        unit_id=q.unit_id,
+                        output=f"Simulated verdict.\n[[{letter}]]\nChoice: {letter}",
+                        choice=letter,
+                    )
+                )
             self.answered += 1
         return out

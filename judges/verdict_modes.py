@@ -20,11 +20,18 @@ import math
 from typing import Annotated, Literal
 
 from pydantic import Field
-from voirdire.judges.base import option_probabilities
 
 from voirdire.core import letters
+from voirdire.judges.base import option_probabilities
 
-__all__ = ["VERDICT_MODES", "VERDICT_TOKENS", "VerdictLetters", "VerdictMode", "option_texts", "read_verdict"]
+__all__ = [
+    "VERDICT_MODES",
+    "VERDICT_TOKENS",
+    "VerdictLetters",
+    "VerdictMode",
+    "option_texts",
+    "read_verdict",
+]
 
 #: a judge's ``verdict_mode`` setting
 VerdictMode = Literal["free", "structured", "logprobs"]
@@ -47,12 +54,19 @@ def option_texts(written: str | None, option_mode: int) -> str:
     if written is None:
         return letters(option_mode)
     if len(written) < option_mode or len(set(written[:option_mode])) < option_mode:
-        raise ValueError(f"verdict_letters {written!r} must name {option_mode} distinct options")
+        raise ValueError(
+            f"verdict_letters {written!r} must name {option_mode} distinct options"
+        )
     return written[:option_mode]
 
 
-def read_verdict(mode: str, text: str, option_mode: int, written: str | None = None,
-                 option_probs: dict[str, float] | None = None) -> tuple[str | None, str, dict[str, float] | None]:
+def read_verdict(
+    mode: str,
+    text: str,
+    option_mode: int,
+    written: str | None = None,
+    option_probs: dict[str, float] | None = None,
+) -> tuple[str | None, str, dict[str, float] | None]:
     """Read a constrained verdict: ``(choice, text, option_probs)``.
 
     Args:
@@ -78,7 +92,9 @@ def read_verdict(mode: str, text: str, option_mode: int, written: str | None = N
     choice = opts[shown.index(text)] if len(text) == 1 and text in shown else None
     if mode == "logprobs":
         if option_probs is None and choice is not None:
-            option_probs = option_probabilities({L: (0.0 if L == choice else -math.inf) for L in opts})
+            option_probs = option_probabilities(
+                {L: (0.0 if L == choice else -math.inf) for L in opts}
+            )
         if option_probs is not None:
             choice = max(option_probs, key=option_probs.__getitem__)
             text = shown[opts.index(choice)]

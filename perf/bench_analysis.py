@@ -42,10 +42,23 @@ JUDGES, CANDIDATES, TASKS, REPS = 10, 20, 8, 2
 def _table(pairs: int):
     nq = max(TASKS, pairs // (JUDGES * CANDIDATES * REPS))
     judges = {
-        f"judge-{i}": dict(primacy=0.3 + 0.04 * i, tie_rate=0.1, sensitivity=1.0 + 0.2 * i, repetition_noise=0.1 * (i % 4), fail_rate=0.01)
+        f"judge-{i}": dict(
+            primacy=0.3 + 0.04 * i,
+            tie_rate=0.1,
+            sensitivity=1.0 + 0.2 * i,
+            repetition_noise=0.1 * (i % 4),
+            fail_rate=0.01,
+        )
         for i in range(JUDGES)
     }
-    return simulate_judgments(judges, n_questions=nq, candidates=CANDIDATES, tasks=TASKS, repetitions=REPS, seed=0)
+    return simulate_judgments(
+        judges,
+        n_questions=nq,
+        candidates=CANDIDATES,
+        tasks=TASKS,
+        repetitions=REPS,
+        seed=0,
+    )
 
 
 CPU: dict[str, float] = {}
@@ -60,16 +73,30 @@ def _timed(fn, key: str = ""):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--sizes", nargs="+", type=float, default=[1e4, 1e5, 1e6])
-    ap.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates (0: skip)")
-    ap.add_argument("--smoke", action="store_true", help="tiny sizes (seconds): every step runs, figures meaningless")
+    ap.add_argument(
+        "--bootstrap", type=int, default=200, help="bootstrap replicates (0: skip)"
+    )
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny sizes (seconds): every step runs, figures meaningless",
+    )
     args = ap.parse_args()
     if args.smoke:
         args.sizes, args.bootstrap = [2e3], 10
     # warm-up (imports of statsmodels/scipy, polars plan caches): not timed
     w = _table(2_000)
-    summarize(w), agreement_matrix(w), fleiss_panel(w), factor_regressions(summarize(w)[1]), sign_test(w)
+    (
+        summarize(w),
+        agreement_matrix(w),
+        fleiss_panel(w),
+        factor_regressions(summarize(w)[1]),
+        sign_test(w),
+    )
     head = f"{'pairs':>10} {'rows':>10} {'gen s':>7} {'metrics s':>10} {'agree s':>8} {'regr s':>7} {'sign s':>7} {'boot s':>7} {'core s':>7} {'core cpu s':>10} {'core µs/pair':>13}"
     print(head)
     print("-" * len(head))
@@ -89,7 +116,11 @@ def main() -> None:
         _, t_a = _timed(agree, "a")
         _, t_r = _timed(lambda um=um: factor_regressions(um), "r")
         _, t_s = _timed(lambda df=df: sign_test(df))
-        t_b = _timed(lambda df=df: bootstrap_ci(df, replicates=args.bootstrap))[1] if args.bootstrap else float("nan")
+        t_b = (
+            _timed(lambda df=df: bootstrap_ci(df, replicates=args.bootstrap))[1]
+            if args.bootstrap
+            else float("nan")
+        )
         core = t_m + t_a + t_r
         print(
             f"{n_pairs:>10,} {df.height:>10,} {t_gen:>7.2f} {t_m:>10.2f} {t_a:>8.2f} {t_r:>7.2f} {t_s:>7.2f} {t_b:>7.2f} {core:>7.2f} {CPU['m'] + CPU['a'] + CPU['r']:>10.2f} {core / n_pairs * 1e6:>13.2f}"

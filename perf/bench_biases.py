@@ -17,22 +17,33 @@ import time
 from tests.bias_simulate import simulate_bias_judgments
 from voirdire.analysis.biases.effects import bias_effects
 
-VARIANTS = [(f"bandwagon-{p}", "bandwagon", str(p), "worse") for p in (60, 70, 80, 90)] + [("verbosity-2.0", "verbosity", "2.0", "worse")]
+VARIANTS = [
+    (f"bandwagon-{p}", "bandwagon", str(p), "worse") for p in (60, 70, 80, 90)
+] + [("verbosity-2.0", "verbosity", "2.0", "worse")]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--questions", type=int, nargs="+", default=[100, 1000])
     ap.add_argument("--bootstrap", type=int, default=1000)
-    ap.add_argument("--smoke", action="store_true", help="tiny sizes (seconds): proves the script still runs")
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny sizes (seconds): proves the script still runs",
+    )
     a = ap.parse_args()
     if a.smoke:
         a.questions, a.bootstrap = [20], 50
-    judges = {f"judge-{i}": ({"repetition_noise": 0.2}, {"bandwagon": 0.1 * i}) for i in range(4)}
+    judges = {
+        f"judge-{i}": ({"repetition_noise": 0.2}, {"bandwagon": 0.1 * i})
+        for i in range(4)
+    }
     print(f"{'rows':>10} {'perturbed':>10} {'simulate s':>11} {'bias_effects s':>15}")
     for nq in a.questions:
         t = time.perf_counter()
-        df = simulate_bias_judgments(judges, VARIANTS, n_questions=nq, candidates=10, repetitions=2)
+        df = simulate_bias_judgments(
+            judges, VARIANTS, n_questions=nq, candidates=10, repetitions=2
+        )
         t_sim = time.perf_counter() - t
         t = time.perf_counter()
         eff = bias_effects(df, replicates=a.bootstrap)

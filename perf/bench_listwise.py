@@ -45,19 +45,30 @@ def peak_rss_mb() -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--units", type=int, default=1_000_000)
     ap.add_argument("--p", type=int, default=8)
     ap.add_argument("--scheme", default="all")
     ap.add_argument("--batch-size", type=int, default=4096)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--out", default=None, help="output directory (default: a temporary one, removed after)")
-    ap.add_argument("--smoke", action="store_true", help="tiny sizes (seconds): every step runs, figures meaningless")
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="output directory (default: a temporary one, removed after)",
+    )
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny sizes (seconds): every step runs, figures meaningless",
+    )
     args = ap.parse_args(argv)
     if args.smoke:
         args.units, args.p, args.batch_size, args.workers = 2_400, 4, 256, 1
 
     import ray
+
     from voirdire.engine.job import plan_job
     from voirdire.engine.permutations import scheme_size
     from voirdire.engine.scheduler import JudgeRun, execute
@@ -69,15 +80,44 @@ def main(argv: list[str] | None = None) -> None:
     orders = scheme_size(args.scheme, args.p)
     n_inst = math.ceil(args.units / orders)
     out = Path(args.out or tempfile.mkdtemp(prefix="vd-bench-"))
-    models = ["gpt-4", "claude-v1", "gpt-3.5-turbo", "vicuna-33b-v1.3", "wizardlm-30b", "vicuna-13b-v1.3", "alpaca-13b", "llama-13b"]
+    models = [
+        "gpt-4",
+        "claude-v1",
+        "gpt-3.5-turbo",
+        "vicuna-33b-v1.3",
+        "wizardlm-30b",
+        "vicuna-13b-v1.3",
+        "alpaca-13b",
+        "llama-13b",
+    ]
     job = parse_job(
         {
             "name": "bench-listwise",
             "output_dir": str(out),
-            "benchmark": {"name": "mtbench", "candidates": models[: max(args.p, 3)], "max_instances": n_inst},
-            "comparison": {"mode": "listwise", "list_size": args.p, "permutations": args.scheme},
-            "run": {"batch_size": args.batch_size, "flush_rows": 50_000, "flush_seconds": 5.0},
-            "judges": [{"name": "instant", "backend": "simulated", "primacy": 0.6, "workers": args.workers, "concurrency": 2}],
+            "benchmark": {
+                "name": "mtbench",
+                "candidates": models[: max(args.p, 3)],
+                "max_instances": n_inst,
+            },
+            "comparison": {
+                "mode": "listwise",
+                "list_size": args.p,
+                "permutations": args.scheme,
+            },
+            "run": {
+                "batch_size": args.batch_size,
+                "flush_rows": 50_000,
+                "flush_seconds": 5.0,
+            },
+            "judges": [
+                {
+                    "name": "instant",
+                    "backend": "simulated",
+                    "primacy": 0.6,
+                    "workers": args.workers,
+                    "concurrency": 2,
+                }
+            ],
         },
         "bench",
     )
@@ -99,7 +139,12 @@ def main(argv: list[str] | None = None) -> None:
             left -= len(b)
             yield b
 
-    ray.init(num_cpus=max(2, os.cpu_count() or 2), include_dashboard=False, configure_logging=False, log_to_driver=False)
+    ray.init(
+        num_cpus=max(2, os.cpu_count() or 2),
+        include_dashboard=False,
+        configure_logging=False,
+        log_to_driver=False,
+    )
     run = JudgeRun(
         name=rj.name, backend=rj.backend, backend_name=rj.spec.backend, settings=rj.settings.model_dump(mode="json"),
         context=rj.context(plan.bench.name, str(plan.data_dir), str(out)), workers=rj.workers,
@@ -138,11 +183,20 @@ def main(argv: list[str] | None = None) -> None:
     rows = store.rows_written
     ray.shutdown()
     if stats.queries != total or rows != total:
-        raise SystemExit(f"scheduled {stats.queries:,} and stored {rows:,} of {total:,} units")
-    print(f"units scheduled and stored: {stats.queries:,} (rows written {rows:,}, failures {stats.failures})")
+        raise SystemExit(
+            f"scheduled {stats.queries:,} and stored {rows:,} of {total:,} units"
+        )
+    print(
+        f"units scheduled and stored: {stats.queries:,} (rows written {rows:,}, failures {stats.failures})"
+    )
     print(f"wall time: {secs:,.1f} s  ->  {stats.queries / secs:,.0f} units/s")
-    print("driver RSS along the run: " + ", ".join(f"{d:,} units: {m:,.0f} MiB" for d, m in sampler.samples))
-    print(f"driver peak RSS (ru_maxrss): {peak:,.0f} MiB (before scheduling: {base_peak:,.0f} MiB; growth {peak - base_peak:,.0f} MiB)")
+    print(
+        "driver RSS along the run: "
+        + ", ".join(f"{d:,} units: {m:,.0f} MiB" for d, m in sampler.samples)
+    )
+    print(
+        f"driver peak RSS (ru_maxrss): {peak:,.0f} MiB (before scheduling: {base_peak:,.0f} MiB; growth {peak - base_peak:,.0f} MiB)"
+    )
     if total < 1_000_000:
         est = 1_000_000 / (stats.queries / secs)
         print(f"EXTRAPOLATED (not measured) to 10^6 units at this rate: {est:,.0f} s")

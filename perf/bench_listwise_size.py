@@ -44,15 +44,23 @@ def main(argv: list[str] | None = None) -> None:
     tables = 50 if a.smoke else a.tables
     t0 = time.perf_counter()
     print(f"slot-share test at alpha = 0.05, {tables} tables per row")
-    print(f"{'judge':>14} {'p':>2} {'questions':>9} {'reps':>4} {'rep_noise':>9} {'clustered':>9} {'pearson':>8}")
+    print(
+        f"{'judge':>14} {'p':>2} {'questions':>9} {'reps':>4} {'rep_noise':>9} {'clustered':>9} {'pearson':>8}"
+    )
     for label, primacy in (("position-free", None), ("primacy 0.45", 0.45)):
         for i, (p, nq, reps, noise) in enumerate(CONFIGS):
             if primacy is not None and p != 3:
                 continue
-            s = SimulatedSettings(primacy=primacy or 1 / p, sensitivity=1.0, repetition_noise=noise)
-            df = simulate_listwise_tables(s, tables=tables, n_questions=nq, p=p, repetitions=reps, seed=a.seed + i)
+            s = SimulatedSettings(
+                primacy=primacy or 1 / p, sensitivity=1.0, repetition_noise=noise
+            )
+            df = simulate_listwise_tables(
+                s, tables=tables, n_questions=nq, p=p, repetitions=reps, seed=a.seed + i
+            )
             size = slot_test_size(df)
-            print(f"{label:>14} {p:>2} {nq:>9} {reps:>4} {noise:>9.1f} {size['clustered']:>9.3f} {size['pearson']:>8.3f}")
+            print(
+                f"{label:>14} {p:>2} {nq:>9} {reps:>4} {noise:>9.1f} {size['clustered']:>9.3f} {size['pearson']:>8.3f}"
+            )
     print(f"({time.perf_counter() - t0:.1f} s)")
 
 

@@ -32,7 +32,9 @@ def main() -> None:
     a = ap.parse_args()
     if a.smoke:
         a.models, a.questions, a.replicates = 6, 10, 20
-    comps = round_robin(np.linspace(-2, 2, a.models), a.questions, np.random.default_rng(0), orders=2)
+    comps = round_robin(
+        np.linspace(-2, 2, a.models), a.questions, np.random.default_rng(0), orders=2
+    )
     t0, c0 = time.perf_counter(), time.process_time()
     boards = fit_boards(comps, replicates=a.replicates)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0

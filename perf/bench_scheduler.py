@@ -26,12 +26,17 @@ import tomllib
 from pathlib import Path
 
 import tomli_w
-from voirdire.benchmarks.data import resolve_data_dir
 
 import voirdire
+from voirdire.benchmarks.data import resolve_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
-REPLAY_JOBS = ["mtbench_position_bias", "devbench_position_bias", "mtbench_repetition", "devbench_repetition"]
+REPLAY_JOBS = [
+    "mtbench_position_bias",
+    "devbench_position_bias",
+    "mtbench_repetition",
+    "devbench_repetition",
+]
 
 
 def scheduler_rate(tmp: Path, smoke: bool = False) -> list[tuple[str, int, float]]:
@@ -50,17 +55,31 @@ def scheduler_rate(tmp: Path, smoke: bool = False) -> list[tuple[str, int, float
         {
             "name": "sim",
             "output_dir": str(tmp / "sim"),
-            "benchmark": {"name": "mtbench", **({"max_instances": 40} if smoke else {})},
+            "benchmark": {
+                "name": "mtbench",
+                **({"max_instances": 40} if smoke else {}),
+            },
             "comparison": {"repetitions": 2 if smoke else 10},
             "run": {"batch_size": 1000},
             "judges": [
                 {"name": "fair", "backend": "simulated", "concurrency": 4},
-                {"name": "primacy", "backend": "simulated", "primacy": 0.8, "concurrency": 4},
+                {
+                    "name": "primacy",
+                    "backend": "simulated",
+                    "primacy": 0.8,
+                    "concurrency": 4,
+                },
             ],
         }
     )
     out = voirdire.run(sim)
-    rows.append((f"simulated, MT-Bench x{2 if smoke else 10} reps, 2 judges", out.stats.queries, out.stats.seconds))
+    rows.append(
+        (
+            f"simulated, MT-Bench x{2 if smoke else 10} reps, 2 judges",
+            out.stats.queries,
+            out.stats.seconds,
+        )
+    )
     return rows
 
 
@@ -74,7 +93,11 @@ def _small_job(tmp: Path) -> Path:
 
 
 def whole_replay(tmp: Path, smoke: bool = False) -> tuple[float, int]:
-    jobs = [str(_small_job(tmp))] if smoke else [str(REPO / "examples" / f"{j}.toml") for j in REPLAY_JOBS]
+    jobs = (
+        [str(_small_job(tmp))]
+        if smoke
+        else [str(REPO / "examples" / f"{j}.toml") for j in REPLAY_JOBS]
+    )
     cmd = [sys.executable, "-m", "voirdire", "run", *jobs, "--no-progress"]
     # the fresh process runs in a scratch directory: hand it the data directory found here
     # (the data-location rules: VOIRDIRE_DATA, ../shared, a fetched copy)
@@ -84,13 +107,23 @@ def whole_replay(tmp: Path, smoke: bool = False) -> tuple[float, int]:
     wall = time.perf_counter() - t
     if r.returncode:
         raise SystemExit(r.stdout + r.stderr)
-    n = sum(int(line.split()[0].replace(",", "")) for line in r.stdout.splitlines() if " queries in " in line)
+    n = sum(
+        int(line.split()[0].replace(",", ""))
+        for line in r.stdout.splitlines()
+        if " queries in " in line
+    )
     return wall, n
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--smoke", action="store_true", help="small jobs (seconds): every step runs, figures meaningless")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="small jobs (seconds): every step runs, figures meaningless",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -98,12 +131,20 @@ def main() -> None:
         rows = scheduler_rate(tmp, args.smoke)
     if args.smoke and (n == 0 or any(q == 0 for _, q, _ in rows)):
         raise SystemExit(f"smoke run asked no queries: replay {n}, scheduler {rows}")
-    print(f"{'run':<42} {'queries':>9} {'seconds':>8} {'queries/s':>10} {'vs 5,000 q/s':>12}")
+    print(
+        f"{'run':<42} {'queries':>9} {'seconds':>8} {'queries/s':>10} {'vs 5,000 q/s':>12}"
+    )
     for name, q, s in rows:
         print(f"{name:<42} {q:>9,} {s:>8.2f} {q / s:>10,.0f} {q / s / 5000:>11.1f}x")
-    what = "one 10-instance replay job (smoke)" if args.smoke else "whole bundled replay (4 jobs, fresh process)"
-    print(f"{what}: {n:,} queries in {wall:.1f} s wall "
-          f"({wall / 60:.0%} of the 60 s target)")
+    what = (
+        "one 10-instance replay job (smoke)"
+        if args.smoke
+        else "whole bundled replay (4 jobs, fresh process)"
+    )
+    print(
+        f"{what}: {n:,} queries in {wall:.1f} s wall "
+        f"({wall / 60:.0%} of the 60 s target)"
+    )
 
 
 if __name__ == "__main__":

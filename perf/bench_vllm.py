@@ -47,36 +47,63 @@ LISTWISE_P = 4
 def _prompts(args, design: str) -> list[tuple[str, str, tuple[str, ...], str]]:
     """``(query_id, question, shown, prompt)`` of every order and perturbation of the first
     ``--questions`` MT-Bench questions, instance by instance."""
-    from voirdire.benchmarks.data import resolve_data_dir
     from voirdire.benchmarks.biases import get_kind
     from voirdire.benchmarks.biases.kind import Slots
+    from voirdire.benchmarks.data import resolve_data_dir
     from voirdire.benchmarks.perturb import PromptEdit
     from voirdire.benchmarks.registry import load_benchmark
     from voirdire.engine.permutations import cyclic_orders
     from voirdire.engine.units import query_id
 
-    bench = load_benchmark("mtbench", resolve_data_dir(args.data_dir), sample="repetition")
+    bench = load_benchmark(
+        "mtbench", resolve_data_dir(args.data_dir), sample="repetition"
+    )
     qids = bench.questions["question_id"].to_list()[: args.questions]
     if design == "pairwise":
-        models, orders, mode, om = (args.candidate, bench.reference), [(0, 1), (1, 0)], "pairwise", 3
+        models, orders, mode, om = (
+            (args.candidate, bench.reference),
+            [(0, 1), (1, 0)],
+            "pairwise",
+            3,
+        )
     else:
         models = tuple(m for m in bench.models if m != bench.reference)[:LISTWISE_P]
         orders, mode, om = cyclic_orders(LISTWISE_P), "listwise", LISTWISE_P
-    edits = [(None, None), ("cot", PromptEdit(instruction=get_kind("cot").instruction_text(None, Slots())))]
+    edits = [
+        (None, None),
+        (
+            "cot",
+            PromptEdit(instruction=get_kind("cot").instruction_text(None, Slots())),
+        ),
+    ]
     out = []
     for q in qids:
         for kind, edit in edits:
             for order in orders:
                 shown = tuple(models[i] for i in order)
-                qid = query_id(bench.name, q, shown, mode, om) + (f"|{kind}" if kind else "")
-                out.append((qid, q, shown, bench.build_prompt(q, shown, om, mode=mode, edit=edit)))
+                qid = query_id(bench.name, q, shown, mode, om) + (
+                    f"|{kind}" if kind else ""
+                )
+                out.append(
+                    (
+                        qid,
+                        q,
+                        shown,
+                        bench.build_prompt(q, shown, om, mode=mode, edit=edit),
+                    )
+                )
     return out
 
 
 def _engine_kwargs(args) -> dict:
-    return dict(model=args.model, dtype=args.dtype, max_model_len=args.max_model_len,
-                gpu_memory_utilization=args.gpu_memory_utilization, enable_prefix_caching=True,
-                enforce_eager=args.enforce_eager)
+    return dict(
+        model=args.model,
+        dtype=args.dtype,
+        max_model_len=args.max_model_len,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        enable_prefix_caching=True,
+        enforce_eager=args.enforce_eager,
+    )
 
 
 def run_plain(args) -> dict:
@@ -90,21 +117,44 @@ def run_plain(args) -> dict:
     tok = AutoTokenizer.from_pretrained(args.model)
     llm = LLM(seed=0, **_engine_kwargs(args))
     greedy = args.temperature == 0.0
-    sp = SamplingParams(n=1 if greedy else args.reps, temperature=args.temperature, max_tokens=args.max_tokens)
-    llm.generate([TokensPrompt(prompt_token_ids=[1, 2, 3])], sp, use_tqdm=False)  # warm-up
+    sp = SamplingParams(
+        n=1 if greedy else args.reps,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+    )
+    llm.generate(
+        [TokensPrompt(prompt_token_ids=[1, 2, 3])], sp, use_tqdm=False
+    )  # warm-up
     res = {}
     for design in args.designs:
         prompts = _prompts(args, design)
         t = time.perf_counter()
-        ids = [tok(tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True),
-                   add_special_tokens=False)["input_ids"] for *_, p in prompts]
+        ids = [
+            tok(
+                tok.apply_chat_template(
+                    [{"role": "user", "content": p}],
+                    tokenize=False,
+                    add_generation_prompt=True,
+                ),
+                add_special_tokens=False,
+            )["input_ids"]
+            for *_, p in prompts
+        ]
         ids = [i for i in ids if len(i) + args.max_tokens <= args.max_model_len]
-        reqs = [TokensPrompt(prompt_token_ids=i) for i in ids for _ in range(args.reps if greedy else 1)]
+        reqs = [
+            TokensPrompt(prompt_token_ids=i)
+            for i in ids
+            for _ in range(args.reps if greedy else 1)
+        ]
         outs = llm.generate(reqs, sp, use_tqdm=False)
         dt = time.perf_counter() - t
-        res[design] = {"seconds": dt, "queries": len(ids) * args.reps, "prompt_tokens": sum(map(len, ids)) * args.reps,
-                       "prefilled": sum(len(o.prompt_token_ids) for o in outs),
-                       "cached_tokens": sum(int(o.num_cached_tokens or 0) for o in outs)}
+        res[design] = {
+            "seconds": dt,
+            "queries": len(ids) * args.reps,
+            "prompt_tokens": sum(map(len, ids)) * args.reps,
+            "prefilled": sum(len(o.prompt_token_ids) for o in outs),
+            "cached_tokens": sum(int(o.num_cached_tokens or 0) for o in outs),
+        }
     return res
 
 
@@ -113,13 +163,28 @@ def _actor(args, name: str, mode: str, ray):
     from voirdire.judges.base import JudgeContext, Sampling
     from voirdire.judges.vllm_judge import VllmJudge, VllmSettings
 
-    settings = VllmSettings(**_engine_kwargs(args), device=args.device, num_cpus=args.num_cpus, verdict_mode=mode,
-                            reasoning_tokens=0)
-    ctx = JudgeContext(judge=name, benchmark="MTBench", data_dir=None, output_dir=None,
-                       sampling=Sampling(temperature=args.temperature, max_tokens=args.max_tokens),
-                       verdict_cue="[[", verdict_closing="]]")
+    settings = VllmSettings(
+        **_engine_kwargs(args),
+        device=args.device,
+        num_cpus=args.num_cpus,
+        verdict_mode=mode,
+        reasoning_tokens=0,
+    )
+    ctx = JudgeContext(
+        judge=name,
+        benchmark="MTBench",
+        data_dir=None,
+        output_dir=None,
+        sampling=Sampling(temperature=args.temperature, max_tokens=args.max_tokens),
+        verdict_cue="[[",
+        verdict_closing="]]",
+    )
     opts = VllmJudge.worker_options(settings)
-    return ray.remote(JudgeWorker).options(max_concurrency=args.concurrency, **opts).remote("vllm", settings.model_dump(mode="json"), ctx)
+    return (
+        ray.remote(JudgeWorker)
+        .options(max_concurrency=args.concurrency, **opts)
+        .remote("vllm", settings.model_dump(mode="json"), ctx)
+    )
 
 
 def _batches(args, design: str) -> list[list]:
@@ -127,9 +192,24 @@ def _batches(args, design: str) -> list[list]:
 
     prompts = _prompts(args, design)
     mode, om = ("pairwise", 3) if design == "pairwise" else ("listwise", LISTWISE_P)
-    queries = [Query(unit_id=f"{qid}-{r}", query_id=qid, benchmark="MTBench", question_id=q, shown=shown, repetition=r,
-                     option_mode=om, mode=mode, prompt=p) for qid, q, shown, p in prompts for r in range(1, args.reps + 1)]
-    per_instance = len(queries) // args.questions  # every order, perturbation and repetition of one question
+    queries = [
+        Query(
+            unit_id=f"{qid}-{r}",
+            query_id=qid,
+            benchmark="MTBench",
+            question_id=q,
+            shown=shown,
+            repetition=r,
+            option_mode=om,
+            mode=mode,
+            prompt=p,
+        )
+        for qid, q, shown, p in prompts
+        for r in range(1, args.reps + 1)
+    ]
+    per_instance = (
+        len(queries) // args.questions
+    )  # every order, perturbation and repetition of one question
     step = per_instance * args.instances_per_batch
     return [queries[i : i + step] for i in range(0, len(queries), step)]
 
@@ -144,10 +224,17 @@ def _drive(ray, actors: list, batches: list[list]) -> dict:
     after = ray.get([a.backend_stats.remote() for a in actors])
     rows = [dict(zip(c, v)) for c in cols for v in zip(*c.values())]
     ok = [r for r in rows if not r["failure"]]
-    delta = {k: sum(a[k] - b.get(k, 0) for a, b in zip(after, before)) for k in after[0]}
-    return {"seconds": dt, "queries": len(ok), "failures": len(rows) - len(ok),
-            "prompt_tokens": sum(r["input_tokens"] or 0 for r in ok), "prefilled": delta["prompt_tokens"],
-            "cached_tokens": delta["cached_tokens"]}
+    delta = {
+        k: sum(a[k] - b.get(k, 0) for a, b in zip(after, before)) for k in after[0]
+    }
+    return {
+        "seconds": dt,
+        "queries": len(ok),
+        "failures": len(rows) - len(ok),
+        "prompt_tokens": sum(r["input_tokens"] or 0 for r in ok),
+        "prefilled": delta["prompt_tokens"],
+        "cached_tokens": delta["cached_tokens"],
+    }
 
 
 def run_voirdire(args) -> dict:
@@ -155,14 +242,26 @@ def run_voirdire(args) -> dict:
     over both designs, ``--phase pair`` two judges (free, structured) side by side."""
     import ray
 
-    ray.init(num_cpus=max(2, 2 * args.num_cpus), include_dashboard=False, logging_level="ERROR")
+    ray.init(
+        num_cpus=max(2, 2 * args.num_cpus),
+        include_dashboard=False,
+        logging_level="ERROR",
+    )
     try:
         modes = ["free"] if args.phase == "voirdire" else ["free", "structured"]
         actors = [_actor(args, f"bench-{m}", m, ray) for m in modes]
         from voirdire.judges.base import Query
 
-        hello = Query(unit_id="warm-up", query_id="warm-up", benchmark="MTBench", question_id="0", shown=("a", "b"),
-                      repetition=1, option_mode=3, prompt="Hello")
+        hello = Query(
+            unit_id="warm-up",
+            query_id="warm-up",
+            benchmark="MTBench",
+            question_id="0",
+            shown=("a", "b"),
+            repetition=1,
+            option_mode=3,
+            prompt="Hello",
+        )
         ray.get([a.judge.remote([hello]) for a in actors])  # warm-up: engines started
         designs = args.designs if args.phase == "voirdire" else ["pairwise"]
         res = {d: _drive(ray, actors, _batches(args, d)) for d in designs}
@@ -184,30 +283,51 @@ def _argv(args: argparse.Namespace) -> list[str]:
 
 
 def _rates(r: dict) -> tuple[float, float, float]:
-    return r["queries"] / r["seconds"], r["prompt_tokens"] / r["seconds"], r["cached_tokens"] / max(1, r["prefilled"])
+    return (
+        r["queries"] / r["seconds"],
+        r["prompt_tokens"] / r["seconds"],
+        r["cached_tokens"] / max(1, r["prefilled"]),
+    )
 
 
 def report(args, res: dict) -> None:
     """Print the figures of the three phases."""
     plain, ours, pair = res["plain"], res["voirdire"], res.get("pair")
-    print(f"model {args.model} ({args.dtype}, {args.device}); {args.questions} questions x orders x "
-          f"(control + cot) x {args.reps} reps; max_tokens {args.max_tokens}, temperature {args.temperature}")
-    print(f"{'design':10} {'side':22} {'queries/s':>10} {'prompt tok/s':>13} {'cache hit':>10} {'seconds':>8}")
+    print(
+        f"model {args.model} ({args.dtype}, {args.device}); {args.questions} questions x orders x "
+        f"(control + cot) x {args.reps} reps; max_tokens {args.max_tokens}, temperature {args.temperature}"
+    )
+    print(
+        f"{'design':10} {'side':22} {'queries/s':>10} {'prompt tok/s':>13} {'cache hit':>10} {'seconds':>8}"
+    )
     for d in args.designs:
-        for side, r in (("plain LLM.generate", plain[d]), ("voirdire JudgeWorker", ours[d])):
+        for side, r in (
+            ("plain LLM.generate", plain[d]),
+            ("voirdire JudgeWorker", ours[d]),
+        ):
             q, t, h = _rates(r)
             print(f"{d:10} {side:22} {q:10.2f} {t:13.1f} {h:10.1%} {r['seconds']:8.1f}")
-        print(f"{d:10} {'ratio voirdire / plain':22} {'':10} {_rates(ours[d])[1] / _rates(plain[d])[1]:13.3f}")
+        print(
+            f"{d:10} {'ratio voirdire / plain':22} {'':10} {_rates(ours[d])[1] / _rates(plain[d])[1]:13.3f}"
+        )
     if pair:
         r = pair["pairwise"]
         q, t, h = _rates(r)
-        print(f"two-judge job (free + structured, one engine each, cores bound): {q:.2f} queries/s, {t:.1f} prompt tok/s, "
-              f"{r['failures']} failures; against one plain engine: {t / _rates(plain['pairwise'])[1]:.2f}x")
+        print(
+            f"two-judge job (free + structured, one engine each, cores bound): {q:.2f} queries/s, {t:.1f} prompt tok/s, "
+            f"{r['failures']} failures; against one plain engine: {t / _rates(plain['pairwise'])[1]:.2f}x"
+        )
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="smollm2-135m-instruct", help="directory, .gguf file or shipped model name")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--model",
+        default="smollm2-135m-instruct",
+        help="directory, .gguf file or shipped model name",
+    )
     ap.add_argument("--device", default="cpu", choices=["cpu", "gpu", "auto"])
     ap.add_argument("--dtype", default="auto")
     ap.add_argument("--max-model-len", type=int, default=4096)
@@ -220,18 +340,34 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=6)
     ap.add_argument("--instances-per-batch", type=int, default=1)
     ap.add_argument("--concurrency", type=int, default=4)
-    ap.add_argument("--num-cpus", type=int, default=1, help="cores per CPU engine (Ray CPUs of a judge replica)")
+    ap.add_argument(
+        "--num-cpus",
+        type=int,
+        default=1,
+        help="cores per CPU engine (Ray CPUs of a judge replica)",
+    )
     ap.add_argument("--data-dir")
     ap.add_argument("--no-pair", action="store_true", help="skip the two-judge job")
-    ap.add_argument("--smoke", action="store_true", help="tiny random Llama, 1 question, 1 rep: figures meaningless")
-    ap.add_argument("--phase", choices=["plain", "voirdire", "pair"], help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny random Llama, 1 question, 1 rep: figures meaningless",
+    )
+    ap.add_argument(
+        "--phase", choices=["plain", "voirdire", "pair"], help=argparse.SUPPRESS
+    )
     args = ap.parse_args()
     args.designs = ["pairwise", "listwise"]
     if args.smoke:
         args.questions, args.reps, args.max_tokens, args.no_pair = 1, 1, 4, True
         args.max_model_len, args.enforce_eager = min(args.max_model_len, 4096), True
     if args.phase:
-        print("RESULT " + json.dumps(run_plain(args) if args.phase == "plain" else run_voirdire(args)))
+        print(
+            "RESULT "
+            + json.dumps(
+                run_plain(args) if args.phase == "plain" else run_voirdire(args)
+            )
+        )
         return
     tmp = None
     if args.smoke and args.model == "smollm2-135m-instruct":
@@ -244,18 +380,28 @@ def main() -> None:
         from voirdire.judges.vllm_judge import gguf
 
         if gguf.is_gguf_source(args.model):
-            args.dtype = gguf.choose_dtype(args.dtype, "gpu" if args.device == "gpu" else "cpu")
+            args.dtype = gguf.choose_dtype(
+                args.dtype, "gpu" if args.device == "gpu" else "cpu"
+            )
             args.model = str(gguf.convert(args.model, args.dtype))
     res = {}
     for phase in ("plain", "voirdire") + (() if args.no_pair else ("pair",)):
-        out = subprocess.run([sys.executable, "-m", "perf.bench_vllm", *_argv(args), "--phase", phase],
-                             cwd=REPO, capture_output=True, text=True)
-        line = next((x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
+        out = subprocess.run(
+            [sys.executable, "-m", "perf.bench_vllm", *_argv(args), "--phase", phase],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+        line = next(
+            (x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None
+        )
         if line is None:
             sys.stderr.write(out.stdout[-3000:] + out.stderr[-5000:])
             raise SystemExit(f"{phase} run failed")
-        res[phase] = json.loads(line[len("RESULT "):])
-    if any(r["failures"] for p in ("voirdire", "pair") if p in res for r in res[p].values()):
+        res[phase] = json.loads(line[len("RESULT ") :])
+    if any(
+        r["failures"] for p in ("voirdire", "pair") if p in res for r in res[p].values()
+    ):
         raise SystemExit(f"failures in voirdire's runs: {res}")
     report(args, res)
     if tmp is not None:

@@ -29,10 +29,19 @@ from pathlib import Path
 
 import polars as pl
 
-LLMBAR_SETS = ["LLMBar/Natural", "LLMBar/Adversarial/GPTInst", "LLMBar/Adversarial/GPTOut",
-               "LLMBar/Adversarial/Manual", "LLMBar/Adversarial/Neighbor"]
-GROUPS = {"LLMBar/Natural": "Natural", "Processed/FairEval": "FairEval", "Processed/MT-Bench": "MT-Bench",
-          **{s: "Adversarial" for s in LLMBAR_SETS[1:]}}
+LLMBAR_SETS = [
+    "LLMBar/Natural",
+    "LLMBar/Adversarial/GPTInst",
+    "LLMBar/Adversarial/GPTOut",
+    "LLMBar/Adversarial/Manual",
+    "LLMBar/Adversarial/Neighbor",
+]
+GROUPS = {
+    "LLMBar/Natural": "Natural",
+    "Processed/FairEval": "FairEval",
+    "Processed/MT-Bench": "MT-Bench",
+    **{s: "Adversarial" for s in LLMBAR_SETS[1:]},
+}
 EVALUATORS = ["GPT-4", "ChatGPT", "ChatGPT-0301", "PaLM2", "LLaMA2", "Falcon"]
 _VALUES = ["ccn", "v", "d", "n", "correct"]
 
@@ -50,10 +59,15 @@ def per_item(judgments: pl.DataFrame) -> pl.DataFrame:
     p = pair_outcomes(judgments.filter(pl.col("gold").is_not_null() & recorded))
     k, g = pl.col("klass"), pl.col("gold")
     return p.select(
-        "judge", "task", "question_id",
-        ccn=(k == "consistent").cast(pl.Float64), v=k.is_in(["consistent", "primacy", "recency"]).cast(pl.Float64),
-        d=(k == "recency").cast(pl.Float64) - (k == "primacy").cast(pl.Float64), n=pl.lit(1.0),
-        correct=(pl.col("w1") == g).fill_null(False).cast(pl.Float64) + (pl.col("w2") == g).fill_null(False).cast(pl.Float64),
+        "judge",
+        "task",
+        "question_id",
+        ccn=(k == "consistent").cast(pl.Float64),
+        v=k.is_in(["consistent", "primacy", "recency"]).cast(pl.Float64),
+        d=(k == "recency").cast(pl.Float64) - (k == "primacy").cast(pl.Float64),
+        n=pl.lit(1.0),
+        correct=(pl.col("w1") == g).fill_null(False).cast(pl.Float64)
+        + (pl.col("w2") == g).fill_null(False).cast(pl.Float64),
     )
 
 
@@ -63,8 +77,12 @@ def figures(items: pl.DataFrame, by: list[str], replicates: int) -> pl.DataFrame
     from voirdire.analysis.position.uncertainty import cluster_bootstrap
 
     stats = {"pc": pc_statistic, "pf": pf_statistic, "accuracy": _stat_acc}
-    ci = cluster_bootstrap(items, _VALUES, stats, groups=by, cells=["task"], replicates=replicates, seed=0)
-    return ci.pivot(on="metric", index=["benchmark", *by], values=["estimate", "lo", "hi"])
+    ci = cluster_bootstrap(
+        items, _VALUES, stats, groups=by, cells=["task"], replicates=replicates, seed=0
+    )
+    return ci.pivot(
+        on="metric", index=["benchmark", *by], values=["estimate", "lo", "hi"]
+    )
 
 
 def _fmt(r: dict, m: str, sign: bool = False) -> str:
@@ -75,7 +93,12 @@ def _fmt(r: dict, m: str, sign: bool = False) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=None)
-    ap.add_argument("--run", type=Path, default=None, help="a finished replay directory (else one is run)")
+    ap.add_argument(
+        "--run",
+        type=Path,
+        default=None,
+        help="a finished replay directory (else one is run)",
+    )
     ap.add_argument("--replicates", type=int, default=1000)
     ap.add_argument("--smoke", action="store_true")
     args = ap.parse_args(argv)
@@ -87,29 +110,72 @@ def main(argv: list[str] | None = None) -> int:
         judgments = voirdire.load(args.run).judgments
     else:
         data = locate(LLMBAR, args.data)
-        subsets = LLMBAR_SETS[:1] if args.smoke else [*LLMBAR_SETS, "Processed/FairEval", "Processed/MT-Bench"]
-        judges = [{"name": "GPT-4/Vanilla", "backend": "replay", "recorded": "GPT-4/Vanilla"}] if args.smoke else [
-            {"name": "*", "backend": "replay", "recorded": "*"}]
+        subsets = (
+            LLMBAR_SETS[:1]
+            if args.smoke
+            else [*LLMBAR_SETS, "Processed/FairEval", "Processed/MT-Bench"]
+        )
+        judges = (
+            [
+                {
+                    "name": "GPT-4/Vanilla",
+                    "backend": "replay",
+                    "recorded": "GPT-4/Vanilla",
+                }
+            ]
+            if args.smoke
+            else [{"name": "*", "backend": "replay", "recorded": "*"}]
+        )
         with tempfile.TemporaryDirectory() as tmp:
-            job = {"name": "llmbar-findings", "output_dir": f"{tmp}/run", "run": {"batch_size": 2048},
-                   "benchmark": {"name": "llmbar", "data_dir": str(data), "subsets": subsets}, "judges": judges}
+            job = {
+                "name": "llmbar-findings",
+                "output_dir": f"{tmp}/run",
+                "run": {"batch_size": 2048},
+                "benchmark": {
+                    "name": "llmbar",
+                    "data_dir": str(data),
+                    "subsets": subsets,
+                },
+                "judges": judges,
+            }
             judgments = voirdire.run(job, show_progress=False).judgments
-    items = per_item(judgments).with_columns(benchmark=pl.col("task").replace_strict(GROUPS, default=None)).drop_nulls("benchmark")
-    items = items.with_columns(evaluator=pl.col("judge").str.split("/").list.first(),
-                               strategy=pl.col("judge").str.split("/").list.last())
+    items = (
+        per_item(judgments)
+        .with_columns(benchmark=pl.col("task").replace_strict(GROUPS, default=None))
+        .drop_nulls("benchmark")
+    )
+    items = items.with_columns(
+        evaluator=pl.col("judge").str.split("/").list.first(),
+        strategy=pl.col("judge").str.split("/").list.last(),
+    )
     reps = 200 if args.smoke else args.replicates
-    base = items.filter(pl.when(pl.col("task").str.starts_with("LLMBar/")).then(pl.col("strategy") == "Vanilla")
-                        .otherwise(pl.col("strategy") == "Vanilla_NoRules"))
+    base = items.filter(
+        pl.when(pl.col("task").str.starts_with("LLMBar/"))
+        .then(pl.col("strategy") == "Vanilla")
+        .otherwise(pl.col("strategy") == "Vanilla_NoRules")
+    )
     t1 = figures(base, ["evaluator", "strategy"], reps)
-    print("| evaluator | dataset (strategy) | PC | PF | accuracy |\n|---|---|---|---|---|")
+    print(
+        "| evaluator | dataset (strategy) | PC | PF | accuracy |\n|---|---|---|---|---|"
+    )
     order = {e: i for i, e in enumerate(EVALUATORS)}
-    for r in t1.sort(pl.col("evaluator").replace_strict(order, default=99), "benchmark").iter_rows(named=True):
-        print(f"| {r['evaluator']} | {r['benchmark']} ({r['strategy']}) | {_fmt(r, 'pc')} | {_fmt(r, 'pf', True)} | {_fmt(r, 'accuracy')} |")
-    strat = items.filter(pl.col("task").is_in(LLMBAR_SETS)).with_columns(benchmark=pl.lit("LLMBar"))
+    for r in t1.sort(
+        pl.col("evaluator").replace_strict(order, default=99), "benchmark"
+    ).iter_rows(named=True):
+        print(
+            f"| {r['evaluator']} | {r['benchmark']} ({r['strategy']}) | {_fmt(r, 'pc')} | {_fmt(r, 'pf', True)} | {_fmt(r, 'accuracy')} |"
+        )
+    strat = items.filter(pl.col("task").is_in(LLMBAR_SETS)).with_columns(
+        benchmark=pl.lit("LLMBar")
+    )
     t2 = figures(strat, ["evaluator", "strategy"], reps)
     print("\n| evaluator | strategy | PC | PF | accuracy |\n|---|---|---|---|---|")
-    for r in t2.sort(pl.col("evaluator").replace_strict(order, default=99), "strategy").iter_rows(named=True):
-        print(f"| {r['evaluator']} | {r['strategy']} | {_fmt(r, 'pc')} | {_fmt(r, 'pf', True)} | {_fmt(r, 'accuracy')} |")
+    for r in t2.sort(
+        pl.col("evaluator").replace_strict(order, default=99), "strategy"
+    ).iter_rows(named=True):
+        print(
+            f"| {r['evaluator']} | {r['strategy']} | {_fmt(r, 'pc')} | {_fmt(r, 'pf', True)} | {_fmt(r, 'accuracy')} |"
+        )
     return 0
 
 

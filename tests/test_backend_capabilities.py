@@ -6,16 +6,24 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+
 import voirdire
 from voirdire.analysis.outputs import load_judgments
+from voirdire.core import ConfigError
 from voirdire.engine.job import plan_job
 from voirdire.engine.spec import parse_job
 from voirdire.judges import base
-from voirdire.judges.base import BACKENDS, JudgeBackend, JudgeSettings, Query, Result, get_backend, register
+from voirdire.judges.base import (
+    BACKENDS,
+    JudgeBackend,
+    JudgeSettings,
+    Query,
+    Result,
+    get_backend,
+    register,
+)
 from voirdire.judges.capabilities import PromptFree, Recording
 from voirdire.judges.simulated import SimulatedJudge
-
-from voirdire.core import ConfigError
 
 
 class RecordedLike(Recording, SimulatedJudge):
@@ -31,15 +39,20 @@ class SelfRewriting(SimulatedJudge):
 
 
 def _job(tmp_path, **over):
-    d = {"name": "caps", "output_dir": str(tmp_path / "out"),
-         "benchmark": {"name": "mtbench", "questions": ["81"], "candidates": ["gpt-4"]},
-         "judges": [{"name": "s", "backend": "simulated"}]}
+    d = {
+        "name": "caps",
+        "output_dir": str(tmp_path / "out"),
+        "benchmark": {"name": "mtbench", "questions": ["81"], "candidates": ["gpt-4"]},
+        "judges": [{"name": "s", "backend": "simulated"}],
+    }
     d.update(over)
     return parse_job(d)
 
 
 def test_missing_extra_is_named_from_the_backends_declaration(monkeypatch):
-    monkeypatch.setattr(BACKENDS, "_builtin", dict(BACKENDS._builtin))  # forgotten after the test
+    monkeypatch.setattr(
+        BACKENDS, "_builtin", dict(BACKENDS._builtin)
+    )  # forgotten after the test
     BACKENDS.builtin("fancy", "no_such_module_here:Fancy", extra="fancy-extra")
     with pytest.raises(ConfigError, match=r"pip install 'voirdire\[fancy-extra\]'"):
         get_backend("fancy")
@@ -57,12 +70,28 @@ def test_the_engine_reads_what_a_backend_declares(tmp_path, data_dir):
     assert plan_job(_job(tmp_path, judges=rec)).units_per_judge == 2
     # rewriter(): None (the default) refuses, the class itself rewrites
     with pytest.raises(ConfigError, match="cannot rewrite answers"):
-        plan_job(_job(tmp_path, rewriters=[{"name": "t", "backend": "replay", "recorded": "x"}]))
+        plan_job(
+            _job(
+                tmp_path,
+                rewriters=[{"name": "t", "backend": "replay", "recorded": "x"}],
+            )
+        )
     own = [{"name": "t", "backend": "tests.test_backend_capabilities:SelfRewriting"}]
-    plan = plan_job(_job(tmp_path, rewriters=own, perturbations=[{"kind": "fallacy", "target": "candidate", "rewriter": "t"}]))
+    plan = plan_job(
+        _job(
+            tmp_path,
+            rewriters=own,
+            perturbations=[{"kind": "fallacy", "target": "candidate", "rewriter": "t"}],
+        )
+    )
     assert plan.rewriters["t"].backend is SelfRewriting and plan.rewrites.height == 1
     # the simulated judge names another backend to rewrite for it
-    assert plan_job(_job(tmp_path, rewriters=[{"name": "t", "backend": "simulated"}])).rewriters["t"].backend.name == "simulated_rewriter"
+    assert (
+        plan_job(_job(tmp_path, rewriters=[{"name": "t", "backend": "simulated"}]))
+        .rewriters["t"]
+        .backend.name
+        == "simulated_rewriter"
+    )
     # can_judge: a rewriter is refused as a judge
     with pytest.raises(ConfigError, match="backend 'template' cannot judge"):
         plan_job(_job(tmp_path, judges=[{"name": "t", "backend": "template"}]))
@@ -96,7 +125,10 @@ class EchoFirst(PromptFree, JudgeBackend[EchoSettings]):
 
     async def judge(self, queries: list[Query]) -> list[Result]:
         assert all(q.prompt is None for q in queries)  # PromptFree: no prompt rendered
-        return [Result(unit_id=q.unit_id, output=f"[[{self.settings.pick}]]") for q in queries]
+        return [
+            Result(unit_id=q.unit_id, output=f"[[{self.settings.pick}]]")
+            for q in queries
+        ]
 
 
 def test_a_decorated_backend_runs_through_a_job(tmp_path, data_dir, ray_local):
@@ -109,9 +141,25 @@ def test_a_decorated_backend_runs_through_a_job(tmp_path, data_dir, ray_local):
     assert j.height == 2 and j["extracted"].to_list() == ["B", "B"]
     assert j.filter(pl.col("judge") == "e")["failure"].null_count() == 2
     with pytest.raises(ValueError, match="already registered"):
-        register(type("Other", (JudgeBackend,), {"name": "echo_first", "Settings": EchoSettings, "judge": EchoFirst.judge}))
+        register(
+            type(
+                "Other",
+                (JudgeBackend,),
+                {
+                    "name": "echo_first",
+                    "Settings": EchoSettings,
+                    "judge": EchoFirst.judge,
+                },
+            )
+        )
     with pytest.raises(TypeError, match="Settings is not a JudgeSettings"):
-        register(type("NoSettings", (JudgeBackend,), {"name": "no_settings", "judge": EchoFirst.judge}))
+        register(
+            type(
+                "NoSettings",
+                (JudgeBackend,),
+                {"name": "no_settings", "judge": EchoFirst.judge},
+            )
+        )
 
 
 def test_verdict_modes_are_read_once_for_vllm_and_compatible_servers():
@@ -123,13 +171,23 @@ def test_verdict_modes_are_read_once_for_vllm_and_compatible_servers():
     from voirdire.judges.vllm_judge.settings import VllmSettings
 
     for key in ("verdict_mode", "verdict_letters"):
-        assert VllmSettings.model_fields[key].annotation == CompatibleSettings.model_fields[key].annotation
-        assert VllmSettings.model_fields[key].metadata == CompatibleSettings.model_fields[key].metadata
+        assert (
+            VllmSettings.model_fields[key].annotation
+            == CompatibleSettings.model_fields[key].annotation
+        )
+        assert (
+            VllmSettings.model_fields[key].metadata
+            == CompatibleSettings.model_fields[key].metadata
+        )
     # structured: every written text of 3 options, with and without verdict_letters
     for written, shown in ((None, "ABC"), ("abc", "abc")):
         for text in [*shown, " " + shown[1] + "\n", "D", "", "AB"]:
             choice, out, probs = read_verdict("structured", text, 3, written)
-            want = "ABC"[shown.index(text.strip())] if text.strip() in shown and len(text.strip()) == 1 else None
+            want = (
+                "ABC"[shown.index(text.strip())]
+                if text.strip() in shown and len(text.strip()) == 1
+                else None
+            )
             assert (choice, out, probs) == (want, text.strip(), None)
     # logprobs: the most probable option (first on ties), written as the judge writes it
     for lps in itertools.product([0.0, -1.0, -math.inf], repeat=2):
@@ -137,18 +195,34 @@ def test_verdict_modes_are_read_once_for_vllm_and_compatible_servers():
         z = sum(math.exp(v) for v in lps if v > -math.inf)
         probs = {k: (math.exp(v) / z if z else 0.5) for k, v in raw.items()}
         choice, out, got = read_verdict("logprobs", "?", 2, "ab", probs)
-        assert choice == max(probs, key=probs.__getitem__) and out == "ab"["AB".index(choice)] and got is probs
+        assert (
+            choice == max(probs, key=probs.__getitem__)
+            and out == "ab"["AB".index(choice)]
+            and got is probs
+        )
     # a server that returned no log-probabilities: the written option has probability 1
     assert read_verdict("logprobs", "b", 2, "ab") == ("B", "b", {"A": 0.0, "B": 1.0})
     assert read_verdict("logprobs", "x", 2, "ab") == (None, "x", None)
 
 
 def test_a_backend_sets_its_units_comparison_mode_through_its_capability():
-    from voirdire.judges.capabilities import comparison_mode, needs_prompt, rewrite_kinds
+    from voirdire.judges.capabilities import (
+        comparison_mode,
+        needs_prompt,
+        rewrite_kinds,
+    )
     from voirdire.judges.replay import ReplayJudge, ReplaySettings
 
-    assert comparison_mode(ReplayJudge, ReplaySettings(recorded="GPT-4/Rating_Metrics")) == "score"
+    assert (
+        comparison_mode(ReplayJudge, ReplaySettings(recorded="GPT-4/Rating_Metrics"))
+        == "score"
+    )
     assert comparison_mode(ReplayJudge, ReplaySettings(recorded="gpt-4-0613")) is None
-    assert comparison_mode(SimulatedJudge, SimulatedJudge.Settings()) is None  # not OwnComparisonMode
+    assert (
+        comparison_mode(SimulatedJudge, SimulatedJudge.Settings()) is None
+    )  # not OwnComparisonMode
     assert not needs_prompt(ReplayJudge) and needs_prompt(get_backend("openai"))
-    assert rewrite_kinds(get_backend("template")) == ("authority", "verbosity") and rewrite_kinds(ReplayJudge) is None
+    assert (
+        rewrite_kinds(get_backend("template")) == ("authority", "verbosity")
+        and rewrite_kinds(ReplayJudge) is None
+    )

@@ -17,6 +17,7 @@ import time
 
 import polars as pl
 import pytest
+
 from voirdire.benchmarks import data as bdata
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.data import (
@@ -28,9 +29,8 @@ from voirdire.benchmarks.data import (
 from voirdire.benchmarks.devbench import DevBench
 from voirdire.benchmarks.mtbench import MTBench
 from voirdire.benchmarks.registry import canonical_name, clear_cache, load_benchmark
-from voirdire.judges.extract import extract_verdicts
-
 from voirdire.core import ConfigError
+from voirdire.judges.extract import extract_verdicts
 
 openpyxl = pytest.importorskip("openpyxl")
 
@@ -40,8 +40,12 @@ openpyxl = pytest.importorskip("openpyxl")
 
 def _expected(data_dir: pathlib.Path) -> list[dict]:
     path = data_dir / "expected_prompts.jsonl.gz"
-    if not path.is_file():  # the release has no such file (a fetched data directory): the shared copy does
-        pytest.skip(f"{path} not found: the expected prompts come with the shared copy of the data only")
+    if (
+        not path.is_file()
+    ):  # the release has no such file (a fetched data directory): the shared copy does
+        pytest.skip(
+            f"{path} not found: the expected prompts come with the shared copy of the data only"
+        )
     with gzip.open(path, "rt", encoding="utf-8") as f:
         return [json.loads(line) for line in f]
 
@@ -62,7 +66,9 @@ def _judgments(data_dir: pathlib.Path, rel: str) -> list[dict]:
         return [json.loads(line) for line in f]
 
 
-def _write_xlsx(path: pathlib.Path, header: list[str], rows: list[list]) -> pathlib.Path:
+def _write_xlsx(
+    path: pathlib.Path, header: list[str], rows: list[list]
+) -> pathlib.Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     wb = openpyxl.Workbook()
     ws = wb.active
@@ -90,12 +96,21 @@ def test_expected_prompts_byte_for_byte(data_dir):
         qid, first, second = r["cmp_index"].split(";")
         full = load_benchmark(r["benchmark"], data_dir)
         # Five DevBench queries use the "-general" metric, which only the repetition table has.
-        bench = full if qid in full.question_ids else load_benchmark(r["benchmark"], data_dir, "repetition")
+        bench = (
+            full
+            if qid in full.question_ids
+            else load_benchmark(r["benchmark"], data_dir, "repetition")
+        )
         assert bench.task_of(qid) == r["task"]
         got = bench.build_prompt(qid, (first, second), r["option_mode"])
         if got != r["prompt"]:
-            i = next((k for k, (x, y) in enumerate(zip(got, r["prompt"])) if x != y), min(len(got), len(r["prompt"])))
-            mismatches.append(f"{r['cmp_index']}: first difference at char {i}: {got[i - 40:i + 40]!r} vs {r['prompt'][i - 40:i + 40]!r}")
+            i = next(
+                (k for k, (x, y) in enumerate(zip(got, r["prompt"])) if x != y),
+                min(len(got), len(r["prompt"])),
+            )
+            mismatches.append(
+                f"{r['cmp_index']}: first difference at char {i}: {got[i - 40 : i + 40]!r} vs {r['prompt'][i - 40 : i + 40]!r}"
+            )
     assert not mismatches, "\n".join(mismatches)
 
 
@@ -104,13 +119,17 @@ def test_expected_prompts_from_repetition_tables(data_dir):
     for r in _expected(data_dir):
         qid, first, second = r["cmp_index"].split(";")
         bench = load_benchmark(r["benchmark"], data_dir, "repetition")
-        assert bench.build_prompt(qid, [first, second], r["option_mode"]) == r["prompt"], r["cmp_index"]
+        assert (
+            bench.build_prompt(qid, [first, second], r["option_mode"]) == r["prompt"]
+        ), r["cmp_index"]
 
 
 def test_expected_prompts_cover_math_and_swaps(data_dir):
     """Guard: the reference set exercises both MT-Bench templates and both orders."""
     rows = _expected(data_dir)
-    assert any(r["task"] == "math" for r in rows) and any(r["task"] != "math" and r["benchmark"] == "MTBench" for r in rows)
+    assert any(r["task"] == "math" for r in rows) and any(
+        r["task"] != "math" and r["benchmark"] == "MTBench" for r in rows
+    )
     keys = {r["cmp_index"] for r in rows}
     assert any(f"{q};{b};{a}" in keys for q, a, b in (k.split(";") for k in keys))
 
@@ -142,7 +161,9 @@ def test_mtbench_prompt_slots_follow_shown_order(data_dir):
 def test_mtbench_two_option_mode_uses_same_template(data_dir):
     mt = load_benchmark("mtbench", data_dir)
     assert mt.option_modes == (2, 3)
-    assert mt.build_prompt("119", ("claude-v1", mt.reference), 2) == mt.build_prompt("119", ("claude-v1", mt.reference), 3)
+    assert mt.build_prompt("119", ("claude-v1", mt.reference), 2) == mt.build_prompt(
+        "119", ("claude-v1", mt.reference), 3
+    )
 
 
 def test_devbench_option_modes_change_only_the_options(data_dir):
@@ -174,7 +195,15 @@ def test_devbench_answers_are_stripped_in_prompt(data_dir):
 def test_devbench_reference_block_and_missing_guidance(tmp_path):
     """Synthetic table: the reference block appears only with a reference answer; an empty
     guidance cell leaves the placeholder (the release's behaviour); numeric ids become text."""
-    header = ["question", "index", "evaluating_guidance", "task", "reference_answer", "answer-human", "answer-m1"]
+    header = [
+        "question",
+        "index",
+        "evaluating_guidance",
+        "task",
+        "reference_answer",
+        "answer-human",
+        "answer-m1",
+    ]
     _write_xlsx(
         tmp_path / "qa" / "devbench.xlsx",
         header,
@@ -197,7 +226,9 @@ def test_devbench_reference_block_and_missing_guidance(tmp_path):
     assert "Reference Answer" not in p2
     assert "<Evaluating Guidance>" in p2
     assert p2.endswith("<Response 2 Start>\n\n M2 \n\n<Response 2 End>\n\n")
-    assert dev.questions.filter(pl.col("question_id") == "7")["input_chars"].item() == len("Q two")
+    assert dev.questions.filter(pl.col("question_id") == "7")[
+        "input_chars"
+    ].item() == len("Q two")
 
 
 def test_mtbench_synthetic_table_numeric_ids_and_empty_cells(tmp_path):
@@ -219,7 +250,9 @@ def test_mtbench_synthetic_table_numeric_ids_and_empty_cells(tmp_path):
     p = mt.build_prompt("5", ("m", "vicuna-13b-v1.3"), 3)
     assert "### Reference answer:\nr1\n" in p
     assert "### Assistant A:\n\n\n### User:\nq2" in p  # the empty first-turn answer
-    assert mt.output_chars("5", ("m", "vicuna-13b-v1.3")) == len("m2") + len("v1") + len("v2")
+    assert mt.output_chars("5", ("m", "vicuna-13b-v1.3")) == len("m2") + len(
+        "v1"
+    ) + len("v2")
     # "Math" is not "math": the task must match exactly, as in the release.
     assert "Reference answer" not in mt.build_prompt("6", ("m", "vicuna-13b-v1.3"), 3)
 
@@ -245,11 +278,17 @@ def test_prompt_building_speed(data_dir):
 def test_mtbench_full_table(data_dir):
     mt = load_benchmark("MTBench", data_dir)
     assert isinstance(mt, Benchmark)
-    assert (mt.name, mt.reference, mt.default_option_mode) == ("MTBench", "vicuna-13b-v1.3", 3)
+    assert (mt.name, mt.reference, mt.default_option_mode) == (
+        "MTBench",
+        "vicuna-13b-v1.3",
+        3,
+    )
     assert mt.verdict_pattern == r"\[\[([ABCD])\]\]"
     q = mt.questions
     assert q.columns == ["question_id", "task", "input_chars"]
-    assert q.schema == pl.Schema({"question_id": pl.String, "task": pl.String, "input_chars": pl.Int64})
+    assert q.schema == pl.Schema(
+        {"question_id": pl.String, "task": pl.String, "input_chars": pl.Int64}
+    )
     assert q.height == 80
     assert q["question_id"].to_list() == [str(i) for i in range(81, 161)]
     assert sorted(q["task"].unique().to_list()) == [
@@ -270,17 +309,27 @@ def test_mtbench_lengths_match_independent_read(data_dir):
         assert chars[qid] == len(r["question_1"]) + len(r["question_2"])
     for qid in ("81", "127", "160"):
         for m in ("llama-13b", "gpt-4"):
-            want = sum(len(raw[qid][f"answer_{t}-{m}"] or "") + len(raw[qid][f"answer_{t}-{mt.reference}"] or "") for t in (1, 2))
+            want = sum(
+                len(raw[qid][f"answer_{t}-{m}"] or "")
+                + len(raw[qid][f"answer_{t}-{mt.reference}"] or "")
+                for t in (1, 2)
+            )
             assert mt.output_chars(qid, (m, mt.reference)) == want
     # The one empty answer cell of the release: llama-13b, question 127, turn 1.
     assert raw["127"]["answer_1-llama-13b"] is None
     assert mt.answers("127", "llama-13b")[0] == ""
-    assert mt.output_chars("127", ("llama-13b",)) == len(raw["127"]["answer_2-llama-13b"])
+    assert mt.output_chars("127", ("llama-13b",)) == len(
+        raw["127"]["answer_2-llama-13b"]
+    )
 
 
 def test_devbench_full_table(data_dir):
     dev = load_benchmark("DevBench", data_dir)
-    assert (dev.name, dev.reference, dev.default_option_mode) == ("DevBench", "human", 2)
+    assert (dev.name, dev.reference, dev.default_option_mode) == (
+        "DevBench",
+        "human",
+        2,
+    )
     assert dev.verdict_pattern == "(?:选择：|Choice: )([ABCD])"
     assert dev.option_modes == (2, 3, 4)
     q = dev.questions
@@ -302,8 +351,20 @@ def test_repetition_samples(data_dir):
     dev = load_benchmark("devbench", data_dir, sample="repetition")
     assert mt.sample == dev.sample == "repetition"
     assert mt.questions.height == 24 and dev.questions.height == 18
-    assert set(mt.models) == {"stablelm-tuned-alpha-7b", "falcon-40b-instruct", "claude-v1", "llama-13b", "vicuna-13b-v1.3"}
-    assert set(dev.models) == {"gpt-3.5-turbo-1106", "gpt-4-1106-preview", "deepseek-coder-1.3b-instruct", "codellama-13b-instruct", "human"}
+    assert set(mt.models) == {
+        "stablelm-tuned-alpha-7b",
+        "falcon-40b-instruct",
+        "claude-v1",
+        "llama-13b",
+        "vicuna-13b-v1.3",
+    }
+    assert set(dev.models) == {
+        "gpt-3.5-turbo-1106",
+        "gpt-4-1106-preview",
+        "deepseek-coder-1.3b-instruct",
+        "codellama-13b-instruct",
+        "human",
+    }
     # 3 questions per task
     assert set(mt.questions.group_by("task").len()["len"].to_list()) == {3}
     assert set(dev.questions.group_by("task").len()["len"].to_list()) == {3}
@@ -325,7 +386,9 @@ def test_templates_are_the_release_templates(data_dir):
 # ---------------------------------------------------------------------------- extraction
 
 
-def _extract(b: Benchmark, outputs: list[str | None], mode: str = "pairwise") -> list[str | None]:
+def _extract(
+    b: Benchmark, outputs: list[str | None], mode: str = "pairwise"
+) -> list[str | None]:
     """The pipeline's one extraction stage (judges/extract.py) with the benchmark's pattern."""
     raw = pl.DataFrame(
         {
@@ -335,9 +398,17 @@ def _extract(b: Benchmark, outputs: list[str | None], mode: str = "pairwise") ->
             "output": outputs,
             "choice": [None] * len(outputs),
         },
-        schema={"benchmark": pl.String, "shown": pl.List(pl.String), "option_mode": pl.Int32, "output": pl.String, "choice": pl.String},
+        schema={
+            "benchmark": pl.String,
+            "shown": pl.List(pl.String),
+            "option_mode": pl.Int32,
+            "output": pl.String,
+            "choice": pl.String,
+        },
     )
-    return extract_verdicts(raw, {b.name: b.verdict_pattern_for(mode)})["extracted"].to_list()
+    return extract_verdicts(raw, {b.name: b.verdict_pattern_for(mode)})[
+        "extracted"
+    ].to_list()
 
 
 @pytest.mark.parametrize(
@@ -385,10 +456,17 @@ def test_polars_extraction_equals_python_re(data_dir, bench, judge_file, no_matc
     b = load_benchmark(bench, data_dir)
     outputs = [r["judgment"] for r in _judgments(data_dir, judge_file)]
     assert len(outputs) > 500
-    py = [None if o is None else (m.group(1) if (m := re.search(b.verdict_pattern, o)) else None) for o in outputs]
+    py = [
+        None
+        if o is None
+        else (m.group(1) if (m := re.search(b.verdict_pattern, o)) else None)
+        for o in outputs
+    ]
     vec = _extract(b, outputs)
     diffs = [i for i, (x, y) in enumerate(zip(py, vec)) if x != y]
-    assert not diffs, f"the pipeline's extraction and Python's re disagree on rows {diffs[:10]}"
+    assert not diffs, (
+        f"the pipeline's extraction and Python's re disagree on rows {diffs[:10]}"
+    )
     assert sum(v is None for v in py) == no_match
     assert set(py) - {None} <= set("ABCD")
 
@@ -397,13 +475,17 @@ def test_polars_extraction_equals_python_re(data_dir, bench, judge_file, no_matc
 
 
 def test_unknown_benchmark_lists_known():
-    with pytest.raises(ConfigError, match=r"known benchmarks: (?=.*MTBench)(?=.*DevBench)"):
+    with pytest.raises(
+        ConfigError, match=r"known benchmarks: (?=.*MTBench)(?=.*DevBench)"
+    ):
         load_benchmark("alpacaeval")
     with pytest.raises(ConfigError):
         canonical_name("mt bench 2")
 
 
-@pytest.mark.parametrize("name", ["mtbench", "MT-Bench", "MTBench", "mt_bench", "MT Bench"])
+@pytest.mark.parametrize(
+    "name", ["mtbench", "MT-Bench", "MTBench", "mt_bench", "MT Bench"]
+)
 def test_benchmark_names_case_insensitive(data_dir, name):
     assert canonical_name(name) == "mtbench"
     assert load_benchmark(name, data_dir) is load_benchmark("mtbench", data_dir)
@@ -464,16 +546,74 @@ def test_mtbench_question_id_is_text_not_int(data_dir):
 @pytest.mark.parametrize(
     ("cls", "fname", "header", "missing"),
     [
-        (MTBench, "mtbench.xlsx", ["question_1", "question_2", "index", "reference_answer_1", "reference_answer_2", "answer_1-vicuna-13b-v1.3", "answer_2-vicuna-13b-v1.3"], "task"),
-        (MTBench, "mtbench.xlsx", ["question_1", "task", "index", "reference_answer_1", "reference_answer_2", "answer_1-vicuna-13b-v1.3", "answer_2-vicuna-13b-v1.3"], "question_2"),
-        (MTBench, "mtbench.xlsx", ["question_1", "question_2", "task", "index", "reference_answer_1", "reference_answer_2", "answer_1-vicuna-13b-v1.3", "answer_2-vicuna-13b-v1.3", "answer_1-m"], "answer_2-m"),
-        (DevBench, "devbench.xlsx", ["question", "task", "answer-human", "answer-m"], "index"),
-        (DevBench, "devbench.xlsx", ["index", "task", "answer-human", "answer-m"], "question"),
-        (DevBench, "devbench.xlsx", ["question", "index", "task", "answer-m"], "answer-human"),
+        (
+            MTBench,
+            "mtbench.xlsx",
+            [
+                "question_1",
+                "question_2",
+                "index",
+                "reference_answer_1",
+                "reference_answer_2",
+                "answer_1-vicuna-13b-v1.3",
+                "answer_2-vicuna-13b-v1.3",
+            ],
+            "task",
+        ),
+        (
+            MTBench,
+            "mtbench.xlsx",
+            [
+                "question_1",
+                "task",
+                "index",
+                "reference_answer_1",
+                "reference_answer_2",
+                "answer_1-vicuna-13b-v1.3",
+                "answer_2-vicuna-13b-v1.3",
+            ],
+            "question_2",
+        ),
+        (
+            MTBench,
+            "mtbench.xlsx",
+            [
+                "question_1",
+                "question_2",
+                "task",
+                "index",
+                "reference_answer_1",
+                "reference_answer_2",
+                "answer_1-vicuna-13b-v1.3",
+                "answer_2-vicuna-13b-v1.3",
+                "answer_1-m",
+            ],
+            "answer_2-m",
+        ),
+        (
+            DevBench,
+            "devbench.xlsx",
+            ["question", "task", "answer-human", "answer-m"],
+            "index",
+        ),
+        (
+            DevBench,
+            "devbench.xlsx",
+            ["index", "task", "answer-human", "answer-m"],
+            "question",
+        ),
+        (
+            DevBench,
+            "devbench.xlsx",
+            ["question", "index", "task", "answer-m"],
+            "answer-human",
+        ),
     ],
 )
 def test_missing_column(tmp_path, cls, fname, header, missing):
-    path = _write_xlsx(tmp_path / "qa" / fname, header, [[f"v{i}" for i in range(len(header))]])
+    path = _write_xlsx(
+        tmp_path / "qa" / fname, header, [[f"v{i}" for i in range(len(header))]]
+    )
     with pytest.raises(ConfigError) as err:
         cls(tmp_path)
     msg = str(err.value)
@@ -482,7 +622,11 @@ def test_missing_column(tmp_path, cls, fname, header, missing):
 
 def test_duplicate_question_id(tmp_path):
     header = ["question", "index", "task", "answer-human", "answer-m"]
-    _write_xlsx(tmp_path / "qa" / "devbench.xlsx", header, [["q", "a", "t", "h", "m"], ["q", "a", "t", "h", "m"]])
+    _write_xlsx(
+        tmp_path / "qa" / "devbench.xlsx",
+        header,
+        [["q", "a", "t", "h", "m"], ["q", "a", "t", "h", "m"]],
+    )
     with pytest.raises(ConfigError, match="duplicate"):
         DevBench(tmp_path)
 
@@ -490,9 +634,22 @@ def test_duplicate_question_id(tmp_path):
 @pytest.mark.parametrize(
     ("rows", "message"),
     [
-        ([["q", "a", "t", "h", "m"], ["q", "  ", "t", "h", "m"]], "empty 'index' in data row 2"),
-        ([["q", "a", "t", "h", "m"], ["q", "b", None, "h", "m"], ["q", "c", "t", "h", "m"]], "empty 'task' in data row 2"),
-        ([["q", "81.0", "t", "h", "m"], ["q", "81", "t", "h", "m"]], "duplicate question id '81'"),
+        (
+            [["q", "a", "t", "h", "m"], ["q", "  ", "t", "h", "m"]],
+            "empty 'index' in data row 2",
+        ),
+        (
+            [
+                ["q", "a", "t", "h", "m"],
+                ["q", "b", None, "h", "m"],
+                ["q", "c", "t", "h", "m"],
+            ],
+            "empty 'task' in data row 2",
+        ),
+        (
+            [["q", "81.0", "t", "h", "m"], ["q", "81", "t", "h", "m"]],
+            "duplicate question id '81'",
+        ),
     ],
 )
 def test_bad_question_rows_are_named(tmp_path, rows, message):
@@ -549,7 +706,9 @@ def test_default_locations(tmp_path, monkeypatch, no_env):
     with pytest.raises(ConfigError) as err:
         resolve_data_dir()
     msg = str(err.value)
-    assert "Position-Bias-Analyzer" in msg and "Judging the Judges" in msg and "MIT" in msg
+    assert (
+        "Position-Bias-Analyzer" in msg and "Judging the Judges" in msg and "MIT" in msg
+    )
     assert str(tmp_path / "shared" / "data" / "judging-the-judges") in msg
     assert str(work / "shared" / "data" / "judging-the-judges") in msg
     # <cwd>/shared/... is found ...
@@ -587,7 +746,9 @@ def test_normalise_id():
     assert normalise_id("81") == "81"
     assert normalise_id("81.0") == "81"
     assert normalise_id("81.5") == "81.5"
-    assert normalise_id("idcenter_uml_class-complexity") == "idcenter_uml_class-complexity"
+    assert (
+        normalise_id("idcenter_uml_class-complexity") == "idcenter_uml_class-complexity"
+    )
 
 
 def test_registry_cache_clear(data_dir):
@@ -595,7 +756,9 @@ def test_registry_cache_clear(data_dir):
     clear_cache()
     b = load_benchmark("mtbench", data_dir)
     assert a is not b
-    assert a.build_prompt("81", ("gpt-4", a.reference), 3) == b.build_prompt("81", ("gpt-4", b.reference), 3)
+    assert a.build_prompt("81", ("gpt-4", a.reference), 3) == b.build_prompt(
+        "81", ("gpt-4", b.reference), 3
+    )
 
 
 def test_env_var_is_used_by_loader(data_dir, monkeypatch):

@@ -29,7 +29,9 @@ def server(data_dir):
     old = os.environ.get(ENV)
     os.environ[ENV] = KEY  # before Ray starts, so its workers inherit it
     os.environ["VOIRDIRE_DATA"] = str(data_dir)
-    srv = FakeAPIServer(keys={"openai": KEY, "anthropic": "unused-key-0000000000"}, latency_s=0.01).start()
+    srv = FakeAPIServer(
+        keys={"openai": KEY, "anthropic": "unused-key-0000000000"}, latency_s=0.01
+    ).start()
     if ray.is_initialized():
         ray.shutdown()
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
@@ -52,7 +54,7 @@ sdk_max_retries = 1
 concurrency = 4"""
     text = f"""
 name = "bias-api-test"
-output_dir = "{tmp_path / 'out'}"
+output_dir = "{tmp_path / "out"}"
 [benchmark]
 name = "mtbench"
 questions = ["81", "82"]
@@ -83,11 +85,10 @@ name = "gpt-4o"
 
 
 def test_api_rewriter_and_judge_through_loopback(server, tmp_path):
+    import voirdire
     from voirdire.engine.job import load_judgments, plan_job
     from voirdire.engine.rewrite import rewrite_store
     from voirdire.engine.spec import load_job
-
-    import voirdire
 
     srv = server
     srv.reset()
@@ -99,9 +100,13 @@ def test_api_rewriter_and_judge_through_loopback(server, tmp_path):
     voirdire.run(job, show_progress=False)
     rw = rewrite_store(tmp_path / "out").read_raw()
     assert rw.height == n_rewrites and rw["failure"].null_count() == rw.height
-    assert rw["prompt"].str.contains("angry tone").all() and (rw["rewriter"] == "rw").all()
+    assert (
+        rw["prompt"].str.contains("angry tone").all() and (rw["rewriter"] == "rw").all()
+    )
     assert rw["rewriter_identity"].str.contains('"model":"gpt-4o"').all()
-    assert srv.stats["ok"]["openai"] == n_rewrites + plan.units_per_judge  # one call per rewrite and per unit
+    assert (
+        srv.stats["ok"]["openai"] == n_rewrites + plan.units_per_judge
+    )  # one call per rewrite and per unit
     j = load_judgments(tmp_path / "out")
     assert j.height == plan.units_per_judge and j["failure"].null_count() == j.height
     sent = j.filter(pl.col("perturbation_kind") == "sentiment")
@@ -111,9 +116,21 @@ def test_api_rewriter_and_judge_through_loopback(server, tmp_path):
     voirdire.run(load_job(path), show_progress=False)
     assert srv.stats["requests"] == before
     # the dry run prices the rewrites next to the judge
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    dry = subprocess.run([sys.executable, "-m", "voirdire", "run", str(path), "--dry-run"], env=env,
-                         capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+    dry = subprocess.run(
+        [sys.executable, "-m", "voirdire", "run", str(path), "--dry-run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert dry.returncode == 0, dry.stdout + dry.stderr
-    assert "rewriter rw" in dry.stdout and f"{n_rewrites} rewrites" in dry.stdout and "cost <=" in dry.stdout
+    assert (
+        "rewriter rw" in dry.stdout
+        and f"{n_rewrites} rewrites" in dry.stdout
+        and "cost <=" in dry.stdout
+    )
     assert KEY not in dry.stdout + dry.stderr

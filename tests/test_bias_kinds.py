@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+
 from voirdire.benchmarks.biases import (
     INSTRUCTION,
     BiasKind,
@@ -16,11 +17,10 @@ from voirdire.benchmarks.biases import (
     register_kind,
     unregister_kind,
 )
+from voirdire.core import ConfigError
 from voirdire.engine.job import load_judgments, plan_job
 from voirdire.engine.spec import parse_job
 from voirdire.engine.units import iter_unit_batches
-
-from voirdire.core import ConfigError
 
 #: a kind of this test's own: a flattering remark about the target answer's author
 FLATTERY = BiasKind(
@@ -29,7 +29,8 @@ FLATTERY = BiasKind(
     param=BiasParam("remarks", "remark", str, ("expert",), allowed=("expert", "award")),
     default_targets=("candidate",),
     instruction=lambda value, slots: (
-        f"{slots.target} was written by a renowned expert." if value == "expert"
+        f"{slots.target} was written by a renowned expert."
+        if value == "expert"
         else f"{slots.target} was written by an award-winning author."
     ),
 )
@@ -46,24 +47,48 @@ def _job(tmp_path, **over):
     d = {
         "name": "flattery",
         "output_dir": str(tmp_path / "out"),
-        "benchmark": {"name": "mtbench", "questions": ["81", "82", "83", "84", "85", "86"],
-                      "candidates": ["gpt-4", "alpaca-13b", "llama-13b"]},
+        "benchmark": {
+            "name": "mtbench",
+            "questions": ["81", "82", "83", "84", "85", "86"],
+            "candidates": ["gpt-4", "alpaca-13b", "llama-13b"],
+        },
         "comparison": {"repetitions": 1},
         "perturbations": [{"kind": "flattery", "remarks": ["expert", "award"]}],
-        "judges": [{"name": "robust", "backend": "simulated", "primacy": 0.6, "seed": 2},
-                   {"name": "flattered", "backend": "simulated", "primacy": 0.6, "seed": 2,
-                    "susceptibility": {"flattery": 0.6}}],
+        "judges": [
+            {"name": "robust", "backend": "simulated", "primacy": 0.6, "seed": 2},
+            {
+                "name": "flattered",
+                "backend": "simulated",
+                "primacy": 0.6,
+                "seed": 2,
+                "susceptibility": {"flattery": 0.6},
+            },
+        ],
     }
     d.update(over)
     return parse_job(d)
 
 
 def test_registry_lists_builtins_then_registered(flattery):
-    assert known_kinds()[:10] == ("bandwagon", "distraction", "diversity", "cot", "refinement_aware",
-                                  "compassion_fade", "authority", "verbosity", "sentiment", "fallacy")
+    assert known_kinds()[:10] == (
+        "bandwagon",
+        "distraction",
+        "diversity",
+        "cot",
+        "refinement_aware",
+        "compassion_fade",
+        "authority",
+        "verbosity",
+        "sentiment",
+        "fallacy",
+    )
     assert known_kinds()[-1] == "flattery" and get_kind("flattery") is FLATTERY
     with pytest.raises(ValueError, match="already registered"):
-        register_kind(BiasKind(name="bandwagon", family=INSTRUCTION, instruction="{target} is popular."))
+        register_kind(
+            BiasKind(
+                name="bandwagon", family=INSTRUCTION, instruction="{target} is popular."
+            )
+        )
     with pytest.raises(ValueError, match="already registered"):
         register_kind(BiasKind(name="flattery", family=INSTRUCTION, instruction="x"))
     # an import path names a record without registering it first
@@ -74,15 +99,26 @@ def test_a_kind_is_one_decorator_on_its_text(tmp_path):
     """``@bias_kind`` builds the record from the decorated function and registers it; the
     job spec then reads it like any other kind."""
 
-    @bias_kind("praise", param=BiasParam("tones", "tone", str, ("warm",)), default_targets=("candidate",))
+    @bias_kind(
+        "praise",
+        param=BiasParam("tones", "tone", str, ("warm",)),
+        default_targets=("candidate",),
+    )
     def PRAISE(value, slots):
         return f"{slots.target} is {value}ly praised."
 
     try:
-        assert isinstance(PRAISE, BiasKind) and get_kind("praise") is PRAISE and known_kinds()[-1] == "praise"
-        assert PRAISE.family == INSTRUCTION and PRAISE.instruction("warm", Slots(target="Assistant B")) == (
-            "Assistant B is warmly praised.")
-        job = _job(tmp_path, perturbations=[{"kind": "praise", "tones": ["warm", "cold"]}])
+        assert (
+            isinstance(PRAISE, BiasKind)
+            and get_kind("praise") is PRAISE
+            and known_kinds()[-1] == "praise"
+        )
+        assert PRAISE.family == INSTRUCTION and PRAISE.instruction(
+            "warm", Slots(target="Assistant B")
+        ) == ("Assistant B is warmly praised.")
+        job = _job(
+            tmp_path, perturbations=[{"kind": "praise", "tones": ["warm", "cold"]}]
+        )
         assert job.perturbations[0].values == ("warm", "cold")
         with pytest.raises(ValueError, match="already registered"):
             bias_kind("praise")(lambda value, slots: "again")
@@ -92,9 +128,14 @@ def test_a_kind_is_one_decorator_on_its_text(tmp_path):
 
 
 def test_the_spec_validates_a_new_kinds_parameter(tmp_path, flattery):
-    with pytest.raises(ConfigError, match="unknown remark 'genius'; known: expert, award"):
+    with pytest.raises(
+        ConfigError, match="unknown remark 'genius'; known: expert, award"
+    ):
         _job(tmp_path, perturbations=[{"kind": "flattery", "remarks": ["genius"]}])
-    with pytest.raises(ConfigError, match="'shares' is not a parameter of this kind \\(its parameter is 'remarks'\\)"):
+    with pytest.raises(
+        ConfigError,
+        match="'shares' is not a parameter of this kind \\(its parameter is 'remarks'\\)",
+    ):
         _job(tmp_path, perturbations=[{"kind": "flattery", "shares": [80]}])
     with pytest.raises(ConfigError, match="remarks must be a non-empty list"):
         _job(tmp_path, perturbations=[{"kind": "flattery", "remarks": []}])
@@ -105,9 +146,16 @@ def test_the_spec_validates_a_new_kinds_parameter(tmp_path, flattery):
 
 def test_builtin_parameters_are_converted_as_before(tmp_path):
     """``ratios = [2]`` reads 2.0 (label ``ratio=2.0``), ``shares`` are percentages."""
-    job = _job(tmp_path, perturbations=[{"kind": "verbosity", "ratios": [2], "rewriter": "t", "target": "candidate"}],
-               rewriters=[{"name": "t", "backend": "template"}])
-    assert job.perturbations[0].values == ("2.0",) and job.model_dump()["perturbations"][0]["ratios"] == [2.0]
+    job = _job(
+        tmp_path,
+        perturbations=[
+            {"kind": "verbosity", "ratios": [2], "rewriter": "t", "target": "candidate"}
+        ],
+        rewriters=[{"name": "t", "backend": "template"}],
+    )
+    assert job.perturbations[0].values == ("2.0",) and job.model_dump()[
+        "perturbations"
+    ][0]["ratios"] == [2.0]
     with pytest.raises(ConfigError, match="share 0 is not a percentage in 1..100"):
         _job(tmp_path, perturbations=[{"kind": "bandwagon", "shares": [0]}])
     with pytest.raises(ConfigError, match="shares: 'many'"):
@@ -124,17 +172,35 @@ def test_a_new_kind_runs_end_to_end(tmp_path, data_dir, ray_local, flattery):
 
     job = _job(tmp_path)
     plan = plan_job(job)
-    assert [v.label for v in plan.variants] == ["control", "flattery:remark=expert:target=candidate",
-                                                "flattery:remark=award:target=candidate"]
-    batches = iter_unit_batches(plan.bench, plan.instances, job.comparison, judge="x", identity_hash="h",
-                                needs_prompt=True, batch_size=50, variants=plan.variants)
+    assert [v.label for v in plan.variants] == [
+        "control",
+        "flattery:remark=expert:target=candidate",
+        "flattery:remark=award:target=candidate",
+    ]
+    batches = iter_unit_batches(
+        plan.bench,
+        plan.instances,
+        job.comparison,
+        judge="x",
+        identity_hash="h",
+        needs_prompt=True,
+        batch_size=50,
+        variants=plan.variants,
+    )
     seen = 0
     for b in batches:
-        for q, label, slot in zip(b.queries, b.columns["perturbation"], b.columns["target_slot"]):
+        for q, label, slot in zip(
+            b.queries, b.columns["perturbation"], b.columns["target_slot"]
+        ):
             if label.startswith("flattery:remark=expert"):
                 head = q.prompt.partition("\n\n<|The Start of ")[0]
-                assert head.endswith(f"\n\nAssistant {slot} was written by a renowned expert.")
-                assert q.perturbation_kind == "flattery" and q.perturbation_param == "expert"
+                assert head.endswith(
+                    f"\n\nAssistant {slot} was written by a renowned expert."
+                )
+                assert (
+                    q.perturbation_kind == "flattery"
+                    and q.perturbation_param == "expert"
+                )
                 seen += 1
     assert seen == plan.instances.height * 2
 
@@ -142,12 +208,17 @@ def test_a_new_kind_runs_end_to_end(tmp_path, data_dir, ray_local, flattery):
     j = load_judgments(job.output_dir)
     assert j.height == 2 * plan.units_per_judge == 2 * plan.instances.height * 2 * 3
     keys = ["judge", "instance_id", "permutation", "repetition"]
-    ctl = j.filter(pl.col("perturbation") == "control").select(*keys, pl.col("extracted").alias("ctl"))
+    ctl = j.filter(pl.col("perturbation") == "control").select(
+        *keys, pl.col("extracted").alias("ctl")
+    )
     pert = j.filter(pl.col("perturbation_kind") == "flattery").join(ctl, on=keys)
     robust = pert.filter(pl.col("judge") == "robust")
     assert (robust["extracted"] == robust["ctl"]).all()
     moved = pert.filter(pl.col("judge") == "flattered")
-    assert (moved["extracted"].eq(moved["ctl"]) | moved["extracted"].eq(moved["target_slot"])).all()
+    assert (
+        moved["extracted"].eq(moved["ctl"])
+        | moved["extracted"].eq(moved["target_slot"])
+    ).all()
     could = moved.filter(pl.col("ctl") != pl.col("target_slot"))
     share = could.select(pl.col("extracted").eq(pl.col("target_slot")).mean()).item()
     assert could.height >= 20 and 0.35 < share < 0.85, (could.height, share)

@@ -7,11 +7,11 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
+
 from voirdire.analysis.mitigation import calibration as C
 from voirdire.analysis.mitigation import evaluation as E
 from voirdire.analysis.mitigation import registry
 from voirdire.analysis.mitigation import verdicts as M
-
 from voirdire.core import ConfigError
 
 PRIOR = {"A": 0.8, "B": 0.2}
@@ -44,16 +44,22 @@ def _table(n=400, prior=PRIOR, tie=None, seed=3, judge="j"):
 def test_slot_prior_recovered_and_pf_removed_exactly(tie):
     j, truth = _table(tie=tie)
     prior = C.slot_prior(j)
-    assert dict(zip(prior.get_column("letter"), prior.get_column("prior"))) == pytest.approx(PRIOR, abs=1e-12)
+    assert dict(
+        zip(prior.get_column("letter"), prior.get_column("prior"))
+    ) == pytest.approx(PRIOR, abs=1e-12)
     r = C.pf_removed(j).row(0, named=True)
     assert r["pf_raw"] < -0.2  # a strong primacy judge
-    assert r["pf_debiased"] == pytest.approx(0.0, abs=1e-12) and r["removed"] == pytest.approx(1.0)
+    assert r["pf_debiased"] == pytest.approx(0.0, abs=1e-12) and r[
+        "removed"
+    ] == pytest.approx(1.0)
     # debiased per-order verdicts do not depend on the order
     deb = M.flip_rate(C.logprob_verdicts(j)).row(0, named=True)
     assert deb["flips"] == 0
     cal = C.logprob_calibrated(j)
     assert cal.get_column("queries").unique().to_list() == [2]
-    if tie is None:  # two options: the calibrated verdict is the better answer, every time
+    if (
+        tie is None
+    ):  # two options: the calibrated verdict is the better answer, every time
         order = cal.join(
             pl.DataFrame({"question_id": [f"q{i // 5}" for i in range(len(truth))], "candidate": [f"c{i % 5}" for i in range(len(truth))],
                           "truth": np.where(truth > 0, "win", "loss")}), on=["question_id", "candidate"])  # fmt: skip
@@ -63,16 +69,24 @@ def test_slot_prior_recovered_and_pf_removed_exactly(tie):
 def test_arithmetic_mean_would_not_be_exact():
     # the estimator is the log-space mean: the plain mean of p(A) over orders is biased
     j, _ = _table()
-    plain = C.option_probs_long(j).filter(pl.col("letter") == "A").get_column("prob").mean()
+    plain = (
+        C.option_probs_long(j).filter(pl.col("letter") == "A").get_column("prob").mean()
+    )
     assert abs(plain - PRIOR["A"]) > 0.02  # 0.759 here, against 0.8
 
 
 def test_logprob_strategies_in_the_evaluation():
     j, _ = _table()
-    v = registry.apply_strategies(j, ["logprob-raw", "logprob-debiased", "logprob-calibrated"])
+    v = registry.apply_strategies(
+        j, ["logprob-raw", "logprob-debiased", "logprob-calibrated"]
+    )
     t = E.evaluate(v, None, replicates=100)
     pf = dict(zip(t.get_column("strategy"), t.get_column("pf")))
-    assert pf["logprob-raw"] < -0.2 and pf["logprob-debiased"] == pytest.approx(0.0, abs=1e-12) and pf["logprob-calibrated"] == 0.0
+    assert (
+        pf["logprob-raw"] < -0.2
+        and pf["logprob-debiased"] == pytest.approx(0.0, abs=1e-12)
+        and pf["logprob-calibrated"] == 0.0
+    )
 
 
 def test_logprob_strategy_on_a_job_without_option_probs():
@@ -91,16 +105,37 @@ def test_judgments_without_probabilities_are_undecided_not_dropped():
     falls back to the other, biased, order), and the cost counts every judgment."""
     j, _ = _table()
     idx = pl.int_range(pl.len())
-    hole = (idx % 2 == 1) & (idx < 400)  # the second (candidate-second) order of pairs 0..199
-    j = j.with_columns(option_probs=pl.when(hole).then(None).otherwise(pl.col("option_probs")))
+    hole = (idx % 2 == 1) & (
+        idx < 400
+    )  # the second (candidate-second) order of pairs 0..199
+    j = j.with_columns(
+        option_probs=pl.when(hole).then(None).otherwise(pl.col("option_probs"))
+    )
     for name in ("logprob-raw", "logprob-debiased"):
         v = registry.apply_strategies(j, [name])
-        assert v.height == 800 and (v["verdict"] == "undecided").sum() == 200 and v["queries"].sum() == 800
+        assert (
+            v.height == 800
+            and (v["verdict"] == "undecided").sum() == 200
+            and v["queries"].sum() == 800
+        )
     cal = C.logprob_calibrated(j)
     assert cal.height == 400 and cal["queries"].to_list() == [2] * 400
     assert (cal["verdict"] == "undecided").sum() == 200
-    t = E.evaluate(registry.apply_strategies(j, ["logprob-debiased", "logprob-calibrated"]), None, replicates=50)
+    t = E.evaluate(
+        registry.apply_strategies(j, ["logprob-debiased", "logprob-calibrated"]),
+        None,
+        replicates=50,
+    )
     row = {r["strategy"]: r for r in t.iter_rows(named=True)}
-    assert row["logprob-debiased"]["undecided"] == pytest.approx(0.25) and row["logprob-debiased"]["cost"] == 1.0
-    assert row["logprob-debiased"]["failed_pairs"] == 200 and row["logprob-debiased"]["pairs"] == 200
-    assert row["logprob-calibrated"]["undecided"] == pytest.approx(0.5) and row["logprob-calibrated"]["cost"] == 2.0
+    assert (
+        row["logprob-debiased"]["undecided"] == pytest.approx(0.25)
+        and row["logprob-debiased"]["cost"] == 1.0
+    )
+    assert (
+        row["logprob-debiased"]["failed_pairs"] == 200
+        and row["logprob-debiased"]["pairs"] == 200
+    )
+    assert (
+        row["logprob-calibrated"]["undecided"] == pytest.approx(0.5)
+        and row["logprob-calibrated"]["cost"] == 2.0
+    )

@@ -59,7 +59,9 @@ def _free_ports(n: int) -> list[int]:
 class Node:
     """One ``ray start --block`` process group."""
 
-    def __init__(self, args: list[str], temp_dir: Path, env: dict[str, str], log: Path) -> None:
+    def __init__(
+        self, args: list[str], temp_dir: Path, env: dict[str, str], log: Path
+    ) -> None:
         self.temp_dir = temp_dir
         self.log = log
         self._fh = open(log, "wb")
@@ -78,7 +80,9 @@ class Node:
             if not d.name.isdigit():
                 continue
             try:
-                if os.getsid(int(d.name)) == self.proc.pid or marker in (d / "cmdline").read_bytes().decode(errors="replace"):
+                if os.getsid(int(d.name)) == self.proc.pid or marker in (
+                    d / "cmdline"
+                ).read_bytes().decode(errors="replace"):
                     out.add(int(d.name))
             except (ProcessLookupError, PermissionError, FileNotFoundError, OSError):
                 continue
@@ -125,7 +129,9 @@ def _wait(cond, timeout: float, what: str, nodes=()) -> None:
         time.sleep(0.5)
     logs = "\n".join(n.tail() for n in nodes)
     seen = "; ".join(f"{n}x {e}" for e, n in errors.items()) or "none"
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (errors seen: {seen})\n{logs}")
+    raise AssertionError(
+        f"timed out after {timeout:.0f} s waiting for {what} (errors seen: {seen})\n{logs}"
+    )
 
 
 class _Premise(AssertionError):
@@ -138,15 +144,25 @@ def cluster(data_dir):
     ``jobs`` (Jobs API URL), ``head`` / ``worker`` (:class:`Node`) and ``env``."""
     import ray
 
-    base = Path(tempfile.mkdtemp(prefix="vd-", dir="/tmp"))  # short: Ray's socket paths must fit
+    base = Path(
+        tempfile.mkdtemp(prefix="vd-", dir="/tmp")
+    )  # short: Ray's socket paths must fit
     gcs, dash, client_port, *agent = _free_ports(11)
-    saved = {k: os.environ.get(k) for k in ["RAY_AUTH_MODE", "RAY_USAGE_STATS_ENABLED", *FAST_FAILURE]}
+    saved = {
+        k: os.environ.get(k)
+        for k in ["RAY_AUTH_MODE", "RAY_USAGE_STATS_ENABLED", *FAST_FAILURE]
+    }
     extra = {
         "RAY_AUTH_MODE": "disabled",
         "RAY_USAGE_STATS_ENABLED": "0",
         **FAST_FAILURE,
     }
-    env = {**os.environ, **extra, "PYTHONPATH": str(ROOT), "VOIRDIRE_DATA": str(data_dir)}
+    env = {
+        **os.environ,
+        **extra,
+        "PYTHONPATH": str(ROOT),
+        "VOIRDIRE_DATA": str(data_dir),
+    }
     # the nodes' `python` (the Jobs entrypoint's) is this interpreter, as on a real cluster image
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.pop("RAY_ADDRESS", None)
@@ -166,7 +182,12 @@ def cluster(data_dir):
         from ray.job_submission import JobSubmissionClient
 
         jobs = f"http://127.0.0.1:{dash}"
-        _wait(lambda: JobSubmissionClient(jobs).list_jobs() is not None, 120, "the head's Jobs API", [head])
+        _wait(
+            lambda: JobSubmissionClient(jobs).list_jobs() is not None,
+            120,
+            "the head's Jobs API",
+            [head],
+        )
         worker = Node(
             [
                 f"--address=127.0.0.1:{gcs}", "--node-ip-address=127.0.0.1", "--num-cpus=1",
@@ -176,9 +197,23 @@ def cluster(data_dir):
             ],
             base / "w", env, base / "worker.log",
         )  # fmt: skip
-        ray.init(address=f"127.0.0.1:{gcs}", configure_logging=False, log_to_driver=False)
-        _wait(lambda: sum(n["Alive"] for n in ray.nodes()) == 2, 120, "the worker node to join", [head, worker])
-        yield {"gcs": f"127.0.0.1:{gcs}", "jobs": jobs, "head": head, "worker": worker, "env": env, "base": base}
+        ray.init(
+            address=f"127.0.0.1:{gcs}", configure_logging=False, log_to_driver=False
+        )
+        _wait(
+            lambda: sum(n["Alive"] for n in ray.nodes()) == 2,
+            120,
+            "the worker node to join",
+            [head, worker],
+        )
+        yield {
+            "gcs": f"127.0.0.1:{gcs}",
+            "jobs": jobs,
+            "head": head,
+            "worker": worker,
+            "env": env,
+            "base": base,
+        }
     finally:
         ray.shutdown()
         for node in (worker, head):
@@ -195,13 +230,31 @@ def cluster(data_dir):
 def _job(out: Path, name: str, **judge) -> dict:
     """A small list-wise MT-Bench job with two simulated judges of two workers each."""
     judges = [
-        {"name": "primacy", "backend": "simulated", "primacy": 0.8, "workers": 2, "concurrency": 1, **judge},
-        {"name": "fair", "backend": "simulated", "primacy": 1 / 3, "workers": 2, "concurrency": 1, **judge},
+        {
+            "name": "primacy",
+            "backend": "simulated",
+            "primacy": 0.8,
+            "workers": 2,
+            "concurrency": 1,
+            **judge,
+        },
+        {
+            "name": "fair",
+            "backend": "simulated",
+            "primacy": 1 / 3,
+            "workers": 2,
+            "concurrency": 1,
+            **judge,
+        },
     ]
     return {
         "name": name,
         "output_dir": str(out),
-        "benchmark": {"name": "mtbench", "candidates": ["gpt-4", "claude-v1", "llama-13b"], "max_instances": 40},
+        "benchmark": {
+            "name": "mtbench",
+            "candidates": ["gpt-4", "claude-v1", "llama-13b"],
+            "max_instances": 40,
+        },
         "comparison": {"mode": "listwise", "list_size": 3, "permutations": "cyclic"},
         "run": {"batch_size": 6, "flush_seconds": 0.2, "max_attempts": 5},
         "judges": judges,
@@ -213,9 +266,16 @@ def _write_toml(path: Path, job: dict) -> Path:
     return path
 
 
-def _cli(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+def _cli(
+    *args: str, env: dict[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "voirdire", *args], env=env, cwd=str(ROOT), capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "voirdire", *args],
+        env=env,
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -227,29 +287,50 @@ def test_submit_status_stop(cluster, tmp_path):
     job = _write_toml(tmp_path / "lw.toml", _job(out, "submit-test"))
     env = {**cluster["env"], "COLUMNS": "200"}
     # as the README writes it: the client hands its data location to the job
-    r = _cli("submit", str(job), "--address", cluster["jobs"], "--id", "vd-submit-1", env=env)
+    r = _cli(
+        "submit", str(job), "--address", cluster["jobs"], "--id", "vd-submit-1", env=env
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "submitted vd-submit-1" in r.stdout and "SUCCEEDED" in r.stdout
     assert "240 queries" in r.stdout  # the driver's log, streamed back
     jm = pl.read_csv(out / "metrics" / "judge_metrics.csv")
     assert sorted(jm["judge"].to_list()) == ["fair", "primacy"]
-    assert (out / "metrics" / "slot_shares.csv").is_file() and (out / "report.md").is_file()
+    assert (out / "metrics" / "slot_shares.csv").is_file() and (
+        out / "report.md"
+    ).is_file()
     st = _cli("status", "vd-submit-1", "--address", cluster["jobs"], env=env)
     assert st.returncode == 0 and "SUCCEEDED" in st.stdout, st.stdout + st.stderr
 
     # a slow job, submitted without waiting, then stopped
-    slow = _write_toml(tmp_path / "slow.toml", _job(tmp_path / "slow-out", "slow", latency_s=5.0))
-    r = _cli("submit", str(slow), "--address", cluster["jobs"], "--id", "vd-slow-1", "--no-wait", env=env)
+    slow = _write_toml(
+        tmp_path / "slow.toml", _job(tmp_path / "slow-out", "slow", latency_s=5.0)
+    )
+    r = _cli(
+        "submit",
+        str(slow),
+        "--address",
+        cluster["jobs"],
+        "--id",
+        "vd-slow-1",
+        "--no-wait",
+        env=env,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     from voirdire.engine import submit as sub
 
-    _wait(lambda: sub.status("vd-slow-1", cluster["jobs"])[0]["status"] == "RUNNING", 120, "the slow job to run")
+    _wait(
+        lambda: sub.status("vd-slow-1", cluster["jobs"])[0]["status"] == "RUNNING",
+        120,
+        "the slow job to run",
+    )
     r = _cli("stop", "vd-slow-1", "--address", cluster["jobs"], env=env)
     assert r.returncode == 0 and "stop requested" in r.stdout, r.stdout + r.stderr
     assert sub.wait("vd-slow-1", cluster["jobs"], timeout_s=120) == "STOPPED"
     listed = _cli("status", "--address", cluster["jobs"], env=env)
     assert "vd-submit-1" in listed.stdout and "vd-slow-1" in listed.stdout
-    bad = _cli("submit", str(tmp_path / "missing.toml"), "--address", cluster["jobs"], env=env)
+    bad = _cli(
+        "submit", str(tmp_path / "missing.toml"), "--address", cluster["jobs"], env=env
+    )
     assert bad.returncode == 2 and "not found" in bad.stderr
 
 
@@ -260,7 +341,11 @@ def _hosts_judge_actor(node: Node) -> bool:
     a loaded two-core machine, longer than the job it is asked about)."""
     for pid in node.pids():
         try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::JudgeWorker"):
+            if (
+                Path(f"/proc/{pid}/cmdline")
+                .read_bytes()
+                .startswith(b"ray::JudgeWorker")
+            ):
                 return True
         except OSError:
             continue
@@ -271,16 +356,26 @@ def test_job_survives_losing_a_node(cluster, tmp_path):
     """Judge actors spread over both nodes; the worker node is killed mid-job; the job
     finishes on the head node with every unit recorded exactly once and no failure."""
     import ray
+
     from voirdire.engine.job import plan_job
     from voirdire.engine.spec import parse_job
     from voirdire.engine.units import iter_unit_batches
 
     out = tmp_path / "survive"
-    job = parse_job(_job(out, "survive", latency_s=8.0, scheduling="SPREAD"), "survive")  # ~80 s of work: room for a slow worker node to start its actors
-    worker_node = next(n["NodeID"] for n in ray.nodes() if n["Alive"] and "worker_node" in n["Resources"])
+    job = parse_job(
+        _job(out, "survive", latency_s=8.0, scheduling="SPREAD"), "survive"
+    )  # ~80 s of work: room for a slow worker node to start its actors
+    worker_node = next(
+        n["NodeID"]
+        for n in ray.nodes()
+        if n["Alive"] and "worker_node" in n["Resources"]
+    )
     # warm the worker node's process pool first: on a loaded machine its first worker
     # process can take longer to start than the head's, and the head would do all the work
-    ray.get(ray.remote(lambda: 1).options(resources={"worker_node": 0.01}).remote(), timeout=120)
+    ray.get(
+        ray.remote(lambda: 1).options(resources={"worker_node": 0.01}).remote(),
+        timeout=120,
+    )
     plan = plan_job(job)
     expected = {
         rj.name: {
@@ -302,19 +397,26 @@ def test_job_survives_losing_a_node(cluster, tmp_path):
 
     t = threading.Thread(target=_run, daemon=True)
     t.start()
+
     # both nodes host judge actors, and some results are already saved
     def _spread() -> bool:
         if "error" in result:
             raise _Premise(f"the job failed: {result['error']!r}")
         if "outcome" in result:
             raise _Premise("the job finished before its actors were seen on both nodes")
-        return _hosts_judge_actor(cluster["worker"]) and _hosts_judge_actor(cluster["head"])
+        return _hosts_judge_actor(cluster["worker"]) and _hosts_judge_actor(
+            cluster["head"]
+        )
 
     _wait(_spread, 120, "actors on both nodes", [cluster["head"], cluster["worker"]])
     _wait(lambda: any((out / "raw").rglob("part-*.parquet")), 120, "the first results")
     assert "outcome" not in result, "the job finished before the node could be killed"
     cluster["worker"].kill()
-    _wait(lambda: not any(n["Alive"] for n in ray.nodes() if n["NodeID"] == worker_node), 120, "the node's death to be noticed")
+    _wait(
+        lambda: not any(n["Alive"] for n in ray.nodes() if n["NodeID"] == worker_node),
+        120,
+        "the node's death to be noticed",
+    )
     t.join(timeout=400)
     assert not t.is_alive(), "the job did not finish after losing a node"
     if "error" in result:

@@ -14,14 +14,14 @@ import textwrap
 
 import polars as pl
 import pytest
+
+from tests.test_mitigation import _rows
 from voirdire.analysis.mitigation import evaluation as E
 from voirdire.analysis.mitigation import registry
 from voirdire.analysis.position import registry as metric_registry
 from voirdire.analysis.position.simulate import simulate_judgments
 from voirdire.analysis.position.uncertainty import bootstrap_ci
 from voirdire.judges.simulated import SimulatedSettings
-
-from tests.test_mitigation import _rows
 
 STRATEGY = '''
 """Strategy ``swap-loss``: both orders; a disagreement counts against the candidate."""
@@ -79,41 +79,88 @@ def plugin(tmp_path, monkeypatch):
 
 def test_a_new_strategy_is_one_module_and_one_decorator(plugin):
     assert "swap-loss" not in registry.STRATEGIES
-    rec = registry.strategy(f"{plugin}.swap_loss:swap_loss")  # the import path imports it: its decorator registers it
-    assert rec.name == "swap-loss" and registry.strategy("swap-loss") is rec and not rec.default
-    assert "swap-loss" not in registry.default_strategies(pl.DataFrame({"slot_scores": [None]}))
+    rec = registry.strategy(
+        f"{plugin}.swap_loss:swap_loss"
+    )  # the import path imports it: its decorator registers it
+    assert (
+        rec.name == "swap-loss"
+        and registry.strategy("swap-loss") is rec
+        and not rec.default
+    )
+    assert "swap-loss" not in registry.default_strategies(
+        pl.DataFrame({"slot_scores": [None]})
+    )
     letters = ["A", "B", "C", None]
-    spec = [(f"q{i}", "x", a, b) for i, (a, b) in enumerate(itertools.product(letters, letters))]
+    spec = [
+        (f"q{i}", "x", a, b)
+        for i, (a, b) in enumerate(itertools.product(letters, letters))
+    ]
     j = _rows(spec)
-    got = registry.apply_strategies(j, ["swap-loss"]).filter(pl.col("strategy") == "swap-loss")
+    got = registry.apply_strategies(j, ["swap-loss"]).filter(
+        pl.col("strategy") == "swap-loss"
+    )
     # by hand: the candidate-side verdict of each order; equal -> that, a failed order -> undecided, else loss
-    side = {("A", 0): "win", ("B", 0): "loss", ("A", 1): "loss", ("B", 1): "win", ("C", 0): "tie", ("C", 1): "tie"}
+    side = {
+        ("A", 0): "win",
+        ("B", 0): "loss",
+        ("A", 1): "loss",
+        ("B", 1): "win",
+        ("C", 0): "tie",
+        ("C", 1): "tie",
+    }
     want = {}
     for q, _, a, b in spec:
         v1, v2 = side.get((a, 0)), side.get((b, 1))
-        want[q] = "undecided" if v1 is None or v2 is None else v1 if v1 == v2 else "loss"
+        want[q] = (
+            "undecided" if v1 is None or v2 is None else v1 if v1 == v2 else "loss"
+        )
     assert dict(zip(got.get_column("question_id"), got.get_column("verdict"))) == want
-    assert got.get_column("queries").to_list() == [2] * len(spec) and got.get_column("permutation").null_count() == len(spec)
+    assert got.get_column("queries").to_list() == [2] * len(spec) and got.get_column(
+        "permutation"
+    ).null_count() == len(spec)
     # graded like the built-in strategies: order-invariant, PC 1 and PF 0 by construction
-    row = E.evaluate(registry.apply_strategies(j, ["single", "swap-loss"]), replicates=50).filter(pl.col("strategy") == "swap-loss").row(0, named=True)
-    assert row["order_invariant"] and row["pc"] == 1.0 and row["undecided"] == pytest.approx(7 / 16)
+    row = (
+        E.evaluate(registry.apply_strategies(j, ["single", "swap-loss"]), replicates=50)
+        .filter(pl.col("strategy") == "swap-loss")
+        .row(0, named=True)
+    )
+    assert (
+        row["order_invariant"]
+        and row["pc"] == 1.0
+        and row["undecided"] == pytest.approx(7 / 16)
+    )
 
 
 def test_a_new_metric_is_one_module_and_one_decorator(plugin):
-    m = metric_registry.metric(f"{plugin}.tie_share:tie_share")  # the import path imports it: its decorator registers it
+    m = metric_registry.metric(
+        f"{plugin}.tie_share:tie_share"
+    )  # the import path imports it: its decorator registers it
     assert metric_registry.metric("tie_share") is m and m.label == "tie share"
-    df = simulate_judgments({"j": SimulatedSettings(sensitivity=1.0, tie_rate=0.3, primacy=0.3)}, n_questions=40, option_mode=3, seed=3)
+    df = simulate_judgments(
+        {"j": SimulatedSettings(sensitivity=1.0, tie_rate=0.3, primacy=0.3)},
+        n_questions=40,
+        option_mode=3,
+        seed=3,
+    )
     ci = bootstrap_ci(df, replicates=200)
     got = ci.filter(pl.col("metric") == "tie_share").row(0, named=True)
     # a direct count over the judgment pairs: (C, C) over the consistent ones
     by_pair = df.group_by("question_id", "candidate", "repetition").agg(
-        first=pl.col("extracted").filter(pl.col("shown").list.first() == pl.col("candidate")).first(),
-        second=pl.col("extracted").filter(pl.col("shown").list.first() != pl.col("candidate")).first(),
+        first=pl.col("extracted")
+        .filter(pl.col("shown").list.first() == pl.col("candidate"))
+        .first(),
+        second=pl.col("extracted")
+        .filter(pl.col("shown").list.first() != pl.col("candidate"))
+        .first(),
     )
     pairs = list(zip(by_pair.get_column("first"), by_pair.get_column("second")))
     consistent = [p for p in pairs if p in (("A", "B"), ("B", "A"), ("C", "C"))]
-    assert got["estimate"] == pytest.approx(sum(p == ("C", "C") for p in consistent) / len(consistent))
+    assert got["estimate"] == pytest.approx(
+        sum(p == ("C", "C") for p in consistent) / len(consistent)
+    )
     assert got["lo"] < got["estimate"] < got["hi"]
     # the built-in figures are unchanged by the addition (same draw of questions)
     metric_registry.METRICS.unregister("tie_share")
-    assert ci.filter(pl.col("metric") != "tie_share").equals(bootstrap_ci(df, replicates=200))
+    assert ci.filter(pl.col("metric") != "tie_share").equals(
+        bootstrap_ci(df, replicates=200)
+    )

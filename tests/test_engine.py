@@ -11,6 +11,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 import tomli_w
+
+import voirdire
+from tests.pandalm_synthetic import synthetic_data_dir
+from tests.repo import REPO, repo_pythonpath
+from voirdire.core import ConfigError
 from voirdire.engine.job import load_judgments, plan_job
 from voirdire.engine.spec import load_job, parse_job
 from voirdire.engine.store import ResultStore
@@ -21,11 +26,6 @@ from voirdire.engine.units import (
     unit_id,
 )
 
-import voirdire
-from tests.pandalm_synthetic import synthetic_data_dir
-from tests.repo import REPO, repo_pythonpath
-from voirdire.core import ConfigError
-
 #: the test suite's crashing simulated judge (tests/backends.py), loaded by import path
 CRASHING = "tests.backends:CrashingSimulated"
 
@@ -35,7 +35,11 @@ def job_dict(tmp_path: Path, **over) -> dict:
     job = {
         "name": "slice",
         "output_dir": str(tmp_path / "out"),
-        "benchmark": {"name": "mtbench", "questions": ["81", "111"], "candidates": ["alpaca-13b", "gpt-4", "llama-13b"]},
+        "benchmark": {
+            "name": "mtbench",
+            "questions": ["81", "111"],
+            "candidates": ["alpaca-13b", "gpt-4", "llama-13b"],
+        },
         "comparison": {"option_mode": 3, "permutations": "both", "repetitions": 1},
         "run": {"batch_size": 4, "flush_seconds": 0.05},
         "judges": [
@@ -62,21 +66,28 @@ def test_unknown_backend_lists_known(tmp_path, data_dir):
     d = job_dict(tmp_path)
     d["judges"][0]["backend"] = "gpt5-magic"
     job = parse_job(d)
-    with pytest.raises(ConfigError, match=r"unknown judge backend 'gpt5-magic'.*replay"):
+    with pytest.raises(
+        ConfigError, match=r"unknown judge backend 'gpt5-magic'.*replay"
+    ):
         plan_job(job)
 
 
 def test_bad_backend_setting_names_judge(tmp_path, data_dir):
     d = job_dict(tmp_path)
     d["judges"][1]["recordedd"] = "x"
-    with pytest.raises(ConfigError, match=r"judge 'gemini-pro' \(backend 'replay'\): recordedd: unknown key"):
+    with pytest.raises(
+        ConfigError,
+        match=r"judge 'gemini-pro' \(backend 'replay'\): recordedd: unknown key",
+    ):
         plan_job(parse_job(d))
 
 
 def test_unknown_recorded_judge_lists_available(tmp_path, data_dir):
     d = job_dict(tmp_path)
     d["judges"][0]["recorded"] = "gpt-5"
-    with pytest.raises(ConfigError, match=r"no recorded outputs for 'gpt-5'.*gpt-4-0613"):
+    with pytest.raises(
+        ConfigError, match=r"no recorded outputs for 'gpt-5'.*gpt-4-0613"
+    ):
         plan_job(parse_job(d))
 
 
@@ -112,7 +123,9 @@ def test_duplicate_judges_and_bad_toml(tmp_path):
 
 
 def test_examples_validate(data_dir, tmp_path, monkeypatch):
-    monkeypatch.setenv("VOIRDIRE_PANDALM_DATA", str(synthetic_data_dir(tmp_path)))  # PandaLM's is never committed
+    monkeypatch.setenv(
+        "VOIRDIRE_PANDALM_DATA", str(synthetic_data_dir(tmp_path))
+    )  # PandaLM's is never committed
     for path in sorted((REPO / "examples").glob("*.toml")):
         job = load_job(path)
         if all(j.backend in ("replay", "simulated") for j in job.judges):
@@ -132,8 +145,14 @@ def test_units_stable_and_complete(tmp_path, data_dir):
     def ids():
         out = []
         for b in iter_unit_batches(
-            bench, plan.instances, job.comparison, judge=rj.name, identity_hash=rj.identity_hash,
-            needs_prompt=True, batch_size=5, prompts=PromptCache(bench),
+            bench,
+            plan.instances,
+            job.comparison,
+            judge=rj.name,
+            identity_hash=rj.identity_hash,
+            needs_prompt=True,
+            batch_size=5,
+            prompts=PromptCache(bench),
         ):
             # never split an instance across batches
             assert len(set(b.columns["instance_id"])) * 4 == len(b)
@@ -151,11 +170,25 @@ def test_units_stable_and_complete(tmp_path, data_dir):
     job2 = parse_job(job_dict(tmp_path, sampling={"temperature": 0.7}))
     sim = [
         r.identity_hash
-        for r in plan_job(parse_job({**job_dict(tmp_path), "judges": [{"name": "s", "backend": "simulated"}]})).judges
+        for r in plan_job(
+            parse_job(
+                {
+                    **job_dict(tmp_path),
+                    "judges": [{"name": "s", "backend": "simulated"}],
+                }
+            )
+        ).judges
     ]
     sim_t = [
         r.identity_hash
-        for r in plan_job(parse_job({**job_dict(tmp_path, sampling={"temperature": 0.7}), "judges": [{"name": "s", "backend": "simulated"}]})).judges
+        for r in plan_job(
+            parse_job(
+                {
+                    **job_dict(tmp_path, sampling={"temperature": 0.7}),
+                    "judges": [{"name": "s", "backend": "simulated"}],
+                }
+            )
+        ).judges
     ]
     assert sim != sim_t
     assert job2.sampling.temperature == 0.7
@@ -175,6 +208,7 @@ def test_instances_pairwise(data_dir, tmp_path):
 
 def test_store_atomic_parts_and_dedup(tmp_path):
     import pyarrow as pa
+
     from voirdire.engine.schema import RAW_SCHEMA
 
     store = ResultStore(tmp_path, flush_rows=2, flush_seconds=100)
@@ -182,12 +216,25 @@ def test_store_atomic_parts_and_dedup(tmp_path):
     def rows(ids, out):
         data = {f.name: [None] * len(ids) for f in RAW_SCHEMA}
         data.update(
-            unit_id=ids, query_id=ids, judge=["j"] * len(ids), benchmark=["B"] * len(ids), question_id=["1"] * len(ids),
-            task=["t"] * len(ids), instance_id=["i"] * len(ids), candidates=[["a", "b"]] * len(ids),
-            shown=[["a", "b"]] * len(ids), permutation=[0] * len(ids), repetition=[1] * len(ids),
-            mode=["pairwise"] * len(ids), option_mode=[3] * len(ids), input_chars=[1] * len(ids),
-            output_chars=[1] * len(ids), prompt_chars=[1] * len(ids), output=[out] * len(ids),
-            perturbation=["control"] * len(ids), perturbation_kind=["control"] * len(ids),
+            unit_id=ids,
+            query_id=ids,
+            judge=["j"] * len(ids),
+            benchmark=["B"] * len(ids),
+            question_id=["1"] * len(ids),
+            task=["t"] * len(ids),
+            instance_id=["i"] * len(ids),
+            candidates=[["a", "b"]] * len(ids),
+            shown=[["a", "b"]] * len(ids),
+            permutation=[0] * len(ids),
+            repetition=[1] * len(ids),
+            mode=["pairwise"] * len(ids),
+            option_mode=[3] * len(ids),
+            input_chars=[1] * len(ids),
+            output_chars=[1] * len(ids),
+            prompt_chars=[1] * len(ids),
+            output=[out] * len(ids),
+            perturbation=["control"] * len(ids),
+            perturbation_kind=["control"] * len(ids),
         )
         return pa.Table.from_pydict(data, schema=RAW_SCHEMA)
 
@@ -209,25 +256,44 @@ def test_store_reads_parts_written_before_a_column_was_added(tmp_path):
     reads: the missing column comes back as null, and compaction writes the new schema."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     from voirdire.engine.schema import RAW_SCHEMA
 
     def rows(ids, schema):
         data = {f.name: [None] * len(ids) for f in schema}
         data.update(
-            unit_id=ids, query_id=ids, judge=["j"] * len(ids), benchmark=["B"] * len(ids), question_id=["1"] * len(ids),
-            task=["t"] * len(ids), instance_id=["i"] * len(ids), candidates=[["a", "b"]] * len(ids),
-            shown=[["a", "b"]] * len(ids), permutation=[0] * len(ids), repetition=[1] * len(ids),
-            mode=["pairwise"] * len(ids), option_mode=[3] * len(ids), input_chars=[1] * len(ids),
-            output_chars=[1] * len(ids), prompt_chars=[1] * len(ids), output=["x"] * len(ids),
-            perturbation=["control"] * len(ids), perturbation_kind=["control"] * len(ids),
+            unit_id=ids,
+            query_id=ids,
+            judge=["j"] * len(ids),
+            benchmark=["B"] * len(ids),
+            question_id=["1"] * len(ids),
+            task=["t"] * len(ids),
+            instance_id=["i"] * len(ids),
+            candidates=[["a", "b"]] * len(ids),
+            shown=[["a", "b"]] * len(ids),
+            permutation=[0] * len(ids),
+            repetition=[1] * len(ids),
+            mode=["pairwise"] * len(ids),
+            option_mode=[3] * len(ids),
+            input_chars=[1] * len(ids),
+            output_chars=[1] * len(ids),
+            prompt_chars=[1] * len(ids),
+            output=["x"] * len(ids),
+            perturbation=["control"] * len(ids),
+            perturbation_kind=["control"] * len(ids),
         )
         return pa.Table.from_pydict(data, schema=schema)
 
     old_schema = pa.schema([f for f in RAW_SCHEMA if f.name != "gold"])
     (tmp_path / "raw" / "j").mkdir(parents=True)
-    pq.write_table(rows(["u1"], old_schema), tmp_path / "raw" / "j" / "part-00000000000000000001-aaaaaaaa.parquet")
+    pq.write_table(
+        rows(["u1"], old_schema),
+        tmp_path / "raw" / "j" / "part-00000000000000000001-aaaaaaaa.parquet",
+    )
     store = ResultStore(tmp_path, flush_rows=1, flush_seconds=100)
-    new = rows(["u2"], RAW_SCHEMA).set_column(RAW_SCHEMA.get_field_index("gold"), "gold", pa.array(["a"]))
+    new = rows(["u2"], RAW_SCHEMA).set_column(
+        RAW_SCHEMA.get_field_index("gold"), "gold", pa.array(["a"])
+    )
     store.append("j", new)
     assert store.completed_ids("j") == {"u1", "u2"}
     df = store.read_raw().sort("unit_id")
@@ -241,6 +307,7 @@ def test_store_quarantines_part_with_damaged_data(tmp_path):
     specification") is found, moved aside with a warning naming it, and its units are not
     counted as done; the other parts are read as before."""
     import pyarrow as pa
+
     from voirdire.engine.schema import RAW_SCHEMA
     from voirdire.engine.store import CorruptPartWarning
 
@@ -248,10 +315,25 @@ def test_store_quarantines_part_with_damaged_data(tmp_path):
     for i in range(3):
         data = {f.name: [None] for f in RAW_SCHEMA}
         data.update(
-            unit_id=[f"u{i}"], query_id=["q"], judge=["j"], benchmark=["B"], question_id=["1"], task=["t"],
-            instance_id=["i"], candidates=[["a", "b"]], shown=[["a", "b"]], permutation=[0], repetition=[1],
-            mode=["pairwise"], option_mode=[3], input_chars=[1], output_chars=[1], prompt_chars=[1], output=["x"],
-            perturbation=["control"], perturbation_kind=["control"],
+            unit_id=[f"u{i}"],
+            query_id=["q"],
+            judge=["j"],
+            benchmark=["B"],
+            question_id=["1"],
+            task=["t"],
+            instance_id=["i"],
+            candidates=[["a", "b"]],
+            shown=[["a", "b"]],
+            permutation=[0],
+            repetition=[1],
+            mode=["pairwise"],
+            option_mode=[3],
+            input_chars=[1],
+            output_chars=[1],
+            prompt_chars=[1],
+            output=["x"],
+            perturbation=["control"],
+            perturbation_kind=["control"],
         )
         store.append("j", pa.Table.from_pydict(data, schema=RAW_SCHEMA))
     parts = sorted((tmp_path / "raw" / "j").glob("part-*.parquet"))
@@ -281,7 +363,9 @@ def test_replay_job_end_to_end(tmp_path, data_dir, ray_local):
     assert j.height == 2 * 12
     assert j["unit_id"].n_unique() == j.height
     # replayed outputs are the release's text for exactly that order of models
-    row = j.filter((pl.col("judge") == "gpt-4-0613") & (pl.col("question_id") == "81")).row(0, named=True)
+    row = j.filter(
+        (pl.col("judge") == "gpt-4-0613") & (pl.col("question_id") == "81")
+    ).row(0, named=True)
     assert row["output"] and row["verdict_mode"] == "replay"
     assert row["extracted"] in ("A", "B", "C")
     jm = pl.read_csv(out / "metrics" / "judge_metrics.csv")
@@ -299,7 +383,15 @@ def test_replay_job_end_to_end(tmp_path, data_dir, ray_local):
 
 def test_missing_recorded_output_is_recorded_failure(tmp_path, data_dir, ray_local):
     # gpt-4 is a candidate in the position-bias study, but never compared with itself
-    d = job_dict(tmp_path, benchmark={"name": "mtbench", "questions": ["81"], "candidates": ["gpt-4"], "reference": "alpaca-13b"})
+    d = job_dict(
+        tmp_path,
+        benchmark={
+            "name": "mtbench",
+            "questions": ["81"],
+            "candidates": ["gpt-4"],
+            "reference": "alpaca-13b",
+        },
+    )
     outcome = voirdire.run(parse_job(d))
     j = load_judgments(outcome.output_dir)
     assert j.height == 4
@@ -313,7 +405,13 @@ def test_worker_crash_midjob_loses_nothing(tmp_path, data_dir, ray_local):
     marker = tmp_path / "crashed"
     d = job_dict(tmp_path)
     d["judges"] = [
-        {"name": "sim", "backend": CRASHING, "primacy": 0.8, "crash_after": 7, "crash_marker": str(marker)},
+        {
+            "name": "sim",
+            "backend": CRASHING,
+            "primacy": 0.8,
+            "crash_after": 7,
+            "crash_marker": str(marker),
+        },
         {"name": "gpt-4-0613", "backend": "replay", "recorded": "gpt-4-0613"},
     ]
     outcome = voirdire.run(parse_job(d))
@@ -338,7 +436,15 @@ def test_killed_driver_then_resume_every_unit_once(tmp_path, data_dir):
     d = job_dict(tmp_path)
     d["benchmark"] = {"name": "mtbench", "max_instances": 60}
     d["run"] = {"batch_size": 4, "flush_seconds": 0.01}
-    d["judges"] = [{"name": "sim", "backend": CRASHING, "primacy": 0.7, "kill_driver_after": 100, "concurrency": 1}]
+    d["judges"] = [
+        {
+            "name": "sim",
+            "backend": CRASHING,
+            "primacy": 0.7,
+            "kill_driver_after": 100,
+            "concurrency": 1,
+        }
+    ]
     job_path = _write_toml(tmp_path / "job.toml", d)
     env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     cmd = [sys.executable, "-m", "voirdire", "run", str(job_path), "--no-progress"]
@@ -359,7 +465,9 @@ def test_killed_driver_then_resume_every_unit_once(tmp_path, data_dir):
     assert final.height == 120 and final["unit_id"].n_unique() == 120
     assert f"{120 - saved.height:,} queries in" in second.stdout
     # what was saved before the crash was kept, not asked again
-    kept = final.join(saved.select("unit_id", "finished_at"), on="unit_id", suffix="_before")
+    kept = final.join(
+        saved.select("unit_id", "finished_at"), on="unit_id", suffix="_before"
+    )
     assert kept.height == saved.height
     assert (kept["finished_at"] == kept["finished_at_before"]).all()
 
@@ -369,13 +477,29 @@ def test_cli_errors_before_sending(tmp_path, data_dir):
     d["judges"][0]["backend"] = "nope"
     job_path = _write_toml(tmp_path / "job.toml", d)
     env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
-    r = subprocess.run([sys.executable, "-m", "voirdire", "run", str(job_path)], env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "voirdire", "run", str(job_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2
     assert "unknown judge backend 'nope'" in r.stderr
     assert not (tmp_path / "out" / "raw").exists()
     dry = subprocess.run(
-        [sys.executable, "-m", "voirdire", "run", str(REPO / "examples" / "mtbench_position_bias.toml"), "--dry-run"],
-        env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "voirdire",
+            "run",
+            str(REPO / "examples" / "mtbench_position_bias.toml"),
+            "--dry-run",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert dry.returncode == 0, dry.stderr
     assert "gpt-4-0613 (replay): 4,800 queries" in dry.stdout
@@ -390,14 +514,20 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path, data_dir):
     d = job_dict(tmp_path)
     d["benchmark"] = {"name": "mtbench", "max_instances": 40}
     d["run"] = {"batch_size": 2, "flush_seconds": 0.01}
-    d["judges"] = [{"name": "slow", "backend": "simulated", "latency_s": 0.2, "concurrency": 1}]
+    d["judges"] = [
+        {"name": "slow", "backend": "simulated", "latency_s": 0.2, "concurrency": 1}
+    ]
     job_path = _write_toml(tmp_path / "job.toml", d)
     env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     cmd = [sys.executable, "-m", "voirdire", "run", str(job_path), "--no-progress"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     raw = tmp_path / "out" / "raw" / "slow"
     deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and not (raw.exists() and list(raw.glob("part-*.parquet"))):
+    while time.monotonic() < deadline and not (
+        raw.exists() and list(raw.glob("part-*.parquet"))
+    ):
         time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
@@ -421,11 +551,15 @@ def test_two_judges_of_one_identity_keep_their_rows(tmp_path, data_dir, ray_loca
     outcome = voirdire.run(parse_job(d))
     j = load_judgments(outcome.output_dir)
     assert j.group_by("judge").len().sort("judge")["len"].to_list() == [12, 12]
-    a, b = (set(j.filter(pl.col("judge") == n)["unit_id"]) for n in ("gpt-4-a", "gpt-4-b"))
+    a, b = (
+        set(j.filter(pl.col("judge") == n)["unit_id"]) for n in ("gpt-4-a", "gpt-4-b")
+    )
     assert a == b  # same identity, same unit ids
 
 
-def test_truncated_part_is_quarantined_and_its_units_asked_again(tmp_path, data_dir, ray_local):
+def test_truncated_part_is_quarantined_and_its_units_asked_again(
+    tmp_path, data_dir, ray_local
+):
     """A part cut short (a full disk, a partial copy) makes the rerun warn with its name,
     move it aside, and ask exactly its units again: every unit ends up once; the analysis
     of such a directory (``voirdire analyze``) does the same instead of a traceback."""
@@ -435,8 +569,14 @@ def test_truncated_part_is_quarantined_and_its_units_asked_again(tmp_path, data_
     first = voirdire.run(job)
     assert first.stats.queries == 24
     out = first.output_dir
-    (part,) = (out / "raw" / "gpt-4-0613").glob("part-*.parquet")  # compacted: one part per judge
-    gemini_before = load_judgments(out).filter(pl.col("judge") == "gemini-pro").select("unit_id", "finished_at")
+    (part,) = (out / "raw" / "gpt-4-0613").glob(
+        "part-*.parquet"
+    )  # compacted: one part per judge
+    gemini_before = (
+        load_judgments(out)
+        .filter(pl.col("judge") == "gemini-pro")
+        .select("unit_id", "finished_at")
+    )
     cut = part.read_bytes()[: part.stat().st_size // 2]
     part.write_bytes(cut)
 
@@ -446,20 +586,35 @@ def test_truncated_part_is_quarantined_and_its_units_asked_again(tmp_path, data_
     aside = part.parent / "quarantine" / f"{part.name}.corrupt"
     assert aside.read_bytes() == cut
     j = load_judgments(out)
-    assert j.height == 24 and j.select("judge", "unit_id").n_unique() == 24  # every unit exactly once
+    assert (
+        j.height == 24 and j.select("judge", "unit_id").n_unique() == 24
+    )  # every unit exactly once
     assert j.group_by("judge").len().sort("judge")["len"].to_list() == [12, 12]
-    kept = j.filter(pl.col("judge") == "gemini-pro").join(gemini_before, on="unit_id", suffix="_before")
-    assert kept.height == 12 and (kept["finished_at"] == kept["finished_at_before"]).all()
+    kept = j.filter(pl.col("judge") == "gemini-pro").join(
+        gemini_before, on="unit_id", suffix="_before"
+    )
+    assert (
+        kept.height == 12 and (kept["finished_at"] == kept["finished_at_before"]).all()
+    )
 
     # the analysis stage on a damaged directory: a warning naming the file, not a traceback
     (part2,) = (out / "raw" / "gemini-pro").glob("part-*.parquet")
     part2.write_bytes(part2.read_bytes()[:100])
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
     r = subprocess.run(
-        [sys.executable, "-m", "voirdire", "analyze", str(out)], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "voirdire", "analyze", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Traceback" not in r.stderr
     assert f"warning: unreadable result file {part2}" in r.stderr
     assert (part2.parent / "quarantine" / f"{part2.name}.corrupt").exists()
-    assert pl.read_parquet(out / "judgments.parquet")["judge"].unique().to_list() == ["gpt-4-0613"]
+    assert pl.read_parquet(out / "judgments.parquet")["judge"].unique().to_list() == [
+        "gpt-4-0613"
+    ]

@@ -24,6 +24,8 @@ import threading
 from pathlib import Path
 
 import pytest
+
+import voirdire
 from voirdire.benchmarks import release
 from voirdire.benchmarks.release import (
     MARKER,
@@ -35,18 +37,20 @@ from voirdire.benchmarks.release import (
     plan_records,
     read_manifest,
 )
+from voirdire.core import ConfigError, DataError
 from voirdire.engine.job import plan_job
 from voirdire.engine.spec import parse_job
-
-import voirdire
-from voirdire.core import ConfigError, DataError
 
 ROOT = Path(__file__).resolve().parents[1]
 PB_DIR = "judgment_data/data_MTBench_position_bias/MTBench_data_infer_input_2680_record0_{judge}_3"
 REP_DIR = "judgment_data/data_MTBench_repetition/Repetition{rep}-MTBench_3q-4m-vicuna13b-v1_record0_{judge}_3"
 #: how each judge is published on the test mirror: gpt-4-0613 as TSV only, gemini-pro as a
 #: pickle only (the TSV is "lacking": the fallback), gpt-3.5-turbo-1106 in both forms
-PB_FORMS = {"gpt-4-0613": ("tsv",), "gemini-pro": ("pkl",), "gpt-3.5-turbo-1106": ("tsv", "pkl")}
+PB_FORMS = {
+    "gpt-4-0613": ("tsv",),
+    "gemini-pro": ("pkl",),
+    "gpt-3.5-turbo-1106": ("tsv", "pkl"),
+}
 REP_JUDGE = "gpt-4-0613"
 
 
@@ -61,7 +65,11 @@ class _Payload:
 
 
 def _records(data_dir: Path, study: str, judge: str) -> list[dict]:
-    with gzip.open(data_dir / "judgments" / study / "MTBench" / f"{judge}.jsonl.gz", "rt", encoding="utf-8") as f:
+    with gzip.open(
+        data_dir / "judgments" / study / "MTBench" / f"{judge}.jsonl.gz",
+        "rt",
+        encoding="utf-8",
+    ) as f:
         return [json.loads(line) for line in f]
 
 
@@ -72,7 +80,15 @@ def _tsv(rows: list[dict], judge: str) -> bytes:
     w.writerow(["cmp_index", "A", "B", "task", judge])
     for r in rows:
         _, a, b = r["cmp_index"].split(";")
-        w.writerow([r["cmp_index"], a, b, "", r["judgment"] if r["judgment"] is not None else ""])
+        w.writerow(
+            [
+                r["cmp_index"],
+                a,
+                b,
+                "",
+                r["judgment"] if r["judgment"] is not None else "",
+            ]
+        )
     return buf.getvalue().encode("utf-8")
 
 
@@ -95,7 +111,10 @@ def build_mirror(root: Path, data_dir: Path) -> dict[str, str]:
         d = PB_DIR.format(judge=judge)
         tsv = _tsv(rows, judge)
         pkl = pickle.dumps({r["cmp_index"]: r["judgment"] for r in rows}, protocol=4)
-        for form, rel, data in (("tsv", f"{d}/record_{judge}_3.tsv", tsv), ("pkl", f"{d}/tmp.pkl", pkl)):
+        for form, rel, data in (
+            ("tsv", f"{d}/record_{judge}_3.tsv", tsv),
+            ("pkl", f"{d}/tmp.pkl", pkl),
+        ):
             if form in forms:
                 _put(root, man, rel, data)
             else:  # in the release, not on this mirror
@@ -103,7 +122,12 @@ def build_mirror(root: Path, data_dir: Path) -> dict[str, str]:
     rows = _records(data_dir, "repetition", REP_JUDGE)
     for rep in (1, 2, 3):
         d = REP_DIR.format(rep=rep, judge=REP_JUDGE)
-        _put(root, man, f"{d}/record_{REP_JUDGE}_3.tsv", _tsv([r for r in rows if r["repetition"] == rep], REP_JUDGE))
+        _put(
+            root,
+            man,
+            f"{d}/record_{REP_JUDGE}_3.tsv",
+            _tsv([r for r in rows if r["repetition"] == rep], REP_JUDGE),
+        )
     return man
 
 
@@ -116,7 +140,9 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 def server(tmp_path_factory):
     """A loopback HTTP server over a directory; yields ``(root, base URL)``."""
     root = tmp_path_factory.mktemp("www")
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root))
+    )
     t = threading.Thread(target=httpd.serve_forever, daemon=True)
     t.start()
     yield root, f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -148,14 +174,18 @@ def _variant(server, mirror, name: str) -> tuple[Path, str]:
 
 
 def _no_leftovers(parent: Path) -> None:
-    assert not [p.name for p in parent.iterdir() if ".partial-" in p.name], list(parent.iterdir())
+    assert not [p.name for p in parent.iterdir() if ".partial-" in p.name], list(
+        parent.iterdir()
+    )
 
 
 # ----------------------------------------------------------------------------- units
 
 
 def test_blob_id_is_gits():
-    assert blob_id(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"  # git hash-object
+    assert (
+        blob_id(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
+    )  # git hash-object
     assert blob_id(b"") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 
 
@@ -164,8 +194,12 @@ def test_package_manifest_covers_what_voirdire_reads(data_dir):
     assert set(QA_FILES.values()) <= set(man) and "LICENSE" in man
     groups = plan_records(man)
     # 9 judges x (2 benchmarks position bias + 2 benchmarks x 3 repetitions)
-    assert len(groups) == 72 and all([f for f, _ in g.forms] == ["pkl", "tsv"] for g in groups)  # pickles first (67 MB)
-    assert {g.judge for g in groups if g.study == "position_bias" and g.bench == "MTBench"} >= set(PB_FORMS)
+    assert len(groups) == 72 and all(
+        [f for f, _ in g.forms] == ["pkl", "tsv"] for g in groups
+    )  # pickles first (67 MB)
+    assert {
+        g.judge for g in groups if g.study == "position_bias" and g.bench == "MTBench"
+    } >= set(PB_FORMS)
     assert [f for f, _ in plan_records(man, "tsv")[0].forms] == ["tsv", "pkl"]
     full = data_dir / "release-manifest.tsv"
     if full.is_file():  # every id agrees with the complete manifest of the release
@@ -176,9 +210,14 @@ def test_package_manifest_covers_what_voirdire_reads(data_dir):
 
 
 def test_safe_unpickler_accepts_plain_and_refuses_globals(tmp_path):
-    assert load_plain_pickle(pickle.dumps({"81;a;b": "[[A]]", "82;a;b": None}), "t.pkl") == {"81;a;b": "[[A]]", "82;a;b": None}
+    assert load_plain_pickle(
+        pickle.dumps({"81;a;b": "[[A]]", "82;a;b": None}), "t.pkl"
+    ) == {"81;a;b": "[[A]]", "82;a;b": None}
     sentinel = tmp_path / "pwned"
-    with pytest.raises(DataError, match=r"refused to load this pickle.*global (posix|os|nt)\.system.*nothing from it was executed"):
+    with pytest.raises(
+        DataError,
+        match=r"refused to load this pickle.*global (posix|os|nt)\.system.*nothing from it was executed",
+    ):
         load_plain_pickle(pickle.dumps(_Payload(sentinel)), "evil.pkl")
     assert not sentinel.exists()
     with pytest.raises(DataError, match="global"):
@@ -199,8 +238,12 @@ def test_fetch_converts_to_the_shared_layout(fetched, mirror, data_dir):
     for target in QA_FILES:
         assert filecmp.cmp(dest / target, data_dir / target, shallow=False), target
     for judge in PB_FORMS:
-        assert _records(dest, "position_bias", judge) == _records(data_dir, "position_bias", judge), judge
-    assert _records(dest, "repetition", REP_JUDGE) == _records(data_dir, "repetition", REP_JUDGE)
+        assert _records(dest, "position_bias", judge) == _records(
+            data_dir, "position_bias", judge
+        ), judge
+    assert _records(dest, "repetition", REP_JUDGE) == _records(
+        data_dir, "repetition", REP_JUDGE
+    )
     assert report.judges["position_bias/MTBench"] == sorted(PB_FORMS)
     # the preferred form (the pickle) where the mirror has it, the TSV where it lacks the pickle
     used = json.loads((dest / MARKER).read_text())["files"]
@@ -212,23 +255,38 @@ def test_fetch_converts_to_the_shared_layout(fetched, mirror, data_dir):
     _no_leftovers(dest.parent)
 
 
-def test_replay_of_fetched_data_gives_the_shared_figures(fetched, data_dir, tmp_path, ray_local):
+def test_replay_of_fetched_data_gives_the_shared_figures(
+    fetched, data_dir, tmp_path, ray_local
+):
     dest, _ = fetched
     results = {}
     for label, root in (("fetched", dest), ("shared", data_dir)):
         job = {
             "name": f"fetch-{label}",
             "output_dir": str(tmp_path / label),
-            "benchmark": {"name": "mtbench", "data_dir": str(root), "questions": ["81", "111", "130", "151"]},
+            "benchmark": {
+                "name": "mtbench",
+                "data_dir": str(root),
+                "questions": ["81", "111", "130", "151"],
+            },
             "comparison": {"option_mode": 3, "permutations": "both"},
             "run": {"flush_seconds": 0.05},
-            "judges": [{"name": "*", "backend": "replay", "recorded": "*", "study": "position_bias"}],
+            "judges": [
+                {
+                    "name": "*",
+                    "backend": "replay",
+                    "recorded": "*",
+                    "study": "position_bias",
+                }
+            ],
         }
         results[label] = voirdire.run(job)
     a, b = results["fetched"], results["shared"]
     assert sorted(a.judge_metrics["judge"].to_list()) == sorted(PB_FORMS)
     assert a.judge_metrics.sort("judge").equals(b.judge_metrics.sort("judge"))
-    assert a.cell_metrics.sort("judge", "candidate", "task").equals(b.cell_metrics.sort("judge", "candidate", "task"))
+    assert a.cell_metrics.sort("judge", "candidate", "task").equals(
+        b.cell_metrics.sort("judge", "candidate", "task")
+    )
     assert a.judgments["failed"].sum() == b.judgments["failed"].sum()
 
 
@@ -236,7 +294,9 @@ def test_refetch_replaces_and_env_url_is_used(mirror, tmp_path, monkeypatch):
     base, man, _ = mirror
     dest = tmp_path / "d"
     monkeypatch.setenv(release.URL_ENV, base)
-    first = fetch_release(dest, manifest=man, progress=False)  # the base URL from the environment
+    first = fetch_release(
+        dest, manifest=man, progress=False
+    )  # the base URL from the environment
     assert first.downloaded_bytes > 0 and (dest / MARKER).is_file()
     again = fetch_release(dest, manifest=man, progress=False)
     assert again.dest == dest and (dest / "qa" / "mtbench.xlsx").is_file()
@@ -252,14 +312,21 @@ def test_refetch_replaces_and_env_url_is_used(mirror, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("spoil", ["corrupted", "truncated"])
-def test_bad_download_is_rejected_and_leaves_nothing(server, mirror, fetched, tmp_path, spoil):
+def test_bad_download_is_rejected_and_leaves_nothing(
+    server, mirror, fetched, tmp_path, spoil
+):
     _, man, _ = mirror
     root, base = _variant(server, mirror, spoil)
     rel = f"{PB_DIR.format(judge='gpt-4-0613')}/record_gpt-4-0613_3.tsv"
     data = (root / rel).read_bytes()
-    (root / rel).write_bytes(data[:-1] + b"X" if spoil == "corrupted" else data[: len(data) // 2])
+    (root / rel).write_bytes(
+        data[:-1] + b"X" if spoil == "corrupted" else data[: len(data) // 2]
+    )
     dest = tmp_path / "new"
-    with pytest.raises(DataError, match=rf"{rel}: the downloaded file .* has git blob id [0-9a-f]{{40}}, expected {man[rel]}: it is corrupted or truncated"):
+    with pytest.raises(
+        DataError,
+        match=rf"{rel}: the downloaded file .* has git blob id [0-9a-f]{{40}}, expected {man[rel]}: it is corrupted or truncated",
+    ):
         fetch_release(dest, base, manifest=man, progress=False)
     assert not dest.exists()
     _no_leftovers(tmp_path)
@@ -268,7 +335,9 @@ def test_bad_download_is_rejected_and_leaves_nothing(server, mirror, fetched, tm
     before = (good / MARKER).read_text()
     with pytest.raises(DataError, match="corrupted or truncated"):
         fetch_release(good, base, manifest=man, progress=False)
-    assert (good / MARKER).read_text() == before and (good / "judgments" / "position_bias" / "MTBench" / "gpt-4-0613.jsonl.gz").is_file()
+    assert (good / MARKER).read_text() == before and (
+        good / "judgments" / "position_bias" / "MTBench" / "gpt-4-0613.jsonl.gz"
+    ).is_file()
     _no_leftovers(good.parent)
 
 
@@ -281,7 +350,10 @@ def test_malicious_pickle_is_refused_and_never_run(server, mirror, tmp_path):
     (root / rel).write_bytes(evil)
     man = {**man, rel: blob_id(evil)}  # a mirror that publishes its own (matching) ids
     dest = tmp_path / "data"
-    with pytest.raises(DataError, match=rf"{rel}: refused to load this pickle.*system.*nothing from it was executed"):
+    with pytest.raises(
+        DataError,
+        match=rf"{rel}: refused to load this pickle.*system.*nothing from it was executed",
+    ):
         fetch_release(dest, base, manifest=man, progress=False)
     assert not sentinel.exists() and not dest.exists()
     _no_leftovers(tmp_path)
@@ -295,15 +367,37 @@ def test_partial_mirror_skips_and_names_a_missing_judge(server, mirror, tmp_path
     rel = f"{PB_DIR.format(judge='gemini-pro')}/tmp.pkl"
     (root / rel).unlink()
     lines: list[str] = []
-    report = fetch_release(tmp_path / "d", base, manifest=man, progress=False, log=lines.append)
-    assert report.judges["position_bias/MTBench"] == ["gpt-3.5-turbo-1106", "gpt-4-0613"]
+    report = fetch_release(
+        tmp_path / "d", base, manifest=man, progress=False, log=lines.append
+    )
+    assert report.judges["position_bias/MTBench"] == [
+        "gpt-3.5-turbo-1106",
+        "gpt-4-0613",
+    ]
     assert len(report.skipped) == 1
-    assert re.match(r"the outputs of gemini-pro \(position_bias, MTBench\) are not on the mirror in any form: ", report.skipped[0])
+    assert re.match(
+        r"the outputs of gemini-pro \(position_bias, MTBench\) are not on the mirror in any form: ",
+        report.skipped[0],
+    )
     assert any(line.startswith("skipped: the outputs of gemini-pro") for line in lines)
-    assert json.loads((tmp_path / "d" / MARKER).read_text())["skipped"] == report.skipped
-    assert not (tmp_path / "d" / "judgments" / "position_bias" / "MTBench" / "gemini-pro.jsonl.gz").exists()
-    assert _records(tmp_path / "d", "repetition", REP_JUDGE)  # the other study is complete
-    with pytest.raises(DataError, match=r"strict fetch: 1 judge output\(s\) not on the mirror; the first: the outputs of gemini-pro"):
+    assert (
+        json.loads((tmp_path / "d" / MARKER).read_text())["skipped"] == report.skipped
+    )
+    assert not (
+        tmp_path
+        / "d"
+        / "judgments"
+        / "position_bias"
+        / "MTBench"
+        / "gemini-pro.jsonl.gz"
+    ).exists()
+    assert _records(
+        tmp_path / "d", "repetition", REP_JUDGE
+    )  # the other study is complete
+    with pytest.raises(
+        DataError,
+        match=r"strict fetch: 1 judge output\(s\) not on the mirror; the first: the outputs of gemini-pro",
+    ):
         fetch_release(tmp_path / "s", base, manifest=man, progress=False, strict=True)
     assert not (tmp_path / "s").exists()
     _no_leftovers(tmp_path)
@@ -319,15 +413,23 @@ def test_offline_names_both_ways_out(tmp_path, monkeypatch):
     assert not (tmp_path / "data").exists()
     _no_leftovers(tmp_path)
     # the data directory a cluster client handed over is named when it is not there
-    with pytest.raises(DataError, match=r"handed over \(/nowhere/data\) is not a directory on this machine"):
+    with pytest.raises(
+        DataError,
+        match=r"handed over \(/nowhere/data\) is not a directory on this machine",
+    ):
         locate_or_fetch("/nowhere/data", "http://127.0.0.1:9/", progress=False)
 
 
 def test_locate_prefers_what_exists(fetched, data_dir, monkeypatch):
     dest, _ = fetched
-    assert locate_or_fetch(dest, "http://127.0.0.1:9/", progress=False) == dest.resolve()
+    assert (
+        locate_or_fetch(dest, "http://127.0.0.1:9/", progress=False) == dest.resolve()
+    )
     monkeypatch.setenv("VOIRDIRE_DATA", str(data_dir))
-    assert locate_or_fetch("/nowhere", "http://127.0.0.1:9/", progress=False) == data_dir.resolve()
+    assert (
+        locate_or_fetch("/nowhere", "http://127.0.0.1:9/", progress=False)
+        == data_dir.resolve()
+    )
 
 
 # ------------------------------------------------------------------------------- CLI
@@ -339,13 +441,46 @@ def test_cli_fetch_prints_the_directory(mirror, tmp_path):
     # the CLI reads the package's manifest: serve it only the files the test mirror has
     env = {k: v for k, v in os.environ.items() if k != "VOIRDIRE_DATA"}
     r = subprocess.run(
-        [sys.executable, "-m", "voirdire", "data", "fetch", "--dest", str(dest), "--base-url", "http://127.0.0.1:9", "--no-progress"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "voirdire",
+            "data",
+            "fetch",
+            "--dest",
+            str(dest),
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--no-progress",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    assert r.returncode == 1 and "cannot download http://127.0.0.1:9/" in r.stderr and not dest.exists()
+    assert (
+        r.returncode == 1
+        and "cannot download http://127.0.0.1:9/" in r.stderr
+        and not dest.exists()
+    )
     r = subprocess.run(
-        [sys.executable, "-m", "voirdire", "data", "fetch", "--if-missing", "--try", str(ROOT), "--no-progress"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "voirdire",
+            "data",
+            "fetch",
+            "--if-missing",
+            "--try",
+            str(ROOT),
+            "--no-progress",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert r.returncode == 0 and r.stdout.strip() == str(ROOT)
 
@@ -361,12 +496,22 @@ def test_recorded_star_expands_to_every_recorded_judge(tmp_path, data_dir):
             "judges": [{"backend": "replay", "recorded": "*", **judge}],
         })  # fmt: skip
 
-    have = sorted(p.name.removesuffix(".jsonl.gz") for p in (data_dir / "judgments" / "position_bias" / "MTBench").glob("*.jsonl.gz"))
+    have = sorted(
+        p.name.removesuffix(".jsonl.gz")
+        for p in (data_dir / "judgments" / "position_bias" / "MTBench").glob(
+            "*.jsonl.gz"
+        )
+    )
     plan = plan_job(job(name="*"))
     assert [rj.name for rj in plan.judges] == have
     assert [rj.settings.recorded for rj in plan.judges] == have
-    assert [rj.name for rj in plan_job(job(name="replay-*")).judges] == [f"replay-{h}" for h in have]
+    assert [rj.name for rj in plan_job(job(name="replay-*")).judges] == [
+        f"replay-{h}" for h in have
+    ]
     empty = tmp_path / "empty"
     shutil.copytree(data_dir / "qa", empty / "qa")
-    with pytest.raises(ConfigError, match=r'recorded = "\*" found no recorded outputs in .*judgments/position_bias/MTBench'):
+    with pytest.raises(
+        ConfigError,
+        match=r'recorded = "\*" found no recorded outputs in .*judgments/position_bias/MTBench',
+    ):
         plan_job(job(name="*", data_dir=str(empty)))

@@ -10,14 +10,22 @@ import random
 
 import polars as pl
 import pytest
-from voirdire.analysis.mitigation.evaluation import run_mitigation
-from voirdire.analysis.report.markdown import accuracy_label, mitigation_markdown
-from voirdire.analysis.position.gold import GOLD_JUDGE_COLUMNS, gold_cells, gold_judges, gold_reference, gold_sums, has_gold, with_gold
-from voirdire.analysis.position.metrics import summarize
-from voirdire.analysis.mitigation.reference import load_reference
-from voirdire.judges.extract import extract_verdicts
 
+from voirdire.analysis.mitigation.evaluation import run_mitigation
+from voirdire.analysis.mitigation.reference import load_reference
+from voirdire.analysis.position.gold import (
+    GOLD_JUDGE_COLUMNS,
+    gold_cells,
+    gold_judges,
+    gold_reference,
+    gold_sums,
+    has_gold,
+    with_gold,
+)
+from voirdire.analysis.position.metrics import summarize
+from voirdire.analysis.report.markdown import accuracy_label, mitigation_markdown
 from voirdire.core import ConfigError
+from voirdire.judges.extract import extract_verdicts
 
 CAND, REF = "cand", "ref"
 VERDICTS = ["A", "B", "C", None]  # None: a failed verdict (no output)
@@ -52,7 +60,12 @@ def _correct(v, gold, swapped, option_mode=3):
 
 @pytest.mark.parametrize("option_mode", [2, 3])
 def test_exact_enumeration_of_every_case(option_mode):
-    cases = [(f"q{i}", g, v1, v2) for i, (g, v1, v2) in enumerate(itertools.product([CAND, REF, "tie"], VERDICTS, VERDICTS))]
+    cases = [
+        (f"q{i}", g, v1, v2)
+        for i, (g, v1, v2) in enumerate(
+            itertools.product([CAND, REF, "tie"], VERDICTS, VERDICTS)
+        )
+    ]
     j = _rows(cases, option_mode=option_mode)
     c1 = [_correct(v1, g, False, option_mode) for _, g, v1, _ in cases]
     c2 = [_correct(v2, g, True, option_mode) for _, g, _, v2 in cases]
@@ -77,16 +90,31 @@ def test_exact_enumeration_of_every_case(option_mode):
 def test_release_stats_voirdire_view_counts_as_gold_does():
     """LLMBar's reproduction (analysis/release_stats) counts voirdire's view with its own
     pair outcomes: on every case it agrees with analysis/gold, and its gold_accuracy is gold's."""
-    from voirdire.analysis.position.release_stats import gold_accuracy, pair_outcomes, voirdire_view
+    from voirdire.analysis.position.release_stats import (
+        gold_accuracy,
+        pair_outcomes,
+        voirdire_view,
+    )
 
-    cases = [(f"q{i}", g, v1, v2) for i, (g, v1, v2) in enumerate(itertools.product([CAND, REF, "tie"], VERDICTS, VERDICTS))]
+    cases = [
+        (f"q{i}", g, v1, v2)
+        for i, (g, v1, v2) in enumerate(
+            itertools.product([CAND, REF, "tie"], VERDICTS, VERDICTS)
+        )
+    ]
     j = _rows(cases)
     v = voirdire_view(pair_outcomes(j), ["benchmark", "judge"]).row(0, named=True)
     s = gold_sums(j, ["benchmark", "judge"]).row(0, named=True)
     assert (v["n"], v["correct_shown"], v["correct_swapped"], v["both_correct"]) == (
-        s["pairs"], s["correct1"], s["correct2"], s["correct_both"])
+        s["pairs"],
+        s["correct1"],
+        s["correct2"],
+        s["correct_both"],
+    )
     ga = gold_accuracy(j).row(0, named=True)
-    assert ga["n"] == 48 and ga["accuracy"] == pytest.approx(gold_cells(j)["accuracy"][0])
+    assert ga["n"] == 48 and ga["accuracy"] == pytest.approx(
+        gold_cells(j)["accuracy"][0]
+    )
 
 
 def test_unlabelled_pairs_and_orders_not_asked_are_left_out():
@@ -102,7 +130,9 @@ def test_unlabelled_pairs_and_orders_not_asked_are_left_out():
     assert r["accuracy_swapped"] == pytest.approx(1 / 2)  # q1 of q1, q4
     assert r["accuracy"] == pytest.approx(3 / 5)
     assert r["both_correct"] == pytest.approx(1 / 2)  # q1 of q1, q4
-    only_shown = gold_cells(_rows([("q1", CAND, "A", "-"), ("q2", REF, "B", "-")])).row(0, named=True)
+    only_shown = gold_cells(_rows([("q1", CAND, "A", "-"), ("q2", REF, "B", "-")])).row(
+        0, named=True
+    )
     assert only_shown["accuracy_swapped"] is None and only_shown["both_correct"] is None
     assert only_shown["accuracy"] == only_shown["accuracy_shown"] == 1.0
 
@@ -112,14 +142,31 @@ def test_judge_figures_pool_over_cells_and_intervals_cover_by_simulation():
     p, n_q, trials, covered = 0.7, 300, 30, 0
     for t in range(trials):
         rng = random.Random(t)
-        cases = [(f"q{i}", CAND, "A" if rng.random() < p else "B", "B" if rng.random() < p else "A") for i in range(n_q)]
+        cases = [
+            (
+                f"q{i}",
+                CAND,
+                "A" if rng.random() < p else "B",
+                "B" if rng.random() < p else "A",
+            )
+            for i in range(n_q)
+        ]
         r = gold_judges(_rows(cases), replicates=300, seed=t).row(0, named=True)
         covered += r["accuracy_lo"] <= p <= r["accuracy_hi"]
         assert r["accuracy_lo"] <= r["accuracy"] <= r["accuracy_hi"]
-    assert covered >= 25  # nominal 95 %: 28.5 of 30 expected; binomial 1st percentile ~ 25
-    two = pl.concat([_rows([("q1", CAND, "A", "B")], task="x"), _rows([("q2", CAND, "B", "A"), ("q3", CAND, "A", "A")], task="y")])
+    assert (
+        covered >= 25
+    )  # nominal 95 %: 28.5 of 30 expected; binomial 1st percentile ~ 25
+    two = pl.concat(
+        [
+            _rows([("q1", CAND, "A", "B")], task="x"),
+            _rows([("q2", CAND, "B", "A"), ("q3", CAND, "A", "A")], task="y"),
+        ]
+    )
     j = gold_judges(two, replicates=20).row(0, named=True)
-    assert j["accuracy"] == pytest.approx(3 / 6) and j["both_correct"] == pytest.approx(1 / 3)  # pooled, not a mean of cells
+    assert j["accuracy"] == pytest.approx(3 / 6) and j["both_correct"] == pytest.approx(
+        1 / 3
+    )  # pooled, not a mean of cells
     assert set(GOLD_JUDGE_COLUMNS) <= set(gold_judges(two, replicates=20).columns)
 
 
@@ -129,8 +176,12 @@ def test_tables_without_gold_are_unchanged():
     assert not has_gold(j) and not has_gold(j.drop("gold"))
     assert with_gold(j, jm, cm) == (jm, cm)
     assert with_gold(j.drop("gold"), jm, cm)[0].columns == jm.columns
-    jm2, cm2 = with_gold(_rows([("q1", CAND, "A", "B")]), *summarize(_rows([("q1", CAND, "A", "B")])))
-    assert jm2.columns == jm.columns + GOLD_JUDGE_COLUMNS and "both_correct" in cm2.columns
+    jm2, cm2 = with_gold(
+        _rows([("q1", CAND, "A", "B")]), *summarize(_rows([("q1", CAND, "A", "B")]))
+    )
+    assert (
+        jm2.columns == jm.columns + GOLD_JUDGE_COLUMNS and "both_correct" in cm2.columns
+    )
 
 
 def test_mitigate_reference_gold_grades_strategies_against_the_labels():
@@ -139,28 +190,43 @@ def test_mitigate_reference_gold_grades_strategies_against_the_labels():
     cases = [("q1", CAND, "A", "A"), ("q2", CAND, "A", "A"), ("q3", CAND, "A", "B")]
     j = _rows(cases)
     ref = gold_reference(j)
-    assert ref.select("question_id", "ref_verdict").rows() == [("q1", "win"), ("q2", "win"), ("q3", "win")]
+    assert ref.select("question_id", "ref_verdict").rows() == [
+        ("q1", "win"),
+        ("q2", "win"),
+        ("q3", "win"),
+    ]
     assert ref["source"].unique().to_list() == ["gold labels (B)"]
     assert load_reference("gold", j).height == 3
-    table, _, _ = run_mitigation(j, reference="gold", strategies=["single", "swap-tie", "gate"], replicates=20)
+    table, _, _ = run_mitigation(
+        j, reference="gold", strategies=["single", "swap-tie", "gate"], replicates=20
+    )
     acc = dict(table.select("strategy", "accuracy").iter_rows())
     assert acc["single"] == pytest.approx(4 / 6)  # = gold accuracy pooled (no failures)
     assert acc["single"] == pytest.approx(gold_judges(j, replicates=20)["accuracy"][0])
-    assert acc["swap-tie"] == pytest.approx(1 / 3)  # q1, q2 inconsistent -> tie (wrong); q3 win
+    assert acc["swap-tie"] == pytest.approx(
+        1 / 3
+    )  # q1, q2 inconsistent -> tie (wrong); q3 win
     assert acc["gate"] == pytest.approx(1.0)  # only q3 decided
-    assert table.filter(pl.col("strategy") == "gate")["undecided"][0] == pytest.approx(2 / 3)
+    assert table.filter(pl.col("strategy") == "gate")["undecided"][0] == pytest.approx(
+        2 / 3
+    )
     assert "| accuracy | κ vs reference |" in mitigation_markdown(table)
     with pytest.raises(ConfigError, match="carry no gold label"):
         gold_reference(j.with_columns(gold=pl.lit(None, dtype=pl.String)))
 
 
 def test_agreement_with_a_judge_is_not_called_accuracy():
-    assert accuracy_label(["judge gpt-4-0613 (agreement with a judge, not with people)"]) == "agreement with judge gpt-4-0613"
+    assert (
+        accuracy_label(["judge gpt-4-0613 (agreement with a judge, not with people)"])
+        == "agreement with judge gpt-4-0613"
+    )
     assert accuracy_label(["gold labels (LLMBar)"]) == "accuracy"
     assert accuracy_label(["people's labels (x.csv)"]) == "accuracy"
     assert accuracy_label([]) == "accuracy"
     cases = [("q1", CAND, "A", "B"), ("q2", CAND, "B", "A")]
     j = pl.concat([_rows(cases, judge="r"), _rows(cases, judge="x")])
-    table, _, _ = run_mitigation(j, reference="judge:r", strategies=["single"], replicates=20)
+    table, _, _ = run_mitigation(
+        j, reference="judge:r", strategies=["single"], replicates=20
+    )
     header = mitigation_markdown(table).splitlines()[0]
     assert "| agreement with judge r |" in header and "| accuracy |" not in header

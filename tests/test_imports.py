@@ -34,7 +34,10 @@ ROOMS = ["core", "benchmarks", "judges", "engine", "analysis", "api", "cli"]
 #: public API, ``python -m voirdire`` is the CLI, ``voirdire.exceptions`` and ``voirdire.registry``
 #: (the one registry every kind uses) are the core's
 PACKAGE_ROOT_ROOMS = {
-    "voirdire": "api", "voirdire.__main__": "cli", "voirdire.exceptions": "core", "voirdire.registry": "core",
+    "voirdire": "api",
+    "voirdire.__main__": "cli",
+    "voirdire.exceptions": "core",
+    "voirdire.registry": "core",
 }
 
 
@@ -46,8 +49,12 @@ def product_modules() -> dict[str, Path]:
     for pkg, folder in cfg["package-dir"].items():
         for f in sorted((REPO / folder).rglob("*.py")):
             rel = f.relative_to(REPO / folder).with_suffix("").parts
-            name = ".".join([pkg, *rel[:-1]] + ([] if rel[-1] == "__init__" else [rel[-1]]))
-            mods.setdefault(name, f)  # "voirdire" = "voirdire" maps the package, not the rooms' folders
+            name = ".".join(
+                [pkg, *rel[:-1]] + ([] if rel[-1] == "__init__" else [rel[-1]])
+            )
+            mods.setdefault(
+                name, f
+            )  # "voirdire" = "voirdire" maps the package, not the rooms' folders
     return mods
 
 
@@ -110,7 +117,12 @@ def upward_imports() -> list[str]:
 
 def test_every_module_has_a_room():
     mods = product_modules()
-    assert {"voirdire.core", "voirdire.engine.store", "voirdire.cli", "voirdire.api"} <= set(mods)
+    assert {
+        "voirdire.core",
+        "voirdire.engine.store",
+        "voirdire.cli",
+        "voirdire.api",
+    } <= set(mods)
     assert {room_of(m) for m in mods} == set(ROOMS)
 
 
@@ -124,8 +136,16 @@ def test_the_checker_sees_every_kind_of_import(tmp_path):
         "def f():\n    import voirdire.api\n    from ..judges import base\n    from . import job\n"
         "from voirdire import core\n"
     )
-    known = {"voirdire.analysis.position.metrics", "voirdire.judges.base", "voirdire.engine.job", "voirdire.core"}
-    got = {(i.target, room_of(i.target)) for i in imports_of("voirdire.engine.store", src, known)}
+    known = {
+        "voirdire.analysis.position.metrics",
+        "voirdire.judges.base",
+        "voirdire.engine.job",
+        "voirdire.core",
+    }
+    got = {
+        (i.target, room_of(i.target))
+        for i in imports_of("voirdire.engine.store", src, known)
+    }
     assert got == {
         ("typing", None),
         ("voirdire.analysis.position.metrics", "analysis"),
@@ -139,13 +159,25 @@ def test_the_checker_sees_every_kind_of_import(tmp_path):
 def test_no_import_goes_up():
     """No module imports from a room to its right (the rule of the developers' guide)."""
     bad = upward_imports()
-    assert not bad, "imports against the direction core -> benchmarks -> judges -> engine -> analysis -> api -> cli:\n" + "\n".join(bad)
+    assert not bad, (
+        "imports against the direction core -> benchmarks -> judges -> engine -> analysis -> api -> cli:\n"
+        + "\n".join(bad)
+    )
 
 
 def import_graph() -> dict[str, list[str]]:
     """module -> the product modules it imports (every import statement, wherever it is)."""
     mods = product_modules()
-    return {n: sorted({i.target for i in imports_of(n, p, set(mods)) if i.target in mods and i.target != n}) for n, p in mods.items()}
+    return {
+        n: sorted(
+            {
+                i.target
+                for i in imports_of(n, p, set(mods))
+                if i.target in mods and i.target != n
+            }
+        )
+        for n, p in mods.items()
+    }
 
 
 def find_cycles(graph: dict[str, list[str]]) -> list[list[str]]:
@@ -188,7 +220,9 @@ def test_cycle_finder():
 def test_no_import_cycle(room):
     """No two modules import each other, directly or through others (an import moved into
     a function or to the bottom of a module still counts): one direction inside a room too."""
-    cycles = [c for c in find_cycles(import_graph()) if any(room_of(m) == room for m in c)]
+    cycles = [
+        c for c in find_cycles(import_graph()) if any(room_of(m) == room for m in c)
+    ]
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
@@ -198,12 +232,20 @@ def test_product_never_imports_tests_or_perf_nor_edits_sys_path():
     for name, path in mods.items():
         for imp in imports_of(name, path, set(mods)):
             top = imp.target.split(".")
-            if top[0] in ("tests", "perf") or top[:2] in (["voirdire", "tests"], ["voirdire", "perf"]):
+            if top[0] in ("tests", "perf") or top[:2] in (
+                ["voirdire", "tests"],
+                ["voirdire", "perf"],
+            ):
                 bad.append(str(imp))
         for node in ast.walk(ast.parse(path.read_text())):
             # sys.path / site.addsitedir / __path__ in any form (append, insert, assignment)
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
-                (node.value.id, node.attr) in {("sys", "path"), ("site", "addsitedir")}
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and (
+                    (node.value.id, node.attr)
+                    in {("sys", "path"), ("site", "addsitedir")}
+                )
             ):
                 bad.append(f"{name}:{node.lineno} uses {node.value.id}.{node.attr}")
             if isinstance(node, ast.Name) and node.id == "__path__":
@@ -214,7 +256,15 @@ def test_product_never_imports_tests_or_perf_nor_edits_sys_path():
 #: the stages of ``voirdire.analysis``, left to right: a stage imports only from itself and
 #: the stages to its left (``outputs``/``study`` compute one and several directories' tables
 #: from the first three; ``ranking`` fits leaderboards from judgments; ``report`` writes them)
-ANALYSIS_STAGES = ["position", "biases", "mitigation", "ranking", "outputs", "study", "report"]
+ANALYSIS_STAGES = [
+    "position",
+    "biases",
+    "mitigation",
+    "ranking",
+    "outputs",
+    "study",
+    "report",
+]
 
 
 def test_analysis_stages_import_one_way():
@@ -227,7 +277,11 @@ def test_analysis_stages_import_one_way():
         here = ANALYSIS_STAGES.index(parts[2])
         for imp in imports_of(name, path, set(mods)):
             t = imp.target.split(".")
-            if t[:2] == ["voirdire", "analysis"] and len(t) > 2 and ANALYSIS_STAGES.index(t[2]) > here:
+            if (
+                t[:2] == ["voirdire", "analysis"]
+                and len(t) > 2
+                and ANALYSIS_STAGES.index(t[2]) > here
+            ):
                 bad.append(str(imp))
     order = "position -> biases -> mitigation -> ranking -> outputs -> study -> report"
     assert not bad, f"analysis imports against {order}:\n" + "\n".join(bad)

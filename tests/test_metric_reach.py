@@ -24,8 +24,13 @@ pytestmark = pytest.mark.ray
 
 def _tie_sums(judgments: pl.DataFrame) -> pl.DataFrame:
     k = pl.col("klass")
-    return pairwise_pairs(judgments).group_by("benchmark", "judge", "candidate", "task", "question_id").agg(
-        ties=pl.col("consistent_tie").sum().cast(pl.Float64), consistent=(k == "consistent").sum().cast(pl.Float64)
+    return (
+        pairwise_pairs(judgments)
+        .group_by("benchmark", "judge", "candidate", "task", "question_id")
+        .agg(
+            ties=pl.col("consistent_tie").sum().cast(pl.Float64),
+            consistent=(k == "consistent").sum().cast(pl.Float64),
+        )
     )
 
 
@@ -44,8 +49,12 @@ def _direct(judgments: pl.DataFrame) -> dict[str, float]:
     """Per judge, (C, C) pairs over the consistent pairs ((A, B), (B, A), (C, C)), counted
     from the letters of the two orders."""
     by_pair = judgments.group_by("judge", "question_id", "candidate", "repetition").agg(
-        first=pl.col("extracted").filter(pl.col("shown").list.first() == pl.col("candidate")).first(),
-        second=pl.col("extracted").filter(pl.col("shown").list.first() != pl.col("candidate")).first(),
+        first=pl.col("extracted")
+        .filter(pl.col("shown").list.first() == pl.col("candidate"))
+        .first(),
+        second=pl.col("extracted")
+        .filter(pl.col("shown").list.first() != pl.col("candidate"))
+        .first(),
     )
     out = {}
     for (judge,), grp in by_pair.group_by("judge"):
@@ -55,27 +64,58 @@ def _direct(judgments: pl.DataFrame) -> dict[str, float]:
     return out
 
 
-def test_a_registered_metric_reaches_every_table_the_report_and_the_figures(tie_share, data_dir, tmp_path, ray_local):
+def test_a_registered_metric_reaches_every_table_the_report_and_the_figures(
+    tie_share, data_dir, tmp_path, ray_local
+):
     job = {
         "name": "metric-reach",
         "output_dir": str(tmp_path / "run"),
-        "benchmark": {"name": "mtbench", "data_dir": str(data_dir), "candidates": ["gpt-4", "alpaca-13b"], "tasks": ["writing", "math"]},
+        "benchmark": {
+            "name": "mtbench",
+            "data_dir": str(data_dir),
+            "candidates": ["gpt-4", "alpaca-13b"],
+            "tasks": ["writing", "math"],
+        },
         "comparison": {"option_mode": 3},
         "judges": [
-            {"name": "sim-ties", "backend": "simulated", "tie_rate": 0.7, "sensitivity": 0.3, "primacy": 0.6, "seed": 1},
-            {"name": "sim-few", "backend": "simulated", "tie_rate": 0.3, "sensitivity": 0.3, "primacy": 0.7, "seed": 2},
+            {
+                "name": "sim-ties",
+                "backend": "simulated",
+                "tie_rate": 0.7,
+                "sensitivity": 0.3,
+                "primacy": 0.6,
+                "seed": 1,
+            },
+            {
+                "name": "sim-few",
+                "backend": "simulated",
+                "tie_rate": 0.3,
+                "sensitivity": 0.3,
+                "primacy": 0.7,
+                "seed": 2,
+            },
         ],
     }
     res = voirdire.run(job)
     want = _direct(res.judgments)
     assert 0 < want["sim-few"] < want["sim-ties"] < 1
-    got = dict(zip(res.judge_metrics.get_column("judge"), res.judge_metrics.get_column("tie_share")))
+    got = dict(
+        zip(
+            res.judge_metrics.get_column("judge"),
+            res.judge_metrics.get_column("tie_share"),
+        )
+    )
     assert got == pytest.approx(want, abs=1e-12)
 
     # metrics/judge_metrics.csv: the built-in columns as before, the metric's appended
     csv = pl.read_csv(res.output_dir / "metrics" / "judge_metrics.csv")
-    assert csv.columns[: len(JUDGE_METRIC_COLUMNS)] == JUDGE_METRIC_COLUMNS and csv.columns[-1] == "tie_share"
-    assert dict(zip(csv.get_column("judge"), csv.get_column("tie_share"))) == pytest.approx(want, abs=1e-12)
+    assert (
+        csv.columns[: len(JUDGE_METRIC_COLUMNS)] == JUDGE_METRIC_COLUMNS
+        and csv.columns[-1] == "tie_share"
+    )
+    assert dict(
+        zip(csv.get_column("judge"), csv.get_column("tie_share"))
+    ) == pytest.approx(want, abs=1e-12)
 
     # the terminal table: its label as header, its format
     console = Console(record=True, width=300)
@@ -85,21 +125,46 @@ def test_a_registered_metric_reaches_every_table_the_report_and_the_figures(tie_
 
     # report.md of the directory: the column and how to read it
     md = (res.output_dir / "report.md").read_text()
-    header = next(line for line in md.splitlines() if line.startswith("| benchmark | judge | PC |"))
-    assert header.endswith("| Tie share |") and all(f"| {v:.4f} |" in md for v in want.values())
+    header = next(
+        line
+        for line in md.splitlines()
+        if line.startswith("| benchmark | judge | PC |")
+    )
+    assert header.endswith("| Tie share |") and all(
+        f"| {v:.4f} |" in md for v in want.values()
+    )
     assert "Tie share: consistent ties over consistent pairs (lower is better)." in md
 
     # the HTML report: the panel with the estimate and its bootstrap interval, and a figure
-    html = voirdire.report([res.output_dir], out=tmp_path / "report", replicates=50).read_text()
-    assert all(h in html for h in (">Tie share<", ">Tie share lo<", ">Tie share hi<", 'alt="MTBench Tie share per judge"'))
+    html = voirdire.report(
+        [res.output_dir], out=tmp_path / "report", replicates=50
+    ).read_text()
+    assert all(
+        h in html
+        for h in (
+            ">Tie share<",
+            ">Tie share lo<",
+            ">Tie share hi<",
+            'alt="MTBench Tie share per judge"',
+        )
+    )
     assert all(f">{v:.4f}<" in html for v in want.values())
     panel = pl.read_csv(tmp_path / "report" / "metrics" / "panel.csv")
     for r in panel.iter_rows(named=True):
-        assert r["tie_share"] == pytest.approx(want[r["judge"]], abs=1e-12) and r["tie_share_lo"] <= r["tie_share"] <= r["tie_share_hi"]
+        assert (
+            r["tie_share"] == pytest.approx(want[r["judge"]], abs=1e-12)
+            and r["tie_share_lo"] <= r["tie_share"] <= r["tie_share_hi"]
+        )
     assert list((tmp_path / "report" / "figures").glob("metric_tie_share_*.png"))
-    boot = pl.read_csv(tmp_path / "report" / "metrics" / "bootstrap_run.csv").filter(pl.col("metric") == "tie_share")
-    assert dict(zip(boot.get_column("judge"), boot.get_column("estimate"))) == pytest.approx(want, abs=1e-12)
+    boot = pl.read_csv(tmp_path / "report" / "metrics" / "bootstrap_run.csv").filter(
+        pl.col("metric") == "tie_share"
+    )
+    assert dict(
+        zip(boot.get_column("judge"), boot.get_column("estimate"))
+    ) == pytest.approx(want, abs=1e-12)
 
     # unregistered, the built-in tables are as they were
     METRICS.unregister("tie_share")
-    assert voirdire.load(res.output_dir).judge_metrics.columns == [c for c in res.judge_metrics.columns if c != "tie_share"]
+    assert voirdire.load(res.output_dir).judge_metrics.columns == [
+        c for c in res.judge_metrics.columns if c != "tie_share"
+    ]

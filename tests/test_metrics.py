@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+
 from voirdire.analysis.position.metrics import (
     CELL_COLUMNS,
     JUDGE_COLUMNS,
@@ -88,7 +89,16 @@ def pair(
     second; ``-`` = failed, ``.`` = the row is absent.
     """
     c1, c2 = verdicts
-    common = dict(candidate=cand, q=q, task=task, rep=rep, judge=judge, bench=bench, opt=opt, lens=lens)
+    common = dict(
+        candidate=cand,
+        q=q,
+        task=task,
+        rep=rep,
+        judge=judge,
+        bench=bench,
+        opt=opt,
+        lens=lens,
+    )
     rows = []
     if c1 != ".":
         rows.append(_row(letter=c1, shown=[cand, REF], **common))
@@ -193,7 +203,11 @@ def test_pair_lengths_are_pair_means():
     df = table(pair("m", "AB", lens=(10, 20, 30)))
     df = df.with_columns(prompt_chars=pl.Series([30, 50]))  # the two prompts differ
     row = pairwise_pairs(df).row(0, named=True)
-    assert (row["input_chars"], row["output_chars"], row["prompt_chars"]) == (10.0, 20.0, 40.0)
+    assert (row["input_chars"], row["output_chars"], row["prompt_chars"]) == (
+        10.0,
+        20.0,
+        40.0,
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -210,7 +224,9 @@ def test_pf_extremes_and_pc_one():
     )
     u = cell_metrics(df)
     assert u.columns == CELL_COLUMNS
-    prim, rec, fair, mixed = (one(u, candidate=c) for c in ("prim", "rec", "fair", "mixed"))
+    prim, rec, fair, mixed = (
+        one(u, candidate=c) for c in ("prim", "rec", "fair", "mixed")
+    )
     assert prim["pf"] == -1.0 and prim["pc"] == 0.0 and prim["primacy"] == 4
     assert rec["pf"] == 1.0 and rec["recency"] == 3
     assert fair["pc"] == 1.0 and fair["pf"] == 0.0
@@ -231,13 +247,19 @@ def test_mixed_cell_exact_numbers():
     assert u["pf"] == pytest.approx(-0.2)
     assert u["owr"] == pytest.approx(0.5625)
     assert u["quality_gap"] == pytest.approx(0.0625)
-    assert (u["input_chars"], u["output_chars"], u["prompt_chars"]) == (10.0, 20.0, 100.0)
+    assert (u["input_chars"], u["output_chars"], u["prompt_chars"]) == (
+        10.0,
+        20.0,
+        100.0,
+    )
 
 
 def test_owr_with_ties_and_inconsistency():
     # Pairs: BA BA CC AA BC  (reference wins twice, one tie, two inconsistent)
     # v = 5; C_w = 0; C_t = 1; C_I = 2 -> owr = (0 + 3/2)/5 = 0.3; quality gap = 0.2
-    u = cell_metrics(table(cell("m", ["BA", "BA", "CC", "AA", "BC"]))).row(0, named=True)
+    u = cell_metrics(table(cell("m", ["BA", "BA", "CC", "AA", "BC"]))).row(
+        0, named=True
+    )
     assert u["owr"] == pytest.approx(0.3)
     assert u["quality_gap"] == pytest.approx(0.2)
     # Candidate wins all consistent pairs: AB AB AB + one inconsistent AA:
@@ -247,7 +269,13 @@ def test_owr_with_ties_and_inconsistency():
     assert u["quality_gap"] == pytest.approx(0.375)
     # Only error pairs: v = 0 -> PC = owr = 0, PF = 0/n = 0, gap = 0.5
     u = cell_metrics(table(cell("m", ["A-", "--"]))).row(0, named=True)
-    assert (u["n"], u["pc"], u["pf"], u["owr"], u["quality_gap"]) == (2, 0.0, 0.0, 0.0, 0.5)
+    assert (u["n"], u["pc"], u["pf"], u["owr"], u["quality_gap"]) == (
+        2,
+        0.0,
+        0.0,
+        0.0,
+        0.5,
+    )
 
 
 def test_cells_split_by_candidate_and_task_and_judge():
@@ -269,7 +297,11 @@ def test_repetition_pairs():
     df = table(pair("m", "AB", rep=1), pair("m", "AA", rep=2), pair("m", "AB", rep=3))
     pairs = pairwise_pairs(df)
     assert pairs.height == 3
-    assert pairs.sort("repetition")["klass"].to_list() == ["consistent", "primacy", "consistent"]
+    assert pairs.sort("repetition")["klass"].to_list() == [
+        "consistent",
+        "primacy",
+        "consistent",
+    ]
     u = cell_metrics(df).row(0, named=True)
     assert (u["n"], u["consistent"], u["primacy"]) == (3, 2, 1)
     assert u["pc"] == pytest.approx(2 / 3)
@@ -296,7 +328,11 @@ def test_judge_pooling_stds_and_error_rate():
     # pc_std (ddof 0) of [1, .5, 0] = sqrt(1/6) = 0.408248
     # PF = (0 - .5 + .25)/3 = -1/12; pf_std of [0, -.5, .25] = sqrt(14)/12 = 0.311805
     # judgments: 4 + 4 + 8 = 16 rows, 2 failed -> error rate 0.125
-    df = table(cell("m1", ["AB", "AB"]), cell("m2", ["AB", "AA"]), cell("m3", ["AA", "BB", "BB", "--"]))
+    df = table(
+        cell("m1", ["AB", "AB"]),
+        cell("m2", ["AB", "AA"]),
+        cell("m3", ["AA", "BB", "BB", "--"]),
+    )
     j = judge_metrics(df)
     assert j.columns == JUDGE_COLUMNS
     r = j.row(0, named=True)
@@ -384,7 +420,11 @@ def test_repetition_stability_with_failures():
     # q5 [A, A, B]  RS_j = 2/3   indicator [1, 1, 0] std 0.57735
     # RS = (2/3 + 1/3 + 1 + 2/3)/4 = 2/3; spread = 3*0.57735/4 = 0.433013
     df = table(
-        reps("AA-", q="q1"), reps("---", q="q2"), reps("ABC", q="q3"), reps("BBB", q="q4"), reps("AAB", q="q5")
+        reps("AA-", q="q1"),
+        reps("---", q="q2"),
+        reps("ABC", q="q3"),
+        reps("BBB", q="q4"),
+        reps("AAB", q="q5"),
     )
     rs = repetition_stability(df)
     assert rs.columns == RS_COLUMNS
@@ -440,20 +480,33 @@ _CLASSES3 = {
 }
 
 
-def _reference_cells(specs: dict[tuple[str, str], list[str]]) -> dict[tuple[str, str], dict]:
+def _reference_cells(
+    specs: dict[tuple[str, str], list[str]],
+) -> dict[tuple[str, str], dict]:
     """The spec's per-cell formulas, written out literally (three-option mode)."""
     out = {}
     for key, pairs in specs.items():
-        cls = ["error" if ("-" in p or "." in p) else _CLASSES3.get(p, "other") for p in pairs]
+        cls = [
+            "error" if ("-" in p or "." in p) else _CLASSES3.get(p, "other")
+            for p in pairs
+        ]
         n = len(cls)
-        ccn, pcn, rcn = cls.count("consistent"), cls.count("primacy"), cls.count("recency")
+        ccn, pcn, rcn = (
+            cls.count("consistent"),
+            cls.count("primacy"),
+            cls.count("recency"),
+        )
         v = ccn + pcn + rcn
         ipr = pcn / (pcn + rcn) if pcn + rcn else 0.0
         irr = rcn / (pcn + rcn) if pcn + rcn else 0.0
         cw, ct = pairs.count("AB"), pairs.count("CC")
         owr = (cw + (ct + pcn + rcn) / 2) / v if v else 0.0
         out[key] = dict(
-            n=n, pc=ccn / v if v else 0.0, pf=(rcn * irr - pcn * ipr) / n, owr=owr, quality_gap=abs(owr - 0.5)
+            n=n,
+            pc=ccn / v if v else 0.0,
+            pf=(rcn * irr - pcn * ipr) / n,
+            owr=owr,
+            quality_gap=abs(owr - 0.5),
         )
     return out
 
@@ -462,7 +515,9 @@ def test_random_tables_match_reference():
     rng = np.random.default_rng(7)
     alphabet = list("AAABBBCCD-.")
     specs = {
-        (f"m{c}", f"t{t}"): ["".join(rng.choice(alphabet, 2)) for _ in range(int(rng.integers(1, 12)))]
+        (f"m{c}", f"t{t}"): [
+            "".join(rng.choice(alphabet, 2)) for _ in range(int(rng.integers(1, 12)))
+        ]
         for c in range(6)
         for t in range(3)
     }
@@ -524,7 +579,9 @@ def test_summarize_and_empty():
 RELEASE_REF = "vicuna-13b-v1.3"
 
 
-def release_judgments(path: Path, qa: Path, *, judge: str, bench: str = "MTBench") -> pl.DataFrame:
+def release_judgments(
+    path: Path, qa: Path, *, judge: str, bench: str = "MTBench"
+) -> pl.DataFrame:
     """A judgments table from the release's MT-Bench JSON lines (three-option mode)."""
     raw = pl.read_ndjson(path)
     if "repetition" not in raw.columns:
@@ -533,9 +590,12 @@ def release_judgments(path: Path, qa: Path, *, judge: str, bench: str = "MTBench
     answers = q.select(
         pl.col("index").alias("question_id"),
         pl.col("task"),
-        input_chars=pl.col("question_1").str.len_chars() + pl.col("question_2").str.len_chars(),
+        input_chars=pl.col("question_1").str.len_chars()
+        + pl.col("question_2").str.len_chars(),
     )
-    models = sorted({c.split("-", 1)[1] for c in q.columns if c.startswith("answer_1-")})
+    models = sorted(
+        {c.split("-", 1)[1] for c in q.columns if c.startswith("answer_1-")}
+    )
     out_len = pl.concat(
         [
             q.select(
@@ -556,7 +616,9 @@ def release_judgments(path: Path, qa: Path, *, judge: str, bench: str = "MTBench
         second=parts.list.get(2),
         extracted=pl.col("judgment").str.extract(r"\[\[([ABCD])\]\]", 1),
     ).with_columns(
-        candidate=pl.when(pl.col("first") == RELEASE_REF).then("second").otherwise("first"),
+        candidate=pl.when(pl.col("first") == RELEASE_REF)
+        .then("second")
+        .otherwise("first"),
         shown=pl.concat_list("first", "second"),
     )
     df = (
@@ -578,8 +640,16 @@ def release_judgments(path: Path, qa: Path, *, judge: str, bench: str = "MTBench
             failed=pl.col("extracted").is_null(),
         )
         .join(answers, on="question_id", how="left")
-        .join(out_len.rename({"model": "first", "chars": "_o1"}), on=["question_id", "first"], how="left")
-        .join(out_len.rename({"model": "second", "chars": "_o2"}), on=["question_id", "second"], how="left")
+        .join(
+            out_len.rename({"model": "first", "chars": "_o1"}),
+            on=["question_id", "first"],
+            how="left",
+        )
+        .join(
+            out_len.rename({"model": "second", "chars": "_o2"}),
+            on=["question_id", "second"],
+            how="left",
+        )
         .with_columns(output_chars=pl.col("_o1") + pl.col("_o2"))
         # (the release prompt adds a fixed template around both turns; approximated here)
         .with_columns(prompt_chars=pl.col("input_chars") + pl.col("output_chars"))
@@ -592,7 +662,11 @@ def release_judgments(path: Path, qa: Path, *, judge: str, bench: str = "MTBench
 
 
 #: Table 2 of the paper, MT-Bench: judge -> (PC, PF)
-TABLE2_MTBENCH = {"gpt-4-0613": (0.815, 0.020), "gpt-3.5-turbo-1106": (0.695, 0.060), "gemini-pro": (0.574, 0.303)}
+TABLE2_MTBENCH = {
+    "gpt-4-0613": (0.815, 0.020),
+    "gpt-3.5-turbo-1106": (0.695, 0.060),
+    "gemini-pro": (0.574, 0.303),
+}
 
 
 def test_release_gpt4_mtbench(data_dir):
@@ -616,9 +690,13 @@ def test_release_mtbench_table2_read_independently(data_dir, judge):
     extraction of its own), to three decimals; tests/test_release_figures.py gets the same
     through the whole pipeline."""
     path = data_dir / f"judgments/position_bias/MTBench/{judge}.jsonl.gz"
-    r = summarize(release_judgments(path, data_dir / "qa/mtbench.xlsx", judge=judge))[0].row(0, named=True)
+    r = summarize(release_judgments(path, data_dir / "qa/mtbench.xlsx", judge=judge))[
+        0
+    ].row(0, named=True)
     pc, pf = TABLE2_MTBENCH[judge]
-    assert r["pc"] == pytest.approx(pc, abs=5e-4) and r["pf"] == pytest.approx(pf, abs=5e-4)
+    assert r["pc"] == pytest.approx(pc, abs=5e-4) and r["pf"] == pytest.approx(
+        pf, abs=5e-4
+    )
 
 
 def test_release_gpt4_mtbench_repetition(data_dir):
@@ -627,7 +705,9 @@ def test_release_gpt4_mtbench_repetition(data_dir):
     rs = repetition_stability(df).row(0, named=True)
     assert rs["n_queries"] == 192
     # Table 2: RS of GPT-4-0613 on MT-Bench 0.967 +/- 0.054
-    assert rs["rs"] == pytest.approx(0.967, abs=5e-4) and rs["rs_spread"] == pytest.approx(0.054, abs=5e-4)
+    assert rs["rs"] == pytest.approx(0.967, abs=5e-4) and rs[
+        "rs_spread"
+    ] == pytest.approx(0.054, abs=5e-4)
 
 
 def test_cell_pf_and_the_bootstrap_statistic_are_one_definition():
@@ -640,12 +720,26 @@ def test_cell_pf_and_the_bootstrap_statistic_are_one_definition():
 
     rows = [(n, a, b) for n in range(7) for a in range(n + 1) for b in range(n - a + 1)]
     rng = np.random.default_rng(0)
-    frac = [(int(n), float(x), float(y)) for n, x, y in zip(rng.integers(1, 20, 200), rng.uniform(0, 5, 200), rng.uniform(0, 5, 200))]
+    frac = [
+        (int(n), float(x), float(y))
+        for n, x, y in zip(
+            rng.integers(1, 20, 200), rng.uniform(0, 5, 200), rng.uniform(0, 5, 200)
+        )
+    ]
     for cells in (rows, frac):
         counts = pl.DataFrame(
-            {"n": [c[0] for c in cells], "pcn": [float(c[1]) for c in cells], "rcn": [float(c[2]) for c in cells],
-             "consistent": [0] * len(cells), "primacy": [0] * len(cells), "recency": [0] * len(cells),
-             "balanced": [0] * len(cells), "wins": [0] * len(cells), "ties": [0] * len(cells), "p": [2] * len(cells)}
+            {
+                "n": [c[0] for c in cells],
+                "pcn": [float(c[1]) for c in cells],
+                "rcn": [float(c[2]) for c in cells],
+                "consistent": [0] * len(cells),
+                "primacy": [0] * len(cells),
+                "recency": [0] * len(cells),
+                "balanced": [0] * len(cells),
+                "wins": [0] * len(cells),
+                "ties": [0] * len(cells),
+                "p": [2] * len(cells),
+            }
         )
         pf_cells = with_cell_figures(counts.lazy()).collect()["pf"].to_numpy()
         n = counts["n"].to_numpy().astype(float)[None, :]
@@ -653,7 +747,11 @@ def test_cell_pf_and_the_bootstrap_statistic_are_one_definition():
         for u in range(len(cells)):
             one = pf_statistic({"n": n[:, [u]], "d": d[:, [u]]})[0]
             if cells[u][0] == 0:
-                assert math.isnan(one) and pf_cells[u] == 0.0  # no pair: the cell reads 0, the judge skips it
+                assert (
+                    math.isnan(one) and pf_cells[u] == 0.0
+                )  # no pair: the cell reads 0, the judge skips it
             else:
                 assert one == pytest.approx(pf_cells[u], abs=1e-12)
-        assert pf_statistic({"n": n, "d": d})[0] == pytest.approx(pf_cells[n[0] > 0].mean(), abs=1e-12)
+        assert pf_statistic({"n": n, "d": d})[0] == pytest.approx(
+            pf_cells[n[0] > 0].mean(), abs=1e-12
+        )

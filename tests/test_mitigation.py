@@ -8,15 +8,15 @@ import numpy as np
 import polars as pl
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
-from voirdire.analysis.mitigation import evaluation as E
-from voirdire.analysis.mitigation import registry
-from voirdire.analysis.mitigation import bpde as B
-from voirdire.analysis.mitigation import verdicts as M
-from voirdire.analysis.mitigation import reference as R
-from voirdire.analysis.position.simulate import simulate_judgments
-from voirdire.judges.simulated import SimulatedSettings
 
+from voirdire.analysis.mitigation import bpde as B
+from voirdire.analysis.mitigation import evaluation as E
+from voirdire.analysis.mitigation import reference as R
+from voirdire.analysis.mitigation import registry
+from voirdire.analysis.mitigation import verdicts as M
+from voirdire.analysis.position.simulate import simulate_judgments
 from voirdire.core import ConfigError
+from voirdire.judges.simulated import SimulatedSettings
 
 
 def _rows(spec, option_mode=3, judge="j", bench="B"):
@@ -34,7 +34,10 @@ def _rows(spec, option_mode=3, judge="j", bench="B"):
 
 
 def _verdicts(v: pl.DataFrame) -> dict:
-    return {(r["question_id"], r["candidate"], r["permutation"]): r["verdict"] for r in v.iter_rows(named=True)}
+    return {
+        (r["question_id"], r["candidate"], r["permutation"]): r["verdict"]
+        for r in v.iter_rows(named=True)
+    }
 
 
 def test_normalise_letters_to_candidate_side():
@@ -46,12 +49,24 @@ def test_normalise_letters_to_candidate_side():
         ("q3", "x", 0): "undecided", ("q3", "x", 1): "undecided",
     }  # fmt: skip
     # in two-option mode C is no tie
-    assert _verdicts(M.normalise(_rows([("q1", "x", "C", "B")], option_mode=2)))[("q1", "x", 0)] == "undecided"
+    assert (
+        _verdicts(M.normalise(_rows([("q1", "x", "C", "B")], option_mode=2)))[
+            ("q1", "x", 0)
+        ]
+        == "undecided"
+    )
 
 
 def test_flip_rate_is_not_one_minus_pc():
     # (win, loss) flip; (win, tie) inconsistent but no flip; (win, win) consistent; a failed pair
-    j = _rows([("q1", "x", "A", "A"), ("q2", "x", "A", "C"), ("q3", "x", "A", "B"), ("q4", "x", None, "B")])
+    j = _rows(
+        [
+            ("q1", "x", "A", "A"),
+            ("q2", "x", "A", "C"),
+            ("q3", "x", "A", "B"),
+            ("q4", "x", None, "B"),
+        ]
+    )
     f = M.flip_rate(M.normalise(j)).row(0, named=True)
     assert (f["pairs"], f["failed_pairs"], f["flips"]) == (3, 1, 1)
     assert f["flip_rate"] == pytest.approx(1 / 3)
@@ -61,7 +76,14 @@ def test_flip_rate_is_not_one_minus_pc():
 
 
 def test_swap_and_tie_and_gate():
-    j = _rows([("q1", "x", "A", "B"), ("q2", "x", "A", "A"), ("q3", "x", "C", "C"), ("q4", "x", None, "B")])
+    j = _rows(
+        [
+            ("q1", "x", "A", "B"),
+            ("q2", "x", "A", "A"),
+            ("q3", "x", "C", "C"),
+            ("q4", "x", None, "B"),
+        ]
+    )
     n = M.normalise(j)
     tie = {k[0]: v for k, v in _verdicts(M.swap_and_tie(n)).items()}
     gate = {k[0]: v for k, v in _verdicts(M.swap_and_tie(n, "undecided")).items()}
@@ -85,10 +107,17 @@ def test_jury_majority_weighted_and_composable():
     jv = M.jury_vote(n)
     assert set(jv.get_column("judge").to_list()) == {"panel-3"}
     assert jv.get_column("queries").to_list() == [3, 3, 3, 3]
-    w = pl.DataFrame({"benchmark": ["B"] * 3, "judge": ["a", "b", "c"], "weight": [0.1, 0.1, 1.0]})
-    assert _verdicts(M.jury_vote(n, weights=w))[("q1", "x", 0)] == "loss"  # c outweighs a + b
+    w = pl.DataFrame(
+        {"benchmark": ["B"] * 3, "judge": ["a", "b", "c"], "weight": [0.1, 0.1, 1.0]}
+    )
+    assert (
+        _verdicts(M.jury_vote(n, weights=w))[("q1", "x", 0)] == "loss"
+    )  # c outweighs a + b
     both = M.pipeline(M.normalise, M.jury_vote, M.swap_and_tie)(pl.concat([a, b, c]))
-    assert {r["question_id"]: r["verdict"] for r in both.iter_rows(named=True)} == {"q1": "win", "q2": "tie"}
+    assert {r["question_id"]: r["verdict"] for r in both.iter_rows(named=True)} == {
+        "q1": "win",
+        "q2": "tie",
+    }
     assert both.get_column("queries").to_list() == [6, 6]
 
 
@@ -96,8 +125,12 @@ def test_bpde_selection_and_labels_round_trip(tmp_path):
     # repetitions: q1 always win (entropy 0), q2 half win half loss (1 bit), q3 win/tie/loss/win
     j = pl.concat(
         [
-            _rows([("q1", "x", "A", "B"), ("q2", "x", "A", "A"), ("q3", "x", "A", "C")]),
-            _rows([("q1", "x", "A", "B"), ("q2", "x", "B", "B"), ("q3", "x", "B", "B")]).with_columns(repetition=pl.lit(2, dtype=pl.Int64)),
+            _rows(
+                [("q1", "x", "A", "B"), ("q2", "x", "A", "A"), ("q3", "x", "A", "C")]
+            ),
+            _rows(
+                [("q1", "x", "A", "B"), ("q2", "x", "B", "B"), ("q3", "x", "B", "B")]
+            ).with_columns(repetition=pl.lit(2, dtype=pl.Int64)),
         ]
     )
     s = B.bpde(M.normalise(j)).sort("question_id")
@@ -109,9 +142,17 @@ def test_bpde_selection_and_labels_round_trip(tmp_path):
     top.with_columns(winner=pl.Series(["reference", "tie"])).write_csv(path)
     labels = R.labels_reference(path)
     R.check_reference(labels, j)
-    assert dict(zip(labels.get_column("question_id"), labels.get_column("ref_verdict"))) == {"q3": "loss", "q2": "tie"}
-    final = B.override(M.swap_and_tie(M.normalise(j.filter(pl.col("repetition") == 1))), labels)
-    assert {r["question_id"]: r["verdict"] for r in final.iter_rows(named=True)} == {"q1": "win", "q2": "tie", "q3": "loss"}
+    assert dict(
+        zip(labels.get_column("question_id"), labels.get_column("ref_verdict"))
+    ) == {"q3": "loss", "q2": "tie"}
+    final = B.override(
+        M.swap_and_tie(M.normalise(j.filter(pl.col("repetition") == 1))), labels
+    )
+    assert {r["question_id"]: r["verdict"] for r in final.iter_rows(named=True)} == {
+        "q1": "win",
+        "q2": "tie",
+        "q3": "loss",
+    }
 
 
 def test_labels_majority_and_bad_input(tmp_path):
@@ -119,11 +160,18 @@ def test_labels_majority_and_bad_input(tmp_path):
     lab = pl.DataFrame({"question": ["q1", "q1", "q1", "q2", "q2"], "candidate": ["x", "x", "x", "y", "y"],
                         "reference": ["ref"] * 5, "winner": ["candidate", "candidate", "tie", "candidate", "reference"]})  # fmt: skip
     ref = R.labels_reference(lab)
-    assert dict(zip(ref.get_column("question_id"), ref.get_column("ref_verdict"))) == {"q1": "win", "q2": "tie"}
+    assert dict(zip(ref.get_column("question_id"), ref.get_column("ref_verdict"))) == {
+        "q1": "win",
+        "q2": "tie",
+    }
     with pytest.raises(ConfigError, match="unknown candidate.*zz"):
-        R.check_reference(R.labels_reference(lab.with_columns(candidate=pl.lit("zz"))), j)
+        R.check_reference(
+            R.labels_reference(lab.with_columns(candidate=pl.lit("zz"))), j
+        )
     with pytest.raises(ConfigError, match="match no judged pair.*q9/x"):
-        R.check_reference(R.labels_reference(lab.with_columns(question=pl.lit("q9"))), j)
+        R.check_reference(
+            R.labels_reference(lab.with_columns(question=pl.lit("q9"))), j
+        )
     with pytest.raises(ConfigError, match="winner values.*'left'"):
         R.labels_reference(lab.with_columns(winner=pl.lit("left")))
     with pytest.raises(ConfigError, match="missing column.*winner"):
@@ -132,7 +180,9 @@ def test_labels_majority_and_bad_input(tmp_path):
         R.load_reference("judge:gpt-9", j)
     with pytest.raises(ConfigError, match="not found"):
         R.load_reference(str(tmp_path / "none.csv"), j)
-    registry.register_strategy("needs-probs", M.normalise, needs=["option_probs"], replace=True)
+    registry.register_strategy(
+        "needs-probs", M.normalise, needs=["option_probs"], replace=True
+    )
     try:
         with pytest.raises(ConfigError, match="'needs-probs' needs 'option_probs'"):
             registry.apply_strategies(j, ["single", "needs-probs"])
@@ -151,7 +201,14 @@ def test_kappa_from_sums_matches_statsmodels():
     v = pl.DataFrame({"strategy": "s", "benchmark": "B", "judge": "j", "question_id": [f"q{i % 30}" for i in range(n)],
                       "task": "t", "candidate": [f"c{i}" for i in range(n)], "reference": "r", "verdict": cats[said],
                       "queries": 1, "permutation": None, "repetition": 1}).cast({"permutation": pl.Int64})  # fmt: skip
-    ref = v.select("benchmark", "question_id", "candidate", "reference", ref_verdict=pl.Series(cats[truth]), source=pl.lit("s"))
+    ref = v.select(
+        "benchmark",
+        "question_id",
+        "candidate",
+        "reference",
+        ref_verdict=pl.Series(cats[truth]),
+        source=pl.lit("s"),
+    )
     t = E.evaluate(v, ref, replicates=200).row(0, named=True)
     table = np.zeros((3, 3))
     np.add.at(table, (said, truth), 1)
@@ -175,16 +232,33 @@ def _maj3(p):
 @pytest.fixture(scope="module")
 def sim():
     biased = SimulatedSettings(primacy=PI, sensitivity=SENS)
-    judges = {"biased": biased, "biased-2": biased, "biased-3": biased, "oracle": SimulatedSettings(sensitivity=1e9)}
-    j = simulate_judgments(judges, n_questions=300, candidates=10, tasks=3, option_mode=2, seed=7)
+    judges = {
+        "biased": biased,
+        "biased-2": biased,
+        "biased-3": biased,
+        "oracle": SimulatedSettings(sensitivity=1e9),
+    }
+    j = simulate_judgments(
+        judges, n_questions=300, candidates=10, tasks=3, option_mode=2, seed=7
+    )
     ref = R.load_reference("judge:oracle", j)
-    strat = {n: M.without_judges(registry.strategy(n).fn, ["oracle"]) for n in ("single", "swap-tie", "gate", "jury")}
+    strat = {
+        n: M.without_judges(registry.strategy(n).fn, ["oracle"])
+        for n in ("single", "swap-tie", "gate", "jury")
+    }
     table = E.evaluate(registry.apply_strategies(j, strat), ref, replicates=400)
     # expected figures given each pair's latent gap (the judge model of judges/simulated.py)
-    gap = j.filter((pl.col("judge") == "biased") & (pl.col("permutation") == 0)).get_column("true_gap").to_numpy()
+    gap = (
+        j.filter((pl.col("judge") == "biased") & (pl.col("permutation") == 0))
+        .get_column("true_gap")
+        .to_numpy()
+    )
     u = np.exp(-SENS * gap)
     s = 1 - u
-    p_a, p_b = s + u * PI, s + u * (1 - PI)  # correct when the better answer is in A / in B
+    p_a, p_b = (
+        s + u * PI,
+        s + u * (1 - PI),
+    )  # correct when the better answer is in A / in B
     both_right, both_wrong = p_a * p_b, (u * PI) * (u * (1 - PI))
     ja, jb = _maj3(p_a), _maj3(p_b)
     expected = {
@@ -200,13 +274,19 @@ def sim():
 
 
 def _row(table, strategy, judge="biased"):
-    return table.filter((pl.col("strategy") == strategy) & (pl.col("judge") == judge)).row(0, named=True)
+    return table.filter(
+        (pl.col("strategy") == strategy) & (pl.col("judge") == judge)
+    ).row(0, named=True)
 
 
 def test_oracle_reference_is_the_true_winner(sim):
     j, ref, _, _ = sim
-    pairs = j.filter((pl.col("judge") == "oracle") & (pl.col("permutation") == 0)).height
-    assert ref.height >= 0.999 * pairs and set(ref.get_column("ref_verdict").unique()) == {"win", "loss"}
+    pairs = j.filter(
+        (pl.col("judge") == "oracle") & (pl.col("permutation") == 0)
+    ).height
+    assert ref.height >= 0.999 * pairs and set(
+        ref.get_column("ref_verdict").unique()
+    ) == {"win", "loss"}
     assert "not with people" in ref.get_column("source").item(0)
 
 
@@ -222,7 +302,11 @@ def test_simulated_primacy_judge_matches_closed_form(sim, strategy):
 
 def test_swap_and_tie_removes_pf_and_gate_raises_accuracy(sim):
     _, _, table, expected = sim
-    single, tie, gate = _row(table, "single"), _row(table, "swap-tie"), _row(table, "gate")
+    single, tie, gate = (
+        _row(table, "single"),
+        _row(table, "swap-tie"),
+        _row(table, "gate"),
+    )
     # the biased judge's PF is clearly primacy (negative), its CI excludes 0
     assert expected["single"]["pf"] < -0.1 and single["pf_hi"] < 0
     # order-combining strategies: PF 0 within its (collapsed) CI

@@ -23,7 +23,7 @@ from tests.test_imports import REPO, product_modules
 
 #: a sitecustomize for the wheel's processes: no editable finder; at exit, every loaded
 #: voirdire module must come from the wheel's folder (exit code 3 otherwise)
-SITECUSTOMIZE = '''
+SITECUSTOMIZE = """
 import atexit, os, sys
 sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in (getattr(f, "__module__", "") + repr(f)).lower()]
 sys.path_hooks[:] = [h for h in sys.path_hooks if "editable" not in (getattr(h, "__module__", "") + repr(h)).lower()]
@@ -39,22 +39,35 @@ def _check():
         os._exit(3)
 
 atexit.register(_check)
-'''
+"""
 
-_NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "runs", "__pycache__", ".*cache")
+_NOT_SOURCES = shutil.ignore_patterns(
+    ".git", ".venv", "build", "dist", "*.egg-info", "runs", "__pycache__", ".*cache"
+)
 
 
 def _checkout_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
-@pytest.mark.parametrize("name", ["voirdire.tests", "voirdire.perf", "voirdire.voirdire", "voirdire.conftest"])
+@pytest.mark.parametrize(
+    "name",
+    ["voirdire.tests", "voirdire.perf", "voirdire.voirdire", "voirdire.conftest"],
+)
 def test_checkout_exposes_only_the_package(name):
     """In a checkout (working directory = repository root, as ``python -c`` there), the
     repository's other folders are not subpackages of voirdire; the rooms are."""
     r = subprocess.run(
-        [sys.executable, "-c", f"import voirdire.engine.store, voirdire.core\nimport {name}"],
-        cwd=REPO, env=_checkout_env(), capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            f"import voirdire.engine.store, voirdire.core\nimport {name}",
+        ],
+        cwd=REPO,
+        env=_checkout_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"ModuleNotFoundError: No module named '{name}'" in r.stderr, r.stderr
@@ -71,14 +84,34 @@ def wheel(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
     src = tmp / "src"
     shutil.copytree(REPO, src, ignore=_NOT_SOURCES, symlinks=True)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp / "dist"), str(src)], check=True, timeout=600)
+    subprocess.run(
+        [
+            *pip,
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp / "dist"),
+            str(src),
+        ],
+        check=True,
+        timeout=600,
+    )
     (whl,) = (tmp / "dist").glob("voirdire-*.whl")
     tree = tmp / "site"
-    subprocess.run([*pip, "install", "--no-deps", "--target", str(tree), str(whl)], check=True, timeout=600)
+    subprocess.run(
+        [*pip, "install", "--no-deps", "--target", str(tree), str(whl)],
+        check=True,
+        timeout=600,
+    )
     boot = tmp / "boot"
     boot.mkdir()
     (boot / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    env = {**_checkout_env(), "PYTHONPATH": f"{boot}{os.pathsep}{tree}", "VOIRDIRE_WHEEL_TREE": str(tree / "voirdire")}
+    env = {
+        **_checkout_env(),
+        "PYTHONPATH": f"{boot}{os.pathsep}{tree}",
+        "VOIRDIRE_WHEEL_TREE": str(tree / "voirdire"),
+    }
     return whl, tree, env
 
 
@@ -86,13 +119,32 @@ def wheel(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
 def test_wheel_holds_every_module_and_the_templates_and_no_tests(wheel):
     whl, _, _ = wheel
     names = set(zipfile.ZipFile(whl).namelist())
-    expected = {m.replace(".", "/") + ("/__init__.py" if f.stem == "__init__" else ".py") for m, f in product_modules().items()}
+    expected = {
+        m.replace(".", "/") + ("/__init__.py" if f.stem == "__init__" else ".py")
+        for m, f in product_modules().items()
+    }
     assert not expected - names, f"missing from the wheel: {sorted(expected - names)}"
-    templates = {f"voirdire/benchmarks/templates/{f.name}" for f in (REPO / "benchmarks" / "templates").iterdir() if f.is_file()}
-    assert {"voirdire/benchmarks/templates/prompts.json", "voirdire/benchmarks/templates/NOTICE.txt"} <= templates
-    assert not templates - names, f"package data missing from the wheel: {sorted(templates - names)}"
-    pages = {f"voirdire/analysis/report/templates/{f.name}" for f in (REPO / "analysis" / "report" / "templates").iterdir() if f.is_file()}
-    assert "voirdire/analysis/report/templates/report.html.j2" in pages and not pages - names, sorted(pages - names)
+    templates = {
+        f"voirdire/benchmarks/templates/{f.name}"
+        for f in (REPO / "benchmarks" / "templates").iterdir()
+        if f.is_file()
+    }
+    assert {
+        "voirdire/benchmarks/templates/prompts.json",
+        "voirdire/benchmarks/templates/NOTICE.txt",
+    } <= templates
+    assert not templates - names, (
+        f"package data missing from the wheel: {sorted(templates - names)}"
+    )
+    pages = {
+        f"voirdire/analysis/report/templates/{f.name}"
+        for f in (REPO / "analysis" / "report" / "templates").iterdir()
+        if f.is_file()
+    }
+    assert (
+        "voirdire/analysis/report/templates/report.html.j2" in pages
+        and not pages - names
+    ), sorted(pages - names)
     tops = {n.split("/")[0] for n in names}
     assert tops == {"voirdire", "voirdire-0.1.0.dist-info"}, tops
     assert not [n for n in names if "/tests/" in n or "/perf/" in n or "conftest" in n]
@@ -115,10 +167,24 @@ def test_wheel_alone_imports_every_module_and_runs(wheel, data_dir, tmp_path):
         "assert 'id=\"biases\"' in render_template('bias.html.j2', bias={'effects': [], 'self_enhancement': []})\n"
         "import voirdire; print(voirdire.__file__, b.name, len(b.questions))\n"
     )
-    r = subprocess.run([sys.executable, "-c", code, str(data_dir)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(data_dir)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.startswith(str(tree / "voirdire" / "__init__.py")), r.stdout
-    cli = subprocess.run([sys.executable, "-m", "voirdire", "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    cli = subprocess.run(
+        [sys.executable, "-m", "voirdire", "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert cli.returncode == 0 and "analyze" in cli.stdout, cli.stdout + cli.stderr
 
 
@@ -129,8 +195,17 @@ def test_test_suite_passes_against_the_wheel(wheel, data_dir, tmp_path):
     and pytest's rootdir on the path holds no ``voirdire`` folder), so only the wheel can
     serve ``voirdire``."""
     _, _, env = wheel
-    shutil.copytree(REPO / "tests", tmp_path / "tests", ignore=shutil.ignore_patterns("__pycache__"))
-    files = ["test_benchmarks.py", "test_metrics.py", "test_listwise.py", "test_simulate.py", "test_regression.py", "test_agreement.py"]
+    shutil.copytree(
+        REPO / "tests", tmp_path / "tests", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    files = [
+        "test_benchmarks.py",
+        "test_metrics.py",
+        "test_listwise.py",
+        "test_simulate.py",
+        "test_regression.py",
+        "test_agreement.py",
+    ]
     r = subprocess.run(
         [sys.executable, "-P", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-c", str(REPO / "pyproject.toml"),
          "--rootdir", str(tmp_path), "-m", "not ray and not slow and not vllm and not cluster", *[f"tests/{f}" for f in files]],
@@ -151,16 +226,40 @@ def test_mypy_resolves_every_voirdire_import(wheel, tmp_path):
     def import_errors(cwd: Path, mypypath: Path | None) -> list[str]:
         e = {**env, "MYPYPATH": str(mypypath)} if mypypath else _checkout_env()
         r = subprocess.run(
-            [sys.executable, "-m", "mypy", "--follow-imports=skip", "--no-error-summary", "--cache-dir", str(tmp_path / f"cache-{cwd.name}"),
-             "-p", "voirdire"],
-            cwd=cwd, env=e, capture_output=True, text=True, timeout=600,
+            [
+                sys.executable,
+                "-m",
+                "mypy",
+                "--follow-imports=skip",
+                "--no-error-summary",
+                "--cache-dir",
+                str(tmp_path / f"cache-{cwd.name}"),
+                "-p",
+                "voirdire",
+            ],
+            cwd=cwd,
+            env=e,
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
-        assert "error:" in r.stdout or r.returncode == 0, r.stdout + r.stderr  # mypy ran
+        assert "error:" in r.stdout or r.returncode == 0, (
+            r.stdout + r.stderr
+        )  # mypy ran
         return [
-            ln for ln in r.stdout.splitlines()
-            if '"voirdire' in ln and ("[import-not-found]" in ln or "[import-untyped]" in ln or "[attr-defined]" in ln and 'Module "voirdire' in ln)
+            ln
+            for ln in r.stdout.splitlines()
+            if '"voirdire' in ln
+            and (
+                "[import-not-found]" in ln
+                or "[import-untyped]" in ln
+                or "[attr-defined]" in ln
+                and 'Module "voirdire' in ln
+            )
         ]
 
     assert import_errors(tmp_path, tree) == []
     from_checkout = import_errors(REPO, None)
-    assert any('module named "voirdire.engine' in ln for ln in from_checkout), from_checkout
+    assert any('module named "voirdire.engine' in ln for ln in from_checkout), (
+        from_checkout
+    )

@@ -22,9 +22,9 @@ import voirdire
 from tests.pandalm_synthetic import LICENSE, MODELS, synthetic_items, write_release
 from voirdire.benchmarks.mirror import read_manifest
 from voirdire.benchmarks.pandalm import PandaLM
+from voirdire.benchmarks.pandalm_release import PANDALM, TESTSET, majority, read_testset
 from voirdire.benchmarks.registry import load_benchmark
 from voirdire.benchmarks.release import MARKER, fetch_release, get_release
-from voirdire.benchmarks.pandalm_release import PANDALM, TESTSET, majority, read_testset
 from voirdire.core import ConfigError, DataError
 from voirdire.engine.shipping import release_for
 from voirdire.engine.spec import parse_job
@@ -58,7 +58,9 @@ def mirror(tmp_path_factory):
     """``(base URL, served root, request log)``: a loopback server of a directory."""
     root = tmp_path_factory.mktemp("mirror")
     hits: list = []
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("F", (_Files,), {"root": root, "hits": hits}))
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), type("F", (_Files,), {"root": root, "hits": hits})
+    )
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}", root, hits
     httpd.shutdown()
@@ -70,14 +72,22 @@ def data(mirror, tmp_path_factory) -> Path:
     base, root, _ = mirror
     man = write_release(root / "good", synthetic_items())
     dest = tmp_path_factory.mktemp("pandalm") / "data"
-    report = fetch_release(dest, f"{base}/good/", release="pandalm", manifest=man, progress=False)
+    report = fetch_release(
+        dest, f"{base}/good/", release="pandalm", manifest=man, progress=False
+    )
     assert sorted(report.files) == ["LICENSE", TESTSET]
     return dest
 
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "voirdire", *args], cwd=ROOT, env=env or dict(os.environ),
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "voirdire", *args],
+        cwd=ROOT,
+        env=env or dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 # ------------------------------------------------------------------------- the release record
@@ -88,7 +98,11 @@ def test_release_record_and_package_manifest():
     assert rel is PANDALM and rel.repo == "WeOpenML/PandaLM" and len(rel.commit) == 40
     man = read_manifest(rel.manifest)
     assert set(man) == {TESTSET, "LICENSE"} and all(len(b) == 40 for b in man.values())
-    lines = [ln.split("\t") for ln in rel.manifest.read_text().splitlines()[1:] if not ln.startswith("#")]
+    lines = [
+        ln.split("\t")
+        for ln in rel.manifest.read_text().splitlines()[1:]
+        if not ln.startswith("#")
+    ]
     sizes = {p: int(n) for p, _, n in lines}
     assert sizes[TESTSET] > 900_000  # the real file: 999 items
 
@@ -109,12 +123,26 @@ def test_cli_fetch_converts_and_copies_the_licence(mirror, tmp_path):
     base, root, _ = mirror
     man = write_release(root / "cli", synthetic_items())
     dest = tmp_path / "d"
-    r = _cli("data", "fetch", "pandalm", "--dest", str(dest), "--base-url", f"{base}/cli/", "--manifest", str(man),
-             "--no-progress")
+    r = _cli(
+        "data",
+        "fetch",
+        "pandalm",
+        "--dest",
+        str(dest),
+        "--base-url",
+        f"{base}/cli/",
+        "--manifest",
+        str(man),
+        "--no-progress",
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(dest)
     rec = json.loads((dest / MARKER).read_text())
-    assert rec["release"] == "pandalm" and rec["commit"] == PANDALM.commit and rec["repository"] == "WeOpenML/PandaLM"
+    assert (
+        rec["release"] == "pandalm"
+        and rec["commit"] == PANDALM.commit
+        and rec["repository"] == "WeOpenML/PandaLM"
+    )
     assert (dest / "LICENSE").read_bytes() == LICENSE
     pairs = pl.read_parquet(dest / "pairs.parquet")
     items = synthetic_items()
@@ -124,7 +152,9 @@ def test_cli_fetch_converts_and_copies_the_licence(mirror, tmp_path):
         lab = majority((it["annotator1"], it["annotator2"], it["annotator3"]))
         assert (row["model_1"], row["model_2"], row["label"]) == (m1, m2, lab)
         assert row["gold"] == {0: "tie", 1: m1, 2: m2}[lab]
-        assert row["question"] == it["instruction"] + (f"\n\n{it['input']}" if it["input"] else "")
+        assert row["question"] == it["instruction"] + (
+            f"\n\n{it['input']}" if it["input"] else ""
+        )
     assert pairs["response1"][3] == "True"  # a JSON true, read as the text it stood for
 
 
@@ -133,25 +163,57 @@ def test_if_missing_fetches_once_into_the_user_data_dir(mirror, tmp_path):
     man = write_release(root / "once", synthetic_items())
     env = {k: v for k, v in os.environ.items() if k != "VOIRDIRE_PANDALM_DATA"}
     env["XDG_DATA_HOME"] = str(tmp_path / "share")
-    cmd = ["data", "fetch", "pandalm", "--if-missing", "--base-url", f"{base}/once/", "--manifest", str(man),
-           "--no-progress"]
+    cmd = [
+        "data",
+        "fetch",
+        "pandalm",
+        "--if-missing",
+        "--base-url",
+        f"{base}/once/",
+        "--manifest",
+        str(man),
+        "--no-progress",
+    ]
     r = _cli(*cmd, env=env)
     assert r.returncode == 0, r.stderr
-    assert Path(r.stdout.strip()) == (tmp_path / "share" / "voirdire" / "pandalm").resolve()
+    assert (
+        Path(r.stdout.strip())
+        == (tmp_path / "share" / "voirdire" / "pandalm").resolve()
+    )
     before = len([h for h in hits if h.startswith("once/")])
     assert before == 2
     r = _cli(*cmd, env=env)
-    assert r.returncode == 0 and Path(r.stdout.strip()) == (tmp_path / "share" / "voirdire" / "pandalm").resolve()
-    assert len([h for h in hits if h.startswith("once/")]) == before  # found, not fetched again
+    assert (
+        r.returncode == 0
+        and Path(r.stdout.strip())
+        == (tmp_path / "share" / "voirdire" / "pandalm").resolve()
+    )
+    assert (
+        len([h for h in hits if h.startswith("once/")]) == before
+    )  # found, not fetched again
 
 
-def test_corrupted_download_is_refused_and_leaves_the_data_as_it_was(mirror, data, tmp_path):
+def test_corrupted_download_is_refused_and_leaves_the_data_as_it_was(
+    mirror, data, tmp_path
+):
     base, root, _ = mirror
     man = write_release(root / "corrupt", synthetic_items())
-    (root / "corrupt" / TESTSET).write_bytes((root / "corrupt" / TESTSET).read_bytes()[:-10])  # truncated
+    (root / "corrupt" / TESTSET).write_bytes(
+        (root / "corrupt" / TESTSET).read_bytes()[:-10]
+    )  # truncated
     dest = tmp_path / "d"
-    r = _cli("data", "fetch", "pandalm", "--dest", str(dest), "--base-url", f"{base}/corrupt/", "--manifest", str(man),
-             "--no-progress")
+    r = _cli(
+        "data",
+        "fetch",
+        "pandalm",
+        "--dest",
+        str(dest),
+        "--base-url",
+        f"{base}/corrupt/",
+        "--manifest",
+        str(man),
+        "--no-progress",
+    )
     assert r.returncode == 1 and "expected" in r.stderr and "git blob id" in r.stderr
     assert r.stderr.count("error:") == 1 and "Traceback" not in r.stderr
     assert not dest.exists()
@@ -197,14 +259,30 @@ BROKEN = {
 def test_bad_file_is_one_line_data_error(kind, mirror, tmp_path):
     _, root, _ = mirror
     data = _broken(kind)
-    with pytest.raises(DataError, match=BROKEN[kind].replace("(", r"\(").replace(")", r"\)")) as exc:
+    with pytest.raises(
+        DataError, match=BROKEN[kind].replace("(", r"\(").replace(")", r"\)")
+    ) as exc:
         read_testset(data if isinstance(data, bytes) else json.dumps(data).encode())
     assert "\n" not in str(exc.value) and TESTSET in str(exc.value)
     if kind == "no majority":  # and through the CLI: one line, exit 1, nothing written
         man = write_release(root / "bad", data)
-        r = _cli("data", "fetch", "pandalm", "--dest", str(tmp_path / "d"), "--base-url", f"{mirror[0]}/bad/",
-                 "--manifest", str(man), "--no-progress")
-        assert r.returncode == 1 and BROKEN[kind] in " ".join(r.stderr.split()) and "Traceback" not in r.stderr
+        r = _cli(
+            "data",
+            "fetch",
+            "pandalm",
+            "--dest",
+            str(tmp_path / "d"),
+            "--base-url",
+            f"{mirror[0]}/bad/",
+            "--manifest",
+            str(man),
+            "--no-progress",
+        )
+        assert (
+            r.returncode == 1
+            and BROKEN[kind] in " ".join(r.stderr.split())
+            and "Traceback" not in r.stderr
+        )
         assert not (tmp_path / "d").exists()
 
 
@@ -213,28 +291,50 @@ def test_bad_file_is_one_line_data_error(kind, mirror, tmp_path):
 
 def test_instances_carry_the_models_names_and_the_majority_as_gold(data):
     bench = load_benchmark("PandaLM", data)
-    assert isinstance(bench, PandaLM) and bench.name == "PandaLM" and sorted(bench.models) == MODELS
-    job = parse_job({"name": "p", "output_dir": "unused", "benchmark": {"name": "pandalm", "data_dir": str(data)},
-                     "judges": [{"name": "s", "backend": "simulated"}]})
+    assert (
+        isinstance(bench, PandaLM)
+        and bench.name == "PandaLM"
+        and sorted(bench.models) == MODELS
+    )
+    job = parse_job(
+        {
+            "name": "p",
+            "output_dir": "unused",
+            "benchmark": {"name": "pandalm", "data_dir": str(data)},
+            "judges": [{"name": "s", "backend": "simulated"}],
+        }
+    )
     assert release_for(job) is PANDALM
     inst = bench.fixed_instances()
     pairs = pl.read_parquet(data / "pairs.parquet")
     assert inst["question_id"].to_list() == pairs["id"].to_list()
     assert inst["candidate"].to_list() == pairs["model_1"].to_list()
     assert inst["reference"].to_list() == pairs["model_2"].to_list()
-    assert inst["gold"].to_list() == pairs["gold"].to_list() and "tie" in inst["gold"].to_list()
+    assert (
+        inst["gold"].to_list() == pairs["gold"].to_list()
+        and "tie" in inst["gold"].to_list()
+    )
     assert inst["task"].to_list() == pairs["task"].to_list()
     # the prompt: FastChat's pair-v2 with the question (instruction, then the input) and the answers in order
     prompt = bench.build_prompt("10", ["bloom-7b", "cerebras-gpt-6.7B"], 3)
     assert "Answer question 1.\n\ncontext 1" in prompt
-    assert prompt.index("bloom-7b's answer to 1") < prompt.index("cerebras-gpt-6.7B's answer to 1")
-    assert "impartial judge" in bench.system_prompt("10", ["bloom-7b", "cerebras-gpt-6.7B"], 3)
+    assert prompt.index("bloom-7b's answer to 1") < prompt.index(
+        "cerebras-gpt-6.7B's answer to 1"
+    )
+    assert "impartial judge" in bench.system_prompt(
+        "10", ["bloom-7b", "cerebras-gpt-6.7B"], 3
+    )
     assert bench.default_option_mode == 3
     llm = load_benchmark("pandalm", data, prompt="llmbar")
-    assert "Output (a)" in llm.build_prompt("10", ["bloom-7b", "cerebras-gpt-6.7B"], 2) and llm.default_option_mode == 2
+    assert (
+        "Output (a)" in llm.build_prompt("10", ["bloom-7b", "cerebras-gpt-6.7B"], 2)
+        and llm.default_option_mode == 2
+    )
     with pytest.raises(ConfigError, match="unknown prompt 'x'"):
         PandaLM(data, prompt="x")
-    with pytest.raises(ConfigError, match="no .*pairs.parquet.*voirdire data fetch pandalm"):
+    with pytest.raises(
+        ConfigError, match="no .*pairs.parquet.*voirdire data fetch pandalm"
+    ):
         PandaLM(data / "nowhere")
     with pytest.raises(ConfigError, match="has no subsets choice"):
         load_benchmark("pandalm", data, subsets=["x"])
@@ -242,19 +342,37 @@ def test_instances_carry_the_models_names_and_the_majority_as_gold(data):
 
 def test_simulated_job_end_to_end(data, tmp_path):
     qualities = {m: q for m, q in zip(MODELS, [-0.7, -1.3, 0.0, -1.0, -0.6])}
-    res = voirdire.run({
-        "name": "pandalm-sim", "output_dir": str(tmp_path / "o"),
-        "benchmark": {"name": "pandalm", "data_dir": str(data)},
-        "comparison": {"mode": "pairwise", "permutations": "both"},
-        "judges": [{"name": "oracle", "backend": "simulated", "primacy": 0.5, "sensitivity": 50.0,
-                    "question_noise": 0.0, "qualities": qualities}],
-    }, show_progress=False)
+    res = voirdire.run(
+        {
+            "name": "pandalm-sim",
+            "output_dir": str(tmp_path / "o"),
+            "benchmark": {"name": "pandalm", "data_dir": str(data)},
+            "comparison": {"mode": "pairwise", "permutations": "both"},
+            "judges": [
+                {
+                    "name": "oracle",
+                    "backend": "simulated",
+                    "primacy": 0.5,
+                    "sensitivity": 50.0,
+                    "question_noise": 0.0,
+                    "qualities": qualities,
+                }
+            ],
+        },
+        show_progress=False,
+    )
     j = res.judgments
     assert j.height == 60 and j["failed"].sum() == 0
     assert set(j["candidate"]) | set(j["reference"]) == set(MODELS)
     # the oracle picks the model of higher quality in both orders: its verdicts name that model
-    better = pl.col("candidate").replace_strict(qualities) > pl.col("reference").replace_strict(qualities)
-    best = j.select(pl.when(better).then("candidate").otherwise("reference").alias("b"), "chosen")
+    better = pl.col("candidate").replace_strict(qualities) > pl.col(
+        "reference"
+    ).replace_strict(qualities)
+    best = j.select(
+        pl.when(better).then("candidate").otherwise("reference").alias("b"), "chosen"
+    )
     assert (best["b"] == best["chosen"]).all()
-    gold = dict(pl.read_parquet(data / "pairs.parquet").select("id", "gold").iter_rows())
+    gold = dict(
+        pl.read_parquet(data / "pairs.parquet").select("id", "gold").iter_rows()
+    )
     assert all(gold[q] == g for q, g in j.select("question_id", "gold").iter_rows())

@@ -12,18 +12,32 @@ import numpy as np
 import polars as pl
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
+
 from voirdire.analysis.mitigation.evaluation import evaluate
-from voirdire.analysis.mitigation.registry import apply_strategies
 from voirdire.analysis.mitigation.pass_kappa import KAPPA_GATE, pass_kappa
-from voirdire.analysis.report.markdown import judge_table_rows, markdown_judge_table, mitigation_markdown
-from voirdire.analysis.report.terminal import print_judge_table
+from voirdire.analysis.mitigation.registry import apply_strategies
 from voirdire.analysis.position.simulate import simulate_judgments
+from voirdire.analysis.report.markdown import (
+    judge_table_rows,
+    markdown_judge_table,
+    mitigation_markdown,
+)
+from voirdire.analysis.report.terminal import print_judge_table
 
 CATS = ("win", "tie", "loss")
-LETTER = {("win", 0): "A", ("win", 1): "B", ("loss", 0): "B", ("loss", 1): "A", ("tie", 0): "C", ("tie", 1): "C"}
+LETTER = {
+    ("win", 0): "A",
+    ("win", 1): "B",
+    ("loss", 0): "B",
+    ("loss", 1): "A",
+    ("tie", 0): "C",
+    ("tie", 1): "C",
+}
 
 
-def _rows(pairs: list[tuple[str, str, str, str]], judge: str = "j", bench: str = "B") -> pl.DataFrame:
+def _rows(
+    pairs: list[tuple[str, str, str, str]], judge: str = "j", bench: str = "B"
+) -> pl.DataFrame:
     """Judgment rows from (question, candidate, verdict shown first, verdict shown second),
     verdicts from the candidate's side (``None``: a failed judgment)."""
     rows = []
@@ -39,7 +53,9 @@ def _rows(pairs: list[tuple[str, str, str, str]], judge: str = "j", bench: str =
     return pl.DataFrame(rows)
 
 
-def _random_pairs(rng: np.random.Generator, n_q: int, per_q: int, keep: float, probs=(0.45, 0.2, 0.35)):
+def _random_pairs(
+    rng: np.random.Generator, n_q: int, per_q: int, keep: float, probs=(0.45, 0.2, 0.35)
+):
     """The second pass repeats the first with probability ``keep``, else draws anew from the
     same marginal: the population kappa is exactly ``keep`` (po = keep + (1 − keep)·pe)."""
     out = []
@@ -54,26 +70,53 @@ def _random_pairs(rng: np.random.Generator, n_q: int, per_q: int, keep: float, p
 def test_pass_kappa_is_statsmodels_on_the_table_of_the_two_orders():
     rng = np.random.default_rng(3)
     pairs = _random_pairs(rng, 30, 4, 0.5)
-    pairs += [("q0", "cx", None, "win"), ("q1", "cy", "tie", None)]  # undecided orders: left out
+    pairs += [
+        ("q0", "cx", None, "win"),
+        ("q1", "cy", "tie", None),
+    ]  # undecided orders: left out
     pk = pass_kappa(_rows(pairs), replicates=200).row(0, named=True)
     counts = Counter((a, b) for _, _, a, b in pairs if a is not None and b is not None)
     table = np.array([[counts[(a, b)] for b in CATS] for a in CATS], dtype=float)
-    assert pk["pass_kappa"] == pytest.approx(float(cohens_kappa(table, return_results=False)), abs=1e-12)
+    assert pk["pass_kappa"] == pytest.approx(
+        float(cohens_kappa(table, return_results=False)), abs=1e-12
+    )
     assert pk["pass_kappa_pairs"] == 120
     assert pk["pass_kappa_lo"] < pk["pass_kappa"] < pk["pass_kappa_hi"]
-    assert pk["pass_kappa_gate"] == ("pass" if pk["pass_kappa"] >= KAPPA_GATE else "fail")
+    assert pk["pass_kappa_gate"] == (
+        "pass" if pk["pass_kappa"] >= KAPPA_GATE else "fail"
+    )
 
 
 def test_primacy_judge_fails_the_gate_and_an_order_free_judge_passes():
     # always slot A: first pass "win", second "loss" -> no agreement beyond chance
-    primacy = _rows([(f"q{q}", f"c{c}", "win", "loss") for q in range(10) for c in range(3)], judge="primacy")
+    primacy = _rows(
+        [(f"q{q}", f"c{c}", "win", "loss") for q in range(10) for c in range(3)],
+        judge="primacy",
+    )
     # the same verdict in both orders, varied over pairs
-    fair = _rows([(f"q{q}", f"c{c}", v, v) for q in range(10) for c, v in enumerate(CATS)], judge="fair")
-    pk = {r["judge"]: r for r in pass_kappa(pl.concat([primacy, fair]), replicates=100).iter_rows(named=True)}
-    assert pk["primacy"]["pass_kappa"] == pytest.approx(0.0) and pk["primacy"]["pass_kappa_gate"] == "fail"
-    assert pk["fair"]["pass_kappa"] == pytest.approx(1.0) and pk["fair"]["pass_kappa_gate"] == "pass"
+    fair = _rows(
+        [(f"q{q}", f"c{c}", v, v) for q in range(10) for c, v in enumerate(CATS)],
+        judge="fair",
+    )
+    pk = {
+        r["judge"]: r
+        for r in pass_kappa(pl.concat([primacy, fair]), replicates=100).iter_rows(
+            named=True
+        )
+    }
+    assert (
+        pk["primacy"]["pass_kappa"] == pytest.approx(0.0)
+        and pk["primacy"]["pass_kappa_gate"] == "fail"
+    )
+    assert (
+        pk["fair"]["pass_kappa"] == pytest.approx(1.0)
+        and pk["fair"]["pass_kappa_gate"] == "pass"
+    )
     # one category in both passes: chance agreement is 1, kappa undefined (null, no gate)
-    one = pass_kappa(_rows([(f"q{q}", "c", "win", "win") for q in range(5)], judge="one"), replicates=50).row(0, named=True)
+    one = pass_kappa(
+        _rows([(f"q{q}", "c", "win", "win") for q in range(5)], judge="one"),
+        replicates=50,
+    ).row(0, named=True)
     assert one["pass_kappa"] is None and one["pass_kappa_gate"] is None
 
 
@@ -94,29 +137,73 @@ def test_judge_metrics_tables_and_mitigation_show_the_inter_pass_kappa(tmp_path)
     from voirdire.analysis.outputs import JUDGE_METRIC_COLUMNS, with_pass_kappa
     from voirdire.analysis.position.metrics import judge_metrics
 
-    j = simulate_judgments({"steady": {"primacy": 0.5, "sensitivity": 4.0}, "slot-a": {"primacy": 0.95, "sensitivity": 0.3}}, n_questions=40, candidates=4, seed=1)
+    j = simulate_judgments(
+        {
+            "steady": {"primacy": 0.5, "sensitivity": 4.0},
+            "slot-a": {"primacy": 0.95, "sensitivity": 0.3},
+        },
+        n_questions=40,
+        candidates=4,
+        seed=1,
+    )
     jm = with_pass_kappa(judge_metrics(j), j, replicates=200)
-    assert set(JUDGE_METRIC_COLUMNS) <= set(jm.columns)  # the old columns kept, the new ones added
-    assert JUDGE_METRIC_COLUMNS[:9] == ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread"]
+    assert set(JUDGE_METRIC_COLUMNS) <= set(
+        jm.columns
+    )  # the old columns kept, the new ones added
+    assert JUDGE_METRIC_COLUMNS[:9] == [
+        "benchmark",
+        "judge",
+        "pc",
+        "pc_std",
+        "pf",
+        "pf_std",
+        "error_rate",
+        "rs",
+        "rs_spread",
+    ]
     by = {r["judge"]: r for r in jm.iter_rows(named=True)}
-    assert by["steady"]["pass_kappa_gate"] == "pass" and by["slot-a"]["pass_kappa_gate"] == "fail"
+    assert (
+        by["steady"]["pass_kappa_gate"] == "pass"
+        and by["slot-a"]["pass_kappa_gate"] == "fail"
+    )
     assert by["slot-a"]["pass_kappa"] < 0.3 < 0.6 < by["steady"]["pass_kappa"]
     md = markdown_judge_table(jm)
-    assert "κ passes" in md and "κ ≥ 0.6" in md and f"{by['steady']['pass_kappa']:.3f} [" in md
+    assert (
+        "κ passes" in md
+        and "κ ≥ 0.6" in md
+        and f"{by['steady']['pass_kappa']:.3f} [" in md
+    )
     assert any("fail" in row for row in judge_table_rows(jm))
     console = Console(record=True, width=220)
     print_judge_table(jm, console=console)
     text = console.export_text()
-    assert "κ passes" in text and f"{by['slot-a']['pass_kappa']:.3f}" in text and "fail" in text
+    assert (
+        "κ passes" in text
+        and f"{by['slot-a']['pass_kappa']:.3f}" in text
+        and "fail" in text
+    )
     # the mitigation table: per strategy × judge where both orders exist; null for strategies
     # that combine the orders; kappa against a reference carries no gate any more
-    table = evaluate(apply_strategies(j, ["single", "swap-tie", "jury"]), replicates=100)
-    single = {r["judge"]: r for r in table.filter(pl.col("strategy") == "single").iter_rows(named=True)}
+    table = evaluate(
+        apply_strategies(j, ["single", "swap-tie", "jury"]), replicates=100
+    )
+    single = {
+        r["judge"]: r
+        for r in table.filter(pl.col("strategy") == "single").iter_rows(named=True)
+    }
     for judge in ("steady", "slot-a"):
-        assert single[judge]["pass_kappa"] == pytest.approx(by[judge]["pass_kappa"], abs=1e-12)
+        assert single[judge]["pass_kappa"] == pytest.approx(
+            by[judge]["pass_kappa"], abs=1e-12
+        )
         assert single[judge]["pass_kappa_gate"] == by[judge]["pass_kappa_gate"]
     st = table.filter(pl.col("strategy") == "swap-tie")
-    assert st.get_column("pass_kappa").null_count() == st.height and st.get_column("pass_kappa_gate").null_count() == st.height
-    assert table.filter(pl.col("strategy") == "jury").get_column("pass_kappa").null_count() == 0
+    assert (
+        st.get_column("pass_kappa").null_count() == st.height
+        and st.get_column("pass_kappa_gate").null_count() == st.height
+    )
+    assert (
+        table.filter(pl.col("strategy") == "jury").get_column("pass_kappa").null_count()
+        == 0
+    )
     assert "kappa_gate" not in table.columns
     assert "κ passes" in mitigation_markdown(table)

@@ -45,7 +45,10 @@ EXAMPLE_PLANS = {
 def _stage(name, reads, writes):
     """A stage whose function takes ``reads`` and returns ``writes`` (each the value 1)."""
     ns: dict = {}
-    exec(f"def fn({', '.join(reads)}):\n    return {{k: 1 for k in {list(writes)!r}}}", ns)
+    exec(
+        f"def fn({', '.join(reads)}):\n    return {{k: 1 for k in {list(writes)!r}}}",
+        ns,
+    )
     return Stage(name, tuple(reads), tuple(writes), ns["fn"])
 
 
@@ -68,9 +71,13 @@ def test_the_plan_stages_read_only_what_was_written_before():
 def test_the_checks_refuse_a_stage_out_of_order_or_dishonest():
     a, b = _stage("a", ["job"], ["x"]), _stage("b", ["x"], ["y"])
     assert run_stages([a, b], {"job": 0}, ["y"]) == {"job": 0, "x": 1, "y": 1}
-    with pytest.raises(ValueError, match="stage 'b' reads x, which no earlier stage writes"):
+    with pytest.raises(
+        ValueError, match="stage 'b' reads x, which no earlier stage writes"
+    ):
         run_stages([b, a], {"job": 0})
-    with pytest.raises(ValueError, match="stage 'c' writes 'x', already written by stage 'a'"):
+    with pytest.raises(
+        ValueError, match="stage 'c' writes 'x', already written by stage 'a'"
+    ):
         check_stages([a, _stage("c", ["job"], ["x"])], ["job"])
     with pytest.raises(ValueError, match="no stage writes z"):
         check_stages([a, b], ["job"], ["z"])
@@ -88,19 +95,46 @@ def test_the_checks_refuse_a_stage_out_of_order_or_dishonest():
 def test_plan_job_runs_the_stages_in_order(tmp_path, data_dir):
     job = load_job(REPO / "examples" / "bias_suite_offline.toml")
     seen = []
-    plan = plan_job(job.model_copy(update={"output_dir": str(tmp_path / "o")}), on_stage=lambda s: seen.append(s.name))
-    assert seen == [s.name for s in PLAN_STAGES] == [
-        "output", "benchmark", "instances", "judges", "rewriters", "variants", "quality", "rewrites", "preflight",
-        "units"]
-    assert {"better", "worst"} <= set(plan.instances.columns) and plan.rewrites.height == 168
+    plan = plan_job(
+        job.model_copy(update={"output_dir": str(tmp_path / "o")}),
+        on_stage=lambda s: seen.append(s.name),
+    )
+    assert (
+        seen
+        == [s.name for s in PLAN_STAGES]
+        == [
+            "output",
+            "benchmark",
+            "instances",
+            "judges",
+            "rewriters",
+            "variants",
+            "quality",
+            "rewrites",
+            "preflight",
+            "units",
+        ]
+    )
+    assert {"better", "worst"} <= set(
+        plan.instances.columns
+    ) and plan.rewrites.height == 168
 
 
 def test_a_failing_stage_stops_the_plan_there(tmp_path, data_dir):
     seen = []
-    job = parse_job({"name": "x", "output_dir": str(tmp_path / "o"),
-                     "benchmark": {"name": "mtbench", "questions": ["81"], "candidates": ["gpt-4"]},
-                     "judges": [{"name": "s", "backend": "simulated"}],
-                     "perturbations": [{"kind": "bandwagon", "target": "worse"}]})
+    job = parse_job(
+        {
+            "name": "x",
+            "output_dir": str(tmp_path / "o"),
+            "benchmark": {
+                "name": "mtbench",
+                "questions": ["81"],
+                "candidates": ["gpt-4"],
+            },
+            "judges": [{"name": "s", "backend": "simulated"}],
+            "perturbations": [{"kind": "bandwagon", "target": "worse"}],
+        }
+    )
     with pytest.raises(ConfigError, match="needs a quality source"):
         plan_job(job, on_stage=lambda s: seen.append(s.name))
     assert seen == ["output", "benchmark", "instances", "judges", "rewriters"]
@@ -115,18 +149,37 @@ def test_the_examples_plan_as_before(name, data_dir, monkeypatch):
 def _messages(path):
     """The string constants of a module other than docstrings (its messages and names)."""
     tree = ast.parse(path.read_text())
-    docs = {id(n.body[0].value) for n in ast.walk(tree)
-            if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
-            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
-    return [n.value for n in ast.walk(tree)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+    docs = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(
+            n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        )
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+    }
+    return [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant)
+        and isinstance(n.value, str)
+        and id(n) not in docs
+    ]
 
 
 def test_the_engine_names_no_backend():
     # "template" is also a prompt template; the other built-in backends' names are not words
     names = sorted(set(known_backends()) - {"template"}, key=len, reverse=True)
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b", re.IGNORECASE)
-    found = [(p.name, m) for p in sorted((REPO / "engine").glob("*.py")) for m in _messages(p) if pattern.search(m)]
+    pattern = re.compile(
+        r"\b(" + "|".join(map(re.escape, names)) + r")\b", re.IGNORECASE
+    )
+    found = [
+        (p.name, m)
+        for p in sorted((REPO / "engine").glob("*.py"))
+        for m in _messages(p)
+        if pattern.search(m)
+    ]
     assert found == []
 
 
@@ -136,19 +189,33 @@ def _table_rows():
     import voirdire.engine.plan as plan
 
     def names(text):
-        return tuple(x.strip() for x in text.split(",") if x.strip() and not x.strip().startswith("(nothing"))
+        return tuple(
+            x.strip()
+            for x in text.split(",")
+            if x.strip() and not x.strip().startswith("(nothing")
+        )
 
     lines = plan.__doc__.splitlines()
     rules = [i for i, x in enumerate(lines) if x.startswith("==========")]
     doc: list = []
-    for line in lines[rules[1] + 1 : rules[2]]:  # the table's body, between its second and third rule
+    for line in lines[
+        rules[1] + 1 : rules[2]
+    ]:  # the table's body, between its second and third rule
         if line.startswith(" "):  # a continued reads column
             doc[-1] = (doc[-1][0], doc[-1][1] + names(line), doc[-1][2])
         else:
             doc.append((line[:12].strip(), names(line[12:66]), names(line[66:])))
-    section = (REPO / "docs" / "contributing.md").read_text().split("## Planning")[1].split("\n## ")[0]
-    md = [tuple(c.strip() for c in line.strip("|").split("|")) for line in section.splitlines()
-          if line.startswith("| ") and not line.startswith("| stage")]
+    section = (
+        (REPO / "docs" / "contributing.md")
+        .read_text()
+        .split("## Planning")[1]
+        .split("\n## ")[0]
+    )
+    md = [
+        tuple(c.strip() for c in line.strip("|").split("|"))
+        for line in section.splitlines()
+        if line.startswith("| ") and not line.startswith("| stage")
+    ]
     return doc, [(s, names(r), names(w)) for s, r, w in md]
 
 

@@ -52,12 +52,19 @@ def test_davidson_matches_a_direct_maximisation():
         for i in range(k):
             for j in range(k):
                 if i != j:
-                    d = np.logaddexp(np.logaddexp(th[i], th[j]), lnu + (th[i] + th[j]) / 2)
-                    s += w[i, j] * (th[i] - d) + (t[i, j] * (lnu + (th[i] + th[j]) / 2 - d) if i < j else 0.0)
+                    d = np.logaddexp(
+                        np.logaddexp(th[i], th[j]), lnu + (th[i] + th[j]) / 2
+                    )
+                    s += w[i, j] * (th[i] - d) + (
+                        t[i, j] * (lnu + (th[i] + th[j]) / 2 - d) if i < j else 0.0
+                    )
         return -s
 
     ref = minimize(
-        nll, np.zeros(k), method="Nelder-Mead", options=dict(xatol=1e-10, fatol=1e-13, maxiter=40000, maxfev=40000)
+        nll,
+        np.zeros(k),
+        method="Nelder-Mead",
+        options=dict(xatol=1e-10, fatol=1e-13, maxiter=40000, maxfev=40000),
     ).x
     th, nu = fit_davidson(w, t, anchor=0, return_nu=True)
     assert np.abs(th[1:] - ref[:-1]).max() < 1e-5 and abs(np.log(nu) - ref[-1]) < 1e-5
@@ -66,9 +73,18 @@ def test_davidson_matches_a_direct_maximisation():
 def test_intervals_cover_the_true_ratings_in_200_simulated_tables():
     rng = np.random.default_rng(7)
     theta = np.linspace(-1.0, 1.0, 6)
-    comps = pl.concat([round_robin(theta, 40, rng, strategy=f"t{s:03d}") for s in range(200)])
-    lb = fit_boards(comps, anchor="m00", replicates=200).table.filter(pl.col("model") != "m00")
-    true = pl.DataFrame({"model": [f"m{i:02d}" for i in range(6)], "true": 1000 + SCALE * (theta - theta[0])})
+    comps = pl.concat(
+        [round_robin(theta, 40, rng, strategy=f"t{s:03d}") for s in range(200)]
+    )
+    lb = fit_boards(comps, anchor="m00", replicates=200).table.filter(
+        pl.col("model") != "m00"
+    )
+    true = pl.DataFrame(
+        {
+            "model": [f"m{i:02d}" for i in range(6)],
+            "true": 1000 + SCALE * (theta - theta[0]),
+        }
+    )
     cov = lb.join(true, on="model").with_columns(
         inside=(pl.col("lo") <= pl.col("true")) & (pl.col("true") <= pl.col("hi"))
     )
@@ -81,7 +97,11 @@ def _primacy_judge():
     shown first; every pair has the weaker model as candidate."""
     s = {f"m{i}": i for i in range(5)}
     pairs = [(f"m{i}", f"m{j}") for i in range(5) for j in range(i + 1, 5)]
-    return judgments(pairs, 8, lambda sh: "A" if abs(s[sh[0]] - s[sh[1]]) < 2 or s[sh[0]] > s[sh[1]] else "B")
+    return judgments(
+        pairs,
+        8,
+        lambda sh: "A" if abs(s[sh[0]] - s[sh[1]]) < 2 or s[sh[0]] > s[sh[1]] else "B",
+    )
 
 
 def test_primacy_orders_disagree_and_swap_tie_restores_the_true_order():
@@ -89,13 +109,17 @@ def test_primacy_orders_disagree_and_swap_tie_restores_the_true_order():
     lb = boards.table
 
     def order(strategy, view):
-        b = lb.filter((pl.col("strategy") == strategy) & (pl.col("view") == view)).sort("rating", descending=True)
+        b = lb.filter((pl.col("strategy") == strategy) & (pl.col("view") == view)).sort(
+            "rating", descending=True
+        )
         return b.get_column("model").to_list()
 
     truth = ["m4", "m3", "m2", "m1", "m0"]
     assert order("single", "first") != order("single", "swapped")
     assert order("swap-tie", "combined") == truth
-    flips = rank_flips(boards).filter((pl.col("view") == "first") & (pl.col("view_b") == "swapped"))
+    flips = rank_flips(boards).filter(
+        (pl.col("view") == "first") & (pl.col("view_b") == "swapped")
+    )
     assert flips.item(0, "flips") > 0
 
 
@@ -104,7 +128,9 @@ def test_vectorised_tau_and_rho_equal_scipy():
     x, y = rng.normal(size=(20, 9)), rng.normal(size=(20, 9))
     y[:, 3] = y[:, 4]  # a tie
     assert np.allclose(tau_b(x, y), [kendalltau(a, b).statistic for a, b in zip(x, y)])
-    assert np.allclose(spearman(x, y), [spearmanr(a, b).statistic for a, b in zip(x, y)])
+    assert np.allclose(
+        spearman(x, y), [spearmanr(a, b).statistic for a, b in zip(x, y)]
+    )
 
 
 def test_bad_input_is_one_line_naming_it():
@@ -113,7 +139,10 @@ def test_bad_input_is_one_line_naming_it():
     with pytest.raises(ConfigError, match="at least two models"):
         fit_boards(one, replicates=5)
     two = pl.concat(
-        [round_robin(np.zeros(2), 3, rng), round_robin(np.zeros(2), 3, rng).with_columns(a=pl.lit("x"), b=pl.lit("y"))]
+        [
+            round_robin(np.zeros(2), 3, rng),
+            round_robin(np.zeros(2), 3, rng).with_columns(a=pl.lit("x"), b=pl.lit("y")),
+        ]
     )
     with pytest.raises(ConfigError, match="disconnected") as e:
         fit_boards(two, replicates=5)
@@ -125,7 +154,9 @@ def test_bad_input_is_one_line_naming_it():
 
 
 def test_a_ranking_method_is_one_decorator():
-    m = RANKINGS.register(Method("bt-copy", lambda w, t, anchor=0: fit_bt(w, t, anchor)))
+    m = RANKINGS.register(
+        Method("bt-copy", lambda w, t, anchor=0: fit_bt(w, t, anchor))
+    )
     try:
         comps = round_robin(np.array([0.0, 0.5, 1.0]), 10, np.random.default_rng(2))
         a = fit_boards(comps, method="bt-copy", replicates=20).table
@@ -141,16 +172,28 @@ def test_length_control_brings_a_short_strong_model_back_up():
 
     theta = np.array([0.0, 0.2, 0.4, 0.6, 1.0])  # m04 the strongest, and the shortest
     comps, feats = length_loving(
-        theta, np.array([600.0, 700.0, 800.0, 900.0, 200.0]), 80, 4.0, np.random.default_rng(0)
+        theta,
+        np.array([600.0, 700.0, 800.0, 900.0, 200.0]),
+        80,
+        4.0,
+        np.random.default_rng(0),
     )
-    raw = fit_boards(comps, anchor="m00", replicates=50).table.sort("rating", descending=True)
-    assert raw.get_column("model").to_list()[-1] == "m04"  # the length-loving judge puts it last
+    raw = fit_boards(comps, anchor="m00", replicates=50).table.sort(
+        "rating", descending=True
+    )
+    assert (
+        raw.get_column("model").to_list()[-1] == "m04"
+    )  # the length-loving judge puts it last
     sc = style_controlled(comps, feats, names=("length",), anchor="m00", replicates=50)
-    models = sc.filter(~pl.col("term").str.starts_with("style:")).sort("rating", descending=True)
+    models = sc.filter(~pl.col("term").str.starts_with("style:")).sort(
+        "rating", descending=True
+    )
     assert models.get_column("term").to_list()[0] == "m04"
     gamma = sc.filter(pl.col("term") == "style:length")
     assert gamma.item(0, "lo") > 0  # the preference for length is found
-    lc = length_controlled(comps, feats, "m00", replicates=50).filter(pl.col("model") == "m04")
+    lc = length_controlled(comps, feats, "m00", replicates=50).filter(
+        pl.col("model") == "m04"
+    )
     assert lc.item(0, "win_rate") < 0.5 < lc.item(0, "lc_win_rate")
     assert (
         lc.item(0, "lc_lo") <= float(1 / (1 + np.exp(-1.0))) <= lc.item(0, "lc_hi")
@@ -161,17 +204,26 @@ def test_people_board_from_gold_and_files_written(tmp_path):
     from voirdire.analysis.ranking.study import rank_judgments
     from voirdire.analysis.report.ranking_files import write_ranking
 
-    gap = (pl.col("reference").str.slice(1).cast(pl.Int64) - pl.col("candidate").str.slice(1).cast(pl.Int64)).abs()
+    gap = (
+        pl.col("reference").str.slice(1).cast(pl.Int64)
+        - pl.col("candidate").str.slice(1).cast(pl.Int64)
+    ).abs()
     j = _primacy_judge().with_columns(  # people: a tie between neighbours, else the stronger model
         gold=pl.when(gap == 1)
         .then(pl.lit("tie"))
         .otherwise(pl.max_horizontal(pl.col("candidate"), pl.col("reference")))
     )
     r = rank_judgments(j, strategies=["swap-tie"], replicates=30)
-    people = r.leaderboard.filter(pl.col("judge") == "people").sort("rating", descending=True)
+    people = r.leaderboard.filter(pl.col("judge") == "people").sort(
+        "rating", descending=True
+    )
     assert people.get_column("model").to_list() == ["m4", "m3", "m2", "m1", "m0"]
-    assert set(people.get_column("strategy")) == {"gold"} and set(people.get_column("view")) == {"people"}
-    vs = r.flips.filter((pl.col("judge_b") == "people") & (pl.col("strategy") == "swap-tie"))
+    assert set(people.get_column("strategy")) == {"gold"} and set(
+        people.get_column("view")
+    ) == {"people"}
+    vs = r.flips.filter(
+        (pl.col("judge_b") == "people") & (pl.col("strategy") == "swap-tie")
+    )
     assert vs.item(0, "kendall_tau") == pytest.approx(1.0) and vs.item(0, "flips") == 0
     s = r.summary().filter(pl.col("strategy") == "single")
     assert s.item(0, "order_flips") > 0 and s.item(0, "people_tau") < 1.0
@@ -192,7 +244,10 @@ def test_people_board_from_gold_and_files_written(tmp_path):
         "n",
     ]
     assert pl.read_csv(paths["rank_flips"]).height == r.flips.height
-    assert paths["figure:sim/sim"].stat().st_size > 0 and "Leaderboards" in paths["html"].read_text()
+    assert (
+        paths["figure:sim/sim"].stat().st_size > 0
+        and "Leaderboards" in paths["html"].read_text()
+    )
 
 
 def test_cli_rank_bad_input_is_one_line_and_exit_2(tmp_path):
@@ -208,25 +263,44 @@ def test_text_features_count_length_and_markdown():
     from voirdire.analysis.ranking.style import text_features
 
     text = "# Title\nSome **bold** and __more__.\n\n- one\n* two\n1. three\n2) four\nnot-a-list\n## Sub"
-    assert text_features(text) == {"length": float(len(text)), "headers": 2.0, "lists": 4.0, "bold": 2.0}
+    assert text_features(text) == {
+        "length": float(len(text)),
+        "headers": 2.0,
+        "lists": 4.0,
+        "bold": 2.0,
+    }
 
 
 def test_a_benchmark_of_anonymous_answers_has_no_leaderboard():
     from voirdire.analysis.ranking.study import rank_judgments
     from voirdire.benchmarks.registry import BENCHMARKS
 
-    anonymous = next(c.name for c in BENCHMARKS.items().values() if not c.named_models)  # output_1 / output_2 pairs
+    anonymous = next(
+        c.name for c in BENCHMARKS.items().values() if not c.named_models
+    )  # output_1 / output_2 pairs
     with pytest.raises(ConfigError, match="anonymous answers, not named models"):
-        rank_judgments(_primacy_judge().with_columns(benchmark=pl.lit(anonymous)), replicates=5)
+        rank_judgments(
+            _primacy_judge().with_columns(benchmark=pl.lit(anonymous)), replicates=5
+        )
 
 
 def test_a_prior_keeps_an_undefeated_model_finite():
     comps = round_robin(np.array([0.0, 0.3, 0.6]), 6, np.random.default_rng(5))
-    m00_wins = pl.when(pl.col("a") == "m00").then(1.0).when(pl.col("b") == "m00").then(0.0).otherwise(pl.col("win"))
+    m00_wins = (
+        pl.when(pl.col("a") == "m00")
+        .then(1.0)
+        .when(pl.col("b") == "m00")
+        .then(0.0)
+        .otherwise(pl.col("win"))
+    )
     comps = comps.with_columns(win=m00_wins)
-    plain = fit_boards(comps, anchor="m01", replicates=20).table.filter(pl.col("model") == "m00")
+    plain = fit_boards(comps, anchor="m01", replicates=20).table.filter(
+        pl.col("model") == "m00"
+    )
     assert plain.item(0, "win_rate") > 1 - 1e-9  # no finite maximum: at the bound
-    smooth = fit_boards(comps, anchor="m01", prior=1.0, replicates=20).table.filter(pl.col("model") == "m00")
+    smooth = fit_boards(comps, anchor="m01", prior=1.0, replicates=20).table.filter(
+        pl.col("model") == "m00"
+    )
     w = smooth.item(0, "win_rate")
     assert 0.5 < w < 1 - 1e-6 and smooth.item(0, "hi") < 1000 + SCALE * 10
 
@@ -239,6 +313,12 @@ def test_rank_refuses_an_output_folder_that_is_not_ours(tmp_path):
     foreign = tmp_path / "thesis"
     foreign.mkdir()
     (foreign / "chapter1.tex").write_text("mine")
-    res = CliRunner().invoke(app, ["rank", str(tmp_path / "nowhere"), "--out", str(foreign)])
-    assert res.exit_code == 2 and "chapter1.tex" in res.output  # (the console wraps the one line)
-    assert (foreign / "chapter1.tex").read_text() == "mine" and not (foreign / "metrics").exists()
+    res = CliRunner().invoke(
+        app, ["rank", str(tmp_path / "nowhere"), "--out", str(foreign)]
+    )
+    assert (
+        res.exit_code == 2 and "chapter1.tex" in res.output
+    )  # (the console wraps the one line)
+    assert (foreign / "chapter1.tex").read_text() == "mine" and not (
+        foreign / "metrics"
+    ).exists()

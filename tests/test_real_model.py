@@ -30,27 +30,59 @@ pytestmark = [pytest.mark.vllm, pytest.mark.ray, pytest.mark.slow]
 
 def _served_requests(base_url: str) -> float:
     """vLLM's own count of finished requests (``vllm:request_success_total``, Prometheus)."""
-    with urllib.request.urlopen(base_url.removesuffix("/v1") + "/metrics", timeout=10) as r:
+    with urllib.request.urlopen(
+        base_url.removesuffix("/v1") + "/metrics", timeout=10
+    ) as r:
         text = r.read().decode()
-    return sum(float(m) for m in re.findall(r"^vllm:request_success_total\{[^}]*\} ([0-9.e+]+)$", text, re.M))
+    return sum(
+        float(m)
+        for m in re.findall(
+            r"^vllm:request_success_total\{[^}]*\} ([0-9.e+]+)$", text, re.M
+        )
+    )
 
 
 def _job(smollm2: dict[str, str], url: str, out: Path) -> dict:
     common = {"verdict_letters": "ab"}  # the system turn comes with each LLMBar query
     local = [
-        {"name": f"local-{m}", "backend": "vllm", "model": smollm2["model"], "dtype": smollm2["dtype"], "device": "cpu",
-         "max_model_len": 2048, "enforce_eager": True, "num_cpus": 0.5, "verdict_mode": m, "reasoning_tokens": 0,
-         "engine_kwargs": {"kv_cache_memory_bytes": KV_CACHE_BYTES}, **common}
+        {
+            "name": f"local-{m}",
+            "backend": "vllm",
+            "model": smollm2["model"],
+            "dtype": smollm2["dtype"],
+            "device": "cpu",
+            "max_model_len": 2048,
+            "enforce_eager": True,
+            "num_cpus": 0.5,
+            "verdict_mode": m,
+            "reasoning_tokens": 0,
+            "engine_kwargs": {"kv_cache_memory_bytes": KV_CACHE_BYTES},
+            **common,
+        }
         for m in MODES
     ]
     served = [
-        {"name": f"served-{m}", "backend": "openai_compatible", "base_url": url, "model": SERVED_NAME, "verdict_mode": m,
-         "max_retries": 1, "timeout_s": 300, **common}
+        {
+            "name": f"served-{m}",
+            "backend": "openai_compatible",
+            "base_url": url,
+            "model": SERVED_NAME,
+            "verdict_mode": m,
+            "max_retries": 1,
+            "timeout_s": 300,
+            **common,
+        }
         for m in MODES
     ]
     return {
-        "name": "smollm2-llmbar-ci", "output_dir": str(out),
-        "benchmark": {"name": "llmbar", "subsets": ["LLMBar/Natural"], "prompt": "Vanilla", "max_instances": PAIRS},
+        "name": "smollm2-llmbar-ci",
+        "output_dir": str(out),
+        "benchmark": {
+            "name": "llmbar",
+            "subsets": ["LLMBar/Natural"],
+            "prompt": "Vanilla",
+            "max_instances": PAIRS,
+        },
         "comparison": {"mode": "pairwise", "option_mode": 2, "permutations": "both"},
         "sampling": {"temperature": 0.0, "max_tokens": 6},
         "judges": local + served,
@@ -64,24 +96,46 @@ def real_run(smollm2, vllm_server, tmp_path_factory, ray_local):
     first = voirdire.run(job)
     served_before = _served_requests(vllm_server)
     again = voirdire.run(job)
-    return {"first": first, "again": again, "out": out, "served_delta": _served_requests(vllm_server) - served_before,
-            "judgments": pl.read_parquet(out / "judgments.parquet")}
+    return {
+        "first": first,
+        "again": again,
+        "out": out,
+        "served_delta": _served_requests(vllm_server) - served_before,
+        "judgments": pl.read_parquet(out / "judgments.parquet"),
+    }
 
 
 def _by_order(j: pl.DataFrame, judge: str) -> dict[tuple[str, str], pl.Series]:
     rows = j.filter(pl.col("judge") == judge).sort("question_id", "shown")
-    return {(r["question_id"], "|".join(r["shown"])): r for r in rows.iter_rows(named=True)}
+    return {
+        (r["question_id"], "|".join(r["shown"])): r for r in rows.iter_rows(named=True)
+    }
 
 
 def test_every_query_answered_and_every_structured_verdict_parses(real_run):
     j = real_run["judgments"]
-    assert j.height == PAIRS * 2 * len(MODES) * 2 and j["unit_id"].n_unique() == j.height
-    assert j.filter(pl.col("failure").is_not_null()).height == 0, j.filter(pl.col("failure").is_not_null())["failure_message"].to_list()
+    assert (
+        j.height == PAIRS * 2 * len(MODES) * 2 and j["unit_id"].n_unique() == j.height
+    )
+    assert j.filter(pl.col("failure").is_not_null()).height == 0, j.filter(
+        pl.col("failure").is_not_null()
+    )["failure_message"].to_list()
     constrained = j.filter(pl.col("judge").str.contains("structured|logprobs"))
-    assert constrained["chosen"].null_count() == 0 and set(constrained["extracted"].to_list()) <= {"A", "B"}
+    assert constrained["chosen"].null_count() == 0 and set(
+        constrained["extracted"].to_list()
+    ) <= {"A", "B"}
     assert set(constrained["output"].to_list()) <= {"Output (a)", "Output (b)"}
-    probs = j.filter(pl.col("judge").str.ends_with("logprobs"))["option_probs"].to_list()
-    assert all(abs(sum(p.values()) - 1) < 1e-6 for p in (dict(zip(x["key"], x["value"])) if isinstance(x, dict) and "key" in x else x for x in probs) if p)
+    probs = j.filter(pl.col("judge").str.ends_with("logprobs"))[
+        "option_probs"
+    ].to_list()
+    assert all(
+        abs(sum(p.values()) - 1) < 1e-6
+        for p in (
+            dict(zip(x["key"], x["value"])) if isinstance(x, dict) and "key" in x else x
+            for x in probs
+        )
+        if p
+    )
 
 
 def test_served_verdicts_equal_in_process_verdicts(real_run):
@@ -90,7 +144,10 @@ def test_served_verdicts_equal_in_process_verdicts(real_run):
         local, served = _by_order(j, f"local-{mode}"), _by_order(j, f"served-{mode}")
         assert local.keys() == served.keys() and len(local) == PAIRS * 2
         diff = [k for k in local if local[k]["extracted"] != served[k]["extracted"]]
-        assert diff == [], (mode, [(local[k]["output"], served[k]["output"]) for k in diff])
+        assert diff == [], (
+            mode,
+            [(local[k]["output"], served[k]["output"]) for k in diff],
+        )
 
 
 def test_a_rerun_sends_no_query(real_run):
@@ -109,7 +166,9 @@ def test_metrics_equal_those_recomputed_from_the_judgments(real_run):
         first = {}  # question -> (letter in the dataset's order, letter swapped)
         for r in rows.iter_rows(named=True):
             swapped = r["shown"][0] != "output_1"
-            first.setdefault(r["question_id"], [None, None])[int(swapped)] = r["extracted"]
+            first.setdefault(r["question_id"], [None, None])[int(swapped)] = r[
+                "extracted"
+            ]
         ccn = pcn = rcn = 0
         for a, b in first.values():
             if a is None or b is None:

@@ -76,9 +76,13 @@ def test_builtin_entries_are_imported_on_first_use_only(fake_module):
     reg.builtin("plain", "voirdire_test_plugin:Plain")
     assert reg.names() == ("decorated", "plain") and imported == []
     assert "plain" in reg and "other" not in reg
-    assert reg.get("plain").name == "plain"  # not registered by its module: taken from the attribute
+    assert (
+        reg.get("plain").name == "plain"
+    )  # not registered by its module: taken from the attribute
     assert imported == [1]
-    assert reg.get("decorated").name == "decorated"  # registered by the module's decorator
+    assert (
+        reg.get("decorated").name == "decorated"
+    )  # registered by the module's decorator
     assert imported == [1]  # the module was imported once
 
 
@@ -108,7 +112,9 @@ def test_decorator_aliases_replace_and_unregister():
 
 def test_import_paths_are_checked_and_errors_are_one_line():
     reg: Registry[type[Thing]] = Registry("thing", check=_check)
-    assert is_import_path("tests.test_registry:Thing") and not is_import_path("os.system; x:y")
+    assert is_import_path("tests.test_registry:Thing") and not is_import_path(
+        "os.system; x:y"
+    )
     assert reg.get("tests.test_registry:Thing") is Thing
     assert reg.find("thing") is Thing  # registered under its own name once imported
     for bad, msg in [
@@ -125,7 +131,9 @@ def test_import_paths_are_checked_and_errors_are_one_line():
 
 
 def test_normalised_names_and_missing_extras():
-    reg: Registry[object] = Registry("benchmark", normalise=lambda s: s.lower().replace("-", ""))
+    reg: Registry[object] = Registry(
+        "benchmark", normalise=lambda s: s.lower().replace("-", "")
+    )
     reg.builtin("MT-Bench", "voirdire.core:LETTERS")
     assert reg.get("mtbench") == reg.get("MT-Bench")
     reg.builtin("needs-extra", "voirdire_no_such_module_xyz:X", extra="api")
@@ -138,15 +146,25 @@ def test_entry_point_group_entries_are_built_ins(tmp_path, monkeypatch):
     read lazily (a distribution made here: a dist-info folder on sys.path)."""
     dist = tmp_path / "voirdire_test_plugin_ep-0.1.dist-info"
     dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: voirdire-test-plugin-ep\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[voirdire.test_things]\nep-thing = tests.test_registry:Thing\n")
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: voirdire-test-plugin-ep\nVersion: 0.1\n"
+    )
+    (dist / "entry_points.txt").write_text(
+        "[voirdire.test_things]\nep-thing = tests.test_registry:Thing\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
-    reg: Registry[type[Thing]] = Registry("thing", check=_check, entry_points="voirdire.test_things")
+    reg: Registry[type[Thing]] = Registry(
+        "thing", check=_check, entry_points="voirdire.test_things"
+    )
     reg.builtin("code-thing", "tests.test_registry:Thing")
-    assert reg._group == "voirdire.test_things"  # nothing read while names are found in code
+    assert (
+        reg._group == "voirdire.test_things"
+    )  # nothing read while names are found in code
     assert reg.get("code-thing") is Thing and reg._group is not None
     assert "ep-thing" in reg and reg.get("ep-thing") is Thing
     assert reg.names() == ("code-thing", "ep-thing")
-    other: Registry[type[Thing]] = Registry("thing", entry_points="voirdire.no_such_group")
+    other: Registry[type[Thing]] = Registry(
+        "thing", entry_points="voirdire.no_such_group"
+    )
     with pytest.raises(ConfigError, match="unknown thing 'x'; known: $"):
         other.get("x")

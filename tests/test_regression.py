@@ -9,19 +9,45 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from voirdire.analysis.position.regression import aic, factor_regressions, judge_family, stepwise
 
-TERMS = ["judge", "candidate", "task", "judge_family", "quality_gap", "input_chars", "output_chars"]
+from voirdire.analysis.position.regression import (
+    aic,
+    factor_regressions,
+    judge_family,
+    stepwise,
+)
+
+TERMS = [
+    "judge",
+    "candidate",
+    "task",
+    "judge_family",
+    "quality_gap",
+    "input_chars",
+    "output_chars",
+]
 
 
 def _known_effects(seed: int = 7, reps: int = 5) -> pl.DataFrame:
     """Cells with a strong judge effect and a strong quality-gap slope; candidate, task,
     input and output lengths have no effect; judge_family is a function of judge."""
     rng = np.random.default_rng(seed)
-    judges = ["gpt-4-0613", "gpt-3.5-turbo-1106", "claude-3-haiku-20240307", "gemini-pro"]
-    effect = {"gpt-4-0613": 0.25, "gpt-3.5-turbo-1106": 0.1, "claude-3-haiku-20240307": -0.1, "gemini-pro": -0.2}
+    judges = [
+        "gpt-4-0613",
+        "gpt-3.5-turbo-1106",
+        "claude-3-haiku-20240307",
+        "gemini-pro",
+    ]
+    effect = {
+        "gpt-4-0613": 0.25,
+        "gpt-3.5-turbo-1106": 0.1,
+        "claude-3-haiku-20240307": -0.1,
+        "gemini-pro": -0.2,
+    }
     rows = []
-    for j, c, t, _ in itertools.product(judges, [f"m{i}" for i in range(6)], [f"t{i}" for i in range(5)], range(reps)):
+    for j, c, t, _ in itertools.product(
+        judges, [f"m{i}" for i in range(6)], [f"t{i}" for i in range(5)], range(reps)
+    ):
         gap = rng.uniform(0, 0.5)
         rows.append(
             {
@@ -45,7 +71,10 @@ def _design(df: pl.DataFrame, terms: list[str]) -> np.ndarray:
         s = df.get_column(t)
         if s.dtype == pl.String:
             levels = sorted(set(s.to_list()))
-            cols += [np.array([v == lv for v in s.to_list()], dtype=float) for lv in levels[1:]]
+            cols += [
+                np.array([v == lv for v in s.to_list()], dtype=float)
+                for lv in levels[1:]
+            ]
         else:
             cols.append(s.to_numpy().astype(float))
     return np.column_stack(cols)
@@ -78,7 +107,9 @@ def test_selection_keeps_strong_terms_and_drops_null_ones():
         res = stepwise(df, "pc", TERMS, scope="synthetic")
         for t in res.terms:
             kept[t] += 1
-        assert any("judge_family" in n for n in res.notes)  # aliased with judge: 0 Df, dropped
+        assert any(
+            "judge_family" in n for n in res.notes
+        )  # aliased with judge: 0 Df, dropped
         if seed == 0:  # slope on the standardised gap, converted back: the true 0.8
             coef = dict(res.coefficients.select("name", "estimate").iter_rows())
             slope = coef["quality_gap"] / df.get_column("quality_gap").std(ddof=0)
@@ -106,7 +137,9 @@ def test_drop1_and_aic_match_independent_computation():
         assert rows[t]["Df"] == k0 - k1
         assert rows[t]["RSS"] == pytest.approx(rss1, rel=1e-9)
         assert rows[t]["Sum of Sq"] == pytest.approx(rss1 - rss0, rel=1e-7)
-        assert rows[t]["AIC"] == pytest.approx(n * math.log(rss1 / n) + 2 * k1, rel=1e-9)
+        assert rows[t]["AIC"] == pytest.approx(
+            n * math.log(rss1 / n) + 2 * k1, rel=1e-9
+        )
     assert res.drop1.get_column("AIC").is_sorted()
     # the selected model is a local optimum: no single add or drop lowers the AIC
     for t in TERMS:
@@ -124,23 +157,34 @@ def test_aic_formula():
 
 def test_factor_regressions_per_benchmark_and_combined():
     a = _known_effects(seed=1, reps=1).with_columns(benchmark=pl.lit("A"))
-    b = _known_effects(seed=2, reps=1).with_columns(benchmark=pl.lit("B"), task=pl.col("task") + "-b")
+    b = _known_effects(seed=2, reps=1).with_columns(
+        benchmark=pl.lit("B"), task=pl.col("task") + "-b"
+    )
     cells = pl.concat([a, b]).with_columns(
         n=pl.lit(10), consistent=pl.lit(6), primacy=pl.lit(2), recency=pl.lit(2), balanced=pl.lit(0),
         pf=pl.col("pc") - 0.5, prompt_chars=pl.col("input_chars") + pl.col("output_chars"),
     ).drop("judge_family")  # fmt: skip
     attrs = pl.DataFrame({"judge": ["gpt-4-0613", "gemini-pro"], "price": [30.0, 0.5]})
     res = factor_regressions(cells, judge_attributes=attrs)
-    assert [(r.scope, r.response) for r in res] == [(s, r) for s in ("A", "B", "combined") for r in ("pc", "pf")]
+    assert [(r.scope, r.response) for r in res] == [
+        (s, r) for s in ("A", "B", "combined") for r in ("pc", "pf")
+    ]
     comb = res[4]
-    assert comb.n == cells.filter(pl.col("judge").is_in(["gpt-4-0613", "gemini-pro"])).height  # price null elsewhere
+    assert (
+        comb.n
+        == cells.filter(pl.col("judge").is_in(["gpt-4-0613", "gemini-pro"])).height
+    )  # price null elsewhere
     assert "price" in comb.start
 
 
 def test_cells_with_v_zero_left_out():
     """Cells whose every pair failed (v = 0: PC = PF = 0, δq = 0.5 are not measurements)
     are no observations of the regression (docs/metrics.md, Per judge)."""
-    base = _known_effects(seed=3, reps=1).with_columns(benchmark=pl.lit("A")).drop("judge_family")
+    base = (
+        _known_effects(seed=3, reps=1)
+        .with_columns(benchmark=pl.lit("A"))
+        .drop("judge_family")
+    )
     ok = base.with_columns(
         n=pl.lit(10), consistent=pl.lit(6), primacy=pl.lit(2), recency=pl.lit(2), balanced=pl.lit(0),
         pf=pl.col("pc") - 0.5, prompt_chars=pl.col("input_chars") + pl.col("output_chars"),

@@ -32,7 +32,16 @@ DEVBENCH = {
 RS_GPT4_MTBENCH = (0.967, 0.054)
 
 
-def _run(tmp, data_dir, name: str, bench: str, judges: list[str], study: str, sample: str, reps: int):
+def _run(
+    tmp,
+    data_dir,
+    name: str,
+    bench: str,
+    judges: list[str],
+    study: str,
+    sample: str,
+    reps: int,
+):
     from voirdire.engine.spec import parse_job
 
     job = parse_job(
@@ -40,8 +49,15 @@ def _run(tmp, data_dir, name: str, bench: str, judges: list[str], study: str, sa
             "name": name,
             "output_dir": str(tmp / name),
             "benchmark": {"name": bench, "data_dir": str(data_dir), "sample": sample},
-            "comparison": {"mode": "pairwise", "permutations": "both", "repetitions": reps},
-            "judges": [{"name": j, "backend": "replay", "recorded": j, "study": study} for j in judges],
+            "comparison": {
+                "mode": "pairwise",
+                "permutations": "both",
+                "repetitions": reps,
+            },
+            "judges": [
+                {"name": j, "backend": "replay", "recorded": j, "study": study}
+                for j in judges
+            ],
         },
         name,
     )
@@ -53,13 +69,35 @@ def _run(tmp, data_dir, name: str, bench: str, judges: list[str], study: str, sa
 def figures(tmp_path_factory, data_dir, ray_local):
     tmp = tmp_path_factory.mktemp("release")
     return {
-        "MTBench": _run(tmp, data_dir, "mt-pb", "mtbench", list(MTBENCH), "position_bias", "full", 1),
-        "DevBench": _run(tmp, data_dir, "dev-pb", "devbench", list(DEVBENCH), "position_bias", "full", 1),
-        "repetition": _run(tmp, data_dir, "mt-rep", "mtbench", ["gpt-4-0613"], "repetition", "repetition", 3),
+        "MTBench": _run(
+            tmp, data_dir, "mt-pb", "mtbench", list(MTBENCH), "position_bias", "full", 1
+        ),
+        "DevBench": _run(
+            tmp,
+            data_dir,
+            "dev-pb",
+            "devbench",
+            list(DEVBENCH),
+            "position_bias",
+            "full",
+            1,
+        ),
+        "repetition": _run(
+            tmp,
+            data_dir,
+            "mt-rep",
+            "mtbench",
+            ["gpt-4-0613"],
+            "repetition",
+            "repetition",
+            3,
+        ),
     }
 
 
-@pytest.mark.parametrize(("bench", "table"), [("MTBench", MTBENCH), ("DevBench", DEVBENCH)])
+@pytest.mark.parametrize(
+    ("bench", "table"), [("MTBench", MTBENCH), ("DevBench", DEVBENCH)]
+)
 def test_table2_position_consistency_and_preference_fairness(figures, bench, table):
     got = figures[bench]
     assert set(got) == set(table)
@@ -71,4 +109,6 @@ def test_table2_position_consistency_and_preference_fairness(figures, bench, tab
 def test_table2_repetition_stability_of_gpt4_on_mtbench(figures):
     r = figures["repetition"]["gpt-4-0613"]
     rs, spread = RS_GPT4_MTBENCH
-    assert r["rs"] == pytest.approx(rs, abs=5e-4) and r["rs_spread"] == pytest.approx(spread, abs=5e-4)
+    assert r["rs"] == pytest.approx(rs, abs=5e-4) and r["rs_spread"] == pytest.approx(
+        spread, abs=5e-4
+    )

@@ -20,18 +20,45 @@ PB_JUDGES = ["gemini-pro", "gpt-3.5-turbo-1106", "gpt-4-0613"]
 REP_JUDGES = ["gemini-pro", "gpt-4-0613", "claude-3-haiku-20240307"]
 
 
-def _job(tmp: Path, data_dir: Path, name: str, sample: str, reps: int, judges: list[str], study: str, tokenizer: str | None):
+def _job(
+    tmp: Path,
+    data_dir: Path,
+    name: str,
+    sample: str,
+    reps: int,
+    judges: list[str],
+    study: str,
+    tokenizer: str | None,
+):
     from voirdire.engine.spec import parse_job
 
     spec = {
         "name": name,
         "output_dir": str(tmp / name),
-        "benchmark": {"name": "mtbench", "data_dir": str(data_dir), "sample": sample, "tasks": ["writing", "math", "coding"]},
-        "comparison": {"mode": "pairwise", "option_mode": 3, "permutations": "both", "repetitions": reps},
-        "judges": [{"name": j, "backend": "replay", "recorded": j, "study": study} for j in judges],
+        "benchmark": {
+            "name": "mtbench",
+            "data_dir": str(data_dir),
+            "sample": sample,
+            "tasks": ["writing", "math", "coding"],
+        },
+        "comparison": {
+            "mode": "pairwise",
+            "option_mode": 3,
+            "permutations": "both",
+            "repetitions": reps,
+        },
+        "judges": [
+            {"name": j, "backend": "replay", "recorded": j, "study": study}
+            for j in judges
+        ],
     }
     if sample == "full":
-        spec["benchmark"]["candidates"] = ["gpt-4", "alpaca-13b", "llama-13b", "claude-v1"]
+        spec["benchmark"]["candidates"] = [
+            "gpt-4",
+            "alpaca-13b",
+            "llama-13b",
+            "claude-v1",
+        ]
     if tokenizer:
         spec["analysis"] = {"tokenizer": tokenizer}
     return parse_job(spec, name)
@@ -43,7 +70,9 @@ def _tokenizer(path: Path) -> str:
 
     tok = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(path)
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(
+        path
+    )
     return str(path)
 
 
@@ -68,7 +97,20 @@ def test_report_html_has_every_part(jobs):
     out = tmp / "combined"
     attrs = tmp / "attrs.csv"
     pl.DataFrame({"judge": PB_JUDGES, "context_k": [32.0, 16.0, 8.0]}).write_csv(attrs)
-    res = CliRunner().invoke(app, ["report", str(pb), str(rep), "--out", str(out), "--replicates", "100", "--judge-attributes", str(attrs)])
+    res = CliRunner().invoke(
+        app,
+        [
+            "report",
+            str(pb),
+            str(rep),
+            "--out",
+            str(out),
+            "--replicates",
+            "100",
+            "--judge-attributes",
+            str(attrs),
+        ],
+    )
     assert res.exit_code == 0, res.output
     page = (out / "report.html").read_text(encoding="utf-8")
     assert (out / "report.md").is_file()
@@ -77,9 +119,23 @@ def test_report_html_has_every_part(jobs):
     n_img = page.count('src="data:image/png;base64,')
     # per benchmark: radar, PF bars, PC vs PF, RS, vs win rate; per directory: agreement + disagreement
     assert n_img == 5 + 2 * 2
-    for name in ("pc_radar_MTBench", "pf_bars_MTBench", "pc_vs_pf_MTBench", "vs_win_rate_MTBench", "rs_MTBench", "agreement_mt-pb", "disagreement_mt-rep"):
+    for name in (
+        "pc_radar_MTBench",
+        "pf_bars_MTBench",
+        "pc_vs_pf_MTBench",
+        "vs_win_rate_MTBench",
+        "rs_MTBench",
+        "agreement_mt-pb",
+        "disagreement_mt-rep",
+    ):
         assert (out / "figures" / f"{name}.png").stat().st_size > 1000
-    for heading in ("Jobs, settings and counts", "Factor regression", "Agreement between judges", "How many queries are enough?", "Fleiss"):
+    for heading in (
+        "Jobs, settings and counts",
+        "Factor regression",
+        "Agreement between judges",
+        "How many queries are enough?",
+        "Fleiss",
+    ):
         assert heading in page
     assert "<td>&lt;none&gt;</td>" in page  # a drop1 table
     # the panel: PC/PF from the position-bias job, RS from the repetition job
@@ -87,7 +143,9 @@ def test_report_html_has_every_part(jobs):
     g4 = panel.filter(pl.col("judge") == "gpt-4-0613").row(0, named=True)
     assert g4["source"] == "mt-pb" and g4["rs_source"] == "mt-rep"
     assert g4["pc_lo"] <= g4["pc"] <= g4["pc_hi"]
-    haiku = panel.filter(pl.col("judge") == "claude-3-haiku-20240307").row(0, named=True)
+    haiku = panel.filter(pl.col("judge") == "claude-3-haiku-20240307").row(
+        0, named=True
+    )
     assert haiku["source"] == "mt-rep"  # only judged in the repetition job
     flagged = panel.filter(~pl.col("readable"))
     for r in flagged.iter_rows(named=True):
@@ -98,13 +156,24 @@ def test_report_html_has_every_part(jobs):
     assert set(d1.get_column("response")) == {"pc", "pf"}
     path = pl.read_csv(out / "metrics" / "regression_path_MTBench_pc.csv")
     assert path.height >= 1
-    for f in ("agreement_mt-pb", "fleiss_mt-rep", "bootstrap_mt-pb", "bootstrap_task_mt-pb", "sign_test_mt-pb", "power"):
+    for f in (
+        "agreement_mt-pb",
+        "fleiss_mt-rep",
+        "bootstrap_mt-pb",
+        "bootstrap_task_mt-pb",
+        "sign_test_mt-pb",
+        "power",
+    ):
         assert (out / "metrics" / f"{f}.csv").is_file()
 
 
 def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
     """Every file under ``root``: relative path -> (content, modification time in ns)."""
-    return {str(f.relative_to(root)): (f.read_bytes(), f.stat().st_mtime_ns) for f in sorted(root.rglob("*")) if f.is_file()}
+    return {
+        str(f.relative_to(root)): (f.read_bytes(), f.stat().st_mtime_ns)
+        for f in sorted(root.rglob("*"))
+        if f.is_file()
+    }
 
 
 def _chmod_tree(root: Path, file_mode: int, dir_mode: int) -> None:
@@ -128,7 +197,9 @@ def test_report_out_writes_only_under_out(jobs):
     for d in (pb, rep):
         _chmod_tree(d, 0o444, 0o555)
     try:
-        res = CliRunner().invoke(app, ["report", str(pb), str(rep), "--out", str(out), "--replicates", "20"])
+        res = CliRunner().invoke(
+            app, ["report", str(pb), str(rep), "--out", str(out), "--replicates", "20"]
+        )
     finally:
         for d in (pb, rep):
             _chmod_tree(d, 0o644, 0o755)
@@ -149,7 +220,9 @@ def test_token_lengths_counted_with_the_jobs_tokenizer(jobs, data_dir):
     words = re.compile(r"\w+|[^\w\s]+")  # what the Whitespace pre-tokenizer splits on
     for qid, shown, om, pt, ot in q.head(5).iter_rows():
         assert pt == len(words.findall(bench.build_prompt(qid, tuple(shown), om)))
-        assert ot == sum(len(words.findall(t)) for m in shown for t in bench.answers(qid, m))
+        assert ot == sum(
+            len(words.findall(t)) for m in shown for t in bench.answers(qid, m)
+        )
     # a single-directory report picks the tokenizer up from the job and regresses on it
     from voirdire.analysis.report.html import build_report
 
@@ -165,7 +238,9 @@ def test_power_table_of_a_study_with_low_pc_leaves_out_what_no_judge_reaches():
     PC=0.3 and PF=0.05'); the power table now leaves such rows out."""
     from voirdire.analysis.study import _power
 
-    low = _power(pl.DataFrame({"pc": [0.2, 0.3, 0.4], "readable": [True] * 3}), replicates=20)
+    low = _power(
+        pl.DataFrame({"pc": [0.2, 0.3, 0.4], "readable": [True] * 3}), replicates=20
+    )
     assert low.height == 0 or set(low.get_column("pc")) == {0.3}
     usual = _power(pl.DataFrame({"pc": [0.7], "readable": [True]}), replicates=20)
     assert set(usual.get_column("pf")) == {0.05, 0.1, 0.2, 0.3}

@@ -8,22 +8,24 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+
+import voirdire
 from voirdire.analysis.mitigation import scores as sc
-from voirdire.benchmarks.scoring import load_score_templates, score_patterns
 from voirdire.benchmarks.registry import load_benchmark
+from voirdire.benchmarks.scoring import load_score_templates, score_patterns
+from voirdire.core import ConfigError
 from voirdire.engine.spec import parse_job
 from voirdire.judges.extract import extract_scores
 from voirdire.judges.simulated import latent_quality
-
-import voirdire
-from voirdire.core import ConfigError
 
 # ---------------------------------------------------------------------- prompts
 
 
 @pytest.mark.parametrize("name", ["mtbench", "devbench"])
 @pytest.mark.parametrize("style", ["evidence_first", "scores_first"])
-def test_score_prompt_shows_both_answers_and_asks_for_two_score_lines(data_dir, name, style):
+def test_score_prompt_shows_both_answers_and_asks_for_two_score_lines(
+    data_dir, name, style
+):
     b = load_benchmark(name, data_dir)
     q = b.question_ids[0]
     c = b.candidates[0]
@@ -37,8 +39,13 @@ def test_score_prompt_shows_both_answers_and_asks_for_two_score_lines(data_dir, 
     if style == "evidence_first":
         assert p.rstrip().endswith(f"Score of {labels[1]}: <score>")
     # the template's own format lines carry no number: extraction cannot read them as scores
-    raw = pl.DataFrame({"benchmark": [b.name], "mode": ["score"], "output": [p], "choice": [None]}, schema_overrides={"choice": pl.String})
-    assert extract_scores(raw, {b.name: score_patterns(b.name)})["slot_scores"][0] is None
+    raw = pl.DataFrame(
+        {"benchmark": [b.name], "mode": ["score"], "output": [p], "choice": [None]},
+        schema_overrides={"choice": pl.String},
+    )
+    assert (
+        extract_scores(raw, {b.name: score_patterns(b.name)})["slot_scores"][0] is None
+    )
     swapped = b.build_score_prompt(q, (b.reference, c), style)
     assert swapped != p and swapped.index(ans_r[:200]) < swapped.index(ans_c[:200])
 
@@ -68,12 +75,33 @@ def test_extract_scores_reads_the_last_score_lines_and_derives_the_letter():
         None,
     ]
     raw = pl.DataFrame(
-        {"benchmark": ["MTBench"] * 7, "mode": ["score"] * 6 + ["pairwise"], "output": outs + ["[[A]]"], "choice": [None] * 7},
+        {
+            "benchmark": ["MTBench"] * 7,
+            "mode": ["score"] * 6 + ["pairwise"],
+            "output": outs + ["[[A]]"],
+            "choice": [None] * 7,
+        },
         schema_overrides={"choice": pl.String},
     )
     got = extract_scores(raw, pats)
-    assert got["slot_scores"].to_list() == [[7.0, 9.0], [8.0, 6.5], [5.0, 5.0], None, None, None, None]
-    assert got["choice"].to_list() == ["B", "A", "C", None, None, None, None]  # pairwise rows keep their choice
+    assert got["slot_scores"].to_list() == [
+        [7.0, 9.0],
+        [8.0, 6.5],
+        [5.0, 5.0],
+        None,
+        None,
+        None,
+        None,
+    ]
+    assert got["choice"].to_list() == [
+        "B",
+        "A",
+        "C",
+        None,
+        None,
+        None,
+        None,
+    ]  # pairwise rows keep their choice
     with pytest.raises(KeyError, match="no score patterns"):
         extract_scores(raw, {})
 
@@ -100,7 +128,9 @@ K = 3
 QUESTION_NOISE, SCORE_NOISE = 0.5, 1.0
 
 
-def _expected_accuracy(pairs: list[tuple[str, str]], draws: int = 400) -> dict[str, float]:
+def _expected_accuracy(
+    pairs: list[tuple[str, str]], draws: int = 400
+) -> dict[str, float]:
     """P(final verdict == true winner) of each strategy under the simulated judge's score
     model (judges/simulated.py), by Monte Carlo with numpy, independently of the
     implementation: the true winner is the model of higher latent quality + question noise;
@@ -115,7 +145,16 @@ def _expected_accuracy(pairs: list[tuple[str, str]], draws: int = 400) -> dict[s
     lean = 4 * (PRIMACY - 0.5)
 
     def score(v, bonus, k):
-        return np.clip(np.round(5.5 + 1.5 * v[..., None] + bonus + rng.normal(0, SCORE_NOISE, (n, draws, k))), 1, 10)
+        return np.clip(
+            np.round(
+                5.5
+                + 1.5 * v[..., None]
+                + bonus
+                + rng.normal(0, SCORE_NOISE, (n, draws, k))
+            ),
+            1,
+            10,
+        )
 
     # order 0: candidate in slot A; order 1: reference in slot A
     c0, r0 = score(vc, lean, K), score(vr, -lean, K)
@@ -123,12 +162,16 @@ def _expected_accuracy(pairs: list[tuple[str, str]], draws: int = 400) -> dict[s
     out = {}
     for name, (orders, k) in sc.CALIBRATIONS.items():
         k = K if k is None else k
-        d0 = c0[..., :k].mean(-1) - r0[..., :k].mean(-1)  # each answer's mean in its position
+        d0 = c0[..., :k].mean(-1) - r0[..., :k].mean(
+            -1
+        )  # each answer's mean in its position
         d1 = c1[..., :k].mean(-1) - r1[..., :k].mean(-1)
         if orders == "both":  # the mean of the two positions' means
             out[name] = float((np.sign(d0 + d1) == truth).mean())
         else:  # a verdict per order, both orders counted
-            out[name] = float(((np.sign(d0) == truth).mean() + (np.sign(d1) == truth).mean()) / 2)
+            out[name] = float(
+                ((np.sign(d0) == truth).mean() + (np.sign(d1) == truth).mean()) / 2
+            )
     return out
 
 
@@ -157,7 +200,12 @@ def test_bpc_and_mec_remove_the_primacy_bonus_and_recover_the_true_winner(primac
     jm = primacy_run.judge_metrics.row(0, named=True)
     assert jm["pf"] < -0.5, jm
 
-    pairs = sc.score_samples(j).select("candidate", "reference", "question_id").unique().sort("question_id", "candidate")
+    pairs = (
+        sc.score_samples(j)
+        .select("candidate", "reference", "question_id")
+        .unique()
+        .sort("question_id", "candidate")
+    )
     expected = _expected_accuracy(list(zip(pairs["candidate"], pairs["reference"])))
     # truth per pair from the judge's own latent model: quality + the question's noise draw,
     # recomputed here from the simulated judge's definitions
@@ -167,20 +215,37 @@ def test_bpc_and_mec_remove_the_primacy_bonus_and_recover_the_true_winner(primac
 
     def true_winner(row):
         rng = random.Random(_u("question", 0, row["question_id"]))
-        noise = {m: rng.gauss(0.0, QUESTION_NOISE) for m in sorted((row["candidate"], row["reference"]))}
+        noise = {
+            m: rng.gauss(0.0, QUESTION_NOISE)
+            for m in sorted((row["candidate"], row["reference"]))
+        }
         vc = latent_quality(row["candidate"], None, 0) + noise[row["candidate"]]
         vr = latent_quality(row["reference"], None, 0) + noise[row["reference"]]
         return "win" if vc > vr else "loss"
 
-    truth = pairs.with_columns(truth=pl.struct("question_id", "candidate", "reference").map_elements(true_winner, return_dtype=pl.String))
+    truth = pairs.with_columns(
+        truth=pl.struct("question_id", "candidate", "reference").map_elements(
+            true_winner, return_dtype=pl.String
+        )
+    )
     got = {}
     for name in sc.CALIBRATIONS:
-        v = sc.strategy_verdicts(j, name).join(truth, on=["question_id", "candidate", "reference"])
-        assert v.height == 2400 * (1 if sc.CALIBRATIONS[name][0] == "both" else 2)  # per order: both orders
+        v = sc.strategy_verdicts(j, name).join(
+            truth, on=["question_id", "candidate", "reference"]
+        )
+        assert v.height == 2400 * (
+            1 if sc.CALIBRATIONS[name][0] == "both" else 2
+        )  # per order: both orders
         got[name] = (v["verdict"] == v["truth"]).mean()
         se = math.sqrt(expected[name] * (1 - expected[name]) / v.height)
-        assert abs(got[name] - expected[name]) < 4 * se + 0.01, (name, got[name], expected[name])
-        assert v["queries"].unique().to_list() == [{"score-single": 1, "bpc": 2, "mec": K, "mec+bpc": 2 * K}[name]]
+        assert abs(got[name] - expected[name]) < 4 * se + 0.01, (
+            name,
+            got[name],
+            expected[name],
+        )
+        assert v["queries"].unique().to_list() == [
+            {"score-single": 1, "bpc": 2, "mec": K, "mec+bpc": 2 * K}[name]
+        ]
     # the calibrations help: BPC removes the slot bonus, MEC averages the sampling noise
     assert got["bpc"] > got["score-single"] + 0.03
     assert got["mec+bpc"] > got["bpc"]
@@ -188,9 +253,8 @@ def test_bpc_and_mec_remove_the_primacy_bonus_and_recover_the_true_winner(primac
 
 @pytest.mark.ray
 def test_bpde_of_the_2k_score_outcomes_ranks_disagreeing_pairs_first(primacy_run):
-    from voirdire.analysis.mitigation import registry
     from voirdire.analysis.mitigation import bpde as B
-    from voirdire.analysis.mitigation import verdicts as M
+    from voirdire.analysis.mitigation import registry
 
     samples = sc.sample_verdicts(primacy_run.judgments)
     assert samples.height == 2400 * 2 * K and samples["queries"].sum() == samples.height
@@ -202,14 +266,26 @@ def test_bpde_of_the_2k_score_outcomes_ranks_disagreeing_pairs_first(primacy_run
     p = p[p > 0]
     assert top["bpde"] == pytest.approx(float(-(p * np.log2(p)).sum()))
     chosen = B.select_for_annotation(samples, 0.2)
-    assert chosen.height == 480 and chosen["bpde"].min() >= e["bpde"].sort(descending=True)[479]
+    assert (
+        chosen.height == 480
+        and chosen["bpde"].min() >= e["bpde"].sort(descending=True)[479]
+    )
     # registered strategies: the score strategies run through the mitigation registry
-    both = registry.apply_strategies(primacy_run.judgments, ["score-single", "bpc", "mec", "mec+bpc"])
-    assert dict(both.group_by("strategy").agg(pl.col("queries").first()).iter_rows()) == {
-        "score-single": 1, "bpc": 2, "mec": K, "mec+bpc": 2 * K,
+    both = registry.apply_strategies(
+        primacy_run.judgments, ["score-single", "bpc", "mec", "mec+bpc"]
+    )
+    assert dict(
+        both.group_by("strategy").agg(pl.col("queries").first()).iter_rows()
+    ) == {
+        "score-single": 1,
+        "bpc": 2,
+        "mec": K,
+        "mec+bpc": 2 * K,
     }
     with pytest.raises(ConfigError, match="slot_scores"):
-        registry.apply_strategies(primacy_run.judgments.with_columns(slot_scores=None), ["bpc"])
+        registry.apply_strategies(
+            primacy_run.judgments.with_columns(slot_scores=None), ["bpc"]
+        )
 
 
 def test_strategies_need_score_judgments_and_both_orders():
@@ -234,12 +310,19 @@ def _score_rows(scores, n_questions=1, candidate="x"):
                 if got == "absent":
                     continue
                 shown = [candidate, "ref"] if first else ["ref", candidate]
-                choice = None if got is None else ("A" if got[0] > got[1] else "B" if got[1] > got[0] else "C")
+                choice = (
+                    None
+                    if got is None
+                    else ("A" if got[0] > got[1] else "B" if got[1] > got[0] else "C")
+                )
                 rows.append(dict(benchmark="B", judge="j", question_id=f"q{q}", task="t", candidate=candidate, reference="ref",
                                  shown=shown, permutation=0 if first else 1, repetition=rep, mode="score", option_mode=3,
                                  slot_scores=None if got is None else [float(x) for x in got], extracted=choice,
                                  failed=got is None, input_chars=1, output_chars=1, prompt_chars=1))  # fmt: skip
-    return pl.DataFrame(rows, schema_overrides={"slot_scores": pl.List(pl.Float64), "extracted": pl.String})
+    return pl.DataFrame(
+        rows,
+        schema_overrides={"slot_scores": pl.List(pl.Float64), "extracted": pl.String},
+    )
 
 
 def test_per_order_score_strategies_read_a_pure_primacy_judge_like_single():
@@ -251,17 +334,31 @@ def test_per_order_score_strategies_read_a_pure_primacy_judge_like_single():
     from voirdire.analysis.mitigation import registry
 
     j = _score_rows(lambda q, first, rep: (7, 5), n_questions=20)
-    v = registry.apply_strategies(j, ["single", "score-single", "mec", "bpc", "mec+bpc"])
-    t = {r["strategy"]: r for r in E.evaluate(v, None, replicates=50).iter_rows(named=True)}
+    v = registry.apply_strategies(
+        j, ["single", "score-single", "mec", "bpc", "mec+bpc"]
+    )
+    t = {
+        r["strategy"]: r
+        for r in E.evaluate(v, None, replicates=50).iter_rows(named=True)
+    }
     for name, cost in (("single", 1.0), ("score-single", 1.0), ("mec", 3.0)):
         r = t[name]
-        assert (r["pc"], r["pf"], r["flip"], r["order_invariant"]) == (0.0, -1.0, 1.0, False), name
-        assert r["cost"] == cost and r["pairs"] == 20 * (3 if name == "single" else 1), name
+        assert (r["pc"], r["pf"], r["flip"], r["order_invariant"]) == (
+            0.0,
+            -1.0,
+            1.0,
+            False,
+        ), name
+        assert r["cost"] == cost and r["pairs"] == 20 * (
+            3 if name == "single" else 1
+        ), name
     for name in ("bpc", "mec+bpc"):
         assert t[name]["order_invariant"] and t[name]["pc"] == 1.0
         assert set(v.filter(pl.col("strategy") == name)["verdict"]) == {"tie"}
     per_order = sc.strategy_verdicts(j, "score-single")
-    assert per_order.height == 40 and set(zip(per_order["permutation"], per_order["verdict"])) == {(0, "win"), (1, "loss")}
+    assert per_order.height == 40 and set(
+        zip(per_order["permutation"], per_order["verdict"])
+    ) == {(0, "win"), (1, "loss")}
 
 
 def test_bpc_averages_each_answer_per_position_and_needs_both_orders():
@@ -271,6 +368,7 @@ def test_bpc_averages_each_answer_per_position_and_needs_both_orders():
     7.5 vs 6.5, a win). q1: the swapped order failed in every sample: undecided (not the
     biased one-order verdict 8 vs 6). q2: the swapped order was never asked: undecided.
     q3: all samples valid: the per-position mean equals the mean of all 2k samples."""
+
     def scores(q, first, rep):
         if first:  # the candidate in slot A gets the bonus
             return (8, 6) if q < 3 else (5 + rep, 4)
@@ -283,18 +381,55 @@ def test_bpc_averages_each_answer_per_position_and_needs_both_orders():
         return (6, 3 + rep)
 
     j = _score_rows(scores, n_questions=4)
-    got = {r["question_id"]: r for r in sc.strategy_verdicts(j, "mec+bpc").iter_rows(named=True)}
-    assert (got["q0"]["candidate_score"], got["q0"]["reference_score"], got["q0"]["verdict"]) == (7.0, 7.0, "tie")
-    assert got["q1"]["verdict"] == "undecided" and got["q1"]["candidate_score"] is None and got["q1"]["queries"] == 6
+    got = {
+        r["question_id"]: r
+        for r in sc.strategy_verdicts(j, "mec+bpc").iter_rows(named=True)
+    }
+    assert (
+        got["q0"]["candidate_score"],
+        got["q0"]["reference_score"],
+        got["q0"]["verdict"],
+    ) == (7.0, 7.0, "tie")
+    assert (
+        got["q1"]["verdict"] == "undecided"
+        and got["q1"]["candidate_score"] is None
+        and got["q1"]["queries"] == 6
+    )
     assert got["q2"]["verdict"] == "undecided" and got["q2"]["queries"] == 3
-    c = np.mean([6, 7, 8] + [4, 5, 6])  # candidate: slot A in order 0, slot B in order 1
+    c = np.mean(
+        [6, 7, 8] + [4, 5, 6]
+    )  # candidate: slot A in order 0, slot B in order 1
     r = np.mean([4, 4, 4] + [6, 6, 6])
-    assert (got["q3"]["candidate_score"], got["q3"]["reference_score"]) == (pytest.approx(c), pytest.approx(r))
+    assert (got["q3"]["candidate_score"], got["q3"]["reference_score"]) == (
+        pytest.approx(c),
+        pytest.approx(r),
+    )
     assert got["q3"]["verdict"] == "win" and got["q3"]["permutation"] is None
-    bpc = {r["question_id"]: r for r in sc.strategy_verdicts(j, "bpc").iter_rows(named=True)}
-    assert (bpc["q0"]["candidate_score"], bpc["q0"]["reference_score"], bpc["q0"]["verdict"]) == (7.0, 7.0, "tie")
-    assert bpc["q1"]["verdict"] == bpc["q2"]["verdict"] == "undecided" and bpc["q1"]["queries"] == 2
-    assert (bpc["q3"]["candidate_score"], bpc["q3"]["reference_score"]) == (5.0, 5.0)  # (6 + 4) / 2 and (4 + 6) / 2
+    bpc = {
+        r["question_id"]: r
+        for r in sc.strategy_verdicts(j, "bpc").iter_rows(named=True)
+    }
+    assert (
+        bpc["q0"]["candidate_score"],
+        bpc["q0"]["reference_score"],
+        bpc["q0"]["verdict"],
+    ) == (7.0, 7.0, "tie")
+    assert (
+        bpc["q1"]["verdict"] == bpc["q2"]["verdict"] == "undecided"
+        and bpc["q1"]["queries"] == 2
+    )
+    assert (bpc["q3"]["candidate_score"], bpc["q3"]["reference_score"]) == (
+        5.0,
+        5.0,
+    )  # (6 + 4) / 2 and (4 + 6) / 2
     # MEC alone: a verdict per order from that order's valid samples; an order with none is undecided
-    mec = {(r["question_id"], r["permutation"]): r["verdict"] for r in sc.strategy_verdicts(j, "mec").iter_rows(named=True)}
-    assert mec[("q0", 0)] == "win" and mec[("q0", 1)] == "loss" and mec[("q1", 1)] == "undecided" and ("q2", 1) not in mec
+    mec = {
+        (r["question_id"], r["permutation"]): r["verdict"]
+        for r in sc.strategy_verdicts(j, "mec").iter_rows(named=True)
+    }
+    assert (
+        mec[("q0", 0)] == "win"
+        and mec[("q0", 1)] == "loss"
+        and mec[("q1", 1)] == "undecided"
+        and ("q2", 1) not in mec
+    )

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from voirdire.benchmarks import mirror
+from voirdire.benchmarks.llmbar_release import LLMBAR
 from voirdire.benchmarks.mirror import (
     SIZE_MARGIN,
     bad_path,
@@ -20,7 +21,6 @@ from voirdire.benchmarks.mirror import (
     read_manifest,
     read_sizes,
 )
-from voirdire.benchmarks.llmbar_release import LLMBAR
 from voirdire.benchmarks.release import JTJ, QA_FILES, fetch_release
 from voirdire.core import DataError
 
@@ -48,7 +48,9 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("www")
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(root)))
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_Handler, directory=str(root))
+    )
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield root, f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
@@ -72,40 +74,67 @@ def test_bad_path_names_why(path, why):
 
 
 def test_plain_release_paths_are_fine():
-    for p in [*read_manifest(JTJ.manifest), *read_manifest(LLMBAR.manifest), "a/..b/c..d"]:
+    for p in [
+        *read_manifest(JTJ.manifest),
+        *read_manifest(LLMBAR.manifest),
+        "a/..b/c..d",
+    ]:
         assert bad_path(p) is None, p
 
 
 def test_manifest_file_with_an_unsafe_path_is_refused_naming_the_line(tmp_path):
     man = tmp_path / "m.tsv"
-    man.write_text(f"blob_sha1\tpath\tsize\n{'0' * 40}\tok.json\t3\n{'1' * 40}\t../../etc/cron.d/x\t\n")
-    with pytest.raises(DataError, match=r"m\.tsv' line 3: path '\.\./\.\./etc/cron\.d/x' holds '\.\.'; refused"):
+    man.write_text(
+        f"blob_sha1\tpath\tsize\n{'0' * 40}\tok.json\t3\n{'1' * 40}\t../../etc/cron.d/x\t\n"
+    )
+    with pytest.raises(
+        DataError,
+        match=r"m\.tsv' line 3: path '\.\./\.\./etc/cron\.d/x' holds '\.\.'; refused",
+    ):
         read_manifest(man)
     man.write_text(f"{'0' * 40}\t/etc/passwd\n")
     with pytest.raises(DataError, match="line 1: path '/etc/passwd' is absolute"):
         read_manifest(man)
     for bad in (f"{'0' * 40}\n", f"{'0' * 40}\tx\t12k\n", f"{'0' * 40}\tx\t1\t2\n"):
         man.write_text(bad)
-        with pytest.raises(DataError, match=r"line 1 is not 'blob_sha1<TAB>path\[<TAB>size\]'"):
+        with pytest.raises(
+            DataError, match=r"line 1 is not 'blob_sha1<TAB>path\[<TAB>size\]'"
+        ):
             read_manifest(man)
 
 
 def test_dotdot_path_in_a_manifest_writes_nothing_outside(server, tmp_path):
     root, url = server
-    evil = "Dataset/../../../escape/dataset.json"  # the LLMBar converter would ask for it
+    evil = (
+        "Dataset/../../../escape/dataset.json"  # the LLMBar converter would ask for it
+    )
     blob = _serve(root, "escape/dataset.json", b"[]")
     _serve(root, "good/escape/dataset.json", b"[]")
     dest = tmp_path / "d" / "data"
-    with pytest.raises(DataError, match=r"release path 'Dataset/\.\./\.\./\.\./escape/dataset\.json' holds '\.\.'; refused"):
-        fetch_release(dest, f"{url}/good/", release="llmbar", manifest={evil: blob}, progress=False)
-    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["d"]
+    with pytest.raises(
+        DataError,
+        match=r"release path 'Dataset/\.\./\.\./\.\./escape/dataset\.json' holds '\.\.'; refused",
+    ):
+        fetch_release(
+            dest,
+            f"{url}/good/",
+            release="llmbar",
+            manifest={evil: blob},
+            progress=False,
+        )
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "d"
+    ]
 
 
 def test_download_past_its_manifest_size_is_cut_off(server, tmp_path):
     root, url = server
     data = b'[{"input": "x"}]' + b" " * 300_000
     blob = _serve(root, f"big/{DATASET}", data)
-    with pytest.raises(DataError, match=rf"^{DATASET}: the download ran past {100 + SIZE_MARGIN:,} bytes .*cut off"):
+    with pytest.raises(
+        DataError,
+        match=rf"^{DATASET}: the download ran past {100 + SIZE_MARGIN:,} bytes .*cut off",
+    ):
         fetch_release(tmp_path / "data", f"{url}/big/", release="llmbar", manifest={DATASET: blob},
                       sizes={DATASET: 100}, progress=False)  # fmt: skip
     assert list(tmp_path.iterdir()) == []  # no partial directory left
@@ -118,7 +147,13 @@ def test_an_endless_body_is_cut_off_at_the_cap_from_a_manifest_file(server, tmp_
     man.write_text(f"blob_sha1\tpath\tsize\n{'0' * 40}\t{DATASET}\t1000\n")
     assert read_sizes(man) == {DATASET: 1000}
     with pytest.raises(DataError, match=f"ran past {1000 + SIZE_MARGIN:,} bytes"):
-        fetch_release(tmp_path / "x" / "data", f"{url}/endless/", release="llmbar", manifest=man, progress=False)
+        fetch_release(
+            tmp_path / "x" / "data",
+            f"{url}/endless/",
+            release="llmbar",
+            manifest=man,
+            progress=False,
+        )
 
 
 def test_without_a_size_the_generic_cap_applies(monkeypatch, server, tmp_path):
@@ -126,7 +161,13 @@ def test_without_a_size_the_generic_cap_applies(monkeypatch, server, tmp_path):
     blob = _serve(root, f"nosize/{DATASET}", b"[]" + b" " * 5000)
     monkeypatch.setattr(mirror, "UNSIZED_CAP", 4096)
     with pytest.raises(DataError, match="ran past 4,096 bytes"):
-        fetch_release(tmp_path / "data", f"{url}/nosize/", release="llmbar", manifest={DATASET: blob}, progress=False)
+        fetch_release(
+            tmp_path / "data",
+            f"{url}/nosize/",
+            release="llmbar",
+            manifest={DATASET: blob},
+            progress=False,
+        )
 
 
 def test_gzip_of_a_local_copy_is_cut_off_when_decompressed(tmp_path):
@@ -141,7 +182,9 @@ def test_gzip_of_a_local_copy_is_cut_off_when_decompressed(tmp_path):
 
 def test_package_manifests_give_true_sizes(data_dir):
     sizes = read_sizes(LLMBAR.manifest)
-    assert set(sizes) == set(read_manifest(LLMBAR.manifest))  # every LLMBar file has its size
+    assert set(sizes) == set(
+        read_manifest(LLMBAR.manifest)
+    )  # every LLMBar file has its size
     jtj = read_sizes(JTJ.manifest)
     assert len(jtj) >= 120 and all(0 < n < 8_000_000 for n in jtj.values())
     for target, src in QA_FILES.items():  # the shared tables are the release's files
@@ -151,7 +194,9 @@ def test_package_manifests_give_true_sizes(data_dir):
 def test_dotdot_path_is_refused_for_a_local_copy_too(tmp_path):
     (tmp_path / "secret.json").write_text("[]")
     (tmp_path / "copy").mkdir()
-    with pytest.raises(DataError, match=r"release path '\.\./secret\.json' holds '\.\.'; refused"):
+    with pytest.raises(
+        DataError, match=r"release path '\.\./secret\.json' holds '\.\.'; refused"
+    ):
         fetch_release(tmp_path / "data", release="llmbar", source=tmp_path / "copy",
                       manifest={"../secret.json": blob_id(b"[]")}, progress=False)  # fmt: skip
     (tmp_path / "copy" / "Dataset").symlink_to(tmp_path)  # a symlink out of the copy

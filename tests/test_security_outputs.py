@@ -34,7 +34,10 @@ def _job(out: Path, **changes) -> dict:
     """The own-pairs example (12 pairs, one simulated judge) as a dict, paths absolute."""
     job = tomllib.loads(EXAMPLE.read_text())
     pairs = job["benchmark"]["pairs"]
-    pairs["path"], pairs["template"] = str(REPO / pairs["path"]), str(REPO / pairs["template"])
+    pairs["path"], pairs["template"] = (
+        str(REPO / pairs["path"]),
+        str(REPO / pairs["template"]),
+    )
     return {**job, "output_dir": str(out), **changes}
 
 
@@ -50,7 +53,11 @@ def _one_line_error(output: str) -> str:
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +73,9 @@ def _foreign(root: Path) -> Path:
     (d / "raw" / "x").mkdir(parents=True)
     (d / "notes.txt").write_text("my notes")
     (d / "report.md").write_text("my report")
-    (d / "raw" / "x" / "part-1.parquet").write_bytes(b"not a parquet file of voirdire's")
+    (d / "raw" / "x" / "part-1.parquet").write_bytes(
+        b"not a parquet file of voirdire's"
+    )
     return d
 
 
@@ -76,18 +85,30 @@ def test_a_run_refuses_a_directory_that_is_not_ours(tmp_path):
     job = tmp_path / "job.toml"
     job.write_text(EXAMPLE.read_text().replace('"examples/', f'"{REPO}/examples/'))
     for extra in ([], ["--dry-run"]):
-        code, out = _cli(["run", str(job), "--no-progress", "--output-dir", str(foreign), *extra])
+        code, out = _cli(
+            ["run", str(job), "--no-progress", "--output-dir", str(foreign), *extra]
+        )
         msg = _one_line_error(out)
-        assert code == 2 and str(foreign) in msg and "not a voirdire output directory" in msg
-        assert _snapshot(foreign) == before  # nothing written, nothing moved to quarantine/
+        assert (
+            code == 2
+            and str(foreign) in msg
+            and "not a voirdire output directory" in msg
+        )
+        assert (
+            _snapshot(foreign) == before
+        )  # nothing written, nothing moved to quarantine/
     # a job.json that is not our record does not make it ours
     (foreign / "job.json").write_text(json.dumps({"name": "another tool's job"}))
     code, out = _cli(["run", str(job), "--no-progress", "--output-dir", str(foreign)])
     assert code == 2 and "not a voirdire job record" in _one_line_error(out)
-    assert json.loads((foreign / "job.json").read_text()) == {"name": "another tool's job"}
+    assert json.loads((foreign / "job.json").read_text()) == {
+        "name": "another tool's job"
+    }
 
 
-def test_analyze_report_and_mitigate_refuse_a_directory_that_is_not_ours(done, tmp_path):
+def test_analyze_report_and_mitigate_refuse_a_directory_that_is_not_ours(
+    done, tmp_path
+):
     foreign = _foreign(tmp_path)
     (foreign / "job.json").write_text(json.dumps({"job": "not ours"}))
     before = _snapshot(foreign)
@@ -97,14 +118,18 @@ def test_analyze_report_and_mitigate_refuse_a_directory_that_is_not_ours(done, t
     before.pop("job.json")
     code, out = _cli(["report", str(done), "--out", str(foreign), "--replicates", "20"])
     assert code == 2 and "notes.txt" in _one_line_error(out)
-    code, out = _cli(["mitigate", str(done), "--out", str(foreign), "--replicates", "20"])
+    code, out = _cli(
+        ["mitigate", str(done), "--out", str(foreign), "--replicates", "20"]
+    )
     assert code == 2 and "notes.txt" in _one_line_error(out)
     assert _snapshot(foreign) == before
     # a report's own directory, written again: allowed
     rep = tmp_path / "rep"
     assert _cli(["report", str(done), "--out", str(rep), "--replicates", "20"])[0] == 0
     assert _cli(["report", str(done), "--out", str(rep), "--replicates", "20"])[0] == 0
-    assert _cli(["mitigate", str(done), "--out", str(rep), "--replicates", "20"])[0] == 0
+    assert (
+        _cli(["mitigate", str(done), "--out", str(rep), "--replicates", "20"])[0] == 0
+    )
 
 
 def test_links_inside_an_output_directory_are_never_written_through(done, tmp_path):
@@ -166,8 +191,12 @@ def test_a_judge_named_dotdot_exits_2_before_anything_is_written(tmp_path):
     job = tmp_path / "job.toml"
     text = EXAMPLE.read_text().replace('"examples/', f'"{REPO}/examples/')
     job.write_text(text.replace('name = "sim-primacy"', 'name = ".."'))
-    code, out = _cli(["run", str(job), "--no-progress", "--output-dir", str(tmp_path / "o")])
-    assert code == 2 and "judge name '..' has no letter or digit" in _one_line_error(out)
+    code, out = _cli(
+        ["run", str(job), "--no-progress", "--output-dir", str(tmp_path / "o")]
+    )
+    assert code == 2 and "judge name '..' has no letter or digit" in _one_line_error(
+        out
+    )
     assert not (tmp_path / "o").exists()
 
 
@@ -177,9 +206,16 @@ def test_an_output_dir_that_cannot_be_one_is_a_one_line_error(tmp_path):
     job = tmp_path / "job.toml"
     job.write_text(EXAMPLE.read_text().replace('"examples/', f'"{REPO}/examples/'))
     code, out = _cli(["run", str(job), "--no-progress", "--output-dir", str(a_file)])
-    assert code == 2 and "is not a directory" in _one_line_error(out) and a_file.read_text() == "a file"
-    for bad, why in ((str(tmp_path / "a\x00b"), "NUL"), (str(tmp_path / ("x" * 300)), "component of 300 bytes"),
-                     ("/" + "/".join(["d" * 200] * 25), "4096")):
+    assert (
+        code == 2
+        and "is not a directory" in _one_line_error(out)
+        and a_file.read_text() == "a file"
+    )
+    for bad, why in (
+        (str(tmp_path / "a\x00b"), "NUL"),
+        (str(tmp_path / ("x" * 300)), "component of 300 bytes"),
+        ("/" + "/".join(["d" * 200] * 25), "4096"),
+    ):
         with pytest.raises(ConfigError, match=why) as err:
             parse_job(_job(Path("unused"), output_dir=bad), "job.toml")
         assert "\n" not in str(err.value) and len(str(err.value)) < 300
@@ -200,7 +236,9 @@ def test_a_store_part_is_not_written_through_a_linked_judge_folder(tmp_path):
 def test_a_directory_with_nothing_but_empty_folders_is_empty(tmp_path):
     from voirdire.engine.outdir import claim_output_dir
 
-    (tmp_path / "out" / "rewrites" / "x").mkdir(parents=True)  # e.g. a store opened before the run
+    (tmp_path / "out" / "rewrites" / "x").mkdir(
+        parents=True
+    )  # e.g. a store opened before the run
     assert claim_output_dir(tmp_path / "out") == tmp_path / "out"
     (tmp_path / "out" / "rewrites" / "x" / "link").symlink_to(tmp_path)
     with pytest.raises(ConfigError, match="not a voirdire output directory"):

@@ -18,9 +18,19 @@ from voirdire.core import ConfigError
 
 ROWS = [
     {"uid": "q1", "prompt": "Capital of France?", "out_x": "Paris.", "out_y": "Lyon."},
-    {"uid": "q2", "prompt": "Say {{ 7*7 }} and {% raw %}", "out_x": "{{ cycler.__init__ }}", "out_y": "{# x #}"},
+    {
+        "uid": "q2",
+        "prompt": "Say {{ 7*7 }} and {% raw %}",
+        "out_x": "{{ cycler.__init__ }}",
+        "out_y": "{# x #}",
+    },
 ]
-COLUMNS = {"id": "uid", "instruction": "prompt", "output_a": "out_x", "output_b": "out_y"}
+COLUMNS = {
+    "id": "uid",
+    "instruction": "prompt",
+    "output_a": "out_x",
+    "output_b": "out_y",
+}
 SAFE = "{% block user %}Q: {{ instruction }}\n1: {{ output_1 }}\n2: {{ output_2 }}\nVerdict: [[1]] or [[2]]{% endblock %}"
 
 
@@ -29,18 +39,39 @@ def _probes(marker: Path) -> dict[str, tuple[str, str]]:
     run = f"{{{{ cycler.__init__.__globals__.os.popen('touch {marker}').read() }}}}"
     return {
         "globals": (run, "access to attribute '__init__'"),
-        "subclasses": ("{{ ''.__class__.__mro__[1].__subclasses__() }}", "access to attribute '__class__'"),
+        "subclasses": (
+            "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+            "access to attribute '__class__'",
+        ),
         "include": ("{% include '/etc/passwd' %}", "{% include %} is not allowed"),
-        "import": ("{% import 'helper.jinja' as h %}{{ h.x }}", "{% import %} is not allowed"),
-        "from_import": ("{% from 'helper.jinja' import x %}{{ x }}", "{% from ... import %} is not allowed"),
+        "import": (
+            "{% import 'helper.jinja' as h %}{{ h.x }}",
+            "{% import %} is not allowed",
+        ),
+        "from_import": (
+            "{% from 'helper.jinja' import x %}{{ x }}",
+            "{% from ... import %} is not allowed",
+        ),
         "extends": ("{% extends 'helper.jinja' %}", "{% extends %} is not allowed"),
-        "zero_division": ("{{ instruction }}{{ 1/0 }}", "ZeroDivisionError: division by zero"),
-        "unknown_field": ("{{ instruction }} {{ not_a_column }}", "field 'not_a_column' is not in the data"),
-        "append": ("{% set xs = [1] %}{{ xs.append(2) }}", "access to attribute 'append'"),
+        "zero_division": (
+            "{{ instruction }}{{ 1/0 }}",
+            "ZeroDivisionError: division by zero",
+        ),
+        "unknown_field": (
+            "{{ instruction }} {{ not_a_column }}",
+            "field 'not_a_column' is not in the data",
+        ),
+        "append": (
+            "{% set xs = [1] %}{{ xs.append(2) }}",
+            "access to attribute 'append'",
+        ),
         "huge_string": ("{{ 'a' * 10**9 }}", "over 1,000,000 items"),
         "huge_power": ("{{ ((10**999)**999)**999 }}", "bits) is not allowed"),
         "format_attr": ("{{ '{0.__class__}'.format(instruction) }}", "SecurityError"),
-        "attr_filter": ("{{ (instruction|attr('__class__')).__mro__ }}", "access to attribute '__class__'"),
+        "attr_filter": (
+            "{{ (instruction|attr('__class__')).__mro__ }}",
+            "access to attribute '__class__'",
+        ),
         "lipsum": ("{{ lipsum(10**6) }}", "'lipsum' is not in the data"),
     }
 
@@ -51,7 +82,8 @@ def _setup(tmp_path: Path, source: str, marker: Path) -> Path:
     (tmp_path / "tpl.jinja").write_text(source, encoding="utf-8")
     # a template beside it that would run the code if import/extends could reach it
     (tmp_path / "helper.jinja").write_text(
-        f"{{% set x = cycler.__init__.__globals__.os.popen('touch {marker}').read() %}}", encoding="utf-8"
+        f"{{% set x = cycler.__init__.__globals__.os.popen('touch {marker}').read() %}}",
+        encoding="utf-8",
     )
     job = tmp_path / "job.toml"
     job.write_text(
@@ -69,7 +101,9 @@ def _setup(tmp_path: Path, source: str, marker: Path) -> Path:
 
 @pytest.mark.parametrize("probe", list(_probes(Path("m"))))
 @pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "run"])
-def test_template_probe_is_refused_in_one_line_before_any_query(tmp_path, monkeypatch, probe, dry_run):
+def test_template_probe_is_refused_in_one_line_before_any_query(
+    tmp_path, monkeypatch, probe, dry_run
+):
     monkeypatch.setattr(cli.err_console, "width", 10_000)  # no wrapping of the one line
     marker = tmp_path / "PWNED"
     source, says = _probes(marker)[probe]
@@ -82,7 +116,9 @@ def test_template_probe_is_refused_in_one_line_before_any_query(tmp_path, monkey
     assert says in out, out
     assert "Traceback" not in out and "root:" not in out
     assert not marker.exists(), "the template ran code"
-    assert not (tmp_path / "out").exists(), "something was written (or asked) before the refusal"
+    assert not (tmp_path / "out").exists(), (
+        "something was written (or asked) before the refusal"
+    )
 
 
 @pytest.mark.parametrize("probe", ["globals", "import", "extends"])
@@ -95,7 +131,9 @@ def test_dry_run_with_an_api_judge_runs_no_template_code(tmp_path, monkeypatch, 
     api = 'backend = "openai_compatible"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
     job.write_text(job.read_text().replace('backend = "simulated"\n', api))
     res = CliRunner().invoke(cli.app, ["run", str(job), "--dry-run"])
-    assert res.exit_code == 2 and res.output.startswith("error: pair template"), res.output
+    assert res.exit_code == 2 and res.output.startswith("error: pair template"), (
+        res.output
+    )
     assert not marker.exists(), "the template ran code"
 
 
@@ -130,5 +168,8 @@ def test_builtin_templates_render_in_the_same_sandbox():
 
 def test_render_error_after_planning_is_a_config_error_not_a_traceback():
     t = load_template("mtbench")
-    with pytest.raises(ConfigError, match=r"^pair template 'mtbench': UndefinedError: 'output_2' is undefined$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^pair template 'mtbench': UndefinedError: 'output_2' is undefined$",
+    ):
         t.render({"instruction": "I", "output_1": "X"})

@@ -11,11 +11,35 @@ from voirdire.engine.units import UnitBatch, WorkUnit
 
 
 def _unit(**over) -> WorkUnit:
-    row = dict(unit_id="u1", query_id="q1", judge="j", benchmark="MTBench", question_id="81", task="writing",
-               instance_id="81;a;b", candidate="a", reference="b", candidates=("a", "b"), shown=("b", "a"),
-               permutation=1, repetition=2, mode="pairwise", option_mode=3, input_chars=10, output_chars=20,
-               prompt_chars=30, perturbation="control", perturbation_kind="control", perturbation_param=None,
-               target=None, target_rule=None, target_slot=None, better=None, gold=None, prompt="P")
+    row = dict(
+        unit_id="u1",
+        query_id="q1",
+        judge="j",
+        benchmark="MTBench",
+        question_id="81",
+        task="writing",
+        instance_id="81;a;b",
+        candidate="a",
+        reference="b",
+        candidates=("a", "b"),
+        shown=("b", "a"),
+        permutation=1,
+        repetition=2,
+        mode="pairwise",
+        option_mode=3,
+        input_chars=10,
+        output_chars=20,
+        prompt_chars=30,
+        perturbation="control",
+        perturbation_kind="control",
+        perturbation_param=None,
+        target=None,
+        target_rule=None,
+        target_slot=None,
+        better=None,
+        gold=None,
+        prompt="P",
+    )
     row.update(over)
     return WorkUnit(**row)
 
@@ -23,24 +47,57 @@ def _unit(**over) -> WorkUnit:
 def test_the_records_fields_are_the_schemas_columns():
     names = [f.name for f in dataclasses.fields(WorkUnit)]
     assert names[: len(WORK_UNIT_COLUMNS)] == list(WORK_UNIT_COLUMNS)
-    assert names[len(WORK_UNIT_COLUMNS):] == ["prompt", "system", "control_query_id"]
-    assert [f.name for f in dataclasses.fields(RewriteUnit)] == REWRITE_UNIT_SCHEMA.names
+    assert names[len(WORK_UNIT_COLUMNS) :] == ["prompt", "system", "control_query_id"]
+    assert [
+        f.name for f in dataclasses.fields(RewriteUnit)
+    ] == REWRITE_UNIT_SCHEMA.names
 
 
 def test_the_query_is_derived_from_the_record():
     q = _unit().query()
-    assert (q.unit_id, q.query_id, q.shown, q.repetition, q.option_mode, q.prompt) == ("u1", "q1", ("b", "a"), 2, 3, "P")
-    assert q.perturbation_kind is None and q.perturbation_param is None and q.control_query_id is None
-    p = _unit(unit_id="u2", perturbation="bandwagon:share=80:target=candidate", perturbation_kind="bandwagon",
-              perturbation_param="80", target="a", target_rule="candidate", target_slot="B", control_query_id="q0").query()
-    assert (p.perturbation_kind, p.perturbation_param, p.target_slot, p.control_query_id) == ("bandwagon", "80", "B", "q0")
+    assert (q.unit_id, q.query_id, q.shown, q.repetition, q.option_mode, q.prompt) == (
+        "u1",
+        "q1",
+        ("b", "a"),
+        2,
+        3,
+        "P",
+    )
+    assert (
+        q.perturbation_kind is None
+        and q.perturbation_param is None
+        and q.control_query_id is None
+    )
+    p = _unit(
+        unit_id="u2",
+        perturbation="bandwagon:share=80:target=candidate",
+        perturbation_kind="bandwagon",
+        perturbation_param="80",
+        target="a",
+        target_rule="candidate",
+        target_slot="B",
+        control_query_id="q0",
+    ).query()
+    assert (
+        p.perturbation_kind,
+        p.perturbation_param,
+        p.target_slot,
+        p.control_query_id,
+    ) == ("bandwagon", "80", "B", "q0")
 
 
 def test_a_batch_reads_its_columns_from_the_records():
     units = [_unit(), _unit(unit_id="u2", repetition=3)]
     batch = UnitBatch("j", units)
     assert list(batch.columns) == list(WORK_UNIT_COLUMNS)
-    assert batch.columns["unit_id"] == ["u1", "u2"] and batch.columns["repetition"] == [2, 3]
+    assert batch.columns["unit_id"] == ["u1", "u2"] and batch.columns["repetition"] == [
+        2,
+        3,
+    ]
     kept = batch.select([False, True])
-    assert len(kept) == 1 and kept.columns["unit_id"] == ["u2"] and kept.queries[0].repetition == 3
+    assert (
+        len(kept) == 1
+        and kept.columns["unit_id"] == ["u2"]
+        and kept.queries[0].repetition == 3
+    )
     assert UnitBatch("j", []).columns == {k: [] for k in WORK_UNIT_COLUMNS}

@@ -19,7 +19,13 @@ CHAT_TEMPLATE = (
     "{{ m['content'] }}<|eot_id|>{% endfor %}"
     "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
 )
-SPECIAL_TOKENS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+SPECIAL_TOKENS = [
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+]
 
 
 def build_tiny_llama(
@@ -55,7 +61,9 @@ def build_tiny_llama(
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     if hidden_size // heads not in (32, 64, 128):
-        raise ValueError(f"head dimension {hidden_size // heads} is not one of 32, 64, 128")
+        raise ValueError(
+            f"head dimension {hidden_size // heads} is not one of 32, 64, 128"
+        )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     bpe = Tokenizer(models.BPE())
@@ -93,7 +101,9 @@ def build_tiny_llama(
     )
     model = LlamaForCausalLM(config).to(torch.bfloat16)
     model.save_pretrained(out)
-    (out / "generation_config.json").unlink(missing_ok=True)  # no sampling defaults of our own
+    (out / "generation_config.json").unlink(
+        missing_ok=True
+    )  # no sampling defaults of our own
     return out
 
 

@@ -36,10 +36,24 @@ from voirdire.engine.outdir import claim_output_dir, claim_report_dir
 from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.spec import JobSpec, load_job, parse_job
 
-__all__ = ["Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "mitigate"]
+__all__ = [
+    "Results",
+    "load",
+    "load_job_spec",
+    "plan",
+    "estimate",
+    "run",
+    "analyze",
+    "report",
+    "mitigate",
+]
 
 
-def load_job_spec(job: str | os.PathLike | Mapping[str, Any] | JobSpec, *, output_dir: str | None = None) -> JobSpec:
+def load_job_spec(
+    job: str | os.PathLike | Mapping[str, Any] | JobSpec,
+    *,
+    output_dir: str | None = None,
+) -> JobSpec:
     """A validated job from a TOML path, a dict of the same keys, or a :class:`JobSpec`;
     ``output_dir`` overrides the job's.
 
@@ -53,11 +67,19 @@ def load_job_spec(job: str | os.PathLike | Mapping[str, Any] | JobSpec, *, outpu
     else:
         spec = load_job(Path(job))
     if output_dir is not None:
-        spec = parse_job({**spec.model_dump(mode="json", exclude_none=True), "output_dir": output_dir}, f"{spec.name} (output_dir)")
+        spec = parse_job(
+            {
+                **spec.model_dump(mode="json", exclude_none=True),
+                "output_dir": output_dir,
+            },
+            f"{spec.name} (output_dir)",
+        )
     return spec
 
 
-def plan(job: str | os.PathLike | Mapping[str, Any] | JobSpec, dry_run: bool = False) -> JobPlan:
+def plan(
+    job: str | os.PathLike | Mapping[str, Any] | JobSpec, dry_run: bool = False
+) -> JobPlan:
     """Validate a job against its data and judges (backend preflight included); sends nothing.
     With ``dry_run``, missing API keys are warnings (``JobPlan.warnings``), not errors.
 
@@ -67,7 +89,9 @@ def plan(job: str | os.PathLike | Mapping[str, Any] | JobSpec, dry_run: bool = F
     return plan_job(load_job_spec(job), dry_run=dry_run)
 
 
-def estimate(job: str | os.PathLike | Mapping[str, Any] | JobSpec) -> dict[str, dict[str, Any] | None]:
+def estimate(
+    job: str | os.PathLike | Mapping[str, Any] | JobSpec,
+) -> dict[str, dict[str, Any] | None]:
     """Dry run: per judge, the backend's estimate of tokens and cost (USD) over every prompt
     the job would send, or ``None`` for judges that cost nothing per query. Sends nothing."""
     spec = load_job_spec(job)
@@ -128,7 +152,12 @@ def run(
     """
     spec = load_job_spec(job, output_dir=output_dir)
     outcome: RunOutcome = run_job(
-        spec, address=address, show_progress=show_progress, retry_failed=retry_failed, console=console, plan=job_plan
+        spec,
+        address=address,
+        show_progress=show_progress,
+        retry_failed=retry_failed,
+        console=console,
+        plan=job_plan,
     )
     res = analyze(outcome.output_dir)
     return dataclasses.replace(res, stats=outcome.stats)
@@ -162,7 +191,9 @@ def report(
         for d in output_dirs:
             claim_output_dir(d)
     if out is not None or len(output_dirs) > 1:
-        claim_report_dir(out if out is not None else Path(output_dirs[0]).parent / "report")
+        claim_report_dir(
+            out if out is not None else Path(output_dirs[0]).parent / "report"
+        )
     return build_report(
         [str(d) for d in output_dirs], out, judge_attributes=judge_attributes, replicates=replicates,
         rs_min=rs_min, max_error=max_error, tokenizer=tokenizer, leaderboards=leaderboards,
@@ -207,9 +238,20 @@ def mitigate(
     """
     if not output_dirs:
         raise ConfigError("no output directory given")
-    judgments = pl.concat([compute_dir(d).judgments for d in output_dirs], how="diagonal_relaxed")  # inputs untouched
-    table, annotation, _ = run_mitigation(judgments, reference=reference, strategies=strategies, replicates=replicates, beta=beta, labels=labels)
-    dest = claim_report_dir(Path(out) if out is not None else Path(output_dirs[0]).parent / "mitigation")
+    judgments = pl.concat(
+        [compute_dir(d).judgments for d in output_dirs], how="diagonal_relaxed"
+    )  # inputs untouched
+    table, annotation, _ = run_mitigation(
+        judgments,
+        reference=reference,
+        strategies=strategies,
+        replicates=replicates,
+        beta=beta,
+        labels=labels,
+    )
+    dest = claim_report_dir(
+        Path(out) if out is not None else Path(output_dirs[0]).parent / "mitigation"
+    )
     return write_mitigation(table, annotation, dest)
 
 
@@ -262,7 +304,9 @@ def rank(
 
     if not output_dirs:
         raise ConfigError("no output directory given")
-    dest = claim_report_dir(Path(out) if out is not None else Path(output_dirs[0]).parent / "ranking")  # before any work
+    dest = claim_report_dir(
+        Path(out) if out is not None else Path(output_dirs[0]).parent / "ranking"
+    )  # before any work
     tables = [compute_dir(d) for d in output_dirs]
     judgments = pl.concat([t.judgments for t in tables], how="diagonal_relaxed")
     features = pl.concat([_answer_features(t) for t in tables]) if style else None
@@ -285,5 +329,7 @@ def _answer_features(tables: Results) -> pl.DataFrame:
     if b.get("pairs"):
         bench = load_benchmark(b["name"], pairs=PairsSpec(**b["pairs"]))
     else:
-        bench = load_benchmark(b["name"], meta.get("data_dir"), sample=b.get("sample", "full"))
+        bench = load_benchmark(
+            b["name"], meta.get("data_dir"), sample=b.get("sample", "full")
+        )
     return answer_features(bench, comparisons(normalise(tables.judgments)))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import polars as pl
 import typer
@@ -30,7 +30,12 @@ from rich.markup import escape
 
 from voirdire.core import ConfigError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False, help="Examine LLM judges for position bias, on Ray.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    help="Examine LLM judges for position bias, on Ray.",
+)
 # a terminal sets its own width; piped output (CI logs) gets room for the whole table
 console = Console(width=None if sys.stdout.isatty() else 140)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
@@ -44,16 +49,30 @@ def _fail(msg: str, code: int = 2) -> None:
 @app.command()
 def run(
     jobs: Annotated[list[Path], typer.Argument(help="Job files (TOML).")],
-    address: Annotated[Optional[str], typer.Option(help="Ray cluster address; default: a local cluster.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and count queries; send nothing.")] = False,
-    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Ask again units recorded as failed.")] = False,
+    address: Annotated[
+        str | None, typer.Option(help="Ray cluster address; default: a local cluster.")
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Validate and count queries; send nothing."),
+    ] = False,
+    retry_failed: Annotated[
+        bool, typer.Option("--retry-failed", help="Ask again units recorded as failed.")
+    ] = False,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
-    output_dir: Annotated[Optional[str], typer.Option("--output-dir", help="Override the job's output_dir (one job only).")] = None,
+    output_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--output-dir", help="Override the job's output_dir (one job only)."
+        ),
+    ] = None,
 ) -> None:
     """Run (or resume) position-bias jobs and print the per-judge metrics."""
     import signal
 
-    def _terminate(signum, frame):  # a stopped Ray job gets SIGTERM: save and exit like Ctrl-C
+    def _terminate(
+        signum, frame
+    ):  # a stopped Ray job gets SIGTERM: save and exit like Ctrl-C
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _terminate)
@@ -66,23 +85,50 @@ def run(
         if output_dir is not None and len(jobs) != 1:
             raise ConfigError("--output-dir applies to one job file at a time")
         specs = [api.load_job_spec(p, output_dir=output_dir) for p in jobs]
-        plans = [api.plan(s, dry_run=dry_run) for s in specs]  # every job validated before anything is sent
+        plans = [
+            api.plan(s, dry_run=dry_run) for s in specs
+        ]  # every job validated before anything is sent
     except ConfigError as exc:
         _fail(str(exc))
     if dry_run:
         from voirdire.engine.job import estimate_job
 
         for spec, plan in zip(specs, plans):
-            console.print(f"[bold]{escape(spec.name)}[/]: {plan.instances.height} instances")
+            console.print(
+                f"[bold]{escape(spec.name)}[/]: {plan.instances.height} instances"
+            )
             for w in plan.warnings:  # a dry run sends nothing: a missing key only warns
                 err_console.print(f"[yellow]warning:[/] {escape(w)}")
             estimates = estimate_job(spec, plan)
             if len(plan.variants) > 1:
-                console.print(f"  {len(plan.variants) - 1} perturbation variant(s) and the control")
-            rewrites = plan.rewrites if plan.rewrites is not None else pl.DataFrame({"rewriter": [], "unit_id": []})
-            rows = [(f"rewriter {n}", r.spec.backend, rewrites.filter(pl.col("rewriter") == n)["unit_id"].n_unique(),
-                     "rewrites", estimates.get(f"rewriter:{n}")) for n, r in (plan.rewriters or {}).items()]
-            rows += [(rj.name, rj.spec.backend, plan.units_per_judge, "queries", estimates.get(rj.name)) for rj in plan.judges]
+                console.print(
+                    f"  {len(plan.variants) - 1} perturbation variant(s) and the control"
+                )
+            rewrites = (
+                plan.rewrites
+                if plan.rewrites is not None
+                else pl.DataFrame({"rewriter": [], "unit_id": []})
+            )
+            rows = [
+                (
+                    f"rewriter {n}",
+                    r.spec.backend,
+                    rewrites.filter(pl.col("rewriter") == n)["unit_id"].n_unique(),
+                    "rewrites",
+                    estimates.get(f"rewriter:{n}"),
+                )
+                for n, r in (plan.rewriters or {}).items()
+            ]
+            rows += [
+                (
+                    rj.name,
+                    rj.spec.backend,
+                    plan.units_per_judge,
+                    "queries",
+                    estimates.get(rj.name),
+                )
+                for rj in plan.judges
+            ]
             for label, backend, count, what, est in rows:
                 console.print(f"  {label} ({backend}): {count:,} {what}")
                 if est:
@@ -90,10 +136,18 @@ def run(
                     console.print(
                         f"    ~{est['input_tokens']:,} input tokens ({est['counting']}), "
                         f"<= {est['max_output_tokens']:,} output tokens (max_tokens per query), "
-                        + (f"cost <= ${cost:,.2f}" if cost is not None else "cost unknown (no price: set "
-                           "price_input_per_mtok / price_output_per_mtok)")
-                        + (f"; {est['too_long']:,} queries exceed the context window and would be recorded "
-                           "as failures without a call" if est["too_long"] else "")
+                        + (
+                            f"cost <= ${cost:,.2f}"
+                            if cost is not None
+                            else "cost unknown (no price: set "
+                            "price_input_per_mtok / price_output_per_mtok)"
+                        )
+                        + (
+                            f"; {est['too_long']:,} queries exceed the context window and would be recorded "
+                            "as failures without a call"
+                            if est["too_long"]
+                            else ""
+                        )
                     )
         return
     tables, effects, golds = [], [], []
@@ -101,7 +155,12 @@ def run(
         for spec, plan in zip(specs, plans):
             console.rule(f"[bold]{spec.name}")
             outcome = api.run(
-                spec, address=address, show_progress=progress, retry_failed=retry_failed, console=console, job_plan=plan
+                spec,
+                address=address,
+                show_progress=progress,
+                retry_failed=retry_failed,
+                console=console,
+                job_plan=plan,
             )
             s = outcome.stats
             console.print(
@@ -121,10 +180,16 @@ def run(
     _print_tables(tables, golds, effects)
 
 
-def _print_tables(tables: list[pl.DataFrame], golds: list[pl.DataFrame], effects: list[pl.DataFrame]) -> None:
+def _print_tables(
+    tables: list[pl.DataFrame], golds: list[pl.DataFrame], effects: list[pl.DataFrame]
+) -> None:
     """The per-judge tables of finished jobs, accuracy against gold labels where the
     benchmark has them, and the bias suite's effects."""
-    from voirdire.analysis.report.terminal import print_bias_table, print_gold_table, print_judge_table
+    from voirdire.analysis.report.terminal import (
+        print_bias_table,
+        print_gold_table,
+        print_judge_table,
+    )
 
     if tables:
         jm = pl.concat(tables, how="diagonal_relaxed")
@@ -135,7 +200,9 @@ def _print_tables(tables: list[pl.DataFrame], golds: list[pl.DataFrame], effects
 
 
 @app.command()
-def analyze(dirs: Annotated[list[Path], typer.Argument(help="Finished output directories.")]) -> None:
+def analyze(
+    dirs: Annotated[list[Path], typer.Argument(help="Finished output directories.")],
+) -> None:
     """Recompute judgments, metrics and report.md from output directories (no judge is called)."""
     from voirdire import api
     from voirdire.analysis.position.release_stats import gold_accuracy
@@ -150,20 +217,51 @@ def analyze(dirs: Annotated[list[Path], typer.Argument(help="Finished output dir
         golds.append(gold_accuracy(res.judgments))
         if res.bias_effects is not None:
             effects.append(res.bias_effects)
-        console.print(f"wrote {d}/metrics/judge_metrics.csv, {d}/metrics/cell_metrics.csv, {d}/report.md")
+        console.print(
+            f"wrote {d}/metrics/judge_metrics.csv, {d}/metrics/cell_metrics.csv, {d}/report.md"
+        )
     _print_tables(tables, golds, effects)
 
 
 @app.command()
 def report(
-    dirs: Annotated[list[Path], typer.Argument(help="Finished output directories (several: analysed together).")],
-    out: Annotated[Optional[Path], typer.Option(help="Where to write; default: the directory, or report/ next to the first.")] = None,
-    judge_attributes: Annotated[Optional[Path], typer.Option(help="CSV with a 'judge' column and attribute columns for the regression.")] = None,
+    dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Finished output directories (several: analysed together)."
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where to write; default: the directory, or report/ next to the first."
+        ),
+    ] = None,
+    judge_attributes: Annotated[
+        Path | None,
+        typer.Option(
+            help="CSV with a 'judge' column and attribute columns for the regression."
+        ),
+    ] = None,
     replicates: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 1000,
-    rs_min: Annotated[float, typer.Option(help="Flag judges with RS below this.")] = 0.90,
-    max_error: Annotated[float, typer.Option(help="Flag judges with an error rate above this.")] = 0.05,
-    tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer path for lengths in tokens (overrides [analysis] tokenizer).")] = None,
-    leaderboards: Annotated[bool, typer.Option(help="Add the Leaderboards section (docs/ranking.md; 200 replicates at most).")] = False,
+    rs_min: Annotated[
+        float, typer.Option(help="Flag judges with RS below this.")
+    ] = 0.90,
+    max_error: Annotated[
+        float, typer.Option(help="Flag judges with an error rate above this.")
+    ] = 0.05,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(
+            help="Tokenizer path for lengths in tokens (overrides [analysis] tokenizer)."
+        ),
+    ] = None,
+    leaderboards: Annotated[
+        bool,
+        typer.Option(
+            help="Add the Leaderboards section (docs/ranking.md; 200 replicates at most)."
+        ),
+    ] = False,
 ) -> None:
     """Write report.html (figures embedded), report.md, metrics/*.csv and figures/*.png (no judge is called)."""
     from voirdire import api
@@ -187,20 +285,55 @@ def report(
 
 @app.command()
 def mitigate(
-    dirs: Annotated[list[Path], typer.Argument(help="Finished output directories (analysed together).")],
-    reference: Annotated[Optional[str], typer.Option(help="gold (the benchmark's gold labels), judge:NAME (a judge's consistent verdicts: agreement, not accuracy) or a labels CSV.")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Where to write; default: mitigation/ next to the first directory.")] = None,
-    strategies: Annotated[Optional[str], typer.Option(help="Comma-separated strategy names; default: all that need no query.")] = None,
+    dirs: Annotated[
+        list[Path],
+        typer.Argument(help="Finished output directories (analysed together)."),
+    ],
+    reference: Annotated[
+        str | None,
+        typer.Option(
+            help="gold (the benchmark's gold labels), judge:NAME (a judge's consistent verdicts: agreement, not accuracy) or a labels CSV."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where to write; default: mitigation/ next to the first directory."
+        ),
+    ] = None,
+    strategies: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated strategy names; default: all that need no query."
+        ),
+    ] = None,
     replicates: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 1000,
-    beta: Annotated[float, typer.Option(help="Share of pairs chosen by BPDE for people.")] = 0.2,
-    labels: Annotated[Optional[Path], typer.Option(help="People's verdicts (filled bpde_annotation.csv): adds gate+labels, swap-tie+labels.")] = None,
+    beta: Annotated[
+        float, typer.Option(help="Share of pairs chosen by BPDE for people.")
+    ] = 0.2,
+    labels: Annotated[
+        Path | None,
+        typer.Option(
+            help="People's verdicts (filled bpde_annotation.csv): adds gate+labels, swap-tie+labels."
+        ),
+    ] = None,
 ) -> None:
     """Apply position-bias mitigation strategies to finished judgments; write mitigation.csv, .md and a figure."""
     from voirdire import api
 
-    names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
+    names = (
+        [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
+    )
     try:
-        paths = api.mitigate(dirs, reference=reference, out=out, strategies=names, replicates=replicates, beta=beta, labels=labels)
+        paths = api.mitigate(
+            dirs,
+            reference=reference,
+            out=out,
+            strategies=names,
+            replicates=replicates,
+            beta=beta,
+            labels=labels,
+        )
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         _fail(str(exc))
     console.print(paths["markdown"].read_text())
@@ -209,21 +342,61 @@ def mitigate(
 
 @app.command()
 def rank(
-    dirs: Annotated[list[Path], typer.Argument(help="Finished output directories (ranked together).")],
-    out: Annotated[Optional[Path], typer.Option(help="Where to write; default: ranking/ next to the first directory.")] = None,
-    method: Annotated[str, typer.Option(help="Ranking method: bt (Bradley–Terry, a tie half a win) or davidson.")] = "bt",
-    strategies: Annotated[Optional[str], typer.Option(help="Comma-separated strategy names; default: all that need no query.")] = None,
-    anchor: Annotated[Optional[str], typer.Option(help="Model fixed at --anchor-rating; default: the most compared.")] = None,
-    anchor_rating: Annotated[float, typer.Option(help="The anchor's rating (Arena scale, 400/ln 10 per unit).")] = 1000.0,
-    prior: Annotated[float, typer.Option(help="Pseudo-ties between every two models that met (0: plain maximum likelihood).")] = 0.0,
-    replicates: Annotated[int, typer.Option(help="Bootstrap replicates (questions resampled).")] = 1000,
-    style: Annotated[bool, typer.Option(help="Also style-controlled ratings and length-controlled win rates (reads the answers).")] = False,
+    dirs: Annotated[
+        list[Path],
+        typer.Argument(help="Finished output directories (ranked together)."),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where to write; default: ranking/ next to the first directory."
+        ),
+    ] = None,
+    method: Annotated[
+        str,
+        typer.Option(
+            help="Ranking method: bt (Bradley–Terry, a tie half a win) or davidson."
+        ),
+    ] = "bt",
+    strategies: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated strategy names; default: all that need no query."
+        ),
+    ] = None,
+    anchor: Annotated[
+        str | None,
+        typer.Option(
+            help="Model fixed at --anchor-rating; default: the most compared."
+        ),
+    ] = None,
+    anchor_rating: Annotated[
+        float,
+        typer.Option(help="The anchor's rating (Arena scale, 400/ln 10 per unit)."),
+    ] = 1000.0,
+    prior: Annotated[
+        float,
+        typer.Option(
+            help="Pseudo-ties between every two models that met (0: plain maximum likelihood)."
+        ),
+    ] = 0.0,
+    replicates: Annotated[
+        int, typer.Option(help="Bootstrap replicates (questions resampled).")
+    ] = 1000,
+    style: Annotated[
+        bool,
+        typer.Option(
+            help="Also style-controlled ratings and length-controlled win rates (reads the answers)."
+        ),
+    ] = False,
 ) -> None:
     """Leaderboards per judge, strategy and order view, with rank flips; write metrics/leaderboard.csv, rank_flips.csv, figures."""
     from voirdire import api
     from voirdire.analysis.report.ranking import print_ranking
 
-    names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
+    names = (
+        [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
+    )
     try:
         ranking, paths = api.rank(
             dirs, out=out, method=method, strategies=names, anchor=anchor, anchor_rating=anchor_rating,
@@ -232,7 +405,9 @@ def rank(
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         _fail(str(exc))
     print_ranking(ranking.summary(), console)
-    console.print(f"wrote {paths['leaderboard']}, {paths['rank_flips']}, {paths['html']}")
+    console.print(
+        f"wrote {paths['leaderboard']}, {paths['rank_flips']}, {paths['html']}"
+    )
 
 
 def _parse_env(pairs: list[str] | None) -> dict[str, str]:
@@ -248,12 +423,36 @@ def _parse_env(pairs: list[str] | None) -> dict[str, str]:
 @app.command()
 def submit(
     job: Annotated[Path, typer.Argument(help="Job file (TOML).")],
-    address: Annotated[Optional[str], typer.Option(help="Ray Jobs API, e.g. http://HEAD:8265 (default: $RAY_API_SERVER_ADDRESS, $RAY_ADDRESS, http://127.0.0.1:8265).")] = None,
-    env: Annotated[Optional[list[str]], typer.Option("--env", help="KEY=VALUE for the job's processes (repeatable).")] = None,
-    pip: Annotated[Optional[list[str]], typer.Option("--pip", help="Extra pip requirement for the job's runtime environment (repeatable).")] = None,
-    output_dir: Annotated[Optional[str], typer.Option("--output-dir", help="Override the job's output_dir (a path as seen from the head node).")] = None,
-    submission_id: Annotated[Optional[str], typer.Option("--id", help="Job id to use.")] = None,
-    wait: Annotated[bool, typer.Option(help="Stream the job's log until it ends.")] = True,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            help="Ray Jobs API, e.g. http://HEAD:8265 (default: $RAY_API_SERVER_ADDRESS, $RAY_ADDRESS, http://127.0.0.1:8265)."
+        ),
+    ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", help="KEY=VALUE for the job's processes (repeatable)."),
+    ] = None,
+    pip: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pip",
+            help="Extra pip requirement for the job's runtime environment (repeatable).",
+        ),
+    ] = None,
+    output_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--output-dir",
+            help="Override the job's output_dir (a path as seen from the head node).",
+        ),
+    ] = None,
+    submission_id: Annotated[
+        str | None, typer.Option("--id", help="Job id to use.")
+    ] = None,
+    wait: Annotated[
+        bool, typer.Option(help="Stream the job's log until it ends.")
+    ] = True,
 ) -> None:
     """Submit a job to a Ray cluster through the Jobs API (and stream its log)."""
     from voirdire.engine import submit as sub
@@ -269,9 +468,15 @@ def submit(
         _fail(str(exc), 1)
     console.print(f"submitted [bold]{s.job_id}[/] to {s.address}")
     if not wait:
-        console.print(f"follow it with: voirdire status {s.job_id} --address {s.address}")
+        console.print(
+            f"follow it with: voirdire status {s.job_id} --address {s.address}"
+        )
         return
-    final = sub.follow(s.job_id, s.address, write=lambda chunk: console.out(chunk, end="", highlight=False))
+    final = sub.follow(
+        s.job_id,
+        s.address,
+        write=lambda chunk: console.out(chunk, end="", highlight=False),
+    )
     console.print(f"job {s.job_id}: [bold]{final}[/]")
     if final != "SUCCEEDED":
         raise typer.Exit(1)
@@ -279,9 +484,15 @@ def submit(
 
 @app.command()
 def status(
-    job_id: Annotated[Optional[str], typer.Argument(help="A job id; default: every job on the cluster.")] = None,
-    address: Annotated[Optional[str], typer.Option(help="Ray Jobs API (see submit).")] = None,
-    logs: Annotated[bool, typer.Option("--logs", help="Print the job's log too (with a job id).")] = False,
+    job_id: Annotated[
+        str | None, typer.Argument(help="A job id; default: every job on the cluster.")
+    ] = None,
+    address: Annotated[
+        str | None, typer.Option(help="Ray Jobs API (see submit).")
+    ] = None,
+    logs: Annotated[
+        bool, typer.Option("--logs", help="Print the job's log too (with a job id).")
+    ] = False,
 ) -> None:
     """Show submitted jobs and their status."""
     from rich.table import Table
@@ -296,7 +507,12 @@ def status(
     for col in ("job id", "status", "job", "message"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["job_id"] or "", r["status"], r["metadata"].get("voirdire_job", r["entrypoint"] or ""), (r["message"] or "")[:80])
+        table.add_row(
+            r["job_id"] or "",
+            r["status"],
+            r["metadata"].get("voirdire_job", r["entrypoint"] or ""),
+            (r["message"] or "")[:80],
+        )
     console.print(table)
     if logs and job_id:
         console.out(sub.logs(job_id, address), highlight=False)
@@ -305,7 +521,9 @@ def status(
 @app.command()
 def stop(
     job_id: Annotated[str, typer.Argument(help="The job id.")],
-    address: Annotated[Optional[str], typer.Option(help="Ray Jobs API (see submit).")] = None,
+    address: Annotated[
+        str | None, typer.Option(help="Ray Jobs API (see submit).")
+    ] = None,
 ) -> None:
     """Stop a submitted job (finished results are kept; resubmit to resume)."""
     from voirdire.engine import submit as sub
@@ -317,21 +535,68 @@ def stop(
     console.print(f"job {job_id}: {'stop requested' if stopped else 'not running'}")
 
 
-data_app = typer.Typer(no_args_is_help=True, help="The benchmark data: the public releases the benchmarks read (Shi et al., 2024, and others).")
+data_app = typer.Typer(
+    no_args_is_help=True,
+    help="The benchmark data: the public releases the benchmarks read (Shi et al., 2024, and others).",
+)
 app.add_typer(data_app, name="data")
 
 
 @data_app.command("fetch")
 def data_fetch(
-    name: Annotated[str, typer.Argument(help="The release: judging-the-judges (MT-Bench, DevBench) or another benchmark's (an unknown name lists them).")] = "judging-the-judges",
-    dest: Annotated[Optional[Path], typer.Option(help="Data directory to write (default: $VOIRDIRE_DATA, else the user data directory).")] = None,
-    base_url: Annotated[Optional[str], typer.Option("--base-url", help="Where the release's files are, paths appended as in the repository (default: $VOIRDIRE_RELEASE_URL, else GitHub's raw URLs of the pinned commit).")] = None,
-    prefer: Annotated[str, typer.Option(help="Form of the judges' outputs fetched first: tsv (record_*.tsv) or pkl (tmp.pkl, loaded without executing); the other is the fallback.")] = "pkl",
-    if_missing: Annotated[bool, typer.Option("--if-missing", help="Fetch only when no data directory is found (the usual lookup); print the one in use.")] = False,
-    try_dir: Annotated[Optional[str], typer.Option("--try", help="With --if-missing: a directory to use first when it exists here (a cluster client's data location).")] = None,
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="The release: judging-the-judges (MT-Bench, DevBench) or another benchmark's (an unknown name lists them)."
+        ),
+    ] = "judging-the-judges",
+    dest: Annotated[
+        Path | None,
+        typer.Option(
+            help="Data directory to write (default: $VOIRDIRE_DATA, else the user data directory)."
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="Where the release's files are, paths appended as in the repository (default: $VOIRDIRE_RELEASE_URL, else GitHub's raw URLs of the pinned commit).",
+        ),
+    ] = None,
+    prefer: Annotated[
+        str,
+        typer.Option(
+            help="Form of the judges' outputs fetched first: tsv (record_*.tsv) or pkl (tmp.pkl, loaded without executing); the other is the fallback."
+        ),
+    ] = "pkl",
+    if_missing: Annotated[
+        bool,
+        typer.Option(
+            "--if-missing",
+            help="Fetch only when no data directory is found (the usual lookup); print the one in use.",
+        ),
+    ] = False,
+    try_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--try",
+            help="With --if-missing: a directory to use first when it exists here (a cluster client's data location).",
+        ),
+    ] = None,
     progress: Annotated[bool, typer.Option(help="Show download progress bars.")] = True,
-    strict: Annotated[bool, typer.Option("--strict", help="Fail when the mirror lacks any judge's outputs (default: take every judge it has, name those skipped).")] = False,
-    manifest: Annotated[Optional[Path], typer.Option(help="The files and git blob ids to fetch and verify (a manifest TSV) instead of the package's (a mirror of other files).")] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Fail when the mirror lacks any judge's outputs (default: take every judge it has, name those skipped).",
+        ),
+    ] = False,
+    manifest: Annotated[
+        Path | None,
+        typer.Option(
+            help="The files and git blob ids to fetch and verify (a manifest TSV) instead of the package's (a mirror of other files)."
+        ),
+    ] = None,
 ) -> None:
     """Download a release, verify every file against its git blob id, and convert it once.
 
@@ -347,11 +612,24 @@ def data_fetch(
         rel = release.get_release(name)
         if if_missing:
             path = release.locate_or_fetch(
-                try_dir, base_url, release=rel, prefer=prefer, progress=progress, log=log, manifest=manifest
+                try_dir,
+                base_url,
+                release=rel,
+                prefer=prefer,
+                progress=progress,
+                log=log,
+                manifest=manifest,
             )
         else:
             path = release.fetch_release(
-                dest, base_url, release=rel, prefer=prefer, manifest=manifest, strict=strict, progress=progress, log=log
+                dest,
+                base_url,
+                release=rel,
+                prefer=prefer,
+                manifest=manifest,
+                strict=strict,
+                progress=progress,
+                log=log,
             ).dest
     except ConfigError as exc:
         _fail(str(exc))

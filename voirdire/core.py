@@ -23,8 +23,17 @@ from typing import Any
 from voirdire.exceptions import ConfigError, DataError
 
 __all__ = [
-    "LETTERS", "MAX_LIST", "MIN_LIST", "ConfigError", "DataError", "FailureClass", "canonical_json", "content_hash",
-    "letters", "slug", "stable_int",
+    "LETTERS",
+    "MAX_LIST",
+    "MIN_LIST",
+    "ConfigError",
+    "DataError",
+    "FailureClass",
+    "canonical_json",
+    "content_hash",
+    "letters",
+    "slug",
+    "stable_int",
 ]
 
 #: Position letters: ``A`` = first slot shown, ``B`` = second, ... The tie option is the
@@ -57,7 +66,9 @@ def letters(n: int) -> str:
         ValueError: ``n`` outside ``0..len(LETTERS)``.
     """
     if not 0 <= n <= len(LETTERS):
-        raise ValueError(f"no position letters for {n} options (at most {len(LETTERS)})")
+        raise ValueError(
+            f"no position letters for {n} options (at most {len(LETTERS)})"
+        )
     return LETTERS[:n]
 
 
@@ -83,7 +94,14 @@ def stable_int(*parts: Any) -> int:
     return int(content_hash(*parts, size=8), 16)
 
 
-def slug(label: str, *, sep: str = "_", keep: str = "._-", max_len: int | None = None, default: str | None = None) -> str:
+def slug(
+    label: str,
+    *,
+    sep: str = "_",
+    keep: str = "._-",
+    max_len: int | None = None,
+    default: str | None = None,
+) -> str:
     """A name safe for files and ids made from a label (judge, benchmark, job): runs of
     characters outside ``[A-Za-z0-9]`` and ``keep`` become ``sep``.
 

@@ -48,6 +48,12 @@ class CorruptPartWarning(RuntimeWarning):
 
 
 __all__ = [
-    "ConfigError", "ContextTooLong", "CorruptPartWarning", "DataError", "JobInterrupted", "MalformedResponse",
-    "RewriteFailed", "VoirdireError",
+    "ConfigError",
+    "ContextTooLong",
+    "CorruptPartWarning",
+    "DataError",
+    "JobInterrupted",
+    "MalformedResponse",
+    "RewriteFailed",
+    "VoirdireError",
 ]

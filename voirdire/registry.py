@@ -38,11 +38,20 @@ from typing import Any, Generic, TypeVar, overload
 
 from voirdire.exceptions import ConfigError
 
-__all__ = ["SHIPPED_ENTRY_POINTS", "Builtin", "Registry", "import_path", "is_import_path", "shipped_entry_points"]
+__all__ = [
+    "SHIPPED_ENTRY_POINTS",
+    "Builtin",
+    "Registry",
+    "import_path",
+    "is_import_path",
+    "shipped_entry_points",
+]
 
 T = TypeVar("T")
 
-_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
+_PATH = re.compile(
+    r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+)
 
 
 def is_import_path(ref: str) -> bool:
@@ -63,7 +72,9 @@ def import_path(ref: str, what: str) -> Any:
             imported (the message names ``what`` and ``ref``).
     """
     if not is_import_path(ref):
-        raise ConfigError(f"{what} {ref!r} is not an import path of the form 'package.module:NAME'")
+        raise ConfigError(
+            f"{what} {ref!r} is not an import path of the form 'package.module:NAME'"
+        )
     module, _, attr = ref.partition(":")
     try:
         return getattr(importlib.import_module(module), attr)
@@ -144,7 +155,13 @@ class Registry(Generic[T]):
     def register(self, obj: T, /) -> T: ...
     @overload
     def register(
-        self, obj: None = None, /, *, name: str | None = None, aliases: tuple[str, ...] = (), replace: bool = False
+        self,
+        obj: None = None,
+        /,
+        *,
+        name: str | None = None,
+        aliases: tuple[str, ...] = (),
+        replace: bool = False,
     ) -> Callable[[T], T]: ...
     def register(
         self,
@@ -231,7 +248,11 @@ class Registry(Generic[T]):
         """The names a user may write: built-in entries in their declared order, then the
         registered ones (aliases left out). Nothing is imported."""
         self._load_entry_points()
-        added = [k for k in self._entries if k not in self._builtin and k not in self._aliases]
+        added = [
+            k
+            for k in self._entries
+            if k not in self._builtin and k not in self._aliases
+        ]
         return (*self._builtin, *added)
 
     def __contains__(self, name: object) -> bool:
@@ -267,13 +288,21 @@ class Registry(Generic[T]):
         try:
             mod = importlib.import_module(module)
         except ImportError as exc:
-            how = f"; install it with: pip install 'voirdire[{b.extra}]'" if b.extra else ""
-            raise ConfigError(f"{self.kind} {name!r} needs an optional dependency that is not installed ({exc}){how}") from exc
+            how = (
+                f"; install it with: pip install 'voirdire[{b.extra}]'"
+                if b.extra
+                else ""
+            )
+            raise ConfigError(
+                f"{self.kind} {name!r} needs an optional dependency that is not installed ({exc}){how}"
+            ) from exc
         if k not in self._entries:  # its module did not register it under this name
             try:
                 obj = getattr(mod, attr)
             except AttributeError as exc:
-                raise ConfigError(f"{self.kind} {name!r}: {b.target!r} does not exist") from exc
+                raise ConfigError(
+                    f"{self.kind} {name!r}: {b.target!r} does not exist"
+                ) from exc
             if self._check is not None:
                 self._check(obj)
             self._entries[k] = obj
@@ -299,11 +328,17 @@ class Registry(Generic[T]):
                     self._check(obj)
                 except (TypeError, ValueError) as exc:
                     raise ConfigError(f"{self.kind} {name!r}: {exc}") from exc
-            k = self.key(self.name_of(obj)) if self._name_of or hasattr(obj, "name") or hasattr(obj, "__name__") else None
+            k = (
+                self.key(self.name_of(obj))
+                if self._name_of or hasattr(obj, "name") or hasattr(obj, "__name__")
+                else None
+            )
             if k is not None and k not in self._entries and k not in self._builtin:
                 self._entries[k] = obj
             return obj
-        raise ConfigError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}")
+        raise ConfigError(
+            f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}"
+        )
 
     def items(self) -> dict[str, T]:
         """Every entry by name, built-in ones first (imports every built-in module)."""

@@ -26,9 +26,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 from scipy.stats import binomtest
+
 from voirdire.analysis.biases.null_reference import NULL_COLUMNS, swap_null
 from voirdire.analysis.position.uncertainty import cluster_bootstrap
-
 from voirdire.core import LETTERS
 
 __all__ = [
@@ -46,7 +46,14 @@ __all__ = [
 #: The keys on which a perturbed row meets its control row.
 CONTROL_KEYS = ["benchmark", "judge", "instance_id", "permutation", "repetition"]
 #: One perturbation variant (a figure is reported per judge × variant).
-VARIANT_KEYS = ["benchmark", "judge", "perturbation", "perturbation_kind", "perturbation_param", "target_rule"]
+VARIANT_KEYS = [
+    "benchmark",
+    "judge",
+    "perturbation",
+    "perturbation_kind",
+    "perturbation_param",
+    "target_rule",
+]
 #: Columns of :func:`bias_effects` (and ``metrics/bias_effects.csv``).
 EFFECT_COLUMNS = [
     *VARIANT_KEYS,
@@ -78,7 +85,15 @@ EFFECT_COLUMNS = [
     "error_rate_null_lo",
     "error_rate_null_hi",
 ]
-PERTURBATION_COLUMNS = ["perturbation", "perturbation_kind", "perturbation_param", "target", "target_rule", "target_slot", "better"]
+PERTURBATION_COLUMNS = [
+    "perturbation",
+    "perturbation_kind",
+    "perturbation_param",
+    "target",
+    "target_rule",
+    "target_slot",
+    "better",
+]
 CONTROL = "control"
 
 
@@ -86,12 +101,19 @@ def control_rows(judgments: pl.DataFrame) -> pl.DataFrame:
     """The unperturbed rows (``perturbation == "control"``); all rows of a table without the
     column. Position-bias metrics read these only: a perturbed row would pair with the
     control row of the other order as if it were the same query."""
-    return judgments.filter(pl.col("perturbation") == CONTROL) if "perturbation" in judgments.columns else judgments
+    return (
+        judgments.filter(pl.col("perturbation") == CONTROL)
+        if "perturbation" in judgments.columns
+        else judgments
+    )
 
 
 def has_perturbations(judgments: pl.DataFrame) -> bool:
     """True when ``judgments`` has the perturbation columns and at least one perturbed row."""
-    return "perturbation" in judgments.columns and judgments.filter(pl.col("perturbation") != CONTROL).height > 0
+    return (
+        "perturbation" in judgments.columns
+        and judgments.filter(pl.col("perturbation") != CONTROL).height > 0
+    )
 
 
 def verdict() -> pl.Expr:
@@ -102,7 +124,9 @@ def verdict() -> pl.Expr:
         .then(None)
         .when(pl.col("tie").fill_null(False))
         .then(pl.lit("<tie>"))
-        .otherwise(pl.coalesce(pl.col("chosen"), pl.format("slot:{}", pl.col("extracted"))))
+        .otherwise(
+            pl.coalesce(pl.col("chosen"), pl.format("slot:{}", pl.col("extracted")))
+        )
     )
 
 
@@ -131,10 +155,16 @@ def paired(judgments: pl.DataFrame) -> pl.DataFrame:
     # one chunk: polars 2.1 panics (binview index assertion) on this plan over string
     # columns of several chunks, as tables concatenated from many raw files are
     base = judgments.rechunk().lazy().with_columns(_v=verdict())
-    ctrl = base.filter(pl.col("perturbation") == CONTROL).select(*CONTROL_KEYS, pl.col("_v").alias("v_control")).unique(CONTROL_KEYS, keep="first")
+    ctrl = (
+        base.filter(pl.col("perturbation") == CONTROL)
+        .select(*CONTROL_KEYS, pl.col("_v").alias("v_control"))
+        .unique(CONTROL_KEYS, keep="first")
+    )
     pert = base.filter(pl.col("perturbation") != CONTROL)
     last = pl.col("shown").list.len().sub(1)
-    slot_idx = pl.col("target_slot").replace_strict({x: i for i, x in enumerate(LETTERS)}, default=None, return_dtype=pl.Int64)
+    slot_idx = pl.col("target_slot").replace_strict(
+        {x: i for i, x in enumerate(LETTERS)}, default=None, return_dtype=pl.Int64
+    )
     joined = (
         pert.join(ctrl, on=CONTROL_KEYS, how="inner")
         .select(
@@ -153,11 +183,15 @@ def paired(judgments: pl.DataFrame) -> pl.DataFrame:
             v_control=pl.col("v_control"),
             v_perturbed=pl.col("_v"),
         )
-        .with_columns(failed=pl.col("v_control").is_null() | pl.col("v_perturbed").is_null())
+        .with_columns(
+            failed=pl.col("v_control").is_null() | pl.col("v_perturbed").is_null()
+        )
         .collect()
     )
     return joined.with_columns(
-        unchanged=pl.when(pl.col("failed")).then(None).otherwise((pl.col("v_control") == pl.col("v_perturbed")).cast(pl.Float64)),
+        unchanged=pl.when(pl.col("failed"))
+        .then(None)
+        .otherwise((pl.col("v_control") == pl.col("v_perturbed")).cast(pl.Float64)),
         s_control=_score_of("v_control", pl.col("target")),
         s_perturbed=_score_of("v_perturbed", pl.col("target")),
         c_control=_score_of("v_control", pl.col("better")),
@@ -169,13 +203,25 @@ def paired(judgments: pl.DataFrame) -> pl.DataFrame:
 
 def _score_of(col: str, model: pl.Expr) -> pl.Expr:
     v = pl.col(col)
-    return pl.when(v.is_null() | model.is_null()).then(None).when(v == "<tie>").then(0.5).otherwise((v == model).cast(pl.Float64))
+    return (
+        pl.when(v.is_null() | model.is_null())
+        .then(None)
+        .when(v == "<tie>")
+        .then(0.5)
+        .otherwise((v == model).cast(pl.Float64))
+    )
 
 
 def _other_score(col: str, model: pl.Expr) -> pl.Expr:
     """Score of "any answer but ``model``" (pairwise: the other response)."""
     v = pl.col(col)
-    return pl.when(v.is_null() | model.is_null()).then(None).when(v == "<tie>").then(0.5).otherwise(((v != model) & ~v.str.starts_with("slot:")).cast(pl.Float64))
+    return (
+        pl.when(v.is_null() | model.is_null())
+        .then(None)
+        .when(v == "<tie>")
+        .then(0.5)
+        .otherwise(((v != model) & ~v.str.starts_with("slot:")).cast(pl.Float64))
+    )
 
 
 def consistency_rate(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -194,12 +240,29 @@ def consistency_rate(judgments: pl.DataFrame) -> pl.DataFrame:
     if "perturbation" in judgments.columns:
         ctrl = ctrl.filter(pl.col("perturbation") == CONTROL)
     ctrl = ctrl.with_columns(_v=verdict())
-    r1 = ctrl.filter(pl.col("repetition") == 1).select(*keys, v1="_v").unique(keys, keep="first")
-    r2 = ctrl.filter(pl.col("repetition") == 2).select(*keys, v2="_v").unique(keys, keep="first")
+    r1 = (
+        ctrl.filter(pl.col("repetition") == 1)
+        .select(*keys, v1="_v")
+        .unique(keys, keep="first")
+    )
+    r2 = (
+        ctrl.filter(pl.col("repetition") == 2)
+        .select(*keys, v2="_v")
+        .unique(keys, keep="first")
+    )
     judges = ctrl.select("benchmark", "judge").unique()
-    both = r1.join(r2, on=keys, how="inner").filter(pl.col("v1").is_not_null() & pl.col("v2").is_not_null())
-    cr = both.group_by("benchmark", "judge").agg(cr_n=pl.len().cast(pl.Int64), cr=(pl.col("v1") == pl.col("v2")).mean())
-    return judges.join(cr, on=["benchmark", "judge"], how="left").with_columns(pl.col("cr_n").fill_null(0)).sort("benchmark", "judge").collect()
+    both = r1.join(r2, on=keys, how="inner").filter(
+        pl.col("v1").is_not_null() & pl.col("v2").is_not_null()
+    )
+    cr = both.group_by("benchmark", "judge").agg(
+        cr_n=pl.len().cast(pl.Int64), cr=(pl.col("v1") == pl.col("v2")).mean()
+    )
+    return (
+        judges.join(cr, on=["benchmark", "judge"], how="left")
+        .with_columns(pl.col("cr_n").fill_null(0))
+        .sort("benchmark", "judge")
+        .collect()
+    )
 
 
 def _effect_stats(s: dict) -> dict:
@@ -210,7 +273,11 @@ def _effect_stats(s: dict) -> dict:
     # target, Δ/p_control away from it (the simulated judge's susceptibility, docs/bias-metrics.md)
     sus = delta / (1.0 - pc)
     sus_away = delta / pc
-    return {"delta": delta, "rr": u / n, "susceptibility": np.where(delta >= 0, sus, sus_away)}
+    return {
+        "delta": delta,
+        "rr": u / n,
+        "susceptibility": np.where(delta >= 0, sus, sus_away),
+    }
 
 
 def bias_effects(
@@ -268,9 +335,19 @@ def bias_effects(
     """
     p = paired(judgments)
     if p.height == 0:
-        return pl.DataFrame(schema={c: pl.String for c in EFFECT_COLUMNS}).select(EFFECT_COLUMNS)
-    base = p.with_columns(pl.col("perturbation_param").cast(pl.String), pl.col("target_rule").cast(pl.String))
-    allrows = pl.concat([base.with_columns(slot=pl.lit("all")), base.filter(pl.col("slot").is_in(["first", "last"]))])
+        return pl.DataFrame(schema={c: pl.String for c in EFFECT_COLUMNS}).select(
+            EFFECT_COLUMNS
+        )
+    base = p.with_columns(
+        pl.col("perturbation_param").cast(pl.String),
+        pl.col("target_rule").cast(pl.String),
+    )
+    allrows = pl.concat(
+        [
+            base.with_columns(slot=pl.lit("all")),
+            base.filter(pl.col("slot").is_in(["first", "last"])),
+        ]
+    )
     keys = [*VARIANT_KEYS, "slot"]
     fails = allrows.group_by(keys).agg(n_failed=pl.col("failed").sum().cast(pl.Int64))
     ok = allrows.filter(~pl.col("failed"))
@@ -284,18 +361,30 @@ def bias_effects(
         accuracy_control=pl.col("c_control").mean(),
         accuracy_perturbed=pl.col("c_perturbed").mean(),
     )
-    wide, key_map, boot_rows = _effect_intervals(ok, keys, replicates=replicates, level=level, seed=seed)
+    wide, key_map, boot_rows = _effect_intervals(
+        ok, keys, replicates=replicates, level=level, seed=seed
+    )
     out = (
         counts.join(fails, on=keys, how="full", coalesce=True, nulls_equal=True)
         .join(key_map, on=keys, how="left", nulls_equal=True)
         .join(wide, on=["benchmark", "_key"], how="left")
-        .join(consistency_rate(judgments).select("benchmark", "judge", "cr"), on=["benchmark", "judge"], how="left")
-        .with_columns(pl.col("n").fill_null(0), pl.col("n_failed").fill_null(0), delta=pl.col("p_perturbed") - pl.col("p_control"))
+        .join(
+            consistency_rate(judgments).select("benchmark", "judge", "cr"),
+            on=["benchmark", "judge"],
+            how="left",
+        )
+        .with_columns(
+            pl.col("n").fill_null(0),
+            pl.col("n_failed").fill_null(0),
+            delta=pl.col("p_perturbed") - pl.col("p_control"),
+        )
     )
     return _derived(out, boot_rows, replicates=replicates, level=level, seed=seed)
 
 
-def _effect_intervals(ok: pl.DataFrame, keys: list[str], **bootstrap) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def _effect_intervals(
+    ok: pl.DataFrame, keys: list[str], **bootstrap
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """``(wide, key_map, boot_rows)``: the cluster-bootstrap intervals of RR, Δ and the
     susceptibility per variant × slot (``<metric>_lo``/``_hi`` by ``benchmark`` and a
     ``_key`` joining the ``keys``), the ``keys`` -> ``_key`` map, and the per-pair rows the
@@ -307,25 +396,38 @@ def _effect_intervals(ok: pl.DataFrame, keys: list[str], **bootstrap) -> tuple[p
         _key=pl.concat_str([pl.col(k).fill_null("∅") for k in keys], separator="\x1f"),
     )
     ci = cluster_bootstrap(
-        boot_rows.select("benchmark", "question_id", "_key", "one", "d", "unchanged", "s_control"),
+        boot_rows.select(
+            "benchmark", "question_id", "_key", "one", "d", "unchanged", "s_control"
+        ),
         ["one", "d", "unchanged", "s_control"],
         _effect_stats,
         cells=["_key"],
         **bootstrap,
     )
     wide = ci.pivot(on="metric", index=["benchmark", "_key"], values=["lo", "hi"])
-    wide = wide.rename({c: _ci_name(c) for c in wide.columns if c not in ("benchmark", "_key")})
+    wide = wide.rename(
+        {c: _ci_name(c) for c in wide.columns if c not in ("benchmark", "_key")}
+    )
     return wide, boot_rows.select(*keys, "_key").unique("_key"), boot_rows
 
 
-def _derived(out: pl.DataFrame, boot_rows: pl.DataFrame, *, replicates: int, level: float, seed: int) -> pl.DataFrame:
+def _derived(
+    out: pl.DataFrame,
+    boot_rows: pl.DataFrame,
+    *,
+    replicates: int,
+    level: float,
+    seed: int,
+) -> pl.DataFrame:
     """:func:`bias_effects`' figures derived from the counts (McNemar p, susceptibility,
     error rate, the kind-specific accuracies) and the null references
     (:func:`~voirdire.analysis.biases.null_reference.swap_null` over ``boot_rows``), in
     :data:`EFFECT_COLUMNS` order."""
     pv = [
         float(binomtest(a, a + b, 0.5).pvalue) if (a or 0) + (b or 0) > 0 else 1.0
-        for a, b in zip(out.get_column("toward").to_list(), out.get_column("away").to_list())
+        for a, b in zip(
+            out.get_column("toward").to_list(), out.get_column("away").to_list()
+        )
     ]
     has_t = pl.col("p_control").is_not_null()
     out = out.with_columns(
@@ -333,23 +435,56 @@ def _derived(out: pl.DataFrame, boot_rows: pl.DataFrame, *, replicates: int, lev
         susceptibility=pl.when(pl.col("delta") >= 0)
         .then(pl.col("delta") / (1.0 - pl.col("p_control")))
         .otherwise(pl.col("delta") / pl.col("p_control")),
-        error_rate=pl.when(pl.col("perturbation_kind") == "refinement_aware").then((pl.col("delta")).abs() / pl.col("p_control")),
-        accuracy_control=pl.when(pl.col("perturbation_kind").is_in(["fallacy", "cot"])).then(pl.col("accuracy_control")),
-        accuracy_perturbed=pl.when(pl.col("perturbation_kind").is_in(["fallacy", "cot"])).then(pl.col("accuracy_perturbed")),
+        error_rate=pl.when(pl.col("perturbation_kind") == "refinement_aware").then(
+            (pl.col("delta")).abs() / pl.col("p_control")
+        ),
+        accuracy_control=pl.when(
+            pl.col("perturbation_kind").is_in(["fallacy", "cot"])
+        ).then(pl.col("accuracy_control")),
+        accuracy_perturbed=pl.when(
+            pl.col("perturbation_kind").is_in(["fallacy", "cot"])
+        ).then(pl.col("accuracy_perturbed")),
     )
-    null = swap_null(boot_rows.select("_key", "s_control", "s_perturbed"), replicates=replicates, level=level, seed=seed)
+    null = swap_null(
+        boot_rows.select("_key", "s_control", "s_perturbed"),
+        replicates=replicates,
+        level=level,
+        seed=seed,
+    )
     out = out.join(null, on="_key", how="left").with_columns(
-        [pl.when(pl.col("perturbation_kind") == "refinement_aware").then(pl.col(c)).alias(c) for c in NULL_COLUMNS[3:]]
+        [
+            pl.when(pl.col("perturbation_kind") == "refinement_aware")
+            .then(pl.col(c))
+            .alias(c)
+            for c in NULL_COLUMNS[3:]
+        ]
     )
-    for c in ("delta_lo", "delta_hi", "susceptibility_lo", "susceptibility_hi", "rr_lo", "rr_hi", *NULL_COLUMNS):
+    for c in (
+        "delta_lo",
+        "delta_hi",
+        "susceptibility_lo",
+        "susceptibility_hi",
+        "rr_lo",
+        "rr_hi",
+        *NULL_COLUMNS,
+    ):
         if c not in out.columns:
             out = out.with_columns(pl.lit(None, dtype=pl.Float64).alias(c))
     out = out.with_columns(
-        [pl.when(has_t).then(pl.col(c)).alias(c) for c in ("delta_lo", "delta_hi", "susceptibility_lo", "susceptibility_hi")]
+        [
+            pl.when(has_t).then(pl.col(c)).alias(c)
+            for c in ("delta_lo", "delta_hi", "susceptibility_lo", "susceptibility_hi")
+        ]
         + [pl.when(has_t).then(pl.col(c).fill_nan(None)).alias(c) for c in NULL_COLUMNS]
     )
-    order = pl.col("slot").replace_strict({"all": 0, "first": 1, "last": 2}, default=3, return_dtype=pl.Int32)
-    return out.with_columns(_o=order).sort("benchmark", "judge", "perturbation", "_o").select(EFFECT_COLUMNS)
+    order = pl.col("slot").replace_strict(
+        {"all": 0, "first": 1, "last": 2}, default=3, return_dtype=pl.Int32
+    )
+    return (
+        out.with_columns(_o=order)
+        .sort("benchmark", "judge", "perturbation", "_o")
+        .select(EFFECT_COLUMNS)
+    )
 
 
 def _ci_name(col: str) -> str:

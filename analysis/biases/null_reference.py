@@ -37,7 +37,9 @@ NULL_COLUMNS = [
 ]  # fmt: skip
 
 
-def susceptibility_of(n: np.ndarray, s_control: np.ndarray, s_perturbed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def susceptibility_of(
+    n: np.ndarray, s_control: np.ndarray, s_perturbed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Susceptibility and the refinement-aware error rate from sums (same shapes).
 
     ``n`` pairs, ``s_control``/``s_perturbed`` the sums of the target's scores (1 win,
@@ -50,7 +52,9 @@ def susceptibility_of(n: np.ndarray, s_control: np.ndarray, s_perturbed: np.ndar
         d = (s_perturbed - s_control) / n
         sus = np.where(d >= 0, d / (1.0 - p), d / p)
         err = np.abs(d) / p
-    return np.where(np.isfinite(sus), sus, np.nan), np.where(np.isfinite(err), err, np.nan)
+    return np.where(np.isfinite(sus), sus, np.nan), np.where(
+        np.isfinite(err), err, np.nan
+    )
 
 
 def _band(x: np.ndarray, level: float) -> tuple[float, float, float]:
@@ -61,7 +65,14 @@ def _band(x: np.ndarray, level: float) -> tuple[float, float, float]:
     return (float(x.mean()), float(np.quantile(x, a)), float(np.quantile(x, 1.0 - a)))
 
 
-def swap_null(rows: pl.DataFrame, key: str = "_key", *, replicates: int = 1000, level: float = 0.95, seed: int = 0) -> pl.DataFrame:
+def swap_null(
+    rows: pl.DataFrame,
+    key: str = "_key",
+    *,
+    replicates: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> pl.DataFrame:
     """The within-pair permutation null of the susceptibility and the error rate, per group.
 
     Args:
@@ -78,13 +89,17 @@ def swap_null(rows: pl.DataFrame, key: str = "_key", *, replicates: int = 1000, 
         reference) and the band's ends, for the susceptibility and the error rate. NaN
         where undefined (e.g. ``p_control`` 0 in every replicate).
     """
-    ok = rows.filter(pl.col("s_control").is_not_null() & pl.col("s_perturbed").is_not_null())
+    ok = rows.filter(
+        pl.col("s_control").is_not_null() & pl.col("s_perturbed").is_not_null()
+    )
     rng = np.random.default_rng(seed)
     out = []
     for (k,), part in sorted(ok.group_by(key), key=lambda t: str(t[0][0])):
         a = part.get_column("s_control").to_numpy().astype(float)
         b = part.get_column("s_perturbed").to_numpy().astype(float)
-        d = np.sort((b - a)[a != b])  # only discordant pairs move under a swap; sorted: same draw whatever the row order
+        d = np.sort(
+            (b - a)[a != b]
+        )  # only discordant pairs move under a swap; sorted: same draw whatever the row order
         z = rng.random((replicates, d.size)) < 0.5
         shift = z.astype(float) @ d if d.size else np.zeros(replicates)
         n = np.full(replicates, float(a.size))
@@ -94,7 +109,14 @@ def swap_null(rows: pl.DataFrame, key: str = "_key", *, replicates: int = 1000, 
     return pl.DataFrame(out, schema=schema, orient="row")
 
 
-def judge_swap_null(scores: np.ndarray, judge: int, *, replicates: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+def judge_swap_null(
+    scores: np.ndarray,
+    judge: int,
+    *,
+    replicates: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float, float]:
     """The null reference of CALM's self-enhancement error rate ``|owr_j − owr_others| /
     owr_others`` (pairwise form, :mod:`voirdire.analysis.biases.self_enhancement`).
 

@@ -43,19 +43,49 @@ from collections.abc import Mapping
 
 import numpy as np
 import polars as pl
+
 from voirdire.analysis.biases.null_reference import judge_swap_null
 from voirdire.analysis.position.metrics import pairwise_pairs
 from voirdire.analysis.position.uncertainty import cluster_bootstrap
 
-__all__ = ["OWN_MODELS", "SELF_COLUMNS", "has_own_models", "pair_scores", "win_rate_deviations", "self_enhancement"]
+__all__ = [
+    "OWN_MODELS",
+    "SELF_COLUMNS",
+    "has_own_models",
+    "pair_scores",
+    "win_rate_deviations",
+    "self_enhancement",
+]
 
 #: Judge label -> the candidate model that is the judge's own (MT-Bench release).
 OWN_MODELS = {"gpt-4-0613": "gpt-4", "gpt-3.5-turbo-1106": "gpt-3.5-turbo"}
 #: Columns of :func:`self_enhancement`.
 SELF_COLUMNS = [
-    "benchmark", "judge", "own_model", "other_judges", "n_pairs", "owr_self", "owr_others",
-    "raw", "raw_lo", "raw_hi", "did", "did_lo", "did_hi", "adj", "adj_lo", "adj_hi", "slope", "slope_lo", "slope_hi",
-    "error_rate", "error_rate_lo", "error_rate_hi", "error_rate_null", "error_rate_null_lo", "error_rate_null_hi",
+    "benchmark",
+    "judge",
+    "own_model",
+    "other_judges",
+    "n_pairs",
+    "owr_self",
+    "owr_others",
+    "raw",
+    "raw_lo",
+    "raw_hi",
+    "did",
+    "did_lo",
+    "did_hi",
+    "adj",
+    "adj_lo",
+    "adj_hi",
+    "slope",
+    "slope_lo",
+    "slope_hi",
+    "error_rate",
+    "error_rate_lo",
+    "error_rate_hi",
+    "error_rate_null",
+    "error_rate_null_lo",
+    "error_rate_null_hi",
 ]
 _PAIR = ["benchmark", "question_id", "candidate", "reference", "repetition"]
 
@@ -66,7 +96,11 @@ def has_own_models(judgments: pl.DataFrame) -> bool:
     measured)."""
     judges = set(judgments.get_column("judge").unique().to_list())
     cands = set(judgments.get_column("candidate").drop_nulls().unique().to_list())
-    return len(judges) >= 2 and len(cands) >= 2 and any(j in judges and m in cands for j, m in OWN_MODELS.items())
+    return (
+        len(judges) >= 2
+        and len(cands) >= 2
+        and any(j in judges and m in cands for j, m in OWN_MODELS.items())
+    )
 
 
 def pair_scores(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -85,11 +119,17 @@ def pair_scores(judgments: pl.DataFrame) -> pl.DataFrame:
     if "perturbation" in judgments.columns:
         judgments = judgments.filter(pl.col("perturbation") == "control")
     k = pl.col("klass")
-    pairs = pairwise_pairs(judgments).filter(k.is_in(["consistent", "primacy", "recency"]))
+    pairs = pairwise_pairs(judgments).filter(
+        k.is_in(["consistent", "primacy", "recency"])
+    )
     scored = pairs.select(
         *_PAIR,
         "judge",
-        score=pl.when(k != "consistent").then(0.5).when(pl.col("consistent_tie")).then(0.5).otherwise(pl.col("candidate_wins").cast(pl.Float64)),
+        score=pl.when(k != "consistent")
+        .then(0.5)
+        .when(pl.col("consistent_tie"))
+        .then(0.5)
+        .otherwise(pl.col("candidate_wins").cast(pl.Float64)),
     )
     n_judges = scored.group_by("benchmark").agg(_nj=pl.col("judge").n_unique())
     common = (
@@ -113,8 +153,13 @@ def _strength_adjusted(dev: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.n
     ok = np.isfinite(dev) & np.isfinite(x)
     w = ok.astype(float)
     y0, x0 = np.where(ok, dev, 0.0), np.where(ok, x, 0.0)
-    tot = [np.sum(t, axis=2, keepdims=True) for t in (w, w * x0, w * y0, w * x0 * x0, w * x0 * y0)]
-    n, sx, sy, sxx, sxy = (t - v for t, v in zip(tot, (w, w * x0, w * y0, w * x0 * x0, w * x0 * y0)))
+    tot = [
+        np.sum(t, axis=2, keepdims=True)
+        for t in (w, w * x0, w * y0, w * x0 * x0, w * x0 * y0)
+    ]
+    n, sx, sy, sxx, sxy = (
+        t - v for t, v in zip(tot, (w, w * x0, w * y0, w * x0 * x0, w * x0 * y0))
+    )
     den = n * sxx - sx * sx
     good = (n >= 3) & (den > 1e-12 * np.maximum(n * sxx, 1e-300))
     b = np.where(good, (n * sxy - sx * sy) / np.where(good, den, 1.0), np.nan)
@@ -134,19 +179,33 @@ def _stat(keys: pl.DataFrame):
         r = s["n"].shape[0]
         owr = np.full((r, nj, nc), np.nan)
         owr[:, ji, ci] = s["score"] / s["n"]
-        others = (np.nansum(owr, axis=1, keepdims=True) - owr) / (nj - 1)  # mean over k ≠ j
+        others = (np.nansum(owr, axis=1, keepdims=True) - owr) / (
+            nj - 1
+        )  # mean over k ≠ j
         dev = owr - others
         did = dev - (np.nansum(dev, axis=2, keepdims=True) - dev) / (nc - 1)
         err = np.abs(dev) / others
         adj, slope = _strength_adjusted(dev, others)
-        out = {"owr": owr, "owr_others": others, "raw": dev, "did": did, "error_rate": err, "adj": adj, "slope": slope}
+        out = {
+            "owr": owr,
+            "owr_others": others,
+            "raw": dev,
+            "did": did,
+            "error_rate": err,
+            "adj": adj,
+            "slope": slope,
+        }
         return {k: v[:, ji, ci] for k, v in out.items()}
 
     return stat
 
 
 def win_rate_deviations(
-    judgments: pl.DataFrame, *, replicates: int = 1000, level: float = 0.95, seed: int = 0
+    judgments: pl.DataFrame,
+    *,
+    replicates: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
 ) -> pl.DataFrame:
     """Every judge's deviation from the other judges, per candidate, with bootstrap intervals.
 
@@ -163,13 +222,36 @@ def win_rate_deviations(
     for bench in sorted(sc.get_column("benchmark").unique().to_list()):
         rows = sc.filter(pl.col("benchmark") == bench).with_columns(n=pl.lit(1.0))
         keys = rows.select("judge", "candidate").unique(maintain_order=True)
-        if keys.get_column("judge").n_unique() < 2 or keys.get_column("candidate").n_unique() < 2:
+        if (
+            keys.get_column("judge").n_unique() < 2
+            or keys.get_column("candidate").n_unique() < 2
+        ):
             continue
-        ci = cluster_bootstrap(rows, ["score", "n"], _stat(keys), cells=["judge", "candidate"], replicates=replicates, level=level, seed=seed)
+        ci = cluster_bootstrap(
+            rows,
+            ["score", "n"],
+            _stat(keys),
+            cells=["judge", "candidate"],
+            replicates=replicates,
+            level=level,
+            seed=seed,
+        )
         n = rows.group_by("judge", "candidate").agg(n_pairs=pl.len().cast(pl.Int64))
         out.append(ci.join(n, on=["judge", "candidate"], how="left"))
     if not out:
-        return pl.DataFrame(schema={"benchmark": pl.String, "judge": pl.String, "candidate": pl.String, "metric": pl.String, "estimate": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "replicates": pl.Int64, "n_pairs": pl.Int64})
+        return pl.DataFrame(
+            schema={
+                "benchmark": pl.String,
+                "judge": pl.String,
+                "candidate": pl.String,
+                "metric": pl.String,
+                "estimate": pl.Float64,
+                "lo": pl.Float64,
+                "hi": pl.Float64,
+                "replicates": pl.Int64,
+                "n_pairs": pl.Int64,
+            }
+        )
     return pl.concat(out).sort("benchmark", "judge", "candidate", "metric")
 
 
@@ -198,16 +280,38 @@ def self_enhancement(
         no such judge is present.
     """
     own = dict(OWN_MODELS if own_models is None else own_models)
-    empty = pl.DataFrame(schema={c: (pl.Int64 if c == "n_pairs" else pl.String if c in ("benchmark", "judge", "own_model", "other_judges") else pl.Float64) for c in SELF_COLUMNS})
-    present = judgments.filter(pl.col("judge").is_in(list(own)) & pl.col("mode").eq("pairwise"))
+    empty = pl.DataFrame(
+        schema={
+            c: (
+                pl.Int64
+                if c == "n_pairs"
+                else pl.String
+                if c in ("benchmark", "judge", "own_model", "other_judges")
+                else pl.Float64
+            )
+            for c in SELF_COLUMNS
+        }
+    )
+    present = judgments.filter(
+        pl.col("judge").is_in(list(own)) & pl.col("mode").eq("pairwise")
+    )
     if present.height == 0 or judgments.get_column("judge").n_unique() < 2:
         return empty
     dev = win_rate_deviations(judgments, replicates=replicates, level=level, seed=seed)
     if dev.height == 0:
         return empty
     mine = pl.DataFrame({"judge": list(own), "own_model": list(own.values())})
-    sel = dev.join(mine, left_on=["judge", "candidate"], right_on=["judge", "own_model"], how="semi").rename({"candidate": "own_model"})
-    wide = sel.pivot(on="metric", index=["benchmark", "judge", "own_model", "n_pairs"], values=["estimate", "lo", "hi"])
+    sel = dev.join(
+        mine,
+        left_on=["judge", "candidate"],
+        right_on=["judge", "own_model"],
+        how="semi",
+    ).rename({"candidate": "own_model"})
+    wide = sel.pivot(
+        on="metric",
+        index=["benchmark", "judge", "own_model", "n_pairs"],
+        values=["estimate", "lo", "hi"],
+    )
     ren = {}
     for c in wide.columns:
         for side in ("estimate", "lo", "hi"):
@@ -215,15 +319,39 @@ def self_enhancement(
                 if c in (f"{side}_{m}", f"{m}_{side}"):
                     ren[c] = m if side == "estimate" else f"{m}_{side}"
     wide = wide.rename(ren).rename({"owr": "owr_self"})
-    others = dev.select("benchmark", "judge").unique().group_by("benchmark").agg(_all=pl.col("judge").sort())
-    wide = wide.join(others, on="benchmark").with_columns(
-        other_judges=pl.col("_all").list.set_difference(pl.concat_list("judge")).list.sort().list.join(",")
+    others = (
+        dev.select("benchmark", "judge")
+        .unique()
+        .group_by("benchmark")
+        .agg(_all=pl.col("judge").sort())
     )
-    nulls = _error_rate_nulls(judgments, wide.select("benchmark", "judge", "own_model"), replicates, level, seed)
-    return wide.join(nulls, on=["benchmark", "judge"], how="left").select(SELF_COLUMNS).sort("benchmark", "judge")
+    wide = wide.join(others, on="benchmark").with_columns(
+        other_judges=pl.col("_all")
+        .list.set_difference(pl.concat_list("judge"))
+        .list.sort()
+        .list.join(",")
+    )
+    nulls = _error_rate_nulls(
+        judgments,
+        wide.select("benchmark", "judge", "own_model"),
+        replicates,
+        level,
+        seed,
+    )
+    return (
+        wide.join(nulls, on=["benchmark", "judge"], how="left")
+        .select(SELF_COLUMNS)
+        .sort("benchmark", "judge")
+    )
 
 
-def _error_rate_nulls(judgments: pl.DataFrame, rows: pl.DataFrame, replicates: int, level: float, seed: int) -> pl.DataFrame:
+def _error_rate_nulls(
+    judgments: pl.DataFrame,
+    rows: pl.DataFrame,
+    replicates: int,
+    level: float,
+    seed: int,
+) -> pl.DataFrame:
     """Per (benchmark, judge) of ``rows``: the null reference of the error rate
     (:func:`~voirdire.analysis.biases.null_reference.judge_swap_null` on the own model's common
     pairs)."""
@@ -231,12 +359,28 @@ def _error_rate_nulls(judgments: pl.DataFrame, rows: pl.DataFrame, replicates: i
     out = []
     for bench, judge, own in rows.iter_rows():
         part = sc.filter((pl.col("benchmark") == bench) & (pl.col("candidate") == own))
-        wide = part.pivot(on="judge", index=[c for c in _PAIR if c != "benchmark"], values="score")
+        wide = part.pivot(
+            on="judge", index=[c for c in _PAIR if c != "benchmark"], values="score"
+        )
         judges = sorted(c for c in wide.columns if c not in _PAIR)
         m = wide.select(judges).to_numpy() if judge in judges else np.empty((0, 0))
-        band = judge_swap_null(m, judges.index(judge), replicates=replicates, level=level, seed=seed) if m.size else (np.nan,) * 3
+        band = (
+            judge_swap_null(
+                m, judges.index(judge), replicates=replicates, level=level, seed=seed
+            )
+            if m.size
+            else (np.nan,) * 3
+        )
         out.append((bench, judge, *band))
-    cols = ["benchmark", "judge", "error_rate_null", "error_rate_null_lo", "error_rate_null_hi"]
-    return pl.DataFrame(out, schema={c: (pl.String if i < 2 else pl.Float64) for i, c in enumerate(cols)}, orient="row").with_columns(
-        [pl.col(c).fill_nan(None) for c in cols[2:]]
-    )
+    cols = [
+        "benchmark",
+        "judge",
+        "error_rate_null",
+        "error_rate_null_lo",
+        "error_rate_null_hi",
+    ]
+    return pl.DataFrame(
+        out,
+        schema={c: (pl.String if i < 2 else pl.Float64) for i, c in enumerate(cols)},
+        orient="row",
+    ).with_columns([pl.col(c).fill_nan(None) for c in cols[2:]])

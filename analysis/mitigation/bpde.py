@@ -9,10 +9,10 @@ calibration).
 from __future__ import annotations
 
 import polars as pl
+
 from voirdire.analysis.mitigation.verdicts import COMPARISON_KEYS, Strategy, conform
 
 __all__ = ["bpde", "select_for_annotation", "override", "with_labels"]
-
 
 
 def bpde(verdicts: pl.DataFrame) -> pl.DataFrame:
@@ -41,8 +41,16 @@ def bpde(verdicts: pl.DataFrame) -> pl.DataFrame:
         p = pl.col(c) / pl.col("outcomes")
         return pl.when(pl.col(c) > 0).then(-p * p.log(2)).otherwise(0.0)
 
-    ent = pl.when(pl.col("outcomes") > 0).then(term("wins") + term("ties") + term("losses")).otherwise(0.0)
-    return counts.with_columns(bpde=ent).select(*keys, "outcomes", "wins", "ties", "losses", "bpde").sort(keys)
+    ent = (
+        pl.when(pl.col("outcomes") > 0)
+        .then(term("wins") + term("ties") + term("losses"))
+        .otherwise(0.0)
+    )
+    return (
+        counts.with_columns(bpde=ent)
+        .select(*keys, "outcomes", "wins", "ties", "losses", "bpde")
+        .sort(keys)
+    )
 
 
 def select_for_annotation(verdicts: pl.DataFrame, beta: float = 0.2) -> pl.DataFrame:
@@ -59,8 +67,13 @@ def select_for_annotation(verdicts: pl.DataFrame, beta: float = 0.2) -> pl.DataF
     if not 0.0 < beta <= 1.0:
         raise ValueError(f"beta must be in (0, 1], not {beta}")
     keys = COMPARISON_KEYS
-    scored = bpde(verdicts).sort(["benchmark", "judge", "bpde", *keys[2:]], descending=[False, False, True] + [False] * 4)
-    scored = scored.with_columns(rank=pl.int_range(1, pl.len() + 1).over("benchmark", "judge").cast(pl.Int64))
+    scored = bpde(verdicts).sort(
+        ["benchmark", "judge", "bpde", *keys[2:]],
+        descending=[False, False, True] + [False] * 4,
+    )
+    scored = scored.with_columns(
+        rank=pl.int_range(1, pl.len() + 1).over("benchmark", "judge").cast(pl.Int64)
+    )
     keep = pl.col("rank") <= (pl.len().over("benchmark", "judge") * beta).ceil()
     return scored.filter(keep).with_columns(winner=pl.lit(None, dtype=pl.String))
 
@@ -70,10 +83,19 @@ def override(verdicts: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
     pairs :func:`select_for_annotation` chose). ``labels``: ``question_id``,
     ``candidate``, ``reference``, ``ref_verdict`` (win/tie/loss) and optionally
     ``benchmark`` (as :mod:`voirdire.analysis.mitigation.reference` returns). Queries unchanged."""
-    on = ["question_id", "candidate", "reference"] + (["benchmark"] if "benchmark" in labels.columns and labels.get_column("benchmark").null_count() == 0 else [])
+    on = ["question_id", "candidate", "reference"] + (
+        ["benchmark"]
+        if "benchmark" in labels.columns
+        and labels.get_column("benchmark").null_count() == 0
+        else []
+    )
     lab = labels.select(*on, "ref_verdict").unique(on, keep="first")
     v = conform(verdicts).join(lab, on=on, how="left")
-    return conform(v.with_columns(verdict=pl.coalesce("ref_verdict", "verdict")).drop("ref_verdict"))
+    return conform(
+        v.with_columns(verdict=pl.coalesce("ref_verdict", "verdict")).drop(
+            "ref_verdict"
+        )
+    )
 
 
 def with_labels(strategy: Strategy, labels: pl.DataFrame) -> Strategy:

@@ -22,14 +22,15 @@ mode) is kept as it is and renormalised with the others.
 from __future__ import annotations
 
 import polars as pl
+
 from voirdire.analysis.mitigation.registry import register_strategy
-from voirdire.analysis.position.formulas import pf_statistic
-from voirdire.analysis.position.uncertainty import question_sums
 from voirdire.analysis.mitigation.verdicts import (
     VERDICT_KEYS,
     as_judgments,
     conform,
 )
+from voirdire.analysis.position.formulas import pf_statistic
+from voirdire.analysis.position.uncertainty import question_sums
 
 __all__ = [
     "option_probs_long",
@@ -49,7 +50,11 @@ SLOTS = ("A", "B")
 def _judgment_rows(judgments: pl.DataFrame, **extra: pl.Expr) -> pl.DataFrame:
     """Every pairwise judgment: :data:`VERDICT_KEYS`, ``row`` (int: its index among the
     pairwise judgments), ``permutation`` (0: candidate in slot A, 1: in slot B), ``extra``."""
-    rows = judgments.filter(pl.col("mode") == "pairwise") if "mode" in judgments.columns else judgments
+    rows = (
+        judgments.filter(pl.col("mode") == "pairwise")
+        if "mode" in judgments.columns
+        else judgments
+    )
     first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
     return rows.with_row_index("row").select(
         *VERDICT_KEYS[:-1],
@@ -82,7 +87,9 @@ def slot_prior(judgments: pl.DataFrame) -> pl.DataFrame:
     judge's instances, renormalised. Columns: ``benchmark``, ``judge``, ``letter`` (A, B),
     ``prior`` (float, sums to 1 per judge), ``instances`` (int).
     """
-    long = option_probs_long(judgments).filter(pl.col("letter").is_in(SLOTS) & (pl.col("prob") > 0))
+    long = option_probs_long(judgments).filter(
+        pl.col("letter").is_in(SLOTS) & (pl.col("prob") > 0)
+    )
     inst = (
         long.group_by([*VERDICT_KEYS, "letter"])
         .agg(lm=pl.col("prob").log().mean(), orders=pl.col("permutation").n_unique())
@@ -95,7 +102,9 @@ def slot_prior(judgments: pl.DataFrame) -> pl.DataFrame:
     return (
         inst.group_by("benchmark", "judge", "letter")
         .agg(prior=pl.col("pi").mean(), instances=pl.len().cast(pl.Int64))
-        .with_columns(prior=pl.col("prior") / pl.col("prior").sum().over("benchmark", "judge"))
+        .with_columns(
+            prior=pl.col("prior") / pl.col("prior").sum().over("benchmark", "judge")
+        )
         .sort("benchmark", "judge", "letter")
     )
 
@@ -109,9 +118,9 @@ def candidate_probs(judgments: pl.DataFrame, debias: bool = True) -> pl.DataFram
     long = option_probs_long(judgments)
     if debias:
         prior = slot_prior(judgments).select("benchmark", "judge", "letter", "prior")
-        long = long.join(prior, on=["benchmark", "judge", "letter"], how="left").with_columns(
-            prob=pl.col("prob") / pl.col("prior").fill_null(1.0)
-        )
+        long = long.join(
+            prior, on=["benchmark", "judge", "letter"], how="left"
+        ).with_columns(prob=pl.col("prob") / pl.col("prior").fill_null(1.0))
     long = long.with_columns(prob=pl.col("prob") / pl.col("prob").sum().over("row"))
     cand = pl.when(pl.col("permutation") == 0).then(pl.lit("A")).otherwise(pl.lit("B"))
     ref = pl.when(pl.col("permutation") == 0).then(pl.lit("B")).otherwise(pl.lit("A"))
@@ -124,7 +133,13 @@ def candidate_probs(judgments: pl.DataFrame, debias: bool = True) -> pl.DataFram
 
 def _decide() -> pl.Expr:
     w, t, l_ = pl.col("p_win"), pl.col("p_tie"), pl.col("p_loss")
-    return pl.when((w > l_) & (w > t)).then(pl.lit("win")).when((l_ > w) & (l_ > t)).then(pl.lit("loss")).otherwise(pl.lit("tie"))
+    return (
+        pl.when((w > l_) & (w > t))
+        .then(pl.lit("win"))
+        .when((l_ > w) & (l_ > t))
+        .then(pl.lit("loss"))
+        .otherwise(pl.lit("tie"))
+    )
 
 
 def _with_probs(judgments: pl.DataFrame, debias: bool) -> pl.DataFrame:
@@ -142,11 +157,19 @@ def logprob_verdicts(judgments: pl.DataFrame, debias: bool = True) -> pl.DataFra
     without option probabilities (failed, or a backend that gave none) is an
     ``undecided`` row, so it counts in the undecided share and in the cost."""
     p = _with_probs(judgments, debias)
-    verdict = pl.when(pl.col("p_win").is_null()).then(pl.lit("undecided")).otherwise(_decide())
+    verdict = (
+        pl.when(pl.col("p_win").is_null())
+        .then(pl.lit("undecided"))
+        .otherwise(_decide())
+    )
     return conform(p.with_columns(verdict=verdict, queries=pl.lit(1, dtype=pl.Int64)))
 
 
-@register_strategy("logprob-calibrated", needs=("option_probs",), doc="debiased probabilities averaged over positions")
+@register_strategy(
+    "logprob-calibrated",
+    needs=("option_probs",),
+    doc="debiased probabilities averaged over positions",
+)
 def logprob_calibrated(judgments: pl.DataFrame) -> pl.DataFrame:
     """Strategy ``logprob-calibrated``: the verdict of each pair from each answer's debiased probability
     averaged over its positions (both orders), then the most probable of win/tie/loss.
@@ -160,18 +183,39 @@ def logprob_calibrated(judgments: pl.DataFrame) -> pl.DataFrame:
         _ok=pl.col("p_win").is_not_null().all() & (pl.col("permutation").n_unique() == 2),
     )  # fmt: skip
     verdict = pl.when(pl.col("_ok")).then(_decide()).otherwise(pl.lit("undecided"))
-    return conform(agg.with_columns(verdict=verdict, permutation=pl.lit(None, dtype=pl.Int64)))
+    return conform(
+        agg.with_columns(verdict=verdict, permutation=pl.lit(None, dtype=pl.Int64))
+    )
 
 
 def _pf(verdicts: pl.DataFrame) -> pl.DataFrame:
     """PF per (benchmark, judge) of per-order verdicts: :func:`~voirdire.analysis.position.
     formulas.pf_statistic` over the cells' sums (the one-replicate case of the bootstrap's)."""
-    cells = question_sums(as_judgments(verdicts)).group_by("benchmark", "judge", "candidate", "task").agg(pl.col("n").sum(), pl.col("d").sum())
+    cells = (
+        question_sums(as_judgments(verdicts))
+        .group_by("benchmark", "judge", "candidate", "task")
+        .agg(pl.col("n").sum(), pl.col("d").sum())
+    )
     rows = [
-        (b, j, float(pf_statistic({"n": g.get_column("n").to_numpy()[None, :], "d": g.get_column("d").to_numpy()[None, :]})[0]))
+        (
+            b,
+            j,
+            float(
+                pf_statistic(
+                    {
+                        "n": g.get_column("n").to_numpy()[None, :],
+                        "d": g.get_column("d").to_numpy()[None, :],
+                    }
+                )[0]
+            ),
+        )
         for (b, j), g in cells.group_by("benchmark", "judge")
     ]
-    return pl.DataFrame(rows, schema={"benchmark": pl.String, "judge": pl.String, "pf": pl.Float64}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={"benchmark": pl.String, "judge": pl.String, "pf": pl.Float64},
+        orient="row",
+    )
 
 
 def pf_removed(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -183,12 +227,20 @@ def pf_removed(judgments: pl.DataFrame) -> pl.DataFrame:
     deb = _pf(logprob_verdicts(judgments, True)).rename({"pf": "pf_debiased"})
     return (
         raw.join(deb, on=["benchmark", "judge"], how="full", coalesce=True)
-        .with_columns(removed=pl.when(pl.col("pf_raw") != 0).then(1 - pl.col("pf_debiased").abs() / pl.col("pf_raw").abs()))
+        .with_columns(
+            removed=pl.when(pl.col("pf_raw") != 0).then(
+                1 - pl.col("pf_debiased").abs() / pl.col("pf_raw").abs()
+            )
+        )
         .sort("benchmark", "judge")
     )
 
 
-@register_strategy("logprob-raw", needs=("option_probs",), doc="per-order argmax of the option probabilities")
+@register_strategy(
+    "logprob-raw",
+    needs=("option_probs",),
+    doc="per-order argmax of the option probabilities",
+)
 def logprob_raw(judgments: pl.DataFrame) -> pl.DataFrame:
     """Strategy ``logprob-raw``: the per-order argmax of the option probabilities."""
     return logprob_verdicts(judgments, debias=False)

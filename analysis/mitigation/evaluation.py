@@ -15,17 +15,22 @@ import os
 from collections.abc import Sequence
 
 import polars as pl
-from voirdire.analysis.mitigation import verdicts as M
+
 from voirdire.analysis.mitigation import reference as R
 from voirdire.analysis.mitigation import registry
+from voirdire.analysis.mitigation import verdicts as M
 from voirdire.analysis.mitigation.bpde import select_for_annotation, with_labels
 from voirdire.analysis.mitigation.pass_kappa import PASS_CONF, gate, pass_confusion
-from voirdire.analysis.position.agreement import kappa_statistic
-from voirdire.analysis.position.formulas import pc_statistic, pf_statistic, ratio_statistic
 from voirdire.analysis.mitigation.verdicts import (
     as_judgments,
     flip_flags,
     pair_orders,
+)
+from voirdire.analysis.position.agreement import kappa_statistic
+from voirdire.analysis.position.formulas import (
+    pc_statistic,
+    pf_statistic,
+    ratio_statistic,
 )
 from voirdire.analysis.position.uncertainty import cluster_bootstrap, question_sums
 
@@ -46,7 +51,21 @@ EVAL_COLUMNS = [
 _SEP = "\x1f"
 _CELLS = ["candidate", "task"]
 _CONF = [f"c_{a}_{b}" for a in CATS for b in CATS]
-_VALUES = ["rows", "undecided_n", "queries", "decided_ref", "correct", *_CONF, "n", "ccn", "v", "d", "pair_ok", "flips", *PASS_CONF]
+_VALUES = [
+    "rows",
+    "undecided_n",
+    "queries",
+    "decided_ref",
+    "correct",
+    *_CONF,
+    "n",
+    "ccn",
+    "v",
+    "d",
+    "pair_ok",
+    "flips",
+    *PASS_CONF,
+]
 
 
 STATISTICS = {
@@ -66,14 +85,30 @@ def _question_sums(verdicts: pl.DataFrame, ref: pl.DataFrame | None) -> pl.DataF
     v = verdicts
     if ref is not None and ref.height:
         on = ["question_id", "candidate", "reference"]
-        any_bench = ref.filter(pl.col("benchmark").is_null()).select(*on, _r0="ref_verdict").unique(on, keep="first")
-        by_bench = ref.filter(pl.col("benchmark").is_not_null()).select("benchmark", *on, _r1="ref_verdict").unique(["benchmark", *on], keep="first")
-        v = v.join(by_bench, on=["benchmark", *on], how="left").join(any_bench, on=on, how="left")
+        any_bench = (
+            ref.filter(pl.col("benchmark").is_null())
+            .select(*on, _r0="ref_verdict")
+            .unique(on, keep="first")
+        )
+        by_bench = (
+            ref.filter(pl.col("benchmark").is_not_null())
+            .select("benchmark", *on, _r1="ref_verdict")
+            .unique(["benchmark", *on], keep="first")
+        )
+        v = v.join(by_bench, on=["benchmark", *on], how="left").join(
+            any_bench, on=on, how="left"
+        )
         v = v.with_columns(ref_verdict=pl.coalesce("_r1", "_r0")).drop("_r0", "_r1")
     else:
         v = v.with_columns(ref_verdict=pl.lit(None, dtype=pl.String))
     dec = (pl.col("verdict") != "undecided") & pl.col("ref_verdict").is_not_null()
-    conf = {f"c_{a}_{b}": (dec & (pl.col("verdict") == a) & (pl.col("ref_verdict") == b)).sum() for a in CATS for b in CATS}
+    conf = {
+        f"c_{a}_{b}": (
+            dec & (pl.col("verdict") == a) & (pl.col("ref_verdict") == b)
+        ).sum()
+        for a in CATS
+        for b in CATS
+    }
     base = v.group_by(keys).agg(
         rows=pl.len(),
         undecided_n=(pl.col("verdict") == "undecided").sum(),
@@ -83,22 +118,36 @@ def _question_sums(verdicts: pl.DataFrame, ref: pl.DataFrame | None) -> pl.DataF
         **conf,
     )
     # per-order figures: strategy folded into the judge label for the pair classifier
-    po = verdicts.filter(pl.col("permutation").is_not_null()).with_columns(judge=pl.concat_str("strategy", "judge", separator=_SEP))
+    po = verdicts.filter(pl.col("permutation").is_not_null()).with_columns(
+        judge=pl.concat_str("strategy", "judge", separator=_SEP)
+    )
     pairs = question_sums(as_judgments(po.drop("strategy")))
     flips = (
         flip_flags(pair_orders(po.drop("strategy")))
         .group_by("benchmark", "judge", *_CELLS, "question_id")
-        .agg(pair_ok=pl.col("pair_ok").sum(), flips=pl.col("flip").sum(), _failed=(~pl.col("pair_ok")).sum())
+        .agg(
+            pair_ok=pl.col("pair_ok").sum(),
+            flips=pl.col("flip").sum(),
+            _failed=(~pl.col("pair_ok")).sum(),
+        )
     )
-    passes = pass_confusion(po.drop("strategy"), by=["judge", *_CELLS]).drop("pass_pairs")
+    passes = pass_confusion(po.drop("strategy"), by=["judge", *_CELLS]).drop(
+        "pass_pairs"
+    )
     on = ["benchmark", "judge", *_CELLS, "question_id"]
-    per_order = pairs.join(flips, on=on, how="full", coalesce=True).join(passes, on=on, how="full", coalesce=True)
+    per_order = pairs.join(flips, on=on, how="full", coalesce=True).join(
+        passes, on=on, how="full", coalesce=True
+    )
     per_order = per_order.with_columns(
         strategy=pl.col("judge").str.split_exact(_SEP, 1).struct.field("field_0"),
         judge=pl.col("judge").str.split_exact(_SEP, 1).struct.field("field_1"),
     )
-    out = base.join(per_order, on=keys, how="full", coalesce=True).sort(keys)  # a fixed order: reproducible float sums
-    return out.with_columns([pl.col(c).fill_null(0).cast(pl.Float64) for c in [*_VALUES, "_failed"]])
+    out = base.join(per_order, on=keys, how="full", coalesce=True).sort(
+        keys
+    )  # a fixed order: reproducible float sums
+    return out.with_columns(
+        [pl.col(c).fill_null(0).cast(pl.Float64) for c in [*_VALUES, "_failed"]]
+    )
 
 
 def evaluate(
@@ -142,24 +191,48 @@ def evaluate(
     """
     sums = _question_sums(verdicts, reference)
     ci = cluster_bootstrap(
-        sums, _VALUES, STATISTICS, groups=["strategy", "judge"], cells=_CELLS, replicates=replicates, level=level, seed=seed
+        sums,
+        _VALUES,
+        STATISTICS,
+        groups=["strategy", "judge"],
+        cells=_CELLS,
+        replicates=replicates,
+        level=level,
+        seed=seed,
     )
-    wide = ci.pivot(on="metric", index=["benchmark", "strategy", "judge"], values=["estimate", "lo", "hi"])
-    wide = wide.rename({f"estimate_{m}": m for m in METRICS} | {f"lo_{m}": f"{m}_lo" for m in METRICS} | {f"hi_{m}": f"{m}_hi" for m in METRICS})
+    wide = ci.pivot(
+        on="metric",
+        index=["benchmark", "strategy", "judge"],
+        values=["estimate", "lo", "hi"],
+    )
+    wide = wide.rename(
+        {f"estimate_{m}": m for m in METRICS}
+        | {f"lo_{m}": f"{m}_lo" for m in METRICS}
+        | {f"hi_{m}": f"{m}_hi" for m in METRICS}
+    )
     counts = sums.group_by("benchmark", "strategy", "judge").agg(
         verdicts=pl.col("rows").sum().cast(pl.Int64),
         pairs=pl.col("pair_ok").sum().cast(pl.Int64),
         failed_pairs=pl.col("_failed").sum().cast(pl.Int64),
         n_ref=pl.col("decided_ref").sum().cast(pl.Int64),
-        order_invariant=(pl.col("n") + pl.col("pair_ok") + pl.col("_failed")).sum() == 0,
+        order_invariant=(pl.col("n") + pl.col("pair_ok") + pl.col("_failed")).sum()
+        == 0,
     )
     out = wide.join(counts, on=["benchmark", "strategy", "judge"], how="left")
     inv = pl.col("order_invariant")
     fixed = {"pc": 1.0, "pf": 0.0, "flip": 0.0}
     out = out.with_columns(
-        [pl.when(inv).then(pl.lit(val)).otherwise(pl.col(f"{m}{s}")).alias(f"{m}{s}") for m, val in fixed.items() for s in ("", "_lo", "_hi")]
+        [
+            pl.when(inv).then(pl.lit(val)).otherwise(pl.col(f"{m}{s}")).alias(f"{m}{s}")
+            for m, val in fixed.items()
+            for s in ("", "_lo", "_hi")
+        ]
     )
-    src = reference.get_column("source").unique().sort().str.join("; ").item() if reference is not None and reference.height else None
+    src = (
+        reference.get_column("source").unique().sort().str.join("; ").item()
+        if reference is not None and reference.height
+        else None
+    )
     out = out.with_columns(
         *[pl.col(f"pass_kappa{s}").fill_nan(None) for s in ("", "_lo", "_hi")],
         reference_source=pl.lit(src, dtype=pl.String),
@@ -216,11 +289,22 @@ def run_mitigation(
         ref = R.load_reference(reference, judgments)
         if reference.startswith("judge:"):
             ref_judge = reference.split(":", 1)[1]
-    fns = {r.name: (M.without_judges(r.fn, [ref_judge]) if ref_judge and r.name.startswith("jury") else r.fn) for r in regs}
+    fns = {
+        r.name: (
+            M.without_judges(r.fn, [ref_judge])
+            if ref_judge and r.name.startswith("jury")
+            else r.fn
+        )
+        for r in regs
+    }
     if labels is not None:
         people = R.labels_reference(labels)
         R.check_reference(people, judgments)
-        fns |= {f"{n}+labels": with_labels(fns[n], people) for n in ("gate", "swap-tie") if n in fns}
+        fns |= {
+            f"{n}+labels": with_labels(fns[n], people)
+            for n in ("gate", "swap-tie")
+            if n in fns
+        }
     verdicts = registry.apply_strategies(judgments, fns)
     if ref_judge:
         verdicts = verdicts.filter(pl.col("judge") != ref_judge)

@@ -4,11 +4,14 @@ undecided, to be escalated to a stronger judge or a person (``docs/mitigation.md
 from __future__ import annotations
 
 import polars as pl
+
 from voirdire.analysis.mitigation.registry import register_strategy
 from voirdire.analysis.mitigation.verdicts import normalise, swap_and_tie
 
 
-@register_strategy("gate", doc="both orders; disagreement -> undecided (escalate)", default=True)
+@register_strategy(
+    "gate", doc="both orders; disagreement -> undecided (escalate)", default=True
+)
 def gate(judgments: pl.DataFrame) -> pl.DataFrame:
     """One order-invariant verdict per pair: the common verdict of its two orders,
     ``undecided`` when they disagree or an order failed; 2 queries."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import polars as pl
+
 from voirdire.analysis.mitigation.registry import register_strategy
 from voirdire.analysis.mitigation.verdicts import jury_vote, normalise
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import polars as pl
+
 from voirdire.analysis.mitigation.verdicts import VERDICT_KEYS, normalise
 from voirdire.analysis.position.agreement import kappa_statistic
 from voirdire.analysis.position.uncertainty import cluster_bootstrap
@@ -43,10 +44,20 @@ CATS = ("win", "tie", "loss")
 #: Count columns of the inter-pass table: ``p_<first>_<second>`` (row-major over CATS).
 PASS_CONF = [f"p_{a}_{b}" for a in CATS for b in CATS]
 #: Columns of :func:`pass_kappa` (also added to ``metrics/judge_metrics.csv``).
-PASS_KAPPA_COLUMNS = ["benchmark", "judge", "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_pairs", "pass_kappa_gate"]
+PASS_KAPPA_COLUMNS = [
+    "benchmark",
+    "judge",
+    "pass_kappa",
+    "pass_kappa_lo",
+    "pass_kappa_hi",
+    "pass_kappa_pairs",
+    "pass_kappa_gate",
+]
 
 
-def pass_confusion(verdicts: pl.DataFrame, by: Sequence[str] = ("judge",)) -> pl.DataFrame:
+def pass_confusion(
+    verdicts: pl.DataFrame, by: Sequence[str] = ("judge",)
+) -> pl.DataFrame:
     """Per (``benchmark``, *by*, ``question_id``), the inter-pass table of decided pairs.
 
     Args:
@@ -62,13 +73,19 @@ def pass_confusion(verdicts: pl.DataFrame, by: Sequence[str] = ("judge",)) -> pl
         undecided or a missing order are left out (the flip rate counts them as failed).
     """
     keys = ["benchmark", *by, "question_id"]
-    pair_keys = list(dict.fromkeys([*VERDICT_KEYS, *by]))  # one pair: its two orders share these
+    pair_keys = list(
+        dict.fromkeys([*VERDICT_KEYS, *by])
+    )  # one pair: its two orders share these
     v = verdicts.filter(pl.col("permutation").is_not_null())
     po = v.group_by(pair_keys).agg(
         v1=pl.col("verdict").filter(pl.col("permutation") == 0).first(),
         v2=pl.col("verdict").filter(pl.col("permutation") == 1).first(),
     )
-    cnt = {f"p_{a}_{b}": ((pl.col("v1") == a) & (pl.col("v2") == b)).sum().cast(pl.Float64) for a in CATS for b in CATS}
+    cnt = {
+        f"p_{a}_{b}": ((pl.col("v1") == a) & (pl.col("v2") == b)).sum().cast(pl.Float64)
+        for a in CATS
+        for b in CATS
+    }
     out = po.group_by(keys).agg(**cnt)
     return out.with_columns(pass_pairs=pl.sum_horizontal(PASS_CONF)).sort(keys)
 
@@ -76,10 +93,22 @@ def pass_confusion(verdicts: pl.DataFrame, by: Sequence[str] = ("judge",)) -> pl
 def gate(col: str = "pass_kappa") -> pl.Expr:
     """``"pass"`` when ``col`` ≥ :data:`KAPPA_GATE`, ``"fail"`` below, null when undefined."""
     k = pl.col(col)
-    return pl.when(k.is_null() | k.is_nan()).then(None).when(k >= KAPPA_GATE).then(pl.lit("pass")).otherwise(pl.lit("fail"))
+    return (
+        pl.when(k.is_null() | k.is_nan())
+        .then(None)
+        .when(k >= KAPPA_GATE)
+        .then(pl.lit("pass"))
+        .otherwise(pl.lit("fail"))
+    )
 
 
-def pass_kappa(judgments: pl.DataFrame, *, replicates: int = 1000, level: float = 0.95, seed: int = 0) -> pl.DataFrame:
+def pass_kappa(
+    judgments: pl.DataFrame,
+    *,
+    replicates: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> pl.DataFrame:
     """The inter-pass kappa of every judge of a pairwise job (see the module docstring).
 
     Args:
@@ -102,12 +131,39 @@ def pass_kappa(judgments: pl.DataFrame, *, replicates: int = 1000, level: float 
         return pl.DataFrame(schema=schema)
     sums = pass_confusion(v)
     ci = cluster_bootstrap(
-        sums, PASS_CONF, {"pass_kappa": kappa_statistic(PASS_CONF)}, groups=["judge"], replicates=replicates, level=level, seed=seed
+        sums,
+        PASS_CONF,
+        {"pass_kappa": kappa_statistic(PASS_CONF)},
+        groups=["judge"],
+        replicates=replicates,
+        level=level,
+        seed=seed,
     )
-    n = sums.group_by("benchmark", "judge").agg(pass_kappa_pairs=pl.col("pass_pairs").sum().cast(pl.Int64))
+    n = sums.group_by("benchmark", "judge").agg(
+        pass_kappa_pairs=pl.col("pass_pairs").sum().cast(pl.Int64)
+    )
     judges = v.select("benchmark", "judge").unique()
-    out = judges.join(ci.select("benchmark", "judge", pass_kappa="estimate", pass_kappa_lo="lo", pass_kappa_hi="hi"), on=["benchmark", "judge"], how="left")
-    out = out.join(n, on=["benchmark", "judge"], how="left").with_columns(
-        [pl.col(c).fill_nan(None) for c in ("pass_kappa", "pass_kappa_lo", "pass_kappa_hi")] + [pl.col("pass_kappa_pairs").fill_null(0)]
+    out = judges.join(
+        ci.select(
+            "benchmark",
+            "judge",
+            pass_kappa="estimate",
+            pass_kappa_lo="lo",
+            pass_kappa_hi="hi",
+        ),
+        on=["benchmark", "judge"],
+        how="left",
     )
-    return out.with_columns(pass_kappa_gate=gate()).select(list(schema)).cast(schema).sort("benchmark", "judge")  # type: ignore[arg-type]
+    out = out.join(n, on=["benchmark", "judge"], how="left").with_columns(
+        [
+            pl.col(c).fill_nan(None)
+            for c in ("pass_kappa", "pass_kappa_lo", "pass_kappa_hi")
+        ]
+        + [pl.col("pass_kappa_pairs").fill_null(0)]
+    )
+    return (
+        out.with_columns(pass_kappa_gate=gate())
+        .select(list(schema))
+        .cast(schema)
+        .sort("benchmark", "judge")
+    )  # type: ignore[arg-type]

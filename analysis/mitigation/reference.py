@@ -13,18 +13,33 @@ import os
 from pathlib import Path
 
 import polars as pl
+
 from voirdire.analysis.mitigation.verdicts import normalise, swap_and_tie
 from voirdire.analysis.position.gold import gold_reference
-
 from voirdire.core import ConfigError
 
-__all__ = ["REF_COLUMNS", "judge_reference", "labels_reference", "load_reference", "check_reference"]
+__all__ = [
+    "REF_COLUMNS",
+    "judge_reference",
+    "labels_reference",
+    "load_reference",
+    "check_reference",
+]
 
-REF_COLUMNS = ["benchmark", "question_id", "candidate", "reference", "ref_verdict", "source"]
+REF_COLUMNS = [
+    "benchmark",
+    "question_id",
+    "candidate",
+    "reference",
+    "ref_verdict",
+    "source",
+]
 _WINNER = {"candidate": "win", "reference": "loss", "tie": "tie"}
 
 
-def judge_reference(judgments: pl.DataFrame, judge: str, repetition: int = 1) -> pl.DataFrame:
+def judge_reference(
+    judgments: pl.DataFrame, judge: str, repetition: int = 1
+) -> pl.DataFrame:
     """A reference judge's *consistent* verdicts: pairs where its two orders agree (win,
     tie or loss), at ``repetition``; inconsistent and failed pairs have no reference.
     ``source`` = ``"judge <name> (agreement with a judge, not with people)"``.
@@ -35,18 +50,33 @@ def judge_reference(judgments: pl.DataFrame, judge: str, repetition: int = 1) ->
     """
     known = sorted(judgments.get_column("judge").unique().to_list())
     if judge not in known:
-        raise ConfigError(f"reference judge {judge!r} matches no judge of these jobs; judges: {', '.join(known)}")
-    rows = judgments.filter((pl.col("judge") == judge) & (pl.col("repetition") == repetition))
-    v = swap_and_tie(normalise(rows), on_conflict="undecided").filter(pl.col("verdict") != "undecided")
+        raise ConfigError(
+            f"reference judge {judge!r} matches no judge of these jobs; judges: {', '.join(known)}"
+        )
+    rows = judgments.filter(
+        (pl.col("judge") == judge) & (pl.col("repetition") == repetition)
+    )
+    v = swap_and_tie(normalise(rows), on_conflict="undecided").filter(
+        pl.col("verdict") != "undecided"
+    )
     if v.height == 0:
-        raise ConfigError(f"reference judge {judge!r} has no consistent verdict (repetition {repetition})")
+        raise ConfigError(
+            f"reference judge {judge!r} has no consistent verdict (repetition {repetition})"
+        )
     src = f"judge {judge} (agreement with a judge, not with people)"
     return v.select(
-        "benchmark", "question_id", "candidate", "reference", ref_verdict="verdict", source=pl.lit(src)
+        "benchmark",
+        "question_id",
+        "candidate",
+        "reference",
+        ref_verdict="verdict",
+        source=pl.lit(src),
     ).unique(["benchmark", "question_id", "candidate", "reference"], keep="first")
 
 
-def labels_reference(labels: pl.DataFrame | str | os.PathLike, name: str = "labels") -> pl.DataFrame:
+def labels_reference(
+    labels: pl.DataFrame | str | os.PathLike, name: str = "labels"
+) -> pl.DataFrame:
     """People's verdicts from a table or CSV: columns ``question_id`` (or ``question``),
     ``candidate``, ``reference``, ``winner`` ∈ {candidate, reference, tie}, optionally
     ``benchmark``. Several rows per pair: the majority; no strict majority → ``tie``
@@ -64,10 +94,20 @@ def labels_reference(labels: pl.DataFrame | str | os.PathLike, name: str = "labe
             labels = pl.read_csv(labels, infer_schema_length=0)
         except Exception as exc:  # noqa: BLE001 - polars raises several kinds
             raise ConfigError(f"{name}: not a readable CSV ({exc})") from exc
-    df = labels.rename({"question": "question_id"}) if "question" in labels.columns and "question_id" not in labels.columns else labels
-    missing = [c for c in ("question_id", "candidate", "reference", "winner") if c not in df.columns]
+    df = (
+        labels.rename({"question": "question_id"})
+        if "question" in labels.columns and "question_id" not in labels.columns
+        else labels
+    )
+    missing = [
+        c
+        for c in ("question_id", "candidate", "reference", "winner")
+        if c not in df.columns
+    ]
     if missing:
-        raise ConfigError(f"{name}: missing column(s) {', '.join(missing)} (need question_id, candidate, reference, winner)")
+        raise ConfigError(
+            f"{name}: missing column(s) {', '.join(missing)} (need question_id, candidate, reference, winner)"
+        )
     if "benchmark" not in df.columns:
         df = df.with_columns(benchmark=pl.lit(None, dtype=pl.String))
     df = df.select(
@@ -75,21 +115,42 @@ def labels_reference(labels: pl.DataFrame | str | os.PathLike, name: str = "labe
         *[pl.col(c).cast(pl.String) for c in ("question_id", "candidate", "reference")],
         winner=pl.col("winner").cast(pl.String).str.strip_chars().str.to_lowercase(),
     ).filter(pl.col("winner").is_not_null() & (pl.col("winner") != ""))
-    bad = df.filter(~pl.col("winner").is_in(list(_WINNER))).get_column("winner").unique().sort().to_list()
+    bad = (
+        df.filter(~pl.col("winner").is_in(list(_WINNER)))
+        .get_column("winner")
+        .unique()
+        .sort()
+        .to_list()
+    )
     if bad:
         raise ConfigError(f"{name}: winner values {bad} not in {sorted(_WINNER)}")
     if df.height == 0:
         raise ConfigError(f"{name}: no labelled row (fill the 'winner' column)")
     keys = ["benchmark", "question_id", "candidate", "reference"]
-    votes = df.with_columns(ref_verdict=pl.col("winner").replace_strict(_WINNER)).group_by([*keys, "ref_verdict"]).len()
+    votes = (
+        df.with_columns(ref_verdict=pl.col("winner").replace_strict(_WINNER))
+        .group_by([*keys, "ref_verdict"])
+        .len()
+    )
     return (
-        votes.with_columns(total=pl.col("len").sum().over(keys), top=pl.col("len").max().over(keys))
+        votes.with_columns(
+            total=pl.col("len").sum().over(keys), top=pl.col("len").max().over(keys)
+        )
         .filter(pl.col("len") == pl.col("top"))
         .group_by(keys)
-        .agg(n_top=pl.len(), v=pl.col("ref_verdict").first(), total=pl.col("total").first(), top=pl.col("top").first())
+        .agg(
+            n_top=pl.len(),
+            v=pl.col("ref_verdict").first(),
+            total=pl.col("total").first(),
+            top=pl.col("top").first(),
+        )
         .select(
             *keys,
-            ref_verdict=pl.when((pl.col("n_top") == 1) & (pl.col("top") * 2 > pl.col("total"))).then(pl.col("v")).otherwise(pl.lit("tie")),
+            ref_verdict=pl.when(
+                (pl.col("n_top") == 1) & (pl.col("top") * 2 > pl.col("total"))
+            )
+            .then(pl.col("v"))
+            .otherwise(pl.lit("tie")),
             source=pl.lit(f"people's labels ({name})"),
         )
         .sort(keys)
@@ -103,18 +164,31 @@ def check_reference(ref: pl.DataFrame, judgments: pl.DataFrame) -> None:
         ConfigError: labels naming candidates (or references) absent from the judgments
             (named), or labelled pairs that match no judged pair (the first few named).
     """
-    pairs = judgments.select("benchmark", "question_id", "candidate", "reference").unique()
+    pairs = judgments.select(
+        "benchmark", "question_id", "candidate", "reference"
+    ).unique()
     for col in ("candidate", "reference"):
-        unknown = sorted(set(ref.get_column(col).to_list()) - set(pairs.get_column(col).to_list()))
+        unknown = sorted(
+            set(ref.get_column(col).to_list()) - set(pairs.get_column(col).to_list())
+        )
         if unknown:
-            raise ConfigError(f"reference labels name unknown {col}(s): {', '.join(map(str, unknown[:10]))}")
+            raise ConfigError(
+                f"reference labels name unknown {col}(s): {', '.join(map(str, unknown[:10]))}"
+            )
     on = ["question_id", "candidate", "reference"]
     r = ref.with_columns(_i=pl.int_range(pl.len()))
-    hit = r.join(pairs, on=on, how="inner").filter(pl.col("benchmark").is_null() | (pl.col("benchmark") == pl.col("benchmark_right")))
+    hit = r.join(pairs, on=on, how="inner").filter(
+        pl.col("benchmark").is_null()
+        | (pl.col("benchmark") == pl.col("benchmark_right"))
+    )
     orphan = r.filter(~pl.col("_i").is_in(hit.get_column("_i").implode()))
     if orphan.height:
-        shown = "; ".join(f"{q}/{c} vs {x}" for q, c, x in orphan.select(on).head(5).iter_rows())
-        raise ConfigError(f"{orphan.height} reference label(s) match no judged pair (question/candidate vs reference): {shown}")
+        shown = "; ".join(
+            f"{q}/{c} vs {x}" for q, c, x in orphan.select(on).head(5).iter_rows()
+        )
+        raise ConfigError(
+            f"{orphan.height} reference label(s) match no judged pair (question/candidate vs reference): {shown}"
+        )
 
 
 def load_reference(spec: str | pl.DataFrame, judgments: pl.DataFrame) -> pl.DataFrame:

@@ -24,8 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
-from voirdire.analysis.mitigation.verdicts import VERDICT_SCHEMA, Strategy as StrategyFn, conform
 
+from voirdire.analysis.mitigation.verdicts import VERDICT_SCHEMA, conform
+from voirdire.analysis.mitigation.verdicts import Strategy as StrategyFn
 from voirdire.core import ConfigError
 from voirdire.registry import Registry
 
@@ -71,11 +72,15 @@ class Strategy:
 
 def _check(obj: object) -> None:
     if not isinstance(obj, Strategy):
-        raise TypeError(f"{obj!r} is not a strategy (decorate the function with register_strategy)")
+        raise TypeError(
+            f"{obj!r} is not a strategy (decorate the function with register_strategy)"
+        )
 
 
 #: The strategies: built-in names in the order messages and the default run list them.
-STRATEGIES: Registry[Strategy] = Registry("strategy", check=_check, entry_points="voirdire.strategies")
+STRATEGIES: Registry[Strategy] = Registry(
+    "strategy", check=_check, entry_points="voirdire.strategies"
+)
 for _name, _target in {
     "single": "single:single",
     "swap-tie": "swap_tie:swap_tie",
@@ -115,7 +120,9 @@ def register_strategy(
     """
 
     def deco(f: StrategyFn) -> Strategy:
-        return STRATEGIES.register(Strategy(name, f, tuple(needs), doc, default, score), replace=replace)
+        return STRATEGIES.register(
+            Strategy(name, f, tuple(needs), doc, default, score), replace=replace
+        )
 
     return deco if fn is None else deco(fn)
 
@@ -139,14 +146,19 @@ def strategy(name: str) -> Strategy:
 def check_needs(reg: Strategy, judgments: pl.DataFrame) -> None:
     """Raise ConfigError when ``judgments`` lack a column ``reg`` needs, or it is all null."""
     for col in reg.needs:
-        if col not in judgments.columns or judgments.get_column(col).null_count() == judgments.height:
+        if (
+            col not in judgments.columns
+            or judgments.get_column(col).null_count() == judgments.height
+        ):
             raise ConfigError(
                 f"strategy {reg.name!r} needs {col!r} in the judgments, and this job has none "
                 f"(e.g. run the judge in logprob mode for option_probs, or score mode for scores)"
             )
 
 
-def apply_strategies(judgments: pl.DataFrame, names: Sequence[str] | Mapping[str, StrategyFn]) -> pl.DataFrame:
+def apply_strategies(
+    judgments: pl.DataFrame, names: Sequence[str] | Mapping[str, StrategyFn]
+) -> pl.DataFrame:
     """Run strategies on ``judgments``: registered names (their needs checked first, all
     before any runs) or a mapping name -> function. Returns the verdict tables stacked with
     a leading ``strategy`` column (str).
@@ -160,14 +172,24 @@ def apply_strategies(judgments: pl.DataFrame, names: Sequence[str] | Mapping[str
         regs = [strategy(n) for n in names]
     for reg in regs:
         check_needs(reg, judgments)
-    frames = [conform(reg.fn(judgments)).select(pl.lit(reg.name).alias("strategy"), pl.all()) for reg in regs]
-    return pl.concat(frames) if frames else pl.DataFrame(schema={"strategy": pl.String, **VERDICT_SCHEMA})
+    frames = [
+        conform(reg.fn(judgments)).select(pl.lit(reg.name).alias("strategy"), pl.all())
+        for reg in regs
+    ]
+    return (
+        pl.concat(frames)
+        if frames
+        else pl.DataFrame(schema={"strategy": pl.String, **VERDICT_SCHEMA})
+    )
 
 
 def default_strategies(judgments: pl.DataFrame) -> list[str]:
     """The strategies run when none are named: the ``default`` ones that read letters, then
     the ``default`` score-mode ones when the judgments hold scores (score mode)."""
-    scored = "slot_scores" in judgments.columns and judgments.get_column("slot_scores").null_count() < judgments.height
+    scored = (
+        "slot_scores" in judgments.columns
+        and judgments.get_column("slot_scores").null_count() < judgments.height
+    )
     regs = strategies().values()
     letters = [r.name for r in regs if r.default and not r.score]
     return letters + ([r.name for r in regs if r.default and r.score] if scored else [])

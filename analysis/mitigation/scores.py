@@ -26,13 +26,29 @@ polars function, table in, table out.
 from __future__ import annotations
 
 import polars as pl
+
 from voirdire.analysis.mitigation.registry import register_strategy
 from voirdire.analysis.mitigation.verdicts import COMPARISON_KEYS
 
 #: Columns of :func:`score_samples`.
-SAMPLE_COLUMNS = [*COMPARISON_KEYS, "permutation", "repetition", "candidate_first", "candidate_score", "reference_score", "outcome"]
+SAMPLE_COLUMNS = [
+    *COMPARISON_KEYS,
+    "permutation",
+    "repetition",
+    "candidate_first",
+    "candidate_score",
+    "reference_score",
+    "outcome",
+]
 #: Columns of the final-verdict tables of averaged scores (:func:`mean_score_verdicts`).
-SCORE_VERDICT_COLUMNS = [*COMPARISON_KEYS, "candidate_score", "reference_score", "verdict", "permutation", "queries"]
+SCORE_VERDICT_COLUMNS = [
+    *COMPARISON_KEYS,
+    "candidate_score",
+    "reference_score",
+    "verdict",
+    "permutation",
+    "queries",
+]
 #: The score strategies by their registered names
 #: (the ``score`` strategies of :mod:`voirdire.analysis.mitigation.registry`): (orders: ``each`` = a
 #: verdict per order, ``both`` = the two positions averaged; samples per order: ``None`` =
@@ -46,7 +62,15 @@ CALIBRATIONS: dict[str, tuple[str, int | None]] = {
 
 
 def _outcome(c: pl.Expr, r: pl.Expr) -> pl.Expr:
-    return pl.when(c.is_null() | r.is_null()).then(None).when(c > r).then(pl.lit("win")).when(c < r).then(pl.lit("loss")).otherwise(pl.lit("tie"))
+    return (
+        pl.when(c.is_null() | r.is_null())
+        .then(None)
+        .when(c > r)
+        .then(pl.lit("win"))
+        .when(c < r)
+        .then(pl.lit("loss"))
+        .otherwise(pl.lit("tie"))
+    )
 
 
 def score_samples(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -68,20 +92,34 @@ def score_samples(judgments: pl.DataFrame) -> pl.DataFrame:
     """
     rows = judgments.filter(pl.col("mode") == "score")
     if rows.height == 0:
-        raise ValueError("no score-mode judgments (a job with [comparison] mode = \"score\")")
+        raise ValueError(
+            'no score-mode judgments (a job with [comparison] mode = "score")'
+        )
     first = pl.col("shown").list.first() == pl.col("candidate")
-    a, b = pl.col("slot_scores").list.get(0, null_on_oob=True), pl.col("slot_scores").list.get(1, null_on_oob=True)
-    return rows.with_columns(
-        candidate_first=first,
-        candidate_score=pl.when(first).then(a).otherwise(b),
-        reference_score=pl.when(first).then(b).otherwise(a),
-    ).with_columns(outcome=_outcome(pl.col("candidate_score"), pl.col("reference_score"))).select(SAMPLE_COLUMNS)
+    a, b = (
+        pl.col("slot_scores").list.get(0, null_on_oob=True),
+        pl.col("slot_scores").list.get(1, null_on_oob=True),
+    )
+    return (
+        rows.with_columns(
+            candidate_first=first,
+            candidate_score=pl.when(first).then(a).otherwise(b),
+            reference_score=pl.when(first).then(b).otherwise(a),
+        )
+        .with_columns(
+            outcome=_outcome(pl.col("candidate_score"), pl.col("reference_score"))
+        )
+        .select(SAMPLE_COLUMNS)
+    )
 
 
 def _order_means(s: pl.DataFrame) -> pl.DataFrame:
     """Per pair and order (``candidate_first``): each answer's mean score over the order's
     samples that have both scores (null when none has), ``samples`` (all, failed included)."""
-    ok = pl.col("candidate_score").is_not_null() & pl.col("reference_score").is_not_null()
+    ok = (
+        pl.col("candidate_score").is_not_null()
+        & pl.col("reference_score").is_not_null()
+    )
     return s.group_by([*COMPARISON_KEYS, "candidate_first"]).agg(
         candidate_score=pl.col("candidate_score").filter(ok).mean(),
         reference_score=pl.col("reference_score").filter(ok).mean(),
@@ -89,7 +127,9 @@ def _order_means(s: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def mean_score_verdicts(samples: pl.DataFrame, *, orders: str = "both", per_order: int | None = None) -> pl.DataFrame:
+def mean_score_verdicts(
+    samples: pl.DataFrame, *, orders: str = "both", per_order: int | None = None
+) -> pl.DataFrame:
     """Final verdicts from averaged scores (Wang et al. 2023, Section 3).
 
     Each answer's score is first averaged within each order over that order's valid samples
@@ -122,15 +162,27 @@ def mean_score_verdicts(samples: pl.DataFrame, *, orders: str = "both", per_orde
         raise ValueError(f"orders must be 'both' or 'each', not {orders!r}")
     if per_order is not None and per_order < 1:
         raise ValueError(f"per_order must be >= 1, not {per_order}")
-    s = samples if per_order is None else samples.filter(pl.col("repetition") <= per_order)
+    s = (
+        samples
+        if per_order is None
+        else samples.filter(pl.col("repetition") <= per_order)
+    )
     means = _order_means(s)
     if orders == "each":
         out = means.with_columns(
-            permutation=pl.when(pl.col("candidate_first")).then(0).otherwise(1).cast(pl.Int64), queries=pl.col("samples")
+            permutation=pl.when(pl.col("candidate_first"))
+            .then(0)
+            .otherwise(1)
+            .cast(pl.Int64),
+            queries=pl.col("samples"),
         )
     else:
         both = pl.col("candidate_first").n_unique() == 2
-        decided = both & pl.col("candidate_score").is_not_null().all() & pl.col("reference_score").is_not_null().all()
+        decided = (
+            both
+            & pl.col("candidate_score").is_not_null().all()
+            & pl.col("reference_score").is_not_null().all()
+        )
         out = means.group_by(COMPARISON_KEYS).agg(
             candidate_score=pl.when(decided).then(pl.col("candidate_score").mean()),
             reference_score=pl.when(decided).then(pl.col("reference_score").mean()),
@@ -138,7 +190,11 @@ def mean_score_verdicts(samples: pl.DataFrame, *, orders: str = "both", per_orde
             permutation=pl.lit(None, dtype=pl.Int64),
         )
     return (
-        out.with_columns(verdict=_outcome(pl.col("candidate_score"), pl.col("reference_score")).fill_null("undecided"))
+        out.with_columns(
+            verdict=_outcome(
+                pl.col("candidate_score"), pl.col("reference_score")
+            ).fill_null("undecided")
+        )
         .select(SCORE_VERDICT_COLUMNS)
         .sort([*COMPARISON_KEYS, "permutation"], nulls_last=True)
     )
@@ -154,11 +210,13 @@ def strategy_verdicts(judgments: pl.DataFrame, strategy: str) -> pl.DataFrame:
             job asked in one order only.
     """
     if strategy not in CALIBRATIONS:
-        raise ValueError(f"unknown score strategy {strategy!r} (known: {', '.join(CALIBRATIONS)})")
+        raise ValueError(
+            f"unknown score strategy {strategy!r} (known: {', '.join(CALIBRATIONS)})"
+        )
     orders, k = CALIBRATIONS[strategy]
     samples = score_samples(judgments)
     if orders == "both" and samples.get_column("permutation").n_unique() < 2:
-        raise ValueError(f"{strategy} needs both orders (permutations = \"both\")")
+        raise ValueError(f'{strategy} needs both orders (permutations = "both")')
     return mean_score_verdicts(samples, orders=orders, per_order=k)
 
 
@@ -177,7 +235,10 @@ def sample_verdicts(judgments: pl.DataFrame) -> pl.DataFrame:
         *COMPARISON_KEYS,
         verdict=pl.col("outcome").fill_null("undecided"),
         queries=pl.lit(1, dtype=pl.Int64),
-        permutation=pl.when(pl.col("candidate_first")).then(0).otherwise(1).cast(pl.Int64),
+        permutation=pl.when(pl.col("candidate_first"))
+        .then(0)
+        .otherwise(1)
+        .cast(pl.Int64),
         repetition=pl.col("repetition").cast(pl.Int64),
     )
 

@@ -4,11 +4,16 @@ every other strategy is graded against; ``docs/mitigation.md``)."""
 from __future__ import annotations
 
 import polars as pl
+
 from voirdire.analysis.mitigation.registry import register_strategy
 from voirdire.analysis.mitigation.verdicts import normalise
 
 
-@register_strategy("single", doc="each order's verdict on its own (1 query per verdict; the baseline)", default=True)
+@register_strategy(
+    "single",
+    doc="each order's verdict on its own (1 query per verdict; the baseline)",
+    default=True,
+)
 def single(judgments: pl.DataFrame) -> pl.DataFrame:
     """Per-order verdicts from the candidate's side (:func:`~voirdire.analysis.mitigation.
     verdicts.normalise`): a verdict table with ``permutation`` 0/1 and ``queries`` 1."""

@@ -4,11 +4,14 @@ rule, Zheng et al. 2023; ``docs/mitigation.md``)."""
 from __future__ import annotations
 
 import polars as pl
+
 from voirdire.analysis.mitigation.registry import register_strategy
 from voirdire.analysis.mitigation.verdicts import normalise, swap_and_tie
 
 
-@register_strategy("swap-tie", doc="both orders; disagreement -> tie (MT-Bench)", default=True)
+@register_strategy(
+    "swap-tie", doc="both orders; disagreement -> tie (MT-Bench)", default=True
+)
 def swap_tie(judgments: pl.DataFrame) -> pl.DataFrame:
     """One order-invariant verdict per pair: the common verdict of its two orders, ``tie``
     when they disagree, ``undecided`` with a failed or missing order; 2 queries."""

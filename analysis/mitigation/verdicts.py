@@ -37,8 +37,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 import polars as pl
-from voirdire.analysis.position.metrics import PAIRWISE_MODES, pairwise_pairs
 
+from voirdire.analysis.position.metrics import PAIRWISE_MODES, pairwise_pairs
 from voirdire.core import ConfigError
 
 __all__ = [
@@ -63,7 +63,15 @@ __all__ = [
 
 VERDICTS = ("win", "tie", "loss", "undecided")
 #: Keys of one judgment pair in a verdict table (the two orders share them).
-VERDICT_KEYS = ["benchmark", "judge", "question_id", "task", "candidate", "reference", "repetition"]
+VERDICT_KEYS = [
+    "benchmark",
+    "judge",
+    "question_id",
+    "task",
+    "candidate",
+    "reference",
+    "repetition",
+]
 #: Keys of one comparison (a candidate against the reference on a question, by a judge), all
 #: its orders and repetitions together.
 COMPARISON_KEYS = VERDICT_KEYS[:-1]
@@ -107,7 +115,12 @@ def conform(verdicts: pl.DataFrame) -> pl.DataFrame:
     if "repetition" not in v.columns:
         v = v.with_columns(repetition=pl.lit(1, dtype=pl.Int64))
     v = v.select(VERDICT_COLUMNS).cast(VERDICT_SCHEMA)  # type: ignore[arg-type]
-    bad = v.filter(~pl.col("verdict").is_in(VERDICTS)).get_column("verdict").unique().to_list()
+    bad = (
+        v.filter(~pl.col("verdict").is_in(VERDICTS))
+        .get_column("verdict")
+        .unique()
+        .to_list()
+    )
     if bad:
         raise ConfigError(f"verdicts {bad} not in {list(VERDICTS)}")
     return v
@@ -123,7 +136,11 @@ def normalise(judgments: pl.DataFrame) -> pl.DataFrame:
     other slot → ``loss``, ``C`` in three-option mode → ``tie``; a failed judgment, a null
     letter or a letter outside the options → ``undecided``.
     """
-    rows = judgments.filter(pl.col("mode").is_in(PAIRWISE_MODES)) if "mode" in judgments.columns else judgments
+    rows = (
+        judgments.filter(pl.col("mode").is_in(PAIRWISE_MODES))
+        if "mode" in judgments.columns
+        else judgments
+    )
     first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
     x = pl.col("extracted")
     no = pl.col("failed").fill_null(False) | x.is_null()
@@ -142,7 +159,12 @@ def normalise(judgments: pl.DataFrame) -> pl.DataFrame:
     )
     return conform(
         rows.select(
-            "benchmark", "judge", "question_id", "task", "candidate", "reference",
+            "benchmark",
+            "judge",
+            "question_id",
+            "task",
+            "candidate",
+            "reference",
             verdict=verdict,
             queries=pl.lit(1, dtype=pl.Int64),
             permutation=pl.when(first).then(0).otherwise(1).cast(pl.Int64),
@@ -192,7 +214,11 @@ def flip_rate(verdicts: pl.DataFrame) -> pl.DataFrame:
             failed_pairs=(~pl.col("pair_ok")).sum().cast(pl.Int64),
             flips=pl.col("flip").sum().cast(pl.Int64),
         )
-        .with_columns(flip_rate=pl.when(pl.col("pairs") > 0).then(pl.col("flips") / pl.col("pairs")))
+        .with_columns(
+            flip_rate=pl.when(pl.col("pairs") > 0).then(
+                pl.col("flips") / pl.col("pairs")
+            )
+        )
         .sort("benchmark", "judge")
     )
 
@@ -245,7 +271,9 @@ def swap_and_tie(verdicts: pl.DataFrame, on_conflict: str = "tie") -> pl.DataFra
         ValueError: ``on_conflict`` not ``"tie"`` or ``"undecided"``.
     """
     if on_conflict not in ("tie", "undecided"):
-        raise ValueError(f"on_conflict must be 'tie' or 'undecided', not {on_conflict!r}")
+        raise ValueError(
+            f"on_conflict must be 'tie' or 'undecided', not {on_conflict!r}"
+        )
     v = conform(verdicts)
     v1, v2 = pl.col("v1"), pl.col("v2")
     decided = v1.is_in(["win", "tie", "loss"]) & v2.is_in(["win", "tie", "loss"])
@@ -257,9 +285,15 @@ def swap_and_tie(verdicts: pl.DataFrame, on_conflict: str = "tie") -> pl.DataFra
         .otherwise(pl.lit(on_conflict))
     )
     combined = pair_orders(v).select(
-        *COMPARISON_KEYS, verdict=final, queries="queries", permutation=pl.lit(None, dtype=pl.Int64), repetition="repetition"
+        *COMPARISON_KEYS,
+        verdict=final,
+        queries="queries",
+        permutation=pl.lit(None, dtype=pl.Int64),
+        repetition="repetition",
     )
-    return pl.concat([conform(combined), v.filter(pl.col("permutation").is_null())]).sort(VERDICT_KEYS)
+    return pl.concat(
+        [conform(combined), v.filter(pl.col("permutation").is_null())]
+    ).sort(VERDICT_KEYS)
 
 
 def judge_pc(verdicts: pl.DataFrame) -> pl.DataFrame:
@@ -270,12 +304,24 @@ def judge_pc(verdicts: pl.DataFrame) -> pl.DataFrame:
     return (
         pairwise_pairs(as_judgments(verdicts))
         .group_by("benchmark", "judge")
-        .agg(c=(k == "consistent").sum(), v=k.is_in(["consistent", "primacy", "recency"]).sum())
-        .select("benchmark", "judge", pc=pl.when(pl.col("v") > 0).then(pl.col("c") / pl.col("v")).otherwise(0.0))
+        .agg(
+            c=(k == "consistent").sum(),
+            v=k.is_in(["consistent", "primacy", "recency"]).sum(),
+        )
+        .select(
+            "benchmark",
+            "judge",
+            pc=pl.when(pl.col("v") > 0).then(pl.col("c") / pl.col("v")).otherwise(0.0),
+        )
     )
 
 
-def jury_vote(verdicts: pl.DataFrame, *, weights: pl.DataFrame | None = None, name: str | None = None) -> pl.DataFrame:
+def jury_vote(
+    verdicts: pl.DataFrame,
+    *,
+    weights: pl.DataFrame | None = None,
+    name: str | None = None,
+) -> pl.DataFrame:
     """A panel's verdict from its judges' verdicts (``docs/mitigation.md``, *Jury*, ours).
 
     Per (benchmark, question, task, candidate, reference, permutation, repetition), each
@@ -288,11 +334,21 @@ def jury_vote(verdicts: pl.DataFrame, *, weights: pl.DataFrame | None = None, na
     flip rate.
     """
     v = conform(verdicts)
-    keys = ["benchmark", "question_id", "task", "candidate", "reference", "permutation", "repetition"]
+    keys = [
+        "benchmark",
+        "question_id",
+        "task",
+        "candidate",
+        "reference",
+        "permutation",
+        "repetition",
+    ]
     if weights is not None:
-        v = v.join(weights.select("benchmark", "judge", "weight"), on=["benchmark", "judge"], how="left").with_columns(
-            pl.col("weight").fill_null(0.0)
-        )
+        v = v.join(
+            weights.select("benchmark", "judge", "weight"),
+            on=["benchmark", "judge"],
+            how="left",
+        ).with_columns(pl.col("weight").fill_null(0.0))
     else:
         v = v.with_columns(weight=pl.lit(1.0))
     size = v.group_by("benchmark").agg(_n=pl.col("judge").n_unique())
@@ -305,7 +361,12 @@ def jury_vote(verdicts: pl.DataFrame, *, weights: pl.DataFrame | None = None, na
         .filter((pl.col("w") == pl.col("top")) & (pl.col("top") > 0))
         .group_by(keys)
         .agg(n_top=pl.len(), best=pl.col("verdict").first())
-        .select(*keys, verdict=pl.when(pl.col("n_top") > 1).then(pl.lit("tie")).otherwise(pl.col("best")))
+        .select(
+            *keys,
+            verdict=pl.when(pl.col("n_top") > 1)
+            .then(pl.lit("tie"))
+            .otherwise(pl.col("best")),
+        )
     )
     out = (
         cost.join(tally, on=keys, how="left", nulls_equal=True)

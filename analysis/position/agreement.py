@@ -47,7 +47,12 @@ def choices(judgments: pl.DataFrame, repetition: int | None = 1) -> pl.DataFrame
     ok = ~(pl.col("failed").fill_null(False) | pl.col("extracted").is_null())
     return (
         df.filter(ok)
-        .select(*QKEYS, "judge", choice=pl.col("extracted"), is_tie=pl.col("tie").fill_null(False))
+        .select(
+            *QKEYS,
+            "judge",
+            choice=pl.col("extracted"),
+            is_tie=pl.col("tie").fill_null(False),
+        )
         .unique([*QKEYS, "judge"], keep="first")
         .collect()
     )
@@ -66,7 +71,9 @@ def cohen_kappa(table: np.ndarray) -> float:
     return float(cohens_kappa(table, return_results=False))
 
 
-def kappa_statistic(columns: Sequence[str]) -> Callable[[Mapping[str, np.ndarray]], np.ndarray]:
+def kappa_statistic(
+    columns: Sequence[str],
+) -> Callable[[Mapping[str, np.ndarray]], np.ndarray]:
     """A statistic over sums for :func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`:
     the k × k confusion table of ``columns`` (row-major, k² of them) summed over the cells,
     then :func:`cohen_kappa` per replicate. Returns ``{value: (R, U) array} -> (R,) array``."""
@@ -87,7 +94,12 @@ def _cohen(a: np.ndarray, b: np.ndarray, k: int) -> float:
     return cohen_kappa(np.bincount(a * k + b, minlength=k * k).reshape(k, k))
 
 
-def agreement_matrix(judgments: pl.DataFrame, repetition: int | None = 1, *, ch: pl.DataFrame | None = None) -> pl.DataFrame:
+def agreement_matrix(
+    judgments: pl.DataFrame,
+    repetition: int | None = 1,
+    *,
+    ch: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """Mutual agreement and Cohen's kappa for every ordered pair of judges (diagonal
     included), per benchmark.
 
@@ -105,7 +117,9 @@ def agreement_matrix(judgments: pl.DataFrame, repetition: int | None = 1, *, ch:
         cats = sorted(part.get_column("choice").unique().to_list())
         k = len(cats)
         part = part.with_columns(
-            code=pl.col("choice").replace_strict(cats, list(range(k)), return_dtype=pl.Int64)
+            code=pl.col("choice").replace_strict(
+                cats, list(range(k)), return_dtype=pl.Int64
+            )
             + pl.when(pl.col("is_tie")).then(k).otherwise(0)
         )
         wide = part.pivot(on="judge", index="query_id", values="code").fill_null(-1)
@@ -133,10 +147,17 @@ def agreement_matrix(judgments: pl.DataFrame, repetition: int | None = 1, *, ch:
         "agreement_no_tie": pl.Float64,
         "kappa": pl.Float64,
     }
-    return pl.DataFrame(rows, schema=schema, orient="row").sort("benchmark", "judge_a", "judge_b")
+    return pl.DataFrame(rows, schema=schema, orient="row").sort(
+        "benchmark", "judge_a", "judge_b"
+    )
 
 
-def fleiss_panel(judgments: pl.DataFrame, repetition: int | None = 1, *, ch: pl.DataFrame | None = None) -> pl.DataFrame:
+def fleiss_panel(
+    judgments: pl.DataFrame,
+    repetition: int | None = 1,
+    *,
+    ch: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """Fleiss' kappa of the whole panel per benchmark, over the queries every judge of the
     benchmark judged (Fleiss' kappa needs the same number of raters per subject).
 
@@ -157,12 +178,30 @@ def fleiss_panel(judgments: pl.DataFrame, repetition: int | None = 1, *, ch: pl.
             .fill_null(0)
         )
         table = counts.drop("query_id").to_numpy().astype(float)
-        kappa = float(fleiss_kappa(table, method="fleiss")) if nj >= 2 and table.shape[0] > 0 and table.shape[1] > 1 else float("nan")
+        kappa = (
+            float(fleiss_kappa(table, method="fleiss"))
+            if nj >= 2 and table.shape[0] > 0 and table.shape[1] > 1
+            else float("nan")
+        )
         rows.append((bench, nj, counts.height, kappa))
-    return pl.DataFrame(rows, schema={"benchmark": pl.String, "judges": pl.Int64, "queries": pl.Int64, "kappa": pl.Float64}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={
+            "benchmark": pl.String,
+            "judges": pl.Int64,
+            "queries": pl.Int64,
+            "kappa": pl.Float64,
+        },
+        orient="row",
+    )
 
 
-def query_disagreement(judgments: pl.DataFrame, repetition: int | None = 1, *, ch: pl.DataFrame | None = None) -> pl.DataFrame:
+def query_disagreement(
+    judgments: pl.DataFrame,
+    repetition: int | None = 1,
+    *,
+    ch: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """Per query: ``judges`` (int: judges with a choice), ``top`` (int: size of the largest
     group of identical choices), ``disagreement`` (int: ``judges − top``) and ``majority``
     (bool: ``top > judges / 2``, a strict majority of the panel's choices agree). Queries
@@ -173,7 +212,10 @@ def query_disagreement(judgments: pl.DataFrame, repetition: int | None = 1, *, c
         .group_by(*QKEYS, "choice")
         .agg(c=pl.len())
         .group_by(QKEYS)
-        .agg(judges=pl.col("c").sum().cast(pl.Int64), top=pl.col("c").max().cast(pl.Int64))
+        .agg(
+            judges=pl.col("c").sum().cast(pl.Int64),
+            top=pl.col("c").max().cast(pl.Int64),
+        )
         .filter(pl.col("judges") >= 2)
         .with_columns(
             disagreement=pl.col("judges") - pl.col("top"),
@@ -192,7 +234,9 @@ def disagreement_histogram(per_query: pl.DataFrame) -> pl.DataFrame:
         per_query.group_by("benchmark", "disagreement")
         .agg(queries=pl.len().cast(pl.Int64))
         .sort("benchmark", "disagreement")
-        .with_columns(share=pl.col("queries") / pl.col("queries").sum().over("benchmark"))
+        .with_columns(
+            share=pl.col("queries") / pl.col("queries").sum().over("benchmark")
+        )
         .with_columns(cumulative_share=pl.col("share").cum_sum().over("benchmark"))
     )
 

@@ -20,7 +20,9 @@ from voirdire.benchmarks.registry import find_benchmark
 __all__ = ["benchmark_clusters", "job_clusters"]
 
 
-def benchmark_clusters(benchmarks: Sequence[str], data_dirs: Mapping[str, str] | None = None) -> pl.DataFrame | None:
+def benchmark_clusters(
+    benchmarks: Sequence[str], data_dirs: Mapping[str, str] | None = None
+) -> pl.DataFrame | None:
     """The bootstrap clusters the benchmarks named declare, read from ``data_dirs[name]`` or
     the located data: ``benchmark``, ``question_id``, ``cluster`` (str), or None when every
     question of every one is its own cluster (a name no class has, e.g. own pairs: none).
@@ -33,12 +35,20 @@ def benchmark_clusters(benchmarks: Sequence[str], data_dirs: Mapping[str, str] |
         cls = find_benchmark(b)
         c = cls.clusters((data_dirs or {}).get(b)) if cls is not None else None
         if c is not None:
-            parts.append(c.select(pl.lit(b).alias("benchmark"), "question_id", "cluster"))
+            parts.append(
+                c.select(pl.lit(b).alias("benchmark"), "question_id", "cluster")
+            )
     return pl.concat(parts) if parts else None
 
 
-def job_clusters(judgments: pl.DataFrame, job: Mapping[str, Any]) -> pl.DataFrame | None:
+def job_clusters(
+    judgments: pl.DataFrame, job: Mapping[str, Any]
+) -> pl.DataFrame | None:
     """:func:`benchmark_clusters` of a directory's judgments (``benchmark`` column), each
     read from the data directory its job record (``job.json``: ``data_dir``) names."""
-    names = judgments.get_column("benchmark").unique().to_list() if judgments.height else []
-    return benchmark_clusters(names, {b: job["data_dir"] for b in names} if job.get("data_dir") else None)
+    names = (
+        judgments.get_column("benchmark").unique().to_list() if judgments.height else []
+    )
+    return benchmark_clusters(
+        names, {b: job["data_dir"] for b in names} if job.get("data_dir") else None
+    )

@@ -57,7 +57,18 @@ CELL_KEYS = ["benchmark", "judge", "candidate", "task"]
 #: - ``wins`` (int): ``C_w``, consistent pairs / series the candidate wins; ``ties`` (int):
 #:   ``C_t``, consistent all-tie pairs / series;
 #: - ``p`` (int): the number of candidates compared (2 for pairs).
-COUNT_COLUMNS = ["n", "consistent", "primacy", "recency", "balanced", "pcn", "rcn", "wins", "ties", "p"]
+COUNT_COLUMNS = [
+    "n",
+    "consistent",
+    "primacy",
+    "recency",
+    "balanced",
+    "pcn",
+    "rcn",
+    "wins",
+    "ties",
+    "p",
+]
 
 #: Columns of :func:`voirdire.analysis.position.metrics.cell_metrics`. ``n``, ``consistent``,
 #: ``primacy``, ``recency``, ``pc``, ``pf``, ``owr`` and ``quality_gap`` are the paper's.
@@ -112,7 +123,12 @@ def safe_div(num: pl.Expr, den: pl.Expr) -> pl.Expr:
 def valid() -> pl.Expr:
     """``v``: the cell's pairs / series that are consistent or inconsistent (not error or
     other): ``consistent + primacy + recency + balanced``."""
-    return pl.col("consistent") + pl.col("primacy") + pl.col("recency") + pl.col("balanced")
+    return (
+        pl.col("consistent")
+        + pl.col("primacy")
+        + pl.col("recency")
+        + pl.col("balanced")
+    )
 
 
 def with_cell_figures(counts: pl.LazyFrame) -> pl.LazyFrame:

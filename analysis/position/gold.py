@@ -38,10 +38,10 @@ Intervals: the project's cluster bootstrap over questions
 from __future__ import annotations
 
 import polars as pl
-from voirdire.analysis.position.metrics import PAIR_KEYS, PAIRWISE_MODES
-from voirdire.analysis.position.formulas import ratio_statistic
-from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 
+from voirdire.analysis.position.formulas import ratio_statistic
+from voirdire.analysis.position.metrics import PAIR_KEYS, PAIRWISE_MODES
+from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 from voirdire.core import ConfigError
 
 __all__ = [
@@ -54,16 +54,32 @@ JUDGE_KEYS = ["benchmark", "judge"]
 #: the figures (estimates; the judge table adds ``<figure>_lo``/``_hi``)
 GOLD_FIGURES = ["accuracy", "accuracy_shown", "accuracy_swapped", "both_correct"]
 GOLD_CELL_COLUMNS = ["n_gold", *GOLD_FIGURES]
-GOLD_JUDGE_COLUMNS = ["n_gold", *(c for f in GOLD_FIGURES for c in (f, f"{f}_lo", f"{f}_hi"))]
+GOLD_JUDGE_COLUMNS = [
+    "n_gold",
+    *(c for f in GOLD_FIGURES for c in (f, f"{f}_lo", f"{f}_hi")),
+]
 #: summed per question: asked and correct per order, asked both, correct both, pairs
-_SUMS = ["asked1", "correct1", "asked2", "correct2", "asked_both", "correct_both", "pairs"]
+_SUMS = [
+    "asked1",
+    "correct1",
+    "asked2",
+    "correct2",
+    "asked_both",
+    "correct_both",
+    "pairs",
+]
 
 
 def has_gold(judgments: pl.DataFrame) -> bool:
     """Whether any pairwise judgment carries a gold label."""
     if "gold" not in judgments.columns:
         return False
-    return judgments.filter(pl.col("mode").is_in(PAIRWISE_MODES) & pl.col("gold").is_not_null()).height > 0
+    return (
+        judgments.filter(
+            pl.col("mode").is_in(PAIRWISE_MODES) & pl.col("gold").is_not_null()
+        ).height
+        > 0
+    )
 
 
 def gold_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -75,12 +91,24 @@ def gold_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
     label; failed rows are not correct (module docstring). Duplicate rows of one order:
     the first counts (as :func:`voirdire.analysis.position.metrics.pairwise_pairs`)."""
     if "gold" not in judgments.columns:
-        return pl.DataFrame(schema={**{k: judgments.schema.get(k, pl.String) for k in PAIR_KEYS}, "gold": pl.String,
-                                    "asked1": pl.Boolean, "correct1": pl.Boolean, "asked2": pl.Boolean, "correct2": pl.Boolean})
-    rows = judgments.filter(pl.col("mode").is_in(PAIRWISE_MODES) & pl.col("gold").is_not_null())
+        return pl.DataFrame(
+            schema={
+                **{k: judgments.schema.get(k, pl.String) for k in PAIR_KEYS},
+                "gold": pl.String,
+                "asked1": pl.Boolean,
+                "correct1": pl.Boolean,
+                "asked2": pl.Boolean,
+                "correct2": pl.Boolean,
+            }
+        )
+    rows = judgments.filter(
+        pl.col("mode").is_in(PAIRWISE_MODES) & pl.col("gold").is_not_null()
+    )
     ok = ~(pl.col("failed").fill_null(True) | pl.col("extracted").is_null())
     is_tie = pl.col("gold") == "tie"
-    correct = ok & pl.when(is_tie).then(pl.col("tie").fill_null(False)).otherwise(pl.col("chosen").eq_missing(pl.col("gold")))
+    correct = ok & pl.when(is_tie).then(pl.col("tie").fill_null(False)).otherwise(
+        pl.col("chosen").eq_missing(pl.col("gold"))
+    )
     first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
     return (
         rows.lazy()
@@ -107,7 +135,9 @@ def gold_sums(judgments: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
         asked2=pl.col("asked2").sum().cast(pl.Int64),
         correct2=(pl.col("asked2") & pl.col("correct2")).sum().cast(pl.Int64),
         asked_both=both.sum().cast(pl.Int64),
-        correct_both=(both & pl.col("correct1") & pl.col("correct2")).sum().cast(pl.Int64),
+        correct_both=(both & pl.col("correct1") & pl.col("correct2"))
+        .sum()
+        .cast(pl.Int64),
         pairs=pl.len().cast(pl.Int64),
     )
 
@@ -127,11 +157,17 @@ def _figures(sums: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def gold_accuracy(judgments: pl.DataFrame, keys: list[str] | None = None) -> pl.DataFrame:
+def gold_accuracy(
+    judgments: pl.DataFrame, keys: list[str] | None = None
+) -> pl.DataFrame:
     """The gold figures (:data:`GOLD_CELL_COLUMNS`) per ``keys`` (default benchmark,
     judge), without intervals; empty when no judgment carries a label."""
     keys = keys or JUDGE_KEYS
-    return _figures(gold_sums(judgments, keys)).select(*keys, *GOLD_CELL_COLUMNS).sort(keys)
+    return (
+        _figures(gold_sums(judgments, keys))
+        .select(*keys, *GOLD_CELL_COLUMNS)
+        .sort(keys)
+    )
 
 
 def gold_cells(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -149,8 +185,14 @@ _STATISTICS = {
 }
 
 
-def gold_judges(judgments: pl.DataFrame, *, replicates: int = 1000, level: float = 0.95, seed: int = 0,
-                clusters: pl.DataFrame | None = None) -> pl.DataFrame:
+def gold_judges(
+    judgments: pl.DataFrame,
+    *,
+    replicates: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    clusters: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """Per (benchmark, judge) with labelled pairs: :data:`GOLD_JUDGE_COLUMNS`, the
     figures pooled over the judge's pairs with cluster-bootstrap percentile intervals
     (questions resampled, or the ``clusters`` a benchmark declares:
@@ -158,26 +200,61 @@ def gold_judges(judgments: pl.DataFrame, *, replicates: int = 1000, level: float
     :func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`)."""
     per_q = gold_sums(judgments, [*JUDGE_KEYS, "question_id"])
     if per_q.height == 0:
-        return pl.DataFrame(schema={"benchmark": pl.String, "judge": pl.String, "n_gold": pl.Int64,
-                                    **{c: pl.Float64 for c in GOLD_JUDGE_COLUMNS[1:]}})
-    vals = in_clusters(per_q.with_columns([pl.col(c).cast(pl.Float64) for c in _SUMS]), clusters)
-    ci = cluster_bootstrap(vals, _SUMS, _STATISTICS, groups=["judge"], replicates=replicates, level=level, seed=seed)
+        return pl.DataFrame(
+            schema={
+                "benchmark": pl.String,
+                "judge": pl.String,
+                "n_gold": pl.Int64,
+                **{c: pl.Float64 for c in GOLD_JUDGE_COLUMNS[1:]},
+            }
+        )
+    vals = in_clusters(
+        per_q.with_columns([pl.col(c).cast(pl.Float64) for c in _SUMS]), clusters
+    )
+    ci = cluster_bootstrap(
+        vals,
+        _SUMS,
+        _STATISTICS,
+        groups=["judge"],
+        replicates=replicates,
+        level=level,
+        seed=seed,
+    )
     est = gold_accuracy(judgments, JUDGE_KEYS)
     wide = ci.pivot(on="metric", index=JUDGE_KEYS, values=["lo", "hi"])
-    wide = wide.rename({f"{s}_{f}": f"{f}_{s}" for f in GOLD_FIGURES for s in ("lo", "hi")})
+    wide = wide.rename(
+        {f"{s}_{f}": f"{f}_{s}" for f in GOLD_FIGURES for s in ("lo", "hi")}
+    )
     out = est.join(wide, on=JUDGE_KEYS, how="left")
-    nan_to_null = [pl.when(pl.col(c).is_nan()).then(None).otherwise(pl.col(c)).alias(c) for c in GOLD_JUDGE_COLUMNS[1:]]
-    return out.with_columns(nan_to_null).select(*JUDGE_KEYS, *GOLD_JUDGE_COLUMNS).sort(JUDGE_KEYS)
+    nan_to_null = [
+        pl.when(pl.col(c).is_nan()).then(None).otherwise(pl.col(c)).alias(c)
+        for c in GOLD_JUDGE_COLUMNS[1:]
+    ]
+    return (
+        out.with_columns(nan_to_null)
+        .select(*JUDGE_KEYS, *GOLD_JUDGE_COLUMNS)
+        .sort(JUDGE_KEYS)
+    )
 
 
-def with_gold(judgments: pl.DataFrame, judge_metrics: pl.DataFrame, cell_metrics: pl.DataFrame,
-              *, replicates: int = 1000, clusters: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def with_gold(
+    judgments: pl.DataFrame,
+    judge_metrics: pl.DataFrame,
+    cell_metrics: pl.DataFrame,
+    *,
+    replicates: int = 1000,
+    clusters: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The judge and cell tables with the gold columns joined (left: a judge or cell
     without labelled pairs gets nulls); unchanged when no judgment carries a label (the
     release benchmarks: no gold columns at all)."""
     if not has_gold(judgments):
         return judge_metrics, cell_metrics
-    jm = judge_metrics.join(gold_judges(judgments, replicates=replicates, clusters=clusters), on=JUDGE_KEYS, how="left")
+    jm = judge_metrics.join(
+        gold_judges(judgments, replicates=replicates, clusters=clusters),
+        on=JUDGE_KEYS,
+        how="left",
+    )
     cm = cell_metrics.join(gold_cells(judgments), on=CELL_KEYS, how="left")
     return jm, cm
 
@@ -192,12 +269,22 @@ def gold_reference(judgments: pl.DataFrame) -> pl.DataFrame:
         ConfigError: no judgment carries a gold label.
     """
     if not has_gold(judgments):
-        raise ConfigError("--reference gold: these judgments carry no gold label (the benchmark has none); "
-                          "use --reference judge:NAME (agreement with a judge) or a labels CSV")
-    rows = judgments.filter(pl.col("mode").is_in(PAIRWISE_MODES) & pl.col("gold").is_not_null())
+        raise ConfigError(
+            "--reference gold: these judgments carry no gold label (the benchmark has none); "
+            "use --reference judge:NAME (agreement with a judge) or a labels CSV"
+        )
+    rows = judgments.filter(
+        pl.col("mode").is_in(PAIRWISE_MODES) & pl.col("gold").is_not_null()
+    )
     g = pl.col("gold")
     verdict = pl.when(g == "tie").then(pl.lit("tie")).when(g == pl.col("candidate")).then(pl.lit("win")).when(
         g == pl.col("reference")).then(pl.lit("loss")).otherwise(None)  # fmt: skip
-    out = rows.select("benchmark", "question_id", "candidate", "reference", ref_verdict=verdict).drop_nulls("ref_verdict")
-    out = out.unique(["benchmark", "question_id", "candidate", "reference"], keep="first", maintain_order=True)
+    out = rows.select(
+        "benchmark", "question_id", "candidate", "reference", ref_verdict=verdict
+    ).drop_nulls("ref_verdict")
+    out = out.unique(
+        ["benchmark", "question_id", "candidate", "reference"],
+        keep="first",
+        maintain_order=True,
+    )
     return out.with_columns(source=pl.format("gold labels ({})", pl.col("benchmark")))

@@ -42,7 +42,9 @@ def load_tokenizer(path: str) -> Callable[[list[str]], list[int]]:
     return count
 
 
-def query_token_lengths(judgments: pl.DataFrame, bench, count: Callable[[list[str]], list[int]]) -> pl.DataFrame:
+def query_token_lengths(
+    judgments: pl.DataFrame, bench, count: Callable[[list[str]], list[int]]
+) -> pl.DataFrame:
     """Token lengths of each distinct query of ``judgments`` (one benchmark).
 
     Args:
@@ -55,7 +57,9 @@ def query_token_lengths(judgments: pl.DataFrame, bench, count: Callable[[list[st
         full judge prompt), ``output_tokens`` (int: the shown answers, summed over models
         and turns).
     """
-    q = judgments.select("question_id", "shown", "option_mode", "mode").unique(["question_id", "shown", "option_mode", "mode"])
+    q = judgments.select("question_id", "shown", "option_mode", "mode").unique(
+        ["question_id", "shown", "option_mode", "mode"]
+    )
     prompts, outputs = [], []
     for qid, shown, om, mode in q.iter_rows():
         prompts.append(bench.build_prompt(qid, tuple(shown), om, mode=mode))
@@ -69,7 +73,9 @@ def query_token_lengths(judgments: pl.DataFrame, bench, count: Callable[[list[st
     )
 
 
-def cell_token_lengths(judgments: pl.DataFrame, per_query: pl.DataFrame) -> pl.DataFrame:
+def cell_token_lengths(
+    judgments: pl.DataFrame, per_query: pl.DataFrame
+) -> pl.DataFrame:
     """Mean token lengths per cell (benchmark, judge, candidate, task) over its judgment
     rows (pairwise rows; both orders of a pair weigh equally). Columns: the cell keys,
     ``prompt_tokens``, ``output_tokens`` (float)."""

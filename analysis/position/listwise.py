@@ -51,6 +51,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 from scipy.stats import chi2
+
 from voirdire.analysis.position.formulas import (
     CELL_COLUMNS,
     CELL_KEYS,
@@ -59,7 +60,6 @@ from voirdire.analysis.position.formulas import (
     safe_div,
     with_cell_figures,
 )
-
 from voirdire.core import LETTERS
 
 __all__ = [
@@ -75,8 +75,25 @@ __all__ = [
 ]
 
 #: One series: a judge's judgments of one instance (question + list) in one repetition.
-SERIES_KEYS = ["benchmark", "judge", "task", "question_id", "candidates", "repetition", "option_mode"]
-SERIES_COLUMNS = [*SERIES_KEYS, "p", "n_judgments", "klass", "winner", "all_tie", "s", *LENGTHS]
+SERIES_KEYS = [
+    "benchmark",
+    "judge",
+    "task",
+    "question_id",
+    "candidates",
+    "repetition",
+    "option_mode",
+]
+SERIES_COLUMNS = [
+    *SERIES_KEYS,
+    "p",
+    "n_judgments",
+    "klass",
+    "winner",
+    "all_tie",
+    "s",
+    *LENGTHS,
+]
 SLOT_COLUMNS = [
     "benchmark", "judge", "list_size", "option_mode", "slot", "position",
     "choices", "n_choices", "share", "expected", "excess", "tie_share",
@@ -89,7 +106,9 @@ def _slot_code() -> pl.Expr:
     upper-case letter."""
     letter = pl.col("extracted")
     one = letter.str.len_bytes().eq(1) & letter.is_not_null()
-    code = letter.str.encode("hex").str.to_integer(base=16, strict=False).cast(pl.Int32) - ord("A")
+    code = letter.str.encode("hex").str.to_integer(base=16, strict=False).cast(
+        pl.Int32
+    ) - ord("A")
     return pl.when(one & ~no_verdict()).then(code).otherwise(None)
 
 
@@ -99,15 +118,28 @@ def _annotated(rows: pl.LazyFrame) -> pl.LazyFrame:
     (p − 1)`` for a slot choice, else 0; integer so that the sign of ``s`` is exact)."""
     p = pl.col("shown").list.len().cast(pl.Int32)
     code = pl.col("_code")
-    return rows.with_columns(_p=p, _code=_slot_code(), _fail=no_verdict()).with_columns(
-        _tie=(code == pl.col("_p")) & (pl.col("option_mode") > pl.col("_p")),
-        _slot=(code >= 0) & (code < pl.col("_p")),
-    ).with_columns(
-        _tie=pl.col("_tie").fill_null(False),
-        _slot=pl.col("_slot").fill_null(False),
-        _other=(~pl.col("_fail") & ~pl.col("_tie").fill_null(False) & ~pl.col("_slot").fill_null(False)),
-        _chosen=pl.when(pl.col("_slot")).then(pl.col("shown").list.get(code.clip(0, 64), null_on_oob=True)),
-        _score2=pl.when(pl.col("_slot")).then(2 * code - (pl.col("_p") - 1)).otherwise(0).cast(pl.Int64),
+    return (
+        rows.with_columns(_p=p, _code=_slot_code(), _fail=no_verdict())
+        .with_columns(
+            _tie=(code == pl.col("_p")) & (pl.col("option_mode") > pl.col("_p")),
+            _slot=(code >= 0) & (code < pl.col("_p")),
+        )
+        .with_columns(
+            _tie=pl.col("_tie").fill_null(False),
+            _slot=pl.col("_slot").fill_null(False),
+            _other=(
+                ~pl.col("_fail")
+                & ~pl.col("_tie").fill_null(False)
+                & ~pl.col("_slot").fill_null(False)
+            ),
+            _chosen=pl.when(pl.col("_slot")).then(
+                pl.col("shown").list.get(code.clip(0, 64), null_on_oob=True)
+            ),
+            _score2=pl.when(pl.col("_slot"))
+            .then(2 * code - (pl.col("_p") - 1))
+            .otherwise(0)
+            .cast(pl.Int64),
+        )
     )
 
 
@@ -147,7 +179,12 @@ def listwise_series(judgments: pl.DataFrame) -> pl.DataFrame:
     )
     group = ["benchmark", "judge", "p", "option_mode"]
     series = series.with_columns(_expected=pl.col("n_judgments").max().over(group))
-    n, ties, picks, score2 = pl.col("n_judgments"), pl.col("_ties"), pl.col("_picks"), pl.col("_score2")
+    n, ties, picks, score2 = (
+        pl.col("n_judgments"),
+        pl.col("_ties"),
+        pl.col("_picks"),
+        pl.col("_score2"),
+    )
     all_tie = (ties == n) & (n > 0)
     same = (ties == 0) & (picks == n) & (pl.col("_distinct") == 1)
     klass = (
@@ -169,12 +206,19 @@ def listwise_series(judgments: pl.DataFrame) -> pl.DataFrame:
     return (
         series.with_columns(klass=klass)
         .with_columns(
-            winner=pl.when((pl.col("klass") == "consistent") & same).then(pl.col("_first_pick")),
+            winner=pl.when((pl.col("klass") == "consistent") & same).then(
+                pl.col("_first_pick")
+            ),
             all_tie=(pl.col("klass") == "consistent") & all_tie,
-            s=pl.when(inconsistent).then(s).when(pl.col("klass") == "consistent").then(pl.lit(0.0)),
+            s=pl.when(inconsistent)
+            .then(s)
+            .when(pl.col("klass") == "consistent")
+            .then(pl.lit(0.0)),
         )
         .select(SERIES_COLUMNS)
-        .sort(["benchmark", "judge", "task", "question_id", "repetition", "option_mode"])
+        .sort(
+            ["benchmark", "judge", "task", "question_id", "repetition", "option_mode"]
+        )
         .collect()
     )
 
@@ -182,7 +226,11 @@ def listwise_series(judgments: pl.DataFrame) -> pl.DataFrame:
 def candidate_series(judgments: pl.DataFrame) -> pl.DataFrame:
     """:func:`listwise_series` with one row per (series, candidate) (column ``candidate``):
     a series counts in the cell of each of its p candidates."""
-    return listwise_series(judgments).with_columns(candidate=pl.col("candidates")).explode("candidate")
+    return (
+        listwise_series(judgments)
+        .with_columns(candidate=pl.col("candidates"))
+        .explode("candidate")
+    )
 
 
 def listwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
@@ -212,7 +260,12 @@ def listwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
             balanced=(k == "balanced").sum().cast(pl.Int64),
             pcn=(-s).clip(lower_bound=0.0).sum().cast(pl.Float64),
             rcn=s.clip(lower_bound=0.0).sum().cast(pl.Float64),
-            wins=((k == "consistent") & (pl.col("winner") == pl.col("candidate")).fill_null(False)).sum().cast(pl.Int64),
+            wins=(
+                (k == "consistent")
+                & (pl.col("winner") == pl.col("candidate")).fill_null(False)
+            )
+            .sum()
+            .cast(pl.Int64),
             ties=((k == "consistent") & pl.col("all_tie")).sum().cast(pl.Int64),
             p=pl.col("p").max().cast(pl.Int64),
         )
@@ -223,7 +276,12 @@ def listwise_cell_metrics(rows: pl.DataFrame) -> pl.DataFrame:
     """Per-cell list-wise metrics of ``rows`` (:data:`voirdire.analysis.position.formulas.CELL_COLUMNS`,
     sorted by cell): :func:`listwise_cell_counts` through the shared formulas. Source:
     ``docs/metrics.md``, *List-wise*."""
-    return with_cell_figures(listwise_cell_counts(rows)).select(CELL_COLUMNS).sort(CELL_KEYS).collect()
+    return (
+        with_cell_figures(listwise_cell_counts(rows))
+        .select(CELL_COLUMNS)
+        .sort(CELL_KEYS)
+        .collect()
+    )
 
 
 def slot_shares(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -288,32 +346,54 @@ def slot_shares(judgments: pl.DataFrame) -> pl.DataFrame:
         )
         .with_columns(
             excess=pl.col("share") - pl.col("expected"),
-            chi2=pl.when(pl.col("n_choices") > 0).then(pl.col("_term").sum().over(keys)),
+            chi2=pl.when(pl.col("n_choices") > 0).then(
+                pl.col("_term").sum().over(keys)
+            ),
             chi2_dof=(pl.col("list_size") - 1).cast(pl.Int64),
         )
-        .with_columns(pl.col("list_size").cast(pl.Int64), pl.col("option_mode").cast(pl.Int64), pl.col("position").cast(pl.Int64))
+        .with_columns(
+            pl.col("list_size").cast(pl.Int64),
+            pl.col("option_mode").cast(pl.Int64),
+            pl.col("position").cast(pl.Int64),
+        )
         .sort(keys + ["position"])
         .collect()
     )
-    out = out.rename({"chi2": "pearson_chi2"}).join(_question_wald(rows, keys), on=keys, how="left")
+    out = out.rename({"chi2": "pearson_chi2"}).join(
+        _question_wald(rows, keys), on=keys, how="left"
+    )
     stat = out.get_column("chi2").fill_null(np.nan).to_numpy().astype(float)
     dof = out.get_column("chi2_dof").to_numpy()
-    pval = np.where(np.isnan(stat), np.nan, chi2.sf(np.nan_to_num(stat), np.maximum(dof, 1)))
-    return out.with_columns(chi2_p=pl.Series(pval, dtype=pl.Float64).fill_nan(None)).select(SLOT_COLUMNS)
+    pval = np.where(
+        np.isnan(stat), np.nan, chi2.sf(np.nan_to_num(stat), np.maximum(dof, 1))
+    )
+    return out.with_columns(
+        chi2_p=pl.Series(pval, dtype=pl.Float64).fill_nan(None)
+    ).select(SLOT_COLUMNS)
 
 
 def _question_wald(rows: pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
     """:func:`cluster_wald` over the slot choices of annotated ``rows``, per question."""
     per_question = (
         rows.filter(pl.col("_slot"))
-        .group_by([*keys, "question_id", (pl.col("_code") + 1).cast(pl.Int64).alias("position")])
+        .group_by(
+            [
+                *keys,
+                "question_id",
+                (pl.col("_code") + 1).cast(pl.Int64).alias("position"),
+            ]
+        )
         .agg(choices=pl.len().cast(pl.Int64))
         .collect()
     )
-    return cluster_wald(per_question.cast({"list_size": pl.Int64, "option_mode": pl.Int64}), keys)
+    return cluster_wald(
+        per_question.cast({"list_size": pl.Int64, "option_mode": pl.Int64}), keys
+    )
 
 
-def cluster_wald(per_cluster: pl.DataFrame, keys: list[str], cluster: str = "question_id") -> pl.DataFrame:
+def cluster_wald(
+    per_cluster: pl.DataFrame, keys: list[str], cluster: str = "question_id"
+) -> pl.DataFrame:
     """Cluster-robust Wald test of uniform slot choices (ours; the standard sandwich form,
     e.g. Cameron & Miller, "A Practitioner's Guide to Cluster-Robust Inference", 2015).
 
@@ -347,6 +427,17 @@ def cluster_wald(per_cluster: pl.DataFrame, keys: list[str], cluster: str = "que
         d = (x - x.sum(1, keepdims=True) / p)[:, : p - 1]
         total = d.sum(0)
         w = float(total @ np.linalg.pinv(d.T @ d) @ total) if x.sum() > 0 else None
-        frames.append(part.select(keys).head(1).with_columns(chi2=pl.lit(w, dtype=pl.Float64), clusters=pl.lit(len(ids), dtype=pl.Int64)))
-    schema = {**{k: per_cluster.schema[k] for k in keys}, "chi2": pl.Float64, "clusters": pl.Int64}
+        frames.append(
+            part.select(keys)
+            .head(1)
+            .with_columns(
+                chi2=pl.lit(w, dtype=pl.Float64),
+                clusters=pl.lit(len(ids), dtype=pl.Int64),
+            )
+        )
+    schema = {
+        **{k: per_cluster.schema[k] for k in keys},
+        "chi2": pl.Float64,
+        "clusters": pl.Int64,
+    }
     return pl.concat(frames) if frames else pl.DataFrame(schema=schema)

@@ -47,6 +47,7 @@ import warnings
 from collections.abc import Callable
 
 import polars as pl
+
 from voirdire.analysis.position.formulas import (
     CELL_COLUMNS,
     CELL_KEYS,
@@ -89,7 +90,15 @@ PAIR_KEYS = [
     "option_mode",
 ]
 
-PAIR_COLUMNS = [*PAIR_KEYS, "c1", "c2", "klass", "candidate_wins", "consistent_tie", *LENGTHS]
+PAIR_COLUMNS = [
+    *PAIR_KEYS,
+    "c1",
+    "c2",
+    "klass",
+    "candidate_wins",
+    "consistent_tie",
+    *LENGTHS,
+]
 JUDGE_COLUMNS = [
     *JUDGE_KEYS,
     "pc",
@@ -186,18 +195,22 @@ def _cell_counts_from_pairs(pairs: pl.DataFrame) -> pl.LazyFrame:
     """Per-cell counts (:data:`~voirdire.analysis.position.formulas.COUNT_COLUMNS`) from classified
     pairs: a primacy pair has ``s = −1``, a recency pair ``s = +1``."""
     k = pl.col("klass")
-    return pairs.lazy().group_by(CELL_KEYS).agg(
-        *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
-        n=pl.len().cast(pl.Int64),
-        consistent=(k == "consistent").sum().cast(pl.Int64),
-        primacy=(k == "primacy").sum().cast(pl.Int64),
-        recency=(k == "recency").sum().cast(pl.Int64),
-        balanced=pl.lit(0, dtype=pl.Int64),
-        pcn=(k == "primacy").sum().cast(pl.Float64),
-        rcn=(k == "recency").sum().cast(pl.Float64),
-        wins=pl.col("candidate_wins").sum().cast(pl.Int64),
-        ties=pl.col("consistent_tie").sum().cast(pl.Int64),
-        p=pl.lit(2, dtype=pl.Int64),
+    return (
+        pairs.lazy()
+        .group_by(CELL_KEYS)
+        .agg(
+            *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
+            n=pl.len().cast(pl.Int64),
+            consistent=(k == "consistent").sum().cast(pl.Int64),
+            primacy=(k == "primacy").sum().cast(pl.Int64),
+            recency=(k == "recency").sum().cast(pl.Int64),
+            balanced=pl.lit(0, dtype=pl.Int64),
+            pcn=(k == "primacy").sum().cast(pl.Float64),
+            rcn=(k == "recency").sum().cast(pl.Float64),
+            wins=pl.col("candidate_wins").sum().cast(pl.Int64),
+            ties=pl.col("consistent_tie").sum().cast(pl.Int64),
+            p=pl.lit(2, dtype=pl.Int64),
+        )
     )
 
 
@@ -210,7 +223,12 @@ def pairwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
 
 def _pairwise_cell_metrics(rows: pl.DataFrame) -> pl.DataFrame:
     """Per-cell pairwise metrics of ``rows`` (CELL_COLUMNS, sorted by cell)."""
-    return with_cell_figures(pairwise_cell_counts(rows)).select(CELL_COLUMNS).sort(CELL_KEYS).collect()
+    return (
+        with_cell_figures(pairwise_cell_counts(rows))
+        .select(CELL_COLUMNS)
+        .sort(CELL_KEYS)
+        .collect()
+    )
 
 
 #: mode -> builder of per-cell counts (COUNT_COLUMNS, CELL_KEYS, LENGTHS) from that mode's
@@ -269,7 +287,9 @@ def cell_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
 # --------------------------------------------------------------------------------------
 
 
-def judge_from_cells(cells: pl.DataFrame, keys: list[str] | None = None) -> pl.DataFrame:
+def judge_from_cells(
+    cells: pl.DataFrame, keys: list[str] | None = None
+) -> pl.DataFrame:
     """Pool cell metrics per (benchmark, judge) (or per ``keys``, e.g. adding ``task``).
 
     Source: ``docs/metrics.md``, *Per judge*. Cells with ``n = 0`` are left out of every
@@ -307,7 +327,9 @@ def _judge_metrics(judgments: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame
         judgments.lazy()
         .group_by(JUDGE_KEYS)
         .agg(n_judgments=pl.len().cast(pl.Int64), _failed=no_verdict().sum())
-        .with_columns(error_rate=pl.col("_failed").cast(pl.Float64) / pl.col("n_judgments"))
+        .with_columns(
+            error_rate=pl.col("_failed").cast(pl.Float64) / pl.col("n_judgments")
+        )
     )
     rs = repetition_stability(judgments).lazy().select(*JUDGE_KEYS, "rs", "rs_spread")
     return (

@@ -38,7 +38,11 @@ __all__ = [
 
 #: directions: higher values are better, lower values are better, values nearer zero are better
 HIGHER, LOWER, ZERO = "higher", "lower", "zero"
-_DIRECTIONS = {HIGHER: "higher is better", LOWER: "lower is better", ZERO: "nearer zero is better"}
+_DIRECTIONS = {
+    HIGHER: "higher is better",
+    LOWER: "lower is better",
+    ZERO: "nearer zero is better",
+}
 
 SumsFn = Callable[..., Any]
 StatisticFn = Callable[..., Any]
@@ -74,7 +78,9 @@ class Metric:
     def __post_init__(self) -> None:
         if self.direction not in _DIRECTIONS:
             known = ", ".join(_DIRECTIONS)
-            raise ValueError(f"metric {self.name!r}: direction {self.direction!r} is not one of {known}")
+            raise ValueError(
+                f"metric {self.name!r}: direction {self.direction!r} is not one of {known}"
+            )
         if not self.label:
             object.__setattr__(self, "label", self.name)
 
@@ -99,11 +105,15 @@ class Metric:
 
 def _check(obj: object) -> None:
     if not isinstance(obj, Metric):
-        raise TypeError(f"{obj!r} is not a metric (decorate its statistic with register_metric)")
+        raise TypeError(
+            f"{obj!r} is not a metric (decorate its statistic with register_metric)"
+        )
 
 
 #: The metrics: the built-in ones first, in the order of the tables.
-METRICS: Registry[Metric] = Registry("metric", check=_check, entry_points="voirdire.metrics")
+METRICS: Registry[Metric] = Registry(
+    "metric", check=_check, entry_points="voirdire.metrics"
+)
 for _name in ("pc", "pf", "rs"):
     METRICS.builtin(_name, f"voirdire.analysis.position.builtin_metrics:{_name}")
 
@@ -132,7 +142,17 @@ def register_metric(
     """
 
     def deco(statistic: StatisticFn) -> Metric:
-        m = Metric(name, sums, statistic, tuple(values), tuple(cells), label, fmt, direction, doc)
+        m = Metric(
+            name,
+            sums,
+            statistic,
+            tuple(values),
+            tuple(cells),
+            label,
+            fmt,
+            direction,
+            doc,
+        )
         return METRICS.register(m, replace=replace)
 
     return deco

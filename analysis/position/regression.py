@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 import statsmodels.api as sm
+
 from voirdire.analysis.position.formulas import valid
 
 __all__ = [
@@ -56,7 +57,15 @@ __all__ = [
 ]
 
 CATEGORICAL_TERMS = ["judge", "candidate", "task", "judge_family"]
-NUMERIC_TERMS = ["quality_gap", "input_chars", "output_chars", "prompt_chars", "input_tokens", "output_tokens", "prompt_tokens"]
+NUMERIC_TERMS = [
+    "quality_gap",
+    "input_chars",
+    "output_chars",
+    "prompt_chars",
+    "input_tokens",
+    "output_tokens",
+    "prompt_tokens",
+]
 
 #: (pattern, family) tried in order against the lower-cased judge name
 _FAMILIES = [
@@ -88,7 +97,9 @@ def judge_family(name: str) -> str:
     return low.split("-")[0] or low
 
 
-def regression_frame(cells: pl.DataFrame, judge_attributes: pl.DataFrame | None = None) -> pl.DataFrame:
+def regression_frame(
+    cells: pl.DataFrame, judge_attributes: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Observations for the regression: the cells with ``v > 0`` (at least one consistent
     or inconsistent pair / series: ``docs/metrics.md``, *Per judge*), ``judge_family`` added
     and the user's judge attributes joined.
@@ -106,7 +117,11 @@ def regression_frame(cells: pl.DataFrame, judge_attributes: pl.DataFrame | None 
             ``recency``, ``balanced``), or ``judge_attributes`` lacks a ``judge`` column or
             names a column that collides with a cell column.
     """
-    missing = [c for c in ("n", "consistent", "primacy", "recency", "balanced") if c not in cells.columns]
+    missing = [
+        c
+        for c in ("n", "consistent", "primacy", "recency", "balanced")
+        if c not in cells.columns
+    ]
     if missing:
         raise ValueError(f"cell metrics lack column(s) {missing}")
     df = cells.filter((pl.col("n") > 0) & (valid() > 0)).with_columns(
@@ -115,10 +130,16 @@ def regression_frame(cells: pl.DataFrame, judge_attributes: pl.DataFrame | None 
     if judge_attributes is not None:
         if "judge" not in judge_attributes.columns:
             raise ValueError("judge attributes need a 'judge' column")
-        clash = [c for c in judge_attributes.columns if c != "judge" and c in df.columns]
+        clash = [
+            c for c in judge_attributes.columns if c != "judge" and c in df.columns
+        ]
         if clash:
-            raise ValueError(f"judge attribute column(s) {clash} collide with cell columns")
-        df = df.join(judge_attributes.unique("judge", keep="first"), on="judge", how="left")
+            raise ValueError(
+                f"judge attribute column(s) {clash} collide with cell columns"
+            )
+        df = df.join(
+            judge_attributes.unique("judge", keep="first"), on="judge", how="left"
+        )
     return df
 
 
@@ -127,7 +148,11 @@ def candidate_terms(df: pl.DataFrame, extra: Sequence[str] = ()) -> list[str]:
     level or zero variance has no effect to estimate)."""
     out = []
     for t in [*CATEGORICAL_TERMS, *NUMERIC_TERMS, *extra]:
-        if t in df.columns and t not in out and df.get_column(t).drop_nulls().n_unique() > 1:
+        if (
+            t in df.columns
+            and t not in out
+            and df.get_column(t).drop_nulls().n_unique() > 1
+        ):
             out.append(t)
     return out
 
@@ -171,7 +196,9 @@ class StepResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _blocks(df: pl.DataFrame, terms: Sequence[str]) -> dict[str, tuple[np.ndarray, list[str]]]:
+def _blocks(
+    df: pl.DataFrame, terms: Sequence[str]
+) -> dict[str, tuple[np.ndarray, list[str]]]:
     """Design columns per term: dummies (treatment coding) or a standardised numeric."""
     out = {}
     for t in terms:
@@ -181,7 +208,10 @@ def _blocks(df: pl.DataFrame, terms: Sequence[str]) -> dict[str, tuple[np.ndarra
             levels = sorted(s.unique().to_list())
             vals = s.to_numpy()
             cols = [(vals == lv).astype(float) for lv in levels[1:]]
-            out[t] = (np.column_stack(cols) if cols else np.zeros((len(vals), 0)), [f"{t}[{lv}]" for lv in levels[1:]])
+            out[t] = (
+                np.column_stack(cols) if cols else np.zeros((len(vals), 0)),
+                [f"{t}[{lv}]" for lv in levels[1:]],
+            )
         else:
             x = s.cast(pl.Float64).to_numpy()
             sd = x.std()
@@ -214,7 +244,9 @@ class _Gram:
             start += w
 
     def rss_rank(self, terms: Sequence[str]) -> tuple[float, int]:
-        idx = np.concatenate([np.zeros(1, dtype=np.int64), *[self.cols[t] for t in terms]])
+        idx = np.concatenate(
+            [np.zeros(1, dtype=np.int64), *[self.cols[t] for t in terms]]
+        )
         g, c = self.g[np.ix_(idx, idx)], self.c[idx]
         lam, vec = np.linalg.eigh(g)
         keep = lam > max(lam.max(), 0.0) * 1e-10
@@ -229,7 +261,9 @@ def _fit(y: np.ndarray, blocks: dict, terms: Sequence[str]):
         return sm.OLS(y, _design(len(y), blocks, terms)).fit()
 
 
-def _observations(df: pl.DataFrame, response: str, terms: Sequence[str], scope: str) -> pl.DataFrame:
+def _observations(
+    df: pl.DataFrame, response: str, terms: Sequence[str], scope: str
+) -> pl.DataFrame:
     """The rows of ``df`` with the response and every term present.
 
     Raises:
@@ -240,7 +274,9 @@ def _observations(df: pl.DataFrame, response: str, terms: Sequence[str], scope: 
         raise ValueError(f"unknown column(s) {missing}")
     data = df.drop_nulls([response, *terms])
     if data.height < 3:
-        raise ValueError(f"{scope or 'regression'}: {data.height} observations, need at least 3")
+        raise ValueError(
+            f"{scope or 'regression'}: {data.height} observations, need at least 3"
+        )
     return data
 
 
@@ -293,7 +329,9 @@ def stepwise(
                 r2, k2, a2 = score([*model, t])
                 moves.append((a2, f"+ {t}", k2 - k, r2, k2))
         aliased = [m for m in moves if m[1].startswith("- ") and m[2] == 0]
-        if aliased:  # as R's step(): drop a 0-Df (aliased) term first, the last-listed one
+        if (
+            aliased
+        ):  # as R's step(): drop a 0-Df (aliased) term first, the last-listed one
             best = aliased[-1]
         else:
             # R leaves out moves of 0 Df (adding an aliased term) and orders the others by
@@ -304,10 +342,16 @@ def stepwise(
             if best is None or not best[0] < cur:
                 break
         a2, move, df_, r2, k2 = best
-        if a2 >= cur + _AIC_TOL:  # R's guard after the move: `if (bAIC >= AIC + 1e-07) break`
+        if (
+            a2 >= cur + _AIC_TOL
+        ):  # R's guard after the move: `if (bAIC >= AIC + 1e-07) break`
             break
         t = move[2:]
-        model = [m for m in model if m != t] if move.startswith("- ") else [m for m in terms if m in {*model, t}]
+        model = (
+            [m for m in model if m != t]
+            if move.startswith("- ")
+            else [m for m in terms if m in {*model, t}]
+        )
         if df_ == 0:
             notes.append(f"{t} dropped: aliased (0 Df) with the other terms")
         rss, k, cur = r2, k2, a2
@@ -317,13 +361,37 @@ def stepwise(
     for t in model:
         r2, k2, a2 = score([m for m in model if m != t])
         rows.append((t, k - k2, r2 - rss, r2, a2))
-    drop1 = pl.DataFrame(rows, schema={"term": pl.String, "Df": pl.Int64, "Sum of Sq": pl.Float64, "RSS": pl.Float64, "AIC": pl.Float64}, orient="row").sort("AIC")
-    path_df = pl.DataFrame(path, schema={"step": pl.Int64, "move": pl.String, "Df": pl.Int64, "RSS": pl.Float64, "AIC": pl.Float64}, orient="row")
+    drop1 = pl.DataFrame(
+        rows,
+        schema={
+            "term": pl.String,
+            "Df": pl.Int64,
+            "Sum of Sq": pl.Float64,
+            "RSS": pl.Float64,
+            "AIC": pl.Float64,
+        },
+        orient="row",
+    ).sort("AIC")
+    path_df = pl.DataFrame(
+        path,
+        schema={
+            "step": pl.Int64,
+            "move": pl.String,
+            "Df": pl.Int64,
+            "RSS": pl.Float64,
+            "AIC": pl.Float64,
+        },
+        orient="row",
+    )
     coef, r2 = _final_fit(y, blocks, model)
-    return StepResult(response, scope, n, list(terms), model, drop1, path_df, coef, r2, notes)
+    return StepResult(
+        response, scope, n, list(terms), model, drop1, path_df, coef, r2, notes
+    )
 
 
-def _final_fit(y: np.ndarray, blocks: dict, model: list[str]) -> tuple[pl.DataFrame, float]:
+def _final_fit(
+    y: np.ndarray, blocks: dict, model: list[str]
+) -> tuple[pl.DataFrame, float]:
     """The selected model fitted by OLS (statsmodels): its coefficients (``name``,
     ``estimate``, ``std_error``, ``p_value``) and R² (NaN when undefined)."""
     res = _fit(y, blocks, model)
@@ -359,9 +427,14 @@ def factor_regressions(
         one candidate term; benchmark scopes sorted by name, then ``combined``.
     """
     df = regression_frame(cells, judge_attributes)
-    extra = [c for c in (judge_attributes.columns if judge_attributes is not None else []) if c != "judge"]
+    extra = [
+        c
+        for c in (judge_attributes.columns if judge_attributes is not None else [])
+        if c != "judge"
+    ]
     scopes: list[tuple[str, pl.DataFrame]] = [
-        (b, df.filter(pl.col("benchmark") == b)) for b in sorted(df.get_column("benchmark").unique().to_list())
+        (b, df.filter(pl.col("benchmark") == b))
+        for b in sorted(df.get_column("benchmark").unique().to_list())
     ]
     if combined and len(scopes) > 1:
         scopes.append(("combined", df))
@@ -377,7 +450,22 @@ def factor_regressions(
 
 def drop1_tables(results: Sequence[StepResult]) -> pl.DataFrame:
     """All drop1 tables stacked, with ``scope`` and ``response`` columns first."""
-    frames = [r.drop1.with_columns(scope=pl.lit(r.scope), response=pl.lit(r.response)) for r in results]
+    frames = [
+        r.drop1.with_columns(scope=pl.lit(r.scope), response=pl.lit(r.response))
+        for r in results
+    ]
     if not frames:
-        return pl.DataFrame(schema={"scope": pl.String, "response": pl.String, "term": pl.String, "Df": pl.Int64, "Sum of Sq": pl.Float64, "RSS": pl.Float64, "AIC": pl.Float64})
-    return pl.concat(frames).select("scope", "response", "term", "Df", "Sum of Sq", "RSS", "AIC")
+        return pl.DataFrame(
+            schema={
+                "scope": pl.String,
+                "response": pl.String,
+                "term": pl.String,
+                "Df": pl.Int64,
+                "Sum of Sq": pl.Float64,
+                "RSS": pl.Float64,
+                "AIC": pl.Float64,
+            }
+        )
+    return pl.concat(frames).select(
+        "scope", "response", "term", "Df", "Sum of Sq", "RSS", "AIC"
+    )

@@ -26,6 +26,7 @@ column; pairs are formed by :func:`voirdire.analysis.position.metrics.pairwise_p
 from __future__ import annotations
 
 import polars as pl
+
 from voirdire.analysis.position.gold import gold_accuracy as _gold_accuracy
 from voirdire.analysis.position.gold import has_gold
 from voirdire.analysis.position.metrics import PAIR_KEYS, pairwise_pairs
@@ -35,7 +36,15 @@ from voirdire.benchmarks.registry import find_benchmark
 KEYS = ["benchmark", "judge", "task"]
 #: the release's counts (``statistics.json``) and voirdire's
 RELEASE_COLUMNS = ["n", "equal", "correct_False", "correct_True", "correct_both"]
-VOIRDIRE_COLUMNS = ["n", "v", "consistent", "pc", "correct_shown", "correct_swapped", "both_correct"]
+VOIRDIRE_COLUMNS = [
+    "n",
+    "v",
+    "consistent",
+    "pc",
+    "correct_shown",
+    "correct_swapped",
+    "both_correct",
+]
 
 
 def pair_outcomes(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -52,26 +61,43 @@ def pair_outcomes(judgments: pl.DataFrame) -> pl.DataFrame:
     rows = judgments.filter(pl.col("mode").is_in(["pairwise", "score"]))
     shown_first = pl.col("shown").list.first() == pl.col("candidate")
     meta = rows.group_by(PAIR_KEYS).agg(
-        pl.col("gold").first(), score=(pl.col("mode") == "score").any(),
+        pl.col("gold").first(),
+        score=(pl.col("mode") == "score").any(),
         _out=pl.col("output").filter(shown_first).first(),
     )
     p = pairwise_pairs(rows).join(meta, on=PAIR_KEYS, how="left")
     cand, ref = pl.col("candidate"), pl.col("reference")
 
     def model(letter: pl.Expr, first: pl.Expr, second: pl.Expr) -> pl.Expr:
-        return pl.when(letter == "A").then(first).when(letter == "B").then(second).when(letter == "C").then(pl.lit("tie"))
+        return (
+            pl.when(letter == "A")
+            .then(first)
+            .when(letter == "B")
+            .then(second)
+            .when(letter == "C")
+            .then(pl.lit("tie"))
+        )
 
     # order shown: (candidate, reference); swapped: (reference, candidate)
-    p = p.with_columns(w1=model(pl.col("c1"), cand, ref), w2=model(pl.col("c2"), ref, cand))
+    p = p.with_columns(
+        w1=model(pl.col("c1"), cand, ref), w2=model(pl.col("c2"), ref, cand)
+    )
     names = p["benchmark"].unique(maintain_order=True).to_list()
     if len(names) == 1:
         p = (find_benchmark(names[0]) or BenchmarkKind).release_readings(p)
     else:
-        parts = [(find_benchmark(n) or BenchmarkKind).release_readings(p.filter(pl.col("benchmark") == n))
-                 for n in names]
+        parts = [
+            (find_benchmark(n) or BenchmarkKind).release_readings(
+                p.filter(pl.col("benchmark") == n)
+            )
+            for n in names
+        ]
         p = pl.concat(parts) if parts else BenchmarkKind.release_readings(p)
     return p.with_columns(
-        differs=pl.col("w1").is_null() | pl.col("w2").is_null() | (pl.col("w1") == "tie") | (pl.col("w2") == "tie"),
+        differs=pl.col("w1").is_null()
+        | pl.col("w2").is_null()
+        | (pl.col("w1") == "tie")
+        | (pl.col("w2") == "tie"),
     ).drop("_out")
 
 
@@ -95,17 +121,27 @@ def voirdire_view(pairs: pl.DataFrame, keys: list[str] = KEYS) -> pl.DataFrame:
     tie label), as the gold-label accuracy of ``docs/metrics.md`` counts them."""
     g, w1, w2 = pl.col("gold"), pl.col("w1"), pl.col("w2")
     k = pl.col("klass")
-    return pairs.group_by(keys, maintain_order=True).agg(
-        n=pl.len().cast(pl.Int64),
-        v=k.is_in(["consistent", "primacy", "recency"]).sum().cast(pl.Int64),
-        consistent=(k == "consistent").sum().cast(pl.Int64),
-        correct_shown=(w1 == g).fill_null(False).sum().cast(pl.Int64),
-        correct_swapped=(w2 == g).fill_null(False).sum().cast(pl.Int64),
-        both_correct=((w1 == g) & (w2 == g)).fill_null(False).sum().cast(pl.Int64),
-    ).with_columns(pc=pl.when(pl.col("v") > 0).then(pl.col("consistent") / pl.col("v"))).select(*keys, *VOIRDIRE_COLUMNS)
+    return (
+        pairs.group_by(keys, maintain_order=True)
+        .agg(
+            n=pl.len().cast(pl.Int64),
+            v=k.is_in(["consistent", "primacy", "recency"]).sum().cast(pl.Int64),
+            consistent=(k == "consistent").sum().cast(pl.Int64),
+            correct_shown=(w1 == g).fill_null(False).sum().cast(pl.Int64),
+            correct_swapped=(w2 == g).fill_null(False).sum().cast(pl.Int64),
+            both_correct=((w1 == g) & (w2 == g)).fill_null(False).sum().cast(pl.Int64),
+        )
+        .with_columns(
+            pc=pl.when(pl.col("v") > 0).then(pl.col("consistent") / pl.col("v"))
+        )
+        .select(*keys, *VOIRDIRE_COLUMNS)
+    )
 
 
-def gold_accuracy(judgments: pl.DataFrame, keys: list[str] = ["benchmark", "judge"]) -> pl.DataFrame:  # noqa: B006
+def gold_accuracy(
+    judgments: pl.DataFrame,
+    keys: list[str] = ["benchmark", "judge"],  # noqa: B006  (read, never changed)
+) -> pl.DataFrame:
     """Accuracy against gold labels per ``keys`` over the labelled judgment pairs: ``n``
     pairs, ``accuracy`` (both orders pooled), ``accuracy_shown``, ``accuracy_swapped`` (per
     order) and ``both_correct`` (a failed verdict is not correct); empty when no judgment
@@ -121,9 +157,23 @@ def as_release(voirdire: pl.DataFrame) -> pl.DataFrame:
     """voirdire's counts under the release's names (``equal`` = ``consistent``,
     ``correct_False`` = ``correct_shown``, ...), for comparing the views on pairs that do
     not differ (where ``n == v``)."""
-    return voirdire.rename({"consistent": "equal", "correct_shown": "correct_False",
-                            "correct_swapped": "correct_True", "both_correct": "correct_both"}).drop("v", "pc")
+    return voirdire.rename(
+        {
+            "consistent": "equal",
+            "correct_shown": "correct_False",
+            "correct_swapped": "correct_True",
+            "both_correct": "correct_both",
+        }
+    ).drop("v", "pc")
 
 
-__all__ = ["KEYS", "RELEASE_COLUMNS", "VOIRDIRE_COLUMNS", "as_release", "gold_accuracy", "pair_outcomes", "release_view",
-           "voirdire_view"]
+__all__ = [
+    "KEYS",
+    "RELEASE_COLUMNS",
+    "VOIRDIRE_COLUMNS",
+    "as_release",
+    "gold_accuracy",
+    "pair_outcomes",
+    "release_view",
+    "voirdire_view",
+]

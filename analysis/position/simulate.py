@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 from scipy.stats import binom
+
 from voirdire.judges.simulated import SimulatedSettings, decide
 
 __all__ = [
@@ -77,7 +78,9 @@ def _pair_slots(
     shows the candidate in slot A, order 1 in slot B; value 2 is the tie option.
     """
     n = gap.shape[0]
-    best = np.stack([np.where(cand_better, 0, 1), np.where(cand_better, 1, 0)], axis=1)  # (N, 2)
+    best = np.stack(
+        [np.where(cand_better, 0, 1), np.where(cand_better, 1, 0)], axis=1
+    )  # (N, 2)
     u = rng.random((3, n, 2, repetitions))
     if repetitions > 1:
         fresh = rng.random((n, 2, repetitions)) < s.repetition_noise
@@ -144,15 +147,27 @@ def simulate_judgments(
     if n_questions < 1 or repetitions < 1 or not judges:
         raise ValueError("need at least one judge, one question and one repetition")
     rng = np.random.default_rng(seed)
-    cands = [f"cand-{i:02d}" for i in range(candidates)] if isinstance(candidates, int) else list(candidates)
-    task_names = [f"task-{i}" for i in range(tasks)] if isinstance(tasks, int) else list(tasks)
+    cands = (
+        [f"cand-{i:02d}" for i in range(candidates)]
+        if isinstance(candidates, int)
+        else list(candidates)
+    )
+    task_names = (
+        [f"task-{i}" for i in range(tasks)] if isinstance(tasks, int) else list(tasks)
+    )
     if not cands or not task_names:
         raise ValueError("need at least one candidate and one task")
     qualities = dict(qualities or {})
     q_ref = float(qualities.get(reference, 0.0))
-    q_cand = np.array([float(qualities[c]) if c in qualities else rng.normal() for c in cands])
+    q_cand = np.array(
+        [float(qualities[c]) if c in qualities else rng.normal() for c in cands]
+    )
     nq, nc, nr = n_questions, len(cands), repetitions
-    noise = rng.normal(0.0, question_noise, size=(nq, nc + 1)) if question_noise > 0 else np.zeros((nq, nc + 1))
+    noise = (
+        rng.normal(0.0, question_noise, size=(nq, nc + 1))
+        if question_noise > 0
+        else np.zeros((nq, nc + 1))
+    )
     qc = q_cand[None, :] + noise[:, :nc]  # (Q, C)
     qr = q_ref + noise[:, nc:]  # (Q, 1)
     diff = (qc - qr).ravel()  # pairs in (question, candidate) order
@@ -163,17 +178,45 @@ def simulate_judgments(
     frames = []
     for judge, raw in judges.items():
         s = _as_settings(raw)
-        slots = _pair_slots(s, cand_better, gap, nr, option_mode == 3, rng)  # (QC, 2, R)
-        failed = rng.random(slots.shape) < s.fail_rate if s.fail_rate > 0 else np.zeros(slots.shape, bool)
+        slots = _pair_slots(
+            s, cand_better, gap, nr, option_mode == 3, rng
+        )  # (QC, 2, R)
+        failed = (
+            rng.random(slots.shape) < s.fail_rate
+            if s.fail_rate > 0
+            else np.zeros(slots.shape, bool)
+        )
         frames.append((judge, slots.ravel(), failed.ravel()))
 
-    base = _pair_grid(nq, nc, nr, cands, task_names, input_chars, output_chars, gap, reference=reference, benchmark=benchmark, option_mode=option_mode)
+    base = _pair_grid(
+        nq,
+        nc,
+        nr,
+        cands,
+        task_names,
+        input_chars,
+        output_chars,
+        gap,
+        reference=reference,
+        benchmark=benchmark,
+        option_mode=option_mode,
+    )
     return _with_verdicts(base, frames)
 
 
 def _pair_grid(
-    nq: int, nc: int, nr: int, cands: list[str], task_names: list[str], input_chars: np.ndarray, output_chars: np.ndarray,
-    gap: np.ndarray, *, reference: str, benchmark: str, option_mode: int,
+    nq: int,
+    nc: int,
+    nr: int,
+    cands: list[str],
+    task_names: list[str],
+    input_chars: np.ndarray,
+    output_chars: np.ndarray,
+    gap: np.ndarray,
+    *,
+    reference: str,
+    benchmark: str,
+    option_mode: int,
 ) -> pl.DataFrame:
     """The rows every judge shares, ordered (question, candidate, order, repetition): keys,
     ``shown``, lengths, ``query_id`` and ``true_gap``."""
@@ -194,7 +237,12 @@ def _pair_grid(
         }
     )
     cand_s = pl.Series("candidate", cands).to_frame().with_row_index("_c")
-    task_s = pl.DataFrame({"_q": np.arange(nq), "task": [task_names[i % len(task_names)] for i in range(nq)]})
+    task_s = pl.DataFrame(
+        {
+            "_q": np.arange(nq),
+            "task": [task_names[i % len(task_names)] for i in range(nq)],
+        }
+    )
     base = (
         base.join(cand_s.with_columns(pl.col("_c").cast(pl.Int64)), on="_c", how="left")
         .join(task_s, on="_q", how="left")
@@ -211,12 +259,21 @@ def _pair_grid(
             .otherwise(pl.concat_list("reference", "candidate")),
             prompt_chars=pl.col("input_chars") + pl.col("output_chars") + 1500,
         )
-        .with_columns(query_id=pl.concat_str("benchmark", "question_id", pl.col("shown").list.join(";"), separator="|"))
+        .with_columns(
+            query_id=pl.concat_str(
+                "benchmark",
+                "question_id",
+                pl.col("shown").list.join(";"),
+                separator="|",
+            )
+        )
     )
     return base
 
 
-def _with_verdicts(base: pl.DataFrame, frames: list[tuple[str, np.ndarray, np.ndarray]]) -> pl.DataFrame:
+def _with_verdicts(
+    base: pl.DataFrame, frames: list[tuple[str, np.ndarray, np.ndarray]]
+) -> pl.DataFrame:
     """``base`` once per judge with its chosen slots and failures as verdict columns."""
     out = []
     for judge, slots, failed in frames:
@@ -229,16 +286,29 @@ def _with_verdicts(base: pl.DataFrame, frames: list[tuple[str, np.ndarray, np.nd
         )
     df = pl.concat(out)
     return df.with_columns(
-        extracted=pl.when(pl.col("failed")).then(None).otherwise(
-            pl.col("_slot").replace_strict([0, 1, 2], ["A", "B", "C"], return_dtype=pl.String)
+        extracted=pl.when(pl.col("failed"))
+        .then(None)
+        .otherwise(
+            pl.col("_slot").replace_strict(
+                [0, 1, 2], ["A", "B", "C"], return_dtype=pl.String
+            )
         ),
-        chosen=pl.when(pl.col("failed") | (pl.col("_slot") == 2)).then(None).otherwise(pl.col("shown").list.get(pl.col("_slot").cast(pl.Int64), null_on_oob=True)),
+        chosen=pl.when(pl.col("failed") | (pl.col("_slot") == 2))
+        .then(None)
+        .otherwise(
+            pl.col("shown").list.get(pl.col("_slot").cast(pl.Int64), null_on_oob=True)
+        ),
         tie=(pl.col("_slot") == 2) & ~pl.col("failed"),
-        failure=pl.when(pl.col("failed")).then(pl.lit("error")).otherwise(None).cast(pl.String),
+        failure=pl.when(pl.col("failed"))
+        .then(pl.lit("error"))
+        .otherwise(None)
+        .cast(pl.String),
     ).select(SYNTHETIC_COLUMNS)
 
 
-def expected_pair_rates(s: SimulatedSettings | Mapping, gap: np.ndarray, option_mode: int = 3) -> dict[str, np.ndarray]:
+def expected_pair_rates(
+    s: SimulatedSettings | Mapping, gap: np.ndarray, option_mode: int = 3
+) -> dict[str, np.ndarray]:
     """Expected class probabilities of a judgment pair under the judge model (no failures).
 
     For a pair whose better model leads by ``gap`` (array): per order the judge is sure
@@ -291,7 +361,9 @@ def settings_for(pc: float, pf: float) -> SimulatedSettings:
     u = (lo + hi) / 2
     pi = (1.0 - pf / u) / 2.0
     sens = -np.log(u) if u < 1 else 0.0
-    return SimulatedSettings(primacy=float(pi), tie_rate=0.0, sensitivity=float(sens), question_noise=0.0)
+    return SimulatedSettings(
+        primacy=float(pi), tie_rate=0.0, sensitivity=float(sens), question_noise=0.0
+    )
 
 
 def power_table(
@@ -322,10 +394,18 @@ def power_table(
         for n in n_pairs:
             m = n * replicates
             slots = _pair_slots(s, np.ones(m, bool), np.ones(m), 1, False, rng)[:, :, 0]
-            prim = ((slots[:, 0] == 0) & (slots[:, 1] == 0)).reshape(replicates, n).sum(1)
-            rec = ((slots[:, 0] == 1) & (slots[:, 1] == 1)).reshape(replicates, n).sum(1)
+            prim = (
+                ((slots[:, 0] == 0) & (slots[:, 1] == 0)).reshape(replicates, n).sum(1)
+            )
+            rec = (
+                ((slots[:, 0] == 1) & (slots[:, 1] == 1)).reshape(replicates, n).sum(1)
+            )
             k, tot = np.minimum(prim, rec), prim + rec
             p = np.minimum(1.0, 2.0 * binom.cdf(k, tot, 0.5))
             p = np.where(tot == 0, 1.0, p)
-            rows.append((float(pf), float(pc), int(n), 2 * int(n), float((p < alpha).mean())))
-    return pl.DataFrame(rows, schema=["pf", "pc", "n_pairs", "queries", "power"], orient="row")
+            rows.append(
+                (float(pf), float(pc), int(n), 2 * int(n), float((p < alpha).mean()))
+            )
+    return pl.DataFrame(
+        rows, schema=["pf", "pc", "n_pairs", "queries", "power"], orient="row"
+    )

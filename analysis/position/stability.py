@@ -7,6 +7,7 @@ Mode-agnostic (pairwise, list-wise and score letters alike); pure polars.
 from __future__ import annotations
 
 import polars as pl
+
 from voirdire.analysis.position.formulas import JUDGE_KEYS, no_verdict
 
 __all__ = ["QUERY_KEYS", "RS_COLUMNS", "query_stability", "repetition_stability"]
@@ -17,12 +18,13 @@ QUERY_KEYS = ["benchmark", "judge", "query_id"]
 RS_COLUMNS = [*JUDGE_KEYS, "rs", "rs_spread", "n_queries"]
 
 
-
 def _query_stability(lf: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """``(used, scored)``: queries asked at least twice (``n_j``, ``m_j``), and those with
     an extracted choice with ``rs_j`` and ``sd_j`` (see :func:`repetition_stability`)."""
     ok = ~no_verdict()
-    per_query = lf.group_by(QUERY_KEYS).agg(n_j=pl.len().cast(pl.Int64), question_id=pl.col("question_id").first())
+    per_query = lf.group_by(QUERY_KEYS).agg(
+        n_j=pl.len().cast(pl.Int64), question_id=pl.col("question_id").first()
+    )
     largest = (
         lf.filter(ok)
         .group_by([*QUERY_KEYS, "extracted"])
@@ -31,7 +33,11 @@ def _query_stability(lf: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
         .agg(m_j=pl.col("c").max())
     )
     n, m = pl.col("n_j"), pl.col("m_j")
-    used = per_query.filter(n >= 2).join(largest, on=QUERY_KEYS, how="left").with_columns(m.fill_null(0))
+    used = (
+        per_query.filter(n >= 2)
+        .join(largest, on=QUERY_KEYS, how="left")
+        .with_columns(m.fill_null(0))
+    )
     scored = used.filter(m > 0).with_columns(
         rs_j=m.cast(pl.Float64) / n,
         sd_j=((m * (n - m)).cast(pl.Float64) / (n * (n - 1))).sqrt(),

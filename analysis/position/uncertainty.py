@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import polars as pl
 from scipy.stats import binomtest
+
 from voirdire.analysis.position import registry
 from voirdire.analysis.position.listwise import candidate_series
 from voirdire.analysis.position.metrics import pairwise_pairs
@@ -38,7 +39,16 @@ __all__ = [
     "with_metric_columns", "sign_test",
 ]  # fmt: skip
 
-CI_COLUMNS = ["benchmark", "judge", "task", "metric", "estimate", "lo", "hi", "replicates"]
+CI_COLUMNS = [
+    "benchmark",
+    "judge",
+    "task",
+    "metric",
+    "estimate",
+    "lo",
+    "hi",
+    "replicates",
+]
 #: The per-question sums of :func:`question_sums`.
 SUM_COLUMNS = ["n", "ccn", "v", "d"]
 
@@ -53,21 +63,35 @@ def question_sums(judgments: pl.DataFrame) -> pl.DataFrame:
     Pairwise pairs and list-wise series (a series counts for each of its candidates) alike."""
     k = pl.col("klass")
     keys = ["benchmark", "judge", "candidate", "task", "question_id"]
-    pairwise = pairwise_pairs(judgments).group_by(keys).agg(
-        n=pl.len().cast(pl.Float64),
-        ccn=(k == "consistent").sum().cast(pl.Float64),
-        v=k.is_in(["consistent", "primacy", "recency"]).sum().cast(pl.Float64),
-        d=((k == "recency").sum().cast(pl.Float64) - (k == "primacy").sum().cast(pl.Float64)),
+    pairwise = (
+        pairwise_pairs(judgments)
+        .group_by(keys)
+        .agg(
+            n=pl.len().cast(pl.Float64),
+            ccn=(k == "consistent").sum().cast(pl.Float64),
+            v=k.is_in(["consistent", "primacy", "recency"]).sum().cast(pl.Float64),
+            d=(
+                (k == "recency").sum().cast(pl.Float64)
+                - (k == "primacy").sum().cast(pl.Float64)
+            ),
+        )
     )
-    if "mode" not in judgments.columns or not judgments.filter(pl.col("mode") == "listwise").height:
-        return pairwise.sort(keys)  # sorted: the cells' order, so the float sums, do not vary from run to run
+    if (
+        "mode" not in judgments.columns
+        or not judgments.filter(pl.col("mode") == "listwise").height
+    ):
+        return pairwise.sort(
+            keys
+        )  # sorted: the cells' order, so the float sums, do not vary from run to run
     listwise = (
         candidate_series(judgments)
         .group_by(keys)
         .agg(
             n=pl.len().cast(pl.Float64),
             ccn=(k == "consistent").sum().cast(pl.Float64),
-            v=k.is_in(["consistent", "primacy", "recency", "balanced"]).sum().cast(pl.Float64),
+            v=k.is_in(["consistent", "primacy", "recency", "balanced"])
+            .sum()
+            .cast(pl.Float64),
             d=pl.col("s").fill_null(0.0).sum().cast(pl.Float64),
         )
     )
@@ -88,18 +112,33 @@ def in_clusters(rows: pl.DataFrame, clusters: pl.DataFrame | None) -> pl.DataFra
     if clusters is None or clusters.height == 0:
         return rows
     c = clusters.select("benchmark", "question_id", "cluster")
-    out = rows.join(c, on=["benchmark", "question_id"], how="left", maintain_order="left")
-    return out.with_columns(question_id=pl.coalesce("cluster", "question_id")).drop("cluster")
+    out = rows.join(
+        c, on=["benchmark", "question_id"], how="left", maintain_order="left"
+    )
+    return out.with_columns(question_id=pl.coalesce("cluster", "question_id")).drop(
+        "cluster"
+    )
 
 
-def _dense(rows: pl.DataFrame, q_index: dict, n_q: int, cells: pl.DataFrame, cell_cols: list[str], values: Sequence[str]) -> dict[str, np.ndarray]:
+def _dense(
+    rows: pl.DataFrame,
+    q_index: dict,
+    n_q: int,
+    cells: pl.DataFrame,
+    cell_cols: list[str],
+    values: Sequence[str],
+) -> dict[str, np.ndarray]:
     """(U, Q) matrices of ``values`` summed per (cell, question), the cells as rows."""
     if cell_cols:
-        rows = rows.join(cells.with_row_index("_u"), on=cell_cols, how="left", nulls_equal=True)
+        rows = rows.join(
+            cells.with_row_index("_u"), on=cell_cols, how="left", nulls_equal=True
+        )
         u = rows.get_column("_u").to_numpy()
     else:
         u = np.zeros(rows.height, dtype=np.int64)
-    q = np.array([q_index[x] for x in rows.get_column("question_id").to_list()], dtype=np.int64)
+    q = np.array(
+        [q_index[x] for x in rows.get_column("question_id").to_list()], dtype=np.int64
+    )
     out = {}
     for c in values:
         m = np.zeros((max(cells.height, 1), n_q))
@@ -117,7 +156,10 @@ def _interval(boot: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _as_statistic(statistic: Statistic | Mapping[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]]) -> Statistic:
+def _as_statistic(
+    statistic: Statistic
+    | Mapping[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]],
+) -> Statistic:
     if callable(statistic):
         return statistic
     return lambda s: {m: f(s) for m, f in statistic.items()}
@@ -126,7 +168,8 @@ def _as_statistic(statistic: Statistic | Mapping[str, Callable[[Mapping[str, np.
 def cluster_bootstrap(
     rows: pl.DataFrame,
     values: Sequence[str],
-    statistic: Statistic | Mapping[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]],
+    statistic: Statistic
+    | Mapping[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]],
     *,
     groups: Sequence[str] = (),
     cells: Sequence[str] = (),
@@ -171,7 +214,11 @@ def cluster_bootstrap(
     """
     strata, groups, cells = list(strata), list(groups), list(cells)
     stat = _as_statistic(statistic)
-    qs = (questions if questions is not None else rows).select(*strata, "question_id").unique()
+    qs = (
+        (questions if questions is not None else rows)
+        .select(*strata, "question_id")
+        .unique()
+    )
     rows = rows.with_columns([pl.col(c).fill_null(0).cast(pl.Float64) for c in values])
     rng = np.random.default_rng(seed)
     per_group: list[tuple] = []
@@ -183,8 +230,16 @@ def cluster_bootstrap(
         w = rng.multinomial(nq, np.full(nq, 1.0 / nq), size=replicates).astype(float)
         part = rows.filter(where)
         q_index = {q: i for i, q in enumerate(qids)}
-        for gkey, grp in part.group_by(groups, maintain_order=True) if groups else ([((), part)] if part.height else []):
-            cell_keys = grp.select(cells).unique(maintain_order=True) if cells else pl.DataFrame()
+        for gkey, grp in (
+            part.group_by(groups, maintain_order=True)
+            if groups
+            else ([((), part)] if part.height else [])
+        ):
+            cell_keys = (
+                grp.select(cells).unique(maintain_order=True)
+                if cells
+                else pl.DataFrame()
+            )
             mats = _dense(grp, q_index, nq, cell_keys, cells, values)
             with np.errstate(invalid="ignore", divide="ignore"):
                 est = stat({c: np.ones((1, nq)) @ m.T for c, m in mats.items()})
@@ -192,15 +247,51 @@ def cluster_bootstrap(
             for metric, e in est.items():
                 b = np.asarray(boot[metric], dtype=float)
                 if np.ndim(e) == 1:
-                    per_group.append((*key, *gkey, metric, float(e[0]), *_interval(b, level), replicates))
+                    per_group.append(
+                        (
+                            *key,
+                            *gkey,
+                            metric,
+                            float(e[0]),
+                            *_interval(b, level),
+                            replicates,
+                        )
+                    )
                 else:
-                    per_cell += [(*key, *gkey, *ck, metric, float(e[0, u]), *_interval(b[:, u], level), replicates) for u, ck in enumerate(cell_keys.iter_rows())]
-    tail = {"metric": pl.String, "estimate": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "replicates": pl.Int64}
-    keys = {c: (qs.schema[c] if c in strata else rows.schema[c]) for c in [*strata, *groups]}
+                    per_cell += [
+                        (
+                            *key,
+                            *gkey,
+                            *ck,
+                            metric,
+                            float(e[0, u]),
+                            *_interval(b[:, u], level),
+                            replicates,
+                        )
+                        for u, ck in enumerate(cell_keys.iter_rows())
+                    ]
+    tail = {
+        "metric": pl.String,
+        "estimate": pl.Float64,
+        "lo": pl.Float64,
+        "hi": pl.Float64,
+        "replicates": pl.Int64,
+    }
+    keys = {
+        c: (qs.schema[c] if c in strata else rows.schema[c]) for c in [*strata, *groups]
+    }
     out = pl.DataFrame(per_group, schema=keys | tail, orient="row")
     if per_cell:
-        with_cells = pl.DataFrame(per_cell, schema=keys | {c: rows.schema[c] for c in cells} | tail, orient="row")
-        out = pl.concat([out, with_cells], how="diagonal").select(with_cells.columns) if out.height else with_cells
+        with_cells = pl.DataFrame(
+            per_cell,
+            schema=keys | {c: rows.schema[c] for c in cells} | tail,
+            orient="row",
+        )
+        out = (
+            pl.concat([out, with_cells], how="diagonal").select(with_cells.columns)
+            if out.height
+            else with_cells
+        )
     return out
 
 
@@ -241,7 +332,14 @@ def bootstrap_ci(
     strata = ["benchmark", "task"] if by_task else ["benchmark"]
     questions = judgments.select("benchmark", "question_id", "task").unique()
     drawn = questions if clusters is None else in_clusters(questions, clusters).unique()
-    common = dict(groups=["judge"], strata=strata, questions=drawn, replicates=replicates, level=level, seed=seed)
+    common = dict(
+        groups=["judge"],
+        strata=strata,
+        questions=drawn,
+        replicates=replicates,
+        level=level,
+        seed=seed,
+    )
     # metrics on the same sums and cells share one pass (the draw is the same for all: one seed)
     batches: dict[tuple, list[registry.Metric]] = {}
     for m in (registry.metrics() if metrics is None else metrics).values():
@@ -253,12 +351,33 @@ def bootstrap_ci(
             rows = rows.join(questions, on=["benchmark", "question_id"])
         values = list(dict.fromkeys(v for m in ms for v in m.values))
         rows = in_clusters(rows, clusters)
-        ci = cluster_bootstrap(rows, values, {m.name: m.statistic_fn for m in ms}, cells=list(cells), **common)
-        parts.append(ci.select(CI_COLUMNS) if by_task else ci.select(*CI_COLUMNS[:2], pl.lit(None, dtype=pl.String).alias("task"), *CI_COLUMNS[3:]))
+        ci = cluster_bootstrap(
+            rows,
+            values,
+            {m.name: m.statistic_fn for m in ms},
+            cells=list(cells),
+            **common,
+        )
+        parts.append(
+            ci.select(CI_COLUMNS)
+            if by_task
+            else ci.select(
+                *CI_COLUMNS[:2],
+                pl.lit(None, dtype=pl.String).alias("task"),
+                *CI_COLUMNS[3:],
+            )
+        )
     if not parts:
-        types = {"replicates": pl.Int64, "estimate": pl.Float64, "lo": pl.Float64, "hi": pl.Float64}
+        types = {
+            "replicates": pl.Int64,
+            "estimate": pl.Float64,
+            "lo": pl.Float64,
+            "hi": pl.Float64,
+        }
         return pl.DataFrame(schema={c: types.get(c, pl.String) for c in CI_COLUMNS})
-    return pl.concat(parts).sort("benchmark", "judge", "task", "metric", nulls_last=False)
+    return pl.concat(parts).sort(
+        "benchmark", "judge", "task", "metric", nulls_last=False
+    )
 
 
 def with_metric_columns(jm: pl.DataFrame, judgments: pl.DataFrame) -> pl.DataFrame:
@@ -273,7 +392,9 @@ def with_metric_columns(jm: pl.DataFrame, judgments: pl.DataFrame) -> pl.DataFra
         return jm
     est = bootstrap_ci(judgments, replicates=1, metrics=added)
     for name in added:
-        col = est.filter(pl.col("metric") == name).select("benchmark", "judge", pl.col("estimate").alias(name))
+        col = est.filter(pl.col("metric") == name).select(
+            "benchmark", "judge", pl.col("estimate").alias(name)
+        )
         jm = jm.join(col, on=["benchmark", "judge"], how="left", maintain_order="left")
     return jm
 
@@ -283,7 +404,9 @@ def stability_sums(judgments: pl.DataFrame) -> pl.DataFrame:
     (:func:`~voirdire.analysis.position.stability.query_stability`): ``benchmark``,
     ``judge``, ``question_id``, ``s`` (float: ``RS_j``) and ``c`` (1.0), whose ratio of sums
     is RS."""
-    return query_stability(judgments).select("benchmark", "judge", "question_id", s="rs_j", c=pl.lit(1.0))
+    return query_stability(judgments).select(
+        "benchmark", "judge", "question_id", s="rs_j", c=pl.lit(1.0)
+    )
 
 
 def sign_test(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -298,12 +421,18 @@ def sign_test(judgments: pl.DataFrame) -> pl.DataFrame:
     counts = (
         pairwise_pairs(judgments)
         .group_by("benchmark", "judge")
-        .agg(primacy=(k == "primacy").sum().cast(pl.Int64), recency=(k == "recency").sum().cast(pl.Int64))
+        .agg(
+            primacy=(k == "primacy").sum().cast(pl.Int64),
+            recency=(k == "recency").sum().cast(pl.Int64),
+        )
         .sort("benchmark", "judge")
     )
     p = [
         float(binomtest(a, a + b, 0.5).pvalue) if a + b > 0 else 1.0
-        for a, b in zip(counts.get_column("primacy").to_list(), counts.get_column("recency").to_list())
+        for a, b in zip(
+            counts.get_column("primacy").to_list(),
+            counts.get_column("recency").to_list(),
+        )
     ]
     tot = pl.col("primacy") + pl.col("recency")
     return counts.with_columns(

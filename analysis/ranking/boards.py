@@ -31,7 +31,13 @@ from voirdire.analysis.ranking.bt import to_rating
 from voirdire.analysis.ranking.registry import ranking_method
 from voirdire.core import ConfigError
 
-__all__ = ["LEADERBOARD_COLUMNS", "Boards", "default_anchor", "check_graph", "fit_boards"]
+__all__ = [
+    "LEADERBOARD_COLUMNS",
+    "Boards",
+    "default_anchor",
+    "check_graph",
+    "fit_boards",
+]
 
 LEADERBOARD_COLUMNS = [
     "benchmark", "view", "judge", "strategy", "model", "rating", "lo", "hi", "rank", "rank_lo", "rank_hi", "n",
@@ -56,7 +62,9 @@ class Boards:
     """
 
     table: pl.DataFrame
-    theta: dict[tuple, tuple[list[str], np.ndarray, np.ndarray]] = field(default_factory=dict)
+    theta: dict[tuple, tuple[list[str], np.ndarray, np.ndarray]] = field(
+        default_factory=dict
+    )
     anchors: dict[str, str] = field(default_factory=dict)
 
 
@@ -75,13 +83,19 @@ def check_graph(comps: pl.DataFrame, where: str) -> list[str]:
         ConfigError: fewer than two models, or a comparison graph in several pieces (naming
             the board and a model of the second piece).
     """
-    models = sorted(set(comps.get_column("a").to_list()) | set(comps.get_column("b").to_list()))
+    models = sorted(
+        set(comps.get_column("a").to_list()) | set(comps.get_column("b").to_list())
+    )
     if len(models) < 2:
-        raise ConfigError(f"{where}: a leaderboard needs at least two models; the comparisons name {models or 'none'}")
+        raise ConfigError(
+            f"{where}: a leaderboard needs at least two models; the comparisons name {models or 'none'}"
+        )
     ix = {m: i for i, m in enumerate(models)}
     a = np.array([ix[x] for x in comps.get_column("a").to_list()])
     b = np.array([ix[x] for x in comps.get_column("b").to_list()])
-    n, lab = connected_components(coo_matrix((np.ones(a.size), (a, b)), shape=(len(models),) * 2), directed=False)
+    n, lab = connected_components(
+        coo_matrix((np.ones(a.size), (a, b)), shape=(len(models),) * 2), directed=False
+    )
     if n > 1:
         other = next(m for m, c in zip(models, lab) if c != lab[0])
         raise ConfigError(
@@ -99,32 +113,56 @@ def _cell_rows(
     ix = {m: i for i, m in enumerate(models)}
     cell_board, cell_model, cell_of = [], [], {}
     for bi, key in enumerate(boards):
-        sub = comps.filter(pl.all_horizontal([pl.col(c) == v for c, v in zip(["strategy", "view"], key)]))
-        for m in sorted(set(sub.get_column("a").to_list()) | set(sub.get_column("b").to_list())):
+        sub = comps.filter(
+            pl.all_horizontal(
+                [pl.col(c) == v for c, v in zip(["strategy", "view"], key)]
+            )
+        )
+        for m in sorted(
+            set(sub.get_column("a").to_list()) | set(sub.get_column("b").to_list())
+        ):
             cell_of[(*key, m)] = len(cell_board)
             cell_board.append(bi)
             cell_model.append(ix[m])
     cells = pl.DataFrame(
         [(*k, c) for k, c in cell_of.items()],
-        schema={"strategy": pl.String, "view": pl.String, "m": pl.String, "cell": pl.Int64},
+        schema={
+            "strategy": pl.String,
+            "view": pl.String,
+            "m": pl.String,
+            "cell": pl.Int64,
+        },
         orient="row",
     )
     c = comps.with_columns(
         ai=pl.col("a").replace_strict(ix, return_dtype=pl.Int64),
         bi=pl.col("b").replace_strict(ix, return_dtype=pl.Int64),
     )
-    c = c.join(cells.rename({"m": "a", "cell": "ca"}), on=["strategy", "view", "a"]).join(
-        cells.rename({"m": "b", "cell": "cb"}), on=["strategy", "view", "b"]
-    )
+    c = c.join(
+        cells.rename({"m": "a", "cell": "ca"}), on=["strategy", "view", "a"]
+    ).join(cells.rename({"m": "b", "cell": "cb"}), on=["strategy", "view", "b"])
     long = pl.concat([
         c.select("benchmark", "question_id", cell="ca", opp="bi", w="win", t="tie"),
         c.select("benchmark", "question_id", cell="cb", opp="ai", w=1.0 - pl.col("win") - pl.col("tie"), t="tie"),
     ]).group_by("benchmark", "question_id", "cell", "opp").agg(pl.col("w").sum(), pl.col("t").sum())  # fmt: skip
     k = len(models)
-    wide = long.pivot(on="opp", index=["benchmark", "question_id", "cell"], values=["w", "t"], aggregate_function="sum")
-    cols = {f"w_{j}": pl.col(f"w_{j}") if f"w_{j}" in wide.columns else pl.lit(0.0) for j in range(k)}
-    cols |= {f"t_{j}": pl.col(f"t_{j}") if f"t_{j}" in wide.columns else pl.lit(0.0) for j in range(k)}
-    wide = wide.select("benchmark", "question_id", "cell", **cols).sort("cell", "question_id")
+    wide = long.pivot(
+        on="opp",
+        index=["benchmark", "question_id", "cell"],
+        values=["w", "t"],
+        aggregate_function="sum",
+    )
+    cols = {
+        f"w_{j}": pl.col(f"w_{j}") if f"w_{j}" in wide.columns else pl.lit(0.0)
+        for j in range(k)
+    }
+    cols |= {
+        f"t_{j}": pl.col(f"t_{j}") if f"t_{j}" in wide.columns else pl.lit(0.0)
+        for j in range(k)
+    }
+    wide = wide.select("benchmark", "question_id", "cell", **cols).sort(
+        "cell", "question_id"
+    )
     return wide, np.array(cell_board), np.array(cell_model)
 
 
@@ -159,26 +197,48 @@ def fit_boards(
     """
     fit = ranking_method(method).fit
     if comps.height == 0:
-        raise ConfigError("no decided pairwise comparisons to rank (list-wise or all-failed judgments?)")
+        raise ConfigError(
+            "no decided pairwise comparisons to rank (list-wise or all-failed judgments?)"
+        )
     out, boards = Boards(pl.DataFrame()), []
-    for (bench,), bc in comps.sort(BOARD_KEYS).group_by(["benchmark"], maintain_order=True):
+    for (bench,), bc in comps.sort(BOARD_KEYS).group_by(
+        ["benchmark"], maintain_order=True
+    ):
         anc = anchor or default_anchor(bc)
         out.anchors[bench] = anc
-        questions = in_clusters(bc.select("benchmark", "question_id").unique(), clusters)
+        questions = in_clusters(
+            bc.select("benchmark", "question_id").unique(), clusters
+        )
         for (judge,), jc in bc.group_by(["judge"], maintain_order=True):
             boards.append(_fit_judge(jc, bench, judge, anc, fit, questions, out, anchor_rating, prior, replicates,
                                      level, seed, clusters))  # fmt: skip
     out.table = (
-        pl.concat(boards).select(LEADERBOARD_COLUMNS).sort("benchmark", "judge", "strategy", "view", "rank", "model")
+        pl.concat(boards)
+        .select(LEADERBOARD_COLUMNS)
+        .sort("benchmark", "judge", "strategy", "view", "rank", "model")
     )
     return out
 
 
 def _fit_judge(
-    jc, bench, judge, anc, fit, questions, out: Boards, anchor_rating, prior, replicates, level, seed, clusters=None
+    jc,
+    bench,
+    judge,
+    anc,
+    fit,
+    questions,
+    out: Boards,
+    anchor_rating,
+    prior,
+    replicates,
+    level,
+    seed,
+    clusters=None,
 ) -> pl.DataFrame:
     keys = jc.select("strategy", "view").unique(maintain_order=True).rows()
-    models = sorted(set(jc.get_column("a").to_list()) | set(jc.get_column("b").to_list()))
+    models = sorted(
+        set(jc.get_column("a").to_list()) | set(jc.get_column("b").to_list())
+    )
     for s, v in keys:
         sub = jc.filter((pl.col("strategy") == s) & (pl.col("view") == v))
         bm = check_graph(sub, f"{bench} / {judge} / {s} / {v}")
@@ -206,7 +266,11 @@ def _fit_judge(
             theta[:, u] = th
             rank[:, u] = 1 + (th[:, None, :] > th[:, :, None]).sum(axis=2)
         kept.append(theta)
-        return {"rating": to_rating(theta, anchor_rating), "rank": rank, "win_rate": expit(theta)}
+        return {
+            "rating": to_rating(theta, anchor_rating),
+            "rank": rank,
+            "win_rate": expit(theta),
+        }
 
     rows = in_clusters(rows, clusters)
     ci = cluster_bootstrap(rows, [*(f"w_{j}" for j in range(k)), *(f"t_{j}" for j in range(k))], statistic,
@@ -215,17 +279,25 @@ def _fit_judge(
     est, boot = kept
     for b, (s, v) in enumerate(keys):
         u = groups[b]
-        out.theta[(bench, judge, s, v)] = ([models[i] for i in cell_model[u]], boot[:, u], est[0, u])
+        out.theta[(bench, judge, s, v)] = (
+            [models[i] for i in cell_model[u]],
+            boot[:, u],
+            est[0, u],
+        )
     wide = ci.pivot(on="metric", index="cell", values=["estimate", "lo", "hi"])
     n = (
-        pl.concat([jc.select("strategy", "view", m="a"), jc.select("strategy", "view", m="b")])
+        pl.concat(
+            [jc.select("strategy", "view", m="a"), jc.select("strategy", "view", m="b")]
+        )
         .group_by("strategy", "view", "m")
         .len()
     )
     info = pl.DataFrame({"cell": np.arange(cell_board.size), "strategy": [keys[b][0] for b in cell_board],
                          "view": [keys[b][1] for b in cell_board],
                          "model": [models[i] for i in cell_model]})  # fmt: skip
-    t = info.join(wide, on="cell").join(n.rename({"m": "model", "len": "n"}), on=["strategy", "view", "model"])
+    t = info.join(wide, on="cell").join(
+        n.rename({"m": "model", "len": "n"}), on=["strategy", "view", "model"]
+    )
     t = t.select(
         "strategy", "view", "model", pl.col("n").cast(pl.Int64),
         rating="estimate_rating", lo="lo_rating", hi="hi_rating", win_rate="estimate_win_rate",

@@ -32,7 +32,16 @@ from scipy.special import expit
 
 from voirdire.analysis.ranking.registry import RANKINGS
 
-__all__ = ["SCALE", "CLIP", "Method", "BT", "DAVIDSON", "fit_bt", "fit_davidson", "to_rating"]
+__all__ = [
+    "SCALE",
+    "CLIP",
+    "Method",
+    "BT",
+    "DAVIDSON",
+    "fit_bt",
+    "fit_davidson",
+    "to_rating",
+]
 
 #: Chatbot Arena's Elo-like scale: 400 / ln 10 rating points per unit of θ
 SCALE = 400.0 / np.log(10.0)
@@ -46,7 +55,9 @@ def to_rating(theta: np.ndarray, anchor_rating: float = 1000.0) -> np.ndarray:
     return anchor_rating + SCALE * np.asarray(theta)
 
 
-def _newton(grad_hess: Callable, x0: np.ndarray, free: np.ndarray, max_iter: int, tol: float) -> np.ndarray:
+def _newton(
+    grad_hess: Callable, x0: np.ndarray, free: np.ndarray, max_iter: int, tol: float
+) -> np.ndarray:
     """Maximise a concave log-likelihood over the ``free`` coordinates of ``x`` (R, P)
     batched; ``grad_hess(x)`` gives the gradient (R, P) and Hessian (R, P, P)."""
     x = x0.copy()
@@ -68,7 +79,12 @@ def _newton(grad_hess: Callable, x0: np.ndarray, free: np.ndarray, max_iter: int
 
 
 def fit_bt(
-    wins: np.ndarray, ties: np.ndarray | None = None, anchor: int = 0, *, max_iter: int = 100, tol: float = 1e-10
+    wins: np.ndarray,
+    ties: np.ndarray | None = None,
+    anchor: int = 0,
+    *,
+    max_iter: int = 100,
+    tol: float = 1e-10,
 ) -> np.ndarray:
     """Bradley–Terry maximum-likelihood log-strengths, ties as half a win and half a loss.
 
@@ -84,7 +100,11 @@ def fit_bt(
     single = w.ndim == 2
     w = w[None] if single else w
     if ties is not None:
-        w = w + 0.5 * (np.asarray(ties, dtype=float)[None] if single else np.asarray(ties, dtype=float))
+        w = w + 0.5 * (
+            np.asarray(ties, dtype=float)[None]
+            if single
+            else np.asarray(ties, dtype=float)
+        )
     n = w + w.transpose(0, 2, 1)
 
     def grad_hess(th: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -121,7 +141,11 @@ def fit_davidson(
     t = (
         np.zeros_like(w)
         if ties is None
-        else (np.asarray(ties, dtype=float)[None] if single else np.asarray(ties, dtype=float))
+        else (
+            np.asarray(ties, dtype=float)[None]
+            if single
+            else np.asarray(ties, dtype=float)
+        )
     )
     k = w.shape[1]
     dw = w - w.transpose(0, 2, 1)
@@ -166,5 +190,11 @@ class Method:
     doc: str = ""
 
 
-BT = RANKINGS.register(Method("bt", fit_bt, "Bradley–Terry, a tie half a win (Chatbot Arena)"))
-DAVIDSON = RANKINGS.register(Method("davidson", fit_davidson, "Davidson (1970): ties modelled with a parameter ν"))
+BT = RANKINGS.register(
+    Method("bt", fit_bt, "Bradley–Terry, a tie half a win (Chatbot Arena)")
+)
+DAVIDSON = RANKINGS.register(
+    Method(
+        "davidson", fit_davidson, "Davidson (1970): ties modelled with a parameter ν"
+    )
+)

@@ -27,7 +27,14 @@ from scipy.stats import kendalltau, rankdata, spearmanr
 from voirdire.analysis.ranking.boards import Boards
 from voirdire.analysis.ranking.bt import CLIP, SCALE
 
-__all__ = ["FLIP_COLUMNS", "tau_b", "spearman", "compare", "default_pairs", "rank_flips"]
+__all__ = [
+    "FLIP_COLUMNS",
+    "tau_b",
+    "spearman",
+    "compare",
+    "default_pairs",
+    "rank_flips",
+]
 
 FLIP_COLUMNS = [
     "benchmark", "judge", "strategy", "view", "judge_b", "strategy_b", "view_b", "models", "pairs", "flips",
@@ -76,7 +83,9 @@ def compare(boards: Boards, a: tuple, b: tuple, level: float = 0.95) -> dict | N
     change = (ra[:, i] - ra[:, j]) - (rb[:, i] - rb[:, j])
     lo, hi = np.quantile(change, [(1 - level) / 2, (1 + level) / 2], axis=0)
     sig = flip & ((lo > 0) | (hi < 0))
-    finite = (np.abs(xa) < CLIP - 0.5) & (np.abs(xb) < CLIP - 0.5)  # a model at the bound has no finite rating
+    finite = (np.abs(xa) < CLIP - 0.5) & (
+        np.abs(xb) < CLIP - 0.5
+    )  # a model at the bound has no finite rating
     move = np.where(finite, SCALE * (xb - xa), np.nan)
     k = int(np.nanargmax(np.abs(move))) if finite.any() else 0
     tau = kendalltau(xa, xb).statistic
@@ -118,18 +127,38 @@ def default_pairs(boards: Boards) -> list[tuple[tuple, tuple]]:
             out.append(((bench, judge, "single", "pooled"), k))
     people = [k for k in keys if k[1:] == ("people", "gold", "people")]
     for p in people:
-        out += [(k, p) for k in keys if k[0] == p[0] and k != p and k[3] in ("pooled", "combined")]
+        out += [
+            (k, p)
+            for k in keys
+            if k[0] == p[0] and k != p and k[3] in ("pooled", "combined")
+        ]
     return out
 
 
-def rank_flips(boards: Boards, pairs: Iterable[tuple[tuple, tuple]] | None = None, level: float = 0.95) -> pl.DataFrame:
+def rank_flips(
+    boards: Boards,
+    pairs: Iterable[tuple[tuple, tuple]] | None = None,
+    level: float = 0.95,
+) -> pl.DataFrame:
     """Rank flips, τ and ρ (with intervals) and the largest move for each pair of boards
     (default :func:`default_pairs`). Columns :data:`FLIP_COLUMNS`: the first board's
     (benchmark, judge, strategy, view), the second's (judge_b, strategy_b, view_b), ``models``
     and ``pairs`` (int: common models, model pairs), ``flips``, ``flips_significant`` (int),
     ``share_significant``, τ, ρ and their ``_lo``/``_hi`` (float), ``max_move`` (float, Arena
     points, second minus first) and ``max_move_model`` (str)."""
-    rows = [r for a, b in (default_pairs(boards) if pairs is None else pairs) if (r := compare(boards, a, b, level))]
-    schema = dict.fromkeys(FLIP_COLUMNS[:7], pl.String) | dict.fromkeys(FLIP_COLUMNS[7:11], pl.Int64)
-    schema |= dict.fromkeys(FLIP_COLUMNS[11:19], pl.Float64) | {"max_move_model": pl.String}
-    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    rows = [
+        r
+        for a, b in (default_pairs(boards) if pairs is None else pairs)
+        if (r := compare(boards, a, b, level))
+    ]
+    schema = dict.fromkeys(FLIP_COLUMNS[:7], pl.String) | dict.fromkeys(
+        FLIP_COLUMNS[7:11], pl.Int64
+    )
+    schema |= dict.fromkeys(FLIP_COLUMNS[11:19], pl.Float64) | {
+        "max_move_model": pl.String
+    }
+    return (
+        pl.DataFrame(rows, schema=schema, orient="row")
+        if rows
+        else pl.DataFrame(schema=schema)
+    )

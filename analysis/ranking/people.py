@@ -37,7 +37,9 @@ def people_comparisons(judgments: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame(schema=COMPARISON_SCHEMA)
     g = (
         judgments.filter(
-            pl.col("gold").is_not_null() & pl.col("candidate").is_not_null() & pl.col("reference").is_not_null()
+            pl.col("gold").is_not_null()
+            & pl.col("candidate").is_not_null()
+            & pl.col("reference").is_not_null()
         )
         .unique(["benchmark", "question_id", "candidate", "reference"], keep="first")
         .filter(

@@ -16,12 +16,18 @@ __all__ = ["RANKINGS", "ranking_method"]
 
 
 def _check(obj: Any) -> None:
-    if not callable(getattr(obj, "fit", None)) or not isinstance(getattr(obj, "name", None), str):
-        raise TypeError(f"{obj!r} is not a ranking method (needs a name and a fit(wins, ties) method)")
+    if not callable(getattr(obj, "fit", None)) or not isinstance(
+        getattr(obj, "name", None), str
+    ):
+        raise TypeError(
+            f"{obj!r} is not a ranking method (needs a name and a fit(wins, ties) method)"
+        )
 
 
 #: name -> ranking method; built-ins imported on first use
-RANKINGS: Registry[Any] = Registry("ranking method", check=_check, entry_points="voirdire.rankings")
+RANKINGS: Registry[Any] = Registry(
+    "ranking method", check=_check, entry_points="voirdire.rankings"
+)
 RANKINGS.builtin("bt", "voirdire.analysis.ranking.bt:BT")
 RANKINGS.builtin("davidson", "voirdire.analysis.ranking.bt:DAVIDSON")
 

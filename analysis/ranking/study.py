@@ -61,7 +61,11 @@ class Ranking:
         people = (
             f.filter(pl.col("judge_b") == "people")
             .group_by("benchmark", "judge", "strategy")
-            .agg(people_tau=pl.col("kendall_tau").sort_by(pl.col("view") == "pooled", descending=True).first())
+            .agg(
+                people_tau=pl.col("kendall_tau")
+                .sort_by(pl.col("view") == "pooled", descending=True)
+                .first()
+            )
         )
         keys = (
             self.leaderboard.filter(pl.col("judge") != "people")
@@ -69,7 +73,9 @@ class Ranking:
             .agg(models=pl.col("model").n_unique().cast(pl.Int64))
         )
         return (
-            keys.join(order.drop("models"), on=["benchmark", "judge", "strategy"], how="left")
+            keys.join(
+                order.drop("models"), on=["benchmark", "judge", "strategy"], how="left"
+            )
             .join(people, on=["benchmark", "judge", "strategy"], how="left")
             .sort("benchmark", "judge", "strategy")
         )
@@ -130,28 +136,50 @@ def rank_judgments(
     rows = control_rows(judgments)
     if "mode" in rows.columns:
         rows = rows.filter(pl.col("mode") == "pairwise")
-    anonymous = [b for b in rows.get_column("benchmark").unique().sort().to_list() if not _named_models(b)]
+    anonymous = [
+        b
+        for b in rows.get_column("benchmark").unique().sort().to_list()
+        if not _named_models(b)
+    ]
     if anonymous:
         raise ConfigError(
             f"benchmark {', '.join(anonymous)}: its pairs are two anonymous answers, not named models, so no "
             "leaderboard exists (rank the other directories on their own)"
         )
     if rows.height == 0:
-        raise ConfigError("no pairwise judgments to rank (leaderboards need pairwise comparisons)")
+        raise ConfigError(
+            "no pairwise judgments to rank (leaderboards need pairwise comparisons)"
+        )
     comps = pl.concat([order_views(rows, strategies), people_comparisons(rows)])
     if clusters is None:
-        clusters = benchmark_clusters(rows.get_column("benchmark").unique().to_list())  # the located data
+        clusters = benchmark_clusters(
+            rows.get_column("benchmark").unique().to_list()
+        )  # the located data
     boards = fit_boards(
-        comps, method=method, anchor=anchor, anchor_rating=anchor_rating, prior=prior, replicates=replicates,
-        level=level, seed=seed, clusters=clusters,
+        comps,
+        method=method,
+        anchor=anchor,
+        anchor_rating=anchor_rating,
+        prior=prior,
+        replicates=replicates,
+        level=level,
+        seed=seed,
+        clusters=clusters,
     )
-    ranking = Ranking(boards.table, rank_flips(boards, level=level), boards, method, replicates)
+    ranking = Ranking(
+        boards.table, rank_flips(boards, level=level), boards, method, replicates
+    )
     if features is not None:
         judged = comps.filter(
-            ((pl.col("strategy") == "single") & (pl.col("view") == "pooled")) | (pl.col("view") == "combined")
+            ((pl.col("strategy") == "single") & (pl.col("view") == "pooled"))
+            | (pl.col("view") == "combined")
         )
-        common = dict(replicates=style_replicates, level=level, seed=seed, clusters=clusters)
-        ranking.style = style_controlled(judged, features, anchor=anchor, anchor_rating=anchor_rating, **common)
+        common = dict(
+            replicates=style_replicates, level=level, seed=seed, clusters=clusters
+        )
+        ranking.style = style_controlled(
+            judged, features, anchor=anchor, anchor_rating=anchor_rating, **common
+        )
         ranking.length = pl.concat([length_controlled(judged.filter(pl.col("benchmark") == b), features, a, **common)
                                     for b, a in boards.anchors.items()])  # fmt: skip
     return ranking

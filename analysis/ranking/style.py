@@ -75,7 +75,10 @@ def answer_features(bench, comps: pl.DataFrame) -> pl.DataFrame:
         ``benchmark``, ``question_id``, ``model`` (str) and :data:`STYLE_FEATURES` (float).
     """
     keys = pl.concat(
-        [comps.select("benchmark", "question_id", model="a"), comps.select("benchmark", "question_id", model="b")]
+        [
+            comps.select("benchmark", "question_id", model="a"),
+            comps.select("benchmark", "question_id", model="b"),
+        ]
     ).unique()
     rows = [
         (b, q, m, *text_features("\n\n".join(bench.answers(q, m))).values())
@@ -86,7 +89,12 @@ def answer_features(bench, comps: pl.DataFrame) -> pl.DataFrame:
 
 
 def weighted_logit(
-    x: np.ndarray, y: np.ndarray, w: np.ndarray, *, ridge: np.ndarray | None = None, max_iter: int = 50,
+    x: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    *,
+    ridge: np.ndarray | None = None,
+    max_iter: int = 50,
     tol: float = 1e-10,
 ) -> np.ndarray:
     """Weighted logistic regression fitted by Newton's method for every row of weights.
@@ -120,7 +128,12 @@ def weighted_logit(
 
 
 def _bootstrap_fit(
-    rows: pl.DataFrame, questions: pl.DataFrame, fit, replicates: int, seed: int, clusters: pl.DataFrame | None = None
+    rows: pl.DataFrame,
+    questions: pl.DataFrame,
+    fit,
+    replicates: int,
+    seed: int,
+    clusters: pl.DataFrame | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(estimate (P,), replicates (B, P)) of ``fit(weights (R, N))``, the weights each
     comparison row gets in each cluster-bootstrap replicate (``clusters``: drawn instead
@@ -131,14 +144,18 @@ def _bootstrap_fit(
         kept.append(fit(sums["one"]))
         return {}
 
-    rows = in_clusters(rows.with_row_index("row").with_columns(one=pl.lit(1.0)), clusters)
+    rows = in_clusters(
+        rows.with_row_index("row").with_columns(one=pl.lit(1.0)), clusters
+    )
     cluster_bootstrap(rows, ["one"], statistic, cells=["row"], questions=in_clusters(questions, clusters),
                       replicates=replicates, seed=seed)  # fmt: skip
     return kept[0][0], kept[1]
 
 
 def _q(b: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    return np.quantile(b, (1 - level) / 2, axis=0), np.quantile(b, (1 + level) / 2, axis=0)
+    return np.quantile(b, (1 - level) / 2, axis=0), np.quantile(
+        b, (1 + level) / 2, axis=0
+    )
 
 
 def style_controlled(
@@ -169,12 +186,20 @@ def style_controlled(
     """
     f = features.select("benchmark", "question_id", "model", *names)
     c = comps.join(
-        f.rename({"model": "a", **{n: f"{n}_a" for n in names}}), on=["benchmark", "question_id", "a"], how="left"
+        f.rename({"model": "a", **{n: f"{n}_a" for n in names}}),
+        on=["benchmark", "question_id", "a"],
+        how="left",
     )
     c = c.join(
-        f.rename({"model": "b", **{n: f"{n}_b" for n in names}}), on=["benchmark", "question_id", "b"], how="left"
+        f.rename({"model": "b", **{n: f"{n}_b" for n in names}}),
+        on=["benchmark", "question_id", "b"],
+        how="left",
     )
-    if c.select(pl.any_horizontal(pl.col(f"{names[0]}_a").is_null(), pl.col(f"{names[0]}_b").is_null()).any()).item():
+    if c.select(
+        pl.any_horizontal(
+            pl.col(f"{names[0]}_a").is_null(), pl.col(f"{names[0]}_b").is_null()
+        ).any()
+    ).item():
         raise ConfigError(
             "style control: some compared answers have no style features (question or model missing from the features)"
         )
@@ -196,30 +221,58 @@ def style_controlled(
             if mb in ix:
                 x[r, ix[mb]] -= 1.0
         for k, n in enumerate(names):
-            fa, fb = board.get_column(f"{n}_a").to_numpy(), board.get_column(f"{n}_b").to_numpy()
+            fa, fb = (
+                board.get_column(f"{n}_a").to_numpy(),
+                board.get_column(f"{n}_b").to_numpy(),
+            )
             with np.errstate(invalid="ignore", divide="ignore"):
                 z = np.where(fa + fb > 0, (fa - fb) / (fa + fb), 0.0)
-            sd = float(np.sqrt(np.mean(z**2)))  # scaled, not centred: swapping a and b flips z's sign
+            sd = float(
+                np.sqrt(np.mean(z**2))
+            )  # scaled, not centred: swapping a and b flips z's sign
             x[:, len(free) + k] = z / sd if sd > 0 else 0.0
         y = (board.get_column("win") + 0.5 * board.get_column("tie")).to_numpy()
-        qs = comps.filter(pl.col("benchmark") == key[0]).select("benchmark", "question_id").unique()
-        est, boot = _bootstrap_fit(board, qs, lambda w, x=x, y=y: weighted_logit(x, y, w), replicates, seed, clusters)
+        qs = (
+            comps.filter(pl.col("benchmark") == key[0])
+            .select("benchmark", "question_id")
+            .unique()
+        )
+        est, boot = _bootstrap_fit(
+            board,
+            qs,
+            lambda w, x=x, y=y: weighted_logit(x, y, w),
+            replicates,
+            seed,
+            clusters,
+        )
         lo, hi = _q(boot, level)
         terms = [anc, *free, *(f"style:{n}" for n in names)]
         nf = len(free)
 
         def scale(v: np.ndarray, nf: int = nf) -> np.ndarray:
-            return np.r_[to_rating(0.0, anchor_rating), to_rating(v[:nf], anchor_rating), v[nf:]]
+            return np.r_[
+                to_rating(0.0, anchor_rating), to_rating(v[:nf], anchor_rating), v[nf:]
+            ]
 
-        part = pl.DataFrame({"term": terms, "rating": scale(est), "lo": scale(lo), "hi": scale(hi)})
+        part = pl.DataFrame(
+            {"term": terms, "rating": scale(est), "lo": scale(lo), "hi": scale(hi)}
+        )
         m = part.filter(~pl.col("term").str.starts_with("style:"))
         rank = (
             m.join(m.select(olo="lo"), how="cross")
             .group_by("term")
             .agg(rank=(pl.col("olo") > pl.col("hi")).sum().cast(pl.Int64) + 1)
         )
-        out.append(part.join(rank, on="term", how="left").with_columns(**dict(zip(BOARD_KEYS, map(pl.lit, key)))))
-    return pl.concat(out).select(*BOARD_KEYS, "term", "rating", "lo", "hi", "rank") if out else pl.DataFrame()
+        out.append(
+            part.join(rank, on="term", how="left").with_columns(
+                **dict(zip(BOARD_KEYS, map(pl.lit, key)))
+            )
+        )
+    return (
+        pl.concat(out).select(*BOARD_KEYS, "term", "rating", "lo", "hi", "rank")
+        if out
+        else pl.DataFrame()
+    )
 
 
 def length_controlled(
@@ -245,32 +298,57 @@ def length_controlled(
     """
     f = features.select("benchmark", "question_id", "model", "length")
     m = pl.when(pl.col("a") == baseline).then(pl.col("b")).otherwise(pl.col("a"))
-    c = comps.filter((pl.col("a") == baseline) ^ (pl.col("b") == baseline)).with_columns(
+    c = comps.filter(
+        (pl.col("a") == baseline) ^ (pl.col("b") == baseline)
+    ).with_columns(
         model=m,
         y=pl.when(pl.col("a") == baseline)
         .then(1.0 - pl.col("win") - 0.5 * pl.col("tie"))
         .otherwise(pl.col("win") + 0.5 * pl.col("tie")),
     )
     if c.height == 0:
-        raise ConfigError(f"length control: baseline {baseline!r} is compared with no model")
-    c = c.join(f.rename({"length": "len_m"}), on=["benchmark", "question_id", "model"], how="left")
+        raise ConfigError(
+            f"length control: baseline {baseline!r} is compared with no model"
+        )
     c = c.join(
-        f.filter(pl.col("model") == baseline).select("benchmark", "question_id", len_b="length"),
+        f.rename({"length": "len_m"}),
+        on=["benchmark", "question_id", "model"],
+        how="left",
+    )
+    c = c.join(
+        f.filter(pl.col("model") == baseline).select(
+            "benchmark", "question_id", len_b="length"
+        ),
         on=["benchmark", "question_id"],
         how="left",
     )
     rows = []
-    for key, g in c.sort([*BOARD_KEYS, "model"]).group_by([*BOARD_KEYS, "model"], maintain_order=True):
+    for key, g in c.sort([*BOARD_KEYS, "model"]).group_by(
+        [*BOARD_KEYS, "model"], maintain_order=True
+    ):
         d = (g.get_column("len_m") - g.get_column("len_b")).fill_null(0.0).to_numpy()
         sd = d.std()
         x = np.c_[np.ones(d.size), np.tanh(d / sd) if sd > 0 else np.zeros(d.size)]
         ridge = np.array([0.0, LC_RIDGE])
         y = g.get_column("y").to_numpy()
-        qs = comps.filter(pl.col("benchmark") == key[0]).select("benchmark", "question_id").unique()
+        qs = (
+            comps.filter(pl.col("benchmark") == key[0])
+            .select("benchmark", "question_id")
+            .unique()
+        )
         fit = lambda w, x=x, y=y, r=ridge: weighted_logit(x, y, w, ridge=r)  # noqa: E731
         est, boot = _bootstrap_fit(g, qs, fit, replicates, seed, clusters)
         lo, hi = _q(expit(boot[:, 0]), level)
-        rows.append((*key, g.height, float(y.mean()), float(expit(est[0])), float(lo), float(hi)))
+        rows.append(
+            (
+                *key,
+                g.height,
+                float(y.mean()),
+                float(expit(est[0])),
+                float(lo),
+                float(hi),
+            )
+        )
     schema = (
         dict.fromkeys([*BOARD_KEYS, "model"], pl.String)
         | {"n": pl.Int64}

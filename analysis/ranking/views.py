@@ -50,7 +50,11 @@ def comparisons(verdicts: pl.DataFrame) -> pl.DataFrame:
         :data:`COMPARISON_SCHEMA` rows: per strategy with ordered verdicts the ``first``,
         ``swapped`` and ``pooled`` views, per order-invariant strategy ``combined``.
     """
-    v = verdicts if "strategy" in verdicts.columns else verdicts.with_columns(strategy=pl.lit("single"))
+    v = (
+        verdicts
+        if "strategy" in verdicts.columns
+        else verdicts.with_columns(strategy=pl.lit("single"))
+    )
     v = v.filter(pl.col("verdict") != "undecided").select(
         "benchmark", "judge", "strategy", "permutation", "question_id",
         a="candidate", b="reference",
@@ -68,7 +72,9 @@ def comparisons(verdicts: pl.DataFrame) -> pl.DataFrame:
     return out.cast(COMPARISON_SCHEMA)  # type: ignore[arg-type]
 
 
-def order_views(judgments: pl.DataFrame, strategies: Sequence[str] | None = None) -> pl.DataFrame:
+def order_views(
+    judgments: pl.DataFrame, strategies: Sequence[str] | None = None
+) -> pl.DataFrame:
     """Comparisons of every view of ``judgments`` (pairwise rows, control queries): the raw
     per-order verdicts (strategy ``single``) and each strategy's.
 
@@ -81,7 +87,14 @@ def order_views(judgments: pl.DataFrame, strategies: Sequence[str] | None = None
     Raises:
         ConfigError: an unknown strategy, or one whose needs the judgments lack.
     """
-    names = list(dict.fromkeys(["single", *(default_strategies(judgments) if strategies is None else strategies)]))
+    names = list(
+        dict.fromkeys(
+            [
+                "single",
+                *(default_strategies(judgments) if strategies is None else strategies),
+            ]
+        )
+    )
     for n in names:
         strategy(n)  # unknown names fail here, naming the strategy
     return comparisons(apply_strategies(judgments, names))

@@ -73,7 +73,9 @@ def _save(fig, path: str | os.PathLike) -> Path:
     return p
 
 
-def _frame(ax, xlim: tuple[float, float], xlabel: str, ylabel: str, title: str, legend: str) -> None:
+def _frame(
+    ax, xlim: tuple[float, float], xlabel: str, ylabel: str, title: str, legend: str
+) -> None:
     """A scatter of judges on [.., ..] × [0, 1.02]: limits, labels, title, legend, grid."""
     ax.set_xlim(*xlim)
     ax.set_ylim(0, 1.02)
@@ -84,7 +86,9 @@ def _frame(ax, xlim: tuple[float, float], xlabel: str, ylabel: str, title: str, 
     ax.grid(alpha=0.3)
 
 
-def pc_radar(judge_task: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
+def pc_radar(
+    judge_task: pl.DataFrame, path: str | os.PathLike, title: str = ""
+) -> Path:
     """Radar chart of PC by task, one line per judge.
 
     ``judge_task``: columns ``judge``, ``task``, ``pc`` (one benchmark; e.g.
@@ -97,15 +101,25 @@ def pc_radar(judge_task: pl.DataFrame, path: str | os.PathLike, title: str = "")
     fig = plt.figure(figsize=(7.5, 7.5))
     ax = fig.add_subplot(projection="polar")
     for j in judges:
-        d = dict(judge_task.filter(pl.col("judge") == j).select("task", "pc").iter_rows())
+        d = dict(
+            judge_task.filter(pl.col("judge") == j).select("task", "pc").iter_rows()
+        )
         vals = np.array([d.get(t, np.nan) for t in tasks])
-        ax.plot(np.r_[ang, ang[:1]], np.r_[vals, vals[:1]], color=colors[j], lw=1.6, label=j)
+        ax.plot(
+            np.r_[ang, ang[:1]], np.r_[vals, vals[:1]], color=colors[j], lw=1.6, label=j
+        )
         ax.fill(np.r_[ang, ang[:1]], np.r_[vals, vals[:1]], color=colors[j], alpha=0.05)
     ax.set_xticks(ang)
     ax.set_xticklabels([_short(t, 26) for t in tasks], fontsize=8)
     ax.set_ylim(0, 1)
     ax.set_title(title or "Position consistency by task", pad=24)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, fontsize=8, frameon=False)
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.08),
+        ncol=2,
+        fontsize=8,
+        frameon=False,
+    )
     return _save(fig, path)
 
 
@@ -118,11 +132,21 @@ def pf_bars(judge_task: pl.DataFrame, path: str | os.PathLike, title: str = "") 
     fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(tasks) + 3), 4.8))
     x = np.arange(len(tasks))
     for i, j in enumerate(judges):
-        d = dict(judge_task.filter(pl.col("judge") == j).select("task", "pf").iter_rows())
-        ax.bar(x + (i - (len(judges) - 1) / 2) * width, [d.get(t, np.nan) for t in tasks], width, color=colors[j], label=j)
+        d = dict(
+            judge_task.filter(pl.col("judge") == j).select("task", "pf").iter_rows()
+        )
+        ax.bar(
+            x + (i - (len(judges) - 1) / 2) * width,
+            [d.get(t, np.nan) for t in tasks],
+            width,
+            color=colors[j],
+            label=j,
+        )
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(x)
-    ax.set_xticklabels([_short(t, 34) for t in tasks], rotation=35, ha="right", fontsize=8)
+    ax.set_xticklabels(
+        [_short(t, 34) for t in tasks], rotation=35, ha="right", fontsize=8
+    )
     ax.set_ylabel("PF  (−1 primacy … +1 recency)")
     ax.set_ylim(-1, 1)
     ax.set_title(title or "Preference fairness by task")
@@ -131,7 +155,13 @@ def pf_bars(judge_task: pl.DataFrame, path: str | os.PathLike, title: str = "") 
     return _save(fig, path)
 
 
-def pc_vs_pf(cells: pl.DataFrame, judges: pl.DataFrame, path: str | os.PathLike, ci: pl.DataFrame | None = None, title: str = "") -> Path:
+def pc_vs_pf(
+    cells: pl.DataFrame,
+    judges: pl.DataFrame,
+    path: str | os.PathLike,
+    ci: pl.DataFrame | None = None,
+    title: str = "",
+) -> Path:
     """PC against PF: cells as faint points, judges as large markers (with bootstrap
     intervals when ``ci`` is given: columns judge, metric, lo, hi, task null).
 
@@ -150,14 +180,34 @@ def pc_vs_pf(cells: pl.DataFrame, judges: pl.DataFrame, path: str | os.PathLike,
         xerr = yerr = None
         if ci is not None:
             c = ci.filter((pl.col("judge") == r["judge"]) & pl.col("task").is_null())
-            get = {m: (lo, hi) for m, lo, hi in c.select("metric", "lo", "hi").iter_rows()}
+            get = {
+                m: (lo, hi) for m, lo, hi in c.select("metric", "lo", "hi").iter_rows()
+            }
             if "pf" in get:
                 xerr = [[r["pf"] - get["pf"][0]], [get["pf"][1] - r["pf"]]]
             if "pc" in get:
                 yerr = [[r["pc"] - get["pc"][0]], [get["pc"][1] - r["pc"]]]
-        ax.errorbar(r["pf"], r["pc"], xerr=xerr, yerr=yerr, fmt="o", ms=9, color=colors[r["judge"]], mec="black", label=r["judge"], capsize=3)
+        ax.errorbar(
+            r["pf"],
+            r["pc"],
+            xerr=xerr,
+            yerr=yerr,
+            fmt="o",
+            ms=9,
+            color=colors[r["judge"]],
+            mec="black",
+            label=r["judge"],
+            capsize=3,
+        )
     ax.axvline(0, color="black", lw=0.8)
-    _frame(ax, (-1, 1), "PF  (−1 primacy … +1 recency)", "PC", title or "Position consistency against preference fairness", "lower left")
+    _frame(
+        ax,
+        (-1, 1),
+        "PF  (−1 primacy … +1 recency)",
+        "PC",
+        title or "Position consistency against preference fairness",
+        "lower left",
+    )
     return _save(fig, path)
 
 
@@ -191,13 +241,19 @@ def vs_win_rate(cells: pl.DataFrame, path: str | os.PathLike, title: str = "") -
     return _save(fig, path)
 
 
-def agreement_heatmaps(matrix: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
+def agreement_heatmaps(
+    matrix: pl.DataFrame, path: str | os.PathLike, title: str = ""
+) -> Path:
     """Heatmaps of mutual agreement with ties, without ties, and Cohen's kappa (one
     benchmark). ``matrix``: judge_a, judge_b, agreement, agreement_no_tie, kappa."""
     judges = sorted(matrix.get_column("judge_a").unique().to_list())
     n = len(judges)
     idx = {j: i for i, j in enumerate(judges)}
-    panels = [("agreement", "agreement (ties count)"), ("agreement_no_tie", "agreement without ties"), ("kappa", "Cohen's kappa")]
+    panels = [
+        ("agreement", "agreement (ties count)"),
+        ("agreement_no_tie", "agreement without ties"),
+        ("kappa", "Cohen's kappa"),
+    ]
     side = 0.55 * n + 2.4
     fig, axes = plt.subplots(1, 3, figsize=(3 * side + 1.5, side))
     for ax, (col, label) in zip(axes, panels):
@@ -209,11 +265,23 @@ def agreement_heatmaps(matrix: pl.DataFrame, path: str | os.PathLike, title: str
         for i in range(n):
             for k in range(n):
                 if np.isfinite(m[i, k]):
-                    ax.text(k, i, f"{m[i, k]:.2f}", ha="center", va="center", fontsize=7, color="white" if m[i, k] < 0.6 else "black")
+                    ax.text(
+                        k,
+                        i,
+                        f"{m[i, k]:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color="white" if m[i, k] < 0.6 else "black",
+                    )
         ax.set_xticks(range(n))
         ax.set_yticks(range(n))
-        ax.set_xticklabels([_short(j, 16) for j in judges], rotation=60, ha="right", fontsize=7)
-        ax.set_yticklabels([_short(j, 16) for j in judges] if col == "agreement" else [], fontsize=7)
+        ax.set_xticklabels(
+            [_short(j, 16) for j in judges], rotation=60, ha="right", fontsize=7
+        )
+        ax.set_yticklabels(
+            [_short(j, 16) for j in judges] if col == "agreement" else [], fontsize=7
+        )
         ax.set_title(label, fontsize=10)
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
     fig.subplots_adjust(wspace=0.25)
@@ -221,7 +289,9 @@ def agreement_heatmaps(matrix: pl.DataFrame, path: str | os.PathLike, title: str
     return _save(fig, path)
 
 
-def disagreement_histogram(hist: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
+def disagreement_histogram(
+    hist: pl.DataFrame, path: str | os.PathLike, title: str = ""
+) -> Path:
     """Bars: share of queries per disagreement level; line (right axis): cumulative share.
     ``hist``: disagreement, queries, share, cumulative_share (one benchmark)."""
     h = hist.sort("disagreement")
@@ -229,7 +299,9 @@ def disagreement_histogram(hist: pl.DataFrame, path: str | os.PathLike, title: s
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     ax.bar(x, h.get_column("share").to_numpy(), color="#4c72b0", alpha=0.85)
     for xi, q in zip(x, h.get_column("queries").to_list()):
-        ax.text(xi, 0.005, f"{q:,}", ha="center", va="bottom", fontsize=7, color="white")
+        ax.text(
+            xi, 0.005, f"{q:,}", ha="center", va="bottom", fontsize=7, color="white"
+        )
     ax.set_xlabel("disagreement (judges differing from the most frequent choice)")
     ax.set_ylabel("share of queries")
     ax.set_xticks(x)
@@ -241,7 +313,13 @@ def disagreement_histogram(hist: pl.DataFrame, path: str | os.PathLike, title: s
     return _save(fig, path)
 
 
-def rs_bars(judges: pl.DataFrame, path: str | os.PathLike, ci: pl.DataFrame | None = None, title: str = "", rs_min: float | None = None) -> Path:
+def rs_bars(
+    judges: pl.DataFrame,
+    path: str | os.PathLike,
+    ci: pl.DataFrame | None = None,
+    title: str = "",
+    rs_min: float | None = None,
+) -> Path:
     """RS per judge (bars; error bars: the bootstrap interval if ``ci`` has ``rs`` rows,
     else ± RS spread). ``judges``: judge, rs, rs_spread. ``rs_min`` draws the threshold."""
     j = judges.filter(pl.col("rs").is_not_null()).sort("rs", descending=True)
@@ -249,19 +327,42 @@ def rs_bars(judges: pl.DataFrame, path: str | os.PathLike, ci: pl.DataFrame | No
     colors = judge_colors(names)
     rs = j.get_column("rs").to_numpy()
     if ci is not None and ci.filter(pl.col("metric") == "rs").height:
-        c = {a: (lo, hi) for a, lo, hi in ci.filter((pl.col("metric") == "rs") & pl.col("task").is_null()).select("judge", "lo", "hi").iter_rows()}
-        err = np.array([[r - c.get(n, (r, r))[0] for n, r in zip(names, rs)], [c.get(n, (r, r))[1] - r for n, r in zip(names, rs)]])
+        c = {
+            a: (lo, hi)
+            for a, lo, hi in ci.filter(
+                (pl.col("metric") == "rs") & pl.col("task").is_null()
+            )
+            .select("judge", "lo", "hi")
+            .iter_rows()
+        }
+        err = np.array(
+            [
+                [r - c.get(n, (r, r))[0] for n, r in zip(names, rs)],
+                [c.get(n, (r, r))[1] - r for n, r in zip(names, rs)],
+            ]
+        )
         elabel = "95% cluster-bootstrap interval"
     else:
         sp = j.get_column("rs_spread").fill_null(0).to_numpy()
         err = np.vstack([sp, sp])
         elabel = "± RS spread"
     fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(names) + 2), 4.5))
-    ax.bar(range(len(names)), rs, yerr=err, color=[colors[n] for n in names], capsize=3, label=elabel)
+    ax.bar(
+        range(len(names)),
+        rs,
+        yerr=err,
+        color=[colors[n] for n in names],
+        capsize=3,
+        label=elabel,
+    )
     if rs_min is not None:
-        ax.axhline(rs_min, color="red", ls="--", lw=1, label=f"RS threshold {rs_min:.2f}")
+        ax.axhline(
+            rs_min, color="red", ls="--", lw=1, label=f"RS threshold {rs_min:.2f}"
+        )
     ax.set_xticks(range(len(names)))
-    ax.set_xticklabels([_short(n, 24) for n in names], rotation=35, ha="right", fontsize=8)
+    ax.set_xticklabels(
+        [_short(n, 24) for n in names], rotation=35, ha="right", fontsize=8
+    )
     lo = max(0.0, float(np.nanmin(rs - err[0])) - 0.05) if len(rs) else 0.0
     ax.set_ylim(min(lo, 0.8), 1.0)
     ax.set_ylabel("repetition stability")
@@ -271,7 +372,9 @@ def rs_bars(judges: pl.DataFrame, path: str | os.PathLike, ci: pl.DataFrame | No
     return _save(fig, path)
 
 
-def metric_bars(judges: pl.DataFrame, metric: Any, path: str | os.PathLike, title: str = "") -> Path:
+def metric_bars(
+    judges: pl.DataFrame, metric: Any, path: str | os.PathLike, title: str = ""
+) -> Path:
     """A registered metric per judge (bars, best first by its ``direction``; error bars: the
     95 % cluster-bootstrap interval where ``judges`` has ``<name>_lo``/``_hi``).
 
@@ -283,7 +386,11 @@ def metric_bars(judges: pl.DataFrame, metric: Any, path: str | os.PathLike, titl
     """
     name = metric.name
     j = judges.filter(pl.col(name).is_not_null() & pl.col(name).is_not_nan())
-    order = {"higher": pl.col(name), "lower": -pl.col(name), "zero": -pl.col(name).abs()}[metric.direction]
+    order = {
+        "higher": pl.col(name),
+        "lower": -pl.col(name),
+        "zero": -pl.col(name).abs(),
+    }[metric.direction]
     j = j.sort(order, "judge", descending=[True, False])
     names = j.get_column("judge").to_list()
     colors = judge_colors(names)
@@ -299,7 +406,9 @@ def metric_bars(judges: pl.DataFrame, metric: Any, path: str | os.PathLike, titl
     if metric.direction == "zero":
         ax.axhline(0.0, color="black", lw=0.8)
     ax.set_xticks(range(len(names)))
-    ax.set_xticklabels([_short(n, 24) for n in names], rotation=35, ha="right", fontsize=8)
+    ax.set_xticklabels(
+        [_short(n, 24) for n in names], rotation=35, ha="right", fontsize=8
+    )
     ax.set_ylabel(f"{metric.label} ({metric.direction_text})")
     if err is not None:
         ax.legend(fontsize=8, frameon=False)
@@ -308,7 +417,9 @@ def metric_bars(judges: pl.DataFrame, metric: Any, path: str | os.PathLike, titl
     return _save(fig, path)
 
 
-def cost_agreement_figure(table: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
+def cost_agreement_figure(
+    table: pl.DataFrame, path: str | os.PathLike, title: str = ""
+) -> Path:
     """Cost (queries per final verdict, x) against Cohen's kappa with the reference (y,
     95 % interval bars), one panel per benchmark, one colour per strategy (kappa against a
     reference is an agreement figure: no gate line; the 0.6 gate is on the inter-pass
@@ -317,18 +428,27 @@ def cost_agreement_figure(table: pl.DataFrame, path: str | os.PathLike, title: s
     strategies = sorted(table.get_column("strategy").unique().to_list())
     cmap = plt.get_cmap("tab10")
     color = {s: cmap(i % 10) for i, s in enumerate(strategies)}
-    fig, axes = plt.subplots(1, max(1, len(benches)), figsize=(6 * max(1, len(benches)), 4.5), squeeze=False)
+    fig, axes = plt.subplots(
+        1, max(1, len(benches)), figsize=(6 * max(1, len(benches)), 4.5), squeeze=False
+    )
     for ax, b in zip(axes[0], benches):
         part = table.filter(pl.col("benchmark") == b)
         for s in strategies:
             p = part.filter(pl.col("strategy") == s)
             if not p.height:
                 continue
-            y, lo, hi = (p.get_column(c).to_numpy().astype(float) for c in ("kappa", "kappa_lo", "kappa_hi"))
+            y, lo, hi = (
+                p.get_column(c).to_numpy().astype(float)
+                for c in ("kappa", "kappa_lo", "kappa_hi")
+            )
             # a small horizontal offset per strategy keeps strategies of equal cost apart
-            x = p.get_column("cost").to_numpy().astype(float) * (1 + 0.04 * (strategies.index(s) - (len(strategies) - 1) / 2))
+            x = p.get_column("cost").to_numpy().astype(float) * (
+                1 + 0.04 * (strategies.index(s) - (len(strategies) - 1) / 2)
+            )
             err = np.vstack([np.nan_to_num(y - lo), np.nan_to_num(hi - y)])
-            ax.errorbar(x, y, yerr=err, fmt="o", color=color[s], label=s, alpha=0.8, capsize=2)
+            ax.errorbar(
+                x, y, yerr=err, fmt="o", color=color[s], label=s, alpha=0.8, capsize=2
+            )
         ax.set_xscale("log")
         costs = sorted({float(c) for c in part.get_column("cost").to_list() if c == c})
         ax.set_xticks(costs, [f"{c:g}" for c in costs])
@@ -342,7 +462,9 @@ def cost_agreement_figure(table: pl.DataFrame, path: str | os.PathLike, title: s
     return _save(fig, path)
 
 
-def accuracy_vs_pc(judges: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
+def accuracy_vs_pc(
+    judges: pl.DataFrame, path: str | os.PathLike, title: str = ""
+) -> Path:
     """Accuracy against gold labels (y) against position consistency (x), one marker per
     judge with its 95 % bootstrap intervals where given; hollow markers show
     both-orders-correct (the share of pairs the judge gets right whichever answer comes
@@ -352,18 +474,38 @@ def accuracy_vs_pc(judges: pl.DataFrame, path: str | os.PathLike, title: str = "
     ``judges``: ``judge``, ``pc``, ``accuracy`` (float) and optionally ``pc_lo``,
     ``pc_hi``, ``accuracy_lo``, ``accuracy_hi``, ``both_correct`` (one benchmark).
     """
-    rows = judges.filter(pl.col("accuracy").is_not_null() & pl.col("pc").is_not_null()).sort("judge")
+    rows = judges.filter(
+        pl.col("accuracy").is_not_null() & pl.col("pc").is_not_null()
+    ).sort("judge")
     colors = judge_colors(rows.get_column("judge").to_list())
     fig, ax = plt.subplots(figsize=(7.5, 5.5))
     for r in rows.iter_rows(named=True):
+
         def err(m: str, r: dict = r) -> list[list[float]] | None:
             lo, hi = r.get(f"{m}_lo"), r.get(f"{m}_hi")
             return None if lo is None or hi is None else [[r[m] - lo], [hi - r[m]]]
 
-        ax.errorbar(r["pc"], r["accuracy"], xerr=err("pc"), yerr=err("accuracy"), fmt="o", ms=9,
-                    color=colors[r["judge"]], mec="black", capsize=3, label=r["judge"])
+        ax.errorbar(
+            r["pc"],
+            r["accuracy"],
+            xerr=err("pc"),
+            yerr=err("accuracy"),
+            fmt="o",
+            ms=9,
+            color=colors[r["judge"]],
+            mec="black",
+            capsize=3,
+            label=r["judge"],
+        )
         if r.get("both_correct") is not None:
-            ax.scatter([r["pc"]], [r["both_correct"]], s=60, facecolors="none", edgecolors=colors[r["judge"]], lw=1.5)
+            ax.scatter(
+                [r["pc"]],
+                [r["both_correct"]],
+                s=60,
+                facecolors="none",
+                edgecolors=colors[r["judge"]],
+                lw=1.5,
+            )
     ax.axhline(0.5, color="gray", lw=0.8, ls="--")
     _frame(ax, (0, 1.02), "PC (position consistency)", "accuracy against gold labels  (○ both orders correct)",
            title or "Accuracy against position consistency", "lower right")  # fmt: skip

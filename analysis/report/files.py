@@ -14,7 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from voirdire.analysis.biases.effects import bias_effects, control_rows, has_perturbations
+
+from voirdire.analysis.biases.effects import (
+    bias_effects,
+    control_rows,
+    has_perturbations,
+)
 from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
 from voirdire.analysis.outputs import CELL_METRIC_COLUMNS, JUDGE_METRIC_COLUMNS, Results
 from voirdire.analysis.position.gold import GOLD_CELL_COLUMNS, GOLD_JUDGE_COLUMNS
@@ -26,10 +31,16 @@ from voirdire.analysis.report.bias import bias_figure
 from voirdire.analysis.report.figures import cost_agreement_figure
 from voirdire.analysis.report.markdown import markdown_report, mitigation_markdown
 from voirdire.analysis.study import Study
-
 from voirdire.core import slug
 
-__all__ = ["write_text", "write_html", "write_dir", "write_study", "write_bias", "write_mitigation"]
+__all__ = [
+    "write_text",
+    "write_html",
+    "write_dir",
+    "write_study",
+    "write_bias",
+    "write_mitigation",
+]
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
@@ -56,15 +67,33 @@ def write_dir(tables: Results, out: str | os.PathLike) -> None:
     (out / "metrics").mkdir(parents=True, exist_ok=True)
     tables.judgments.write_parquet(out / "judgments.parquet", compression="zstd")
     jm, cm = tables.judge_metrics, tables.cell_metrics
-    added = [c for c in added_metrics() if c in jm.columns]  # registered metrics other than pc, pf, rs
-    jm_cols = JUDGE_METRIC_COLUMNS + [c for c in GOLD_JUDGE_COLUMNS if c in jm.columns] + added
+    added = [
+        c for c in added_metrics() if c in jm.columns
+    ]  # registered metrics other than pc, pf, rs
+    jm_cols = (
+        JUDGE_METRIC_COLUMNS
+        + [c for c in GOLD_JUDGE_COLUMNS if c in jm.columns]
+        + added
+    )
     jm.select(jm_cols).write_csv(out / "metrics" / "judge_metrics.csv")
-    cm.select(CELL_METRIC_COLUMNS + [c for c in GOLD_CELL_COLUMNS if c in cm.columns]).write_csv(out / "metrics" / "cell_metrics.csv")
-    for name, table in (("slot_shares", tables.slot_shares), ("bias_effects", tables.bias_effects), ("self_enhancement", tables.self_enhancement)):
+    cm.select(
+        CELL_METRIC_COLUMNS + [c for c in GOLD_CELL_COLUMNS if c in cm.columns]
+    ).write_csv(out / "metrics" / "cell_metrics.csv")
+    for name, table in (
+        ("slot_shares", tables.slot_shares),
+        ("bias_effects", tables.bias_effects),
+        ("self_enhancement", tables.self_enhancement),
+    ):
         if table is not None:
             table.write_csv(out / "metrics" / f"{name}.csv")
     position = control_rows(tables.judgments)
-    md = markdown_report(tables.job, position, tables.judge_metrics, tables.cell_metrics, tables.slot_shares)
+    md = markdown_report(
+        tables.job,
+        position,
+        tables.judge_metrics,
+        tables.cell_metrics,
+        tables.slot_shares,
+    )
     write_text(out / "report.md", md)
 
 
@@ -108,7 +137,9 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
             csv(f"majority_{s}", d.majority)
 
     figs = _study_figures(study, fdir)
-    bias = write_bias(study.dirs, mdir, fdir)  # CALM biases and self-enhancement (docs/bias-metrics.md)
+    bias = write_bias(
+        study.dirs, mdir, fdir
+    )  # CALM biases and self-enhancement (docs/bias-metrics.md)
     return {"tables": tables | bias["tables"], "figures": figs | bias["figures"]}
 
 
@@ -120,43 +151,105 @@ def _study_figures(study: Study, fdir: Path) -> dict[str, Path]:
     # the position-bias directories when there are any): a repetition study's sample has
     # other tasks and few cells, and would leave broken lines on the radar
     fig_cells = study.reg_cells if study.reg_cells is not None else study.cells
-    fig_jt = judge_from_cells(fig_cells, keys=["benchmark", "judge", "task"]) if fig_cells.height else study.judge_task
+    fig_jt = (
+        judge_from_cells(fig_cells, keys=["benchmark", "judge", "task"])
+        if fig_cells.height
+        else study.judge_task
+    )
     for b in study.benchmarks:
         jt = fig_jt.filter(pl.col("benchmark") == b)
         u = fig_cells.filter(pl.col("benchmark") == b)
         pb = study.panel.filter(pl.col("benchmark") == b)
         s = slug(b)
         if jt.height:
-            figs[f"radar:{b}"] = fig.pc_radar(jt, fdir / f"pc_radar_{s}.png", f"{b}: position consistency by task")
-            figs[f"pf_bars:{b}"] = fig.pf_bars(jt, fdir / f"pf_bars_{s}.png", f"{b}: preference fairness by task")
-        if u.height:
-            ci = pb.select("judge", pl.lit(None, dtype=pl.String).alias("task"), *[pl.col(c) for c in ("pc_lo", "pc_hi", "pf_lo", "pf_hi")])
-            ci_long = pl.concat(
-                [ci.select("judge", "task", pl.lit(m).alias("metric"), pl.col(f"{m}_lo").alias("lo"), pl.col(f"{m}_hi").alias("hi")) for m in ("pc", "pf")]
+            figs[f"radar:{b}"] = fig.pc_radar(
+                jt, fdir / f"pc_radar_{s}.png", f"{b}: position consistency by task"
             )
-            figs[f"pc_pf:{b}"] = fig.pc_vs_pf(u, pb.select("judge", "pc", "pf"), fdir / f"pc_vs_pf_{s}.png", ci_long, f"{b}: PC against PF")
-            figs[f"owr:{b}"] = fig.vs_win_rate(u, fdir / f"vs_win_rate_{s}.png", f"{b}: PC and PF against the overall win rate")
-        if "accuracy" in pb.columns and pb.get_column("accuracy").is_not_null().any():  # gold labels (docs/gold-labels.md)
-            figs[f"accuracy_pc:{b}"] = fig.accuracy_vs_pc(pb, fdir / f"accuracy_vs_pc_{s}.png", f"{b}: accuracy against PC")
+            figs[f"pf_bars:{b}"] = fig.pf_bars(
+                jt, fdir / f"pf_bars_{s}.png", f"{b}: preference fairness by task"
+            )
+        if u.height:
+            ci = pb.select(
+                "judge",
+                pl.lit(None, dtype=pl.String).alias("task"),
+                *[pl.col(c) for c in ("pc_lo", "pc_hi", "pf_lo", "pf_hi")],
+            )
+            ci_long = pl.concat(
+                [
+                    ci.select(
+                        "judge",
+                        "task",
+                        pl.lit(m).alias("metric"),
+                        pl.col(f"{m}_lo").alias("lo"),
+                        pl.col(f"{m}_hi").alias("hi"),
+                    )
+                    for m in ("pc", "pf")
+                ]
+            )
+            figs[f"pc_pf:{b}"] = fig.pc_vs_pf(
+                u,
+                pb.select("judge", "pc", "pf"),
+                fdir / f"pc_vs_pf_{s}.png",
+                ci_long,
+                f"{b}: PC against PF",
+            )
+            figs[f"owr:{b}"] = fig.vs_win_rate(
+                u,
+                fdir / f"vs_win_rate_{s}.png",
+                f"{b}: PC and PF against the overall win rate",
+            )
+        if (
+            "accuracy" in pb.columns and pb.get_column("accuracy").is_not_null().any()
+        ):  # gold labels (docs/gold-labels.md)
+            figs[f"accuracy_pc:{b}"] = fig.accuracy_vs_pc(
+                pb, fdir / f"accuracy_vs_pc_{s}.png", f"{b}: accuracy against PC"
+            )
         rs = pb.filter(pl.col("rs").is_not_null())
         if rs.height:
-            ci_rs = rs.select("judge", pl.lit(None, dtype=pl.String).alias("task"), pl.lit("rs").alias("metric"), pl.col("rs_lo").alias("lo"), pl.col("rs_hi").alias("hi"))
-            figs[f"rs:{b}"] = fig.rs_bars(rs, fdir / f"rs_{s}.png", ci_rs, f"{b}: repetition stability", rs_min=study.rs_min)
-        for name, m in added_metrics().items():  # registered metrics other than pc, pf, rs
+            ci_rs = rs.select(
+                "judge",
+                pl.lit(None, dtype=pl.String).alias("task"),
+                pl.lit("rs").alias("metric"),
+                pl.col("rs_lo").alias("lo"),
+                pl.col("rs_hi").alias("hi"),
+            )
+            figs[f"rs:{b}"] = fig.rs_bars(
+                rs,
+                fdir / f"rs_{s}.png",
+                ci_rs,
+                f"{b}: repetition stability",
+                rs_min=study.rs_min,
+            )
+        for (
+            name,
+            m,
+        ) in added_metrics().items():  # registered metrics other than pc, pf, rs
             if name in pb.columns and pb.get_column(name).is_not_null().any():
                 path = fdir / f"metric_{slug(name)}_{s}.png"
-                figs[f"metric_{name}:{b}"] = fig.metric_bars(pb, m, path, f"{b}: {m.label} per judge")
+                figs[f"metric_{name}:{b}"] = fig.metric_bars(
+                    pb, m, path, f"{b}: {m.label} per judge"
+                )
     for d in study.dirs:
         if d.agreement is None:
             continue
         for b in sorted(d.agreement.get_column("benchmark").unique().to_list()):
             s = slug(d.name)
-            figs[f"agreement:{d.name}"] = fig.agreement_heatmaps(d.agreement.filter(pl.col("benchmark") == b), fdir / f"agreement_{s}.png", f"{d.name}: agreement between judges")
-            figs[f"disagreement:{d.name}"] = fig.disagreement_histogram(d.disagreement.filter(pl.col("benchmark") == b), fdir / f"disagreement_{s}.png", f"{d.name}: disagreement per query")
+            figs[f"agreement:{d.name}"] = fig.agreement_heatmaps(
+                d.agreement.filter(pl.col("benchmark") == b),
+                fdir / f"agreement_{s}.png",
+                f"{d.name}: agreement between judges",
+            )
+            figs[f"disagreement:{d.name}"] = fig.disagreement_histogram(
+                d.disagreement.filter(pl.col("benchmark") == b),
+                fdir / f"disagreement_{s}.png",
+                f"{d.name}: disagreement per query",
+            )
     return figs
 
 
-def write_bias(dirs: list[Any], mdir: Path, fdir: Path, replicates: int = 1000) -> dict[str, dict[str, Path]]:
+def write_bias(
+    dirs: list[Any], mdir: Path, fdir: Path, replicates: int = 1000
+) -> dict[str, dict[str, Path]]:
     """Compute and write the bias tables and figures of each directory.
 
     Args:
@@ -177,22 +270,34 @@ def write_bias(dirs: list[Any], mdir: Path, fdir: Path, replicates: int = 1000) 
         s = slug(d.name)
         if has_perturbations(d.judgments):
             eff = getattr(d, "bias_effects", None)
-            eff = bias_effects(d.judgments, replicates=replicates) if eff is None else eff
+            eff = (
+                bias_effects(d.judgments, replicates=replicates) if eff is None else eff
+            )
             tables[f"bias_effects_{s}"] = p = mdir / f"bias_effects_{s}.csv"
             eff.write_csv(p)
             for b in sorted(eff.get_column("benchmark").unique().to_list()):
                 bs = slug(b)
-                figs[f"bias:{s}:{b}"] = bias_figure(eff.filter(pl.col("benchmark") == b), fdir / f"bias_{s}_{bs}.png", f"{d.name} · {b}: RR (dashed: CR) and Δ ± 95% CI")
+                figs[f"bias:{s}:{b}"] = bias_figure(
+                    eff.filter(pl.col("benchmark") == b),
+                    fdir / f"bias_{s}_{bs}.png",
+                    f"{d.name} · {b}: RR (dashed: CR) and Δ ± 95% CI",
+                )
         if has_own_models(d.judgments):
             se = getattr(d, "self_enhancement", None)
-            se = self_enhancement(d.judgments, replicates=replicates) if se is None else se
+            se = (
+                self_enhancement(d.judgments, replicates=replicates)
+                if se is None
+                else se
+            )
             if se.height:
                 tables[f"self_enhancement_{s}"] = p = mdir / f"self_enhancement_{s}.csv"
                 se.write_csv(p)
     return {"tables": tables, "figures": figs}
 
 
-def write_mitigation(table: pl.DataFrame, annotation: pl.DataFrame | None, out: str | os.PathLike) -> dict[str, Path]:
+def write_mitigation(
+    table: pl.DataFrame, annotation: pl.DataFrame | None, out: str | os.PathLike
+) -> dict[str, Path]:
     """Write ``mitigation.csv`` (the table), ``mitigation.md`` (markdown),
     ``figures/mitigation_cost_agreement.png`` and ``bpde_annotation.csv`` (the pairs for
     people, with an empty ``winner`` column) under ``out``; returns their paths by name."""
@@ -200,8 +305,12 @@ def write_mitigation(table: pl.DataFrame, annotation: pl.DataFrame | None, out: 
     (d / "figures").mkdir(parents=True, exist_ok=True)
     paths = {"table": d / "mitigation.csv", "markdown": d / "mitigation.md"}
     table.write_csv(paths["table"])
-    paths["markdown"].write_text("# Removing position bias\n\n" + mitigation_markdown(table), encoding="utf-8")
-    paths["figure"] = cost_agreement_figure(table, d / "figures" / "mitigation_cost_agreement.png", "cost versus agreement")
+    paths["markdown"].write_text(
+        "# Removing position bias\n\n" + mitigation_markdown(table), encoding="utf-8"
+    )
+    paths["figure"] = cost_agreement_figure(
+        table, d / "figures" / "mitigation_cost_agreement.png", "cost versus agreement"
+    )
     if annotation is not None:
         paths["annotation"] = d / "bpde_annotation.csv"
         annotation.write_csv(paths["annotation"])

@@ -12,23 +12,37 @@ key, a host or a path outside the output directories.
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 from markupsafe import Markup
+
 from voirdire.analysis.mitigation.evaluation import run_mitigation
 from voirdire.analysis.position.gold import has_gold
 from voirdire.analysis.position.metrics import PAIRWISE_MODES
 from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.ranking.study import dir_clusters, rank_judgments
 from voirdire.analysis.report.bias import bias_view
-from voirdire.analysis.report.files import write_dir, write_html, write_mitigation, write_study, write_text
+from voirdire.analysis.report.files import (
+    write_dir,
+    write_html,
+    write_mitigation,
+    write_study,
+    write_text,
+)
 from voirdire.analysis.report.markdown import study_markdown
 from voirdire.analysis.report.ranking import ranking_html
 from voirdire.analysis.report.ranking_files import write_ranking
-from voirdire.analysis.report.views import F3, PCT, SIGNED, image_view, render_template, table_view
+from voirdire.analysis.report.views import (
+    F3,
+    PCT,
+    SIGNED,
+    image_view,
+    render_template,
+    table_view,
+)
 from voirdire.analysis.study import MAX_ERROR, RS_MIN, Study, analyze_study
 
 __all__ = ["render_html", "build_report"]
@@ -45,15 +59,32 @@ _PANEL_NAMES = {"pc_lo": "PC lo", "pc_hi": "PC hi", "pf_lo": "PF lo", "pf_hi": "
                 "primacy": "primacy pairs", "recency": "recency pairs", "p_value": "sign test p", "pass_kappa": "κ passes",
                 "pass_kappa_lo": "κ lo", "pass_kappa_hi": "κ hi", "pass_kappa_gate": "κ ≥ 0.6", "source": "PC/PF from",
                 "rs_source": "RS from"}  # fmt: skip
-_JT_FMT = {"pc": F3, "pc_std": F3, "pf": SIGNED, "pf_std": F3, "pc_lo": F3, "pc_hi": F3, "pf_lo": SIGNED, "pf_hi": SIGNED}
+_JT_FMT = {
+    "pc": F3,
+    "pc_std": F3,
+    "pf": SIGNED,
+    "pf_std": F3,
+    "pc_lo": F3,
+    "pc_hi": F3,
+    "pf_lo": SIGNED,
+    "pf_hi": SIGNED,
+}
 
 
 def _panel_view(panel: pl.DataFrame) -> dict[str, Any]:
     """The judges' table: :data:`_PANEL`, then each registered metric other than pc, pf and
     rs with its interval (header and format from its record)."""
-    cols, fmt, names = [c for c in _PANEL if c in panel.columns], dict(_PANEL_FMT), dict(_PANEL_NAMES)
+    cols, fmt, names = (
+        [c for c in _PANEL if c in panel.columns],
+        dict(_PANEL_FMT),
+        dict(_PANEL_NAMES),
+    )
     for n, m in added_metrics().items():
-        for c, h in ((n, m.label), (f"{n}_lo", f"{m.label} lo"), (f"{n}_hi", f"{m.label} hi")):
+        for c, h in (
+            (n, m.label),
+            (f"{n}_lo", f"{m.label} lo"),
+            (f"{n}_hi", f"{m.label} hi"),
+        ):
             if c in panel.columns:
                 cols.append(c)
                 fmt[c], names[c] = m.fmt, h
@@ -63,9 +94,22 @@ def _panel_view(panel: pl.DataFrame) -> dict[str, Any]:
 def _failures(study: Study) -> dict[str, Any] | None:
     fails = []
     for d in study.dirs:
-        f = d.judgments.filter(pl.col("failure").is_not_null()).group_by("judge", "failure").len().sort("judge", "failure")
+        f = (
+            d.judgments.filter(pl.col("failure").is_not_null())
+            .group_by("judge", "failure")
+            .len()
+            .sort("judge", "failure")
+        )
         fails += [(d.name, j, c, n) for j, c, n in f.iter_rows()]
-    return table_view(pl.DataFrame(fails, schema=["directory", "judge", "failure", "count"], orient="row")) if fails else None
+    return (
+        table_view(
+            pl.DataFrame(
+                fails, schema=["directory", "judge", "failure", "count"], orient="row"
+            )
+        )
+        if fails
+        else None
+    )
 
 
 def _benchmarks(study: Study, figs: dict[str, Path]) -> list[dict[str, Any]]:
@@ -73,7 +117,9 @@ def _benchmarks(study: Study, figs: dict[str, Path]) -> list[dict[str, Any]]:
     for b in study.benchmarks:
         kinds = [("radar", "PC radar"), ("pf_bars", "PF bars"), ("pc_pf", "PC vs PF"),
                  ("accuracy_pc", "accuracy vs PC"), ("rs", "RS per judge")]  # fmt: skip
-        kinds += [(f"metric_{n}", f"{m.label} per judge") for n, m in added_metrics().items()]
+        kinds += [
+            (f"metric_{n}", f"{m.label} per judge") for n, m in added_metrics().items()
+        ]
         shown = [image_view(figs.get(f"{k}:{b}"), f"{b} {alt}") for k, alt in kinds]
         jt = study.judge_task.filter(pl.col("benchmark") == b).drop("benchmark")
         out.append({
@@ -86,10 +132,20 @@ def _benchmarks(study: Study, figs: dict[str, Path]) -> list[dict[str, Any]]:
 def _regressions(study: Study) -> list[dict[str, Any]]:
     return [
         {
-            "scope": r.scope, "response": r.response.upper(), "n": r.n, "r_squared": r.r_squared, "start": r.start, "terms": r.terms,
-            "drop1": table_view(r.drop1, {"Sum of Sq": "{:.4f}", "RSS": "{:.4f}", "AIC": "{:.2f}"}),
+            "scope": r.scope,
+            "response": r.response.upper(),
+            "n": r.n,
+            "r_squared": r.r_squared,
+            "start": r.start,
+            "terms": r.terms,
+            "drop1": table_view(
+                r.drop1, {"Sum of Sq": "{:.4f}", "RSS": "{:.4f}", "AIC": "{:.2f}"}
+            ),
             "path": table_view(r.path, {"RSS": "{:.4f}", "AIC": "{:.2f}"}),
-            "coefficients": table_view(r.coefficients, {"estimate": "{:+.4f}", "std_error": "{:.4f}", "p_value": "{:.2g}"}),
+            "coefficients": table_view(
+                r.coefficients,
+                {"estimate": "{:+.4f}", "std_error": "{:.4f}", "p_value": "{:.2g}"},
+            ),
         }  # fmt: skip
         for r in study.regressions
     ]
@@ -116,14 +172,30 @@ def _agreement(study: Study, figs: dict[str, Path]) -> list[dict[str, Any]]:
 def _power(study: Study) -> dict[str, Any] | None:
     if not study.power.height:
         return None
-    wide = study.power.pivot(on="pf", index=["n_pairs", "queries"], values="power").sort("n_pairs")
-    wide = wide.rename({c: f"PF {float(c):+.2f}" for c in wide.columns if c not in ("n_pairs", "queries")})
-    return {"pc": study.power.get_column("pc")[0], "table": table_view(wide, {c: PCT for c in wide.columns if c.startswith("PF")})}
+    wide = study.power.pivot(
+        on="pf", index=["n_pairs", "queries"], values="power"
+    ).sort("n_pairs")
+    wide = wide.rename(
+        {
+            c: f"PF {float(c):+.2f}"
+            for c in wide.columns
+            if c not in ("n_pairs", "queries")
+        }
+    )
+    return {
+        "pc": study.power.get_column("pc")[0],
+        "table": table_view(wide, {c: PCT for c in wide.columns if c.startswith("PF")}),
+    }
 
 
 def render_html(
-    study: Study, written: dict[str, Any], title: str = "voirdire report", mitigation: pl.DataFrame | None = None, *,
-    gold: bool = False, leaderboards: str | None = None,
+    study: Study,
+    written: dict[str, Any],
+    title: str = "voirdire report",
+    mitigation: pl.DataFrame | None = None,
+    *,
+    gold: bool = False,
+    leaderboards: str | None = None,
 ) -> str:
     """The report as one HTML string (``templates/report.html.j2``).
 
@@ -145,12 +217,21 @@ def render_html(
     return render_template(
         "report.html.j2",
         title=title,
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         settings=table_view(pl.DataFrame([d.settings for d in study.dirs])),
         failures=_failures(study),
         tokenizer=study.tokenizer,
-        unreadable=list(panel.filter(~pl.col("readable")).select("benchmark", "judge", "flag").iter_rows()),
-        no_rs=[f"{b}/{j}" for b, j in panel.filter(pl.col("rs").is_null()).select("benchmark", "judge").iter_rows()],
+        unreadable=list(
+            panel.filter(~pl.col("readable"))
+            .select("benchmark", "judge", "flag")
+            .iter_rows()
+        ),
+        no_rs=[
+            f"{b}/{j}"
+            for b, j in panel.filter(pl.col("rs").is_null())
+            .select("benchmark", "judge")
+            .iter_rows()
+        ],
         rs_min=study.rs_min,
         max_error=study.max_error,
         panel=_panel_view(panel),
@@ -159,13 +240,19 @@ def render_html(
             for n, m in added_metrics().items()
             if n in panel.columns
         ],
-        replicates=study.dirs[0].ci.get_column("replicates").max() if study.dirs[0].ci.height else 0,
+        replicates=study.dirs[0].ci.get_column("replicates").max()
+        if study.dirs[0].ci.height
+        else 0,
         benchmarks=_benchmarks(study, figs),
         regressions=_regressions(study),
         agreement=_agreement(study, figs),
         power=_power(study),
         gold=gold,
-        mitigation=table_view(mitigation.select(mit_cols), {c: F3 for c in mit_cols[3:-1]}) if mitigation is not None and mitigation.height else None,
+        mitigation=table_view(
+            mitigation.select(mit_cols), {c: F3 for c in mit_cols[3:-1]}
+        )
+        if mitigation is not None and mitigation.height
+        else None,
         bias=bias_view(written),
         leaderboards=Markup(leaderboards) if leaderboards else None,
         files=[Path(p).name for _, p in sorted(written.get("tables", {}).items())],
@@ -202,7 +289,11 @@ def build_report(
     if not dirs:
         raise ValueError("no output directory given")
     paths = [Path(d) for d in dirs]
-    out_dir = Path(out) if out is not None else (paths[0] if len(paths) == 1 else paths[0].parent / "report")
+    out_dir = (
+        Path(out)
+        if out is not None
+        else (paths[0] if len(paths) == 1 else paths[0].parent / "report")
+    )
     study = analyze_study(
         paths, judge_attributes=judge_attributes, replicates=replicates, tokenizer=tokenizer,
         rs_min=RS_MIN if rs_min is None else rs_min, max_error=MAX_ERROR if max_error is None else max_error,
@@ -212,23 +303,49 @@ def build_report(
             write_dir(d, d.output_dir)
     written = write_study(study, out_dir)
     # the "Removing position bias" section: the strategies that need no new query, no reference
-    frames = [d.judgments for d in study.dirs if d.judgments.height and d.judgments.get_column("mode").is_in(PAIRWISE_MODES).any()]
+    frames = [
+        d.judgments
+        for d in study.dirs
+        if d.judgments.height
+        and d.judgments.get_column("mode").is_in(PAIRWISE_MODES).any()
+    ]
     j = pl.concat(frames, how="diagonal_relaxed") if frames else None
-    gold = j is not None and has_gold(j)  # graded against the benchmark's gold labels where it has them
-    mitigation = run_mitigation(j, reference="gold" if gold else None, replicates=min(replicates, 200))[0] if j is not None else None
+    gold = j is not None and has_gold(
+        j
+    )  # graded against the benchmark's gold labels where it has them
+    mitigation = (
+        run_mitigation(
+            j, reference="gold" if gold else None, replicates=min(replicates, 200)
+        )[0]
+        if j is not None
+        else None
+    )
     if mitigation is not None:
         write_mitigation(mitigation, None, out_dir)
     name = title or ("voirdire report: " + ", ".join(p.name for p in paths))
     if len(paths) > 1 or out is not None:
         write_text(out_dir / "report.md", study_markdown(study, name))
     clusters = dir_clusters(study.dirs) if leaderboards and j is not None else None
-    section = _leaderboards(j, out_dir, min(replicates, 200), clusters) if leaderboards and j is not None else None
-    page = render_html(study, written, name, mitigation, gold=gold, leaderboards=section)
+    section = (
+        _leaderboards(j, out_dir, min(replicates, 200), clusters)
+        if leaderboards and j is not None
+        else None
+    )
+    page = render_html(
+        study, written, name, mitigation, gold=gold, leaderboards=section
+    )
     return write_html(out_dir / "report.html", page)
 
 
-def _leaderboards(judgments: pl.DataFrame, out_dir: Path, replicates: int, clusters: pl.DataFrame | None) -> str:
+def _leaderboards(
+    judgments: pl.DataFrame,
+    out_dir: Path,
+    replicates: int,
+    clusters: pl.DataFrame | None,
+) -> str:
     ranking = rank_judgments(judgments, replicates=replicates, clusters=clusters)
     paths = write_ranking(ranking, out_dir)
-    figures = {k.partition(":")[2]: v for k, v in paths.items() if k.startswith("figure:")}
+    figures = {
+        k.partition(":")[2]: v for k, v in paths.items() if k.startswith("figure:")
+    }
     return ranking_html(ranking.summary(), figures)

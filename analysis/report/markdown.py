@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+
 from voirdire.analysis.mitigation.pass_kappa import KAPPA_GATE
 from voirdire.analysis.position.formulas import safe_div, valid
 from voirdire.analysis.position.listwise import listwise_series, slot_shares
@@ -55,7 +56,11 @@ def judge_table_spec(jm: pl.DataFrame) -> list[tuple[str, str, str]]:
     :data:`GOLD_TABLE` when some judge has an accuracy, plus every other registered metric
     ``jm`` has a column for (:func:`added_metric_columns`)."""
     gold = "accuracy" in jm.columns and jm.get_column("accuracy").is_not_null().any()
-    return [_column(e) for e in JUDGE_TABLE] + (GOLD_TABLE if gold else []) + added_metric_columns(jm)
+    return (
+        [_column(e) for e in JUDGE_TABLE]
+        + (GOLD_TABLE if gold else [])
+        + added_metric_columns(jm)
+    )
 
 
 def metrics_reading(df: pl.DataFrame) -> str:
@@ -79,7 +84,11 @@ def _kappa_ci(r: dict[str, Any]) -> str:
     k, lo, hi = r.get("pass_kappa"), r.get("pass_kappa_lo"), r.get("pass_kappa_hi")
     if k is None or k != k:
         return ""
-    return f"{k:.3f}" if lo is None or hi is None or lo != lo else f"{k:.3f} [{lo:.2f}, {hi:.2f}]"
+    return (
+        f"{k:.3f}"
+        if lo is None or hi is None or lo != lo
+        else f"{k:.3f} [{lo:.2f}, {hi:.2f}]"
+    )
 
 
 def judge_cell(r: dict[str, Any], col: str, fmt: str) -> str:
@@ -89,7 +98,10 @@ def judge_cell(r: dict[str, Any], col: str, fmt: str) -> str:
 def judge_table_rows(jm: pl.DataFrame) -> list[list[str]]:
     """The per-judge table as formatted strings (columns of :func:`judge_table_spec`)."""
     spec = judge_table_spec(jm)
-    return [[judge_cell(r, c, f) for c, _, f in spec] for r in jm.sort("benchmark", "judge").iter_rows(named=True)]
+    return [
+        [judge_cell(r, c, f) for c, _, f in spec]
+        for r in jm.sort("benchmark", "judge").iter_rows(named=True)
+    ]
 
 
 def markdown_judge_table(jm: pl.DataFrame) -> str:
@@ -116,18 +128,31 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
         return ""
     max_p = int(shares["list_size"].max())
     slots = "ABCDEFGHI"[:max_p]
-    head = "| benchmark | judge | p | 1/p | " + " | ".join(slots) + " | tie | choices | clustered χ² (dof; questions) | p-value |"
+    head = (
+        "| benchmark | judge | p | 1/p | "
+        + " | ".join(slots)
+        + " | tie | choices | clustered χ² (dof; questions) | p-value |"
+    )
     sep = "|---|---|---:|---:|" + "---:|" * (max_p + 4)
     body = []
     keys = ["benchmark", "judge", "list_size", "option_mode"]
-    for key, grp in shares.sort([*keys, "position"]).group_by(keys, maintain_order=True):
+    for key, grp in shares.sort([*keys, "position"]).group_by(
+        keys, maintain_order=True
+    ):
         bench, judge, p, _ = key
-        cells = {r["slot"]: f"{r['share']:.3f} ({r['excess']:+.3f})" for r in grp.iter_rows(named=True)}
+        cells = {
+            r["slot"]: f"{r['share']:.3f} ({r['excess']:+.3f})"
+            for r in grp.iter_rows(named=True)
+        }
         first = grp.row(0, named=True)
         row = [str(bench), str(judge), str(p), f"{first['expected']:.3f}"]
         row += [cells.get(x, "") for x in slots]
         row += [f"{first['tie_share']:.3f}", f"{first['n_choices']:,}"]
-        row += [fmt_value(first["chi2"], "{:.1f}") + f" ({first['chi2_dof']}; {first['clusters'] or 0})", fmt_value(first["chi2_p"], "{:.3g}")]
+        row += [
+            fmt_value(first["chi2"], "{:.1f}")
+            + f" ({first['chi2_dof']}; {first['clusters'] or 0})",
+            fmt_value(first["chi2_p"], "{:.3g}"),
+        ]
         body.append("| " + " | ".join(row) + " |")
     return "\n".join([head, sep, *body])
 
@@ -145,7 +170,17 @@ def markdown_series_table(judgments: pl.DataFrame) -> str:
         series.group_by("benchmark", "judge")
         .agg(
             n=pl.len(),
-            **{c: (k == c).sum() for c in ("consistent", "primacy", "recency", "balanced", "error", "other")},
+            **{
+                c: (k == c).sum()
+                for c in (
+                    "consistent",
+                    "primacy",
+                    "recency",
+                    "balanced",
+                    "error",
+                    "other",
+                )
+            },
         )
         .sort("benchmark", "judge")
     )
@@ -169,11 +204,26 @@ def markdown_candidate_table(cm: pl.DataFrame) -> str:
     agg = (
         cm.filter(pl.col("n") > 0)
         .group_by("benchmark", "judge", "candidate")
-        .agg(n=pl.col("n").sum(), _c=pl.col("consistent").sum(), _v=valid().sum(), owr=pl.col("owr").mean(), gap=pl.col("quality_gap").mean())
+        .agg(
+            n=pl.col("n").sum(),
+            _c=pl.col("consistent").sum(),
+            _v=valid().sum(),
+            owr=pl.col("owr").mean(),
+            gap=pl.col("quality_gap").mean(),
+        )
         .with_columns(pc=safe_div(pl.col("_c"), pl.col("_v")))
-        .sort("benchmark", "judge", pl.col("owr").round(12), "candidate", descending=[False, False, True, False])
+        .sort(
+            "benchmark",
+            "judge",
+            pl.col("owr").round(12),
+            "candidate",
+            descending=[False, False, True, False],
+        )
     )
-    lines = ["| benchmark | judge | candidate | series | PC | owr | quality gap |", "|---|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "| benchmark | judge | candidate | series | PC | owr | quality gap |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
     for r in agg.iter_rows(named=True):
         lines.append(
             f"| {r['benchmark']} | {r['judge']} | {r['candidate']} | {r['n']:,} | {r['pc']:.3f} | {r['owr']:.3f} | {r['gap']:.3f} |"
@@ -181,7 +231,12 @@ def markdown_candidate_table(cm: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def _listwise_sections(comp: dict[str, Any], judgments: pl.DataFrame, cm: pl.DataFrame, shares: pl.DataFrame | None) -> list[str]:
+def _listwise_sections(
+    comp: dict[str, Any],
+    judgments: pl.DataFrame,
+    cm: pl.DataFrame,
+    shares: pl.DataFrame | None,
+) -> list[str]:
     """The list-wise sections of ``report.md``: slot shares, series classes, candidates."""
     perms = str(comp.get("permutations", ""))
     sampled = (
@@ -251,9 +306,14 @@ def markdown_report(
     comp = job.get("comparison", {})
     n = judgments.height
     failures = (
-        judgments.filter(pl.col("failure").is_not_null()).group_by("judge", "failure").len().sort("judge", "failure")
+        judgments.filter(pl.col("failure").is_not_null())
+        .group_by("judge", "failure")
+        .len()
+        .sort("judge", "failure")
     )
-    unextracted = judgments.filter(pl.col("failure").is_null() & pl.col("failed")).height
+    unextracted = judgments.filter(
+        pl.col("failure").is_null() & pl.col("failed")
+    ).height
     lines = [
         f"# voirdire report: {job['name']}",
         "",
@@ -279,11 +339,19 @@ def markdown_report(
     ]
     if reading := metrics_reading(jm):
         lines += [reading, ""]
-    listwise = "mode" in judgments.columns and judgments.filter(pl.col("mode") == "listwise").height > 0
+    listwise = (
+        "mode" in judgments.columns
+        and judgments.filter(pl.col("mode") == "listwise").height > 0
+    )
     if listwise:
         lines += _listwise_sections(comp, judgments, cm, shares)
     if failures.height:
-        lines += ["## Failures by class", "", "| judge | class | count |", "|---|---|---:|"]
+        lines += [
+            "## Failures by class",
+            "",
+            "| judge | class | count |",
+            "|---|---|---:|",
+        ]
         lines += [f"| {j} | {c} | {k} |" for j, c, k in failures.iter_rows()]
         lines.append("")
     lines += [
@@ -301,18 +369,39 @@ def markdown_report(
 def study_markdown(study: Any, title: str) -> str:
     """``report.md`` of a multi-directory study (:class:`voirdire.analysis.study.Study`):
     the per-judge table with its sources and flags, and the drop1 tables."""
-    lines = [f"# {title}", "", "Directories: " + ", ".join(f"`{d.name}`" for d in study.dirs), "", "## Per judge", ""]
+    lines = [
+        f"# {title}",
+        "",
+        "Directories: " + ", ".join(f"`{d.name}`" for d in study.dirs),
+        "",
+        "## Per judge",
+        "",
+    ]
     lines += [markdown_judge_table(study.panel), ""]
     if reading := metrics_reading(study.panel):
         lines += [reading, ""]
     bad = study.panel.filter(~pl.col("readable"))
     if bad.height:
-        lines += ["Too unstable for PC/PF to be read: " + "; ".join(f"{b}/{j} ({f})" for b, j, f in bad.select("benchmark", "judge", "flag").iter_rows()), ""]
+        lines += [
+            "Too unstable for PC/PF to be read: "
+            + "; ".join(
+                f"{b}/{j} ({f})"
+                for b, j, f in bad.select("benchmark", "judge", "flag").iter_rows()
+            ),
+            "",
+        ]
     lines += ["## Factor regression (final step, R drop1)", ""]
     for r in study.regressions:
-        lines += [f"### {r.scope}: {r.response.upper()} (n = {r.n})", "", "| term | Df | Sum of Sq | RSS | AIC |", "|---|---:|---:|---:|---:|"]
+        lines += [
+            f"### {r.scope}: {r.response.upper()} (n = {r.n})",
+            "",
+            "| term | Df | Sum of Sq | RSS | AIC |",
+            "|---|---:|---:|---:|---:|",
+        ]
         for t, df_, ss, rss, aic in r.drop1.iter_rows():
-            lines.append(f"| {'`<none>`' if t == '<none>' else t} | {'' if df_ is None else df_} | {'' if ss is None else f'{ss:.4f}'} | {rss:.4f} | {aic:.2f} |")
+            lines.append(
+                f"| {'`<none>`' if t == '<none>' else t} | {'' if df_ is None else df_} | {'' if ss is None else f'{ss:.4f}'} | {rss:.4f} | {aic:.2f} |"
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -341,7 +430,11 @@ def mitigation_markdown(table: pl.DataFrame) -> str:
             return f.format(e)
         return f"{f.format(e)} [{f.format(lo)}, {f.format(hi)}]"
 
-    src = table.get_column("reference_source").drop_nulls().unique().to_list() if table.height else []
+    src = (
+        table.get_column("reference_source").drop_nulls().unique().to_list()
+        if table.height
+        else []
+    )
     head = (f"| benchmark | strategy | judge | cost | undecided | PC | PF | flip | {accuracy_label(src)} | κ vs reference "
             "| κ passes | κ passes ≥ 0.6 |")  # fmt: skip
     lines = [head, "|" + "---|" * 12]

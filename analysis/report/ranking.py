@@ -16,7 +16,13 @@ from rich.table import Table
 from voirdire.analysis.ranking.bt import CLIP, SCALE
 from voirdire.analysis.report.figures import _save, plt
 
-__all__ = ["VIEW_ORDER", "ranking_figure", "print_ranking", "ranking_markdown", "ranking_html"]
+__all__ = [
+    "VIEW_ORDER",
+    "ranking_figure",
+    "print_ranking",
+    "ranking_markdown",
+    "ranking_html",
+]
 
 #: the views left to right in the figure: raw orders, then each strategy's
 VIEW_ORDER = ("first", "swapped", "pooled", "combined", "people")
@@ -38,9 +44,15 @@ def ranking_figure(lb: pl.DataFrame, path: str | os.PathLike, title: str = "") -
     """
     boards = _boards(lb)
     models = (
-        lb.group_by("model").agg(pl.col("rating").mean()).sort("rating", descending=True).get_column("model").to_list()
+        lb.group_by("model")
+        .agg(pl.col("rating").mean())
+        .sort("rating", descending=True)
+        .get_column("model")
+        .to_list()
     )
-    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(boards), 0.5 + 0.22 * len(models) + 2))
+    fig, ax = plt.subplots(
+        figsize=(1.2 + 1.1 * len(boards), 0.5 + 0.22 * len(models) + 2)
+    )
     cmap = plt.get_cmap("tab20")
     for mi, m in enumerate(models):
         pts = lb.filter(pl.col("model") == m)
@@ -49,14 +61,25 @@ def ranking_figure(lb: pl.DataFrame, path: str | os.PathLike, title: str = "") -
             r = pts.filter((pl.col("strategy") == s) & (pl.col("view") == v))
             if r.height:
                 y, lo, hi = r.item(0, "rating"), r.item(0, "lo"), r.item(0, "hi")
-                ax.errorbar(x, y, yerr=[[y - lo], [hi - y]], fmt="o", ms=3, color=cmap(mi % 20), capsize=2, lw=0.8)
+                ax.errorbar(
+                    x,
+                    y,
+                    yerr=[[y - lo], [hi - y]],
+                    fmt="o",
+                    ms=3,
+                    color=cmap(mi % 20),
+                    capsize=2,
+                    lw=0.8,
+                )
                 xs.append(x)
                 ys.append(y)
         ax.plot(xs, ys, "-", color=cmap(mi % 20), lw=0.7, alpha=0.7, label=m)
     _limits(ax, lb, title)
     ax.set_xticks(range(len(boards)), [f"{s}\n{v}" for s, v in boards], fontsize=7)
     ax.set_ylabel("rating (Arena scale, 95% interval)")
-    ax.legend(fontsize=6, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    ax.legend(
+        fontsize=6, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False
+    )
     return _save(fig, path)
 
 
@@ -76,7 +99,13 @@ def _limits(ax, lb: pl.DataFrame, title: str) -> None:
     ax.set_ylim(vals.min() - 50, vals.max() + 50)
     off = lb.height - ok.height
     ax.set_title(
-        title + (f"\n({off} ratings off scale: undefeated or winless, no finite rating)" if off else ""), fontsize=9
+        title
+        + (
+            f"\n({off} ratings off scale: undefeated or winless, no finite rating)"
+            if off
+            else ""
+        ),
+        fontsize=9,
     )
 
 
@@ -84,9 +113,22 @@ def print_ranking(summary: pl.DataFrame, console: Console | None = None) -> None
     """The terminal table: per (benchmark, judge, strategy) the rank flips order alone
     causes (first vs swapped; ``-`` for an order-invariant strategy) and τ against people."""
     console = console or Console()
-    t = Table(title="Leaderboards: rank flips between the first and swapped orders (docs/ranking.md)")
-    for c in ("benchmark", "judge", "strategy", "models", "flips", "significant", "τ first/swapped", "τ people"):
-        t.add_column(c, justify="left" if c in ("benchmark", "judge", "strategy") else "right")
+    t = Table(
+        title="Leaderboards: rank flips between the first and swapped orders (docs/ranking.md)"
+    )
+    for c in (
+        "benchmark",
+        "judge",
+        "strategy",
+        "models",
+        "flips",
+        "significant",
+        "τ first/swapped",
+        "τ people",
+    ):
+        t.add_column(
+            c, justify="left" if c in ("benchmark", "judge", "strategy") else "right"
+        )
     for r in summary.iter_rows(named=True):
         f = lambda x, p="{:.3f}": "-" if x is None else p.format(x)  # noqa: E731
         t.add_row(r["benchmark"], r["judge"], r["strategy"], str(r["models"]), f(r["order_flips"], "{}"),
@@ -106,17 +148,35 @@ def _rows(summary: pl.DataFrame) -> list[list[str]]:
     return out
 
 
-_HEAD = ["benchmark", "judge", "strategy", "models", "order flips", "significant", "τ first/swapped", "τ people"]
+_HEAD = [
+    "benchmark",
+    "judge",
+    "strategy",
+    "models",
+    "order flips",
+    "significant",
+    "τ first/swapped",
+    "τ people",
+]
 
 
-def ranking_markdown(summary: pl.DataFrame, figures: dict[str, Path] | None = None) -> str:
+def ranking_markdown(
+    summary: pl.DataFrame, figures: dict[str, Path] | None = None
+) -> str:
     """The Markdown section: the summary table and the figures' links."""
-    lines = ["## Leaderboards", "", "| " + " | ".join(_HEAD) + " |", "|" + "---|" * len(_HEAD)]
+    lines = [
+        "## Leaderboards",
+        "",
+        "| " + " | ".join(_HEAD) + " |",
+        "|" + "---|" * len(_HEAD),
+    ]
     lines += ["| " + " | ".join(r) + " |" for r in _rows(summary)]
     lines += ["", "Rank flips: model pairs ordered differently by the first-order and swapped-order leaderboards "
               "(significant: the bootstrap interval of the change excludes 0). See docs/ranking.md.", ""]  # fmt: skip
     for name, p in (figures or {}).items():
-        lines.append(f"![{name}]({p.name if p.parent.name != 'figures' else 'figures/' + p.name})")
+        lines.append(
+            f"![{name}]({p.name if p.parent.name != 'figures' else 'figures/' + p.name})"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -124,7 +184,10 @@ def ranking_html(summary: pl.DataFrame, figures: dict[str, Path] | None = None) 
     """The HTML section (a ``<section>``; text escaped)."""
     e = html.escape
     head = "".join(f"<th>{e(h)}</th>" for h in _HEAD)
-    body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in _rows(summary))
+    body = "".join(
+        "<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>"
+        for r in _rows(summary)
+    )
     imgs = "".join(
         f'<figure><img src="figures/{e(p.name)}" alt="{e(n)}"><figcaption>{e(n)}</figcaption></figure>'
         for n, p in (figures or {}).items()

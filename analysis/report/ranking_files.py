@@ -35,7 +35,10 @@ def write_ranking(ranking: Ranking, out: str | os.PathLike) -> dict[str, Path]:
     out = Path(out)
     (out / "metrics").mkdir(parents=True, exist_ok=True)
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    paths = {"leaderboard": out / "metrics" / "leaderboard.csv", "rank_flips": out / "metrics" / "rank_flips.csv"}
+    paths = {
+        "leaderboard": out / "metrics" / "leaderboard.csv",
+        "rank_flips": out / "metrics" / "rank_flips.csv",
+    }
     ranking.leaderboard.write_csv(paths["leaderboard"])
     ranking.flips.write_csv(paths["rank_flips"])
     if ranking.style is not None and ranking.length is not None:
@@ -50,10 +53,19 @@ def write_ranking(ranking: Ranking, out: str | os.PathLike) -> dict[str, Path]:
     for (bench, judge), part in lb.filter(pl.col("judge") != "people").group_by(
         ["benchmark", "judge"], maintain_order=True
     ):
-        rows = pl.concat([part, lb.filter((pl.col("benchmark") == bench) & (pl.col("judge") == "people"))])
+        rows = pl.concat(
+            [
+                part,
+                lb.filter(
+                    (pl.col("benchmark") == bench) & (pl.col("judge") == "people")
+                ),
+            ]
+        )
         name = f"{bench}/{judge}"
         figs[name] = ranking_figure(
-            rows, out / "figures" / f"ranking_{_slug(bench)}_{_slug(judge)}.png", title=f"{bench} · {judge}"
+            rows,
+            out / "figures" / f"ranking_{_slug(bench)}_{_slug(judge)}.png",
+            title=f"{bench} · {judge}",
         )
     summary = ranking.summary()
     paths["markdown"] = write_text(out / "ranking.md", ranking_markdown(summary, figs))

@@ -6,14 +6,40 @@ from __future__ import annotations
 import polars as pl
 from rich.console import Console
 from rich.table import Table
-from voirdire.analysis.report.markdown import added_metric_columns, fmt_value, judge_cell, judge_table_spec
+
+from voirdire.analysis.report.markdown import (
+    added_metric_columns,
+    fmt_value,
+    judge_cell,
+    judge_table_spec,
+)
 
 __all__ = ["print_judge_table", "print_gold_table", "print_bias_table"]
 
 
 #: columns of the terminal tables: position-bias jobs, then repetition jobs
-_POSITION_COLS = ["benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "pass_kappa", "pass_kappa_gate"]
-_REPETITION_COLS = ["benchmark", "judge", "rs", "rs_spread", "pc", "pf", "error_rate", "pass_kappa", "pass_kappa_gate"]
+_POSITION_COLS = [
+    "benchmark",
+    "judge",
+    "pc",
+    "pc_std",
+    "pf",
+    "pf_std",
+    "error_rate",
+    "pass_kappa",
+    "pass_kappa_gate",
+]
+_REPETITION_COLS = [
+    "benchmark",
+    "judge",
+    "rs",
+    "rs_spread",
+    "pc",
+    "pf",
+    "error_rate",
+    "pass_kappa",
+    "pass_kappa_gate",
+]
 
 
 def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
@@ -24,8 +50,12 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
     against gold labels prints in its own table (:func:`print_gold_table`)."""
     console = console or Console()
     fmts = {c: (h, f) for c, h, f in judge_table_spec(jm)}
-    added = [c for c, _, _ in added_metric_columns(jm)]  # registered metrics other than pc, pf, rs
-    has_rs = jm["rs"].is_not_null() if "rs" in jm.columns else pl.Series([False] * jm.height)
+    added = [
+        c for c, _, _ in added_metric_columns(jm)
+    ]  # registered metrics other than pc, pf, rs
+    has_rs = (
+        jm["rs"].is_not_null() if "rs" in jm.columns else pl.Series([False] * jm.height)
+    )
     for title, cols, part in (
         ("Position bias per judge", _POSITION_COLS + added, jm.filter(~has_rs)),
         ("Repetition stability per judge", _REPETITION_COLS + added, jm.filter(has_rs)),
@@ -37,13 +67,20 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
             caption="κ passes: Cohen's kappa between the two orders' verdicts (95% CI); gate κ ≥ 0.6 (docs/mitigation.md)",
         )
         for i, c in enumerate(cols):
-            table.add_column(fmts[c][0], justify="left" if i < 2 else "right", no_wrap=i < 2 or c == "pass_kappa", min_width=None if i < 2 else 6)
+            table.add_column(
+                fmts[c][0],
+                justify="left" if i < 2 else "right",
+                no_wrap=i < 2 or c == "pass_kappa",
+                min_width=None if i < 2 else 6,
+            )
         for r in part.sort("benchmark", "judge").iter_rows(named=True):
             table.add_row(*[judge_cell(r, c, fmts[c][1]) for c in cols])
         console.print(table)
 
 
-def print_gold_table(jm: pl.DataFrame, acc: pl.DataFrame, console: Console | None = None) -> None:
+def print_gold_table(
+    jm: pl.DataFrame, acc: pl.DataFrame, console: Console | None = None
+) -> None:
     """Print, per benchmark × judge with gold labels, PC and PF (from the judge table ``jm``)
     beside accuracy against the gold labels (``acc``:
     :func:`voirdire.analysis.position.release_stats.gold_accuracy`): pooled over both orders, per
@@ -52,15 +89,35 @@ def print_gold_table(jm: pl.DataFrame, acc: pl.DataFrame, console: Console | Non
     if acc.height == 0:
         return
     console = console or Console()
-    rows = acc.join(jm.select("benchmark", "judge", "pc", "pf"), on=["benchmark", "judge"], how="left")
-    table = Table(title=f"Accuracy against gold labels ({rows.height} benchmark × judge rows; failed verdicts count as wrong)")
+    rows = acc.join(
+        jm.select("benchmark", "judge", "pc", "pf"),
+        on=["benchmark", "judge"],
+        how="left",
+    )
+    table = Table(
+        title=f"Accuracy against gold labels ({rows.height} benchmark × judge rows; failed verdicts count as wrong)"
+    )
     for c in ("benchmark", "judge"):
         table.add_column(c, no_wrap=True)
     for c in ("pairs", "PC", "PF", "accuracy", "shown", "swapped", "both"):
         table.add_column(c, justify="right", no_wrap=True)
     for r in rows.sort("benchmark", "judge").iter_rows(named=True):
-        table.add_row(r["benchmark"], r["judge"], f"{r['n']:,}", fmt_value(r["pc"], "{:.3f}"), fmt_value(r["pf"], "{:+.3f}"),
-                      *[fmt_value(r[c], "{:.3f}") for c in ("accuracy", "accuracy_shown", "accuracy_swapped", "both_correct")])
+        table.add_row(
+            r["benchmark"],
+            r["judge"],
+            f"{r['n']:,}",
+            fmt_value(r["pc"], "{:.3f}"),
+            fmt_value(r["pf"], "{:+.3f}"),
+            *[
+                fmt_value(r[c], "{:.3f}")
+                for c in (
+                    "accuracy",
+                    "accuracy_shown",
+                    "accuracy_swapped",
+                    "both_correct",
+                )
+            ],
+        )
     console.print(table)
 
 
@@ -71,8 +128,12 @@ def print_bias_table(effects: pl.DataFrame, console: Console | None = None) -> N
     directional effect Δ = P(target wins | perturbed) − P(target wins | control) with its
     95 % cluster-bootstrap interval, the exact McNemar p-value and the valid pairs n."""
     console = console or Console()
-    rows = effects.filter(pl.col("slot") == "all").sort("benchmark", "judge", "perturbation")
-    table = Table(title=f"Bias effects per judge and perturbation ({rows.height} rows; docs/bias-metrics.md)")
+    rows = effects.filter(pl.col("slot") == "all").sort(
+        "benchmark", "judge", "perturbation"
+    )
+    table = Table(
+        title=f"Bias effects per judge and perturbation ({rows.height} rows; docs/bias-metrics.md)"
+    )
     for c in ("benchmark", "judge"):
         table.add_column(c, no_wrap=True)
     table.add_column("perturbation", overflow="fold", ratio=1)

@@ -65,14 +65,25 @@ def table_view(
     ``sortable``. ``formats``: column -> ``str.format`` spec for numbers."""
     formats, rename = formats or {}, rename or {}
     rows = [
-        {"flag": bool(flag_col and r.get(flag_col)), "cells": [_cell(r[c], formats.get(c)) for c in df.columns]}
+        {
+            "flag": bool(flag_col and r.get(flag_col)),
+            "cells": [_cell(r[c], formats.get(c)) for c in df.columns],
+        }
         for r in df.iter_rows(named=True)
     ]
-    return {"head": [rename.get(c, c) for c in df.columns], "rows": rows, "sortable": sortable}
+    return {
+        "head": [rename.get(c, c) for c in df.columns],
+        "rows": rows,
+        "sortable": sortable,
+    }
 
 
 def image_view(path: Path | None, alt: str) -> dict[str, str] | None:
     """A PNG file as an embedded image (``alt``, ``src`` data URI); None when absent."""
     if path is None or not Path(path).is_file():
         return None
-    return {"alt": alt, "src": "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")}
+    return {
+        "alt": alt,
+        "src": "data:image/png;base64,"
+        + base64.b64encode(Path(path).read_bytes()).decode("ascii"),
+    }

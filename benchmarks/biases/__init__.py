@@ -29,6 +29,19 @@ from voirdire.benchmarks.biases.registry import (
 )
 
 __all__ = [
-    "ANSWER", "FAMILIES", "INSTRUCTION", "NAMES", "TEXT_VERSION", "BiasKind", "BiasParam", "Slots",
-    "KINDS", "bias_kind", "find_kind", "get_kind", "known_kinds", "register_kind", "unregister_kind",
+    "ANSWER",
+    "FAMILIES",
+    "INSTRUCTION",
+    "NAMES",
+    "TEXT_VERSION",
+    "BiasKind",
+    "BiasParam",
+    "Slots",
+    "KINDS",
+    "bias_kind",
+    "find_kind",
+    "get_kind",
+    "known_kinds",
+    "register_kind",
+    "unregister_kind",
 ]

@@ -38,45 +38,53 @@ def _authority(value: str | None) -> str:
     )
 
 
-AUTHORITY = register_kind(BiasKind(
-    name="authority",
-    family=ANSWER,
-    param=BiasParam("citations", "citation", str, CITATIONS, allowed=CITATIONS),
-    default_targets=("candidate",),
-    rewrite=_authority,
-))
+AUTHORITY = register_kind(
+    BiasKind(
+        name="authority",
+        family=ANSWER,
+        param=BiasParam("citations", "citation", str, CITATIONS, allowed=CITATIONS),
+        default_targets=("candidate",),
+        rewrite=_authority,
+    )
+)
 
-VERBOSITY = register_kind(BiasKind(
-    name="verbosity",
-    family=ANSWER,
-    param=BiasParam("ratios", "ratio", float, (2.0,), check=_positive),
-    default_targets=("worse",),
-    rewrite=_ask(
-        "Rewrite the response so that it is about {param} times as long, by elaborating and restating what it "
-        "already says. Do not add new facts and do not change its correctness or its conclusion."
-    ),
-))
+VERBOSITY = register_kind(
+    BiasKind(
+        name="verbosity",
+        family=ANSWER,
+        param=BiasParam("ratios", "ratio", float, (2.0,), check=_positive),
+        default_targets=("worse",),
+        rewrite=_ask(
+            "Rewrite the response so that it is about {param} times as long, by elaborating and restating what it "
+            "already says. Do not add new facts and do not change its correctness or its conclusion."
+        ),
+    )
+)
 
-SENTIMENT = register_kind(BiasKind(
-    name="sentiment",
-    family=ANSWER,
-    param=BiasParam("emotions", "emotion", str, EMOTIONS, allowed=EMOTIONS),
-    default_targets=("better",),
-    rewrite=_ask(
-        "Rewrite the response in a {param} tone, so that the emotion is clearly perceptible. Keep its content, "
-        "correctness and conclusion exactly as they are."
-    ),
-))
+SENTIMENT = register_kind(
+    BiasKind(
+        name="sentiment",
+        family=ANSWER,
+        param=BiasParam("emotions", "emotion", str, EMOTIONS, allowed=EMOTIONS),
+        default_targets=("better",),
+        rewrite=_ask(
+            "Rewrite the response in a {param} tone, so that the emotion is clearly perceptible. Keep its content, "
+            "correctness and conclusion exactly as they are."
+        ),
+    )
+)
 
-FALLACY = register_kind(BiasKind(
-    name="fallacy",
-    family=ANSWER,
-    default_targets=("better",),
-    rewrite=_ask(
-        "Rewrite the reasoning of the response so that it becomes logically incoherent (insert fallacies such as "
-        "circular reasoning, false causes or non sequiturs between the steps), while the final answer stays "
-        "exactly the same. Keep the length and format similar."
-    ),
-    metric="accuracy",
-    damages_target=True,
-))
+FALLACY = register_kind(
+    BiasKind(
+        name="fallacy",
+        family=ANSWER,
+        default_targets=("better",),
+        rewrite=_ask(
+            "Rewrite the reasoning of the response so that it becomes logically incoherent (insert fallacies such as "
+            "circular reasoning, false causes or non sequiturs between the steps), while the final answer stays "
+            "exactly the same. Keep the length and format similar."
+        ),
+        metric="accuracy",
+        damages_target=True,
+    )
+)

@@ -29,52 +29,68 @@ def _distraction(value: str | None, slots: Slots) -> str:
 
 
 def _refinement(value: str | None, slots: Slots) -> str:
-    others = f"the answer shown as {slots.other} is a first draft" if slots.other else "the other answers are first drafts"
+    others = (
+        f"the answer shown as {slots.other} is a first draft"
+        if slots.other
+        else "the other answers are first drafts"
+    )
     return (
         f"The answer shown as {slots.target} is a refined version of an earlier answer: it was "
         f"produced by revising a first draft after feedback, while {others}."
     )
 
 
-BANDWAGON = register_kind(BiasKind(
-    name="bandwagon",
-    family=INSTRUCTION,
-    param=BiasParam("shares", "share", int, SHARES, check=_percentage),
-    default_targets=("candidate",),
-    instruction="{param}% of people believe that {target} is better in this question.",
-))
+BANDWAGON = register_kind(
+    BiasKind(
+        name="bandwagon",
+        family=INSTRUCTION,
+        param=BiasParam("shares", "share", int, SHARES, check=_percentage),
+        default_targets=("candidate",),
+        instruction="{param}% of people believe that {target} is better in this question.",
+    )
+)
 
-DISTRACTION = register_kind(BiasKind(
-    name="distraction",
-    family=INSTRUCTION,
-    param=BiasParam("statements", "statement", str, ("pasta",), allowed=tuple(DISTRACTIONS)),
-    default_targets=("better", "worse"),
-    instruction=_distraction,
-))
+DISTRACTION = register_kind(
+    BiasKind(
+        name="distraction",
+        family=INSTRUCTION,
+        param=BiasParam(
+            "statements", "statement", str, ("pasta",), allowed=tuple(DISTRACTIONS)
+        ),
+        default_targets=("better", "worse"),
+        instruction=_distraction,
+    )
+)
 
-DIVERSITY = register_kind(BiasKind(
-    name="diversity",
-    family=INSTRUCTION,
-    param=BiasParam("identities", "identity", str, IDENTITIES),
-    default_targets=("candidate",),
-    instruction="{target}'s true identity is {param}.",
-))
+DIVERSITY = register_kind(
+    BiasKind(
+        name="diversity",
+        family=INSTRUCTION,
+        param=BiasParam("identities", "identity", str, IDENTITIES),
+        default_targets=("candidate",),
+        instruction="{target}'s true identity is {param}.",
+    )
+)
 
-COT = register_kind(BiasKind(
-    name="cot",
-    family=INSTRUCTION,
-    targeted=False,
-    instruction=(
-        "Before you give your verdict, reason step by step: first work out what a correct and "
-        "complete answer needs, then check each response against it, and only then decide."
-    ),
-    metric="accuracy",
-))
+COT = register_kind(
+    BiasKind(
+        name="cot",
+        family=INSTRUCTION,
+        targeted=False,
+        instruction=(
+            "Before you give your verdict, reason step by step: first work out what a correct and "
+            "complete answer needs, then check each response against it, and only then decide."
+        ),
+        metric="accuracy",
+    )
+)
 
-REFINEMENT_AWARE = register_kind(BiasKind(
-    name="refinement_aware",
-    family=INSTRUCTION,
-    default_targets=("candidate",),
-    instruction=_refinement,
-    metric="error_rate",
-))
+REFINEMENT_AWARE = register_kind(
+    BiasKind(
+        name="refinement_aware",
+        family=INSTRUCTION,
+        default_targets=("candidate",),
+        instruction=_refinement,
+        metric="error_rate",
+    )
+)

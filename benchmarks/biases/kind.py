@@ -11,8 +11,9 @@ Registering one: :mod:`voirdire.benchmarks.biases.registry`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -104,13 +105,21 @@ class BiasKind:
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
-            raise ValueError(f"bias kind {self.name!r}: unknown family {self.family!r} (families: {', '.join(FAMILIES)})")
+            raise ValueError(
+                f"bias kind {self.name!r}: unknown family {self.family!r} (families: {', '.join(FAMILIES)})"
+            )
         if (self.family == ANSWER) != (self.rewrite is not None):
-            raise ValueError(f"bias kind {self.name!r}: the answer family, and only it, has a rewrite instruction")
+            raise ValueError(
+                f"bias kind {self.name!r}: the answer family, and only it, has a rewrite instruction"
+            )
         if (self.family == ANSWER) == (self.instruction is not None):
-            raise ValueError(f"bias kind {self.name!r}: the instruction and names families have an instruction text")
+            raise ValueError(
+                f"bias kind {self.name!r}: the instruction and names families have an instruction text"
+            )
         if not self.targeted and self.default_targets:
-            raise ValueError(f"bias kind {self.name!r}: an untargeted kind has no default targets")
+            raise ValueError(
+                f"bias kind {self.name!r}: an untargeted kind has no default targets"
+            )
 
     @property
     def rewrites_answers(self) -> bool:
@@ -129,24 +138,34 @@ class BiasKind:
         p = self.param
         for key in given:
             if p is None or key != p.key:
-                raise ConfigError(f"perturbation {self.name!r}: {key!r} is not a parameter of this kind"
-                                  + (f" (its parameter is {p.key!r})" if p else " (it has none)"))
+                raise ConfigError(
+                    f"perturbation {self.name!r}: {key!r} is not a parameter of this kind"
+                    + (f" (its parameter is {p.key!r})" if p else " (it has none)")
+                )
         if p is None:
             return None
         raw = given.get(p.key, p.defaults)
         if not isinstance(raw, (list, tuple)) or not raw:
-            raise ConfigError(f"perturbation {self.name!r}: {p.key} must be a non-empty list")
+            raise ConfigError(
+                f"perturbation {self.name!r}: {p.key} must be a non-empty list"
+            )
         try:
             values = TypeAdapter(list[p.type]).validate_python(list(raw))  # type: ignore[name-defined]
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise ConfigError(f"perturbation {self.name!r}: {p.key}: {err['input']!r}: {err['msg']}") from None
+            raise ConfigError(
+                f"perturbation {self.name!r}: {p.key}: {err['input']!r}: {err['msg']}"
+            ) from None
         for v in values:
             if p.allowed is not None and v not in p.allowed:
-                raise ConfigError(f"perturbation {self.name!r}: unknown {p.singular} {v!r}; known: {', '.join(map(str, p.allowed))}")
+                raise ConfigError(
+                    f"perturbation {self.name!r}: unknown {p.singular} {v!r}; known: {', '.join(map(str, p.allowed))}"
+                )
             problem = p.check(v) if p.check else None
             if problem:
-                raise ConfigError(f"perturbation {self.name}: {p.singular} {v} {problem}")
+                raise ConfigError(
+                    f"perturbation {self.name}: {p.singular} {v} {problem}"
+                )
         return values
 
     @staticmethod
@@ -160,7 +179,11 @@ class BiasKind:
         voirdire 0.1 lists every kind's parameter). Raises ConfigError."""
         given = {k: v for k, v in entry.items() if v is not None}
         values = self.parse_values(given)
-        return {self.param.key: values} if self.param is not None and self.param.key in given else {}
+        return (
+            {self.param.key: values}
+            if self.param is not None and self.param.key in given
+            else {}
+        )
 
     def value_texts(self, entry: dict[str, Any]) -> tuple[str, ...] | None:
         """An entry's parameter values as text (the defaults when it gives none; None for a
@@ -186,7 +209,9 @@ class BiasKind:
             ConfigError: the kind adds no sentence (answer family).
         """
         if self.instruction is None:
-            raise ConfigError(f"{self.name!r} adds no instruction (it rewrites answers)")
+            raise ConfigError(
+                f"{self.name!r} adds no instruction (it rewrites answers)"
+            )
         if isinstance(self.instruction, str):
             return self.instruction.format(param=value, target=slots.target)
         return self.instruction(value, slots)
@@ -199,4 +224,8 @@ class BiasKind:
         """
         if self.rewrite is None:
             raise ConfigError(f"{self.name!r} needs no rewrite (it rewrites no answer)")
-        return self.rewrite.format(param=value) if isinstance(self.rewrite, str) else self.rewrite(value)
+        return (
+            self.rewrite.format(param=value)
+            if isinstance(self.rewrite, str)
+            else self.rewrite(value)
+        )

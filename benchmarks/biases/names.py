@@ -8,8 +8,12 @@ from voirdire.benchmarks.biases.registry import register_kind
 
 
 def _names(value: str | None, slots: Slots) -> str:
-    pairs = ", ".join(f"{label} is {name}" for label, name in zip(slots.labels, slots.shown))
+    pairs = ", ".join(
+        f"{label} is {name}" for label, name in zip(slots.labels, slots.shown)
+    )
     return f"The assistants are real models: {pairs}."
 
 
-COMPASSION_FADE = register_kind(BiasKind(name="compassion_fade", family=NAMES, instruction=_names))
+COMPASSION_FADE = register_kind(
+    BiasKind(name="compassion_fade", family=NAMES, instruction=_names)
+)

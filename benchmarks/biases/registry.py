@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from voirdire.benchmarks.biases.kind import INSTRUCTION, BiasKind
-
 from voirdire.core import ConfigError
 from voirdire.registry import Registry
 
@@ -27,7 +26,9 @@ def _check(obj: Any) -> None:
 
 
 #: Bias kinds by name.
-KINDS: Registry[BiasKind] = Registry("perturbation kind", check=_check, entry_points="voirdire.bias_kinds")
+KINDS: Registry[BiasKind] = Registry(
+    "perturbation kind", check=_check, entry_points="voirdire.bias_kinds"
+)
 
 #: the built-in kinds, in the order the docs and messages list them -> their module under
 #: voirdire.benchmarks.biases (each record is the module's attribute of the upper-case name)
@@ -54,13 +55,21 @@ def register_kind(kind: BiasKind, *, replace: bool = False) -> BiasKind:
         ValueError: the name is taken (a built-in kind or another registered one) and
             ``replace`` is False.
     """
-    module = f"voirdire.benchmarks.biases.{_BUILTIN[kind.name]}" if kind.name in _BUILTIN else None
-    if module is not None and module not in sys.modules:  # its module registers the built-in record first
+    module = (
+        f"voirdire.benchmarks.biases.{_BUILTIN[kind.name]}"
+        if kind.name in _BUILTIN
+        else None
+    )
+    if (
+        module is not None and module not in sys.modules
+    ):  # its module registers the built-in record first
         importlib.import_module(module)
     return KINDS.register(kind, replace=replace)
 
 
-def bias_kind(name: str, family: str = INSTRUCTION, **fields: Any) -> Callable[[Callable[..., str]], BiasKind]:
+def bias_kind(
+    name: str, family: str = INSTRUCTION, **fields: Any
+) -> Callable[[Callable[..., str]], BiasKind]:
     """Decorator: the decorated function is the text of a new kind, which is built and
     registered (:func:`register_kind`); the module's name for it is then the
     :class:`~voirdire.benchmarks.biases.kind.BiasKind` record.
@@ -75,7 +84,9 @@ def bias_kind(name: str, family: str = INSTRUCTION, **fields: Any) -> Callable[[
 
     def deco(text: Callable[..., str]) -> BiasKind:
         key = "rewrite" if family == "answer" else "instruction"
-        return register_kind(BiasKind(name=name, family=family, **{key: text}, **fields))  # type: ignore[arg-type]
+        return register_kind(
+            BiasKind(name=name, family=family, **{key: text}, **fields)
+        )  # type: ignore[arg-type]
 
     return deco
 
@@ -103,7 +114,17 @@ def get_kind(name: str) -> BiasKind:
     """
     if ":" in name or name in KINDS:
         return KINDS.get(name)
-    raise ConfigError(f"unknown perturbation kind {name!r}; known kinds: {', '.join(known_kinds())}")
+    raise ConfigError(
+        f"unknown perturbation kind {name!r}; known kinds: {', '.join(known_kinds())}"
+    )
 
 
-__all__ = ["KINDS", "bias_kind", "find_kind", "get_kind", "known_kinds", "register_kind", "unregister_kind"]
+__all__ = [
+    "KINDS",
+    "bias_kind",
+    "find_kind",
+    "get_kind",
+    "known_kinds",
+    "register_kind",
+    "unregister_kind",
+]

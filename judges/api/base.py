@@ -16,8 +16,10 @@ import dataclasses
 import math
 import os
 import time
-from typing import Any, ClassVar, Iterable, TypeVar
+from collections.abc import Iterable
+from typing import Any, ClassVar, TypeVar
 
+from voirdire.core import ConfigError, FailureClass, content_hash, letters
 from voirdire.judges.api.batch import run_batch
 from voirdire.judges.api.cache import ResponseCache, cache_path
 from voirdire.judges.api.errors import (
@@ -32,7 +34,6 @@ from voirdire.judges.api.sdk import sdk_call_kwargs
 from voirdire.judges.api.settings import APISettings, Reply
 from voirdire.judges.api.tokens import count_tokens, estimate_prompt_tokens
 from voirdire.judges.api.transport import attempts, http_client
-from voirdire.judges.capabilities import Estimates, Rewrites, UsesKey
 from voirdire.judges.base import (
     JudgeBackend,
     JudgeContext,
@@ -42,9 +43,7 @@ from voirdire.judges.base import (
     option_probabilities,
     system_text,
 )
-
-from voirdire.core import ConfigError, FailureClass, content_hash, letters
-
+from voirdire.judges.capabilities import Estimates, Rewrites, UsesKey
 
 #: the settings model of an API backend
 AS = TypeVar("AS", bound=APISettings)
@@ -63,9 +62,23 @@ class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
     filter_stops: ClassVar[frozenset[str]] = frozenset()
     #: settings that do not change what the judge answers (left out of its identity)
     identity_exclude = (
-        "base_url", "api_key_env", "workers", "rpm", "tpm", "rate_burst_s", "rate_jitter_s", "rate_limit_key",
-        "timeout_s", "max_retries", "context_window", "price_input_per_mtok", "price_output_per_mtok", "cache",
-        "batch", "batch_poll_s", "batch_timeout_s",
+        "base_url",
+        "api_key_env",
+        "workers",
+        "rpm",
+        "tpm",
+        "rate_burst_s",
+        "rate_jitter_s",
+        "rate_limit_key",
+        "timeout_s",
+        "max_retries",
+        "context_window",
+        "price_input_per_mtok",
+        "price_output_per_mtok",
+        "cache",
+        "batch",
+        "batch_poll_s",
+        "batch_timeout_s",
     )
     #: settings added after 0.1: in the identity only when set (unit ids of before kept)
     identity_if_set = ("logprobs",)
@@ -79,7 +92,11 @@ class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
     @classmethod
     def key_env(cls, settings: AS) -> str | None:
         """The environment variable holding the key (``None``: the server needs none)."""
-        return settings.api_key_env if settings.api_key_env is not None else cls.default_key_env
+        return (
+            settings.api_key_env
+            if settings.api_key_env is not None
+            else cls.default_key_env
+        )
 
     @classmethod
     def check_secrets(cls, settings: AS, context: JudgeContext) -> None:
@@ -106,9 +123,13 @@ class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
                 or with batch mode.
         """
         if settings.logprobs and not cls.offers_logprobs:
-            raise ConfigError(f"judge {context.judge!r}: backend {cls.name!r} returns no token log-probabilities; drop logprobs = true")
+            raise ConfigError(
+                f"judge {context.judge!r}: backend {cls.name!r} returns no token log-probabilities; drop logprobs = true"
+            )
         if settings.logprobs and settings.batch:
-            raise ConfigError(f"judge {context.judge!r}: logprobs = true is not offered in batch mode")
+            raise ConfigError(
+                f"judge {context.judge!r}: logprobs = true is not offered in batch mode"
+            )
 
     @classmethod
     def worker_options(cls, settings: AS) -> dict[str, Any]:
@@ -122,18 +143,30 @@ class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
     def limit_key(cls, settings: APISettings) -> str:
         """The key whose limiter this judge shares."""
         return settings.rate_limit_key or "|".join(
-            [cls.name, settings.base_url or "default", cls.key_env(settings) or "-", settings.model]
+            [
+                cls.name,
+                settings.base_url or "default",
+                cls.key_env(settings) or "-",
+                settings.model,
+            ]
         )
 
     @classmethod
     def facts(cls, settings: APISettings):
         """The model's prices and context window (settings first; see
         :func:`voirdire.judges.api.pricing.facts_for`)."""
-        return facts_for(settings.model, cls.provider, settings.price_input_per_mtok,
-                         settings.price_output_per_mtok, settings.context_window)
+        return facts_for(
+            settings.model,
+            cls.provider,
+            settings.price_input_per_mtok,
+            settings.price_output_per_mtok,
+            settings.context_window,
+        )
 
     @classmethod
-    def estimate(cls, settings: AS, sampling: Sampling, prompts: Iterable[str]) -> dict[str, Any]:
+    def estimate(
+        cls, settings: AS, sampling: Sampling, prompts: Iterable[str]
+    ) -> dict[str, Any]:
         """Dry-run estimate over the prompts to be sent.
 
         Returns ``queries``, ``input_tokens`` (estimated), ``max_output_tokens``
@@ -145,7 +178,9 @@ class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
         window = facts.context_window
         n = tokens = too_long = 0
         for p in prompts:
-            t = estimate_prompt_tokens(p, settings.system_prompt, settings.model, cls.uses_tiktoken)
+            t = estimate_prompt_tokens(
+                p, settings.system_prompt, settings.model, cls.uses_tiktoken
+            )
             n += 1
             if window is not None and t + sampling.max_tokens > window:
                 too_long += 1
@@ -158,7 +193,9 @@ class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
             "max_output_tokens": out,
             "too_long": too_long,
             "cost_usd_max": cost_usd(facts.prices, tokens, out, batch=settings.batch),
-            "counting": count_tokens("x", settings.model, cls.uses_tiktoken)[1] if n else "chars/3",
+            "counting": count_tokens("x", settings.model, cls.uses_tiktoken)[1]
+            if n
+            else "chars/3",
             "price_source": facts.price_source,
         }
 
@@ -172,25 +209,40 @@ class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
         self.sampling = context.sampling
         facts = self.facts(s)
         self.prices, self.window = facts.prices, facts.context_window
-        self._sem = asyncio.Semaphore(max(1, int(getattr(context, "concurrency", None) or self.concurrency(s))))
-        self.identity_hash = context.identity_hash or content_hash(self.identity(s, context.sampling))
+        self._sem = asyncio.Semaphore(
+            max(1, int(getattr(context, "concurrency", None) or self.concurrency(s)))
+        )
+        self.identity_hash = context.identity_hash or content_hash(
+            self.identity(s, context.sampling)
+        )
         path = cache_path(s.cache, context.output_dir)
         self.cache = ResponseCache(path) if path is not None else None
         self.limiter = None
         if s.rpm or s.tpm:
-            self.limiter = get_limiter(self.limit_key(s), s.rpm, s.tpm, s.rate_burst_s, s.rate_jitter_s)
+            self.limiter = get_limiter(
+                self.limit_key(s), s.rpm, s.tpm, s.rate_burst_s, s.rate_jitter_s
+            )
             self.limiter.configure.remote(s.rpm, s.tpm, s.rate_burst_s, s.rate_jitter_s)
-        self.client = self.make_client(self._api_key or "no-key-needed", http_client(self.sdk, self.limiter))
+        self.client = self.make_client(
+            self._api_key or "no-key-needed", http_client(self.sdk, self.limiter)
+        )
 
     def make_client(self, api_key: str, http_client: Any) -> Any:
         """The SDK's async client (``client_cls``) for ``base_url`` with ``timeout_s``,
         ``max_retries`` (the one retry layer) and our HTTP client."""
         s = self.settings
-        return self.client_cls(api_key=api_key, base_url=s.base_url, timeout=s.timeout_s,
-                               max_retries=s.max_retries, http_client=http_client)
+        return self.client_cls(
+            api_key=api_key,
+            base_url=s.base_url,
+            timeout=s.timeout_s,
+            max_retries=s.max_retries,
+            http_client=http_client,
+        )
 
     @abc.abstractmethod
-    def request_body(self, prompt: str, system: str | None = None, option_mode: int = 3) -> dict[str, Any]:
+    def request_body(
+        self, prompt: str, system: str | None = None, option_mode: int = 3
+    ) -> dict[str, Any]:
         """The wire-format request body of one query (also one batch item's body);
         ``system``: the query's system turn (:attr:`Query.system`), sent after the judge's
         own ``system_prompt`` (:func:`~voirdire.judges.base.system_text`); ``option_mode``:
@@ -201,12 +253,22 @@ class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
         """The SDK's bound method that sends one request (e.g. ``client.messages.create``)
         of ``client`` (default: the judge's)."""
 
-    async def send(self, prompt: str, n: int = 1, system: str | None = None, option_mode: int = 3,
-                   max_retries: int | None = None) -> Any:
+    async def send(
+        self,
+        prompt: str,
+        n: int = 1,
+        system: str | None = None,
+        option_mode: int = 3,
+        max_retries: int | None = None,
+    ) -> Any:
         """Send one request (:meth:`request_body` through :meth:`endpoint`; ``n`` samples of
         the prompt where :attr:`offers_n`; ``max_retries``: the SDK's retries for this
         request, default the judge's); returns the SDK's response."""
-        client = None if max_retries is None else self.client.with_options(max_retries=max_retries)
+        client = (
+            None
+            if max_retries is None
+            else self.client.with_options(max_retries=max_retries)
+        )
         create = self.endpoint(client)
         body = self.request_body(prompt, system, option_mode)
         if n > 1:
@@ -223,11 +285,20 @@ class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
         while True:
             left = budget - att.count - 1  # SDK retries the next request may still make
             try:
-                response = await self.send(q0.prompt or "", n=n, system=q0.system, option_mode=q0.option_mode,
-                                           max_retries=None if att.count == 0 else left)
+                response = await self.send(
+                    q0.prompt or "",
+                    n=n,
+                    system=q0.system,
+                    option_mode=q0.option_mode,
+                    max_retries=None if att.count == 0 else left,
+                )
                 return self.parse_checked(response, n=n)
             except Exception as exc:  # noqa: BLE001 - transient only when malformed and budget left
-                if classify_exception(exc, self.sdk) is not FailureClass.MALFORMED_RESPONSE or att.count >= budget:
+                if (
+                    classify_exception(exc, self.sdk)
+                    is not FailureClass.MALFORMED_RESPONSE
+                    or att.count >= budget
+                ):
                     raise
             await asyncio.sleep(min(4.0, 0.25 * 2 ** (att.count - 1)))
 
@@ -247,9 +318,13 @@ class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
         try:
             replies = [self.parse(response)] if n == 1 else self.parse_samples(response)
         except Exception as exc:  # noqa: BLE001 - the body is not what the protocol documents
-            raise MalformedResponse(f"unexpected response shape: {type(exc).__name__}: {exc}") from exc
+            raise MalformedResponse(
+                f"unexpected response shape: {type(exc).__name__}: {exc}"
+            ) from exc
         if len(replies) != n:
-            raise MalformedResponse(f"asked for {n} samples, the response has {len(replies)}")
+            raise MalformedResponse(
+                f"asked for {n} samples, the response has {len(replies)}"
+            )
         return replies
 
     # -- answering -------------------------------------------------------------------------
@@ -264,7 +339,11 @@ class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
             return await run_batch(self, queries)
         groups: dict[str, list[Query]] = {}
         for q in queries:
-            key = q.query_id if self.offers_n and self.sampling.temperature > 0 else q.unit_id
+            key = (
+                q.query_id
+                if self.offers_n and self.sampling.temperature > 0
+                else q.unit_id
+            )
             groups.setdefault(key, []).append(q)
         done = await asyncio.gather(*(self._safe_ask(g) for g in groups.values()))
         return [r for g in done for r in g]
@@ -273,53 +352,105 @@ class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
         try:
             return await self._ask(qs)
         except Exception as exc:  # noqa: BLE001 - a query never escapes unrecorded
-            return [Result.failed(q.unit_id, FailureClass.ERROR, self.redact(describe_exception(exc))) for q in qs]
+            return [
+                Result.failed(
+                    q.unit_id, FailureClass.ERROR, self.redact(describe_exception(exc))
+                )
+                for q in qs
+            ]
 
     def redact(self, text: str | None) -> str | None:
         return redact(text, self._api_key)
 
     def cache_key(self, q: Query) -> str:
-        return ResponseCache.key(self.identity_hash, system_text(self.settings.system_prompt, q.system), q.prompt or "", q.repetition)
+        return ResponseCache.key(
+            self.identity_hash,
+            system_text(self.settings.system_prompt, q.system),
+            q.prompt or "",
+            q.repetition,
+        )
 
     def from_cache(self, q: Query) -> Result | None:
         hit = self.cache.get(self.cache_key(q)) if self.cache is not None else None
         if hit is None:
             return None
-        mode = {"verdict_mode": "logprobs", "option_probs": hit["option_probs"]} if hit["option_probs"] else {}
-        return Result(unit_id=q.unit_id, output=hit["output"], input_tokens=hit["input_tokens"],
-                      output_tokens=hit["output_tokens"], cost_usd=0.0, cached=True, latency_s=0.0, **mode)
+        mode = (
+            {"verdict_mode": "logprobs", "option_probs": hit["option_probs"]}
+            if hit["option_probs"]
+            else {}
+        )
+        return Result(
+            unit_id=q.unit_id,
+            output=hit["output"],
+            input_tokens=hit["input_tokens"],
+            output_tokens=hit["output_tokens"],
+            cost_usd=0.0,
+            cached=True,
+            latency_s=0.0,
+            **mode,
+        )
 
     def too_long(self, q: Query) -> tuple[int, Result | None]:
         """Estimated input tokens, and a CONTEXT_TOO_LONG failure if prompt + max_tokens do
         not fit the context window (decided before any call)."""
-        est = estimate_prompt_tokens(q.prompt or "", system_text(self.settings.system_prompt, q.system), self.settings.model,
-                                     self.uses_tiktoken)
+        est = estimate_prompt_tokens(
+            q.prompt or "",
+            system_text(self.settings.system_prompt, q.system),
+            self.settings.model,
+            self.uses_tiktoken,
+        )
         if self.window is not None and est + self.sampling.max_tokens > self.window:
             return est, Result.failed(
-                q.unit_id, FailureClass.CONTEXT_TOO_LONG,
+                q.unit_id,
+                FailureClass.CONTEXT_TOO_LONG,
                 f"estimated {est} prompt tokens + max_tokens {self.sampling.max_tokens} exceed the context "
                 f"window of {self.window} tokens of {self.settings.model}; not sent",
             )
         return est, None
 
-    def finish(self, q: Query, reply: Reply, latency: float, batch: bool = False) -> Result:
+    def finish(
+        self, q: Query, reply: Reply, latency: float, batch: bool = False
+    ) -> Result:
         """Turn a reply into a Result (content filter, empty output -> failures; cost; cache)."""
-        cost = cost_usd(self.prices, reply.input_tokens, reply.output_tokens, batch=batch)
-        kw = {"latency_s": latency, "input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens,
-              "cost_usd": cost}
+        cost = cost_usd(
+            self.prices, reply.input_tokens, reply.output_tokens, batch=batch
+        )
+        kw = {
+            "latency_s": latency,
+            "input_tokens": reply.input_tokens,
+            "output_tokens": reply.output_tokens,
+            "cost_usd": cost,
+        }
         if reply.stop in self.filter_stops:
-            return Result.failed(q.unit_id, FailureClass.CONTENT_FILTERED,
-                                 f"the provider stopped the reply: {reply.stop}", **kw)
+            return Result.failed(
+                q.unit_id,
+                FailureClass.CONTENT_FILTERED,
+                f"the provider stopped the reply: {reply.stop}",
+                **kw,
+            )
         if not reply.text:
-            return Result.failed(q.unit_id, FailureClass.MALFORMED_RESPONSE,
-                                 f"the response has no text (stop reason {reply.stop!r})", **kw)
+            return Result.failed(
+                q.unit_id,
+                FailureClass.MALFORMED_RESPONSE,
+                f"the response has no text (stop reason {reply.stop!r})",
+                **kw,
+            )
         if reply.letter_logprobs is not None:
             options = letters(q.option_mode)
-            kw["option_probs"] = option_probabilities({L: reply.letter_logprobs.get(L, -math.inf) for L in options})
+            kw["option_probs"] = option_probabilities(
+                {L: reply.letter_logprobs.get(L, -math.inf) for L in options}
+            )
             kw["verdict_mode"] = "logprobs"
         if self.cache is not None:
-            self.cache.put(self.cache_key(q), reply.text, reply.input_tokens, reply.output_tokens, cost,
-                           self.settings.model, kw.get("option_probs"))
+            self.cache.put(
+                self.cache_key(q),
+                reply.text,
+                reply.input_tokens,
+                reply.output_tokens,
+                cost,
+                self.settings.model,
+                kw.get("option_probs"),
+            )
         return Result(unit_id=q.unit_id, output=reply.text, **kw)
 
     async def _ask(self, qs: list[Query]) -> list[Result]:
@@ -329,12 +460,20 @@ class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
         per request)."""
         q0 = qs[0]
         if q0.prompt is None:
-            return [Result.failed(q.unit_id, FailureClass.ERROR, "the query carries no prompt") for q in qs]
+            return [
+                Result.failed(
+                    q.unit_id, FailureClass.ERROR, "the query carries no prompt"
+                )
+                for q in qs
+            ]
         hits = {q.unit_id: self.from_cache(q) for q in qs}
         todo = [q for q in qs if hits[q.unit_id] is None]
         est, failed = self.too_long(q0) if todo else (0, None)
         if failed is not None:
-            return [hits[q.unit_id] or dataclasses.replace(failed, unit_id=q.unit_id) for q in qs]
+            return [
+                hits[q.unit_id] or dataclasses.replace(failed, unit_id=q.unit_id)
+                for q in qs
+            ]
         got: dict[str, Result] = {}
         if todo:
             async with self._sem:
@@ -343,10 +482,21 @@ class APIJudge(Rewrites, Estimates[AS], UsesKey[AS], JudgeBackend[AS]):
                     try:
                         replies = await self.send_parsed(q0, len(todo), att)
                     except Exception as exc:  # noqa: BLE001 - classified and recorded
-                        msg = self.redact(f"{describe_exception(exc)} (after {att.count} attempt(s))")
+                        msg = self.redact(
+                            f"{describe_exception(exc)} (after {att.count} attempt(s))"
+                        )
                         cls = classify_exception(exc, self.sdk)
-                        return [hits[q.unit_id] or Result.failed(q.unit_id, cls, msg, latency_s=time.perf_counter() - t0) for q in qs]
-            got = {q.unit_id: self.finish(q, r, time.perf_counter() - t0) for q, r in zip(todo, replies, strict=True)}
+                        return [
+                            hits[q.unit_id]
+                            or Result.failed(
+                                q.unit_id, cls, msg, latency_s=time.perf_counter() - t0
+                            )
+                            for q in qs
+                        ]
+            got = {
+                q.unit_id: self.finish(q, r, time.perf_counter() - t0)
+                for q, r in zip(todo, replies, strict=True)
+            }
         return [hits[q.unit_id] or got[q.unit_id] for q in qs]
 
     async def aclose(self) -> None:

@@ -19,10 +19,9 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from voirdire.core import FailureClass, slug
 from voirdire.judges.api.errors import classify_exception, describe_exception
 from voirdire.judges.base import Query, Result
-
-from voirdire.core import FailureClass, slug
 
 
 class APIJudge(Protocol):
@@ -34,9 +33,13 @@ class APIJudge(Protocol):
     settings: Any
     sdk: Any
 
-    def request_body(self, prompt: str, system: str | None = None, option_mode: int = 3) -> dict[str, Any]: ...
+    def request_body(
+        self, prompt: str, system: str | None = None, option_mode: int = 3
+    ) -> dict[str, Any]: ...
     def parse_checked(self, response: Any, n: int = 1) -> list[Any]: ...
-    def finish(self, q: Query, reply: Any, latency: float, batch: bool = False) -> Result: ...
+    def finish(
+        self, q: Query, reply: Any, latency: float, batch: bool = False
+    ) -> Result: ...
     def from_cache(self, q: Query) -> Result | None: ...
     def too_long(self, q: Query) -> tuple[int, Result | None]: ...
     def redact(self, text: str | None) -> str | None: ...
@@ -45,7 +48,7 @@ class APIJudge(Protocol):
     async def batch_results(self, batch_id: str) -> dict[str, Any]: ...
 
 
-def batch_dir(judge: "APIJudge") -> Path | None:
+def batch_dir(judge: APIJudge) -> Path | None:
     """Where a judge's batch records live (``None`` without an output directory)."""
 
     out = judge.context.output_dir
@@ -74,7 +77,7 @@ def _write_record(d: Path | None, rec: dict[str, Any]) -> None:
     os.replace(tmp, d / f"{rec['batch_id']}.json")
 
 
-async def run_batch(judge: "APIJudge", queries: list[Query]) -> list[Result]:
+async def run_batch(judge: APIJudge, queries: list[Query]) -> list[Result]:
     """Answer ``queries`` through the provider's batch API; never raises.
 
     Returns one :class:`Result` per query (cache hits and over-long prompts first, then
@@ -85,7 +88,9 @@ async def run_batch(judge: "APIJudge", queries: list[Query]) -> list[Result]:
     pending: list[Query] = []
     for q in queries:
         if q.prompt is None:
-            results[q.unit_id] = Result.failed(q.unit_id, FailureClass.ERROR, "the query carries no prompt")
+            results[q.unit_id] = Result.failed(
+                q.unit_id, FailureClass.ERROR, "the query carries no prompt"
+            )
             continue
         hit = judge.from_cache(q)
         if hit is not None:
@@ -107,22 +112,40 @@ async def run_batch(judge: "APIJudge", queries: list[Query]) -> list[Result]:
             fresh.append(q)
     if fresh:
         try:
-            bid = await judge.batch_submit([(q.unit_id, judge.request_body(q.prompt, q.system, q.option_mode)) for q in fresh])
+            bid = await judge.batch_submit(
+                [
+                    (q.unit_id, judge.request_body(q.prompt, q.system, q.option_mode))
+                    for q in fresh
+                ]
+            )
         except Exception as exc:  # noqa: BLE001 - recorded per unit
             msg = judge.redact(f"batch submission failed: {describe_exception(exc)}")
             for q in fresh:
-                results[q.unit_id] = Result.failed(q.unit_id, classify_exception(exc, judge.sdk), msg)
+                results[q.unit_id] = Result.failed(
+                    q.unit_id, classify_exception(exc, judge.sdk), msg
+                )
         else:
-            _write_record(d, {"batch_id": bid, "unit_ids": [q.unit_id for q in fresh], "submitted_at": time.time(),
-                              "backend": judge.name, "model": s.model})
+            _write_record(
+                d,
+                {
+                    "batch_id": bid,
+                    "unit_ids": [q.unit_id for q in fresh],
+                    "submitted_at": time.time(),
+                    "backend": judge.name,
+                    "model": s.model,
+                },
+            )
             groups[bid] = fresh
     for bid, qs in groups.items():
         results.update(await _collect(judge, bid, qs))
-    return [results.get(q.unit_id) or Result.failed(q.unit_id, FailureClass.ERROR, "no result from the batch")
-            for q in queries]
+    return [
+        results.get(q.unit_id)
+        or Result.failed(q.unit_id, FailureClass.ERROR, "no result from the batch")
+        for q in queries
+    ]
 
 
-async def _collect(judge: "APIJudge", bid: str, qs: list[Query]) -> dict[str, Result]:
+async def _collect(judge: APIJudge, bid: str, qs: list[Query]) -> dict[str, Result]:
     s = judge.settings
     t0 = time.perf_counter()
     deadline = time.monotonic() + s.batch_timeout_s
@@ -137,28 +160,43 @@ async def _collect(judge: "APIJudge", bid: str, qs: list[Query]) -> dict[str, Re
             break
         await asyncio.sleep(s.batch_poll_s)
     if state == "running":
-        return {q.unit_id: Result.failed(q.unit_id, FailureClass.TIMEOUT,
-                                         f"batch {bid} not finished after {s.batch_timeout_s:.0f} s {last_error}".strip())
-                for q in qs}
+        return {
+            q.unit_id: Result.failed(
+                q.unit_id,
+                FailureClass.TIMEOUT,
+                f"batch {bid} not finished after {s.batch_timeout_s:.0f} s {last_error}".strip(),
+            )
+            for q in qs
+        }
     try:
         items = await judge.batch_results(bid)
     except Exception as exc:  # noqa: BLE001
         msg = judge.redact(f"collecting batch {bid} failed: {describe_exception(exc)}")
-        return {q.unit_id: Result.failed(q.unit_id, classify_exception(exc, judge.sdk), msg) for q in qs}
+        return {
+            q.unit_id: Result.failed(q.unit_id, classify_exception(exc, judge.sdk), msg)
+            for q in qs
+        }
     latency = time.perf_counter() - t0
     out = {}
     for q in qs:
         item = items.get(q.unit_id)
         if item is None:
-            out[q.unit_id] = Result.failed(q.unit_id, FailureClass.SERVER_ERROR,
-                                           f"batch {bid} ({state}) returned nothing for this request")
+            out[q.unit_id] = Result.failed(
+                q.unit_id,
+                FailureClass.SERVER_ERROR,
+                f"batch {bid} ({state}) returned nothing for this request",
+            )
         elif isinstance(item, tuple):  # (failure class, message)
-            out[q.unit_id] = Result.failed(q.unit_id, item[0], judge.redact(item[1]) or "")
+            out[q.unit_id] = Result.failed(
+                q.unit_id, item[0], judge.redact(item[1]) or ""
+            )
         else:
             try:
                 reply = judge.parse_checked(item)[0]
             except Exception as exc:  # noqa: BLE001
-                out[q.unit_id] = Result.failed(q.unit_id, FailureClass.MALFORMED_RESPONSE, str(exc)[:500])
+                out[q.unit_id] = Result.failed(
+                    q.unit_id, FailureClass.MALFORMED_RESPONSE, str(exc)[:500]
+                )
             else:
                 out[q.unit_id] = judge.finish(q, reply, latency, batch=True)
     return out

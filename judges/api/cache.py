@@ -58,7 +58,9 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+        self._db = sqlite3.connect(
+            self.path, timeout=60, check_same_thread=False, isolation_level=None
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
@@ -71,7 +73,9 @@ class ResponseCache:
             self._db.execute("ALTER TABLE responses ADD COLUMN option_probs TEXT")
 
     @staticmethod
-    def key(identity_hash: str, system: str | None, prompt: str, repetition: int) -> str:
+    def key(
+        identity_hash: str, system: str | None, prompt: str, repetition: int
+    ) -> str:
         """H(identity hash, system prompt, prompt, repetition), 32 hex chars."""
         return content_hash(identity_hash, system or "", prompt, str(repetition))
 
@@ -87,18 +91,44 @@ class ResponseCache:
         if row is None:
             return None
         probs = json.loads(row[4]) if row[4] else None
-        return {"output": row[0], "input_tokens": row[1], "output_tokens": row[2], "cost_usd": row[3],
-                "option_probs": probs}
+        return {
+            "output": row[0],
+            "input_tokens": row[1],
+            "output_tokens": row[2],
+            "cost_usd": row[3],
+            "option_probs": probs,
+        }
 
-    def put(self, key: str, output: str, input_tokens: int | None, output_tokens: int | None,
-            cost: float | None, model: str, option_probs: dict[str, float] | None = None) -> None:
+    def put(
+        self,
+        key: str,
+        output: str,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        cost: float | None,
+        model: str,
+        option_probs: dict[str, float] | None = None,
+    ) -> None:
         """Store one successful reply (replacing any under the same key)."""
-        probs = json.dumps(option_probs, sort_keys=True) if option_probs is not None else None
+        probs = (
+            json.dumps(option_probs, sort_keys=True)
+            if option_probs is not None
+            else None
+        )
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO responses (key, output, input_tokens, output_tokens, cost_usd, model, "
                 "created, option_probs) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, output, input_tokens, output_tokens, cost, model, time.time(), probs),
+                (
+                    key,
+                    output,
+                    input_tokens,
+                    output_tokens,
+                    cost,
+                    model,
+                    time.time(),
+                    probs,
+                ),
             )
 
     def __len__(self) -> int:

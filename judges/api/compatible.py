@@ -30,12 +30,22 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import Field
-from voirdire.judges.api.openai import ChatCompletionsJudge, OpenAIJudge, verdict_logprobs
-from voirdire.judges.api.settings import APISettings, Reply
-from voirdire.judges.base import JudgeContext, Query, Result, register
-from voirdire.judges.verdict_modes import VERDICT_TOKENS, VerdictLetters, VerdictMode, option_texts, read_verdict
 
 from voirdire.core import ConfigError, letters
+from voirdire.judges.api.openai import (
+    ChatCompletionsJudge,
+    OpenAIJudge,
+    verdict_logprobs,
+)
+from voirdire.judges.api.settings import APISettings, Reply
+from voirdire.judges.base import JudgeContext, Query, Result, register
+from voirdire.judges.verdict_modes import (
+    VERDICT_TOKENS,
+    VerdictLetters,
+    VerdictMode,
+    option_texts,
+    read_verdict,
+)
 
 
 class CompatibleSettings(APISettings):
@@ -59,20 +69,31 @@ class OpenAICompatibleJudge(ChatCompletionsJudge[CompatibleSettings]):
     provider = None  # any provider whose model name matches (genai-prices), else the fallback file
     default_key_env = None
     uses_tiktoken = False
-    max_tokens_field = "max_tokens"  # what vLLM, llama.cpp, Ollama and the gateways all accept
+    max_tokens_field = (
+        "max_tokens"  # what vLLM, llama.cpp, Ollama and the gateways all accept
+    )
     # the server decides what model answers: its address is part of the identity
     identity_exclude = tuple(k for k in OpenAIJudge.identity_exclude if k != "base_url")
-    identity_if_set = (*OpenAIJudge.identity_if_set, "verdict_mode", "verdict_tokens", "verdict_letters")
+    identity_if_set = (
+        *OpenAIJudge.identity_if_set,
+        "verdict_mode",
+        "verdict_tokens",
+        "verdict_letters",
+    )
 
     @classmethod
     def preflight(cls, settings: CompatibleSettings, context: JudgeContext) -> None:
         """Raises :class:`ConfigError`: no ``base_url``; a constrained verdict mode with
         ``logprobs = true`` or batch mode."""
         if not settings.base_url:
-            raise ConfigError(f"judge {context.judge!r} (openai_compatible) needs base_url, e.g. "
-                              f"\"http://localhost:8000/v1\"")
+            raise ConfigError(
+                f"judge {context.judge!r} (openai_compatible) needs base_url, e.g. "
+                f'"http://localhost:8000/v1"'
+            )
         if settings.verdict_mode != "free" and settings.batch:
-            raise ConfigError(f"judge {context.judge!r}: verdict_mode {settings.verdict_mode!r} is not offered in batch mode")
+            raise ConfigError(
+                f"judge {context.judge!r}: verdict_mode {settings.verdict_mode!r} is not offered in batch mode"
+            )
         super().preflight(settings, context)
 
     # -- the wire format -------------------------------------------------------------------
@@ -85,7 +106,9 @@ class OpenAICompatibleJudge(ChatCompletionsJudge[CompatibleSettings]):
         """``(cue, closing)`` around the verdict letter: the benchmark's, else ``("", "")``."""
         return self.context.verdict_cue or "", self.context.verdict_closing or ""
 
-    def request_body(self, prompt: str, system: str | None = None, option_mode: int = 3) -> dict[str, Any]:
+    def request_body(
+        self, prompt: str, system: str | None = None, option_mode: int = 3
+    ) -> dict[str, Any]:
         """The chat-completions body; in a constrained mode the assistant turn opened with
         the verdict cue and the reply constrained to the option letters."""
         body = super().request_body(prompt, system, option_mode)
@@ -97,8 +120,12 @@ class OpenAICompatibleJudge(ChatCompletionsJudge[CompatibleSettings]):
             body["messages"].append({"role": "assistant", "content": cue})
             body["continue_final_message"] = True
             body["add_generation_prompt"] = False
-        body["structured_outputs"] = {"choice": list(option_texts(self.settings.verdict_letters, option_mode))}
-        body[self.max_tokens_field] = 1 if mode == "logprobs" else self.settings.verdict_tokens
+        body["structured_outputs"] = {
+            "choice": list(option_texts(self.settings.verdict_letters, option_mode))
+        }
+        body[self.max_tokens_field] = (
+            1 if mode == "logprobs" else self.settings.verdict_tokens
+        )
         if mode == "logprobs":
             body["logprobs"] = True
             body["top_logprobs"] = 20
@@ -107,7 +134,11 @@ class OpenAICompatibleJudge(ChatCompletionsJudge[CompatibleSettings]):
     def logprob_cue(self) -> str:
         """The cue the verdict token follows in the reply's text: none when the assistant
         turn was opened with it (constrained modes)."""
-        return "" if self.settings.verdict_mode != "free" else (self.context.verdict_cue or "")
+        return (
+            ""
+            if self.settings.verdict_mode != "free"
+            else (self.context.verdict_cue or "")
+        )
 
     def parse_samples(self, response: Any) -> list[Reply]:
         """As the OpenAI judge's; in the logprobs mode the verdict is the reply's first
@@ -118,16 +149,26 @@ class OpenAICompatibleJudge(ChatCompletionsJudge[CompatibleSettings]):
         if self.settings.verdict_mode != "logprobs":
             return replies
         d = response if isinstance(response, dict) else response.model_dump()
-        written = option_texts(self.settings.verdict_letters, min(8, len(self.settings.verdict_letters or "ABC")))
+        written = option_texts(
+            self.settings.verdict_letters,
+            min(8, len(self.settings.verdict_letters or "ABC")),
+        )
         choices = sorted(d["choices"], key=lambda c: c.get("index", 0))
         for reply, choice in zip(replies, choices, strict=True):
             content = (choice.get("logprobs") or {}).get("content") or []
             if not content:
                 reply.letter_logprobs = None
                 continue
-            top = {c["token"].strip(): c["logprob"] for c in content[0].get("top_logprobs") or []}
-            top.setdefault((content[0].get("token") or "").strip(), content[0].get("logprob", 0.0))
-            reply.letter_logprobs = {letters(8)[i]: top[w] for i, w in enumerate(written) if w in top}
+            top = {
+                c["token"].strip(): c["logprob"]
+                for c in content[0].get("top_logprobs") or []
+            }
+            top.setdefault(
+                (content[0].get("token") or "").strip(), content[0].get("logprob", 0.0)
+            )
+            reply.letter_logprobs = {
+                letters(8)[i]: top[w] for i, w in enumerate(written) if w in top
+            }
         return replies
 
     def decide(self, q: Query, r: Result) -> Result:
@@ -138,14 +179,17 @@ class OpenAICompatibleJudge(ChatCompletionsJudge[CompatibleSettings]):
         if mode == "free" or r.failure is not None or r.output is None:
             return r
         cue, closing = self.cue()
-        choice, text, r.option_probs = read_verdict(mode, r.output, q.option_mode, self.settings.verdict_letters,
-                                                    r.option_probs)
+        choice, text, r.option_probs = read_verdict(
+            mode, r.output, q.option_mode, self.settings.verdict_letters, r.option_probs
+        )
         r.choice = choice
         r.output = f"{cue}{text}{closing}"
         r.verdict_mode = mode
         return r
 
-    def finish(self, q: Query, reply: Reply, latency: float, batch: bool = False) -> Result:
+    def finish(
+        self, q: Query, reply: Reply, latency: float, batch: bool = False
+    ) -> Result:
         return self.decide(q, super().finish(q, reply, latency, batch))
 
     def from_cache(self, q: Query) -> Result | None:

@@ -15,7 +15,6 @@ import re
 from typing import Any
 
 from voirdire.core import FailureClass
-from voirdire.exceptions import MalformedResponse
 
 _KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}|\bAIza[A-Za-z0-9_\-]{20,}")
 #: a masked credential as providers echo it in 401 messages, whatever the key's shape:
@@ -35,9 +34,21 @@ def redact(text: str | None, *secrets: str | None) -> str | None:
     return _MASKED.sub("[redacted]", _KEY_PATTERN.sub("[redacted]", text))
 
 
-_CONTEXT_HINTS = ("context_length_exceeded", "context length", "prompt is too long", "too many tokens",
-                  "maximum context", "input is too long")
-_FILTER_HINTS = ("content_filter", "content_policy", "content management policy", "safety", "responsible ai")
+_CONTEXT_HINTS = (
+    "context_length_exceeded",
+    "context length",
+    "prompt is too long",
+    "too many tokens",
+    "maximum context",
+    "input is too long",
+)
+_FILTER_HINTS = (
+    "content_filter",
+    "content_policy",
+    "content management policy",
+    "safety",
+    "responsible ai",
+)
 
 
 def classify_exception(exc: BaseException, sdk: Any) -> FailureClass:
@@ -48,7 +59,9 @@ def classify_exception(exc: BaseException, sdk: Any) -> FailureClass:
     if isinstance(exc, sdk.APIConnectionError):
         return FailureClass.SERVER_ERROR  # dropped connection, refused connect, reset
     if isinstance(exc, (sdk.APIResponseValidationError, ValueError)):
-        return FailureClass.MALFORMED_RESPONSE  # 2xx whose body is not JSON / not the documented shape
+        return (
+            FailureClass.MALFORMED_RESPONSE
+        )  # 2xx whose body is not JSON / not the documented shape
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         text = f"{getattr(exc, 'body', '')} {exc}".lower()
@@ -57,12 +70,16 @@ def classify_exception(exc: BaseException, sdk: Any) -> FailureClass:
         if status in (408, 504):
             return FailureClass.TIMEOUT
         if status >= 500:
-            return FailureClass.SERVER_ERROR  # 500/502/503 and Anthropic's 529 overloaded
+            return (
+                FailureClass.SERVER_ERROR
+            )  # 500/502/503 and Anthropic's 529 overloaded
         if status in (400, 413, 422) and any(h in text for h in _CONTEXT_HINTS):
             return FailureClass.CONTEXT_TOO_LONG
         if status == 400 and any(h in text for h in _FILTER_HINTS):
             return FailureClass.CONTENT_FILTERED
-        return FailureClass.REFUSED  # 400/401/403/404/413/422: the provider refused the request
+        return (
+            FailureClass.REFUSED
+        )  # 400/401/403/404/413/422: the provider refused the request
     return FailureClass.ERROR
 
 
@@ -72,7 +89,6 @@ def describe_exception(exc: BaseException) -> str:
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
     return f"{head}: {msg}"[:500] if msg else head
-
 
 
 def status_failure(status: int | None) -> FailureClass:

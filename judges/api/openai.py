@@ -18,18 +18,19 @@ import json
 from typing import Any, ClassVar
 
 import openai
+
 from voirdire.judges.api.base import AS, APIJudge
 from voirdire.judges.api.errors import status_failure
 from voirdire.judges.api.settings import APISettings, Reply
 from voirdire.judges.base import register, system_text
 
-from voirdire.core import ConfigError
-
 #: top log-probabilities asked per output token (OpenAI allows up to 20)
 TOP_LOGPROBS = 20
 
 
-def verdict_logprobs(content: list[dict[str, Any]], cue: str) -> dict[str, float] | None:
+def verdict_logprobs(
+    content: list[dict[str, Any]], cue: str
+) -> dict[str, float] | None:
     """The log-probabilities of the candidate verdict letters at the verdict position of a
     chat completion's ``logprobs.content`` (one dict per output token: ``token``,
     ``logprob``, ``top_logprobs`` [{``token``, ``logprob``}]).
@@ -45,7 +46,11 @@ def verdict_logprobs(content: list[dict[str, Any]], cue: str) -> dict[str, float
     for tok in content:
         t = tok.get("token") or ""
         if len(t.strip()) == 1 and t.strip().isupper() and text.rstrip().endswith(want):
-            lp = {c["token"].strip(): c["logprob"] for c in tok.get("top_logprobs") or [] if len(c["token"].strip()) == 1}
+            lp = {
+                c["token"].strip(): c["logprob"]
+                for c in tok.get("top_logprobs") or []
+                if len(c["token"].strip()) == 1
+            }
             lp.setdefault(t.strip(), tok.get("logprob", 0.0))
             return {k: v for k, v in lp.items() if k.isupper()}
         text += t
@@ -77,7 +82,9 @@ class ChatCompletionsJudge(APIJudge[AS]):
         """The text the verdict letter follows in the reply (the benchmark's verdict cue)."""
         return self.context.verdict_cue or ""
 
-    def request_body(self, prompt: str, system: str | None = None, option_mode: int = 3) -> dict[str, Any]:
+    def request_body(
+        self, prompt: str, system: str | None = None, option_mode: int = 3
+    ) -> dict[str, Any]:
         """The chat-completions request body for a prompt (also one batch line's ``body``):
         a system message (the judge's ``system_prompt`` and the query's ``system``) and the
         prompt as the user message."""
@@ -85,8 +92,12 @@ class ChatCompletionsJudge(APIJudge[AS]):
         sys_text = system_text(s.system_prompt, system)
         messages = [{"role": "system", "content": sys_text}] if sys_text else []
         messages.append({"role": "user", "content": prompt})
-        body: dict[str, Any] = {"model": s.model, "messages": messages, "temperature": sp.temperature,
-                                self.max_tokens_field: sp.max_tokens}
+        body: dict[str, Any] = {
+            "model": s.model,
+            "messages": messages,
+            "temperature": sp.temperature,
+            self.max_tokens_field: sp.max_tokens,
+        }
         if sp.seed is not None:
             body["seed"] = sp.seed
         if sp.top_p is not None:
@@ -119,20 +130,44 @@ class ChatCompletionsJudge(APIJudge[AS]):
             if self.wants_logprobs:
                 content = (choice.get("logprobs") or {}).get("content") or []
                 letter_lp = verdict_logprobs(content, self.logprob_cue())
-            share = None if total_out is None else total_out // len(choices) + (total_out % len(choices) if i == 0 else 0)
-            out.append(Reply(text=text, input_tokens=usage.get("prompt_tokens") if i == 0 else 0, output_tokens=share,
-                             stop=choice.get("finish_reason"), letter_logprobs=letter_lp))
+            share = (
+                None
+                if total_out is None
+                else total_out // len(choices)
+                + (total_out % len(choices) if i == 0 else 0)
+            )
+            out.append(
+                Reply(
+                    text=text,
+                    input_tokens=usage.get("prompt_tokens") if i == 0 else 0,
+                    output_tokens=share,
+                    stop=choice.get("finish_reason"),
+                    letter_logprobs=letter_lp,
+                )
+            )
         return out
 
     # -- OpenAI Batch API (files + /v1/batches) --------------------------------------------
 
     async def batch_submit(self, items: list[tuple[str, dict[str, Any]]]) -> str:
-        lines = [json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body})
-                 for cid, body in items]
-        f = await self.client.files.create(file=("voirdire-batch.jsonl", ("\n".join(lines) + "\n").encode()),
-                                           purpose="batch")
-        b = await self.client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
-                                             completion_window="24h")
+        lines = [
+            json.dumps(
+                {
+                    "custom_id": cid,
+                    "method": "POST",
+                    "url": "/v1/chat/completions",
+                    "body": body,
+                }
+            )
+            for cid, body in items
+        ]
+        f = await self.client.files.create(
+            file=("voirdire-batch.jsonl", ("\n".join(lines) + "\n").encode()),
+            purpose="batch",
+        )
+        b = await self.client.batches.create(
+            input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
         return b.id
 
     async def batch_poll(self, batch_id: str) -> str:
@@ -157,8 +192,10 @@ class ChatCompletionsJudge(APIJudge[AS]):
                     out[rec["custom_id"]] = resp["body"]
                 else:
                     msg = json.dumps(err or resp.get("body"))[:400]
-                    out[rec["custom_id"]] = (status_failure(resp.get("status_code")),
-                                             f"batch item failed (HTTP {resp.get('status_code')}): {msg}")
+                    out[rec["custom_id"]] = (
+                        status_failure(resp.get("status_code")),
+                        f"batch item failed (HTTP {resp.get('status_code')}): {msg}",
+                    )
         return out
 
 

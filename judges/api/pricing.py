@@ -61,7 +61,9 @@ class ModelFacts:
 
 @lru_cache(maxsize=1)
 def _fallback_table() -> dict[str, dict[str, Any]]:
-    text = resources.files(__package__).joinpath(FALLBACK_FILE).read_text(encoding="utf-8")
+    text = (
+        resources.files(__package__).joinpath(FALLBACK_FILE).read_text(encoding="utf-8")
+    )
     data = json.loads(text)
     return {"prices": data["prices"], "context_windows": data["context_windows"]}
 
@@ -75,11 +77,15 @@ def fallback_facts(model: str) -> tuple[tuple[float, float] | None, int | None]:
     """``(prices, context window)`` of ``model`` from the shipped fallback file."""
     t = _fallback_table()
     p = _by_prefix(t["prices"], model)
-    return (tuple(map(float, p)) if p is not None else None), _by_prefix(t["context_windows"], model)
+    return (tuple(map(float, p)) if p is not None else None), _by_prefix(
+        t["context_windows"], model
+    )
 
 
 @lru_cache(maxsize=256)
-def maintained_facts(model: str, provider: str | None) -> tuple[tuple[float, float] | None, int | None]:
+def maintained_facts(
+    model: str, provider: str | None
+) -> tuple[tuple[float, float] | None, int | None]:
     """``(prices, context window)`` of ``model`` from genai-prices (``(None, None)`` when it
     is not installed or does not know the model)."""
     if genai_prices is None:
@@ -94,8 +100,13 @@ def maintained_facts(model: str, provider: str | None) -> tuple[tuple[float, flo
     return prices, calc.model.context_window
 
 
-def facts_for(model: str, provider: str | None = None, price_in: float | None = None,
-              price_out: float | None = None, context_window: int | None = None) -> ModelFacts:
+def facts_for(
+    model: str,
+    provider: str | None = None,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    context_window: int | None = None,
+) -> ModelFacts:
     """The facts of ``model`` (see the module docstring for the order of the sources).
 
     Args:
@@ -106,8 +117,14 @@ def facts_for(model: str, provider: str | None = None, price_in: float | None = 
     """
     m_prices, m_window = maintained_facts(model, provider)
     f_prices, f_window = fallback_facts(model)
-    source = f"genai-prices {genai_prices.__version__}" if genai_prices is not None else None
-    known, known_src = (m_prices, source) if m_prices is not None else (f_prices, "fallback" if f_prices else None)
+    source = (
+        f"genai-prices {genai_prices.__version__}" if genai_prices is not None else None
+    )
+    known, known_src = (
+        (m_prices, source)
+        if m_prices is not None
+        else (f_prices, "fallback" if f_prices else None)
+    )
     p_in = price_in if price_in is not None else (known[0] if known else None)
     p_out = price_out if price_out is not None else (known[1] if known else None)
     p_src = "settings" if price_in is not None and price_out is not None else known_src
@@ -120,15 +137,23 @@ def facts_for(model: str, provider: str | None = None, price_in: float | None = 
     return ModelFacts(p_in, p_out, window, p_src, w_src)
 
 
-def price_for(model: str, price_in: float | None = None, price_out: float | None = None,
-              provider: str | None = None) -> tuple[float, float] | None:
+def price_for(
+    model: str,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    provider: str | None = None,
+) -> tuple[float, float] | None:
     """``(input, output)`` USD per 1M tokens (overrides first), or ``None`` when no source
     knows the model."""
     return facts_for(model, provider, price_in, price_out).prices
 
 
-def cost_usd(prices: tuple[float, float] | None, input_tokens: int | None, output_tokens: int | None,
-             batch: bool = False) -> float | None:
+def cost_usd(
+    prices: tuple[float, float] | None,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    batch: bool = False,
+) -> float | None:
     """USD for one call: ``(in * p_in + out * p_out) / 1e6``, times :data:`BATCH_DISCOUNT`
     in batch mode; ``None`` without a price or token counts."""
     if prices is None or input_tokens is None or output_tokens is None:

@@ -88,16 +88,26 @@ class RateLimiter:
         jitter_s: arrival-time jitter budget in seconds (see :func:`bucket_for`).
     """
 
-    def __init__(self, rpm: float | None, tpm: float | None, burst_s: float = 0.02,
-                 jitter_s: float = DEFAULT_JITTER_S) -> None:
+    def __init__(
+        self,
+        rpm: float | None,
+        tpm: float | None,
+        burst_s: float = 0.02,
+        jitter_s: float = DEFAULT_JITTER_S,
+    ) -> None:
         self.configure(rpm, tpm, burst_s, jitter_s)
         self.granted = 0
         self.tokens = 0
         self.waited_s = 0.0
         self.pauses = 0
 
-    def configure(self, rpm: float | None, tpm: float | None, burst_s: float = 0.02,
-                  jitter_s: float = DEFAULT_JITTER_S) -> None:
+    def configure(
+        self,
+        rpm: float | None,
+        tpm: float | None,
+        burst_s: float = 0.02,
+        jitter_s: float = DEFAULT_JITTER_S,
+    ) -> None:
         """Set the limits (kept state is reset only when they change)."""
         cfg = (rpm, tpm, burst_s, jitter_s)
         if getattr(self, "_cfg", None) == cfg:
@@ -133,7 +143,12 @@ class RateLimiter:
 
     def stats(self) -> dict[str, float]:
         """``granted`` requests, ``tokens`` booked, ``waited_s`` summed waits, ``pauses``."""
-        return {"granted": self.granted, "tokens": self.tokens, "waited_s": self.waited_s, "pauses": self.pauses}
+        return {
+            "granted": self.granted,
+            "tokens": self.tokens,
+            "waited_s": self.waited_s,
+            "pauses": self.pauses,
+        }
 
 
 #: Ray namespace of the shared limiter actors (one per limit key, detached).
@@ -145,8 +160,13 @@ def limiter_name(key: str) -> str:
     return "voirdire-ratelimit-" + content_hash(key, size=8)
 
 
-def get_limiter(key: str, rpm: float | None, tpm: float | None, burst_s: float,
-                jitter_s: float = DEFAULT_JITTER_S) -> Any:
+def get_limiter(
+    key: str,
+    rpm: float | None,
+    tpm: float | None,
+    burst_s: float,
+    jitter_s: float = DEFAULT_JITTER_S,
+) -> Any:
     """The cluster's limiter actor for ``key`` (created detached on first use, then shared)."""
     actor = (
         ray.remote(RateLimiter)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, field_validator
+
 from voirdire.judges.api.ratelimit import DEFAULT_JITTER_S
 from voirdire.judges.base import JudgeSettings
 
@@ -62,7 +63,12 @@ class APISettings(JudgeSettings):
     rate_jitter_s: float = Field(default=DEFAULT_JITTER_S, ge=0, le=5.0)
     rate_limit_key: str | None = None
     timeout_s: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=3, ge=0, le=20, validation_alias=AliasChoices("max_retries", "sdk_max_retries"))
+    max_retries: int = Field(
+        default=3,
+        ge=0,
+        le=20,
+        validation_alias=AliasChoices("max_retries", "sdk_max_retries"),
+    )
     context_window: int | None = Field(default=None, ge=1)
     price_input_per_mtok: float | None = Field(default=None, ge=0)
     price_output_per_mtok: float | None = Field(default=None, ge=0)
@@ -82,7 +88,9 @@ class APISettings(JudgeSettings):
     def _env_name(cls, v: str | None) -> str | None:
         if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
             # never echo the value: someone may have pasted the key itself here
-            raise ValueError("must be the NAME of an environment variable (letters, digits, _), not a key")
+            raise ValueError(
+                "must be the NAME of an environment variable (letters, digits, _), not a key"
+            )
         return v
 
 
@@ -97,8 +105,10 @@ def check_base_url(url: str | None) -> str | None:
         return url
     u = url.strip()
     if "@" in (urlsplit(u).netloc if "://" in u else u.split("/", 1)[0]):
-        raise ValueError("base_url may not hold credentials (user:password@host); put the key in the environment "
-                         "variable named by api_key_env")
+        raise ValueError(
+            "base_url may not hold credentials (user:password@host); put the key in the environment "
+            "variable named by api_key_env"
+        )
     return url
 
 

@@ -44,7 +44,9 @@ def count_tokens(text: str, model: str, use_tiktoken: bool) -> tuple[int, str]:
     return math.ceil(len(text) / CHARS_PER_TOKEN), "chars/3"
 
 
-def estimate_prompt_tokens(prompt: str, system: str | None, model: str, use_tiktoken: bool) -> int:
+def estimate_prompt_tokens(
+    prompt: str, system: str | None, model: str, use_tiktoken: bool
+) -> int:
     """Estimated input tokens of a chat request: the messages' text plus the chat format's
     overhead (:data:`TOKENS_PER_MESSAGE` per message, :data:`TOKENS_REPLY_PRIMING`)."""
     n, _ = count_tokens(prompt, model, use_tiktoken)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from voirdire.judges.api.ratelimit import retry_after_s
 
@@ -27,7 +28,9 @@ class Attempts:
     count: int = 0
 
 
-_ATTEMPTS: contextvars.ContextVar[Attempts | None] = contextvars.ContextVar("voirdire_attempts", default=None)
+_ATTEMPTS: contextvars.ContextVar[Attempts | None] = contextvars.ContextVar(
+    "voirdire_attempts", default=None
+)
 
 
 @contextlib.contextmanager
@@ -63,4 +66,6 @@ def http_client(sdk: Any, limiter: Any | None) -> Any:
         if wait:
             limiter.pause.remote(min(wait, 60.0))
 
-    return sdk.DefaultAsyncHttpxClient(event_hooks={"request": [on_request], "response": [on_response]})
+    return sdk.DefaultAsyncHttpxClient(
+        event_hooks={"request": [on_request], "response": [on_response]}
+    )

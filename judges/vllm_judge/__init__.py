@@ -63,4 +63,10 @@ from voirdire.judges.vllm_judge.engine import RequestPlan, plan_requests
 from voirdire.judges.vllm_judge.judge import VllmJudge
 from voirdire.judges.vllm_judge.settings import VllmSettings
 
-__all__ = ["RequestPlan", "VllmJudge", "VllmSettings", "option_probabilities", "plan_requests"]
+__all__ = [
+    "RequestPlan",
+    "VllmJudge",
+    "VllmSettings",
+    "option_probabilities",
+    "plan_requests",
+]

@@ -48,7 +48,11 @@ def claim_cores(num_cpus: float, lock_root: Path | None = None) -> list[int]:
     """Claim ``int(num_cpus)`` cores (at least 1) for this process (module docstring): the
     first free ones among those it may use, each held by a lock until the process exits.
     Too few free: the free ones topped up with the lowest-numbered taken ones (shared)."""
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    cores = (
+        sorted(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else list(range(os.cpu_count() or 1))
+    )
     want = min(len(cores), max(1, int(num_cpus)))
     root = lock_root or lock_dir()
     got: list[int] = []
@@ -65,7 +69,10 @@ def claim_cores(num_cpus: float, lock_root: Path | None = None) -> list[int]:
         got.append(c)
     if len(got) < want:
         shared = [c for c in cores if c not in got][: want - len(got)]
-        log.warning("too few free CPU cores for this vLLM engine; sharing cores %s with another engine", shared)
+        log.warning(
+            "too few free CPU cores for this vLLM engine; sharing cores %s with another engine",
+            shared,
+        )
         got = sorted(got + shared)
     return got
 

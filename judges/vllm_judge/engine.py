@@ -47,7 +47,9 @@ def plan_requests(queries: Sequence[Query], temperature: float) -> list[RequestP
         qs.sort(key=lambda q: q.repetition)
         k = len(qs)
         greedy = temperature == 0.0
-        plans.append(RequestPlan(qid, tuple(qs), 1 if greedy else k, k if greedy else 1))
+        plans.append(
+            RequestPlan(qid, tuple(qs), 1 if greedy else k, k if greedy else 1)
+        )
     return plans
 
 
@@ -106,7 +108,11 @@ def reserve_placement_group(settings: VllmSettings, judge: str) -> Any:
     from ray.util.placement_group import placement_group, remove_placement_group
 
     tp = settings.tensor_parallel_size
-    pg = placement_group([{"GPU": 1, "CPU": 1}] * tp, strategy="STRICT_PACK", name=f"voirdire-vllm-{judge}-{uuid.uuid4().hex[:8]}")
+    pg = placement_group(
+        [{"GPU": 1, "CPU": 1}] * tp,
+        strategy="STRICT_PACK",
+        name=f"voirdire-vllm-{judge}-{uuid.uuid4().hex[:8]}",
+    )
     try:
         ray.get(pg.ready(), timeout=settings.placement_timeout_s)
     except Exception as exc:

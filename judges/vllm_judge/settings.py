@@ -6,8 +6,14 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
+
 from voirdire.judges.base import JudgeContext, JudgeSettings
-from voirdire.judges.verdict_modes import VERDICT_TOKENS, VerdictLetters, VerdictMode, option_texts
+from voirdire.judges.verdict_modes import (
+    VERDICT_TOKENS,
+    VerdictLetters,
+    VerdictMode,
+    option_texts,
+)
 
 #: verdict cue and closing text when neither the judge nor the benchmark names one
 DEFAULT_VERDICT_FORMAT = ("Verdict: ", "")
@@ -79,13 +85,24 @@ class VllmSettings(JudgeSettings):
     placement_timeout_s: float = Field(default=600.0, gt=0)
 
     @model_validator(mode="after")
-    def _check(self) -> "VllmSettings":
+    def _check(self) -> VllmSettings:
         if self.device == "cpu" and self.tensor_parallel_size > 1:
-            raise ValueError("tensor_parallel_size > 1 needs GPUs (device = 'gpu' or 'auto')")
-        reserved = {"model", "tokenizer", "dtype", "max_model_len", "tensor_parallel_size", "seed"}
+            raise ValueError(
+                "tensor_parallel_size > 1 needs GPUs (device = 'gpu' or 'auto')"
+            )
+        reserved = {
+            "model",
+            "tokenizer",
+            "dtype",
+            "max_model_len",
+            "tensor_parallel_size",
+            "seed",
+        }
         clash = sorted(reserved & set(self.engine_kwargs))
         if clash:
-            raise ValueError(f"engine_kwargs may not set {', '.join(clash)}; use the judge's own keys")
+            raise ValueError(
+                f"engine_kwargs may not set {', '.join(clash)}; use the judge's own keys"
+            )
         return self
 
 
@@ -111,7 +128,10 @@ def reasoning_tokens(settings: VllmSettings, max_tokens: int) -> int:
 
 
 def generation_budget(
-    settings: VllmSettings, max_tokens: int, cue: str, encode: Callable[[str], list[int]] | None = None
+    settings: VllmSettings,
+    max_tokens: int,
+    cue: str,
+    encode: Callable[[str], list[int]] | None = None,
 ) -> int:
     """Tokens a mode may add after the prompt: ``max_tokens`` in free mode; reasoning, a
     separator, the cue (``encode``'s token count, else its characters as an upper bound)

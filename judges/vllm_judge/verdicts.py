@@ -15,13 +15,12 @@ import math
 from typing import Any
 
 from voirdire.benchmarks.scoring import load_score_templates
+from voirdire.core import FailureClass, letters
+from voirdire.exceptions import ContextTooLong
 from voirdire.judges.base import Result, option_probabilities
 from voirdire.judges.verdict_modes import VERDICT_TOKENS, option_texts, read_verdict
 from voirdire.judges.vllm_judge.engine import RequestPlan
 from voirdire.judges.vllm_judge.settings import VllmSettings
-
-from voirdire.core import FailureClass, letters
-from voirdire.exceptions import ContextTooLong
 
 #: tokens for both constrained score lines after the first ("7" newline "Score of ...: 8")
 SCORE_TOKENS = 24
@@ -39,7 +38,9 @@ class ConstrainedVerdicts:
     def _encode(self, text: str) -> list[int]:  # provided by the host
         raise NotImplementedError
 
-    async def _sample(self, ids: list[int], n: int, requests: int, **params: Any) -> list[Any]:  # provided by the host
+    async def _sample(
+        self, ids: list[int], n: int, requests: int, **params: Any
+    ) -> list[Any]:  # provided by the host
         raise NotImplementedError
 
     def letter_ids(self, cue: str, option_mode: int) -> list[int]:
@@ -49,7 +50,9 @@ class ConstrainedVerdicts:
         Raises:
             ValueError: a letter is not a single token of the tokenizer.
         """
-        cache: dict[tuple[str, int], list[int]] = self.__dict__.setdefault("_letter_ids", {})
+        cache: dict[tuple[str, int], list[int]] = self.__dict__.setdefault(
+            "_letter_ids", {}
+        )
         key = (cue, option_mode)
         if key not in cache:
             base = self._encode(cue)
@@ -61,12 +64,21 @@ class ConstrainedVerdicts:
                     continue
                 alone = self._encode(letter)
                 if len(alone) != 1:
-                    raise ValueError(f"option letter {letter!r} is not a single token of this tokenizer")
+                    raise ValueError(
+                        f"option letter {letter!r} is not a single token of this tokenizer"
+                    )
                 ids.append(alone[0])
             cache[key] = ids
         return cache[key]
 
-    async def _constrained(self, plan: RequestPlan, ids: list[int], cue: str, closing: str, reasoning_cap: int) -> list[Result]:
+    async def _constrained(
+        self,
+        plan: RequestPlan,
+        ids: list[int],
+        cue: str,
+        closing: str,
+        reasoning_cap: int,
+    ) -> list[Result]:
         """Answer one prompt's repetitions with a constrained verdict (module docstring).
 
         Raises:
@@ -81,20 +93,27 @@ class ConstrainedVerdicts:
         written = option_texts(s.verdict_letters, option_mode)
         # 1. reasoning (k samples in one request), stopped at the verdict cue
         if reasoning_cap > 0:
-            comps = await self._sample(ids, plan.n, plan.requests, max_tokens=reasoning_cap, stop=[cue])
+            comps = await self._sample(
+                ids, plan.n, plan.requests, max_tokens=reasoning_cap, stop=[cue]
+            )
             texts = [c.text for c in comps]
             used = [len(c.token_ids) for c in comps]
             sep = ["" if (t.endswith(("\n", " ")) or not t) else "\n" for t in texts]
-            verdict_prompts = [ids + self._encode(t + sp + cue) for t, sp in zip(texts, sep)]
+            verdict_prompts = [
+                ids + self._encode(t + sp + cue) for t, sp in zip(texts, sep)
+            ]
             texts = [t + sp for t, sp in zip(texts, sep)]
-            shape = [(p, 1, 1) for p in verdict_prompts]  # each reasoning has its own prefix
+            shape = [
+                (p, 1, 1) for p in verdict_prompts
+            ]  # each reasoning has its own prefix
         else:
             texts, used = [""] * k, [0] * k
             shape = [(ids + self._encode(cue), plan.n, plan.requests)]
         # 2. the verdict, constrained to the option letters
         if s.verdict_mode == "structured":
             params: dict[str, Any] = dict(
-                max_tokens=VERDICT_TOKENS, structured_outputs=StructuredOutputsParams(choice=list(written))
+                max_tokens=VERDICT_TOKENS,
+                structured_outputs=StructuredOutputsParams(choice=list(written)),
             )
         else:
             lid = self.letter_ids(cue, option_mode)
@@ -105,16 +124,23 @@ class ConstrainedVerdicts:
                     f"reasoning plus verdict prompt is {len(prompt)} tokens; with {params['max_tokens']} verdict "
                     f"tokens that exceeds the context window of {self.max_model_len} tokens"
                 )
-        got = await asyncio.gather(*(self._sample(p, n, r, **params) for p, n, r in shape))
+        got = await asyncio.gather(
+            *(self._sample(p, n, r, **params) for p, n, r in shape)
+        )
         verdicts = [v for g in got for v in g]
         out = []
         for q, text, n_used, v in zip(plan.queries, texts, used, verdicts, strict=True):
             probs = None
             if s.verdict_mode == "logprobs":
                 lp = v.logprobs[0] if v.logprobs else {}
-                raw = {L: (lp[t].logprob if t in lp else -math.inf) for L, t in zip(opts, self.letter_ids(cue, option_mode))}
+                raw = {
+                    L: (lp[t].logprob if t in lp else -math.inf)
+                    for L, t in zip(opts, self.letter_ids(cue, option_mode))
+                }
                 probs = option_probabilities(raw)
-            choice, letter, probs = read_verdict(s.verdict_mode, v.text, option_mode, s.verdict_letters, probs)
+            choice, letter, probs = read_verdict(
+                s.verdict_mode, v.text, option_mode, s.verdict_letters, probs
+            )
             out.append(
                 Result(
                     unit_id=q.unit_id,
@@ -128,8 +154,9 @@ class ConstrainedVerdicts:
             )
         return out
 
-
-    async def _scored(self, plan: RequestPlan, ids: list[int], reasoning_cap: int) -> list[Result]:
+    async def _scored(
+        self, plan: RequestPlan, ids: list[int], reasoning_cap: int
+    ) -> list[Result]:
         """Score mode with ``verdict_mode = "structured"``: free reasoning (up to
         ``reasoning_cap`` tokens) stopped at the first score line, then both score lines
         constrained by a regular expression (scores 1-10), so every sample parses. The
@@ -143,26 +170,58 @@ class ConstrainedVerdicts:
         s: VllmSettings = self.settings
         if s.verdict_mode != "structured":
             msg = "verdict_mode 'logprobs' is not offered in score mode; use 'structured' or 'free'"
-            return [Result.failed(q.unit_id, FailureClass.ERROR, msg, verdict_mode=s.verdict_mode) for q in plan.queries]
+            return [
+                Result.failed(
+                    q.unit_id, FailureClass.ERROR, msg, verdict_mode=s.verdict_mode
+                )
+                for q in plan.queries
+            ]
         t = load_score_templates()
-        first, second = (t["score_line"].format(label=lab) for lab in t["labels"][plan.queries[0].benchmark])
+        first, second = (
+            t["score_line"].format(label=lab)
+            for lab in t["labels"][plan.queries[0].benchmark]
+        )
         k = len(plan.queries)
         texts, used = [""] * k, [0] * k
         if reasoning_cap > 0:
-            comps = await self._sample(ids, plan.n, plan.requests, max_tokens=reasoning_cap, stop=[first.strip()])
-            texts = [c.text if (c.text.endswith("\n") or not c.text) else c.text + "\n" for c in comps]
+            comps = await self._sample(
+                ids,
+                plan.n,
+                plan.requests,
+                max_tokens=reasoning_cap,
+                stop=[first.strip()],
+            )
+            texts = [
+                c.text if (c.text.endswith("\n") or not c.text) else c.text + "\n"
+                for c in comps
+            ]
             used = [len(c.token_ids) for c in comps]
             shape = [(ids + self._encode(tx + first), 1, 1) for tx in texts]
         else:
             shape = [(ids + self._encode(first), plan.n, plan.requests)]
-        params = dict(max_tokens=SCORE_TOKENS, structured_outputs=StructuredOutputsParams(regex="(10|[1-9])\n" + second + "(10|[1-9])"))
+        params = dict(
+            max_tokens=SCORE_TOKENS,
+            structured_outputs=StructuredOutputsParams(
+                regex="(10|[1-9])\n" + second + "(10|[1-9])"
+            ),
+        )
         for prompt, _, _ in shape:
             if len(prompt) + SCORE_TOKENS > self.max_model_len:
-                raise ContextTooLong(f"score prompt is {len(prompt)} tokens; with {SCORE_TOKENS} score tokens that exceeds the context window of {self.max_model_len} tokens")
-        got = await asyncio.gather(*(self._sample(p, n, r, **params) for p, n, r in shape))
+                raise ContextTooLong(
+                    f"score prompt is {len(prompt)} tokens; with {SCORE_TOKENS} score tokens that exceeds the context window of {self.max_model_len} tokens"
+                )
+        got = await asyncio.gather(
+            *(self._sample(p, n, r, **params) for p, n, r in shape)
+        )
         tails = [v for g in got for v in g]
         return [
-            Result(unit_id=q.unit_id, output=f"{tx}{first}{v.text}", verdict_mode="structured", input_tokens=len(ids), output_tokens=u + len(v.token_ids))
+            Result(
+                unit_id=q.unit_id,
+                output=f"{tx}{first}{v.text}",
+                verdict_mode="structured",
+                input_tokens=len(ids),
+                output_tokens=u + len(v.token_ids),
+            )
             for q, tx, u, v in zip(plan.queries, texts, used, tails, strict=True)
         ]
 
