@@ -41,6 +41,10 @@ class BenchmarkKind:
     #: ``[benchmark]`` settings the benchmark takes besides ``data_dir`` and ``sample``
     #: (passed to :meth:`load` as keywords when set)
     options: ClassVar[tuple[str, ...]] = ()
+    #: the pair template a user's own pairs may name by this benchmark's registry key
+    #: (``template = "<key>"``): ``(source, verdict pattern, verdict labels)``, ``source`` a
+    #: function returning the Jinja2 text; None: the benchmark lends no pair template
+    pair_prompt: ClassVar[tuple[Any, str, tuple[str, ...]] | None] = None
 
     @classmethod
     def locate(cls, data_dir: str | os.PathLike[str] | None = None) -> Any:

@@ -172,6 +172,8 @@ class LLMBar(Benchmark):
     name = "LLMBar"
     release = LLMBAR
     options = ("subsets", "prompt")
+    #: own pairs' template ``"llmbar"``: the Vanilla comparison prompt, verdict Output (a)/(b)
+    pair_prompt = (staticmethod(lambda: pair_template()), r"Output \((a|b)\)", ("a", "b"))
     reference = REFERENCE
     default_option_mode = 2
     option_modes = (2,)

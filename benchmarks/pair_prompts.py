@@ -5,10 +5,9 @@ turn and its ``{% block user %}...{% endblock %}`` the user turn; a file without
 ``user`` block is the user turn as a whole (no system turn). Built-in templates ship as
 package data: ``mtbench`` is FastChat's MT-Bench pairwise judge prompt ``pair-v2``
 (``templates/pairs_mtbench.jinja``; single turn, system prompt and user turn as FastChat
-sends them; verdict ``[[A]]``, ``[[B]]``, ``[[C]]`` for a tie); a benchmark may
-lend its own prompt (:data:`BUILTIN`, by the import path of a function returning the source:
-``llmbar`` is that benchmark's ``Vanilla`` comparison prompt, its system and user turns; verdict
-``Output (a)`` / ``Output (b)``, no tie, the first match read).
+sends them; verdict ``[[A]]``, ``[[B]]``, ``[[C]]`` for a tie); a registered benchmark may
+lend its own prompt under its registry key (its class's ``pair_prompt``: a function returning
+the source, the verdict pattern and labels; e.g. LLMBar's ``Vanilla`` comparison prompt).
 
 Fields a template may use (:data:`PAIR_FIELDS`), for the order shown:
 
@@ -48,19 +47,39 @@ from jinja2 import meta, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
-from voirdire.registry import import_path
 
 #: fields every pair prompt may use besides the data's columns
 PAIR_FIELDS = ("instruction", "output_1", "output_2", "model_1", "model_2", "id", "task", "option_mode", "tie", "row")
 
-#: built-in template name -> (package file, or the import path ``"module:function"`` of a
-#: function returning the template's source (a benchmark's own prompt), verdict pattern,
-#: verdict labels: slot 1, slot 2, tie)
+#: built-in template name -> (package file, verdict pattern, verdict labels: slot 1, slot 2,
+#: tie); a benchmark's own templates are found through the registry (:func:`lent_template`)
 BUILTIN = {
     "mtbench": ("pairs_mtbench.jinja", r"\[\[([ABCD])\]\]", ("A", "B", "C")),
-    "llmbar": ("voirdire.benchmarks.llmbar:pair_template", r"Output \((a|b)\)", ("a", "b")),
 }
+
+
+def lent_template(name: str) -> tuple[Any, str, tuple[str, ...]] | None:
+    """The pair template a registered benchmark lends under its registry key (its class's
+    ``pair_prompt``: source function, verdict pattern, labels), or None."""
+    if ":" in name or "/" in name or "." in name:  # a file or an import path, not a benchmark key
+        return None
+    try:
+        cls = BENCHMARKS.find(name)
+    except ConfigError:
+        return None
+    return cls.pair_prompt if cls is not None else None
+
+
+def known_templates() -> list[str]:
+    """The names of the built-in and lent pair templates."""
+    return [*BUILTIN, *(n for n in BENCHMARKS.names() if lent_template(n) is not None)]
+
+
+def is_builtin(name: str) -> bool:
+    """Whether ``name`` is a template shipped with voirdire or lent by a benchmark (not a file)."""
+    return name in BUILTIN or lent_template(name) is not None
 
 
 _TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent / "templates"
@@ -179,11 +198,13 @@ def load_template(
             template, a missing or invalid verdict pattern (not one group), labels that are
             not 2 or 3 distinct non-empty strings.
     """
-    if template in BUILTIN:
-        fname, pat, labels = BUILTIN[template]
-        if ":" in fname:
-            source = import_path(fname, "pair template")()
+    lent = None if template in BUILTIN else lent_template(template)
+    if template in BUILTIN or lent is not None:
+        if lent is not None:
+            make, pat, labels = lent
+            source = make()
         else:
+            fname, pat, labels = BUILTIN[template]
             source = (_TEMPLATE_DIR / fname).read_text(encoding="utf-8")
         pattern = verdict_pattern or pat
         labels = tuple(verdict_labels) if verdict_labels is not None else labels
@@ -193,7 +214,7 @@ def load_template(
             path = pathlib.Path(base) / path
         if not path.is_file():
             raise ConfigError(
-                f"pair template {template!r}: no such file ({path}); built-in templates: {', '.join(BUILTIN)}"
+                f"pair template {template!r}: no such file ({path}); built-in templates: {', '.join(known_templates())}"
             )
         source = path.read_text(encoding="utf-8")
         if not verdict_pattern:

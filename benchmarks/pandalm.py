@@ -15,7 +15,8 @@ majority: the better model's name, or ``"tie"``.
 Prompts for live judges: a built-in pair template of own pairs
 (:mod:`voirdire.benchmarks.pair_prompts`), chosen by ``[benchmark] prompt``: ``"mtbench"``
 (default: FastChat's ``pair-v2``, verdicts ``[[A]]``/``[[B]]``/``[[C]]``, tie offered, option
-mode 3) or ``"llmbar"`` (LLMBar's Vanilla, no tie). PandaLM's own prompt is the input format
+mode 3) or a template another benchmark lends (its registry key, e.g. LLMBar's Vanilla prompt,
+no tie). PandaLM's own prompt is the input format
 of its fine-tuned judge (written in its Python code, with no instruction on the answer
 format a general judge could follow); it is not shipped. The question shown is the
 instruction, then the item's input after a blank line when it has one.
@@ -27,6 +28,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from voirdire.benchmarks.pair_prompts import is_builtin, known_templates
 from voirdire.benchmarks.pairs import OwnPairs, PairColumns, PairsSpec
 from voirdire.benchmarks.pandalm_release import PANDALM
 from voirdire.benchmarks.registry import BENCHMARKS
@@ -34,7 +36,6 @@ from voirdire.benchmarks.release import locate
 from voirdire.core import ConfigError
 
 #: the built-in pair templates a live judge can be asked with
-PROMPTS = ("mtbench", "llmbar")
 COLUMNS = PairColumns(
     id="id", instruction="question", output_a="response1", output_b="response2", model_a="model_1",
     model_b="model_2", gold="gold", task="task",
@@ -49,7 +50,8 @@ class PandaLM(OwnPairs):
     Args:
         data_dir: the converted release; ``None``: :func:`~voirdire.benchmarks.release.locate`.
         sample: ``"full"`` only.
-        prompt: the pair template for live judges (:data:`PROMPTS`, default ``"mtbench"``).
+        prompt: the pair template for live judges: a built-in or lent one
+            (:func:`~voirdire.benchmarks.pair_prompts.is_builtin`; default ``"mtbench"``).
 
     ``questions`` columns: ``question_id`` (str), ``task`` (str), ``input_chars`` (i64);
     :meth:`fixed_instances` adds ``candidate``, ``reference`` (str: model names) and ``gold``
@@ -76,8 +78,8 @@ class PandaLM(OwnPairs):
     ) -> None:
         if sample != "full":
             raise ConfigError(f"PandaLM: unknown sample {sample!r} (PandaLM has only 'full')")
-        if prompt is not None and prompt not in PROMPTS:
-            raise ConfigError(f"PandaLM: unknown prompt {prompt!r} for live judges; known: {', '.join(PROMPTS)}")
+        if prompt is not None and not is_builtin(prompt):
+            raise ConfigError(f"PandaLM: unknown prompt {prompt!r} for live judges; known: {', '.join(known_templates())}")
         if not data_dir:
             data_dir = locate(PANDALM)
         path = Path(data_dir) / "pairs.parquet"
@@ -87,4 +89,4 @@ class PandaLM(OwnPairs):
         super().__init__(PairsSpec(path=str(path), label=self.name, columns=COLUMNS, template=self.prompt))
 
 
-__all__ = ["COLUMNS", "PROMPTS", "PandaLM"]
+__all__ = ["COLUMNS", "PandaLM"]

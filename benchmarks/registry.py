@@ -38,7 +38,9 @@ def _check(obj: Any) -> None:
 
 
 #: Benchmark classes by key.
-BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark", check=_check, normalise=_key)
+BENCHMARKS: Registry[type[Benchmark]] = Registry(
+    "benchmark", check=_check, normalise=_key, entry_points="voirdire.benchmarks"
+)
 BENCHMARKS.builtin("mtbench", "voirdire.benchmarks.mtbench:MTBench")
 BENCHMARKS.builtin("devbench", "voirdire.benchmarks.devbench:DevBench")
 BENCHMARKS.builtin("llmbar", "voirdire.benchmarks.llmbar:LLMBar")

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from voirdire.benchmarks.pair_prompts import BUILTIN
+from voirdire.benchmarks.pair_prompts import is_builtin
 from voirdire.benchmarks.registry import benchmark_class
 from voirdire.benchmarks.release import Release
 
@@ -48,7 +48,7 @@ def job_inputs(job: Any) -> list[str]:
     if pairs is not None:
         if pairs.path:
             out.append(pairs.path)
-        if pairs.template not in BUILTIN:
+        if not is_builtin(pairs.template):
             out.append(pairs.template)
     quality = job.benchmark.quality or ""
     if quality.startswith("labels:"):

@@ -302,7 +302,9 @@ def _name_of(cls: type[JudgeBackend]) -> str:
 #: A backend registers with ``@BACKENDS.register`` (its ``name``; ``aliases`` as further
 #: names); the built-in ones are imported on first use, each naming the optional dependency
 #: group it needs (``pip install 'voirdire[<extra>]'``).
-BACKENDS: Registry[type[JudgeBackend]] = Registry("judge backend", check=_check_backend, name_of=_name_of)
+BACKENDS: Registry[type[JudgeBackend]] = Registry(
+    "judge backend", check=_check_backend, name_of=_name_of, entry_points="voirdire.backends"
+)
 _BUILTINS = (
     ("replay", "voirdire.judges.replay:ReplayJudge", None),
     ("simulated", "voirdire.judges.simulated:SimulatedJudge", None),

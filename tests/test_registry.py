@@ -131,3 +131,22 @@ def test_normalised_names_and_missing_extras():
     reg.builtin("needs-extra", "voirdire_no_such_module_xyz:X", extra="api")
     with pytest.raises(ConfigError, match=r"pip install 'voirdire\[api\]'"):
         reg.get("needs-extra")
+
+
+def test_entry_point_group_entries_are_built_ins(tmp_path, monkeypatch):
+    """An installed distribution's entry points in the registry's group are built-in entries,
+    read lazily (a distribution made here: a dist-info folder on sys.path)."""
+    dist = tmp_path / "voirdire_test_plugin_ep-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: voirdire-test-plugin-ep\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[voirdire.test_things]\nep-thing = tests.test_registry:Thing\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg: Registry[type[Thing]] = Registry("thing", check=_check, entry_points="voirdire.test_things")
+    reg.builtin("code-thing", "tests.test_registry:Thing")
+    assert reg._group == "voirdire.test_things"  # nothing read while names are found in code
+    assert reg.get("code-thing") is Thing and reg._group is not None
+    assert "ep-thing" in reg and reg.get("ep-thing") is Thing
+    assert reg.names() == ("code-thing", "ep-thing")
+    other: Registry[type[Thing]] = Registry("thing", entry_points="voirdire.no_such_group")
+    with pytest.raises(ConfigError, match="unknown thing 'x'; known: $"):
+        other.get("x")

@@ -13,7 +13,12 @@ a :class:`Registry` instance owned by the room that uses them (``judges/base.py`
   under its name: ``@BACKENDS.register`` or ``@METRICS.register(name="pc")``;
 - **an import path** ``"package.module:NAME"`` names an object in an installed module
   (a user's own kind, from a job file or the Python API). Such a path imports code: see
-  ``docs/security.md`` for what that trusts.
+  ``docs/security.md`` for what that trusts;
+- **an entry-point group** (``entry_points=``, e.g. ``"voirdire.benchmarks"``): every entry
+  point an installed distribution declares in that group is a built-in entry, read the first
+  time a name is not found or the names are listed. voirdire declares some of its own this
+  way (``pyproject.toml``); a separate package adds its kinds the same way, with no import
+  path in the job file.
 
 A registry may check what is registered (``check``: raises ``TypeError`` or ``ValueError``
 for an object of the wrong kind) and normalise names (``normalise``: e.g. case and
@@ -86,6 +91,8 @@ class Registry(Generic[T]):
         name_of: the name an object registers under when the decorator gives none
             (default: its ``name`` attribute, else its ``__name__``).
         normalise: maps a name as written to its key (default: unchanged).
+        entry_points: an entry-point group whose entry points (``name = "module:NAME"``)
+            are built-in entries (read once, lazily); None: none.
     """
 
     def __init__(
@@ -95,8 +102,10 @@ class Registry(Generic[T]):
         check: Callable[[Any], None] | None = None,
         name_of: Callable[[Any], str] | None = None,
         normalise: Callable[[str], str] | None = None,
+        entry_points: str | None = None,
     ) -> None:
         self.kind = kind
+        self._group = entry_points
         self._check = check
         self._name_of = name_of
         self._normalise = normalise or (lambda s: s)
@@ -166,6 +175,17 @@ class Registry(Generic[T]):
             self._entries.pop(alias, None)
             self._aliases.pop(alias, None)
 
+    def _load_entry_points(self) -> None:
+        """Declare the group's entry points as built-in entries (once; those already
+        declared in code keep their target)."""
+        group, self._group = self._group, None
+        if group is None:
+            return
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=group):
+            self._builtin.setdefault(self.key(ep.name), Builtin(ep.value))
+
     # -- lookups ---------------------------------------------------------------------
     def name_of(self, obj: Any) -> str:
         """The name ``obj`` registers under when none is given."""
@@ -185,7 +205,14 @@ class Registry(Generic[T]):
         return (*self._builtin, *added)
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and (self.key(name) in self._entries or self.key(name) in self._builtin)
+        return isinstance(name, str) and self.known(name)
+
+    def known(self, name: str) -> bool:
+        """Whether ``name`` is registered or built in (nothing is imported)."""
+        k = self.key(name)
+        if k not in self._entries and k not in self._builtin:
+            self._load_entry_points()
+        return k in self._entries or k in self._builtin
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
@@ -201,6 +228,8 @@ class Registry(Generic[T]):
         k = self.key(name)
         if k in self._entries:
             return self._entries[k]
+        if k not in self._builtin:
+            self._load_entry_points()
         b = self._builtin.get(k)
         if b is None:
             return None

@@ -75,7 +75,7 @@ def _check(obj: object) -> None:
 
 
 #: The strategies: built-in names in the order messages and the default run list them.
-STRATEGIES: Registry[Strategy] = Registry("strategy", check=_check)
+STRATEGIES: Registry[Strategy] = Registry("strategy", check=_check, entry_points="voirdire.strategies")
 for _name, _target in {
     "single": "single:single",
     "swap-tie": "swap_tie:swap_tie",

@@ -103,7 +103,7 @@ def _check(obj: object) -> None:
 
 
 #: The metrics: the built-in ones first, in the order of the tables.
-METRICS: Registry[Metric] = Registry("metric", check=_check)
+METRICS: Registry[Metric] = Registry("metric", check=_check, entry_points="voirdire.metrics")
 for _name in ("pc", "pf", "rs"):
     METRICS.builtin(_name, f"voirdire.analysis.position.builtin_metrics:{_name}")
 

@@ -21,7 +21,7 @@ def _check(obj: Any) -> None:
 
 
 #: name -> ranking method; built-ins imported on first use
-RANKINGS: Registry[Any] = Registry("ranking method", check=_check)
+RANKINGS: Registry[Any] = Registry("ranking method", check=_check, entry_points="voirdire.rankings")
 RANKINGS.builtin("bt", "voirdire.analysis.ranking.bt:BT")
 RANKINGS.builtin("davidson", "voirdire.analysis.ranking.bt:DAVIDSON")
 

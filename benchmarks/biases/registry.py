@@ -27,7 +27,7 @@ def _check(obj: Any) -> None:
 
 
 #: Bias kinds by name.
-KINDS: Registry[BiasKind] = Registry("perturbation kind", check=_check)
+KINDS: Registry[BiasKind] = Registry("perturbation kind", check=_check, entry_points="voirdire.bias_kinds")
 
 #: the built-in kinds, in the order the docs and messages list them -> their module under
 #: voirdire.benchmarks.biases (each record is the module's attribute of the upper-case name)
