@@ -20,10 +20,10 @@ from collections.abc import Iterable
 from typing import Any, ClassVar, TypeVar
 
 from voirdire.core import ConfigError, FailureClass, content_hash, letters
+from voirdire.exceptions import MalformedResponse
 from voirdire.judges.api.batch import run_batch
 from voirdire.judges.api.cache import ResponseCache, cache_path
 from voirdire.judges.api.errors import (
-    MalformedResponse,
     classify_exception,
     describe_exception,
     redact,
