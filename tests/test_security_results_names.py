@@ -139,10 +139,10 @@ def test_report_and_rank_of_odd_names(tmp_path, data_dir, ray_local):
     )
     out = voirdire.run(job, show_progress=False).output_dir
     jm = (out / "metrics" / "judge_metrics.csv").read_text()
-    assert "\n'=cmd" in jm and "\n=cmd" not in jm
+    assert ",'=cmd" in jm and ",=cmd" not in jm
     html = voirdire.report([out], out=tmp_path / "rep", replicates=20)
     assert html.exists() and any((tmp_path / "rep" / "figures").glob("*.png"))
     _, paths = voirdire.rank([out], out=tmp_path / "rank", replicates=20)
     lb = paths["leaderboard"].read_text()
-    assert "\n'=cmd" in lb and "\n=cmd" not in lb
+    assert ",'=cmd" in lb and ",=cmd" not in lb
     assert any(k.startswith(f"figure:MTBench/{odd}") for k in paths)
