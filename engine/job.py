@@ -22,6 +22,7 @@ from voirdire.benchmarks.scoring import score_patterns, score_range
 from voirdire.engine.outdir import JOB_FILE, claim_output_dir, read_job_record
 from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.progress import JobProgress
+from voirdire.engine.rerun import check_rerun, configuration
 from voirdire.engine.rewrite import (
     iter_rewrite_batches,
     plan_rewrites,
@@ -134,9 +135,12 @@ def _estimate(rj: ResolvedJudge, prompts: Any) -> dict[str, Any] | None:
     )
 
 
-def _job_record(job: JobSpec, plan: JobPlan) -> dict[str, Any]:
+def _job_record(
+    job: JobSpec, plan: JobPlan, config: dict[str, Any] | None = None
+) -> dict[str, Any]:
     bench = plan.bench
     return {
+        "configuration": config or configuration(job, plan),
         "job": job.model_dump(mode="json"),
         "benchmark": bench.name,
         "data_dir": str(plan.data_dir),
@@ -190,7 +194,9 @@ def run_job(
         plan: the job's :func:`plan_job` result when the caller already validated it.
 
     Raises:
-        ConfigError: before anything is sent, when the job is invalid.
+        ConfigError: before anything is sent, when the job is invalid, or when its
+            output directory holds results of another configuration
+            (:mod:`voirdire.engine.rerun`).
         JobInterrupted: on Ctrl-C (finished results are saved; rerun to resume).
     """
     plan = plan or plan_job(job)
@@ -198,7 +204,8 @@ def run_job(
         job.output_dir
     )  # again: the directory may have changed since the plan
     secrets = configured_secrets([*plan.judges, *(plan.rewriters or {}).values()])
-    _write_job_file(out, redact_record(_job_record(job, plan), secrets))
+    config = _check_rerun(out, job, plan)
+    _write_job_file(out, redact_record(_job_record(job, plan, config), secrets))
     store = ResultStore(
         out,
         flush_rows=job.run.flush_rows,
@@ -250,6 +257,18 @@ def run_job(
         )
     store.compact()
     return RunOutcome(out, stats)
+
+
+def _check_rerun(out: Path, job: JobSpec, plan: JobPlan) -> dict[str, Any]:
+    """The job's ``configuration`` record, after refusing a rerun into a directory whose
+    results belong to another configuration (:func:`~voirdire.engine.rerun.check_rerun`)."""
+    if not (out / JOB_FILE).is_file():
+        return configuration(job, plan)
+    record = read_job_record(out)
+    old = record.get("configuration")
+    config = configuration(job, plan, old if isinstance(old, dict) else None)
+    check_rerun(out, record, config)
+    return config
 
 
 def _write_job_file(out: Path, record: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,9 @@ REPORT_FILES = frozenset(
     }
 )
 _REPORT_DIRS = {"metrics": ".csv", "figures": ".png"}
+#: judge names the analysis gives its own rows: the people's leaderboard (``voirdire rank``)
+#: and the jury panels (``panel-N``, ``voirdire mitigate``); a judge may not take one
+RESERVED_NAMES = re.compile(r"people|panel-[0-9]+")
 #: the longest judge name (characters)
 MAX_NAME = 200
 #: the longest output path (bytes, UTF-8) and path component (Linux's PATH_MAX and NAME_MAX)
@@ -68,8 +72,9 @@ def check_judge_name(name: str) -> str:
     a replay judge) were expanded.
 
     Raises:
-        ConfigError: empty, over :data:`MAX_NAME` characters, holding NUL, or without a
-            letter or digit (its folder would be ``.``, ``..``, ``_``).
+        ConfigError: empty, over :data:`MAX_NAME` characters, holding NUL, without a
+            letter or digit (its folder would be ``.``, ``..``, ``_``), or one of the
+            analysis's own names (:data:`RESERVED_NAMES`: ``people``, ``panel-N``).
     """
     if "\x00" in name:
         raise ConfigError(
@@ -85,7 +90,41 @@ def check_judge_name(name: str) -> str:
         raise ConfigError(
             f"judge name {name!r} has no letter or digit: it names no folder of its own"
         )
+    check_reserved([name])
     return name
+
+
+def check_reserved(judges: Iterable[str]) -> None:
+    """Refuse judge names the analysis uses for its own rows (:data:`RESERVED_NAMES`): a
+    judge named ``people`` would be read as the people's leaderboard, ``panel-2`` as a jury.
+
+    Raises:
+        ConfigError: one line naming the first such judge.
+    """
+    for name in judges:
+        if isinstance(name, str) and RESERVED_NAMES.fullmatch(name):
+            raise ConfigError(
+                f"judge name {name!r} is voirdire's own (the people's leaderboard is 'people', "
+                "a jury panel 'panel-N'); rename the judge"
+            )
+
+
+def distinct_dirs(dirs: Iterable[str | os.PathLike]) -> list[Path]:
+    """``dirs`` as paths, each directory once.
+
+    Raises:
+        ConfigError: a directory given twice (also through another path to it).
+    """
+    seen: dict[Path, Path] = {}
+    for d in map(Path, dirs):
+        key = d.resolve()
+        if key in seen:
+            raise ConfigError(
+                f"output directory {d} is given twice (also as {seen[key]}); "
+                "its results would count twice"
+            )
+        seen[key] = d
+    return list(seen.values())
 
 
 def check_path_text(path: str) -> str:

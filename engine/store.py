@@ -155,6 +155,9 @@ class ResultStore:
                 return read([])
             try:
                 return read(parts)
+            except pl.exceptions.SchemaError:
+                self._retyped(parts)
+                raise
             except _READ_ERRORS:
                 bad = []
                 for p in parts:
@@ -166,6 +169,22 @@ class ResultStore:
                     raise
                 for p, exc in bad:
                     self._quarantine(p, exc)
+
+    def _retyped(self, parts: list[Path]) -> None:
+        """Raise ConfigError naming the first part with a column of another type than this
+        store's schema (a part edited or made by hand: ``repetition`` as text)."""
+        for p in parts:
+            try:
+                found = pq.read_schema(p)
+            except _READ_ERRORS:
+                continue
+            for f in self.schema:
+                i = found.get_field_index(f.name)
+                if i >= 0 and not found.field(i).type.equals(f.type):
+                    raise ConfigError(
+                        f"{p}: column {f.name!r} has type {found.field(i).type}, not "
+                        f"{f.type}; not a voirdire result file (remove or restore it)"
+                    ) from None
 
     def completed_ids(self, judge: str, include_failures: bool = True) -> set[str]:
         """Unit ids already recorded for a judge (outputs and, by default, failures).
@@ -187,7 +206,10 @@ class ResultStore:
     def _scan(self, parts: list[Path]) -> pl.LazyFrame:
         # parts written before a column was added to the schema (e.g. ``gold``) read it as null
         schema = pl.from_arrow(self.schema.empty_table()).schema  # type: ignore[union-attr]
-        return pl.scan_parquet(parts, schema=schema, missing_columns="insert")
+        # a column no voirdire writes (a part edited or made by hand) is not ours: ignored
+        return pl.scan_parquet(
+            parts, schema=schema, missing_columns="insert", extra_columns="ignore"
+        )
 
     def append(self, judge: str, table: pa.Table) -> None:
         """Buffer finished rows (RAW_SCHEMA) of a judge; flushes when the buffer is due."""

@@ -32,7 +32,12 @@ from voirdire.engine.job import (
     estimate_job,
     run_job,
 )
-from voirdire.engine.outdir import claim_output_dir, claim_report_dir
+from voirdire.engine.outdir import (
+    check_reserved,
+    claim_output_dir,
+    claim_report_dir,
+    distinct_dirs,
+)
 from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.spec import JobSpec, load_job, parse_job
 
@@ -182,11 +187,12 @@ def report(
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
-        ConfigError: an invalid judge-attributes table, or a directory to write that is not
+        ConfigError: a directory given twice, an invalid judge-attributes table, or a directory to write that is not
             ours (:mod:`voirdire.engine.outdir`; nothing is written).
     """
     if judge_attributes is not None and "judge" not in judge_attributes.columns:
         raise ConfigError("judge attributes need a 'judge' column")
+    output_dirs = list(distinct_dirs(output_dirs))
     if out is None:  # each directory is rewritten too, the report goes beside several
         for d in output_dirs:
             claim_output_dir(d)
@@ -232,15 +238,18 @@ def mitigate(
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
-        ConfigError: a directory to write that is not ours (:mod:`voirdire.engine.outdir`),
+        ConfigError: a directory given twice; a judge named ``people`` or ``panel-N``;
+            a directory to write that is not ours (:mod:`voirdire.engine.outdir`),
             an unknown strategy, a strategy's missing need (e.g. option_probs), a reference
             that matches no judge or pair, labels with unknown candidates.
     """
     if not output_dirs:
         raise ConfigError("no output directory given")
     judgments = pl.concat(
-        [compute_dir(d).judgments for d in output_dirs], how="diagonal_relaxed"
+        [compute_dir(d).judgments for d in distinct_dirs(output_dirs)],
+        how="diagonal_relaxed",
     )  # inputs untouched
+    check_reserved(judgments["judge"].unique().sort())
     table, annotation, _ = run_mitigation(
         judgments,
         reference=reference,
@@ -295,7 +304,8 @@ def rank(
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
-        ConfigError: ``out`` holds something no voirdire report writes (or a link); no
+        ConfigError: a directory given twice; a judge named ``people`` or ``panel-N``
+            (the analysis's own names); ``out`` holds something no voirdire report writes (or a link); no
             pairwise judgments, a board with one model or a disconnected
             comparison graph, an anchor that is not a candidate, an unknown method or strategy.
     """
@@ -307,7 +317,7 @@ def rank(
     dest = claim_report_dir(
         Path(out) if out is not None else Path(output_dirs[0]).parent / "ranking"
     )  # before any work
-    tables = [compute_dir(d) for d in output_dirs]
+    tables = [compute_dir(d) for d in distinct_dirs(output_dirs)]
     judgments = pl.concat([t.judgments for t in tables], how="diagonal_relaxed")
     features = pl.concat([_answer_features(t) for t in tables]) if style else None
     ranking = rank_judgments(

@@ -16,6 +16,7 @@ from voirdire.analysis.ranking.style import length_controlled, style_controlled
 from voirdire.analysis.ranking.views import order_views
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
+from voirdire.engine.outdir import check_reserved
 
 __all__ = ["Ranking", "dir_clusters", "rank_judgments"]
 
@@ -129,10 +130,12 @@ def rank_judgments(
             default: :func:`benchmark_clusters`, e.g. PandaLM's questions, not its items).
 
     Raises:
-        ConfigError: no pairwise judgments; a benchmark whose answers are anonymous (no
+        ConfigError: a judge named ``people`` (the people's board) or ``panel-N`` (a
+            jury); no pairwise judgments; a benchmark whose answers are anonymous (no
             named models); a board with one model or a disconnected comparison graph; an
             anchor that is not a candidate; an unknown method or strategy.
     """
+    check_reserved(judgments.get_column("judge").unique().sort())
     rows = control_rows(judgments)
     if "mode" in rows.columns:
         rows = rows.filter(pl.col("mode") == "pairwise")

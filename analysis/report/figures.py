@@ -66,6 +66,11 @@ def _short(label: str, n: int = 22) -> str:
 
 
 def _save(fig, path: str | os.PathLike) -> Path:
+    """Save ``fig`` as PNG at ``path`` (folder created) and close it. Every text in it is
+    drawn literally: a label holding ``$`` (a judge named ``judge $\\foo$ x``) is not
+    parsed as matplotlib mathtext, which would fail or render something else."""
+    for text in fig.findobj(matplotlib.text.Text):
+        text.set_parse_math(False)
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(p, dpi=DPI, bbox_inches="tight")

@@ -10,6 +10,7 @@ report directory.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,12 @@ from voirdire.analysis.report.bias import bias_figure
 from voirdire.analysis.report.figures import cost_agreement_figure
 from voirdire.analysis.report.markdown import markdown_report, mitigation_markdown
 from voirdire.analysis.study import Study
-from voirdire.core import slug
+from voirdire.core import content_hash, slug
 
 __all__ = [
+    "NAME_PART",
+    "file_part",
+    "write_csv",
     "write_text",
     "write_html",
     "write_dir",
@@ -41,6 +45,53 @@ __all__ = [
     "write_bias",
     "write_mitigation",
 ]
+
+
+#: the longest part of a file name made from one label (characters); a judge's, a
+#: benchmark's or a directory's name longer than this is cut and a hash of it appended,
+#: so two files never share a name and no name passes the system's 255 bytes
+NAME_PART = 80
+
+
+def file_part(label: str) -> str:
+    """The part of a file name that stands for ``label`` (a benchmark, judge, directory or
+    scope): :func:`voirdire.core.slug` (runs of characters outside ``[A-Za-z0-9._-]``
+    become ``_``); when that is longer than :data:`NAME_PART` characters, its first
+    ``NAME_PART - 9`` characters, ``-`` and 8 hex characters of the label's
+    :func:`~voirdire.core.content_hash`. The one rule for file names of the analysis."""
+    s = slug(label).strip(".") or "_"
+    if len(s) <= NAME_PART:
+        return s
+    return f"{s[: NAME_PART - 9]}-{content_hash(label, size=4)}"
+
+
+#: first characters a spreadsheet reads as a formula (OWASP, "CSV Injection")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def write_csv(df: pl.DataFrame, path: str | os.PathLike) -> Path:
+    """Write ``df`` as CSV at ``path`` (folder created), every string cell that a
+    spreadsheet would read as a formula (starting with ``=``, ``+``, ``-``, ``@``, a tab or
+    a carriage return) written as text: prefixed with ``'`` (OWASP's advice for CSV
+    injection). Only String and Categorical/Enum columns are touched; numbers, negative
+    ones included, stay numbers. The one writer of the analysis's CSV files; returns the
+    path."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    texts = [
+        c
+        for c, t in df.schema.items()
+        if t == pl.String or isinstance(t, (pl.Categorical, pl.Enum))
+    ]
+    starts = "^[" + re.escape("".join(FORMULA_START)) + "]"
+    df.with_columns(
+        pl.when(pl.col(c).cast(pl.String).str.contains(starts))
+        .then("'" + pl.col(c).cast(pl.String))
+        .otherwise(pl.col(c).cast(pl.String))
+        .alias(c)
+        for c in texts
+    ).write_csv(out)
+    return out
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
@@ -75,17 +126,20 @@ def write_dir(tables: Results, out: str | os.PathLike) -> None:
         + [c for c in GOLD_JUDGE_COLUMNS if c in jm.columns]
         + added
     )
-    jm.select(jm_cols).write_csv(out / "metrics" / "judge_metrics.csv")
-    cm.select(
-        CELL_METRIC_COLUMNS + [c for c in GOLD_CELL_COLUMNS if c in cm.columns]
-    ).write_csv(out / "metrics" / "cell_metrics.csv")
+    write_csv(jm.select(jm_cols), out / "metrics" / "judge_metrics.csv")
+    write_csv(
+        cm.select(
+            CELL_METRIC_COLUMNS + [c for c in GOLD_CELL_COLUMNS if c in cm.columns]
+        ),
+        out / "metrics" / "cell_metrics.csv",
+    )
     for name, table in (
         ("slot_shares", tables.slot_shares),
         ("bias_effects", tables.bias_effects),
         ("self_enhancement", tables.self_enhancement),
     ):
         if table is not None:
-            table.write_csv(out / "metrics" / f"{name}.csv")
+            write_csv(table, out / "metrics" / f"{name}.csv")
     position = control_rows(tables.judgments)
     md = markdown_report(
         tables.job,
@@ -109,7 +163,7 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
 
     def csv(name: str, df: pl.DataFrame) -> None:
         p = mdir / f"{name}.csv"
-        df.write_csv(p)
+        write_csv(df, p)
         tables[name] = p
 
     csv("panel", study.panel)
@@ -120,13 +174,16 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
     if study.regressions:
         csv("regression_drop1", drop1_tables(study.regressions))
         for r in study.regressions:
-            csv(f"regression_drop1_{slug(r.scope)}_{r.response}", r.drop1)
-            csv(f"regression_path_{slug(r.scope)}_{r.response}", r.path)
-            csv(f"regression_coefficients_{slug(r.scope)}_{r.response}", r.coefficients)
+            csv(f"regression_drop1_{file_part(r.scope)}_{r.response}", r.drop1)
+            csv(f"regression_path_{file_part(r.scope)}_{r.response}", r.path)
+            csv(
+                f"regression_coefficients_{file_part(r.scope)}_{r.response}",
+                r.coefficients,
+            )
     if study.power.height:
         csv("power", study.power)
     for d in study.dirs:
-        s = slug(d.name)
+        s = file_part(d.name)
         csv(f"bootstrap_{s}", d.ci)
         csv(f"bootstrap_task_{s}", d.ci_task)
         csv(f"sign_test_{s}", d.sign)
@@ -160,7 +217,7 @@ def _study_figures(study: Study, fdir: Path) -> dict[str, Path]:
         jt = fig_jt.filter(pl.col("benchmark") == b)
         u = fig_cells.filter(pl.col("benchmark") == b)
         pb = study.panel.filter(pl.col("benchmark") == b)
-        s = slug(b)
+        s = file_part(b)
         if jt.height:
             figs[f"radar:{b}"] = fig.pc_radar(
                 jt, fdir / f"pc_radar_{s}.png", f"{b}: position consistency by task"
@@ -225,7 +282,7 @@ def _study_figures(study: Study, fdir: Path) -> dict[str, Path]:
             m,
         ) in added_metrics().items():  # registered metrics other than pc, pf, rs
             if name in pb.columns and pb.get_column(name).is_not_null().any():
-                path = fdir / f"metric_{slug(name)}_{s}.png"
+                path = fdir / f"metric_{file_part(name)}_{s}.png"
                 figs[f"metric_{name}:{b}"] = fig.metric_bars(
                     pb, m, path, f"{b}: {m.label} per judge"
                 )
@@ -233,7 +290,7 @@ def _study_figures(study: Study, fdir: Path) -> dict[str, Path]:
         if d.agreement is None:
             continue
         for b in sorted(d.agreement.get_column("benchmark").unique().to_list()):
-            s = slug(d.name)
+            s = file_part(d.name)
             figs[f"agreement:{d.name}"] = fig.agreement_heatmaps(
                 d.agreement.filter(pl.col("benchmark") == b),
                 fdir / f"agreement_{s}.png",
@@ -267,16 +324,16 @@ def write_bias(
     tables: dict[str, Path] = {}
     figs: dict[str, Path] = {}
     for d in dirs:
-        s = slug(d.name)
+        s = file_part(d.name)
         if has_perturbations(d.judgments):
             eff = getattr(d, "bias_effects", None)
             eff = (
                 bias_effects(d.judgments, replicates=replicates) if eff is None else eff
             )
             tables[f"bias_effects_{s}"] = p = mdir / f"bias_effects_{s}.csv"
-            eff.write_csv(p)
+            write_csv(eff, p)
             for b in sorted(eff.get_column("benchmark").unique().to_list()):
-                bs = slug(b)
+                bs = file_part(b)
                 figs[f"bias:{s}:{b}"] = bias_figure(
                     eff.filter(pl.col("benchmark") == b),
                     fdir / f"bias_{s}_{bs}.png",
@@ -291,7 +348,7 @@ def write_bias(
             )
             if se.height:
                 tables[f"self_enhancement_{s}"] = p = mdir / f"self_enhancement_{s}.csv"
-                se.write_csv(p)
+                write_csv(se, p)
     return {"tables": tables, "figures": figs}
 
 
@@ -304,7 +361,7 @@ def write_mitigation(
     d = Path(out)
     (d / "figures").mkdir(parents=True, exist_ok=True)
     paths = {"table": d / "mitigation.csv", "markdown": d / "mitigation.md"}
-    table.write_csv(paths["table"])
+    write_csv(table, paths["table"])
     paths["markdown"].write_text(
         "# Removing position bias\n\n" + mitigation_markdown(table), encoding="utf-8"
     )
@@ -313,5 +370,5 @@ def write_mitigation(
     )
     if annotation is not None:
         paths["annotation"] = d / "bpde_annotation.csv"
-        annotation.write_csv(paths["annotation"])
+        write_csv(annotation, paths["annotation"])
     return paths

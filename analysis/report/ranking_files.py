@@ -5,13 +5,17 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import polars as pl
 
 from voirdire.analysis.ranking.study import Ranking
-from voirdire.analysis.report.files import write_html, write_text
+from voirdire.analysis.report.files import (
+    file_part,
+    write_csv,
+    write_html,
+    write_text,
+)
 from voirdire.analysis.report.ranking import (
     ranking_figure,
     ranking_html,
@@ -19,10 +23,6 @@ from voirdire.analysis.report.ranking import (
 )
 
 __all__ = ["write_ranking"]
-
-
-def _slug(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("._") or "x"
 
 
 def write_ranking(ranking: Ranking, out: str | os.PathLike) -> dict[str, Path]:
@@ -39,15 +39,15 @@ def write_ranking(ranking: Ranking, out: str | os.PathLike) -> dict[str, Path]:
         "leaderboard": out / "metrics" / "leaderboard.csv",
         "rank_flips": out / "metrics" / "rank_flips.csv",
     }
-    ranking.leaderboard.write_csv(paths["leaderboard"])
-    ranking.flips.write_csv(paths["rank_flips"])
+    write_csv(ranking.leaderboard, paths["leaderboard"])
+    write_csv(ranking.flips, paths["rank_flips"])
     if ranking.style is not None and ranking.length is not None:
         paths["style"], paths["lc_win_rate"] = (
             out / "metrics" / "leaderboard_style.csv",
             out / "metrics" / "lc_win_rate.csv",
         )
-        ranking.style.write_csv(paths["style"])
-        ranking.length.write_csv(paths["lc_win_rate"])
+        write_csv(ranking.style, paths["style"])
+        write_csv(ranking.length, paths["lc_win_rate"])
     lb = ranking.leaderboard
     figs: dict[str, Path] = {}
     for (bench, judge), part in lb.filter(pl.col("judge") != "people").group_by(
@@ -64,7 +64,7 @@ def write_ranking(ranking: Ranking, out: str | os.PathLike) -> dict[str, Path]:
         name = f"{bench}/{judge}"
         figs[name] = ranking_figure(
             rows,
-            out / "figures" / f"ranking_{_slug(bench)}_{_slug(judge)}.png",
+            out / "figures" / f"ranking_{file_part(bench)}_{file_part(judge)}.png",
             title=f"{bench} · {judge}",
         )
     summary = ranking.summary()
