@@ -468,7 +468,7 @@ def submit(
     try:
         s = sub.submit(
             job, address, output_dir=output_dir, env=_parse_env(env), pip=pip, submission_id=submission_id,
-            warn=lambda m: err_console.print(f"[yellow]warning:[/] {m}"),
+            warn=lambda m: err_console.print(f"[yellow]warning:[/] {escape(_redacted(m))}"),
         )  # fmt: skip
     except ConfigError as exc:
         _fail(str(exc))
