@@ -228,6 +228,18 @@ def test_a_registered_benchmark_named_in_job_json_still_loads(results, tmp_path)
     )
     with pytest.raises(ConfigError, match="not registered"):
         BENCHMARKS.get("json:JSONDecoder", allow_import=False)
+    code, out = _cli(
+        [
+            "rank",
+            str(results),
+            "--style",
+            "--out",
+            str(tmp_path / "rk"),
+            "--replicates",
+            "20",
+        ]
+    )
+    assert code == 0, out
 
 
 # ------------------------------------------------------------- 2. no value, redacted
