@@ -36,6 +36,7 @@ from voirdire.analysis.position.uncertainty import with_metric_columns
 from voirdire.engine.job import JOB_FILE, load_judgments
 
 if TYPE_CHECKING:
+    from voirdire.benchmarks.base import Benchmark
     from voirdire.engine.scheduler import RunStats
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "CELL_METRIC_COLUMNS",
     "Results",
     "compute_dir",
+    "dir_benchmark",
     "with_pass_kappa",
 ]
 
@@ -201,4 +203,39 @@ def with_pass_kappa(
         pass_kappa(judgments, replicates=replicates),
         on=["benchmark", "judge"],
         how="left",
+    )
+
+
+def dir_benchmark(meta: dict[str, Any]) -> Benchmark:
+    """The benchmark a directory's job record (``job.json``) names, loaded again (its data
+    directory, sample, or ``[benchmark.pairs]``) for what the judgments do not carry
+    (prompts and answers: token lengths, style features).
+
+    The record is data from a directory that may come from anyone: its benchmark name
+    resolves only among registered benchmarks (built-in or an installed package's entry
+    point), never as an import path (``docs/security.md``).
+
+    Raises:
+        ConfigError: the name is not a registered benchmark, or its settings are malformed.
+    """
+    from pydantic import ValidationError
+
+    from voirdire.benchmarks.pairs import PairsSpec
+    from voirdire.benchmarks.registry import load_benchmark
+    from voirdire.core import ConfigError
+
+    b = (meta.get("job") or {}).get("benchmark") or {}
+    name = b.get("name") if isinstance(b, dict) else None
+    if not isinstance(name, str):
+        raise ConfigError("job.json names no benchmark (job.benchmark.name)")
+    if b.get("pairs"):  # a user's own pairs: read again from where the job read them
+        try:
+            pairs = PairsSpec(**b["pairs"])
+        except (TypeError, ValidationError) as exc:
+            raise ConfigError(
+                f"job.json: job.benchmark.pairs is malformed ({type(exc).__name__})"
+            ) from None
+        return load_benchmark(name, pairs=pairs, allow_import=False)
+    return load_benchmark(
+        name, meta.get("data_dir"), sample=b.get("sample", "full"), allow_import=False
     )

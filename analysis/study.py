@@ -26,7 +26,7 @@ from pathlib import Path
 import polars as pl
 
 from voirdire.analysis.biases.effects import control_rows
-from voirdire.analysis.outputs import Results, compute_dir
+from voirdire.analysis.outputs import Results, compute_dir, dir_benchmark
 from voirdire.analysis.position import agreement as agr
 from voirdire.analysis.position.formulas import CELL_KEYS
 from voirdire.analysis.position.lengths import (
@@ -39,8 +39,6 @@ from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.position.regression import StepResult, factor_regressions
 from voirdire.analysis.position.simulate import power_table, settings_for
 from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
-from voirdire.benchmarks.pairs import PairsSpec
-from voirdire.benchmarks.registry import load_benchmark
 
 __all__ = ["Study", "analyze_study", "RS_MIN", "MAX_ERROR"]
 
@@ -107,14 +105,7 @@ def _study_cells(d: Results) -> pl.DataFrame:
 
 
 def _cell_tokens(judgments: pl.DataFrame, meta: dict, tokenizer: str) -> pl.DataFrame:
-    job = meta.get("job", {})
-    b = job["benchmark"]
-    if b.get("pairs"):  # a user's own pairs: read again from where the job read them
-        bench = load_benchmark(b["name"], pairs=PairsSpec(**b["pairs"]))
-    else:
-        bench = load_benchmark(
-            b["name"], meta.get("data_dir"), sample=b.get("sample", "full")
-        )
+    bench = dir_benchmark(meta)  # registered benchmarks only: job.json is data
     per_query = query_token_lengths(judgments, bench, load_tokenizer(tokenizer))
     return cell_token_lengths(judgments, per_query)
 

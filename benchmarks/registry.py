@@ -19,7 +19,7 @@ from typing import Any
 
 from voirdire.benchmarks.base import SAMPLES, Benchmark
 from voirdire.core import ConfigError
-from voirdire.registry import Registry, is_import_path
+from voirdire.registry import Registry, describe, is_import_path
 
 #: the registry key of a user's own pairs (``[benchmark] name = "pairs"``, read from
 #: ``[benchmark.pairs]``, not from a release's data directory)
@@ -33,7 +33,7 @@ def _key(name: str) -> str:
 
 def _check(obj: Any) -> None:
     if not (isinstance(obj, type) and issubclass(obj, Benchmark)):
-        raise TypeError(f"{obj!r} is not a Benchmark subclass")
+        raise TypeError(f"{describe(obj)} is not a Benchmark subclass")
 
 
 #: Benchmark classes by key.
@@ -45,21 +45,24 @@ BENCHMARKS: Registry[type[Benchmark]] = Registry(
 # the benchmark room names no benchmark.
 
 
-def benchmark_class(name: str) -> type[Benchmark]:
+def benchmark_class(name: str, *, allow_import: bool = True) -> type[Benchmark]:
     """The class of a benchmark name (registered, built-in, or an import path
-    ``"package.module:Class"``).
+    ``"package.module:Class"``; with ``allow_import=False``, for a name read from a results
+    directory, registered ones only: :meth:`voirdire.registry.Registry.get`).
 
     Raises:
         ConfigError: no benchmark of that name (the message lists the known ones), or a path
-            that does not name a Benchmark subclass.
+            that does not name a Benchmark subclass (or, without ``allow_import``, is not
+            registered).
     """
     try:
-        return BENCHMARKS.get(str(name))
+        return BENCHMARKS.get(str(name), allow_import=allow_import)
     except ConfigError as exc:
         if ":" in str(name):
             raise
+        shown = str(name) if len(str(name)) <= 80 else str(name)[:80] + "..."
         raise ConfigError(
-            f"unknown benchmark {name!r}; known benchmarks: {', '.join(_known())}"
+            f"unknown benchmark {shown!r}; known benchmarks: {', '.join(_known())}"
         ) from exc
 
 
@@ -166,6 +169,8 @@ def load_benchmark(
     subsets: Sequence[str] | None = None,
     prompt: str | None = None,
     pairs: Any = None,
+    *,
+    allow_import: bool = True,
 ) -> Benchmark:
     """A loaded benchmark, cached per (benchmark, resolved data directory, sample, options).
 
@@ -178,6 +183,8 @@ def load_benchmark(
         subsets, prompt, pairs: options only some benchmarks take (their class's
             ``options``): a release's subsets and live-judge prompt; for ``name = "pairs"``
             the ``[benchmark.pairs]`` settings (:class:`~voirdire.benchmarks.pairs.PairsSpec`).
+        allow_import: False for a name read from a results directory: registered
+            benchmarks only, no import path followed (:func:`benchmark_class`).
 
     Returns:
         The same object for the same arguments when the benchmark reads a release: treat it
@@ -187,7 +194,7 @@ def load_benchmark(
         ConfigError: unknown benchmark or sample, an option the benchmark does not take, no
             data directory, or a malformed table.
     """
-    cls = benchmark_class(name)
+    cls = benchmark_class(name, allow_import=allow_import)
     given = _options(cls, name, subsets, prompt, pairs)
     if "pairs" in given:
         return cls.load(None, sample, **given)

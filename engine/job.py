@@ -357,10 +357,15 @@ def load_judgments(output_dir: str | os.PathLike) -> pl.DataFrame:
         FileNotFoundError: the directory has no job.json (not a voirdire output directory).
         ConfigError: its job.json is a link or not our record
             (:func:`~voirdire.engine.outdir.read_job_record`).
+
+    Unreadable parts are skipped with one :class:`~voirdire.exceptions.CorruptPartWarning`
+    naming them; nothing in the directory is created, written or moved.
     """
     out = Path(output_dir)
     meta = read_job_record(out)
-    raw = ResultStore(out).read_raw()
+    raw = ResultStore(
+        out, readonly=True
+    ).read_raw()  # a reader: writes and moves nothing
     if meta.get("score_patterns"):
         raw = extract_scores(raw, meta["score_patterns"])
     else:

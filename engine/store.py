@@ -15,7 +15,11 @@ a compacted part and removing the parts it replaced.
 
 A part that cannot be read (truncated or corrupted: a full disk, a partial copy) is moved
 aside to ``raw/<judge>/quarantine/<name>.corrupt`` with a :class:`CorruptPartWarning`
-naming it; its units are then simply not recorded, so the next run asks them again.
+naming it; its units are then simply not recorded, so the next run asks them again. Only
+the writer (``voirdire run``, in its own output directory) moves parts: a store opened
+``readonly`` (``analyze``, ``report``, ``rank``, ``mitigate``, ``load``: readers of a
+directory that may have come from anyone) skips them, names them in one warning, and
+writes nothing, creates nothing and moves nothing in the directory.
 """
 
 from __future__ import annotations
@@ -64,6 +68,9 @@ class ResultStore:
         schema: the table schema of the rows (``RAW_SCHEMA``; rewrites: ``REWRITE_SCHEMA``).
         secrets: values redacted from the rows' failure messages before they are written
             (the job's API keys, :mod:`voirdire.engine.secrets`).
+        readonly: a reader's store: nothing is created, written or moved (unreadable parts
+            are skipped and listed in :attr:`skipped`, with one
+            :class:`CorruptPartWarning`); writing raises ``RuntimeError``.
 
     Parts are written only into real folders: a symbolic link in the place of ``raw/``,
     a judge's folder or its ``quarantine/`` is never written through (ConfigError, or the
@@ -78,12 +85,15 @@ class ResultStore:
         subdir: str = "raw",
         schema: pa.Schema = RAW_SCHEMA,
         secrets: tuple[str, ...] = (),
+        readonly: bool = False,
     ) -> None:
         self.root = Path(output_dir)
         self.schema = schema
         self.secrets = tuple(secrets)
+        self.readonly = readonly
         self.raw_dir = self.root / subdir
-        self.raw_dir.mkdir(parents=True, exist_ok=True)
+        if not readonly:
+            self.raw_dir.mkdir(parents=True, exist_ok=True)
         self.flush_rows = flush_rows
         self.flush_seconds = flush_seconds
         self._buf: dict[str, list[pa.Table]] = {}
@@ -98,6 +108,8 @@ class ResultStore:
         self.rows_written = 0
         #: parts moved aside by this store (their new paths)
         self.quarantined: list[Path] = []
+        #: unreadable parts a readonly store skipped (left where they are)
+        self.skipped: list[Path] = []
 
     def _parts(self, judge: str | None = None) -> list[Path]:
         """The readable part files of one judge (or all): each part's Parquet footer is
@@ -121,8 +133,13 @@ class ResultStore:
         return parts
 
     def _quarantine(self, part: Path, exc: BaseException) -> None:
-        """Move an unreadable part to ``<its judge dir>/quarantine/<name>.corrupt`` and warn."""
+        """Move an unreadable part to ``<its judge dir>/quarantine/<name>.corrupt`` and warn
+        (a readonly store: skip it from now on, and leave it where it is)."""
         self._checked.pop(part, None)
+        if self.readonly:
+            self._unreadable.add(part)
+            self.skipped.append(part)
+            return
         dest = part.parent / QUARANTINE / f"{part.name}.corrupt"
         try:
             if dest.parent.is_symlink():
@@ -212,7 +229,13 @@ class ResultStore:
         )
 
     def append(self, judge: str, table: pa.Table) -> None:
-        """Buffer finished rows (RAW_SCHEMA) of a judge; flushes when the buffer is due."""
+        """Buffer finished rows (RAW_SCHEMA) of a judge; flushes when the buffer is due.
+
+        Raises:
+            RuntimeError: a readonly store.
+        """
+        if self.readonly:
+            raise RuntimeError("a readonly result store writes nothing")
         if table.num_rows == 0:
             return
         self._buf.setdefault(judge, []).append(table)
@@ -250,7 +273,13 @@ class ResultStore:
         return d / name
 
     def compact(self) -> None:
-        """Merge each judge's parts into one (deduplicated) part file."""
+        """Merge each judge's parts into one (deduplicated) part file.
+
+        Raises:
+            RuntimeError: a readonly store.
+        """
+        if self.readonly:
+            raise RuntimeError("a readonly result store writes nothing")
         self.flush()
         for d in sorted(p for p in self.raw_dir.iterdir() if p.is_dir()):
             parts = self._parts(d.name)
@@ -278,8 +307,23 @@ class ResultStore:
                 return pl.from_arrow(self.schema.empty_table())  # type: ignore[return-value]
             return _dedup(self._scan(parts).collect())
 
+        before = len(self.skipped)
         df = self._collect(None, read)
+        if len(self.skipped) > before:
+            self._warn_skipped(self.skipped[before:])
         return df.select(columns) if columns else df
+
+    def _warn_skipped(self, parts: list[Path]) -> None:
+        """One warning naming the unreadable parts a readonly store skipped."""
+        names = ", ".join(str(p.relative_to(self.raw_dir)) for p in parts[:5])
+        more = f" and {len(parts) - 5} more" if len(parts) > 5 else ""
+        warnings.warn(
+            f"{len(parts)} unreadable result file(s) in {self.raw_dir} skipped: {names}{more}; "
+            "their rows are missing from these results (left as they are: a reader moves "
+            "nothing; running the job again asks their units again)",
+            CorruptPartWarning,
+            stacklevel=3,
+        )
 
     def to_table(
         self, unit_columns: dict[str, list[Any]], result_columns: dict[str, list[Any]]

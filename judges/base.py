@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from voirdire.core import FailureClass
-from voirdire.registry import Registry
+from voirdire.registry import Registry, describe
 
 
 class Sampling(BaseModel):
@@ -297,7 +297,7 @@ def _check_backend(obj: Any) -> None:
     """Refuse anything but a :class:`JudgeBackend` subclass with a name and a ``Settings``
     model (``TypeError``)."""
     if not (isinstance(obj, type) and issubclass(obj, JudgeBackend)):
-        raise TypeError(f"{obj!r} is not a JudgeBackend subclass")
+        raise TypeError(f"{describe(obj)} is not a JudgeBackend subclass")
     if not isinstance(getattr(obj, "name", None), str):
         raise TypeError(f"{obj.__name__} has no name")
     settings = getattr(obj, "Settings", None)

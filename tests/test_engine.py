@@ -562,7 +562,8 @@ def test_truncated_part_is_quarantined_and_its_units_asked_again(
 ):
     """A part cut short (a full disk, a partial copy) makes the rerun warn with its name,
     move it aside, and ask exactly its units again: every unit ends up once; the analysis
-    of such a directory (``voirdire analyze``) does the same instead of a traceback."""
+    of such a directory (``voirdire analyze``) warns and skips it instead of a traceback,
+    moving nothing (a reader never writes into its input)."""
     from voirdire.engine.store import CorruptPartWarning
 
     job = parse_job(job_dict(tmp_path))
@@ -597,7 +598,8 @@ def test_truncated_part_is_quarantined_and_its_units_asked_again(
         kept.height == 12 and (kept["finished_at"] == kept["finished_at_before"]).all()
     )
 
-    # the analysis stage on a damaged directory: a warning naming the file, not a traceback
+    # the analysis stage on a damaged directory: a warning naming the file, not a traceback;
+    # a reader moves nothing (only the run, above, puts a part aside)
     (part2,) = (out / "raw" / "gemini-pro").glob("part-*.parquet")
     part2.write_bytes(part2.read_bytes()[:100])
     env = {
@@ -613,8 +615,9 @@ def test_truncated_part_is_quarantined_and_its_units_asked_again(
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Traceback" not in r.stderr
-    assert f"warning: unreadable result file {part2}" in r.stderr
-    assert (part2.parent / "quarantine" / f"{part2.name}.corrupt").exists()
+    assert "warning: 1 unreadable result file(s)" in r.stderr
+    assert f"gemini-pro/{part2.name}" in r.stderr and "skipped" in r.stderr
+    assert part2.is_file() and not (part2.parent / "quarantine").exists()
     assert pl.read_parquet(out / "judgments.parquet")["judge"].unique().to_list() == [
         "gpt-4-0613"
     ]

@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 
 from voirdire.analysis.mitigation.evaluation import run_mitigation
-from voirdire.analysis.outputs import Results, compute_dir
+from voirdire.analysis.outputs import Results, compute_dir, dir_benchmark
 from voirdire.analysis.report.files import write_dir, write_mitigation
 from voirdire.analysis.report.html import build_report
 from voirdire.core import ConfigError
@@ -332,14 +332,6 @@ def _answer_features(tables: Results) -> pl.DataFrame:
     from voirdire.analysis.mitigation.verdicts import normalise
     from voirdire.analysis.ranking.style import answer_features
     from voirdire.analysis.ranking.views import comparisons
-    from voirdire.benchmarks.pairs import PairsSpec
-    from voirdire.benchmarks.registry import load_benchmark
 
-    b, meta = tables.job.get("job", {}).get("benchmark", {}), tables.job
-    if b.get("pairs"):
-        bench = load_benchmark(b["name"], pairs=PairsSpec(**b["pairs"]))
-    else:
-        bench = load_benchmark(
-            b["name"], meta.get("data_dir"), sample=b.get("sample", "full")
-        )
+    bench = dir_benchmark(tables.job)  # registered benchmarks only: job.json is data
     return answer_features(bench, comparisons(normalise(tables.judgments)))

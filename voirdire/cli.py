@@ -41,8 +41,16 @@ console = Console(width=None if sys.stdout.isatty() else 140)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 
 
+def _redacted(msg: str) -> str:
+    """``msg`` with the environment's secrets removed (every error and warning the command
+    line prints passes here: :func:`voirdire.engine.secrets.redact_message`)."""
+    from voirdire.engine.secrets import redact_message
+
+    return redact_message(msg)
+
+
 def _fail(msg: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(msg)}")
+    err_console.print(f"[bold red]error:[/] {escape(_redacted(msg))}")
     raise typer.Exit(code)
 
 
@@ -98,7 +106,7 @@ def run(
                 f"[bold]{escape(spec.name)}[/]: {plan.instances.height} instances"
             )
             for w in plan.warnings:  # a dry run sends nothing: a missing key only warns
-                err_console.print(f"[yellow]warning:[/] {escape(w)}")
+                err_console.print(f"[yellow]warning:[/] {escape(_redacted(w))}")
             estimates = estimate_job(spec, plan)
             if len(plan.variants) > 1:
                 console.print(
@@ -460,7 +468,7 @@ def submit(
     try:
         s = sub.submit(
             job, address, output_dir=output_dir, env=_parse_env(env), pip=pip, submission_id=submission_id,
-            warn=lambda m: err_console.print(f"[yellow]warning:[/] {m}"),
+            warn=lambda m: err_console.print(f"[yellow]warning:[/] {escape(_redacted(m))}"),
         )  # fmt: skip
     except ConfigError as exc:
         _fail(str(exc))
@@ -641,7 +649,9 @@ def data_fetch(
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     # the engine's and analysis' warnings (e.g. a quarantined raw file) are for the user:
     # one line on stderr, without the source location
-    err_console.print("[yellow]warning:[/] " + escape(str(message)), soft_wrap=True)
+    err_console.print(
+        "[yellow]warning:[/] " + escape(_redacted(str(message))), soft_wrap=True
+    )
 
 
 def main() -> None:

@@ -13,7 +13,8 @@ a :class:`Registry` instance owned by the room that uses them (``judges/base.py`
   under its name: ``@BACKENDS.register`` or ``@METRICS.register(name="pc")``;
 - **an import path** ``"package.module:NAME"`` names an object in an installed module
   (a user's own kind, from a job file or the Python API). Such a path imports code: see
-  ``docs/security.md`` for what that trusts;
+  ``docs/security.md`` for what that trusts. A name read from a results directory is
+  looked up with ``get(name, allow_import=False)``: registered kinds only, nothing imported;
 - **an entry-point group** (``entry_points=``, e.g. ``"voirdire.benchmarks"``): every entry
   point an installed distribution declares in that group is a built-in entry, read the first
   time a name is not found or the names are listed. voirdire declares some of its own this
@@ -42,6 +43,7 @@ __all__ = [
     "SHIPPED_ENTRY_POINTS",
     "Builtin",
     "Registry",
+    "describe",
     "import_path",
     "is_import_path",
     "shipped_entry_points",
@@ -60,6 +62,24 @@ def is_import_path(ref: str) -> bool:
     return bool(_PATH.match(ref))
 
 
+def describe(obj: Any) -> str:
+    """What ``obj`` is, for messages, without its value: ``"class Foo"``, ``"function
+    foo"`` or ``"a dict object"`` (never its ``repr``: an import path such as ``"os:environ"``
+    names an object whose repr is the whole environment, keys included)."""
+    if isinstance(obj, type):
+        return f"class {obj.__qualname__}"
+    if callable(obj) and hasattr(obj, "__qualname__") and hasattr(obj, "__module__"):
+        return f"function {obj.__qualname__}"
+    return f"a {type(obj).__name__} object"
+
+
+def _shown(name: str, limit: int = 80) -> str:
+    """``name`` quoted for a message, cut at ``limit`` characters (a name read from a file
+    may be of any length)."""
+    text = str(name)
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
 def import_path(ref: str, what: str) -> Any:
     """The object an import path ``"package.module:NAME"`` names.
 
@@ -73,13 +93,15 @@ def import_path(ref: str, what: str) -> Any:
     """
     if not is_import_path(ref):
         raise ConfigError(
-            f"{what} {ref!r} is not an import path of the form 'package.module:NAME'"
+            f"{what} {_shown(ref)} is not an import path of the form 'package.module:NAME'"
         )
     module, _, attr = ref.partition(":")
     try:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"{what} {ref!r} cannot be imported: {exc}") from exc
+        raise ConfigError(
+            f"{what} {_shown(ref)} cannot be imported ({type(exc).__name__}: {exc})"
+        ) from exc
 
 
 #: where a staged copy of the package keeps its distribution's entry points
@@ -308,26 +330,46 @@ class Registry(Generic[T]):
             self._entries[k] = obj
         return self._entries[k]
 
-    def get(self, name: str) -> T:
+    def get(self, name: str, *, allow_import: bool = True) -> T:
         """The entry for a registered name, a built-in name, or an import path
         ``"package.module:NAME"`` (the object is checked, then registered under its own
         name so later lookups by that name find it).
 
+        Args:
+            name: the name as written.
+            allow_import: whether an import path may import its module. ``False`` for
+                names read from a results directory (``job.json``), which is data, never
+                code: only registered kinds resolve (built-ins, entry points, objects
+                registered in this process; an import path only where it names an object
+                already registered, so nothing is imported on its account).
+
         Raises:
             ConfigError: an unknown name (the known ones listed), a built-in whose optional
-                dependency is missing, or a path that does not import or does not name an
-                object of this kind.
+                dependency is missing, a path that does not import or does not name an
+                object of this kind (the message names its type, never its value), or,
+                with ``allow_import=False``, a path to anything not registered.
         """
         found = self.find(name)
         if found is not None:
             return found
+        if ":" in str(name) and not allow_import:
+            known = self._registered_at(str(name))
+            if known is not None:
+                return known
+            raise ConfigError(
+                f"{self.kind} {_shown(name)} is not registered; a name read from a results "
+                f"directory resolves only among registered {self.kind}s (built-in or an "
+                "installed package's entry point) and imports no module"
+            )
         if ":" in str(name):
             obj = import_path(name, self.kind)
             if self._check is not None:
                 try:
                     self._check(obj)
                 except (TypeError, ValueError) as exc:
-                    raise ConfigError(f"{self.kind} {name!r}: {exc}") from exc
+                    raise ConfigError(
+                        f"{self.kind} {_shown(name)} names {describe(obj)}, not a {self.kind} ({exc})"
+                    ) from None
             k = (
                 self.key(self.name_of(obj))
                 if self._name_of or hasattr(obj, "name") or hasattr(obj, "__name__")
@@ -337,8 +379,20 @@ class Registry(Generic[T]):
                 self._entries[k] = obj
             return obj
         raise ConfigError(
-            f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}"
+            f"unknown {self.kind} {_shown(name)}; known: {', '.join(self.names())}"
         )
+
+    def _registered_at(self, ref: str) -> T | None:
+        """The registered object whose module and name are the import path ``ref``
+        (``"package.module:NAME"``), or None; imports nothing."""
+        module, _, attr = ref.partition(":")
+        for obj in self._entries.values():
+            if getattr(obj, "__module__", None) == module and attr in (
+                getattr(obj, "__qualname__", None),
+                getattr(obj, "__name__", None),
+            ):
+                return obj
+        return None
 
     def items(self) -> dict[str, T]:
         """Every entry by name, built-in ones first (imports every built-in module)."""

@@ -28,7 +28,7 @@ import polars as pl
 from voirdire.analysis.mitigation.verdicts import VERDICT_SCHEMA, conform
 from voirdire.analysis.mitigation.verdicts import Strategy as StrategyFn
 from voirdire.core import ConfigError
-from voirdire.registry import Registry
+from voirdire.registry import Registry, describe
 
 __all__ = [
     "STRATEGIES",
@@ -73,7 +73,7 @@ class Strategy:
 def _check(obj: object) -> None:
     if not isinstance(obj, Strategy):
         raise TypeError(
-            f"{obj!r} is not a strategy (decorate the function with register_strategy)"
+            f"{describe(obj)} is not a strategy (decorate the function with register_strategy)"
         )
 
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from voirdire.registry import Registry
+from voirdire.registry import Registry, describe
 
 __all__ = [
     "HIGHER", "LOWER", "ZERO", "METRICS", "BUILTIN_METRICS", "Metric", "register_metric", "metric", "metrics",
@@ -106,7 +106,7 @@ class Metric:
 def _check(obj: object) -> None:
     if not isinstance(obj, Metric):
         raise TypeError(
-            f"{obj!r} is not a metric (decorate its statistic with register_metric)"
+            f"{describe(obj)} is not a metric (decorate its statistic with register_metric)"
         )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from voirdire.registry import Registry
+from voirdire.registry import Registry, describe
 
 __all__ = ["RANKINGS", "ranking_method"]
 
@@ -20,7 +20,7 @@ def _check(obj: Any) -> None:
         getattr(obj, "name", None), str
     ):
         raise TypeError(
-            f"{obj!r} is not a ranking method (needs a name and a fit(wins, ties) method)"
+            f"{describe(obj)} is not a ranking method (needs a name and a fit(wins, ties) method)"
         )
 
 

@@ -17,12 +17,12 @@ from typing import Any
 
 from voirdire.benchmarks.biases.kind import INSTRUCTION, BiasKind
 from voirdire.core import ConfigError
-from voirdire.registry import Registry
+from voirdire.registry import Registry, describe
 
 
 def _check(obj: Any) -> None:
     if not isinstance(obj, BiasKind):
-        raise TypeError(f"{obj!r} is not a BiasKind")
+        raise TypeError(f"{describe(obj)} is not a BiasKind")
 
 
 #: Bias kinds by name.
