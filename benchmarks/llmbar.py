@@ -31,10 +31,22 @@ replays ``swap = False`` (the outputs as the dataset lists them), permutation 1
 here by the rule LLMEvaluator's config used for that strategy (:func:`verdict_rules`), so the
 benchmark's own pattern is not applied again (a completion in which the release read no
 verdict has ``choice = ""``, a failed judgment). A rating strategy (``Rating*``: each output
-scored alone, 0-9) is a score-mode judge: its two recorded ratings are replayed as one
-output, ``Score of Output (a): <rating>`` and ``Score of Output (b): <rating>`` in slot
-order, read by the score-mode extraction into ``slot_scores``. The release's own statistics
-(``statistics.json``) count a pair as :meth:`LLMBar.release_readings` reads it.
+scored alone, 0-9) has two readings (:data:`RATING_TIES`), named by the recorded name:
+
+- ``"GPT-4/Rating"``, the default, ``rating_ties = "release"``: the verdict the release
+  itself recorded, by LLMEvaluator's rule (:func:`release_rating_winner`: the higher rating
+  wins; equal ratings go to the output shown second, unreadable ones to the output shown
+  first). A pairwise judge whose letter is given (``choice``), its output the two ratings
+  as text; with it voirdire's own accuracy counts (per order, both orders) equal the
+  published ``statistics.json`` in all 499 cells.
+- ``"GPT-4/Rating@tie"``, ``rating_ties = "tie"``: voirdire's reading, a score-mode judge:
+  the two ratings are replayed as one output, ``Score of Output (a): <rating>`` and
+  ``Score of Output (b): <rating>`` in slot order, read by the score-mode extraction into
+  ``slot_scores`` (0-9): equal ratings are a tie (consistent, correct against no gold
+  label), unreadable or off-scale ones a failed judgment. Its PC is 1 by construction.
+
+The release's own statistics (``statistics.json``) count a pair as
+:meth:`LLMBar.release_readings` reads it.
 """
 
 from __future__ import annotations
@@ -71,6 +83,45 @@ CANDIDATE, REFERENCE = "output_1", "output_2"
 #: line of its own (``Output (a)``), or the sentence a chain-of-thought prompt ends with.
 LINE_RULES = (("A", r"(?:^|\n) ?Output \(a\)"), ("B", r"(?:^|\n) ?Output \(b\)"))
 COT_RULES = (("A", r"Output \(a\) is better."), ("B", r"Output \(b\) is better."))
+#: The readings of a replayed rating strategy's equal ratings: the release's (the output
+#: shown second wins; the default, recorded name ``"GPT-4/Rating"``) and voirdire's (a tie;
+#: recorded name ``"GPT-4/Rating@tie"``).
+RATING_TIES = ("release", "tie")
+TIE_SUFFIX = "@tie"
+
+
+def split_recorded(recorded: str) -> tuple[str, str, str]:
+    """``(evaluator, strategy, rating_ties)`` of a recorded name: ``"GPT-4/Rating"`` ->
+    ``("GPT-4", "Rating", "release")``, ``"GPT-4/Rating@tie"`` -> ``(..., "tie")``; a
+    comparison strategy's reading is ``"release"``.
+
+    Raises:
+        ConfigError: a suffix other than ``@tie``, or ``@tie`` on a strategy that rates no
+            outputs (only ``Rating*`` strategies have ties to read).
+    """
+    name, at, reading = recorded.partition("@")
+    evaluator, _, strategy = name.partition("/")
+    if at and (reading != "tie" or not strategy.startswith("Rating")):
+        raise ConfigError(
+            f"recorded LLMBar judge {recorded!r}: only a rating strategy takes a reading, "
+            f"and only {TIE_SUFFIX!r} (equal ratings as a tie; without it, the release's reading)"
+        )
+    return evaluator, strategy, "tie" if at else "release"
+
+
+def release_rating_winner(score_1: str | None, score_2: str | None, swap: bool) -> str:
+    """The winner (``"1"``/``"2"``, the dataset's numbering) LLMEvaluator's ``evaluate.py``
+    records for a rating strategy (its ``Rating`` branch): both ratings read with Python's
+    ``int()``; in the order shown (``swap`` False) ``"1" if s1 > s2 else "2"``, swapped
+    ``"2" if s2 > s1 else "1"``, so equal ratings go to the output shown second; when
+    either rating is unreadable, the output shown first (``"1"``, swapped ``"2"``)."""
+    try:
+        s1, s2 = int(score_1), int(score_2)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "2" if swap else "1"
+    if swap:
+        return "2" if s2 > s1 else "1"
+    return "1" if s1 > s2 else "2"
 
 
 def verdict_rules(
@@ -346,10 +397,12 @@ class LLMBar(Benchmark):
         """``outputs.parquet`` of the converted release.
 
         Raises:
-            ConfigError: ``recorded`` is no recorded ``evaluator/strategy`` (those there are listed).
+            ConfigError: ``recorded`` is no recorded ``evaluator/strategy`` (those there are
+                listed; a rating strategy may carry ``@tie``, :func:`split_recorded`).
         """
+        evaluator, strategy, _ = split_recorded(recorded)
         have = cls.recorded_judges(data_dir, study, [])
-        if recorded not in have:
+        if f"{evaluator}/{strategy}" not in have:
             raise ConfigError(
                 f"judge {judge!r}: no recorded outputs of {recorded!r} in {data_dir}"
                 + (
@@ -364,12 +417,13 @@ class LLMBar(Benchmark):
     def read_recorded(cls, path: Path, recorded: str) -> dict[RecordKey, Recorded]:
         """The outputs of one ``evaluator/strategy`` (first repetition only; see the module
         docstring): a comparison strategy's completion with the letter the release read, a
-        rating strategy's two ratings as one score-mode output.
+        rating strategy's two ratings as one output, with the release's letter
+        (:func:`release_rating_winner`) or, read ``@tie``, as a score-mode output.
 
         Raises:
             ConfigError: nothing recorded for it.
         """
-        evaluator, _, strategy = recorded.partition("/")
+        evaluator, strategy, ties = split_recorded(recorded)
         df = pl.read_parquet(path).filter(
             (pl.col("evaluator") == evaluator) & (pl.col("strategy") == strategy)
         )
@@ -378,7 +432,7 @@ class LLMBar(Benchmark):
                 f"no recorded outputs of {recorded!r} in {path} (recorded names are evaluator/strategy)"
             )
         out: dict[RecordKey, Recorded] = {}
-        rating = cls.recorded_mode(recorded) == "score"
+        rating = strategy.startswith("Rating")
         for r in df.iter_rows(named=True):
             shown = (
                 (CANDIDATE, REFERENCE) if r["order"] == 0 else (REFERENCE, CANDIDATE)
@@ -391,7 +445,14 @@ class LLMBar(Benchmark):
                     else (r["score_2"], r["score_1"])
                 )
                 text = f"Score of Output (a): {(a or '').strip()}\nScore of Output (b): {(b or '').strip()}"
-                out[key] = Recorded(text)
+                if ties == "tie":
+                    out[key] = Recorded(text)  # score mode: read by voirdire
+                else:  # the release's winner, as a letter of the slots shown
+                    won = release_rating_winner(
+                        r["score_1"], r["score_2"], r["order"] == 1
+                    )
+                    first = "1" if r["order"] == 0 else "2"
+                    out[key] = Recorded(text, choice="A" if won == first else "B")
             elif r["completion"] is None:
                 out[key] = Recorded(
                     None, why="the recorded call failed (no completion)"
@@ -405,17 +466,21 @@ class LLMBar(Benchmark):
 
     @classmethod
     def recorded_mode(cls, recorded: str) -> str | None:
-        """``"score"`` for a rating strategy (``evaluator/Rating*``: each output scored alone)."""
-        return (
-            "score"
-            if "/" in recorded and recorded.split("/", 1)[1].startswith("Rating")
-            else None
-        )
+        """``"score"`` for a rating strategy read ``@tie`` (``evaluator/Rating*@tie``: each
+        output scored alone, equal ratings a tie); None otherwise (the release's reading of
+        a rating strategy is a pairwise verdict). A malformed reading is refused when the
+        recorded outputs are read (:meth:`recorded_file`)."""
+        try:
+            _, strategy, ties = split_recorded(recorded)
+        except ConfigError:
+            return None
+        return "score" if strategy.startswith("Rating") and ties == "tie" else None
 
     @classmethod
     def release_readings(cls, pairs: pl.DataFrame) -> pl.DataFrame:
         """The winners LLMEvaluator's ``evaluate.py`` counts in ``statistics.json``: a
-        comparison's winner, a tie or failure counted as none; a rating pair's from the two
+        comparison's winner (the release's reading of a rating strategy included), a tie or
+        failure counted as none; a rating pair read ``@tie`` (score mode) from the two
         ratings (``int()`` of each: ``"1" if s1 > s2 else "2"`` shown, ``"2" if s2 > s1 else
         "1"`` swapped; equal ratings go to the output shown second, unreadable ones to the
         output shown first), read from the replayed output's ``Score of Output (a|b)`` lines."""
@@ -453,9 +518,13 @@ __all__ = [
     "LINE_RULES",
     "LLMBar",
     "PROMPTS",
+    "RATING_TIES",
+    "TIE_SUFFIX",
     "chat_messages",
     "load_prompt",
     "pair_template",
     "read_verdict",
+    "release_rating_winner",
+    "split_recorded",
     "verdict_rules",
 ]

@@ -1,7 +1,7 @@
 """Reproduce LLMBar's published statistics (all 499 ``statistics.json``) through voirdire.
 
     python -m perf.llmbar_statistics [--data DIR] [--out DIR]
-    python -m perf.llmbar_statistics --smoke     # 2 subsets, 4 recorded judges (CI)
+    python -m perf.llmbar_statistics --smoke     # 2 subsets, 5 recorded judges (CI)
 
 Replays every evaluator × strategy of every subset of the release (``recorded = "*"``)
 through the whole pipeline (replay judges on local Ray, verdict extraction, judgments),
@@ -14,9 +14,14 @@ then, per (evaluator/strategy, subset) with a ``statistics.json``:
    pairs, per-order and both-orders correctness) equal the release's: those pairs are the
    only difference between the two conventions.
 
-Prints the number of cells reproduced (exit code 1 unless all are) and the pairs where the
-conventions differ (null winners of comparison strategies; ties and unreadable ratings of
-rating strategies). Data: ``--data`` or the usual LLMBar lookup
+Rating strategies are replayed as the release read them (the default: equal ratings go to
+the output shown second), so voirdire's own correct counts (per order, both orders) equal the
+published ones too; their tie reading (``"<evaluator>/<Rating*>@tie"``, equal ratings a
+tie) is replayed beside them and its counts printed apart.
+
+Prints the number of cells reproduced by the release's view and by voirdire's own counts
+(exit code 1 unless all 499 are), and the pairs where the conventions differ (null winners
+of comparison strategies; ties and unreadable ratings of the ``@tie`` reading). Data: ``--data`` or the usual LLMBar lookup
 (:func:`voirdire.benchmarks.release.locate`).
 """
 
@@ -36,6 +41,7 @@ SMOKE_JUDGES = [
     "PaLM2/Vanilla_NoRules",
     "LLaMA2/Metrics_Reference",
     "ChatGPT/Metrics_Reference",
+    "ChatGPT/Rating",
 ]
 
 
@@ -45,11 +51,12 @@ def replay(
     """The judgments of a replay job over ``subsets`` (every recorded judge, or ``judges``)."""
     import voirdire
 
-    specs = (
-        [{"name": "*", "backend": "replay", "recorded": "*"}]
-        if judges is None
-        else [{"name": j, "backend": "replay", "recorded": j} for j in judges]
-    )
+    if judges is None:
+        from voirdire.benchmarks.llmbar import LLMBar
+
+        judges = LLMBar.recorded_judges(data, "position_bias", subsets)
+    ties = [f"{j}@tie" for j in judges if j.split("/", 1)[1].startswith("Rating")]
+    specs = [{"name": j, "backend": "replay", "recorded": j} for j in judges + ties]
     job = {
         "name": "llmbar-statistics",
         "output_dir": str(out),
@@ -76,6 +83,7 @@ def check(
     )
 
     keys = ["judge", "task"]
+    judgments = judgments.filter(~pl.col("judge").str.ends_with("@tie"))
     published_keys = published.select(
         judge=pl.col("evaluator") + "/" + pl.col("strategy"), task=pl.col("subset")
     )
@@ -94,7 +102,19 @@ def check(
     ok = pl.all_horizontal(
         [pl.col(c).eq_missing(pl.col(f"pub_{c}")) for c in RELEASE_COLUMNS]
     )
-    cells = cells.with_columns(ok=ok, pub_pc=pl.col("pub_equal") / pl.col("pub_n"))
+    own = as_release(voirdire_view(pairs, keys)).select(
+        *keys, **{f"own_{c}": c for c in RELEASE_COLUMNS}
+    )
+    cells = cells.join(own, on=keys, how="left")
+    own_ok = pl.all_horizontal(
+        [
+            pl.col(f"own_{c}").eq_missing(pl.col(f"pub_{c}"))
+            for c in ("n", "correct_False", "correct_True", "correct_both")
+        ]
+    )
+    cells = cells.with_columns(
+        ok=ok, own_ok=own_ok, pub_pc=pl.col("pub_equal") / pl.col("pub_n")
+    )
     rest = pairs.filter(~pl.col("differs"))
     same = release_view(rest, keys).join(
         as_release(voirdire_view(rest, keys)),
@@ -154,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
             SMOKE_JUDGES if args.smoke else None,
         )
         seconds = time.perf_counter() - t
+    from voirdire.analysis.position.release_stats import pair_outcomes, voirdire_view
+
     cells, differing = check(judgments, published)
     bad = cells.filter(~pl.col("ok").fill_null(False))
     print(
@@ -163,6 +185,18 @@ def main(argv: list[str] | None = None) -> int:
         f"published statistics reproduced: {cells.height - bad.height} of {cells.height} cells "
         f"(equal, correct_False, correct_True, correct_both and n)"
     )
+    own = cells.filter(pl.col("own_ok").fill_null(False)).height
+    print(
+        f"voirdire's own counts (correct per order and in both, n) reproduce: {own} of {cells.height} cells"
+    )
+    tie = pair_outcomes(judgments.filter(pl.col("judge").str.ends_with("@tie")))
+    if tie.height:
+        tv = voirdire_view(tie, ["judge", "task"])
+        print(
+            f"beside them, voirdire's tie reading (@tie) of {tv.height} rating cells: "
+            f"{int(tie.filter(pl.col('w1') == 'tie').height):,} tied pairs, "
+            f"PC {tv['pc'].min():.3f}-{tv['pc'].max():.3f} (1 by construction)"
+        )
     print(
         f"pairs where the conventions differ: {int(differing['differing'].sum()):,} "
         f"({int(differing['null_winners'].sum()):,} null winners in "
@@ -172,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     if bad.height:
         with pl.Config(tbl_rows=20, tbl_cols=20):
             print(bad)
-    return 0 if bad.height == 0 and differing["same_elsewhere"].all() else 1
+    ok = bad.height == 0 and own == cells.height and differing["same_elsewhere"].all()
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -214,7 +214,9 @@ def test_a_backend_sets_its_units_comparison_mode_through_its_capability():
     from voirdire.judges.replay import ReplayJudge, ReplaySettings
 
     assert (
-        comparison_mode(ReplayJudge, ReplaySettings(recorded="GPT-4/Rating_Metrics"))
+        comparison_mode(
+            ReplayJudge, ReplaySettings(recorded="GPT-4/Rating_Metrics@tie")
+        )
         == "score"
     )
     assert comparison_mode(ReplayJudge, ReplaySettings(recorded="gpt-4-0613")) is None

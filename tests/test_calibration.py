@@ -139,3 +139,83 @@ def test_judgments_without_probabilities_are_undecided_not_dropped():
         row["logprob-calibrated"]["undecided"] == pytest.approx(0.5)
         and row["logprob-calibrated"]["cost"] == 2.0
     )
+
+
+def _noisy_table(n=300, seed=5):
+    """Both orders of n pairs, p(letter | order) ∝ π(slot) · q(answer there) · exp(ε) with
+    ε ~ N(0, 0.6) per judgment and letter (so the debiased verdicts do flip); then NaN
+    probabilities: both letters of every 7th judgment, letter B of every 11th. Returns the
+    table and, per judgment, (first, p_A, p_B) as numbers (NaN kept)."""
+    rng = np.random.default_rng(seed)
+    qx, qr = rng.uniform(0.05, 1.0, n), rng.uniform(0.05, 1.0, n)
+    rows, probs, raw = [], [], []
+    for i in range(n):
+        for first in (True, False):
+            k = len(rows)
+            a, b = (qx[i], qr[i]) if first else (qr[i], qx[i])
+            w = np.array([PRIOR["A"] * a, PRIOR["B"] * b]) * np.exp(
+                rng.normal(0, 0.6, 2)
+            )
+            p = w / w.sum()
+            if k % 7 == 3:
+                p = np.array([np.nan, np.nan])
+            elif k % 11 == 5:
+                p = np.array([p[0], np.nan])
+            shown = [f"c{i}", "ref"] if first else ["ref", f"c{i}"]
+            rows.append(dict(benchmark="B", judge="noisy", question_id=f"q{i}", task="t", candidate=f"c{i}",
+                             reference="ref", shown=shown, repetition=1, mode="pairwise", option_mode=2,
+                             extracted="A", failed=False))  # fmt: skip
+            probs.append([("A", float(p[0])), ("B", float(p[1]))])
+            raw.append((first, p[0], p[1]))
+    m = pl.from_arrow(pa.array(probs, type=pa.map_(pa.string(), pa.float64())))
+    return pl.DataFrame(rows).with_columns(option_probs=m), raw
+
+
+def _expected_debiased(raw):
+    """PC, valid pairs and undecided share of ``logprob-debiased``, computed here with numpy
+    (PriDe's prior from the pairs with both orders usable; a judgment with a NaN is
+    undecided; PC = consistent / pairs with a verdict in both orders)."""
+    arr = np.array([(f, a, b) for f, a, b in raw], dtype=float).reshape(-1, 2, 3)
+    ok = ~np.isnan(arr[:, :, 1:]).any(axis=2)  # (pair, order)
+    both = ok.all(axis=1)
+    lm = np.log(arr[both][:, :, 1:]).mean(axis=1)  # (pair, letter)
+    pi = np.exp(lm - lm.max(axis=1, keepdims=True))
+    prior = (pi / pi.sum(axis=1, keepdims=True)).mean(axis=0)
+    prior = prior / prior.sum()
+    d = arr[:, :, 1:] / prior  # debiased, per (pair, order, letter)
+    cand_first = arr[:, :, 0] == 1
+    win = np.where(cand_first, d[:, :, 0] > d[:, :, 1], d[:, :, 1] > d[:, :, 0])
+    consistent = (win[:, 0] == win[:, 1]) & both
+    return consistent.sum() / both.sum(), int(both.sum()), 1 - ok.mean()
+
+
+def test_nan_option_probabilities_are_undecided_never_a_consistent_tie():
+    """NaN option probabilities (vLLM's softmax of all -inf) are missing: the judgment is
+    undecided, the slot prior is estimated without it, and PC is that of the usable
+    pairs (computed independently). On 68e7136 a NaN reached the prior, every debiased
+    probability became NaN, and NaN compared as a tie in both orders: PC 1.000."""
+    j, raw = _noisy_table()
+    pc, pairs, undecided = _expected_debiased(raw)
+    assert 0.5 < pc < 0.97  # the noise makes the debiased verdicts flip
+    t = E.evaluate(
+        registry.apply_strategies(j, ["logprob-debiased"]), None, replicates=20
+    )
+    row = t.row(0, named=True)
+    assert row["pc"] == pytest.approx(pc, abs=1e-12) and row["pairs"] == pairs
+    assert row["undecided"] == pytest.approx(undecided, abs=1e-12)
+    # a judge whose every probability is NaN decides nothing: no PC, all undecided
+    nan = pl.from_arrow(
+        pa.array(
+            [[("A", float("nan")), ("B", float("nan"))]] * j.height,
+            type=pa.map_(pa.string(), pa.float64()),
+        )
+    )
+    allnan = j.with_columns(option_probs=nan, judge=pl.lit("nan"))
+    names = ["logprob-raw", "logprob-debiased", "logprob-calibrated"]
+    t = E.evaluate(registry.apply_strategies(allnan, names), None, replicates=20)
+    for r in t.iter_rows(named=True):
+        assert r["undecided"] == 1.0, r["strategy"]
+        if (
+            r["strategy"] != "logprob-calibrated"
+        ):  # order-invariant: PC 1 by construction
+            assert r["pairs"] == 0 and not r["pc"] == pytest.approx(1.0), r["strategy"]

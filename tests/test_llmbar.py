@@ -61,6 +61,7 @@ JUDGES = [
     "GPT-4/Swap",
     "ChatGPT/CoT",
     "ChatGPT/Rating",
+    "ChatGPT/Rating@tie",
 ]
 LACKING = "Dataset/LLMBar/Natural/evaluators/Falcon/CoT/result.json"
 
@@ -310,8 +311,9 @@ def test_replayed_evaluator_as_quality_source(data, tmp_path):
     release's recorded winner names in both orders (read by the release's rules, as its
     judgments are), for a comparison strategy and a rating strategy."""
     out = pl.read_parquet(data / "outputs.parquet")
-    for recorded in ("GPT-4/Vanilla", "ChatGPT/Rating"):
+    for recorded in ("GPT-4/Vanilla", "ChatGPT/Rating", "ChatGPT/Rating@tie"):
         ev, _, strategy = recorded.partition("/")
+        strategy, tie_reading = strategy.partition("@")[::2]
         job = {
             "name": "q",
             "output_dir": str(tmp_path / "out"),
@@ -330,9 +332,7 @@ def test_replayed_evaluator_as_quality_source(data, tmp_path):
             pl.col("strategy") == strategy,
             pl.col("subset") == "LLMBar/Natural",
         )
-        if strategy.startswith(
-            "Rating"
-        ):  # the higher rating (0-9) wins; equal ratings are no winner
+        if tie_reading:  # the higher rating (0-9) wins; equal ratings are no winner
             s1, s2 = (
                 pl.col(c).str.strip_chars().cast(pl.Float64, strict=False)
                 for c in ("score_1", "score_2")
@@ -384,9 +384,10 @@ def test_replay_reproduces_the_published_statistics(replayed, data):
     equals statistics.json; voirdire's own PC and correct counts equal the release's on the
     pairs without a failed or tie verdict (the only difference)."""
     j = replayed.judgments
-    assert set(j.filter(pl.col("judge") == "ChatGPT/Rating")["mode"].unique()) == {
+    assert set(j.filter(pl.col("judge") == "ChatGPT/Rating@tie")["mode"].unique()) == {
         "score"
     }
+    assert set(j.filter(pl.col("judge") == "ChatGPT/Rating")["mode"]) == {"pairwise"}
     assert j.filter(pl.col("mode") == "score")["slot_scores"].drop_nulls().len() > 0
     pairs = pair_outcomes(j)
     pub = (
@@ -410,9 +411,21 @@ def test_replay_reproduces_the_published_statistics(replayed, data):
     assert (
         sample["r1"].is_null().sum() + sample["r2"].is_null().sum() > 0
     )  # null winners are in the sample
-    assert (
-        sample.filter(pl.col("score") & (pl.col("w1") == "tie")).height > 0
-    )  # and rating ties
+    rated = pub.filter(pl.col("judge") == "ChatGPT/Rating").select("task")
+    tie = pairs.filter(pl.col("judge") == "ChatGPT/Rating@tie").join(
+        rated, on="task", how="semi"
+    )  # the subsets the release rated
+    assert tie.filter(pl.col("score") & (pl.col("w1") == "tie")).height > 0  # ties
+    assert (  # the release's view of voirdire's tie reading: the published counts too
+        release_view(tie, ["judge", "task"])
+        .with_columns(judge=pl.lit("ChatGPT/Rating"))
+        .sort("task")
+        .equals(
+            pub.filter(pl.col("judge") == "ChatGPT/Rating")
+            .select("judge", "task", *RELEASE_COLUMNS)
+            .sort("task")
+        )
+    )
     rest = sample.filter(~pl.col("differs"))
     left = release_view(rest, ["judge", "task"]).sort("judge", "task")
     assert left.equals(
@@ -423,9 +436,13 @@ def test_replay_reproduces_the_published_statistics(replayed, data):
         v.select("judge", "task", pc_v="pc"), on=["judge", "task"]
     )
     assert cells.height == 15 and (cells["pc"] - cells["pc_v"]).abs().max() < 1e-12
-    assert (
-        v.filter(pl.col("judge") == "ChatGPT/Rating")["pc"] == 1.0
-    ).all()  # ratings have no order
+    # voirdire's own counts equal the published correct counts (the default reading)
+    acc = v.join(pub, on=["judge", "task"])
+    assert acc.height == 15 and (acc["correct_shown"] == acc["correct_False"]).all()
+    assert (acc["both_correct"] == acc["correct_both"]).all()
+    mine_tie = voirdire_view(tie, ["judge", "task"])
+    assert (mine_tie["pc"] == 1.0).all()  # read as a tie, ratings have no order
+    assert (v.filter(pl.col("judge") == "ChatGPT/Rating")["pc"] < 1.0).all()
 
 
 def test_replay_units_carry_gold_and_both_orders(replayed):

@@ -68,8 +68,15 @@ def _judgment_rows(judgments: pl.DataFrame, **extra: pl.Expr) -> pl.DataFrame:
 def option_probs_long(judgments: pl.DataFrame) -> pl.DataFrame:
     """One row per (pairwise judgment, letter): :data:`VERDICT_KEYS`, ``permutation`` (0:
     candidate in slot A, 1: in slot B), ``row`` (int: the judgment's index), ``letter``
-    (str), ``prob`` (float). Judgments without option probabilities have no row."""
-    return (
+    (str), ``prob`` (float).
+
+    Judgments without usable option probabilities have no row, so every strategy reads
+    them as ``undecided`` and the slot prior never sees them: no probabilities, or any
+    letter's probability null, NaN, infinite or negative, or all of them 0 (a softmax over
+    log-probabilities that were all ``-inf`` or NaN gives NaN; read as numbers, NaN
+    compares as the largest value and would turn into a tie in every order, a consistent
+    verdict the judge never gave)."""
+    long = (
         _judgment_rows(judgments, _kv=pl.col("option_probs").cast(_KV))
         .filter(pl.col("_kv").is_not_null())
         .explode("_kv")
@@ -77,6 +84,10 @@ def option_probs_long(judgments: pl.DataFrame) -> pl.DataFrame:
         .rename({"key": "letter", "value": "prob"})
         .filter(pl.col("letter").is_not_null())
     )
+    p = pl.col("prob")
+    bad = (p.is_null() | p.is_nan() | p.is_infinite() | (p < 0)).fill_null(True)
+    usable = ~bad.any().over("row") & (p.fill_nan(0.0).sum().over("row") > 0)
+    return long.filter(usable)
 
 
 def slot_prior(judgments: pl.DataFrame) -> pl.DataFrame:
