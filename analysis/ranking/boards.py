@@ -9,11 +9,17 @@ benchmark draws its questions from the same list with the same seed, so replicat
 the same draw of questions for every judge, view and the people's board: rank flips and
 τ/ρ against people are judged on joint replicates (:mod:`~voirdire.analysis.ranking.flips`).
 
-Ranks follow Chatbot Arena's rule (Chiang et al. 2024, *Chatbot Arena*, §5 and the
-leaderboard's notebook): ``rank = 1 +`` the number of models of the board whose interval
-lies wholly above this model's (lower bound above its upper bound). ``rank_lo``/``rank_hi``
-are the percentile interval of the model's rank among the replicates (1 + the number of
-models rated higher in that replicate).
+Ranks and intervals come from :mod:`~voirdire.analysis.ranking.ranks`: ``rank = 1 +`` the
+number of models whose bootstrap interval of the rating *difference* lies wholly above this
+model's (Chatbot Arena's rule, Chiang et al. 2024 §5, on differences, which do not depend on
+the anchor), ``rank_hi = K −`` the number wholly below, ``rank_lo = rank``. A model absent
+from a replicate (or not linked to the anchor in it) is NaN there; the anchor has no rating
+interval (NaN: its rating is fixed); an interval reaching the bound of θ has an infinite end
+and ``bounded`` marks an estimate at the bound.
+
+Memory: the replicates are fitted :data:`CHUNK_BYTES` at a time; a board of ``K`` models
+with ``R`` replicates is refused in one line, before anything is fitted, when one
+``R × K × K`` float64 array (what the rank flips build) would pass :data:`MAX_PAIRWISE_BYTES`.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 
 from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
-from voirdire.analysis.ranking.bt import to_rating
+from voirdire.analysis.ranking.bt import CLIP, to_rating
+from voirdire.analysis.ranking.ranks import pairwise_ranks, pieces, rating_interval
 from voirdire.analysis.ranking.registry import ranking_method
 from voirdire.core import ConfigError
 
@@ -41,9 +48,13 @@ __all__ = [
 
 LEADERBOARD_COLUMNS = [
     "benchmark", "view", "judge", "strategy", "model", "rating", "lo", "hi", "rank", "rank_lo", "rank_hi", "n",
-    "win_rate",
+    "win_rate", "bounded",
 ]  # fmt: skip
 BOARD_KEYS = ["benchmark", "judge", "strategy", "view"]
+#: refuse a board whose ``replicates × models²`` float64 array would pass this (1 GiB)
+MAX_PAIRWISE_BYTES = 2**30
+#: memory for one chunk of replicates' fits (the sums and the Newton arrays), 256 MiB
+CHUNK_BYTES = 256 * 2**20
 
 
 @dataclass
@@ -52,12 +63,16 @@ class Boards:
 
     Attributes:
         table: :data:`LEADERBOARD_COLUMNS` — ``rating`` (Arena scale, anchor at
-            ``anchor_rating``), ``lo``/``hi`` its percentile interval, ``rank`` (Arena's rule),
-            ``rank_lo``/``rank_hi`` (int), ``n`` (int: decided comparisons of the model in the
-            board), ``win_rate`` (float: fitted probability of beating the anchor, σ(θ)).
+            ``anchor_rating``), ``lo``/``hi`` its percentile interval (NaN for the anchor,
+            ``±inf`` where the replicates reach the bound of θ), ``rank``,
+            ``rank_lo``/``rank_hi`` (int; module docstring), ``n`` (int: decided comparisons
+            of the model in the board), ``win_rate`` (float: fitted probability of beating
+            the anchor, σ(θ)), ``bounded`` (bool: the estimate is at the bound of θ, no
+            finite maximum likelihood).
         theta: per board key (benchmark, judge, strategy, view) ``(models, (B, K) θ of the
             replicates, (K,) θ estimate)``; replicate ``r`` is the same draw of questions
-            across every board of a benchmark.
+            across every board of a benchmark; NaN where a model has no rating in a
+            replicate (absent, or not linked to the anchor).
         anchors: benchmark -> anchor model.
     """
 
@@ -103,6 +118,34 @@ def check_graph(comps: pl.DataFrame, where: str) -> list[str]:
             f"by comparisons), so their ratings cannot be compared"
         )
     return models
+
+
+def check_size(comps: pl.DataFrame, replicates: int) -> None:
+    """Refuse, before anything is fitted, a (benchmark, judge) whose models ``K`` make one
+    ``replicates × K × K`` float64 array larger than :data:`MAX_PAIRWISE_BYTES`.
+
+    Raises:
+        ConfigError: naming the benchmark, judge, sizes and the largest replicates allowed.
+    """
+    both = pl.concat(
+        [
+            comps.select("benchmark", "judge", m="a"),
+            comps.select("benchmark", "judge", m="b"),
+        ]
+    )
+    per = (
+        both.group_by("benchmark", "judge")
+        .agg(k=pl.col("m").n_unique())
+        .sort("k", descending=True)
+    )
+    bench, judge, k = per.row(0)
+    need = int(replicates) * k * k * 8
+    if need > MAX_PAIRWISE_BYTES:
+        raise ConfigError(
+            f"{bench} / {judge}: {k} models x {replicates} replicates needs {need / 2**30:.1f} GiB for one "
+            f"replicates x models^2 array (limit {MAX_PAIRWISE_BYTES / 2**30:.0f} GiB); use at most "
+            f"{max(MAX_PAIRWISE_BYTES // (8 * k * k), 0)} replicates, or rank fewer models"
+        )  # fmt: skip
 
 
 def _cell_rows(
@@ -193,13 +236,15 @@ def fit_boards(
 
     Raises:
         ConfigError: no comparisons; a board with one model or a disconnected graph; an
-            anchor that is not a candidate of a board; an unknown method.
+            anchor that is not a candidate of a board; an unknown method; a judge whose
+            ``replicates × models² × 8`` bytes pass :data:`MAX_PAIRWISE_BYTES` (before any fit).
     """
     fit = ranking_method(method).fit
     if comps.height == 0:
         raise ConfigError(
             "no decided pairwise comparisons to rank (list-wise or all-failed judgments?)"
         )
+    check_size(comps, replicates)
     out, boards = Boards(pl.DataFrame()), []
     for (bench,), bc in comps.sort(BOARD_KEYS).group_by(
         ["benchmark"], maintain_order=True
@@ -249,42 +294,63 @@ def _fit_judge(
     rows, cell_board, cell_model = _cell_rows(jc, keys, models)
     k, kept = len(models), []
     groups = [np.flatnonzero(cell_board == b) for b in range(len(keys))]
+    anchors = [
+        int(np.flatnonzero(np.array(models)[cell_model[u]] == anc)[0]) for u in groups
+    ]
     met_of: dict[bytes, np.ndarray] = {}
 
     def statistic(sums):
-        wc = np.stack([sums[f"w_{j}"] for j in range(k)], axis=2)
-        tc = np.stack([sums[f"t_{j}"] for j in range(k)], axis=2)
-        theta = np.empty(wc.shape[:2])
-        rank = np.empty(wc.shape[:2])
-        for u in groups:
+        r = sums["w_0"].shape[0]
+        theta, piece = (
+            np.empty((r, cell_board.size)),
+            np.empty((r, cell_board.size), dtype=np.int64),
+        )
+        for u, a in zip(groups, anchors):
             m = cell_model[u]
-            w, t = wc[:, u][:, :, m], tc[:, u][:, :, m]
+            w = np.stack([sums[f"w_{j}"][:, u] for j in m], axis=2)
+            t = np.stack([sums[f"t_{j}"][:, u] for j in m], axis=2)
+            met = (w + w.transpose(0, 2, 1) + t) > 0
             if prior:  # pseudo-ties between every two models that met in the data (the estimate comes first)
-                met = met_of.setdefault(u.tobytes(), (w[0] + w[0].T + t[0]) > 0)
-                t = t + prior * met
-            th = fit(w, t, anchor=int(np.flatnonzero(np.array(models)[m] == anc)[0]))
-            theta[:, u] = th
-            rank[:, u] = 1 + (th[:, None, :] > th[:, :, None]).sum(axis=2)
-        kept.append(theta)
-        return {
-            "rating": to_rating(theta, anchor_rating),
-            "rank": rank,
-            "win_rate": expit(theta),
-        }
+                t = t + prior * met_of.setdefault(u.tobytes(), met[0])
+            theta[:, u] = fit(w, t, anchor=a)
+            piece[:, u] = pieces(met)
+        kept.append((theta, piece))
+        rated = np.where(
+            piece == piece[:, u_anchor], theta, np.nan
+        )  # NaN: no link to the anchor
+        return {"rating": to_rating(rated, anchor_rating), "win_rate": expit(rated)}
 
+    u_anchor = np.empty(
+        cell_board.size, dtype=np.int64
+    )  # each cell's board's anchor cell
+    for u, a in zip(groups, anchors):
+        u_anchor[u] = u[a]
+    per_chunk = 8 * (2 * k * cell_board.size + 16 * max(u.size for u in groups) ** 2)
     rows = in_clusters(rows, clusters)
     ci = cluster_bootstrap(rows, [*(f"w_{j}" for j in range(k)), *(f"t_{j}" for j in range(k))], statistic,
                            cells=["cell"], questions=questions, replicates=replicates, level=level,
-                           seed=seed)  # fmt: skip
-    est, boot = kept
+                           seed=seed, chunk=max(1, CHUNK_BYTES // per_chunk))  # fmt: skip
+    est = kept[0][0][0]
+    boot = np.concatenate([th for th, _ in kept[1:]])
+    piece = np.concatenate([p for _, p in kept[1:]])
+    boot = np.where(piece == piece[:, u_anchor], boot, np.nan)
+    parts = []
     for b, (s, v) in enumerate(keys):
         u = groups[b]
         out.theta[(bench, judge, s, v)] = (
             [models[i] for i in cell_model[u]],
             boot[:, u],
-            est[0, u],
+            est[u],
         )
-    wide = ci.pivot(on="metric", index="cell", values=["estimate", "lo", "hi"])
+        lo, hi = rating_interval(boot[:, u], level)
+        lo[anchors[b]] = hi[anchors[b]] = (
+            np.nan
+        )  # the anchor's rating is fixed: no interval
+        rank, rank_lo, rank_hi = pairwise_ranks(boot[:, u], piece[:, u], level)
+        parts.append(pl.DataFrame({"cell": u, "lo": to_rating(lo, anchor_rating), "hi": to_rating(hi, anchor_rating),
+                                   "rank": rank, "rank_lo": rank_lo, "rank_hi": rank_hi,
+                                   "bounded": np.abs(est[u]) >= CLIP - 0.5}))  # fmt: skip
+    wide = ci.pivot(on="metric", index="cell", values="estimate")
     n = (
         pl.concat(
             [jc.select("strategy", "view", m="a"), jc.select("strategy", "view", m="b")]
@@ -295,18 +361,14 @@ def _fit_judge(
     info = pl.DataFrame({"cell": np.arange(cell_board.size), "strategy": [keys[b][0] for b in cell_board],
                          "view": [keys[b][1] for b in cell_board],
                          "model": [models[i] for i in cell_model]})  # fmt: skip
-    t = info.join(wide, on="cell").join(
-        n.rename({"m": "model", "len": "n"}), on=["strategy", "view", "model"]
+    t = (
+        info.join(wide, on="cell")
+        .join(pl.concat(parts), on="cell")
+        .join(n.rename({"m": "model", "len": "n"}), on=["strategy", "view", "model"])
     )
     t = t.select(
-        "strategy", "view", "model", pl.col("n").cast(pl.Int64),
-        rating="estimate_rating", lo="lo_rating", hi="hi_rating", win_rate="estimate_win_rate",
-        rank_lo=pl.col("lo_rank").round().cast(pl.Int64), rank_hi=pl.col("hi_rank").round().cast(pl.Int64),
+        "strategy", "view", "model", "lo", "hi", "bounded", pl.col("n").cast(pl.Int64), rating="rating",
+        win_rate="win_rate", rank=pl.col("rank").cast(pl.Int64), rank_lo=pl.col("rank_lo").cast(pl.Int64),
+        rank_hi=pl.col("rank_hi").cast(pl.Int64),
     )  # fmt: skip
-    above = (
-        t.join(t.select("strategy", "view", olo="lo"), on=["strategy", "view"])
-        .group_by("strategy", "view", "model", "hi")
-        .agg(rank=(pl.col("olo") > pl.col("hi")).sum().cast(pl.Int64) + 1)
-    )
-    t = t.join(above.drop("hi"), on=["strategy", "view", "model"])
     return t.with_columns(benchmark=pl.lit(bench), judge=pl.lit(judge))
