@@ -51,8 +51,9 @@ LEADERBOARD_COLUMNS = [
     "win_rate", "bounded",
 ]  # fmt: skip
 BOARD_KEYS = ["benchmark", "judge", "strategy", "view"]
-#: refuse a board whose ``replicates × models²`` float64 array would pass this (1 GiB)
-MAX_PAIRWISE_BYTES = 2**30
+#: refuse a judge whose ``replicates × models²`` float64 array would pass this (256 MiB: the
+#: rank flips hold about three such arrays at once; 300 models allow 372 replicates)
+MAX_PAIRWISE_BYTES = 256 * 2**20
 #: memory for one chunk of replicates' fits (the sums and the Newton arrays), 256 MiB
 CHUNK_BYTES = 256 * 2**20
 
@@ -142,8 +143,8 @@ def check_size(comps: pl.DataFrame, replicates: int) -> None:
     need = int(replicates) * k * k * 8
     if need > MAX_PAIRWISE_BYTES:
         raise ConfigError(
-            f"{bench} / {judge}: {k} models x {replicates} replicates needs {need / 2**30:.1f} GiB for one "
-            f"replicates x models^2 array (limit {MAX_PAIRWISE_BYTES / 2**30:.0f} GiB); use at most "
+            f"{bench} / {judge}: {k} models x {replicates} replicates needs {need / 2**20:,.0f} MiB for one "
+            f"replicates x models^2 array (limit {MAX_PAIRWISE_BYTES / 2**20:.0f} MiB); use at most "
             f"{max(MAX_PAIRWISE_BYTES // (8 * k * k), 0)} replicates, or rank fewer models"
         )  # fmt: skip
 
