@@ -87,9 +87,10 @@ class Boards:
 def default_anchor(comps: pl.DataFrame) -> str:
     """The model in the most comparisons (ties: the first by name) — the reference of a
     candidates-vs-reference benchmark."""
-    both = pl.concat([comps.select(m="a"), comps.select(m="b")])
-    counts = both.group_by("m").len().sort(["len", "m"], descending=[True, False])
-    return counts.item(0, "m")
+    counts = pl.concat([
+        comps.group_by(m="a").len(), comps.group_by(m="b").len()
+    ]).group_by("m").agg(pl.col("len").sum())  # fmt: skip
+    return counts.sort(["len", "m"], descending=[True, False]).item(0, "m")
 
 
 def check_graph(comps: pl.DataFrame, where: str) -> list[str]:
@@ -99,16 +100,17 @@ def check_graph(comps: pl.DataFrame, where: str) -> list[str]:
         ConfigError: fewer than two models, or a comparison graph in several pieces (naming
             the board and a model of the second piece).
     """
+    pairs = comps.select("a", "b").unique()  # at most K² rows, whatever the data's size
     models = sorted(
-        set(comps.get_column("a").to_list()) | set(comps.get_column("b").to_list())
+        set(pairs.get_column("a").to_list()) | set(pairs.get_column("b").to_list())
     )
     if len(models) < 2:
         raise ConfigError(
             f"{where}: a leaderboard needs at least two models; the comparisons name {models or 'none'}"
         )
     ix = {m: i for i, m in enumerate(models)}
-    a = np.array([ix[x] for x in comps.get_column("a").to_list()])
-    b = np.array([ix[x] for x in comps.get_column("b").to_list()])
+    a = np.array([ix[x] for x in pairs.get_column("a").to_list()], dtype=np.int64)
+    b = np.array([ix[x] for x in pairs.get_column("b").to_list()], dtype=np.int64)
     n, lab = connected_components(
         coo_matrix((np.ones(a.size), (a, b)), shape=(len(models),) * 2), directed=False
     )
@@ -128,18 +130,13 @@ def check_size(comps: pl.DataFrame, replicates: int) -> None:
     Raises:
         ConfigError: naming the benchmark, judge, sizes and the largest replicates allowed.
     """
-    both = pl.concat(
-        [
-            comps.select("benchmark", "judge", m="a"),
-            comps.select("benchmark", "judge", m="b"),
-        ]
+    per = comps.group_by("benchmark", "judge").agg(
+        pl.col("a").unique(), pl.col("b").unique()
+    )  # the models' names only: no copy of the comparisons
+    bench, judge, k = max(
+        ((bn, jd, len(set(a) | set(b))) for bn, jd, a, b in per.iter_rows()),
+        key=lambda r: r[2],
     )
-    per = (
-        both.group_by("benchmark", "judge")
-        .agg(k=pl.col("m").n_unique())
-        .sort("k", descending=True)
-    )
-    bench, judge, k = per.row(0)
     need = int(replicates) * k * k * 8
     if need > MAX_PAIRWISE_BYTES:
         raise ConfigError(
@@ -151,63 +148,46 @@ def check_size(comps: pl.DataFrame, replicates: int) -> None:
 
 def _cell_rows(
     comps: pl.DataFrame, boards: list[tuple], models: list[str]
-) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+) -> tuple[pl.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
     """Per (question, cell) the wins ``w_j`` and ties ``t_j`` of the cell's model against
-    model ``j``; cells numbered board by board, models by name."""
-    ix = {m: i for i, m in enumerate(models)}
-    cell_board, cell_model, cell_of = [], [], {}
-    for bi, key in enumerate(boards):
-        sub = comps.filter(
-            pl.all_horizontal(
-                [pl.col(c) == v for c, v in zip(["strategy", "view"], key)]
-            )
-        )
-        for m in sorted(
-            set(sub.get_column("a").to_list()) | set(sub.get_column("b").to_list())
-        ):
-            cell_of[(*key, m)] = len(cell_board)
-            cell_board.append(bi)
-            cell_model.append(ix[m])
-    cells = pl.DataFrame(
-        [(*k, c) for k, c in cell_of.items()],
-        schema={
-            "strategy": pl.String,
-            "view": pl.String,
-            "m": pl.String,
-            "cell": pl.Int64,
-        },
-        orient="row",
-    )
-    c = comps.with_columns(
-        ai=pl.col("a").replace_strict(ix, return_dtype=pl.Int64),
-        bi=pl.col("b").replace_strict(ix, return_dtype=pl.Int64),
-    )
-    c = c.join(
-        cells.rename({"m": "a", "cell": "ca"}), on=["strategy", "view", "a"]
-    ).join(cells.rename({"m": "b", "cell": "cb"}), on=["strategy", "view", "b"])
-    long = pl.concat([
-        c.select("benchmark", "question_id", cell="ca", opp="bi", w="win", t="tie"),
-        c.select("benchmark", "question_id", cell="cb", opp="ai", w=1.0 - pl.col("win") - pl.col("tie"), t="tie"),
-    ]).group_by("benchmark", "question_id", "cell", "opp").agg(pl.col("w").sum(), pl.col("t").sum())  # fmt: skip
-    k = len(models)
-    wide = long.pivot(
-        on="opp",
-        index=["benchmark", "question_id", "cell"],
-        values=["w", "t"],
-        aggregate_function="sum",
-    )
-    cols = {
-        f"w_{j}": pl.col(f"w_{j}") if f"w_{j}" in wide.columns else pl.lit(0.0)
-        for j in range(k)
-    }
-    cols |= {
-        f"t_{j}": pl.col(f"t_{j}") if f"t_{j}" in wide.columns else pl.lit(0.0)
-        for j in range(k)
-    }
-    wide = wide.select("benchmark", "question_id", "cell", **cols).sort(
-        "cell", "question_id"
-    )
-    return wide, np.array(cell_board), np.array(cell_model)
+    model ``j``; cells numbered board by board, models by name; rows sorted by cell and
+    question, only where the cell's model was compared. Also per cell its board, its model
+    and ``n`` (its comparisons). Counted with ``numpy.bincount`` over integer codes: memory
+    of the order of the (questions × cells × models) result, not of copies of the data."""
+    k, nb = len(models), len(boards)
+    qids = comps.get_column("question_id").unique().sort().to_list()
+    key = pl.DataFrame(
+        {"strategy": [b[0] for b in boards], "view": [b[1] for b in boards], "_b": np.arange(nb)}
+    )  # fmt: skip
+    c = comps.join(key, on=["strategy", "view"]).select(
+        "_b", "win", "tie",
+        q=pl.col("question_id").replace_strict({q: i for i, q in enumerate(qids)}, return_dtype=pl.Int64),
+        ai=pl.col("a").replace_strict({m: i for i, m in enumerate(models)}, return_dtype=pl.Int64),
+        bi=pl.col("b").replace_strict({m: i for i, m in enumerate(models)}, return_dtype=pl.Int64),
+    )  # fmt: skip
+    bd, q, ai, bi = (c.get_column(x).to_numpy() for x in ("_b", "q", "ai", "bi"))
+    win, tie = c.get_column("win").to_numpy(), c.get_column("tie").to_numpy()
+    present = np.zeros((nb, k), dtype=bool)
+    present[bd, ai] = present[bd, bi] = True
+    cell_board, cell_model = np.nonzero(present)  # board by board, models by name
+    cell = np.full((nb, k), -1, dtype=np.int64)
+    cell[cell_board, cell_model] = np.arange(cell_board.size)
+    ca, cb, u, nq = cell[bd, ai], cell[bd, bi], cell_board.size, len(qids)
+    size = nq * u * k
+
+    def count(cells, opp, weights):
+        return np.bincount((q * u + cells) * k + opp, weights, minlength=size)
+
+    w = (count(ca, bi, win) + count(cb, ai, 1.0 - win - tie)).reshape(nq, u, k)
+    t = (count(ca, bi, tie) + count(cb, ai, tie)).reshape(nq, u, k)
+    seen = np.bincount(np.r_[q * u + ca, q * u + cb], minlength=nq * u).reshape(nq, u)
+    uu, qq = np.nonzero(seen.T)  # by cell, then question
+    wide = pl.DataFrame({
+        "benchmark": np.full(uu.size, comps.item(0, "benchmark")), "question_id": np.array(qids)[qq], "cell": uu,
+        **{f"w_{j}": w[qq, uu, j] for j in range(k)}, **{f"t_{j}": t[qq, uu, j] for j in range(k)},
+    })  # fmt: skip
+    n = np.bincount(np.r_[ca, cb], minlength=u)
+    return wide, cell_board, cell_model, n
 
 
 def fit_boards(
@@ -283,7 +263,8 @@ def _fit_judge(
 ) -> pl.DataFrame:
     keys = jc.select("strategy", "view").unique(maintain_order=True).rows()
     models = sorted(
-        set(jc.get_column("a").to_list()) | set(jc.get_column("b").to_list())
+        set(jc.get_column("a").unique().to_list())
+        | set(jc.get_column("b").unique().to_list())
     )
     for s, v in keys:
         sub = jc.filter((pl.col("strategy") == s) & (pl.col("view") == v))
@@ -292,7 +273,7 @@ def _fit_judge(
             raise ConfigError(
                 f"anchor {anc!r} is not a candidate of {bench} / {judge} / {s} / {v} (its models: {', '.join(bm)})"
             )
-    rows, cell_board, cell_model = _cell_rows(jc, keys, models)
+    rows, cell_board, cell_model, n_cell = _cell_rows(jc, keys, models)
     k, kept = len(models), []
     groups = [np.flatnonzero(cell_board == b) for b in range(len(keys))]
     anchors = [
@@ -344,29 +325,16 @@ def _fit_judge(
             est[u],
         )
         lo, hi = rating_interval(boot[:, u], level)
-        lo[anchors[b]] = hi[anchors[b]] = (
-            np.nan
-        )  # the anchor's rating is fixed: no interval
+        lo[anchors[b]] = hi[anchors[b]] = np.nan  # the anchor's is fixed: no interval
         rank, rank_lo, rank_hi = pairwise_ranks(boot[:, u], piece[:, u], level)
         parts.append(pl.DataFrame({"cell": u, "lo": to_rating(lo, anchor_rating), "hi": to_rating(hi, anchor_rating),
                                    "rank": rank, "rank_lo": rank_lo, "rank_hi": rank_hi,
                                    "bounded": np.abs(est[u]) >= CLIP - 0.5}))  # fmt: skip
     wide = ci.pivot(on="metric", index="cell", values="estimate")
-    n = (
-        pl.concat(
-            [jc.select("strategy", "view", m="a"), jc.select("strategy", "view", m="b")]
-        )
-        .group_by("strategy", "view", "m")
-        .len()
-    )
     info = pl.DataFrame({"cell": np.arange(cell_board.size), "strategy": [keys[b][0] for b in cell_board],
                          "view": [keys[b][1] for b in cell_board],
-                         "model": [models[i] for i in cell_model]})  # fmt: skip
-    t = (
-        info.join(wide, on="cell")
-        .join(pl.concat(parts), on="cell")
-        .join(n.rename({"m": "model", "len": "n"}), on=["strategy", "view", "model"])
-    )
+                         "model": [models[i] for i in cell_model], "n": n_cell})  # fmt: skip
+    t = info.join(wide, on="cell").join(pl.concat(parts), on="cell")
     t = t.select(
         "strategy", "view", "model", "lo", "hi", "bounded", pl.col("n").cast(pl.Int64), rating="rating",
         win_rate="win_rate", rank=pl.col("rank").cast(pl.Int64), rank_lo=pl.col("rank_lo").cast(pl.Int64),
