@@ -130,13 +130,12 @@ def check_size(comps: pl.DataFrame, replicates: int) -> None:
     Raises:
         ConfigError: naming the benchmark, judge, sizes and the largest replicates allowed.
     """
-    per = comps.group_by("benchmark", "judge").agg(
-        pl.col("a").unique(), pl.col("b").unique()
-    )  # the models' names only: no copy of the comparisons
-    bench, judge, k = max(
-        ((bn, jd, len(set(a) | set(b))) for bn, jd, a, b in per.iter_rows()),
-        key=lambda r: r[2],
-    )
+    per: dict[tuple, set] = {}
+    for bn, jd, a, b in (
+        comps.select("benchmark", "judge", "a", "b").unique().iter_rows()
+    ):
+        per.setdefault((bn, jd), set()).update((a, b))  # the distinct pairs only
+    (bench, judge), k = max(((g, len(m)) for g, m in per.items()), key=lambda r: r[1])
     need = int(replicates) * k * k * 8
     if need > MAX_PAIRWISE_BYTES:
         raise ConfigError(
@@ -227,15 +226,15 @@ def fit_boards(
         )
     check_size(comps, replicates)
     out, boards = Boards(pl.DataFrame()), []
-    for (bench,), bc in comps.sort(BOARD_KEYS).group_by(
-        ["benchmark"], maintain_order=True
-    ):
+    for bench in sorted(comps.get_column("benchmark").unique().to_list()):
+        bc = _part(comps, "benchmark", bench)  # no copy of the data when there is one
         anc = anchor or default_anchor(bc)
         out.anchors[bench] = anc
         questions = in_clusters(
             bc.select("benchmark", "question_id").unique(), clusters
         )
-        for (judge,), jc in bc.group_by(["judge"], maintain_order=True):
+        for judge in sorted(bc.get_column("judge").unique().to_list()):
+            jc = _part(bc, "judge", judge)
             boards.append(_fit_judge(jc, bench, judge, anc, fit, questions, out, anchor_rating, prior, replicates,
                                      level, seed, clusters))  # fmt: skip
     out.table = (
@@ -244,6 +243,11 @@ def fit_boards(
         .sort("benchmark", "judge", "strategy", "view", "rank", "model")
     )
     return out
+
+
+def _part(df: pl.DataFrame, col: str, value: str) -> pl.DataFrame:
+    """The rows of ``df`` with ``col == value`` (``df`` itself when that is all of it)."""
+    return df if df.get_column(col).n_unique() == 1 else df.filter(pl.col(col) == value)
 
 
 def _fit_judge(
@@ -261,13 +265,15 @@ def _fit_judge(
     seed,
     clusters=None,
 ) -> pl.DataFrame:
-    keys = jc.select("strategy", "view").unique(maintain_order=True).rows()
+    pairs = jc.select(
+        "strategy", "view", "a", "b"
+    ).unique()  # small: boards × K² at most
+    keys = sorted(pairs.select("strategy", "view").unique().rows())
     models = sorted(
-        set(jc.get_column("a").unique().to_list())
-        | set(jc.get_column("b").unique().to_list())
+        set(pairs.get_column("a").to_list()) | set(pairs.get_column("b").to_list())
     )
     for s, v in keys:
-        sub = jc.filter((pl.col("strategy") == s) & (pl.col("view") == v))
+        sub = pairs.filter((pl.col("strategy") == s) & (pl.col("view") == v))
         bm = check_graph(sub, f"{bench} / {judge} / {s} / {v}")
         if anc not in bm:
             raise ConfigError(
