@@ -156,6 +156,18 @@ def _interval(boot: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def _chunked(stat: Statistic, mats: dict, w: np.ndarray, chunk: int | None) -> dict:
+    """``stat`` of the replicates' sums ``w @ M.T``, ``chunk`` replicates at a time, the
+    parts joined along the replicates."""
+    if chunk is None or chunk >= w.shape[0]:
+        return stat({c: w @ m.T for c, m in mats.items()})
+    parts = [
+        stat({c: w[s : s + chunk] @ m.T for c, m in mats.items()})
+        for s in range(0, w.shape[0], max(int(chunk), 1))
+    ]
+    return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parts[0]}
+
+
 def _as_statistic(
     statistic: Statistic
     | Mapping[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]],
@@ -178,6 +190,7 @@ def cluster_bootstrap(
     replicates: int = 1000,
     level: float = 0.95,
     seed: int = 0,
+    chunk: int | None = None,
 ) -> pl.DataFrame:
     """Cluster-bootstrap percentile intervals (questions resampled) of figures built from sums.
 
@@ -205,6 +218,9 @@ def cluster_bootstrap(
             ``rows``); a question without rows still counts in Q.
         replicates: bootstrap replicates B; level: interval coverage (0.95: the 2.5 % and
             97.5 % quantiles); seed: numpy seed.
+        chunk: replicates per call of ``statistic`` (None: all at once); the draws are the
+            same, so a statistic that works row by row gives the same figures with less memory
+            (the sums of a call are ``chunk × cells × len(values)`` floats).
 
     Returns:
         One row per (stratum, group, metric) or (stratum, group, cell, metric): the
@@ -243,7 +259,7 @@ def cluster_bootstrap(
             mats = _dense(grp, q_index, nq, cell_keys, cells, values)
             with np.errstate(invalid="ignore", divide="ignore"):
                 est = stat({c: np.ones((1, nq)) @ m.T for c, m in mats.items()})
-                boot = stat({c: w @ m.T for c, m in mats.items()})
+                boot = _chunked(stat, mats, w, chunk)
             for metric, e in est.items():
                 b = np.asarray(boot[metric], dtype=float)
                 if np.ndim(e) == 1:

@@ -61,6 +61,8 @@ def ranking_figure(lb: pl.DataFrame, path: str | os.PathLike, title: str = "") -
             r = pts.filter((pl.col("strategy") == s) & (pl.col("view") == v))
             if r.height:
                 y, lo, hi = r.item(0, "rating"), r.item(0, "lo"), r.item(0, "hi")
+                # the anchor (NaN: fixed) and ends at the bound (±inf) get no bar there
+                lo, hi = (v if np.isfinite(v) else y for v in (lo, hi))
                 ax.errorbar(
                     x,
                     y,
