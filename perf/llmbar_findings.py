@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         "--run",
         type=Path,
         default=None,
-        help="a finished replay directory (else one is run)",
+        help="a finished replay directory (else one is run); its rating judges read @tie, if any, give the tie-reading rows",
     )
     ap.add_argument("--replicates", type=int, default=1000)
     ap.add_argument("--smoke", action="store_true")
