@@ -1,7 +1,8 @@
 """The README's LLMBar findings: PC, PF and accuracy against gold, with intervals, from the replay.
 
     python -m perf.llmbar_findings [--data DIR] [--run DIR] [--replicates 1000]
-    python -m perf.llmbar_findings --smoke     # one judge, 200 replicates (CI)
+    python -m perf.llmbar_findings --smoke     # GPT-4 Vanilla and Rating (both readings) on
+                                               # LLMBar Natural, 200 replicates (CI)
 
 Replays (or reads ``--run``, a finished directory of a replay of every subset) the six
 evaluators of LLMBar (Zeng et al., ICLR 2024) and prints two markdown tables:
@@ -11,7 +12,12 @@ evaluators of LLMBar (Zeng et al., ICLR 2024) and prints two markdown tables:
    (Vanilla on LLMBar, Vanilla_NoRules on the Processed sets): PC, PF and accuracy (both
    orders pooled, a failed verdict counted as wrong);
 2. per prompting strategy (Vanilla, CoT, Swap, Metrics, Reference, Rating and their
-   combinations), over the five LLMBar sets and every evaluator that ran it: PC and PF.
+   combinations), over the five LLMBar sets and every evaluator that ran it: PC, PF and
+   accuracy. A rating strategy (``Rating*``) has two rows, one per reading of equal ratings
+   (``docs/llmbar.md``): ``Rating`` the release's (recorded name ``"GPT-4/Rating"``, what
+   ``"*"`` replays: equal ratings go to the output shown second, so PC < 1) and
+   ``Rating@tie`` voirdire's (``"GPT-4/Rating@tie"``: equal ratings a tie, PC 1 by
+   construction); below the table, the number of pairs with equal ratings in each.
 
 Definitions: ``docs/metrics.md`` (PC = consistent / valid pairs; PF per cell
 (rcn - pcn) / n, averaged over the cells (subsets) of a row); accuracy as
@@ -68,7 +74,31 @@ def per_item(judgments: pl.DataFrame) -> pl.DataFrame:
         n=pl.lit(1.0),
         correct=(pl.col("w1") == g).fill_null(False).cast(pl.Float64)
         + (pl.col("w2") == g).fill_null(False).cast(pl.Float64),
+        tie=((pl.col("w1") == "tie") | (pl.col("w2") == "tie")).fill_null(False),
     )
+
+
+def judge_specs(data: Path, subsets: list[str], smoke: bool) -> list[dict]:
+    """Replay judges: every recorded ``evaluator/strategy`` on ``subsets`` (smoke: GPT-4's
+    Vanilla and Rating), and each rating strategy once more read ``@tie``."""
+    from voirdire.benchmarks.llmbar import TIE_SUFFIX, LLMBar
+
+    judges = (
+        ["GPT-4/Vanilla", "GPT-4/Rating"]
+        if smoke
+        else LLMBar.recorded_judges(data, "position_bias", subsets)
+    )
+    ties = [j + TIE_SUFFIX for j in judges if j.split("/", 1)[1].startswith("Rating")]
+    return [{"name": j, "backend": "replay", "recorded": j} for j in judges + ties]
+
+
+def reading(strategy: str) -> str:
+    """The strategy as printed: a rating strategy names its reading of equal ratings."""
+    if not strategy.startswith("Rating"):
+        return strategy
+    if strategy.endswith("@tie"):
+        return f"{strategy} (tie reading)"
+    return f"{strategy} (release reading)"
 
 
 def figures(items: pl.DataFrame, by: list[str], replicates: int) -> pl.DataFrame:
@@ -97,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         "--run",
         type=Path,
         default=None,
-        help="a finished replay directory (else one is run)",
+        help="a finished replay directory (else one is run); its rating judges read @tie, if any, give the tie-reading rows",
     )
     ap.add_argument("--replicates", type=int, default=1000)
     ap.add_argument("--smoke", action="store_true")
@@ -115,17 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.smoke
             else [*LLMBAR_SETS, "Processed/FairEval", "Processed/MT-Bench"]
         )
-        judges = (
-            [
-                {
-                    "name": "GPT-4/Vanilla",
-                    "backend": "replay",
-                    "recorded": "GPT-4/Vanilla",
-                }
-            ]
-            if args.smoke
-            else [{"name": "*", "backend": "replay", "recorded": "*"}]
-        )
+        judges = judge_specs(data, subsets, args.smoke)
         with tempfile.TemporaryDirectory() as tmp:
             job = {
                 "name": "llmbar-findings",
@@ -174,8 +194,24 @@ def main(argv: list[str] | None = None) -> int:
         pl.col("evaluator").replace_strict(order, default=99), "strategy"
     ).iter_rows(named=True):
         print(
-            f"| {r['evaluator']} | {r['strategy']} | {_fmt(r, 'pc')} | {_fmt(r, 'pf', True)} | {_fmt(r, 'accuracy')} |"
+            f"| {r['evaluator']} | {reading(r['strategy'])} | {_fmt(r, 'pc')} | {_fmt(r, 'pf', True)} | {_fmt(r, 'accuracy')} |"
         )
+    ties = (
+        strat.filter(pl.col("strategy").str.ends_with("@tie"))
+        .group_by("judge")
+        .agg(pairs=pl.len(), equal=pl.col("tie").sum())
+        .sort("judge")
+    )
+    if ties.height:
+        print(
+            "\nRating rows: release reading = equal ratings go to the output shown second (the"
+            " release's evaluate.py); tie reading (@tie) = equal ratings a tie. Pairs with equal"
+            " ratings (a tie in the @tie reading, in either order):"
+        )
+        for r in ties.iter_rows(named=True):
+            print(
+                f"- {r['judge'].removesuffix('@tie')}: {r['equal']} of {r['pairs']} pairs"
+            )
     return 0
 
 
