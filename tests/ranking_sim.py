@@ -16,15 +16,17 @@ def round_robin(
     strategy: str = "single",
     judge: str = "sim",
     orders: int = 1,
+    bias: float = 0.0,
 ) -> pl.DataFrame:
     """Comparisons (``COMPARISON_SCHEMA``): every pair of models on every question, ``orders``
-    times, outcomes drawn from Bradley–Terry with ``strengths`` (natural log scale)."""
+    times, outcomes drawn from Bradley–Terry with ``strengths`` (natural log scale), ``bias``
+    added to the logit of ``a`` (the lower-numbered model) winning."""
     k = strengths.size
     i, j = np.triu_indices(k, 1)
     n = i.size * questions * orders
     q = np.repeat(np.arange(questions), i.size * orders)
     a, b = np.tile(i, questions * orders), np.tile(j, questions * orders)
-    win = (rng.random(n) < expit(strengths[a] - strengths[b])).astype(float)
+    win = (rng.random(n) < expit(strengths[a] - strengths[b] + bias)).astype(float)
     names = np.array([f"m{x:02d}" for x in range(k)])
     return pl.DataFrame({
         "benchmark": "sim", "judge": judge, "strategy": strategy, "view": board,
