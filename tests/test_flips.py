@@ -101,6 +101,13 @@ def test_the_permutation_null_equals_exact_enumeration():
     assert abs(t.flips_null - null) < 0.02
     assert abs(t.flips_p - p) < 0.015
     assert np.abs(t.p_adjusted - p_adj).max() < 0.015
+    shuffled = order_test(
+        units.sample(fraction=1.0, shuffle=True, seed=2), permutations=200, seed=1
+    )
+    again = order_test(units, permutations=200, seed=1)
+    assert np.array_equal(
+        shuffled.p_adjusted, again.p_adjusted
+    )  # the draws follow the units
 
 
 def test_every_flip_column_is_documented():

@@ -104,7 +104,9 @@ def _counts(units: pl.DataFrame, ix: dict[str, int], k: int):
     changes a swap of each discordant unit makes to the first board's wins and ties."""
     wide = units.pivot(
         on="view", index=["question_id", "a", "b"], values=["win", "tie", "loss"]
-    )
+    ).sort(
+        "question_id", "a", "b"
+    )  # the swaps' draws follow the units, whatever the row order
     for c in (f"{s}_{v}" for s in ("win", "tie", "loss") for v in ("first", "swapped")):
         wide = (
             wide.with_columns(pl.col(c).fill_null(0.0))
