@@ -95,12 +95,16 @@ def test_the_permutation_null_equals_exact_enumeration():
     j = order_judgments(np.array([0.0, 0.4, 0.8]), 4, rng, bias=0.8)
     units = order_units(order_views(j, []))
     disc = units.pivot(on="view", index=["question_id", "a", "b"], values="win")
-    assert 4 <= (disc.get_column("first") != disc.get_column("swapped")).sum() <= 12
-    t = order_test(units, permutations=20000, seed=1)
+    u = int((disc.get_column("first") != disc.get_column("swapped")).sum())
+    assert 8 <= u <= 12
     null, p, p_adj = _exact(units)
-    assert abs(t.flips_null - null) < 0.02
-    assert abs(t.flips_p - p) < 0.015
-    assert np.abs(t.p_adjusted - p_adj).max() < 0.015
+    t = order_test(units, permutations=2**u)  # every swap: exact
+    assert t.exact and t.permutations == 2**u
+    assert abs(t.flips_null - null) < 1e-9 and abs(t.flips_p - p) < 1e-9
+    assert np.abs(t.p_adjusted - p_adj).max() < 1e-9
+    mc = order_test(units, permutations=2**u - 1, seed=1)  # random swaps: close
+    assert not mc.exact
+    assert abs(mc.flips_null - null) < 0.1 and abs(mc.flips_p - p) < 0.05
     shuffled = order_test(
         units.sample(fraction=1.0, shuffle=True, seed=2), permutations=200, seed=1
     )

@@ -24,6 +24,9 @@ Statistics, for the ``K`` models common to both boards and their ``K(K−1)/2`` 
   most α (strong control of the family-wise error rate; ``perf/bench_flip_test.py``
   measures it by simulation).
 
+When the units whose two orders' verdicts differ are few (2^U ≤ the permutations asked
+for), every swap is enumerated instead and the p-values are exact.
+
 The permutations refit both boards with the leaderboards' own method (θ differences do not
 depend on the anchor) in chunks, so memory grows with chunk × K², not B × K².
 """
@@ -61,7 +64,11 @@ class OrderTest:
             p-value (one-sided, small).
         flipped, p_adjusted: (P,) per pair ``(i, j)`` of ``np.triu_indices(K, 1)``: whether
             it flips, and its max-T adjusted p-value.
-        permutations: B.
+        permutations: B, the swaps drawn (or enumerated).
+        exact: whether every one of the 2^U swaps of the U discordant units (those whose two
+            orders' verdicts differ; swapping the others changes nothing) was enumerated,
+            when 2^U ≤ the permutations asked for: p-values ``#{π: ...} / 2^U``, the observed
+            swap among them; else B random swaps and ``(1 + #{π: ...}) / (1 + B)``.
     """
 
     models: list[str]
@@ -74,6 +81,7 @@ class OrderTest:
     flipped: np.ndarray
     p_adjusted: np.ndarray
     permutations: int
+    exact: bool
 
     def significant(self, alpha: float = 0.05) -> int:
         """Flipped pairs whose adjusted p-value is at most ``alpha`` (int)."""
@@ -174,7 +182,8 @@ def order_test(
         method, prior: the leaderboards' (:func:`~voirdire.analysis.ranking.boards.fit_boards`).
         anchor: the model fixed at θ = 0 (default: the first by name; differences of θ, and
             so every statistic, do not depend on it).
-        permutations: B (≥ 1); seed: of the random swaps.
+        permutations: B (≥ 1), the random swaps; when the 2^U swaps of the U discordant units
+            are no more, all of them instead (exact); seed: of the random swaps.
 
     Raises:
         ConfigError: an unknown ranking method; ValueError: ``permutations`` < 1 or no
@@ -196,7 +205,10 @@ def order_test(
     i, j = np.triu_indices(keep.size, 1)
     obs = _fit(fit, np.stack([wf, ws]), np.stack([tf, ts]), k, anc, prior)[:, keep]
     flip0, tau0, c0 = pair_stats(obs[:1], obs[1:], i, j)
-    rng = np.random.default_rng(seed)
+    rng, u = np.random.default_rng(seed), d_w.shape[0]
+    exact = u < 31 and 2**u <= permutations  # few discordant units: every swap, once
+    if exact:
+        permutations = 2**u
     chunk = max(1, _CHUNK_CELLS // (2 * k * k))
     th_f, th_s = (
         np.empty((permutations, keep.size)),
@@ -204,7 +216,10 @@ def order_test(
     )
     for lo in range(0, permutations, chunk):
         n = min(chunk, permutations - lo)
-        s = (rng.random((n, d_w.shape[0])) < 0.5).astype(float)
+        if exact:
+            s = ((np.arange(lo, lo + n)[:, None] >> np.arange(u)) & 1).astype(float)
+        else:
+            s = (rng.random((n, u)) < 0.5).astype(float)
         dw, dt = (d_w.T @ s.T).T, (d_t.T @ s.T).T  # (n, K²): what the swaps move
         th = _fit(fit, np.r_[wf + dw, ws - dw], np.r_[tf + dt, ts - dt], k, anc, prior)
         th_f[lo : lo + n], th_s[lo : lo + n] = th[:n, keep], th[n:, keep]
@@ -232,18 +247,22 @@ def order_test(
     ]
     tau_all = np.concatenate(taus)
     mx = np.sort(np.concatenate(maxes))
+    plus = (
+        0 if exact else 1
+    )  # the enumeration holds the observed swap; a random draw adds it
     exceed = permutations - np.searchsorted(mx, z0 - 1e-12, side="left")
     return OrderTest(
         models=common,
         flips=int(flip0.sum()),
         flips_null=flips_sum / permutations,
-        flips_p=(1 + flips_p) / (1 + permutations),
+        flips_p=(plus + flips_p) / (plus + permutations),
         tau=float(tau0[0]),
         tau_null=float(np.nanmean(tau_all))
         if np.isfinite(tau_all).any()
         else float("nan"),
-        tau_p=(1 + tau_p) / (1 + permutations),
+        tau_p=(plus + tau_p) / (plus + permutations),
         flipped=flip0[0],
-        p_adjusted=(1 + exceed) / (1 + permutations),
+        p_adjusted=(plus + exceed) / (plus + permutations),
         permutations=permutations,
+        exact=exact,
     )
