@@ -1,6 +1,7 @@
 """Size and power of the rank-flip test between the two orders, by simulation (``docs/ranking.md``).
 
     python -m perf.bench_flip_test            # 200 order-blind tables + 3 x 50 biased, 20 models x 80 questions
+    python -m perf.bench_flip_test --tables 0 --biases 1.0  # power alone
     python -m perf.bench_flip_test --smoke    # 4 + 3 x 2 tables, 5 models x 10 questions (CI)
 
 Each table: a round robin of ``--models`` models (strengths evenly spaced on [−1, 1],
@@ -8,7 +9,11 @@ natural-log scale) on ``--questions`` questions in both orders, each verdict dra
 Bradley–Terry with ``bias`` added to the logit of the answer shown first (``tests/ranking_sim.py``:
 the candidate is always the lower-numbered model, so a bias favours the low-numbered models
 in the first-order board and the others in the swapped one: a known order effect on the
-leaderboard). ``bias`` 0 is an order-blind judge: every rejection is an error.
+leaderboard: model ``i`` is the candidate against the ``K − 1 − i`` models above it, so its
+first-order θ moves by about ``bias · (K − 1 − 2i)/(K − 1)`` and its swapped-order θ by the
+opposite; with strengths ``2/(K − 1)`` apart, the first-order board's expected order is
+flattened at ``bias`` 1 and reversed beyond). ``bias`` 0 is an order-blind judge: every
+rejection is an error.
 
 For each table :func:`~voirdire.analysis.ranking.order_test.order_test` (``--permutations``
 random swaps) gives the family-wise significant flips (max-T at α = 0.05), the p-value of
@@ -80,7 +85,7 @@ def main() -> None:
     )
     ap.add_argument(
         "--biases",
-        default="0.1,0.2,0.3",
+        default="0.5,1.0,1.5",
         help="logit biases for the first-shown answer",
     )
     ap.add_argument("--permutations", type=int, default=200)
@@ -100,7 +105,8 @@ def main() -> None:
         f"{a.models} models round robin x {a.questions} questions x 2 orders, {a.permutations} permutations, "
         f"alpha {ALPHA}"
     )
-    run(0.0, a.tables, a, rng)
+    if a.tables:
+        run(0.0, a.tables, a, rng)
     for b in (float(x) for x in a.biases.split(",")):
         run(b, a.power_tables, a, rng)
 
