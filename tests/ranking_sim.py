@@ -16,15 +16,17 @@ def round_robin(
     strategy: str = "single",
     judge: str = "sim",
     orders: int = 1,
+    bias: float = 0.0,
 ) -> pl.DataFrame:
     """Comparisons (``COMPARISON_SCHEMA``): every pair of models on every question, ``orders``
-    times, outcomes drawn from Bradley–Terry with ``strengths`` (natural log scale)."""
+    times, outcomes drawn from Bradley–Terry with ``strengths`` (natural log scale), ``bias``
+    added to the logit of ``a`` (the lower-numbered model) winning."""
     k = strengths.size
     i, j = np.triu_indices(k, 1)
     n = i.size * questions * orders
     q = np.repeat(np.arange(questions), i.size * orders)
     a, b = np.tile(i, questions * orders), np.tile(j, questions * orders)
-    win = (rng.random(n) < expit(strengths[a] - strengths[b])).astype(float)
+    win = (rng.random(n) < expit(strengths[a] - strengths[b] + bias)).astype(float)
     names = np.array([f"m{x:02d}" for x in range(k)])
     return pl.DataFrame({
         "benchmark": "sim", "judge": judge, "strategy": strategy, "view": board,
@@ -120,3 +122,39 @@ def length_loving(
         orient="row",
     )
     return c, f
+
+
+def order_judgments(
+    strengths: np.ndarray,
+    questions: int,
+    rng: np.random.Generator,
+    *,
+    bias: float = 0.0,
+    judge: str = "sim",
+) -> pl.DataFrame:
+    """Pairwise judgment rows of a round robin in both orders (the columns the views read):
+    the candidate is the lower-numbered model; the answer shown first wins with probability
+    ``σ(θ_first − θ_second + bias)`` (``bias`` 0: an order-blind judge; else a position
+    bias that favours the low-numbered models in the first-order board)."""
+    k = strengths.size
+    i, j = np.triu_indices(k, 1)
+    q = np.repeat(np.arange(questions), i.size)
+    c, r = np.tile(i, questions), np.tile(j, questions)
+    names = np.array([f"m{x:02d}" for x in range(k)])
+    parts = []
+    for perm, (s0, s1) in enumerate([(c, r), (r, c)]):
+        a_wins = rng.random(c.size) < expit(strengths[s0] - strengths[s1] + bias)
+        parts.append(
+            pl.DataFrame({
+                "question_id": q, "candidate": names[c], "reference": names[r], "s0": names[s0], "s1": names[s1],
+                "extracted": np.where(a_wins, "A", "B"),
+            }).select(
+                benchmark=pl.lit("sim"), judge=pl.lit(judge), question_id=pl.format("q{}", pl.col("question_id")),
+                task=pl.lit("t"), candidate="candidate", reference="reference",
+                candidates=pl.concat_list("candidate", "reference"), shown=pl.concat_list("s0", "s1"),
+                permutation=pl.lit(perm, pl.Int32), repetition=pl.lit(1, pl.Int32), mode=pl.lit("pairwise"),
+                option_mode=pl.lit(2, pl.Int32), extracted="extracted", failed=pl.lit(False),
+                perturbation=pl.lit("control"), perturbation_kind=pl.lit("control"), gold=pl.lit(None, pl.String),
+            )
+        )  # fmt: skip
+    return pl.concat(parts)

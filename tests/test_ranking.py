@@ -120,7 +120,9 @@ def test_primacy_orders_disagree_and_swap_tie_restores_the_true_order():
     flips = rank_flips(boards).filter(
         (pl.col("view") == "first") & (pl.col("view_b") == "swapped")
     )
-    assert flips.item(0, "flips") > 0
+    # the orders disagree (τ < 1) but reverse no pair: a model tied with another in one board
+    # (equal records) is no flip, however the solver rounds their θ
+    assert flips.item(0, "kendall_tau") < 1.0 and flips.item(0, "flips") == 0
 
 
 def test_vectorised_tau_and_rho_equal_scipy():
@@ -226,7 +228,10 @@ def test_people_board_from_gold_and_files_written(tmp_path):
     )
     assert vs.item(0, "kendall_tau") == pytest.approx(1.0) and vs.item(0, "flips") == 0
     s = r.summary().filter(pl.col("strategy") == "single")
-    assert s.item(0, "order_flips") > 0 and s.item(0, "people_tau") < 1.0
+    # pooled, a gap of one is a win each way: the people's tie; the same board as the people's
+    assert s.item(0, "order_tau") < 1.0 and s.item(0, "people_tau") == pytest.approx(
+        1.0
+    )
     paths = write_ranking(r, tmp_path)
     lb = pl.read_csv(paths["leaderboard"])
     assert lb.columns[:12] == [

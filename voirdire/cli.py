@@ -389,7 +389,10 @@ def rank(
         ),
     ] = 0.0,
     replicates: Annotated[
-        int, typer.Option(help="Bootstrap replicates (questions resampled).")
+        int,
+        typer.Option(
+            help="Bootstrap replicates (questions resampled); also the random order swaps of the flip test."
+        ),
     ] = 1000,
     style: Annotated[
         bool,

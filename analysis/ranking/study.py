@@ -51,13 +51,17 @@ class Ranking:
         """Per (benchmark, judge, strategy): rank flips between the first and swapped
         boards (null for an order-invariant strategy: none by construction) and τ against
         the people's board where there is one. Columns ``benchmark``, ``judge``,
-        ``strategy``, ``models`` (int), ``order_flips``, ``order_flips_significant`` (int),
-        ``order_tau`` (float), ``people_tau`` (float)."""
+        ``strategy``, ``models`` (int), ``order_flips``, ``order_flips_significant`` (int:
+        family-wise, :func:`~voirdire.analysis.ranking.flips.rank_flips`),
+        ``order_flips_null`` (float: the mean flips of an order-blind judge on the same
+        verdicts), ``order_flips_p`` (float: permutation p-value of any order effect),
+        ``order_tau``, ``order_tau_p`` (float), ``people_tau`` (float)."""
         f = self.flips
         order = f.filter((pl.col("view") == "first") & (pl.col("view_b") == "swapped")).select(
             "benchmark", "judge", "strategy", "models",
             order_flips="flips", order_flips_significant="flips_significant",
-            order_tau="kendall_tau",
+            order_flips_null="flips_null", order_flips_p="flips_p",
+            order_tau="kendall_tau", order_tau_p="tau_p",
         )  # fmt: skip
         people = (
             f.filter(pl.col("judge_b") == "people")
@@ -123,7 +127,9 @@ def rank_judgments(
             the most comparisons, e.g. a benchmark's reference).
         prior: pseudo-ties between every two models that met
             (:func:`~voirdire.analysis.ranking.boards.fit_boards`; 0: plain maximum likelihood).
-        replicates, level, seed: the cluster bootstrap's (questions resampled).
+        replicates, level, seed: the cluster bootstrap's (questions resampled); ``replicates``
+            is also the number of random order swaps of the order test
+            (:mod:`~voirdire.analysis.ranking.order_test`).
         features: answer style features (:func:`~voirdire.analysis.ranking.style.answer_features`):
             adds style-controlled ratings and LC win rates (``style_replicates`` replicates).
         clusters: what every bootstrap draws (``benchmark``, ``question_id``, ``cluster``;
@@ -170,7 +176,19 @@ def rank_judgments(
         clusters=clusters,
     )
     ranking = Ranking(
-        boards.table, rank_flips(boards, level=level), boards, method, replicates
+        boards.table,
+        rank_flips(
+            boards,
+            level=level,
+            comps=comps,
+            method=method,
+            prior=prior,
+            permutations=replicates,
+            seed=seed,
+        ),
+        boards,
+        method,
+        replicates,
     )
     if features is not None:
         judged = comps.filter(

@@ -113,7 +113,9 @@ def _limits(ax, lb: pl.DataFrame, title: str) -> None:
 
 def print_ranking(summary: pl.DataFrame, console: Console | None = None) -> None:
     """The terminal table: per (benchmark, judge, strategy) the rank flips order alone
-    causes (first vs swapped; ``-`` for an order-invariant strategy) and τ against people."""
+    causes (first vs swapped; ``–`` for an order-invariant strategy), the mean flips of an
+    order-blind judge, the p-value of any order effect, the family-wise significant flips, τ
+    and τ against people."""
     console = console or Console()
     t = Table(
         title="Leaderboards: rank flips between the first and swapped orders (docs/ranking.md)"
@@ -124,6 +126,8 @@ def print_ranking(summary: pl.DataFrame, console: Console | None = None) -> None
         "strategy",
         "models",
         "flips",
+        "order-blind",
+        "p",
         "significant",
         "τ first/swapped",
         "τ people",
@@ -131,10 +135,8 @@ def print_ranking(summary: pl.DataFrame, console: Console | None = None) -> None
         t.add_column(
             c, justify="left" if c in ("benchmark", "judge", "strategy") else "right"
         )
-    for r in summary.iter_rows(named=True):
-        f = lambda x, p="{:.3f}": "-" if x is None else p.format(x)  # noqa: E731
-        t.add_row(r["benchmark"], r["judge"], r["strategy"], str(r["models"]), f(r["order_flips"], "{}"),
-                  f(r["order_flips_significant"], "{}"), f(r["order_tau"]), f(r["people_tau"]))  # fmt: skip
+    for row in _rows(summary):
+        t.add_row(*row)
     console.print(t)
 
 
@@ -146,6 +148,7 @@ def _rows(summary: pl.DataFrame) -> list[list[str]]:
             return "–" if x is None else p.format(x)
 
         out.append([r["benchmark"], r["judge"], r["strategy"], str(r["models"]), f(r["order_flips"], "{}"),
+                    f(r.get("order_flips_null"), "{:.1f}"), f(r.get("order_flips_p")),
                     f(r["order_flips_significant"], "{}"), f(r["order_tau"]), f(r["people_tau"])])  # fmt: skip
     return out
 
@@ -156,7 +159,9 @@ _HEAD = [
     "strategy",
     "models",
     "order flips",
-    "significant",
+    "order-blind flips",
+    "p (any order effect)",
+    "significant (family-wise)",
     "τ first/swapped",
     "τ people",
 ]
@@ -174,7 +179,9 @@ def ranking_markdown(
     ]
     lines += ["| " + " | ".join(r) + " |" for r in _rows(summary)]
     lines += ["", "Rank flips: model pairs ordered differently by the first-order and swapped-order leaderboards "
-              "(significant: the bootstrap interval of the change excludes 0). See docs/ranking.md.", ""]  # fmt: skip
+              "against an order-blind judge on the same verdicts (orders swapped at random within pairs): its mean flips, the "
+              "permutation p-value of the count, and the flips significant with the family-wise error held at 5 % "
+              "(max-T). See docs/ranking.md.", ""]  # fmt: skip
     for name, p in (figures or {}).items():
         lines.append(
             f"![{name}]({p.name if p.parent.name != 'figures' else 'figures/' + p.name})"
@@ -198,5 +205,7 @@ def ranking_html(summary: pl.DataFrame, figures: dict[str, Path] | None = None) 
         '<section id="leaderboards"><h2>Leaderboards</h2><table class="sortable">'
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         "<p>Rank flips: model pairs ordered differently by the first-order and swapped-order leaderboards "
-        f"(significant: the bootstrap interval of the change excludes 0). See docs/ranking.md.</p>{imgs}</section>"
+        f"against an order-blind judge on the same verdicts (orders swapped at random within pairs): its mean flips, the "
+        "permutation p-value of the count, and the flips significant with the family-wise error held at 5 % (max-T). "
+        f"See docs/ranking.md.</p>{imgs}</section>"
     )
