@@ -40,7 +40,7 @@ def check_rows(n: int, where: str, max_rows: int) -> None:
     if n > max_rows:
         raise ConfigError(
             f"pairs data {where}: {n:,} rows or more, over the limit of {max_rows:,} "
-            "([benchmark.pairs] max_rows); refused before reading it"
+            "([benchmark.pairs] max_rows); refused"
         )
 
 
