@@ -253,6 +253,8 @@ def read_source(
         )
         if saved:
             lim.check_saved_dataset(p, repr(str(p)))
+        else:
+            lim.check_links(p, repr(str(p)))
         try:
             obj = (
                 ds.load_from_disk(str(p))

@@ -139,14 +139,9 @@ def _inside(top: pathlib.Path, name: object, what: str, where: str) -> None:
         )
 
 
-def check_saved_dataset(p: pathlib.Path, where: str) -> None:
-    """Check a directory saved by ``datasets``' ``save_to_disk`` before loading it: no
-    symbolic link inside resolves outside it, every split named in ``dataset_dict.json``
-    and every file named in a ``state.json`` (``_data_files``) lies inside its folder.
-
-    Raises:
-        ConfigError: naming the link, split or file (never read).
-    """
+def check_links(p: pathlib.Path, where: str) -> None:
+    """Raises ConfigError naming the first symbolic link inside the dataset directory ``p``
+    that resolves outside it (a folder of data files or a saved dataset)."""
     top = p.resolve()
     for root, dirs, files in os.walk(p):
         for name in dirs + files:
@@ -156,6 +151,18 @@ def check_saved_dataset(p: pathlib.Path, where: str) -> None:
                 raise ConfigError(
                     f"pairs data {where}: {str(rel)!r} is a link to outside the dataset folder; refused"
                 )
+
+
+def check_saved_dataset(p: pathlib.Path, where: str) -> None:
+    """Check a directory saved by ``datasets``' ``save_to_disk`` before loading it: no
+    symbolic link inside resolves outside it (:func:`check_links`), every split named in
+    ``dataset_dict.json`` and every file named in a ``state.json`` (``_data_files``) lies
+    inside its folder.
+
+    Raises:
+        ConfigError: naming the link, split or file (never read).
+    """
+    check_links(p, where)
     folders = [p]
     if (p / "dataset_dict.json").is_file():
         splits = _json(p / "dataset_dict.json", where).get("splits")

@@ -77,7 +77,9 @@ def check_format_source(fmt: str, args: tuple, kwargs: dict) -> None:
         if not spec:
             continue
         if "{" in spec:
-            for n in _ints(list(args) + list(kwargs.values())):
+            given = list(args) + list(kwargs.values())
+            given += [v for a in args if isinstance(a, Mapping) for v in a.values()]
+            for n in _ints(given):
                 _width(n, "a format width")
         for n in re.findall(r"\d+", spec):
             _width(int(n), "a format width")

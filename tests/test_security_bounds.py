@@ -170,6 +170,17 @@ def test_a_saved_dataset_with_a_link_out_of_its_folder_is_refused(tmp_path):
     assert df["q"].to_list() == ["q"]
 
 
+def test_a_folder_of_data_files_with_a_link_out_of_it_is_refused(tmp_path):
+    pytest.importorskip("datasets")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "pairs.csv").symlink_to(_csv(tmp_path / "outside.csv", 2))
+    with pytest.raises(
+        ConfigError,
+        match=r"'pairs.csv' is a link to outside the dataset folder; refused$",
+    ):
+        read_source(str(tmp_path / "folder"), None)
+
+
 # --- templates ------------------------------------------------------------------------------
 
 
@@ -198,6 +209,7 @@ def test_center_999999999_is_refused_at_plan_time_in_one_line(tmp_path):
         ("{{ '%999999999s' % instruction }}", "a format width over"),
         ("{{ '{:999999999}'.format(instruction) }}", "a format width over"),
         ("{{ '{:{w}}'.format(instruction, w=999999999) }}", "a format width over"),
+        ("{{ '{x:{w}}'.format_map({'x': 1, 'w': 999999999}) }}", "a format width over"),
         ("{{ ('a' * 1000000)|replace('a', 'bb') }}", "a replaced text over"),
         ("{{ ([('x' * 1000000)] * 100)|join }}", "a joined text over"),
         ("{% set a = 'x' * 1000000 %}{% set b = a ~ a %}{{ b }}", "a concatenation (~) over"),
