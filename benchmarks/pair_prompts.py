@@ -23,7 +23,9 @@ Fields a template may use (:data:`PAIR_FIELDS`), for the order shown:
 A template is untrusted input: it renders in Jinja2's
 ``jinja2.sandbox.ImmutableSandboxedEnvironment`` (no attribute that starts with ``_``, no
 method that changes a list or dict, ranges of at most 100,000; here also no repeated string
-or list over :data:`MAX_REPEAT` items and no power above :data:`MAX_POWER`) with
+or list over :data:`MAX_REPEAT` items, no power above :data:`MAX_POWER`, widths and built
+texts bounded by :mod:`~voirdire.benchmarks.template_bounds`, and each rendered turn by
+``max_chars``, default :data:`MAX_PROMPT_CHARS`) with
 ``StrictUndefined`` and no loader, so a template is one file: ``include``, ``import`` and
 ``extends`` are refused when it is loaded. Built-in templates render in the same
 environment. The data is never rendered as a template (a cell holding ``{{ 7*7 }}`` is sent
