@@ -9,7 +9,9 @@ A mirror is not trusted: a manifest path that is absolute, holds ``..``, a backs
 NUL, or would resolve outside the download directory is refused before anything is written
 (:func:`check_paths`), and each download is cut off past its manifest size plus
 :data:`SIZE_MARGIN` bytes (:data:`UNSIZED_CAP` where the manifest gives no size); a gzip
-file of a local copy is cut off the same way when it is decompressed.
+file of a local copy is cut off the same way when it is decompressed. Over HTTP
+(:mod:`~voirdire.benchmarks.http_guard`), a redirect to another origin is refused, each
+file has an overall deadline, and a URL's user and password never appear in a message.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 import pooch
 import requests
 
+from voirdire.benchmarks.http_guard import DEFAULT_DEADLINE, DownloadGuard, redact_url
 from voirdire.core import DataError
 
 #: bytes a download may run past its manifest size before it is cut off
@@ -149,12 +152,14 @@ def check_paths(paths, root: Path) -> None:
 
 
 class _Capped:
-    """A file that refuses to grow past ``cap`` bytes (what pooch's downloader writes to)."""
+    """A file that refuses to grow past ``cap`` bytes or its guard's deadline (what pooch's
+    downloader writes to)."""
 
-    def __init__(self, f, cap: int, name: str) -> None:
-        self.f, self.cap, self.name, self.n = f, cap, name, 0
+    def __init__(self, f, cap: int, name: str, guard: DownloadGuard) -> None:
+        self.f, self.cap, self.name, self.n, self.guard = f, cap, name, 0, guard
 
     def write(self, chunk: bytes) -> int:
+        self.guard.check()
         self.n += len(chunk)
         if self.n > self.cap:
             raise DataError(
@@ -170,22 +175,37 @@ class _Capped:
 class _HTTPDownloader(pooch.HTTPDownloader):
     """pooch's HTTP downloader, with a 404 raised as :class:`NotOnMirror` at once (pooch
     retries network errors, not a file the mirror does not have), and the download cut off
-    past ``cap`` bytes (a :class:`DataError` naming ``name``, not retried)."""
+    past ``cap`` bytes, at a redirect to another origin, or past ``deadline`` seconds (each
+    a :class:`DataError` naming ``name``, not retried; :class:`DownloadGuard`)."""
 
-    def __init__(self, *args, cap: int, name: str, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.cap, self.name = cap, name
+    def __init__(
+        self, *args, cap: int, name: str, guard: DownloadGuard, **kwargs
+    ) -> None:
+        super().__init__(*args, hooks={"response": [guard.hook]}, **kwargs)
+        self.cap, self.name, self.guard = cap, name, guard
 
     def __call__(self, url, output_file, pooch, check_only=False):  # type: ignore[override]
+        if check_only:
+            return super().__call__(url, output_file, pooch, check_only=True)
+        self.guard.start()
         try:
-            if check_only:
-                return super().__call__(url, output_file, pooch, check_only=True)
             with open(output_file, "w+b") as f:
-                return super().__call__(url, _Capped(f, self.cap, self.name), pooch)
+                out = _Capped(f, self.cap, self.name, self.guard)
+                result = super().__call__(url, out, pooch)
+            self.guard.check()
+            return result
         except requests.exceptions.HTTPError as exc:
             if exc.response is not None and exc.response.status_code == 404:
-                raise NotOnMirror(url) from None
+                raise NotOnMirror(redact_url(url)) from None
             raise
+        except DataError:
+            raise
+        except Exception:
+            if self.guard.expired:
+                raise self.guard.error() from None
+            raise
+        finally:
+            self.guard.stop()
 
 
 class _Source:
@@ -232,11 +252,13 @@ class HTTPMirror(_Source):
         manifest: dict[str, str],
         progress: bool,
         sizes: Mapping[str, int] | None = None,
+        deadline: float = DEFAULT_DEADLINE,
     ) -> None:
         super().__init__(sizes)
         check_paths(manifest, raw)
         pooch.get_logger().setLevel("WARNING")
         self.where, self.manifest, self.progress = base, manifest, progress
+        self.deadline = deadline
         self.pooch = pooch.create(
             path=raw,
             base_url=base,
@@ -253,16 +275,22 @@ class HTTPMirror(_Source):
                 or a blob-id mismatch.
         """
         url = self.where + path
+        guard = DownloadGuard(url, path, self.deadline)
+        wait = min(60.0, self.deadline)
         downloader = _HTTPDownloader(
-            progressbar=self.progress, timeout=60, cap=self.cap(path), name=path
+            progressbar=self.progress,
+            timeout=(wait, wait),
+            cap=self.cap(path),
+            name=path,
+            guard=guard,
         )
         try:
             local = self.pooch.fetch(path, downloader=downloader)
         except (NotOnMirror, DataError):
             raise
         except Exception as exc:  # noqa: BLE001 - connection errors, timeouts: named with the URL
-            raise DataError(f"cannot download {url}: {exc}") from None
-        return self._verified(path, Path(local).read_bytes(), url)
+            raise DataError(redact_url(f"cannot download {url}: {exc}")) from None
+        return self._verified(path, Path(local).read_bytes(), redact_url(url))
 
 
 class LocalCopy(_Source):

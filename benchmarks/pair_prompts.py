@@ -23,7 +23,9 @@ Fields a template may use (:data:`PAIR_FIELDS`), for the order shown:
 A template is untrusted input: it renders in Jinja2's
 ``jinja2.sandbox.ImmutableSandboxedEnvironment`` (no attribute that starts with ``_``, no
 method that changes a list or dict, ranges of at most 100,000; here also no repeated string
-or list over :data:`MAX_REPEAT` items and no power above :data:`MAX_POWER`) with
+or list over :data:`MAX_REPEAT` items, no power above :data:`MAX_POWER`, widths and built
+texts bounded by :mod:`~voirdire.benchmarks.template_bounds`, and each rendered turn by
+``max_chars``, default :data:`MAX_PROMPT_CHARS`) with
 ``StrictUndefined`` and no loader, so a template is one file: ``include``, ``import`` and
 ``extends`` are refused when it is loaded. Built-in templates render in the same
 environment. The data is never rendered as a template (a cell holding ``{{ 7*7 }}`` is sent
@@ -47,6 +49,7 @@ from jinja2 import meta, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from voirdire.benchmarks import template_bounds as tb
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 
@@ -99,18 +102,46 @@ _TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent / "templates"
 
 #: the most items a ``*`` may repeat a string or list to, and the largest exponent of ``**``
 MAX_REPEAT, MAX_POWER = 1_000_000, 1_000
+#: default bound on one rendered prompt (system and user turns, each), in characters; a
+#: job sets its own with ``[benchmark.pairs] max_prompt_chars``
+MAX_PROMPT_CHARS = 1_000_000
 
 
 class _Sandbox(ImmutableSandboxedEnvironment):
     """Jinja2's immutable sandbox, with ``*`` and ``**`` bounded (:data:`MAX_REPEAT`,
-    :data:`MAX_POWER`): cheap guards against a template that builds gigabytes by accident.
-    The sandbox stops code execution and file reads, not every way to exhaust memory or
-    time (a filter such as ``center(10**9)``, nested loops); a template is checked by
-    rendering it (:func:`check_renders`)."""
+    :data:`MAX_POWER`), and widths, paddings, ``+``, ``%``, ``~``, ``str`` methods and every
+    filter's result bounded by :data:`~voirdire.benchmarks.template_bounds.MAX_TEXT`
+    (:mod:`voirdire.benchmarks.template_bounds`): guards against a template that builds
+    gigabytes. The sandbox stops code execution and file reads; time in nested loops that
+    build nothing is not bounded. A template is checked by rendering it
+    (:func:`check_renders`)."""
 
-    intercepted_binops = frozenset(["*", "**"])
+    intercepted_binops = frozenset(["*", "**", "+", "%"])
+    code_generator_class = tb.BoundedCodeGenerator
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.filters = tb.bounded_filters(self.filters)
+        self.bounded_concat = tb.bounded_concat
+
+    def call(__self, __context, __obj, *args, **kwargs):  # type: ignore[override]  # noqa: N805
+        tb.check_call(__obj, args, kwargs)
+        return super().call(__context, __obj, *args, **kwargs)
+
+    def wrap_str_format(self, value):  # type: ignore[override]
+        fmt = super().wrap_str_format(value)
+        if fmt is None:
+            return None
+        source = value.__self__
+
+        def checked(*args, **kwargs):
+            tb.check_format_source(source, args, kwargs)
+            return tb.check_result(fmt(*args, **kwargs), "a formatted text")
+
+        return checked
 
     def call_binop(self, context, operator, left, right):  # type: ignore[override]
+        tb.check_binop(operator, left, right)
         if (
             operator == "**"
             and isinstance(right, (int, float))
@@ -162,12 +193,16 @@ class PairTemplate:
         source: the template's text (enters the prompts' content ids).
         verdict_pattern: regex whose group 1 is the verdict label.
         verdict_labels: what group 1 reads for slot 1, slot 2 and, when offered, a tie.
+        max_chars: the most characters a rendered turn (system or user) may have
+            (:data:`MAX_PROMPT_CHARS` unless the job sets ``max_prompt_chars``); past it the
+            rendering stops with one line.
     """
 
     name: str
     source: str
     verdict_pattern: str
     verdict_labels: tuple[str, ...]
+    max_chars: int = MAX_PROMPT_CHARS
 
     @property
     def compiled(self) -> jinja2.Template:
@@ -196,13 +231,18 @@ class PairTemplate:
             ) from None
 
     def _render(self, values: Mapping[str, Any]) -> tuple[str | None, str]:
-        t = self.compiled
+        t, n = self.compiled, self.max_chars
         if "user" not in t.blocks:
-            return None, t.render(values)
+            ctx = t.new_context(dict(values))
+            return None, tb.bounded_text(t.root_render_func(ctx), n, "the prompt")
         ctx = t.new_context(dict(values))
-        system = "".join(t.blocks["system"](ctx)) if "system" in t.blocks else None
+        system = (
+            tb.bounded_text(t.blocks["system"](ctx), n, "the system prompt")
+            if "system" in t.blocks
+            else None
+        )
         ctx = t.new_context(dict(values))
-        return system, "".join(t.blocks["user"](ctx))
+        return system, tb.bounded_text(t.blocks["user"](ctx), n, "the user prompt")
 
     @property
     def letter_map(self) -> dict[str, str]:
@@ -226,6 +266,7 @@ def load_template(
     *,
     verdict_pattern: str | None = None,
     verdict_labels: Iterable[str] | None = None,
+    max_chars: int = MAX_PROMPT_CHARS,
 ) -> PairTemplate:
     """A built-in template by name (:data:`BUILTIN`) or a Jinja2 file (relative paths from
     ``base``, else the working directory), with its verdict pattern and labels.
@@ -233,6 +274,7 @@ def load_template(
     A built-in template brings its own pattern and labels (which the arguments may
     override); a file needs ``verdict_pattern`` (one capture group); ``verdict_labels``
     default to ``["A", "B", "C"]`` (slot 1, slot 2, tie; two labels: no tie offered).
+    ``max_chars`` bounds each rendered turn (characters).
 
     Raises:
         ConfigError: unknown built-in name, unreadable file, a syntax error in the
@@ -305,7 +347,7 @@ def load_template(
         raise ConfigError(
             f"pair template {template!r}: a system block needs a user block"
         )
-    return PairTemplate(template, source, pattern, labels)
+    return PairTemplate(template, source, pattern, labels, max_chars)
 
 
 def _one_line(exc: BaseException) -> str:

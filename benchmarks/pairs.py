@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.pair_prompts import (
+    MAX_PROMPT_CHARS,
     PairTemplate,
     check_fields,
     check_renders,
@@ -42,6 +43,7 @@ from voirdire.benchmarks.pairs_data import (
     read_source,
     unique_ids,
 )
+from voirdire.benchmarks.pairs_limits import MAX_BYTES, MAX_ROWS
 from voirdire.benchmarks.registry import BENCHMARKS, PAIRS
 from voirdire.core import ConfigError, content_hash
 
@@ -97,7 +99,10 @@ class PairsSpec(BaseModel):
     stem or the dataset's name); ``columns``: :class:`PairColumns`; ``models``: the two
     outputs' model names for every row; ``reference``: the answers form's reference
     model; ``template``: ``"mtbench"`` or a Jinja2 file; ``verdict_pattern`` (regex, group
-    1 the label) and ``verdict_labels`` (slot 1, slot 2[, tie]) for an own template.
+    1 the label) and ``verdict_labels`` (slot 1, slot 2[, tie]) for an own template;
+    bounds (``docs/security.md``): ``max_rows`` rows and ``max_bytes`` bytes per source
+    (:mod:`~voirdire.benchmarks.pairs_limits`), ``max_prompt_chars`` characters per
+    rendered turn (:mod:`~voirdire.benchmarks.pair_prompts`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -113,6 +118,9 @@ class PairsSpec(BaseModel):
     template: str = "mtbench"
     verdict_pattern: str | None = None
     verdict_labels: list[str] | None = None
+    max_rows: int = Field(default=MAX_ROWS, gt=0)
+    max_bytes: int = Field(default=MAX_BYTES, gt=0)
+    max_prompt_chars: int = Field(default=MAX_PROMPT_CHARS, gt=0)
 
 
 @BENCHMARKS.register(name=PAIRS)
@@ -157,7 +165,13 @@ class OwnPairs(Benchmark):
         self.spec = spec
         self.sample = "full"
         df, self.source = read_source(
-            spec.path, spec.dataset, split=spec.split, config=spec.config, base=base
+            spec.path,
+            spec.dataset,
+            split=spec.split,
+            config=spec.config,
+            base=base,
+            max_rows=spec.max_rows,
+            max_bytes=spec.max_bytes,
         )
         self.path = pathlib.Path(self.source) if spec.path else None
         self.data_dir = (
@@ -173,6 +187,7 @@ class OwnPairs(Benchmark):
             base,
             verdict_pattern=spec.verdict_pattern,
             verdict_labels=spec.verdict_labels,
+            max_chars=spec.max_prompt_chars,
         )
         check_fields(self.template, df.columns)
         self.verdict_pattern = self.template.verdict_pattern

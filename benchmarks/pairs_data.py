@@ -27,6 +27,10 @@ unique; gold labels are in the allowed values (:func:`gold_labels`; each number 
 ``2.0`` as ``2``). Every failure is a one-line :class:`~voirdire.core.ConfigError` naming
 the source, the column and the row (1-based data row, in source order), before anything is
 sent.
+
+Bounds (:mod:`voirdire.benchmarks.pairs_limits`): ``max_rows`` rows and ``max_bytes`` bytes
+(on disk and decoded) per source, checked before the table is built; a saved dataset's
+files and links must lie inside its folder.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from voirdire.benchmarks import pairs_limits as lim
 from voirdire.core import ConfigError
 
 #: file suffix -> reader
@@ -51,10 +56,14 @@ GOLD_SECOND = ("2", "b", "model_b", "output_b")
 GOLD_TIE = ("tie", "tie (bothbad)")
 
 
-def _read_file(path: pathlib.Path) -> pl.DataFrame:
-    suffix = path.suffix.lower()
+def _read_file(path: pathlib.Path, max_rows: int, max_bytes: int) -> pl.DataFrame:
+    suffix, where = path.suffix.lower(), repr(str(path))
+    lim.check_bytes(path.stat().st_size, where, max_bytes, "on disk")
     if suffix in (".jsonl", ".ndjson", ".json"):
         data = _utf8(path)
+        if suffix != ".json" and data.count(b"\n") + 1 > max_rows:
+            lines = sum(1 for line in data.split(b"\n") if line.strip())
+            lim.check_rows(lines, where, max_rows)
         try:
             if suffix == ".json":
                 return pl.read_json(io.BytesIO(data), infer_schema_length=None)
@@ -62,13 +71,16 @@ def _read_file(path: pathlib.Path) -> pl.DataFrame:
         except Exception:  # noqa: BLE001 - find the line with Python's json, else read as text
             return _json_as_text(path, data.decode("utf-8"), lines=suffix != ".json")
     if suffix in (".csv", ".tsv"):
-        return pl.read_csv(
+        df = pl.read_csv(
             io.BytesIO(_utf8(path)),
             separator="\t" if suffix == ".tsv" else ",",
             infer_schema_length=0,
+            n_rows=max_rows + 1,
         )
+        lim.check_rows(df.height, where, max_rows)
+        return df
     if suffix == ".parquet":
-        return pl.read_parquet(path)
+        return pl.from_arrow(lim.read_parquet(path, where, max_rows, max_bytes))  # type: ignore[return-value]
     raise ConfigError(
         f"pairs data {str(path)!r}: unknown file type {suffix!r} (known: {', '.join(FILE_KINDS)}, or a dataset directory)"
     )
@@ -166,8 +178,11 @@ def _datasets():
     return datasets
 
 
-def _from_hf(obj, where: str, split: str | None) -> pl.DataFrame:
-    """A ``datasets.Dataset`` (or a ``DatasetDict`` with ``split``) as a polars frame."""
+def _from_hf(
+    obj, where: str, split: str | None, max_rows: int, max_bytes: int
+) -> pl.DataFrame:
+    """A ``datasets.Dataset`` (or a ``DatasetDict`` with ``split``) as a polars frame, its
+    rows and (memory-mapped) bytes checked before the frame is built."""
     if hasattr(obj, "keys") and not hasattr(obj, "features"):  # a DatasetDict
         splits = sorted(obj.keys())
         if split is None:
@@ -181,6 +196,8 @@ def _from_hf(obj, where: str, split: str | None) -> pl.DataFrame:
                 f"pairs data {where}: no split {split!r} (splits: {', '.join(splits)})"
             )
         obj = obj[split]
+    lim.check_rows(obj.num_rows, where, max_rows)
+    lim.check_bytes(obj.data.nbytes, where, max_bytes, "in Arrow")
     return pl.from_arrow(obj.with_format("arrow")[:])  # type: ignore[return-value]
 
 
@@ -191,6 +208,8 @@ def read_source(
     split: str | None = None,
     config: str | None = None,
     base: str | os.PathLike[str] | None = None,
+    max_rows: int = lim.MAX_ROWS,
+    max_bytes: int = lim.MAX_BYTES,
 ) -> tuple[pl.DataFrame, str]:
     """The pairs table and a short description of where it came from.
 
@@ -199,10 +218,13 @@ def read_source(
             directory).
         dataset: a Hugging Face dataset name (exclusive with ``path``).
         split, config: the dataset's split and configuration.
+        max_rows, max_bytes: the bounds (:mod:`~voirdire.benchmarks.pairs_limits`).
 
     Raises:
         ConfigError: neither or both sources, a missing file, an unreadable file, a
-            dataset that cannot be loaded, ``datasets`` not installed where needed.
+            dataset that cannot be loaded, ``datasets`` not installed where needed, a
+            bound passed, a saved dataset naming a file or holding a link outside its
+            folder.
     """
     if (path is None) == (dataset is None):
         raise ConfigError(
@@ -216,18 +238,24 @@ def read_source(
             raise ConfigError(
                 f"pairs data: Hugging Face dataset {dataset!r} cannot be loaded ({type(exc).__name__}: {exc})"
             ) from None
-        return _from_hf(obj, repr(dataset), split), f"dataset {dataset}"
+        return _from_hf(
+            obj, repr(dataset), split, max_rows, max_bytes
+        ), f"dataset {dataset}"
     p = pathlib.Path(path)  # type: ignore[arg-type]
     if not p.is_absolute() and base is not None:
         p = pathlib.Path(base) / p
     if p.is_dir():
         ds = _datasets()
+        saved = (
+            (p / "dataset_dict.json").is_file()
+            or (p / "dataset_info.json").is_file()
+            or (p / "state.json").is_file()
+        )
+        if saved:
+            lim.check_saved_dataset(p, repr(str(p)))
+        else:
+            lim.check_links(p, repr(str(p)))
         try:
-            saved = (
-                (p / "dataset_dict.json").is_file()
-                or (p / "dataset_info.json").is_file()
-                or (p / "state.json").is_file()
-            )
             obj = (
                 ds.load_from_disk(str(p))
                 if saved
@@ -237,17 +265,20 @@ def read_source(
             raise ConfigError(
                 f"pairs data {str(p)!r}: not a readable dataset directory ({type(exc).__name__}: {exc})"
             ) from None
-        return _from_hf(obj, repr(str(p)), split), str(p)
+        return _from_hf(obj, repr(str(p)), split, max_rows, max_bytes), str(p)
     if not p.is_file():
         raise ConfigError(f"pairs data {str(p)!r}: no such file or directory")
     try:
-        return _read_file(p), str(p)
+        df = _read_file(p, max_rows, max_bytes)
     except ConfigError:
         raise
     except Exception as exc:  # noqa: BLE001 - polars raises several kinds
         raise ConfigError(
             f"pairs data {str(p)!r}: cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
         ) from None
+    lim.check_rows(df.height, repr(str(p)), max_rows)  # a JSON array: counted once read
+    lim.check_bytes(df.estimated_size(), repr(str(p)), max_bytes, "decoded")
+    return df, str(p)
 
 
 def as_text(df: pl.DataFrame, column: str, where: str, each: bool = False) -> pl.Series:

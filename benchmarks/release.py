@@ -40,6 +40,7 @@ import platformdirs
 
 from voirdire.benchmarks import mirror, release_jtj
 from voirdire.benchmarks.data import DATA_ENV, default_data_dir, resolve_data_dir
+from voirdire.benchmarks.http_guard import redact_url
 from voirdire.benchmarks.mirror import HTTPMirror, LocalCopy, NotOnMirror, blob_id
 from voirdire.benchmarks.release_jtj import (
     QA_FILES,
@@ -194,6 +195,7 @@ def fetch_release(
     strict: bool = False,
     progress: bool = True,
     log: Callable[[str], None] = lambda s: None,
+    deadline: float = mirror.DEFAULT_DEADLINE,
 ) -> FetchReport:
     """Download, verify and convert a release into ``dest`` (replacing an earlier fetch).
 
@@ -214,7 +216,8 @@ def fetch_release(
             :data:`~voirdire.benchmarks.mirror.UNSIZED_CAP`.
         strict: a judge whose outputs the mirror lacks is an error, not a skip.
         progress: show pooch's download progress bars (stderr).
-        log: called with one line per step.
+        log: called with one line per step (a URL's user and password redacted).
+        deadline: seconds each file's download may take in all (a slow trickle is cut off).
 
     Raises:
         ConfigError: unknown release or ``prefer``.
@@ -258,9 +261,9 @@ def fetch_release(
         if source is not None:
             src: LocalCopy | HTTPMirror = LocalCopy(Path(source), man, sizes)
         else:
-            src = HTTPMirror(base, work / "raw", man, progress, sizes)
+            src = HTTPMirror(base, work / "raw", man, progress, sizes, deadline)
         out = work / "data"
-        log(f"fetching the release {rel.repo}@{rel.commit[:7]} from {base}")
+        log(f"fetching the release {rel.repo}@{rel.commit[:7]} from {redact_url(base)}")
         done = rel.convert(src.get, man, out, prefer=prefer, log=log)
         if done.skipped:
             if strict:
@@ -274,7 +277,7 @@ def fetch_release(
             "release": rel.name,
             "repository": rel.repo,
             "commit": rel.commit,
-            "base_url": base,
+            "base_url": redact_url(base),
             "files": report.files,
             "skipped": report.skipped,
         }
@@ -385,13 +388,15 @@ def locate_or_fetch(
     progress: bool = True,
     log: Callable[[str], None] = lambda s: None,
     manifest: str | os.PathLike[str] | dict[str, str] | None = None,
+    deadline: float = mirror.DEFAULT_DEADLINE,
 ) -> Path:
     """The data directory to use, fetching the release when none is found.
 
     Order: ``try_dir`` when it is a directory on this machine (the location a cluster client
     handed over); the usual lookup (first release:
     :func:`~voirdire.benchmarks.data.resolve_data_dir`; another: :func:`locate`); else, with
-    ``fetch``, :func:`fetch_release` into :meth:`Release.default_dir` (``manifest`` as there).
+    ``fetch``, :func:`fetch_release` into :meth:`Release.default_dir` (``manifest`` and
+    ``deadline`` as there).
 
     Raises:
         DataError: nothing was found and the fetch failed (or was not allowed); the message
@@ -432,6 +437,7 @@ def locate_or_fetch(
             manifest=manifest,
             progress=progress,
             log=log,
+            deadline=deadline,
         ).dest
     except DataError as exc:
         raise DataError(

@@ -8,6 +8,7 @@ import functools
 import gzip
 import http.server
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,15 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        if self.path.startswith("/trickle/"):  # 10 bytes a second, forever (issue 26)
+            return self._trickle()
+        if self.path.startswith(("/away/", "/home/")):  # a redirect (issue 26)
+            host = "localhost" if self.path.startswith("/away/") else "127.0.0.1"
+            port = self.server.server_address[1]
+            self.send_response(302)
+            self.send_header("Location", f"http://{host}:{port}/{self.path[6:]}")
+            self.end_headers()
+            return None
         if not self.path.startswith("/endless/"):
             return super().do_GET()
         self.send_response(200)
@@ -41,6 +51,18 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         try:
             for _ in range(64 * 1024):  # up to 4 GiB, unless the client hangs up
                 self.wfile.write(b"x" * 65536)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _trickle(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "1000000")
+        self.end_headers()
+        try:
+            for _ in range(100_000):
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                time.sleep(0.1)
         except (BrokenPipeError, ConnectionResetError):
             pass
 
@@ -203,3 +225,67 @@ def test_dotdot_path_is_refused_for_a_local_copy_too(tmp_path):
     with pytest.raises(DataError, match="resolves outside"):
         fetch_release(tmp_path / "data", release="llmbar", source=tmp_path / "copy",
                       manifest={"Dataset/secret.json": blob_id(b"[]")}, progress=False)  # fmt: skip
+
+
+# --- issue 26, item 4: a password in --base-url, cross-origin redirects, a slow trickle ---
+
+
+@pytest.mark.timeout(60)
+def test_a_slow_trickle_is_cut_off_at_the_deadline(server, tmp_path):
+    _, url = server
+    t0 = time.monotonic()
+    with pytest.raises(
+        DataError, match=rf"^{DATASET}: the download took longer than 1 s .*cut off"
+    ):
+        fetch_release(tmp_path / "data", f"{url}/trickle/", release="llmbar", manifest={DATASET: "0" * 40},
+                      sizes={DATASET: 10_000_000}, progress=False, deadline=1.0)  # fmt: skip
+    assert (
+        time.monotonic() - t0 < 20
+    )  # one file's deadline, not 60 s per read nor retries
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_redirect_to_another_origin_is_refused(server, tmp_path):
+    root, url = server
+    blob = _serve(root, f"moved/{DATASET}", b"[]")
+    with pytest.raises(
+        DataError,
+        match=rf"^{DATASET}: the mirror redirected to another origin \(http://localhost:\d+\); refused",
+    ):
+        fetch_release(tmp_path / "data", f"{url}/away/moved/", release="llmbar", manifest={DATASET: blob},
+                      progress=False)  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_redirect_within_the_origin_is_followed(server, tmp_path):
+    root, url = server
+    blob = _serve(root, f"moved2/{DATASET}", b"[]")
+    src = mirror.HTTPMirror(
+        f"{url}/home/moved2/", tmp_path / "raw", {DATASET: blob}, False
+    )
+    assert src.get(DATASET) == b"[]"
+
+
+def test_a_password_in_the_base_url_is_never_shown(server, tmp_path):
+    from typer.testing import CliRunner
+
+    from voirdire import cli
+
+    _, url = server
+    secret_url = (
+        url.replace("http://", "http://alice:hunter2secret@") + "/nothing-here/"
+    )
+    res = CliRunner().invoke(cli.app, ["data", "fetch", "llmbar", "--dest", str(tmp_path / "d"),
+                                       "--base-url", secret_url, "--no-progress"])  # fmt: skip
+    assert res.exit_code == 1
+    assert "hunter2secret" not in res.output and "alice" not in res.output
+    assert "[redacted]@127.0.0.1" in res.output
+    lines: list[str] = []
+    root, _ = server
+    blob = _serve(root, f"bad/{DATASET}", b"[1]")
+    bad_url = url.replace("http://", "http://alice:hunter2secret@") + "/bad/"
+    with pytest.raises(DataError) as info:
+        fetch_release(tmp_path / "e", bad_url, release="llmbar", manifest={DATASET: blob[::-1]},
+                      progress=False, log=lines.append)  # fmt: skip
+    shown = str(info.value) + "\n".join(lines)
+    assert "hunter2secret" not in shown and "[redacted]@" in shown

@@ -7,7 +7,7 @@
     voirdire submit JOB.toml --address http://HEAD:8265 [--env K=V] [--output-dir DIR] [--no-wait]
     voirdire status [JOB_ID] [--address ...]
     voirdire stop JOB_ID [--address ...]
-    voirdire data fetch [RELEASE] [--dest DIR] [--base-url URL] [--manifest TSV] [--prefer tsv|pkl] [--strict] [--if-missing [--try DIR]]
+    voirdire data fetch [RELEASE] [--dest DIR] [--base-url URL] [--manifest TSV] [--prefer tsv|pkl] [--strict] [--deadline S] [--if-missing [--try DIR]]
 
 ``run`` validates every job before sending anything, runs them one after another on one
 Ray connection, and prints the per-judge table of all of them. Exit codes: 0 success,
@@ -608,16 +608,24 @@ def data_fetch(
             help="The files and git blob ids to fetch and verify (a manifest TSV) instead of the package's (a mirror of other files)."
         ),
     ] = None,
+    deadline: Annotated[
+        float,
+        typer.Option(
+            min=1,
+            help="Seconds each file's download may take in all; a slower one is cut off.",
+        ),
+    ] = 600.0,
 ) -> None:
     """Download a release, verify every file against its git blob id, and convert it once.
 
     A mirror lacking some judges' outputs: those judges are skipped and named (exit 0), or,
     with --strict, the fetch fails. Prints the data directory on stdout (messages go to stderr)."""
     from voirdire.benchmarks import release
+    from voirdire.benchmarks.http_guard import redact_url
     from voirdire.core import DataError
 
     def log(msg: str) -> None:
-        err_console.print(msg, highlight=False)
+        err_console.print(redact_url(msg), highlight=False)
 
     try:
         rel = release.get_release(name)
@@ -630,6 +638,7 @@ def data_fetch(
                 progress=progress,
                 log=log,
                 manifest=manifest,
+                deadline=deadline,
             )
         else:
             path = release.fetch_release(
@@ -641,11 +650,12 @@ def data_fetch(
                 strict=strict,
                 progress=progress,
                 log=log,
+                deadline=deadline,
             ).dest
     except ConfigError as exc:
-        _fail(str(exc))
+        _fail(redact_url(str(exc)))
     except DataError as exc:
-        _fail(str(exc), 1)
+        _fail(redact_url(str(exc)), 1)
     typer.echo(str(path))
 
 
