@@ -29,6 +29,7 @@ import pytest
 import tomli_w
 
 import voirdire
+from tests.pandalm_synthetic import synthetic_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY = str(Path(sys.executable).parent / "ray")
@@ -465,6 +466,8 @@ def test_every_offline_example_submits_and_succeeds(cluster, tmp_path):
     copy = tmp_path / "examples"
     shutil.copytree(ROOT / "examples", copy)
     env = {**cluster["env"], "COLUMNS": "200"}
+    # PandaLM's data is never committed: a synthetic release stands in (as in test_engine)
+    pandalm = f"VOIRDIRE_PANDALM_DATA={synthetic_data_dir(tmp_path / 'pandalm')}"
     ids = {}
     for i, name in enumerate(names):
         path = copy / name
@@ -475,7 +478,7 @@ def test_every_offline_example_submits_and_succeeds(cluster, tmp_path):
         jid = f"vd-example-{i}"
         r = _cli(
             "submit", str(path), "--address", cluster["jobs"], "--id", jid,
-            "--output-dir", str(out), "--no-wait", env=env,
+            "--output-dir", str(out), "--env", pandalm, "--no-wait", env=env,
         )  # fmt: skip
         assert r.returncode == 0, f"{name}: {r.stdout}{r.stderr}"
         assert f"submitted {jid}" in r.stdout, r.stdout
