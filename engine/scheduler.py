@@ -316,7 +316,11 @@ class Scheduler:
             self.stats.retried_batches += 1
             return
         cause = getattr(exc, "cause", None) or exc
-        message = f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''} (after {attempt} attempts)"
+        lines = str(cause).strip().splitlines() or [""]
+        # a worker that failed to start: the last line is its own error (one line, e.g. a
+        # vLLM engine killed by a signal), the first only Ray's "died in its creation task"
+        line = lines[-1] if getattr(exc, "actor_init_failed", False) else lines[0]
+        message = f"{type(cause).__name__}: {line} (after {attempt} attempts)"
         self._record(
             pool.run.name, batch, _failed_columns(batch, failure, message[:500])
         )

@@ -98,15 +98,27 @@ def validate_for_submission(job_path: Path) -> Any:
         ConfigError: the file is missing or invalid, an unknown backend, bad settings.
     """
     from voirdire.engine.spec import ResolvedJudge, load_job
+    from voirdire.judges.base import get_backend
 
     job = load_job(job_path)
     for j in job.judges:
+        if "*" in j.name and _expands(get_backend(j.backend)):
+            # an entry standing for several judges (replay's name = "*"): they are named on
+            # the cluster, from its data; check the settings under a stand-in name
+            j = j.model_copy(update={"name": j.name.replace("*", "x")})
         try:
             ResolvedJudge(j, job)
         except ConfigError as exc:
             if "optional dependency" not in str(exc):
                 raise
     return job
+
+
+def _expands(backend: type) -> bool:
+    """Whether one ``[[judges]]`` entry of ``backend`` may stand for several judges."""
+    from voirdire.judges.capabilities import Expands
+
+    return issubclass(backend, Expands)
 
 
 def stage_package(dest: Path) -> Path:

@@ -329,7 +329,11 @@ def main() -> None:
         help="directory, .gguf file or shipped model name",
     )
     ap.add_argument("--device", default="cpu", choices=["cpu", "gpu", "auto"])
-    ap.add_argument("--dtype", default="auto")
+    ap.add_argument(
+        "--dtype",
+        help="float32, bfloat16, ... or auto (on the CPU: float32 unless a bfloat16 probe "
+        "engine runs here); default float32 on the CPU, auto on GPUs",
+    )
     ap.add_argument("--max-model-len", type=int, default=4096)
     ap.add_argument("--gpu-memory-utilization", type=float, default=0.2)
     ap.add_argument("--enforce-eager", action="store_true")
@@ -358,6 +362,8 @@ def main() -> None:
     )
     args = ap.parse_args()
     args.designs = ["pairwise", "listwise"]
+    if args.dtype is None:  # stated: a CPU runs in float32 unless asked otherwise
+        args.dtype = "float32" if args.device == "cpu" else "auto"
     if args.smoke:
         args.questions, args.reps, args.max_tokens, args.no_pair = 1, 1, 4, True
         args.max_model_len, args.enforce_eager = min(args.max_model_len, 4096), True
@@ -384,6 +390,10 @@ def main() -> None:
                 args.dtype, "gpu" if args.device == "gpu" else "cpu"
             )
             args.model = str(gguf.convert(args.model, args.dtype))
+    if args.device != "gpu":  # "auto" proven on this CPU before the plain side uses it
+        from voirdire.judges.vllm_judge.dtype import choose_dtype
+
+        args.dtype = choose_dtype(args.dtype, "cpu")
     res = {}
     for phase in ("plain", "voirdire") + (() if args.no_pair else ("pair",)):
         out = subprocess.run(

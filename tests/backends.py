@@ -111,3 +111,31 @@ class CrashingVllm(VllmJudge):
         s: CrashingVllmSettings = self.settings  # type: ignore[assignment]
         crash_once(s.crash_after, self.answered, s.crash_marker)
         return results
+
+
+class DiesAtStartSettings(SimulatedSettings):
+    """:class:`SimulatedSettings` plus the dtype its (pretended) engine started in."""
+
+    dtype: str = "bfloat16"
+
+
+class DiesAtStart(SimulatedJudge):
+    """A judge whose engine dies by ``SIGILL`` while its worker starts: a real child process
+    kills itself, and the worker raises what the vLLM judge raises for such an engine
+    (:func:`voirdire.judges.vllm_judge.dtype.start_failure` of vLLM's start-up error)."""
+
+    Settings = DiesAtStartSettings
+
+    def __init__(self, settings: DiesAtStartSettings, context) -> None:
+        import subprocess
+        import sys
+
+        from voirdire.judges.vllm_judge.dtype import start_failure
+
+        code = "import os, signal; os.kill(os.getpid(), signal.SIGILL)"
+        rc = subprocess.run([sys.executable, "-c", code]).returncode
+        exc = RuntimeError(
+            "Engine core initialization failed. See root cause above. "
+            f"Failed core proc(s): {{'EngineCore_DP0': {rc}}}"
+        )
+        raise start_failure(exc, context.judge, settings.dtype, "gpu")

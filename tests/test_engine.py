@@ -621,3 +621,25 @@ def test_truncated_part_is_quarantined_and_its_units_asked_again(
     assert pl.read_parquet(out / "judgments.parquet")["judge"].unique().to_list() == [
         "gpt-4-0613"
     ]
+
+
+def test_a_worker_whose_engine_died_by_a_signal_records_one_line(
+    tmp_path, data_dir, ray_local
+):
+    """Issue 26: a judge whose engine dies by SIGILL at start records, for its units, the
+    one line naming the signal, the judge and the dtype to try, not Ray's creation-task
+    preamble or vLLM's traces."""
+    d = job_dict(tmp_path)
+    d["run"] = {"batch_size": 12, "flush_seconds": 0.05, "max_attempts": 1}
+    d["judges"] = [{"name": "tiny", "backend": "tests.backends:DiesAtStart"}]
+    outcome = voirdire.run(parse_job(d))
+    j = load_judgments(outcome.output_dir)
+    assert j.height == 12 and (j["failure"] == "actor_crashed").all()
+    messages = set(j["failure_message"].to_list())
+    assert len(messages) == 1
+    (message,) = messages
+    assert "\n" not in message
+    assert message.startswith("ActorDiedError: ") and message.endswith(
+        "EngineDied: judge 'tiny': the vLLM engine died by SIGILL in dtype bfloat16; "
+        'try dtype = "float32" (after 1 attempts)'
+    ), message

@@ -390,3 +390,30 @@ def test_llmbar_job_gets_llmbar_data(tmp_path, monkeypatch):
         timeout=120,
     )
     assert r.returncode == 0 and r.stdout.strip() == str(data.resolve()), r.stderr
+
+
+@pytest.mark.parametrize(
+    "example", sorted(p.name for p in (ROOT / "examples").glob("*.toml"))
+)
+def test_every_example_passes_the_submit_check(example):
+    """Issue 26: the check before sending validates what the cluster will run; an entry
+    standing for several judges (replay's ``name = "*"``) is named there, from its data."""
+    job = sub.validate_for_submission(ROOT / "examples" / example)
+    assert job.judges
+
+
+def test_submit_check_still_refuses_a_nameless_judge(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        'name = "x"\noutput_dir = "/tmp/o"\n[benchmark]\nname = "mtbench"\n'
+        '[[judges]]\nname = "*"\nbackend = "simulated"\n'
+    )
+    with pytest.raises(ConfigError, match="no letter or digit"):
+        sub.validate_for_submission(bad)
+    # a replay entry standing for several judges still has its settings checked
+    bad.write_text(
+        'name = "x"\noutput_dir = "/tmp/o"\n[benchmark]\nname = "mtbench"\n'
+        '[[judges]]\nname = "*"\nbackend = "replay"\nrecorded = "*"\nnope = 1\n'
+    )
+    with pytest.raises(ConfigError, match="nope"):
+        sub.validate_for_submission(bad)

@@ -237,7 +237,7 @@ def job_run(tiny_model, context_limit, data_dir, tmp_path_factory, ray_local):
     engine = dict(
         backend="vllm",
         model=str(tiny_model),
-        dtype="bfloat16",
+        dtype="float32",
         max_model_len=limit,
         gpu_memory_utilization=0.1,
         enforce_eager=True,
@@ -450,7 +450,7 @@ def score_run(tiny_model, data_dir, tmp_path_factory, ray_local):
             "benchmark": {"name": "mtbench", "sample": "repetition", "data_dir": str(data_dir), "questions": SCORE_QUESTIONS, "candidates": [CANDIDATE]},
             "comparison": {"mode": "score", "permutations": "both", "repetitions": SCORE_K},
             "sampling": {"temperature": 1.0, "max_tokens": 8},
-            "judges": [{"name": "tiny-score", "backend": "vllm", "model": str(tiny_model), "dtype": "bfloat16",
+            "judges": [{"name": "tiny-score", "backend": "vllm", "model": str(tiny_model), "dtype": "float32",
                         "max_model_len": 8192, "gpu_memory_utilization": 0.1, "enforce_eager": True, "device": "cpu",
                         "num_cpus": 0.5, "verdict_mode": "structured", "reasoning_tokens": 4}],
         }

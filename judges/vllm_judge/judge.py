@@ -28,6 +28,7 @@ from voirdire.judges.base import (
     system_text,
 )
 from voirdire.judges.capabilities import Counts, Rewrites
+from voirdire.judges.vllm_judge import dtype as vdtype
 from voirdire.judges.vllm_judge import engine as eng
 from voirdire.judges.vllm_judge import gguf
 from voirdire.judges.vllm_judge.engine import RequestPlan, plan_requests
@@ -127,7 +128,12 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
     # ------------------------------------------------------------------ worker side
 
     def __init__(self, settings: VllmSettings, context: JudgeContext) -> None:
-        settings = gguf.materialize(settings, eng.resolve_device(settings))
+        device = eng.resolve_device(settings)
+        settings = gguf.materialize(settings, device)
+        # "auto" on a CPU: float32, or bfloat16 once a probe engine ran in it (dtype.py)
+        settings = settings.model_copy(
+            update={"dtype": vdtype.engine_dtype(settings.dtype, device)}
+        )
         super().__init__(settings, context)
         self.answered = 0
         self.sampling = context.sampling
@@ -140,9 +146,16 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
             "output_tokens": 0,
         }
         self._placement = None
-        self.engine, self.max_model_len, self._placement = eng.start_engine(
-            settings, context
-        )
+        try:
+            self.engine, self.max_model_len, self._placement = eng.start_engine(
+                settings, context
+            )
+        except Exception as exc:
+            # an engine killed by a signal: one line naming it, not vLLM's traces
+            failure = vdtype.start_failure(exc, context.judge, settings.dtype, device)
+            if failure is exc:
+                raise
+            raise failure from None
 
     # -- prompts
 

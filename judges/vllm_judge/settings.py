@@ -30,7 +30,8 @@ class VllmSettings(JudgeSettings):
         tokenizer: tokenizer name or directory (default: the model's).
         revision: model revision (commit, branch or tag).
         dtype: weights and activations dtype (``auto``, ``bfloat16``, ``float16``, ``float32``);
-            for a GGUF model ``auto`` is ``float32`` on CPUs without bfloat16 instructions.
+            ``auto`` on a CPU is ``float32``, or ``bfloat16`` once a probe engine ran in it
+            (:mod:`voirdire.judges.vllm_judge.dtype`).
         gguf_load: how a GGUF model is loaded: ``convert`` (once, into a cached safetensors
             directory), ``native`` (vLLM reads the file; GPUs with a vLLM that reads GGUF,
             elsewhere a one-line error) or ``auto`` (native where vLLM can, else convert).
