@@ -64,7 +64,9 @@ def one_order_table(
                     "task": "t",
                     "candidate": cand,
                     "reference": CAND_BASE,
-                    "shown": [[c, CAND_BASE] if a else [CAND_BASE, c] for c, a in zip(cand, f)],
+                    "shown": [
+                        [c, CAND_BASE] if a else [CAND_BASE, c] for c, a in zip(cand, f)
+                    ],
                     "permutation": np.where(f, 0, 1).astype(np.int32),
                     "repetition": np.ones(q.size, np.int32),
                     "mode": "pairwise",
@@ -82,7 +84,11 @@ def one_order_table(
 
 
 def true_effect(
-    strengths: list[float], delta: float, tau: float, draws: int = 400_000, seed: int = 99
+    strengths: list[float],
+    delta: float,
+    tau: float,
+    draws: int = 400_000,
+    seed: int = 99,
 ) -> float:
     """The population pooled effect E[σ(s + u + δ) − σ(s + u − δ)] over u ~ N(0, τ²) and
     the models equally (no ties, no failures: a tie counts ½ in both halves and cancels
@@ -90,3 +96,77 @@ def true_effect(
     u = np.random.default_rng(seed).normal(0.0, tau, draws)
     s = np.asarray(strengths)[:, None]
     return float(np.mean(_sigmoid(s + u + delta) - _sigmoid(s + u - delta)))
+
+
+def calibration_table(
+    n_questions: int,
+    models: int = 3,
+    *,
+    slope: float = 1.0,
+    spread: float = 1.5,
+    both_orders: bool = False,
+    tie_letter: float = 0.0,
+    source: str = "option_probs",
+    seed: int = 0,
+    judge: str = "j",
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """A labelled judgments table with probabilities: per (question, model) pair the true
+    probability that the candidate is better is ``π = σ(z)``, ``z ~ N(0, spread²)``; the gold
+    label is drawn from it; the judge states ``σ(slope · z)`` (``slope = 1``: calibrated;
+    ``> 1``: overconfident), in a random order (both orders with ``both_orders``), as
+    ``option_probs`` (Arrow map letter -> probability; ``tie_letter`` of the mass on ``C``)
+    or as ``p_candidate``. Returns the table and the stated probabilities (one per row)."""
+    rng = np.random.default_rng(seed)
+    n = n_questions * models
+    z = rng.normal(0.0, spread, n)
+    gold_cand = rng.random(n) < _sigmoid(z)
+    p = _sigmoid(slope * z)
+    q = np.repeat(np.arange(n_questions), models)
+    cand = np.array([f"m{i}" for i in range(models)])[
+        np.tile(np.arange(models), n_questions)
+    ]
+    orders = (
+        [np.ones(n, bool), np.zeros(n, bool)] if both_orders else [rng.random(n) < 0.5]
+    )
+    parts, stated = [], []
+    for first in orders:
+        pa_ = np.where(first, p, 1 - p) * (1 - tie_letter)
+        pb_ = np.where(first, 1 - p, p) * (1 - tie_letter)
+        probs = [
+            {"A": float(a), "B": float(b), **({"C": tie_letter} if tie_letter else {})}
+            for a, b in zip(pa_, pb_)
+        ]
+        df = pl.DataFrame(
+            {
+                "benchmark": "B",
+                "judge": judge,
+                "question_id": [f"q{i}" for i in q],
+                "task": "t",
+                "candidate": cand,
+                "reference": CAND_BASE,
+                "shown": [
+                    [c, CAND_BASE] if f else [CAND_BASE, c] for c, f in zip(cand, first)
+                ],
+                "repetition": np.ones(n, np.int32),
+                "mode": "pairwise",
+                "option_mode": np.full(n, 3 if tie_letter else 2, np.int32),
+                "gold": np.where(gold_cand, cand, CAND_BASE),
+                "failed": np.zeros(n, bool),
+                "extracted": "A",
+            }
+        )
+        if source == "p_candidate":
+            df = df.with_columns(p_candidate=pl.Series(p))
+        else:
+            import pyarrow as pa
+
+            arr = pa.array(
+                [list(d.items()) for d in probs],
+                type=pa.map_(pa.string(), pa.float64()),
+            )
+            df = df.with_columns(
+                pl.from_arrow(pa.table({"option_probs": arr})).to_series()
+            )
+        parts.append(df)
+        stated.append(p)
+    return pl.concat(parts), np.concatenate(stated)
