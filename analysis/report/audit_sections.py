@@ -1,0 +1,108 @@
+"""The report's sections for one-order logs and for judges' probabilities against labels.
+
+Written only where they apply (``docs/one-order-and-calibration.md``): a judge that judged
+each pair in one order (``metrics/order_design.csv``, ``metrics/one_order_effect.csv``), or
+a judge that states probabilities where gold labels exist (``metrics/calibration.csv``,
+``metrics/reliability.csv``, ``figures/reliability.png``). The figures come from the
+:class:`~voirdire.analysis.outputs.Results` methods, computed on first use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from voirdire.analysis.position.calibration_error import BINS, has_forecasts
+from voirdire.analysis.position.one_order import has_one_order
+
+if TYPE_CHECKING:
+    from voirdire.analysis.outputs import Results
+
+__all__ = ["audit_sections"]
+
+
+def _f(x, fmt: str = "{:.3f}") -> str:
+    return "" if x is None or x != x else fmt.format(x)
+
+
+def _one_order_lines(tables: Results) -> list[str]:
+    eff = tables.one_order()
+    lines = [
+        "## Position effect, one order per pair",
+        "",
+        "Each pair was judged in one order only. Where the order was drawn at random per "
+        "pair, the position effect is a randomised comparison: a model's win rate when "
+        "shown first minus its win rate when shown second (ties ½), with a 95 % "
+        "cluster-bootstrap interval (questions resampled) and a randomisation p-value "
+        "(order labels shuffled within each model; its size at 0.05 is measured in "
+        "`perf/bench_one_order.py`). **The two halves differ in instructions too**: the "
+        "figure mixes position with the chance imbalance of the instructions between the "
+        "halves, which the interval and p account for but cannot remove. Where every pair "
+        "was shown in one fixed order, position cannot be separated from the pairs and no "
+        "figure is given (`docs/one-order-and-calibration.md`).",
+        "",
+        "| judge | model | design | n first | n second | win first | win second | effect | 95 % CI | p |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for r in eff.iter_rows(named=True):
+        if r["design"] == "fixed":
+            lines.append(f"| {r['judge']} | all | fixed | | | | | | {r['message']} | |")
+            continue
+        ci = f"[{_f(r['effect_lo'])}, {_f(r['effect_hi'])}]"
+        lines.append(
+            f"| {r['judge']} | {r['candidate'] or '**pooled**'} | randomised | {r['n_first']} | "
+            f"{r['n_second']} | {_f(r['win_first'])} | {_f(r['win_second'])} | {_f(r['effect'], '{:+.3f}')} "
+            f"| {ci} | {_f(r['p_value'], '{:.4f}')} |"
+        )
+    return [*lines, ""]
+
+
+def _calibration_lines(tables: Results, figure: str | None) -> list[str]:
+    cal = tables.calibration()
+    lines = [
+        "## Calibration against the labels",
+        "",
+        f"The judge's probability that the candidate is the better answer against the gold "
+        f"labels (tie labels left out). ECE: expected calibration error over {BINS} "
+        "equal-width bins (Naeini et al. 2015; Guo et al. 2017); ECE is biased upward in "
+        "small samples, so compare it with *ECE if calibrated*, the mean ECE a perfectly "
+        "calibrated judge would show with the same probabilities. Brier: mean squared "
+        "error of the probability (Brier 1950; 0.25 for a constant ½). 95 % "
+        "cluster-bootstrap intervals.",
+        "",
+        "| judge | source | n | tie labels | ECE | 95 % CI | ECE if calibrated | Brier | 95 % CI |",
+        "|---|---|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for r in cal.iter_rows(named=True):
+        lines.append(
+            f"| {r['judge']} | {r['source']} | {r['n']} | {r['n_tie_gold']} | {_f(r['ece'])} | "
+            f"[{_f(r['ece_lo'])}, {_f(r['ece_hi'])}] | {_f(r['ece_calibrated'])} | {_f(r['brier'])} | "
+            f"[{_f(r['brier_lo'])}, {_f(r['brier_hi'])}] |"
+        )
+    if figure:
+        lines += ["", f"![reliability]({figure})"]
+    return [*lines, ""]
+
+
+def audit_sections(tables: Results, out: Path) -> str:
+    """The markdown of the sections that apply to ``tables`` ("" when none), after writing
+    their CSVs under ``out/metrics/`` and the reliability figure under ``out/figures/``."""
+    from voirdire.analysis.report.files import write_csv
+
+    judgments = tables.judgments
+    parts: list[str] = []
+    if {"mode", "candidate", "shown"} <= set(judgments.columns) and has_one_order(
+        judgments
+    ):
+        write_csv(tables.order_design(), out / "metrics" / "order_design.csv")
+        write_csv(tables.one_order(), out / "metrics" / "one_order_effect.csv")
+        parts += _one_order_lines(tables)
+    if "gold" in judgments.columns and has_forecasts(judgments):
+        write_csv(tables.calibration(), out / "metrics" / "calibration.csv")
+        rel = tables.reliability()
+        write_csv(rel, out / "metrics" / "reliability.csv")
+        from voirdire.analysis.report.calibration_figure import reliability_figure
+
+        reliability_figure(rel, out / "figures" / "reliability.png")
+        parts += _calibration_lines(tables, "figures/reliability.png")
+    return "\n".join(parts)
