@@ -40,8 +40,8 @@ Figures per (benchmark, judge):
   minus the estimate (the bias of a bootstrap replicate over the estimate, which repeats
   the estimate's own upward bias: Efron and Tibshirani 1993, ch. 10), clipped at 0; its
   coverage of a calibrated judge's small-sample ECE is measured in
-  ``perf/bench_calibration.py`` (the plain percentile interval covered it in 85 % of
-  tables there).
+  ``perf/bench_calibration.py`` (the plain percentile interval held it in 34 of 40
+  simulated tables of 240 forecasts).
 
 :func:`reliability_table` gives the per-bin figures the reliability diagram draws
 (``voirdire.analysis.report.calibration_figure``).
