@@ -14,6 +14,7 @@ from tests.audit_simulate import calibration_table, one_order_table
 from voirdire.analysis.outputs import Results
 from voirdire.analysis.position.one_order import FIXED_MESSAGE
 from voirdire.analysis.report.audit_sections import audit_sections
+from voirdire.analysis.report.files import write_csv
 
 
 def _results(tmp_path, judgments):
@@ -62,7 +63,9 @@ def test_randomised_table_with_probabilities_gets_both_sections(tmp_path):
         on=["question_id", "candidate"],
     )
     res = _results(tmp_path, t)
-    md = audit_sections(res, tmp_path)
+    md, csvs = audit_sections(res, tmp_path)
+    for name, table in csvs.items():
+        write_csv(table, tmp_path / "metrics" / f"{name}.csv")
     assert "## Position effect, one order per pair" in md
     assert "## Calibration against the labels" in md and "![reliability]" in md
     pooled = res.one_order().filter(pl.col("candidate").is_null()).row(0, named=True)
@@ -79,7 +82,7 @@ def test_randomised_table_with_probabilities_gets_both_sections(tmp_path):
 
 def test_both_orders_without_probabilities_get_no_section(tmp_path):
     res = _results(tmp_path, one_order_table(10, [0.0], design="both"))
-    assert audit_sections(res, tmp_path) == ""
+    assert audit_sections(res, tmp_path) == ("", {})
     assert not (tmp_path / "metrics").exists()
     assert res.one_order().height == 0 and res.calibration().height == 0
 

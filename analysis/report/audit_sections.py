@@ -3,7 +3,8 @@
 Written only where they apply (``docs/one-order-and-calibration.md``): a judge that judged
 each pair in one order (``metrics/order_design.csv``, ``metrics/one_order_effect.csv``), or
 a judge that states probabilities where gold labels exist (``metrics/calibration.csv``,
-``metrics/reliability.csv``, ``figures/reliability.png``). The figures come from the
+``metrics/reliability.csv``, ``figures/reliability.png``; the CSVs written by
+:func:`voirdire.analysis.report.files.write_dir`). The figures come from the
 :class:`~voirdire.analysis.outputs.Results` methods, computed on first use.
 """
 
@@ -12,8 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import polars as pl
+
 from voirdire.analysis.position.calibration_error import BINS, has_forecasts
 from voirdire.analysis.position.one_order import has_one_order
+from voirdire.analysis.report.calibration_figure import reliability_figure
 
 if TYPE_CHECKING:
     from voirdire.analysis.outputs import Results
@@ -84,25 +88,27 @@ def _calibration_lines(tables: Results, figure: str | None) -> list[str]:
     return [*lines, ""]
 
 
-def audit_sections(tables: Results, out: Path) -> str:
-    """The markdown of the sections that apply to ``tables`` ("" when none), after writing
-    their CSVs under ``out/metrics/`` and the reliability figure under ``out/figures/``."""
-    from voirdire.analysis.report.files import write_csv
-
+def audit_sections(tables: Results, out: Path) -> tuple[str, dict[str, pl.DataFrame]]:
+    """The sections that apply to ``tables``: their markdown ("" when none) and their
+    tables by CSV name (``{"one_order_effect": DataFrame, ...}``, for the caller to write
+    under ``out/metrics/``); the reliability figure is drawn to
+    ``out/figures/reliability.png`` when the calibration section applies."""
     judgments = tables.judgments
     parts: list[str] = []
+    csvs: dict[str, pl.DataFrame] = {}
     if {"mode", "candidate", "shown"} <= set(judgments.columns) and has_one_order(
         judgments
     ):
-        write_csv(tables.order_design(), out / "metrics" / "order_design.csv")
-        write_csv(tables.one_order(), out / "metrics" / "one_order_effect.csv")
+        csvs |= {
+            "order_design": tables.order_design(),
+            "one_order_effect": tables.one_order(),
+        }
         parts += _one_order_lines(tables)
     if "gold" in judgments.columns and has_forecasts(judgments):
-        write_csv(tables.calibration(), out / "metrics" / "calibration.csv")
-        rel = tables.reliability()
-        write_csv(rel, out / "metrics" / "reliability.csv")
-        from voirdire.analysis.report.calibration_figure import reliability_figure
-
-        reliability_figure(rel, out / "figures" / "reliability.png")
+        csvs |= {
+            "calibration": tables.calibration(),
+            "reliability": tables.reliability(),
+        }
+        reliability_figure(csvs["reliability"], out / "figures" / "reliability.png")
         parts += _calibration_lines(tables, "figures/reliability.png")
-    return "\n".join(parts)
+    return "\n".join(parts), csvs

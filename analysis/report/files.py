@@ -152,7 +152,10 @@ def write_dir(tables: Results, out: str | os.PathLike) -> None:
         tables.slot_shares,
     )
     # one order per pair, or probabilities with labels: their sections and files, else ""
-    if extra := audit_sections(tables, out):
+    extra, extra_csvs = audit_sections(tables, out)
+    for name, table in extra_csvs.items():
+        write_csv(table, out / "metrics" / f"{name}.csv")
+    if extra:
         md = md.rstrip("\n") + "\n\n" + extra
     write_text(out / "report.md", md)
 
