@@ -13,7 +13,7 @@ import voirdire
 from tests.audit_simulate import calibration_table, one_order_table
 from voirdire.analysis.outputs import Results
 from voirdire.analysis.position.one_order import FIXED_MESSAGE
-from voirdire.analysis.report.audit_sections import audit_sections
+from voirdire.analysis.report.audit_sections import audit_sections, audit_view
 from voirdire.analysis.report.files import write_csv
 
 
@@ -53,6 +53,8 @@ def test_fixed_order_job_says_position_cannot_be_separated(
         tmp_path / "fixed" / "metrics" / "calibration.csv"
     ).exists()  # no labels
     assert res.one_order() is eff  # computed once, then kept
+    page = voirdire.report([tmp_path / "fixed"], out=tmp_path / "rep").read_text()
+    assert "One order per pair, and calibration" in page and FIXED_MESSAGE in page
 
 
 def test_randomised_table_with_probabilities_gets_both_sections(tmp_path):
@@ -78,6 +80,15 @@ def test_randomised_table_with_probabilities_gets_both_sections(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     rel = pl.read_csv(tmp_path / "metrics" / "reliability.csv")
     assert rel.get_column("n").sum() == cal["n"]
+    (view,) = audit_view([res], tmp_path / "html")
+    assert view["one_order"]["rows"] and view["calibration"]["rows"]
+    assert view["reliability"]["src"].startswith("data:image/png;base64,")
+    assert (
+        audit_view(
+            [_results(tmp_path, one_order_table(5, [0.0], design="both"))], tmp_path
+        )
+        is None
+    )
 
 
 def test_both_orders_without_probabilities_get_no_section(tmp_path):

@@ -11,18 +11,19 @@ a judge that states probabilities where gold labels exist (``metrics/calibration
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from voirdire.analysis.position.calibration_error import BINS, has_forecasts
 from voirdire.analysis.position.one_order import has_one_order
 from voirdire.analysis.report.calibration_figure import reliability_figure
+from voirdire.analysis.report.views import image_view, table_view
 
 if TYPE_CHECKING:
     from voirdire.analysis.outputs import Results
 
-__all__ = ["audit_sections"]
+__all__ = ["audit_sections", "audit_view"]
 
 
 def _f(x, fmt: str = "{:.3f}") -> str:
@@ -112,3 +113,36 @@ def audit_sections(tables: Results, out: Path) -> tuple[str, dict[str, pl.DataFr
         reliability_figure(csvs["reliability"], out / "figures" / "reliability.png")
         parts += _calibration_lines(tables, "figures/reliability.png")
     return "\n".join(parts), csvs
+
+
+def audit_view(dirs: list[Results], figures: Path) -> list[dict[str, Any]] | None:
+    """The HTML report's "One order per pair and calibration" section: per directory where
+    a section applies, ``name``, ``one_order`` and ``calibration`` (table views or None)
+    and ``reliability`` (an image view of the figure drawn to
+    ``figures/reliability_<n>.png``, or None); None when no directory has either."""
+    out = []
+    for k, d in enumerate(dirs):
+        j = d.judgments
+        one = {"mode", "candidate", "shown"} <= set(j.columns) and has_one_order(j)
+        cal = "gold" in j.columns and has_forecasts(j)
+        if not (one or cal):
+            continue
+        f3 = dict.fromkeys(["win_first", "win_second", "effect", "effect_lo", "effect_hi", "ece", "ece_lo",
+                            "ece_hi", "ece_calibrated", "brier", "brier_lo", "brier_hi"], "{:.3f}")  # fmt: skip
+        rel = None
+        if cal:
+            rel = image_view(
+                reliability_figure(d.reliability(), figures / f"reliability_{k}.png"),
+                f"reliability: {d.name}",
+            )
+        out.append(
+            {
+                "name": d.name,
+                "one_order": table_view(d.one_order(), f3 | {"p_value": "{:.4f}"})
+                if one
+                else None,
+                "calibration": table_view(d.calibration(), f3) if cal else None,
+                "reliability": rel,
+            }
+        )
+    return out or None
