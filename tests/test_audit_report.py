@@ -105,3 +105,11 @@ def test_a_probability_outside_0_1_is_refused(tmp_path, bad):
     )
     with pytest.raises(voirdire.ConfigError, match="p_candidate"):
         _results(tmp_path, t).calibration()
+
+
+def test_a_bar_in_a_label_does_not_split_the_markdown_cell(tmp_path):
+    t = one_order_table(10, [0.0], seed=3, judge="a|b")
+    md, _ = audit_sections(_results(tmp_path, t), tmp_path)
+    row = next(line for line in md.splitlines() if line.startswith("| a"))
+    assert row.startswith("| a\\|b |")
+    assert row.replace("\\|", "").count("|") == 11  # ten cells

@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 __all__ = ["audit_sections", "audit_view"]
 
 
+def _name(x) -> str:
+    """A label in a Markdown table cell: ``|`` escaped so that it cannot end the cell."""
+    return str(x).replace("|", "\\|")
+
+
 def _f(x, fmt: str = "{:.3f}") -> str:
     return "" if x is None or x != x else fmt.format(x)
 
@@ -51,11 +56,13 @@ def _one_order_lines(tables: Results) -> list[str]:
     ]
     for r in eff.iter_rows(named=True):
         if r["design"] == "fixed":
-            lines.append(f"| {r['judge']} | all | fixed | | | | | | {r['message']} | |")
+            lines.append(
+                f"| {_name(r['judge'])} | all | fixed | | | | | | {r['message']} | |"
+            )
             continue
         ci = f"[{_f(r['effect_lo'])}, {_f(r['effect_hi'])}]"
         lines.append(
-            f"| {r['judge']} | {r['candidate'] or '**pooled**'} | randomised | {r['n_first']} | "
+            f"| {_name(r['judge'])} | {_name(r['candidate'] or '**pooled**')} | randomised | {r['n_first']} | "
             f"{r['n_second']} | {_f(r['win_first'])} | {_f(r['win_second'])} | {_f(r['effect'], '{:+.3f}')} "
             f"| {ci} | {_f(r['p_value'], '{:.4f}')} |"
         )
@@ -80,7 +87,7 @@ def _calibration_lines(tables: Results, figure: str | None) -> list[str]:
     ]
     for r in cal.iter_rows(named=True):
         lines.append(
-            f"| {r['judge']} | {r['source']} | {r['n']} | {r['n_tie_gold']} | {_f(r['ece'])} | "
+            f"| {_name(r['judge'])} | {r['source']} | {r['n']} | {r['n_tie_gold']} | {_f(r['ece'])} | "
             f"[{_f(r['ece_lo'])}, {_f(r['ece_hi'])}] | {_f(r['ece_calibrated'])} | {_f(r['brier'])} | "
             f"[{_f(r['brier_lo'])}, {_f(r['brier_hi'])}] |"
         )
