@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,7 +103,9 @@ class Results:
             :func:`~voirdire.analysis.study.analyze_study` fills them; see there).
 
     ``judge_metrics``, ``cell_metrics`` and ``slot_shares`` are computed on the control
-    (unperturbed) queries; ``judgments`` holds every row.
+    (unperturbed) queries; ``judgments`` holds every row. :meth:`order_design`,
+    :meth:`one_order`, :meth:`calibration` and :meth:`reliability` are computed when first
+    asked (``docs/one-order-and-calibration.md``), then kept.
     """
 
     output_dir: Path
@@ -124,6 +126,66 @@ class Results:
     fleiss: pl.DataFrame | None = None
     disagreement: pl.DataFrame | None = None
     majority: pl.DataFrame | None = None
+    _lazy: dict[tuple, pl.DataFrame] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def _kept(self, key: tuple, make) -> pl.DataFrame:
+        if key not in self._lazy:
+            self._lazy[key] = make()
+        return self._lazy[key]
+
+    def order_design(self) -> pl.DataFrame:
+        """Per (benchmark, judge) whether its pairs were judged in both orders, one
+        randomised order or one fixed order:
+        :func:`voirdire.analysis.position.one_order.order_design`."""
+        from voirdire.analysis.position.one_order import order_design
+
+        return self._kept(("design",), lambda: order_design(self.judgments))
+
+    def one_order(
+        self, *, replicates: int = 1000, permutations: int = 2000, seed: int = 0
+    ) -> pl.DataFrame:
+        """The position effect of the judges that judged each pair in one order (win rate
+        shown first − shown second, per candidate and pooled, with its cluster-bootstrap
+        interval and randomisation p; for a fixed order a message, no figure):
+        :func:`voirdire.analysis.position.one_order.one_order_effect`. Empty when every
+        judge has both orders (PC and PF apply)."""
+        from voirdire.analysis.position.one_order import one_order_effect
+
+        return self._kept(
+            ("one_order", replicates, permutations, seed),
+            lambda: one_order_effect(
+                self.judgments,
+                replicates=replicates,
+                permutations=permutations,
+                seed=seed,
+                clusters=self.clusters,
+            ),  # fmt: skip
+        )
+
+    def calibration(self, *, replicates: int = 1000, seed: int = 0) -> pl.DataFrame:
+        """ECE and Brier score of the judges' probabilities against the gold labels, with
+        intervals: :func:`voirdire.analysis.position.calibration_error.calibration_error`.
+        Empty without probabilities (``option_probs`` or ``p_candidate``) and labels.
+
+        Raises:
+            ConfigError: ``p_candidate`` holds a value outside [0, 1]."""
+        from voirdire.analysis.position.calibration_error import calibration_error
+
+        return self._kept(
+            ("calibration", replicates, seed),
+            lambda: calibration_error(
+                self.judgments, replicates=replicates, seed=seed, clusters=self.clusters
+            ),
+        )
+
+    def reliability(self) -> pl.DataFrame:
+        """The reliability diagram's points per judge and bin:
+        :func:`voirdire.analysis.position.calibration_error.reliability_table`."""
+        from voirdire.analysis.position.calibration_error import reliability_table
+
+        return self._kept(("reliability",), lambda: reliability_table(self.judgments))
 
     @property
     def name(self) -> str:

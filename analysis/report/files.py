@@ -28,6 +28,7 @@ from voirdire.analysis.position.metrics import judge_from_cells
 from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.position.regression import drop1_tables
 from voirdire.analysis.report import figures as fig
+from voirdire.analysis.report.audit_sections import audit_sections
 from voirdire.analysis.report.bias import bias_figure
 from voirdire.analysis.report.figures import cost_agreement_figure
 from voirdire.analysis.report.markdown import markdown_report, mitigation_markdown
@@ -113,7 +114,9 @@ def write_dir(tables: Results, out: str | os.PathLike) -> None:
     needed): ``judge_metrics.csv`` (with the gold-label columns where computed, then a column
     per registered metric other than pc, pf and rs), ``cell_metrics.csv`` (with the
     gold-label columns where computed) and, when computed,
-    ``slot_shares.csv``, ``bias_effects.csv``, ``self_enhancement.csv``."""
+    ``slot_shares.csv``, ``bias_effects.csv``, ``self_enhancement.csv``; for one-order
+    judges or probabilities with labels the sections of
+    :func:`~voirdire.analysis.report.audit_sections.audit_sections`."""
     out = Path(out)
     (out / "metrics").mkdir(parents=True, exist_ok=True)
     tables.judgments.write_parquet(out / "judgments.parquet", compression="zstd")
@@ -148,6 +151,12 @@ def write_dir(tables: Results, out: str | os.PathLike) -> None:
         tables.cell_metrics,
         tables.slot_shares,
     )
+    # one order per pair, or probabilities with labels: their sections and files, else ""
+    extra, extra_csvs = audit_sections(tables, out)
+    for name, table in extra_csvs.items():
+        write_csv(table, out / "metrics" / f"{name}.csv")
+    if extra:
+        md = md.rstrip("\n") + "\n\n" + extra
     write_text(out / "report.md", md)
 
 

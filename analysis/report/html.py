@@ -24,6 +24,7 @@ from voirdire.analysis.position.gold import has_gold
 from voirdire.analysis.position.metrics import PAIRWISE_MODES
 from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.ranking.study import dir_clusters, rank_judgments
+from voirdire.analysis.report.audit_sections import audit_view
 from voirdire.analysis.report.bias import bias_view
 from voirdire.analysis.report.files import (
     write_dir,
@@ -196,6 +197,7 @@ def render_html(
     *,
     gold: bool = False,
     leaderboards: str | None = None,
+    audit: list[dict[str, Any]] | None = None,
 ) -> str:
     """The report as one HTML string (``templates/report.html.j2``).
 
@@ -209,6 +211,8 @@ def render_html(
             graded against the benchmark's gold labels (accuracy and kappa shown).
         leaderboards: the "Leaderboards" section's HTML
             (:func:`~voirdire.analysis.report.ranking.ranking_html`), or None (no section).
+        audit: the "One order per pair, and calibration" section
+            (:func:`~voirdire.analysis.report.audit_sections.audit_view`), or None.
     """
     figs = written.get("figures", {})
     panel = study.panel
@@ -255,6 +259,7 @@ def render_html(
         else None,
         bias=bias_view(written),
         leaderboards=Markup(leaderboards) if leaderboards else None,
+        audit=audit,
         files=[Path(p).name for _, p in sorted(written.get("tables", {}).items())],
     )
 
@@ -331,8 +336,9 @@ def build_report(
         if leaderboards and j is not None
         else None
     )
+    audit = audit_view(study.dirs, out_dir / "figures")  # one-order logs, probabilities
     page = render_html(
-        study, written, name, mitigation, gold=gold, leaderboards=section
+        study, written, name, mitigation, gold=gold, leaderboards=section, audit=audit
     )
     return write_html(out_dir / "report.html", page)
 

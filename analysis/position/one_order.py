@@ -1,0 +1,361 @@
+"""Position effect where each pair was judged in one order only (``docs/one-order-and-calibration.md``).
+
+A judgments table holds, per judge, one of three designs (:func:`order_design`):
+
+- ``both``: some pair was judged in both orders; PC, PF and the flip rate apply
+  (:mod:`voirdire.analysis.position.metrics`) and nothing here is computed.
+- ``randomised``: each pair was judged once, some with the candidate shown first and some
+  with the reference first (AlpacaEval draws the order per pair with a seeded coin). The
+  order is then a randomised treatment, and the position effect is a randomised
+  comparison: a model's win rate when shown first against its win rate when shown second
+  (:func:`one_order_effect`). **The two halves differ in instructions too**: each half
+  holds other pairs, so the difference mixes the position effect with the chance imbalance
+  of the instructions between the halves; the interval and the p-value below account for
+  that chance, they cannot remove it from one table.
+- ``fixed``: every pair was shown in the same order (all candidate first, or all reference
+  first). Position cannot be separated from the pairs: no number is given, only
+  :data:`FIXED_MESSAGE`; judging the missing order would separate them.
+
+Win score of the candidate in one verdict: 1 if it was chosen, 0.5 for a tie, 0 if the
+reference was chosen (AlpacaEval's convention for its win rate); a failed verdict or a
+letter outside the two answers is left out of both numerator and denominator.
+
+Figures per (benchmark, judge) and candidate, and pooled over the candidates:
+
+- ``win_first`` = Σ score over pairs with the candidate first / their number (``n_first``);
+- ``win_second`` likewise over the pairs with the candidate second (``n_second``);
+- ``effect`` = ``win_first − win_second`` (> 0: the first position is preferred). Pooled:
+  the ratios of sums over every candidate's pairs.
+
+Interval: the project's cluster bootstrap
+(:func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`), resampling questions
+(or the clusters a benchmark declares), 95 % percentile.
+
+p-value: a randomisation (permutation) test of the order labels within the design (Fisher's
+sharp null: each verdict would have been the same in the other order). The labels are
+shuffled within each (benchmark, judge, candidate), keeping the number shown first, and
+the statistic recomputed; two-sided p = (1 + #{|T*| ≥ |T|}) / (1 + P) for P shuffles
+(a shuffle is drawn as the multivariate hypergeometric counts of the scores 0, ½, 1 it
+puts first, which is the same distribution at O(1) cost per candidate). Why
+not the bootstrap: under the sharp null the verdicts are fixed and only the order labels
+are random, which the design itself makes exchangeable (a coin per pair), so the test's
+size holds whatever the dependence between pairs of one instruction and however few
+instructions there are; the bootstrap's percentile interval is only asymptotically right
+and assumes the clusters independent. Its size is measured in ``perf/bench_one_order.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from voirdire.analysis.position.metrics import PAIR_KEYS, PAIRWISE_MODES
+from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
+
+__all__ = [
+    "DESIGN_COLUMNS", "EFFECT_COLUMNS", "FIXED_MESSAGE", "HALVES_MESSAGE", "order_design", "one_order_rows",
+    "one_order_effect", "has_one_order",
+]  # fmt: skip
+
+JUDGE_KEYS = ["benchmark", "judge"]
+#: columns of :func:`order_design`
+DESIGN_COLUMNS = [
+    *JUDGE_KEYS, "pairs", "both_orders", "candidate_first", "reference_first", "design", "message",
+]  # fmt: skip
+#: columns of :func:`one_order_effect`; ``candidate`` null on the pooled row
+EFFECT_COLUMNS = [
+    *JUDGE_KEYS, "design", "candidate", "n_first", "n_second", "win_first", "win_second", "effect",
+    "effect_lo", "effect_hi", "p_value", "message",
+]  # fmt: skip
+FIXED_MESSAGE = (
+    "every pair was shown in one fixed order: position cannot be separated from the pairs; "
+    "judging the swapped order of the same pairs would separate them"
+)
+HALVES_MESSAGE = (
+    "randomised order, one per pair: the halves shown first and second differ in "
+    "instructions too"
+)
+_SUMS = ["s1", "n1", "s2", "n2"]
+
+
+def _pairwise(judgments: pl.DataFrame) -> pl.DataFrame:
+    rows = judgments
+    if "perturbation" in rows.columns:
+        rows = rows.filter(pl.col("perturbation") == "control")
+    return rows.filter(
+        pl.col("mode").is_in(PAIRWISE_MODES) & pl.col("candidate").is_not_null()
+    )
+
+
+def order_design(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Which design each judge's pairwise control judgments follow.
+
+    Args:
+        judgments: ``voirdire.engine.schema.JUDGMENT_SCHEMA`` rows (read: the
+            :data:`~voirdire.analysis.position.metrics.PAIR_KEYS`, ``shown``, ``mode``,
+            ``perturbation`` when present).
+
+    Returns:
+        :data:`DESIGN_COLUMNS`, one row per (benchmark, judge) with pairwise rows:
+        ``pairs`` (int: judgment pairs), ``both_orders`` (pairs judged in both orders),
+        ``candidate_first`` / ``reference_first`` (one-order pairs shown that way),
+        ``design`` (``"both"`` when any pair has both orders, else ``"randomised"`` when
+        both one-order kinds occur, else ``"fixed"``) and ``message`` (str, null for
+        ``both``).
+    """
+    first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
+    pairs = (
+        _pairwise(judgments).group_by(PAIR_KEYS).agg(f=first.any(), s=(~first).any())
+    )
+    both = pl.col("f") & pl.col("s")
+    out = pairs.group_by(JUDGE_KEYS).agg(
+        pairs=pl.len().cast(pl.Int64),
+        both_orders=both.sum().cast(pl.Int64),
+        candidate_first=(pl.col("f") & ~pl.col("s")).sum().cast(pl.Int64),
+        reference_first=(pl.col("s") & ~pl.col("f")).sum().cast(pl.Int64),
+    )
+    design = (
+        pl.when(pl.col("both_orders") > 0)
+        .then(pl.lit("both"))
+        .when((pl.col("candidate_first") > 0) & (pl.col("reference_first") > 0))
+        .then(pl.lit("randomised"))
+        .otherwise(pl.lit("fixed"))
+    )
+    return (
+        out.with_columns(design=design)
+        .with_columns(
+            message=pl.when(pl.col("design") == "fixed")
+            .then(pl.lit(FIXED_MESSAGE))
+            .when(pl.col("design") == "randomised")
+            .then(pl.lit(HALVES_MESSAGE))
+        )
+        .select(DESIGN_COLUMNS)
+        .sort(JUDGE_KEYS)
+    )
+
+
+def has_one_order(judgments: pl.DataFrame) -> bool:
+    """Whether some judge's pairwise judgments are one order per pair (randomised or fixed)."""
+    if not {"mode", "candidate", "shown"} <= set(judgments.columns):
+        return False
+    return order_design(judgments).filter(pl.col("design") != "both").height > 0
+
+
+def one_order_rows(judgments: pl.DataFrame) -> pl.DataFrame:
+    """One row per scored verdict of the judges whose design is ``randomised`` or ``fixed``:
+    the :data:`~voirdire.analysis.position.metrics.PAIR_KEYS`, ``first`` (bool: the
+    candidate was shown first) and ``score`` (float: 1 candidate chosen, 0.5 tie, 0
+    reference chosen); failed verdicts and letters outside the two answers left out."""
+    design = order_design(judgments).filter(pl.col("design") != "both")
+    ok = ~(pl.col("failed").fill_null(True) | pl.col("extracted").is_null())
+    score = (
+        pl.when(pl.col("tie").fill_null(False))
+        .then(0.5)
+        .when(pl.col("chosen") == pl.col("candidate"))
+        .then(1.0)
+        .when(pl.col("chosen") == pl.col("reference"))
+        .then(0.0)
+    )
+    return (
+        _pairwise(judgments)
+        .join(design.select(JUDGE_KEYS), on=JUDGE_KEYS)
+        .filter(ok)
+        .select(
+            *PAIR_KEYS,
+            first=(pl.col("shown").list.first() == pl.col("candidate")).fill_null(
+                False
+            ),
+            score=score,
+        )
+        .filter(pl.col("score").is_not_null())
+    )
+
+
+def _difference(s: dict[str, np.ndarray], pooled: bool) -> np.ndarray:
+    """win_first − win_second per replicate: per cell ((R, U)) or pooled ((R,))."""
+    a, n1, b, n2 = (s[c] for c in _SUMS)
+    if pooled:
+        a, n1, b, n2 = (x.sum(1) for x in (a, n1, b, n2))
+    return np.where(
+        (n1 > 0) & (n2 > 0),
+        a / np.where(n1 > 0, n1, 1) - b / np.where(n2 > 0, n2, 1),
+        np.nan,
+    )
+
+
+def _statistics(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {"effect": _difference(s, False), "pooled": _difference(s, True)}
+
+
+def _permutation_p(
+    rows: pl.DataFrame, permutations: int, rng: np.random.Generator
+) -> dict[object, float]:
+    """Two-sided randomisation p per candidate (keys: candidate) and pooled (key None) of one
+    judge's ``rows`` (``candidate``, ``first``, ``score``), the labels shuffled within each
+    candidate ``permutations`` times.
+
+    A shuffle only matters through the scores it puts first, and scores take three values
+    (0, ½, 1): the counts of each among a candidate's ``n1`` rows shown first after a
+    shuffle are multivariate hypergeometric (``numpy``'s ``multivariate_hypergeometric``),
+    so each shuffle is drawn as those counts, exactly, in O(1) per candidate."""
+    g = rows.group_by("candidate").agg(
+        n1=pl.col("first").sum().cast(pl.Int64),
+        n=pl.len().cast(pl.Int64),
+        s1=pl.col("score").filter(pl.col("first")).sum(),
+        total=pl.col("score").sum(),
+        k0=(pl.col("score") == 0.0).sum().cast(pl.Int64),
+        kh=(pl.col("score") == 0.5).sum().cast(pl.Int64),
+        k1=(pl.col("score") == 1.0).sum().cast(pl.Int64),
+    ).sort("candidate")  # fmt: skip
+
+    def diff(s1, n1, n, total):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return s1 / n1 - (total - s1) / (n - n1)
+
+    pooled_obs = diff(*(g.get_column(c).sum() for c in ("s1", "n1", "n", "total")))
+    pooled_perm = np.zeros(permutations)
+    out: dict[object, float] = {}
+    for r in g.iter_rows(named=True):
+        draws = rng.multivariate_hypergeometric(
+            [r["k0"], r["kh"], r["k1"]], r["n1"], size=permutations
+        )
+        s1 = 0.5 * draws[:, 1] + draws[:, 2]
+        pooled_perm += s1
+        obs = diff(r["s1"], r["n1"], r["n"], r["total"])
+        t = diff(s1, r["n1"], r["n"], r["total"])
+        out[r["candidate"]] = _p(obs, t)
+    n1, n, total = (g.get_column(c).sum() for c in ("n1", "n", "total"))
+    out[None] = _p(pooled_obs, diff(pooled_perm, n1, n, total))
+    return out
+
+
+def _p(observed: float, shuffled: np.ndarray) -> float:
+    """``(1 + #{|T*| ≥ |T|}) / (1 + P)``; NaN where the statistic is undefined (a half empty)."""
+    if not np.isfinite(observed):
+        return float("nan")
+    return float(
+        (1 + np.sum(np.abs(shuffled) >= abs(observed) - 1e-12)) / (1 + shuffled.size)
+    )
+
+
+def one_order_effect(
+    judgments: pl.DataFrame,
+    *,
+    replicates: int = 1000,
+    permutations: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+    clusters: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The position effect of the judges that judged each pair in one order only.
+
+    Args:
+        judgments: ``voirdire.engine.schema.JUDGMENT_SCHEMA`` rows (pairwise and score
+            mode; control rows only are read).
+        replicates: cluster-bootstrap replicates of the interval; permutations: shuffles of
+            the randomisation test; level: interval coverage; seed: numpy seed (one for the
+            bootstrap, one derived stream for the shuffles).
+        clusters: drawn instead of the questions where a benchmark declares them
+            (:func:`~voirdire.analysis.position.uncertainty.in_clusters`).
+
+    Returns:
+        :data:`EFFECT_COLUMNS`: for a ``randomised`` judge one row per candidate and a
+        pooled row (``candidate`` null): ``n_first``, ``n_second`` (int: scored verdicts),
+        ``win_first``, ``win_second``, ``effect`` (float, shares; NaN where a half is
+        empty), ``effect_lo``/``effect_hi`` (the percentile interval), ``p_value`` (the
+        randomisation test; NaN where a half is empty) and ``message``
+        (:data:`HALVES_MESSAGE`); for a ``fixed`` judge one row with null figures and
+        :data:`FIXED_MESSAGE`. Empty (with these columns) when every judge has both orders.
+    """
+    design = order_design(judgments).filter(pl.col("design") != "both")
+    rows = one_order_rows(judgments)
+    parts = []
+    fixed = design.filter(pl.col("design") == "fixed")
+    if fixed.height:
+        parts.append(fixed.select(*JUDGE_KEYS, "design", "message"))
+    rand = design.filter(pl.col("design") == "randomised").select(
+        *JUDGE_KEYS, "message"
+    )
+    rows = rows.join(rand.select(JUDGE_KEYS), on=JUDGE_KEYS)
+    if rows.height:
+        parts.append(
+            _randomised(rows, rand, replicates, permutations, level, seed, clusters)
+        )
+    schema = {
+        "benchmark": pl.String, "judge": pl.String, "design": pl.String, "candidate": pl.String,
+        "n_first": pl.Int64, "n_second": pl.Int64, "win_first": pl.Float64,
+        "win_second": pl.Float64, "effect": pl.Float64, "effect_lo": pl.Float64,
+        "effect_hi": pl.Float64, "p_value": pl.Float64, "message": pl.String,
+    }  # fmt: skip
+    if not parts:
+        return pl.DataFrame(schema=schema)
+    out = pl.concat(parts, how="diagonal_relaxed")
+    return (
+        out.with_columns([pl.lit(None, dtype=t).alias(c) for c, t in schema.items() if c not in out.columns])
+        .select([pl.col(c).cast(t) for c, t in schema.items()])
+        .sort(*JUDGE_KEYS, "candidate", nulls_last=True)
+    )  # fmt: skip
+
+
+def _randomised(
+    rows: pl.DataFrame,
+    rand: pl.DataFrame,
+    replicates: int,
+    permutations: int,
+    level: float,
+    seed: int,
+    clusters: pl.DataFrame | None,
+) -> pl.DataFrame:
+    """The figures of the randomised judges (:func:`one_order_effect`)."""
+    rows = rows.sort(PAIR_KEYS, maintain_order=True)  # the shuffles' order: the table's
+    f = pl.col("first")
+    sums = rows.select(
+        *JUDGE_KEYS, "candidate", "question_id",
+        s1=pl.when(f).then(pl.col("score")).otherwise(0.0),
+        n1=f.cast(pl.Float64),
+        s2=pl.when(~f).then(pl.col("score")).otherwise(0.0),
+        n2=(~f).cast(pl.Float64),
+    )  # fmt: skip
+    ci = cluster_bootstrap(
+        in_clusters(sums, clusters), _SUMS, _statistics, groups=["judge"], cells=["candidate"],
+        replicates=replicates, level=level, seed=seed,
+    )  # fmt: skip
+    ci = ci.filter(pl.col("metric") != "pooled").vstack(
+        ci.filter(pl.col("metric") == "pooled").with_columns(
+            pl.lit(None, dtype=ci.schema["candidate"]).alias("candidate")
+        )
+    )
+    counts = pl.concat(
+        [
+            sums.group_by(*JUDGE_KEYS, "candidate").agg(pl.col(_SUMS).sum()),
+            sums.group_by(JUDGE_KEYS)
+            .agg(pl.col(_SUMS).sum())
+            .with_columns(pl.lit(None, dtype=pl.String).alias("candidate")),
+        ],
+        how="diagonal",
+    ).select(
+        *JUDGE_KEYS, "candidate",
+        n_first=pl.col("n1").cast(pl.Int64), n_second=pl.col("n2").cast(pl.Int64),
+        win_first=pl.when(pl.col("n1") > 0).then(pl.col("s1") / pl.col("n1")),
+        win_second=pl.when(pl.col("n2") > 0).then(pl.col("s2") / pl.col("n2")),
+    )  # fmt: skip
+    rng = np.random.default_rng([seed, 1])
+    p_rows = []
+    for (b, j), grp in rows.group_by(JUDGE_KEYS, maintain_order=True):
+        for c, p in _permutation_p(grp, permutations, rng).items():
+            p_rows.append((b, j, c, p))
+    pvals = pl.DataFrame(
+        p_rows,
+        schema={"benchmark": pl.String, "judge": pl.String, "candidate": pl.String, "p_value": pl.Float64},
+        orient="row",
+    )  # fmt: skip
+    keys = [*JUDGE_KEYS, "candidate"]
+    return (
+        counts.join(
+            ci.select(*keys, effect="estimate", effect_lo="lo", effect_hi="hi"),
+            on=keys, how="left", nulls_equal=True,
+        )
+        .join(pvals, on=keys, how="left", nulls_equal=True)
+        .join(rand, on=JUDGE_KEYS, how="left")
+        .with_columns(design=pl.lit("randomised"))
+    )  # fmt: skip

@@ -1,0 +1,155 @@
+"""The report's sections for one-order logs and for judges' probabilities against labels.
+
+Written only where they apply (``docs/one-order-and-calibration.md``): a judge that judged
+each pair in one order (``metrics/order_design.csv``, ``metrics/one_order_effect.csv``), or
+a judge that states probabilities where gold labels exist (``metrics/calibration.csv``,
+``metrics/reliability.csv``, ``figures/reliability.png``; the CSVs written by
+:func:`voirdire.analysis.report.files.write_dir`). The figures come from the
+:class:`~voirdire.analysis.outputs.Results` methods, computed on first use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from voirdire.analysis.position.calibration_error import BINS, has_forecasts
+from voirdire.analysis.position.one_order import has_one_order
+from voirdire.analysis.report.calibration_figure import reliability_figure
+from voirdire.analysis.report.views import image_view, table_view
+
+if TYPE_CHECKING:
+    from voirdire.analysis.outputs import Results
+
+__all__ = ["audit_sections", "audit_view"]
+
+
+def _name(x) -> str:
+    """A label in a Markdown table cell: ``|`` escaped so that it cannot end the cell."""
+    return str(x).replace("|", "\\|")
+
+
+def _f(x, fmt: str = "{:.3f}") -> str:
+    return "" if x is None or x != x else fmt.format(x)
+
+
+def _one_order_lines(tables: Results) -> list[str]:
+    eff = tables.one_order()
+    lines = [
+        "## Position effect, one order per pair",
+        "",
+        "Each pair was judged in one order only. Where the order was drawn at random per "
+        "pair, the position effect is a randomised comparison: a model's win rate when "
+        "shown first minus its win rate when shown second (ties ½), with a 95 % "
+        "cluster-bootstrap interval (questions resampled) and a randomisation p-value "
+        "(order labels shuffled within each model; its size at 0.05 is measured in "
+        "`perf/bench_one_order.py`). **The two halves differ in instructions too**: the "
+        "figure mixes position with the chance imbalance of the instructions between the "
+        "halves, which the interval and p account for but cannot remove. Where every pair "
+        "was shown in one fixed order, position cannot be separated from the pairs and no "
+        "figure is given (`docs/one-order-and-calibration.md`).",
+        "",
+        "| judge | model | design | n first | n second | win first | win second | effect | 95 % CI | p |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for r in eff.iter_rows(named=True):
+        if r["design"] == "fixed":
+            lines.append(
+                f"| {_name(r['judge'])} | all | fixed | | | | | | {r['message']} | |"
+            )
+            continue
+        ci = f"[{_f(r['effect_lo'])}, {_f(r['effect_hi'])}]"
+        lines.append(
+            f"| {_name(r['judge'])} | {_name(r['candidate'] or '**pooled**')} | randomised | {r['n_first']} | "
+            f"{r['n_second']} | {_f(r['win_first'])} | {_f(r['win_second'])} | {_f(r['effect'], '{:+.3f}')} "
+            f"| {ci} | {_f(r['p_value'], '{:.4f}')} |"
+        )
+    return [*lines, ""]
+
+
+def _calibration_lines(tables: Results, figure: str | None) -> list[str]:
+    cal = tables.calibration()
+    lines = [
+        "## Calibration against the labels",
+        "",
+        f"The judge's probability that the candidate is the better answer against the gold "
+        f"labels (tie labels left out). ECE: expected calibration error over {BINS} "
+        "equal-width bins (Naeini et al. 2015; Guo et al. 2017); ECE is biased upward in "
+        "small samples, so compare it with *ECE if calibrated*, the mean ECE a perfectly "
+        "calibrated judge would show with the same probabilities. Brier: mean squared "
+        "error of the probability (Brier 1950; 0.25 for a constant ½). 95 % "
+        "cluster-bootstrap intervals.",
+        "",
+        "| judge | source | n | tie labels | ECE | 95 % CI | ECE if calibrated | Brier | 95 % CI |",
+        "|---|---|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for r in cal.iter_rows(named=True):
+        lines.append(
+            f"| {_name(r['judge'])} | {r['source']} | {r['n']} | {r['n_tie_gold']} | {_f(r['ece'])} | "
+            f"[{_f(r['ece_lo'])}, {_f(r['ece_hi'])}] | {_f(r['ece_calibrated'])} | {_f(r['brier'])} | "
+            f"[{_f(r['brier_lo'])}, {_f(r['brier_hi'])}] |"
+        )
+    if figure:
+        lines += ["", f"![reliability]({figure})"]
+    return [*lines, ""]
+
+
+def audit_sections(tables: Results, out: Path) -> tuple[str, dict[str, pl.DataFrame]]:
+    """The sections that apply to ``tables``: their markdown ("" when none) and their
+    tables by CSV name (``{"one_order_effect": DataFrame, ...}``, for the caller to write
+    under ``out/metrics/``); the reliability figure is drawn to
+    ``out/figures/reliability.png`` when the calibration section applies."""
+    judgments = tables.judgments
+    parts: list[str] = []
+    csvs: dict[str, pl.DataFrame] = {}
+    if {"mode", "candidate", "shown"} <= set(judgments.columns) and has_one_order(
+        judgments
+    ):
+        csvs |= {
+            "order_design": tables.order_design(),
+            "one_order_effect": tables.one_order(),
+        }
+        parts += _one_order_lines(tables)
+    if "gold" in judgments.columns and has_forecasts(judgments):
+        csvs |= {
+            "calibration": tables.calibration(),
+            "reliability": tables.reliability(),
+        }
+        reliability_figure(csvs["reliability"], out / "figures" / "reliability.png")
+        parts += _calibration_lines(tables, "figures/reliability.png")
+    return "\n".join(parts), csvs
+
+
+def audit_view(dirs: list[Results], figures: Path) -> list[dict[str, Any]] | None:
+    """The HTML report's "One order per pair and calibration" section: per directory where
+    a section applies, ``name``, ``one_order`` and ``calibration`` (table views or None)
+    and ``reliability`` (an image view of the figure drawn to
+    ``figures/reliability_<n>.png``, or None); None when no directory has either."""
+    out = []
+    for k, d in enumerate(dirs):
+        j = d.judgments
+        one = {"mode", "candidate", "shown"} <= set(j.columns) and has_one_order(j)
+        cal = "gold" in j.columns and has_forecasts(j)
+        if not (one or cal):
+            continue
+        f3 = dict.fromkeys(["win_first", "win_second", "effect", "effect_lo", "effect_hi", "ece", "ece_lo",
+                            "ece_hi", "ece_calibrated", "brier", "brier_lo", "brier_hi"], "{:.3f}")  # fmt: skip
+        rel = None
+        if cal:
+            rel = image_view(
+                reliability_figure(d.reliability(), figures / f"reliability_{k}.png"),
+                f"reliability: {d.name}",
+            )
+        out.append(
+            {
+                "name": d.name,
+                "one_order": table_view(d.one_order(), f3 | {"p_value": "{:.4f}"})
+                if one
+                else None,
+                "calibration": table_view(d.calibration(), f3) if cal else None,
+                "reliability": rel,
+            }
+        )
+    return out or None
