@@ -130,12 +130,16 @@ def _options(
     subsets: Sequence[str] | None,
     prompt: str | None,
     pairs: Any,
+    logs: Sequence[str] | None = None,
+    log: Any = None,
 ) -> dict[str, Any]:
     """The options the job set, checked against the class's :attr:`options`."""
     given = {
         "subsets": tuple(subsets) if subsets else None,
         "prompt": prompt,
         "pairs": pairs,
+        "logs": list(logs) if logs else None,
+        "log": log,
     }
     given = {k: v for k, v in given.items() if v is not None}
     if "pairs" in cls.options and "pairs" not in given:
@@ -166,6 +170,8 @@ def load_benchmark(
     subsets: Sequence[str] | None = None,
     prompt: str | None = None,
     pairs: Any = None,
+    logs: Sequence[str] | None = None,
+    log: Any = None,
 ) -> Benchmark:
     """A loaded benchmark, cached per (benchmark, resolved data directory, sample, options).
 
@@ -188,7 +194,7 @@ def load_benchmark(
             data directory, or a malformed table.
     """
     cls = benchmark_class(name)
-    given = _options(cls, name, subsets, prompt, pairs)
+    given = _options(cls, name, subsets, prompt, pairs, logs, log)
     if "pairs" in given:
         return cls.load(None, sample, **given)
     if sample not in SAMPLES:
