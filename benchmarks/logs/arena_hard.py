@@ -13,8 +13,10 @@ call. **Reading** (``show_result.py``, ``label_to_score``): ``A>B``, ``A>>B``, `
 ``B>A``, ``B>>A`` → B; any other or null score → no verdict. The strength (``>>``) stays in
 the recorded text; Arena-Hard's weight for strong verdicts (``--weight 3``) is not applied.
 
-Instances: one per line, ``question_id`` = ``"<uid>|<baseline>|<model>"``, the baseline first
-(``model_a``), the question (``uid``) its bootstrap cluster, ``task`` the ``category``
+Instances: one per line, ``question_id`` = ``"<uid>|<model>|<baseline>"``, the model as the
+candidate (``model_a``) and the baseline as the reference (``model_b``), as voirdire's cells
+and win rates take them (the candidate against the reference, like MT-Bench's release), so
+permutation 0 is game 2 and permutation 1 game 1; the question (``uid``) is its bootstrap cluster, ``task`` the ``category``
 (``"all"`` in v0.1). The log holds no question or answer text apart from the prompt it sent:
 ``instruction`` and the outputs are empty.
 """
@@ -87,9 +89,9 @@ class ArenaHard(LogBenchmark):
                 raise ConfigError(
                     f"{cls.name} log {where}: field 'games' holds {len(games)} games, not 2"
                 )
-            qid = f"{uid}|{base}|{model}"
+            qid = f"{uid}|{model}|{base}"
             rows.pair(
-                qid, str(uid), base, model, task=str(obj.get("category") or "all")
+                qid, str(uid), model, base, task=str(obj.get("category") or "all")
             )
             for i, (game, shown) in enumerate(
                 zip(games, ((base, model), (model, base)))
