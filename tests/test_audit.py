@@ -345,3 +345,34 @@ def test_audit_end_to_end_report_mitigate_rank(tmp_path, ray_local, monkeypatch)
         "ArenaHard", res.job["data_dir"]
     )  # read again from the copy alone
     assert b.pairs.height == 120
+
+
+def test_a_job_file_reaches_a_log_format(tmp_path, monkeypatch):
+    """``[benchmark] name = "fastchat"`` with ``logs`` and a replay judge ``recorded = "*"``:
+    planned (nothing sent) as one replay judge per judge in the logs, two queries per pair."""
+    monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache"))
+    write_fastchat(tmp_path / "gpt-4_pair.jsonl", draws(12, 7), judge="gpt-4")
+    write_fastchat(
+        tmp_path / "claude-v1_pair.jsonl", draws(12, 8), judge="claude-v1", turn=2
+    )
+    job = tmp_path / "audit.toml"
+    job.write_text(
+        f'name = "a"\noutput_dir = "{tmp_path / "out"}"\n[benchmark]\nname = "fastchat"\n'
+        f'logs = ["{tmp_path}"]\n[benchmark.log]\nturn = 2\n[comparison]\noption_mode = 3\n'
+        '[[judges]]\nname = "*"\nbackend = "replay"\nrecorded = "*"\n'
+    )
+    plan = voirdire.plan(job)
+    assert [j.name for j in plan.judges] == [
+        "claude-v1"
+    ]  # turn 2 only: claude-v1's file
+    assert plan.instances.height == 12 and plan.units_per_judge == 24
+    bad = (
+        job.read_text()
+        .replace('recorded = "*"', 'recorded = "gpt-5"')
+        .replace('name = "*"', 'name = "g5"')
+    )
+    job.write_text(bad)
+    with pytest.raises(
+        ConfigError, match=r"hold no verdicts of 'gpt-5'; judges in them: claude-v1"
+    ):
+        voirdire.plan(job)
