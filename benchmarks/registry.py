@@ -133,12 +133,16 @@ def _options(
     subsets: Sequence[str] | None,
     prompt: str | None,
     pairs: Any,
+    logs: Sequence[str] | None = None,
+    log: Any = None,
 ) -> dict[str, Any]:
     """The options the job set, checked against the class's :attr:`options`."""
     given = {
         "subsets": tuple(subsets) if subsets else None,
         "prompt": prompt,
         "pairs": pairs,
+        "logs": list(logs) if logs else None,
+        "log": log,
     }
     given = {k: v for k, v in given.items() if v is not None}
     if "pairs" in cls.options and "pairs" not in given:
@@ -169,6 +173,8 @@ def load_benchmark(
     subsets: Sequence[str] | None = None,
     prompt: str | None = None,
     pairs: Any = None,
+    logs: Sequence[str] | None = None,
+    log: Any = None,
     *,
     allow_import: bool = True,
 ) -> Benchmark:
@@ -195,7 +201,7 @@ def load_benchmark(
             data directory, or a malformed table.
     """
     cls = benchmark_class(name, allow_import=allow_import)
-    given = _options(cls, name, subsets, prompt, pairs)
+    given = _options(cls, name, subsets, prompt, pairs, logs, log)
     if "pairs" in given:
         return cls.load(None, sample, **given)
     if sample not in SAMPLES:

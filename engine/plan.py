@@ -219,6 +219,8 @@ def load_bench(job: JobSpec) -> dict[str, Any]:
         sample=spec.sample,
         subsets=spec.subsets,
         prompt=spec.prompt,
+        logs=spec.logs,
+        log=spec.log,
     )
     return {
         "bench": bench,

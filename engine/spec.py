@@ -78,6 +78,10 @@ class BenchmarkSpec(_Strict):
     #: ``name = "pairs"``: a user's own pairs (:class:`voirdire.benchmarks.pairs.PairsSpec`,
     #: ``docs/own-data.md``); relative paths from the working directory
     pairs: PairsSpec | None = None
+    #: a judgment log format (``voirdire audit``, ``docs/audit.md``): the log files or
+    #: directories read, and the format's own settings (``[benchmark.log]``)
+    logs: list[str] | None = None
+    log: dict[str, Any] | None = None
 
     @field_validator("questions", mode="before")
     @classmethod

@@ -106,12 +106,16 @@ def _job(tmp_path, name="tiny bench", **over):
 def test_one_decorator_registers_it_under_its_normalised_name():
     assert "tinybench" in BENCHMARKS.names()
     # the built-in ones come from voirdire's own entry points (pyproject.toml), then the registered
-    assert set(BENCHMARKS.names()[:5]) == {
+    assert set(BENCHMARKS.names()[:9]) == {
         "mtbench",
         "devbench",
         "llmbar",
         "pairs",
         "pandalm",
+        "arenahard",
+        "fastchat",
+        "judgebench",
+        "logtable",
     }
     assert (
         benchmark_class("Tiny-Bench") is TinyBench
@@ -122,7 +126,7 @@ def test_one_decorator_registers_it_under_its_normalised_name():
         BENCHMARKS.register(type("NotABenchmark", (), {"name": "nab"}))
     with pytest.raises(
         ConfigError,
-        match="unknown benchmark 'tiny-bench-2'; known benchmarks: DevBench, LLMBar, MTBench, pairs, PandaLM",
+        match="unknown benchmark 'tiny-bench-2'; known benchmarks: ArenaHard, DevBench, FastChat, JudgeBench, LLMBar, LogTable, MTBench, pairs, PandaLM",
     ):
         benchmark_class("tiny-bench-2")
 

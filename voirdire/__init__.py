@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
-    "Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "mitigate", "rank", "ConfigError",
+    "Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "mitigate", "rank", "audit", "ConfigError",
     "__version__",
 ]  # fmt: skip
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from voirdire.api import (
         Results,
         analyze,
+        audit,
         estimate,
         load,
         load_job_spec,

@@ -51,6 +51,8 @@ __all__ = [
     "analyze",
     "report",
     "mitigate",
+    "audit",
+    "audit_job",
 ]
 
 
@@ -335,3 +337,90 @@ def _answer_features(tables: Results) -> pl.DataFrame:
 
     bench = dir_benchmark(tables.job)  # registered benchmarks only: job.json is data
     return answer_features(bench, comparisons(normalise(tables.judgments)))
+
+
+def audit_job(
+    logs: list[str | os.PathLike] | tuple[str | os.PathLike, ...],
+    format: str,
+    *,
+    out: str | os.PathLike | None = None,
+    judge: str | None = None,
+    log: Mapping[str, Any] | None = None,
+    data_dir: str | os.PathLike | None = None,
+) -> JobSpec:
+    """The job that audits judgment logs (``docs/audit.md``): ``[benchmark] name = format``
+    with ``logs`` (made absolute) and ``log`` (the format's settings), one replay judge per
+    judge in the logs (``recorded = "*"``; ``judge``: that one only), pairwise, both orders,
+    option mode 3 (A / B / C = tie), one repetition; output directory ``out`` (default
+    ``runs/audit-<format>``).
+
+    Raises:
+        ConfigError: ``format`` is not a log format (the message lists them), no logs.
+    """
+    from voirdire.benchmarks.logs.base import LogBenchmark
+    from voirdire.benchmarks.registry import BENCHMARKS, benchmark_class
+
+    cls = benchmark_class(format)
+    if not issubclass(cls, LogBenchmark):
+        known = [
+            c.name
+            for c in map(BENCHMARKS.find, BENCHMARKS.names())
+            if isinstance(c, type) and issubclass(c, LogBenchmark)
+        ]
+        raise ConfigError(
+            f"{format!r} is not a judgment log format; formats: {', '.join(sorted(known))}"
+        )
+    if not logs:
+        raise ConfigError("voirdire audit: give at least one log file or directory")
+    key = cls.name.lower()
+    bench: dict[str, Any] = {
+        "name": cls.name,
+        "logs": [str(Path(p).absolute()) for p in logs],
+    }
+    if log:
+        bench["log"] = dict(log)
+    if data_dir is not None:
+        bench["data_dir"] = str(data_dir)
+    return parse_job(
+        {
+            "name": f"audit-{key}",
+            "output_dir": str(out or f"runs/audit-{key}"),
+            "benchmark": bench,
+            "comparison": {
+                "mode": "pairwise",
+                "option_mode": 3,
+                "permutations": "both",
+                "repetitions": 1,
+            },
+            "judges": [
+                {"name": judge or "*", "backend": "replay", "recorded": judge or "*"}
+            ],
+        },
+        f"voirdire audit --format {format}",
+    )
+
+
+def audit(
+    logs: list[str | os.PathLike] | tuple[str | os.PathLike, ...],
+    format: str,
+    *,
+    out: str | os.PathLike | None = None,
+    judge: str | None = None,
+    log: Mapping[str, Any] | None = None,
+    data_dir: str | os.PathLike | None = None,
+    address: str | None = None,
+    show_progress: bool = False,
+    console: Any = None,
+) -> Results:
+    """Audit judgment logs another tool wrote, holding both orders (``docs/audit.md``): read
+    them in ``format`` (``"arena-hard"``, ``"fastchat"``, ``"judgebench"``, ``"logtable"``),
+    replay every recorded verdict through the engine (:func:`audit_job`, :func:`run`) and
+    analyse the output directory, which ``report``, ``mitigate`` and ``rank`` read like any
+    other. No query is sent and no key is needed.
+
+    Raises:
+        ConfigError: not a log format, an unreadable log (file, line and field named), an
+            output directory that is not ours.
+    """
+    spec = audit_job(logs, format, out=out, judge=judge, log=log, data_dir=data_dir)
+    return run(spec, address=address, show_progress=show_progress, console=console)

@@ -1,6 +1,7 @@
 """The ``voirdire`` command line.
 
     voirdire run JOB.toml [JOB2.toml ...] [--address ADDR] [--dry-run] [--retry-failed] [--output-dir DIR]
+    voirdire audit LOG [LOG ...] --format NAME [--out DIR] [--judge NAME] [--option KEY=VALUE]
     voirdire analyze DIR [DIR ...]
     voirdire report DIR [DIR ...] [--out OUT] [--judge-attributes CSV] [--tokenizer PATH]
     voirdire mitigate DIR [DIR ...] [--reference gold | --reference judge:NAME | --reference labels.csv] [--out OUT] [--strategies a,b] [--labels CSV]
@@ -186,6 +187,66 @@ def run(
     except RewriteFailed as exc:
         _fail(str(exc))
     _print_tables(tables, golds, effects)
+
+
+@app.command()
+def audit(
+    logs: Annotated[
+        list[Path], typer.Argument(help="Judgment log files or directories.")
+    ],
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="The log's format: arena-hard, fastchat, judgebench, logtable.",
+        ),
+    ],
+    out: Annotated[
+        str | None,
+        typer.Option(help="Output directory (default: runs/audit-<format>)."),
+    ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(help="Audit this judge of the logs only (default: every one)."),
+    ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            help="A format setting KEY=VALUE ([benchmark.log]; dotted keys nest: columns.instance=item).",
+        ),
+    ] = None,
+    address: Annotated[
+        str | None, typer.Option(help="Ray cluster address; default: a local cluster.")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = False,
+) -> None:
+    """Audit judgment logs other tools wrote (both orders recorded): no query is sent."""
+    from voirdire import api
+    from voirdire.analysis.position.release_stats import gold_accuracy
+    from voirdire.engine.scheduler import JobInterrupted
+
+    log: dict = {}
+    try:
+        for item in option or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise ConfigError(f"--option {item!r}: write KEY=VALUE")
+            *parents, last = key.split(".")
+            node = log
+            for k in parents:
+                node = node.setdefault(k, {})
+            node[last] = int(value) if value.isdigit() else value
+        res = api.audit(
+            logs, format, out=out, judge=judge, log=log or None, address=address,
+            show_progress=progress, console=console,
+        )  # fmt: skip
+    except ConfigError as exc:
+        _fail(str(exc))
+    except JobInterrupted as exc:
+        _fail(str(exc), 130)
+    console.print(f"audited {res.judgments.height:,} judgments → {res.output_dir}")
+    _print_tables([res.judge_metrics], [gold_accuracy(res.judgments)], [])
 
 
 def _print_tables(

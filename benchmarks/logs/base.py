@@ -1,0 +1,361 @@
+"""The shared reader of judgment logs other tools wrote (``voirdire audit``, ``docs/audit.md``).
+
+A log format is a registered benchmark kind (:class:`LogBenchmark`, one module per format in
+this package). Its reader (:meth:`LogBenchmark.read`) turns one log file into normalised
+rows (:class:`Rows`):
+
+- one **pair** per instance: ``question_id`` (unique per pair of models per question),
+  ``cluster`` (the question, the bootstrap's cluster), ``task``, ``instruction`` (``""``
+  where the log has none), ``model_a``/``model_b`` (the pair in the format's canonical
+  order: permutation 0 shows ``model_a`` first), ``output_a``/``output_b`` (the answers'
+  text, ``""`` where absent) and ``gold`` (the better model's name, ``"tie"`` or null);
+- one **verdict** per judge and order shown: the judge's raw text (null: the log records a
+  failed call) and the letter read by the owning tool's own rule (``A`` = the answer shown
+  first, ``B`` the second, ``C`` a tie, ``""`` none read).
+
+The rows are kept as a **normalised copy**, the benchmark's data directory: by default
+``<user cache>/voirdire/logs/<format>-<hash of the logs and settings>/`` (a job's
+``data_dir`` names another), holding ``instances.parquet`` (the pairs), ``recorded.parquet``
+(the verdicts) and ``source.json``. The replay judge reads the verdicts from it through the
+kind's recorded hooks (:meth:`LogBenchmark.recorded_judges`, ``recorded_file``,
+``read_recorded``), the analysis its clusters (:meth:`LogBenchmark.clusters`); loading the
+benchmark again from that directory alone (``voirdire report``, ``rank``) needs no log.
+
+Errors: a log that cannot be read (not JSON, a missing field, the wrong format named) is one
+:class:`~voirdire.core.ConfigError` line naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import polars as pl
+from pydantic import BaseModel, ValidationError
+
+from voirdire.benchmarks.base import Benchmark
+from voirdire.benchmarks.logs.reading import (
+    COPY_VERSION,
+    FAILED_CALL,
+    INSTANCES,
+    PAIR_SCHEMA,
+    RECORDED,
+    SOURCE,
+    VERDICT_SCHEMA,
+    NoOptions,
+    Rows,
+    default_root,
+    file_hash,
+    log_files,
+)
+from voirdire.benchmarks.recorded import Recorded, RecordKey
+from voirdire.core import ConfigError, content_hash
+
+
+class LogBenchmark(Benchmark):
+    """A judgment log format as a benchmark (module docstring). A format subclasses it, sets
+    :attr:`name` (its registry key is the name lower-cased: ``ArenaHard`` → ``arenahard``),
+    :attr:`Options` (its ``[benchmark.log]`` settings) and :attr:`suffixes`, implements
+    :meth:`read`, and registers with ``@BENCHMARKS.register``.
+
+    Args:
+        logs: log files or directories (their files ending in :attr:`suffixes`).
+        data_dir: the normalised copy's directory; ``None``: under :func:`default_root`.
+        log: the format's settings (validated by :attr:`Options`).
+
+    Attributes (besides :class:`~voirdire.benchmarks.base.Benchmark`'s):
+        pairs: the pairs (:data:`PAIR_SCHEMA`, one row per instance).
+        settings: the validated :attr:`Options`.
+
+    Raises:
+        ConfigError: no logs, an unreadable log (file, line and field named), invalid
+            settings, no pair in the logs, a verdict given twice.
+    """
+
+    release = None
+    options: ClassVar[tuple[str, ...]] = ("logs", "log")
+    comparison_modes = ("pairwise",)
+    option_modes = (2, 3)
+    default_option_mode = 3
+    verdict_pattern = r"\[\[([ABC])\]\]"
+    verdict_cue, verdict_closing = "[[", "]]"
+    #: the format's ``[benchmark.log]`` settings
+    Options: ClassVar[type[BaseModel]] = NoOptions
+    #: the file endings read when a directory is given
+    suffixes: ClassVar[tuple[str, ...]] = (".jsonl",)
+
+    @classmethod
+    def read(cls, path: Path, options: Any, rows: Rows) -> None:
+        """Append the pairs and verdicts of one log file to ``rows`` (``options``: an
+        :attr:`Options`).
+
+        Raises:
+            ConfigError: naming the file, the line and the field.
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def load(cls, data_dir: Any, sample: str = "full", **options: Any) -> LogBenchmark:
+        """The logs of ``options["logs"]`` read into a normalised copy in ``data_dir``; without
+        logs, the normalised copy ``data_dir`` holds (a finished audit's, read again).
+
+        Raises:
+            ConfigError: no logs and no normalised copy, a sample other than ``"full"``.
+        """
+        if sample != "full":
+            raise ConfigError(
+                f"{cls.name}: a log has only the sample 'full', not {sample!r}"
+            )
+        if not options.get("logs"):
+            if data_dir and (Path(data_dir) / INSTANCES).is_file():
+                return cls(None, data_dir=data_dir)
+            raise ConfigError(
+                f'benchmark "{cls.name}" reads judgment logs: give [benchmark] logs = ["file or directory", ...]'
+            )
+        return cls(options["logs"], data_dir=data_dir, log=options.get("log"))
+
+    def __init__(
+        self,
+        logs: Sequence[str | os.PathLike[str]] | None,
+        data_dir: str | os.PathLike[str] | None = None,
+        log: dict[str, Any] | None = None,
+    ) -> None:
+        try:
+            self.settings = self.Options.model_validate(log or {})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+            raise ConfigError(f"{self.name}: benchmark.log.{where}: {msg}") from None
+        self.sample = "full"
+        if logs is None:  # a normalised copy read again
+            self.data_dir = Path(data_dir)  # type: ignore[arg-type]
+            self.path = self.data_dir / INSTANCES
+            pairs = pl.read_parquet(self.path)
+            keys = json.loads((self.data_dir / SOURCE).read_text("utf-8")).get("keys")
+        else:
+            files = log_files(logs, self.suffixes, self.name)
+            digest = content_hash(
+                COPY_VERSION, self.name, self.settings.model_dump(mode="json"),
+                [[str(f), file_hash(f)] for f in files],
+            )  # fmt: skip
+            self.path = files[0]
+            self.data_dir = (
+                Path(data_dir)
+                if data_dir
+                else default_root() / f"{self.name.lower()}-{digest[:20]}"
+            )
+            pairs, keys = self._copy(files, digest)
+        self.pairs = pairs
+        self._setup(pairs, keys)
+
+    # ------------------------------------------------------------------ the normalised copy
+
+    def _copy(
+        self, files: list[Path], digest: str
+    ) -> tuple[pl.DataFrame, dict[str, str]]:
+        """The normalised copy of ``files`` in :attr:`data_dir` (read from there when it holds
+        the copy of the same logs and settings, else written afresh): the pairs, and the
+        prompt key of each question."""
+        d = self.data_dir
+        src = d / SOURCE
+        try:
+            have = json.loads(src.read_text("utf-8")) if src.is_file() else {}
+        except (OSError, ValueError):
+            have = {}
+        if (
+            have.get("hash") == digest
+            and (d / INSTANCES).is_file()
+            and (d / RECORDED).is_file()
+        ):
+            return pl.read_parquet(d / INSTANCES), have["keys"]
+        rows = Rows()
+        for f in files:
+            self.read(f, self.settings, rows)
+        pairs = pl.DataFrame(rows.pairs, schema=PAIR_SCHEMA)
+        verdicts = pl.DataFrame(rows.verdicts, schema=VERDICT_SCHEMA)
+        if not pairs.height:
+            raise ConfigError(
+                f"{self.name}: no judgments in {', '.join(map(str, files))}"
+            )
+        pairs = pairs.unique("question_id", keep="first", maintain_order=True)
+        dup = verdicts.filter(
+            pl.struct("question_id", "judge", "first").is_duplicated()
+        )
+        if dup.height:
+            r = dup.row(0, named=True)
+            first = dup.filter(
+                pl.struct("question_id", "judge", "first")
+                == pl.struct(
+                    pl.lit(r["question_id"]), pl.lit(r["judge"]), pl.lit(r["first"])
+                )
+            )
+            raise ConfigError(
+                f"{self.name} log {first['where'][-1]}: judge {r['judge']!r} judged {r['question_id']!r} "
+                f"with {r['first']!r} shown first twice (also at {first['where'][0]})"
+            )
+        keys = _prompt_keys(verdicts)
+        d.mkdir(parents=True, exist_ok=True)
+        for name, df in ((INSTANCES, pairs), (RECORDED, verdicts.drop("where"))):
+            tmp = d / f".{name}.tmp"
+            df.write_parquet(tmp)
+            os.replace(tmp, d / name)
+        tmp = d / f".{SOURCE}.tmp"
+        tmp.write_text(
+            json.dumps(
+                {
+                    "format": self.name,
+                    "hash": digest,
+                    "logs": [str(f) for f in files],
+                    "keys": keys,
+                }
+            ),
+            "utf-8",
+        )
+        os.replace(tmp, src)
+        return pairs, keys
+
+    def _setup(self, pairs: pl.DataFrame, keys: dict[str, str]) -> None:
+        """The benchmark's tables from the pairs: questions, instances, answers, models."""
+        ids = pairs["question_id"].to_list()
+        self._keys = keys
+        self._rows = dict(zip(ids, pairs["instruction"].to_list()))
+        self._answers = {}
+        for q, ma, mb, oa, ob in pairs.select(
+            "question_id", "model_a", "model_b", "output_a", "output_b"
+        ).iter_rows():
+            self._answers[(q, ma)] = oa
+            self._answers[(q, mb)] = ob
+        self.models = tuple(
+            dict.fromkeys([*pairs["model_a"].to_list(), *pairs["model_b"].to_list()])
+        )
+        self.reference = ""
+        self.questions = pairs.select(
+            "question_id",
+            "task",
+            input_chars=pl.col("instruction").str.len_chars().cast(pl.Int64),
+        )
+        self._pairs = self.questions.with_columns(
+            candidate=pairs["model_a"], reference=pairs["model_b"], gold=pairs["gold"]
+        )
+
+    # ------------------------------------------------------------------ the engine's hooks
+
+    def fixed_instances(self) -> pl.DataFrame:
+        """One instance per pair: ``question_id``, ``task``, ``input_chars``, ``candidate``
+        (``model_a``, shown first in permutation 0), ``reference`` (``model_b``), ``gold``."""
+        return self._pairs
+
+    def prompt_key(self, question_id: str) -> str:
+        """H(the question's recorded verdicts, every judge and order): enters the query ids,
+        so an edited log is read again, never answered from old results."""
+        return self._keys.get(question_id, "")
+
+    def question_text(self, question_id: str) -> str:
+        """The instruction as the log gives it (``""`` where it gives none)."""
+        return self._rows[question_id]
+
+    def _build_pairwise(
+        self, qid: str, a: str, b: str, option_mode: int, answers=None
+    ) -> str:
+        """The pair as FastChat's ``pair-v2`` user turn shows it, filled by ``str`` operations
+        (cheap: the replay judge sends no prompt; a log does not record the prompt its judge
+        saw, so ``prompt_chars`` of an audit is indicative)."""
+        oa = (answers or {}).get(a) or self.answers(qid, a)
+        ob = (answers or {}).get(b) or self.answers(qid, b)
+        return (
+            f"[User Question]\n{self._rows[qid]}\n\n[The Start of Assistant A's Answer]\n{oa[0]}\n"
+            f"[The End of Assistant A's Answer]\n\n[The Start of Assistant B's Answer]\n{ob[0]}\n"
+            "[The End of Assistant B's Answer]"
+        )
+
+    # ------------------------------------------------------------------ class-level hooks
+
+    @classmethod
+    def clusters(cls, data_dir: str | os.PathLike[str] | None = None) -> pl.DataFrame:
+        """``question_id`` -> ``cluster`` (the question the format names) from the normalised
+        copy in ``data_dir``.
+
+        Raises:
+            ConfigError: no normalised copy there (deleted since: audit the logs again).
+        """
+        path = Path(data_dir or ".") / INSTANCES
+        if not data_dir or not path.is_file():
+            raise ConfigError(
+                f"{cls.name}: no normalised log copy {path} to read the questions from; audit the logs again"
+            )
+        return pl.read_parquet(path, columns=["question_id", "cluster"])
+
+    @classmethod
+    def recorded_judges(
+        cls, data_dir: str | Path, study: str, subsets: Sequence[str] | None = None
+    ) -> list[str]:
+        """The judges the logs hold (sorted; empty without a normalised copy)."""
+        path = Path(data_dir) / RECORDED
+        if study != "position_bias" or not path.is_file():
+            return []
+        return sorted(
+            pl.read_parquet(path, columns=["judge"])["judge"].unique().to_list()
+        )
+
+    @classmethod
+    def recorded_file(
+        cls, data_dir: str | Path, study: str, recorded: str, judge: str
+    ) -> Path:
+        """The normalised copy's ``recorded.parquet``.
+
+        Raises:
+            ConfigError: no copy, or no verdict of ``recorded`` in it (the judges it has are listed).
+        """
+        path = Path(data_dir) / RECORDED
+        have = cls.recorded_judges(data_dir, study)
+        if recorded not in have:
+            raise ConfigError(
+                f"judge {judge!r}: the {cls.name} logs hold no verdicts of {recorded!r}"
+                + (
+                    f"; judges in them: {', '.join(have)}"
+                    if have
+                    else f" ({path} missing)"
+                )
+            )
+        return path
+
+    @classmethod
+    def read_recorded(cls, path: Path, recorded: str) -> dict[RecordKey, Recorded]:
+        """Judge ``recorded``'s verdicts: ``("<question id>;<first>;<second>", 1) ->
+        Recorded(raw text, letter)`` (a null text: a failed call)."""
+        df = pl.scan_parquet(path).filter(pl.col("judge") == recorded).collect()
+        return {
+            (f"{q};{a};{b}", 1): Recorded(o, c)
+            if o is not None
+            else Recorded(None, c, FAILED_CALL)
+            for q, a, b, o, c in df.select(
+                "question_id", "first", "second", "output", "choice"
+            ).iter_rows()
+        }
+
+
+def _prompt_keys(verdicts: pl.DataFrame) -> dict[str, str]:
+    """Per question, H(its verdicts: judge, order, text, letter; sorted)."""
+    per = (
+        verdicts.sort("question_id", "judge", "first")
+        .with_columns(
+            _v=pl.concat_str(
+                "judge",
+                "first",
+                "second",
+                pl.col("output").fill_null("\x00"),
+                "choice",
+                separator="\x1f",
+            )
+        )  # fmt: skip
+        .group_by("question_id", maintain_order=True)
+        .agg(pl.col("_v").str.join("\x1e"))
+    )
+    return {q: content_hash(v) for q, v in per.iter_rows()}
+
+
+__all__ = ["LogBenchmark"]

@@ -1,0 +1,81 @@
+"""FastChat's MT-Bench pairwise judgment logs (lm-sys/FastChat, ``fastchat/llm_judge``):
+``data/<bench>/model_judgment/<judge>_pair.jsonl``.
+
+One JSON object a line, as ``common.py``'s ``play_a_match_pair`` writes it: ``question_id``,
+``model_1``, ``model_2``, ``g1_winner``, ``g2_winner``, ``judge`` (``[judge model, prompt
+name]``), ``g1_user_prompt``, ``g1_judgment``, ``g2_user_prompt``, ``g2_judgment``, ``turn``
+(1, or 2 for the multi-turn prompt) and ``tstamp``. **Order shown** (``play_a_match_pair``):
+game 1 calls ``run_judge_pair(question, answer_1, answer_2, ...)``, so ``model_1`` is
+assistant A; game 2 calls it with ``answer_2, answer_1``, so ``model_2`` is A. **Reading**:
+``run_judge_pair`` reads ``[[A]]`` → ``"A"``, ``[[B]]`` → ``"B"``, ``[[C]]`` → ``"tie"``, else
+``"error"``, and the winners are stored mapped back to the models (``g1_map = {"A":
+"model_1", "B": "model_2"}``, ``g2_map = {"A": "model_2", "B": "model_1"}``); voirdire maps
+them to the order shown again: game 1 ``model_1`` → A, ``model_2`` → B; game 2 ``model_2`` →
+A, ``model_1`` → B; ``tie`` → C; ``error`` (or another value) → no verdict.
+
+Instances: one per (question, turn, model pair): ``question_id`` =
+``"<question_id>|t<turn>|<model_1>|<model_2>"``, ``model_1`` first (``model_a``; in
+``pairwise-baseline`` mode the baseline is ``model_2``), the question its bootstrap cluster,
+``task`` ``"turn <turn>"``. The judge is the judge model (``judge[0]``; its prompt, ``pair-v2``
+or ``pair-math-v1``, follows the question's category). The file holds the prompts, not the
+question and answers apart: ``instruction`` and the outputs are empty. The single-answer files
+(``*_single.jsonl``, one score per answer) are not read. ``[benchmark.log] turn`` (1 or 2)
+keeps one turn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from voirdire.benchmarks.logs.base import LogBenchmark
+from voirdire.benchmarks.logs.reading import Rows, iter_jsonl, need
+from voirdire.benchmarks.registry import BENCHMARKS
+
+#: the stored winner of each game as voirdire's letter, A = the answer shown first
+GAME1 = {"model_1": "A", "model_2": "B", "tie": "C"}
+GAME2 = {"model_2": "A", "model_1": "B", "tie": "C"}
+
+
+class FastChatOptions(BaseModel):
+    """``[benchmark.log]``: ``turn``, the one turn kept (None: both)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    turn: Literal[1, 2] | None = None
+
+
+@BENCHMARKS.register
+class FastChat(LogBenchmark):
+    """FastChat's ``*_pair.jsonl`` judgments (module docstring); ``[benchmark.log]``:
+    :class:`FastChatOptions`."""
+
+    name = "FastChat"
+    Options = FastChatOptions
+
+    @classmethod
+    def read(cls, path: Path, options: Any, rows: Rows) -> None:
+        """The pairs and both games' verdicts of one ``*_pair.jsonl`` file."""
+        f = cls.name
+        for n, obj in iter_jsonl(path, f):
+            where = f"{path}: line {n}"
+            q = need(obj, "question_id", where, f, (str, int))
+            m1 = str(need(obj, "model_1", where, f, str))
+            m2 = str(need(obj, "model_2", where, f, str))
+            w1, w2 = need(obj, "g1_winner", where, f), need(obj, "g2_winner", where, f)
+            t1 = need(obj, "g1_judgment", where, f, (str, type(None)))
+            t2 = need(obj, "g2_judgment", where, f, (str, type(None)))
+            judge = need(obj, "judge", where, f, (list, str))
+            turn = need(obj, "turn", where, f, int)
+            if options.turn is not None and turn != options.turn:
+                continue
+            name = str(judge[0]) if isinstance(judge, list) and judge else str(judge)
+            qid = f"{q}|t{turn}|{m1}|{m2}"
+            rows.pair(qid, str(q), m1, m2, task=f"turn {turn}")
+            rows.verdict(qid, name, (m1, m2), t1, GAME1.get(str(w1), ""), where)
+            rows.verdict(qid, name, (m2, m1), t2, GAME2.get(str(w2), ""), where)
+
+
+__all__ = ["GAME1", "GAME2", "FastChat", "FastChatOptions"]

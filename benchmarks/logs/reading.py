@@ -1,0 +1,192 @@
+"""Reading judgment logs: the normalised rows a format yields (:class:`Rows`), JSON Lines
+with errors that name the file, the line and the field (:func:`iter_jsonl`, :func:`need`),
+the log files a job names (:func:`log_files`) and where normalised copies go
+(:func:`default_root`). See :mod:`voirdire.benchmarks.logs.base`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+import polars as pl
+from pydantic import BaseModel, ConfigDict
+
+from voirdire.core import ConfigError
+
+#: files of the normalised copy
+INSTANCES, RECORDED, SOURCE = "instances.parquet", "recorded.parquet", "source.json"
+#: version of the normalised copy's layout (enters its hash)
+COPY_VERSION = "1"
+PAIR_SCHEMA = {
+    "question_id": pl.String, "cluster": pl.String, "task": pl.String,
+    "instruction": pl.String, "model_a": pl.String, "model_b": pl.String,
+    "output_a": pl.String, "output_b": pl.String, "gold": pl.String,
+}  # fmt: skip
+VERDICT_SCHEMA = {
+    "question_id": pl.String, "judge": pl.String, "first": pl.String,
+    "second": pl.String, "output": pl.String, "choice": pl.String, "where": pl.String,
+}  # fmt: skip
+#: the reason a recorded null judgment is a failure
+FAILED_CALL = "the log records no judgment for this order (a failed call)"
+
+
+class NoOptions(BaseModel):
+    """``[benchmark.log]`` of a format that takes no settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Rows:
+    """The normalised rows of the logs read so far (see the module docstring): column lists
+    ``pairs`` (:data:`PAIR_SCHEMA`) and ``verdicts`` (:data:`VERDICT_SCHEMA`; ``where`` is
+    ``"<file>: line <n>"``, for messages)."""
+
+    def __init__(self) -> None:
+        self.pairs: dict[str, list[Any]] = {c: [] for c in PAIR_SCHEMA}
+        self.verdicts: dict[str, list[Any]] = {c: [] for c in VERDICT_SCHEMA}
+
+    def pair(
+        self, question_id: str, cluster: str, model_a: str, model_b: str, *,
+        task: str = "all", instruction: str = "", output_a: str = "",
+        output_b: str = "", gold: str | None = None,
+    ) -> None:  # fmt: skip
+        """One pair (an instance; a pair given again by another judge's log is kept once)."""
+        for c, v in zip(
+            PAIR_SCHEMA,
+            (question_id, cluster, task, instruction, model_a, model_b, output_a, output_b, gold),
+        ):  # fmt: skip
+            self.pairs[c].append(v)
+
+    def verdict(
+        self, question_id: str, judge: str, shown: tuple[str, str],
+        output: str | None, choice: str, where: str,
+    ) -> None:  # fmt: skip
+        """One recorded verdict: ``judge``'s ``output`` for the order ``shown`` and the letter
+        the owning tool read (``A``/``B``/``C``, ``""``: none)."""
+        for c, v in zip(
+            VERDICT_SCHEMA,
+            (question_id, judge, shown[0], shown[1], output, choice, where),
+        ):
+            self.verdicts[c].append(v)
+
+
+def iter_jsonl(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of a JSON Lines file (blank lines skipped).
+
+    Raises:
+        ConfigError: ``"<file>: line <n>: ..."`` for a line that is not JSON (a truncated
+            file) or not an object, or text that is not UTF-8.
+    """
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ConfigError(
+                        f"{fmt} log {path}: line {n}: not valid JSON ({exc.msg} at column {exc.colno}; a truncated file?)"
+                    ) from None
+                if not isinstance(obj, dict):
+                    raise ConfigError(
+                        f"{fmt} log {path}: line {n}: not a JSON object (a {type(obj).__name__})"
+                    )
+                yield n, obj
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{fmt} log {path}: not UTF-8 text (byte {exc.start})"
+        ) from None
+
+
+def need(
+    obj: dict[str, Any], key: str, where: str, fmt: str, kind: type | tuple = object
+) -> Any:
+    """``obj[key]``, which must be there and of type ``kind``.
+
+    Raises:
+        ConfigError: ``"<where>: no field 'key'"`` (naming the format: the wrong format named
+            reads as a missing field) or a field of another type.
+    """
+    if key not in obj:
+        raise ConfigError(f"{fmt} log {where}: no field {key!r} (is this a {fmt} log?)")
+    value = obj[key]
+    if not isinstance(value, kind):
+        want = (
+            kind.__name__
+            if isinstance(kind, type)
+            else " or ".join(k.__name__ for k in kind)
+        )
+        raise ConfigError(
+            f"{fmt} log {where}: field {key!r} is a {type(value).__name__}, not a {want}"
+        )
+    return value
+
+
+def default_root() -> Path:
+    """Where normalised copies go when the job names no ``data_dir``:
+    ``$VOIRDIRE_LOG_CACHE``, else ``<user cache dir>/voirdire/logs``."""
+    env = os.environ.get("VOIRDIRE_LOG_CACHE")
+    return Path(env) if env else Path(platformdirs.user_cache_dir("voirdire")) / "logs"
+
+
+def log_files(
+    logs: Sequence[str | os.PathLike[str]], suffixes: Sequence[str], fmt: str
+) -> list[Path]:
+    """The files of ``logs`` (a directory stands for its files ending in one of
+    ``suffixes``, sorted), each once.
+
+    Raises:
+        ConfigError: no logs, a path that does not exist, a directory without such files.
+    """
+    if not logs:
+        raise ConfigError(f"{fmt}: no log files given (benchmark.logs)")
+    out: list[Path] = []
+    for p in map(Path, logs):
+        if p.is_dir():
+            found = sorted(
+                f
+                for f in p.iterdir()
+                if f.is_file() and f.name.endswith(tuple(suffixes))
+            )
+            if not found:
+                raise ConfigError(f"{fmt}: no {' or '.join(suffixes)} files in {p}")
+            out += found
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise ConfigError(f"{fmt}: log {p}: no such file or directory")
+    return list(dict.fromkeys(p.resolve() for p in out))
+
+
+def file_hash(path: Path) -> str:
+    """SHA-256 of a file's bytes (hex)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+__all__ = [
+    "COPY_VERSION",
+    "FAILED_CALL",
+    "INSTANCES",
+    "NoOptions",
+    "PAIR_SCHEMA",
+    "RECORDED",
+    "Rows",
+    "SOURCE",
+    "VERDICT_SCHEMA",
+    "default_root",
+    "file_hash",
+    "iter_jsonl",
+    "log_files",
+    "need",
+]
