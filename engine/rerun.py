@@ -63,9 +63,19 @@ def data_key(plan: JobPlan) -> str:
     )
     questions = sorted({q for q, _ in pairs})
     parts: list[Any] = [ids]
-    parts += [[q, bench.prompt_key(q), bench.question_text(q)] for q in questions]
+    parts += [[q, bench.prompt_key(q), _question_text(bench, q)] for q in questions]
     parts += [[q, m, list(bench.answers(q, m))] for q, m in pairs]
     return content_hash(*parts)
+
+
+def _question_text(bench: Any, question_id: str) -> str | None:
+    """The benchmark's question text, or None for a benchmark that keeps none apart
+    (:meth:`~voirdire.benchmarks.base.Benchmark.question_text` is optional: rewriters need it,
+    the job does not; its prompt key still covers the content)."""
+    try:
+        return bench.question_text(question_id)
+    except NotImplementedError:
+        return None
 
 
 def configuration(
