@@ -39,37 +39,74 @@ from scipy.special import expit
 from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 from voirdire.analysis.ranking.boards import BOARD_KEYS, check_graph, default_anchor
 from voirdire.analysis.ranking.bt import CLIP, to_rating
+from voirdire.analysis.ranking.glm import LC_FOLDS, cv_l1_logit, l1_logit
 from voirdire.core import ConfigError
 
 __all__ = [
     "STYLE_FEATURES",
     "text_features",
+    "style_differences",
     "answer_features",
     "weighted_logit",
     "style_controlled",
+    "group_folds",
     "length_controlled",
 ]
 
 STYLE_FEATURES = ("length", "headers", "lists", "bold")
-#: L2 penalty on the length coefficient of the LC GLM (AlpacaEval regularises it too): keeps
-#: a model with few comparisons, whose outcomes length separates, from an LC rate of 0 or 1
-LC_RIDGE = 1.0
+#: a fenced code block, fences included; an unclosed fence runs to the end of the answer
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _HEADER = re.compile(r"^#{1,6}\s", re.M)
-_LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s", re.M)
+_LIST = re.compile(r"^\s*(?:[-*+]|\d+\.)\s", re.M)
 _BOLD = re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")
 
 
 def text_features(text: str) -> dict[str, float]:
-    """Style features of one answer: ``length`` (characters), ``headers`` (lines starting
-    with 1–6 ``#``), ``lists`` (lines starting with ``-``, ``*``, ``+`` or ``1.``/``1)``)
-    and ``bold`` (``**...**`` or ``__...__`` spans); floats."""
-    return {"length": float(len(text)), "headers": float(len(_HEADER.findall(text))),
-            "lists": float(len(_LIST.findall(text))), "bold": float(len(_BOLD.findall(text)))}  # fmt: skip
+    """Style features of one answer, as FastChat's ``add_markdown_info.py`` counts them.
+
+    ``length``: characters of the whole answer; ``headers``: lines starting with 1–6 ``#``
+    and a space; ``lists``: lines starting (after indentation) with ``-``, ``*``, ``+`` or
+    ``1.`` and a space; ``bold``: ``**...**`` or ``__...__`` spans on one line. The markdown
+    counts skip fenced code blocks (a ``# comment`` in a ```` ```python ```` block is not a
+    header, ``__init__`` inside one is not bold); the length keeps them.
+
+    Returns:
+        ``{"length", "headers", "lists", "bold"}`` → float.
+    """
+    prose = _FENCE.sub("", text)
+    return {"length": float(len(text)), "headers": float(len(_HEADER.findall(prose))),
+            "lists": float(len(_LIST.findall(prose))), "bold": float(len(_BOLD.findall(prose)))}  # fmt: skip
+
+
+def style_differences(
+    fa: np.ndarray, fb: np.ndarray, *, centre: bool = False
+) -> np.ndarray:
+    """Style covariates as FastChat builds them (``rating_systems.preprocess_for_style``,
+    ``add_one=True``): per feature the normalised difference ``d = (f_a − f_b) / (f_a + f_b + 1)``
+    divided by its population sd over the comparisons; with ``centre``, ``d − mean d`` first,
+    as FastChat and Arena-Hard-Auto do. A feature that never varies gives 0 (theirs: NaN).
+
+    Not centring is voirdire's default: a centred covariate is 0 at the *average* style
+    difference, not at equal style, and its mean acts as a bonus for side ``a``; Chatbot
+    Arena's sides are random, so its mean is near 0, but voirdire's ``a`` is always the
+    candidate (``docs/ranking.md``: measured effect on the release data).
+
+    Args:
+        fa, fb: (N, F) feature values of the first and second answer of each comparison.
+
+    Returns:
+        (N, F) covariates (float).
+    """
+    d = (fa - fb) / (fa + fb + 1.0)
+    sd = d.std(axis=0)
+    z = d - d.mean(axis=0) if centre else d
+    return np.where(sd > 0, z / np.where(sd > 0, sd, 1.0), 0.0)
 
 
 def answer_features(bench, comps: pl.DataFrame) -> pl.DataFrame:
     """Style features of every answer the comparisons name, read from the benchmark
-    (``bench.answers(question_id, model)``: the model's turns, joined by a blank line).
+    (``bench.answers(question_id, model)``: the model's turns joined by a newline, as FastChat
+    joins a conversation's assistant turns).
 
     Returns:
         ``benchmark``, ``question_id``, ``model`` (str) and :data:`STYLE_FEATURES` (float).
@@ -81,7 +118,7 @@ def answer_features(bench, comps: pl.DataFrame) -> pl.DataFrame:
         ]
     ).unique()
     rows = [
-        (b, q, m, *text_features("\n\n".join(bench.answers(q, m))).values())
+        (b, q, m, *text_features("\n".join(bench.answers(q, m))).values())
         for b, q, m in keys.sort(pl.all()).iter_rows()
     ]
     return pl.DataFrame(rows, schema={"benchmark": pl.String, "question_id": pl.String, "model": pl.String}
@@ -161,7 +198,7 @@ def _q(b: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
 def style_controlled(
     comps: pl.DataFrame, features: pl.DataFrame, *, names: tuple[str, ...] = STYLE_FEATURES, anchor: str | None = None,
     anchor_rating: float = 1000.0, replicates: int = 200, level: float = 0.95, seed: int = 0,
-    clusters: pl.DataFrame | None = None,
+    clusters: pl.DataFrame | None = None, centre: bool = False,
 ) -> pl.DataFrame:  # fmt: skip
     """Style-controlled Bradley–Terry ratings per board (Chatbot Arena's style control).
 
@@ -173,6 +210,7 @@ def style_controlled(
         anchor, anchor_rating, replicates, level, seed, clusters: as
             :func:`~voirdire.analysis.ranking.boards.fit_boards` (fewer replicates by
             default: each is a Newton fit on every comparison).
+        centre: centre the covariates as FastChat does (:func:`style_differences`).
 
     Returns:
         ``benchmark``, ``judge``, ``strategy``, ``view``, ``term`` (a model's name, or
@@ -220,17 +258,9 @@ def style_controlled(
                 x[r, ix[ma]] += 1.0
             if mb in ix:
                 x[r, ix[mb]] -= 1.0
-        for k, n in enumerate(names):
-            fa, fb = (
-                board.get_column(f"{n}_a").to_numpy(),
-                board.get_column(f"{n}_b").to_numpy(),
-            )
-            with np.errstate(invalid="ignore", divide="ignore"):
-                z = np.where(fa + fb > 0, (fa - fb) / (fa + fb), 0.0)
-            sd = float(
-                np.sqrt(np.mean(z**2))
-            )  # scaled, not centred: swapping a and b flips z's sign
-            x[:, len(free) + k] = z / sd if sd > 0 else 0.0
+        fa = board.select(f"{n}_a" for n in names).to_numpy().astype(float)
+        fb = board.select(f"{n}_b" for n in names).to_numpy().astype(float)
+        x[:, len(free) :] = style_differences(fa, fb, centre=centre)
         y = (board.get_column("win") + 0.5 * board.get_column("tie")).to_numpy()
         qs = (
             comps.filter(pl.col("benchmark") == key[0])
@@ -273,6 +303,48 @@ def style_controlled(
         if out
         else pl.DataFrame()
     )
+
+
+def group_folds(groups: list[str], n_splits: int = LC_FOLDS) -> np.ndarray:
+    """Fold of each row, rows of one group together: scikit-learn's ``GroupKFold`` rule (groups
+    by size, largest first, each to the fold with the fewest rows so far; equal sizes in the
+    order of their names, the first such fold on a tie). Returns (N,) int."""
+    names, inv, size = np.unique(
+        np.asarray(groups, dtype=object), return_inverse=True, return_counts=True
+    )
+    order = sorted(range(names.size), key=lambda i: (-size[i], names[i]))
+    load, fold_of = np.zeros(n_splits), np.zeros(names.size, dtype=int)
+    for i in order:
+        fold_of[i] = int(load.argmin())
+        load[fold_of[i]] += size[i]
+    return fold_of[inv]
+
+
+def _lc_fit(
+    g: pl.DataFrame,
+    y: np.ndarray,
+    qs: pl.DataFrame,
+    replicates: int,
+    seed: int,
+    clusters,
+) -> tuple | None:
+    """(LC win rate of the estimate, (B,) of the replicates) for one model's comparisons with
+    the baseline (``g``: ``len_m``, ``len_b``, ``question_id``); None with fewer than
+    :data:`~voirdire.analysis.ranking.glm.LC_FOLDS` questions (no cross-validation)."""
+    if g.get_column("question_id").n_unique() < LC_FOLDS:
+        return None
+    d = (g.get_column("len_b") - g.get_column("len_m")).fill_null(0.0).to_numpy()
+    sd = (
+        d.std(ddof=1) if d.size > 1 else 0.0
+    )  # pandas' std, as AlpacaEval's std_delta_len
+    x = np.c_[np.ones(d.size), np.tanh(d / sd) if sd > 0 else np.zeros(d.size)]
+    folds = group_folds(g.get_column("question_id").to_list())
+    _, c = cv_l1_logit(
+        x, y, np.ones((1, y.size)), folds
+    )  # C chosen on the data, as AlpacaEval
+    fit = lambda w, x=x, y=y, c=c[0]: l1_logit(x, y, w, c)  # noqa: E731
+    est, boot = _bootstrap_fit(g, qs, fit, replicates, seed, clusters)
+    return expit(est[0]), expit(boot[:, 0])
 
 
 def length_controlled(
@@ -323,32 +395,18 @@ def length_controlled(
         how="left",
     )
     rows = []
-    for key, g in c.sort([*BOARD_KEYS, "model"]).group_by(
+    for key, g in c.sort([*BOARD_KEYS, "model", "question_id"]).group_by(
         [*BOARD_KEYS, "model"], maintain_order=True
     ):
-        d = (g.get_column("len_m") - g.get_column("len_b")).fill_null(0.0).to_numpy()
-        sd = d.std()
-        x = np.c_[np.ones(d.size), np.tanh(d / sd) if sd > 0 else np.zeros(d.size)]
-        ridge = np.array([0.0, LC_RIDGE])
         y = g.get_column("y").to_numpy()
         qs = (
             comps.filter(pl.col("benchmark") == key[0])
             .select("benchmark", "question_id")
             .unique()
         )
-        fit = lambda w, x=x, y=y, r=ridge: weighted_logit(x, y, w, ridge=r)  # noqa: E731
-        est, boot = _bootstrap_fit(g, qs, fit, replicates, seed, clusters)
-        lo, hi = _q(expit(boot[:, 0]), level)
-        rows.append(
-            (
-                *key,
-                g.height,
-                float(y.mean()),
-                float(expit(est[0])),
-                float(lo),
-                float(hi),
-            )
-        )
+        lc = _lc_fit(g, y, qs, replicates, seed, clusters)
+        ci = [float(v) for v in (lc[0], *_q(lc[1], level))] if lc else [None] * 3
+        rows.append((*key, g.height, float(y.mean()), *ci))
     schema = (
         dict.fromkeys([*BOARD_KEYS, "model"], pl.String)
         | {"n": pl.Int64}
