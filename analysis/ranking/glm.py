@@ -26,7 +26,14 @@ from scipy.special import expit
 
 from voirdire.analysis.ranking.bt import CLIP
 
-__all__ = ["LC_CS", "LC_FOLDS", "l1_objective", "l1_logit", "cv_l1_logit"]
+__all__ = [
+    "LC_CS",
+    "LC_FOLDS",
+    "l1_objective",
+    "l1_logit",
+    "group_folds",
+    "cv_l1_logit",
+]
 
 #: scikit-learn's LogisticRegressionCV default grid (``Cs=10``: ``np.logspace(-4, 4, 10)``)
 LC_CS = np.logspace(-4, 4, 10)
@@ -134,6 +141,21 @@ def l1_logit(
         for i in range(0, w.shape[0], _CHUNK)
     ]
     return np.concatenate(parts) if parts else np.zeros((0, x.shape[1]))
+
+
+def group_folds(groups: list[str], n_splits: int = LC_FOLDS) -> np.ndarray:
+    """Fold of each row, rows of one group together: scikit-learn's ``GroupKFold`` rule (groups
+    by size, largest first, each to the fold with the fewest rows so far; equal sizes in the
+    order of their names, the first such fold on a tie). Returns (N,) int."""
+    names, inv, size = np.unique(
+        np.asarray(groups, dtype=object), return_inverse=True, return_counts=True
+    )
+    order = sorted(range(names.size), key=lambda i: (-size[i], names[i]))
+    load, fold_of = np.zeros(n_splits), np.zeros(names.size, dtype=int)
+    for i in order:
+        fold_of[i] = int(load.argmin())
+        load[fold_of[i]] += size[i]
+    return fold_of[inv]
 
 
 def cv_l1_logit(

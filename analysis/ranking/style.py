@@ -1,31 +1,37 @@
-"""Style and length control of leaderboards.
-
-Two published forms, answering two questions (``docs/ranking.md``):
+"""Style and length control of leaderboards, as their sources compute them (``docs/ranking.md``).
 
 - **Style-controlled Bradley–Terry** (Chatbot Arena, "Does style matter?", Li et al. 2024;
-  Arena-Hard-Auto's style control): each comparison's style features as covariates of the
-  logistic Bradley–Terry fit, ``logit P(a beats b) = θ_a − θ_b + Σ_f γ_f z_f``, with
-  ``z_f`` the *normalised difference* ``(f_a − f_b) / (f_a + f_b)`` (0 when both are 0)
-  of feature ``f``, scaled to unit root mean square over the board's comparisons (Arena
-  z-scores; we do not centre, which keeps the fit the same when a pair's sides are swapped —
-  Arena's sides are random, so its mean is about 0 anyway). The ratings ``θ`` are the
-  models' strengths *with style held equal*: "who wins when both answers look alike?".
-  Features (:func:`text_features`): ``length`` (characters), markdown ``headers``, list
-  items (``lists``) and ``bold`` spans, summed over the answer's turns.
-- **Length-controlled win rate** (AlpacaEval 2, Dubois et al. 2024, "Length-Controlled
-  AlpacaEval"): per model against one baseline, the GLM ``logit P(m beats baseline) =
-  β_0 + β_1 tanh(Δ / sd(Δ))``, ``Δ`` the length difference in characters; the LC win rate
-  is ``σ(β_0)``, the predicted win rate at equal length: "how often would it win if its
-  answers were as long as the baseline's?". ``β_1`` carries a small L2 penalty
-  (:data:`LC_RIDGE`; AlpacaEval also regularises its length term), so a model with few
-  comparisons that length separates keeps a finite LC rate. AlpacaEval's GLM also has an instruction
-  difficulty term (``(ψ_m − ψ_b) γ_x``), left out here: it needs many models on the same
-  instructions and does not change what the control removes.
+  FastChat ``fastchat/serve/monitor/rating_systems.py``): ``logit P(a beats b) = θ_a − θ_b +
+  Σ_f γ_f z_f``, ``z_f`` FastChat's normalised difference ``(f_a − f_b)/(f_a + f_b + 1)``
+  over its population sd (:func:`style_differences`). θ: strength with style held equal,
+  "who wins when both answers look alike?". Features (:func:`text_features`, FastChat's
+  ``add_markdown_info.py``): ``length`` and the markdown ``headers``, ``lists`` and ``bold``
+  counted outside fenced code. Differences from FastChat, each measured in ``docs/ranking.md``:
+  (1) not centred by default (``centre=True``: FastChat's centring; voirdire's side ``a`` is
+  always the candidate, so the mean is not ~0 as in the Arena's random sides, and centring
+  would make θ the strength at the average style gap); (2) length in characters, not
+  tokens (no tokenizer is assumed); (3) a fence runs to the next ```` ``` ```` whatever it
+  holds, or to the end of an unclosed answer (FastChat's pattern, three backticks, no
+  backtick, three backticks, misses blocks holding a backtick and truncated ones); (4) a
+  constant feature gives 0, not NaN.
+  Arena-Hard-Auto v2 (``show_result.py``) differs again: markdown per token, length without
+  the +1, centred against a fixed baseline; not followed.
+- **Length-controlled win rate** (AlpacaEval 2, Dubois et al. 2024; ``alpaca_eval/metrics/
+  glm_winrate.py``): per model against one baseline, AlpacaEval's
+  ``length_controlled_minimal`` formula ``logit P(m beats baseline) = β_0 + β_1 tanh(Δ/sd Δ)``,
+  ``Δ`` = baseline's − model's length (characters; sd with ddof 1), fitted as
+  ``fit_LogisticRegressionCV`` does (:mod:`~voirdire.analysis.ranking.glm`: L1 on β_0 and
+  β_1, C cross-validated over 5 folds); LC win rate ``σ(β_0)``, the predicted win rate at
+  equal length. Differences: AlpacaEval's default ``length_controlled_v1`` adds an
+  instruction-difficulty term and a pull towards its "gamed" baselines, both estimated on
+  AlpacaEval's own data, left out; the folds group a question's rows (both orders), where
+  AlpacaEval's group one instruction's single row; the bootstrap replicates refit at the C
+  the estimate chose (redoing the cross-validation costs 50 fits a replicate).
 
 Ties count as half a win (a fractional outcome in the weighted logistic likelihood). The
 intervals are the cluster bootstrap's over questions
 (:func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`, one cell per
-comparison: its weight in each replicate), with one batched Newton fit per replicate.
+comparison: its weight in each replicate), with one batched fit per replicate.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from scipy.special import expit
 from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 from voirdire.analysis.ranking.boards import BOARD_KEYS, check_graph, default_anchor
 from voirdire.analysis.ranking.bt import CLIP, to_rating
-from voirdire.analysis.ranking.glm import LC_FOLDS, cv_l1_logit, l1_logit
+from voirdire.analysis.ranking.glm import LC_FOLDS, cv_l1_logit, group_folds, l1_logit
 from voirdire.core import ConfigError
 
 __all__ = [
@@ -49,7 +55,6 @@ __all__ = [
     "answer_features",
     "weighted_logit",
     "style_controlled",
-    "group_folds",
     "length_controlled",
 ]
 
@@ -130,7 +135,6 @@ def weighted_logit(
     y: np.ndarray,
     w: np.ndarray,
     *,
-    ridge: np.ndarray | None = None,
     max_iter: int = 50,
     tol: float = 1e-10,
 ) -> np.ndarray:
@@ -138,7 +142,6 @@ def weighted_logit(
 
     Args:
         x: (N, P) design; y: (N,) outcomes in [0, 1] (fractional allowed); w: (R, N) weights.
-        ridge: (P,) L2 penalties ``λ_p β_p² / 2`` (None: none).
 
     Returns:
         (R, P) coefficients (float), clipped at ±:data:`~voirdire.analysis.ranking.bt.CLIP`.
@@ -149,9 +152,6 @@ def weighted_logit(
         p = expit(beta @ x.T)
         g = (w * (y - p)) @ x
         h = np.einsum("rn,np,nq->rpq", w * p * (1 - p), x, x, optimize=True)
-        if ridge is not None:
-            g = g - ridge * beta
-            h = h + np.diag(ridge)
         damp = 1e-10 * (np.trace(h, axis1=1, axis2=2) / x.shape[1] + 1.0)
         step = np.linalg.solve(h + damp[:, None, None] * eye, g[:, :, None])[:, :, 0]
         big = np.abs(step).max(axis=1, keepdims=True)
@@ -305,21 +305,6 @@ def style_controlled(
     )
 
 
-def group_folds(groups: list[str], n_splits: int = LC_FOLDS) -> np.ndarray:
-    """Fold of each row, rows of one group together: scikit-learn's ``GroupKFold`` rule (groups
-    by size, largest first, each to the fold with the fewest rows so far; equal sizes in the
-    order of their names, the first such fold on a tie). Returns (N,) int."""
-    names, inv, size = np.unique(
-        np.asarray(groups, dtype=object), return_inverse=True, return_counts=True
-    )
-    order = sorted(range(names.size), key=lambda i: (-size[i], names[i]))
-    load, fold_of = np.zeros(n_splits), np.zeros(names.size, dtype=int)
-    for i in order:
-        fold_of[i] = int(load.argmin())
-        load[fold_of[i]] += size[i]
-    return fold_of[inv]
-
-
 def _lc_fit(
     g: pl.DataFrame,
     y: np.ndarray,
@@ -363,7 +348,8 @@ def length_controlled(
     Returns:
         ``benchmark``, ``judge``, ``strategy``, ``view``, ``model`` (str), ``n`` (int:
         comparisons with the baseline), ``win_rate`` (raw, ties half), ``lc_win_rate``,
-        ``lc_lo``, ``lc_hi`` (float, 0–1).
+        ``lc_lo``, ``lc_hi`` (float, 0–1; null for a model with fewer than
+        :data:`~voirdire.analysis.ranking.glm.LC_FOLDS` questions: no cross-validation).
 
     Raises:
         ConfigError: ``baseline`` is compared with no model.
