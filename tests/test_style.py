@@ -286,3 +286,32 @@ def test_lc_win_rate_needs_five_questions():
         and lc.item(0, "lc_win_rate") is None
         and lc.item(0, "win_rate") == 0.5
     )
+
+
+def test_lc_rate_held_at_half_by_the_penalty_has_no_interval_unless_cv_each():
+    from voirdire.analysis.ranking.style import length_controlled
+
+    rng = np.random.default_rng(5)
+    nq = 20
+    qs = [f"q{i:02d}" for i in range(nq)]
+    feats = pl.DataFrame(
+        {"benchmark": ["b"] * (2 * nq), "question_id": qs * 2, "model": ["base"] * nq + ["m"] * nq,
+         "length": np.r_[np.full(nq, 500.0), rng.integers(300, 700, nq).astype(float)]}
+    )  # fmt: skip
+    # a coin-flip judge: held-out questions are predicted best at 50 %, so CV picks C = 1e-4 and β = 0
+    wins = [0.0, 1.0] * nq
+    comps = pl.DataFrame(
+        [("b", "J", "single", "pooled", q, "m", "base", wins[2 * i + k], 0.0) for i, q in enumerate(qs) for k in range(2)],
+        schema=["benchmark", "judge", "strategy", "view", "question_id", "a", "b", "win", "tie"],
+        orient="row",
+    )  # fmt: skip
+    lc = length_controlled(comps, feats, "base", replicates=10)
+    assert (
+        lc.item(0, "lc_win_rate") == 0.5
+        and lc.item(0, "lc_lo") is None
+        and lc.item(0, "lc_hi") is None
+    )
+    each = length_controlled(comps, feats, "base", replicates=10, cv_each=True)
+    assert each.item(0, "lc_win_rate") == 0.5 and each.item(
+        0, "lc_lo"
+    ) <= 0.5 <= each.item(0, "lc_hi")

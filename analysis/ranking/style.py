@@ -312,10 +312,13 @@ def _lc_fit(
     replicates: int,
     seed: int,
     clusters,
-) -> tuple | None:
-    """(LC win rate of the estimate, (B,) of the replicates) for one model's comparisons with
-    the baseline (``g``: ``len_m``, ``len_b``, ``question_id``); None with fewer than
-    :data:`~voirdire.analysis.ranking.glm.LC_FOLDS` questions (no cross-validation)."""
+    cv_each: bool,
+):
+    """(LC win rate of the estimate, (B,) of the replicates or None) for one model's
+    comparisons with the baseline (``g``: ``len_m``, ``len_b``, ``question_id``); None with
+    fewer than :data:`~voirdire.analysis.ranking.glm.LC_FOLDS` questions (no cross-validation).
+    Replicates refit at the estimate's C unless ``cv_each``; then a β_0 the penalty holds at
+    0 has no interval (every replicate would repeat 50 %)."""
     if g.get_column("question_id").n_unique() < LC_FOLDS:
         return None
     d = (g.get_column("len_b") - g.get_column("len_m")).fill_null(0.0).to_numpy()
@@ -327,9 +330,12 @@ def _lc_fit(
     _, c = cv_l1_logit(
         x, y, np.ones((1, y.size)), folds
     )  # C chosen on the data, as AlpacaEval
-    fit = lambda w, x=x, y=y, c=c[0]: l1_logit(x, y, w, c)  # noqa: E731
+    if cv_each:
+        fit = lambda w, x=x, y=y: cv_l1_logit(x, y, w, folds)[0]  # noqa: E731
+    else:
+        fit = lambda w, x=x, y=y, c=c[0]: l1_logit(x, y, w, c)  # noqa: E731
     est, boot = _bootstrap_fit(g, qs, fit, replicates, seed, clusters)
-    return expit(est[0]), expit(boot[:, 0])
+    return expit(est[0]), None if (est[0] == 0 and not cv_each) else expit(boot[:, 0])
 
 
 def length_controlled(
@@ -341,14 +347,19 @@ def length_controlled(
     level: float = 0.95,
     seed: int = 0,
     clusters: pl.DataFrame | None = None,
+    cv_each: bool = False,
 ) -> pl.DataFrame:
     """AlpacaEval 2's length-controlled win rate of every model against ``baseline``, per board
     (``clusters``: what the bootstrap draws, as :func:`~voirdire.analysis.ranking.boards.fit_boards`'s).
 
+    ``cv_each``: redo the cross-validation in every bootstrap replicate (the full estimator's
+    interval; 50 fits more a replicate). Default: replicates refit at the estimate's C, and
+    an LC rate the L1 penalty holds at exactly 50 % gets no interval.
+
     Returns:
         ``benchmark``, ``judge``, ``strategy``, ``view``, ``model`` (str), ``n`` (int:
         comparisons with the baseline), ``win_rate`` (raw, ties half), ``lc_win_rate``,
-        ``lc_lo``, ``lc_hi`` (float, 0–1; null for a model with fewer than
+        ``lc_lo``, ``lc_hi`` (float, 0–1; all three null for a model with fewer than
         :data:`~voirdire.analysis.ranking.glm.LC_FOLDS` questions: no cross-validation).
 
     Raises:
@@ -390,8 +401,10 @@ def length_controlled(
             .select("benchmark", "question_id")
             .unique()
         )
-        lc = _lc_fit(g, y, qs, replicates, seed, clusters)
-        ci = [float(v) for v in (lc[0], *_q(lc[1], level))] if lc else [None] * 3
+        lc = _lc_fit(g, y, qs, replicates, seed, clusters, cv_each)
+        ci = [float(lc[0]), None, None] if lc else [None] * 3
+        if lc and lc[1] is not None:
+            ci[1:] = [float(v) for v in _q(lc[1], level)]
         rows.append((*key, g.height, float(y.mean()), *ci))
     schema = (
         dict.fromkeys([*BOARD_KEYS, "model"], pl.String)
