@@ -26,7 +26,8 @@
   instruction-difficulty term and a pull towards its "gamed" baselines, both estimated on
   AlpacaEval's own data, left out; the folds group a question's rows (both orders), where
   AlpacaEval's group one instruction's single row; the bootstrap replicates refit at the C
-  the estimate chose (redoing the cross-validation costs 50 fits a replicate).
+  the estimate chose (``cv_each=True`` redoes the cross-validation, 50 fits a replicate),
+  and a rate the penalty holds at exactly 50 % gets no interval.
 
 Ties count as half a win (a fractional outcome in the weighted logistic likelihood). The
 intervals are the cluster bootstrap's over questions
