@@ -1,31 +1,38 @@
-"""Style and length control of leaderboards.
-
-Two published forms, answering two questions (``docs/ranking.md``):
+"""Style and length control of leaderboards, as their sources compute them (``docs/ranking.md``).
 
 - **Style-controlled Bradley–Terry** (Chatbot Arena, "Does style matter?", Li et al. 2024;
-  Arena-Hard-Auto's style control): each comparison's style features as covariates of the
-  logistic Bradley–Terry fit, ``logit P(a beats b) = θ_a − θ_b + Σ_f γ_f z_f``, with
-  ``z_f`` the *normalised difference* ``(f_a − f_b) / (f_a + f_b)`` (0 when both are 0)
-  of feature ``f``, scaled to unit root mean square over the board's comparisons (Arena
-  z-scores; we do not centre, which keeps the fit the same when a pair's sides are swapped —
-  Arena's sides are random, so its mean is about 0 anyway). The ratings ``θ`` are the
-  models' strengths *with style held equal*: "who wins when both answers look alike?".
-  Features (:func:`text_features`): ``length`` (characters), markdown ``headers``, list
-  items (``lists``) and ``bold`` spans, summed over the answer's turns.
-- **Length-controlled win rate** (AlpacaEval 2, Dubois et al. 2024, "Length-Controlled
-  AlpacaEval"): per model against one baseline, the GLM ``logit P(m beats baseline) =
-  β_0 + β_1 tanh(Δ / sd(Δ))``, ``Δ`` the length difference in characters; the LC win rate
-  is ``σ(β_0)``, the predicted win rate at equal length: "how often would it win if its
-  answers were as long as the baseline's?". ``β_1`` carries a small L2 penalty
-  (:data:`LC_RIDGE`; AlpacaEval also regularises its length term), so a model with few
-  comparisons that length separates keeps a finite LC rate. AlpacaEval's GLM also has an instruction
-  difficulty term (``(ψ_m − ψ_b) γ_x``), left out here: it needs many models on the same
-  instructions and does not change what the control removes.
+  FastChat ``fastchat/serve/monitor/rating_systems.py``): ``logit P(a beats b) = θ_a − θ_b +
+  Σ_f γ_f z_f``, ``z_f`` FastChat's normalised difference ``(f_a − f_b)/(f_a + f_b + 1)``
+  over its population sd (:func:`style_differences`). θ: strength with style held equal,
+  "who wins when both answers look alike?". Features (:func:`text_features`, FastChat's
+  ``add_markdown_info.py``): ``length`` and the markdown ``headers``, ``lists`` and ``bold``
+  counted outside fenced code. Differences from FastChat, each measured in ``docs/ranking.md``:
+  (1) not centred by default (``centre=True``: FastChat's centring; voirdire's side ``a`` is
+  always the candidate, so the mean is not ~0 as in the Arena's random sides, and centring
+  would make θ the strength at the average style gap); (2) length in characters, not
+  tokens (no tokenizer is assumed); (3) a fence runs to the next ```` ``` ```` whatever it
+  holds, or to the end of an unclosed answer (FastChat's pattern, three backticks, no
+  backtick, three backticks, misses blocks holding a backtick and truncated ones); (4) a
+  constant feature gives 0, not NaN.
+  Arena-Hard-Auto v2 (``show_result.py``) differs again: markdown per token, length without
+  the +1, centred against a fixed baseline; not followed.
+- **Length-controlled win rate** (AlpacaEval 2, Dubois et al. 2024; ``alpaca_eval/metrics/
+  glm_winrate.py``): per model against one baseline, AlpacaEval's
+  ``length_controlled_minimal`` formula ``logit P(m beats baseline) = β_0 + β_1 tanh(Δ/sd Δ)``,
+  ``Δ`` = baseline's − model's length (characters; sd with ddof 1), fitted as
+  ``fit_LogisticRegressionCV`` does (:mod:`~voirdire.analysis.ranking.glm`: L1 on β_0 and
+  β_1, C cross-validated over 5 folds); LC win rate ``σ(β_0)``, the predicted win rate at
+  equal length. Differences: AlpacaEval's default ``length_controlled_v1`` adds an
+  instruction-difficulty term and a pull towards its "gamed" baselines, both estimated on
+  AlpacaEval's own data, left out; the folds group a question's rows (both orders), where
+  AlpacaEval's group one instruction's single row; the bootstrap replicates refit at the C
+  the estimate chose (``cv_each=True`` redoes the cross-validation, 50 fits a replicate),
+  and a rate the penalty holds at exactly 50 % gets no interval.
 
 Ties count as half a win (a fractional outcome in the weighted logistic likelihood). The
 intervals are the cluster bootstrap's over questions
 (:func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`, one cell per
-comparison: its weight in each replicate), with one batched Newton fit per replicate.
+comparison: its weight in each replicate), with one batched fit per replicate.
 """
 
 from __future__ import annotations
@@ -39,11 +46,13 @@ from scipy.special import expit
 from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 from voirdire.analysis.ranking.boards import BOARD_KEYS, check_graph, default_anchor
 from voirdire.analysis.ranking.bt import CLIP, to_rating
+from voirdire.analysis.ranking.glm import LC_FOLDS, cv_l1_logit, group_folds, l1_logit
 from voirdire.core import ConfigError
 
 __all__ = [
     "STYLE_FEATURES",
     "text_features",
+    "style_differences",
     "answer_features",
     "weighted_logit",
     "style_controlled",
@@ -51,25 +60,59 @@ __all__ = [
 ]
 
 STYLE_FEATURES = ("length", "headers", "lists", "bold")
-#: L2 penalty on the length coefficient of the LC GLM (AlpacaEval regularises it too): keeps
-#: a model with few comparisons, whose outcomes length separates, from an LC rate of 0 or 1
-LC_RIDGE = 1.0
+#: a fenced code block, fences included; an unclosed fence runs to the end of the answer
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _HEADER = re.compile(r"^#{1,6}\s", re.M)
-_LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s", re.M)
+_LIST = re.compile(r"^\s*(?:[-*+]|\d+\.)\s", re.M)
 _BOLD = re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")
 
 
 def text_features(text: str) -> dict[str, float]:
-    """Style features of one answer: ``length`` (characters), ``headers`` (lines starting
-    with 1–6 ``#``), ``lists`` (lines starting with ``-``, ``*``, ``+`` or ``1.``/``1)``)
-    and ``bold`` (``**...**`` or ``__...__`` spans); floats."""
-    return {"length": float(len(text)), "headers": float(len(_HEADER.findall(text))),
-            "lists": float(len(_LIST.findall(text))), "bold": float(len(_BOLD.findall(text)))}  # fmt: skip
+    """Style features of one answer, as FastChat's ``add_markdown_info.py`` counts them.
+
+    ``length``: characters of the whole answer; ``headers``: lines starting with 1–6 ``#``
+    and a space; ``lists``: lines starting (after indentation) with ``-``, ``*``, ``+`` or
+    ``1.`` and a space; ``bold``: ``**...**`` or ``__...__`` spans on one line. The markdown
+    counts skip fenced code blocks (a ``# comment`` in a ```` ```python ```` block is not a
+    header, ``__init__`` inside one is not bold); the length keeps them.
+
+    Returns:
+        ``{"length", "headers", "lists", "bold"}`` → float.
+    """
+    prose = _FENCE.sub("", text)
+    return {"length": float(len(text)), "headers": float(len(_HEADER.findall(prose))),
+            "lists": float(len(_LIST.findall(prose))), "bold": float(len(_BOLD.findall(prose)))}  # fmt: skip
+
+
+def style_differences(
+    fa: np.ndarray, fb: np.ndarray, *, centre: bool = False
+) -> np.ndarray:
+    """Style covariates as FastChat builds them (``rating_systems.preprocess_for_style``,
+    ``add_one=True``): per feature the normalised difference ``d = (f_a − f_b) / (f_a + f_b + 1)``
+    divided by its population sd over the comparisons; with ``centre``, ``d − mean d`` first,
+    as FastChat and Arena-Hard-Auto do. A feature that never varies gives 0 (theirs: NaN).
+
+    Not centring is voirdire's default: a centred covariate is 0 at the *average* style
+    difference, not at equal style, and its mean acts as a bonus for side ``a``; Chatbot
+    Arena's sides are random, so its mean is near 0, but voirdire's ``a`` is always the
+    candidate (``docs/ranking.md``: measured effect on the release data).
+
+    Args:
+        fa, fb: (N, F) feature values of the first and second answer of each comparison.
+
+    Returns:
+        (N, F) covariates (float).
+    """
+    d = (fa - fb) / (fa + fb + 1.0)
+    sd = d.std(axis=0)
+    z = d - d.mean(axis=0) if centre else d
+    return np.where(sd > 0, z / np.where(sd > 0, sd, 1.0), 0.0)
 
 
 def answer_features(bench, comps: pl.DataFrame) -> pl.DataFrame:
     """Style features of every answer the comparisons name, read from the benchmark
-    (``bench.answers(question_id, model)``: the model's turns, joined by a blank line).
+    (``bench.answers(question_id, model)``: the model's turns joined by a newline, as FastChat
+    joins a conversation's assistant turns).
 
     Returns:
         ``benchmark``, ``question_id``, ``model`` (str) and :data:`STYLE_FEATURES` (float).
@@ -81,7 +124,7 @@ def answer_features(bench, comps: pl.DataFrame) -> pl.DataFrame:
         ]
     ).unique()
     rows = [
-        (b, q, m, *text_features("\n\n".join(bench.answers(q, m))).values())
+        (b, q, m, *text_features("\n".join(bench.answers(q, m))).values())
         for b, q, m in keys.sort(pl.all()).iter_rows()
     ]
     return pl.DataFrame(rows, schema={"benchmark": pl.String, "question_id": pl.String, "model": pl.String}
@@ -93,7 +136,6 @@ def weighted_logit(
     y: np.ndarray,
     w: np.ndarray,
     *,
-    ridge: np.ndarray | None = None,
     max_iter: int = 50,
     tol: float = 1e-10,
 ) -> np.ndarray:
@@ -101,7 +143,6 @@ def weighted_logit(
 
     Args:
         x: (N, P) design; y: (N,) outcomes in [0, 1] (fractional allowed); w: (R, N) weights.
-        ridge: (P,) L2 penalties ``λ_p β_p² / 2`` (None: none).
 
     Returns:
         (R, P) coefficients (float), clipped at ±:data:`~voirdire.analysis.ranking.bt.CLIP`.
@@ -112,9 +153,6 @@ def weighted_logit(
         p = expit(beta @ x.T)
         g = (w * (y - p)) @ x
         h = np.einsum("rn,np,nq->rpq", w * p * (1 - p), x, x, optimize=True)
-        if ridge is not None:
-            g = g - ridge * beta
-            h = h + np.diag(ridge)
         damp = 1e-10 * (np.trace(h, axis1=1, axis2=2) / x.shape[1] + 1.0)
         step = np.linalg.solve(h + damp[:, None, None] * eye, g[:, :, None])[:, :, 0]
         big = np.abs(step).max(axis=1, keepdims=True)
@@ -161,7 +199,7 @@ def _q(b: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
 def style_controlled(
     comps: pl.DataFrame, features: pl.DataFrame, *, names: tuple[str, ...] = STYLE_FEATURES, anchor: str | None = None,
     anchor_rating: float = 1000.0, replicates: int = 200, level: float = 0.95, seed: int = 0,
-    clusters: pl.DataFrame | None = None,
+    clusters: pl.DataFrame | None = None, centre: bool = False,
 ) -> pl.DataFrame:  # fmt: skip
     """Style-controlled Bradley–Terry ratings per board (Chatbot Arena's style control).
 
@@ -173,6 +211,7 @@ def style_controlled(
         anchor, anchor_rating, replicates, level, seed, clusters: as
             :func:`~voirdire.analysis.ranking.boards.fit_boards` (fewer replicates by
             default: each is a Newton fit on every comparison).
+        centre: centre the covariates as FastChat does (:func:`style_differences`).
 
     Returns:
         ``benchmark``, ``judge``, ``strategy``, ``view``, ``term`` (a model's name, or
@@ -220,17 +259,9 @@ def style_controlled(
                 x[r, ix[ma]] += 1.0
             if mb in ix:
                 x[r, ix[mb]] -= 1.0
-        for k, n in enumerate(names):
-            fa, fb = (
-                board.get_column(f"{n}_a").to_numpy(),
-                board.get_column(f"{n}_b").to_numpy(),
-            )
-            with np.errstate(invalid="ignore", divide="ignore"):
-                z = np.where(fa + fb > 0, (fa - fb) / (fa + fb), 0.0)
-            sd = float(
-                np.sqrt(np.mean(z**2))
-            )  # scaled, not centred: swapping a and b flips z's sign
-            x[:, len(free) + k] = z / sd if sd > 0 else 0.0
+        fa = board.select(f"{n}_a" for n in names).to_numpy().astype(float)
+        fb = board.select(f"{n}_b" for n in names).to_numpy().astype(float)
+        x[:, len(free) :] = style_differences(fa, fb, centre=centre)
         y = (board.get_column("win") + 0.5 * board.get_column("tie")).to_numpy()
         qs = (
             comps.filter(pl.col("benchmark") == key[0])
@@ -275,6 +306,39 @@ def style_controlled(
     )
 
 
+def _lc_fit(
+    g: pl.DataFrame,
+    y: np.ndarray,
+    qs: pl.DataFrame,
+    replicates: int,
+    seed: int,
+    clusters,
+    cv_each: bool,
+):
+    """(LC win rate of the estimate, (B,) of the replicates or None) for one model's
+    comparisons with the baseline (``g``: ``len_m``, ``len_b``, ``question_id``); None with
+    fewer than :data:`~voirdire.analysis.ranking.glm.LC_FOLDS` questions (no cross-validation).
+    Replicates refit at the estimate's C unless ``cv_each``; then a β_0 the penalty holds at
+    0 has no interval (every replicate would repeat 50 %)."""
+    if g.get_column("question_id").n_unique() < LC_FOLDS:
+        return None
+    d = (g.get_column("len_b") - g.get_column("len_m")).fill_null(0.0).to_numpy()
+    sd = (
+        d.std(ddof=1) if d.size > 1 else 0.0
+    )  # pandas' std, as AlpacaEval's std_delta_len
+    x = np.c_[np.ones(d.size), np.tanh(d / sd) if sd > 0 else np.zeros(d.size)]
+    folds = group_folds(g.get_column("question_id").to_list())
+    _, c = cv_l1_logit(
+        x, y, np.ones((1, y.size)), folds
+    )  # C chosen on the data, as AlpacaEval
+    if cv_each:
+        fit = lambda w, x=x, y=y: cv_l1_logit(x, y, w, folds)[0]  # noqa: E731
+    else:
+        fit = lambda w, x=x, y=y, c=c[0]: l1_logit(x, y, w, c)  # noqa: E731
+    est, boot = _bootstrap_fit(g, qs, fit, replicates, seed, clusters)
+    return expit(est[0]), None if (est[0] == 0 and not cv_each) else expit(boot[:, 0])
+
+
 def length_controlled(
     comps: pl.DataFrame,
     features: pl.DataFrame,
@@ -284,14 +348,20 @@ def length_controlled(
     level: float = 0.95,
     seed: int = 0,
     clusters: pl.DataFrame | None = None,
+    cv_each: bool = False,
 ) -> pl.DataFrame:
     """AlpacaEval 2's length-controlled win rate of every model against ``baseline``, per board
     (``clusters``: what the bootstrap draws, as :func:`~voirdire.analysis.ranking.boards.fit_boards`'s).
 
+    ``cv_each``: redo the cross-validation in every bootstrap replicate (the full estimator's
+    interval; 50 fits more a replicate). Default: replicates refit at the estimate's C, and
+    an LC rate the L1 penalty holds at exactly 50 % gets no interval.
+
     Returns:
         ``benchmark``, ``judge``, ``strategy``, ``view``, ``model`` (str), ``n`` (int:
         comparisons with the baseline), ``win_rate`` (raw, ties half), ``lc_win_rate``,
-        ``lc_lo``, ``lc_hi`` (float, 0–1).
+        ``lc_lo``, ``lc_hi`` (float, 0–1; all three null for a model with fewer than
+        :data:`~voirdire.analysis.ranking.glm.LC_FOLDS` questions: no cross-validation).
 
     Raises:
         ConfigError: ``baseline`` is compared with no model.
@@ -323,32 +393,20 @@ def length_controlled(
         how="left",
     )
     rows = []
-    for key, g in c.sort([*BOARD_KEYS, "model"]).group_by(
+    for key, g in c.sort([*BOARD_KEYS, "model", "question_id"]).group_by(
         [*BOARD_KEYS, "model"], maintain_order=True
     ):
-        d = (g.get_column("len_m") - g.get_column("len_b")).fill_null(0.0).to_numpy()
-        sd = d.std()
-        x = np.c_[np.ones(d.size), np.tanh(d / sd) if sd > 0 else np.zeros(d.size)]
-        ridge = np.array([0.0, LC_RIDGE])
         y = g.get_column("y").to_numpy()
         qs = (
             comps.filter(pl.col("benchmark") == key[0])
             .select("benchmark", "question_id")
             .unique()
         )
-        fit = lambda w, x=x, y=y, r=ridge: weighted_logit(x, y, w, ridge=r)  # noqa: E731
-        est, boot = _bootstrap_fit(g, qs, fit, replicates, seed, clusters)
-        lo, hi = _q(expit(boot[:, 0]), level)
-        rows.append(
-            (
-                *key,
-                g.height,
-                float(y.mean()),
-                float(expit(est[0])),
-                float(lo),
-                float(hi),
-            )
-        )
+        lc = _lc_fit(g, y, qs, replicates, seed, clusters, cv_each)
+        ci = [float(lc[0]), None, None] if lc else [None] * 3
+        if lc and lc[1] is not None:
+            ci[1:] = [float(v) for v in _q(lc[1], level)]
+        rows.append((*key, g.height, float(y.mean()), *ci))
     schema = (
         dict.fromkeys([*BOARD_KEYS, "model"], pl.String)
         | {"n": pl.Int64}
