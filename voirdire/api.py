@@ -358,7 +358,8 @@ def audit_job(
 ) -> JobSpec:
     """The job that audits judgment logs (``docs/audit.md``): ``[benchmark] name = format``
     with ``logs`` (made absolute) and ``log`` (the format's settings), one replay judge per
-    judge in the logs (``recorded = "*"``; ``judge``: that one only), pairwise, both orders,
+    judge in the logs (``recorded = "*"``; ``judge``: that one only), pairwise, both orders
+    (the order shown only, ``"original"``, for a format whose logs hold one: ``orders = "one"``),
     option mode 3 (A / B / C = tie), one repetition; output directory ``out`` (default
     ``runs/audit-<format>``).
 
@@ -397,7 +398,8 @@ def audit_job(
             "comparison": {
                 "mode": "pairwise",
                 "option_mode": 3,
-                "permutations": "both",
+                # a one-order log (AlpacaEval) shows model_a first: ask that order only
+                "permutations": "original" if cls.orders == "one" else "both",
                 "repetitions": 1,
             },
             "judges": [
