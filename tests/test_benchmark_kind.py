@@ -128,7 +128,7 @@ def test_one_decorator_registers_it_under_its_normalised_name():
         BENCHMARKS.register(type("NotABenchmark", (), {"name": "nab"}))
     with pytest.raises(
         ConfigError,
-        match="unknown benchmark 'tiny-bench-2'; known benchmarks: ArenaHard, DevBench, FastChat, JudgeBench, LLMBar, LogTable, MTBench, pairs, PandaLM",
+        match="unknown benchmark 'tiny-bench-2'; known benchmarks: AlpacaEval, ArenaHard, DevBench, FastChat, JudgeBench, LLMBar, LogTable, MTBench, pairs, PandaLM, PRD",
     ):
         benchmark_class("tiny-bench-2")
 
