@@ -106,7 +106,7 @@ def _job(tmp_path, name="tiny bench", **over):
 def test_one_decorator_registers_it_under_its_normalised_name():
     assert "tinybench" in BENCHMARKS.names()
     # the built-in ones come from voirdire's own entry points (pyproject.toml), then the registered
-    assert set(BENCHMARKS.names()[:9]) == {
+    assert set(BENCHMARKS.names()[:11]) == {
         "mtbench",
         "devbench",
         "llmbar",
@@ -116,6 +116,8 @@ def test_one_decorator_registers_it_under_its_normalised_name():
         "fastchat",
         "judgebench",
         "logtable",
+        "prd",
+        "alpacaeval",
     }
     assert (
         benchmark_class("Tiny-Bench") is TinyBench
@@ -126,7 +128,7 @@ def test_one_decorator_registers_it_under_its_normalised_name():
         BENCHMARKS.register(type("NotABenchmark", (), {"name": "nab"}))
     with pytest.raises(
         ConfigError,
-        match="unknown benchmark 'tiny-bench-2'; known benchmarks: ArenaHard, DevBench, FastChat, JudgeBench, LLMBar, LogTable, MTBench, pairs, PandaLM",
+        match="unknown benchmark 'tiny-bench-2'; known benchmarks: AlpacaEval, ArenaHard, DevBench, FastChat, JudgeBench, LLMBar, LogTable, MTBench, pairs, PandaLM, PRD",
     ):
         benchmark_class("tiny-bench-2")
 

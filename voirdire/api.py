@@ -350,7 +350,8 @@ def audit_job(
 ) -> JobSpec:
     """The job that audits judgment logs (``docs/audit.md``): ``[benchmark] name = format``
     with ``logs`` (made absolute) and ``log`` (the format's settings), one replay judge per
-    judge in the logs (``recorded = "*"``; ``judge``: that one only), pairwise, both orders,
+    judge in the logs (``recorded = "*"``; ``judge``: that one only), pairwise, both orders
+    (the order shown only, ``"original"``, for a format whose logs hold one: ``orders = "one"``),
     option mode 3 (A / B / C = tie), one repetition; output directory ``out`` (default
     ``runs/audit-<format>``).
 
@@ -389,7 +390,8 @@ def audit_job(
             "comparison": {
                 "mode": "pairwise",
                 "option_mode": 3,
-                "permutations": "both",
+                # a one-order log (AlpacaEval) shows model_a first: ask that order only
+                "permutations": "original" if cls.orders == "one" else "both",
                 "repetitions": 1,
             },
             "judges": [
@@ -412,8 +414,9 @@ def audit(
     show_progress: bool = False,
     console: Any = None,
 ) -> Results:
-    """Audit judgment logs another tool wrote, holding both orders (``docs/audit.md``): read
-    them in ``format`` (``"arena-hard"``, ``"fastchat"``, ``"judgebench"``, ``"logtable"``),
+    """Audit judgment logs another tool wrote, holding both orders or one (``docs/audit.md``): read
+    them in ``format`` (``"arena-hard"``, ``"fastchat"``, ``"judgebench"``, ``"logtable"``,
+    ``"prd"``, ``"alpacaeval"``),
     replay every recorded verdict through the engine (:func:`audit_job`, :func:`run`) and
     analyse the output directory, which ``report``, ``mitigate`` and ``rank`` read like any
     other. No query is sent and no key is needed.

@@ -86,6 +86,9 @@ class LogBenchmark(Benchmark):
     Options: ClassVar[type[BaseModel]] = NoOptions
     #: the file endings read when a directory is given
     suffixes: ClassVar[tuple[str, ...]] = (".jsonl",)
+    #: the orders a log holds per pair: ``"both"``, or ``"one"`` (the order shown is
+    #: ``model_a`` first, so an audit asks permutation 0 only: ``permutations = "original"``)
+    orders: ClassVar[str] = "both"
 
     @classmethod
     def read(cls, path: Path, options: Any, rows: Rows) -> None:

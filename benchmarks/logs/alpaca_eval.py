@@ -1,0 +1,221 @@
+"""AlpacaEval's annotations (tatsu-lab/alpaca_eval): ``results/<model>/<annotator>/annotations.json``.
+
+A JSON array of objects, as ``PairwiseAnnotator`` saves them: ``instruction``, ``output_1``,
+``generator_1`` (the reference, e.g. ``gpt4_1106_preview``), ``output_2``, ``generator_2`` (the
+model), ``dataset``, ``annotator`` and ``preference``: 1 (``output_1`` better) to 2
+(``output_2`` better), already mapped back to ``output_1``/``output_2``; continuous for the
+log-probability annotators (``weighted_alpaca_eval_gpt4_turbo``: ``2 - P(first)``, read from the
+tokens ``m``/``M``), 1.5 or 0 a draw, null a failed annotation. Where the annotator keeps it,
+``raw_completion`` is its output (the token log-probabilities, a function call, or text).
+
+**Order shown**: one order per pair, randomised and recoverable. AlpacaEval does not store
+it; ``annotators/pairwise_evaluator.py`` (``SinglePairwiseAnnotator``) adds
+``processors.RandomSwitchTwoColumnsProcessor(two_columns_to_switch=["output_1", "output_2"],
+random_seed_columns=["instruction"], _switch_column="is_switched_outputs")``, whose
+``preprocess`` switches a row when ``utils.random_seeded_choice(seed="is_switched_outputs" +
+"".join(row[sorted(random_seed_columns)]) + str(seed), choices=[False, True])``, that is
+``random.Random(that string).choices([False, True], k=1)[0]``, is true. ``seed`` is the
+annotator's, which ``annotators/base.py``'s ``BaseAnnotator`` passes to each single annotator
+(default 0; ``SingleAnnotator``'s own default 123 is overridden). A switched row showed
+``output_2`` first (in the prompt's first slot, ``{output_1}``: ``m`` of
+``alpaca_eval_clf.txt``) and its preference was mapped back by ``3 - x``
+(``_fn_replace_if_switch``). ``[benchmark.log] seed`` and ``seed_columns`` set them for a run
+made otherwise. The rule was checked against the raw completions of the published logs:
+with seed 0 it reproduces every weighted annotation from its ``m``/``M`` log-probabilities,
+with 123 about half.
+
+**Reading**: the preference in the order shown, ``p = 3 - preference`` if switched else
+``preference``: ``p < 1.5`` → A (the output shown first wins), ``p > 1.5`` → B, ``p = 1.5`` or
+0 (AlpacaEval's draws) → C; null or NaN → a failed annotation. The continuous preference is
+kept in the normalised copy's ``preferences.parquet`` (:data:`PREFERENCES`): per verdict
+``question_id``, ``judge``, ``first``, ``second``, ``preference`` (as logged, ``output_1``'s
+frame), ``switched`` and ``p_first``, the probability that the output shown first wins
+(``2 - p``; 0.5 for a draw; null for a failure).
+
+Instances: one per (instruction, generator pair): ``question_id`` =
+``"<hash of the instruction>|<generator_1>|<generator_2>"``, ``model_a`` the output shown first
+(so permutation 0 is the order shown and the audit asks only it: :attr:`orders` ``"one"``), the
+instruction its bootstrap cluster, ``task`` the ``dataset``; instruction and outputs kept. The
+judge is ``annotator``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+from pathlib import Path
+from typing import Any, ClassVar
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict
+
+from voirdire.benchmarks.logs.base import LogBenchmark
+from voirdire.benchmarks.logs.reading import RECORDED, Rows, need
+from voirdire.benchmarks.registry import BENCHMARKS
+from voirdire.core import ConfigError, content_hash
+
+#: the normalised copy's table of continuous preferences (module docstring)
+PREFERENCES = "preferences.parquet"
+#: AlpacaEval's switch column name, the first part of the switching seed
+SWITCH_COLUMN = "is_switched_outputs"
+PREFERENCE_SCHEMA = {
+    "question_id": pl.String, "judge": pl.String, "first": pl.String, "second": pl.String,
+    "preference": pl.Float64, "switched": pl.Boolean, "p_first": pl.Float64,
+}  # fmt: skip
+
+
+class AlpacaEvalOptions(BaseModel):
+    """``[benchmark.log]``: ``seed`` (the annotator's seed, AlpacaEval's default 0) and
+    ``seed_columns`` (the columns seeding the switch, default ``["instruction"]``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seed: int = 0
+    seed_columns: tuple[str, ...] = ("instruction",)
+
+
+def is_switched(row: dict[str, Any], seed: int, columns=("instruction",)) -> bool:
+    """Whether AlpacaEval showed ``output_2`` first (``RandomSwitchTwoColumnsProcessor``,
+    module docstring): ``random.Random("is_switched_outputs" + "".join(row[c] for c in
+    sorted(columns)) + str(seed)).choices([False, True], k=1)[0]``."""
+    key = SWITCH_COLUMN + "".join(str(row[c]) for c in sorted(columns)) + str(seed)
+    return random.Random(key).choices([False, True], k=1)[0]
+
+
+def load_annotations(path: Path, fmt: str) -> list[Any]:
+    """The JSON array of an ``annotations.json``.
+
+    Raises:
+        ConfigError: not UTF-8, not JSON (line and column named: a truncated file?), not an
+            array."""
+    try:
+        data = json.loads(Path(path).read_text("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{fmt} log {path}: not UTF-8 text (byte {exc.start})"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{fmt} log {path}: line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}; a truncated file?)"
+        ) from None
+    if not isinstance(data, list):
+        raise ConfigError(
+            f"{fmt} log {path}: line 1: not a JSON array of annotations but a {type(data).__name__} (is this a {fmt} log?)"
+        )
+    return data
+
+
+def completion_text(raw: Any) -> str:
+    """The annotator's raw output as text: a string as is, else JSON (keys sorted); ``""``
+    where the log keeps none."""
+    if raw is None:
+        return ""
+    return raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True)
+
+
+def annotations(path: Path, options: Any, fmt: str):
+    """Per annotation of one file: ``(where, row, question_id, shown, switched, preference,
+    p_first, letter)`` (module docstring; ``preference`` null: a failed annotation).
+
+    Raises:
+        ConfigError: naming the file, the JSON index and the field."""
+    for i, obj in enumerate(load_annotations(path, fmt)):
+        where = f"{path}: [{i}]"
+        if not isinstance(obj, dict):
+            raise ConfigError(
+                f"{fmt} log {where}: not a JSON object (a {type(obj).__name__})"
+            )
+        for key in (
+            "instruction",
+            "output_1",
+            "output_2",
+            "generator_1",
+            "generator_2",
+            "annotator",
+        ):
+            need(obj, key, where, fmt, str)
+        pref = need(obj, "preference", where, fmt, (int, float, type(None)))
+        for c in options.seed_columns:
+            need(obj, c, where, fmt)
+        sw = is_switched(obj, options.seed, options.seed_columns)
+        g1, g2 = obj["generator_1"], obj["generator_2"]
+        qid = f"{content_hash(obj['instruction'])[:16]}|{g1}|{g2}"
+        shown = (g2, g1) if sw else (g1, g2)
+        if pref is None or (isinstance(pref, float) and math.isnan(pref)):
+            yield where, obj, qid, shown, sw, None, None, None
+            continue
+        if pref == 0:
+            p = 1.5
+        elif 1 - 1e-3 <= pref <= 2 + 1e-3:
+            p = 3 - pref if sw else pref
+        else:
+            raise ConfigError(
+                f"{fmt} log {where}: field 'preference' is {pref!r}, not 1 to 2 (or 0, a draw)"
+            )
+        letter = "A" if p < 1.5 else "B" if p > 1.5 else "C"
+        yield where, obj, qid, shown, sw, float(pref), min(1.0, max(0.0, 2 - p)), letter
+
+
+@BENCHMARKS.register
+class AlpacaEval(LogBenchmark):
+    """AlpacaEval's annotations (module docstring); ``[benchmark.log]``: :class:`AlpacaEvalOptions`."""
+
+    name = "AlpacaEval"
+    Options = AlpacaEvalOptions
+    suffixes = (".json",)
+    orders: ClassVar[str] = "one"
+
+    @classmethod
+    def read(cls, path: Path, options: Any, rows: Rows) -> None:
+        """The pairs (the output shown first as ``model_a``) and the one verdict each of one
+        ``annotations.json``."""
+        for where, obj, qid, shown, sw, pref, _, letter in annotations(
+            path, options, cls.name
+        ):
+            out = (
+                (obj["output_2"], obj["output_1"])
+                if sw
+                else (obj["output_1"], obj["output_2"])
+            )
+            rows.pair(
+                qid, qid.split("|", 1)[0], *shown, task=str(obj.get("dataset") or "all"),
+                instruction=obj["instruction"], output_a=out[0], output_b=out[1],
+            )  # fmt: skip
+            text = None if pref is None else completion_text(obj.get("raw_completion"))
+            rows.verdict(qid, obj["annotator"], shown, text, letter or "", where)
+
+    def _copy(
+        self, files: list[Path], digest: str
+    ) -> tuple[pl.DataFrame, dict[str, str]]:
+        """The shared normalised copy, and :data:`PREFERENCES` next to it (written again when
+        the verdicts were)."""
+        pairs, keys = super()._copy(files, digest)
+        d, path = self.data_dir, self.data_dir / PREFERENCES
+        if path.is_file() and path.stat().st_mtime >= (d / RECORDED).stat().st_mtime:
+            return pairs, keys
+        cols: dict[str, list[Any]] = {c: [] for c in PREFERENCE_SCHEMA}
+        for f in files:
+            for _, obj, qid, shown, sw, pref, p_first, _ in annotations(
+                f, self.settings, self.name
+            ):
+                for c, v in zip(
+                    cols, (qid, obj["annotator"], *shown, pref, sw, p_first)
+                ):
+                    cols[c].append(v)
+        tmp = d / f".{PREFERENCES}.tmp"
+        pl.DataFrame(cols, schema=PREFERENCE_SCHEMA).write_parquet(tmp)
+        os.replace(tmp, path)
+        return pairs, keys
+
+
+__all__ = [
+    "PREFERENCES",
+    "AlpacaEval",
+    "AlpacaEvalOptions",
+    "annotations",
+    "completion_text",
+    "is_switched",
+    "load_annotations",
+]
