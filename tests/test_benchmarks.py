@@ -478,7 +478,7 @@ def test_unknown_benchmark_lists_known():
     with pytest.raises(
         ConfigError, match=r"known benchmarks: (?=.*MTBench)(?=.*DevBench)"
     ):
-        load_benchmark("alpacaeval")
+        load_benchmark("nosuchbench")
     with pytest.raises(ConfigError):
         canonical_name("mt bench 2")
 

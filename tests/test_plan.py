@@ -32,7 +32,10 @@ EXAMPLE_PLANS = {
     "bias_suite_offline.toml": [120, 6240, 2, 13, 168, "ccddab14c8fa7b03"],
     "devbench_position_bias.toml": [1120, 2240, 5, 1, 0, "da681dad617e81c8"],
     "devbench_repetition.toml": [72, 432, 9, 1, 0, "ed6dab091545f7c9"],
-    "llmbar_replay.toml": [419, 838, 65, 1, 0, "6d7a6eeed0ccd247"],
+    # #26: the Rating strategies are replayed as the release reads them (pairwise verdicts,
+    # equal ratings to the second shown), no longer as score mode: their unit ids changed
+    # (was "6d7a6eeed0ccd247"; tests/test_llmbar_ratings.py shows the old reading wrong)
+    "llmbar_replay.toml": [419, 838, 65, 1, 0, "6d92840d7cc4692c"],
     "mtbench_listwise_p3_cyclic.toml": [80, 240, 3, 1, 0, "cab1f249144e60c1"],
     "mtbench_listwise_p5_all.toml": [80, 9600, 3, 1, 0, "d48fe9a0f17dc766"],
     "mtbench_position_bias.toml": [2400, 4800, 3, 1, 0, "9445c297cf74a894"],

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.repo import REPO
 from voirdire.core import ConfigError
 from voirdire.engine import submit as sub
 from voirdire.engine.spec import ResolvedJudge, parse_job
@@ -93,9 +94,20 @@ def test_stage_ships_the_installed_package_and_the_job(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert (
-        out.stdout.strip()
-        == f"{pkg / 'registry.py'} ['devbench', 'llmbar', 'mtbench', 'pairs', 'pandalm']"
+        out.stdout.strip() == f"{pkg / 'registry.py'} {sorted(_declared_benchmarks())}"
     )
+    assert {"mtbench", "devbench", "pairs", "arenahard", "prd"} <= set(
+        _declared_benchmarks()
+    )
+
+
+def _declared_benchmarks() -> list[str]:
+    """The ``voirdire.benchmarks`` entry points pyproject.toml declares."""
+    import tomllib
+
+    with open(REPO / "pyproject.toml", "rb") as fh:
+        meta = tomllib.load(fh)
+    return list(meta["project"]["entry-points"]["voirdire.benchmarks"])
 
 
 def test_data_location_handed_to_the_job(tmp_path, data_dir, monkeypatch):
