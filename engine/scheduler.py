@@ -77,6 +77,19 @@ class RunStats:
     per_judge: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
+_REMOTE_WORKER: Any = None
+
+
+def _remote_worker() -> Any:
+    """``ray.remote(JudgeWorker)``, made once per process: Ray fingerprints an actor class
+    by disassembling its code, which costs more than the replay of a batch when done for
+    every actor of every job."""
+    global _REMOTE_WORKER
+    if _REMOTE_WORKER is None:
+        _REMOTE_WORKER = ray.remote(JudgeWorker)
+    return _REMOTE_WORKER
+
+
 class _Pool:
     def __init__(self, run: JudgeRun, max_restarts: int) -> None:
         self.run = run
@@ -103,7 +116,7 @@ class _Pool:
 
     def _new(self) -> Any:
         return (
-            ray.remote(JudgeWorker)
+            _remote_worker()
             .options(**self.options)
             .remote(self.run.backend_name, self.run.settings, self.run.context)
         )

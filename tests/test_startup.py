@@ -1,0 +1,70 @@
+"""Start-up: a command imports what it uses when it uses it (issue 28.6).
+
+``voirdire run`` validates its jobs and starts Ray before anything is analysed, so the
+analysis stack (scipy, statsmodels, matplotlib, pandas: seconds to import on a loaded
+2-core machine) must not be imported before then; writing one directory's files draws no
+figure and fits no regression, so it imports neither matplotlib nor statsmodels' models.
+Each check runs in a fresh interpreter and reads its ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+#: the analysis stack: none of these before Ray starts
+HEAVY = ("scipy", "statsmodels", "matplotlib", "pandas")
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _heavy(mods: set[str]) -> list[str]:
+    return sorted(m for m in mods if m.split(".")[0] in HEAVY)
+
+
+def test_importing_the_cli_and_the_api_imports_no_analysis():
+    mods = _modules_after(
+        "import voirdire, voirdire.cli, voirdire.api\n"
+        "import voirdire.engine.scheduler, voirdire.engine.rewrite, voirdire.engine.job\n"
+        "voirdire.run, voirdire.load_job_spec"
+    )
+    assert not _heavy(mods), _heavy(mods)[:10]
+    assert not [m for m in mods if m.startswith("voirdire.analysis")]
+
+
+def test_run_dry_run_imports_no_analysis(data_dir, tmp_path):
+    """What ``voirdire run`` does before Ray starts (load, plan every job), through the CLI
+    with ``--dry-run``, on a bundled example's benchmark and judges."""
+    job = tmp_path / "job.toml"
+    job.write_text(
+        'name = "startup"\noutput_dir = ' + json.dumps(str(tmp_path / "out")) + "\n"
+        '[benchmark]\nname = "mtbench"\ndata_dir = ' + json.dumps(str(data_dir)) + "\n"
+        '[[judges]]\nname = "*"\nbackend = "replay"\nrecorded = "*"\n',
+        encoding="utf-8",
+    )
+    mods = _modules_after(
+        "from voirdire.cli import app\n"
+        f"app(['run', '--dry-run', {str(job)!r}], standalone_mode=False)"
+    )
+    assert "voirdire.engine.plan" in mods  # the job was planned
+    assert not _heavy(mods), _heavy(mods)[:10]
+    assert not (tmp_path / "out").exists()
+
+
+def test_writing_a_directory_imports_no_figures_or_models():
+    mods = _modules_after(
+        "import voirdire.api, voirdire.analysis.outputs, voirdire.analysis.report.files\n"
+        "import voirdire.analysis.position.release_stats, voirdire.analysis.report.terminal"
+    )
+    assert "voirdire.analysis.report.files" in mods
+    assert not [m for m in mods if m.split(".")[0] == "matplotlib"]
+    assert "statsmodels.api" not in mods
+    assert "voirdire.analysis.study" not in mods
