@@ -13,6 +13,9 @@ import json
 import subprocess
 import sys
 
+import polars as pl
+import pytest
+
 #: the analysis stack: none of these before Ray starts
 HEAVY = ("scipy", "statsmodels", "matplotlib", "pandas")
 
@@ -55,7 +58,9 @@ def test_run_dry_run_imports_no_analysis(data_dir, tmp_path):
         f"app(['run', '--dry-run', {str(job)!r}], standalone_mode=False)"
     )
     assert "voirdire.engine.plan" in mods  # the job was planned
-    assert not _heavy(mods), _heavy(mods)[:10]
+    # pandas excepted: pyarrow imports it, when installed, on converting Python objects
+    heavy = [m for m in _heavy(mods) if m.split(".")[0] != "pandas"]
+    assert not heavy, heavy[:10]
     assert not (tmp_path / "out").exists()
 
 
@@ -68,3 +73,58 @@ def test_writing_a_directory_imports_no_figures_or_models():
     assert not [m for m in mods if m.split(".")[0] == "matplotlib"]
     assert "statsmodels.api" not in mods
     assert "voirdire.analysis.study" not in mods
+
+
+def _replay_job(data_dir, out, recorded: list[str]) -> dict:
+    return {
+        "name": out.name,
+        "output_dir": str(out),
+        "benchmark": {
+            "name": "mtbench",
+            "data_dir": str(data_dir),
+            "candidates": ["gpt-4", "alpaca-13b"],
+            "tasks": ["writing"],
+        },
+        "judges": [
+            {"name": n, "backend": "replay", "recorded": r}
+            for n, r in zip(("first", "second"), recorded)
+        ],
+    }
+
+
+@pytest.mark.ray
+def test_a_later_job_reuses_idle_workers_as_its_own_judges(
+    data_dir, tmp_path, ray_local
+):
+    """A second job in the same process starts no worker process: it takes the first job's
+    idle workers, which build its judges' backends (the names swapped over the recorded
+    judges, so a worker still answering as its first judge would be seen)."""
+    import ray
+
+    import voirdire
+    from voirdire.engine import scheduler
+
+    def pids() -> list[int]:
+        idle = [w for ws in scheduler._IDLE.values() for w in ws]
+        return sorted(ray.get([w.pid.remote() for w in idle], timeout=60))
+
+    def outputs(res, judge: str) -> pl.DataFrame:
+        return (
+            res.judgments.filter(pl.col("judge") == judge)
+            .select("question_id", pl.col("shown").list.join("|"), "output")
+            .sort("question_id", "shown")
+        )
+
+    a = voirdire.run(
+        _replay_job(data_dir, tmp_path / "a", ["gpt-4-0613", "gemini-pro"])
+    )
+    first = pids()
+    assert len(first) == 2  # one worker per judge, kept idle
+    b = voirdire.run(
+        _replay_job(data_dir, tmp_path / "b", ["gemini-pro", "gpt-4-0613"])
+    )
+    assert pids() == first  # the same two processes served the second job
+    assert b.stats.queries == a.stats.queries == 2 * 10 * 2 * 2
+    assert not outputs(a, "first").equals(outputs(a, "second"))  # the judges differ
+    assert outputs(b, "first").equals(outputs(a, "second"))
+    assert outputs(b, "second").equals(outputs(a, "first"))
