@@ -15,12 +15,18 @@ Policy:
   a vLLM replica takes tens of seconds to start) waits for the actor and is sent again
   without spending an attempt;
 - Ctrl-C flushes what finished, cancels what is in flight and raises
-  :class:`JobInterrupted`; rerunning resumes.
+  :class:`JobInterrupted`; rerunning resumes;
+- a finished pool's workers that hold no resource (``num_cpus = 0``, no GPU, custom
+  resource or placement) and never died are kept, backend closed, for the next pool of
+  the same options in this Ray session (a later judge, a later job of the same process):
+  each batch names its backend, which such a worker builds first. Starting a Ray worker
+  process costs about a second of CPU, more than replaying a judge's recorded outputs.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -77,6 +83,44 @@ class RunStats:
     per_judge: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
+_REMOTE_WORKER: Any = None
+
+#: idle worker actors kept for the next pool of the same options, by options key, and the
+#: driver they belong to (a new Ray session drops them)
+_IDLE: dict[str, list[Any]] = {}
+_IDLE_OWNER: list[str] = [""]
+#: the only actor options under which a worker is reused: it holds no CPU, GPU, custom
+#: resource, placement or environment that another judge's pool would not ask for
+_REUSABLE_OPTIONS = {"num_cpus", "max_concurrency", "max_restarts", "max_task_retries"}
+
+
+def _reusable(options: dict[str, Any]) -> bool:
+    """Whether a worker with these Ray options may host another judge's backend later."""
+    return set(options) <= _REUSABLE_OPTIONS and not options.get("num_cpus")
+
+
+def _idle_workers(key: str) -> list[Any]:
+    """The idle workers of options ``key`` in this Ray session (emptied on a new one)."""
+    ctx = (
+        ray.get_runtime_context()
+    )  # a new session: a new node here, or a new job there
+    owner = f"{ctx.get_node_id()}/{ctx.get_job_id()}"
+    if _IDLE_OWNER[0] != owner:
+        _IDLE.clear()
+        _IDLE_OWNER[0] = owner
+    return _IDLE.setdefault(key, [])
+
+
+def _remote_worker() -> Any:
+    """``ray.remote(JudgeWorker)``, made once per process: Ray fingerprints an actor class
+    by disassembling its code, which costs more than the replay of a batch when done for
+    every actor of every job."""
+    global _REMOTE_WORKER
+    if _REMOTE_WORKER is None:
+        _REMOTE_WORKER = ray.remote(JudgeWorker)
+    return _REMOTE_WORKER
+
+
 class _Pool:
     def __init__(self, run: JudgeRun, max_restarts: int) -> None:
         self.run = run
@@ -92,7 +136,14 @@ class _Pool:
             "max_task_retries": 0,
             **opts,
         }
-        self.actors = [self._new() for _ in range(run.workers)]
+        self.token = uuid.uuid4().hex
+        #: sent with every batch: a reused worker builds this backend first
+        self.host = (self.token, run.backend_name, run.settings, run.context)
+        self.reuse_key = repr(sorted(self.options.items()))
+        self.reusable = _reusable(self.options)
+        #: reused workers building this backend: (index, ref of ``open``), see :meth:`opened`
+        self.opening: list[tuple[int, Any]] = []
+        self.actors = [self._take(i) for i in range(run.workers)]
         self.load = [0] * run.workers
         self.deaths = [0] * run.workers
         self.pending: deque[tuple[UnitBatch, int]] = deque()  # batches to send again
@@ -103,10 +154,36 @@ class _Pool:
 
     def _new(self) -> Any:
         return (
-            ray.remote(JudgeWorker)
+            _remote_worker()
             .options(**self.options)
-            .remote(self.run.backend_name, self.run.settings, self.run.context)
+            .remote(
+                self.run.backend_name, self.run.settings, self.run.context, self.token
+            )
         )
+
+    def _take(self, idx: int) -> Any:
+        """An idle worker of an earlier pool with the same options, asked to build this
+        backend (awaited by :meth:`opened`), else a new one."""
+        idle = _idle_workers(self.reuse_key) if self.reusable else []
+        if not idle:
+            return self._new()
+        actor = idle.pop()
+        self.opening.append((idx, actor.open.remote(self.host)))
+        return actor
+
+    def opened(self) -> None:
+        """Wait for the reused workers to build this backend; one that could not is ended
+        and replaced by a new worker, whose start fails (or not) as any new one's does."""
+        for idx, ref in self.opening:
+            try:
+                ray.get(ref)
+            except Exception:  # noqa: BLE001 - a new worker reports it as usual
+                try:
+                    ray.kill(self.actors[idx], no_restart=True)
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
+                self.actors[idx] = self._new()
+        self.opening = []
 
     def _available(self) -> list[int]:
         now = time.monotonic()
@@ -148,12 +225,18 @@ class _Pool:
         self.exhausted = True
         return None
 
-    def shutdown(self) -> None:
-        for a in self.actors:
+    def shutdown(self, reuse: bool = False) -> None:
+        """Close every worker's backend; with ``reuse``, keep the reusable workers that
+        closed cleanly and never died for a later pool, and end the others."""
+        for i, a in enumerate(self.actors):
             try:
                 ray.get(a.close.remote(), timeout=10)
             except Exception:  # noqa: BLE001 - best effort
                 pass
+            else:
+                if reuse and self.reusable and not self.deaths[i]:
+                    _idle_workers(self.reuse_key).append(a)
+                    continue
             try:
                 ray.kill(a, no_restart=True)
             except Exception:  # noqa: BLE001
@@ -203,6 +286,10 @@ class Scheduler:
         """
         t0 = time.perf_counter()
         self.pools = {r.name: _Pool(r, self.max_restarts) for r in self.runs}
+        for (
+            pool
+        ) in self.pools.values():  # reused workers build their backends meanwhile
+            pool.opened()
         for r in self.runs:
             self.stats.per_judge[r.name] = {
                 "queries": 0,
@@ -211,8 +298,10 @@ class Scheduler:
                 "output_tokens": 0,
                 "cost_usd": 0.0,
             }
+        clean = False
         try:
             self._loop()
+            clean = True
         except KeyboardInterrupt as exc:
             for ref in self.in_flight:
                 try:
@@ -227,7 +316,7 @@ class Scheduler:
             self.store.flush()
             for pool in self.pools.values():
                 if pool.actors:
-                    pool.shutdown()
+                    pool.shutdown(reuse=clean)
             self.stats.seconds = time.perf_counter() - t0
         return self.stats
 
@@ -260,7 +349,7 @@ class Scheduler:
                     break
                 batch, attempt = nxt
                 idx = pool.pick()
-                ref = pool.actors[idx].judge.remote(batch.queries)
+                ref = pool.actors[idx].judge.remote(batch.queries, pool.host)
                 pool.load[idx] += 1
                 self.in_flight[ref] = (name, idx, batch, attempt)
 
@@ -334,7 +423,7 @@ class Scheduler:
                 and not any(v[0] == name for v in self.in_flight.values())
             ):
                 if pool.actors:
-                    pool.shutdown()
+                    pool.shutdown(reuse=True)
                     pool.actors = []
 
 

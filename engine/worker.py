@@ -36,28 +36,67 @@ def results_to_columns(
 class JudgeWorker:
     """Hosts a :class:`~voirdire.judges.base.JudgeBackend` (wrapped by ``ray.remote``).
 
+    The scheduler may host another judge's backend in the same process once this one is
+    closed (starting a Ray worker process costs about a second of CPU): each batch names the
+    backend it is for (``host``), and a worker hosting another one (or none: closed, or
+    restarted by Ray with its first arguments) builds that one first.
+
     Args:
         backend: registry name or ``"module:Class"`` of the backend.
         settings: the backend's settings as a plain dict (validated again here).
         context: the job context passed to the backend.
+        token: names this backend in ``host`` (any string; ``None``: never matches).
     """
 
     def __init__(
-        self, backend: str, settings: dict[str, Any], context: JudgeContext
+        self,
+        backend: str,
+        settings: dict[str, Any],
+        context: JudgeContext,
+        token: str | None = None,
+    ) -> None:
+        self._build(backend, settings, context, token)
+
+    def _build(
+        self,
+        backend: str,
+        settings: dict[str, Any],
+        context: JudgeContext,
+        token: str | None,
     ) -> None:
         cls = get_backend(backend)
         self.backend = cls(cls.Settings(**settings), context)
+        self.token = token
 
-    async def judge(self, queries: list[Query]) -> dict[str, list[Any]]:
+    async def judge(
+        self, queries: list[Query], host: tuple | None = None
+    ) -> dict[str, list[Any]]:
         """Answer a batch; returns result columns (``Result.as_row()`` keys) in query order.
 
-        A query the backend left unanswered comes back as a recorded failure.
+        A query the backend left unanswered comes back as a recorded failure. ``host``:
+        ``(token, backend, settings, context)`` of the backend the batch is for, built
+        first when it is not the one hosted (see the class).
         """
+        if host is not None and host[0] != self.token:
+            await self.open(host)
         results: list[Result] = await self.backend.judge(queries)
         return results_to_columns(queries, results)
 
+    async def open(self, host: tuple) -> None:
+        """Host the backend of ``host`` = ``(token, backend, settings, context)``, closing
+        a live one first.
+
+        Raises:
+            Exception: whatever building the backend raises (the worker then hosts none).
+        """
+        if self.token is not None:  # a live backend of another judge
+            await self.backend.aclose()
+        self.token = None
+        self._build(*host[1:], host[0])
+
     async def close(self) -> None:
-        """Release the backend's resources."""
+        """Release the backend's resources (the next batch builds its own)."""
+        self.token = None
         await self.backend.aclose()
 
     def backend_stats(self) -> dict[str, Any]:

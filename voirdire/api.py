@@ -18,14 +18,10 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from voirdire.analysis.mitigation.evaluation import run_mitigation
-from voirdire.analysis.outputs import Results, compute_dir, dir_benchmark
-from voirdire.analysis.report.files import write_dir, write_mitigation
-from voirdire.analysis.report.html import build_report
 from voirdire.core import ConfigError
 from voirdire.engine.job import (
     RunOutcome,
@@ -41,6 +37,11 @@ from voirdire.engine.outdir import (
 from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.spec import JobSpec, load_job, parse_job
 
+# The analysis (scipy, statsmodels, matplotlib: seconds to import) is imported by the
+# functions that use it, when they use it: a run starts Ray first (issue 28.6).
+if TYPE_CHECKING:
+    from voirdire.analysis.outputs import Results
+
 __all__ = [
     "Results",
     "load",
@@ -54,6 +55,14 @@ __all__ = [
     "audit",
     "audit_job",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Results":  # voirdire.api.Results, imported on first use
+        from voirdire.analysis.outputs import Results
+
+        return Results
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_job_spec(
@@ -114,6 +123,8 @@ def load(output_dir: str | os.PathLike) -> Results:
     Raises:
         FileNotFoundError: not a voirdire output directory.
     """
+    from voirdire.analysis.outputs import compute_dir
+
     out = Path(output_dir)
     return compute_dir(out)
 
@@ -127,6 +138,9 @@ def analyze(output_dir: str | os.PathLike) -> Results:
         ConfigError: a directory that is not ours or holds a symbolic link
             (:func:`voirdire.engine.outdir.claim_output_dir`); nothing is written.
     """
+    from voirdire.analysis.outputs import compute_dir
+    from voirdire.analysis.report.files import write_dir
+
     out = claim_output_dir(output_dir)
     res = compute_dir(out)
     write_dir(res, out)
@@ -192,6 +206,8 @@ def report(
         ConfigError: a directory given twice, an invalid judge-attributes table, or a directory to write that is not
             ours (:mod:`voirdire.engine.outdir`; nothing is written).
     """
+    from voirdire.analysis.report.html import build_report
+
     if judge_attributes is not None and "judge" not in judge_attributes.columns:
         raise ConfigError("judge attributes need a 'judge' column")
     output_dirs = list(distinct_dirs(output_dirs))
@@ -245,6 +261,10 @@ def mitigate(
             an unknown strategy, a strategy's missing need (e.g. option_probs), a reference
             that matches no judge or pair, labels with unknown candidates.
     """
+    from voirdire.analysis.mitigation.evaluation import run_mitigation
+    from voirdire.analysis.outputs import compute_dir
+    from voirdire.analysis.report.files import write_mitigation
+
     if not output_dirs:
         raise ConfigError("no output directory given")
     judgments = pl.concat(
@@ -311,6 +331,7 @@ def rank(
             pairwise judgments, a board with one model or a disconnected
             comparison graph, an anchor that is not a candidate, an unknown method or strategy.
     """
+    from voirdire.analysis.outputs import compute_dir
     from voirdire.analysis.ranking.study import dir_clusters, rank_judgments
     from voirdire.analysis.report.ranking_files import write_ranking
 
@@ -332,6 +353,7 @@ def rank(
 def _answer_features(tables: Results) -> pl.DataFrame:
     """Style features of the answers a directory's judgments compare, read from its job's benchmark."""
     from voirdire.analysis.mitigation.verdicts import normalise
+    from voirdire.analysis.outputs import dir_benchmark
     from voirdire.analysis.ranking.style import answer_features
     from voirdire.analysis.ranking.views import comparisons
 

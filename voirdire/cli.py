@@ -86,7 +86,6 @@ def run(
 
     signal.signal(signal.SIGTERM, _terminate)
     from voirdire import api
-    from voirdire.analysis.position.release_stats import gold_accuracy
     from voirdire.engine.rewrite import RewriteFailed
     from voirdire.engine.scheduler import JobInterrupted
 
@@ -176,6 +175,8 @@ def run(
                 f"{s.queries:,} queries in {s.seconds:.1f} s ({s.queries / max(s.seconds, 1e-9):,.0f} q/s), "
                 f"{s.failures:,} recorded failures → {outcome.output_dir}"
             )
+            from voirdire.analysis.position.release_stats import gold_accuracy
+
             tables.append(outcome.judge_metrics)
             golds.append(gold_accuracy(outcome.judgments))
             if outcome.bias_effects is not None:
@@ -223,7 +224,6 @@ def audit(
 ) -> None:
     """Audit judgment logs other tools wrote (both orders recorded): no query is sent."""
     from voirdire import api
-    from voirdire.analysis.position.release_stats import gold_accuracy
     from voirdire.engine.scheduler import JobInterrupted
 
     log: dict = {}
@@ -245,6 +245,8 @@ def audit(
         _fail(str(exc))
     except JobInterrupted as exc:
         _fail(str(exc), 130)
+    from voirdire.analysis.position.release_stats import gold_accuracy
+
     console.print(f"audited {res.judgments.height:,} judgments → {res.output_dir}")
     _print_tables([res.judge_metrics], [gold_accuracy(res.judgments)], [])
 

@@ -84,7 +84,12 @@ def content_hash(*parts: Any, size: int = 16) -> str:
     ``2 * size`` hex characters (32 by default). Used for unit ids, judge identity hashes,
     prompt keys and response-cache keys, so equal content always gives one id.
     """
-    text = "\x1f".join(p if isinstance(p, str) else canonical_json(p) for p in parts)
+    try:  # all strings (unit and query ids, one per query): no per-part test
+        text = "\x1f".join(parts)
+    except TypeError:
+        text = "\x1f".join(
+            p if isinstance(p, str) else canonical_json(p) for p in parts
+        )
     return hashlib.blake2b(text.encode("utf-8"), digest_size=size).hexdigest()
 
 

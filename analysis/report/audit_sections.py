@@ -17,7 +17,6 @@ import polars as pl
 
 from voirdire.analysis.position.calibration_error import BINS, has_forecasts
 from voirdire.analysis.position.one_order import has_one_order
-from voirdire.analysis.report.calibration_figure import reliability_figure
 from voirdire.analysis.report.views import image_view, table_view
 
 if TYPE_CHECKING:
@@ -117,6 +116,8 @@ def audit_sections(tables: Results, out: Path) -> tuple[str, dict[str, pl.DataFr
             "calibration": tables.calibration(),
             "reliability": tables.reliability(),
         }
+        from voirdire.analysis.report.calibration_figure import reliability_figure
+
         reliability_figure(csvs["reliability"], out / "figures" / "reliability.png")
         parts += _calibration_lines(tables, "figures/reliability.png")
     return "\n".join(parts), csvs
@@ -138,6 +139,8 @@ def audit_view(dirs: list[Results], figures: Path) -> list[dict[str, Any]] | Non
                             "ece_hi", "ece_calibrated", "brier", "brier_lo", "brier_hi"], "{:.3f}")  # fmt: skip
         rel = None
         if cal:
+            from voirdire.analysis.report.calibration_figure import reliability_figure
+
             rel = image_view(
                 reliability_figure(d.reliability(), figures / f"reliability_{k}.png"),
                 f"reliability: {d.name}",

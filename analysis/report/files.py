@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -26,14 +26,14 @@ from voirdire.analysis.outputs import CELL_METRIC_COLUMNS, JUDGE_METRIC_COLUMNS,
 from voirdire.analysis.position.gold import GOLD_CELL_COLUMNS, GOLD_JUDGE_COLUMNS
 from voirdire.analysis.position.metrics import judge_from_cells
 from voirdire.analysis.position.registry import added_metrics
-from voirdire.analysis.position.regression import drop1_tables
-from voirdire.analysis.report import figures as fig
 from voirdire.analysis.report.audit_sections import audit_sections
-from voirdire.analysis.report.bias import bias_figure
-from voirdire.analysis.report.figures import cost_agreement_figure
 from voirdire.analysis.report.markdown import markdown_report, mitigation_markdown
-from voirdire.analysis.study import Study
 from voirdire.core import content_hash, slug
+
+# figures (matplotlib) and the study (statsmodels) are imported where they are drawn or
+# computed: writing one directory's files (every run) needs neither
+if TYPE_CHECKING:
+    from voirdire.analysis.study import Study
 
 __all__ = [
     "NAME_PART",
@@ -164,6 +164,8 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
     """Write the study's CSV tables under ``out/metrics/`` and PNG figures under
     ``out/figures/``. Returns ``{"tables": {name: path}, "figures": {key: path}}`` where
     figure keys are ``(kind, scope)`` tuples rendered as ``"kind:scope"`` strings."""
+    from voirdire.analysis.position.regression import drop1_tables
+
     out = Path(out)
     mdir, fdir = out / "metrics", out / "figures"
     mdir.mkdir(parents=True, exist_ok=True)
@@ -211,6 +213,8 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
 
 def _study_figures(study: Study, fdir: Path) -> dict[str, Path]:
     """Draw the study's figures under ``fdir``; keys ``"kind:scope"``."""
+    from voirdire.analysis.report import figures as fig
+
     figs: dict[str, Path] = {}
     fig.set_judges(study.panel.get_column("judge").unique().to_list())
     # the by-task figures and the win-rate fits use the regression's cells (per benchmark,
@@ -342,6 +346,8 @@ def write_bias(
             tables[f"bias_effects_{s}"] = p = mdir / f"bias_effects_{s}.csv"
             write_csv(eff, p)
             for b in sorted(eff.get_column("benchmark").unique().to_list()):
+                from voirdire.analysis.report.bias import bias_figure
+
                 bs = file_part(b)
                 figs[f"bias:{s}:{b}"] = bias_figure(
                     eff.filter(pl.col("benchmark") == b),
@@ -367,6 +373,8 @@ def write_mitigation(
     """Write ``mitigation.csv`` (the table), ``mitigation.md`` (markdown),
     ``figures/mitigation_cost_agreement.png`` and ``bpde_annotation.csv`` (the pairs for
     people, with an empty ``winner`` column) under ``out``; returns their paths by name."""
+    from voirdire.analysis.report.figures import cost_agreement_figure
+
     d = Path(out)
     (d / "figures").mkdir(parents=True, exist_ok=True)
     paths = {"table": d / "mitigation.csv", "markdown": d / "mitigation.md"}

@@ -1,0 +1,130 @@
+"""Start-up: a command imports what it uses when it uses it (issue 28.6).
+
+``voirdire run`` validates its jobs and starts Ray before anything is analysed, so the
+analysis stack (scipy, statsmodels, matplotlib, pandas: seconds to import on a loaded
+2-core machine) must not be imported before then; writing one directory's files draws no
+figure and fits no regression, so it imports neither matplotlib nor statsmodels' models.
+Each check runs in a fresh interpreter and reads its ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+
+#: the analysis stack: none of these before Ray starts
+HEAVY = ("scipy", "statsmodels", "matplotlib", "pandas")
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _heavy(mods: set[str]) -> list[str]:
+    return sorted(m for m in mods if m.split(".")[0] in HEAVY)
+
+
+def test_importing_the_cli_and_the_api_imports_no_analysis():
+    mods = _modules_after(
+        "import voirdire, voirdire.cli, voirdire.api\n"
+        "import voirdire.engine.scheduler, voirdire.engine.rewrite, voirdire.engine.job\n"
+        "voirdire.run, voirdire.load_job_spec"
+    )
+    assert not _heavy(mods), _heavy(mods)[:10]
+    assert not [m for m in mods if m.startswith("voirdire.analysis")]
+
+
+def test_run_dry_run_imports_no_analysis(data_dir, tmp_path):
+    """What ``voirdire run`` does before Ray starts (load, plan every job), through the CLI
+    with ``--dry-run``, on a bundled example's benchmark and judges."""
+    job = tmp_path / "job.toml"
+    job.write_text(
+        'name = "startup"\noutput_dir = ' + json.dumps(str(tmp_path / "out")) + "\n"
+        '[benchmark]\nname = "mtbench"\ndata_dir = ' + json.dumps(str(data_dir)) + "\n"
+        '[[judges]]\nname = "*"\nbackend = "replay"\nrecorded = "*"\n',
+        encoding="utf-8",
+    )
+    mods = _modules_after(
+        "from voirdire.cli import app\n"
+        f"app(['run', '--dry-run', {str(job)!r}], standalone_mode=False)"
+    )
+    assert "voirdire.engine.plan" in mods  # the job was planned
+    # pandas excepted: pyarrow imports it, when installed, on converting Python objects
+    heavy = [m for m in _heavy(mods) if m.split(".")[0] != "pandas"]
+    assert not heavy, heavy[:10]
+    assert not (tmp_path / "out").exists()
+
+
+def test_writing_a_directory_imports_no_figures_or_models():
+    mods = _modules_after(
+        "import voirdire.api, voirdire.analysis.outputs, voirdire.analysis.report.files\n"
+        "import voirdire.analysis.position.release_stats, voirdire.analysis.report.terminal"
+    )
+    assert "voirdire.analysis.report.files" in mods
+    assert not [m for m in mods if m.split(".")[0] == "matplotlib"]
+    assert "statsmodels.api" not in mods
+    assert "voirdire.analysis.study" not in mods
+
+
+def _replay_job(data_dir, out, recorded: list[str]) -> dict:
+    return {
+        "name": out.name,
+        "output_dir": str(out),
+        "benchmark": {
+            "name": "mtbench",
+            "data_dir": str(data_dir),
+            "candidates": ["gpt-4", "alpaca-13b"],
+            "tasks": ["writing"],
+        },
+        "judges": [
+            {"name": n, "backend": "replay", "recorded": r}
+            for n, r in zip(("first", "second"), recorded)
+        ],
+    }
+
+
+@pytest.mark.ray
+def test_a_later_job_reuses_idle_workers_as_its_own_judges(
+    data_dir, tmp_path, ray_local
+):
+    """A second job in the same process starts no worker process: it takes the first job's
+    idle workers, which build its judges' backends (the names swapped over the recorded
+    judges, so a worker still answering as its first judge would be seen)."""
+    import ray
+
+    import voirdire
+    from voirdire.engine import scheduler
+
+    def pids() -> list[int]:
+        idle = [w for ws in scheduler._IDLE.values() for w in ws]
+        return sorted(ray.get([w.pid.remote() for w in idle], timeout=60))
+
+    def outputs(res, judge: str) -> pl.DataFrame:
+        return (
+            res.judgments.filter(pl.col("judge") == judge)
+            .select("question_id", pl.col("shown").list.join("|"), "output")
+            .sort("question_id", "shown")
+        )
+
+    a = voirdire.run(
+        _replay_job(data_dir, tmp_path / "a", ["gpt-4-0613", "gemini-pro"])
+    )
+    first = pids()
+    assert len(first) == 2  # one worker per judge, kept idle
+    b = voirdire.run(
+        _replay_job(data_dir, tmp_path / "b", ["gemini-pro", "gpt-4-0613"])
+    )
+    assert pids() == first  # the same two processes served the second job
+    assert b.stats.queries == a.stats.queries == 2 * 10 * 2 * 2
+    assert not outputs(a, "first").equals(outputs(a, "second"))  # the judges differ
+    assert outputs(b, "first").equals(outputs(a, "second"))
+    assert outputs(b, "second").equals(outputs(a, "first"))
