@@ -61,12 +61,14 @@ def ranking_figure(lb: pl.DataFrame, path: str | os.PathLike, title: str = "") -
             r = pts.filter((pl.col("strategy") == s) & (pl.col("view") == v))
             if r.height:
                 y, lo, hi = r.item(0, "rating"), r.item(0, "lo"), r.item(0, "hi")
-                # the anchor (NaN: fixed) and ends at the bound (±inf) get no bar there
-                lo, hi = (v if np.isfinite(v) else y for v in (lo, hi))
+                # the anchor (NaN: fixed) and ends at the bound (±inf) get no bar there; a
+                # percentile interval may leave out its own point estimate (few questions,
+                # a rating near the bound): the bar then stops at the point on that side
+                lo, hi = (b if np.isfinite(b) else y for b in (lo, hi))
                 ax.errorbar(
                     x,
                     y,
-                    yerr=[[y - lo], [hi - y]],
+                    yerr=[[max(y - lo, 0.0)], [max(hi - y, 0.0)]],
                     fmt="o",
                     ms=3,
                     color=cmap(mi % 20),
