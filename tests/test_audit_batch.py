@@ -45,7 +45,9 @@ def draws(n: int, seed: int, p_first: float = 0.3):
                 first, second = (a, b) if side == "a" else (b, a)
                 r = rng.random()
                 win = "tie" if r < 0.05 else first if r < 0.05 + p_first else better
-                out.append((f"q{i}__{a}__{b}__{side}", f"q{i}", a, b, first, second, win))
+                out.append(
+                    (f"q{i}__{a}__{b}__{side}", f"q{i}", a, b, first, second, win)
+                )
     return out
 
 
@@ -66,7 +68,10 @@ def write_openai(d: Path, ds, failed=()) -> tuple[Path, Path]:
     with open(inp, "w") as fi, open(outp, "w") as fo:
         for k, x in enumerate(ds):
             cid = x[0]
-            body = {"model": "gpt-4o", "messages": [{"role": "user", "content": f"judge {cid}"}]}
+            body = {
+                "model": "gpt-4o",
+                "messages": [{"role": "user", "content": f"judge {cid}"}],
+            }
             fi.write(json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body}) + "\n")  # fmt: skip
             comp = {"id": f"chatcmpl-{k}", "object": "chat.completion", "created": 1, "model": "gpt-4o-2024-08-06",
                     "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
@@ -75,7 +80,10 @@ def write_openai(d: Path, ds, failed=()) -> tuple[Path, Path]:
             line = {"id": f"batch_req_{k}", "custom_id": cid, "error": None,
                     "response": {"status_code": 200, "request_id": f"r{k}", "body": comp}}  # fmt: skip
             if cid in failed[:1]:
-                line["response"], line["error"] = None, {"code": "server_error", "message": "boom"}
+                line["response"], line["error"] = (
+                    None,
+                    {"code": "server_error", "message": "boom"},
+                )
             elif cid in failed[1:2]:
                 line["response"] = {"status_code": 500, "request_id": "r", "body": {"error": {"message": "overloaded", "type": "server_error"}}}  # fmt: skip
             elif cid in failed[2:]:
@@ -84,7 +92,9 @@ def write_openai(d: Path, ds, failed=()) -> tuple[Path, Path]:
     return inp, outp
 
 
-def write_anthropic(d: Path, ds, kinds: dict[str, str] | None = None) -> tuple[Path, Path]:
+def write_anthropic(
+    d: Path, ds, kinds: dict[str, str] | None = None
+) -> tuple[Path, Path]:
     """``requests.jsonl`` (``custom_id``, ``params``) and ``results.jsonl`` in the Message
     Batches results format, each line validated by the SDK's models; ``kinds``: custom_id
     -> ``errored``/``canceled``/``expired``."""
@@ -123,7 +133,9 @@ def _check_order(bench, ds, pattern=r"\[\[([ABC])\]\]") -> pl.DataFrame:
     want = {(x[1], x[4], x[5]): x[6] for x in ds}
     ok = rec.filter(pl.col("output").is_not_null())
     assert ok["choice"].is_null().all()
-    for q, first, second, text in ok.select("question_id", "first", "second", "output").iter_rows():
+    for q, first, second, text in ok.select(
+        "question_id", "first", "second", "output"
+    ).iter_rows():
         letter = re.search(pattern, text).group(1)
         got = {"A": first, "B": second, "C": "tie"}[letter]
         assert got == want[(q.split("|")[0], first, second)]
@@ -170,23 +182,36 @@ def test_anthropic_batch_mapping_table_labels_and_failures(tmp_path):
                   "model_a": [x[2] for x in ds], "model_b": [x[3] for x in ds],
                   "first": [x[0][-1] for x in ds],
                   "label": [x[2] if x[1] == "q0" else "" for x in ds]}).write_csv(table)  # fmt: skip
-    log = {"mapping": str(table), "verdict": r"<<(1|2|tie)>>", "labels": ["1", "2", "tie"]}
+    log = {
+        "mapping": str(table),
+        "verdict": r"<<(1|2|tie)>>",
+        "labels": ["1", "2", "tie"],
+    }
     b = AnthropicBatch([res, req], data_dir=tmp_path / "c", log=log)
     rec = pl.read_parquet(Path(b.data_dir) / RECORDED)
     ok = rec.filter(pl.col("output").is_not_null())
     assert ok.height == len(ds) - 3 and not ok["output"].str.contains("hmm").any()
     want = {(x[1], x[4], x[5]): x[6] for x in ds}
-    for q, first, second, text in ok.select("question_id", "first", "second", "output").iter_rows():
+    for q, first, second, text in ok.select(
+        "question_id", "first", "second", "output"
+    ).iter_rows():
         lab = re.search(r"<<(1|2|tie)>>", text).group(1)
-        assert {"1": first, "2": second, "tie": "tie"}[lab] == want[(q.split("|")[0], first, second)]
+        assert {"1": first, "2": second, "tie": "tie"}[lab] == want[
+            (q.split("|")[0], first, second)
+        ]
     assert b.verdict_pattern == r"<<(1|2|tie)>>"
     assert b.verdict_labels == {"1": "A", "2": "B", "tie": "C"}
     assert set(b.pairs.filter(pl.col("cluster") == "q0")["gold"]) == {"alpha", "beta"}
     whys = set(pl.read_parquet(Path(b.data_dir) / FAILURES)["why"])
     assert any("invalid_request_error: bad" in w for w in whys)
     assert any("'canceled'" in w for w in whys) and any("'expired'" in w for w in whys)
-    again = AnthropicBatch(None, data_dir=b.data_dir)  # the copy alone keeps the pattern
-    assert again.verdict_pattern == b.verdict_pattern and again.verdict_labels == b.verdict_labels
+    again = AnthropicBatch(
+        None, data_dir=b.data_dir
+    )  # the copy alone keeps the pattern
+    assert (
+        again.verdict_pattern == b.verdict_pattern
+        and again.verdict_labels == b.verdict_labels
+    )
 
 
 def test_batch_malformed_names_file_line_and_field(tmp_path):
@@ -195,28 +220,49 @@ def test_batch_malformed_names_file_line_and_field(tmp_path):
     lines = outp.read_text().splitlines()
     outp.write_text("\n".join(lines[:2] + [lines[2][:40]]) + "\n")
     log = {"custom_id": RX}
-    with pytest.raises(ConfigError, match=r"batch_output\.jsonl: line 3: not valid JSON") as e:
+    with pytest.raises(
+        ConfigError, match=r"batch_output\.jsonl: line 3: not valid JSON"
+    ) as e:
         OpenAIBatch([inp, outp], data_dir=tmp_path / "c", log=log)
     assert "\n" not in str(e.value)
     bad = json.loads(lines[1])
     del bad["response"]["body"]["choices"][0]["message"]["content"]
     outp.write_text("\n".join([lines[0], json.dumps(bad)]) + "\n")
-    with pytest.raises(ConfigError, match=r"line 2, response\.body\.choices\[0\]: no field 'message\.content'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"line 2, response\.body\.choices\[0\]: no field 'message\.content'",
+    ):
         OpenAIBatch([outp], data_dir=tmp_path / "c", log=log)
     outp.write_text("\n".join(lines) + "\n")
-    with pytest.raises(ConfigError, match=r"batch_output\.jsonl: line 1: no field 'result' \(is this a AnthropicBatch log\?\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"batch_output\.jsonl: line 1: no field 'result' \(is this a AnthropicBatch log\?\)",
+    ):
         AnthropicBatch([outp], data_dir=tmp_path / "c", log=log)
     req, res = write_anthropic(tmp_path, ds)
-    with pytest.raises(ConfigError, match=r"results\.jsonl: line 1: no field 'response' \(is this a OpenAIBatch log\?\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"results\.jsonl: line 1: no field 'response' \(is this a OpenAIBatch log\?\)",
+    ):
         OpenAIBatch([res], data_dir=tmp_path / "c", log=log)
-    with pytest.raises(ConfigError, match=r"batch_output\.jsonl: line 1: custom_id 'q0__alpha__beta__a' is not in the mapping table"):
+    with pytest.raises(
+        ConfigError,
+        match=r"batch_output\.jsonl: line 1: custom_id 'q0__alpha__beta__a' is not in the mapping table",
+    ):
         table = tmp_path / "m.csv"
         pl.DataFrame({"custom_id": ["x"], "instance": ["1"], "model_a": ["a"], "model_b": ["b"], "first": ["a"]}).write_csv(table)  # fmt: skip
         OpenAIBatch([outp], data_dir=tmp_path / "c", log={"mapping": str(table)})
-    with pytest.raises(ConfigError, match=r"give \[benchmark.log\] mapping .* or custom_id"):
+    with pytest.raises(
+        ConfigError, match=r"give \[benchmark.log\] mapping .* or custom_id"
+    ):
         OpenAIBatch([outp], data_dir=tmp_path / "c")
-    with pytest.raises(ConfigError, match=r"benchmark\.log\.custom_id: .*no named group model_a, model_b, first"):
-        OpenAIBatch([outp], data_dir=tmp_path / "c", log={"custom_id": "(?P<instance>.)"})
+    with pytest.raises(
+        ConfigError,
+        match=r"benchmark\.log\.custom_id: .*no named group model_a, model_b, first",
+    ):
+        OpenAIBatch(
+            [outp], data_dir=tmp_path / "c", log={"custom_id": "(?P<instance>.)"}
+        )
 
 
 def _cli(*args, env=None):
@@ -248,12 +294,14 @@ def test_batch_audit_end_to_end_report_mitigate_rank(tmp_path, ray_local, monkey
     assert j.height == len(ds)
     want = {(x[1], x[4], x[5]): x[6] for x in ds}
     got = 0
-    for q, shown, chosen, tie in j.select("question_id", "shown", "chosen", "tie").iter_rows():
+    for q, shown, chosen, tie in j.select(
+        "question_id", "shown", "chosen", "tie"
+    ).iter_rows():
         w = want[(q.split("|")[0], shown[0], shown[1])]
         if (q.split("|")[0], *shown) == (ds[5][1], ds[5][4], ds[5][5]):
             assert chosen is None and not tie
             continue
-        assert (("tie" if tie else chosen)) == w
+        assert ("tie" if tie else chosen) == w
         got += 1
     assert got == len(ds) - 1
     pairs = {}
@@ -261,7 +309,9 @@ def test_batch_audit_end_to_end_report_mitigate_rank(tmp_path, ray_local, monkey
         if x[0] not in failed:
             pairs.setdefault((x[1], x[2], x[3]), []).append(x[6])
     pc = sum(len(v) == 2 and v[0] == v[1] for v in pairs.values()) / len(ds) * 2
-    assert res.judge_metrics.row(0, named=True)["pc"] == pytest.approx(pc, abs=1 / len(pairs))
+    assert res.judge_metrics.row(0, named=True)["pc"] == pytest.approx(
+        pc, abs=1 / len(pairs)
+    )
     for cmd in (("report", out, "--out", tmp_path / "rep"), ("mitigate", out, "--out", tmp_path / "mit"),
                 ("rank", out, "--out", tmp_path / "rank")):  # fmt: skip
         r = _cli(*cmd)

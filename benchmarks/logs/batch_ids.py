@@ -124,14 +124,22 @@ class Result:
 class Mapper:
     """``custom_id`` -> the pair and order (module docstring) from the options.
 
+    ``optional``: neither may be given (:attr:`given` false; a format that reads the pair
+    elsewhere, Inspect's sample metadata).
+
     Raises:
-        ConfigError: neither or both of ``mapping`` and ``custom_id``; a mapping table
+        ConfigError: both of ``mapping`` and ``custom_id``, or neither unless ``optional``; a mapping table
             without a column, with an empty cell or a ``custom_id`` twice.
     """
 
-    def __init__(self, options: BatchOptions, fmt: str) -> None:
-        self.fmt, self.options = fmt, options
-        if (options.mapping is None) == (options.custom_id is None):
+    def __init__(self, options: BatchOptions, fmt: str, optional: bool = False) -> None:
+        self.fmt, self.options, self.key = fmt, options, "custom_id"
+        self.given = options.mapping is not None or options.custom_id is not None
+        if (
+            options.mapping is not None
+            and options.custom_id is not None
+            or not (self.given or optional)
+        ):
             raise ConfigError(
                 f"{fmt}: give [benchmark.log] mapping (a table of custom_id, instance, model_a, "
                 "model_b, first[, label]) or custom_id (a regex with those named groups), one of them"
@@ -171,27 +179,28 @@ class Mapper:
             m = self.rx.fullmatch(cid)
             if m is None:
                 raise ConfigError(
-                    f"{self.fmt} log {where}: custom_id {cid!r} does not match the pattern "
+                    f"{self.fmt} log {where}: {self.key} {cid!r} does not match the pattern "
                     f"benchmark.log.custom_id {self.rx.pattern!r}"
                 )
             return {k: (v or "") for k, v in m.groupdict().items()}
         if cid not in self.table:
             raise ConfigError(
-                f"{self.fmt} log {where}: custom_id {cid!r} is not in the mapping table {self.options.mapping}"
+                f"{self.fmt} log {where}: {self.key} {cid!r} is not in the mapping table {self.options.mapping}"
             )
         return self.table[cid]
 
 
 def add_verdict(
     rows: Rows, fmt: str, cid: str, pair: dict[str, str], judge: str, res: Result,
-    canon: dict[tuple[str, frozenset[str]], tuple[str, str]],
+    canon: dict[tuple[str, frozenset[str]], tuple[str, str]], key: str = "custom_id",
 ) -> None:  # fmt: skip
-    """One request's pair and verdict into ``rows`` (the letter null: read by the pattern).
+    """One request's pair and verdict into ``rows`` (the letter null: read by the pattern;
+    ``key``: what messages call ``cid``, ``""``: ``res.where`` names it).
 
     Raises:
         ConfigError: one model twice, a ``first`` or ``label`` naming neither model."""
     inst, ma, mb = pair["instance"], pair["model_a"], pair["model_b"]
-    where = f"{res.where} (custom_id {cid!r})"
+    where = f"{res.where} ({key} {cid!r})" if key else res.where
     if ma == mb:
         raise ConfigError(
             f"{fmt} log {where}: model {ma!r} is both model_a and model_b"
