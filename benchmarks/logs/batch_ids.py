@@ -55,7 +55,7 @@ FAILURE_SCHEMA = {
 class BatchOptions(BaseModel):
     """``[benchmark.log]`` of a batch format (module docstring): ``mapping`` (a table's
     path) or ``custom_id`` (a regex with named groups), ``verdict`` (regex, group 1 the
-    label), ``labels`` (2 or 3: shown first, second, tie), ``judge`` (the judge's name; else
+    label), ``labels`` (2 or 3: shown first, second, tie; a string: comma-separated), ``judge`` (the judge's name; else
     the requests' model)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -95,6 +95,11 @@ class BatchOptions(BaseModel):
         except re.error as exc:
             raise ValueError(f"not a regular expression ({exc})") from None
         return v
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _split(cls, v: Any) -> Any:
+        return tuple(x.strip() for x in v.split(",")) if isinstance(v, str) else v
 
     @field_validator("labels")
     @classmethod
