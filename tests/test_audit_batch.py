@@ -323,3 +323,16 @@ def test_batch_audit_end_to_end_report_mitigate_rank(tmp_path, ray_local, monkey
     assert (tmp_path / "rep" / "report.html").is_file()
     board = pl.read_csv(tmp_path / "rank" / "metrics" / "leaderboard.csv")
     assert set(board["model"]) == set(MODELS)
+
+
+def test_an_edited_judge_text_changes_the_query_ids(tmp_path):
+    """The letters are left to the engine (null in the copy), yet each question's prompt key
+    covers its texts: an edited batch is never answered from old results."""
+    ds = draws(2, seed=6)
+    inp, outp = write_openai(tmp_path, ds)
+    b1 = OpenAIBatch([outp], data_dir=tmp_path / "c1", log={"custom_id": RX})
+    outp.write_text(outp.read_text().replace("[[A]]", "[[B]]", 1))
+    b2 = OpenAIBatch([outp], data_dir=tmp_path / "c2", log={"custom_id": RX})
+    keys = [(b1.prompt_key(q), b2.prompt_key(q)) for q in b1.pairs["question_id"]]
+    assert sum(k1 != k2 for k1, k2 in keys) == 1
+    assert len({k1 for k1, _ in keys}) == len(keys)
