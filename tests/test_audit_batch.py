@@ -323,6 +323,22 @@ def test_batch_audit_end_to_end_report_mitigate_rank(tmp_path, ray_local, monkey
     assert (tmp_path / "rep" / "report.html").is_file()
     board = pl.read_csv(tmp_path / "rank" / "metrics" / "leaderboard.csv")
     assert set(board["model"]) == set(MODELS)
+    # an Anthropic batch whose judge writes <<1>>/<<2>>/<<tie>>: the engine reads the labels
+    global LABELS
+    old, LABELS = LABELS, {"A": "<<1>>", "B": "<<2>>", "C": "<<tie>>"}
+    try:
+        req, results = write_anthropic(tmp_path, ds, {ds[5][0]: "expired"})
+    finally:
+        LABELS = old
+    log = {"custom_id": RX, "verdict": r"<<(1|2|tie)>>", "labels": "1,2,tie"}
+    res2 = voirdire.audit(
+        [results, req], "anthropic-batch", out=tmp_path / "a2", log=log
+    )
+    j2 = res2.judgments.sort("question_id", "shown")
+    assert j2.select("question_id", "shown", "chosen", "tie").equals(
+        j.sort("question_id", "shown").select("question_id", "shown", "chosen", "tie")
+    )
+    assert res2.judge_metrics.row(0, named=True)["pc"] == pytest.approx(pc)
 
 
 def test_an_edited_judge_text_changes_the_query_ids(tmp_path):
