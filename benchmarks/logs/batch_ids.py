@@ -327,14 +327,14 @@ def need_at(
 
     Raises:
         ConfigError: ``"<where>: no field 'response.body'"`` or a field of another type."""
-    cur = obj
-    for i, key in enumerate(path.split(".")):
-        here = ".".join(path.split(".")[: i + 1])
-        if key.isdigit() and isinstance(cur, list) and int(key) < len(cur):
-            cur = cur[int(key)]
-        elif isinstance(cur, dict) and key in cur:
+    cur, keys = obj, path.split(".")
+    for i, key in enumerate(keys):
+        if isinstance(cur, dict) and key in cur:
             cur = cur[key]
+        elif isinstance(cur, list) and key.isdigit() and int(key) < len(cur):
+            cur = cur[int(key)]
         else:
+            here = ".".join(keys[: i + 1])
             raise ConfigError(
                 f"{fmt} log {where}: no field {here!r} (is this a {fmt} log?)"
             )

@@ -143,7 +143,8 @@ class Inspect(BatchLog):
         mapper = Mapper(opts, self.name, optional=True)
         mapper.key = "sample id"
         canon: dict[tuple[str, frozenset[str]], tuple[str, str]] = {}
-        for f in files:
+        # a log directory's listing (Inspect's logs.json) is no eval log
+        for f in [f for f in files if f.name != "logs.json"] or files:
             log = read_log(f, self.name)
             judge = opts.judge or opts.scorer or str(log.eval.model)
             for i, s in enumerate(log.samples or []):
