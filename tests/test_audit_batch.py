@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("alpha", "beta", "gamma")
 RX = r"(?P<instance>q\d+)__(?P<model_a>[a-z]+)__(?P<model_b>[a-z]+)__(?P<first>[ab])"
 LABELS = {"A": "[[A]]", "B": "[[B]]", "C": "[[C]]"}
+ANGLE = {"A": "<<1>>", "B": "<<2>>", "C": "<<tie>>"}  # a judge writing 1/2/tie
 
 
 def draws(n: int, seed: int, p_first: float = 0.3):
@@ -51,11 +52,12 @@ def draws(n: int, seed: int, p_first: float = 0.3):
     return out
 
 
-def judge_text(d) -> str:
-    """The judge's text: an explanation, then the letter of the model it picked as shown."""
+def judge_text(d, labels=None) -> str:
+    """The judge's text: an explanation, then the label (``labels``: letter -> text,
+    default ``[[A]]``...) of the model it picked as shown."""
     *_, first, second, win = d
     letter = "C" if win == "tie" else "A" if win == first else "B"
-    return f"Assistant A ({first}) and Assistant B ({second}) compared.\nVerdict: {LABELS[letter]}"
+    return f"Assistant A ({first}) and Assistant B ({second}) compared.\nVerdict: {(labels or LABELS)[letter]}"
 
 
 def write_openai(d: Path, ds, failed=()) -> tuple[Path, Path]:
@@ -93,7 +95,7 @@ def write_openai(d: Path, ds, failed=()) -> tuple[Path, Path]:
 
 
 def write_anthropic(
-    d: Path, ds, kinds: dict[str, str] | None = None
+    d: Path, ds, kinds: dict[str, str] | None = None, labels=None
 ) -> tuple[Path, Path]:
     """``requests.jsonl`` (``custom_id``, ``params``) and ``results.jsonl`` in the Message
     Batches results format, each line validated by the SDK's models; ``kinds``: custom_id
@@ -114,7 +116,7 @@ def write_anthropic(
                 result["message"] = {
                     "id": f"msg_{k}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
                     "content": [{"type": "thinking", "thinking": "[[B]] hmm", "signature": "s"},
-                                {"type": "text", "text": judge_text(x)}],
+                                {"type": "text", "text": judge_text(x, labels)}],
                     "stop_reason": "end_turn", "stop_sequence": None,
                     "usage": {"input_tokens": 10, "output_tokens": 20},
                 }  # fmt: skip
@@ -165,13 +167,8 @@ def test_openai_batch_regex_order_shown_and_failures(tmp_path):
 
 def test_anthropic_batch_mapping_table_labels_and_failures(tmp_path):
     ds = draws(5, seed=2)
-    global LABELS
-    old, LABELS = LABELS, {"A": "<<1>>", "B": "<<2>>", "C": "<<tie>>"}
-    try:
-        kinds = {ds[1][0]: "errored", ds[2][0]: "canceled", ds[4][0]: "expired"}
-        req, res = write_anthropic(tmp_path, ds, kinds)
-    finally:
-        LABELS = old
+    kinds = {ds[1][0]: "errored", ds[2][0]: "canceled", ds[4][0]: "expired"}
+    req, res = write_anthropic(tmp_path, ds, kinds, labels=ANGLE)
     # opaque ids: the table maps them; first given as a/b
     ids = {x[0]: f"req-{i:03d}" for i, x in enumerate(ds)}
     for p in (req, res):
@@ -324,12 +321,7 @@ def test_batch_audit_end_to_end_report_mitigate_rank(tmp_path, ray_local, monkey
     board = pl.read_csv(tmp_path / "rank" / "metrics" / "leaderboard.csv")
     assert set(board["model"]) == set(MODELS)
     # an Anthropic batch whose judge writes <<1>>/<<2>>/<<tie>>: the engine reads the labels
-    global LABELS
-    old, LABELS = LABELS, {"A": "<<1>>", "B": "<<2>>", "C": "<<tie>>"}
-    try:
-        req, results = write_anthropic(tmp_path, ds, {ds[5][0]: "expired"})
-    finally:
-        LABELS = old
+    req, results = write_anthropic(tmp_path, ds, {ds[5][0]: "expired"}, labels=ANGLE)
     log = {"custom_id": RX, "verdict": r"<<(1|2|tie)>>", "labels": "1,2,tie"}
     res2 = voirdire.audit(
         [results, req], "anthropic-batch", out=tmp_path / "a2", log=log

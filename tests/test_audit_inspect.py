@@ -91,7 +91,8 @@ def test_inspect_sample_ids_by_regex(tmp_path):
         match=r"sample 1 \(id 'q0__alpha__beta__a'\): no field 'metadata\.instance'",
     ):
         Inspect([p], data_dir=tmp_path / "c")
-    b = Inspect([p], data_dir=tmp_path / "c", log={"custom_id": RX})
+    (tmp_path / "logs.json").write_text("{}")  # a log directory's listing: skipped
+    b = Inspect([tmp_path], data_dir=tmp_path / "c", log={"custom_id": RX})
     _check_order(b, ds)
     assert b.pairs.height == len(ds) // 2
 
