@@ -106,7 +106,7 @@ def _job(tmp_path, name="tiny bench", **over):
 def test_one_decorator_registers_it_under_its_normalised_name():
     assert "tinybench" in BENCHMARKS.names()
     # the built-in ones come from voirdire's own entry points (pyproject.toml), then the registered
-    assert set(BENCHMARKS.names()[:11]) == {
+    assert set(BENCHMARKS.names()[:14]) == {
         "mtbench",
         "devbench",
         "llmbar",
@@ -118,6 +118,9 @@ def test_one_decorator_registers_it_under_its_normalised_name():
         "logtable",
         "prd",
         "alpacaeval",
+        "openaibatch",
+        "anthropicbatch",
+        "inspect",
     }
     assert (
         benchmark_class("Tiny-Bench") is TinyBench
@@ -128,7 +131,7 @@ def test_one_decorator_registers_it_under_its_normalised_name():
         BENCHMARKS.register(type("NotABenchmark", (), {"name": "nab"}))
     with pytest.raises(
         ConfigError,
-        match="unknown benchmark 'tiny-bench-2'; known benchmarks: AlpacaEval, ArenaHard, DevBench, FastChat, JudgeBench, LLMBar, LogTable, MTBench, pairs, PandaLM, PRD",
+        match="unknown benchmark 'tiny-bench-2'; known benchmarks: AlpacaEval, AnthropicBatch, ArenaHard, DevBench, FastChat, Inspect, JudgeBench, LLMBar, LogTable, MTBench, OpenAIBatch, pairs, PandaLM, PRD",
     ):
         benchmark_class("tiny-bench-2")
 

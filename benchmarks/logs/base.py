@@ -100,6 +100,12 @@ class LogBenchmark(Benchmark):
         """
         raise NotImplementedError
 
+    def read_logs(self, files: list[Path], rows: Rows) -> None:
+        """Append the pairs and verdicts of all ``files`` to ``rows``: each file by
+        :meth:`read` (a format that joins files, a batch's requests and results, overrides it)."""
+        for f in files:
+            self.read(f, self.settings, rows)
+
     @classmethod
     def load(cls, data_dir: Any, sample: str = "full", **options: Any) -> LogBenchmark:
         """The logs of ``options["logs"]`` read into a normalised copy in ``data_dir``; without
@@ -176,8 +182,7 @@ class LogBenchmark(Benchmark):
         ):
             return pl.read_parquet(d / INSTANCES), have["keys"]
         rows = Rows()
-        for f in files:
-            self.read(f, self.settings, rows)
+        self.read_logs(files, rows)
         pairs = pl.DataFrame(rows.pairs, schema=PAIR_SCHEMA)
         verdicts = pl.DataFrame(rows.verdicts, schema=VERDICT_SCHEMA)
         if not pairs.height:
@@ -351,7 +356,7 @@ def _prompt_keys(verdicts: pl.DataFrame) -> dict[str, str]:
                 "first",
                 "second",
                 pl.col("output").fill_null("\x00"),
-                "choice",
+                pl.col("choice").fill_null("\x00"),
                 separator="\x1f",
             )
         )  # fmt: skip
