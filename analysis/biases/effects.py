@@ -29,6 +29,7 @@ import polars as pl
 from scipy.stats import binomtest
 
 from voirdire.analysis.biases.null_reference import NULL_COLUMNS, swap_null
+from voirdire.analysis.biases.perturbed import CONTROL as CONTROL
 from voirdire.analysis.biases.perturbed import (
     CONTROL_KEYS,
     consistency_rate,
@@ -36,6 +37,9 @@ from voirdire.analysis.biases.perturbed import (
     has_perturbations,
     paired,
     verdict,
+)
+from voirdire.analysis.biases.perturbed import (
+    PERTURBATION_COLUMNS as PERTURBATION_COLUMNS,
 )
 from voirdire.analysis.position.uncertainty import cluster_bootstrap
 

@@ -25,6 +25,7 @@ import polars as pl
 from scipy.stats import binomtest
 
 from voirdire.analysis.position import registry
+from voirdire.analysis.position.bootstrap import Statistic as Statistic
 from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.position.listwise import candidate_series
 from voirdire.analysis.position.metrics import pairwise_pairs
