@@ -10,7 +10,8 @@ columns ``perturbation`` (variant id, ``"control"`` for the control), ``perturba
 ``perturbation_param``, ``target``, ``target_rule``, ``target_slot`` and ``better``. A
 perturbed row pairs with the control row of the same (benchmark, judge, instance_id,
 permutation, repetition) (:data:`CONTROL_KEYS`), so each comparison holds the order of the
-answers fixed and position and content effects stay apart.
+answers fixed and position and content effects stay apart. The pairing, verdicts and
+scores live in :mod:`voirdire.analysis.biases.perturbed` (its names importable here too).
 
 Conventions (ours, ``docs/bias-metrics.md``):
 
@@ -28,8 +29,19 @@ import polars as pl
 from scipy.stats import binomtest
 
 from voirdire.analysis.biases.null_reference import NULL_COLUMNS, swap_null
+from voirdire.analysis.biases.perturbed import CONTROL as CONTROL
+from voirdire.analysis.biases.perturbed import (
+    CONTROL_KEYS,
+    consistency_rate,
+    control_rows,
+    has_perturbations,
+    paired,
+    verdict,
+)
+from voirdire.analysis.biases.perturbed import (
+    PERTURBATION_COLUMNS as PERTURBATION_COLUMNS,
+)
 from voirdire.analysis.position.uncertainty import cluster_bootstrap
-from voirdire.core import LETTERS
 
 __all__ = [
     "CONTROL_KEYS",
@@ -43,8 +55,6 @@ __all__ = [
     "bias_effects",
 ]
 
-#: The keys on which a perturbed row meets its control row.
-CONTROL_KEYS = ["benchmark", "judge", "instance_id", "permutation", "repetition"]
 #: One perturbation variant (a figure is reported per judge × variant).
 VARIANT_KEYS = [
     "benchmark",
@@ -85,184 +95,6 @@ EFFECT_COLUMNS = [
     "error_rate_null_lo",
     "error_rate_null_hi",
 ]
-PERTURBATION_COLUMNS = [
-    "perturbation",
-    "perturbation_kind",
-    "perturbation_param",
-    "target",
-    "target_rule",
-    "target_slot",
-    "better",
-]
-CONTROL = "control"
-
-
-def control_rows(judgments: pl.DataFrame) -> pl.DataFrame:
-    """The unperturbed rows (``perturbation == "control"``); all rows of a table without the
-    column. Position-bias metrics read these only: a perturbed row would pair with the
-    control row of the other order as if it were the same query."""
-    return (
-        judgments.filter(pl.col("perturbation") == CONTROL)
-        if "perturbation" in judgments.columns
-        else judgments
-    )
-
-
-def has_perturbations(judgments: pl.DataFrame) -> bool:
-    """True when ``judgments`` has the perturbation columns and at least one perturbed row."""
-    return (
-        "perturbation" in judgments.columns
-        and judgments.filter(pl.col("perturbation") != CONTROL).height > 0
-    )
-
-
-def verdict() -> pl.Expr:
-    """The verdict of a judgment row as a string (see the module's conventions); null when failed."""
-    failed = pl.col("failed").fill_null(False) | pl.col("extracted").is_null()
-    return (
-        pl.when(failed)
-        .then(None)
-        .when(pl.col("tie").fill_null(False))
-        .then(pl.lit("<tie>"))
-        .otherwise(
-            pl.coalesce(pl.col("chosen"), pl.format("slot:{}", pl.col("extracted")))
-        )
-    )
-
-
-def paired(judgments: pl.DataFrame) -> pl.DataFrame:
-    """Each perturbed row next to its control row.
-
-    Args:
-        judgments: JUDGMENT_SCHEMA rows with the perturbation columns.
-
-    Returns:
-        One row per perturbed row that has a control: :data:`CONTROL_KEYS`, ``question_id``,
-        the perturbation columns, ``shown`` (list[str]), ``slot`` (``"first"`` when the
-        target is in slot ``A``, ``"last"`` when in the last slot, else ``"middle"``; null
-        without a target), ``v_control``/``v_perturbed`` (str verdicts, null when failed),
-        ``failed`` (bool: either side failed), ``unchanged`` (float 0/1), ``s_control``/
-        ``s_perturbed`` (float: the target's score), ``c_control``/``c_perturbed`` (float:
-        correctness, null when ``better`` is unknown; after a ``fallacy`` injection the
-        correct verdict is the other response, CALM's accuracy for fallacy-oversight).
-
-    Raises:
-        ValueError: a perturbation column is missing.
-    """
-    missing = [c for c in PERTURBATION_COLUMNS if c not in judgments.columns]
-    if missing:
-        raise ValueError(f"judgments lack the perturbation columns {missing}")
-    # one chunk: polars 2.1 panics (binview index assertion) on this plan over string
-    # columns of several chunks, as tables concatenated from many raw files are
-    base = judgments.rechunk().lazy().with_columns(_v=verdict())
-    ctrl = (
-        base.filter(pl.col("perturbation") == CONTROL)
-        .select(*CONTROL_KEYS, pl.col("_v").alias("v_control"))
-        .unique(CONTROL_KEYS, keep="first")
-    )
-    pert = base.filter(pl.col("perturbation") != CONTROL)
-    last = pl.col("shown").list.len().sub(1)
-    slot_idx = pl.col("target_slot").replace_strict(
-        {x: i for i, x in enumerate(LETTERS)}, default=None, return_dtype=pl.Int64
-    )
-    joined = (
-        pert.join(ctrl, on=CONTROL_KEYS, how="inner")
-        .select(
-            *CONTROL_KEYS,
-            "question_id",
-            *[c for c in PERTURBATION_COLUMNS if c not in ("perturbation",)],
-            "perturbation",
-            "shown",
-            slot=pl.when(pl.col("target_slot").is_null())
-            .then(None)
-            .when(slot_idx == 0)
-            .then(pl.lit("first"))
-            .when(slot_idx == last)
-            .then(pl.lit("last"))
-            .otherwise(pl.lit("middle")),
-            v_control=pl.col("v_control"),
-            v_perturbed=pl.col("_v"),
-        )
-        .with_columns(
-            failed=pl.col("v_control").is_null() | pl.col("v_perturbed").is_null()
-        )
-        .collect()
-    )
-    return joined.with_columns(
-        unchanged=pl.when(pl.col("failed"))
-        .then(None)
-        .otherwise((pl.col("v_control") == pl.col("v_perturbed")).cast(pl.Float64)),
-        s_control=_score_of("v_control", pl.col("target")),
-        s_perturbed=_score_of("v_perturbed", pl.col("target")),
-        c_control=_score_of("v_control", pl.col("better")),
-        c_perturbed=pl.when(pl.col("perturbation_kind") == "fallacy")
-        .then(_other_score("v_perturbed", pl.col("better")))
-        .otherwise(_score_of("v_perturbed", pl.col("better"))),
-    )
-
-
-def _score_of(col: str, model: pl.Expr) -> pl.Expr:
-    v = pl.col(col)
-    return (
-        pl.when(v.is_null() | model.is_null())
-        .then(None)
-        .when(v == "<tie>")
-        .then(0.5)
-        .otherwise((v == model).cast(pl.Float64))
-    )
-
-
-def _other_score(col: str, model: pl.Expr) -> pl.Expr:
-    """Score of "any answer but ``model``" (pairwise: the other response)."""
-    v = pl.col(col)
-    return (
-        pl.when(v.is_null() | model.is_null())
-        .then(None)
-        .when(v == "<tie>")
-        .then(0.5)
-        .otherwise(((v != model) & ~v.str.starts_with("slot:")).cast(pl.Float64))
-    )
-
-
-def consistency_rate(judgments: pl.DataFrame) -> pl.DataFrame:
-    """CALM's consistency rate CR: the control asked twice (repetition 1 against 2), the noise floor.
-
-    ``CR = (1/|D|) Σ 1[y_i = y_i']`` over the (instance, order) items of the control whose
-    two askings both have a verdict (``docs/bias-metrics.md``; CALM draws CR as a dashed
-    line beside RR).
-
-    Returns:
-        Columns ``benchmark``, ``judge``, ``cr_n`` (int items), ``cr`` (float; null when the
-        job asked each query fewer than twice).
-    """
-    keys = ["benchmark", "judge", "instance_id", "permutation"]
-    ctrl = judgments.rechunk().lazy()  # one chunk: see paired()
-    if "perturbation" in judgments.columns:
-        ctrl = ctrl.filter(pl.col("perturbation") == CONTROL)
-    ctrl = ctrl.with_columns(_v=verdict())
-    r1 = (
-        ctrl.filter(pl.col("repetition") == 1)
-        .select(*keys, v1="_v")
-        .unique(keys, keep="first")
-    )
-    r2 = (
-        ctrl.filter(pl.col("repetition") == 2)
-        .select(*keys, v2="_v")
-        .unique(keys, keep="first")
-    )
-    judges = ctrl.select("benchmark", "judge").unique()
-    both = r1.join(r2, on=keys, how="inner").filter(
-        pl.col("v1").is_not_null() & pl.col("v2").is_not_null()
-    )
-    cr = both.group_by("benchmark", "judge").agg(
-        cr_n=pl.len().cast(pl.Int64), cr=(pl.col("v1") == pl.col("v2")).mean()
-    )
-    return (
-        judges.join(cr, on=["benchmark", "judge"], how="left")
-        .with_columns(pl.col("cr_n").fill_null(0))
-        .sort("benchmark", "judge")
-        .collect()
-    )
 
 
 def _effect_stats(s: dict) -> dict:
@@ -278,6 +110,37 @@ def _effect_stats(s: dict) -> dict:
         "rr": u / n,
         "susceptibility": np.where(delta >= 0, sus, sus_away),
     }
+
+
+def _with_slot_all(p: pl.DataFrame) -> pl.DataFrame:
+    """The pairs of :func:`paired` (``perturbation_param`` and ``target_rule`` as str) once
+    with ``slot = "all"``, then again those whose target is in the first or last slot."""
+    base = p.with_columns(
+        pl.col("perturbation_param").cast(pl.String),
+        pl.col("target_rule").cast(pl.String),
+    )
+    return pl.concat(
+        [
+            base.with_columns(slot=pl.lit("all")),
+            base.filter(pl.col("slot").is_in(["first", "last"])),
+        ]
+    )
+
+
+def _variant_counts(ok: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Per ``keys`` (variant × slot) over the valid pairs ``ok``: ``n``, ``rr``,
+    ``p_control``, ``p_perturbed``, ``toward``, ``away`` and the two accuracies (the
+    counts and means of :func:`bias_effects`)."""
+    return ok.group_by(keys).agg(
+        n=pl.len().cast(pl.Int64),
+        rr=pl.col("unchanged").mean(),
+        p_control=pl.col("s_control").mean(),
+        p_perturbed=pl.col("s_perturbed").mean(),
+        toward=(pl.col("s_perturbed") > pl.col("s_control")).sum().cast(pl.Int64),
+        away=(pl.col("s_perturbed") < pl.col("s_control")).sum().cast(pl.Int64),
+        accuracy_control=pl.col("c_control").mean(),
+        accuracy_perturbed=pl.col("c_perturbed").mean(),
+    )
 
 
 def bias_effects(
@@ -338,48 +201,41 @@ def bias_effects(
         return pl.DataFrame(schema={c: pl.String for c in EFFECT_COLUMNS}).select(
             EFFECT_COLUMNS
         )
-    base = p.with_columns(
-        pl.col("perturbation_param").cast(pl.String),
-        pl.col("target_rule").cast(pl.String),
-    )
-    allrows = pl.concat(
-        [
-            base.with_columns(slot=pl.lit("all")),
-            base.filter(pl.col("slot").is_in(["first", "last"])),
-        ]
-    )
+    allrows = _with_slot_all(p)
     keys = [*VARIANT_KEYS, "slot"]
     fails = allrows.group_by(keys).agg(n_failed=pl.col("failed").sum().cast(pl.Int64))
     ok = allrows.filter(~pl.col("failed"))
-    counts = ok.group_by(keys).agg(
-        n=pl.len().cast(pl.Int64),
-        rr=pl.col("unchanged").mean(),
-        p_control=pl.col("s_control").mean(),
-        p_perturbed=pl.col("s_perturbed").mean(),
-        toward=(pl.col("s_perturbed") > pl.col("s_control")).sum().cast(pl.Int64),
-        away=(pl.col("s_perturbed") < pl.col("s_control")).sum().cast(pl.Int64),
-        accuracy_control=pl.col("c_control").mean(),
-        accuracy_perturbed=pl.col("c_perturbed").mean(),
-    )
+    counts = _variant_counts(ok, keys)
     wide, key_map, boot_rows = _effect_intervals(
         ok, keys, replicates=replicates, level=level, seed=seed
     )
-    out = (
+    cr = consistency_rate(judgments).select("benchmark", "judge", "cr")
+    out = _joined(counts, fails, key_map, wide, cr, keys)
+    return _derived(out, boot_rows, replicates=replicates, level=level, seed=seed)
+
+
+def _joined(
+    counts: pl.DataFrame,
+    fails: pl.DataFrame,
+    key_map: pl.DataFrame,
+    wide: pl.DataFrame,
+    cr: pl.DataFrame,
+    keys: list[str],
+) -> pl.DataFrame:
+    """The per variant × slot ``counts`` with the failures ``fails`` (``n_failed``), the
+    intervals ``wide`` (through ``key_map``), the judge's ``cr``, and ``delta``; ``n`` and
+    ``n_failed`` 0 where absent."""
+    return (
         counts.join(fails, on=keys, how="full", coalesce=True, nulls_equal=True)
         .join(key_map, on=keys, how="left", nulls_equal=True)
         .join(wide, on=["benchmark", "_key"], how="left")
-        .join(
-            consistency_rate(judgments).select("benchmark", "judge", "cr"),
-            on=["benchmark", "judge"],
-            how="left",
-        )
+        .join(cr, on=["benchmark", "judge"], how="left")
         .with_columns(
             pl.col("n").fill_null(0),
             pl.col("n_failed").fill_null(0),
             delta=pl.col("p_perturbed") - pl.col("p_control"),
         )
     )
-    return _derived(out, boot_rows, replicates=replicates, level=level, seed=seed)
 
 
 def _effect_intervals(

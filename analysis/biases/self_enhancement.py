@@ -255,32 +255,9 @@ def win_rate_deviations(
     return pl.concat(out).sort("benchmark", "judge", "candidate", "metric")
 
 
-def self_enhancement(
-    judgments: pl.DataFrame,
-    own_models: Mapping[str, str] | None = None,
-    *,
-    replicates: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> pl.DataFrame:
-    """Self-enhancement of each judge whose own model is among the candidates.
-
-    Args:
-        judgments: JUDGMENT_SCHEMA rows of a pairwise job with at least two judges.
-        own_models: judge label -> its own candidate model (default :data:`OWN_MODELS`).
-        replicates, level, seed: of the cluster bootstrap over questions.
-
-    Returns:
-        :data:`SELF_COLUMNS`, one row per (benchmark, judge) with its own model among the
-        candidates: ``owr_self`` = owr_j(m), ``owr_others`` = mean over the other judges,
-        ``raw``/``did``/``adj`` (strength-adjusted)/``slope`` (of the judge's deviation on
-        the other judges' win rate, over the non-own candidates)/``error_rate`` with
-        ``_lo``/``_hi`` intervals (see the module docstring), ``error_rate_null`` with
-        ``_lo``/``_hi`` (the error rate's null reference and band), ``other_judges`` (str, comma-separated), ``n_pairs`` (int). Empty when
-        no such judge is present.
-    """
-    own = dict(OWN_MODELS if own_models is None else own_models)
-    empty = pl.DataFrame(
+def _no_rows() -> pl.DataFrame:
+    """No rows, the :data:`SELF_COLUMNS` with their types."""
+    return pl.DataFrame(
         schema={
             c: (
                 pl.Int64
@@ -292,14 +269,13 @@ def self_enhancement(
             for c in SELF_COLUMNS
         }
     )
-    present = judgments.filter(
-        pl.col("judge").is_in(list(own)) & pl.col("mode").eq("pairwise")
-    )
-    if present.height == 0 or judgments.get_column("judge").n_unique() < 2:
-        return empty
-    dev = win_rate_deviations(judgments, replicates=replicates, level=level, seed=seed)
-    if dev.height == 0:
-        return empty
+
+
+def _own_rows(dev: pl.DataFrame, own: Mapping[str, str]) -> pl.DataFrame:
+    """The rows of :func:`win_rate_deviations` ``dev`` on each judge's own model ``own``
+    (judge -> model), one per (benchmark, judge): ``own_model``, ``n_pairs``, the metrics
+    as columns (``owr_self`` for ``owr``; ``<metric>_lo``/``_hi``) and ``other_judges``
+    (the benchmark's other judges, sorted, comma-separated)."""
     mine = pl.DataFrame({"judge": list(own), "own_model": list(own.values())})
     sel = dev.join(
         mine,
@@ -331,6 +307,44 @@ def self_enhancement(
         .list.sort()
         .list.join(",")
     )
+    return wide
+
+
+def self_enhancement(
+    judgments: pl.DataFrame,
+    own_models: Mapping[str, str] | None = None,
+    *,
+    replicates: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """Self-enhancement of each judge whose own model is among the candidates.
+
+    Args:
+        judgments: JUDGMENT_SCHEMA rows of a pairwise job with at least two judges.
+        own_models: judge label -> its own candidate model (default :data:`OWN_MODELS`).
+        replicates, level, seed: of the cluster bootstrap over questions.
+
+    Returns:
+        :data:`SELF_COLUMNS`, one row per (benchmark, judge) with its own model among the
+        candidates: ``owr_self`` = owr_j(m), ``owr_others`` = mean over the other judges,
+        ``raw``/``did``/``adj`` (strength-adjusted)/``slope`` (of the judge's deviation on
+        the other judges' win rate, over the non-own candidates)/``error_rate`` with
+        ``_lo``/``_hi`` intervals (see the module docstring), ``error_rate_null`` with
+        ``_lo``/``_hi`` (the error rate's null reference and band), ``other_judges`` (str, comma-separated), ``n_pairs`` (int). Empty when
+        no such judge is present.
+    """
+    own = dict(OWN_MODELS if own_models is None else own_models)
+    empty = _no_rows()
+    present = judgments.filter(
+        pl.col("judge").is_in(list(own)) & pl.col("mode").eq("pairwise")
+    )
+    if present.height == 0 or judgments.get_column("judge").n_unique() < 2:
+        return empty
+    dev = win_rate_deviations(judgments, replicates=replicates, level=level, seed=seed)
+    if dev.height == 0:
+        return empty
+    wide = _own_rows(dev, own)
     nulls = _error_rate_nulls(
         judgments,
         wide.select("benchmark", "judge", "own_model"),

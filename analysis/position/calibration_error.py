@@ -239,6 +239,81 @@ def _ece_calibrated(
     return float(np.concatenate(out).mean())
 
 
+def _bin_sums(f: pl.DataFrame, bins: int) -> tuple[pl.DataFrame, list[str]]:
+    """Per forecast of ``f`` (:func:`forecasts`, gold labels only) the summands of the ECE
+    and Brier score: ``n{k}`` (1.0 in bin ``k``), ``p{k}``, ``y{k}`` (the forecast, the
+    label, in bin ``k``; else 0) and ``sq`` (``(p − y)²``), with the judge keys and
+    ``question_id``; and the names of the summed columns."""
+    b = _bin(bins)
+    sums = f.select(
+        *JUDGE_KEYS,
+        "question_id",
+        *[(b == k).cast(pl.Float64).alias(f"n{k}") for k in range(bins)],
+        *[
+            pl.when(b == k).then(pl.col("p")).otherwise(0.0).alias(f"p{k}")
+            for k in range(bins)
+        ],
+        *[
+            pl.when(b == k).then(pl.col("y")).otherwise(0.0).alias(f"y{k}")
+            for k in range(bins)
+        ],
+        sq=(pl.col("p") - pl.col("y")) ** 2,
+    )
+    values = [f"{c}{k}" for c in "npy" for k in range(bins)] + ["sq"]
+    return sums, values
+
+
+def _intervals(
+    drawn: pl.DataFrame,
+    values: list[str],
+    bins: int,
+    replicates: int,
+    level: float,
+    seed: int,
+) -> pl.DataFrame:
+    """ECE and Brier estimates and intervals per judge (wide: ``estimate_ece``,
+    ``lo_ece``, ``hi_ece``, the same for ``brier``) from the cluster bootstrap of the
+    per-question sums ``drawn``; the ECE interval shifted back by its replicates' median
+    minus the estimate (module docstring), clipped at 0."""
+    common = dict(groups=["judge"], replicates=replicates, seed=seed)
+    ci = cluster_bootstrap(drawn, values, _statistic(bins), level=level, **common)
+    # the same draws' median: ECE's bootstrap replicates carry its small-sample bias twice
+    # over, so its interval is shifted back by (median of the replicates − estimate)
+    mid = cluster_bootstrap(drawn, values, _statistic(bins), level=1e-9, **common)
+    shift = (pl.col("lo_mid") - pl.col("estimate")).fill_nan(0.0)
+    ci = ci.join(
+        mid.select(*JUDGE_KEYS, "metric", lo_mid="lo"), on=[*JUDGE_KEYS, "metric"]
+    )
+    ci = ci.with_columns(
+        lo=pl.when(pl.col("metric") == "ece").then((pl.col("lo") - shift).clip(0.0)).otherwise("lo"),
+        hi=pl.when(pl.col("metric") == "ece").then((pl.col("hi") - shift).clip(0.0)).otherwise("hi"),
+    )  # fmt: skip
+    return ci.pivot("metric", index=JUDGE_KEYS, values=["estimate", "lo", "hi"])
+
+
+def _calibrated(
+    f: pl.DataFrame, bins: int, draws: int, rng: np.random.Generator
+) -> pl.DataFrame:
+    """Per judge of ``f`` (sorted): ``benchmark``, ``judge``, ``source`` (the sources
+    joined by ``+``), ``n`` (int: forecasts) and ``ece_calibrated`` (float:
+    :func:`_ece_calibrated`, the judges drawn from ``rng`` in order)."""
+    per_judge = []
+    for (bm, j), grp in f.sort(JUDGE_KEYS, maintain_order=True).group_by(
+        JUDGE_KEYS, maintain_order=True
+    ):
+        src = "+".join(
+            sorted(grp.get_column("source").unique().to_list(), reverse=True)
+        )
+        p, inst = grp.get_column("p").to_numpy(), grp.get_column("instance").to_numpy()
+        per_judge.append(
+            (bm, j, src, grp.height, _ece_calibrated(p, inst, bins, draws, rng))
+        )
+    return pl.DataFrame(
+        per_judge, schema={"benchmark": pl.String, "judge": pl.String, "source": pl.String, "n": pl.Int64,
+                           "ece_calibrated": pl.Float64}, orient="row",
+    )  # fmt: skip
+
+
 def calibration_error(
     judgments: pl.DataFrame,
     *,
@@ -283,53 +358,11 @@ def calibration_error(
     }  # fmt: skip
     if not f.height:
         return pl.DataFrame(schema=schema).select(CALIBRATION_COLUMNS)
-    b = _bin(bins)
-    sums = f.select(
-        *JUDGE_KEYS,
-        "question_id",
-        *[(b == k).cast(pl.Float64).alias(f"n{k}") for k in range(bins)],
-        *[
-            pl.when(b == k).then(pl.col("p")).otherwise(0.0).alias(f"p{k}")
-            for k in range(bins)
-        ],
-        *[
-            pl.when(b == k).then(pl.col("y")).otherwise(0.0).alias(f"y{k}")
-            for k in range(bins)
-        ],
-        sq=(pl.col("p") - pl.col("y")) ** 2,
+    sums, values = _bin_sums(f, bins)
+    wide = _intervals(
+        in_clusters(sums, clusters), values, bins, replicates, level, seed
     )
-    values = [f"{c}{k}" for c in "npy" for k in range(bins)] + ["sq"]
-    drawn = in_clusters(sums, clusters)
-    common = dict(groups=["judge"], replicates=replicates, seed=seed)
-    ci = cluster_bootstrap(drawn, values, _statistic(bins), level=level, **common)
-    # the same draws' median: ECE's bootstrap replicates carry its small-sample bias twice
-    # over, so its interval is shifted back by (median of the replicates − estimate)
-    mid = cluster_bootstrap(drawn, values, _statistic(bins), level=1e-9, **common)
-    shift = (pl.col("lo_mid") - pl.col("estimate")).fill_nan(0.0)
-    ci = ci.join(
-        mid.select(*JUDGE_KEYS, "metric", lo_mid="lo"), on=[*JUDGE_KEYS, "metric"]
-    )
-    ci = ci.with_columns(
-        lo=pl.when(pl.col("metric") == "ece").then((pl.col("lo") - shift).clip(0.0)).otherwise("lo"),
-        hi=pl.when(pl.col("metric") == "ece").then((pl.col("hi") - shift).clip(0.0)).otherwise("hi"),
-    )  # fmt: skip
-    wide = ci.pivot("metric", index=JUDGE_KEYS, values=["estimate", "lo", "hi"])
-    rng = np.random.default_rng([seed, 2])
-    per_judge = []
-    for (bm, j), grp in f.sort(JUDGE_KEYS, maintain_order=True).group_by(
-        JUDGE_KEYS, maintain_order=True
-    ):
-        src = "+".join(
-            sorted(grp.get_column("source").unique().to_list(), reverse=True)
-        )
-        p, inst = grp.get_column("p").to_numpy(), grp.get_column("instance").to_numpy()
-        per_judge.append(
-            (bm, j, src, grp.height, _ece_calibrated(p, inst, bins, draws, rng))
-        )
-    meta = pl.DataFrame(
-        per_judge, schema={"benchmark": pl.String, "judge": pl.String, "source": pl.String, "n": pl.Int64,
-                           "ece_calibrated": pl.Float64}, orient="row",
-    )  # fmt: skip
+    meta = _calibrated(f, bins, draws, np.random.default_rng([seed, 2]))
     return (
         meta.join(wide, on=JUDGE_KEYS, how="left")
         .join(ties, on=JUDGE_KEYS, how="left")

@@ -60,6 +60,7 @@ from voirdire.analysis.position.formulas import (
     safe_div,
     with_cell_figures,
 )
+from voirdire.analysis.position.slot_test import cluster_wald, question_wald
 from voirdire.core import LETTERS
 
 __all__ = [
@@ -284,6 +285,59 @@ def listwise_cell_metrics(rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _slot_counts(rows: pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
+    """Per group ``keys`` and slot of annotated list-wise ``rows`` (column ``list_size``):
+    the slot counts, shares and Pearson's chi-square (column ``chi2``, null for a group
+    with no slot choice), every slot a row, sorted by ``keys`` and position; the columns of
+    :func:`slot_shares` but ``chi2_p`` and ``clusters``, plus the helper columns
+    ``_ties``, ``_verdicts`` and ``_term``."""
+    totals = rows.group_by(keys).agg(
+        n_choices=pl.col("_slot").sum().cast(pl.Int64),
+        _ties=pl.col("_tie").sum(),
+        _verdicts=(~pl.col("_fail")).sum(),
+    )
+    slots = (
+        totals.select(keys)
+        .with_columns(position=pl.int_ranges(1, pl.col("list_size") + 1))
+        .explode("position")
+        .with_columns(pl.col("position").cast(pl.Int32))
+    )
+    picks = (
+        rows.filter(pl.col("_slot"))
+        .group_by([*keys, (pl.col("_code") + 1).cast(pl.Int32).alias("position")])
+        .agg(choices=pl.len().cast(pl.Int64))
+    )
+    expected_n = pl.col("n_choices").cast(pl.Float64) / pl.col("list_size")
+    return (
+        slots.join(picks, on=[*keys, "position"], how="left")
+        .join(totals, on=keys, how="left")
+        .with_columns(
+            pl.col("choices").fill_null(0),
+            slot=pl.lit(LETTERS).str.slice(pl.col("position") - 1, 1),
+        )
+        .with_columns(
+            share=safe_div(pl.col("choices"), pl.col("n_choices")),
+            expected=1.0 / pl.col("list_size").cast(pl.Float64),
+            tie_share=safe_div(pl.col("_ties"), pl.col("_verdicts")),
+            _term=(pl.col("choices") - expected_n) ** 2 / expected_n,
+        )
+        .with_columns(
+            excess=pl.col("share") - pl.col("expected"),
+            chi2=pl.when(pl.col("n_choices") > 0).then(
+                pl.col("_term").sum().over(keys)
+            ),
+            chi2_dof=(pl.col("list_size") - 1).cast(pl.Int64),
+        )
+        .with_columns(
+            pl.col("list_size").cast(pl.Int64),
+            pl.col("option_mode").cast(pl.Int64),
+            pl.col("position").cast(pl.Int64),
+        )
+        .sort(keys + ["position"])
+        .collect()
+    )
+
+
 def slot_shares(judgments: pl.DataFrame) -> pl.DataFrame:
     """How often each slot is chosen, against the 1/p of a judge without position bias,
     with a chi-square goodness-of-fit test of the slot counts against uniform.
@@ -314,53 +368,9 @@ def slot_shares(judgments: pl.DataFrame) -> pl.DataFrame:
     rows = _annotated(judgments.lazy().filter(pl.col("mode") == "listwise"))
     keys = ["benchmark", "judge", "list_size", "option_mode"]
     rows = rows.with_columns(list_size=pl.col("_p"))
-    totals = rows.group_by(keys).agg(
-        n_choices=pl.col("_slot").sum().cast(pl.Int64),
-        _ties=pl.col("_tie").sum(),
-        _verdicts=(~pl.col("_fail")).sum(),
-    )
-    slots = (
-        totals.select(keys)
-        .with_columns(position=pl.int_ranges(1, pl.col("list_size") + 1))
-        .explode("position")
-        .with_columns(pl.col("position").cast(pl.Int32))
-    )
-    picks = (
-        rows.filter(pl.col("_slot"))
-        .group_by([*keys, (pl.col("_code") + 1).cast(pl.Int32).alias("position")])
-        .agg(choices=pl.len().cast(pl.Int64))
-    )
-    expected_n = pl.col("n_choices").cast(pl.Float64) / pl.col("list_size")
-    out = (
-        slots.join(picks, on=[*keys, "position"], how="left")
-        .join(totals, on=keys, how="left")
-        .with_columns(
-            pl.col("choices").fill_null(0),
-            slot=pl.lit(LETTERS).str.slice(pl.col("position") - 1, 1),
-        )
-        .with_columns(
-            share=safe_div(pl.col("choices"), pl.col("n_choices")),
-            expected=1.0 / pl.col("list_size").cast(pl.Float64),
-            tie_share=safe_div(pl.col("_ties"), pl.col("_verdicts")),
-            _term=(pl.col("choices") - expected_n) ** 2 / expected_n,
-        )
-        .with_columns(
-            excess=pl.col("share") - pl.col("expected"),
-            chi2=pl.when(pl.col("n_choices") > 0).then(
-                pl.col("_term").sum().over(keys)
-            ),
-            chi2_dof=(pl.col("list_size") - 1).cast(pl.Int64),
-        )
-        .with_columns(
-            pl.col("list_size").cast(pl.Int64),
-            pl.col("option_mode").cast(pl.Int64),
-            pl.col("position").cast(pl.Int64),
-        )
-        .sort(keys + ["position"])
-        .collect()
-    )
+    out = _slot_counts(rows, keys)
     out = out.rename({"chi2": "pearson_chi2"}).join(
-        _question_wald(rows, keys), on=keys, how="left"
+        question_wald(rows, keys), on=keys, how="left"
     )
     stat = out.get_column("chi2").fill_null(np.nan).to_numpy().astype(float)
     dof = out.get_column("chi2_dof").to_numpy()
@@ -370,74 +380,3 @@ def slot_shares(judgments: pl.DataFrame) -> pl.DataFrame:
     return out.with_columns(
         chi2_p=pl.Series(pval, dtype=pl.Float64).fill_nan(None)
     ).select(SLOT_COLUMNS)
-
-
-def _question_wald(rows: pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
-    """:func:`cluster_wald` over the slot choices of annotated ``rows``, per question."""
-    per_question = (
-        rows.filter(pl.col("_slot"))
-        .group_by(
-            [
-                *keys,
-                "question_id",
-                (pl.col("_code") + 1).cast(pl.Int64).alias("position"),
-            ]
-        )
-        .agg(choices=pl.len().cast(pl.Int64))
-        .collect()
-    )
-    return cluster_wald(
-        per_question.cast({"list_size": pl.Int64, "option_mode": pl.Int64}), keys
-    )
-
-
-def cluster_wald(
-    per_cluster: pl.DataFrame, keys: list[str], cluster: str = "question_id"
-) -> pl.DataFrame:
-    """Cluster-robust Wald test of uniform slot choices (ours; the standard sandwich form,
-    e.g. Cameron & Miller, "A Practitioner's Guide to Cluster-Robust Inference", 2015).
-
-    For cluster ``i`` (a question: all its lists, orders and repetitions) with ``n_i`` slot
-    choices and ``x_ij`` of them at slot ``j``, ``d_i = x_i − n_i/p``. A judge without
-    position bias under a design balanced within each instance (cyclic, all orders, Latin
-    squares) has ``E[d_i] = 0`` in every cluster, however its choices within the cluster
-    are correlated. With ``D = Σ d_i`` and ``V = Σ d_i d_iᵀ`` over the first ``p − 1``
-    slots (the last is implied), ``W = Dᵀ V⁺ D`` (Moore–Penrose inverse) is
-    asymptotically χ² with ``p − 1`` degrees of freedom as the clusters grow.
-    Repetitions, identical or partly correlated, change neither its size nor, when
-    identical, its value (``D`` and ``V`` scale by ``r`` and ``r²``). ``W ≤`` the number
-    of clusters, so with few questions (about 6 at p = 3) it cannot reject at α = 0.05:
-    that is the evidence few questions hold.
-
-    Args:
-        per_cluster: ``keys``, ``cluster``, ``position`` (int, 1-based), ``choices`` (int);
-            ``list_size`` (int) among the keys.
-        keys: the test's groups (one test each).
-        cluster: the clustering column.
-
-    Returns:
-        ``keys``, ``chi2`` (float ``W``; null without a slot choice), ``clusters`` (int).
-    """
-    frames = []
-    for part in per_cluster.partition_by(keys, maintain_order=True):
-        p = int(part["list_size"][0])
-        ids, inv = np.unique(part[cluster].to_numpy().astype(str), return_inverse=True)
-        x = np.zeros((len(ids), p))
-        np.add.at(x, (inv, part["position"].to_numpy() - 1), part["choices"].to_numpy())
-        d = (x - x.sum(1, keepdims=True) / p)[:, : p - 1]
-        total = d.sum(0)
-        w = float(total @ np.linalg.pinv(d.T @ d) @ total) if x.sum() > 0 else None
-        frames.append(
-            part.select(keys)
-            .head(1)
-            .with_columns(
-                chi2=pl.lit(w, dtype=pl.Float64),
-                clusters=pl.lit(len(ids), dtype=pl.Int64),
-            )
-        )
-    schema = {
-        **{k: per_cluster.schema[k] for k in keys},
-        "chi2": pl.Float64,
-        "clusters": pl.Int64,
-    }
-    return pl.concat(frames) if frames else pl.DataFrame(schema=schema)

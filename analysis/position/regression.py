@@ -32,17 +32,20 @@ row per term: ``Df`` (rank lost when the term is dropped), ``Sum of Sq`` (RSS in
 
 from __future__ import annotations
 
-import math
 import re
-import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import polars as pl
-import statsmodels.api as sm
 
 from voirdire.analysis.position.formulas import valid
+from voirdire.analysis.position.regression_design import (
+    Gram,
+    aic,
+    design_blocks,
+    final_fit,
+    scorer,
+)
 
 __all__ = [
     "CATEGORICAL_TERMS",
@@ -157,13 +160,6 @@ def candidate_terms(df: pl.DataFrame, extra: Sequence[str] = ()) -> list[str]:
     return out
 
 
-def aic(rss: float, n: int, k: int) -> float:
-    """R's ``extractAIC`` for a linear model: ``n·ln(RSS/n) + 2k`` (``-inf`` when RSS = 0)."""
-    if rss <= 0:
-        return -math.inf
-    return n * math.log(rss / n) + 2 * k
-
-
 @dataclass
 class StepResult:
     """Outcome of :func:`stepwise`.
@@ -196,71 +192,6 @@ class StepResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _blocks(
-    df: pl.DataFrame, terms: Sequence[str]
-) -> dict[str, tuple[np.ndarray, list[str]]]:
-    """Design columns per term: dummies (treatment coding) or a standardised numeric."""
-    out = {}
-    for t in terms:
-        s = df.get_column(t)
-        if s.dtype == pl.String or s.dtype == pl.Categorical or s.dtype == pl.Boolean:
-            s = s.cast(pl.String)
-            levels = sorted(s.unique().to_list())
-            vals = s.to_numpy()
-            cols = [(vals == lv).astype(float) for lv in levels[1:]]
-            out[t] = (
-                np.column_stack(cols) if cols else np.zeros((len(vals), 0)),
-                [f"{t}[{lv}]" for lv in levels[1:]],
-            )
-        else:
-            x = s.cast(pl.Float64).to_numpy()
-            sd = x.std()
-            out[t] = (((x - x.mean()) / (sd if sd > 0 else 1.0))[:, None], [t])
-    return out
-
-
-def _design(n: int, blocks: dict, terms: Sequence[str]) -> np.ndarray:
-    return np.column_stack([np.ones(n), *[blocks[t][0] for t in terms]])
-
-
-class _Gram:
-    """Cross-products of the full design, computed once: every submodel's RSS and rank
-    come from its block of ``Z'Z`` and ``Z'y`` (O(k³) per model, independent of n).
-
-    RSS = y'y − c'G⁺c with ``G = X'X``, ``c = X'y`` and ``G⁺`` the pseudo-inverse over the
-    eigenvalues above ``λ_max · 1e-10`` (their count is the rank of ``X``).
-    """
-
-    def __init__(self, y: np.ndarray, blocks: dict, terms: Sequence[str]) -> None:
-        z = _design(len(y), blocks, terms)
-        self.g = z.T @ z
-        self.c = z.T @ y
-        self.yy = float(y @ y)
-        self.cols: dict[str, np.ndarray] = {}
-        start = 1
-        for t in terms:
-            w = blocks[t][0].shape[1]
-            self.cols[t] = np.arange(start, start + w)
-            start += w
-
-    def rss_rank(self, terms: Sequence[str]) -> tuple[float, int]:
-        idx = np.concatenate(
-            [np.zeros(1, dtype=np.int64), *[self.cols[t] for t in terms]]
-        )
-        g, c = self.g[np.ix_(idx, idx)], self.c[idx]
-        lam, vec = np.linalg.eigh(g)
-        keep = lam > max(lam.max(), 0.0) * 1e-10
-        proj = vec[:, keep].T @ c
-        return max(self.yy - float(proj @ (proj / lam[keep])), 0.0), int(keep.sum())
-
-
-def _fit(y: np.ndarray, blocks: dict, terms: Sequence[str]):
-    """The final model, fitted by statsmodels OLS (pseudo-inverse: aliased columns share)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return sm.OLS(y, _design(len(y), blocks, terms)).fit()
-
-
 def _observations(
     df: pl.DataFrame, response: str, terms: Sequence[str], scope: str
 ) -> pl.DataFrame:
@@ -278,6 +209,58 @@ def _observations(
             f"{scope or 'regression'}: {data.height} observations, need at least 3"
         )
     return data
+
+
+def _best_move(
+    model: list[str], terms: Sequence[str], score: Callable, k: int, cur: float
+) -> tuple | None:
+    """The move R's ``step()`` takes from ``model`` (rank ``k``, AIC ``cur``), or None to stop.
+
+    A move is ``(AIC, "- term" | "+ term", Df, RSS, rank)`` after it: every drop, then
+    every add, in term order. A 0-Df (aliased) drop is taken first, the last-listed one;
+    otherwise the move of lowest AIC among those of non-zero Df, if strictly below ``cur``.
+    """
+    moves = []
+    for t in model:
+        r2, k2, a2 = score([m for m in model if m != t])
+        moves.append((a2, f"- {t}", k - k2, r2, k2))
+    for t in terms:
+        if t not in model:
+            r2, k2, a2 = score([*model, t])
+            moves.append((a2, f"+ {t}", k2 - k, r2, k2))
+    aliased = [m for m in moves if m[1].startswith("- ") and m[2] == 0]
+    if aliased:  # as R's step(): drop a 0-Df (aliased) term first, the last-listed one
+        return aliased[-1]
+    # R leaves out moves of 0 Df (adding an aliased term) and orders the others by
+    # AIC with <none> (the current model) first: a move is taken only when its AIC
+    # is strictly lower
+    moves = [m for m in moves if m[2] != 0]
+    best = min(moves, key=lambda m: m[0]) if moves else None
+    if best is None or not best[0] < cur:
+        return None
+    return best
+
+
+def _drop1(
+    model: list[str], score: Callable, rss: float, k: int, cur: float
+) -> pl.DataFrame:
+    """R's ``drop1`` table of ``model`` (RSS ``rss``, rank ``k``, AIC ``cur``): ``term``,
+    ``Df``, ``Sum of Sq``, ``RSS``, ``AIC``, ``<none>`` and one row per term, by AIC."""
+    rows = [("<none>", None, None, rss, cur)]
+    for t in model:
+        r2, k2, a2 = score([m for m in model if m != t])
+        rows.append((t, k - k2, r2 - rss, r2, a2))
+    return pl.DataFrame(
+        rows,
+        schema={
+            "term": pl.String,
+            "Df": pl.Int64,
+            "Sum of Sq": pl.Float64,
+            "RSS": pl.Float64,
+            "AIC": pl.Float64,
+        },
+        orient="row",
+    ).sort("AIC")
 
 
 def stepwise(
@@ -303,44 +286,17 @@ def stepwise(
     data = _observations(df, response, terms, scope)
     n = data.height
     y = data.get_column(response).cast(pl.Float64).to_numpy()
-    blocks = _blocks(data, terms)
+    blocks = design_blocks(data, terms)
     terms = [t for t in terms if blocks[t][0].shape[1] > 0]
-    cache: dict[frozenset, tuple[float, int]] = {}
-    gram = _Gram(y, blocks, terms)
-
-    def score(model: Sequence[str]) -> tuple[float, int, float]:
-        key = frozenset(model)
-        if key not in cache:
-            cache[key] = gram.rss_rank([t for t in terms if t in key])
-        rss, k = cache[key]
-        return rss, k, aic(rss, n, k)
-
+    score = scorer(Gram(y, blocks, terms), terms, n)
     model = list(terms)
     rss, k, cur = score(model)
     path = [(0, "", None, rss, cur)]
     notes: list[str] = []
     for step in range(1, max_steps + 1):
-        moves = []
-        for t in model:
-            r2, k2, a2 = score([m for m in model if m != t])
-            moves.append((a2, f"- {t}", k - k2, r2, k2))
-        for t in terms:
-            if t not in model:
-                r2, k2, a2 = score([*model, t])
-                moves.append((a2, f"+ {t}", k2 - k, r2, k2))
-        aliased = [m for m in moves if m[1].startswith("- ") and m[2] == 0]
-        if (
-            aliased
-        ):  # as R's step(): drop a 0-Df (aliased) term first, the last-listed one
-            best = aliased[-1]
-        else:
-            # R leaves out moves of 0 Df (adding an aliased term) and orders the others by
-            # AIC with <none> (the current model) first: a move is taken only when its AIC
-            # is strictly lower
-            moves = [m for m in moves if m[2] != 0]
-            best = min(moves, key=lambda m: m[0]) if moves else None
-            if best is None or not best[0] < cur:
-                break
+        best = _best_move(model, terms, score, k, cur)
+        if best is None:
+            break
         a2, move, df_, r2, k2 = best
         if (
             a2 >= cur + _AIC_TOL
@@ -356,22 +312,7 @@ def stepwise(
             notes.append(f"{t} dropped: aliased (0 Df) with the other terms")
         rss, k, cur = r2, k2, a2
         path.append((step, move, df_, rss, cur))
-
-    rows = [("<none>", None, None, rss, cur)]
-    for t in model:
-        r2, k2, a2 = score([m for m in model if m != t])
-        rows.append((t, k - k2, r2 - rss, r2, a2))
-    drop1 = pl.DataFrame(
-        rows,
-        schema={
-            "term": pl.String,
-            "Df": pl.Int64,
-            "Sum of Sq": pl.Float64,
-            "RSS": pl.Float64,
-            "AIC": pl.Float64,
-        },
-        orient="row",
-    ).sort("AIC")
+    drop1 = _drop1(model, score, rss, k, cur)
     path_df = pl.DataFrame(
         path,
         schema={
@@ -383,28 +324,10 @@ def stepwise(
         },
         orient="row",
     )
-    coef, r2 = _final_fit(y, blocks, model)
+    coef, r2 = final_fit(y, blocks, model)
     return StepResult(
         response, scope, n, list(terms), model, drop1, path_df, coef, r2, notes
     )
-
-
-def _final_fit(
-    y: np.ndarray, blocks: dict, model: list[str]
-) -> tuple[pl.DataFrame, float]:
-    """The selected model fitted by OLS (statsmodels): its coefficients (``name``,
-    ``estimate``, ``std_error``, ``p_value``) and R² (NaN when undefined)."""
-    res = _fit(y, blocks, model)
-    names = ["(Intercept)", *[nm for t in model for nm in blocks[t][1]]]
-    coef = pl.DataFrame(
-        {
-            "name": names,
-            "estimate": np.asarray(res.params, dtype=float),
-            "std_error": np.asarray(res.bse, dtype=float),
-            "p_value": np.asarray(res.pvalues, dtype=float),
-        }
-    )
-    return coef, float(res.rsquared) if np.isfinite(res.rsquared) else float("nan")
 
 
 def factor_regressions(

@@ -23,7 +23,13 @@ import numpy as np
 import polars as pl
 from scipy.stats import binom
 
-from voirdire.judges.simulated import SimulatedSettings, decide
+from voirdire.analysis.position.pair_model import (
+    as_settings,
+    expected_pair_rates,
+    pair_slots,
+    settings_for,
+)
+from voirdire.judges.simulated import SimulatedSettings
 
 __all__ = [
     "SYNTHETIC_COLUMNS",
@@ -58,45 +64,6 @@ SYNTHETIC_COLUMNS = [
     "prompt_chars",
     "true_gap",
 ]
-
-
-def _as_settings(s: SimulatedSettings | Mapping) -> SimulatedSettings:
-    return s if isinstance(s, SimulatedSettings) else SimulatedSettings(**dict(s))
-
-
-def _pair_slots(
-    s: SimulatedSettings,
-    cand_better: np.ndarray,
-    gap: np.ndarray,
-    repetitions: int,
-    tie_offered: bool,
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """Chosen slot index for both orders and every repetition of N pairs.
-
-    ``cand_better`` (bool, N), ``gap`` (float, N). Returns int array (N, 2, R): order 0
-    shows the candidate in slot A, order 1 in slot B; value 2 is the tie option.
-    """
-    n = gap.shape[0]
-    best = np.stack(
-        [np.where(cand_better, 0, 1), np.where(cand_better, 1, 0)], axis=1
-    )  # (N, 2)
-    u = rng.random((3, n, 2, repetitions))
-    if repetitions > 1:
-        fresh = rng.random((n, 2, repetitions)) < s.repetition_noise
-        fresh[:, :, 0] = False
-        u = np.where(fresh[None], u, u[:, :, :, :1])
-    shape = (n, 2, repetitions)
-    return decide(
-        s,
-        np.broadcast_to(best[:, :, None], shape),
-        np.broadcast_to(gap[:, None, None], shape),
-        u[0],
-        u[1],
-        u[2],
-        slots=2,
-        tie_offered=tie_offered,
-    )
 
 
 def simulate_judgments(
@@ -147,47 +114,12 @@ def simulate_judgments(
     if n_questions < 1 or repetitions < 1 or not judges:
         raise ValueError("need at least one judge, one question and one repetition")
     rng = np.random.default_rng(seed)
-    cands = (
-        [f"cand-{i:02d}" for i in range(candidates)]
-        if isinstance(candidates, int)
-        else list(candidates)
-    )
-    task_names = (
-        [f"task-{i}" for i in range(tasks)] if isinstance(tasks, int) else list(tasks)
-    )
-    if not cands or not task_names:
-        raise ValueError("need at least one candidate and one task")
-    qualities = dict(qualities or {})
-    q_ref = float(qualities.get(reference, 0.0))
-    q_cand = np.array(
-        [float(qualities[c]) if c in qualities else rng.normal() for c in cands]
-    )
+    cands, task_names = _names(candidates, tasks)
     nq, nc, nr = n_questions, len(cands), repetitions
-    noise = (
-        rng.normal(0.0, question_noise, size=(nq, nc + 1))
-        if question_noise > 0
-        else np.zeros((nq, nc + 1))
+    cand_better, gap, input_chars, output_chars = _world(
+        cands, dict(qualities or {}), reference, nq, question_noise, rng
     )
-    qc = q_cand[None, :] + noise[:, :nc]  # (Q, C)
-    qr = q_ref + noise[:, nc:]  # (Q, 1)
-    diff = (qc - qr).ravel()  # pairs in (question, candidate) order
-    cand_better, gap = diff > 0, np.abs(diff)
-    input_chars = rng.integers(200, 2000, size=nq)
-    output_chars = rng.integers(400, 6000, size=(nq, nc)).ravel()
-
-    frames = []
-    for judge, raw in judges.items():
-        s = _as_settings(raw)
-        slots = _pair_slots(
-            s, cand_better, gap, nr, option_mode == 3, rng
-        )  # (QC, 2, R)
-        failed = (
-            rng.random(slots.shape) < s.fail_rate
-            if s.fail_rate > 0
-            else np.zeros(slots.shape, bool)
-        )
-        frames.append((judge, slots.ravel(), failed.ravel()))
-
+    frames = _judge_draws(judges, cand_better, gap, nr, option_mode == 3, rng)
     base = _pair_grid(
         nq,
         nc,
@@ -202,6 +134,86 @@ def simulate_judgments(
         option_mode=option_mode,
     )
     return _with_verdicts(base, frames)
+
+
+def _names(
+    candidates: int | Sequence[str], tasks: int | Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """The candidate names (``cand-00``... for a count) and task names (``task-0``...).
+
+    Raises:
+        ValueError: no candidate or no task.
+    """
+    cands = (
+        [f"cand-{i:02d}" for i in range(candidates)]
+        if isinstance(candidates, int)
+        else list(candidates)
+    )
+    task_names = (
+        [f"task-{i}" for i in range(tasks)] if isinstance(tasks, int) else list(tasks)
+    )
+    if not cands or not task_names:
+        raise ValueError("need at least one candidate and one task")
+    return cands, task_names
+
+
+def _world(
+    cands: list[str],
+    qualities: dict,
+    reference: str,
+    nq: int,
+    question_noise: float,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The world every judge shares, drawn from ``rng`` in this order: the candidates'
+    qualities missing from ``qualities`` (N(0, 1)), the (question, model) noise, the input
+    and the output lengths.
+
+    Returns ``(cand_better, gap, input_chars, output_chars)``: per pair in (question,
+    candidate) order (N = Q·C) whether the candidate beats the reference (bool) and by how
+    much (float, ≥ 0) and its output length (int); per question the input length (int).
+    """
+    q_ref = float(qualities.get(reference, 0.0))
+    q_cand = np.array(
+        [float(qualities[c]) if c in qualities else rng.normal() for c in cands]
+    )
+    nc = len(cands)
+    noise = (
+        rng.normal(0.0, question_noise, size=(nq, nc + 1))
+        if question_noise > 0
+        else np.zeros((nq, nc + 1))
+    )
+    qc = q_cand[None, :] + noise[:, :nc]  # (Q, C)
+    qr = q_ref + noise[:, nc:]  # (Q, 1)
+    diff = (qc - qr).ravel()  # pairs in (question, candidate) order
+    cand_better, gap = diff > 0, np.abs(diff)
+    input_chars = rng.integers(200, 2000, size=nq)
+    output_chars = rng.integers(400, 6000, size=(nq, nc)).ravel()
+    return cand_better, gap, input_chars, output_chars
+
+
+def _judge_draws(
+    judges: Mapping[str, SimulatedSettings | Mapping],
+    cand_better: np.ndarray,
+    gap: np.ndarray,
+    nr: int,
+    tie_offered: bool,
+    rng: np.random.Generator,
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Per judge (in order) ``(judge, chosen slots, failed)``, flat (N·2·R) arrays in
+    (pair, order, repetition) order: the slots of :func:`pair_slots`, then the failures
+    (``fail_rate``), both drawn from ``rng``."""
+    frames = []
+    for judge, raw in judges.items():
+        s = as_settings(raw)
+        slots = pair_slots(s, cand_better, gap, nr, tie_offered, rng)  # (QC, 2, R)
+        failed = (
+            rng.random(slots.shape) < s.fail_rate
+            if s.fail_rate > 0
+            else np.zeros(slots.shape, bool)
+        )
+        frames.append((judge, slots.ravel(), failed.ravel()))
+    return frames
 
 
 def _pair_grid(
@@ -306,66 +318,6 @@ def _with_verdicts(
     ).select(SYNTHETIC_COLUMNS)
 
 
-def expected_pair_rates(
-    s: SimulatedSettings | Mapping, gap: np.ndarray, option_mode: int = 3
-) -> dict[str, np.ndarray]:
-    """Expected class probabilities of a judgment pair under the judge model (no failures).
-
-    For a pair whose better model leads by ``gap`` (array): per order the judge is sure
-    with ``σ = 1 − exp(−sensitivity·gap)``; unsure it ties with ``t`` (three-option mode),
-    else picks ``A`` with ``π`` (primacy). The two orders are independent. Returns arrays
-    ``consistent``, ``primacy``, ``recency`` (probabilities, same shape as ``gap``); the
-    pair's expected PF contribution is ``recency − primacy`` since PF_cell = (rcn − pcn)/n
-    exactly (``docs/metrics.md``: rcn·irr − pcn·ipr = (rcn² − pcn²)/(rcn + pcn)).
-    """
-    s = _as_settings(s)
-    gap = np.asarray(gap, dtype=float)
-    sure = 1.0 - np.exp(-s.sensitivity * gap)
-    u = 1.0 - sure
-    t = s.tie_rate if option_mode == 3 else 0.0
-    pi = s.primacy
-    # order 0: better model in A; order 1: better model in B (the classes are symmetric in
-    # which model is better, so "better in A" is enough)
-    a0, b0, c0 = sure + u * (1 - t) * pi, u * (1 - t) * (1 - pi), u * t
-    a1, b1, c1 = u * (1 - t) * pi, sure + u * (1 - t) * (1 - pi), u * t
-    consistent = a0 * b1 + b0 * a1 + c0 * c1
-    primacy = a0 * a1 + a0 * c1 + c0 * a1
-    recency = b0 * b1 + b0 * c1 + c0 * b1
-    return {"consistent": consistent, "primacy": primacy, "recency": recency}
-
-
-def settings_for(pc: float, pf: float) -> SimulatedSettings:
-    """Simulator settings (no ties, every pair with quality gap 1) whose expected PC and PF
-    are ``pc`` and ``pf``.
-
-    With ``u`` the probability of being unsure in one order and ``π`` the primacy:
-    ``PF = u(1 − 2π)`` and the inconsistent share ``I = u(σ + u(π² + (1 − π)²))`` with
-    ``σ = 1 − u`` (from :func:`expected_pair_rates`); solved for ``u`` by bisection.
-
-    Raises:
-        ValueError: no such judge (``|pf| > 1 − pc`` or out of range).
-    """
-    if not (0.0 <= pc <= 1.0 and -1.0 <= pf <= 1.0) or abs(pf) > 1.0 - pc + 1e-12:
-        raise ValueError(f"no judge has PC={pc} and PF={pf} (need |PF| <= 1 - PC)")
-
-    def inconsistent(u: float) -> float:
-        pi = (1.0 - pf / u) / 2.0 if u > 0 else 0.5
-        return u * ((1 - u) + u * (pi**2 + (1 - pi) ** 2))
-
-    lo, hi = max(abs(pf), 1e-9), 1.0
-    if inconsistent(hi) < 1.0 - pc - 1e-12:
-        raise ValueError(f"no judge has PC={pc} and PF={pf}")
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if inconsistent(mid) < 1.0 - pc else (lo, mid)
-    u = (lo + hi) / 2
-    pi = (1.0 - pf / u) / 2.0
-    sens = -np.log(u) if u < 1 else 0.0
-    return SimulatedSettings(
-        primacy=float(pi), tie_rate=0.0, sensitivity=float(sens), question_noise=0.0
-    )
-
-
 def power_table(
     pfs: Sequence[float] = (0.05, 0.1, 0.2, 0.3),
     n_pairs: Sequence[int] = (25, 50, 100, 200, 400, 800, 1600, 3200),
@@ -393,7 +345,7 @@ def power_table(
         s = settings_for(pc, pf)
         for n in n_pairs:
             m = n * replicates
-            slots = _pair_slots(s, np.ones(m, bool), np.ones(m), 1, False, rng)[:, :, 0]
+            slots = pair_slots(s, np.ones(m, bool), np.ones(m), 1, False, rng)[:, :, 0]
             prim = (
                 ((slots[:, 0] == 0) & (slots[:, 1] == 0)).reshape(replicates, n).sum(1)
             )

@@ -1,13 +1,9 @@
 """Uncertainty of the figures: one cluster-bootstrap engine, and the position-bias intervals.
 
-- :func:`cluster_bootstrap`: **the** cluster bootstrap of voirdire (ours, beyond Shi et al.).
-  The clusters are the benchmark's *questions*: a replicate draws them with replacement (one
-  draw per stratum, shared by every group and cell of it) and recomputes a figure from
-  per-question sums. Replicates are weighted sums, a (B × Q) matrix of multinomial counts
-  times the (cell × question) sums, no Python loop over replicates; the point estimate is
-  the one-replicate case of the same code (every weight 1). Every table with an interval
-  uses it: PC, PF and RS here, the mitigation evaluation, the bias suite's RR, Δ and
-  susceptibility, and self-enhancement.
+- :func:`cluster_bootstrap` and :func:`in_clusters`: **the** cluster bootstrap of voirdire
+  (ours, beyond Shi et al.), defined in :mod:`voirdire.analysis.position.bootstrap` and
+  importable from here. Every table with an interval uses it: PC, PF and RS here, the
+  mitigation evaluation, the bias suite's RR, Δ and susceptibility, and self-enhancement.
 - :func:`question_sums`: the per-question sufficient statistics of PC and PF (``n``,
   ``ccn``, ``v``, ``d``) of pairwise pairs and list-wise series, which the statistics of
   :mod:`voirdire.analysis.position.formulas` turn into figures.
@@ -23,13 +19,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 
-import numpy as np
 import polars as pl
 from scipy.stats import binomtest
 
 from voirdire.analysis.position import registry
+from voirdire.analysis.position.bootstrap import Statistic as Statistic
+from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.position.listwise import candidate_series
 from voirdire.analysis.position.metrics import pairwise_pairs
 from voirdire.analysis.position.stability import query_stability
@@ -51,9 +48,6 @@ CI_COLUMNS = [
 ]
 #: The per-question sums of :func:`question_sums`.
 SUM_COLUMNS = ["n", "ccn", "v", "d"]
-
-#: ``{value: (R, U) array of sums}`` -> ``{metric: (R,) or (R, U) array}``
-Statistic = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
 
 
 def question_sums(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -98,217 +92,27 @@ def question_sums(judgments: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([pairwise, listwise]).sort(keys)
 
 
-def in_clusters(rows: pl.DataFrame, clusters: pl.DataFrame | None) -> pl.DataFrame:
-    """``rows`` with each ``question_id`` replaced by its bootstrap cluster, so that
-    :func:`cluster_bootstrap` draws clusters (e.g. PandaLM's questions, each shared by up to
-    10 items) and sums per (cell, cluster); row order kept.
-
-    Args:
-        rows: columns ``benchmark`` and ``question_id`` (str), any others.
-        clusters: ``benchmark``, ``question_id``, ``cluster`` (str), as a benchmark declares
-            them (:meth:`~voirdire.benchmarks.kind.BenchmarkKind.clusters`); None, or a
-            question it does not list: the question is its own cluster (``rows`` unchanged).
-    """
-    if clusters is None or clusters.height == 0:
-        return rows
-    c = clusters.select("benchmark", "question_id", "cluster")
-    out = rows.join(
-        c, on=["benchmark", "question_id"], how="left", maintain_order="left"
-    )
-    return out.with_columns(question_id=pl.coalesce("cluster", "question_id")).drop(
-        "cluster"
-    )
+def _metric_batches(
+    metrics: Mapping[str, registry.Metric] | None,
+) -> dict[tuple, list[registry.Metric]]:
+    """``metrics`` (default: every registered one) grouped by their (sums function, cells),
+    in the order of first appearance: the metrics of a group share one bootstrap pass (the
+    draw is the same for all: one seed)."""
+    batches: dict[tuple, list[registry.Metric]] = {}
+    for m in (registry.metrics() if metrics is None else metrics).values():
+        batches.setdefault((m.sums_fn, m.cells), []).append(m)
+    return batches
 
 
-def _dense(
-    rows: pl.DataFrame,
-    q_index: dict,
-    n_q: int,
-    cells: pl.DataFrame,
-    cell_cols: list[str],
-    values: Sequence[str],
-) -> dict[str, np.ndarray]:
-    """(U, Q) matrices of ``values`` summed per (cell, question), the cells as rows."""
-    if cell_cols:
-        rows = rows.join(
-            cells.with_row_index("_u"), on=cell_cols, how="left", nulls_equal=True
-        )
-        u = rows.get_column("_u").to_numpy()
-    else:
-        u = np.zeros(rows.height, dtype=np.int64)
-    q = np.array(
-        [q_index[x] for x in rows.get_column("question_id").to_list()], dtype=np.int64
-    )
-    out = {}
-    for c in values:
-        m = np.zeros((max(cells.height, 1), n_q))
-        np.add.at(m, (u, q), rows.get_column(c).to_numpy())
-        out[c] = m
-    return out
-
-
-def _interval(boot: np.ndarray, level: float) -> tuple[float, float]:
-    boot = boot[np.isfinite(boot)]
-    if boot.size == 0:
-        return float("nan"), float("nan")
-    a = (1.0 - level) / 2.0
-    lo, hi = np.quantile(boot, [a, 1.0 - a])
-    return float(lo), float(hi)
-
-
-def _chunked(stat: Statistic, mats: dict, w: np.ndarray, chunk: int | None) -> dict:
-    """``stat`` of the replicates' sums ``w @ M.T``, ``chunk`` replicates at a time, the
-    parts joined along the replicates."""
-    if chunk is None or chunk >= w.shape[0]:
-        return stat({c: w @ m.T for c, m in mats.items()})
-    parts = [
-        stat({c: w[s : s + chunk] @ m.T for c, m in mats.items()})
-        for s in range(0, w.shape[0], max(int(chunk), 1))
-    ]
-    return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parts[0]}
-
-
-def _as_statistic(
-    statistic: Statistic
-    | Mapping[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]],
-) -> Statistic:
-    if callable(statistic):
-        return statistic
-    return lambda s: {m: f(s) for m, f in statistic.items()}
-
-
-def cluster_bootstrap(
-    rows: pl.DataFrame,
-    values: Sequence[str],
-    statistic: Statistic
-    | Mapping[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]],
-    *,
-    groups: Sequence[str] = (),
-    cells: Sequence[str] = (),
-    strata: Sequence[str] = ("benchmark",),
-    questions: pl.DataFrame | None = None,
-    replicates: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-    chunk: int | None = None,
-) -> pl.DataFrame:
-    """Cluster-bootstrap percentile intervals (questions resampled) of figures built from sums.
-
-    Per stratum (sorted; by default the benchmark) the questions are drawn with replacement
-    once, the draw shared by every group of the stratum; each ``values`` column is summed
-    per (cell, question) into a (U × Q) matrix ``M`` and a replicate's sums are ``w @ M.T``
-    with ``w`` the (B × Q) multinomial counts. The estimate is the same statistic with one
-    replicate of weights 1. One numpy generator seeded ``seed`` draws the strata in order.
-
-    Args:
-        rows: columns ``question_id``, the ``strata``, ``groups`` and ``cells`` columns and
-            the ``values`` columns (numeric; nulls count as 0).
-        values: the columns summed per question.
-        statistic: ``{value: (R, U) sums}`` -> ``{metric: array}`` (R replicates, U cells of
-            one group in the order of their first appearance), or a mapping metric ->
-            function of the sums; an (R,) array gives one row per group, an (R, U) array one
-            row per (group, cell). It must work row by row (R = 1 gives the estimate);
-            NaN where undefined.
-        groups: columns of one figure (e.g. strategy, judge); none: the stratum is one group.
-        cells: columns of the sub-units a figure may average over or report (e.g. candidate,
-            task); none: one cell.
-        strata: columns within which questions are drawn (``("benchmark", "task")`` draws
-            within each task).
-        questions: the clusters, columns ``strata`` and ``question_id`` (default: those of
-            ``rows``); a question without rows still counts in Q.
-        replicates: bootstrap replicates B; level: interval coverage (0.95: the 2.5 % and
-            97.5 % quantiles); seed: numpy seed.
-        chunk: replicates per call of ``statistic`` (None: all at once); the draws are the
-            same, so a statistic that works row by row gives the same figures with less memory
-            (the sums of a call are ``chunk × cells × len(values)`` floats).
-
-    Returns:
-        One row per (stratum, group, metric) or (stratum, group, cell, metric): the
-        ``strata``, ``groups`` and (for per-cell metrics) ``cells`` columns, ``metric``
-        (str), ``estimate`` (float), ``lo``, ``hi`` (float; NaN when no replicate is
-        finite), ``replicates`` (int).
-    """
-    strata, groups, cells = list(strata), list(groups), list(cells)
-    stat = _as_statistic(statistic)
-    qs = (
-        (questions if questions is not None else rows)
-        .select(*strata, "question_id")
-        .unique()
-    )
-    rows = rows.with_columns([pl.col(c).fill_null(0).cast(pl.Float64) for c in values])
-    rng = np.random.default_rng(seed)
-    per_group: list[tuple] = []
-    per_cell: list[tuple] = []
-    for key in qs.select(strata).unique().sort(strata).iter_rows():
-        where = pl.all_horizontal([pl.col(c) == v for c, v in zip(strata, key)])
-        qids = sorted(qs.filter(where).get_column("question_id").to_list())
-        nq = len(qids)
-        w = rng.multinomial(nq, np.full(nq, 1.0 / nq), size=replicates).astype(float)
-        part = rows.filter(where)
-        q_index = {q: i for i, q in enumerate(qids)}
-        for gkey, grp in (
-            part.group_by(groups, maintain_order=True)
-            if groups
-            else ([((), part)] if part.height else [])
-        ):
-            cell_keys = (
-                grp.select(cells).unique(maintain_order=True)
-                if cells
-                else pl.DataFrame()
-            )
-            mats = _dense(grp, q_index, nq, cell_keys, cells, values)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                est = stat({c: np.ones((1, nq)) @ m.T for c, m in mats.items()})
-                boot = _chunked(stat, mats, w, chunk)
-            for metric, e in est.items():
-                b = np.asarray(boot[metric], dtype=float)
-                if np.ndim(e) == 1:
-                    per_group.append(
-                        (
-                            *key,
-                            *gkey,
-                            metric,
-                            float(e[0]),
-                            *_interval(b, level),
-                            replicates,
-                        )
-                    )
-                else:
-                    per_cell += [
-                        (
-                            *key,
-                            *gkey,
-                            *ck,
-                            metric,
-                            float(e[0, u]),
-                            *_interval(b[:, u], level),
-                            replicates,
-                        )
-                        for u, ck in enumerate(cell_keys.iter_rows())
-                    ]
-    tail = {
-        "metric": pl.String,
+def _empty_ci() -> pl.DataFrame:
+    """No rows, the :data:`CI_COLUMNS` with their types."""
+    types = {
+        "replicates": pl.Int64,
         "estimate": pl.Float64,
         "lo": pl.Float64,
         "hi": pl.Float64,
-        "replicates": pl.Int64,
     }
-    keys = {
-        c: (qs.schema[c] if c in strata else rows.schema[c]) for c in [*strata, *groups]
-    }
-    out = pl.DataFrame(per_group, schema=keys | tail, orient="row")
-    if per_cell:
-        with_cells = pl.DataFrame(
-            per_cell,
-            schema=keys | {c: rows.schema[c] for c in cells} | tail,
-            orient="row",
-        )
-        out = (
-            pl.concat([out, with_cells], how="diagonal").select(with_cells.columns)
-            if out.height
-            else with_cells
-        )
-    return out
+    return pl.DataFrame(schema={c: types.get(c, pl.String) for c in CI_COLUMNS})
 
 
 def bootstrap_ci(
@@ -356,12 +160,8 @@ def bootstrap_ci(
         level=level,
         seed=seed,
     )
-    # metrics on the same sums and cells share one pass (the draw is the same for all: one seed)
-    batches: dict[tuple, list[registry.Metric]] = {}
-    for m in (registry.metrics() if metrics is None else metrics).values():
-        batches.setdefault((m.sums_fn, m.cells), []).append(m)
     parts = []
-    for (sums, cells), ms in batches.items():
+    for (sums, cells), ms in _metric_batches(metrics).items():
         rows = sums(judgments)
         if by_task and "task" not in rows.columns:
             rows = rows.join(questions, on=["benchmark", "question_id"])
@@ -384,13 +184,7 @@ def bootstrap_ci(
             )
         )
     if not parts:
-        types = {
-            "replicates": pl.Int64,
-            "estimate": pl.Float64,
-            "lo": pl.Float64,
-            "hi": pl.Float64,
-        }
-        return pl.DataFrame(schema={c: types.get(c, pl.String) for c in CI_COLUMNS})
+        return _empty_ci()
     return pl.concat(parts).sort(
         "benchmark", "judge", "task", "metric", nulls_last=False
     )

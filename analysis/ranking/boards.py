@@ -25,14 +25,19 @@ with ``R`` replicates is refused in one line, before anything is fitted, when on
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 
 from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
+from voirdire.analysis.ranking.board_checks import (
+    MAX_PAIRWISE_BYTES,
+    check_graph,
+    check_size,
+    default_anchor,
+)
 from voirdire.analysis.ranking.bt import CLIP, to_rating
 from voirdire.analysis.ranking.ranks import pairwise_ranks, pieces, rating_interval
 from voirdire.analysis.ranking.registry import ranking_method
@@ -40,6 +45,7 @@ from voirdire.core import ConfigError
 
 __all__ = [
     "LEADERBOARD_COLUMNS",
+    "MAX_PAIRWISE_BYTES",
     "Boards",
     "default_anchor",
     "check_graph",
@@ -51,9 +57,6 @@ LEADERBOARD_COLUMNS = [
     "win_rate", "bounded",
 ]  # fmt: skip
 BOARD_KEYS = ["benchmark", "judge", "strategy", "view"]
-#: refuse a judge whose ``replicates × models²`` float64 array would pass this (256 MiB: the
-#: rank flips hold about three such arrays at once; 300 models allow 372 replicates)
-MAX_PAIRWISE_BYTES = 256 * 2**20
 #: memory for one chunk of replicates' fits (the sums and the Newton arrays), 256 MiB
 CHUNK_BYTES = 256 * 2**20
 
@@ -82,67 +85,6 @@ class Boards:
         default_factory=dict
     )
     anchors: dict[str, str] = field(default_factory=dict)
-
-
-def default_anchor(comps: pl.DataFrame) -> str:
-    """The model in the most comparisons (ties: the first by name) — the reference of a
-    candidates-vs-reference benchmark."""
-    counts = pl.concat([
-        comps.group_by(m="a").len(), comps.group_by(m="b").len()
-    ]).group_by("m").agg(pl.col("len").sum())  # fmt: skip
-    return counts.sort(["len", "m"], descending=[True, False]).item(0, "m")
-
-
-def check_graph(comps: pl.DataFrame, where: str) -> list[str]:
-    """The models of one board's comparisons, sorted, after checking them.
-
-    Raises:
-        ConfigError: fewer than two models, or a comparison graph in several pieces (naming
-            the board and a model of the second piece).
-    """
-    pairs = comps.select("a", "b").unique()  # at most K² rows, whatever the data's size
-    models = sorted(
-        set(pairs.get_column("a").to_list()) | set(pairs.get_column("b").to_list())
-    )
-    if len(models) < 2:
-        raise ConfigError(
-            f"{where}: a leaderboard needs at least two models; the comparisons name {models or 'none'}"
-        )
-    ix = {m: i for i, m in enumerate(models)}
-    a = np.array([ix[x] for x in pairs.get_column("a").to_list()], dtype=np.int64)
-    b = np.array([ix[x] for x in pairs.get_column("b").to_list()], dtype=np.int64)
-    n, lab = connected_components(
-        coo_matrix((np.ones(a.size), (a, b)), shape=(len(models),) * 2), directed=False
-    )
-    if n > 1:
-        other = next(m for m, c in zip(models, lab) if c != lab[0])
-        raise ConfigError(
-            f"{where}: the comparison graph is disconnected ({n} pieces; {models[0]!r} and {other!r} are never linked "
-            f"by comparisons), so their ratings cannot be compared"
-        )
-    return models
-
-
-def check_size(comps: pl.DataFrame, replicates: int) -> None:
-    """Refuse, before anything is fitted, a (benchmark, judge) whose models ``K`` make one
-    ``replicates × K × K`` float64 array larger than :data:`MAX_PAIRWISE_BYTES`.
-
-    Raises:
-        ConfigError: naming the benchmark, judge, sizes and the largest replicates allowed.
-    """
-    per: dict[tuple, set] = {}
-    for bn, jd, a, b in (
-        comps.select("benchmark", "judge", "a", "b").unique().iter_rows()
-    ):
-        per.setdefault((bn, jd), set()).update((a, b))  # the distinct pairs only
-    (bench, judge), k = max(((g, len(m)) for g, m in per.items()), key=lambda r: r[1])
-    need = int(replicates) * k * k * 8
-    if need > MAX_PAIRWISE_BYTES:
-        raise ConfigError(
-            f"{bench} / {judge}: {k} models x {replicates} replicates needs {need / 2**20:,.0f} MiB for one "
-            f"replicates x models^2 array (limit {MAX_PAIRWISE_BYTES / 2**20:.0f} MiB); use at most "
-            f"{max(MAX_PAIRWISE_BYTES // (8 * k * k), 0)} replicates, or rank fewer models"
-        )  # fmt: skip
 
 
 def _cell_rows(
@@ -250,6 +192,85 @@ def _part(df: pl.DataFrame, col: str, value: str) -> pl.DataFrame:
     return df if df.get_column(col).n_unique() == 1 else df.filter(pl.col(col) == value)
 
 
+class _Cells(NamedTuple):
+    """The cells of one judge's boards (a cell: one model on one board, numbered board by
+    board, models by name): each cell's board and model index, its comparisons ``n``, the
+    cells of each board, each board's anchor (its position among the board's cells) and
+    each cell's board's anchor cell."""
+
+    board: np.ndarray
+    model: np.ndarray
+    n: np.ndarray
+    groups: list[np.ndarray]
+    anchors: list[int]
+    anchor_cell: np.ndarray
+
+
+def _check_boards(
+    pairs: pl.DataFrame, keys: list, bench: str, judge: str, anc: str
+) -> None:
+    """Every board ``keys`` (strategy, view) of ``pairs`` connected and holding ``anc``.
+
+    Raises:
+        ConfigError: a board with one model or a disconnected graph; ``anc`` not in a board.
+    """
+    for s, v in keys:
+        sub = pairs.filter((pl.col("strategy") == s) & (pl.col("view") == v))
+        bm = check_graph(sub, f"{bench} / {judge} / {s} / {v}")
+        if anc not in bm:
+            raise ConfigError(
+                f"anchor {anc!r} is not a candidate of {bench} / {judge} / {s} / {v} (its models: {', '.join(bm)})"
+            )
+
+
+def _cells(
+    cell_board: np.ndarray, cell_model: np.ndarray, n_cell: np.ndarray, nb: int, models: list[str], anc: str
+) -> _Cells:  # fmt: skip
+    """The :class:`_Cells` of ``nb`` boards whose anchor model is ``anc``."""
+    groups = [np.flatnonzero(cell_board == b) for b in range(nb)]
+    anchors = [
+        int(np.flatnonzero(np.array(models)[cell_model[u]] == anc)[0]) for u in groups
+    ]
+    u_anchor = np.empty(
+        cell_board.size, dtype=np.int64
+    )  # each cell's board's anchor cell
+    for u, a in zip(groups, anchors):
+        u_anchor[u] = u[a]
+    return _Cells(cell_board, cell_model, n_cell, groups, anchors, u_anchor)
+
+
+def _statistic(cells: _Cells, fit, prior: float, anchor_rating: float, kept: list):
+    """The bootstrap statistic of one judge's boards: per replicate every board fitted
+    (``fit``, each board's anchor fixed; with ``prior``, pseudo-ties between the models
+    that met in the data), ``rating`` and ``win_rate`` per cell (NaN where not linked to
+    the anchor); each call's θ and link pieces appended to ``kept``."""
+    met_of: dict[bytes, np.ndarray] = {}
+    cell_board, cell_model, u_anchor = cells.board, cells.model, cells.anchor_cell
+
+    def statistic(sums):
+        r = sums["w_0"].shape[0]
+        theta, piece = (
+            np.empty((r, cell_board.size)),
+            np.empty((r, cell_board.size), dtype=np.int64),
+        )
+        for u, a in zip(cells.groups, cells.anchors):
+            m = cell_model[u]
+            w = np.stack([sums[f"w_{j}"][:, u] for j in m], axis=2)
+            t = np.stack([sums[f"t_{j}"][:, u] for j in m], axis=2)
+            met = (w + w.transpose(0, 2, 1) + t) > 0
+            if prior:  # pseudo-ties between every two models that met in the data (the estimate comes first)
+                t = t + prior * met_of.setdefault(u.tobytes(), met[0])
+            theta[:, u] = fit(w, t, anchor=a)
+            piece[:, u] = pieces(met)
+        kept.append((theta, piece))
+        rated = np.where(
+            piece == piece[:, u_anchor], theta, np.nan
+        )  # NaN: no link to the anchor
+        return {"rating": to_rating(rated, anchor_rating), "win_rate": expit(rated)}
+
+    return statistic
+
+
 def _fit_judge(
     jc,
     bench,
@@ -265,6 +286,10 @@ def _fit_judge(
     seed,
     clusters=None,
 ) -> pl.DataFrame:
+    """The leaderboard rows of one judge's boards (``jc``: its comparisons) with their
+    cluster-bootstrap intervals and ranks; each board's θ and replicates stored in
+    ``out.theta``. Arguments as :func:`fit_boards`'s (``anc``: the benchmark's anchor,
+    ``questions``: the clusters drawn)."""
     pairs = jc.select(
         "strategy", "view", "a", "b"
     ).unique()  # small: boards × K² at most
@@ -272,48 +297,14 @@ def _fit_judge(
     models = sorted(
         set(pairs.get_column("a").to_list()) | set(pairs.get_column("b").to_list())
     )
-    for s, v in keys:
-        sub = pairs.filter((pl.col("strategy") == s) & (pl.col("view") == v))
-        bm = check_graph(sub, f"{bench} / {judge} / {s} / {v}")
-        if anc not in bm:
-            raise ConfigError(
-                f"anchor {anc!r} is not a candidate of {bench} / {judge} / {s} / {v} (its models: {', '.join(bm)})"
-            )
+    _check_boards(pairs, keys, bench, judge, anc)
     rows, cell_board, cell_model, n_cell = _cell_rows(jc, keys, models)
     k, kept = len(models), []
-    groups = [np.flatnonzero(cell_board == b) for b in range(len(keys))]
-    anchors = [
-        int(np.flatnonzero(np.array(models)[cell_model[u]] == anc)[0]) for u in groups
-    ]
-    met_of: dict[bytes, np.ndarray] = {}
-
-    def statistic(sums):
-        r = sums["w_0"].shape[0]
-        theta, piece = (
-            np.empty((r, cell_board.size)),
-            np.empty((r, cell_board.size), dtype=np.int64),
-        )
-        for u, a in zip(groups, anchors):
-            m = cell_model[u]
-            w = np.stack([sums[f"w_{j}"][:, u] for j in m], axis=2)
-            t = np.stack([sums[f"t_{j}"][:, u] for j in m], axis=2)
-            met = (w + w.transpose(0, 2, 1) + t) > 0
-            if prior:  # pseudo-ties between every two models that met in the data (the estimate comes first)
-                t = t + prior * met_of.setdefault(u.tobytes(), met[0])
-            theta[:, u] = fit(w, t, anchor=a)
-            piece[:, u] = pieces(met)
-        kept.append((theta, piece))
-        rated = np.where(
-            piece == piece[:, u_anchor], theta, np.nan
-        )  # NaN: no link to the anchor
-        return {"rating": to_rating(rated, anchor_rating), "win_rate": expit(rated)}
-
-    u_anchor = np.empty(
-        cell_board.size, dtype=np.int64
-    )  # each cell's board's anchor cell
-    for u, a in zip(groups, anchors):
-        u_anchor[u] = u[a]
-    per_chunk = 8 * (2 * k * cell_board.size + 16 * max(u.size for u in groups) ** 2)
+    cells = _cells(cell_board, cell_model, n_cell, len(keys), models, anc)
+    statistic = _statistic(cells, fit, prior, anchor_rating, kept)
+    per_chunk = 8 * (
+        2 * k * cell_board.size + 16 * max(u.size for u in cells.groups) ** 2
+    )
     rows = in_clusters(rows, clusters)
     ci = cluster_bootstrap(rows, [*(f"w_{j}" for j in range(k)), *(f"t_{j}" for j in range(k))], statistic,
                            cells=["cell"], questions=questions, replicates=replicates, level=level,
@@ -321,29 +312,54 @@ def _fit_judge(
     est = kept[0][0][0]
     boot = np.concatenate([th for th, _ in kept[1:]])
     piece = np.concatenate([p for _, p in kept[1:]])
-    boot = np.where(piece == piece[:, u_anchor], boot, np.nan)
+    boot = np.where(piece == piece[:, cells.anchor_cell], boot, np.nan)
+    t = _judge_table(
+        ci,
+        est,
+        boot,
+        piece,
+        cells,
+        keys,
+        models,
+        out,
+        (bench, judge),
+        level,
+        anchor_rating,
+    )
+    return t.with_columns(benchmark=pl.lit(bench), judge=pl.lit(judge))
+
+
+def _judge_table(
+    ci: pl.DataFrame, est: np.ndarray, boot: np.ndarray, piece: np.ndarray, cells: _Cells, keys: list,
+    models: list[str], out: Boards, who: tuple[str, str], level: float, anchor_rating: float,
+) -> pl.DataFrame:  # fmt: skip
+    """The leaderboard columns of one judge's cells (but ``benchmark`` and ``judge``):
+    the estimates of ``ci``, the rating intervals and ranks from the replicates ``boot``
+    (θ, NaN where not linked to the anchor; ``piece``: their link pieces); every board's
+    models, replicates and estimate stored in ``out.theta`` under ``(*who, strategy, view)``."""
     parts = []
     for b, (s, v) in enumerate(keys):
-        u = groups[b]
-        out.theta[(bench, judge, s, v)] = (
-            [models[i] for i in cell_model[u]],
+        u = cells.groups[b]
+        out.theta[(*who, s, v)] = (
+            [models[i] for i in cells.model[u]],
             boot[:, u],
             est[u],
         )
         lo, hi = rating_interval(boot[:, u], level)
-        lo[anchors[b]] = hi[anchors[b]] = np.nan  # the anchor's is fixed: no interval
+        lo[cells.anchors[b]] = hi[cells.anchors[b]] = (
+            np.nan
+        )  # the anchor's is fixed: no interval
         rank, rank_lo, rank_hi = pairwise_ranks(boot[:, u], piece[:, u], level)
         parts.append(pl.DataFrame({"cell": u, "lo": to_rating(lo, anchor_rating), "hi": to_rating(hi, anchor_rating),
                                    "rank": rank, "rank_lo": rank_lo, "rank_hi": rank_hi,
                                    "bounded": np.abs(est[u]) >= CLIP - 0.5}))  # fmt: skip
     wide = ci.pivot(on="metric", index="cell", values="estimate")
-    info = pl.DataFrame({"cell": np.arange(cell_board.size), "strategy": [keys[b][0] for b in cell_board],
-                         "view": [keys[b][1] for b in cell_board],
-                         "model": [models[i] for i in cell_model], "n": n_cell})  # fmt: skip
+    info = pl.DataFrame({"cell": np.arange(cells.board.size), "strategy": [keys[b][0] for b in cells.board],
+                         "view": [keys[b][1] for b in cells.board],
+                         "model": [models[i] for i in cells.model], "n": cells.n})  # fmt: skip
     t = info.join(wide, on="cell").join(pl.concat(parts), on="cell")
-    t = t.select(
+    return t.select(
         "strategy", "view", "model", "lo", "hi", "bounded", pl.col("n").cast(pl.Int64), rating="rating",
         win_rate="win_rate", rank=pl.col("rank").cast(pl.Int64), rank_lo=pl.col("rank_lo").cast(pl.Int64),
         rank_hi=pl.col("rank_hi").cast(pl.Int64),
     )  # fmt: skip
-    return t.with_columns(benchmark=pl.lit(bench), judge=pl.lit(judge))

@@ -166,6 +166,91 @@ def pair_stats(tf: np.ndarray, ts: np.ndarray, i: np.ndarray, j: np.ndarray):
     return sf * ss < 0, tau, df - ds
 
 
+def _swapped_thetas(
+    fit,
+    boards: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    changes: tuple,
+    model: tuple[int, int, float],
+    keep: np.ndarray,
+    permutations: int,
+    chunk: int,
+    exact: bool,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """θ of the ``keep`` models on the first and the swapped boards under each of the
+    ``permutations`` swaps, ``(B, len(keep))`` each.
+
+    ``boards``: the first and swapped boards' win and tie counts ``(wf, tf, ws, ts)``;
+    ``changes``: the sparse ``(d_w, d_t)`` a swap of each discordant unit makes; ``model``:
+    ``(K, anchor index, prior)``. Swap ``b`` of an exact test is the bits of ``b``; else
+    each unit swaps with probability 1/2, drawn from ``rng`` ``chunk`` swaps at a time.
+    """
+    wf, tf, ws, ts = boards
+    d_w, d_t = changes
+    k, anc, prior = model
+    u = d_w.shape[0]
+    th_f, th_s = (
+        np.empty((permutations, keep.size)),
+        np.empty((permutations, keep.size)),
+    )
+    for lo in range(0, permutations, chunk):
+        n = min(chunk, permutations - lo)
+        if exact:
+            s = ((np.arange(lo, lo + n)[:, None] >> np.arange(u)) & 1).astype(float)
+        else:
+            s = (rng.random((n, u)) < 0.5).astype(float)
+        dw, dt = (d_w.T @ s.T).T, (d_t.T @ s.T).T  # (n, K²): what the swaps move
+        th = _fit(fit, np.r_[wf + dw, ws - dw], np.r_[tf + dt, ts - dt], k, anc, prior)
+        th_f[lo : lo + n], th_s[lo : lo + n] = th[:n, keep], th[n:, keep]
+    return th_f, th_s
+
+
+def _null_counts(
+    th_f: np.ndarray,
+    th_s: np.ndarray,
+    pairs: tuple[np.ndarray, np.ndarray],
+    observed: tuple[np.ndarray, np.ndarray, np.ndarray],
+    chunk: int,
+) -> tuple[int, int, int, np.ndarray, np.ndarray]:
+    """The permutation nulls of the swapped θ ``th_f``, ``th_s`` against the ``observed``
+    ``(flipped, τ, c)`` of :func:`pair_stats` over ``pairs`` ``(i, j)``.
+
+    Returns ``(flips_p, flips_sum, tau_p, tau_all, exceed)``: the swaps with at least as
+    many flips, the flips over all swaps, the swaps with τ at most the observed (NaN
+    counts as 1), every swap's τ, and per pair the swaps whose max-T (|c| over its
+    permutation RMS, the largest over pairs) reaches the pair's observed value.
+    """
+    i, j = pairs
+    flip0, tau0, c0 = observed
+    permutations = th_f.shape[0]
+    flips_p, tau_p, sq, flips_sum, taus = 0, 0, np.zeros(i.size), 0, []
+    for lo in range(
+        0, permutations, chunk
+    ):  # pass 1: flips, τ; the permutation RMS of c
+        f, tau, c = pair_stats(th_f[lo : lo + chunk], th_s[lo : lo + chunk], i, j)
+        flips_p += int((f.sum(1) >= flip0.sum()).sum())
+        flips_sum += int(f.sum())
+        tau_p += int((np.nan_to_num(tau, nan=1.0) <= tau0[0]).sum())
+        taus.append(tau)
+        sq += (c**2).sum(0)
+    rms = np.sqrt(sq / permutations)
+    scale = np.where(
+        rms > 0, rms, np.inf
+    )  # a pair no swap can move: z = 0, never significant
+    z0 = np.abs(c0[0]) / scale
+    maxes = [  # pass 2: the max-T null
+        (
+            np.abs(pair_stats(th_f[lo : lo + chunk], th_s[lo : lo + chunk], i, j)[2])
+            / scale
+        ).max(1, initial=0.0)
+        for lo in range(0, permutations, chunk)
+    ]
+    tau_all = np.concatenate(taus)
+    mx = np.sort(np.concatenate(maxes))
+    exceed = permutations - np.searchsorted(mx, z0 - 1e-12, side="left")
+    return flips_p, flips_sum, tau_p, tau_all, exceed
+
+
 def order_test(
     units: pl.DataFrame,
     *,
@@ -210,47 +295,16 @@ def order_test(
     if exact:
         permutations = 2**u
     chunk = max(1, _CHUNK_CELLS // (2 * k * k))
-    th_f, th_s = (
-        np.empty((permutations, keep.size)),
-        np.empty((permutations, keep.size)),
+    th_f, th_s = _swapped_thetas(
+        fit, (wf, tf, ws, ts), (d_w, d_t), (k, anc, prior), keep, permutations, chunk,
+        exact, rng,
+    )  # fmt: skip
+    flips_p, flips_sum, tau_p, tau_all, exceed = _null_counts(
+        th_f, th_s, (i, j), (flip0, tau0, c0), chunk
     )
-    for lo in range(0, permutations, chunk):
-        n = min(chunk, permutations - lo)
-        if exact:
-            s = ((np.arange(lo, lo + n)[:, None] >> np.arange(u)) & 1).astype(float)
-        else:
-            s = (rng.random((n, u)) < 0.5).astype(float)
-        dw, dt = (d_w.T @ s.T).T, (d_t.T @ s.T).T  # (n, K²): what the swaps move
-        th = _fit(fit, np.r_[wf + dw, ws - dw], np.r_[tf + dt, ts - dt], k, anc, prior)
-        th_f[lo : lo + n], th_s[lo : lo + n] = th[:n, keep], th[n:, keep]
-    flips_p, tau_p, sq, flips_sum, taus = 0, 0, np.zeros(i.size), 0, []
-    for lo in range(
-        0, permutations, chunk
-    ):  # pass 1: flips, τ; the permutation RMS of c
-        f, tau, c = pair_stats(th_f[lo : lo + chunk], th_s[lo : lo + chunk], i, j)
-        flips_p += int((f.sum(1) >= flip0.sum()).sum())
-        flips_sum += int(f.sum())
-        tau_p += int((np.nan_to_num(tau, nan=1.0) <= tau0[0]).sum())
-        taus.append(tau)
-        sq += (c**2).sum(0)
-    rms = np.sqrt(sq / permutations)
-    scale = np.where(
-        rms > 0, rms, np.inf
-    )  # a pair no swap can move: z = 0, never significant
-    z0 = np.abs(c0[0]) / scale
-    maxes = [  # pass 2: the max-T null
-        (
-            np.abs(pair_stats(th_f[lo : lo + chunk], th_s[lo : lo + chunk], i, j)[2])
-            / scale
-        ).max(1, initial=0.0)
-        for lo in range(0, permutations, chunk)
-    ]
-    tau_all = np.concatenate(taus)
-    mx = np.sort(np.concatenate(maxes))
     plus = (
         0 if exact else 1
     )  # the enumeration holds the observed swap; a random draw adds it
-    exceed = permutations - np.searchsorted(mx, z0 - 1e-12, side="left")
     return OrderTest(
         models=common,
         flips=int(flip0.sum()),

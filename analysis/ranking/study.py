@@ -100,6 +100,57 @@ def dir_clusters(tables: Sequence) -> pl.DataFrame | None:
     return pl.concat(parts).unique(maintain_order=True) if parts else None
 
 
+def _pairwise_rows(judgments: pl.DataFrame) -> pl.DataFrame:
+    """The control rows of ``judgments`` in pairwise mode, the rows every board reads.
+
+    Raises:
+        ConfigError: a reserved judge name; a benchmark whose answers are anonymous; no
+            pairwise judgments.
+    """
+    check_reserved(judgments.get_column("judge").unique().sort())
+    rows = control_rows(judgments)
+    if "mode" in rows.columns:
+        rows = rows.filter(pl.col("mode") == "pairwise")
+    anonymous = [
+        b
+        for b in rows.get_column("benchmark").unique().sort().to_list()
+        if not _named_models(b)
+    ]
+    if anonymous:
+        raise ConfigError(
+            f"benchmark {', '.join(anonymous)}: its pairs are two anonymous answers, not named models, so no "
+            "leaderboard exists (rank the other directories on their own)"
+        )
+    if rows.height == 0:
+        raise ConfigError(
+            "no pairwise judgments to rank (leaderboards need pairwise comparisons)"
+        )
+    return rows
+
+
+def _style_boards(
+    comps: pl.DataFrame,
+    features: pl.DataFrame,
+    anchors: dict[str, str],
+    anchor: str | None,
+    anchor_rating: float,
+    common: dict,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The style-controlled ratings and the LC win rates (against each benchmark's anchor
+    ``anchors``) of the raw pooled and the order-invariant boards of ``comps``;
+    ``common``: the bootstrap's ``replicates``, ``level``, ``seed``, ``clusters``."""
+    judged = comps.filter(
+        ((pl.col("strategy") == "single") & (pl.col("view") == "pooled"))
+        | (pl.col("view") == "combined")
+    )
+    style = style_controlled(
+        judged, features, anchor=anchor, anchor_rating=anchor_rating, **common
+    )
+    length = pl.concat([length_controlled(judged.filter(pl.col("benchmark") == b), features, a, **common)
+                        for b, a in anchors.items()])  # fmt: skip
+    return style, length
+
+
 def rank_judgments(
     judgments: pl.DataFrame,
     *,
@@ -141,24 +192,7 @@ def rank_judgments(
             named models); a board with one model or a disconnected comparison graph; an
             anchor that is not a candidate; an unknown method or strategy.
     """
-    check_reserved(judgments.get_column("judge").unique().sort())
-    rows = control_rows(judgments)
-    if "mode" in rows.columns:
-        rows = rows.filter(pl.col("mode") == "pairwise")
-    anonymous = [
-        b
-        for b in rows.get_column("benchmark").unique().sort().to_list()
-        if not _named_models(b)
-    ]
-    if anonymous:
-        raise ConfigError(
-            f"benchmark {', '.join(anonymous)}: its pairs are two anonymous answers, not named models, so no "
-            "leaderboard exists (rank the other directories on their own)"
-        )
-    if rows.height == 0:
-        raise ConfigError(
-            "no pairwise judgments to rank (leaderboards need pairwise comparisons)"
-        )
+    rows = _pairwise_rows(judgments)
     comps = pl.concat([order_views(rows, strategies), people_comparisons(rows)])
     if clusters is None:
         clusters = benchmark_clusters(
@@ -191,16 +225,8 @@ def rank_judgments(
         replicates,
     )
     if features is not None:
-        judged = comps.filter(
-            ((pl.col("strategy") == "single") & (pl.col("view") == "pooled"))
-            | (pl.col("view") == "combined")
-        )
-        common = dict(
-            replicates=style_replicates, level=level, seed=seed, clusters=clusters
-        )
-        ranking.style = style_controlled(
-            judged, features, anchor=anchor, anchor_rating=anchor_rating, **common
-        )
-        ranking.length = pl.concat([length_controlled(judged.filter(pl.col("benchmark") == b), features, a, **common)
-                                    for b, a in boards.anchors.items()])  # fmt: skip
+        ranking.style, ranking.length = _style_boards(
+            comps, features, boards.anchors, anchor, anchor_rating,
+            dict(replicates=style_replicates, level=level, seed=seed, clusters=clusters),
+        )  # fmt: skip
     return ranking

@@ -32,7 +32,9 @@
 Ties count as half a win (a fractional outcome in the weighted logistic likelihood). The
 intervals are the cluster bootstrap's over questions
 (:func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`, one cell per
-comparison: its weight in each replicate), with one batched fit per replicate.
+comparison: its weight in each replicate, :mod:`voirdire.analysis.ranking.refits`), with one
+batched fit per replicate. The length-controlled win rate lives in
+:mod:`voirdire.analysis.ranking.length_control` and is importable from here.
 """
 
 from __future__ import annotations
@@ -43,10 +45,10 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
-from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 from voirdire.analysis.ranking.boards import BOARD_KEYS, check_graph, default_anchor
 from voirdire.analysis.ranking.bt import CLIP, to_rating
-from voirdire.analysis.ranking.glm import LC_FOLDS, cv_l1_logit, group_folds, l1_logit
+from voirdire.analysis.ranking.length_control import length_controlled
+from voirdire.analysis.ranking.refits import bootstrap_fit, percentile_interval
 from voirdire.core import ConfigError
 
 __all__ = [
@@ -165,35 +167,83 @@ def weighted_logit(
     return beta
 
 
-def _bootstrap_fit(
-    rows: pl.DataFrame,
-    questions: pl.DataFrame,
-    fit,
-    replicates: int,
-    seed: int,
-    clusters: pl.DataFrame | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(estimate (P,), replicates (B, P)) of ``fit(weights (R, N))``, the weights each
-    comparison row gets in each cluster-bootstrap replicate (``clusters``: drawn instead
-    of questions, :func:`~voirdire.analysis.position.uncertainty.in_clusters`)."""
-    kept: list[np.ndarray] = []
+def _with_features(
+    comps: pl.DataFrame, features: pl.DataFrame, names: tuple[str, ...]
+) -> pl.DataFrame:
+    """``comps`` with each side's ``names`` features (``<name>_a``, ``<name>_b``).
 
-    def statistic(sums):
-        kept.append(fit(sums["one"]))
-        return {}
-
-    rows = in_clusters(
-        rows.with_row_index("row").with_columns(one=pl.lit(1.0)), clusters
+    Raises:
+        ConfigError: a compared answer without features.
+    """
+    f = features.select("benchmark", "question_id", "model", *names)
+    c = comps.join(
+        f.rename({"model": "a", **{n: f"{n}_a" for n in names}}),
+        on=["benchmark", "question_id", "a"],
+        how="left",
     )
-    cluster_bootstrap(rows, ["one"], statistic, cells=["row"], questions=in_clusters(questions, clusters),
-                      replicates=replicates, seed=seed)  # fmt: skip
-    return kept[0][0], kept[1]
-
-
-def _q(b: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    return np.quantile(b, (1 - level) / 2, axis=0), np.quantile(
-        b, (1 + level) / 2, axis=0
+    c = c.join(
+        f.rename({"model": "b", **{n: f"{n}_b" for n in names}}),
+        on=["benchmark", "question_id", "b"],
+        how="left",
     )
+    if c.select(
+        pl.any_horizontal(
+            pl.col(f"{names[0]}_a").is_null(), pl.col(f"{names[0]}_b").is_null()
+        ).any()
+    ).item():
+        raise ConfigError(
+            "style control: some compared answers have no style features (question or model missing from the features)"
+        )
+    return c
+
+
+def _style_design(
+    board: pl.DataFrame, free: list[str], names: tuple[str, ...], centre: bool
+) -> np.ndarray:
+    """The (N × (len(free) + len(names))) design of one board: +1 / −1 in the columns of
+    sides ``a`` / ``b`` among the ``free`` models (the anchor has none), then the style
+    differences of :func:`style_differences`."""
+    ix = {m: i for i, m in enumerate(free)}
+    a, b = board.get_column("a").to_list(), board.get_column("b").to_list()
+    x = np.zeros((board.height, len(free) + len(names)))
+    for r, (ma, mb) in enumerate(zip(a, b)):
+        if ma in ix:
+            x[r, ix[ma]] += 1.0
+        if mb in ix:
+            x[r, ix[mb]] -= 1.0
+    fa = board.select(f"{n}_a" for n in names).to_numpy().astype(float)
+    fb = board.select(f"{n}_b" for n in names).to_numpy().astype(float)
+    x[:, len(free) :] = style_differences(fa, fb, centre=centre)
+    return x
+
+
+def _ranked_terms(
+    terms: list[str],
+    nf: int,
+    fitted: tuple[np.ndarray, np.ndarray, np.ndarray],
+    anchor_rating: float,
+) -> pl.DataFrame:
+    """``term``, ``rating``, ``lo``, ``hi``, ``rank`` of one board from the ``fitted``
+    (estimate, lo, hi) coefficients: the anchor (``terms[0]``) at ``anchor_rating``, the
+    ``nf`` free models on the Arena scale, the covariates as fitted; the models ranked by
+    Arena's rule (1 + the models whose ``lo`` is above one's ``hi``), covariates null."""
+
+    def scale(v: np.ndarray) -> np.ndarray:
+        return np.r_[
+            to_rating(0.0, anchor_rating), to_rating(v[:nf], anchor_rating), v[nf:]
+        ]
+
+    est, lo, hi = fitted
+    part = pl.DataFrame(
+        {"term": terms, "rating": scale(est), "lo": scale(lo), "hi": scale(hi)}
+    )
+    m = part.filter(~pl.col("term").str.starts_with("style:"))
+    rank = (
+        m.join(m.select(olo="lo"), how="cross")
+        .group_by("term")
+        .agg(rank=(pl.col("olo") > pl.col("hi")).sum().cast(pl.Int64) + 1)
+    )
+    return part.join(rank, on="term", how="left")
 
 
 def style_controlled(
@@ -223,25 +273,7 @@ def style_controlled(
         ConfigError: a board with one model or a disconnected graph, an anchor that is not
             a candidate, an answer without features.
     """
-    f = features.select("benchmark", "question_id", "model", *names)
-    c = comps.join(
-        f.rename({"model": "a", **{n: f"{n}_a" for n in names}}),
-        on=["benchmark", "question_id", "a"],
-        how="left",
-    )
-    c = c.join(
-        f.rename({"model": "b", **{n: f"{n}_b" for n in names}}),
-        on=["benchmark", "question_id", "b"],
-        how="left",
-    )
-    if c.select(
-        pl.any_horizontal(
-            pl.col(f"{names[0]}_a").is_null(), pl.col(f"{names[0]}_b").is_null()
-        ).any()
-    ).item():
-        raise ConfigError(
-            "style control: some compared answers have no style features (question or model missing from the features)"
-        )
+    c = _with_features(comps, features, names)
     out = []
     for key, board in c.sort(BOARD_KEYS).group_by(BOARD_KEYS, maintain_order=True):
         models = check_graph(board, " / ".join(key))
@@ -251,24 +283,14 @@ def style_controlled(
                 f"anchor {anc!r} is not a candidate of {' / '.join(key)} (its models: {', '.join(models)})"
             )
         free = [m for m in models if m != anc]
-        ix = {m: i for i, m in enumerate(free)}
-        a, b = board.get_column("a").to_list(), board.get_column("b").to_list()
-        x = np.zeros((board.height, len(free) + len(names)))
-        for r, (ma, mb) in enumerate(zip(a, b)):
-            if ma in ix:
-                x[r, ix[ma]] += 1.0
-            if mb in ix:
-                x[r, ix[mb]] -= 1.0
-        fa = board.select(f"{n}_a" for n in names).to_numpy().astype(float)
-        fb = board.select(f"{n}_b" for n in names).to_numpy().astype(float)
-        x[:, len(free) :] = style_differences(fa, fb, centre=centre)
+        x = _style_design(board, free, names, centre)
         y = (board.get_column("win") + 0.5 * board.get_column("tie")).to_numpy()
         qs = (
             comps.filter(pl.col("benchmark") == key[0])
             .select("benchmark", "question_id")
             .unique()
         )
-        est, boot = _bootstrap_fit(
+        est, boot = bootstrap_fit(
             board,
             qs,
             lambda w, x=x, y=y: weighted_logit(x, y, w),
@@ -276,140 +298,12 @@ def style_controlled(
             seed,
             clusters,
         )
-        lo, hi = _q(boot, level)
+        lo, hi = percentile_interval(boot, level)
         terms = [anc, *free, *(f"style:{n}" for n in names)]
-        nf = len(free)
-
-        def scale(v: np.ndarray, nf: int = nf) -> np.ndarray:
-            return np.r_[
-                to_rating(0.0, anchor_rating), to_rating(v[:nf], anchor_rating), v[nf:]
-            ]
-
-        part = pl.DataFrame(
-            {"term": terms, "rating": scale(est), "lo": scale(lo), "hi": scale(hi)}
-        )
-        m = part.filter(~pl.col("term").str.starts_with("style:"))
-        rank = (
-            m.join(m.select(olo="lo"), how="cross")
-            .group_by("term")
-            .agg(rank=(pl.col("olo") > pl.col("hi")).sum().cast(pl.Int64) + 1)
-        )
-        out.append(
-            part.join(rank, on="term", how="left").with_columns(
-                **dict(zip(BOARD_KEYS, map(pl.lit, key)))
-            )
-        )
+        part = _ranked_terms(terms, len(free), (est, lo, hi), anchor_rating)
+        out.append(part.with_columns(**dict(zip(BOARD_KEYS, map(pl.lit, key)))))
     return (
         pl.concat(out).select(*BOARD_KEYS, "term", "rating", "lo", "hi", "rank")
         if out
         else pl.DataFrame()
     )
-
-
-def _lc_fit(
-    g: pl.DataFrame,
-    y: np.ndarray,
-    qs: pl.DataFrame,
-    replicates: int,
-    seed: int,
-    clusters,
-    cv_each: bool,
-):
-    """(LC win rate of the estimate, (B,) of the replicates or None) for one model's
-    comparisons with the baseline (``g``: ``len_m``, ``len_b``, ``question_id``); None with
-    fewer than :data:`~voirdire.analysis.ranking.glm.LC_FOLDS` questions (no cross-validation).
-    Replicates refit at the estimate's C unless ``cv_each``; then a β_0 the penalty holds at
-    0 has no interval (every replicate would repeat 50 %)."""
-    if g.get_column("question_id").n_unique() < LC_FOLDS:
-        return None
-    d = (g.get_column("len_b") - g.get_column("len_m")).fill_null(0.0).to_numpy()
-    sd = (
-        d.std(ddof=1) if d.size > 1 else 0.0
-    )  # pandas' std, as AlpacaEval's std_delta_len
-    x = np.c_[np.ones(d.size), np.tanh(d / sd) if sd > 0 else np.zeros(d.size)]
-    folds = group_folds(g.get_column("question_id").to_list())
-    _, c = cv_l1_logit(
-        x, y, np.ones((1, y.size)), folds
-    )  # C chosen on the data, as AlpacaEval
-    if cv_each:
-        fit = lambda w, x=x, y=y: cv_l1_logit(x, y, w, folds)[0]  # noqa: E731
-    else:
-        fit = lambda w, x=x, y=y, c=c[0]: l1_logit(x, y, w, c)  # noqa: E731
-    est, boot = _bootstrap_fit(g, qs, fit, replicates, seed, clusters)
-    return expit(est[0]), None if (est[0] == 0 and not cv_each) else expit(boot[:, 0])
-
-
-def length_controlled(
-    comps: pl.DataFrame,
-    features: pl.DataFrame,
-    baseline: str,
-    *,
-    replicates: int = 200,
-    level: float = 0.95,
-    seed: int = 0,
-    clusters: pl.DataFrame | None = None,
-    cv_each: bool = False,
-) -> pl.DataFrame:
-    """AlpacaEval 2's length-controlled win rate of every model against ``baseline``, per board
-    (``clusters``: what the bootstrap draws, as :func:`~voirdire.analysis.ranking.boards.fit_boards`'s).
-
-    ``cv_each``: redo the cross-validation in every bootstrap replicate (the full estimator's
-    interval; 50 fits more a replicate). Default: replicates refit at the estimate's C, and
-    an LC rate the L1 penalty holds at exactly 50 % gets no interval.
-
-    Returns:
-        ``benchmark``, ``judge``, ``strategy``, ``view``, ``model`` (str), ``n`` (int:
-        comparisons with the baseline), ``win_rate`` (raw, ties half), ``lc_win_rate``,
-        ``lc_lo``, ``lc_hi`` (float, 0–1; all three null for a model with fewer than
-        :data:`~voirdire.analysis.ranking.glm.LC_FOLDS` questions: no cross-validation).
-
-    Raises:
-        ConfigError: ``baseline`` is compared with no model.
-    """
-    f = features.select("benchmark", "question_id", "model", "length")
-    m = pl.when(pl.col("a") == baseline).then(pl.col("b")).otherwise(pl.col("a"))
-    c = comps.filter(
-        (pl.col("a") == baseline) ^ (pl.col("b") == baseline)
-    ).with_columns(
-        model=m,
-        y=pl.when(pl.col("a") == baseline)
-        .then(1.0 - pl.col("win") - 0.5 * pl.col("tie"))
-        .otherwise(pl.col("win") + 0.5 * pl.col("tie")),
-    )
-    if c.height == 0:
-        raise ConfigError(
-            f"length control: baseline {baseline!r} is compared with no model"
-        )
-    c = c.join(
-        f.rename({"length": "len_m"}),
-        on=["benchmark", "question_id", "model"],
-        how="left",
-    )
-    c = c.join(
-        f.filter(pl.col("model") == baseline).select(
-            "benchmark", "question_id", len_b="length"
-        ),
-        on=["benchmark", "question_id"],
-        how="left",
-    )
-    rows = []
-    for key, g in c.sort([*BOARD_KEYS, "model", "question_id"]).group_by(
-        [*BOARD_KEYS, "model"], maintain_order=True
-    ):
-        y = g.get_column("y").to_numpy()
-        qs = (
-            comps.filter(pl.col("benchmark") == key[0])
-            .select("benchmark", "question_id")
-            .unique()
-        )
-        lc = _lc_fit(g, y, qs, replicates, seed, clusters, cv_each)
-        ci = [float(lc[0]), None, None] if lc else [None] * 3
-        if lc and lc[1] is not None:
-            ci[1:] = [float(v) for v in _q(lc[1], level)]
-        rows.append((*key, g.height, float(y.mean()), *ci))
-    schema = (
-        dict.fromkeys([*BOARD_KEYS, "model"], pl.String)
-        | {"n": pl.Int64}
-        | dict.fromkeys(["win_rate", "lc_win_rate", "lc_lo", "lc_hi"], pl.Float64)
-    )
-    return pl.DataFrame(rows, schema=schema, orient="row")

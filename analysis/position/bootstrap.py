@@ -1,0 +1,279 @@
+"""The cluster-bootstrap engine of voirdire (ours, beyond Shi et al.).
+
+The clusters are the benchmark's *questions*: a replicate draws them with replacement (one
+draw per stratum, shared by every group and cell of it) and recomputes a figure from
+per-question sums. Replicates are weighted sums, a (B × Q) matrix of multinomial counts
+times the (cell × question) sums, no Python loop over replicates; the point estimate is
+the one-replicate case of the same code (every weight 1). Every table with an interval
+uses it: PC, PF and RS (:func:`voirdire.analysis.position.uncertainty.bootstrap_ci`), the
+mitigation evaluation, the bias suite's RR, Δ and susceptibility, and self-enhancement.
+
+- :func:`cluster_bootstrap`: percentile intervals of figures built from per-question sums.
+- :func:`in_clusters`: a benchmark's declared clusters in place of its questions.
+
+Both are importable from :mod:`voirdire.analysis.position.uncertainty` as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+import polars as pl
+
+__all__ = ["Statistic", "cluster_bootstrap", "in_clusters"]
+
+#: ``{value: (R, U) array of sums}`` -> ``{metric: (R,) or (R, U) array}``
+Statistic = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
+
+
+def in_clusters(rows: pl.DataFrame, clusters: pl.DataFrame | None) -> pl.DataFrame:
+    """``rows`` with each ``question_id`` replaced by its bootstrap cluster, so that
+    :func:`cluster_bootstrap` draws clusters (e.g. PandaLM's questions, each shared by up to
+    10 items) and sums per (cell, cluster); row order kept.
+
+    Args:
+        rows: columns ``benchmark`` and ``question_id`` (str), any others.
+        clusters: ``benchmark``, ``question_id``, ``cluster`` (str), as a benchmark declares
+            them (:meth:`~voirdire.benchmarks.kind.BenchmarkKind.clusters`); None, or a
+            question it does not list: the question is its own cluster (``rows`` unchanged).
+    """
+    if clusters is None or clusters.height == 0:
+        return rows
+    c = clusters.select("benchmark", "question_id", "cluster")
+    out = rows.join(
+        c, on=["benchmark", "question_id"], how="left", maintain_order="left"
+    )
+    return out.with_columns(question_id=pl.coalesce("cluster", "question_id")).drop(
+        "cluster"
+    )
+
+
+def _dense(
+    rows: pl.DataFrame,
+    q_index: dict,
+    n_q: int,
+    cells: pl.DataFrame,
+    cell_cols: list[str],
+    values: Sequence[str],
+) -> dict[str, np.ndarray]:
+    """(U, Q) matrices of ``values`` summed per (cell, question), the cells as rows."""
+    if cell_cols:
+        rows = rows.join(
+            cells.with_row_index("_u"), on=cell_cols, how="left", nulls_equal=True
+        )
+        u = rows.get_column("_u").to_numpy()
+    else:
+        u = np.zeros(rows.height, dtype=np.int64)
+    q = np.array(
+        [q_index[x] for x in rows.get_column("question_id").to_list()], dtype=np.int64
+    )
+    out = {}
+    for c in values:
+        m = np.zeros((max(cells.height, 1), n_q))
+        np.add.at(m, (u, q), rows.get_column(c).to_numpy())
+        out[c] = m
+    return out
+
+
+def _interval(boot: np.ndarray, level: float) -> tuple[float, float]:
+    """The ``level`` percentile interval of the finite replicates (NaN, NaN if none)."""
+    boot = boot[np.isfinite(boot)]
+    if boot.size == 0:
+        return float("nan"), float("nan")
+    a = (1.0 - level) / 2.0
+    lo, hi = np.quantile(boot, [a, 1.0 - a])
+    return float(lo), float(hi)
+
+
+def _chunked(stat: Statistic, mats: dict, w: np.ndarray, chunk: int | None) -> dict:
+    """``stat`` of the replicates' sums ``w @ M.T``, ``chunk`` replicates at a time, the
+    parts joined along the replicates."""
+    if chunk is None or chunk >= w.shape[0]:
+        return stat({c: w @ m.T for c, m in mats.items()})
+    parts = [
+        stat({c: w[s : s + chunk] @ m.T for c, m in mats.items()})
+        for s in range(0, w.shape[0], max(int(chunk), 1))
+    ]
+    return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parts[0]}
+
+
+def _as_statistic(
+    statistic: Statistic
+    | Mapping[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]],
+) -> Statistic:
+    """``statistic`` as one function (a mapping metric -> function becomes one call)."""
+    if callable(statistic):
+        return statistic
+    return lambda s: {m: f(s) for m, f in statistic.items()}
+
+
+def _strata_draws(
+    qs: pl.DataFrame, strata: list[str], replicates: int, rng: np.random.Generator
+) -> Iterator[tuple[tuple, pl.Expr, int, dict, np.ndarray]]:
+    """Per stratum of ``qs`` (sorted): its key, the filter selecting it, its number of
+    questions Q, their index (sorted question ids -> 0..Q-1) and the (B × Q) multinomial
+    counts of one draw with replacement, drawn from ``rng`` in the strata's order."""
+    for key in qs.select(strata).unique().sort(strata).iter_rows():
+        where = pl.all_horizontal([pl.col(c) == v for c, v in zip(strata, key)])
+        qids = sorted(qs.filter(where).get_column("question_id").to_list())
+        nq = len(qids)
+        w = rng.multinomial(nq, np.full(nq, 1.0 / nq), size=replicates).astype(float)
+        yield key, where, nq, {q: i for i, q in enumerate(qids)}, w
+
+
+def _group_rows(
+    head: tuple,
+    grp: pl.DataFrame,
+    stat: Statistic,
+    draw: tuple[int, dict, np.ndarray],
+    cells: list[str],
+    values: Sequence[str],
+    level: float,
+    chunk: int | None,
+) -> tuple[list[tuple], list[tuple]]:
+    """The result rows of one group: ``(per-group rows, per-cell rows)``.
+
+    ``head`` is the (stratum, group) key the rows start with; ``draw`` the stratum's
+    ``(Q, question index, weights)``. The estimate is ``stat`` of the sums with every weight
+    1; a metric whose estimate is 1-D gives one row, a 2-D one a row per cell.
+    """
+    nq, q_index, w = draw
+    replicates = w.shape[0]
+    cell_keys = (
+        grp.select(cells).unique(maintain_order=True) if cells else pl.DataFrame()
+    )
+    mats = _dense(grp, q_index, nq, cell_keys, cells, values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        est = stat({c: np.ones((1, nq)) @ m.T for c, m in mats.items()})
+        boot = _chunked(stat, mats, w, chunk)
+    per_group: list[tuple] = []
+    per_cell: list[tuple] = []
+    for metric, e in est.items():
+        b = np.asarray(boot[metric], dtype=float)
+        if np.ndim(e) == 1:
+            per_group.append(
+                (*head, metric, float(e[0]), *_interval(b, level), replicates)
+            )
+        else:
+            per_cell += [
+                (
+                    *head,
+                    *ck,
+                    metric,
+                    float(e[0, u]),
+                    *_interval(b[:, u], level),
+                    replicates,
+                )
+                for u, ck in enumerate(cell_keys.iter_rows())
+            ]
+    return per_group, per_cell
+
+
+def _result_frame(
+    per_group: list[tuple],
+    per_cell: list[tuple],
+    keys: dict[str, pl.DataType],
+    cell_schema: dict[str, pl.DataType],
+) -> pl.DataFrame:
+    """The rows of :func:`cluster_bootstrap` as one frame: the key columns ``keys``
+    (strata, groups), the ``cell_schema`` columns where a metric is per cell, then
+    ``metric``, ``estimate``, ``lo``, ``hi``, ``replicates``."""
+    tail = {
+        "metric": pl.String,
+        "estimate": pl.Float64,
+        "lo": pl.Float64,
+        "hi": pl.Float64,
+        "replicates": pl.Int64,
+    }
+    out = pl.DataFrame(per_group, schema=keys | tail, orient="row")
+    if per_cell:
+        with_cells = pl.DataFrame(
+            per_cell, schema=keys | cell_schema | tail, orient="row"
+        )
+        out = (
+            pl.concat([out, with_cells], how="diagonal").select(with_cells.columns)
+            if out.height
+            else with_cells
+        )
+    return out
+
+
+def cluster_bootstrap(
+    rows: pl.DataFrame,
+    values: Sequence[str],
+    statistic: Statistic
+    | Mapping[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]],
+    *,
+    groups: Sequence[str] = (),
+    cells: Sequence[str] = (),
+    strata: Sequence[str] = ("benchmark",),
+    questions: pl.DataFrame | None = None,
+    replicates: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    chunk: int | None = None,
+) -> pl.DataFrame:
+    """Cluster-bootstrap percentile intervals (questions resampled) of figures built from sums.
+
+    Per stratum (sorted; by default the benchmark) the questions are drawn with replacement
+    once, the draw shared by every group of the stratum; each ``values`` column is summed
+    per (cell, question) into a (U × Q) matrix ``M`` and a replicate's sums are ``w @ M.T``
+    with ``w`` the (B × Q) multinomial counts. The estimate is the same statistic with one
+    replicate of weights 1. One numpy generator seeded ``seed`` draws the strata in order.
+
+    Args:
+        rows: columns ``question_id``, the ``strata``, ``groups`` and ``cells`` columns and
+            the ``values`` columns (numeric; nulls count as 0).
+        values: the columns summed per question.
+        statistic: ``{value: (R, U) sums}`` -> ``{metric: array}`` (R replicates, U cells of
+            one group in the order of their first appearance), or a mapping metric ->
+            function of the sums; an (R,) array gives one row per group, an (R, U) array one
+            row per (group, cell). It must work row by row (R = 1 gives the estimate);
+            NaN where undefined.
+        groups: columns of one figure (e.g. strategy, judge); none: the stratum is one group.
+        cells: columns of the sub-units a figure may average over or report (e.g. candidate,
+            task); none: one cell.
+        strata: columns within which questions are drawn (``("benchmark", "task")`` draws
+            within each task).
+        questions: the clusters, columns ``strata`` and ``question_id`` (default: those of
+            ``rows``); a question without rows still counts in Q.
+        replicates: bootstrap replicates B; level: interval coverage (0.95: the 2.5 % and
+            97.5 % quantiles); seed: numpy seed.
+        chunk: replicates per call of ``statistic`` (None: all at once); the draws are the
+            same, so a statistic that works row by row gives the same figures with less memory
+            (the sums of a call are ``chunk × cells × len(values)`` floats).
+
+    Returns:
+        One row per (stratum, group, metric) or (stratum, group, cell, metric): the
+        ``strata``, ``groups`` and (for per-cell metrics) ``cells`` columns, ``metric``
+        (str), ``estimate`` (float), ``lo``, ``hi`` (float; NaN when no replicate is
+        finite), ``replicates`` (int).
+    """
+    strata, groups, cells = list(strata), list(groups), list(cells)
+    stat = _as_statistic(statistic)
+    qs = (
+        (questions if questions is not None else rows)
+        .select(*strata, "question_id")
+        .unique()
+    )
+    rows = rows.with_columns([pl.col(c).fill_null(0).cast(pl.Float64) for c in values])
+    rng = np.random.default_rng(seed)
+    per_group: list[tuple] = []
+    per_cell: list[tuple] = []
+    for key, where, nq, q_index, w in _strata_draws(qs, strata, replicates, rng):
+        part = rows.filter(where)
+        for gkey, grp in (
+            part.group_by(groups, maintain_order=True)
+            if groups
+            else ([((), part)] if part.height else [])
+        ):
+            g, c = _group_rows(
+                (*key, *gkey), grp, stat, (nq, q_index, w), cells, values, level, chunk
+            )
+            per_group += g
+            per_cell += c
+    keys = {
+        c: (qs.schema[c] if c in strata else rows.schema[c]) for c in [*strata, *groups]
+    }
+    return _result_frame(per_group, per_cell, keys, {c: rows.schema[c] for c in cells})
