@@ -27,10 +27,8 @@ skip an error. The benchmark tables themselves are always required.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +36,9 @@ from typing import Any
 
 import platformdirs
 
-from voirdire.benchmarks import mirror, release_jtj
-from voirdire.benchmarks.data import DATA_ENV, default_data_dir, resolve_data_dir
+from voirdire.benchmarks import fetch_steps, mirror, release_jtj
+from voirdire.benchmarks.data import DATA_ENV
+from voirdire.benchmarks.fetch_steps import MARKER, fetched_release
 from voirdire.benchmarks.http_guard import redact_url
 from voirdire.benchmarks.mirror import HTTPMirror, LocalCopy, NotOnMirror, blob_id
 from voirdire.benchmarks.release_jtj import (
@@ -52,8 +51,6 @@ from voirdire.benchmarks.release_jtj import (
 from voirdire.core import ConfigError, DataError
 
 _HERE = Path(__file__).resolve().parent
-#: The provenance file written into a fetched data directory.
-MARKER = "RELEASE.json"
 
 
 @dataclass(frozen=True)
@@ -153,23 +150,6 @@ def get_release(name: str | Release) -> Release:
     return known[name]
 
 
-def data_dir_of(
-    release: Release, explicit: str | os.PathLike[str] | None = None
-) -> Path:
-    """The data directory of a release: the first release's by
-    :func:`~voirdire.benchmarks.data.resolve_data_dir`, another's by :func:`locate`
-    (``explicit``: a job's ``data_dir``, checked).
-
-    Raises:
-        ConfigError: no data directory found, or an explicit one that is not one.
-    """
-    return (
-        Path(resolve_data_dir(explicit))
-        if release is JTJ
-        else locate(release, explicit)
-    )
-
-
 @dataclass
 class FetchReport:
     """What :func:`fetch_release` did: the data directory written, the bytes downloaded, the
@@ -239,24 +219,9 @@ def fetch_release(
     if sizes is None and not isinstance(manifest, dict):
         sizes = mirror.read_sizes(manifest or rel.manifest)
     target = Path(dest or rel.default_dir()).expanduser().absolute()
-    if target.exists() and (
-        not target.is_dir()
-        or (any(target.iterdir()) and not (target / MARKER).is_file())
-    ):
-        raise DataError(
-            f"{target} exists and was not written by `voirdire data fetch` (no {MARKER}); "
-            "choose another --dest or remove it"
-        )
+    fetch_steps.check_target(target)
     base = _base_url(base_url, rel) if source is None else str(source)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(
-            tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent)
-        )
-    except OSError as exc:
-        raise DataError(
-            f"cannot write beside the data directory {target}: {exc}; choose another --dest"
-        ) from None
+    work = fetch_steps.work_dir(target)
     try:
         if source is not None:
             src: LocalCopy | HTTPMirror = LocalCopy(Path(source), man, sizes)
@@ -265,26 +230,10 @@ def fetch_release(
         out = work / "data"
         log(f"fetching the release {rel.repo}@{rel.commit[:7]} from {redact_url(base)}")
         done = rel.convert(src.get, man, out, prefer=prefer, log=log)
-        if done.skipped:
-            if strict:
-                raise DataError(
-                    f"strict fetch: {len(done.skipped)} judge output(s) not on the mirror; the first: {done.skipped[0]}"
-                )
-            for s in done.skipped:
-                log(f"skipped: {s}")
+        _check_skipped(done.skipped, strict, log)
         report = FetchReport(target, src.bytes, done.files, done.judges, done.skipped)
-        record = {
-            "release": rel.name,
-            "repository": rel.repo,
-            "commit": rel.commit,
-            "base_url": redact_url(base),
-            "files": report.files,
-            "skipped": report.skipped,
-        }
-        (out / MARKER).write_text(
-            json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8"
-        )
-        _swap_into_place(out, target, work)
+        fetch_steps.write_marker(out, _record(rel, base, report))
+        fetch_steps.swap_into_place(out, target, work)
     except OSError as exc:  # disk full, permissions: nothing was put in place
         raise DataError(f"cannot write the data directory {target}: {exc}") from None
     finally:
@@ -293,159 +242,44 @@ def fetch_release(
     return report
 
 
+def _check_skipped(
+    skipped: list[str], strict: bool, log: Callable[[str], None]
+) -> None:
+    """Log each file the mirror lacked; with ``strict``, raise DataError naming the first."""
+    if skipped and strict:
+        raise DataError(
+            f"strict fetch: {len(skipped)} judge output(s) not on the mirror; the first: {skipped[0]}"
+        )
+    for s in skipped:
+        log(f"skipped: {s}")
+
+
+def _record(rel: Release, base: str, report: FetchReport) -> dict[str, Any]:
+    """The :data:`MARKER` record of a fetch (a log release adds its licence terms)."""
+    record = {
+        "release": rel.name,
+        "repository": rel.repo,
+        "commit": rel.commit,
+        "base_url": redact_url(base),
+        "files": report.files,
+        "skipped": report.skipped,
+    }
+    record.update(getattr(rel, "marker_extra", dict)())
+    return record
+
+
 def _base_url(base_url: str | None, rel: Release) -> str:
     base = base_url or os.environ.get(rel.url_env) or rel.default_base_url
     return base if base.endswith("/") else base + "/"
 
 
-def _swap_into_place(new: Path, target: Path, work: Path) -> None:
-    """Rename ``new`` to ``target``; an earlier fetch there is moved aside first and removed
-    after (both renames stay on one filesystem: ``work`` is beside ``target``)."""
-    old = None
-    if target.exists():
-        old = work / "previous"
-        os.replace(target, old)
-    try:
-        os.replace(new, target)
-    except OSError:
-        if old is not None:
-            os.replace(old, target)
-        raise
-
-
-def fetched_release(path: Path) -> dict[str, Any] | None:
-    """The ``RELEASE.json`` of a data directory written by a fetch, or None."""
-    try:
-        return json.loads((path / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def local_copies(rel: Release) -> list[Path]:
-    """Where a local copy of the release may lie beside a checkout:
-    ``<cwd>/../shared/data/<copy_name>`` and ``<cwd>/shared/data/<copy_name>``."""
-    if rel.copy_name is None:
-        return []
-    cwd = Path.cwd()
-    return [
-        cwd.parent / "shared" / "data" / rel.copy_name,
-        cwd / "shared" / "data" / rel.copy_name,
-    ]
-
-
-def locate(
-    release: str | Release, explicit: str | os.PathLike[str] | None = None
-) -> Path:
-    """The data directory of a release other than the first, converting a local
-    copy once when that is all there is.
-
-    Order: ``explicit`` (a job's ``data_dir``); ``$<data_env>``; the user data directory a
-    fetch wrote; a local copy beside the checkout (:func:`local_copies`, e.g.
-    ``../shared/data/<copy_name>``), converted once, verified against the package
-    manifest, into ``<user cache dir>/voirdire/<dir_name>-<commit7>`` and reused after.
-
-    Raises:
-        ConfigError: an explicit or environment path that is not a fetched data directory,
-            or nothing found (the message names ``voirdire data fetch <name>``).
-    """
-    rel = get_release(release)
-    hint = f"run `voirdire data fetch {rel.name}` (or set {rel.data_env} to the directory it wrote)"
-    for p, why in (
-        (explicit, "given explicitly"),
-        (os.environ.get(rel.data_env), f"from ${rel.data_env}"),
-    ):
-        if p:
-            path = Path(p).expanduser()
-            if fetched_release(path) is None:
-                raise ConfigError(
-                    f"{rel.name} data directory {str(path)!r} ({why}) holds no fetched release ({MARKER}); {hint}"
-                )
-            return path.resolve()
-    user = Path(platformdirs.user_data_dir("voirdire")) / rel.dir_name
-    if fetched_release(user) is not None:
-        return user.resolve()
-    cache = (
-        Path(platformdirs.user_cache_dir("voirdire"))
-        / f"{rel.dir_name}-{rel.commit[:7]}"
-    )
-    for copy in local_copies(rel):
-        if (copy / "files").is_dir():
-            if (fetched_release(cache) or {}).get("commit") != rel.commit:
-                fetch_release(cache, release=rel, source=copy, progress=False)
-            return cache.resolve()
-    raise ConfigError(
-        f"no {rel.name} data found (no {rel.data_env}, nothing at {user}, no local copy); {hint}"
-    )
-
-
-def locate_or_fetch(
-    try_dir: str | os.PathLike[str] | None = None,
-    base_url: str | None = None,
-    *,
-    release: str | Release = JTJ,
-    fetch: bool = True,
-    prefer: str = "pkl",
-    progress: bool = True,
-    log: Callable[[str], None] = lambda s: None,
-    manifest: str | os.PathLike[str] | dict[str, str] | None = None,
-    deadline: float = mirror.DEFAULT_DEADLINE,
-) -> Path:
-    """The data directory to use, fetching the release when none is found.
-
-    Order: ``try_dir`` when it is a directory on this machine (the location a cluster client
-    handed over); the usual lookup (first release:
-    :func:`~voirdire.benchmarks.data.resolve_data_dir`; another: :func:`locate`); else, with
-    ``fetch``, :func:`fetch_release` into :meth:`Release.default_dir` (``manifest`` and
-    ``deadline`` as there).
-
-    Raises:
-        DataError: nothing was found and the fetch failed (or was not allowed); the message
-            says what was tried and names both ways out.
-    """
-    rel = get_release(release)
-    tried = []
-    if try_dir:
-        p = Path(try_dir).expanduser()
-        if p.is_dir():
-            return p.resolve()
-        tried.append(
-            f"the data directory handed over ({p}) is not a directory on this machine"
-        )
-    try:
-        return data_dir_of(rel)
-    except ConfigError as exc:
-        tried.append(str(exc).split(". The public release")[0])
-    fetch_cmd = "voirdire data fetch" + ("" if rel is JTJ else f" {rel.name}")
-    ways_out = (
-        f"Ways out: run `{fetch_cmd}` where the release can be downloaded (or with --base-url "
-        f"pointing at a mirror), or set {rel.data_env} to a directory holding the data."
-    )
-    if not fetch:
-        raise DataError("; ".join(tried) + ". " + ways_out)
-    dest = (
-        rel.default_dir()
-        if rel is not JTJ
-        else Path(os.environ.get(DATA_ENV) or default_data_dir())
-    )
-    log(f"no {rel.name} data found; fetching the public release into {dest}")
-    try:
-        return fetch_release(
-            dest,
-            base_url,
-            release=rel,
-            prefer=prefer,
-            manifest=manifest,
-            progress=progress,
-            log=log,
-            deadline=deadline,
-        ).dest
-    except DataError as exc:
-        raise DataError(
-            "; ".join(tried + [f"fetching the release into {dest} failed: {exc}"])
-            + ". "
-            + ways_out
-        ) from None
-
+# the data directory lookup, split off (it calls fetch_release): re-exported here
+from voirdire.benchmarks.release_locate import (  # noqa: E402
+    data_dir_of,
+    local_copies,
+    locate,
+    locate_or_fetch,
+)
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -463,8 +297,10 @@ __all__ = [
     "blob_id",
     "data_dir_of",
     "fetch_release",
+    "fetched_release",
     "get_release",
     "load_plain_pickle",
+    "local_copies",
     "load_record_tsv",
     "locate",
     "locate_or_fetch",
