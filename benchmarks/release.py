@@ -127,7 +127,9 @@ def read_manifest(path: str | os.PathLike[str] = MANIFEST) -> dict[str, str]:
 
 def releases() -> dict[str, Release]:
     """The releases by name: those the registered benchmarks read (their ``release``
-    attribute), in the benchmarks' order (imports every built-in benchmark module)."""
+    attribute), in the benchmarks' order (imports every built-in benchmark module), then
+    the public judgment logs (:data:`voirdire.benchmarks.log_release.LOG_RELEASES`)."""
+    from voirdire.benchmarks.log_release import LOG_RELEASES
     from voirdire.benchmarks.registry import BENCHMARKS
 
     out: dict[str, Release] = {}
@@ -135,6 +137,8 @@ def releases() -> dict[str, Release]:
         rel = getattr(cls, "release", None)
         if rel is not None:
             out.setdefault(rel.name, rel)
+    for name, rel in LOG_RELEASES.items():
+        out.setdefault(name, rel)
     return out
 
 
