@@ -38,7 +38,7 @@ from pathlib import Path
 
 from voirdire.benchmarks import mirror
 from voirdire.benchmarks.mirror import NotOnMirror
-from voirdire.benchmarks.release import FetchReport, Release, fetch_release
+from voirdire.benchmarks.release_fetch import FetchReport, Release, fetch_release
 from voirdire.benchmarks.release_jtj import LICENSE_FILE, Converted
 from voirdire.core import ConfigError
 

@@ -12,10 +12,24 @@ or verification (:mod:`voirdire.benchmarks.release`, :mod:`voirdire.benchmarks.l
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+
+# messages go to stderr, as the rest of the command line's (voirdire.cli)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    """One error line on stderr, the environment's secrets removed, and exit ``code``."""
+    from voirdire.engine.secrets import redact_message
+
+    err_console.print(f"[bold red]error:[/] {escape(redact_message(msg))}")
+    raise typer.Exit(code)
 
 data_app = typer.Typer(
     no_args_is_help=True,
@@ -116,7 +130,6 @@ def data_fetch(
     from voirdire.benchmarks import release
     from voirdire.benchmarks.http_guard import redact_url
     from voirdire.benchmarks.log_release import LogRelease, Picks
-    from voirdire.cli import _fail, err_console
     from voirdire.core import ConfigError, DataError
 
     def log(msg: str) -> None:
