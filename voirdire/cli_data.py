@@ -31,94 +31,111 @@ def _fail(msg: str, code: int = 2) -> None:
     err_console.print(f"[bold red]error:[/] {escape(redact_message(msg))}")
     raise typer.Exit(code)
 
+
 data_app = typer.Typer(
     no_args_is_help=True,
     help="The benchmark data: the public releases the benchmarks read (Shi et al., 2024, and others).",
 )
 
 
+# the options of `voirdire data fetch`
+_Name = Annotated[
+    str,
+    typer.Argument(
+        help="The release: judging-the-judges (MT-Bench, DevBench) or another benchmark's (an unknown name lists them)."
+    ),
+]
+_Dest = Annotated[
+    Path | None,
+    typer.Option(
+        help="Data directory to write (default: $VOIRDIRE_DATA, else the user data directory)."
+    ),
+]
+_BaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        help="Where the release's files are, paths appended as in the repository (default: $VOIRDIRE_RELEASE_URL, else GitHub's raw URLs of the pinned commit).",
+    ),
+]
+_Prefer = Annotated[
+    str,
+    typer.Option(
+        help="Form of the judges' outputs fetched first: tsv (record_*.tsv) or pkl (tmp.pkl, loaded without executing); the other is the fallback."
+    ),
+]
+_IfMissing = Annotated[
+    bool,
+    typer.Option(
+        "--if-missing",
+        help="Fetch only when no data directory is found (the usual lookup); print the one in use.",
+    ),
+]
+_TryDir = Annotated[
+    str | None,
+    typer.Option(
+        "--try",
+        help="With --if-missing: a directory to use first when it exists here (a cluster client's data location).",
+    ),
+]
+_Progress = Annotated[bool, typer.Option(help="Show download progress bars.")]
+_Strict = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Fail when the mirror lacks any judge's outputs (default: take every judge it has, name those skipped).",
+    ),
+]
+_Manifest = Annotated[
+    Path | None,
+    typer.Option(
+        help="The files and git blob ids to fetch and verify (a manifest TSV) instead of the package's (a mirror of other files)."
+    ),
+]
+_Deadline = Annotated[
+    float,
+    typer.Option(
+        min=1,
+        help="Seconds each file's download may take in all; a slower one is cut off.",
+    ),
+]
+_Annotator = Annotated[
+    str | None,
+    typer.Option(
+        help="alpaca_eval: the annotator whose annotations are fetched (default weighted_alpaca_eval_gpt4_turbo, AlpacaEval 2's)."
+    ),
+]
+_Model = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model",
+        help="alpaca_eval: a model whose annotations are fetched (repeat; default every model the annotator judged).",
+    ),
+]
+_Judge = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--judge",
+        help="prd: a reviewer (the people always come); judgebench: a judge name or judge model (repeat; default all).",
+    ),
+]
+
+
 @data_app.command("fetch")
 def data_fetch(
-    name: Annotated[
-        str,
-        typer.Argument(
-            help="The release: judging-the-judges (MT-Bench, DevBench) or another benchmark's (an unknown name lists them)."
-        ),
-    ] = "judging-the-judges",
-    dest: Annotated[
-        Path | None,
-        typer.Option(
-            help="Data directory to write (default: $VOIRDIRE_DATA, else the user data directory)."
-        ),
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="Where the release's files are, paths appended as in the repository (default: $VOIRDIRE_RELEASE_URL, else GitHub's raw URLs of the pinned commit).",
-        ),
-    ] = None,
-    prefer: Annotated[
-        str,
-        typer.Option(
-            help="Form of the judges' outputs fetched first: tsv (record_*.tsv) or pkl (tmp.pkl, loaded without executing); the other is the fallback."
-        ),
-    ] = "pkl",
-    if_missing: Annotated[
-        bool,
-        typer.Option(
-            "--if-missing",
-            help="Fetch only when no data directory is found (the usual lookup); print the one in use.",
-        ),
-    ] = False,
-    try_dir: Annotated[
-        str | None,
-        typer.Option(
-            "--try",
-            help="With --if-missing: a directory to use first when it exists here (a cluster client's data location).",
-        ),
-    ] = None,
-    progress: Annotated[bool, typer.Option(help="Show download progress bars.")] = True,
-    strict: Annotated[
-        bool,
-        typer.Option(
-            "--strict",
-            help="Fail when the mirror lacks any judge's outputs (default: take every judge it has, name those skipped).",
-        ),
-    ] = False,
-    manifest: Annotated[
-        Path | None,
-        typer.Option(
-            help="The files and git blob ids to fetch and verify (a manifest TSV) instead of the package's (a mirror of other files)."
-        ),
-    ] = None,
-    deadline: Annotated[
-        float,
-        typer.Option(
-            min=1,
-            help="Seconds each file's download may take in all; a slower one is cut off.",
-        ),
-    ] = 600.0,
-    annotator: Annotated[
-        str | None,
-        typer.Option(
-            help="alpaca_eval: the annotator whose annotations are fetched (default weighted_alpaca_eval_gpt4_turbo, AlpacaEval 2's)."
-        ),
-    ] = None,
-    model: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--model",
-            help="alpaca_eval: a model whose annotations are fetched (repeat; default every model the annotator judged).",
-        ),
-    ] = None,
-    judge: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--judge",
-            help="prd: a reviewer (the people always come); judgebench: a judge name or judge model (repeat; default all).",
-        ),
-    ] = None,
+    name: _Name = "judging-the-judges",
+    dest: _Dest = None,
+    base_url: _BaseUrl = None,
+    prefer: _Prefer = "pkl",
+    if_missing: _IfMissing = False,
+    try_dir: _TryDir = None,
+    progress: _Progress = True,
+    strict: _Strict = False,
+    manifest: _Manifest = None,
+    deadline: _Deadline = 600.0,
+    annotator: _Annotator = None,
+    model: _Model = None,
+    judge: _Judge = None,
 ) -> None:
     """Download a release, verify every file against its git blob id, and convert it once.
 
