@@ -180,6 +180,24 @@ def alpaca_eval_check(data_dir: str, board: Path) -> pl.DataFrame:
     ).sort("model")
 
 
+def start_ray(tries: int = 5) -> None:
+    """A local Ray cluster (2 CPUs), started again when its node misses Ray's fixed 30 s
+    start-up wait (a loaded machine); the audits join it."""
+    import os
+
+    import ray
+
+    os.environ.setdefault("RAY_ACCEPT_CLUSTER_AUTH_TOKEN", "1")
+    for i in range(tries):
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+            return
+        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception here
+            print(f"Ray start-up failed ({exc}); try {i + 2} of {tries}")
+            ray.shutdown()
+    raise SystemExit("Ray did not start")
+
+
 def _show(title: str, df: pl.DataFrame) -> None:
     print(f"\n{title}")
     with pl.Config(tbl_rows=80, tbl_cols=20, float_precision=3, tbl_width_chars=200):
@@ -200,12 +218,13 @@ def run(mirror: Path, smoke: bool, work: Path) -> None:
         ae = fetch("alpaca_eval", url, work, Picks(models=ae_models))
     finally:
         httpd.shutdown()
+    _checks(jb, ae, smoke)
     t = time.perf_counter()
+    start_ray()
     ratings = sorted((prd / "data" / "vicuna80").glob("ratings-*"))
     res = voirdire.audit(ratings, "prd", out=work / "audit-prd")
     _show("PRD reviewers (accuracy against the people's majority)", audit_table(res))
-    jb_files = sorted((jb / "outputs").glob("*.jsonl"))[: 1 if smoke else None]
-    res = voirdire.audit(jb_files, "judgebench", out=work / "audit-jb")
+    res = voirdire.audit(_jb_files(jb, smoke), "judgebench", out=work / "audit-jb")
     score = judgebench_score(res.job["data_dir"])
     _show(
         "JudgeBench judges (accuracy against gold)",
@@ -221,16 +240,34 @@ def run(mirror: Path, smoke: bool, work: Path) -> None:
     )
     _show("per model (sorted by effect)", eff.filter(pl.col("candidate").is_not_null()).sort("effect")
           .select("candidate", "n_first", "n_second", "win_first", "win_second", "effect", "effect_lo", "effect_hi", "p_value"))  # fmt: skip
+    print(f"audits: {time.perf_counter() - t:.1f} s")
+
+
+def _jb_files(jb: Path, smoke: bool) -> list[Path]:
+    return sorted((jb / "outputs").glob("*.jsonl"))[: 1 if smoke else None]
+
+
+def _checks(jb: Path, ae: Path, smoke: bool) -> None:
+    """The figures the sources publish or define, from the normalised copies alone (no
+    engine): AlpacaEval's win rates against its leaderboard CSV, JudgeBench's score."""
+    from voirdire.benchmarks.log_release import AE_ANNOTATOR
+    from voirdire.benchmarks.logs.alpaca_eval import AlpacaEval
+    from voirdire.benchmarks.logs.judgebench import JudgeBench
+
+    files = sorted(ae.glob(f"results/*/{AE_ANNOTATOR}/annotations.json"))
     board = next(
         ae.glob(
             f"src/alpaca_eval/leaderboards/data_AlpacaEval_2/{AE_ANNOTATOR}_leaderboard.csv"
         )
     )
-    chk = alpaca_eval_check(res.job["data_dir"], board)
+    chk = alpaca_eval_check(str(AlpacaEval(files).data_dir), board)
     _show("AlpacaEval win rate from the annotations against the leaderboard CSV", chk)
-    print(f"\nleaderboard check: {chk.height} models, largest |win rate difference| "
+    print(f"leaderboard check: {chk.height} models, largest |win rate difference| "
           f"{chk['diff'].max():.2e} points, counts equal for {chk['counts_equal'].sum()}")  # fmt: skip
-    print(f"audits: {time.perf_counter() - t:.1f} s")
+    _show(
+        "JudgeBench's own score (compute_final_metrics)",
+        judgebench_score(str(JudgeBench(_jb_files(jb, smoke)).data_dir)),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,6 +16,8 @@ import polars as pl
 import pytest
 
 from tests.audit_logs import draws, write_arena_hard, write_fastchat
+from tests.test_audit_logs2 import write_alpaca_eval
+from voirdire.benchmarks.logs.alpaca_eval import AlpacaEval
 from voirdire.benchmarks.logs.arena_hard import battle_scores, battles
 from voirdire.benchmarks.logs.fastchat import read_single, single_scores
 from voirdire.core import ConfigError
@@ -149,4 +151,24 @@ def test_fastchat_single_malformed_and_swapped_formats_are_one_line(tmp_path):
                         "--out", str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     assert r.returncode == 2
     err = r.stderr.replace("\n", " ")
-    assert re.search(r"gpt-4_single\.jsonl: line 1: a sing *le-answer judgment", err), err
+    assert re.search(r"gpt-4_single\.jsonl: line 1: a sing *le-answer judgment", err), (
+        err
+    )
+
+
+def test_alpaca_eval_reference_against_itself_is_no_pair(tmp_path):
+    """AlpacaEval's leaderboard holds the reference's own file (gpt4_1106_preview against
+    itself, all draws): no pair to audit (showing one model twice stops the engine), so its
+    rows are skipped and the other files' pairs are read as before."""
+    ref = (
+        tmp_path
+        / "results/gpt4_1106_preview/weighted_alpaca_eval_gpt4_turbo/annotations.json"
+    )
+    other = (
+        tmp_path / "results/model-x/weighted_alpaca_eval_gpt4_turbo/annotations.json"
+    )
+    write_alpaca_eval(ref, "gpt4_1106_preview", 6, seed=1)
+    write_alpaca_eval(other, "model-x", 9, seed=2)
+    bench = AlpacaEval([ref, other], data_dir=tmp_path / "copy")
+    assert bench.pairs.height == 9
+    assert (bench.pairs["model_a"] != bench.pairs["model_b"]).all()
