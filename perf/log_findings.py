@@ -207,7 +207,6 @@ def _show(title: str, df: pl.DataFrame) -> None:
 def run(mirror: Path, smoke: bool, work: Path) -> None:
     """Fetch, audit and print every finding (module docstring)."""
     import voirdire
-    from voirdire.analysis.position.one_order import one_order_effect
     from voirdire.benchmarks.log_release import AE_ANNOTATOR, Picks
 
     httpd, url = serve(mirror)
@@ -232,8 +231,7 @@ def run(mirror: Path, smoke: bool, work: Path) -> None:
     )
     files = sorted(ae.glob(f"results/*/{AE_ANNOTATOR}/annotations.json"))
     res = voirdire.audit(files, "alpacaeval", out=work / "audit-ae")
-    n = 200 if smoke else 2000
-    eff = one_order_effect(res.judgments, replicates=n, permutations=n, seed=0)
+    eff = alpaca_eval_effect(res.judgments, res.job["data_dir"], 200 if smoke else 2000)
     _show(
         f"AlpacaEval 2 ({len(files)} models): position effect, pooled",
         eff.filter(pl.col("candidate").is_null()),
@@ -241,6 +239,27 @@ def run(mirror: Path, smoke: bool, work: Path) -> None:
     _show("per model (sorted by effect)", eff.filter(pl.col("candidate").is_not_null()).sort("effect")
           .select("candidate", "n_first", "n_second", "win_first", "win_second", "effect", "effect_lo", "effect_hi", "p_value"))  # fmt: skip
     print(f"audits: {time.perf_counter() - t:.1f} s")
+
+
+def alpaca_eval_effect(judgments: pl.DataFrame, data_dir: str, n: int) -> pl.DataFrame:
+    """The one-order position effect of AlpacaEval's annotator per leaderboard model and
+    pooled: the audit's pairs have the output shown first as ``model_a`` (its candidate), so
+    the roles are set back to AlpacaEval's (the leaderboard model the candidate, the
+    reference ``gpt4_1106_preview`` the reference; verdicts unchanged), and the bootstrap
+    resamples instructions (the benchmark's clusters)."""
+    from voirdire.analysis.position.one_order import one_order_effect
+    from voirdire.benchmarks.logs.alpaca_eval import AlpacaEval
+
+    roles = judgments.with_columns(
+        candidate=pl.when(pl.col("candidate") == AE_REFERENCE)
+        .then(pl.col("reference"))
+        .otherwise(pl.col("candidate")),
+        reference=pl.lit(AE_REFERENCE),
+    )
+    clusters = AlpacaEval.clusters(data_dir).with_columns(benchmark=pl.lit(AlpacaEval.name))
+    return one_order_effect(
+        roles, replicates=n, permutations=n, seed=0, clusters=clusters
+    )
 
 
 def _jb_files(jb: Path, smoke: bool) -> list[Path]:
