@@ -256,7 +256,9 @@ def alpaca_eval_effect(judgments: pl.DataFrame, data_dir: str, n: int) -> pl.Dat
         .otherwise(pl.col("candidate")),
         reference=pl.lit(AE_REFERENCE),
     )
-    clusters = AlpacaEval.clusters(data_dir).with_columns(benchmark=pl.lit(AlpacaEval.name))
+    clusters = AlpacaEval.clusters(data_dir).with_columns(
+        benchmark=pl.lit(AlpacaEval.name)
+    )
     return one_order_effect(
         roles, replicates=n, permutations=n, seed=0, clusters=clusters
     )
