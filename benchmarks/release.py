@@ -79,9 +79,12 @@ def releases() -> dict[str, Release]:
 
 
 def get_release(name: str | Release) -> Release:
-    """The :class:`Release` of a name (:func:`releases`). Raises ConfigError naming the known ones."""
+    """The :class:`Release` of a name (:func:`releases`; a public log source's without loading
+    the benchmarks). Raises ConfigError naming the known ones."""
     if isinstance(name, Release):
         return name
+    if name in LOG_RELEASES:
+        return LOG_RELEASES[name]
     known = releases()
     if name not in known:
         raise ConfigError(
