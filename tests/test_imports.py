@@ -36,6 +36,7 @@ ROOMS = ["core", "benchmarks", "judges", "engine", "analysis", "api", "cli"]
 PACKAGE_ROOT_ROOMS = {
     "voirdire": "api",
     "voirdire.__main__": "cli",
+    "voirdire.cli_data": "cli",
     "voirdire.exceptions": "core",
     "voirdire.registry": "core",
 }

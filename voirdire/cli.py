@@ -9,6 +9,7 @@
     voirdire status [JOB_ID] [--address ...]
     voirdire stop JOB_ID [--address ...]
     voirdire data fetch [RELEASE] [--dest DIR] [--base-url URL] [--manifest TSV] [--prefer tsv|pkl] [--strict] [--deadline S] [--if-missing [--try DIR]]
+    voirdire data fetch prd|alpaca_eval|judgebench [--annotator A] [--model M ...] [--judge J ...] [--dest DIR] ...  (voirdire/cli_data.py)
 
 ``run`` validates every job before sending anything, runs them one after another on one
 Ray connection, and prints the per-judge table of all of them. Exit codes: 0 success,
@@ -29,6 +30,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from voirdire.cli_data import data_app
 from voirdire.core import ConfigError
 
 app = typer.Typer(
@@ -609,117 +611,7 @@ def stop(
     console.print(f"job {job_id}: {'stop requested' if stopped else 'not running'}")
 
 
-data_app = typer.Typer(
-    no_args_is_help=True,
-    help="The benchmark data: the public releases the benchmarks read (Shi et al., 2024, and others).",
-)
 app.add_typer(data_app, name="data")
-
-
-@data_app.command("fetch")
-def data_fetch(
-    name: Annotated[
-        str,
-        typer.Argument(
-            help="The release: judging-the-judges (MT-Bench, DevBench) or another benchmark's (an unknown name lists them)."
-        ),
-    ] = "judging-the-judges",
-    dest: Annotated[
-        Path | None,
-        typer.Option(
-            help="Data directory to write (default: $VOIRDIRE_DATA, else the user data directory)."
-        ),
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="Where the release's files are, paths appended as in the repository (default: $VOIRDIRE_RELEASE_URL, else GitHub's raw URLs of the pinned commit).",
-        ),
-    ] = None,
-    prefer: Annotated[
-        str,
-        typer.Option(
-            help="Form of the judges' outputs fetched first: tsv (record_*.tsv) or pkl (tmp.pkl, loaded without executing); the other is the fallback."
-        ),
-    ] = "pkl",
-    if_missing: Annotated[
-        bool,
-        typer.Option(
-            "--if-missing",
-            help="Fetch only when no data directory is found (the usual lookup); print the one in use.",
-        ),
-    ] = False,
-    try_dir: Annotated[
-        str | None,
-        typer.Option(
-            "--try",
-            help="With --if-missing: a directory to use first when it exists here (a cluster client's data location).",
-        ),
-    ] = None,
-    progress: Annotated[bool, typer.Option(help="Show download progress bars.")] = True,
-    strict: Annotated[
-        bool,
-        typer.Option(
-            "--strict",
-            help="Fail when the mirror lacks any judge's outputs (default: take every judge it has, name those skipped).",
-        ),
-    ] = False,
-    manifest: Annotated[
-        Path | None,
-        typer.Option(
-            help="The files and git blob ids to fetch and verify (a manifest TSV) instead of the package's (a mirror of other files)."
-        ),
-    ] = None,
-    deadline: Annotated[
-        float,
-        typer.Option(
-            min=1,
-            help="Seconds each file's download may take in all; a slower one is cut off.",
-        ),
-    ] = 600.0,
-) -> None:
-    """Download a release, verify every file against its git blob id, and convert it once.
-
-    A mirror lacking some judges' outputs: those judges are skipped and named (exit 0), or,
-    with --strict, the fetch fails. Prints the data directory on stdout (messages go to stderr)."""
-    from voirdire.benchmarks import release
-    from voirdire.benchmarks.http_guard import redact_url
-    from voirdire.core import DataError
-
-    def log(msg: str) -> None:
-        err_console.print(redact_url(msg), highlight=False)
-
-    try:
-        rel = release.get_release(name)
-        if if_missing:
-            path = release.locate_or_fetch(
-                try_dir,
-                base_url,
-                release=rel,
-                prefer=prefer,
-                progress=progress,
-                log=log,
-                manifest=manifest,
-                deadline=deadline,
-            )
-        else:
-            path = release.fetch_release(
-                dest,
-                base_url,
-                release=rel,
-                prefer=prefer,
-                manifest=manifest,
-                strict=strict,
-                progress=progress,
-                log=log,
-                deadline=deadline,
-            ).dest
-    except ConfigError as exc:
-        _fail(redact_url(str(exc)))
-    except DataError as exc:
-        _fail(redact_url(str(exc)), 1)
-    typer.echo(str(path))
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

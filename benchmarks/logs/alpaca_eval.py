@@ -117,7 +117,9 @@ def completion_text(raw: Any) -> str:
 
 def annotations(path: Path, options: Any, fmt: str):
     """Per annotation of one file: ``(where, row, question_id, shown, switched, preference,
-    p_first, letter)`` (module docstring; ``preference`` null: a failed annotation).
+    p_first, letter)`` (module docstring; ``preference`` null: a failed annotation). An
+    annotation of a model against itself (``generator_1 == generator_2``: the reference's own
+    file, ``results/gpt4_1106_preview/...``, all draws) is no pair and is skipped.
 
     Raises:
         ConfigError: naming the file, the JSON index and the field."""
@@ -141,6 +143,8 @@ def annotations(path: Path, options: Any, fmt: str):
             need(obj, c, where, fmt)
         sw = is_switched(obj, options.seed, options.seed_columns)
         g1, g2 = obj["generator_1"], obj["generator_2"]
+        if g1 == g2:  # the reference's own file: it against itself, no pair to audit
+            continue
         qid = f"{content_hash(obj['instruction'])[:16]}|{g1}|{g2}"
         shown = (g2, g1) if sw else (g1, g2)
         if pref is None or (isinstance(pref, float) and math.isnan(pref)):
