@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from voirdire.benchmarks.scoring import score_patterns, score_range
+from voirdire.engine.bind import ResolvedJudge
 from voirdire.engine.outdir import JOB_FILE, claim_output_dir, read_job_record
 from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.progress import JobProgress
@@ -31,7 +32,7 @@ from voirdire.engine.rewrite import (
 )
 from voirdire.engine.scheduler import JudgeRun, RunStats, execute
 from voirdire.engine.secrets import configured_secrets, redact_record
-from voirdire.engine.spec import JobSpec, ResolvedJudge
+from voirdire.engine.spec import JobSpec
 from voirdire.engine.store import ResultStore
 from voirdire.engine.units import (
     PromptCache,
