@@ -54,6 +54,10 @@ class ResolvedJudge:
                 f"judge {spec.name!r} (backend {spec.backend!r}): {_describe(exc)}"
             ) from exc
         self.identity = self.backend.identity(self.settings, self.sampling)
+        #: the log's judge whose verdicts count as this judge's (engine.completion)
+        self.recorded_as = spec.recorded_as
+        if spec.recorded_as is not None:
+            self.identity = {**self.identity, "recorded_as": spec.recorded_as}
         self.identity_hash = content_hash(self.identity)
         #: the mode of this judge's units when it is not the job's (capabilities.OwnComparisonMode)
         self.mode = comparison_mode(self.backend, self.settings)

@@ -19,6 +19,7 @@ judges      job, bench, data_dir                                  judges
 rewriters   job                                                   rewriters
 variants    job, list_size, judges, rewriters                     variants
 quality     job, bench, data_dir, judges, listed                  instances
+completion  job, bench, data_dir, judges, instances               recorded
 rewrites    bench, instances, variants, rewriters                 rewrites
 preflight   job, dry_run, bench, data_dir, judges, rewriters,     warnings
             rewrites
@@ -37,7 +38,7 @@ culprit), before any query is sent. Running the plan (rewrites, then judging) is
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.registry import data_dir_for, load_benchmark
 from voirdire.core import ConfigError
 from voirdire.engine.bind import ResolvedJudge, resolve_judges
+from voirdire.engine.completion import plan_completion
 from voirdire.engine.instances import instances as make_instances
 from voirdire.engine.instances import list_size_for
 from voirdire.engine.outdir import claim_output_dir
@@ -85,6 +87,8 @@ class JobPlan:
         variants: the control and the perturbation variants (``docs/biases.md``).
         rewriters: the resolved ``[[rewriters]]`` by name.
         rewrites: the rewrites the answer variants need (:func:`voirdire.engine.rewrite.plan_rewrites`).
+        recorded: per judge completing a log (``recorded_as``), the units the log answers;
+            the judge is asked ``units_per_judge`` minus these (:mod:`voirdire.engine.completion`).
     """
 
     bench: Benchmark
@@ -97,6 +101,7 @@ class JobPlan:
     variants: tuple[Variant, ...] = (CONTROL,)
     rewriters: dict[str, ResolvedJudge] | None = None
     rewrites: pl.DataFrame | None = None
+    recorded: dict[str, int] = field(default_factory=dict)
 
 
 # -- the stages --------------------------------------------------------------------------
@@ -290,6 +295,12 @@ PLAN_STAGES: tuple[Stage, ...] = (
         ("job", "bench", "data_dir", "judges", "listed"),
         ("instances",),
         add_quality,
+    ),
+    Stage(
+        "completion",
+        ("job", "bench", "data_dir", "judges", "instances"),
+        ("recorded",),
+        plan_completion,
     ),
     Stage(
         "rewrites",

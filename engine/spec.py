@@ -226,6 +226,11 @@ class JudgeSpec(BaseModel):
     ``{"accelerator_type:H100": 0.001}``), merged over the backend's own; ``scheduling``
     is a Ray scheduling strategy for the worker actors: ``"DEFAULT"`` (pack) or
     ``"SPREAD"`` (spread the pool over the nodes).
+
+    ``recorded_as`` (a judgment log benchmark only, ``docs/audit.md``): the judge of the log
+    whose recorded verdicts count as this live judge's answers; the judge is then asked only
+    the orders the log lacks, and the setting enters its identity
+    (:mod:`voirdire.engine.completion`).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -237,6 +242,7 @@ class JudgeSpec(BaseModel):
     sampling: dict[str, Any] | None = None
     resources: dict[str, float] | None = None
     scheduling: Literal["DEFAULT", "SPREAD"] | None = None
+    recorded_as: str | None = Field(default=None, min_length=1)
 
     @property
     def backend_settings(self) -> dict[str, Any]:

@@ -131,8 +131,13 @@ def run(
                 (
                     rj.name,
                     rj.spec.backend,
-                    plan.units_per_judge,
-                    "queries",
+                    plan.units_per_judge - plan.recorded.get(rj.name, 0),
+                    "queries"
+                    + (  # a completed log: its verdicts are not asked
+                        f" ({plan.recorded[rj.name]:,} answered by the log's {escape(rj.recorded_as)})"
+                        if rj.name in plan.recorded
+                        else ""
+                    ),
                     estimates.get(rj.name),
                 )
                 for rj in plan.judges
