@@ -76,12 +76,14 @@ def test_tool_prompts_are_filled_in_one_pass_in_the_order_shown():
     _, user = tool_prompt("AlpacaEval").render(
         {"instruction": "I", "output_1": "one", "output_2": "two"}
     )
-    assert user.index('"model_identifier": "m",\n        "output": """one"""') < user.index(
-        '"model_identifier": "M",\n        "output": """two"""'
-    )
+    assert user.index(
+        '"model_identifier": "m",\n        "output": """one"""'
+    ) < user.index('"model_identifier": "M",\n        "output": """two"""')
     assert tool_prompt("PRD", "math").name == "prd-math"
     assert tool_prompt("PRD", "writing").name == "prd-general"
-    for tp in tool_prompts().values():  # every shipped prompt names its source and reads its labels
+    for tp in (
+        tool_prompts().values()
+    ):  # every shipped prompt names its source and reads its labels
         assert "@" in tp.source and set(tp.verdict_labels.values()) <= {"A", "B", "C"}
 
 
@@ -109,16 +111,25 @@ def test_a_live_verdict_is_read_by_the_tools_rule(fmt, text, letter):
 # ------------------------------------------------------------------ refusals, before any query
 
 
-def test_a_live_judge_without_recorded_as_is_refused_before_any_query(tmp_path, bare_server):
+def test_a_live_judge_without_recorded_as_is_refused_before_any_query(
+    tmp_path, bare_server
+):
     job = parse_job(_job(tmp_path, _api(bare_server.url)))
-    with pytest.raises(ConfigError, match=r"recorded_as = .*weighted_alpaca_eval_gpt4_turbo"):
+    with pytest.raises(
+        ConfigError, match=r"recorded_as = .*weighted_alpaca_eval_gpt4_turbo"
+    ):
         plan_job(job, dry_run=True)
     path = tmp_path / "job.toml"
     path.write_text(_toml(_job(tmp_path, _api(bare_server.url))))
     res = CliRunner().invoke(_cli(), ["run", str(path), "--no-progress"])
     assert res.exit_code == 2 and "recorded_as" in res.output
-    assert res.output.startswith("error: judge 'alpaca+judge-7b'") and "Traceback" not in res.output
-    assert bare_server.stats["requests"] == 0 and not (tmp_path / "out" / "raw").exists()
+    assert (
+        res.output.startswith("error: judge 'alpaca+judge-7b'")
+        and "Traceback" not in res.output
+    )
+    assert (
+        bare_server.stats["requests"] == 0 and not (tmp_path / "out" / "raw").exists()
+    )
 
 
 @pytest.mark.parametrize(
@@ -131,7 +142,11 @@ def test_a_live_judge_without_recorded_as_is_refused_before_any_query(tmp_path, 
 def test_what_a_completing_judge_cannot_be_is_refused(tmp_path, judge, extra, match):
     j = {**_api("http://127.0.0.1:9"), **judge}
     if j["backend"] == "replay":
-        j = {k: v for k, v in j.items() if k in ("name", "backend", "recorded", "recorded_as")}
+        j = {
+            k: v
+            for k, v in j.items()
+            if k in ("name", "backend", "recorded", "recorded_as")
+        }
     data = _job(tmp_path, j, **{k: v for k, v in extra.items() if k != "comparison"})
     data["comparison"].update(extra.get("comparison", {}))
     with pytest.raises(ConfigError, match=match):
@@ -141,7 +156,9 @@ def test_what_a_completing_judge_cannot_be_is_refused(tmp_path, judge, extra, ma
 def test_recorded_as_enters_the_judges_identity(tmp_path):
     plain = _api("http://127.0.0.1:9")
     a = resolve_judges(parse_job(_job(tmp_path, plain)))[0]
-    b = resolve_judges(parse_job(_job(tmp_path, {**plain, "recorded_as": ANNOTATOR})))[0]
+    b = resolve_judges(parse_job(_job(tmp_path, {**plain, "recorded_as": ANNOTATOR})))[
+        0
+    ]
     assert b.identity == {**a.identity, "recorded_as": ANNOTATOR}
     assert a.identity_hash != b.identity_hash
 
@@ -178,6 +195,55 @@ def test_dry_run_counts_and_prices_the_missing_order_only(tmp_path):
     assert "cost <= $" in res.output
 
 
+def test_one_order_of_a_two_order_table_counts_only_the_missing_orders(tmp_path):
+    """A plain table holding both orders for pairs 0-1 and one order for pairs 2-5 (shown
+    as written for 2-3, swapped for 4-5): 8 verdicts recorded, 4 queries asked, each the
+    order the table lacks."""
+    rows = []
+    for i in range(6):
+        orders = ["a", "b"] if i < 2 else (["a"] if i < 4 else ["b"])
+        for f in orders:
+            rows.append({"item": f"q{i}", "ma": "x", "mb": "y", "first": f, "v": "A",
+                         "ins": f"question {i}", "oa": f"x says {i}", "ob": f"y says {i}"})  # fmt: skip
+    path = tmp_path / "verdicts.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cols = {"instance": "item", "model_a": "ma", "model_b": "mb", "first": "first",
+            "verdict": "v", "instruction": "ins", "output_a": "oa", "output_b": "ob"}  # fmt: skip
+    data = _job(tmp_path, _api("http://127.0.0.1:9", recorded_as="judge"))
+    data["benchmark"] = {"name": "logtable", "logs": [str(path)], "data_dir": str(tmp_path / "c"),
+                         "log": {"columns": cols}}  # fmt: skip
+    job = parse_job(data)
+    plan = plan_job(job, dry_run=True)
+    assert plan.units_per_judge == 12 and plan.recorded == {"alpaca+judge-7b": 8}
+    from voirdire.engine.completion import live_batches
+    from voirdire.engine.units import iter_unit_batches
+
+    rj = plan.judges[0]
+    batches = iter_unit_batches(
+        plan.bench, plan.instances, job.comparison, judge=rj.name,
+        identity_hash=rj.identity_hash, needs_prompt=True, batch_size=5,
+    )  # fmt: skip
+    asked = [
+        (u.question_id.split("|")[0], u.shown)
+        for b in live_batches(plan, rj, batches)
+        for u in b.units
+    ]
+    assert sorted(asked) == [
+        ("q2", ("y", "x")),
+        ("q3", ("y", "x")),
+        ("q4", ("x", "y")),
+        ("q5", ("x", "y")),
+    ]
+    # FastChat's pair-v2 is a plain table's prompt
+    u = next(iter(live_batches(plan, rj, iter_unit_batches(
+        plan.bench, plan.instances, job.comparison, judge=rj.name,
+        identity_hash=rj.identity_hash, needs_prompt=True, batch_size=5))))  # fmt: skip
+    q = u.units[0].query()
+    assert q.system.startswith(
+        "Please act as an impartial judge"
+    ) and q.prompt.startswith("[User Question]\nquestion 2")
+
+
 # ------------------------------------------------------------------ end to end, loopback server
 
 
@@ -203,15 +269,26 @@ def test_only_the_missing_order_is_asked_and_a_rerun_asks_nothing(server, tmp_pa
     assert rec.height == asked.height == N
     pairs = pl.read_parquet(tmp_path / "copy" / "instances.parquet")
     first = dict(zip(pairs["question_id"], pairs["model_a"]))  # the order the log shows
-    assert all(r["shown"][0] == first[r["question_id"]] for r in rec.iter_rows(named=True))
-    assert all(r["shown"][1] == first[r["question_id"]] for r in asked.iter_rows(named=True))
+    assert all(
+        r["shown"][0] == first[r["question_id"]] for r in rec.iter_rows(named=True)
+    )
+    assert all(
+        r["shown"][1] == first[r["question_id"]] for r in asked.iter_rows(named=True)
+    )
     # asked with AlpacaEval's prompt, the log's second output shown first
     outs = dict(zip(pairs["question_id"], pairs["output_b"]))
     for r in asked.iter_rows(named=True):
         hit = [p for p in sent if f'"output": """{outs[r["question_id"]]}"""' in p]
-        assert hit and all(p.index('"model_identifier": "m"') < p.index(outs[r["question_id"]]) for p in hit)
-    assert set(asked["extracted"].to_list()) <= {"A", "B"} and asked["failed"].sum() == 0
-    m = res.judge_metrics.filter(pl.col("judge") == "alpaca+judge-7b").row(0, named=True)
+        assert hit and all(
+            p.index('"model_identifier": "m"') < p.index(outs[r["question_id"]])
+            for p in hit
+        )
+    assert (
+        set(asked["extracted"].to_list()) <= {"A", "B"} and asked["failed"].sum() == 0
+    )
+    m = res.judge_metrics.filter(pl.col("judge") == "alpaca+judge-7b").row(
+        0, named=True
+    )
     assert {"pc", "pf"} <= set(m) and 0.0 <= m["pc"] <= 1.0
     record = json.loads((tmp_path / "out" / "job.json").read_text())
     assert record["judges"]["alpaca+judge-7b"]["identity"]["recorded_as"] == ANNOTATOR
@@ -226,7 +303,9 @@ def test_only_the_missing_order_is_asked_and_a_rerun_asks_nothing(server, tmp_pa
 @pytest.mark.vllm
 @pytest.mark.ray
 @pytest.mark.slow
-def test_smollm2_on_the_cpu_is_asked_only_the_missing_order(smollm2, ray_local, tmp_path):
+def test_smollm2_on_the_cpu_is_asked_only_the_missing_order(
+    smollm2, ray_local, tmp_path
+):
     from tests.real_model import KV_CACHE_BYTES
 
     judge = {"name": "alpaca+smollm2", "backend": "vllm", "model": smollm2["model"],
