@@ -24,7 +24,6 @@ the tool's own reading of the verdict, each asked row the live judge's text.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import cache
 from typing import Any
 
 import polars as pl
@@ -51,22 +50,18 @@ def _is_log(bench: Any) -> bool:
     return isinstance(bench, LogBenchmark)
 
 
-@cache
-def _read(cls: type, data_dir: str, recorded: str) -> dict[RecordKey, Recorded]:
-    path = cls.recorded_file(data_dir, _STUDY, recorded, recorded)
-    return cls.read_recorded(path, recorded)
-
-
 def recorded_answers(
     bench: Any, data_dir: Any, rj: ResolvedJudge
 ) -> dict[RecordKey, Recorded]:
     """The verdicts of the log's judge ``rj.recorded_as``: ``(";".join((question id,
-    *shown)), 1) ->`` :class:`~voirdire.benchmarks.recorded.Recorded` (read once per process).
+    *shown)), 1) ->`` :class:`~voirdire.benchmarks.recorded.Recorded`, read from the
+    normalised copy each time (it may have been written afresh since).
 
     Raises:
         ConfigError: the log holds no verdict of that judge (its judges are listed).
     """
-    return _read(type(bench), str(data_dir), str(rj.recorded_as))
+    cls, name = type(bench), str(rj.recorded_as)
+    return cls.read_recorded(cls.recorded_file(data_dir, _STUDY, name, rj.name), name)
 
 
 def _check_judge(job: JobSpec, bench: Any, data_dir: Any, rj: ResolvedJudge) -> None:
