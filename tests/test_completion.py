@@ -289,7 +289,21 @@ def test_only_the_missing_order_is_asked_and_a_rerun_asks_nothing(server, tmp_pa
     m = res.judge_metrics.filter(pl.col("judge") == "alpaca+judge-7b").row(
         0, named=True
     )
-    assert {"pc", "pf"} <= set(m) and 0.0 <= m["pc"] <= 1.0
+    assert {"pc", "pf", "pass_kappa"} <= set(m)
+    # PC and PF of the completed judge, recomputed pair by pair (log order, asked order)
+    letters: dict = {}
+    for r in j.iter_rows(named=True):
+        letters.setdefault(r["question_id"], [None, None])[
+            r["verdict_mode"] != "replay"
+        ] = r["extracted"]
+    consistent = sum(
+        a != b for a, b in letters.values()
+    )  # A then B (or B then A): same answer
+    primacy = sum(a == b == "A" for a, b in letters.values())
+    recency = sum(a == b == "B" for a, b in letters.values())
+    assert m["pc"] == pytest.approx(consistent / N) and m["pf"] == pytest.approx(
+        (recency - primacy) / N
+    )
     record = json.loads((tmp_path / "out" / "job.json").read_text())
     assert record["judges"]["alpaca+judge-7b"]["identity"]["recorded_as"] == ANNOTATOR
     again = voirdire.run(job, show_progress=False)
