@@ -38,7 +38,13 @@ from voirdire.engine.worker import results_to_columns
 from voirdire.judges.capabilities import Recording
 from voirdire.judges.replay import as_result
 
-__all__ = ["fill_from_log", "live_batches", "plan_completion", "recorded_answers"]
+__all__ = [
+    "asked_note",
+    "fill_from_log",
+    "live_batches",
+    "plan_completion",
+    "recorded_answers",
+]
 
 #: the study whose recorded verdicts a log holds
 _STUDY = "position_bias"
@@ -199,3 +205,14 @@ def fill_from_log(job: JobSpec, plan: Any, store: Any) -> dict[str, int]:
         store.flush(rj.name)
         written[rj.name] = n
     return written
+
+
+def asked_note(plan: Any, rj: ResolvedJudge) -> str:
+    """What a dry run calls a judge's count: ``"queries"``, and for a judge completing a
+    log how many units the log answers (``"queries (8 answered by the log's X)"``)."""
+    n = plan.recorded.get(rj.name)
+    return (
+        "queries"
+        if n is None
+        else f"queries ({n:,} answered by the log's {rj.recorded_as})"
+    )

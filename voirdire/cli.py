@@ -99,6 +99,7 @@ def run(
     except ConfigError as exc:
         _fail(str(exc))
     if dry_run:
+        from voirdire.engine.completion import asked_note
         from voirdire.engine.job import estimate_job
 
         for spec, plan in zip(specs, plans):
@@ -132,12 +133,7 @@ def run(
                     rj.name,
                     rj.spec.backend,
                     plan.units_per_judge - plan.recorded.get(rj.name, 0),
-                    "queries"
-                    + (  # a completed log: its verdicts are not asked
-                        f" ({plan.recorded[rj.name]:,} answered by the log's {escape(rj.recorded_as)})"
-                        if rj.name in plan.recorded
-                        else ""
-                    ),
+                    escape(asked_note(plan, rj)),  # "queries", and what a log answers
                     estimates.get(rj.name),
                 )
                 for rj in plan.judges
