@@ -19,6 +19,8 @@ from typing import Any
 import polars as pl
 
 from voirdire.benchmarks.scoring import score_patterns, score_range
+from voirdire.engine.bind import ResolvedJudge
+from voirdire.engine.completion import fill_from_log, live_batches
 from voirdire.engine.outdir import JOB_FILE, claim_output_dir, read_job_record
 from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.progress import JobProgress
@@ -31,7 +33,7 @@ from voirdire.engine.rewrite import (
 )
 from voirdire.engine.scheduler import JudgeRun, RunStats, execute
 from voirdire.engine.secrets import configured_secrets, redact_record
-from voirdire.engine.spec import JobSpec, ResolvedJudge
+from voirdire.engine.spec import JobSpec
 from voirdire.engine.store import ResultStore
 from voirdire.engine.units import (
     PromptCache,
@@ -118,7 +120,7 @@ def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None
         )
         texts = (
             q.prompt if not q.system else q.system + "\n\n" + (q.prompt or "")
-            for b in batches
+            for b in live_batches(plan, rj, batches)  # a completed log: the asked units
             for q in b.queries
         )
         out[rj.name] = _estimate(rj, texts)
@@ -217,6 +219,7 @@ def run_job(
     rewrites = _rewrite_stage(
         job, plan, out, address=address, show_progress=show_progress, console=console
     )
+    fill_from_log(job, plan, store)  # a log's verdicts, where a judge completes one
     runs = []
     for rj in plan.judges:
         done = store.completed_ids(rj.name, include_failures=not retry_failed)

@@ -19,6 +19,7 @@ judges      job, bench, data_dir                                  judges
 rewriters   job                                                   rewriters
 variants    job, list_size, judges, rewriters                     variants
 quality     job, bench, data_dir, judges, listed                  instances
+completion  job, bench, data_dir, judges, instances               recorded
 rewrites    bench, instances, variants, rewriters                 rewrites
 preflight   job, dry_run, bench, data_dir, judges, rewriters,     warnings
             rewrites
@@ -36,9 +37,8 @@ culprit), before any query is sent. Running the plan (rewrites, then judging) is
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +47,16 @@ import polars as pl
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.registry import data_dir_for, load_benchmark
 from voirdire.core import ConfigError
+from voirdire.engine.bind import ResolvedJudge, resolve_judges
+from voirdire.engine.completion import plan_completion
 from voirdire.engine.instances import instances as make_instances
 from voirdire.engine.instances import list_size_for
 from voirdire.engine.outdir import claim_output_dir
 from voirdire.engine.perturb import CONTROL, Variant, expand_variants
 from voirdire.engine.quality import quality_identity, with_quality
 from voirdire.engine.rewrite import check_rewriters, plan_rewrites, resolve_rewriters
-from voirdire.engine.spec import JobSpec, ResolvedJudge, resolve_judges
+from voirdire.engine.spec import JobSpec
+from voirdire.engine.stages import Stage, check_stages, run_stages
 from voirdire.engine.units import count_units
 from voirdire.judges.capabilities import Recording
 
@@ -66,103 +69,6 @@ __all__ = [
     "plan_job",
     "run_stages",
 ]
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One named step of planning.
-
-    Attributes:
-        name: the stage's name (unique in a sequence).
-        reads: the state keys it is called with, as keyword arguments; they must be the
-            parameters of ``fn``, in any order.
-        writes: the state keys it returns (a dict with exactly these keys).
-        fn: the stage's function.
-
-    Raises:
-        TypeError: ``fn``'s parameters are not exactly ``reads``.
-    """
-
-    name: str
-    reads: tuple[str, ...]
-    writes: tuple[str, ...]
-    fn: Callable[..., dict[str, Any]]
-
-    def __post_init__(self) -> None:
-        params = set(inspect.signature(self.fn).parameters)
-        if params != set(self.reads):
-            raise TypeError(
-                f"stage {self.name!r} declares reads {sorted(self.reads)} "
-                f"but its function takes {sorted(params)}"
-            )
-
-    def __call__(self, state: Mapping[str, Any]) -> dict[str, Any]:
-        """Run the stage on ``state``: its reads in, its writes out.
-
-        Raises:
-            ValueError: the function returned other keys than ``writes``.
-        """
-        got = self.fn(**{k: state[k] for k in self.reads})
-        if set(got) != set(self.writes):
-            raise ValueError(
-                f"stage {self.name!r} declares writes {sorted(self.writes)} but returned {sorted(got)}"
-            )
-        return got
-
-
-def check_stages(
-    stages: Sequence[Stage], inputs: Sequence[str], outputs: Sequence[str] = ()
-) -> None:
-    """Check a stage sequence before it runs: every key a stage reads is an input or was
-    written by an earlier stage, no key is written twice (inputs included), names are
-    unique, and every key of ``outputs`` is written.
-
-    Raises:
-        ValueError: naming the stage and the key.
-    """
-    have = {k: "the inputs" for k in inputs}
-    names: set[str] = set()
-    for s in stages:
-        if s.name in names:
-            raise ValueError(f"two stages are named {s.name!r}")
-        names.add(s.name)
-        if missing := [k for k in s.reads if k not in have]:
-            raise ValueError(
-                f"stage {s.name!r} reads {', '.join(missing)}, which no earlier stage writes"
-            )
-        for k in s.writes:
-            if k in have:
-                raise ValueError(
-                    f"stage {s.name!r} writes {k!r}, already written by {have[k]}"
-                )
-            have[k] = f"stage {s.name!r}"
-    if missing := [k for k in outputs if k not in have]:
-        raise ValueError(f"no stage writes {', '.join(missing)}")
-
-
-def run_stages(
-    stages: Sequence[Stage],
-    inputs: Mapping[str, Any],
-    outputs: Sequence[str] = (),
-    *,
-    on_stage: Callable[[Stage], None] | None = None,
-) -> dict[str, Any]:
-    """Run ``stages`` in order over a state that starts as ``inputs``; return the final
-    state (inputs and every stage's writes, by key). ``on_stage`` is called with each stage
-    after it ran.
-
-    Raises:
-        ValueError: the sequence fails :func:`check_stages`, or a stage returned other keys
-            than it declares.
-        ConfigError: whatever a stage raises for a bad job.
-    """
-    check_stages(stages, list(inputs), outputs)
-    state = dict(inputs)
-    for s in stages:
-        state.update(s(state))
-        if on_stage is not None:
-            on_stage(s)
-    return state
 
 
 @dataclass(frozen=True)
@@ -181,6 +87,8 @@ class JobPlan:
         variants: the control and the perturbation variants (``docs/biases.md``).
         rewriters: the resolved ``[[rewriters]]`` by name.
         rewrites: the rewrites the answer variants need (:func:`voirdire.engine.rewrite.plan_rewrites`).
+        recorded: per judge completing a log (``recorded_as``), the units the log answers;
+            the judge is asked ``units_per_judge`` minus these (:mod:`voirdire.engine.completion`).
     """
 
     bench: Benchmark
@@ -193,6 +101,7 @@ class JobPlan:
     variants: tuple[Variant, ...] = (CONTROL,)
     rewriters: dict[str, ResolvedJudge] | None = None
     rewrites: pl.DataFrame | None = None
+    recorded: dict[str, int] = field(default_factory=dict)
 
 
 # -- the stages --------------------------------------------------------------------------
@@ -243,8 +152,8 @@ def list_instances(job: JobSpec, bench: Benchmark) -> dict[str, Any]:
 
 def bind_judges(job: JobSpec, bench: Benchmark, data_dir: Any) -> dict[str, Any]:
     """The judges bound to their backends, entries standing for several expanded
-    (``judges``, a tuple of :class:`~voirdire.engine.spec.ResolvedJudge` in job order).
-    Raises ConfigError: see :func:`~voirdire.engine.spec.resolve_judges`."""
+    (``judges``, a tuple of :class:`~voirdire.engine.bind.ResolvedJudge` in job order).
+    Raises ConfigError: see :func:`~voirdire.engine.bind.resolve_judges`."""
     return {"judges": tuple(resolve_judges(job, bench.name, data_dir))}
 
 
@@ -386,6 +295,12 @@ PLAN_STAGES: tuple[Stage, ...] = (
         ("job", "bench", "data_dir", "judges", "listed"),
         ("instances",),
         add_quality,
+    ),
+    Stage(
+        "completion",
+        ("job", "bench", "data_dir", "judges", "instances"),
+        ("recorded",),
+        plan_completion,
     ),
     Stage(
         "rewrites",

@@ -97,7 +97,8 @@ def validate_for_submission(job_path: Path) -> Any:
     Raises:
         ConfigError: the file is missing or invalid, an unknown backend, bad settings.
     """
-    from voirdire.engine.spec import ResolvedJudge, load_job
+    from voirdire.engine.bind import ResolvedJudge
+    from voirdire.engine.spec import load_job
     from voirdire.judges.base import get_backend
 
     job = load_job(job_path)

@@ -385,7 +385,7 @@ def test_logprob_verdicts_and_calibration_through_the_api(cluster, tmp_path):
     )
     assert again.sort(key)["extracted"].to_list() == j.sort(key)["extracted"].to_list()
     plain = load_job(_job(tmp_path / "plain", srv, OPENAI, instances=6))
-    from voirdire.engine.spec import resolve_judges
+    from voirdire.engine.bind import resolve_judges
 
     assert (
         resolve_judges(plain)[0].identity["settings"].get("logprobs") is None

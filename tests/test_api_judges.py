@@ -459,7 +459,8 @@ def test_default_retry_budget_is_four_attempts(server, tmp_path):
 
 def test_identity_hash_is_the_engines(tmp_path):
     """A judge built without the engine's hash computes the same one (one helper)."""
-    from voirdire.engine.spec import parse_job, resolve_judges
+    from voirdire.engine.bind import resolve_judges
+    from voirdire.engine.spec import parse_job
 
     job = parse_job(
         {

@@ -113,6 +113,7 @@ def test_plan_job_runs_the_stages_in_order(tmp_path, data_dir):
             "rewriters",
             "variants",
             "quality",
+            "completion",
             "rewrites",
             "preflight",
             "units",

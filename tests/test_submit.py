@@ -13,7 +13,8 @@ import pytest
 from tests.repo import REPO
 from voirdire.core import ConfigError
 from voirdire.engine import submit as sub
-from voirdire.engine.spec import ResolvedJudge, parse_job
+from voirdire.engine.bind import ResolvedJudge
+from voirdire.engine.spec import parse_job
 
 ROOT = Path(__file__).resolve().parents[1]
 

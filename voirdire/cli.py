@@ -101,6 +101,7 @@ def run(
     except ConfigError as exc:
         _fail(str(exc))
     if dry_run:
+        from voirdire.engine.completion import asked_note
         from voirdire.engine.job import estimate_job
 
         for spec, plan in zip(specs, plans):
@@ -133,8 +134,8 @@ def run(
                 (
                     rj.name,
                     rj.spec.backend,
-                    plan.units_per_judge,
-                    "queries",
+                    plan.units_per_judge - plan.recorded.get(rj.name, 0),
+                    escape(asked_note(plan, rj)),  # "queries", and what a log answers
                     estimates.get(rj.name),
                 )
                 for rj in plan.judges

@@ -69,7 +69,8 @@ EFFECT_COLUMNS = [
 ]  # fmt: skip
 FIXED_MESSAGE = (
     "every pair was shown in one fixed order: position cannot be separated from the pairs; "
-    "judging the swapped order of the same pairs would separate them"
+    "judging the swapped order of the same pairs would separate them (a live judge with "
+    "recorded_as asks only that order: docs/audit.md, Completing a log)"
 )
 HALVES_MESSAGE = (
     "randomised order, one per pair: the halves shown first and second differ in "

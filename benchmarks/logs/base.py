@@ -37,6 +37,7 @@ import polars as pl
 from pydantic import BaseModel, ValidationError
 
 from voirdire.benchmarks.base import Benchmark
+from voirdire.benchmarks.logs.prompts import ToolPrompt, tool_prompt
 from voirdire.benchmarks.logs.reading import (
     COPY_VERSION,
     FAILED_CALL,
@@ -89,6 +90,17 @@ class LogBenchmark(Benchmark):
     #: the orders a log holds per pair: ``"both"``, or ``"one"`` (the order shown is
     #: ``model_a`` first, so an audit asks permutation 0 only: ``permutations = "original"``)
     orders: ClassVar[str] = "both"
+    #: the key of the tool's prompt (:mod:`~voirdire.benchmarks.logs.prompts`); ``None``: by name
+    tool: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        """A format reads a live judge's verdicts by its tool's rule (pattern and labels of
+        :func:`~voirdire.benchmarks.logs.prompts.tool_prompt`) unless it sets its own."""
+        super().__init_subclass__(**kw)
+        tp = tool_prompt(cls.name, None, cls.tool) if "name" in cls.__dict__ else None
+        if tp is not None and "verdict_pattern" not in cls.__dict__:
+            cls.verdict_pattern = tp.verdict_pattern
+            cls.verdict_labels = dict(tp.verdict_labels)
 
     @classmethod
     def read(cls, path: Path, options: Any, rows: Rows) -> None:
@@ -231,6 +243,7 @@ class LogBenchmark(Benchmark):
         ids = pairs["question_id"].to_list()
         self._keys = keys
         self._rows = dict(zip(ids, pairs["instruction"].to_list()))
+        self._tasks = dict(zip(ids, pairs["task"].to_list()))
         self._answers = {}
         for q, ma, mb, oa, ob in pairs.select(
             "question_id", "model_a", "model_b", "output_a", "output_b"
@@ -269,16 +282,22 @@ class LogBenchmark(Benchmark):
     def _build_pairwise(
         self, qid: str, a: str, b: str, option_mode: int, answers=None
     ) -> str:
-        """The pair as FastChat's ``pair-v2`` user turn shows it, filled by ``str`` operations
-        (cheap: the replay judge sends no prompt; a log does not record the prompt its judge
-        saw, so ``prompt_chars`` of an audit is indicative)."""
+        """The user turn of the prompt of the tool that made the log
+        (:func:`~voirdire.benchmarks.logs.prompts.tool_prompt`), ``a``'s answer in the first
+        slot: what a live judge completing the log is asked (the replay judge sends none)."""
         oa = (answers or {}).get(a) or self.answers(qid, a)
         ob = (answers or {}).get(b) or self.answers(qid, b)
-        return (
-            f"[User Question]\n{self._rows[qid]}\n\n[The Start of Assistant A's Answer]\n{oa[0]}\n"
-            f"[The End of Assistant A's Answer]\n\n[The Start of Assistant B's Answer]\n{ob[0]}\n"
-            "[The End of Assistant B's Answer]"
-        )
+        values = {"instruction": self._rows[qid], "output_1": oa[0], "output_2": ob[0]}
+        return self._tool(qid).render(values)[1]
+
+    def system_prompt(
+        self, question_id: str, shown: Sequence[str], option_mode: int
+    ) -> str | None:
+        """The tool's system turn (``None`` where it sends none)."""
+        return self._tool(question_id).system or None
+
+    def _tool(self, qid: str) -> ToolPrompt:
+        return tool_prompt(self.name, self._tasks.get(qid), self.tool)
 
     # ------------------------------------------------------------------ class-level hooks
 
