@@ -67,20 +67,38 @@ class RunOutcome:
     stats: RunStats
 
 
+#: tries to start a local Ray node (Ray's own raylet wait is a fixed 30 s)
+RAY_START_ATTEMPTS = 3
+
+
 def init_ray(address: str | None = None) -> None:
-    """Join the Ray cluster at ``address`` or start a local one (the embedded default)."""
+    """Join the Ray cluster at ``address`` or start a local one (the embedded default).
+
+    A local node that misses Ray's fixed 30 s start-up wait (a loaded machine) is started
+    again, up to :data:`RAY_START_ATTEMPTS` times; other errors are raised at once.
+    """
     import ray
 
     if ray.is_initialized():
         return
     os.environ.setdefault("RAY_ACCEPT_CLUSTER_AUTH_TOKEN", "1")
-    ray.init(
-        address=address,
-        include_dashboard=False,
-        log_to_driver=True,
-        configure_logging=True,
-        logging_level="ERROR",
-    )
+    for attempt in range(1, RAY_START_ATTEMPTS + 1):
+        try:
+            ray.init(
+                address=address,
+                include_dashboard=False,
+                log_to_driver=True,
+                configure_logging=True,
+                logging_level="ERROR",
+            )
+            return
+        except Exception as e:  # Ray raises a bare Exception for this
+            # a local node waits a fixed 30 s for its raylet; a busy machine can miss it
+            if address is not None or "timed out during startup" not in str(e):
+                raise
+            ray.shutdown()
+            if attempt == RAY_START_ATTEMPTS:
+                raise
 
 
 def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None]:
