@@ -349,7 +349,7 @@ class Scheduler:
                     break
                 batch, attempt = nxt
                 idx = pool.pick()
-                ref = pool.actors[idx].judge.remote(batch.queries, pool.host)
+                ref = pool.actors[idx].judge_rows.remote(batch.query_rows, pool.host)
                 pool.load[idx] += 1
                 self.in_flight[ref] = (name, idx, batch, attempt)
 

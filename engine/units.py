@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
@@ -66,6 +66,9 @@ __all__ = [
     "unit_id",
     "variant_edit",
 ]
+
+#: the fields of :class:`~voirdire.judges.base.Query`, in order (a query row's layout)
+QUERY_FIELDS = tuple(f.name for f in fields(Query))
 
 #: bump when prompt construction changes in a way that changes prompts
 TEMPLATE_VERSION = "1"
@@ -158,25 +161,32 @@ class WorkUnit:
     system: str | None = None
     control_query_id: str | None = None
 
+    def query_row(self) -> tuple[Any, ...]:
+        """The judge's query as a tuple in the field order of
+        :class:`~voirdire.judges.base.Query` (``Query(*row)`` is :meth:`query`): what the
+        scheduler sends, cheaper to pickle than the record (the control carries no
+        perturbation)."""
+        control = self.control_query_id is None
+        return (
+            self.unit_id,
+            self.query_id,
+            self.benchmark,
+            self.question_id,
+            self.shown,
+            self.repetition,
+            self.option_mode,
+            self.mode,
+            self.prompt,
+            self.system,
+            None if control else self.perturbation_kind,
+            None if control else self.perturbation_param,
+            self.target_slot,
+            self.control_query_id,
+        )
+
     def query(self) -> Query:
         """The query the judge is asked (the control carries no perturbation)."""
-        control = self.control_query_id is None
-        return Query(
-            unit_id=self.unit_id,
-            query_id=self.query_id,
-            benchmark=self.benchmark,
-            question_id=self.question_id,
-            shown=self.shown,
-            repetition=self.repetition,
-            option_mode=self.option_mode,
-            mode=self.mode,
-            prompt=self.prompt,
-            system=self.system,
-            perturbation_kind=None if control else self.perturbation_kind,
-            perturbation_param=None if control else self.perturbation_param,
-            target_slot=self.target_slot,
-            control_query_id=self.control_query_id,
-        )
+        return Query(*self.query_row())
 
 
 @dataclass
@@ -206,6 +216,15 @@ class UnitBatch:
     def queries(self) -> list[Query]:
         """The queries sent to the judge, in unit order."""
         return [u.query() for u in self.units]
+
+    @cached_property
+    def query_rows(self) -> list[tuple[Any, ...]]:
+        """The queries as tuples in :class:`~voirdire.judges.base.Query`'s field order
+        (``Query(*row)``), in unit order: what the scheduler sends to a worker
+        (:meth:`~voirdire.engine.worker.JudgeWorker.judge_rows`)."""
+        if self.units and hasattr(self.units[0], "query_row"):
+            return [u.query_row() for u in self.units]
+        return [tuple(getattr(q, f) for f in QUERY_FIELDS) for q in self.queries]
 
     def select(self, keep: list[bool]) -> UnitBatch:
         """The batch restricted to the units where ``keep`` is true."""
