@@ -14,23 +14,23 @@ verdicts.normalise`) adds one count to a 3 × 3 table ``T[v_first, v_second]`` (
 the candidate shown first; columns: shown second). Kappa (Cohen 1960) is computed from
 ``T`` by the formula of ``statsmodels.stats.inter_rater.cohens_kappa`` (simple kappa,
 categories neither pass used dropped), vectorised over the bootstrap replicates by
-:func:`kappa_rows` with the same floating-point operations in the same order: bit-identical
+:func:`~voirdire.analysis.position.agreement.kappa_rows` with the same floating-point operations in the same order: bit-identical
 to statsmodels on tables of integer counts (every table the bootstrap makes), checked on
 random tables in ``tests/test_pass_kappa.py``. A judge free of position effects
 that is also stable gives the same verdict in both orders (kappa near 1); a judge that
 follows the slot flips between orders (kappa near or below 0). The interval is the
 question-cluster bootstrap of :func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`,
-the statistic :func:`kappa_rows` over the summed cells.
+the statistic :func:`~voirdire.analysis.position.agreement.kappa_statistic`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 
-import numpy as np
 import polars as pl
 
 from voirdire.analysis.mitigation.verdicts import VERDICT_KEYS, normalise
+from voirdire.analysis.position.agreement import kappa_statistic
 from voirdire.analysis.position.uncertainty import cluster_bootstrap
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "PASS_KAPPA_COLUMNS",
     "pass_confusion",
     "gate",
-    "kappa_rows",
     "pass_kappa",
 ]
 
@@ -95,58 +94,6 @@ def pass_confusion(
     return out.with_columns(pass_pairs=pl.sum_horizontal(PASS_CONF)).sort(keys)
 
 
-def kappa_rows(tables: np.ndarray) -> np.ndarray:
-    """Cohen's kappa of each k × k table of counts (rows: rater 1), as
-    ``statsmodels.stats.inter_rater.cohens_kappa(t, return_results=False)`` after dropping
-    the categories neither rater used (:func:`~voirdire.analysis.position.agreement.cohen_kappa`).
-
-    ``tables``: (R, k, k) array, k ≤ 7; returns an (R,) float array, NaN where fewer than two
-    categories are used (no counts, or chance agreement 1: kappa undefined). Formula
-    (Cohen 1960): ``(agree / n − pe) / (1 − pe)``, ``pe = Σ_i (row_i / n)(col_i / n)``.
-    The sums run in statsmodels' order (numpy sums fewer than 8 terms one by one); an
-    unused category adds an exact 0.0. So the result is bit-identical on integer counts,
-    whose sums are exact in any order; on fractional counts the last digit may differ.
-
-    Raises:
-        ValueError: ``tables`` not (R, k, k) with 2 ≤ k ≤ 7.
-    """
-    t = np.asarray(tables, dtype=float)
-    if t.ndim != 3 or t.shape[1] != t.shape[2] or not 2 <= t.shape[1] <= 7:
-        raise ValueError(
-            f"kappa_rows: tables of shape (R, k, k), 2 <= k <= 7; got {t.shape}"
-        )
-    k = t.shape[1]
-    rows, cols = t.sum(2), t.sum(1)  # integer counts: exact
-    nobs = rows.sum(1)
-    agree = np.zeros(len(t))
-    pe = np.zeros(len(t))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        for i in range(k):
-            agree = agree + t[:, i, i]
-            pe = pe + (cols[:, i] / nobs) * (rows[:, i] / nobs)
-        kappa = (agree / nobs - pe) / (1 - pe)
-    used = ((rows + cols) > 0).sum(1)
-    return np.where(used >= 2, kappa, np.nan)
-
-
-def kappa_statistic(
-    columns: Sequence[str],
-) -> Callable[[Mapping[str, np.ndarray]], np.ndarray]:
-    """The statistic of :func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`
-    for kappa: the k × k table of ``columns`` (row-major, k² of them) summed over the cells,
-    then :func:`kappa_rows`. Returns ``{value: (R, U) array} -> (R,) array``; the same
-    figures as :func:`~voirdire.analysis.position.agreement.kappa_statistic` (a statsmodels
-    call per replicate) on the bootstrap's integer counts."""
-    cols = list(columns)
-    k = int(round(len(cols) ** 0.5))
-
-    def kappa(s: Mapping[str, np.ndarray]) -> np.ndarray:
-        t = np.stack([np.asarray(s[c]).sum(1) for c in cols], axis=1)
-        return kappa_rows(t.reshape(-1, k, k))
-
-    return kappa
-
-
 def gate(col: str = "pass_kappa") -> pl.Expr:
     """``"pass"`` when ``col`` ≥ :data:`KAPPA_GATE`, ``"fail"`` below, null when undefined."""
     k = pl.col(col)
@@ -190,7 +137,7 @@ def pass_kappa(
     ci = cluster_bootstrap(
         sums,
         PASS_CONF,
-        {"pass_kappa": kappa_statistic(PASS_CONF)},  # vectorised (kappa_rows)
+        {"pass_kappa": kappa_statistic(PASS_CONF)},
         groups=["judge"],
         replicates=replicates,
         level=level,
