@@ -41,30 +41,35 @@ PHASES = [
 ]
 
 
-def _timed(fn: Callable[..., Any], phase: str, spent: dict[str, float]) -> Callable:
+def _timed(
+    fn: Callable[..., Any], phase: str, spent: dict[str, float], cpu: dict[str, float]
+) -> Callable:
     @functools.wraps(fn)
     def wrapper(*a: Any, **kw: Any) -> Any:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             return fn(*a, **kw)
         finally:
             spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - t0
+            cpu[phase] = cpu.get(phase, 0.0) + time.process_time() - c0
 
     return wrapper
 
 
-def time_phases() -> dict[str, float]:
-    """Wrap the functions of :data:`PHASES`; returns the dict the seconds accumulate in."""
+def time_phases() -> tuple[dict[str, float], dict[str, float]]:
+    """Wrap the functions of :data:`PHASES`; returns the dicts the wall seconds and the
+    driver's CPU seconds (this process; Ray's workers run elsewhere) accumulate in."""
     import importlib
 
     spent: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     for module, attr, phase in PHASES:
         owner: Any = importlib.import_module(module)
         *path, name = attr.split(".")
         for part in path:
             owner = getattr(owner, part)
-        setattr(owner, name, _timed(getattr(owner, name), phase, spent))
-    return spent
+        setattr(owner, name, _timed(getattr(owner, name), phase, spent, cpu))
+    return spent, cpu
 
 
 def main() -> None:
@@ -90,9 +95,10 @@ def main() -> None:
         t0 = time.perf_counter()
         ArenaHard([logs], data_dir=root / "read-only-copy")
         read = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        spent = time_phases()  # imports the engine and the API, as the audit would
+        t0, c0 = time.perf_counter(), time.process_time()
+        spent, cpu = time_phases()  # imports the engine and the API, as the audit would
         spent["engine imports"] = time.perf_counter() - t0
+        cpu["engine imports"] = time.process_time() - c0
         res = voirdire.audit([logs], "arena-hard", out=root / "audit")
         wall = time.perf_counter() - t0
         print(
@@ -102,7 +108,11 @@ def main() -> None:
             f"(load {os.getloadavg()[0]:.2f})"
         )
         spent["other"] = wall - sum(spent.values())
-        print("by phase: " + ", ".join(f"{k} {v:.2f} s" for k, v in spent.items()))
+        cpu["other"] = time.process_time() - c0 - sum(cpu.values())
+        print(
+            "by phase, wall (driver CPU): "
+            + ", ".join(f"{k} {v:.2f} s ({cpu[k]:.2f} s)" for k, v in spent.items())
+        )
 
 
 if __name__ == "__main__":
