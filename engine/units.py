@@ -9,30 +9,16 @@ travel together. Nothing holds more than one batch of units in the driver at a t
 orders of an instance are never materialised (``all`` is unranked lazily), and prompt
 text is cached under a character budget: a job of millions of units streams through.
 
-Ids (content hashes, 32 hex chars):
-- ``query_id`` = H(benchmark, question, models in slot order, mode, option mode, template
-  version): equal for every judge and repetition of the same prompt.
-- ``unit_id`` = H(judge identity hash, query_id, repetition): the judge's backend,
-  model, settings and sampling enter through the identity hash, the label does not.
-- a perturbed query (the bias suite, :mod:`voirdire.engine.perturb`) has ``query_id`` =
-  H(control query id, variant key); the control's ids are those of a job without
-  perturbations.
+The records and their ids (``query_id``, ``unit_id``: content hashes) are defined in
+:mod:`voirdire.engine.unit_records` and exported here too.
 
 Perturbations cross every order: per instance, per order, the control and then each
 variant, then the repetitions.
-
-Each unit is one :class:`WorkUnit` record (a row of ``WORK_UNIT_SCHEMA`` plus its prompt);
-the :class:`~voirdire.judges.base.Query` sent to the judge is derived from it
-(:meth:`WorkUnit.query`), and a :class:`UnitBatch` turns its records into the columns the
-store writes.
 """
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import polars as pl
@@ -41,7 +27,7 @@ from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.biases import NAMES, Slots, get_kind
 from voirdire.benchmarks.perturb import PromptEdit
 from voirdire.benchmarks.scoring import SCORE_OPTION_MODE
-from voirdire.core import LETTERS, ConfigError, content_hash
+from voirdire.core import LETTERS, ConfigError
 from voirdire.engine.permutations import (
     instance_seed,
     permutations_for,
@@ -50,11 +36,18 @@ from voirdire.engine.permutations import (
 )
 from voirdire.engine.perturb import CONTROL, QUALITY_RULES, Variant, target_model
 from voirdire.engine.prompts import PromptCache
-from voirdire.engine.schema import WORK_UNIT_COLUMNS
 from voirdire.engine.spec import ComparisonSpec
-from voirdire.judges.base import Query
+from voirdire.engine.unit_records import (
+    QUERY_FIELDS,
+    TEMPLATE_VERSION,
+    UnitBatch,
+    WorkUnit,
+    query_id,
+    unit_id,
+)
 
 __all__ = [
+    "QUERY_FIELDS",
     "TEMPLATE_VERSION",
     "PromptCache",
     "UnitBatch",
@@ -67,37 +60,9 @@ __all__ = [
     "variant_edit",
 ]
 
-#: bump when prompt construction changes in a way that changes prompts
-TEMPLATE_VERSION = "1"
-
-
-def query_id(
-    benchmark: str,
-    question_id: str,
-    shown: Sequence[str],
-    mode: str,
-    option_mode: int,
-    variant_key: str = "",
-    style: str | None = None,
-    version: str = "",
-) -> str:
-    """Judge-independent id of a prompt (32 hex chars); ``variant_key``: a perturbation's
-    :attr:`~voirdire.engine.perturb.Variant.key` (``""``: the control); ``style``: the
-    score-mode prompt style (``None`` for choice prompts); ``version``: the benchmark's
-    :meth:`~voirdire.benchmarks.base.Benchmark.prompt_key` of the question (``""`` for the
-    release benchmarks). The control choice prompt's id is the same as before either existed."""
-    parts = (TEMPLATE_VERSION, benchmark, question_id, mode, str(option_mode), *shown)
-    if version:
-        parts = (*parts, "version", version)
-    qid = (
-        content_hash(*parts) if style is None else content_hash(*parts, "style", style)
-    )
-    return content_hash(qid, variant_key) if variant_key else qid
-
-
-def unit_id(identity_hash: str, qid: str, repetition: int) -> str:
-    """Id of one unit: a judge identity asking a query for the ``repetition``-th time."""
-    return content_hash(identity_hash, qid, str(repetition))
+#: what :meth:`_UnitMaker.variant` gives for an asked variant: query id, target model,
+#: target slot, prompt (None without one), prompt characters, output characters
+_Asked = tuple[str, "str | None", "str | None", "str | None", int, int]
 
 
 def option_mode_for(
@@ -118,100 +83,6 @@ def option_mode_for(
             raise ConfigError("list-wise option mode needs the list size")
         return bench.listwise_option_mode(p)
     return bench.default_option_mode
-
-
-@dataclass(slots=True)
-class WorkUnit:
-    """One work unit: a row of :data:`voirdire.engine.schema.WORK_UNIT_SCHEMA` (the fields
-    up to ``gold``, in the schema's order; see there for each column's meaning) and the
-    prompt sent and the benchmark's system turn (None for a judge that needs no prompt),
-    with the control's query id (None for the control), from which the judge's
-    :class:`~voirdire.judges.base.Query` is derived."""
-
-    unit_id: str
-    query_id: str
-    judge: str
-    benchmark: str
-    question_id: str
-    task: str
-    instance_id: str
-    candidate: str | None
-    reference: str | None
-    candidates: tuple[str, ...]
-    shown: tuple[str, ...]
-    permutation: int
-    repetition: int
-    mode: str
-    option_mode: int
-    input_chars: int
-    output_chars: int
-    prompt_chars: int
-    perturbation: str
-    perturbation_kind: str
-    perturbation_param: str | None
-    target: str | None
-    target_rule: str | None
-    target_slot: str | None
-    better: str | None
-    gold: str | None
-    prompt: str | None = None
-    system: str | None = None
-    control_query_id: str | None = None
-
-    def query(self) -> Query:
-        """The query the judge is asked (the control carries no perturbation)."""
-        control = self.control_query_id is None
-        return Query(
-            unit_id=self.unit_id,
-            query_id=self.query_id,
-            benchmark=self.benchmark,
-            question_id=self.question_id,
-            shown=self.shown,
-            repetition=self.repetition,
-            option_mode=self.option_mode,
-            mode=self.mode,
-            prompt=self.prompt,
-            system=self.system,
-            perturbation_kind=None if control else self.perturbation_kind,
-            perturbation_param=None if control else self.perturbation_param,
-            target_slot=self.target_slot,
-            control_query_id=self.control_query_id,
-        )
-
-
-@dataclass
-class UnitBatch:
-    """A batch of unit records for one judge (or rewriter): :class:`WorkUnit` (or
-    :class:`~voirdire.engine.rewrite.RewriteUnit`) records, each with a ``query()``;
-    ``names`` are the record fields written as columns (``WORK_UNIT_COLUMNS``)."""
-
-    judge: str
-    units: list[Any]
-    names: Sequence[str] = field(default=tuple(WORK_UNIT_COLUMNS))
-
-    def __len__(self) -> int:
-        return len(self.units)
-
-    @cached_property
-    def columns(self) -> dict[str, list[Any]]:
-        """The unit rows as columns (``names`` -> one value per unit, in unit order)."""
-        rows = list(map(operator.attrgetter(*self.names), self.units))
-        return (
-            {name: list(col) for name, col in zip(self.names, zip(*rows))}
-            if rows
-            else {n: [] for n in self.names}
-        )
-
-    @cached_property
-    def queries(self) -> list[Query]:
-        """The queries sent to the judge, in unit order."""
-        return [u.query() for u in self.units]
-
-    def select(self, keep: list[bool]) -> UnitBatch:
-        """The batch restricted to the units where ``keep`` is true."""
-        return UnitBatch(
-            self.judge, [u for u, m in zip(self.units, keep) if m], self.names
-        )
 
 
 class _UnitMaker:
@@ -274,88 +145,79 @@ class _UnitMaker:
         bench, qid_ = self.bench, row["question_id"]
         cands = tuple(row["candidates"])
         shown = tuple(cands[i] for i in perm)
-        better, worst = row.get("better"), row.get("worst")
         version = bench.prompt_key(qid_)
         system = (
             bench.system_prompt(qid_, shown, self.option_mode)
             if self.needs_prompt
             else None
         )
-        base_qid = query_id(
-            bench.name,
-            qid_,
-            shown,
-            self.mode,
-            self.option_mode,
-            style=self.style,
-            version=version,
-        )
+        base_qid = self.query_id(qid_, shown, version)
+        # the fields every unit of this order shares, in WorkUnit's order up to permutation
+        head = (self.judge, bench.name, qid_, row["task"], row["instance_id"],
+                row["candidate"], row["reference"], cands, shown, k)  # fmt: skip
         out: list[WorkUnit] = []
         for v in self.variants:
-            target = tslot = edit = None
-            qid = base_qid
-            if not v.is_control:
-                if v.rule in QUALITY_RULES and better is None:
-                    continue  # the quality source does not know this instance
-                target = target_model(v.rule, cands, shown, better, worst)
-                tslot = LETTERS[shown.index(target)] if target is not None else None
-                edit = variant_edit(bench, v, qid_, shown, target, self.rewrites)
-                qid = query_id(
-                    bench.name,
-                    qid_,
-                    shown,
-                    self.mode,
-                    self.option_mode,
-                    v.key,
-                    style=self.style,
-                    version=version,
-                )
-            label = None if edit is None else v.label
-            if self.needs_prompt:
-                prompt, out_chars = self.prompts.get(
-                    qid_, shown, self.option_mode, self.mode, label, edit
-                )
-                prompt_chars = len(prompt)
-            else:
-                prompt = None
-                prompt_chars, out_chars = self.prompts.lengths(
-                    qid_, shown, self.option_mode, self.mode, label, edit
-                )
-            for r in range(1, self.comparison.repetitions + 1):
-                out.append(
-                    WorkUnit(
-                        unit_id(self.identity_hash, qid, r),
-                        qid,
-                        self.judge,
-                        bench.name,
-                        qid_,
-                        row["task"],
-                        row["instance_id"],
-                        row["candidate"],
-                        row["reference"],
-                        cands,
-                        shown,
-                        k,
-                        r,
-                        self.mode,
-                        self.option_mode,
-                        row["input_chars"],
-                        out_chars,
-                        prompt_chars,
-                        v.label,
-                        v.kind,
-                        v.param,
-                        target,
-                        v.rule,
-                        tslot,
-                        better,
-                        row.get("gold"),
-                        prompt,
-                        system,
-                        None if v.is_control else base_qid,
-                    )
-                )
+            asked = self.variant(row, cands, shown, version, base_qid, v)
+            if asked is not None:
+                out += self.repeat(row, head, system, base_qid, v, asked)
         return out
+
+    def query_id(
+        self, qid_: str, shown: tuple[str, ...], version: str, key: str = ""
+    ) -> str:
+        """The query id of this order (``key``: a variant's key, ``""``: the control)."""
+        return query_id(self.bench.name, qid_, shown, self.mode, self.option_mode, key,
+                        style=self.style, version=version)  # fmt: skip
+
+    def variant(
+        self,
+        row: dict[str, Any],
+        cands: tuple[str, ...],
+        shown: tuple[str, ...],
+        version: str,
+        base_qid: str,
+        v: Variant,
+    ) -> _Asked | None:
+        """What variant ``v`` asks in this order (:data:`_Asked`), or None where its
+        target needs the better candidate and the quality source does not know it."""
+        target = tslot = edit = None
+        qid, qid_ = base_qid, row["question_id"]
+        if not v.is_control:
+            better = row.get("better")
+            if v.rule in QUALITY_RULES and better is None:
+                return None
+            target = target_model(v.rule, cands, shown, better, row.get("worst"))
+            tslot = LETTERS[shown.index(target)] if target is not None else None
+            edit = variant_edit(self.bench, v, qid_, shown, target, self.rewrites)
+            qid = self.query_id(qid_, shown, version, v.key)
+        label = None if edit is None else v.label
+        args = (qid_, shown, self.option_mode, self.mode, label, edit)
+        if self.needs_prompt:
+            prompt, out_chars = self.prompts.get(*args)
+            return qid, target, tslot, prompt, len(prompt), out_chars
+        prompt_chars, out_chars = self.prompts.lengths(*args)
+        return qid, target, tslot, None, prompt_chars, out_chars
+
+    def repeat(
+        self,
+        row: dict[str, Any],
+        head: tuple[Any, ...],
+        system: str | None,
+        base_qid: str,
+        v: Variant,
+        asked: _Asked,
+    ) -> list[WorkUnit]:
+        """The ``repetitions`` units of one asked variant (``head``: see :meth:`of_order`)."""
+        qid, target, tslot, prompt, prompt_chars, out_chars = asked
+        tail = (self.mode, self.option_mode, row["input_chars"], out_chars,
+                prompt_chars, v.label, v.kind, v.param, target, v.rule, tslot,
+                row.get("better"), row.get("gold"), prompt, system,
+                None if v.is_control else base_qid)  # fmt: skip
+        ident = self.identity_hash
+        return [
+            WorkUnit(unit_id(ident, qid, r), qid, *head, r, *tail)
+            for r in range(1, self.comparison.repetitions + 1)
+        ]
 
 
 def iter_unit_batches(

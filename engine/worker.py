@@ -82,6 +82,14 @@ class JudgeWorker:
         results: list[Result] = await self.backend.judge(queries)
         return results_to_columns(queries, results)
 
+    async def judge_rows(
+        self, rows: list[tuple[Any, ...]], host: tuple | None = None
+    ) -> dict[str, list[Any]]:
+        """:meth:`judge` of the queries ``Query(*row)``: the scheduler sends plain tuples
+        (:attr:`~voirdire.engine.units.UnitBatch.query_rows`), which pickle without a
+        per-query ``__getstate__``."""
+        return await self.judge([Query(*r) for r in rows], host)
+
     async def open(self, host: tuple) -> None:
         """Host the backend of ``host`` = ``(token, backend, settings, context)``, closing
         a live one first.

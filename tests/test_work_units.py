@@ -101,3 +101,34 @@ def test_a_batch_reads_its_columns_from_the_records():
         and kept.queries[0].repetition == 3
     )
     assert UnitBatch("j", []).columns == {k: [] for k in WORK_UNIT_COLUMNS}
+
+
+def test_the_rows_sent_to_a_worker_are_the_queries():
+    """The scheduler sends each batch as tuples (``UnitBatch.query_rows``, cheaper to
+    pickle than the records or queries); the worker's ``Query(*row)`` is the record's
+    query, for the control, a perturbed unit and a rewriter's unit, and ``judge_rows``
+    answers exactly as ``judge`` does."""
+    import asyncio
+    import pickle
+
+    from voirdire.engine.worker import JudgeWorker
+    from voirdire.judges.base import JudgeContext, Query
+
+    perturbed = _unit(unit_id="u2", perturbation="bandwagon:share=80:target=candidate",
+                      perturbation_kind="bandwagon", perturbation_param="80", target="a",
+                      target_rule="candidate", target_slot="B", control_query_id="q1")  # fmt: skip
+    batch = UnitBatch("j", [_unit(), perturbed, _unit(unit_id="u3", repetition=3)])
+    rows = pickle.loads(pickle.dumps(batch.query_rows))
+    assert all(type(r) is tuple for r in rows)
+    assert [Query(*r) for r in rows] == batch.queries
+    rw = RewriteUnit(
+        "w1", "rw", "h", "MTBench", "81", "a", 1, "verbosity", "long", "o", "P"
+    )
+    rw_batch = UnitBatch("rw", [rw], names=REWRITE_UNIT_SCHEMA.names)
+    assert [Query(*r) for r in rw_batch.query_rows] == [rw.query()]
+
+    ctx = JudgeContext(judge="j", benchmark="MTBench", data_dir=None, output_dir=None)
+    worker = JudgeWorker("simulated", {}, ctx)
+    by_rows = asyncio.run(worker.judge_rows(batch.query_rows))
+    by_queries = asyncio.run(worker.judge(batch.queries))
+    assert by_rows["unit_id"] == ["u1", "u2", "u3"] and by_rows == by_queries

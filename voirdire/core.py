@@ -72,9 +72,19 @@ def letters(n: int) -> str:
     return LETTERS[:n]
 
 
+#: one encoder for every call (``json.dumps`` with options builds a new one each time,
+#: which costs more than encoding a short list of strings)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def canonical_json(obj: Any) -> str:
-    """``obj`` as compact JSON with sorted keys: equal values give equal strings."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    """``obj`` as compact JSON with sorted keys: equal values give equal strings (those of
+    ``json.dumps(obj, sort_keys=True, separators=(",", ":"))``).
+
+    Raises:
+        TypeError: a value JSON cannot encode.
+    """
+    return _CANONICAL.encode(obj)
 
 
 def content_hash(*parts: Any, size: int = 16) -> str:

@@ -12,11 +12,15 @@ For one judge, each pair (question, candidate, reference, repetition) whose two 
 have a decided verdict (normalised to the candidate: :func:`~voirdire.analysis.mitigation.
 verdicts.normalise`) adds one count to a 3 × 3 table ``T[v_first, v_second]`` (rows: the verdict with
 the candidate shown first; columns: shown second). Kappa (Cohen 1960) is computed from
-``T`` by ``statsmodels.stats.inter_rater.cohens_kappa``. A judge free of position effects
+``T`` by the formula of ``statsmodels.stats.inter_rater.cohens_kappa`` (simple kappa,
+categories neither pass used dropped), vectorised over the bootstrap replicates by
+:func:`~voirdire.analysis.position.agreement.kappa_rows` with the same floating-point operations in the same order: bit-identical
+to statsmodels on tables of integer counts (every table the bootstrap makes), checked on
+random tables in ``tests/test_pass_kappa.py``. A judge free of position effects
 that is also stable gives the same verdict in both orders (kappa near 1); a judge that
 follows the slot flips between orders (kappa near or below 0). The interval is the
 question-cluster bootstrap of :func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`,
-the statistic :func:`~voirdire.analysis.position.agreement.kappa_statistic` (statsmodels).
+the statistic :func:`~voirdire.analysis.position.agreement.kappa_statistic`.
 """
 
 from __future__ import annotations

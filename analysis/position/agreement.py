@@ -23,6 +23,7 @@ from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 
 __all__ = [
     "cohen_kappa",
+    "kappa_rows",
     "kappa_statistic",
     "choices",
     "agreement_matrix",
@@ -71,18 +72,53 @@ def cohen_kappa(table: np.ndarray) -> float:
     return float(cohens_kappa(table, return_results=False))
 
 
+def kappa_rows(tables: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of each k × k table of counts (rows: rater 1), as
+    ``statsmodels.stats.inter_rater.cohens_kappa(t, return_results=False)`` after dropping
+    the categories neither rater used (:func:`cohen_kappa`), for many tables at once.
+
+    ``tables``: (R, k, k) array, k ≤ 7; returns an (R,) float array, NaN where fewer than two
+    categories are used (no counts, or chance agreement 1: kappa undefined). Formula
+    (Cohen 1960): ``(agree / n − pe) / (1 − pe)``, ``pe = Σ_i (row_i / n)(col_i / n)``.
+    The sums run in statsmodels' order (numpy sums fewer than 8 terms one by one); an
+    unused category adds an exact 0.0. So the result is bit-identical on integer counts,
+    whose sums are exact in any order; on fractional counts the last digit may differ.
+
+    Raises:
+        ValueError: ``tables`` not (R, k, k) with 2 ≤ k ≤ 7.
+    """
+    t = np.asarray(tables, dtype=float)
+    if t.ndim != 3 or t.shape[1] != t.shape[2] or not 2 <= t.shape[1] <= 7:
+        raise ValueError(
+            f"kappa_rows: tables of shape (R, k, k), 2 <= k <= 7; got {t.shape}"
+        )
+    k = t.shape[1]
+    rows, cols = t.sum(2), t.sum(1)  # integer counts: exact
+    nobs = rows.sum(1)
+    agree = np.zeros(len(t))
+    pe = np.zeros(len(t))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for i in range(k):
+            agree = agree + t[:, i, i]
+            pe = pe + (cols[:, i] / nobs) * (rows[:, i] / nobs)
+        kappa = (agree / nobs - pe) / (1 - pe)
+    used = ((rows + cols) > 0).sum(1)
+    return np.where(used >= 2, kappa, np.nan)
+
+
 def kappa_statistic(
     columns: Sequence[str],
 ) -> Callable[[Mapping[str, np.ndarray]], np.ndarray]:
     """A statistic over sums for :func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`:
     the k × k confusion table of ``columns`` (row-major, k² of them) summed over the cells,
-    then :func:`cohen_kappa` per replicate. Returns ``{value: (R, U) array} -> (R,) array``."""
+    then :func:`kappa_rows` (:func:`cohen_kappa` of every replicate at once; the same
+    figures, bit for bit, on the bootstrap's integer counts). Returns ``{value: (R, U) array} -> (R,) array``."""
     cols = list(columns)
     k = int(round(len(cols) ** 0.5))
 
     def kappa(s: Mapping[str, np.ndarray]) -> np.ndarray:
         t = np.stack([np.asarray(s[c]).sum(1) for c in cols], axis=1).reshape(-1, k, k)
-        return np.array([cohen_kappa(x) for x in t])
+        return kappa_rows(t)
 
     return kappa
 
