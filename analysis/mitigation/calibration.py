@@ -26,11 +26,10 @@ import polars as pl
 from voirdire.analysis.mitigation.registry import register_strategy
 from voirdire.analysis.mitigation.verdicts import (
     VERDICT_KEYS,
-    as_judgments,
     conform,
 )
 from voirdire.analysis.position.formulas import pf_statistic
-from voirdire.analysis.position.uncertainty import question_sums
+from voirdire.analysis.position.pairing import pair_sums, side, verdict_pairs
 
 __all__ = [
     "option_probs_long",
@@ -55,13 +54,12 @@ def _judgment_rows(judgments: pl.DataFrame, **extra: pl.Expr) -> pl.DataFrame:
         if "mode" in judgments.columns
         else judgments
     )
-    first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
     return rows.with_row_index("row").select(
         *VERDICT_KEYS[:-1],
         pl.col("repetition").cast(pl.Int64),
         "row",
         **extra,
-        permutation=pl.when(first).then(0).otherwise(1).cast(pl.Int64),
+        permutation=side(),
     )
 
 
@@ -202,10 +200,8 @@ def logprob_calibrated(judgments: pl.DataFrame) -> pl.DataFrame:
 def _pf(verdicts: pl.DataFrame) -> pl.DataFrame:
     """PF per (benchmark, judge) of per-order verdicts: :func:`~voirdire.analysis.position.
     formulas.pf_statistic` over the cells' sums (the one-replicate case of the bootstrap's)."""
-    cells = (
-        question_sums(as_judgments(verdicts))
-        .group_by("benchmark", "judge", "candidate", "task")
-        .agg(pl.col("n").sum(), pl.col("d").sum())
+    cells = pair_sums(
+        verdict_pairs(verdicts), ["benchmark", "judge", "candidate", "task"]
     )
     rows = [
         (

@@ -21,18 +21,15 @@ from voirdire.analysis.mitigation import registry
 from voirdire.analysis.mitigation import verdicts as M
 from voirdire.analysis.mitigation.bpde import select_for_annotation, with_labels
 from voirdire.analysis.mitigation.pass_kappa import PASS_CONF, gate, pass_confusion
-from voirdire.analysis.mitigation.verdicts import (
-    as_judgments,
-    flip_flags,
-    pair_orders,
-)
+from voirdire.analysis.mitigation.verdicts import flip_flags
 from voirdire.analysis.position.agreement import kappa_statistic
 from voirdire.analysis.position.formulas import (
     pc_statistic,
     pf_statistic,
     ratio_statistic,
 )
-from voirdire.analysis.position.uncertainty import cluster_bootstrap, question_sums
+from voirdire.analysis.position.pairing import pair_sums, verdict_pairs
+from voirdire.analysis.position.uncertainty import cluster_bootstrap
 
 __all__ = [
     "EVAL_COLUMNS",
@@ -121,9 +118,10 @@ def _question_sums(verdicts: pl.DataFrame, ref: pl.DataFrame | None) -> pl.DataF
     po = verdicts.filter(pl.col("permutation").is_not_null()).with_columns(
         judge=pl.concat_str("strategy", "judge", separator=_SEP)
     )
-    pairs = question_sums(as_judgments(po.drop("strategy")))
+    paired = verdict_pairs(po.drop("strategy"))
+    pairs = pair_sums(paired, ["benchmark", "judge", *_CELLS, "question_id"])
     flips = (
-        flip_flags(pair_orders(po.drop("strategy")))
+        flip_flags(paired)
         .group_by("benchmark", "judge", *_CELLS, "question_id")
         .agg(
             pair_ok=pl.col("pair_ok").sum(),
@@ -131,9 +129,7 @@ def _question_sums(verdicts: pl.DataFrame, ref: pl.DataFrame | None) -> pl.DataF
             _failed=(~pl.col("pair_ok")).sum(),
         )
     )
-    passes = pass_confusion(po.drop("strategy"), by=["judge", *_CELLS]).drop(
-        "pass_pairs"
-    )
+    passes = pass_confusion(paired, by=["judge", *_CELLS]).drop("pass_pairs")
     on = ["benchmark", "judge", *_CELLS, "question_id"]
     per_order = pairs.join(flips, on=on, how="full", coalesce=True).join(
         passes, on=on, how="full", coalesce=True

@@ -29,6 +29,7 @@ import polars as pl
 
 from voirdire.analysis.mitigation.registry import register_strategy
 from voirdire.analysis.mitigation.verdicts import COMPARISON_KEYS
+from voirdire.analysis.position.pairing import candidate_first
 
 #: Columns of :func:`score_samples`.
 SAMPLE_COLUMNS = [
@@ -95,7 +96,7 @@ def score_samples(judgments: pl.DataFrame) -> pl.DataFrame:
         raise ValueError(
             'no score-mode judgments (a job with [comparison] mode = "score")'
         )
-    first = pl.col("shown").list.first() == pl.col("candidate")
+    first = candidate_first()
     a, b = (
         pl.col("slot_scores").list.get(0, null_on_oob=True),
         pl.col("slot_scores").list.get(1, null_on_oob=True),

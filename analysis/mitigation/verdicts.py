@@ -38,7 +38,13 @@ from collections.abc import Callable, Iterable
 
 import polars as pl
 
-from voirdire.analysis.position.metrics import PAIRWISE_MODES, pairwise_pairs
+from voirdire.analysis.position.pairing import (
+    PAIRWISE_MODES,
+    order_verdict,
+    pair_sums,
+    side,
+    verdict_pairs,
+)
 from voirdire.core import ConfigError
 
 __all__ = [
@@ -53,7 +59,6 @@ __all__ = [
     "flip_rate",
     "pair_orders",
     "flip_flags",
-    "as_judgments",
     "swap_and_tie",
     "jury_vote",
     "judge_pc",
@@ -130,32 +135,15 @@ def normalise(judgments: pl.DataFrame) -> pl.DataFrame:
     """Per-order verdicts from the candidate's side (``docs/mitigation.md``, *Verdicts
     normalised to the candidate*): one row per pairwise judgment, ``queries`` 1.
 
-    ``permutation`` here is the *side* of the order, read from ``shown`` (0: candidate in
-    slot A, 1: in slot B), not the job's permutation index. Letters as in
-    :func:`~voirdire.analysis.position.metrics.pairwise_pairs`: the candidate's slot → ``win``, the
-    other slot → ``loss``, ``C`` in three-option mode → ``tie``; a failed judgment, a null
-    letter or a letter outside the options → ``undecided``.
+    ``permutation`` here is the *side* of the order
+    (:func:`~voirdire.analysis.position.pairing.side`: 0 candidate in slot A, 1 in slot B),
+    not the job's permutation index; ``verdict`` is
+    :func:`~voirdire.analysis.position.pairing.order_verdict`.
     """
     rows = (
         judgments.filter(pl.col("mode").is_in(PAIRWISE_MODES))
         if "mode" in judgments.columns
         else judgments
-    )
-    first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
-    x = pl.col("extracted")
-    no = pl.col("failed").fill_null(False) | x.is_null()
-    cand_letter = pl.when(first).then(pl.lit("A")).otherwise(pl.lit("B"))
-    ref_letter = pl.when(first).then(pl.lit("B")).otherwise(pl.lit("A"))
-    verdict = (
-        pl.when(no)
-        .then(pl.lit("undecided"))
-        .when(x == cand_letter)
-        .then(pl.lit("win"))
-        .when(x == ref_letter)
-        .then(pl.lit("loss"))
-        .when((x == "C") & (pl.col("option_mode") == 3))
-        .then(pl.lit("tie"))
-        .otherwise(pl.lit("undecided"))
     )
     return conform(
         rows.select(
@@ -165,9 +153,9 @@ def normalise(judgments: pl.DataFrame) -> pl.DataFrame:
             "task",
             "candidate",
             "reference",
-            verdict=verdict,
+            verdict=order_verdict(),
             queries=pl.lit(1, dtype=pl.Int64),
-            permutation=pl.when(first).then(0).otherwise(1).cast(pl.Int64),
+            permutation=side(),
             repetition=pl.col("repetition").cast(pl.Int64),
         )  # fmt: skip
     )
@@ -175,13 +163,9 @@ def normalise(judgments: pl.DataFrame) -> pl.DataFrame:
 
 def pair_orders(verdicts: pl.DataFrame) -> pl.DataFrame:
     """Per pair key: ``v1``/``v2`` the verdict with the candidate first/second (null when
-    that order is absent; first row if duplicated) and ``queries`` summed."""
-    v = verdicts.filter(pl.col("permutation").is_not_null())
-    return v.group_by(VERDICT_KEYS).agg(
-        v1=pl.col("verdict").filter(pl.col("permutation") == 0).first(),
-        v2=pl.col("verdict").filter(pl.col("permutation") == 1).first(),
-        queries=pl.col("queries").sum(),
-    )
+    that order is absent; first row if duplicated) and ``queries`` summed: the pairing
+    table :func:`~voirdire.analysis.position.pairing.verdict_pairs`."""
+    return verdict_pairs(verdicts)
 
 
 def flip_flags(pairs: pl.DataFrame) -> pl.DataFrame:
@@ -220,35 +204,6 @@ def flip_rate(verdicts: pl.DataFrame) -> pl.DataFrame:
             )
         )
         .sort("benchmark", "judge")
-    )
-
-
-def as_judgments(verdicts: pl.DataFrame) -> pl.DataFrame:
-    """Per-order verdicts back as pairwise judgment rows (three-option letters), so that
-    :func:`~voirdire.analysis.position.metrics.pairwise_pairs` classifies them: the candidate's slot
-    letter for ``win``, the other for ``loss``, ``C`` for ``tie``, null (failed) for
-    ``undecided``. Rows without ``permutation`` are dropped. Lengths are 0."""
-    v = conform(verdicts).filter(pl.col("permutation").is_not_null())
-    first = pl.col("permutation") == 0
-    letter = (
-        pl.when(pl.col("verdict") == "tie")
-        .then(pl.lit("C"))
-        .when(pl.col("verdict") == "win")
-        .then(pl.when(first).then(pl.lit("A")).otherwise(pl.lit("B")))
-        .when(pl.col("verdict") == "loss")
-        .then(pl.when(first).then(pl.lit("B")).otherwise(pl.lit("A")))
-    )
-    return v.with_columns(
-        extracted=letter,
-        failed=pl.col("verdict") == "undecided",
-        shown=pl.when(first)
-        .then(pl.concat_list("candidate", "reference"))
-        .otherwise(pl.concat_list("reference", "candidate")),
-        mode=pl.lit("pairwise"),
-        option_mode=pl.lit(3, dtype=pl.Int32),
-        input_chars=pl.lit(0),
-        output_chars=pl.lit(0),
-        prompt_chars=pl.lit(0),
     )
 
 
@@ -300,19 +255,10 @@ def judge_pc(verdicts: pl.DataFrame) -> pl.DataFrame:
     """Pooled position consistency per (benchmark, judge) of per-order verdicts:
     ``Σ consistent / Σ (consistent + primacy + recency)`` (``docs/metrics.md``). Columns
     ``benchmark``, ``judge``, ``pc`` (float; 0 without classified pairs)."""
-    k = pl.col("klass")
-    return (
-        pairwise_pairs(as_judgments(verdicts))
-        .group_by("benchmark", "judge")
-        .agg(
-            c=(k == "consistent").sum(),
-            v=k.is_in(["consistent", "primacy", "recency"]).sum(),
-        )
-        .select(
-            "benchmark",
-            "judge",
-            pc=pl.when(pl.col("v") > 0).then(pl.col("c") / pl.col("v")).otherwise(0.0),
-        )
+    return pair_sums(verdict_pairs(conform(verdicts)), ["benchmark", "judge"]).select(
+        "benchmark",
+        "judge",
+        pc=pl.when(pl.col("v") > 0).then(pl.col("ccn") / pl.col("v")).otherwise(0.0),
     )
 
 

@@ -40,7 +40,12 @@ from __future__ import annotations
 import polars as pl
 
 from voirdire.analysis.position.formulas import ratio_statistic
-from voirdire.analysis.position.metrics import PAIR_KEYS, PAIRWISE_MODES
+from voirdire.analysis.position.pairing import (
+    PAIR_KEYS,
+    PAIRWISE_MODES,
+    meet_orders,
+    side,
+)
 from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 from voirdire.core import ConfigError
 
@@ -89,7 +94,7 @@ def gold_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
 
     Correctness of a row: ``chosen == gold`` for a labelled winner, ``tie`` for a tie
     label; failed rows are not correct (module docstring). Duplicate rows of one order:
-    the first counts (as :func:`voirdire.analysis.position.metrics.pairwise_pairs`)."""
+    the first counts (the one pairing: :func:`voirdire.analysis.position.pairing.meet_orders`)."""
     if "gold" not in judgments.columns:
         return pl.DataFrame(
             schema={
@@ -109,17 +114,18 @@ def gold_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
     correct = ok & pl.when(is_tie).then(pl.col("tie").fill_null(False)).otherwise(
         pl.col("chosen").eq_missing(pl.col("gold"))
     )
-    first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
+    per_order = rows.lazy().select(
+        *PAIR_KEYS, "gold", _c=correct.fill_null(False), side=side()
+    )
     return (
-        rows.lazy()
-        .select(*PAIR_KEYS, "gold", _c=correct.fill_null(False), _first=first)
-        .group_by(PAIR_KEYS)
-        .agg(
-            pl.col("gold").first(),
-            asked1=pl.col("_first").any(),
-            correct1=pl.col("_c").filter(pl.col("_first")).first().fill_null(False),
-            asked2=(~pl.col("_first")).any(),
-            correct2=pl.col("_c").filter(~pl.col("_first")).first().fill_null(False),
+        meet_orders(per_order, PAIR_KEYS, {"_c": "correct"}, pl.col("gold").first())
+        .select(
+            *PAIR_KEYS,
+            "gold",
+            "asked1",
+            pl.col("correct1").fill_null(False),
+            "asked2",
+            pl.col("correct2").fill_null(False),
         )
         .collect()
     )

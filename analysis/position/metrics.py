@@ -60,9 +60,12 @@ from voirdire.analysis.position.formulas import (
     with_cell_figures,
 )
 from voirdire.analysis.position.listwise import listwise_cell_counts
+from voirdire.analysis.position.pairing import PAIR_KEYS, PAIRWISE_MODES, judgment_pairs
 from voirdire.analysis.position.stability import repetition_stability
 
 __all__ = [
+    "PAIR_KEYS",
+    "PAIRWISE_MODES",
     "PAIR_COLUMNS",
     "CELL_KEYS",
     "CELL_COLUMNS",
@@ -74,20 +77,6 @@ __all__ = [
     "judge_from_cells",
     "judge_metrics",
     "summarize",
-]
-
-#: A judgment pair: the two orders of one (candidate, reference) comparison on one question
-#: in one repetition. ``reference`` and ``option_mode`` only split pairs in tables that mix
-#: several references or option modes under one judge label.
-PAIR_KEYS = [
-    "benchmark",
-    "judge",
-    "candidate",
-    "task",
-    "question_id",
-    "repetition",
-    "reference",
-    "option_mode",
 ]
 
 PAIR_COLUMNS = [
@@ -111,12 +100,6 @@ JUDGE_COLUMNS = [
     "n_cells",
     "n_judgments",
 ]
-
-#: Modes whose judgments form pairwise judgment pairs: choices, and score mode's letters
-#: derived from the two scores (A higher, B higher, C equal).
-PAIRWISE_MODES = ["pairwise", "score"]
-KLASSES = ("consistent", "primacy", "recency", "error", "other")
-
 
 # --------------------------------------------------------------------------------------
 # Pairwise
@@ -151,44 +134,11 @@ def pairwise_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
       ``(c1, c2) == ("A", "B")``.
     - ``consistent_tie`` (bool): (C,C) in three-option mode.
     - ``input_chars``, ``output_chars``, ``prompt_chars`` (float): means over the pair's rows.
+
+    The pairing table of :func:`voirdire.analysis.position.pairing.judgment_pairs` (the one
+    place the two orders meet), without its verdict columns ``v1``/``v2``.
     """
-    rows = judgments.filter(pl.col("mode").is_in(PAIRWISE_MODES))
-    verdict = pl.when(no_verdict()).then(None).otherwise(pl.col("extracted"))
-    first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
-    pairs = (
-        rows.lazy()
-        .select(*PAIR_KEYS, *LENGTHS, _v=verdict, _first=first)
-        .group_by(PAIR_KEYS)
-        .agg(
-            pl.col("_v").filter(pl.col("_first")).first().alias("c1"),
-            pl.col("_v").filter(~pl.col("_first")).first().alias("c2"),
-            *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
-        )
-    )
-    tie_ok = pl.col("option_mode") == 3
-    c1, c2 = pl.col("c1"), pl.col("c2")
-    a1, b1, t1 = c1.eq_missing("A"), c1.eq_missing("B"), c1.eq_missing("C") & tie_ok
-    a2, b2, t2 = c2.eq_missing("A"), c2.eq_missing("B"), c2.eq_missing("C") & tie_ok
-    klass = (
-        pl.when(c1.is_null() | c2.is_null())
-        .then(pl.lit("error"))
-        .when((a1 & b2) | (b1 & a2) | (t1 & t2))
-        .then(pl.lit("consistent"))
-        .when((a1 & a2) | (a1 & t2) | (t1 & a2))
-        .then(pl.lit("primacy"))
-        .when((b1 & b2) | (b1 & t2) | (t1 & b2))
-        .then(pl.lit("recency"))
-        .otherwise(pl.lit("other"))
-    )
-    return (
-        pairs.with_columns(
-            klass=klass,
-            candidate_wins=a1 & b2,
-            consistent_tie=t1 & t2,
-        )
-        .select(PAIR_COLUMNS)
-        .collect()
-    )
+    return judgment_pairs(judgments).select(PAIR_COLUMNS)
 
 
 def _cell_counts_from_pairs(pairs: pl.DataFrame) -> pl.LazyFrame:

@@ -31,7 +31,7 @@ from scipy.stats import binomtest
 
 from voirdire.analysis.position import registry
 from voirdire.analysis.position.listwise import candidate_series
-from voirdire.analysis.position.metrics import pairwise_pairs
+from voirdire.analysis.position.pairing import judgment_pairs, pair_sums
 from voirdire.analysis.position.stability import query_stability
 
 __all__ = [
@@ -63,19 +63,7 @@ def question_sums(judgments: pl.DataFrame) -> pl.DataFrame:
     Pairwise pairs and list-wise series (a series counts for each of its candidates) alike."""
     k = pl.col("klass")
     keys = ["benchmark", "judge", "candidate", "task", "question_id"]
-    pairwise = (
-        pairwise_pairs(judgments)
-        .group_by(keys)
-        .agg(
-            n=pl.len().cast(pl.Float64),
-            ccn=(k == "consistent").sum().cast(pl.Float64),
-            v=k.is_in(["consistent", "primacy", "recency"]).sum().cast(pl.Float64),
-            d=(
-                (k == "recency").sum().cast(pl.Float64)
-                - (k == "primacy").sum().cast(pl.Float64)
-            ),
-        )
-    )
+    pairwise = pair_sums(judgment_pairs(judgments), keys)
     if (
         "mode" not in judgments.columns
         or not judgments.filter(pl.col("mode") == "listwise").height
@@ -435,7 +423,7 @@ def sign_test(judgments: pl.DataFrame) -> pl.DataFrame:
     """
     k = pl.col("klass")
     counts = (
-        pairwise_pairs(judgments)
+        judgment_pairs(judgments)
         .group_by("benchmark", "judge")
         .agg(
             primacy=(k == "primacy").sum().cast(pl.Int64),
