@@ -45,6 +45,7 @@ from voirdire.analysis.position.pairing import (
     side,
     verdict_pairs,
 )
+from voirdire.analysis.position.registry import metric
 from voirdire.core import ConfigError
 
 __all__ = [
@@ -252,13 +253,15 @@ def swap_and_tie(verdicts: pl.DataFrame, on_conflict: str = "tie") -> pl.DataFra
 
 
 def judge_pc(verdicts: pl.DataFrame) -> pl.DataFrame:
-    """Pooled position consistency per (benchmark, judge) of per-order verdicts:
-    ``Σ consistent / Σ (consistent + primacy + recency)`` (``docs/metrics.md``). Columns
-    ``benchmark``, ``judge``, ``pc`` (float; 0 without classified pairs)."""
-    return pair_sums(verdict_pairs(conform(verdicts)), ["benchmark", "judge"]).select(
-        "benchmark",
-        "judge",
-        pc=pl.when(pl.col("v") > 0).then(pl.col("ccn") / pl.col("v")).otherwise(0.0),
+    """Position consistency per (benchmark, judge) of per-order verdicts: the registered
+    ``pc`` (:mod:`voirdire.analysis.position.builtin_metrics`, ``Σ ccn / Σ v``,
+    ``docs/metrics.md``) on the pairs of :func:`~voirdire.analysis.position.pairing.
+    verdict_pairs`. Columns ``benchmark``, ``judge``, ``pc`` (float; null without a pair
+    consistent or inconsistent, the rule of every registered figure)."""
+    s = pair_sums(verdict_pairs(conform(verdicts)), ["benchmark", "judge"])
+    pc = metric("pc")({c: s.get_column(c).to_numpy()[:, None] for c in ("ccn", "v")})
+    return s.select(
+        "benchmark", "judge", pc=pl.Series(pc, dtype=pl.Float64).fill_nan(None)
     )
 
 

@@ -83,7 +83,7 @@ def question_sums(judgments: pl.DataFrame) -> pl.DataFrame:
             d=pl.col("s").fill_null(0.0).sum().cast(pl.Float64),
         )
     )
-    return pl.concat([pairwise, listwise]).sort(keys)
+    return pl.concat([pairwise, listwise], how="vertical_relaxed").sort(keys)
 
 
 def in_clusters(rows: pl.DataFrame, clusters: pl.DataFrame | None) -> pl.DataFrame:
