@@ -206,6 +206,15 @@ def evaluate(
         | {f"lo_{m}": f"{m}_lo" for m in METRICS}
         | {f"hi_{m}": f"{m}_hi" for m in METRICS}
     )
+    return _finish(wide, sums, reference)
+
+
+def _finish(
+    wide: pl.DataFrame, sums: pl.DataFrame, reference: pl.DataFrame | None
+) -> pl.DataFrame:
+    """:data:`EVAL_COLUMNS` from the estimates and intervals per (benchmark, strategy,
+    judge) (``wide``) and the per-question sums: the counts, the figures an order-invariant
+    strategy has by construction, the reference's source and the pass-kappa gate."""
     counts = sums.group_by("benchmark", "strategy", "judge").agg(
         verdicts=pl.col("rows").sum().cast(pl.Int64),
         pairs=pl.col("pair_ok").sum().cast(pl.Int64),

@@ -86,6 +86,44 @@ def labels_reference(
         ConfigError: unreadable file, a missing column, an unknown winner value, or no
             labelled row (naming the file/table and the culprit).
     """
+    df, name = _read_labels(labels, name)
+    keys = ["benchmark", "question_id", "candidate", "reference"]
+    votes = (
+        df.with_columns(ref_verdict=pl.col("winner").replace_strict(_WINNER))
+        .group_by([*keys, "ref_verdict"])
+        .len()
+    )
+    return (
+        votes.with_columns(
+            total=pl.col("len").sum().over(keys), top=pl.col("len").max().over(keys)
+        )
+        .filter(pl.col("len") == pl.col("top"))
+        .group_by(keys)
+        .agg(
+            n_top=pl.len(),
+            v=pl.col("ref_verdict").first(),
+            total=pl.col("total").first(),
+            top=pl.col("top").first(),
+        )
+        .select(
+            *keys,
+            ref_verdict=pl.when(
+                (pl.col("n_top") == 1) & (pl.col("top") * 2 > pl.col("total"))
+            )
+            .then(pl.col("v"))
+            .otherwise(pl.lit("tie")),
+            source=pl.lit(f"people's labels ({name})"),
+        )
+        .sort(keys)
+    )
+
+
+def _read_labels(
+    labels: pl.DataFrame | str | os.PathLike, name: str
+) -> tuple[pl.DataFrame, str]:
+    """The labelled rows of a people's-labels table or CSV (``benchmark``, ``question_id``,
+    ``candidate``, ``reference``, ``winner``: str, winner lower-cased) and the name that
+    errors use (the file's path for a file); see :func:`labels_reference` for the errors."""
     if not isinstance(labels, pl.DataFrame):
         name = str(labels)
         if not Path(labels).is_file():
@@ -126,35 +164,7 @@ def labels_reference(
         raise ConfigError(f"{name}: winner values {bad} not in {sorted(_WINNER)}")
     if df.height == 0:
         raise ConfigError(f"{name}: no labelled row (fill the 'winner' column)")
-    keys = ["benchmark", "question_id", "candidate", "reference"]
-    votes = (
-        df.with_columns(ref_verdict=pl.col("winner").replace_strict(_WINNER))
-        .group_by([*keys, "ref_verdict"])
-        .len()
-    )
-    return (
-        votes.with_columns(
-            total=pl.col("len").sum().over(keys), top=pl.col("len").max().over(keys)
-        )
-        .filter(pl.col("len") == pl.col("top"))
-        .group_by(keys)
-        .agg(
-            n_top=pl.len(),
-            v=pl.col("ref_verdict").first(),
-            total=pl.col("total").first(),
-            top=pl.col("top").first(),
-        )
-        .select(
-            *keys,
-            ref_verdict=pl.when(
-                (pl.col("n_top") == 1) & (pl.col("top") * 2 > pl.col("total"))
-            )
-            .then(pl.col("v"))
-            .otherwise(pl.lit("tie")),
-            source=pl.lit(f"people's labels ({name})"),
-        )
-        .sort(keys)
-    )
+    return df, name
 
 
 def check_reference(ref: pl.DataFrame, judgments: pl.DataFrame) -> None:
