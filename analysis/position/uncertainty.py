@@ -35,7 +35,7 @@ from voirdire.analysis.position.pairing import judgment_pairs, pair_sums
 from voirdire.analysis.position.stability import query_stability
 
 __all__ = [
-    "CI_COLUMNS", "SUM_COLUMNS", "cluster_bootstrap", "in_clusters", "question_sums", "stability_sums", "bootstrap_ci",
+    "CI_COLUMNS", "cluster_bootstrap", "in_clusters", "question_sums", "stability_sums", "bootstrap_ci",
     "with_metric_columns", "sign_test",
 ]  # fmt: skip
 
@@ -49,8 +49,6 @@ CI_COLUMNS = [
     "hi",
     "replicates",
 ]
-#: The per-question sums of :func:`question_sums`.
-SUM_COLUMNS = ["n", "ccn", "v", "d"]
 
 #: ``{value: (R, U) array of sums}`` -> ``{metric: (R,) or (R, U) array}``
 Statistic = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]

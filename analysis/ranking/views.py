@@ -28,14 +28,12 @@ from voirdire.analysis.mitigation.registry import (
     strategy,
 )
 
-__all__ = ["COMPARISON_SCHEMA", "ORDER_VIEWS", "comparisons", "order_views"]
+__all__ = ["COMPARISON_SCHEMA", "comparisons", "order_views"]
 
 COMPARISON_SCHEMA = {
     "benchmark": pl.String, "judge": pl.String, "strategy": pl.String, "view": pl.String,
     "question_id": pl.String, "a": pl.String, "b": pl.String, "win": pl.Float64, "tie": pl.Float64,
 }  # fmt: skip
-#: the views of an order-keeping strategy, then an order-invariant one's
-ORDER_VIEWS = ("first", "swapped", "pooled", "combined")
 
 
 def comparisons(verdicts: pl.DataFrame) -> pl.DataFrame:
