@@ -35,7 +35,7 @@ def _rows(spec, option_mode=3, judge="j", bench="B"):
 
 def _verdicts(v: pl.DataFrame) -> dict:
     return {
-        (r["question_id"], r["candidate"], r["permutation"]): r["verdict"]
+        (r["question_id"], r["candidate"], r["side"]): r["verdict"]
         for r in v.iter_rows(named=True)
     }
 
@@ -200,7 +200,7 @@ def test_kappa_from_sums_matches_statsmodels():
     said = np.where(rng.random(n) < 0.7, truth, rng.integers(0, 3, n))
     v = pl.DataFrame({"strategy": "s", "benchmark": "B", "judge": "j", "question_id": [f"q{i % 30}" for i in range(n)],
                       "task": "t", "candidate": [f"c{i}" for i in range(n)], "reference": "r", "verdict": cats[said],
-                      "queries": 1, "permutation": None, "repetition": 1}).cast({"permutation": pl.Int64})  # fmt: skip
+                      "queries": 1, "side": None, "repetition": 1}).cast({"side": pl.Int64})  # fmt: skip
     ref = v.select(
         "benchmark",
         "question_id",

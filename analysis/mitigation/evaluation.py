@@ -115,7 +115,7 @@ def _question_sums(verdicts: pl.DataFrame, ref: pl.DataFrame | None) -> pl.DataF
         **conf,
     )
     # per-order figures: strategy folded into the judge label for the pair classifier
-    po = verdicts.filter(pl.col("permutation").is_not_null()).with_columns(
+    po = verdicts.filter(pl.col("side").is_not_null()).with_columns(
         judge=pl.concat_str("strategy", "judge", separator=_SEP)
     )
     paired = verdict_pairs(po.drop("strategy"))

@@ -20,7 +20,7 @@ reference       str
 verdict         str           ``win`` | ``tie`` | ``loss`` | ``undecided``, from the
                               candidate's side
 queries         int           judge queries spent on this final verdict
-permutation     int | null    0: the candidate was shown first, 1: second; null when the
+side            int | null    0: the candidate was shown first, 1: second; null when the
                               verdict combines both orders (order-invariant by design)
 repetition      int           1-based (1 when the strategy has no repetitions)
 ==============  ============  ==========================================================
@@ -90,7 +90,7 @@ VERDICT_SCHEMA = {
     "reference": pl.String,
     "verdict": pl.String,
     "queries": pl.Int64,
-    "permutation": pl.Int64,
+    "side": pl.Int64,
     "repetition": pl.Int64,
 }
 #: The columns of a verdict table, in order.
@@ -106,8 +106,9 @@ Step = Callable[[pl.DataFrame], pl.DataFrame]
 
 
 def conform(verdicts: pl.DataFrame) -> pl.DataFrame:
-    """A verdict table with exactly :data:`VERDICT_COLUMNS` and their types: ``permutation``
-    (null) and ``repetition`` (1) added when absent.
+    """A verdict table with exactly :data:`VERDICT_COLUMNS` and their types: ``side``
+    (null) and ``repetition`` (1) added when absent. A strategy written before the column
+    was named ``side`` may still call it ``permutation``: read as ``side``.
 
     Raises:
         ConfigError: a required column is missing, or a verdict outside :data:`VERDICTS`.
@@ -116,8 +117,10 @@ def conform(verdicts: pl.DataFrame) -> pl.DataFrame:
     if missing:
         raise ConfigError(f"verdict table lacks column(s) {', '.join(missing)}")
     v = verdicts
-    if "permutation" not in v.columns:
-        v = v.with_columns(permutation=pl.lit(None, dtype=pl.Int64))
+    if "side" not in v.columns and "permutation" in v.columns:
+        v = v.rename({"permutation": "side"})
+    if "side" not in v.columns:
+        v = v.with_columns(side=pl.lit(None, dtype=pl.Int64))
     if "repetition" not in v.columns:
         v = v.with_columns(repetition=pl.lit(1, dtype=pl.Int64))
     v = v.select(VERDICT_COLUMNS).cast(VERDICT_SCHEMA)  # type: ignore[arg-type]
@@ -136,9 +139,8 @@ def normalise(judgments: pl.DataFrame) -> pl.DataFrame:
     """Per-order verdicts from the candidate's side (``docs/mitigation.md``, *Verdicts
     normalised to the candidate*): one row per pairwise judgment, ``queries`` 1.
 
-    ``permutation`` here is the *side* of the order
-    (:func:`~voirdire.analysis.position.pairing.side`: 0 candidate in slot A, 1 in slot B),
-    not the job's permutation index; ``verdict`` is
+    ``side``: :func:`~voirdire.analysis.position.pairing.side` (0 candidate in slot A, 1
+    in slot B; not the job's permutation index); ``verdict``:
     :func:`~voirdire.analysis.position.pairing.order_verdict`.
     """
     rows = (
@@ -156,7 +158,7 @@ def normalise(judgments: pl.DataFrame) -> pl.DataFrame:
             "reference",
             verdict=order_verdict(),
             queries=pl.lit(1, dtype=pl.Int64),
-            permutation=side(),
+            side=side(),
             repetition=pl.col("repetition").cast(pl.Int64),
         )  # fmt: skip
     )
@@ -188,7 +190,7 @@ def flip_rate(verdicts: pl.DataFrame) -> pl.DataFrame:
     PC but is no flip.
 
     Returns: ``benchmark``, ``judge`` (str), ``pairs``, ``failed_pairs``, ``flips`` (int),
-    ``flip_rate`` (float, null without pairs). Verdicts without ``permutation`` (combined
+    ``flip_rate`` (float, null without pairs). Verdicts without ``side`` (combined
     orders) have no pairs.
     """
     return (
@@ -221,7 +223,7 @@ def swap_and_tie(verdicts: pl.DataFrame, on_conflict: str = "tie") -> pl.DataFra
     ``"tie"`` (MT-Bench's conservative rule) or ``"undecided"`` (the gate: escalate to a
     stronger judge or a person). A pair with an undecided or missing order is
     ``undecided``. ``queries`` is the sum over both orders (2 for an ordinary pair);
-    ``permutation`` null. Rows already without ``permutation`` pass through.
+    ``side`` null. Rows already without ``side`` pass through.
 
     Raises:
         ValueError: ``on_conflict`` not ``"tie"`` or ``"undecided"``.
@@ -244,12 +246,12 @@ def swap_and_tie(verdicts: pl.DataFrame, on_conflict: str = "tie") -> pl.DataFra
         *COMPARISON_KEYS,
         verdict=final,
         queries="queries",
-        permutation=pl.lit(None, dtype=pl.Int64),
+        side=pl.lit(None, dtype=pl.Int64),
         repetition="repetition",
     )
-    return pl.concat(
-        [conform(combined), v.filter(pl.col("permutation").is_null())]
-    ).sort(VERDICT_KEYS)
+    return pl.concat([conform(combined), v.filter(pl.col("side").is_null())]).sort(
+        VERDICT_KEYS
+    )
 
 
 def judge_pc(verdicts: pl.DataFrame) -> pl.DataFrame:
@@ -273,13 +275,13 @@ def jury_vote(
 ) -> pl.DataFrame:
     """A panel's verdict from its judges' verdicts (``docs/mitigation.md``, *Jury*, ours).
 
-    Per (benchmark, question, task, candidate, reference, permutation, repetition), each
+    Per (benchmark, question, task, candidate, reference, side, repetition), each
     judge's decided verdict is a vote (weight 1, or the judge's ``weight`` from
     ``weights``: columns ``benchmark``, ``judge``, ``weight``, e.g. :func:`judge_pc`'s
     ``pc``); the verdict with the largest total wins, and a tie for the largest total gives
     ``tie``. No vote: ``undecided``. ``queries`` sums the members' queries (failed ones
     included). The panel is named ``name`` (default ``panel-N``, N judges in the
-    benchmark). Votes per order keep ``permutation``, so the panel has its own PC, PF and
+    benchmark). Votes per order keep ``side``, so the panel has its own PC, PF and
     flip rate.
     """
     v = conform(verdicts)
@@ -289,7 +291,7 @@ def jury_vote(
         "task",
         "candidate",
         "reference",
-        "permutation",
+        "side",
         "repetition",
     ]
     if weights is not None:
@@ -325,7 +327,7 @@ def jury_vote(
             judge=pl.lit(name) if name else pl.format("panel-{}", pl.col("_n")),
         )
     )
-    return conform(out).sort([*VERDICT_KEYS, "permutation"], nulls_last=True)
+    return conform(out).sort([*VERDICT_KEYS, "side"], nulls_last=True)
 
 
 def pipeline(*steps: Step) -> Strategy:

@@ -10,9 +10,8 @@ verdicts); both are made by one group-by (:func:`meet_orders`). Pure polars, no 
 Names (one meaning each):
 
 - **side**: which order a row is, ``0`` the candidate shown first (``shown[0] ==
-  candidate``, :func:`candidate_first`), ``1`` shown second. Verdict tables keep it in
-  their ``permutation`` column (the written files' name); it is not the job's
-  permutation index.
+  candidate``, :func:`candidate_first`), ``1`` shown second; the ``side`` column of the
+  verdict tables. It is not ``permutation``, the job's index of an order of the answers.
 - **verdict**: the letter read from the candidate's side (:func:`order_verdict`):
   ``win``, ``tie``, ``loss`` or ``undecided``.
 
@@ -191,7 +190,7 @@ def judgment_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
 
 def verdict_pairs(verdicts: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:
     """The pairing table of a per-order verdict table (``voirdire.analysis.mitigation.
-    verdicts.VERDICT_COLUMNS``; ``permutation`` is the side, rows without it, combined
+    verdicts.VERDICT_COLUMNS``; rows without a ``side``, combined
     orders, have no pair).
 
     One row per (benchmark, judge, question_id, task, candidate, reference, repetition,
@@ -205,11 +204,7 @@ def verdict_pairs(verdicts: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFram
              "repetition", *by]
         )
     )  # fmt: skip
-    per_order = (
-        verdicts.lazy()
-        .filter(pl.col("permutation").is_not_null())
-        .with_columns(side=pl.col("permutation"))
-    )
+    per_order = verdicts.lazy().filter(pl.col("side").is_not_null())
     decided = [pl.when(pl.col(c).is_in(DECIDED)).then(pl.col(c)) for c in ("v1", "v2")]
     return (
         meet_orders(per_order, keys, {"verdict": "v"}, pl.col("queries").sum())
