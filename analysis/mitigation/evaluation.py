@@ -3,7 +3,7 @@
 Source: ``docs/mitigation.md``, *Evaluation against a reference*. Inputs are stacked
 verdict tables (:func:`voirdire.analysis.mitigation.registry.apply_strategies`: a ``strategy``
 column plus :data:`~voirdire.analysis.mitigation.verdicts.VERDICT_COLUMNS`) and a reference table
-(:mod:`voirdire.analysis.mitigation.reference`). All figures are computed from per-question sums, so
+(:mod:`voirdire.analysis.mitigation.grading`). All figures are computed from per-question sums, so
 their cluster-bootstrap intervals (questions resampled, shared draw per benchmark) come
 from :func:`voirdire.analysis.position.uncertainty.cluster_bootstrap`, with the statistics of
 :mod:`voirdire.analysis.position.formulas` and statsmodels' Cohen's kappa.
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from voirdire.analysis.mitigation import reference as R
+from voirdire.analysis.mitigation import grading as R
 from voirdire.analysis.mitigation import registry
 from voirdire.analysis.mitigation import verdicts as M
 from voirdire.analysis.mitigation.bpde import select_for_annotation, with_labels
@@ -158,7 +158,7 @@ def evaluate(
 
     Args:
         verdicts: stacked verdict tables with a ``strategy`` column.
-        reference: :data:`~voirdire.analysis.mitigation.reference.REF_COLUMNS` rows, or None (no
+        reference: :data:`~voirdire.analysis.mitigation.grading.GRADING_COLUMNS` rows, or None (no
             accuracy/kappa).
         replicates, level, seed: cluster bootstrap over questions.
 
@@ -269,7 +269,7 @@ def run_mitigation(
     rows are left out of the table (it would agree with itself by construction).
 
     ``labels``: people's verdicts for the pairs BPDE chose (the filled
-    ``bpde_annotation.csv``; :func:`~voirdire.analysis.mitigation.reference.labels_reference`): each
+    ``bpde_annotation.csv``; :func:`~voirdire.analysis.mitigation.grading.people_grading`): each
     of ``gate`` and ``swap-tie`` run also as ``<name>+labels`` with those pairs' verdicts
     replaced by people's (:func:`~voirdire.analysis.mitigation.bpde.with_labels`).
 
@@ -289,9 +289,9 @@ def run_mitigation(
     ref_judge = None
     if isinstance(reference, pl.DataFrame):
         ref = reference
-        R.check_reference(ref, judgments)
+        R.check_grading(ref, judgments)
     elif reference is not None:
-        ref = R.load_reference(reference, judgments)
+        ref = R.load_grading(reference, judgments)
         if reference.startswith("judge:"):
             ref_judge = reference.split(":", 1)[1]
     fns = {
@@ -303,8 +303,8 @@ def run_mitigation(
         for r in regs
     }
     if labels is not None:
-        people = R.labels_reference(labels)
-        R.check_reference(people, judgments)
+        people = R.people_grading(labels)
+        R.check_grading(people, judgments)
         fns |= {
             f"{n}+labels": with_labels(fns[n], people)
             for n in ("gate", "swap-tie")

@@ -51,7 +51,7 @@ from voirdire.core import ConfigError
 
 __all__ = [
     "GOLD_FIGURES", "GOLD_CELL_COLUMNS", "GOLD_JUDGE_COLUMNS", "has_gold", "gold_pairs", "gold_sums",
-    "gold_accuracy", "gold_cells", "gold_judges", "with_gold", "gold_reference",
+    "gold_accuracy", "gold_cells", "gold_judges", "with_gold", "gold_grading",
 ]  # fmt: skip
 
 CELL_KEYS = ["benchmark", "judge", "candidate", "task"]
@@ -265,9 +265,9 @@ def with_gold(
     return jm, cm
 
 
-def gold_reference(judgments: pl.DataFrame) -> pl.DataFrame:
-    """The judgments' gold labels as a mitigation reference
-    (:data:`voirdire.analysis.mitigation.reference.REF_COLUMNS`): per (benchmark, question,
+def gold_grading(judgments: pl.DataFrame) -> pl.DataFrame:
+    """The judgments' gold labels as mitigation grading labels
+    (:data:`voirdire.analysis.mitigation.grading.GRADING_COLUMNS`): per (benchmark, question,
     candidate, reference) ``ref_verdict`` ``win`` (gold = the candidate), ``loss`` (gold =
     the reference) or ``tie``; ``source`` = ``"gold labels (<benchmark>)"``.
 
