@@ -98,13 +98,26 @@ def order_verdict() -> pl.Expr:
     letter (``A`` when shown first, else ``B``) → ``win``, the other slot → ``loss``, ``C``
     in three-option mode → ``tie``; no verdict (:func:`~voirdire.analysis.position.
     formulas.no_verdict`) or a letter outside the options → ``undecided``."""
-    first, x = candidate_first(), pl.col("extracted")
+    x = pl.col("extracted")
     return (
         pl.when(no_verdict())
         .then(pl.lit("undecided"))
-        .when(x == pl.when(first).then(pl.lit("A")).otherwise(pl.lit("B")))
+        .when(candidate_first())
+        .then(_letter_verdict(x, True))
+        .otherwise(_letter_verdict(x, False))
+    )
+
+
+def _letter_verdict(x: pl.Expr, first: bool) -> pl.Expr:
+    """:func:`order_verdict` of an extracted letter ``x`` with the candidate shown first
+    (``first``) or second; ``undecided`` for a letter outside the options, null for null."""
+    win, loss = ("A", "B") if first else ("B", "A")
+    return (
+        pl.when(x.is_null())
+        .then(None)
+        .when(x == win)
         .then(pl.lit("win"))
-        .when(x == pl.when(first).then(pl.lit("B")).otherwise(pl.lit("A")))
+        .when(x == loss)
         .then(pl.lit("loss"))
         .when((x == "C") & (pl.col("option_mode") == 3))
         .then(pl.lit("tie"))
@@ -172,10 +185,11 @@ def judgment_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
     """
     rows = judgments.lazy().filter(pl.col("mode").is_in(PAIRWISE_MODES))
     letter = pl.when(no_verdict()).then(None).otherwise(pl.col("extracted"))
-    verdict = pl.when(no_verdict()).then(None).otherwise(order_verdict())
-    per_order = rows.select(*PAIR_KEYS, *LENGTHS, _c=letter, _v=verdict, side=side())
+    per_order = rows.select(*PAIR_KEYS, *LENGTHS, _c=letter, side=side())
     lengths = [pl.col(c).mean().cast(pl.Float64) for c in LENGTHS]
-    pairs = meet_orders(per_order, PAIR_KEYS, {"_c": "c", "_v": "v"}, *lengths)
+    pairs = meet_orders(per_order, PAIR_KEYS, {"_c": "c"}, *lengths).with_columns(
+        v1=_letter_verdict(pl.col("c1"), True), v2=_letter_verdict(pl.col("c2"), False)
+    )  # option_mode is a pair key: one value for both orders
     v1, v2 = pl.col("v1"), pl.col("v2")
     return (
         pairs.with_columns(
