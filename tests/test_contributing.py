@@ -116,7 +116,7 @@ def test_a_new_strategy_is_one_module_and_one_decorator(plugin):
         )
     assert dict(zip(got.get_column("question_id"), got.get_column("verdict"))) == want
     assert got.get_column("queries").to_list() == [2] * len(spec) and got.get_column(
-        "permutation"
+        "side"
     ).null_count() == len(spec)
     # graded like the built-in strategies: order-invariant, PC 1 and PF 0 by construction
     row = (

@@ -12,12 +12,12 @@ import polars as pl
 import pytest
 
 from voirdire.analysis.mitigation.evaluation import run_mitigation
-from voirdire.analysis.mitigation.reference import load_reference
+from voirdire.analysis.mitigation.grading import load_grading
 from voirdire.analysis.position.gold import (
     GOLD_JUDGE_COLUMNS,
     gold_cells,
+    gold_grading,
     gold_judges,
-    gold_reference,
     gold_sums,
     has_gold,
     with_gold,
@@ -189,14 +189,14 @@ def test_mitigate_reference_gold_grades_strategies_against_the_labels():
     # order is right, the swapped one wrong; on q3 both orders right
     cases = [("q1", CAND, "A", "A"), ("q2", CAND, "A", "A"), ("q3", CAND, "A", "B")]
     j = _rows(cases)
-    ref = gold_reference(j)
+    ref = gold_grading(j)
     assert ref.select("question_id", "ref_verdict").rows() == [
         ("q1", "win"),
         ("q2", "win"),
         ("q3", "win"),
     ]
     assert ref["source"].unique().to_list() == ["gold labels (B)"]
-    assert load_reference("gold", j).height == 3
+    assert load_grading("gold", j).height == 3
     table, _, _ = run_mitigation(
         j, reference="gold", strategies=["single", "swap-tie", "gate"], replicates=20
     )
@@ -212,7 +212,7 @@ def test_mitigate_reference_gold_grades_strategies_against_the_labels():
     )
     assert "| accuracy | κ vs reference |" in mitigation_markdown(table)
     with pytest.raises(ConfigError, match="carry no gold label"):
-        gold_reference(j.with_columns(gold=pl.lit(None, dtype=pl.String)))
+        gold_grading(j.with_columns(gold=pl.lit(None, dtype=pl.String)))
 
 
 def test_agreement_with_a_judge_is_not_called_accuracy():

@@ -450,11 +450,13 @@ def test_repetition_stability_single_query_values():
 
 
 def test_repetition_stability_edge_cases():
-    # every repeated query failed: RS = 0, spread null
+    # every repeated query failed: nothing measured, RS and spread null (the one rule of
+    # the registered figures; test_statistics_once.py shows the old 0 wrong)
     df = table(reps("---", q="q1"), reps("--", q="q2"), reps("A", q="q3", judge="K"))
     rs = repetition_stability(df)
     r = one(rs, judge="J")
-    assert (r["rs"], r["rs_spread"], r["n_queries"]) == (0.0, None, 0)
+    assert (r["rs"], r["rs_spread"], r["n_queries"]) == (None, None, 0)
+    assert one(judge_metrics(df), judge="J")["rs"] is None
     # a judge with no query asked twice: null, and null in judge_metrics
     r = one(rs, judge="K")
     assert (r["rs"], r["rs_spread"], r["n_queries"]) == (None, None, 0)

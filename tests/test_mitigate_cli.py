@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import voirdire
-from voirdire.analysis.mitigation import reference as R
+from voirdire.analysis.mitigation import grading as R
 from voirdire.analysis.mitigation import registry
 from voirdire.analysis.mitigation import verdicts as M
 from voirdire.analysis.position.metrics import pairwise_pairs
@@ -171,7 +171,7 @@ def test_people_labels_for_the_bpde_pairs_are_read_back(job_dir, tmp_path):
         == 0
     )
     # "people" answer the chosen pairs as gpt-4-0613 does where it is consistent, else tie
-    ref = R.judge_reference(judgments, "gpt-4-0613").select(
+    ref = R.judge_grading(judgments, "gpt-4-0613").select(
         "question_id", "candidate", "reference", "ref_verdict"
     )
     ann = (

@@ -11,7 +11,7 @@ from statsmodels.stats.inter_rater import cohens_kappa
 
 from voirdire.analysis.mitigation import bpde as B
 from voirdire.analysis.mitigation import evaluation as E
-from voirdire.analysis.mitigation import reference as R
+from voirdire.analysis.mitigation import grading as R
 from voirdire.analysis.mitigation import registry
 from voirdire.analysis.mitigation import verdicts as M
 from voirdire.analysis.position.simulate import simulate_judgments
@@ -35,7 +35,7 @@ def _rows(spec, option_mode=3, judge="j", bench="B"):
 
 def _verdicts(v: pl.DataFrame) -> dict:
     return {
-        (r["question_id"], r["candidate"], r["permutation"]): r["verdict"]
+        (r["question_id"], r["candidate"], r["side"]): r["verdict"]
         for r in v.iter_rows(named=True)
     }
 
@@ -140,8 +140,8 @@ def test_bpde_selection_and_labels_round_trip(tmp_path):
     assert top.get_column("question_id").to_list() == ["q3", "q2"]
     path = tmp_path / "annotate.csv"
     top.with_columns(winner=pl.Series(["reference", "tie"])).write_csv(path)
-    labels = R.labels_reference(path)
-    R.check_reference(labels, j)
+    labels = R.people_grading(path)
+    R.check_grading(labels, j)
     assert dict(
         zip(labels.get_column("question_id"), labels.get_column("ref_verdict"))
     ) == {"q3": "loss", "q2": "tie"}
@@ -159,27 +159,23 @@ def test_labels_majority_and_bad_input(tmp_path):
     j = _rows([("q1", "x", "A", "B"), ("q2", "y", "A", "B")])
     lab = pl.DataFrame({"question": ["q1", "q1", "q1", "q2", "q2"], "candidate": ["x", "x", "x", "y", "y"],
                         "reference": ["ref"] * 5, "winner": ["candidate", "candidate", "tie", "candidate", "reference"]})  # fmt: skip
-    ref = R.labels_reference(lab)
+    ref = R.people_grading(lab)
     assert dict(zip(ref.get_column("question_id"), ref.get_column("ref_verdict"))) == {
         "q1": "win",
         "q2": "tie",
     }
     with pytest.raises(ConfigError, match="unknown candidate.*zz"):
-        R.check_reference(
-            R.labels_reference(lab.with_columns(candidate=pl.lit("zz"))), j
-        )
+        R.check_grading(R.people_grading(lab.with_columns(candidate=pl.lit("zz"))), j)
     with pytest.raises(ConfigError, match="match no judged pair.*q9/x"):
-        R.check_reference(
-            R.labels_reference(lab.with_columns(question=pl.lit("q9"))), j
-        )
+        R.check_grading(R.people_grading(lab.with_columns(question=pl.lit("q9"))), j)
     with pytest.raises(ConfigError, match="winner values.*'left'"):
-        R.labels_reference(lab.with_columns(winner=pl.lit("left")))
+        R.people_grading(lab.with_columns(winner=pl.lit("left")))
     with pytest.raises(ConfigError, match="missing column.*winner"):
-        R.labels_reference(lab.drop("winner"))
+        R.people_grading(lab.drop("winner"))
     with pytest.raises(ConfigError, match="reference judge 'gpt-9'.*judges: j"):
-        R.load_reference("judge:gpt-9", j)
+        R.load_grading("judge:gpt-9", j)
     with pytest.raises(ConfigError, match="not found"):
-        R.load_reference(str(tmp_path / "none.csv"), j)
+        R.load_grading(str(tmp_path / "none.csv"), j)
     registry.register_strategy(
         "needs-probs", M.normalise, needs=["option_probs"], replace=True
     )
@@ -200,7 +196,7 @@ def test_kappa_from_sums_matches_statsmodels():
     said = np.where(rng.random(n) < 0.7, truth, rng.integers(0, 3, n))
     v = pl.DataFrame({"strategy": "s", "benchmark": "B", "judge": "j", "question_id": [f"q{i % 30}" for i in range(n)],
                       "task": "t", "candidate": [f"c{i}" for i in range(n)], "reference": "r", "verdict": cats[said],
-                      "queries": 1, "permutation": None, "repetition": 1}).cast({"permutation": pl.Int64})  # fmt: skip
+                      "queries": 1, "side": None, "repetition": 1}).cast({"side": pl.Int64})  # fmt: skip
     ref = v.select(
         "benchmark",
         "question_id",
@@ -241,7 +237,7 @@ def sim():
     j = simulate_judgments(
         judges, n_questions=300, candidates=10, tasks=3, option_mode=2, seed=7
     )
-    ref = R.load_reference("judge:oracle", j)
+    ref = R.load_grading("judge:oracle", j)
     strat = {
         n: M.without_judges(registry.strategy(n).fn, ["oracle"])
         for n in ("single", "swap-tie", "gate", "jury")

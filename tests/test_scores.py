@@ -357,7 +357,7 @@ def test_per_order_score_strategies_read_a_pure_primacy_judge_like_single():
         assert set(v.filter(pl.col("strategy") == name)["verdict"]) == {"tie"}
     per_order = sc.strategy_verdicts(j, "score-single")
     assert per_order.height == 40 and set(
-        zip(per_order["permutation"], per_order["verdict"])
+        zip(per_order["side"], per_order["verdict"])
     ) == {(0, "win"), (1, "loss")}
 
 
@@ -404,7 +404,7 @@ def test_bpc_averages_each_answer_per_position_and_needs_both_orders():
         pytest.approx(c),
         pytest.approx(r),
     )
-    assert got["q3"]["verdict"] == "win" and got["q3"]["permutation"] is None
+    assert got["q3"]["verdict"] == "win" and got["q3"]["side"] is None
     bpc = {
         r["question_id"]: r
         for r in sc.strategy_verdicts(j, "bpc").iter_rows(named=True)
@@ -424,7 +424,7 @@ def test_bpc_averages_each_answer_per_position_and_needs_both_orders():
     )  # (6 + 4) / 2 and (4 + 6) / 2
     # MEC alone: a verdict per order from that order's valid samples; an order with none is undecided
     mec = {
-        (r["question_id"], r["permutation"]): r["verdict"]
+        (r["question_id"], r["side"]): r["verdict"]
         for r in sc.strategy_verdicts(j, "mec").iter_rows(named=True)
     }
     assert (

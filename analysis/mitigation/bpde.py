@@ -59,7 +59,7 @@ def select_for_annotation(verdicts: pl.DataFrame, beta: float = 0.2) -> pl.DataF
     pair keys (deterministic). Columns: :func:`bpde`'s plus ``rank`` (int, 1 = most
     diverse) and an empty ``winner`` (str) for the annotator: ``candidate``,
     ``reference`` or ``tie`` (read back with
-    :func:`voirdire.analysis.mitigation.reference.labels_reference`).
+    :func:`voirdire.analysis.mitigation.grading.people_grading`).
 
     Raises:
         ValueError: ``beta`` outside (0, 1].
@@ -82,7 +82,7 @@ def override(verdicts: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
     """Replace the final verdicts of labelled pairs by the label (people's verdicts for the
     pairs :func:`select_for_annotation` chose). ``labels``: ``question_id``,
     ``candidate``, ``reference``, ``ref_verdict`` (win/tie/loss) and optionally
-    ``benchmark`` (as :mod:`voirdire.analysis.mitigation.reference` returns). Queries unchanged."""
+    ``benchmark`` (as :mod:`voirdire.analysis.mitigation.grading` returns). Queries unchanged."""
     on = ["question_id", "candidate", "reference"] + (
         ["benchmark"]
         if "benchmark" in labels.columns

@@ -26,11 +26,10 @@ import polars as pl
 from voirdire.analysis.mitigation.registry import register_strategy
 from voirdire.analysis.mitigation.verdicts import (
     VERDICT_KEYS,
-    as_judgments,
     conform,
 )
 from voirdire.analysis.position.formulas import pf_statistic
-from voirdire.analysis.position.uncertainty import question_sums
+from voirdire.analysis.position.pairing import pair_sums, side, verdict_pairs
 
 __all__ = [
     "option_probs_long",
@@ -49,24 +48,23 @@ SLOTS = ("A", "B")
 
 def _judgment_rows(judgments: pl.DataFrame, **extra: pl.Expr) -> pl.DataFrame:
     """Every pairwise judgment: :data:`VERDICT_KEYS`, ``row`` (int: its index among the
-    pairwise judgments), ``permutation`` (0: candidate in slot A, 1: in slot B), ``extra``."""
+    pairwise judgments), ``side`` (0: candidate in slot A, 1: in slot B), ``extra``."""
     rows = (
         judgments.filter(pl.col("mode") == "pairwise")
         if "mode" in judgments.columns
         else judgments
     )
-    first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
     return rows.with_row_index("row").select(
         *VERDICT_KEYS[:-1],
         pl.col("repetition").cast(pl.Int64),
         "row",
         **extra,
-        permutation=pl.when(first).then(0).otherwise(1).cast(pl.Int64),
+        side=side(),
     )
 
 
 def option_probs_long(judgments: pl.DataFrame) -> pl.DataFrame:
-    """One row per (pairwise judgment, letter): :data:`VERDICT_KEYS`, ``permutation`` (0:
+    """One row per (pairwise judgment, letter): :data:`VERDICT_KEYS`, ``side`` (0:
     candidate in slot A, 1: in slot B), ``row`` (int: the judgment's index), ``letter``
     (str), ``prob`` (float).
 
@@ -103,7 +101,7 @@ def slot_prior(judgments: pl.DataFrame) -> pl.DataFrame:
     )
     inst = (
         long.group_by([*VERDICT_KEYS, "letter"])
-        .agg(lm=pl.col("prob").log().mean(), orders=pl.col("permutation").n_unique())
+        .agg(lm=pl.col("prob").log().mean(), orders=pl.col("side").n_unique())
         .filter(pl.col("orders") == 2)
         .with_columns(n_letters=pl.len().over(VERDICT_KEYS))
         .filter(pl.col("n_letters") == len(SLOTS))
@@ -125,7 +123,7 @@ def candidate_probs(judgments: pl.DataFrame, debias: bool = True) -> pl.DataFram
     from the candidate's side: its slot letter, the tie letter C, the reference's letter),
     after dividing the slot letters by :func:`slot_prior` and renormalising when
     ``debias`` (else the raw probabilities, renormalised over the letters present).
-    Columns: :data:`VERDICT_KEYS`, ``permutation``, those three."""
+    Columns: :data:`VERDICT_KEYS`, ``side``, those three."""
     long = option_probs_long(judgments)
     if debias:
         prior = slot_prior(judgments).select("benchmark", "judge", "letter", "prior")
@@ -133,9 +131,9 @@ def candidate_probs(judgments: pl.DataFrame, debias: bool = True) -> pl.DataFram
             prior, on=["benchmark", "judge", "letter"], how="left"
         ).with_columns(prob=pl.col("prob") / pl.col("prior").fill_null(1.0))
     long = long.with_columns(prob=pl.col("prob") / pl.col("prob").sum().over("row"))
-    cand = pl.when(pl.col("permutation") == 0).then(pl.lit("A")).otherwise(pl.lit("B"))
-    ref = pl.when(pl.col("permutation") == 0).then(pl.lit("B")).otherwise(pl.lit("A"))
-    return long.group_by([*VERDICT_KEYS, "permutation", "row"]).agg(
+    cand = pl.when(pl.col("side") == 0).then(pl.lit("A")).otherwise(pl.lit("B"))
+    ref = pl.when(pl.col("side") == 0).then(pl.lit("B")).otherwise(pl.lit("A"))
+    return long.group_by([*VERDICT_KEYS, "side", "row"]).agg(
         p_win=pl.col("prob").filter(pl.col("letter") == cand).sum(),
         p_tie=pl.col("prob").filter(pl.col("letter") == "C").sum(),
         p_loss=pl.col("prob").filter(pl.col("letter") == ref).sum(),
@@ -164,7 +162,7 @@ def logprob_verdicts(judgments: pl.DataFrame, debias: bool = True) -> pl.DataFra
     """Per-order verdicts from option probabilities: the most probable of win/tie/loss
     (a tie for the largest gives ``tie``), after dividing out the slot prior when
     ``debias``. A verdict table (``voirdire.analysis.mitigation.verdicts.VERDICT_COLUMNS``) with
-    one row per pairwise judgment, ``permutation`` and 1 query per verdict; a judgment
+    one row per pairwise judgment, ``side`` and 1 query per verdict; a judgment
     without option probabilities (failed, or a backend that gave none) is an
     ``undecided`` row, so it counts in the undecided share and in the cost."""
     p = _with_probs(judgments, debias)
@@ -184,28 +182,24 @@ def logprob_verdicts(judgments: pl.DataFrame, debias: bool = True) -> pl.DataFra
 def logprob_calibrated(judgments: pl.DataFrame) -> pl.DataFrame:
     """Strategy ``logprob-calibrated``: the verdict of each pair from each answer's debiased probability
     averaged over its positions (both orders), then the most probable of win/tie/loss.
-    Order-invariant (``permutation`` null); ``queries`` = the pair's judgments (2 for
+    Order-invariant (``side`` null); ``queries`` = the pair's judgments (2 for
     both orders). A pair with an order that has no option probabilities (or is absent) is
     ``undecided``: it never falls back to the one, biased, order."""
     p = _with_probs(judgments, True)
     agg = p.group_by(VERDICT_KEYS).agg(
         pl.col("p_win").mean(), pl.col("p_tie").mean(), pl.col("p_loss").mean(),
         queries=pl.len().cast(pl.Int64),
-        _ok=pl.col("p_win").is_not_null().all() & (pl.col("permutation").n_unique() == 2),
+        _ok=pl.col("p_win").is_not_null().all() & (pl.col("side").n_unique() == 2),
     )  # fmt: skip
     verdict = pl.when(pl.col("_ok")).then(_decide()).otherwise(pl.lit("undecided"))
-    return conform(
-        agg.with_columns(verdict=verdict, permutation=pl.lit(None, dtype=pl.Int64))
-    )
+    return conform(agg.with_columns(verdict=verdict, side=pl.lit(None, dtype=pl.Int64)))
 
 
 def _pf(verdicts: pl.DataFrame) -> pl.DataFrame:
     """PF per (benchmark, judge) of per-order verdicts: :func:`~voirdire.analysis.position.
     formulas.pf_statistic` over the cells' sums (the one-replicate case of the bootstrap's)."""
-    cells = (
-        question_sums(as_judgments(verdicts))
-        .group_by("benchmark", "judge", "candidate", "task")
-        .agg(pl.col("n").sum(), pl.col("d").sum())
+    cells = pair_sums(
+        verdict_pairs(verdicts), ["benchmark", "judge", "candidate", "task"]
     )
     rows = [
         (

@@ -3,7 +3,7 @@
 Source: ``docs/mitigation.md``, *Evaluation against a reference*. Inputs are stacked
 verdict tables (:func:`voirdire.analysis.mitigation.registry.apply_strategies`: a ``strategy``
 column plus :data:`~voirdire.analysis.mitigation.verdicts.VERDICT_COLUMNS`) and a reference table
-(:mod:`voirdire.analysis.mitigation.reference`). All figures are computed from per-question sums, so
+(:mod:`voirdire.analysis.mitigation.grading`). All figures are computed from per-question sums, so
 their cluster-bootstrap intervals (questions resampled, shared draw per benchmark) come
 from :func:`voirdire.analysis.position.uncertainty.cluster_bootstrap`, with the statistics of
 :mod:`voirdire.analysis.position.formulas` and statsmodels' Cohen's kappa.
@@ -16,23 +16,20 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from voirdire.analysis.mitigation import reference as R
+from voirdire.analysis.mitigation import grading as R
 from voirdire.analysis.mitigation import registry
 from voirdire.analysis.mitigation import verdicts as M
 from voirdire.analysis.mitigation.bpde import select_for_annotation, with_labels
 from voirdire.analysis.mitigation.pass_kappa import PASS_CONF, gate, pass_confusion
-from voirdire.analysis.mitigation.verdicts import (
-    as_judgments,
-    flip_flags,
-    pair_orders,
-)
+from voirdire.analysis.mitigation.verdicts import flip_flags
 from voirdire.analysis.position.agreement import kappa_statistic
 from voirdire.analysis.position.formulas import (
     pc_statistic,
     pf_statistic,
     ratio_statistic,
 )
-from voirdire.analysis.position.uncertainty import cluster_bootstrap, question_sums
+from voirdire.analysis.position.pairing import pair_sums, verdict_pairs
+from voirdire.analysis.position.uncertainty import cluster_bootstrap
 
 __all__ = [
     "EVAL_COLUMNS",
@@ -118,12 +115,13 @@ def _question_sums(verdicts: pl.DataFrame, ref: pl.DataFrame | None) -> pl.DataF
         **conf,
     )
     # per-order figures: strategy folded into the judge label for the pair classifier
-    po = verdicts.filter(pl.col("permutation").is_not_null()).with_columns(
+    po = verdicts.filter(pl.col("side").is_not_null()).with_columns(
         judge=pl.concat_str("strategy", "judge", separator=_SEP)
     )
-    pairs = question_sums(as_judgments(po.drop("strategy")))
+    paired = verdict_pairs(po.drop("strategy"))
+    pairs = pair_sums(paired, ["benchmark", "judge", *_CELLS, "question_id"])
     flips = (
-        flip_flags(pair_orders(po.drop("strategy")))
+        flip_flags(paired)
         .group_by("benchmark", "judge", *_CELLS, "question_id")
         .agg(
             pair_ok=pl.col("pair_ok").sum(),
@@ -131,9 +129,7 @@ def _question_sums(verdicts: pl.DataFrame, ref: pl.DataFrame | None) -> pl.DataF
             _failed=(~pl.col("pair_ok")).sum(),
         )
     )
-    passes = pass_confusion(po.drop("strategy"), by=["judge", *_CELLS]).drop(
-        "pass_pairs"
-    )
+    passes = pass_confusion(paired, by=["judge", *_CELLS]).drop("pass_pairs")
     on = ["benchmark", "judge", *_CELLS, "question_id"]
     per_order = pairs.join(flips, on=on, how="full", coalesce=True).join(
         passes, on=on, how="full", coalesce=True
@@ -162,7 +158,7 @@ def evaluate(
 
     Args:
         verdicts: stacked verdict tables with a ``strategy`` column.
-        reference: :data:`~voirdire.analysis.mitigation.reference.REF_COLUMNS` rows, or None (no
+        reference: :data:`~voirdire.analysis.mitigation.grading.GRADING_COLUMNS` rows, or None (no
             accuracy/kappa).
         replicates, level, seed: cluster bootstrap over questions.
 
@@ -210,6 +206,15 @@ def evaluate(
         | {f"lo_{m}": f"{m}_lo" for m in METRICS}
         | {f"hi_{m}": f"{m}_hi" for m in METRICS}
     )
+    return _finish(wide, sums, reference)
+
+
+def _finish(
+    wide: pl.DataFrame, sums: pl.DataFrame, reference: pl.DataFrame | None
+) -> pl.DataFrame:
+    """:data:`EVAL_COLUMNS` from the estimates and intervals per (benchmark, strategy,
+    judge) (``wide``) and the per-question sums: the counts, the figures an order-invariant
+    strategy has by construction, the reference's source and the pass-kappa gate."""
     counts = sums.group_by("benchmark", "strategy", "judge").agg(
         verdicts=pl.col("rows").sum().cast(pl.Int64),
         pairs=pl.col("pair_ok").sum().cast(pl.Int64),
@@ -264,7 +269,7 @@ def run_mitigation(
     rows are left out of the table (it would agree with itself by construction).
 
     ``labels``: people's verdicts for the pairs BPDE chose (the filled
-    ``bpde_annotation.csv``; :func:`~voirdire.analysis.mitigation.reference.labels_reference`): each
+    ``bpde_annotation.csv``; :func:`~voirdire.analysis.mitigation.grading.people_grading`): each
     of ``gate`` and ``swap-tie`` run also as ``<name>+labels`` with those pairs' verdicts
     replaced by people's (:func:`~voirdire.analysis.mitigation.bpde.with_labels`).
 
@@ -284,9 +289,9 @@ def run_mitigation(
     ref_judge = None
     if isinstance(reference, pl.DataFrame):
         ref = reference
-        R.check_reference(ref, judgments)
+        R.check_grading(ref, judgments)
     elif reference is not None:
-        ref = R.load_reference(reference, judgments)
+        ref = R.load_grading(reference, judgments)
         if reference.startswith("judge:"):
             ref_judge = reference.split(":", 1)[1]
     fns = {
@@ -298,8 +303,8 @@ def run_mitigation(
         for r in regs
     }
     if labels is not None:
-        people = R.labels_reference(labels)
-        R.check_reference(people, judgments)
+        people = R.people_grading(labels)
+        R.check_grading(people, judgments)
         fns |= {
             f"{n}+labels": with_labels(fns[n], people)
             for n in ("gate", "swap-tie")

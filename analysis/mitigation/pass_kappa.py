@@ -29,8 +29,9 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from voirdire.analysis.mitigation.verdicts import VERDICT_KEYS, normalise
+from voirdire.analysis.mitigation.verdicts import normalise
 from voirdire.analysis.position.agreement import kappa_statistic
+from voirdire.analysis.position.pairing import verdict_pairs
 from voirdire.analysis.position.uncertainty import cluster_bootstrap
 
 __all__ = [
@@ -59,17 +60,15 @@ PASS_KAPPA_COLUMNS = [
 ]
 
 
-def pass_confusion(
-    verdicts: pl.DataFrame, by: Sequence[str] = ("judge",)
-) -> pl.DataFrame:
+def pass_confusion(pairs: pl.DataFrame, by: Sequence[str] = ("judge",)) -> pl.DataFrame:
     """Per (``benchmark``, *by*, ``question_id``), the inter-pass table of decided pairs.
 
     Args:
-        verdicts: a per-order verdict table (``permutation`` 0/1: the candidate first /
-            second; :func:`~voirdire.analysis.mitigation.verdicts.normalise`'s output, or a
-            strategy's with *by* columns such as ``strategy``). Rows without
-            ``permutation`` (combined orders) have no pairs.
-        by: grouping columns besides ``benchmark`` (must be in ``verdicts``).
+        pairs: the pairing table of a per-order verdict table
+            (:func:`~voirdire.analysis.position.pairing.verdict_pairs`: ``v1``/``v2`` the
+            verdicts with the candidate first / second, e.g. of
+            :func:`~voirdire.analysis.mitigation.verdicts.normalise`'s output).
+        by: grouping columns besides ``benchmark`` (must be in ``pairs``).
 
     Returns:
         ``benchmark``, *by*, ``question_id``, :data:`PASS_CONF` (float counts of pairs
@@ -77,20 +76,12 @@ def pass_confusion(
         undecided or a missing order are left out (the flip rate counts them as failed).
     """
     keys = ["benchmark", *by, "question_id"]
-    pair_keys = list(
-        dict.fromkeys([*VERDICT_KEYS, *by])
-    )  # one pair: its two orders share these
-    v = verdicts.filter(pl.col("permutation").is_not_null())
-    po = v.group_by(pair_keys).agg(
-        v1=pl.col("verdict").filter(pl.col("permutation") == 0).first(),
-        v2=pl.col("verdict").filter(pl.col("permutation") == 1).first(),
-    )
     cnt = {
         f"p_{a}_{b}": ((pl.col("v1") == a) & (pl.col("v2") == b)).sum().cast(pl.Float64)
         for a in CATS
         for b in CATS
     }
-    out = po.group_by(keys).agg(**cnt)
+    out = pairs.group_by(keys).agg(**cnt)
     return out.with_columns(pass_pairs=pl.sum_horizontal(PASS_CONF)).sort(keys)
 
 
@@ -133,7 +124,7 @@ def pass_kappa(
     v = normalise(judgments)
     if v.height == 0:
         return pl.DataFrame(schema=schema)
-    sums = pass_confusion(v)
+    sums = pass_confusion(verdict_pairs(v))
     ci = cluster_bootstrap(
         sums,
         PASS_CONF,

@@ -29,6 +29,7 @@ import polars as pl
 
 from voirdire.analysis.mitigation.registry import register_strategy
 from voirdire.analysis.mitigation.verdicts import COMPARISON_KEYS
+from voirdire.analysis.position.pairing import candidate_first
 
 #: Columns of :func:`score_samples`.
 SAMPLE_COLUMNS = [
@@ -46,7 +47,7 @@ SCORE_VERDICT_COLUMNS = [
     "candidate_score",
     "reference_score",
     "verdict",
-    "permutation",
+    "side",
     "queries",
 ]
 #: The score strategies by their registered names
@@ -95,7 +96,7 @@ def score_samples(judgments: pl.DataFrame) -> pl.DataFrame:
         raise ValueError(
             'no score-mode judgments (a job with [comparison] mode = "score")'
         )
-    first = pl.col("shown").list.first() == pl.col("candidate")
+    first = candidate_first()
     a, b = (
         pl.col("slot_scores").list.get(0, null_on_oob=True),
         pl.col("slot_scores").list.get(1, null_on_oob=True),
@@ -136,11 +137,11 @@ def mean_score_verdicts(
     (repetitions 1..``per_order``; a sample is valid when it has both scores). Then:
 
     - ``orders="each"`` (no calibration, or MEC alone): one verdict per pair *and order*,
-      from that order's means; ``permutation`` 0 (candidate shown first) or 1, so the
+      from that order's means; ``side`` 0 (candidate shown first) or 1, so the
       evaluation reads PC, PF and the flip rate per order as for ``single``.
     - ``orders="both"`` (BPC, MEC + BPC): one verdict per pair from each answer's mean of
       its two positions' means (BPC: "the average of the two scores it receives in the two
-      positions"); ``permutation`` null (order-invariant). A pair with an order that has no
+      positions"); ``side`` null (order-invariant). A pair with an order that has no
       valid sample (or is absent) is ``undecided``: a failed swap never falls back to the
       one biased order, and failed samples never reweight the positions.
 
@@ -152,7 +153,7 @@ def mean_score_verdicts(
     Returns:
         :data:`SCORE_VERDICT_COLUMNS`: ``candidate_score`` / ``reference_score`` (f64, the means
         above; null when undecided), ``verdict`` (``win``/``tie``/``loss``/``undecided``),
-        ``permutation`` (i64 or null) and ``queries`` (int: samples spent on this verdict,
+        ``side`` (i64 or null) and ``queries`` (int: samples spent on this verdict,
         failed ones included: the cost).
 
     Raises:
@@ -170,10 +171,7 @@ def mean_score_verdicts(
     means = _order_means(s)
     if orders == "each":
         out = means.with_columns(
-            permutation=pl.when(pl.col("candidate_first"))
-            .then(0)
-            .otherwise(1)
-            .cast(pl.Int64),
+            side=pl.when(pl.col("candidate_first")).then(0).otherwise(1).cast(pl.Int64),
             queries=pl.col("samples"),
         )
     else:
@@ -187,7 +185,7 @@ def mean_score_verdicts(
             candidate_score=pl.when(decided).then(pl.col("candidate_score").mean()),
             reference_score=pl.when(decided).then(pl.col("reference_score").mean()),
             queries=pl.col("samples").sum(),
-            permutation=pl.lit(None, dtype=pl.Int64),
+            side=pl.lit(None, dtype=pl.Int64),
         )
     return (
         out.with_columns(
@@ -196,7 +194,7 @@ def mean_score_verdicts(
             ).fill_null("undecided")
         )
         .select(SCORE_VERDICT_COLUMNS)
-        .sort([*COMPARISON_KEYS, "permutation"], nulls_last=True)
+        .sort([*COMPARISON_KEYS, "side"], nulls_last=True)
     )
 
 
@@ -223,7 +221,7 @@ def strategy_verdicts(judgments: pl.DataFrame, strategy: str) -> pl.DataFrame:
 def sample_verdicts(judgments: pl.DataFrame) -> pl.DataFrame:
     """Each score-mode sample as a verdict table row (``voirdire.analysis.mitigation.verdicts``'s
     :data:`~voirdire.analysis.mitigation.verdicts.VERDICT_COLUMNS`): ``verdict`` = the sample's
-    outcome (``undecided`` when it has no scores), ``queries`` 1, ``permutation`` 0 when
+    outcome (``undecided`` when it has no scores), ``queries`` 1, ``side`` 0 when
     the candidate was shown first else 1, ``repetition``. BPDE over these rows is Wang et
     al.'s entropy of the 2k outcomes of MEC + BPC (:func:`voirdire.analysis.mitigation.bpde.bpde`).
 
@@ -235,10 +233,7 @@ def sample_verdicts(judgments: pl.DataFrame) -> pl.DataFrame:
         *COMPARISON_KEYS,
         verdict=pl.col("outcome").fill_null("undecided"),
         queries=pl.lit(1, dtype=pl.Int64),
-        permutation=pl.when(pl.col("candidate_first"))
-        .then(0)
-        .otherwise(1)
-        .cast(pl.Int64),
+        side=pl.when(pl.col("candidate_first")).then(0).otherwise(1).cast(pl.Int64),
         repetition=pl.col("repetition").cast(pl.Int64),
     )
 

@@ -16,5 +16,5 @@ from voirdire.analysis.mitigation.verdicts import normalise
 )
 def single(judgments: pl.DataFrame) -> pl.DataFrame:
     """Per-order verdicts from the candidate's side (:func:`~voirdire.analysis.mitigation.
-    verdicts.normalise`): a verdict table with ``permutation`` 0/1 and ``queries`` 1."""
+    verdicts.normalise`): a verdict table with ``side`` 0/1 and ``queries`` 1."""
     return normalise(judgments)

@@ -20,7 +20,7 @@ reference       str
 verdict         str           ``win`` | ``tie`` | ``loss`` | ``undecided``, from the
                               candidate's side
 queries         int           judge queries spent on this final verdict
-permutation     int | null    0: the candidate was shown first, 1: second; null when the
+side            int | null    0: the candidate was shown first, 1: second; null when the
                               verdict combines both orders (order-invariant by design)
 repetition      int           1-based (1 when the strategy has no repetitions)
 ==============  ============  ==========================================================
@@ -38,7 +38,14 @@ from collections.abc import Callable, Iterable
 
 import polars as pl
 
-from voirdire.analysis.position.metrics import PAIRWISE_MODES, pairwise_pairs
+from voirdire.analysis.position.pairing import (
+    PAIRWISE_MODES,
+    order_verdict,
+    pair_sums,
+    side,
+    verdict_pairs,
+)
+from voirdire.analysis.position.registry import metric
 from voirdire.core import ConfigError
 
 __all__ = [
@@ -53,7 +60,6 @@ __all__ = [
     "flip_rate",
     "pair_orders",
     "flip_flags",
-    "as_judgments",
     "swap_and_tie",
     "jury_vote",
     "judge_pc",
@@ -84,7 +90,7 @@ VERDICT_SCHEMA = {
     "reference": pl.String,
     "verdict": pl.String,
     "queries": pl.Int64,
-    "permutation": pl.Int64,
+    "side": pl.Int64,
     "repetition": pl.Int64,
 }
 #: The columns of a verdict table, in order.
@@ -100,8 +106,9 @@ Step = Callable[[pl.DataFrame], pl.DataFrame]
 
 
 def conform(verdicts: pl.DataFrame) -> pl.DataFrame:
-    """A verdict table with exactly :data:`VERDICT_COLUMNS` and their types: ``permutation``
-    (null) and ``repetition`` (1) added when absent.
+    """A verdict table with exactly :data:`VERDICT_COLUMNS` and their types: ``side``
+    (null) and ``repetition`` (1) added when absent. A strategy written before the column
+    was named ``side`` may still call it ``permutation``: read as ``side``.
 
     Raises:
         ConfigError: a required column is missing, or a verdict outside :data:`VERDICTS`.
@@ -110,8 +117,10 @@ def conform(verdicts: pl.DataFrame) -> pl.DataFrame:
     if missing:
         raise ConfigError(f"verdict table lacks column(s) {', '.join(missing)}")
     v = verdicts
-    if "permutation" not in v.columns:
-        v = v.with_columns(permutation=pl.lit(None, dtype=pl.Int64))
+    if "side" not in v.columns and "permutation" in v.columns:
+        v = v.rename({"permutation": "side"})
+    if "side" not in v.columns:
+        v = v.with_columns(side=pl.lit(None, dtype=pl.Int64))
     if "repetition" not in v.columns:
         v = v.with_columns(repetition=pl.lit(1, dtype=pl.Int64))
     v = v.select(VERDICT_COLUMNS).cast(VERDICT_SCHEMA)  # type: ignore[arg-type]
@@ -130,32 +139,14 @@ def normalise(judgments: pl.DataFrame) -> pl.DataFrame:
     """Per-order verdicts from the candidate's side (``docs/mitigation.md``, *Verdicts
     normalised to the candidate*): one row per pairwise judgment, ``queries`` 1.
 
-    ``permutation`` here is the *side* of the order, read from ``shown`` (0: candidate in
-    slot A, 1: in slot B), not the job's permutation index. Letters as in
-    :func:`~voirdire.analysis.position.metrics.pairwise_pairs`: the candidate's slot → ``win``, the
-    other slot → ``loss``, ``C`` in three-option mode → ``tie``; a failed judgment, a null
-    letter or a letter outside the options → ``undecided``.
+    ``side``: :func:`~voirdire.analysis.position.pairing.side` (0 candidate in slot A, 1
+    in slot B; not the job's permutation index); ``verdict``:
+    :func:`~voirdire.analysis.position.pairing.order_verdict`.
     """
     rows = (
         judgments.filter(pl.col("mode").is_in(PAIRWISE_MODES))
         if "mode" in judgments.columns
         else judgments
-    )
-    first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
-    x = pl.col("extracted")
-    no = pl.col("failed").fill_null(False) | x.is_null()
-    cand_letter = pl.when(first).then(pl.lit("A")).otherwise(pl.lit("B"))
-    ref_letter = pl.when(first).then(pl.lit("B")).otherwise(pl.lit("A"))
-    verdict = (
-        pl.when(no)
-        .then(pl.lit("undecided"))
-        .when(x == cand_letter)
-        .then(pl.lit("win"))
-        .when(x == ref_letter)
-        .then(pl.lit("loss"))
-        .when((x == "C") & (pl.col("option_mode") == 3))
-        .then(pl.lit("tie"))
-        .otherwise(pl.lit("undecided"))
     )
     return conform(
         rows.select(
@@ -165,9 +156,9 @@ def normalise(judgments: pl.DataFrame) -> pl.DataFrame:
             "task",
             "candidate",
             "reference",
-            verdict=verdict,
+            verdict=order_verdict(),
             queries=pl.lit(1, dtype=pl.Int64),
-            permutation=pl.when(first).then(0).otherwise(1).cast(pl.Int64),
+            side=side(),
             repetition=pl.col("repetition").cast(pl.Int64),
         )  # fmt: skip
     )
@@ -175,13 +166,9 @@ def normalise(judgments: pl.DataFrame) -> pl.DataFrame:
 
 def pair_orders(verdicts: pl.DataFrame) -> pl.DataFrame:
     """Per pair key: ``v1``/``v2`` the verdict with the candidate first/second (null when
-    that order is absent; first row if duplicated) and ``queries`` summed."""
-    v = verdicts.filter(pl.col("permutation").is_not_null())
-    return v.group_by(VERDICT_KEYS).agg(
-        v1=pl.col("verdict").filter(pl.col("permutation") == 0).first(),
-        v2=pl.col("verdict").filter(pl.col("permutation") == 1).first(),
-        queries=pl.col("queries").sum(),
-    )
+    that order is absent; first row if duplicated) and ``queries`` summed: the pairing
+    table :func:`~voirdire.analysis.position.pairing.verdict_pairs`."""
+    return verdict_pairs(verdicts)
 
 
 def flip_flags(pairs: pl.DataFrame) -> pl.DataFrame:
@@ -203,7 +190,7 @@ def flip_rate(verdicts: pl.DataFrame) -> pl.DataFrame:
     PC but is no flip.
 
     Returns: ``benchmark``, ``judge`` (str), ``pairs``, ``failed_pairs``, ``flips`` (int),
-    ``flip_rate`` (float, null without pairs). Verdicts without ``permutation`` (combined
+    ``flip_rate`` (float, null without pairs). Verdicts without ``side`` (combined
     orders) have no pairs.
     """
     return (
@@ -223,35 +210,6 @@ def flip_rate(verdicts: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def as_judgments(verdicts: pl.DataFrame) -> pl.DataFrame:
-    """Per-order verdicts back as pairwise judgment rows (three-option letters), so that
-    :func:`~voirdire.analysis.position.metrics.pairwise_pairs` classifies them: the candidate's slot
-    letter for ``win``, the other for ``loss``, ``C`` for ``tie``, null (failed) for
-    ``undecided``. Rows without ``permutation`` are dropped. Lengths are 0."""
-    v = conform(verdicts).filter(pl.col("permutation").is_not_null())
-    first = pl.col("permutation") == 0
-    letter = (
-        pl.when(pl.col("verdict") == "tie")
-        .then(pl.lit("C"))
-        .when(pl.col("verdict") == "win")
-        .then(pl.when(first).then(pl.lit("A")).otherwise(pl.lit("B")))
-        .when(pl.col("verdict") == "loss")
-        .then(pl.when(first).then(pl.lit("B")).otherwise(pl.lit("A")))
-    )
-    return v.with_columns(
-        extracted=letter,
-        failed=pl.col("verdict") == "undecided",
-        shown=pl.when(first)
-        .then(pl.concat_list("candidate", "reference"))
-        .otherwise(pl.concat_list("reference", "candidate")),
-        mode=pl.lit("pairwise"),
-        option_mode=pl.lit(3, dtype=pl.Int32),
-        input_chars=pl.lit(0),
-        output_chars=pl.lit(0),
-        prompt_chars=pl.lit(0),
-    )
-
-
 # --------------------------------------------------------------------------------------
 # Steps: verdict table -> verdict table
 # --------------------------------------------------------------------------------------
@@ -265,7 +223,7 @@ def swap_and_tie(verdicts: pl.DataFrame, on_conflict: str = "tie") -> pl.DataFra
     ``"tie"`` (MT-Bench's conservative rule) or ``"undecided"`` (the gate: escalate to a
     stronger judge or a person). A pair with an undecided or missing order is
     ``undecided``. ``queries`` is the sum over both orders (2 for an ordinary pair);
-    ``permutation`` null. Rows already without ``permutation`` pass through.
+    ``side`` null. Rows already without ``side`` pass through.
 
     Raises:
         ValueError: ``on_conflict`` not ``"tie"`` or ``"undecided"``.
@@ -288,31 +246,24 @@ def swap_and_tie(verdicts: pl.DataFrame, on_conflict: str = "tie") -> pl.DataFra
         *COMPARISON_KEYS,
         verdict=final,
         queries="queries",
-        permutation=pl.lit(None, dtype=pl.Int64),
+        side=pl.lit(None, dtype=pl.Int64),
         repetition="repetition",
     )
-    return pl.concat(
-        [conform(combined), v.filter(pl.col("permutation").is_null())]
-    ).sort(VERDICT_KEYS)
+    return pl.concat([conform(combined), v.filter(pl.col("side").is_null())]).sort(
+        VERDICT_KEYS
+    )
 
 
 def judge_pc(verdicts: pl.DataFrame) -> pl.DataFrame:
-    """Pooled position consistency per (benchmark, judge) of per-order verdicts:
-    ``Σ consistent / Σ (consistent + primacy + recency)`` (``docs/metrics.md``). Columns
-    ``benchmark``, ``judge``, ``pc`` (float; 0 without classified pairs)."""
-    k = pl.col("klass")
-    return (
-        pairwise_pairs(as_judgments(verdicts))
-        .group_by("benchmark", "judge")
-        .agg(
-            c=(k == "consistent").sum(),
-            v=k.is_in(["consistent", "primacy", "recency"]).sum(),
-        )
-        .select(
-            "benchmark",
-            "judge",
-            pc=pl.when(pl.col("v") > 0).then(pl.col("c") / pl.col("v")).otherwise(0.0),
-        )
+    """Position consistency per (benchmark, judge) of per-order verdicts: the registered
+    ``pc`` (:mod:`voirdire.analysis.position.builtin_metrics`, ``Σ ccn / Σ v``,
+    ``docs/metrics.md``) on the pairs of :func:`~voirdire.analysis.position.pairing.
+    verdict_pairs`. Columns ``benchmark``, ``judge``, ``pc`` (float; null without a pair
+    consistent or inconsistent, the rule of every registered figure)."""
+    s = pair_sums(verdict_pairs(conform(verdicts)), ["benchmark", "judge"])
+    pc = metric("pc")({c: s.get_column(c).to_numpy()[:, None] for c in ("ccn", "v")})
+    return s.select(
+        "benchmark", "judge", pc=pl.Series(pc, dtype=pl.Float64).fill_nan(None)
     )
 
 
@@ -324,13 +275,13 @@ def jury_vote(
 ) -> pl.DataFrame:
     """A panel's verdict from its judges' verdicts (``docs/mitigation.md``, *Jury*, ours).
 
-    Per (benchmark, question, task, candidate, reference, permutation, repetition), each
+    Per (benchmark, question, task, candidate, reference, side, repetition), each
     judge's decided verdict is a vote (weight 1, or the judge's ``weight`` from
     ``weights``: columns ``benchmark``, ``judge``, ``weight``, e.g. :func:`judge_pc`'s
     ``pc``); the verdict with the largest total wins, and a tie for the largest total gives
     ``tie``. No vote: ``undecided``. ``queries`` sums the members' queries (failed ones
     included). The panel is named ``name`` (default ``panel-N``, N judges in the
-    benchmark). Votes per order keep ``permutation``, so the panel has its own PC, PF and
+    benchmark). Votes per order keep ``side``, so the panel has its own PC, PF and
     flip rate.
     """
     v = conform(verdicts)
@@ -340,7 +291,7 @@ def jury_vote(
         "task",
         "candidate",
         "reference",
-        "permutation",
+        "side",
         "repetition",
     ]
     if weights is not None:
@@ -376,7 +327,7 @@ def jury_vote(
             judge=pl.lit(name) if name else pl.format("panel-{}", pl.col("_n")),
         )
     )
-    return conform(out).sort([*VERDICT_KEYS, "permutation"], nulls_last=True)
+    return conform(out).sort([*VERDICT_KEYS, "side"], nulls_last=True)
 
 
 def pipeline(*steps: Step) -> Strategy:

@@ -52,7 +52,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from voirdire.analysis.position.metrics import PAIRWISE_MODES
+from voirdire.analysis.position.pairing import PAIRWISE_MODES, candidate_first
 from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 
 __all__ = [
@@ -91,7 +91,7 @@ def _option_probability(rows: pl.DataFrame) -> pl.Series:
     unusable, module docstring)."""
     idx = rows.select(
         r=pl.int_range(pl.len()),
-        c=pl.when(pl.col("shown").list.first() == pl.col("candidate"))
+        c=pl.when(candidate_first())
         .then(pl.lit("A"))
         .when(pl.col("shown").list.get(1, null_on_oob=True) == pl.col("candidate"))
         .then(pl.lit("B")),

@@ -40,13 +40,18 @@ from __future__ import annotations
 import polars as pl
 
 from voirdire.analysis.position.formulas import ratio_statistic
-from voirdire.analysis.position.metrics import PAIR_KEYS, PAIRWISE_MODES
+from voirdire.analysis.position.pairing import (
+    PAIR_KEYS,
+    PAIRWISE_MODES,
+    meet_orders,
+    side,
+)
 from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 from voirdire.core import ConfigError
 
 __all__ = [
     "GOLD_FIGURES", "GOLD_CELL_COLUMNS", "GOLD_JUDGE_COLUMNS", "has_gold", "gold_pairs", "gold_sums",
-    "gold_accuracy", "gold_cells", "gold_judges", "with_gold", "gold_reference",
+    "gold_accuracy", "gold_cells", "gold_judges", "with_gold", "gold_grading",
 ]  # fmt: skip
 
 CELL_KEYS = ["benchmark", "judge", "candidate", "task"]
@@ -89,7 +94,7 @@ def gold_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
 
     Correctness of a row: ``chosen == gold`` for a labelled winner, ``tie`` for a tie
     label; failed rows are not correct (module docstring). Duplicate rows of one order:
-    the first counts (as :func:`voirdire.analysis.position.metrics.pairwise_pairs`)."""
+    the first counts (the one pairing: :func:`voirdire.analysis.position.pairing.meet_orders`)."""
     if "gold" not in judgments.columns:
         return pl.DataFrame(
             schema={
@@ -109,17 +114,18 @@ def gold_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
     correct = ok & pl.when(is_tie).then(pl.col("tie").fill_null(False)).otherwise(
         pl.col("chosen").eq_missing(pl.col("gold"))
     )
-    first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
+    per_order = rows.lazy().select(
+        *PAIR_KEYS, "gold", _c=correct.fill_null(False), side=side()
+    )
     return (
-        rows.lazy()
-        .select(*PAIR_KEYS, "gold", _c=correct.fill_null(False), _first=first)
-        .group_by(PAIR_KEYS)
-        .agg(
-            pl.col("gold").first(),
-            asked1=pl.col("_first").any(),
-            correct1=pl.col("_c").filter(pl.col("_first")).first().fill_null(False),
-            asked2=(~pl.col("_first")).any(),
-            correct2=pl.col("_c").filter(~pl.col("_first")).first().fill_null(False),
+        meet_orders(per_order, PAIR_KEYS, {"_c": "correct"}, pl.col("gold").first())
+        .select(
+            *PAIR_KEYS,
+            "gold",
+            "asked1",
+            pl.col("correct1").fill_null(False),
+            "asked2",
+            pl.col("correct2").fill_null(False),
         )
         .collect()
     )
@@ -259,9 +265,9 @@ def with_gold(
     return jm, cm
 
 
-def gold_reference(judgments: pl.DataFrame) -> pl.DataFrame:
-    """The judgments' gold labels as a mitigation reference
-    (:data:`voirdire.analysis.mitigation.reference.REF_COLUMNS`): per (benchmark, question,
+def gold_grading(judgments: pl.DataFrame) -> pl.DataFrame:
+    """The judgments' gold labels as mitigation grading labels
+    (:data:`voirdire.analysis.mitigation.grading.GRADING_COLUMNS`): per (benchmark, question,
     candidate, reference) ``ref_verdict`` ``win`` (gold = the candidate), ``loss`` (gold =
     the reference) or ``tie``; ``source`` = ``"gold labels (<benchmark>)"``.
 

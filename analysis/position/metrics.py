@@ -44,7 +44,7 @@ stability are mode-agnostic. Rows of a mode with no builder are skipped with a w
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import polars as pl
 
@@ -60,9 +60,14 @@ from voirdire.analysis.position.formulas import (
     with_cell_figures,
 )
 from voirdire.analysis.position.listwise import listwise_cell_counts
+from voirdire.analysis.position.pairing import PAIR_KEYS, PAIRWISE_MODES, judgment_pairs
+from voirdire.analysis.position.registry import BUILTIN_METRICS, Metric, metric, metrics
 from voirdire.analysis.position.stability import repetition_stability
+from voirdire.analysis.position.uncertainty import bootstrap_ci
 
 __all__ = [
+    "PAIR_KEYS",
+    "PAIRWISE_MODES",
     "PAIR_COLUMNS",
     "CELL_KEYS",
     "CELL_COLUMNS",
@@ -72,22 +77,9 @@ __all__ = [
     "pairwise_cell_counts",
     "cell_metrics",
     "judge_from_cells",
+    "metric_estimates",
     "judge_metrics",
     "summarize",
-]
-
-#: A judgment pair: the two orders of one (candidate, reference) comparison on one question
-#: in one repetition. ``reference`` and ``option_mode`` only split pairs in tables that mix
-#: several references or option modes under one judge label.
-PAIR_KEYS = [
-    "benchmark",
-    "judge",
-    "candidate",
-    "task",
-    "question_id",
-    "repetition",
-    "reference",
-    "option_mode",
 ]
 
 PAIR_COLUMNS = [
@@ -111,12 +103,6 @@ JUDGE_COLUMNS = [
     "n_cells",
     "n_judgments",
 ]
-
-#: Modes whose judgments form pairwise judgment pairs: choices, and score mode's letters
-#: derived from the two scores (A higher, B higher, C equal).
-PAIRWISE_MODES = ["pairwise", "score"]
-KLASSES = ("consistent", "primacy", "recency", "error", "other")
-
 
 # --------------------------------------------------------------------------------------
 # Pairwise
@@ -151,44 +137,11 @@ def pairwise_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
       ``(c1, c2) == ("A", "B")``.
     - ``consistent_tie`` (bool): (C,C) in three-option mode.
     - ``input_chars``, ``output_chars``, ``prompt_chars`` (float): means over the pair's rows.
+
+    The pairing table of :func:`voirdire.analysis.position.pairing.judgment_pairs` (the one
+    place the two orders meet), without its verdict columns ``v1``/``v2``.
     """
-    rows = judgments.filter(pl.col("mode").is_in(PAIRWISE_MODES))
-    verdict = pl.when(no_verdict()).then(None).otherwise(pl.col("extracted"))
-    first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
-    pairs = (
-        rows.lazy()
-        .select(*PAIR_KEYS, *LENGTHS, _v=verdict, _first=first)
-        .group_by(PAIR_KEYS)
-        .agg(
-            pl.col("_v").filter(pl.col("_first")).first().alias("c1"),
-            pl.col("_v").filter(~pl.col("_first")).first().alias("c2"),
-            *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
-        )
-    )
-    tie_ok = pl.col("option_mode") == 3
-    c1, c2 = pl.col("c1"), pl.col("c2")
-    a1, b1, t1 = c1.eq_missing("A"), c1.eq_missing("B"), c1.eq_missing("C") & tie_ok
-    a2, b2, t2 = c2.eq_missing("A"), c2.eq_missing("B"), c2.eq_missing("C") & tie_ok
-    klass = (
-        pl.when(c1.is_null() | c2.is_null())
-        .then(pl.lit("error"))
-        .when((a1 & b2) | (b1 & a2) | (t1 & t2))
-        .then(pl.lit("consistent"))
-        .when((a1 & a2) | (a1 & t2) | (t1 & a2))
-        .then(pl.lit("primacy"))
-        .when((b1 & b2) | (b1 & t2) | (t1 & b2))
-        .then(pl.lit("recency"))
-        .otherwise(pl.lit("other"))
-    )
-    return (
-        pairs.with_columns(
-            klass=klass,
-            candidate_wins=a1 & b2,
-            consistent_tie=t1 & t2,
-        )
-        .select(PAIR_COLUMNS)
-        .collect()
-    )
+    return judgment_pairs(judgments).select(PAIR_COLUMNS)
 
 
 def _cell_counts_from_pairs(pairs: pl.DataFrame) -> pl.LazyFrame:
@@ -295,7 +248,8 @@ def judge_from_cells(
     Source: ``docs/metrics.md``, *Per judge*. Cells with ``n = 0`` are left out of every
     figure **(ours)**. Output columns: benchmark, judge,
 
-    - ``pc`` (float): pooled ``Σ ccn / Σ v`` over the cells (0 when ``Σ v = 0``);
+    - ``pc`` (float): pooled ``Σ ccn / Σ v`` over the cells (null when ``Σ v = 0``, the
+      rule of :func:`metric_estimates`);
     - ``pc_std`` (float): population std (ddof 0) of the cells' ``pc``;
     - ``pf`` (float): unweighted mean of the cells' ``pf``; ``pf_std``: population std;
     - ``n_cells`` (int): cells used (``n > 0``).
@@ -315,11 +269,49 @@ def judge_from_cells(
             pf_std=pl.col("pf").std(ddof=0),
             n_cells=pl.len().cast(pl.Int64),
         )
-        .with_columns(pc=safe_div(pl.col("_ccn"), pl.col("_v")))
+        .with_columns(
+            pc=pl.when(pl.col("_v") > 0).then(safe_div(pl.col("_ccn"), pl.col("_v")))
+        )
         .select(*keys, "pc", "pc_std", "pf", "pf_std", "n_cells")
         .sort(keys)
         .collect()
     )
+
+
+def metric_estimates(
+    judgments: pl.DataFrame, names: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """The point estimate of registered metrics per (benchmark, judge): the one definition
+    of each figure (its :class:`~voirdire.analysis.position.registry.Metric` statistic on
+    its sums, the one-replicate case of :func:`~voirdire.analysis.position.uncertainty.
+    bootstrap_ci`, so the same number as the ``estimate`` of ``bootstrap_*.csv``).
+
+    Edge-case rule, the same for every metric: a figure with nothing to measure (PC: no
+    pair consistent or inconsistent, ``Σ v = 0``; PF: no cell with a pair; RS: no query
+    asked twice with an extracted choice) is undefined: NaN from the statistic, null here.
+
+    Args:
+        judgments: JUDGMENT_SCHEMA rows.
+        names: the metrics (default: every registered one).
+
+    Returns:
+        ``benchmark``, ``judge`` (str) and one float column per metric, named after it;
+        one row per (benchmark, judge) of ``judgments``.
+
+    Raises:
+        ConfigError: an unknown metric name.
+    """
+    chosen: dict[str, Metric] = (
+        metrics() if names is None else {n: metric(n) for n in names}
+    )
+    out = judgments.select(JUDGE_KEYS).unique().sort(JUDGE_KEYS)
+    est = bootstrap_ci(judgments, replicates=1, metrics=chosen)
+    for name in chosen:
+        col = est.filter(pl.col("metric") == name).select(
+            *JUDGE_KEYS, pl.col("estimate").fill_nan(None).alias(name)
+        )
+        out = out.join(col, on=JUDGE_KEYS, how="left", maintain_order="left")
+    return out.with_columns(pl.col(n).cast(pl.Float64) for n in chosen)
 
 
 def _judge_metrics(judgments: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
@@ -331,10 +323,13 @@ def _judge_metrics(judgments: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame
             error_rate=pl.col("_failed").cast(pl.Float64) / pl.col("n_judgments")
         )
     )
-    rs = repetition_stability(judgments).lazy().select(*JUDGE_KEYS, "rs", "rs_spread")
+    spread = repetition_stability(judgments).lazy().select(*JUDGE_KEYS, "rs_spread")
+    pooled = judge_from_cells(cells).lazy().drop("pc", "pf")
+    figures = metric_estimates(judgments, BUILTIN_METRICS).lazy()
     return (
-        errors.join(judge_from_cells(cells).lazy(), on=JUDGE_KEYS, how="left")
-        .join(rs, on=JUDGE_KEYS, how="left")
+        errors.join(pooled, on=JUDGE_KEYS, how="left")
+        .join(spread, on=JUDGE_KEYS, how="left")
+        .join(figures, on=JUDGE_KEYS, how="left")
         .with_columns(pl.col("n_cells").fill_null(0))
         .select(JUDGE_COLUMNS)
         .sort(JUDGE_KEYS)
@@ -350,13 +345,17 @@ def judge_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
 
     Output columns (:data:`JUDGE_COLUMNS`):
 
-    - ``pc``, ``pc_std``, ``pf``, ``pf_std`` (float), ``n_cells`` (int): see
-      :func:`judge_from_cells` over :func:`cell_metrics` (cells with ``n = 0`` left out).
-      Null (``n_cells`` 0) for a judge with no cell (e.g. rows of a mode with no builder).
+    - ``pc``, ``pf``, ``rs`` (float): the registered metrics' point estimates
+      (:func:`metric_estimates`: the one definition of each, the same numbers as
+      ``bootstrap_*.csv``); null where undefined (no pair consistent or inconsistent; no
+      cell; no query asked twice with an extracted choice).
+    - ``pc_std``, ``pf_std`` (float), ``n_cells`` (int): see :func:`judge_from_cells` over
+      :func:`cell_metrics` (cells with ``n = 0`` left out); null (``n_cells`` 0) for a
+      judge with no cell (e.g. rows of a mode with no builder).
     - ``error_rate`` (float): judgments without a verdict / all judgments, counted over the
       rows of ``judgments`` (every mode; an absent row is not a judgment).
-    - ``rs``, ``rs_spread`` (float): from :func:`repetition_stability`; null when the judge
-      has no query asked more than once.
+    - ``rs_spread`` (float): from :func:`repetition_stability`; null when the judge
+      has no query asked more than once with an extracted choice.
     - ``n_judgments`` (int): rows of ``judgments`` for the judge.
     """
     return _judge_metrics(judgments, cell_metrics(judgments))

@@ -49,7 +49,13 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from voirdire.analysis.position.metrics import PAIR_KEYS, PAIRWISE_MODES
+from voirdire.analysis.position.pairing import (
+    PAIR_KEYS,
+    PAIRWISE_MODES,
+    candidate_first,
+    meet_orders,
+    side,
+)
 from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 
 __all__ = [
@@ -104,16 +110,14 @@ def order_design(judgments: pl.DataFrame) -> pl.DataFrame:
         both one-order kinds occur, else ``"fixed"``) and ``message`` (str, null for
         ``both``).
     """
-    first = (pl.col("shown").list.first() == pl.col("candidate")).fill_null(False)
-    pairs = (
-        _pairwise(judgments).group_by(PAIR_KEYS).agg(f=first.any(), s=(~first).any())
-    )
-    both = pl.col("f") & pl.col("s")
+    per_order = _pairwise(judgments).lazy().select(*PAIR_KEYS, side=side())
+    pairs = meet_orders(per_order, PAIR_KEYS, {}).collect()
+    f, s = pl.col("asked1"), pl.col("asked2")
     out = pairs.group_by(JUDGE_KEYS).agg(
         pairs=pl.len().cast(pl.Int64),
-        both_orders=both.sum().cast(pl.Int64),
-        candidate_first=(pl.col("f") & ~pl.col("s")).sum().cast(pl.Int64),
-        reference_first=(pl.col("s") & ~pl.col("f")).sum().cast(pl.Int64),
+        both_orders=(f & s).sum().cast(pl.Int64),
+        candidate_first=(f & ~s).sum().cast(pl.Int64),
+        reference_first=(s & ~f).sum().cast(pl.Int64),
     )
     design = (
         pl.when(pl.col("both_orders") > 0)
@@ -163,9 +167,7 @@ def one_order_rows(judgments: pl.DataFrame) -> pl.DataFrame:
         .filter(ok)
         .select(
             *PAIR_KEYS,
-            first=(pl.col("shown").list.first() == pl.col("candidate")).fill_null(
-                False
-            ),
+            first=candidate_first(),
             score=score,
         )
         .filter(pl.col("score").is_not_null())

@@ -29,7 +29,8 @@ import polars as pl
 
 from voirdire.analysis.position.gold import gold_accuracy as _gold_accuracy
 from voirdire.analysis.position.gold import has_gold
-from voirdire.analysis.position.metrics import PAIR_KEYS, pairwise_pairs
+from voirdire.analysis.position.metrics import pairwise_pairs
+from voirdire.analysis.position.pairing import PAIR_KEYS, candidate_first
 from voirdire.benchmarks.kind import BenchmarkKind
 from voirdire.benchmarks.registry import find_benchmark
 
@@ -59,11 +60,10 @@ def pair_outcomes(judgments: pl.DataFrame) -> pl.DataFrame:
     either order).
     """
     rows = judgments.filter(pl.col("mode").is_in(["pairwise", "score"]))
-    shown_first = pl.col("shown").list.first() == pl.col("candidate")
     meta = rows.group_by(PAIR_KEYS).agg(
         pl.col("gold").first(),
         score=(pl.col("mode") == "score").any(),
-        _out=pl.col("output").filter(shown_first).first(),
+        _out=pl.col("output").filter(candidate_first()).first(),
     )
     p = pairwise_pairs(rows).join(meta, on=PAIR_KEYS, how="left")
     cand, ref = pl.col("candidate"), pl.col("reference")

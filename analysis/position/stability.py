@@ -79,7 +79,9 @@ def repetition_stability(judgments: pl.DataFrame) -> pl.DataFrame:
       null and ``n_queries`` 0.
     - Queries whose every repetition failed (``m_j = 0``) are left out of both figures (the
       spread's "queries with no extracted choice skipped" is the same set). If none is
-      left, ``rs`` is 0 (as the spec says) and ``rs_spread`` null (no query to average).
+      left, ``rs`` and ``rs_spread`` are null: nothing measured, the rule of every
+      registered figure (:func:`voirdire.analysis.position.metrics.metric_estimates`).
+      The registered ``rs`` (``builtin_metrics.py``) is the one that the tables show.
     - One row per (query, repetition) is assumed (the engine's unit ids guarantee it).
 
     Output columns (:data:`RS_COLUMNS`): benchmark, judge, ``rs`` (float), ``rs_spread``
@@ -87,7 +89,6 @@ def repetition_stability(judgments: pl.DataFrame) -> pl.DataFrame:
     """
     lf = judgments.lazy()
     used, scored = _query_stability(lf)
-    has_rep = used.group_by(JUDGE_KEYS).agg(pl.lit(True).alias("_rep"))
     # the terms sorted: the mean's float sum runs in one order (it varied from run to run)
     stats = scored.group_by(JUDGE_KEYS).agg(
         rs=pl.col("rs_j").sort().cum_sum().last() / pl.len(),
@@ -96,12 +97,8 @@ def repetition_stability(judgments: pl.DataFrame) -> pl.DataFrame:
     )
     judges = lf.select(JUDGE_KEYS).unique()
     return (
-        judges.join(has_rep, on=JUDGE_KEYS, how="left")
-        .join(stats, on=JUDGE_KEYS, how="left")
-        .with_columns(
-            rs=pl.when(pl.col("_rep")).then(pl.col("rs").fill_null(0.0)),
-            n_queries=pl.col("n_queries").fill_null(0),
-        )
+        judges.join(stats, on=JUDGE_KEYS, how="left")
+        .with_columns(n_queries=pl.col("n_queries").fill_null(0))
         .select(RS_COLUMNS)
         .sort(JUDGE_KEYS)
         .collect()

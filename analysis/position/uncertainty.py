@@ -28,11 +28,11 @@ from voirdire.analysis.position import registry
 from voirdire.analysis.position.bootstrap import Statistic as Statistic
 from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.position.listwise import candidate_series
-from voirdire.analysis.position.metrics import pairwise_pairs
+from voirdire.analysis.position.pairing import judgment_pairs, pair_sums
 from voirdire.analysis.position.stability import query_stability
 
 __all__ = [
-    "CI_COLUMNS", "SUM_COLUMNS", "cluster_bootstrap", "in_clusters", "question_sums", "stability_sums", "bootstrap_ci",
+    "CI_COLUMNS", "cluster_bootstrap", "in_clusters", "question_sums", "stability_sums", "bootstrap_ci",
     "with_metric_columns", "sign_test",
 ]  # fmt: skip
 
@@ -46,8 +46,6 @@ CI_COLUMNS = [
     "hi",
     "replicates",
 ]
-#: The per-question sums of :func:`question_sums`.
-SUM_COLUMNS = ["n", "ccn", "v", "d"]
 
 
 def question_sums(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -57,19 +55,7 @@ def question_sums(judgments: pl.DataFrame) -> pl.DataFrame:
     Pairwise pairs and list-wise series (a series counts for each of its candidates) alike."""
     k = pl.col("klass")
     keys = ["benchmark", "judge", "candidate", "task", "question_id"]
-    pairwise = (
-        pairwise_pairs(judgments)
-        .group_by(keys)
-        .agg(
-            n=pl.len().cast(pl.Float64),
-            ccn=(k == "consistent").sum().cast(pl.Float64),
-            v=k.is_in(["consistent", "primacy", "recency"]).sum().cast(pl.Float64),
-            d=(
-                (k == "recency").sum().cast(pl.Float64)
-                - (k == "primacy").sum().cast(pl.Float64)
-            ),
-        )
-    )
+    pairwise = pair_sums(judgment_pairs(judgments), keys)
     if (
         "mode" not in judgments.columns
         or not judgments.filter(pl.col("mode") == "listwise").height
@@ -89,7 +75,7 @@ def question_sums(judgments: pl.DataFrame) -> pl.DataFrame:
             d=pl.col("s").fill_null(0.0).sum().cast(pl.Float64),
         )
     )
-    return pl.concat([pairwise, listwise]).sort(keys)
+    return pl.concat([pairwise, listwise], how="vertical_relaxed").sort(keys)
 
 
 def _metric_batches(
@@ -229,7 +215,7 @@ def sign_test(judgments: pl.DataFrame) -> pl.DataFrame:
     """
     k = pl.col("klass")
     counts = (
-        pairwise_pairs(judgments)
+        judgment_pairs(judgments)
         .group_by("benchmark", "judge")
         .agg(
             primacy=(k == "primacy").sum().cast(pl.Int64),

@@ -14,14 +14,7 @@ import polars as pl
 
 from voirdire.analysis.ranking.views import COMPARISON_SCHEMA
 
-__all__ = ["people_comparisons", "against_people"]
-
-
-def against_people(flips: pl.DataFrame) -> pl.DataFrame:
-    """The rows of a :data:`~voirdire.analysis.ranking.flips.FLIP_COLUMNS` table comparing
-    a judge's board with the people's: each judge's τ/ρ (with intervals) and flips against
-    people."""
-    return flips.filter(pl.col("judge_b") == "people")
+__all__ = ["people_comparisons"]
 
 
 def people_comparisons(judgments: pl.DataFrame) -> pl.DataFrame:

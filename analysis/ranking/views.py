@@ -3,11 +3,11 @@
 A *board* is one (benchmark, judge, strategy, view): the verdicts of a strategy
 (:mod:`voirdire.analysis.mitigation`) seen from one order or from both.
 
-- Strategies whose verdicts keep their order (``permutation`` 0/1: ``single`` — each
+- Strategies whose verdicts keep their order (``side`` 0/1: ``single`` — each
   order's own verdict —, ``jury``, ``logprob-debiased``, ...) give three views: ``first``
-  (the candidate shown first, ``permutation`` 0), ``swapped`` (shown second) and ``pooled``
+  (the candidate shown first, ``side`` 0), ``swapped`` (shown second) and ``pooled``
   (both).
-- Order-invariant strategies (``permutation`` null: ``swap-tie``, ``gate``, ``bpc``, ...)
+- Order-invariant strategies (``side`` null: ``swap-tie``, ``gate``, ``bpc``, ...)
   give one view, ``combined``.
 
 A *comparisons* table (:data:`COMPARISON_SCHEMA`) has one row per decided verdict:
@@ -28,14 +28,12 @@ from voirdire.analysis.mitigation.registry import (
     strategy,
 )
 
-__all__ = ["COMPARISON_SCHEMA", "ORDER_VIEWS", "comparisons", "order_views"]
+__all__ = ["COMPARISON_SCHEMA", "comparisons", "order_views"]
 
 COMPARISON_SCHEMA = {
     "benchmark": pl.String, "judge": pl.String, "strategy": pl.String, "view": pl.String,
     "question_id": pl.String, "a": pl.String, "b": pl.String, "win": pl.Float64, "tie": pl.Float64,
 }  # fmt: skip
-#: the views of an order-keeping strategy, then an order-invariant one's
-ORDER_VIEWS = ("first", "swapped", "pooled", "combined")
 
 
 def comparisons(verdicts: pl.DataFrame) -> pl.DataFrame:
@@ -56,12 +54,12 @@ def comparisons(verdicts: pl.DataFrame) -> pl.DataFrame:
         else verdicts.with_columns(strategy=pl.lit("single"))
     )
     v = v.filter(pl.col("verdict") != "undecided").select(
-        "benchmark", "judge", "strategy", "permutation", "question_id",
+        "benchmark", "judge", "strategy", "side", "question_id",
         a="candidate", b="reference",
         win=(pl.col("verdict") == "win").cast(pl.Float64),
         tie=(pl.col("verdict") == "tie").cast(pl.Float64),
     )  # fmt: skip
-    p = pl.col("permutation")
+    p = pl.col("side")
     parts = [
         v.filter(p == 0).with_columns(view=pl.lit("first")),
         v.filter(p == 1).with_columns(view=pl.lit("swapped")),

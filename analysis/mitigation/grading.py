@@ -1,7 +1,10 @@
-"""Reference labels for judging the mitigation strategies: people's verdicts or a judge's.
+"""Grading labels for judging the mitigation strategies: people's verdicts or a judge's.
 
-Source: ``docs/mitigation.md``, *Evaluation against a reference*. A reference table has one
-row per pair: ``benchmark`` (str | null: null matches every benchmark), ``question_id``,
+Source: ``docs/mitigation.md``, *Evaluation against a reference*. Named *grading* here: in
+the analysis ``reference`` is the answer a candidate is compared with (the ``reference``
+column), never these labels (the CLI's ``--reference`` option and the evaluation's
+``reference`` argument and ``reference_source`` column keep their names). A grading table
+has one row per pair: ``benchmark`` (str | null: null matches every benchmark), ``question_id``,
 ``candidate``, ``reference`` (str), ``ref_verdict`` (str: ``win`` | ``tie`` | ``loss``,
 from the candidate's side) and a ``source`` (str) that says what the labels are: people's
 verdicts, or agreement with a judge (not with people).
@@ -15,18 +18,18 @@ from pathlib import Path
 import polars as pl
 
 from voirdire.analysis.mitigation.verdicts import normalise, swap_and_tie
-from voirdire.analysis.position.gold import gold_reference
+from voirdire.analysis.position.gold import gold_grading
 from voirdire.core import ConfigError
 
 __all__ = [
-    "REF_COLUMNS",
-    "judge_reference",
-    "labels_reference",
-    "load_reference",
-    "check_reference",
+    "GRADING_COLUMNS",
+    "judge_grading",
+    "people_grading",
+    "load_grading",
+    "check_grading",
 ]
 
-REF_COLUMNS = [
+GRADING_COLUMNS = [
     "benchmark",
     "question_id",
     "candidate",
@@ -37,7 +40,7 @@ REF_COLUMNS = [
 _WINNER = {"candidate": "win", "reference": "loss", "tie": "tie"}
 
 
-def judge_reference(
+def judge_grading(
     judgments: pl.DataFrame, judge: str, repetition: int = 1
 ) -> pl.DataFrame:
     """A reference judge's *consistent* verdicts: pairs where its two orders agree (win,
@@ -74,7 +77,7 @@ def judge_reference(
     ).unique(["benchmark", "question_id", "candidate", "reference"], keep="first")
 
 
-def labels_reference(
+def people_grading(
     labels: pl.DataFrame | str | os.PathLike, name: str = "labels"
 ) -> pl.DataFrame:
     """People's verdicts from a table or CSV: columns ``question_id`` (or ``question``),
@@ -86,6 +89,44 @@ def labels_reference(
         ConfigError: unreadable file, a missing column, an unknown winner value, or no
             labelled row (naming the file/table and the culprit).
     """
+    df, name = _read_labels(labels, name)
+    keys = ["benchmark", "question_id", "candidate", "reference"]
+    votes = (
+        df.with_columns(ref_verdict=pl.col("winner").replace_strict(_WINNER))
+        .group_by([*keys, "ref_verdict"])
+        .len()
+    )
+    return (
+        votes.with_columns(
+            total=pl.col("len").sum().over(keys), top=pl.col("len").max().over(keys)
+        )
+        .filter(pl.col("len") == pl.col("top"))
+        .group_by(keys)
+        .agg(
+            n_top=pl.len(),
+            v=pl.col("ref_verdict").first(),
+            total=pl.col("total").first(),
+            top=pl.col("top").first(),
+        )
+        .select(
+            *keys,
+            ref_verdict=pl.when(
+                (pl.col("n_top") == 1) & (pl.col("top") * 2 > pl.col("total"))
+            )
+            .then(pl.col("v"))
+            .otherwise(pl.lit("tie")),
+            source=pl.lit(f"people's labels ({name})"),
+        )
+        .sort(keys)
+    )
+
+
+def _read_labels(
+    labels: pl.DataFrame | str | os.PathLike, name: str
+) -> tuple[pl.DataFrame, str]:
+    """The labelled rows of a people's-labels table or CSV (``benchmark``, ``question_id``,
+    ``candidate``, ``reference``, ``winner``: str, winner lower-cased) and the name that
+    errors use (the file's path for a file); see :func:`people_grading` for the errors."""
     if not isinstance(labels, pl.DataFrame):
         name = str(labels)
         if not Path(labels).is_file():
@@ -126,38 +167,10 @@ def labels_reference(
         raise ConfigError(f"{name}: winner values {bad} not in {sorted(_WINNER)}")
     if df.height == 0:
         raise ConfigError(f"{name}: no labelled row (fill the 'winner' column)")
-    keys = ["benchmark", "question_id", "candidate", "reference"]
-    votes = (
-        df.with_columns(ref_verdict=pl.col("winner").replace_strict(_WINNER))
-        .group_by([*keys, "ref_verdict"])
-        .len()
-    )
-    return (
-        votes.with_columns(
-            total=pl.col("len").sum().over(keys), top=pl.col("len").max().over(keys)
-        )
-        .filter(pl.col("len") == pl.col("top"))
-        .group_by(keys)
-        .agg(
-            n_top=pl.len(),
-            v=pl.col("ref_verdict").first(),
-            total=pl.col("total").first(),
-            top=pl.col("top").first(),
-        )
-        .select(
-            *keys,
-            ref_verdict=pl.when(
-                (pl.col("n_top") == 1) & (pl.col("top") * 2 > pl.col("total"))
-            )
-            .then(pl.col("v"))
-            .otherwise(pl.lit("tie")),
-            source=pl.lit(f"people's labels ({name})"),
-        )
-        .sort(keys)
-    )
+    return df, name
 
 
-def check_reference(ref: pl.DataFrame, judgments: pl.DataFrame) -> None:
+def check_grading(ref: pl.DataFrame, judgments: pl.DataFrame) -> None:
     """Check a reference table against the judgments it is to grade.
 
     Raises:
@@ -191,21 +204,21 @@ def check_reference(ref: pl.DataFrame, judgments: pl.DataFrame) -> None:
         )
 
 
-def load_reference(spec: str | pl.DataFrame, judgments: pl.DataFrame) -> pl.DataFrame:
+def load_grading(spec: str | pl.DataFrame, judgments: pl.DataFrame) -> pl.DataFrame:
     """The reference of ``--reference``: ``gold`` (the benchmark's gold labels carried by
-    the judgments, :func:`voirdire.analysis.position.gold.gold_reference`), ``judge:NAME``
-    (:func:`judge_reference`: agreement with a judge) or a labels CSV path / table
-    (:func:`labels_reference`), checked with :func:`check_reference`. Columns
-    :data:`REF_COLUMNS`.
+    the judgments, :func:`voirdire.analysis.position.gold.gold_grading`), ``judge:NAME``
+    (:func:`judge_grading`: agreement with a judge) or a labels CSV path / table
+    (:func:`people_grading`), checked with :func:`check_grading`. Columns
+    :data:`GRADING_COLUMNS`.
 
     Raises:
         ConfigError: see the functions above.
     """
     if isinstance(spec, str) and spec == "gold":
-        ref = gold_reference(judgments)
+        ref = gold_grading(judgments)
     elif isinstance(spec, str) and spec.startswith("judge:"):
-        ref = judge_reference(judgments, spec.split(":", 1)[1])
+        ref = judge_grading(judgments, spec.split(":", 1)[1])
     else:
-        ref = labels_reference(spec)
-    check_reference(ref, judgments)
-    return ref.select(REF_COLUMNS)
+        ref = people_grading(spec)
+    check_grading(ref, judgments)
+    return ref.select(GRADING_COLUMNS)
