@@ -247,6 +247,7 @@ def test_pass_kappa_interval_is_the_statsmodels_bootstraps():
     from voirdire.analysis.mitigation.pass_kappa import PASS_CONF, pass_confusion
     from voirdire.analysis.mitigation.verdicts import normalise
     from voirdire.analysis.position.agreement import cohen_kappa
+    from voirdire.analysis.position.pairing import verdict_pairs
     from voirdire.analysis.position.uncertainty import cluster_bootstrap
 
     def per_replicate(s):
@@ -257,7 +258,7 @@ def test_pass_kappa_interval_is_the_statsmodels_bootstraps():
         _rows(_random_pairs(np.random.default_rng(5), 25, 3, 0.4), judge="a"),
         _rows(_random_pairs(np.random.default_rng(6), 25, 3, 0.8), judge="b"),
     ])  # fmt: skip
-    sums = pass_confusion(normalise(rows))
+    sums = pass_confusion(verdict_pairs(normalise(rows)))
     ci = cluster_bootstrap(sums, PASS_CONF, {"pass_kappa": per_replicate},
                            groups=["judge"], replicates=400, seed=2).sort("judge")  # fmt: skip
     pk = pass_kappa(rows, replicates=400, seed=2).sort("judge")
