@@ -795,3 +795,9 @@ def test_example_jobs_recover_simulated_bias(data_dir, ray_local, tmp_path, exam
         cm = outcome.cell_metrics
         sums = cm.group_by("judge", "task").agg(pl.col("owr").sum())["owr"].to_list()
         assert all(math.isclose(x, 1.0) for x in sums)
+        # mitigation pairs the two orders of one comparison: a list-wise directory is
+        # refused in one line (it stopped with polars' "estimate_pc not found" traceback)
+        from voirdire.analysis.mitigation.evaluation import run_mitigation
+
+        with pytest.raises(ConfigError, match="no pairwise judgments to mitigate"):
+            run_mitigation(outcome.judgments)
