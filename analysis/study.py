@@ -26,7 +26,7 @@ from pathlib import Path
 import polars as pl
 
 from voirdire.analysis.biases.effects import control_rows
-from voirdire.analysis.outputs import Results, compute_dir, dir_benchmark
+from voirdire.analysis.outputs import Results, compute_dir
 from voirdire.analysis.position import agreement as agr
 from voirdire.analysis.position.formulas import CELL_KEYS
 from voirdire.analysis.position.lengths import (
@@ -39,14 +39,15 @@ from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.position.regression import StepResult, factor_regressions
 from voirdire.analysis.position.simulate import power_table, settings_for
 from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
+from voirdire.analysis.results_dir import dir_benchmark
+from voirdire.analysis.settings import DEFAULTS
 
 __all__ = ["Study", "analyze_study", "RS_MIN", "MAX_ERROR"]
 
 #: Default reading thresholds (ours): below this RS, or above this error rate, a judge's
 #: PC and PF are flagged as not readable (its verdicts change from one asking to the next,
 #: or too many are missing), as Shi et al. caution for unstable judges.
-RS_MIN = 0.90
-MAX_ERROR = 0.05
+RS_MIN, MAX_ERROR = DEFAULTS.rs_min, DEFAULTS.max_error
 
 
 @dataclass

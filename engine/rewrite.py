@@ -28,7 +28,7 @@ from voirdire.benchmarks.biases import get_kind
 from voirdire.benchmarks.perturb import rewrite_prompt
 from voirdire.core import ConfigError, canonical_json, content_hash
 from voirdire.engine.perturb import Variant, rewrite_targets
-from voirdire.engine.schema import REWRITE_SCHEMA, REWRITE_UNIT_SCHEMA
+from voirdire.schema import REWRITE_SCHEMA, REWRITE_UNIT_SCHEMA
 from voirdire.engine.spec import JobSpec, ResolvedJudge
 from voirdire.engine.store import ResultStore
 from voirdire.engine.units import UnitBatch

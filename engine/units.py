@@ -50,7 +50,7 @@ from voirdire.engine.permutations import (
 )
 from voirdire.engine.perturb import CONTROL, QUALITY_RULES, Variant, target_model
 from voirdire.engine.prompts import PromptCache
-from voirdire.engine.schema import WORK_UNIT_COLUMNS
+from voirdire.schema import WORK_UNIT_COLUMNS
 from voirdire.engine.spec import ComparisonSpec
 from voirdire.judges.base import Query
 
@@ -122,7 +122,7 @@ def option_mode_for(
 
 @dataclass(slots=True)
 class WorkUnit:
-    """One work unit: a row of :data:`voirdire.engine.schema.WORK_UNIT_SCHEMA` (the fields
+    """One work unit: a row of :data:`voirdire.schema.WORK_UNIT_SCHEMA` (the fields
     up to ``gold``, in the schema's order; see there for each column's meaning) and the
     prompt sent and the benchmark's system turn (None for a judge that needs no prompt),
     with the control's query id (None for the control), from which the judge's

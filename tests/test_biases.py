@@ -454,7 +454,7 @@ def test_self_enhancement_on_the_replayed_mtbench_release(
     data_dir, ray_local, tmp_path
 ):
     import voirdire
-    from voirdire.engine.job import load_judgments
+    from voirdire.analysis.results_dir import load_judgments
 
     voirdire.run("examples/mtbench_position_bias.toml", output_dir=str(tmp_path / "pb"))
     j = load_judgments(tmp_path / "pb")

@@ -347,7 +347,7 @@ def test_own_pairs_ship_with_the_job_and_resolve_on_the_head_node(
     assert (work / "_" / "labels.csv").is_file()
     # the entrypoint's directory and paths, as on the head node: the job plans from the copies alone
     check = (
-        'python -c "from voirdire.engine.job import plan_job; from voirdire.engine.spec import load_job; '
+        'python -c "from voirdire.engine.plan import plan_job; from voirdire.engine.spec import load_job; '
         "print(plan_job(load_job('../job/job.toml')).instances.height)\""
     )
     cmd = entry.replace(

@@ -262,15 +262,13 @@ def mitigate(
             that matches no judge or pair, labels with unknown candidates.
     """
     from voirdire.analysis.mitigation.evaluation import run_mitigation
-    from voirdire.analysis.outputs import compute_dir
     from voirdire.analysis.report.files import write_mitigation
+    from voirdire.analysis.stages import analyse_dirs
 
     if not output_dirs:
         raise ConfigError("no output directory given")
-    judgments = pl.concat(
-        [compute_dir(d).judgments for d in distinct_dirs(output_dirs)],
-        how="diagonal_relaxed",
-    )  # inputs untouched
+    found = analyse_dirs(distinct_dirs(output_dirs), ["judgments"])  # inputs untouched
+    judgments = pl.concat([d.judgments for d in found], how="diagonal_relaxed")
     check_reserved(judgments["judge"].unique().sort())
     table, annotation, _ = run_mitigation(
         judgments,
@@ -331,16 +329,17 @@ def rank(
             pairwise judgments, a board with one model or a disconnected
             comparison graph, an anchor that is not a candidate, an unknown method or strategy.
     """
-    from voirdire.analysis.outputs import compute_dir
     from voirdire.analysis.ranking.study import dir_clusters, rank_judgments
     from voirdire.analysis.report.ranking_files import write_ranking
+    from voirdire.analysis.stages import analyse_dirs
 
     if not output_dirs:
         raise ConfigError("no output directory given")
     dest = claim_report_dir(
         Path(out) if out is not None else Path(output_dirs[0]).parent / "ranking"
     )  # before any work
-    tables = [compute_dir(d) for d in distinct_dirs(output_dirs)]
+    # the judgments and the bootstrap's clusters only: no metric, no kappa bootstrap
+    tables = analyse_dirs(distinct_dirs(output_dirs), ["job", "judgments", "clusters"])
     judgments = pl.concat([t.judgments for t in tables], how="diagonal_relaxed")
     features = pl.concat([_answer_features(t) for t in tables]) if style else None
     ranking = rank_judgments(
@@ -350,12 +349,12 @@ def rank(
     return ranking, write_ranking(ranking, dest)
 
 
-def _answer_features(tables: Results) -> pl.DataFrame:
+def _answer_features(tables: Any) -> pl.DataFrame:
     """Style features of the answers a directory's judgments compare, read from its job's benchmark."""
     from voirdire.analysis.mitigation.verdicts import normalise
-    from voirdire.analysis.outputs import dir_benchmark
     from voirdire.analysis.ranking.style import answer_features
     from voirdire.analysis.ranking.views import comparisons
+    from voirdire.analysis.results_dir import dir_benchmark
 
     bench = dir_benchmark(tables.job)  # registered benchmarks only: job.json is data
     return answer_features(bench, comparisons(normalise(tables.judgments)))
