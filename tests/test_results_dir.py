@@ -127,3 +127,34 @@ def test_stages_run_are_those_of_the_outputs_asked(finished):
         read_dir(finished), ["judge_metrics"], on_stage=lambda s: ran.append(s.name)
     )
     assert "pass_kappa" in ran and "bias_effects" not in ran
+
+
+def test_the_cli_prints_the_gold_accuracy_the_analysis_computed(finished, monkeypatch):
+    """``voirdire analyze`` reads accuracy against gold labels from the judge table
+    ``compute_dir`` returned; it computes none itself."""
+    import voirdire.analysis.position.release_stats as rs
+    from voirdire.cli import analyze
+
+    def boom(*a, **k):
+        raise AssertionError("the CLI computed gold accuracy again")
+
+    monkeypatch.setattr(rs, "gold_accuracy", boom)
+    analyze([finished])
+
+
+def test_the_gold_table_reads_the_judge_table(capsys):
+    import polars as pl
+    from rich.console import Console
+
+    from voirdire.analysis.report.terminal import print_gold_table
+
+    jm = pl.DataFrame(
+        {"benchmark": ["B", "B"], "judge": ["j", "k"], "pc": [0.8, 0.7], "pf": [0.1, -0.2],
+         "n_gold": [12, None], "accuracy": [0.75, None], "accuracy_shown": [0.5, None],
+         "accuracy_swapped": [1.0, None], "both_correct": [0.25, None]}
+    )  # fmt: skip
+    print_gold_table(jm, console=Console(width=200))
+    out = capsys.readouterr().out
+    assert "1 benchmark × judge rows" in out and "0.750" in out and "0.250" in out
+    print_gold_table(jm.drop("n_gold"), console=Console(width=200))
+    assert capsys.readouterr().out == ""

@@ -199,14 +199,14 @@ def report(
     ``report.md``, ``metrics/*.csv`` and ``figures/*.png`` under ``out``; returns the path of
     ``report.html``. With ``out`` given, nothing is written outside it (the input
     directories are only read). With ``leaderboards``, also the "Leaderboards" section
-    (``docs/ranking.md``). See :func:`voirdire.analysis.report.html.build_report`.
+    (``docs/ranking.md``). See :func:`voirdire.analysis.build.build_report`.
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
         ConfigError: a directory given twice, an invalid judge-attributes table, or a directory to write that is not
             ours (:mod:`voirdire.engine.outdir`; nothing is written).
     """
-    from voirdire.analysis.report.html import build_report
+    from voirdire.analysis.build import build_report
 
     if judge_attributes is not None and "judge" not in judge_attributes.columns:
         raise ConfigError("judge attributes need a 'judge' column")

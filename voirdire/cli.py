@@ -158,7 +158,7 @@ def run(
                         )
                     )
         return
-    tables, effects, golds = [], [], []
+    tables, effects = [], []
     try:
         for spec, plan in zip(specs, plans):
             console.rule(f"[bold]{spec.name}")
@@ -175,10 +175,7 @@ def run(
                 f"{s.queries:,} queries in {s.seconds:.1f} s ({s.queries / max(s.seconds, 1e-9):,.0f} q/s), "
                 f"{s.failures:,} recorded failures → {outcome.output_dir}"
             )
-            from voirdire.analysis.position.release_stats import gold_accuracy
-
             tables.append(outcome.judge_metrics)
-            golds.append(gold_accuracy(outcome.judgments))
             if outcome.bias_effects is not None:
                 effects.append(outcome.bias_effects)
     except ConfigError as exc:
@@ -187,7 +184,7 @@ def run(
         _fail(str(exc), 130)
     except RewriteFailed as exc:
         _fail(str(exc))
-    _print_tables(tables, golds, effects)
+    _print_tables(tables, effects)
 
 
 @app.command()
@@ -245,17 +242,13 @@ def audit(
         _fail(str(exc))
     except JobInterrupted as exc:
         _fail(str(exc), 130)
-    from voirdire.analysis.position.release_stats import gold_accuracy
-
     console.print(f"audited {res.judgments.height:,} judgments → {res.output_dir}")
-    _print_tables([res.judge_metrics], [gold_accuracy(res.judgments)], [])
+    _print_tables([res.judge_metrics], [])
 
 
-def _print_tables(
-    tables: list[pl.DataFrame], golds: list[pl.DataFrame], effects: list[pl.DataFrame]
-) -> None:
+def _print_tables(tables: list[pl.DataFrame], effects: list[pl.DataFrame]) -> None:
     """The per-judge tables of finished jobs, accuracy against gold labels where the
-    benchmark has them, and the bias suite's effects."""
+    benchmark has them (the judge tables' gold columns), and the bias suite's effects."""
     from voirdire.analysis.report.terminal import (
         print_bias_table,
         print_gold_table,
@@ -265,7 +258,7 @@ def _print_tables(
     if tables:
         jm = pl.concat(tables, how="diagonal_relaxed")
         print_judge_table(jm, console=console)
-        print_gold_table(jm, pl.concat(golds, how="diagonal_relaxed"), console=console)
+        print_gold_table(jm, console=console)
     if effects:
         print_bias_table(pl.concat(effects, how="diagonal_relaxed"), console=console)
 
@@ -276,22 +269,20 @@ def analyze(
 ) -> None:
     """Recompute judgments, metrics and report.md from output directories (no judge is called)."""
     from voirdire import api
-    from voirdire.analysis.position.release_stats import gold_accuracy
 
-    tables, effects, golds = [], [], []
+    tables, effects = [], []
     for d in dirs:
         try:
             res = api.analyze(d)
         except (FileNotFoundError, ConfigError) as exc:
             _fail(str(exc))
         tables.append(res.judge_metrics)
-        golds.append(gold_accuracy(res.judgments))
         if res.bias_effects is not None:
             effects.append(res.bias_effects)
         console.print(
             f"wrote {d}/metrics/judge_metrics.csv, {d}/metrics/cell_metrics.csv, {d}/report.md"
         )
-    _print_tables(tables, golds, effects)
+    _print_tables(tables, effects)
 
 
 @app.command()

@@ -17,11 +17,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from voirdire.analysis.biases.effects import (
-    bias_effects,
     control_rows,
-    has_perturbations,
 )
-from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
 from voirdire.analysis.outputs import CELL_METRIC_COLUMNS, JUDGE_METRIC_COLUMNS, Results
 from voirdire.analysis.position.gold import GOLD_CELL_COLUMNS, GOLD_JUDGE_COLUMNS
 from voirdire.analysis.position.metrics import judge_from_cells
@@ -317,17 +314,15 @@ def _study_figures(study: Study, fdir: Path) -> dict[str, Path]:
     return figs
 
 
-def write_bias(
-    dirs: list[Any], mdir: Path, fdir: Path, replicates: int = 1000
-) -> dict[str, dict[str, Path]]:
-    """Compute and write the bias tables and figures of each directory.
+def write_bias(dirs: list[Any], mdir: Path, fdir: Path) -> dict[str, dict[str, Path]]:
+    """Write the bias tables and figures of each directory (computed before: nothing is
+    computed here).
 
     Args:
-        dirs: objects with ``name`` (str) and ``judgments`` (JUDGMENT_SCHEMA DataFrame)
-            (the study's :class:`~voirdire.analysis.outputs.Results`); where one also
-            carries ``bias_effects`` / ``self_enhancement`` tables already computed (the
-            study's, from :func:`~voirdire.analysis.outputs.compute_dir`), they are used
-            as they are, else computed here with ``replicates`` bootstrap draws.
+        dirs: objects with ``name`` (str), ``bias_effects`` and ``self_enhancement`` (the
+            study's :class:`~voirdire.analysis.outputs.Results`: the tables of
+            :func:`~voirdire.analysis.outputs.compute_dir`, None where the directory has no
+            perturbation or no own-model judge).
         mdir, fdir: the report's ``metrics/`` and ``figures/`` folders.
 
     Returns:
@@ -338,11 +333,8 @@ def write_bias(
     figs: dict[str, Path] = {}
     for d in dirs:
         s = file_part(d.name)
-        if has_perturbations(d.judgments):
-            eff = getattr(d, "bias_effects", None)
-            eff = (
-                bias_effects(d.judgments, replicates=replicates) if eff is None else eff
-            )
+        eff = d.bias_effects
+        if eff is not None:
             tables[f"bias_effects_{s}"] = p = mdir / f"bias_effects_{s}.csv"
             write_csv(eff, p)
             for b in sorted(eff.get_column("benchmark").unique().to_list()):
@@ -354,13 +346,8 @@ def write_bias(
                     fdir / f"bias_{s}_{bs}.png",
                     f"{d.name} · {b}: RR (dashed: CR) and Δ ± 95% CI",
                 )
-        if has_own_models(d.judgments):
-            se = getattr(d, "self_enhancement", None)
-            se = (
-                self_enhancement(d.judgments, replicates=replicates)
-                if se is None
-                else se
-            )
+        se = d.self_enhancement
+        if se is not None:
             if se.height:
                 tables[f"self_enhancement_{s}"] = p = mdir / f"self_enhancement_{s}.csv"
                 write_csv(se, p)

@@ -10,7 +10,7 @@ import polars as pl
 
 from voirdire.analysis.mitigation.pass_kappa import KAPPA_GATE
 from voirdire.analysis.position.formulas import safe_div, valid
-from voirdire.analysis.position.listwise import listwise_series, slot_shares
+from voirdire.analysis.position.listwise import listwise_series
 from voirdire.analysis.position.registry import added_metrics, metric
 
 #: The per-judge table: (column, header, format), or the name of a metric whose record
@@ -237,7 +237,15 @@ def _listwise_sections(
     cm: pl.DataFrame,
     shares: pl.DataFrame | None,
 ) -> list[str]:
-    """The list-wise sections of ``report.md``: slot shares, series classes, candidates."""
+    """The list-wise sections of ``report.md``: slot shares, series classes, candidates.
+
+    Raises:
+        ValueError: no slot shares given (they are computed before: nothing is computed here).
+    """
+    if shares is None:
+        raise ValueError(
+            "a list-wise report.md needs the slot shares (Results.slot_shares)"
+        )
     perms = str(comp.get("permutations", ""))
     sampled = (
         [
@@ -260,7 +268,7 @@ def _listwise_sections(
         "first-versus-last preference (a judge that favours middle slots reads PF ≈ 0): "
         "read it with these shares.",
         "",
-        markdown_slot_table(shares if shares is not None else slot_shares(judgments)),
+        markdown_slot_table(shares),
         "",
         *sampled,
         "## List-wise: series",
@@ -299,8 +307,8 @@ def markdown_report(
     Args:
         meta: the job record (``job.json``).
         judgments: JUDGMENT_SCHEMA rows; ``jm``/``cm``: judge and cell metrics.
-        shares: :func:`voirdire.analysis.position.listwise.slot_shares` (computed when
-            ``None`` and the job has list-wise rows).
+        shares: :func:`voirdire.analysis.position.listwise.slot_shares`, given for a job
+            with list-wise rows (ValueError without them: the report computes no table).
     """
     job = meta["job"]
     comp = job.get("comparison", {})
