@@ -133,7 +133,7 @@ def test_the_cli_prints_the_gold_accuracy_the_analysis_computed(finished, monkey
     """``voirdire analyze`` reads accuracy against gold labels from the judge table
     ``compute_dir`` returned; it computes none itself."""
     import voirdire.analysis.position.release_stats as rs
-    from voirdire.cli import analyze
+    from voirdire.cli.results import analyze
 
     def boom(*a, **k):
         raise AssertionError("the CLI computed gold accuracy again")

@@ -1,0 +1,136 @@
+"""``voirdire data fetch``: the benchmark data (the public releases the benchmarks read)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from voirdire.cli.common import app, err_console, fail
+from voirdire.core import ConfigError
+
+data_app = typer.Typer(
+    no_args_is_help=True,
+    help="The benchmark data: the public releases the benchmarks read (Shi et al., 2024, and others).",
+)
+app.add_typer(data_app, name="data")
+
+
+#: the options of ``voirdire data fetch`` (their help is the command's)
+_Name = Annotated[
+    str,
+    typer.Argument(
+        help="The release: judging-the-judges (MT-Bench, DevBench) or another benchmark's (an unknown name lists them)."
+    ),
+]
+_Dest = Annotated[
+    Path | None,
+    typer.Option(
+        help="Data directory to write (default: $VOIRDIRE_DATA, else the user data directory)."
+    ),
+]
+_BaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        help="Where the release's files are, paths appended as in the repository (default: $VOIRDIRE_RELEASE_URL, else GitHub's raw URLs of the pinned commit).",
+    ),
+]
+_Prefer = Annotated[
+    str,
+    typer.Option(
+        help="Form of the judges' outputs fetched first: tsv (record_*.tsv) or pkl (tmp.pkl, loaded without executing); the other is the fallback."
+    ),
+]
+_IfMissing = Annotated[
+    bool,
+    typer.Option(
+        "--if-missing",
+        help="Fetch only when no data directory is found (the usual lookup); print the one in use.",
+    ),
+]
+_TryDir = Annotated[
+    str | None,
+    typer.Option(
+        "--try",
+        help="With --if-missing: a directory to use first when it exists here (a cluster client's data location).",
+    ),
+]
+_Progress = Annotated[bool, typer.Option(help="Show download progress bars.")]
+_Strict = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Fail when the mirror lacks any judge's outputs (default: take every judge it has, name those skipped).",
+    ),
+]
+_Manifest = Annotated[
+    Path | None,
+    typer.Option(
+        help="The files and git blob ids to fetch and verify (a manifest TSV) instead of the package's (a mirror of other files)."
+    ),
+]
+_Deadline = Annotated[
+    float,
+    typer.Option(
+        min=1,
+        help="Seconds each file's download may take in all; a slower one is cut off.",
+    ),
+]
+
+
+@data_app.command("fetch")
+def data_fetch(
+    name: _Name = "judging-the-judges",
+    dest: _Dest = None,
+    base_url: _BaseUrl = None,
+    prefer: _Prefer = "pkl",
+    if_missing: _IfMissing = False,
+    try_dir: _TryDir = None,
+    progress: _Progress = True,
+    strict: _Strict = False,
+    manifest: _Manifest = None,
+    deadline: _Deadline = 600.0,
+) -> None:
+    """Download a release, verify every file against its git blob id, and convert it once.
+
+    A mirror lacking some judges' outputs: those judges are skipped and named (exit 0), or,
+    with --strict, the fetch fails. Prints the data directory on stdout (messages go to stderr)."""
+    from voirdire.benchmarks import release
+    from voirdire.benchmarks.http_guard import redact_url
+    from voirdire.core import DataError
+
+    def log(msg: str) -> None:
+        err_console.print(redact_url(msg), highlight=False)
+
+    try:
+        rel = release.get_release(name)
+        if if_missing:
+            path = release.locate_or_fetch(
+                try_dir,
+                base_url,
+                release=rel,
+                prefer=prefer,
+                progress=progress,
+                log=log,
+                manifest=manifest,
+                deadline=deadline,
+            )
+        else:
+            path = release.fetch_release(
+                dest,
+                base_url,
+                release=rel,
+                prefer=prefer,
+                manifest=manifest,
+                strict=strict,
+                progress=progress,
+                log=log,
+                deadline=deadline,
+            ).dest
+    except ConfigError as exc:
+        fail(redact_url(str(exc)))
+    except DataError as exc:
+        fail(redact_url(str(exc)), 1)
+    typer.echo(str(path))
