@@ -183,7 +183,7 @@ def _write(
         write_text,
     )
     from voirdire.analysis.report.html import render_html
-    from voirdire.analysis.report.markdown import study_markdown
+    from voirdire.analysis.report.markdown_study import study_markdown
     from voirdire.analysis.report.ranking import ranking_html
     from voirdire.analysis.report.ranking_files import write_ranking
 

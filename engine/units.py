@@ -50,9 +50,9 @@ from voirdire.engine.permutations import (
 )
 from voirdire.engine.perturb import CONTROL, QUALITY_RULES, Variant, target_model
 from voirdire.engine.prompts import PromptCache
-from voirdire.schema import WORK_UNIT_COLUMNS
 from voirdire.engine.spec import ComparisonSpec
 from voirdire.judges.base import Query
+from voirdire.schema import WORK_UNIT_COLUMNS
 
 __all__ = [
     "TEMPLATE_VERSION",

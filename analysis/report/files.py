@@ -24,7 +24,8 @@ from voirdire.analysis.position.gold import GOLD_CELL_COLUMNS, GOLD_JUDGE_COLUMN
 from voirdire.analysis.position.metrics import judge_from_cells
 from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.report.audit_sections import audit_sections
-from voirdire.analysis.report.markdown import markdown_report, mitigation_markdown
+from voirdire.analysis.report.markdown import markdown_report
+from voirdire.analysis.report.markdown_study import mitigation_markdown
 from voirdire.core import content_hash, slug
 
 # figures (matplotlib) and the study (statsmodels) are imported where they are drawn or
@@ -224,93 +225,113 @@ def _study_figures(study: Study, fdir: Path) -> dict[str, Path]:
         else study.judge_task
     )
     for b in study.benchmarks:
-        jt = fig_jt.filter(pl.col("benchmark") == b)
-        u = fig_cells.filter(pl.col("benchmark") == b)
-        pb = study.panel.filter(pl.col("benchmark") == b)
-        s = file_part(b)
-        if jt.height:
-            figs[f"radar:{b}"] = fig.pc_radar(
-                jt, fdir / f"pc_radar_{s}.png", f"{b}: position consistency by task"
-            )
-            figs[f"pf_bars:{b}"] = fig.pf_bars(
-                jt, fdir / f"pf_bars_{s}.png", f"{b}: preference fairness by task"
-            )
-        if u.height:
-            ci = pb.select(
-                "judge",
-                pl.lit(None, dtype=pl.String).alias("task"),
-                *[pl.col(c) for c in ("pc_lo", "pc_hi", "pf_lo", "pf_hi")],
-            )
-            ci_long = pl.concat(
-                [
-                    ci.select(
-                        "judge",
-                        "task",
-                        pl.lit(m).alias("metric"),
-                        pl.col(f"{m}_lo").alias("lo"),
-                        pl.col(f"{m}_hi").alias("hi"),
-                    )
-                    for m in ("pc", "pf")
-                ]
-            )
-            figs[f"pc_pf:{b}"] = fig.pc_vs_pf(
-                u,
-                pb.select("judge", "pc", "pf"),
-                fdir / f"pc_vs_pf_{s}.png",
-                ci_long,
-                f"{b}: PC against PF",
-            )
-            figs[f"owr:{b}"] = fig.vs_win_rate(
-                u,
-                fdir / f"vs_win_rate_{s}.png",
-                f"{b}: PC and PF against the overall win rate",
-            )
-        if (
-            "accuracy" in pb.columns and pb.get_column("accuracy").is_not_null().any()
-        ):  # gold labels (docs/gold-labels.md)
-            figs[f"accuracy_pc:{b}"] = fig.accuracy_vs_pc(
-                pb, fdir / f"accuracy_vs_pc_{s}.png", f"{b}: accuracy against PC"
-            )
-        rs = pb.filter(pl.col("rs").is_not_null())
-        if rs.height:
-            ci_rs = rs.select(
-                "judge",
-                pl.lit(None, dtype=pl.String).alias("task"),
-                pl.lit("rs").alias("metric"),
-                pl.col("rs_lo").alias("lo"),
-                pl.col("rs_hi").alias("hi"),
-            )
-            figs[f"rs:{b}"] = fig.rs_bars(
-                rs,
-                fdir / f"rs_{s}.png",
-                ci_rs,
-                f"{b}: repetition stability",
-                rs_min=study.rs_min,
-            )
-        for (
-            name,
-            m,
-        ) in added_metrics().items():  # registered metrics other than pc, pf, rs
-            if name in pb.columns and pb.get_column(name).is_not_null().any():
-                path = fdir / f"metric_{file_part(name)}_{s}.png"
-                figs[f"metric_{name}:{b}"] = fig.metric_bars(
-                    pb, m, path, f"{b}: {m.label} per judge"
-                )
+        figs |= _benchmark_figures(study, b, fig_jt, fig_cells, fdir)
     for d in study.dirs:
-        if d.agreement is None:
-            continue
-        for b in sorted(d.agreement.get_column("benchmark").unique().to_list()):
-            s = file_part(d.name)
-            figs[f"agreement:{d.name}"] = fig.agreement_heatmaps(
-                d.agreement.filter(pl.col("benchmark") == b),
-                fdir / f"agreement_{s}.png",
-                f"{d.name}: agreement between judges",
+        figs |= _agreement_figures(d, fdir)
+    return figs
+
+
+def _benchmark_figures(
+    study: Study, b: str, fig_jt: pl.DataFrame, fig_cells: pl.DataFrame, fdir: Path
+) -> dict[str, Path]:
+    """Draw one benchmark's figures under ``fdir`` (radar, PF bars, PC against PF, win
+    rates, accuracy, RS, registered metrics); keys ``"kind:<benchmark>"``."""
+    from voirdire.analysis.report import figures as fig
+
+    figs: dict[str, Path] = {}
+    jt = fig_jt.filter(pl.col("benchmark") == b)
+    u = fig_cells.filter(pl.col("benchmark") == b)
+    pb = study.panel.filter(pl.col("benchmark") == b)
+    s = file_part(b)
+    if jt.height:
+        figs[f"radar:{b}"] = fig.pc_radar(
+            jt, fdir / f"pc_radar_{s}.png", f"{b}: position consistency by task"
+        )
+        figs[f"pf_bars:{b}"] = fig.pf_bars(
+            jt, fdir / f"pf_bars_{s}.png", f"{b}: preference fairness by task"
+        )
+    if u.height:
+        ci = pb.select(
+            "judge",
+            pl.lit(None, dtype=pl.String).alias("task"),
+            *[pl.col(c) for c in ("pc_lo", "pc_hi", "pf_lo", "pf_hi")],
+        )
+        ci_long = pl.concat(
+            [
+                ci.select(
+                    "judge",
+                    "task",
+                    pl.lit(m).alias("metric"),
+                    pl.col(f"{m}_lo").alias("lo"),
+                    pl.col(f"{m}_hi").alias("hi"),
+                )
+                for m in ("pc", "pf")
+            ]
+        )
+        figs[f"pc_pf:{b}"] = fig.pc_vs_pf(
+            u,
+            pb.select("judge", "pc", "pf"),
+            fdir / f"pc_vs_pf_{s}.png",
+            ci_long,
+            f"{b}: PC against PF",
+        )
+        figs[f"owr:{b}"] = fig.vs_win_rate(
+            u,
+            fdir / f"vs_win_rate_{s}.png",
+            f"{b}: PC and PF against the overall win rate",
+        )
+    if (
+        "accuracy" in pb.columns and pb.get_column("accuracy").is_not_null().any()
+    ):  # gold labels (docs/gold-labels.md)
+        figs[f"accuracy_pc:{b}"] = fig.accuracy_vs_pc(
+            pb, fdir / f"accuracy_vs_pc_{s}.png", f"{b}: accuracy against PC"
+        )
+    rs = pb.filter(pl.col("rs").is_not_null())
+    if rs.height:
+        ci_rs = rs.select(
+            "judge",
+            pl.lit(None, dtype=pl.String).alias("task"),
+            pl.lit("rs").alias("metric"),
+            pl.col("rs_lo").alias("lo"),
+            pl.col("rs_hi").alias("hi"),
+        )
+        figs[f"rs:{b}"] = fig.rs_bars(
+            rs,
+            fdir / f"rs_{s}.png",
+            ci_rs,
+            f"{b}: repetition stability",
+            rs_min=study.rs_min,
+        )
+    # registered metrics other than pc, pf, rs
+    for name, m in added_metrics().items():
+        if name in pb.columns and pb.get_column(name).is_not_null().any():
+            path = fdir / f"metric_{file_part(name)}_{s}.png"
+            figs[f"metric_{name}:{b}"] = fig.metric_bars(
+                pb, m, path, f"{b}: {m.label} per judge"
             )
-            figs[f"disagreement:{d.name}"] = fig.disagreement_histogram(
-                d.disagreement.filter(pl.col("benchmark") == b),
-                fdir / f"disagreement_{s}.png",
-                f"{d.name}: disagreement per query",
-            )
+    return figs
+
+
+def _agreement_figures(d: Any, fdir: Path) -> dict[str, Path]:
+    """Draw one directory's agreement heatmaps and disagreement histogram under ``fdir``
+    (none without an agreement table); keys ``"agreement:<dir>"``, ``"disagreement:<dir>"``."""
+    from voirdire.analysis.report import figures as fig
+
+    figs: dict[str, Path] = {}
+    if d.agreement is None:
+        return figs
+    for b in sorted(d.agreement.get_column("benchmark").unique().to_list()):
+        s = file_part(d.name)
+        figs[f"agreement:{d.name}"] = fig.agreement_heatmaps(
+            d.agreement.filter(pl.col("benchmark") == b),
+            fdir / f"agreement_{s}.png",
+            f"{d.name}: agreement between judges",
+        )
+        figs[f"disagreement:{d.name}"] = fig.disagreement_histogram(
+            d.disagreement.filter(pl.col("benchmark") == b),
+            fdir / f"disagreement_{s}.png",
+            f"{d.name}: disagreement per query",
+        )
     return figs
 
 
