@@ -26,7 +26,9 @@ class AnalysisSettings:
         report_replicates: the most replicates the report's mitigation and leaderboards draw
             (sections of a report, not its main figures).
         power_replicates: simulated tables per cell of the report's power table.
-        beta: share of pairs BPDE picks for people (``voirdire mitigate``).
+
+    The command line's and :mod:`voirdire.api`'s defaults are the same values, written
+    out in their signatures (importing the API imports no analysis).
     """
 
     replicates: int = 1000
@@ -36,7 +38,6 @@ class AnalysisSettings:
     max_error: float = 0.05
     report_replicates: int = 200
     power_replicates: int = 300
-    beta: float = 0.2
 
 
 #: the defaults every command starts from

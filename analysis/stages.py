@@ -73,7 +73,11 @@ def _metrics(position: pl.DataFrame) -> dict[str, Any]:
 def _pass_kappa(position: pl.DataFrame, settings: AnalysisSettings) -> dict[str, Any]:
     from voirdire.analysis.mitigation.pass_kappa import pass_kappa
 
-    return {"pass_kappa": pass_kappa(position, replicates=settings.replicates)}
+    return {
+        "pass_kappa": pass_kappa(
+            position, replicates=settings.replicates, seed=settings.seed
+        )
+    }
 
 
 def _clusters(judgments: pl.DataFrame, job: dict[str, Any]) -> dict[str, Any]:
@@ -93,7 +97,10 @@ def _gold(
         return {"gold_judges": None, "gold_cells": None}
     return {
         "gold_judges": gold_judges(
-            position, replicates=settings.replicates, clusters=clusters
+            position,
+            replicates=settings.replicates,
+            seed=settings.seed,
+            clusters=clusters,
         ),
         "gold_cells": gold_cells(position),
     }

@@ -275,7 +275,7 @@ def analyze_study(
     rs_min: float = RS_MIN,
     max_error: float = MAX_ERROR,
     tokenizer: str | None = None,
-    power_replicates: int = 300,
+    power_replicates: int = DEFAULTS.power_replicates,
 ) -> Study:
     """Analyse finished output directories together; reads them only (writing is
     :mod:`voirdire.analysis.report.files`').
