@@ -65,6 +65,9 @@ class Study:
     tokenizer: str | None = None
     reg_cells: pl.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
+    #: the by-task figures' PC/PF per (benchmark, judge, task), from the regression's
+    #: cells (see :func:`figure_judge_task`); None: ``judge_task``
+    figure_judge_task: pl.DataFrame | None = None
 
     @property
     def benchmarks(self) -> list[str]:
@@ -325,4 +328,17 @@ def analyze_study(
         max_error,
         tokenizer,
         reg_cells=reg_cells,
+        figure_judge_task=figure_judge_task(reg_cells, jt),
     )
+
+
+def figure_judge_task(
+    reg_cells: pl.DataFrame, judge_task: pl.DataFrame
+) -> pl.DataFrame:
+    """PC/PF per (benchmark, judge, task) for the by-task figures and the win-rate fits:
+    from the regression's cells (per benchmark the position-bias directories when there
+    are any: a repetition study's sample has other tasks and few cells, and would leave
+    broken lines on the radar), else ``judge_task``."""
+    if not reg_cells.height:
+        return judge_task
+    return judge_from_cells(reg_cells, keys=["benchmark", "judge", "task"])

@@ -21,7 +21,6 @@ from voirdire.analysis.biases.effects import (
 )
 from voirdire.analysis.outputs import CELL_METRIC_COLUMNS, JUDGE_METRIC_COLUMNS, Results
 from voirdire.analysis.position.gold import GOLD_CELL_COLUMNS, GOLD_JUDGE_COLUMNS
-from voirdire.analysis.position.metrics import judge_from_cells
 from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.report.audit_sections import audit_sections
 from voirdire.analysis.report.markdown import markdown_report
@@ -215,13 +214,12 @@ def _study_figures(study: Study, fdir: Path) -> dict[str, Path]:
 
     figs: dict[str, Path] = {}
     fig.set_judges(study.panel.get_column("judge").unique().to_list())
-    # the by-task figures and the win-rate fits use the regression's cells (per benchmark,
-    # the position-bias directories when there are any): a repetition study's sample has
-    # other tasks and few cells, and would leave broken lines on the radar
+    # the by-task figures and the win-rate fits use the regression's cells (the study's
+    # figure_judge_task, computed with it)
     fig_cells = study.reg_cells if study.reg_cells is not None else study.cells
     fig_jt = (
-        judge_from_cells(fig_cells, keys=["benchmark", "judge", "task"])
-        if fig_cells.height
+        study.figure_judge_task
+        if study.figure_judge_task is not None
         else study.judge_task
     )
     for b in study.benchmarks:
