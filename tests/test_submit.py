@@ -45,7 +45,7 @@ def test_stage_ships_the_installed_package_and_the_job(tmp_path):
     # the package as installed: the rooms are subpackages, package data included
     for name in (
         "__init__.py",
-        "cli.py",
+        "cli/__init__.py",
         "core.py",
         "judges/base.py",
         "engine/submit.py",
