@@ -1,6 +1,8 @@
 """Analysing a finished output directory: judgments, metrics tables and ``report.md``.
 
-Reads what the engine wrote (``job.json``, ``raw/``) and calls no judge.
+Reads what the engine wrote (``job.json``, ``raw/``) through the one door
+(:mod:`voirdire.analysis.results_dir`) and calls no judge; the tables are the stages of
+:mod:`voirdire.analysis.stages`.
 :func:`compute_dir` computes every table in memory and writes nothing (the input may sit
 on a read-only filesystem); :func:`voirdire.analysis.report.files.write_dir` writes ``judgments.parquet``,
 ``metrics/judge_metrics.csv``, ``metrics/cell_metrics.csv`` (with accuracy against gold
@@ -13,7 +15,6 @@ Position-bias figures are computed on the control (unperturbed) queries only.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,22 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from voirdire.analysis.biases.effects import (
-    bias_effects,
-    control_rows,
-    has_perturbations,
-)
-from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
 from voirdire.analysis.mitigation.pass_kappa import PASS_KAPPA_COLUMNS, pass_kappa
-from voirdire.analysis.position.clusters import job_clusters
-from voirdire.analysis.position.gold import with_gold
-from voirdire.analysis.position.listwise import slot_shares
-from voirdire.analysis.position.metrics import summarize
-from voirdire.analysis.position.uncertainty import with_metric_columns
-from voirdire.engine.job import JOB_FILE, load_judgments
+from voirdire.analysis.results_dir import read_dir
+from voirdire.analysis.settings import DEFAULTS, AnalysisSettings
+from voirdire.analysis.stages import DIR_OUTPUTS, analyse
 
 if TYPE_CHECKING:
-    from voirdire.benchmarks.base import Benchmark
     from voirdire.engine.scheduler import RunStats
 
 __all__ = [
@@ -44,7 +35,6 @@ __all__ = [
     "CELL_METRIC_COLUMNS",
     "Results",
     "compute_dir",
-    "dir_benchmark",
     "with_pass_kappa",
 ]
 
@@ -68,7 +58,7 @@ class Results:
         output_dir: the directory (``Path``).
         job: the job record (``job.json``: dict; no secrets).
         judgments: one row per query with its extracted verdict
-            (``voirdire.engine.schema.JUDGMENT_SCHEMA``: ``unit_id``, ``judge``,
+            (``voirdire.schema.JUDGMENT_SCHEMA``: ``unit_id``, ``judge``,
             ``benchmark``, ``question_id``, ``candidate``, ``shown``, ``repetition``,
             ``output``, ``failure``, ``extracted``, ``chosen``, ``tie``, ``failed``, ...).
         judge_metrics: one row per (benchmark, judge):
@@ -225,34 +215,20 @@ class Results:
         }
 
 
-def compute_dir(output_dir: str | os.PathLike) -> Results:
+def compute_dir(
+    output_dir: str | os.PathLike, settings: AnalysisSettings = DEFAULTS
+) -> Results:
     """Judgments and metrics of a finished (or partly finished) directory; writes nothing.
+    Every stage of :data:`~voirdire.analysis.stages.ANALYSIS_STAGES` runs; ``job.json`` is
+    read once (:func:`~voirdire.analysis.results_dir.read_dir`).
 
     Raises:
         FileNotFoundError: the directory has no ``job.json`` (not a voirdire output directory).
+        ConfigError: its ``job.json`` is a link or not our record.
     """
-    out = Path(output_dir)
-    judgments = load_judgments(out)
-    meta = json.loads((out / JOB_FILE).read_text())
-    position = control_rows(judgments)  # position-bias metrics: the unperturbed queries
-    jm, cm = summarize(position)
-    jm = with_pass_kappa(jm, position)
-    clusters = job_clusters(
-        judgments, meta
-    )  # what the bootstrap draws where a benchmark declares it
-    jm, cm = with_gold(
-        position, jm, cm, clusters=clusters
-    )  # accuracy where the benchmark has gold labels
-    jm = with_metric_columns(jm, position)  # registered metrics other than pc, pf, rs
-    shares = (
-        slot_shares(position)
-        if position.filter(pl.col("mode") == "listwise").height
-        else None
-    )
-    effects = bias_effects(judgments) if has_perturbations(judgments) else None
-    own = self_enhancement(judgments) if has_own_models(judgments) else None
-    return Results(out, meta, judgments, jm, cm, slot_shares=shares, bias_effects=effects, self_enhancement=own,
-                   clusters=clusters)  # fmt: skip
+    d = read_dir(output_dir)
+    state = analyse(d, DIR_OUTPUTS, settings)
+    return Results(d.path, **{k: state[k] for k in DIR_OUTPUTS})
 
 
 def with_pass_kappa(
@@ -265,39 +241,4 @@ def with_pass_kappa(
         pass_kappa(judgments, replicates=replicates),
         on=["benchmark", "judge"],
         how="left",
-    )
-
-
-def dir_benchmark(meta: dict[str, Any]) -> Benchmark:
-    """The benchmark a directory's job record (``job.json``) names, loaded again (its data
-    directory, sample, or ``[benchmark.pairs]``) for what the judgments do not carry
-    (prompts and answers: token lengths, style features).
-
-    The record is data from a directory that may come from anyone: its benchmark name
-    resolves only among registered benchmarks (built-in or an installed package's entry
-    point), never as an import path (``docs/security.md``).
-
-    Raises:
-        ConfigError: the name is not a registered benchmark, or its settings are malformed.
-    """
-    from pydantic import ValidationError
-
-    from voirdire.benchmarks.pairs import PairsSpec
-    from voirdire.benchmarks.registry import load_benchmark
-    from voirdire.core import ConfigError
-
-    b = (meta.get("job") or {}).get("benchmark") or {}
-    name = b.get("name") if isinstance(b, dict) else None
-    if not isinstance(name, str):
-        raise ConfigError("job.json names no benchmark (job.benchmark.name)")
-    if b.get("pairs"):  # a user's own pairs: read again from where the job read them
-        try:
-            pairs = PairsSpec(**b["pairs"])
-        except (TypeError, ValidationError) as exc:
-            raise ConfigError(
-                f"job.json: job.benchmark.pairs is malformed ({type(exc).__name__})"
-            ) from None
-        return load_benchmark(name, pairs=pairs, allow_import=False)
-    return load_benchmark(
-        name, meta.get("data_dir"), sample=b.get("sample", "full"), allow_import=False
     )

@@ -26,7 +26,7 @@ from pathlib import Path
 import polars as pl
 
 from voirdire.analysis.biases.effects import control_rows
-from voirdire.analysis.outputs import Results, compute_dir, dir_benchmark
+from voirdire.analysis.outputs import Results, compute_dir
 from voirdire.analysis.position import agreement as agr
 from voirdire.analysis.position.formulas import CELL_KEYS
 from voirdire.analysis.position.lengths import (
@@ -39,14 +39,15 @@ from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.position.regression import StepResult, factor_regressions
 from voirdire.analysis.position.simulate import power_table, settings_for
 from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
+from voirdire.analysis.results_dir import dir_benchmark
+from voirdire.analysis.settings import DEFAULTS
 
 __all__ = ["Study", "analyze_study", "RS_MIN", "MAX_ERROR"]
 
 #: Default reading thresholds (ours): below this RS, or above this error rate, a judge's
 #: PC and PF are flagged as not readable (its verdicts change from one asking to the next,
 #: or too many are missing), as Shi et al. caution for unstable judges.
-RS_MIN = 0.90
-MAX_ERROR = 0.05
+RS_MIN, MAX_ERROR = DEFAULTS.rs_min, DEFAULTS.max_error
 
 
 @dataclass
@@ -64,6 +65,9 @@ class Study:
     tokenizer: str | None = None
     reg_cells: pl.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
+    #: the by-task figures' PC/PF per (benchmark, judge, task), from the regression's
+    #: cells (see :func:`figure_judge_task`); None: ``judge_task``
+    figure_judge_task: pl.DataFrame | None = None
 
     @property
     def benchmarks(self) -> list[str]:
@@ -274,7 +278,7 @@ def analyze_study(
     rs_min: float = RS_MIN,
     max_error: float = MAX_ERROR,
     tokenizer: str | None = None,
-    power_replicates: int = 300,
+    power_replicates: int = DEFAULTS.power_replicates,
 ) -> Study:
     """Analyse finished output directories together; reads them only (writing is
     :mod:`voirdire.analysis.report.files`').
@@ -324,4 +328,17 @@ def analyze_study(
         max_error,
         tokenizer,
         reg_cells=reg_cells,
+        figure_judge_task=figure_judge_task(reg_cells, jt),
     )
+
+
+def figure_judge_task(
+    reg_cells: pl.DataFrame, judge_task: pl.DataFrame
+) -> pl.DataFrame:
+    """PC/PF per (benchmark, judge, task) for the by-task figures and the win-rate fits:
+    from the regression's cells (per benchmark the position-bias directories when there
+    are any: a repetition study's sample has other tasks and few cells, and would leave
+    broken lines on the radar), else ``judge_task``."""
+    if not reg_cells.height:
+        return judge_task
+    return judge_from_cells(reg_cells, keys=["benchmark", "judge", "task"])

@@ -21,7 +21,7 @@ import polars as pl
 from voirdire.benchmarks.scoring import score_patterns, score_range
 from voirdire.engine.bind import ResolvedJudge
 from voirdire.engine.completion import fill_from_log, live_batches
-from voirdire.engine.outdir import JOB_FILE, claim_output_dir, read_job_record
+from voirdire.engine.outdir import claim_output_dir
 from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.progress import JobProgress
 from voirdire.engine.rerun import check_rerun, configuration
@@ -42,17 +42,12 @@ from voirdire.engine.units import (
 )
 from voirdire.judges.base import backend_ref
 from voirdire.judges.capabilities import Estimates, needs_prompt
-from voirdire.judges.extract import extract_scores, extract_verdicts
+from voirdire.layout import JOB_FILE, read_job_record
 
-#: planning lives in :mod:`voirdire.engine.plan`; its two names stay importable from here
 __all__ = [
-    "JOB_FILE",
-    "JobPlan",
     "RunOutcome",
     "estimate_job",
     "init_ray",
-    "load_judgments",
-    "plan_job",
     "run_job",
 ]
 
@@ -369,26 +364,3 @@ class _Renamed:
 
     def advance(self, name: str, n: int, stats: Any = None) -> None:
         self.progress.advance(self.prefix + name, n, stats)
-
-
-def load_judgments(output_dir: str | os.PathLike) -> pl.DataFrame:
-    """Raw rows of a finished directory with verdicts extracted (JUDGMENT_SCHEMA columns).
-
-    Raises:
-        FileNotFoundError: the directory has no job.json (not a voirdire output directory).
-        ConfigError: its job.json is a link or not our record
-            (:func:`~voirdire.engine.outdir.read_job_record`).
-
-    Unreadable parts are skipped with one :class:`~voirdire.exceptions.CorruptPartWarning`
-    naming them; nothing in the directory is created, written or moved.
-    """
-    out = Path(output_dir)
-    meta = read_job_record(out)
-    raw = ResultStore(
-        out, readonly=True
-    ).read_raw()  # a reader: writes and moves nothing
-    if meta.get("score_patterns"):
-        raw = extract_scores(raw, meta["score_patterns"])
-    else:
-        raw = raw.with_columns(slot_scores=pl.lit(None, dtype=pl.List(pl.Float64)))
-    return extract_verdicts(raw, meta["verdict_patterns"], meta.get("verdict_labels"))

@@ -24,39 +24,21 @@ paths holding NUL or longer than the system allows.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from voirdire.core import ConfigError
-
-#: the marker of a job's output directory
-JOB_FILE = "job.json"
-#: keys of job.json (the engine's record) and the type each must have
-JOB_RECORD_KEYS: dict[str, type] = {
-    "job": dict,
-    "benchmark": str,
-    "judges": dict,
-    "verdict_patterns": dict,
-    "units_per_judge": int,
-}
-#: what a report or a mitigation writes at the top of its directory (besides metrics/, figures/)
-REPORT_FILES = frozenset(
-    {
-        "report.html",
-        "report.md",
-        "mitigation.csv",
-        "mitigation.md",
-        "bpde_annotation.csv",
-        "judgments.parquet",
-        "ranking.html",
-        "ranking.md",
-    }
+from voirdire.layout import (  # the layout is declared in core: the analysis reads it too
+    FIGURES_DIR,
+    JOB_FILE,
+    METRICS_DIR,
+    REPORT_FILES,
+    read_job_record,
 )
-_REPORT_DIRS = {"metrics": ".csv", "figures": ".png"}
+
+_REPORT_DIRS = {METRICS_DIR: ".csv", FIGURES_DIR: ".png"}
 #: judge names the analysis gives its own rows: the people's leaderboard (``voirdire rank``)
 #: and the jury panels (``panel-N``, ``voirdire mitigate``); a judge may not take one
 RESERVED_NAMES = re.compile(r"people|panel-[0-9]+")
@@ -152,46 +134,6 @@ def check_path_text(path: str) -> str:
             f"the system allows {MAX_COMPONENT}"
         )
     return path
-
-
-def is_job_record(obj: Any) -> bool:
-    """Whether ``obj`` (parsed JSON) has the shape of the engine's ``job.json`` record."""
-    if not isinstance(obj, dict) or not all(
-        isinstance(obj.get(k), t) for k, t in JOB_RECORD_KEYS.items()
-    ):
-        return False
-    job = obj["job"]
-    return isinstance(job.get("name"), str) and isinstance(job.get("output_dir"), str)
-
-
-def read_job_record(output_dir: str | os.PathLike) -> dict[str, Any]:
-    """The ``job.json`` record of an output directory.
-
-    Raises:
-        FileNotFoundError: no ``job.json`` (not a voirdire output directory).
-        ConfigError: a ``job.json`` that is a link, unreadable, or not our record.
-    """
-    out = Path(output_dir)
-    path = out / JOB_FILE
-    if not path.is_file() and not path.is_symlink():
-        raise FileNotFoundError(
-            f"{out} is not a voirdire output directory (no {JOB_FILE})"
-        )
-    if path.is_symlink():
-        raise ConfigError(
-            f"{path} is a symbolic link; voirdire reads and writes no links in an output directory"
-        )
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(
-            f"{path}: not a voirdire job record ({type(exc).__name__}); {out} is not ours"
-        ) from None
-    if not is_job_record(obj):
-        raise ConfigError(
-            f"{path} is not a voirdire job record; {out} is not a voirdire output directory"
-        )
-    return obj
 
 
 def find_link(root: str | os.PathLike) -> Path | None:

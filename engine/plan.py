@@ -1,11 +1,11 @@
 """Planning a job: named stages, each declaring what it reads and what it writes.
 
 ``plan_job`` validates a job against its data and judges without sending anything. It is a
-sequence of :class:`Stage` records (after Ray Data LLM, where each processor stage declares
-its inputs) run in order by :func:`run_stages` over one state, a dict by key. The state
+sequence of :class:`~voirdire.stages.Stage` records (after Ray Data LLM, where each processor stage declares
+its inputs) run in order by :func:`~voirdire.stages.run_stages` over one state, a dict by key. The state
 starts with the inputs ``job`` (the :class:`~voirdire.engine.spec.JobSpec`) and ``dry_run``
 (bool); a stage is called with exactly the keys it reads, as keyword arguments, and returns
-exactly the keys it writes. :func:`check_stages` refuses a sequence where a stage reads a
+exactly the keys it writes. :func:`~voirdire.stages.check_stages` refuses a sequence where a stage reads a
 key no earlier stage wrote, or two stages write the same key, so the order below is the
 order of the data and nothing is read before it is made:
 
@@ -56,18 +56,15 @@ from voirdire.engine.perturb import CONTROL, Variant, expand_variants
 from voirdire.engine.quality import quality_identity, with_quality
 from voirdire.engine.rewrite import check_rewriters, plan_rewrites, resolve_rewriters
 from voirdire.engine.spec import JobSpec
-from voirdire.engine.stages import Stage, check_stages, run_stages
 from voirdire.engine.units import count_units
 from voirdire.judges.capabilities import Recording
+from voirdire.stages import Stage, run_stages
 
 __all__ = [
     "JobPlan",
     "PLAN_INPUTS",
     "PLAN_STAGES",
-    "Stage",
-    "check_stages",
     "plan_job",
-    "run_stages",
 ]
 
 

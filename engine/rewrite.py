@@ -29,13 +29,13 @@ from voirdire.benchmarks.perturb import rewrite_prompt
 from voirdire.core import ConfigError, canonical_json, content_hash
 from voirdire.engine.bind import ResolvedJudge
 from voirdire.engine.perturb import Variant, rewrite_targets
-from voirdire.engine.schema import REWRITE_SCHEMA, REWRITE_UNIT_SCHEMA
 from voirdire.engine.spec import JobSpec
 from voirdire.engine.store import ResultStore
 from voirdire.engine.units import UnitBatch
 from voirdire.exceptions import RewriteFailed
 from voirdire.judges.base import Query, get_backend
 from voirdire.judges.capabilities import Rewrites, rewrite_kinds
+from voirdire.schema import REWRITE_SCHEMA, REWRITE_UNIT_SCHEMA
 
 REWRITES_DIR = "rewrites"
 

@@ -1,11 +1,8 @@
 """The result store: append-only Parquet parts in the job's output directory.
 
-Layout of an output directory::
-
-    job.json                    the validated job (no secrets)
-    raw/<judge>/part-*.parquet  raw outputs and recorded failures (RAW_SCHEMA), appended
-    raw/<judge>/quarantine/     unreadable parts moved aside (``*.parquet.corrupt``)
-    judgments.parquet, metrics/ (judge_metrics.csv, cell_metrics.csv), report.md   written by the analysis stage
+The directory's layout (``job.json``, ``raw/<judge>/part-*.parquet``, ``quarantine/``, the
+analysis' files) is declared once in :mod:`voirdire.layout`; reading the parts is
+:class:`voirdire.parts.PartReader`'s, which this writer extends.
 
 Each flush writes one new part file atomically (temporary name, then rename), so a crash
 loses at most the results not yet flushed (in flight, or younger than ``flush_seconds``)
@@ -28,36 +25,22 @@ import os
 import time
 import uuid
 import warnings
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from voirdire.core import ConfigError, slug
-from voirdire.engine.schema import RAW_SCHEMA
 from voirdire.engine.secrets import redact_table
 from voirdire.exceptions import CorruptPartWarning
-
-#: the folder (inside a judge's ``raw/<judge>/``) where unreadable parts are moved
-QUARANTINE = "quarantine"
-
-#: what reading a damaged Parquet file raises (polars' "File out of specification" is a
-#: ComputeError; pyarrow raises ArrowInvalid/ArrowIOError, an OSError)
-_READ_ERRORS = (
-    pl.exceptions.PolarsError,
-    pl.exceptions.PanicException,
-    pa.ArrowException,
-    OSError,
-)
+from voirdire.layout import QUARANTINE, RAW_DIR
+from voirdire.parts import PartReader, dedup
+from voirdire.schema import RAW_SCHEMA
 
 
-T = TypeVar("T")
-
-
-class ResultStore:
+class ResultStore(PartReader):
     """Append-only store of raw results under ``<output_dir>/raw``.
 
     Args:
@@ -82,16 +65,14 @@ class ResultStore:
         output_dir: str | os.PathLike,
         flush_rows: int = 20_000,
         flush_seconds: float = 2.0,
-        subdir: str = "raw",
+        subdir: str = RAW_DIR,
         schema: pa.Schema = RAW_SCHEMA,
         secrets: tuple[str, ...] = (),
         readonly: bool = False,
     ) -> None:
-        self.root = Path(output_dir)
-        self.schema = schema
+        super().__init__(output_dir, subdir, schema)
         self.secrets = tuple(secrets)
         self.readonly = readonly
-        self.raw_dir = self.root / subdir
         if not readonly:
             self.raw_dir.mkdir(parents=True, exist_ok=True)
         self.flush_rows = flush_rows
@@ -99,47 +80,17 @@ class ResultStore:
         self._buf: dict[str, list[pa.Table]] = {}
         self._rows: dict[str, int] = {}
         self._since: dict[str, float] = {}
-        self._checked: dict[
-            Path, tuple[int, int]
-        ] = {}  # part -> (size, mtime_ns) whose footer was read
-        self._unreadable: set[Path] = (
-            set()
-        )  # parts that could not be moved aside (read-only)
         self.rows_written = 0
         #: parts moved aside by this store (their new paths)
         self.quarantined: list[Path] = []
-        #: unreadable parts a readonly store skipped (left where they are)
-        self.skipped: list[Path] = []
-
-    def _parts(self, judge: str | None = None) -> list[Path]:
-        """The readable part files of one judge (or all): each part's Parquet footer is
-        read once (per size and modification time); unreadable ones are quarantined."""
-        base = self.raw_dir / slug(judge) if judge else self.raw_dir
-        if not base.exists():
-            return []
-        parts = []
-        for p in sorted(base.rglob("part-*.parquet")):
-            if p in self._unreadable:
-                continue
-            st = p.stat()
-            if self._checked.get(p) != (st.st_size, st.st_mtime_ns):
-                try:
-                    pq.read_metadata(p)
-                except _READ_ERRORS as exc:
-                    self._quarantine(p, exc)
-                    continue
-                self._checked[p] = (st.st_size, st.st_mtime_ns)
-            parts.append(p)
-        return parts
 
     def _quarantine(self, part: Path, exc: BaseException) -> None:
         """Move an unreadable part to ``<its judge dir>/quarantine/<name>.corrupt`` and warn
         (a readonly store: skip it from now on, and leave it where it is)."""
-        self._checked.pop(part, None)
         if self.readonly:
-            self._unreadable.add(part)
-            self.skipped.append(part)
+            super()._quarantine(part, exc)
             return
+        self._checked.pop(part, None)
         dest = part.parent / QUARANTINE / f"{part.name}.corrupt"
         try:
             if dest.parent.is_symlink():
@@ -163,46 +114,6 @@ class ResultStore:
             stacklevel=3,
         )
 
-    def _collect(self, judge: str | None, read: Callable[[list[Path]], T]) -> T:
-        """``read(parts)`` over the readable parts; when a part's footer was fine but its
-        data is damaged, find it (reading each part alone), quarantine it and read again."""
-        while True:
-            parts = self._parts(judge)
-            if not parts:
-                return read([])
-            try:
-                return read(parts)
-            except pl.exceptions.SchemaError:
-                self._retyped(parts)
-                raise
-            except _READ_ERRORS:
-                bad = []
-                for p in parts:
-                    try:
-                        pq.read_table(p)
-                    except _READ_ERRORS as exc:
-                        bad.append((p, exc))
-                if not bad:
-                    raise
-                for p, exc in bad:
-                    self._quarantine(p, exc)
-
-    def _retyped(self, parts: list[Path]) -> None:
-        """Raise ConfigError naming the first part with a column of another type than this
-        store's schema (a part edited or made by hand: ``repetition`` as text)."""
-        for p in parts:
-            try:
-                found = pq.read_schema(p)
-            except _READ_ERRORS:
-                continue
-            for f in self.schema:
-                i = found.get_field_index(f.name)
-                if i >= 0 and not found.field(i).type.equals(f.type):
-                    raise ConfigError(
-                        f"{p}: column {f.name!r} has type {found.field(i).type}, not "
-                        f"{f.type}; not a voirdire result file (remove or restore it)"
-                    ) from None
-
     def completed_ids(self, judge: str, include_failures: bool = True) -> set[str]:
         """Unit ids already recorded for a judge (outputs and, by default, failures).
 
@@ -219,14 +130,6 @@ class ResultStore:
             return set(lf.collect()["unit_id"].to_list())
 
         return self._collect(judge, read)
-
-    def _scan(self, parts: list[Path]) -> pl.LazyFrame:
-        # parts written before a column was added to the schema (e.g. ``gold``) read it as null
-        schema = pl.from_arrow(self.schema.empty_table()).schema  # type: ignore[union-attr]
-        # a column no voirdire writes (a part edited or made by hand) is not ours: ignored
-        return pl.scan_parquet(
-            parts, schema=schema, missing_columns="insert", extra_columns="ignore"
-        )
 
     def append(self, judge: str, table: pa.Table) -> None:
         """Buffer finished rows (RAW_SCHEMA) of a judge; flushes when the buffer is due.
@@ -285,7 +188,7 @@ class ResultStore:
             parts = self._parts(d.name)
             if len(parts) <= 1:
                 continue
-            df = self._collect(d.name, lambda ps: _dedup(self._scan(ps).collect()))
+            df = self._collect(d.name, lambda ps: dedup(self._scan(ps).collect()))
             parts = self._parts(d.name)  # without any quarantined while reading
             new = self._write_part(
                 d.name, df.to_arrow().cast(self.schema), prefix="part-z"
@@ -294,50 +197,11 @@ class ResultStore:
                 if p != new:
                     p.unlink(missing_ok=True)
 
-    def read_raw(self, columns: list[str] | None = None) -> pl.DataFrame:
-        """All raw rows, one per (judge, unit id) (the latest written wins).
-
-        Returns a DataFrame with RAW_SCHEMA's columns (or ``columns``); empty when nothing
-        was written. Unreadable parts are quarantined (:class:`CorruptPartWarning`) and
-        their rows are missing from the result.
-        """
-
-        def read(parts: list[Path]) -> pl.DataFrame:
-            if not parts:
-                return pl.from_arrow(self.schema.empty_table())  # type: ignore[return-value]
-            return _dedup(self._scan(parts).collect())
-
-        before = len(self.skipped)
-        df = self._collect(None, read)
-        if len(self.skipped) > before:
-            self._warn_skipped(self.skipped[before:])
-        return df.select(columns) if columns else df
-
-    def _warn_skipped(self, parts: list[Path]) -> None:
-        """One warning naming the unreadable parts a readonly store skipped."""
-        names = ", ".join(str(p.relative_to(self.raw_dir)) for p in parts[:5])
-        more = f" and {len(parts) - 5} more" if len(parts) > 5 else ""
-        warnings.warn(
-            f"{len(parts)} unreadable result file(s) in {self.raw_dir} skipped: {names}{more}; "
-            "their rows are missing from these results (left as they are: a reader moves "
-            "nothing; running the job again asks their units again)",
-            CorruptPartWarning,
-            stacklevel=3,
-        )
-
     def to_table(
         self, unit_columns: dict[str, list[Any]], result_columns: dict[str, list[Any]]
     ) -> pa.Table:
         """A finished batch as a table of this store's schema (:func:`rows_to_table`)."""
         return rows_to_table(unit_columns, result_columns, self.schema)
-
-
-def _dedup(df: pl.DataFrame) -> pl.DataFrame:
-    # per judge: two judges of the same identity (same backend, model and sampling, other
-    # labels) share unit ids by design (a cache hit for one is a hit for the other)
-    # (rewrites: per rewriter)
-    who = "judge" if "judge" in df.columns else "rewriter"
-    return df.unique(subset=[who, "unit_id"], keep="last", maintain_order=True)
 
 
 def rows_to_table(

@@ -24,8 +24,8 @@ from functools import cached_property
 from typing import Any
 
 from voirdire.core import content_hash
-from voirdire.engine.schema import WORK_UNIT_COLUMNS
 from voirdire.judges.base import Query
+from voirdire.schema import WORK_UNIT_COLUMNS
 
 __all__ = [
     "QUERY_FIELDS",
@@ -74,7 +74,7 @@ def unit_id(identity_hash: str, qid: str, repetition: int) -> str:
 
 @dataclass(slots=True)
 class WorkUnit:
-    """One work unit: a row of :data:`voirdire.engine.schema.WORK_UNIT_SCHEMA` (the fields
+    """One work unit: a row of :data:`voirdire.schema.WORK_UNIT_SCHEMA` (the fields
     up to ``gold``, in the schema's order; see there for each column's meaning) and the
     prompt sent and the benchmark's system turn (None for a judge that needs no prompt),
     with the control's query id (None for the control), from which the judge's

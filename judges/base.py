@@ -123,7 +123,7 @@ class Result:
         )
 
     def as_row(self) -> dict[str, Any]:
-        """The result as a dict keyed by :data:`voirdire.engine.schema.RESULT_COLUMNS`."""
+        """The result as a dict keyed by :data:`voirdire.schema.RESULT_COLUMNS`."""
         return {
             "unit_id": self.unit_id,
             "output": self.output,

@@ -69,8 +69,8 @@ def main(argv: list[str] | None = None) -> None:
 
     import ray
 
-    from voirdire.engine.job import plan_job
     from voirdire.engine.permutations import scheme_size
+    from voirdire.engine.plan import plan_job
     from voirdire.engine.scheduler import JudgeRun, execute
     from voirdire.engine.spec import parse_job
     from voirdire.engine.store import ResultStore

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from voirdire.engine.job import plan_job
+from voirdire.engine.plan import plan_job
 from voirdire.engine.spec import load_job
 from voirdire.engine.units import iter_unit_batches
 

@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 
 import voirdire
-from voirdire.analysis.outputs import load_judgments
+from voirdire.analysis.results_dir import load_judgments
 from voirdire.core import ConfigError
-from voirdire.engine.job import plan_job
+from voirdire.engine.plan import plan_job
 from voirdire.engine.spec import parse_job
 from voirdire.judges import base
 from voirdire.judges.base import (

@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from voirdire.analysis.results_dir import load_judgments
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.recorded import Recorded, record_key
 from voirdire.benchmarks.registry import (
@@ -20,7 +21,7 @@ from voirdire.benchmarks.registry import (
     load_benchmark,
 )
 from voirdire.core import ConfigError
-from voirdire.engine.job import load_judgments, plan_job
+from voirdire.engine.plan import plan_job
 from voirdire.engine.shipping import release_for
 from voirdire.engine.spec import parse_job
 from voirdire.judges.base import JudgeContext, Query

@@ -86,7 +86,8 @@ name = "gpt-4o"
 
 def test_api_rewriter_and_judge_through_loopback(server, tmp_path):
     import voirdire
-    from voirdire.engine.job import load_judgments, plan_job
+    from voirdire.analysis.results_dir import load_judgments
+    from voirdire.engine.plan import plan_job
     from voirdire.engine.rewrite import rewrite_store
     from voirdire.engine.spec import load_job
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from voirdire.analysis.results_dir import load_judgments
 from voirdire.benchmarks.biases import (
     INSTRUCTION,
     BiasKind,
@@ -18,7 +19,7 @@ from voirdire.benchmarks.biases import (
     unregister_kind,
 )
 from voirdire.core import ConfigError
-from voirdire.engine.job import load_judgments, plan_job
+from voirdire.engine.plan import plan_job
 from voirdire.engine.spec import parse_job
 from voirdire.engine.units import iter_unit_batches
 

@@ -17,8 +17,9 @@ import pytest
 import tomli_w
 from scipy.stats import binomtest
 
+from voirdire.analysis.results_dir import load_judgments
 from voirdire.core import ConfigError, content_hash
-from voirdire.engine.job import load_judgments, plan_job
+from voirdire.engine.plan import plan_job
 from voirdire.engine.rewrite import rewrite_store
 from voirdire.engine.spec import parse_job
 from voirdire.engine.store import ResultStore

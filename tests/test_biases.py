@@ -454,7 +454,7 @@ def test_self_enhancement_on_the_replayed_mtbench_release(
     data_dir, ray_local, tmp_path
 ):
     import voirdire
-    from voirdire.engine.job import load_judgments
+    from voirdire.analysis.results_dir import load_judgments
 
     voirdire.run("examples/mtbench_position_bias.toml", output_dir=str(tmp_path / "pb"))
     j = load_judgments(tmp_path / "pb")
@@ -506,7 +506,7 @@ def test_self_enhancement_on_the_replayed_mtbench_release(
     assert not (
         tmp_path / "pb" / "metrics" / "bias_effects.csv"
     ).exists()  # no perturbation in this job
-    from voirdire.analysis.report.html import build_report
+    from voirdire.analysis.build import build_report
 
     page = build_report([tmp_path / "pb"], tmp_path / "rep", replicates=200).read_text()
     assert "Self-enhancement" in page and "gpt-4-0613" in page and 'id="biases"' in page
@@ -530,11 +530,18 @@ def test_bias_section_of_the_report(tmp_path):
         n_questions=40,
     )
     (tmp_path / "m").mkdir()
+    from voirdire.analysis.biases.effects import bias_effects
+
     written = write_bias(
-        [SimpleNamespace(name="sim job", judgments=df)],
+        [
+            SimpleNamespace(
+                name="sim job",
+                bias_effects=bias_effects(df, replicates=100),
+                self_enhancement=None,
+            )
+        ],
         tmp_path / "m",
         tmp_path / "f",
-        replicates=100,
     )
     assert set(written["tables"]) == {"bias_effects_sim_job"}
     assert (

@@ -359,7 +359,7 @@ def test_job_survives_losing_a_node(cluster, tmp_path):
     finishes on the head node with every unit recorded exactly once and no failure."""
     import ray
 
-    from voirdire.engine.job import plan_job
+    from voirdire.engine.plan import plan_job
     from voirdire.engine.spec import parse_job
     from voirdire.engine.units import iter_unit_batches
 

@@ -15,8 +15,9 @@ import tomli_w
 import voirdire
 from tests.pandalm_synthetic import synthetic_data_dir
 from tests.repo import REPO, repo_pythonpath
+from voirdire.analysis.results_dir import load_judgments
 from voirdire.core import ConfigError
-from voirdire.engine.job import load_judgments, plan_job
+from voirdire.engine.plan import plan_job
 from voirdire.engine.spec import load_job, parse_job
 from voirdire.engine.store import ResultStore
 from voirdire.engine.units import (
@@ -209,7 +210,7 @@ def test_instances_pairwise(data_dir, tmp_path):
 def test_store_atomic_parts_and_dedup(tmp_path):
     import pyarrow as pa
 
-    from voirdire.engine.schema import RAW_SCHEMA
+    from voirdire.schema import RAW_SCHEMA
 
     store = ResultStore(tmp_path, flush_rows=2, flush_seconds=100)
 
@@ -257,7 +258,7 @@ def test_store_reads_parts_written_before_a_column_was_added(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from voirdire.engine.schema import RAW_SCHEMA
+    from voirdire.schema import RAW_SCHEMA
 
     def rows(ids, schema):
         data = {f.name: [None] * len(ids) for f in schema}
@@ -308,8 +309,8 @@ def test_store_quarantines_part_with_damaged_data(tmp_path):
     counted as done; the other parts are read as before."""
     import pyarrow as pa
 
-    from voirdire.engine.schema import RAW_SCHEMA
     from voirdire.engine.store import CorruptPartWarning
+    from voirdire.schema import RAW_SCHEMA
 
     store = ResultStore(tmp_path, flush_rows=1, flush_seconds=100)
     for i in range(3):

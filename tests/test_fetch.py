@@ -38,7 +38,7 @@ from voirdire.benchmarks.release import (
     read_manifest,
 )
 from voirdire.core import ConfigError, DataError
-from voirdire.engine.job import plan_job
+from voirdire.engine.plan import plan_job
 from voirdire.engine.spec import parse_job
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -32,13 +32,17 @@ ROOMS = ["core", "benchmarks", "judges", "engine", "analysis", "api", "cli"]
 
 #: modules of the top-level package itself, by room: ``voirdire/__init__.py`` re-exports the
 #: public API, ``python -m voirdire`` is the CLI, ``voirdire.exceptions`` and ``voirdire.registry``
-#: (the one registry every kind uses) are the core's
+#: (the one registry every kind uses) are the core's, and so are the output directory's layout,
+#: its row schemas, the part reader and the stage machinery (engine and analysis both use them)
 PACKAGE_ROOT_ROOMS = {
     "voirdire": "api",
     "voirdire.__main__": "cli",
-    "voirdire.cli_data": "cli",
     "voirdire.exceptions": "core",
     "voirdire.registry": "core",
+    "voirdire.layout": "core",
+    "voirdire.schema": "core",
+    "voirdire.parts": "core",
+    "voirdire.stages": "core",
 }
 
 
@@ -272,16 +276,23 @@ def test_product_never_imports_tests_or_perf_nor_edits_sys_path():
 
 
 #: the stages of ``voirdire.analysis``, left to right: a stage imports only from itself and
-#: the stages to its left (``outputs``/``study`` compute one and several directories' tables
-#: from the first three; ``ranking`` fits leaderboards from judgments; ``report`` writes them)
+#: the stages to its left (``settings`` holds the defaults, ``results_dir`` is the one door
+#: into a directory; ``stages`` plans one directory's analysis from the next three;
+#: ``outputs``/``study`` compute one and several directories' tables; ``ranking`` fits
+#: leaderboards from judgments; ``report`` writes and renders them; ``build`` computes a
+#: report's tables, then has them written)
 ANALYSIS_STAGES = [
+    "settings",
+    "results_dir",
     "position",
     "biases",
     "mitigation",
     "ranking",
+    "stages",
     "outputs",
     "study",
     "report",
+    "build",
 ]
 
 
@@ -301,5 +312,5 @@ def test_analysis_stages_import_one_way():
                 and ANALYSIS_STAGES.index(t[2]) > here
             ):
                 bad.append(str(imp))
-    order = "position -> biases -> mitigation -> ranking -> outputs -> study -> report"
+    order = "settings -> results_dir -> position -> biases -> mitigation -> ranking -> stages -> outputs -> study -> report -> build"
     assert not bad, f"analysis imports against {order}:\n" + "\n".join(bad)

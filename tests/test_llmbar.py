@@ -41,7 +41,7 @@ from voirdire.benchmarks.mirror import blob_id, read_manifest
 from voirdire.benchmarks.registry import load_benchmark
 from voirdire.benchmarks.release import MARKER, fetch_release, locate
 from voirdire.core import ConfigError, DataError
-from voirdire.engine.job import plan_job
+from voirdire.engine.plan import plan_job
 from voirdire.engine.spec import parse_job
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -278,6 +278,27 @@ def test_benchmark_instances_gold_and_prompts(data):
         LLMBar(data, prompt="Metrics")
     with pytest.raises(ConfigError, match="has no subsets"):
         load_benchmark("mtbench", subsets=["LLMBar/Natural"])
+
+
+def test_a_directory_reloads_its_benchmark_with_subsets_and_prompt(data):
+    """``voirdire rank --style`` and the report's token lengths reload the benchmark a job
+    record names: with the subsets and the prompt the job chose, not the whole release and
+    the default prompt."""
+    from voirdire.analysis.results_dir import dir_benchmark
+
+    chosen = {"name": "llmbar", "subsets": ["LLMBar/Natural"], "prompt": "CoT"}
+    got = dir_benchmark({"data_dir": str(data), "job": {"benchmark": chosen}})
+    want = load_benchmark("llmbar", data, subsets=["LLMBar/Natural"], prompt="CoT")
+    whole = load_benchmark("llmbar", data)
+    assert got.questions.equals(want.questions)
+    assert got.questions.height < whole.questions.height
+    q = got.questions["question_id"][0]
+    shown = ("output_2", "output_1")
+    assert got.messages(q, shown) == want.messages(q, shown) != whole.messages(q, shown)
+    with pytest.raises(ConfigError, match="subsets is not a list"):
+        dir_benchmark(
+            {"data_dir": str(data), "job": {"benchmark": {**chosen, "subsets": "x"}}}
+        )
 
 
 def test_every_recorded_verdict_reads_as_the_release_read_it(data):

@@ -17,13 +17,11 @@ from voirdire.engine.plan import (
     PLAN_INPUTS,
     PLAN_OUTPUTS,
     PLAN_STAGES,
-    Stage,
-    check_stages,
     plan_job,
-    run_stages,
 )
 from voirdire.engine.spec import load_job, parse_job
 from voirdire.judges.base import known_backends
+from voirdire.stages import Stage, check_stages, run_stages
 
 #: each example's dry-run plan on main before planning became stages (d3044eb + the registry,
 #: 99d2003), as tests.plans.plan_summary gives it: instances, units per judge, judges,

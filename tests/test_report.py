@@ -224,7 +224,7 @@ def test_token_lengths_counted_with_the_jobs_tokenizer(jobs, data_dir):
             len(words.findall(t)) for m in shown for t in bench.answers(qid, m)
         )
     # a single-directory report picks the tokenizer up from the job and regresses on it
-    from voirdire.analysis.report.html import build_report
+    from voirdire.analysis.build import build_report
 
     build_report([pb], replicates=50)
     cells = pl.read_csv(pb / "metrics" / "regression_cells.csv")

@@ -216,7 +216,7 @@ def test_python_m_voirdire_imports_no_library_from_the_current_directory(
 def test_a_registered_benchmark_named_in_job_json_still_loads(results, tmp_path):
     """The allow-list keeps what a directory legitimately names: a built-in benchmark by
     name, and an import path naming a class already registered in this process."""
-    from voirdire.analysis.outputs import dir_benchmark
+    from voirdire.analysis.results_dir import dir_benchmark
     from voirdire.benchmarks.registry import BENCHMARKS
 
     meta = json.loads((results / "job.json").read_text())

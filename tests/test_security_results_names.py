@@ -75,7 +75,7 @@ def test_formula_cells_are_written_as_text(tmp_path):
 
 def _store_with_part(tmp_path: Path, edit) -> Path:
     """An output directory with one raw part, edited by ``edit(table) -> table``."""
-    from voirdire.engine.schema import RAW_SCHEMA
+    from voirdire.schema import RAW_SCHEMA
 
     n = 2
     data = {f.name: [None] * n for f in RAW_SCHEMA}

@@ -15,8 +15,8 @@ import polars as pl
 import pytest
 
 import voirdire
+from voirdire.analysis.results_dir import load_judgments
 from voirdire.core import ConfigError
-from voirdire.engine.job import load_judgments
 from voirdire.engine.spec import parse_job
 
 pytestmark = pytest.mark.ray

@@ -46,7 +46,7 @@ def test_stage_ships_the_installed_package_and_the_job(tmp_path):
     # the package as installed: the rooms are subpackages, package data included
     for name in (
         "__init__.py",
-        "cli.py",
+        "cli/__init__.py",
         "core.py",
         "judges/base.py",
         "engine/submit.py",
@@ -348,7 +348,7 @@ def test_own_pairs_ship_with_the_job_and_resolve_on_the_head_node(
     assert (work / "_" / "labels.csv").is_file()
     # the entrypoint's directory and paths, as on the head node: the job plans from the copies alone
     check = (
-        'python -c "from voirdire.engine.job import plan_job; from voirdire.engine.spec import load_job; '
+        'python -c "from voirdire.engine.plan import plan_job; from voirdire.engine.spec import load_job; '
         "print(plan_job(load_job('../job/job.toml')).instances.height)\""
     )
     cmd = entry.replace(

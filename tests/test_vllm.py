@@ -228,7 +228,7 @@ def context_limit(tiny_model, data_dir):
 
 @pytest.fixture(scope="module")
 def job_run(tiny_model, context_limit, data_dir, tmp_path_factory, ray_local):
-    from voirdire.engine.job import load_judgments
+    from voirdire.analysis.results_dir import load_judgments
     from voirdire.engine.spec import parse_job
 
     out = tmp_path_factory.mktemp("vllm-job")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from voirdire.engine.rewrite import RewriteUnit
-from voirdire.engine.schema import REWRITE_UNIT_SCHEMA, WORK_UNIT_COLUMNS
 from voirdire.engine.units import UnitBatch, WorkUnit
+from voirdire.schema import REWRITE_UNIT_SCHEMA, WORK_UNIT_COLUMNS
 
 
 def _unit(**over) -> WorkUnit:

@@ -5,7 +5,7 @@ Source: Ye et al., "Justice or Prejudice? Quantifying Biases in LLM-as-a-Judge" 
 are ours). CALM's method is *attack and detect*: ask the judge on a prompt and on a
 perturbed copy of it, and compare the verdicts.
 
-Input: a judgments table (``engine/schema.py`` JUDGMENT_SCHEMA) with the perturbation
+Input: a judgments table (``voirdire/schema.py`` JUDGMENT_SCHEMA) with the perturbation
 columns ``perturbation`` (variant id, ``"control"`` for the control), ``perturbation_kind``,
 ``perturbation_param``, ``target``, ``target_rule``, ``target_slot`` and ``better``. A
 perturbed row pairs with the control row of the same (benchmark, judge, instance_id,

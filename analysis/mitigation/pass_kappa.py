@@ -33,6 +33,7 @@ from voirdire.analysis.mitigation.verdicts import normalise
 from voirdire.analysis.position.agreement import kappa_statistic
 from voirdire.analysis.position.pairing import verdict_pairs
 from voirdire.analysis.position.uncertainty import cluster_bootstrap
+from voirdire.analysis.settings import DEFAULTS
 
 __all__ = [
     "KAPPA_GATE",
@@ -43,8 +44,9 @@ __all__ = [
     "pass_kappa",
 ]
 
-#: The practitioners' gate on the inter-pass kappa: below it the judge is not trusted.
-KAPPA_GATE = 0.6
+#: The practitioners' gate on the inter-pass kappa: below it the judge is not trusted
+#: (declared with the analysis' defaults: :class:`voirdire.analysis.settings.AnalysisSettings`).
+KAPPA_GATE = DEFAULTS.kappa_gate
 CATS = ("win", "tie", "loss")
 #: Count columns of the inter-pass table: ``p_<first>_<second>`` (row-major over CATS).
 PASS_CONF = [f"p_{a}_{b}" for a in CATS for b in CATS]

@@ -78,7 +78,7 @@ def score_samples(judgments: pl.DataFrame) -> pl.DataFrame:
     """One row per score-mode judgment, scores written per model.
 
     Args:
-        judgments: judgments (``voirdire.engine.schema.JUDGMENT_SCHEMA``); rows with
+        judgments: judgments (``voirdire.schema.JUDGMENT_SCHEMA``); rows with
             ``mode == "score"`` are read: ``shown`` (list[str], slot order),
             ``slot_scores`` (list[f64] or null), ``permutation``, ``repetition``.
 

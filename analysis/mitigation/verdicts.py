@@ -7,7 +7,7 @@ Zheng et al. 2023, and the jury are ours).
 
 Verdict tables
 --------------
-Every strategy maps a judgments table (``voirdire.engine.schema.JUDGMENT_SCHEMA``) to a
+Every strategy maps a judgments table (``voirdire.schema.JUDGMENT_SCHEMA``) to a
 *verdict table* (:data:`VERDICT_COLUMNS`), one row per final verdict:
 
 ==============  ============  ==========================================================

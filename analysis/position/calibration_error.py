@@ -2,7 +2,7 @@
 
 Source and definitions: ``docs/one-order-and-calibration.md``.
 
-Input: judgments (``voirdire.engine.schema.JUDGMENT_SCHEMA``) with ``gold`` (str | null: the
+Input: judgments (``voirdire.schema.JUDGMENT_SCHEMA``) with ``gold`` (str | null: the
 candidate the labels say is better, ``"tie"``, or null) and a probability per judgment:
 
 - a column ``p_candidate`` (float in [0, 1]: the probability that ``candidate`` is the

@@ -5,7 +5,7 @@ both-orders-correct are the figures Zeng et al. (ICLR 2024) report for their rel
 ``correct_False``, ``correct_True`` and ``correct_both``, with its convention for a failed
 verdict: not correct, over all items).
 
-Input: judgments (``voirdire.engine.schema.JUDGMENT_SCHEMA``) with a ``gold`` column
+Input: judgments (``voirdire.schema.JUDGMENT_SCHEMA``) with a ``gold`` column
 (str | null: the candidate the dataset labels better, ``"tie"``, or null = no label).
 Pairwise and score-mode rows only; list-wise rows carry no gold.
 

@@ -7,7 +7,7 @@ public release, so that the release's raw judge outputs reproduce the paper's ta
 
 Input
 -----
-A judgments table (``voirdire.engine.schema.JUDGMENT_SCHEMA``); the columns read are
+A judgments table (``voirdire.schema.JUDGMENT_SCHEMA``); the columns read are
 
 ==============  ===========  =====================================================
 benchmark       str

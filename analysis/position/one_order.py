@@ -98,7 +98,7 @@ def order_design(judgments: pl.DataFrame) -> pl.DataFrame:
     """Which design each judge's pairwise control judgments follow.
 
     Args:
-        judgments: ``voirdire.engine.schema.JUDGMENT_SCHEMA`` rows (read: the
+        judgments: ``voirdire.schema.JUDGMENT_SCHEMA`` rows (read: the
             :data:`~voirdire.analysis.position.metrics.PAIR_KEYS`, ``shown``, ``mode``,
             ``perturbation`` when present).
 
@@ -253,7 +253,7 @@ def one_order_effect(
     """The position effect of the judges that judged each pair in one order only.
 
     Args:
-        judgments: ``voirdire.engine.schema.JUDGMENT_SCHEMA`` rows (pairwise and score
+        judgments: ``voirdire.schema.JUDGMENT_SCHEMA`` rows (pairwise and score
             mode; control rows only are read).
         replicates: cluster-bootstrap replicates of the interval; permutations: shuffles of
             the randomisation test; level: interval coverage; seed: numpy seed (one for the

@@ -19,7 +19,7 @@ voirdire's (``docs/metrics.md``) on two kinds of judgment only:
 failed or tie verdict (``differs``); :func:`release_view` and :func:`voirdire_view` count
 them per cell. On the pairs that do not differ the two views count the same (tests assert
 it), so those pairs are the whole difference. Input: judgments
-(``voirdire.engine.schema.JUDGMENT_SCHEMA``) of pairwise or score mode with a ``gold``
+(``voirdire.schema.JUDGMENT_SCHEMA``) of pairwise or score mode with a ``gold``
 column; pairs are formed by :func:`voirdire.analysis.position.metrics.pairwise_pairs`.
 """
 

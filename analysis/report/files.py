@@ -17,17 +17,14 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from voirdire.analysis.biases.effects import (
-    bias_effects,
     control_rows,
-    has_perturbations,
 )
-from voirdire.analysis.biases.self_enhancement import has_own_models, self_enhancement
 from voirdire.analysis.outputs import CELL_METRIC_COLUMNS, JUDGE_METRIC_COLUMNS, Results
 from voirdire.analysis.position.gold import GOLD_CELL_COLUMNS, GOLD_JUDGE_COLUMNS
-from voirdire.analysis.position.metrics import judge_from_cells
 from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.report.audit_sections import audit_sections
-from voirdire.analysis.report.markdown import markdown_report, mitigation_markdown
+from voirdire.analysis.report.markdown import markdown_report
+from voirdire.analysis.report.markdown_study import mitigation_markdown
 from voirdire.core import content_hash, slug
 
 # figures (matplotlib) and the study (statsmodels) are imported where they are drawn or
@@ -217,117 +214,134 @@ def _study_figures(study: Study, fdir: Path) -> dict[str, Path]:
 
     figs: dict[str, Path] = {}
     fig.set_judges(study.panel.get_column("judge").unique().to_list())
-    # the by-task figures and the win-rate fits use the regression's cells (per benchmark,
-    # the position-bias directories when there are any): a repetition study's sample has
-    # other tasks and few cells, and would leave broken lines on the radar
+    # the by-task figures and the win-rate fits use the regression's cells (the study's
+    # figure_judge_task, computed with it)
     fig_cells = study.reg_cells if study.reg_cells is not None else study.cells
     fig_jt = (
-        judge_from_cells(fig_cells, keys=["benchmark", "judge", "task"])
-        if fig_cells.height
+        study.figure_judge_task
+        if study.figure_judge_task is not None
         else study.judge_task
     )
     for b in study.benchmarks:
-        jt = fig_jt.filter(pl.col("benchmark") == b)
-        u = fig_cells.filter(pl.col("benchmark") == b)
-        pb = study.panel.filter(pl.col("benchmark") == b)
-        s = file_part(b)
-        if jt.height:
-            figs[f"radar:{b}"] = fig.pc_radar(
-                jt, fdir / f"pc_radar_{s}.png", f"{b}: position consistency by task"
-            )
-            figs[f"pf_bars:{b}"] = fig.pf_bars(
-                jt, fdir / f"pf_bars_{s}.png", f"{b}: preference fairness by task"
-            )
-        if u.height:
-            ci = pb.select(
-                "judge",
-                pl.lit(None, dtype=pl.String).alias("task"),
-                *[pl.col(c) for c in ("pc_lo", "pc_hi", "pf_lo", "pf_hi")],
-            )
-            ci_long = pl.concat(
-                [
-                    ci.select(
-                        "judge",
-                        "task",
-                        pl.lit(m).alias("metric"),
-                        pl.col(f"{m}_lo").alias("lo"),
-                        pl.col(f"{m}_hi").alias("hi"),
-                    )
-                    for m in ("pc", "pf")
-                ]
-            )
-            figs[f"pc_pf:{b}"] = fig.pc_vs_pf(
-                u,
-                pb.select("judge", "pc", "pf"),
-                fdir / f"pc_vs_pf_{s}.png",
-                ci_long,
-                f"{b}: PC against PF",
-            )
-            figs[f"owr:{b}"] = fig.vs_win_rate(
-                u,
-                fdir / f"vs_win_rate_{s}.png",
-                f"{b}: PC and PF against the overall win rate",
-            )
-        if (
-            "accuracy" in pb.columns and pb.get_column("accuracy").is_not_null().any()
-        ):  # gold labels (docs/gold-labels.md)
-            figs[f"accuracy_pc:{b}"] = fig.accuracy_vs_pc(
-                pb, fdir / f"accuracy_vs_pc_{s}.png", f"{b}: accuracy against PC"
-            )
-        rs = pb.filter(pl.col("rs").is_not_null())
-        if rs.height:
-            ci_rs = rs.select(
-                "judge",
-                pl.lit(None, dtype=pl.String).alias("task"),
-                pl.lit("rs").alias("metric"),
-                pl.col("rs_lo").alias("lo"),
-                pl.col("rs_hi").alias("hi"),
-            )
-            figs[f"rs:{b}"] = fig.rs_bars(
-                rs,
-                fdir / f"rs_{s}.png",
-                ci_rs,
-                f"{b}: repetition stability",
-                rs_min=study.rs_min,
-            )
-        for (
-            name,
-            m,
-        ) in added_metrics().items():  # registered metrics other than pc, pf, rs
-            if name in pb.columns and pb.get_column(name).is_not_null().any():
-                path = fdir / f"metric_{file_part(name)}_{s}.png"
-                figs[f"metric_{name}:{b}"] = fig.metric_bars(
-                    pb, m, path, f"{b}: {m.label} per judge"
-                )
+        figs |= _benchmark_figures(study, b, fig_jt, fig_cells, fdir)
     for d in study.dirs:
-        if d.agreement is None:
-            continue
-        for b in sorted(d.agreement.get_column("benchmark").unique().to_list()):
-            s = file_part(d.name)
-            figs[f"agreement:{d.name}"] = fig.agreement_heatmaps(
-                d.agreement.filter(pl.col("benchmark") == b),
-                fdir / f"agreement_{s}.png",
-                f"{d.name}: agreement between judges",
-            )
-            figs[f"disagreement:{d.name}"] = fig.disagreement_histogram(
-                d.disagreement.filter(pl.col("benchmark") == b),
-                fdir / f"disagreement_{s}.png",
-                f"{d.name}: disagreement per query",
+        figs |= _agreement_figures(d, fdir)
+    return figs
+
+
+def _benchmark_figures(
+    study: Study, b: str, fig_jt: pl.DataFrame, fig_cells: pl.DataFrame, fdir: Path
+) -> dict[str, Path]:
+    """Draw one benchmark's figures under ``fdir`` (radar, PF bars, PC against PF, win
+    rates, accuracy, RS, registered metrics); keys ``"kind:<benchmark>"``."""
+    from voirdire.analysis.report import figures as fig
+
+    figs: dict[str, Path] = {}
+    jt = fig_jt.filter(pl.col("benchmark") == b)
+    u = fig_cells.filter(pl.col("benchmark") == b)
+    pb = study.panel.filter(pl.col("benchmark") == b)
+    s = file_part(b)
+    if jt.height:
+        figs[f"radar:{b}"] = fig.pc_radar(
+            jt, fdir / f"pc_radar_{s}.png", f"{b}: position consistency by task"
+        )
+        figs[f"pf_bars:{b}"] = fig.pf_bars(
+            jt, fdir / f"pf_bars_{s}.png", f"{b}: preference fairness by task"
+        )
+    if u.height:
+        ci = pb.select(
+            "judge",
+            pl.lit(None, dtype=pl.String).alias("task"),
+            *[pl.col(c) for c in ("pc_lo", "pc_hi", "pf_lo", "pf_hi")],
+        )
+        ci_long = pl.concat(
+            [
+                ci.select(
+                    "judge",
+                    "task",
+                    pl.lit(m).alias("metric"),
+                    pl.col(f"{m}_lo").alias("lo"),
+                    pl.col(f"{m}_hi").alias("hi"),
+                )
+                for m in ("pc", "pf")
+            ]
+        )
+        figs[f"pc_pf:{b}"] = fig.pc_vs_pf(
+            u,
+            pb.select("judge", "pc", "pf"),
+            fdir / f"pc_vs_pf_{s}.png",
+            ci_long,
+            f"{b}: PC against PF",
+        )
+        figs[f"owr:{b}"] = fig.vs_win_rate(
+            u,
+            fdir / f"vs_win_rate_{s}.png",
+            f"{b}: PC and PF against the overall win rate",
+        )
+    if (
+        "accuracy" in pb.columns and pb.get_column("accuracy").is_not_null().any()
+    ):  # gold labels (docs/gold-labels.md)
+        figs[f"accuracy_pc:{b}"] = fig.accuracy_vs_pc(
+            pb, fdir / f"accuracy_vs_pc_{s}.png", f"{b}: accuracy against PC"
+        )
+    rs = pb.filter(pl.col("rs").is_not_null())
+    if rs.height:
+        ci_rs = rs.select(
+            "judge",
+            pl.lit(None, dtype=pl.String).alias("task"),
+            pl.lit("rs").alias("metric"),
+            pl.col("rs_lo").alias("lo"),
+            pl.col("rs_hi").alias("hi"),
+        )
+        figs[f"rs:{b}"] = fig.rs_bars(
+            rs,
+            fdir / f"rs_{s}.png",
+            ci_rs,
+            f"{b}: repetition stability",
+            rs_min=study.rs_min,
+        )
+    # registered metrics other than pc, pf, rs
+    for name, m in added_metrics().items():
+        if name in pb.columns and pb.get_column(name).is_not_null().any():
+            path = fdir / f"metric_{file_part(name)}_{s}.png"
+            figs[f"metric_{name}:{b}"] = fig.metric_bars(
+                pb, m, path, f"{b}: {m.label} per judge"
             )
     return figs
 
 
-def write_bias(
-    dirs: list[Any], mdir: Path, fdir: Path, replicates: int = 1000
-) -> dict[str, dict[str, Path]]:
-    """Compute and write the bias tables and figures of each directory.
+def _agreement_figures(d: Any, fdir: Path) -> dict[str, Path]:
+    """Draw one directory's agreement heatmaps and disagreement histogram under ``fdir``
+    (none without an agreement table); keys ``"agreement:<dir>"``, ``"disagreement:<dir>"``."""
+    from voirdire.analysis.report import figures as fig
+
+    figs: dict[str, Path] = {}
+    if d.agreement is None:
+        return figs
+    for b in sorted(d.agreement.get_column("benchmark").unique().to_list()):
+        s = file_part(d.name)
+        figs[f"agreement:{d.name}"] = fig.agreement_heatmaps(
+            d.agreement.filter(pl.col("benchmark") == b),
+            fdir / f"agreement_{s}.png",
+            f"{d.name}: agreement between judges",
+        )
+        figs[f"disagreement:{d.name}"] = fig.disagreement_histogram(
+            d.disagreement.filter(pl.col("benchmark") == b),
+            fdir / f"disagreement_{s}.png",
+            f"{d.name}: disagreement per query",
+        )
+    return figs
+
+
+def write_bias(dirs: list[Any], mdir: Path, fdir: Path) -> dict[str, dict[str, Path]]:
+    """Write the bias tables and figures of each directory (computed before: nothing is
+    computed here).
 
     Args:
-        dirs: objects with ``name`` (str) and ``judgments`` (JUDGMENT_SCHEMA DataFrame)
-            (the study's :class:`~voirdire.analysis.outputs.Results`); where one also
-            carries ``bias_effects`` / ``self_enhancement`` tables already computed (the
-            study's, from :func:`~voirdire.analysis.outputs.compute_dir`), they are used
-            as they are, else computed here with ``replicates`` bootstrap draws.
+        dirs: objects with ``name`` (str), ``bias_effects`` and ``self_enhancement`` (the
+            study's :class:`~voirdire.analysis.outputs.Results`: the tables of
+            :func:`~voirdire.analysis.outputs.compute_dir`, None where the directory has no
+            perturbation or no own-model judge).
         mdir, fdir: the report's ``metrics/`` and ``figures/`` folders.
 
     Returns:
@@ -338,11 +352,8 @@ def write_bias(
     figs: dict[str, Path] = {}
     for d in dirs:
         s = file_part(d.name)
-        if has_perturbations(d.judgments):
-            eff = getattr(d, "bias_effects", None)
-            eff = (
-                bias_effects(d.judgments, replicates=replicates) if eff is None else eff
-            )
+        eff = d.bias_effects
+        if eff is not None:
             tables[f"bias_effects_{s}"] = p = mdir / f"bias_effects_{s}.csv"
             write_csv(eff, p)
             for b in sorted(eff.get_column("benchmark").unique().to_list()):
@@ -354,13 +365,8 @@ def write_bias(
                     fdir / f"bias_{s}_{bs}.png",
                     f"{d.name} · {b}: RR (dashed: CR) and Δ ± 95% CI",
                 )
-        if has_own_models(d.judgments):
-            se = getattr(d, "self_enhancement", None)
-            se = (
-                self_enhancement(d.judgments, replicates=replicates)
-                if se is None
-                else se
-            )
+        se = d.self_enhancement
+        if se is not None:
             if se.height:
                 tables[f"self_enhancement_{s}"] = p = mdir / f"self_enhancement_{s}.csv"
                 write_csv(se, p)

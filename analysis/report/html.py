@@ -1,4 +1,5 @@
-"""One self-contained HTML report of a :class:`~voirdire.analysis.study.Study`.
+"""One self-contained HTML report of a :class:`~voirdire.analysis.study.Study`: rendering
+only (what it shows is computed by :mod:`voirdire.analysis.build` and given to it).
 
 The page is a Jinja2 template shipped with the package (``templates/report.html.j2``, its
 macros, the bias section, the stylesheet and a 20-line table sorter), filled from the
@@ -11,31 +12,15 @@ key, a host or a path outside the output directories.
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from markupsafe import Markup
 
-from voirdire.analysis.mitigation.evaluation import run_mitigation
-from voirdire.analysis.position.gold import has_gold
-from voirdire.analysis.position.metrics import PAIRWISE_MODES
 from voirdire.analysis.position.registry import added_metrics
-from voirdire.analysis.ranking.study import dir_clusters, rank_judgments
-from voirdire.analysis.report.audit_sections import audit_view
 from voirdire.analysis.report.bias import bias_view
-from voirdire.analysis.report.files import (
-    write_dir,
-    write_html,
-    write_mitigation,
-    write_study,
-    write_text,
-)
-from voirdire.analysis.report.markdown import study_markdown
-from voirdire.analysis.report.ranking import ranking_html
-from voirdire.analysis.report.ranking_files import write_ranking
 from voirdire.analysis.report.views import (
     F3,
     PCT,
@@ -44,9 +29,11 @@ from voirdire.analysis.report.views import (
     render_template,
     table_view,
 )
-from voirdire.analysis.study import MAX_ERROR, RS_MIN, Study, analyze_study
 
-__all__ = ["render_html", "build_report"]
+if TYPE_CHECKING:
+    from voirdire.analysis.study import Study
+
+__all__ = ["render_html"]
 
 
 _PANEL = ["benchmark", "judge", "pc", "pc_lo", "pc_hi", "pf", "pf_lo", "pf_hi", "accuracy", "accuracy_lo", "accuracy_hi",
@@ -262,96 +249,3 @@ def render_html(
         audit=audit,
         files=[Path(p).name for _, p in sorted(written.get("tables", {}).items())],
     )
-
-
-def build_report(
-    dirs: list[str | os.PathLike],
-    out: str | os.PathLike | None = None,
-    *,
-    judge_attributes: pl.DataFrame | None = None,
-    replicates: int = 1000,
-    rs_min: float | None = None,
-    max_error: float | None = None,
-    tokenizer: str | None = None,
-    title: str | None = None,
-    leaderboards: bool = False,
-) -> Path:
-    """Analyse ``dirs`` together and write ``report.html``, ``report.md``, ``metrics/*.csv``
-    and ``figures/*.png`` under ``out`` (default: the directory itself when there is one,
-    else ``report/`` next to the first). With ``out`` given, nothing is written outside it
-    (the inputs may be read-only); without it, each directory's own ``judgments.parquet``,
-    ``metrics/*.csv`` and ``report.md`` are refreshed too. Returns the path of
-    ``report.html``. With ``leaderboards``, also the "Leaderboards" section and the files of
-    :func:`~voirdire.analysis.report.ranking_files.write_ranking` (``min(replicates, 200)``
-    replicates; ``docs/ranking.md``).
-
-    Raises:
-        FileNotFoundError: a directory is not a voirdire output directory.
-        ValueError: no directory, or a tokenizer that cannot be loaded.
-        ConfigError: ``leaderboards`` on judgments that cannot be ranked (one model, a
-            disconnected comparison graph).
-    """
-    if not dirs:
-        raise ValueError("no output directory given")
-    paths = [Path(d) for d in dirs]
-    out_dir = (
-        Path(out)
-        if out is not None
-        else (paths[0] if len(paths) == 1 else paths[0].parent / "report")
-    )
-    study = analyze_study(
-        paths, judge_attributes=judge_attributes, replicates=replicates, tokenizer=tokenizer,
-        rs_min=RS_MIN if rs_min is None else rs_min, max_error=MAX_ERROR if max_error is None else max_error,
-    )  # fmt: skip
-    if out is None:
-        for d in study.dirs:
-            write_dir(d, d.output_dir)
-    written = write_study(study, out_dir)
-    # the "Removing position bias" section: the strategies that need no new query, no reference
-    frames = [
-        d.judgments
-        for d in study.dirs
-        if d.judgments.height
-        and d.judgments.get_column("mode").is_in(PAIRWISE_MODES).any()
-    ]
-    j = pl.concat(frames, how="diagonal_relaxed") if frames else None
-    gold = j is not None and has_gold(
-        j
-    )  # graded against the benchmark's gold labels where it has them
-    mitigation = (
-        run_mitigation(
-            j, reference="gold" if gold else None, replicates=min(replicates, 200)
-        )[0]
-        if j is not None
-        else None
-    )
-    if mitigation is not None:
-        write_mitigation(mitigation, None, out_dir)
-    name = title or ("voirdire report: " + ", ".join(p.name for p in paths))
-    if len(paths) > 1 or out is not None:
-        write_text(out_dir / "report.md", study_markdown(study, name))
-    clusters = dir_clusters(study.dirs) if leaderboards and j is not None else None
-    section = (
-        _leaderboards(j, out_dir, min(replicates, 200), clusters)
-        if leaderboards and j is not None
-        else None
-    )
-    audit = audit_view(study.dirs, out_dir / "figures")  # one-order logs, probabilities
-    page = render_html(
-        study, written, name, mitigation, gold=gold, leaderboards=section, audit=audit
-    )
-    return write_html(out_dir / "report.html", page)
-
-
-def _leaderboards(
-    judgments: pl.DataFrame,
-    out_dir: Path,
-    replicates: int,
-    clusters: pl.DataFrame | None,
-) -> str:
-    ranking = rank_judgments(judgments, replicates=replicates, clusters=clusters)
-    paths = write_ranking(ranking, out_dir)
-    figures = {
-        k.partition(":")[2]: v for k, v in paths.items() if k.startswith("figure:")
-    }
-    return ranking_html(ranking.summary(), figures)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import polars as pl
 
-from voirdire.analysis.mitigation.pass_kappa import KAPPA_GATE
 from voirdire.analysis.position.formulas import safe_div, valid
-from voirdire.analysis.position.listwise import listwise_series, slot_shares
+from voirdire.analysis.position.listwise import listwise_series
 from voirdire.analysis.position.registry import added_metrics, metric
 
 #: The per-judge table: (column, header, format), or the name of a metric whose record
@@ -237,7 +234,15 @@ def _listwise_sections(
     cm: pl.DataFrame,
     shares: pl.DataFrame | None,
 ) -> list[str]:
-    """The list-wise sections of ``report.md``: slot shares, series classes, candidates."""
+    """The list-wise sections of ``report.md``: slot shares, series classes, candidates.
+
+    Raises:
+        ValueError: no slot shares given (they are computed before: nothing is computed here).
+    """
+    if shares is None:
+        raise ValueError(
+            "a list-wise report.md needs the slot shares (Results.slot_shares)"
+        )
     perms = str(comp.get("permutations", ""))
     sampled = (
         [
@@ -260,7 +265,7 @@ def _listwise_sections(
         "first-versus-last preference (a judge that favours middle slots reads PF ≈ 0): "
         "read it with these shares.",
         "",
-        markdown_slot_table(shares if shares is not None else slot_shares(judgments)),
+        markdown_slot_table(shares),
         "",
         *sampled,
         "## List-wise: series",
@@ -299,8 +304,8 @@ def markdown_report(
     Args:
         meta: the job record (``job.json``).
         judgments: JUDGMENT_SCHEMA rows; ``jm``/``cm``: judge and cell metrics.
-        shares: :func:`voirdire.analysis.position.listwise.slot_shares` (computed when
-            ``None`` and the job has list-wise rows).
+        shares: :func:`voirdire.analysis.position.listwise.slot_shares`, given for a job
+            with list-wise rows (ValueError without them: the report computes no table).
     """
     job = meta["job"]
     comp = job.get("comparison", {})
@@ -364,94 +369,3 @@ def markdown_report(
         "",
     ]
     return "\n".join(lines)
-
-
-def study_markdown(study: Any, title: str) -> str:
-    """``report.md`` of a multi-directory study (:class:`voirdire.analysis.study.Study`):
-    the per-judge table with its sources and flags, and the drop1 tables."""
-    lines = [
-        f"# {title}",
-        "",
-        "Directories: " + ", ".join(f"`{d.name}`" for d in study.dirs),
-        "",
-        "## Per judge",
-        "",
-    ]
-    lines += [markdown_judge_table(study.panel), ""]
-    if reading := metrics_reading(study.panel):
-        lines += [reading, ""]
-    bad = study.panel.filter(~pl.col("readable"))
-    if bad.height:
-        lines += [
-            "Too unstable for PC/PF to be read: "
-            + "; ".join(
-                f"{b}/{j} ({f})"
-                for b, j, f in bad.select("benchmark", "judge", "flag").iter_rows()
-            ),
-            "",
-        ]
-    lines += ["## Factor regression (final step, R drop1)", ""]
-    for r in study.regressions:
-        lines += [
-            f"### {r.scope}: {r.response.upper()} (n = {r.n})",
-            "",
-            "| term | Df | Sum of Sq | RSS | AIC |",
-            "|---|---:|---:|---:|---:|",
-        ]
-        for t, df_, ss, rss, aic in r.drop1.iter_rows():
-            lines.append(
-                f"| {'`<none>`' if t == '<none>' else t} | {'' if df_ is None else df_} | {'' if ss is None else f'{ss:.4f}'} | {rss:.4f} | {aic:.2f} |"
-            )
-        lines.append("")
-    return "\n".join(lines)
-
-
-def accuracy_label(sources: Sequence[str]) -> str:
-    """What the ``accuracy`` column measures, by the reference's ``source``: ``accuracy``
-    against gold or people's labels; ``agreement with judge X`` where the reference is a
-    judge's verdicts (not the truth)."""
-    judges = [s.split(" ", 2)[1] for s in sources if s.startswith("judge ")]
-    if sources and len(judges) == len(sources):
-        return "agreement with judge " + ", ".join(sorted(set(judges)))
-    return "accuracy"
-
-
-def mitigation_markdown(table: pl.DataFrame) -> str:
-    """The evaluation table as GitHub markdown: per benchmark, strategy and judge the cost
-    (queries per verdict), share undecided, PC, PF, flip rate, accuracy and kappa against
-    the reference (agreement, no gate), and the inter-pass kappa with its κ ≥ 0.6 gate
-    (strategies with per-order verdicts), with their 95 % intervals."""
-
-    def ci(r, m, f):
-        e, lo, hi = r[m], r[f"{m}_lo"], r[f"{m}_hi"]
-        if e is None or (isinstance(e, float) and np.isnan(e)):
-            return "–"
-        if lo is None or np.isnan(lo) or lo == hi:
-            return f.format(e)
-        return f"{f.format(e)} [{f.format(lo)}, {f.format(hi)}]"
-
-    src = (
-        table.get_column("reference_source").drop_nulls().unique().to_list()
-        if table.height
-        else []
-    )
-    head = (f"| benchmark | strategy | judge | cost | undecided | PC | PF | flip | {accuracy_label(src)} | κ vs reference "
-            "| κ passes | κ passes ≥ 0.6 |")  # fmt: skip
-    lines = [head, "|" + "---|" * 12]
-    for r in table.iter_rows(named=True):
-        lines.append(
-            f"| {r['benchmark']} | {r['strategy']} | {r['judge']} | {r['cost']:.2f} | {r['undecided']:.1%} | "
-            f"{ci(r, 'pc', '{:.3f}')} | {ci(r, 'pf', '{:+.3f}')} | {ci(r, 'flip', '{:.3f}')} | "
-            f"{ci(r, 'accuracy', '{:.3f}')} | {ci(r, 'kappa', '{:.3f}')} | {ci(r, 'pass_kappa', '{:.3f}')} | "
-            f"{r['pass_kappa_gate'] or '–'} |"
-        )
-    lines.append("")
-    lines.append(
-        "κ vs reference: Cohen's kappa of the final verdicts against the reference (agreement, no gate). "
-        "κ passes: Cohen's kappa between the original and the swapped order's verdicts, pair by pair, "
-        f"gate κ ≥ {KAPPA_GATE} (practitioners' health metric; – for strategies that combine both orders)."
-    )
-    if src:
-        lines.append("")
-        lines.append(f"Reference: {'; '.join(src)}.")
-    return "\n".join(lines) + "\n"

@@ -78,22 +78,19 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
         console.print(table)
 
 
-def print_gold_table(
-    jm: pl.DataFrame, acc: pl.DataFrame, console: Console | None = None
-) -> None:
-    """Print, per benchmark × judge with gold labels, PC and PF (from the judge table ``jm``)
-    beside accuracy against the gold labels (``acc``:
-    :func:`voirdire.analysis.position.release_stats.gold_accuracy`): pooled over both orders, per
-    order (as shown, swapped) and both orders correct, a failed verdict counted as wrong
-    (the intervals are in ``metrics/judge_metrics.csv`` and the reports)."""
-    if acc.height == 0:
+def print_gold_table(jm: pl.DataFrame, console: Console | None = None) -> None:
+    """Print, per benchmark × judge with gold labels, PC and PF beside accuracy against the
+    gold labels, all read from the judge table ``jm`` (its
+    :data:`~voirdire.analysis.position.gold.GOLD_JUDGE_COLUMNS`, computed by the analysis:
+    nothing is computed here): pooled over both orders, per order (as shown, swapped) and
+    both orders correct, a failed verdict counted as wrong (the intervals are in
+    ``metrics/judge_metrics.csv`` and the reports). Prints nothing without gold columns."""
+    if "n_gold" not in jm.columns:
+        return
+    rows = jm.filter(pl.col("n_gold").is_not_null()).rename({"n_gold": "n"})
+    if rows.height == 0:
         return
     console = console or Console()
-    rows = acc.join(
-        jm.select("benchmark", "judge", "pc", "pf"),
-        on=["benchmark", "judge"],
-        how="left",
-    )
     table = Table(
         title=f"Accuracy against gold labels ({rows.height} benchmark × judge rows; failed verdicts count as wrong)"
     )

@@ -1,5 +1,4 @@
-"""The ``voirdire data`` commands: fetch the public releases and judgment logs (split from
-:mod:`voirdire.cli`, which adds :data:`data_app` as ``voirdire data``).
+"""``voirdire data fetch``: the public releases the benchmarks read and public judgment logs.
 
     voirdire data fetch [RELEASE] [--dest DIR] [--base-url URL] [--manifest TSV] [--prefer tsv|pkl] [--strict] [--deadline S] [--if-missing [--try DIR]]
     voirdire data fetch prd [--judge REVIEWER ...] [--dest DIR] [--base-url URL]
@@ -12,30 +11,18 @@ or verification (:mod:`voirdire.benchmarks.release`, :mod:`voirdire.benchmarks.l
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-# messages go to stderr, as the rest of the command line's (voirdire.cli)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
-
-
-def _fail(msg: str, code: int = 2) -> None:
-    """One error line on stderr, the environment's secrets removed, and exit ``code``."""
-    from voirdire.engine.secrets import redact_message
-
-    err_console.print(f"[bold red]error:[/] {escape(redact_message(msg))}")
-    raise typer.Exit(code)
-
+from voirdire.cli.common import app, err_console, fail
 
 data_app = typer.Typer(
     no_args_is_help=True,
     help="The benchmark data: the public releases the benchmarks read (Shi et al., 2024, and others).",
 )
+app.add_typer(data_app, name="data")
 
 
 # the options of `voirdire data fetch`
@@ -181,9 +168,9 @@ def data_fetch(
                 deadline=deadline,
             ).dest
     except ConfigError as exc:
-        _fail(redact_url(str(exc)))
+        fail(redact_url(str(exc)))
     except DataError as exc:
-        _fail(redact_url(str(exc)), 1)
+        fail(redact_url(str(exc)), 1)
     typer.echo(str(path))
 
 

@@ -1,9 +1,14 @@
-"""Named stages run in order over one state (the machinery of :mod:`voirdire.engine.plan`).
+"""Named stages, each declaring what it reads and what it writes: the one planning machinery
+of the engine (:data:`voirdire.engine.plan.PLAN_STAGES`) and of the analysis
+(:data:`voirdire.analysis.stages.ANALYSIS_STAGES`).
 
-A :class:`Stage` declares the state keys it reads and writes (after Ray Data LLM, where each
-processor stage declares its inputs); :func:`check_stages` refuses a sequence where a stage
-reads a key no earlier stage wrote, or two stages write the same key; :func:`run_stages`
-runs them. Split from :mod:`voirdire.engine.plan`, which still exports these names.
+A stage is a :class:`Stage` record (after Ray Data LLM, where each processor stage declares
+its inputs) run in order by :func:`run_stages` over one state, a dict by key: it is called
+with exactly the keys it reads, as keyword arguments, and returns exactly the keys it
+writes. :func:`check_stages` refuses a sequence where a stage reads a key no earlier stage
+wrote, or two stages write the same key. :func:`stages_for` picks from a sequence only the
+stages that produce the asked outputs (and what they read, transitively), so a caller that
+needs a few outputs runs only their stages.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Stage", "check_stages", "run_stages"]
+__all__ = ["Stage", "check_stages", "run_stages", "stages_for"]
 
 
 @dataclass(frozen=True)
@@ -111,3 +116,22 @@ def run_stages(
         if on_stage is not None:
             on_stage(s)
     return state
+
+
+def stages_for(stages: Sequence[Stage], outputs: Sequence[str]) -> list[Stage]:
+    """The stages of ``stages`` (in their order) that write ``outputs`` or what those
+    stages read, transitively: the least sequence that produces ``outputs``.
+
+    Raises:
+        ValueError: an output no stage writes and no input gives is left to
+            :func:`check_stages` (run by :func:`run_stages`).
+    """
+    writer = {k: s for s in stages for k in s.writes}
+    wanted: set[str] = set()
+    todo = [k for k in outputs if k in writer]
+    while todo:
+        s = writer[todo.pop()]
+        if s.name not in wanted:
+            wanted.add(s.name)
+            todo += [k for k in s.reads if k in writer]
+    return [s for s in stages if s.name in wanted]

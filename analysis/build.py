@@ -1,0 +1,211 @@
+"""A report of several directories as named stages: everything is computed here, then the
+report modules write and render what they are given (:mod:`voirdire.analysis.report`).
+
+The stages (:mod:`voirdire.stages`), over a state that starts with ``dirs`` (paths),
+``settings`` (:class:`~voirdire.analysis.settings.AnalysisSettings`), ``judge_attributes``,
+``tokenizer`` and ``leaderboards`` (bool):
+
+===========  ===========================================  =================================
+stage        reads                                        writes
+===========  ===========================================  =================================
+study        dirs, settings, judge_attributes, tokenizer  study (each directory's stages of
+                                                          :mod:`voirdire.analysis.stages`)
+pairwise     study                                        pairwise, gold
+mitigation   pairwise, gold, settings                     mitigation
+ranking      study, pairwise, settings, leaderboards      ranking
+===========  ===========================================  =================================
+
+(:data:`REPORT_STAGES` is the source.) The mitigation and the leaderboards draw
+``min(replicates, report_replicates)`` bootstrap replicates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from voirdire.analysis.settings import DEFAULTS, AnalysisSettings
+from voirdire.stages import Stage, run_stages
+
+__all__ = ["REPORT_INPUTS", "REPORT_STAGES", "build_report"]
+
+
+def _study(
+    dirs: list[Path],
+    settings: AnalysisSettings,
+    judge_attributes: pl.DataFrame | None,
+    tokenizer: str | None,
+) -> dict[str, Any]:
+    from voirdire.analysis.study import analyze_study
+
+    return {
+        "study": analyze_study(
+            dirs,
+            judge_attributes=judge_attributes,
+            replicates=settings.replicates,
+            tokenizer=tokenizer,
+            rs_min=settings.rs_min,
+            max_error=settings.max_error,
+        )  # fmt: skip
+    }
+
+
+def _pairwise(study: Any) -> dict[str, Any]:
+    """The directories' pairwise judgments together (None without any), and whether they
+    carry gold labels."""
+    from voirdire.analysis.position.gold import has_gold
+    from voirdire.analysis.position.metrics import PAIRWISE_MODES
+
+    frames = [
+        d.judgments
+        for d in study.dirs
+        if d.judgments.height
+        and d.judgments.get_column("mode").is_in(PAIRWISE_MODES).any()
+    ]
+    j = pl.concat(frames, how="diagonal_relaxed") if frames else None
+    return {"pairwise": j, "gold": j is not None and has_gold(j)}
+
+
+def _section_replicates(settings: AnalysisSettings) -> int:
+    return min(settings.replicates, settings.report_replicates)
+
+
+def _mitigation(
+    pairwise: pl.DataFrame | None, gold: bool, settings: AnalysisSettings
+) -> dict[str, Any]:
+    """The "Removing position bias" section: the strategies that need no new query,
+    graded against the gold labels where the benchmark has them."""
+    from voirdire.analysis.mitigation.evaluation import run_mitigation
+
+    if pairwise is None:
+        return {"mitigation": None}
+    table = run_mitigation(
+        pairwise,
+        reference="gold" if gold else None,
+        replicates=_section_replicates(settings),
+    )[0]
+    return {"mitigation": table}
+
+
+def _ranking(
+    study: Any,
+    pairwise: pl.DataFrame | None,
+    settings: AnalysisSettings,
+    leaderboards: bool,
+) -> dict[str, Any]:
+    from voirdire.analysis.ranking.study import dir_clusters, rank_judgments
+
+    if not leaderboards or pairwise is None:
+        return {"ranking": None}
+    ranking = rank_judgments(
+        pairwise,
+        replicates=_section_replicates(settings),
+        clusters=dir_clusters(study.dirs),
+    )
+    return {"ranking": ranking}
+
+
+#: the inputs of a report
+REPORT_INPUTS = ("dirs", "settings", "judge_attributes", "tokenizer", "leaderboards")
+#: a report of several directories, in the order of its data
+REPORT_STAGES: tuple[Stage, ...] = (
+    Stage("study", ("dirs", "settings", "judge_attributes", "tokenizer"), ("study",), _study),
+    Stage("pairwise", ("study",), ("pairwise", "gold"), _pairwise),
+    Stage("mitigation", ("pairwise", "gold", "settings"), ("mitigation",), _mitigation),
+    Stage("ranking", ("study", "pairwise", "settings", "leaderboards"), ("ranking",), _ranking),
+)  # fmt: skip
+
+
+def build_report(
+    dirs: list[str | os.PathLike],
+    out: str | os.PathLike | None = None,
+    *,
+    judge_attributes: pl.DataFrame | None = None,
+    replicates: int = DEFAULTS.replicates,
+    rs_min: float | None = None,
+    max_error: float | None = None,
+    tokenizer: str | None = None,
+    title: str | None = None,
+    leaderboards: bool = False,
+) -> Path:
+    """Analyse ``dirs`` together and write ``report.html``, ``report.md``, ``metrics/*.csv``
+    and ``figures/*.png`` under ``out`` (default: the directory itself when there is one,
+    else ``report/`` next to the first). With ``out`` given, nothing is written outside it
+    (the inputs may be read-only); without it, each directory's own ``judgments.parquet``,
+    ``metrics/*.csv`` and ``report.md`` are refreshed too. Returns the path of
+    ``report.html``. With ``leaderboards``, also the "Leaderboards" section and the files of
+    :func:`~voirdire.analysis.report.ranking_files.write_ranking` (``min(replicates, 200)``
+    replicates; ``docs/ranking.md``).
+
+    Raises:
+        FileNotFoundError: a directory is not a voirdire output directory.
+        ValueError: no directory, or a tokenizer that cannot be loaded.
+        ConfigError: ``leaderboards`` on judgments that cannot be ranked (one model, a
+            disconnected comparison graph).
+    """
+    if not dirs:
+        raise ValueError("no output directory given")
+    paths = [Path(d) for d in dirs]
+    out_dir = (
+        Path(out)
+        if out is not None
+        else (paths[0] if len(paths) == 1 else paths[0].parent / "report")
+    )
+    settings = dataclasses.replace(
+        DEFAULTS,
+        replicates=replicates,
+        rs_min=DEFAULTS.rs_min if rs_min is None else rs_min,
+        max_error=DEFAULTS.max_error if max_error is None else max_error,
+    )
+    state = run_stages(
+        REPORT_STAGES,
+        {"dirs": paths, "settings": settings, "judge_attributes": judge_attributes,
+         "tokenizer": tokenizer, "leaderboards": leaderboards},
+    )  # fmt: skip
+    name = title or ("voirdire report: " + ", ".join(p.name for p in paths))
+    return _write(state, out_dir, name, own_dirs=out is None, several=len(paths) > 1)
+
+
+def _write(
+    state: dict[str, Any], out_dir: Path, name: str, *, own_dirs: bool, several: bool
+) -> Path:
+    """Write what the stages computed, then render the page (nothing computed here)."""
+    from voirdire.analysis.report.audit_sections import audit_view
+    from voirdire.analysis.report.files import (
+        write_dir,
+        write_html,
+        write_mitigation,
+        write_study,
+        write_text,
+    )
+    from voirdire.analysis.report.html import render_html
+    from voirdire.analysis.report.markdown_study import study_markdown
+    from voirdire.analysis.report.ranking import ranking_html
+    from voirdire.analysis.report.ranking_files import write_ranking
+
+    study, mitigation, ranking = state["study"], state["mitigation"], state["ranking"]
+    if own_dirs:
+        for d in study.dirs:
+            write_dir(d, d.output_dir)
+    written = write_study(study, out_dir)
+    if mitigation is not None:
+        write_mitigation(mitigation, None, out_dir)
+    if several or not own_dirs:
+        write_text(out_dir / "report.md", study_markdown(study, name))
+    section = None
+    if ranking is not None:
+        paths = write_ranking(ranking, out_dir)
+        figures = {
+            k.partition(":")[2]: v for k, v in paths.items() if k.startswith("figure:")
+        }
+        section = ranking_html(ranking.summary(), figures)
+    audit = audit_view(study.dirs, out_dir / "figures")  # one-order logs, probabilities
+    page = render_html(
+        study, written, name, mitigation, gold=state["gold"], leaderboards=section,
+        audit=audit,
+    )  # fmt: skip
+    return write_html(out_dir / "report.html", page)

@@ -1,0 +1,197 @@
+"""Jobs through the public API: load and validate a job, plan it, estimate its cost, run it,
+audit another tool's judgment logs (each run ends with :func:`voirdire.api.results.analyze`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from voirdire.api.results import analyze
+from voirdire.core import ConfigError
+from voirdire.engine.job import RunOutcome, estimate_job, run_job
+from voirdire.engine.plan import JobPlan, plan_job
+from voirdire.engine.spec import JobSpec, load_job, parse_job
+
+if TYPE_CHECKING:
+    from voirdire.analysis.outputs import Results
+
+__all__ = ["load_job_spec", "plan", "estimate", "run", "audit_job", "audit"]
+
+
+def load_job_spec(
+    job: str | os.PathLike | Mapping[str, Any] | JobSpec,
+    *,
+    output_dir: str | None = None,
+) -> JobSpec:
+    """A validated job from a TOML path, a dict of the same keys, or a :class:`JobSpec`;
+    ``output_dir`` overrides the job's.
+
+    Raises:
+        ConfigError: unreadable file, unknown keys, invalid values.
+    """
+    if isinstance(job, JobSpec):
+        spec = job
+    elif isinstance(job, Mapping):
+        spec = parse_job(dict(job), "job")
+    else:
+        spec = load_job(Path(job))
+    if output_dir is not None:
+        spec = parse_job(
+            {
+                **spec.model_dump(mode="json", exclude_none=True),
+                "output_dir": output_dir,
+            },
+            f"{spec.name} (output_dir)",
+        )
+    return spec
+
+
+def plan(
+    job: str | os.PathLike | Mapping[str, Any] | JobSpec, dry_run: bool = False
+) -> JobPlan:
+    """Validate a job against its data and judges (backend preflight included); sends nothing.
+    With ``dry_run``, missing API keys are warnings (``JobPlan.warnings``), not errors.
+
+    Raises:
+        ConfigError: naming the culprit.
+    """
+    return plan_job(load_job_spec(job), dry_run=dry_run)
+
+
+def estimate(
+    job: str | os.PathLike | Mapping[str, Any] | JobSpec,
+) -> dict[str, dict[str, Any] | None]:
+    """Dry run: per judge, the backend's estimate of tokens and cost (USD) over every prompt
+    the job would send, or ``None`` for judges that cost nothing per query. Sends nothing."""
+    spec = load_job_spec(job)
+    return estimate_job(spec, plan_job(spec, dry_run=True))
+
+
+def run(
+    job: str | os.PathLike | Mapping[str, Any] | JobSpec,
+    *,
+    address: str | None = None,
+    output_dir: str | None = None,
+    retry_failed: bool = False,
+    show_progress: bool = False,
+    console: Any = None,
+    job_plan: JobPlan | None = None,
+) -> Results:
+    """Run (or resume) a job on Ray, then analyse its directory.
+
+    Args:
+        job: a TOML path, a dict of the job file's keys, or a :class:`JobSpec`.
+        address: a Ray cluster address; ``None`` starts or joins a local cluster.
+        output_dir: overrides the job's ``output_dir``.
+        retry_failed: ask again the units recorded as failures.
+        show_progress: draw progress bars (rich).
+        job_plan: the job's :func:`plan` when the caller validated it already.
+
+    Raises:
+        ConfigError: before anything is sent, when the job is invalid.
+        JobInterrupted: on Ctrl-C or SIGTERM; finished results are saved.
+    """
+    spec = load_job_spec(job, output_dir=output_dir)
+    outcome: RunOutcome = run_job(
+        spec,
+        address=address,
+        show_progress=show_progress,
+        retry_failed=retry_failed,
+        console=console,
+        plan=job_plan,
+    )
+    res = analyze(outcome.output_dir)
+    return dataclasses.replace(res, stats=outcome.stats)
+
+
+def audit_job(
+    logs: list[str | os.PathLike] | tuple[str | os.PathLike, ...],
+    format: str,
+    *,
+    out: str | os.PathLike | None = None,
+    judge: str | None = None,
+    log: Mapping[str, Any] | None = None,
+    data_dir: str | os.PathLike | None = None,
+) -> JobSpec:
+    """The job that audits judgment logs (``docs/audit.md``): ``[benchmark] name = format``
+    with ``logs`` (made absolute) and ``log`` (the format's settings), one replay judge per
+    judge in the logs (``recorded = "*"``; ``judge``: that one only), pairwise, both orders
+    (the order shown only, ``"original"``, for a format whose logs hold one: ``orders = "one"``),
+    option mode 3 (A / B / C = tie), one repetition; output directory ``out`` (default
+    ``runs/audit-<format>``).
+
+    Raises:
+        ConfigError: ``format`` is not a log format (the message lists them), no logs.
+    """
+    from voirdire.benchmarks.logs.base import LogBenchmark
+    from voirdire.benchmarks.registry import BENCHMARKS, benchmark_class
+
+    cls = benchmark_class(format)
+    if not issubclass(cls, LogBenchmark):
+        known = [
+            c.name
+            for c in map(BENCHMARKS.find, BENCHMARKS.names())
+            if isinstance(c, type) and issubclass(c, LogBenchmark)
+        ]
+        raise ConfigError(
+            f"{format!r} is not a judgment log format; formats: {', '.join(sorted(known))}"
+        )
+    if not logs:
+        raise ConfigError("voirdire audit: give at least one log file or directory")
+    key = cls.name.lower()
+    bench: dict[str, Any] = {
+        "name": cls.name,
+        "logs": [str(Path(p).absolute()) for p in logs],
+    }
+    if log:
+        bench["log"] = dict(log)
+    if data_dir is not None:
+        bench["data_dir"] = str(data_dir)
+    return parse_job(
+        {
+            "name": f"audit-{key}",
+            "output_dir": str(out or f"runs/audit-{key}"),
+            "benchmark": bench,
+            "comparison": {
+                "mode": "pairwise",
+                "option_mode": 3,
+                # a one-order log (AlpacaEval) shows model_a first: ask that order only
+                "permutations": "original" if cls.orders == "one" else "both",
+                "repetitions": 1,
+            },
+            "judges": [
+                {"name": judge or "*", "backend": "replay", "recorded": judge or "*"}
+            ],
+        },
+        f"voirdire audit --format {format}",
+    )
+
+
+def audit(
+    logs: list[str | os.PathLike] | tuple[str | os.PathLike, ...],
+    format: str,
+    *,
+    out: str | os.PathLike | None = None,
+    judge: str | None = None,
+    log: Mapping[str, Any] | None = None,
+    data_dir: str | os.PathLike | None = None,
+    address: str | None = None,
+    show_progress: bool = False,
+    console: Any = None,
+) -> Results:
+    """Audit judgment logs another tool wrote, holding both orders or one (``docs/audit.md``): read
+    them in ``format`` (``"arena-hard"``, ``"fastchat"``, ``"judgebench"``, ``"logtable"``,
+    ``"prd"``, ``"alpacaeval"``),
+    replay every recorded verdict through the engine (:func:`audit_job`, :func:`run`) and
+    analyse the output directory, which ``report``, ``mitigate`` and ``rank`` read like any
+    other. No query is sent and no key is needed.
+
+    Raises:
+        ConfigError: not a log format, an unreadable log (file, line and field named), an
+            output directory that is not ours.
+    """
+    spec = audit_job(logs, format, out=out, judge=judge, log=log, data_dir=data_dir)
+    return run(spec, address=address, show_progress=show_progress, console=console)

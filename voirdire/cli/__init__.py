@@ -1,0 +1,46 @@
+"""The ``voirdire`` command line.
+
+    voirdire run JOB.toml [JOB2.toml ...] [--address ADDR] [--dry-run] [--retry-failed] [--output-dir DIR]
+    voirdire audit LOG [LOG ...] --format NAME [--out DIR] [--judge NAME] [--option KEY=VALUE]
+    voirdire analyze DIR [DIR ...]
+    voirdire report DIR [DIR ...] [--out OUT] [--judge-attributes CSV] [--tokenizer PATH]
+    voirdire mitigate DIR [DIR ...] [--reference gold | --reference judge:NAME | --reference labels.csv] [--out OUT] [--strategies a,b] [--labels CSV]
+    voirdire submit JOB.toml --address http://HEAD:8265 [--env K=V] [--output-dir DIR] [--no-wait]
+    voirdire status [JOB_ID] [--address ...]
+    voirdire stop JOB_ID [--address ...]
+    voirdire data fetch [RELEASE] [--dest DIR] [--base-url URL] [--manifest TSV] [--prefer tsv|pkl] [--strict] [--deadline S] [--if-missing [--try DIR]]
+    voirdire data fetch prd|alpaca_eval|judgebench [--annotator A] [--model M ...] [--judge J ...] [--dest DIR] ...
+
+``run`` validates every job before sending anything, runs them one after another on one
+Ray connection, and prints the per-judge table of all of them. Exit codes: 0 success,
+2 invalid input (nothing was sent), 130 interrupted (Ctrl-C or SIGTERM; rerun to resume).
+``submit`` sends a job to a Ray cluster's Jobs API (:mod:`voirdire.engine.submit`) and,
+unless ``--no-wait``, streams its log; exit code 0 when the job succeeded, 1 when it
+failed or was stopped.
+"""
+
+from __future__ import annotations
+
+from voirdire.cli.common import app, console, err_console, show_warning
+
+# the commands register on the app in this order (``voirdire --help`` lists them so)
+# isort: off
+from voirdire.cli import jobs  # noqa: F401,E402  run, audit
+from voirdire.cli import results  # noqa: F401,E402  analyze, report, mitigate, rank
+from voirdire.cli import cluster  # noqa: F401,E402  submit, status, stop
+from voirdire.cli import data  # noqa: F401,E402  data fetch
+# isort: on
+
+__all__ = ["app", "console", "err_console", "main"]
+
+
+def main() -> None:
+    """Entry point of the ``voirdire`` console script."""
+    import warnings
+
+    warnings.showwarning = show_warning
+    app()
+
+
+if __name__ == "__main__":
+    main()

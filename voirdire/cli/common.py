@@ -1,0 +1,71 @@
+"""What every command of the ``voirdire`` command line shares: the Typer app, the consoles,
+the one-line error exit, the per-judge tables and the warnings' one line."""
+
+from __future__ import annotations
+
+import sys
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+__all__ = [
+    "app",
+    "console",
+    "err_console",
+    "fail",
+    "print_tables",
+    "redacted",
+    "show_warning",
+]
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    help="Examine LLM judges for position bias, on Ray.",
+)
+# a terminal sets its own width; piped output (CI logs) gets room for the whole table
+console = Console(width=None if sys.stdout.isatty() else 140)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
+
+
+def redacted(msg: str) -> str:
+    """``msg`` with the environment's secrets removed (every error and warning the command
+    line prints passes here: :func:`voirdire.engine.secrets.redact_message`)."""
+    from voirdire.engine.secrets import redact_message
+
+    return redact_message(msg)
+
+
+def fail(msg: str, code: int = 2) -> None:
+    """Print ``error: msg`` (secrets removed) on stderr and exit with ``code``."""
+    err_console.print(f"[bold red]error:[/] {escape(redacted(msg))}")
+    raise typer.Exit(code)
+
+
+def print_tables(tables: list[pl.DataFrame], effects: list[pl.DataFrame]) -> None:
+    """The per-judge tables of finished jobs, accuracy against gold labels where the
+    benchmark has them (the judge tables' gold columns), and the bias suite's effects."""
+    from voirdire.analysis.report.terminal import (
+        print_bias_table,
+        print_gold_table,
+        print_judge_table,
+    )
+
+    if tables:
+        jm = pl.concat(tables, how="diagonal_relaxed")
+        print_judge_table(jm, console=console)
+        print_gold_table(jm, console=console)
+    if effects:
+        print_bias_table(pl.concat(effects, how="diagonal_relaxed"), console=console)
+
+
+def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` of the command line: the engine's and analysis' warnings
+    (e.g. a quarantined raw file) are for the user: one line on stderr, without the source
+    location."""
+    err_console.print(
+        "[yellow]warning:[/] " + escape(redacted(str(message))), soft_wrap=True
+    )

@@ -1,0 +1,211 @@
+"""``voirdire run`` and ``voirdire audit``: running jobs (or replaying logs), then their tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+from rich.markup import escape
+
+from voirdire.cli.common import app, console, err_console, fail, print_tables, redacted
+from voirdire.core import ConfigError
+
+
+@app.command()
+def run(
+    jobs: Annotated[list[Path], typer.Argument(help="Job files (TOML).")],
+    address: Annotated[
+        str | None, typer.Option(help="Ray cluster address; default: a local cluster.")
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Validate and count queries; send nothing."),
+    ] = False,
+    retry_failed: Annotated[
+        bool, typer.Option("--retry-failed", help="Ask again units recorded as failed.")
+    ] = False,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    output_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--output-dir", help="Override the job's output_dir (one job only)."
+        ),
+    ] = None,
+) -> None:
+    """Run (or resume) position-bias jobs and print the per-judge metrics."""
+    import signal
+
+    def _terminate(
+        signum, frame
+    ):  # a stopped Ray job gets SIGTERM: save and exit like Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
+    from voirdire import api
+    from voirdire.engine.rewrite import RewriteFailed
+    from voirdire.engine.scheduler import JobInterrupted
+
+    try:
+        if output_dir is not None and len(jobs) != 1:
+            raise ConfigError("--output-dir applies to one job file at a time")
+        specs = [api.load_job_spec(p, output_dir=output_dir) for p in jobs]
+        plans = [
+            api.plan(s, dry_run=dry_run) for s in specs
+        ]  # every job validated before anything is sent
+    except ConfigError as exc:
+        fail(str(exc))
+    if dry_run:
+        _print_dry_run(specs, plans)
+        return
+    tables, effects = [], []
+    try:
+        for spec, plan in zip(specs, plans):
+            console.rule(f"[bold]{spec.name}")
+            outcome = api.run(
+                spec,
+                address=address,
+                show_progress=progress,
+                retry_failed=retry_failed,
+                console=console,
+                job_plan=plan,
+            )
+            s = outcome.stats
+            console.print(
+                f"{s.queries:,} queries in {s.seconds:.1f} s ({s.queries / max(s.seconds, 1e-9):,.0f} q/s), "
+                f"{s.failures:,} recorded failures → {outcome.output_dir}"
+            )
+            tables.append(outcome.judge_metrics)
+            if outcome.bias_effects is not None:
+                effects.append(outcome.bias_effects)
+    except ConfigError as exc:
+        fail(str(exc))
+    except JobInterrupted as exc:
+        fail(str(exc), 130)
+    except RewriteFailed as exc:
+        fail(str(exc))
+    print_tables(tables, effects)
+
+
+def _print_dry_run(specs: list, plans: list) -> None:
+    """Per job: its instances, variants, and per judge (and rewriter) the queries it would
+    send with the backend's estimate of tokens and cost (``voirdire run --dry-run``)."""
+    from voirdire.engine.completion import asked_note
+    from voirdire.engine.job import estimate_job
+
+    for spec, plan in zip(specs, plans):
+        console.print(
+            f"[bold]{escape(spec.name)}[/]: {plan.instances.height} instances"
+        )
+        for w in plan.warnings:  # a dry run sends nothing: a missing key only warns
+            err_console.print(f"[yellow]warning:[/] {escape(redacted(w))}")
+        estimates = estimate_job(spec, plan)
+        if len(plan.variants) > 1:
+            console.print(
+                f"  {len(plan.variants) - 1} perturbation variant(s) and the control"
+            )
+        rewrites = (
+            plan.rewrites
+            if plan.rewrites is not None
+            else pl.DataFrame({"rewriter": [], "unit_id": []})
+        )
+        rows = [
+            (
+                f"rewriter {n}",
+                r.spec.backend,
+                rewrites.filter(pl.col("rewriter") == n)["unit_id"].n_unique(),
+                "rewrites",
+                estimates.get(f"rewriter:{n}"),
+            )
+            for n, r in (plan.rewriters or {}).items()
+        ]
+        rows += [
+            (
+                rj.name,
+                rj.spec.backend,
+                plan.units_per_judge - plan.recorded.get(rj.name, 0),
+                escape(asked_note(plan, rj)),  # "queries", and what a log answers
+                estimates.get(rj.name),
+            )
+            for rj in plan.judges
+        ]
+        for label, backend, count, what, est in rows:
+            console.print(f"  {label} ({backend}): {count:,} {what}")
+            if est:
+                cost = est["cost_usd_max"]
+                console.print(
+                    f"    ~{est['input_tokens']:,} input tokens ({est['counting']}), "
+                    f"<= {est['max_output_tokens']:,} output tokens (max_tokens per query), "
+                    + (
+                        f"cost <= ${cost:,.2f}"
+                        if cost is not None
+                        else "cost unknown (no price: set "
+                        "price_input_per_mtok / price_output_per_mtok)"
+                    )
+                    + (
+                        f"; {est['too_long']:,} queries exceed the context window and would be recorded "
+                        "as failures without a call"
+                        if est["too_long"]
+                        else ""
+                    )
+                )
+
+
+@app.command()
+def audit(
+    logs: Annotated[
+        list[Path], typer.Argument(help="Judgment log files or directories.")
+    ],
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="The log's format: arena-hard, fastchat, judgebench, logtable.",
+        ),
+    ],
+    out: Annotated[
+        str | None,
+        typer.Option(help="Output directory (default: runs/audit-<format>)."),
+    ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(help="Audit this judge of the logs only (default: every one)."),
+    ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            help="A format setting KEY=VALUE ([benchmark.log]; dotted keys nest: columns.instance=item).",
+        ),
+    ] = None,
+    address: Annotated[
+        str | None, typer.Option(help="Ray cluster address; default: a local cluster.")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = False,
+) -> None:
+    """Audit judgment logs other tools wrote (both orders recorded): no query is sent."""
+    from voirdire import api
+    from voirdire.engine.scheduler import JobInterrupted
+
+    log: dict = {}
+    try:
+        for item in option or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise ConfigError(f"--option {item!r}: write KEY=VALUE")
+            *parents, last = key.split(".")
+            node = log
+            for k in parents:
+                node = node.setdefault(k, {})
+            node[last] = int(value) if value.isdigit() else value
+        res = api.audit(
+            logs, format, out=out, judge=judge, log=log or None, address=address,
+            show_progress=progress, console=console,
+        )  # fmt: skip
+    except ConfigError as exc:
+        fail(str(exc))
+    except JobInterrupted as exc:
+        fail(str(exc), 130)
+    console.print(f"audited {res.judgments.height:,} judgments → {res.output_dir}")
+    print_tables([res.judge_metrics], [])

@@ -1,0 +1,225 @@
+"""``voirdire analyze``, ``report``, ``mitigate`` and ``rank``: finished directories in, files out
+(no judge is called)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+
+from voirdire.cli.common import app, console, fail, print_tables
+from voirdire.core import ConfigError
+
+
+@app.command()
+def analyze(
+    dirs: Annotated[list[Path], typer.Argument(help="Finished output directories.")],
+) -> None:
+    """Recompute judgments, metrics and report.md from output directories (no judge is called)."""
+    from voirdire import api
+
+    tables, effects = [], []
+    for d in dirs:
+        try:
+            res = api.analyze(d)
+        except (FileNotFoundError, ConfigError) as exc:
+            fail(str(exc))
+        tables.append(res.judge_metrics)
+        if res.bias_effects is not None:
+            effects.append(res.bias_effects)
+        console.print(
+            f"wrote {d}/metrics/judge_metrics.csv, {d}/metrics/cell_metrics.csv, {d}/report.md"
+        )
+    print_tables(tables, effects)
+
+
+@app.command()
+def report(
+    dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Finished output directories (several: analysed together)."
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where to write; default: the directory, or report/ next to the first."
+        ),
+    ] = None,
+    judge_attributes: Annotated[
+        Path | None,
+        typer.Option(
+            help="CSV with a 'judge' column and attribute columns for the regression."
+        ),
+    ] = None,
+    replicates: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 1000,
+    rs_min: Annotated[
+        float, typer.Option(help="Flag judges with RS below this.")
+    ] = 0.90,
+    max_error: Annotated[
+        float, typer.Option(help="Flag judges with an error rate above this.")
+    ] = 0.05,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(
+            help="Tokenizer path for lengths in tokens (overrides [analysis] tokenizer)."
+        ),
+    ] = None,
+    leaderboards: Annotated[
+        bool,
+        typer.Option(
+            help="Add the Leaderboards section (docs/ranking.md; 200 replicates at most)."
+        ),
+    ] = False,
+) -> None:
+    """Write report.html (figures embedded), report.md, metrics/*.csv and figures/*.png (no judge is called)."""
+    from voirdire import api
+
+    attrs = None
+    if judge_attributes is not None:
+        if not judge_attributes.is_file():
+            fail(f"judge attributes file not found: {judge_attributes}")
+        attrs = pl.read_csv(judge_attributes)
+        if "judge" not in attrs.columns:
+            fail(f"{judge_attributes}: needs a 'judge' column")
+    try:
+        path = api.report(
+            dirs, out=out, judge_attributes=attrs, replicates=replicates, rs_min=rs_min, max_error=max_error,
+            tokenizer=tokenizer, leaderboards=leaderboards,
+        )  # fmt: skip
+    except (FileNotFoundError, ValueError, ConfigError) as exc:
+        fail(str(exc))
+    console.print(f"wrote {path}")
+
+
+@app.command()
+def mitigate(
+    dirs: Annotated[
+        list[Path],
+        typer.Argument(help="Finished output directories (analysed together)."),
+    ],
+    reference: Annotated[
+        str | None,
+        typer.Option(
+            help="gold (the benchmark's gold labels), judge:NAME (a judge's consistent verdicts: agreement, not accuracy) or a labels CSV."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where to write; default: mitigation/ next to the first directory."
+        ),
+    ] = None,
+    strategies: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated strategy names; default: all that need no query."
+        ),
+    ] = None,
+    replicates: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 1000,
+    beta: Annotated[
+        float, typer.Option(help="Share of pairs chosen by BPDE for people.")
+    ] = 0.2,
+    labels: Annotated[
+        Path | None,
+        typer.Option(
+            help="People's verdicts (filled bpde_annotation.csv): adds gate+labels, swap-tie+labels."
+        ),
+    ] = None,
+) -> None:
+    """Apply position-bias mitigation strategies to finished judgments; write mitigation.csv, .md and a figure."""
+    from voirdire import api
+
+    names = (
+        [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
+    )
+    try:
+        paths = api.mitigate(
+            dirs,
+            reference=reference,
+            out=out,
+            strategies=names,
+            replicates=replicates,
+            beta=beta,
+            labels=labels,
+        )
+    except (FileNotFoundError, ValueError, ConfigError) as exc:
+        fail(str(exc))
+    console.print(paths["markdown"].read_text())
+    console.print("wrote " + ", ".join(str(p) for p in paths.values()))
+
+
+@app.command()
+def rank(
+    dirs: Annotated[
+        list[Path],
+        typer.Argument(help="Finished output directories (ranked together)."),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where to write; default: ranking/ next to the first directory."
+        ),
+    ] = None,
+    method: Annotated[
+        str,
+        typer.Option(
+            help="Ranking method: bt (Bradley–Terry, a tie half a win) or davidson."
+        ),
+    ] = "bt",
+    strategies: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated strategy names; default: all that need no query."
+        ),
+    ] = None,
+    anchor: Annotated[
+        str | None,
+        typer.Option(
+            help="Model fixed at --anchor-rating; default: the most compared."
+        ),
+    ] = None,
+    anchor_rating: Annotated[
+        float,
+        typer.Option(help="The anchor's rating (Arena scale, 400/ln 10 per unit)."),
+    ] = 1000.0,
+    prior: Annotated[
+        float,
+        typer.Option(
+            help="Pseudo-ties between every two models that met (0: plain maximum likelihood)."
+        ),
+    ] = 0.0,
+    replicates: Annotated[
+        int,
+        typer.Option(
+            help="Bootstrap replicates (questions resampled); also the random order swaps of the flip test."
+        ),
+    ] = 1000,
+    style: Annotated[
+        bool,
+        typer.Option(
+            help="Also style-controlled ratings and length-controlled win rates (reads the answers)."
+        ),
+    ] = False,
+) -> None:
+    """Leaderboards per judge, strategy and order view, with rank flips; write metrics/leaderboard.csv, rank_flips.csv, figures."""
+    from voirdire import api
+    from voirdire.analysis.report.ranking import print_ranking
+
+    names = (
+        [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
+    )
+    try:
+        ranking, paths = api.rank(
+            dirs, out=out, method=method, strategies=names, anchor=anchor, anchor_rating=anchor_rating,
+            prior=prior, replicates=replicates, style=style,
+        )  # fmt: skip
+    except (FileNotFoundError, ValueError, ConfigError) as exc:
+        fail(str(exc))
+    print_ranking(ranking.summary(), console)
+    console.print(
+        f"wrote {paths['leaderboard']}, {paths['rank_flips']}, {paths['html']}"
+    )
