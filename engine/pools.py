@@ -16,17 +16,42 @@ from __future__ import annotations
 import time
 import uuid
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 import ray
 
 from voirdire.engine.units import UnitBatch
 from voirdire.engine.worker import JudgeWorker
+from voirdire.judges.base import JudgeBackend, JudgeContext
 
-if TYPE_CHECKING:
-    from voirdire.engine.scheduler import JudgeRun
+__all__ = ["JudgeRun", "Pool"]
 
-__all__ = ["Pool"]
+
+@dataclass
+class JudgeRun:
+    """What the scheduler needs to run one judge.
+
+    ``batches`` yields the judge's unit batches lazily; ``total`` is the number of units
+    still to do (for progress); ``done`` the unit ids already in the store (the only
+    structure of the driver whose size grows with the job: about 100 bytes per unit id
+    already done, so ~100 MB at 10^6 done units when resuming); ``actor_options`` Ray actor
+    options from the job (``resources``, ``scheduling_strategy``) merged over the backend's.
+    """
+
+    name: str
+    backend: type[JudgeBackend]
+    backend_name: str
+    settings: dict[str, Any]
+    context: JudgeContext
+    workers: int
+    concurrency: int
+    batches: Iterator[UnitBatch]
+    total: int
+    done: set[str] = field(default_factory=set)
+    actor_options: dict[str, Any] = field(default_factory=dict)
+
 
 _REMOTE_WORKER: Any = None
 

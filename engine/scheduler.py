@@ -27,7 +27,6 @@ Policy:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,36 +34,12 @@ import ray
 from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
 from voirdire.core import FailureClass
-from voirdire.engine.pools import _IDLE, Pool  # noqa: F401 - _IDLE: read by tests
+from voirdire.engine.pools import _IDLE, JudgeRun, Pool  # noqa: F401 - _IDLE: read by tests; JudgeRun: its home
 from voirdire.engine.store import ResultStore
 from voirdire.engine.units import UnitBatch
 from voirdire.engine.worker import results_to_columns
 from voirdire.exceptions import JobInterrupted
-from voirdire.judges.base import JudgeBackend, JudgeContext, Result
-
-
-@dataclass
-class JudgeRun:
-    """What the scheduler needs to run one judge.
-
-    ``batches`` yields the judge's unit batches lazily; ``total`` is the number of units
-    still to do (for progress); ``done`` the unit ids already in the store (the only
-    structure of the driver whose size grows with the job: about 100 bytes per unit id
-    already done, so ~100 MB at 10^6 done units when resuming); ``actor_options`` Ray actor
-    options from the job (``resources``, ``scheduling_strategy``) merged over the backend's.
-    """
-
-    name: str
-    backend: type[JudgeBackend]
-    backend_name: str
-    settings: dict[str, Any]
-    context: JudgeContext
-    workers: int
-    concurrency: int
-    batches: Iterator[UnitBatch]
-    total: int
-    done: set[str] = field(default_factory=set)
-    actor_options: dict[str, Any] = field(default_factory=dict)
+from voirdire.judges.base import Result
 
 
 @dataclass
