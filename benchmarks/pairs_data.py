@@ -42,8 +42,8 @@ import polars as pl
 from voirdire.benchmarks import pairs_limits as lim
 from voirdire.core import ConfigError
 
-#: file suffix -> reader
-FILE_KINDS = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet")
+#: the file suffixes read as a table (the message of an unknown one lists them)
+FILE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet")
 
 
 def _read_file(path: pathlib.Path, max_rows: int, max_bytes: int) -> pl.DataFrame:
@@ -72,7 +72,7 @@ def _read_file(path: pathlib.Path, max_rows: int, max_bytes: int) -> pl.DataFram
     if suffix == ".parquet":
         return pl.from_arrow(lim.read_parquet(path, where, max_rows, max_bytes))  # type: ignore[return-value]
     raise ConfigError(
-        f"pairs data {str(path)!r}: unknown file type {suffix!r} (known: {', '.join(FILE_KINDS)}, or a dataset directory)"
+        f"pairs data {str(path)!r}: unknown file type {suffix!r} (known: {', '.join(FILE_SUFFIXES)}, or a dataset directory)"
     )
 
 
