@@ -23,17 +23,19 @@ import polars as pl
 
 from voirdire.benchmarks.data import normalise_id, require_file, resolve_data_dir
 from voirdire.benchmarks.kind import BenchmarkKind
-from voirdire.benchmarks.perturb import PromptEdit, insert_instruction
+from voirdire.benchmarks.perturb import PromptEdit, PromptEditing
 from voirdire.benchmarks.requests import check_shape
-from voirdire.benchmarks.scoring import SCORE_OPTION_MODE, SCORE_STYLES, score_prompt
-from voirdire.core import LETTERS, ConfigError
+from voirdire.benchmarks.scoring import ScoreMode
+from voirdire.core import ConfigError
 
 #: Sample names accepted by the loaders: the full table, or the repetition-study subset.
 SAMPLES = ("full", "repetition")
 
 
-class Benchmark(BenchmarkKind, abc.ABC):
-    """A loaded benchmark (its class-level hooks: :class:`~voirdire.benchmarks.kind.BenchmarkKind`).
+class Benchmark(BenchmarkKind, PromptEditing, ScoreMode, abc.ABC):
+    """A loaded benchmark (its class-level hooks: :class:`~voirdire.benchmarks.kind.BenchmarkKind`;
+    how a perturbation edits its prompts: :class:`~voirdire.benchmarks.perturb.PromptEditing`;
+    its score mode: :class:`~voirdire.benchmarks.scoring.ScoreMode`).
 
     Attributes:
         name: release name, used in units and outputs (``"MTBench"``, ``"DevBench"``).
@@ -71,10 +73,6 @@ class Benchmark(BenchmarkKind, abc.ABC):
     #: Candidates are named models (a leaderboard of them means something); False where a
     #: pair's two answers are anonymous slots (``voirdire rank`` refuses those).
     named_models: bool = True
-    #: Perturbations: instruction sentences go before the first occurrence of this text.
-    instruction_anchor: str = ""
-    #: Perturbations: how the prompt names slot ``i`` (``{letter}`` / ``{k}`` = i + 1).
-    slot_label_template: str = "Assistant {letter}"
 
     #: sample name -> the table's path in the data directory (release layout)
     FILES: dict[str, str] = {}
@@ -241,31 +239,6 @@ class Benchmark(BenchmarkKind, abc.ABC):
             )
         return sum(len(t) for m in shown for t in self.answers(question_id, m))
 
-    def slot_label(self, i: int) -> str:
-        """How the prompt names slot ``i`` (0-based): ``"Assistant A"``, ``"Response 1"``."""
-        return self.slot_label_template.format(letter=LETTERS[i], k=i + 1)
-
-    def rename_slots(self, prompt: str, names: Sequence[str]) -> str:
-        """``prompt`` with each slot's label shown with the model's real name
-        (``compassion_fade``); a subclass overrides it for its own labels. The default
-        returns the prompt unchanged (only the mapping sentence names the models)."""
-        return prompt
-
-    def apply_edit(self, prompt: str, edit: PromptEdit | None) -> str:
-        """The instruction and name parts of a perturbation applied to a built prompt
-        (answers are replaced while building): the slots renamed (``edit.names``), then the
-        sentence (``edit.instruction``) inserted before :attr:`instruction_anchor`.
-        ``None``: the prompt unchanged."""
-        if edit is None:
-            return prompt
-        if edit.names:
-            prompt = self.rename_slots(prompt, edit.names)
-        if edit.instruction:
-            prompt = insert_instruction(
-                prompt, self.instruction_anchor, edit.instruction
-            )
-        return prompt
-
     def question_text(self, question_id: str) -> str:
         """The question of the judged turn (what a rewriter is shown with the answer)."""
         raise NotImplementedError
@@ -326,38 +299,6 @@ class Benchmark(BenchmarkKind, abc.ABC):
         benchmark's answer format (every comparison mode), for judges that write or
         constrain the verdict themselves (the engine hands it over in the judge's context)."""
         return self.verdict_cue, self.verdict_closing
-
-    # ------------------------------------------------------------------ score mode
-
-    def score_material(self, question_id: str, shown: Sequence[str]) -> str:
-        """The question(s), both answers under their slot labels and, where the benchmark
-        shows one, the reference answer: the body of a score-mode prompt, without
-        instructions. Subclasses that offer score mode override it.
-
-        Raises:
-            ValueError: the benchmark offers no score mode.
-        """
-        raise ValueError(f"{self.name}: score mode is not offered")
-
-    def build_score_prompt(
-        self, question_id: str, shown: Sequence[str], style: str = "evidence_first"
-    ) -> str:
-        """A score-mode prompt (Wang et al. 2023, Section 3): the judge scores ``shown[0]``
-        (slot A) and ``shown[1]`` (slot B) from 1 to 10, explanation first
-        (``evidence_first``) or scores first (``scores_first``); instructions from
-        ``templates/score.json``, material from :meth:`score_material`.
-
-        Raises:
-            ValueError: unknown style, not two models, a model shown twice, or a benchmark
-                without score mode.
-            KeyError: unknown question or model.
-        """
-        if style not in SCORE_STYLES:
-            raise ValueError(
-                f"{self.name}: unknown score style {style!r} (known: {', '.join(SCORE_STYLES)})"
-            )
-        self.check_request(question_id, shown, SCORE_OPTION_MODE, "score")
-        return score_prompt(self.name, self.score_material(question_id, shown), style)
 
     # ------------------------------------------------------------------ helpers (shared)
 

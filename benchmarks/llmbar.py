@@ -47,20 +47,32 @@ scored alone, 0-9) has two readings (:data:`RATING_TIES`), named by the recorded
 
 The release's own statistics (``statistics.json``) count a pair as
 :meth:`LLMBar.release_readings` reads it.
+
+Modules: the prompts and verdict rules are :mod:`voirdire.benchmarks.llmbar_prompts`
+(:data:`PROMPTS`, :func:`load_prompt`, :func:`verdict_rules`, :func:`read_verdict`), the
+recorded names and the release's rating rule :mod:`voirdire.benchmarks.llmbar_recorded`
+(:data:`RATING_TIES`, :func:`split_recorded`, :func:`release_rating_winner`); this one is
+the benchmark and its replay hooks.
 """
 
 from __future__ import annotations
 
-import functools
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
 from voirdire.benchmarks.base import Benchmark
-from voirdire.benchmarks.data import TEMPLATE_DIR
+from voirdire.benchmarks.llmbar_prompts import (
+    COT_RULES,
+    LINE_RULES,
+    load_prompt,
+    pair_template,
+    read_verdict,
+    verdict_rules,
+)
+from voirdire.benchmarks.llmbar_recorded import release_rating_winner, split_recorded
 from voirdire.benchmarks.llmbar_release import LLMBAR
 from voirdire.benchmarks.recorded import Recorded, RecordKey, record_key
 from voirdire.benchmarks.registry import BENCHMARKS
@@ -74,157 +86,7 @@ DEFAULT_SUBSETS = (
     "LLMBar/Adversarial/Manual",
     "LLMBar/Adversarial/Neighbor",
 )
-#: Comparison prompts a live judge can be asked with (one stage, no auxiliary generation).
-PROMPTS = ("Vanilla", "Vanilla_NoRules", "Vanilla_1shot", "Vanilla_2shot", "CoT")
-PROMPT_DIR = TEMPLATE_DIR / "llmbar"
 CANDIDATE, REFERENCE = "output_1", "output_2"
-
-#: LLMEvaluator's verdict rules, as (position letter, regex) tried in order: the answer on a
-#: line of its own (``Output (a)``), or the sentence a chain-of-thought prompt ends with.
-LINE_RULES = (("A", r"(?:^|\n) ?Output \(a\)"), ("B", r"(?:^|\n) ?Output \(b\)"))
-COT_RULES = (("A", r"Output \(a\) is better."), ("B", r"Output \(b\) is better."))
-#: The readings of a replayed rating strategy's equal ratings: the release's (the output
-#: shown second wins; the default, recorded name ``"GPT-4/Rating"``) and voirdire's (a tie;
-#: recorded name ``"GPT-4/Rating@tie"``).
-RATING_TIES = ("release", "tie")
-TIE_SUFFIX = "@tie"
-
-
-def split_recorded(recorded: str) -> tuple[str, str, str]:
-    """``(evaluator, strategy, rating_ties)`` of a recorded name: ``"GPT-4/Rating"`` ->
-    ``("GPT-4", "Rating", "release")``, ``"GPT-4/Rating@tie"`` -> ``(..., "tie")``; a
-    comparison strategy's reading is ``"release"``.
-
-    Raises:
-        ConfigError: a suffix other than ``@tie``, or ``@tie`` on a strategy that rates no
-            outputs (only ``Rating*`` strategies have ties to read).
-    """
-    name, at, reading = recorded.partition("@")
-    evaluator, _, strategy = name.partition("/")
-    if at and (reading != "tie" or not strategy.startswith("Rating")):
-        raise ConfigError(
-            f"recorded LLMBar judge {recorded!r}: only a rating strategy takes a reading, "
-            f"and only {TIE_SUFFIX!r} (equal ratings as a tie; without it, the release's reading)"
-        )
-    return evaluator, strategy, "tie" if at else "release"
-
-
-def release_rating_winner(score_1: str | None, score_2: str | None, swap: bool) -> str:
-    """The winner (``"1"``/``"2"``, the dataset's numbering) LLMEvaluator's ``evaluate.py``
-    records for a rating strategy (its ``Rating`` branch): both ratings read with Python's
-    ``int()``; in the order shown (``swap`` False) ``"1" if s1 > s2 else "2"``, swapped
-    ``"2" if s2 > s1 else "1"``, so equal ratings go to the output shown second; when
-    either rating is unreadable, the output shown first (``"1"``, swapped ``"2"``)."""
-    try:
-        s1, s2 = int(score_1), int(score_2)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return "2" if swap else "1"
-    if swap:
-        return "2" if s2 > s1 else "1"
-    return "1" if s1 > s2 else "2"
-
-
-def verdict_rules(
-    evaluator: str, strategy: str, stage: int = 0
-) -> tuple[tuple[str, str], ...]:
-    """The rules LLMEvaluator's config parsed a strategy's verdict with: ``Output (x) is
-    better.`` for the CoT prompt (every evaluator but PaLM2, whose CoT config reads the line
-    rule), for Swap's first round (stage 0) and for both rounds of Swap_CoT; the line rule
-    otherwise (Vanilla*, Metrics, Reference, Metrics_Reference, Swap's synthesis round)."""
-    if (
-        strategy == "Swap_CoT"
-        or (strategy == "Swap" and stage == 0)
-        or (strategy == "CoT" and evaluator != "PaLM2")
-    ):
-        return COT_RULES
-    return LINE_RULES
-
-
-def read_verdict(text: str | None, rules: Sequence[tuple[str, str]]) -> str | None:
-    """The position letter of a completion: the letter of the first rule whose regex occurs
-    anywhere in it (``re.search``, LLMEvaluator's ``completion_with_parsing``), else None."""
-    if text is None:
-        return None
-    text = text.strip()
-    for letter, rx in rules:
-        if re.search(rx, text):
-            return letter
-    return None
-
-
-def chat_messages(chatml: str) -> list[dict[str, str]]:
-    """ChatML text (``<|im_start|>role\\n...<|im_end|>``) as chat messages
-    ``[{"role", "content"}]``, contents stripped, as LLMEvaluator's ``prompt_to_chatml`` reads
-    the release's prompt files.
-
-    Raises:
-        ConfigError: the text does not start with ``<|im_start|>`` or end with ``<|im_end|>``.
-    """
-    text = chatml.strip()
-    if not (text.startswith("<|im_start|>") and text.endswith("<|im_end|>")):
-        raise ConfigError(
-            "an LLMBar prompt must be ChatML text from <|im_start|> to <|im_end|>"
-        )
-    out = []
-    for part in text.split("<|im_start|>")[1:]:
-        role, _, rest = part.partition("\n")
-        out.append(
-            {
-                "role": role.strip().split(" ")[0],
-                "content": rest.split("<|im_end|>", 1)[0].strip(),
-            }
-        )
-    return out
-
-
-@functools.lru_cache(maxsize=32)
-def load_prompt(name: str) -> tuple[str, str]:
-    """``(system, user template)`` of a comparison prompt of :data:`PROMPTS` (the user turn
-    has the fields ``{input}``, ``{output_1}``, ``{output_2}``).
-
-    Raises:
-        ConfigError: unknown prompt, or a file that is not system + user ChatML.
-    """
-    if name not in PROMPTS:
-        raise ConfigError(
-            f"LLMBar: unknown prompt {name!r} for live judges; known: {', '.join(PROMPTS)}"
-        )
-    path = PROMPT_DIR / "comparison" / f"{name}.txt"
-    try:
-        msgs = chat_messages(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(
-            f"LLMBar prompt missing from the package: {path} ({exc})"
-        ) from None
-    if [m["role"] for m in msgs] != ["system", "user"]:
-        raise ConfigError(
-            f"{path}: expected a system and a user turn, got {[m['role'] for m in msgs]}"
-        )
-    return msgs[0]["content"], msgs[1]["content"]
-
-
-def pair_template(prompt: str = "Vanilla") -> str:
-    """A comparison prompt (:func:`load_prompt`) as a pair template of
-    :mod:`voirdire.benchmarks.pair_prompts` (the built-in template ``llmbar``): its system turn and
-    its user turn, ``{input}``, ``{output_1}``, ``{output_2}`` written as the pair fields and
-    the text kept verbatim (``{% raw %}``)."""
-    import string
-
-    system, user = load_prompt(prompt)
-    names = {"input": "instruction", "output_1": "output_1", "output_2": "output_2"}
-    parts = []
-    for literal, field, _, _ in string.Formatter().parse(user):
-        if literal:
-            parts.append("{% raw %}" + literal + "{% endraw %}")
-        if field:
-            parts.append("{{ " + names[field] + " }}")
-    return (
-        "{% block system %}{% raw %}"
-        + system
-        + "{% endraw %}{% endblock %}{% block user %}"
-        + "".join(parts)
-        + "{% endblock %}"
-    )
 
 
 @BENCHMARKS.register
@@ -513,18 +375,6 @@ class LLMBar(Benchmark):
 
 
 __all__ = [
-    "COT_RULES",
     "DEFAULT_SUBSETS",
-    "LINE_RULES",
     "LLMBar",
-    "PROMPTS",
-    "RATING_TIES",
-    "TIE_SUFFIX",
-    "chat_messages",
-    "load_prompt",
-    "pair_template",
-    "read_verdict",
-    "release_rating_winner",
-    "split_recorded",
-    "verdict_rules",
 ]

@@ -178,9 +178,9 @@ class MTBench(Benchmark):
         for qid, row in zip(
             self.questions.get_column("question_id"), df.iter_rows(named=True)
         ):
-            kind = "math" if row["task"] in self.MATH_TASKS else "general"
+            template_set = "math" if row["task"] in self.MATH_TASKS else "general"
             self._rows[qid] = (
-                self._templates[kind],
+                self._templates[template_set],
                 _text(row["question_1"]),
                 _text(row["question_2"]),
                 _text(row["reference_answer_1"]),
@@ -219,8 +219,8 @@ class MTBench(Benchmark):
             )
         return prompt
 
-    def _lw_head(self, kind: str, p: int, option_mode: int) -> str:
-        key = (kind, p, option_mode)
+    def _lw_head(self, template_set: str, p: int, option_mode: int) -> str:
+        key = (template_set, p, option_mode)
         head = self._lw_heads.get(key)
         if head is None:
             lw = self._lw
@@ -232,7 +232,7 @@ class MTBench(Benchmark):
                 else None
             )
             labels = [lw["label"].format(letter=x) for x in slots]
-            head = lw[f"{kind}_head"].format(
+            head = lw[f"{template_set}_head"].format(
                 n=self._lw_words[str(p)],
                 verdicts=join_options(items, tie),
                 labels=", ".join(labels[:-1]) + " and " + labels[-1],
@@ -246,9 +246,9 @@ class MTBench(Benchmark):
         """See the module docstring: the list-wise head, the reference block (math), one
         conversation block per slot."""
         template, q1, q2, r1, r2 = self._rows[qid]
-        kind = "math" if template is self._templates["math"] else "general"
+        template_set = "math" if template is self._templates["math"] else "general"
         blocks = []
-        if kind == "math":
+        if template_set == "math":
             blocks.append(fill_fields(self._lw_ref, (q1, r1, q2, r2)))
         cache = self._lw_blocks
         for letter, m in zip(LETTERS, shown):
@@ -270,7 +270,7 @@ class MTBench(Benchmark):
                 )
             blocks.append(block)
         return (
-            self._lw_head(kind, len(shown), option_mode)
+            self._lw_head(template_set, len(shown), option_mode)
             + "\n\n"
             + "\n\n\n".join(blocks)
         )

@@ -23,8 +23,10 @@ Fields a template may use (:data:`PAIR_FIELDS`), for the order shown:
 A template is untrusted input: it renders in Jinja2's
 ``jinja2.sandbox.ImmutableSandboxedEnvironment`` (no attribute that starts with ``_``, no
 method that changes a list or dict, ranges of at most 100,000; here also no repeated string
-or list over :data:`MAX_REPEAT` items, no power above :data:`MAX_POWER`, widths and built
-texts bounded by :mod:`~voirdire.benchmarks.template_bounds`, and each rendered turn by
+or list over :data:`~voirdire.benchmarks.template_sandbox.MAX_REPEAT` items, no power above
+:data:`~voirdire.benchmarks.template_sandbox.MAX_POWER`, widths and built texts bounded by
+:mod:`~voirdire.benchmarks.template_bounds` (the environment:
+:mod:`~voirdire.benchmarks.template_sandbox`), and each rendered turn by
 ``max_chars``, default :data:`MAX_PROMPT_CHARS`) with
 ``StrictUndefined`` and no loader, so a template is one file: ``include``, ``import`` and
 ``extends`` are refused when it is loaded. Built-in templates render in the same
@@ -46,11 +48,10 @@ from typing import Any
 
 import jinja2
 from jinja2 import meta, nodes
-from jinja2.exceptions import SecurityError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from voirdire.benchmarks import template_bounds as tb
 from voirdire.benchmarks.registry import BENCHMARKS
+from voirdire.benchmarks.template_sandbox import ENV
 from voirdire.core import ConfigError
 
 #: fields every pair prompt may use besides the data's columns
@@ -100,81 +101,11 @@ def is_builtin(name: str) -> bool:
 
 _TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent / "templates"
 
-#: the most items a ``*`` may repeat a string or list to, and the largest exponent of ``**``
-MAX_REPEAT, MAX_POWER = 1_000_000, 1_000
 #: default bound on one rendered prompt (system and user turns, each), in characters; a
 #: job sets its own with ``[benchmark.pairs] max_prompt_chars``
 MAX_PROMPT_CHARS = 1_000_000
 
 
-class _Sandbox(ImmutableSandboxedEnvironment):
-    """Jinja2's immutable sandbox, with ``*`` and ``**`` bounded (:data:`MAX_REPEAT`,
-    :data:`MAX_POWER`), and widths, paddings, ``+``, ``%``, ``~``, ``str`` methods and every
-    filter's result bounded by :data:`~voirdire.benchmarks.template_bounds.MAX_TEXT`
-    (:mod:`voirdire.benchmarks.template_bounds`): guards against a template that builds
-    gigabytes. The sandbox stops code execution and file reads; time in nested loops that
-    build nothing is not bounded. A template is checked by rendering it
-    (:func:`check_renders`)."""
-
-    intercepted_binops = frozenset(["*", "**", "+", "%"])
-    code_generator_class = tb.BoundedCodeGenerator
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.filters = tb.bounded_filters(self.filters)
-        self.bounded_concat = tb.bounded_concat
-
-    def call(__self, __context, __obj, *args, **kwargs):  # type: ignore[override]  # noqa: N805
-        tb.check_call(__obj, args, kwargs)
-        return super().call(__context, __obj, *args, **kwargs)
-
-    def wrap_str_format(self, value):  # type: ignore[override]
-        fmt = super().wrap_str_format(value)
-        if fmt is None:
-            return None
-        source = value.__self__
-
-        def checked(*args, **kwargs):
-            tb.check_format_source(source, args, kwargs)
-            return tb.check_result(fmt(*args, **kwargs), "a formatted text")
-
-        return checked
-
-    def call_binop(self, context, operator, left, right):  # type: ignore[override]
-        tb.check_binop(operator, left, right)
-        if (
-            operator == "**"
-            and isinstance(right, (int, float))
-            and (
-                abs(right) > MAX_POWER
-                or (
-                    isinstance(left, int)
-                    and abs(left).bit_length() * abs(right) > 64 * MAX_POWER
-                )
-            )
-        ):
-            raise SecurityError(
-                f"a power above {MAX_POWER} (or of more than {64 * MAX_POWER:,} bits) is not allowed"
-            )
-        if operator == "*":
-            seq, n = (left, right) if isinstance(right, int) else (right, left)
-            if (
-                isinstance(seq, (str, list, tuple))
-                and isinstance(n, int)
-                and len(seq) * n > MAX_REPEAT
-            ):
-                raise SecurityError(
-                    f"a repeated string or list over {MAX_REPEAT:,} items is not allowed"
-                )
-        return super().call_binop(context, operator, left, right)
-
-
-_ENV = _Sandbox(
-    undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
-)
-del _ENV.globals[
-    "lipsum"
-]  # lipsum(10**6) would write megabytes; a prompt has no use for it
 #: tags that would read another template (there is no loader: a template is one file)
 _NO_LOADER = {
     nodes.Include: "include",
@@ -211,7 +142,7 @@ class PairTemplate:
     @property
     def fields(self) -> frozenset[str]:
         """The variables the template reads (undeclared in it)."""
-        return frozenset(meta.find_undeclared_variables(_ENV.parse(self.source)))
+        return frozenset(meta.find_undeclared_variables(ENV.parse(self.source)))
 
     def render(self, values: Mapping[str, Any]) -> tuple[str | None, str]:
         """``(system, user)``: the two turns filled with ``values`` (system ``None`` when
@@ -256,7 +187,7 @@ _CACHE: dict[str, jinja2.Template] = {}
 def _compiled(source: str) -> jinja2.Template:
     t = _CACHE.get(source)
     if t is None:
-        t = _CACHE[source] = _ENV.from_string(source)
+        t = _CACHE[source] = ENV.from_string(source)
     return t
 
 
@@ -280,6 +211,26 @@ def load_template(
         ConfigError: unknown built-in name, unreadable file, a syntax error in the
             template, a missing or invalid verdict pattern (not one group), labels that are
             not 2 or 3 distinct non-empty strings.
+    """
+    source, pattern, labels = _source(template, base, verdict_pattern, verdict_labels)
+    _check_verdict_format(template, pattern, labels)
+    _check_structure(template, source)
+    return PairTemplate(template, source, pattern, labels, max_chars)
+
+
+def _source(
+    template: str,
+    base: str | os.PathLike[str] | None,
+    verdict_pattern: str | None,
+    verdict_labels: Iterable[str] | None,
+) -> tuple[str, str, tuple[str, ...]]:
+    """``(source, verdict pattern, verdict labels)`` of a template named by
+    :func:`load_template`: a built-in or lent one's text with its own pattern and labels
+    (the arguments override them), or a file's text (relative to ``base``) with the given
+    pattern and labels (default ``("A", "B", "C")``).
+
+    Raises:
+        ConfigError: no such file, or a file without ``verdict_pattern``.
     """
     lent = None if template in BUILTIN else lent_template(template)
     if template in BUILTIN or lent is not None:
@@ -308,6 +259,16 @@ def load_template(
         labels = (
             tuple(verdict_labels) if verdict_labels is not None else ("A", "B", "C")
         )
+    return source, pattern, labels
+
+
+def _check_verdict_format(template: str, pattern: str, labels: tuple[str, ...]) -> None:
+    """Check a template's verdict pattern (a regex with a capture group: group 1 is the
+    label) and its labels (2 or 3 distinct non-empty strings: slot 1, slot 2[, tie]).
+
+    Raises:
+        ConfigError: naming the template and what is wrong.
+    """
     try:
         groups = re.compile(pattern).groups
     except re.error as exc:
@@ -326,6 +287,16 @@ def load_template(
         raise ConfigError(
             f"pair template {template!r}: verdict_labels must be 2 or 3 distinct labels (slot 1, slot 2[, tie]), not {list(labels)}"
         )
+
+
+def _check_structure(template: str, source: str) -> None:
+    """Check a template's text: valid Jinja2, no tag that reads another template
+    (:data:`_NO_LOADER`), only ``system`` and ``user`` blocks, and a ``user`` block wherever
+    there is a ``system`` block.
+
+    Raises:
+        ConfigError: naming the template, the line where known, and what is wrong.
+    """
     try:
         _compiled(source)
     except jinja2.TemplateSyntaxError as exc:
@@ -334,7 +305,7 @@ def load_template(
         ) from None
     t = _compiled(source)
     for node_type, tag in _NO_LOADER.items():
-        for node in _ENV.parse(source).find_all(node_type):
+        for node in ENV.parse(source).find_all(node_type):
             raise ConfigError(
                 f"pair template {template!r}: line {node.lineno}: {{% {tag} %}} is not allowed (a template is one file)"
             )
@@ -347,7 +318,6 @@ def load_template(
         raise ConfigError(
             f"pair template {template!r}: a system block needs a user block"
         )
-    return PairTemplate(template, source, pattern, labels, max_chars)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -8,7 +8,7 @@ job's column mapping (:class:`PairColumns`) names its columns. Two forms:
   ``reference`` = the second's). The models are named per row by ``model_a``/``model_b``
   columns, or for every row by ``models = ["x", "y"]``, else by the two output columns'
   names. An optional ``gold`` column labels the better output
-  (:func:`~voirdire.benchmarks.pairs_data.gold_labels`: 1/2, a/b, the model's name, tie).
+  (:func:`~voirdire.benchmarks.pairs_checks.gold_labels`: 1/2, a/b, the model's name, tie).
 - **one answer column per model** (``answers = {model = column, ...}``): like MT-Bench,
   every candidate is compared with a ``reference`` model (default: the first listed);
   no gold label in this form.
@@ -37,12 +37,8 @@ from voirdire.benchmarks.pair_prompts import (
     check_renders,
     load_template,
 )
-from voirdire.benchmarks.pairs_data import (
-    checked_columns,
-    gold_labels,
-    read_source,
-    unique_ids,
-)
+from voirdire.benchmarks.pairs_checks import checked_columns, gold_labels, unique_ids
+from voirdire.benchmarks.pairs_data import read_source
 from voirdire.benchmarks.pairs_limits import MAX_BYTES, MAX_ROWS
 from voirdire.benchmarks.registry import BENCHMARKS, PAIRS
 from voirdire.core import ConfigError, content_hash
@@ -140,7 +136,7 @@ class OwnPairs(Benchmark):
         reference: the answers form's reference model; ``""`` in the two-output form.
 
     Raises:
-        ConfigError: see :mod:`voirdire.benchmarks.pairs_data` and
+        ConfigError: see :mod:`voirdire.benchmarks.pairs_data`, :mod:`voirdire.benchmarks.pairs_checks` and
             :mod:`voirdire.benchmarks.pair_prompts` (the template is rendered once per row
             here, :func:`~voirdire.benchmarks.pair_prompts.check_renders`); also ``models``
             not two distinct names, a row showing one model twice, an unknown ``reference``.

@@ -19,14 +19,10 @@ encoding's mark (``utf-8-sig``; a UTF-16 mark decodes the file as UTF-16). Inval
 an error naming the line and column; so is a JSON syntax error (Python's ``json`` finds the
 line when polars cannot read the file), and a JSON Lines line that is not an object. A
 JSON file whose columns mix types polars cannot reconcile (a ``true`` among numbers) is
-read with every value as text, so the checks below name the cell.
+read with every value as text, so the checks name the cell.
 
-Checks (:func:`checked_columns`): every mapped column exists and is not empty (all
-null/blank); required cells (id, instruction, outputs, model names) are not null; ids are
-unique; gold labels are in the allowed values (:func:`gold_labels`; each number as written,
-``2.0`` as ``2``). Every failure is a one-line :class:`~voirdire.core.ConfigError` naming
-the source, the column and the row (1-based data row, in source order), before anything is
-sent.
+Checks of the columns, ids and gold labels once read:
+:mod:`voirdire.benchmarks.pairs_checks`; :func:`as_text` reads a column as text for them.
 
 Bounds (:mod:`voirdire.benchmarks.pairs_limits`): ``max_rows`` rows and ``max_bytes`` bytes
 (on disk and decoded) per source, checked before the table is built; a saved dataset's
@@ -40,20 +36,14 @@ import io
 import json
 import os
 import pathlib
-from collections.abc import Sequence
 
 import polars as pl
 
 from voirdire.benchmarks import pairs_limits as lim
 from voirdire.core import ConfigError
 
-#: file suffix -> reader
-FILE_KINDS = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet")
-
-#: gold values naming the first / second output, and ties (compared lower case, stripped)
-GOLD_FIRST = ("1", "a", "model_a", "output_a")
-GOLD_SECOND = ("2", "b", "model_b", "output_b")
-GOLD_TIE = ("tie", "tie (bothbad)")
+#: the file suffixes read as a table (the message of an unknown one lists them)
+FILE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet")
 
 
 def _read_file(path: pathlib.Path, max_rows: int, max_bytes: int) -> pl.DataFrame:
@@ -82,7 +72,7 @@ def _read_file(path: pathlib.Path, max_rows: int, max_bytes: int) -> pl.DataFram
     if suffix == ".parquet":
         return pl.from_arrow(lim.read_parquet(path, where, max_rows, max_bytes))  # type: ignore[return-value]
     raise ConfigError(
-        f"pairs data {str(path)!r}: unknown file type {suffix!r} (known: {', '.join(FILE_KINDS)}, or a dataset directory)"
+        f"pairs data {str(path)!r}: unknown file type {suffix!r} (known: {', '.join(FILE_SUFFIXES)}, or a dataset directory)"
     )
 
 
@@ -311,93 +301,3 @@ def as_text(df: pl.DataFrame, column: str, where: str, each: bool = False) -> pl
         raise ConfigError(
             f"pairs data {where}: column {column!r} holds {s.dtype}, not text"
         ) from None
-
-
-def checked_columns(
-    df: pl.DataFrame, columns: dict[str, str], required: Sequence[str], where: str
-) -> dict[str, pl.Series]:
-    """The mapped columns as text, checked.
-
-    Args:
-        columns: role -> column name (e.g. ``{"instruction": "prompt", ...}``).
-        required: roles whose cells may not be null.
-
-    The ``gold`` role's numbers are read each on its own (:func:`as_text` with ``each``).
-
-    Raises:
-        ConfigError: a missing column, an empty column (every cell null or blank), or a
-            null cell in a required column (naming the role's column and the 1-based row).
-    """
-    if df.height == 0:
-        raise ConfigError(f"pairs data {where}: no rows")
-    out = {}
-    for role, col in columns.items():
-        s = as_text(df, col, where, each=role == "gold")
-        blank = s.is_null() | (s.str.strip_chars() == "")
-        if bool(blank.all()):
-            raise ConfigError(f"pairs data {where}: column {col!r} ({role}) is empty")
-        if role in required:
-            nulls = s.is_null().arg_true()
-            if len(nulls):
-                raise ConfigError(
-                    f"pairs data {where}: empty {col!r} ({role}) in row {int(nulls[0]) + 1}"
-                )
-        out[role] = s
-    return out
-
-
-def unique_ids(ids: pl.Series, column: str, where: str) -> None:
-    """Raises ConfigError naming the first id that appears twice and both rows (1-based)."""
-    blank = (ids.str.strip_chars() == "").arg_true()
-    if len(blank):
-        raise ConfigError(
-            f"pairs data {where}: empty id in column {column!r}, row {int(blank[0]) + 1}"
-        )
-    dup = ids.is_duplicated().arg_true()
-    if len(dup):
-        first = ids[int(dup[0])]
-        rows = (ids == first).arg_true()
-        raise ConfigError(
-            f"pairs data {where}: duplicate id {first!r} in column {column!r} (rows {int(rows[0]) + 1} and {int(rows[1]) + 1})"
-        )
-
-
-def gold_labels(
-    labels: pl.Series, first: pl.Series, second: pl.Series, column: str, where: str
-) -> pl.Series:
-    """Gold labels as the name of the better model, ``"tie"``, or null (no label).
-
-    Allowed values (case and surrounding spaces ignored): :data:`GOLD_FIRST` (``1``,
-    ``a``, ``model_a``, ``output_a``: the first output), :data:`GOLD_SECOND` (``2``,
-    ``b``, ``model_b``, ``output_b``), :data:`GOLD_TIE` (``tie``, ``tie (bothbad)``), or
-    the row's model name itself (exact); a null or blank cell is no label.
-
-    Args:
-        labels, first, second: the gold column and the two outputs' model names, as text.
-
-    Raises:
-        ConfigError: a value outside those, naming it, the column and the row (1-based).
-    """
-    low = labels.str.strip_chars().str.to_lowercase()
-    frame = pl.DataFrame(
-        {"raw": labels.str.strip_chars(), "low": low, "a": first, "b": second}
-    )
-    out = frame.select(
-        gold=pl.when(pl.col("low").is_null() | (pl.col("low") == ""))
-        .then(None)
-        .when(pl.col("low").is_in(GOLD_TIE))
-        .then(pl.lit("tie"))
-        .when(pl.col("low").is_in(GOLD_FIRST) | (pl.col("raw") == pl.col("a")))
-        .then(pl.col("a"))
-        .when(pl.col("low").is_in(GOLD_SECOND) | (pl.col("raw") == pl.col("b")))
-        .then(pl.col("b"))
-        .otherwise(pl.lit("\x00bad"))
-    ).get_column("gold")
-    bad = (out == "\x00bad").arg_true()
-    if len(bad):
-        i = int(bad[0])
-        raise ConfigError(
-            f"pairs data {where}: gold label {labels[i]!r} in column {column!r}, row {i + 1}, is not one of "
-            f"1/2, a/b, model_a/model_b, tie or the row's model names ({first[i]!r}, {second[i]!r})"
-        )
-    return out

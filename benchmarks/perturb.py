@@ -9,15 +9,17 @@ label with the model's real name (the verdict letters are unchanged); an **answe
 replaces the target's answer (the judged, i.e. last, turn) by a rewritten one.
 
 The control prompt is never touched: a benchmark builds it exactly as before when no
-:class:`PromptEdit` is given.
+:class:`PromptEdit` is given. A benchmark applies the instruction and names parts of an edit
+to a built prompt through :class:`PromptEditing` (the answer part while building).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from voirdire.benchmarks.biases import get_kind
+from voirdire.core import LETTERS
 
 _RESPONSE_START = "[The Start of Response]\n"
 _RESPONSE_END = "\n[The End of Response]"
@@ -82,3 +84,40 @@ def insert_instruction(prompt: str, anchor: str, text: str) -> str:
     ):  # the anchor opens with the blank line: the text goes before it
         return prompt[:i] + "\n\n" + text + prompt[i:]
     return prompt[:i] + text + "\n\n" + prompt[i:]
+
+
+class PromptEditing:
+    """The benchmark side of a perturbation's instruction and names parts, mixed into
+    :class:`~voirdire.benchmarks.base.Benchmark`: where the sentence goes
+    (:attr:`instruction_anchor`) and how a slot is named (:attr:`slot_label_template`,
+    :meth:`rename_slots`)."""
+
+    #: Perturbations: instruction sentences go before the first occurrence of this text.
+    instruction_anchor: str = ""
+    #: Perturbations: how the prompt names slot ``i`` (``{letter}`` / ``{k}`` = i + 1).
+    slot_label_template: str = "Assistant {letter}"
+
+    def slot_label(self, i: int) -> str:
+        """How the prompt names slot ``i`` (0-based): ``"Assistant A"``, ``"Response 1"``."""
+        return self.slot_label_template.format(letter=LETTERS[i], k=i + 1)
+
+    def rename_slots(self, prompt: str, names: Sequence[str]) -> str:
+        """``prompt`` with each slot's label shown with the model's real name
+        (``compassion_fade``); a subclass overrides it for its own labels. The default
+        returns the prompt unchanged (only the mapping sentence names the models)."""
+        return prompt
+
+    def apply_edit(self, prompt: str, edit: PromptEdit | None) -> str:
+        """The instruction and name parts of a perturbation applied to a built prompt
+        (answers are replaced while building): the slots renamed (``edit.names``), then the
+        sentence (``edit.instruction``) inserted before :attr:`instruction_anchor`.
+        ``None``: the prompt unchanged."""
+        if edit is None:
+            return prompt
+        if edit.names:
+            prompt = self.rename_slots(prompt, edit.names)
+        if edit.instruction:
+            prompt = insert_instruction(
+                prompt, self.instruction_anchor, edit.instruction
+            )
+        return prompt

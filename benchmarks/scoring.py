@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 
 from voirdire.benchmarks.data import package_templates
 from voirdire.core import ConfigError
@@ -80,3 +81,42 @@ def score_prompt(benchmark: str, material: str, style: str = "evidence_first") -
     return "\n\n".join(
         (st["head"].format(**fields), material, st["tail"].format(**fields))
     )
+
+
+class ScoreMode:
+    """A benchmark's score mode (Wang et al. 2023, Section 3), mixed into
+    :class:`~voirdire.benchmarks.base.Benchmark`: the prompt's material
+    (:meth:`score_material`, overridden by a benchmark that offers score mode) and the
+    whole prompt (:meth:`build_score_prompt`, checked by the host's ``check_request``)."""
+
+    name: str
+
+    def score_material(self, question_id: str, shown: Sequence[str]) -> str:
+        """The question(s), both answers under their slot labels and, where the benchmark
+        shows one, the reference answer: the body of a score-mode prompt, without
+        instructions. Subclasses that offer score mode override it.
+
+        Raises:
+            ValueError: the benchmark offers no score mode.
+        """
+        raise ValueError(f"{self.name}: score mode is not offered")
+
+    def build_score_prompt(
+        self, question_id: str, shown: Sequence[str], style: str = "evidence_first"
+    ) -> str:
+        """A score-mode prompt (Wang et al. 2023, Section 3): the judge scores ``shown[0]``
+        (slot A) and ``shown[1]`` (slot B) from 1 to 10, explanation first
+        (``evidence_first``) or scores first (``scores_first``); instructions from
+        ``templates/score.json``, material from :meth:`score_material`.
+
+        Raises:
+            ValueError: unknown style, not two models, a model shown twice, or a benchmark
+                without score mode.
+            KeyError: unknown question or model.
+        """
+        if style not in SCORE_STYLES:
+            raise ValueError(
+                f"{self.name}: unknown score style {style!r} (known: {', '.join(SCORE_STYLES)})"
+            )
+        self.check_request(question_id, shown, SCORE_OPTION_MODE, "score")
+        return score_prompt(self.name, self.score_material(question_id, shown), style)

@@ -227,12 +227,38 @@ def run_job(
         flush_seconds=job.run.flush_seconds,
         secrets=secrets,
     )
-    bench = plan.bench
-    prompts = PromptCache(bench, score_style=job.comparison.score_style)
     rewrites = _rewrite_stage(
         job, plan, out, address=address, show_progress=show_progress, console=console
     )
     fill_from_log(job, plan, store)  # a log's verdicts, where a judge completes one
+    runs = _judge_runs(job, plan, store, out, rewrites, retry_failed=retry_failed)
+    init_ray(address)
+    with JobProgress(
+        {r.name: r.total for r in runs}, console=console, enabled=show_progress
+    ) as progress:
+        stats = execute(
+            runs, store, max_attempts=job.run.max_attempts, progress=progress
+        )
+    store.compact()
+    return RunOutcome(out, stats)
+
+
+def _judge_runs(
+    job: JobSpec,
+    plan: JobPlan,
+    store: ResultStore,
+    out: Path,
+    rewrites: Any,
+    *,
+    retry_failed: bool = False,
+) -> list[JudgeRun]:
+    """One :class:`~voirdire.engine.scheduler.JudgeRun` per judge of the plan: its settings,
+    context and placement, and a lazy stream of its work units not yet recorded in
+    ``store`` (recorded failures asked again when ``retry_failed``), in batches of
+    ``run.batch_size``, one prompt cache shared by all judges; ``rewrites``: the rewritten
+    answers of :func:`_rewrite_stage`."""
+    bench = plan.bench
+    prompts = PromptCache(bench, score_style=job.comparison.score_style)
     runs = []
     for rj in plan.judges:
         done = store.completed_ids(rj.name, include_failures=not retry_failed)
@@ -264,15 +290,7 @@ def run_job(
                 actor_options=rj.actor_options,
             )
         )
-    init_ray(address)
-    with JobProgress(
-        {r.name: r.total for r in runs}, console=console, enabled=show_progress
-    ) as progress:
-        stats = execute(
-            runs, store, max_attempts=job.run.max_attempts, progress=progress
-        )
-    store.compact()
-    return RunOutcome(out, stats)
+    return runs
 
 
 def _check_rerun(out: Path, job: JobSpec, plan: JobPlan) -> dict[str, Any]:

@@ -172,12 +172,12 @@ def scheme_size(scheme: str, p: int) -> int:
     Raises:
         ConfigError: unknown scheme, or ``sample:k`` with k > p!.
     """
-    kind, k = parse_scheme(scheme)
-    if kind == "cyclic":
+    name, k = parse_scheme(scheme)
+    if name == "cyclic":
         return p
-    if kind == "all":
+    if name == "all":
         return math.factorial(p)
-    if kind == "latin":
+    if name == "latin":
         return p if p % 2 == 0 else 2 * p
     assert k is not None
     if k > math.factorial(p):
@@ -220,12 +220,12 @@ def permutations_for(
         raise ConfigError(
             f"list-wise lists have {MIN_LIST} to {MAX_LIST} candidates, not {p}"
         )
-    kind, k = parse_scheme(scheme)
-    if kind == "cyclic":
+    name, k = parse_scheme(scheme)
+    if name == "cyclic":
         return cyclic_orders(p)
-    if kind == "all":
+    if name == "all":
         return AllOrders(p)
-    if kind == "latin":
+    if name == "latin":
         return williams_orders(p)
     assert k is not None
     return sampled_orders(p, k, seed)

@@ -3,9 +3,10 @@
 ``voirdire submit JOB.toml --address http://HEAD:8265`` validates the job here and
 submits it with :class:`ray.job_submission.JobSubmissionClient`. The runtime environment
 ships the *installed* ``voirdire`` package (the package directory as installed, package
-data included, assembled from the modules this process imports: :func:`stage_package`) as
-a ``py_modules`` entry, and the job file as the ``working_dir``; no repository folder is
-staged. The entrypoint first finds the benchmark data on the head node and then runs
+data included, assembled from the modules this process imports:
+:func:`~voirdire.engine.shipping.stage_package`) as a ``py_modules`` entry, and the job
+file as the ``working_dir``; no repository folder is staged (what is staged, and the
+head node's command: :mod:`voirdire.engine.shipping`). The entrypoint first finds the benchmark data on the head node and then runs
 ``python -m voirdire run <job file> --no-progress``; the driver joins the cluster and its
 judge actors spread over the nodes. The driver's log (progress lines included) is streamed
 back until the job ends. ``voirdire status`` and ``voirdire stop`` manage submitted jobs.
@@ -35,8 +36,6 @@ of it is logged or written.
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
-import importlib.util
 import os
 import shutil
 import tempfile
@@ -46,12 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from voirdire import core
 from voirdire.core import ConfigError, slug
-from voirdire.registry import SHIPPED_ENTRY_POINTS
 
-#: the subpackages of ``voirdire`` (the rooms); with the package itself they are what ships
-ROOMS = ("benchmarks", "judges", "engine", "analysis")
 #: statuses after which a job no longer changes
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"
@@ -122,149 +117,6 @@ def _expands(backend: type) -> bool:
     return issubclass(backend, Expands)
 
 
-def stage_package(dest: Path) -> Path:
-    """Copy the installed ``voirdire`` package into ``dest/voirdire`` as it is laid out when
-    installed (``voirdire/``, ``voirdire/engine/``, ...), from wherever this process imports
-    it (a wheel install, or an editable install of a checkout, whose rooms sit at the
-    repository's top level). Package data (templates, the release manifest) comes along;
-    caches do not.
-
-    Returns:
-        ``dest/voirdire``, a directory for Ray's ``py_modules``.
-    """
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
-    pkg = dest / "voirdire"
-    base = Path(core.__file__).resolve().parent
-    shutil.copytree(base, pkg, ignore=ignore)
-    for room in ROOMS:
-        # located, not imported: engine must not import the rooms to its right
-        spec = importlib.util.find_spec(f"voirdire.{room}")
-        if spec is None or not spec.submodule_search_locations:
-            raise ConfigError(
-                f"the installed voirdire package lacks its {room!r} room; reinstall voirdire"
-            )
-        src = Path(next(iter(spec.submodule_search_locations))).resolve()
-        if (
-            src != base / room
-        ):  # an editable install: the room lives outside the package dir
-            shutil.copytree(src, pkg / room, ignore=ignore, dirs_exist_ok=True)
-    # the distribution's entry points (the built-in benchmarks among them) travel with the copy:
-    # a cluster that has the copy but not voirdire's metadata still finds them
-    try:
-        eps = importlib.metadata.distribution("voirdire").read_text("entry_points.txt")
-    except importlib.metadata.PackageNotFoundError:
-        eps = None
-    if eps:
-        (pkg / SHIPPED_ENTRY_POINTS).write_text(eps, encoding="utf-8")
-    return pkg
-
-
-def stage(job_path: Path, dest: Path | None = None) -> tuple[Path, Path, str]:
-    """Stage what a submission uploads: the installed package and the job file.
-
-    Returns:
-        ``(package directory, job directory, job file path relative to the job directory)``;
-        the job file is ``job/<name>``.
-    """
-    dest = Path(dest or tempfile.mkdtemp(prefix="voirdire-submit-"))
-    dest.mkdir(parents=True, exist_ok=True)
-    pkg = stage_package(dest / "py_modules")
-    work = dest / "working_dir"
-    (work / "job").mkdir(parents=True, exist_ok=True)
-    shutil.copy2(job_path, work / "job" / job_path.name)
-    return pkg, work, f"job/{job_path.name}"
-
-
-def data_location(job: Any, env: dict[str, str] | None = None) -> str | None:
-    """The data directory the client hands to the job: the absolute path found here by the
-    usual lookup of the release the benchmark reads (:func:`~voirdire.engine.shipping.release_for`:
-    :func:`~voirdire.benchmarks.release.data_dir_of`), or None when the job names its
-    own ``data_dir``, ``env`` sets the release's variable (its ``data_env``,
-    ``VOIRDIRE_DATA`` for the first release) for the job, the benchmark reads no release (a user's own
-    pairs), or nothing is found here (the job then fetches the release on the cluster)."""
-    from voirdire.benchmarks.release import data_dir_of
-    from voirdire.engine.shipping import release_for
-
-    rel = release_for(job)
-    if rel is None or job.benchmark.data_dir or (env and env.get(rel.data_env)):
-        return None
-    try:
-        return str(data_dir_of(rel))
-    except ConfigError:
-        return None
-
-
-def entrypoint(
-    job_rel: str,
-    output_dir: str | None,
-    data_dir: str | None,
-    needs_data: bool = True,
-    release: str = "judging-the-judges",
-    workdir: str = ".",
-) -> str:
-    """The shell command run on the head node: find the data of ``release`` (the client's
-    ``data_dir`` when readable there, the cluster's own lookup, else a fetch of the release)
-    and export it as the release's variable (its ``data_env``: ``VOIRDIRE_DATA`` ...),
-    then ``python -m voirdire run``; first ``cd workdir`` when the job's inputs are staged
-    below it (:func:`~voirdire.engine.shipping.stage_inputs`; ``job_rel`` is then relative to
-    it). Exit code 3 when no data can be had (the log says why).
-
-    Raises:
-        ConfigError: an unknown release name.
-    """
-    from voirdire.benchmarks.release import JTJ, get_release
-
-    rel = get_release(release)
-    run = f"python -m voirdire run {_quote(job_rel)} --no-progress"
-    if output_dir:
-        run += f" --output-dir {_quote(output_dir)}"
-    cd = "" if workdir in ("", ".") else f"cd {_quote(workdir)} || exit 2; "
-    if not needs_data:
-        return cd + run
-    find = (
-        "python -m voirdire data fetch"
-        + ("" if rel is JTJ else f" {rel.name}")
-        + " --if-missing --no-progress"
-    )
-    if data_dir:
-        find += f" --try {_quote(data_dir)}"
-    var = rel.data_env
-    return f'{cd}{var}="$({find})" || exit 3; export {var}; {run}'
-
-
-def prepare(
-    job: Any,
-    job_path: Path,
-    root: Path,
-    output_dir: str | None = None,
-    env: dict[str, str] | None = None,
-) -> tuple[Path, Path, str]:
-    """Stage a validated job under ``root`` (:func:`stage`, then the data files it names by
-    relative paths: :func:`~voirdire.engine.shipping.stage_inputs`) and write its entrypoint
-    (the data step of the release its benchmark reads, none for a user's own pairs).
-
-    Returns:
-        ``(package directory, working directory, entrypoint)``.
-
-    Raises:
-        ConfigError: a data file the job names is missing here.
-    """
-    from voirdire.engine.shipping import job_inputs, release_for, stage_inputs
-
-    pkg, work, rel = stage(job_path, root)
-    seat = stage_inputs(job_inputs(job), work)
-    release = release_for(job)
-    entry = entrypoint(
-        os.path.relpath(rel, seat),
-        output_dir,
-        data_location(job, env),
-        needs_data=release is not None and not job.benchmark.data_dir,
-        release=release.name if release else "judging-the-judges",
-        workdir=seat,
-    )
-    return pkg, work, entry
-
-
 @dataclass
 class Submission:
     """A submitted job: its ``job_id`` (the Jobs API submission id), the ``address`` and
@@ -312,6 +164,8 @@ def submit(
             "head node. Give an absolute path on a shared filesystem (or --output-dir) to keep the results."
         )
     root = Path(tempfile.mkdtemp(prefix="voirdire-submit-"))
+    from voirdire.engine.shipping import prepare
+
     try:
         pkg, work, entry = prepare(
             job, path, root, output_dir, env
@@ -420,22 +274,11 @@ def logs(job_id: str, address: str | None = None) -> str:
     return client(address).get_job_logs(job_id)
 
 
-def _quote(s: str) -> str:
-    import shlex
-
-    return shlex.quote(s)
-
-
 __all__ = [
     "Submission",
-    "data_location",
-    "entrypoint",
     "follow",
     "logs",
-    "prepare",
     "resolve_address",
-    "stage",
-    "stage_package",
     "status",
     "stop",
     "submit",

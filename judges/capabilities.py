@@ -149,7 +149,7 @@ class Estimates(abc.ABC, Generic[S]):
         cls, settings: S, sampling: Sampling, prompts: Iterable[str]
     ) -> dict[str, Any]:
         """Dry-run estimate of tokens and cost over the prompt strings to be sent (see
-        :meth:`voirdire.judges.api.base.APIJudge.estimate` for the keys)."""
+        :meth:`voirdire.judges.api.preflight.APIPreflight.estimate` for the keys)."""
 
 
 class OwnComparisonMode(abc.ABC, Generic[S]):

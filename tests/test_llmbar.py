@@ -28,9 +28,9 @@ from voirdire.analysis.position.release_stats import (
     release_view,
     voirdire_view,
 )
-from voirdire.benchmarks.llmbar import (
+from voirdire.benchmarks.llmbar import LLMBar
+from voirdire.benchmarks.llmbar_prompts import (
     LINE_RULES,
-    LLMBar,
     chat_messages,
     load_prompt,
     read_verdict,

@@ -182,7 +182,7 @@ def test_builtin_mtbench_template_is_fastchats_pair_v2(tmp_path):
 
 
 def test_builtin_llmbar_template_is_llmbars_vanilla_prompt(tmp_path):
-    from voirdire.benchmarks.llmbar import load_prompt
+    from voirdire.benchmarks.llmbar_prompts import load_prompt
 
     path = _write_jsonl(
         tmp_path / "p.jsonl", [{**r, "out_x": "{curly} {{ x }}"} for r in ROWS]

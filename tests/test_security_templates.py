@@ -12,8 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from voirdire import cli
-from voirdire.benchmarks.pair_prompts import _ENV, load_template
+from voirdire.benchmarks.pair_prompts import load_template
 from voirdire.benchmarks.pairs import OwnPairs, PairsSpec
+from voirdire.benchmarks.template_sandbox import ENV
 from voirdire.core import ConfigError
 
 ROWS = [
@@ -158,10 +159,10 @@ def test_data_is_sent_verbatim_never_rendered(tmp_path):
 def test_builtin_templates_render_in_the_same_sandbox():
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    assert isinstance(_ENV, ImmutableSandboxedEnvironment) and _ENV.loader is None
+    assert isinstance(ENV, ImmutableSandboxedEnvironment) and ENV.loader is None
     for name in ("mtbench", "llmbar"):
         t = load_template(name)
-        assert t.compiled.environment is _ENV
+        assert t.compiled.environment is ENV
         system, user = t.render({"instruction": "I", "output_1": "X", "output_2": "Y"})
         assert "I" in user and "X" in user and "Y" in user
 

@@ -12,6 +12,7 @@ import pytest
 
 from tests.repo import REPO
 from voirdire.core import ConfigError
+from voirdire.engine import shipping
 from voirdire.engine import submit as sub
 from voirdire.engine.bind import ResolvedJudge
 from voirdire.engine.spec import parse_job
@@ -40,7 +41,7 @@ def _job(**over):
 def test_stage_ships_the_installed_package_and_the_job(tmp_path):
     job = tmp_path / "my job.toml"
     job.write_text("x = 1\n")
-    pkg, work, rel = sub.stage(job, tmp_path / "stage")
+    pkg, work, rel = shipping.stage(job, tmp_path / "stage")
     assert rel == "job/my job.toml" and (work / rel).read_text() == "x = 1\n"
     assert pkg.name == "voirdire"
     # the package as installed: the rooms are subpackages, package data included
@@ -114,26 +115,26 @@ def _declared_benchmarks() -> list[str]:
 def test_data_location_handed_to_the_job(tmp_path, data_dir, monkeypatch):
     monkeypatch.delenv("VOIRDIRE_DATA", raising=False)
     job = parse_job(_job())
-    here = sub.data_location(job)
+    here = shipping.data_location(job)
     assert here == str(data_dir) and os.path.isabs(
         here
     )  # resolved on the client, absolute
     assert (
-        sub.data_location(job, {"VOIRDIRE_DATA": "/cluster/data"}) is None
+        shipping.data_location(job, {"VOIRDIRE_DATA": "/cluster/data"}) is None
     )  # the user's choice wins
     assert (
-        sub.data_location(
+        shipping.data_location(
             parse_job(_job(benchmark={"name": "mtbench", "data_dir": "/d"}))
         )
         is None
     )
-    entry = sub.entrypoint("job/j.toml", "/out dir", "/shared data/jtj")
+    entry = shipping.entrypoint("job/j.toml", "/out dir", "/shared data/jtj")
     assert entry == (
         "VOIRDIRE_DATA=\"$(python -m voirdire data fetch --if-missing --no-progress --try '/shared data/jtj')\" || exit 3; "
         "export VOIRDIRE_DATA; python -m voirdire run job/j.toml --no-progress --output-dir '/out dir'"
     )
     assert (
-        sub.entrypoint("job/j.toml", None, None, needs_data=False)
+        shipping.entrypoint("job/j.toml", None, None, needs_data=False)
         == "python -m voirdire run job/j.toml --no-progress"
     )
 
@@ -147,7 +148,7 @@ def test_entrypoint_data_step_runs_in_a_shell(tmp_path, data_dir):
         VOIRDIRE_RELEASE_URL="http://127.0.0.1:9/", XDG_DATA_HOME=str(tmp_path / "xdg")
     )
     py = sys.executable
-    ok = sub.entrypoint("j.toml", None, str(data_dir)).replace(
+    ok = shipping.entrypoint("j.toml", None, str(data_dir)).replace(
         "python -m voirdire run j.toml --no-progress", 'echo "$VOIRDIRE_DATA"'
     )
     r = subprocess.run(
@@ -159,7 +160,7 @@ def test_entrypoint_data_step_runs_in_a_shell(tmp_path, data_dir):
         timeout=120,
     )
     assert r.returncode == 0 and r.stdout.strip() == str(data_dir), r.stderr
-    bad = sub.entrypoint("j.toml", None, "/nowhere/data").replace(
+    bad = shipping.entrypoint("j.toml", None, "/nowhere/data").replace(
         "python -m voirdire run j.toml --no-progress", "echo ran"
     )
     env["VOIRDIRE_DATA"] = str(
@@ -338,7 +339,7 @@ def test_own_pairs_ship_with_the_job_and_resolve_on_the_head_node(
     job_file.write_text(spec)
     monkeypatch.chdir(client_dir)
     job = sub.validate_for_submission(job_file)
-    pkg, work, entry = sub.prepare(job, job_file, tmp_path / "stage")
+    pkg, work, entry = shipping.prepare(job, job_file, tmp_path / "stage")
     assert (
         entry == "cd _ || exit 2; python -m voirdire run ../job/job.toml --no-progress"
     )  # no data step
@@ -384,9 +385,11 @@ def test_llmbar_job_gets_llmbar_data(tmp_path, monkeypatch):
     (data / MARKER).write_text('{"release": "llmbar"}')
     monkeypatch.setenv("VOIRDIRE_LLMBAR_DATA", str(data))
     job = parse_job(_job(benchmark={"name": "llmbar"}))
-    assert sub.data_location(job) == str(data.resolve())
-    assert sub.data_location(job, {"VOIRDIRE_LLMBAR_DATA": "/cluster/llmbar"}) is None
-    entry = sub.entrypoint("j.toml", None, str(data), release="llmbar")
+    assert shipping.data_location(job) == str(data.resolve())
+    assert (
+        shipping.data_location(job, {"VOIRDIRE_LLMBAR_DATA": "/cluster/llmbar"}) is None
+    )
+    entry = shipping.entrypoint("j.toml", None, str(data), release="llmbar")
     assert (
         "python -m voirdire data fetch llmbar --if-missing --no-progress --try" in entry
     )

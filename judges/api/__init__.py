@@ -5,6 +5,9 @@ One module per idea:
 - :mod:`~voirdire.judges.api.base` -- :class:`APIJudge`, what every provider shares:
   concurrency (at most ``concurrency`` requests in flight per worker), the cache, the
   context-window check, cost, one SDK call per query.
+- :mod:`~voirdire.judges.api.preflight` -- :class:`APIPreflight`, its class-level side
+  (driver): the key and the checks before anything is sent, the rate-limit key, prices,
+  the dry-run estimate.
 - :mod:`~voirdire.judges.api.openai`, :mod:`~voirdire.judges.api.anthropic` -- one per
   provider: only the request/response (and batch) wire format;
   :mod:`~voirdire.judges.api.compatible` -- OpenAI-compatible servers, with vLLM-style

@@ -2,7 +2,7 @@
 
 Design, verdict modes and placement: :mod:`voirdire.judges.vllm_judge`. Engine setup is in
 :mod:`~voirdire.judges.vllm_judge.engine`, the constrained verdicts in
-:mod:`~voirdire.judges.vllm_judge.verdicts`, settings and token budgets in
+:mod:`~voirdire.judges.vllm_judge.constrained`, settings and token budgets in
 :mod:`~voirdire.judges.vllm_judge.settings`.
 """
 
@@ -31,6 +31,7 @@ from voirdire.judges.capabilities import Counts, Rewrites
 from voirdire.judges.vllm_judge import dtype as vdtype
 from voirdire.judges.vllm_judge import engine as eng
 from voirdire.judges.vllm_judge import gguf
+from voirdire.judges.vllm_judge.constrained import ConstrainedVerdicts, ContextTooLong
 from voirdire.judges.vllm_judge.engine import RequestPlan, plan_requests
 from voirdire.judges.vllm_judge.settings import (
     VllmSettings,
@@ -38,7 +39,6 @@ from voirdire.judges.vllm_judge.settings import (
     reasoning_tokens,
     verdict_format,
 )
-from voirdire.judges.vllm_judge.verdicts import ConstrainedVerdicts, ContextTooLong
 
 log = logging.getLogger(__name__)
 

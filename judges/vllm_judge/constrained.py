@@ -84,40 +84,12 @@ class ConstrainedVerdicts:
         Raises:
             ContextTooLong: reasoning plus the verdict would overflow the context window.
         """
-        from vllm.sampling_params import StructuredOutputsParams
-
         s: VllmSettings = self.settings
-        k = len(plan.queries)
         option_mode = plan.queries[0].option_mode
-        opts = letters(option_mode)
-        written = option_texts(s.verdict_letters, option_mode)
         # 1. reasoning (k samples in one request), stopped at the verdict cue
-        if reasoning_cap > 0:
-            comps = await self._sample(
-                ids, plan.n, plan.requests, max_tokens=reasoning_cap, stop=[cue]
-            )
-            texts = [c.text for c in comps]
-            used = [len(c.token_ids) for c in comps]
-            sep = ["" if (t.endswith(("\n", " ")) or not t) else "\n" for t in texts]
-            verdict_prompts = [
-                ids + self._encode(t + sp + cue) for t, sp in zip(texts, sep)
-            ]
-            texts = [t + sp for t, sp in zip(texts, sep)]
-            shape = [
-                (p, 1, 1) for p in verdict_prompts
-            ]  # each reasoning has its own prefix
-        else:
-            texts, used = [""] * k, [0] * k
-            shape = [(ids + self._encode(cue), plan.n, plan.requests)]
+        texts, used, shape = await self._reasoning(plan, ids, cue, reasoning_cap)
         # 2. the verdict, constrained to the option letters
-        if s.verdict_mode == "structured":
-            params: dict[str, Any] = dict(
-                max_tokens=VERDICT_TOKENS,
-                structured_outputs=StructuredOutputsParams(choice=list(written)),
-            )
-        else:
-            lid = self.letter_ids(cue, option_mode)
-            params = dict(max_tokens=1, allowed_token_ids=lid, logprob_token_ids=lid)
+        params = self._verdict_params(cue, option_mode)
         for prompt, _, _ in shape:
             if len(prompt) + params["max_tokens"] > self.max_model_len:
                 raise ContextTooLong(
@@ -130,17 +102,7 @@ class ConstrainedVerdicts:
         verdicts = [v for g in got for v in g]
         out = []
         for q, text, n_used, v in zip(plan.queries, texts, used, verdicts, strict=True):
-            probs = None
-            if s.verdict_mode == "logprobs":
-                lp = v.logprobs[0] if v.logprobs else {}
-                raw = {
-                    L: (lp[t].logprob if t in lp else -math.inf)
-                    for L, t in zip(opts, self.letter_ids(cue, option_mode))
-                }
-                probs = option_probabilities(raw)
-            choice, letter, probs = read_verdict(
-                s.verdict_mode, v.text, option_mode, s.verdict_letters, probs
-            )
+            choice, letter, probs = self._read(v, cue, option_mode)
             out.append(
                 Result(
                     unit_id=q.unit_id,
@@ -153,6 +115,70 @@ class ConstrainedVerdicts:
                 )
             )
         return out
+
+    async def _reasoning(
+        self, plan: RequestPlan, ids: list[int], cue: str, reasoning_cap: int
+    ) -> tuple[list[str], list[int], list[tuple[list[int], int, int]]]:
+        """The free reasoning before a constrained verdict: ``k`` samples of the prompt
+        ``ids`` in one request, each stopped at the verdict ``cue`` (none when
+        ``reasoning_cap`` is 0).
+
+        Returns:
+            ``(texts, used, shape)``: each sample's reasoning text (with a line break
+            added where it does not end in one or a space), its token count, and the
+            verdict requests as ``(prompt token ids, samples, requests)``: one per
+            reasoning (each has its own prefix), or one for all ``k`` without reasoning.
+        """
+        k = len(plan.queries)
+        if reasoning_cap <= 0:
+            return [""] * k, [0] * k, [(ids + self._encode(cue), plan.n, plan.requests)]
+        comps = await self._sample(
+            ids, plan.n, plan.requests, max_tokens=reasoning_cap, stop=[cue]
+        )
+        texts = [c.text for c in comps]
+        used = [len(c.token_ids) for c in comps]
+        sep = ["" if (t.endswith(("\n", " ")) or not t) else "\n" for t in texts]
+        verdict_prompts = [
+            ids + self._encode(t + sp + cue) for t, sp in zip(texts, sep)
+        ]
+        texts = [t + sp for t, sp in zip(texts, sep)]
+        return texts, used, [(p, 1, 1) for p in verdict_prompts]
+
+    def _verdict_params(self, cue: str, option_mode: int) -> dict[str, Any]:
+        """vLLM sampling parameters of the verdict after ``cue``: ``structured``: up to
+        ``VERDICT_TOKENS`` tokens restricted to the written option letters; ``logprobs``:
+        one token among the option letters' tokens, with their log-probabilities."""
+        from vllm.sampling_params import StructuredOutputsParams
+
+        s: VllmSettings = self.settings
+        if s.verdict_mode == "structured":
+            written = option_texts(s.verdict_letters, option_mode)
+            return dict(
+                max_tokens=VERDICT_TOKENS,
+                structured_outputs=StructuredOutputsParams(choice=list(written)),
+            )
+        lid = self.letter_ids(cue, option_mode)
+        return dict(max_tokens=1, allowed_token_ids=lid, logprob_token_ids=lid)
+
+    def _read(
+        self, v: Any, cue: str, option_mode: int
+    ) -> tuple[Any, str, dict[str, float] | None]:
+        """Read one constrained verdict completion ``v``: ``(choice, letter, option
+        probabilities)`` (:func:`~voirdire.judges.verdict_modes.read_verdict`); in
+        ``logprobs`` mode the probabilities are the option letters' log-probabilities at the
+        verdict token (``-inf`` for a letter not among them), normalised over the options."""
+        s: VllmSettings = self.settings
+        probs = None
+        if s.verdict_mode == "logprobs":
+            lp = v.logprobs[0] if v.logprobs else {}
+            raw = {
+                L: (lp[t].logprob if t in lp else -math.inf)
+                for L, t in zip(letters(option_mode), self.letter_ids(cue, option_mode))
+            }
+            probs = option_probabilities(raw)
+        return read_verdict(
+            s.verdict_mode, v.text, option_mode, s.verdict_letters, probs
+        )
 
     async def _scored(
         self, plan: RequestPlan, ids: list[int], reasoning_cap: int
