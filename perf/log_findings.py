@@ -212,38 +212,6 @@ def _show(title: str, df: pl.DataFrame) -> None:
         print(df)
 
 
-def prd_boards(ranking) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """PRD's leaderboards from a :class:`~voirdire.analysis.ranking.study.Ranking`:
-    ``(places, flips)``. ``places``: per board (each reviewer's pooled board, the people's)
-    each model's place by rating (1 = highest) and its rating in parentheses, Arena points.
-    ``flips``: per reviewer against the people (``tau_people``, ``flips_people``,
-    ``sig_people``: Holm-significant) and between its orders (``tau_order``,
-    ``flips_order``, ``sig_order``: significant under the order permutation test,
-    Westfall–Young; ``flips_p``, ``tau_p``: the test's p-values)."""
-    lb = ranking.leaderboard.filter(
-        (pl.col("judge") == "people")
-        | ((pl.col("strategy") == "single") & (pl.col("view") == "pooled"))
-    ).with_columns(
-        place=pl.col("rating").rank("min", descending=True).over("judge").cast(pl.Int64)
-    )
-    places = lb.with_columns(
-        cell=pl.format("{} ({})", "place", pl.col("rating").round(0).cast(pl.Int64))
-    ).pivot("model", index="judge", values="cell", sort_columns=True)
-    fl = ranking.flips.filter(pl.col("strategy") == "single")
-    vs_people = fl.filter(
-        (pl.col("view") == "pooled") & (pl.col("judge_b") == "people")
-    )
-    orders = fl.filter((pl.col("view") == "first") & (pl.col("view_b") == "swapped"))
-    flips = vs_people.select(
-        "judge", tau_people="kendall_tau", flips_people="flips", sig_people="flips_significant"
-    ).join(
-        orders.select("judge", tau_order="kendall_tau", flips_order="flips",
-                      sig_order="flips_significant", flips_p="flips_p", tau_p="tau_p"),
-        on="judge",
-    )  # fmt: skip
-    return places.sort("judge"), flips.sort("judge")
-
-
 def run_prd(url: str, work: Path, smoke: bool, replicates: int) -> None:
     """Fetch and audit PRD, print the reviewers' table and their boards (module docstring)."""
     import voirdire
@@ -263,6 +231,8 @@ def run_prd(url: str, work: Path, smoke: bool, replicates: int) -> None:
         strategies=[],
         replicates=replicates,
     )
+    from perf.prd_boards import notebook_winrates, prd_boards
+
     places, flips = prd_boards(ranking)
     _show(
         "PRD boards: each model's place (rating), pooled orders and the people's",
@@ -270,6 +240,10 @@ def run_prd(url: str, work: Path, smoke: bool, replicates: int) -> None:
     )
     _show("PRD boards: against the people's, and first shown against swapped", flips)
     print(f"PRD ranking ({replicates} replicates): {time.perf_counter() - t:.1f} s")
+    _show(
+        "PRD's notebook's win rates (compute_winrates), from the audit's copy",
+        notebook_winrates(res.job["data_dir"]),
+    )
 
 
 def run(
