@@ -22,7 +22,15 @@ prints:
   (``metrics/helpers.py``, ``describe_head2head``: mean of preference − 1 with 0 read as
   1.5, × 100; wins > 0.5, base wins < 0.5) against the repository's leaderboard CSV.
 
+- PRD's leaderboards (``voirdire.rank`` on the audit, each order's own verdicts, no
+  mitigation strategy): per reviewer its pooled board against the people's (the board of
+  the gold labels, :mod:`~voirdire.analysis.ranking.people`): each model's place by rating,
+  Kendall τ-b and the flips (Holm-significant ones); and its first-shown against its
+  swapped board: flips, those significant under the order permutation test, its p-values
+  (from the flips and from τ) and τ.
+
 ``--smoke``: one PRD reviewer, two AlpacaEval models, one JudgeBench judge, few replicates.
+``--only prd``: PRD alone (its audit and boards).
 """
 
 from __future__ import annotations
@@ -204,14 +212,52 @@ def _show(title: str, df: pl.DataFrame) -> None:
         print(df)
 
 
-def run(mirror: Path, smoke: bool, work: Path) -> None:
-    """Fetch, audit and print every finding (module docstring)."""
+def run_prd(url: str, work: Path, smoke: bool, replicates: int) -> None:
+    """Fetch and audit PRD, print the reviewers' table and their boards (module docstring)."""
+    import voirdire
+    from voirdire.benchmarks.log_release import Picks
+
+    prd = fetch("prd", url, work, Picks(judges=("gpt4",) if smoke else ()))
+    t = time.perf_counter()
+    start_ray()
+    ratings = sorted((prd / "data" / "vicuna80").glob("ratings-*"))
+    res = voirdire.audit(ratings, "prd", out=work / "audit-prd")
+    _show("PRD reviewers (accuracy against the people's majority)", audit_table(res))
+    print(f"PRD audit: {time.perf_counter() - t:.1f} s")
+    t = time.perf_counter()
+    ranking, _ = voirdire.rank(
+        [work / "audit-prd"],
+        out=work / "rank-prd",
+        strategies=[],
+        replicates=replicates,
+    )
+    from perf.prd_boards import notebook_winrates, prd_boards
+
+    places, flips = prd_boards(ranking)
+    _show(
+        "PRD boards: each model's place (rating), pooled orders and the people's",
+        places,
+    )
+    _show("PRD boards: against the people's, and first shown against swapped", flips)
+    print(f"PRD ranking ({replicates} replicates): {time.perf_counter() - t:.1f} s")
+    _show(
+        "PRD's notebook's win rates (compute_winrates), from the audit's copy",
+        notebook_winrates(res.job["data_dir"]),
+    )
+
+
+def run(
+    mirror: Path, smoke: bool, work: Path, only: str | None, replicates: int
+) -> None:
+    """Fetch, audit and print every finding (module docstring); ``only="prd"``: PRD's."""
     import voirdire
     from voirdire.benchmarks.log_release import AE_ANNOTATOR, Picks
 
     httpd, url = serve(mirror)
     try:
-        prd = fetch("prd", url, work, Picks(judges=("gpt4",) if smoke else ()))
+        run_prd(url, work, smoke, replicates)
+        if only == "prd":
+            return
         jb = fetch("judgebench", url, work, Picks(judges=("arena_hard",)))
         ae_models = ("alpaca-7b", "claude-2") if smoke else ()
         ae = fetch("alpaca_eval", url, work, Picks(models=ae_models))
@@ -219,10 +265,6 @@ def run(mirror: Path, smoke: bool, work: Path) -> None:
         httpd.shutdown()
     _checks(jb, ae, smoke)
     t = time.perf_counter()
-    start_ray()
-    ratings = sorted((prd / "data" / "vicuna80").glob("ratings-*"))
-    res = voirdire.audit(ratings, "prd", out=work / "audit-prd")
-    _show("PRD reviewers (accuracy against the people's majority)", audit_table(res))
     res = voirdire.audit(_jb_files(jb, smoke), "judgebench", out=work / "audit-jb")
     score = judgebench_score(res.job["data_dir"])
     _show(
@@ -295,6 +337,13 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smoke", action="store_true", help="tiny picks, seconds")
     ap.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    ap.add_argument("--only", choices=["prd"], help="one source's findings alone")
+    ap.add_argument(
+        "--replicates",
+        type=int,
+        default=None,
+        help="the boards' (default 1000; smoke 100)",
+    )
     ap.add_argument(
         "--work",
         type=Path,
@@ -302,17 +351,19 @@ def main(argv: list[str] | None = None) -> None:
         help="where to fetch and audit (default: a temporary directory)",
     )
     args = ap.parse_args(argv)
-    missing = [m for m in MIRRORS.values() if not (args.mirror / m / "repo").is_dir()]
+    want = {args.only: MIRRORS[args.only]} if args.only else MIRRORS
+    missing = [m for m in want.values() if not (args.mirror / m / "repo").is_dir()]
     if missing:
         print(
             f"no local mirror of {', '.join(missing)} under {args.mirror}: nothing to do"
         )
         sys.exit(0 if args.smoke else 2)
+    reps = args.replicates or (100 if args.smoke else 1000)
     if args.work:
-        run(args.mirror, args.smoke, args.work)
+        run(args.mirror, args.smoke, args.work, args.only, reps)
         return
     with tempfile.TemporaryDirectory() as d:
-        run(args.mirror, args.smoke, Path(d))
+        run(args.mirror, args.smoke, Path(d), args.only, reps)
 
 
 if __name__ == "__main__":
