@@ -97,7 +97,7 @@ def _ranking(
     settings: AnalysisSettings,
     leaderboards: bool,
 ) -> dict[str, Any]:
-    from voirdire.analysis.ranking.study import dir_clusters, rank_judgments
+    from voirdire.analysis.ranking.rank import dir_clusters, rank_judgments
 
     if not leaderboards or pairwise is None:
         return {"ranking": None}

@@ -23,7 +23,7 @@ import polars as pl
 
 from voirdire.benchmarks.data import normalise_id, require_file, resolve_data_dir
 from voirdire.benchmarks.kind import BenchmarkKind
-from voirdire.benchmarks.perturb import PromptEdit, PromptEditing
+from voirdire.benchmarks.prompt_edits import PromptEdit, PromptEditing
 from voirdire.benchmarks.requests import check_shape
 from voirdire.benchmarks.scoring import ScoreMode
 from voirdire.core import ConfigError
@@ -34,7 +34,7 @@ SAMPLES = ("full", "repetition")
 
 class Benchmark(BenchmarkKind, PromptEditing, ScoreMode, abc.ABC):
     """A loaded benchmark (its class-level hooks: :class:`~voirdire.benchmarks.kind.BenchmarkKind`;
-    how a perturbation edits its prompts: :class:`~voirdire.benchmarks.perturb.PromptEditing`;
+    how a perturbation edits its prompts: :class:`~voirdire.benchmarks.prompt_edits.PromptEditing`;
     its score mode: :class:`~voirdire.benchmarks.scoring.ScoreMode`).
 
     Attributes:
@@ -148,7 +148,7 @@ class Benchmark(BenchmarkKind, PromptEditing, ScoreMode, abc.ABC):
         p + 1) by its :meth:`_build_listwise`. The request is checked first
         (:meth:`check_request`).
 
-        ``edit`` (a perturbation, see :mod:`voirdire.benchmarks.perturb`): answers
+        ``edit`` (a perturbation, see :mod:`voirdire.benchmarks.prompt_edits`): answers
         replaced, an instruction sentence added, slot labels shown with real names. Without
         it the prompt is the release's (byte-identical).
 

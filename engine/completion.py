@@ -5,7 +5,7 @@ A job whose benchmark is a judgment log format (:class:`~voirdire.benchmarks.log
 ``recorded_as = "<a judge in the log>"`` (:class:`~voirdire.engine.spec.JudgeSpec`): that
 judge's recorded verdicts then count as the live judge's answers in the order(s) the log
 holds, and the live judge is asked only the rest, with the prompt of the tool that made the
-log (:mod:`voirdire.benchmarks.logs.prompts`). The judge's identity carries
+log (:mod:`voirdire.benchmarks.logs.tool_prompts`). The judge's identity carries
 ``recorded_as`` (``job.json``: ``judges.<name>.identity.recorded_as``), so its unit ids are
 not those of the live judge alone; each recorded row keeps ``verdict_mode = "replay"`` and
 the tool's own reading of the verdict, each asked row the live judge's text.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from voirdire.benchmarks.base import Benchmark
-from voirdire.benchmarks.perturb import PromptEdit
+from voirdire.benchmarks.prompt_edits import PromptEdit
 
 
 class PromptCache:

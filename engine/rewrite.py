@@ -25,7 +25,7 @@ import polars as pl
 
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.biases import get_kind
-from voirdire.benchmarks.perturb import rewrite_prompt
+from voirdire.benchmarks.prompt_edits import rewrite_prompt
 from voirdire.core import ConfigError, canonical_json, content_hash
 from voirdire.engine.bind import ResolvedJudge
 from voirdire.engine.perturb import Variant, rewrite_targets

@@ -25,7 +25,7 @@ import polars as pl
 
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.biases import NAMES, Slots, get_kind
-from voirdire.benchmarks.perturb import PromptEdit
+from voirdire.benchmarks.prompt_edits import PromptEdit
 from voirdire.benchmarks.scoring import SCORE_OPTION_MODE
 from voirdire.core import LETTERS, ConfigError
 from voirdire.engine.permutations import (

@@ -1,7 +1,7 @@
 """Offline rewriters for answer-side perturbations: ``template`` and ``simulated``.
 
 A rewriter is a judge backend used as a generator: its queries carry a rewrite prompt
-(:func:`voirdire.benchmarks.perturb.rewrite_prompt`, the rewrite's content address) and
+(:func:`voirdire.benchmarks.prompt_edits.rewrite_prompt`, the rewrite's content address) and
 ``perturbation_kind`` and ``perturbation_param`` of the rewrite; the output is the rewritten answer.
 Model backends (OpenAI, Anthropic, compatible, vLLM) answer the prompt as it is. The two
 backends here need no model; they read the original answer back from the prompt:
@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from voirdire.benchmarks.perturb import original_of
+from voirdire.benchmarks.prompt_edits import original_of
 from voirdire.core import stable_int
 from voirdire.judges.base import JudgeBackend, JudgeSettings, Query, Result, register
 from voirdire.judges.capabilities import RewriterOnly

@@ -50,7 +50,7 @@ def _prompts(args, design: str) -> list[tuple[str, str, tuple[str, ...], str]]:
     from voirdire.benchmarks.biases import get_kind
     from voirdire.benchmarks.biases.kind import Slots
     from voirdire.benchmarks.data import resolve_data_dir
-    from voirdire.benchmarks.perturb import PromptEdit
+    from voirdire.benchmarks.prompt_edits import PromptEdit
     from voirdire.benchmarks.registry import load_benchmark
     from voirdire.engine.permutations import cyclic_orders
     from voirdire.engine.units import query_id

@@ -131,7 +131,7 @@ def leaderboard(
     item from its majority label) with the cluster bootstrap drawing PandaLM's declared
     clusters, its questions (:meth:`~voirdire.benchmarks.pandalm.PandaLM.clusters`)."""
     from voirdire.analysis.ranking.boards import fit_boards
-    from voirdire.analysis.ranking.views import COMPARISON_SCHEMA
+    from voirdire.analysis.ranking.order_views import COMPARISON_SCHEMA
 
     first = pl.col("model_1") < pl.col("model_2")
     s1 = (

@@ -13,7 +13,7 @@ __all__ = ["notebook_winrates", "prd_boards"]
 
 
 def prd_boards(ranking) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """PRD's leaderboards from a :class:`~voirdire.analysis.ranking.study.Ranking`:
+    """PRD's leaderboards from a :class:`~voirdire.analysis.ranking.rank.Ranking`:
     ``(places, flips)``. ``places``: per board (each reviewer's pooled board, the people's)
     each model's place by rating (1 = highest) and its rating in parentheses, Arena points.
     ``flips``: per reviewer against the people (``tau_people``, ``flips_people``,

@@ -75,7 +75,7 @@ def main() -> None:
         comps = round_robin(np.linspace(-1, 1, 5), 20, np.random.default_rng(0))
     else:
         from voirdire.analysis.outputs import compute_dir
-        from voirdire.analysis.ranking.views import order_views
+        from voirdire.analysis.ranking.order_views import order_views
 
         comps = pl.concat(
             [

@@ -334,7 +334,7 @@ def test_listwise_targets(tmp_path, data_dir):
 
 
 def test_template_rewriter_texts():
-    from voirdire.benchmarks.perturb import original_of, rewrite_prompt
+    from voirdire.benchmarks.prompt_edits import original_of, rewrite_prompt
     from voirdire.judges.rewriters import CITATIONS, add_citation, lengthen
 
     answer = "First paragraph.\n\nSecond paragraph."

@@ -21,8 +21,8 @@ from voirdire.analysis.position.uncertainty import (
     in_clusters,
 )
 from voirdire.analysis.ranking.boards import fit_boards
-from voirdire.analysis.ranking.study import rank_judgments
-from voirdire.analysis.ranking.views import COMPARISON_SCHEMA
+from voirdire.analysis.ranking.order_views import COMPARISON_SCHEMA
+from voirdire.analysis.ranking.rank import rank_judgments
 from voirdire.benchmarks.pandalm import PandaLM
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.benchmarks.release import fetch_release

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 import voirdire
 from tests.fake_api_server import FakeAPIServer
 from tests.test_audit_logs2 import write_alpaca_eval
-from voirdire.benchmarks.logs.prompts import tool_prompt, tool_prompts
+from voirdire.benchmarks.logs.tool_prompts import tool_prompt, tool_prompts
 from voirdire.core import ConfigError
 from voirdire.engine.bind import resolve_judges
 from voirdire.engine.job import estimate_job

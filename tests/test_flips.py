@@ -14,8 +14,8 @@ from tests.ranking_sim import order_judgments
 from voirdire.analysis.ranking.bt import fit_bt
 from voirdire.analysis.ranking.flips import FLIP_COLUMNS
 from voirdire.analysis.ranking.order_test import order_test, order_units
-from voirdire.analysis.ranking.study import rank_judgments
-from voirdire.analysis.ranking.views import order_views
+from voirdire.analysis.ranking.order_views import order_views
+from voirdire.analysis.ranking.rank import rank_judgments
 
 THETA = np.linspace(-1.0, 1.0, 8)
 

@@ -14,8 +14,8 @@ from tests.ranking_sim import judgments, round_robin
 from voirdire.analysis.ranking.boards import fit_boards
 from voirdire.analysis.ranking.bt import SCALE, Method, fit_bt, fit_davidson
 from voirdire.analysis.ranking.flips import rank_flips, spearman, tau_b
+from voirdire.analysis.ranking.order_views import order_views
 from voirdire.analysis.ranking.registry import RANKINGS
-from voirdire.analysis.ranking.views import order_views
 from voirdire.core import ConfigError
 
 
@@ -203,7 +203,7 @@ def test_length_control_brings_a_short_strong_model_back_up():
 
 
 def test_people_board_from_gold_and_files_written(tmp_path):
-    from voirdire.analysis.ranking.study import rank_judgments
+    from voirdire.analysis.ranking.rank import rank_judgments
     from voirdire.analysis.report.ranking_files import write_ranking
 
     gap = (
@@ -278,7 +278,7 @@ def test_text_features_count_length_and_markdown():
 
 
 def test_a_benchmark_of_anonymous_answers_has_no_leaderboard():
-    from voirdire.analysis.ranking.study import rank_judgments
+    from voirdire.analysis.ranking.rank import rank_judgments
     from voirdire.benchmarks.registry import BENCHMARKS
 
     anonymous = next(

@@ -1,6 +1,6 @@
 """Leaderboards with cluster-bootstrap intervals over questions.
 
-Per (benchmark, judge) every board (strategy × view, :mod:`~voirdire.analysis.ranking.views`)
+Per (benchmark, judge) every board (strategy × view, :mod:`~voirdire.analysis.ranking.order_views`)
 is fitted in one call of :func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`
 (the one bootstrap engine): the cells are (board, model), the summed values each cell's
 wins and ties against every other model on a question, and the statistic fits every board
@@ -146,7 +146,7 @@ def fit_boards(
     """Leaderboards with cluster-bootstrap intervals for every board of ``comps``.
 
     Args:
-        comps: :data:`~voirdire.analysis.ranking.views.COMPARISON_SCHEMA` rows.
+        comps: :data:`~voirdire.analysis.ranking.order_views.COMPARISON_SCHEMA` rows.
         method: a registered ranking method (``"bt"``, ``"davidson"``) or import path.
         anchor: the model fixed at ``anchor_rating`` (default per benchmark:
             :func:`default_anchor`); it must be a candidate of every board.

@@ -226,7 +226,7 @@ def rank_flips(
         boards: the fitted leaderboards.
         pairs: (board key, board key) pairs; level: 1 − α, the family-wise error rate.
         comps: the comparisons the boards were fitted on
-            (:data:`~voirdire.analysis.ranking.views.COMPARISON_SCHEMA`): with them, each
+            (:data:`~voirdire.analysis.ranking.order_views.COMPARISON_SCHEMA`): with them, each
             first-vs-swapped pair gets the order permutation test
             (:func:`~voirdire.analysis.ranking.order_test.order_test`, ``permutations``
             random swaps, ``seed``, refitted with ``method`` and ``prior`` as the boards);

@@ -93,7 +93,7 @@ def order_units(comps: pl.DataFrame) -> pl.DataFrame:
     ``swapped``) the summed ``win``, ``tie`` and ``loss`` (float) of ``a`` against ``b``.
 
     Args:
-        comps: :data:`~voirdire.analysis.ranking.views.COMPARISON_SCHEMA` rows (other views
+        comps: :data:`~voirdire.analysis.ranking.order_views.COMPARISON_SCHEMA` rows (other views
             are ignored).
     """
     return (

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from voirdire.analysis.ranking.views import COMPARISON_SCHEMA
+from voirdire.analysis.ranking.order_views import COMPARISON_SCHEMA
 
 __all__ = ["people_comparisons"]
 

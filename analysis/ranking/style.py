@@ -254,7 +254,7 @@ def style_controlled(
     """Style-controlled Bradley–Terry ratings per board (Chatbot Arena's style control).
 
     Args:
-        comps: :data:`~voirdire.analysis.ranking.views.COMPARISON_SCHEMA` rows.
+        comps: :data:`~voirdire.analysis.ranking.order_views.COMPARISON_SCHEMA` rows.
         features: per (benchmark, question_id, model) the ``names`` columns
             (:func:`answer_features`).
         names: the style features used as covariates.

@@ -17,7 +17,7 @@ import polars as pl
 
 from voirdire.analysis.position.calibration_error import BINS, has_forecasts
 from voirdire.analysis.position.one_order import has_one_order
-from voirdire.analysis.report.views import image_view, table_view
+from voirdire.analysis.report.html_parts import image_view, table_view
 
 if TYPE_CHECKING:
     from voirdire.analysis.outputs import Results

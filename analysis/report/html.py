@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.report.bias import bias_view
-from voirdire.analysis.report.views import (
+from voirdire.analysis.report.html_parts import (
     F3,
     PCT,
     SIGNED,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from voirdire.analysis.ranking.study import Ranking
+from voirdire.analysis.ranking.rank import Ranking
 from voirdire.analysis.report.files import (
     file_part,
     write_csv,

@@ -1,7 +1,7 @@
 """CALM's answer-side kinds: the target's answer (the judged, i.e. last, turn) is shown
 rewritten by a ``[[rewriters]]`` entry. The rewrite instructions are CALM-style and
 principle-guided (ours in wording): keep correctness and meaning except where the kind is
-the change itself (``fallacy``). The prompt around them: :func:`voirdire.benchmarks.perturb.rewrite_prompt`.
+the change itself (``fallacy``). The prompt around them: :func:`voirdire.benchmarks.prompt_edits.rewrite_prompt`.
 """
 
 from __future__ import annotations

@@ -37,7 +37,6 @@ import polars as pl
 from pydantic import BaseModel, ValidationError
 
 from voirdire.benchmarks.base import Benchmark
-from voirdire.benchmarks.logs.prompts import ToolPrompt, tool_prompt
 from voirdire.benchmarks.logs.reading import (
     COPY_VERSION,
     FAILED_CALL,
@@ -52,6 +51,7 @@ from voirdire.benchmarks.logs.reading import (
     file_hash,
     log_files,
 )
+from voirdire.benchmarks.logs.tool_prompts import ToolPrompt, tool_prompt
 from voirdire.benchmarks.recorded import Recorded, RecordKey
 from voirdire.core import ConfigError, content_hash
 
@@ -90,12 +90,12 @@ class LogBenchmark(Benchmark):
     #: the orders a log holds per pair: ``"both"``, or ``"one"`` (the order shown is
     #: ``model_a`` first, so an audit asks permutation 0 only: ``permutations = "original"``)
     orders: ClassVar[str] = "both"
-    #: the key of the tool's prompt (:mod:`~voirdire.benchmarks.logs.prompts`); ``None``: by name
+    #: the key of the tool's prompt (:mod:`~voirdire.benchmarks.logs.tool_prompts`); ``None``: by name
     tool: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kw: Any) -> None:
         """A format reads a live judge's verdicts by its tool's rule (pattern and labels of
-        :func:`~voirdire.benchmarks.logs.prompts.tool_prompt`) unless it sets its own."""
+        :func:`~voirdire.benchmarks.logs.tool_prompts.tool_prompt`) unless it sets its own."""
         super().__init_subclass__(**kw)
         tp = tool_prompt(cls.name, None, cls.tool) if "name" in cls.__dict__ else None
         if tp is not None and "verdict_pattern" not in cls.__dict__:
@@ -283,7 +283,7 @@ class LogBenchmark(Benchmark):
         self, qid: str, a: str, b: str, option_mode: int, answers=None
     ) -> str:
         """The user turn of the prompt of the tool that made the log
-        (:func:`~voirdire.benchmarks.logs.prompts.tool_prompt`), ``a``'s answer in the first
+        (:func:`~voirdire.benchmarks.logs.tool_prompts.tool_prompt`), ``a``'s answer in the first
         slot: what a live judge completing the log is asked (the replay judge sends none)."""
         oa = (answers or {}).get(a) or self.answers(qid, a)
         ob = (answers or {}).get(b) or self.answers(qid, b)

@@ -191,7 +191,7 @@ def rank(
             benchmark (``metrics/leaderboard_style.csv``, ``metrics/lc_win_rate.csv``).
 
     Returns:
-        ``(ranking, paths)``: the :class:`~voirdire.analysis.ranking.study.Ranking`
+        ``(ranking, paths)``: the :class:`~voirdire.analysis.ranking.rank.Ranking`
         (``leaderboard``, ``flips``, ``summary()``) and the written files by name
         (``leaderboard``, ``rank_flips``, ``markdown``, ``html``, ``figure:...``).
 
@@ -202,7 +202,7 @@ def rank(
             pairwise judgments, a board with one model or a disconnected
             comparison graph, an anchor that is not a candidate, an unknown method or strategy.
     """
-    from voirdire.analysis.ranking.study import dir_clusters, rank_judgments
+    from voirdire.analysis.ranking.rank import dir_clusters, rank_judgments
     from voirdire.analysis.report.ranking_files import write_ranking
     from voirdire.analysis.stages import analyse_dirs
 
@@ -225,8 +225,8 @@ def rank(
 def _answer_features(tables: Any) -> pl.DataFrame:
     """Style features of the answers a directory's judgments compare, read from its job's benchmark."""
     from voirdire.analysis.mitigation.verdicts import normalise
+    from voirdire.analysis.ranking.order_views import comparisons
     from voirdire.analysis.ranking.style import answer_features
-    from voirdire.analysis.ranking.views import comparisons
     from voirdire.analysis.results_dir import dir_benchmark
 
     bench = dir_benchmark(tables.job)  # registered benchmarks only: job.json is data

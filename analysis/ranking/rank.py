@@ -11,9 +11,9 @@ from voirdire.analysis.biases.effects import control_rows
 from voirdire.analysis.position.clusters import benchmark_clusters
 from voirdire.analysis.ranking.boards import Boards, fit_boards
 from voirdire.analysis.ranking.flips import rank_flips
+from voirdire.analysis.ranking.order_views import order_views
 from voirdire.analysis.ranking.people import people_comparisons
 from voirdire.analysis.ranking.style import length_controlled, style_controlled
-from voirdire.analysis.ranking.views import order_views
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 from voirdire.engine.outdir import check_reserved
