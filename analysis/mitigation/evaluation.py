@@ -280,16 +280,16 @@ def run_mitigation(
         select_for_annotation`); the reference table (or None).
 
     Raises:
-        ConfigError: no pairwise judgments, unknown strategy, a strategy's missing need, a
+        ConfigError: only list-wise judgments, unknown strategy, a strategy's missing need, a
             bad reference.
     """
     if (
         "mode" in judgments.columns
-        and not judgments.filter(pl.col("mode") == "pairwise").height
+        and not judgments.filter(pl.col("mode") != "listwise").height
     ):
         raise ConfigError(
-            "no pairwise judgments to mitigate (the strategies pair the two orders of one "
-            "comparison; list-wise judgments have no such pairs)"
+            "no pairwise or score judgments to mitigate (the strategies pair the two orders "
+            "of one comparison; list-wise judgments have no such pairs)"
         )
     names = list(strategies or registry.default_strategies(judgments))
     regs = [registry.strategy(n) for n in names]
