@@ -433,3 +433,13 @@ def test_bpc_averages_each_answer_per_position_and_needs_both_orders():
         and mec[("q1", 1)] == "undecided"
         and ("q2", 1) not in mec
     )
+
+
+@pytest.mark.ray
+def test_a_score_mode_directory_passes_through_mitigation(primacy_run):
+    """Score-mode judgments are not list-wise: `voirdire mitigate` (and the report, which
+    runs it) evaluates BPC and MEC on them rather than refusing them as list-wise."""
+    from voirdire.analysis.mitigation.evaluation import run_mitigation
+
+    table, _, _ = run_mitigation(primacy_run.judgments, replicates=20)
+    assert {"bpc", "mec"} <= set(table["strategy"].to_list())
