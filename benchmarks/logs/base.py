@@ -290,6 +290,31 @@ class LogBenchmark(Benchmark):
         values = {"instruction": self._rows[qid], "output_1": oa[0], "output_2": ob[0]}
         return self._tool(qid).render(values)[1]
 
+    def query_lengths(
+        self, question_id: str, shown: Sequence[str], option_mode: int, mode: str
+    ) -> tuple[int, int]:
+        """``(prompt_chars, output_chars)`` of a control query, counted without building its
+        prompt (a replay judge sends none): ``len(build_prompt(...))`` by
+        :meth:`~voirdire.benchmarks.logs.prompts.ToolPrompt.user_chars`, and
+        :meth:`output_chars`. The optional hook of
+        :class:`~voirdire.engine.prompts.PromptCache`.
+
+        Raises:
+            ValueError, KeyError: as :meth:`build_prompt` (the request is checked first).
+        """
+        self.check_request(question_id, shown, option_mode, mode)
+        oa, ob = (
+            self.answers(question_id, shown[0]),
+            self.answers(question_id, shown[1]),
+        )
+        values = {
+            "instruction": self._rows[question_id],
+            "output_1": oa[0],
+            "output_2": ob[0],
+        }
+        prompt = self._tool(question_id).user_chars(values)
+        return prompt, sum(map(len, oa)) + sum(map(len, ob))
+
     def system_prompt(
         self, question_id: str, shown: Sequence[str], option_mode: int
     ) -> str | None:
