@@ -245,9 +245,8 @@ class LogBenchmark(Benchmark):
         self._rows = dict(zip(ids, pairs["instruction"].to_list()))
         self._tasks = dict(zip(ids, pairs["task"].to_list()))
         self._answers = {}
-        for q, ma, mb, oa, ob in pairs.select(
-            "question_id", "model_a", "model_b", "output_a", "output_b"
-        ).iter_rows():
+        cols = ("question_id", "model_a", "model_b", "output_a", "output_b")
+        for q, ma, mb, oa, ob in zip(*(pairs[c].to_list() for c in cols)):
             self._answers[(q, ma)] = oa
             self._answers[(q, mb)] = ob
         self.models = tuple(
