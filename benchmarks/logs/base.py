@@ -281,38 +281,26 @@ class LogBenchmark(Benchmark):
     def _build_pairwise(
         self, qid: str, a: str, b: str, option_mode: int, answers=None
     ) -> str:
-        """The user turn of the prompt of the tool that made the log
-        (:func:`~voirdire.benchmarks.logs.prompts.tool_prompt`), ``a``'s answer in the first
-        slot: what a live judge completing the log is asked (the replay judge sends none)."""
+        """The user turn of the log's tool prompt (:func:`~.prompts.tool_prompt`), ``a``'s
+        answer first: what a live judge completing the log is asked (a replay judge: none)."""
+        return self._tool(qid).render(self._values(qid, a, b, answers)[0])[1]
+
+    def _values(self, qid: str, a: str, b: str, answers=None) -> tuple[dict, int]:
+        """The tool prompt's fields, ``a``'s answer first, and the answers' characters."""
         oa = (answers or {}).get(a) or self.answers(qid, a)
         ob = (answers or {}).get(b) or self.answers(qid, b)
         values = {"instruction": self._rows[qid], "output_1": oa[0], "output_2": ob[0]}
-        return self._tool(qid).render(values)[1]
+        return values, sum(map(len, oa)) + sum(map(len, ob))
 
     def query_lengths(
         self, question_id: str, shown: Sequence[str], option_mode: int, mode: str
     ) -> tuple[int, int]:
-        """``(prompt_chars, output_chars)`` of a control query, counted without building its
-        prompt (a replay judge sends none): ``len(build_prompt(...))`` by
-        :meth:`~voirdire.benchmarks.logs.prompts.ToolPrompt.user_chars`, and
-        :meth:`output_chars`. The optional hook of
-        :class:`~voirdire.engine.prompts.PromptCache`.
-
-        Raises:
-            ValueError, KeyError: as :meth:`build_prompt` (the request is checked first).
-        """
+        """``(prompt_chars, output_chars)`` of a control query, its prompt not built
+        (:meth:`~voirdire.benchmarks.logs.prompts.ToolPrompt.user_chars`; the optional hook of
+        :class:`~voirdire.engine.prompts.PromptCache`). Raises as :meth:`build_prompt`."""
         self.check_request(question_id, shown, option_mode, mode)
-        oa, ob = (
-            self.answers(question_id, shown[0]),
-            self.answers(question_id, shown[1]),
-        )
-        values = {
-            "instruction": self._rows[question_id],
-            "output_1": oa[0],
-            "output_2": ob[0],
-        }
-        prompt = self._tool(question_id).user_chars(values)
-        return prompt, sum(map(len, oa)) + sum(map(len, ob))
+        values, out_chars = self._values(question_id, *shown)
+        return self._tool(question_id).user_chars(values), out_chars
 
     def system_prompt(
         self, question_id: str, shown: Sequence[str], option_mode: int
