@@ -37,6 +37,7 @@ from voirdire.engine.spec import JobSpec
 from voirdire.engine.store import ResultStore
 from voirdire.engine.units import (
     PromptCache,
+    batch_size_for,
     iter_unit_batches,
     option_mode_for,
 )
@@ -280,7 +281,7 @@ def _judge_runs(
                     judge=rj.name,
                     identity_hash=rj.identity_hash,
                     needs_prompt=needs_prompt(rj.backend),
-                    batch_size=job.run.batch_size,
+                    batch_size=batch_size_for(job.run, not needs_prompt(rj.backend)),
                     prompts=prompts,
                     variants=plan.variants,
                     rewrites=rewrites,

@@ -19,7 +19,10 @@ class PromptCache:
     Two LRU caches shared by a job's judges: prompt texts, bounded by ``max_chars``
     characters in all (list-wise prompts with 8 answers run to tens of kB, so a count
     bound alone would not bound memory), and ``(prompt_chars, output_chars)`` per query,
-    bounded by ``maxsize`` entries.
+    bounded by ``maxsize`` entries. A benchmark with the optional hook
+    ``query_lengths(question_id, shown, option_mode, mode) -> (prompt_chars, output_chars)``
+    (the log formats: :meth:`~voirdire.benchmarks.logs.base.LogBenchmark.query_lengths`)
+    counts a control prompt that no judge sends (:meth:`lengths`) without building it.
     """
 
     def __init__(
@@ -37,6 +40,8 @@ class PromptCache:
         self._chars = 0
         self._lens: OrderedDict[tuple, tuple[int, int]] = OrderedDict()
         self._last: tuple[tuple, str] | None = None  # the last control prompt built
+        # the benchmark's count of a control prompt without building it, where it has one
+        self._counts = getattr(bench, "query_lengths", None)
 
     def _build(
         self, key: tuple, keep_text: bool = True, edit: PromptEdit | None = None
@@ -128,7 +133,16 @@ class PromptCache:
             else (question_id, shown, option_mode, mode, variant)
         )
         got = self._lens.get(key)
-        if got is None:
+        if (
+            got is None
+            and edit is None
+            and self._counts is not None
+            and mode != "score"
+        ):
+            got = self._lens[key] = self._counts(question_id, shown, option_mode, mode)
+            if len(self._lens) > self.maxsize:
+                self._lens.popitem(last=False)
+        elif got is None:
             self._build(
                 key, keep_text=False, edit=edit
             )  # a judge that needs the text builds it again

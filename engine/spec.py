@@ -152,7 +152,8 @@ class ComparisonSpec(_Strict):
 class RunSpec(_Strict):
     """How the scheduler runs the job.
 
-    ``batch_size``: queries per batch sent to a judge worker. ``max_attempts``: tries of a
+    ``batch_size``: queries per batch sent to a judge worker (unset: 4,096 for a prompt-free
+    judge, :func:`~voirdire.engine.units.batch_size_for`). ``max_attempts``: tries of a
     batch whose worker died before it is recorded as failed. ``flush_seconds`` /
     ``flush_rows``: how often finished results are appended to Parquet (a crash loses at
     most what was in flight plus this much).

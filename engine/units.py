@@ -36,7 +36,7 @@ from voirdire.engine.permutations import (
 )
 from voirdire.engine.perturb import CONTROL, QUALITY_RULES, Variant, target_model
 from voirdire.engine.prompts import PromptCache
-from voirdire.engine.spec import ComparisonSpec
+from voirdire.engine.spec import ComparisonSpec, RunSpec
 from voirdire.engine.unit_records import (
     QUERY_FIELDS,
     TEMPLATE_VERSION,
@@ -52,6 +52,7 @@ __all__ = [
     "PromptCache",
     "UnitBatch",
     "WorkUnit",
+    "batch_size_for",
     "count_units",
     "iter_unit_batches",
     "option_mode_for",
@@ -63,6 +64,20 @@ __all__ = [
 #: what :meth:`_UnitMaker.variant` gives for an asked variant: query id, target model,
 #: target slot, prompt (None without one), prompt characters, output characters
 _Asked = tuple[str, "str | None", "str | None", "str | None", int, int]
+
+
+#: units per batch of a judge that sends no prompt (replay, simulated) where the job leaves
+#: ``[run] batch_size`` unset: such a unit is a few hundred bytes, and each batch is one Ray
+#: call and one result table (a 100,000-verdict audit: 25 batches, not 391)
+PROMPT_FREE_BATCH = 4096
+
+
+def batch_size_for(run: RunSpec, prompt_free: bool) -> int:
+    """The units per batch of one judge: ``run.batch_size`` where the job sets it or the
+    judge sends prompts, else :data:`PROMPT_FREE_BATCH` (at least the default)."""
+    if not prompt_free or "batch_size" in run.model_fields_set:
+        return run.batch_size
+    return max(run.batch_size, PROMPT_FREE_BATCH)
 
 
 def option_mode_for(

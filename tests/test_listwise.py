@@ -799,5 +799,7 @@ def test_example_jobs_recover_simulated_bias(data_dir, ray_local, tmp_path, exam
         # refused in one line (it stopped with polars' "estimate_pc not found" traceback)
         from voirdire.analysis.mitigation.evaluation import run_mitigation
 
-        with pytest.raises(ConfigError, match="no pairwise or score judgments to mitigate"):
+        with pytest.raises(
+            ConfigError, match="no pairwise or score judgments to mitigate"
+        ):
             run_mitigation(outcome.judgments)

@@ -132,3 +132,19 @@ def test_the_rows_sent_to_a_worker_are_the_queries():
     by_rows = asyncio.run(worker.judge_rows(batch.query_rows))
     by_queries = asyncio.run(worker.judge(batch.queries))
     assert by_rows["unit_id"] == ["u1", "u2", "u3"] and by_rows == by_queries
+
+
+def test_prompt_free_judges_get_large_batches_unless_the_job_sets_one():
+    from voirdire.engine.spec import RunSpec
+    from voirdire.engine.units import PROMPT_FREE_BATCH, batch_size_for
+
+    unset, small, large = RunSpec(), RunSpec(batch_size=16), RunSpec(batch_size=9000)
+    assert (
+        batch_size_for(unset, prompt_free=True) == PROMPT_FREE_BATCH > unset.batch_size
+    )
+    assert batch_size_for(unset, prompt_free=False) == unset.batch_size == 256
+    assert batch_size_for(small, prompt_free=True) == 16  # the job's setting holds
+    assert batch_size_for(large, prompt_free=False) == 9000
+    # a record read back (what a resumed run parses) keeps whether it was set
+    again = RunSpec.model_validate(unset.model_dump(exclude_unset=True))
+    assert batch_size_for(again, prompt_free=True) == PROMPT_FREE_BATCH

@@ -245,9 +245,8 @@ class LogBenchmark(Benchmark):
         self._rows = dict(zip(ids, pairs["instruction"].to_list()))
         self._tasks = dict(zip(ids, pairs["task"].to_list()))
         self._answers = {}
-        for q, ma, mb, oa, ob in pairs.select(
-            "question_id", "model_a", "model_b", "output_a", "output_b"
-        ).iter_rows():
+        cols = ("question_id", "model_a", "model_b", "output_a", "output_b")
+        for q, ma, mb, oa, ob in zip(*(pairs[c].to_list() for c in cols)):
             self._answers[(q, ma)] = oa
             self._answers[(q, mb)] = ob
         self.models = tuple(
@@ -282,13 +281,26 @@ class LogBenchmark(Benchmark):
     def _build_pairwise(
         self, qid: str, a: str, b: str, option_mode: int, answers=None
     ) -> str:
-        """The user turn of the prompt of the tool that made the log
-        (:func:`~voirdire.benchmarks.logs.tool_prompts.tool_prompt`), ``a``'s answer in the first
-        slot: what a live judge completing the log is asked (the replay judge sends none)."""
+        """The user turn of the log's tool prompt (:func:`~.tool_prompts.tool_prompt`), ``a``'s
+        answer first: what a live judge completing the log is asked (a replay judge: none)."""
+        return self._tool(qid).render(self._values(qid, a, b, answers)[0])[1]
+
+    def _values(self, qid: str, a: str, b: str, answers=None) -> tuple[dict, int]:
+        """The tool prompt's fields, ``a``'s answer first, and the answers' characters."""
         oa = (answers or {}).get(a) or self.answers(qid, a)
         ob = (answers or {}).get(b) or self.answers(qid, b)
         values = {"instruction": self._rows[qid], "output_1": oa[0], "output_2": ob[0]}
-        return self._tool(qid).render(values)[1]
+        return values, sum(map(len, oa)) + sum(map(len, ob))
+
+    def query_lengths(
+        self, question_id: str, shown: Sequence[str], option_mode: int, mode: str
+    ) -> tuple[int, int]:
+        """``(prompt_chars, output_chars)`` of a control query, its prompt not built
+        (:meth:`~voirdire.benchmarks.logs.tool_prompts.ToolPrompt.user_chars`; the optional hook of
+        :class:`~voirdire.engine.prompts.PromptCache`). Raises as :meth:`build_prompt`."""
+        self.check_request(question_id, shown, option_mode, mode)
+        values, out_chars = self._values(question_id, *shown)
+        return self._tool(question_id).user_chars(values), out_chars
 
     def system_prompt(
         self, question_id: str, shown: Sequence[str], option_mode: int

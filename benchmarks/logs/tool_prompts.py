@@ -81,10 +81,32 @@ class ToolPrompt:
 
         return (fill(self.system) or None), fill(self.user)
 
+    def user_chars(self, values: Mapping[str, str]) -> int:
+        """``len(self.render(values)[1])`` without filling the user turn: its characters
+        outside the placeholders plus, per placeholder found by the same one-pass rule, the
+        length of its value (the count of a replay judge's ``prompt_chars``).
+
+        Raises:
+            KeyError: ``values`` lacks a field the user turn reads.
+        """
+        fixed, counts = _shape(self.user, tuple(self.fields))
+        return fixed + sum(n * len(values[self.fields[k]]) for k, n in counts)
+
 
 @cache
 def _placeholders(names: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(r"\{(" + "|".join(map(re.escape, names)) + r")\}")
+
+
+@cache
+def _shape(
+    text: str, names: tuple[str, ...]
+) -> tuple[int, tuple[tuple[str, int], ...]]:
+    """``text``'s characters outside the placeholders of ``names`` and each placeholder's
+    number of occurrences (the matches :meth:`ToolPrompt.render` fills)."""
+    found = [m.group(1) for m in _placeholders(names).finditer(text)]
+    fixed = len(text) - sum(len(k) + 2 for k in found)
+    return fixed, tuple((k, found.count(k)) for k in dict.fromkeys(found))
 
 
 @cache
