@@ -247,8 +247,9 @@ def _regression_cells(ds: list[Results], cells: pl.DataFrame) -> pl.DataFrame:
 
 def _power(panel: pl.DataFrame, replicates: int) -> pl.DataFrame:
     """The sign test's power table at the median PC of the readable judges (0.7 if none)."""
-    readable = panel.filter(pl.col("readable"))
-    med_pc = float(readable.get_column("pc").median()) if readable.height else 0.7
+    # a judge with nothing measured (one order per pair) has a null PC: it sets no level
+    pcs = panel.filter(pl.col("readable")).get_column("pc").drop_nulls().drop_nans()
+    med_pc = float(pcs.median()) if pcs.len() else 0.7
     pc_level = round(min(0.95, max(0.3, med_pc)) * 20) / 20
     pfs = [
         p
