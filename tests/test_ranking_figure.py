@@ -18,7 +18,7 @@ def _board(rows: list[tuple[str, float, float, float]]) -> pl.DataFrame:
             "rating": [r[1] for r in rows],
             "lo": [r[2] for r in rows],
             "hi": [r[3] for r in rows],
-            "win_rate": [0.5, 0.6, 0.3, 0.8][: len(rows)],
+            "win_rate": ([0.5, 0.6, 0.3, 0.8] * 2)[: len(rows)],
         }
     )
 
@@ -38,3 +38,15 @@ def test_an_interval_that_leaves_out_its_point_is_drawn(tmp_path):
     )
     path = ranking_figure(lb, tmp_path / "board.png", title="t")
     assert path.exists() and path.stat().st_size > 1000
+
+
+def test_the_figure_is_the_same_every_run(tmp_path):
+    """Models of equal mean rating (a bounded board: several undefeated) get their colour in
+    the same order every run: the figure's bytes do not depend on polars' group order."""
+    lb = _board(
+        [(m, 1000.0 if m != "a" else 900.0, math.inf, math.inf) for m in "abcdefgh"]
+    )
+    digests = {
+        ranking_figure(lb, tmp_path / f"b{i}.png").read_bytes() for i in range(6)
+    }
+    assert len(digests) == 1

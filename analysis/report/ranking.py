@@ -46,7 +46,7 @@ def ranking_figure(lb: pl.DataFrame, path: str | os.PathLike, title: str = "") -
     models = (
         lb.group_by("model")
         .agg(pl.col("rating").mean())
-        .sort("rating", descending=True)
+        .sort(["rating", "model"], descending=[True, False])  # ties: by name, every run
         .get_column("model")
         .to_list()
     )
