@@ -497,7 +497,7 @@ def test_logprob_calibration_runs_on_vllm_option_probabilities(job_run):
     from voirdire.analysis.mitigation import verdicts as M
 
     j = _rows(job_run["judgments"], "tiny-logprobs")
-    keys = [*M.VERDICT_KEYS, "permutation"]
+    keys = [*M.VERDICT_KEYS, "side"]
     raw = registry.apply_strategies(j, ["logprob-raw"]).join(
         M.normalise(j), on=keys, suffix="_letter"
     )
