@@ -518,6 +518,6 @@ def test_logprob_calibration_runs_on_vllm_option_probabilities(job_run):
     cal = calibration.logprob_calibrated(j)
     assert (
         cal.filter(pl.col("verdict") != "undecided").height == both
-        and cal["permutation"].null_count() == cal.height
+        and cal["side"].null_count() == cal.height
     )
     assert calibration.pf_removed(j).height == 1
