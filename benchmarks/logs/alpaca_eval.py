@@ -52,7 +52,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from voirdire.benchmarks.logs.base import LogBenchmark
-from voirdire.benchmarks.logs.reading import RECORDED, Rows, need
+from voirdire.benchmarks.logs.reading import RECORDED, Rows, need, read_json
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError, content_hash
 
@@ -90,16 +90,7 @@ def load_annotations(path: Path, fmt: str) -> list[Any]:
     Raises:
         ConfigError: not UTF-8, not JSON (line and column named: a truncated file?), not an
             array."""
-    try:
-        data = json.loads(Path(path).read_text("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{fmt} log {path}: not UTF-8 text (byte {exc.start})"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{fmt} log {path}: line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}; a truncated file?)"
-        ) from None
+    data = read_json(path, fmt)
     if not isinstance(data, list):
         raise ConfigError(
             f"{fmt} log {path}: line 1: not a JSON array of annotations but a {type(data).__name__} (is this a {fmt} log?)"

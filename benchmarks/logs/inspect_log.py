@@ -30,7 +30,7 @@ from voirdire.benchmarks.logs.batch_ids import (
     Result,
     add_verdict,
 )
-from voirdire.benchmarks.logs.reading import Rows
+from voirdire.benchmarks.logs.reading import Rows, read_json
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 
@@ -59,16 +59,7 @@ def read_log(path: Path, fmt: str) -> Any:
             f"{fmt}: reading Inspect logs needs inspect_ai: pip install 'voirdire[inspect]'"
         ) from None
     if path.suffix == ".json":
-        try:
-            json.loads(path.read_text("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise ConfigError(
-                f"{fmt} log {path}: not UTF-8 text (byte {exc.start})"
-            ) from None
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"{fmt} log {path}: line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}; a truncated file?)"
-            ) from None
+        read_json(path, fmt)  # a truncated file: its line named
     try:
         return read_eval_log(str(path))
     except Exception as exc:  # inspect_ai's own errors: pydantic, zip, key errors

@@ -76,6 +76,25 @@ class Rows:
             self.verdicts[c].append(v)
 
 
+def read_json(path: str | os.PathLike, fmt: str) -> Any:
+    """The JSON value of a whole file.
+
+    Raises:
+        ConfigError: ``"<fmt> log <file>: ..."`` for text that is not UTF-8 (the byte named)
+            or not JSON (the line and column named: a truncated file?).
+    """
+    try:
+        return json.loads(Path(path).read_text("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{fmt} log {path}: not UTF-8 text (byte {exc.start})"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{fmt} log {path}: line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}; a truncated file?)"
+        ) from None
+
+
 def iter_jsonl(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` of a JSON Lines file (blank lines skipped).
 
