@@ -37,7 +37,7 @@ PHASES = [
     ("voirdire.engine.job", "init_ray", "Ray start-up"),
     ("voirdire.engine.job", "execute", "scheduler"),
     ("voirdire.engine.store", "ResultStore.compact", "compaction"),
-    ("voirdire.api", "analyze", "analysis"),
+    ("voirdire.api.jobs", "analyze", "analysis"),
 ]
 
 
