@@ -10,8 +10,11 @@ reports belong to the analysis stage (:mod:`voirdire.analysis.outputs`).
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from voirdire.engine.completion import fill_from_log, live_batches
 from voirdire.engine.outdir import claim_output_dir
 from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.progress import JobProgress
+from voirdire.engine.ray_start import init_ray, ray_starting, stop_ray
 from voirdire.engine.rerun import check_rerun, configuration
 from voirdire.engine.rewrite import (
     iter_rewrite_batches,
@@ -48,7 +52,6 @@ from voirdire.layout import JOB_FILE, read_job_record
 __all__ = [
     "RunOutcome",
     "estimate_job",
-    "init_ray",
     "run_job",
 ]
 
@@ -61,40 +64,6 @@ class RunOutcome:
 
     output_dir: Path
     stats: RunStats
-
-
-#: tries to start a local Ray node (Ray's own raylet wait is a fixed 30 s)
-RAY_START_ATTEMPTS = 3
-
-
-def init_ray(address: str | None = None) -> None:
-    """Join the Ray cluster at ``address`` or start a local one (the embedded default).
-
-    A local node that misses Ray's fixed 30 s start-up wait (a loaded machine) is started
-    again, up to :data:`RAY_START_ATTEMPTS` times; other errors are raised at once.
-    """
-    import ray
-
-    if ray.is_initialized():
-        return
-    os.environ.setdefault("RAY_ACCEPT_CLUSTER_AUTH_TOKEN", "1")
-    for attempt in range(1, RAY_START_ATTEMPTS + 1):
-        try:
-            ray.init(
-                address=address,
-                include_dashboard=False,
-                log_to_driver=True,
-                configure_logging=True,
-                logging_level="ERROR",
-            )
-            return
-        except Exception as e:  # Ray raises a bare Exception for this
-            # a local node waits a fixed 30 s for its raylet; a busy machine can miss it
-            if address is not None or "timed out during startup" not in str(e):
-                raise
-            ray.shutdown()
-            if attempt == RAY_START_ATTEMPTS:
-                raise
 
 
 def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None]:
@@ -198,6 +167,8 @@ def run_job(
     retry_failed: bool = False,
     console: Any = None,
     plan: JobPlan | None = None,
+    meanwhile: Callable[[], Any] | None = None,
+    release_ray: bool = False,
 ) -> RunOutcome:
     """Run (or resume) a job: every work unit ends in ``raw/`` as an output or a recorded
     failure. Metrics and the report are the analysis stage's (``voirdire.run`` does both).
@@ -208,6 +179,10 @@ def run_job(
         show_progress: draw progress bars.
         retry_failed: ask again the units whose recorded result is a failure.
         plan: the job's :func:`plan_job` result when the caller already validated it.
+        meanwhile: work of the caller's to do while Ray starts (the API imports the
+            analysis), once the job is validated and its directory claimed.
+        release_ray: stop Ray once the queries are done, in the background
+            (:func:`~voirdire.engine.ray_start.stop_ray`): the caller runs no more jobs.
 
     Raises:
         ConfigError: before anything is sent, when the job is invalid, or when its
@@ -222,6 +197,7 @@ def run_job(
     secrets = configured_secrets([*plan.judges, *(plan.rewriters or {}).values()])
     config = _check_rerun(out, job, plan)
     _write_job_file(out, redact_record(_job_record(job, plan, config), secrets))
+    init_ray(address, background=True)  # Ray starts while the units are built
     store = ResultStore(
         out,
         flush_rows=job.run.flush_rows,
@@ -233,6 +209,9 @@ def run_job(
     )
     fill_from_log(job, plan, store)  # a log's verdicts, where a judge completes one
     runs = _judge_runs(job, plan, store, out, rewrites, retry_failed=retry_failed)
+    if meanwhile is not None:
+        meanwhile()
+    runs = [_prefetched(r) for r in runs]
     init_ray(address)
     with JobProgress(
         {r.name: r.total for r in runs}, console=console, enabled=show_progress
@@ -240,8 +219,24 @@ def run_job(
         stats = execute(
             runs, store, max_attempts=job.run.max_attempts, progress=progress
         )
+    if release_ray:
+        stop_ray(background=True)
     store.compact()
     return RunOutcome(out, stats)
+
+
+def _prefetched(run: JudgeRun) -> JudgeRun:
+    """``run`` with the unit batches built while Ray is still starting (none once it is up)
+    put in front of its lazy stream: the driver's own work overlaps Ray's start-up."""
+    ready: list[Any] = []
+    while ray_starting():
+        batch = next(run.batches, None)
+        if batch is None:
+            break
+        ready.append(batch)
+    if not ready:
+        return run
+    return dataclasses.replace(run, batches=itertools.chain(ready, run.batches))
 
 
 def _judge_runs(

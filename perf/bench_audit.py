@@ -34,7 +34,7 @@ from tests.audit_logs import draws, write_arena_hard
 PHASES = [
     ("voirdire.engine.job", "plan_job", "planning"),
     ("voirdire.engine.job", "_check_rerun", "rerun check"),
-    ("voirdire.engine.job", "init_ray", "Ray start-up"),
+    ("voirdire.engine.job", "init_ray", "Ray start-up (waiting)"),
     ("voirdire.engine.job", "execute", "scheduler"),
     ("voirdire.engine.store", "ResultStore.compact", "compaction"),
     ("voirdire.api.jobs", "analyze", "analysis"),

@@ -25,8 +25,9 @@ import time
 from pathlib import Path
 
 import voirdire  # noqa: F401  (the public API loads the engine)
-from voirdire.engine.job import init_ray, run_job
+from voirdire.engine.job import run_job
 from voirdire.engine.plan import plan_job
+from voirdire.engine.ray_start import init_ray
 from voirdire.engine.spec import parse_job
 from voirdire.engine.units import PromptCache, iter_unit_batches
 

@@ -40,7 +40,7 @@ REPLAY_JOBS = [
 
 
 def scheduler_rate(tmp: Path, smoke: bool = False) -> list[tuple[str, int, float]]:
-    from voirdire.engine.job import init_ray
+    from voirdire.engine.ray_start import init_ray
     from voirdire.engine.spec import load_job, parse_job
 
     init_ray()

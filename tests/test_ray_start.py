@@ -1,11 +1,14 @@
-"""Starting a local Ray node on a loaded machine."""
+"""Starting a local Ray node on a loaded machine, in the background, and stopping it."""
 
 from __future__ import annotations
+
+import signal
+import threading
 
 import pytest
 import ray
 
-from voirdire.engine import job
+from voirdire.engine import job, ray_start
 
 
 def test_a_local_node_that_misses_rays_start_up_wait_is_started_again(monkeypatch):
@@ -16,7 +19,7 @@ def test_a_local_node_that_misses_rays_start_up_wait_is_started_again(monkeypatc
 
     def init(address=None, **kw):
         calls.append(address)
-        if len(calls) < job.RAY_START_ATTEMPTS:
+        if len(calls) < ray_start.RAY_START_ATTEMPTS:
             raise Exception(
                 "The current node timed out during startup. This could happen"
             )
@@ -24,12 +27,12 @@ def test_a_local_node_that_misses_rays_start_up_wait_is_started_again(monkeypatc
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", init)
     monkeypatch.setattr(ray, "shutdown", lambda: None)
-    job.init_ray()
-    assert calls == [None] * job.RAY_START_ATTEMPTS
+    ray_start.init_ray()
+    assert calls == [None] * ray_start.RAY_START_ATTEMPTS
 
     calls.clear()
     with pytest.raises(Exception, match="timed out"):
-        job.init_ray("ray://10.0.0.1:10001")
+        ray_start.init_ray("ray://10.0.0.1:10001")
     assert len(calls) == 1
 
     def broken(address=None, **kw):
@@ -39,5 +42,65 @@ def test_a_local_node_that_misses_rays_start_up_wait_is_started_again(monkeypatc
     calls.clear()
     monkeypatch.setattr(ray, "init", broken)
     with pytest.raises(RuntimeError):
-        job.init_ray()
+        ray_start.init_ray()
     assert len(calls) == 1
+
+
+def test_a_background_start_returns_at_once_and_the_next_call_waits_for_it(
+    monkeypatch,
+):
+    """``background=True`` returns before Ray is up; the next ``init_ray`` waits for the
+    start and raises what it raised; the start runs on another thread, which keeps the
+    caller's SIGTERM handler."""
+    gate, seen = threading.Event(), []
+
+    def init(address=None, **kw):
+        seen.append(threading.current_thread().name)
+        assert gate.wait(30)
+        raise RuntimeError("no such cluster")
+
+    def mine(signum, frame):  # the CLI's: stop as on Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    before = signal.signal(signal.SIGTERM, mine)
+    ray_start.init_ray(background=True)
+    assert ray_start.ray_starting()
+    ray_start.init_ray(background=True)  # a start under way: not begun twice
+    gate.set()
+    with pytest.raises(RuntimeError, match="no such cluster"):
+        ray_start.init_ray()
+    assert seen == ["voirdire-ray-start"] and not ray_start.ray_starting()
+    assert signal.getsignal(signal.SIGTERM) is mine
+
+    # with no handler of the caller's, Ray's own is set (exit, running finally blocks)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        ray_start.init_ray(background=True)
+        with pytest.raises(RuntimeError):
+            ray_start.init_ray()
+        with pytest.raises(SystemExit):
+            signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_prefetching_keeps_every_batch_in_order(monkeypatch):
+    """The batches built while Ray starts come first, then the rest of the lazy stream:
+    the same batches in the same order whatever Ray's start-up takes."""
+    from voirdire.engine.pools import JudgeRun
+
+    for ticks in (0, 2, 10):
+        left = [ticks]
+
+        def starting(left=left):
+            left[0] -= 1
+            return left[0] >= 0
+
+        monkeypatch.setattr(job, "ray_starting", starting)
+        stream = iter(range(5))
+        run = JudgeRun("j", object, "b", {}, None, 1, 1, stream, 5)  # type: ignore[arg-type]
+        got = job._prefetched(run)
+        assert list(got.batches) == [0, 1, 2, 3, 4]
+        assert left[0] <= 0 or ticks > 5  # prefetched until Ray was up (or all built)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from voirdire.api.results import analyze
+from voirdire.api.results import analyze, import_analysis
 from voirdire.core import ConfigError
 from voirdire.engine.job import RunOutcome, estimate_job, run_job
 from voirdire.engine.plan import JobPlan, plan_job
@@ -79,6 +79,7 @@ def run(
     show_progress: bool = False,
     console: Any = None,
     job_plan: JobPlan | None = None,
+    release_ray: bool = False,
 ) -> Results:
     """Run (or resume) a job on Ray, then analyse its directory.
 
@@ -89,6 +90,9 @@ def run(
         retry_failed: ask again the units recorded as failures.
         show_progress: draw progress bars (rich).
         job_plan: the job's :func:`plan` when the caller validated it already.
+        release_ray: stop Ray (a local node this process started) once the queries are
+            done, while the directory is analysed: the caller runs no more jobs (the CLI's
+            last job). Ray starts again if asked later.
 
     Raises:
         ConfigError: before anything is sent, when the job is invalid.
@@ -102,6 +106,8 @@ def run(
         retry_failed=retry_failed,
         console=console,
         plan=job_plan,
+        meanwhile=import_analysis,  # while Ray starts
+        release_ray=release_ray,
     )
     res = analyze(outcome.output_dir)
     return dataclasses.replace(res, stats=outcome.stats)
@@ -181,6 +187,7 @@ def audit(
     address: str | None = None,
     show_progress: bool = False,
     console: Any = None,
+    release_ray: bool = False,
 ) -> Results:
     """Audit judgment logs another tool wrote, holding both orders or one (``docs/audit.md``): read
     them in ``format`` (``"arena-hard"``, ``"fastchat"``, ``"judgebench"``, ``"logtable"``,
@@ -189,9 +196,17 @@ def audit(
     analyse the output directory, which ``report``, ``mitigate`` and ``rank`` read like any
     other. No query is sent and no key is needed.
 
+    ``release_ray``: as :func:`run`'s.
+
     Raises:
         ConfigError: not a log format, an unreadable log (file, line and field named), an
             output directory that is not ours.
     """
     spec = audit_job(logs, format, out=out, judge=judge, log=log, data_dir=data_dir)
-    return run(spec, address=address, show_progress=show_progress, console=console)
+    return run(
+        spec,
+        address=address,
+        show_progress=show_progress,
+        console=console,
+        release_ray=release_ray,
+    )

@@ -21,6 +21,7 @@ failed or was stopped.
 
 from __future__ import annotations
 
+from voirdire.cli import common
 from voirdire.cli.common import app, console, err_console, show_warning
 
 # the commands register on the app in this order (``voirdire --help`` lists them so)
@@ -39,6 +40,7 @@ def main() -> None:
     import warnings
 
     warnings.showwarning = show_warning
+    common.process_ends_with_command = True
     app()
 
 

@@ -20,6 +20,11 @@ __all__ = [
     "show_warning",
 ]
 
+#: set by the console script's :func:`voirdire.cli.main`: the process ends with the command,
+#: so ``run`` and ``audit`` stop Ray while the last job is analysed; callers of ``app`` (the
+#: tests, a notebook) keep their Ray cluster
+process_ends_with_command = False
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,

@@ -9,6 +9,7 @@ import polars as pl
 import typer
 from rich.markup import escape
 
+from voirdire.cli import common
 from voirdire.cli.common import app, console, err_console, fail, print_tables, redacted
 from voirdire.core import ConfigError
 
@@ -60,8 +61,9 @@ def run(
         _print_dry_run(specs, plans)
         return
     tables, effects = [], []
+    ends = common.process_ends_with_command
     try:
-        for spec, plan in zip(specs, plans):
+        for i, (spec, plan) in enumerate(zip(specs, plans)):
             console.rule(f"[bold]{spec.name}")
             outcome = api.run(
                 spec,
@@ -70,6 +72,8 @@ def run(
                 retry_failed=retry_failed,
                 console=console,
                 job_plan=plan,
+                release_ray=ends
+                and i == len(specs) - 1,  # stops while the last is analysed
             )
             s = outcome.stats
             console.print(
@@ -202,6 +206,7 @@ def audit(
         res = api.audit(
             logs, format, out=out, judge=judge, log=log or None, address=address,
             show_progress=progress, console=console,
+            release_ray=common.process_ends_with_command,
         )  # fmt: skip
     except ConfigError as exc:
         fail(str(exc))

@@ -1,0 +1,150 @@
+"""Starting and stopping the Ray cluster a run uses, overlapped with the run's own work.
+
+A local Ray node takes about 3 to 4 s to start on the 2-core development machine, most of it
+spent waiting on Ray's own processes (GCS, raylet, the API server), and ``ray.shutdown`` about
+1.4 s (Ray gives its processes 1 s to exit). Neither needs the driver's CPU, so
+:func:`init_ray` can begin the start in a background thread (``background=True``) while the
+run reads its directory, builds its first work units and imports its analysis, and
+:func:`stop_ray` can end a local node in the background while the last job is analysed.
+
+Ray's processes are started with Linux's parent-death signal, which follows the *thread* that
+started them: the thread that starts a node therefore stays parked (a daemon, holding no lock)
+until the process exits, so the node lives as long as the process, as with a start on the
+main thread.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+#: tries to start a local Ray node (Ray's own raylet wait is a fixed 30 s)
+RAY_START_ATTEMPTS = 3
+
+#: the start begun by ``init_ray(background=True)``: ``done`` (an Event) and ``error``
+_starting: dict[str, Any] = {}
+#: the shutdown begun by ``stop_ray(background=True)`` (a thread), joined by :func:`init_ray`
+_stopping: dict[str, threading.Thread] = {}
+_lock = threading.Lock()
+#: never set: the threads that started Ray's processes wait on it until the process exits
+_PARKED = threading.Event()
+
+
+def init_ray(address: str | None = None, *, background: bool = False) -> None:
+    """Join the Ray cluster at ``address`` or start a local one (the embedded default).
+
+    A local node that misses Ray's fixed 30 s start-up wait (a loaded machine) is started
+    again, up to :data:`RAY_START_ATTEMPTS` times; other errors are raised at once.
+
+    Args:
+        address: a Ray cluster address (``ray://host:10001``, ``host:6379``, ``auto``);
+            ``None``: start a local node.
+        background: begin the start in a thread and return at once; the next
+            ``init_ray`` call waits for it and raises what it raised. A start on the main
+            thread would set Ray's SIGTERM handler; begun here from the main thread, Ray's
+            handler (exit the interpreter) is set when none is, and a handler of the
+            caller's (the CLI's: stop as on Ctrl-C) is kept.
+
+    Raises:
+        Exception: Ray's own, when it cannot start or join the cluster.
+    """
+    import ray
+
+    _wait_for_stop()
+    with _lock:
+        pending = _starting.get("done")
+        if background:
+            if pending is None and not ray.is_initialized():
+                _begin(address)
+            return
+    if pending is not None:
+        pending.wait()
+        with _lock:
+            error = _starting.pop("error", None)
+            _starting.pop("done", None)
+        if error is not None:
+            raise error
+    if not ray.is_initialized():
+        _start(address)
+
+
+def ray_starting() -> bool:
+    """Whether a start begun by ``init_ray(background=True)`` is still under way."""
+    done = _starting.get("done")
+    return done is not None and not done.is_set()
+
+
+def stop_ray(*, background: bool = False) -> None:
+    """``ray.shutdown()``: stop a local node this process started, or leave a cluster.
+
+    ``background``: in a thread (not a daemon: the interpreter waits for it at exit), so
+    that the caller's remaining work (the last job's analysis) overlaps it; :func:`init_ray`
+    waits for it before starting Ray again.
+    """
+    import ray
+
+    if _starting.get("done") is not None:  # a start begun: let it finish first
+        init_ray()
+    if not ray.is_initialized():
+        return
+    if not background:
+        ray.shutdown()
+        return
+    t = threading.Thread(target=ray.shutdown, name="voirdire-ray-stop")
+    with _lock:
+        _stopping["thread"] = t
+    t.start()
+
+
+def _wait_for_stop() -> None:
+    with _lock:
+        t = _stopping.pop("thread", None)
+    if t is not None:
+        t.join()
+
+
+def _begin(address: str | None) -> None:
+    """Start Ray in a parked daemon thread (see the module's note); ``_lock`` is held."""
+    done = threading.Event()
+    _starting["done"] = done
+    if threading.current_thread() is threading.main_thread():
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            # what ray.init sets on the main thread: exit, running finally blocks
+            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
+
+    def starter() -> None:
+        try:
+            _start(address)
+        except BaseException as e:  # handed to the init_ray that waits
+            _starting["error"] = e
+        finally:
+            done.set()
+        _PARKED.wait()
+
+    threading.Thread(target=starter, name="voirdire-ray-start", daemon=True).start()
+
+
+def _start(address: str | None) -> None:
+    import ray
+
+    os.environ.setdefault("RAY_ACCEPT_CLUSTER_AUTH_TOKEN", "1")
+    for attempt in range(1, RAY_START_ATTEMPTS + 1):
+        try:
+            ray.init(
+                address=address,
+                include_dashboard=False,
+                log_to_driver=True,
+                configure_logging=True,
+                logging_level="ERROR",
+            )
+            return
+        except Exception as e:  # Ray raises a bare Exception for this
+            # a local node waits a fixed 30 s for its raylet; a busy machine can miss it
+            if address is not None or "timed out during startup" not in str(e):
+                raise
+            ray.shutdown()
+            if attempt == RAY_START_ATTEMPTS:
+                raise
