@@ -104,3 +104,35 @@ def test_prefetching_keeps_every_batch_in_order(monkeypatch):
         got = job._prefetched(run)
         assert list(got.batches) == [0, 1, 2, 3, 4]
         assert left[0] <= 0 or ticks > 5  # prefetched until Ray was up (or all built)
+
+
+def test_a_run_that_releases_ray_stops_it_and_the_next_run_starts_it_again(
+    data_dir, tmp_path
+):
+    """``release_ray`` (the console script's last job) stops the local node while the
+    directory is analysed: afterwards no Ray session is left in the process, the results
+    are whole, and a later run starts Ray again and gets the same verdicts."""
+    import tomllib
+    from pathlib import Path
+
+    import voirdire
+
+    if ray.is_initialized():
+        ray.shutdown()
+    job = tomllib.loads(
+        (Path(__file__).parents[1] / "examples/mtbench_position_bias.toml").read_text()
+    )
+    job["benchmark"]["max_instances"] = 4
+    first = voirdire.run({**job, "output_dir": str(tmp_path / "a")}, release_ray=True)
+    ray_start._wait_for_stop()
+    assert not ray.is_initialized()
+    second = voirdire.run({**job, "output_dir": str(tmp_path / "b")})
+    assert ray.is_initialized()
+    ray.shutdown()
+    cols = ["judge", "question_id", "candidate", "permutation", "choice"]
+    assert first.judgments.height == second.judgments.height > 0
+    assert (
+        first.judgments.select(cols)
+        .sort(cols)
+        .equals(second.judgments.select(cols).sort(cols))
+    )

@@ -78,7 +78,7 @@ def finished(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("finished") / "out"
     mp = pytest.MonkeyPatch()
-    mp.setattr(job_mod, "init_ray", lambda address=None: None)
+    mp.setattr(job_mod, "init_ray", lambda address=None, background=False: None)
     mp.setattr(job_mod, "execute", _in_process_execute)
     try:
         voirdire.run(_job(out), show_progress=False)
