@@ -17,7 +17,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 # the API's functions, by what they take: jobs, or finished directories
-from voirdire.api.jobs import audit, audit_job, estimate, load_job_spec, plan, run
+from voirdire.api.jobs import (
+    audit,
+    audit_job,
+    estimate,
+    load_job_spec,
+    plan,
+    run,
+    run_queries,
+)
 from voirdire.api.results import analyze, load, mitigate, rank, report
 
 # The analysis (scipy, statsmodels, matplotlib: seconds to import) is imported by the
@@ -32,6 +40,7 @@ __all__ = [
     "plan",
     "estimate",
     "run",
+    "run_queries",
     "analyze",
     "report",
     "mitigate",

@@ -18,7 +18,15 @@ from voirdire.engine.spec import JobSpec, load_job, parse_job
 if TYPE_CHECKING:
     from voirdire.analysis.outputs import Results
 
-__all__ = ["load_job_spec", "plan", "estimate", "run", "audit_job", "audit"]
+__all__ = [
+    "load_job_spec",
+    "plan",
+    "estimate",
+    "run",
+    "run_queries",
+    "audit_job",
+    "audit",
+]
 
 
 def load_job_spec(
@@ -81,7 +89,44 @@ def run(
     job_plan: JobPlan | None = None,
     release_ray: bool = False,
 ) -> Results:
-    """Run (or resume) a job on Ray, then analyse its directory.
+    """Run (or resume) a job on Ray, then analyse its directory: :func:`run_queries`, then
+    :func:`~voirdire.api.results.analyze`; the tables with the run's counts as ``stats``.
+
+    Args: as :func:`run_queries`'s; with ``release_ray`` Ray stops while the directory is
+    analysed.
+
+    Raises:
+        ConfigError: before anything is sent, when the job is invalid.
+        JobInterrupted: on Ctrl-C or SIGTERM; finished results are saved.
+    """
+    outcome = run_queries(
+        job,
+        address=address,
+        output_dir=output_dir,
+        retry_failed=retry_failed,
+        show_progress=show_progress,
+        console=console,
+        job_plan=job_plan,
+        release_ray=release_ray,
+    )
+    res = analyze(outcome.output_dir)
+    return dataclasses.replace(res, stats=outcome.stats)
+
+
+def run_queries(
+    job: str | os.PathLike | Mapping[str, Any] | JobSpec,
+    *,
+    address: str | None = None,
+    output_dir: str | None = None,
+    retry_failed: bool = False,
+    show_progress: bool = False,
+    console: Any = None,
+    job_plan: JobPlan | None = None,
+    release_ray: bool = False,
+) -> RunOutcome:
+    """Run (or resume) a job on Ray, leaving its analysis to the caller: the output
+    directory (every unit in ``raw/`` as an output or a recorded failure, ``job.json``) and
+    the scheduler's counts (``RunOutcome.stats``: queries, failures, seconds).
 
     Args:
         job: a TOML path, a dict of the job file's keys, or a :class:`JobSpec`.
@@ -90,16 +135,15 @@ def run(
         retry_failed: ask again the units recorded as failures.
         show_progress: draw progress bars (rich).
         job_plan: the job's :func:`plan` when the caller validated it already.
-        release_ray: stop Ray (a local node this process started) once the queries are
-            done, while the directory is analysed: the caller runs no more jobs (the CLI's
-            last job). Ray starts again if asked later.
+        release_ray: stop Ray (in the background) once the queries are done: the caller
+            runs no more jobs (the CLI's last job). Ray starts again if asked later.
 
     Raises:
         ConfigError: before anything is sent, when the job is invalid.
         JobInterrupted: on Ctrl-C or SIGTERM; finished results are saved.
     """
     spec = load_job_spec(job, output_dir=output_dir)
-    outcome: RunOutcome = run_job(
+    return run_job(
         spec,
         address=address,
         show_progress=show_progress,
@@ -109,8 +153,6 @@ def run(
         meanwhile=import_analysis,  # while Ray starts
         release_ray=release_ray,
     )
-    res = analyze(outcome.output_dir)
-    return dataclasses.replace(res, stats=outcome.stats)
 
 
 def audit_job(

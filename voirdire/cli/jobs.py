@@ -60,36 +60,51 @@ def run(
     if dry_run:
         _print_dry_run(specs, plans)
         return
-    tables, effects = [], []
+    finished: list = []  # the jobs whose queries are done, analysed after the last one
     ends = common.process_ends_with_command
     try:
         for i, (spec, plan) in enumerate(zip(specs, plans)):
             console.rule(f"[bold]{spec.name}")
-            outcome = api.run(
+            outcome = api.run_queries(
                 spec,
                 address=address,
                 show_progress=progress,
                 retry_failed=retry_failed,
                 console=console,
                 job_plan=plan,
-                release_ray=ends
-                and i == len(specs) - 1,  # stops while the last is analysed
+                release_ray=ends and i == len(specs) - 1,  # stops while analysing
             )
             s = outcome.stats
             console.print(
                 f"{s.queries:,} queries in {s.seconds:.1f} s ({s.queries / max(s.seconds, 1e-9):,.0f} q/s), "
                 f"{s.failures:,} recorded failures → {outcome.output_dir}"
             )
-            tables.append(outcome.judge_metrics)
-            if outcome.bias_effects is not None:
-                effects.append(outcome.bias_effects)
-    except ConfigError as exc:
+            finished.append(outcome)
+    except (ConfigError, RewriteFailed) as exc:
+        _analyse(finished)  # the jobs before this one keep their metrics and report
         fail(str(exc))
     except JobInterrupted as exc:
+        _analyse(finished)
         fail(str(exc), 130)
-    except RewriteFailed as exc:
+    print_tables(*_analyse(finished))
+
+
+def _analyse(finished: list) -> tuple[list[pl.DataFrame], list[pl.DataFrame]]:
+    """Analyse the directories of the jobs ``run`` finished (``voirdire.api.analyze``), in
+    order; returns their per-judge tables and bias-effect tables for :func:`print_tables`.
+    A directory the analysis refuses (``ConfigError``) is one line, exit 2."""
+    from voirdire import api
+
+    tables, effects = [], []
+    try:
+        for outcome in finished:
+            res = api.analyze(outcome.output_dir)
+            tables.append(res.judge_metrics)
+            if res.bias_effects is not None:
+                effects.append(res.bias_effects)
+    except ConfigError as exc:
         fail(str(exc))
-    print_tables(tables, effects)
+    return tables, effects
 
 
 def _print_dry_run(specs: list, plans: list) -> None:
