@@ -2,7 +2,10 @@
 
 Policy:
 - one pool of :class:`~voirdire.engine.worker.JudgeWorker` actors per judge; every judge
-  runs at the same time;
+  runs at the same time, except judges that share workers
+  (:class:`~voirdire.judges.capabilities.SharesWorkers`: replay, simulated without latency):
+  their pools open in job order while their workers number fewer than the cluster's CPUs,
+  the next as one finishes, taking the workers it released;
 - each worker holds at most ``concurrency`` batches in flight (the back-pressure bound: the
   driver never generates more units than it can send); a batch goes to the least loaded
   worker of its judge;
@@ -27,6 +30,7 @@ Policy:
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +44,7 @@ from voirdire.engine.units import UnitBatch
 from voirdire.engine.worker import results_to_columns
 from voirdire.exceptions import JobInterrupted
 from voirdire.judges.base import Result
+from voirdire.judges.capabilities import shares_workers
 
 
 @dataclass
@@ -100,7 +105,17 @@ class Scheduler:
             JobInterrupted: on KeyboardInterrupt, after saving what finished.
         """
         t0 = time.perf_counter()
-        self.pools = {r.name: Pool(r, self.max_restarts) for r in self.runs}
+        self.pools = {}
+        #: the judges that share workers, opened a few at a time (module docstring)
+        self.waiting: deque[JudgeRun] = deque()
+        self.shared: set[str] = set()
+        for r in self.runs:
+            if shares_workers(r.backend, r.backend.Settings(**r.settings)):
+                self.waiting.append(r)
+            else:
+                self.pools[r.name] = Pool(r, self.max_restarts)
+        self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self._open_waiting()
         for (
             pool
         ) in self.pools.values():  # reused workers build their backends meanwhile
@@ -135,11 +150,44 @@ class Scheduler:
             self.stats.seconds = time.perf_counter() - t0
         return self.stats
 
+    def _open_waiting(self) -> list[Pool]:
+        """Open the next waiting judges' pools while the open pools of judges that share
+        workers hold fewer workers than the cluster has CPUs (always one when none is
+        open); returns the pools opened, whose reused workers are building their backends."""
+        busy = sum(len(p.actors) for n, p in self.pools.items() if n in self.shared)
+        opened = []
+        while self.waiting and (
+            busy == 0 or busy + self.waiting[0].workers <= self.cpus
+        ):
+            r = self.waiting.popleft()
+            self.shared.add(r.name)
+            self.pools[r.name] = Pool(r, self.max_restarts)
+            busy += len(self.pools[r.name].actors)
+            opened.append(self.pools[r.name])
+        return opened
+
+    def _next_pools(self) -> bool:
+        """Release finished pools, open the waiting judges' pools that now fit and send
+        them batches; whether any opened."""
+        self._shut_finished_pools()
+        opened = self._open_waiting() if self.waiting else []
+        for pool in opened:  # reused workers build their backends
+            pool.opened()
+        if opened:
+            self._fill()
+        return bool(opened)
+
     def _loop(self) -> None:
         self._fill()
-        while self.in_flight or any(p.pending for p in self.pools.values()):
-            if not self.in_flight:  # every batch waits for an actor Ray is restarting
-                time.sleep(0.2)
+        while (
+            self.in_flight
+            or self.waiting
+            or any(p.pending for p in self.pools.values())
+        ):
+            if not self.in_flight:
+                if self._next_pools():  # the open pools had nothing left to send
+                    continue
+                time.sleep(0.2)  # every batch waits for an actor Ray is restarting
                 self._fill()
                 continue
             ready, _ = ray.wait(list(self.in_flight), num_returns=1, timeout=1.0)
@@ -153,7 +201,7 @@ class Scheduler:
             for ref in dict.fromkeys(ready + more):
                 self._collect(ref)
             self._fill()
-            self._shut_finished_pools()
+            self._next_pools()
 
     def _fill(self) -> None:
         """Send batches until every worker holds ``concurrency`` of them (back-pressure)."""

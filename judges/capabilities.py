@@ -10,6 +10,8 @@ for a backend by name::
                       JudgeBackend[ReplaySettings]): ...
 
 - :class:`PromptFree`: its queries carry no prompt text (replay, simulated);
+- :class:`SharesWorkers`: its worker answers on its own CPU with no waiting, so judges take
+  turns on a few workers (replay; simulated without latency);
 - :class:`Recording`: it answers from recorded unperturbed outputs, so perturbations are
   refused (replay);
 - :class:`Expands`: one ``[[judges]]`` entry becomes several (replay's ``recorded = "*"``);
@@ -47,16 +49,31 @@ __all__ = [
     "Recording",
     "RewriterOnly",
     "Rewrites",
+    "SharesWorkers",
     "UsesKey",
     "comparison_mode",
     "needs_prompt",
     "rewrite_kinds",
+    "shares_workers",
 ]
 
 
 class PromptFree:
     """The backend answers without the prompt text: its queries carry ``prompt = None``
     (and no system turn), which saves rendering every prompt."""
+
+
+class SharesWorkers:
+    """The backend's worker answers on its own CPU with no waiting (a lookup, a draw): one
+    worker process serves such judges one after another as fast as side by side, so the
+    scheduler opens their pools a few at a time (as many workers as the cluster has CPUs),
+    each reusing the workers the last one released, rather than starting a process (about
+    1 CPU-second) per judge at once. A backend whose worker may wait says so per settings."""
+
+    @classmethod
+    def shares_workers(cls, settings: Any) -> bool:
+        """Whether a judge of these settings answers without waiting (default: yes)."""
+        return True
 
 
 class Recording:
@@ -182,6 +199,12 @@ class Counts:
 def needs_prompt(backend: type) -> bool:
     """Whether the backend's queries must carry the prompt text (not :class:`PromptFree`)."""
     return not issubclass(backend, PromptFree)
+
+
+def shares_workers(backend: type, settings: Any) -> bool:
+    """Whether judges of ``backend`` with ``settings`` take turns on shared workers
+    (:class:`SharesWorkers`)."""
+    return issubclass(backend, SharesWorkers) and backend.shares_workers(settings)
 
 
 def rewrite_kinds(backend: type) -> tuple[str, ...] | None:

@@ -47,6 +47,7 @@ from voirdire.judges.capabilities import (
     PromptFree,
     QualitySource,
     Recording,
+    SharesWorkers,
 )
 from voirdire.judges.extract import extract_scores, extract_verdicts
 
@@ -172,6 +173,7 @@ class ReplayJudge(
     Expands,
     QualitySource,
     OwnComparisonMode[ReplaySettings],
+    SharesWorkers,
     JudgeBackend[ReplaySettings],
 ):
     """Replays recorded outputs; see the module docstring. Needs no prompt text."""

@@ -53,7 +53,12 @@ from voirdire.judges.base import (
     get_backend,
     register,
 )
-from voirdire.judges.capabilities import PromptFree, QualitySource, Rewrites
+from voirdire.judges.capabilities import (
+    PromptFree,
+    QualitySource,
+    Rewrites,
+    SharesWorkers,
+)
 
 
 class SimulatedSettings(JudgeSettings):
@@ -259,7 +264,11 @@ def score_text(benchmark: str, scores: Sequence[int]) -> str:
 
 @register
 class SimulatedJudge(
-    PromptFree, QualitySource, Rewrites, JudgeBackend[SimulatedSettings]
+    PromptFree,
+    QualitySource,
+    Rewrites,
+    SharesWorkers,
+    JudgeBackend[SimulatedSettings],
 ):
     """A judge of known position bias; see the module docstring. Answers in both release
     formats (``[[X]]`` and ``Choice: X``) so either benchmark's extractor reads it."""
@@ -277,6 +286,11 @@ class SimulatedJudge(
     @classmethod
     def worker_options(cls, settings: SimulatedSettings) -> dict[str, Any]:
         return {"num_cpus": 0}
+
+    @classmethod
+    def shares_workers(cls, settings: SimulatedSettings) -> bool:
+        """A judge with ``latency_s`` waits, as an API judge would: it gets its own workers."""
+        return not settings.latency_s
 
     @classmethod
     def preflight(cls, settings: SimulatedSettings, context: JudgeContext) -> None:

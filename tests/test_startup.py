@@ -128,3 +128,37 @@ def test_a_later_job_reuses_idle_workers_as_its_own_judges(
     assert not outputs(a, "first").equals(outputs(a, "second"))  # the judges differ
     assert outputs(b, "first").equals(outputs(a, "second"))
     assert outputs(b, "second").equals(outputs(a, "first"))
+
+
+@pytest.mark.ray
+def test_judges_that_share_workers_take_turns_on_as_many_workers_as_cpus(
+    data_dir, tmp_path, ray_local
+):
+    """The repetition study's eight replayed judges run on at most as many worker
+    processes as the cluster has CPUs (2 here), each judge's pool opening as one
+    finishes, not on one new process each; every unit still gets its verdict."""
+    import ray
+
+    import voirdire
+    from voirdire.engine import scheduler
+
+    job = {
+        "name": "turns",
+        "output_dir": str(tmp_path / "turns"),
+        "benchmark": {
+            "name": "mtbench",
+            "data_dir": str(data_dir),
+            "sample": "repetition",
+        },
+        "comparison": {"repetitions": 3},
+        "judges": [
+            {"name": "*", "backend": "replay", "recorded": "*", "study": "repetition"}
+        ],
+    }
+    res = voirdire.run(job)
+    judges = res.judgments["judge"].n_unique()
+    idle = [w for ws in scheduler._IDLE.values() for w in ws]
+    cpus = int(ray.cluster_resources()["CPU"])
+    assert judges >= 3 * cpus  # enough judges that one process each would show
+    assert len({ray.get(w.pid.remote(), timeout=60) for w in idle}) <= cpus
+    assert res.stats.failures == 0 and res.judgments.height == res.stats.queries
