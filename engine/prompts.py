@@ -139,9 +139,8 @@ class PromptCache:
             and self._counts is not None
             and mode != "score"
         ):
-            got = self._lens[key] = self._counts(question_id, shown, option_mode, mode)
-            if len(self._lens) > self.maxsize:
-                self._lens.popitem(last=False)
+            # counted afresh each time (cheaper than keeping it: most are asked once)
+            return self._counts(question_id, shown, option_mode, mode)
         elif got is None:
             self._build(
                 key, keep_text=False, edit=edit

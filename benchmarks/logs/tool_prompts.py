@@ -92,6 +92,17 @@ class ToolPrompt:
         fixed, counts = _shape(self.user, tuple(self.fields))
         return fixed + sum(n * len(values[self.fields[k]]) for k, n in counts)
 
+    def user_weights(self) -> tuple[int, int, int, int]:
+        """``(fixed, instruction, output_1, output_2)``: the user turn's characters outside
+        the placeholders and how many times each value is inserted, so that
+        :meth:`user_chars` is ``fixed + instruction * len(values["instruction"]) + ...``
+        (the count per query of a log audit, without a dict of values)."""
+        fixed, counts = _shape(self.user, tuple(self.fields))
+        n = dict.fromkeys(("instruction", "output_1", "output_2"), 0)
+        for k, times in counts:
+            n[self.fields[k]] += times
+        return fixed, n["instruction"], n["output_1"], n["output_2"]
+
 
 @cache
 def _placeholders(names: tuple[str, ...]) -> re.Pattern[str]:
