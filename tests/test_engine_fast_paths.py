@@ -170,3 +170,20 @@ def test_result_columns_are_the_rows_of_each_result():
     own = results_to_columns(queries[:1], [Own("u0", output="x")])
     assert own["output"] == ["own"]  # a subclass's own as_row is kept
     assert results_to_columns([], []) == {}
+
+
+def test_a_replay_worker_imports_no_download_machinery():
+    """A Ray worker replaying a release imports the benchmark and the replay judge; pooch
+    and requests (a tenth of a second in every worker process) come only with a fetch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, voirdire.engine.worker, voirdire.judges.replay, "
+        "voirdire.benchmarks.mtbench, voirdire.benchmarks.devbench, voirdire.benchmarks.release; "
+        "print(sorted(m for m in ('pooch', 'requests') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
