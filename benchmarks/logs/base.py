@@ -51,7 +51,7 @@ from voirdire.benchmarks.logs.reading import (
     file_hash,
     log_files,
 )
-from voirdire.benchmarks.logs.tool_prompts import ToolPrompt, tool_prompt
+from voirdire.benchmarks.logs.tool_prompts import ToolPrompt, tool_prompt, tool_weights
 from voirdire.benchmarks.recorded import Recorded, RecordKey
 from voirdire.core import ConfigError, content_hash
 
@@ -242,14 +242,10 @@ class LogBenchmark(Benchmark):
         """The benchmark's tables from the pairs: questions, instances, answers, models."""
         ids = pairs["question_id"].to_list()
         self._keys = keys
-        #: task -> the tool prompt's :meth:`~.tool_prompts.ToolPrompt.user_weights`
-        self._weights: dict[str | None, tuple[int, int, int, int]] = {}
         self._rows = dict(zip(ids, pairs["instruction"].to_list()))
         self._tasks = dict(zip(ids, pairs["task"].to_list()))
         ma, mb = pairs["model_a"].to_list(), pairs["model_b"].to_list()
-        # (question, model) -> answer: every model_a's, then every model_b's (a question
-        # is one pair, so no key is written twice unless a model meets itself, where the
-        # answer shown second wins as before)
+        # (question, model) -> answer; a question is one pair (model_b's wins if a = b)
         self._answers = dict(zip(zip(ids, ma), pairs["output_a"].to_list()))
         self._answers.update(zip(zip(ids, mb), pairs["output_b"].to_list()))
         self.models = tuple(dict.fromkeys([*ma, *mb]))
@@ -301,17 +297,10 @@ class LogBenchmark(Benchmark):
         :class:`~voirdire.engine.prompts.PromptCache`). Raises as :meth:`build_prompt`."""
         self.check_request(question_id, shown, option_mode, mode)
         task = self._tasks.get(question_id)
-        weights = self._weights.get(task)
-        if weights is None:
-            weights = self._weights[task] = self._tool(question_id).user_weights()
-        fixed, w_in, w_1, w_2 = weights
-        a, b = shown
-        oa, ob = self.answers(question_id, a), self.answers(question_id, b)
-        chars = fixed + w_in * len(self._rows[question_id])
-        return (
-            chars + w_1 * len(oa[0]) + w_2 * len(ob[0]),
-            sum(map(len, oa)) + sum(map(len, ob)),
-        )
+        fixed, w_in, w_1, w_2 = tool_weights(self.name, task, self.tool)
+        oa, ob = (self.answers(question_id, m) for m in shown)
+        chars = fixed + w_in * len(self._rows[question_id]) + w_1 * len(oa[0])
+        return chars + w_2 * len(ob[0]), sum(map(len, oa)) + sum(map(len, ob))
 
     def system_prompt(
         self, question_id: str, shown: Sequence[str], option_mode: int

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-__all__ = ["TOOL_OF", "ToolPrompt", "tool_prompt", "tool_prompts"]
+__all__ = ["TOOL_OF", "ToolPrompt", "tool_prompt", "tool_prompts", "tool_weights"]
 
 #: the shipped prompts
 PROMPTS_FILE = Path(__file__).resolve().parent.parent / "templates" / "log_tools.json"
@@ -153,3 +153,16 @@ def tool_prompt(
     if key.startswith("prd-") and task and f"prd-{task}" in prompts:
         key = f"prd-{task}"
     return prompts[key]
+
+
+@cache
+def tool_weights(
+    fmt: str, task: str | None = None, tool: str | None = None
+) -> tuple[int, int, int, int]:
+    """:meth:`ToolPrompt.user_weights` of :func:`tool_prompt` ``(fmt, task, tool)``, kept
+    (asked once per query of a log audit).
+
+    Raises:
+        KeyError: ``tool`` names no shipped prompt.
+    """
+    return tool_prompt(fmt, task, tool).user_weights()
