@@ -16,15 +16,13 @@ file has an overall deadline, and a URL's user and password never appear in a me
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
-
-import pooch
-import requests
 
 from voirdire.benchmarks.http_guard import DEFAULT_DEADLINE, DownloadGuard, redact_url
 from voirdire.core import DataError
@@ -172,40 +170,49 @@ class _Capped:
         self.f.flush()
 
 
-class _HTTPDownloader(pooch.HTTPDownloader):
-    """pooch's HTTP downloader, with a 404 raised as :class:`NotOnMirror` at once (pooch
-    retries network errors, not a file the mirror does not have), and the download cut off
-    past ``cap`` bytes, at a redirect to another origin, or past ``deadline`` seconds (each
-    a :class:`DataError` naming ``name``, not retried; :class:`DownloadGuard`)."""
+@functools.cache
+def _downloader_class() -> type:
+    """The downloader class below, made on first use: pooch and requests are imported only
+    by a fetch (a Ray worker replaying a release imports this module, never downloads)."""
+    import pooch
+    import requests
 
-    def __init__(
-        self, *args, cap: int, name: str, guard: DownloadGuard, **kwargs
-    ) -> None:
-        super().__init__(*args, hooks={"response": [guard.hook]}, **kwargs)
-        self.cap, self.name, self.guard = cap, name, guard
+    class _HTTPDownloader(pooch.HTTPDownloader):
+        """pooch's HTTP downloader, with a 404 raised as :class:`NotOnMirror` at once (pooch
+        retries network errors, not a file the mirror does not have), and the download cut off
+        past ``cap`` bytes, at a redirect to another origin, or past ``deadline`` seconds (each
+        a :class:`DataError` naming ``name``, not retried; :class:`DownloadGuard`)."""
 
-    def __call__(self, url, output_file, pooch, check_only=False):  # type: ignore[override]
-        if check_only:
-            return super().__call__(url, output_file, pooch, check_only=True)
-        self.guard.start()
-        try:
-            with open(output_file, "w+b") as f:
-                out = _Capped(f, self.cap, self.name, self.guard)
-                result = super().__call__(url, out, pooch)
-            self.guard.check()
-            return result
-        except requests.exceptions.HTTPError as exc:
-            if exc.response is not None and exc.response.status_code == 404:
-                raise NotOnMirror(redact_url(url)) from None
-            raise
-        except DataError:
-            raise
-        except Exception:
-            if self.guard.expired:
-                raise self.guard.error() from None
-            raise
-        finally:
-            self.guard.stop()
+        def __init__(
+            self, *args, cap: int, name: str, guard: DownloadGuard, **kwargs
+        ) -> None:
+            super().__init__(*args, hooks={"response": [guard.hook]}, **kwargs)
+            self.cap, self.name, self.guard = cap, name, guard
+
+        def __call__(self, url, output_file, pooch, check_only=False):  # type: ignore[override]
+            if check_only:
+                return super().__call__(url, output_file, pooch, check_only=True)
+            self.guard.start()
+            try:
+                with open(output_file, "w+b") as f:
+                    out = _Capped(f, self.cap, self.name, self.guard)
+                    result = super().__call__(url, out, pooch)
+                self.guard.check()
+                return result
+            except requests.exceptions.HTTPError as exc:
+                if exc.response is not None and exc.response.status_code == 404:
+                    raise NotOnMirror(redact_url(url)) from None
+                raise
+            except DataError:
+                raise
+            except Exception:
+                if self.guard.expired:
+                    raise self.guard.error() from None
+                raise
+            finally:
+                self.guard.stop()
+
+    return _HTTPDownloader
 
 
 class _Source:
@@ -255,6 +262,8 @@ class HTTPMirror(_Source):
         deadline: float = DEFAULT_DEADLINE,
     ) -> None:
         super().__init__(sizes)
+        import pooch
+
         check_paths(manifest, raw)
         pooch.get_logger().setLevel("WARNING")
         self.where, self.manifest, self.progress = base, manifest, progress
@@ -277,7 +286,7 @@ class HTTPMirror(_Source):
         url = self.where + path
         guard = DownloadGuard(url, path, self.deadline)
         wait = min(60.0, self.deadline)
-        downloader = _HTTPDownloader(
+        downloader = _downloader_class()(
             progressbar=self.progress,
             timeout=(wait, wait),
             cap=self.cap(path),

@@ -22,7 +22,9 @@ class PromptCache:
     bounded by ``maxsize`` entries. A benchmark with the optional hook
     ``query_lengths(question_id, shown, option_mode, mode) -> (prompt_chars, output_chars)``
     (the log formats: :meth:`~voirdire.benchmarks.logs.base.LogBenchmark.query_lengths`)
-    counts a control prompt that no judge sends (:meth:`lengths`) without building it.
+    counts a control prompt that no judge sends (:meth:`lengths`) without building it, and
+    such a count is not kept (counting costs less than the bookkeeping: most queries of a
+    log audit are counted once).
     """
 
     def __init__(
@@ -139,9 +141,8 @@ class PromptCache:
             and self._counts is not None
             and mode != "score"
         ):
-            got = self._lens[key] = self._counts(question_id, shown, option_mode, mode)
-            if len(self._lens) > self.maxsize:
-                self._lens.popitem(last=False)
+            # counted afresh each time (cheaper than keeping it: most are asked once)
+            return self._counts(question_id, shown, option_mode, mode)
         elif got is None:
             self._build(
                 key, keep_text=False, edit=edit

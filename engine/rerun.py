@@ -24,10 +24,11 @@ its ``job.json`` has: the benchmark name and each judge's identity hash.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from voirdire.core import ConfigError, content_hash, slug
+from voirdire.core import ConfigError, canonical_json, content_hash, slug
 from voirdire.engine.units import TEMPLATE_VERSION
 
 if TYPE_CHECKING:
@@ -51,21 +52,55 @@ def data_key(plan: JobPlan) -> str:
     """Fingerprint (32 hex chars) of what the job's prompts are made of: per instance its
     id, and per question and candidate the question's prompt key (a user's template and
     row), its text and the candidates' answers, in sorted order. Equal data give equal keys;
-    an edited answer, question, template or another sample of instances gives another."""
+    an edited answer, question, template or another sample of instances gives another.
+
+    The key is :func:`~voirdire.core.content_hash` of the parts ``ids``, ``[question,
+    prompt key, text]`` per question and ``[question, model, [answer per turn]]`` per
+    candidate, each part written as :func:`~voirdire.core.canonical_json` (here by
+    :func:`_json`, the same text without an encoder per part)."""
     bench, inst = plan.bench, plan.instances
-    ids = sorted(inst["instance_id"].to_list())
-    pairs = sorted(
-        {
-            (q, m)
-            for q, cands in inst.select("question_id", "candidates").iter_rows()
-            for m in cands
-        }
+    ids = inst["instance_id"].sort().to_list()
+    # (question, model) pairs in sorted order (polars sorts strings by code point, as
+    # Python's sorted does)
+    pairs = (
+        inst.select("question_id", m="candidates")
+        .explode("m")
+        .unique()
+        .sort("question_id", "m")
     )
-    questions = sorted({q for q, _ in pairs})
-    parts: list[Any] = [ids]
-    parts += [[q, bench.prompt_key(q), _question_text(bench, q)] for q in questions]
-    parts += [[q, m, list(bench.answers(q, m))] for q, m in pairs]
+    qs, ms = pairs["question_id"].to_list(), pairs["m"].to_list()
+    parts = [_json(ids)]
+    parts += [
+        _json([q, bench.prompt_key(q), _question_text(bench, q)])
+        for q in dict.fromkeys(qs)
+    ]
+    answers = bench.answers
+    parts += [_json([q, m, list(answers(q, m))]) for q, m in zip(qs, ms)]
     return content_hash(*parts)
+
+
+#: JSON's string literal, ASCII only (what :func:`~voirdire.core.canonical_json` writes)
+_STR = json.encoder.encode_basestring_ascii
+
+
+def _json(items: list[Any]) -> str:
+    """``canonical_json(items)`` for a list of strings, None and such lists (other values
+    through :func:`~voirdire.core.canonical_json`): the one text, written without building
+    an encoder for each part (100,000 answers of a log audit)."""
+    return (
+        "["
+        + ",".join(
+            _STR(x)
+            if type(x) is str
+            else "null"
+            if x is None
+            else _json(x)
+            if type(x) is list
+            else canonical_json(x)
+            for x in items
+        )
+        + "]"
+    )
 
 
 def _question_text(bench: Any, question_id: str) -> str | None:

@@ -138,6 +138,12 @@ class WorkUnit:
         return Query(*self.query_row())
 
 
+#: the fields a query row (:meth:`WorkUnit.query_row`) takes as they are, before the
+#: perturbation's kind and parameter (None for the control), target slot and control id
+_ROW_HEAD = ("unit_id", "query_id", "benchmark", "question_id", "shown", "repetition",
+             "option_mode", "mode", "prompt", "system")  # fmt: skip
+
+
 @dataclass
 class UnitBatch:
     """A batch of unit records for one judge (or rewriter): :class:`WorkUnit` (or
@@ -154,12 +160,8 @@ class UnitBatch:
     @cached_property
     def columns(self) -> dict[str, list[Any]]:
         """The unit rows as columns (``names`` -> one value per unit, in unit order)."""
-        rows = list(map(operator.attrgetter(*self.names), self.units))
-        return (
-            {name: list(col) for name, col in zip(self.names, zip(*rows))}
-            if rows
-            else {n: [] for n in self.names}
-        )
+        units = self.units
+        return {n: list(map(operator.attrgetter(n), units)) for n in self.names}
 
     @cached_property
     def queries(self) -> list[Query]:
@@ -171,8 +173,22 @@ class UnitBatch:
         """The queries as tuples in :class:`~voirdire.judges.base.Query`'s field order
         (``Query(*row)``), in unit order: what the scheduler sends to a worker
         (:meth:`~voirdire.engine.worker.JudgeWorker.judge_rows`)."""
-        if self.units and hasattr(self.units[0], "query_row"):
-            return [u.query_row() for u in self.units]
+        units = self.units
+        if units and all(type(u) is WorkUnit for u in units):
+            # WorkUnit.query_row of every unit, read field by field
+            def col(name: str) -> list[Any]:
+                return list(map(operator.attrgetter(name), units))
+
+            control = col("control_query_id")
+            kind, param = (
+                [None if c is None else v for v, c in zip(col(name), control)]
+                for name in ("perturbation_kind", "perturbation_param")
+            )
+            return list(
+                zip(*map(col, _ROW_HEAD), kind, param, col("target_slot"), control)
+            )
+        if units and hasattr(units[0], "query_row"):
+            return [u.query_row() for u in units]
         return [tuple(getattr(q, f) for f in QUERY_FIELDS) for q in self.queries]
 
     def select(self, keep: list[bool]) -> UnitBatch:

@@ -131,6 +131,10 @@ class _UnitMaker:
         self.p: int | None = None
         self.option_mode = 0
         self.perms: Sequence[tuple[int, ...]] = []
+        # the instance of_order last saw: its candidates and prompt key
+        self._row: dict[str, Any] | None = None
+        self._cands: tuple[str, ...] = ()
+        self._version = ""
 
     def orders(self, row: dict[str, Any]) -> Sequence[tuple[int, ...]]:
         """The orders (index tuples into the candidates) of an instance's scheme."""
@@ -158,9 +162,12 @@ class _UnitMaker:
         (none for a better/worse variant where the better candidate is unknown), each
         asked ``repetitions`` times."""
         bench, qid_ = self.bench, row["question_id"]
-        cands = tuple(row["candidates"])
+        if row is not self._row:  # what every order of the instance shares
+            self._row = row
+            self._cands = tuple(row["candidates"])
+            self._version = bench.prompt_key(qid_)
+        cands, version = self._cands, self._version
         shown = tuple(cands[i] for i in perm)
-        version = bench.prompt_key(qid_)
         system = (
             bench.system_prompt(qid_, shown, self.option_mode)
             if self.needs_prompt
@@ -228,10 +235,12 @@ class _UnitMaker:
                 prompt_chars, v.label, v.kind, v.param, target, v.rule, tslot,
                 row.get("better"), row.get("gold"), prompt, system,
                 None if v.is_control else base_qid)  # fmt: skip
-        ident = self.identity_hash
+        ident, reps = self.identity_hash, self.comparison.repetitions
+        if reps == 1:
+            return [WorkUnit(unit_id(ident, qid, 1), qid, *head, 1, *tail)]
         return [
             WorkUnit(unit_id(ident, qid, r), qid, *head, r, *tail)
-            for r in range(1, self.comparison.repetitions + 1)
+            for r in range(1, reps + 1)
         ]
 
 

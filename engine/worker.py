@@ -7,11 +7,16 @@ backend's registry name and plain settings, so nothing but data crosses the wire
 
 from __future__ import annotations
 
+import operator
 import os
 from typing import Any
 
 from voirdire.judges.base import JudgeContext, Query, Result, get_backend
 from voirdire.judges.capabilities import Counts
+
+#: the keys of :meth:`~voirdire.judges.base.Result.as_row`, in its order
+_ROW_KEYS = tuple(Result(unit_id="").as_row())
+_ROW_VALUES = operator.attrgetter(*_ROW_KEYS)
 
 
 def results_to_columns(
@@ -19,18 +24,29 @@ def results_to_columns(
 ) -> dict[str, list[Any]]:
     """Result columns aligned with ``queries`` (matched by unit id); a query without a
     result gets a recorded failure ("the judge backend returned no result")."""
+    return _columns([q.unit_id for q in queries], results)
+
+
+def _columns(unit_ids: list[str], results: list[Result]) -> dict[str, list[Any]]:
+    """:func:`results_to_columns` of the queries with these unit ids: the keys of
+    :meth:`~voirdire.judges.base.Result.as_row`, read from the results at once (a
+    subclass of ``Result`` through its own ``as_row``)."""
     by_id = {r.unit_id: r for r in results}
-    rows = []
-    for q in queries:
-        r = by_id.get(q.unit_id)
+    ordered = list(map(by_id.get, unit_ids))
+    for i, r in enumerate(ordered):
         if r is None:
-            r = Result.failed(
-                q.unit_id,
+            ordered[i] = Result.failed(
+                unit_ids[i],
                 "error",
                 "the judge backend returned no result for this query",
             )
-        rows.append(r.as_row())
-    return {k: [row[k] for row in rows] for k in rows[0]} if rows else {}
+    if not ordered:
+        return {}
+    if not all(type(r) is Result for r in ordered):
+        rows = [r.as_row() for r in ordered]
+        return {k: [row[k] for row in rows] for k in rows[0]}
+    columns = zip(*map(_ROW_VALUES, ordered))
+    return {k: list(col) for k, col in zip(_ROW_KEYS, columns)}
 
 
 class JudgeWorker:
@@ -88,7 +104,13 @@ class JudgeWorker:
         """:meth:`judge` of the queries ``Query(*row)``: the scheduler sends plain tuples
         (:attr:`~voirdire.engine.units.UnitBatch.query_rows`), which pickle without a
         per-query ``__getstate__``."""
-        return await self.judge([Query(*r) for r in rows], host)
+        if host is not None and host[0] != self.token:
+            await self.open(host)
+        fast = getattr(self.backend, "judge_rows", None)
+        if fast is None:
+            return await self.judge([Query(*r) for r in rows])
+        # a backend that reads the rows itself (the replay judge): no Query is built
+        return _columns([r[0] for r in rows], await fast(rows))
 
     async def open(self, host: tuple) -> None:
         """Host the backend of ``host`` = ``(token, backend, settings, context)``, closing

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -283,17 +284,42 @@ class ReplayJudge(
         )
 
     async def judge(self, queries: list[Query]) -> list[Result]:
+        return self._answer(
+            [(q.unit_id, q.question_id, q.shown, q.repetition) for q in queries]
+        )
+
+    async def judge_rows(self, rows: Sequence[tuple[Any, ...]]) -> list[Result]:
+        """:meth:`judge` of the queries ``Query(*row)`` without building them (the rows the
+        scheduler sends, in :class:`~voirdire.judges.base.Query`'s field order; the worker
+        uses this where a backend has it)."""
+        u, q, s, r = _ROW_AT
+        return self._answer([(row[u], row[q], row[s], row[r]) for row in rows])
+
+    def _answer(
+        self, asked: list[tuple[str, str, tuple[str, ...], int]]
+    ) -> list[Result]:
+        """The recorded result of each ``(unit id, question id, shown, repetition)``; a
+        query the release lacks is a ``MISSING`` failure."""
         out: list[Result] = []
         t = time.perf_counter()
-        for q in queries:
-            rec = self.recorded.get(record_key(q.question_id, q.shown, q.repetition))
+        recorded = self.recorded
+        for unit_id, question_id, shown, repetition in asked:
+            rec = recorded.get(record_key(question_id, shown, repetition))
             if rec is None:
                 out.append(
-                    Result.failed(q.unit_id, FailureClass.MISSING, "no recorded output")
+                    Result.failed(unit_id, FailureClass.MISSING, "no recorded output")
                 )
             else:
-                out.append(as_result(q.unit_id, rec))
-        dt = (time.perf_counter() - t) / max(1, len(queries))
-        for r in out:
-            r.latency_s = dt
+                out.append(as_result(unit_id, rec))
+        dt = (time.perf_counter() - t) / max(1, len(asked))
+        for res in out:
+            res.latency_s = dt
         return out
+
+
+#: where a query row (:class:`~voirdire.judges.base.Query`'s fields in order) holds the
+#: unit id, question id, models shown and repetition
+_ROW_AT = tuple(
+    [f.name for f in fields(Query)].index(k)
+    for k in ("unit_id", "question_id", "shown", "repetition")
+)

@@ -51,7 +51,7 @@ from voirdire.benchmarks.logs.reading import (
     file_hash,
     log_files,
 )
-from voirdire.benchmarks.logs.tool_prompts import ToolPrompt, tool_prompt
+from voirdire.benchmarks.logs.tool_prompts import ToolPrompt, tool_prompt, tool_weights
 from voirdire.benchmarks.recorded import Recorded, RecordKey
 from voirdire.core import ConfigError, content_hash
 
@@ -244,14 +244,11 @@ class LogBenchmark(Benchmark):
         self._keys = keys
         self._rows = dict(zip(ids, pairs["instruction"].to_list()))
         self._tasks = dict(zip(ids, pairs["task"].to_list()))
-        self._answers = {}
-        cols = ("question_id", "model_a", "model_b", "output_a", "output_b")
-        for q, ma, mb, oa, ob in zip(*(pairs[c].to_list() for c in cols)):
-            self._answers[(q, ma)] = oa
-            self._answers[(q, mb)] = ob
-        self.models = tuple(
-            dict.fromkeys([*pairs["model_a"].to_list(), *pairs["model_b"].to_list()])
-        )
+        ma, mb = pairs["model_a"].to_list(), pairs["model_b"].to_list()
+        # (question, model) -> answer; a question is one pair (model_b's wins if a = b)
+        self._answers = dict(zip(zip(ids, ma), pairs["output_a"].to_list()))
+        self._answers.update(zip(zip(ids, mb), pairs["output_b"].to_list()))
+        self.models = tuple(dict.fromkeys([*ma, *mb]))
         self.reference = ""
         self.questions = pairs.select(
             "question_id",
@@ -299,8 +296,11 @@ class LogBenchmark(Benchmark):
         (:meth:`~voirdire.benchmarks.logs.tool_prompts.ToolPrompt.user_chars`; the optional hook of
         :class:`~voirdire.engine.prompts.PromptCache`). Raises as :meth:`build_prompt`."""
         self.check_request(question_id, shown, option_mode, mode)
-        values, out_chars = self._values(question_id, *shown)
-        return self._tool(question_id).user_chars(values), out_chars
+        task = self._tasks.get(question_id)
+        fixed, w_in, w_1, w_2 = tool_weights(self.name, task, self.tool)
+        oa, ob = (self.answers(question_id, m) for m in shown)
+        chars = fixed + w_in * len(self._rows[question_id]) + w_1 * len(oa[0])
+        return chars + w_2 * len(ob[0]), sum(map(len, oa)) + sum(map(len, ob))
 
     def system_prompt(
         self, question_id: str, shown: Sequence[str], option_mode: int

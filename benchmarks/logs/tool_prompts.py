@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-__all__ = ["TOOL_OF", "ToolPrompt", "tool_prompt", "tool_prompts"]
+__all__ = ["TOOL_OF", "ToolPrompt", "tool_prompt", "tool_prompts", "tool_weights"]
 
 #: the shipped prompts
 PROMPTS_FILE = Path(__file__).resolve().parent.parent / "templates" / "log_tools.json"
@@ -92,6 +92,17 @@ class ToolPrompt:
         fixed, counts = _shape(self.user, tuple(self.fields))
         return fixed + sum(n * len(values[self.fields[k]]) for k, n in counts)
 
+    def user_weights(self) -> tuple[int, int, int, int]:
+        """``(fixed, instruction, output_1, output_2)``: the user turn's characters outside
+        the placeholders and how many times each value is inserted, so that
+        :meth:`user_chars` is ``fixed + instruction * len(values["instruction"]) + ...``
+        (the count per query of a log audit, without a dict of values)."""
+        fixed, counts = _shape(self.user, tuple(self.fields))
+        n = dict.fromkeys(("instruction", "output_1", "output_2"), 0)
+        for k, times in counts:
+            n[self.fields[k]] += times
+        return fixed, n["instruction"], n["output_1"], n["output_2"]
+
 
 @cache
 def _placeholders(names: tuple[str, ...]) -> re.Pattern[str]:
@@ -142,3 +153,16 @@ def tool_prompt(
     if key.startswith("prd-") and task and f"prd-{task}" in prompts:
         key = f"prd-{task}"
     return prompts[key]
+
+
+@cache
+def tool_weights(
+    fmt: str, task: str | None = None, tool: str | None = None
+) -> tuple[int, int, int, int]:
+    """:meth:`ToolPrompt.user_weights` of :func:`tool_prompt` ``(fmt, task, tool)``, kept
+    (asked once per query of a log audit).
+
+    Raises:
+        KeyError: ``tool`` names no shipped prompt.
+    """
+    return tool_prompt(fmt, task, tool).user_weights()
