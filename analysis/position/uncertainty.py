@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import polars as pl
-from scipy.stats import binomtest
 
 from voirdire.analysis.position import registry
 from voirdire.analysis.position.bootstrap import Statistic as Statistic
@@ -213,6 +212,8 @@ def sign_test(judgments: pl.DataFrame) -> pl.DataFrame:
     ``p_value`` (float: two-sided, ``scipy.stats.binomtest(pcn, pcn + rcn, 0.5)``; 1 without
     inconsistent pairs), ``direction`` (``"primacy"``, ``"recency"`` or ``"none"``).
     """
+    from scipy.stats import binomtest  # lazily: scipy.stats is ~0.5 s of imports
+
     k = pl.col("klass")
     counts = (
         judgment_pairs(judgments)
