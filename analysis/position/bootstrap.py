@@ -51,13 +51,17 @@ def in_clusters(rows: pl.DataFrame, clusters: pl.DataFrame | None) -> pl.DataFra
 
 def _dense(
     rows: pl.DataFrame,
-    q_index: dict,
+    q_index: pl.DataFrame,
     n_q: int,
     cells: pl.DataFrame,
     cell_cols: list[str],
     values: Sequence[str],
 ) -> dict[str, np.ndarray]:
-    """(U, Q) matrices of ``values`` summed per (cell, question), the cells as rows."""
+    """(U, Q) matrices of ``values`` summed per (cell, question), the cells as rows;
+    ``q_index``: ``question_id`` and ``_q``, its column (0..Q-1).
+
+    Raises:
+        KeyError: a row's question is not in ``q_index``."""
     if cell_cols:
         rows = rows.join(
             cells.with_row_index("_u"), on=cell_cols, how="left", nulls_equal=True
@@ -65,9 +69,21 @@ def _dense(
         u = rows.get_column("_u").to_numpy()
     else:
         u = np.zeros(rows.height, dtype=np.int64)
-    q = np.array(
-        [q_index[x] for x in rows.get_column("question_id").to_list()], dtype=np.int64
+    q = (
+        rows.select("question_id")
+        .join(
+            q_index,
+            on="question_id",
+            how="left",
+            maintain_order="left",
+            nulls_equal=True,
+        )
+        .get_column("_q")
     )
+    if q.null_count():
+        missing = rows.filter(q.is_null()).get_column("question_id")[0]
+        raise KeyError(missing)
+    q = q.to_numpy().astype(np.int64)
     out = {}
     for c in values:
         m = np.zeros((max(cells.height, 1), n_q))
@@ -117,13 +133,15 @@ DRAW_ROWS = 100
 
 def _strata(
     qs: pl.DataFrame, strata: list[str]
-) -> Iterator[tuple[tuple, pl.Expr, int, dict]]:
+) -> Iterator[tuple[tuple, pl.Expr, int, pl.DataFrame]]:
     """Per stratum of ``qs`` (sorted): its key, the filter selecting it, its number of
-    questions Q and their index (sorted question ids -> 0..Q-1)."""
+    questions Q and their index (``question_id`` and ``_q``: the sorted question ids ->
+    0..Q-1; polars sorts strings by their UTF-8 bytes, which is Python's order of code
+    points)."""
     for key in qs.select(strata).unique().sort(strata).iter_rows():
         where = pl.all_horizontal([pl.col(c) == v for c, v in zip(strata, key)])
-        qids = sorted(qs.filter(where).get_column("question_id").to_list())
-        yield key, where, len(qids), {q: i for i, q in enumerate(qids)}
+        qids = qs.filter(where).select("question_id").sort("question_id")
+        yield key, where, qids.height, qids.with_row_index("_q")
 
 
 def _whole(mats: Sequence[dict[str, np.ndarray]], nq: int) -> bool:
@@ -169,7 +187,7 @@ def _replicates(
 def _group_sums(
     grp: pl.DataFrame,
     stat: Statistic,
-    q_index: dict,
+    q_index: pl.DataFrame,
     nq: int,
     cells: list[str],
     values: Sequence[str],

@@ -219,6 +219,20 @@ def cell_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
     Rows of modes with no builder in :data:`CELL_BUILDERS` are skipped with a
     ``UserWarning``.
     """
+    return _cells(judgments)
+
+
+def _shared_pairs(judgments: pl.DataFrame) -> pl.DataFrame | None:
+    """:func:`judgment_pairs` of ``judgments`` when its rows of :data:`PAIRWISE_MODES`
+    are all of one mode (they are then the pairs :func:`cell_metrics` makes of that mode's
+    rows, and those :func:`metric_estimates` sums), else None: made once, read twice."""
+    modes = set(judgments.get_column("mode").unique().to_list()) & set(PAIRWISE_MODES)
+    return judgment_pairs(judgments) if len(modes) == 1 else None
+
+
+def _cells(judgments: pl.DataFrame, pairs: pl.DataFrame | None = None) -> pl.DataFrame:
+    """:func:`cell_metrics`; the pairwise cells counted from ``pairs`` where given
+    (:func:`_shared_pairs`)."""
     frames = []
     for mode in judgments.get_column("mode").unique().sort().to_list():
         builder = CELL_BUILDERS.get(mode)
@@ -228,7 +242,10 @@ def cell_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
                 stacklevel=2,
             )
             continue
-        counts = builder(judgments.filter(pl.col("mode") == mode))
+        if pairs is not None and builder is pairwise_cell_counts:
+            counts = _cell_counts_from_pairs(pairs)
+        else:
+            counts = builder(judgments.filter(pl.col("mode") == mode))
         frames.append(with_cell_figures(counts).select(CELL_COLUMNS).collect())
     empty = pl.DataFrame(schema=CELL_SCHEMA)
     cells = pl.concat([empty, *[f.cast(CELL_SCHEMA) for f in frames]])
@@ -279,7 +296,9 @@ def judge_from_cells(
 
 
 def metric_estimates(
-    judgments: pl.DataFrame, names: Sequence[str] | None = None
+    judgments: pl.DataFrame,
+    names: Sequence[str] | None = None,
+    pairs: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The point estimate of registered metrics per (benchmark, judge): the one definition
     of each figure (its :class:`~voirdire.analysis.position.registry.Metric` statistic on
@@ -293,6 +312,8 @@ def metric_estimates(
     Args:
         judgments: JUDGMENT_SCHEMA rows.
         names: the metrics (default: every registered one).
+        pairs: :func:`~voirdire.analysis.position.pairing.judgment_pairs` of
+            ``judgments`` where the caller has it (not made again).
 
     Returns:
         ``benchmark``, ``judge`` (str) and one float column per metric, named after it;
@@ -305,7 +326,7 @@ def metric_estimates(
         metrics() if names is None else {n: metric(n) for n in names}
     )
     out = judgments.select(JUDGE_KEYS).unique().sort(JUDGE_KEYS)
-    est = bootstrap_ci(judgments, replicates=1, metrics=chosen)
+    est = bootstrap_ci(judgments, replicates=1, metrics=chosen, pairs=pairs)
     for name in chosen:
         col = est.filter(pl.col("metric") == name).select(
             *JUDGE_KEYS, pl.col("estimate").fill_nan(None).alias(name)
@@ -314,7 +335,9 @@ def metric_estimates(
     return out.with_columns(pl.col(n).cast(pl.Float64) for n in chosen)
 
 
-def _judge_metrics(judgments: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
+def _judge_metrics(
+    judgments: pl.DataFrame, cells: pl.DataFrame, pairs: pl.DataFrame | None = None
+) -> pl.DataFrame:
     errors = (
         judgments.lazy()
         .group_by(JUDGE_KEYS)
@@ -325,7 +348,7 @@ def _judge_metrics(judgments: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame
     )
     spread = repetition_stability(judgments).lazy().select(*JUDGE_KEYS, "rs_spread")
     pooled = judge_from_cells(cells).lazy().drop("pc", "pf")
-    figures = metric_estimates(judgments, BUILTIN_METRICS).lazy()
+    figures = metric_estimates(judgments, BUILTIN_METRICS, pairs).lazy()
     return (
         errors.join(pooled, on=JUDGE_KEYS, how="left")
         .join(spread, on=JUDGE_KEYS, how="left")
@@ -358,10 +381,12 @@ def judge_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
       has no query asked more than once with an extracted choice.
     - ``n_judgments`` (int): rows of ``judgments`` for the judge.
     """
-    return _judge_metrics(judgments, cell_metrics(judgments))
+    return summarize(judgments)[0]
 
 
 def summarize(judgments: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``(judge_metrics(judgments), cell_metrics(judgments))``, the cells computed once."""
-    cells = cell_metrics(judgments)
-    return _judge_metrics(judgments, cells), cells
+    """``(judge_metrics(judgments), cell_metrics(judgments))``, the cells computed once
+    and the pairing table made once where the pairwise rows are of one mode."""
+    pairs = _shared_pairs(judgments)
+    cells = _cells(judgments, pairs)
+    return _judge_metrics(judgments, cells, pairs), cells
