@@ -20,6 +20,13 @@ def _ratio(s):
     return {"ratio": s["x"].sum(axis=1) / s["y"].sum(axis=1)}
 
 
+def _centred(s):
+    """Not row by row: each replicate's ratio less the mean over all the replicates (as a
+    board fitted to every replicate at once depends on them all)."""
+    r = _ratio(s)["ratio"]
+    return {"ratio": r - r.mean()}
+
+
 def _rows(rng, strata: dict[str, int], whole: bool) -> pl.DataFrame:
     """Rows of two judges over the questions of each stratum (name -> questions)."""
     out = []
@@ -44,7 +51,7 @@ def _rows(rng, strata: dict[str, int], whole: bool) -> pl.DataFrame:
     return pl.concat(out)
 
 
-def _one_draw(rows, questions, replicates: int, seed: int) -> dict[tuple, tuple]:
+def _one_draw(rows, questions, replicates: int, seed: int, stat) -> dict[tuple, tuple]:
     """(benchmark, judge) -> (estimate, lo, hi): every stratum's weights drawn at once,
     the strata in sorted order, from one generator."""
     rng = np.random.default_rng(seed)
@@ -62,9 +69,12 @@ def _one_draw(rows, questions, replicates: int, seed: int) -> dict[tuple, tuple]
                 m = np.zeros((1, nq))
                 np.add.at(m, (np.zeros_like(q), q), g.get_column(c).to_numpy())
                 mats[c] = m
-            est = _ratio({c: np.ones((1, nq)) @ m.T for c, m in mats.items()})["ratio"]
-            boot = _ratio({c: w @ m.T for c, m in mats.items()})["ratio"]
-            lo, hi = np.quantile(boot[np.isfinite(boot)], [0.025, 0.975])
+            est = stat({c: np.ones((1, nq)) @ m.T for c, m in mats.items()})["ratio"]
+            boot = stat({c: w @ m.T for c, m in mats.items()})["ratio"]
+            tail = (
+                1.0 - 0.95
+            ) / 2.0  # the level's quantiles, as cluster_bootstrap takes them
+            lo, hi = np.quantile(boot[np.isfinite(boot)], [tail, 1.0 - tail])
             out[(bench, judge)] = (float(est[0]), float(lo), float(hi))
     return out
 
@@ -79,10 +89,11 @@ def _figures(ci: pl.DataFrame) -> dict[tuple, tuple]:
 def test_draws_in_blocks_give_the_figures_of_one_draw():
     """Whole-number sums (drawn in blocks) and fractional ones (drawn at once) alike; a
     stratum listed in ``questions`` without rows still takes its draw, so the strata after
-    it keep theirs; a replicate count that is not a multiple of the block."""
+    it keep theirs; a replicate count that is not a multiple of the block; a statistic
+    computed over all the replicates at once sees them all at once."""
     rng = np.random.default_rng(5)
     replicates = 2 * DRAW_ROWS + DRAW_ROWS // 2
-    for whole in (True, False):
+    for whole, stat in ((True, _ratio), (False, _ratio), (True, _centred)):
         rows = _rows(rng, {"b": 40, "c": 25}, whole)
         qs = {
             "a": [f"q{i}" for i in range(30)],  # no rows
@@ -95,10 +106,10 @@ def test_draws_in_blocks_give_the_figures_of_one_draw():
             orient="row",
         )
         ci = cluster_bootstrap(
-            rows, ["x", "y"], _ratio, groups=["judge"], questions=questions,
+            rows, ["x", "y"], stat, groups=["judge"], questions=questions,
             replicates=replicates, seed=3,
         )  # fmt: skip
-        assert _figures(ci) == _one_draw(rows, qs, replicates, seed=3), whole
+        assert _figures(ci) == _one_draw(rows, qs, replicates, 3, stat), whole
 
 
 def test_a_large_stratum_is_not_drawn_all_at_once():

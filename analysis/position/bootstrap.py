@@ -102,14 +102,15 @@ def _interval(boot: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _chunked(stat: Statistic, mats: dict, w: np.ndarray, chunk: int | None) -> dict:
-    """``stat`` of the replicates' sums ``w @ M.T``, ``chunk`` replicates at a time, the
-    parts joined along the replicates."""
-    if chunk is None or chunk >= w.shape[0]:
-        return stat({c: w @ m.T for c, m in mats.items()})
+def _chunked(stat: Statistic, sums: dict, chunk: int | None) -> dict:
+    """``stat`` of the replicates' sums (``{value: (B, U)}``), ``chunk`` replicates at a
+    time, the parts joined along the replicates."""
+    n = next(iter(sums.values())).shape[0] if sums else 0
+    if chunk is None or chunk >= n:
+        return stat(sums)
     parts = [
-        stat({c: w[s : s + chunk] @ m.T for c, m in mats.items()})
-        for s in range(0, w.shape[0], max(int(chunk), 1))
+        stat({c: x[s : s + chunk] for c, x in sums.items()})
+        for s in range(0, n, max(int(chunk), 1))
     ]
     return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parts[0]}
 
@@ -168,18 +169,21 @@ def _replicates(
     of the stratum's (B × Q) multinomial counts (questions with replacement) from ``rng``,
     shared by the groups. Drawn :data:`DRAW_ROWS` replicates at a time where the sums are
     whole numbers (:func:`_whole`): the same numbers from the generator in the same order,
-    so the same figures."""
+    and exact sums, joined before ``stat`` sees them, so the same figures (also for a
+    statistic that is not computed row by row, e.g. a board fitted to every replicate at
+    once)."""
     p = np.full(nq, 1.0 / nq)
     if replicates <= DRAW_ROWS or not _whole(mats, nq):
         w = rng.multinomial(nq, p, size=replicates).astype(float)
-        return [_chunked(stat, m, w, chunk) for m in mats]
-    parts: list[list[dict]] = [[] for _ in mats]
+        return [_chunked(stat, {c: w @ x.T for c, x in m.items()}, chunk) for m in mats]
+    parts: list[dict[str, list]] = [{c: [] for c in m} for m in mats]
     for s in range(0, replicates, DRAW_ROWS):
         w = rng.multinomial(nq, p, size=min(DRAW_ROWS, replicates - s)).astype(float)
         for got, m in zip(parts, mats):
-            got.append(_chunked(stat, m, w, chunk))
+            for c, x in m.items():
+                got[c].append(w @ x.T)
     return [
-        {k: np.concatenate([np.asarray(p[k]) for p in got]) for k in got[0]}
+        _chunked(stat, {c: np.concatenate(v) for c, v in got.items()}, chunk)
         for got in parts
     ]
 
