@@ -17,6 +17,7 @@ Both are importable from :mod:`voirdire.analysis.position.uncertainty` as well.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -244,6 +245,43 @@ def _group_rows(
     return per_group, per_cell
 
 
+def _stratum_rows(
+    key: tuple,
+    part: pl.DataFrame,
+    questions: tuple[int, pl.DataFrame],
+    stat: Statistic,
+    rng: np.random.Generator,
+    **how: Any,
+) -> tuple[list[tuple], list[tuple]]:
+    """The result rows of one stratum (its ``key``, its rows ``part``, its ``(Q,
+    question index)``): each group's sums and estimate, the stratum's draw from ``rng``
+    (taken even without rows, so that the next strata's draws stay put), the intervals.
+    ``how``: :func:`cluster_bootstrap`'s ``groups``, ``cells``, ``values``,
+    ``replicates``, ``level`` and ``chunk``."""
+    (nq, q_index), groups = questions, how["groups"]
+    found = (
+        part.group_by(groups, maintain_order=True)
+        if groups
+        else ([((), part)] if part.height else [])
+    )
+    sums = {
+        (*key, *gkey): _group_sums(grp, stat, q_index, nq, how["cells"], how["values"])
+        for gkey, grp in found
+    }
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boots = _replicates(
+            stat, [m for _, m, _ in sums.values()], nq, how["replicates"], rng,
+            how["chunk"],
+        )  # fmt: skip
+    per_group: list[tuple] = []
+    per_cell: list[tuple] = []
+    for (head, (cell_keys, _, est)), boot in zip(sums.items(), boots):
+        g, c = _group_rows(head, cell_keys, est, boot, how["replicates"], how["level"])
+        per_group += g
+        per_cell += c
+    return per_group, per_cell
+
+
 def _result_frame(
     per_group: list[tuple],
     per_cell: list[tuple],
@@ -338,24 +376,13 @@ def cluster_bootstrap(
     per_group: list[tuple] = []
     per_cell: list[tuple] = []
     for key, where, nq, q_index in _strata(qs, strata):
-        part = rows.filter(where)
-        found = (
-            part.group_by(groups, maintain_order=True)
-            if groups
-            else ([((), part)] if part.height else [])
-        )
-        heads, sums = [], []
-        for gkey, grp in found:
-            heads.append((*key, *gkey))
-            sums.append(_group_sums(grp, stat, q_index, nq, cells, values))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            boots = _replicates(
-                stat, [m for _, m, _ in sums], nq, replicates, rng, chunk
-            )  # drawn even for a stratum without rows: the next strata's draws stay put
-        for head, (cell_keys, _, est), boot in zip(heads, sums, boots):
-            g, c = _group_rows(head, cell_keys, est, boot, replicates, level)
-            per_group += g
-            per_cell += c
+        g, c = _stratum_rows(
+            key, rows.filter(where), (nq, q_index), stat, rng,
+            groups=groups, cells=cells, values=values, replicates=replicates,
+            level=level, chunk=chunk,
+        )  # fmt: skip
+        per_group += g
+        per_cell += c
     keys = {
         c: (qs.schema[c] if c in strata else rows.schema[c]) for c in [*strata, *groups]
     }

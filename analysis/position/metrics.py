@@ -46,6 +46,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import polars as pl
 
 from voirdire.analysis.position.formulas import (
@@ -66,21 +67,10 @@ from voirdire.analysis.position.stability import repetition_stability
 from voirdire.analysis.position.uncertainty import bootstrap_ci
 
 __all__ = [
-    "PAIR_KEYS",
-    "PAIRWISE_MODES",
-    "PAIR_COLUMNS",
-    "CELL_KEYS",
-    "CELL_COLUMNS",
-    "JUDGE_COLUMNS",
-    "CELL_BUILDERS",
-    "pairwise_pairs",
-    "pairwise_cell_counts",
-    "cell_metrics",
-    "judge_from_cells",
-    "metric_estimates",
-    "judge_metrics",
-    "summarize",
-]
+    "PAIR_KEYS", "PAIRWISE_MODES", "PAIR_COLUMNS", "CELL_KEYS", "CELL_COLUMNS", "JUDGE_COLUMNS",
+    "CELL_BUILDERS", "pairwise_pairs", "pairwise_cell_counts", "cell_metrics",
+    "judge_from_cells", "metric_estimates", "judge_metrics", "summarize",
+]  # fmt: skip
 
 PAIR_COLUMNS = [
     *PAIR_KEYS,
@@ -92,17 +82,8 @@ PAIR_COLUMNS = [
     *LENGTHS,
 ]
 JUDGE_COLUMNS = [
-    *JUDGE_KEYS,
-    "pc",
-    "pc_std",
-    "pf",
-    "pf_std",
-    "error_rate",
-    "rs",
-    "rs_spread",
-    "n_cells",
-    "n_judgments",
-]
+    *JUDGE_KEYS, "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread", "n_cells", "n_judgments",
+]  # fmt: skip
 
 # --------------------------------------------------------------------------------------
 # Pairwise
@@ -268,13 +249,16 @@ def judge_from_cells(
     - ``pc`` (float): pooled ``Σ ccn / Σ v`` over the cells (null when ``Σ v = 0``, the
       rule of :func:`metric_estimates`);
     - ``pc_std`` (float): population std (ddof 0) of the cells' ``pc``;
-    - ``pf`` (float): unweighted mean of the cells' ``pf``; ``pf_std``: population std;
+    - ``pf`` (float): the registered PF statistic (:func:`_pf_by`: the one definition,
+      as :func:`metric_estimates`) of the cells' ``n`` and ``d = rcn − pcn``, i.e. the
+      unweighted mean over the cells of ``d / n``; ``pf_std``: population std of the
+      cells' ``pf``;
     - ``n_cells`` (int): cells used (``n > 0``).
 
     Judges whose cells all have ``n = 0`` have no row.
     """
     keys = keys or JUDGE_KEYS
-    return (
+    pooled = (
         cells.lazy()
         .filter(pl.col("n") > 0)
         .group_by(keys)
@@ -282,17 +266,39 @@ def judge_from_cells(
             _ccn=pl.col("consistent").sum(),
             _v=valid().sum(),
             pc_std=pl.col("pc").std(ddof=0),
-            pf=pl.col("pf").mean(),
             pf_std=pl.col("pf").std(ddof=0),
             n_cells=pl.len().cast(pl.Int64),
         )
         .with_columns(
             pc=pl.when(pl.col("_v") > 0).then(safe_div(pl.col("_ccn"), pl.col("_v")))
         )
-        .select(*keys, "pc", "pc_std", "pf", "pf_std", "n_cells")
         .sort(keys)
         .collect()
     )
+    return pooled.join(
+        _pf_by(cells, keys), on=keys, how="left", maintain_order="left"
+    ).select(*keys, "pc", "pc_std", "pf", "pf_std", "n_cells")
+
+
+def _pf_by(cells: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """PF per ``keys`` group of ``cells`` (those with ``n > 0``): the registered ``pf``
+    statistic of the cells' sums ``n`` and ``d = rcn − pcn``, the cells in
+    :data:`CELL_KEYS` order (the order :func:`metric_estimates` reads them in, so a judge
+    with one task has the same PF per task as per judge). Columns: ``keys``, ``pf``
+    (float)."""
+    stat = metric("pf").statistic_fn
+    order = list(dict.fromkeys([*keys, *CELL_KEYS]))
+    used = cells.filter(pl.col("n") > 0).sort(order)
+    out = []
+    for key, g in used.group_by(keys, maintain_order=True):
+        sums = {
+            "n": g.get_column("n").cast(pl.Float64).to_numpy()[None, :],
+            "d": (g.get_column("rcn") - g.get_column("pcn")).to_numpy()[None, :],
+        }
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out.append((*key, float(np.asarray(stat(sums))[0])))
+    schema = {k: cells.schema[k] for k in keys} | {"pf": pl.Float64}
+    return pl.DataFrame(out, schema=schema, orient="row")
 
 
 def metric_estimates(

@@ -133,8 +133,7 @@ def bootstrap_ci(
         clusters: drawn instead of the questions where a benchmark declares them
             (:func:`in_clusters`; per task, the clusters of the task's questions).
         pairs: :func:`~voirdire.analysis.position.pairing.judgment_pairs` of
-            ``judgments`` where the caller has it, for :func:`question_sums` (the pairing
-            is then not made again).
+            ``judgments`` where the caller has it (:func:`question_sums` reads it).
 
     Returns:
         :data:`CI_COLUMNS`: ``metric`` in ``pc``, ``pf``, ``rs`` and any metric added to
