@@ -757,3 +757,28 @@ def test_cell_pf_and_the_bootstrap_statistic_are_one_definition():
         assert pf_statistic({"n": n, "d": d})[0] == pytest.approx(
             pf_cells[n[0] > 0].mean(), abs=1e-12
         )
+
+
+def test_pf_per_task_is_the_registered_statistic():
+    """PF has one definition: per (judge, task) (``judge_from_cells``, the report's
+    per-task table and figures) it is the registered statistic, as per judge
+    (``judge_metrics``). One cell of 3 recency and 2 primacy pairs: PF = (3 − 2) / 5,
+    0.2 rounded once; the cells' paper form ``rcn·irr − pcn·ipr`` rounds three times
+    (0.19999999999999996). And on simulated judges with one task each, the per-task PF
+    is the judge's, bit for bit."""
+    from fractions import Fraction
+
+    from voirdire.analysis.position.simulate import simulate_judgments
+
+    by_task = ["benchmark", "judge", "task"]
+    df = table(cell("m", ["BB", "BB", "BB", "AA", "AA"]))
+    per_judge = judge_metrics(df).row(0, named=True)["pf"]
+    per_task = judge_from_cells(cell_metrics(df), keys=by_task).row(0, named=True)
+    assert per_judge == per_task["pf"] == float(Fraction(3 - 2, 5))
+    sim = simulate_judgments(
+        {f"j{i}": {"primacy": 0.2 * i, "tie_rate": 0.1} for i in range(4)},
+        n_questions=60, candidates=7, tasks=1, seed=3,
+    )  # fmt: skip
+    jm, cells = summarize(sim)
+    jt = judge_from_cells(cells, keys=by_task)
+    assert jt.get_column("pf").to_list() == jm.get_column("pf").to_list()

@@ -8,6 +8,7 @@ kappa bootstrap).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,31 @@ def _modules_after(code: str) -> set[str]:
         capture_output=True, text=True, timeout=300, check=True,
     )  # fmt: skip
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_analysing_a_pairwise_directory_imports_no_scipy_stats_or_statsmodels(
+    finished, tmp_path
+):
+    """``voirdire analyze`` of a pairwise directory (every stage, the files written) needs
+    neither ``scipy.stats`` nor ``statsmodels`` (a second of imports on the 2-core machine):
+    the stages that use them (the sign test, the list-wise chi-square, Fleiss' kappa, the
+    bias suite's McNemar test) import them when they run."""
+    copy = tmp_path / "copy"
+    shutil.copytree(finished, copy)
+    mods = _modules_after(
+        "from voirdire.analysis.outputs import compute_dir\n"
+        "from voirdire.analysis.report.files import write_dir\n"
+        f"r = compute_dir({str(copy)!r})\n"
+        f"write_dir(r, {str(copy)!r})\n"
+        "assert r.judge_metrics.get_column('pass_kappa').is_not_null().all()"
+    )
+    assert "voirdire.analysis.report.files" in mods  # the files were written
+    found = [
+        m
+        for m in mods
+        if m.split(".")[0] == "statsmodels" or m.startswith("scipy.stats")
+    ]
+    assert not found, found[:10]
 
 
 def test_reading_a_directory_imports_no_engine_and_no_ray(finished):

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from scipy.stats import binomtest
 
 from voirdire.analysis.biases.null_reference import NULL_COLUMNS, swap_null
 from voirdire.analysis.biases.perturbed import CONTROL as CONTROL
@@ -279,6 +278,8 @@ def _derived(
     error rate, the kind-specific accuracies) and the null references
     (:func:`~voirdire.analysis.biases.null_reference.swap_null` over ``boot_rows``), in
     :data:`EFFECT_COLUMNS` order."""
+    from scipy.stats import binomtest  # lazily: scipy.stats is ~0.5 s of imports
+
     pv = [
         float(binomtest(a, a + b, 0.5).pvalue) if (a or 0) + (b or 0) > 0 else 1.0
         for a, b in zip(

@@ -19,7 +19,6 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import polars as pl
-from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 
 __all__ = [
     "cohen_kappa",
@@ -69,6 +68,8 @@ def cohen_kappa(table: np.ndarray) -> float:
     table = table[np.ix_(used, used)]
     if table.shape[0] < 2:
         return float("nan")
+    from statsmodels.stats.inter_rater import cohens_kappa  # lazily: ~1 s of imports
+
     return float(cohens_kappa(table, return_results=False))
 
 
@@ -214,6 +215,8 @@ def fleiss_panel(
             .fill_null(0)
         )
         table = counts.drop("query_id").to_numpy().astype(float)
+        from statsmodels.stats.inter_rater import fleiss_kappa
+
         kappa = (
             float(fleiss_kappa(table, method="fleiss"))
             if nj >= 2 and table.shape[0] > 0 and table.shape[1] > 1

@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from scipy.stats import chi2
 
 from voirdire.analysis.position.formulas import (
     CELL_COLUMNS,
@@ -372,6 +371,8 @@ def slot_shares(judgments: pl.DataFrame) -> pl.DataFrame:
     out = out.rename({"chi2": "pearson_chi2"}).join(
         question_wald(rows, keys), on=keys, how="left"
     )
+    from scipy.stats import chi2  # lazily: scipy.stats is ~0.5 s of imports
+
     stat = out.get_column("chi2").fill_null(np.nan).to_numpy().astype(float)
     dof = out.get_column("chi2_dof").to_numpy()
     pval = np.where(

@@ -46,6 +46,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import polars as pl
 
 from voirdire.analysis.position.formulas import (
@@ -66,21 +67,10 @@ from voirdire.analysis.position.stability import repetition_stability
 from voirdire.analysis.position.uncertainty import bootstrap_ci
 
 __all__ = [
-    "PAIR_KEYS",
-    "PAIRWISE_MODES",
-    "PAIR_COLUMNS",
-    "CELL_KEYS",
-    "CELL_COLUMNS",
-    "JUDGE_COLUMNS",
-    "CELL_BUILDERS",
-    "pairwise_pairs",
-    "pairwise_cell_counts",
-    "cell_metrics",
-    "judge_from_cells",
-    "metric_estimates",
-    "judge_metrics",
-    "summarize",
-]
+    "PAIR_KEYS", "PAIRWISE_MODES", "PAIR_COLUMNS", "CELL_KEYS", "CELL_COLUMNS", "JUDGE_COLUMNS",
+    "CELL_BUILDERS", "pairwise_pairs", "pairwise_cell_counts", "cell_metrics",
+    "judge_from_cells", "metric_estimates", "judge_metrics", "summarize",
+]  # fmt: skip
 
 PAIR_COLUMNS = [
     *PAIR_KEYS,
@@ -92,17 +82,8 @@ PAIR_COLUMNS = [
     *LENGTHS,
 ]
 JUDGE_COLUMNS = [
-    *JUDGE_KEYS,
-    "pc",
-    "pc_std",
-    "pf",
-    "pf_std",
-    "error_rate",
-    "rs",
-    "rs_spread",
-    "n_cells",
-    "n_judgments",
-]
+    *JUDGE_KEYS, "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread", "n_cells", "n_judgments",
+]  # fmt: skip
 
 # --------------------------------------------------------------------------------------
 # Pairwise
@@ -219,6 +200,20 @@ def cell_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
     Rows of modes with no builder in :data:`CELL_BUILDERS` are skipped with a
     ``UserWarning``.
     """
+    return _cells(judgments)
+
+
+def _shared_pairs(judgments: pl.DataFrame) -> pl.DataFrame | None:
+    """:func:`judgment_pairs` of ``judgments`` when its rows of :data:`PAIRWISE_MODES`
+    are all of one mode (they are then the pairs :func:`cell_metrics` makes of that mode's
+    rows, and those :func:`metric_estimates` sums), else None: made once, read twice."""
+    modes = set(judgments.get_column("mode").unique().to_list()) & set(PAIRWISE_MODES)
+    return judgment_pairs(judgments) if len(modes) == 1 else None
+
+
+def _cells(judgments: pl.DataFrame, pairs: pl.DataFrame | None = None) -> pl.DataFrame:
+    """:func:`cell_metrics`; the pairwise cells counted from ``pairs`` where given
+    (:func:`_shared_pairs`)."""
     frames = []
     for mode in judgments.get_column("mode").unique().sort().to_list():
         builder = CELL_BUILDERS.get(mode)
@@ -228,7 +223,10 @@ def cell_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
                 stacklevel=2,
             )
             continue
-        counts = builder(judgments.filter(pl.col("mode") == mode))
+        if pairs is not None and builder is pairwise_cell_counts:
+            counts = _cell_counts_from_pairs(pairs)
+        else:
+            counts = builder(judgments.filter(pl.col("mode") == mode))
         frames.append(with_cell_figures(counts).select(CELL_COLUMNS).collect())
     empty = pl.DataFrame(schema=CELL_SCHEMA)
     cells = pl.concat([empty, *[f.cast(CELL_SCHEMA) for f in frames]])
@@ -251,13 +249,16 @@ def judge_from_cells(
     - ``pc`` (float): pooled ``Σ ccn / Σ v`` over the cells (null when ``Σ v = 0``, the
       rule of :func:`metric_estimates`);
     - ``pc_std`` (float): population std (ddof 0) of the cells' ``pc``;
-    - ``pf`` (float): unweighted mean of the cells' ``pf``; ``pf_std``: population std;
+    - ``pf`` (float): the registered PF statistic (:func:`_pf_by`: the one definition,
+      as :func:`metric_estimates`) of the cells' ``n`` and ``d = rcn − pcn``, i.e. the
+      unweighted mean over the cells of ``d / n``; ``pf_std``: population std of the
+      cells' ``pf``;
     - ``n_cells`` (int): cells used (``n > 0``).
 
     Judges whose cells all have ``n = 0`` have no row.
     """
     keys = keys or JUDGE_KEYS
-    return (
+    pooled = (
         cells.lazy()
         .filter(pl.col("n") > 0)
         .group_by(keys)
@@ -265,21 +266,45 @@ def judge_from_cells(
             _ccn=pl.col("consistent").sum(),
             _v=valid().sum(),
             pc_std=pl.col("pc").std(ddof=0),
-            pf=pl.col("pf").mean(),
             pf_std=pl.col("pf").std(ddof=0),
             n_cells=pl.len().cast(pl.Int64),
         )
         .with_columns(
             pc=pl.when(pl.col("_v") > 0).then(safe_div(pl.col("_ccn"), pl.col("_v")))
         )
-        .select(*keys, "pc", "pc_std", "pf", "pf_std", "n_cells")
         .sort(keys)
         .collect()
     )
+    return pooled.join(
+        _pf_by(cells, keys), on=keys, how="left", maintain_order="left"
+    ).select(*keys, "pc", "pc_std", "pf", "pf_std", "n_cells")
+
+
+def _pf_by(cells: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """PF per ``keys`` group of ``cells`` (those with ``n > 0``): the registered ``pf``
+    statistic of the cells' sums ``n`` and ``d = rcn − pcn``, the cells in
+    :data:`CELL_KEYS` order (the order :func:`metric_estimates` reads them in, so a judge
+    with one task has the same PF per task as per judge). Columns: ``keys``, ``pf``
+    (float)."""
+    stat = metric("pf").statistic_fn
+    order = list(dict.fromkeys([*keys, *CELL_KEYS]))
+    used = cells.filter(pl.col("n") > 0).sort(order)
+    out = []
+    for key, g in used.group_by(keys, maintain_order=True):
+        sums = {
+            "n": g.get_column("n").cast(pl.Float64).to_numpy()[None, :],
+            "d": (g.get_column("rcn") - g.get_column("pcn")).to_numpy()[None, :],
+        }
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out.append((*key, float(np.asarray(stat(sums))[0])))
+    schema = {k: cells.schema[k] for k in keys} | {"pf": pl.Float64}
+    return pl.DataFrame(out, schema=schema, orient="row")
 
 
 def metric_estimates(
-    judgments: pl.DataFrame, names: Sequence[str] | None = None
+    judgments: pl.DataFrame,
+    names: Sequence[str] | None = None,
+    pairs: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The point estimate of registered metrics per (benchmark, judge): the one definition
     of each figure (its :class:`~voirdire.analysis.position.registry.Metric` statistic on
@@ -293,6 +318,8 @@ def metric_estimates(
     Args:
         judgments: JUDGMENT_SCHEMA rows.
         names: the metrics (default: every registered one).
+        pairs: :func:`~voirdire.analysis.position.pairing.judgment_pairs` of
+            ``judgments`` where the caller has it (not made again).
 
     Returns:
         ``benchmark``, ``judge`` (str) and one float column per metric, named after it;
@@ -305,7 +332,7 @@ def metric_estimates(
         metrics() if names is None else {n: metric(n) for n in names}
     )
     out = judgments.select(JUDGE_KEYS).unique().sort(JUDGE_KEYS)
-    est = bootstrap_ci(judgments, replicates=1, metrics=chosen)
+    est = bootstrap_ci(judgments, replicates=1, metrics=chosen, pairs=pairs)
     for name in chosen:
         col = est.filter(pl.col("metric") == name).select(
             *JUDGE_KEYS, pl.col("estimate").fill_nan(None).alias(name)
@@ -314,7 +341,9 @@ def metric_estimates(
     return out.with_columns(pl.col(n).cast(pl.Float64) for n in chosen)
 
 
-def _judge_metrics(judgments: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
+def _judge_metrics(
+    judgments: pl.DataFrame, cells: pl.DataFrame, pairs: pl.DataFrame | None = None
+) -> pl.DataFrame:
     errors = (
         judgments.lazy()
         .group_by(JUDGE_KEYS)
@@ -325,7 +354,7 @@ def _judge_metrics(judgments: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame
     )
     spread = repetition_stability(judgments).lazy().select(*JUDGE_KEYS, "rs_spread")
     pooled = judge_from_cells(cells).lazy().drop("pc", "pf")
-    figures = metric_estimates(judgments, BUILTIN_METRICS).lazy()
+    figures = metric_estimates(judgments, BUILTIN_METRICS, pairs).lazy()
     return (
         errors.join(pooled, on=JUDGE_KEYS, how="left")
         .join(spread, on=JUDGE_KEYS, how="left")
@@ -358,10 +387,12 @@ def judge_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
       has no query asked more than once with an extracted choice.
     - ``n_judgments`` (int): rows of ``judgments`` for the judge.
     """
-    return _judge_metrics(judgments, cell_metrics(judgments))
+    return summarize(judgments)[0]
 
 
 def summarize(judgments: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``(judge_metrics(judgments), cell_metrics(judgments))``, the cells computed once."""
-    cells = cell_metrics(judgments)
-    return _judge_metrics(judgments, cells), cells
+    """``(judge_metrics(judgments), cell_metrics(judgments))``, the cells computed once
+    and the pairing table made once where the pairwise rows are of one mode."""
+    pairs = _shared_pairs(judgments)
+    cells = _cells(judgments, pairs)
+    return _judge_metrics(judgments, cells, pairs), cells

@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import polars as pl
-from scipy.stats import binomtest
 
 from voirdire.analysis.position import registry
 from voirdire.analysis.position.bootstrap import Statistic as Statistic
@@ -48,14 +47,20 @@ CI_COLUMNS = [
 ]
 
 
-def question_sums(judgments: pl.DataFrame) -> pl.DataFrame:
+def question_sums(
+    judgments: pl.DataFrame, pairs: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Per (benchmark, judge, candidate, task, question_id) the sufficient statistics of PC
     and PF (float): ``n`` pairs / series, ``ccn`` consistent, ``v`` consistent or
     inconsistent, ``d`` the PF numerator ``rcn − pcn`` (list-wise: ``Σ s``, fractional).
-    Pairwise pairs and list-wise series (a series counts for each of its candidates) alike."""
+    Pairwise pairs and list-wise series (a series counts for each of its candidates) alike.
+    ``pairs``: :func:`~voirdire.analysis.position.pairing.judgment_pairs` of ``judgments``
+    where the caller has it (else it is made here)."""
     k = pl.col("klass")
     keys = ["benchmark", "judge", "candidate", "task", "question_id"]
-    pairwise = pair_sums(judgment_pairs(judgments), keys)
+    if pairs is None:
+        pairs = judgment_pairs(judgments)
+    pairwise = pair_sums(pairs, keys)
     if (
         "mode" not in judgments.columns
         or not judgments.filter(pl.col("mode") == "listwise").height
@@ -110,6 +115,7 @@ def bootstrap_ci(
     seed: int = 0,
     metrics: Mapping[str, registry.Metric] | None = None,
     clusters: pl.DataFrame | None = None,
+    pairs: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Cluster-bootstrap percentile intervals (questions resampled) for PC, PF, RS and
     every other registered metric.
@@ -126,6 +132,8 @@ def bootstrap_ci(
             :func:`voirdire.analysis.position.registry.metrics`).
         clusters: drawn instead of the questions where a benchmark declares them
             (:func:`in_clusters`; per task, the clusters of the task's questions).
+        pairs: :func:`~voirdire.analysis.position.pairing.judgment_pairs` of
+            ``judgments`` where the caller has it (:func:`question_sums` reads it).
 
     Returns:
         :data:`CI_COLUMNS`: ``metric`` in ``pc``, ``pf``, ``rs`` and any metric added to
@@ -148,7 +156,11 @@ def bootstrap_ci(
     )
     parts = []
     for (sums, cells), ms in _metric_batches(metrics).items():
-        rows = sums(judgments)
+        rows = (
+            question_sums(judgments, pairs)
+            if sums is question_sums and pairs is not None
+            else sums(judgments)
+        )
         if by_task and "task" not in rows.columns:
             rows = rows.join(questions, on=["benchmark", "question_id"])
         values = list(dict.fromkeys(v for m in ms for v in m.values))
@@ -213,6 +225,8 @@ def sign_test(judgments: pl.DataFrame) -> pl.DataFrame:
     ``p_value`` (float: two-sided, ``scipy.stats.binomtest(pcn, pcn + rcn, 0.5)``; 1 without
     inconsistent pairs), ``direction`` (``"primacy"``, ``"recency"`` or ``"none"``).
     """
+    from scipy.stats import binomtest  # lazily: scipy.stats is ~0.5 s of imports
+
     k = pl.col("klass")
     counts = (
         judgment_pairs(judgments)
