@@ -136,3 +136,61 @@ def test_a_run_that_releases_ray_stops_it_and_the_next_run_starts_it_again(
         .sort(cols)
         .equals(second.judgments.select(cols).sort(cols))
     )
+
+
+def _processes_marked(mark: str) -> list[int]:
+    """Pids of live processes whose environment holds ``mark`` (Ray's processes inherit
+    the driver's environment)."""
+    import os
+    from pathlib import Path
+
+    found = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit() or int(p.name) == os.getpid():
+            continue
+        try:
+            if mark.encode() in (p / "environ").read_bytes():
+                stat = (p / "stat").read_text()
+                if stat.rsplit(")", 1)[1].split()[0] != "Z":  # a zombie holds nothing
+                    found.append(int(p.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="/proc")
+def test_the_command_starts_ray_early_and_a_bad_job_leaves_no_ray_process(tmp_path):
+    """The console script begins Ray's start before reading its job; a job that fails
+    validation still ends in one line (exit 2, nothing written) and leaves no Ray
+    process behind, whether Ray had come up or not."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import uuid
+
+    from tests.repo import repo_pythonpath
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\noutput_dir = "out"\nbogus = 1\n')
+    mark = f"VOIRDIRE_TEST_MARK={uuid.uuid4().hex}"
+    key, value = mark.split("=")
+    env = {**os.environ, "PYTHONPATH": repo_pythonpath(), key: value}
+    for pause in ("0", "6"):  # exit at once; exit once Ray is up (the job read slowly)
+        code = (
+            "import time, voirdire.cli.jobs as j\n"
+            "start = j._start_ray_early\n"
+            f"j._start_ray_early = lambda a: (start(a), time.sleep({pause}))\n"
+            "from voirdire.cli import main\nmain()\n"
+        )
+        r = subprocess.run(
+            [sys.executable, "-c", code, "run", str(bad)],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.startswith("error: ") and "unknown key" in r.stderr
+        assert not (tmp_path / "out").exists()
+        deadline = time.time() + 30
+        while _processes_marked(mark) and time.time() < deadline:
+            time.sleep(0.5)
+        assert not _processes_marked(mark)
