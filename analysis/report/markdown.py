@@ -23,7 +23,7 @@ JUDGE_TABLE: list[tuple[str, str, str] | str] = [
     "rs",
     ("rs_spread", "RS ±", "{:.3f}"),
     ("pass_kappa", "κ passes [95% CI]", "kappa"),
-    ("pass_kappa_gate", "κ ≥ 0.6", "{}"),
+    ("pass_kappa_gate", "{gate}", "{}"),
 ]
 #: columns added where the judgments carry gold labels (accuracy against them,
 #: ``docs/gold-labels.md``); absent for benchmarks without labels
@@ -39,7 +39,18 @@ def _column(entry: tuple[str, str, str] | str) -> tuple[str, str, str]:
     if isinstance(entry, str):
         m = metric(entry)
         return (m.name, m.label, m.fmt)
-    return entry
+    column, header, fmt = entry
+    return (column, header.format(gate=gate_words()), fmt)
+
+
+def gate_words(sign: str = "κ ≥ ") -> str:
+    """The inter-pass kappa gate in words, ``"κ ≥ 0.6"`` (``sign`` + the value), read when
+    called from the value the gate applies,
+    :data:`voirdire.analysis.mitigation.pass_kappa.KAPPA_GATE` (``AnalysisSettings.kappa_gate``),
+    so every report's text says the gate its ``pass_kappa_gate`` column applied."""
+    from voirdire.analysis.mitigation import pass_kappa
+
+    return f"{sign}{pass_kappa.KAPPA_GATE}"
 
 
 def added_metric_columns(df: pl.DataFrame) -> list[tuple[str, str, str]]:
@@ -337,7 +348,7 @@ def markdown_report(
         "voirdire's `docs/metrics.md`). κ passes: Cohen's kappa over {win, tie, loss} between the "
         "verdicts of the original and of the swapped order, pair by pair, with its 95 % "
         "cluster-bootstrap interval; the practitioners' gate trusts a judge for the task only "
-        "at κ ≥ 0.6 (`docs/mitigation.md`; not kappa against a reference).",
+        f"at {gate_words()} (`docs/mitigation.md`; not kappa against a reference).",
         "",
         markdown_judge_table(jm),
         "",
