@@ -7,7 +7,6 @@ from typing import Any
 import polars as pl
 
 from voirdire.analysis.position.formulas import safe_div, valid
-from voirdire.analysis.position.listwise import listwise_series
 from voirdire.analysis.position.registry import added_metrics, metric
 
 #: The per-judge table: (column, header, format), or the name of a metric whose record
@@ -165,38 +164,18 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
     return "\n".join([head, sep, *body])
 
 
-def markdown_series_table(judgments: pl.DataFrame) -> str:
+def markdown_series_table(series: pl.DataFrame | None) -> str:
     """List-wise series per (benchmark, judge): all series, consistent, primacy-leaning
     (``s < 0``), recency-leaning (``s > 0``), balanced (inconsistent, ``s = 0``), error and
-    other series (integer counts of :func:`voirdire.analysis.position.listwise.listwise_series`),
-    as Markdown."""
-    series = listwise_series(judgments)
-    if series.height == 0:
+    other series, as Markdown, from their counts
+    (:attr:`voirdire.analysis.report.shown.DirShown.series`; "" for None or no row)."""
+    if series is None or series.height == 0:
         return ""
-    k = pl.col("klass")
-    agg = (
-        series.group_by("benchmark", "judge")
-        .agg(
-            n=pl.len(),
-            **{
-                c: (k == c).sum()
-                for c in (
-                    "consistent",
-                    "primacy",
-                    "recency",
-                    "balanced",
-                    "error",
-                    "other",
-                )
-            },
-        )
-        .sort("benchmark", "judge")
-    )
     lines = [
         "| benchmark | judge | series | consistent | primacy-leaning | recency-leaning | balanced | error | other |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in agg.iter_rows(named=True):
+    for r in series.iter_rows(named=True):
         lines.append(
             f"| {r['benchmark']} | {r['judge']} | {r['n']:,} | {r['consistent']:,} | {r['primacy']:,} | "
             f"{r['recency']:,} | {r['balanced']:,} | {r['error']:,} | {r['other']:,} |"
@@ -241,7 +220,7 @@ def markdown_candidate_table(cm: pl.DataFrame) -> str:
 
 def _listwise_sections(
     comp: dict[str, Any],
-    judgments: pl.DataFrame,
+    series: pl.DataFrame | None,
     cm: pl.DataFrame,
     shares: pl.DataFrame | None,
 ) -> list[str]:
@@ -287,7 +266,7 @@ def _listwise_sections(
         "recency-leaning if s > 0, balanced if s = 0. PF per cell = (Σ max(s, 0) − "
         "Σ max(−s, 0)) / n; `docs/metrics.md`, List-wise.",
         "",
-        markdown_series_table(judgments),
+        markdown_series_table(series),
         "",
         "## List-wise: candidates",
         "",
@@ -307,6 +286,7 @@ def markdown_report(
     jm: pl.DataFrame,
     cm: pl.DataFrame,
     shares: pl.DataFrame | None = None,
+    series: pl.DataFrame | None = None,
 ) -> str:
     """``report.md`` of one output directory: the job's settings, counts, failures by class
     and the per-judge table; for list-wise jobs the slot shares, the series classes and the
@@ -315,8 +295,8 @@ def markdown_report(
     Args:
         meta: the job record (``job.json``).
         judgments: JUDGMENT_SCHEMA rows; ``jm``/``cm``: judge and cell metrics.
-        shares: :func:`voirdire.analysis.position.listwise.slot_shares`, given for a job
-            with list-wise rows (ValueError without them: the report computes no table).
+        shares, series: the slot shares (``Results.slot_shares``) and the series' counts
+            (``DirShown.series``), given for a job with list-wise rows (ValueError without shares).
     """
     job = meta["job"]
     comp = job.get("comparison", {})
@@ -360,7 +340,7 @@ def markdown_report(
         and judgments.filter(pl.col("mode") == "listwise").height > 0
     )
     if listwise:
-        lines += _listwise_sections(comp, judgments, cm, shares)
+        lines += _listwise_sections(comp, series, cm, shares)
     if failures.height:
         lines += [
             "## Failures by class",
