@@ -13,9 +13,13 @@ study        dirs, settings, judge_attributes, tokenizer  study (each directory'
 pairwise     study                                        pairwise, gold
 mitigation   pairwise, gold, settings                     mitigation
 ranking      study, pairwise, settings, leaderboards      ranking
+shown        study                                        shown (each directory's
+                                                          :class:`DirShown`)
 ===========  ===========================================  =================================
 
-(:data:`REPORT_STAGES` is the source.) The mitigation and the leaderboards draw
+(:data:`REPORT_STAGES` is the source.) One directory's :class:`DirShown` (what its
+``report.md`` shows beyond its tables: control rows, list-wise series counts, one-order and
+calibration tables) is :data:`DIR_STAGES`' (:func:`dir_shown`). The mitigation and the leaderboards draw
 ``min(replicates, report_replicates)`` bootstrap replicates.
 """
 
@@ -28,10 +32,19 @@ from typing import Any
 
 import polars as pl
 
+from voirdire.analysis.report.shown import SERIES_CLASSES, DirShown
 from voirdire.analysis.settings import DEFAULTS, AnalysisSettings
 from voirdire.stages import Stage, run_stages
 
-__all__ = ["REPORT_INPUTS", "REPORT_STAGES", "build_report"]
+__all__ = [
+    "DIR_STAGES",
+    "DirShown",
+    "REPORT_INPUTS",
+    "REPORT_STAGES",
+    "build_report",
+    "dir_shown",
+    "write_analysis",
+]
 
 
 def _study(
@@ -109,6 +122,79 @@ def _ranking(
     return {"ranking": ranking}
 
 
+def _position(results: Any) -> dict[str, Any]:
+    from voirdire.analysis.biases.effects import control_rows
+
+    return {"position": control_rows(results.judgments)}
+
+
+def _series(position: pl.DataFrame) -> dict[str, Any]:
+    """The list-wise series counted by class per (benchmark, judge)."""
+    from voirdire.analysis.position.listwise import listwise_series
+
+    if not (
+        "mode" in position.columns
+        and position.filter(pl.col("mode") == "listwise").height
+    ):
+        return {"series": None}
+    k = pl.col("klass")
+    counts = (
+        listwise_series(position)
+        .group_by("benchmark", "judge")
+        .agg(n=pl.len(), **{c: (k == c).sum() for c in SERIES_CLASSES})
+        .sort("benchmark", "judge")
+    )
+    return {"series": counts}
+
+
+def _one_order(results: Any) -> dict[str, Any]:
+    """The one-order tables (``docs/one-order-and-calibration.md``) where they apply."""
+    from voirdire.analysis.position.one_order import has_one_order
+
+    if not has_one_order(results.judgments):
+        return {"order_design": None, "one_order": None}
+    return {"order_design": results.order_design(), "one_order": results.one_order()}
+
+
+def _calibration(results: Any) -> dict[str, Any]:
+    """The calibration tables where a judge states probabilities and labels exist."""
+    from voirdire.analysis.position.calibration_error import has_forecasts
+
+    j = results.judgments
+    if not ("gold" in j.columns and has_forecasts(j)):
+        return {"calibration": None, "reliability": None}
+    return {"calibration": results.calibration(), "reliability": results.reliability()}
+
+
+#: what one directory's report shows beyond its tables, from its ``results``
+DIR_STAGES: tuple[Stage, ...] = (
+    Stage("position", ("results",), ("position",), _position),
+    Stage("series", ("position",), ("series",), _series),
+    Stage("one_order", ("results",), ("order_design", "one_order"), _one_order),
+    Stage("calibration", ("results",), ("calibration", "reliability"), _calibration),
+)
+
+
+def dir_shown(results: Any) -> DirShown:
+    """:data:`DIR_STAGES` on one directory's :class:`~voirdire.analysis.outputs.Results`
+    (the one-order and calibration tables are its methods' defaults, kept on it)."""
+    state = run_stages(DIR_STAGES, {"results": results})
+    fields = [f.name for f in dataclasses.fields(DirShown) if f.name != "name"]
+    return DirShown(results.name, **{k: state[k] for k in fields})
+
+
+def write_analysis(results: Any, out: str | os.PathLike) -> None:
+    """One directory's files (:func:`~voirdire.analysis.report.files.write_dir`) from
+    ``results`` and what :func:`dir_shown` computes of it (``voirdire analyze``)."""
+    from voirdire.analysis.report.files import write_dir
+
+    write_dir(results, dir_shown(results), out)
+
+
+def _shown(study: Any) -> dict[str, Any]:
+    return {"shown": [dir_shown(d) for d in study.dirs]}
+
+
 #: the inputs of a report
 REPORT_INPUTS = ("dirs", "settings", "judge_attributes", "tokenizer", "leaderboards")
 #: a report of several directories, in the order of its data
@@ -117,6 +203,7 @@ REPORT_STAGES: tuple[Stage, ...] = (
     Stage("pairwise", ("study",), ("pairwise", "gold"), _pairwise),
     Stage("mitigation", ("pairwise", "gold", "settings"), ("mitigation",), _mitigation),
     Stage("ranking", ("study", "pairwise", "settings", "leaderboards"), ("ranking",), _ranking),
+    Stage("shown", ("study",), ("shown",), _shown),
 )  # fmt: skip
 
 
@@ -189,8 +276,8 @@ def _write(
 
     study, mitigation, ranking = state["study"], state["mitigation"], state["ranking"]
     if own_dirs:
-        for d in study.dirs:
-            write_dir(d, d.output_dir)
+        for d, shown in zip(study.dirs, state["shown"], strict=True):
+            write_dir(d, shown, d.output_dir)
     written = write_study(study, out_dir)
     if mitigation is not None:
         write_mitigation(mitigation, None, out_dir)
@@ -203,7 +290,9 @@ def _write(
             k.partition(":")[2]: v for k, v in paths.items() if k.startswith("figure:")
         }
         section = ranking_html(ranking.summary(), figures)
-    audit = audit_view(study.dirs, out_dir / "figures")  # one-order logs, probabilities
+    audit = audit_view(
+        state["shown"], out_dir / "figures"
+    )  # one-order logs, probabilities
     page = render_html(
         study, written, name, mitigation, gold=state["gold"], leaderboards=section,
         audit=audit,

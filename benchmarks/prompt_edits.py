@@ -2,10 +2,10 @@
 the prompt that asks a model to rewrite an answer.
 
 A perturbation changes the judge's prompt ``P = (I, Q, R)`` (instruction, question,
-responses) in one of three ways (``docs/biases.md``), its kind's family
-(:mod:`voirdire.benchmarks.biases`): an **instruction** kind adds one sentence to the
-instruction, before the first answer block; a **names** kind adds one and shows each slot's
-label with the model's real name (the verdict letters are unchanged); an **answer** kind
+responses) in one of three ways (``docs/biases.md``), its bias's family
+(:mod:`voirdire.benchmarks.biases`): an **instruction** bias adds one sentence to the
+instruction, before the first answer block; a **names** bias adds one and shows each slot's
+label with the model's real name (the verdict letters are unchanged); an **answer** bias
 replaces the target's answer (the judged, i.e. last, turn) by a rewritten one.
 
 The control prompt is never touched: a benchmark builds it exactly as before when no
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from voirdire.benchmarks.biases import get_kind
+from voirdire.benchmarks.biases import get_bias
 from voirdire.core import LETTERS
 
 _RESPONSE_START = "[The Start of Response]\n"
@@ -32,7 +32,7 @@ class PromptEdit:
     Attributes:
         instruction: a sentence added to the instruction (before the first answer block).
         names: per slot, the real model name shown with its label (the names family).
-        answers: model -> its answer per turn, replacing the table's (answer kinds).
+        answers: model -> its answer per turn, replacing the table's (answer biases).
     """
 
     instruction: str | None = None
@@ -40,16 +40,16 @@ class PromptEdit:
     answers: Mapping[str, tuple[str, ...]] | None = None
 
 
-def rewrite_prompt(kind: str, param: str | None, question: str, answer: str) -> str:
-    """The prompt that asks a model to rewrite ``answer`` for an answer kind: the kind's
-    rewrite instruction (:meth:`~voirdire.benchmarks.biases.BiasKind.rewrite_instruction`),
+def rewrite_prompt(bias: str, param: str | None, question: str, answer: str) -> str:
+    """The prompt that asks a model to rewrite ``answer`` for an answer bias: the bias's
+    rewrite instruction (:meth:`~voirdire.benchmarks.biases.BiasType.rewrite_instruction`),
     then the question, then the answer between ``[The Start of Response]`` and
     ``[The End of Response]`` (:func:`original_of` reads it back).
 
     Raises:
-        ConfigError: an unknown kind, or one that rewrites no answer.
+        ConfigError: an unknown bias, or one that rewrites no answer.
     """
-    head = get_kind(kind).rewrite_instruction(param)
+    head = get_bias(bias).rewrite_instruction(param)
     return (
         f"{head}\n\n[Question]\n{question}\n\n{_RESPONSE_START}{answer}{_RESPONSE_END}"
     )

@@ -3,7 +3,7 @@ and a variant's target resolved for one (instance, order).
 
 Every job has the control (no perturbation, label ``"control"``); each entry of
 ``[[perturbations]]`` adds one variant per (parameter value, target rule). A variant's
-identity -- kind, parameter, target rule, the text version of the instruction templates,
+identity -- bias, parameter, target rule, the text version of the instruction templates,
 the quality source where the rule needs one, the rewriter's identity hash where answers
 are rewritten -- is hashed into :attr:`Variant.key`, which enters the query id of its
 units (``voirdire.engine.units.query_id``); the control's key is ``""`` and its ids are
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from voirdire.benchmarks.biases import BiasKind
+from voirdire.benchmarks.biases import BiasType
 from voirdire.core import LETTERS, ConfigError, content_hash
 from voirdire.engine.spec import JobSpec, PerturbationSpec
 
@@ -29,15 +29,15 @@ class Variant:
 
     Attributes:
         label: readable and unique in the job (``"control"``, ``"bandwagon:share=80:target=worse"``).
-        kind: ``"control"`` or a bias kind's name (:func:`voirdire.benchmarks.biases.known_kinds`).
+        bias: ``"control"`` or a bias type's name (:func:`voirdire.benchmarks.biases.known_biases`).
         param: the parameter value as text (``"80"``, ``"cheerful"``), or None.
         rule: the target rule, or None (control, ``cot``, ``compassion_fade`` without one).
-        rewriter: the ``[[rewriters]]`` name (answer kinds), else None.
+        rewriter: the ``[[rewriters]]`` name (answer biases), else None.
         key: the identity hash entering query ids (``""`` for the control).
     """
 
     label: str
-    kind: str
+    bias: str
     param: str | None = None
     rule: str | None = None
     rewriter: str | None = None
@@ -45,10 +45,10 @@ class Variant:
 
     @property
     def is_control(self) -> bool:
-        return self.kind == "control"
+        return self.bias == "control"
 
 
-CONTROL = Variant(label="control", kind="control")
+CONTROL = Variant(label="control", bias="control")
 
 
 def _check_rule(rule: str, mode: str, list_size: int) -> None:
@@ -77,33 +77,33 @@ def expand_entry(
     quality: str | None,
 ) -> list[Variant]:
     """The variants of one ``[[perturbations]]`` entry (parameter values x target rules);
-    the entry's kind and parameter values were checked by the spec
+    the entry's bias and parameter values were checked by the spec
     (:class:`~voirdire.engine.spec.PerturbationSpec`).
 
     Raises:
-        ConfigError: a target that does not exist, a target on an untargeted kind, a
-            better/worse target without ``benchmark.quality``, an answer kind
+        ConfigError: a target that does not exist, a target on an untargeted bias, a
+            better/worse target without ``benchmark.quality``, an answer bias
             without a rewriter (or naming one that is not in ``[[rewriters]]``), a
-            rewriter on a kind that rewrites nothing.
+            rewriter on a bias that rewrites nothing.
     """
-    kind = entry.bias
-    rules = _rules(entry, kind)
+    bias = entry.bias
+    rules = _rules(entry, bias)
     for r in rules:
         _check_rule(r, mode, list_size)
         if r in QUALITY_RULES and not quality:
             raise ConfigError(
-                f"perturbation {kind.name!r}: target {r!r} needs a quality source: set benchmark.quality "
+                f"perturbation {bias.name!r}: target {r!r} needs a quality source: set benchmark.quality "
                 '("<backend>:<argument>" with a judge backend that is a quality source, or "labels:<file.csv>"; '
                 "docs/biases.md)"
             )
-    rewriter_hash = _rewriter_hash(entry, kind, rewriter_hashes)
+    rewriter_hash = _rewriter_hash(entry, bias, rewriter_hashes)
     out = []
     for v in entry.values or (None,):
         for r in rules or (None,):
             key = content_hash(
                 "perturbation",
-                kind.version,
-                kind.name,
+                bias.version,
+                bias.name,
                 v,
                 r,
                 quality if r in QUALITY_RULES else None,
@@ -111,8 +111,8 @@ def expand_entry(
             )
             out.append(
                 Variant(
-                    kind.label(v, r, entry.rewriter),
-                    kind.name,
+                    bias.label(v, r, entry.rewriter),
+                    bias.name,
                     v,
                     r,
                     entry.rewriter,
@@ -122,37 +122,37 @@ def expand_entry(
     return out
 
 
-def _rules(entry: PerturbationSpec, kind: BiasKind) -> tuple[str, ...]:
-    """The entry's target rules: given, else the kind's defaults (``()``: no target)."""
-    if entry.target is not None and not kind.targeted:
+def _rules(entry: PerturbationSpec, bias: BiasType) -> tuple[str, ...]:
+    """The entry's target rules: given, else the bias's defaults (``()``: no target)."""
+    if entry.target is not None and not bias.targeted:
         raise ConfigError(
-            f"perturbation {kind.name!r} has no target (it perturbs the instruction for every answer alike)"
+            f"perturbation {bias.name!r} has no target (it perturbs the instruction for every answer alike)"
         )
     return tuple(
         [entry.target]
         if isinstance(entry.target, str)
-        else entry.target or kind.default_targets
+        else entry.target or bias.default_targets
     )
 
 
 def _rewriter_hash(
-    entry: PerturbationSpec, kind: BiasKind, rewriter_hashes: dict[str, str]
+    entry: PerturbationSpec, bias: BiasType, rewriter_hashes: dict[str, str]
 ) -> str:
-    """The identity hash of the entry's rewriter (``""`` for a kind that rewrites nothing)."""
-    if not kind.rewrites_answers:
+    """The identity hash of the entry's rewriter (``""`` for a bias that rewrites nothing)."""
+    if not bias.rewrites_answers:
         if entry.rewriter:
             raise ConfigError(
-                f"perturbation {kind.name!r} rewrites no answer; remove rewriter = {entry.rewriter!r}"
+                f"perturbation {bias.name!r} rewrites no answer; remove rewriter = {entry.rewriter!r}"
             )
         return ""
     if not entry.rewriter:
         raise ConfigError(
-            f'perturbation {kind.name!r} rewrites answers and needs a rewriter: add rewriter = "<name>" '
+            f'perturbation {bias.name!r} rewrites answers and needs a rewriter: add rewriter = "<name>" '
             "naming a [[rewriters]] entry (a backend that generates text, or names a rewriter)"
         )
     if entry.rewriter not in rewriter_hashes:
         raise ConfigError(
-            f"perturbation {kind.name!r}: rewriter {entry.rewriter!r} is not a [[rewriters]] entry"
+            f"perturbation {bias.name!r}: rewriter {entry.rewriter!r} is not a [[rewriters]] entry"
             + (
                 f" (entries: {', '.join(rewriter_hashes)})"
                 if rewriter_hashes

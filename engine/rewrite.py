@@ -1,6 +1,6 @@
 """The rewrite stage: answers rewritten for answer-side perturbations, before judging.
 
-Answer kinds (authority, verbosity, sentiment, fallacy) show the judge a rewritten answer
+Answer biases (authority, verbosity, sentiment, fallacy) show the judge a rewritten answer
 of the target. The stage lists every (question, model, variant) whose answer a variant
 needs (:func:`plan_rewrites`), and sends each distinct rewrite once through the same
 scheduler and Ray workers as the judges (:func:`voirdire.engine.scheduler.execute`), the
@@ -25,7 +25,7 @@ import polars as pl
 import pyarrow as pa
 
 from voirdire.benchmarks.base import Benchmark
-from voirdire.benchmarks.biases import get_kind
+from voirdire.benchmarks.biases import get_bias
 from voirdire.benchmarks.prompt_edits import rewrite_prompt
 from voirdire.core import ConfigError, canonical_json, content_hash
 from voirdire.engine.bind import ResolvedJudge
@@ -35,7 +35,7 @@ from voirdire.engine.store import ResultStore
 from voirdire.engine.units import UnitBatch
 from voirdire.exceptions import RewriteFailed
 from voirdire.judges.base import Query, get_backend
-from voirdire.judges.capabilities import Rewrites, rewrite_kinds
+from voirdire.judges.capabilities import Rewrites, rewrite_biases
 from voirdire.schema import REWRITE_SCHEMA, REWRITE_UNIT_SCHEMA
 
 REWRITES_DIR = "rewrites"
@@ -80,22 +80,22 @@ def resolve_rewriters(job: JobSpec) -> dict[str, ResolvedJudge]:
 def check_rewriters(
     variants: Sequence[Variant], rewriters: dict[str, ResolvedJudge]
 ) -> None:
-    """Refuse a kind a rewriter cannot do (its backend's
-    :attr:`~voirdire.judges.capabilities.Rewrites.rewrite_kinds`: the ``template`` rewriter
+    """Refuse a bias a rewriter cannot do (its backend's
+    :attr:`~voirdire.judges.capabilities.Rewrites.rewrite_biases`: the ``template`` rewriter
     does authority and a labelled template verbosity only).
 
     Raises:
-        ConfigError: naming the rewriter, the kind and what it can do.
+        ConfigError: naming the rewriter, the bias and what it can do.
     """
     for v in variants:
         if v.rewriter is None:
             continue
-        kinds = rewrite_kinds(rewriters[v.rewriter].backend)
-        if kinds is not None and v.kind not in kinds:
+        biases = rewrite_biases(rewriters[v.rewriter].backend)
+        if biases is not None and v.bias not in biases:
             raise ConfigError(
                 f"perturbation {v.label!r}: rewriter {v.rewriter!r} ({rewriters[v.rewriter].spec.backend}) cannot do "
-                f"{v.kind!r}; its backend declares it does {', '.join(kinds)}. Use a rewriter whose backend "
-                "generates free text (it rewrites every kind)"
+                f"{v.bias!r}; its backend declares it does {', '.join(biases)}. Use a rewriter whose backend "
+                "generates free text (it rewrites every bias)"
             )
 
 
@@ -119,7 +119,7 @@ def plan_rewrites(
         k: [] for k in [*REWRITE_UNIT_SCHEMA.names, "variant"]
     }
     answer_variants = [
-        v for v in variants if not v.is_control and get_kind(v.kind).rewrites_answers
+        v for v in variants if not v.is_control and get_bias(v.bias).rewrites_answers
     ]
     if not answer_variants:
         # the schema spelt in polars' types: converting an Arrow table would import
@@ -145,7 +145,7 @@ def plan_rewrites(
                 seen.add((q, m, v.label))
                 turns = bench.answers(q, m)
                 prompt = rewrite_prompt(
-                    v.kind, v.param, bench.question_text(q), turns[-1]
+                    v.bias, v.param, bench.question_text(q), turns[-1]
                 )
                 rows["unit_id"].append(
                     content_hash("rewrite", rj.identity_hash, prompt)
@@ -156,7 +156,7 @@ def plan_rewrites(
                 rows["question_id"].append(q)
                 rows["model"].append(m)
                 rows["turn"].append(len(turns))
-                rows["kind"].append(v.kind)
+                rows["kind"].append(v.bias)
                 rows["param"].append(v.param)
                 rows["original"].append(turns[-1])
                 rows["prompt"].append(prompt)
@@ -182,7 +182,7 @@ class RewriteUnit:
     prompt: str
 
     def query(self) -> Query:
-        """The rewriter's query: the rewrite prompt, its kind and parameter."""
+        """The rewriter's query: the rewrite prompt, its bias type (column ``kind``) and parameter."""
         return Query(
             unit_id=self.unit_id,
             query_id=self.unit_id,

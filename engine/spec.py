@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from voirdire.benchmarks.biases import BiasKind, get_kind
+from voirdire.benchmarks.biases import BiasType, get_bias
 from voirdire.benchmarks.pairs import PairsSpec
 from voirdire.core import ConfigError
 from voirdire.engine.outdir import check_path_text
@@ -174,15 +174,15 @@ class AnalysisSpec(_Strict):
 
 
 class PerturbationSpec(BaseModel):
-    """One ``[[perturbations]]`` entry: a bias kind, its target rule(s) and its parameter
+    """One ``[[perturbations]]`` entry: a bias type, its target rule(s) and its parameter
     values; it expands into one variant per (parameter value, target rule)
     (:func:`voirdire.engine.perturb.expand_variants`, ``docs/biases.md``).
 
-    ``kind``: a registered bias kind (:func:`voirdire.benchmarks.biases.get_kind`) or an
+    ``kind``: a registered bias type (:func:`voirdire.benchmarks.biases.get_bias`) or an
     import path ``"module:ATTRIBUTE"`` naming one. ``target``: ``better`` | ``worse`` |
     ``candidate`` | ``reference`` | ``slot:A`` ... (one or a list; default per kind). The
     one other key allowed is the kind's parameter (``shares = [60, 90]`` for bandwagon:
-    :attr:`voirdire.benchmarks.biases.BiasKind.param`), validated by the kind's record and
+    :attr:`voirdire.benchmarks.biases.BiasType.param`), validated by the kind's record and
     stored with its values converted (``ratios = [2]`` reads ``[2.0]``). ``rewriter``: the
     ``[[rewriters]]`` entry that rewrites answers (answer kinds only, required there).
     """
@@ -196,7 +196,7 @@ class PerturbationSpec(BaseModel):
     @model_validator(mode="after")
     def _check_kind(self) -> PerturbationSpec:
         try:  # the parameter's values stored converted
-            self.__pydantic_extra__ = get_kind(self.kind).normalize(
+            self.__pydantic_extra__ = get_bias(self.kind).normalize(
                 self.model_extra or {}
             )
         except ConfigError as exc:
@@ -204,9 +204,9 @@ class PerturbationSpec(BaseModel):
         return self
 
     @property
-    def bias(self) -> BiasKind:
-        """The entry's bias kind record."""
-        return get_kind(self.kind)
+    def bias(self) -> BiasType:
+        """The entry's bias type record."""
+        return get_bias(self.kind)
 
     @property
     def values(self) -> tuple[str, ...] | None:

@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 
 from voirdire.benchmarks.base import Benchmark
-from voirdire.benchmarks.biases import NAMES, Slots, get_kind
+from voirdire.benchmarks.biases import NAMES, Slots, get_bias
 from voirdire.benchmarks.prompt_edits import PromptEdit
 from voirdire.benchmarks.scoring import SCORE_OPTION_MODE
 from voirdire.core import LETTERS, ConfigError
@@ -232,7 +232,7 @@ class _UnitMaker:
         """The ``repetitions`` units of one asked variant (``head``: see :meth:`of_order`)."""
         qid, target, tslot, prompt, prompt_chars, out_chars = asked
         tail = (self.mode, self.option_mode, row["input_chars"], out_chars,
-                prompt_chars, v.label, v.kind, v.param, target, v.rule, tslot,
+                prompt_chars, v.label, v.bias, v.param, target, v.rule, tslot,
                 row.get("better"), row.get("gold"), prompt, system,
                 None if v.is_control else base_qid)  # fmt: skip
         ident, reps = self.identity_hash, self.comparison.repetitions
@@ -263,7 +263,7 @@ def iter_unit_batches(
     (:func:`voirdire.engine.perturb.expand_variants`); ``inst`` then needs the columns
     ``better`` and ``worst`` (:func:`voirdire.engine.quality.with_quality`) when a variant's
     target rule is better/worse, and ``rewrites`` maps (question id, model, variant label)
-    to the rewritten answer per turn for answer kinds. An instance whose better candidate is
+    to the rewritten answer per turn for answer biases. An instance whose better candidate is
     unknown has no unit of a better/worse variant.
 
     Order: instance by instance; within an instance permutation by permutation (in the
@@ -309,16 +309,16 @@ def variant_edit(
     target: str | None,
     rewrites: Mapping[tuple[str, str, str], tuple[str, ...]],
 ) -> PromptEdit:
-    """The prompt edit of variant ``v`` for one order: its kind's sentence
-    (:meth:`~voirdire.benchmarks.biases.BiasKind.instruction_text`, with the slots' names
+    """The prompt edit of variant ``v`` for one order: its bias's sentence
+    (:meth:`~voirdire.benchmarks.biases.BiasType.instruction_text`, with the slots' names
     for the names family) or the target's rewritten answer (answer family).
 
     Raises:
-        ConfigError: an unknown kind.
-        KeyError: an answer kind whose rewrite is missing from ``rewrites``.
+        ConfigError: an unknown bias.
+        KeyError: an answer bias whose rewrite is missing from ``rewrites``.
     """
-    kind = get_kind(v.kind)
-    if kind.rewrites_answers:
+    bias = get_bias(v.bias)
+    if bias.rewrites_answers:
         return PromptEdit(answers={target: rewrites[(question_id, target, v.label)]})  # type: ignore[dict-item]
     t = shown.index(target) if target is not None else None
     slots = Slots(
@@ -328,8 +328,8 @@ def variant_edit(
         shown=tuple(shown),
     )
     return PromptEdit(
-        instruction=kind.instruction_text(v.param, slots),
-        names=tuple(shown) if kind.family == NAMES else None,
+        instruction=bias.instruction_text(v.param, slots),
+        names=tuple(shown) if bias.family == NAMES else None,
     )
 
 

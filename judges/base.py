@@ -52,7 +52,7 @@ class Query:
     order; ``option_mode`` the number of options (letters) offered; ``repetition`` is
     1-based. ``query_id`` is equal for all repetitions of the same prompt, so a backend may
     answer them together (``n`` samples in one request). ``perturbation_kind`` and
-    ``perturbation_param`` are the bias kind and parameter value of the unit's
+    ``perturbation_param`` are the bias type and parameter value of the unit's
     perturbation (the work unit's columns of the same names; ``None`` for the control; a
     rewriter's query carries those of the rewrite) and ``target_slot`` the position letter
     of the perturbation's target (``None`` without one); backends that read the prompt

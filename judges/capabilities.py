@@ -53,7 +53,7 @@ __all__ = [
     "UsesKey",
     "comparison_mode",
     "needs_prompt",
-    "rewrite_kinds",
+    "rewrite_biases",
     "shares_workers",
 ]
 
@@ -140,10 +140,10 @@ class Rewrites:
     """A ``[[rewriters]]`` entry may name this backend: it generates free text, or names
     the backend that rewrites for it.
 
-    ``rewrite_kinds``: as the rewriter, the answer kinds it can rewrite (None: every one).
+    ``rewrite_biases``: as the rewriter, the answer biases it can rewrite (None: every one).
     """
 
-    rewrite_kinds: ClassVar[tuple[str, ...] | None] = None
+    rewrite_biases: ClassVar[tuple[str, ...] | None] = None
 
     @classmethod
     def rewriter(cls) -> type[JudgeBackend[Any]]:
@@ -207,9 +207,9 @@ def shares_workers(backend: type, settings: Any) -> bool:
     return issubclass(backend, SharesWorkers) and backend.shares_workers(settings)
 
 
-def rewrite_kinds(backend: type) -> tuple[str, ...] | None:
-    """The answer kinds ``backend`` can rewrite (None: every one, or not a rewriter)."""
-    return backend.rewrite_kinds if issubclass(backend, Rewrites) else None
+def rewrite_biases(backend: type) -> tuple[str, ...] | None:
+    """The answer biases ``backend`` can rewrite (None: every one, or not a rewriter)."""
+    return backend.rewrite_biases if issubclass(backend, Rewrites) else None
 
 
 def comparison_mode(backend: type, settings: JudgeSettings) -> str | None:

@@ -11,10 +11,10 @@ backends here need no model; they read the original answer back from the prompt:
   of the answer) after the answer's first paragraph; ``verbosity`` is a *template
   lengthening* -- the answer followed by labelled restatements of its paragraphs up to the
   length ratio -- **not** CALM's model rewrite (no new wording, so a judge may see through
-  it); other kinds are not offered (:data:`TemplateRewriter.rewrite_kinds`; the job is
+  it); other biases are not offered (:data:`TemplateRewriter.rewrite_biases`; the job is
   refused before anything runs).
-- ``simulated`` (``backend = "simulated"``): every answer kind, deterministically (a marker
-  line naming the kind; verbosity padded to the ratio), for tests.
+- ``simulated`` (``backend = "simulated"``): every answer bias, deterministically (a marker
+  line naming the bias; verbosity padded to the ratio), for tests.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class _OfflineRewriter(RewriterOnly, JudgeBackend[OfflineRewriterSettings]):
     def worker_options(cls, settings: OfflineRewriterSettings) -> dict[str, Any]:
         return {"num_cpus": 0}
 
-    def rewrite(self, kind: str, param: str | None, answer: str) -> str:
+    def rewrite(self, bias: str, param: str | None, answer: str) -> str:
         raise NotImplementedError
 
     async def judge(self, queries: list[Query]) -> list[Result]:
@@ -98,20 +98,20 @@ class _OfflineRewriter(RewriterOnly, JudgeBackend[OfflineRewriterSettings]):
             await asyncio.sleep(self.settings.latency_s)
         out = []
         for q in queries:
-            kind, param = q.perturbation_kind or "", q.perturbation_param
-            if self.rewrite_kinds is not None and kind not in self.rewrite_kinds:
+            bias, param = q.perturbation_kind or "", q.perturbation_param
+            if self.rewrite_biases is not None and bias not in self.rewrite_biases:
                 out.append(
                     Result.failed(
                         q.unit_id,
                         "error",
-                        f"the {self.name} rewriter cannot do {kind!r}",
+                        f"the {self.name} rewriter cannot do {bias!r}",
                     )
                 )
                 continue
             out.append(
                 Result(
                     unit_id=q.unit_id,
-                    output=self.rewrite(kind, param, original_of(q.prompt or "")),
+                    output=self.rewrite(bias, param, original_of(q.prompt or "")),
                     latency_s=0.0,
                 )
             )
@@ -124,10 +124,10 @@ class TemplateRewriter(_OfflineRewriter):
 
     name = "template_rewriter"
     aliases = ("template",)
-    rewrite_kinds = ("authority", "verbosity")
+    rewrite_biases = ("authority", "verbosity")
 
-    def rewrite(self, kind: str, param: str | None, answer: str) -> str:
-        if kind == "authority":
+    def rewrite(self, bias: str, param: str | None, answer: str) -> str:
+        if bias == "authority":
             return add_citation(answer, param or "url")
         return lengthen(answer, float(param or 2.0))
 
@@ -138,7 +138,7 @@ class SimulatedRewriter(_OfflineRewriter):
 
     name = "simulated_rewriter"
 
-    def rewrite(self, kind: str, param: str | None, answer: str) -> str:
-        if kind == "verbosity":
+    def rewrite(self, bias: str, param: str | None, answer: str) -> str:
+        if bias == "verbosity":
             return lengthen(answer, float(param or 2.0))
-        return f"{answer}\n\n[simulated {kind} rewrite{': ' + param if param else ''}]"
+        return f"{answer}\n\n[simulated {bias} rewrite{': ' + param if param else ''}]"

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from pydantic import field_validator
 
-from voirdire.benchmarks.biases import find_kind, known_kinds
+from voirdire.benchmarks.biases import find_bias, known_biases
 from voirdire.benchmarks.scoring import load_score_templates
 from voirdire.core import ConfigError, letters, stable_int
 from voirdire.judges.base import (
@@ -74,15 +74,15 @@ class SimulatedSettings(JudgeSettings):
     fail_rate: float = 0.0
     latency_s: float = 0.0
     score_noise: float = 1.0
-    #: perturbation kind -> strength in [-1, 1] (the CALM bias suite; see susceptible_slot)
+    #: bias type -> strength in [-1, 1] (the CALM bias suite; see susceptible_slot)
     susceptibility: dict[str, float] | None = None
 
     @field_validator("susceptibility")
     @classmethod
     def _strengths(cls, v: dict[str, float] | None) -> dict[str, float] | None:
-        for kind, st in (v or {}).items():
+        for bias, st in (v or {}).items():
             if not -1.0 <= st <= 1.0:
-                raise ValueError(f"susceptibility.{kind} = {st} is outside [-1, 1]")
+                raise ValueError(f"susceptibility.{bias} = {st} is outside [-1, 1]")
         return v
 
 
@@ -208,14 +208,14 @@ def simulate_choice(s: SimulatedSettings, q: Query) -> str:
 def susceptible_slot(s: SimulatedSettings, q: Query, slot: int, best: int) -> int:
     """The verdict after the judge's susceptibility to the query's perturbation.
 
-    With ``st = susceptibility[kind]`` and probability ``|st|`` (a draw from the query's
+    With ``st = susceptibility[bias]`` and probability ``|st|`` (a draw from the query's
     id and repetition): ``st > 0`` moves the verdict to the target's slot, ``st < 0`` to
     the slot after it (pairwise: the other answer). For ``fallacy`` the target is the
     damaged answer: a judge that sees through the fallacy has ``st < 0`` (it moves away, as
-    it should), one that overlooks it ``st = 0``. A kind that never has a target
+    it should), one that overlooks it ``st = 0``. A bias that never has a target
     (``targeted = False``: ``cot``): with probability ``st`` the judge picks the best
     answer's slot (reasoning helps). Kinds without a target slot otherwise, the control and
-    kinds not listed keep ``slot`` (as does a kind registered only in the driver, unknown
+    biases not listed keep ``slot`` (as does a bias registered only in the driver, unknown
     to the worker process). Returns a slot index.
     """
     st = (s.susceptibility or {}).get(q.perturbation_kind or "", 0.0)
@@ -223,8 +223,8 @@ def susceptible_slot(s: SimulatedSettings, q: Query, slot: int, best: int) -> in
         _u("susceptibility", s.seed, q.query_id, q.repetition)
     ).random() >= abs(st):
         return slot
-    kind = find_kind(q.perturbation_kind)
-    if kind is not None and not kind.targeted:
+    bias = find_bias(q.perturbation_kind)
+    if bias is not None and not bias.targeted:
         return best if st > 0 else slot
     if q.target_slot is None:
         return slot
@@ -294,17 +294,17 @@ class SimulatedJudge(
 
     @classmethod
     def preflight(cls, settings: SimulatedSettings, context: JudgeContext) -> None:
-        """Every kind of ``susceptibility`` is a known bias kind (checked in the driver,
-        where kinds registered by the caller are known).
+        """Every bias of ``susceptibility`` is a known bias type (checked in the driver,
+        where biases registered by the caller are known).
 
         Raises:
-            ConfigError: naming the judge and the unknown kind.
+            ConfigError: naming the judge and the unknown bias.
         """
-        for kind in settings.susceptibility or {}:
-            if find_kind(kind) is None:
+        for bias in settings.susceptibility or {}:
+            if find_bias(bias) is None:
                 raise ConfigError(
-                    f"judge {context.judge!r}: susceptibility: unknown perturbation kind {kind!r}; "
-                    f"known: {', '.join(known_kinds())}"
+                    f"judge {context.judge!r}: susceptibility: unknown perturbation kind {bias!r}; "
+                    f"known: {', '.join(known_biases())}"
                 )
 
     @classmethod

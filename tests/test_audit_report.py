@@ -1,4 +1,5 @@
-"""The report's one-order and calibration sections (``analysis/report/audit_sections.py``)
+"""The report's one-order and calibration sections (``analysis/report/audit_sections.py``,
+their tables computed by ``analysis/build.py: dir_shown``)
 and their ``voirdire.Results`` methods: a replayed job judged in one fixed order says that
 position cannot be separated and gives no figure; a randomised one-order table with
 probabilities and labels gets both sections, their CSVs and the reliability figure; a
@@ -11,6 +12,7 @@ import pytest
 
 import voirdire
 from tests.audit_simulate import calibration_table, one_order_table
+from voirdire.analysis.build import dir_shown
 from voirdire.analysis.outputs import Results
 from voirdire.analysis.position.one_order import FIXED_MESSAGE
 from voirdire.analysis.report.audit_sections import audit_sections, audit_view
@@ -65,7 +67,7 @@ def test_randomised_table_with_probabilities_gets_both_sections(tmp_path):
         on=["question_id", "candidate"],
     )
     res = _results(tmp_path, t)
-    md, csvs = audit_sections(res, tmp_path)
+    md, csvs = audit_sections(dir_shown(res), tmp_path)
     for name, table in csvs.items():
         write_csv(table, tmp_path / "metrics" / f"{name}.csv")
     assert "## Position effect, one order per pair" in md
@@ -80,12 +82,13 @@ def test_randomised_table_with_probabilities_gets_both_sections(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     rel = pl.read_csv(tmp_path / "metrics" / "reliability.csv")
     assert rel.get_column("n").sum() == cal["n"]
-    (view,) = audit_view([res], tmp_path / "html")
+    (view,) = audit_view([dir_shown(res)], tmp_path / "html")
     assert view["one_order"]["rows"] and view["calibration"]["rows"]
     assert view["reliability"]["src"].startswith("data:image/png;base64,")
     assert (
         audit_view(
-            [_results(tmp_path, one_order_table(5, [0.0], design="both"))], tmp_path
+            [dir_shown(_results(tmp_path, one_order_table(5, [0.0], design="both")))],
+            tmp_path,
         )
         is None
     )
@@ -93,7 +96,7 @@ def test_randomised_table_with_probabilities_gets_both_sections(tmp_path):
 
 def test_both_orders_without_probabilities_get_no_section(tmp_path):
     res = _results(tmp_path, one_order_table(10, [0.0], design="both"))
-    assert audit_sections(res, tmp_path) == ("", {})
+    assert audit_sections(dir_shown(res), tmp_path) == ("", {})
     assert not (tmp_path / "metrics").exists()
     assert res.one_order().height == 0 and res.calibration().height == 0
 
@@ -109,7 +112,25 @@ def test_a_probability_outside_0_1_is_refused(tmp_path, bad):
 
 def test_a_bar_in_a_label_does_not_split_the_markdown_cell(tmp_path):
     t = one_order_table(10, [0.0], seed=3, judge="a|b")
-    md, _ = audit_sections(_results(tmp_path, t), tmp_path)
+    md, _ = audit_sections(dir_shown(_results(tmp_path, t)), tmp_path)
     row = next(line for line in md.splitlines() if line.startswith("| a"))
     assert row.startswith("| a\\|b |")
     assert row.replace("\\|", "").count("|") == 11  # ten cells
+
+
+def test_the_sections_render_the_tables_they_are_given(tmp_path):
+    """The one-order and calibration tables are computed by the analysis' stages
+    (``dir_shown``, once, kept on the Results), and the report renders what it is given:
+    a table changed after the stages is what the section shows."""
+    import dataclasses
+
+    t = one_order_table(30, [0.0, 1.0], delta=0.5, seed=1)
+    res = _results(tmp_path, t)
+    shown = dir_shown(res)
+    assert shown.one_order is res.one_order() and shown.calibration is None
+    given = dataclasses.replace(
+        shown, one_order=shown.one_order.with_columns(effect=pl.lit(0.4321))
+    )
+    md, csvs = audit_sections(given, tmp_path)
+    assert "+0.432" in md and csvs["one_order_effect"] is given.one_order
+    assert f"{res.one_order().item(0, 'effect'):+.3f}" not in md

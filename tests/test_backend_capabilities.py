@@ -209,7 +209,7 @@ def test_a_backend_sets_its_units_comparison_mode_through_its_capability():
     from voirdire.judges.capabilities import (
         comparison_mode,
         needs_prompt,
-        rewrite_kinds,
+        rewrite_biases,
     )
     from voirdire.judges.replay import ReplayJudge, ReplaySettings
 
@@ -225,6 +225,6 @@ def test_a_backend_sets_its_units_comparison_mode_through_its_capability():
     )  # not OwnComparisonMode
     assert not needs_prompt(ReplayJudge) and needs_prompt(get_backend("openai"))
     assert (
-        rewrite_kinds(get_backend("template")) == ("authority", "verbosity")
-        and rewrite_kinds(ReplayJudge) is None
+        rewrite_biases(get_backend("template")) == ("authority", "verbosity")
+        and rewrite_biases(ReplayJudge) is None
     )

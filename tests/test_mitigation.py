@@ -324,3 +324,36 @@ def test_simulated_jury_matches_closed_form(sim):
     for m in ("accuracy", "pf", "flip", "cost"):
         assert r[m] == pytest.approx(e[m], abs=0.02), m
     assert r["accuracy"] > _row(table, "single")["accuracy"]
+
+
+def test_pairing_the_two_orders_is_a_need_the_strategies_declare():
+    """A strategy declares that it pairs the two orders (``paired``, every built-in one):
+    on judgments that are all list-wise its needs check refuses it in one line, wherever it
+    runs (``apply_strategies`` too, not only ``run_mitigation``); one that declares it reads
+    list-wise judgments (``paired=False``) runs on them."""
+    j = simulate_judgments(
+        {"x": SimulatedSettings(primacy=0.7)}, n_questions=12, candidates=3, seed=2
+    )
+    listwise = j.with_columns(mode=pl.lit("listwise"))
+    assert all(s.paired for s in registry.strategies().values())
+    one_line = "^no pairwise or score judgments to mitigate"
+    with pytest.raises(ConfigError, match=one_line):
+        registry.apply_strategies(listwise, ["single"])
+    with pytest.raises(ConfigError, match=one_line):
+        E.run_mitigation(listwise, strategies=["swap-tie"], replicates=10)
+    single = registry.strategy("single").fn
+
+    def read_as_pairs(df: pl.DataFrame) -> pl.DataFrame:  # list-wise rows read as pairs
+        return single(df.with_columns(mode=pl.lit("pairwise")))
+
+    reg = registry.register_strategy("listwise-single", read_as_pairs, paired=False)
+    try:
+        got = registry.apply_strategies(listwise, ["listwise-single"])
+        want = registry.apply_strategies(j, ["single"])
+        assert got.drop("strategy").equals(want.drop("strategy")) and not reg.paired
+        table, _, _ = E.run_mitigation(
+            listwise, strategies=["listwise-single"], replicates=10
+        )
+        assert table.get_column("strategy").unique().to_list() == ["listwise-single"]
+    finally:
+        registry.STRATEGIES.unregister("listwise-single")

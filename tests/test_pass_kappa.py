@@ -262,3 +262,37 @@ def test_pass_kappa_interval_is_the_statsmodels_bootstraps():
     assert pk["pass_kappa"].to_list() == ci["estimate"].to_list()
     assert pk["pass_kappa_lo"].to_list() == ci["lo"].to_list()
     assert pk["pass_kappa_hi"].to_list() == ci["hi"].to_list()
+
+
+def test_the_gate_in_words_is_the_gate_applied(monkeypatch):
+    """Every report text of the gate (Markdown judge table and reading, mitigation table,
+    terminal caption, HTML judges' table) renders the value ``pass_kappa_gate`` applies,
+    :data:`KAPPA_GATE`: moved to 0.75, a judge at 0.6 ≤ κ < 0.75 fails and no text says 0.6."""
+    from rich.console import Console
+
+    from voirdire.analysis.mitigation import pass_kappa as pk
+    from voirdire.analysis.outputs import with_pass_kappa
+    from voirdire.analysis.position.metrics import judge_metrics
+    from voirdire.analysis.report.html import _panel_view
+
+    monkeypatch.setattr(pk, "KAPPA_GATE", 0.75)
+    j = simulate_judgments(
+        {"steady": {"primacy": 0.5, "sensitivity": 4.0}},
+        n_questions=30,
+        candidates=4,
+        seed=1,
+    )
+    jm = with_pass_kappa(judge_metrics(j), j, replicates=20)
+    k = jm.get_column("pass_kappa").to_list()
+    assert jm.get_column("pass_kappa_gate").to_list() == [
+        "pass" if x >= 0.75 else "fail" for x in k
+    ]
+    md = markdown_judge_table(jm)
+    console = Console(record=True, width=300)
+    print_judge_table(jm, console=console)
+    table = evaluate(apply_strategies(j, ["single"]), replicates=20)
+    mit = mitigation_markdown(table)
+    names = _panel_view(jm.with_columns(pl.lit(None).alias("flag")))
+    for text in (md, console.export_text(), mit, str(names)):
+        assert "0.75" in text and "≥ 0.6" not in text, text[:300]
+    assert "κ passes ≥ 0.75" in mit and "gate κ ≥ 0.75" in mit

@@ -249,11 +249,11 @@ def _registries():
     from voirdire.analysis.mitigation.registry import STRATEGIES
     from voirdire.analysis.position.registry import METRICS
     from voirdire.analysis.ranking.registry import RANKINGS
-    from voirdire.benchmarks.biases.registry import KINDS
+    from voirdire.benchmarks.biases.registry import BIASES
     from voirdire.benchmarks.registry import BENCHMARKS
     from voirdire.judges.base import BACKENDS
 
-    return [BACKENDS, BENCHMARKS, KINDS, STRATEGIES, METRICS, RANKINGS]
+    return [BACKENDS, BENCHMARKS, BIASES, STRATEGIES, METRICS, RANKINGS]
 
 
 def test_a_registry_error_names_a_type_never_the_value(monkeypatch):

@@ -1,6 +1,6 @@
 """One registry for every kind voirdire can be extended with.
 
-Judge backends, benchmarks, bias kinds, mitigation strategies, metrics and rankings are each
+Judge backends, benchmarks, bias types, mitigation strategies, metrics and rankings are each
 a :class:`Registry` instance owned by the room that uses them (``judges/base.py``,
 ``benchmarks/registry.py``, ...). Every registry works the same way (after Inspect AI's
 ``registry_add``/``registry_lookup``):

@@ -68,7 +68,7 @@ WORK_UNIT_SCHEMA = pa.schema(
         ),  # the full prompt sent to the judge
         # perturbations (the CALM bias suite, docs/biases.md); the control has "control" and nulls
         # one name, one meaning: ``perturbation`` is the variant's label (engine.perturb.Variant.label),
-        # ``perturbation_kind`` its bias kind (benchmarks.biases; judges.base.Query.perturbation_kind)
+        # ``perturbation_kind`` its bias type (benchmarks.biases; judges.base.Query.perturbation_kind)
         pa.field(
             "perturbation", pa.string(), nullable=False
         ),  # variant label, e.g. "bandwagon:share=80:target=worse"

@@ -30,7 +30,6 @@ from voirdire.analysis.position.formulas import (
 )
 from voirdire.analysis.position.pairing import pair_sums, verdict_pairs
 from voirdire.analysis.position.uncertainty import cluster_bootstrap
-from voirdire.exceptions import ConfigError
 
 __all__ = [
     "EVAL_COLUMNS",
@@ -280,17 +279,10 @@ def run_mitigation(
         select_for_annotation`); the reference table (or None).
 
     Raises:
-        ConfigError: only list-wise judgments, unknown strategy, a strategy's missing need, a
-            bad reference.
+        ConfigError: unknown strategy, a strategy's missing need
+            (:func:`~voirdire.analysis.mitigation.registry.check_needs`: only list-wise
+            judgments, for a strategy that pairs the two orders), a bad reference.
     """
-    if (
-        "mode" in judgments.columns
-        and not judgments.filter(pl.col("mode") != "listwise").height
-    ):
-        raise ConfigError(
-            "no pairwise or score judgments to mitigate (the strategies pair the two orders "
-            "of one comparison; list-wise judgments have no such pairs)"
-        )
     names = list(strategies or registry.default_strategies(judgments))
     regs = [registry.strategy(n) for n in names]
     for reg in regs:

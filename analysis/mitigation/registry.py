@@ -57,6 +57,9 @@ class Strategy:
         default: run when no strategy is named (``voirdire mitigate`` without ``--strategies``).
         score: a score-mode strategy (reads ``slot_scores``); a default one runs only on
             judgments with scores.
+        paired: it pairs the two orders of one comparison, so it needs judgments that are
+            not all list-wise (``mode``), checked by :func:`check_needs` (every built-in
+            strategy; False for one that reads list-wise judgments).
     """
 
     name: str
@@ -65,6 +68,7 @@ class Strategy:
     doc: str = ""
     default: bool = False
     score: bool = False
+    paired: bool = True
 
     def __call__(self, judgments: pl.DataFrame) -> pl.DataFrame:
         return self.fn(judgments)
@@ -107,6 +111,7 @@ def register_strategy(
     doc: str = "",
     default: bool = False,
     score: bool = False,
+    paired: bool = True,
     replace: bool = False,
 ) -> Callable[[StrategyFn], Strategy] | Strategy:
     """Register the strategy ``name`` (see :class:`Strategy` for the fields).
@@ -121,7 +126,8 @@ def register_strategy(
 
     def deco(f: StrategyFn) -> Strategy:
         return STRATEGIES.register(
-            Strategy(name, f, tuple(needs), doc, default, score), replace=replace
+            Strategy(name, f, tuple(needs), doc, default, score, paired),
+            replace=replace,
         )
 
     return deco if fn is None else deco(fn)
@@ -144,7 +150,17 @@ def strategy(name: str) -> Strategy:
 
 
 def check_needs(reg: Strategy, judgments: pl.DataFrame) -> None:
-    """Raise ConfigError when ``judgments`` lack a column ``reg`` needs, or it is all null."""
+    """Raise ConfigError when ``reg`` is :attr:`~Strategy.paired` and every judgment is
+    list-wise (``mode``), or ``judgments`` lack a column ``reg`` needs, or it is all null."""
+    if (
+        reg.paired
+        and "mode" in judgments.columns
+        and not judgments.filter(pl.col("mode") != "listwise").height
+    ):
+        raise ConfigError(
+            "no pairwise or score judgments to mitigate (the strategies pair the two orders "
+            "of one comparison; list-wise judgments have no such pairs)"
+        )
     for col in reg.needs:
         if (
             col not in judgments.columns
@@ -160,14 +176,15 @@ def apply_strategies(
     judgments: pl.DataFrame, names: Sequence[str] | Mapping[str, StrategyFn]
 ) -> pl.DataFrame:
     """Run strategies on ``judgments``: registered names (their needs checked first, all
-    before any runs) or a mapping name -> function. Returns the verdict tables stacked with
-    a leading ``strategy`` column (str).
+    before any runs) or a mapping name -> function (no needs declared: the caller checked
+    them, as :func:`~voirdire.analysis.mitigation.evaluation.run_mitigation` does). Returns
+    the verdict tables stacked with a leading ``strategy`` column (str).
 
     Raises:
         ConfigError: an unknown name or a missing need, naming the strategy.
     """
     if isinstance(names, Mapping):
-        regs = [Strategy(n, f) for n, f in names.items()]
+        regs = [Strategy(n, f, paired=False) for n, f in names.items()]
     else:
         regs = [strategy(n) for n in names]
     for reg in regs:

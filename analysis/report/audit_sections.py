@@ -4,8 +4,9 @@ Written only where they apply (``docs/one-order-and-calibration.md``): a judge t
 each pair in one order (``metrics/order_design.csv``, ``metrics/one_order_effect.csv``), or
 a judge that states probabilities where gold labels exist (``metrics/calibration.csv``,
 ``metrics/reliability.csv``, ``figures/reliability.png``; the CSVs written by
-:func:`voirdire.analysis.report.files.write_dir`). The figures come from the
-:class:`~voirdire.analysis.outputs.Results` methods, computed on first use.
+:func:`voirdire.analysis.report.files.write_dir`). The tables are given, computed by the
+stages of :mod:`voirdire.analysis.build` (:class:`~voirdire.analysis.build.DirShown`); here
+they are rendered and the reliability figure drawn.
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from voirdire.analysis.position.calibration_error import BINS, has_forecasts
-from voirdire.analysis.position.one_order import has_one_order
+from voirdire.analysis.position.calibration_error import BINS
 from voirdire.analysis.report.html_parts import image_view, table_view
 
 if TYPE_CHECKING:
-    from voirdire.analysis.outputs import Results
+    from voirdire.analysis.report.shown import DirShown
 
 __all__ = ["audit_sections", "audit_view"]
 
@@ -34,8 +34,7 @@ def _f(x, fmt: str = "{:.3f}") -> str:
     return "" if x is None or x != x else fmt.format(x)
 
 
-def _one_order_lines(tables: Results) -> list[str]:
-    eff = tables.one_order()
+def _one_order_lines(eff: pl.DataFrame) -> list[str]:
     lines = [
         "## Position effect, one order per pair",
         "",
@@ -68,8 +67,7 @@ def _one_order_lines(tables: Results) -> list[str]:
     return [*lines, ""]
 
 
-def _calibration_lines(tables: Results, figure: str | None) -> list[str]:
-    cal = tables.calibration()
+def _calibration_lines(cal: pl.DataFrame, figure: str | None) -> list[str]:
     lines = [
         "## Calibration against the labels",
         "",
@@ -95,44 +93,40 @@ def _calibration_lines(tables: Results, figure: str | None) -> list[str]:
     return [*lines, ""]
 
 
-def audit_sections(tables: Results, out: Path) -> tuple[str, dict[str, pl.DataFrame]]:
-    """The sections that apply to ``tables``: their markdown ("" when none) and their
+def audit_sections(shown: DirShown, out: Path) -> tuple[str, dict[str, pl.DataFrame]]:
+    """The sections that apply to one directory (those of its tables ``shown`` holds): their
+    markdown ("" when none) and their
     tables by CSV name (``{"one_order_effect": DataFrame, ...}``, for the caller to write
     under ``out/metrics/``); the reliability figure is drawn to
     ``out/figures/reliability.png`` when the calibration section applies."""
-    judgments = tables.judgments
     parts: list[str] = []
     csvs: dict[str, pl.DataFrame] = {}
-    if {"mode", "candidate", "shown"} <= set(judgments.columns) and has_one_order(
-        judgments
-    ):
+    if shown.one_order is not None and shown.order_design is not None:
         csvs |= {
-            "order_design": tables.order_design(),
-            "one_order_effect": tables.one_order(),
+            "order_design": shown.order_design,
+            "one_order_effect": shown.one_order,
         }
-        parts += _one_order_lines(tables)
-    if "gold" in judgments.columns and has_forecasts(judgments):
+        parts += _one_order_lines(shown.one_order)
+    if shown.calibration is not None and shown.reliability is not None:
         csvs |= {
-            "calibration": tables.calibration(),
-            "reliability": tables.reliability(),
+            "calibration": shown.calibration,
+            "reliability": shown.reliability,
         }
         from voirdire.analysis.report.calibration_figure import reliability_figure
 
         reliability_figure(csvs["reliability"], out / "figures" / "reliability.png")
-        parts += _calibration_lines(tables, "figures/reliability.png")
+        parts += _calibration_lines(shown.calibration, "figures/reliability.png")
     return "\n".join(parts), csvs
 
 
-def audit_view(dirs: list[Results], figures: Path) -> list[dict[str, Any]] | None:
+def audit_view(dirs: list[DirShown], figures: Path) -> list[dict[str, Any]] | None:
     """The HTML report's "One order per pair and calibration" section: per directory where
     a section applies, ``name``, ``one_order`` and ``calibration`` (table views or None)
     and ``reliability`` (an image view of the figure drawn to
     ``figures/reliability_<n>.png``, or None); None when no directory has either."""
     out = []
     for k, d in enumerate(dirs):
-        j = d.judgments
-        one = {"mode", "candidate", "shown"} <= set(j.columns) and has_one_order(j)
-        cal = "gold" in j.columns and has_forecasts(j)
+        one, cal = d.one_order is not None, d.calibration is not None
         if not (one or cal):
             continue
         f3 = dict.fromkeys(["win_first", "win_second", "effect", "effect_lo", "effect_hi", "ece", "ece_lo",
@@ -142,16 +136,16 @@ def audit_view(dirs: list[Results], figures: Path) -> list[dict[str, Any]] | Non
             from voirdire.analysis.report.calibration_figure import reliability_figure
 
             rel = image_view(
-                reliability_figure(d.reliability(), figures / f"reliability_{k}.png"),
+                reliability_figure(d.reliability, figures / f"reliability_{k}.png"),
                 f"reliability: {d.name}",
             )
         out.append(
             {
                 "name": d.name,
-                "one_order": table_view(d.one_order(), f3 | {"p_value": "{:.4f}"})
+                "one_order": table_view(d.one_order, f3 | {"p_value": "{:.4f}"})
                 if one
                 else None,
-                "calibration": table_view(d.calibration(), f3) if cal else None,
+                "calibration": table_view(d.calibration, f3) if cal else None,
                 "reliability": rel,
             }
         )

@@ -16,9 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from voirdire.analysis.biases.effects import (
-    control_rows,
-)
 from voirdire.analysis.outputs import CELL_METRIC_COLUMNS, JUDGE_METRIC_COLUMNS, Results
 from voirdire.analysis.position.gold import GOLD_CELL_COLUMNS, GOLD_JUDGE_COLUMNS
 from voirdire.analysis.position.registry import added_metrics
@@ -30,6 +27,7 @@ from voirdire.core import content_hash, slug
 # figures (matplotlib) and the study (statsmodels) are imported where they are drawn or
 # computed: writing one directory's files (every run) needs neither
 if TYPE_CHECKING:
+    from voirdire.analysis.report.shown import DirShown
     from voirdire.analysis.study import Study
 
 __all__ = [
@@ -105,10 +103,11 @@ def write_html(path: str | os.PathLike, page: str) -> Path:
     return write_text(path, page)
 
 
-def write_dir(tables: Results, out: str | os.PathLike) -> None:
+def write_dir(tables: Results, shown: DirShown, out: str | os.PathLike) -> None:
     """Write ``judgments.parquet``, ``metrics/*.csv`` and ``report.md`` of one directory's
-    ``tables`` (:func:`voirdire.analysis.outputs.compute_dir`) under ``out`` (created if
-    needed): ``judge_metrics.csv`` (with the gold-label columns where computed, then a column
+    ``tables`` (:func:`voirdire.analysis.outputs.compute_dir`) and what its report shows
+    beyond them (``shown``: :func:`voirdire.analysis.build.dir_shown`; nothing is computed
+    here) under ``out`` (created if needed): ``judge_metrics.csv`` (with the gold-label columns where computed, then a column
     per registered metric other than pc, pf and rs), ``cell_metrics.csv`` (with the
     gold-label columns where computed) and, when computed,
     ``slot_shares.csv``, ``bias_effects.csv``, ``self_enhancement.csv``; for one-order
@@ -140,16 +139,16 @@ def write_dir(tables: Results, out: str | os.PathLike) -> None:
     ):
         if table is not None:
             write_csv(table, out / "metrics" / f"{name}.csv")
-    position = control_rows(tables.judgments)
     md = markdown_report(
         tables.job,
-        position,
+        shown.position,
         tables.judge_metrics,
         tables.cell_metrics,
         tables.slot_shares,
+        shown.series,
     )
     # one order per pair, or probabilities with labels: their sections and files, else ""
-    extra, extra_csvs = audit_sections(tables, out)
+    extra, extra_csvs = audit_sections(shown, out)
     for name, table in extra_csvs.items():
         write_csv(table, out / "metrics" / f"{name}.csv")
     if extra:

@@ -29,6 +29,7 @@ from voirdire.analysis.report.html_parts import (
     render_template,
     table_view,
 )
+from voirdire.analysis.report.markdown import gate_words
 
 if TYPE_CHECKING:
     from voirdire.analysis.study import Study
@@ -45,7 +46,7 @@ _PANEL_FMT = {"accuracy": F3, "accuracy_lo": F3, "accuracy_hi": F3, "accuracy_sh
               "rs": F3, "rs_lo": F3, "rs_hi": F3, "p_value": "{:.2g}", "pass_kappa": F3, "pass_kappa_lo": F3, "pass_kappa_hi": F3}  # fmt: skip
 _PANEL_NAMES = {"pc_lo": "PC lo", "pc_hi": "PC hi", "pf_lo": "PF lo", "pf_hi": "PF hi", "rs_lo": "RS lo", "rs_hi": "RS hi",
                 "primacy": "primacy pairs", "recency": "recency pairs", "p_value": "sign test p", "pass_kappa": "κ passes",
-                "pass_kappa_lo": "κ lo", "pass_kappa_hi": "κ hi", "pass_kappa_gate": "κ ≥ 0.6", "source": "PC/PF from",
+                "pass_kappa_lo": "κ lo", "pass_kappa_hi": "κ hi", "pass_kappa_gate": "{gate}", "source": "PC/PF from",
                 "rs_source": "RS from"}  # fmt: skip
 _JT_FMT = {
     "pc": F3,
@@ -65,7 +66,7 @@ def _panel_view(panel: pl.DataFrame) -> dict[str, Any]:
     cols, fmt, names = (
         [c for c in _PANEL if c in panel.columns],
         dict(_PANEL_FMT),
-        dict(_PANEL_NAMES),
+        {c: h.format(gate=gate_words()) for c, h in _PANEL_NAMES.items()},
     )
     for n, m in added_metrics().items():
         for c, h in (
@@ -208,6 +209,7 @@ def render_html(
     return render_template(
         "report.html.j2",
         title=title,
+        kappa_gate=gate_words(""),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         settings=table_view(pl.DataFrame([d.settings for d in study.dirs])),
         failures=_failures(study),

@@ -7,7 +7,6 @@ from typing import Any
 import polars as pl
 
 from voirdire.analysis.position.formulas import safe_div, valid
-from voirdire.analysis.position.listwise import listwise_series
 from voirdire.analysis.position.registry import added_metrics, metric
 
 #: The per-judge table: (column, header, format), or the name of a metric whose record
@@ -23,7 +22,7 @@ JUDGE_TABLE: list[tuple[str, str, str] | str] = [
     "rs",
     ("rs_spread", "RS ±", "{:.3f}"),
     ("pass_kappa", "κ passes [95% CI]", "kappa"),
-    ("pass_kappa_gate", "κ ≥ 0.6", "{}"),
+    ("pass_kappa_gate", "{gate}", "{}"),
 ]
 #: columns added where the judgments carry gold labels (accuracy against them,
 #: ``docs/gold-labels.md``); absent for benchmarks without labels
@@ -39,7 +38,18 @@ def _column(entry: tuple[str, str, str] | str) -> tuple[str, str, str]:
     if isinstance(entry, str):
         m = metric(entry)
         return (m.name, m.label, m.fmt)
-    return entry
+    column, header, fmt = entry
+    return (column, header.format(gate=gate_words()), fmt)
+
+
+def gate_words(sign: str = "κ ≥ ") -> str:
+    """The inter-pass kappa gate in words, ``"κ ≥ 0.6"`` (``sign`` + the value), read when
+    called from the value the gate applies,
+    :data:`voirdire.analysis.mitigation.pass_kappa.KAPPA_GATE` (``AnalysisSettings.kappa_gate``),
+    so every report's text says the gate its ``pass_kappa_gate`` column applied."""
+    from voirdire.analysis.mitigation import pass_kappa
+
+    return f"{sign}{pass_kappa.KAPPA_GATE}"
 
 
 def added_metric_columns(df: pl.DataFrame) -> list[tuple[str, str, str]]:
@@ -154,38 +164,18 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
     return "\n".join([head, sep, *body])
 
 
-def markdown_series_table(judgments: pl.DataFrame) -> str:
+def markdown_series_table(series: pl.DataFrame | None) -> str:
     """List-wise series per (benchmark, judge): all series, consistent, primacy-leaning
     (``s < 0``), recency-leaning (``s > 0``), balanced (inconsistent, ``s = 0``), error and
-    other series (integer counts of :func:`voirdire.analysis.position.listwise.listwise_series`),
-    as Markdown."""
-    series = listwise_series(judgments)
-    if series.height == 0:
+    other series, as Markdown, from their counts
+    (:attr:`voirdire.analysis.report.shown.DirShown.series`; "" for None or no row)."""
+    if series is None or series.height == 0:
         return ""
-    k = pl.col("klass")
-    agg = (
-        series.group_by("benchmark", "judge")
-        .agg(
-            n=pl.len(),
-            **{
-                c: (k == c).sum()
-                for c in (
-                    "consistent",
-                    "primacy",
-                    "recency",
-                    "balanced",
-                    "error",
-                    "other",
-                )
-            },
-        )
-        .sort("benchmark", "judge")
-    )
     lines = [
         "| benchmark | judge | series | consistent | primacy-leaning | recency-leaning | balanced | error | other |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in agg.iter_rows(named=True):
+    for r in series.iter_rows(named=True):
         lines.append(
             f"| {r['benchmark']} | {r['judge']} | {r['n']:,} | {r['consistent']:,} | {r['primacy']:,} | "
             f"{r['recency']:,} | {r['balanced']:,} | {r['error']:,} | {r['other']:,} |"
@@ -230,7 +220,7 @@ def markdown_candidate_table(cm: pl.DataFrame) -> str:
 
 def _listwise_sections(
     comp: dict[str, Any],
-    judgments: pl.DataFrame,
+    series: pl.DataFrame | None,
     cm: pl.DataFrame,
     shares: pl.DataFrame | None,
 ) -> list[str]:
@@ -276,7 +266,7 @@ def _listwise_sections(
         "recency-leaning if s > 0, balanced if s = 0. PF per cell = (Σ max(s, 0) − "
         "Σ max(−s, 0)) / n; `docs/metrics.md`, List-wise.",
         "",
-        markdown_series_table(judgments),
+        markdown_series_table(series),
         "",
         "## List-wise: candidates",
         "",
@@ -296,6 +286,7 @@ def markdown_report(
     jm: pl.DataFrame,
     cm: pl.DataFrame,
     shares: pl.DataFrame | None = None,
+    series: pl.DataFrame | None = None,
 ) -> str:
     """``report.md`` of one output directory: the job's settings, counts, failures by class
     and the per-judge table; for list-wise jobs the slot shares, the series classes and the
@@ -304,8 +295,8 @@ def markdown_report(
     Args:
         meta: the job record (``job.json``).
         judgments: JUDGMENT_SCHEMA rows; ``jm``/``cm``: judge and cell metrics.
-        shares: :func:`voirdire.analysis.position.listwise.slot_shares`, given for a job
-            with list-wise rows (ValueError without them: the report computes no table).
+        shares, series: the slot shares (``Results.slot_shares``) and the series' counts
+            (``DirShown.series``), given for a job with list-wise rows (ValueError without shares).
     """
     job = meta["job"]
     comp = job.get("comparison", {})
@@ -337,7 +328,7 @@ def markdown_report(
         "voirdire's `docs/metrics.md`). κ passes: Cohen's kappa over {win, tie, loss} between the "
         "verdicts of the original and of the swapped order, pair by pair, with its 95 % "
         "cluster-bootstrap interval; the practitioners' gate trusts a judge for the task only "
-        "at κ ≥ 0.6 (`docs/mitigation.md`; not kappa against a reference).",
+        f"at {gate_words()} (`docs/mitigation.md`; not kappa against a reference).",
         "",
         markdown_judge_table(jm),
         "",
@@ -349,7 +340,7 @@ def markdown_report(
         and judgments.filter(pl.col("mode") == "listwise").height > 0
     )
     if listwise:
-        lines += _listwise_sections(comp, judgments, cm, shares)
+        lines += _listwise_sections(comp, series, cm, shares)
     if failures.height:
         lines += [
             "## Failures by class",

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from voirdire.analysis.mitigation.pass_kappa import KAPPA_GATE
 from voirdire.analysis.report.markdown import (
+    gate_words,
     markdown_judge_table,
     metrics_reading,
 )
@@ -86,7 +86,7 @@ def mitigation_markdown(table: pl.DataFrame) -> str:
         else []
     )
     head = (f"| benchmark | strategy | judge | cost | undecided | PC | PF | flip | {accuracy_label(src)} | κ vs reference "
-            "| κ passes | κ passes ≥ 0.6 |")  # fmt: skip
+            f"| κ passes | {gate_words('κ passes ≥ ')} |")  # fmt: skip
     lines = [head, "|" + "---|" * 12]
     for r in table.iter_rows(named=True):
         lines.append(
@@ -99,7 +99,7 @@ def mitigation_markdown(table: pl.DataFrame) -> str:
     lines.append(
         "κ vs reference: Cohen's kappa of the final verdicts against the reference (agreement, no gate). "
         "κ passes: Cohen's kappa between the original and the swapped order's verdicts, pair by pair, "
-        f"gate κ ≥ {KAPPA_GATE} (practitioners' health metric; – for strategies that combine both orders)."
+        f"gate {gate_words()} (practitioners' health metric; – for strategies that combine both orders)."
     )
     if src:
         lines.append("")

@@ -10,6 +10,7 @@ from rich.table import Table
 from voirdire.analysis.report.markdown import (
     added_metric_columns,
     fmt_value,
+    gate_words,
     judge_cell,
     judge_table_spec,
 )
@@ -64,7 +65,8 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
             continue
         table = Table(
             title=f"{title} ({part.height} benchmark × judge rows)",
-            caption="κ passes: Cohen's kappa between the two orders' verdicts (95% CI); gate κ ≥ 0.6 (docs/mitigation.md)",
+            caption="κ passes: Cohen's kappa between the two orders' verdicts (95% CI); "
+            f"gate {gate_words()} (docs/mitigation.md)",
         )
         for i, c in enumerate(cols):
             table.add_column(

@@ -1,31 +1,31 @@
-"""Bias kinds: one record per kind (:class:`BiasKind`), registered by name.
+"""Bias types: one record per bias (:class:`BiasType`), registered by name.
 
-``get_kind("bandwagon")`` gives the record the job spec validates against, the engine
-expands into variants and the prompt builder asks for its text. The built-in kinds are
+``get_bias("bandwagon")`` gives the record the job spec validates against, the engine
+expands into variants and the prompt builder asks for its text. The built-in biases are
 CALM's (Ye et al. 2024): :mod:`.instruction` (bandwagon, distraction, diversity, cot,
 refinement_aware), :mod:`.names` (compassion_fade) and :mod:`.answer` (authority,
-verbosity, sentiment, fallacy). Adding one (one module, one decorator, :func:`bias_kind`):
+verbosity, sentiment, fallacy). Adding one (one module, one decorator, :func:`bias_type`):
 ``docs/contributing.md``.
 """
 
-from voirdire.benchmarks.biases.kind import (
+from voirdire.benchmarks.biases.bias import (
     ANSWER,
     FAMILIES,
     INSTRUCTION,
     NAMES,
     TEXT_VERSION,
-    BiasKind,
     BiasParam,
+    BiasType,
     Slots,
 )
 from voirdire.benchmarks.biases.registry import (
-    KINDS,
-    bias_kind,
-    find_kind,
-    get_kind,
-    known_kinds,
-    register_kind,
-    unregister_kind,
+    BIASES,
+    bias_type,
+    find_bias,
+    get_bias,
+    known_biases,
+    register_bias,
+    unregister_bias,
 )
 
 __all__ = [
@@ -34,14 +34,14 @@ __all__ = [
     "INSTRUCTION",
     "NAMES",
     "TEXT_VERSION",
-    "BiasKind",
+    "BiasType",
     "BiasParam",
     "Slots",
-    "KINDS",
-    "bias_kind",
-    "find_kind",
-    "get_kind",
-    "known_kinds",
-    "register_kind",
-    "unregister_kind",
+    "BIASES",
+    "bias_type",
+    "find_bias",
+    "get_bias",
+    "known_biases",
+    "register_bias",
+    "unregister_bias",
 ]

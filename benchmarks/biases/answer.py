@@ -1,13 +1,13 @@
-"""CALM's answer-side kinds: the target's answer (the judged, i.e. last, turn) is shown
+"""CALM's answer-side biases: the target's answer (the judged, i.e. last, turn) is shown
 rewritten by a ``[[rewriters]]`` entry. The rewrite instructions are CALM-style and
-principle-guided (ours in wording): keep correctness and meaning except where the kind is
+principle-guided (ours in wording): keep correctness and meaning except where the bias is
 the change itself (``fallacy``). The prompt around them: :func:`voirdire.benchmarks.prompt_edits.rewrite_prompt`.
 """
 
 from __future__ import annotations
 
-from voirdire.benchmarks.biases.kind import ANSWER, BiasKind, BiasParam
-from voirdire.benchmarks.biases.registry import register_kind
+from voirdire.benchmarks.biases.bias import ANSWER, BiasParam, BiasType
+from voirdire.benchmarks.biases.registry import register_bias
 
 #: citation styles (authority)
 CITATIONS = ("url", "quote", "book")
@@ -38,8 +38,8 @@ def _authority(value: str | None) -> str:
     )
 
 
-AUTHORITY = register_kind(
-    BiasKind(
+AUTHORITY = register_bias(
+    BiasType(
         name="authority",
         family=ANSWER,
         param=BiasParam("citations", "citation", str, CITATIONS, allowed=CITATIONS),
@@ -48,8 +48,8 @@ AUTHORITY = register_kind(
     )
 )
 
-VERBOSITY = register_kind(
-    BiasKind(
+VERBOSITY = register_bias(
+    BiasType(
         name="verbosity",
         family=ANSWER,
         param=BiasParam("ratios", "ratio", float, (2.0,), check=_positive),
@@ -61,8 +61,8 @@ VERBOSITY = register_kind(
     )
 )
 
-SENTIMENT = register_kind(
-    BiasKind(
+SENTIMENT = register_bias(
+    BiasType(
         name="sentiment",
         family=ANSWER,
         param=BiasParam("emotions", "emotion", str, EMOTIONS, allowed=EMOTIONS),
@@ -74,8 +74,8 @@ SENTIMENT = register_kind(
     )
 )
 
-FALLACY = register_kind(
-    BiasKind(
+FALLACY = register_bias(
+    BiasType(
         name="fallacy",
         family=ANSWER,
         default_targets=("better",),

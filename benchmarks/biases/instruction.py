@@ -1,12 +1,12 @@
-"""CALM's instruction-side kinds: one fixed sentence added to the judge's instruction,
+"""CALM's instruction-side biases: one fixed sentence added to the judge's instruction,
 before the first answer block (MT-Bench: before ``<|The Start of``; DevBench: before the
 question block). The texts are the project's; a change of wording needs a new ``version``.
 """
 
 from __future__ import annotations
 
-from voirdire.benchmarks.biases.kind import INSTRUCTION, BiasKind, BiasParam, Slots
-from voirdire.benchmarks.biases.registry import register_kind
+from voirdire.benchmarks.biases.bias import INSTRUCTION, BiasParam, BiasType, Slots
+from voirdire.benchmarks.biases.registry import register_bias
 
 #: bandwagon shares, percent
 SHARES = (60, 70, 80, 90)
@@ -40,8 +40,8 @@ def _refinement(value: str | None, slots: Slots) -> str:
     )
 
 
-BANDWAGON = register_kind(
-    BiasKind(
+BANDWAGON = register_bias(
+    BiasType(
         name="bandwagon",
         family=INSTRUCTION,
         param=BiasParam("shares", "share", int, SHARES, check=_percentage),
@@ -50,8 +50,8 @@ BANDWAGON = register_kind(
     )
 )
 
-DISTRACTION = register_kind(
-    BiasKind(
+DISTRACTION = register_bias(
+    BiasType(
         name="distraction",
         family=INSTRUCTION,
         param=BiasParam(
@@ -62,8 +62,8 @@ DISTRACTION = register_kind(
     )
 )
 
-DIVERSITY = register_kind(
-    BiasKind(
+DIVERSITY = register_bias(
+    BiasType(
         name="diversity",
         family=INSTRUCTION,
         param=BiasParam("identities", "identity", str, IDENTITIES),
@@ -72,8 +72,8 @@ DIVERSITY = register_kind(
     )
 )
 
-COT = register_kind(
-    BiasKind(
+COT = register_bias(
+    BiasType(
         name="cot",
         family=INSTRUCTION,
         targeted=False,
@@ -85,8 +85,8 @@ COT = register_kind(
     )
 )
 
-REFINEMENT_AWARE = register_kind(
-    BiasKind(
+REFINEMENT_AWARE = register_bias(
+    BiasType(
         name="refinement_aware",
         family=INSTRUCTION,
         default_targets=("candidate",),

@@ -3,8 +3,8 @@ sentence maps the labels to the names (the verdict letters are unchanged)."""
 
 from __future__ import annotations
 
-from voirdire.benchmarks.biases.kind import NAMES, BiasKind, Slots
-from voirdire.benchmarks.biases.registry import register_kind
+from voirdire.benchmarks.biases.bias import NAMES, BiasType, Slots
+from voirdire.benchmarks.biases.registry import register_bias
 
 
 def _names(value: str | None, slots: Slots) -> str:
@@ -14,6 +14,6 @@ def _names(value: str | None, slots: Slots) -> str:
     return f"The assistants are real models: {pairs}."
 
 
-COMPASSION_FADE = register_kind(
-    BiasKind(name="compassion_fade", family=NAMES, instruction=_names)
+COMPASSION_FADE = register_bias(
+    BiasType(name="compassion_fade", family=NAMES, instruction=_names)
 )

@@ -55,12 +55,12 @@ def analyze(output_dir: str | os.PathLike) -> Results:
         ConfigError: a directory that is not ours or holds a symbolic link
             (:func:`voirdire.engine.outdir.claim_output_dir`); nothing is written.
     """
+    from voirdire.analysis.build import write_analysis
     from voirdire.analysis.outputs import compute_dir
-    from voirdire.analysis.report.files import write_dir
 
     out = claim_output_dir(output_dir)
     res = compute_dir(out)
-    write_dir(res, out)
+    write_analysis(res, out)
     return res
 
 

@@ -1,4 +1,4 @@
-"""Bias kinds as records (benchmarks/biases): a new kind is one record plus registration,
+"""Bias types as records (benchmarks/biases): a new kind is one record plus registration,
 and it runs end to end through a job with simulated judges (docs/contributing.md)."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import pytest
 from voirdire.analysis.results_dir import load_judgments
 from voirdire.benchmarks.biases import (
     INSTRUCTION,
-    BiasKind,
     BiasParam,
+    BiasType,
     Slots,
-    bias_kind,
-    get_kind,
-    known_kinds,
-    register_kind,
-    unregister_kind,
+    bias_type,
+    get_bias,
+    known_biases,
+    register_bias,
+    unregister_bias,
 )
 from voirdire.core import ConfigError
 from voirdire.engine.plan import plan_job
@@ -24,7 +24,7 @@ from voirdire.engine.spec import parse_job
 from voirdire.engine.units import iter_unit_batches
 
 #: a kind of this test's own: a flattering remark about the target answer's author
-FLATTERY = BiasKind(
+FLATTERY = BiasType(
     name="flattery",
     family=INSTRUCTION,
     param=BiasParam("remarks", "remark", str, ("expert",), allowed=("expert", "award")),
@@ -39,9 +39,9 @@ FLATTERY = BiasKind(
 
 @pytest.fixture
 def flattery():
-    register_kind(FLATTERY)
+    register_bias(FLATTERY)
     yield FLATTERY
-    unregister_kind("flattery")
+    unregister_bias("flattery")
 
 
 def _job(tmp_path, **over):
@@ -71,7 +71,7 @@ def _job(tmp_path, **over):
 
 
 def test_registry_lists_builtins_then_registered(flattery):
-    assert known_kinds()[:10] == (
+    assert known_biases()[:10] == (
         "bandwagon",
         "distraction",
         "diversity",
@@ -83,24 +83,24 @@ def test_registry_lists_builtins_then_registered(flattery):
         "sentiment",
         "fallacy",
     )
-    assert known_kinds()[-1] == "flattery" and get_kind("flattery") is FLATTERY
+    assert known_biases()[-1] == "flattery" and get_bias("flattery") is FLATTERY
     with pytest.raises(ValueError, match="already registered"):
-        register_kind(
-            BiasKind(
+        register_bias(
+            BiasType(
                 name="bandwagon", family=INSTRUCTION, instruction="{target} is popular."
             )
         )
     with pytest.raises(ValueError, match="already registered"):
-        register_kind(BiasKind(name="flattery", family=INSTRUCTION, instruction="x"))
+        register_bias(BiasType(name="flattery", family=INSTRUCTION, instruction="x"))
     # an import path names a record without registering it first
-    assert get_kind("tests.test_bias_kinds:FLATTERY") is FLATTERY
+    assert get_bias("tests.test_bias_types:FLATTERY") is FLATTERY
 
 
 def test_a_kind_is_one_decorator_on_its_text(tmp_path):
-    """``@bias_kind`` builds the record from the decorated function and registers it; the
+    """``@bias_type`` builds the record from the decorated function and registers it; the
     job spec then reads it like any other kind."""
 
-    @bias_kind(
+    @bias_type(
         "praise",
         param=BiasParam("tones", "tone", str, ("warm",)),
         default_targets=("candidate",),
@@ -110,9 +110,9 @@ def test_a_kind_is_one_decorator_on_its_text(tmp_path):
 
     try:
         assert (
-            isinstance(PRAISE, BiasKind)
-            and get_kind("praise") is PRAISE
-            and known_kinds()[-1] == "praise"
+            isinstance(PRAISE, BiasType)
+            and get_bias("praise") is PRAISE
+            and known_biases()[-1] == "praise"
         )
         assert PRAISE.family == INSTRUCTION and PRAISE.instruction(
             "warm", Slots(target="Assistant B")
@@ -122,10 +122,10 @@ def test_a_kind_is_one_decorator_on_its_text(tmp_path):
         )
         assert job.perturbations[0].values == ("warm", "cold")
         with pytest.raises(ValueError, match="already registered"):
-            bias_kind("praise")(lambda value, slots: "again")
+            bias_type("praise")(lambda value, slots: "again")
     finally:
-        unregister_kind("praise")
-    assert "praise" not in known_kinds()
+        unregister_bias("praise")
+    assert "praise" not in known_biases()
 
 
 def test_the_spec_validates_a_new_kinds_parameter(tmp_path, flattery):
@@ -140,7 +140,7 @@ def test_the_spec_validates_a_new_kinds_parameter(tmp_path, flattery):
         _job(tmp_path, perturbations=[{"kind": "flattery", "shares": [80]}])
     with pytest.raises(ConfigError, match="remarks must be a non-empty list"):
         _job(tmp_path, perturbations=[{"kind": "flattery", "remarks": []}])
-    unregister_kind("flattery")
+    unregister_bias("flattery")
     with pytest.raises(ConfigError, match="unknown perturbation kind 'flattery'"):
         _job(tmp_path)
 

@@ -1,11 +1,11 @@
-"""The record of one bias kind: everything voirdire knows about it, in one place.
+"""The record of one bias type: everything voirdire knows about it, in one place.
 
-A :class:`BiasKind` names its family (how it changes the judge's prompt), its one optional
+A :class:`BiasType` names its family (how it changes the judge's prompt), its one optional
 parameter (:class:`BiasParam`: the job file's key, default values, allowed values, a check),
-its default target rules, and its text: the sentence an instruction kind adds, or the
+its default target rules, and its text: the sentence an instruction bias adds, or the
 instruction that asks a model to rewrite an answer. The job spec validates a
-``[[perturbations]]`` entry against it (:meth:`BiasKind.parse_values`), the engine expands
-it into variants and the prompt builder asks it for its text; nothing else names a kind.
+``[[perturbations]]`` entry against it (:meth:`BiasType.parse_values`), the engine expands
+it into variants and the prompt builder asks it for its text; nothing else names a bias.
 Registering one: :mod:`voirdire.benchmarks.biases.registry`.
 """
 
@@ -19,19 +19,19 @@ from pydantic import TypeAdapter, ValidationError
 
 from voirdire.core import ConfigError
 
-#: how a kind changes the prompt ``P = (I, Q, R)`` (``docs/biases.md``): ``instruction``
+#: how a bias changes the prompt ``P = (I, Q, R)`` (``docs/biases.md``): ``instruction``
 #: adds one sentence to the instruction; ``names`` adds one and shows each slot's label with
 #: the model's real name; ``answer`` shows the target's answer rewritten by a rewriter
 INSTRUCTION, NAMES, ANSWER = "instruction", "names", "answer"
 FAMILIES = (INSTRUCTION, NAMES, ANSWER)
 
-#: the version of a kind's text when the record gives none (enters perturbed query ids)
+#: the version of a bias's text when the record gives none (enters perturbed query ids)
 TEXT_VERSION = "1"
 
 
 @dataclass(frozen=True)
 class Slots:
-    """What a kind's sentence may name in one prompt: the target's slot label
+    """What a bias's sentence may name in one prompt: the target's slot label
     (``"Assistant B"``; None without a target), the other slot's label (pairwise; else
     None), every slot's label and the model shown in it (slot order)."""
 
@@ -43,7 +43,7 @@ class Slots:
 
 @dataclass(frozen=True)
 class BiasParam:
-    """A kind's parameter: a list of values in the job file, one variant per value.
+    """A bias's parameter: a list of values in the job file, one variant per value.
 
     Attributes:
         key: the ``[[perturbations]]`` key (plural: ``"shares"``).
@@ -69,16 +69,16 @@ Text = str | Callable[[str | None, Slots], str]
 
 
 @dataclass(frozen=True)
-class BiasKind:
-    """One bias kind (a CALM bias, Ye et al. 2024, or your own).
+class BiasType:
+    """One bias type (a CALM bias, Ye et al. 2024, or your own).
 
     Attributes:
         name: the ``kind`` of ``[[perturbations]]`` entries (``"bandwagon"``).
         family: :data:`INSTRUCTION`, :data:`NAMES` or :data:`ANSWER`.
-        param: its parameter, or None (the kind has one variant per target rule).
+        param: its parameter, or None (the bias has one variant per target rule).
         default_targets: target rules used when the entry gives none (``()``: no target
             unless one is given).
-        targeted: False for a kind that never has a target (``target`` is an error).
+        targeted: False for a bias that never has a target (``target`` is an error).
         instruction: the sentence added to the instruction (instruction and names
             families).
         rewrite: the instruction that asks a model to rewrite the answer (answer family):
@@ -106,19 +106,19 @@ class BiasKind:
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise ValueError(
-                f"bias kind {self.name!r}: unknown family {self.family!r} (families: {', '.join(FAMILIES)})"
+                f"bias type {self.name!r}: unknown family {self.family!r} (families: {', '.join(FAMILIES)})"
             )
         if (self.family == ANSWER) != (self.rewrite is not None):
             raise ValueError(
-                f"bias kind {self.name!r}: the answer family, and only it, has a rewrite instruction"
+                f"bias type {self.name!r}: the answer family, and only it, has a rewrite instruction"
             )
         if (self.family == ANSWER) == (self.instruction is not None):
             raise ValueError(
-                f"bias kind {self.name!r}: the instruction and names families have an instruction text"
+                f"bias type {self.name!r}: the instruction and names families have an instruction text"
             )
         if not self.targeted and self.default_targets:
             raise ValueError(
-                f"bias kind {self.name!r}: an untargeted kind has no default targets"
+                f"bias type {self.name!r}: an untargeted bias has no default targets"
             )
 
     @property
@@ -128,11 +128,11 @@ class BiasKind:
 
     def parse_values(self, given: dict[str, Any]) -> list[Any] | None:
         """The parameter values of one entry, converted to :attr:`BiasParam.type`, from the
-        entry's parameter keys ``given`` (``{}``: the defaults); None for a kind without a
+        entry's parameter keys ``given`` (``{}``: the defaults); None for a bias without a
         parameter.
 
         Raises:
-            ConfigError: a key that is not this kind's parameter, an empty list, a value
+            ConfigError: a key that is not this bias's parameter, an empty list, a value
                 of the wrong type, outside ``allowed`` or failing ``check``.
         """
         p = self.param
@@ -176,7 +176,7 @@ class BiasKind:
     def normalize(self, entry: dict[str, Any]) -> dict[str, Any]:
         """An entry's parameter keys checked (:meth:`parse_values`), the parameter's values
         converted; keys set to null count as not given and are dropped (a ``job.json`` of
-        voirdire 0.1 lists every kind's parameter). Raises ConfigError."""
+        voirdire 0.1 lists every bias's parameter). Raises ConfigError."""
         given = {k: v for k, v in entry.items() if v is not None}
         values = self.parse_values(given)
         return (
@@ -187,7 +187,7 @@ class BiasKind:
 
     def value_texts(self, entry: dict[str, Any]) -> tuple[str, ...] | None:
         """An entry's parameter values as text (the defaults when it gives none; None for a
-        kind without a parameter). Raises ConfigError."""
+        bias without a parameter). Raises ConfigError."""
         values = self.parse_values({k: v for k, v in entry.items() if v is not None})
         return None if values is None else tuple(map(self.value_text, values))
 
@@ -203,10 +203,10 @@ class BiasKind:
         return ":".join(parts)
 
     def instruction_text(self, value: str | None, slots: Slots) -> str:
-        """The sentence this kind adds to one prompt (parameter value as text).
+        """The sentence this bias adds to one prompt (parameter value as text).
 
         Raises:
-            ConfigError: the kind adds no sentence (answer family).
+            ConfigError: the bias adds no sentence (answer family).
         """
         if self.instruction is None:
             raise ConfigError(
@@ -217,10 +217,10 @@ class BiasKind:
         return self.instruction(value, slots)
 
     def rewrite_instruction(self, value: str | None) -> str:
-        """The instruction that asks a model to rewrite an answer for this kind.
+        """The instruction that asks a model to rewrite an answer for this bias.
 
         Raises:
-            ConfigError: the kind rewrites no answer.
+            ConfigError: the bias rewrites no answer.
         """
         if self.rewrite is None:
             raise ConfigError(f"{self.name!r} needs no rewrite (it rewrites no answer)")
