@@ -61,9 +61,9 @@ def test_analysing_a_pairwise_directory_imports_no_scipy_stats_or_statsmodels(
     shutil.copytree(finished, copy)
     mods = _modules_after(
         "from voirdire.analysis.outputs import compute_dir\n"
-        "from voirdire.analysis.report.files import write_dir\n"
+        "from voirdire.analysis.build import write_analysis\n"
         f"r = compute_dir({str(copy)!r})\n"
-        f"write_dir(r, {str(copy)!r})\n"
+        f"write_analysis(r, {str(copy)!r})\n"
         "assert r.judge_metrics.get_column('pass_kappa').is_not_null().all()"
     )
     assert "voirdire.analysis.report.files" in mods  # the files were written

@@ -40,10 +40,10 @@ def load(output_dir: str | os.PathLike) -> Results:
 
 
 def import_analysis() -> None:
-    """Import the modules :func:`analyze` uses (about 0.9 s on the development machine: the
-    analysis, polars' and scipy's parts of it), so that a run can do it while Ray starts."""
+    """Import the modules :func:`analyze` uses (the analysis' stages and the report's
+    writers, pandas through pyarrow), so that a run does it while Ray starts."""
+    import voirdire.analysis.build  # noqa: F401
     import voirdire.analysis.outputs  # noqa: F401
-    import voirdire.analysis.report.files  # noqa: F401
 
 
 def analyze(output_dir: str | os.PathLike) -> Results:
