@@ -23,6 +23,7 @@ import threading
 import time
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -356,14 +357,42 @@ def _hosts_judge_actor(node: Node) -> bool:
 
 def test_job_survives_losing_a_node(cluster, tmp_path):
     """Judge actors spread over both nodes; the worker node is killed mid-job; the job
-    finishes on the head node with every unit recorded exactly once and no failure."""
+    finishes on the head node with every unit recorded exactly once and no failure.
+
+    Ray's ``SPREAD`` is best effort: when every actor of a run lands on the head node the
+    job ends before the node can be killed (a premise, not the property tested), and the
+    run is made once more in a fresh directory."""
+    for attempt in (1, 2):
+        try:
+            out, outcome, expected = _lose_the_worker_node(
+                cluster, tmp_path / f"survive-{attempt}"
+            )
+            break
+        except _Premise as exc:
+            if attempt == 2 or "finished before" not in str(exc):
+                raise
+    s = outcome.stats
+    assert s.failures == 0
+    assert s.queries == 240  # every unit recorded once: no batch recorded twice
+    # the node took work in flight with it: sent again (actor restarting) or retried (actor dead)
+    assert s.retried_batches + s.resent_batches >= 1
+    raw = pl.read_parquet(sorted((out / "raw").rglob("part-*.parquet")))
+    assert raw.height == 240 and raw["unit_id"].n_unique() == 240
+    for judge, ids in expected.items():
+        assert set(raw.filter(pl.col("judge") == judge)["unit_id"]) == ids
+    assert raw["failure"].null_count() == 240
+
+
+def _lose_the_worker_node(cluster, out: Path) -> tuple[Path, Any, dict]:
+    """Run the job on both nodes, kill the worker node once both host judge actors and
+    results are saved; returns the directory, the run's outcome and the unit ids expected
+    per judge. Raises _Premise when the job ends (or fails) before that."""
     import ray
 
     from voirdire.engine.plan import plan_job
     from voirdire.engine.spec import parse_job
     from voirdire.engine.units import iter_unit_batches
 
-    out = tmp_path / "survive"
     job = parse_job(
         _job(out, "survive", latency_s=8.0, scheduling="SPREAD"), "survive"
     )  # ~80 s of work: room for a slow worker node to start its actors
@@ -423,17 +452,7 @@ def test_job_survives_losing_a_node(cluster, tmp_path):
     assert not t.is_alive(), "the job did not finish after losing a node"
     if "error" in result:
         raise result["error"]
-    outcome = result["outcome"]
-    s = outcome.stats
-    assert s.failures == 0
-    assert s.queries == 240  # every unit recorded once: no batch recorded twice
-    # the node took work in flight with it: sent again (actor restarting) or retried (actor dead)
-    assert s.retried_batches + s.resent_batches >= 1
-    raw = pl.read_parquet(sorted((out / "raw").rglob("part-*.parquet")))
-    assert raw.height == 240 and raw["unit_id"].n_unique() == 240
-    for judge, ids in expected.items():
-        assert set(raw.filter(pl.col("judge") == judge)["unit_id"]) == ids
-    assert raw["failure"].null_count() == 240
+    return out, result["outcome"], expected
 
 
 #: backends that need no API key, GPU or vLLM: the examples that run anywhere
