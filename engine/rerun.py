@@ -24,7 +24,6 @@ its ``job.json`` has: the benchmark name and each judge's identity hash.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,8 +55,7 @@ def data_key(plan: JobPlan) -> str:
 
     The key is :func:`~voirdire.core.content_hash` of the parts ``ids``, ``[question,
     prompt key, text]`` per question and ``[question, model, [answer per turn]]`` per
-    candidate, each part written as :func:`~voirdire.core.canonical_json` (here by
-    :func:`_json`, the same text without an encoder per part)."""
+    candidate, each part written as :func:`~voirdire.core.canonical_json`."""
     bench, inst = plan.bench, plan.instances
     ids = inst["instance_id"].sort().to_list()
     # (question, model) pairs in sorted order (polars sorts strings by code point, as
@@ -69,38 +67,14 @@ def data_key(plan: JobPlan) -> str:
         .sort("question_id", "m")
     )
     qs, ms = pairs["question_id"].to_list(), pairs["m"].to_list()
-    parts = [_json(ids)]
+    parts = [canonical_json(ids)]
     parts += [
-        _json([q, bench.prompt_key(q), _question_text(bench, q)])
+        canonical_json([q, bench.prompt_key(q), _question_text(bench, q)])
         for q in dict.fromkeys(qs)
     ]
     answers = bench.answers
-    parts += [_json([q, m, list(answers(q, m))]) for q, m in zip(qs, ms)]
+    parts += [canonical_json([q, m, list(answers(q, m))]) for q, m in zip(qs, ms)]
     return content_hash(*parts)
-
-
-#: JSON's string literal, ASCII only (what :func:`~voirdire.core.canonical_json` writes)
-_STR = json.encoder.encode_basestring_ascii
-
-
-def _json(items: list[Any]) -> str:
-    """``canonical_json(items)`` for a list of strings, None and such lists (other values
-    through :func:`~voirdire.core.canonical_json`): the one text, written without building
-    an encoder for each part (100,000 answers of a log audit)."""
-    return (
-        "["
-        + ",".join(
-            _STR(x)
-            if type(x) is str
-            else "null"
-            if x is None
-            else _json(x)
-            if type(x) is list
-            else canonical_json(x)
-            for x in items
-        )
-        + "]"
-    )
 
 
 def _question_text(bench: Any, question_id: str) -> str | None:

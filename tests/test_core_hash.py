@@ -18,6 +18,9 @@ VALUES = [
     [],
     {},
     [["q", "m", ["turn 1", "turn 2"]]],
+    # lists are written without the encoder: strings, None and nested lists directly
+    ['é"\\\n\t\x00', "\u2028", "😀", "", None, [], [[]], ["x", [None, "y"]]],
+    [1, 2.5, -0.0, 10**20, True, ("t", 1), {"b": [1, "é"], "a": None}, [1e-7]],
 ]
 
 
