@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from voirdire.judges.base import JudgeContext, Query, Result, get_backend
-from voirdire.judges.capabilities import Counts
+from voirdire.judges.capabilities import AnswersRows, Counts
 
 #: the keys of :meth:`~voirdire.judges.base.Result.as_row`, in its order
 _ROW_KEYS = tuple(Result(unit_id="").as_row())
@@ -106,11 +106,10 @@ class JudgeWorker:
         per-query ``__getstate__``."""
         if host is not None and host[0] != self.token:
             await self.open(host)
-        fast = getattr(self.backend, "judge_rows", None)
-        if fast is None:
+        if not isinstance(self.backend, AnswersRows):
             return await self.judge([Query(*r) for r in rows])
         # a backend that reads the rows itself (the replay judge): no Query is built
-        return _columns([r[0] for r in rows], await fast(rows))
+        return _columns([r[0] for r in rows], await self.backend.judge_rows(rows))
 
     async def open(self, host: tuple) -> None:
         """Host the backend of ``host`` = ``(token, backend, settings, context)``, closing

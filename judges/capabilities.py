@@ -10,6 +10,8 @@ for a backend by name::
                       JudgeBackend[ReplaySettings]): ...
 
 - :class:`PromptFree`: its queries carry no prompt text (replay, simulated);
+- :class:`AnswersRows`: it answers the scheduler's query rows without a ``Query`` each
+  (replay);
 - :class:`SharesWorkers`: its worker answers on its own CPU with no waiting, so judges take
   turns on a few workers (replay; simulated without latency);
 - :class:`Recording`: it answers from recorded unperturbed outputs, so perturbations are
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import abc
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from voirdire.judges.base import JudgeSettings, Sampling
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
 S = TypeVar("S", bound=JudgeSettings)
 
 __all__ = [
+    "AnswersRows",
     "Counts",
     "Estimates",
     "Expands",
@@ -61,6 +64,16 @@ __all__ = [
 class PromptFree:
     """The backend answers without the prompt text: its queries carry ``prompt = None``
     (and no system turn), which saves rendering every prompt."""
+
+
+class AnswersRows(abc.ABC):
+    """The backend answers the rows the scheduler sends (``Query``'s fields in order,
+    :attr:`~voirdire.engine.units.UnitBatch.query_rows`) without building a ``Query`` for
+    each; the worker calls :meth:`judge_rows` instead of ``judge``."""
+
+    @abc.abstractmethod
+    async def judge_rows(self, rows: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """The ``Result`` of each row, as ``judge`` gives for ``Query(*row)``."""
 
 
 class SharesWorkers:

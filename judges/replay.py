@@ -43,6 +43,7 @@ from voirdire.judges.base import (
     register,
 )
 from voirdire.judges.capabilities import (
+    AnswersRows,
     Expands,
     OwnComparisonMode,
     PromptFree,
@@ -175,6 +176,7 @@ class ReplayJudge(
     QualitySource,
     OwnComparisonMode[ReplaySettings],
     SharesWorkers,
+    AnswersRows,
     JudgeBackend[ReplaySettings],
 ):
     """Replays recorded outputs; see the module docstring. Needs no prompt text."""
