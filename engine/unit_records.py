@@ -72,6 +72,14 @@ def unit_id(identity_hash: str, qid: str, repetition: int) -> str:
     return content_hash(identity_hash, qid, str(repetition))
 
 
+#: the fields a query row (:meth:`WorkUnit.query_row`, :attr:`UnitBatch.query_rows`) takes
+#: as they are, before the perturbation's kind and parameter (None for the control), the
+#: target slot and the control's query id
+_ROW_HEAD = ("unit_id", "query_id", "benchmark", "question_id", "shown", "repetition",
+             "option_mode", "mode", "prompt", "system")  # fmt: skip
+_row_head = operator.attrgetter(*_ROW_HEAD)
+
+
 @dataclass(slots=True)
 class WorkUnit:
     """One work unit: a row of :data:`voirdire.schema.WORK_UNIT_SCHEMA` (the fields
@@ -117,16 +125,7 @@ class WorkUnit:
         perturbation)."""
         control = self.control_query_id is None
         return (
-            self.unit_id,
-            self.query_id,
-            self.benchmark,
-            self.question_id,
-            self.shown,
-            self.repetition,
-            self.option_mode,
-            self.mode,
-            self.prompt,
-            self.system,
+            *_row_head(self),
             None if control else self.perturbation_kind,
             None if control else self.perturbation_param,
             self.target_slot,
@@ -136,12 +135,6 @@ class WorkUnit:
     def query(self) -> Query:
         """The query the judge is asked (the control carries no perturbation)."""
         return Query(*self.query_row())
-
-
-#: the fields a query row (:meth:`WorkUnit.query_row`) takes as they are, before the
-#: perturbation's kind and parameter (None for the control), target slot and control id
-_ROW_HEAD = ("unit_id", "query_id", "benchmark", "question_id", "shown", "repetition",
-             "option_mode", "mode", "prompt", "system")  # fmt: skip
 
 
 @dataclass

@@ -235,12 +235,10 @@ class _UnitMaker:
                 prompt_chars, v.label, v.bias, v.param, target, v.rule, tslot,
                 row.get("better"), row.get("gold"), prompt, system,
                 None if v.is_control else base_qid)  # fmt: skip
-        ident, reps = self.identity_hash, self.comparison.repetitions
-        if reps == 1:
-            return [WorkUnit(unit_id(ident, qid, 1), qid, *head, 1, *tail)]
+        ident = self.identity_hash
         return [
             WorkUnit(unit_id(ident, qid, r), qid, *head, r, *tail)
-            for r in range(1, reps + 1)
+            for r in range(1, self.comparison.repetitions + 1)
         ]
 
 
