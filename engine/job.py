@@ -167,7 +167,7 @@ def run_job(
     retry_failed: bool = False,
     console: Any = None,
     plan: JobPlan | None = None,
-    meanwhile: Callable[[], Any] | None = None,
+    meanwhile: Callable[[JobPlan], Any] | None = None,
     release_ray: bool = False,
 ) -> RunOutcome:
     """Run (or resume) a job: every work unit ends in ``raw/`` as an output or a recorded
@@ -179,8 +179,9 @@ def run_job(
         show_progress: draw progress bars.
         retry_failed: ask again the units whose recorded result is a failure.
         plan: the job's :func:`plan_job` result when the caller already validated it.
-        meanwhile: work of the caller's to do while Ray starts (the API imports the
-            analysis), once the job is validated and its directory claimed.
+        meanwhile: work of the caller's to do with the plan while Ray starts (the API
+            imports the analysis and starts drawing its bootstrap counts), once the job is
+            validated and its directory claimed.
         release_ray: stop Ray once the queries are done, in the background
             (:func:`~voirdire.engine.ray_start.stop_ray`): the caller runs no more jobs.
 
@@ -210,7 +211,7 @@ def run_job(
     fill_from_log(job, plan, store)  # a log's verdicts, where a judge completes one
     runs = _judge_runs(job, plan, store, out, rewrites, retry_failed=retry_failed)
     if meanwhile is not None:
-        meanwhile()
+        meanwhile(plan)
     runs = [_prefetched(r) for r in runs]
     init_ray(address)
     with JobProgress(

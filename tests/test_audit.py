@@ -293,13 +293,29 @@ def _expected(outcomes):
 def test_audit_end_to_end_report_mitigate_rank(tmp_path, ray_local, monkeypatch):
     """Two Arena-Hard model files audited through the engine: PC and PF equal those
     computed from the draws; the raw judge text is in the judgments; the directory passes
-    report, mitigate and rank unchanged; a rerun asks nothing again."""
+    report, mitigate and rank unchanged; a rerun asks nothing again. The inter-pass
+    kappa's bootstrap counts were drawn while the judge answered, for as many questions
+    as the analysis found, and taken by it."""
+    from voirdire.analysis.position import draws as bootstrap_draws
+
     monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache"))
     d1, d2 = draws(60, 11, p_flip=0.25), draws(60, 12, p_flip=0.4)
     write_arena_hard(tmp_path / "model-x.jsonl", d1, model="model-x")
     write_arena_hard(tmp_path / "model-y.jsonl", d2, model="model-y", seed=1)
     out = tmp_path / "audit"
+    made, real = [], bootstrap_draws.Draws.__init__
+
+    def spy(self, *a, **kw):
+        real(self, *a, **kw)
+        made.append((self.sizes, self.replicates, self.prepared))
+
+    monkeypatch.setattr(bootstrap_draws.Draws, "__init__", spy)
     res = voirdire.audit([tmp_path], "arena-hard", out=out)
+    monkeypatch.setattr(bootstrap_draws.Draws, "__init__", real)
+    assert [m for m in made if m[2]] == [
+        ((res.judgments["question_id"].n_unique(),), 1000, True)
+    ]
+    assert bootstrap_draws.prepared_keys() == []
     jm = res.judge_metrics.row(0, named=True)
     flips, pc, _ = _expected(d1 + d2)
     assert jm["judge"] == "gpt-4-1106-preview"

@@ -12,6 +12,7 @@ import tracemalloc
 
 import numpy as np
 import polars as pl
+import pytest
 
 from voirdire.analysis.position.bootstrap import DRAW_ROWS, cluster_bootstrap
 
@@ -128,3 +129,157 @@ def test_a_large_stratum_is_not_drawn_all_at_once():
     tracemalloc.stop()
     assert ci.get_column("estimate").to_list() == [0.5]
     assert peak < 64 * 2**20, peak
+
+
+def _strata_case(rng, whole: bool):
+    rows = _rows(rng, {"b": 40, "c": 25}, whole)
+    qs = {
+        "a": [f"q{i}" for i in range(30)],  # no rows
+        "b": [f"q{i}" for i in range(40)],
+        "c": [f"q{i}" for i in range(25)],
+    }
+    questions = pl.DataFrame(
+        [(b, q) for b, ids in qs.items() for q in ids],
+        schema=["benchmark", "question_id"],
+        orient="row",
+    )
+    return rows, qs, questions
+
+
+def test_counts_drawn_ahead_give_the_same_figures_and_are_taken_once(monkeypatch):
+    """A preparation with the bootstrap's key (seed, strata sizes in sorted order,
+    replicates) is used (numpy's generator is not asked) and removed; the figures are
+    those of one draw of all the replicates, whole sums (taken in blocks) and fractional
+    ones (taken at once), a replicate count off the block and one under it."""
+    from voirdire.analysis.position import draws
+
+    rng = np.random.default_rng(11)
+    made: list[bool] = []
+    real = draws.Draws.__init__
+
+    def spy(self, *a, **kw):
+        real(self, *a, **kw)
+        made.append(self.prepared)
+
+    monkeypatch.setattr(draws.Draws, "__init__", spy)
+    for whole, replicates in ((True, 2 * DRAW_ROWS + 7), (False, 2 * DRAW_ROWS + 7),
+                              (True, DRAW_ROWS // 2)):  # fmt: skip
+        rows, qs, questions = _strata_case(rng, whole)
+        assert draws.prepare(4, [30, 40, 25], replicates)
+        assert draws.prepared_keys() == [(4, (30, 40, 25), replicates)]
+        made.clear()
+        ci = cluster_bootstrap(
+            rows, ["x", "y"], _ratio, groups=["judge"], questions=questions,
+            replicates=replicates, seed=4,
+        )  # fmt: skip
+        assert made == [True], made
+        assert draws.prepared_keys() == []
+        assert _figures(ci) == _one_draw(rows, qs, replicates, 4, _ratio), whole
+
+
+def test_a_preparation_of_another_key_is_left_and_the_bootstrap_draws_itself():
+    from voirdire.analysis.position import draws
+
+    rows, qs, questions = _strata_case(np.random.default_rng(2), True)
+    assert draws.prepare(4, [30, 40, 26], 150)  # one question more than the data's
+    try:
+        ci = cluster_bootstrap(
+            rows, ["x", "y"], _ratio, groups=["judge"], questions=questions,
+            replicates=150, seed=4,
+        )  # fmt: skip
+        assert _figures(ci) == _one_draw(rows, qs, 150, 4, _ratio)
+        assert draws.prepared_keys() == [(4, (30, 40, 26), 150)]
+    finally:
+        draws._prepared.clear()
+
+
+def test_preparations_stay_within_their_memory_bound(monkeypatch):
+    """More than MAX_COUNTS counts is not prepared; older preparations not yet taken are
+    evicted, oldest first, to make room; nothing is prepared without questions."""
+    from voirdire.analysis.position import draws
+
+    monkeypatch.setattr(draws, "MAX_COUNTS", 10_000)
+    try:
+        assert not draws.prepare(0, [101], 100)
+        assert not draws.prepare(0, [], 100)
+        assert not draws.prepare(0, [0, 5], 100)
+        assert draws.prepare(0, [40], 100) and draws.prepare(1, [40], 100)
+        assert draws.prepare(2, [40], 100)  # 12,000 counts: the oldest goes
+        assert draws.prepared_keys() == [(1, (40,), 100), (2, (40,), 100)]
+        assert draws.prepare(2, [40], 100)  # already there
+        assert draws.prepared_keys() == [(1, (40,), 100), (2, (40,), 100)]
+    finally:
+        draws._prepared.clear()
+
+
+def test_a_stratum_of_another_size_or_too_many_rows_is_refused():
+    from voirdire.analysis.position.draws import Draws
+
+    d = Draws(0, [5, 7], 10)
+    with pytest.raises(ValueError, match="no stratum of 7"):
+        d.take(7, 3)
+    d.take(5, 10)
+    with pytest.raises(ValueError, match="past the stratum"):
+        d.take(7, 11)
+    assert d.take(7, 10).shape == (10, 7)
+
+
+class _StopAfter:
+    """A preparation's stop flag that also reads as set once ``k`` blocks of its first
+    stratum are drawn: the bootstrap overtakes it there."""
+
+    def __init__(self, ahead, k: int) -> None:
+        import threading
+
+        self.ahead, self.k, self.real = ahead, k, threading.Event()
+
+    def is_set(self) -> bool:
+        return self.real.is_set() or len(self.ahead.blocks[0]) >= self.k
+
+    def set(self) -> None:
+        self.real.set()
+
+
+class _FailsAfter:
+    """A generator that raises on its ``k``-th draw (the preparation's thread fails)."""
+
+    def __init__(self, rng, k: int) -> None:
+        self.rng, self.k = rng, k
+
+    def multinomial(self, *a, **kw):
+        self.k -= 1
+        if self.k < 0:
+            raise MemoryError("injected")
+        return self.rng.multinomial(*a, **kw)
+
+
+@pytest.mark.parametrize("how", ["stopped", "failed"])
+def test_a_preparation_overtaken_or_failed_gives_the_same_figures(monkeypatch, how):
+    """The bootstrap takes the rows a preparation drew, then: after it stopped part-way,
+    the rest from its generator; after its thread failed, the rest from a new generator
+    moved past the rows taken. Either way the figures of one draw."""
+    from voirdire.analysis.position import draws
+
+    real_init = draws._Ahead.__init__
+
+    def init(self, key):
+        real_init(self, key)
+        if how == "stopped":
+            self.stop = _StopAfter(self, 3)
+        else:
+            self.rng = _FailsAfter(
+                self.rng, 3 + (2 * DRAW_ROWS + 7) // draws.AHEAD_ROWS
+            )
+
+    monkeypatch.setattr(draws._Ahead, "__init__", init)
+    rows, qs, questions = _strata_case(np.random.default_rng(8), True)
+    assert draws.prepare(4, [30, 40, 25], 2 * DRAW_ROWS + 7)
+    ahead = draws._prepared[(4, (30, 40, 25), 2 * DRAW_ROWS + 7)]
+    ahead.thread.join()
+    assert (ahead.error is None) == (how == "stopped")
+    ci = cluster_bootstrap(
+        rows, ["x", "y"], _ratio, groups=["judge"], questions=questions,
+        replicates=2 * DRAW_ROWS + 7, seed=4,
+    )  # fmt: skip
+    assert _figures(ci) == _one_draw(rows, qs, 2 * DRAW_ROWS + 7, 4, _ratio)
+    assert draws.prepared_keys() == []

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from voirdire.analysis.mitigation.verdicts import normalise
+from voirdire.analysis.position import draws
 from voirdire.analysis.position.agreement import kappa_statistic
 from voirdire.analysis.position.pairing import verdict_pairs
 from voirdire.analysis.position.uncertainty import cluster_bootstrap
@@ -42,6 +43,7 @@ __all__ = [
     "pass_confusion",
     "gate",
     "pass_kappa",
+    "prepare_pass_kappa",
 ]
 
 #: The practitioners' gate on the inter-pass kappa: below it the judge is not trusted
@@ -164,3 +166,18 @@ def pass_kappa(
         .cast(schema)
         .sort("benchmark", "judge")
     )  # type: ignore[arg-type]
+
+
+def prepare_pass_kappa(
+    questions: int, *, replicates: int = 1000, seed: int = 0
+) -> bool:
+    """Draw ahead, in a thread, the bootstrap counts :func:`pass_kappa` will take for one
+    benchmark of ``questions`` questions with pairwise rows
+    (:func:`voirdire.analysis.position.draws.prepare`: its one stratum is the benchmark),
+    so that a run does it while its judges answer. Nothing changes in the figures: where
+    the judgments hold another number of questions, the bootstrap draws for itself.
+
+    Returns:
+        Whether counts are being drawn (False: too many to keep, or no question).
+    """
+    return draws.prepare(seed, [questions], replicates)

@@ -22,7 +22,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-__all__ = ["Statistic", "cluster_bootstrap", "in_clusters"]
+from voirdire.analysis.position.draws import DRAW_ROWS, Draws
+
+__all__ = ["DRAW_ROWS", "Statistic", "cluster_bootstrap", "in_clusters"]
 
 #: ``{value: (R, U) array of sums}`` -> ``{metric: (R,) or (R, U) array}``
 Statistic = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
@@ -126,13 +128,6 @@ def _as_statistic(
     return lambda s: {m: f(s) for m, f in statistic.items()}
 
 
-#: Replicates drawn at a time where every per-question sum is a whole number: the weights
-#: of one stratum are then ``DRAW_ROWS × Q`` floats (Q questions), not ``B × Q`` (at 50,000
-#: questions and 1,000 replicates, 40 MB instead of 800), and the figures are the same
-#: (the same multinomial stream, and sums of whole numbers do not depend on the order).
-DRAW_ROWS = 100
-
-
 def _strata(
     qs: pl.DataFrame, strata: list[str]
 ) -> Iterator[tuple[tuple, pl.Expr, int, pl.DataFrame]]:
@@ -163,23 +158,22 @@ def _replicates(
     mats: Sequence[dict[str, np.ndarray]],
     nq: int,
     replicates: int,
-    rng: np.random.Generator,
+    draws: Draws,
     chunk: int | None,
 ) -> list[dict]:
-    """``stat`` of every replicate, for each group's (U × Q) sums of ``mats``: one draw
-    of the stratum's (B × Q) multinomial counts (questions with replacement) from ``rng``,
-    shared by the groups. Drawn :data:`DRAW_ROWS` replicates at a time where the sums are
+    """``stat`` of every replicate, for each group's (U × Q) sums of ``mats``: the
+    stratum's (B × Q) multinomial counts (questions with replacement) taken from ``draws``,
+    shared by the groups. Taken :data:`DRAW_ROWS` replicates at a time where the sums are
     whole numbers (:func:`_whole`): the same numbers from the generator in the same order,
     and exact sums, joined before ``stat`` sees them, so the same figures (also for a
     statistic that is not computed row by row, e.g. a board fitted to every replicate at
     once)."""
-    p = np.full(nq, 1.0 / nq)
     if replicates <= DRAW_ROWS or not _whole(mats, nq):
-        w = rng.multinomial(nq, p, size=replicates).astype(float)
+        w = draws.take(nq, replicates)
         return [_chunked(stat, {c: w @ x.T for c, x in m.items()}, chunk) for m in mats]
     parts: list[dict[str, list]] = [{c: [] for c in m} for m in mats]
     for s in range(0, replicates, DRAW_ROWS):
-        w = rng.multinomial(nq, p, size=min(DRAW_ROWS, replicates - s)).astype(float)
+        w = draws.take(nq, min(DRAW_ROWS, replicates - s))
         for got, m in zip(parts, mats):
             for c, x in m.items():
                 got[c].append(w @ x.T)
@@ -250,11 +244,11 @@ def _stratum_rows(
     part: pl.DataFrame,
     questions: tuple[int, pl.DataFrame],
     stat: Statistic,
-    rng: np.random.Generator,
+    draws: Draws,
     **how: Any,
 ) -> tuple[list[tuple], list[tuple]]:
     """The result rows of one stratum (its ``key``, its rows ``part``, its ``(Q,
-    question index)``): each group's sums and estimate, the stratum's draw from ``rng``
+    question index)``): each group's sums and estimate, the stratum's counts from ``draws``
     (taken even without rows, so that the next strata's draws stay put), the intervals.
     ``how``: :func:`cluster_bootstrap`'s ``groups``, ``cells``, ``values``,
     ``replicates``, ``level`` and ``chunk``."""
@@ -270,7 +264,7 @@ def _stratum_rows(
     }
     with np.errstate(invalid="ignore", divide="ignore"):
         boots = _replicates(
-            stat, [m for _, m, _ in sums.values()], nq, how["replicates"], rng,
+            stat, [m for _, m, _ in sums.values()], nq, how["replicates"], draws,
             how["chunk"],
         )  # fmt: skip
     per_group: list[tuple] = []
@@ -334,7 +328,8 @@ def cluster_bootstrap(
     with ``w`` the (B × Q) multinomial counts (:data:`DRAW_ROWS` rows at a time where the
     sums are whole numbers: the same figures, less memory). The estimate is the same
     statistic with one replicate of weights 1. One numpy generator seeded ``seed`` draws the
-    strata in order.
+    strata in order (:class:`~voirdire.analysis.position.draws.Draws`: or a thread drew the
+    same counts ahead, :func:`~voirdire.analysis.position.draws.prepare`).
 
     Args:
         rows: columns ``question_id``, the ``strata``, ``groups`` and ``cells`` columns and
@@ -372,12 +367,13 @@ def cluster_bootstrap(
         .unique()
     )
     rows = rows.with_columns([pl.col(c).fill_null(0).cast(pl.Float64) for c in values])
-    rng = np.random.default_rng(seed)
+    found = list(_strata(qs, strata))
+    draws = Draws(seed, [nq for _, _, nq, _ in found], replicates)
     per_group: list[tuple] = []
     per_cell: list[tuple] = []
-    for key, where, nq, q_index in _strata(qs, strata):
+    for key, where, nq, q_index in found:
         g, c = _stratum_rows(
-            key, rows.filter(where), (nq, q_index), stat, rng,
+            key, rows.filter(where), (nq, q_index), stat, draws,
             groups=groups, cells=cells, values=values, replicates=replicates,
             level=level, chunk=chunk,
         )  # fmt: skip

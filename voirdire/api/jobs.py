@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from voirdire.api.results import analyze, import_analysis
+from voirdire.api.results import analyze, prepare_analysis
 from voirdire.core import ConfigError
 from voirdire.engine.job import RunOutcome, estimate_job, run_job
 from voirdire.engine.plan import JobPlan, plan_job
@@ -150,7 +150,7 @@ def run_queries(
         retry_failed=retry_failed,
         console=console,
         plan=job_plan,
-        meanwhile=import_analysis,  # while Ray starts
+        meanwhile=prepare_analysis,  # while Ray starts
         release_ray=release_ray,
     )
 

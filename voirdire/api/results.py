@@ -20,6 +20,7 @@ from voirdire.engine.outdir import (
 
 if TYPE_CHECKING:
     from voirdire.analysis.outputs import Results
+    from voirdire.engine.plan import JobPlan
 
 __all__ = ["load", "analyze", "report", "mitigate", "rank"]
 
@@ -39,11 +40,24 @@ def load(output_dir: str | os.PathLike) -> Results:
     return compute_dir(out)
 
 
-def import_analysis() -> None:
-    """Import the modules :func:`analyze` uses (the analysis' stages and the report's
-    writers, pandas through pyarrow), so that a run does it while Ray starts."""
+def prepare_analysis(plan: JobPlan) -> None:
+    """What :func:`analyze` can do before the verdicts exist, done while Ray starts (the
+    engine's ``meanwhile``): import the modules it uses (the analysis' stages and the
+    report's writers, pandas through pyarrow), and start drawing the inter-pass kappa's
+    bootstrap counts for the plan's questions in a thread
+    (:func:`~voirdire.analysis.mitigation.pass_kappa.prepare_pass_kappa`, with the
+    settings :func:`analyze` uses) while the judges answer."""
     import voirdire.analysis.build  # noqa: F401
     import voirdire.analysis.outputs  # noqa: F401
+    from voirdire.analysis.mitigation.pass_kappa import prepare_pass_kappa
+    from voirdire.analysis.settings import DEFAULTS
+
+    if plan.list_size == 2 and plan.instances.height:
+        prepare_pass_kappa(
+            plan.instances.get_column("question_id").n_unique(),
+            replicates=DEFAULTS.replicates,
+            seed=DEFAULTS.seed,
+        )
 
 
 def analyze(output_dir: str | os.PathLike) -> Results:
