@@ -392,3 +392,34 @@ def test_a_job_file_reaches_a_log_format(tmp_path, monkeypatch):
         ConfigError, match=r"hold no verdicts of 'gpt-5'; judges in them: claude-v1"
     ):
         voirdire.plan(job)
+
+
+def test_the_api_audit_starts_ray_before_it_reads_the_logs(
+    tmp_path, ray_local, monkeypatch
+):
+    """``voirdire.audit`` begins Ray's start in the background once the format and the
+    log list are valid, so that reading the logs overlaps it (the node is up here: the
+    call is recorded, nothing starts)."""
+    import voirdire.engine.ray_start as ray_start
+    from voirdire.benchmarks.logs.base import LogBenchmark
+
+    monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache"))
+    write_arena_hard(tmp_path / "model-x.jsonl", draws(5, 3), model="model-x")
+    seen: list[str] = []
+    real_init, real_read = ray_start.init_ray, LogBenchmark.read_logs
+
+    def init(address=None, *, background=False):
+        seen.append(f"init_ray(background={background})")
+        return real_init(address, background=background)
+
+    def read(self, files, rows):
+        seen.append("read_logs")
+        return real_read(self, files, rows)
+
+    monkeypatch.setattr(ray_start, "init_ray", init)
+    monkeypatch.setattr(LogBenchmark, "read_logs", read)
+    with pytest.raises(ConfigError):
+        voirdire.audit([tmp_path], "no-such-format", out=tmp_path / "x")
+    assert seen == []  # a bad format: nothing started
+    voirdire.audit([tmp_path], "arena-hard", out=tmp_path / "a")
+    assert seen[:2] == ["init_ray(background=True)", "read_logs"], seen

@@ -238,13 +238,19 @@ def audit(
     analyse the output directory, which ``report``, ``mitigate`` and ``rank`` read like any
     other. No query is sent and no key is needed.
 
-    ``release_ray``: as :func:`run`'s.
+    ``release_ray``: as :func:`run`'s. Once the format and the log list are valid, Ray
+    begins to start in the background (:func:`~voirdire.engine.ray_start.init_ray`), so
+    that reading the logs overlaps its start; a log that turns out unreadable still
+    raises, and the node then stays for the process, as after any run.
 
     Raises:
         ConfigError: not a log format, an unreadable log (file, line and field named), an
             output directory that is not ours.
     """
+    from voirdire.engine.ray_start import init_ray
+
     spec = audit_job(logs, format, out=out, judge=judge, log=log, data_dir=data_dir)
+    init_ray(address, background=True)
     return run(
         spec,
         address=address,
