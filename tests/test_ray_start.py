@@ -107,18 +107,29 @@ def test_prefetching_keeps_every_batch_in_order(monkeypatch):
 
 
 def test_a_run_that_releases_ray_stops_it_and_the_next_run_starts_it_again(
-    data_dir, tmp_path
+    data_dir, tmp_path, monkeypatch
 ):
     """``release_ray`` (the console script's last job) stops the local node while the
-    directory is analysed: afterwards no Ray session is left in the process, the results
-    are whole, and a later run starts Ray again and gets the same verdicts."""
+    directory is analysed, its autoscaler monitor ended first (Ray would wait 1 s for
+    it): afterwards no Ray session is left in the process, the results are whole, and a
+    later run starts Ray again and gets the same verdicts."""
     import tomllib
     from pathlib import Path
+
+    from ray._private.node import Node
 
     import voirdire
 
     if ray.is_initialized():
         ray.shutdown()
+    ended: list[bool] = []
+    real_kill = Node.kill_monitor
+
+    def kill_monitor(self, check_alive=True):
+        ended.append(self.is_head())
+        return real_kill(self, check_alive=check_alive)
+
+    monkeypatch.setattr(Node, "kill_monitor", kill_monitor)
     job = tomllib.loads(
         (Path(__file__).parents[1] / "examples/mtbench_position_bias.toml").read_text()
     )
@@ -126,6 +137,7 @@ def test_a_run_that_releases_ray_stops_it_and_the_next_run_starts_it_again(
     first = voirdire.run({**job, "output_dir": str(tmp_path / "a")}, release_ray=True)
     ray_start._wait_for_stop()
     assert not ray.is_initialized()
+    assert ended == [True]
     second = voirdire.run({**job, "output_dir": str(tmp_path / "b")})
     assert ray.is_initialized()
     ray.shutdown()
