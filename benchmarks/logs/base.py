@@ -296,11 +296,14 @@ class LogBenchmark(Benchmark):
         (:meth:`~voirdire.benchmarks.logs.tool_prompts.ToolPrompt.user_chars`; the optional hook of
         :class:`~voirdire.engine.prompts.PromptCache`). Raises as :meth:`build_prompt`."""
         self.check_request(question_id, shown, option_mode, mode)
-        task = self._tasks.get(question_id)
-        fixed, w_in, w_1, w_2 = tool_weights(self.name, task, self.tool)
-        oa, ob = (self.answers(question_id, m) for m in shown)
-        chars = fixed + w_in * len(self._rows[question_id]) + w_1 * len(oa[0])
-        return chars + w_2 * len(ob[0]), sum(map(len, oa)) + sum(map(len, ob))
+        fixed, w_in, w_1, w_2 = tool_weights(
+            self.name, self._tasks.get(question_id), self.tool
+        )
+        first, second = shown  # pairwise: checked
+        oa, ob = self.answers(question_id, first), self.answers(question_id, second)
+        chars = fixed + w_in * len(self._rows[question_id])
+        chars += w_1 * len(oa[0]) + w_2 * len(ob[0])
+        return chars, sum(map(len, oa)) + sum(map(len, ob))
 
     def system_prompt(
         self, question_id: str, shown: Sequence[str], option_mode: int

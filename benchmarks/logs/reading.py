@@ -50,6 +50,9 @@ class Rows:
     def __init__(self) -> None:
         self.pairs: dict[str, list[Any]] = {c: [] for c in PAIR_SCHEMA}
         self.verdicts: dict[str, list[Any]] = {c: [] for c in VERDICT_SCHEMA}
+        # the column lists in schema order (appended to per row)
+        self._pair_cols = list(self.pairs.values())
+        self._verdict_cols = list(self.verdicts.values())
 
     def pair(
         self, question_id: str, cluster: str, model_a: str, model_b: str, *,
@@ -57,11 +60,11 @@ class Rows:
         output_b: str = "", gold: str | None = None,
     ) -> None:  # fmt: skip
         """One pair (an instance; a pair given again by another judge's log is kept once)."""
-        for c, v in zip(
-            PAIR_SCHEMA,
+        for col, v in zip(
+            self._pair_cols,
             (question_id, cluster, task, instruction, model_a, model_b, output_a, output_b, gold),
         ):  # fmt: skip
-            self.pairs[c].append(v)
+            col.append(v)
 
     def verdict(
         self, question_id: str, judge: str, shown: tuple[str, str],
@@ -69,11 +72,11 @@ class Rows:
     ) -> None:  # fmt: skip
         """One recorded verdict: ``judge``'s ``output`` for the order ``shown`` and the letter
         the owning tool read (``A``/``B``/``C``, ``""``: none)."""
-        for c, v in zip(
-            VERDICT_SCHEMA,
+        for col, v in zip(
+            self._verdict_cols,
             (question_id, judge, shown[0], shown[1], output, choice, where),
         ):
-            self.verdicts[c].append(v)
+            col.append(v)
 
 
 def read_json(path: str | os.PathLike, fmt: str) -> Any:
