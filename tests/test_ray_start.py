@@ -206,3 +206,26 @@ def test_the_command_starts_ray_early_and_a_bad_job_leaves_no_ray_process(tmp_pa
         while _processes_marked(mark) and time.time() < deadline:
             time.sleep(0.5)
         assert not _processes_marked(mark)
+
+
+def test_what_ray_init_imports_is_imported_before_the_start_thread():
+    """Every name of ``RAY_INIT_IMPORTS`` exists in this Ray, and once they are imported a
+    local ``ray.init`` imports next to nothing more (without them: some 275 modules, in
+    the start thread, sharing the interpreter lock with the run's own work)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib, sys, ray\n"
+        "from voirdire.engine.ray_start import RAY_INIT_IMPORTS\n"
+        "for n in RAY_INIT_IMPORTS: importlib.import_module(n)\n"
+        "before = set(sys.modules)\n"
+        "ray.init(include_dashboard=False, logging_level='ERROR', num_cpus=1)\n"
+        "print(len(set(sys.modules) - before))\n"
+        "ray.shutdown()\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert int(out.stdout.split()[-1]) < 25, out.stdout
