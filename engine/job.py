@@ -38,7 +38,7 @@ from voirdire.engine.rewrite import (
 from voirdire.engine.scheduler import JudgeRun, RunStats, execute
 from voirdire.engine.secrets import configured_secrets, redact_record
 from voirdire.engine.spec import JobSpec
-from voirdire.engine.store import ResultStore
+from voirdire.engine.store import ResultStore, warm_arrow
 from voirdire.engine.units import (
     PromptCache,
     batch_size_for,
@@ -212,6 +212,7 @@ def run_job(
     runs = _judge_runs(job, plan, store, out, rewrites, retry_failed=retry_failed)
     if meanwhile is not None:
         meanwhile(plan)
+    warm_arrow()
     runs = [_prefetched(r) for r in runs]
     init_ray(address)
     with JobProgress(

@@ -204,6 +204,13 @@ class ResultStore(PartReader):
         return rows_to_table(unit_columns, result_columns, self.schema)
 
 
+def warm_arrow() -> None:
+    """Build one Arrow array from a Python list: pyarrow imports pandas there, where it is
+    installed (0.2 s on the development machine), and a run does it while Ray starts
+    rather than on its first finished batch."""
+    pa.array([0], pa.int64())
+
+
 def rows_to_table(
     unit_columns: dict[str, list[Any]],
     result_columns: dict[str, list[Any]],

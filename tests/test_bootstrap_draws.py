@@ -87,11 +87,17 @@ def _figures(ci: pl.DataFrame) -> dict[tuple, tuple]:
     }
 
 
-def test_draws_in_blocks_give_the_figures_of_one_draw():
+@pytest.mark.parametrize("joint_bytes", [None, 0])
+def test_draws_in_blocks_give_the_figures_of_one_draw(monkeypatch, joint_bytes):
     """Whole-number sums (drawn in blocks) and fractional ones (drawn at once) alike; a
     stratum listed in ``questions`` without rows still takes its draw, so the strata after
     it keep theirs; a replicate count that is not a multiple of the block; a statistic
-    computed over all the replicates at once sees them all at once."""
+    computed over all the replicates at once sees them all at once. Whole sums are taken
+    in one product with the weights (``JOINT_BYTES``) or one per matrix (0)."""
+    from voirdire.analysis.position import bootstrap
+
+    if joint_bytes is not None:
+        monkeypatch.setattr(bootstrap, "JOINT_BYTES", joint_bytes)
     rng = np.random.default_rng(5)
     replicates = 2 * DRAW_ROWS + DRAW_ROWS // 2
     for whole, stat in ((True, _ratio), (False, _ratio), (True, _centred)):

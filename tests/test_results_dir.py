@@ -90,6 +90,17 @@ def test_reading_a_directory_imports_no_engine_and_no_ray(finished):
     assert not found, found[:10]
 
 
+def test_reading_a_directorys_judgments_imports_no_pandas(finished):
+    """The reader's empty frame of the store's columns is made without
+    ``pyarrow.Schema.empty_table``, which imports pandas (0.2 s)."""
+    mods = _modules_after(
+        "from voirdire.analysis.results_dir import read_dir\n"
+        f"assert read_dir({str(finished)!r}).judgments.height == 12"
+    )
+    assert "voirdire.analysis.results_dir" in mods
+    assert not [m for m in mods if m.split(".")[0] == "pandas"]
+
+
 def test_job_json_is_read_once(finished, monkeypatch):
     from voirdire.analysis.outputs import compute_dir
 

@@ -141,9 +141,14 @@ class PartReader:
                         f"{f.type}; not a voirdire result file (remove or restore it)"
                     ) from None
 
+    def _empty(self) -> pl.DataFrame:
+        """No rows, the store's columns (an empty Arrow table made from no batches:
+        ``Schema.empty_table`` would import pandas, 0.2 s)."""
+        return pl.from_arrow(pa.Table.from_batches([], schema=self.schema))  # type: ignore[return-value]
+
     def _scan(self, parts: list[Path]) -> pl.LazyFrame:
         # parts written before a column was added to the schema (e.g. ``gold``) read it as null
-        schema = pl.from_arrow(self.schema.empty_table()).schema  # type: ignore[union-attr]
+        schema = self._empty().schema
         # a column no voirdire writes (a part edited or made by hand) is not ours: ignored
         return pl.scan_parquet(
             parts, schema=schema, missing_columns="insert", extra_columns="ignore"
@@ -159,7 +164,7 @@ class PartReader:
 
         def read(parts: list[Path]) -> pl.DataFrame:
             if not parts:
-                return pl.from_arrow(self.schema.empty_table())  # type: ignore[return-value]
+                return self._empty()
             return dedup(self._scan(parts).collect())
 
         before = len(self.skipped)

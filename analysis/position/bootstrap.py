@@ -153,6 +153,11 @@ def _whole(mats: Sequence[dict[str, np.ndarray]], nq: int) -> bool:
     return True
 
 
+#: The most bytes :func:`_replicates` copies the per-question sums into, to take each block
+#: of weights in one product (a product per matrix above it).
+JOINT_BYTES = 64 * 2**20
+
+
 def _replicates(
     stat: Statistic,
     mats: Sequence[dict[str, np.ndarray]],
@@ -171,16 +176,25 @@ def _replicates(
     if replicates <= DRAW_ROWS or not _whole(mats, nq):
         w = draws.take(nq, replicates)
         return [_chunked(stat, {c: w @ x.T for c, x in m.items()}, chunk) for m in mats]
-    parts: list[dict[str, list]] = [{c: [] for c in m} for m in mats]
+    # every (group, value) matrix side by side, so that one product reads each block of
+    # weights once (exact sums: the same figures as a product per matrix)
+    stacked = [x for m in mats for x in m.values()]
+    joint = np.concatenate(stacked) if stacked else np.zeros((0, nq))
+    if joint.nbytes > JOINT_BYTES:
+        joint = None  # as large as the sums themselves again: a product per matrix
+    blocks: list[list[np.ndarray]] = [[] for _ in stacked]
     for s in range(0, replicates, DRAW_ROWS):
         w = draws.take(nq, min(DRAW_ROWS, replicates - s))
-        for got, m in zip(parts, mats):
-            for c, x in m.items():
-                got[c].append(w @ x.T)
-    return [
-        _chunked(stat, {c: np.concatenate(v) for c, v in got.items()}, chunk)
-        for got in parts
-    ]
+        if joint is None:
+            for got, x in zip(blocks, stacked):
+                got.append(w @ x.T)
+            continue
+        prod, at = w @ joint.T, 0
+        for got, x in zip(blocks, stacked):
+            got.append(prod[:, at : at + x.shape[0]])
+            at += x.shape[0]
+    sums = iter([np.concatenate(b) for b in blocks])
+    return [_chunked(stat, {c: next(sums) for c in m}, chunk) for m in mats]
 
 
 def _group_sums(
