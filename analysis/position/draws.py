@@ -9,7 +9,9 @@ question), about 2.7 s of one core for 1,000 replicates of 50,000 questions (num
 on the development machine), most of a 100,000-verdict audit's analysis.
 
 A run knows its questions before its judges answer. :func:`prepare` draws the counts in a
-thread (numpy releases the GIL while it draws) while Ray starts and the queries run;
+thread at the lowest priority (numpy releases the GIL while it draws; on Linux the thread's
+``nice`` is 19, so it takes a core only while the run's own work leaves one idle) while Ray
+starts and the queries run;
 :class:`Draws`, the source ``cluster_bootstrap`` takes its counts from, uses a prepared
 draw whose key (seed, sizes, replicates) matches and draws from the generator otherwise:
 the same numbers either way, so every figure is the same (``tests/test_bootstrap_draws.py``).
