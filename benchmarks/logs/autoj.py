@@ -19,7 +19,8 @@ k-th pair):
 prediction file one whose first record has ``output``; of two prediction files the
 exchanged one is ``[benchmark.log] exchanged`` (a path or a file name), else the one whose
 name holds ``exchange`` (Auto-J's own naming). One prediction file is the original order
-(``pairwise_eval.py --type single``): the audit then asks that order only.
+(``pairwise_eval.py --type single``): ``voirdire audit`` then asks that order only
+(:meth:`AutoJ.orders_in`; a job file sets ``permutations = "original"`` itself).
 
 **Reading**: ``output`` 0 → A (the response shown first wins), 1 → B, 2 → C (a tie); any
 other value is an error naming the file and the line, as ``pairwise_eval.py``'s assert.
