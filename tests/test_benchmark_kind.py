@@ -107,7 +107,7 @@ def _job(tmp_path, name="tiny bench", **over):
 def test_one_decorator_registers_it_under_its_normalised_name():
     assert "tinybench" in BENCHMARKS.names()
     # the built-in ones come from voirdire's own entry points (pyproject.toml), then the registered
-    assert set(BENCHMARKS.names()[:14]) == {
+    assert set(BENCHMARKS.names()[:15]) == {
         "mtbench",
         "devbench",
         "llmbar",
@@ -122,6 +122,7 @@ def test_one_decorator_registers_it_under_its_normalised_name():
         "openaibatch",
         "anthropicbatch",
         "inspect",
+        "autoj",
     }
     assert (
         benchmark_class("Tiny-Bench") is TinyBench
@@ -132,7 +133,7 @@ def test_one_decorator_registers_it_under_its_normalised_name():
         BENCHMARKS.register(type("NotABenchmark", (), {"name": "nab"}))
     with pytest.raises(
         ConfigError,
-        match="unknown benchmark 'tiny-bench-2'; known benchmarks: AlpacaEval, AnthropicBatch, ArenaHard, DevBench, FastChat, Inspect, JudgeBench, LLMBar, LogTable, MTBench, OpenAIBatch, pairs, PandaLM, PRD",
+        match="unknown benchmark 'tiny-bench-2'; known benchmarks: AlpacaEval, AnthropicBatch, ArenaHard, AutoJ, DevBench, FastChat, Inspect, JudgeBench, LLMBar, LogTable, MTBench, OpenAIBatch, pairs, PandaLM, PRD",
     ):
         benchmark_class("tiny-bench-2")
 

@@ -93,6 +93,17 @@ class LogBenchmark(Benchmark):
     #: the key of the tool's prompt (:mod:`~voirdire.benchmarks.logs.tool_prompts`); ``None``: by name
     tool: ClassVar[str | None] = None
 
+    @classmethod
+    def orders_in(
+        cls, logs: Sequence[str | os.PathLike[str]], log: dict[str, Any] | None
+    ) -> str:
+        """The orders ``logs`` hold per pair (``"both"`` or ``"one"``), for the audit's
+        permutations: :attr:`orders` (a format whose files decide it overrides this).
+
+        Raises:
+            ConfigError: where the override reads the logs (file named)."""
+        return cls.orders
+
     def __init_subclass__(cls, **kw: Any) -> None:
         """A format reads a live judge's verdicts by its tool's rule (pattern and labels of
         :func:`~voirdire.benchmarks.logs.tool_prompts.tool_prompt`) unless it sets its own."""

@@ -206,8 +206,11 @@ def audit_job(
             "comparison": {
                 "mode": "pairwise",
                 "option_mode": 3,
-                # a one-order log (AlpacaEval) shows model_a first: ask that order only
-                "permutations": "original" if cls.orders == "one" else "both",
+                # a one-order log (AlpacaEval; Auto-J without an exchanged file) shows
+                # model_a first: ask that order only
+                "permutations": "original"
+                if cls.orders_in(logs, log) == "one"
+                else "both",
                 "repetitions": 1,
             },
             "judges": [
