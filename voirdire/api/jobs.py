@@ -236,8 +236,8 @@ def audit(
 ) -> Results:
     """Audit judgment logs another tool wrote, holding both orders or one (``docs/audit.md``): read
     them in ``format`` (``"arena-hard"``, ``"fastchat"``, ``"judgebench"``, ``"logtable"``,
-    ``"prd"``, ``"alpacaeval"``),
-    replay every recorded verdict through the engine (:func:`audit_job`, :func:`run`) and
+    ``"prd"``, ``"alpacaeval"``, ``"openai-batch"``, ``"anthropic-batch"``, ``"inspect"``,
+    ``"autoj"``), replay every recorded verdict through the engine (:func:`audit_job`, :func:`run`) and
     analyse the output directory, which ``report``, ``mitigate`` and ``rank`` read like any
     other. No query is sent and no key is needed.
 
