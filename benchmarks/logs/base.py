@@ -50,6 +50,7 @@ from voirdire.benchmarks.logs.reading import (
     default_root,
     file_hash,
     log_files,
+    prompt_keys,
 )
 from voirdire.benchmarks.logs.tool_prompts import ToolPrompt, tool_prompt, tool_weights
 from voirdire.benchmarks.recorded import Recorded, RecordKey
@@ -228,7 +229,7 @@ class LogBenchmark(Benchmark):
                 f"{self.name} log {first['where'][-1]}: judge {r['judge']!r} judged {r['question_id']!r} "
                 f"with {r['first']!r} shown first twice (also at {first['where'][0]})"
             )
-        keys = _prompt_keys(verdicts)
+        keys = prompt_keys(verdicts)
         d.mkdir(parents=True, exist_ok=True)
         for name, df in ((INSTANCES, pairs), (RECORDED, verdicts.drop("where"))):
             tmp = d / f".{name}.tmp"
@@ -389,26 +390,6 @@ class LogBenchmark(Benchmark):
                 "question_id", "first", "second", "output", "choice"
             ).iter_rows()
         }
-
-
-def _prompt_keys(verdicts: pl.DataFrame) -> dict[str, str]:
-    """Per question, H(its verdicts: judge, order, text, letter; sorted)."""
-    per = (
-        verdicts.sort("question_id", "judge", "first")
-        .with_columns(
-            _v=pl.concat_str(
-                "judge",
-                "first",
-                "second",
-                pl.col("output").fill_null("\x00"),
-                pl.col("choice").fill_null("\x00"),
-                separator="\x1f",
-            )
-        )  # fmt: skip
-        .group_by("question_id", maintain_order=True)
-        .agg(pl.col("_v").str.join("\x1e"))
-    )
-    return {q: content_hash(v) for q, v in per.iter_rows()}
 
 
 __all__ = ["LogBenchmark"]

@@ -17,7 +17,7 @@ import platformdirs
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
-from voirdire.core import ConfigError
+from voirdire.core import ConfigError, content_hash
 
 #: files of the normalised copy
 INSTANCES, RECORDED, SOURCE = "instances.parquet", "recorded.parquet", "source.json"
@@ -196,6 +196,28 @@ def file_hash(path: Path) -> str:
     return h.hexdigest()
 
 
+def prompt_keys(verdicts: pl.DataFrame) -> dict[str, str]:
+    """Per question of a normalised copy's verdicts (:data:`VERDICT_SCHEMA`), the hash of its
+    verdicts (judge, order, text, letter; sorted): a format's prompt key, which enters the
+    query ids, so that an edited log is read again."""
+    per = (
+        verdicts.sort("question_id", "judge", "first")
+        .with_columns(
+            _v=pl.concat_str(
+                "judge",
+                "first",
+                "second",
+                pl.col("output").fill_null("\x00"),
+                pl.col("choice").fill_null("\x00"),
+                separator="\x1f",
+            )
+        )  # fmt: skip
+        .group_by("question_id", maintain_order=True)
+        .agg(pl.col("_v").str.join("\x1e"))
+    )
+    return {q: content_hash(v) for q, v in per.iter_rows()}
+
+
 __all__ = [
     "COPY_VERSION",
     "FAILED_CALL",
@@ -211,4 +233,5 @@ __all__ = [
     "iter_jsonl",
     "log_files",
     "need",
+    "prompt_keys",
 ]
