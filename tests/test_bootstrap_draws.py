@@ -52,6 +52,23 @@ def _rows(rng, strata: dict[str, int], whole: bool) -> pl.DataFrame:
     return pl.concat(out)
 
 
+def _strata_case(rng, whole: bool):
+    """Rows of three strata (``a`` listed in ``questions`` without rows), the questions
+    per stratum and the ``questions`` frame."""
+    rows = _rows(rng, {"b": 40, "c": 25}, whole)
+    qs = {
+        "a": [f"q{i}" for i in range(30)],  # no rows
+        "b": [f"q{i}" for i in range(40)],
+        "c": [f"q{i}" for i in range(25)],
+    }
+    questions = pl.DataFrame(
+        [(b, q) for b, ids in qs.items() for q in ids],
+        schema=["benchmark", "question_id"],
+        orient="row",
+    )
+    return rows, qs, questions
+
+
 def _one_draw(rows, questions, replicates: int, seed: int, stat) -> dict[tuple, tuple]:
     """(benchmark, judge) -> (estimate, lo, hi): every stratum's weights drawn at once,
     the strata in sorted order, from one generator."""
@@ -101,17 +118,7 @@ def test_draws_in_blocks_give_the_figures_of_one_draw(monkeypatch, joint_bytes):
     rng = np.random.default_rng(5)
     replicates = 2 * DRAW_ROWS + DRAW_ROWS // 2
     for whole, stat in ((True, _ratio), (False, _ratio), (True, _centred)):
-        rows = _rows(rng, {"b": 40, "c": 25}, whole)
-        qs = {
-            "a": [f"q{i}" for i in range(30)],  # no rows
-            "b": [f"q{i}" for i in range(40)],
-            "c": [f"q{i}" for i in range(25)],
-        }
-        questions = pl.DataFrame(
-            [(b, q) for b, ids in qs.items() for q in ids],
-            schema=["benchmark", "question_id"],
-            orient="row",
-        )
+        rows, qs, questions = _strata_case(rng, whole)
         ci = cluster_bootstrap(
             rows, ["x", "y"], stat, groups=["judge"], questions=questions,
             replicates=replicates, seed=3,
@@ -135,21 +142,6 @@ def test_a_large_stratum_is_not_drawn_all_at_once():
     tracemalloc.stop()
     assert ci.get_column("estimate").to_list() == [0.5]
     assert peak < 64 * 2**20, peak
-
-
-def _strata_case(rng, whole: bool):
-    rows = _rows(rng, {"b": 40, "c": 25}, whole)
-    qs = {
-        "a": [f"q{i}" for i in range(30)],  # no rows
-        "b": [f"q{i}" for i in range(40)],
-        "c": [f"q{i}" for i in range(25)],
-    }
-    questions = pl.DataFrame(
-        [(b, q) for b, ids in qs.items() for q in ids],
-        schema=["benchmark", "question_id"],
-        orient="row",
-    )
-    return rows, qs, questions
 
 
 def test_counts_drawn_ahead_give_the_same_figures_and_are_taken_once(monkeypatch):

@@ -51,6 +51,11 @@ AHEAD_ROWS = 20
 Key = tuple[int, tuple[int, ...], int]
 
 
+def _multinomial(rng: np.random.Generator, nq: int, rows: int) -> np.ndarray:
+    """``rows`` replicates of ``nq`` questions drawn with replacement: (rows × nq) counts."""
+    return rng.multinomial(nq, np.full(nq, 1.0 / nq), size=rows)
+
+
 def _yield_cpu() -> None:
     """Lower the calling thread's priority to the lowest (Linux's ``nice`` is per thread):
     a preparation draws while a core would be idle, never slowing the run's own work."""
@@ -86,13 +91,10 @@ class _Ahead:
         _yield_cpu()
         try:
             for got, nq in zip(self.blocks, sizes):
-                p = np.full(nq, 1.0 / nq)
                 for s in range(0, replicates, AHEAD_ROWS):
                     if self.stop.is_set():
                         return
-                    w = self.rng.multinomial(
-                        nq, p, size=min(AHEAD_ROWS, replicates - s)
-                    )
+                    w = _multinomial(self.rng, nq, min(AHEAD_ROWS, replicates - s))
                     got.append(w.astype(np.min_scalar_type(int(w.max()))))
         except BaseException as e:  # the consumer draws again from the seed
             self.error = e
@@ -179,15 +181,11 @@ class Draws:
         if self._ahead is not None:
             parts = self._prepared_rows(nq, rows)
         else:
-            parts = [self._multinomial(self._rng, nq, rows)]  # type: ignore[arg-type]
+            parts = [_multinomial(self._rng, nq, rows)]  # type: ignore[arg-type]
         self._row += rows
         if self._row == self.replicates:
             self._stratum, self._row = self._stratum + 1, 0
         return (parts[0] if len(parts) == 1 else np.concatenate(parts)).astype(float)
-
-    @staticmethod
-    def _multinomial(rng: np.random.Generator, nq: int, rows: int) -> np.ndarray:
-        return rng.multinomial(nq, np.full(nq, 1.0 / nq), size=rows)
 
     def _blocks(self, rows: int) -> list[np.ndarray]:
         """Up to ``rows`` of the current stratum's rows, from the preparation's blocks."""
@@ -212,11 +210,11 @@ class Draws:
             ahead.thread.join()
             if ahead.error is not None:
                 self._ahead, self._rng = None, self._moved_past()
-                return [self._multinomial(self._rng, nq, rows)]
+                return [_multinomial(self._rng, nq, rows)]
             parts = self._blocks(rows)  # and what it drew while it stopped
             left = rows - sum(map(len, parts))
             if left:
-                parts.append(self._multinomial(ahead.rng, nq, left))
+                parts.append(_multinomial(ahead.rng, nq, left))
         return parts
 
     def _moved_past(self) -> np.random.Generator:
@@ -225,5 +223,5 @@ class Draws:
         for i in range(self._stratum + 1):
             past = self.replicates if i < self._stratum else self._row
             for s in range(0, past, DRAW_ROWS):
-                self._multinomial(rng, self.sizes[i], min(DRAW_ROWS, past - s))
+                _multinomial(rng, self.sizes[i], min(DRAW_ROWS, past - s))
         return rng
