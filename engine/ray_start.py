@@ -12,10 +12,17 @@ Ray's processes are started with Linux's parent-death signal, which follows the 
 started them: the thread that starts a node therefore stays parked (a daemon, holding no lock)
 until the process exits, so the node lives as long as the process, as with a start on the
 main thread.
+
+A process must not finalise its interpreter while that thread is inside ``ray.init``: the C++
+threads of Ray's half-made core worker then race the exit's destructors (a ``voirdire audit``
+of a bad log ended in SIGSEGV on one CI machine after printing its error). An interpreter
+that exits waits for the start to end first (an ``atexit`` hook, :data:`EXIT_WAIT_S` at
+most), and the command line ends at once without finalising (:func:`exit_if_starting`).
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
 import signal
@@ -31,6 +38,8 @@ _starting: dict[str, Any] = {}
 #: the shutdown begun by ``stop_ray(background=True)`` (a thread), joined by :func:`init_ray`
 _stopping: dict[str, threading.Thread] = {}
 _lock = threading.Lock()
+#: the longest an exiting interpreter waits for a start begun in the background (seconds)
+EXIT_WAIT_S = 120.0
 #: never set: the threads that started Ray's processes wait on it until the process exits
 _PARKED = threading.Event()
 
@@ -134,6 +143,36 @@ def _shutdown() -> None:
     ray.shutdown()
 
 
+def exit_if_starting(code: int) -> None:
+    """End the process now with exit status ``code`` when a start begun by
+    ``init_ray(background=True)`` is still under way; otherwise return.
+
+    For a process that ends with its command (the console script) and fails before Ray is
+    up (a bad job, a malformed log, Ctrl-C): standard output and error are flushed and the
+    process leaves through ``os._exit``, without finalising the interpreter under the start
+    thread (see the module's note) and without waiting 3 to 4 s for a node nobody will
+    use. Ray's processes end with their parent (their parent-death signal), and no file of
+    the run is open before Ray is up.
+    """
+    if not ray_starting():
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # a closed or broken stream: nothing more can be said
+            pass
+    os._exit(code)
+
+
+def _finish_start_at_exit() -> None:
+    """``atexit``: wait (at most :data:`EXIT_WAIT_S`) for a start begun in the background,
+    so that the interpreter is not finalised under ``ray.init``; Ray's own ``atexit``
+    shutdown, registered when Ray was imported, runs after this one."""
+    done = _starting.get("done")
+    if done is not None:
+        done.wait(EXIT_WAIT_S)
+
+
 def _wait_for_stop() -> None:
     with _lock:
         t = _stopping.pop("thread", None)
@@ -154,6 +193,10 @@ def _begin(address: str | None) -> None:
                 pass
     done = threading.Event()
     _starting["done"] = done
+    atexit.unregister(
+        _finish_start_at_exit
+    )  # once, and after Ray's own (runs before it)
+    atexit.register(_finish_start_at_exit)
     if threading.current_thread() is threading.main_thread():
         if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
             # what ray.init sets on the main thread: exit, running finally blocks

@@ -174,7 +174,9 @@ def _processes_marked(mark: str) -> list[int]:
 def test_the_command_starts_ray_early_and_a_bad_job_leaves_no_ray_process(tmp_path):
     """The console script begins Ray's start before reading its job; a job that fails
     validation still ends in one line (exit 2, nothing written) and leaves no Ray
-    process behind, whether Ray had come up or not."""
+    process behind, whether Ray had come up or not. Before Ray is up the process ends
+    without finalising its interpreter under ``ray.init`` (no ``atexit`` hook runs: a
+    finalisation there ended in SIGSEGV on a CI machine); once Ray is up it exits as usual."""
     import os
     import subprocess
     import sys
@@ -189,7 +191,9 @@ def test_the_command_starts_ray_early_and_a_bad_job_leaves_no_ray_process(tmp_pa
     key, value = mark.split("=")
     env = {**os.environ, "PYTHONPATH": repo_pythonpath(), key: value}
     for pause in ("0", "6"):  # exit at once; exit once Ray is up (the job read slowly)
+        hooked = tmp_path / f"atexit-{pause}"
         code = (
+            f"import atexit, pathlib; atexit.register(pathlib.Path({str(hooked)!r}).touch)\n"
             "import time, voirdire.cli.jobs as j\n"
             "start = j._start_ray_early\n"
             f"j._start_ray_early = lambda a: (start(a), time.sleep({pause}))\n"
@@ -202,6 +206,7 @@ def test_the_command_starts_ray_early_and_a_bad_job_leaves_no_ray_process(tmp_pa
         assert r.returncode == 2, r.stderr
         assert r.stderr.startswith("error: ") and "unknown key" in r.stderr
         assert not (tmp_path / "out").exists()
+        assert hooked.exists() == (pause == "6")
         deadline = time.time() + 30
         while _processes_marked(mark) and time.time() < deadline:
             time.sleep(0.5)
@@ -229,3 +234,44 @@ def test_what_ray_init_imports_is_imported_before_the_start_thread():
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert int(out.stdout.split()[-1]) < 25, out.stdout
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="/proc")
+def test_an_interpreter_that_exits_during_a_background_start_waits_for_it(tmp_path):
+    """A program that begins Ray's start in the background (``voirdire.audit`` does, before
+    reading its logs) and exits at once is not finalised under ``ray.init``: the exit waits
+    for the start (``atexit``), Ray's own shutdown then stops the node, and no Ray process
+    is left. Before, the exit came while the start was under way."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import uuid
+
+    from tests.repo import repo_pythonpath
+
+    mark = f"VOIRDIRE_TEST_MARK={uuid.uuid4().hex}"
+    key, value = mark.split("=")
+    env = {**os.environ, "PYTHONPATH": repo_pythonpath(), key: value}
+    code = (
+        "import atexit, ray\n"
+        "from voirdire.engine.ray_start import init_ray, ray_starting\n"
+        "atexit.register(lambda: print('at exit, starting:', ray_starting(),"
+        " 'up:', ray.is_initialized(), flush=True))\n"
+        "init_ray(background=True)\n"
+        "print('starting:', ray_starting(), flush=True)\n"
+        "raise SystemExit(3)\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True,
+        text=True, timeout=180,
+    )  # fmt: skip
+    assert r.returncode == 3, r.stderr[-2000:]
+    assert r.stdout.split("\n")[:2] == [
+        "starting: True",
+        "at exit, starting: False up: True",
+    ], r.stdout
+    deadline = time.time() + 30
+    while _processes_marked(mark) and time.time() < deadline:
+        time.sleep(0.5)
+    assert not _processes_marked(mark)

@@ -39,9 +39,16 @@ def main() -> None:
     """Entry point of the ``voirdire`` console script."""
     import warnings
 
+    from voirdire.engine.ray_start import exit_if_starting
+
     warnings.showwarning = show_warning
     common.process_ends_with_command = True
-    app()
+    try:
+        app()
+    except SystemExit as exc:  # a command that ends before the Ray it began is up
+        code = exc.code
+        exit_if_starting(code if isinstance(code, int) else 0 if code is None else 1)
+        raise
 
 
 if __name__ == "__main__":
