@@ -51,14 +51,15 @@ def benchmark_class(name: str, *, allow_import: bool = True) -> type[Benchmark]:
     directory, registered ones only: :meth:`voirdire.registry.Registry.get`).
 
     Raises:
-        ConfigError: no benchmark of that name (the message lists the known ones), or a path
-            that does not name a Benchmark subclass (or, without ``allow_import``, is not
-            registered).
+        ConfigError: no benchmark of that name (the message lists the known ones), a known
+            one whose module does not load (its optional dependency missing, a broken
+            plugin), or a path that does not name a Benchmark subclass (or, without
+            ``allow_import``, is not registered).
     """
     try:
         return BENCHMARKS.get(str(name), allow_import=allow_import)
     except ConfigError as exc:
-        if ":" in str(name):
+        if ":" in str(name) or BENCHMARKS.known(str(name)):
             raise
         shown = str(name) if len(str(name)) <= 80 else str(name)[:80] + "..."
         raise ConfigError(
@@ -67,8 +68,9 @@ def benchmark_class(name: str, *, allow_import: bool = True) -> type[Benchmark]:
 
 
 def _known() -> list[str]:
+    found = BENCHMARKS.available()
     return [
-        getattr(BENCHMARKS.find(k), "name", k) if k != PAIRS else k
+        getattr(found.get(k), "name", k) if k != PAIRS else k
         for k in BENCHMARKS.names()
     ]
 
@@ -95,13 +97,12 @@ def find_benchmark(name: str) -> type[Benchmark] | None:
 def recorded_mode(recorded: str, benchmark: str | None = None) -> str | None:
     """The comparison mode a recorded judge's outputs have (``"score"``), or None: asked of
     the benchmark ``benchmark`` when given and known, else of every registered benchmark
-    with a release (the first answer wins)."""
+    with a release that loads (the first answer wins; :meth:`Registry.available`)."""
     cls = find_benchmark(benchmark) if benchmark else None
     if cls is not None:
         return cls.recorded_mode(recorded)
-    for key in BENCHMARKS.names():
-        c = BENCHMARKS.find(key)
-        if c is not None and c.release is not None and c.recorded_mode(recorded):
+    for c in BENCHMARKS.available().values():
+        if c.release is not None and c.recorded_mode(recorded):
             return c.recorded_mode(recorded)
     return None
 
@@ -155,9 +156,10 @@ def _options(
         )
     extra = [k for k in given if k not in cls.options]
     if extra:
-        classes = [BENCHMARKS.find(k) for k in BENCHMARKS.names()]
         have = [
-            c.name for c in classes if c is not None and set(extra) <= set(c.options)
+            c.name
+            for c in BENCHMARKS.available().values()
+            if set(extra) <= set(c.options)
         ]
         raise ConfigError(
             f"benchmark {cls.name} has no {' or '.join(extra)} choice"

@@ -65,11 +65,12 @@ from voirdire.core import ConfigError
 def releases() -> dict[str, Release]:
     """The releases by name: those the registered benchmarks read (their ``release``
     attribute), in the benchmarks' order (imports every built-in benchmark module), then
-    the public judgment logs (:data:`voirdire.benchmarks.log_release.LOG_RELEASES`)."""
+    the public judgment logs (:data:`voirdire.benchmarks.log_release.LOG_RELEASES`). A
+    benchmark that does not load (a broken plugin) is left out."""
     from voirdire.benchmarks.registry import BENCHMARKS
 
     out: dict[str, Release] = {}
-    for cls in BENCHMARKS.items().values():
+    for cls in BENCHMARKS.available().values():
         rel = getattr(cls, "release", None)
         if rel is not None:
             out.setdefault(rel.name, rel)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import types
+import warnings
 
 import pytest
 
@@ -168,3 +169,38 @@ def test_entry_point_group_entries_are_built_ins(tmp_path, monkeypatch):
     )
     with pytest.raises(ConfigError, match="unknown thing 'x'; known: $"):
         other.get("x")
+
+
+def test_a_broken_entry_is_left_out_of_listings_but_raises_when_named(
+    tmp_path, monkeypatch
+):
+    """An installed plugin that fails to import (or an optional dependency missing) must
+    not stop every other name: ``available`` leaves it out and says why, ``items`` and a
+    lookup of that name raise one line naming it. A module that raises something other
+    than ImportError as it loads is a ConfigError too, not a traceback."""
+    (tmp_path / "voirdire_test_raises.py").write_text(
+        "raise RuntimeError('bad\\nplugin')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg: Registry[type[Thing]] = Registry("thing", check=_check)
+    reg.builtin("good", "tests.test_registry:Thing")
+    reg.builtin("missing", "voirdire_no_such_module_xyz:X", extra="x")
+    reg.builtin("raises", "voirdire_test_raises:X")
+    reg.builtin("wrong", "tests.test_registry:_check")  # not a Thing
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert reg.available(warn=True) == {"good": Thing}
+    assert set(reg.unavailable) == {"missing", "raises", "wrong"}
+    said = [str(w.message) for w in caught]
+    assert len(said) == 3 and all(" left out: " in m for m in said)
+    assert "voirdire[x]" in said[0]
+    assert "RuntimeError: 'bad\\nplugin'" in reg.unavailable["raises"]
+    with pytest.raises(
+        ConfigError, match="'raises': its module 'voirdire_test_raises' fails"
+    ):
+        reg.get("raises")
+    with pytest.raises(ConfigError, match="needs an optional dependency"):
+        reg.items()
+    with pytest.raises(TypeError):
+        reg.get("wrong")
+    assert reg.get("good") is Thing

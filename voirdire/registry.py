@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
@@ -165,6 +166,8 @@ class Registry(Generic[T]):
         self._builtin: dict[str, Builtin] = {}
         self._entries: dict[str, T] = {}
         self._aliases: dict[str, str] = {}
+        #: name -> why its entry could not be loaded, filled by :meth:`available`
+        self.unavailable: dict[str, str] = {}
 
     # -- filling ---------------------------------------------------------------------
     def builtin(self, name: str, target: str, *, extra: str | None = None) -> None:
@@ -318,6 +321,11 @@ class Registry(Generic[T]):
             raise ConfigError(
                 f"{self.kind} {name!r} needs an optional dependency that is not installed ({exc}){how}"
             ) from exc
+        except Exception as exc:  # an installed plugin's module that fails as it loads
+            raise ConfigError(
+                f"{self.kind} {name!r}: its module {module!r} fails to import "
+                f"({type(exc).__name__}: {_shown(str(exc), 200)})"
+            ) from exc
         if k not in self._entries:  # its module did not register it under this name
             try:
                 obj = getattr(mod, attr)
@@ -395,5 +403,35 @@ class Registry(Generic[T]):
         return None
 
     def items(self) -> dict[str, T]:
-        """Every entry by name, built-in ones first (imports every built-in module)."""
+        """Every entry by name, built-in ones first (imports every built-in module).
+
+        Raises:
+            ConfigError, TypeError, ValueError: an entry that cannot be loaded (as
+                :meth:`get`); :meth:`available` leaves such entries out instead.
+        """
         return {n: self.get(n) for n in self.names()}
+
+    def available(self, *, warn: bool = False) -> dict[str, T]:
+        """Every entry that loads, by name, built-in ones first (imports every built-in
+        module), for the lookups that go through all of them (a format's list, a
+        benchmark that reads a recorded judge's outputs, every metric).
+
+        An entry that cannot be loaded (its optional dependency missing, an installed
+        plugin whose module fails to import or is not of this kind) is left out and its
+        reason kept in :attr:`unavailable` (name -> one line): one broken plugin must not
+        stop every other name. Asking for that name itself (:meth:`get`) still raises.
+        ``warn``: also a ``UserWarning`` per entry left out (for sets that would otherwise
+        lose a user's entry without a word: every metric, every strategy).
+        """
+        out: dict[str, T] = {}
+        for n in self.names():
+            try:
+                out[n] = self.get(n)
+            except (ConfigError, TypeError, ValueError) as exc:
+                self.unavailable[n] = " ".join(str(exc).split())
+                if warn:
+                    warnings.warn(
+                        f"{self.kind} {_shown(n)} left out: {self.unavailable[n]}",
+                        stacklevel=2,
+                    )
+        return out

@@ -135,8 +135,10 @@ def register_strategy(
 
 def strategies() -> dict[str, Strategy]:
     """Every strategy by name, built-in first, then the registered ones (imports every
-    built-in strategy's module)."""
-    return STRATEGIES.items()
+    built-in strategy's module); one that does not load (an installed plugin's module that
+    fails to import) is left out with a warning
+    (:meth:`~voirdire.registry.Registry.available`)."""
+    return STRATEGIES.available(warn=True)
 
 
 def strategy(name: str) -> Strategy:

@@ -168,8 +168,10 @@ def metric(name: str) -> Metric:
 
 
 def metrics() -> dict[str, Metric]:
-    """Every metric by name, built-in first, then the registered ones."""
-    return METRICS.items()
+    """Every metric by name, built-in first, then the registered ones; one that does not
+    load (an installed plugin's module that fails to import) is left out with a warning
+    (:meth:`~voirdire.registry.Registry.available`)."""
+    return METRICS.available(warn=True)
 
 
 def added_metrics() -> dict[str, Metric]:

@@ -181,7 +181,7 @@ def audit_job(
     if not issubclass(cls, LogBenchmark):
         known = [
             c.name
-            for c in map(BENCHMARKS.find, BENCHMARKS.names())
+            for c in BENCHMARKS.available().values()
             if isinstance(c, type) and issubclass(c, LogBenchmark)
         ]
         raise ConfigError(
