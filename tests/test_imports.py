@@ -39,6 +39,7 @@ PACKAGE_ROOT_ROOMS = {
     "voirdire.__main__": "cli",
     "voirdire.exceptions": "core",
     "voirdire.registry": "core",
+    "voirdire.import_paths": "core",
     "voirdire.layout": "core",
     "voirdire.schema": "core",
     "voirdire.parts": "core",

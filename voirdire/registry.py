@@ -32,13 +32,14 @@ Part of the core room: imports only the standard library and :mod:`voirdire.exce
 from __future__ import annotations
 
 import importlib
-import re
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
 from voirdire.exceptions import ConfigError
+from voirdire.import_paths import describe, import_path, is_import_path
+from voirdire.import_paths import shown as _shown
 
 __all__ = [
     "SHIPPED_ENTRY_POINTS",
@@ -51,59 +52,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-_PATH = re.compile(
-    r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
-)
-
-
-def is_import_path(ref: str) -> bool:
-    """Whether ``ref`` has the form ``"package.module:NAME"`` (dotted identifiers, one
-    colon, an identifier)."""
-    return bool(_PATH.match(ref))
-
-
-def describe(obj: Any) -> str:
-    """What ``obj`` is, for messages, without its value: ``"class Foo"``, ``"function
-    foo"`` or ``"a dict object"`` (never its ``repr``: an import path such as ``"os:environ"``
-    names an object whose repr is the whole environment, keys included)."""
-    if isinstance(obj, type):
-        return f"class {obj.__qualname__}"
-    if callable(obj) and hasattr(obj, "__qualname__") and hasattr(obj, "__module__"):
-        return f"function {obj.__qualname__}"
-    return f"a {type(obj).__name__} object"
-
-
-def _shown(name: str, limit: int = 80) -> str:
-    """``name`` quoted for a message, cut at ``limit`` characters (a name read from a file
-    may be of any length)."""
-    text = str(name)
-    return repr(text if len(text) <= limit else text[:limit] + "...")
-
-
-def import_path(ref: str, what: str) -> Any:
-    """The object an import path ``"package.module:NAME"`` names.
-
-    Args:
-        ref: the path.
-        what: the kind asked for, for messages (``"judge backend"``, ``"metric"``).
-
-    Raises:
-        ConfigError: ``ref`` is not of that form, or its module or attribute cannot be
-            imported (the message names ``what`` and ``ref``).
-    """
-    if not is_import_path(ref):
-        raise ConfigError(
-            f"{what} {_shown(ref)} is not an import path of the form 'package.module:NAME'"
-        )
-    module, _, attr = ref.partition(":")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(
-            f"{what} {_shown(ref)} cannot be imported ({type(exc).__name__}: {exc})"
-        ) from exc
-
 
 #: where a staged copy of the package keeps its distribution's entry points
 #: (``entry_points.txt`` format), for a Ray cluster that has the copy but not the metadata
