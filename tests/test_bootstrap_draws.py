@@ -281,3 +281,30 @@ def test_a_preparation_overtaken_or_failed_gives_the_same_figures(monkeypatch, h
     )  # fmt: skip
     assert _figures(ci) == _one_draw(rows, qs, 2 * DRAW_ROWS + 7, 4, _ratio)
     assert draws.prepared_keys() == []
+
+
+def test_an_exiting_interpreter_stops_the_preparations_first():
+    """A process that exits while counts are being drawn (a run that failed after its
+    preparation began) stops the drawing thread and waits for its block before the
+    interpreter is finalised: no thread is left inside numpy then."""
+    import subprocess
+    import sys
+
+    from tests.repo import repo_pythonpath
+
+    code = (
+        "import atexit, threading\n"
+        "atexit.register(lambda: print('alive at exit:', any("
+        "t.name == 'voirdire-bootstrap-draws' and t.is_alive()"
+        " for t in threading.enumerate()), flush=True))\n"
+        "from voirdire.analysis.position import draws\n"
+        "assert draws.prepare(0, [50_000, 40_000], 1000)\n"
+        "print('drawing:', any(t.name == 'voirdire-bootstrap-draws'"
+        " for t in threading.enumerate()), flush=True)\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+        env={**__import__("os").environ, "PYTHONPATH": repo_pythonpath()},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split("\n")[:2] == ["drawing: True", "alive at exit: False"]

@@ -19,10 +19,15 @@ the same numbers either way, so every figure is the same (``tests/test_bootstrap
 Prepared counts are kept in the smallest unsigned integer type that holds them (one byte
 per count at 50,000 questions: 50 MB for 1,000 replicates), at most :data:`MAX_COUNTS`
 counts in all; a preparation that would pass it evicts the oldest, or is not made.
+
+An interpreter that exits stops the preparations' threads and waits for their current block
+(:func:`_stop_all`, an ``atexit`` hook), so that it is never finalised under a thread inside
+numpy (a run that failed, or was stopped, after its preparation began).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
@@ -98,10 +103,15 @@ class _Ahead:
                     got.append(w.astype(np.min_scalar_type(int(w.max()))))
         except BaseException as e:  # the consumer draws again from the seed
             self.error = e
+        finally:
+            with _lock:
+                _running.discard(self)
 
 
 _lock = threading.Lock()
 _prepared: OrderedDict[Key, _Ahead] = OrderedDict()
+#: the preparations whose thread is drawing (taken, evicted or not)
+_running: set[_Ahead] = set()
 
 
 def prepare(seed: int, sizes: Sequence[int], replicates: int) -> bool:
@@ -130,8 +140,22 @@ def prepare(seed: int, sizes: Sequence[int], replicates: int) -> bool:
         ):
             _prepared.popitem(last=False)[1].stop.set()
         _prepared[key] = ahead
+        _running.add(ahead)
     ahead.thread.start()
     return True
+
+
+@atexit.register
+def _stop_all() -> None:
+    """Stop every preparation's thread and wait for its current block (one block of
+    :data:`AHEAD_ROWS` rows: well under a second); ``atexit``."""
+    with _lock:
+        pending = list(_running)
+    for ahead in pending:
+        ahead.stop.set()
+    for ahead in pending:
+        if ahead.thread.is_alive():
+            ahead.thread.join()
 
 
 def prepared_keys() -> list[Key]:
