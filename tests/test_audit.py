@@ -227,6 +227,27 @@ def test_wrong_format_named(tmp_path):
         JudgeBench([p], data_dir=tmp_path / "c")
 
 
+def test_the_commands_format_help_names_every_log_format():
+    """``voirdire audit --help`` lists every log format the registry has, as written
+    on the command line (it had fallen behind: four of ten)."""
+    import typer
+
+    from voirdire.benchmarks.logs.base import LogBenchmark
+    from voirdire.benchmarks.registry import BENCHMARKS, canonical_name
+    from voirdire.cli import app
+
+    audit = typer.main.get_command(app).commands["audit"]
+    (fmt,) = [p for p in audit.params if p.name == "format"]
+    listed = fmt.help.split(": ", 1)[1].rstrip(".").split(", ")
+    formats = {
+        k
+        for k, c in BENCHMARKS.available().items()
+        if isinstance(c, type) and issubclass(c, LogBenchmark)
+    }
+    assert len(formats) >= 10 and sorted(map(canonical_name, listed)) == sorted(formats)
+    assert all(BENCHMARKS.known(n) for n in listed)
+
+
 def test_cli_malformed_log_exits_2_with_one_line(tmp_path):
     p = _bad(
         tmp_path, "x.jsonl", '{"uid": "q1", "model": "m", "judge": "j", "games": ['

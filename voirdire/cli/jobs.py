@@ -194,7 +194,10 @@ def audit(
         str,
         typer.Option(
             "--format",
-            help="The log's format: arena-hard, fastchat, judgebench, logtable.",
+            help=(
+                "The log's format: alpacaeval, anthropic-batch, arena-hard, autoj, "
+                "fastchat, inspect, judgebench, logtable, openai-batch, prd."
+            ),
         ),
     ],
     out: Annotated[
@@ -217,7 +220,8 @@ def audit(
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = False,
 ) -> None:
-    """Audit judgment logs other tools wrote (both orders recorded): no query is sent."""
+    """Audit judgment logs other tools wrote (both orders recorded, or one): no query is
+    sent."""
     from voirdire import api
     from voirdire.engine.scheduler import JobInterrupted
 
