@@ -193,9 +193,9 @@ def _begin(address: str | None) -> None:
                 pass
     done = threading.Event()
     _starting["done"] = done
-    atexit.unregister(
-        _finish_start_at_exit
-    )  # once, and after Ray's own (runs before it)
+    # registered here, after ``import ray`` registered Ray's own shutdown, so that it runs
+    # before that one (``atexit`` runs last-registered first); once per process
+    atexit.unregister(_finish_start_at_exit)
     atexit.register(_finish_start_at_exit)
     if threading.current_thread() is threading.main_thread():
         if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):

@@ -170,6 +170,29 @@ def _processes_marked(mark: str) -> list[int]:
     return found
 
 
+def _marked_env() -> tuple[str, dict[str, str]]:
+    """A unique ``VOIRDIRE_TEST_MARK=...`` and the environment of a subprocess that
+    carries it (with the repository on ``PYTHONPATH``), for :func:`_no_process_marked`."""
+    import os
+    import uuid
+
+    from tests.repo import repo_pythonpath
+
+    mark = f"VOIRDIRE_TEST_MARK={uuid.uuid4().hex}"
+    key, value = mark.split("=")
+    return mark, {**os.environ, "PYTHONPATH": repo_pythonpath(), key: value}
+
+
+def _no_process_marked(mark: str, wait_s: float = 30) -> bool:
+    """Whether every process carrying ``mark`` has ended within ``wait_s`` seconds."""
+    import time
+
+    deadline = time.time() + wait_s
+    while _processes_marked(mark) and time.time() < deadline:
+        time.sleep(0.5)
+    return not _processes_marked(mark)
+
+
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="/proc")
 def test_the_command_starts_ray_early_and_a_bad_job_leaves_no_ray_process(tmp_path):
     """The console script begins Ray's start before reading its job; a job that fails
@@ -177,19 +200,12 @@ def test_the_command_starts_ray_early_and_a_bad_job_leaves_no_ray_process(tmp_pa
     process behind, whether Ray had come up or not. Before Ray is up the process ends
     without finalising its interpreter under ``ray.init`` (no ``atexit`` hook runs: a
     finalisation there ended in SIGSEGV on a CI machine); once Ray is up it exits as usual."""
-    import os
     import subprocess
     import sys
-    import time
-    import uuid
-
-    from tests.repo import repo_pythonpath
 
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\noutput_dir = "out"\nbogus = 1\n')
-    mark = f"VOIRDIRE_TEST_MARK={uuid.uuid4().hex}"
-    key, value = mark.split("=")
-    env = {**os.environ, "PYTHONPATH": repo_pythonpath(), key: value}
+    mark, env = _marked_env()
     for pause in ("0", "6"):  # exit at once; exit once Ray is up (the job read slowly)
         hooked = tmp_path / f"atexit-{pause}"
         code = (
@@ -207,10 +223,7 @@ def test_the_command_starts_ray_early_and_a_bad_job_leaves_no_ray_process(tmp_pa
         assert r.stderr.startswith("error: ") and "unknown key" in r.stderr
         assert not (tmp_path / "out").exists()
         assert hooked.exists() == (pause == "6")
-        deadline = time.time() + 30
-        while _processes_marked(mark) and time.time() < deadline:
-            time.sleep(0.5)
-        assert not _processes_marked(mark)
+        assert _no_process_marked(mark)
 
 
 def test_what_ray_init_imports_is_imported_before_the_start_thread():
@@ -242,17 +255,10 @@ def test_an_interpreter_that_exits_during_a_background_start_waits_for_it(tmp_pa
     reading its logs) and exits at once is not finalised under ``ray.init``: the exit waits
     for the start (``atexit``), Ray's own shutdown then stops the node, and no Ray process
     is left. Before, the exit came while the start was under way."""
-    import os
     import subprocess
     import sys
-    import time
-    import uuid
 
-    from tests.repo import repo_pythonpath
-
-    mark = f"VOIRDIRE_TEST_MARK={uuid.uuid4().hex}"
-    key, value = mark.split("=")
-    env = {**os.environ, "PYTHONPATH": repo_pythonpath(), key: value}
+    mark, env = _marked_env()
     code = (
         "import atexit, ray\n"
         "from voirdire.engine.ray_start import init_ray, ray_starting\n"
@@ -271,7 +277,4 @@ def test_an_interpreter_that_exits_during_a_background_start_waits_for_it(tmp_pa
         "starting: True",
         "at exit, starting: False up: True",
     ], r.stdout
-    deadline = time.time() + 30
-    while _processes_marked(mark) and time.time() < deadline:
-        time.sleep(0.5)
-    assert not _processes_marked(mark)
+    assert _no_process_marked(mark)
