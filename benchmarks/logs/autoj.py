@@ -51,10 +51,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from voirdire.benchmarks.logs.base import LogBenchmark
-from voirdire.benchmarks.logs.reading import Rows, iter_jsonl, log_files, need
+from voirdire.benchmarks.logs.reading import (
+    Rows,
+    iter_jsonl,
+    log_files,
+    log_settings,
+    need,
+)
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 
@@ -179,7 +185,11 @@ class AutoJ(LogBenchmark):
         Raises:
             ConfigError: as :func:`sort_files`, invalid settings."""
         files = log_files(logs, cls.suffixes, cls.name)
-        return "one" if sort_files(files, cls._options(log))[2] is None else "both"
+        return (
+            "one"
+            if sort_files(files, log_settings(AutoJOptions, log, cls.name))[2] is None
+            else "both"
+        )
 
     def read_logs(self, files: list[Path], rows: Rows) -> None:
         """The pairs of the test data and the verdicts of the one or two prediction files,
@@ -214,17 +224,6 @@ class AutoJ(LogBenchmark):
                     f"{f}: predictions {p} hold {len(preds)} records, test data {test} holds {k}: "
                     "the k-th prediction is the k-th pair's"
                 )
-
-    @classmethod
-    def _options(cls, log: dict[str, Any] | None) -> AutoJOptions:
-        """The validated settings (raises as the benchmark's own validation)."""
-        try:
-            return AutoJOptions.model_validate(dict(log or {}))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-            raise ConfigError(f"{cls.name}: benchmark.log.{where}: {msg}") from None
 
 
 __all__ = [

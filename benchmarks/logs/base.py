@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import polars as pl
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.logs.reading import (
@@ -50,6 +50,7 @@ from voirdire.benchmarks.logs.reading import (
     default_root,
     file_hash,
     log_files,
+    log_settings,
     prompt_keys,
 )
 from voirdire.benchmarks.logs.tool_prompts import ToolPrompt, tool_prompt, tool_weights
@@ -156,13 +157,7 @@ class LogBenchmark(Benchmark):
         data_dir: str | os.PathLike[str] | None = None,
         log: dict[str, Any] | None = None,
     ) -> None:
-        try:
-            self.settings = self.Options.model_validate(log or {})
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-            raise ConfigError(f"{self.name}: benchmark.log.{where}: {msg}") from None
+        self.settings = log_settings(self.Options, log, self.name)
         self.sample = "full"
         if logs is None:  # a normalised copy read again
             self.data_dir = Path(data_dir)  # type: ignore[arg-type]

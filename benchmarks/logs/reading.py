@@ -15,7 +15,7 @@ from typing import Any
 
 import platformdirs
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from voirdire.core import ConfigError, content_hash
 
@@ -40,6 +40,22 @@ class NoOptions(BaseModel):
     """``[benchmark.log]`` of a format that takes no settings."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def log_settings(options: type[BaseModel], log: dict[str, Any] | None, fmt: str) -> Any:
+    """A format's ``[benchmark.log]`` settings ``log`` validated as its ``options`` model.
+
+    Raises:
+        ConfigError: one line naming the format and the key (``benchmark.log.KEY``) and what
+            is wrong with it.
+    """
+    try:
+        return options.model_validate(log or {})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        raise ConfigError(f"{fmt}: benchmark.log.{where}: {msg}") from None
 
 
 class Rows:
@@ -231,6 +247,7 @@ __all__ = [
     "default_root",
     "file_hash",
     "iter_jsonl",
+    "log_settings",
     "log_files",
     "need",
     "prompt_keys",
