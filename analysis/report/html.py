@@ -32,6 +32,7 @@ from voirdire.analysis.report.html_parts import (
 from voirdire.analysis.report.markdown import gate_words
 
 if TYPE_CHECKING:
+    from voirdire.analysis.choice import Choice
     from voirdire.analysis.study import Study
 
 __all__ = ["render_html"]
@@ -101,18 +102,63 @@ def _failures(study: Study) -> dict[str, Any] | None:
     )
 
 
-def _benchmarks(study: Study, figs: dict[str, Path]) -> list[dict[str, Any]]:
+#: the summary's columns: name, header, format
+_CHOICE = [("rank", "#", None), ("judge", "judge", None), ("accuracy", "accuracy", F3), ("accuracy_ci", "95% CI", None),
+           ("pc", "PC", F3), ("pf", "PF", SIGNED), ("pass_kappa", "κ orders", F3), ("rs", "RS", F3),
+           ("error_rate", "errors", PCT), ("usd_per_1k", "USD / 1k", "{:,.3g}"), ("judgments_per_s", "judgments/s", "{:,.3g}"),
+           ("gates", "fails", None)]  # fmt: skip
+
+
+def _summary(choice: Choice | None) -> list[dict[str, Any]]:
+    """Per benchmark: the line naming the judge to trust first, what the rank is by, and
+    the ranked judges (a check box per row picks its win-rate curves)."""
+    from voirdire.analysis.report.curve_charts import DEFAULT_PICKED
+
+    if choice is None:
+        return []
+    out = []
+    for b, line in choice.lines.items():
+        t = choice.table.filter(pl.col("benchmark") == b)
+        if "accuracy_lo" in t.columns:
+            t = t.with_columns(
+                accuracy_ci=pl.when(pl.col("accuracy_lo").is_not_null())
+                .then(pl.format("[{}, {}]", pl.col("accuracy_lo").round(3), pl.col("accuracy_hi").round(3)))
+            )  # fmt: skip
+        cols = [c for c, _, _ in _CHOICE if c in t.columns]
+        view = table_view(
+            t.select(cols), {c: f for c, _, f in _CHOICE if f}, rename={c: h for c, h, _ in _CHOICE}, flag_col="gates",
+        )  # fmt: skip
+        view["head"] = ["curve", *view["head"]]
+        for i, r in enumerate(view["rows"]):
+            r["cells"].insert(0, {"pick": True, "checked": i < DEFAULT_PICKED, "judge": r["judge"], "text": "", "v": "1" if i < DEFAULT_PICKED else "0", "num": False})  # fmt: skip
+        passing = t.filter(pl.col("passes")).height
+        out.append({
+            "name": b, "line": line, "key": "accuracy against the gold labels" if choice.key[b] == "accuracy" else "PC (no gold labels)",
+            "table": view, "n": t.height, "passing": passing,
+        })  # fmt: skip
+    return out
+
+
+def _chart(charts: dict[str, Any], key: str, n: list[int]) -> dict[str, Any] | None:
+    """The page's view of one figure: its specification and a page-unique id."""
+    if key not in charts:
+        return None
+    n[0] += 1
+    return {"id": f"fig{n[0]}", "spec": charts[key], "key": key}
+
+
+def _benchmarks(
+    study: Study, charts: dict[str, Any], n: list[int]
+) -> list[dict[str, Any]]:
+    from voirdire.analysis.report.study_charts import KIND_TITLES
+
     out = []
     for b in study.benchmarks:
-        kinds = [("radar", "PC radar"), ("pf_bars", "PF bars"), ("pc_pf", "PC vs PF"),
-                 ("accuracy_pc", "accuracy vs PC"), ("rs", "RS per judge")]  # fmt: skip
-        kinds += [
-            (f"metric_{n}", f"{m.label} per judge") for n, m in added_metrics().items()
-        ]
-        shown = [image_view(figs.get(f"{k}:{b}"), f"{b} {alt}") for k, alt in kinds]
+        kinds = [*KIND_TITLES, *(f"metric_{m}" for m in added_metrics())]
+        shown = [_chart(charts, f"{k}:{b}", n) for k in kinds if k != "agreement"]
         jt = study.judge_task.filter(pl.col("benchmark") == b).drop("benchmark")
         out.append({
-            "name": b, "figures": [i for i in shown if i], "owr": image_view(figs.get(f"owr:{b}"), f"{b} PC and PF vs overall win rate"),
+            "name": b, "figures": [f for f in shown if f],
             "judge_task": table_view(jt, _JT_FMT), "n_tasks": jt.height,
         })  # fmt: skip
     return out
@@ -140,7 +186,9 @@ def _regressions(study: Study) -> list[dict[str, Any]]:
     ]
 
 
-def _agreement(study: Study, figs: dict[str, Path]) -> list[dict[str, Any]]:
+def _agreement(
+    study: Study, figs: dict[str, Path], charts: dict[str, Any], n: list[int]
+) -> list[dict[str, Any]]:
     out = []
     for d in study.dirs:
         if d.agreement is None:
@@ -148,7 +196,7 @@ def _agreement(study: Study, figs: dict[str, Path]) -> list[dict[str, Any]]:
         pairs = d.agreement.filter(pl.col("judge_a") < pl.col("judge_b"))
         out.append({
             "name": d.name,
-            "heatmaps": image_view(figs.get(f"agreement:{d.name}"), f"{d.name} agreement heatmaps"),
+            "heatmaps": _chart(charts, f"agreement:{d.name}", n),
             "histogram": image_view(figs.get(f"disagreement:{d.name}"), f"{d.name} disagreement histogram"),
             "fleiss": table_view(d.fleiss, {"kappa": F3}),
             "majority": table_view(d.majority, {"majority_share": PCT, "unanimous_share": PCT}),
@@ -186,6 +234,7 @@ def render_html(
     gold: bool = False,
     leaderboards: str | None = None,
     audit: list[dict[str, Any]] | None = None,
+    choice: Choice | None = None,
 ) -> str:
     """The report as one HTML string (``templates/report.html.j2``).
 
@@ -201,8 +250,12 @@ def render_html(
             (:func:`~voirdire.analysis.report.ranking.ranking_html`), or None (no section).
         audit: the "One order per pair, and calibration" section
             (:func:`~voirdire.analysis.report.audit_sections.audit_view`), or None.
+        choice: :func:`~voirdire.analysis.choice.choose_judges`' result: the summary the
+            page opens with (None: no summary).
     """
-    figs = written.get("figures", {})
+    from voirdire.analysis.report.vega import vega_bundle
+
+    figs, charts, n = written.get("figures", {}), written.get("charts", {}), [0]
     panel = study.panel
     mit_cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip", *(["accuracy", "kappa"] if gold else []),
                 "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate"]  # fmt: skip
@@ -214,6 +267,8 @@ def render_html(
         settings=table_view(pl.DataFrame([d.settings for d in study.dirs])),
         failures=_failures(study),
         tokenizer=study.tokenizer,
+        summary=_summary(choice),
+        margin=choice.margin if choice is not None else None,
         unreadable=list(
             panel.filter(~pl.col("readable"))
             .select("benchmark", "judge", "flag")
@@ -236,9 +291,9 @@ def render_html(
         replicates=study.dirs[0].ci.get_column("replicates").max()
         if study.dirs[0].ci.height
         else 0,
-        benchmarks=_benchmarks(study, figs),
+        benchmarks=_benchmarks(study, charts, n),
         regressions=_regressions(study),
-        agreement=_agreement(study, figs),
+        agreement=_agreement(study, figs, charts, n),
         power=_power(study),
         gold=gold,
         mitigation=table_view(
@@ -250,4 +305,5 @@ def render_html(
         leaderboards=Markup(leaderboards) if leaderboards else None,
         audit=audit,
         files=[Path(p).name for _, p in sorted(written.get("tables", {}).items())],
+        vega=Markup(vega_bundle()) if n[0] else None,
     )

@@ -88,12 +88,16 @@ def report(
     max_error: float | None = None,
     tokenizer: str | None = None,
     leaderboards: bool = False,
+    margin: float = 0.02,
+    figures: tuple[str, ...] = ("png",),
 ) -> Path:
     """Analyse finished directories together and write ``report.html`` (self-contained),
     ``report.md``, ``metrics/*.csv`` and ``figures/*.png`` under ``out``; returns the path of
     ``report.html``. With ``out`` given, nothing is written outside it (the input
     directories are only read). With ``leaderboards``, also the "Leaderboards" section
-    (``docs/ranking.md``). See :func:`voirdire.analysis.build.build_report`.
+    (``docs/ranking.md``). ``margin``: the summary names the cheapest judge within this much
+    accuracy (PC without gold labels) of the best; ``figures``: the static files of each
+    figure (``"png"``, ``"svg"``). See :func:`voirdire.analysis.build.build_report`.
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
@@ -115,6 +119,7 @@ def report(
     return build_report(
         [str(d) for d in output_dirs], out, judge_attributes=judge_attributes, replicates=replicates,
         rs_min=rs_min, max_error=max_error, tokenizer=tokenizer, leaderboards=leaderboards,
+        margin=margin, figures=figures,
     )  # fmt: skip
 
 

@@ -1,0 +1,80 @@
+"""Agreement between judges as heatmaps, judge × judge (Vega-Altair;
+:mod:`voirdire.analysis.report.vega`), after Shi et al.
+
+Up to :data:`~voirdire.analysis.report.vega.MAX_LEGEND` judges, three matrices with their
+values written in: agreement with ties, without ties, Cohen's kappa. Beyond that one matrix
+of Cohen's kappa, each pair once (the lower triangle, judges in the summary's order), its
+three figures on hover, the searched judges' rows and columns outlined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+import polars as pl
+
+from voirdire.analysis.report.vega import MAX_LEGEND, WIDTH, search_param
+
+__all__ = ["agreement_heatmap"]
+
+_PANELS = (("agreement", "agreement (ties count)"), ("agreement_no_tie", "agreement without ties"), ("kappa", "Cohen's kappa"))  # fmt: skip
+_HIT2 = "search != '' && (indexof(lower(datum.judge_a), lower(search)) >= 0 || indexof(lower(datum.judge_b), lower(search)) >= 0)"  # fmt: skip
+
+
+def agreement_heatmap(
+    matrix: pl.DataFrame, order: Sequence[str], title: str
+) -> alt.TopLevelMixin:
+    """The agreement heatmaps of one benchmark. ``matrix``: judge_a, judge_b, agreement,
+    agreement_no_tie, kappa (both orders of each pair); ``order``: the judges' order."""
+    judges = [j for j in order if j in set(matrix.get_column("judge_a").to_list())]
+    judges += sorted(set(matrix.get_column("judge_a").to_list()) - set(judges))
+    n = len(judges)
+    pos = {j: i for i, j in enumerate(judges)}
+    m = matrix.select(
+        "judge_a", "judge_b", *(pl.col(c).round(3) for c, _ in _PANELS)
+    ).filter(pl.col("judge_a") != pl.col("judge_b"))
+    tip = [
+        "judge_a:N",
+        "judge_b:N",
+        *(alt.Tooltip(f"{c}:Q", format=".3f", title=t) for c, t in _PANELS),
+    ]
+    if n <= MAX_LEGEND:
+        side = min((WIDTH - 200) // 3, max(160, 30 * n))
+        charts = []
+        for i, (c, label) in enumerate(_PANELS):
+            enc = {
+                "x": alt.X("judge_b:N", sort=judges, title=None, axis=alt.Axis(labelAngle=-60, labelLimit=120)),
+                "y": alt.Y("judge_a:N", sort=judges, title=None, axis=alt.Axis(labelLimit=200) if i == 0 else None),
+            }  # fmt: skip
+            scale = alt.Scale(domain=[-0.2 if c == "kappa" else 0, 1], scheme="viridis")
+            base = alt.Chart(m).encode(**enc)
+            rect = base.mark_rect().encode(color=alt.Color(f"{c}:Q", scale=scale, title=None, legend=alt.Legend(orient="bottom", gradientLength=side - 20)), tooltip=tip)  # fmt: skip
+            text = base.mark_text(fontSize=9).encode(
+                text=alt.Text(f"{c}:Q", format=".2f"),
+                color=alt.condition(
+                    f"datum.{c} < 0.6", alt.value("white"), alt.value("black")
+                ),
+            )
+            charts.append(
+                alt.layer(rect, text).properties(width=side, height=side, title=label)
+            )
+        return alt.hconcat(*charts).resolve_scale(color="independent").add_params(search_param()).properties(title=title)  # fmt: skip
+    lower = m.filter(
+        pl.col("judge_a").replace_strict(pos, return_dtype=pl.Int64) > pl.col("judge_b").replace_strict(pos, return_dtype=pl.Int64)
+    )  # fmt: skip
+    side = min(WIDTH - 300, max(360, 6 * n))
+    return (
+        alt.Chart(lower)
+        .mark_rect()
+        .encode(
+            x=alt.X("judge_b:N", sort=judges, title=None, axis=alt.Axis(labels=n <= 80, labelAngle=-60, labelFontSize=8, labelLimit=140)),
+            y=alt.Y("judge_a:N", sort=judges, title=None, axis=alt.Axis(labels=n <= 80, labelFontSize=8, labelLimit=200)),
+            color=alt.Color("kappa:Q", scale=alt.Scale(domain=[-0.2, 1], scheme="viridis"), title="Cohen's κ"),
+            stroke=alt.condition(_HIT2, alt.value("red"), alt.value(None)),
+            strokeWidth=alt.condition(_HIT2, alt.value(1), alt.value(0)),
+            tooltip=tip,
+        )
+        .add_params(search_param())
+        .properties(width=side, height=side, title=title + " (Cohen's kappa; hover for the agreement)")
+    )  # fmt: skip
