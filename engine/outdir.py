@@ -11,7 +11,7 @@ link inside it (``docs/security.md``):
   ``judges`` and ``verdict_patterns`` objects, ``units_per_judge`` an integer);
 - a **report or mitigation directory** (``voirdire report --out``, ``voirdire mitigate
   --out``) is ours under the same rule, or when everything in it is something a report or
-  a mitigation writes (:data:`REPORT_FILES`, ``metrics/*.csv``, ``figures/*.png``);
+  a mitigation writes (:data:`REPORT_FILES`, ``metrics/*.csv``, ``figures/*.png`` and ``*.svg``);
 - in either, no entry below the directory may be a symbolic link (a link is refused, with
   its path, before anything is written; the directory itself may be a link the user made).
 
@@ -38,7 +38,7 @@ from voirdire.layout import (  # the layout is declared in core: the analysis re
     read_job_record,
 )
 
-_REPORT_DIRS = {METRICS_DIR: ".csv", FIGURES_DIR: ".png"}
+_REPORT_DIRS = {METRICS_DIR: (".csv",), FIGURES_DIR: (".png", ".svg")}
 #: judge names the analysis gives its own rows: the people's leaderboard (``voirdire rank``)
 #: and the jury panels (``panel-N``, ``voirdire mitigate``); a judge may not take one
 RESERVED_NAMES = re.compile(r"people|panel-[0-9]+")
@@ -205,7 +205,7 @@ def claim_report_dir(out_dir: str | os.PathLike) -> Path:
                 entry.name in REPORT_FILES and entry.is_file()
                 if ext is None
                 else entry.is_dir()
-                and all(f.suffix == ext and f.is_file() for f in entry.iterdir())
+                and all(f.suffix in ext and f.is_file() for f in entry.iterdir())
             )
             if not ok and not entry.is_symlink():
                 raise ConfigError(

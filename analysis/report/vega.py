@@ -86,8 +86,11 @@ def row_height(n: int) -> int:
 
 def spec_of(chart: alt.TopLevelMixin, *, validate: bool = False) -> dict[str, Any]:
     """The Vega-Lite specification of ``chart`` as a dict (its data inline); ``validate``
-    checks it against Vega-Lite's schema (seconds for a large figure: the tests do)."""
-    return chart.configure_view(stroke=None).to_dict(validate=validate)
+    checks it against Vega-Lite's schema (seconds for a large figure: the tests do). No row
+    limit: the report's figures carry a few thousand rows at most (the page's size is
+    measured by ``perf/bench_report.py``)."""
+    with alt.data_transformers.disable_max_rows():
+        return chart.configure_view(stroke=None).to_dict(validate=validate)
 
 
 def write_static(
