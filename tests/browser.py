@@ -142,7 +142,9 @@ def _main() -> None:
             time.sleep(1.0)
         if a.element:
             el = d.find_elements(By.CSS_SELECTOR, a.element)[a.index]
-            d.execute_script("arguments[0].scrollIntoView()", el)
+            d.execute_script(
+                "arguments[0].scrollIntoView(); window.scrollBy(0, -70)", el
+            )
             time.sleep(0.5)
             el.screenshot(str(a.out))
         elif a.full:

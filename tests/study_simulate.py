@@ -69,7 +69,7 @@ def simulated_study_log(
     names = judge_names(n_judges)
     base = {m: rng.uniform(0.62, 0.9) for m in MODELS}
     skill = np.array([base[n.split("/")[0]] + rng.normal(0, 0.04) for n in names])
-    bias = rng.normal(0.0, 0.18, n_judges)
+    bias = rng.normal(0.0, 0.1, n_judges)
     offset = rng.normal(0.0, 0.05, tasks)
     pairs = [
         (t, q, c)

@@ -60,12 +60,18 @@ def agreement_heatmap(
                 alt.layer(rect, text).properties(width=side, height=side, title=label)
             )
         return alt.hconcat(*charts).resolve_scale(color="independent").add_params(search_param()).properties(title=title)  # fmt: skip
-    lower = m.filter(
-        pl.col("judge_a").replace_strict(pos, return_dtype=pl.Int64) > pl.col("judge_b").replace_strict(pos, return_dtype=pl.Int64)
-    )  # fmt: skip
+    # each pair once, judges as their index (names joined back in the page: a smaller page)
+    idx = m.with_columns(
+        a=pl.col("judge_a").replace_strict(pos, return_dtype=pl.Int64),
+        b=pl.col("judge_b").replace_strict(pos, return_dtype=pl.Int64),
+    ).filter(pl.col("a") > pl.col("b"))
+    lower = idx.select("a", "b", *(pl.col(c).round(2) for c, _ in _PANELS))
+    names = pl.DataFrame({"i": list(range(n)), "judge": judges})
     side = min(WIDTH - 300, max(360, 6 * n))
     return (
         alt.Chart(lower)
+        .transform_lookup(lookup="a", from_=alt.LookupData(names, "i", ["judge"]), as_=["judge_a"])
+        .transform_lookup(lookup="b", from_=alt.LookupData(names, "i", ["judge"]), as_=["judge_b"])
         .mark_rect()
         .encode(
             x=alt.X("judge_b:N", sort=judges, title=None, axis=alt.Axis(labels=n <= 80, labelAngle=-60, labelFontSize=8, labelLimit=140)),

@@ -27,7 +27,7 @@ PICKED = "picked"
 DEFAULT_PICKED = 5
 
 
-def win_rate_fits(cells: pl.DataFrame, points: int = 41) -> pl.DataFrame:
+def win_rate_fits(cells: pl.DataFrame, points: int = 21) -> pl.DataFrame:
     """Per judge and metric (pc, pf) the quadratic least-squares fit (``numpy.polyfit``,
     degree 2, as Shi et al.) of the metric on the cell's overall win rate, evaluated on
     ``points`` win rates across the judge's range; judges with fewer than 3 cells or one

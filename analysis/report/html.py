@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.report.bias import bias_view
+from voirdire.analysis.report.files import file_part
 from voirdire.analysis.report.html_parts import (
     F3,
     PCT,
@@ -109,6 +110,10 @@ _CHOICE = [("rank", "#", None), ("judge", "judge", None), ("accuracy", "accuracy
            ("gates", "fails", None)]  # fmt: skip
 
 
+#: the summary's rows shown before "show all" (the search finds any judge)
+SUMMARY_ROWS = 15
+
+
 def _summary(choice: Choice | None) -> list[dict[str, Any]]:
     """Per benchmark: the line naming the judge to trust first, what the rank is by, and
     the ranked judges (a check box per row picks its win-rate curves)."""
@@ -122,7 +127,7 @@ def _summary(choice: Choice | None) -> list[dict[str, Any]]:
         if "accuracy_lo" in t.columns:
             t = t.with_columns(
                 accuracy_ci=pl.when(pl.col("accuracy_lo").is_not_null())
-                .then(pl.format("[{}, {}]", pl.col("accuracy_lo").round(3), pl.col("accuracy_hi").round(3)))
+                .then(pl.format("[{}, {}]", *(pl.col(c).map_elements("{:.3f}".format, return_dtype=pl.String) for c in ("accuracy_lo", "accuracy_hi"))))
             )  # fmt: skip
         cols = [c for c, _, _ in _CHOICE if c in t.columns]
         view = table_view(
@@ -130,11 +135,12 @@ def _summary(choice: Choice | None) -> list[dict[str, Any]]:
         )  # fmt: skip
         view["head"] = ["curve", *view["head"]]
         for i, r in enumerate(view["rows"]):
+            r["more"] = i >= SUMMARY_ROWS
             r["cells"].insert(0, {"pick": True, "checked": i < DEFAULT_PICKED, "judge": r["judge"], "text": "", "v": "1" if i < DEFAULT_PICKED else "0", "num": False})  # fmt: skip
         passing = t.filter(pl.col("passes")).height
         out.append({
             "name": b, "line": line, "key": "accuracy against the gold labels" if choice.key[b] == "accuracy" else "PC (no gold labels)",
-            "table": view, "n": t.height, "passing": passing,
+            "table": view, "n": t.height, "passing": passing, "collapsed": t.height > SUMMARY_ROWS,
         })  # fmt: skip
     return out
 
@@ -186,6 +192,10 @@ def _regressions(study: Study) -> list[dict[str, Any]]:
     ]
 
 
+#: the most judge pairs the page lists (more: the CSV, and the heatmap's hover)
+PAIRS_SHOWN = 500
+
+
 def _agreement(
     study: Study, figs: dict[str, Path], charts: dict[str, Any], n: list[int]
 ) -> list[dict[str, Any]]:
@@ -201,7 +211,8 @@ def _agreement(
             "fleiss": table_view(d.fleiss, {"kappa": F3}),
             "majority": table_view(d.majority, {"majority_share": PCT, "unanimous_share": PCT}),
             "disagreement": table_view(d.disagreement, {"share": PCT, "cumulative_share": PCT}),
-            "pairs": table_view(pairs, {"agreement": F3, "agreement_no_tie": F3, "kappa": F3}), "n_pairs": pairs.height,
+            "pairs": table_view(pairs, {"agreement": F3, "agreement_no_tie": F3, "kappa": F3}) if pairs.height <= PAIRS_SHOWN else None,
+            "n_pairs": pairs.height, "csv": f"agreement_{file_part(d.name)}.csv",
         })  # fmt: skip
     return out
 

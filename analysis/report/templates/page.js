@@ -14,9 +14,11 @@
  function search(){
   var q=box.value.trim().toLowerCase(),n=0,seen={};
   document.querySelectorAll('tr[data-judge]').forEach(function(tr){var j=tr.getAttribute('data-judge'),hit=!q||j.toLowerCase().indexOf(q)>=0;tr.classList.toggle('hidden',!hit);if(hit&&q&&!seen[j]){seen[j]=1;n++}});
+  document.querySelectorAll('table.collapsed').forEach(function(t){t.classList.toggle('searching',!!q)});
   count.textContent=q?(n+' judge'+(n===1?'':'s')+' found'):'';
   setAll('search',q);
  }
  if(box){box.addEventListener('input',search)}
+ document.querySelectorAll('button.show-all').forEach(function(b){b.addEventListener('click',function(){var t=b.previousElementSibling.querySelector('table');var open=t.classList.toggle('collapsed');b.textContent=open?b.getAttribute('data-more'):'Show the first rows only'});b.setAttribute('data-more',b.textContent)});
  document.querySelectorAll('input.pick').forEach(function(b){b.addEventListener('change',function(){setAll('picked',picked())})});
 })();
