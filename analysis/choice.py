@@ -103,6 +103,21 @@ def judge_costs(judgments: pl.DataFrame) -> pl.DataFrame:
     return judgments.group_by(keys).agg(cost, rate).sort(keys)
 
 
+def _one_row_per_judge(jm: pl.DataFrame) -> pl.DataFrame:
+    """One row per (benchmark, judge) of judge tables of several directories (``run``'s
+    jobs: a position-bias job and a repetition job of the same judges): the figures of the
+    judge's row without RS (the position-bias study) where there is one, with the RS
+    measured by the other; the study's panel has one already."""
+    keys = ["benchmark", "judge"]
+    if "rs" not in jm.columns or not jm.select(keys).is_duplicated().any():
+        return jm
+    rs = jm.group_by(keys, maintain_order=True).agg(pl.col("rs").drop_nulls().first())
+    main = jm.sort(pl.col("rs").is_not_null(), maintain_order=True).unique(
+        keys, keep="first", maintain_order=True
+    )
+    return main.drop("rs").join(rs, on=keys, how="left")
+
+
 def _gates(settings: AnalysisSettings) -> pl.Expr:
     """The failed gates of a row as one string (empty: every gate passes)."""
 
@@ -179,13 +194,17 @@ def choose_judges(
         :class:`Choice`. Rows without PC (a one-order judge) keep their other figures and
         rank after those with the key.
     """
-    t = judges
+    t = _one_row_per_judge(judges)
     for c in ("pc", "rs", "pass_kappa", "accuracy", "error_rate", "pf"):
         t = t.with_columns(
             (pl.col(c) if c in t.columns else pl.lit(None)).cast(pl.Float64).alias(c)
         )
     if costs is not None and costs.height:
-        t = t.join(costs, on=["benchmark", "judge"], how="left")
+        t = t.join(
+            costs.unique(["benchmark", "judge"], keep="first", maintain_order=True),
+            on=["benchmark", "judge"],
+            how="left",
+        )
     else:
         t = t.with_columns(
             usd_per_1k=pl.lit(None, pl.Float64),

@@ -82,6 +82,16 @@ def test_without_gold_labels_judges_rank_by_pc_and_no_cost_is_claimed():
     assert none.lines["M"] == "M: no judge passes every gate."
 
 
+def test_a_judge_of_a_position_bias_and_a_repetition_job_is_one_row():
+    """run's jobs: the same judge in two directories is ranked once, its PC from the
+    position-bias job, its RS from the repetition job."""
+    jm = _panel([("M", "a", None, 0.9, 0.0, 0.8, None, 0.0), ("M", "a", None, 0.6, 0.1, 0.8, 0.85, 0.0),
+                 ("M", "b", None, 0.7, 0.0, 0.8, None, 0.0)])  # fmt: skip
+    t = choose_judges(jm).table
+    assert t.select("judge", "pc", "rs").rows() == [("a", 0.9, 0.85), ("b", 0.7, None)]
+    assert t.get_column("gates").to_list() == ["RS 0.850 < 0.90", ""]
+
+
 def test_cost_and_throughput_come_from_the_judgments_records():
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     rows = []
