@@ -118,8 +118,11 @@ def _one_row_per_judge(jm: pl.DataFrame) -> pl.DataFrame:
     return main.drop("rs").join(rs, on=keys, how="left")
 
 
-def _gates(settings: AnalysisSettings) -> pl.Expr:
-    """The failed gates of a row as one string (empty: every gate passes)."""
+def _gates(settings: AnalysisSettings, columns: list[str]) -> pl.Expr:
+    """The failed gates of a row as one string (empty: every gate passes). The κ gate is
+    the table's own ``pass_kappa_gate`` where it has one (the gate the analysis applied,
+    :data:`~voirdire.analysis.mitigation.pass_kappa.KAPPA_GATE`), else κ < ``kappa_gate``."""
+    from voirdire.analysis.mitigation import pass_kappa
 
     def fail(cond: pl.Expr, text: pl.Expr) -> pl.Expr:
         return pl.when(cond.fill_null(False)).then(text)
@@ -127,11 +130,16 @@ def _gates(settings: AnalysisSettings) -> pl.Expr:
     def fmt(c: str, spec: str) -> pl.Expr:
         return pl.col(c).map_elements(lambda v: spec.format(v), return_dtype=pl.String)
 
+    gate = (
+        pass_kappa.KAPPA_GATE if "pass_kappa_gate" in columns else settings.kappa_gate
+    )
+    low = (
+        pl.col("pass_kappa_gate") == "fail"
+        if "pass_kappa_gate" in columns
+        else pl.col("pass_kappa") < gate
+    )
     parts = [
-        fail(
-            pl.col("pass_kappa") < settings.kappa_gate,
-            pl.format("κ {} < {}", fmt("pass_kappa", "{:.3f}"), pl.lit(f"{settings.kappa_gate:g}")),
-        ),
+        fail(low, pl.format("κ {} < {}", fmt("pass_kappa", "{:.3f}"), pl.lit(f"{gate:g}"))),
         fail(
             pl.col("rs") < settings.rs_min,
             pl.format("RS {} < {}", fmt("rs", "{:.3f}"), pl.lit(f"{settings.rs_min:.2f}")),
@@ -217,7 +225,7 @@ def choose_judges(
             _key=pl.when(pl.col("gold"))
             .then(pl.col("accuracy"))
             .otherwise(pl.col("pc")),
-            gates=_gates(settings),
+            gates=_gates(settings, t.columns),
         )
         .with_columns(passes=pl.col("gates") == "")
     )

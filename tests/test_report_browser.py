@@ -76,10 +76,14 @@ def _page(pages: dict[int, Path], n: int) -> Path:
 
 @pytest.mark.parametrize("n", [5, 65, 200])
 def test_the_report_works_offline_fits_the_window_and_finds_a_judge(pages, n):
+    check_page(_page(pages, n), n)
+
+
+def check_page(page: Path, n: int) -> None:
+    """The browser checks of one report of ``n`` judges (module docstring)."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
-    page = _page(pages, n)
     with chromium(1400, 900) as d:
         requests_made(d)  # the browser's own start page
         open_page(d, page)

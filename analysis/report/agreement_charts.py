@@ -67,15 +67,15 @@ def agreement_heatmap(
     ).filter(pl.col("a") > pl.col("b"))
     lower = idx.select("a", "b", *(pl.col(c).round(2) for c, _ in _PANELS))
     names = pl.DataFrame({"i": list(range(n)), "judge": judges})
-    side = min(WIDTH - 300, max(360, 6 * n))
+    side = min(WIDTH - 300, max(360, 11 * n))
     return (
         alt.Chart(lower)
         .transform_lookup(lookup="a", from_=alt.LookupData(names, "i", ["judge"]), as_=["judge_a"])
         .transform_lookup(lookup="b", from_=alt.LookupData(names, "i", ["judge"]), as_=["judge_b"])
         .mark_rect()
         .encode(
-            x=alt.X("judge_b:N", sort=judges, title=None, axis=alt.Axis(labels=n <= 80, labelAngle=-60, labelFontSize=8, labelLimit=140)),
-            y=alt.Y("judge_a:N", sort=judges, title=None, axis=alt.Axis(labels=n <= 80, labelFontSize=8, labelLimit=200)),
+            x=alt.X("judge_b:N", sort=judges, title=None, axis=alt.Axis(labels=n <= 80, labelAngle=-60, labelFontSize=9, labelLimit=180)),
+            y=alt.Y("judge_a:N", sort=judges, title=None, axis=alt.Axis(labels=n <= 80, labelFontSize=9, labelLimit=220)),
             color=alt.Color("kappa:Q", scale=alt.Scale(domain=[-0.2, 1], scheme="viridis"), title="Cohen's κ"),
             stroke=alt.condition(_HIT2, alt.value("red"), alt.value(None)),
             strokeWidth=alt.condition(_HIT2, alt.value(1), alt.value(0)),

@@ -17,7 +17,13 @@ import altair as alt
 import numpy as np
 import polars as pl
 
-from voirdire.analysis.report.vega import HIT, WIDTH, search_param
+from voirdire.analysis.report.vega import (
+    HIT,
+    MAX_LEGEND,
+    WIDTH,
+    judge_color,
+    search_param,
+)
 
 __all__ = ["PICKED", "DEFAULT_PICKED", "win_rate_fits", "win_rate_curves"]
 
@@ -55,11 +61,16 @@ def win_rate_fits(cells: pl.DataFrame, points: int = 21) -> pl.DataFrame:
 
 
 def win_rate_curves(
-    cells: pl.DataFrame, picked: Sequence[str], title: str
+    cells: pl.DataFrame,
+    picked: Sequence[str],
+    title: str,
+    judges: Sequence[str] = (),
 ) -> alt.HConcatChart:
     """PC (left) and PF (right) of each cell against its overall win rate with the quadratic
     fit per judge, drawn for the judges in :data:`PICKED` (default ``picked``). ``cells``:
-    judge, owr, pc, pf, n."""
+    judge, owr, pc, pf, n; ``judges``: the report's judges in their colour order (up to
+    :data:`~voirdire.analysis.report.vega.MAX_LEGEND` each keeps its colour of the other
+    figures; beyond, the picked judges take the first colours)."""
     fits = win_rate_fits(cells)
     pts = cells.filter(pl.col("n") > 0).select("judge", "owr", "pc", "pf")
     long = pl.concat(
@@ -78,7 +89,14 @@ def win_rate_curves(
             scale=alt.Scale(domain=[0, 1]),
         )
         y = alt.Y("value:Q", title=label, scale=alt.Scale(domain=domain))
-        color = alt.Color("judge:N", legend=alt.Legend(title="picked judges", labelLimit=240, orient="bottom", columns=2) if m == "PF" else None)  # fmt: skip
+        legend = alt.Legend(
+            title="picked judges", labelLimit=300, orient="bottom", columns=3
+        )
+        color = (
+            judge_color(judges)
+            if 0 < len(judges) <= MAX_LEGEND
+            else alt.Color("judge:N", legend=legend)
+        )
         dots = (
             alt.Chart(long.filter(pl.col("metric") == m))
             .transform_filter(keep)

@@ -120,7 +120,7 @@ def _benchmark(
         charts[f"families:{b}"] = fam
     if u.height:
         picked = mine[:DEFAULT_PICKED]
-        charts[f"owr:{b}"] = win_rate_curves(u, picked, f"{b}: PC and PF against the candidate's overall win rate (picked judges)")  # fmt: skip
+        charts[f"owr:{b}"] = win_rate_curves(u, picked, f"{b}: PC and PF against the candidate's overall win rate (picked judges)", judges)  # fmt: skip
     if pb.get_column("rs").is_not_null().any():
         charts[f"rs:{b}"] = judge_bars(
             pb,
