@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import altair as alt
 import polars as pl
 
-from voirdire.analysis.report.vega import MAX_LEGEND, WIDTH, search_param
+from voirdire.analysis.report.vega import MAX_LEGEND, WIDTH, in_order, search_param
 
 __all__ = ["agreement_heatmap"]
 
@@ -27,7 +27,7 @@ def agreement_heatmap(
 ) -> alt.TopLevelMixin:
     """The agreement heatmaps of one benchmark. ``matrix``: judge_a, judge_b, agreement,
     agreement_no_tie, kappa (both orders of each pair); ``order``: the judges' order."""
-    judges = [j for j in order if j in set(matrix.get_column("judge_a").to_list())]
+    judges = in_order(order, matrix.get_column("judge_a"))
     judges += sorted(set(matrix.get_column("judge_a").to_list()) - set(judges))
     n = len(judges)
     pos = {j: i for i, j in enumerate(judges)}

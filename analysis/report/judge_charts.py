@@ -22,6 +22,7 @@ from voirdire.analysis.report.vega import (
     MAX_LEGEND,
     SHOWN,
     WIDTH,
+    in_order,
     judge_color,
     row_height,
     search_param,
@@ -127,7 +128,7 @@ def judge_bars(
     ``rows`` has ``<col>_lo``/``<col>_hi``; ``threshold`` draws a dashed red line (RS's
     reading threshold), ``zero`` a line at 0."""
     r = rows.filter(pl.col(col).is_not_null() & pl.col(col).is_not_nan())
-    names = [j for j in order if j in set(r.get_column("judge").to_list())]
+    names = in_order(order, r.get_column("judge"))
     n = len(names)
     keep = ["judge", col, *(c for c in (f"{col}_lo", f"{col}_hi") if c in r.columns)]
     r = r.select(keep)

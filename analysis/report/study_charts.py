@@ -37,6 +37,7 @@ from voirdire.analysis.report.judge_charts import (
     judge_scatter,
 )
 from voirdire.analysis.report.task_charts import by_task_charts
+from voirdire.analysis.report.vega import in_order
 
 if TYPE_CHECKING:
     from voirdire.analysis.choice import Choice
@@ -97,7 +98,7 @@ def _benchmark(
 ) -> dict[str, Any]:  # fmt: skip
     charts: dict[str, Any] = {}
     pb = study.panel.filter(pl.col("benchmark") == b)
-    mine = [j for j in order if j in set(pb.get_column("judge").to_list())]
+    mine = in_order(order, pb.get_column("judge"))
     if jt.height:
         charts |= {
             f"{k}:{b}": c for k, c in by_task_charts(jt, judges, mine, b).items()

@@ -21,6 +21,7 @@ from voirdire.analysis.report.vega import (
     MAX_LEGEND,
     SHOWN,
     WIDTH,
+    in_order,
     judge_color,
     row_height,
     search_param,
@@ -145,7 +146,7 @@ def task_heatmaps(
             ("accuracy", "accuracy", alt.Scale(domain=[0, 1], scheme="viridis"), ".3f")
         )
     tasks = jt.get_column("task").n_unique()
-    names = [j for j in order if j in set(jt.get_column("judge").to_list())]
+    names = in_order(order, jt.get_column("judge"))
     label_w = min(260, 7 * max((len(j) for j in names), default=10))
     cell_w = max(
         14,

@@ -17,7 +17,7 @@ figure function switches to a form that needs none (heatmaps, hover and search).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ __all__ = [
     "search_param",
     "judge_color",
     "row_height",
+    "in_order",
     "write_static",
     "spec_of",
 ]
@@ -77,6 +78,12 @@ def judge_color(judges: Sequence[str], *, legend: bool = True) -> alt.Color:
         if show
         else None,
     )
+
+
+def in_order(order: Sequence[str], names: Iterable[str]) -> list[str]:
+    """The judges of ``names`` in the order of ``order`` (the summary's ranking)."""
+    present = set(names)
+    return [j for j in order if j in present]
 
 
 def row_height(n: int) -> int:
