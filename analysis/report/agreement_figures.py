@@ -1,9 +1,8 @@
-"""Figures of agreement: between judges (heatmaps, the disagreement histogram) and of
-mitigation strategies with a reference (cost against Cohen's kappa).
-
-The agreement heatmaps and the disagreement histogram follow Shi et al., "Judging the
-Judges"; matplotlib, Agg backend, PNG (:mod:`voirdire.analysis.report.plotting`). Every
-function is importable from :mod:`voirdire.analysis.report.figures` too.
+"""Figures of agreement drawn as PNG (matplotlib, Agg backend;
+:mod:`voirdire.analysis.report.plotting`): the disagreement histogram between judges (Shi
+et al., "Judging the Judges") and, of the mitigation strategies, cost against Cohen's kappa
+with a reference. The agreement heatmaps are interactive:
+:mod:`voirdire.analysis.report.agreement_charts`.
 """
 
 from __future__ import annotations
@@ -14,57 +13,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from voirdire.analysis.report.plotting import _save, _short, plt
+from voirdire.analysis.report.plotting import _save, plt
 
-__all__ = ["agreement_heatmaps", "disagreement_histogram", "cost_agreement_figure"]
-
-
-def agreement_heatmaps(
-    matrix: pl.DataFrame, path: str | os.PathLike, title: str = ""
-) -> Path:
-    """Heatmaps of mutual agreement with ties, without ties, and Cohen's kappa (one
-    benchmark). ``matrix``: judge_a, judge_b, agreement, agreement_no_tie, kappa."""
-    judges = sorted(matrix.get_column("judge_a").unique().to_list())
-    n = len(judges)
-    idx = {j: i for i, j in enumerate(judges)}
-    panels = [
-        ("agreement", "agreement (ties count)"),
-        ("agreement_no_tie", "agreement without ties"),
-        ("kappa", "Cohen's kappa"),
-    ]
-    side = 0.55 * n + 2.4
-    fig, axes = plt.subplots(1, 3, figsize=(3 * side + 1.5, side))
-    for ax, (col, label) in zip(axes, panels):
-        m = np.full((n, n), np.nan)
-        for a, b, v in matrix.select("judge_a", "judge_b", col).iter_rows():
-            if v is not None:
-                m[idx[a], idx[b]] = v
-        im = ax.imshow(m, vmin=0 if col != "kappa" else -0.2, vmax=1, cmap="viridis")
-        for i in range(n):
-            for k in range(n):
-                if np.isfinite(m[i, k]):
-                    ax.text(
-                        k,
-                        i,
-                        f"{m[i, k]:.2f}",
-                        ha="center",
-                        va="center",
-                        fontsize=7,
-                        color="white" if m[i, k] < 0.6 else "black",
-                    )
-        ax.set_xticks(range(n))
-        ax.set_yticks(range(n))
-        ax.set_xticklabels(
-            [_short(j, 16) for j in judges], rotation=60, ha="right", fontsize=7
-        )
-        ax.set_yticklabels(
-            [_short(j, 16) for j in judges] if col == "agreement" else [], fontsize=7
-        )
-        ax.set_title(label, fontsize=10)
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
-    fig.subplots_adjust(wspace=0.25)
-    fig.suptitle(title or "Agreement between judges")
-    return _save(fig, path)
+__all__ = ["disagreement_histogram", "cost_agreement_figure"]
 
 
 def disagreement_histogram(

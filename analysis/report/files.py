@@ -1,10 +1,11 @@
-"""The one place that writes the analysis to disk: tables (CSV, Parquet), figures (PNG),
-``report.md``, ``report.html`` and the mitigation files.
+"""The one place that writes the analysis to disk: tables (CSV, Parquet), figures (PNG,
+SVG), ``report.md``, ``report.html`` and the mitigation files.
 
 Every other module of :mod:`voirdire.analysis` computes tables in memory and returns them
-(the figure functions of :mod:`voirdire.analysis.report.figures` draw to the path given
-here); these functions decide the file names and layout of an output directory and of a
-report directory.
+(the interactive figures are specifications, :mod:`voirdire.analysis.report.study_charts`,
+written here through vl-convert; the matplotlib figures draw to the path given here); these
+functions decide the file names and layout of an output directory and of a report
+directory.
 """
 
 from __future__ import annotations
@@ -250,7 +251,7 @@ def _study_figures(
 def _agreement_figures(d: Any, fdir: Path) -> dict[str, Path]:
     """Draw one directory's disagreement histogram under ``fdir`` (none without an
     agreement table); key ``"disagreement:<dir>"``."""
-    from voirdire.analysis.report import figures as fig
+    from voirdire.analysis.report import agreement_figures as fig
 
     figs: dict[str, Path] = {}
     if d.agreement is None:
@@ -311,7 +312,7 @@ def write_mitigation(
     """Write ``mitigation.csv`` (the table), ``mitigation.md`` (markdown),
     ``figures/mitigation_cost_agreement.png`` and ``bpde_annotation.csv`` (the pairs for
     people, with an empty ``winner`` column) under ``out``; returns their paths by name."""
-    from voirdire.analysis.report.figures import cost_agreement_figure
+    from voirdire.analysis.report.agreement_figures import cost_agreement_figure
 
     d = Path(out)
     (d / "figures").mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from voirdire.analysis.ranking.bt import CLIP, SCALE
-from voirdire.analysis.report.figures import _save, plt
+from voirdire.analysis.report.plotting import _save, plt
 
 __all__ = [
     "VIEW_ORDER",
