@@ -41,7 +41,7 @@ def _simulated(tmp: Path, n: int) -> Path:
     import voirdire
 
     log = tmp / f"sim{n}.parquet"
-    simulated_study_log(n).write_parquet(log)
+    simulated_study_log(n, questions=15).write_parquet(log)
     done = voirdire.audit(
         [log],
         "logtable",
