@@ -100,11 +100,10 @@ def judge_scatter(
             opacity=alt.condition(SHOWN, alt.value(0.95), alt.value(0.15)),
         )
     )  # fmt: skip
-    layers.append(
-        base.transform_filter(HIT)
-        .mark_text(align="left", dx=8, dy=-8, fontSize=12, fontWeight="bold")
-        .encode(x=fx, y=fy, text="judge:N")
-    )
+    found = base.transform_filter(HIT).encode(x=fx, y=fy, text="judge:N")
+    label = {"align": "left", "dx": 8, "dy": -8, "fontSize": 12, "fontWeight": "bold"}
+    layers.append(found.mark_text(stroke="white", strokeWidth=4, strokeOpacity=0.9, **label))  # a halo
+    layers.append(found.mark_text(**label))
     return (
         alt.layer(*layers)
         .add_params(search_param())
