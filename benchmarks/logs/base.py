@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -56,6 +57,69 @@ from voirdire.benchmarks.logs.reading import (
 from voirdire.benchmarks.logs.tool_prompts import ToolPrompt, tool_prompt, tool_weights
 from voirdire.benchmarks.recorded import Recorded, RecordKey
 from voirdire.core import ConfigError, content_hash
+
+
+def distinct_logs(
+    logs: Sequence[str | os.PathLike[str]], suffixes: Sequence[str], fmt: str
+) -> tuple[list[Path], list[str]]:
+    """The files of ``logs`` (:func:`~.reading.log_files`, each argument in turn) and their
+    SHA-256, each content once: a file named twice (itself, or within a directory also
+    given) or a copy with the same bytes under another path (AlpacaEval 1's
+    ``falcon-7b-instruct/alpaca_eval_gpt4/annotations.json`` is ``falcon-40b-instruct``'s)
+    is read once, the first path kept, with one warning naming every path left out and the
+    one read instead (the copy's verdicts would otherwise be the same verdicts twice).
+
+    Raises:
+        ConfigError: as :func:`~.reading.log_files`.
+    """
+    named = [f for p in logs for f in log_files([p], suffixes, fmt)] or log_files(
+        logs, suffixes, fmt
+    )  # no logs: log_files' own error
+    kept: dict[str, Path] = {}
+    again: list[tuple[Path, Path]] = []
+    for f in named:
+        h = file_hash(f)
+        if h in kept:
+            again.append((f, kept[h]))
+        else:
+            kept[h] = f
+    if again:
+        said = "; ".join(
+            f"{f} (the same file)" if f == g else f"{f} (the same bytes as {g})"
+            for f, g in again[:5]
+        )
+        more = f"; and {len(again) - 5} more" if len(again) > 5 else ""
+        warnings.warn(
+            f"{fmt}: {len(again)} log file(s) given twice, read once: {said}{more}",
+            stacklevel=3,
+        )
+    return list(kept.values()), list(kept)
+
+
+def check_once(verdicts: pl.DataFrame, fmt: str) -> None:
+    """Refuse a verdict recorded twice: the same judge, pair and order shown at two places
+    of the logs (:data:`~.reading.VERDICT_SCHEMA` rows with ``where``).
+
+    Raises:
+        ConfigError: one line naming the judge, the pair, the order and both places (and how
+            many more verdicts are recorded twice).
+    """
+    key = ["question_id", "judge", "first"]
+    dup = (
+        verdicts.lazy()
+        .filter(pl.struct(key).is_duplicated())
+        .group_by(key, maintain_order=True)
+        .agg(pl.col("where").head(2))
+        .collect()
+    )
+    if not dup.height:
+        return
+    r = dup.row(0, named=True)
+    more = f" ({dup.height - 1} more verdicts recorded twice)" if dup.height > 1 else ""
+    raise ConfigError(
+        f"{fmt} log: judge {r['judge']!r} judged {r['question_id']!r} with {r['first']!r} "
+        f"shown first twice: at {r['where'][0]} and at {r['where'][1]}{more}"
+    )
 
 
 class LogBenchmark(Benchmark):
@@ -165,10 +229,10 @@ class LogBenchmark(Benchmark):
             pairs = pl.read_parquet(self.path)
             keys = json.loads((self.data_dir / SOURCE).read_text("utf-8")).get("keys")
         else:
-            files = log_files(logs, self.suffixes, self.name)
+            files, hashes = distinct_logs(logs, self.suffixes, self.name)
             digest = content_hash(
                 COPY_VERSION, self.name, self.settings.model_dump(mode="json"),
-                [[str(f), file_hash(f)] for f in files],
+                [[str(f), h] for f, h in zip(files, hashes)],
             )  # fmt: skip
             self.path = files[0]
             self.data_dir = (
@@ -209,21 +273,7 @@ class LogBenchmark(Benchmark):
                 f"{self.name}: no judgments in {', '.join(map(str, files))}"
             )
         pairs = pairs.unique("question_id", keep="first", maintain_order=True)
-        dup = verdicts.filter(
-            pl.struct("question_id", "judge", "first").is_duplicated()
-        )
-        if dup.height:
-            r = dup.row(0, named=True)
-            first = dup.filter(
-                pl.struct("question_id", "judge", "first")
-                == pl.struct(
-                    pl.lit(r["question_id"]), pl.lit(r["judge"]), pl.lit(r["first"])
-                )
-            )
-            raise ConfigError(
-                f"{self.name} log {first['where'][-1]}: judge {r['judge']!r} judged {r['question_id']!r} "
-                f"with {r['first']!r} shown first twice (also at {first['where'][0]})"
-            )
+        check_once(verdicts, self.name)
         keys = prompt_keys(verdicts)
         d.mkdir(parents=True, exist_ok=True)
         for name, df in ((INSTANCES, pairs), (RECORDED, verdicts.drop("where"))):

@@ -1,0 +1,111 @@
+"""Reading judgment logs once (``docs/audit.md``): a verdict recorded twice is one line
+naming both places (exit 2); a file given twice, or a byte-identical copy, is read once with
+one warning. Logs are built here in JudgeBench's and AlpacaEval's exact formats
+(SYNTHETIC)."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.audit_logs import draws, write_judgebench
+from tests.test_audit_logs2 import write_alpaca_eval
+from voirdire.benchmarks.logs.alpaca_eval import AlpacaEval
+from voirdire.benchmarks.logs.judgebench import JudgeBench
+from voirdire.benchmarks.logs.reading import RECORDED
+from voirdire.core import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+#: JudgeBench's file name for a judge
+JB = "dataset=judgebench,response_model=gpt-4o-2024-05-13,judge_name=arena_hard,judge_model={}.jsonl"
+FIGURES = ("pc", "pf", "error_rate", "accuracy", "accuracy_shown", "accuracy_swapped",
+           "both_correct", "n_gold")  # fmt: skip
+
+
+def _two_judgebench(root: Path) -> tuple[Path, Path, list, list, list]:
+    """Two judges' outputs files with disjoint pairs (``a0..a29``, ``b0..b39``); judge
+    ``haiku`` has a null judgment (a failed call) on pair a3's swapped order."""
+    root.mkdir(parents=True, exist_ok=True)
+    d1, d2 = draws(30, 21, p_flip=0.3), draws(40, 22, p_flip=0.1)
+    d1[3] = (d1[3][0], None)
+    rng = random.Random(5)
+    l1 = [rng.choice(["A>B", "B>A"]) for _ in d1]
+    l2 = [rng.choice(["A>B", "B>A"]) for _ in d2]
+    f1, f2 = root / JB.format("haiku"), root / JB.format("o1-mini")
+    write_judgebench(f1, d1, l1, judge_model="haiku", ids="a")
+    write_judgebench(f2, d2, l2, judge_model="o1-mini", ids="b")
+    return f1, f2, d1, l1, l2
+
+
+def _accuracy_shown(outcomes, labels) -> float:
+    """JudgeBench's gold as voirdire reads it: correct in the order shown when the response
+    the judge chose first is the labelled one (a tie, a failure: not correct)."""
+    want = {"A>B": "first", "B>A": "second"}
+    return sum(g1 == want[lab] for (g1, _), lab in zip(outcomes, labels)) / len(labels)
+
+
+def test_a_verdict_recorded_twice_is_one_line_naming_both_places(tmp_path):
+    f = tmp_path / JB.format("haiku")
+    write_judgebench(f, draws(4, 1), ["A>B"] * 4)
+    lines = f.read_text().splitlines()
+    f.write_text("\n".join([*lines, lines[1]]) + "\n")  # pair p1 again, as line 5
+    with pytest.raises(ConfigError) as e:
+        JudgeBench([f], data_dir=tmp_path / "c")
+    msg = str(e.value)
+    assert "\n" not in msg and "judged 'p1' with 'response_A' shown first twice" in msg
+    assert (
+        f"at {f}: line 2 and at {f}: line 5" in msg
+        and "(1 more verdicts recorded twice)" in msg
+    )
+    # AlpacaEval: one annotations.json saved again, re-indented (not the same bytes)
+    a = tmp_path / "r/model-x/weighted_alpaca_eval_gpt4_turbo/annotations.json"
+    rows = write_alpaca_eval(a, "model-x", 5, seed=2)
+    b = tmp_path / "copy/annotations.json"
+    b.parent.mkdir()
+    b.write_text(json.dumps(rows, indent=1))
+    r = subprocess.run(
+        [sys.executable, "-m", "voirdire", "audit", str(a), str(b), "--format", "alpacaeval",
+         "--out", str(tmp_path / "o")],
+        capture_output=True, text=True, cwd=ROOT,
+        env={"VOIRDIRE_LOG_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and "DuplicateError" not in r.stderr
+    err = " ".join(r.stderr.split())
+    assert err.startswith(
+        "error: AlpacaEval log: judge 'weighted_alpaca_eval_gpt4_turbo'"
+    )
+    assert f"at {a}: [0] and at {b}: [0] (4 more verdicts recorded twice)" in err
+
+
+def test_a_file_given_twice_is_read_once_with_one_warning(tmp_path):
+    f = tmp_path / "results/model-x/alpaca_eval_gpt4/annotations.json"
+    write_alpaca_eval(f, "model-x", 6, seed=3)
+    with pytest.warns(UserWarning) as caught:
+        bench = AlpacaEval([f, f.parent, f], data_dir=tmp_path / "c1")
+    said = [str(w.message) for w in caught]
+    assert said == [
+        f"AlpacaEval: 2 log file(s) given twice, read once: {f} (the same file); {f} (the same file)"
+    ]
+    assert pl.read_parquet(Path(bench.data_dir) / RECORDED).height == 6
+    # a copy with the same bytes under another model's folder (AlpacaEval 1's falcon-7b)
+    g = tmp_path / "results/model-y/alpaca_eval_gpt4/annotations.json"
+    g.parent.mkdir(parents=True)
+    shutil.copyfile(f, g)
+    with pytest.warns(
+        UserWarning,
+        match=rf"1 log file\(s\) given twice, read once: {g} \(the same bytes as {f}\)",
+    ):
+        bench = AlpacaEval([f, g], data_dir=tmp_path / "c2")
+    assert pl.read_parquet(Path(bench.data_dir) / RECORDED).height == 6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # distinct files: no warning
+        JudgeBench([_two_judgebench(tmp_path / "jb")[0]], data_dir=tmp_path / "c3")
