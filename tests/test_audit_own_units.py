@@ -1,7 +1,9 @@
-"""Reading judgment logs once (``docs/audit.md``): a verdict recorded twice is one line
-naming both places (exit 2); a file given twice, or a byte-identical copy, is read once with
-one warning. Logs are built here in JudgeBench's and AlpacaEval's exact formats
-(SYNTHETIC)."""
+"""A log's judge is asked the (pair, order) units its own records hold (``docs/audit.md``,
+:mod:`voirdire.engine.completion`): pairs of another judge's file are not its failures, not
+its wrong answers, not in its PF, so a judge's figures are the same audited alone or beside
+other files; a verdict recorded twice is one line naming both places
+(exit 2); a file given twice, or a byte-identical copy, is read once with one warning.
+Logs are built here in JudgeBench's and AlpacaEval's exact formats (SYNTHETIC)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from typer.testing import CliRunner
 
+import voirdire
 from tests.audit_logs import draws, write_judgebench
 from tests.test_audit_logs2 import write_alpaca_eval
 from voirdire.benchmarks.logs.alpaca_eval import AlpacaEval
@@ -50,6 +54,62 @@ def _accuracy_shown(outcomes, labels) -> float:
     the judge chose first is the labelled one (a tie, a failure: not correct)."""
     want = {"A>B": "first", "B>A": "second"}
     return sum(g1 == want[lab] for (g1, _), lab in zip(outcomes, labels)) / len(labels)
+
+
+@pytest.mark.ray
+def test_each_judge_is_asked_its_own_pairs_whatever_is_audited_beside_it(
+    tmp_path, ray_local, monkeypatch
+):
+    monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache"))
+    f1, f2, d1, l1, _ = _two_judgebench(tmp_path / "outputs")
+    both = voirdire.audit([tmp_path / "outputs"], "judgebench", out=tmp_path / "both")
+    alone = {
+        n: voirdire.audit([f], "judgebench", out=tmp_path / n).judge_metrics
+        for n, f in (("haiku", f1), ("o1-mini", f2))
+    }
+    j = both.judgments
+    per = dict(j.group_by("judge").len().iter_rows())
+    assert per == {"arena_hard:haiku": 60, "arena_hard:o1-mini": 80}
+    assert both.stats.queries == 140  # nobody asked another judge's pairs
+    mine = j.filter(pl.col("judge") == "arena_hard:haiku")
+    assert mine["question_id"].str.starts_with("a").all()
+    failed = mine.filter(pl.col("failure").is_not_null())
+    assert failed.select("question_id", "shown").rows() == [
+        ("a3", ["response_B", "response_A"])
+    ]
+    assert j.filter(pl.col("judge") == "arena_hard:o1-mini")["failure"].is_null().all()
+    for name, jm in alone.items():
+        row = jm.row(0, named=True)
+        got = both.judge_metrics.filter(pl.col("judge") == f"arena_hard:{name}")
+        for c in FIGURES:
+            assert got.item(0, c) == pytest.approx(row[c], nan_ok=True), (name, c)
+    haiku = alone["haiku"].row(0, named=True)
+    assert haiku["accuracy_shown"] == pytest.approx(_accuracy_shown(d1, l1))
+    assert haiku["error_rate"] == pytest.approx(1 / 60)
+
+
+def test_a_dry_run_counts_each_judges_own_units(tmp_path, monkeypatch):
+    """A job file auditing both files: each replay judge's count is its own records', one
+    order where its file holds one (JudgeBench's ``--single_game``)."""
+    monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache"))
+    f1, f2, *_ = _two_judgebench(tmp_path / "outputs")
+    lines = [json.loads(x) for x in f2.read_text().splitlines()][:9]
+    for obj in lines:  # single game: the order shown only
+        obj["judgments"] = obj["judgments"][:1]
+    f2.write_text("".join(json.dumps(o) + "\n" for o in lines))
+    job = tmp_path / "audit.toml"
+    job.write_text(
+        f'name = "a"\noutput_dir = "{tmp_path / "out"}"\n[benchmark]\nname = "judgebench"\n'
+        f'logs = ["{f1}", "{f2}"]\n[comparison]\noption_mode = 3\n'
+        '[[judges]]\nname = "*"\nbackend = "replay"\nrecorded = "*"\n'
+    )
+    from voirdire.cli import app
+
+    res = CliRunner().invoke(app, ["run", str(job), "--dry-run"])
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert "arena_hard:haiku (replay): 60 queries" in out
+    assert "arena_hard:o1-mini (replay): 9 queries" in out
 
 
 def test_a_verdict_recorded_twice_is_one_line_naming_both_places(tmp_path):

@@ -153,22 +153,12 @@ class LogBenchmark(Benchmark):
     Options: ClassVar[type[BaseModel]] = NoOptions
     #: the file endings read when a directory is given
     suffixes: ClassVar[tuple[str, ...]] = (".jsonl",)
-    #: the orders a log holds per pair: ``"both"``, or ``"one"`` (the order shown is
-    #: ``model_a`` first, so an audit asks permutation 0 only: ``permutations = "original"``)
-    orders: ClassVar[str] = "both"
+    #: a log's judge is asked exactly the (pair, order) units its own records hold: pairs
+    #: it never judged (another judge's file) are not its failures, and a log holding one
+    #: order per pair (AlpacaEval, Auto-J without an exchanged file) asks that order only
+    asks_own_records: ClassVar[bool] = True
     #: the key of the tool's prompt (:mod:`~voirdire.benchmarks.logs.tool_prompts`); ``None``: by name
     tool: ClassVar[str | None] = None
-
-    @classmethod
-    def orders_in(
-        cls, logs: Sequence[str | os.PathLike[str]], log: dict[str, Any] | None
-    ) -> str:
-        """The orders ``logs`` hold per pair (``"both"`` or ``"one"``), for the audit's
-        permutations: :attr:`orders` (a format whose files decide it overrides this).
-
-        Raises:
-            ConfigError: where the override reads the logs (file named)."""
-        return cls.orders
 
     def __init_subclass__(cls, **kw: Any) -> None:
         """A format reads a live judge's verdicts by its tool's rule (pattern and labels of
@@ -421,6 +411,18 @@ class LogBenchmark(Benchmark):
                 )
             )
         return path
+
+    @classmethod
+    def recorded_keys(cls, path: Path, recorded: str) -> set[RecordKey]:
+        """The (pair, order) units judge ``recorded``'s records hold (a failed call's too):
+        ``("<question id>;<first>;<second>", 1)``, read without the texts."""
+        df = (
+            pl.scan_parquet(path)
+            .filter(pl.col("judge") == recorded)
+            .select(k=pl.concat_str("question_id", "first", "second", separator=";"))
+            .collect()
+        )
+        return {(k, 1) for k in df["k"].to_list()}
 
     @classmethod
     def read_recorded(cls, path: Path, recorded: str) -> dict[RecordKey, Recorded]:
