@@ -1,7 +1,8 @@
 """A log's judge is asked the (pair, order) units its own records hold (``docs/audit.md``,
 :mod:`voirdire.engine.completion`): pairs of another judge's file are not its failures, not
 its wrong answers, not in its PF, so a judge's figures are the same audited alone or beside
-other files; a verdict recorded twice is one line naming both places
+other files; AlpacaEval's annotated model is the candidate and the order shown per verdict
+makes the design randomised; a verdict recorded twice is one line naming both places
 (exit 2); a file given twice, or a byte-identical copy, is read once with one warning.
 Logs are built here in JudgeBench's and AlpacaEval's exact formats (SYNTHETIC)."""
 
@@ -110,6 +111,69 @@ def test_a_dry_run_counts_each_judges_own_units(tmp_path, monkeypatch):
     out = " ".join(res.output.split())
     assert "arena_hard:haiku (replay): 60 queries" in out
     assert "arena_hard:o1-mini (replay): 9 queries" in out
+
+
+@pytest.mark.ray
+def test_alpaca_eval_model_is_the_candidate_and_the_design_randomised(
+    tmp_path, ray_local, monkeypatch
+):
+    """Two models' annotation files, each by another annotator (AlpacaEval 1's folders
+    hold several): the model is the candidate, the baseline the reference, each verdict asked
+    in the order it was shown, so each annotator's design is randomised, its own 40 pairs
+    only, no failure; the first-shown win rate is recomputed from the annotations."""
+    monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache"))
+    fx = tmp_path / "results/model-x/alpaca_eval_gpt4/annotations.json"
+    fy = tmp_path / "results/model-y/alpaca_eval_gpt4/annotations.json"
+    rx = write_alpaca_eval(fx, "model-x", 40, seed=4, bias=3.0)
+    ry = write_alpaca_eval(fy, "model-y", 40, seed=4)
+    for r in ry:  # another annotator on model-y's file
+        r["annotator"] = "alpaca_eval_gpt4_0613"
+    fy.write_text(json.dumps(ry))
+    res = voirdire.audit([fx, fy], "alpacaeval", out=tmp_path / "a")
+    j = res.judgments
+    assert j.height == 80 and res.stats.queries == 80
+    assert j["failure"].is_null().all()
+    models = {
+        "weighted_alpaca_eval_gpt4_turbo": "model-x",
+        "alpaca_eval_gpt4_0613": "model-y",
+    }
+    for judge, model in models.items():
+        mine = j.filter(pl.col("judge") == judge)
+        assert mine.height == 40 and (mine["candidate"] == model).all()
+        assert (mine["reference"] == "gpt4_1106_preview").all()
+    rec = pl.read_parquet(Path(res.job["data_dir"]) / RECORDED)
+    asked = j.select("question_id", "judge", first=pl.col("shown").list.get(0))
+    assert asked.sort(pl.all()).equals(
+        rec.select("question_id", "judge", "first").sort(pl.all())
+    )
+    design = res.order_design()
+    assert design["design"].to_list() == ["randomised", "randomised"]
+    eff = (
+        res.one_order()
+        .filter(
+            (pl.col("judge") == "weighted_alpaca_eval_gpt4_turbo")
+            & pl.col("candidate").is_null()
+        )
+        .row(0, named=True)
+    )
+    sw = [
+        random.Random(f"is_switched_outputs{r['instruction']}0").choices([False, True])[
+            0
+        ]
+        for r in rx
+    ]
+    score = [
+        1.0 if r["preference"] > 1.5 else 0.0 if r["preference"] < 1.5 else 0.5
+        for r in rx
+    ]
+    first = [
+        s for s, w in zip(score, sw) if w
+    ]  # switched: the model's output shown first
+    second = [s for s, w in zip(score, sw) if not w]
+    assert eff["n_first"] == len(first) and eff["win_first"] == pytest.approx(
+        sum(first) / len(first)
+    )
+    assert eff["win_second"] == pytest.approx(sum(second) / len(second))
 
 
 def test_a_verdict_recorded_twice_is_one_line_naming_both_places(tmp_path):
