@@ -49,10 +49,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from voirdire.benchmarks.logs.base import LogBenchmark
-from voirdire.benchmarks.logs.reading import RECORDED, Rows, need, read_json
+from voirdire.benchmarks.logs.reading import (
+    RECORDED,
+    LogLimits,
+    Rows,
+    need,
+    read_json,
+)
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError, content_hash
 
@@ -66,7 +72,7 @@ PREFERENCE_SCHEMA = {
 }  # fmt: skip
 
 
-class AlpacaEvalOptions(BaseModel):
+class AlpacaEvalOptions(LogLimits):
     """``[benchmark.log]``: ``seed`` (the annotator's seed, AlpacaEval's default 0) and
     ``seed_columns`` (the columns seeding the switch, default ``["instruction"]``)."""
 

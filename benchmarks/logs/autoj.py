@@ -51,10 +51,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from voirdire.benchmarks.logs.base import LogBenchmark
 from voirdire.benchmarks.logs.reading import (
+    LogLimits,
     Rows,
     iter_jsonl,
     log_files,
@@ -74,7 +75,7 @@ GOLD = {0: SLOTS[0], 1: SLOTS[1], 2: "tie"}
 FIELDS = ("scenario", "prompt", "response 1", "response 2")
 
 
-class AutoJOptions(BaseModel):
+class AutoJOptions(LogLimits):
     """``[benchmark.log]``: ``exchanged``, the prediction file with ``response 2`` shown first
     (a path or a file name; else the one whose name holds ``exchange``); ``judge``, the
     judge's name (else the original predictions' file name without ``.jsonl``)."""
@@ -184,12 +185,9 @@ class AutoJ(LogBenchmark):
 
         Raises:
             ConfigError: as :func:`sort_files`, invalid settings."""
-        files = log_files(logs, cls.suffixes, cls.name)
-        return (
-            "one"
-            if sort_files(files, log_settings(AutoJOptions, log, cls.name))[2] is None
-            else "both"
-        )
+        options = log_settings(AutoJOptions, log, cls.name)
+        files = log_files(logs, cls.suffixes, cls.name, options.max_bytes)
+        return "one" if sort_files(files, options)[2] is None else "both"
 
     def read_logs(self, files: list[Path], rows: Rows) -> None:
         """The pairs of the test data and the verdicts of the one or two prediction files,

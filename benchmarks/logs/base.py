@@ -41,6 +41,7 @@ from voirdire.benchmarks.logs.reading import (
     COPY_VERSION,
     FAILED_CALL,
     INSTANCES,
+    LIMIT_KEYS,
     PAIR_SCHEMA,
     RECORDED,
     SOURCE,
@@ -165,9 +166,12 @@ class LogBenchmark(Benchmark):
             pairs = pl.read_parquet(self.path)
             keys = json.loads((self.data_dir / SOURCE).read_text("utf-8")).get("keys")
         else:
-            files = log_files(logs, self.suffixes, self.name)
+            files = log_files(
+                logs, self.suffixes, self.name, self.settings.max_bytes
+            )  # each bounded before it is read
             digest = content_hash(
-                COPY_VERSION, self.name, self.settings.model_dump(mode="json"),
+                COPY_VERSION, self.name,
+                self.settings.model_dump(mode="json", exclude=set(LIMIT_KEYS)),
                 [[str(f), file_hash(f)] for f in files],
             )  # fmt: skip
             self.path = files[0]

@@ -33,10 +33,15 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, computed_field, field_validator
+from pydantic import ConfigDict, computed_field, field_validator
 
 from voirdire.benchmarks.logs.base import LogBenchmark
-from voirdire.benchmarks.logs.reading import RECORDED, Rows, file_hash
+from voirdire.benchmarks.logs.reading import (
+    RECORDED,
+    LogLimits,
+    Rows,
+    file_hash,
+)
 from voirdire.benchmarks.logs.table import _side
 from voirdire.benchmarks.pairs_data import as_text, read_source
 from voirdire.benchmarks.recorded import Recorded, RecordKey
@@ -52,7 +57,7 @@ FAILURE_SCHEMA = {
 }  # fmt: skip
 
 
-class BatchOptions(BaseModel):
+class BatchOptions(LogLimits):
     """``[benchmark.log]`` of a batch format (module docstring): ``mapping`` (a table's
     path) or ``custom_id`` (a regex with named groups), ``verdict`` (regex, group 1 the
     label), ``labels`` (2 or 3: shown first, second, tie; a string: comma-separated), ``judge`` (the judge's name; else
