@@ -2,7 +2,8 @@
 2 and 9 of its hostile-input pass): JSON nested thousands of levels deep, a file over the size
 bound (a sparse 3 GB file of NULs) and a zipped Inspect log that expands past it are each one
 line naming the file through ``voirdire audit`` (exit 2, no traceback), in every format that
-decodes JSON."""
+decodes JSON; two audits of one log at once share the log cache without taking each other's
+temporary files."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ import pytest
 
 from tests.audit_logs import draws, write_arena_hard
 from tests.repo import repo_pythonpath
-from voirdire.benchmarks.logs.reading import MAX_LOG_BYTES
+from voirdire.benchmarks.logs.arena_hard import ArenaHard
+from voirdire.benchmarks.logs.reading import MAX_LOG_BYTES, temp_name
 from voirdire.bounds import MAX_DEPTH
 
 DEEP = 100_000  # levels: Python's decoder gives up near 1,000 (a RecursionError)
@@ -166,3 +168,35 @@ def test_a_zipped_log_is_bounded_by_its_uncompressed_size(tmp_path):
         and f"Inspect log {liar}: member 'samples/1_epoch_1.json' cannot be decompressed"
         in err
     ), err
+
+
+def test_two_audits_of_one_log_share_the_cache_without_taking_each_others_files(
+    tmp_path, monkeypatch
+):
+    """Cause 9: two audits of one log at once (into different ``--out``) write one
+    normalised copy in the shared cache; with one fixed temporary name
+    (``.instances.parquet.tmp``), the one that renamed second found its file gone
+    (``FileNotFoundError``, one round in seven). Here the second audit's whole copy is
+    written while the first is between writing its temporary file and renaming it."""
+    import polars as pl
+
+    log = tmp_path / "model-x.jsonl"
+    write_arena_hard(log, draws(6, seed=3))
+    monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache"))
+    write = pl.DataFrame.write_parquet
+    others: list[ArenaHard] = []
+    calls = []
+
+    def interleaved(df, file, *a, **kw):
+        out = write(df, file, *a, **kw)
+        calls.append(file)
+        if len(calls) == 1:  # the first write of the first audit: the second runs whole now
+            others.append(ArenaHard([log]))
+        return out
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", interleaved)
+    first = ArenaHard([log])
+    assert first.data_dir == others[0].data_dir
+    assert first.pairs.equals(others[0].pairs)
+    assert not [p.name for p in first.data_dir.iterdir() if p.name.endswith(".tmp")]
+    assert temp_name(first.data_dir / "x") != temp_name(first.data_dir / "x")

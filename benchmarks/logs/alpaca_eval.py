@@ -58,6 +58,7 @@ from voirdire.benchmarks.logs.reading import (
     Rows,
     need,
     read_json,
+    temp_name,
 )
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError, content_hash
@@ -205,7 +206,7 @@ class AlpacaEval(LogBenchmark):
                     cols, (qid, obj["annotator"], *shown, pref, sw, p_first)
                 ):
                     cols[c].append(v)
-        tmp = d / f".{PREFERENCES}.tmp"
+        tmp = temp_name(path)
         pl.DataFrame(cols, schema=PREFERENCE_SCHEMA).write_parquet(tmp)
         os.replace(tmp, path)
         return pairs, keys

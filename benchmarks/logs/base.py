@@ -53,6 +53,7 @@ from voirdire.benchmarks.logs.reading import (
     log_files,
     log_settings,
     prompt_keys,
+    temp_name,
 )
 from voirdire.benchmarks.logs.tool_prompts import ToolPrompt, tool_prompt, tool_weights
 from voirdire.benchmarks.recorded import Recorded, RecordKey
@@ -231,10 +232,10 @@ class LogBenchmark(Benchmark):
         keys = prompt_keys(verdicts)
         d.mkdir(parents=True, exist_ok=True)
         for name, df in ((INSTANCES, pairs), (RECORDED, verdicts.drop("where"))):
-            tmp = d / f".{name}.tmp"
+            tmp = temp_name(d / name)
             df.write_parquet(tmp)
             os.replace(tmp, d / name)
-        tmp = d / f".{SOURCE}.tmp"
+        tmp = temp_name(src)
         tmp.write_text(
             json.dumps(
                 {

@@ -55,6 +55,7 @@ from voirdire.benchmarks.logs.reading import (
     Rows,
     iter_jsonl,
     need,
+    temp_name,
 )
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
@@ -195,7 +196,7 @@ class PRD(LogBenchmark):
             instruction=pl.col("cluster").replace_strict(texts, default="", return_dtype=pl.String),
         )  # fmt: skip
         if not patched.equals(pairs):
-            tmp = self.data_dir / f".{INSTANCES}.tmp"
+            tmp = temp_name(self.data_dir / INSTANCES)
             patched.write_parquet(tmp)
             os.replace(tmp, self.data_dir / INSTANCES)
         return patched, keys

@@ -1,7 +1,7 @@
 """Reading judgment logs: the normalised rows a format yields (:class:`Rows`), JSON Lines
 with errors that name the file, the line and the field (:func:`iter_jsonl`, :func:`need`),
 the log files a job names (:func:`log_files`) and where normalised copies go
-(:func:`default_root`). See :mod:`voirdire.benchmarks.logs.base`.
+(:func:`default_root`, :func:`temp_name`). See :mod:`voirdire.benchmarks.logs.base`.
 
 A log is untrusted input, bounded before it is decoded (:mod:`voirdire.bounds`,
 ``docs/security.md``): every file at most ``[benchmark.log] max_bytes`` bytes on disk
@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -204,6 +205,13 @@ def default_root() -> Path:
     return Path(env) if env else Path(platformdirs.user_cache_dir("voirdire")) / "logs"
 
 
+def temp_name(path: Path) -> Path:
+    """A temporary name beside ``path`` that no other process uses (``.<name>.<pid>-<random>.tmp``):
+    a file of the shared log cache is written there, then moved onto ``path`` (``os.replace``),
+    so that two audits of one log at once never take each other's temporary file."""
+    return path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp")
+
+
 def log_files(
     logs: Sequence[str | os.PathLike[str]],
     suffixes: Sequence[str],
@@ -295,4 +303,5 @@ __all__ = [
     "log_files",
     "need",
     "prompt_keys",
+    "temp_name",
 ]
