@@ -160,6 +160,9 @@ def test_a_judge_named_people_with_a_space_is_refused_before_ray_and_from_a_log(
 ):
     """``--judge 'people '`` was accepted and shown as ``people``; now refused before Ray
     starts. A log whose judge is named so is refused too (after it is read)."""
+    from voirdire import api
+
+    api.check_audit("arena-hard", out=tmp_path / "o", judge="*")  # every judge: no name
     code, err, began = audit(
         tmp_path, log, "--format", "arena-hard", "--judge", "people "
     )

@@ -257,7 +257,7 @@ def check_audit(
     cls = _log_format(format)
     settings = log_settings(cls.Options, dict(log or {}), cls.name)
     for name in (judge, getattr(settings, "judge", None)):
-        if isinstance(name, str):
+        if isinstance(name, str) and name != "*":  # "*": every judge of the logs
             check_judge_name(name)
     claim_output_dir(out or f"runs/audit-{cls.name.lower()}")
     check_address(address)
