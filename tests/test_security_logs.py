@@ -190,7 +190,7 @@ def test_two_audits_of_one_log_share_the_cache_without_taking_each_others_files(
     def interleaved(df, file, *a, **kw):
         out = write(df, file, *a, **kw)
         calls.append(file)
-        if len(calls) == 1:  # the first write of the first audit: the second runs whole now
+        if len(calls) == 1:  # the first audit's first write: the second runs whole now
             others.append(ArenaHard([log]))
         return out
 
