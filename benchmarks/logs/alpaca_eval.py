@@ -55,10 +55,17 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from voirdire.benchmarks.logs.base import LogBenchmark
-from voirdire.benchmarks.logs.reading import RECORDED, Rows, need, read_json
+from voirdire.benchmarks.logs.reading import (
+    RECORDED,
+    LogLimits,
+    Rows,
+    need,
+    read_json,
+    temp_name,
+)
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError, content_hash
 
@@ -72,7 +79,7 @@ PREFERENCE_SCHEMA = {
 }  # fmt: skip
 
 
-class AlpacaEvalOptions(BaseModel):
+class AlpacaEvalOptions(LogLimits):
     """``[benchmark.log]``: ``seed`` (the annotator's seed, AlpacaEval's default 0) and
     ``seed_columns`` (the columns seeding the switch, default ``["instruction"]``)."""
 
@@ -201,7 +208,7 @@ class AlpacaEval(LogBenchmark):
                     cols, (qid, obj["annotator"], *shown, pref, sw, p_first)
                 ):
                     cols[c].append(v)
-        tmp = d / f".{PREFERENCES}.tmp"
+        tmp = temp_name(path)
         pl.DataFrame(cols, schema=PREFERENCE_SCHEMA).write_parquet(tmp)
         os.replace(tmp, path)
         return pairs, keys

@@ -51,10 +51,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from voirdire.benchmarks.logs.base import LogBenchmark
 from voirdire.benchmarks.logs.reading import (
+    LogLimits,
     Rows,
     iter_jsonl,
     need,
@@ -72,7 +73,7 @@ GOLD = {0: SLOTS[0], 1: SLOTS[1], 2: "tie"}
 FIELDS = ("scenario", "prompt", "response 1", "response 2")
 
 
-class AutoJOptions(BaseModel):
+class AutoJOptions(LogLimits):
     """``[benchmark.log]``: ``exchanged``, the prediction file with ``response 2`` shown first
     (a path or a file name; else the one whose name holds ``exchange``); ``judge``, the
     judge's name (else the original predictions' file name without ``.jsonl``)."""

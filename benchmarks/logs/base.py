@@ -42,6 +42,7 @@ from voirdire.benchmarks.logs.reading import (
     COPY_VERSION,
     FAILED_CALL,
     INSTANCES,
+    LIMIT_KEYS,
     PAIR_SCHEMA,
     RECORDED,
     SOURCE,
@@ -51,6 +52,7 @@ from voirdire.benchmarks.logs.reading import (
     default_root,
     log_settings,
     prompt_keys,
+    temp_name,
 )
 from voirdire.benchmarks.logs.tool_prompts import ToolPrompt, tool_prompt, tool_weights
 from voirdire.benchmarks.recorded import Recorded, RecordKey
@@ -154,9 +156,12 @@ class LogBenchmark(Benchmark):
             pairs = pl.read_parquet(self.path)
             keys = json.loads((self.data_dir / SOURCE).read_text("utf-8")).get("keys")
         else:
-            files, hashes = distinct_logs(logs, self.suffixes, self.name)
+            files, hashes = distinct_logs(
+                logs, self.suffixes, self.name, self.settings.max_bytes
+            )  # each bounded before it is read
             digest = content_hash(
-                COPY_VERSION, self.name, self.settings.model_dump(mode="json"),
+                COPY_VERSION, self.name,
+                self.settings.model_dump(mode="json", exclude=set(LIMIT_KEYS)),
                 [[str(f), h] for f, h in zip(files, hashes)],
             )  # fmt: skip
             self.path = files[0]
@@ -202,10 +207,10 @@ class LogBenchmark(Benchmark):
         keys = prompt_keys(verdicts)
         d.mkdir(parents=True, exist_ok=True)
         for name, df in ((INSTANCES, pairs), (RECORDED, verdicts.drop("where"))):
-            tmp = d / f".{name}.tmp"
+            tmp = temp_name(d / name)
             df.write_parquet(tmp)
             os.replace(tmp, d / name)
-        tmp = d / f".{SOURCE}.tmp"
+        tmp = temp_name(src)
         tmp.write_text(
             json.dumps(
                 {

@@ -13,12 +13,15 @@ from pathlib import Path
 
 import polars as pl
 
-from voirdire.benchmarks.logs.reading import file_hash, log_files
+from voirdire.benchmarks.logs.reading import MAX_LOG_BYTES, file_hash, log_files
 from voirdire.core import ConfigError
 
 
 def distinct_logs(
-    logs: Sequence[str | os.PathLike[str]], suffixes: Sequence[str], fmt: str
+    logs: Sequence[str | os.PathLike[str]],
+    suffixes: Sequence[str],
+    fmt: str,
+    max_bytes: int = MAX_LOG_BYTES,
 ) -> tuple[list[Path], list[str]]:
     """The files of ``logs`` (:func:`~.reading.log_files`, each argument in turn) and their
     SHA-256, each content once: a file named twice (itself, or within a directory also
@@ -30,9 +33,9 @@ def distinct_logs(
     Raises:
         ConfigError: as :func:`~.reading.log_files`.
     """
-    named = [f for p in logs for f in log_files([p], suffixes, fmt)] or log_files(
-        logs, suffixes, fmt
-    )  # no logs: log_files' own error
+    named = [
+        f for p in logs for f in log_files([p], suffixes, fmt, max_bytes)
+    ] or log_files(logs, suffixes, fmt, max_bytes)  # no logs: log_files' own error
     kept: dict[str, Path] = {}
     again: list[tuple[Path, Path]] = []
     for f in named:
