@@ -25,7 +25,8 @@ Checks of the columns, ids and gold labels once read:
 :mod:`voirdire.benchmarks.pairs_checks`; :func:`as_text` reads a column as text for them.
 
 Bounds (:mod:`voirdire.benchmarks.pairs_limits`): ``max_rows`` rows and ``max_bytes`` bytes
-(on disk and decoded) per source, checked before the table is built; a saved dataset's
+(on disk and decoded) per source, checked before the table is built; JSON nested at most
+:data:`~voirdire.bounds.MAX_DEPTH` levels, checked before it is decoded; a saved dataset's
 files and links must lie inside its folder.
 """
 
@@ -51,6 +52,7 @@ def _read_file(path: pathlib.Path, max_rows: int, max_bytes: int) -> pl.DataFram
     lim.check_bytes(path.stat().st_size, where, max_bytes, "on disk")
     if suffix in (".jsonl", ".ndjson", ".json"):
         data = _utf8(path)
+        lim.check_depth(data, where, lines=suffix != ".json")
         if suffix != ".json" and data.count(b"\n") + 1 > max_rows:
             lines = sum(1 for line in data.split(b"\n") if line.strip())
             lim.check_rows(lines, where, max_rows)

@@ -12,6 +12,10 @@ here):
   (Parquet's strings are read dictionary-encoded and their decoded length summed before
   they are expanded).
 
+JSON and JSON Lines are checked for nesting before they are decoded (at most
+:data:`~voirdire.bounds.MAX_DEPTH` levels), as judgment logs are: one mechanism,
+:mod:`voirdire.bounds`.
+
 Every refusal is a one-line :class:`~voirdire.core.ConfigError` naming the source, the
 figure and the setting that raises it.
 """
@@ -27,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from voirdire.bounds import check_json_depth, check_size
 from voirdire.core import ConfigError
 
 #: default most rows a pairs source may have (``max_rows``)
@@ -45,12 +50,22 @@ def check_rows(n: int, where: str, max_rows: int) -> None:
 
 
 def check_bytes(n: int, where: str, max_bytes: int, what: str) -> None:
-    """Raises ConfigError when ``n`` bytes (``what``: on disk, decoded) are over ``max_bytes``."""
-    if n > max_bytes:
-        raise ConfigError(
-            f"pairs data {where}: {n:,} bytes {what}, over the limit of {max_bytes:,} "
-            "([benchmark.pairs] max_bytes); refused"
-        )
+    """Raises ConfigError when ``n`` bytes (``what``: on disk, decoded) are over ``max_bytes``
+    (:func:`voirdire.bounds.check_size`)."""
+    check_size(n, f"pairs data {where}", max_bytes, what, "[benchmark.pairs] max_bytes")
+
+
+def check_depth(data: bytes, where: str, lines: bool) -> None:
+    """Raises ConfigError when JSON text ``data`` (``lines``: JSON Lines, the line named)
+    nests deeper than :data:`~voirdire.bounds.MAX_DEPTH` (:func:`voirdire.bounds.check_json_depth`)."""
+    try:
+        check_json_depth(data, f"pairs data {where}")
+    except ConfigError:
+        if not lines:
+            raise
+        # each line is decoded alone (lines left open add up over the file): name the line
+        for n, line in enumerate(data.split(b"\n"), 1):
+            check_json_depth(line, f"pairs data {where}: line {n}")
 
 
 def _dense(t: pa.DataType) -> pa.DataType:
@@ -189,7 +204,11 @@ def check_saved_dataset(p: pathlib.Path, where: str) -> None:
 
 def _json(path: pathlib.Path, where: str) -> dict:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
+        check_depth(data, where, lines=False)
+        doc = json.loads(data.decode("utf-8"))
+    except ConfigError:
+        raise
     except (OSError, ValueError) as exc:
         raise ConfigError(
             f"pairs data {where}: {path.name} is not readable JSON ({type(exc).__name__})"

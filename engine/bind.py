@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from voirdire.core import ConfigError, content_hash
-from voirdire.engine.outdir import check_judge_name
+from voirdire.engine.outdir import check_judge_name, name_key
 from voirdire.engine.spec import ComparisonSpec, JobSpec, JudgeSpec, _describe
 from voirdire.judges.base import (
     JudgeBackend,
@@ -138,7 +138,7 @@ def expand_judges(
             )
             for name, update in found
         ]
-    names = [j.name for j in out]
+    names = [name_key(j.name) for j in out]  # as shown: "a " is "a"
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ConfigError(

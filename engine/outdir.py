@@ -13,12 +13,17 @@ link inside it (``docs/security.md``):
   --out``) is ours under the same rule, or when everything in it is something a report or
   a mitigation writes (:data:`REPORT_FILES`, ``metrics/*.csv``, ``figures/*.png`` and ``*.svg``);
 - in either, no entry below the directory may be a symbolic link (a link is refused, with
-  its path, before anything is written; the directory itself may be a link the user made).
+  its path, before anything is written; the directory itself may be a link the user made,
+  to a directory: a link to nothing, itself or on the path to it, is refused, never
+  followed to create its target).
 
 Every refusal is a :class:`~voirdire.exceptions.ConfigError` of one line naming the path.
 Judge names become folder names (``raw/<slug(name)>/``): :func:`check_judge_name` refuses
 names without a letter or digit (whose folder would be ``.``, ``..``, ``_``: empty), names
-over :data:`MAX_NAME` characters and names holding NUL; :func:`check_path_text` refuses output
+over :data:`MAX_NAME` characters, names holding NUL, names shaped like an API key (a key
+pasted as a name would reach folder names, ``job.json``, the tables and the terminal) and
+the analysis's own names; names are compared as shown (:func:`name_key`: trimmed, invisible
+characters dropped), so ``"people "`` is ``people``. :func:`check_path_text` refuses output
 paths holding NUL or longer than the system allows.
 """
 
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -55,8 +61,9 @@ def check_judge_name(name: str) -> str:
 
     Raises:
         ConfigError: empty, over :data:`MAX_NAME` characters, holding NUL, without a
-            letter or digit (its folder would be ``.``, ``..``, ``_``), or one of the
-            analysis's own names (:data:`RESERVED_NAMES`: ``people``, ``panel-N``).
+            letter or digit (its folder would be ``.``, ``..``, ``_``), shaped like an API
+            key (:func:`check_not_key`), or one of the analysis's own names
+            (:data:`RESERVED_NAMES`: ``people``, ``panel-N``, compared by :func:`name_key`).
     """
     if "\x00" in name:
         raise ConfigError(
@@ -72,19 +79,52 @@ def check_judge_name(name: str) -> str:
         raise ConfigError(
             f"judge name {name!r} has no letter or digit: it names no folder of its own"
         )
+    check_not_key(name)
     check_reserved([name])
     return name
 
 
+def name_key(name: str) -> str:
+    """A name as it is compared: as shown, so Unicode compatibility forms folded (NFKC),
+    invisible format characters (zero-width spaces, direction marks) and control
+    characters dropped, and whitespace trimmed: ``"people "`` and ``"people\u200b"`` are
+    ``"people"``."""
+    text = unicodedata.normalize("NFKC", name)
+    return "".join(
+        c for c in text if unicodedata.category(c) not in ("Cf", "Cc")
+    ).strip()
+
+
+def check_not_key(name: str) -> None:
+    """Refuse a name shaped like an API key: ``sk-...`` (OpenAI, ``sk-ant-...`` Anthropic),
+    ``AIza...`` (Google), a masked echo (``abc1****wxyz``) or holding the value of a
+    secret environment variable (:func:`voirdire.engine.secrets.redact_message`'s rule). A
+    key pasted as a judge's name (``--option judge=sk-...``) would land in the folder name,
+    ``job.json``, the tables and the terminal.
+
+    Raises:
+        ConfigError: one line, the name shown redacted.
+    """
+    from voirdire.engine.secrets import redact_message
+
+    shown = redact_message(name)
+    if shown != name:
+        raise ConfigError(
+            f"judge name {shown[:60]!r} looks like an API key (sk-..., AIza..., or the value of "
+            "a secret environment variable); a key is never a name: name the judge by its model"
+        )
+
+
 def check_reserved(judges: Iterable[str]) -> None:
-    """Refuse judge names the analysis uses for its own rows (:data:`RESERVED_NAMES`): a
-    judge named ``people`` would be read as the people's leaderboard, ``panel-2`` as a jury.
+    """Refuse judge names the analysis uses for its own rows (:data:`RESERVED_NAMES`),
+    compared as shown (:func:`name_key`): a judge named ``people`` (or ``"people "``) would
+    be read as, or shown as, the people's leaderboard, ``panel-2`` as a jury.
 
     Raises:
         ConfigError: one line naming the first such judge.
     """
     for name in judges:
-        if isinstance(name, str) and RESERVED_NAMES.fullmatch(name):
+        if isinstance(name, str) and RESERVED_NAMES.fullmatch(name_key(name)):
             raise ConfigError(
                 f"judge name {name!r} is voirdire's own (the people's leaderboard is 'people', "
                 "a jury panel 'panel-N'); rename the judge"
@@ -147,8 +187,10 @@ def find_link(root: str | os.PathLike) -> Path | None:
 
 def _check_dir(path: Path, what: str) -> bool:
     """False when ``path`` does not exist or is empty: it holds no file and no link, at
-    most empty folders (nothing to overwrite); refuses a path that is not a directory."""
+    most empty folders (nothing to overwrite); refuses a path that is not a directory, and
+    a path to be created through a symbolic link to nothing (:func:`_refuse_dangling`)."""
     if not path.exists():
+        _refuse_dangling(path, what)
         return False
     if not path.is_dir():
         raise ConfigError(f"{what} {path} exists and is not a directory")
@@ -156,6 +198,31 @@ def _check_dir(path: Path, what: str) -> bool:
         if files or any(os.path.islink(os.path.join(here, d)) for d in dirs):
             return True
     return False
+
+
+def _refuse_dangling(path: Path, what: str) -> None:
+    """Refuse a ``path`` that does not exist when it, or the nearest of its parents that
+    is there, is a symbolic link to nothing (or a loop): creating it would fail midway
+    (``FileExistsError``), or create the link's target wherever it points; a parent that
+    is a file is refused too.
+
+    Raises:
+        ConfigError: one line naming the link and where it points.
+    """
+    for p in (path, *path.parents):
+        if p.is_symlink() and not p.exists():
+            try:
+                target = os.readlink(p)
+            except OSError:
+                target = "?"
+            raise ConfigError(
+                f"{what} {path}: {p} is a symbolic link to nothing ({target!r}); "
+                "create its target directory or choose another path"
+            )
+        if p.exists():
+            if not p.is_dir():
+                raise ConfigError(f"{what} {path}: {p} exists and is not a directory")
+            return
 
 
 def _refuse_links(path: Path, what: str) -> None:

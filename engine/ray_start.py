@@ -26,12 +26,18 @@ import atexit
 import importlib
 import os
 import signal
+import socket
 import sys
 import threading
 from typing import Any
 
+from voirdire.core import ConfigError
+
 #: tries to start a local Ray node (Ray's own raylet wait is a fixed 30 s)
 RAY_START_ATTEMPTS = 3
+#: the longest wait for a cluster address to accept a connection before ``ray.init`` is
+#: asked to join it (Ray itself retries an address that answers nothing for a minute)
+ADDRESS_TIMEOUT_S = 5.0
 
 #: the start begun by ``init_ray(background=True)``: ``done`` (an Event) and ``error``
 _starting: dict[str, Any] = {}
@@ -214,9 +220,39 @@ def _begin(address: str | None) -> None:
     threading.Thread(target=starter, name="voirdire-ray-start", daemon=True).start()
 
 
+def check_address(address: str | None, timeout: float = ADDRESS_TIMEOUT_S) -> None:
+    """Refuse a cluster address (``host:port``, ``ray://host:port``) where nothing accepts a
+    connection within ``timeout`` seconds, before ``ray.init`` would retry it for a
+    minute; ``None``, ``auto``, ``local`` and an address without a port are left to Ray.
+
+    Raises:
+        ConfigError: one line naming the address and the reason (refused, timed out, no
+            such host).
+    """
+    if address is None or address in ("auto", "local"):
+        return
+    where = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = where.rstrip("/").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except (OSError, ValueError, OverflowError) as exc:
+        why = (
+            "timed out"
+            if isinstance(exc, TimeoutError)
+            else str(exc) or type(exc).__name__
+        )
+        raise ConfigError(
+            f"Ray cluster address {address!r}: nothing accepts a connection there ({why}); "
+            "start the cluster (ray start --head) or give its address"
+        ) from None
+
+
 def _start(address: str | None) -> None:
     import ray
 
+    check_address(address)
     os.environ.setdefault("RAY_ACCEPT_CLUSTER_AUTH_TOKEN", "1")
     for attempt in range(1, RAY_START_ATTEMPTS + 1):
         try:

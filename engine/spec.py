@@ -25,7 +25,7 @@ from pydantic import (
 from voirdire.benchmarks.biases import BiasType, get_bias
 from voirdire.benchmarks.pairs import PairsSpec
 from voirdire.core import ConfigError
-from voirdire.engine.outdir import check_path_text
+from voirdire.engine.outdir import check_path_text, name_key
 from voirdire.judges.base import (
     Sampling,
 )
@@ -281,7 +281,7 @@ class JobSpec(_Strict):
 
     @model_validator(mode="after")
     def _unique_judges(self) -> JobSpec:
-        names = [j.name for j in self.judges]
+        names = [name_key(j.name) for j in self.judges]  # as shown: "a " is "a"
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(

@@ -41,6 +41,7 @@ PACKAGE_ROOT_ROOMS = {
     "voirdire.registry": "core",
     "voirdire.import_paths": "core",
     "voirdire.layout": "core",
+    "voirdire.bounds": "core",
     "voirdire.schema": "core",
     "voirdire.parts": "core",
     "voirdire.stages": "core",

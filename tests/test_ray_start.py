@@ -27,6 +27,7 @@ def test_a_local_node_that_misses_rays_start_up_wait_is_started_again(monkeypatc
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", init)
     monkeypatch.setattr(ray, "shutdown", lambda: None)
+    monkeypatch.setattr(ray_start, "check_address", lambda address: None)  # no cluster
     ray_start.init_ray()
     assert calls == [None] * ray_start.RAY_START_ATTEMPTS
 

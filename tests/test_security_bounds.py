@@ -134,6 +134,70 @@ def test_parquet_limits_are_settings_and_a_file_within_them_reads(tmp_path):
 # --- a saved Hugging Face dataset -----------------------------------------------------------
 
 
+# --- JSON nesting (issue 34, item 7: one mechanism for pairs and logs) -------------------
+
+
+def _depth(value) -> int:
+    """The nesting of a decoded JSON value, by recursion (the reference)."""
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    return 0
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 1 << 24])
+def test_the_nesting_scan_is_exact_wherever_its_blocks_end(monkeypatch, block):
+    """Brackets, quotes and backslashes inside strings do not count, whatever block ends
+    inside an escape or a string: checked against the decoded value on random JSON."""
+    import random
+
+    from voirdire import bounds
+
+    monkeypatch.setattr(bounds, "BLOCK", block)
+    rnd = random.Random(block)
+    texts = ['a"]]\\', "\\\\", "[[{", '\\"[', 'x\\\\"', "}", "é]"]
+
+    def draw(d):
+        if d == 0 or rnd.random() < 0.2:
+            return rnd.choice([*texts, 1, None, 2.5])
+        if rnd.random() < 0.5:
+            return [draw(d - 1) for _ in range(rnd.randint(0, 3))]
+        return {rnd.choice(texts): draw(d - 1) for _ in range(rnd.randint(0, 3))}
+
+    for _ in range(100):
+        value = draw(rnd.randint(0, 12))
+        assert bounds.json_depth(json.dumps(value)) == _depth(value)
+        assert bounds.json_depth(json.dumps(value, ensure_ascii=False)) == _depth(value)
+    assert bounds.json_depth("[" * 500) == 500  # unclosed: as deep as a decoder goes
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_deeply_nested_pairs_json_is_refused_before_it_is_decoded(tmp_path, suffix):
+    """Polars gives up at 1,024 levels and the reader then tried Python's decoder, whose
+    RecursionError was a traceback."""
+    row = {"id": "r1", "q": "q", "a": "x", "b": "y"}
+    deep = "[" * 50_000 + "]" * 50_000
+    text = json.dumps(row)[:-1] + f', "extra": {deep}}}'
+    p = tmp_path / f"p{suffix}"
+    p.write_text(
+        f"[{text}]" if suffix == ".json" else json.dumps(row) + "\n" + text + "\n"
+    )
+    where = "line 2: " if suffix == ".jsonl" else ""
+    with pytest.raises(
+        ConfigError, match=rf"p\{suffix}'?: {where}JSON nested more than 100 levels"
+    ):
+        read_source(str(p), None)
+
+
+def test_a_received_job_record_nested_deep_is_one_line(tmp_path):
+    from voirdire.layout import read_job_record
+
+    (tmp_path / "job.json").write_text('{"job": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ConfigError, match="JSON nested more than 100 levels"):
+        read_job_record(tmp_path)
+
+
 def _saved(tmp_path: Path) -> Path:
     datasets = pytest.importorskip("datasets")
     ds = datasets.Dataset.from_dict({"id": ["r1"], "q": ["q"], "a": ["x"], "b": ["y"]})

@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from voirdire.bounds import check_json_depth
 from voirdire.core import ConfigError
 
 __all__ = [
@@ -98,7 +99,8 @@ def read_job_record(output_dir: str | os.PathLike) -> dict[str, Any]:
 
     Raises:
         FileNotFoundError: no ``job.json`` (not a voirdire output directory).
-        ConfigError: a ``job.json`` that is a link, unreadable, or not our record.
+        ConfigError: a ``job.json`` that is a link, unreadable, nested too deep
+            (:mod:`voirdire.bounds`), or not our record.
     """
     out = Path(output_dir)
     path = out / JOB_FILE
@@ -111,7 +113,11 @@ def read_job_record(output_dir: str | os.PathLike) -> dict[str, Any]:
             f"{path} is a symbolic link; voirdire reads and writes no links in an output directory"
         )
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
+        check_json_depth(data, str(path))  # received: bounded before it is decoded
+        obj = json.loads(data.decode("utf-8"))
+    except ConfigError:
+        raise
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(
             f"{path}: not a voirdire job record ({type(exc).__name__}); {out} is not ours"

@@ -38,10 +38,16 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from voirdire.benchmarks.logs.base import LogBenchmark
-from voirdire.benchmarks.logs.reading import Rows, iter_jsonl, log_files, need
+from voirdire.benchmarks.logs.reading import (
+    LogLimits,
+    Rows,
+    iter_jsonl,
+    log_files,
+    need,
+)
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 
@@ -53,7 +59,7 @@ LETTERS = {
 }  # fmt: skip
 
 
-class ArenaHardOptions(BaseModel):
+class ArenaHardOptions(LogLimits):
     """``[benchmark.log]``: ``baseline``, the baseline model of lines without a ``baseline``
     field (v0.1)."""
 

@@ -33,10 +33,16 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, computed_field, field_validator
+from pydantic import ConfigDict, computed_field, field_validator
 
 from voirdire.benchmarks.logs.base import LogBenchmark
-from voirdire.benchmarks.logs.reading import RECORDED, Rows, file_hash
+from voirdire.benchmarks.logs.reading import (
+    RECORDED,
+    LogLimits,
+    Rows,
+    file_hash,
+    temp_name,
+)
 from voirdire.benchmarks.logs.table import _side
 from voirdire.benchmarks.pairs_data import as_text, read_source
 from voirdire.benchmarks.recorded import Recorded, RecordKey
@@ -52,7 +58,7 @@ FAILURE_SCHEMA = {
 }  # fmt: skip
 
 
-class BatchOptions(BaseModel):
+class BatchOptions(LogLimits):
     """``[benchmark.log]`` of a batch format (module docstring): ``mapping`` (a table's
     path) or ``custom_id`` (a regex with named groups), ``verdict`` (regex, group 1 the
     label), ``labels`` (2 or 3: shown first, second, tie; a string: comma-separated), ``judge`` (the judge's name; else
@@ -287,11 +293,11 @@ class BatchLog(LogBenchmark):
             why = pl.DataFrame({"_i": idx, "why": [w for _, w in self._failed]},
                                schema={"_i": pl.UInt32, "why": pl.String})  # fmt: skip
             out = rec.join(why, on="_i").select(*FAILURE_SCHEMA)
-            out.write_parquet(d / f".{FAILURES}.tmp")
-            os.replace(d / f".{FAILURES}.tmp", d / FAILURES)
+            out.write_parquet(tmp := temp_name(d / FAILURES))
+            os.replace(tmp, d / FAILURES)
         v = {"pattern": self.settings.verdict, "labels": list(self.settings.labels)}
-        (d / f".{VERDICT}.tmp").write_text(json.dumps(v), "utf-8")
-        os.replace(d / f".{VERDICT}.tmp", d / VERDICT)
+        (tmp := temp_name(d / VERDICT)).write_text(json.dumps(v), "utf-8")
+        os.replace(tmp, d / VERDICT)
         return pairs, keys
 
     def _setup(self, pairs: pl.DataFrame, keys: dict[str, str]) -> None:

@@ -38,10 +38,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from voirdire.benchmarks.logs.base import LogBenchmark
-from voirdire.benchmarks.logs.reading import Rows, iter_jsonl, log_files, need
+from voirdire.benchmarks.logs.reading import (
+    LogLimits,
+    Rows,
+    iter_jsonl,
+    log_files,
+    need,
+)
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 
@@ -50,7 +56,7 @@ GAME1 = {"model_1": "A", "model_2": "B", "tie": "C"}
 GAME2 = {"model_2": "A", "model_1": "B", "tie": "C"}
 
 
-class FastChatOptions(BaseModel):
+class FastChatOptions(LogLimits):
     """``[benchmark.log]``: ``turn``, the one turn kept (None: both)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -30,8 +30,14 @@ from voirdire.benchmarks.logs.batch_ids import (
     Result,
     add_verdict,
 )
-from voirdire.benchmarks.logs.reading import Rows, read_json
+from voirdire.benchmarks.logs.reading import (
+    MAX_BYTES_SETTING,
+    MAX_LOG_BYTES,
+    Rows,
+    read_json,
+)
 from voirdire.benchmarks.registry import BENCHMARKS
+from voirdire.bounds import check_zip
 from voirdire.core import ConfigError
 
 
@@ -46,20 +52,26 @@ class InspectOptions(BatchOptions):
     epoch: int = 1
 
 
-def read_log(path: Path, fmt: str) -> Any:
-    """The ``EvalLog`` of one file, by ``inspect_ai``'s reader.
+def read_log(path: Path, fmt: str, max_bytes: int = MAX_LOG_BYTES) -> Any:
+    """The ``EvalLog`` of one file, by ``inspect_ai``'s reader, bounded first: a ``.json``
+    log's nesting (:func:`~voirdire.benchmarks.logs.reading.read_json`), an ``.eval`` log (a
+    zip archive) by its uncompressed size, at most ``max_bytes`` (``[benchmark.log]
+    max_bytes``), and its JSON members' nesting (:func:`voirdire.bounds.check_zip`).
 
     Raises:
         ConfigError: ``inspect_ai`` not installed (the extra named), a ``.json`` that is not
-            JSON (line named), a file ``inspect_ai`` cannot read (its field named)."""
+            JSON (line named), a log over a bound, a file ``inspect_ai`` cannot read (its
+            field named)."""
+    if path.suffix == ".json":
+        read_json(path, fmt)  # a truncated file: its line named
+    else:
+        check_zip(str(path), f"{fmt} log {path}", max_bytes, MAX_BYTES_SETTING)
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
         raise ConfigError(
             f"{fmt}: reading Inspect logs needs inspect_ai: pip install 'voirdire[inspect]'"
         ) from None
-    if path.suffix == ".json":
-        read_json(path, fmt)  # a truncated file: its line named
     try:
         return read_eval_log(str(path))
     except Exception as exc:  # inspect_ai's own errors: pydantic, zip, key errors
@@ -136,7 +148,7 @@ class Inspect(BatchLog):
         canon: dict[tuple[str, frozenset[str]], tuple[str, str]] = {}
         # a log directory's listing (Inspect's logs.json) is no eval log
         for f in [f for f in files if f.name != "logs.json"] or files:
-            log = read_log(f, self.name)
+            log = read_log(f, self.name, opts.max_bytes)
             judge = opts.judge or opts.scorer or str(log.eval.model)
             for i, s in enumerate(log.samples or []):
                 if s.epoch != opts.epoch:

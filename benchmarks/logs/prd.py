@@ -46,10 +46,17 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from voirdire.benchmarks.logs.base import LogBenchmark
-from voirdire.benchmarks.logs.reading import INSTANCES, Rows, iter_jsonl, need
+from voirdire.benchmarks.logs.reading import (
+    INSTANCES,
+    LogLimits,
+    Rows,
+    iter_jsonl,
+    need,
+    temp_name,
+)
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 
@@ -59,7 +66,7 @@ LETTERS = {1: "A", 2: "B", 3: "C"}
 VOTE = {1: -1, 2: 1, 3: 0, -1: 0}
 
 
-class PRDOptions(BaseModel):
+class PRDOptions(LogLimits):
     """``[benchmark.log]``: ``reviewer``, the reviewer of files not in a ``ratings-<reviewer>``
     directory; ``people``, the reviewer whose files are people's votes (gold labels)."""
 
@@ -189,7 +196,7 @@ class PRD(LogBenchmark):
             instruction=pl.col("cluster").replace_strict(texts, default="", return_dtype=pl.String),
         )  # fmt: skip
         if not patched.equals(pairs):
-            tmp = self.data_dir / f".{INSTANCES}.tmp"
+            tmp = temp_name(self.data_dir / INSTANCES)
             patched.write_parquet(tmp)
             os.replace(tmp, self.data_dir / INSTANCES)
         return patched, keys

@@ -1,7 +1,13 @@
 """Reading judgment logs: the normalised rows a format yields (:class:`Rows`), JSON Lines
 with errors that name the file, the line and the field (:func:`iter_jsonl`, :func:`need`),
 the log files a job names (:func:`log_files`) and where normalised copies go
-(:func:`default_root`). See :mod:`voirdire.benchmarks.logs.base`.
+(:func:`default_root`, :func:`temp_name`). See :mod:`voirdire.benchmarks.logs.base`.
+
+A log is untrusted input, bounded before it is decoded (:mod:`voirdire.bounds`,
+``docs/security.md``): every file at most ``[benchmark.log] max_bytes`` bytes on disk
+(:class:`LogLimits`, default :data:`MAX_LOG_BYTES`; checked by :func:`log_files`), and JSON
+nested at most :data:`~voirdire.bounds.MAX_DEPTH` levels (:func:`read_json`, :func:`iter_jsonl`
+per line).
 """
 
 from __future__ import annotations
@@ -9,20 +15,24 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 import polars as pl
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from voirdire.bounds import MAX_DEPTH, check_json_depth, check_size
 from voirdire.core import ConfigError, content_hash
 
 #: files of the normalised copy
 INSTANCES, RECORDED, SOURCE = "instances.parquet", "recorded.parquet", "source.json"
 #: version of the normalised copy's layout (enters its hash)
-COPY_VERSION = "2"  # 2: AlpacaEval skips a model against itself
+COPY_VERSION = (
+    "3"  # 2: AlpacaEval skips a model against itself; 3: its model is model_a
+)
 PAIR_SCHEMA = {
     "question_id": pl.String, "cluster": pl.String, "task": pl.String,
     "instruction": pl.String, "model_a": pl.String, "model_b": pl.String,
@@ -34,12 +44,30 @@ VERDICT_SCHEMA = {
 }  # fmt: skip
 #: the reason a recorded null judgment is a failure
 FAILED_CALL = "the log records no judgment for this order (a failed call)"
+#: the default most bytes a log file may have (``[benchmark.log] max_bytes``): on disk, and
+#: uncompressed for a zipped log (Inspect's ``.eval``); the public logs are under 5 MB each
+MAX_LOG_BYTES = 1024**3
+#: the setting that raises it, as a refusal names it
+MAX_BYTES_SETTING = "[benchmark.log] max_bytes; --option max_bytes=N"
 
 
-class NoOptions(BaseModel):
-    """``[benchmark.log]`` of a format that takes no settings."""
+class LogLimits(BaseModel):
+    """The bounds every format's ``[benchmark.log]`` takes (its options subclass this):
+    ``max_bytes``, the most bytes a log file may have on disk (and uncompressed, for a
+    zipped log), default :data:`MAX_LOG_BYTES`. A bound changes nothing a log reads to: it
+    does not enter the normalised copy's hash (:data:`LIMIT_KEYS`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_bytes: int = Field(default=MAX_LOG_BYTES, gt=0)
+
+
+#: the settings of :class:`LogLimits` (left out of the normalised copy's hash)
+LIMIT_KEYS = frozenset(LogLimits.model_fields)
+
+
+class NoOptions(LogLimits):
+    """``[benchmark.log]`` of a format that takes no settings but the bounds."""
 
 
 def log_settings(options: type[BaseModel], log: dict[str, Any] | None, fmt: str) -> Any:
@@ -96,14 +124,17 @@ class Rows:
 
 
 def read_json(path: str | os.PathLike, fmt: str) -> Any:
-    """The JSON value of a whole file.
+    """The JSON value of a whole file, its nesting bounded before it is decoded.
 
     Raises:
-        ConfigError: ``"<fmt> log <file>: ..."`` for text that is not UTF-8 (the byte named)
-            or not JSON (the line and column named: a truncated file?).
+        ConfigError: ``"<fmt> log <file>: ..."`` for text that is not UTF-8 (the byte named),
+            nested too deep (:func:`~voirdire.bounds.check_json_depth`) or not JSON (the line
+            and column named: a truncated file?).
     """
+    data = Path(path).read_bytes()
+    check_json_depth(data, f"{fmt} log {path}")
     try:
-        return json.loads(Path(path).read_text("utf-8"))
+        return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"{fmt} log {path}: not UTF-8 text (byte {exc.start})"
@@ -115,17 +146,22 @@ def read_json(path: str | os.PathLike, fmt: str) -> Any:
 
 
 def iter_jsonl(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` of a JSON Lines file (blank lines skipped).
+    """``(line number, object)`` of a JSON Lines file (blank lines skipped), each line's
+    nesting bounded before it is decoded.
 
     Raises:
         ConfigError: ``"<file>: line <n>: ..."`` for a line that is not JSON (a truncated
-            file) or not an object, or text that is not UTF-8.
+            file), not an object or nested too deep, or text that is not UTF-8.
     """
     try:
         with open(path, encoding="utf-8") as fh:
             for n, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
+                if (
+                    line.count("[") + line.count("{") > MAX_DEPTH
+                ):  # else it cannot nest deeper
+                    check_json_depth(line, f"{fmt} log {path}: line {n}")
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError as exc:
@@ -174,14 +210,26 @@ def default_root() -> Path:
     return Path(env) if env else Path(platformdirs.user_cache_dir("voirdire")) / "logs"
 
 
+def temp_name(path: Path) -> Path:
+    """A temporary name beside ``path`` that no other process uses (``.<name>.<pid>-<random>.tmp``):
+    a file of the shared log cache is written there, then moved onto ``path`` (``os.replace``),
+    so that two audits of one log at once never take each other's temporary file."""
+    return path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp")
+
+
 def log_files(
-    logs: Sequence[str | os.PathLike[str]], suffixes: Sequence[str], fmt: str
+    logs: Sequence[str | os.PathLike[str]],
+    suffixes: Sequence[str],
+    fmt: str,
+    max_bytes: int = MAX_LOG_BYTES,
 ) -> list[Path]:
     """The files of ``logs`` (a directory stands for its files ending in one of
-    ``suffixes``, sorted), each once.
+    ``suffixes``, sorted), each once, each at most ``max_bytes`` bytes on disk (checked
+    before anything reads it; ``[benchmark.log] max_bytes``).
 
     Raises:
-        ConfigError: no logs, a path that does not exist, a directory without such files.
+        ConfigError: no logs, a path that does not exist, a directory without such files,
+            a file over ``max_bytes`` (one line naming it).
     """
     if not logs:
         raise ConfigError(f"{fmt}: no log files given (benchmark.logs)")
@@ -200,7 +248,12 @@ def log_files(
             out.append(p)
         else:
             raise ConfigError(f"{fmt}: log {p}: no such file or directory")
-    return list(dict.fromkeys(p.resolve() for p in out))
+    files = list(dict.fromkeys(p.resolve() for p in out))
+    for f in files:
+        check_size(
+            f.stat().st_size, f"{fmt} log {f}", max_bytes, "on disk", MAX_BYTES_SETTING
+        )
+    return files
 
 
 def file_hash(path: Path) -> str:
@@ -238,6 +291,10 @@ __all__ = [
     "COPY_VERSION",
     "FAILED_CALL",
     "INSTANCES",
+    "LIMIT_KEYS",
+    "LogLimits",
+    "MAX_BYTES_SETTING",
+    "MAX_LOG_BYTES",
     "NoOptions",
     "PAIR_SCHEMA",
     "RECORDED",
@@ -251,4 +308,5 @@ __all__ = [
     "log_files",
     "need",
     "prompt_keys",
+    "temp_name",
 ]

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from voirdire.benchmarks.logs.base import LogBenchmark
-from voirdire.benchmarks.logs.reading import Rows
+from voirdire.benchmarks.logs.reading import LogLimits, Rows
 from voirdire.benchmarks.pairs_data import as_text, read_source
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
@@ -56,7 +56,7 @@ class TableColumns(BaseModel):
     cluster: str | None = None
 
 
-class TableOptions(BaseModel):
+class TableOptions(LogLimits):
     """``[benchmark.log]``: ``columns`` (:class:`TableColumns`), ``judge`` (the judge's name
     when no column names it), ``verdicts`` (``"position"`` or ``"model"``)."""
 

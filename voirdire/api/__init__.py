@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from voirdire.api.jobs import (
     audit,
     audit_job,
+    check_audit,
     estimate,
     load_job_spec,
     plan,
@@ -47,6 +48,7 @@ __all__ = [
     "rank",
     "audit",
     "audit_job",
+    "check_audit",
 ]
 
 

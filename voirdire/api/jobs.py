@@ -25,6 +25,7 @@ __all__ = [
     "run",
     "run_queries",
     "audit_job",
+    "check_audit",
     "audit",
 ]
 
@@ -167,26 +168,15 @@ def audit_job(
     """The job that audits judgment logs (``docs/audit.md``): ``[benchmark] name = format``
     with ``logs`` (made absolute) and ``log`` (the format's settings), one replay judge per
     judge in the logs (``recorded = "*"``; ``judge``: that one only), pairwise, both orders
-    (the order shown only, ``"original"``, for a format whose logs hold one: ``orders = "one"``),
-    option mode 3 (A / B / C = tie), one repetition; output directory ``out`` (default
-    ``runs/audit-<format>``).
+    planned (each replay judge is asked the (pair, order) units its own records hold: one
+    order of a pair where the log holds one, none of another judge's pairs;
+    :mod:`voirdire.engine.completion`), option mode 3 (A / B / C = tie), one repetition;
+    output directory ``out`` (default ``runs/audit-<format>``).
 
     Raises:
         ConfigError: ``format`` is not a log format (the message lists them), no logs.
     """
-    from voirdire.benchmarks.logs.base import LogBenchmark
-    from voirdire.benchmarks.registry import BENCHMARKS, benchmark_class
-
-    cls = benchmark_class(format)
-    if not issubclass(cls, LogBenchmark):
-        known = [
-            c.name
-            for c in BENCHMARKS.available().values()
-            if isinstance(c, type) and issubclass(c, LogBenchmark)
-        ]
-        raise ConfigError(
-            f"{format!r} is not a judgment log format; formats: {', '.join(sorted(known))}"
-        )
+    cls = _log_format(format)
     if not logs:
         raise ConfigError("voirdire audit: give at least one log file or directory")
     key = cls.name.lower()
@@ -206,11 +196,8 @@ def audit_job(
             "comparison": {
                 "mode": "pairwise",
                 "option_mode": 3,
-                # a one-order log (AlpacaEval; Auto-J without an exchanged file) shows
-                # model_a first: ask that order only
-                "permutations": "original"
-                if cls.orders_in(logs, log) == "one"
-                else "both",
+                # each judge is asked the orders its own records hold (engine.completion)
+                "permutations": "both",
                 "repetitions": 1,
             },
             "judges": [
@@ -219,6 +206,59 @@ def audit_job(
         },
         f"voirdire audit --format {format}",
     )
+
+
+def _log_format(format: str) -> Any:
+    """The log format (a :class:`~voirdire.benchmarks.logs.base.LogBenchmark` class) named
+    ``format``. Raises ConfigError: not a log format (the formats listed)."""
+    from voirdire.benchmarks.logs.base import LogBenchmark
+    from voirdire.benchmarks.registry import BENCHMARKS, benchmark_class
+
+    cls = benchmark_class(format)
+    if not issubclass(cls, LogBenchmark):
+        known = [
+            c.name
+            for c in BENCHMARKS.available().values()
+            if isinstance(c, type) and issubclass(c, LogBenchmark)
+        ]
+        raise ConfigError(
+            f"{format!r} is not a judgment log format; formats: {', '.join(sorted(known))}"
+        )
+    return cls
+
+
+def check_audit(
+    format: str,
+    *,
+    out: str | os.PathLike | None = None,
+    judge: str | None = None,
+    log: Mapping[str, Any] | None = None,
+    address: str | None = None,
+) -> None:
+    """What an audit can refuse before Ray starts and before a log is read (``voirdire
+    audit`` calls it first): the format, its settings ``log`` (``[benchmark.log]``, the
+    format's options model: unknown keys, wrong types), the judge names given (``judge``
+    and the setting ``judge``: :func:`~voirdire.engine.outdir.check_judge_name`, which
+    refuses the analysis's own names after trimming and names shaped like API keys), the
+    output directory (:func:`~voirdire.engine.outdir.claim_output_dir`: ours, no link
+    below it, not a link to nothing) and the cluster ``address``
+    (:func:`~voirdire.engine.ray_start.check_address`: something accepts a connection
+    there, within 5 s). Reads no log and writes nothing.
+
+    Raises:
+        ConfigError: one line naming the format, setting, name, directory or address.
+    """
+    from voirdire.benchmarks.logs.reading import log_settings
+    from voirdire.engine.outdir import check_judge_name, claim_output_dir
+    from voirdire.engine.ray_start import check_address
+
+    cls = _log_format(format)
+    settings = log_settings(cls.Options, dict(log or {}), cls.name)
+    for name in (judge, getattr(settings, "judge", None)):
+        if isinstance(name, str) and name != "*":  # "*": every judge of the logs
+            check_judge_name(name)
+    claim_output_dir(out or f"runs/audit-{cls.name.lower()}")
+    check_address(address)
 
 
 def audit(
@@ -252,6 +292,7 @@ def audit(
     """
     from voirdire.engine.ray_start import init_ray
 
+    check_audit(format, out=out, judge=judge, log=log, address=address)
     spec = audit_job(logs, format, out=out, judge=judge, log=log, data_dir=data_dir)
     init_ray(address, background=True)
     return run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -114,6 +115,65 @@ def _analyse(
     return tables, effects, costs
 
 
+#: a setting's name in ``--option KEY=VALUE`` (dotted parts nest: ``columns.instance``)
+_OPTION_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+#: the most digits a number of ``--option`` has; the most characters of a value
+MAX_OPTION_DIGITS, MAX_OPTION_CHARS = 18, 4096
+
+
+def log_options(items: list[str]) -> dict:
+    """``voirdire audit``'s ``--option KEY=VALUE`` items as the ``[benchmark.log]`` table:
+    dotted keys nest (``columns.instance=item``), a value of ASCII digits is a number (at
+    most :data:`MAX_OPTION_DIGITS` of them), any other value text (at most
+    :data:`MAX_OPTION_CHARS` characters); the format's options model validates them after.
+
+    Raises:
+        ConfigError: one line naming the item: not ``KEY=VALUE``, a key that is no setting
+            name, a key given twice, a key given both a value and keys below it
+            (``columns=x`` and ``columns.instance=item``), a number or a text too long.
+    """
+    log: dict = {}
+    given: dict[str, str] = {}  # dotted key -> its item (shortened)
+    for item in items:
+        shown = item if len(item) <= 80 else item[:60] + "..."
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--option {shown!r}: write KEY=VALUE")
+        if not _OPTION_KEY.fullmatch(key):
+            raise ConfigError(
+                f"--option {shown!r}: {key[:60]!r} is not a setting name (letters, digits "
+                "and _, dots between the parts of a nested key)"
+            )
+        number = value.isascii() and value.isdigit()
+        if number and len(value) > MAX_OPTION_DIGITS:
+            raise ConfigError(
+                f"--option {key}: a number of {len(value):,} digits; at most {MAX_OPTION_DIGITS}"
+            )
+        if len(value) > MAX_OPTION_CHARS:
+            raise ConfigError(
+                f"--option {key}: the value has {len(value):,} characters; at most "
+                f"{MAX_OPTION_CHARS:,}"
+            )
+        # the same key, a key above it or below it: given once, as a value or as a table
+        clash = [
+            v
+            for k, v in given.items()
+            if k == key or key.startswith(k + ".") or k.startswith(key + ".")
+        ]
+        if clash:
+            raise ConfigError(
+                f"--option {shown!r} and --option {clash[0]!r}: a setting is given once, "
+                "as a value or as keys below it"
+            )
+        given[key] = shown
+        *parents, last = key.split(".")
+        node = log
+        for k in parents:
+            node = node.setdefault(k, {})
+        node[last] = int(value) if number else value
+    return log
+
+
 def _start_ray_early(address: str | None) -> None:
     """In the console script (the process ends with the command), begin Ray's start in the
     background before the inputs are read (:func:`voirdire.engine.ray_start.init_ray`): reading
@@ -162,7 +222,7 @@ def _print_dry_run(specs: list, plans: list) -> None:
             (
                 rj.name,
                 rj.spec.backend,
-                plan.units_per_judge - plan.recorded.get(rj.name, 0),
+                plan.units_of(rj.name) - plan.recorded.get(rj.name, 0),
                 escape(asked_note(plan, rj)),  # "queries", and what a log answers
                 estimates.get(rj.name),
             )
@@ -230,18 +290,13 @@ def audit(
     from voirdire import api
     from voirdire.engine.scheduler import JobInterrupted
 
+    try:  # what can be refused is refused before Ray starts and before a log is read
+        log = log_options(option or [])
+        api.check_audit(format, out=out, judge=judge, log=log, address=address)
+    except ConfigError as exc:
+        fail(str(exc))
     _start_ray_early(address)
-    log: dict = {}
     try:
-        for item in option or []:
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise ConfigError(f"--option {item!r}: write KEY=VALUE")
-            *parents, last = key.split(".")
-            node = log
-            for k in parents:
-                node = node.setdefault(k, {})
-            node[last] = int(value) if value.isdigit() else value
         res = api.audit(
             logs, format, out=out, judge=judge, log=log or None, address=address,
             show_progress=progress, console=console,

@@ -1,0 +1,208 @@
+"""Bounds on untrusted input files, checked before they are decoded (``docs/security.md``).
+
+A received file (a judgment log, a user's pairs data, a results directory's ``job.json``)
+may be built to exhaust the reader: JSON nested thousands of levels deep ends Python's
+decoder in a ``RecursionError`` (and polars' in an error that sends the reader to Python's),
+a sparse file of gigabytes has no line break, and a 1 MB zip archive (an Inspect ``.eval``
+log) can expand to gigabytes. The readers check, before decoding:
+
+- the **nesting** of JSON text (:func:`check_json_depth`): at most :data:`MAX_DEPTH` levels of
+  arrays and objects, found by a scan of the bytes (string contents and escapes skipped)
+  that holds no more than one block of the file at a time;
+- the **size** of a file (:func:`check_size`, against a setting of its reader: ``[benchmark.log]
+  max_bytes`` for logs, ``[benchmark.pairs] max_bytes`` for pairs data);
+- a **zip archive** by its uncompressed size (:func:`check_zip`): the sizes its members
+  declare, then the bytes they really decompress to (streamed, never held), and the
+  nesting of its JSON members.
+
+Every refusal is a one-line :class:`~voirdire.core.ConfigError` naming the file, the figure
+and the setting that raises it. This module imports nothing of voirdire's but the error.
+"""
+
+from __future__ import annotations
+
+import zipfile
+import zlib
+
+import numpy as np
+
+from voirdire.core import ConfigError
+
+__all__ = [
+    "MAX_DEPTH",
+    "check_json_depth",
+    "check_size",
+    "check_zip",
+    "json_depth",
+]
+
+#: the deepest nesting of arrays and objects a JSON input may have (real logs nest fewer
+#: than 20 levels; Python's decoder fails near 1,000, and code that walks the decoded
+#: value recursively before that)
+MAX_DEPTH = 100
+#: the block a scan or a zip member is read in (bytes)
+BLOCK = 1 << 24
+_BACKSLASH = 0x5C
+#: every byte but the quote and the four brackets (deleted before the brackets are counted)
+_OTHER = bytes(c for c in range(256) if c not in b'"[]{}')
+#: per byte, the change of nesting depth it makes outside a string
+_STEP = np.zeros(256, np.int8)
+_STEP[list(b"[{")] = 1
+_STEP[list(b"]}")] = -1
+
+
+class _DepthScan:
+    """The deepest nesting of JSON text fed in blocks (:meth:`feed`), outside strings.
+
+    Escapes are removed first (``\\\\`` then ``\\"``, left to right, as JSON pairs them),
+    every byte but quotes and brackets is deleted, and the text between an odd and an even
+    quote (a string) is dropped; the depth is the largest running sum of ``+1`` per opening
+    and ``-1`` per closing bracket. A block never ends inside a run of backslashes (its
+    tail is carried to the next), and whether a block begins inside a string is carried
+    too, so the result does not depend on where the blocks end. Malformed text (unbalanced
+    brackets, a bare backslash) gets a depth that bounds how deep a decoder would go
+    before it fails."""
+
+    def __init__(self) -> None:
+        self.depth = 0  # the running depth at the end of what was fed
+        self.deepest = 0
+        self._inside = False  # the next byte is inside a string
+        self._carry = b""  # a run of backslashes that ended the last block
+
+    def feed(self, data: bytes, final: bool = False) -> int:
+        """Scan ``data`` (the next bytes); ``final``: no more follow. Returns the deepest
+        nesting so far."""
+        data = self._carry + data
+        cut = len(data)
+        if not final:
+            while cut and data[cut - 1] == _BACKSLASH:
+                cut -= 1
+        data, self._carry = data[:cut], data[cut:]
+        parts = (
+            data.replace(b"\\\\", b"")
+            .replace(b'\\"', b"")
+            .translate(None, _OTHER)
+            .split(b'"')
+        )
+        outside = b"".join(parts[1::2] if self._inside else parts[::2])
+        if len(parts) % 2 == 0:  # an odd number of quotes
+            self._inside = not self._inside
+        if outside:
+            run = np.cumsum(_STEP[np.frombuffer(outside, np.uint8)], dtype=np.int64)
+            self.deepest = max(self.deepest, self.depth + int(run.max()))
+            self.depth += int(run[-1])
+        return self.deepest
+
+
+def json_depth(data: bytes | str) -> int:
+    """The deepest nesting of arrays and objects in JSON text ``data`` (``0``: a scalar;
+    strings' contents do not count)."""
+    return _deepest(data, None)
+
+
+def _deepest(data: bytes | str, stop_above: int | None) -> int:
+    """:func:`json_depth`, the scan stopped once the depth passes ``stop_above``."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    scan = _DepthScan()
+    for start in range(0, len(data), BLOCK):
+        deepest = scan.feed(data[start : start + BLOCK])
+        if stop_above is not None and deepest > stop_above:
+            return deepest
+    return scan.feed(b"", final=True)
+
+
+def check_json_depth(data: bytes | str, where: str, max_depth: int = MAX_DEPTH) -> None:
+    """Refuse JSON text nested deeper than ``max_depth`` before it is decoded (``where``:
+    the file, and line, for the message). Text with at most ``max_depth`` opening brackets
+    is not scanned (it cannot nest deeper); a scan stops at the first level too deep.
+
+    Raises:
+        ConfigError: ``"<where>: JSON nested more than <max_depth> levels deep ..."``.
+    """
+    if isinstance(data, str):
+        openers = data.count("[") + data.count("{")
+    else:
+        openers = data.count(b"[") + data.count(b"{")
+    if openers > max_depth and _deepest(data, max_depth) > max_depth:
+        raise ConfigError(_too_deep(where, max_depth))
+
+
+def _too_deep(where: str, max_depth: int) -> str:
+    return (
+        f"{where}: JSON nested more than {max_depth} levels deep (arrays and objects); "
+        "refused as a hostile or broken file"
+    )
+
+
+def check_size(n: int, where: str, limit: int, what: str, setting: str) -> None:
+    """Refuse an input of ``n`` bytes (``what``: on disk, uncompressed, decoded...) over
+    ``limit``, the value of ``setting`` (named in the message, so the user can raise it).
+
+    Raises:
+        ConfigError: ``"<where>: <n> bytes <what>, over the limit of <limit> (<setting>); refused"``.
+    """
+    if n > limit:
+        raise ConfigError(
+            f"{where}: {n:,} bytes {what}, over the limit of {limit:,} ({setting}); refused"
+        )
+
+
+def check_zip(
+    path: str, where: str, limit: int, setting: str, max_depth: int = MAX_DEPTH
+) -> None:
+    """Bound a zip archive by its uncompressed size before a reader opens it: the sizes its
+    members declare (summed, checked first, nothing decompressed), then the bytes they
+    really decompress to (streamed in blocks, counted, never held: a member may declare less
+    than it holds), each ``.json`` member's nesting on the way (:func:`check_json_depth`'s
+    scan). A file that is no zip archive is left to its reader to name.
+
+    Raises:
+        ConfigError: over ``limit`` bytes uncompressed (declared or real), a JSON member nested
+            deeper than ``max_depth``, or a member that cannot be decompressed (its reason).
+    """
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return
+    with archive:
+        members = archive.infolist()
+        check_size(
+            sum(m.file_size for m in members), where, limit, "uncompressed (declared)", setting
+        )  # fmt: skip
+        total = 0
+        for m in members:
+            name = f"{where}: member {m.filename[:200]!r}"
+            scan = _DepthScan() if m.filename.endswith(".json") else None
+            with _member(archive, m, name) as fh:
+                while block := _read(fh, name):
+                    total += len(block)
+                    check_size(total, where, limit, "uncompressed or more", setting)
+                    if scan is not None and scan.feed(block) > max_depth:
+                        raise ConfigError(_too_deep(name, max_depth))
+            if scan is not None and scan.feed(b"", final=True) > max_depth:
+                raise ConfigError(_too_deep(name, max_depth))
+
+
+#: what Python's zipfile raises for a member it cannot decompress (a bad CRC, a corrupt
+#: stream, an encrypted member, an unknown method)
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError,
+               NotImplementedError, ValueError)  # fmt: skip
+
+
+def _member(archive: zipfile.ZipFile, m: zipfile.ZipInfo, name: str):
+    try:
+        return archive.open(m)
+    except _ZIP_ERRORS as exc:
+        raise ConfigError(_undecompressable(name, exc)) from None
+
+
+def _read(fh, name: str) -> bytes:
+    try:
+        return fh.read(BLOCK)
+    except _ZIP_ERRORS as exc:
+        raise ConfigError(_undecompressable(name, exc)) from None
+
+
+def _undecompressable(name: str, exc: BaseException) -> str:
+    return f"{name} cannot be decompressed ({type(exc).__name__}: {str(exc)[:200]})"
