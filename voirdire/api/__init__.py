@@ -26,6 +26,7 @@ from voirdire.api.jobs import (
     run,
     run_queries,
 )
+from voirdire.api.people import people
 from voirdire.api.results import analyze, load, mitigate, rank, report
 
 # The analysis (scipy, statsmodels, matplotlib: seconds to import) is imported by the
@@ -45,6 +46,7 @@ __all__ = [
     "report",
     "mitigate",
     "rank",
+    "people",
     "audit",
     "audit_job",
 ]
