@@ -41,41 +41,30 @@ def study(
     p = expit(strengths[a] - strengths[b])
     is_tie = rng.random(n) < tie
     y = np.where(is_tie, 0.5, (u < p).astype(float))
-    cols: dict[str, list] = {c: [] for c in (
-        "benchmark", "judge", "question_id", "task", "candidate", "reference", "candidates", "shown", "permutation",
-        "repetition", "mode", "option_mode", "extracted", "failed", "perturbation", "gold")}  # fmt: skip
-    gold = [
-        names[x] if s == 1.0 else names[z] if s == 0.0 else "tie"
-        for x, z, s in zip(a, b, y)
-    ]
+    names_a = np.array(names)[a]
+    names_b = np.array(names)[b]
+    gold = np.where(y == 1.0, names_a, np.where(y == 0.0, names_b, "tie"))
+    qid = np.array([f"q{x:03d}-{t}" for t, x in enumerate(q)])
+    parts = []
     for judge, (skill, primacy) in judges.items():
         for perm in range(orders):
             sees = rng.random(n) < skill
             first = rng.random(n) < primacy
-            for t in range(n):
-                cand, ref = names[a[t]], names[b[t]]
-                shown = [cand, ref] if perm == 0 else [ref, cand]
-                if sees[t]:
-                    pick = (
-                        "C"
-                        if y[t] == 0.5
-                        else ("A" if (y[t] == 1.0) == (perm == 0) else "B")
-                    )
-                else:
-                    pick = "A" if first[t] else "B"
-                for c, v in (("benchmark", benchmark), ("judge", judge), ("question_id", f"q{q[t]:03d}-{t}"),
-                             ("task", "t"), ("candidate", cand), ("reference", ref), ("candidates", [cand, ref]),
-                             ("shown", shown), ("permutation", perm), ("repetition", 1), ("mode", "pairwise"),
-                             ("option_mode", 3), ("extracted", pick), ("failed", False),
-                             ("perturbation", "control"), ("gold", gold[t])):  # fmt: skip
-                    cols[c].append(v)
-    return pl.DataFrame(
-        cols,
-        schema_overrides={
-            "permutation": pl.Int32,
-            "repetition": pl.Int32,
-            "option_mode": pl.Int32,
-        },
+            cand_wins = (y == 1.0) == (perm == 0)
+            pick = np.where(
+                sees,
+                np.where(y == 0.5, "C", np.where(cand_wins, "A", "B")),
+                np.where(first, "A", "B"),
+            )
+            shown = [[c, r] if perm == 0 else [r, c] for c, r in zip(names_a, names_b)]
+            parts.append(pl.DataFrame({
+                "benchmark": benchmark, "judge": judge, "question_id": qid, "task": "t", "candidate": names_a,
+                "reference": names_b, "candidates": [[c, r] for c, r in zip(names_a, names_b)], "shown": shown,
+                "permutation": perm, "repetition": 1, "mode": "pairwise", "option_mode": 3, "extracted": pick,
+                "failed": False, "perturbation": "control", "gold": gold,
+            }))  # fmt: skip
+    return pl.concat(parts).cast(
+        {"permutation": pl.Int32, "repetition": pl.Int32, "option_mode": pl.Int32}
     )
 
 

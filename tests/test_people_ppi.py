@@ -10,6 +10,7 @@ from tests.people_simulate import study, truth
 from voirdire.analysis.people.boards import (
     bt_estimate,
     design,
+    interval,
     people_boards,
     win_rate_estimate,
 )
@@ -106,8 +107,9 @@ def _population(seed):
 
 def test_intervals_and_rank_sets_cover_the_truth_in_simulation():
     """Hide all but 10 % of a population's labels 300 times: the 90 % intervals of the win
-    rates and the board, and the rank sets, cover the full-label truth in at least 90 % of
-    the draws less three binomial standard errors (0.052); the judge alone does not."""
+    rates and the board (small-sample t intervals, :func:`interval`), and the rank sets, cover
+    the full-label truth in at least 90 % of the draws less three binomial standard errors
+    (0.052); the judge alone does not."""
     k, a, b, y, yhat = _population(11)
     every = np.ones(y.size, dtype=bool)
     true_wr = win_rate_estimate(a, b, y, yhat, every, k, 0.0).theta
@@ -120,14 +122,19 @@ def test_intervals_and_rank_sets_cover_the_truth_in_simulation():
         lab = np.zeros(y.size, dtype=bool)
         lab[rng.choice(y.size, size=y.size // 10, replace=False)] = True
         wr = win_rate_estimate(a, b, y, yhat, lab, k)
-        lo, hi = _ci(wr)
+        nm = np.bincount(np.r_[a[lab], b[lab]], minlength=k)
+        lo, hi, _, cov = interval(wr, nm, 0.9)
         hits["wr"] += np.mean((lo <= true_wr) & (true_wr <= hi))
         bt = bt_estimate(a, b, y, yhat, lab, k, 0)
-        lo, hi = _ci(bt)
+        lo, hi, _, _ = interval(bt, nm, 0.9, k - 1)
         hits["bt"] += np.mean(((lo <= true_bt) & (true_bt <= hi))[1:])
-        _, rlo, rhi = rank_sets(wr.theta, wr.cov, 0.9)
+        _, rlo, rhi = rank_sets(wr.theta, cov, 0.9)
         hits["ranks"] += np.all((rlo <= true_rank) & (true_rank <= rhi))
-        lo, hi = _ci(win_rate_estimate(a, b, yhat, yhat, every, k, 0.0))
+        lo, hi, _, _ = interval(
+            win_rate_estimate(a, b, yhat, yhat, every, k, 0.0),
+            np.bincount(np.r_[a, b]),
+            0.9,
+        )
         hits["judge"] += np.mean((lo <= true_wr) & (true_wr <= hi))
         widths.append(
             np.mean(

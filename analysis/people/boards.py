@@ -22,6 +22,14 @@ as a logistic regression without intercept on ``x = e_a − e_b`` with the ancho
 dropped (its θ is 0); ``rating = anchor_rating + 400/ln 10 · θ`` (Arena's scale,
 :mod:`voirdire.analysis.ranking.bt`). PPI++ for a GLM with the sandwich covariance.
 
+**Small samples.** ``ppi-python``'s intervals are normal (``z``) with population variances; with
+tens of labels per model they cover less than they claim (in the simulation of
+``perf/people_validation.py``, 0.74 at 8 labels per model for 0.9 asked). The intervals here
+use Student's t on ``n − 1`` degrees of freedom (``n``: the model's labelled pairs) and the
+unbiased variance (``× n/(n − 1)``; for the board HC1's ``× n/(n − d)``, ``d`` free
+coefficients, Hinkley 1977), :func:`interval`; the estimates and their covariance before it are
+exactly ``ppi-python``'s, and the correction vanishes as the labels grow.
+
 **Effective labels** ``n_eff = n · Var(people) / Var(ppi)``: the number of people's labels
 that alone would give the PPI++ interval's width (Angelopoulos et al. 2023's measure); the
 judge is worth ``n_eff − n`` labels.
@@ -31,12 +39,13 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+from scipy.stats import t as student
 
-from voirdire.analysis.people.ppi import Estimate, mean_lambda, ppi_logistic, wald
+from voirdire.analysis.people.ppi import Estimate, mean_lambda, ppi_logistic
 from voirdire.analysis.people.rank_sets import rank_sets
 from voirdire.analysis.ranking.bt import SCALE
 
-__all__ = ["BOARD_COLUMNS", "ESTIMATORS", "design", "bt_estimate", "win_rate_estimate", "people_boards"]  # fmt: skip
+__all__ = ["BOARD_COLUMNS", "ESTIMATORS", "design", "interval", "bt_estimate", "win_rate_estimate", "people_boards"]  # fmt: skip
 
 ESTIMATORS = ("ppi", "people", "judge")
 #: one row per (kind, estimator, model)
@@ -128,6 +137,34 @@ def bt_estimate(
     return Estimate(theta, cov, est.lam)
 
 
+def interval(
+    est: Estimate, n_model: np.ndarray, level: float, free: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The small-sample interval (module docstring) of every coordinate of ``est``.
+
+    Args:
+        est: an estimate (``theta``, ``cov``); n_model: (k,) each coordinate's labelled pairs.
+        level: the coverage asked. free: a board's free coefficients ``d`` (its covariance is
+            scaled by ``n/(n − d)``, ``n`` the labelled pairs: ``n_model.sum() / 2``); None:
+            win rates (each scaled by ``n_m/(n_m − 1)``).
+
+    Returns:
+        ``(lo, hi, se, cov)``: the interval, the standard errors and the covariance used (the
+        rank sets read it); NaN where a coordinate has fewer than two labels.
+    """
+    n = np.asarray(n_model, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if free is None:
+            scale = np.where(n > 1, n / (n - 1), np.nan)
+        else:
+            total = n.sum() / 2
+            scale = np.full(n.shape, total / (total - free) if total > free else np.nan)
+        cov = est.cov * np.sqrt(np.outer(scale, scale))
+        se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        q = np.where(n > 1, student.ppf(0.5 + level / 2, np.maximum(n - 1, 1)), np.nan)
+    return est.theta - q * se, est.theta + q * se, se, cov
+
+
 def _rows(
     kind,
     estimator,
@@ -141,14 +178,19 @@ def _rows(
     anchor_rating,
 ):
     """The :data:`BOARD_COLUMNS` rows of one estimate."""  # fmt: skip
-    se = np.sqrt(np.maximum(np.diag(est.cov), 0.0))
-    lo, hi = wald(est.theta, se, level)
+    lo, hi, se, cov = interval(est, n_lab, level, df if kind == "bt" else None)
+    if kind == "bt":  # the anchor: fixed, no interval of its own
+        fixed = np.diag(est.cov) == 0
+        lo = np.where(fixed, est.theta, lo)
+        hi = np.where(fixed, est.theta, hi)
+        se = np.where(fixed, 0.0, se)
     rank, rlo, rhi = rank_sets(
-        np.nan_to_num(est.theta, nan=-np.inf), np.nan_to_num(est.cov), level, df
+        np.nan_to_num(est.theta, nan=-np.inf), np.nan_to_num(cov), level, df
     )
     lam = np.broadcast_to(np.asarray(est.lam, dtype=float), est.theta.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where(se > 0, n_lab * var_people / se**2, np.nan)
+        raw = np.diag(est.cov)
+        n_eff = np.where(raw > 0, n_lab * var_people / raw, np.nan)
     bt = kind == "bt"
     return pl.DataFrame({
         "kind": kind, "estimator": estimator, "model": models, "estimate": est.theta, "lo": lo, "hi": hi,

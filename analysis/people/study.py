@@ -32,7 +32,13 @@ from voirdire.analysis.people.selective import (
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 
-__all__ = ["MIN_MODEL_LABELS", "PeopleStudy", "SELECTIVE_COLUMNS", "people_study"]
+__all__ = [
+    "MIN_MODEL_LABELS",
+    "PeopleStudy",
+    "SELECTIVE_COLUMNS",
+    "check_settings",
+    "people_study",
+]
 
 #: the fewest labelled pairs a model needs for an interval (a variance needs two)
 MIN_MODEL_LABELS = 2
@@ -150,6 +156,28 @@ def _order(judges: list[str], costs: dict, cascade: Sequence[str] | None) -> lis
     return sorted(judges, key=lambda j: (costs[j][0] is None, costs[j][0] or 0.0, j))
 
 
+def check_settings(
+    *, level: float, alpha: float, delta: float, share: float | None, rows: int | None
+) -> None:
+    """The settings alone, before any data is read.
+
+    Raises:
+        ConfigError: a level, alpha or delta outside (0, 1); a share outside (0, 1]; rows
+            below 1; both a share and rows.
+    """
+    for name, v in (("level", level), ("alpha", alpha), ("delta", delta)):
+        if not 0.0 < v < 1.0:
+            raise ConfigError(f"{name} must be in (0, 1), not {v}")
+    if share is not None and rows is not None:
+        raise ConfigError(
+            "give the labelled share or the number of labelled rows, not both"
+        )
+    if share is not None and not 0.0 < share <= 1.0:
+        raise ConfigError(f"labelled share must be in (0, 1], not {share}")
+    if rows is not None and rows < 1:
+        raise ConfigError(f"labelled rows must be at least 1, not {rows}")
+
+
 def people_study(
     judgments: pl.DataFrame,
     labels: pl.DataFrame,
@@ -183,9 +211,7 @@ def people_study(
     Raises:
         ConfigError: module docstring; a level, alpha or delta outside (0, 1).
     """
-    for name, v in (("level", level), ("alpha", alpha), ("delta", delta)):
-        if not 0.0 < v < 1.0:
-            raise ConfigError(f"{name} must be in (0, 1), not {v}")
+    check_settings(level=level, alpha=alpha, delta=delta, share=share, rows=rows)
     labels = hide(labels, share=share, rows=rows, seed=seed)
     pairs = judge_pairs(judgments)
     check_labels(pairs, labels)

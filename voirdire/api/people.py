@@ -80,12 +80,13 @@ def people(
             judge or anchor.
     """
     from voirdire.analysis.mitigation.grading import load_grading
-    from voirdire.analysis.people.study import people_study
+    from voirdire.analysis.people.study import check_settings, people_study
     from voirdire.analysis.report.people import write_people
     from voirdire.analysis.stages import analyse_dirs
 
     if not output_dirs:
         raise ConfigError("no output directory given")
+    check_settings(level=level, alpha=alpha, delta=delta, share=share, rows=rows)
     dest = claim_report_dir(
         Path(out) if out is not None else Path(output_dirs[0]).parent / "people"
     )
