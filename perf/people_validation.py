@@ -4,12 +4,8 @@ labels on all pairs, and on a simulation with a known truth (``docs/people.md``)
     python -m perf.people_validation [--draws 500] [--shares 0.05,0.1,0.2] [--only pandalm,prd,...]
     python -m perf.people_validation --smoke      # the simulation at tiny sizes (CI); releases skipped
 
-The judges' verdicts come through the product: PandaLM's two recorded judges replayed by
-``voirdire.run`` (the release fetched by ``voirdire data fetch``'s code from a loopback
-server over the local mirror), PRD's reviewers and JudgeBench's two arena-hard judges
-(each file audited alone) by ``voirdire.audit`` on the fetched logs, Auto-J's example
-predictions by ``voirdire.audit --format autoj`` on the user's copy (``--autoj``), LLMBar's six
-evaluators (their Vanilla prompt) replayed from the located release. Then, per judge, the full
+The judges' verdicts come through the product (:mod:`perf.people_releases`: ``voirdire.run``
+replaying recorded judges, ``voirdire.audit`` on fetched logs). Then, per judge, the full
 labels are the truth (people's score of every pair) and for each share all but that share are
 hidden at random, ``--draws`` times:
 
@@ -31,11 +27,8 @@ model's own win rates and strengths (the super-population truth) exactly.
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -43,6 +36,7 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
+from perf.people_releases import RELEASES
 from voirdire.analysis.people.boards import (
     bt_estimate,
     design,
@@ -56,11 +50,6 @@ from voirdire.analysis.people.study import _auto_confidence
 from voirdire.analysis.position.gold import gold_grading
 
 LEVEL, DELTA, TARGETS = 0.9, 0.1, (0.8, 0.9)
-PANDALM_COMMIT = "3871806e72b4832f815ecafd24d3503c73403f48"
-LLMBAR_JUDGES = [
-    f"{e}/Vanilla"
-    for e in ("ChatGPT-0301", "ChatGPT", "Falcon", "GPT-4", "LLaMA2", "PaLM2")
-]
 
 
 def _cover(est, truth, n_model, skip=None):
@@ -185,116 +174,6 @@ def run_release(
             )
         print(f"{name} / {judge}: {g.height} pairs, {args.draws} draws x {len(args.shares)} shares, "
               f"{time.perf_counter() - t:.1f} s", flush=True)  # fmt: skip
-
-
-# ---------------------------------------------------------------------------- the releases
-
-
-def _serve(repos: dict) -> tuple[http.server.ThreadingHTTPServer, str]:
-    from perf.log_findings import _GitServer
-
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_GitServer, repos=repos)
-    )
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
-
-
-def pandalm(args, work: Path) -> pl.DataFrame:
-    """PandaLM's test set and its two recorded judges, fetched and replayed (``voirdire.run``)."""
-    import voirdire
-    from voirdire.benchmarks.release import fetch_release
-    from voirdire.engine.spec import parse_job
-
-    httpd, url = _serve(
-        {"pandalm": (args.mirror / "WeOpenML+PandaLM" / "repo", PANDALM_COMMIT)}
-    )
-    try:
-        dest = fetch_release(
-            work / "pandalm", f"{url}/pandalm/", release="pandalm", progress=False
-        ).dest
-    finally:
-        httpd.shutdown()
-    spec = parse_job({
-        "name": "pandalm-replay", "output_dir": str(work / "pandalm-replay"),
-        "benchmark": {"name": "pandalm", "data_dir": str(dest)},
-        "comparison": {"mode": "pairwise", "option_mode": 3, "permutations": "original"},
-        "judges": [{"name": "*", "backend": "replay", "recorded": "*"}],
-    }, "pandalm-replay")  # fmt: skip
-    return voirdire.run(spec).judgments
-
-
-def prd(args, work: Path) -> pl.DataFrame:
-    """PRD's reviewers, fetched and audited (``voirdire.audit``); people's votes are gold."""
-    import voirdire
-    from perf.log_findings import fetch, serve
-    from voirdire.benchmarks.log_release import Picks
-
-    httpd, url = serve(args.mirror)
-    try:
-        d = fetch("prd", url, work, Picks())
-    finally:
-        httpd.shutdown()
-    return voirdire.audit(
-        sorted((d / "data" / "vicuna80").glob("ratings-*")),
-        "prd",
-        out=work / "audit-prd",
-    ).judgments
-
-
-def judgebench(args, work: Path) -> pl.DataFrame:
-    """JudgeBench's two arena-hard judges, each file audited alone (``voirdire.audit``)."""
-    import voirdire
-    from perf.log_findings import fetch, serve
-    from voirdire.benchmarks.log_release import Picks
-
-    httpd, url = serve(args.mirror)
-    try:
-        d = fetch("judgebench", url, work, Picks(judges=("arena_hard",)))
-    finally:
-        httpd.shutdown()
-    files = sorted((d / "outputs").glob("*judge_name=arena_hard*.jsonl"))
-    parts = [
-        voirdire.audit([f], "judgebench", out=work / f"audit-jb-{i}").judgments
-        for i, f in enumerate(files)
-    ]
-    # the two files judge different responses: one benchmark each, so each judge is its own study
-    return pl.concat(
-        [
-            p.with_columns(benchmark=pl.lit(f"JudgeBench-{i}"))
-            for i, p in enumerate(parts)
-        ],
-        how="diagonal_relaxed",
-    )
-
-
-def autoj(args, work: Path) -> pl.DataFrame:
-    """Auto-J's example predictions (both orders) on its pairwise test data (``voirdire.audit``)."""
-    import voirdire
-
-    root = args.autoj / "data"
-    files = [root / "test" / "testdata_pairwise.jsonl", root / "outputs" / "pairwise_example_output.jsonl",
-             root / "outputs" / "pairwise_exchange_example_output.jsonl"]  # fmt: skip
-    return voirdire.audit(files, "autoj", out=work / "audit-autoj").judgments
-
-
-def llmbar(args, work: Path) -> pl.DataFrame:
-    """LLMBar's six evaluators (Vanilla prompt) on the five LLMBar sets, replayed."""
-    import voirdire
-    from voirdire.engine.spec import parse_job
-
-    spec = parse_job({
-        "name": "llmbar-six", "output_dir": str(work / "llmbar-six"),
-        "benchmark": {"name": "llmbar", "subsets": ["LLMBar/Natural", "LLMBar/Adversarial/GPTInst",
-                      "LLMBar/Adversarial/GPTOut", "LLMBar/Adversarial/Manual", "LLMBar/Adversarial/Neighbor"]},
-        "judges": [{"name": j, "backend": "replay", "recorded": j} for j in LLMBAR_JUDGES],
-    }, "llmbar-six")  # fmt: skip
-    return voirdire.run(spec).judgments
-
-
-#: name -> (reader, named models: a board exists)
-RELEASES = {"pandalm": (pandalm, True), "prd": (prd, True), "autoj": (autoj, False),
-            "llmbar": (llmbar, False), "judgebench": (judgebench, False)}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- the known truth
