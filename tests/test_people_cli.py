@@ -67,10 +67,11 @@ def _run(args):
 
 
 def _one_line_exit_2(r) -> str:
+    """The error message: one line (which the console may wrap), exit 2, no traceback."""
     assert r.exit_code == 2, r.output
-    lines = [x for x in r.output.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:"), r.output
-    return lines[0]
+    assert r.output.startswith("error:") and r.output.count("error:") == 1, r.output
+    assert "Traceback" not in r.output, r.output
+    return " ".join(line.strip() for line in r.output.splitlines())
 
 
 def test_people_writes_the_boards_and_the_pairs_for_people(dirs, tmp_path):
