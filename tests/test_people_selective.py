@@ -136,3 +136,21 @@ def test_a_study_refuses_too_few_labels_and_unjudged_pairs():
     assert (
         other.height
     )  # (a label matching no pair at all is the grading reader's refusal)
+
+
+def test_confidence_from_the_verdicts_probabilities():
+    j = study(
+        np.random.default_rng(6), k=2, questions=1, judges={"p": (1.0, 0.5)}, tie=0.0
+    )
+    # candidate m0 wins in the label; the judge saw it: A in order 0, B in order 1
+    win_first = j["extracted"][0] == "A"
+    probs = [[{"key": "A", "value": 0.8}, {"key": "B", "value": 0.2}],
+             [{"key": "A", "value": 0.3}, {"key": "B", "value": 0.7}]]  # fmt: skip
+    if (
+        not win_first
+    ):  # the label says m1: the judge picked B shown first, A shown second
+        probs = [[{"key": "A", "value": 0.2}, {"key": "B", "value": 0.8}],
+                 [{"key": "A", "value": 0.7}, {"key": "B", "value": 0.3}]]  # fmt: skip
+    j = j.with_columns(option_probs=pl.Series(probs))
+    pairs = with_confidence(judge_pairs(j), j, "probability")
+    assert np.isclose(pairs["confidence"][0], 0.75)  # the mean of 0.8 and 0.7
