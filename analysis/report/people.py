@@ -123,7 +123,11 @@ def people_markdown(study: PeopleStudy) -> str:
 
 
 def people_figure(
-    boards: pl.DataFrame, curve: pl.DataFrame, path: str | os.PathLike, title: str
+    boards: pl.DataFrame,
+    curve: pl.DataFrame,
+    path: str | os.PathLike,
+    title: str,
+    target: float | None = None,
 ) -> Path:
     """One (benchmark, judge)'s figure: its win rates by the three estimators side by side
     (a marker and the interval per model) and the selective-judging curve (agreement with
@@ -163,6 +167,9 @@ def people_figure(
         )
         cx.plot(curve.filter(~pl.col("certified"))["share_kept"], curve.filter(~pl.col("certified"))["agreement"],
                 "o", mfc="white", color="tab:blue", label="not certified")  # fmt: skip
+    if target is not None:
+        cx.axhline(target, ls="--", color="gray", lw=1, label="agreement asked")
+    if curve.height or target is not None:
         cx.legend(loc="lower left", fontsize=8)
     cx.set_xlabel("share of labelled pairs kept")
     cx.set_ylabel("agreement with people")
@@ -229,6 +236,7 @@ def write_people(
             c,
             d / "figures" / f"people_{n:02d}_{_slug(bench)}_{_slug(judge)}.png",
             f"{bench} / {judge}",
+            1 - study.settings["alpha"],
         )
     return paths
 
