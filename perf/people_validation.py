@@ -49,13 +49,15 @@ from voirdire.analysis.people.selective import fixed_sequence
 from voirdire.analysis.people.study import _auto_confidence
 from voirdire.analysis.position.gold import gold_grading
 
-LEVEL, DELTA, TARGETS = 0.9, 0.1, (0.8, 0.9)
+LEVEL, DELTA, TARGETS = 0.9, 0.1, (0.7, 0.8, 0.9)
 
 
 def _cover(est, truth, n_model, skip=None):
-    """Whether each coordinate's interval (the product's, :func:`interval`) holds the truth."""
+    """Whether each coordinate's interval (the product's, :func:`interval`: win rates with
+    the jackknife covariance, boards with HC1) holds the truth."""
+    board = skip is not None
     lo, hi, _, _ = interval(
-        est, n_model, LEVEL, None if skip is None else n_model.size - 1
+        est, n_model, LEVEL, n_model.size - 1 if board else None, unbiased=board
     )
     hit = (lo <= truth) & (truth <= hi)
     return np.delete(hit, skip) if skip is not None else hit
@@ -79,7 +81,7 @@ def validate(
     true_wr = win_rate_estimate(a, b, y, yhat, every, k, 0.0).theta
     anc = int(np.argmax(np.bincount(np.r_[a, b], minlength=k)))
     true_bt = bt_estimate(a, b, y, yhat, every, k, anc, 0.0).theta if named else None
-    judge_wr = win_rate_estimate(a, b, yhat, yhat, every, k, 0.0)
+    judge_wr = win_rate_estimate(a, b, yhat, yhat, every, k, 0.0, jackknife=True)
     n_all = np.bincount(np.r_[a, b], minlength=k)
     rng, out = np.random.default_rng(seed), []
     for share in shares:
@@ -92,15 +94,15 @@ def validate(
             lab = np.zeros(y.size, dtype=bool)
             lab[rng.choice(y.size, n, replace=False)] = True
             wr, wr0 = (
-                win_rate_estimate(a, b, y, yhat, lab, k),
-                win_rate_estimate(a, b, y, yhat, lab, k, 0.0),
+                win_rate_estimate(a, b, y, yhat, lab, k, jackknife=True),
+                win_rate_estimate(a, b, y, yhat, lab, k, 0.0, jackknife=True),
             )
             nm = np.bincount(np.r_[a[lab], b[lab]], minlength=k)
             acc["wr"].append(_cover(wr, true_wr, nm))
             acc["w_wr"].append(_ratio(wr, wr0))
             _, lo, hi = rank_sets(
                 np.nan_to_num(wr.theta),
-                np.nan_to_num(interval(wr, nm, LEVEL)[3]),
+                np.nan_to_num(interval(wr, nm, LEVEL, unbiased=False)[3]),
                 LEVEL,
             )
             acc["rs_wr"].append(
@@ -212,11 +214,13 @@ def simulation(args) -> pl.DataFrame:
         for s in args.shares:
             lab = np.zeros(y.size, dtype=bool)
             lab[rng.choice(y.size, max(2, round(s * y.size)), replace=False)] = True
-            wr = win_rate_estimate(a, b, y, yhat, lab, k)
+            wr = win_rate_estimate(a, b, y, yhat, lab, k, jackknife=True)
             nm = np.bincount(np.r_[a[lab], b[lab]], minlength=k)
             hits[s]["wr"].append(_cover(wr, true_wr, nm))
             hits[s]["w"].append(
-                _ratio(wr, win_rate_estimate(a, b, y, yhat, lab, k, 0.0))
+                _ratio(
+                    wr, win_rate_estimate(a, b, y, yhat, lab, k, 0.0, jackknife=True)
+                )
             )
             bt = bt_estimate(a, b, y, yhat, lab, k, 0)
             hits[s]["bt"].append(_cover(bt, true_bt, nm, 0))

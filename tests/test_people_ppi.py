@@ -15,7 +15,12 @@ from voirdire.analysis.people.boards import (
     win_rate_estimate,
 )
 from voirdire.analysis.people.pairs import judge_pairs, with_labels
-from voirdire.analysis.people.ppi import ppi_logistic, ppi_mean, wald
+from voirdire.analysis.people.ppi import (
+    mean_leave_one_out,
+    ppi_logistic,
+    ppi_mean,
+    wald,
+)
 from voirdire.analysis.people.rank_sets import point_ranks, rank_sets
 
 ppi_py = pytest.importorskip("ppi_py")
@@ -121,9 +126,9 @@ def test_intervals_and_rank_sets_cover_the_truth_in_simulation():
     for _ in range(draws):
         lab = np.zeros(y.size, dtype=bool)
         lab[rng.choice(y.size, size=y.size // 10, replace=False)] = True
-        wr = win_rate_estimate(a, b, y, yhat, lab, k)
+        wr = win_rate_estimate(a, b, y, yhat, lab, k, jackknife=True)
         nm = np.bincount(np.r_[a[lab], b[lab]], minlength=k)
-        lo, hi, _, cov = interval(wr, nm, 0.9)
+        lo, hi, _, cov = interval(wr, nm, 0.9, unbiased=False)
         hits["wr"] += np.mean((lo <= true_wr) & (true_wr <= hi))
         bt = bt_estimate(a, b, y, yhat, lab, k, 0)
         lo, hi, _, _ = interval(bt, nm, 0.9, k - 1)
@@ -131,7 +136,7 @@ def test_intervals_and_rank_sets_cover_the_truth_in_simulation():
         _, rlo, rhi = rank_sets(wr.theta, cov, 0.9)
         hits["ranks"] += np.all((rlo <= true_rank) & (true_rank <= rhi))
         lo, hi, _, _ = interval(
-            win_rate_estimate(a, b, yhat, yhat, every, k, 0.0),
+            win_rate_estimate(a, b, yhat, yhat, every, k, 0.0, jackknife=True),
             np.bincount(np.r_[a, b]),
             0.9,
         )
@@ -150,3 +155,21 @@ def test_intervals_and_rank_sets_cover_the_truth_in_simulation():
     )
     assert hits["judge"] / draws < 0.5  # the judge's own interval ignores its errors
     assert np.nanmedian(widths) < 1.0  # the judge's verdicts narrow people's intervals
+
+
+@pytest.mark.parametrize("lam", [None, 0.0, 0.6])
+def test_leave_one_out_equals_refitting_without_each_item(lam):
+    rng = np.random.default_rng(8)
+    y = rng.choice([0.0, 0.5, 1.0], 25)
+    yhat = np.clip(0.5 * y + 0.5 * rng.random(25), 0, 1)
+    yhat_u = rng.random(300)
+    loo = mean_leave_one_out(y, yhat, yhat_u, lam)
+    brute = [
+        ppi_mean(np.delete(y, i), np.delete(yhat, i), yhat_u, lam).theta[0]
+        for i in range(25)
+    ]
+    assert np.allclose(loo, brute, atol=1e-12)
+    # with λ fixed the jackknife variance is the unbiased variance of y − λŷ over n
+    if lam is not None:
+        jk = 24 / 25 * np.sum((loo - loo.mean()) ** 2)
+        assert np.isclose(jk, np.var(y - lam * yhat, ddof=1) / 25)

@@ -154,3 +154,14 @@ def test_confidence_from_the_verdicts_probabilities():
     j = j.with_columns(option_probs=pl.Series(probs))
     pairs = with_confidence(judge_pairs(j), j, "probability")
     assert np.isclose(pairs["confidence"][0], 0.75)  # the mean of 0.8 and 0.7
+
+
+def test_a_few_very_confident_pairs_do_not_block_the_walk():
+    # 3 pairs at 1.0 (one wrong) then 60 at 0.8 (all agree): the top threshold keeps fewer
+    # than the 22 pairs any certificate needs, so the walk starts at 0.8 and certifies it
+    conf = np.r_[np.ones(3), np.full(60, 0.8)]
+    agree = np.r_[True, False, True, np.ones(60, bool)]
+    assert binom.cdf(1, 3, 0.1) > 0.1  # tested first, 1.0 would have ended the walk
+    assert fixed_sequence(conf, agree, 0.1, 0.1) == 0.8
+    c = selective_curve(conf, agree, 0.1, 0.1)
+    assert c["certified"].to_list() == [False, True]

@@ -41,7 +41,12 @@ import numpy as np
 import polars as pl
 from scipy.stats import t as student
 
-from voirdire.analysis.people.ppi import Estimate, mean_lambda, ppi_logistic
+from voirdire.analysis.people.ppi import (
+    Estimate,
+    mean_lambda,
+    mean_leave_one_out,
+    ppi_logistic,
+)
 from voirdire.analysis.people.rank_sets import rank_sets
 from voirdire.analysis.ranking.bt import SCALE
 
@@ -78,7 +83,7 @@ def _scores(a, b, s, k) -> tuple[np.ndarray, np.ndarray]:
 
 def win_rate_estimate(
     a: np.ndarray, b: np.ndarray, y: np.ndarray, yhat: np.ndarray, labelled: np.ndarray,
-    k: int, lam: float | None = None,
+    k: int, lam: float | None = None, jackknife: bool = False,
 ) -> Estimate:  # fmt: skip
     """Per model the PPI++ mean of its scores (module docstring) and the joint covariance.
 
@@ -87,6 +92,12 @@ def win_rate_estimate(
             people's score (read where ``labelled``); yhat: (pairs,) the judge's score;
             labelled: (pairs,) bool; k: the number of models.
         lam: the power tuning for every model; None: PPI++'s, per model; 0: people alone.
+        jackknife: the labelled part of the covariance from the delete-one jackknife over
+            each model's labelled pairs, λ tuned again without each
+            (:func:`~voirdire.analysis.people.ppi.mean_leave_one_out`; cross-covariances
+            from the pairs two models share), instead of ``ppi-python``'s plug-in
+            (population variances at the tuned λ). Already unbiased: :func:`interval` takes
+            it with ``unbiased=False``.
 
     Returns:
         :class:`~voirdire.analysis.people.ppi.Estimate`: ``theta`` (k,), ``cov`` (k, k),
@@ -106,7 +117,11 @@ def win_rate_estimate(
         lam_m = (mean_lambda(ys, hs, hu) if lam is None else lam) if hu.size else 0.0
         rect = ys - lam_m * hs
         theta[m] = rect.mean() + (lam_m * hu.mean() if hu.size else 0.0)
-        r_l[m_l[:, m], m] = (rect - rect.mean()) / n_m[m]
+        if jackknife:  # (n − 1)/n · Σ (θ₋ᵢ − θ̄₋)², as a product of per-pair deviations
+            loo = mean_leave_one_out(ys, hs, hu, None if lam is None else lam_m)
+            r_l[m_l[:, m], m] = np.sqrt((n_m[m] - 1) / n_m[m]) * (loo - loo.mean())
+        else:
+            r_l[m_l[:, m], m] = (rect - rect.mean()) / n_m[m]
         if hu.size:
             r_u[m_u[:, m], m] = lam_m * (hu - hu.mean()) / big_m[m]
         lams[m] = lam_m
@@ -138,7 +153,11 @@ def bt_estimate(
 
 
 def interval(
-    est: Estimate, n_model: np.ndarray, level: float, free: int | None = None
+    est: Estimate,
+    n_model: np.ndarray,
+    level: float,
+    free: int | None = None,
+    unbiased: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The small-sample interval (module docstring) of every coordinate of ``est``.
 
@@ -146,7 +165,8 @@ def interval(
         est: an estimate (``theta``, ``cov``); n_model: (k,) each coordinate's labelled pairs.
         level: the coverage asked. free: a board's free coefficients ``d`` (its covariance is
             scaled by ``n/(n − d)``, ``n`` the labelled pairs: ``n_model.sum() / 2``); None:
-            win rates (each scaled by ``n_m/(n_m − 1)``).
+            win rates (each scaled by ``n_m/(n_m − 1)``, unless ``unbiased`` is False: a
+            jackknife covariance, already unbiased).
 
     Returns:
         ``(lo, hi, se, cov)``: the interval, the standard errors and the covariance used (the
@@ -155,7 +175,7 @@ def interval(
     n = np.asarray(n_model, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         if free is None:
-            scale = np.where(n > 1, n / (n - 1), np.nan)
+            scale = np.where(n > 1, n / (n - 1) if unbiased else 1.0, np.nan)
         else:
             total = n.sum() / 2
             scale = np.full(n.shape, total / (total - free) if total > free else np.nan)
@@ -178,7 +198,8 @@ def _rows(
     anchor_rating,
 ):
     """The :data:`BOARD_COLUMNS` rows of one estimate."""  # fmt: skip
-    lo, hi, se, cov = interval(est, n_lab, level, df if kind == "bt" else None)
+    bt = kind == "bt"
+    lo, hi, se, cov = interval(est, n_lab, level, df if bt else None, unbiased=bt)
     if kind == "bt":  # the anchor: fixed, no interval of its own
         fixed = np.diag(est.cov) == 0
         lo = np.where(fixed, est.theta, lo)
@@ -244,7 +265,7 @@ def people_boards(
     n_lab = np.bincount(np.r_[a[labelled], b[labelled]], minlength=k)
     parts = []
     wr = {e: win_rate_estimate(a, b, *((yhat, yhat, every) if e == "judge" else (y, yhat, labelled)), k,
-                               0.0 if e != "ppi" else None) for e in ESTIMATORS}  # fmt: skip
+                               0.0 if e != "ppi" else None, jackknife=True) for e in ESTIMATORS}  # fmt: skip
     var_people = np.diag(wr["people"].cov)
     for e in ESTIMATORS:
         n = n_pairs if e == "judge" else n_lab

@@ -8,7 +8,12 @@ exact binomial p-value. For a threshold ``t`` the risk is ``R(t) = P(judge ≠ p
 The thresholds are tested from the most confident down, each the null ``R(t) > α`` with
 ``p(t) = P(Binomial(n_t, α) ≤ e_t)`` (``n_t`` labelled pairs with confidence ≥ t, ``e_t``
 of them where the judge disagrees with people); the walk stops at the first ``p > δ`` and
-``t̂`` is the last threshold rejected. Then, for labelled pairs drawn at random from the
+``t̂`` is the last threshold rejected. The walk starts at the most confident threshold that
+keeps at least :func:`min_labels` labelled pairs: a threshold with fewer cannot be certified
+whatever the labels say (its p-value exceeds δ even without an error), and testing it first
+would end the walk there (a few very confident pairs would block every threshold below them).
+Where it starts depends on the confidences alone, never on the agreements (ours; Trust or
+Escalate's thresholds are a fixed grid). Then, for labelled pairs drawn at random from the
 pairs (exchangeable with the rest), ``P(R(t̂) ≤ α) ≥ 1 − δ``: on the pairs the judge keeps,
 its agreement with people is at least ``1 − α`` with probability at least ``1 − δ``. No
 threshold rejected: the judge keeps nothing (every pair goes to people or the next judge).
@@ -80,7 +85,9 @@ def fixed_sequence(
         raise ValueError("confidences and agreements differ in length")
     if conf.size == 0:
         return math.inf
-    t, _, _, p = _walk(conf, agree, alpha)
+    t, n, _, p = _walk(conf, agree, alpha)
+    tested = n >= min_labels(alpha, delta)
+    t, p = t[tested], p[tested]
     fails = np.flatnonzero(p > delta)
     stop = fails[0] if fails.size else t.size
     return float(t[stop - 1]) if stop else math.inf
@@ -96,14 +103,17 @@ def selective_curve(
     Returns:
         :data:`CURVE_COLUMNS`: ``threshold`` (f64), ``kept`` (int: labelled pairs with
         confidence ≥ threshold), ``share_kept`` (f64, of the labelled pairs), ``agreement``
-        (f64), ``p_value`` (f64), ``certified`` (bool: within the fixed sequence's walk).
+        (f64), ``p_value`` (f64), ``certified`` (bool: within the fixed sequence's walk;
+        false for the thresholds above its start, which keep too few pairs to be tested).
     """
     _check(alpha, delta)
     conf, agree = np.asarray(conf, dtype=float), np.asarray(agree, dtype=bool)
     if conf.size == 0:
         return pl.DataFrame(schema=dict.fromkeys(CURVE_COLUMNS, pl.Float64))
     t, n, g, p = _walk(conf, agree, alpha)
+    tested = n >= min_labels(alpha, delta)  # the walk's start (module docstring)
+    certified = np.cumprod(np.where(tested, p <= delta, True)).astype(bool) & tested
     return pl.DataFrame({
         "threshold": t, "kept": n.astype(np.int64), "share_kept": n / conf.size, "agreement": g / n,
-        "p_value": p, "certified": np.cumprod(p <= delta).astype(bool),
+        "p_value": p, "certified": certified,
     })  # fmt: skip
