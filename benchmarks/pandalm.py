@@ -17,6 +17,12 @@ input) the release's ``prompt`` column numbers (170 questions, up to 10 items ea
 not a question because a model's answer differs between pairings), so intervals resample the
 170 questions, not the 999 items.
 
+Recorded judges (:meth:`PandaLM.recorded_judges`): the release's own evaluation of its judge
+PandaLM-7B and of GPT-3.5 on the test set (``recorded.parquet``), one verdict per item in the
+order the release lists the pair (permutation 0), replayed by the replay judge
+(``examples/pandalm_replay.toml``: ``permutations = "original"``, ``option_mode = 3``): ``1``
+→ A, ``2`` → B, ``0`` or ``Tie`` → C (a tie), anything else (``garbage``) no verdict.
+
 Prompts for live judges: a built-in pair template of own pairs
 (:mod:`voirdire.benchmarks.pair_prompts`), chosen by ``[benchmark] prompt``: ``"mtbench"``
 (default: FastChat's ``pair-v2``, verdicts ``[[A]]``/``[[B]]``/``[[C]]``, tie offered, option
@@ -30,6 +36,7 @@ instruction, then the item's input after a blank line when it has one.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +45,7 @@ import polars as pl
 from voirdire.benchmarks.pair_prompts import is_builtin, known_templates
 from voirdire.benchmarks.pairs import OwnPairs, PairColumns, PairsSpec
 from voirdire.benchmarks.pandalm_release import PANDALM
+from voirdire.benchmarks.recorded import Recorded, RecordKey, record_key
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.benchmarks.release import locate
 from voirdire.core import ConfigError
@@ -107,6 +115,65 @@ class PandaLM(OwnPairs):
             )
         pairs = pl.read_parquet(path, columns=["id", "prompt"])
         return pairs.select(question_id="id", cluster=pl.format("q{}", "prompt"))
+
+    @classmethod
+    def recorded_judges(
+        cls, data_dir: str | Path, study: str, subsets: Sequence[str] | None = None
+    ) -> list[str]:
+        """The judges in the converted release's ``recorded.parquet`` (sorted; empty when
+        there is none: a release fetched before it was read)."""
+        path = Path(data_dir) / "recorded.parquet"
+        if not path.is_file():
+            return []
+        return sorted(
+            pl.read_parquet(path, columns=["judge"])["judge"].unique().to_list()
+        )
+
+    @classmethod
+    def recorded_file(
+        cls, data_dir: str | Path, study: str, recorded: str, judge: str
+    ) -> Path:
+        """``recorded.parquet`` of the converted release.
+
+        Raises:
+            ConfigError: no verdict recorded for ``recorded`` there (those recorded named).
+        """
+        have = cls.recorded_judges(data_dir, study)
+        if recorded not in have:
+            raise ConfigError(
+                f"judge {judge!r}: no recorded verdicts of {recorded!r} in {data_dir}"
+                + (
+                    f"; recorded there: {', '.join(have)}"
+                    if have
+                    else "; run `voirdire data fetch pandalm` again"
+                )
+            )
+        return Path(data_dir) / "recorded.parquet"
+
+    @classmethod
+    def read_recorded(cls, path: Path, recorded: str) -> dict[RecordKey, Recorded]:
+        """One judge's verdicts, keyed by the item and the order the release shows it in
+        (``model_1`` first), with the letter read (module docstring) and the judge's reason
+        as its text.
+
+        Raises:
+            ConfigError: nothing recorded for it.
+        """
+        rec = pl.read_parquet(path).filter(pl.col("judge") == recorded)
+        if rec.height == 0:
+            raise ConfigError(f"no recorded verdicts of {recorded!r} in {path}")
+        pairs = pl.read_parquet(
+            path.parent / "pairs.parquet", columns=["idx", "id", "model_1", "model_2"]
+        )
+        letters = {"1": "A", "2": "B", "0": "C", "tie": "C"}
+        out: dict[RecordKey, Recorded] = {}
+        for r in rec.join(pairs, on="idx").iter_rows(named=True):
+            letter = letters.get(r["result"].strip().lower(), "")
+            text = r["reason"] if r["reason"] is not None else r["result"]
+            out[record_key(r["id"], (r["model_1"], r["model_2"]))] = Recorded(
+                output=text, choice=letter
+            )
+        return out
 
     def __init__(
         self,

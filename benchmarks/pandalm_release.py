@@ -16,6 +16,13 @@ converted into, read by :mod:`voirdire.benchmarks.pandalm`::
                     annotator2, annotator3 (i8: 1 or 2 = that response is better, 0 = tie),
                     label (i8: the majority of the three, same coding), gold (str: the
                     majority's model name, or ``"tie"``)
+    recorded.parquet  the two judges the release recorded on the test set (PandaLM's
+                    evaluation of its own judge and of GPT-3.5, ``data/pandalm-7b-testset-v1.json``
+                    and ``data/gpt-3.5-turbo-testset-v1.json``, one object per item with its
+                    ``idx``): judge (str: ``pandalm-7b``, ``gpt-3.5-turbo``), idx (i32), result
+                    (str: the recorded verdict as text: ``1``/``2`` = that response is better,
+                    ``0`` or ``Tie`` = a tie, anything else (GPT-3.5's ``garbage``) = none
+                    read), reason (str|null: the judge's explanation)
     LICENSE, RELEASE.json
 
 The file holds the three annotators' labels and no majority field; the majority is computed
@@ -41,6 +48,21 @@ from voirdire.core import DataError
 
 #: the release file of the test set
 TESTSET = "data/testset-v1.json"
+#: the judges' recorded verdicts on the test set: judge -> (file, result field, reason field)
+RECORDED_FILES = {
+    "pandalm-7b": (
+        "data/pandalm-7b-testset-v1.json",
+        "pandalm_result",
+        "pandalm_reason",
+    ),
+    "gpt-3.5-turbo": ("data/gpt-3.5-turbo-testset-v1.json", "gpt_result", "gpt_reason"),
+}
+RECORDED_SCHEMA = {
+    "judge": pl.String,
+    "idx": pl.Int32,
+    "result": pl.String,
+    "reason": pl.String,
+}
 ANNOTATORS = ("annotator1", "annotator2", "annotator3")
 TEXT_FIELDS = ("motivation_app", "instruction", "input", "response1", "response2")
 #: label code -> meaning (PandaLM's README: 1 or 2 = that response is better, 0 = similar quality)
@@ -168,6 +190,45 @@ def read_testset(data: bytes) -> pl.DataFrame:
     )
 
 
+def read_recorded_file(judge: str, data: bytes, items: set[int]) -> pl.DataFrame:
+    """``recorded.parquet``'s rows of one judge from the bytes of its release file.
+
+    Raises:
+        DataError: not JSON, not a list of objects with an integer ``idx`` and the result
+            field, an ``idx`` that is not an item of the test set or appears twice.
+    """
+    path, field, why = RECORDED_FILES[judge]
+    try:
+        recs = json.loads(data)
+    except ValueError as exc:
+        raise DataError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(recs, list):
+        raise DataError(
+            f"{path}: expected a JSON list of records, got {type(recs).__name__}"
+        )
+    rows, seen = [], set()
+    for n, r in enumerate(recs):
+        if (
+            not isinstance(r, dict)
+            or field not in r
+            or not isinstance(r.get("idx"), int)
+            or isinstance(r["idx"], bool)
+        ):
+            raise DataError(
+                f"{path}: record {n} is not an object with an integer 'idx' and {field!r}"
+            )
+        if r["idx"] not in items or r["idx"] in seen:
+            raise DataError(
+                f"{path}: record {n}: idx {r['idx']} is not an item of the test set, or appears twice"
+            )
+        seen.add(r["idx"])
+        reason = r.get(why)
+        rows.append(
+            (judge, r["idx"], str(r[field]), None if reason is None else str(reason))
+        )
+    return pl.DataFrame(rows, schema=RECORDED_SCHEMA, orient="row")
+
+
 def convert(
     get: Callable[[str], bytes],
     manifest: dict[str, str],
@@ -196,6 +257,21 @@ def convert(
     frame.write_parquet(out / "pairs.parquet")
     done.files[TESTSET] = manifest[TESTSET]
     done.judges["people"] = list(ANNOTATORS)
+    recorded = []
+    for judge, (path, _, _) in RECORDED_FILES.items():
+        if path not in manifest:
+            continue
+        try:
+            recorded.append(
+                read_recorded_file(judge, get(path), set(frame["idx"].to_list()))
+            )
+        except NotOnMirror:
+            done.skipped.append(f"{judge}: {path} is not on the mirror")
+            continue
+        done.files[path] = manifest[path]
+    if recorded:
+        pl.concat(recorded).write_parquet(out / "recorded.parquet")
+        done.judges["recorded"] = sorted(set(pl.concat(recorded)["judge"]))
     log(
         f"{frame.height} pairs, {frame['prompt'].n_unique()} questions, "
         f"{len(set(frame['model_1']) | set(frame['model_2']))} models"
@@ -221,6 +297,8 @@ PANDALM = Release(
 
 __all__ = [
     "ANNOTATORS",
+    "RECORDED_FILES",
+    "read_recorded_file",
     "PAIRS_SCHEMA",
     "PANDALM",
     "TESTSET",

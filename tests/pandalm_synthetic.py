@@ -10,7 +10,7 @@ from itertools import combinations
 from pathlib import Path
 
 from voirdire.benchmarks.mirror import blob_id
-from voirdire.benchmarks.pandalm_release import TESTSET
+from voirdire.benchmarks.pandalm_release import RECORDED_FILES, TESTSET
 from voirdire.benchmarks.release import fetch_release
 
 MODELS = ["bloom-7b", "cerebras-gpt-6.7B", "llama-7b", "opt-7b", "pythia-6.9b"]
@@ -44,29 +44,55 @@ def synthetic_items(questions: int = 3) -> list[dict]:
     return items
 
 
-def write_release(root: Path, items: object) -> Path:
-    """The release's files under ``root`` (``data/testset-v1.json``, ``LICENSE``) and a
-    manifest for them beside it (path-first form with sizes, like the package's); returns
-    the manifest's path."""
+#: the recorded judges' results cycled over the items, in each file's own spelling
+RECORDED_RESULTS = {
+    "pandalm-7b": [1, 2, 0],
+    "gpt-3.5-turbo": ["1", "2", "Tie", "garbage"],
+}
+
+
+def recorded_files(items: list[dict], results: dict | None = None) -> dict[str, bytes]:
+    """The two judges' files in the release's format (``idx``, the result and the reason
+    fields), results cycled from ``results`` (default :data:`RECORDED_RESULTS`)."""
+    out = {}
+    for judge, cycle in (RECORDED_RESULTS if results is None else results).items():
+        path, field, why = RECORDED_FILES[judge]
+        recs = [
+            {"idx": it["idx"], field: cycle[n % len(cycle)], why: f"reason {n}"}
+            for n, it in enumerate(items)
+        ]
+        out[path] = json.dumps(recs, indent=4).encode()
+    return out
+
+
+def write_release(
+    root: Path, items: object, recorded: dict[str, bytes] | None = None
+) -> Path:
+    """The release's files under ``root`` (``data/testset-v1.json``, ``LICENSE``, and the
+    ``recorded`` judges' files by path) and a manifest for them beside it (path-first form
+    with sizes, like the package's); returns the manifest's path."""
     data = items if isinstance(items, bytes) else json.dumps(items, indent=4).encode()
     (root / "data").mkdir(parents=True, exist_ok=True)
     (root / TESTSET).write_bytes(data)
     (root / "LICENSE").write_bytes(LICENSE)
+    for path, body in (recorded or {}).items():
+        (root / path).write_bytes(body)
     man = root.parent / f"{root.name}-manifest.tsv"
     man.write_text(
         "path\tgit_blob_id\tsize\n"
         + "".join(
             f"{p}\t{blob_id((root / p).read_bytes())}\t{(root / p).stat().st_size}\n"
-            for p in (TESTSET, "LICENSE")
+            for p in (TESTSET, "LICENSE", *(recorded or {}))
         )
     )
     return man
 
 
 def synthetic_data_dir(where: Path) -> Path:
-    """A data directory fetched (from a local copy) out of :func:`synthetic_items`:
-    ``where/data``."""
-    man = write_release(where / "release", synthetic_items())
+    """A data directory fetched (from a local copy) out of :func:`synthetic_items` and the
+    two recorded judges (:func:`recorded_files`): ``where/data``."""
+    items = synthetic_items()
+    man = write_release(where / "release", items, recorded_files(items))
     return fetch_release(
         where / "data",
         release="pandalm",

@@ -281,7 +281,7 @@ def test_product_never_imports_tests_or_perf_nor_edits_sys_path():
 #: the stages to its left (``settings`` holds the defaults, ``results_dir`` is the one door
 #: into a directory; ``stages`` plans one directory's analysis from the next three;
 #: ``outputs``/``study`` compute one and several directories' tables; ``ranking`` fits
-#: leaderboards from judgments; ``report`` writes and renders them; ``build`` computes a
+#: leaderboards from judgments; ``people`` estimates people's from a few labels; ``report`` writes and renders them; ``build`` computes a
 #: report's tables, then has them written)
 ANALYSIS_STAGES = [
     "settings",
@@ -290,6 +290,7 @@ ANALYSIS_STAGES = [
     "biases",
     "mitigation",
     "ranking",
+    "people",
     "stages",
     "outputs",
     "study",
@@ -314,5 +315,5 @@ def test_analysis_stages_import_one_way():
                 and ANALYSIS_STAGES.index(t[2]) > here
             ):
                 bad.append(str(imp))
-    order = "settings -> results_dir -> position -> biases -> mitigation -> ranking -> stages -> outputs -> study -> report -> build"
+    order = "settings -> results_dir -> position -> biases -> mitigation -> ranking -> people -> stages -> outputs -> study -> report -> build"
     assert not bad, f"analysis imports against {order}:\n" + "\n".join(bad)

@@ -22,7 +22,13 @@ import voirdire
 from tests.pandalm_synthetic import LICENSE, MODELS, synthetic_items, write_release
 from voirdire.benchmarks.mirror import read_manifest
 from voirdire.benchmarks.pandalm import PandaLM
-from voirdire.benchmarks.pandalm_release import PANDALM, TESTSET, majority, read_testset
+from voirdire.benchmarks.pandalm_release import (
+    PANDALM,
+    RECORDED_FILES,
+    TESTSET,
+    majority,
+    read_testset,
+)
 from voirdire.benchmarks.registry import load_benchmark
 from voirdire.benchmarks.release import MARKER, fetch_release, get_release
 from voirdire.core import ConfigError, DataError
@@ -97,7 +103,10 @@ def test_release_record_and_package_manifest():
     rel = get_release("pandalm")
     assert rel is PANDALM and rel.repo == "WeOpenML/PandaLM" and len(rel.commit) == 40
     man = read_manifest(rel.manifest)
-    assert set(man) == {TESTSET, "LICENSE"} and all(len(b) == 40 for b in man.values())
+    recorded = {path for path, _, _ in RECORDED_FILES.values()}
+    assert set(man) == {TESTSET, "LICENSE", *recorded} and all(
+        len(b) == 40 for b in man.values()
+    )
     lines = [
         ln.split("\t")
         for ln in rel.manifest.read_text().splitlines()[1:]

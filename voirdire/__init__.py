@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
-    "Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "mitigate", "rank", "audit", "ConfigError",
+    "Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "mitigate", "rank", "people", "audit", "ConfigError",
     "__version__",
 ]  # fmt: skip
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         estimate,
         load,
         load_job_spec,
+        people,
         plan,
         rank,
         report,

@@ -72,6 +72,9 @@ REPORT_FILES = frozenset(
         JUDGMENTS_FILE,
         "ranking.html",
         "ranking.md",
+        "people.md",
+        "people_pairs.parquet",
+        "people_to_label.csv",
     }
 )
 #: keys of job.json (the engine's record) and the type each must have

@@ -27,6 +27,7 @@ from voirdire.api.jobs import (
     run,
     run_queries,
 )
+from voirdire.api.people import people
 from voirdire.api.results import analyze, load, mitigate, rank, report
 
 # The analysis (scipy, statsmodels, matplotlib: seconds to import) is imported by the
@@ -46,6 +47,7 @@ __all__ = [
     "report",
     "mitigate",
     "rank",
+    "people",
     "audit",
     "audit_job",
     "check_audit",

@@ -5,6 +5,7 @@
     voirdire analyze DIR [DIR ...]
     voirdire report DIR [DIR ...] [--out OUT] [--judge-attributes CSV] [--tokenizer PATH]
     voirdire mitigate DIR [DIR ...] [--reference gold | --reference judge:NAME | --reference labels.csv] [--out OUT] [--strategies a,b] [--labels CSV]
+    voirdire people DIR [DIR ...] [--labels gold | --labels labels.csv] [--share S | --rows N] [--level L] [--alpha A] [--delta D] [--confidence C] [--cascade a,b] [--out OUT]
     voirdire submit JOB.toml --address http://HEAD:8265 [--env K=V] [--output-dir DIR] [--no-wait]
     voirdire status [JOB_ID] [--address ...]
     voirdire stop JOB_ID [--address ...]
@@ -28,6 +29,7 @@ from voirdire.cli.common import app, console, err_console, show_warning
 # isort: off
 from voirdire.cli import jobs  # noqa: F401,E402  run, audit
 from voirdire.cli import results  # noqa: F401,E402  analyze, report, mitigate, rank
+from voirdire.cli import people  # noqa: F401,E402  people
 from voirdire.cli import cluster  # noqa: F401,E402  submit, status, stop
 from voirdire.cli import data  # noqa: F401,E402  data fetch
 # isort: on

@@ -1,0 +1,313 @@
+"""People's win rates and Bradley–Terry board, estimated from a few labels and a judge (PPI++).
+
+The input is one judge's *pairs table* (:mod:`voirdire.analysis.people.pairs`): every pair
+the judge judged, with the judge's score ``yhat`` (the candidate's side: 1 win, 0.5 tie, 0
+loss, averaged over the judge's verdicts on the pair) and, on the labelled pairs, people's
+score ``y``. Three estimators of people's preferences, side by side:
+
+- ``ppi``: PPI++ (:mod:`voirdire.analysis.people.ppi`), people's labels and the judge's
+  verdicts on every pair; unbiased for people's preference whatever the judge's errors;
+- ``people``: people's labels alone (PPI++ with λ = 0);
+- ``judge``: the judge's verdicts alone, as if they were people's (its interval ignores the
+  judge's errors: it is what a judge's leaderboard claims, not a valid interval for people).
+
+**Win rates** (``kind = "win_rate"``): a model's mean score over the pairs it is in (ties
+half), a PPI++ mean per model (λ tuned per model), with the joint covariance of the k
+estimates (each pair enters two models' means) for the rank sets. Chatzi et al. (2024)
+estimate the win rate against an opponent drawn uniformly; on a design where every model
+meets every other equally often (a balanced round robin) the two coincide.
+
+**Board** (``kind = "bt"``): Bradley–Terry (``P(a ≻ b) = σ(θ_a − θ_b)``, a tie half a win)
+as a logistic regression without intercept on ``x = e_a − e_b`` with the anchor's column
+dropped (its θ is 0); ``rating = anchor_rating + 400/ln 10 · θ`` (Arena's scale,
+:mod:`voirdire.analysis.ranking.bt`). PPI++ for a GLM with the sandwich covariance.
+
+**Small samples.** ``ppi-python``'s intervals are normal (``z``) with population variances; with
+tens of labels per model they cover less than they claim (in the simulation of
+``perf/people_validation.py``, 0.74 at 8 labels per model for 0.9 asked). The intervals here
+use Student's t on ``n − 1`` degrees of freedom (``n``: the model's labelled pairs) and the
+unbiased variance (``× n/(n − 1)``; for the board HC1's ``× n/(n − d)``, ``d`` free
+coefficients, Hinkley 1977), :func:`interval`; the estimates and their covariance before it are
+exactly ``ppi-python``'s, and the correction vanishes as the labels grow.
+
+**Effective labels** ``n_eff = n · Var(people) / Var(ppi)``: the number of people's labels
+that alone would give the PPI++ interval's width (Angelopoulos et al. 2023's measure); the
+judge is worth ``n_eff − n`` labels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from scipy.stats import t as student
+
+from voirdire.analysis.people.ppi import (
+    Estimate,
+    mean_lambda,
+    mean_leave_one_out,
+    ppi_logistic,
+)
+from voirdire.analysis.people.rank_sets import rank_sets
+from voirdire.analysis.ranking.bt import SCALE
+
+__all__ = ["BOARD_COLUMNS", "ESTIMATORS", "design", "interval", "bt_estimate", "win_rate_estimate", "people_boards"]  # fmt: skip
+
+ESTIMATORS = ("ppi", "people", "judge")
+#: one row per (kind, estimator, model)
+BOARD_COLUMNS = [
+    "kind", "estimator", "model", "estimate", "lo", "hi", "se", "rating", "rating_lo", "rating_hi",
+    "rank", "rank_lo", "rank_hi", "n_labels", "n_pairs", "lam", "n_eff",
+]  # fmt: skip
+
+
+def design(pairs: pl.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The models (sorted) and each pair's candidate and reference as model indices."""
+    models = sorted(
+        set(pairs["candidate"].to_list()) | set(pairs["reference"].to_list())
+    )
+    code = {m: i for i, m in enumerate(models)}
+    a = np.array([code[m] for m in pairs["candidate"].to_list()], dtype=np.int64)
+    b = np.array([code[m] for m in pairs["reference"].to_list()], dtype=np.int64)
+    return models, a, b
+
+
+def _scores(a, b, s, k) -> tuple[np.ndarray, np.ndarray]:
+    """(pairs, k) scores of each model in each pair (``s`` for the candidate, ``1 − s`` for
+    the reference, 0 elsewhere) and the mask of the models in each pair."""
+    rows = np.arange(a.size)
+    out, mask = np.zeros((a.size, k)), np.zeros((a.size, k), dtype=bool)
+    out[rows, a], out[rows, b] = s, 1.0 - s
+    mask[rows, a] = mask[rows, b] = True
+    return out, mask
+
+
+def win_rate_estimate(
+    a: np.ndarray, b: np.ndarray, y: np.ndarray, yhat: np.ndarray, labelled: np.ndarray,
+    k: int, lam: float | None = None, jackknife: bool = False,
+) -> Estimate:  # fmt: skip
+    """Per model the PPI++ mean of its scores (module docstring) and the joint covariance.
+
+    Args:
+        a, b: (pairs,) model indices of the candidate and the reference; y: (pairs,)
+            people's score (read where ``labelled``); yhat: (pairs,) the judge's score;
+            labelled: (pairs,) bool; k: the number of models.
+        lam: the power tuning for every model; None: PPI++'s, per model; 0: people alone.
+        jackknife: the labelled part of the covariance from the delete-one jackknife over
+            each model's labelled pairs, λ tuned again without each
+            (:func:`~voirdire.analysis.people.ppi.mean_leave_one_out`; cross-covariances
+            from the pairs two models share), instead of ``ppi-python``'s plug-in
+            (population variances at the tuned λ). Already unbiased: :func:`interval` takes
+            it with ``unbiased=False``.
+
+    Returns:
+        :class:`~voirdire.analysis.people.ppi.Estimate`: ``theta`` (k,), ``cov`` (k, k),
+        ``lam`` (k,); NaN for a model without a labelled pair.
+    """
+    lab, unl = labelled, ~labelled
+    s_l, m_l = _scores(a[lab], b[lab], y[lab], k)
+    h_l, _ = _scores(a[lab], b[lab], yhat[lab], k)
+    h_u, m_u = _scores(a[unl], b[unl], yhat[unl], k)
+    theta, lams = np.full(k, np.nan), np.zeros(k)
+    r_l, r_u = np.zeros_like(s_l), np.zeros_like(h_u)
+    n_m, big_m = m_l.sum(0), m_u.sum(0)
+    for m in range(k):
+        if not n_m[m]:
+            continue
+        ys, hs, hu = s_l[m_l[:, m], m], h_l[m_l[:, m], m], h_u[m_u[:, m], m]
+        lam_m = (mean_lambda(ys, hs, hu) if lam is None else lam) if hu.size else 0.0
+        rect = ys - lam_m * hs
+        theta[m] = rect.mean() + (lam_m * hu.mean() if hu.size else 0.0)
+        if jackknife:  # (n − 1)/n · Σ (θ₋ᵢ − θ̄₋)², as a product of per-pair deviations
+            loo = mean_leave_one_out(ys, hs, hu, None if lam is None else lam_m)
+            r_l[m_l[:, m], m] = np.sqrt((n_m[m] - 1) / n_m[m]) * (loo - loo.mean())
+        else:
+            r_l[m_l[:, m], m] = (rect - rect.mean()) / n_m[m]
+        if hu.size:
+            r_u[m_u[:, m], m] = lam_m * (hu - hu.mean()) / big_m[m]
+        lams[m] = lam_m
+    cov = r_l.T @ r_l + r_u.T @ r_u
+    cov[np.isnan(theta)] = np.nan
+    cov[:, np.isnan(theta)] = np.nan
+    return Estimate(theta, cov, lams)
+
+
+def bt_estimate(
+    a: np.ndarray, b: np.ndarray, y: np.ndarray, yhat: np.ndarray, labelled: np.ndarray,
+    k: int, anchor: int, lam: float | None = None,
+) -> Estimate:  # fmt: skip
+    """The Bradley–Terry board by PPI++ (module docstring): ``theta`` (k,) with the anchor's
+    0, ``cov`` (k, k) with the anchor's row and column 0, ``lam`` one number. Arguments as
+    :func:`win_rate_estimate`'s; ``anchor`` the fixed model's index."""
+    x = np.zeros((a.size, k))
+    rows = np.arange(a.size)
+    x[rows, a] += 1.0
+    x[rows, b] -= 1.0
+    x = np.delete(x, anchor, axis=1)
+    est = ppi_logistic(
+        x[labelled], y[labelled], yhat[labelled], x[~labelled], yhat[~labelled], lam
+    )
+    theta, cov = np.insert(est.theta, anchor, 0.0), np.zeros((k, k))
+    free = np.delete(np.arange(k), anchor)
+    cov[np.ix_(free, free)] = est.cov
+    return Estimate(theta, cov, est.lam)
+
+
+def interval(
+    est: Estimate,
+    n_model: np.ndarray,
+    level: float,
+    free: int | None = None,
+    unbiased: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The small-sample interval (module docstring) of every coordinate of ``est``.
+
+    Args:
+        est: an estimate (``theta``, ``cov``); n_model: (k,) each coordinate's labelled pairs.
+        level: the coverage asked. free: a board's free coefficients ``d`` (its covariance is
+            scaled by ``n/(n − d)``, ``n`` the labelled pairs: ``n_model.sum() / 2``); None:
+            win rates (each scaled by ``n_m/(n_m − 1)``, unless ``unbiased`` is False: a
+            jackknife covariance, already unbiased).
+
+    Returns:
+        ``(lo, hi, se, cov)``: the interval, the standard errors and the covariance used (the
+        rank sets read it); NaN where a coordinate has fewer than two labels.
+    """
+    n = np.asarray(n_model, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if free is None:
+            scale = np.where(n > 1, n / (n - 1) if unbiased else 1.0, np.nan)
+        else:
+            total = n.sum() / 2
+            scale = np.full(n.shape, total / (total - free) if total > free else np.nan)
+        cov = est.cov * np.sqrt(np.outer(scale, scale))
+        se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        q = np.where(n > 1, student.ppf(0.5 + level / 2, np.maximum(n - 1, 1)), np.nan)
+    return est.theta - q * se, est.theta + q * se, se, cov
+
+
+def _rows(
+    kind,
+    estimator,
+    models,
+    est: Estimate,
+    level,
+    df,
+    n_lab,
+    n_pairs,
+    var_people,
+    anchor_rating,
+):
+    """The :data:`BOARD_COLUMNS` rows of one estimate."""  # fmt: skip
+    bt = kind == "bt"
+    lo, hi, se, cov = interval(est, n_lab, level, df if bt else None, unbiased=bt)
+    if kind == "bt":  # the anchor: fixed, no interval of its own
+        fixed = np.diag(est.cov) == 0
+        lo = np.where(fixed, est.theta, lo)
+        hi = np.where(fixed, est.theta, hi)
+        se = np.where(fixed, 0.0, se)
+    rank, rlo, rhi = rank_sets(
+        np.nan_to_num(est.theta, nan=-np.inf), np.nan_to_num(cov), level, df
+    )
+    lam = np.broadcast_to(np.asarray(est.lam, dtype=float), est.theta.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        raw = np.diag(est.cov)
+        n_eff = np.where(raw > 0, n_lab * var_people / raw, np.nan)
+    bt = kind == "bt"
+    return pl.DataFrame({
+        "kind": kind, "estimator": estimator, "model": models, "estimate": est.theta, "lo": lo, "hi": hi,
+        "se": se, "rating": anchor_rating + SCALE * est.theta if bt else np.full(len(models), np.nan),
+        "rating_lo": anchor_rating + SCALE * lo if bt else np.nan, "rating_hi": anchor_rating + SCALE * hi if bt else np.nan,
+        "rank": rank, "rank_lo": rlo, "rank_hi": rhi, "n_labels": n_lab, "n_pairs": n_pairs, "lam": lam,
+        "n_eff": n_eff if estimator == "ppi" else np.where(estimator == "people", n_lab * 1.0, np.nan),
+    })  # fmt: skip
+
+
+def people_boards(
+    pairs: pl.DataFrame,
+    *,
+    level: float = 0.9,
+    anchor: str | None = None,
+    anchor_rating: float = 1000.0,
+    board: bool = True,
+) -> pl.DataFrame:
+    """The three estimators' win rates and Bradley–Terry boards of one judge's pairs.
+
+    Args:
+        pairs: one (benchmark, judge)'s pairs: ``candidate``, ``reference`` (str), ``yhat``
+            (f64, in [0, 1]), ``y`` (f64 in [0, 1]; null where unlabelled).
+        level: the intervals' and the rank sets' coverage (e.g. 0.9).
+        anchor: the board's fixed model (default: the model in the most pairs).
+        anchor_rating: its rating on Arena's scale.
+        board: also the Bradley–Terry board (False for anonymous answers).
+
+    Returns:
+        :data:`BOARD_COLUMNS`: ``kind`` (``win_rate`` | ``bt``), ``estimator`` (``ppi`` |
+        ``people`` | ``judge``), ``model``, ``estimate`` (win rate in [0, 1], or θ in logits
+        with the anchor's 0), ``lo``/``hi`` (Wald interval at ``level``), ``se``, ``rating``
+        (and its interval; Arena scale, boards only, else NaN), ``rank``, ``rank_lo``,
+        ``rank_hi`` (int: Chatzi et al.'s rank sets, :mod:`~voirdire.analysis.people.rank_sets`),
+        ``n_labels`` (int: labelled pairs of the model; for ``judge`` all its pairs),
+        ``n_pairs`` (int), ``lam`` (the power tuning; 0 for people, NaN for the judge's),
+        ``n_eff`` (f64: effective labels, ``ppi`` rows; the labels themselves for ``people``).
+
+    Raises:
+        ValueError: no labelled pair; ``anchor`` not among the models.
+    """
+    models, a, b = design(pairs)
+    k = len(models)
+    y = pairs["y"].fill_null(np.nan).to_numpy().astype(float)
+    yhat = pairs["yhat"].to_numpy().astype(float)
+    labelled = ~np.isnan(y)
+    if not labelled.any():
+        raise ValueError("no labelled pair")
+    every = np.ones_like(labelled)
+    n_pairs = np.bincount(np.r_[a, b], minlength=k)
+    n_lab = np.bincount(np.r_[a[labelled], b[labelled]], minlength=k)
+    parts = []
+    wr = {e: win_rate_estimate(a, b, *((yhat, yhat, every) if e == "judge" else (y, yhat, labelled)), k,
+                               0.0 if e != "ppi" else None, jackknife=True) for e in ESTIMATORS}  # fmt: skip
+    var_people = np.diag(wr["people"].cov)
+    for e in ESTIMATORS:
+        n = n_pairs if e == "judge" else n_lab
+        parts.append(
+            _rows(
+                "win_rate",
+                e,
+                models,
+                wr[e],
+                level,
+                k,
+                n,
+                n_pairs,
+                var_people,
+                anchor_rating,
+            )
+        )
+    if board and k > 1:
+        anc = models.index(anchor) if anchor else int(np.argmax(n_pairs))
+        if anchor and anchor not in models:
+            raise ValueError(f"anchor {anchor!r} is not among the models")
+        bt = {e: bt_estimate(a, b, *((yhat, yhat, every) if e == "judge" else (y, yhat, labelled)), k, anc,
+                             0.0 if e != "ppi" else None) for e in ESTIMATORS}  # fmt: skip
+        var_people = np.diag(bt["people"].cov)
+        for e in ESTIMATORS:
+            n = n_pairs if e == "judge" else n_lab
+            parts.append(
+                _rows(
+                    "bt",
+                    e,
+                    models,
+                    bt[e],
+                    level,
+                    k - 1,
+                    n,
+                    n_pairs,
+                    var_people,
+                    anchor_rating,
+                )
+            )
+    out = pl.concat(parts, how="vertical_relaxed")
+    return out.with_columns(
+        lam=pl.when(pl.col("estimator") == "judge").then(None).otherwise(pl.col("lam")),
+        **{c: pl.col(c).cast(pl.Int64) for c in ("rank", "rank_lo", "rank_hi", "n_labels", "n_pairs")},
+    ).select(BOARD_COLUMNS)  # fmt: skip

@@ -1,0 +1,277 @@
+"""One call from judgments and people's labels to people's boards and selective judges
+(``voirdire people``; ``docs/people.md``).
+
+Every refusal is one :class:`~voirdire.core.ConfigError` line raised before any estimate:
+labels on pairs a judge never judged; fewer labels than the agreement guarantee can use
+(:func:`~voirdire.analysis.people.selective.min_labels`); a model with fewer than
+:data:`MIN_MODEL_LABELS` labelled pairs (no interval); an unknown judge in the cascade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from voirdire.analysis.people.boards import BOARD_COLUMNS, people_boards
+from voirdire.analysis.people.cascade import CASCADE_COLUMNS, PEOPLE, run_cascade
+from voirdire.analysis.people.pairs import (
+    PAIR_KEYS,
+    check_labels,
+    hide,
+    judge_pairs,
+    with_confidence,
+    with_labels,
+)
+from voirdire.analysis.people.selective import (
+    CURVE_COLUMNS,
+    min_labels,
+    selective_curve,
+)
+from voirdire.benchmarks.registry import BENCHMARKS
+from voirdire.core import ConfigError
+
+__all__ = [
+    "MIN_MODEL_LABELS",
+    "PeopleStudy",
+    "SELECTIVE_COLUMNS",
+    "check_settings",
+    "people_study",
+]
+
+#: the fewest labelled pairs a model needs for an interval (a variance needs two)
+MIN_MODEL_LABELS = 2
+SELECTIVE_COLUMNS = [
+    "benchmark", "judge", "confidence", "pairs", "labels", "alpha", "delta", "target_agreement", "threshold",
+    "share_kept", "kept", "agreement_labelled", "agreement_all_labelled",
+]  # fmt: skip
+
+
+@dataclass
+class PeopleStudy:
+    """What :func:`people_study` computes.
+
+    Attributes:
+        pairs: per (benchmark, judge, pair) the :mod:`~voirdire.analysis.people.pairs`
+            columns plus ``kept`` (bool: the judge alone keeps its verdict).
+        boards: ``benchmark``, ``judge`` and :data:`~voirdire.analysis.people.boards.BOARD_COLUMNS`.
+        selective: :data:`SELECTIVE_COLUMNS`, per (benchmark, judge): the judge alone as a
+            selective judge (``threshold`` null: it keeps nothing; ``agreement_labelled`` on
+            the labelled pairs it keeps, ``agreement_all_labelled`` on all labelled pairs).
+        curve: ``benchmark``, ``judge`` and :data:`~voirdire.analysis.people.selective.CURVE_COLUMNS`.
+        cascade: :data:`~voirdire.analysis.people.cascade.CASCADE_COLUMNS` per benchmark.
+        to_label: the pairs no judge of the cascade keeps and people have not labelled:
+            ``benchmark``, ``question_id``, ``candidate``, ``reference``.
+        settings: the settings used (level, alpha, delta, confidence, labels, share, rows, seed).
+    """
+
+    pairs: pl.DataFrame
+    boards: pl.DataFrame
+    selective: pl.DataFrame
+    curve: pl.DataFrame
+    cascade: pl.DataFrame
+    to_label: pl.DataFrame
+    settings: dict = field(default_factory=dict)
+
+
+def _named(benchmark: str) -> bool:
+    cls = BENCHMARKS.find(benchmark)
+    return cls is None or cls.named_models
+
+
+def _auto_confidence(pairs: pl.DataFrame) -> str:
+    """``orders`` where judges have several verdicts per pair, ``jury`` where a benchmark
+    has several judges, both joined by ``+``; ``orders`` when neither (one verdict per pair:
+    a constant confidence, the judge keeps every pair or none)."""
+    parts = []
+    if pairs["votes"].mean() >= 1.5:
+        parts.append("orders")
+    if pairs.group_by("benchmark").agg(k=pl.col("judge").n_unique())["k"].min() >= 2:
+        parts.append("jury")
+    return "+".join(parts) or "orders"
+
+
+def _check_counts(
+    pairs: pl.DataFrame, alpha: float, delta: float, need_models: bool
+) -> None:
+    """Enough labels for the guarantee and for every model's interval (module docstring)."""
+    need = min_labels(alpha, delta)
+    lab = pairs.filter(pl.col("label").is_not_null())
+    for (bench, judge), g in pairs.group_by("benchmark", "judge", maintain_order=True):
+        n = lab.filter(
+            (pl.col("benchmark") == bench) & (pl.col("judge") == judge)
+        ).height
+        if n < need:
+            raise ConfigError(
+                f"{bench} / {judge}: {n} labelled pair(s) cannot certify agreement >= {1 - alpha:g} with "
+                f"probability >= {1 - delta:g}: at least {need} needed (label more pairs or raise alpha or delta)"
+            )
+        if not need_models:
+            continue
+        mine = lab.filter((pl.col("benchmark") == bench) & (pl.col("judge") == judge))
+        per = (
+            pl.concat([mine.select(m="candidate"), mine.select(m="reference")])
+            .group_by("m")
+            .len()
+        )
+        models = set(g["candidate"]) | set(g["reference"])
+        counts = {m: 0 for m in models} | dict(per.iter_rows())
+        few = sorted((c, m) for m, c in counts.items() if c < MIN_MODEL_LABELS)
+        if few:
+            c, m = few[0]
+            raise ConfigError(
+                f"{bench} / {judge}: model {m!r} has {c} labelled pair(s); an interval needs at least "
+                f"{MIN_MODEL_LABELS} (label more pairs)"
+            )
+
+
+def _costs(
+    judgments: pl.DataFrame, pairs: pl.DataFrame
+) -> dict[str, tuple[float | None, float]]:
+    """judge -> (mean USD per pair or None, mean queries per pair)."""
+    n = pairs.group_by("judge").agg(pairs=pl.len(), queries=pl.col("votes").mean())
+    usd = (
+        judgments.group_by("judge").agg(usd=pl.col("cost_usd").sum(), known=pl.col("cost_usd").is_not_null().any())
+        if "cost_usd" in judgments.columns
+        else pl.DataFrame({"judge": [], "usd": [], "known": []}, schema={"judge": pl.String, "usd": pl.Float64, "known": pl.Boolean})
+    )  # fmt: skip
+    t = n.join(usd, on="judge", how="left")
+    return {
+        j: ((u / p) if k else None, q)
+        for j, p, q, u, k in t.select(
+            "judge", "pairs", "queries", "usd", "known"
+        ).iter_rows()
+    }
+
+
+def _order(judges: list[str], costs: dict, cascade: Sequence[str] | None) -> list[str]:
+    if cascade:
+        unknown = [j for j in cascade if j not in judges]
+        if unknown:
+            raise ConfigError(
+                f"cascade judge {unknown[0]!r} is not a judge of these judgments; judges: {', '.join(judges)}"
+            )
+        return list(dict.fromkeys(cascade))
+    return sorted(judges, key=lambda j: (costs[j][0] is None, costs[j][0] or 0.0, j))
+
+
+def check_settings(
+    *, level: float, alpha: float, delta: float, share: float | None, rows: int | None
+) -> None:
+    """The settings alone, before any data is read.
+
+    Raises:
+        ConfigError: a level, alpha or delta outside (0, 1); a share outside (0, 1]; rows
+            below 1; both a share and rows.
+    """
+    for name, v in (("level", level), ("alpha", alpha), ("delta", delta)):
+        if not 0.0 < v < 1.0:
+            raise ConfigError(f"{name} must be in (0, 1), not {v}")
+    if share is not None and rows is not None:
+        raise ConfigError(
+            "give the labelled share or the number of labelled rows, not both"
+        )
+    if share is not None and not 0.0 < share <= 1.0:
+        raise ConfigError(f"labelled share must be in (0, 1], not {share}")
+    if rows is not None and rows < 1:
+        raise ConfigError(f"labelled rows must be at least 1, not {rows}")
+
+
+def people_study(
+    judgments: pl.DataFrame,
+    labels: pl.DataFrame,
+    *,
+    share: float | None = None,
+    rows: int | None = None,
+    level: float = 0.9,
+    alpha: float = 0.1,
+    delta: float = 0.1,
+    confidence: str = "auto",
+    cascade: Sequence[str] | None = None,
+    anchor: str | None = None,
+    anchor_rating: float = 1000.0,
+    seed: int = 0,
+) -> PeopleStudy:
+    """People's boards (PPI++, people alone, the judge alone), rank sets, selective judges
+    and their cascade from ``judgments`` and people's ``labels``.
+
+    Args:
+        judgments: ``JUDGMENT_SCHEMA`` rows (pairwise control rows are read).
+        labels: a grading table (:data:`~voirdire.analysis.mitigation.grading.GRADING_COLUMNS`).
+        share, rows: keep a random share or number of the labels (:func:`~voirdire.analysis.people.pairs.hide`,
+            ``seed``): what a study with that many labels would get.
+        level: the intervals' and rank sets' coverage; alpha, delta: agreement ≥ 1 − α on the
+            kept pairs with probability ≥ 1 − δ.
+        confidence: :func:`~voirdire.analysis.people.pairs.with_confidence`'s source, or
+            ``auto`` (orders where judges have several verdicts per pair, jury where several judges).
+        cascade: judge names in the cascade's order (default: by USD per pair, then name).
+        anchor, anchor_rating: the board's fixed model and its rating.
+
+    Raises:
+        ConfigError: module docstring; a level, alpha or delta outside (0, 1).
+    """
+    check_settings(level=level, alpha=alpha, delta=delta, share=share, rows=rows)
+    labels = hide(labels, share=share, rows=rows, seed=seed)
+    pairs = judge_pairs(judgments)
+    check_labels(pairs, labels)
+    pairs = with_labels(pairs, labels)
+    named = {b: _named(b) for b in pairs["benchmark"].unique().to_list()}
+    _check_counts(pairs, alpha, delta, need_models=True)
+    if anchor is not None:
+        for b in (b for b, ok in named.items() if ok):
+            here = pairs.filter(pl.col("benchmark") == b)
+            if anchor not in set(here["candidate"]) | set(here["reference"]):
+                raise ConfigError(f"anchor {anchor!r} is not a model of {b}")
+    source = _auto_confidence(pairs) if confidence == "auto" else confidence
+    pairs = with_confidence(pairs, judgments, source)
+    costs = _costs(judgments, pairs)
+    boards, sel, curves, stages, routed, kept = [], [], [], [], [], []
+    for (bench, judge), g in pairs.group_by("benchmark", "judge", maintain_order=True):
+        who = {"benchmark": bench, "judge": judge}
+        boards.append(people_boards(g, level=level, anchor=anchor, anchor_rating=anchor_rating,
+                                    board=named[bench]).with_columns(**{k: pl.lit(v) for k, v in who.items()}))  # fmt: skip
+        lab = g.filter(pl.col("label").is_not_null())
+        curves.append(selective_curve(lab["confidence"].to_numpy(), lab["agree"].to_numpy(), alpha, delta)
+                      .with_columns(**{k: pl.lit(v) for k, v in who.items()}))  # fmt: skip
+        one, r = run_cascade(g, [judge], alpha=alpha, delta=delta, costs=costs)
+        st = one.row(0, named=True)
+        kept.append(
+            r.filter(pl.col("decided_by") == judge).select(
+                *PAIR_KEYS, judge=pl.lit(judge), kept=pl.lit(True)
+            )
+        )
+        sel.append({**who, "confidence": source, "pairs": g.height, "labels": lab.height, "alpha": alpha,
+                    "delta": delta, "target_agreement": 1 - alpha, "threshold": st["threshold"],
+                    "share_kept": st["share_kept"], "kept": st["kept"], "agreement_labelled": st["agreement_labelled"],
+                    "agreement_all_labelled": lab["agree"].mean()})  # fmt: skip
+    for bench in sorted(named):
+        here = pairs.filter(pl.col("benchmark") == bench)
+        order = _order(sorted(set(here["judge"])), costs, cascade)
+        st, r = run_cascade(
+            here,
+            [j for j in order if j in set(here["judge"])],
+            alpha=alpha,
+            delta=delta,
+            costs=costs,
+        )
+        stages.append(st)
+        routed.append(
+            r.filter(
+                (pl.col("decided_by") == PEOPLE) & pl.col("label").is_null()
+            ).select(PAIR_KEYS)
+        )
+    pairs = pairs.join(
+        pl.concat(kept), on=[*PAIR_KEYS, "judge"], how="left"
+    ).with_columns(kept=pl.col("kept").fill_null(False))
+    front = ["benchmark", "judge"]
+    return PeopleStudy(
+        pairs=pairs,
+        boards=pl.concat(boards, how="vertical_relaxed").select(*front, *BOARD_COLUMNS),
+        selective=pl.DataFrame(sel, infer_schema_length=None).select(SELECTIVE_COLUMNS),
+        curve=pl.concat(curves, how="vertical_relaxed").select(*front, *CURVE_COLUMNS),
+        cascade=pl.concat(stages, how="vertical_relaxed").select(CASCADE_COLUMNS),
+        to_label=pl.concat(routed).sort(PAIR_KEYS),
+        settings={"level": level, "alpha": alpha, "delta": delta, "confidence": source, "share": share,
+                  "rows": rows, "seed": seed, "labels": labels.height},
+    )  # fmt: skip

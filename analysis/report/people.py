@@ -1,0 +1,272 @@
+"""The people's boards and selective judges in files (``voirdire people``): the tables as
+CSV and Parquet, a Markdown section, one figure per (benchmark, judge), the terminal table.
+
+Kept in one small module so that the report (``report.html``) can include the same pieces:
+:func:`people_markdown` (the section), :func:`people_figure` (the three boards side by
+side and the selective-judging curve) and the tables of
+:class:`~voirdire.analysis.people.study.PeopleStudy`. Text from received files (judge,
+model and benchmark names) is escaped where it is shown, by :func:`md` (Markdown) and
+:func:`term` (the terminal), the one place here that does it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+
+import polars as pl
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from voirdire.analysis.people.study import PeopleStudy
+from voirdire.analysis.report.files import write_csv
+
+__all__ = ["PEOPLE_FILES", "md", "term", "people_markdown", "people_figure", "write_people", "print_people"]  # fmt: skip
+
+#: the files :func:`write_people` writes at the top of the directory (metrics/*.csv and
+#: figures/*.png besides)
+PEOPLE_FILES = ("people.md", "people_pairs.parquet", "people_to_label.csv")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
+
+
+def md(text: object) -> str:
+    """``text`` as inert Markdown inline text: control bytes dropped, HTML's ``&``, ``<``,
+    ``>`` as entities, Markdown's punctuation (pipes included) backslash-escaped, newlines
+    as spaces."""
+    s = _CONTROL.sub("", str(text)).replace("\n", " ").replace("\r", " ")
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", s)
+
+
+def term(text: object) -> str:
+    """``text`` for a rich console: control bytes (escape sequences) dropped, rich markup
+    escaped."""
+    return escape(_CONTROL.sub("", str(text)))
+
+
+def _f(v: object, nd: int = 3) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v:.{nd}f}" if isinstance(v, float) else str(v)
+
+
+def _board_table(boards: pl.DataFrame, kind: str) -> list[str]:
+    """Markdown rows: per model the three estimators' estimate [lo, hi] and rank set."""
+    b = boards.filter(pl.col("kind") == kind)
+    value = "rating" if kind == "bt" else "estimate"
+    lo, hi = ("rating_lo", "rating_hi") if kind == "bt" else ("lo", "hi")
+    nd = 0 if kind == "bt" else 3
+    out = ["| model | PPI++ | ranks | people only | ranks | judge only | ranks | labels | λ | effective labels |",
+           "|---|---|---|---|---|---|---|---:|---:|---:|"]  # fmt: skip
+    ppi = b.filter(pl.col("estimator") == "ppi").sort("rank", "model")
+    for r in ppi.iter_rows(named=True):
+        cells = [md(r["model"])]
+        for e in ("ppi", "people", "judge"):
+            x = b.filter(
+                (pl.col("estimator") == e) & (pl.col("model") == r["model"])
+            ).row(0, named=True)
+            cells += [f"{_f(x[value], nd)} [{_f(x[lo], nd)}, {_f(x[hi], nd)}]", f"{x['rank']} [{x['rank_lo']}–{x['rank_hi']}]"]  # fmt: skip
+        cells += [str(r["n_labels"]), _f(r["lam"], 2), _f(r["n_eff"], 0)]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def people_markdown(study: PeopleStudy) -> str:
+    """The section "People's boards from a few labels" (module docstring) as Markdown."""
+    s = study.settings
+    lines = [
+        "## People's boards from a few labels",
+        "",
+        f"Labels used: {s['labels']} pairs; intervals and rank sets at {s['level']:.0%} (PPI++, Angelopoulos et al. "
+        "2023; rank sets, Chatzi et al. 2024); selective judges keep verdicts whose agreement with people is "
+        f"at least {1 - s['alpha']:g} with probability at least {1 - s['delta']:g} (fixed-sequence testing, Jung "
+        f"et al. 2025; confidence: {md(s['confidence'])}). The judge-only columns are what the judge's own "
+        "board claims: their intervals ignore its errors. `docs/people.md` explains every column.",
+    ]  # fmt: skip
+    for (bench, judge), g in study.boards.group_by(
+        "benchmark", "judge", maintain_order=True
+    ):
+        lines += [
+            "",
+            f"### {md(bench)} / {md(judge)}",
+            "",
+            "Win rates (ties half):",
+            "",
+        ]
+        lines += _board_table(g, "win_rate")
+        if g.filter(pl.col("kind") == "bt").height:
+            lines += ["", "Bradley–Terry ratings (Arena scale):", ""] + _board_table(
+                g, "bt"
+            )
+    lines += ["", "### Selective judges", "",
+              "| benchmark | judge | labels | threshold | share kept | agreement on labelled kept | agreement on all labelled |",
+              "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for r in study.selective.iter_rows(named=True):
+        lines.append(f"| {md(r['benchmark'])} | {md(r['judge'])} | {r['labels']} | {_f(r['threshold'], 3)} | "
+                     f"{_f(r['share_kept'])} | {_f(r['agreement_labelled'])} | {_f(r['agreement_all_labelled'])} |")  # fmt: skip
+    lines += ["", "### Cascade (cheapest first, then people)", "",
+              "| benchmark | stage | judge | threshold | reached | kept | share kept | USD | queries |",
+              "|---|---:|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for r in study.cascade.iter_rows(named=True):
+        lines.append(f"| {md(r['benchmark'])} | {r['stage']} | {md(r['judge'])} | {_f(r['threshold'])} | {r['reached']} | "
+                     f"{r['kept']} | {_f(r['share_kept'])} | {_f(r['cost_usd'], 4)} | {_f(r['queries'], 0)} |")  # fmt: skip
+    lines += [
+        "",
+        f"Pairs to send to people: {study.to_label.height} (`people_to_label.csv`).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def people_figure(
+    boards: pl.DataFrame,
+    curve: pl.DataFrame,
+    path: str | os.PathLike,
+    title: str,
+    target: float | None = None,
+) -> Path:
+    """One (benchmark, judge)'s figure: its win rates by the three estimators side by side
+    (a marker and the interval per model) and the selective-judging curve (agreement with
+    people against the share of labelled pairs kept, certified thresholds filled). PNG at
+    ``path``."""  # fmt: skip
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    b = boards.filter(pl.col("kind") == "win_rate")
+    order = b.filter(pl.col("estimator") == "ppi").sort("estimate")["model"].to_list()
+    fig, (ax, cx) = plt.subplots(
+        1, 2, figsize=(11, 0.4 * len(order) + 2.5), width_ratios=[3, 2]
+    )
+    for off, (e, colour) in zip(
+        (-0.2, 0.0, 0.2),
+        (("people", "tab:gray"), ("ppi", "tab:blue"), ("judge", "tab:orange")),
+    ):
+        g = b.filter(pl.col("estimator") == e)
+        for i, m in enumerate(order):
+            x = g.filter(pl.col("model") == m).row(0, named=True)
+            ax.errorbar(x["estimate"], i + off, xerr=[[x["estimate"] - x["lo"]], [x["hi"] - x["estimate"]]],
+                        fmt="o", color=colour, label=e if i == 0 else None, ms=4, capsize=2)  # fmt: skip
+    ax.set_yticks(range(len(order)), [m[:40] for m in order])
+    ax.set_xlabel("win rate against people's labels (ties half)")
+    ax.legend(loc="lower right", fontsize=8)
+    if curve.height:
+        cx.plot(curve["share_kept"], curve["agreement"], "-", color="tab:blue")
+        cert = curve.filter(pl.col("certified"))
+        cx.plot(
+            cert["share_kept"],
+            cert["agreement"],
+            "o",
+            color="tab:blue",
+            label="certified threshold",
+        )
+        cx.plot(curve.filter(~pl.col("certified"))["share_kept"], curve.filter(~pl.col("certified"))["agreement"],
+                "o", mfc="white", color="tab:blue", label="not certified")  # fmt: skip
+    if target is not None:
+        cx.axhline(target, ls="--", color="gray", lw=1, label="agreement asked")
+    if curve.height or target is not None:
+        cx.legend(loc="lower left", fontsize=8)
+    cx.set_xlabel("share of labelled pairs kept")
+    cx.set_ylabel("agreement with people")
+    fig.suptitle(title[:120], fontsize=10)
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80].strip("._") or "x"
+
+
+def write_people(
+    study: PeopleStudy, out: str | os.PathLike, label_columns: list[str] | None = None
+) -> dict[str, Path]:
+    """Write ``metrics/people_boards.csv``, ``people_selective.csv``, ``people_curve.csv``,
+    ``people_cascade.csv``, ``people_pairs.parquet`` (the pairs table), ``people_to_label.csv``
+    (the pairs for people, in the labels' columns ``label_columns`` with an empty ``winner``;
+    default ``benchmark, question_id, candidate, reference, winner``: what ``--labels`` and
+    ``mitigate --reference`` read), ``people.md`` and ``figures/people_*.png`` under ``out``;
+    returns the paths by name."""  # fmt: skip
+    d = Path(out)
+    (d / "metrics").mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, table in (("boards", study.boards), ("selective", study.selective), ("curve", study.curve),
+                        ("cascade", study.cascade)):  # fmt: skip
+        paths[name] = write_csv(table, d / "metrics" / f"people_{name}.csv")
+    paths["pairs"] = d / "people_pairs.parquet"
+    study.pairs.write_parquet(paths["pairs"])
+    cols = label_columns or [
+        "benchmark",
+        "question_id",
+        "candidate",
+        "reference",
+        "winner",
+    ]
+    t = study.to_label
+    paths["to_label"] = write_csv(
+        t.select(
+            [
+                pl.col(c) if c in t.columns else pl.lit(None, dtype=pl.String).alias(c)
+                for c in cols
+            ]
+        ),
+        d / "people_to_label.csv",
+    )
+    paths["markdown"] = d / "people.md"
+    paths["markdown"].write_text(
+        "# People's boards and selective judges\n\n" + people_markdown(study),
+        encoding="utf-8",
+    )
+    for n, ((bench, judge), g) in enumerate(
+        study.boards.group_by("benchmark", "judge", maintain_order=True)
+    ):
+        c = study.curve.filter(
+            (pl.col("benchmark") == bench) & (pl.col("judge") == judge)
+        )
+        paths[f"figure:{bench}/{judge}"] = people_figure(
+            g,
+            c,
+            d / "figures" / f"people_{n:02d}_{_slug(bench)}_{_slug(judge)}.png",
+            f"{bench} / {judge}",
+            1 - study.settings["alpha"],
+        )
+    return paths
+
+
+def print_people(study: PeopleStudy, console: Console | None = None) -> None:
+    """The terminal summary: per (benchmark, judge) the PPI++ board's top and interval widths
+    against people alone, and the selective judge."""
+    console = console or Console()
+    t = Table(title="People's boards from a few labels (docs/people.md)")
+    for c in (
+        "benchmark",
+        "judge",
+        "labels",
+        "width PPI++ / people",
+        "effective labels",
+        "kept",
+        "agreement kept",
+    ):
+        t.add_column(c, justify="left" if c in ("benchmark", "judge") else "right")
+    w = (
+        study.boards.filter(pl.col("kind") == "win_rate")
+        .group_by("benchmark", "judge")
+        .agg(
+            ratio=(pl.col("se").filter(pl.col("estimator") == "ppi").mean() / pl.col("se").filter(pl.col("estimator") == "people").mean()),
+            n_eff=pl.col("n_eff").filter(pl.col("estimator") == "ppi").sum() / 2,
+        )
+    )  # fmt: skip
+    for r in study.selective.join(w, on=["benchmark", "judge"], how="left").iter_rows(
+        named=True
+    ):
+        t.add_row(term(r["benchmark"]), term(r["judge"]), str(r["labels"]), _f(r["ratio"], 2), _f(r["n_eff"], 0),
+                  _f(r["share_kept"]), _f(r["agreement_labelled"]))  # fmt: skip
+    console.print(t)

@@ -1,0 +1,93 @@
+"""``voirdire people``: people's boards from a few labels and selective judges, from finished
+directories (no judge is called; ``docs/people.md``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from voirdire.cli.common import app, console, fail
+from voirdire.core import ConfigError
+
+
+@app.command()
+def people(
+    dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Finished output directories (a run's or an audit's), analysed together."
+        ),
+    ],
+    labels: Annotated[
+        str,
+        typer.Option(
+            help="gold (the benchmark's gold labels) or a CSV of people's labels: question_id, candidate, reference, winner (candidate/reference/tie)[, benchmark]."
+        ),
+    ] = "gold",
+    share: Annotated[
+        float | None,
+        typer.Option(
+            help="Use a random share of the labels, e.g. 0.1 (what a study with only these would get)."
+        ),
+    ] = None,
+    rows: Annotated[
+        int | None, typer.Option(help="Use this many of the labels, drawn at random.")
+    ] = None,
+    level: Annotated[
+        float, typer.Option(help="Coverage of the intervals and the rank sets.")
+    ] = 0.9,
+    alpha: Annotated[
+        float,
+        typer.Option(
+            help="Selective judges: agreement with people >= 1 - alpha on the pairs kept..."
+        ),
+    ] = 0.1,
+    delta: Annotated[
+        float, typer.Option(help="... with probability >= 1 - delta.")
+    ] = 0.1,
+    confidence: Annotated[
+        str,
+        typer.Option(help="orders, jury, probability, several joined by '+', or auto."),
+    ] = "auto",
+    cascade: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated judges in the cascade's order; default: cheapest first."
+        ),
+    ] = None,
+    anchor: Annotated[
+        str | None,
+        typer.Option(help="The board's fixed model; default: the most compared."),
+    ] = None,
+    anchor_rating: Annotated[
+        float, typer.Option(help="The anchor's rating (Arena scale).")
+    ] = 1000.0,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the random labels kept (--share, --rows).")
+    ] = 0,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where to write; default: people/ next to the first directory."
+        ),
+    ] = None,
+) -> None:
+    """People's win rates and board from a few labels (PPI++), rank sets, selective judges with a guaranteed agreement, their cascade, the pairs for people."""  # fmt: skip
+    from voirdire import api
+    from voirdire.analysis.report.people import print_people, term
+
+    order = [s.strip() for s in cascade.split(",") if s.strip()] if cascade else None
+    try:
+        study, paths = api.people(
+            dirs, labels=labels, share=share, rows=rows, level=level, alpha=alpha, delta=delta, confidence=confidence,
+            cascade=order, anchor=anchor, anchor_rating=anchor_rating, seed=seed, out=out,
+        )  # fmt: skip
+    except (FileNotFoundError, ValueError, ConfigError) as exc:
+        fail(str(exc))
+    print_people(study, console)
+    console.print(
+        "wrote "
+        + ", ".join(term(p) for k, p in paths.items() if not k.startswith("figure:"))
+    )
