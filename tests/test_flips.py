@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from tests.ranking_sim import order_judgments
+from tests.ranking_sim import order_judgments, round_robin
+from voirdire.analysis.ranking.boards import fit_boards
 from voirdire.analysis.ranking.bt import fit_bt
-from voirdire.analysis.ranking.flips import FLIP_COLUMNS
+from voirdire.analysis.ranking.flips import FLIP_COLUMNS, compare
 from voirdire.analysis.ranking.order_test import order_test, order_units
 from voirdire.analysis.ranking.order_views import order_views
 from voirdire.analysis.ranking.rank import rank_judgments
@@ -122,3 +123,26 @@ def test_the_permutation_null_equals_exact_enumeration():
 def test_every_flip_column_is_documented():
     doc = (Path(__file__).parents[1] / "docs" / "ranking.md").read_text()
     assert [c for c in FLIP_COLUMNS if f"`{c}`" not in doc] == []
+
+
+def test_a_pair_without_a_finite_difference_is_not_wald_tested():
+    """Board b leaves m00 winless (infinitely below everyone it met): its flips with the
+    others are real but have no finite maximum likelihood, so the bootstrap Wald test (whose
+    replicates there are all infinite) does not call them significant; the finite pairs keep
+    their test."""
+    rng = np.random.default_rng(4)
+    a = round_robin(np.array([0.8, 0.0, 0.2, 0.4]), 30, rng, orders=2, strategy="raw")
+    b = a.with_columns(
+        strategy=pl.lit("gated"),
+        win=pl.when(pl.col("a") == "m00").then(0.0).otherwise(pl.col("win")),
+    )
+    boards = fit_boards(pl.concat([a, b]), anchor="m01", replicates=100)
+    row = compare(
+        boards, ("sim", "sim", "raw", "pooled"), ("sim", "sim", "gated", "pooled")
+    )
+    assert row["flips"] >= 2 and row["test"] == "bootstrap-holm"
+    assert row["flips_significant"] == 0
+    gated = boards.table.filter(
+        (pl.col("strategy") == "gated") & (pl.col("model") == "m00")
+    )
+    assert gated.item(0, "rating") == -np.inf and gated.item(0, "bounded")

@@ -18,11 +18,12 @@ any anchor (:mod:`~voirdire.analysis.ranking.strengths`: finite, ``±∞`` or un
     number of flips; ``tau_p``: from τ);
   - other pairs of boards (a strategy against the raw pooled board, a judge against the
     people's): per pair a Wald test of the change of the difference ``(θ_i − θ_j)_A −
-    (θ_i − θ_j)_B`` (an infinite difference counted as ±:data:`~voirdire.analysis.ranking.bt.CLIP`)
-    with its standard error over the joint bootstrap replicates (the same question draws
-    for both boards, :mod:`~voirdire.analysis.ranking.boards`; a replicate where the
-    difference is undefined left out), two-sided normal p-values, Holm's step-down
-    adjustment (Holm 1979; ``statsmodels.stats.multitest.multipletests``);
+    (θ_i − θ_j)_B`` with its standard error over the joint bootstrap replicates (the same
+    question draws for both boards, :mod:`~voirdire.analysis.ranking.boards`; replicates
+    where a difference is infinite or undefined left out; a pair whose estimated difference
+    is infinite or undefined in either board not tested: the Wald approximation needs a
+    finite maximum), two-sided normal p-values, Holm's step-down adjustment (Holm 1979;
+    ``statsmodels.stats.multitest.multipletests``);
 
 - **Kendall τ** (τ-b) and **Spearman ρ** between the two boards
   (τ-b from the signs of the θ differences, a difference below 1e-9 a tie, equal to
@@ -47,7 +48,7 @@ from scipy.stats import norm, rankdata, spearmanr
 from statsmodels.stats.multitest import multipletests
 
 from voirdire.analysis.ranking.boards import Boards
-from voirdire.analysis.ranking.bt import CLIP, SCALE
+from voirdire.analysis.ranking.bt import SCALE
 from voirdire.analysis.ranking.order_test import (
     TIE_EPS,
     OrderTest,
@@ -107,14 +108,18 @@ def _places(fitted, idx: np.ndarray) -> np.ndarray:
 def _holm(change: np.ndarray, est: np.ndarray, alpha: float) -> np.ndarray:
     """Per pair: whether Holm rejects "no change" (Wald z with the bootstrap standard
     error of ``change`` (B, P); ``est`` (P,) the estimate's change). Replicates where a
-    pair's change is not finite (undefined: a model absent from the replicate, or not
-    linked) are left out of that pair's standard error; a pair with fewer than two finite
+    pair's change is not finite (a difference infinite or undefined there) are left out of
+    that pair's standard error; a pair whose estimated change is not finite (no finite
+    maximum likelihood: the Wald approximation does not apply) or with fewer than two finite
     replicates is not rejected."""
-    c = np.where(np.isfinite(change), change, np.nan)
-    n = np.isfinite(c).sum(axis=0)
+    ok = np.isfinite(change)
+    n = ok.sum(axis=0)
+    c = np.where(ok, change, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        sd = np.where(n > 1, np.nanstd(c, axis=0, ddof=1) if c.size else 0.0, 0.0)
-        z = np.where(sd > 0, np.abs(est) / sd, 0.0)
+        mean = c.sum(axis=0) / np.maximum(n, 1)
+        ss = np.where(ok, (c - mean) ** 2, 0.0).sum(axis=0)
+        sd = np.where(n > 1, np.sqrt(ss / np.maximum(n - 1, 1)), 0.0)
+        z = np.where((sd > 0) & np.isfinite(est), np.abs(est) / sd, 0.0)
     if est.size == 0:
         return np.zeros(0, dtype=bool)
     return multipletests(2 * norm.sf(z), alpha=alpha, method="holm")[0]
@@ -140,7 +145,7 @@ def compare(
     i, j = np.triu_indices(len(common), 1)
     da = fa.estimate.pair_differences(ia[i], ia[j])
     db = fb.estimate.pair_differences(ib[i], ib[j])
-    flip, tau, change = pair_stats(da, db)  # τ-b: equal θ up to 1e-9 a tie
+    flip, tau, _ = pair_stats(da, db)  # τ-b: equal θ up to 1e-9 a tie
     flip, tau = flip[0], float(tau[0])
     alpha = 1.0 - level
     between = None
@@ -149,13 +154,12 @@ def compare(
         between = int((sig & test.between_candidates).sum())
         null = [test.flips_null, test.flips_p, tau, test.tau_null, test.tau_p]
     else:
-        with np.errstate(
-            invalid="ignore"
-        ):  # NaN (undefined in a replicate) is left out
-            boot = np.clip(
-                fa.replicates.pair_differences(ia[i], ia[j]), -CLIP, CLIP
-            ) - np.clip(fb.replicates.pair_differences(ib[i], ib[j]), -CLIP, CLIP)
-        sig, name = flip & _holm(boot, change[0], alpha), "bootstrap-holm"
+        with np.errstate(invalid="ignore"):  # infinite or undefined: not finite
+            boot = fa.replicates.pair_differences(
+                ia[i], ia[j]
+            ) - fb.replicates.pair_differences(ib[i], ib[j])
+            est = (da - db)[0]
+        sig, name = flip & _holm(boot, est, alpha), "bootstrap-holm"
         null = [None, None, tau, None, None]
     xa = fa.estimate.relative(fa.anchor)[0, ia]  # both boards share the anchor
     xb = fb.estimate.relative(fb.anchor)[0, ib]
