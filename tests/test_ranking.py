@@ -148,9 +148,7 @@ def test_bad_input_is_one_line_naming_it():
 
 
 def test_a_ranking_method_is_one_decorator():
-    m = RANKINGS.register(
-        Method("bt-copy", lambda w, t: fit_bt(w, t))
-    )
+    m = RANKINGS.register(Method("bt-copy", lambda w, t: fit_bt(w, t)))
     try:
         comps = round_robin(np.array([0.0, 0.5, 1.0]), 10, np.random.default_rng(2))
         a = fit_boards(comps, method="bt-copy", replicates=20).table
