@@ -249,8 +249,7 @@ def build_report(
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
         ValueError: no directory, or a tokenizer that cannot be loaded.
-        ConfigError: ``leaderboards`` on judgments that cannot be ranked (one model, a
-            disconnected comparison graph).
+        ConfigError: ``leaderboards`` on judgments that cannot be ranked (one model).
     """
     if not dirs:
         raise ValueError("no output directory given")

@@ -22,7 +22,8 @@ import polars as pl
 import statsmodels.api as sm
 
 from voirdire.analysis.ranking.boards import default_anchor
-from voirdire.analysis.ranking.bt import CLIP, fit_bt
+from voirdire.analysis.ranking.bt import fit_bt
+from voirdire.analysis.ranking.strengths import win_parts
 
 
 def check(comps: pl.DataFrame) -> list[tuple[str, float | None]]:
@@ -50,7 +51,7 @@ def check(comps: pl.DataFrame) -> list[tuple[str, float | None]]:
         x[a.size + np.arange(a.size), a], x[a.size + np.arange(a.size), b] = 1.0, -1.0
         y = np.r_[win + tie, win]  # a win: 1 and 1; a tie: 1 and 0; a loss: 0 and 0
         name = " / ".join(key)
-        if np.abs(ours).max() >= CLIP - 1e-9:
+        if np.unique(win_parts(w[None], t[None])[0]).size > 1:  # no finite maximum
             out.append((name, None))
             continue
         with warnings.catch_warnings():

@@ -158,3 +158,37 @@ def order_judgments(
             )
         )  # fmt: skip
     return pl.concat(parts)
+
+
+def star_orders(
+    strengths: np.ndarray,
+    questions: int,
+    rng: np.random.Generator,
+    *,
+    bias: float = 0.0,
+    own: np.ndarray | None = None,
+    judge: str = "sim",
+) -> pl.DataFrame:
+    """Comparisons (``COMPARISON_SCHEMA``, views ``first`` and ``swapped``) of a star, as
+    MT-Bench and DevBench are: every candidate ``c00``… against the reference ``ref``
+    (strength 0) on every question, in both orders. The answer shown first gains ``bias``
+    in logit (one slot preference common to every candidate) plus ``own[c]`` for candidate
+    ``c``'s units (a model-specific order effect; None: none)."""
+    k = strengths.size
+    own = np.zeros(k) if own is None else own
+    c = np.tile(np.arange(k), questions)
+    q = np.repeat(np.arange(questions), k)
+    names = np.array([f"c{x:02d}" for x in range(k)])
+    parts = []
+    for view, sign in (
+        ("first", 1.0),
+        ("swapped", -1.0),
+    ):  # candidate shown first, then second
+        win = (
+            rng.random(c.size) < expit(strengths[c] + sign * (bias + own[c]))
+        ).astype(float)
+        parts.append(pl.DataFrame({
+            "benchmark": "sim", "judge": judge, "strategy": "single", "view": view,
+            "question_id": [f"q{x:03d}" for x in q], "a": names[c], "b": "ref", "win": win, "tie": 0.0,
+        }))  # fmt: skip
+    return pl.concat(parts)

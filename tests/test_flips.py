@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from tests.ranking_sim import order_judgments
+from tests.ranking_sim import order_judgments, round_robin
+from voirdire.analysis.ranking.boards import fit_boards
 from voirdire.analysis.ranking.bt import fit_bt
-from voirdire.analysis.ranking.flips import FLIP_COLUMNS
+from voirdire.analysis.ranking.flips import FLIP_COLUMNS, compare
 from voirdire.analysis.ranking.order_test import order_test, order_units
 from voirdire.analysis.ranking.order_views import order_views
 from voirdire.analysis.ranking.rank import rank_judgments
@@ -59,8 +60,9 @@ def test_a_position_biased_judge_is_found():
 
 
 def _exact(units: pl.DataFrame) -> tuple[float, float, np.ndarray]:
-    """The order test by enumerating every swap of the discordant units (independent
-    code: counts rebuilt per configuration, fit_bt, flips, max-T)."""
+    """The order-blind test by enumerating every swap of the discordant units (independent
+    code: counts rebuilt per configuration, fit_bt, flips, max-T over the pairs with the
+    reference, the model never shown as the candidate)."""
     wide = units.pivot(on="view", index=["question_id", "a", "b"], values="win")
     models = sorted(set(wide.get_column("a")) | set(wide.get_column("b")))
     ix = {m: n for n, m in enumerate(models)}
@@ -82,12 +84,14 @@ def _exact(units: pl.DataFrame) -> tuple[float, float, np.ndarray]:
         d0, d1 = th[0, i] - th[0, j], th[1, i] - th[1, j]
         res.append((int((d0 * d1 < -1e-18).sum()), d0 - d1))
     flips = np.array([r[0] for r in res])
-    c = np.array([r[1] for r in res])
-    obs = res[0]  # the all-zero swap is the observed data
+    ref = np.array([models[x] not in set(wide.get_column("a")) or models[y] not in set(wide.get_column("a"))
+                    for x, y in zip(i, j)])  # fmt: skip
+    c = np.array([r[1] for r in res])[:, ref]
+    obs = res[0][0], res[0][1][ref]  # the all-zero swap is the observed data
     rms = np.sqrt((c**2).mean(0))
     z = np.abs(c) / np.where(rms > 0, rms, np.inf)
     p_adj = (z.max(1)[:, None] >= z[0][None, :] - 1e-12).mean(0)
-    return flips.mean(), float((flips >= obs[0]).mean()), p_adj
+    return flips.mean(), float((flips >= obs[0]).mean()), p_adj, ref
 
 
 def test_the_permutation_null_equals_exact_enumeration():
@@ -97,11 +101,13 @@ def test_the_permutation_null_equals_exact_enumeration():
     disc = units.pivot(on="view", index=["question_id", "a", "b"], values="win")
     u = int((disc.get_column("first") != disc.get_column("swapped")).sum())
     assert 8 <= u <= 12
-    null, p, p_adj = _exact(units)
+    null, p, p_adj, ref = _exact(units)
     t = order_test(units, permutations=2**u)  # every swap: exact
     assert t.exact and t.permutations == 2**u
     assert abs(t.flips_null - null) < 1e-9 and abs(t.flips_p - p) < 1e-9
-    assert np.abs(t.p_adjusted - p_adj).max() < 1e-9
+    assert t.between_candidates.tolist() == (~ref).tolist() and ref.sum() == 2
+    # two families (with the reference, between candidates): Bonferroni's factor 2
+    assert np.abs(t.p_adjusted[ref] - np.minimum(1, 2 * p_adj)).max() < 1e-9
     mc = order_test(units, permutations=2**u - 1, seed=1)  # random swaps: close
     assert not mc.exact
     assert abs(mc.flips_null - null) < 0.1 and abs(mc.flips_p - p) < 0.05
@@ -111,9 +117,32 @@ def test_the_permutation_null_equals_exact_enumeration():
     again = order_test(units, permutations=200, seed=1)
     assert np.array_equal(
         shuffled.p_adjusted, again.p_adjusted
-    )  # the draws follow the units
+    )  # the draws of both nulls follow the units
 
 
 def test_every_flip_column_is_documented():
     doc = (Path(__file__).parents[1] / "docs" / "ranking.md").read_text()
     assert [c for c in FLIP_COLUMNS if f"`{c}`" not in doc] == []
+
+
+def test_a_pair_without_a_finite_difference_is_not_wald_tested():
+    """Board b leaves m00 winless (infinitely below everyone it met): its flips with the
+    others are real but have no finite maximum likelihood, so the bootstrap Wald test (whose
+    replicates there are all infinite) does not call them significant; the finite pairs keep
+    their test."""
+    rng = np.random.default_rng(4)
+    a = round_robin(np.array([0.8, 0.0, 0.2, 0.4]), 30, rng, orders=2, strategy="raw")
+    b = a.with_columns(
+        strategy=pl.lit("gated"),
+        win=pl.when(pl.col("a") == "m00").then(0.0).otherwise(pl.col("win")),
+    )
+    boards = fit_boards(pl.concat([a, b]), anchor="m01", replicates=100)
+    row = compare(
+        boards, ("sim", "sim", "raw", "pooled"), ("sim", "sim", "gated", "pooled")
+    )
+    assert row["flips"] >= 2 and row["test"] == "bootstrap-holm"
+    assert row["flips_significant"] == 0
+    gated = boards.table.filter(
+        (pl.col("strategy") == "gated") & (pl.col("model") == "m00")
+    )
+    assert gated.item(0, "rating") == -np.inf and gated.item(0, "bounded")

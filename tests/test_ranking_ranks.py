@@ -46,7 +46,8 @@ def test_rank_lies_in_its_interval_and_follows_the_pairwise_differences():
         (pl.col("rank") < pl.col("rank_lo")) | (pl.col("rank") > pl.col("rank_hi"))
     )
     assert bad.height == 0, bad
-    for (_, _, s, v), (models, boot, _) in boards.theta.items():
+    for (_, _, s, v), board in boards.fitted.items():
+        models, boot = board.models, board.replicates.relative(board.anchor)
         d = boot[:, None, :] - boot[:, :, None]  # θ_j − θ_i, no model absent here
         lo, hi = np.quantile(d, [0.025, 0.975], axis=0)
         rank = 1 + (lo > 1e-9).sum(axis=1)
@@ -74,7 +75,9 @@ def test_a_model_absent_from_a_replicate_is_nan_there():
     )
     r = 300
     boards = fit_boards(comps, anchor="m00", replicates=r, seed=11)
-    models, boot, est = boards.theta[("sim", "sim", "single", "pooled")]
+    board = boards.fitted[("sim", "sim", "single", "pooled")]
+    models, boot = board.models, board.replicates.relative(board.anchor)
+    est = board.estimate.relative(board.anchor)[0]
     # the engine's draws: one generator seeded 11, questions sorted, one stratum
     nq = 12
     draws = np.random.default_rng(11).multinomial(nq, np.full(nq, 1 / nq), size=r)
@@ -145,3 +148,102 @@ def test_chunked_bootstrap_equals_the_one_call():
         rows, ["x", "y"], stat, cells=["cell"], replicates=50, chunk=7
     )
     assert one.equals(parts)
+
+
+def _sparse(seed: int = 4) -> pl.DataFrame:
+    """A ring of 7 models, each neighbouring pair on its own 3 questions (a replicate that
+    leaves out a pair's questions cuts the ring; two cuts split it), and m07, which beats
+    m02 and m05 on every one of its questions: no finite rating."""
+    rng = np.random.default_rng(seed)
+    theta = np.linspace(-0.8, 0.8, 7)
+    rows = []
+    pairs = [(i, (i + 1) % 7) for i in range(7)] + [(7, 2), (7, 5)]
+    for n, (i, j) in enumerate(pairs):
+        for q in range(3):
+            for _ in range(2):  # both orders, as a pooled board holds them
+                win = (
+                    1.0
+                    if i == 7
+                    else float(rng.random() < 1 / (1 + np.exp(theta[j] - theta[i])))
+                )
+                rows.append(
+                    (
+                        "sim",
+                        "sim",
+                        "single",
+                        "pooled",
+                        f"q{n}-{q}",
+                        f"m{i:02d}",
+                        f"m{j:02d}",
+                        win,
+                        0.0,
+                    )
+                )
+    cols = [
+        "benchmark",
+        "judge",
+        "strategy",
+        "view",
+        "question_id",
+        "a",
+        "b",
+        "win",
+        "tie",
+    ]
+    return pl.DataFrame(rows, schema=cols, orient="row")
+
+
+def _ranks_under_every_anchor(
+    comps: pl.DataFrame, replicates: int = 200
+) -> list[pl.DataFrame]:
+    models = sorted(set(comps.get_column("a")) | set(comps.get_column("b")))
+    return [
+        fit_boards(comps, anchor=m, replicates=replicates, seed=7)
+        .table.select(RANK_COLS)
+        .sort("model")
+        for m in models
+    ]
+
+
+def test_rank_intervals_do_not_depend_on_the_anchor_on_a_sparse_design():
+    """Replicates of a sparse design cut the comparison graph and leave an undefeated model:
+    the ranks come from differences fitted without an anchor, so every anchor gives the same
+    rank intervals (at a39b5b0 the ±25 bound around the anchor and the models not linked to
+    it moved them)."""
+    comps = _sparse()
+    tables = _ranks_under_every_anchor(comps)
+    assert all(t.equals(tables[0]) for t in tables[1:]), tables
+    lb = fit_boards(comps, anchor="m00", replicates=200, seed=7).table
+    top = lb.filter(
+        pl.col("model") == "m07"
+    )  # wins every comparison: infinitely above m02, m05
+    assert (
+        top.item(0, "bounded")
+        and top.item(0, "rating") == np.inf
+        and top.item(0, "win_rate") == 1.0
+    )
+    assert top.item(0, "rank") == 1  # nobody is above it; its place below is left open
+    assert lb.filter(pl.col("model") != "m07").get_column("rating").is_finite().all()
+
+
+def test_rank_intervals_do_not_depend_on_the_anchor_on_a_disconnected_design():
+    """Two tournaments that never meet: each is rated against the anchor when it holds it,
+    the other has no rating (NaN), and the ranks, from the pairs each replicate can order,
+    are the same whatever the anchor."""
+    rng = np.random.default_rng(8)
+    one = round_robin(np.array([-0.5, 0.0, 0.5]), 6, rng, orders=2)
+    two = round_robin(np.array([-0.3, 0.3, 0.9]), 6, rng, orders=2).with_columns(
+        a=pl.col("a").str.replace("m", "n"), b=pl.col("b").str.replace("m", "n"),
+        question_id=pl.col("question_id") + "b",
+    )  # fmt: skip
+    undefeated = pl.when(pl.col("a") == "n02").then(1.0).otherwise(pl.col("win"))
+    comps = pl.concat([one, two.with_columns(win=undefeated)])
+    tables = _ranks_under_every_anchor(comps)
+    assert all(t.equals(tables[0]) for t in tables[1:]), tables
+    lb = fit_boards(comps, anchor="m00", replicates=200, seed=7).table
+    other = lb.filter(pl.col("model").str.starts_with("n"))
+    assert (
+        other.get_column("rating").is_nan().all() and other.get_column("bounded").all()
+    )
+    # no pair across the tournaments is ever ordered: each model's interval spans the other's places
+    assert (lb.get_column("rank_hi") - lb.get_column("rank") >= 3).all()

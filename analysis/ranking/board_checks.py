@@ -1,9 +1,9 @@
 """The checks a leaderboard passes before anything is fitted, and its default anchor.
 
 :func:`~voirdire.analysis.ranking.boards.fit_boards` (which re-exports these names) refuses
-a board with one model or a disconnected comparison graph (:func:`check_graph`) and a
-judge too large for memory (:func:`check_size`, :data:`MAX_PAIRWISE_BYTES`), in one line
-naming the board, before any fit.
+a board with one model (:func:`check_graph`; style control also a disconnected comparison
+graph) and a judge too large for memory (:func:`check_size`, :data:`MAX_PAIRWISE_BYTES`), in
+one line naming the board, before any fit.
 """
 
 from __future__ import annotations
@@ -31,12 +31,16 @@ def default_anchor(comps: pl.DataFrame) -> str:
     return counts.sort(["len", "m"], descending=[True, False]).item(0, "m")
 
 
-def check_graph(comps: pl.DataFrame, where: str) -> list[str]:
+def check_graph(comps: pl.DataFrame, where: str, connected: bool = True) -> list[str]:
     """The models of one board's comparisons, sorted, after checking them.
 
+    Args:
+        connected: also refuse a comparison graph in several pieces (the leaderboards do
+            not: :mod:`~voirdire.analysis.ranking.strengths` rates each piece on its own).
+
     Raises:
-        ConfigError: fewer than two models, or a comparison graph in several pieces (naming
-            the board and a model of the second piece).
+        ConfigError: fewer than two models, or (``connected``) a comparison graph in several
+            pieces (naming the board and a model of the second piece).
     """
     pairs = comps.select("a", "b").unique()  # at most K² rows, whatever the data's size
     models = sorted(
@@ -46,6 +50,8 @@ def check_graph(comps: pl.DataFrame, where: str) -> list[str]:
         raise ConfigError(
             f"{where}: a leaderboard needs at least two models; the comparisons name {models or 'none'}"
         )
+    if not connected:
+        return models
     ix = {m: i for i, m in enumerate(models)}
     a = np.array([ix[x] for x in pairs.get_column("a").to_list()], dtype=np.int64)
     b = np.array([ix[x] for x in pairs.get_column("b").to_list()], dtype=np.int64)

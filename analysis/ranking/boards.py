@@ -9,13 +9,18 @@ benchmark draws its questions from the same list with the same seed, so replicat
 the same draw of questions for every judge, view and the people's board: rank flips and
 τ/ρ against people are judged on joint replicates (:mod:`~voirdire.analysis.ranking.flips`).
 
-Ranks and intervals come from :mod:`~voirdire.analysis.ranking.ranks`: ``rank = 1 +`` the
-number of models whose bootstrap interval of the rating *difference* lies wholly above this
-model's (Chatbot Arena's rule, Chiang et al. 2024 §5, on differences, which do not depend on
-the anchor), ``rank_hi = K −`` the number wholly below, ``rank_lo = rank``. A model absent
-from a replicate (or not linked to the anchor in it) is NaN there; the anchor has no rating
-interval (NaN: its rating is fixed); an interval reaching the bound of θ has an infinite end
-and ``bounded`` marks an estimate at the bound.
+Every board is fitted free of any anchor (:mod:`~voirdire.analysis.ranking.strengths`:
+per replicate, strongly connected parts of the win graph, θ summing to 0 over each, the
+differences across parts ``±∞`` or undefined), so ranks and rank intervals
+(:mod:`~voirdire.analysis.ranking.ranks`: ``rank = 1 +`` the number of models whose
+bootstrap interval of the rating *difference* lies wholly above this model's, Chatbot
+Arena's rule, Chiang et al. 2024 §5, on differences; ``rank_hi = K −`` the number wholly
+below; ``rank_lo = rank``) are the same whatever the anchor, on connected and disconnected
+designs. The anchor enters the display alone: ``rating`` is ``anchor_rating`` plus the
+difference from the anchor on the Arena scale, ``±inf`` where that difference is infinite,
+NaN where it is undefined (a model never linked to the anchor, or absent from a replicate);
+the anchor has no rating interval (NaN: its rating is fixed); ``bounded`` marks a model
+whose estimate has no finite difference from the anchor.
 
 Memory: the replicates are fitted :data:`CHUNK_BYTES` at a time; a board of ``K`` models
 with ``R`` replicates is refused in one line, before anything is fitted, when one
@@ -38,14 +43,16 @@ from voirdire.analysis.ranking.board_checks import (
     check_size,
     default_anchor,
 )
-from voirdire.analysis.ranking.bt import CLIP, to_rating
-from voirdire.analysis.ranking.ranks import pairwise_ranks, pieces, rating_interval
+from voirdire.analysis.ranking.bt import to_rating
+from voirdire.analysis.ranking.ranks import pairwise_ranks, rating_interval
 from voirdire.analysis.ranking.registry import ranking_method
+from voirdire.analysis.ranking.strengths import Strengths, concat, fit_strengths
 from voirdire.core import ConfigError
 
 __all__ = [
     "LEADERBOARD_COLUMNS",
     "MAX_PAIRWISE_BYTES",
+    "Board",
     "Boards",
     "default_anchor",
     "check_graph",
@@ -61,29 +68,39 @@ BOARD_KEYS = ["benchmark", "judge", "strategy", "view"]
 CHUNK_BYTES = 256 * 2**20
 
 
+@dataclass(frozen=True)
+class Board:
+    """One fitted board: its ``models`` (sorted), the ``anchor`` (index into ``models``; the
+    display's only), the ``estimate`` (:class:`~voirdire.analysis.ranking.strengths.Strengths`,
+    one row) and the bootstrap ``replicates`` (B rows; replicate ``r`` is the same draw of
+    questions across every board of a benchmark)."""
+
+    models: list[str]
+    anchor: int
+    estimate: Strengths
+    replicates: Strengths
+
+
 @dataclass
 class Boards:
     """Fitted leaderboards and their replicates.
 
     Attributes:
         table: :data:`LEADERBOARD_COLUMNS` — ``rating`` (Arena scale, anchor at
-            ``anchor_rating``), ``lo``/``hi`` its percentile interval (NaN for the anchor,
-            ``±inf`` where the replicates reach the bound of θ), ``rank``,
-            ``rank_lo``/``rank_hi`` (int; module docstring), ``n`` (int: decided comparisons
-            of the model in the board), ``win_rate`` (float: fitted probability of beating
-            the anchor, σ(θ)), ``bounded`` (bool: the estimate is at the bound of θ, no
-            finite maximum likelihood).
-        theta: per board key (benchmark, judge, strategy, view) ``(models, (B, K) θ of the
-            replicates, (K,) θ estimate)``; replicate ``r`` is the same draw of questions
-            across every board of a benchmark; NaN where a model has no rating in a
-            replicate (absent, or not linked to the anchor).
+            ``anchor_rating``; ``±inf`` where the estimate's difference from the anchor is
+            infinite, NaN where undefined), ``lo``/``hi`` its percentile interval (NaN for
+            the anchor, ``±inf`` where the replicates reach an infinite difference),
+            ``rank``, ``rank_lo``/``rank_hi`` (int; module docstring: no anchor enters),
+            ``n`` (int: decided comparisons of the model in the board), ``win_rate``
+            (float: fitted probability of beating the anchor, σ of the difference),
+            ``bounded`` (bool: no finite difference from the anchor in the estimate, no
+            finite maximum likelihood rating).
+        fitted: per board key (benchmark, judge, strategy, view) its :class:`Board`.
         anchors: benchmark -> anchor model.
     """
 
     table: pl.DataFrame
-    theta: dict[tuple, tuple[list[str], np.ndarray, np.ndarray]] = field(
-        default_factory=dict
-    )
+    fitted: dict[tuple, Board] = field(default_factory=dict)
     anchors: dict[str, str] = field(default_factory=dict)
 
 
@@ -148,8 +165,9 @@ def fit_boards(
     Args:
         comps: :data:`~voirdire.analysis.ranking.order_views.COMPARISON_SCHEMA` rows.
         method: a registered ranking method (``"bt"``, ``"davidson"``) or import path.
-        anchor: the model fixed at ``anchor_rating`` (default per benchmark:
-            :func:`default_anchor`); it must be a candidate of every board.
+        anchor: the model shown at ``anchor_rating`` (default per benchmark:
+            :func:`default_anchor`); it must be a candidate of every board. Only the
+            ratings and their intervals depend on it, never the ranks.
         prior: pseudo-ties added between every two models that met (0: the plain maximum
             likelihood, Chatbot Arena's; e.g. 1 keeps undefeated or winless models finite).
         replicates, level, seed: the bootstrap's (questions resampled within a benchmark).
@@ -157,8 +175,8 @@ def fit_boards(
             (:func:`~voirdire.analysis.position.uncertainty.in_clusters`); None: questions.
 
     Raises:
-        ConfigError: no comparisons; a board with one model or a disconnected graph; an
-            anchor that is not a candidate of a board; an unknown method; a judge whose
+        ConfigError: no comparisons; a board with one model; an anchor that is not a
+            candidate of a board; an unknown method; a judge whose
             ``replicates × models² × 8`` bytes pass :data:`MAX_PAIRWISE_BYTES` (before any fit).
     """
     fit = ranking_method(method).fit
@@ -195,28 +213,27 @@ def _part(df: pl.DataFrame, col: str, value: str) -> pl.DataFrame:
 class _Cells(NamedTuple):
     """The cells of one judge's boards (a cell: one model on one board, numbered board by
     board, models by name): each cell's board and model index, its comparisons ``n``, the
-    cells of each board, each board's anchor (its position among the board's cells) and
-    each cell's board's anchor cell."""
+    cells of each board and each board's anchor (its position among the board's cells)."""
 
     board: np.ndarray
     model: np.ndarray
     n: np.ndarray
     groups: list[np.ndarray]
     anchors: list[int]
-    anchor_cell: np.ndarray
 
 
 def _check_boards(
     pairs: pl.DataFrame, keys: list, bench: str, judge: str, anc: str
 ) -> None:
-    """Every board ``keys`` (strategy, view) of ``pairs`` connected and holding ``anc``.
+    """Every board ``keys`` (strategy, view) of ``pairs`` with two models or more, ``anc``
+    among them (a disconnected board is rated piece by piece: module docstring).
 
     Raises:
-        ConfigError: a board with one model or a disconnected graph; ``anc`` not in a board.
+        ConfigError: a board with one model; ``anc`` not in a board.
     """
     for s, v in keys:
         sub = pairs.filter((pl.col("strategy") == s) & (pl.col("view") == v))
-        bm = check_graph(sub, f"{bench} / {judge} / {s} / {v}")
+        bm = check_graph(sub, f"{bench} / {judge} / {s} / {v}", connected=False)
         if anc not in bm:
             raise ConfigError(
                 f"anchor {anc!r} is not a candidate of {bench} / {judge} / {s} / {v} (its models: {', '.join(bm)})"
@@ -231,42 +248,32 @@ def _cells(
     anchors = [
         int(np.flatnonzero(np.array(models)[cell_model[u]] == anc)[0]) for u in groups
     ]
-    u_anchor = np.empty(
-        cell_board.size, dtype=np.int64
-    )  # each cell's board's anchor cell
-    for u, a in zip(groups, anchors):
-        u_anchor[u] = u[a]
-    return _Cells(cell_board, cell_model, n_cell, groups, anchors, u_anchor)
+    return _Cells(cell_board, cell_model, n_cell, groups, anchors)
 
 
 def _statistic(cells: _Cells, fit, prior: float, anchor_rating: float, kept: list):
-    """The bootstrap statistic of one judge's boards: per replicate every board fitted
-    (``fit``, each board's anchor fixed; with ``prior``, pseudo-ties between the models
-    that met in the data), ``rating`` and ``win_rate`` per cell (NaN where not linked to
-    the anchor); each call's θ and link pieces appended to ``kept``."""
+    """The bootstrap statistic of one judge's boards: per replicate every board fitted free
+    of any anchor (:func:`~voirdire.analysis.ranking.strengths.fit_strengths`; with
+    ``prior``, pseudo-ties between the models that met in the data), ``rating`` and
+    ``win_rate`` per cell from its difference with its board's anchor (``±inf``/NaN where
+    infinite/undefined); each call's per-board fits appended to ``kept``."""
     met_of: dict[bytes, np.ndarray] = {}
-    cell_board, cell_model, u_anchor = cells.board, cells.model, cells.anchor_cell
 
     def statistic(sums):
         r = sums["w_0"].shape[0]
-        theta, piece = (
-            np.empty((r, cell_board.size)),
-            np.empty((r, cell_board.size), dtype=np.int64),
-        )
+        rel, fitted = np.empty((r, cells.board.size)), []
         for u, a in zip(cells.groups, cells.anchors):
-            m = cell_model[u]
+            m = cells.model[u]
             w = np.stack([sums[f"w_{j}"][:, u] for j in m], axis=2)
             t = np.stack([sums[f"t_{j}"][:, u] for j in m], axis=2)
-            met = (w + w.transpose(0, 2, 1) + t) > 0
             if prior:  # pseudo-ties between every two models that met in the data (the estimate comes first)
+                met = (w + w.transpose(0, 2, 1) + t) > 0
                 t = t + prior * met_of.setdefault(u.tobytes(), met[0])
-            theta[:, u] = fit(w, t, anchor=a)
-            piece[:, u] = pieces(met)
-        kept.append((theta, piece))
-        rated = np.where(
-            piece == piece[:, u_anchor], theta, np.nan
-        )  # NaN: no link to the anchor
-        return {"rating": to_rating(rated, anchor_rating), "win_rate": expit(rated)}
+            fitted.append(fit_strengths(fit, w, t))
+            rel[:, u] = fitted[-1].relative(a)
+        kept.append(fitted)
+        with np.errstate(invalid="ignore"):
+            return {"rating": to_rating(rel, anchor_rating), "win_rate": expit(rel)}
 
     return statistic
 
@@ -287,9 +294,9 @@ def _fit_judge(
     clusters=None,
 ) -> pl.DataFrame:
     """The leaderboard rows of one judge's boards (``jc``: its comparisons) with their
-    cluster-bootstrap intervals and ranks; each board's θ and replicates stored in
-    ``out.theta``. Arguments as :func:`fit_boards`'s (``anc``: the benchmark's anchor,
-    ``questions``: the clusters drawn)."""
+    cluster-bootstrap intervals and ranks; each :class:`Board` stored in ``out.fitted``.
+    Arguments as :func:`fit_boards`'s (``anc``: the benchmark's anchor, ``questions``: the
+    clusters drawn)."""
     pairs = jc.select(
         "strategy", "view", "a", "b"
     ).unique()  # small: boards × K² at most
@@ -309,20 +316,17 @@ def _fit_judge(
     ci = cluster_bootstrap(rows, [*(f"w_{j}" for j in range(k)), *(f"t_{j}" for j in range(k))], statistic,
                            cells=["cell"], questions=questions, replicates=replicates, level=level,
                            seed=seed, chunk=max(1, CHUNK_BYTES // per_chunk))  # fmt: skip
-    est = kept[0][0][0]
-    boot = np.concatenate([th for th, _ in kept[1:]])
-    piece = np.concatenate([p for _, p in kept[1:]])
-    boot = np.where(piece == piece[:, cells.anchor_cell], boot, np.nan)
+    for b, (s, v) in enumerate(keys):
+        u = cells.groups[b]
+        out.fitted[(bench, judge, s, v)] = Board(
+            [models[i] for i in cells.model[u]], cells.anchors[b], kept[0][b],
+            concat([chunk[b] for chunk in kept[1:]]),
+        )  # fmt: skip
     t = _judge_table(
         ci,
-        est,
-        boot,
-        piece,
         cells,
         keys,
-        models,
-        out,
-        (bench, judge),
+        [out.fitted[(bench, judge, s, v)] for s, v in keys],
         level,
         anchor_rating,
     )
@@ -330,33 +334,31 @@ def _fit_judge(
 
 
 def _judge_table(
-    ci: pl.DataFrame, est: np.ndarray, boot: np.ndarray, piece: np.ndarray, cells: _Cells, keys: list,
-    models: list[str], out: Boards, who: tuple[str, str], level: float, anchor_rating: float,
+    ci: pl.DataFrame, cells: _Cells, keys: list, fitted: list[Board], level: float, anchor_rating: float
 ) -> pl.DataFrame:  # fmt: skip
-    """The leaderboard columns of one judge's cells (but ``benchmark`` and ``judge``):
-    the estimates of ``ci``, the rating intervals and ranks from the replicates ``boot``
-    (θ, NaN where not linked to the anchor; ``piece``: their link pieces); every board's
-    models, replicates and estimate stored in ``out.theta`` under ``(*who, strategy, view)``."""
+    """The leaderboard columns of one judge's cells (but ``benchmark`` and ``judge``): the
+    estimates of ``ci``, the rating intervals (from each board's anchor) and the ranks (from
+    no anchor) of the boards ``fitted`` (one per key of ``keys``)."""
     parts = []
-    for b, (s, v) in enumerate(keys):
+    for b, board in enumerate(fitted):
         u = cells.groups[b]
-        out.theta[(*who, s, v)] = (
-            [models[i] for i in cells.model[u]],
-            boot[:, u],
-            est[u],
-        )
-        lo, hi = rating_interval(boot[:, u], level)
-        lo[cells.anchors[b]] = hi[cells.anchors[b]] = (
+        with np.errstate(invalid="ignore"):
+            lo, hi = rating_interval(board.replicates.relative(board.anchor), level)
+        lo[board.anchor] = hi[board.anchor] = (
             np.nan
         )  # the anchor's is fixed: no interval
-        rank, rank_lo, rank_hi = pairwise_ranks(boot[:, u], piece[:, u], level)
+        rank, rank_lo, rank_hi = pairwise_ranks(board.replicates, level)
+        est = board.estimate.relative(board.anchor)[0]
         parts.append(pl.DataFrame({"cell": u, "lo": to_rating(lo, anchor_rating), "hi": to_rating(hi, anchor_rating),
                                    "rank": rank, "rank_lo": rank_lo, "rank_hi": rank_hi,
-                                   "bounded": np.abs(est[u]) >= CLIP - 0.5}))  # fmt: skip
+                                   "bounded": ~np.isfinite(est)}))  # fmt: skip
     wide = ci.pivot(on="metric", index="cell", values="estimate")
+    names = {
+        i: m for board, u in zip(fitted, cells.groups) for i, m in zip(u, board.models)
+    }
     info = pl.DataFrame({"cell": np.arange(cells.board.size), "strategy": [keys[b][0] for b in cells.board],
                          "view": [keys[b][1] for b in cells.board],
-                         "model": [models[i] for i in cells.model], "n": cells.n})  # fmt: skip
+                         "model": [names[i] for i in range(cells.board.size)], "n": cells.n})  # fmt: skip
     t = info.join(wide, on="cell").join(pl.concat(parts), on="cell")
     return t.select(
         "strategy", "view", "model", "lo", "hi", "bounded", pl.col("n").cast(pl.Int64), rating="rating",

@@ -2,9 +2,10 @@
 
 Both fits take (R, K, K) arrays of counts, one K × K table per replicate: ``wins[r, i, j]``
 the decisive wins of model ``i`` over model ``j`` and ``ties[r, i, j]`` (symmetric) the
-ties between them, and return (R, K) log-strengths ``θ`` (natural-log scale) with the
-anchor's fixed at 0. Ratings on Chatbot Arena's scale are ``anchor_rating + 400/ln 10 · θ``
-(:func:`to_rating`).
+ties between them, and return (R, K) log-strengths ``θ`` (natural-log scale) summing to 0
+over each connected piece of the comparison graph: no model is fixed, so nothing depends
+on an anchor (with ``anchor``, θ is shifted so that the anchor's is 0 instead). Ratings on
+Chatbot Arena's scale are ``anchor_rating + 400/ln 10 · (θ − θ_anchor)`` (:func:`to_rating`).
 
 - **Bradley–Terry** (Bradley & Terry 1952; Zermelo 1929): ``P(i beats j) = σ(θ_i − θ_j)``,
   a tie counted as half a win and half a loss (Chatbot Arena's convention). The weighted
@@ -15,11 +16,13 @@ anchor's fixed at 0. Ratings on Chatbot Arena's scale are ``anchor_rating + 400/
   ν √(π_i π_j) / D``, ``D = π_i + π_j + ν √(π_i π_j)``, ``π = e^θ``; ``ν`` is fitted with the
   strengths (on ``log ν``). Checked against a direct scipy maximisation.
 
-Newton steps are solved for all replicates at once (``np.linalg.solve`` on (R, P, P)); a step
-is capped at 5 in any coordinate and ``θ`` at ±:data:`CLIP` (a model that wins, or loses,
-every comparison of a replicate has no finite maximum: its strength stops at the bound, so
-its interval shows it). A replicate whose comparison graph falls apart gets its strengths
-from the damped system (undefined in the model; such replicates widen the intervals).
+Newton steps are solved for all replicates at once (``np.linalg.solve`` on (R, P, P)), the
+Hessian of θ completed by the projector on each piece's constant vector (the direction the
+likelihood does not see; the steps keep each piece's sum at 0). A step is capped at 5 in any
+coordinate and ``θ`` at ±:data:`CLIP`, a guard only: counts whose maximum likelihood is not
+finite (a model that wins, or loses, every comparison) are fitted through
+:func:`~voirdire.analysis.ranking.strengths.fit_strengths`, which gives the method only the
+comparisons inside strongly connected parts and keeps the infinite differences apart.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import numpy as np
 from scipy.special import expit
 
 from voirdire.analysis.ranking.registry import RANKINGS
+from voirdire.analysis.ranking.strengths import pieces
 
 __all__ = [
     "SCALE",
@@ -45,43 +49,75 @@ __all__ = [
 
 #: Chatbot Arena's Elo-like scale: 400 / ln 10 rating points per unit of θ
 SCALE = 400.0 / np.log(10.0)
-#: bound on |θ| (about ±10,900 rating points): strengths of models without a finite maximum
+#: bound on |θ| in the Newton iterations (a guard: :mod:`~voirdire.analysis.ranking.strengths`
+#: keeps infinite differences apart), and what an infinite difference of θ counts as in the
+#: flip statistics (about ±10,900 rating points)
 CLIP = 25.0
 _STEP = 5.0
 
 
 def to_rating(theta: np.ndarray, anchor_rating: float = 1000.0) -> np.ndarray:
-    """Ratings on the Arena scale: ``anchor_rating + 400/ln 10 · θ`` (θ: the anchor's is 0)."""
+    """Ratings on the Arena scale: ``anchor_rating + 400/ln 10 · θ`` (θ measured from the
+    anchor's: :meth:`~voirdire.analysis.ranking.strengths.Strengths.relative`)."""
     return anchor_rating + SCALE * np.asarray(theta)
 
 
+def _projector(n: np.ndarray) -> np.ndarray:
+    """(R, K, K): per replicate the projector on the constant vector of each connected piece
+    of the comparison graph (``n > 0``: models that met)."""
+    lab = pieces(n > 0)
+    same = lab[:, :, None] == lab[:, None, :]
+    return same / same.sum(axis=2, keepdims=True)
+
+
 def _newton(
-    grad_hess: Callable, x0: np.ndarray, free: np.ndarray, max_iter: int, tol: float
+    grad_hess: Callable, x0: np.ndarray, extra: np.ndarray, max_iter: int, tol: float
 ) -> np.ndarray:
-    """Maximise a concave log-likelihood over the ``free`` coordinates of ``x`` (R, P)
-    batched; ``grad_hess(x)`` gives the gradient (R, P) and Hessian (R, P, P)."""
+    """Maximise a concave log-likelihood of ``x`` (R, P), batched; ``grad_hess(x)`` gives
+    the gradient (R, P) and Hessian (R, P, P); ``extra`` (R, P, P) is added to the negated
+    Hessian (the pieces' projectors: zero along the gradient, so the steps keep the sums)."""
     x = x0.copy()
-    idx = np.flatnonzero(free)
-    eye = np.eye(idx.size)
+    eye = np.eye(x.shape[1])
     for _ in range(max_iter):
         g, h = grad_hess(x)
-        g, h = g[:, idx], -h[:, idx][:, :, idx]
-        damp = 1e-10 * (np.trace(h, axis1=1, axis2=2) / max(idx.size, 1) + 1.0)
+        h = extra - h
+        damp = 1e-10 * (np.trace(h, axis1=1, axis2=2) / max(x.shape[1], 1) + 1.0)
         step = np.linalg.solve(h + damp[:, None, None] * eye, g[:, :, None])[:, :, 0]
         big = np.abs(step).max(axis=1, keepdims=True)
         step = np.where(big > _STEP, step * (_STEP / np.maximum(big, 1e-300)), step)
-        new = np.clip(x[:, idx] + step, -CLIP, CLIP)
-        moved = np.abs(new - x[:, idx]).max() if new.size else 0.0
-        x[:, idx] = new
+        new = np.clip(x + step, -CLIP, CLIP)
+        moved = np.abs(new - x).max() if new.size else 0.0
+        x = new
         if moved < tol:
             break
     return x
 
 
+def _tables(
+    wins: np.ndarray, ties: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(R, K, K) float wins and ties (zeros when None), and whether one table was given."""
+    w = np.asarray(wins, dtype=float)
+    single = w.ndim == 2
+    w = w[None] if single else w
+    t = (
+        np.zeros_like(w)
+        if ties is None
+        else np.asarray(ties, dtype=float).reshape(w.shape)
+    )
+    return w, t, single
+
+
+def _shifted(th: np.ndarray, anchor: int | None, single: bool) -> np.ndarray:
+    if anchor is not None:
+        th = th - th[:, anchor : anchor + 1]
+    return th[0] if single else th
+
+
 def fit_bt(
     wins: np.ndarray,
     ties: np.ndarray | None = None,
-    anchor: int = 0,
+    anchor: int | None = None,
     *,
     max_iter: int = 100,
     tol: float = 1e-10,
@@ -91,20 +127,14 @@ def fit_bt(
     Args:
         wins: (R, K, K) or (K, K) decisive wins of row model over column model.
         ties: same shape, symmetric tie counts (None: no ties).
-        anchor: index of the model whose θ is fixed at 0.
+        anchor: None (θ sums to 0 over each connected piece of the comparisons) or the index
+            of the model whose θ is shifted to 0 (meaningful within its piece).
 
     Returns:
-        (R, K) or (K,) θ (float), anchor 0, clipped at ±:data:`CLIP`.
+        (R, K) or (K,) θ (float), within ±:data:`CLIP`.
     """
-    w = np.asarray(wins, dtype=float)
-    single = w.ndim == 2
-    w = w[None] if single else w
-    if ties is not None:
-        w = w + 0.5 * (
-            np.asarray(ties, dtype=float)[None]
-            if single
-            else np.asarray(ties, dtype=float)
-        )
+    w, t, single = _tables(wins, ties)
+    w = w + 0.5 * t
     n = w + w.transpose(0, 2, 1)
 
     def grad_hess(th: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -114,16 +144,14 @@ def fit_bt(
         h = c - np.einsum("rk,kl->rkl", c.sum(axis=2), np.eye(c.shape[1]))
         return g, h
 
-    free = np.ones(w.shape[1], dtype=bool)
-    free[anchor] = False
-    th = _newton(grad_hess, np.zeros(w.shape[:2]), free, max_iter, tol)
-    return th[0] if single else th
+    th = _newton(grad_hess, np.zeros(w.shape[:2]), _projector(n), max_iter, tol)
+    return _shifted(th, anchor, single)
 
 
 def fit_davidson(
     wins: np.ndarray,
     ties: np.ndarray | None = None,
-    anchor: int = 0,
+    anchor: int | None = None,
     *,
     max_iter: int = 100,
     tol: float = 1e-10,
@@ -135,18 +163,7 @@ def fit_davidson(
     Without any tie ``ν`` goes to 0 (``log ν`` stops at −:data:`CLIP`) and the strengths
     are Bradley–Terry's.
     """
-    w = np.asarray(wins, dtype=float)
-    single = w.ndim == 2
-    w = w[None] if single else w
-    t = (
-        np.zeros_like(w)
-        if ties is None
-        else (
-            np.asarray(ties, dtype=float)[None]
-            if single
-            else np.asarray(ties, dtype=float)
-        )
-    )
+    w, t, single = _tables(wins, ties)
     k = w.shape[1]
     dw = w - w.transpose(0, 2, 1)
     n = w + w.transpose(0, 2, 1) + t
@@ -171,19 +188,23 @@ def fit_davidson(
         h[:, k, k] = -0.5 * (n * pt * (1.0 - pt) * off).sum(axis=(1, 2))
         return g, h
 
-    free = np.ones(k + 1, dtype=bool)
-    free[anchor] = False
-    z = _newton(grad_hess, np.zeros((w.shape[0], k + 1)), free, max_iter, tol)
-    th, nu = z[:, :k], np.exp(z[:, k])
+    extra = np.zeros((w.shape[0], k + 1, k + 1))
+    extra[:, :k, :k] = _projector(n)
+    z = _newton(grad_hess, np.zeros((w.shape[0], k + 1)), extra, max_iter, tol)
+    th, nu = _shifted(z[:, :k], anchor, single), np.exp(z[:, k])
     if single:
-        th, nu = th[0], nu[0]
+        nu = nu[0]
     return (th, nu) if return_nu else th
 
 
 @dataclass(frozen=True)
 class Method:
-    """A ranking method: ``fit(wins, ties, anchor) -> θ`` on (R, K, K) counts (see
-    :func:`fit_bt`), registered on :data:`~voirdire.analysis.ranking.registry.RANKINGS`."""
+    """A ranking method: ``fit(wins, ties) -> θ``, (R, K, K) counts to (R, K) log-strengths
+    identified up to a constant in each connected piece of the comparisons (see
+    :func:`fit_bt`), registered on :data:`~voirdire.analysis.ranking.registry.RANKINGS`.
+    voirdire calls it through :func:`~voirdire.analysis.ranking.strengths.fit_strengths`:
+    only with comparisons inside strongly connected parts (every piece has a finite
+    maximum), and centres what it returns over each part."""
 
     name: str
     fit: Callable[..., np.ndarray]

@@ -1,36 +1,41 @@
 """Rank flips and rank agreement between two leaderboards on the same models.
 
 For two boards ``A`` and ``B`` (e.g. one judge's first-order and swapped-order boards, or a
-judge's and the people's) over their common models:
+judge's and the people's) over their common models, every difference of θ fitted free of
+any anchor (:mod:`~voirdire.analysis.ranking.strengths`: finite, ``±∞`` or undefined):
 
-- **flips**: pairs of models ordered one way by ``A``'s ratings and the other way by
-  ``B``'s (a θ difference below 1e-9 is a tie: no flip);
-- **significant** flips, with the family-wise error rate over the pairs held at
-  α = 1 − ``level``:
+- **flips**: pairs of models ordered one way by ``A`` and the other way by ``B`` (a θ
+  difference below 1e-9 is a tie, an undefined one no order: no flip);
+- **significant** flips, with the family-wise error rate held at α = 1 − ``level``:
 
-  - first vs swapped order of one judge and strategy (the order effect): the order-swap
-    permutation test with Westfall–Young max-T adjustment
-    (:mod:`~voirdire.analysis.ranking.order_test`); the row also carries what an
-    order-blind judge gives on the same verdicts (``flips_null``, ``tau_null``: the
-    permutation means) and the overall test's p-values (``flips_p``: any order effect on
-    the leaderboard, from the number of flips; ``tau_p``: from τ);
+  - first vs swapped order of one judge and strategy (the order effect): the order tests of
+    :mod:`~voirdire.analysis.ranking.order_test` — flips with a reference against an
+    order-blind judge, flips between candidates against one slot preference common to
+    every model (``flips_significant_candidates`` counts these), max-T within each, a
+    Bonferroni split between the two; the row also carries what an order-blind judge gives
+    on the same verdicts (``flips_null``, ``tau_null``: the permutation means) and the
+    overall tests' p-values (``flips_p``: any order effect on the leaderboard, from the
+    number of flips; ``tau_p``: from τ);
   - other pairs of boards (a strategy against the raw pooled board, a judge against the
-    people's): per pair a Wald test of the change of the rating difference
-    ``(θ_i − θ_j)_A − (θ_i − θ_j)_B`` with its standard error over the joint bootstrap
-    replicates (the same question draws for both boards,
-    :mod:`~voirdire.analysis.ranking.boards`), two-sided normal p-values, Holm's step-down
-    adjustment (Holm 1979; ``statsmodels.stats.multitest.multipletests``);
+    people's): per pair a Wald test of the change of the difference ``(θ_i − θ_j)_A −
+    (θ_i − θ_j)_B`` with its standard error over the joint bootstrap replicates (the same
+    question draws for both boards, :mod:`~voirdire.analysis.ranking.boards`; replicates
+    where a difference is infinite or undefined left out; a pair whose estimated difference
+    is infinite or undefined in either board not tested: the Wald approximation needs a
+    finite maximum), two-sided normal p-values, Holm's step-down adjustment (Holm 1979;
+    ``statsmodels.stats.multitest.multipletests``);
 
-- **Kendall τ** (τ-b) and **Spearman ρ** between the two rating vectors
+- **Kendall τ** (τ-b) and **Spearman ρ** between the two boards
   (τ-b from the signs of the θ differences, a difference below 1e-9 a tie, equal to
-  ``scipy.stats.kendalltau`` on untied ratings; ρ ``scipy.stats.spearmanr`` on θ rounded to
-  1e-9). No interval: the percentile interval of τ
+  ``scipy.stats.kendalltau`` on untied ratings; ρ ``scipy.stats.spearmanr`` on each
+  model's place: the models it lies above plus half those it ties with or is not ordered
+  against, which on a finite board is its average rank, and needs no anchor). No interval: the percentile interval of τ
   over the replicates is not one (noise lowers a rank correlation, so it sits below the
   estimate, and for an order-blind judge it excludes τ = 1, the truth, in most tables). The
   order rows test τ against the order-blind null instead (``tau_p``);
 - **largest rating move**: the model whose rating changes most (Arena points; both boards
-  share the anchor), among models with a finite rating in both (not at the bound of θ:
-  undefeated or winless models are left out; NaN when none is left).
+  share the anchor), among models with a finite difference from the anchor in both
+  (undefeated or winless models are left out; NaN when none is left).
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from scipy.stats import norm, rankdata, spearmanr
 from statsmodels.stats.multitest import multipletests
 
 from voirdire.analysis.ranking.boards import Boards
-from voirdire.analysis.ranking.bt import CLIP, SCALE
+from voirdire.analysis.ranking.bt import SCALE
 from voirdire.analysis.ranking.order_test import (
     TIE_EPS,
     OrderTest,
@@ -63,11 +68,11 @@ __all__ = [
 
 FLIP_COLUMNS = [
     "benchmark", "judge", "strategy", "view", "judge_b", "strategy_b", "view_b", "models", "pairs", "flips",
-    "flips_significant", "share_significant", "test", "flips_null", "flips_p", "kendall_tau", "tau_null", "tau_p",
-    "spearman_rho", "max_move", "max_move_model",
+    "flips_significant", "flips_significant_candidates", "share_significant", "test", "flips_null", "flips_p",
+    "kendall_tau", "tau_null", "tau_p", "spearman_rho", "max_move", "max_move_model",
 ]  # fmt: skip
-_INT = FLIP_COLUMNS[7:11]
-_FLOAT = ["share_significant", *FLIP_COLUMNS[13:20]]
+_INT = FLIP_COLUMNS[7:12]
+_FLOAT = ["share_significant", *FLIP_COLUMNS[14:21]]
 
 
 def tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -87,17 +92,34 @@ def spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return (rx * ry).sum(1) / np.sqrt((rx**2).sum(1) * (ry**2).sum(1))
 
 
+def _places(fitted, idx: np.ndarray) -> np.ndarray:
+    """(len(idx),) each model's place among ``idx`` in the first row of ``fitted``: the
+    models it lies above, plus half of those it ties with or is not ordered against (a
+    difference below 1e-9 or undefined) — its average rank less one when the board is a
+    total order, whatever the anchor."""
+    d = fitted.pair_differences(np.repeat(idx, idx.size), np.tile(idx, idx.size))[0]
+    with np.errstate(invalid="ignore"):
+        above = (d > TIE_EPS).reshape(idx.size, idx.size)
+        level = ~((np.abs(d) > TIE_EPS) & ~np.isnan(d)).reshape(idx.size, idx.size)
+    np.fill_diagonal(level, False)
+    return above.sum(1) + 0.5 * level.sum(1)
+
+
 def _holm(change: np.ndarray, est: np.ndarray, alpha: float) -> np.ndarray:
     """Per pair: whether Holm rejects "no change" (Wald z with the bootstrap standard
     error of ``change`` (B, P); ``est`` (P,) the estimate's change). Replicates where a
-    pair's change is not finite (a model absent from the replicate: NaN; at the bound of θ:
-    ±∞) are left out of that pair's standard error; a pair with fewer than two finite
+    pair's change is not finite (a difference infinite or undefined there) are left out of
+    that pair's standard error; a pair whose estimated change is not finite (no finite
+    maximum likelihood: the Wald approximation does not apply) or with fewer than two finite
     replicates is not rejected."""
-    c = np.where(np.isfinite(change), change, np.nan)
-    n = np.isfinite(c).sum(axis=0)
+    ok = np.isfinite(change)
+    n = ok.sum(axis=0)
+    c = np.where(ok, change, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        sd = np.where(n > 1, np.nanstd(c, axis=0, ddof=1) if c.size else 0.0, 0.0)
-        z = np.where(sd > 0, np.abs(est) / sd, 0.0)
+        mean = c.sum(axis=0) / np.maximum(n, 1)
+        ss = np.where(ok, (c - mean) ** 2, 0.0).sum(axis=0)
+        sd = np.where(n > 1, np.sqrt(ss / np.maximum(n - 1, 1)), 0.0)
+        z = np.where((sd > 0) & np.isfinite(est), np.abs(est) / sd, 0.0)
     if est.size == 0:
         return np.zeros(0, dtype=bool)
     return multipletests(2 * norm.sf(z), alpha=alpha, method="holm")[0]
@@ -112,51 +134,49 @@ def compare(
 ) -> dict | None:
     """One row of :data:`FLIP_COLUMNS` for boards ``a`` and ``b`` (keys (benchmark, judge,
     strategy, view)), or None when they share fewer than two models. ``test``: the order
-    permutation test of the two boards (first vs swapped), which then decides significance;
-    without it, bootstrap Wald tests with Holm's adjustment do (module docstring)."""
-    ma, ba, ea = boards.theta[a]
-    mb, bb, eb = boards.theta[b]
-    common = sorted(set(ma) & set(mb))
+    permutation tests of the two boards (first vs swapped), which then decide significance;
+    without them, bootstrap Wald tests with Holm's adjustment do (module docstring)."""
+    fa, fb = boards.fitted[a], boards.fitted[b]
+    common = sorted(set(fa.models) & set(fb.models))
     if len(common) < 2:
         return None
-    ia, ib = [ma.index(m) for m in common], [mb.index(m) for m in common]
-    xa, xb, ra, rb = ea[ia], eb[ib], ba[:, ia], bb[:, ib]
+    ia = np.array([fa.models.index(m) for m in common])
+    ib = np.array([fb.models.index(m) for m in common])
     i, j = np.triu_indices(len(common), 1)
-    da, db = xa[i] - xa[j], xb[i] - xb[j]
-    flip = (np.sign(da) * (np.abs(da) > TIE_EPS)) * (
-        np.sign(db) * (np.abs(db) > TIE_EPS)
-    ) < 0
+    da = fa.estimate.pair_differences(ia[i], ia[j])
+    db = fb.estimate.pair_differences(ib[i], ib[j])
+    flip, tau, _ = pair_stats(da, db)  # τ-b: equal θ up to 1e-9 a tie
+    flip, tau = flip[0], float(tau[0])
     alpha = 1.0 - level
-    tau = float(
-        pair_stats(xa[None], xb[None], i, j)[1][0]
-    )  # τ-b, equal θ up to 1e-9 a tie
+    between = None
     if test is not None and test.models == common:
         sig, name = flip & (test.p_adjusted <= alpha), "order-permutation"
-        null = [
-            test.flips_null,
-            test.flips_p,
-            tau,
-            test.tau_null,
-            test.tau_p,
-        ]
+        between = int((sig & test.between_candidates).sum())
+        null = [test.flips_null, test.flips_p, tau, test.tau_null, test.tau_p]
     else:
-        change = (ra[:, i] - ra[:, j]) - (rb[:, i] - rb[:, j])
-        sig, name = flip & _holm(change, da - db, alpha), "bootstrap-holm"
+        with np.errstate(invalid="ignore"):  # infinite or undefined: not finite
+            boot = fa.replicates.pair_differences(
+                ia[i], ia[j]
+            ) - fb.replicates.pair_differences(ib[i], ib[j])
+            est = (da - db)[0]
+        sig, name = flip & _holm(boot, est, alpha), "bootstrap-holm"
         null = [None, None, tau, None, None]
-    finite = (np.abs(xa) < CLIP - 0.5) & (
-        np.abs(xb) < CLIP - 0.5
-    )  # a model at the bound has no finite rating
-    move = np.where(finite, SCALE * (xb - xa), np.nan)
-    k = int(np.nanargmax(np.abs(move))) if finite.any() else 0
+    xa = fa.estimate.relative(fa.anchor)[0, ia]  # both boards share the anchor
+    xb = fb.estimate.relative(fb.anchor)[0, ib]
+    with np.errstate(invalid="ignore"):
+        move = SCALE * (xb - xa)
+    # a model without a finite rating in a board has no move; the anchor's is 0 by definition
+    finite = np.isfinite(move) & (np.array(common) != fa.models[fa.anchor])
+    k = int(np.argmax(np.where(finite, np.abs(move), -1.0))) if finite.any() else 0
     n_flip, n_sig = int(flip.sum()), int(sig.sum())
+    rho = float(spearmanr(_places(fa.estimate, ia), _places(fb.estimate, ib)).statistic)
     return dict(
         zip(
             FLIP_COLUMNS,
             [
-                *a, *b[1:], len(common), int(i.size), n_flip, n_sig,
-                n_sig / n_flip if n_flip else float("nan"), name, *null,
-                float(spearmanr(np.round(xa, 9), np.round(xb, 9)).statistic),
-                float(move[k]), common[k] if finite.any() else None,
+                *a, *b[1:], len(common), int(i.size), n_flip, n_sig, between,
+                n_sig / n_flip if n_flip else float("nan"), name, *null, rho,
+                float(move[k]) if finite.any() else float("nan"), common[k] if finite.any() else None,
             ],
         )
     )  # fmt: skip
@@ -167,13 +187,13 @@ def default_pairs(boards: Boards) -> list[tuple[tuple, tuple]]:
     first against its swapped board (order alone); each order-invariant board against the
     judge's raw pooled board (``single``/``pooled``: what the strategy moves); each judge's
     pooled and combined boards against the people's (``people``/``gold``/``people``)."""
-    keys = list(boards.theta)
+    keys = list(boards.fitted)
     out = []
     for k in keys:
         bench, judge, s, v = k
-        if v == "first" and (bench, judge, s, "swapped") in boards.theta:
+        if v == "first" and (bench, judge, s, "swapped") in boards.fitted:
             out.append((k, (bench, judge, s, "swapped")))
-        if v == "combined" and (bench, judge, "single", "pooled") in boards.theta:
+        if v == "combined" and (bench, judge, "single", "pooled") in boards.fitted:
             out.append(((bench, judge, "single", "pooled"), k))
     people = [k for k in keys if k[1:] == ("people", "gold", "people")]
     for p in people:
@@ -203,8 +223,9 @@ def _order_tests(
         ["benchmark", "judge", "strategy"], maintain_order=True
     ):
         if key in wanted:
-            out[key] = order_test(u, method=method, prior=prior, anchor=boards.anchors.get(key[0]),
-                                  permutations=permutations, seed=seed)  # fmt: skip
+            out[key] = order_test(
+                u, method=method, prior=prior, permutations=permutations, seed=seed
+            )
     return out
 
 
@@ -227,16 +248,17 @@ def rank_flips(
         pairs: (board key, board key) pairs; level: 1 − α, the family-wise error rate.
         comps: the comparisons the boards were fitted on
             (:data:`~voirdire.analysis.ranking.order_views.COMPARISON_SCHEMA`): with them, each
-            first-vs-swapped pair gets the order permutation test
+            first-vs-swapped pair gets the order permutation tests
             (:func:`~voirdire.analysis.ranking.order_test.order_test`, ``permutations``
-            random swaps, ``seed``, refitted with ``method`` and ``prior`` as the boards);
+            draws of each null, ``seed``, refitted with ``method`` and ``prior`` as the boards);
             without them every pair gets the bootstrap Wald tests with Holm's adjustment.
 
     Returns:
         :data:`FLIP_COLUMNS`: the first board's (benchmark, judge, strategy, view), the
         second's (judge_b, strategy_b, view_b), ``models`` and ``pairs`` (int: common
         models, model pairs), ``flips`` and ``flips_significant`` (int),
-        ``share_significant`` (float: significant / flips), ``test`` (str:
+        ``flips_significant_candidates`` (int: of them, between two candidates; null for
+        the bootstrap-holm rows), ``share_significant`` (float: significant / flips), ``test`` (str:
         ``order-permutation`` or ``bootstrap-holm``), ``flips_null`` (float: mean flips of an
         order-blind judge on the same verdicts), ``flips_p`` (float: permutation p-value of
         the flips), ``kendall_tau``, ``tau_null``, ``tau_p`` (float: likewise for τ-b),

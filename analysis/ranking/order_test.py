@@ -1,34 +1,56 @@
-"""Does the order the answers were shown in change a leaderboard? A permutation test.
+"""Does the order the answers were shown in change a leaderboard? Permutation tests.
 
-Null hypothesis (an *order-blind* judge): within every unit — one (question, candidate,
-reference) of a judge and strategy — the verdicts given in the first order and in the
-swapped order are exchangeable. Under it, swapping which order a unit's verdicts belong to
-changes nothing in distribution, so the first- and swapped-order leaderboards refitted
-after independent random swaps (probability ½ per unit) draw the statistics' null
-distribution on the very verdicts observed (Fisher's randomization test; Good 2005,
-*Permutation, Parametric and Bootstrap Tests of Hypotheses*, §3).
+For one judge and strategy, the first-order and swapped-order boards are fitted on the same
+*units* — one (question, candidate, reference) each, judged in both orders — and compared
+over the ``K`` models common to both and their ``K(K−1)/2`` pairs. Statistics:
 
-Statistics, for the ``K`` models common to both boards and their ``K(K−1)/2`` pairs:
+- ``flips``: pairs ordered one way by the first board and the other way by the swapped
+  board (a difference below 1e-9 is a tie, an undefined one no order: no flip);
+- Kendall τ-b between the two boards (from the same signs);
+- per pair the change ``c_ij = b(θ_i − θ_j)_first − b(θ_i − θ_j)_swapped``, the differences
+  fitted free of any anchor (:mod:`~voirdire.analysis.ranking.strengths`) and bounded by
+  ``b`` (an infinite difference counts as ±:data:`~voirdire.analysis.ranking.bt.CLIP`, an
+  undefined one as 0).
 
-- ``flips``: pairs ordered one way by the first board's θ and the other way by the swapped
-  board's (a difference below 1e-9 is a tie, no flip); its p-value
-  ``(1 + #{π: flips_π ≥ flips}) / (1 + B)`` is the overall test "is there any order effect
-  on the leaderboard";
-- Kendall τ-b between the two boards' θ; p-value ``(1 + #{π: τ_π ≤ τ}) / (1 + B)``;
-- per pair the change ``c_ij = (θ_i − θ_j)_first − (θ_i − θ_j)_swapped``, studentized by its
-  permutation root mean square (its permutation mean is 0: swapping every unit negates
-  it), and adjusted for the family of pairs by the single-step max-T method (Westfall &
-  Young 1993, *Resampling-Based Multiple Testing*, §2.6; algorithm 4.1):
-  ``p̃_ij = (1 + #{π: max_kl |z_kl,π| ≥ |z_ij|}) / (1 + B)``. A flip is *significant* when
-  ``p̃_ij ≤ α``: the chance of calling any flip significant for an order-blind judge is at
-  most α (strong control of the family-wise error rate; ``perf/bench_flip_test.py``
-  measures it by simulation).
+Two nulls (:mod:`~voirdire.analysis.ranking.order_nulls`), each a distribution of swaps of
+the units' verdicts between the orders, every board refitted after each swap with the
+leaderboards' own method:
 
-When the units whose two orders' verdicts differ are few (2^U ≤ the permutations asked
-for), every swap is enumerated instead and the p-values are exact.
+- **Order-blind** (the two orders' verdicts of every unit exchangeable). The overall tests:
+  ``flips_p = (1 + #{π: flips_π ≥ flips}) / (1 + B)`` ("does order change this leaderboard
+  at all?", a common slot preference included) and ``tau_p`` likewise for τ ≤ observed;
+  ``flips_null``/``tau_null`` are their means, what an order-blind judge gives on these
+  verdicts. And the flips **with a reference** (a pair holding a model that is never the
+  candidate of a unit — MT-Bench's and DevBench's reference): ``|c_ij|`` over its
+  permutation root mean square, single-step max-T over these pairs (Westfall & Young 1993,
+  *Resampling-Based Multiple Testing*, §2.6, algorithm 4.1). For an order-blind judge the
+  chance of calling any of them significant is at most their share of α; where every
+  candidate meets the reference alone (a star, fitted with ``bt``: a pair's change then
+  depends on that candidate's units alone, so subset pivotality holds) it stays so for the
+  candidates whose verdicts are order-blind whatever the others' are (strong control).
+  A judge that prefers one slot moves the reference past candidates: these flips are
+  then the order's doing, and meant to be found.
+- **One slot preference common to every model and question**, of any size. The flips
+  **between candidates** (pairs of two models each the candidate of some unit): ``c_ij``
+  centred on its mean over the draws and divided by their standard deviation, single-step
+  max-T over these pairs. A common preference moves every candidate against the reference
+  alike and leaves their order to noise, so the chance of calling any flip between
+  candidates significant is at most their share of α for such a judge, whatever the
+  preference (0 included) and the design (exact: the null is conditional, not fitted). A
+  significant flip between candidates is an order effect that differs between models. When
+  some models have their own order effects, the others' pairs are not controlled (weak
+  control: the null is the whole judge's).
 
-The permutations refit both boards with the leaderboards' own method (θ differences do not
-depend on the anchor) in chunks, so memory grows with chunk × K², not B × K².
+Each pair's max-T p-value ``p̃ = (1 + #{π: max_kl z_kl,π ≥ z_ij}) / (1 + B)`` over its own
+family is multiplied by the number of families holding a pair (Bonferroni; capped at 1), so
+a flip is *significant* when ``p̃ ≤ α``: an order-blind judge gets any significant flip with
+probability at most α. A pair whose change no draw moves (spread below 1e-9, numerical
+noise) has ``z = 0``: it never counts, nor raises the others' threshold. When a null's
+configurations are no more than the draws asked for, every one is drawn once and the
+p-values are exact (``#{π: …} / N``, the observed among them). ``perf/bench_flip_test.py``
+measures size and power by simulation.
+
+The draws refit both boards in chunks, so memory grows with chunk × K², not B × K².
 """
 
 from __future__ import annotations
@@ -39,36 +61,42 @@ import numpy as np
 import polars as pl
 from scipy.sparse import csr_matrix
 
+from voirdire.analysis.ranking.bt import CLIP
+from voirdire.analysis.ranking.order_nulls import SwapDraws, blind_swaps, common_swaps
 from voirdire.analysis.ranking.registry import ranking_method
+from voirdire.analysis.ranking.strengths import Strengths, concat, fit_strengths
 
-__all__ = ["TIE_EPS", "OrderTest", "order_units", "order_test", "pair_stats"]
+__all__ = ["TIE_EPS", "OrderTest", "order_units", "order_test", "pair_stats", "bounded"]
 
 #: θ differences below this are a tie in a board (no flip): equal records fit to equal θ
-#: only up to the solver's rounding
+#: only up to the solver's rounding; a change whose spread over the draws is below it is
+#: numerical noise (its z is 0)
 TIE_EPS = 1e-9
-_CHUNK_CELLS = (
-    4_000_000  # permutations per chunk × K² (two boards): about 64 MB of float64
-)
+_CHUNK_CELLS = 4_000_000  # draws per chunk × K² (two boards): about 64 MB of float64
 
 
 @dataclass(frozen=True)
 class OrderTest:
-    """The permutation test of one (benchmark, judge, strategy)'s first vs swapped boards.
+    """The permutation tests of one (benchmark, judge, strategy)'s first vs swapped boards.
 
     Attributes:
         models: the K models compared (sorted).
-        flips: observed flipped pairs (int); flips_null: their mean over the permutations
-            (what an order-blind judge gives on these verdicts); flips_p: the permutation
-            p-value of ``flips`` (one-sided, large).
-        tau: Kendall τ-b of the two boards' θ; tau_null: its permutation mean; tau_p: the
+        flips: observed flipped pairs (int); flips_null: their mean over the order-blind
+            draws (what an order-blind judge gives on these verdicts); flips_p: the
+            permutation p-value of ``flips`` (one-sided, large).
+        tau: Kendall τ-b of the two boards; tau_null: its order-blind mean; tau_p: the
             p-value (one-sided, small).
-        flipped, p_adjusted: (P,) per pair ``(i, j)`` of ``np.triu_indices(K, 1)``: whether
-            it flips, and its max-T adjusted p-value.
-        permutations: B, the swaps drawn (or enumerated).
-        exact: whether every one of the 2^U swaps of the U discordant units (those whose two
-            orders' verdicts differ; swapping the others changes nothing) was enumerated,
-            when 2^U ≤ the permutations asked for: p-values ``#{π: ...} / 2^U``, the observed
-            swap among them; else B random swaps and ``(1 + #{π: ...}) / (1 + B)``.
+        flipped, p_adjusted, between_candidates: (P,) per pair ``(i, j)`` of
+            ``np.triu_indices(K, 1)``: whether it flips, its max-T adjusted p-value
+            (Bonferroni over the families: module docstring) and whether it is a pair of
+            two candidates (tested against one common slot preference) rather than one
+            with a reference (tested against order-blindness).
+        permutations: B, the order-blind draws (or enumerated swaps); exact: whether every
+            one of the 2^U swaps of the U discordant units was drawn (when 2^U ≤ the
+            permutations asked for: p-values ``#{π: ...} / 2^U``, the observed swap among
+            them; else ``(1 + #{π: ...}) / (1 + B)``).
+        common_permutations, common_exact: likewise for the common-preference null (0 and
+            False when no pair is between candidates).
     """
 
     models: list[str]
@@ -80,12 +108,22 @@ class OrderTest:
     tau_p: float
     flipped: np.ndarray
     p_adjusted: np.ndarray
+    between_candidates: np.ndarray
     permutations: int
     exact: bool
+    common_permutations: int = 0
+    common_exact: bool = False
 
-    def significant(self, alpha: float = 0.05) -> int:
-        """Flipped pairs whose adjusted p-value is at most ``alpha`` (int)."""
-        return int((self.flipped & (self.p_adjusted <= alpha)).sum())
+    def significant(
+        self, alpha: float = 0.05, *, between_candidates: bool | None = None
+    ) -> int:
+        """Flipped pairs whose adjusted p-value is at most ``alpha`` (int); with
+        ``between_candidates`` True (False) only the pairs of two candidates (with a
+        reference)."""
+        sig = self.flipped & (self.p_adjusted <= alpha)
+        if between_candidates is not None:
+            sig &= self.between_candidates == between_candidates
+        return int(sig.sum())
 
 
 def order_units(comps: pl.DataFrame) -> pl.DataFrame:
@@ -108,8 +146,10 @@ def order_units(comps: pl.DataFrame) -> pl.DataFrame:
 
 
 def _counts(units: pl.DataFrame, ix: dict[str, int], k: int):
-    """(K², ) win/tie count vectors of the first and swapped boards, and the sparse (U, K²)
-    changes a swap of each discordant unit makes to the first board's wins and ties."""
+    """(K², ) win/tie count vectors of the first and swapped boards, the sparse (U, K²)
+    changes a swap of each discordant unit makes to the first board's wins and ties, and
+    each discordant unit's ``D`` (first-order wins − losses minus swapped-order ones,
+    :func:`~voirdire.analysis.ranking.order_nulls.common_swaps`)."""
     wide = units.pivot(
         on="view", index=["question_id", "a", "b"], values=["win", "tie", "loss"]
     ).sort(
@@ -143,112 +183,110 @@ def _counts(units: pl.DataFrame, ix: dict[str, int], k: int):
     d_t = csr_matrix(
         (np.r_[dt[keep], dt[keep]], (rows, cols)), shape=(keep.size, k * k)
     )
-    return board("first"), board("swapped"), d_w, d_t
+    return board("first"), board("swapped"), d_w, d_t, (dl - dw)[keep]
 
 
-def _fit(
-    fit, w: np.ndarray, t: np.ndarray, k: int, anchor: int, prior: float
-) -> np.ndarray:
+def _fit(fit, w: np.ndarray, t: np.ndarray, k: int, prior: float) -> Strengths:
     w, t = w.reshape(-1, k, k), t.reshape(-1, k, k)
     if prior:  # as the leaderboards: pseudo-ties between every two models that met
         t = t + prior * ((w + w.transpose(0, 2, 1) + t) > 0)
-    return fit(w, t, anchor=anchor)
+    return fit_strengths(fit, w, t)
 
 
-def pair_stats(tf: np.ndarray, ts: np.ndarray, i: np.ndarray, j: np.ndarray):
-    """Per row of two (R, K) θ arrays, over the pairs ``(i, j)``: flipped (R, P) bool, τ-b
-    (R,) and the change ``c = (θ_i − θ_j)_first − (θ_i − θ_j)_second`` (R, P); a difference
-    below :data:`TIE_EPS` is a tie."""
-    df, ds = tf[:, i] - tf[:, j], ts[:, i] - ts[:, j]
-    sf, ss = np.sign(df) * (np.abs(df) > TIE_EPS), np.sign(ds) * (np.abs(ds) > TIE_EPS)
+def bounded(d: np.ndarray) -> np.ndarray:
+    """Differences of θ as the changes use them: within ±:data:`~voirdire.analysis.ranking.bt.CLIP`
+    (``±inf`` at it), NaN (undefined) as 0."""
+    return np.clip(np.nan_to_num(d, nan=0.0, posinf=CLIP, neginf=-CLIP), -CLIP, CLIP)
+
+
+def pair_stats(df: np.ndarray, ds: np.ndarray):
+    """Per row of two (R, P) arrays of pair differences (``θ_i − θ_j`` of the first and the
+    second board; ``±inf``/NaN allowed): flipped (R, P) bool, τ-b (R,) and the change
+    ``c = b(d_first) − b(d_second)`` (R, P; :func:`bounded`); a difference below
+    :data:`TIE_EPS` is a tie, an undefined one has no sign."""
+    with np.errstate(invalid="ignore"):
+        sf = np.nan_to_num(np.sign(df) * (np.abs(df) > TIE_EPS))
+        ss = np.nan_to_num(np.sign(ds) * (np.abs(ds) > TIE_EPS))
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = (sf * ss).sum(1) / np.sqrt((sf**2).sum(1) * (ss**2).sum(1))
-    return sf * ss < 0, tau, df - ds
+    return sf * ss < 0, tau, bounded(df) - bounded(ds)
 
 
-def _swapped_thetas(
-    fit,
-    boards: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    changes: tuple,
-    model: tuple[int, int, float],
-    keep: np.ndarray,
-    permutations: int,
-    chunk: int,
-    exact: bool,
-    rng: np.random.Generator,
-) -> tuple[np.ndarray, np.ndarray]:
-    """θ of the ``keep`` models on the first and the swapped boards under each of the
-    ``permutations`` swaps, ``(B, len(keep))`` each.
+def _refits(
+    fit, counts: tuple, model: tuple[int, float], draws: SwapDraws, chunk: int
+) -> tuple[Strengths, Strengths]:
+    """The first and swapped boards refitted after each swap of ``draws`` (B rows each).
 
-    ``boards``: the first and swapped boards' win and tie counts ``(wf, tf, ws, ts)``;
-    ``changes``: the sparse ``(d_w, d_t)`` a swap of each discordant unit makes; ``model``:
-    ``(K, anchor index, prior)``. Swap ``b`` of an exact test is the bits of ``b``; else
-    each unit swaps with probability 1/2, drawn from ``rng`` ``chunk`` swaps at a time.
+    ``counts``: the first and swapped boards' win and tie counts and the sparse changes a
+    swap of each discordant unit makes (:func:`_counts`); ``model``: ``(K, prior)``.
     """
-    wf, tf, ws, ts = boards
-    d_w, d_t = changes
-    k, anc, prior = model
-    u = d_w.shape[0]
-    th_f, th_s = (
-        np.empty((permutations, keep.size)),
-        np.empty((permutations, keep.size)),
-    )
-    for lo in range(0, permutations, chunk):
-        n = min(chunk, permutations - lo)
-        if exact:
-            s = ((np.arange(lo, lo + n)[:, None] >> np.arange(u)) & 1).astype(float)
-        else:
-            s = (rng.random((n, u)) < 0.5).astype(float)
+    (wf, tf), (ws, ts), d_w, d_t = counts[:4]
+    k, prior = model
+    first, second = [], []
+    for s in draws.chunks(chunk):
         dw, dt = (d_w.T @ s.T).T, (d_t.T @ s.T).T  # (n, K²): what the swaps move
-        th = _fit(fit, np.r_[wf + dw, ws - dw], np.r_[tf + dt, ts - dt], k, anc, prior)
-        th_f[lo : lo + n], th_s[lo : lo + n] = th[:n, keep], th[n:, keep]
-    return th_f, th_s
+        n = s.shape[0]
+        fitted = _fit(fit, np.r_[wf + dw, ws - dw], np.r_[tf + dt, ts - dt], k, prior)
+        first.append(fitted.rows(slice(0, n)))
+        second.append(fitted.rows(slice(n, 2 * n)))
+    return concat(first), concat(second)
 
 
-def _null_counts(
-    th_f: np.ndarray,
-    th_s: np.ndarray,
-    pairs: tuple[np.ndarray, np.ndarray],
-    observed: tuple[np.ndarray, np.ndarray, np.ndarray],
-    chunk: int,
-) -> tuple[int, int, int, np.ndarray, np.ndarray]:
-    """The permutation nulls of the swapped θ ``th_f``, ``th_s`` against the ``observed``
-    ``(flipped, τ, c)`` of :func:`pair_stats` over ``pairs`` ``(i, j)``.
+def _chunks(boards: tuple[Strengths, Strengths], pairs: tuple, chunk: int):
+    """:func:`pair_stats` of the refitted boards over ``pairs`` (model indices), ``chunk``
+    draws at a time."""
+    sf, ss = boards
+    for lo in range(0, len(sf), chunk):
+        rows = slice(lo, lo + chunk)
+        yield pair_stats(
+            sf.rows(rows).pair_differences(*pairs),
+            ss.rows(rows).pair_differences(*pairs),
+        )
 
-    Returns ``(flips_p, flips_sum, tau_p, tau_all, exceed)``: the swaps with at least as
-    many flips, the flips over all swaps, the swaps with τ at most the observed (NaN
-    counts as 1), every swap's τ, and per pair the swaps whose max-T (|c| over its
-    permutation RMS, the largest over pairs) reaches the pair's observed value.
-    """
-    i, j = pairs
-    flip0, tau0, c0 = observed
-    permutations = th_f.shape[0]
-    flips_p, tau_p, sq, flips_sum, taus = 0, 0, np.zeros(i.size), 0, []
-    for lo in range(
-        0, permutations, chunk
-    ):  # pass 1: flips, τ; the permutation RMS of c
-        f, tau, c = pair_stats(th_f[lo : lo + chunk], th_s[lo : lo + chunk], i, j)
+
+def _max_t(
+    boards, pairs, c0: np.ndarray, draws: SwapDraws, chunk: int, centre: bool
+) -> np.ndarray:
+    """Single-step max-T adjusted p-values of the observed changes ``c0`` (P,) over the
+    ``pairs``: ``|c − m| / s`` with ``m`` the draws' mean (``centre``) or 0 and ``s`` the
+    draws' standard deviation (root mean square without ``centre``); a spread below
+    :data:`TIE_EPS` gives z = 0."""
+    if c0.size == 0:
+        return np.zeros(0)
+    n, s1, s2 = draws.count, np.zeros(c0.size), np.zeros(c0.size)
+    for _, _, c in _chunks(boards, pairs, chunk):  # pass 1: the moments
+        s1 += c.sum(0)
+        s2 += (c**2).sum(0)
+    m = s1 / n if centre else np.zeros(c0.size)
+    spread = np.sqrt(np.maximum(s2 / n - m**2, 0.0))
+    scale = np.where(
+        spread > TIE_EPS, spread, np.inf
+    )  # numerical noise: never significant
+    z0 = np.abs(c0 - m) / scale
+    mx = np.sort(np.concatenate([
+        (np.abs(c - m) / scale).max(1, initial=0.0) for _, _, c in _chunks(boards, pairs, chunk)
+    ]))  # fmt: skip
+    exceed = n - np.searchsorted(mx, z0 - 1e-12, side="left")
+    plus = 0 if draws.exact else 1
+    return (plus + exceed) / (plus + n)
+
+
+def _overall(boards, pairs, observed: tuple, draws: SwapDraws, chunk: int):
+    """The order-blind draws' flips and τ against the observed ``(flipped, τ)``: the draws
+    with at least as many flips, the flips over all draws, the draws with τ at most the
+    observed (NaN counts as 1), and the mean τ."""
+    flip0, tau0 = observed
+    flips_p, flips_sum, tau_p, taus = 0, 0, 0, []
+    for f, tau, _ in _chunks(boards, pairs, chunk):
         flips_p += int((f.sum(1) >= flip0.sum()).sum())
         flips_sum += int(f.sum())
         tau_p += int((np.nan_to_num(tau, nan=1.0) <= tau0[0]).sum())
         taus.append(tau)
-        sq += (c**2).sum(0)
-    rms = np.sqrt(sq / permutations)
-    scale = np.where(
-        rms > 0, rms, np.inf
-    )  # a pair no swap can move: z = 0, never significant
-    z0 = np.abs(c0[0]) / scale
-    maxes = [  # pass 2: the max-T null
-        (
-            np.abs(pair_stats(th_f[lo : lo + chunk], th_s[lo : lo + chunk], i, j)[2])
-            / scale
-        ).max(1, initial=0.0)
-        for lo in range(0, permutations, chunk)
-    ]
     tau_all = np.concatenate(taus)
-    mx = np.sort(np.concatenate(maxes))
-    exceed = permutations - np.searchsorted(mx, z0 - 1e-12, side="left")
-    return flips_p, flips_sum, tau_p, tau_all, exceed
+    tau_null = (
+        float(np.nanmean(tau_all)) if np.isfinite(tau_all).any() else float("nan")
+    )
+    return flips_p, flips_sum, tau_p, tau_null
 
 
 def order_test(
@@ -256,19 +294,17 @@ def order_test(
     *,
     method: str = "bt",
     prior: float = 0.0,
-    anchor: str | None = None,
     permutations: int = 1000,
     seed: int = 0,
 ) -> OrderTest:
-    """The order-swap permutation test of one judge and strategy (module docstring).
+    """The order tests of one judge and strategy (module docstring).
 
     Args:
         units: :func:`order_units` rows of one (benchmark, judge, strategy).
-        method, prior: the leaderboards' (:func:`~voirdire.analysis.ranking.boards.fit_boards`).
-        anchor: the model fixed at θ = 0 (default: the first by name; differences of θ, and
-            so every statistic, do not depend on it).
-        permutations: B (≥ 1), the random swaps; when the 2^U swaps of the U discordant units
-            are no more, all of them instead (exact); seed: of the random swaps.
+        method, prior: the leaderboards' (:func:`~voirdire.analysis.ranking.boards.fit_boards`);
+            nothing depends on an anchor.
+        permutations: B (≥ 1), the draws of each null; a null whose configurations are no
+            more is drawn exactly instead; seed: of the random draws.
 
     Raises:
         ConfigError: an unknown ranking method; ValueError: ``permutations`` < 1 or no
@@ -283,40 +319,60 @@ def order_test(
     }
     models = sorted(set().union(*present.values()))
     common = sorted(set.intersection(*present.values())) if len(present) == 2 else []
+    candidates = set(units.get_column("a").to_list())
     k, ix = len(models), {m: n for n, m in enumerate(models)}
-    anc = ix.get(anchor, 0) if anchor else 0
-    (wf, tf), (ws, ts), d_w, d_t = _counts(units, ix, k)
+    counts = _counts(units, ix, k)
+    (wf, tf), (ws, ts) = counts[:2]
     keep = np.array([ix[m] for m in common], dtype=np.int64)
     i, j = np.triu_indices(keep.size, 1)
-    obs = _fit(fit, np.stack([wf, ws]), np.stack([tf, ts]), k, anc, prior)[:, keep]
-    flip0, tau0, c0 = pair_stats(obs[:1], obs[1:], i, j)
-    rng, u = np.random.default_rng(seed), d_w.shape[0]
-    exact = u < 31 and 2**u <= permutations  # few discordant units: every swap, once
-    if exact:
-        permutations = 2**u
-    chunk = max(1, _CHUNK_CELLS // (2 * k * k))
-    th_f, th_s = _swapped_thetas(
-        fit, (wf, tf, ws, ts), (d_w, d_t), (k, anc, prior), keep, permutations, chunk,
-        exact, rng,
-    )  # fmt: skip
-    flips_p, flips_sum, tau_p, tau_all, exceed = _null_counts(
-        th_f, th_s, (i, j), (flip0, tau0, c0), chunk
+    pairs = (keep[i], keep[j])
+    obs = _fit(fit, np.stack([wf, ws]), np.stack([tf, ts]), k, prior)
+    flip0, tau0, c0 = pair_stats(
+        obs.rows(slice(0, 1)).pair_differences(*pairs),
+        obs.rows(slice(1, 2)).pair_differences(*pairs),
     )
-    plus = (
-        0 if exact else 1
-    )  # the enumeration holds the observed swap; a random draw adds it
+    between = np.array(
+        [common[x] in candidates and common[y] in candidates for x, y in zip(i, j)],
+        dtype=bool,
+    )
+    chunk = max(1, _CHUNK_CELLS // (2 * k * k))
+    blind = blind_swaps(counts[2].shape[0], permutations, np.random.default_rng(seed))
+    boards = _refits(fit, counts, (k, prior), blind, chunk)
+    flips_p, flips_sum, tau_p, tau_null = _overall(
+        boards, pairs, (flip0, tau0), blind, chunk
+    )
+    p = np.ones(i.size)
+    ref = ~between
+    p[ref] = _max_t(
+        boards, (pairs[0][ref], pairs[1][ref]), c0[0, ref], blind, chunk, centre=False
+    )
+    cdraws = None
+    if between.any():
+        cdraws = common_swaps(counts[4], permutations, np.random.default_rng([seed, 1]))
+        cboards = _refits(fit, counts, (k, prior), cdraws, chunk)
+        p[between] = _max_t(
+            cboards,
+            (pairs[0][between], pairs[1][between]),
+            c0[0, between],
+            cdraws,
+            chunk,
+            centre=True,
+        )
+    families = int(ref.any()) + int(between.any())
+    plus = 0 if blind.exact else 1
     return OrderTest(
         models=common,
         flips=int(flip0.sum()),
-        flips_null=flips_sum / permutations,
-        flips_p=(plus + flips_p) / (plus + permutations),
+        flips_null=flips_sum / blind.count,
+        flips_p=(plus + flips_p) / (plus + blind.count),
         tau=float(tau0[0]),
-        tau_null=float(np.nanmean(tau_all))
-        if np.isfinite(tau_all).any()
-        else float("nan"),
-        tau_p=(plus + tau_p) / (plus + permutations),
+        tau_null=tau_null,
+        tau_p=(plus + tau_p) / (plus + blind.count),
         flipped=flip0[0],
-        p_adjusted=(plus + exceed) / (plus + permutations),
-        permutations=permutations,
-        exact=exact,
+        p_adjusted=np.minimum(1.0, families * p),
+        between_candidates=between,
+        permutations=blind.count,
+        exact=blind.exact,
+        common_permutations=0 if cdraws is None else cdraws.count,
+        common_exact=False if cdraws is None else cdraws.exact,
     )

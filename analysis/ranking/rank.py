@@ -189,7 +189,7 @@ def rank_judgments(
     Raises:
         ConfigError: a judge named ``people`` (the people's board) or ``panel-N`` (a
             jury); no pairwise judgments; a benchmark whose answers are anonymous (no
-            named models); a board with one model or a disconnected comparison graph; an
+            named models); a board with one model; an
             anchor that is not a candidate; an unknown method or strategy.
     """
     rows = _pairwise_rows(judgments)

@@ -1,21 +1,22 @@
 """Ranks, rank intervals and rating intervals from a board's bootstrap replicates.
 
-Everything here is computed from quantities that do not depend on the anchor, or says where
-they do:
+Everything here is computed from the anchor-free fits of
+:mod:`~voirdire.analysis.ranking.strengths`, or says where the anchor enters:
 
-- **Pieces**: in a replicate, a model with no comparison (its questions were not drawn) or
-  one whose comparisons never link it to the anchor has no rating there: NaN, not the
-  anchor's (:func:`pieces`; models are linked when they met in the replicate).
-- **Bound**: a θ at the bound (``|θ| ≥ CLIP − 0.5``, :data:`~voirdire.analysis.ranking.bt.CLIP`)
-  has its maximum likelihood at infinity: it counts as ``±inf``, so an interval that reaches
-  it has an infinite end instead of a zero-width one read as exact (:func:`unbounded`).
+- **Differences**: in a replicate, ``θ_j − θ_i`` is finite when the two models are in one
+  strongly connected part of the win graph, ``±∞`` when one's part lies above the other's,
+  NaN when neither does (never linked by comparisons in the replicate, absent from it, or
+  linked only through a part above or below both).
 - **Rank** (Chatbot Arena's rule, on pairwise differences): ``rank = 1 +`` the number of
   models ``j`` whose percentile interval of ``θ_j − θ_i`` over the replicates lies wholly
   above 0; ``rank_hi = K −`` the number whose interval lies wholly below 0; ``rank_lo =
-  rank``. A difference does not depend on the anchor (the anchor only shifts every θ of a
-  replicate by the same amount), so neither do the ranks, and ``rank_lo ≤ rank ≤ rank_hi``
-  by construction. A pair is used in the replicates where both models are in the same
-  piece; two models at the same bound have no defined difference there (NaN).
+  rank``. A pair counts in the replicates where its difference is defined (not NaN); an
+  infinite difference counts as one. No anchor enters, so the ranks are the same whatever
+  model is the anchor, on a connected or a disconnected design; ``rank_lo ≤ rank ≤
+  rank_hi`` by construction. A model that no replicate orders against another (two
+  separate tournaments) leaves that place open in both directions.
+- **Rating interval**: of ``θ_m − θ_anchor`` (the display's anchor), NaN replicates left
+  out, ``±∞`` kept: an interval reaching an infinite difference has an infinite end.
 - Percentiles are numpy's linear ones (as :func:`numpy.quantile`) over the non-NaN
   replicates; ``±inf`` enter as ±1e300 and leave as ±inf.
 """
@@ -24,39 +25,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from voirdire.analysis.ranking.bt import CLIP
+from voirdire.analysis.ranking.strengths import Strengths
 
-__all__ = ["pieces", "unbounded", "percentile", "rating_interval", "pairwise_ranks"]
+__all__ = ["percentile", "rating_interval", "pairwise_ranks"]
 
 _BIG = 1e300
 _TOL = 1e-9  # a difference interval ending within this of 0 (Newton's tolerance) is not "above 0"
-
-
-def pieces(met: np.ndarray) -> np.ndarray:
-    """Connected pieces of each replicate's comparison graph.
-
-    Args:
-        met: (R, K, K) bool, True where models ``i`` and ``j`` met in the replicate.
-
-    Returns:
-        (R, K) int: per replicate each model's piece, labelled by its lowest model index; a
-        model that met nobody is a piece of its own.
-    """
-    r, k, _ = met.shape
-    lab = np.broadcast_to(np.arange(k), (r, k)).copy()
-    for _ in range(k):
-        new = np.minimum(lab, np.where(met, lab[:, None, :], k).min(axis=2))
-        if np.array_equal(new, lab):
-            break
-        lab = new
-    return lab
-
-
-def unbounded(theta: np.ndarray) -> np.ndarray:
-    """``theta`` with values at the bound of θ (``|θ| ≥ CLIP − 0.5``) replaced by ``±inf``."""
-    th = np.asarray(theta, dtype=float)
-    with np.errstate(invalid="ignore"):
-        return np.where(np.abs(th) >= CLIP - 0.5, np.sign(th) * np.inf, th)
 
 
 def percentile(a: np.ndarray, q: float, axis: int = 0) -> np.ndarray:
@@ -80,43 +54,37 @@ def percentile(a: np.ndarray, q: float, axis: int = 0) -> np.ndarray:
     return np.where(n == 0, np.nan, out)
 
 
-def rating_interval(theta: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """(K,) lower and upper percentile ends of θ over the replicates ((R, K): NaN where a
-    model has no rating in a replicate), ``±inf`` where the replicates reach the bound."""
-    th = unbounded(theta)
+def rating_interval(
+    relative: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(K,) lower and upper percentile ends of ``θ_m − θ_anchor`` over the replicates
+    ((R, K), :meth:`~voirdire.analysis.ranking.strengths.Strengths.relative`: NaN where
+    undefined, left out), ``±inf`` where the replicates reach an infinite difference."""
     a = (1.0 - level) / 2.0
-    return percentile(th, a), percentile(th, 1.0 - a)
+    return percentile(relative, a), percentile(relative, 1.0 - a)
 
 
 def pairwise_ranks(
-    theta: np.ndarray,
-    piece: np.ndarray,
-    level: float,
-    max_bytes: int = 64 * 2**20,
+    fitted: Strengths, level: float, max_bytes: int = 64 * 2**20
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ranks from the percentile intervals of the pairwise differences (module docstring).
 
     Args:
-        theta: (R, K) θ of the replicates (any anchor; NaN allowed).
-        piece: (R, K) int pieces (:func:`pieces`): a pair counts in a replicate when both
-            models are in the same piece.
+        fitted: the board's replicates (R, K models).
         level: interval coverage (0.95).
-        max_bytes: memory for one block of differences; the (R, K, K) differences are
-            taken ``max(1, max_bytes // (R·K·8))`` rows at a time.
+        max_bytes: memory for one block of differences and its temporaries; the (R, K, K)
+            differences are taken ``max(1, max_bytes // (4·R·K·8))`` rows at a time.
 
     Returns:
         (K,) int arrays ``rank``, ``rank_lo`` (= ``rank``), ``rank_hi``.
     """
-    th = unbounded(theta)
-    r, k = th.shape
+    r, k = fitted.theta.shape
     a = (1.0 - level) / 2.0
     above, below = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
-    step = max(1, int(max_bytes // max(r * k * 8, 1)))
+    step = max(1, int(max_bytes // max(4 * r * k * 8, 1)))
     for s in range(0, k, step):
-        rows = slice(s, min(s + step, k))
-        with np.errstate(invalid="ignore"):
-            d = th[:, None, :] - th[:, rows, None]  # (R, b, K): θ_j − θ_i
-        d[piece[:, None, :] != piece[:, rows, None]] = np.nan
+        rows = np.arange(s, min(s + step, k))
+        d = fitted.differences(rows)  # (R, b, K): θ_j − θ_i
         lo, hi = percentile(d, a), percentile(d, 1.0 - a)
         above[rows] = (lo > _TOL).sum(axis=1)
         below[rows] = (hi < -_TOL).sum(axis=1)

@@ -89,8 +89,8 @@ def ranking_figure(lb: pl.DataFrame, path: str | os.PathLike, title: str = "") -
 
 def _limits(ax, lb: pl.DataFrame, title: str) -> None:
     """Y limits from the models with a finite rating; a model that wins (or loses) every
-    decided comparison sits at the bound of θ (:data:`~voirdire.analysis.ranking.bt.CLIP`)
-    and is left off scale, said in the title."""
+    decided comparison has an infinite (or, not ordered against the anchor, no) rating and
+    is left off scale, said in the title."""
     ok = lb.filter((pl.col("win_rate") > 1e-9) & (pl.col("win_rate") < 1 - 1e-9))
     if ok.height == 0:
         ax.set_title(title, fontsize=9)
@@ -183,7 +183,8 @@ def ranking_markdown(
     lines += ["", "Rank flips: model pairs ordered differently by the first-order and swapped-order leaderboards "
               "against an order-blind judge on the same verdicts (orders swapped at random within pairs): its mean flips, the "
               "permutation p-value of the count, and the flips significant with the family-wise error held at 5 % "
-              "(max-T). See docs/ranking.md.", ""]  # fmt: skip
+              "(max-T; flips with the reference against an order-blind judge, flips between candidates against one slot "
+              "preference common to every model). See docs/ranking.md.", ""]  # fmt: skip
     for name, p in (figures or {}).items():
         lines.append(
             f"![{name}]({p.name if p.parent.name != 'figures' else 'figures/' + p.name})"
@@ -208,6 +209,7 @@ def ranking_html(summary: pl.DataFrame, figures: dict[str, Path] | None = None) 
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         "<p>Rank flips: model pairs ordered differently by the first-order and swapped-order leaderboards "
         f"against an order-blind judge on the same verdicts (orders swapped at random within pairs): its mean flips, the "
-        "permutation p-value of the count, and the flips significant with the family-wise error held at 5 % (max-T). "
-        f"See docs/ranking.md.</p>{imgs}</section>"
+        "permutation p-value of the count, and the flips significant with the family-wise error held at 5 % (max-T; "
+        "flips with the reference against an order-blind judge, flips between candidates against one slot preference "
+        f"common to every model). See docs/ranking.md.</p>{imgs}</section>"
     )

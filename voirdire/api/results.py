@@ -207,8 +207,8 @@ def rank(
         method: ``"bt"``, ``"davidson"`` or a registered method / import path.
         strategies: mitigation strategies ranked besides each order's own verdicts
             (default: every no-query strategy the judgments allow).
-        anchor, anchor_rating: the model fixed at ``anchor_rating`` on Arena's 400/ln 10
-            scale (default: the model in the most comparisons).
+        anchor, anchor_rating: the model shown at ``anchor_rating`` on Arena's 400/ln 10
+            scale (default: the model in the most comparisons); the ranks do not depend on it.
         prior: pseudo-ties added between every two models that met (0: the plain maximum
             likelihood; 1 keeps undefeated or winless models at a finite rating).
         replicates, seed: the cluster bootstrap's.
@@ -225,8 +225,7 @@ def rank(
         FileNotFoundError: a directory is not a voirdire output directory.
         ConfigError: a directory given twice; a judge named ``people`` or ``panel-N``
             (the analysis's own names); ``out`` holds something no voirdire report writes (or a link); no
-            pairwise judgments, a board with one model or a disconnected
-            comparison graph, an anchor that is not a candidate, an unknown method or strategy.
+            pairwise judgments, a board with one model, an anchor that is not a candidate, an unknown method or strategy.
     """
     from voirdire.analysis.ranking.rank import dir_clusters, rank_judgments
     from voirdire.analysis.report.ranking_files import write_ranking

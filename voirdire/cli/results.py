@@ -201,7 +201,7 @@ def rank(
     anchor: Annotated[
         str | None,
         typer.Option(
-            help="Model fixed at --anchor-rating; default: the most compared."
+            help="Model shown at --anchor-rating (ratings only: the ranks do not depend on it); default: the most compared."
         ),
     ] = None,
     anchor_rating: Annotated[
