@@ -102,7 +102,9 @@ def judge_scatter(
     )  # fmt: skip
     found = base.transform_filter(HIT).encode(x=fx, y=fy, text="judge:N")
     label = {"align": "left", "dx": 8, "dy": -8, "fontSize": 12, "fontWeight": "bold"}
-    layers.append(found.mark_text(stroke="white", strokeWidth=4, strokeOpacity=0.9, **label))  # a halo
+    layers.append(
+        found.mark_text(stroke="white", strokeWidth=4, strokeOpacity=0.9, **label)
+    )  # a halo
     layers.append(found.mark_text(**label))
     return (
         alt.layer(*layers)
