@@ -245,7 +245,7 @@ def test_figures_name_at_most_12_judges_in_a_legend_and_every_one_searches(n):
 
 
 def test_a_report_directory_may_hold_svg_figures(tmp_path):
-    from voirdire.engine.outdir import claim_report_dir
+    from voirdire.ownership import claim_report_dir
 
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "pc_vs_pf_B.svg").write_text("<svg/>")

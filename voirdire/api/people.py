@@ -11,7 +11,8 @@ from typing import Any
 import polars as pl
 
 from voirdire.core import ConfigError
-from voirdire.engine.outdir import check_reserved, claim_report_dir, distinct_dirs
+from voirdire.engine.judge_names import check_reserved
+from voirdire.ownership import claim_report_dir, distinct_dirs
 
 __all__ = ["people"]
 

@@ -11,12 +11,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from voirdire.core import ConfigError
-from voirdire.engine.outdir import (
-    check_reserved,
-    claim_output_dir,
-    claim_report_dir,
-    distinct_dirs,
-)
+from voirdire.engine.judge_names import check_reserved
+from voirdire.ownership import claim_output_dir, claim_report_dir, distinct_dirs
 
 if TYPE_CHECKING:
     from voirdire.analysis.outputs import Results
@@ -67,7 +63,7 @@ def analyze(output_dir: str | os.PathLike) -> Results:
     Raises:
         FileNotFoundError: not a voirdire output directory.
         ConfigError: a directory that is not ours or holds a symbolic link
-            (:func:`voirdire.engine.outdir.claim_output_dir`); nothing is written.
+            (:func:`voirdire.ownership.claim_output_dir`); nothing is written.
     """
     from voirdire.analysis.build import write_analysis
     from voirdire.analysis.outputs import compute_dir
@@ -102,7 +98,7 @@ def report(
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
         ConfigError: a directory given twice, an invalid judge-attributes table, or a directory to write that is not
-            ours (:mod:`voirdire.engine.outdir`; nothing is written).
+            ours (:mod:`voirdire.ownership`; nothing is written).
     """
     from voirdire.analysis.build import build_report
 
@@ -156,7 +152,7 @@ def mitigate(
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
         ConfigError: a directory given twice; a judge named ``people`` or ``panel-N``;
-            a directory to write that is not ours (:mod:`voirdire.engine.outdir`),
+            a directory to write that is not ours (:mod:`voirdire.ownership`),
             an unknown strategy, a strategy's missing need (e.g. option_probs), a reference
             that matches no judge or pair, labels with unknown candidates.
     """
