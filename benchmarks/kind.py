@@ -15,7 +15,7 @@ what differs from the defaults (the first release's layout and conventions):
   :meth:`BenchmarkKind.read_recorded`, :meth:`BenchmarkKind.recorded_mode`
   (default: :mod:`voirdire.benchmarks.recorded`, the first release's layout);
 - **the bootstrap's clusters**: :meth:`BenchmarkKind.clusters` (default: each question
-  its own cluster);
+  its own cluster), and the unit its order was randomised over, :attr:`BenchmarkKind.order_unit`;
 - **the release's own statistics**: :meth:`BenchmarkKind.release_readings`, the winner
   the release counts in each order (:mod:`voirdire.analysis.position.release_stats`).
 """
@@ -47,6 +47,12 @@ class BenchmarkKind:
     #: the release whose data directory the benchmark reads (a
     #: :class:`~voirdire.benchmarks.release.Release`), or None (a user's own data)
     release: ClassVar[Any] = None
+    #: the unit its order shown was randomised over, for the one-order randomisation test
+    #: (:mod:`~voirdire.analysis.position.order_randomisation`): ``"pair"`` (default: a coin
+    #: per pair), ``"cluster"`` (one coin per question cluster, :meth:`clusters`, or per
+    #: question where it declares none, shared by every pair in it: AlpacaEval's seeded
+    #: switch per instruction) or ``"none"`` (not randomised)
+    order_unit: ClassVar[str] = "pair"
     #: ``[benchmark]`` settings the benchmark takes besides ``data_dir`` and ``sample``
     #: (passed to :meth:`load` as keywords when set)
     options: ClassVar[tuple[str, ...]] = ()

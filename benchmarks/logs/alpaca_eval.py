@@ -159,6 +159,9 @@ class AlpacaEval(LogBenchmark):
 
     name = "AlpacaEval"
     Options = AlpacaEvalOptions
+    #: the seeded switch depends on the instruction alone (``seed_columns``): every model is
+    #: shown first on the same instructions, the clusters (:meth:`~.base.LogBenchmark.clusters`)
+    order_unit: ClassVar[str] = "cluster"
     suffixes = (".json",)
     orders: ClassVar[str] = "one"
 
