@@ -45,6 +45,7 @@ import json
 import math
 import os
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -53,6 +54,7 @@ from pydantic import BaseModel, ConfigDict
 
 from voirdire.benchmarks.logs.base import LogBenchmark
 from voirdire.benchmarks.logs.reading import RECORDED, Rows, need, read_json
+from voirdire.benchmarks.recorded import Recorded, RecordKey
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError, content_hash
 
@@ -206,6 +208,29 @@ class AlpacaEval(LogBenchmark):
         pl.DataFrame(cols, schema=PREFERENCE_SCHEMA).write_parquet(tmp)
         os.replace(tmp, path)
         return pairs, keys
+
+    @classmethod
+    def read_recorded(cls, path: Path, recorded: str) -> dict[RecordKey, Recorded]:
+        """Judge ``recorded``'s verdicts (:meth:`~.base.LogBenchmark.read_recorded`), each with
+        the annotator's continuous preference as its probabilities where the log holds one:
+        ``probs = {"A": p_first, "B": 1 − p_first}`` (:data:`PREFERENCES`; a draw ½ each), so
+        the win rate, the length-controlled win rate and calibration read AlpacaEval's own
+        preference rather than the letter cut at 1.5."""
+        out = super().read_recorded(path, recorded)
+        pref = path.parent / PREFERENCES
+        if not pref.is_file():
+            return out
+        df = (
+            pl.scan_parquet(pref)
+            .filter((pl.col("judge") == recorded) & pl.col("p_first").is_not_null())
+            .select(k=pl.concat_str("question_id", "first", "second", separator=";"), p="p_first")
+            .collect()
+        )  # fmt: skip
+        for k, p in df.iter_rows():
+            rec = out.get((k, 1))
+            if rec is not None and rec.output is not None:
+                out[(k, 1)] = replace(rec, probs={"A": p, "B": 1.0 - p})
+        return out
 
 
 __all__ = [
