@@ -97,6 +97,17 @@ class BenchmarkKind:
         """
         return None
 
+    @classmethod
+    def length_control_weights(
+        cls, data_dir: str | os.PathLike[str] | None = None
+    ) -> pl.DataFrame | None:
+        """The fitted weights of a published length-controlled win rate the benchmark's
+        data carries (AlpacaEval's ``length_controlled_v1``: ``baseline``, ``model`` (str),
+        ``length``, ``difficulty``, ``not_gamed`` (float), one row per model and baseline),
+        read by ``voirdire rank --style`` (:mod:`~voirdire.analysis.ranking.length_control_v1`);
+        None (default): none, the minimal formula is fitted."""
+        return None
+
     # ------------------------------------------------------------------ recorded outputs
 
     @classmethod
