@@ -77,7 +77,9 @@ def length_controlled_v1(
     clusters: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """AlpacaEval's v1 length-controlled win rate (module docstring) of every model against
-    ``baseline``, per board.
+    ``baseline``, per board. The instruction difficulty's reference (``d = 0``) is the first
+    instruction ``clusters`` lists (AlpacaEval's normalised copy lists its pairs in the logs'
+    order: its first instruction, the frame of the published weights).
 
     Args:
         comps: comparison rows (:data:`~voirdire.analysis.ranking.order_views.COMPARISON_SCHEMA`,
@@ -108,14 +110,24 @@ def length_controlled_v1(
         for r in w.iter_rows(named=True)
     }
     c = _with_clusters(baseline_comparisons(comps, features, baseline), clusters)
+    # the reference instruction (difficulty 0): the benchmark's first (AlpacaEval's index 0,
+    # the frame of its weights), in the order its clusters list them, else the comparisons'
+    order = clusters if clusters is not None and clusters.height else c
     rows, rest = [], []
     for key, board in c.sort([*BOARD_KEYS, "model", "question_id"]).group_by(
         BOARD_KEYS, maintain_order=True
     ):
+        first = (
+            order.filter(pl.col("benchmark") == key[0])
+            .get_column("cluster")
+            .head(1)
+            .to_list()
+        )
+        first = first[0] if first else None
         fit = board.filter(
             pl.col("len_m").is_not_null() & pl.col("len_b").is_not_null()
         )
-        d = dict(instruction_difficulty(fit.select("model", "cluster", "y", "len_m", "len_b")).iter_rows())  # fmt: skip
+        d = dict(instruction_difficulty(fit.select("model", "cluster", "y", "len_m", "len_b"), first).iter_rows())  # fmt: skip
         qs = comps.filter(pl.col("benchmark") == key[0]).select("benchmark", "question_id").unique()  # fmt: skip
         for (model,), g in board.group_by("model", maintain_order=True):
             y = g.get_column("y").to_numpy()
