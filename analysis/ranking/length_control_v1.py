@@ -24,7 +24,9 @@ the logs and blob-verified, read through the benchmark's
 baselines' annotations they were fitted with are not published, so they cannot be refitted
 from the logs. ``d_i`` is fitted across the audited models by AlpacaEval's own procedure
 (:mod:`~voirdire.analysis.ranking.difficulty`; the published figures read a precomputed
-difficulty its repository does not hold). A model without weights gets the minimal formula
+difficulty its repository does not hold), on the data the notebook fits: every model's
+annotations and the baseline's own (itself against itself, a tie at equal length on every
+instruction: its ``results/<baseline>/`` file, which holds no pair to audit). A model without weights gets the minimal formula
 (:func:`~voirdire.analysis.ranking.length_control.length_controlled`), named in ``formula``.
 
 The outcome of a comparison is the continuous preference where the verdict holds one
@@ -127,7 +129,21 @@ def length_controlled_v1(
         fit = board.filter(
             pl.col("len_m").is_not_null() & pl.col("len_b").is_not_null()
         )
-        d = dict(instruction_difficulty(fit.select("model", "cluster", "y", "len_m", "len_b"), first).iter_rows())  # fmt: skip
+        fit = fit.select("model", "cluster", "y", "len_m", "len_b")
+        # the baseline against itself on every instruction, a tie at equal length, as the
+        # notebook's data hold it (AlpacaEval's leaderboard lists the baseline at 50 %)
+        own = (
+            fit.select("cluster")
+            .unique(maintain_order=True)
+            .select(
+                model=pl.lit(baseline),
+                cluster="cluster",
+                y=pl.lit(0.5),
+                len_m=pl.lit(0.0),
+                len_b=pl.lit(0.0),
+            )
+        )
+        d = dict(instruction_difficulty(pl.concat([fit, own], how="vertical_relaxed"), first).iter_rows())  # fmt: skip
         qs = comps.filter(pl.col("benchmark") == key[0]).select("benchmark", "question_id").unique()  # fmt: skip
         for (model,), g in board.group_by("model", maintain_order=True):
             y = g.get_column("y").to_numpy()
