@@ -15,9 +15,11 @@ what differs from the defaults (the first release's layout and conventions):
   :meth:`BenchmarkKind.read_recorded`, :meth:`BenchmarkKind.recorded_mode`
   (default: :mod:`voirdire.benchmarks.recorded`, the first release's layout);
 - **the bootstrap's clusters**: :meth:`BenchmarkKind.clusters` (default: each question
-  its own cluster), and the unit its order was randomised over, :attr:`BenchmarkKind.order_unit`;
+  its own cluster);
 - **the release's own statistics**: :meth:`BenchmarkKind.release_readings`, the winner
-  the release counts in each order (:mod:`voirdire.analysis.position.release_stats`).
+  the release counts in each order (:mod:`voirdire.analysis.position.release_stats`);
+- **how its order was randomised** (:attr:`BenchmarkKind.order_unit`) and **the weights of a
+  published length-controlled win rate** (:meth:`BenchmarkKind.length_control_weights`).
 """
 
 from __future__ import annotations
