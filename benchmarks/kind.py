@@ -13,7 +13,9 @@ what differs from the defaults (the first release's layout and conventions):
 - **the release's recorded outputs**, read by the replay judge:
   :meth:`BenchmarkKind.recorded_judges`, :meth:`BenchmarkKind.recorded_file`,
   :meth:`BenchmarkKind.read_recorded`, :meth:`BenchmarkKind.recorded_mode`
-  (default: :mod:`voirdire.benchmarks.recorded`, the first release's layout);
+  (default: :mod:`voirdire.benchmarks.recorded`, the first release's layout), and which
+  units a recorded judge is asked (:attr:`BenchmarkKind.asks_own_records`,
+  :meth:`BenchmarkKind.recorded_keys`);
 - **the bootstrap's clusters**: :meth:`BenchmarkKind.clusters` (default: each question
   its own cluster);
 - **the release's own statistics**: :meth:`BenchmarkKind.release_readings`, the winner
@@ -62,6 +64,12 @@ class BenchmarkKind:
     #: (``template = "<key>"``): ``(source, verdict pattern, verdict labels)``, ``source`` a
     #: function returning the Jinja2 text; None: the benchmark lends no pair template
     pair_prompt: ClassVar[tuple[Any, str, tuple[str, ...]] | None] = None
+    #: which units a recorded judge (the replay judge) is asked: False (default), every unit
+    #: of the job's scheme, a query the release lacks recorded as a failure ("no recorded
+    #: output": a release that promises every judge on every query); True, exactly the units
+    #: its own records hold (:meth:`recorded_keys`: a judgment log, where a judge's file holds
+    #: some pairs, or one order of each; a record of a failed call stays a failure)
+    asks_own_records: ClassVar[bool] = False
 
     @classmethod
     def locate(cls, data_dir: str | os.PathLike[str] | None = None) -> Any:
@@ -143,6 +151,17 @@ class BenchmarkKind:
             ConfigError: nothing recorded for it.
         """
         return read_jsonl(path)
+
+    @classmethod
+    def recorded_keys(cls, path: Path, recorded: str) -> set[RecordKey]:
+        """The keys of :meth:`read_recorded` (``(";".join((question id, *shown)),
+        repetition)``) without the outputs: the units a recorded judge is asked where
+        :attr:`asks_own_records`. Default: the keys of :meth:`read_recorded`.
+
+        Raises:
+            ConfigError: as :meth:`read_recorded`.
+        """
+        return set(cls.read_recorded(path, recorded))
 
     @classmethod
     def recorded_mode(cls, recorded: str) -> str | None:

@@ -1,6 +1,16 @@
-"""Completing a judgment log with a live judge: ask only the order the log lacks.
+"""A judgment log's units: a log's judge is asked what its records hold; a live judge
+completing the log only what they lack.
 
-A job whose benchmark is a judgment log format (:class:`~voirdire.benchmarks.logs.base.LogBenchmark`,
+**Own units.** On a benchmark whose kind
+:attr:`~voirdire.benchmarks.kind.BenchmarkKind.asks_own_records` (every judgment log format),
+a judge answering from recordings (:class:`~voirdire.judges.capabilities.Recording`: the
+replay judge) is asked exactly the units of the job's scheme that its own records hold
+(:func:`own_keys`; the plan's ``own``): the pairs of another judge's file are not its
+units (not its failures, not its wrong answers, not in its PF), and a pair the log holds in
+one order is asked in that order. A record of a failed call is a unit (a failure). A
+judge's units, and so its figures, do not depend on which other logs are audited beside it.
+
+**Completing.** A job whose benchmark is a judgment log format (:class:`~voirdire.benchmarks.logs.base.LogBenchmark`,
 ``docs/audit.md``) may name a live judge (an API, an OpenAI-compatible server, vLLM) with
 ``recorded_as = "<a judge in the log>"`` (:class:`~voirdire.engine.spec.JudgeSpec`): that
 judge's recorded verdicts then count as the live judge's answers in the order(s) the log
@@ -23,8 +33,8 @@ the tool's own reading of the verdict, each asked row the live judge's text.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Set
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -39,9 +49,11 @@ from voirdire.judges.capabilities import Recording
 from voirdire.judges.replay import as_result
 
 __all__ = [
+    "OwnUnits",
     "asked_note",
     "fill_from_log",
     "live_batches",
+    "own_keys",
     "plan_completion",
     "recorded_answers",
 ]
@@ -54,6 +66,31 @@ def _is_log(bench: Any) -> bool:
     from voirdire.benchmarks.logs.base import LogBenchmark
 
     return isinstance(bench, LogBenchmark)
+
+
+class OwnUnits(NamedTuple):
+    """The units a judge's records hold (:func:`own_keys`): ``keys``, and ``count``, how
+    many units of the job's instances and scheme they are."""
+
+    keys: Set[RecordKey]
+    count: int
+
+
+def own_keys(bench: Any, data_dir: Any, rj: ResolvedJudge) -> Set[RecordKey] | None:
+    """The record keys that are ``rj``'s units where the benchmark's kind
+    ``asks_own_records`` and ``rj``'s backend answers from recordings
+    (:meth:`~voirdire.judges.capabilities.Recording.recorded_keys`); None: every unit of
+    the job's scheme is its.
+
+    Raises:
+        ConfigError: nothing recorded for that judge.
+    """
+    if not getattr(bench, "asks_own_records", False) or not issubclass(
+        rj.backend, Recording
+    ):
+        return None
+    ctx = rj.context(bench.name, str(data_dir), None)
+    return rj.backend.recorded_keys(rj.settings, ctx)
 
 
 def recorded_answers(
@@ -108,16 +145,18 @@ def _check_judge(job: JobSpec, bench: Any, data_dir: Any, rj: ResolvedJudge) -> 
 def answered_units(
     inst: pl.DataFrame, job: JobSpec, rj: ResolvedJudge, keys: Any
 ) -> int:
-    """How many of ``rj``'s units (instance x order of the job's scheme) the log answers:
-    those whose ``"<question id>;<first>;<second>"`` is among ``keys``."""
+    """How many of ``rj``'s pairwise units (instance x order of the job's scheme x
+    repetition) ``keys`` hold: those whose ``("<question id>;<first>;<second>",
+    repetition)`` is among them."""
     c = rj.comparison_for(job.comparison)
     orders = permutations_for(c.mode, c.permutations, 2, c.permutation_seed)
-    have = pl.Series([k for k, rep in keys if rep == 1], dtype=pl.String)
     n = 0
-    for perm in orders:
-        first, second = (pl.col("candidates").list.get(i) for i in perm)
-        key = pl.col("question_id") + ";" + first + ";" + second
-        n += int(inst.select(key.is_in(have).sum()).item())
+    for r in range(1, c.repetitions + 1):
+        have = pl.Series([k for k, rep in keys if rep == r], dtype=pl.String)
+        for perm in orders:
+            first, second = (pl.col("candidates").list.get(i) for i in perm)
+            key = pl.col("question_id") + ";" + first + ";" + second
+            n += int(inst.select(key.is_in(have).sum()).item())
     return n
 
 
@@ -126,13 +165,18 @@ def plan_completion(
     instances: pl.DataFrame,
 ) -> dict[str, Any]:  # fmt: skip
     """The plan's ``completion`` stage: ``recorded`` (judge name -> units its log answers;
-    only judges with ``recorded_as``).
+    only judges with ``recorded_as``) and ``own`` (judge name -> :class:`OwnUnits`; only
+    judges asked their own records: :func:`own_keys`).
 
     Raises:
         ConfigError: see the module docstring (one line, naming the judge).
     """
     out: dict[str, int] = {}
+    own: dict[str, OwnUnits] = {}
     for rj in judges:
+        keys = own_keys(bench, data_dir, rj)
+        if keys is not None:
+            own[rj.name] = OwnUnits(keys, answered_units(instances, job, rj, keys))
         if rj.recorded_as is None:
             if _is_log(bench) and not issubclass(rj.backend, Recording):
                 have = bench.recorded_judges(data_dir, _STUDY)
@@ -146,7 +190,7 @@ def plan_completion(
         _check_judge(job, bench, data_dir, rj)
         keys = recorded_answers(bench, data_dir, rj)
         out[rj.name] = answered_units(instances, job, rj, keys)
-    return {"recorded": out}
+    return {"recorded": out, "own": own}
 
 
 def _split(

@@ -100,6 +100,7 @@ def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None
             prompts=prompts,
             variants=plan.variants,
             rewrites=rewrites,
+            only=_own(plan, rj),
         )
         texts = (
             q.prompt if not q.system else q.system + "\n\n" + (q.prompt or "")
@@ -108,6 +109,12 @@ def estimate_job(job: JobSpec, plan: JobPlan) -> dict[str, dict[str, Any] | None
         )
         out[rj.name] = _estimate(rj, texts)
     return out
+
+
+def _own(plan: JobPlan, rj: ResolvedJudge) -> Any:
+    """The record keys that are ``rj``'s only units (``plan.own``), or None: all of them."""
+    own = plan.own.get(rj.name)
+    return None if own is None else own.keys
 
 
 def _estimate(rj: ResolvedJudge, prompts: Any) -> dict[str, Any] | None:
@@ -282,8 +289,9 @@ def _judge_runs(
                     prompts=prompts,
                     variants=plan.variants,
                     rewrites=rewrites,
+                    only=_own(plan, rj),  # a log's judge: what its records hold
                 ),
-                total=max(0, plan.units_per_judge - len(done)),
+                total=max(0, plan.units_of(rj.name) - len(done)),
                 done=done,
                 actor_options=rj.actor_options,
             )

@@ -19,7 +19,7 @@ judges      job, bench, data_dir                                  judges
 rewriters   job                                                   rewriters
 variants    job, list_size, judges, rewriters                     variants
 quality     job, bench, data_dir, judges, listed                  instances
-completion  job, bench, data_dir, judges, instances               recorded
+completion  job, bench, data_dir, judges, instances               recorded, own
 rewrites    bench, instances, variants, rewriters                 rewrites
 preflight   job, dry_run, bench, data_dir, judges, rewriters,     warnings
             rewrites
@@ -48,7 +48,7 @@ from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.registry import data_dir_for, load_benchmark
 from voirdire.core import ConfigError
 from voirdire.engine.bind import ResolvedJudge, resolve_judges
-from voirdire.engine.completion import plan_completion
+from voirdire.engine.completion import OwnUnits, plan_completion
 from voirdire.engine.instances import instances as make_instances
 from voirdire.engine.instances import list_size_for
 from voirdire.engine.outdir import claim_output_dir
@@ -86,6 +86,9 @@ class JobPlan:
         rewrites: the rewrites the answer variants need (:func:`voirdire.engine.rewrite.plan_rewrites`).
         recorded: per judge completing a log (``recorded_as``), the units the log answers;
             the judge is asked ``units_per_judge`` minus these (:mod:`voirdire.engine.completion`).
+        own: per judge asked only the units its own records hold (a log's replay judge),
+            those units and how many (:class:`~voirdire.engine.completion.OwnUnits`): it
+            is asked ``own[name].count``, not ``units_per_judge`` (:meth:`units_of`).
     """
 
     bench: Benchmark
@@ -99,6 +102,13 @@ class JobPlan:
     rewriters: dict[str, ResolvedJudge] | None = None
     rewrites: pl.DataFrame | None = None
     recorded: dict[str, int] = field(default_factory=dict)
+    own: dict[str, OwnUnits] = field(default_factory=dict)
+
+    def units_of(self, judge: str) -> int:
+        """The units of judge ``judge``: its own records' (:attr:`own`), else
+        ``units_per_judge`` (a judge completing a log: those the log answers included)."""
+        own = self.own.get(judge)
+        return self.units_per_judge if own is None else own.count
 
 
 # -- the stages --------------------------------------------------------------------------
@@ -296,7 +306,7 @@ PLAN_STAGES: tuple[Stage, ...] = (
     Stage(
         "completion",
         ("job", "bench", "data_dir", "judges", "instances"),
-        ("recorded",),
+        ("recorded", "own"),
         plan_completion,
     ),
     Stage(

@@ -18,7 +18,7 @@ variant, then the repetitions.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from typing import Any
 
 import polars as pl
@@ -26,6 +26,7 @@ import polars as pl
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.biases import NAMES, Slots, get_bias
 from voirdire.benchmarks.prompt_edits import PromptEdit
+from voirdire.benchmarks.recorded import RecordKey
 from voirdire.benchmarks.scoring import SCORE_OPTION_MODE
 from voirdire.core import LETTERS, ConfigError
 from voirdire.engine.permutations import (
@@ -115,8 +116,11 @@ class _UnitMaker:
         prompts: PromptCache,
         variants: Sequence[Variant],
         rewrites: Mapping[tuple[str, str, str], tuple[str, ...]],
+        only: Set[RecordKey] | None = None,
     ) -> None:
         self.bench, self.comparison = bench, comparison
+        self.only = only
+        self.reps = tuple(range(1, comparison.repetitions + 1))
         self.judge, self.identity_hash, self.needs_prompt = (
             judge,
             identity_hash,
@@ -168,6 +172,12 @@ class _UnitMaker:
             self._version = bench.prompt_key(qid_)
         cands, version = self._cands, self._version
         shown = tuple(cands[i] for i in perm)
+        reps = self.reps
+        if self.only is not None:  # a judge asked only what its records hold
+            key = ";".join((qid_, *shown))
+            reps = tuple(r for r in reps if (key, r) in self.only)
+            if not reps:
+                return []
         system = (
             bench.system_prompt(qid_, shown, self.option_mode)
             if self.needs_prompt
@@ -181,7 +191,7 @@ class _UnitMaker:
         for v in self.variants:
             asked = self.variant(row, cands, shown, version, base_qid, v)
             if asked is not None:
-                out += self.repeat(row, head, system, base_qid, v, asked)
+                out += self.repeat(row, head, system, base_qid, v, asked, reps)
         return out
 
     def query_id(
@@ -228,18 +238,17 @@ class _UnitMaker:
         base_qid: str,
         v: Variant,
         asked: _Asked,
+        reps: Sequence[int],
     ) -> list[WorkUnit]:
-        """The ``repetitions`` units of one asked variant (``head``: see :meth:`of_order`)."""
+        """The units of one asked variant, one per repetition of ``reps`` (``head``: see
+        :meth:`of_order`)."""
         qid, target, tslot, prompt, prompt_chars, out_chars = asked
         tail = (self.mode, self.option_mode, row["input_chars"], out_chars,
                 prompt_chars, v.label, v.bias, v.param, target, v.rule, tslot,
                 row.get("better"), row.get("gold"), prompt, system,
                 None if v.is_control else base_qid)  # fmt: skip
         ident = self.identity_hash
-        return [
-            WorkUnit(unit_id(ident, qid, r), qid, *head, r, *tail)
-            for r in range(1, self.comparison.repetitions + 1)
-        ]
+        return [WorkUnit(unit_id(ident, qid, r), qid, *head, r, *tail) for r in reps]
 
 
 def iter_unit_batches(
@@ -254,8 +263,13 @@ def iter_unit_batches(
     prompts: PromptCache | None = None,
     variants: Sequence[Variant] = (CONTROL,),
     rewrites: Mapping[tuple[str, str, str], tuple[str, ...]] | None = None,
+    only: Set[RecordKey] | None = None,
 ) -> Iterator[UnitBatch]:
     """Yield the judge's units in batches of about ``batch_size``.
+
+    ``only``: where given, just the units whose ``(";".join((question id, *shown)),
+    repetition)`` is in it (a judge asked what its records hold:
+    :func:`voirdire.engine.completion.own_keys`); the others are not its units.
 
     ``variants``: the control and the perturbation variants
     (:func:`voirdire.engine.perturb.expand_variants`); ``inst`` then needs the columns
@@ -279,6 +293,7 @@ def iter_unit_batches(
         prompts=prompts or PromptCache(bench, score_style=comparison.score_style),
         variants=variants,
         rewrites=rewrites or {},
+        only=only,
     )
     units: list[WorkUnit] = []
     for row in inst.iter_rows(named=True):

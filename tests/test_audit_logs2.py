@@ -345,8 +345,8 @@ def test_alpaca_eval_malformed_names_file_index_and_field(tmp_path):
 
 
 def test_audits_through_the_engine(tmp_path, ray_local, monkeypatch):
-    """PRD: both orders, PC from the reviews; AlpacaEval: the order shown only, nothing
-    missing, the first-shown win share recomputed from the draws."""
+    """PRD: both orders, PC from the reviews; AlpacaEval: the order shown only (its records'),
+    nothing missing, the first-shown win share recomputed from the draws."""
     monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache"))
     scores = write_prd(tmp_path / "prd", "gpt4", seed=8, n=8)
     res = voirdire.audit(
@@ -365,7 +365,8 @@ def test_audits_through_the_engine(tmp_path, ray_local, monkeypatch):
     f = tmp_path / "ae/results/model-x/weighted_alpaca_eval_gpt4_turbo/annotations.json"
     rows = write_alpaca_eval(f, "model-x", 40, seed=9, bias=3.0)
     job = voirdire.api.audit_job([f], "alpacaeval", out=tmp_path / "a2")
-    assert job.comparison.permutations == "original"
+    # both orders planned: the judge asks the order its records hold
+    assert job.comparison.permutations == "both"
     res2 = voirdire.audit([f], "alpacaeval", out=tmp_path / "a2")
     j = res2.judgments
     assert j.height == 40 and res2.stats.queries == 40

@@ -176,11 +176,14 @@ def test_dry_run_counts_and_prices_the_missing_order_only(tmp_path):
     assert est["queries"] == N  # the swapped order of every pair
     # the tokens are those of the swapped prompts alone: the shown order's are not counted
     bench = plan.bench
-    rows = bench.pairs.iter_rows(named=True)
+    from voirdire.benchmarks.logs.reading import RECORDED
+
+    shown = pl.read_parquet(Path(bench.data_dir) / RECORDED).select(
+        "question_id", "first", "second"
+    )
     texts = [
-        bench.system_prompt(r["question_id"], (r["model_b"], r["model_a"]), 3) + "\n\n"
-        + bench.build_prompt(r["question_id"], (r["model_b"], r["model_a"]), 3)
-        for r in rows
+        bench.system_prompt(q, (b, a), 3) + "\n\n" + bench.build_prompt(q, (b, a), 3)
+        for q, a, b in shown.iter_rows()
     ]  # fmt: skip
     from voirdire.judges.api.tokens import estimate_prompt_tokens
 
@@ -268,7 +271,8 @@ def test_only_the_missing_order_is_asked_and_a_rerun_asks_nothing(server, tmp_pa
     asked = j.filter(pl.col("verdict_mode") != "replay")
     assert rec.height == asked.height == N
     pairs = pl.read_parquet(tmp_path / "copy" / "instances.parquet")
-    first = dict(zip(pairs["question_id"], pairs["model_a"]))  # the order the log shows
+    logged = pl.read_parquet(tmp_path / "copy" / "recorded.parquet")
+    first = dict(zip(logged["question_id"], logged["first"]))  # the order the log shows
     assert all(
         r["shown"][0] == first[r["question_id"]] for r in rec.iter_rows(named=True)
     )
@@ -276,7 +280,11 @@ def test_only_the_missing_order_is_asked_and_a_rerun_asks_nothing(server, tmp_pa
         r["shown"][1] == first[r["question_id"]] for r in asked.iter_rows(named=True)
     )
     # asked with AlpacaEval's prompt, the log's second output shown first
-    outs = dict(zip(pairs["question_id"], pairs["output_b"]))
+    outs = {
+        q: ob if f == a else oa
+        for q, a, oa, ob in pairs.select("question_id", "model_a", "output_a", "output_b").iter_rows()
+        for f in [first[q]]
+    }  # fmt: skip
     for r in asked.iter_rows(named=True):
         hit = [p for p in sent if f'"output": """{outs[r["question_id"]]}"""' in p]
         assert hit and all(
@@ -298,11 +306,12 @@ def test_only_the_missing_order_is_asked_and_a_rerun_asks_nothing(server, tmp_pa
         ] = r["extracted"]
     consistent = sum(a != b for a, b in letters.values())  # A, B: the same answer
     assert m["pc"] == pytest.approx(consistent / N)
-    # PF: the mean over cells (here the model of the pair's first slot, docs/metrics.md) of
+    # PF: the mean over cells (here the pair's candidate, the model, docs/metrics.md) of
     # (recency - primacy) / pairs
+    cand = dict(zip(pairs["question_id"], pairs["model_a"]))
     cells: dict = {}
     for q, (a, b) in letters.items():
-        c = cells.setdefault(first[q], [0, 0])
+        c = cells.setdefault(cand[q], [0, 0])
         c[0] += (a == b == "B") - (a == b == "A")
         c[1] += 1
     assert m["pf"] == pytest.approx(sum(r / n for r, n in cells.values()) / len(cells))

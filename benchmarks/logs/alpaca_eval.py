@@ -33,10 +33,16 @@ frame), ``switched`` and ``p_first``, the probability that the output shown firs
 (``2 - p``; 0.5 for a draw; null for a failure).
 
 Instances: one per (instruction, generator pair): ``question_id`` =
-``"<hash of the instruction>|<generator_1>|<generator_2>"``, ``model_a`` the output shown first
-(so permutation 0 is the order shown and the audit asks only it: :attr:`orders` ``"one"``), the
-instruction its bootstrap cluster, ``task`` the ``dataset``; instruction and outputs kept. The
-judge is ``annotator``.
+``"<hash of the instruction>|<generator_1>|<generator_2>"``; the roles as AlpacaEval's
+leaderboard has them: ``model_a`` (the candidate) the annotated model ``generator_2``,
+``model_b`` (the reference) the baseline ``generator_1`` (``gpt4_1106_preview``,
+``text_davinci_003``), ``output_a``/``output_b`` their outputs; the instruction its bootstrap
+cluster, ``task`` the ``dataset``; instruction and outputs kept. The judge is
+``annotator``. Each verdict keeps the order shown (the seeded switch): permutation 0 (the
+model first) where switched, 1 (the baseline first) where not; the judge is asked that
+unit only (its records': :attr:`~.base.LogBenchmark.asks_own_records`), so an audit's
+design is ``randomised`` (about half of the pairs each way) and the first-versus-second
+effect is a randomised comparison (``docs/one-order-and-calibration.md``).
 """
 
 from __future__ import annotations
@@ -237,23 +243,19 @@ class AlpacaEval(LogBenchmark):
     #: shown first on the same instructions, the clusters (:meth:`~.base.LogBenchmark.clusters`)
     order_unit: ClassVar[str] = "cluster"
     suffixes = (".json",)
-    orders: ClassVar[str] = "one"
 
     @classmethod
     def read(cls, path: Path, options: Any, rows: Rows) -> None:
-        """The pairs (the output shown first as ``model_a``) and the one verdict each of one
+        """The pairs (the model ``generator_2`` as ``model_a``, the baseline ``generator_1``
+        as ``model_b``) and the one verdict each, in the order shown, of one
         ``annotations.json``."""
-        for where, obj, qid, shown, sw, pref, _, letter in annotations(
+        for where, obj, qid, shown, _, pref, _, letter in annotations(
             path, options, cls.name
         ):
-            out = (
-                (obj["output_2"], obj["output_1"])
-                if sw
-                else (obj["output_1"], obj["output_2"])
-            )
             rows.pair(
-                qid, qid.split("|", 1)[0], *shown, task=str(obj.get("dataset") or "all"),
-                instruction=obj["instruction"], output_a=out[0], output_b=out[1],
+                qid, qid.split("|", 1)[0], obj["generator_2"], obj["generator_1"],
+                task=str(obj.get("dataset") or "all"), instruction=obj["instruction"],
+                output_a=obj["output_2"], output_b=obj["output_1"],
             )  # fmt: skip
             text = None if pref is None else completion_text(obj.get("raw_completion"))
             rows.verdict(qid, obj["annotator"], shown, text, letter or "", where)

@@ -19,8 +19,9 @@ k-th pair):
 prediction file one whose first record has ``output``; of two prediction files the
 exchanged one is ``[benchmark.log] exchanged`` (a path or a file name), else the one whose
 name holds ``exchange`` (Auto-J's own naming). One prediction file is the original order
-(``pairwise_eval.py --type single``): ``voirdire audit`` then asks that order only
-(:meth:`AutoJ.orders_in`; a job file sets ``permutations = "original"`` itself).
+(``pairwise_eval.py --type single``): the judge's records then hold that order only, and
+it is asked that order only (a log's judge is asked its own records,
+:mod:`voirdire.engine.completion`).
 
 **Reading**: ``output`` 0 → A (the response shown first wins), 1 → B, 2 → C (a tie); any
 other value is an error naming the file and the line, as ``pairwise_eval.py``'s assert.
@@ -46,7 +47,6 @@ completing the swap asks FastChat's pair-v2, :data:`~.tool_prompts.TOOL_OF`'s de
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -57,8 +57,6 @@ from voirdire.benchmarks.logs.base import LogBenchmark
 from voirdire.benchmarks.logs.reading import (
     Rows,
     iter_jsonl,
-    log_files,
-    log_settings,
     need,
 )
 from voirdire.benchmarks.registry import BENCHMARKS
@@ -175,21 +173,6 @@ class AutoJ(LogBenchmark):
     name = "AutoJ"
     named_models = False
     Options = AutoJOptions
-
-    @classmethod
-    def orders_in(
-        cls, logs: Sequence[str | os.PathLike[str]], log: dict[str, Any] | None
-    ) -> str:
-        """``"both"`` with an exchanged prediction file, else ``"one"``.
-
-        Raises:
-            ConfigError: as :func:`sort_files`, invalid settings."""
-        files = log_files(logs, cls.suffixes, cls.name)
-        return (
-            "one"
-            if sort_files(files, log_settings(AutoJOptions, log, cls.name))[2] is None
-            else "both"
-        )
 
     def read_logs(self, files: list[Path], rows: Rows) -> None:
         """The pairs of the test data and the verdicts of the one or two prediction files,

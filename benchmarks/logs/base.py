@@ -37,6 +37,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from voirdire.benchmarks.base import Benchmark
+from voirdire.benchmarks.logs.once import check_once, distinct_logs
 from voirdire.benchmarks.logs.reading import (
     COPY_VERSION,
     FAILED_CALL,
@@ -48,8 +49,6 @@ from voirdire.benchmarks.logs.reading import (
     NoOptions,
     Rows,
     default_root,
-    file_hash,
-    log_files,
     log_settings,
     prompt_keys,
 )
@@ -89,22 +88,12 @@ class LogBenchmark(Benchmark):
     Options: ClassVar[type[BaseModel]] = NoOptions
     #: the file endings read when a directory is given
     suffixes: ClassVar[tuple[str, ...]] = (".jsonl",)
-    #: the orders a log holds per pair: ``"both"``, or ``"one"`` (the order shown is
-    #: ``model_a`` first, so an audit asks permutation 0 only: ``permutations = "original"``)
-    orders: ClassVar[str] = "both"
+    #: a log's judge is asked exactly the (pair, order) units its own records hold: pairs
+    #: it never judged (another judge's file) are not its failures, and a log holding one
+    #: order per pair (AlpacaEval, Auto-J without an exchanged file) asks that order only
+    asks_own_records: ClassVar[bool] = True
     #: the key of the tool's prompt (:mod:`~voirdire.benchmarks.logs.tool_prompts`); ``None``: by name
     tool: ClassVar[str | None] = None
-
-    @classmethod
-    def orders_in(
-        cls, logs: Sequence[str | os.PathLike[str]], log: dict[str, Any] | None
-    ) -> str:
-        """The orders ``logs`` hold per pair (``"both"`` or ``"one"``), for the audit's
-        permutations: :attr:`orders` (a format whose files decide it overrides this).
-
-        Raises:
-            ConfigError: where the override reads the logs (file named)."""
-        return cls.orders
 
     def __init_subclass__(cls, **kw: Any) -> None:
         """A format reads a live judge's verdicts by its tool's rule (pattern and labels of
@@ -165,10 +154,10 @@ class LogBenchmark(Benchmark):
             pairs = pl.read_parquet(self.path)
             keys = json.loads((self.data_dir / SOURCE).read_text("utf-8")).get("keys")
         else:
-            files = log_files(logs, self.suffixes, self.name)
+            files, hashes = distinct_logs(logs, self.suffixes, self.name)
             digest = content_hash(
                 COPY_VERSION, self.name, self.settings.model_dump(mode="json"),
-                [[str(f), file_hash(f)] for f in files],
+                [[str(f), h] for f, h in zip(files, hashes)],
             )  # fmt: skip
             self.path = files[0]
             self.data_dir = (
@@ -209,21 +198,7 @@ class LogBenchmark(Benchmark):
                 f"{self.name}: no judgments in {', '.join(map(str, files))}"
             )
         pairs = pairs.unique("question_id", keep="first", maintain_order=True)
-        dup = verdicts.filter(
-            pl.struct("question_id", "judge", "first").is_duplicated()
-        )
-        if dup.height:
-            r = dup.row(0, named=True)
-            first = dup.filter(
-                pl.struct("question_id", "judge", "first")
-                == pl.struct(
-                    pl.lit(r["question_id"]), pl.lit(r["judge"]), pl.lit(r["first"])
-                )
-            )
-            raise ConfigError(
-                f"{self.name} log {first['where'][-1]}: judge {r['judge']!r} judged {r['question_id']!r} "
-                f"with {r['first']!r} shown first twice (also at {first['where'][0]})"
-            )
+        check_once(verdicts, self.name)
         keys = prompt_keys(verdicts)
         d.mkdir(parents=True, exist_ok=True)
         for name, df in ((INSTANCES, pairs), (RECORDED, verdicts.drop("where"))):
@@ -371,6 +346,18 @@ class LogBenchmark(Benchmark):
                 )
             )
         return path
+
+    @classmethod
+    def recorded_keys(cls, path: Path, recorded: str) -> set[RecordKey]:
+        """The (pair, order) units judge ``recorded``'s records hold (a failed call's too):
+        ``("<question id>;<first>;<second>", 1)``, read without the texts."""
+        df = (
+            pl.scan_parquet(path)
+            .filter(pl.col("judge") == recorded)
+            .select(k=pl.concat_str("question_id", "first", "second", separator=";"))
+            .collect()
+        )
+        return {(k, 1) for k in df["k"].to_list()}
 
     @classmethod
     def read_recorded(cls, path: Path, recorded: str) -> dict[RecordKey, Recorded]:

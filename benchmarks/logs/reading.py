@@ -22,7 +22,9 @@ from voirdire.core import ConfigError, content_hash
 #: files of the normalised copy
 INSTANCES, RECORDED, SOURCE = "instances.parquet", "recorded.parquet", "source.json"
 #: version of the normalised copy's layout (enters its hash)
-COPY_VERSION = "2"  # 2: AlpacaEval skips a model against itself
+COPY_VERSION = (
+    "3"  # 2: AlpacaEval skips a model against itself; 3: its model is model_a
+)
 PAIR_SCHEMA = {
     "question_id": pl.String, "cluster": pl.String, "task": pl.String,
     "instruction": pl.String, "model_a": pl.String, "model_b": pl.String,

@@ -167,9 +167,10 @@ def audit_job(
     """The job that audits judgment logs (``docs/audit.md``): ``[benchmark] name = format``
     with ``logs`` (made absolute) and ``log`` (the format's settings), one replay judge per
     judge in the logs (``recorded = "*"``; ``judge``: that one only), pairwise, both orders
-    (the order shown only, ``"original"``, for a format whose logs hold one: ``orders = "one"``),
-    option mode 3 (A / B / C = tie), one repetition; output directory ``out`` (default
-    ``runs/audit-<format>``).
+    planned (each replay judge is asked the (pair, order) units its own records hold: one
+    order of a pair where the log holds one, none of another judge's pairs;
+    :mod:`voirdire.engine.completion`), option mode 3 (A / B / C = tie), one repetition;
+    output directory ``out`` (default ``runs/audit-<format>``).
 
     Raises:
         ConfigError: ``format`` is not a log format (the message lists them), no logs.
@@ -206,11 +207,8 @@ def audit_job(
             "comparison": {
                 "mode": "pairwise",
                 "option_mode": 3,
-                # a one-order log (AlpacaEval; Auto-J without an exchanged file) shows
-                # model_a first: ask that order only
-                "permutations": "original"
-                if cls.orders_in(logs, log) == "one"
-                else "both",
+                # each judge is asked the orders its own records hold (engine.completion)
+                "permutations": "both",
                 "repetitions": 1,
             },
             "judges": [

@@ -157,7 +157,7 @@ def _print_dry_run(specs: list, plans: list) -> None:
             (
                 rj.name,
                 rj.spec.backend,
-                plan.units_per_judge - plan.recorded.get(rj.name, 0),
+                plan.units_of(rj.name) - plan.recorded.get(rj.name, 0),
                 escape(asked_note(plan, rj)),  # "queries", and what a log answers
                 estimates.get(rj.name),
             )
