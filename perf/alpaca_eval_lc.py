@@ -2,7 +2,7 @@
 length-controlled win rate against AlpacaEval's own leaderboard CSV.
 
     python -m perf.alpaca_eval_lc FETCHED [--annotator weighted_alpaca_eval_gpt4_turbo]
-        [--board data_AlpacaEval_2] [--work DIR] [--replicates 200] [--no-rank]
+        [--board data_AlpacaEval_2] [--work DIR] [--replicates 200] [--no-rank] [--lc-only]
 
 ``FETCHED``: a folder holding AlpacaEval's files at their repository paths (what
 ``voirdire data fetch alpaca_eval`` writes, or a checkout): ``results/<model>/<annotator>/
@@ -18,6 +18,12 @@ It runs, as a user would, ``voirdire audit <the annotator's files> --format alpa
   (the raw pooled board) against the CSV's ``win_rate`` and ``length_controlled_winrate``,
   their differences, the LC formula used, and the summary (mean and largest |difference|,
   models within 0.5 points, Kendall τ-b of the LC ranking against the published one).
+
+``--lc-only``: the LC table computed by the functions ``rank --style`` calls for it
+(:func:`~voirdire.analysis.ranking.length_control_v1.lc_board` on the raw verdicts' pooled
+board, the benchmark's weights and answer lengths), without the leaderboards' boards, whose
+bootstrap on the full audit exceeds this machine's memory budget until the bounded
+bootstrap lands (issue 34, item 5).
 
 The LC difference of a v1 model comes from one term only: the weights are AlpacaEval's
 shipped ones, so it is the instruction difficulty (AlpacaEval's precomputed file, not in its
@@ -46,6 +52,30 @@ def _run(cmd: list[str]) -> float:
     return time.perf_counter() - t
 
 
+def _lc_only(audit: Path, replicates: int) -> pl.DataFrame:
+    """``lc_win_rate.csv`` as ``rank --style --strategies single`` computes it, boards left out."""
+    from voirdire.analysis.ranking.length_control_v1 import lc_board
+    from voirdire.analysis.ranking.order_views import order_views
+    from voirdire.analysis.ranking.rank import (
+        _pairwise_rows,
+        _with_probabilities,
+        dir_clusters,
+    )
+    from voirdire.analysis.stages import analyse_dirs
+    from voirdire.api.results import _answer_features, _benchmark
+
+    tables = analyse_dirs([audit], ["job", "judgments", "clusters"])
+    rows = _pairwise_rows(tables[0].judgments)
+    comps = _with_probabilities(order_views(rows, ["single"]), rows).filter(
+        (pl.col("strategy") == "single") & (pl.col("view") == "pooled")
+    )
+    bench = _benchmark(tables[0])
+    base = comps.group_by("b").len().sort("len").get_column("b")[-1]  # the reference
+    weights = type(bench).length_control_weights(bench.data_dir)
+    return lc_board(comps, _answer_features(tables[0], bench), base, weights, "auto",
+                    replicates=replicates, level=0.95, seed=0, clusters=dir_clusters(tables))  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("fetched", type=Path)
@@ -54,6 +84,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--work", type=Path, default=Path("runs/alpaca-eval-lc"))
     ap.add_argument("--replicates", type=int, default=200)
     ap.add_argument("--no-rank", action="store_true", help="the audit's effect only")
+    ap.add_argument(
+        "--lc-only", action="store_true", help="the LC table without the boards"
+    )
     a = ap.parse_args(argv)
     exe = str(Path(sys.executable).with_name("voirdire"))
     files = sorted(
@@ -75,6 +108,11 @@ def main(argv: list[str] | None = None) -> None:
                            "effect_lo", "effect_hi", "p_value", "message"))  # fmt: skip
     if a.no_rank:
         return
+    if a.lc_only:
+        (rank / "metrics").mkdir(parents=True, exist_ok=True)
+        t = time.perf_counter()
+        _lc_only(audit, a.replicates).write_csv(rank / "metrics" / "lc_win_rate.csv")
+        print(f"LC table (--lc-only): {time.perf_counter() - t:.1f} s")
     if not (rank / "metrics" / "lc_win_rate.csv").is_file():
         s = _run([exe, "rank", str(audit), "--style", "--strategies", "single",
                   "--replicates", str(a.replicates), "--out", str(rank)])  # fmt: skip
