@@ -19,7 +19,9 @@ what differs from the defaults (the first release's layout and conventions):
 - **the bootstrap's clusters**: :meth:`BenchmarkKind.clusters` (default: each question
   its own cluster);
 - **the release's own statistics**: :meth:`BenchmarkKind.release_readings`, the winner
-  the release counts in each order (:mod:`voirdire.analysis.position.release_stats`).
+  the release counts in each order (:mod:`voirdire.analysis.position.release_stats`);
+- **how its order was randomised** (:attr:`BenchmarkKind.order_unit`) and **the weights of a
+  published length-controlled win rate** (:meth:`BenchmarkKind.length_control_weights`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ class BenchmarkKind:
     #: the release whose data directory the benchmark reads (a
     #: :class:`~voirdire.benchmarks.release.Release`), or None (a user's own data)
     release: ClassVar[Any] = None
+    #: the unit its order shown was randomised over, for the one-order randomisation test
+    #: (:mod:`~voirdire.analysis.position.order_randomisation`): ``"pair"`` (default: a coin
+    #: per pair), ``"cluster"`` (one coin per question cluster, :meth:`clusters`, or per
+    #: question where it declares none, shared by every pair in it: AlpacaEval's seeded
+    #: switch per instruction) or ``"none"`` (not randomised)
+    order_unit: ClassVar[str] = "pair"
     #: ``[benchmark]`` settings the benchmark takes besides ``data_dir`` and ``sample``
     #: (passed to :meth:`load` as keywords when set)
     options: ClassVar[tuple[str, ...]] = ()
@@ -97,6 +105,17 @@ class BenchmarkKind:
         Raises:
             ConfigError: the data holding the clusters cannot be found.
         """
+        return None
+
+    @classmethod
+    def length_control_weights(
+        cls, data_dir: str | os.PathLike[str] | None = None
+    ) -> pl.DataFrame | None:
+        """The fitted weights of a published length-controlled win rate the benchmark's
+        data carries (AlpacaEval's ``length_controlled_v1``: ``baseline``, ``model`` (str),
+        ``length``, ``difficulty``, ``not_gamed`` (float), one row per model and baseline),
+        read by ``voirdire rank --style`` (:mod:`~voirdire.analysis.ranking.length_control_v1`);
+        None (default): none, the minimal formula is fitted."""
         return None
 
     # ------------------------------------------------------------------ recorded outputs

@@ -15,8 +15,9 @@ The sources (:data:`LOG_RELEASES`):
   ``data/vicuna80/ratings-<reviewer>/answer_<m1>-vs-answer_<m2>-*.jsonl`` of five reviewers and
   the people (``ratings-human``); ``--judge`` picks reviewers (the people always come: they
   are the gold label). Audit format ``prd``.
-- ``alpaca_eval``: ``tatsu-lab/alpaca_eval`` (Apache-2.0), ``results/<model>/<annotator>/annotations.json``
-  and the annotators' leaderboards ``src/alpaca_eval/leaderboards/data_AlpacaEval*/<annotator>_leaderboard.csv``;
+- ``alpaca_eval``: ``tatsu-lab/alpaca_eval`` (Apache-2.0), ``results/<model>/<annotator>/annotations.json``,
+  the annotators' leaderboards ``src/alpaca_eval/leaderboards/data_AlpacaEval*/<annotator>_leaderboard.csv``
+  and the length-controlled win rate's weights ``src/alpaca_eval/metrics/weights/<annotator>/length_controlled_v1/baseline_<baseline>.csv``;
   ``--annotator`` (default ``weighted_alpaca_eval_gpt4_turbo``, AlpacaEval 2's) and ``--model``
   pick the files. Audit format ``alpacaeval``.
 - ``judgebench``: ``ScalerLab/JudgeBench``, ``outputs/dataset=judgebench,response_model=...,judge_name=...,judge_model=....jsonl``;
@@ -165,13 +166,19 @@ _AE = re.compile(r"^results/(?P<model>[^/]+)/(?P<ann>[^/]+)/annotations\.json$")
 _AE_BOARD = re.compile(
     r"^src/alpaca_eval/leaderboards/data_AlpacaEval[^/]*/(?P<ann>[^/]+)_leaderboard\.csv$"
 )
+#: the length-controlled win rate's fitted weights (AlpacaEval's ``length_controlled_v1``)
+_AE_WEIGHTS = re.compile(
+    r"^src/alpaca_eval/metrics/weights/(?P<ann>[^/]+)/length_controlled_v1/baseline_[^/]+\.csv$"
+)
 #: AlpacaEval 2's annotator, picked when none is named
 AE_ANNOTATOR = "weighted_alpaca_eval_gpt4_turbo"
 
 
 def pick_alpaca_eval(manifest: dict[str, str], picks: Picks) -> dict[str, str]:
     """AlpacaEval's ``annotations.json`` of one annotator (:data:`AE_ANNOTATOR` by default)
-    for the models picked (all it annotated by default), its leaderboard CSV and the licence.
+    for the models picked (all it annotated by default), its leaderboard CSV, the weights of
+    its length-controlled win rate (``metrics/weights/<annotator>/length_controlled_v1/``,
+    read by ``voirdire rank --style``: ``docs/ranking.md``) and the licence.
 
     Raises:
         ConfigError: an unknown annotator, or a model without that annotator's annotations
@@ -187,7 +194,9 @@ def pick_alpaca_eval(manifest: dict[str, str], picks: Picks) -> dict[str, str]:
     keep = set(picks.models or models)
     out = {p: manifest[p] for p, m in files if m["ann"] == ann and m["model"] in keep}
     for p, b in manifest.items():
-        if p == LICENSE_FILE or ((m := _AE_BOARD.match(p)) and m["ann"] == ann):
+        if p == LICENSE_FILE or any(
+            (m := r.match(p)) and m["ann"] == ann for r in (_AE_BOARD, _AE_WEIGHTS)
+        ):
             out[p] = b
     return out
 

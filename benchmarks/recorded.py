@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,11 +34,15 @@ class Recorded:
         choice: the verdict letter the release itself read (``""``: none read), or ``None``:
             the verdict is read from ``output`` by the benchmark's pattern, like a live judge's.
         why: the reason shown when ``output`` is ``None`` (the failure message).
+        probs: the verdict's probability per letter where the release records one (letter
+            -> probability, as a log-probability verdict's ``option_probs``: AlpacaEval's
+            weighted annotator, ``{"A": P(first wins), "B": 1 − that}``), else ``None``.
     """
 
     output: str | None
     choice: str | None = None
     why: str = "the recorded call failed (null judgment)"
+    probs: Mapping[str, float] | None = None
 
 
 def record_key(

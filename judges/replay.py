@@ -115,12 +115,14 @@ def load_recorded(
 
 def as_result(unit_id: str, rec: Recorded) -> Result:
     """A recorded output as a judge's result: a failure (``MISSING``, its reason) where the
-    recorded call failed, else the text with the release's letter where it read one."""
+    recorded call failed, else the text with the release's letter where it read one and its
+    probabilities (``option_probs``) where it records them."""
     if rec.output is None:
         return Result.failed(unit_id, FailureClass.MISSING, rec.why)
     return Result(
-        unit_id=unit_id, output=rec.output, choice=rec.choice, verdict_mode="replay"
-    )
+        unit_id=unit_id, output=rec.output, choice=rec.choice, verdict_mode="replay",
+        option_probs=dict(rec.probs) if rec.probs is not None else None,
+    )  # fmt: skip
 
 
 def recorded_letters(recorded: str, bench: Any, data_dir: str) -> pl.DataFrame:

@@ -287,8 +287,10 @@ def alpaca_eval_effect(judgments: pl.DataFrame, data_dir: str, n: int) -> pl.Dat
     """The one-order position effect of AlpacaEval's annotator per leaderboard model and
     pooled: the audit's pairs have the output shown first as ``model_a`` (its candidate), so
     the roles are set back to AlpacaEval's (the leaderboard model the candidate, the
-    reference ``gpt4_1106_preview`` the reference; verdicts unchanged), and the bootstrap
-    resamples instructions (the benchmark's clusters)."""
+    reference ``gpt4_1106_preview`` the reference; verdicts unchanged), the bootstrap
+    resamples instructions (the benchmark's clusters) and the randomisation test permutes
+    them, the unit AlpacaEval's switch was drawn over."""
+    from voirdire.analysis.position.clusters import benchmark_order_units
     from voirdire.analysis.position.one_order import one_order_effect
     from voirdire.benchmarks.logs.alpaca_eval import AlpacaEval
 
@@ -301,8 +303,11 @@ def alpaca_eval_effect(judgments: pl.DataFrame, data_dir: str, n: int) -> pl.Dat
     clusters = AlpacaEval.clusters(data_dir).with_columns(
         benchmark=pl.lit(AlpacaEval.name)
     )
+    units = benchmark_order_units(
+        [AlpacaEval.name]
+    )  # the instruction: AlpacaEval's switch
     return one_order_effect(
-        roles, replicates=n, permutations=n, seed=0, clusters=clusters
+        roles, replicates=n, permutations=n, seed=0, clusters=clusters, units=units
     )
 
 

@@ -32,16 +32,20 @@ def one_order_table(
     fail_rate: float = 0.0,
     seed: int = 0,
     judge: str = "j",
+    switch: str = "pair",
 ) -> pl.DataFrame:
     """A judgments table (the columns analysis reads) with one row per (question, model)
-    pair in one order (``design="randomised"``: a fair coin per pair; ``"fixed"``: all
-    candidate first) or two rows (``"both"``)."""
+    pair in one order (``design="randomised"``: a fair coin per pair, or with
+    ``switch="question"`` one coin per question shared by every model, AlpacaEval's seeded
+    switch; ``"fixed"``: all candidate first) or two rows (``"both"``)."""
     rng = np.random.default_rng(seed)
     m = len(strengths)
     u = rng.normal(0.0, tau, n_questions)
     q = np.repeat(np.arange(n_questions), m)
     k = np.tile(np.arange(m), n_questions)
-    if design == "randomised":
+    if design == "randomised" and switch == "question":
+        first = [(rng.random(n_questions) < 0.5)[q]]
+    elif design == "randomised":
         first = [rng.random(q.size) < 0.5]
     elif design == "fixed":
         first = [np.ones(q.size, bool)]

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 JB = "outputs/dataset=judgebench,response_model=gpt-4o-2024-05-13,judge_name=arena_hard,judge_model={}.jsonl"
 AE = "results/{}/{}/annotations.json"
 BOARD = "src/alpaca_eval/leaderboards/data_AlpacaEval_2/{}_leaderboard.csv"
+WEIGHTS = "src/alpaca_eval/metrics/weights/{}/length_controlled_v1/baseline_gpt4_1106_preview.csv"
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -60,6 +61,11 @@ def served(tmp_path_factory):
     for ann in ("weighted_alpaca_eval_gpt4_turbo", "alpaca_eval_gpt4"):
         (ae / BOARD.format(ann)).parent.mkdir(parents=True, exist_ok=True)
         (ae / BOARD.format(ann)).write_text(",win_rate\nmodel-x,50.0\n")
+    (ae / WEIGHTS.format("weighted_alpaca_eval_gpt4_turbo")).parent.mkdir(parents=True)
+    (ae / WEIGHTS.format("weighted_alpaca_eval_gpt4_turbo")).write_text(
+        ",np.tanh(std_delta_len),instruction_difficulty,not_gamed_baseline.astype(float)\n"
+        "model-x,-1.5,0.8,0.25\ngpt4_1106_preview,0.0,0.0,0.0\n"
+    )
     (ae / "LICENSE").write_text("Apache License 2.0\n")
     jb = root / "judgebench"
     for i, judge in enumerate(("claude-3-haiku-20240307", "o1-mini-2024-09-12")):
@@ -122,13 +128,17 @@ def test_prd_fetch_picks_reviewers_unchanged_and_the_audit_reads_them(served, tm
 
 def test_alpaca_eval_fetch_picks_annotator_and_models(served, tmp_path):
     """The default annotator (AlpacaEval 2's) and ``--model model-x --model model-z``: those
-    two files, that annotator's leaderboard, the licence; not model-y, not the other annotator."""
+    two files, that annotator's leaderboard and length-control weights, the licence; not
+    model-y, not the other annotator."""
     rep, lines = _fetch(served, tmp_path, "alpaca_eval", "alpaca_eval",
                         Picks(models=("model-x", "model-z")))  # fmt: skip
     got = sorted(rep.files)
     assert got == ["LICENSE", AE.format("model-x", "weighted_alpaca_eval_gpt4_turbo"),
                    AE.format("model-z", "weighted_alpaca_eval_gpt4_turbo"),
-                   BOARD.format("weighted_alpaca_eval_gpt4_turbo")]  # fmt: skip
+                   BOARD.format("weighted_alpaca_eval_gpt4_turbo"),
+                   WEIGHTS.format("weighted_alpaca_eval_gpt4_turbo")]  # fmt: skip
+    assert (rep.dest / WEIGHTS.format("weighted_alpaca_eval_gpt4_turbo")).read_bytes() == (
+        served[0] / "alpaca_eval" / WEIGHTS.format("weighted_alpaca_eval_gpt4_turbo")).read_bytes()  # fmt: skip
     hint = next(m for m in lines if m.startswith("audit them with"))
     assert (
         "results/*/weighted_alpaca_eval_gpt4_turbo/annotations.json --format alpacaeval"
@@ -211,6 +221,11 @@ def test_package_manifests_name_the_pinned_files():
     ae = log_release.ALPACA_EVAL_LOGS
     m = ae.pick(mirror.read_manifest(ae.manifest), Picks())
     assert BOARD.format("weighted_alpaca_eval_gpt4_turbo") in m and "LICENSE" in m
+    assert WEIGHTS.format("weighted_alpaca_eval_gpt4_turbo") in m
+    assert (
+        m[WEIGHTS.format("weighted_alpaca_eval_gpt4_turbo")]
+        == "a6c7fa7707ee5f5dc7925ee4aad80ccaaaa2ac91"
+    )
     assert all(
         "/weighted_alpaca_eval_gpt4_turbo/" in p for p in m if p.startswith("results/")
     )

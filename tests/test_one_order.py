@@ -186,3 +186,76 @@ def test_size_and_power_by_simulation():
     # effect 0.34 in win rate (tests.audit_simulate.true_effect × 0.9 for the ties), 120
     # pairs a table: the estimate's spread ≈ 0.095, power ≈ 0.95
     assert rejections(1.0, tables=40, questions=60) >= 0.8
+
+
+def _unit_table(states, scores):
+    """A randomised table of units (questions) shared by every candidate: ``states[u]`` the
+    candidate shown first on every pair of question ``u``, ``scores[u][c]`` the score of
+    candidate ``c`` there (1 win, 0 loss: chosen = candidate or reference)."""
+    cases = []
+    for u, (s, row) in enumerate(zip(states, scores)):
+        for c, v in enumerate(row):
+            cases.append(
+                (f"q{u}", f"m{c}", s, ("A" if v else "B") if s else ("B" if v else "A"))
+            )
+    return _rows(cases)
+
+
+def _pooled_effect(states, scores):
+    s = np.asarray(states, bool)
+    x = np.asarray(scores, float)
+    return x[s].mean() - x[~s].mean()
+
+
+def test_question_unit_p_against_exact_enumeration():
+    # 8 questions, each shown one way round to all 6 models (AlpacaEval's seeded switch), 4
+    # candidate first; a strong question effect: every model wins the easy questions
+    rng = np.random.default_rng(3)
+    easy = np.array([1, 1, 1, 0, 0, 0, 1, 0], bool)
+    scores = np.where(easy[:, None], rng.random((8, 6)) < 0.9, rng.random((8, 6)) < 0.1)
+    labellings = [
+        [u in pick for u in range(8)] for pick in itertools.combinations(range(8), 4)
+    ]
+    stats = np.array([_pooled_effect(s, scores) for s in labellings])
+    exact = [(np.abs(stats) >= abs(t) - 1e-12).mean() for t in stats]
+    pair_rejects = question_rejects = 0
+    for lab, p_exact in zip(labellings[::5], exact[::5]):
+        t = _unit_table(lab, scores)
+        q = one_order_effect(t, replicates=2, permutations=4000, units={"B": "cluster"})
+        q = q.filter(pl.col("candidate").is_null()).row(0, named=True)
+        assert q["p_value"] == pytest.approx(p_exact, abs=0.03)
+        assert "whole questions" in q["message"]
+        question_rejects += q["p_value"] < 0.05
+        per_pair = one_order_effect(t, replicates=2, permutations=4000)
+        pair_rejects += (
+            per_pair.filter(pl.col("candidate").is_null())["p_value"][0] < 0.05
+        )
+    # the exact test's size: at most 5 % of the labellings reject under the sharp null
+    assert np.mean(np.array(exact) <= 0.05) <= 0.05
+    assert question_rejects <= 1
+    # shuffling pairs apart ignores that the 6 pairs of a question share one coin
+    assert pair_rejects >= 5
+
+
+def test_a_question_shown_both_ways_falls_back_to_pairs():
+    t = one_order_table(30, [0.0, 0.5, 1.0], switch="question", seed=2)
+    ok = one_order_effect(t, replicates=2, permutations=50, units={"B": "cluster"})
+    assert ok.filter(pl.col("candidate").is_null())["message"][0].endswith(
+        "shared by all models (the unit the format randomised)"
+    )
+    # one pair of question q0 turned round: the declared unit no longer holds
+    i = t.with_row_index().filter(pl.col("question_id") == "q0")["index"][0]
+    bad = t.with_columns(shown=pl.when(pl.int_range(pl.len()) == i).then(pl.col("shown").list.reverse())
+                         .otherwise(pl.col("shown")))  # fmt: skip
+    got = one_order_effect(bad, replicates=2, permutations=50, units={"B": "cluster"})
+    msg = got.filter(pl.col("candidate").is_null())["message"][0]
+    assert "shuffles pairs instead" in msg
+    none = one_order_effect(t, replicates=2, permutations=50, units={"B": "none"})
+    assert none["p_value"].is_nan().all() and none["effect"].is_not_nan().all()
+
+
+def test_the_unit_is_the_formats_record():
+    from voirdire.analysis.position.clusters import benchmark_order_units
+
+    units = benchmark_order_units(["AlpacaEval", "PRD", "my own pairs"])
+    assert units == {"AlpacaEval": "cluster", "PRD": "pair", "my own pairs": "pair"}

@@ -56,7 +56,7 @@ from voirdire.analysis.position.pairing import PAIRWISE_MODES, candidate_first
 from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 
 __all__ = [
-    "BINS", "CALIBRATION_COLUMNS", "RELIABILITY_COLUMNS", "PROB_COLUMN", "forecasts", "has_forecasts",
+    "BINS", "CALIBRATION_COLUMNS", "candidate_probability", "RELIABILITY_COLUMNS", "PROB_COLUMN", "forecasts", "has_forecasts",
     "calibration_error", "reliability_table", "ece_of", "brier_of",
 ]  # fmt: skip
 
@@ -86,9 +86,10 @@ def _labelled(judgments: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _option_probability(rows: pl.DataFrame) -> pl.Series:
-    """``p(cand) / (p(cand) + p(ref))`` per row of ``rows`` from ``option_probs`` (null where
-    unusable, module docstring)."""
+def candidate_probability(rows: pl.DataFrame) -> pl.Series:
+    """``p(cand) / (p(cand) + p(ref))`` per row of ``rows`` (``shown``, ``candidate``,
+    ``reference``, ``option_probs``) from ``option_probs`` (float; null where unusable,
+    module docstring): the probability that the candidate wins, the tie's mass set aside."""
     idx = rows.select(
         r=pl.int_range(pl.len()),
         c=pl.when(candidate_first())
@@ -146,7 +147,7 @@ def forecasts(judgments: pl.DataFrame) -> pl.DataFrame:
     if outside.any():
         raise ConfigError(f"judgments: {PROB_COLUMN} holds a value outside [0, 1]")
     probs = (
-        _option_probability(rows)
+        candidate_probability(rows)
         if "option_probs" in rows.columns
         else pl.Series([None] * rows.height, dtype=pl.Float64)
     )

@@ -17,7 +17,7 @@ import polars as pl
 
 from voirdire.benchmarks.registry import find_benchmark
 
-__all__ = ["benchmark_clusters", "job_clusters"]
+__all__ = ["benchmark_clusters", "benchmark_order_units", "job_clusters"]
 
 
 def benchmark_clusters(
@@ -39,6 +39,29 @@ def benchmark_clusters(
                 c.select(pl.lit(b).alias("benchmark"), "question_id", "cluster")
             )
     return pl.concat(parts) if parts else None
+
+
+def benchmark_order_units(benchmarks: Sequence[str]) -> dict[str, str]:
+    """The unit each named benchmark's order shown was randomised over (its registered
+    class's :attr:`~voirdire.benchmarks.kind.BenchmarkKind.order_unit`: ``"pair"``,
+    ``"cluster"``, ``"none"``); a name no class has (a user's own pairs): ``"pair"``.
+
+    Raises:
+        ConfigError: a class declares a unit outside
+            :data:`~voirdire.analysis.position.order_randomisation.ORDER_UNITS`."""
+    from voirdire.analysis.position.order_randomisation import ORDER_UNITS
+    from voirdire.core import ConfigError
+
+    out = {}
+    for b in sorted(set(benchmarks)):
+        cls = find_benchmark(b)
+        unit = getattr(cls, "order_unit", "pair") if cls is not None else "pair"
+        if unit not in ORDER_UNITS:
+            raise ConfigError(
+                f"benchmark {b}: order_unit {unit!r} is none of {', '.join(ORDER_UNITS)}"
+            )
+        out[b] = unit
+    return out
 
 
 def job_clusters(

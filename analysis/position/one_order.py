@@ -32,23 +32,31 @@ Interval: the project's cluster bootstrap
 (or the clusters a benchmark declares), 95 % percentile.
 
 p-value: a randomisation (permutation) test of the order labels within the design (Fisher's
-sharp null: each verdict would have been the same in the other order). The labels are
-shuffled within each (benchmark, judge, candidate), keeping the number shown first, and
-the statistic recomputed; two-sided p = (1 + #{|T*| ≥ |T|}) / (1 + P) for P shuffles
-(a shuffle is drawn as the multivariate hypergeometric counts of the scores 0, ½, 1 it
-puts first, which is the same distribution at O(1) cost per candidate). Why
-not the bootstrap: under the sharp null the verdicts are fixed and only the order labels
-are random, which the design itself makes exchangeable (a coin per pair), so the test's
-size holds whatever the dependence between pairs of one instruction and however few
-instructions there are; the bootstrap's percentile interval is only asymptotically right
-and assumes the clusters independent. Its size is measured in ``perf/bench_one_order.py``.
+sharp null: each verdict would have been the same in the other order), at the unit the
+order was randomised over, which the log's format declares
+(:mod:`~voirdire.analysis.position.order_randomisation`: per pair, per question shared by
+every model as AlpacaEval's seeded switch, or none). Why not the bootstrap: under the sharp
+null the verdicts are fixed and only the order labels are random, which the design itself
+makes exchangeable, so the test's size holds whatever the dependence between pairs of one
+instruction and however few instructions there are; the bootstrap's percentile interval is
+only asymptotically right and assumes the clusters independent (it draws the benchmark's
+clusters, which hold the randomisation unit: AlpacaEval's instructions). Its size is
+measured in ``perf/bench_one_order.py``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import polars as pl
 
+from voirdire.analysis.position.order_randomisation import (
+    MIXED_UNIT,
+    UNIT_MESSAGES,
+    cluster_p_values,
+    pair_p_values,
+)
 from voirdire.analysis.position.pairing import (
     PAIR_KEYS,
     PAIRWISE_MODES,
@@ -190,57 +198,6 @@ def _statistics(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {"effect": _difference(s, False), "pooled": _difference(s, True)}
 
 
-def _permutation_p(
-    rows: pl.DataFrame, permutations: int, rng: np.random.Generator
-) -> dict[object, float]:
-    """Two-sided randomisation p per candidate (keys: candidate) and pooled (key None) of one
-    judge's ``rows`` (``candidate``, ``first``, ``score``), the labels shuffled within each
-    candidate ``permutations`` times.
-
-    A shuffle only matters through the scores it puts first, and scores take three values
-    (0, ½, 1): the counts of each among a candidate's ``n1`` rows shown first after a
-    shuffle are multivariate hypergeometric (``numpy``'s ``multivariate_hypergeometric``),
-    so each shuffle is drawn as those counts, exactly, in O(1) per candidate."""
-    g = rows.group_by("candidate").agg(
-        n1=pl.col("first").sum().cast(pl.Int64),
-        n=pl.len().cast(pl.Int64),
-        s1=pl.col("score").filter(pl.col("first")).sum(),
-        total=pl.col("score").sum(),
-        k0=(pl.col("score") == 0.0).sum().cast(pl.Int64),
-        kh=(pl.col("score") == 0.5).sum().cast(pl.Int64),
-        k1=(pl.col("score") == 1.0).sum().cast(pl.Int64),
-    ).sort("candidate")  # fmt: skip
-
-    def diff(s1, n1, n, total):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return s1 / n1 - (total - s1) / (n - n1)
-
-    pooled_obs = diff(*(g.get_column(c).sum() for c in ("s1", "n1", "n", "total")))
-    pooled_perm = np.zeros(permutations)
-    out: dict[object, float] = {}
-    for r in g.iter_rows(named=True):
-        draws = rng.multivariate_hypergeometric(
-            [r["k0"], r["kh"], r["k1"]], r["n1"], size=permutations
-        )
-        s1 = 0.5 * draws[:, 1] + draws[:, 2]
-        pooled_perm += s1
-        obs = diff(r["s1"], r["n1"], r["n"], r["total"])
-        t = diff(s1, r["n1"], r["n"], r["total"])
-        out[r["candidate"]] = _p(obs, t)
-    n1, n, total = (g.get_column(c).sum() for c in ("n1", "n", "total"))
-    out[None] = _p(pooled_obs, diff(pooled_perm, n1, n, total))
-    return out
-
-
-def _p(observed: float, shuffled: np.ndarray) -> float:
-    """``(1 + #{|T*| ≥ |T|}) / (1 + P)``; NaN where the statistic is undefined (a half empty)."""
-    if not np.isfinite(observed):
-        return float("nan")
-    return float(
-        (1 + np.sum(np.abs(shuffled) >= abs(observed) - 1e-12)) / (1 + shuffled.size)
-    )
-
-
 def one_order_effect(
     judgments: pl.DataFrame,
     *,
@@ -249,6 +206,7 @@ def one_order_effect(
     level: float = 0.95,
     seed: int = 0,
     clusters: pl.DataFrame | None = None,
+    units: Mapping[str, str] | None = None,
 ) -> pl.DataFrame:
     """The position effect of the judges that judged each pair in one order only.
 
@@ -260,14 +218,19 @@ def one_order_effect(
             bootstrap, one derived stream for the shuffles).
         clusters: drawn instead of the questions where a benchmark declares them
             (:func:`~voirdire.analysis.position.uncertainty.in_clusters`).
+        units: the randomisation unit of each benchmark's order (``"pair"``, ``"cluster"``:
+            its ``clusters``, or its questions where it declares none, ``"none"``;
+            :func:`~voirdire.analysis.position.clusters.benchmark_order_units`); a
+            benchmark not named: ``"pair"``.
 
     Returns:
         :data:`EFFECT_COLUMNS`: for a ``randomised`` judge one row per candidate and a
         pooled row (``candidate`` null): ``n_first``, ``n_second`` (int: scored verdicts),
         ``win_first``, ``win_second``, ``effect`` (float, shares; NaN where a half is
         empty), ``effect_lo``/``effect_hi`` (the percentile interval), ``p_value`` (the
-        randomisation test; NaN where a half is empty) and ``message``
-        (:data:`HALVES_MESSAGE`); for a ``fixed`` judge one row with null figures and
+        randomisation test at the benchmark's unit; NaN where a half is empty or the
+        order was not randomised) and ``message`` (:data:`HALVES_MESSAGE` and what the test
+        shuffled, :data:`~.order_randomisation.UNIT_MESSAGES`); for a ``fixed`` judge one row with null figures and
         :data:`FIXED_MESSAGE`. Empty (with these columns) when every judge has both orders.
     """
     design = order_design(judgments).filter(pl.col("design") != "both")
@@ -282,8 +245,8 @@ def one_order_effect(
     rows = rows.join(rand.select(JUDGE_KEYS), on=JUDGE_KEYS)
     if rows.height:
         parts.append(
-            _randomised(rows, rand, replicates, permutations, level, seed, clusters)
-        )
+            _randomised(rows, rand, replicates, permutations, level, seed, clusters, units or {})
+        )  # fmt: skip
     schema = {
         "benchmark": pl.String, "judge": pl.String, "design": pl.String, "candidate": pl.String,
         "n_first": pl.Int64, "n_second": pl.Int64, "win_first": pl.Float64,
@@ -308,6 +271,7 @@ def _randomised(
     level: float,
     seed: int,
     clusters: pl.DataFrame | None,
+    units: Mapping[str, str],
 ) -> pl.DataFrame:
     """The figures of the randomised judges (:func:`one_order_effect`)."""
     rows = rows.sort(PAIR_KEYS, maintain_order=True)  # the shuffles' order: the table's
@@ -342,16 +306,7 @@ def _randomised(
         win_first=pl.when(pl.col("n1") > 0).then(pl.col("s1") / pl.col("n1")),
         win_second=pl.when(pl.col("n2") > 0).then(pl.col("s2") / pl.col("n2")),
     )  # fmt: skip
-    rng = np.random.default_rng([seed, 1])
-    p_rows = []
-    for (b, j), grp in rows.group_by(JUDGE_KEYS, maintain_order=True):
-        for c, p in _permutation_p(grp, permutations, rng).items():
-            p_rows.append((b, j, c, p))
-    pvals = pl.DataFrame(
-        p_rows,
-        schema={"benchmark": pl.String, "judge": pl.String, "candidate": pl.String, "p_value": pl.Float64},
-        orient="row",
-    )  # fmt: skip
+    pvals, said = _p_values(rows, permutations, seed, clusters, units)
     keys = [*JUDGE_KEYS, "candidate"]
     return (
         counts.join(
@@ -360,5 +315,50 @@ def _randomised(
         )
         .join(pvals, on=keys, how="left", nulls_equal=True)
         .join(rand, on=JUDGE_KEYS, how="left")
-        .with_columns(design=pl.lit("randomised"))
+        .join(said, on=JUDGE_KEYS, how="left")
+        .with_columns(design=pl.lit("randomised"),
+                      message=pl.concat_str("message", "test", separator="; ", ignore_nulls=True))
+        .drop("test")
     )  # fmt: skip
+
+
+def _p_values(
+    rows: pl.DataFrame,
+    permutations: int,
+    seed: int,
+    clusters: pl.DataFrame | None,
+    units: Mapping[str, str],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The randomisation p per (benchmark, judge, candidate) and pooled (candidate null) at
+    each benchmark's unit, and per judge what the test shuffled (``test``)."""
+    rng = np.random.default_rng([seed, 1])
+    with_unit = in_clusters(rows.with_columns(unit=pl.col("question_id")), clusters)
+    with_unit = with_unit.with_columns(unit=pl.col("question_id"))
+    p_rows, said = [], []
+    for (b, j), grp in with_unit.group_by(JUDGE_KEYS, maintain_order=True):
+        unit = units.get(b, "pair")
+        got = None
+        if unit == "cluster":
+            got = cluster_p_values(grp, permutations, rng)
+            said.append((b, j, UNIT_MESSAGES[unit] if got is not None else MIXED_UNIT))
+        elif unit == "none":
+            said.append((b, j, UNIT_MESSAGES[unit]))
+            got = dict.fromkeys(
+                [*grp.get_column("candidate").unique(), None], float("nan")
+            )
+        else:
+            said.append((b, j, UNIT_MESSAGES["pair"]))
+        if got is None:
+            got = pair_p_values(grp, permutations, rng)
+        p_rows.extend((b, j, c, p) for c, p in got.items())
+    pvals = pl.DataFrame(
+        p_rows,
+        schema={
+            "benchmark": pl.String,
+            "judge": pl.String,
+            "candidate": pl.String,
+            "p_value": pl.Float64,
+        },
+        orient="row",
+    )
+    return pvals, pl.DataFrame(said, schema=[*JUDGE_KEYS, "test"], orient="row")  # fmt: skip

@@ -17,7 +17,15 @@ from voirdire.analysis.ranking.glm import LC_FOLDS, cv_l1_logit, group_folds, l1
 from voirdire.analysis.ranking.refits import bootstrap_fit, percentile_interval
 from voirdire.core import ConfigError
 
-__all__ = ["length_controlled"]
+__all__ = ["LC_SCHEMA", "baseline_comparisons", "length_controlled"]
+
+#: columns of :func:`length_controlled` (and of the v1 formula's table)
+LC_SCHEMA = (
+    dict.fromkeys([*BOARD_KEYS, "model"], pl.String)
+    | {"n": pl.Int64}
+    | dict.fromkeys(["win_rate", "lc_win_rate", "lc_lo", "lc_hi"], pl.Float64)
+    | {"formula": pl.String}
+)
 
 
 def _lc_fit(
@@ -53,6 +61,42 @@ def _lc_fit(
     return expit(est[0]), None if (est[0] == 0 and not cv_each) else expit(boot[:, 0])
 
 
+def baseline_comparisons(
+    comps: pl.DataFrame, features: pl.DataFrame, baseline: str
+) -> pl.DataFrame:
+    """The comparisons of ``comps`` with ``baseline`` on exactly one side, each with
+    ``model`` (the other side), ``y`` (float in [0, 1]: the probability that the model won
+    where ``comps`` has a ``p`` column holding one — the candidate's continuous preference,
+    e.g. AlpacaEval's weighted annotator —, else its win share, a tie half), ``len_m`` and
+    ``len_b`` (the model's and the baseline's answer lengths, ``features``' ``length``).
+
+    Raises:
+        ConfigError: ``baseline`` is compared with no model."""
+    f = features.select("benchmark", "question_id", "model", "length")
+    m = pl.when(pl.col("a") == baseline).then(pl.col("b")).otherwise(pl.col("a"))
+    share = pl.col("win") + 0.5 * pl.col("tie")
+    if "p" in comps.columns:
+        share = pl.coalesce(pl.col("p"), share)
+    c = comps.filter(
+        (pl.col("a") == baseline) ^ (pl.col("b") == baseline)
+    ).with_columns(
+        model=m, y=pl.when(pl.col("a") == baseline).then(1.0 - share).otherwise(share)
+    )
+    if c.height == 0:
+        raise ConfigError(
+            f"length control: baseline {baseline!r} is compared with no model"
+        )
+    c = c.join(
+        f.rename({"length": "len_m"}),
+        on=["benchmark", "question_id", "model"],
+        how="left",
+    )
+    return c.join(
+        f.filter(pl.col("model") == baseline).select("benchmark", "question_id", len_b="length"),
+        on=["benchmark", "question_id"], how="left",
+    )  # fmt: skip
+
+
 def length_controlled(
     comps: pl.DataFrame,
     features: pl.DataFrame,
@@ -71,41 +115,21 @@ def length_controlled(
     interval; 50 fits more a replicate). Default: replicates refit at the estimate's C, and
     an LC rate the L1 penalty holds at exactly 50 % gets no interval.
 
+    The outcome of a comparison is the model's probability of winning where ``comps`` has a
+    ``p`` column holding one (:func:`baseline_comparisons`; AlpacaEval's own win rate is the
+    mean of its annotator's continuous preference), else its win share (a tie half).
+
     Returns:
-        ``benchmark``, ``judge``, ``strategy``, ``view``, ``model`` (str), ``n`` (int:
-        comparisons with the baseline), ``win_rate`` (raw, ties half), ``lc_win_rate``,
-        ``lc_lo``, ``lc_hi`` (float, 0–1; all three null for a model with fewer than
-        :data:`~voirdire.analysis.ranking.glm.LC_FOLDS` questions: no cross-validation).
+        :data:`LC_SCHEMA`: ``benchmark``, ``judge``, ``strategy``, ``view``, ``model`` (str),
+        ``n`` (int: comparisons with the baseline), ``win_rate`` (raw, ties half),
+        ``lc_win_rate``, ``lc_lo``, ``lc_hi`` (float, 0–1; all three null for a model with
+        fewer than :data:`~voirdire.analysis.ranking.glm.LC_FOLDS` questions: no
+        cross-validation), ``formula`` (``"minimal"``).
 
     Raises:
         ConfigError: ``baseline`` is compared with no model.
     """
-    f = features.select("benchmark", "question_id", "model", "length")
-    m = pl.when(pl.col("a") == baseline).then(pl.col("b")).otherwise(pl.col("a"))
-    c = comps.filter(
-        (pl.col("a") == baseline) ^ (pl.col("b") == baseline)
-    ).with_columns(
-        model=m,
-        y=pl.when(pl.col("a") == baseline)
-        .then(1.0 - pl.col("win") - 0.5 * pl.col("tie"))
-        .otherwise(pl.col("win") + 0.5 * pl.col("tie")),
-    )
-    if c.height == 0:
-        raise ConfigError(
-            f"length control: baseline {baseline!r} is compared with no model"
-        )
-    c = c.join(
-        f.rename({"length": "len_m"}),
-        on=["benchmark", "question_id", "model"],
-        how="left",
-    )
-    c = c.join(
-        f.filter(pl.col("model") == baseline).select(
-            "benchmark", "question_id", len_b="length"
-        ),
-        on=["benchmark", "question_id"],
-        how="left",
-    )
+    c = baseline_comparisons(comps, features, baseline)
     rows = []
     for key, g in c.sort([*BOARD_KEYS, "model", "question_id"]).group_by(
         [*BOARD_KEYS, "model"], maintain_order=True
@@ -120,10 +144,5 @@ def length_controlled(
         ci = [float(lc[0]), None, None] if lc else [None] * 3
         if lc and lc[1] is not None:
             ci[1:] = [float(v) for v in percentile_interval(lc[1], level)]
-        rows.append((*key, g.height, float(y.mean()), *ci))
-    schema = (
-        dict.fromkeys([*BOARD_KEYS, "model"], pl.String)
-        | {"n": pl.Int64}
-        | dict.fromkeys(["win_rate", "lc_win_rate", "lc_lo", "lc_hi"], pl.Float64)
-    )
-    return pl.DataFrame(rows, schema=schema, orient="row")
+        rows.append((*key, g.height, float(y.mean()), *ci, "minimal"))
+    return pl.DataFrame(rows, schema=LC_SCHEMA, orient="row")

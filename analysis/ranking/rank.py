@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -11,9 +11,10 @@ from voirdire.analysis.biases.effects import control_rows
 from voirdire.analysis.position.clusters import benchmark_clusters
 from voirdire.analysis.ranking.boards import Boards, fit_boards
 from voirdire.analysis.ranking.flips import rank_flips
+from voirdire.analysis.ranking.length_control_v1 import lc_board
 from voirdire.analysis.ranking.order_views import order_views
 from voirdire.analysis.ranking.people import people_comparisons
-from voirdire.analysis.ranking.style import length_controlled, style_controlled
+from voirdire.analysis.ranking.style import style_controlled
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 from voirdire.engine.judge_names import check_reserved
@@ -128,6 +129,31 @@ def _pairwise_rows(judgments: pl.DataFrame) -> pl.DataFrame:
     return rows
 
 
+def _with_probabilities(comps: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """``comps`` with ``p``: on the raw verdicts' pooled board the candidate's probability of
+    winning where the verdicts hold one (``option_probs``: a log-probability judge,
+    AlpacaEval's continuous preference; the mean over a pair's orders), else null."""
+    from voirdire.analysis.position.calibration_error import candidate_probability
+
+    keys = ["benchmark", "judge", "question_id", "a", "b"]
+    if (
+        "option_probs" not in rows.columns
+        or rows.get_column("option_probs").null_count() == rows.height
+    ):
+        return comps
+    p = (
+        rows.select("benchmark", "judge", "question_id", a="candidate", b="reference")
+        .with_columns(p=candidate_probability(rows))
+        .filter(pl.col("p").is_not_null())
+        .group_by(keys)
+        .agg(pl.col("p").mean())
+    )
+    raw = (pl.col("strategy") == "single") & (pl.col("view") == "pooled")
+    return comps.join(p, on=keys, how="left", maintain_order="left").with_columns(
+        p=pl.when(raw).then(pl.col("p"))
+    )  # fmt: skip
+
+
 def _style_boards(
     comps: pl.DataFrame,
     features: pl.DataFrame,
@@ -135,10 +161,13 @@ def _style_boards(
     anchor: str | None,
     anchor_rating: float,
     common: dict,
+    lc: tuple[dict, str] = ({}, "auto"),
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The style-controlled ratings and the LC win rates (against each benchmark's anchor
-    ``anchors``) of the raw pooled and the order-invariant boards of ``comps``;
-    ``common``: the bootstrap's ``replicates``, ``level``, ``seed``, ``clusters``."""
+    ``anchors``; ``lc``: each benchmark's published weights and the formula,
+    :func:`~voirdire.analysis.ranking.length_control_v1.lc_board`) of the raw pooled and the
+    order-invariant boards of ``comps``; ``common``: the bootstrap's ``replicates``,
+    ``level``, ``seed``, ``clusters``."""
     judged = comps.filter(
         ((pl.col("strategy") == "single") & (pl.col("view") == "pooled"))
         | (pl.col("view") == "combined")
@@ -146,7 +175,8 @@ def _style_boards(
     style = style_controlled(
         judged, features, anchor=anchor, anchor_rating=anchor_rating, **common
     )
-    length = pl.concat([length_controlled(judged.filter(pl.col("benchmark") == b), features, a, **common)
+    weights, formula = lc
+    length = pl.concat([lc_board(judged.filter(pl.col("benchmark") == b), features, a, weights.get(b), formula, **common)
                         for b, a in anchors.items()])  # fmt: skip
     return style, length
 
@@ -165,6 +195,8 @@ def rank_judgments(
     features: pl.DataFrame | None = None,
     style_replicates: int = 200,
     clusters: pl.DataFrame | None = None,
+    lc_weights: Mapping[str, pl.DataFrame] | None = None,
+    lc_formula: str = "auto",
 ) -> Ranking:
     """Leaderboards of every judge, strategy and order view of ``judgments`` (control
     queries, pairwise rows), the people's where gold labels exist, and the rank flips.
@@ -185,6 +217,10 @@ def rank_judgments(
             adds style-controlled ratings and LC win rates (``style_replicates`` replicates).
         clusters: what every bootstrap draws (``benchmark``, ``question_id``, ``cluster``;
             default: :func:`benchmark_clusters`, e.g. PandaLM's questions, not its items).
+        lc_weights, lc_formula: each benchmark's published length-control weights
+            (:meth:`~voirdire.benchmarks.kind.BenchmarkKind.length_control_weights`) and the
+            LC formula (``"auto"``, ``"v1"``, ``"minimal"``:
+            :func:`~voirdire.analysis.ranking.length_control_v1.lc_board`).
 
     Raises:
         ConfigError: a judge named ``people`` (the people's board) or ``panel-N`` (a
@@ -226,7 +262,8 @@ def rank_judgments(
     )
     if features is not None:
         ranking.style, ranking.length = _style_boards(
-            comps, features, boards.anchors, anchor, anchor_rating,
+            _with_probabilities(comps, rows), features, boards.anchors, anchor, anchor_rating,
             dict(replicates=style_replicates, level=level, seed=seed, clusters=clusters),
+            (dict(lc_weights or {}), lc_formula),
         )  # fmt: skip
     return ranking

@@ -51,8 +51,9 @@ import json
 import math
 import os
 import random
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import polars as pl
 from pydantic import ConfigDict
@@ -66,6 +67,7 @@ from voirdire.benchmarks.logs.reading import (
     read_json,
     temp_name,
 )
+from voirdire.benchmarks.recorded import Recorded, RecordKey
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError, content_hash
 
@@ -73,6 +75,19 @@ from voirdire.core import ConfigError, content_hash
 PREFERENCES = "preferences.parquet"
 #: AlpacaEval's switch column name, the first part of the switching seed
 SWITCH_COLUMN = "is_switched_outputs"
+#: the normalised copy's table of length-controlled win rate weights (:func:`read_weights`)
+LC_WEIGHTS = "lc_weights.parquet"
+WEIGHTS_DIR = Path("src/alpaca_eval/metrics/weights")
+LC_V1 = "length_controlled_v1"
+#: AlpacaEval's weight columns (its patsy terms) -> voirdire's names
+WEIGHT_COLUMNS = {
+    "np.tanh(std_delta_len)": "length", "instruction_difficulty": "difficulty",
+    "not_gamed_baseline.astype(float)": "not_gamed",
+}  # fmt: skip
+WEIGHTS_SCHEMA = {
+    "baseline": pl.String, "model": pl.String, "length": pl.Float64,
+    "difficulty": pl.Float64, "not_gamed": pl.Float64,
+}  # fmt: skip
 PREFERENCE_SCHEMA = {
     "question_id": pl.String, "judge": pl.String, "first": pl.String, "second": pl.String,
     "preference": pl.Float64, "switched": pl.Boolean, "p_first": pl.Float64,
@@ -80,13 +95,72 @@ PREFERENCE_SCHEMA = {
 
 
 class AlpacaEvalOptions(LogLimits):
-    """``[benchmark.log]``: ``seed`` (the annotator's seed, AlpacaEval's default 0) and
-    ``seed_columns`` (the columns seeding the switch, default ``["instruction"]``)."""
+    """``[benchmark.log]``: ``seed`` (the annotator's seed, AlpacaEval's default 0),
+    ``seed_columns`` (the columns seeding the switch, default ``["instruction"]``) and
+    ``lc_weights`` (a length-controlled win rate weights CSV, :func:`read_weights`; default:
+    found where the repository keeps it beside the logs, :func:`weights_file`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     seed: int = 0
     seed_columns: tuple[str, ...] = ("instruction",)
+    lc_weights: str | None = None
+
+
+def weights_file(log: Path, baseline: str) -> Path | None:
+    """Where AlpacaEval's repository keeps the length-controlled win rate's weights for a
+    log at ``results/<model>/<annotator>/annotations.json``:
+    ``src/alpaca_eval/metrics/weights/<annotator>/length_controlled_v1/baseline_<baseline>.csv``
+    (the file ``voirdire data fetch alpaca_eval`` brings), or None (not there)."""
+    log = Path(log)
+    if len(log.parts) < 4 or log.parents[2].name != "results":
+        return None
+    path = (
+        log.parents[3]
+        / WEIGHTS_DIR
+        / log.parent.name
+        / LC_V1
+        / f"baseline_{baseline}.csv"
+    )
+    return path if path.is_file() else None
+
+
+def read_weights(path: Path, baseline: str) -> pl.DataFrame:
+    """AlpacaEval's ``length_controlled_v1`` weights CSV (``glm_winrate.py`` saves it: the
+    model as index, then the columns of :data:`WEIGHT_COLUMNS`) as :data:`WEIGHTS_SCHEMA`.
+
+    Raises:
+        ConfigError: not a CSV of those columns, a weight that is no finite number, over
+            1 MB (a weights file is ~16 KB)."""
+    if path.stat().st_size > 1_000_000:
+        raise ConfigError(f"AlpacaEval weights {path}: over 1 MB, not a weights file")
+    try:
+        df = pl.read_csv(path, infer_schema=False)
+    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"AlpacaEval weights {path}: not a CSV ({exc})") from None
+    missing = [c for c in ("", *WEIGHT_COLUMNS) if c not in df.columns]
+    if missing:
+        raise ConfigError(
+            f"AlpacaEval weights {path}: no column {missing[0]!r} (is this a length_controlled_v1 weights file?)"
+        )
+    out = df.select(
+        model=pl.col(""),
+        **{
+            v: pl.col(k).cast(pl.Float64, strict=False)
+            for k, v in WEIGHT_COLUMNS.items()
+        },
+    )
+    bad = out.filter(
+        pl.any_horizontal(
+            pl.col(WEIGHT_COLUMNS.values()).is_null()
+            | ~pl.col(WEIGHT_COLUMNS.values()).is_finite()
+        )
+    )
+    if bad.height or out["model"].null_count():
+        raise ConfigError(
+            f"AlpacaEval weights {path}: a weight is no finite number (model {bad['model'][0] if bad.height else None!r})"
+        )
+    return out.with_columns(baseline=pl.lit(baseline)).select(list(WEIGHTS_SCHEMA)).cast(WEIGHTS_SCHEMA)  # fmt: skip
 
 
 def is_switched(row: dict[str, Any], seed: int, columns=("instruction",)) -> bool:
@@ -172,6 +246,9 @@ class AlpacaEval(LogBenchmark):
 
     name = "AlpacaEval"
     Options = AlpacaEvalOptions
+    #: the seeded switch depends on the instruction alone (``seed_columns``): every model is
+    #: shown first on the same instructions, the clusters (:meth:`~.base.LogBenchmark.clusters`)
+    order_unit: ClassVar[str] = "cluster"
     suffixes = (".json",)
 
     @classmethod
@@ -200,6 +277,8 @@ class AlpacaEval(LogBenchmark):
         if path.is_file() and path.stat().st_mtime >= (d / RECORDED).stat().st_mtime:
             return pairs, keys
         cols: dict[str, list[Any]] = {c: [] for c in PREFERENCE_SCHEMA}
+        bases: dict[str, Path | None] = {}
+        tried: set[tuple[Path, str]] = set()
         for f in files:
             for _, obj, qid, shown, sw, pref, p_first, _ in annotations(
                 f, self.settings, self.name
@@ -208,14 +287,73 @@ class AlpacaEval(LogBenchmark):
                     cols, (qid, obj["annotator"], *shown, pref, sw, p_first)
                 ):
                     cols[c].append(v)
+                g1 = obj["generator_1"]
+                if bases.get(g1) is None and (f, g1) not in tried:
+                    tried.add((f, g1))
+                    bases[g1] = weights_file(f, g1)
+        self._write_weights(bases)
         tmp = temp_name(path)
         pl.DataFrame(cols, schema=PREFERENCE_SCHEMA).write_parquet(tmp)
         os.replace(tmp, path)
         return pairs, keys
 
+    def _write_weights(self, bases: dict[str, Path | None]) -> None:
+        """:data:`LC_WEIGHTS` in the normalised copy: each baseline's weights, from
+        ``lc_weights`` or where the repository keeps them beside the logs; none found: no
+        table (``voirdire rank --style`` then fits the minimal formula)."""
+        given = self.settings.lc_weights
+        parts = [
+            read_weights(Path(given) if given else p, b)
+            for b, p in sorted(bases.items())
+            if given or p is not None
+        ]
+        out = self.data_dir / LC_WEIGHTS
+        if not parts:
+            out.unlink(missing_ok=True)
+            return
+        tmp = temp_name(out)
+        pl.concat(parts).write_parquet(tmp)
+        os.replace(tmp, out)
+
+    @classmethod
+    def length_control_weights(
+        cls, data_dir: str | os.PathLike[str] | None = None
+    ) -> pl.DataFrame | None:
+        """The published ``length_controlled_v1`` weights the normalised copy holds
+        (:data:`LC_WEIGHTS`, :data:`WEIGHTS_SCHEMA`), or None."""
+        path = Path(data_dir or ".") / LC_WEIGHTS
+        return pl.read_parquet(path) if data_dir and path.is_file() else None
+
+    @classmethod
+    def read_recorded(cls, path: Path, recorded: str) -> dict[RecordKey, Recorded]:
+        """Judge ``recorded``'s verdicts (:meth:`~.base.LogBenchmark.read_recorded`), each with
+        the annotator's continuous preference as its probabilities where the log holds one:
+        ``probs = {"A": p_first, "B": 1 − p_first}`` (:data:`PREFERENCES`; a draw ½ each), so
+        the win rate, the length-controlled win rate and calibration read AlpacaEval's own
+        preference rather than the letter cut at 1.5."""
+        out = super().read_recorded(path, recorded)
+        pref = path.parent / PREFERENCES
+        if not pref.is_file():
+            return out
+        df = (
+            pl.scan_parquet(pref)
+            .filter((pl.col("judge") == recorded) & pl.col("p_first").is_not_null())
+            .select(k=pl.concat_str("question_id", "first", "second", separator=";"), p="p_first")
+            .collect()
+        )  # fmt: skip
+        for k, p in df.iter_rows():
+            rec = out.get((k, 1))
+            if rec is not None and rec.output is not None:
+                out[(k, 1)] = replace(rec, probs={"A": p, "B": 1.0 - p})
+        return out
+
 
 __all__ = [
+    "LC_WEIGHTS",
     "PREFERENCES",
+    "WEIGHTS_SCHEMA",
+    "read_weights",
+    "weights_file",
     "AlpacaEval",
     "AlpacaEvalOptions",
     "annotations",

@@ -191,6 +191,7 @@ def rank(
     replicates: int = 1000,
     seed: int = 0,
     style: bool = False,
+    lc_formula: str = "auto",
 ) -> tuple[Any, dict[str, Path]]:
     """Leaderboards of finished directories (analysed together; ``docs/ranking.md``): per
     judge, strategy and order view Bradley–Terry (or Davidson) ratings with cluster-bootstrap
@@ -211,6 +212,9 @@ def rank(
         style: also style-controlled ratings (Chatbot Arena) and length-controlled win rates
             (AlpacaEval 2) from the answers' lengths and markdown, read from each job's
             benchmark (``metrics/leaderboard_style.csv``, ``metrics/lc_win_rate.csv``).
+        lc_formula: the LC win rate's formula: ``"v1"`` (AlpacaEval's published one, from
+            the weights the benchmark's data carries: an AlpacaEval audit of fetched logs),
+            ``"minimal"``, or ``"auto"`` (v1 where weights exist, else minimal).
 
     Returns:
         ``(ranking, paths)``: the :class:`~voirdire.analysis.ranking.rank.Ranking`
@@ -235,20 +239,37 @@ def rank(
     # the judgments and the bootstrap's clusters only: no metric, no kappa bootstrap
     tables = analyse_dirs(distinct_dirs(output_dirs), ["job", "judgments", "clusters"])
     judgments = pl.concat([t.judgments for t in tables], how="diagonal_relaxed")
-    features = pl.concat([_answer_features(t) for t in tables]) if style else None
+    benches = [_benchmark(t) for t in tables] if style else []
+    features = (
+        pl.concat([_answer_features(t, b) for t, b in zip(tables, benches)])
+        if style
+        else None
+    )
+    weights = {
+        b.name: w
+        for b in benches
+        if (w := type(b).length_control_weights(getattr(b, "data_dir", None)))
+        is not None
+    }
     ranking = rank_judgments(
         judgments, method=method, strategies=strategies, anchor=anchor, anchor_rating=anchor_rating,
         prior=prior, replicates=replicates, seed=seed, features=features, clusters=dir_clusters(tables),
+        lc_weights=weights, lc_formula=lc_formula,
     )  # fmt: skip
     return ranking, write_ranking(ranking, dest)
 
 
-def _answer_features(tables: Any) -> pl.DataFrame:
+def _benchmark(tables: Any) -> Any:
+    """A directory's job's benchmark, loaded again (registered benchmarks only: job.json is data)."""
+    from voirdire.analysis.results_dir import dir_benchmark
+
+    return dir_benchmark(tables.job)
+
+
+def _answer_features(tables: Any, bench: Any) -> pl.DataFrame:
     """Style features of the answers a directory's judgments compare, read from its job's benchmark."""
     from voirdire.analysis.mitigation.verdicts import normalise
     from voirdire.analysis.ranking.order_views import comparisons
     from voirdire.analysis.ranking.style import answer_features
-    from voirdire.analysis.results_dir import dir_benchmark
 
-    bench = dir_benchmark(tables.job)  # registered benchmarks only: job.json is data
     return answer_features(bench, comparisons(normalise(tables.judgments)))

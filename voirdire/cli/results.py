@@ -226,6 +226,12 @@ def rank(
             help="Also style-controlled ratings and length-controlled win rates (reads the answers)."
         ),
     ] = False,
+    lc_formula: Annotated[
+        str,
+        typer.Option(
+            help="With --style, the LC win rate's formula: v1 (AlpacaEval's published one, from the weights fetched with its logs), minimal, or auto (v1 where weights exist)."
+        ),
+    ] = "auto",
 ) -> None:
     """Leaderboards per judge, strategy and order view, with rank flips; write metrics/leaderboard.csv, rank_flips.csv, figures."""
     from voirdire import api
@@ -237,7 +243,7 @@ def rank(
     try:
         ranking, paths = api.rank(
             dirs, out=out, method=method, strategies=names, anchor=anchor, anchor_rating=anchor_rating,
-            prior=prior, replicates=replicates, style=style,
+            prior=prior, replicates=replicates, style=style, lc_formula=lc_formula,
         )  # fmt: skip
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         fail(str(exc))
