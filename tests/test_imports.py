@@ -283,7 +283,8 @@ def test_product_never_imports_tests_or_perf_nor_edits_sys_path():
 #: the stages to its left (``settings`` holds the defaults, ``results_dir`` is the one door
 #: into a directory; ``stages`` plans one directory's analysis from the next three;
 #: ``outputs``/``study`` compute one and several directories' tables; ``ranking`` fits
-#: leaderboards from judgments; ``people`` estimates people's from a few labels; ``families``
+#: leaderboards from judgments; ``people`` estimates people's from a few labels; ``together``
+#: reads several directories for report, mitigate, rank and people; ``families``
 #: names each judge's model and strategy; ``choice`` ranks the judges a user chooses among
 #: (the report's summary); ``report`` writes and renders them; ``build`` computes a report's
 #: tables, then has them written)
@@ -298,6 +299,7 @@ ANALYSIS_STAGES = [
     "stages",
     "outputs",
     "study",
+    "together",
     "families",
     "choice",
     "report",
