@@ -13,7 +13,7 @@ import pytest
 
 from voirdire.analysis.choice import choice_from_table, choose_judges, judge_costs
 from voirdire.analysis.families import judge_families
-from voirdire.analysis.report.html_parts import table_view
+from voirdire.analysis.report.views import table_view
 from voirdire.analysis.settings import DEFAULTS
 
 
@@ -151,7 +151,7 @@ def _study_charts(n: int):
     import numpy as np
 
     from tests.study_simulate import judge_names
-    from voirdire.analysis.report.agreement_charts import agreement_heatmap
+    from voirdire.analysis.report.agreement import agreement_heatmap
     from voirdire.analysis.report.curve_charts import win_rate_curves
     from voirdire.analysis.report.judge_charts import (
         family_multiples,

@@ -222,7 +222,7 @@ def write_study(
 #: the static file of each figure kind: ``figures/<stem>_<scope>.png`` (``.svg``)
 _STEMS = {"radar": "pc_radar", "pf_bars": "pf_bars", "task_heatmaps": "task_heatmaps", "pc_pf": "pc_vs_pf",
           "accuracy_pc": "accuracy_vs_pc", "families": "families", "owr": "vs_win_rate", "rs": "rs",
-          "agreement": "agreement"}  # fmt: skip
+          "agreement": "agreement", "disagreement": "disagreement"}  # fmt: skip
 
 
 def _study_figures(
@@ -243,27 +243,7 @@ def _study_figures(
         static = write_static(spec, fdir / f"{stem}_{file_part(scope)}", formats)
         if static:
             figs[key] = next(iter(static.values()))
-    for d in study.dirs:
-        figs |= _agreement_figures(d, fdir)
     return figs, specs
-
-
-def _agreement_figures(d: Any, fdir: Path) -> dict[str, Path]:
-    """Draw one directory's disagreement histogram under ``fdir`` (none without an
-    agreement table); key ``"disagreement:<dir>"``."""
-    from voirdire.analysis.report import agreement_figures as fig
-
-    figs: dict[str, Path] = {}
-    if d.agreement is None:
-        return figs
-    for b in sorted(d.agreement.get_column("benchmark").unique().to_list()):
-        s = file_part(d.name)
-        figs[f"disagreement:{d.name}"] = fig.disagreement_histogram(
-            d.disagreement.filter(pl.col("benchmark") == b),
-            fdir / f"disagreement_{s}.png",
-            f"{d.name}: disagreement per query",
-        )
-    return figs
 
 
 def write_bias(dirs: list[Any], mdir: Path, fdir: Path) -> dict[str, dict[str, Path]]:
@@ -312,7 +292,7 @@ def write_mitigation(
     """Write ``mitigation.csv`` (the table), ``mitigation.md`` (markdown),
     ``figures/mitigation_cost_agreement.png`` and ``bpde_annotation.csv`` (the pairs for
     people, with an empty ``winner`` column) under ``out``; returns their paths by name."""
-    from voirdire.analysis.report.agreement_figures import cost_agreement_figure
+    from voirdire.analysis.report.mitigation import cost_agreement_figure
 
     d = Path(out)
     (d / "figures").mkdir(parents=True, exist_ok=True)

@@ -20,17 +20,19 @@ import polars as pl
 from markupsafe import Markup
 
 from voirdire.analysis.position.registry import added_metrics
+from voirdire.analysis.report.agreement import agreement_view
 from voirdire.analysis.report.bias import bias_view
 from voirdire.analysis.report.files import file_part
-from voirdire.analysis.report.html_parts import (
+from voirdire.analysis.report.markdown import gate_words
+from voirdire.analysis.report.summary import summary_view
+from voirdire.analysis.report.views import (
     F3,
     PCT,
     SIGNED,
-    image_view,
+    chart_view,
     render_template,
     table_view,
 )
-from voirdire.analysis.report.markdown import gate_words
 
 if TYPE_CHECKING:
     from voirdire.analysis.choice import Choice
@@ -103,56 +105,6 @@ def _failures(study: Study) -> dict[str, Any] | None:
     )
 
 
-#: the summary's columns: name, header, format
-_CHOICE = [("rank", "#", None), ("judge", "judge", None), ("accuracy", "accuracy", F3), ("accuracy_ci", "95% CI", None),
-           ("pc", "PC", F3), ("pf", "PF", SIGNED), ("pass_kappa", "κ orders", F3), ("rs", "RS", F3),
-           ("error_rate", "errors", PCT), ("usd_per_1k", "USD / 1k", "{:,.3g}"), ("judgments_per_s", "judgments/s", "{:,.3g}"),
-           ("gates", "fails", None)]  # fmt: skip
-
-
-#: the summary's rows shown before "show all" (the search finds any judge)
-SUMMARY_ROWS = 15
-
-
-def _summary(choice: Choice | None) -> list[dict[str, Any]]:
-    """Per benchmark: the line naming the judge to trust first, what the rank is by, and
-    the ranked judges (a check box per row picks its win-rate curves)."""
-    from voirdire.analysis.report.curve_charts import DEFAULT_PICKED
-
-    if choice is None:
-        return []
-    out = []
-    for b, line in choice.lines.items():
-        t = choice.table.filter(pl.col("benchmark") == b)
-        if "accuracy_lo" in t.columns:
-            t = t.with_columns(
-                accuracy_ci=pl.when(pl.col("accuracy_lo").is_not_null())
-                .then(pl.format("[{}, {}]", *(pl.col(c).map_elements("{:.3f}".format, return_dtype=pl.String) for c in ("accuracy_lo", "accuracy_hi"))))
-            )  # fmt: skip
-        cols = [c for c, _, _ in _CHOICE if c in t.columns]
-        view = table_view(
-            t.select(cols), {c: f for c, _, f in _CHOICE if f}, rename={c: h for c, h, _ in _CHOICE}, flag_col="gates",
-        )  # fmt: skip
-        view["head"] = ["curve", *view["head"]]
-        for i, r in enumerate(view["rows"]):
-            r["more"] = i >= SUMMARY_ROWS
-            r["cells"].insert(0, {"pick": True, "checked": i < DEFAULT_PICKED, "judge": r["judge"], "text": "", "v": "1" if i < DEFAULT_PICKED else "0", "num": False})  # fmt: skip
-        passing = t.filter(pl.col("passes")).height
-        out.append({
-            "name": b, "line": line, "key": "accuracy against the gold labels" if choice.key[b] == "accuracy" else "PC (no gold labels)",
-            "table": view, "n": t.height, "passing": passing, "collapsed": t.height > SUMMARY_ROWS,
-        })  # fmt: skip
-    return out
-
-
-def _chart(charts: dict[str, Any], key: str, n: list[int]) -> dict[str, Any] | None:
-    """The page's view of one figure: its specification and a page-unique id."""
-    if key not in charts:
-        return None
-    n[0] += 1
-    return {"id": f"fig{n[0]}", "spec": charts[key], "key": key}
-
-
 def _benchmarks(
     study: Study, charts: dict[str, Any], n: list[int]
 ) -> list[dict[str, Any]]:
@@ -161,7 +113,11 @@ def _benchmarks(
     out = []
     for b in study.benchmarks:
         kinds = [*KIND_TITLES, *(f"metric_{m}" for m in added_metrics())]
-        shown = [_chart(charts, f"{k}:{b}", n) for k in kinds if k != "agreement"]
+        shown = [
+            chart_view(charts, f"{k}:{b}", n)
+            for k in kinds
+            if k not in ("agreement", "disagreement")
+        ]
         jt = study.judge_task.filter(pl.col("benchmark") == b).drop("benchmark")
         out.append({
             "name": b, "figures": [f for f in shown if f],
@@ -190,31 +146,6 @@ def _regressions(study: Study) -> list[dict[str, Any]]:
         }  # fmt: skip
         for r in study.regressions
     ]
-
-
-#: the most judge pairs the page lists (more: the CSV, and the heatmap's hover)
-PAIRS_SHOWN = 500
-
-
-def _agreement(
-    study: Study, figs: dict[str, Path], charts: dict[str, Any], n: list[int]
-) -> list[dict[str, Any]]:
-    out = []
-    for d in study.dirs:
-        if d.agreement is None:
-            continue
-        pairs = d.agreement.filter(pl.col("judge_a") < pl.col("judge_b"))
-        out.append({
-            "name": d.name,
-            "heatmaps": _chart(charts, f"agreement:{d.name}", n),
-            "histogram": image_view(figs.get(f"disagreement:{d.name}"), f"{d.name} disagreement histogram"),
-            "fleiss": table_view(d.fleiss, {"kappa": F3}),
-            "majority": table_view(d.majority, {"majority_share": PCT, "unanimous_share": PCT}),
-            "disagreement": table_view(d.disagreement, {"share": PCT, "cumulative_share": PCT}),
-            "pairs": table_view(pairs, {"agreement": F3, "agreement_no_tie": F3, "kappa": F3}) if pairs.height <= PAIRS_SHOWN else None,
-            "n_pairs": pairs.height, "csv": f"agreement_{file_part(d.name)}.csv",
-        })  # fmt: skip
-    return out
 
 
 def _power(study: Study) -> dict[str, Any] | None:
@@ -266,7 +197,7 @@ def render_html(
     """
     from voirdire.analysis.report.vega import vega_bundle
 
-    figs, charts, n = written.get("figures", {}), written.get("charts", {}), [0]
+    charts, n = written.get("charts", {}), [0]
     panel = study.panel
     mit_cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip", *(["accuracy", "kappa"] if gold else []),
                 "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate"]  # fmt: skip
@@ -278,7 +209,7 @@ def render_html(
         settings=table_view(pl.DataFrame([d.settings for d in study.dirs])),
         failures=_failures(study),
         tokenizer=study.tokenizer,
-        summary=_summary(choice),
+        summary=summary_view(choice),
         margin=choice.margin if choice is not None else None,
         unreadable=list(
             panel.filter(~pl.col("readable"))
@@ -304,7 +235,12 @@ def render_html(
         else 0,
         benchmarks=_benchmarks(study, charts, n),
         regressions=_regressions(study),
-        agreement=_agreement(study, figs, charts, n),
+        agreement=agreement_view(
+            study,
+            charts,
+            n,
+            {d.name: f"agreement_{file_part(d.name)}.csv" for d in study.dirs},
+        ),
         power=_power(study),
         gold=gold,
         mitigation=table_view(

@@ -14,6 +14,7 @@ PC, PF vs win rate         the top few judges (picked)      the top few judges (
 RS, registered metrics     a bar per judge                  a bar per judge (rows)
 families                   small multiples by model         small multiples by model
 agreement                  three matrices, values written   Cohen's kappa, lower triangle
+disagreement               a histogram per directory        a histogram per directory
 =========================  ===============================  ==============================
 
 Keys are ``"<kind>:<benchmark>"`` (``"agreement:<directory>"``), each kind's title in
@@ -29,7 +30,7 @@ import polars as pl
 
 from voirdire.analysis.families import judge_families
 from voirdire.analysis.position.registry import added_metrics
-from voirdire.analysis.report.agreement_charts import agreement_heatmap
+from voirdire.analysis.report.agreement import agreement_heatmap, disagreement_chart
 from voirdire.analysis.report.curve_charts import DEFAULT_PICKED, win_rate_curves
 from voirdire.analysis.report.judge_charts import (
     family_multiples,
@@ -50,6 +51,7 @@ KIND_TITLES = {
     "radar": "PC by task", "pf_bars": "PF by task", "task_heatmaps": "PC, PF and accuracy by judge and task",
     "pc_pf": "PC against PF", "accuracy_pc": "accuracy against PC", "families": "judge families",
     "owr": "PC and PF against the win rate", "rs": "RS per judge", "agreement": "agreement between judges",
+    "disagreement": "disagreement per query",
 }  # fmt: skip
 
 _PF = "PF (−1 primacy … +1 recency)"
@@ -177,5 +179,9 @@ def study_charts(study: Study, choice: Choice) -> dict[str, alt.TopLevelMixin]:
                 d.agreement.filter(pl.col("benchmark") == b),
                 order,
                 f"{d.name}: agreement between judges",
+            )
+            charts[f"disagreement:{d.name}"] = disagreement_chart(
+                d.disagreement.filter(pl.col("benchmark") == b),
+                f"{d.name}: disagreement per query",
             )
     return charts

@@ -3,12 +3,9 @@ forms in :mod:`voirdire.analysis.report.markdown`."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import polars as pl
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from voirdire.analysis.report.markdown import (
     added_metric_columns,
@@ -18,10 +15,7 @@ from voirdire.analysis.report.markdown import (
     judge_table_spec,
 )
 
-__all__ = ["print_judge_table", "print_gold_table", "print_bias_table", "print_choice"]
-
-#: how many judges per benchmark the terminal's summary lists (the report lists all)
-CHOICE_ROWS = 10
+__all__ = ["print_judge_table", "print_gold_table", "print_bias_table"]
 
 
 #: columns of the terminal tables: position-bias jobs, then repetition jobs
@@ -152,43 +146,3 @@ def print_bias_table(effects: pl.DataFrame, console: Console | None = None) -> N
             "" if r["p_value"] is None else f"{r['p_value']:.2g}", f"{r['n']:,}",
         )  # fmt: skip
     console.print(table)
-
-
-def _text(v: str) -> Text:
-    """A received name as plain text: no rich markup, no control bytes."""
-    return Text("".join(ch if ch.isprintable() else "?" for ch in str(v)))
-
-
-def print_choice(
-    choice: Any, console: Console | None = None, rows: int = CHOICE_ROWS
-) -> None:
-    """Print the summary read first (:class:`~voirdire.analysis.choice.Choice`): per
-    benchmark its line, then its best ``rows`` judges with what they are ranked by, PF, κ
-    between the orders, RS, errors, cost, throughput and the gates they fail (columns no
-    judge has are left out)."""
-    console = console or Console()
-    cols = [("accuracy", "accuracy", "{:.3f}"), ("pc", "PC", "{:.3f}"), ("pf", "PF", "{:+.3f}"),
-            ("pass_kappa", "κ orders", "{:.3f}"), ("rs", "RS", "{:.3f}"), ("error_rate", "errors", "{:.1%}"),
-            ("usd_per_1k", "USD/1k", "{:,.3g}"), ("judgments_per_s", "judg./s", "{:,.3g}")]  # fmt: skip
-    for b, line in choice.lines.items():
-        t = choice.table.filter(pl.col("benchmark") == b).sort("rank")
-        shown = [
-            (c, h, f)
-            for c, h, f in cols
-            if c in t.columns and t.get_column(c).is_not_null().any()
-        ]
-        more = t.height - rows
-        table = Table(title=_text(f"Which judge to trust first: {b} ({t.height} judges)"),
-                      caption=f"… {more} more in the report" if more > 0 else None)  # fmt: skip
-        table.add_column("#", justify="right")
-        table.add_column("judge", overflow="fold", ratio=1)
-        for _, h, _ in shown:
-            table.add_column(h, justify="right", no_wrap=True)
-        table.add_column("fails", overflow="fold")
-        for r in t.head(rows).iter_rows(named=True):
-            table.add_row(
-                str(r["rank"]), _text(r["judge"]),
-                *[fmt_value(r[c], f) for c, _, f in shown], r.get("gates") or "",
-            )  # fmt: skip
-        console.print(table)
-        console.print(_text(line))

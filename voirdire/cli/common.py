@@ -80,8 +80,8 @@ def print_tables(
 
 
 def print_summary(choice) -> None:
-    """The judges to trust first, per benchmark (:func:`~voirdire.analysis.report.terminal.print_choice`)."""
-    from voirdire.analysis.report.terminal import print_choice
+    """The judges to trust first, per benchmark (:func:`~voirdire.analysis.report.summary.print_choice`)."""
+    from voirdire.analysis.report.summary import print_choice
 
     print_choice(choice, console=console)
 

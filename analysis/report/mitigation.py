@@ -1,8 +1,6 @@
-"""Figures of agreement drawn as PNG (matplotlib, Agg backend;
-:mod:`voirdire.analysis.report.plotting`): the disagreement histogram between judges (Shi
-et al., "Judging the Judges") and, of the mitigation strategies, cost against Cohen's kappa
-with a reference. The agreement heatmaps are interactive:
-:mod:`voirdire.analysis.report.agreement_charts`.
+"""What the mitigation shows beyond its table: the strategies' cost (queries per final
+verdict) against their agreement with a reference (Cohen's kappa), a PNG drawn with
+matplotlib (:mod:`voirdire.analysis.report.plotting`) for ``voirdire mitigate``.
 """
 
 from __future__ import annotations
@@ -15,31 +13,7 @@ import polars as pl
 
 from voirdire.analysis.report.plotting import _save, plt
 
-__all__ = ["disagreement_histogram", "cost_agreement_figure"]
-
-
-def disagreement_histogram(
-    hist: pl.DataFrame, path: str | os.PathLike, title: str = ""
-) -> Path:
-    """Bars: share of queries per disagreement level; line (right axis): cumulative share.
-    ``hist``: disagreement, queries, share, cumulative_share (one benchmark)."""
-    h = hist.sort("disagreement")
-    x = h.get_column("disagreement").to_numpy()
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    ax.bar(x, h.get_column("share").to_numpy(), color="#4c72b0", alpha=0.85)
-    for xi, q in zip(x, h.get_column("queries").to_list()):
-        ax.text(
-            xi, 0.005, f"{q:,}", ha="center", va="bottom", fontsize=7, color="white"
-        )
-    ax.set_xlabel("disagreement (judges differing from the most frequent choice)")
-    ax.set_ylabel("share of queries")
-    ax.set_xticks(x)
-    ax2 = ax.twinx()
-    ax2.plot(x, h.get_column("cumulative_share").to_numpy(), "o-", color="#dd8452")
-    ax2.set_ylim(0, 1.02)
-    ax2.set_ylabel("cumulative share", color="#dd8452")
-    ax.set_title(title or "Disagreement between judges per query")
-    return _save(fig, path)
+__all__ = ["cost_agreement_figure"]
 
 
 def cost_agreement_figure(

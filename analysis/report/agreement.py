@@ -1,5 +1,6 @@
-"""Agreement between judges as heatmaps, judge × judge (Vega-Altair;
-:mod:`voirdire.analysis.report.vega`), after Shi et al.
+"""The agreement section of the report: agreement between judges as heatmaps, judge ×
+judge, and the disagreement histogram (Vega-Altair; :mod:`voirdire.analysis.report.vega`),
+after Shi et al., and the section's view for the page (:func:`agreement_view`).
 
 Up to :data:`~voirdire.analysis.report.vega.MAX_LEGEND` judges, three matrices with their
 values written in: agreement with ties, without ties, Cohen's kappa. Beyond that one matrix
@@ -10,13 +11,21 @@ three figures on hover, the searched judges' rows and columns outlined.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import altair as alt
 import polars as pl
 
 from voirdire.analysis.report.vega import MAX_LEGEND, WIDTH, in_order, search_param
+from voirdire.analysis.report.views import F3, PCT, chart_view, table_view
 
-__all__ = ["agreement_heatmap"]
+if TYPE_CHECKING:
+    from voirdire.analysis.study import Study
+
+__all__ = ["PAIRS_SHOWN", "agreement_heatmap", "disagreement_chart", "agreement_view"]
+
+#: the most judge pairs the page lists (more: the CSV, and the heatmap's hover)
+PAIRS_SHOWN = 500
 
 _PANELS = (("agreement", "agreement (ties count)"), ("agreement_no_tie", "agreement without ties"), ("kappa", "Cohen's kappa"))  # fmt: skip
 _HIT2 = "search != '' && (indexof(lower(datum.judge_a), lower(search)) >= 0 || indexof(lower(datum.judge_b), lower(search)) >= 0)"  # fmt: skip
@@ -84,3 +93,56 @@ def agreement_heatmap(
         .add_params(search_param())
         .properties(width=side, height=side, title=title + " (Cohen's kappa; hover for the agreement)")
     )  # fmt: skip
+
+
+def disagreement_chart(hist: pl.DataFrame, title: str) -> alt.LayerChart:
+    """Bars: the share of queries per disagreement level (judges differing from the most
+    frequent choice); line (right axis): the cumulative share. ``hist``: disagreement,
+    queries, share, cumulative_share (one benchmark)."""
+    h = hist.sort("disagreement").select(
+        "disagreement", "queries", "share", "cumulative_share"
+    )
+    x = alt.X("disagreement:O", title="disagreement (judges differing from the most frequent choice)",
+              axis=alt.Axis(labelAngle=0, labelOverlap=True))  # fmt: skip
+    tip = ["disagreement:O", alt.Tooltip("queries:Q", format=","), alt.Tooltip("share:Q", format=".1%"),
+           alt.Tooltip("cumulative_share:Q", format=".1%", title="cumulative")]  # fmt: skip
+    base = alt.Chart(h).encode(x=x, tooltip=tip)
+    bars = base.mark_bar(color="#4c72b0").encode(
+        y=alt.Y("share:Q", title="share of queries", axis=alt.Axis(format="%"))
+    )
+    line = base.mark_line(color="#dd8452", point=True).encode(
+        y=alt.Y("cumulative_share:Q", title="cumulative share", scale=alt.Scale(domain=[0, 1]),
+                axis=alt.Axis(format="%", titleColor="#dd8452"))
+    )  # fmt: skip
+    return (
+        alt.layer(bars, line)
+        .resolve_scale(y="independent")
+        .add_params(search_param())
+        .properties(width=min(WIDTH // 2, 460), height=260, title=title)
+    )
+
+
+def agreement_view(
+    study: Study, charts: dict[str, Any], n: list[int], csv: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The page's agreement section, one entry per directory with two judges or more: the
+    heatmaps and the histogram (``charts``' ``agreement:<dir>``, ``disagreement:<dir>``),
+    Fleiss' kappa, the majority vote, the histogram's table and the judge pairs (listed up
+    to :data:`PAIRS_SHOWN`, else named by their file: ``csv``, directory name -> file
+    name under ``metrics/``)."""
+    out = []
+    for d in study.dirs:
+        if d.agreement is None:
+            continue
+        pairs = d.agreement.filter(pl.col("judge_a") < pl.col("judge_b"))
+        out.append({
+            "name": d.name,
+            "heatmaps": chart_view(charts, f"agreement:{d.name}", n),
+            "histogram": chart_view(charts, f"disagreement:{d.name}", n),
+            "fleiss": table_view(d.fleiss, {"kappa": F3}),
+            "majority": table_view(d.majority, {"majority_share": PCT, "unanimous_share": PCT}),
+            "disagreement": table_view(d.disagreement, {"share": PCT, "cumulative_share": PCT}),
+            "pairs": table_view(pairs, {"agreement": F3, "agreement_no_tie": F3, "kappa": F3}) if pairs.height <= PAIRS_SHOWN else None,
+            "n_pairs": pairs.height, "csv": csv.get(d.name, ""),
+        })  # fmt: skip
+    return out

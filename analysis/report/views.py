@@ -1,5 +1,7 @@
-"""The HTML report's building blocks: tables and images as the Jinja2 templates take them
-(``templates/``), and the template renderer. The templates escape every value."""
+"""The views the report's templates take (``templates/``): a table, an embedded image and an
+interactive figure as the page shows them, the number formats, and the template renderer.
+Every section of the page (:mod:`voirdire.analysis.report.html` assembles them) builds its
+view from these; the templates escape every value."""
 
 from __future__ import annotations
 
@@ -12,7 +14,15 @@ from typing import Any
 import jinja2
 import polars as pl
 
-__all__ = ["F3", "SIGNED", "PCT", "render_template", "table_view", "image_view"]
+__all__ = [
+    "F3",
+    "SIGNED",
+    "PCT",
+    "render_template",
+    "table_view",
+    "image_view",
+    "chart_view",
+]
 
 #: number formats of the report's tables
 F3 = "{:.3f}"
@@ -106,3 +116,13 @@ def image_view(path: Path | None, alt: str) -> dict[str, str] | None:
         "src": "data:image/png;base64,"
         + base64.b64encode(Path(path).read_bytes()).decode("ascii"),
     }
+
+
+def chart_view(charts: dict[str, Any], key: str, n: list[int]) -> dict[str, Any] | None:
+    """One interactive figure as the template's ``chart`` macro takes it: its Vega-Lite
+    specification (``charts[key]``), its key and a page-unique id (``n``: the page's
+    counter, advanced); None when ``charts`` has no such figure."""
+    if key not in charts:
+        return None
+    n[0] += 1
+    return {"id": f"fig{n[0]}", "spec": charts[key], "key": key}
