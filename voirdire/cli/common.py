@@ -8,7 +8,8 @@ import sys
 import polars as pl
 import typer
 from rich.console import Console
-from rich.markup import escape
+
+from voirdire.escape import terminal
 
 __all__ = [
     "app",
@@ -31,9 +32,14 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     help="Examine LLM judges for position bias, on Ray.",
 )
-# a terminal sets its own width; piped output (CI logs) gets room for the whole table
-console = Console(width=None if sys.stdout.isatty() else 140)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
+# a terminal sets its own width; piped output (CI logs) gets room for the whole table. No
+# emoji codes: a judge named ":warning:" prints as written. Every text of a received file
+# (names, messages quoting a file) passes voirdire.escape.terminal (markup escaped, control
+# characters shown as escapes) or is a voirdire.escape.cell; docs/security.md
+console = Console(width=None if sys.stdout.isatty() else 140, emoji=False)
+err_console = Console(
+    stderr=True, width=None if sys.stderr.isatty() else 140, emoji=False
+)
 
 
 def redacted(msg: str) -> str:
@@ -45,8 +51,9 @@ def redacted(msg: str) -> str:
 
 
 def fail(msg: str, code: int = 2) -> None:
-    """Print ``error: msg`` (secrets removed) on stderr and exit with ``code``."""
-    err_console.print(f"[bold red]error:[/] {escape(redacted(msg))}")
+    """Print ``error: msg`` (secrets removed, shown as text: :func:`voirdire.escape.terminal`)
+    on stderr and exit with ``code``."""
+    err_console.print(f"[bold red]error:[/] {terminal(redacted(msg))}")
     raise typer.Exit(code)
 
 
@@ -72,5 +79,5 @@ def show_warning(message, category, filename, lineno, file=None, line=None) -> N
     (e.g. a quarantined raw file) are for the user: one line on stderr, without the source
     location."""
     err_console.print(
-        "[yellow]warning:[/] " + escape(redacted(str(message))), soft_wrap=True
+        "[yellow]warning:[/] " + terminal(redacted(str(message))), soft_wrap=True
     )
