@@ -3,7 +3,11 @@ the one-line error exit, the per-judge tables and the warnings' one line."""
 
 from __future__ import annotations
 
+import functools
+import signal
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import polars as pl
 import typer
@@ -15,7 +19,9 @@ __all__ = [
     "app",
     "console",
     "err_console",
+    "ends_on_sigterm",
     "fail",
+    "INTERRUPTED",
     "print_tables",
     "redacted",
     "show_warning",
@@ -55,6 +61,37 @@ def fail(msg: str, code: int = 2) -> None:
     on stderr and exit with ``code``."""
     err_console.print(f"[bold red]error:[/] {terminal(redacted(msg))}")
     raise typer.Exit(code)
+
+
+#: the line of a command that Ctrl-C or SIGTERM stopped (the scheduler says its own)
+INTERRUPTED = (
+    "interrupted: finished results are saved; run the same command again to resume"
+)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # a stopped Ray job, a killed terminal: as Ctrl-C
+
+
+def ends_on_sigterm(command: Callable[..., Any]) -> Callable[..., Any]:
+    """A command (``run``, ``audit``) that SIGTERM ends as Ctrl-C does, wherever it lands:
+    reading the inputs, while Ray starts in the background, in the scheduler (which saves
+    what finished and raises ``JobInterrupted``) or in the analysis: one line on stderr,
+    exit 130 (:data:`INTERRUPTED`, or the scheduler's own line). Before, a SIGTERM that
+    came before the scheduler ended the process with no line (-15), or through Ray's own
+    handler with an abort (-6). The handler is set for the command's time (main thread)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        before = signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt:
+            fail(INTERRUPTED, 130)
+        finally:
+            signal.signal(signal.SIGTERM, before)
+
+    return wrapper
 
 
 def print_tables(tables: list[pl.DataFrame], effects: list[pl.DataFrame]) -> None:

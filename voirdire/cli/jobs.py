@@ -12,6 +12,7 @@ from voirdire.cli import common
 from voirdire.cli.common import (
     app,
     console,
+    ends_on_sigterm,
     err_console,
     fail,
     print_tables,
@@ -22,6 +23,7 @@ from voirdire.escape import terminal
 
 
 @app.command()
+@ends_on_sigterm
 def run(
     jobs: Annotated[list[Path], typer.Argument(help="Job files (TOML).")],
     address: Annotated[
@@ -43,14 +45,6 @@ def run(
     ] = None,
 ) -> None:
     """Run (or resume) position-bias jobs and print the per-judge metrics."""
-    import signal
-
-    def _terminate(
-        signum, frame
-    ):  # a stopped Ray job gets SIGTERM: save and exit like Ctrl-C
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _terminate)
     from voirdire import api
     from voirdire.engine.rewrite import RewriteFailed
     from voirdire.engine.scheduler import JobInterrupted
@@ -195,6 +189,7 @@ def _print_dry_run(specs: list, plans: list) -> None:
 
 
 @app.command()
+@ends_on_sigterm
 def audit(
     logs: Annotated[
         list[Path], typer.Argument(help="Judgment log files or directories.")
