@@ -133,6 +133,7 @@ def stop_ray(*, background: bool = False) -> None:
         init_ray()
     if not ray.is_initialized():
         return
+    _drop_rays_excepthook()  # before the stop begins: none of its threads races it
     if not background:
         _shutdown()
         return
@@ -166,6 +167,21 @@ def _shutdown() -> None:
         pass
     ray.shutdown()
     end_processes(tree)
+
+
+def _drop_rays_excepthook() -> None:
+    """Put back the ``sys.excepthook`` Ray wrapped when imported (Ray 2.60's
+    ``custom_excepthook`` records a driver's uncaught exception through its core worker):
+    after a shutdown that worker is gone, and Ray's C++ side ends the process before the
+    traceback is printed, so an unexpected error after Ray stopped was exit 1 with no
+    line. Where Ray's internals have moved, nothing changes."""
+    try:
+        from ray._private import worker
+
+        if sys.excepthook is worker.custom_excepthook:
+            sys.excepthook = worker.normal_excepthook
+    except Exception:  # Ray's internals moved
+        pass
 
 
 def exit_if_starting(code: int) -> None:

@@ -371,3 +371,26 @@ def test_a_refusal_under_load_leaves_no_ray_process(tmp_path):
             assert no_process_marked(mark, wait_s=5), processes_marked(mark)
         finally:
             end_marked(mark)
+
+
+def test_a_stopped_ray_leaves_the_excepthook_it_wrapped():
+    """Ray wraps ``sys.excepthook`` when imported, to record a driver's uncaught exception
+    through its core worker; once Ray is stopped that worker is gone and Ray's C++ side
+    ended the process before the traceback was printed (an error after the console script
+    released Ray: exit 1, no line but Ray's). ``stop_ray`` puts back the hook Ray wrapped."""
+    import sys
+
+    from ray._private import worker
+
+    if ray.is_initialized():
+        ray.shutdown()
+    before = sys.excepthook
+    sys.excepthook = worker.custom_excepthook  # as in a process that imported Ray
+    try:
+        ray_start.init_ray()
+        ray_start.stop_ray()
+        assert sys.excepthook is worker.normal_excepthook
+    finally:
+        sys.excepthook = before
+        if ray.is_initialized():
+            ray.shutdown()
