@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.audit_logs import draws, write_arena_hard
-from tests.repo import repo_pythonpath
 from tests.processes import no_process_marked
+from tests.repo import repo_pythonpath
 from voirdire.core import ConfigError
 from voirdire.engine.outdir import (
     check_judge_name,
