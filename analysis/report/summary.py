@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from voirdire.analysis.report.markdown import fmt_value
 from voirdire.analysis.report.views import F3, PCT, SIGNED, table_view
+from voirdire.escape import cell
 
 if TYPE_CHECKING:
     from voirdire.analysis.choice import Choice
@@ -70,11 +70,6 @@ def summary_view(choice: Choice | None) -> list[dict[str, Any]]:
     return out
 
 
-def _text(v: str) -> Text:
-    """A received name as plain text: no rich markup, no control bytes."""
-    return Text("".join(ch if ch.isprintable() else "?" for ch in str(v)))
-
-
 def print_choice(
     choice: Any, console: Console | None = None, rows: int = CHOICE_ROWS
 ) -> None:
@@ -94,7 +89,7 @@ def print_choice(
             if c in t.columns and t.get_column(c).is_not_null().any()
         ]
         more = t.height - rows
-        table = Table(title=_text(f"Which judge to trust first: {b} ({t.height} judges)"),
+        table = Table(title=cell(f"Which judge to trust first: {b} ({t.height} judges)"),
                       caption=f"… {more} more in the report" if more > 0 else None)  # fmt: skip
         table.add_column("#", justify="right")
         table.add_column("judge", overflow="fold", ratio=1)
@@ -103,8 +98,8 @@ def print_choice(
         table.add_column("fails", overflow="fold")
         for r in t.head(rows).iter_rows(named=True):
             table.add_row(
-                str(r["rank"]), _text(r["judge"]),
+                str(r["rank"]), cell(r["judge"]),
                 *[fmt_value(r[c], f) for c, _, f in shown], r.get("gates") or "",
             )  # fmt: skip
         console.print(table)
-        console.print(_text(line))
+        console.print(cell(line))
