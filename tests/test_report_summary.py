@@ -251,3 +251,32 @@ def test_a_report_directory_may_hold_svg_figures(tmp_path):
     (tmp_path / "figures" / "pc_vs_pf_B.svg").write_text("<svg/>")
     (tmp_path / "figures" / "pc_vs_pf_B.png").write_bytes(b"")
     assert claim_report_dir(tmp_path) == tmp_path
+
+
+def test_names_with_control_bytes_are_drawn_as_data(tmp_path):
+    """A judge named with an escape sequence (or a character XML cannot hold) is shown
+    with the byte written as an escape, in the page and in the static figures: vl-convert
+    stops the whole process on such a byte in SVG text, so it draws in a subprocess here."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, polars as pl\n"
+        "from pathlib import Path\n"
+        "from voirdire.analysis.report.judge_charts import judge_scatter\n"
+        "from voirdire.analysis.report.vega import spec_of, write_static\n"
+        "p = pl.DataFrame({'judge': ['ok', 'evil\\x1b]0;pwn\\x07', 'x\\ufffey'], 'pc': [0.5, 0.6, 0.7], 'pf': [0.1, 0.2, -0.1]})\n"
+        "s = spec_of(judge_scatter(p, 'pf', 'pc', p['judge'].to_list(), 'bench\\x1b[2J', x_title='PF', y_title='PC', x_domain=(-1, 1)))\n"
+        "print(sorted(r['judge'] for r in next(iter(s['datasets'].values()))))\n"
+        "write_static(s, Path(sys.argv[1]) / 'f', ('png', 'svg'))\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-1500:]
+    assert "evil\\\\x1b]0;pwn\\\\x07" in r.stdout and "x\ufffdy" in r.stdout
+    svg = (tmp_path / "f.svg").read_text(encoding="utf-8")
+    assert "\x1b" not in svg and "evil\\x1b]0;pwn\\x07" in svg

@@ -17,12 +17,15 @@ figure function switches to a form that needs none (heatmaps, hover and search).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import altair as alt
+
+from voirdire.escape import visible
 
 __all__ = [
     "MAX_LEGEND",
@@ -98,12 +101,28 @@ def spec_of(chart: alt.TopLevelMixin, *, validate: bool = False) -> dict[str, An
     measured by ``perf/bench_report.py``)."""
     with alt.data_transformers.disable_max_rows():
         spec = chart.configure_view(stroke=None).to_dict(validate=validate)
-    for rows in spec.get("datasets", {}).values():
-        for row in rows:  # 4 decimals are more than any figure shows: a smaller page
-            for k, v in row.items():
-                if isinstance(v, float):
-                    row[k] = round(v, 4)
-    return spec
+    return _as_data(spec)
+
+
+#: what XML (so SVG, and vl-convert's text layout) cannot hold once controls are escaped
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def _as_data(node: Any) -> Any:
+    """Every text of a specification shown as data (:func:`voirdire.escape.visible`:
+    control characters as escapes, then what XML cannot hold as U+FFFD; a judge named with
+    an escape byte would otherwise stop vl-convert's SVG) and every float to 4 decimals
+    (more than any figure shows: a smaller page). The same names everywhere in the spec
+    (data, sort orders, parameters), so they still match."""
+    if isinstance(node, str):
+        return _NOT_XML.sub("\ufffd", visible(node))
+    if isinstance(node, float):
+        return round(node, 4)
+    if isinstance(node, dict):
+        return {_as_data(k): _as_data(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_as_data(v) for v in node]
+    return node
 
 
 def write_static(
