@@ -241,7 +241,7 @@ def build_report(
     (the inputs may be read-only); without it, each directory's own ``judgments.parquet``,
     ``metrics/*.csv`` and ``report.md`` are refreshed too. Returns the path of
     ``report.html``. With ``leaderboards``, also the "Leaderboards" section and the files of
-    :func:`~voirdire.analysis.report.ranking_files.write_ranking` (``min(replicates, 200)``
+    :func:`~voirdire.analysis.report.ranking.write_ranking` (``min(replicates, 200)``
     replicates; ``docs/ranking.md``). ``margin`` and ``figures``:
     :class:`~voirdire.analysis.settings.AnalysisSettings`' ``choice_margin`` and
     ``static_figures``.
@@ -289,9 +289,8 @@ def _write(
         write_text,
     )
     from voirdire.analysis.report.html import render_html
-    from voirdire.analysis.report.markdown_study import study_markdown
-    from voirdire.analysis.report.ranking import ranking_html
-    from voirdire.analysis.report.ranking_files import write_ranking
+    from voirdire.analysis.report.markdown import study_markdown
+    from voirdire.analysis.report.ranking import ranking_html, write_ranking
 
     study, mitigation, ranking = state["study"], state["mitigation"], state["ranking"]
     if own_dirs:

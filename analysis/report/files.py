@@ -22,7 +22,7 @@ from voirdire.analysis.position.gold import GOLD_CELL_COLUMNS, GOLD_JUDGE_COLUMN
 from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.report.audit_sections import audit_sections
 from voirdire.analysis.report.markdown import markdown_report
-from voirdire.analysis.report.markdown_study import mitigation_markdown
+from voirdire.analysis.report.mitigation import mitigation_markdown
 from voirdire.core import content_hash, slug
 
 # figures (matplotlib) and the study (statsmodels) are imported where they are drawn or

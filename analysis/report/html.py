@@ -23,7 +23,7 @@ from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.report.agreement import agreement_view
 from voirdire.analysis.report.bias import bias_view
 from voirdire.analysis.report.files import file_part
-from voirdire.analysis.report.markdown import gate_words
+from voirdire.analysis.report.judge_table import gate_words
 from voirdire.analysis.report.summary import summary_view
 from voirdire.analysis.report.views import (
     F3,

@@ -16,7 +16,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from voirdire.analysis.report.markdown import fmt_value
+from voirdire.analysis.report.judge_table import fmt_value
 from voirdire.analysis.report.views import F3, PCT, SIGNED, table_view
 from voirdire.escape import cell
 

@@ -211,7 +211,7 @@ def rank(
             pairwise judgments, a board with one model, an anchor that is not a candidate, an unknown method or strategy.
     """
     from voirdire.analysis.ranking.rank import rank_judgments
-    from voirdire.analysis.report.ranking_files import write_ranking
+    from voirdire.analysis.report.ranking import write_ranking
     from voirdire.analysis.together import destination, read_together
 
     dest = destination(output_dirs, out, "ranking")  # before any work
