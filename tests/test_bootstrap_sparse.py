@@ -162,3 +162,27 @@ def test_the_bootstrap_builds_no_cells_by_questions_matrix():
     tracemalloc.stop()
     assert ci.height == 1 and np.isfinite(ci.item(0, "lo"))
     assert peak < 64 * 2**20, peak
+
+
+def test_a_leaderboard_builds_no_questions_by_cells_by_models_array():
+    """40 models against one baseline, a question per pair (AlpacaEval's shape: 6,000
+    questions): dense, the wins and ties per (question, cell, opponent) were 6,000 × 41 ×
+    41 floats each (81 MB), and the bootstrap's sums 82 values × 41 cells × 6,000
+    questions (161 MB); counted sparse, the fit allocates under 40 MB."""
+    from voirdire.analysis.ranking.boards import fit_boards
+
+    rng = np.random.default_rng(1)
+    models, per = 40, 150
+    m = np.repeat(np.arange(models), per)
+    comps = pl.DataFrame({
+        "benchmark": "b", "judge": "j", "strategy": "single", "view": "pooled",
+        "question_id": [f"i{i % per}|m{k}" for i, k in enumerate(m)],
+        "a": [f"m{k:02d}" for k in m], "b": "base",
+        "win": (rng.random(m.size) < 0.4).astype(float), "tie": 0.0,
+    })  # fmt: skip
+    tracemalloc.start()
+    boards = fit_boards(comps, replicates=20)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert boards.table.height == models + 1
+    assert peak < 40 * 2**20, peak
