@@ -11,7 +11,7 @@ stage        reads                                        writes
 study        dirs, settings, judge_attributes, tokenizer  study (each directory's stages of
                                                           :mod:`voirdire.analysis.stages`)
 pairwise     study                                        pairwise, gold
-mitigation   pairwise, gold, settings                     mitigation
+mitigation   pairwise, gold, settings                     mitigation, mitigation_notes
 ranking      study, pairwise, settings, leaderboards      ranking
 shown        study                                        shown (each directory's
                                                           :class:`DirShown`)
@@ -93,15 +93,18 @@ def _mitigation(
     """The "Removing position bias" section: the strategies that need no new query,
     graded against the gold labels where the benchmark has them."""
     from voirdire.analysis.mitigation.evaluation import run_mitigation
+    from voirdire.analysis.mitigation.orders import one_order_lines
+    from voirdire.analysis.mitigation.registry import default_strategies
 
     if pairwise is None:
-        return {"mitigation": None}
+        return {"mitigation": None, "mitigation_notes": []}
     table = run_mitigation(
         pairwise,
         reference="gold" if gold else None,
         replicates=_section_replicates(settings),
     )[0]
-    return {"mitigation": table}
+    notes = one_order_lines(pairwise, default_strategies(pairwise))
+    return {"mitigation": table, "mitigation_notes": notes}
 
 
 def _ranking(
@@ -201,7 +204,7 @@ REPORT_INPUTS = ("dirs", "settings", "judge_attributes", "tokenizer", "leaderboa
 REPORT_STAGES: tuple[Stage, ...] = (
     Stage("study", ("dirs", "settings", "judge_attributes", "tokenizer"), ("study",), _study),
     Stage("pairwise", ("study",), ("pairwise", "gold"), _pairwise),
-    Stage("mitigation", ("pairwise", "gold", "settings"), ("mitigation",), _mitigation),
+    Stage("mitigation", ("pairwise", "gold", "settings"), ("mitigation", "mitigation_notes"), _mitigation),
     Stage("ranking", ("study", "pairwise", "settings", "leaderboards"), ("ranking",), _ranking),
     Stage("shown", ("study",), ("shown",), _shown),
 )  # fmt: skip
@@ -279,7 +282,7 @@ def _write(
             write_dir(d, shown, d.output_dir)
     written = write_study(study, out_dir)
     if mitigation is not None:
-        write_mitigation(mitigation, None, out_dir)
+        write_mitigation(mitigation, None, out_dir, state["mitigation_notes"])
     if several or not own_dirs:
         write_text(out_dir / "report.md", study_markdown(study, name))
     section = None
@@ -294,6 +297,6 @@ def _write(
     )  # one-order logs, probabilities
     page = render_html(
         study, written, name, mitigation, gold=state["gold"], leaderboards=section,
-        audit=audit,
+        audit=audit, mitigation_notes=state["mitigation_notes"],
     )  # fmt: skip
     return write_html(out_dir / "report.html", page)

@@ -12,6 +12,7 @@ key, a host or a path outside the output directories.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -186,6 +187,7 @@ def render_html(
     gold: bool = False,
     leaderboards: str | None = None,
     audit: list[dict[str, Any]] | None = None,
+    mitigation_notes: Sequence[str] = (),
 ) -> str:
     """The report as one HTML string (``templates/report.html.j2``).
 
@@ -201,6 +203,8 @@ def render_html(
             (:func:`~voirdire.analysis.report.ranking.ranking_html`), or None (no section).
         audit: the "One order per pair, and calibration" section
             (:func:`~voirdire.analysis.report.audit_sections.audit_view`), or None.
+        mitigation_notes: lines shown under the mitigation table (strategies not computed
+            for a judge: :func:`~voirdire.analysis.mitigation.orders.one_order_lines`).
     """
     figs = written.get("figures", {})
     panel = study.panel
@@ -246,6 +250,7 @@ def render_html(
         )
         if mitigation is not None and mitigation.height
         else None,
+        mitigation_notes=list(mitigation_notes),
         bias=bias_view(written),
         leaderboards=Markup(leaderboards) if leaderboards else None,
         audit=audit,

@@ -156,6 +156,8 @@ def mitigate(
             that matches no judge or pair, labels with unknown candidates.
     """
     from voirdire.analysis.mitigation.evaluation import run_mitigation
+    from voirdire.analysis.mitigation.orders import one_order_lines
+    from voirdire.analysis.mitigation.registry import default_strategies
     from voirdire.analysis.report.files import write_mitigation
     from voirdire.analysis.stages import analyse_dirs
 
@@ -172,10 +174,11 @@ def mitigate(
         beta=beta,
         labels=labels,
     )
+    notes = one_order_lines(judgments, strategies or default_strategies(judgments))
     dest = claim_report_dir(
         Path(out) if out is not None else Path(output_dirs[0]).parent / "mitigation"
     )
-    return write_mitigation(table, annotation, dest)
+    return write_mitigation(table, annotation, dest, notes)
 
 
 def rank(
