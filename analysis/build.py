@@ -94,7 +94,10 @@ def _mitigation(
     graded against the gold labels where the benchmark has them."""
     from voirdire.analysis.mitigation.evaluation import run_mitigation
     from voirdire.analysis.mitigation.orders import one_order_lines
-    from voirdire.analysis.mitigation.registry import default_strategies
+    from voirdire.analysis.mitigation.registry import (
+        both_orders_names,
+        default_strategies,
+    )
 
     if pairwise is None:
         return {"mitigation": None, "mitigation_notes": []}
@@ -103,7 +106,7 @@ def _mitigation(
         reference="gold" if gold else None,
         replicates=_section_replicates(settings),
     )[0]
-    notes = one_order_lines(pairwise, default_strategies(pairwise))
+    notes = one_order_lines(pairwise, both_orders_names(default_strategies(pairwise)))
     return {"mitigation": table, "mitigation_notes": notes}
 
 

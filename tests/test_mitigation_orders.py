@@ -59,10 +59,11 @@ def test_a_one_order_judge_has_no_verdict_of_a_strategy_that_needs_both_orders()
     assert not {(s, "solo") for s in BOTH} & got
     assert ("jury", "panel-2") in got and ("jury+swap-tie", "panel-1") in got
     assert ("jury-pc", "panel-1") in got and ("jury-pc", "panel-2") not in got
-    lines = one_order_lines(j, names)
+    lines = one_order_lines(j, registry.both_orders_names(names))
     assert len(lines) == 1 and "solo" in lines[0] and "duo" not in lines[0]
     assert all(s in lines[0] for s in ("swap-tie", "gate", "jury-pc", "jury+swap-tie"))
-    assert one_order_lines(j, ["single", "jury"]) == []
+    assert registry.both_orders_names(["single", "jury", "gate"]) == ["gate"]
+    assert one_order_lines(j, []) == []
 
 
 def test_only_both_orders_strategies_on_one_order_judges_give_an_empty_table():

@@ -55,13 +55,11 @@ def both_orders_only(fn: StrategyFn, one_order: pl.DataFrame | None) -> Strategy
     return run
 
 
-def one_order_lines(judgments: pl.DataFrame, names: Sequence[str]) -> list[str]:
-    """One line per benchmark with one-order judges, naming them and the strategies of
-    ``names`` (registered names) that need both orders and were not computed for them;
-    none where no such strategy was asked for or every judge judged both orders."""
-    from voirdire.analysis.mitigation.registry import strategy
-
-    both = [n for n in names if strategy(n).both_orders]
+def one_order_lines(judgments: pl.DataFrame, both: Sequence[str]) -> list[str]:
+    """One line per benchmark with one-order judges, naming them and the strategies
+    ``both`` (those asked for that need both orders:
+    :func:`~voirdire.analysis.mitigation.registry.both_orders_names`), which were not
+    computed for them; none where ``both`` is empty or every judge judged both orders."""
     if not both:
         return []
     one = one_order_judges(judgments)

@@ -41,6 +41,7 @@ __all__ = [
     "strategy",
     "check_needs",
     "apply_strategies",
+    "both_orders_names",
     "default_strategies",
 ]
 
@@ -223,6 +224,14 @@ def apply_strategies(
         if frames
         else pl.DataFrame(schema={"strategy": pl.String, **VERDICT_SCHEMA})
     )
+
+
+def both_orders_names(names: Sequence[str]) -> list[str]:
+    """The strategies of ``names`` that are :attr:`~Strategy.both_orders`, in order.
+
+    Raises:
+        ConfigError: an unknown name."""
+    return [n for n in names if strategy(n).both_orders]
 
 
 def default_strategies(judgments: pl.DataFrame) -> list[str]:

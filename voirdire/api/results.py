@@ -157,7 +157,10 @@ def mitigate(
     """
     from voirdire.analysis.mitigation.evaluation import run_mitigation
     from voirdire.analysis.mitigation.orders import one_order_lines
-    from voirdire.analysis.mitigation.registry import default_strategies
+    from voirdire.analysis.mitigation.registry import (
+        both_orders_names,
+        default_strategies,
+    )
     from voirdire.analysis.report.files import write_mitigation
     from voirdire.analysis.stages import analyse_dirs
 
@@ -174,7 +177,8 @@ def mitigate(
         beta=beta,
         labels=labels,
     )
-    notes = one_order_lines(judgments, strategies or default_strategies(judgments))
+    names = strategies or default_strategies(judgments)
+    notes = one_order_lines(judgments, both_orders_names(names))
     dest = claim_report_dir(
         Path(out) if out is not None else Path(output_dirs[0]).parent / "mitigation"
     )
