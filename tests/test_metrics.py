@@ -360,6 +360,32 @@ def test_error_rate_counts_rows_only():
     assert u["pc"] == 1.0 and u["pf"] == 0.0
 
 
+def test_judge_spreads_are_the_same_bytes_whatever_the_cells_order():
+    """``judge_from_cells``' spreads (pc_std, pf_std) do not change in their last digit
+    with the order of the cells (the report's judge_task.csv changed between runs)."""
+    import io
+
+    from voirdire.analysis.position.simulate import simulate_judgments
+
+    sim = simulate_judgments(
+        {f"j{k}": {"primacy": 0.1 * k, "tie_rate": 0.1} for k in range(4)},
+        n_questions=30, candidates=7, tasks=2, seed=5,
+    )  # fmt: skip
+    cells = cell_metrics(sim)
+
+    def csv(c: pl.DataFrame, keys: list[str] | None) -> bytes:
+        buf = io.BytesIO()
+        judge_from_cells(c, keys=keys).write_csv(buf)
+        return buf.getvalue()
+
+    for keys in (None, ["benchmark", "judge", "task"]):
+        first = csv(cells, keys)
+        assert all(
+            csv(cells.sample(fraction=1.0, shuffle=True, seed=s), keys) == first
+            for s in range(12)
+        )
+
+
 def test_cells_with_n_zero_left_out():
     # judge_from_cells on a hand-built cell table: the n = 0 cell must not drag the
     # means/stds (the release would count it as PC 0, PF 0).

@@ -258,9 +258,12 @@ def judge_from_cells(
     Judges whose cells all have ``n = 0`` have no row.
     """
     keys = keys or JUDGE_KEYS
+    # the cells in a fixed order within each group, sorted before the lazy query (whose
+    # optimiser drops a sort ahead of a group_by): the spreads' float sums, so their last
+    # digits, must not follow the order the cells came in
+    used = cells.filter(pl.col("n") > 0).sort(list(dict.fromkeys([*keys, *CELL_KEYS])))
     pooled = (
-        cells.lazy()
-        .filter(pl.col("n") > 0)
+        used.lazy()
         .group_by(keys)
         .agg(
             _ccn=pl.col("consistent").sum(),
