@@ -233,3 +233,48 @@ def test_a_file_given_twice_is_read_once_with_one_warning(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # distinct files: no warning
         JudgeBench([_two_judgebench(tmp_path / "jb")[0]], data_dir=tmp_path / "c3")
+
+
+@pytest.mark.ray
+def test_alpaca_eval_seeded_per_pair_is_tested_per_pair(
+    tmp_path, ray_local, monkeypatch
+):
+    """A run whose switch was seeded by the instruction and the model's output
+    (``[benchmark.log] seed_columns``): the coin is each pair's, not shared by the models on
+    an instruction, so the randomisation test shuffles pairs, and says so (at 8e88b73 the
+    format's unit stayed the instruction: the message claimed a per-question design broken
+    by the data)."""
+    from voirdire.analysis.position.order_randomisation import MIXED_UNIT, UNIT_MESSAGES
+
+    monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache"))
+    cols = ("instruction", "output_2")
+    files = []
+    for model in ("model-x", "model-y"):  # the same 30 instructions
+        f = (
+            tmp_path
+            / f"results/{model}/weighted_alpaca_eval_gpt4_turbo/annotations.json"
+        )
+        rows = write_alpaca_eval(f, model, 30, seed=4)
+        for r in rows:  # the same preference in the order shown, another switch
+            was = random.Random(f"is_switched_outputs{r['instruction']}0").choices(
+                [False, True]
+            )[0]
+            key = "is_switched_outputs" + "".join(r[c] for c in sorted(cols)) + "0"
+            now = random.Random(key).choices([False, True])[0]
+            shown = 3 - r["preference"] if was else r["preference"]
+            r["preference"] = 3 - shown if now else shown
+        f.write_text(json.dumps(rows))
+        files.append(f)
+    res = voirdire.audit(
+        files, "alpacaeval", out=tmp_path / "a", log={"seed_columns": list(cols)}
+    )
+    first = res.judgments.group_by("question_id").agg(
+        pl.col("shown").list.get(0).eq(pl.col("candidate")).first()
+    )
+    q = first.with_columns(ins=pl.col("question_id").str.split("|").list.get(0))
+    assert (
+        q.group_by("ins").agg(pl.col("shown").n_unique()).get_column("shown").max() == 2
+    )
+    pooled = res.one_order().filter(pl.col("candidate").is_null()).row(0, named=True)
+    assert UNIT_MESSAGES["pair"] in pooled["message"]
+    assert MIXED_UNIT not in pooled["message"]
