@@ -51,6 +51,7 @@ def run(
     from voirdire.engine.scheduler import JobInterrupted
 
     if not dry_run:
+        _check_address(address)  # before Ray starts and before any job.json is written
         _start_ray_early(address)
     try:
         if output_dir is not None and len(jobs) != 1:
@@ -168,6 +169,18 @@ def log_options(items: list[str]) -> dict:
             node = node.setdefault(k, {})
         node[last] = int(value) if number else value
     return log
+
+
+def _check_address(address: str | None) -> None:
+    """Refuse in one line (exit 2) a cluster ``address`` where nothing accepts a connection
+    (:func:`voirdire.engine.ray_start.check_address`), as ``voirdire audit`` does: before
+    Ray starts, a job is read or an output directory is written."""
+    from voirdire.engine.ray_start import check_address
+
+    try:
+        check_address(address)
+    except ConfigError as exc:
+        fail(str(exc))
 
 
 def _start_ray_early(address: str | None) -> None:
