@@ -206,7 +206,9 @@ def _print_dry_run(specs: list, plans: list) -> None:
             f"[bold]{terminal(spec.name)}[/]: {plan.instances.height} instances"
         )
         for w in plan.warnings:  # a dry run sends nothing: a missing key only warns
-            err_console.print(f"[yellow]warning:[/] {terminal(redacted(w))}")
+            err_console.print(
+                f"[yellow]warning:[/] {terminal(redacted(w))}", soft_wrap=True
+            )
         estimates = estimate_job(spec, plan)
         if len(plan.variants) > 1:
             console.print(
