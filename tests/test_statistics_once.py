@@ -123,7 +123,7 @@ def test_pf_edge_one_rule():
     assert row["pf"] == 0.0 == est[("e", "pf")]
 
 
-def test_one_order_judge_has_no_pf():
+def test_one_order_judge_has_no_pf(tmp_path):
     """A judge that judged each pair in one order (AlpacaEval, Auto-J with one prediction
     file) has every pair an error: no pair consistent or inconsistent, so PF is undefined
     like PC (it read +0.000, a fair judge's figure, with std 0), in the table, the
@@ -153,6 +153,9 @@ def test_one_order_judge_has_no_pf():
     assert jm["both"]["pf_std"] == 0.0
     by_task = judge_from_cells(cell_metrics(j), keys=["benchmark", "judge", "task"])
     assert by_task.filter(pl.col("judge") == "once").item(0, "pf") is None
+    from voirdire.analysis.report.figures import pf_bars
+
+    assert pf_bars(by_task, tmp_path / "pf.png").is_file()  # no bar for it, no error
     ci = bootstrap_ci(j, replicates=50)
     once = ci.filter((pl.col("judge") == "once") & (pl.col("metric") == "pf"))
     assert once.select(pl.col("lo", "hi").is_nan().all()).row(0) == (True, True)

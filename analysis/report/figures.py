@@ -102,7 +102,7 @@ def pf_bars(judge_task: pl.DataFrame, path: str | os.PathLike, title: str = "") 
         )
         ax.bar(
             x + (i - (len(judges) - 1) / 2) * width,
-            [d.get(t, np.nan) for t in tasks],
+            np.array([d.get(t) for t in tasks], dtype=float),  # no PF (None): no bar
             width,
             color=colors[j],
             label=j,
