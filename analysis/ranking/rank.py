@@ -34,7 +34,8 @@ class Ranking:
         boards: the fitted boards with their replicates.
         method: the ranking method's name; replicates: bootstrap replicates.
         style: :func:`~voirdire.analysis.ranking.style.style_controlled` rows of the raw
-            pooled and the order-invariant boards (``metrics/leaderboard_style.csv``), when
+            pooled and the order-invariant boards (``metrics/leaderboard_style.csv``; ranks
+            free of the anchor, as ``leaderboard``'s), when
             answer features were given; length:
             :func:`~voirdire.analysis.ranking.style.length_controlled` rows against the
             anchor (``metrics/lc_win_rate.csv``), likewise.
