@@ -153,9 +153,11 @@ def test_one_order_judge_has_no_pf(tmp_path):
     assert jm["both"]["pf_std"] == 0.0
     by_task = judge_from_cells(cell_metrics(j), keys=["benchmark", "judge", "task"])
     assert by_task.filter(pl.col("judge") == "once").item(0, "pf") is None
-    from voirdire.analysis.report.figures import pf_bars
+    from voirdire.analysis.report.task_charts import pf_bars
 
-    assert pf_bars(by_task, tmp_path / "pf.png").is_file()  # no bar for it, no error
+    bars = pf_bars(by_task, ["both", "once"], "PF").to_dict()  # no bar for it, no error
+    shown = {r["judge"] for r in next(iter(bars["datasets"].values()))}
+    assert "once" not in shown and "both" in shown
     ci = bootstrap_ci(j, replicates=50)
     once = ci.filter((pl.col("judge") == "once") & (pl.col("metric") == "pf"))
     assert once.select(pl.col("lo", "hi").is_nan().all()).row(0) == (True, True)
