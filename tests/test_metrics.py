@@ -773,14 +773,14 @@ def test_cell_pf_and_the_bootstrap_statistic_are_one_definition():
         n = counts["n"].to_numpy().astype(float)[None, :]
         d = (counts["rcn"] - counts["pcn"]).to_numpy()[None, :]
         for u in range(len(cells)):
-            one = pf_statistic({"n": n[:, [u]], "d": d[:, [u]]})[0]
+            one = pf_statistic({"n": n[:, [u]], "d": d[:, [u]], "v": n[:, [u]]})[0]
             if cells[u][0] == 0:
                 assert (
                     math.isnan(one) and pf_cells[u] == 0.0
                 )  # no pair: the cell reads 0, the judge skips it
             else:
                 assert one == pytest.approx(pf_cells[u], abs=1e-12)
-        assert pf_statistic({"n": n, "d": d})[0] == pytest.approx(
+        assert pf_statistic({"n": n, "d": d, "v": n})[0] == pytest.approx(
             pf_cells[n[0] > 0].mean(), abs=1e-12
         )
 

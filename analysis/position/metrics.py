@@ -250,12 +250,13 @@ def judge_from_cells(
       rule of :func:`metric_estimates`);
     - ``pc_std`` (float): population std (ddof 0) of the cells' ``pc``;
     - ``pf`` (float): the registered PF statistic (:func:`_pf_by`: the one definition,
-      as :func:`metric_estimates`) of the cells' ``n`` and ``d = rcn − pcn``, i.e. the
-      unweighted mean over the cells of ``d / n``; ``pf_std``: population std of the
+      as :func:`metric_estimates`) of the cells' ``n``, ``d = rcn − pcn`` and ``v``, i.e.
+      the unweighted mean over the cells of ``d / n``; ``pf_std``: population std of the
       cells' ``pf``;
     - ``n_cells`` (int): cells used (``n > 0``).
 
-    Judges whose cells all have ``n = 0`` have no row.
+    ``pc``, ``pf`` and their std are null where ``Σ v = 0`` (every pair an error, as for a
+    one-order judge: nothing measured). Judges whose cells all have ``n = 0`` have no row.
     """
     keys = keys or JUDGE_KEYS
     # the cells in a fixed order within each group, sorted before the lazy query (whose
@@ -268,12 +269,17 @@ def judge_from_cells(
         .agg(
             _ccn=pl.col("consistent").sum(),
             _v=valid().sum(),
-            pc_std=pl.col("pc").std(ddof=0),
-            pf_std=pl.col("pf").std(ddof=0),
+            _pc_std=pl.col("pc").std(ddof=0),
+            _pf_std=pl.col("pf").std(ddof=0),
             n_cells=pl.len().cast(pl.Int64),
         )
         .with_columns(
-            pc=pl.when(pl.col("_v") > 0).then(safe_div(pl.col("_ccn"), pl.col("_v")))
+            pl.when(pl.col("_v") > 0).then(e).alias(c)
+            for c, e in (
+                ("pc", safe_div(pl.col("_ccn"), pl.col("_v"))),
+                ("pc_std", pl.col("_pc_std")),
+                ("pf_std", pl.col("_pf_std")),
+            )
         )
         .sort(keys)
         .collect()
@@ -285,7 +291,7 @@ def judge_from_cells(
 
 def _pf_by(cells: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     """PF per ``keys`` group of ``cells`` (those with ``n > 0``): the registered ``pf``
-    statistic of the cells' sums ``n`` and ``d = rcn − pcn``, the cells in
+    statistic of the cells' sums ``n``, ``d = rcn − pcn`` and ``v``, the cells in
     :data:`CELL_KEYS` order (the order :func:`metric_estimates` reads them in, so a judge
     with one task has the same PF per task as per judge). Columns: ``keys``, ``pf``
     (float)."""
@@ -297,9 +303,11 @@ def _pf_by(cells: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
         sums = {
             "n": g.get_column("n").cast(pl.Float64).to_numpy()[None, :],
             "d": (g.get_column("rcn") - g.get_column("pcn")).to_numpy()[None, :],
+            "v": g.select(valid().cast(pl.Float64)).to_series().to_numpy()[None, :],
         }
         with np.errstate(invalid="ignore", divide="ignore"):
-            out.append((*key, float(np.asarray(stat(sums))[0])))
+            value = float(np.asarray(stat(sums))[0])
+        out.append((*key, None if np.isnan(value) else value))
     schema = {k: cells.schema[k] for k in keys} | {"pf": pl.Float64}
     return pl.DataFrame(out, schema=schema, orient="row")
 
@@ -315,8 +323,9 @@ def metric_estimates(
     bootstrap_ci`, so the same number as the ``estimate`` of ``bootstrap_*.csv``).
 
     Edge-case rule, the same for every metric: a figure with nothing to measure (PC: no
-    pair consistent or inconsistent, ``Σ v = 0``; PF: no cell with a pair; RS: no query
-    asked twice with an extracted choice) is undefined: NaN from the statistic, null here.
+    pair consistent or inconsistent, ``Σ v = 0``; PF: no cell with a pair, or ``Σ v = 0``
+    as for PC; RS: no query asked twice with an extracted choice) is undefined: NaN from
+    the statistic, null here (a one-order judge: every pair an error, no PC, no PF).
 
     Args:
         judgments: JUDGMENT_SCHEMA rows.
@@ -379,11 +388,12 @@ def judge_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
 
     - ``pc``, ``pf``, ``rs`` (float): the registered metrics' point estimates
       (:func:`metric_estimates`: the one definition of each, the same numbers as
-      ``bootstrap_*.csv``); null where undefined (no pair consistent or inconsistent; no
-      cell; no query asked twice with an extracted choice).
+      ``bootstrap_*.csv``); null where undefined (PC and PF: no pair consistent or
+      inconsistent, as for a one-order judge; PF: no cell; RS: no query asked twice with
+      an extracted choice).
     - ``pc_std``, ``pf_std`` (float), ``n_cells`` (int): see :func:`judge_from_cells` over
       :func:`cell_metrics` (cells with ``n = 0`` left out); null (``n_cells`` 0) for a
-      judge with no cell (e.g. rows of a mode with no builder).
+      judge with no cell (e.g. rows of a mode with no builder), and null where PC is.
     - ``error_rate`` (float): judgments without a verdict / all judgments, counted over the
       rows of ``judgments`` (every mode; an absent row is not a judgment).
     - ``rs_spread`` (float): from :func:`repetition_stability`; null when the judge
