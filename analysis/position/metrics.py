@@ -259,9 +259,7 @@ def judge_from_cells(
     one-order judge: nothing measured). Judges whose cells all have ``n = 0`` have no row.
     """
     keys = keys or JUDGE_KEYS
-    # the cells in a fixed order within each group, sorted before the lazy query (whose
-    # optimiser drops a sort ahead of a group_by): the spreads' float sums, so their last
-    # digits, must not follow the order the cells came in
+    # sorted eagerly (a lazy sort before group_by is dropped): sums' last digits fixed
     used = cells.filter(pl.col("n") > 0).sort(list(dict.fromkeys([*keys, *CELL_KEYS])))
     pooled = (
         used.lazy()
