@@ -8,7 +8,7 @@ The page and ``report.md`` show the three boards side by side (PPI++, people alo
 judge alone) and the selective-judging curve; in a real browser (:mod:`tests.browser`) the
 figure draws with no console error, fits the window, its menu switches the judge and the
 board, and hover names the model. A report of other judges, or with no ``people/`` folder,
-has no section; a broken table is refused in one line.
+has no section; a broken table is refused in one line before anything is written.
 """
 
 from __future__ import annotations
@@ -97,6 +97,8 @@ def test_no_section_without_people_files_or_for_other_judges(made, tmp_path):
     t.write_csv(other / "metrics" / "people_curve.csv")
     with pytest.raises(ConfigError, match=r"people_curve\.csv is not voirdire people's table: no column 'certified'"):  # fmt: skip
         voirdire.report([copy], out=tmp_path / "r3", replicates=20)
+    assert not (tmp_path / "r3" / "metrics").exists()
+    assert not (tmp_path / "r3" / "report.html").exists()
 
 
 def _texts(d, key: str) -> list[str]:
