@@ -115,9 +115,15 @@ def judge_from_cells(
         .agg(
             _ccn=pl.col("consistent").sum(),
             _v=valid().sum(),
-            _pc_std=pl.col("pc").std(ddof=0),
-            _pf_std=pl.col("pf").std(ddof=0),
+            _pcs=pl.col("pc"),
+            _pfs=pl.col("pf"),
             n_cells=pl.len().cast(pl.Int64),
+        )
+        # each group's spread from its own list, in the cells' order: a grouped float
+        # aggregate merges partial results in the threads' order (the last digit moved)
+        .with_columns(
+            _pc_std=pl.col("_pcs").list.std(ddof=0),
+            _pf_std=pl.col("_pfs").list.std(ddof=0),
         )
         .with_columns(
             pl.when(pl.col("_v") > 0).then(e).alias(c)
