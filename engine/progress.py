@@ -23,6 +23,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from voirdire.escape import terminal, visible
+
 
 class RateColumn(ProgressColumn):
     """Queries per second of a task."""
@@ -68,8 +70,9 @@ class JobProgress:
             disable=not enabled,
             refresh_per_second=4,
         )
-        self.tasks = {
-            j: self.progress.add_task(j, total=t, extra="") for j, t in totals.items()
+        self.tasks = {  # a judge's name is text, never markup (voirdire.escape)
+            j: self.progress.add_task(terminal(j), total=t, extra="")
+            for j, t in totals.items()
         }
 
     def __enter__(self) -> JobProgress:
@@ -105,7 +108,7 @@ class JobProgress:
             el = max(now - self._t0, 1e-9)
             for j, d in self.done.items():
                 print(
-                    f"progress {j}: {d:,}/{self.totals.get(j, 0):,} queries ({d / el:,.0f} q/s)",
+                    f"progress {visible(j)}: {d:,}/{self.totals.get(j, 0):,} queries ({d / el:,.0f} q/s)",
                     file=sys.stdout,
                     flush=True,
                 )

@@ -101,6 +101,22 @@ def init_ray(address: str | None = None, *, background: bool = False) -> None:
             raise error
     if not ray.is_initialized():
         _start(address)
+    _python_handles_sigterm()
+
+
+def _python_handles_sigterm() -> None:
+    """On the main thread, once Ray is up: give SIGTERM back to the Python handler set
+    for it (the CLI's: stop as on Ctrl-C; Ray's own: exit), where Ray's core worker put
+    its C++ failure-signal handler (Abseil's) in its place. That one prints a stack dump,
+    calls the Python handler and arms a 3 s alarm that aborts the process (exit -6) unless
+    it has exited by then: a command that saves its results and stops its node takes
+    longer. Crash signals (SIGSEGV, SIGABRT...) keep Ray's handler; without a Python
+    handler (``SIG_DFL``), Ray's is left as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    handler = signal.getsignal(signal.SIGTERM)  # Python's record: Ray's is not in it
+    if callable(handler):
+        signal.signal(signal.SIGTERM, handler)
 
 
 def ray_starting() -> bool:
@@ -118,10 +134,12 @@ def stop_ray(*, background: bool = False) -> None:
     """
     import ray
 
+    _wait_for_stop()  # a stop begun in the background: not twice at once
     if _starting.get("done") is not None:  # a start begun: let it finish first
         init_ray()
     if not ray.is_initialized():
         return
+    _drop_rays_excepthook()  # before the stop begins: none of its threads races it
     if not background:
         _shutdown()
         return
@@ -134,19 +152,42 @@ def stop_ray(*, background: bool = False) -> None:
 def _shutdown() -> None:
     """``ray.shutdown()``, the local node's autoscaler monitor ended first: asked to stop,
     it tries to report its own failure to the GCS, and Ray gives it 1 s of the 1.4 s a
-    shutdown takes (Ray 2.60); a local node has no autoscaling for it to do. Through Ray's
-    private ``Node`` API: where that changes, the plain shutdown."""
+    shutdown takes (Ray 2.60); a local node has no autoscaling for it to do. The node's
+    processes and their descendants are listed first, and those that outlive Ray's
+    shutdown (the raylet's agents, still starting on a loaded machine; idle workers) are
+    ended (:mod:`voirdire.engine.node_processes`). Through Ray's private ``Node`` API:
+    where that changes, the plain shutdown."""
     import ray
 
+    from voirdire.engine.node_processes import end_processes, node_tree
+
+    tree: set = set()
     try:
         from ray._private import worker
 
         node = worker._global_node
         if node is not None and node.is_head():
+            tree = node_tree(node)
             node.kill_monitor(check_alive=False)
     except Exception:  # Ray's internals moved: nothing is lost but a second
         pass
     ray.shutdown()
+    end_processes(tree)
+
+
+def _drop_rays_excepthook() -> None:
+    """Put back the ``sys.excepthook`` Ray wrapped when imported (Ray 2.60's
+    ``custom_excepthook`` records a driver's uncaught exception through its core worker):
+    after a shutdown that worker is gone, and Ray's C++ side ends the process before the
+    traceback is printed, so an unexpected error after Ray stopped was exit 1 with no
+    line. Where Ray's internals have moved, nothing changes."""
+    try:
+        from ray._private import worker
+
+        if sys.excepthook is worker.custom_excepthook:
+            sys.excepthook = worker.normal_excepthook
+    except Exception:  # Ray's internals moved
+        pass
 
 
 def exit_if_starting(code: int) -> None:
@@ -157,17 +198,51 @@ def exit_if_starting(code: int) -> None:
     up (a bad job, a malformed log, Ctrl-C): standard output and error are flushed and the
     process leaves through ``os._exit``, without finalising the interpreter under the start
     thread (see the module's note) and without waiting 3 to 4 s for a node nobody will
-    use. Ray's processes end with their parent (their parent-death signal), and no file of
-    the run is open before Ray is up.
+    use. Every process this one started, and their descendants, are ended first
+    (:func:`~voirdire.engine.node_processes.end_processes`): the GCS and raylet would end
+    with their parent (their parent-death signal), but the raylet's agents, still starting
+    on a loaded machine, would not. No file of the run is open before Ray is up.
     """
     if not ray_starting():
         return
+    _end(_own_processes())
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except Exception:  # a closed or broken stream: nothing more can be said
             pass
     os._exit(code)
+
+
+def stop_at_exit() -> None:
+    """For a process that ends with its command, on its way out once Ray is up (or never
+    began): stop the local node this process started, with every process of it
+    (:func:`stop_ray`), rather than leave it to Ray's own exit hook, after which the
+    raylet's agents can outlive the command; then end any process this one started that
+    is still running (:mod:`voirdire.engine.node_processes`). Nothing when Ray was never
+    imported; a driver that joined a cluster leaves it (the cluster's processes are not
+    its own); an error of Ray's shutdown is left to Ray's hook."""
+    if "ray" not in sys.modules:
+        return
+    try:
+        stop_ray()
+    except Exception:  # the node still ends with Ray's own hook
+        return
+    _end(_own_processes())
+
+
+def _own_processes() -> set[tuple[int, int]]:
+    """This process's descendants (:func:`~voirdire.engine.node_processes.descendants`)."""
+    from voirdire.engine.node_processes import descendants
+
+    return descendants([os.getpid()])
+
+
+def _end(procs: set[tuple[int, int]]) -> None:
+    """Stop and kill ``procs`` and their descendants (:mod:`voirdire.engine.node_processes`)."""
+    from voirdire.engine.node_processes import end_processes
+
+    end_processes(procs)
 
 
 def _finish_start_at_exit() -> None:
@@ -255,6 +330,7 @@ def _start(address: str | None) -> None:
     check_address(address)
     os.environ.setdefault("RAY_ACCEPT_CLUSTER_AUTH_TOKEN", "1")
     for attempt in range(1, RAY_START_ATTEMPTS + 1):
+        before = _own_processes()
         try:
             ray.init(
                 address=address,
@@ -268,6 +344,8 @@ def _start(address: str | None) -> None:
             # a local node waits a fixed 30 s for its raylet; a busy machine can miss it
             if address is not None or "timed out during startup" not in str(e):
                 raise
+            begun = _own_processes() - before  # the missed node's processes
             ray.shutdown()
+            _end(begun)  # its raylet's agents would outlive it
             if attempt == RAY_START_ATTEMPTS:
                 raise

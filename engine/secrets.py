@@ -12,14 +12,17 @@ and ``sk-``/``AIza`` shapes); see ``docs/security.md``.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
 
 from voirdire.judges.api.errors import redact
 from voirdire.judges.capabilities import UsesKey
+
+# the environment's secrets in a message: the core's, also used where a log's failure
+# messages are read (:mod:`voirdire.redaction`)
+from voirdire.redaction import environment_secrets, redact_message  # noqa: F401
 
 #: the text columns of a part file that carry a provider's words about a call (failures echo
 #: keys); the judges' outputs are left as they are
@@ -44,32 +47,6 @@ def configured_secrets(judges: Iterable[Any]) -> tuple[str, ...]:
     """The values (non-empty, stripped) of the judges' key variables in this process."""
     values = (os.environ.get(name, "").strip() for name in key_variables(judges))
     return tuple(sorted({v for v in values if v}, key=len, reverse=True))
-
-
-#: environment variable names whose values are treated as secrets in messages (an API key,
-#: token, password...), whatever judge names them
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-
-
-def environment_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """The values (stripped, 8 characters or more) of the environment variables whose
-    names look like secrets (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ...),
-    longest first: what :func:`redact_message` removes from a message."""
-    env = os.environ if environ is None else environ
-    values = {
-        v.strip()
-        for k, v in env.items()
-        if _SECRET_NAME.search(k) and len(v.strip()) >= 8
-    }
-    return tuple(sorted(values, key=len, reverse=True))
-
-
-def redact_message(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """A message for the user (an error, a warning) with the values of the environment's
-    secret-looking variables (:func:`environment_secrets`), masked echoes and key-shaped
-    strings replaced by ``[redacted]`` (:func:`voirdire.judges.api.errors.redact`): every
-    error the command line prints passes here."""
-    return redact(text, *environment_secrets(environ)) or ""
 
 
 def redact_record(obj: Any, secrets: tuple[str, ...]) -> Any:

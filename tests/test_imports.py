@@ -45,6 +45,8 @@ PACKAGE_ROOT_ROOMS = {
     "voirdire.schema": "core",
     "voirdire.parts": "core",
     "voirdire.stages": "core",
+    "voirdire.escape": "core",
+    "voirdire.redaction": "core",
 }
 
 

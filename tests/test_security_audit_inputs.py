@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.audit_logs import draws, write_arena_hard
+from tests.processes import no_process_marked
 from tests.repo import repo_pythonpath
-from tests.test_ray_start import _no_process_marked
 from voirdire.core import ConfigError
 from voirdire.engine.outdir import (
     check_judge_name,
@@ -55,7 +55,7 @@ def audit(tmp_path: Path, *args: str | Path, env: dict | None = None):
     )  # fmt: skip
     assert "Traceback" not in r.stderr, r.stderr[-3000:]
     assert r.stderr.startswith("error: "), r.stderr[-3000:]
-    assert _no_process_marked(mark)
+    assert no_process_marked(mark)
     return r.returncode, " ".join(r.stderr.split()), began.exists()
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -196,3 +197,50 @@ def test_no_file_of_a_run_holds_the_key(ray_local, server, tmp_path):
                 else p.read_bytes().decode("latin-1")
             )
             assert _leaks(text) == [], p
+
+
+@pytest.mark.ray
+def test_a_failure_message_read_from_a_log_is_redacted_in_every_copy(tmp_path):
+    """An OpenAI batch whose error lines echo the key (whole, masked, and a key-shaped
+    string), audited by ``voirdire audit`` with ``OPENAI_API_KEY`` set: the failure
+    messages are redacted as the log is read, so neither the log cache's normalised copy
+    (``failures.parquet``) nor ``raw/``, ``judgments.parquet`` or any other written file
+    holds the key; the failures stay failures with their reason. Before, the replay judge
+    named no key variable and the reasons were stored as read."""
+    import subprocess
+    import sys
+
+    from tests.test_audit_batch import RX, draws, write_openai
+
+    ds = draws(3, seed=1)
+    inp, outp = write_openai(tmp_path, ds, (ds[0][0], ds[3][0]))
+    echo = f"Incorrect API key provided: {KEY}; masked {KEY[:4]}****{KEY[-4:]}"
+    outp.write_text(
+        outp.read_text()
+        .replace("boom", echo)
+        .replace("overloaded", "sk-proj-abcdefgh12345678 refused")
+    )
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    env = {**os.environ, "OPENAI_API_KEY": KEY, "VOIRDIRE_LOG_CACHE": str(cache)}
+    r = subprocess.run(
+        [sys.executable, "-m", "voirdire", "audit", str(inp), str(outp), "--format",
+         "openai-batch", "--option", f"custom_id={RX}", "--out", str(out)],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert _leaks(r.stdout + r.stderr) == []
+    failures = pl.read_parquet(next(cache.rglob("failures.parquet")))["why"].to_list()
+    raw = pl.read_parquet(list((out / "raw").rglob("*.parquet")))
+    messages = raw["failure_message"].drop_nulls().to_list()
+    judged = pl.read_parquet(out / "judgments.parquet")["failure_message"]
+    for texts in (failures, messages, judged.drop_nulls().to_list()):
+        assert len(texts) == 2 and all("[redacted]" in t for t in texts), texts
+        assert not any("sk-proj" in t or _leaks(t) for t in texts), texts
+    for p in [*out.rglob("*"), *cache.rglob("*")]:
+        if p.is_file():
+            text = (
+                str(pl.read_parquet(p).to_dicts())
+                if p.suffix == ".parquet"
+                else p.read_bytes().decode("latin-1")
+            )
+            assert _leaks(text) == [] and "sk-proj" not in text, p

@@ -18,6 +18,7 @@ import polars as pl
 
 from voirdire.analysis.position.calibration_error import BINS
 from voirdire.analysis.report.html_parts import image_view, table_view
+from voirdire.escape import markdown
 
 if TYPE_CHECKING:
     from voirdire.analysis.report.shown import DirShown
@@ -26,8 +27,9 @@ __all__ = ["audit_sections", "audit_view"]
 
 
 def _name(x) -> str:
-    """A label in a Markdown table cell: ``|`` escaped so that it cannot end the cell."""
-    return str(x).replace("|", "\\|")
+    """A label in a Markdown table cell, escaped (:func:`voirdire.escape.markdown`): it
+    cannot end the cell or add a link or HTML."""
+    return markdown(x)
 
 
 def _f(x, fmt: str = "{:.3f}") -> str:
@@ -55,7 +57,7 @@ def _one_order_lines(eff: pl.DataFrame) -> list[str]:
     for r in eff.iter_rows(named=True):
         if r["design"] == "fixed":
             lines.append(
-                f"| {_name(r['judge'])} | all | fixed | | | | | | {r['message']} | |"
+                f"| {_name(r['judge'])} | all | fixed | | | | | | {_name(r['message'])} | |"
             )
             continue
         ci = f"[{_f(r['effect_lo'])}, {_f(r['effect_hi'])}]"
@@ -84,7 +86,7 @@ def _calibration_lines(cal: pl.DataFrame, figure: str | None) -> list[str]:
     ]
     for r in cal.iter_rows(named=True):
         lines.append(
-            f"| {_name(r['judge'])} | {r['source']} | {r['n']} | {r['n_tie_gold']} | {_f(r['ece'])} | "
+            f"| {_name(r['judge'])} | {_name(r['source'])} | {r['n']} | {r['n_tie_gold']} | {_f(r['ece'])} | "
             f"[{_f(r['ece_lo'])}, {_f(r['ece_hi'])}] | {_f(r['ece_calibrated'])} | {_f(r['brier'])} | "
             f"[{_f(r['brier_lo'])}, {_f(r['brier_hi'])}] |"
         )

@@ -1,4 +1,8 @@
-"""The plain-text report: the per-judge table in Markdown (``report.md``) and on the terminal."""
+"""The plain-text report: the per-judge table in Markdown (``report.md``) and on the terminal.
+
+Every text of a received file in the Markdown (judge, benchmark, model, job and directory
+names, the design's words) passes :func:`voirdire.escape.markdown`: a name cannot add a
+cell, a link or HTML of its own."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import polars as pl
 
 from voirdire.analysis.position.formulas import safe_div, valid
 from voirdire.analysis.position.registry import added_metrics, metric
+from voirdire.escape import markdown, markdown_code
 
 #: The per-judge table: (column, header, format), or the name of a metric whose record
 #: (:mod:`voirdire.analysis.position.registry`) gives its header (``label``) and format.
@@ -116,7 +121,10 @@ def markdown_judge_table(jm: pl.DataFrame) -> str:
     spec = judge_table_spec(jm)
     head = "| " + " | ".join(h for _, h, _ in spec) + " |"
     sep = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(spec))) + "|"
-    body = ["| " + " | ".join(r) + " |" for r in judge_table_rows(jm)]
+    body = [  # benchmark and judge: text of the directory's; the rest are figures
+        "| " + " | ".join(markdown(c) if i < 2 else c for i, c in enumerate(r)) + " |"
+        for r in judge_table_rows(jm)
+    ]
     return "\n".join([head, sep, *body])
 
 
@@ -152,7 +160,7 @@ def markdown_slot_table(shares: pl.DataFrame) -> str:
             for r in grp.iter_rows(named=True)
         }
         first = grp.row(0, named=True)
-        row = [str(bench), str(judge), str(p), f"{first['expected']:.3f}"]
+        row = [markdown(bench), markdown(judge), str(p), f"{first['expected']:.3f}"]
         row += [cells.get(x, "") for x in slots]
         row += [f"{first['tie_share']:.3f}", f"{first['n_choices']:,}"]
         row += [
@@ -177,7 +185,7 @@ def markdown_series_table(series: pl.DataFrame | None) -> str:
     ]
     for r in series.iter_rows(named=True):
         lines.append(
-            f"| {r['benchmark']} | {r['judge']} | {r['n']:,} | {r['consistent']:,} | {r['primacy']:,} | "
+            f"| {markdown(r['benchmark'])} | {markdown(r['judge'])} | {r['n']:,} | {r['consistent']:,} | {r['primacy']:,} | "
             f"{r['recency']:,} | {r['balanced']:,} | {r['error']:,} | {r['other']:,} |"
         )
     return "\n".join(lines)
@@ -213,7 +221,7 @@ def markdown_candidate_table(cm: pl.DataFrame) -> str:
     ]
     for r in agg.iter_rows(named=True):
         lines.append(
-            f"| {r['benchmark']} | {r['judge']} | {r['candidate']} | {r['n']:,} | {r['pc']:.3f} | {r['owr']:.3f} | {r['gap']:.3f} |"
+            f"| {markdown(r['benchmark'])} | {markdown(r['judge'])} | {markdown(r['candidate'])} | {r['n']:,} | {r['pc']:.3f} | {r['owr']:.3f} | {r['gap']:.3f} |"
         )
     return "\n".join(lines)
 
@@ -311,13 +319,13 @@ def markdown_report(
         pl.col("failure").is_null() & pl.col("failed")
     ).height
     lines = [
-        f"# voirdire report: {job['name']}",
+        f"# voirdire report: {markdown(job['name'])}",
         "",
-        f"- benchmark: **{meta['benchmark']}** ({job['benchmark'].get('sample', 'full')} table), "
-        f"{meta['instances']} instances",
-        f"- comparison: {comp.get('mode', 'pairwise')}, option mode {meta['option_mode']}, "
-        f"permutations `{comp.get('permutations', 'both')}`, repetitions {comp.get('repetitions', 1)}",
-        f"- judges: {', '.join(meta['judges'])}",
+        f"- benchmark: **{markdown(meta['benchmark'])}** ({markdown(job['benchmark'].get('sample', 'full'))} table), "
+        f"{markdown(meta['instances'])} instances",
+        f"- comparison: {markdown(comp.get('mode', 'pairwise'))}, option mode {markdown(meta['option_mode'])}, "
+        f"permutations {markdown_code(comp.get('permutations', 'both'))}, repetitions {markdown(comp.get('repetitions', 1))}",
+        f"- judges: {', '.join(map(markdown, meta['judges']))}",
         f"- judgments: {n:,} ({judgments.filter(pl.col('failed')).height:,} failed: "
         f"{judgments.filter(pl.col('failure').is_not_null()).height:,} with no output, {unextracted:,} with no extractable verdict)",
         "",
@@ -348,7 +356,10 @@ def markdown_report(
             "| judge | class | count |",
             "|---|---|---:|",
         ]
-        lines += [f"| {j} | {c} | {k} |" for j, c, k in failures.iter_rows()]
+        lines += [
+            f"| {markdown(j)} | {markdown(c)} | {k} |"
+            for j, c, k in failures.iter_rows()
+        ]
         lines.append("")
     lines += [
         "## Files",

@@ -1,5 +1,6 @@
 """The Markdown of several directories: a study's ``report.md`` and ``mitigation.md``
-(one directory's ``report.md`` and the tables both use: :mod:`voirdire.analysis.report.markdown`)."""
+(one directory's ``report.md`` and the tables both use: :mod:`voirdire.analysis.report.markdown`).
+Names from the directories pass :func:`voirdire.escape.markdown`."""
 
 from __future__ import annotations
 
@@ -14,15 +15,16 @@ from voirdire.analysis.report.markdown import (
     markdown_judge_table,
     metrics_reading,
 )
+from voirdire.escape import markdown, markdown_code
 
 
 def study_markdown(study: Any, title: str) -> str:
     """``report.md`` of a multi-directory study (:class:`voirdire.analysis.study.Study`):
     the per-judge table with its sources and flags, and the drop1 tables."""
     lines = [
-        f"# {title}",
+        f"# {markdown(title)}",
         "",
-        "Directories: " + ", ".join(f"`{d.name}`" for d in study.dirs),
+        "Directories: " + ", ".join(markdown_code(d.name) for d in study.dirs),
         "",
         "## Per judge",
         "",
@@ -35,7 +37,7 @@ def study_markdown(study: Any, title: str) -> str:
         lines += [
             "Too unstable for PC/PF to be read: "
             + "; ".join(
-                f"{b}/{j} ({f})"
+                f"{markdown(b)}/{markdown(j)} ({markdown(f)})"
                 for b, j, f in bad.select("benchmark", "judge", "flag").iter_rows()
             ),
             "",
@@ -43,14 +45,14 @@ def study_markdown(study: Any, title: str) -> str:
     lines += ["## Factor regression (final step, R drop1)", ""]
     for r in study.regressions:
         lines += [
-            f"### {r.scope}: {r.response.upper()} (n = {r.n})",
+            f"### {markdown(r.scope)}: {markdown(r.response.upper())} (n = {r.n})",
             "",
             "| term | Df | Sum of Sq | RSS | AIC |",
             "|---|---:|---:|---:|---:|",
         ]
         for t, df_, ss, rss, aic in r.drop1.iter_rows():
             lines.append(
-                f"| {'`<none>`' if t == '<none>' else t} | {'' if df_ is None else df_} | {'' if ss is None else f'{ss:.4f}'} | {rss:.4f} | {aic:.2f} |"
+                f"| {'`<none>`' if t == '<none>' else markdown(t)} | {'' if df_ is None else df_} | {'' if ss is None else f'{ss:.4f}'} | {rss:.4f} | {aic:.2f} |"
             )
         lines.append("")
     return "\n".join(lines)
@@ -85,15 +87,15 @@ def mitigation_markdown(table: pl.DataFrame) -> str:
         if table.height
         else []
     )
-    head = (f"| benchmark | strategy | judge | cost | undecided | PC | PF | flip | {accuracy_label(src)} | κ vs reference "
+    head = (f"| benchmark | strategy | judge | cost | undecided | PC | PF | flip | {markdown(accuracy_label(src))} | κ vs reference "
             f"| κ passes | {gate_words('κ passes ≥ ')} |")  # fmt: skip
     lines = [head, "|" + "---|" * 12]
     for r in table.iter_rows(named=True):
         lines.append(
-            f"| {r['benchmark']} | {r['strategy']} | {r['judge']} | {r['cost']:.2f} | {r['undecided']:.1%} | "
+            f"| {markdown(r['benchmark'])} | {markdown(r['strategy'])} | {markdown(r['judge'])} | {r['cost']:.2f} | {r['undecided']:.1%} | "
             f"{ci(r, 'pc', '{:.3f}')} | {ci(r, 'pf', '{:+.3f}')} | {ci(r, 'flip', '{:.3f}')} | "
             f"{ci(r, 'accuracy', '{:.3f}')} | {ci(r, 'kappa', '{:.3f}')} | {ci(r, 'pass_kappa', '{:.3f}')} | "
-            f"{r['pass_kappa_gate'] or '–'} |"
+            f"{markdown(r['pass_kappa_gate'] or '–')} |"
         )
     lines.append("")
     lines.append(
@@ -103,5 +105,5 @@ def mitigation_markdown(table: pl.DataFrame) -> str:
     )
     if src:
         lines.append("")
-        lines.append(f"Reference: {'; '.join(src)}.")
+        lines.append(f"Reference: {'; '.join(map(markdown, src))}.")
     return "\n".join(lines) + "\n"

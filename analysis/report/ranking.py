@@ -15,6 +15,7 @@ from rich.table import Table
 
 from voirdire.analysis.ranking.bt import CLIP, SCALE
 from voirdire.analysis.report.figures import _save, plt
+from voirdire.escape import cell, markdown
 
 __all__ = [
     "VIEW_ORDER",
@@ -138,7 +139,7 @@ def print_ranking(summary: pl.DataFrame, console: Console | None = None) -> None
             c, justify="left" if c in ("benchmark", "judge", "strategy") else "right"
         )
     for row in _rows(summary):
-        t.add_row(*row)
+        t.add_row(*map(cell, row))  # names as written, never markup (voirdire.escape)
     console.print(t)
 
 
@@ -179,7 +180,10 @@ def ranking_markdown(
         "| " + " | ".join(_HEAD) + " |",
         "|" + "---|" * len(_HEAD),
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in _rows(summary)]
+    lines += [  # benchmark, judge, strategy: names, escaped; the rest are figures
+        "| " + " | ".join(markdown(c) if i < 3 else c for i, c in enumerate(r)) + " |"
+        for r in _rows(summary)
+    ]
     lines += ["", "Rank flips: model pairs ordered differently by the first-order and swapped-order leaderboards "
               "against an order-blind judge on the same verdicts (orders swapped at random within pairs): its mean flips, the "
               "permutation p-value of the count, and the flips significant with the family-wise error held at 5 % "
@@ -187,7 +191,7 @@ def ranking_markdown(
               "preference common to every model). See docs/ranking.md.", ""]  # fmt: skip
     for name, p in (figures or {}).items():
         lines.append(
-            f"![{name}]({p.name if p.parent.name != 'figures' else 'figures/' + p.name})"
+            f"![{markdown(name)}]({p.name if p.parent.name != 'figures' else 'figures/' + p.name})"
         )
     return "\n".join(lines) + "\n"
 

@@ -1,5 +1,7 @@
 """The per-judge, gold-label and bias tables on the terminal (rich), beside their Markdown
-forms in :mod:`voirdire.analysis.report.markdown`."""
+forms in :mod:`voirdire.analysis.report.markdown`. Every cell is a ``rich.text.Text``
+(:func:`voirdire.escape.cell`): names from a received file print as written, never as
+markup, emoji codes or control bytes."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from voirdire.analysis.report.markdown import (
     judge_cell,
     judge_table_spec,
 )
+from voirdire.escape import cell
 
 __all__ = ["print_judge_table", "print_gold_table", "print_bias_table"]
 
@@ -76,7 +79,7 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
                 min_width=None if i < 2 else 6,
             )
         for r in part.sort("benchmark", "judge").iter_rows(named=True):
-            table.add_row(*[judge_cell(r, c, fmts[c][1]) for c in cols])
+            table.add_row(*[cell(judge_cell(r, c, fmts[c][1])) for c in cols])
         console.print(table)
 
 
@@ -102,8 +105,8 @@ def print_gold_table(jm: pl.DataFrame, console: Console | None = None) -> None:
         table.add_column(c, justify="right", no_wrap=True)
     for r in rows.sort("benchmark", "judge").iter_rows(named=True):
         table.add_row(
-            r["benchmark"],
-            r["judge"],
+            cell(r["benchmark"]),
+            cell(r["judge"]),
             f"{r['n']:,}",
             fmt_value(r["pc"], "{:.3f}"),
             fmt_value(r["pf"], "{:+.3f}"),
@@ -141,7 +144,7 @@ def print_bias_table(effects: pl.DataFrame, console: Console | None = None) -> N
     for r in rows.iter_rows(named=True):
         no_delta = r["delta"] is None
         table.add_row(
-            r["benchmark"], r["judge"], r["perturbation"], fmt_value(r["rr"], "{:.3f}"), fmt_value(r["cr"], "{:.3f}"),
+            cell(r["benchmark"]), cell(r["judge"]), cell(r["perturbation"]), fmt_value(r["rr"], "{:.3f}"), fmt_value(r["cr"], "{:.3f}"),
             "" if no_delta else f"{r['delta']:+.3f}", "" if no_delta else f"[{r['delta_lo']:+.2f}, {r['delta_hi']:+.2f}]",
             "" if r["p_value"] is None else f"{r['p_value']:.2g}", f"{r['n']:,}",
         )  # fmt: skip

@@ -20,7 +20,8 @@ reads it like a live judge's (:func:`voirdire.judges.extract.extract_verdicts`) 
 optionally, a tie; default ``A``, ``B``, ``C``). The pattern and labels are kept in the
 normalised copy (:data:`VERDICT`), so ``report`` and ``rank`` read the copy alone. A failed
 request (an error, a status other than 200, no text, canceled, expired, or a request with
-no result) is a recorded failure with its reason, kept in :data:`FAILURES`.
+no result) is a recorded failure with its reason, kept in :data:`FAILURES`; a reason is
+redacted as it is read (:class:`Result`), so no copy holds a key a provider echoed.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from voirdire.benchmarks.logs.table import _side
 from voirdire.benchmarks.pairs_data import as_text, read_source
 from voirdire.benchmarks.recorded import Recorded, RecordKey
 from voirdire.core import ConfigError
+from voirdire.redaction import redact_message
 
 #: the normalised copy's verdict pattern and labels, and its failures' reasons
 VERDICT, FAILURES = "verdict.json", "failures.parquet"
@@ -124,12 +126,19 @@ class BatchOptions(LogLimits):
 @dataclass
 class Result:
     """One request's outcome: ``text`` (None: failed, ``why`` says why), the judge model
-    the file names (``""``: none), and where it was read."""
+    the file names (``""``: none), and where it was read. ``why`` is a provider's words
+    about a failed call, which may echo a key: it is redacted here, as the log is read, like
+    a live judge's failure message (the environment's secret values, key shapes, masked
+    echoes: :func:`voirdire.redaction.redact_message`)."""
 
     text: str | None
     why: str
     model: str
     where: str
+
+    def __post_init__(self) -> None:
+        if self.why:
+            self.why = redact_message(self.why)
 
 
 class Mapper:
@@ -321,7 +330,8 @@ class BatchLog(LogBenchmark):
             for q, a, b, why in df.select(
                 "question_id", "first", "second", "why"
             ).iter_rows():
-                out[(f"{q};{a};{b}", 1)] = Recorded(None, None, why)
+                # redacted again: a copy written before the environment held the key
+                out[(f"{q};{a};{b}", 1)] = Recorded(None, None, redact_message(why))
         return out
 
 

@@ -41,7 +41,7 @@ def main() -> None:
     """Entry point of the ``voirdire`` console script."""
     import warnings
 
-    from voirdire.engine.ray_start import exit_if_starting
+    from voirdire.engine.ray_start import exit_if_starting, stop_at_exit
 
     warnings.showwarning = show_warning
     common.process_ends_with_command = True
@@ -50,6 +50,7 @@ def main() -> None:
     except SystemExit as exc:  # a command that ends before the Ray it began is up
         code = exc.code
         exit_if_starting(code if isinstance(code, int) else 0 if code is None else 1)
+        stop_at_exit()  # Ray up: its node, agents and workers end now, not after us
         raise
 
 

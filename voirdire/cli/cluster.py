@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from voirdire.cli.common import app, console, err_console, fail, redacted
 from voirdire.core import ConfigError
+from voirdire.escape import cell, terminal
 
 
 def _parse_env(pairs: list[str] | None) -> dict[str, str]:
@@ -62,16 +62,16 @@ def submit(
     try:
         s = sub.submit(
             job, address, output_dir=output_dir, env=_parse_env(env), pip=pip, submission_id=submission_id,
-            warn=lambda m: err_console.print(f"[yellow]warning:[/] {escape(redacted(m))}"),
+            warn=lambda m: err_console.print(f"[yellow]warning:[/] {terminal(redacted(m))}"),
         )  # fmt: skip
     except ConfigError as exc:
         fail(str(exc))
     except ConnectionError as exc:
         fail(str(exc), 1)
-    console.print(f"submitted [bold]{s.job_id}[/] to {s.address}")
+    console.print(f"submitted [bold]{terminal(s.job_id)}[/] to {terminal(s.address)}")
     if not wait:
         console.print(
-            f"follow it with: voirdire status {s.job_id} --address {s.address}"
+            f"follow it with: voirdire status {terminal(s.job_id)} --address {terminal(s.address)}"
         )
         return
     final = sub.follow(
@@ -79,7 +79,7 @@ def submit(
         s.address,
         write=lambda chunk: console.out(chunk, end="", highlight=False),
     )
-    console.print(f"job {s.job_id}: [bold]{final}[/]")
+    console.print(f"job {terminal(s.job_id)}: [bold]{terminal(final)}[/]")
     if final != "SUCCEEDED":
         raise typer.Exit(1)
 
@@ -109,11 +109,11 @@ def status(
     for col in ("job id", "status", "job", "message"):
         table.add_column(col)
     for r in rows:
-        table.add_row(
-            r["job_id"] or "",
-            r["status"],
-            r["metadata"].get("voirdire_job", r["entrypoint"] or ""),
-            (r["message"] or "")[:80],
+        table.add_row(  # what the cluster answers: shown as text
+            cell(r["job_id"] or ""),
+            cell(r["status"]),
+            cell(r["metadata"].get("voirdire_job", r["entrypoint"] or "")),
+            cell((r["message"] or "")[:80]),
         )
     console.print(table)
     if logs and job_id:
@@ -134,4 +134,6 @@ def stop(
         stopped = sub.stop(job_id, address)
     except (ConnectionError, RuntimeError) as exc:
         fail(str(exc), 1)
-    console.print(f"job {job_id}: {'stop requested' if stopped else 'not running'}")
+    console.print(
+        f"job {terminal(job_id)}: {'stop requested' if stopped else 'not running'}"
+    )

@@ -3,18 +3,25 @@ the one-line error exit, the per-judge tables and the warnings' one line."""
 
 from __future__ import annotations
 
+import functools
+import signal
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import polars as pl
 import typer
 from rich.console import Console
-from rich.markup import escape
+
+from voirdire.escape import terminal
 
 __all__ = [
     "app",
     "console",
     "err_console",
+    "ends_on_sigterm",
     "fail",
+    "INTERRUPTED",
     "print_tables",
     "redacted",
     "show_warning",
@@ -31,9 +38,14 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     help="Examine LLM judges for position bias, on Ray.",
 )
-# a terminal sets its own width; piped output (CI logs) gets room for the whole table
-console = Console(width=None if sys.stdout.isatty() else 140)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
+# a terminal sets its own width; piped output (CI logs) gets room for the whole table. No
+# emoji codes: a judge named ":warning:" prints as written. Every text of a received file
+# (names, messages quoting a file) passes voirdire.escape.terminal (markup escaped, control
+# characters shown as escapes) or is a voirdire.escape.cell; docs/security.md
+console = Console(width=None if sys.stdout.isatty() else 140, emoji=False)
+err_console = Console(
+    stderr=True, width=None if sys.stderr.isatty() else 140, emoji=False
+)
 
 
 def redacted(msg: str) -> str:
@@ -45,9 +57,41 @@ def redacted(msg: str) -> str:
 
 
 def fail(msg: str, code: int = 2) -> None:
-    """Print ``error: msg`` (secrets removed) on stderr and exit with ``code``."""
-    err_console.print(f"[bold red]error:[/] {escape(redacted(msg))}")
+    """Print ``error: msg`` (secrets removed, shown as text: :func:`voirdire.escape.terminal`)
+    on stderr and exit with ``code``."""
+    err_console.print(f"[bold red]error:[/] {terminal(redacted(msg))}")
     raise typer.Exit(code)
+
+
+#: the line of a command that Ctrl-C or SIGTERM stopped (the scheduler says its own)
+INTERRUPTED = (
+    "interrupted: finished results are saved; run the same command again to resume"
+)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # a stopped Ray job, a killed terminal: as Ctrl-C
+
+
+def ends_on_sigterm(command: Callable[..., Any]) -> Callable[..., Any]:
+    """A command (``run``, ``audit``) that SIGTERM ends as Ctrl-C does, wherever it lands:
+    reading the inputs, while Ray starts in the background, in the scheduler (which saves
+    what finished and raises ``JobInterrupted``) or in the analysis: one line on stderr,
+    exit 130 (:data:`INTERRUPTED`, or the scheduler's own line). Before, a SIGTERM that
+    came before the scheduler ended the process with no line (-15), or through Ray's own
+    handler with an abort (-6). The handler is set for the command's time (main thread)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        before = signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt:
+            fail(INTERRUPTED, 130)
+        finally:
+            signal.signal(signal.SIGTERM, before)
+
+    return wrapper
 
 
 def print_tables(tables: list[pl.DataFrame], effects: list[pl.DataFrame]) -> None:
@@ -72,5 +116,5 @@ def show_warning(message, category, filename, lineno, file=None, line=None) -> N
     (e.g. a quarantined raw file) are for the user: one line on stderr, without the source
     location."""
     err_console.print(
-        "[yellow]warning:[/] " + escape(redacted(str(message))), soft_wrap=True
+        "[yellow]warning:[/] " + terminal(redacted(str(message))), soft_wrap=True
     )

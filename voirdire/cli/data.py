@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from voirdire.cli.common import app, err_console, fail
+from voirdire.escape import terminal
 
 data_app = typer.Typer(
     no_args_is_help=True,
@@ -137,7 +138,7 @@ def data_fetch(
     from voirdire.core import ConfigError, DataError
 
     def log(msg: str) -> None:
-        err_console.print(redact_url(msg), highlight=False)
+        err_console.print(terminal(redact_url(msg)), highlight=False)
 
     try:
         rel = release.get_release(name)

@@ -8,14 +8,23 @@ from typing import Annotated
 
 import polars as pl
 import typer
-from rich.markup import escape
 
 from voirdire.cli import common
-from voirdire.cli.common import app, console, err_console, fail, print_tables, redacted
+from voirdire.cli.common import (
+    app,
+    console,
+    ends_on_sigterm,
+    err_console,
+    fail,
+    print_tables,
+    redacted,
+)
 from voirdire.core import ConfigError
+from voirdire.escape import terminal
 
 
 @app.command()
+@ends_on_sigterm
 def run(
     jobs: Annotated[list[Path], typer.Argument(help="Job files (TOML).")],
     address: Annotated[
@@ -37,14 +46,6 @@ def run(
     ] = None,
 ) -> None:
     """Run (or resume) position-bias jobs and print the per-judge metrics."""
-    import signal
-
-    def _terminate(
-        signum, frame
-    ):  # a stopped Ray job gets SIGTERM: save and exit like Ctrl-C
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _terminate)
     from voirdire import api
     from voirdire.engine.rewrite import RewriteFailed
     from voirdire.engine.scheduler import JobInterrupted
@@ -67,7 +68,7 @@ def run(
     ends = common.process_ends_with_command
     try:
         for i, (spec, plan) in enumerate(zip(specs, plans)):
-            console.rule(f"[bold]{spec.name}")
+            console.rule(f"[bold]{terminal(spec.name)}")
             outcome = api.run_queries(
                 spec,
                 address=address,
@@ -80,7 +81,7 @@ def run(
             s = outcome.stats
             console.print(
                 f"{s.queries:,} queries in {s.seconds:.1f} s ({s.queries / max(s.seconds, 1e-9):,.0f} q/s), "
-                f"{s.failures:,} recorded failures → {outcome.output_dir}"
+                f"{s.failures:,} recorded failures → {terminal(outcome.output_dir)}"
             )
             finished.append(outcome)
     except (ConfigError, RewriteFailed) as exc:
@@ -189,10 +190,10 @@ def _print_dry_run(specs: list, plans: list) -> None:
 
     for spec, plan in zip(specs, plans):
         console.print(
-            f"[bold]{escape(spec.name)}[/]: {plan.instances.height} instances"
+            f"[bold]{terminal(spec.name)}[/]: {plan.instances.height} instances"
         )
         for w in plan.warnings:  # a dry run sends nothing: a missing key only warns
-            err_console.print(f"[yellow]warning:[/] {escape(redacted(w))}")
+            err_console.print(f"[yellow]warning:[/] {terminal(redacted(w))}")
         estimates = estimate_job(spec, plan)
         if len(plan.variants) > 1:
             console.print(
@@ -218,13 +219,15 @@ def _print_dry_run(specs: list, plans: list) -> None:
                 rj.name,
                 rj.spec.backend,
                 plan.units_of(rj.name) - plan.recorded.get(rj.name, 0),
-                escape(asked_note(plan, rj)),  # "queries", and what a log answers
+                terminal(asked_note(plan, rj)),  # "queries", and what a log answers
                 estimates.get(rj.name),
             )
             for rj in plan.judges
         ]
         for label, backend, count, what, est in rows:
-            console.print(f"  {label} ({backend}): {count:,} {what}")
+            console.print(
+                f"  {terminal(label)} ({terminal(backend)}): {count:,} {what}"
+            )
             if est:
                 cost = est["cost_usd_max"]
                 console.print(
@@ -246,6 +249,7 @@ def _print_dry_run(specs: list, plans: list) -> None:
 
 
 @app.command()
+@ends_on_sigterm
 def audit(
     logs: Annotated[
         list[Path], typer.Argument(help="Judgment log files or directories.")
@@ -301,5 +305,7 @@ def audit(
         fail(str(exc))
     except JobInterrupted as exc:
         fail(str(exc), 130)
-    console.print(f"audited {res.judgments.height:,} judgments → {res.output_dir}")
+    console.print(
+        f"audited {res.judgments.height:,} judgments → {terminal(res.output_dir)}"
+    )
     print_tables([res.judge_metrics], [])

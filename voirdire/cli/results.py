@@ -11,6 +11,7 @@ import typer
 
 from voirdire.cli.common import app, console, fail, print_tables
 from voirdire.core import ConfigError
+from voirdire.escape import terminal, visible
 
 
 @app.command()
@@ -29,8 +30,9 @@ def analyze(
         tables.append(res.judge_metrics)
         if res.bias_effects is not None:
             effects.append(res.bias_effects)
+        d_ = terminal(d)
         console.print(
-            f"wrote {d}/metrics/judge_metrics.csv, {d}/metrics/cell_metrics.csv, {d}/report.md"
+            f"wrote {d_}/metrics/judge_metrics.csv, {d_}/metrics/cell_metrics.csv, {d_}/report.md"
         )
     print_tables(tables, effects)
 
@@ -92,7 +94,7 @@ def report(
         )  # fmt: skip
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         fail(str(exc))
-    console.print(f"wrote {path}")
+    console.print(f"wrote {terminal(path)}")
 
 
 @app.command()
@@ -148,8 +150,15 @@ def mitigate(
         )
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         fail(str(exc))
-    console.print(paths["markdown"].read_text())
-    console.print("wrote " + ", ".join(str(p) for p in paths.values()))
+    # the Markdown as written (its names escaped for Markdown), never read as markup, and
+    # without a control byte of its own: a received name cannot reach the terminal
+    console.print(
+        "\n".join(map(visible, paths["markdown"].read_text().split("\n"))),
+        markup=False,
+        highlight=False,
+        soft_wrap=True,  # its lines as written
+    )
+    console.print("wrote " + ", ".join(terminal(p) for p in paths.values()))
 
 
 @app.command()
@@ -227,5 +236,6 @@ def rank(
         fail(str(exc))
     print_ranking(ranking.summary(), console)
     console.print(
-        f"wrote {paths['leaderboard']}, {paths['rank_flips']}, {paths['html']}"
+        "wrote "
+        + ", ".join(terminal(paths[k]) for k in ("leaderboard", "rank_flips", "html"))
     )
