@@ -52,20 +52,22 @@ def _model_p() -> pl.Expr:
 
 def shown_first(audit: Path) -> dict:
     """How the seeded switch split the instructions: the share of rows with the model shown
-    first, per model the number of instructions it was shown first on (least, most), and
-    the instructions shown first to some models and second to others (the instruction: the
-    question id's first field; 0 when the switch is one per instruction)."""
+    first, per model the number of instructions it was shown first on (least, most), the
+    models whose files lack an instruction, and the instructions shown first to some models
+    and second to others (the instruction: the question id's first field; 0 when the switch
+    is one per instruction)."""
     j = pl.read_parquet(
         audit / "judgments.parquet", columns=["question_id", "candidate", "shown"]
     )
     j = j.with_columns(instruction=pl.col("question_id").str.split("|").list.first(),
                        first=pl.col("shown").list.first() == pl.col("candidate"))  # fmt: skip
-    per = j.group_by("candidate").agg(n=pl.col("first").sum())
+    per = j.group_by("candidate").agg(n=pl.col("first").sum(), rows=pl.len())
     mixed = j.group_by("instruction").agg(pl.col("first").n_unique() > 1)["first"].sum()
     return {
         "rows": j.height, "models": j["candidate"].n_unique(),
         "instructions": j["instruction"].n_unique(), "share_first": float(j["first"].mean()),
         "first_min": int(per["n"].min()), "first_max": int(per["n"].max()), "mixed": int(mixed),
+        "models_short": int((per["rows"] < j["instruction"].n_unique()).sum()),
     }  # fmt: skip
 
 
@@ -135,7 +137,8 @@ def pair_unit(audit: Path, permutations: int = 2000) -> dict:
     """For contrast, not a figure of the command: the pooled randomisation p of the same
     function ``voirdire audit`` calls (:func:`~voirdire.analysis.position.one_order.
     one_order_effect`) on the audit's judgments with the unit set to the pair, as if each
-    model's order had been drawn apart (AlpacaEval's switch is one per instruction)."""
+    model's order had been drawn apart (AlpacaEval's switch is one per instruction). The
+    pooled row of the judge with the most verdicts."""
     import voirdire
     from voirdire.analysis.position.one_order import one_order_effect
 
@@ -143,4 +146,7 @@ def pair_unit(audit: Path, permutations: int = 2000) -> dict:
     bench = res.judgments["benchmark"][0]
     e = one_order_effect(res.judgments, replicates=200, permutations=permutations, seed=0,
                          clusters=res.clusters, units={bench: "pair"})  # fmt: skip
-    return e.filter(pl.col("candidate").is_null()).row(0, named=True)
+    pooled = e.filter(pl.col("candidate").is_null())
+    return pooled.sort(pl.col("n_first") + pl.col("n_second"), descending=True).row(
+        0, named=True
+    )

@@ -126,12 +126,9 @@ def prd(src: Path, steps: Steps, reps: int) -> None:
         log_prd.stored_scores(audit),
     )
     if rank is not None:
-        places, flips = log_prd.boards(rank)
-        _show(
-            "boards: each model's place (rating), pooled orders and the people's",
-            places,
-        )
-        _show("boards: against the people's, and first shown against swapped", flips)
+        print("\nboards: each model's place (rating), pooled orders and the people's; first shown: each pair "
+              "with the model whose name sorts first shown first")  # fmt: skip
+        print("\n".join(log_prd.boards_markdown(rank)))
     wr = log_prd.winrates_against_notebook(
         audit, src / "peer_rank" / "peer_ranking.ipynb"
     )
@@ -144,7 +141,9 @@ def prd(src: Path, steps: Steps, reps: int) -> None:
         print(
             f"largest |difference| {wr['diff'].abs().max():.2e} over {wr.height} win rates"
         )
-    _mitigation(mit)
+    if mit is not None:
+        print("\nvoirdire mitigate --reference gold: accuracy against the people")
+        print("\n".join(log_prd.mitigation_markdown(mit)))
 
 
 def judgebench(src: Path, steps: Steps, reps: int, smoke: bool) -> None:
@@ -210,7 +209,8 @@ def alpaca_eval(
         "\n| judge | candidate | shown first: win (n) | shown second: win (n) | effect | 95 % interval | p |"
     )
     print("|---|---|---|---|---|---|---|")
-    for r in eff.sort("judge", "effect", nulls_last=False).iter_rows(named=True):
+    order = [pl.col("judge"), pl.col("candidate").is_not_null(), pl.col("effect")]
+    for r in eff.sort(order).iter_rows(named=True):
         print(f"| {r['judge']} | {r['candidate'] or 'pooled'} | {_f(r['win_first'])} ({r['n_first']:,}) "
               f"| {_f(r['win_second'])} ({r['n_second']:,}) | {_f(r['effect'], '{:+.4f}')} "
               f"| [{_f(r['effect_lo'], '{:+.4f}')}, {_f(r['effect_hi'], '{:+.4f}')}] | {_f(r['p_value'], '{:.4f}')} |")  # fmt: skip
@@ -272,7 +272,12 @@ def autoj(src: Path, steps: Steps, reps: int, smoke: bool) -> None:
         )
     else:
         print("no codes/leaderboard/README.md: not compared")
-    print(f"beyond the README: {log_autoj.beyond(audit)}")
+    b = log_autoj.beyond(audit)
+    print(f"beyond the README: {b['pairs']:,} pairs; the verdict changes with the order in {b['changed']} "
+          f"({b['lean_first']} lean to the response shown first, {b['lean_second']} to the second); "
+          f"PF {_f(b['pf'], '{:+.3f}')}; first-shown picks {_f(b['first_picks'])} of the decided verdicts; "
+          f"κ between the orders {_f(b['kappa'])} [{_f(b['kappa_lo'])}, {_f(b['kappa_hi'])}]; accuracy "
+          f"{_f(b['accuracy'])} (as stored {_f(b['accuracy_shown'])}, swapped {_f(b['accuracy_swapped'])})")  # fmt: skip
     _mitigation(mit)
 
 

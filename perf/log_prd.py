@@ -159,3 +159,74 @@ def winrates_against_notebook(audit: Path, nb: Path) -> pl.DataFrame | None:
         .with_columns(diff=pl.col("win_rate") - pl.col("published"))
         .sort("judge", "published", descending=[False, True])
     )
+
+
+def _f(x, fmt: str = "{:.3f}") -> str:
+    return "–" if x is None or x != x else fmt.format(x).replace("-", "−")
+
+
+def boards_markdown(rank: Path) -> list[str]:
+    """``docs/findings.md``'s table of PRD's boards (:func:`boards`): the people's first, the
+    models in the people's order; the order test's p of the flips and of τ."""
+    lb = (
+        pl.read_csv(rank / "metrics" / "leaderboard.csv")
+        .filter(
+            (pl.col("judge") == "people")
+            | ((pl.col("strategy") == "single") & (pl.col("view") == "pooled"))
+        )
+        .with_columns(
+            place=pl.col("rating")
+            .rank("min", descending=True)
+            .over("judge")
+            .cast(pl.Int64)
+        )
+    )
+    models = (
+        lb.filter(pl.col("judge") == "people")
+        .sort("rating", descending=True)["model"]
+        .to_list()
+    )
+    _, flips = boards(rank)
+    fl = {r["judge"]: r for r in flips.iter_rows(named=True)}
+    out = [
+        "| board | " + " | ".join(models) + " | τ vs people | flips vs people (significant) | flips first vs swapped "
+        "(significant; between candidates) | order-blind flips | τ first vs swapped | order test p (flips, τ) |",
+        "|---" * (len(models) + 7) + "|",
+    ]  # fmt: skip
+    for judge in ["people", *sorted(set(lb["judge"]) - {"people"})]:
+        g = {
+            r["model"]: r
+            for r in lb.filter(pl.col("judge") == judge).iter_rows(named=True)
+        }
+        cells = [f"{g[m]['place']} ({g[m]['rating']:.0f})" for m in models]
+        f = fl.get(judge)
+        rest = ["", "", "", "", "", ""] if f is None else [
+            _f(f["tau_people"]), f"{f['flips_people']} ({f['sig_people']})",
+            f"{f['flips_order']} ({f['sig_order']}; {f['sig_cand']})", _f(f["flips_null"], "{:.1f}"),
+            _f(f["tau_order"]), f"{_f(f['flips_p'])}, {_f(f['tau_p'])}",
+        ]  # fmt: skip
+        out.append(f"| {judge} | " + " | ".join(cells + rest) + " |")
+    return out
+
+
+def mitigation_markdown(mit: Path) -> list[str]:
+    """Per reviewer the accuracy against the people of its own verdicts (``single``), of
+    swap-and-tie and of the gate (with the share it leaves undecided), from
+    ``mitigation.csv``; the juries' rows after."""
+    m = pl.read_csv(mit / "mitigation.csv")
+    acc = {(r["strategy"], r["judge"]): r for r in m.iter_rows(named=True)}
+    out = ["| reviewer | single | swap-tie | gate (undecided) |", "|---|---|---|---|"]
+    for judge in sorted(m.filter(pl.col("strategy") == "single")["judge"]):
+        s, t, g = (acc.get((k, judge)) for k in ("single", "swap-tie", "gate"))
+        gate = (
+            "–" if g is None else f"{_f(g['accuracy'])} ({100 * g['undecided']:.1f} %)"
+        )
+        swap = "–" if t is None else _f(t["accuracy"])
+        out.append(f"| {judge} | {_f(s['accuracy'])} | {swap} | {gate} |")
+    for r in (
+        m.filter(pl.col("strategy").str.starts_with("jury"))
+        .sort("strategy")
+        .iter_rows(named=True)
+    ):
+        out.append(f"| {r['strategy']} ({r['judge']}) | {_f(r['accuracy'])} | | |")
+    return out

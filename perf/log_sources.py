@@ -116,11 +116,15 @@ def fetch(name: str, url: str, dest: Path, picks: list[str], manifest=None) -> P
     if manifest:
         args += ["--manifest", manifest]
     ran = run(args, kill_gib=2)
-    said = [ln for ln in ran.stderr.splitlines() if "verified" in ln or "not on" in ln]
-    print(f"{ran.line()}{': ' + said[-1] if said else ''}")
     if not ran.ok:
         raise SystemExit(f"fetch of {name} failed:\n{ran.stderr[-2000:]}")
-    return Path(ran.stdout.strip().splitlines()[-1])
+    got = Path(ran.stdout.strip().splitlines()[-1])
+    files = [p for p in got.rglob("*") if p.is_file() and p.name != "RELEASE.json"]
+    wrote = [ln for ln in ran.stderr.splitlines() if ln.startswith("wrote ")]
+    print(f"{ran.line()}: {len(files)} files verified and written"
+          f"{' (' + wrote[-1].rpartition('(')[2] if wrote else ''}, "
+          f"{ran.stderr.count('skipped:')} of the manifest's picks not on the mirror")  # fmt: skip
+    return got
 
 
 def _git_files(mirror: Path, repo: str, commit: str, paths, dest: Path) -> None:
