@@ -212,8 +212,8 @@ def alpaca_eval(
     order = [pl.col("judge"), pl.col("candidate").is_not_null(), pl.col("effect")]
     for r in eff.sort(order).iter_rows(named=True):
         print(f"| {r['judge']} | {r['candidate'] or 'pooled'} | {_f(r['win_first'])} ({r['n_first']:,}) "
-              f"| {_f(r['win_second'])} ({r['n_second']:,}) | {_f(r['effect'], '{:+.4f}')} "
-              f"| [{_f(r['effect_lo'], '{:+.4f}')}, {_f(r['effect_hi'], '{:+.4f}')}] | {_f(r['p_value'], '{:.4f}')} |")  # fmt: skip
+              f"| {_f(r['win_second'])} ({r['n_second']:,}) | {_f(r['effect'], '{:+.3f}')} "
+              f"| [{_f(r['effect_lo'], '{:+.3f}')}, {_f(r['effect_hi'], '{:+.3f}')}] | {_f(r['p_value'], '{:.4f}')} |")  # fmt: skip
     per = eff.filter(pl.col("candidate").is_not_null())
     for judge, g in per.group_by("judge"):
         print(f"{judge[0]}: {g.height} models; wins less shown first: {(g['effect'] < 0).sum()}; interval "
