@@ -10,6 +10,7 @@ stage        reads                                        writes
 ===========  ===========================================  =================================
 study        dirs, settings, judge_attributes, tokenizer  study (each directory's stages of
                                                           :mod:`voirdire.analysis.stages`)
+choice       study, settings                              choice (the summary read first)
 pairwise     study                                        pairwise, gold
 mitigation   pairwise, gold, settings                     mitigation
 ranking      study, pairwise, settings, leaderboards      ranking
@@ -81,6 +82,18 @@ def _pairwise(study: Any) -> dict[str, Any]:
     ]
     j = pl.concat(frames, how="diagonal_relaxed") if frames else None
     return {"pairwise": j, "gold": j is not None and has_gold(j)}
+
+
+def _choice(study: Any, settings: AnalysisSettings) -> dict[str, Any]:
+    """The summary read first: the judges ranked per benchmark, their gates, cost and
+    throughput (:func:`~voirdire.analysis.choice.choose_judges`)."""
+    from voirdire.analysis.choice import choose_judges, judge_costs
+
+    costs = [judge_costs(d.judgments) for d in study.dirs if d.judgments.height]
+    cost = (
+        pl.concat(costs).unique(["benchmark", "judge"], keep="first") if costs else None
+    )
+    return {"choice": choose_judges(study.panel, cost, settings)}
 
 
 def _section_replicates(settings: AnalysisSettings) -> int:
@@ -200,6 +213,7 @@ REPORT_INPUTS = ("dirs", "settings", "judge_attributes", "tokenizer", "leaderboa
 #: a report of several directories, in the order of its data
 REPORT_STAGES: tuple[Stage, ...] = (
     Stage("study", ("dirs", "settings", "judge_attributes", "tokenizer"), ("study",), _study),
+    Stage("choice", ("study", "settings"), ("choice",), _choice),
     Stage("pairwise", ("study",), ("pairwise", "gold"), _pairwise),
     Stage("mitigation", ("pairwise", "gold", "settings"), ("mitigation",), _mitigation),
     Stage("ranking", ("study", "pairwise", "settings", "leaderboards"), ("ranking",), _ranking),
@@ -218,6 +232,8 @@ def build_report(
     tokenizer: str | None = None,
     title: str | None = None,
     leaderboards: bool = False,
+    margin: float = DEFAULTS.choice_margin,
+    figures: tuple[str, ...] = DEFAULTS.static_figures,
 ) -> Path:
     """Analyse ``dirs`` together and write ``report.html``, ``report.md``, ``metrics/*.csv``
     and ``figures/*.png`` under ``out`` (default: the directory itself when there is one,
@@ -225,8 +241,10 @@ def build_report(
     (the inputs may be read-only); without it, each directory's own ``judgments.parquet``,
     ``metrics/*.csv`` and ``report.md`` are refreshed too. Returns the path of
     ``report.html``. With ``leaderboards``, also the "Leaderboards" section and the files of
-    :func:`~voirdire.analysis.report.ranking_files.write_ranking` (``min(replicates, 200)``
-    replicates; ``docs/ranking.md``).
+    :func:`~voirdire.analysis.report.ranking.write_ranking` (``min(replicates, 200)``
+    replicates; ``docs/ranking.md``). ``margin`` and ``figures``:
+    :class:`~voirdire.analysis.settings.AnalysisSettings`' ``choice_margin`` and
+    ``static_figures``.
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
@@ -246,6 +264,8 @@ def build_report(
         replicates=replicates,
         rs_min=DEFAULTS.rs_min if rs_min is None else rs_min,
         max_error=DEFAULTS.max_error if max_error is None else max_error,
+        choice_margin=margin,
+        static_figures=tuple(figures),
     )
     state = run_stages(
         REPORT_STAGES,
@@ -269,15 +289,16 @@ def _write(
         write_text,
     )
     from voirdire.analysis.report.html import render_html
-    from voirdire.analysis.report.markdown_study import study_markdown
-    from voirdire.analysis.report.ranking import ranking_html
-    from voirdire.analysis.report.ranking_files import write_ranking
+    from voirdire.analysis.report.markdown import study_markdown
+    from voirdire.analysis.report.ranking import ranking_html, write_ranking
 
     study, mitigation, ranking = state["study"], state["mitigation"], state["ranking"]
     if own_dirs:
         for d, shown in zip(study.dirs, state["shown"], strict=True):
             write_dir(d, shown, d.output_dir)
-    written = write_study(study, out_dir)
+    written = write_study(
+        study, out_dir, state["choice"], state["settings"].static_figures
+    )
     if mitigation is not None:
         write_mitigation(mitigation, None, out_dir)
     if several or not own_dirs:
@@ -294,6 +315,6 @@ def _write(
     )  # one-order logs, probabilities
     page = render_html(
         study, written, name, mitigation, gold=state["gold"], leaderboards=section,
-        audit=audit,
+        audit=audit, choice=state["choice"],
     )  # fmt: skip
     return write_html(out_dir / "report.html", page)

@@ -26,6 +26,11 @@ class AnalysisSettings:
         report_replicates: the most replicates the report's mitigation and leaderboards draw
             (sections of a report, not its main figures).
         power_replicates: simulated tables per cell of the report's power table.
+        choice_margin: how far below the most accurate judge passing every gate a cheaper
+            judge may be and still be named beside it (:mod:`voirdire.analysis.choice`; in
+            the rank key's unit: accuracy, or PC without gold labels).
+        static_figures: the static files the report writes of each figure beside the page
+            (``png``, ``svg``; the page's own menu exports any figure as drawn).
 
     The command line's and :mod:`voirdire.api`'s defaults are the same values, written
     out in their signatures (importing the API imports no analysis).
@@ -38,6 +43,8 @@ class AnalysisSettings:
     max_error: float = 0.05
     report_replicates: int = 200
     power_replicates: int = 300
+    choice_margin: float = 0.02
+    static_figures: tuple[str, ...] = ("png",)
 
 
 #: the defaults every command starts from

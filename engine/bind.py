@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from voirdire.core import ConfigError, content_hash
-from voirdire.engine.outdir import check_judge_name, name_key
+from voirdire.engine.judge_names import check_judge_name, name_key
 from voirdire.engine.spec import ComparisonSpec, JobSpec, JudgeSpec, _describe
 from voirdire.judges.base import (
     JudgeBackend,

@@ -24,7 +24,6 @@ import polars as pl
 from voirdire.benchmarks.scoring import score_patterns, score_range
 from voirdire.engine.bind import ResolvedJudge
 from voirdire.engine.completion import fill_from_log, live_batches
-from voirdire.engine.outdir import claim_output_dir
 from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.progress import JobProgress
 from voirdire.engine.ray_start import init_ray, ray_starting, stop_ray
@@ -48,6 +47,7 @@ from voirdire.engine.units import (
 from voirdire.judges.base import backend_ref
 from voirdire.judges.capabilities import Estimates, needs_prompt
 from voirdire.layout import JOB_FILE, read_job_record
+from voirdire.ownership import claim_output_dir
 
 __all__ = [
     "RunOutcome",

@@ -51,13 +51,13 @@ from voirdire.engine.bind import ResolvedJudge, resolve_judges
 from voirdire.engine.completion import OwnUnits, plan_completion
 from voirdire.engine.instances import instances as make_instances
 from voirdire.engine.instances import list_size_for
-from voirdire.engine.outdir import claim_output_dir
 from voirdire.engine.perturb import CONTROL, Variant, expand_variants
 from voirdire.engine.quality import quality_identity, with_quality
 from voirdire.engine.rewrite import check_rewriters, plan_rewrites, resolve_rewriters
 from voirdire.engine.spec import JobSpec
 from voirdire.engine.units import count_units
 from voirdire.judges.capabilities import Recording
+from voirdire.ownership import claim_output_dir
 from voirdire.stages import Stage, run_stages
 
 __all__ = [
@@ -116,7 +116,7 @@ class JobPlan:
 
 def check_output_dir(job: JobSpec) -> dict[str, Any]:
     """Refuse an output directory that is not ours (writes nothing; the run claims it
-    again). Raises ConfigError: see :func:`~voirdire.engine.outdir.claim_output_dir`."""
+    again). Raises ConfigError: see :func:`~voirdire.ownership.claim_output_dir`."""
     claim_output_dir(job.output_dir)
     return {}
 
@@ -342,7 +342,7 @@ def plan_job(
     stage after it ran.
 
     Raises:
-        ConfigError: an output directory that is not ours (:func:`~voirdire.engine.outdir.claim_output_dir`),
+        ConfigError: an output directory that is not ours (:func:`~voirdire.ownership.claim_output_dir`),
             missing data, unknown candidates/questions/tasks, unknown backends,
             invalid settings, a failed backend preflight, or (unless ``dry_run``) a
             missing API key.

@@ -25,10 +25,11 @@ from pydantic import (
 from voirdire.benchmarks.biases import BiasType, get_bias
 from voirdire.benchmarks.pairs import PairsSpec
 from voirdire.core import ConfigError
-from voirdire.engine.outdir import check_path_text, name_key
+from voirdire.engine.judge_names import name_key
 from voirdire.judges.base import (
     Sampling,
 )
+from voirdire.ownership import check_path_text
 
 
 class _Strict(BaseModel):

@@ -132,7 +132,7 @@ def main() -> None:
     if a.smoke or not a.rank_out:
         from tests.ranking_sim import order_judgments
         from voirdire.analysis.ranking.rank import rank_judgments
-        from voirdire.analysis.report.ranking_files import write_ranking
+        from voirdire.analysis.report.ranking import write_ranking
 
         judgments = order_judgments(
             np.linspace(-1, 1, 5), 12, np.random.default_rng(0), bias=1.0

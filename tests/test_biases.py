@@ -522,7 +522,7 @@ def test_bias_section_of_the_report(tmp_path):
 
     from voirdire.analysis.report.bias import bias_view
     from voirdire.analysis.report.files import write_bias
-    from voirdire.analysis.report.html_parts import render_template
+    from voirdire.analysis.report.views import render_template
 
     df = simulate_bias_judgments(
         {"a": ({"repetition_noise": 0.2}, {"bandwagon": 0.3}), "b": ({}, {})},

@@ -23,7 +23,7 @@ from voirdire.analysis.position.gold import (
     with_gold,
 )
 from voirdire.analysis.position.metrics import summarize
-from voirdire.analysis.report.markdown_study import accuracy_label, mitigation_markdown
+from voirdire.analysis.report.mitigation import accuracy_label, mitigation_markdown
 from voirdire.core import ConfigError
 from voirdire.judges.extract import extract_verdicts
 

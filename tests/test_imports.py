@@ -33,7 +33,8 @@ ROOMS = ["core", "benchmarks", "judges", "engine", "analysis", "api", "cli"]
 #: modules of the top-level package itself, by room: ``voirdire/__init__.py`` re-exports the
 #: public API, ``python -m voirdire`` is the CLI, ``voirdire.exceptions`` and ``voirdire.registry``
 #: (the one registry every kind uses) are the core's, and so are the output directory's layout,
-#: its row schemas, the part reader and the stage machinery (engine and analysis both use them)
+#: its row schemas, its ownership rules, the part reader and the stage machinery (engine and
+#: analysis both use them)
 PACKAGE_ROOT_ROOMS = {
     "voirdire": "api",
     "voirdire.__main__": "cli",
@@ -41,6 +42,7 @@ PACKAGE_ROOT_ROOMS = {
     "voirdire.registry": "core",
     "voirdire.import_paths": "core",
     "voirdire.layout": "core",
+    "voirdire.ownership": "core",
     "voirdire.bounds": "core",
     "voirdire.schema": "core",
     "voirdire.parts": "core",
@@ -283,8 +285,11 @@ def test_product_never_imports_tests_or_perf_nor_edits_sys_path():
 #: the stages to its left (``settings`` holds the defaults, ``results_dir`` is the one door
 #: into a directory; ``stages`` plans one directory's analysis from the next three;
 #: ``outputs``/``study`` compute one and several directories' tables; ``ranking`` fits
-#: leaderboards from judgments; ``people`` estimates people's from a few labels; ``report`` writes and renders them; ``build`` computes a
-#: report's tables, then has them written)
+#: leaderboards from judgments; ``people`` estimates people's from a few labels; ``together``
+#: reads several directories for report, mitigate, rank and people; ``families``
+#: names each judge's model and strategy; ``choice`` ranks the judges a user chooses among
+#: (the report's summary); ``report`` writes and renders them; ``build`` computes a report's
+#: tables, then has them written)
 ANALYSIS_STAGES = [
     "settings",
     "results_dir",
@@ -296,6 +301,9 @@ ANALYSIS_STAGES = [
     "stages",
     "outputs",
     "study",
+    "together",
+    "families",
+    "choice",
     "report",
     "build",
 ]

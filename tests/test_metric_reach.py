@@ -145,7 +145,8 @@ def test_a_registered_metric_reaches_every_table_the_report_and_the_figures(
             ">Tie share<",
             ">Tie share lo<",
             ">Tie share hi<",
-            'alt="MTBench Tie share per judge"',
+            'data-key="metric_tie_share:MTBench"',  # its figure, interactive
+            "MTBench: Tie share per judge",
         )
     )
     assert all(f">{v:.4f}<" in html for v in want.values())

@@ -163,7 +163,7 @@ def test_wheel_alone_imports_every_module_and_runs(wheel, data_dir, tmp_path):
         "from voirdire.benchmarks.templating import load_listwise_templates\n"
         "b = load_benchmark('mtbench', sys.argv[1])\n"
         "assert load_listwise_templates()\n"
-        "from voirdire.analysis.report.html_parts import render_template\n"
+        "from voirdire.analysis.report.views import render_template\n"
         "assert 'id=\"biases\"' in render_template('bias.html.j2', bias={'effects': [], 'self_enhancement': []})\n"
         "import voirdire; print(voirdire.__file__, b.name, len(b.questions))\n"
     )

@@ -17,8 +17,8 @@ from voirdire.analysis.mitigation.evaluation import evaluate
 from voirdire.analysis.mitigation.pass_kappa import KAPPA_GATE, pass_kappa
 from voirdire.analysis.mitigation.registry import apply_strategies
 from voirdire.analysis.position.simulate import simulate_judgments
-from voirdire.analysis.report.markdown import judge_table_rows, markdown_judge_table
-from voirdire.analysis.report.markdown_study import mitigation_markdown
+from voirdire.analysis.report.judge_table import judge_table_rows, markdown_judge_table
+from voirdire.analysis.report.mitigation import mitigation_markdown
 from voirdire.analysis.report.terminal import print_judge_table
 
 CATS = ("win", "tie", "loss")

@@ -194,7 +194,7 @@ def test_length_control_brings_a_short_strong_model_back_up():
 
 def test_people_board_from_gold_and_files_written(tmp_path):
     from voirdire.analysis.ranking.rank import rank_judgments
-    from voirdire.analysis.report.ranking_files import write_ranking
+    from voirdire.analysis.report.ranking import write_ranking
 
     gap = (
         pl.col("reference").str.slice(1).cast(pl.Int64)

@@ -114,11 +114,19 @@ def test_report_html_has_every_part(jobs):
     assert res.exit_code == 0, res.output
     page = (out / "report.html").read_text(encoding="utf-8")
     assert (out / "report.md").is_file()
-    # self-contained: figures inline, no external resource
+    # self-contained: figures inline (Vega-Lite specifications, Vega once), no external resource
     assert not re.search(r"""(src|href)=["']https?:""", page)
-    n_img = page.count('src="data:image/png;base64,')
-    # per benchmark: radar, PF bars, PC vs PF, RS, vs win rate; per directory: agreement + disagreement
-    assert n_img == 5 + 2 * 2
+    assert page.count("window.vegaEmbed=") == 1
+    n_vega = page.count('<div class="vega"')
+    # per benchmark: radar, PF bars, PC vs PF, vs win rate, RS; per directory: agreement
+    # heatmaps and the disagreement histogram
+    assert n_vega == 5 + 2 * 2
+    assert 'src="data:image/png;base64,' not in page
+    # the answer first: the summary opens the page, its table in metrics/choice.csv
+    assert page.index("Which judge to trust first") < page.index('id="judges"')
+    choice = pl.read_csv(out / "metrics" / "choice.csv")
+    assert set(choice.get_column("judge")) == set(PB_JUDGES) | set(REP_JUDGES)
+    assert "Which judge to trust first: MTBench" in res.output
     for name in (
         "pc_radar_MTBench",
         "pf_bars_MTBench",

@@ -105,14 +105,18 @@ def test_job_json_is_read_once(finished, monkeypatch):
     from voirdire.analysis.outputs import compute_dir
 
     reads = []
-    text = Path.read_text
 
-    def counted(self, *a, **k):
-        if self.name == "job.json":
-            reads.append(self)
-        return text(self, *a, **k)
+    def counting(method):
+        def counted(self, *a, **k):
+            if self.name == "job.json":
+                reads.append(self)
+            return method(self, *a, **k)
 
-    monkeypatch.setattr(Path, "read_text", counted)
+        return counted
+
+    # the record is read as bytes (bounded before it is decoded) or as text
+    monkeypatch.setattr(Path, "read_text", counting(Path.read_text))
+    monkeypatch.setattr(Path, "read_bytes", counting(Path.read_bytes))
     compute_dir(finished)
     assert len(reads) == 1
 

@@ -19,14 +19,9 @@ from tests.audit_logs import draws, write_arena_hard
 from tests.processes import no_process_marked
 from tests.repo import repo_pythonpath
 from voirdire.core import ConfigError
-from voirdire.engine.outdir import (
-    check_judge_name,
-    check_reserved,
-    claim_output_dir,
-    claim_report_dir,
-    name_key,
-)
+from voirdire.engine.judge_names import check_judge_name, check_reserved, name_key
 from voirdire.engine.ray_start import check_address
+from voirdire.ownership import claim_output_dir, claim_report_dir
 
 KEY = "sk-ant-api03-" + "x7" * 20  # an Anthropic key's shape
 

@@ -234,7 +234,7 @@ def test_a_store_part_is_not_written_through_a_linked_judge_folder(tmp_path):
 
 
 def test_a_directory_with_nothing_but_empty_folders_is_empty(tmp_path):
-    from voirdire.engine.outdir import claim_output_dir
+    from voirdire.ownership import claim_output_dir
 
     (tmp_path / "out" / "rewrites" / "x").mkdir(
         parents=True

@@ -14,12 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 
 import voirdire
-from voirdire.analysis.report.figures import _save
 from voirdire.analysis.report.files import NAME_PART, file_part, write_csv
+from voirdire.analysis.report.plotting import _save
 from voirdire.core import ConfigError
-from voirdire.engine.outdir import check_judge_name, distinct_dirs
+from voirdire.engine.judge_names import check_judge_name
 from voirdire.engine.spec import parse_job
 from voirdire.engine.store import ResultStore
+from voirdire.ownership import distinct_dirs
 
 
 @pytest.mark.parametrize("name", ["people", "panel-2", "panel-10"])

@@ -17,7 +17,7 @@ from voirdire.analysis.ranking.people import people_comparisons
 from voirdire.analysis.ranking.style import style_controlled
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
-from voirdire.engine.outdir import check_reserved
+from voirdire.engine.judge_names import check_reserved
 
 __all__ = ["Ranking", "dir_clusters", "rank_judgments"]
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from voirdire.analysis.position.calibration_error import BINS
-from voirdire.analysis.report.html_parts import image_view, table_view
+from voirdire.analysis.report.views import image_view, table_view
 from voirdire.escape import markdown
 
 if TYPE_CHECKING:

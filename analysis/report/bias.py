@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from voirdire.analysis.report.figures import _save, _short, judge_colors, plt
-from voirdire.analysis.report.html_parts import image_view, table_view
+from voirdire.analysis.report.plotting import _save, _short, judge_colors, plt
+from voirdire.analysis.report.views import image_view, table_view
 
 __all__ = ["bias_figure", "bias_view"]
 

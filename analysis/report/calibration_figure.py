@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from voirdire.analysis.report.figures import _save, _short, judge_colors, plt
+from voirdire.analysis.report.plotting import _save, _short, judge_colors, plt
 
 __all__ = ["reliability_figure"]
 

@@ -1,10 +1,11 @@
-"""The one place that writes the analysis to disk: tables (CSV, Parquet), figures (PNG),
-``report.md``, ``report.html`` and the mitigation files.
+"""The one place that writes the analysis to disk: tables (CSV, Parquet), figures (PNG,
+SVG), ``report.md``, ``report.html`` and the mitigation files.
 
 Every other module of :mod:`voirdire.analysis` computes tables in memory and returns them
-(the figure functions of :mod:`voirdire.analysis.report.figures` draw to the path given
-here); these functions decide the file names and layout of an output directory and of a
-report directory.
+(the interactive figures are specifications, :mod:`voirdire.analysis.report.study_charts`,
+written here through vl-convert; the matplotlib figures draw to the path given here); these
+functions decide the file names and layout of an output directory and of a report
+directory.
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ from voirdire.analysis.position.gold import GOLD_CELL_COLUMNS, GOLD_JUDGE_COLUMN
 from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.report.audit_sections import audit_sections
 from voirdire.analysis.report.markdown import markdown_report
-from voirdire.analysis.report.markdown_study import mitigation_markdown
+from voirdire.analysis.report.mitigation import mitigation_markdown
 from voirdire.core import content_hash, slug
 
 # figures (matplotlib) and the study (statsmodels) are imported where they are drawn or
 # computed: writing one directory's files (every run) needs neither
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from voirdire.analysis.choice import Choice
     from voirdire.analysis.report.shown import DirShown
     from voirdire.analysis.study import Study
 
@@ -156,10 +160,13 @@ def write_dir(tables: Results, shown: DirShown, out: str | os.PathLike) -> None:
     write_text(out / "report.md", md)
 
 
-def write_study(study: Study, out: str | Path) -> dict[str, Any]:
-    """Write the study's CSV tables under ``out/metrics/`` and PNG figures under
-    ``out/figures/``. Returns ``{"tables": {name: path}, "figures": {key: path}}`` where
-    figure keys are ``(kind, scope)`` tuples rendered as ``"kind:scope"`` strings."""
+def write_study(
+    study: Study, out: str | Path, choice: Choice, formats: Sequence[str] = ("png",)
+) -> dict[str, Any]:
+    """Write the study's CSV tables under ``out/metrics/`` (with ``choice.csv``, the
+    summary's ranking) and its figures' static files under ``out/figures/`` (``formats``:
+    ``png``, ``svg``). Returns ``{"tables": {name: path}, "figures": {key: path},
+    "charts": {key: Vega-Lite specification}}``, keys ``"kind:scope"``."""
     from voirdire.analysis.position.regression import drop1_tables
 
     out = Path(out)
@@ -173,6 +180,7 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
         write_csv(df, p)
         tables[name] = p
 
+    csv("choice", choice.table)
     csv("panel", study.panel)
     csv("judge_task", study.judge_task)
     csv("cells", study.cells)
@@ -200,136 +208,42 @@ def write_study(study: Study, out: str | Path) -> dict[str, Any]:
             csv(f"disagreement_{s}", d.disagreement)
             csv(f"majority_{s}", d.majority)
 
-    figs = _study_figures(study, fdir)
+    figs, specs = _study_figures(study, choice, fdir, formats)
     bias = write_bias(
         study.dirs, mdir, fdir
     )  # CALM biases and self-enhancement (docs/bias-metrics.md)
-    return {"tables": tables | bias["tables"], "figures": figs | bias["figures"]}
+    return {
+        "tables": tables | bias["tables"],
+        "figures": figs | bias["figures"],
+        "charts": specs,
+    }
 
 
-def _study_figures(study: Study, fdir: Path) -> dict[str, Path]:
-    """Draw the study's figures under ``fdir``; keys ``"kind:scope"``."""
-    from voirdire.analysis.report import figures as fig
-
-    figs: dict[str, Path] = {}
-    fig.set_judges(study.panel.get_column("judge").unique().to_list())
-    # the by-task figures and the win-rate fits use the regression's cells (the study's
-    # figure_judge_task, computed with it)
-    fig_cells = study.reg_cells if study.reg_cells is not None else study.cells
-    fig_jt = (
-        study.figure_judge_task
-        if study.figure_judge_task is not None
-        else study.judge_task
-    )
-    for b in study.benchmarks:
-        figs |= _benchmark_figures(study, b, fig_jt, fig_cells, fdir)
-    for d in study.dirs:
-        figs |= _agreement_figures(d, fdir)
-    return figs
+#: the static file of each figure kind: ``figures/<stem>_<scope>.png`` (``.svg``)
+_STEMS = {"radar": "pc_radar", "pf_bars": "pf_bars", "task_heatmaps": "task_heatmaps", "pc_pf": "pc_vs_pf",
+          "accuracy_pc": "accuracy_vs_pc", "families": "families", "owr": "vs_win_rate", "rs": "rs",
+          "agreement": "agreement", "disagreement": "disagreement"}  # fmt: skip
 
 
-def _benchmark_figures(
-    study: Study, b: str, fig_jt: pl.DataFrame, fig_cells: pl.DataFrame, fdir: Path
-) -> dict[str, Path]:
-    """Draw one benchmark's figures under ``fdir`` (radar, PF bars, PC against PF, win
-    rates, accuracy, RS, registered metrics); keys ``"kind:<benchmark>"``."""
-    from voirdire.analysis.report import figures as fig
+def _study_figures(
+    study: Study, choice: Choice, fdir: Path, formats: Sequence[str]
+) -> tuple[dict[str, Path], dict[str, dict[str, Any]]]:
+    """The study's figures (:func:`~voirdire.analysis.report.study_charts.study_charts`):
+    their static files under ``fdir`` (``formats``: ``png``, ``svg``) and their Vega-Lite
+    specifications for the page; keys ``"kind:scope"``."""
+    from voirdire.analysis.report.study_charts import study_charts
+    from voirdire.analysis.report.vega import spec_of, write_static
 
     figs: dict[str, Path] = {}
-    jt = fig_jt.filter(pl.col("benchmark") == b)
-    u = fig_cells.filter(pl.col("benchmark") == b)
-    pb = study.panel.filter(pl.col("benchmark") == b)
-    s = file_part(b)
-    if jt.height:
-        figs[f"radar:{b}"] = fig.pc_radar(
-            jt, fdir / f"pc_radar_{s}.png", f"{b}: position consistency by task"
-        )
-        figs[f"pf_bars:{b}"] = fig.pf_bars(
-            jt, fdir / f"pf_bars_{s}.png", f"{b}: preference fairness by task"
-        )
-    if u.height:
-        ci = pb.select(
-            "judge",
-            pl.lit(None, dtype=pl.String).alias("task"),
-            *[pl.col(c) for c in ("pc_lo", "pc_hi", "pf_lo", "pf_hi")],
-        )
-        ci_long = pl.concat(
-            [
-                ci.select(
-                    "judge",
-                    "task",
-                    pl.lit(m).alias("metric"),
-                    pl.col(f"{m}_lo").alias("lo"),
-                    pl.col(f"{m}_hi").alias("hi"),
-                )
-                for m in ("pc", "pf")
-            ]
-        )
-        figs[f"pc_pf:{b}"] = fig.pc_vs_pf(
-            u,
-            pb.select("judge", "pc", "pf"),
-            fdir / f"pc_vs_pf_{s}.png",
-            ci_long,
-            f"{b}: PC against PF",
-        )
-        figs[f"owr:{b}"] = fig.vs_win_rate(
-            u,
-            fdir / f"vs_win_rate_{s}.png",
-            f"{b}: PC and PF against the overall win rate",
-        )
-    if (
-        "accuracy" in pb.columns and pb.get_column("accuracy").is_not_null().any()
-    ):  # gold labels (docs/gold-labels.md)
-        figs[f"accuracy_pc:{b}"] = fig.accuracy_vs_pc(
-            pb, fdir / f"accuracy_vs_pc_{s}.png", f"{b}: accuracy against PC"
-        )
-    rs = pb.filter(pl.col("rs").is_not_null())
-    if rs.height:
-        ci_rs = rs.select(
-            "judge",
-            pl.lit(None, dtype=pl.String).alias("task"),
-            pl.lit("rs").alias("metric"),
-            pl.col("rs_lo").alias("lo"),
-            pl.col("rs_hi").alias("hi"),
-        )
-        figs[f"rs:{b}"] = fig.rs_bars(
-            rs,
-            fdir / f"rs_{s}.png",
-            ci_rs,
-            f"{b}: repetition stability",
-            rs_min=study.rs_min,
-        )
-    # registered metrics other than pc, pf, rs
-    for name, m in added_metrics().items():
-        if name in pb.columns and pb.get_column(name).is_not_null().any():
-            path = fdir / f"metric_{file_part(name)}_{s}.png"
-            figs[f"metric_{name}:{b}"] = fig.metric_bars(
-                pb, m, path, f"{b}: {m.label} per judge"
-            )
-    return figs
-
-
-def _agreement_figures(d: Any, fdir: Path) -> dict[str, Path]:
-    """Draw one directory's agreement heatmaps and disagreement histogram under ``fdir``
-    (none without an agreement table); keys ``"agreement:<dir>"``, ``"disagreement:<dir>"``."""
-    from voirdire.analysis.report import figures as fig
-
-    figs: dict[str, Path] = {}
-    if d.agreement is None:
-        return figs
-    for b in sorted(d.agreement.get_column("benchmark").unique().to_list()):
-        s = file_part(d.name)
-        figs[f"agreement:{d.name}"] = fig.agreement_heatmaps(
-            d.agreement.filter(pl.col("benchmark") == b),
-            fdir / f"agreement_{s}.png",
-            f"{d.name}: agreement between judges",
-        )
-        figs[f"disagreement:{d.name}"] = fig.disagreement_histogram(
-            d.disagreement.filter(pl.col("benchmark") == b),
-            fdir / f"disagreement_{s}.png",
-            f"{d.name}: disagreement per query",
-        )
-    return figs
+    specs: dict[str, dict[str, Any]] = {}
+    for key, chart in study_charts(study, choice).items():
+        kind, _, scope = key.partition(":")
+        stem = _STEMS.get(kind) or f"metric_{file_part(kind.removeprefix('metric_'))}"
+        specs[key] = spec = spec_of(chart)
+        static = write_static(spec, fdir / f"{stem}_{file_part(scope)}", formats)
+        if static:
+            figs[key] = next(iter(static.values()))
+    return figs, specs
 
 
 def write_bias(dirs: list[Any], mdir: Path, fdir: Path) -> dict[str, dict[str, Path]]:
@@ -378,7 +292,7 @@ def write_mitigation(
     """Write ``mitigation.csv`` (the table), ``mitigation.md`` (markdown),
     ``figures/mitigation_cost_agreement.png`` and ``bpde_annotation.csv`` (the pairs for
     people, with an empty ``winner`` column) under ``out``; returns their paths by name."""
-    from voirdire.analysis.report.figures import cost_agreement_figure
+    from voirdire.analysis.report.mitigation import cost_agreement_figure
 
     d = Path(out)
     (d / "figures").mkdir(parents=True, exist_ok=True)

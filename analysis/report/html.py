@@ -20,18 +20,22 @@ import polars as pl
 from markupsafe import Markup
 
 from voirdire.analysis.position.registry import added_metrics
+from voirdire.analysis.report.agreement import agreement_view
 from voirdire.analysis.report.bias import bias_view
-from voirdire.analysis.report.html_parts import (
+from voirdire.analysis.report.files import file_part
+from voirdire.analysis.report.judge_table import gate_words
+from voirdire.analysis.report.summary import summary_view
+from voirdire.analysis.report.views import (
     F3,
     PCT,
     SIGNED,
-    image_view,
+    chart_view,
     render_template,
     table_view,
 )
-from voirdire.analysis.report.markdown import gate_words
 
 if TYPE_CHECKING:
+    from voirdire.analysis.choice import Choice
     from voirdire.analysis.study import Study
 
 __all__ = ["render_html"]
@@ -101,18 +105,22 @@ def _failures(study: Study) -> dict[str, Any] | None:
     )
 
 
-def _benchmarks(study: Study, figs: dict[str, Path]) -> list[dict[str, Any]]:
+def _benchmarks(
+    study: Study, charts: dict[str, Any], n: list[int]
+) -> list[dict[str, Any]]:
+    from voirdire.analysis.report.study_charts import KIND_TITLES
+
     out = []
     for b in study.benchmarks:
-        kinds = [("radar", "PC radar"), ("pf_bars", "PF bars"), ("pc_pf", "PC vs PF"),
-                 ("accuracy_pc", "accuracy vs PC"), ("rs", "RS per judge")]  # fmt: skip
-        kinds += [
-            (f"metric_{n}", f"{m.label} per judge") for n, m in added_metrics().items()
+        kinds = [*KIND_TITLES, *(f"metric_{m}" for m in added_metrics())]
+        shown = [
+            chart_view(charts, f"{k}:{b}", n)
+            for k in kinds
+            if k not in ("agreement", "disagreement")
         ]
-        shown = [image_view(figs.get(f"{k}:{b}"), f"{b} {alt}") for k, alt in kinds]
         jt = study.judge_task.filter(pl.col("benchmark") == b).drop("benchmark")
         out.append({
-            "name": b, "figures": [i for i in shown if i], "owr": image_view(figs.get(f"owr:{b}"), f"{b} PC and PF vs overall win rate"),
+            "name": b, "figures": [f for f in shown if f],
             "judge_task": table_view(jt, _JT_FMT), "n_tasks": jt.height,
         })  # fmt: skip
     return out
@@ -138,24 +146,6 @@ def _regressions(study: Study) -> list[dict[str, Any]]:
         }  # fmt: skip
         for r in study.regressions
     ]
-
-
-def _agreement(study: Study, figs: dict[str, Path]) -> list[dict[str, Any]]:
-    out = []
-    for d in study.dirs:
-        if d.agreement is None:
-            continue
-        pairs = d.agreement.filter(pl.col("judge_a") < pl.col("judge_b"))
-        out.append({
-            "name": d.name,
-            "heatmaps": image_view(figs.get(f"agreement:{d.name}"), f"{d.name} agreement heatmaps"),
-            "histogram": image_view(figs.get(f"disagreement:{d.name}"), f"{d.name} disagreement histogram"),
-            "fleiss": table_view(d.fleiss, {"kappa": F3}),
-            "majority": table_view(d.majority, {"majority_share": PCT, "unanimous_share": PCT}),
-            "disagreement": table_view(d.disagreement, {"share": PCT, "cumulative_share": PCT}),
-            "pairs": table_view(pairs, {"agreement": F3, "agreement_no_tie": F3, "kappa": F3}), "n_pairs": pairs.height,
-        })  # fmt: skip
-    return out
 
 
 def _power(study: Study) -> dict[str, Any] | None:
@@ -186,6 +176,7 @@ def render_html(
     gold: bool = False,
     leaderboards: str | None = None,
     audit: list[dict[str, Any]] | None = None,
+    choice: Choice | None = None,
 ) -> str:
     """The report as one HTML string (``templates/report.html.j2``).
 
@@ -201,8 +192,12 @@ def render_html(
             (:func:`~voirdire.analysis.report.ranking.ranking_html`), or None (no section).
         audit: the "One order per pair, and calibration" section
             (:func:`~voirdire.analysis.report.audit_sections.audit_view`), or None.
+        choice: :func:`~voirdire.analysis.choice.choose_judges`' result: the summary the
+            page opens with (None: no summary).
     """
-    figs = written.get("figures", {})
+    from voirdire.analysis.report.vega import vega_bundle
+
+    charts, n = written.get("charts", {}), [0]
     panel = study.panel
     mit_cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip", *(["accuracy", "kappa"] if gold else []),
                 "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate"]  # fmt: skip
@@ -214,6 +209,8 @@ def render_html(
         settings=table_view(pl.DataFrame([d.settings for d in study.dirs])),
         failures=_failures(study),
         tokenizer=study.tokenizer,
+        summary=summary_view(choice),
+        margin=choice.margin if choice is not None else None,
         unreadable=list(
             panel.filter(~pl.col("readable"))
             .select("benchmark", "judge", "flag")
@@ -236,9 +233,14 @@ def render_html(
         replicates=study.dirs[0].ci.get_column("replicates").max()
         if study.dirs[0].ci.height
         else 0,
-        benchmarks=_benchmarks(study, figs),
+        benchmarks=_benchmarks(study, charts, n),
         regressions=_regressions(study),
-        agreement=_agreement(study, figs),
+        agreement=agreement_view(
+            study,
+            charts,
+            n,
+            {d.name: f"agreement_{file_part(d.name)}.csv" for d in study.dirs},
+        ),
         power=_power(study),
         gold=gold,
         mitigation=table_view(
@@ -250,4 +252,5 @@ def render_html(
         leaderboards=Markup(leaderboards) if leaderboards else None,
         audit=audit,
         files=[Path(p).name for _, p in sorted(written.get("tables", {}).items())],
+        vega=Markup(vega_bundle()) if n[0] else None,
     )

@@ -9,7 +9,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from voirdire.analysis.report.markdown import (
+from voirdire.analysis.report.judge_table import (
     added_metric_columns,
     fmt_value,
     gate_words,

@@ -238,9 +238,9 @@ def check_audit(
     """What an audit can refuse before Ray starts and before a log is read (``voirdire
     audit`` calls it first): the format, its settings ``log`` (``[benchmark.log]``, the
     format's options model: unknown keys, wrong types), the judge names given (``judge``
-    and the setting ``judge``: :func:`~voirdire.engine.outdir.check_judge_name`, which
+    and the setting ``judge``: :func:`~voirdire.engine.judge_names.check_judge_name`, which
     refuses the analysis's own names after trimming and names shaped like API keys), the
-    output directory (:func:`~voirdire.engine.outdir.claim_output_dir`: ours, no link
+    output directory (:func:`~voirdire.ownership.claim_output_dir`: ours, no link
     below it, not a link to nothing) and the cluster ``address``
     (:func:`~voirdire.engine.ray_start.check_address`: something accepts a connection
     there, within 5 s). Reads no log and writes nothing.
@@ -249,8 +249,9 @@ def check_audit(
         ConfigError: one line naming the format, setting, name, directory or address.
     """
     from voirdire.benchmarks.logs.reading import log_settings
-    from voirdire.engine.outdir import check_judge_name, claim_output_dir
+    from voirdire.engine.judge_names import check_judge_name
     from voirdire.engine.ray_start import check_address
+    from voirdire.ownership import claim_output_dir
 
     cls = _log_format(format)
     settings = log_settings(cls.Options, dict(log or {}), cls.name)

@@ -11,7 +11,6 @@ from typing import Any
 import polars as pl
 
 from voirdire.core import ConfigError
-from voirdire.engine.outdir import check_reserved, claim_report_dir, distinct_dirs
 
 __all__ = ["people"]
 
@@ -82,17 +81,13 @@ def people(
     from voirdire.analysis.mitigation.grading import load_grading
     from voirdire.analysis.people.study import check_settings, people_study
     from voirdire.analysis.report.people import write_people
-    from voirdire.analysis.stages import analyse_dirs
+    from voirdire.analysis.together import destination, read_together
 
     if not output_dirs:
         raise ConfigError("no output directory given")
     check_settings(level=level, alpha=alpha, delta=delta, share=share, rows=rows)
-    dest = claim_report_dir(
-        Path(out) if out is not None else Path(output_dirs[0]).parent / "people"
-    )
-    tables = analyse_dirs(distinct_dirs(output_dirs), ["judgments"])
-    judgments = pl.concat([t.judgments for t in tables], how="diagonal_relaxed")
-    check_reserved(judgments["judge"].unique().sort())
+    dest = destination(output_dirs, out, "people")
+    judgments = read_together(output_dirs, ["judgments"]).judgments
     grading = load_grading(
         labels if isinstance(labels, pl.DataFrame) else str(labels), judgments
     )

@@ -11,12 +11,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from voirdire.core import ConfigError
-from voirdire.engine.outdir import (
-    check_reserved,
-    claim_output_dir,
-    claim_report_dir,
-    distinct_dirs,
-)
+from voirdire.ownership import claim_output_dir
 
 if TYPE_CHECKING:
     from voirdire.analysis.outputs import Results
@@ -67,7 +62,7 @@ def analyze(output_dir: str | os.PathLike) -> Results:
     Raises:
         FileNotFoundError: not a voirdire output directory.
         ConfigError: a directory that is not ours or holds a symbolic link
-            (:func:`voirdire.engine.outdir.claim_output_dir`); nothing is written.
+            (:func:`voirdire.ownership.claim_output_dir`); nothing is written.
     """
     from voirdire.analysis.build import write_analysis
     from voirdire.analysis.outputs import compute_dir
@@ -88,33 +83,31 @@ def report(
     max_error: float | None = None,
     tokenizer: str | None = None,
     leaderboards: bool = False,
+    margin: float = 0.02,
+    figures: tuple[str, ...] = ("png",),
 ) -> Path:
     """Analyse finished directories together and write ``report.html`` (self-contained),
     ``report.md``, ``metrics/*.csv`` and ``figures/*.png`` under ``out``; returns the path of
     ``report.html``. With ``out`` given, nothing is written outside it (the input
     directories are only read). With ``leaderboards``, also the "Leaderboards" section
-    (``docs/ranking.md``). See :func:`voirdire.analysis.build.build_report`.
+    (``docs/ranking.md``). ``margin``: the summary names the cheapest judge within this much
+    accuracy (PC without gold labels) of the best; ``figures``: the static files of each
+    figure (``"png"``, ``"svg"``). See :func:`voirdire.analysis.build.build_report`.
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
         ConfigError: a directory given twice, an invalid judge-attributes table, or a directory to write that is not
-            ours (:mod:`voirdire.engine.outdir`; nothing is written).
+            ours (:mod:`voirdire.ownership`; nothing is written).
     """
     from voirdire.analysis.build import build_report
+    from voirdire.analysis.together import report_dirs
 
     if judge_attributes is not None and "judge" not in judge_attributes.columns:
         raise ConfigError("judge attributes need a 'judge' column")
-    output_dirs = list(distinct_dirs(output_dirs))
-    if out is None:  # each directory is rewritten too, the report goes beside several
-        for d in output_dirs:
-            claim_output_dir(d)
-    if out is not None or len(output_dirs) > 1:
-        claim_report_dir(
-            out if out is not None else Path(output_dirs[0]).parent / "report"
-        )
     return build_report(
-        [str(d) for d in output_dirs], out, judge_attributes=judge_attributes, replicates=replicates,
+        report_dirs(output_dirs, out), out, judge_attributes=judge_attributes, replicates=replicates,
         rs_min=rs_min, max_error=max_error, tokenizer=tokenizer, leaderboards=leaderboards,
+        margin=margin, figures=figures,
     )  # fmt: skip
 
 
@@ -151,31 +144,22 @@ def mitigate(
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
         ConfigError: a directory given twice; a judge named ``people`` or ``panel-N``;
-            a directory to write that is not ours (:mod:`voirdire.engine.outdir`),
+            a directory to write that is not ours (:mod:`voirdire.ownership`),
             an unknown strategy, a strategy's missing need (e.g. option_probs), a reference
             that matches no judge or pair, labels with unknown candidates.
     """
     from voirdire.analysis.mitigation.evaluation import run_mitigation
     from voirdire.analysis.report.files import write_mitigation
-    from voirdire.analysis.stages import analyse_dirs
+    from voirdire.analysis.together import destination, read_together
 
-    if not output_dirs:
-        raise ConfigError("no output directory given")
-    found = analyse_dirs(distinct_dirs(output_dirs), ["judgments"])  # inputs untouched
-    judgments = pl.concat([d.judgments for d in found], how="diagonal_relaxed")
-    check_reserved(judgments["judge"].unique().sort())
+    found = read_together(output_dirs, ["judgments"])  # inputs untouched
     table, annotation, _ = run_mitigation(
-        judgments,
-        reference=reference,
-        strategies=strategies,
-        replicates=replicates,
-        beta=beta,
-        labels=labels,
+        found.judgments, reference=reference, strategies=strategies, replicates=replicates,
+        beta=beta, labels=labels,
+    )  # fmt: skip
+    return write_mitigation(
+        table, annotation, destination(output_dirs, out, "mitigation")
     )
-    dest = claim_report_dir(
-        Path(out) if out is not None else Path(output_dirs[0]).parent / "mitigation"
-    )
-    return write_mitigation(table, annotation, dest)
 
 
 def rank(
@@ -226,49 +210,18 @@ def rank(
             (the analysis's own names); ``out`` holds something no voirdire report writes (or a link); no
             pairwise judgments, a board with one model, an anchor that is not a candidate, an unknown method or strategy.
     """
-    from voirdire.analysis.ranking.rank import dir_clusters, rank_judgments
-    from voirdire.analysis.report.ranking_files import write_ranking
-    from voirdire.analysis.stages import analyse_dirs
+    from voirdire.analysis.ranking.rank import rank_judgments
+    from voirdire.analysis.report.ranking import write_ranking
+    from voirdire.analysis.together import destination, read_together
 
-    if not output_dirs:
-        raise ConfigError("no output directory given")
-    dest = claim_report_dir(
-        Path(out) if out is not None else Path(output_dirs[0]).parent / "ranking"
-    )  # before any work
+    dest = destination(output_dirs, out, "ranking")  # before any work
     # the judgments and the bootstrap's clusters only: no metric, no kappa bootstrap
-    tables = analyse_dirs(distinct_dirs(output_dirs), ["job", "judgments", "clusters"])
-    judgments = pl.concat([t.judgments for t in tables], how="diagonal_relaxed")
-    benches = [_benchmark(t) for t in tables] if style else []
-    features = (
-        pl.concat([_answer_features(t, b) for t, b in zip(tables, benches)])
-        if style
-        else None
+    found = read_together(
+        output_dirs, ["job", "judgments", "clusters"], own_names=False
     )
-    weights = {
-        b.name: w
-        for b in benches
-        if (w := type(b).length_control_weights(getattr(b, "data_dir", None)))
-        is not None
-    }
     ranking = rank_judgments(
-        judgments, method=method, strategies=strategies, anchor=anchor, anchor_rating=anchor_rating,
-        prior=prior, replicates=replicates, seed=seed, features=features, clusters=dir_clusters(tables),
-        lc_weights=weights, lc_formula=lc_formula,
+        found.judgments, method=method, strategies=strategies, anchor=anchor, anchor_rating=anchor_rating,
+        prior=prior, replicates=replicates, seed=seed, features=found.features() if style else None,
+        clusters=found.clusters, lc_weights=found.length_control_weights() if style else {}, lc_formula=lc_formula,
     )  # fmt: skip
     return ranking, write_ranking(ranking, dest)
-
-
-def _benchmark(tables: Any) -> Any:
-    """A directory's job's benchmark, loaded again (registered benchmarks only: job.json is data)."""
-    from voirdire.analysis.results_dir import dir_benchmark
-
-    return dir_benchmark(tables.job)
-
-
-def _answer_features(tables: Any, bench: Any) -> pl.DataFrame:
-    """Style features of the answers a directory's judgments compare, read from its job's benchmark."""
-    from voirdire.analysis.mitigation.verdicts import normalise
-    from voirdire.analysis.ranking.order_views import comparisons
-    from voirdire.analysis.ranking.style import answer_features
-
-    return answer_features(bench, comparisons(normalise(tables.judgments)))

@@ -23,6 +23,7 @@ __all__ = [
     "fail",
     "INTERRUPTED",
     "print_tables",
+    "print_summary",
     "redacted",
     "show_warning",
 ]
@@ -94,9 +95,15 @@ def ends_on_sigterm(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def print_tables(tables: list[pl.DataFrame], effects: list[pl.DataFrame]) -> None:
+def print_tables(
+    tables: list[pl.DataFrame],
+    effects: list[pl.DataFrame],
+    costs: list[pl.DataFrame] | None = None,
+) -> None:
     """The per-judge tables of finished jobs, accuracy against gold labels where the
-    benchmark has them (the judge tables' gold columns), and the bias suite's effects."""
+    benchmark has them (the judge tables' gold columns), the bias suite's effects, then the
+    summary read first (:func:`print_summary`; ``costs``: :func:`~voirdire.analysis.choice.judge_costs`
+    tables)."""
     from voirdire.analysis.report.terminal import (
         print_bias_table,
         print_gold_table,
@@ -109,6 +116,18 @@ def print_tables(tables: list[pl.DataFrame], effects: list[pl.DataFrame]) -> Non
         print_gold_table(jm, console=console)
     if effects:
         print_bias_table(pl.concat(effects, how="diagonal_relaxed"), console=console)
+    if tables:
+        from voirdire.analysis.choice import choose_judges
+
+        cost = pl.concat(costs, how="diagonal_relaxed") if costs else None
+        print_summary(choose_judges(pl.concat(tables, how="diagonal_relaxed"), cost))
+
+
+def print_summary(choice) -> None:
+    """The judges to trust first, per benchmark (:func:`~voirdire.analysis.report.summary.print_choice`)."""
+    from voirdire.analysis.report.summary import print_choice
+
+    print_choice(choice, console=console)
 
 
 def show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -93,22 +93,27 @@ def run(
     print_tables(*_analyse(finished))
 
 
-def _analyse(finished: list) -> tuple[list[pl.DataFrame], list[pl.DataFrame]]:
+def _analyse(
+    finished: list,
+) -> tuple[list[pl.DataFrame], list[pl.DataFrame], list[pl.DataFrame]]:
     """Analyse the directories of the jobs ``run`` finished (``voirdire.api.analyze``), in
-    order; returns their per-judge tables and bias-effect tables for :func:`print_tables`.
-    A directory the analysis refuses (``ConfigError``) is one line, exit 2."""
+    order; returns their per-judge tables, bias-effect tables and cost tables for
+    :func:`print_tables`. A directory the analysis refuses (``ConfigError``) is one line,
+    exit 2."""
     from voirdire import api
+    from voirdire.analysis.choice import judge_costs
 
-    tables, effects = [], []
+    tables, effects, costs = [], [], []
     try:
         for outcome in finished:
             res = api.analyze(outcome.output_dir)
             tables.append(res.judge_metrics)
+            costs.append(judge_costs(res.judgments))
             if res.bias_effects is not None:
                 effects.append(res.bias_effects)
     except ConfigError as exc:
         fail(str(exc))
-    return tables, effects
+    return tables, effects, costs
 
 
 #: a setting's name in ``--option KEY=VALUE`` (dotted parts nest: ``columns.instance``)
@@ -308,4 +313,6 @@ def audit(
     console.print(
         f"audited {res.judgments.height:,} judgments → {terminal(res.output_dir)}"
     )
-    print_tables([res.judge_metrics], [])
+    from voirdire.analysis.choice import judge_costs
+
+    print_tables([res.judge_metrics], [], [judge_costs(res.judgments)])

@@ -9,7 +9,7 @@ from typing import Annotated
 import polars as pl
 import typer
 
-from voirdire.cli.common import app, console, fail, print_tables
+from voirdire.cli.common import app, console, fail, print_summary, print_tables
 from voirdire.core import ConfigError
 from voirdire.escape import terminal, visible
 
@@ -76,8 +76,20 @@ def report(
             help="Add the Leaderboards section (docs/ranking.md; 200 replicates at most)."
         ),
     ] = False,
+    margin: Annotated[
+        float,
+        typer.Option(
+            help="Name the cheapest judge within this much accuracy (PC without gold labels) of the best."
+        ),
+    ] = 0.02,
+    figures: Annotated[
+        str,
+        typer.Option(
+            help="Static files of each figure under figures/: png, svg, png,svg or none."
+        ),
+    ] = "png",
 ) -> None:
-    """Write report.html (figures embedded), report.md, metrics/*.csv and figures/*.png (no judge is called)."""
+    """Write report.html (interactive figures, one file), report.md, metrics/*.csv and figures/*.png (no judge is called)."""
     from voirdire import api
 
     attrs = None
@@ -87,13 +99,23 @@ def report(
         attrs = pl.read_csv(judge_attributes)
         if "judge" not in attrs.columns:
             fail(f"{judge_attributes}: needs a 'judge' column")
+    formats = tuple(f for f in figures.replace(" ", "").split(",") if f and f != "none")
+    if not set(formats) <= {"png", "svg"}:
+        fail(f"--figures {figures!r}: write png, svg, png,svg or none")
     try:
         path = api.report(
             dirs, out=out, judge_attributes=attrs, replicates=replicates, rs_min=rs_min, max_error=max_error,
-            tokenizer=tokenizer, leaderboards=leaderboards,
+            tokenizer=tokenizer, leaderboards=leaderboards, margin=margin, figures=formats,
         )  # fmt: skip
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         fail(str(exc))
+    from voirdire.analysis.choice import choice_from_table
+
+    choice = path.parent / "metrics" / "choice.csv"
+    if choice.is_file():
+        print_summary(
+            choice_from_table(pl.read_csv(choice, infer_schema_length=None), margin)
+        )
     console.print(f"wrote {terminal(path)}")
 
 

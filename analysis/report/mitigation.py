@@ -1,61 +1,68 @@
-"""The Markdown of several directories: a study's ``report.md`` and ``mitigation.md``
-(one directory's ``report.md`` and the tables both use: :mod:`voirdire.analysis.report.markdown`).
-Names from the directories pass :func:`voirdire.escape.markdown`."""
+"""What the mitigation shows: its table in Markdown (``mitigation.md``,
+:func:`mitigation_markdown`; names pass :func:`voirdire.escape.markdown`) and the
+strategies' cost (queries per final verdict) against their agreement with a reference
+(Cohen's kappa), a PNG drawn with matplotlib (:mod:`voirdire.analysis.report.plotting`).
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from voirdire.analysis.report.markdown import (
-    gate_words,
-    markdown_judge_table,
-    metrics_reading,
-)
-from voirdire.escape import markdown, markdown_code
+from voirdire.analysis.report.judge_table import gate_words
+from voirdire.analysis.report.plotting import _save, plt
+from voirdire.escape import markdown
+
+__all__ = ["accuracy_label", "mitigation_markdown", "cost_agreement_figure"]
 
 
-def study_markdown(study: Any, title: str) -> str:
-    """``report.md`` of a multi-directory study (:class:`voirdire.analysis.study.Study`):
-    the per-judge table with its sources and flags, and the drop1 tables."""
-    lines = [
-        f"# {markdown(title)}",
-        "",
-        "Directories: " + ", ".join(markdown_code(d.name) for d in study.dirs),
-        "",
-        "## Per judge",
-        "",
-    ]
-    lines += [markdown_judge_table(study.panel), ""]
-    if reading := metrics_reading(study.panel):
-        lines += [reading, ""]
-    bad = study.panel.filter(~pl.col("readable"))
-    if bad.height:
-        lines += [
-            "Too unstable for PC/PF to be read: "
-            + "; ".join(
-                f"{markdown(b)}/{markdown(j)} ({markdown(f)})"
-                for b, j, f in bad.select("benchmark", "judge", "flag").iter_rows()
-            ),
-            "",
-        ]
-    lines += ["## Factor regression (final step, R drop1)", ""]
-    for r in study.regressions:
-        lines += [
-            f"### {markdown(r.scope)}: {markdown(r.response.upper())} (n = {r.n})",
-            "",
-            "| term | Df | Sum of Sq | RSS | AIC |",
-            "|---|---:|---:|---:|---:|",
-        ]
-        for t, df_, ss, rss, aic in r.drop1.iter_rows():
-            lines.append(
-                f"| {'`<none>`' if t == '<none>' else markdown(t)} | {'' if df_ is None else df_} | {'' if ss is None else f'{ss:.4f}'} | {rss:.4f} | {aic:.2f} |"
+def cost_agreement_figure(
+    table: pl.DataFrame, path: str | os.PathLike, title: str = ""
+) -> Path:
+    """Cost (queries per final verdict, x) against Cohen's kappa with the reference (y,
+    95 % interval bars), one panel per benchmark, one colour per strategy (kappa against a
+    reference is an agreement figure: no gate line; the 0.6 gate is on the inter-pass
+    kappa). PNG at ``path``."""
+    benches = sorted(table.get_column("benchmark").unique().to_list())
+    strategies = sorted(table.get_column("strategy").unique().to_list())
+    cmap = plt.get_cmap("tab10")
+    color = {s: cmap(i % 10) for i, s in enumerate(strategies)}
+    fig, axes = plt.subplots(
+        1, max(1, len(benches)), figsize=(6 * max(1, len(benches)), 4.5), squeeze=False
+    )
+    for ax, b in zip(axes[0], benches):
+        part = table.filter(pl.col("benchmark") == b)
+        for s in strategies:
+            p = part.filter(pl.col("strategy") == s)
+            if not p.height:
+                continue
+            y, lo, hi = (
+                p.get_column(c).to_numpy().astype(float)
+                for c in ("kappa", "kappa_lo", "kappa_hi")
             )
-        lines.append("")
-    return "\n".join(lines)
+            # a small horizontal offset per strategy keeps strategies of equal cost apart
+            x = p.get_column("cost").to_numpy().astype(float) * (
+                1 + 0.04 * (strategies.index(s) - (len(strategies) - 1) / 2)
+            )
+            err = np.vstack([np.nan_to_num(y - lo), np.nan_to_num(hi - y)])
+            ax.errorbar(
+                x, y, yerr=err, fmt="o", color=color[s], label=s, alpha=0.8, capsize=2
+            )
+        ax.set_xscale("log")
+        costs = sorted({float(c) for c in part.get_column("cost").to_list() if c == c})
+        ax.set_xticks(costs, [f"{c:g}" for c in costs])
+        ax.minorticks_off()
+        ax.set_xlabel("queries per final verdict")
+        ax.set_ylabel("Cohen's kappa with the reference")
+        ax.set_title(b)
+        ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    return _save(fig, path)
 
 
 def accuracy_label(sources: Sequence[str]) -> str:

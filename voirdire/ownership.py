@@ -1,4 +1,7 @@
-"""Output directories that are ours, and names and paths that are safe to write.
+"""Which output directories are ours: the ownership rules of the directories
+:mod:`voirdire.layout` declares, applied before anything is written, by a run
+(:func:`claim_output_dir`), by ``analyze``, ``report``, ``mitigate`` and ``rank``
+(:func:`claim_report_dir`, :func:`distinct_dirs`).
 
 voirdire writes only into a directory it can tell is its own, and never through a symbolic
 link inside it (``docs/security.md``):
@@ -11,32 +14,26 @@ link inside it (``docs/security.md``):
   ``judges`` and ``verdict_patterns`` objects, ``units_per_judge`` an integer);
 - a **report or mitigation directory** (``voirdire report --out``, ``voirdire mitigate
   --out``) is ours under the same rule, or when everything in it is something a report or
-  a mitigation writes (:data:`REPORT_FILES`, ``metrics/*.csv``, ``figures/*.png``);
+  a mitigation writes (:data:`REPORT_FILES`, ``metrics/*.csv``, ``figures/*.png`` and ``*.svg``);
 - in either, no entry below the directory may be a symbolic link (a link is refused, with
   its path, before anything is written; the directory itself may be a link the user made,
   to a directory: a link to nothing, itself or on the path to it, is refused, never
   followed to create its target).
 
 Every refusal is a :class:`~voirdire.exceptions.ConfigError` of one line naming the path.
-Judge names become folder names (``raw/<slug(name)>/``): :func:`check_judge_name` refuses
-names without a letter or digit (whose folder would be ``.``, ``..``, ``_``: empty), names
-over :data:`MAX_NAME` characters, names holding NUL, names shaped like an API key (a key
-pasted as a name would reach folder names, ``job.json``, the tables and the terminal) and
-the analysis's own names; names are compared as shown (:func:`name_key`: trimmed, invisible
-characters dropped), so ``"people "`` is ``people``. :func:`check_path_text` refuses output
-paths holding NUL or longer than the system allows.
+:func:`check_path_text` refuses output paths holding NUL or longer than the system allows.
+The names written inside (judges' folders) are :mod:`voirdire.engine.judge_names`'.
+This module imports no engine and no Ray.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
 from voirdire.core import ConfigError
-from voirdire.layout import (  # the layout is declared in core: the analysis reads it too
+from voirdire.layout import (
     FIGURES_DIR,
     JOB_FILE,
     METRICS_DIR,
@@ -44,91 +41,9 @@ from voirdire.layout import (  # the layout is declared in core: the analysis re
     read_job_record,
 )
 
-_REPORT_DIRS = {METRICS_DIR: ".csv", FIGURES_DIR: ".png"}
-#: judge names the analysis gives its own rows: the people's leaderboard (``voirdire rank``)
-#: and the jury panels (``panel-N``, ``voirdire mitigate``); a judge may not take one
-RESERVED_NAMES = re.compile(r"people|panel-[0-9]+")
-#: the longest judge name (characters)
-MAX_NAME = 200
+_REPORT_DIRS = {METRICS_DIR: (".csv",), FIGURES_DIR: (".png", ".svg")}
 #: the longest output path (bytes, UTF-8) and path component (Linux's PATH_MAX and NAME_MAX)
 MAX_PATH, MAX_COMPONENT = 4096, 255
-
-
-def check_judge_name(name: str) -> str:
-    """``name`` when it is a safe judge (or rewriter) name; its folder is ``slug(name)``.
-    Checked on the resolved judges, after entries standing for several (``name = "*"`` of
-    a replay judge) were expanded.
-
-    Raises:
-        ConfigError: empty, over :data:`MAX_NAME` characters, holding NUL, without a
-            letter or digit (its folder would be ``.``, ``..``, ``_``), shaped like an API
-            key (:func:`check_not_key`), or one of the analysis's own names
-            (:data:`RESERVED_NAMES`: ``people``, ``panel-N``, compared by :func:`name_key`).
-    """
-    if "\x00" in name:
-        raise ConfigError(
-            f"judge name {name.replace(chr(0), '<NUL>')[:60]!r} holds a NUL byte"
-        )
-    if len(name) > MAX_NAME:
-        raise ConfigError(
-            f"judge name {name[:40]!r}... has {len(name)} characters; at most {MAX_NAME} are allowed"
-        )
-    if not re.search(
-        "[A-Za-z0-9]", name
-    ):  # its folder, slug(name), would be ".", "..", "_" or such
-        raise ConfigError(
-            f"judge name {name!r} has no letter or digit: it names no folder of its own"
-        )
-    check_not_key(name)
-    check_reserved([name])
-    return name
-
-
-def name_key(name: str) -> str:
-    """A name as it is compared: as shown, so Unicode compatibility forms folded (NFKC),
-    invisible format characters (zero-width spaces, direction marks) and control
-    characters dropped, and whitespace trimmed: ``"people "`` and ``"people\u200b"`` are
-    ``"people"``."""
-    text = unicodedata.normalize("NFKC", name)
-    return "".join(
-        c for c in text if unicodedata.category(c) not in ("Cf", "Cc")
-    ).strip()
-
-
-def check_not_key(name: str) -> None:
-    """Refuse a name shaped like an API key: ``sk-...`` (OpenAI, ``sk-ant-...`` Anthropic),
-    ``AIza...`` (Google), a masked echo (``abc1****wxyz``) or holding the value of a
-    secret environment variable (:func:`voirdire.engine.secrets.redact_message`'s rule). A
-    key pasted as a judge's name (``--option judge=sk-...``) would land in the folder name,
-    ``job.json``, the tables and the terminal.
-
-    Raises:
-        ConfigError: one line, the name shown redacted.
-    """
-    from voirdire.engine.secrets import redact_message
-
-    shown = redact_message(name)
-    if shown != name:
-        raise ConfigError(
-            f"judge name {shown[:60]!r} looks like an API key (sk-..., AIza..., or the value of "
-            "a secret environment variable); a key is never a name: name the judge by its model"
-        )
-
-
-def check_reserved(judges: Iterable[str]) -> None:
-    """Refuse judge names the analysis uses for its own rows (:data:`RESERVED_NAMES`),
-    compared as shown (:func:`name_key`): a judge named ``people`` (or ``"people "``) would
-    be read as, or shown as, the people's leaderboard, ``panel-2`` as a jury.
-
-    Raises:
-        ConfigError: one line naming the first such judge.
-    """
-    for name in judges:
-        if isinstance(name, str) and RESERVED_NAMES.fullmatch(name_key(name)):
-            raise ConfigError(
-                f"judge name {name!r} is voirdire's own (the people's leaderboard is 'people', "
-                "a jury panel 'panel-N'); rename the judge"
-            )
 
 
 def distinct_dirs(dirs: Iterable[str | os.PathLike]) -> list[Path]:
@@ -272,7 +187,7 @@ def claim_report_dir(out_dir: str | os.PathLike) -> Path:
                 entry.name in REPORT_FILES and entry.is_file()
                 if ext is None
                 else entry.is_dir()
-                and all(f.suffix == ext and f.is_file() for f in entry.iterdir())
+                and all(f.suffix in ext and f.is_file() for f in entry.iterdir())
             )
             if not ok and not entry.is_symlink():
                 raise ConfigError(

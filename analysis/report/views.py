@@ -1,5 +1,7 @@
-"""The HTML report's building blocks: tables and images as the Jinja2 templates take them
-(``templates/``), and the template renderer. The templates escape every value."""
+"""The views the report's templates take (``templates/``): a table, an embedded image and an
+interactive figure as the page shows them, the number formats, and the template renderer.
+Every section of the page (:mod:`voirdire.analysis.report.html` assembles them) builds its
+view from these; the templates escape every value."""
 
 from __future__ import annotations
 
@@ -12,7 +14,15 @@ from typing import Any
 import jinja2
 import polars as pl
 
-__all__ = ["F3", "SIGNED", "PCT", "render_template", "table_view", "image_view"]
+__all__ = [
+    "F3",
+    "SIGNED",
+    "PCT",
+    "render_template",
+    "table_view",
+    "image_view",
+    "chart_view",
+]
 
 #: number formats of the report's tables
 F3 = "{:.3f}"
@@ -37,7 +47,7 @@ def render_template(name: str, **context: Any) -> str:
 
 def _cell(v: Any, fmt: str | None) -> dict[str, Any]:
     """One cell: ``text``, sort value ``v`` (None: sort by the text), ``num`` (right-aligned)."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if _empty(v):
         return {"text": "", "v": "", "num": False}
     if isinstance(v, bool):
         return {"text": "yes" if v else "no", "v": None, "num": False}
@@ -52,6 +62,10 @@ def _cell(v: Any, fmt: str | None) -> dict[str, Any]:
     return {"text": str(v), "v": None, "num": False}
 
 
+def _empty(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
 def table_view(
     df: pl.DataFrame,
     formats: dict[str, str] | None = None,
@@ -59,20 +73,35 @@ def table_view(
     rename: dict[str, str] | None = None,
     flag_col: str | None = None,
     sortable: bool = True,
+    keep_empty: bool = False,
 ) -> dict[str, Any]:
     """A DataFrame as the template's table: ``head`` (column names, ``rename``d), ``rows``
-    (``flag``: the row's ``flag_col`` is truthy; ``cells``: text, sort value, numeric) and
-    ``sortable``. ``formats``: column -> ``str.format`` spec for numbers."""
+    (``flag``: the row's ``flag_col`` is truthy; ``judge``: the row's judge where the table
+    has a ``judge`` column, for the page's search; ``cells``: text, sort value, numeric,
+    ``name``: a judge's name, wrapped) and ``sortable``. ``formats``: column ->
+    ``str.format`` spec for numbers. A column with no value in any row is left out unless
+    ``keep_empty``."""
     formats, rename = formats or {}, rename or {}
+    cols = [
+        c
+        for c in df.columns
+        if keep_empty
+        or not all(_empty(v) or v == "" for v in df.get_column(c).to_list())
+    ]
+    if df.height == 0:
+        cols = list(df.columns)
     rows = [
         {
             "flag": bool(flag_col and r.get(flag_col)),
-            "cells": [_cell(r[c], formats.get(c)) for c in df.columns],
+            "judge": r.get("judge") if "judge" in df.columns else None,
+            "cells": [
+                _cell(r[c], formats.get(c)) | {"name": c == "judge"} for c in cols
+            ],
         }
         for r in df.iter_rows(named=True)
     ]
     return {
-        "head": [rename.get(c, c) for c in df.columns],
+        "head": [rename.get(c, c) for c in cols],
         "rows": rows,
         "sortable": sortable,
     }
@@ -87,3 +116,13 @@ def image_view(path: Path | None, alt: str) -> dict[str, str] | None:
         "src": "data:image/png;base64,"
         + base64.b64encode(Path(path).read_bytes()).decode("ascii"),
     }
+
+
+def chart_view(charts: dict[str, Any], key: str, n: list[int]) -> dict[str, Any] | None:
+    """One interactive figure as the template's ``chart`` macro takes it: its Vega-Lite
+    specification (``charts[key]``), its key and a page-unique id (``n``: the page's
+    counter, advanced); None when ``charts`` has no such figure."""
+    if key not in charts:
+        return None
+    n[0] += 1
+    return {"id": f"fig{n[0]}", "spec": charts[key], "key": key}

@@ -1,0 +1,148 @@
+"""The agreement section of the report: agreement between judges as heatmaps, judge ×
+judge, and the disagreement histogram (Vega-Altair; :mod:`voirdire.analysis.report.vega`),
+after Shi et al., and the section's view for the page (:func:`agreement_view`).
+
+Up to :data:`~voirdire.analysis.report.vega.MAX_LEGEND` judges, three matrices with their
+values written in: agreement with ties, without ties, Cohen's kappa. Beyond that one matrix
+of Cohen's kappa, each pair once (the lower triangle, judges in the summary's order), its
+three figures on hover, the searched judges' rows and columns outlined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import altair as alt
+import polars as pl
+
+from voirdire.analysis.report.vega import MAX_LEGEND, WIDTH, in_order, search_param
+from voirdire.analysis.report.views import F3, PCT, chart_view, table_view
+
+if TYPE_CHECKING:
+    from voirdire.analysis.study import Study
+
+__all__ = ["PAIRS_SHOWN", "agreement_heatmap", "disagreement_chart", "agreement_view"]
+
+#: the most judge pairs the page lists (more: the CSV, and the heatmap's hover)
+PAIRS_SHOWN = 500
+
+_PANELS = (("agreement", "agreement (ties count)"), ("agreement_no_tie", "agreement without ties"), ("kappa", "Cohen's kappa"))  # fmt: skip
+_HIT2 = "search != '' && (indexof(lower(datum.judge_a), lower(search)) >= 0 || indexof(lower(datum.judge_b), lower(search)) >= 0)"  # fmt: skip
+
+
+def agreement_heatmap(
+    matrix: pl.DataFrame, order: Sequence[str], title: str
+) -> alt.TopLevelMixin:
+    """The agreement heatmaps of one benchmark. ``matrix``: judge_a, judge_b, agreement,
+    agreement_no_tie, kappa (both orders of each pair); ``order``: the judges' order."""
+    judges = in_order(order, matrix.get_column("judge_a"))
+    judges += sorted(set(matrix.get_column("judge_a").to_list()) - set(judges))
+    n = len(judges)
+    pos = {j: i for i, j in enumerate(judges)}
+    m = matrix.select(
+        "judge_a", "judge_b", *(pl.col(c).round(3) for c, _ in _PANELS)
+    ).filter(pl.col("judge_a") != pl.col("judge_b"))
+    tip = [
+        "judge_a:N",
+        "judge_b:N",
+        *(alt.Tooltip(f"{c}:Q", format=".3f", title=t) for c, t in _PANELS),
+    ]
+    if n <= MAX_LEGEND:
+        side = min((WIDTH - 200) // 3, max(160, 30 * n))
+        charts = []
+        for i, (c, label) in enumerate(_PANELS):
+            enc = {
+                "x": alt.X("judge_b:N", sort=judges, title=None, axis=alt.Axis(labelAngle=-60, labelLimit=120)),
+                "y": alt.Y("judge_a:N", sort=judges, title=None, axis=alt.Axis(labelLimit=200) if i == 0 else None),
+            }  # fmt: skip
+            scale = alt.Scale(domain=[-0.2 if c == "kappa" else 0, 1], scheme="viridis")
+            base = alt.Chart(m).encode(**enc)
+            rect = base.mark_rect().encode(color=alt.Color(f"{c}:Q", scale=scale, title=None, legend=alt.Legend(orient="bottom", gradientLength=side - 20)), tooltip=tip)  # fmt: skip
+            text = base.mark_text(fontSize=9).encode(
+                text=alt.Text(f"{c}:Q", format=".2f"),
+                color=alt.condition(
+                    f"datum.{c} < 0.6", alt.value("white"), alt.value("black")
+                ),
+            )
+            charts.append(
+                alt.layer(rect, text).properties(width=side, height=side, title=label)
+            )
+        return alt.hconcat(*charts).resolve_scale(color="independent").add_params(search_param()).properties(title=title)  # fmt: skip
+    # each pair once, judges as their index (names joined back in the page: a smaller page)
+    idx = m.with_columns(
+        a=pl.col("judge_a").replace_strict(pos, return_dtype=pl.Int64),
+        b=pl.col("judge_b").replace_strict(pos, return_dtype=pl.Int64),
+    ).filter(pl.col("a") > pl.col("b"))
+    lower = idx.select("a", "b", *(pl.col(c).round(2) for c, _ in _PANELS))
+    names = pl.DataFrame({"i": list(range(n)), "judge": judges})
+    side = min(WIDTH - 300, max(360, 11 * n))
+    return (
+        alt.Chart(lower)
+        .transform_lookup(lookup="a", from_=alt.LookupData(names, "i", ["judge"]), as_=["judge_a"])
+        .transform_lookup(lookup="b", from_=alt.LookupData(names, "i", ["judge"]), as_=["judge_b"])
+        .mark_rect()
+        .encode(
+            x=alt.X("judge_b:N", sort=judges, title=None, axis=alt.Axis(labels=n <= 80, labelAngle=-60, labelFontSize=9, labelLimit=180)),
+            y=alt.Y("judge_a:N", sort=judges, title=None, axis=alt.Axis(labels=n <= 80, labelFontSize=9, labelLimit=220)),
+            color=alt.Color("kappa:Q", scale=alt.Scale(domain=[-0.2, 1], scheme="viridis"), title="Cohen's κ"),
+            stroke=alt.condition(_HIT2, alt.value("red"), alt.value(None)),
+            strokeWidth=alt.condition(_HIT2, alt.value(1), alt.value(0)),
+            tooltip=tip,
+        )
+        .add_params(search_param())
+        .properties(width=side, height=side, title=title + " (Cohen's kappa; hover for the agreement)")
+    )  # fmt: skip
+
+
+def disagreement_chart(hist: pl.DataFrame, title: str) -> alt.LayerChart:
+    """Bars: the share of queries per disagreement level (judges differing from the most
+    frequent choice); line (right axis): the cumulative share. ``hist``: disagreement,
+    queries, share, cumulative_share (one benchmark)."""
+    h = hist.sort("disagreement").select(
+        "disagreement", "queries", "share", "cumulative_share"
+    )
+    x = alt.X("disagreement:O", title="disagreement (judges differing from the most frequent choice)",
+              axis=alt.Axis(labelAngle=0, labelOverlap=True))  # fmt: skip
+    tip = ["disagreement:O", alt.Tooltip("queries:Q", format=","), alt.Tooltip("share:Q", format=".1%"),
+           alt.Tooltip("cumulative_share:Q", format=".1%", title="cumulative")]  # fmt: skip
+    base = alt.Chart(h).encode(x=x, tooltip=tip)
+    bars = base.mark_bar(color="#4c72b0").encode(
+        y=alt.Y("share:Q", title="share of queries", axis=alt.Axis(format="%"))
+    )
+    line = base.mark_line(color="#dd8452", point=True).encode(
+        y=alt.Y("cumulative_share:Q", title="cumulative share", scale=alt.Scale(domain=[0, 1]),
+                axis=alt.Axis(format="%", titleColor="#dd8452"))
+    )  # fmt: skip
+    return (
+        alt.layer(bars, line)
+        .resolve_scale(y="independent")
+        .add_params(search_param())
+        .properties(width=min(WIDTH // 2, 460), height=260, title=title)
+    )
+
+
+def agreement_view(
+    study: Study, charts: dict[str, Any], n: list[int], csv: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The page's agreement section, one entry per directory with two judges or more: the
+    heatmaps and the histogram (``charts``' ``agreement:<dir>``, ``disagreement:<dir>``),
+    Fleiss' kappa, the majority vote, the histogram's table and the judge pairs (listed up
+    to :data:`PAIRS_SHOWN`, else named by their file: ``csv``, directory name -> file
+    name under ``metrics/``)."""
+    out = []
+    for d in study.dirs:
+        if d.agreement is None:
+            continue
+        pairs = d.agreement.filter(pl.col("judge_a") < pl.col("judge_b"))
+        out.append({
+            "name": d.name,
+            "heatmaps": chart_view(charts, f"agreement:{d.name}", n),
+            "histogram": chart_view(charts, f"disagreement:{d.name}", n),
+            "fleiss": table_view(d.fleiss, {"kappa": F3}),
+            "majority": table_view(d.majority, {"majority_share": PCT, "unanimous_share": PCT}),
+            "disagreement": table_view(d.disagreement, {"share": PCT, "cumulative_share": PCT}),
+            "pairs": table_view(pairs, {"agreement": F3, "agreement_no_tie": F3, "kappa": F3}) if pairs.height <= PAIRS_SHOWN else None,
+            "n_pairs": pairs.height, "csv": csv.get(d.name, ""),
+        })  # fmt: skip
+    return out

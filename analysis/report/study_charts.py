@@ -1,0 +1,187 @@
+"""The figures of a study, by benchmark and directory, as Vega-Altair charts (nothing is
+written here: :mod:`voirdire.analysis.report.files` writes their static forms, the page
+embeds their specifications).
+
+Which figure, by the number of judges on it (:data:`~voirdire.analysis.report.vega.MAX_LEGEND`):
+
+=========================  ===============================  ==============================
+what                       up to 12 judges                  more judges
+=========================  ===============================  ==============================
+PC, PF (accuracy) by task  radar of PC, grouped bars of PF  heatmaps judge × task
+PC against PF              colours and legend, cells faint  one colour, hover and search
+accuracy against PC        colours and legend               one colour, hover and search
+PC, PF vs win rate         the top few judges (picked)      the top few judges (picked)
+RS, registered metrics     a bar per judge                  a bar per judge (rows)
+families                   small multiples by model         small multiples by model
+agreement                  three matrices, values written   Cohen's kappa, lower triangle
+disagreement               a histogram per directory        a histogram per directory
+=========================  ===============================  ==============================
+
+Keys are ``"<kind>:<benchmark>"`` (``"agreement:<directory>"``), each kind's title in
+:data:`KIND_TITLES`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import altair as alt
+import polars as pl
+
+from voirdire.analysis.families import judge_families
+from voirdire.analysis.position.registry import added_metrics
+from voirdire.analysis.report.agreement import agreement_heatmap, disagreement_chart
+from voirdire.analysis.report.curve_charts import DEFAULT_PICKED, win_rate_curves
+from voirdire.analysis.report.judge_charts import (
+    family_multiples,
+    judge_bars,
+    judge_scatter,
+)
+from voirdire.analysis.report.task_charts import by_task_charts
+from voirdire.analysis.report.vega import in_order
+
+if TYPE_CHECKING:
+    from voirdire.analysis.choice import Choice
+    from voirdire.analysis.study import Study
+
+__all__ = ["KIND_TITLES", "study_charts", "task_accuracy"]
+
+#: each figure kind's title in the page (the benchmark's name goes before it)
+KIND_TITLES = {
+    "radar": "PC by task", "pf_bars": "PF by task", "task_heatmaps": "PC, PF and accuracy by judge and task",
+    "pc_pf": "PC against PF", "accuracy_pc": "accuracy against PC", "families": "judge families",
+    "owr": "PC and PF against the win rate", "rs": "RS per judge", "agreement": "agreement between judges",
+    "disagreement": "disagreement per query",
+}  # fmt: skip
+
+_PF = "PF (−1 primacy … +1 recency)"
+
+
+def task_accuracy(study: Study) -> pl.DataFrame:
+    """Accuracy against the gold labels per (benchmark, judge, task) from each judge's PC/PF
+    source directory (the panel's ``source``): ``benchmark``, ``judge``, ``task``,
+    ``accuracy``; empty without gold labels."""
+    from voirdire.analysis.biases.effects import control_rows
+    from voirdire.analysis.position.gold import gold_accuracy, has_gold
+
+    src = (
+        study.panel.select("benchmark", "judge", "source")
+        if "source" in study.panel.columns
+        else None
+    )
+    out = []
+    for d in study.dirs:
+        j = control_rows(d.judgments)
+        if not j.height or not has_gold(j):
+            continue
+        if src is not None:
+            j = j.join(
+                src.filter(pl.col("source") == d.name).drop("source"),
+                on=["benchmark", "judge"],
+                how="semi",
+            )
+        acc = gold_accuracy(j, keys=["benchmark", "judge", "task"])
+        if acc.height:
+            out.append(acc.select("benchmark", "judge", "task", "accuracy"))
+    schema = {
+        "benchmark": pl.String,
+        "judge": pl.String,
+        "task": pl.String,
+        "accuracy": pl.Float64,
+    }
+    return (
+        pl.concat(out, how="diagonal_relaxed") if out else pl.DataFrame(schema=schema)
+    )
+
+
+def _benchmark(
+    study: Study, b: str, jt: pl.DataFrame, cells: pl.DataFrame, order: list[str],
+    judges: list[str], families: pl.DataFrame,
+) -> dict[str, Any]:  # fmt: skip
+    charts: dict[str, Any] = {}
+    pb = study.panel.filter(pl.col("benchmark") == b)
+    mine = in_order(order, pb.get_column("judge"))
+    if jt.height:
+        charts |= {
+            f"{k}:{b}": c for k, c in by_task_charts(jt, judges, mine, b).items()
+        }
+    u = cells.filter(pl.col("benchmark") == b)
+    if u.height:
+        charts[f"pc_pf:{b}"] = judge_scatter(
+            pb, "pf", "pc", judges, f"{b}: PC against PF", x_title=_PF, y_title="PC",
+            x_domain=(-1, 1), cells=u.filter(pl.col("n") > 0).select("judge", "pf", "pc"),
+        )  # fmt: skip
+    if "accuracy" in pb.columns and pb.get_column("accuracy").is_not_null().any():
+        charts[f"accuracy_pc:{b}"] = judge_scatter(
+            pb, "pc", "accuracy", judges, f"{b}: accuracy against PC", x_title="PC (position consistency)",
+            y_title="accuracy against gold labels", x_domain=(0, 1.02), extra=("both_correct",),
+        )  # fmt: skip
+    fam = family_multiples(
+        pb, families, f"{b}: judges by family (model), PC against PF"
+    )
+    if fam is not None:
+        charts[f"families:{b}"] = fam
+    if u.height:
+        picked = mine[:DEFAULT_PICKED]
+        charts[f"owr:{b}"] = win_rate_curves(u, picked, f"{b}: PC and PF against the candidate's overall win rate (picked judges)", judges)  # fmt: skip
+    if pb.get_column("rs").is_not_null().any():
+        charts[f"rs:{b}"] = judge_bars(
+            pb,
+            "rs",
+            mine,
+            judges,
+            f"{b}: repetition stability",
+            axis_title="RS",
+            threshold=study.rs_min,
+        )
+    for name, m in added_metrics().items():
+        if name in pb.columns and pb.get_column(name).is_not_null().any():
+            charts[f"metric_{name}:{b}"] = judge_bars(
+                pb, name, mine, judges, f"{b}: {m.label} per judge",
+                axis_title=f"{m.label} ({m.direction_text})", zero=m.direction == "zero",
+            )  # fmt: skip
+    return charts
+
+
+def study_charts(study: Study, choice: Choice) -> dict[str, alt.TopLevelMixin]:
+    """Every figure of the study's position-bias sections, by key (module docstring);
+    judges ordered as ``choice`` ranks them (:func:`voirdire.analysis.choice.choose_judges`)."""
+    judges = sorted(study.panel.get_column("judge").unique().to_list())
+    order = choice.table.get_column("judge").unique(maintain_order=True).to_list()
+    families = judge_families(judges, [d.job for d in study.dirs])
+    cells = study.reg_cells if study.reg_cells is not None else study.cells
+    jt = (
+        study.figure_judge_task
+        if study.figure_judge_task is not None
+        else study.judge_task
+    )
+    acc = task_accuracy(study)
+    if acc.height:
+        jt = jt.join(acc, on=["benchmark", "judge", "task"], how="left")
+    if "n" not in jt.columns and "n_cells" in jt.columns:
+        jt = jt.with_columns(n=pl.col("n_cells"))
+    charts: dict[str, Any] = {}
+    for b in study.benchmarks:
+        charts |= _benchmark(
+            study,
+            b,
+            jt.filter(pl.col("benchmark") == b),
+            cells,
+            order,
+            judges,
+            families,
+        )
+    for d in study.dirs:
+        if d.agreement is None:
+            continue
+        for b in sorted(d.agreement.get_column("benchmark").unique().to_list()):
+            charts[f"agreement:{d.name}"] = agreement_heatmap(
+                d.agreement.filter(pl.col("benchmark") == b),
+                order,
+                f"{d.name}: agreement between judges",
+            )
+            charts[f"disagreement:{d.name}"] = disagreement_chart(
+                d.disagreement.filter(pl.col("benchmark") == b),
+                f"{d.name}: disagreement per query",
+            )
+    return charts

@@ -1,0 +1,144 @@
+"""The machinery of the report's interactive figures: Vega-Lite specifications built with
+Vega-Altair, embedded in the page with the Vega libraries inline, and written as static PNG
+and SVG for papers by vl-convert (no browser, no network).
+
+Why Vega-Altair (``docs/analysis.md``, "Figures"): polars frames go in as they are
+(narwhals); the page carries one copy of Vega, Vega-Lite and Vega-Embed (about 0.9 MB,
+:func:`vega_bundle`, shipped inside ``vl-convert-python``) and each figure as a JSON
+specification, so it opens offline from one file; vl-convert renders the same
+specification to PNG and SVG without a browser. Hover shows a point's judge (tooltips), and
+every figure declares the page's :data:`SEARCH` parameter: the page's search box sets it and
+the judges whose names contain it are drawn highlighted (:data:`HIT`).
+
+A figure shows a legend of judges only up to :data:`MAX_LEGEND` of them; beyond that each
+figure function switches to a form that needs none (heatmaps, hover and search).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+
+from voirdire.escape import visible
+
+__all__ = [
+    "MAX_LEGEND",
+    "WIDTH",
+    "SEARCH",
+    "HIT",
+    "vega_bundle",
+    "search_param",
+    "judge_color",
+    "row_height",
+    "in_order",
+    "write_static",
+    "spec_of",
+]
+
+#: the most judges a figure names in a legend (beyond: heatmaps, hover, search)
+MAX_LEGEND = 12
+#: the widest a figure is drawn (CSS pixels): the page's column at a 1400 px viewport
+WIDTH = 1080
+#: the page's search parameter (a judge's name, or part of one; "" highlights nothing)
+SEARCH = "search"
+#: a Vega expression: the datum's judge matches the search (case-insensitive substring)
+HIT = f"{SEARCH} != '' && indexof(lower(datum.judge), lower({SEARCH})) >= 0"
+#: the same, true for every judge when nothing is searched
+SHOWN = f"{SEARCH} == '' || indexof(lower(datum.judge), lower({SEARCH})) >= 0"
+
+
+@cache
+def vega_bundle() -> str:
+    """Vega, Vega-Lite and Vega-Embed as one script (``vl_convert.javascript_bundle``:
+    defines ``window.vegaEmbed``), inlined once in the page."""
+    import vl_convert
+
+    return vl_convert.javascript_bundle()
+
+
+def search_param() -> alt.Parameter:
+    """The :data:`SEARCH` parameter every figure declares (set by the page's search box)."""
+    return alt.param(name=SEARCH, value="")
+
+
+def judge_color(judges: Sequence[str], *, legend: bool = True) -> alt.Color:
+    """A colour per judge, the same in every figure of a report (``judges``: all of them,
+    in their fixed order): Tableau 10 up to 10 judges, else Tableau 20 (repeating past 20,
+    where no legend is drawn). The legend only up to :data:`MAX_LEGEND` judges."""
+    names = list(dict.fromkeys(judges))
+    scheme = "tableau10" if len(names) <= 10 else "tableau20"
+    show = legend and len(names) <= MAX_LEGEND
+    return alt.Color(
+        "judge:N",
+        scale=alt.Scale(domain=names, scheme=scheme),
+        legend=alt.Legend(title="judge", labelLimit=260, orient="right")
+        if show
+        else None,
+    )
+
+
+def in_order(order: Sequence[str], names: Iterable[str]) -> list[str]:
+    """The judges of ``names`` in the order of ``order`` (the summary's ranking)."""
+    present = set(names)
+    return [j for j in order if j in present]
+
+
+def row_height(n: int) -> int:
+    """Pixels per judge of a figure with one row per judge (heatmaps, horizontal bars)."""
+    return 14 if n > 40 else 18
+
+
+def spec_of(chart: alt.TopLevelMixin, *, validate: bool = False) -> dict[str, Any]:
+    """The Vega-Lite specification of ``chart`` as a dict (its data inline); ``validate``
+    checks it against Vega-Lite's schema (seconds for a large figure: the tests do). No row
+    limit: the report's figures carry a few thousand rows at most (the page's size is
+    measured by ``perf/bench_report.py``)."""
+    with alt.data_transformers.disable_max_rows():
+        spec = chart.configure_view(stroke=None).to_dict(validate=validate)
+    return _as_data(spec)
+
+
+#: what XML (so SVG, and vl-convert's text layout) cannot hold once controls are escaped
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def _as_data(node: Any) -> Any:
+    """Every text of a specification shown as data (:func:`voirdire.escape.visible`:
+    control characters as escapes, then what XML cannot hold as U+FFFD; a judge named with
+    an escape byte would otherwise stop vl-convert's SVG) and every float to 4 decimals
+    (more than any figure shows: a smaller page). The same names everywhere in the spec
+    (data, sort orders, parameters), so they still match."""
+    if isinstance(node, str):
+        return _NOT_XML.sub("\ufffd", visible(node))
+    if isinstance(node, float):
+        return round(node, 4)
+    if isinstance(node, dict):
+        return {_as_data(k): _as_data(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_as_data(v) for v in node]
+    return node
+
+
+def write_static(
+    spec: dict[str, Any], stem: Path, formats: Sequence[str] = ("png",)
+) -> dict[str, Path]:
+    """Write the specification ``spec`` (:func:`spec_of`) as ``<stem>.png`` (2× pixels)
+    and/or ``<stem>.svg`` by vl-convert (the figure as drawn with nothing searched; the
+    page's own menu exports it as drawn); returns the paths by format."""
+    import vl_convert
+
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    text, out = json.dumps(spec), {}
+    if "png" in formats:
+        out["png"] = p = stem.with_suffix(".png")
+        p.write_bytes(vl_convert.vegalite_to_png(text, scale=2))
+    if "svg" in formats:
+        out["svg"] = p = stem.with_suffix(".svg")
+        p.write_text(vl_convert.vegalite_to_svg(text), encoding="utf-8")
+    return out
