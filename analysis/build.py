@@ -12,7 +12,7 @@ study        dirs, settings, judge_attributes, tokenizer  study (each directory'
                                                           :mod:`voirdire.analysis.stages`)
 choice       study, settings                              choice (the summary read first)
 pairwise     study                                        pairwise, gold
-mitigation   pairwise, gold, settings                     mitigation
+mitigation   pairwise, gold, settings                     mitigation, mitigation_notes
 ranking      study, pairwise, settings, leaderboards      ranking
 shown        study                                        shown (each directory's
                                                           :class:`DirShown`)
@@ -106,15 +106,21 @@ def _mitigation(
     """The "Removing position bias" section: the strategies that need no new query,
     graded against the gold labels where the benchmark has them."""
     from voirdire.analysis.mitigation.evaluation import run_mitigation
+    from voirdire.analysis.mitigation.orders import one_order_lines
+    from voirdire.analysis.mitigation.registry import (
+        both_orders_names,
+        default_strategies,
+    )
 
     if pairwise is None:
-        return {"mitigation": None}
+        return {"mitigation": None, "mitigation_notes": []}
     table = run_mitigation(
         pairwise,
         reference="gold" if gold else None,
         replicates=_section_replicates(settings),
     )[0]
-    return {"mitigation": table}
+    notes = one_order_lines(pairwise, both_orders_names(default_strategies(pairwise)))
+    return {"mitigation": table, "mitigation_notes": notes}
 
 
 def _ranking(
@@ -215,7 +221,7 @@ REPORT_STAGES: tuple[Stage, ...] = (
     Stage("study", ("dirs", "settings", "judge_attributes", "tokenizer"), ("study",), _study),
     Stage("choice", ("study", "settings"), ("choice",), _choice),
     Stage("pairwise", ("study",), ("pairwise", "gold"), _pairwise),
-    Stage("mitigation", ("pairwise", "gold", "settings"), ("mitigation",), _mitigation),
+    Stage("mitigation", ("pairwise", "gold", "settings"), ("mitigation", "mitigation_notes"), _mitigation),
     Stage("ranking", ("study", "pairwise", "settings", "leaderboards"), ("ranking",), _ranking),
     Stage("shown", ("study",), ("shown",), _shown),
 )  # fmt: skip
@@ -300,7 +306,7 @@ def _write(
         study, out_dir, state["choice"], state["settings"].static_figures
     )
     if mitigation is not None:
-        write_mitigation(mitigation, None, out_dir)
+        write_mitigation(mitigation, None, out_dir, state["mitigation_notes"])
     if several or not own_dirs:
         write_text(out_dir / "report.md", study_markdown(study, name))
     section = None
@@ -315,6 +321,6 @@ def _write(
     )  # one-order logs, probabilities
     page = render_html(
         study, written, name, mitigation, gold=state["gold"], leaderboards=section,
-        audit=audit, choice=state["choice"],
+        audit=audit, choice=state["choice"], mitigation_notes=state["mitigation_notes"],
     )  # fmt: skip
     return write_html(out_dir / "report.html", page)

@@ -120,7 +120,7 @@ def test_too_many_models_for_the_replicates_is_refused_before_allocating():
         "benchmark": "sim", "judge": "big", "strategy": "single", "view": "pooled", "question_id": "q0",
         "a": [f"c{i:03d}" for i in range(k)], "b": "ref", "win": 1.0, "tie": 0.0,
     })  # fmt: skip
-    limit = 256 * 2**20  # the stated limit on one replicates × models² float64 array
+    limit = 320 * 2**20  # the stated limit on one replicates × models² float64 array
     reps = limit // (8 * (k + 1) ** 2) + 1
     tracemalloc.start()
     with pytest.raises(ConfigError) as e:
@@ -128,7 +128,7 @@ def test_too_many_models_for_the_replicates_is_refused_before_allocating():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     msg = str(e.value)
-    assert "\n" not in msg and "401 models" in msg and "limit 256 MiB" in msg
+    assert "\n" not in msg and "401 models" in msg and "limit 320 MiB" in msg
     assert f"at most {reps - 1} replicates" in msg
     assert peak < 50 * 2**20, peak
 

@@ -178,6 +178,7 @@ def logprob_verdicts(judgments: pl.DataFrame, debias: bool = True) -> pl.DataFra
     "logprob-calibrated",
     needs=("option_probs",),
     doc="debiased probabilities averaged over positions",
+    both_orders=True,
 )
 def logprob_calibrated(judgments: pl.DataFrame) -> pl.DataFrame:
     """Strategy ``logprob-calibrated``: the verdict of each pair from each answer's debiased probability

@@ -20,9 +20,11 @@ from voirdire.analysis.mitigation import grading as R
 from voirdire.analysis.mitigation import registry
 from voirdire.analysis.mitigation import verdicts as M
 from voirdire.analysis.mitigation.bpde import select_for_annotation, with_labels
+from voirdire.analysis.mitigation.orders import both_orders_only, one_order_judges
 from voirdire.analysis.mitigation.pass_kappa import PASS_CONF, gate, pass_confusion
 from voirdire.analysis.mitigation.verdicts import flip_flags
 from voirdire.analysis.position.agreement import kappa_statistic
+from voirdire.analysis.position.draws import DRAW_ROWS
 from voirdire.analysis.position.formulas import (
     pc_statistic,
     pf_statistic,
@@ -186,6 +188,8 @@ def evaluate(
         ``reference_source`` repeats the reference's ``source``.
     """
     sums = _question_sums(verdicts, reference)
+    if not sums.height:  # e.g. every strategy needs both orders, every judge has one
+        return _empty_table()
     ci = cluster_bootstrap(
         sums,
         _VALUES,
@@ -195,6 +199,7 @@ def evaluate(
         replicates=replicates,
         level=level,
         seed=seed,
+        chunk=DRAW_ROWS,  # the statistics work row by row: the same figures
     )
     wide = ci.pivot(
         on="metric",
@@ -207,6 +212,16 @@ def evaluate(
         | {f"hi_{m}": f"{m}_hi" for m in METRICS}
     )
     return _finish(wide, sums, reference)
+
+
+def _empty_table() -> pl.DataFrame:
+    """No rows, the :data:`EVAL_COLUMNS` with their types."""
+    types = dict.fromkeys(EVAL_COLUMNS, pl.Float64) | dict.fromkeys(
+        ["verdicts", "pairs", "failed_pairs", "n_ref"], pl.Int64
+    )
+    strings = ["benchmark", "strategy", "judge", "pass_kappa_gate", "reference_source"]
+    types |= dict.fromkeys(strings, pl.String) | {"order_invariant": pl.Boolean}
+    return pl.DataFrame(schema=types)
 
 
 def _finish(
@@ -266,7 +281,10 @@ def run_mitigation(
     reference table; None: no accuracy or kappa).
 
     With a reference judge, the panels (strategies named ``jury*``) leave it out and its own
-    rows are left out of the table (it would agree with itself by construction).
+    rows are left out of the table (it would agree with itself by construction). A strategy
+    that needs both orders of a pair is not computed for a judge that judged each pair in
+    one order (:mod:`~voirdire.analysis.mitigation.orders`: the table has no row for it,
+    :func:`~voirdire.analysis.mitigation.orders.one_order_lines` says why).
 
     ``labels``: people's verdicts for the pairs BPDE chose (the filled
     ``bpde_annotation.csv``; :func:`~voirdire.analysis.mitigation.grading.people_grading`): each
@@ -296,12 +314,17 @@ def run_mitigation(
         ref = R.load_grading(reference, judgments)
         if reference.startswith("judge:"):
             ref_judge = reference.split(":", 1)[1]
+    one = one_order_judges(judgments) if any(r.both_orders for r in regs) else None
     fns = {
         r.name: (
             M.without_judges(r.fn, [ref_judge])
             if ref_judge and r.name.startswith("jury")
             else r.fn
         )
+        for r in regs
+    }
+    fns = {
+        r.name: both_orders_only(fns[r.name], one) if r.both_orders else fns[r.name]
         for r in regs
     }
     if labels is not None:

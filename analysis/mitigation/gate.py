@@ -10,7 +10,10 @@ from voirdire.analysis.mitigation.verdicts import normalise, swap_and_tie
 
 
 @register_strategy(
-    "gate", doc="both orders; disagreement -> undecided (escalate)", default=True
+    "gate",
+    doc="both orders; disagreement -> undecided (escalate)",
+    default=True,
+    both_orders=True,
 )
 def gate(judgments: pl.DataFrame) -> pl.DataFrame:
     """One order-invariant verdict per pair: the common verdict of its two orders,

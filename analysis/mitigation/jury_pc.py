@@ -10,7 +10,11 @@ from voirdire.analysis.mitigation.verdicts import judge_pc, jury_vote, normalise
 
 
 @register_strategy(
-    "jury-pc", doc="vote weighted by each judge's PC, per order", default=True
+    "jury-pc",
+    doc="vote weighted by each judge's PC, per order",
+    default=True,
+    both_orders=True,
+    panel=True,
 )
 def jury_pc(judgments: pl.DataFrame) -> pl.DataFrame:
     """Per order, the verdict with the largest total PC of the judges who give it

@@ -10,7 +10,11 @@ from voirdire.analysis.mitigation.verdicts import jury_vote, normalise, swap_and
 
 
 @register_strategy(
-    "jury+swap-tie", doc="jury per order, then swap-and-tie", default=True
+    "jury+swap-tie",
+    doc="jury per order, then swap-and-tie",
+    default=True,
+    both_orders=True,
+    panel=True,
 )
 def jury_swap_tie(judgments: pl.DataFrame) -> pl.DataFrame:
     """The panel's verdict per order (:func:`~voirdire.analysis.mitigation.verdicts.jury_vote`),

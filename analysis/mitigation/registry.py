@@ -9,8 +9,11 @@ A strategy is a function ``judgments -> verdict table``
     def swap_loss(judgments): ...
 
 The record says which judgment columns the strategy needs, whether it runs when none are
-named (``default``) and whether it reads scores (``score``: score mode, Wang et al. 2023;
-a default score strategy runs only on judgments with scores). The record is callable like
+named (``default``), whether it reads scores (``score``: score mode, Wang et al. 2023;
+a default score strategy runs only on judgments with scores), whether it needs each pair
+in both orders (``both_orders``: a judge that judged each pair in one order has none of
+its verdicts, :mod:`~voirdire.analysis.mitigation.orders`) and whether it is a panel of
+judges (``panel``: by default only where a benchmark has two judges or more). The record is callable like
 the function it wraps. The built-in strategies live one module each next to this one and
 are named in the lazy table of :data:`STRATEGIES` (imported the first time a strategy is
 asked for); a strategy from elsewhere is its own module with the same decorator, found by
@@ -38,6 +41,7 @@ __all__ = [
     "strategy",
     "check_needs",
     "apply_strategies",
+    "both_orders_names",
     "default_strategies",
 ]
 
@@ -60,6 +64,12 @@ class Strategy:
         paired: it pairs the two orders of one comparison, so it needs judgments that are
             not all list-wise (``mode``), checked by :func:`check_needs` (every built-in
             strategy; False for one that reads list-wise judgments).
+        both_orders: its verdicts combine a pair's two orders (swap-and-tie, the gate, BPC)
+            or need a judge's figures that do (the PC-weighted jury): it is not computed for
+            a judge that judged each pair in one order (:func:`apply_strategies`).
+        panel: it votes across the judges of a benchmark (the juries): a default run
+            (:func:`default_strategies`) leaves it out where every benchmark has one judge,
+            whose panel would repeat that judge's own verdicts.
     """
 
     name: str
@@ -69,6 +79,8 @@ class Strategy:
     default: bool = False
     score: bool = False
     paired: bool = True
+    both_orders: bool = False
+    panel: bool = False
 
     def __call__(self, judgments: pl.DataFrame) -> pl.DataFrame:
         return self.fn(judgments)
@@ -112,6 +124,8 @@ def register_strategy(
     default: bool = False,
     score: bool = False,
     paired: bool = True,
+    both_orders: bool = False,
+    panel: bool = False,
     replace: bool = False,
 ) -> Callable[[StrategyFn], Strategy] | Strategy:
     """Register the strategy ``name`` (see :class:`Strategy` for the fields).
@@ -126,7 +140,9 @@ def register_strategy(
 
     def deco(f: StrategyFn) -> Strategy:
         return STRATEGIES.register(
-            Strategy(name, f, tuple(needs), doc, default, score, paired),
+            Strategy(
+                name, f, tuple(needs), doc, default, score, paired, both_orders, panel
+            ),
             replace=replace,
         )
 
@@ -179,20 +195,28 @@ def apply_strategies(
 ) -> pl.DataFrame:
     """Run strategies on ``judgments``: registered names (their needs checked first, all
     before any runs) or a mapping name -> function (no needs declared: the caller checked
-    them, as :func:`~voirdire.analysis.mitigation.evaluation.run_mitigation` does). Returns
+    them, and kept a :attr:`~Strategy.both_orders` strategy from one-order judges, as
+    :func:`~voirdire.analysis.mitigation.evaluation.run_mitigation` does). A registered
+    :attr:`~Strategy.both_orders` strategy runs on the judges that judged some pair in both
+    orders only (:func:`~voirdire.analysis.mitigation.orders.both_orders_only`). Returns
     the verdict tables stacked with a leading ``strategy`` column (str).
 
     Raises:
         ConfigError: an unknown name or a missing need, naming the strategy.
     """
+    from voirdire.analysis.mitigation.orders import both_orders_only, one_order_judges
+
     if isinstance(names, Mapping):
         regs = [Strategy(n, f, paired=False) for n, f in names.items()]
     else:
         regs = [strategy(n) for n in names]
     for reg in regs:
         check_needs(reg, judgments)
+    one = one_order_judges(judgments) if any(r.both_orders for r in regs) else None
     frames = [
-        conform(reg.fn(judgments)).select(pl.lit(reg.name).alias("strategy"), pl.all())
+        conform(
+            (both_orders_only(reg.fn, one) if reg.both_orders else reg.fn)(judgments)
+        ).select(pl.lit(reg.name).alias("strategy"), pl.all())
         for reg in regs
     ]
     return (
@@ -202,13 +226,27 @@ def apply_strategies(
     )
 
 
+def both_orders_names(names: Sequence[str]) -> list[str]:
+    """The strategies of ``names`` that are :attr:`~Strategy.both_orders`, in order.
+
+    Raises:
+        ConfigError: an unknown name."""
+    return [n for n in names if strategy(n).both_orders]
+
+
 def default_strategies(judgments: pl.DataFrame) -> list[str]:
     """The strategies run when none are named: the ``default`` ones that read letters, then
-    the ``default`` score-mode ones when the judgments hold scores (score mode)."""
+    the ``default`` score-mode ones when the judgments hold scores (score mode); a
+    :attr:`~Strategy.panel` not where every benchmark has one judge."""
     scored = (
         "slot_scores" in judgments.columns
         and judgments.get_column("slot_scores").null_count() < judgments.height
     )
-    regs = strategies().values()
+    one_judge = (
+        judgments.height > 0
+        and {"benchmark", "judge"} <= set(judgments.columns)
+        and judgments.group_by("benchmark").agg(pl.col("judge").n_unique()).get_column("judge").max() == 1
+    )  # fmt: skip
+    regs = [r for r in strategies().values() if not (one_judge and r.panel)]
     letters = [r.name for r in regs if r.default and not r.score]
     return letters + ([r.name for r in regs if r.default and r.score] if scored else [])

@@ -256,6 +256,7 @@ def score_single(judgments: pl.DataFrame) -> pl.DataFrame:
     doc="score mode, both orders: each answer's mean score over its positions (Wang et al.; 2 queries)",
     default=True,
     score=True,
+    both_orders=True,
 )
 def bpc(judgments: pl.DataFrame) -> pl.DataFrame:
     """Strategy ``bpc``: both orders, each answer's mean score over its positions (2 queries)."""
@@ -280,6 +281,7 @@ def mec(judgments: pl.DataFrame) -> pl.DataFrame:
     doc="score mode, k samples per order averaged, then the two positions' means (Wang et al.; 2k queries)",
     default=True,
     score=True,
+    both_orders=True,
 )
 def mec_bpc(judgments: pl.DataFrame) -> pl.DataFrame:
     """Strategy ``mec+bpc``: k samples per order averaged, then the two positions' means (2k queries)."""

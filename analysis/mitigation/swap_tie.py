@@ -10,7 +10,10 @@ from voirdire.analysis.mitigation.verdicts import normalise, swap_and_tie
 
 
 @register_strategy(
-    "swap-tie", doc="both orders; disagreement -> tie (MT-Bench)", default=True
+    "swap-tie",
+    doc="both orders; disagreement -> tie (MT-Bench)",
+    default=True,
+    both_orders=True,
 )
 def swap_tie(judgments: pl.DataFrame) -> pl.DataFrame:
     """One order-invariant verdict per pair: the common verdict of its two orders, ``tie``

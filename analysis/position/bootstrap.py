@@ -2,11 +2,15 @@
 
 The clusters are the benchmark's *questions*: a replicate draws them with replacement (one
 draw per stratum, shared by every group and cell of it) and recomputes a figure from
-per-question sums. Replicates are weighted sums, a (B × Q) matrix of multinomial counts
-times the (cell × question) sums, no Python loop over replicates; the point estimate is
-the one-replicate case of the same code (every weight 1). Every table with an interval
-uses it: PC, PF and RS (:func:`voirdire.analysis.position.uncertainty.bootstrap_ci`), the
-mitigation evaluation, the bias suite's RR, Δ and susceptibility, and self-enhancement.
+per-question sums. A replicate's sums weight each question's sums by the multinomial count
+of its draws; the point estimate is the one-replicate case of the same code (every weight
+1). The per-question sums are held sparse, a row per (value, group, cell) with its nonzero
+questions only (:mod:`~voirdire.analysis.position.sparse_sums`), and the replicates are
+taken a block at a time, so memory grows with the rows of the data and the replicates a
+statistic is handed at once, never with cells × questions or replicates × questions. Every
+table with an interval uses it: PC, PF and RS
+(:func:`voirdire.analysis.position.uncertainty.bootstrap_ci`), the mitigation evaluation,
+the bias suite's RR, Δ and susceptibility, self-enhancement and the leaderboards.
 
 - :func:`cluster_bootstrap`: percentile intervals of figures built from per-question sums.
 - :func:`in_clusters`: a benchmark's declared clusters in place of its questions.
@@ -23,6 +27,11 @@ import numpy as np
 import polars as pl
 
 from voirdire.analysis.position.draws import DRAW_ROWS, Draws
+from voirdire.analysis.position.sparse_sums import (
+    StratumSums,
+    replicate_blocks,
+    stratum_sums,
+)
 
 __all__ = ["DRAW_ROWS", "Statistic", "cluster_bootstrap", "in_clusters"]
 
@@ -52,49 +61,6 @@ def in_clusters(rows: pl.DataFrame, clusters: pl.DataFrame | None) -> pl.DataFra
     )
 
 
-def _dense(
-    rows: pl.DataFrame,
-    q_index: pl.DataFrame,
-    n_q: int,
-    cells: pl.DataFrame,
-    cell_cols: list[str],
-    values: Sequence[str],
-) -> dict[str, np.ndarray]:
-    """(U, Q) matrices of ``values`` summed per (cell, question), the cells as rows;
-    ``q_index``: ``question_id`` and ``_q``, its column (0..Q-1).
-
-    Raises:
-        KeyError: a row's question is not in ``q_index``."""
-    if cell_cols:
-        rows = rows.join(
-            cells.with_row_index("_u"), on=cell_cols, how="left", nulls_equal=True
-        )
-        u = rows.get_column("_u").to_numpy()
-    else:
-        u = np.zeros(rows.height, dtype=np.int64)
-    q = (
-        rows.select("question_id")
-        .join(
-            q_index,
-            on="question_id",
-            how="left",
-            maintain_order="left",
-            nulls_equal=True,
-        )
-        .get_column("_q")
-    )
-    if q.null_count():
-        missing = rows.filter(q.is_null()).get_column("question_id")[0]
-        raise KeyError(missing)
-    q = q.to_numpy().astype(np.int64)
-    out = {}
-    for c in values:
-        m = np.zeros((max(cells.height, 1), n_q))
-        np.add.at(m, (u, q), rows.get_column(c).to_numpy())
-        out[c] = m
-    return out
-
-
 def _interval(boot: np.ndarray, level: float) -> tuple[float, float]:
     """The ``level`` percentile interval of the finite replicates (NaN, NaN if none)."""
     boot = boot[np.isfinite(boot)]
@@ -103,19 +69,6 @@ def _interval(boot: np.ndarray, level: float) -> tuple[float, float]:
     a = (1.0 - level) / 2.0
     lo, hi = np.quantile(boot, [a, 1.0 - a])
     return float(lo), float(hi)
-
-
-def _chunked(stat: Statistic, sums: dict, chunk: int | None) -> dict:
-    """``stat`` of the replicates' sums (``{value: (B, U)}``), ``chunk`` replicates at a
-    time, the parts joined along the replicates."""
-    n = next(iter(sums.values())).shape[0] if sums else 0
-    if chunk is None or chunk >= n:
-        return stat(sums)
-    parts = [
-        stat({c: x[s : s + chunk] for c, x in sums.items()})
-        for s in range(0, n, max(int(chunk), 1))
-    ]
-    return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parts[0]}
 
 
 def _as_statistic(
@@ -141,79 +94,45 @@ def _strata(
         yield key, where, qids.height, qids.with_row_index("_q")
 
 
-def _whole(mats: Sequence[dict[str, np.ndarray]], nq: int) -> bool:
-    """True when every sum of ``mats`` is a whole number and every weighted sum of a
-    replicate (at most ``nq`` times the largest column total) is exact in float64, so
-    that it does not depend on the order of the additions."""
-    for m in (m for ms in mats for m in ms.values()):
-        if not np.array_equal(m, np.round(m)):
-            return False
-        if m.size and float(np.abs(m).sum(axis=-1).max()) * nq >= 2.0**52:
-            return False
-    return True
-
-
-#: The most bytes :func:`_replicates` copies the per-question sums into, to take each block
-#: of weights in one product (a product per matrix above it).
-JOINT_BYTES = 64 * 2**20
+def _joined(parts: list[Mapping[str, np.ndarray]]) -> dict:
+    """The calls' results of one group joined along the replicates (one call: as it is)."""
+    if len(parts) == 1:
+        return dict(parts[0])
+    return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parts[0]}
 
 
 def _replicates(
     stat: Statistic,
-    mats: Sequence[dict[str, np.ndarray]],
+    sums: StratumSums,
     nq: int,
     replicates: int,
     draws: Draws,
     chunk: int | None,
 ) -> list[dict]:
-    """``stat`` of every replicate, for each group's (U × Q) sums of ``mats``: the
-    stratum's (B × Q) multinomial counts (questions with replacement) taken from ``draws``,
-    shared by the groups. Taken :data:`DRAW_ROWS` replicates at a time where the sums are
-    whole numbers (:func:`_whole`): the same numbers from the generator in the same order,
-    and exact sums, joined before ``stat`` sees them, so the same figures (also for a
-    statistic that is not computed row by row, e.g. a board fitted to every replicate at
-    once)."""
-    if replicates <= DRAW_ROWS or not _whole(mats, nq):
-        w = draws.take(nq, replicates)
-        return [_chunked(stat, {c: w @ x.T for c, x in m.items()}, chunk) for m in mats]
-    # every (group, value) matrix side by side, so that one product reads each block of
-    # weights once (exact sums: the same figures as a product per matrix)
-    stacked = [x for m in mats for x in m.values()]
-    joint = np.concatenate(stacked) if stacked else np.zeros((0, nq))
-    if joint.nbytes > JOINT_BYTES:
-        joint = None  # as large as the sums themselves again: a product per matrix
-    blocks: list[list[np.ndarray]] = [[] for _ in stacked]
-    for s in range(0, replicates, DRAW_ROWS):
-        w = draws.take(nq, min(DRAW_ROWS, replicates - s))
-        if joint is None:
-            for got, x in zip(blocks, stacked):
-                got.append(w @ x.T)
-            continue
-        prod, at = w @ joint.T, 0
-        for got, x in zip(blocks, stacked):
-            got.append(prod[:, at : at + x.shape[0]])
-            at += x.shape[0]
-    sums = iter([np.concatenate(b) for b in blocks])
-    return [_chunked(stat, {c: next(sums) for c in m}, chunk) for m in mats]
+    """``stat`` of every replicate, for each group of ``sums``: the stratum's multinomial
+    counts (questions with replacement) taken from ``draws`` a block at a time
+    (:func:`~voirdire.analysis.position.sparse_sums.replicate_blocks`), shared by the groups.
+    ``stat`` sees the replicates ``chunk`` at a time (the calls' boundaries at multiples of
+    ``chunk``, each group's calls in order) or, with ``chunk`` None, all at once; only the
+    replicates not yet handed to it are held."""
+    size = replicates if chunk is None else max(int(chunk), 1)
+    parts: list[list] = [[] for _ in sums.groups]
+    held: list[np.ndarray] = []
 
+    def hand(rows: np.ndarray) -> None:
+        for got, group in zip(parts, sums.groups):
+            got.append(stat(sums.dense(group, rows)))
 
-def _group_sums(
-    grp: pl.DataFrame,
-    stat: Statistic,
-    q_index: pl.DataFrame,
-    nq: int,
-    cells: list[str],
-    values: Sequence[str],
-) -> tuple[pl.DataFrame, dict[str, np.ndarray], dict]:
-    """One group's cells (in the order of their first appearance), its (U × Q) sums of
-    ``values`` per (cell, question) and its estimate (``stat`` with every weight 1)."""
-    cell_keys = (
-        grp.select(cells).unique(maintain_order=True) if cells else pl.DataFrame()
-    )
-    mats = _dense(grp, q_index, nq, cell_keys, cells, values)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        est = stat({c: np.ones((1, nq)) @ m.T for c, m in mats.items()})
-    return cell_keys, mats, est
+    for block in replicate_blocks(sums.matrix, draws, nq, replicates):
+        held.append(block)
+        n = sum(len(b) for b in held)
+        while n >= size and n:
+            joined = held[0] if len(held) == 1 else np.concatenate(held)
+            hand(joined[:size])
+            held, n = ([joined[size:]] if n > size else []), n - size
+    if held or not any(parts):  # the rest, or the one call of no replicate
+        hand(np.concatenate(held) if held else np.zeros((0, sums.matrix.shape[0])))
+    return [_joined(p) for p in parts]
 
 
 def _group_rows(
@@ -262,29 +181,24 @@ def _stratum_rows(
     **how: Any,
 ) -> tuple[list[tuple], list[tuple]]:
     """The result rows of one stratum (its ``key``, its rows ``part``, its ``(Q,
-    question index)``): each group's sums and estimate, the stratum's counts from ``draws``
-    (taken even without rows, so that the next strata's draws stay put), the intervals.
-    ``how``: :func:`cluster_bootstrap`'s ``groups``, ``cells``, ``values``,
-    ``replicates``, ``level`` and ``chunk``."""
-    (nq, q_index), groups = questions, how["groups"]
-    found = (
-        part.group_by(groups, maintain_order=True)
-        if groups
-        else ([((), part)] if part.height else [])
+    question index)``): the groups' sparse sums and estimates, the stratum's counts from
+    ``draws`` (taken even without rows, so that the next strata's draws stay put), the
+    intervals. ``how``: :func:`cluster_bootstrap`'s ``groups``, ``cells``, ``values``,
+    ``long``, ``replicates``, ``level`` and ``chunk``."""
+    nq, q_index = questions
+    sums = stratum_sums(
+        part, q_index, nq, how["groups"], how["cells"], how["values"], how["long"]
     )
-    sums = {
-        (*key, *gkey): _group_sums(grp, stat, q_index, nq, how["cells"], how["values"])
-        for gkey, grp in found
-    }
     with np.errstate(invalid="ignore", divide="ignore"):
-        boots = _replicates(
-            stat, [m for _, m, _ in sums.values()], nq, how["replicates"], draws,
-            how["chunk"],
-        )  # fmt: skip
+        totals = (sums.matrix @ np.ones(nq))[None, :]
+        ests = [stat(sums.dense(g, totals)) for g in sums.groups]
+        boots = _replicates(stat, sums, nq, how["replicates"], draws, how["chunk"])
     per_group: list[tuple] = []
     per_cell: list[tuple] = []
-    for (head, (cell_keys, _, est)), boot in zip(sums.items(), boots):
-        g, c = _group_rows(head, cell_keys, est, boot, how["replicates"], how["level"])
+    for group, est, boot in zip(sums.groups, ests, boots):
+        g, c = _group_rows(
+            (*key, *group.key), group.cells, est, boot, how["replicates"], how["level"]
+        )
         per_group += g
         per_cell += c
     return per_group, per_cell
@@ -333,22 +247,26 @@ def cluster_bootstrap(
     level: float = 0.95,
     seed: int = 0,
     chunk: int | None = None,
+    long: bool = False,
 ) -> pl.DataFrame:
     """Cluster-bootstrap percentile intervals (questions resampled) of figures built from sums.
 
     Per stratum (sorted; by default the benchmark) the questions are drawn with replacement
-    once, the draw shared by every group of the stratum; each ``values`` column is summed
-    per (cell, question) into a (U × Q) matrix ``M`` and a replicate's sums are ``w @ M.T``
-    with ``w`` the (B × Q) multinomial counts (:data:`DRAW_ROWS` rows at a time where the
-    sums are whole numbers: the same figures, less memory). The estimate is the same
-    statistic with one replicate of weights 1. One numpy generator seeded ``seed`` draws the
+    once, the draw shared by every group of the stratum; each value is summed per (cell,
+    question), and a replicate's sum of a cell is ``Σ_q w_q · M[cell, q]`` with ``w`` the
+    replicate's multinomial counts, taken a block of at most :data:`DRAW_ROWS` replicates
+    at a time; the sums are held sparse (:mod:`~voirdire.analysis.position.sparse_sums`:
+    exact where the values are whole numbers). The estimate is the same statistic with one
+    replicate of weights 1. One numpy generator seeded ``seed`` draws the
     strata in order (:class:`~voirdire.analysis.position.draws.Draws`: or a thread drew the
     same counts ahead, :func:`~voirdire.analysis.position.draws.prepare`).
 
     Args:
         rows: columns ``question_id``, the ``strata``, ``groups`` and ``cells`` columns and
-            the ``values`` columns (numeric; nulls count as 0).
-        values: the columns summed per question.
+            the ``values`` columns (numeric; nulls count as 0), or with ``long`` a column
+            ``value`` (str: which of ``values``) and ``amount`` (numeric) instead, a row per
+            nonzero amount (e.g. a leaderboard's wins against each of hundreds of models).
+        values: the values summed per question (the columns, or the names of ``value``).
         statistic: ``{value: (R, U) sums}`` -> ``{metric: array}`` (R replicates, U cells of
             one group in the order of their first appearance), or a mapping metric ->
             function of the sums; an (R,) array gives one row per group, an (R, U) array one
@@ -365,7 +283,10 @@ def cluster_bootstrap(
             97.5 % quantiles); seed: numpy seed.
         chunk: replicates per call of ``statistic`` (None: all at once); the draws are the
             same, so a statistic that works row by row gives the same figures with less memory
-            (the sums of a call are ``chunk × cells × len(values)`` floats).
+            (the sums of a call are ``chunk × cells × len(values)`` floats, and only the
+            replicates not yet handed to ``statistic`` are held). With several groups, the
+            calls go chunk by chunk, every group's in turn.
+        long: ``rows`` in long form (above).
 
     Returns:
         One row per (stratum, group, metric) or (stratum, group, cell, metric): the
@@ -380,16 +301,19 @@ def cluster_bootstrap(
         .select(*strata, "question_id")
         .unique()
     )
-    rows = rows.with_columns([pl.col(c).fill_null(0).cast(pl.Float64) for c in values])
     found = list(_strata(qs, strata))
     draws = Draws(seed, [nq for _, _, nq, _ in found], replicates)
     per_group: list[tuple] = []
     per_cell: list[tuple] = []
     for key, where, nq, q_index in found:
+        part = (
+            rows
+            if len(found) == 1 and rows.select(where.fill_null(False).all()).item()
+            else rows.filter(where)
+        )
         g, c = _stratum_rows(
-            key, rows.filter(where), (nq, q_index), stat, draws,
-            groups=groups, cells=cells, values=values, replicates=replicates,
-            level=level, chunk=chunk,
+            key, part, (nq, q_index), stat, draws, groups=groups, cells=cells,
+            values=list(values), long=long, replicates=replicates, level=level, chunk=chunk,
         )  # fmt: skip
         per_group += g
         per_cell += c

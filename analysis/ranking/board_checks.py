@@ -17,9 +17,10 @@ from voirdire.core import ConfigError
 
 __all__ = ["MAX_PAIRWISE_BYTES", "default_anchor", "check_graph", "check_size"]
 
-#: refuse a judge whose ``replicates × models²`` float64 array would pass this (256 MiB: the
-#: rank flips hold about three such arrays at once; 300 models allow 372 replicates)
-MAX_PAIRWISE_BYTES = 256 * 2**20
+#: refuse a judge whose ``replicates × models²`` float64 array would pass this (320 MiB: the
+#: rank flips hold about three such arrays at once; 205 models allow 1,000 replicates, 300
+#: models 466)
+MAX_PAIRWISE_BYTES = 320 * 2**20
 
 
 def default_anchor(comps: pl.DataFrame) -> str:

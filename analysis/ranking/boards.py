@@ -108,18 +108,21 @@ def _cell_rows(
     comps: pl.DataFrame, boards: list[tuple], models: list[str]
 ) -> tuple[pl.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
     """Per (question, cell) the wins ``w_j`` and ties ``t_j`` of the cell's model against
-    model ``j``; cells numbered board by board, models by name; rows sorted by cell and
-    question, only where the cell's model was compared. Also per cell its board, its model
-    and ``n`` (its comparisons). Counted with ``numpy.bincount`` over integer codes: memory
-    of the order of the (questions × cells × models) result, not of copies of the data."""
+    model ``j``, in long form (:func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`'s
+    ``long``: ``benchmark``, ``question_id``, ``cell``, ``value`` (``w_j`` / ``t_j``),
+    ``amount``), a row per nonzero sum, sorted by cell, after one row of amount 0 per cell
+    (so the bootstrap numbers the cells in order); cells numbered board by board, models by
+    name. Also per cell its board, its model and ``n`` (its comparisons). Counted with
+    ``numpy.unique`` and ``numpy.bincount`` over integer codes: memory of the order of the
+    comparisons, never of questions × cells × models."""
     k, nb = len(models), len(boards)
-    qids = comps.get_column("question_id").unique().sort().to_list()
+    qids = comps.get_column("question_id").unique().sort()
     key = pl.DataFrame(
         {"strategy": [b[0] for b in boards], "view": [b[1] for b in boards], "_b": np.arange(nb)}
     )  # fmt: skip
     c = comps.join(key, on=["strategy", "view"]).select(
         "_b", "win", "tie",
-        q=pl.col("question_id").replace_strict({q: i for i, q in enumerate(qids)}, return_dtype=pl.Int64),
+        q=pl.col("question_id").replace_strict(qids, pl.int_range(qids.len(), eager=True), return_dtype=pl.Int64),
         ai=pl.col("a").replace_strict({m: i for i, m in enumerate(models)}, return_dtype=pl.Int64),
         bi=pl.col("b").replace_strict({m: i for i, m in enumerate(models)}, return_dtype=pl.Int64),
     )  # fmt: skip
@@ -130,22 +133,36 @@ def _cell_rows(
     cell_board, cell_model = np.nonzero(present)  # board by board, models by name
     cell = np.full((nb, k), -1, dtype=np.int64)
     cell[cell_board, cell_model] = np.arange(cell_board.size)
-    ca, cb, u, nq = cell[bd, ai], cell[bd, bi], cell_board.size, len(qids)
-    size = nq * u * k
+    ca, cb, u, nq = cell[bd, ai], cell[bd, bi], cell_board.size, qids.len()
+    # (cell, question, opponent) of each side of each comparison, sorted by cell, then question
+    codes, inv = np.unique(
+        np.r_[(ca * nq + q) * k + bi, (cb * nq + q) * k + ai], return_inverse=True
+    )
+    inv, half = inv.ravel(), ca.size
 
-    def count(cells, opp, weights):
-        return np.bincount((q * u + cells) * k + opp, weights, minlength=size)
+    def count(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        return np.bincount(inv[:half], first, minlength=codes.size) + np.bincount(
+            inv[half:], second, minlength=codes.size
+        )
 
-    w = (count(ca, bi, win) + count(cb, ai, 1.0 - win - tie)).reshape(nq, u, k)
-    t = (count(ca, bi, tie) + count(cb, ai, tie)).reshape(nq, u, k)
-    seen = np.bincount(np.r_[q * u + ca, q * u + cb], minlength=nq * u).reshape(nq, u)
-    uu, qq = np.nonzero(seen.T)  # by cell, then question
-    wide = pl.DataFrame({
-        "benchmark": np.full(uu.size, comps.item(0, "benchmark")), "question_id": np.array(qids)[qq], "cell": uu,
-        **{f"w_{j}": w[qq, uu, j] for j in range(k)}, **{f"t_{j}": t[qq, uu, j] for j in range(k)},
+    w, t = count(win, 1.0 - win - tie), count(tie, tie)
+    at, opp = np.divmod(codes, k)
+    first_q = np.full(u, nq, dtype=np.int64)
+    np.minimum.at(first_q, at // nq, at % nq)
+    parts = [
+        (np.arange(u), first_q, np.zeros(u, dtype=np.int64), np.zeros(u))
+    ]  # a row per cell first
+    for j0, amount in ((0, w), (k, t)):
+        nz = np.flatnonzero(amount)
+        parts.append((at[nz] // nq, at[nz] % nq, j0 + opp[nz], amount[nz]))
+    cells, qs, vi, amount = (np.concatenate(x) for x in zip(*parts))
+    names = pl.Series([*(f"w_{j}" for j in range(k)), *(f"t_{j}" for j in range(k))])
+    long = pl.DataFrame({
+        "benchmark": pl.repeat(comps.item(0, "benchmark"), cells.size, eager=True), "question_id": qids.gather(qs),
+        "cell": cells, "value": names.gather(vi), "amount": amount,
     })  # fmt: skip
     n = np.bincount(np.r_[ca, cb], minlength=u)
-    return wide, cell_board, cell_model, n
+    return long, cell_board, cell_model, n
 
 
 def fit_boards(
@@ -315,7 +332,7 @@ def _fit_judge(
     rows = in_clusters(rows, clusters)
     ci = cluster_bootstrap(rows, [*(f"w_{j}" for j in range(k)), *(f"t_{j}" for j in range(k))], statistic,
                            cells=["cell"], questions=questions, replicates=replicates, level=level,
-                           seed=seed, chunk=max(1, CHUNK_BYTES // per_chunk))  # fmt: skip
+                           seed=seed, chunk=max(1, CHUNK_BYTES // per_chunk), long=True)  # fmt: skip
     for b, (s, v) in enumerate(keys):
         u = cells.groups[b]
         out.fitted[(bench, judge, s, v)] = Board(

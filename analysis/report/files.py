@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -287,9 +288,13 @@ def write_bias(dirs: list[Any], mdir: Path, fdir: Path) -> dict[str, dict[str, P
 
 
 def write_mitigation(
-    table: pl.DataFrame, annotation: pl.DataFrame | None, out: str | os.PathLike
+    table: pl.DataFrame,
+    annotation: pl.DataFrame | None,
+    out: str | os.PathLike,
+    notes: Sequence[str] = (),
 ) -> dict[str, Path]:
-    """Write ``mitigation.csv`` (the table), ``mitigation.md`` (markdown),
+    """Write ``mitigation.csv`` (the table), ``mitigation.md`` (markdown, with ``notes``
+    below the table: :func:`~voirdire.analysis.report.markdown_study.mitigation_markdown`),
     ``figures/mitigation_cost_agreement.png`` and ``bpde_annotation.csv`` (the pairs for
     people, with an empty ``winner`` column) under ``out``; returns their paths by name."""
     from voirdire.analysis.report.mitigation import cost_agreement_figure
@@ -299,7 +304,8 @@ def write_mitigation(
     paths = {"table": d / "mitigation.csv", "markdown": d / "mitigation.md"}
     write_csv(table, paths["table"])
     paths["markdown"].write_text(
-        "# Removing position bias\n\n" + mitigation_markdown(table), encoding="utf-8"
+        "# Removing position bias\n\n" + mitigation_markdown(table, notes),
+        encoding="utf-8",
     )
     paths["figure"] = cost_agreement_figure(
         table, d / "figures" / "mitigation_cost_agreement.png", "cost versus agreement"

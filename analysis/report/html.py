@@ -12,6 +12,7 @@ key, a host or a path outside the output directories.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -177,6 +178,7 @@ def render_html(
     leaderboards: str | None = None,
     audit: list[dict[str, Any]] | None = None,
     choice: Choice | None = None,
+    mitigation_notes: Sequence[str] = (),
 ) -> str:
     """The report as one HTML string (``templates/report.html.j2``).
 
@@ -194,6 +196,8 @@ def render_html(
             (:func:`~voirdire.analysis.report.audit_sections.audit_view`), or None.
         choice: :func:`~voirdire.analysis.choice.choose_judges`' result: the summary the
             page opens with (None: no summary).
+        mitigation_notes: lines shown under the mitigation table (strategies not computed
+            for a judge: :func:`~voirdire.analysis.mitigation.orders.one_order_lines`).
     """
     from voirdire.analysis.report.vega import vega_bundle
 
@@ -248,6 +252,7 @@ def render_html(
         )
         if mitigation is not None and mitigation.height
         else None,
+        mitigation_notes=list(mitigation_notes),
         bias=bias_view(written),
         leaderboards=Markup(leaderboards) if leaderboards else None,
         audit=audit,

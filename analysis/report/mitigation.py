@@ -75,11 +75,12 @@ def accuracy_label(sources: Sequence[str]) -> str:
     return "accuracy"
 
 
-def mitigation_markdown(table: pl.DataFrame) -> str:
+def mitigation_markdown(table: pl.DataFrame, notes: Sequence[str] = ()) -> str:
     """The evaluation table as GitHub markdown: per benchmark, strategy and judge the cost
     (queries per verdict), share undecided, PC, PF, flip rate, accuracy and kappa against
     the reference (agreement, no gate), and the inter-pass kappa with its κ ≥ 0.6 gate
-    (strategies with per-order verdicts), with their 95 % intervals."""
+    (strategies with per-order verdicts), with their 95 % intervals; then ``notes``, a
+    paragraph each, escaped (e.g. :func:`~voirdire.analysis.mitigation.orders.one_order_lines`)."""
 
     def ci(r, m, f):
         e, lo, hi = r[m], r[f"{m}_lo"], r[f"{m}_hi"]
@@ -113,4 +114,6 @@ def mitigation_markdown(table: pl.DataFrame) -> str:
     if src:
         lines.append("")
         lines.append(f"Reference: {'; '.join(map(markdown, src))}.")
+    for note in notes:
+        lines += ["", markdown(note)]
     return "\n".join(lines) + "\n"

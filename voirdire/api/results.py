@@ -149,6 +149,11 @@ def mitigate(
             that matches no judge or pair, labels with unknown candidates.
     """
     from voirdire.analysis.mitigation.evaluation import run_mitigation
+    from voirdire.analysis.mitigation.orders import one_order_lines
+    from voirdire.analysis.mitigation.registry import (
+        both_orders_names,
+        default_strategies,
+    )
     from voirdire.analysis.report.files import write_mitigation
     from voirdire.analysis.together import destination, read_together
 
@@ -159,6 +164,11 @@ def mitigate(
     )  # fmt: skip
     return write_mitigation(
         table, annotation, destination(output_dirs, out, "mitigation")
+    )
+    names = strategies or default_strategies(found.judgments)
+    notes = one_order_lines(found.judgments, both_orders_names(names))
+    return write_mitigation(
+        table, annotation, destination(output_dirs, out, "mitigation"), notes
     )
 
 
