@@ -123,12 +123,17 @@ def summary(t: pl.DataFrame) -> dict:
     if "wr_diff" in t.columns:
         out["wr_largest"] = float(t["wr_diff"].abs().max())
     if "lc_diff" in t.columns:
-        d = t["lc_diff"]
+        # a model the CSV lists without an LC figure (AlpacaEval 1's ghost-7b-alpha) is
+        # counted apart, not compared (Kendall's τ of a column with a null is NaN)
+        pub = t.filter(pl.col("lc_pub").is_not_null() & pl.col("lc").is_not_null())
+        d = pub["lc_diff"]
         out |= {
+            "lc_models": pub.height, "lc_not_published": t.height - pub.height,
             "lc_mean": float(d.mean()), "lc_mean_abs": float(d.abs().mean()),
             "lc_largest": float(d.abs().max()), "lc_within": int((d.abs() <= 0.5).sum()),
-            "tau_lc": float(kendalltau(t["lc"], t["lc_pub"]).statistic),
-            "tau_raw": float(kendalltau(t["wr"], t["lc_pub"]).statistic),
+            "tau_lc": float(kendalltau(pub["lc"], pub["lc_pub"]).statistic),
+            "tau_raw": float(kendalltau(pub["wr"], pub["lc_pub"]).statistic),
+            "formulas": dict(pub.group_by("formula").len().iter_rows()),
         }  # fmt: skip
     return out
 
