@@ -167,3 +167,24 @@ def test_alpaca_eval_counts_and_split_from_the_judgments(tmp_path):
     split = log_alpaca_eval.shown_first(tmp_path)
     assert split["mixed"] == 1 and split["instructions"] == 4
     assert (split["first_min"], split["first_max"]) == (1, 3)
+
+
+def test_alpaca_eval_lc_summary_leaves_out_a_model_without_a_published_lc():
+    """The leaderboard CSV may list a model without an LC figure (AlpacaEval 1's
+    ghost-7b-alpha): it is counted apart, and the differences and Kendall's τ are those of
+    the other models (a null made τ NaN), checked against scipy on the models kept."""
+    from scipy.stats import kendalltau
+
+    t = pl.DataFrame({
+        "model": ["a", "b", "c", "d", "e"], "formula": ["v1", "v1", "minimal", "v1", "v1"],
+        "wr": [10.0, 20.0, 30.0, 40.0, 50.0], "counts_equal": [True] * 5,
+        "lc": [12.0, 18.0, 35.0, 41.0, 60.0], "lc_pub": [11.0, 19.0, None, 40.6, 45.0],
+    }).with_columns(wr_diff=pl.lit(0.0), lc_diff=pl.col("lc") - pl.col("lc_pub"))  # fmt: skip
+    s = log_alpaca_eval.summary(t)
+    kept = t.filter(pl.col("model") != "c")
+    assert (s["lc_models"], s["lc_not_published"]) == (4, 1)
+    assert s["lc_within"] == 1 and s["lc_largest"] == 15.0
+    assert abs(s["lc_mean"] - (1.0 - 1.0 + 0.4 + 15.0) / 4) < 1e-12
+    assert s["tau_lc"] == kendalltau(kept["lc"], kept["lc_pub"]).statistic
+    assert s["tau_raw"] == kendalltau(kept["wr"], kept["lc_pub"]).statistic
+    assert s["formulas"] == {"v1": 4}
