@@ -282,6 +282,30 @@ def build_report(
     return _write(state, out_dir, name, own_dirs=out is None, several=len(paths) > 1)
 
 
+def _people(state: dict[str, Any], out_dir: Path) -> tuple[Any, dict[str, Any]]:
+    """``voirdire people``'s tables of the study's judges, found beside the report
+    (:func:`~voirdire.analysis.report.people_section.report_people`; a broken table is
+    refused before anything is written), and their figures' specifications by key; their
+    static files written under ``figures/`` (the tables' ``figures``: caption -> path for
+    ``report.md``). ``(None, {})`` when there are none."""
+    from voirdire.analysis.report.people_section import (
+        people_specs,
+        report_people,
+        write_people_figures,
+    )
+
+    panel = state["study"].panel.select("benchmark", "judge")
+    people = report_people(out_dir, state["dirs"], set(panel.iter_rows()))
+    if people is None:
+        return None, {}
+    specs = people_specs(people)
+    static = write_people_figures(
+        specs, out_dir / "figures", state["settings"].static_figures
+    )
+    figures = {k.partition(":")[2]: f"figures/{p.name}" for k, p in static.items()}
+    return dataclasses.replace(people, figures=figures), specs
+
+
 def _write(
     state: dict[str, Any], out_dir: Path, name: str, *, own_dirs: bool, several: bool
 ) -> Path:
@@ -296,19 +320,30 @@ def _write(
     )
     from voirdire.analysis.report.html import render_html
     from voirdire.analysis.report.markdown import study_markdown
+    from voirdire.analysis.report.people import people_markdown
     from voirdire.analysis.report.ranking import ranking_html, write_ranking
 
     study, mitigation, ranking = state["study"], state["mitigation"], state["ranking"]
+    # voirdire people's files read first: a broken one is refused before anything is written
+    people, people_charts = _people(state, out_dir)
     if own_dirs:
         for d, shown in zip(study.dirs, state["shown"], strict=True):
             write_dir(d, shown, d.output_dir)
     written = write_study(
         study, out_dir, state["choice"], state["settings"].static_figures
     )
+    written["charts"] = written.get("charts", {}) | people_charts
     if mitigation is not None:
         write_mitigation(mitigation, None, out_dir, state["mitigation_notes"])
-    if several or not own_dirs:
-        write_text(out_dir / "report.md", study_markdown(study, name))
+    if several or not own_dirs or people is not None:
+        md = (
+            study_markdown(study, name)
+            if several or not own_dirs
+            else (out_dir / "report.md").read_text(encoding="utf-8")
+        )
+        if people is not None:
+            md = md.rstrip("\n") + "\n\n" + people_markdown(people)
+        write_text(out_dir / "report.md", md)
     section = None
     if ranking is not None:
         paths = write_ranking(ranking, out_dir)
@@ -321,6 +356,6 @@ def _write(
     )  # one-order logs, probabilities
     page = render_html(
         study, written, name, mitigation, gold=state["gold"], leaderboards=section,
-        audit=audit, choice=state["choice"], mitigation_notes=state["mitigation_notes"],
+        audit=audit, choice=state["choice"], mitigation_notes=state["mitigation_notes"], people=people,
     )  # fmt: skip
     return write_html(out_dir / "report.html", page)

@@ -141,10 +141,9 @@ class Results:
         interval and randomisation p; for a fixed order a message, no figure):
         :func:`voirdire.analysis.position.one_order.one_order_effect`. Empty when every
         judge has both orders (PC and PF apply)."""
-        from voirdire.analysis.position.clusters import benchmark_order_units
+        from voirdire.analysis.position.clusters import job_order_units
         from voirdire.analysis.position.one_order import one_order_effect
 
-        names = self.judgments.get_column("benchmark").unique().to_list()
         return self._kept(
             ("one_order", replicates, permutations, seed),
             lambda: one_order_effect(
@@ -153,7 +152,7 @@ class Results:
                 permutations=permutations,
                 seed=seed,
                 clusters=self.clusters,
-                units=benchmark_order_units(names),
+                units=job_order_units(self.judgments, self.job),
             ),  # fmt: skip
         )
 

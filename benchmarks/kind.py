@@ -20,14 +20,15 @@ what differs from the defaults (the first release's layout and conventions):
   its own cluster);
 - **the release's own statistics**: :meth:`BenchmarkKind.release_readings`, the winner
   the release counts in each order (:mod:`voirdire.analysis.position.release_stats`);
-- **how its order was randomised** (:attr:`BenchmarkKind.order_unit`) and **the weights of a
-  published length-controlled win rate** (:meth:`BenchmarkKind.length_control_weights`).
+- **how its order was randomised** (:attr:`BenchmarkKind.order_unit`, under a job's
+  settings :meth:`BenchmarkKind.order_unit_for`) and **the weights of a published
+  length-controlled win rate** (:meth:`BenchmarkKind.length_control_weights`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -106,6 +107,15 @@ class BenchmarkKind:
             ConfigError: the data holding the clusters cannot be found.
         """
         return None
+
+    @classmethod
+    def order_unit_for(cls, settings: Mapping[str, Any] | None = None) -> str:
+        """The unit its order shown was randomised over under a job's ``[benchmark]``
+        settings (``settings``: the job record's ``job.benchmark`` table, ``log`` holding
+        ``[benchmark.log]``; None: the defaults), for the one-order randomisation test.
+        Default: :attr:`order_unit`, whatever the settings; a format whose switch the
+        settings seed (AlpacaEval's ``seed_columns``) says which unit they make."""
+        return cls.order_unit
 
     @classmethod
     def length_control_weights(

@@ -233,3 +233,98 @@ def test_a_file_given_twice_is_read_once_with_one_warning(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # distinct files: no warning
         JudgeBench([_two_judgebench(tmp_path / "jb")[0]], data_dir=tmp_path / "c3")
+
+
+@pytest.mark.ray
+def test_alpaca_eval_seeded_per_pair_is_tested_per_pair(
+    tmp_path, ray_local, monkeypatch
+):
+    """A run whose switch was seeded by the instruction and the model's output
+    (``[benchmark.log] seed_columns``): the coin is each pair's, not shared by the models on
+    an instruction, so the randomisation test shuffles pairs, and says so (at 8e88b73 the
+    format's unit stayed the instruction: the message claimed a per-question design broken
+    by the data)."""
+    from voirdire.analysis.position.order_randomisation import MIXED_UNIT, UNIT_MESSAGES
+
+    monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache"))
+    cols = ("instruction", "output_2")
+    files = []
+    for model in ("model-x", "model-y"):  # the same 30 instructions
+        f = (
+            tmp_path
+            / f"results/{model}/weighted_alpaca_eval_gpt4_turbo/annotations.json"
+        )
+        rows = write_alpaca_eval(f, model, 30, seed=4)
+        for r in rows:  # the same preference in the order shown, another switch
+            was = random.Random(f"is_switched_outputs{r['instruction']}0").choices(
+                [False, True]
+            )[0]
+            key = "is_switched_outputs" + "".join(r[c] for c in sorted(cols)) + "0"
+            now = random.Random(key).choices([False, True])[0]
+            shown = 3 - r["preference"] if was else r["preference"]
+            r["preference"] = 3 - shown if now else shown
+        f.write_text(json.dumps(rows))
+        files.append(f)
+    res = voirdire.audit(
+        files, "alpacaeval", out=tmp_path / "a", log={"seed_columns": list(cols)}
+    )
+    first = res.judgments.group_by("question_id").agg(
+        pl.col("shown").list.get(0).eq(pl.col("candidate")).first()
+    )
+    q = first.with_columns(ins=pl.col("question_id").str.split("|").list.get(0))
+    assert (
+        q.group_by("ins").agg(pl.col("shown").n_unique()).get_column("shown").max() == 2
+    )
+    pooled = res.one_order().filter(pl.col("candidate").is_null()).row(0, named=True)
+    assert UNIT_MESSAGES["pair"] in pooled["message"]
+    assert MIXED_UNIT not in pooled["message"]
+
+
+def test_one_pair_given_with_other_content_is_refused_naming_both_places(tmp_path):
+    """Two judges' files on the same pairs are one set of pairs; the same ``question_id``
+    with another answer, instruction or gold label is two pairs under one name, which the
+    verdicts cannot tell apart: refused in one line naming both places (at 8e88b73 the
+    first file's pair was kept and the second judge's verdicts read against it)."""
+    d = draws(6, 3)
+    labels = ["A>B", "B>A"] * 3
+    f1, f2 = tmp_path / JB.format("haiku"), tmp_path / JB.format("o1-mini")
+    write_judgebench(f1, d, labels, judge_model="haiku")
+    write_judgebench(f2, d, labels, judge_model="o1-mini")
+    same = JudgeBench([f1, f2], data_dir=tmp_path / "c1")
+    assert same.pairs.height == 6  # the same pairs from both files: fine, kept once
+    recs = [json.loads(x) for x in f2.read_text().splitlines()]
+    first = [json.loads(x) for x in f1.read_text().splitlines()]
+    first[1]["label"] = None  # a label one file leaves out is no other content
+    f1.write_text("".join(json.dumps(r) + "\n" for r in first))
+    merged = JudgeBench([f1, f2], data_dir=tmp_path / "c3").pairs
+    assert (
+        merged.height == 6
+        and merged.filter(pl.col("question_id") == "p1").item(0, "gold") == "response_B"
+    )
+    assert merged.select("question_id", "instruction").equals(
+        same.pairs.select("question_id", "instruction")
+    )
+    recs[2]["response_A"] = "another answer"  # pair p2, line 3 of the second file
+    recs[4]["label"] = "B>A"  # pair p4: another gold label
+    f2.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    with pytest.raises(ConfigError) as e:
+        JudgeBench([f1, f2], data_dir=tmp_path / "c2")
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert msg == (
+        f"JudgeBench log: pair 'p2' is given twice with other content (output_a): "
+        f"at {f1}: line 3 and at {f2}: line 3 (1 more pairs given with other content)"
+    )
+    # through the command: exit 2, the one line, before any judge is asked
+    r = subprocess.run(
+        [sys.executable, "-m", "voirdire", "audit", str(f1), str(f2), "--format", "judgebench",
+         "--out", str(tmp_path / "o")],
+        capture_output=True, text=True, cwd=ROOT,
+        env={"VOIRDIRE_LOG_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    assert "pair 'p2' is given twice with other content (output_a)" in " ".join(
+        r.stderr.split()
+    )
+    assert not (tmp_path / "o").exists()

@@ -259,3 +259,42 @@ def test_the_unit_is_the_formats_record():
 
     units = benchmark_order_units(["AlpacaEval", "PRD", "my own pairs"])
     assert units == {"AlpacaEval": "cluster", "PRD": "pair", "my own pairs": "pair"}
+
+
+@pytest.mark.parametrize(
+    "columns,unit",
+    [
+        (None, "cluster"),  # AlpacaEval's default: the instruction
+        (["instruction"], "cluster"),
+        (
+            ["dataset", "instruction"],
+            "cluster",
+        ),  # the dataset is fixed by the instruction
+        (
+            ["instruction", "output_2"],
+            "pair",
+        ),  # a coin per (instruction, model's output)
+        (["generator_2", "instruction"], "pair"),
+        (["output_1", "output_2"], "pair"),
+        (["dataset"], "none"),  # one coin for all the instructions of a dataset
+    ],
+)
+def test_alpaca_evals_unit_follows_its_seed_columns(columns, unit):
+    """AlpacaEval's switch is seeded by ``[benchmark.log] seed_columns``: the unit the
+    analysis reads is the kind's record under the job's settings (its ``job.json``), not the
+    default's instruction whatever the settings (at 8e88b73: ``"cluster"`` always)."""
+    from voirdire.analysis.position.clusters import (
+        benchmark_order_units,
+        job_order_units,
+    )
+
+    log = {} if columns is None else {"seed_columns": columns}
+    table = {"name": "AlpacaEval", "logs": ["x.json"], "log": log}
+    assert benchmark_order_units(["AlpacaEval"], {"AlpacaEval": table}) == {
+        "AlpacaEval": unit
+    }
+    t = one_order_table(4, [0.0], design="randomised").with_columns(
+        benchmark=pl.lit("AlpacaEval")
+    )
+    job = {"benchmark": "AlpacaEval", "job": {"benchmark": table}}
+    assert job_order_units(t, job) == {"AlpacaEval": unit}

@@ -247,3 +247,121 @@ def test_rank_intervals_do_not_depend_on_the_anchor_on_a_disconnected_design():
     )
     # no pair across the tournaments is ever ordered: each model's interval spans the other's places
     assert (lb.get_column("rank_hi") - lb.get_column("rank") >= 3).all()
+
+
+# --------------------------------------------------------------------------------------
+# Style-controlled boards (analysis/ranking/style.py): the same anchor-free ranks
+# --------------------------------------------------------------------------------------
+
+STYLE_COLS = ["term", "rank", "rank_lo", "rank_hi"]
+
+
+def _features(
+    comps: pl.DataFrame, seed: int = 0, constant: bool = False
+) -> pl.DataFrame:
+    """Answer lengths per (question, model): drawn at random, or all equal (``constant``:
+    the covariate is then a column of 0 and the model plain Bradley–Terry)."""
+    keys = pl.concat([comps.select("benchmark", "question_id", model="a"),
+                      comps.select("benchmark", "question_id", model="b")]).unique().sort(pl.all())  # fmt: skip
+    rng = np.random.default_rng(seed)
+    length = (
+        np.full(keys.height, 500.0) if constant else rng.lognormal(6, 0.6, keys.height)
+    )
+    return keys.with_columns(length=pl.Series(length))
+
+
+def _style_ranks(comps: pl.DataFrame, feats: pl.DataFrame, anchor: str) -> pl.DataFrame:
+    from voirdire.analysis.ranking.style import style_controlled
+
+    sc = style_controlled(
+        comps, feats, names=("length",), anchor=anchor, replicates=150, seed=7
+    )
+    return (
+        sc.filter(~pl.col("term").str.starts_with("style:"))
+        .select(STYLE_COLS)
+        .sort("term")
+    )
+
+
+def _style_under_every_anchor(
+    comps: pl.DataFrame, feats: pl.DataFrame
+) -> list[pl.DataFrame]:
+    models = sorted(set(comps.get_column("a")) | set(comps.get_column("b")))
+    return [_style_ranks(comps, feats, m) for m in models]
+
+
+def test_style_controlled_ranks_do_not_depend_on_the_anchor():
+    """``rank --style``'s ranks come from the pairwise differences of fits free of any
+    anchor, as the leaderboards' (at 8e88b73 they came from rating intervals with the anchor
+    fixed, so its zero-width interval moved them), and its ratings move by one constant."""
+    from voirdire.analysis.ranking.style import style_controlled
+
+    comps = _close_models()
+    feats = _features(comps)
+    tables = _style_under_every_anchor(comps, feats)
+    assert all(t.equals(tables[0]) for t in tables[1:]), tables
+    a = style_controlled(
+        comps, feats, names=("length",), anchor="m00", replicates=150, seed=7
+    )
+    b = style_controlled(
+        comps, feats, names=("length",), anchor="m07", replicates=150, seed=7
+    )
+    ma, mb = (
+        t.filter(pl.col("term").str.starts_with("m")).sort("term") for t in (a, b)
+    )
+    assert np.ptp((ma.get_column("rating") - mb.get_column("rating")).to_numpy()) < 1e-6
+    ga, gb = (t.filter(pl.col("term") == "style:length") for t in (a, b))
+    assert ga.select("rating", "lo", "hi").row(0) == pytest.approx(
+        gb.select("rating", "lo", "hi").row(0)
+    )
+    assert ma.filter(pl.col("term") == "m00").select(
+        pl.col("lo", "hi").is_nan().all()
+    ).row(0) == (True, True)
+
+
+def test_style_controlled_without_style_is_the_leaderboard():
+    """With a feature that never varies the style model is Bradley–Terry: the same draws of
+    questions give the leaderboard's ratings, intervals and rank intervals."""
+    comps = _sparse()
+    lb = fit_boards(comps, anchor="m03", replicates=150, seed=7).table.sort("model")
+    from voirdire.analysis.ranking.style import style_controlled
+
+    sc = style_controlled(comps, _features(comps, constant=True), names=("length",), anchor="m03",
+                          replicates=150, seed=7).filter(pl.col("term").str.starts_with("m")).sort("term")  # fmt: skip
+    assert sc.get_column("term").to_list() == lb.get_column("model").to_list()
+    for c in ("rank", "rank_lo", "rank_hi"):
+        assert sc.get_column(c).to_list() == lb.get_column(c).to_list(), c
+    for c in ("rating", "lo", "hi"):
+        np.testing.assert_allclose(
+            sc.get_column(c).to_numpy(), lb.get_column(c).to_numpy(), atol=1e-4
+        )
+
+
+def test_style_controlled_ranks_on_sparse_and_disconnected_designs():
+    """A ring cut by the replicates with an undefeated model, and two tournaments that never
+    meet (refused at 8e88b73): every anchor gives the same rank intervals; the undefeated
+    model is infinitely above, the other tournament has no rating."""
+    from voirdire.analysis.ranking.style import style_controlled
+
+    comps = _sparse()
+    feats = _features(comps, seed=1)
+    tables = _style_under_every_anchor(comps, feats)
+    assert all(t.equals(tables[0]) for t in tables[1:]), tables
+    top = style_controlled(comps, feats, names=("length",), anchor="m00", replicates=150).filter(
+        pl.col("term") == "m07"
+    )  # fmt: skip
+    assert top.item(0, "rating") == np.inf and top.item(0, "rank") == 1
+    rng = np.random.default_rng(8)
+    one = round_robin(np.array([-0.5, 0.0, 0.5]), 6, rng, orders=2)
+    two = round_robin(np.array([-0.3, 0.3, 0.9]), 6, rng, orders=2).with_columns(
+        a=pl.col("a").str.replace("m", "n"), b=pl.col("b").str.replace("m", "n"),
+        question_id=pl.col("question_id") + "b",
+    )  # fmt: skip
+    comps = pl.concat([one, two])
+    feats = _features(comps, seed=2)
+    tables = _style_under_every_anchor(comps, feats)
+    assert all(t.equals(tables[0]) for t in tables[1:]), tables
+    sc = style_controlled(comps, feats, names=("length",), anchor="m00", replicates=150)
+    other = sc.filter(pl.col("term").str.starts_with("n"))
+    assert other.get_column("rating").is_nan().all()
+    assert (tables[0].get_column("rank_hi") - tables[0].get_column("rank") >= 3).all()

@@ -217,6 +217,32 @@ def test_report_out_writes_only_under_out(jobs):
         assert _snapshot(d) == before[d], f"{d.name} changed"
 
 
+def test_the_files_are_the_same_bytes_when_computed_twice(jobs):
+    """A report's CSV tables, and a directory's own, are byte for byte the same from one
+    computation to the next (Fleiss' kappa and the per-task spreads changed in their last
+    digit with group_by's order)."""
+    import shutil
+
+    tmp, pb, rep, _ = jobs
+    outs = [tmp / f"twice-{k}" for k in (1, 2)]
+    for o in outs:
+        voirdire.report([pb, rep], out=o, replicates=20, figures=())
+    names = sorted(p.name for p in (outs[0] / "metrics").glob("*.csv"))
+    assert names == sorted(p.name for p in (outs[1] / "metrics").glob("*.csv"))
+    assert "fleiss_mt-rep.csv" in names and "judge_task.csv" in names
+    for n in names:
+        assert (outs[0] / "metrics" / n).read_bytes() == (
+            outs[1] / "metrics" / n
+        ).read_bytes(), n
+    copy = tmp / "twice-dir"
+    shutil.copytree(pb, copy)
+    files = []
+    for _ in range(2):
+        voirdire.analyze(copy)
+        files.append({p.name: p.read_bytes() for p in (copy / "metrics").glob("*.csv")})
+    assert files[0] == files[1] and "judge_metrics.csv" in files[0]
+
+
 def test_token_lengths_counted_with_the_jobs_tokenizer(jobs, data_dir):
     from voirdire.analysis.position.lengths import load_tokenizer, query_token_lengths
     from voirdire.benchmarks.registry import load_benchmark

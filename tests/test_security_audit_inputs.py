@@ -254,3 +254,45 @@ def test_an_address_nothing_answers_is_one_line(tmp_path, log):
     assert code == 2 and not began, err
     assert "Ray cluster address '127.0.0.1:1': nothing accepts a connection" in err, err
     assert not (tmp_path / "out").exists() and not (tmp_path / "runs").exists()
+
+
+def test_run_refuses_an_address_nothing_answers_before_writing(tmp_path, log):
+    """``voirdire run --address`` as ``audit``: the address is tried before Ray starts and
+    before the output directory gets its ``job.json`` (at 8e88b73 the refusal came after the
+    run had written it); the Python API likewise."""
+    import voirdire
+
+    out = tmp_path / "run-out"
+    job = tmp_path / "audit.toml"
+    job.write_text(
+        f'name = "a"\noutput_dir = "{out}"\n[benchmark]\nname = "arena-hard"\n'
+        f'logs = ["{log}"]\n[comparison]\noption_mode = 3\n'
+        '[[judges]]\nname = "*"\nbackend = "replay"\nrecorded = "*"\n'
+    )
+    port = _closed_port()
+    began = tmp_path / "ray-start-begun"
+    code = (
+        "import pathlib, voirdire.cli.jobs as j\n"
+        "start = j._start_ray_early\n"
+        f"j._start_ray_early = lambda a: (pathlib.Path({str(began)!r}).touch(), start(a))\n"
+        "from voirdire.cli import main\nmain()\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": repo_pythonpath(),
+        "VOIRDIRE_LOG_CACHE": str(tmp_path / "cache"),
+    }
+    r = subprocess.run(
+        [sys.executable, "-c", code, "run", str(job), "--address", f"127.0.0.1:{port}"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert r.returncode == 2, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr and r.stderr.startswith("error: ")
+    err = " ".join(r.stderr.split())
+    assert (
+        f"Ray cluster address '127.0.0.1:{port}': nothing accepts a connection" in err
+    )
+    assert not began.exists() and not out.exists()
+    with pytest.raises(ConfigError, match="nothing accepts a connection"):
+        voirdire.run(job, address=f"127.0.0.1:{port}")
+    assert not out.exists()

@@ -207,3 +207,20 @@ def test_a_file_name_with_escape_sequences_is_shown_escaped(tmp_path):
     assert line.startswith("error: ") and "not valid JSON" in line
     assert "x\\x1b]0;PWNED\\x07[red]\\x1b[2J.jsonl" in line
     assert not CONTROL.search(r.stdout + r.stderr.replace("\n", ""))
+
+
+def test_a_long_refusal_is_one_line(tmp_path):
+    """A refusal is one line whatever its length: not wrapped at rich's console width (140
+    columns when stderr is no terminal; at 8e88b73 a long one spanned two lines), still
+    escaped (markup shown, control characters as escapes). ``run --dry-run`` starts no Ray."""
+    deep = tmp_path / ("a-very-long-folder-name-" * 4) / ("[bold]another-long-one-" * 4)
+    deep.mkdir(parents=True)
+    job = deep / "job\x1b[2J.toml"
+    job.write_text(
+        'name = "x"\noutput_dir = "o"\n[benchmark]\nname = "no-such-benchmark"\n'
+    )
+    r = _cli(tmp_path, "run", job, "--dry-run")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert len(r.stderr) > 200 and str(deep) in r.stderr
+    assert "job\\x1b[2J.toml" in r.stderr and not CONTROL.search(r.stderr[:-1])

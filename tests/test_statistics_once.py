@@ -114,9 +114,54 @@ def test_table_equals_bootstrap_estimate_bit_for_bit(seed):
 
 
 def test_pf_edge_one_rule():
-    """PF: a judge whose only pairs are errors has PF 0 (n > 0 pairs, none leaning), in the
-    table and the bootstrap alike; the rule for 'no cell' is null, as for PC and RS."""
+    """PF: a judge with error pairs beside a measured one has PF 0 (n > 0 pairs, none
+    leaning), in the table and the bootstrap alike; the rule for 'nothing measured' is
+    null, as for PC and RS (:func:`test_one_order_judge_has_no_pf`)."""
     j = table(pair("m", "--", judge="e"), pair("m", "AB", judge="e", q="q2"))
     est = _estimates(j)
     row = judge_metrics(j).row(0, named=True)
     assert row["pf"] == 0.0 == est[("e", "pf")]
+
+
+def test_one_order_judge_has_no_pf(tmp_path):
+    """A judge that judged each pair in one order (AlpacaEval, Auto-J with one prediction
+    file) has every pair an error: no pair consistent or inconsistent, so PF is undefined
+    like PC (it read +0.000, a fair judge's figure, with std 0), in the table, the
+    bootstrap, the per-task pooling and the terminal; the judges that did measure keep
+    their PF beside it. The same for a judge whose every judgment failed."""
+    from rich.console import Console
+
+    from voirdire.analysis.position.metrics import cell_metrics, judge_from_cells
+    from voirdire.analysis.report.terminal import print_judge_table
+
+    one_order = ["A.", ".B", "B.", ".A", "A."]
+    j = pl.concat(
+        [
+            table(cell("m1", one_order, judge="once"), cell("m2", one_order[:3], judge="once")),
+            _edge_table(),
+            table(cell("m", ["AB", "AA", "BB", "BB"], judge="both")),
+        ]
+    )  # fmt: skip
+    jm = {r["judge"]: r for r in judge_metrics(j).iter_rows(named=True)}
+    est = _estimates(j)
+    for judge in ("once", "dead", "odd"):
+        row = jm[judge]
+        assert row["n_cells"] > 0
+        assert [row[c] for c in ("pc", "pc_std", "pf", "pf_std")] == [None] * 4, judge
+        assert est[(judge, "pf")] is None and est[(judge, "pc")] is None
+    assert jm["both"]["pf"] == pytest.approx(1 / 4) == est[("both", "pf")]
+    assert jm["both"]["pf_std"] == 0.0
+    by_task = judge_from_cells(cell_metrics(j), keys=["benchmark", "judge", "task"])
+    assert by_task.filter(pl.col("judge") == "once").item(0, "pf") is None
+    from voirdire.analysis.report.task_charts import pf_bars
+
+    bars = pf_bars(by_task, ["both", "once"], "PF").to_dict()  # no bar for it, no error
+    shown = {r["judge"] for r in next(iter(bars["datasets"].values()))}
+    assert "once" not in shown and "both" in shown
+    ci = bootstrap_ci(j, replicates=50)
+    once = ci.filter((pl.col("judge") == "once") & (pl.col("metric") == "pf"))
+    assert once.select(pl.col("lo", "hi").is_nan().all()).row(0) == (True, True)
+    console = Console(record=True, width=200)
+    print_judge_table(judge_metrics(j.filter(pl.col("judge") == "once")), console)
+    line = next(x for x in console.export_text().splitlines() if "once" in x)
+    assert "0.000" not in line, line

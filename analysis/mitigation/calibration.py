@@ -211,6 +211,7 @@ def _pf(verdicts: pl.DataFrame) -> pl.DataFrame:
                     {
                         "n": g.get_column("n").to_numpy()[None, :],
                         "d": g.get_column("d").to_numpy()[None, :],
+                        "v": g.get_column("v").to_numpy()[None, :],
                     }
                 )[0]
             ),

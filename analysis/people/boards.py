@@ -269,43 +269,17 @@ def people_boards(
     var_people = np.diag(wr["people"].cov)
     for e in ESTIMATORS:
         n = n_pairs if e == "judge" else n_lab
-        parts.append(
-            _rows(
-                "win_rate",
-                e,
-                models,
-                wr[e],
-                level,
-                k,
-                n,
-                n_pairs,
-                var_people,
-                anchor_rating,
-            )
-        )
+        parts.append(_rows("win_rate", e, models, wr[e], level, k, n, n_pairs, var_people, anchor_rating))  # fmt: skip
     if board and k > 1:
-        anc = models.index(anchor) if anchor else int(np.argmax(n_pairs))
         if anchor and anchor not in models:
             raise ValueError(f"anchor {anchor!r} is not among the models")
+        anc = models.index(anchor) if anchor else int(np.argmax(n_pairs))
         bt = {e: bt_estimate(a, b, *((yhat, yhat, every) if e == "judge" else (y, yhat, labelled)), k, anc,
                              0.0 if e != "ppi" else None) for e in ESTIMATORS}  # fmt: skip
         var_people = np.diag(bt["people"].cov)
         for e in ESTIMATORS:
             n = n_pairs if e == "judge" else n_lab
-            parts.append(
-                _rows(
-                    "bt",
-                    e,
-                    models,
-                    bt[e],
-                    level,
-                    k - 1,
-                    n,
-                    n_pairs,
-                    var_people,
-                    anchor_rating,
-                )
-            )
+            parts.append(_rows("bt", e, models, bt[e], level, k - 1, n, n_pairs, var_people, anchor_rating))  # fmt: skip
     out = pl.concat(parts, how="vertical_relaxed")
     return out.with_columns(
         lam=pl.when(pl.col("estimator") == "judge").then(None).otherwise(pl.col("lam")),

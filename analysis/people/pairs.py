@@ -40,6 +40,7 @@ import polars as pl
 
 from voirdire.analysis.biases.perturbed import control_rows
 from voirdire.analysis.mitigation.verdicts import normalise
+from voirdire.analysis.position.pairing import candidate_first
 from voirdire.core import ConfigError
 
 __all__ = ["PAIR_KEYS", "CONFIDENCES", "judge_pairs", "with_confidence", "with_labels", "hide", "check_labels"]  # fmt: skip
@@ -101,7 +102,7 @@ def _probability(judgments: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
     if "option_probs" not in judgments.columns:
         return pairs.with_columns(prob=pl.lit(None, dtype=pl.Float64))
     rows = control_rows(judgments).filter(pl.col("option_probs").is_not_null())
-    first = pl.col("shown").list.first() == pl.col("candidate")
+    first = candidate_first()
     p = (
         rows.with_columns(_i=pl.int_range(pl.len()))
         .explode("option_probs")

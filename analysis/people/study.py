@@ -178,6 +178,40 @@ def check_settings(
         raise ConfigError(f"labelled rows must be at least 1, not {rows}")
 
 
+def _check_anchor(
+    pairs: pl.DataFrame, named: dict[str, bool], anchor: str | None
+) -> None:
+    """Raises ConfigError: ``anchor`` is not a model of a benchmark with named models."""
+    if anchor is None:
+        return
+    for b in (b for b, ok in named.items() if ok):
+        here = pairs.filter(pl.col("benchmark") == b)
+        if anchor not in set(here["candidate"]) | set(here["reference"]):
+            raise ConfigError(f"anchor {anchor!r} is not a model of {b}")
+
+
+def _cascades(
+    pairs: pl.DataFrame,
+    benchmarks: Sequence[str],
+    costs: dict,
+    cascade: Sequence[str] | None,
+    alpha: float,
+    delta: float,
+) -> tuple[list[pl.DataFrame], list[pl.DataFrame]]:
+    """Per benchmark the cascade's stages (:func:`run_cascade`, judges in ``cascade``'s
+    order or by cost) and the unlabelled pairs it routes to people (``PAIR_KEYS``)."""
+    stages, routed = [], []
+    for bench in benchmarks:
+        here = pairs.filter(pl.col("benchmark") == bench)
+        judges = set(here["judge"])
+        order = [j for j in _order(sorted(judges), costs, cascade) if j in judges]
+        st, r = run_cascade(here, order, alpha=alpha, delta=delta, costs=costs)
+        stages.append(st)
+        to_people = (pl.col("decided_by") == PEOPLE) & pl.col("label").is_null()
+        routed.append(r.filter(to_people).select(PAIR_KEYS))
+    return stages, routed
+
+
 def people_study(
     judgments: pl.DataFrame,
     labels: pl.DataFrame,
@@ -218,15 +252,11 @@ def people_study(
     pairs = with_labels(pairs, labels)
     named = {b: _named(b) for b in pairs["benchmark"].unique().to_list()}
     _check_counts(pairs, alpha, delta, need_models=True)
-    if anchor is not None:
-        for b in (b for b, ok in named.items() if ok):
-            here = pairs.filter(pl.col("benchmark") == b)
-            if anchor not in set(here["candidate"]) | set(here["reference"]):
-                raise ConfigError(f"anchor {anchor!r} is not a model of {b}")
+    _check_anchor(pairs, named, anchor)
     source = _auto_confidence(pairs) if confidence == "auto" else confidence
     pairs = with_confidence(pairs, judgments, source)
     costs = _costs(judgments, pairs)
-    boards, sel, curves, stages, routed, kept = [], [], [], [], [], []
+    boards, sel, curves, kept = [], [], [], []
     for (bench, judge), g in pairs.group_by("benchmark", "judge", maintain_order=True):
         who = {"benchmark": bench, "judge": judge}
         boards.append(people_boards(g, level=level, anchor=anchor, anchor_rating=anchor_rating,
@@ -245,22 +275,7 @@ def people_study(
                     "delta": delta, "target_agreement": 1 - alpha, "threshold": st["threshold"],
                     "share_kept": st["share_kept"], "kept": st["kept"], "agreement_labelled": st["agreement_labelled"],
                     "agreement_all_labelled": lab["agree"].mean()})  # fmt: skip
-    for bench in sorted(named):
-        here = pairs.filter(pl.col("benchmark") == bench)
-        order = _order(sorted(set(here["judge"])), costs, cascade)
-        st, r = run_cascade(
-            here,
-            [j for j in order if j in set(here["judge"])],
-            alpha=alpha,
-            delta=delta,
-            costs=costs,
-        )
-        stages.append(st)
-        routed.append(
-            r.filter(
-                (pl.col("decided_by") == PEOPLE) & pl.col("label").is_null()
-            ).select(PAIR_KEYS)
-        )
+    stages, routed = _cascades(pairs, sorted(named), costs, cascade, alpha, delta)
     pairs = pairs.join(
         pl.concat(kept), on=[*PAIR_KEYS, "judge"], how="left"
     ).with_columns(kept=pl.col("kept").fill_null(False))

@@ -211,10 +211,13 @@ def fleiss_panel(
             .filter(pl.col("nj") == nj)
             .group_by("query_id", "choice")
             .len()
+            .sort("query_id", "choice")
             .pivot(on="choice", index="query_id", values="len")
             .fill_null(0)
         )
-        table = counts.drop("query_id").to_numpy().astype(float)
+        # rows and columns in a fixed order: the kappa's float sums, and so its last
+        # digits, must not follow group_by's order (which varies between runs)
+        table = counts.select(sorted(counts.columns[1:])).to_numpy().astype(float)
         from statsmodels.stats.inter_rater import fleiss_kappa
 
         kappa = (

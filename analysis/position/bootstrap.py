@@ -233,6 +233,33 @@ def _result_frame(
     return out
 
 
+def _each_stratum(
+    rows: pl.DataFrame,
+    qs: pl.DataFrame,
+    strata: list[str],
+    stat: Statistic,
+    seed: int,
+    **how: Any,
+) -> tuple[list[tuple], list[tuple]]:
+    """:func:`cluster_bootstrap`'s rows per group and per cell, stratum by stratum (the
+    strata's draws from one generator seeded ``seed``); ``how``: :func:`_stratum_rows`'
+    keywords (groups, cells, values, long, replicates, level, chunk)."""
+    found = list(_strata(qs, strata))
+    draws = Draws(seed, [nq for _, _, nq, _ in found], how["replicates"])
+    per_group: list[tuple] = []
+    per_cell: list[tuple] = []
+    for key, where, nq, q_index in found:
+        part = (
+            rows
+            if len(found) == 1 and rows.select(where.fill_null(False).all()).item()
+            else rows.filter(where)
+        )
+        g, c = _stratum_rows(key, part, (nq, q_index), stat, draws, **how)
+        per_group += g
+        per_cell += c
+    return per_group, per_cell
+
+
 def cluster_bootstrap(
     rows: pl.DataFrame,
     values: Sequence[str],
@@ -295,28 +322,15 @@ def cluster_bootstrap(
         finite), ``replicates`` (int).
     """
     strata, groups, cells = list(strata), list(groups), list(cells)
-    stat = _as_statistic(statistic)
     qs = (
         (questions if questions is not None else rows)
         .select(*strata, "question_id")
         .unique()
     )
-    found = list(_strata(qs, strata))
-    draws = Draws(seed, [nq for _, _, nq, _ in found], replicates)
-    per_group: list[tuple] = []
-    per_cell: list[tuple] = []
-    for key, where, nq, q_index in found:
-        part = (
-            rows
-            if len(found) == 1 and rows.select(where.fill_null(False).all()).item()
-            else rows.filter(where)
-        )
-        g, c = _stratum_rows(
-            key, part, (nq, q_index), stat, draws, groups=groups, cells=cells,
-            values=list(values), long=long, replicates=replicates, level=level, chunk=chunk,
-        )  # fmt: skip
-        per_group += g
-        per_cell += c
+    per_group, per_cell = _each_stratum(
+        rows, qs, strata, _as_statistic(statistic), seed, groups=groups, cells=cells,
+        values=list(values), long=long, replicates=replicates, level=level, chunk=chunk,
+    )  # fmt: skip
     keys = {
         c: (qs.schema[c] if c in strata else rows.schema[c]) for c in [*strata, *groups]
     }

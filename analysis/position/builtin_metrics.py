@@ -26,7 +26,7 @@ def pc(s: Mapping[str, np.ndarray]) -> np.ndarray:
     return pc_statistic(s)
 
 
-@register_metric("pf", sums=question_sums, values=("n", "d"), cells=_CELLS, label="PF", fmt="{:+.3f}", direction=ZERO,
+@register_metric("pf", sums=question_sums, values=("n", "d", "v"), cells=_CELLS, label="PF", fmt="{:+.3f}", direction=ZERO,
                  doc="preference fairness, the mean over cells of (rcn − pcn)/n")  # fmt: skip
 def pf(s: Mapping[str, np.ndarray]) -> np.ndarray:
     """PF per replicate (:func:`~voirdire.analysis.position.formulas.pf_statistic`)."""

@@ -17,7 +17,12 @@ import polars as pl
 
 from voirdire.benchmarks.registry import find_benchmark
 
-__all__ = ["benchmark_clusters", "benchmark_order_units", "job_clusters"]
+__all__ = [
+    "benchmark_clusters",
+    "benchmark_order_units",
+    "job_order_units",
+    "job_clusters",
+]
 
 
 def benchmark_clusters(
@@ -41,10 +46,14 @@ def benchmark_clusters(
     return pl.concat(parts) if parts else None
 
 
-def benchmark_order_units(benchmarks: Sequence[str]) -> dict[str, str]:
-    """The unit each named benchmark's order shown was randomised over (its registered
-    class's :attr:`~voirdire.benchmarks.kind.BenchmarkKind.order_unit`: ``"pair"``,
-    ``"cluster"``, ``"none"``); a name no class has (a user's own pairs): ``"pair"``.
+def benchmark_order_units(
+    benchmarks: Sequence[str], settings: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, str]:
+    """The unit each named benchmark's order shown was randomised over: its registered
+    class's record under the job's settings
+    (:meth:`~voirdire.benchmarks.kind.BenchmarkKind.order_unit_for` of ``settings[name]``,
+    the job's ``[benchmark]`` table; absent: the defaults): ``"pair"``, ``"cluster"``,
+    ``"none"``; a name no class has (a user's own pairs): ``"pair"``.
 
     Raises:
         ConfigError: a class declares a unit outside
@@ -55,13 +64,31 @@ def benchmark_order_units(benchmarks: Sequence[str]) -> dict[str, str]:
     out = {}
     for b in sorted(set(benchmarks)):
         cls = find_benchmark(b)
-        unit = getattr(cls, "order_unit", "pair") if cls is not None else "pair"
+        unit = "pair"
+        if cls is not None:
+            record = getattr(cls, "order_unit_for", None)
+            got = (settings or {}).get(b)
+            unit = record(got) if record else getattr(cls, "order_unit", "pair")
         if unit not in ORDER_UNITS:
             raise ConfigError(
                 f"benchmark {b}: order_unit {unit!r} is none of {', '.join(ORDER_UNITS)}"
             )
         out[b] = unit
     return out
+
+
+def job_order_units(judgments: pl.DataFrame, job: Mapping[str, Any]) -> dict[str, str]:
+    """:func:`benchmark_order_units` of a directory's judgments (``benchmark`` column), the
+    job's benchmark under its ``[benchmark]`` settings (``job.json``: ``benchmark``, and
+    ``job.benchmark``), any other under the defaults."""
+    names = (
+        judgments.get_column("benchmark").unique().to_list() if judgments.height else []
+    )
+    table = (job.get("job") or {}).get("benchmark")
+    mine = job.get("benchmark")
+    return benchmark_order_units(
+        names, {mine: table} if mine and isinstance(table, Mapping) else None
+    )
 
 
 def job_clusters(

@@ -188,12 +188,15 @@ def pf_statistic(s: Mapping[str, np.ndarray]) -> np.ndarray:
     """PF of a judge per replicate: the unweighted mean over its cells with ``n > 0`` of
     ``PF_cell = d / n`` (``d = rcn − pcn``; list-wise the sum of the series' position
     scores), which equals :func:`with_cell_figures`' ``(rcn·irr − pcn·ipr) / n``
-    (``docs/metrics.md``, *Per cell* and *Per judge*). NaN for a replicate with no such cell.
+    (``docs/metrics.md``, *Per cell* and *Per judge*). NaN for a replicate with no such
+    cell, and, as PC, for one with no pair consistent or inconsistent (``Σ v = 0``: every
+    pair an error, e.g. a judge that judged each pair in one order only): nothing was
+    measured, which is not a fair judge's 0.
 
-    ``s``: ``{"n": (R, U), "d": (R, U)}`` sums per cell."""
+    ``s``: ``{"n": (R, U), "d": (R, U), "v": (R, U)}`` sums per cell."""
     n, d = s["n"], s["d"]
     per = np.where(n > 0, d / np.where(n > 0, n, 1), np.nan)
-    ok = (n > 0).any(1)
+    ok = (n > 0).any(1) & (s["v"].sum(1) > 0)
     out = np.full(n.shape[0], np.nan)
     out[ok] = np.nanmean(per[ok], axis=1)
     return out

@@ -67,6 +67,48 @@ def _with_clusters(c: pl.DataFrame, clusters: pl.DataFrame | None) -> pl.DataFra
     ).with_columns(cluster=pl.coalesce("cluster", "question_id"))  # fmt: skip
 
 
+def _deltas(weights: pl.DataFrame, baseline: str) -> dict[str, tuple[float, float]]:
+    """Per model its ``not_gamed`` and ``difficulty`` weights minus the baseline's.
+
+    Raises:
+        ConfigError: ``weights`` hold no row for ``baseline``.
+    """
+    w = weights.filter(pl.col("baseline") == baseline)
+    base = w.filter(pl.col("model") == baseline)
+    if base.height != 1:
+        raise ConfigError(
+            f"length control v1: the weights hold no row for the baseline {baseline!r}"
+        )
+    b = base.row(0, named=True)
+    return {
+        r["model"]: (r["not_gamed"] - b["not_gamed"], r["difficulty"] - b["difficulty"])
+        for r in w.iter_rows(named=True)
+    }
+
+
+def _difficulty(
+    board: pl.DataFrame, baseline: str, first: object
+) -> dict[object, float]:
+    """Each instruction's fitted difficulty on one board (``first``'s is 0), the baseline
+    against itself on every instruction counted as a tie at equal length, as the notebook's
+    data hold it (AlpacaEval's leaderboard lists the baseline at 50 %)."""
+    fit = board.filter(pl.col("len_m").is_not_null() & pl.col("len_b").is_not_null())
+    fit = fit.select("model", "cluster", "y", "len_m", "len_b")
+    own = (
+        fit.select("cluster")
+        .unique(maintain_order=True)
+        .select(
+            model=pl.lit(baseline),
+            cluster="cluster",
+            y=pl.lit(0.5),
+            len_m=pl.lit(0.0),
+            len_b=pl.lit(0.0),
+        )
+    )
+    both = pl.concat([fit, own], how="vertical_relaxed")
+    return dict(instruction_difficulty(both, first).iter_rows())
+
+
 def length_controlled_v1(
     comps: pl.DataFrame,
     features: pl.DataFrame,
@@ -100,17 +142,7 @@ def length_controlled_v1(
         ConfigError: ``weights`` hold no row for ``baseline``; ``baseline`` is compared with
             no model.
     """
-    w = weights.filter(pl.col("baseline") == baseline)
-    base = w.filter(pl.col("model") == baseline)
-    if base.height != 1:
-        raise ConfigError(
-            f"length control v1: the weights hold no row for the baseline {baseline!r}"
-        )
-    b = base.row(0, named=True)
-    delta = {
-        r["model"]: (r["not_gamed"] - b["not_gamed"], r["difficulty"] - b["difficulty"])
-        for r in w.iter_rows(named=True)
-    }
+    delta = _deltas(weights, baseline)
     c = _with_clusters(baseline_comparisons(comps, features, baseline), clusters)
     # the reference instruction (difficulty 0): the benchmark's first (AlpacaEval's index 0,
     # the frame of its weights), in the order its clusters list them, else the comparisons'
@@ -125,25 +157,7 @@ def length_controlled_v1(
             .head(1)
             .to_list()
         )
-        first = first[0] if first else None
-        fit = board.filter(
-            pl.col("len_m").is_not_null() & pl.col("len_b").is_not_null()
-        )
-        fit = fit.select("model", "cluster", "y", "len_m", "len_b")
-        # the baseline against itself on every instruction, a tie at equal length, as the
-        # notebook's data hold it (AlpacaEval's leaderboard lists the baseline at 50 %)
-        own = (
-            fit.select("cluster")
-            .unique(maintain_order=True)
-            .select(
-                model=pl.lit(baseline),
-                cluster="cluster",
-                y=pl.lit(0.5),
-                len_m=pl.lit(0.0),
-                len_b=pl.lit(0.0),
-            )
-        )
-        d = dict(instruction_difficulty(pl.concat([fit, own], how="vertical_relaxed"), first).iter_rows())  # fmt: skip
+        d = _difficulty(board, baseline, first[0] if first else None)
         qs = comps.filter(pl.col("benchmark") == key[0]).select("benchmark", "question_id").unique()  # fmt: skip
         for (model,), g in board.group_by("model", maintain_order=True):
             y = g.get_column("y").to_numpy()

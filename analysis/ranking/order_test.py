@@ -289,6 +289,38 @@ def _overall(boards, pairs, observed: tuple, draws: SwapDraws, chunk: int):
     return flips_p, flips_sum, tau_p, tau_null
 
 
+def _pair_p(
+    fit,
+    counts: tuple,
+    size: tuple[int, float],
+    blind_null: tuple[tuple[Strengths, Strengths], SwapDraws],
+    pairs: tuple[np.ndarray, np.ndarray],
+    c0: np.ndarray,
+    between: np.ndarray,
+    *,
+    permutations: int,
+    seed: int,
+    chunk: int,
+) -> tuple[np.ndarray, SwapDraws | None]:
+    """Each pair's max-t p-value before the family's adjustment: a pair with the reference
+    against the order-blind swaps (``blind_null``: their refitted boards and draws), a
+    pair of candidates against swaps under one slot preference common to all models (drawn
+    here with ``seed``'s second stream); and those common draws (None: no candidate pair)."""
+    boards, blind = blind_null
+    p = np.ones(between.size)
+    ref = ~between
+    p[ref] = _max_t(
+        boards, (pairs[0][ref], pairs[1][ref]), c0[ref], blind, chunk, centre=False
+    )
+    if not between.any():
+        return p, None
+    cdraws = common_swaps(counts[4], permutations, np.random.default_rng([seed, 1]))
+    cboards = _refits(fit, counts, size, cdraws, chunk)
+    between_pairs = (pairs[0][between], pairs[1][between])
+    p[between] = _max_t(cboards, between_pairs, c0[between], cdraws, chunk, centre=True)
+    return p, cdraws
+
+
 def order_test(
     units: pl.DataFrame,
     *,
@@ -341,23 +373,11 @@ def order_test(
     flips_p, flips_sum, tau_p, tau_null = _overall(
         boards, pairs, (flip0, tau0), blind, chunk
     )
-    p = np.ones(i.size)
+    p, cdraws = _pair_p(
+        fit, counts, (k, prior), (boards, blind), pairs, c0[0], between,
+        permutations=permutations, seed=seed, chunk=chunk,
+    )  # fmt: skip
     ref = ~between
-    p[ref] = _max_t(
-        boards, (pairs[0][ref], pairs[1][ref]), c0[0, ref], blind, chunk, centre=False
-    )
-    cdraws = None
-    if between.any():
-        cdraws = common_swaps(counts[4], permutations, np.random.default_rng([seed, 1]))
-        cboards = _refits(fit, counts, (k, prior), cdraws, chunk)
-        p[between] = _max_t(
-            cboards,
-            (pairs[0][between], pairs[1][between]),
-            c0[0, between],
-            cdraws,
-            chunk,
-            centre=True,
-        )
     families = int(ref.any()) + int(between.any())
     plus = 0 if blind.exact else 1
     return OrderTest(

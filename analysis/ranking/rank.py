@@ -34,7 +34,8 @@ class Ranking:
         boards: the fitted boards with their replicates.
         method: the ranking method's name; replicates: bootstrap replicates.
         style: :func:`~voirdire.analysis.ranking.style.style_controlled` rows of the raw
-            pooled and the order-invariant boards (``metrics/leaderboard_style.csv``), when
+            pooled and the order-invariant boards (``metrics/leaderboard_style.csv``; ranks
+            free of the anchor, as ``leaderboard``'s), when
             answer features were given; length:
             :func:`~voirdire.analysis.ranking.style.length_controlled` rows against the
             anchor (``metrics/lc_win_rate.csv``), likewise.
@@ -235,31 +236,14 @@ def rank_judgments(
             rows.get_column("benchmark").unique().to_list()
         )  # the located data
     boards = fit_boards(
-        comps,
-        method=method,
-        anchor=anchor,
-        anchor_rating=anchor_rating,
-        prior=prior,
-        replicates=replicates,
-        level=level,
-        seed=seed,
-        clusters=clusters,
-    )
-    ranking = Ranking(
-        boards.table,
-        rank_flips(
-            boards,
-            level=level,
-            comps=comps,
-            method=method,
-            prior=prior,
-            permutations=replicates,
-            seed=seed,
-        ),
-        boards,
-        method,
-        replicates,
-    )
+        comps, method=method, anchor=anchor, anchor_rating=anchor_rating, prior=prior,
+        replicates=replicates, level=level, seed=seed, clusters=clusters,
+    )  # fmt: skip
+    flips = rank_flips(
+        boards, level=level, comps=comps, method=method, prior=prior,
+        permutations=replicates, seed=seed,
+    )  # fmt: skip
+    ranking = Ranking(boards.table, flips, boards, method, replicates)
     if features is not None:
         ranking.style, ranking.length = _style_boards(
             _with_probabilities(comps, rows), features, boards.anchors, anchor, anchor_rating,

@@ -33,7 +33,10 @@ Ties count as half a win (a fractional outcome in the weighted logistic likeliho
 intervals are the cluster bootstrap's over questions
 (:func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`, one cell per
 comparison: its weight in each replicate, :mod:`voirdire.analysis.ranking.refits`), with one
-batched fit per replicate. The length-controlled win rate lives in
+batched fit per replicate. The style model is fitted free of any anchor as the leaderboards
+are (:mod:`~voirdire.analysis.ranking.strengths`: per replicate the strongly connected parts
+of the win graph, θ summing to 0 over each, γ shared; ``±∞``/NaN across parts), so its ranks
+and rank intervals (:mod:`~voirdire.analysis.ranking.ranks`) do not depend on the anchor. The length-controlled win rate lives in
 :mod:`voirdire.analysis.ranking.length_control` and is importable from here.
 """
 
@@ -43,12 +46,15 @@ import re
 
 import numpy as np
 import polars as pl
+from scipy.sparse import csr_matrix
 from scipy.special import expit
 
 from voirdire.analysis.ranking.boards import BOARD_KEYS, check_graph, default_anchor
 from voirdire.analysis.ranking.bt import CLIP, to_rating
 from voirdire.analysis.ranking.length_control import length_controlled
+from voirdire.analysis.ranking.ranks import pairwise_ranks, rating_interval
 from voirdire.analysis.ranking.refits import bootstrap_fit, percentile_interval
+from voirdire.analysis.ranking.strengths import Strengths, fit_strengths, pieces
 from voirdire.core import ConfigError
 
 __all__ = [
@@ -138,6 +144,7 @@ def weighted_logit(
     y: np.ndarray,
     w: np.ndarray,
     *,
+    extra: np.ndarray | None = None,
     max_iter: int = 50,
     tol: float = 1e-10,
 ) -> np.ndarray:
@@ -145,6 +152,10 @@ def weighted_logit(
 
     Args:
         x: (N, P) design; y: (N,) outcomes in [0, 1] (fractional allowed); w: (R, N) weights.
+        extra: (R, P, P) added to the negated Hessian, or None: the projector on the
+            directions the likelihood does not see (zero along the gradient, so the steps
+            keep the coefficients' component there at its start, 0), as
+            :mod:`~voirdire.analysis.ranking.bt`'s fits.
 
     Returns:
         (R, P) coefficients (float), clipped at ±:data:`~voirdire.analysis.ranking.bt.CLIP`.
@@ -155,6 +166,8 @@ def weighted_logit(
         p = expit(beta @ x.T)
         g = (w * (y - p)) @ x
         h = np.einsum("rn,np,nq->rpq", w * p * (1 - p), x, x, optimize=True)
+        if extra is not None:
+            h = h + extra
         damp = 1e-10 * (np.trace(h, axis1=1, axis2=2) / x.shape[1] + 1.0)
         step = np.linalg.solve(h + damp[:, None, None] * eye, g[:, :, None])[:, :, 0]
         big = np.abs(step).max(axis=1, keepdims=True)
@@ -198,52 +211,99 @@ def _with_features(
 
 
 def _style_design(
-    board: pl.DataFrame, free: list[str], names: tuple[str, ...], centre: bool
-) -> np.ndarray:
-    """The (N × (len(free) + len(names))) design of one board: +1 / −1 in the columns of
-    sides ``a`` / ``b`` among the ``free`` models (the anchor has none), then the style
-    differences of :func:`style_differences`."""
-    ix = {m: i for i, m in enumerate(free)}
-    a, b = board.get_column("a").to_list(), board.get_column("b").to_list()
-    x = np.zeros((board.height, len(free) + len(names)))
-    for r, (ma, mb) in enumerate(zip(a, b)):
-        if ma in ix:
-            x[r, ix[ma]] += 1.0
-        if mb in ix:
-            x[r, ix[mb]] -= 1.0
+    board: pl.DataFrame, models: list[str], names: tuple[str, ...], centre: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(x, a, b)`` of one board: the (N × (K + len(names))) design, +1 / −1 in the
+    columns of sides ``a`` / ``b`` among every one of the ``models`` (no anchor: the
+    strengths are identified within each part by :func:`_style_strengths`), then the style
+    differences of :func:`style_differences`; and each row's model indices (N,)."""
+    ix = {m: i for i, m in enumerate(models)}
+    a = np.array([ix[m] for m in board.get_column("a").to_list()], dtype=np.int64)
+    b = np.array([ix[m] for m in board.get_column("b").to_list()], dtype=np.int64)
+    x = np.zeros((board.height, len(models) + len(names)))
+    rows = np.arange(board.height)
+    x[rows, a] += 1.0
+    x[rows, b] -= 1.0
     fa = board.select(f"{n}_a" for n in names).to_numpy().astype(float)
     fb = board.select(f"{n}_b" for n in names).to_numpy().astype(float)
-    x[:, len(free) :] = style_differences(fa, fb, centre=centre)
-    return x
+    x[:, len(models) :] = style_differences(fa, fb, centre=centre)
+    return x, a, b
+
+
+def _style_strengths(
+    x: np.ndarray,
+    board: pl.DataFrame,
+    a: np.ndarray,
+    b: np.ndarray,
+    k: int,
+    w: np.ndarray,
+) -> tuple[Strengths, np.ndarray]:
+    """The style-controlled Bradley–Terry of every replicate ``w`` ((R, N) row weights),
+    free of any anchor: :func:`~voirdire.analysis.ranking.strengths.fit_strengths` on the
+    replicates' win tables (a tie half a win; the parts of the win graph, ``±∞``/NaN
+    across them), the model refitted on the rows inside each part with θ summing to 0
+    there. Returns the :class:`~voirdire.analysis.ranking.strengths.Strengths` and the
+    covariates' coefficients γ (R, F), shared by the parts."""
+    win, tie = board.get_column("win").to_numpy(), board.get_column("tie").to_numpy()
+    r, n = w.shape
+    onto = csr_matrix((np.ones(n), (np.arange(n), a * k + b)), shape=(n, k * k)).T
+
+    def table(v: np.ndarray) -> np.ndarray:  # (R, K, K): row weights summed per (a, b)
+        return np.asarray(onto @ (w * v).T).T.reshape(r, k, k)
+
+    t = table(tie)
+    wins = table(win) + table(1.0 - win - tie).transpose(0, 2, 1)
+    gamma: list[np.ndarray] = []
+
+    def fit(wm: np.ndarray, tm: np.ndarray) -> np.ndarray:
+        met = (wm + wm.transpose(0, 2, 1) + tm) > 0  # within a part only
+        lab = pieces(met)
+        same = lab[:, :, None] == lab[:, None, :]
+        extra = np.zeros((r, x.shape[1], x.shape[1]))
+        extra[:, :k, :k] = same / same.sum(axis=2, keepdims=True)
+        beta = weighted_logit(x, y, w * met[:, a, b], extra=extra)
+        gamma.append(beta[:, k:])
+        return beta[:, :k]
+
+    y = win + 0.5 * tie
+    fitted = fit_strengths(fit, wins, t + t.transpose(0, 2, 1))
+    return fitted, gamma[0]
 
 
 def _ranked_terms(
-    terms: list[str],
-    nf: int,
-    fitted: tuple[np.ndarray, np.ndarray, np.ndarray],
+    models: list[str],
+    anchor: int,
+    names: tuple[str, ...],
+    est: tuple[Strengths, np.ndarray],
+    boot: tuple[Strengths, np.ndarray],
+    level: float,
     anchor_rating: float,
 ) -> pl.DataFrame:
-    """``term``, ``rating``, ``lo``, ``hi``, ``rank`` of one board from the ``fitted``
-    (estimate, lo, hi) coefficients: the anchor (``terms[0]``) at ``anchor_rating``, the
-    ``nf`` free models on the Arena scale, the covariates as fitted; the models ranked by
-    Arena's rule (1 + the models whose ``lo`` is above one's ``hi``), covariates null."""
-
-    def scale(v: np.ndarray) -> np.ndarray:
-        return np.r_[
-            to_rating(0.0, anchor_rating), to_rating(v[:nf], anchor_rating), v[nf:]
-        ]
-
-    est, lo, hi = fitted
-    part = pl.DataFrame(
-        {"term": terms, "rating": scale(est), "lo": scale(lo), "hi": scale(hi)}
-    )
-    m = part.filter(~pl.col("term").str.starts_with("style:"))
-    rank = (
-        m.join(m.select(olo="lo"), how="cross")
-        .group_by("term")
-        .agg(rank=(pl.col("olo") > pl.col("hi")).sum().cast(pl.Int64) + 1)
-    )
-    return part.join(rank, on="term", how="left")
+    """``term``, ``rating``, ``lo``, ``hi``, ``rank``, ``rank_lo``, ``rank_hi`` of one
+    board: the models first (the anchor's row first), their ratings on the Arena scale from
+    their difference with ``anchor`` (``±inf``/NaN where infinite/undefined; the anchor
+    without an interval) and their ranks from no anchor
+    (:func:`~voirdire.analysis.ranking.ranks.pairwise_ranks`: Arena's rule on the pairwise
+    differences), then the covariates ``style:<name>`` (γ in logit units, ranks null)."""
+    with np.errstate(invalid="ignore"):
+        lo, hi = rating_interval(boot[0].relative(anchor), level)
+    lo[anchor] = hi[anchor] = np.nan  # the anchor's rating is fixed: no interval
+    rank, rank_lo, rank_hi = pairwise_ranks(boot[0], level)
+    glo, ghi = percentile_interval(boot[1], level)
+    order = [anchor, *(i for i in range(len(models)) if i != anchor)]
+    null = [None] * len(names)
+    return pl.DataFrame(
+        {
+            "term": [*(models[i] for i in order), *(f"style:{n}" for n in names)],
+            "rating": np.r_[to_rating(est[0].relative(anchor)[0], anchor_rating)[order], est[1][0]],
+            "lo": np.r_[to_rating(lo, anchor_rating)[order], glo],
+            "hi": np.r_[to_rating(hi, anchor_rating)[order], ghi],
+            "rank": [*rank[order].tolist(), *null],
+            "rank_lo": [*rank_lo[order].tolist(), *null],
+            "rank_hi": [*rank_hi[order].tolist(), *null],
+        },
+        schema_overrides={c: pl.Int64 for c in ("rank", "rank_lo", "rank_hi")},
+    )  # fmt: skip
 
 
 def style_controlled(
@@ -251,7 +311,10 @@ def style_controlled(
     anchor_rating: float = 1000.0, replicates: int = 200, level: float = 0.95, seed: int = 0,
     clusters: pl.DataFrame | None = None, centre: bool = False,
 ) -> pl.DataFrame:  # fmt: skip
-    """Style-controlled Bradley–Terry ratings per board (Chatbot Arena's style control).
+    """Style-controlled Bradley–Terry ratings per board (Chatbot Arena's style control),
+    fitted free of any anchor as the leaderboards are (:func:`_style_strengths`): the ranks
+    and rank intervals are the same whatever the anchor, on connected and disconnected
+    designs; the anchor places the ratings alone.
 
     Args:
         comps: :data:`~voirdire.analysis.ranking.order_views.COMPARISON_SCHEMA` rows.
@@ -265,45 +328,45 @@ def style_controlled(
 
     Returns:
         ``benchmark``, ``judge``, ``strategy``, ``view``, ``term`` (a model's name, or
-        ``style:<feature>`` for a covariate), ``rating`` (Arena scale for models; the
-        coefficient γ in logit units for covariates), ``lo``, ``hi`` (float), ``rank``
-        (int, Arena's rule among the models; null for covariates).
+        ``style:<feature>`` for a covariate), ``rating`` (Arena scale for models, ``±inf``
+        where the difference from the anchor is infinite, NaN where undefined; the
+        coefficient γ in logit units for covariates), ``lo``, ``hi`` (float; NaN for the
+        anchor), ``rank``, ``rank_lo``, ``rank_hi`` (int, as the leaderboards':
+        :mod:`~voirdire.analysis.ranking.ranks`; null for covariates).
 
     Raises:
-        ConfigError: a board with one model or a disconnected graph, an anchor that is not
-            a candidate, an answer without features.
+        ConfigError: a board with one model, an anchor that is not a candidate, an answer
+            without features.
     """
     c = _with_features(comps, features, names)
     out = []
     for key, board in c.sort(BOARD_KEYS).group_by(BOARD_KEYS, maintain_order=True):
-        models = check_graph(board, " / ".join(key))
+        models = check_graph(board, " / ".join(key), connected=False)
         anc = anchor or default_anchor(comps.filter(pl.col("benchmark") == key[0]))
         if anc not in models:
             raise ConfigError(
                 f"anchor {anc!r} is not a candidate of {' / '.join(key)} (its models: {', '.join(models)})"
             )
-        free = [m for m in models if m != anc]
-        x = _style_design(board, free, names, centre)
-        y = (board.get_column("win") + 0.5 * board.get_column("tie")).to_numpy()
+        x, a, b = _style_design(board, models, names, centre)
         qs = (
             comps.filter(pl.col("benchmark") == key[0])
             .select("benchmark", "question_id")
             .unique()
         )
-        est, boot = bootstrap_fit(
-            board,
-            qs,
-            lambda w, x=x, y=y: weighted_logit(x, y, w),
-            replicates,
-            seed,
-            clusters,
+        fits: list[tuple[Strengths, np.ndarray]] = []  # the estimate's, the replicates'
+        k = len(models)
+
+        def fit(w, x=x, board=board, a=a, b=b, k=k, fits=fits):
+            fits.append(_style_strengths(x, board, a, b, k, w))
+            return fits[-1][1]
+
+        bootstrap_fit(board, qs, fit, replicates, seed, clusters)
+        part = _ranked_terms(
+            models, models.index(anc), names, fits[0], fits[1], level, anchor_rating
         )
-        lo, hi = percentile_interval(boot, level)
-        terms = [anc, *free, *(f"style:{n}" for n in names)]
-        part = _ranked_terms(terms, len(free), (est, lo, hi), anchor_rating)
         out.append(part.with_columns(**dict(zip(BOARD_KEYS, map(pl.lit, key)))))
     return (
-        pl.concat(out).select(*BOARD_KEYS, "term", "rating", "lo", "hi", "rank")
+        pl.concat(out).select(*BOARD_KEYS, "term", "rating", "lo", "hi", "rank", "rank_lo", "rank_hi")
         if out
         else pl.DataFrame()
-    )
+    )  # fmt: skip

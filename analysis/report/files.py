@@ -294,7 +294,7 @@ def write_mitigation(
     notes: Sequence[str] = (),
 ) -> dict[str, Path]:
     """Write ``mitigation.csv`` (the table), ``mitigation.md`` (markdown, with ``notes``
-    below the table: :func:`~voirdire.analysis.report.markdown_study.mitigation_markdown`),
+    below the table: :func:`~voirdire.analysis.report.mitigation.mitigation_markdown`),
     ``figures/mitigation_cost_agreement.png`` and ``bpde_annotation.csv`` (the pairs for
     people, with an empty ``winner`` column) under ``out``; returns their paths by name."""
     from voirdire.analysis.report.mitigation import cost_agreement_figure

@@ -37,6 +37,7 @@ from voirdire.analysis.report.views import (
 
 if TYPE_CHECKING:
     from voirdire.analysis.choice import Choice
+    from voirdire.analysis.report.people_files import PeopleTables
     from voirdire.analysis.study import Study
 
 __all__ = ["render_html"]
@@ -168,6 +169,29 @@ def _power(study: Study) -> dict[str, Any] | None:
     }
 
 
+def _judges(study: Study) -> dict[str, Any]:
+    """The "Judges" section's context: the judges too unstable to read, those without RS,
+    the gates, the per-judge table, the added metrics' notes, the bootstrap's replicates."""
+    panel = study.panel
+    return {
+        "unreadable": list(panel.filter(~pl.col("readable")).select("benchmark", "judge", "flag").iter_rows()),
+        "no_rs": [f"{b}/{j}" for b, j in panel.filter(pl.col("rs").is_null()).select("benchmark", "judge").iter_rows()],
+        "rs_min": study.rs_min, "max_error": study.max_error, "panel": _panel_view(panel),
+        "metric_notes": [f"{m.label}: {m.doc or m.name} ({m.direction_text})." for k, m in added_metrics().items()
+                         if k in panel.columns],
+        "replicates": study.dirs[0].ci.get_column("replicates").max() if study.dirs[0].ci.height else 0,
+    }  # fmt: skip
+
+
+def _mitigation(mitigation: pl.DataFrame | None, gold: bool) -> dict[str, Any] | None:
+    """The mitigation table's view (accuracy and kappa with gold labels), or None."""
+    if mitigation is None or not mitigation.height:
+        return None
+    cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip", *(["accuracy", "kappa"] if gold else []),
+            "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate"]  # fmt: skip
+    return table_view(mitigation.select(cols), {c: F3 for c in cols[3:-1]})
+
+
 def render_html(
     study: Study,
     written: dict[str, Any],
@@ -179,6 +203,7 @@ def render_html(
     audit: list[dict[str, Any]] | None = None,
     choice: Choice | None = None,
     mitigation_notes: Sequence[str] = (),
+    people: PeopleTables | None = None,
 ) -> str:
     """The report as one HTML string (``templates/report.html.j2``).
 
@@ -198,13 +223,14 @@ def render_html(
             page opens with (None: no summary).
         mitigation_notes: lines shown under the mitigation table (strategies not computed
             for a judge: :func:`~voirdire.analysis.mitigation.orders.one_order_lines`).
+        people: ``voirdire people``'s tables for the section "People's boards from a few
+            labels" (:func:`~voirdire.analysis.report.people_section.report_people`; its
+            figures' specifications in ``written["charts"]``), or None (no section).
     """
+    from voirdire.analysis.report.people_section import people_view
     from voirdire.analysis.report.vega import vega_bundle
 
     charts, n = written.get("charts", {}), [0]
-    panel = study.panel
-    mit_cols = ["benchmark", "strategy", "judge", "cost", "undecided", "pc", "pf", "flip", *(["accuracy", "kappa"] if gold else []),
-                "pass_kappa", "pass_kappa_lo", "pass_kappa_hi", "pass_kappa_gate"]  # fmt: skip
     return render_template(
         "report.html.j2",
         title=title,
@@ -215,28 +241,7 @@ def render_html(
         tokenizer=study.tokenizer,
         summary=summary_view(choice),
         margin=choice.margin if choice is not None else None,
-        unreadable=list(
-            panel.filter(~pl.col("readable"))
-            .select("benchmark", "judge", "flag")
-            .iter_rows()
-        ),
-        no_rs=[
-            f"{b}/{j}"
-            for b, j in panel.filter(pl.col("rs").is_null())
-            .select("benchmark", "judge")
-            .iter_rows()
-        ],
-        rs_min=study.rs_min,
-        max_error=study.max_error,
-        panel=_panel_view(panel),
-        metric_notes=[
-            f"{m.label}: {m.doc or m.name} ({m.direction_text})."
-            for n, m in added_metrics().items()
-            if n in panel.columns
-        ],
-        replicates=study.dirs[0].ci.get_column("replicates").max()
-        if study.dirs[0].ci.height
-        else 0,
+        **_judges(study),
         benchmarks=_benchmarks(study, charts, n),
         regressions=_regressions(study),
         agreement=agreement_view(
@@ -247,15 +252,12 @@ def render_html(
         ),
         power=_power(study),
         gold=gold,
-        mitigation=table_view(
-            mitigation.select(mit_cols), {c: F3 for c in mit_cols[3:-1]}
-        )
-        if mitigation is not None and mitigation.height
-        else None,
+        mitigation=_mitigation(mitigation, gold),
         mitigation_notes=list(mitigation_notes),
         bias=bias_view(written),
         leaderboards=Markup(leaderboards) if leaderboards else None,
         audit=audit,
+        people=people_view(people, charts, n) if people is not None else None,
         files=[Path(p).name for _, p in sorted(written.get("tables", {}).items())],
         vega=Markup(vega_bundle()) if n[0] else None,
     )

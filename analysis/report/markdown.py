@@ -182,6 +182,22 @@ def _listwise_sections(
     ]
 
 
+def _failures_section(failures: pl.DataFrame) -> list[str]:
+    """``report.md``'s "Failures by class" lines: per judge and failure class the count of
+    ``failures`` (rows with a ``failure``); none without failures."""
+    if not failures.height:
+        return []
+    counts = failures.group_by("judge", "failure").len().sort("judge", "failure")
+    return [
+        "## Failures by class",
+        "",
+        "| judge | class | count |",
+        "|---|---|---:|",
+        *(f"| {markdown(j)} | {markdown(c)} | {k} |" for j, c, k in counts.iter_rows()),
+        "",
+    ]
+
+
 def markdown_report(
     meta: dict[str, Any],
     judgments: pl.DataFrame,
@@ -203,12 +219,7 @@ def markdown_report(
     job = meta["job"]
     comp = job.get("comparison", {})
     n = judgments.height
-    failures = (
-        judgments.filter(pl.col("failure").is_not_null())
-        .group_by("judge", "failure")
-        .len()
-        .sort("judge", "failure")
-    )
+    failures = judgments.filter(pl.col("failure").is_not_null())
     unextracted = judgments.filter(
         pl.col("failure").is_null() & pl.col("failed")
     ).height
@@ -221,7 +232,7 @@ def markdown_report(
         f"permutations {markdown_code(comp.get('permutations', 'both'))}, repetitions {markdown(comp.get('repetitions', 1))}",
         f"- judges: {', '.join(map(markdown, meta['judges']))}",
         f"- judgments: {n:,} ({judgments.filter(pl.col('failed')).height:,} failed: "
-        f"{judgments.filter(pl.col('failure').is_not_null()).height:,} with no output, {unextracted:,} with no extractable verdict)",
+        f"{failures.height:,} with no output, {unextracted:,} with no extractable verdict)",
         "",
         "## Per judge",
         "",
@@ -243,18 +254,7 @@ def markdown_report(
     )
     if listwise:
         lines += _listwise_sections(comp, series, cm, shares)
-    if failures.height:
-        lines += [
-            "## Failures by class",
-            "",
-            "| judge | class | count |",
-            "|---|---|---:|",
-        ]
-        lines += [
-            f"| {markdown(j)} | {markdown(c)} | {k} |"
-            for j, c, k in failures.iter_rows()
-        ]
-        lines.append("")
+    lines += _failures_section(failures)
     lines += [
         "## Files",
         "",

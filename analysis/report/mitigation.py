@@ -14,7 +14,6 @@ import numpy as np
 import polars as pl
 
 from voirdire.analysis.report.judge_table import gate_words
-from voirdire.analysis.report.plotting import _save, plt
 from voirdire.escape import markdown
 
 __all__ = ["accuracy_label", "mitigation_markdown", "cost_agreement_figure"]
@@ -27,6 +26,8 @@ def cost_agreement_figure(
     95 % interval bars), one panel per benchmark, one colour per strategy (kappa against a
     reference is an agreement figure: no gate line; the 0.6 gate is on the inter-pass
     kappa). PNG at ``path``."""
+    from voirdire.analysis.report.plotting import _save, plt  # matplotlib: when drawn
+
     benches = sorted(table.get_column("benchmark").unique().to_list())
     strategies = sorted(table.get_column("strategy").unique().to_list())
     cmap = plt.get_cmap("tab10")

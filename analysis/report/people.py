@@ -1,51 +1,40 @@
 """The people's boards and selective judges in files (``voirdire people``): the tables as
 CSV and Parquet, a Markdown section, one figure per (benchmark, judge), the terminal table.
 
-Kept in one small module so that the report (``report.html``) can include the same pieces:
-:func:`people_markdown` (the section), :func:`people_figure` (the three boards side by
-side and the selective-judging curve) and the tables of
-:class:`~voirdire.analysis.people.study.PeopleStudy`. Text from received files (judge,
-model and benchmark names) is escaped where it is shown, by :func:`md` (Markdown) and
-:func:`term` (the terminal), the one place here that does it.
+The report (``report.html``, ``report.md``) shows the same section, read back from these
+files (:mod:`voirdire.analysis.report.people_files`, :mod:`voirdire.analysis.report.people_section`):
+:func:`people_markdown` takes a :class:`~voirdire.analysis.report.people_files.PeopleTables`,
+which a fresh study and the files both give. Text from received files (judge, model and
+benchmark names) is escaped where it is shown, by :mod:`voirdire.escape`
+(:func:`~voirdire.escape.markdown` in the Markdown, :func:`~voirdire.escape.cell` in the
+terminal's table).
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
 from pathlib import Path
 
 import polars as pl
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from voirdire.analysis.people.study import PeopleStudy
-from voirdire.analysis.report.files import write_csv
+from voirdire.analysis.report.files import file_part, write_csv
+from voirdire.analysis.report.people_files import (
+    PeopleTables,
+    judge_summary,
+    people_tables,
+    settings_table,
+)
+from voirdire.escape import cell, markdown, markdown_code
 
-__all__ = ["PEOPLE_FILES", "md", "term", "people_markdown", "people_figure", "write_people", "print_people"]  # fmt: skip
+__all__ = ["PEOPLE_FILES", "people_markdown", "people_figure", "write_people", "print_people"]  # fmt: skip
 
 #: the files :func:`write_people` writes at the top of the directory (metrics/*.csv and
 #: figures/*.png besides)
 PEOPLE_FILES = ("people.md", "people_pairs.parquet", "people_to_label.csv")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
-
-
-def md(text: object) -> str:
-    """``text`` as inert Markdown inline text: control bytes dropped, HTML's ``&``, ``<``,
-    ``>`` as entities, Markdown's punctuation (pipes included) backslash-escaped, newlines
-    as spaces."""
-    s = _CONTROL.sub("", str(text)).replace("\n", " ").replace("\r", " ")
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_SPECIAL.sub(r"\\\1", s)
-
-
-def term(text: object) -> str:
-    """``text`` for a rich console: control bytes (escape sequences) dropped, rich markup
-    escaped."""
-    return escape(_CONTROL.sub("", str(text)))
 
 
 def _f(v: object, nd: int = 3) -> str:
@@ -64,7 +53,7 @@ def _board_table(boards: pl.DataFrame, kind: str) -> list[str]:
            "|---|---|---|---|---|---|---|---:|---:|---:|"]  # fmt: skip
     ppi = b.filter(pl.col("estimator") == "ppi").sort("rank", "model")
     for r in ppi.iter_rows(named=True):
-        cells = [md(r["model"])]
+        cells = [markdown(r["model"])]
         for e in ("ppi", "people", "judge"):
             x = b.filter(
                 (pl.col("estimator") == e) & (pl.col("model") == r["model"])
@@ -75,50 +64,50 @@ def _board_table(boards: pl.DataFrame, kind: str) -> list[str]:
     return out
 
 
-def people_markdown(study: PeopleStudy) -> str:
-    """The section "People's boards from a few labels" (module docstring) as Markdown."""
-    s = study.settings
+def people_markdown(tables: PeopleTables, figures: dict[str, str] | None = None) -> str:
+    """The section "People's boards from a few labels" (module docstring) as Markdown: the
+    three boards side by side per (benchmark, judge), the selective judges, the cascade.
+
+    Args:
+        tables: :func:`~voirdire.analysis.report.people_files.people_tables` of a study, or
+            :func:`~voirdire.analysis.report.people_files.read_people` of its files.
+            Its ``figures`` are shown under the settings.
+    """
+    s = tables.settings
     lines = [
         "## People's boards from a few labels",
         "",
         f"Labels used: {s['labels']} pairs; intervals and rank sets at {s['level']:.0%} (PPI++, Angelopoulos et al. "
         "2023; rank sets, Chatzi et al. 2024); selective judges keep verdicts whose agreement with people is "
         f"at least {1 - s['alpha']:g} with probability at least {1 - s['delta']:g} (fixed-sequence testing, Jung "
-        f"et al. 2025; confidence: {md(s['confidence'])}). The judge-only columns are what the judge's own "
+        f"et al. 2025; confidence: {markdown(s['confidence'])}). The judge-only columns are what the judge's own "
         "board claims: their intervals ignore its errors. `docs/people.md` explains every column.",
     ]  # fmt: skip
-    for (bench, judge), g in study.boards.group_by(
+    if tables.source:
+        lines += ["", f"From `voirdire people`'s files in {markdown_code(tables.source + '/')}."]  # fmt: skip
+    for caption, path in tables.figures.items():
+        lines += ["", f"![{markdown(caption)}]({path})"]
+    for (bench, judge), g in tables.boards.group_by(
         "benchmark", "judge", maintain_order=True
     ):
-        lines += [
-            "",
-            f"### {md(bench)} / {md(judge)}",
-            "",
-            "Win rates (ties half):",
-            "",
-        ]
+        lines += ["", f"### {markdown(bench)} / {markdown(judge)}", "", "Win rates (ties half):", ""]  # fmt: skip
         lines += _board_table(g, "win_rate")
         if g.filter(pl.col("kind") == "bt").height:
-            lines += ["", "Bradley–Terry ratings (Arena scale):", ""] + _board_table(
-                g, "bt"
-            )
+            lines += ["", "Bradley–Terry ratings (Arena scale):", ""]
+            lines += _board_table(g, "bt")
     lines += ["", "### Selective judges", "",
               "| benchmark | judge | labels | threshold | share kept | agreement on labelled kept | agreement on all labelled |",
               "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
-    for r in study.selective.iter_rows(named=True):
-        lines.append(f"| {md(r['benchmark'])} | {md(r['judge'])} | {r['labels']} | {_f(r['threshold'], 3)} | "
+    for r in tables.selective.iter_rows(named=True):
+        lines.append(f"| {markdown(r['benchmark'])} | {markdown(r['judge'])} | {r['labels']} | {_f(r['threshold'], 3)} | "
                      f"{_f(r['share_kept'])} | {_f(r['agreement_labelled'])} | {_f(r['agreement_all_labelled'])} |")  # fmt: skip
     lines += ["", "### Cascade (cheapest first, then people)", "",
               "| benchmark | stage | judge | threshold | reached | kept | share kept | USD | queries |",
               "|---|---:|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
-    for r in study.cascade.iter_rows(named=True):
-        lines.append(f"| {md(r['benchmark'])} | {r['stage']} | {md(r['judge'])} | {_f(r['threshold'])} | {r['reached']} | "
+    for r in tables.cascade.iter_rows(named=True):
+        lines.append(f"| {markdown(r['benchmark'])} | {r['stage']} | {markdown(r['judge'])} | {_f(r['threshold'])} | {r['reached']} | "
                      f"{r['kept']} | {_f(r['share_kept'])} | {_f(r['cost_usd'], 4)} | {_f(r['queries'], 0)} |")  # fmt: skip
-    lines += [
-        "",
-        f"Pairs to send to people: {study.to_label.height} (`people_to_label.csv`).",
-        "",
-    ]
+    lines += ["", f"Pairs to send to people: {tables.to_label} (`people_to_label.csv`).", ""]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -182,15 +171,12 @@ def people_figure(
     return out
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80].strip("._") or "x"
-
-
 def write_people(
     study: PeopleStudy, out: str | os.PathLike, label_columns: list[str] | None = None
 ) -> dict[str, Path]:
     """Write ``metrics/people_boards.csv``, ``people_selective.csv``, ``people_curve.csv``,
-    ``people_cascade.csv``, ``people_pairs.parquet`` (the pairs table), ``people_to_label.csv``
+    ``people_cascade.csv``, ``people_settings.csv`` (one row: what a report reads back,
+    :mod:`~voirdire.analysis.report.people_files`), ``people_pairs.parquet`` (the pairs table), ``people_to_label.csv``
     (the pairs for people, in the labels' columns ``label_columns`` with an empty ``winner``;
     default ``benchmark, question_id, candidate, reference, winner``: what ``--labels`` and
     ``mitigate --reference`` read), ``people.md`` and ``figures/people_*.png`` under ``out``;
@@ -201,6 +187,9 @@ def write_people(
     for name, table in (("boards", study.boards), ("selective", study.selective), ("curve", study.curve),
                         ("cascade", study.cascade)):  # fmt: skip
         paths[name] = write_csv(table, d / "metrics" / f"people_{name}.csv")
+    paths["settings"] = write_csv(
+        settings_table(study.settings), d / "metrics" / "people_settings.csv"
+    )
     paths["pairs"] = d / "people_pairs.parquet"
     study.pairs.write_parquet(paths["pairs"])
     cols = label_columns or [
@@ -222,7 +211,8 @@ def write_people(
     )
     paths["markdown"] = d / "people.md"
     paths["markdown"].write_text(
-        "# People's boards and selective judges\n\n" + people_markdown(study),
+        "# People's boards and selective judges\n\n"
+        + people_markdown(people_tables(study)),
         encoding="utf-8",
     )
     for n, ((bench, judge), g) in enumerate(
@@ -234,7 +224,7 @@ def write_people(
         paths[f"figure:{bench}/{judge}"] = people_figure(
             g,
             c,
-            d / "figures" / f"people_{n:02d}_{_slug(bench)}_{_slug(judge)}.png",
+            d / "figures" / f"people_{n:02d}_{file_part(bench)}_{file_part(judge)}.png",
             f"{bench} / {judge}",
             1 - study.settings["alpha"],
         )
@@ -242,31 +232,13 @@ def write_people(
 
 
 def print_people(study: PeopleStudy, console: Console | None = None) -> None:
-    """The terminal summary: per (benchmark, judge) the PPI++ board's top and interval widths
-    against people alone, and the selective judge."""
+    """The terminal summary: per (benchmark, judge) the PPI++ board's interval widths
+    against people alone, its effective labels, and the selective judge."""
     console = console or Console()
     t = Table(title="People's boards from a few labels (docs/people.md)")
-    for c in (
-        "benchmark",
-        "judge",
-        "labels",
-        "width PPI++ / people",
-        "effective labels",
-        "kept",
-        "agreement kept",
-    ):
+    for c in ("benchmark", "judge", "labels", "width PPI++ / people", "effective labels", "kept", "agreement kept"):  # fmt: skip
         t.add_column(c, justify="left" if c in ("benchmark", "judge") else "right")
-    w = (
-        study.boards.filter(pl.col("kind") == "win_rate")
-        .group_by("benchmark", "judge")
-        .agg(
-            ratio=(pl.col("se").filter(pl.col("estimator") == "ppi").mean() / pl.col("se").filter(pl.col("estimator") == "people").mean()),
-            n_eff=pl.col("n_eff").filter(pl.col("estimator") == "ppi").sum() / 2,
-        )
-    )  # fmt: skip
-    for r in study.selective.join(w, on=["benchmark", "judge"], how="left").iter_rows(
-        named=True
-    ):
-        t.add_row(term(r["benchmark"]), term(r["judge"]), str(r["labels"]), _f(r["ratio"], 2), _f(r["n_eff"], 0),
+    for r in judge_summary(people_tables(study)).iter_rows(named=True):
+        t.add_row(cell(r["benchmark"]), cell(r["judge"]), str(r["labels"]), _f(r["width_ratio"], 2), _f(r["n_eff"], 0),
                   _f(r["share_kept"]), _f(r["agreement_labelled"]))  # fmt: skip
     console.print(t)

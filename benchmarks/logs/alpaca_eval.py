@@ -51,6 +51,7 @@ import json
 import math
 import os
 import random
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -63,6 +64,7 @@ from voirdire.benchmarks.logs.reading import (
     RECORDED,
     LogLimits,
     Rows,
+    log_settings,
     need,
     read_json,
     temp_name,
@@ -75,6 +77,9 @@ from voirdire.core import ConfigError, content_hash
 PREFERENCES = "preferences.parquet"
 #: AlpacaEval's switch column name, the first part of the switching seed
 SWITCH_COLUMN = "is_switched_outputs"
+#: the annotation columns one instruction fixes (its ``dataset`` too): a switch seeded by
+#: them alone is shared by every model on the instruction
+PER_INSTRUCTION = frozenset({"instruction", "dataset"})
 #: the normalised copy's table of length-controlled win rate weights (:func:`read_weights`)
 LC_WEIGHTS = "lc_weights.parquet"
 WEIGHTS_DIR = Path("src/alpaca_eval/metrics/weights")
@@ -246,10 +251,29 @@ class AlpacaEval(LogBenchmark):
 
     name = "AlpacaEval"
     Options = AlpacaEvalOptions
-    #: the seeded switch depends on the instruction alone (``seed_columns``): every model is
-    #: shown first on the same instructions, the clusters (:meth:`~.base.LogBenchmark.clusters`)
+    #: by default the seeded switch depends on the instruction alone (``seed_columns``):
+    #: every model is shown first on the same instructions, the clusters
+    #: (:meth:`~.base.LogBenchmark.clusters`); other seed columns: :meth:`order_unit_for`
     order_unit: ClassVar[str] = "cluster"
     suffixes = (".json",)
+
+    @classmethod
+    def order_unit_for(cls, settings: Mapping[str, Any] | None = None) -> str:
+        """The unit the switch's ``seed_columns`` (``settings["log"]``, the job's
+        ``[benchmark.log]``) randomised the order over: ``"cluster"`` (per instruction, shared
+        by every model) when they are the instruction and columns fixed by it
+        (:data:`PER_INSTRUCTION`); ``"pair"`` when one may vary within an instruction (an
+        output, a model's name: each pair its own coin); ``"none"`` when they leave the
+        instruction out and vary with none of those (one coin for many instructions, e.g.
+        ``["dataset"]``: no unit the test can permute).
+
+        Raises:
+            ConfigError: ``settings["log"]`` that :class:`AlpacaEvalOptions` refuses."""
+        log = (settings or {}).get("log")
+        cols = set(log_settings(cls.Options, log, cls.name).seed_columns)
+        if not cols <= PER_INSTRUCTION:
+            return "pair"
+        return "cluster" if "instruction" in cols else "none"
 
     @classmethod
     def read(cls, path: Path, options: Any, rows: Rows) -> None:

@@ -37,7 +37,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from voirdire.benchmarks.base import Benchmark
-from voirdire.benchmarks.logs.once import check_once, distinct_logs
+from voirdire.benchmarks.logs.once import check_once, distinct_logs, one_pair_each
 from voirdire.benchmarks.logs.reading import (
     COPY_VERSION,
     FAILED_CALL,
@@ -202,7 +202,7 @@ class LogBenchmark(Benchmark):
             raise ConfigError(
                 f"{self.name}: no judgments in {', '.join(map(str, files))}"
             )
-        pairs = pairs.unique("question_id", keep="first", maintain_order=True)
+        pairs = one_pair_each(pairs, rows.pair_where, self.name)
         check_once(verdicts, self.name)
         keys = prompt_keys(verdicts)
         d.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,10 @@
-"""Each log file and each verdict once (``docs/audit.md``): a file given twice, or a copy with
-the same bytes, is read once with one warning (:func:`distinct_logs`); a verdict recorded
-twice, the same judge, pair and order shown at two places, is refused in one line naming
-both (:func:`check_once`). See :mod:`voirdire.benchmarks.logs.base`.
+"""Each log file, each pair and each verdict once (``docs/audit.md``): a file given twice, or
+a copy with the same bytes, is read once with one warning (:func:`distinct_logs`); a pair
+given by several records with the same content (two judges' files on the same pairs) is kept
+once, with other content (another instruction, answer or gold label under one
+``question_id``) refused in one line naming both places (:func:`one_pair_each`); a verdict
+recorded twice, the same judge, pair and order shown at two places, is refused in one line
+naming both (:func:`check_once`). See :mod:`voirdire.benchmarks.logs.base`.
 """
 
 from __future__ import annotations
@@ -83,4 +86,52 @@ def check_once(verdicts: pl.DataFrame, fmt: str) -> None:
     )
 
 
-__all__ = ["check_once", "distinct_logs"]
+def one_pair_each(
+    pairs: pl.DataFrame, where: list[str | None], fmt: str
+) -> pl.DataFrame:
+    """The pairs (:data:`~.reading.PAIR_SCHEMA` rows; ``where``: each one's place), each
+    ``question_id`` once: records of one pair are one pair, a field one record leaves empty
+    (null or ``""``: a label given with one order only) taking another's value, in the
+    order read; two records giving one field other values are two pairs under one name
+    (another instruction, answer or gold label), and which one a verdict judged cannot be
+    told.
+
+    Raises:
+        ConfigError: one line naming the pair, the fields that differ and both places (and
+            how many more pairs differ).
+    """
+    if pairs.get_column("question_id").n_unique() == pairs.height:
+        return pairs
+    content = [c for c in pairs.columns if c != "question_id"]
+    given = {c: pl.col(c).is_not_null() & (pl.col(c) != "") for c in content}
+    merged = pairs.group_by("question_id", maintain_order=True).agg(
+        *[pl.col(c).filter(given[c]).first().fill_null(pl.col(c).first()) for c in content],
+        _clash=pl.any_horizontal(pl.col(c).filter(given[c]).n_unique() > 1 for c in content),
+    )  # fmt: skip
+    clash = merged.filter("_clash").get_column("question_id")
+    if not clash.len():
+        return merged.drop("_clash")
+    one = pairs.with_columns(where=pl.Series(where, dtype=pl.String)).filter(
+        pl.col("question_id") == clash[0]
+    )
+    recs = one.rows(named=True)
+
+    def differ(a: dict, b: dict) -> list[str]:
+        return [c for c in content if a[c] and b[c] and a[c] != b[c]]
+
+    a, b = next(
+        (a, b) for i, a in enumerate(recs) for b in recs[i + 1 :] if differ(a, b)
+    )
+    fields = ", ".join(differ(a, b))
+    more = (
+        f" ({clash.len() - 1} more pairs given with other content)"
+        if clash.len() > 1
+        else ""
+    )
+    raise ConfigError(
+        f"{fmt} log: pair {a['question_id']!r} is given twice with other content ({fields}): "
+        f"at {a['where']} and at {b['where']}{more}"
+    )  # fmt: skip
+
+
+__all__ = ["check_once", "distinct_logs", "one_pair_each"]

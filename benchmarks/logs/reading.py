@@ -29,10 +29,10 @@ from voirdire.core import ConfigError, content_hash
 
 #: files of the normalised copy
 INSTANCES, RECORDED, SOURCE = "instances.parquet", "recorded.parquet", "source.json"
-#: version of the normalised copy's layout (enters its hash)
-COPY_VERSION = (
-    "3"  # 2: AlpacaEval skips a model against itself; 3: its model is model_a
-)
+#: version of the normalised copy's layout (enters its hash). 2: AlpacaEval skips a model
+#: against itself; 3: its model is model_a; 4: a pair given with other content is refused (a
+#: copy from before kept the first silently)
+COPY_VERSION = "4"
 PAIR_SCHEMA = {
     "question_id": pl.String, "cluster": pl.String, "task": pl.String,
     "instruction": pl.String, "model_a": pl.String, "model_b": pl.String,
@@ -89,11 +89,14 @@ def log_settings(options: type[BaseModel], log: dict[str, Any] | None, fmt: str)
 class Rows:
     """The normalised rows of the logs read so far (see the module docstring): column lists
     ``pairs`` (:data:`PAIR_SCHEMA`) and ``verdicts`` (:data:`VERDICT_SCHEMA`; ``where`` is
-    ``"<file>: line <n>"``, for messages)."""
+    ``"<file>: line <n>"``, for messages); ``pair_where``: each pair's place, the ``where``
+    given or that of the verdict recorded next (the record holding the pair)."""
 
     def __init__(self) -> None:
         self.pairs: dict[str, list[Any]] = {c: [] for c in PAIR_SCHEMA}
         self.verdicts: dict[str, list[Any]] = {c: [] for c in VERDICT_SCHEMA}
+        self.pair_where: list[str | None] = []
+        self._unplaced = False  # the last pair waits for its record's place
         # the column lists in schema order (appended to per row)
         self._pair_cols = list(self.pairs.values())
         self._verdict_cols = list(self.verdicts.values())
@@ -101,14 +104,17 @@ class Rows:
     def pair(
         self, question_id: str, cluster: str, model_a: str, model_b: str, *,
         task: str = "all", instruction: str = "", output_a: str = "",
-        output_b: str = "", gold: str | None = None,
+        output_b: str = "", gold: str | None = None, where: str | None = None,
     ) -> None:  # fmt: skip
-        """One pair (an instance; a pair given again by another judge's log is kept once)."""
+        """One pair (an instance; a pair given again by another judge's log with the same
+        content is kept once, with other content refused: :func:`~.once.one_pair_each`)."""
         for col, v in zip(
             self._pair_cols,
             (question_id, cluster, task, instruction, model_a, model_b, output_a, output_b, gold),
         ):  # fmt: skip
             col.append(v)
+        self.pair_where.append(where)
+        self._unplaced = where is None
 
     def verdict(
         self, question_id: str, judge: str, shown: tuple[str, str],
@@ -121,6 +127,8 @@ class Rows:
             (question_id, judge, shown[0], shown[1], output, choice, where),
         ):
             col.append(v)
+        if self._unplaced:
+            self.pair_where[-1], self._unplaced = where, False
 
 
 def read_json(path: str | os.PathLike, fmt: str) -> Any:

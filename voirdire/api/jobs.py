@@ -140,9 +140,14 @@ def run_queries(
             runs no more jobs (the CLI's last job). Ray starts again if asked later.
 
     Raises:
-        ConfigError: before anything is sent, when the job is invalid.
+        ConfigError: before anything is sent, when the job is invalid; before anything is
+            written, when nothing accepts a connection at ``address``
+            (:func:`~voirdire.engine.ray_start.check_address`).
         JobInterrupted: on Ctrl-C or SIGTERM; finished results are saved.
     """
+    from voirdire.engine.ray_start import check_address
+
+    check_address(address)  # job.json is written before Ray is joined
     spec = load_job_spec(job, output_dir=output_dir)
     return run_job(
         spec,

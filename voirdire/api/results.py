@@ -162,9 +162,6 @@ def mitigate(
         found.judgments, reference=reference, strategies=strategies, replicates=replicates,
         beta=beta, labels=labels,
     )  # fmt: skip
-    return write_mitigation(
-        table, annotation, destination(output_dirs, out, "mitigation")
-    )
     names = strategies or default_strategies(found.judgments)
     notes = one_order_lines(found.judgments, both_orders_names(names))
     return write_mitigation(

@@ -62,7 +62,7 @@ def submit(
     try:
         s = sub.submit(
             job, address, output_dir=output_dir, env=_parse_env(env), pip=pip, submission_id=submission_id,
-            warn=lambda m: err_console.print(f"[yellow]warning:[/] {terminal(redacted(m))}"),
+            warn=lambda m: err_console.print(f"[yellow]warning:[/] {terminal(redacted(m))}", soft_wrap=True),
         )  # fmt: skip
     except ConfigError as exc:
         fail(str(exc))

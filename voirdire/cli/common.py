@@ -59,8 +59,9 @@ def redacted(msg: str) -> str:
 
 def fail(msg: str, code: int = 2) -> None:
     """Print ``error: msg`` (secrets removed, shown as text: :func:`voirdire.escape.terminal`)
-    on stderr and exit with ``code``."""
-    err_console.print(f"[bold red]error:[/] {terminal(redacted(msg))}")
+    on stderr as one line, however long (``soft_wrap``: not wrapped at the console's width,
+    140 columns off a terminal), and exit with ``code``."""
+    err_console.print(f"[bold red]error:[/] {terminal(redacted(msg))}", soft_wrap=True)
     raise typer.Exit(code)
 
 

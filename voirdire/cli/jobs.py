@@ -51,6 +51,7 @@ def run(
     from voirdire.engine.scheduler import JobInterrupted
 
     if not dry_run:
+        _check_address(address)  # before Ray starts and before any job.json is written
         _start_ray_early(address)
     try:
         if output_dir is not None and len(jobs) != 1:
@@ -175,6 +176,18 @@ def log_options(items: list[str]) -> dict:
     return log
 
 
+def _check_address(address: str | None) -> None:
+    """Refuse in one line (exit 2) a cluster ``address`` where nothing accepts a connection
+    (:func:`voirdire.engine.ray_start.check_address`), as ``voirdire audit`` does: before
+    Ray starts, a job is read or an output directory is written."""
+    from voirdire.engine.ray_start import check_address
+
+    try:
+        check_address(address)
+    except ConfigError as exc:
+        fail(str(exc))
+
+
 def _start_ray_early(address: str | None) -> None:
     """In the console script (the process ends with the command), begin Ray's start in the
     background before the inputs are read (:func:`voirdire.engine.ray_start.init_ray`): reading
@@ -198,7 +211,9 @@ def _print_dry_run(specs: list, plans: list) -> None:
             f"[bold]{terminal(spec.name)}[/]: {plan.instances.height} instances"
         )
         for w in plan.warnings:  # a dry run sends nothing: a missing key only warns
-            err_console.print(f"[yellow]warning:[/] {terminal(redacted(w))}")
+            err_console.print(
+                f"[yellow]warning:[/] {terminal(redacted(w))}", soft_wrap=True
+            )
         estimates = estimate_job(spec, plan)
         if len(plan.variants) > 1:
             console.print(

@@ -75,8 +75,8 @@ def people(
     ] = None,
 ) -> None:
     """People's win rates and board from a few labels (PPI++), rank sets, selective judges with a guaranteed agreement, their cascade, the pairs for people."""  # fmt: skip
-    from voirdire import api
-    from voirdire.analysis.report.people import print_people, term
+    from voirdire import api, escape
+    from voirdire.analysis.report.people import print_people
 
     order = [s.strip() for s in cascade.split(",") if s.strip()] if cascade else None
     try:
@@ -89,5 +89,7 @@ def people(
     print_people(study, console)
     console.print(
         "wrote "
-        + ", ".join(term(p) for k, p in paths.items() if not k.startswith("figure:"))
+        + ", ".join(
+            escape.terminal(p) for k, p in paths.items() if not k.startswith("figure:")
+        )
     )
