@@ -1,374 +1,360 @@
-"""The findings on public judgment logs (``docs/findings.md``, "Audits of logs other tools
-wrote"), recomputed through the fetch path: no network.
+"""Every figure the docs state about a public judgment log, from the commands a user runs.
 
-A loopback HTTP server serves each repository's files at its pinned commit from local git
-mirrors (``--mirror``, default ``/work/.mirror``: ``<owner>+<name>/repo``, read with ``git
-cat-file``; a blob the mirror lacks is a 404, which the fetch skips and names), so
-``voirdire data fetch``'s code (:func:`voirdire.benchmarks.log_release.fetch_logs`) downloads
-and verifies every file against the package manifest's git blob ids. Then ``voirdire.audit``
-(the engine, a replay judge per judge in the logs) reads the fetched files, and this script
-prints:
+    python -m perf.log_findings                       # fetch from /work/.mirror, run, print
+    python -m perf.log_findings --fetched DIR         # DIR/prd, DIR/judgebench, DIR/alpaca_eval, DIR/autoj
+    python -m perf.log_findings --only alpaca_eval_2 --work /tmp/lf --reuse
+    python -m perf.log_findings --smoke               # tiny picks (no mirror: files built here)
 
-- PRD: per reviewer PC, flip rate, PF, the share of decided verdicts picking the answer shown
-  first, κ between the orders, accuracy against the people (PRD's notebook rule);
-- JudgeBench (``--judge arena_hard``): the same per judge, accuracy against the gold label,
-  and JudgeBench's own score (``utils/metrics.py``, ``compute_final_metrics``: per pair +1
-  per order whose decision, the second flipped back, equals the label, −1 per order with the
-  opposite; correct when the sum is > 0; 100 × correct / pairs);
-- AlpacaEval 2 (``weighted_alpaca_eval_gpt4_turbo``): the position effect of the one-order
-  analysis (:func:`voirdire.analysis.position.one_order.one_order_effect`: win rate when
-  shown first against second, pooled and per model, bootstrap interval, randomisation
-  p-value), and each model's AlpacaEval win rate recomputed from the fetched annotations
-  (``metrics/helpers.py``, ``describe_head2head``: mean of preference − 1 with 0 read as
-  1.5, × 100; wins > 0.5, base wins < 0.5) against the repository's leaderboard CSV.
+The logs (:mod:`perf.log_sources`): fetched with ``voirdire data fetch`` at the pinned
+commits from a loopback server over local git mirrors (every file verified against the
+package manifest's git blob id), or read from a folder. Then, per log, the commands as a user
+types them, each a fresh process (:mod:`perf.log_commands`: wall time and the peak resident
+memory of its process tree, killed past ``--kill-gib``):
 
-- PRD's leaderboards (``voirdire.rank`` on the audit, each order's own verdicts, no
-  mitigation strategy): per reviewer its pooled board against the people's (the board of
-  the gold labels, :mod:`~voirdire.analysis.ranking.people`): each model's place by rating,
-  Kendall τ-b and the flips (Holm-significant ones); and its first-shown against its
-  swapped board: flips, those significant under the order permutation test, its p-values
-  (from the flips and from τ) and τ.
+- **PRD** (the five reviewers and the people): ``voirdire audit ratings-* --format prd``,
+  ``voirdire rank AUDIT --strategies single``, ``voirdire mitigate AUDIT --reference gold``;
+- **JudgeBench** (the two ``judge_name=arena_hard`` files): ``voirdire audit`` of both
+  together and of each alone, ``voirdire rank`` (refused: anonymous responses) and
+  ``voirdire mitigate --reference gold``;
+- **AlpacaEval 2** (``weighted_alpaca_eval_gpt4_turbo``) and **AlpacaEval 1**
+  (``alpaca_eval_gpt4``): ``voirdire audit results/*/<annotator>/annotations.json --format
+  alpacaeval``, ``voirdire rank AUDIT --style --strategies single`` (the length-controlled
+  win rate), ``voirdire mitigate AUDIT``;
+- **Auto-J** (its pairwise test data and two example prediction files, from the user's
+  copy): ``voirdire audit ... --format autoj``, ``voirdire rank`` (refused),
+  ``voirdire mitigate --reference gold``.
 
-``--smoke``: one PRD reviewer, two AlpacaEval models, one JudgeBench judge, few replicates.
-``--only prd``: PRD alone (its audit and boards).
+Every figure printed is read from the files those commands wrote (metrics CSVs, judgments,
+ranking and mitigation CSVs: :mod:`perf.log_prd`, :mod:`perf.log_judgebench`,
+:mod:`perf.log_alpaca_eval`, :mod:`perf.log_autoj`), no figure set by hand; where a source
+publishes a figure (AlpacaEval's leaderboard CSV, PRD's notebook, Auto-J's README) or a rule
+(JudgeBench's score), its own file is read and both are printed with their difference.
+
+``--smoke``: one PRD reviewer, two AlpacaEval 2 models, JudgeBench's files audited together
+only, Auto-J, 20 replicates, AlpacaEval 1 left out; without the mirrors the logs are built
+here in each format (``tests/``'s writers) and fetched from a loopback server all the same.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
-import subprocess
+import os
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import polars as pl
 
-MIRRORS = {
-    "prd": "bcdnlp+PRD",
-    "alpaca_eval": "tatsu-lab+alpaca_eval",
-    "judgebench": "ScalerLab+JudgeBench",
-}
-AE_REFERENCE = "gpt4_1106_preview"
+from perf import log_alpaca_eval, log_autoj, log_judgebench, log_prd, log_sources
+from perf.log_commands import Ran, run
+
+SOURCES = ("prd", "judgebench", "alpaca_eval_2", "alpaca_eval_1", "autoj")
 
 
-class _GitServer(http.server.BaseHTTPRequestHandler):
-    """``GET /<source>/<path>``: the blob at the source's pinned commit, or 404."""
-
-    def __init__(self, *args, repos: dict[str, tuple[Path, str]], **kw) -> None:
-        self.repos = repos
-        super().__init__(*args, **kw)
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        source, _, path = self.path.lstrip("/").partition("/")
-        git_dir, commit = self.repos.get(source, (None, ""))
-        r = subprocess.run(
-            ["git", f"--git-dir={git_dir}", "cat-file", "blob", f"{commit}:{path}"],
-            capture_output=True,
-        ) if git_dir else None  # fmt: skip
-        if r is None or r.returncode:
-            self.send_error(404)
-            return
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(r.stdout)))
-        self.end_headers()
-        self.wfile.write(r.stdout)
-
-    def log_message(self, *args) -> None:
-        pass
-
-
-def serve(mirror: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
-    """A loopback server over the mirrors at the pinned commits; ``(server, base URL)``."""
-    from voirdire.benchmarks.log_release import LOG_RELEASES
-
-    repos = {
-        n: (mirror / MIRRORS[n] / "repo", r.commit) for n, r in LOG_RELEASES.items()
-    }
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_GitServer, repos=repos)
-    )
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
-
-
-def fetch(name: str, url: str, root: Path, picks) -> Path:
-    """:func:`fetch_logs` of one source from the loopback server; its data directory."""
-    from voirdire.benchmarks.log_release import fetch_logs
-
-    t = time.perf_counter()
-    rep = fetch_logs(name, root / name, f"{url}/{name}/", picks=picks, progress=False)
-    print(
-        f"fetched {name}: {len(rep.files)} files verified, {rep.downloaded_bytes / 1e6:.1f} MB, "
-        f"{len(rep.skipped)} not on the mirror, {time.perf_counter() - t:.1f} s"
-    )
-    return rep.dest
-
-
-def _first_share(data_dir: str) -> pl.DataFrame:
-    """Per judge the share of decided verdicts (A or B) that pick the answer shown first."""
-    from voirdire.benchmarks.logs.reading import RECORDED
-
-    rec = pl.read_parquet(Path(data_dir) / RECORDED)
-    return (
-        rec.filter(pl.col("choice").is_in(["A", "B"]))
-        .group_by("judge")
-        .agg(first_picks=(pl.col("choice") == "A").mean())
-    )
-
-
-def audit_table(res) -> pl.DataFrame:
-    """PC, flip rate, PF, first-shown picks, κ between orders, accuracy per judge."""
-    jm = res.judge_metrics
-    cols = [c for c in ("pc", "pf", "pass_kappa", "accuracy") if c in jm.columns]
-    return (
-        jm.select("judge", *cols)
-        .with_columns(flip=1 - pl.col("pc"))
-        .join(_first_share(res.job["data_dir"]), on="judge", how="left")
-        .sort("judge")
-    )
-
-
-def judgebench_score(data_dir: str) -> pl.DataFrame:
-    """JudgeBench's ``compute_final_metrics`` score per judge (module docstring), from the
-    normalised copy: a decision as a winner slot, compared with the gold slot."""
-    from voirdire.benchmarks.logs.reading import INSTANCES, RECORDED
-
-    rec = pl.read_parquet(Path(data_dir) / RECORDED)
-    gold = pl.read_parquet(Path(data_dir) / INSTANCES).select("question_id", "gold")
-    won = (
-        pl.when(pl.col("choice") == "A").then(pl.col("first"))
-        .when(pl.col("choice") == "B").then(pl.col("second"))
-    )  # fmt: skip
-    vote = (
-        pl.when(won == pl.col("gold")).then(1)
-        .when(won.is_not_null() & (won != pl.col("gold"))).then(-1).otherwise(0)
-    )  # fmt: skip
-    per_pair = (
-        rec.join(gold, on="question_id")
-        .group_by("judge", "question_id")
-        .agg(s=vote.sum())
-    )
-    return per_pair.group_by("judge").agg(
-        pairs=pl.len(), judgebench_score=100 * (pl.col("s") > 0).mean()
-    )
-
-
-def alpaca_eval_check(data_dir: str, board: Path) -> pl.DataFrame:
-    """Each model's AlpacaEval win rate from the annotations against the leaderboard CSV."""
-    from voirdire.benchmarks.logs.alpaca_eval import PREFERENCES
-
-    pref = pl.read_parquet(Path(data_dir) / PREFERENCES).with_columns(
-        model=pl.when(pl.col("first") == AE_REFERENCE)
-        .then(pl.col("second"))
-        .otherwise(pl.col("first")),
-        p=pl.col("preference").replace(0.0, 1.5) - 1,
-    )
-    ours = (
-        pref.filter(pl.col("p").is_between(0, 1))
-        .group_by("model")
-        .agg(
-            win_rate=100 * pl.col("p").mean(),
-            n_wins=(pl.col("p") > 0.5).sum(),
-            n_wins_base=(pl.col("p") < 0.5).sum(),
-            n_total=pl.len(),
-        )
-    )
-    csv = pl.read_csv(board).rename({"": "model"})
-    both = ours.join(csv.select("model", "win_rate", "n_wins", "n_wins_base", "n_total"),
-                     on="model", suffix="_board")  # fmt: skip
-    return both.with_columns(
-        diff=(pl.col("win_rate") - pl.col("win_rate_board")).abs(),
-        counts_equal=(pl.col("n_wins") == pl.col("n_wins_board"))
-        & (pl.col("n_wins_base") == pl.col("n_wins_base_board"))
-        & (pl.col("n_total") == pl.col("n_total_board")),
-    ).sort("model")
-
-
-def start_ray(tries: int = 5) -> None:
-    """A local Ray cluster (2 CPUs), started again when its node misses Ray's fixed 30 s
-    start-up wait (a loaded machine); the audits join it."""
-    import os
-
-    import ray
-
-    os.environ.setdefault("RAY_ACCEPT_CLUSTER_AUTH_TOKEN", "1")
-    for i in range(tries):
-        try:
-            ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
-            return
-        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception here
-            print(f"Ray start-up failed ({exc}); try {i + 2} of {tries}")
-            ray.shutdown()
-    raise SystemExit("Ray did not start")
+def _f(x, fmt: str = "{:.3f}") -> str:
+    """A figure as the docs write it (− for minus, – for none)."""
+    if x is None or (isinstance(x, float) and x != x):
+        return "–"
+    return fmt.format(x).replace("-", "−")
 
 
 def _show(title: str, df: pl.DataFrame) -> None:
     print(f"\n{title}")
-    with pl.Config(tbl_rows=80, tbl_cols=20, float_precision=3, tbl_width_chars=200):
+    with pl.Config(tbl_rows=100, tbl_cols=30, float_precision=4, tbl_width_chars=250,
+                   fmt_str_lengths=60):  # fmt: skip
         print(df)
 
 
-def run_prd(url: str, work: Path, smoke: bool, replicates: int) -> None:
-    """Fetch and audit PRD, print the reviewers' table and their boards (module docstring)."""
-    import voirdire
-    from voirdire.benchmarks.log_release import Picks
+class Steps:
+    """Runs the commands into ``work`` (``reuse``: a step whose output is there is not run
+    again), keeps each one's :class:`Ran` for the closing table."""
 
-    prd = fetch("prd", url, work, Picks(judges=("gpt4",) if smoke else ()))
-    t = time.perf_counter()
-    start_ray()
-    ratings = sorted((prd / "data" / "vicuna80").glob("ratings-*"))
-    res = voirdire.audit(ratings, "prd", out=work / "audit-prd")
-    _show("PRD reviewers (accuracy against the people's majority)", audit_table(res))
-    print(f"PRD audit: {time.perf_counter() - t:.1f} s")
-    t = time.perf_counter()
-    ranking, _ = voirdire.rank(
-        [work / "audit-prd"],
-        out=work / "rank-prd",
-        strategies=[],
-        replicates=replicates,
+    def __init__(self, work: Path, kill_gib: float, reuse: bool) -> None:
+        self.work, self.kill_gib, self.reuse = work, kill_gib, reuse
+        self.done: list[tuple[str, Ran | None]] = []
+
+        self.failed: list[str] = []
+
+    def __call__(
+        self, label: str, args: list, out: str, marker: str
+    ) -> tuple[Path | None, Ran | None]:
+        """``voirdire ARGS --out WORK/OUT``: ``(the output directory, or None when the
+        command did not write ``marker``; its run, or None when reused)``."""
+        dest = self.work / out
+        if self.reuse and (dest / marker).is_file():
+            print(f"{label}: reused {dest}")
+            self.done.append((label, None))
+            return dest, None
+        ran = run([*args, "--out", dest], kill_gib=self.kill_gib)
+        print(f"{label}: {ran.line()}")
+        self.done.append((label, ran))
+        if (dest / marker).is_file() and ran.ok:
+            return dest, ran
+        self.failed.append(label)
+        print(f"{label}: no {marker} written: its figures are left out")
+        return None, ran
+
+    def refused(self, label: str, args: list) -> None:
+        """A command expected to refuse (exit 2): its exit status and its one line."""
+        ran = run([*args, "--out", self.work / "refused"], kill_gib=self.kill_gib)
+        self.done.append((label, ran))
+        said = " ".join(ran.stderr.split())
+        print(f"{label}: exit {ran.rc}: {said[-300:]}")
+        if ran.rc != 2:
+            self.failed.append(label)
+
+
+def prd(src: Path, steps: Steps, reps: int) -> None:
+    """PRD's reviewers, boards, win rates and strategies (module docstring)."""
+    print("\n== PRD")
+    ratings = sorted((src / "data" / "vicuna80").glob("ratings-*"))
+    audit, _ = steps("audit prd", ["audit", *ratings, "--format", "prd"], "audit-prd", "metrics/judge_metrics.csv")  # fmt: skip
+    rank, _ = steps("rank prd", ["rank", audit, "--strategies", "single", "--replicates", reps], "rank-prd", "metrics/rank_flips.csv")  # fmt: skip
+    mit, _ = steps("mitigate prd", ["mitigate", audit, "--reference", "gold", "--replicates", reps], "mitigate-prd", "mitigation.csv")  # fmt: skip
+    if audit is None:
+        return
+    t = log_prd.reviewers(audit)
+    print(
+        "\n| reviewer | PC | flip rate (1 − PC) | PF | first-shown picks | κ between orders | accuracy vs people |"
     )
-    from perf.prd_boards import notebook_winrates, prd_boards
-
-    places, flips = prd_boards(ranking)
+    print("|---|---|---|---|---|---|---|")
+    for r in t.iter_rows(named=True):
+        print(f"| {r['judge']} | {_f(r['pc'])} | {_f(r['flip'])} | {_f(r['pf'], '{:+.3f}')} | {_f(r['first_picks'])} "
+              f"| {_f(r['pass_kappa'])} | {_f(r['accuracy'])} |")  # fmt: skip
     _show(
-        "PRD boards: each model's place (rating), pooled orders and the people's",
-        places,
+        "stored score against the review text's last line (from the judgments)",
+        log_prd.stored_scores(audit),
     )
-    _show("PRD boards: against the people's, and first shown against swapped", flips)
-    print(f"PRD ranking ({replicates} replicates): {time.perf_counter() - t:.1f} s")
-    _show(
-        "PRD's notebook's win rates (compute_winrates), from the audit's copy",
-        notebook_winrates(res.job["data_dir"]),
+    if rank is not None:
+        print("\nboards: each model's place (rating), pooled orders and the people's; first shown: each pair "
+              "with the model whose name sorts first shown first")  # fmt: skip
+        print("\n".join(log_prd.boards_markdown(rank)))
+    wr = log_prd.winrates_against_notebook(
+        audit, src / "peer_rank" / "peer_ranking.ipynb"
     )
-
-
-def run(
-    mirror: Path, smoke: bool, work: Path, only: str | None, replicates: int
-) -> None:
-    """Fetch, audit and print every finding (module docstring); ``only="prd"``: PRD's."""
-    import voirdire
-    from voirdire.benchmarks.log_release import AE_ANNOTATOR, Picks
-
-    httpd, url = serve(mirror)
-    try:
-        run_prd(url, work, smoke, replicates)
-        if only == "prd":
-            return
-        jb = fetch("judgebench", url, work, Picks(judges=("arena_hard",)))
-        ae_models = ("alpaca-7b", "claude-2") if smoke else ()
-        ae = fetch("alpaca_eval", url, work, Picks(models=ae_models))
-    finally:
-        httpd.shutdown()
-    _checks(jb, ae, smoke)
-    t = time.perf_counter()
-    res = voirdire.audit(_jb_files(jb, smoke), "judgebench", out=work / "audit-jb")
-    score = judgebench_score(res.job["data_dir"])
-    _show(
-        "JudgeBench judges (accuracy against gold)",
-        audit_table(res).join(score, on="judge"),
-    )
-    files = sorted(ae.glob(f"results/*/{AE_ANNOTATOR}/annotations.json"))
-    res = voirdire.audit(files, "alpacaeval", out=work / "audit-ae")
-    eff = alpaca_eval_effect(res.judgments, res.job["data_dir"], 200 if smoke else 2000)
-    _show(
-        f"AlpacaEval 2 ({len(files)} models): position effect, pooled",
-        eff.filter(pl.col("candidate").is_null()),
-    )
-    _show("per model (sorted by effect)", eff.filter(pl.col("candidate").is_not_null()).sort("effect")
-          .select("candidate", "n_first", "n_second", "win_first", "win_second", "effect", "effect_lo", "effect_hi", "p_value"))  # fmt: skip
-    print(f"audits: {time.perf_counter() - t:.1f} s")
-
-
-def alpaca_eval_effect(judgments: pl.DataFrame, data_dir: str, n: int) -> pl.DataFrame:
-    """The one-order position effect of AlpacaEval's annotator per leaderboard model and
-    pooled: the audit's pairs have the output shown first as ``model_a`` (its candidate), so
-    the roles are set back to AlpacaEval's (the leaderboard model the candidate, the
-    reference ``gpt4_1106_preview`` the reference; verdicts unchanged), the bootstrap
-    resamples instructions (the benchmark's clusters) and the randomisation test permutes
-    them, the unit AlpacaEval's switch was drawn over."""
-    from voirdire.analysis.position.clusters import benchmark_order_units
-    from voirdire.analysis.position.one_order import one_order_effect
-    from voirdire.benchmarks.logs.alpaca_eval import AlpacaEval
-
-    roles = judgments.with_columns(
-        candidate=pl.when(pl.col("candidate") == AE_REFERENCE)
-        .then(pl.col("reference"))
-        .otherwise(pl.col("candidate")),
-        reference=pl.lit(AE_REFERENCE),
-    )
-    clusters = AlpacaEval.clusters(data_dir).with_columns(
-        benchmark=pl.lit(AlpacaEval.name)
-    )
-    units = benchmark_order_units(
-        [AlpacaEval.name]
-    )  # the instruction: AlpacaEval's switch
-    return one_order_effect(
-        roles, replicates=n, permutations=n, seed=0, clusters=clusters, units=units
-    )
-
-
-def _jb_files(jb: Path, smoke: bool) -> list[Path]:
-    return sorted((jb / "outputs").glob("*.jsonl"))[: 1 if smoke else None]
-
-
-def _checks(jb: Path, ae: Path, smoke: bool) -> None:
-    """The figures the sources publish or define, from the normalised copies alone (no
-    engine): AlpacaEval's win rates against its leaderboard CSV, JudgeBench's score."""
-    from voirdire.benchmarks.log_release import AE_ANNOTATOR
-    from voirdire.benchmarks.logs.alpaca_eval import AlpacaEval
-    from voirdire.benchmarks.logs.judgebench import JudgeBench
-
-    files = sorted(ae.glob(f"results/*/{AE_ANNOTATOR}/annotations.json"))
-    board = next(
-        ae.glob(
-            f"src/alpaca_eval/leaderboards/data_AlpacaEval_2/{AE_ANNOTATOR}_leaderboard.csv"
+    if wr is None:
+        print(
+            "\nPRD's notebook (peer_rank/peer_ranking.ipynb) is not in the folder: not compared"
         )
+    else:
+        _show("PRD's notebook's win rates (compute_winrates) against the audit's", wr)
+        print(
+            f"largest |difference| {wr['diff'].abs().max():.2e} over {wr.height} win rates"
+        )
+    if mit is not None:
+        print("\nvoirdire mitigate --reference gold: accuracy against the people")
+        print("\n".join(log_prd.mitigation_markdown(mit)))
+
+
+def judgebench(src: Path, steps: Steps, reps: int, smoke: bool) -> None:
+    """JudgeBench's two arena-hard judges, together and alone (module docstring)."""
+    print("\n== JudgeBench")
+    files = sorted((src / "outputs").glob("*judge_name=arena_hard*.jsonl"))
+    audit, _ = steps("audit judgebench (both files)", ["audit", *files, "--format", "judgebench"], "audit-jb", "metrics/judge_metrics.csv")  # fmt: skip
+    alone = [] if smoke else [
+        steps(f"audit judgebench (file {i} alone)", ["audit", f, "--format", "judgebench"], f"audit-jb-{i}", "metrics/judge_metrics.csv")[0]
+        for i, f in enumerate(files)
+    ]  # fmt: skip
+    if not smoke:
+        steps.refused("rank judgebench", ["rank", audit, "--replicates", reps])
+    mit, _ = steps("mitigate judgebench", ["mitigate", audit, "--reference", "gold", "--replicates", reps], "mitigate-jb", "mitigation.csv")  # fmt: skip
+    if audit is None:
+        return
+    t = log_judgebench.judges(audit).join(
+        log_judgebench.file_scores(files), on="judge", how="left"
     )
-    chk = alpaca_eval_check(str(AlpacaEval(files).data_dir), board)
-    _show("AlpacaEval win rate from the annotations against the leaderboard CSV", chk)
-    print(f"leaderboard check: {chk.height} models, largest |win rate difference| "
-          f"{chk['diff'].max():.2e} points, counts equal for {chk['counts_equal'].sum()}")  # fmt: skip
-    _show(
-        "JudgeBench's own score (compute_final_metrics)",
-        judgebench_score(str(JudgeBench(_jb_files(jb, smoke)).data_dir)),
+    print("\n| judge | pairs | PC | flip rate | PF | first-shown picks | κ between orders | errors | accuracy vs gold "
+          "| shown first | swapped | both orders | JudgeBench score |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in t.iter_rows(named=True):
+        print(f"| {r['judge']} | {r['pairs']} | {_f(r['pc'])} | {_f(r['flip'])} | {_f(r['pf'], '{:+.3f}')} "
+              f"| {_f(r['first_picks'])} | {_f(r['pass_kappa'])} | {100 * r['error_rate']:.2f} % | {_f(r['accuracy'])} "
+              f"| {_f(r['accuracy_shown'])} | {_f(r['accuracy_swapped'])} | {_f(r['both_correct'])} | {r['score']:.2f} |")  # fmt: skip
+    _show("per judge: judgments without a verdict (the audit) and null decisions (the file); pairs right in "
+          "both orders, in one and a tie, in one and wrong in the other; the score from the judgments and "
+          "from the file's own decisions (compute_final_metrics)",
+          t.select("judge", "judgments", "no_verdict", "null_decisions", "right_both", "right_tie", "right_wrong",
+                   "score", "file_score", d_score=pl.col("score") - pl.col("file_score")))  # fmt: skip
+    if alone and None not in alone:
+        _show("each judge audited with the other file and alone",
+              log_judgebench.alone_vs_together(audit, alone))  # fmt: skip
+    _mitigation(mit)
+
+
+def alpaca_eval(
+    src: Path, annotator: str, steps: Steps, reps: int, smoke: bool
+) -> None:
+    """One AlpacaEval annotator's files: design, one-order effect, win rates and LC against
+    the leaderboard CSV, strategies (module docstring)."""
+    tag = "2" if annotator == log_sources.AE2 else "1"
+    print(f"\n== AlpacaEval {tag} ({annotator})")
+    files = sorted((src / "results").glob(f"*/{annotator}/annotations.json"))
+    audit, ran = steps(f"audit alpaca_eval {tag} ({len(files)} files)", ["audit", *files, "--format", "alpacaeval"],
+                       f"audit-ae{tag}", "metrics/one_order_effect.csv")  # fmt: skip
+    if audit is None:
+        return
+    if ran is not None:
+        for ln in ran.stderr.splitlines():
+            if "given twice" in ln or "warning" in ln.lower():
+                print(f"  the audit said: {ln.strip()}")
+    rank, _ = steps(f"rank --style alpaca_eval {tag}", ["rank", audit, "--style", "--strategies", "single",
+                    "--replicates", reps], f"rank-ae{tag}", "metrics/lc_win_rate.csv")  # fmt: skip
+    steps(f"mitigate alpaca_eval {tag}", ["mitigate", audit, "--replicates", reps], f"mitigate-ae{tag}", "mitigation.md")  # fmt: skip
+    for d in pl.read_csv(audit / "metrics" / "order_design.csv").iter_rows(named=True):
+        print(f"design {d['judge']}: {d['design']}, {d['pairs']:,} pairs, candidate first {d['candidate_first']:,}, "
+              f"reference first {d['reference_first']:,}")  # fmt: skip
+    print(f"shown first: {log_alpaca_eval.shown_first(audit)}")
+    eff = pl.read_csv(audit / "metrics" / "one_order_effect.csv")
+    print(
+        "\n| judge | candidate | shown first: win (n) | shown second: win (n) | effect | 95 % interval | p |"
     )
+    print("|---|---|---|---|---|---|---|")
+    order = [pl.col("judge"), pl.col("candidate").is_not_null(), pl.col("effect")]
+    for r in eff.sort(order).iter_rows(named=True):
+        print(f"| {r['judge']} | {r['candidate'] or 'pooled'} | {_f(r['win_first'])} ({r['n_first']:,}) "
+              f"| {_f(r['win_second'])} ({r['n_second']:,}) | {_f(r['effect'], '{:+.3f}')} "
+              f"| [{_f(r['effect_lo'], '{:+.3f}')}, {_f(r['effect_hi'], '{:+.3f}')}] | {_f(r['p_value'], '{:.4f}')} |")  # fmt: skip
+    per = eff.filter(pl.col("candidate").is_not_null())
+    for judge, g in per.group_by("judge"):
+        print(f"{judge[0]}: {g.height} models; wins less shown first: {(g['effect'] < 0).sum()}; interval "
+              f"excludes 0: {((g['effect_hi'] < 0) | (g['effect_lo'] > 0)).sum()}; p < 0.05: {(g['p_value'] < 0.05).sum()}"
+              f"; not: {', '.join(g.filter(pl.col('p_value') >= 0.05)['candidate'].to_list())}")  # fmt: skip
+    if not smoke:
+        pu = log_alpaca_eval.pair_unit(audit)
+        print(f"for contrast (not a command figure): the same test shuffling pairs apart: pooled p {pu['p_value']:.4f} "
+              f"({pu['judge']})")  # fmt: skip
+    board = log_alpaca_eval.board_csv(src, annotator)
+    if not board.is_file():
+        print(f"no leaderboard CSV {board}: not compared")
+        return
+    t = log_alpaca_eval.against_board(audit, rank, board)
+    cols = [c for c in ("model", "formula", "wr", "wr_pub", "wr_diff", "lc", "lc_pub", "lc_diff", "counts_equal") if c in t.columns]  # fmt: skip
+    _show(f"against {board.name} (win rate and LC × 100; counts: n_wins, n_wins_base, n_draws, n_total)",
+          t.select(cols).sort("lc_diff" if "lc_diff" in t.columns else "model"))  # fmt: skip
+    print(f"summary: {log_alpaca_eval.summary(t)}")
+    for r in t.filter(pl.col("lc_diff").abs() > 0.5).sort("lc_diff").iter_rows(named=True) if "lc_diff" in t.columns else []:  # fmt: skip
+        print(
+            f"  beyond 0.5: {r['model']} ({r['formula']}): LC {r['lc']:.2f} vs {r['lc_pub']:.2f} ({r['lc_diff']:+.2f})"
+        )
+    if "lc" in t.columns:
+        gamed = t.filter(pl.col("model") == "gpt4_gamed")
+        if gamed.height:
+            print(
+                f"gpt4_gamed: LC {gamed['lc'][0]:.2f}, published {gamed['lc_pub'][0]:.2f}"
+            )
+
+
+def autoj(src: Path, steps: Steps, reps: int, smoke: bool) -> None:
+    """Auto-J's example predictions against its README (module docstring)."""
+    print("\n== Auto-J")
+    files = [src / p for p in log_sources.AUTOJ_FILES[:3]]
+    audit, _ = steps("audit autoj", ["audit", *files, "--format", "autoj"], "audit-autoj", "metrics/cell_metrics.csv")  # fmt: skip
+    if not smoke:
+        steps.refused("rank autoj", ["rank", audit, "--replicates", reps])
+    mit, _ = steps("mitigate autoj", ["mitigate", audit, "--reference", "gold", "--replicates", reps], "mitigate-autoj", "mitigation.csv")  # fmt: skip
+    if audit is None:
+        return
+    if (src / "codes" / "leaderboard" / "README.md").is_file():
+        t = log_autoj.against_readme(audit, src)
+        print("\n| | " + " | ".join(t["group"]) + " |")
+        print("|---" * (t.height + 1) + "|")
+        print("| pairs | " + " | ".join(f"{n:,}" for n in t["pairs"]) + " |")
+        for col, name in (("agreement", "Agreement = 100 × both_correct"), ("consistency", "Consistency = 100 × PC"),
+                          ("single", "single Agreement = 100 × accuracy_shown")):  # fmt: skip
+            print(f"| {name} | " + " | ".join(f"{x:g}" for x in t[col]) + " |")
+        d = t.select(
+            pl.max_horizontal(
+                pl.col("d_agreement", "d_consistency", "d_single").abs()
+            ).max()
+        ).item()
+        print(
+            f"against the README's tables ({t.height} rows, both types): largest |difference| {d}"
+        )
+    else:
+        print("no codes/leaderboard/README.md: not compared")
+    b = log_autoj.beyond(audit)
+    print(f"beyond the README: {b['pairs']:,} pairs; the verdict changes with the order in {b['changed']} "
+          f"({b['lean_first']} lean to the response shown first, {b['lean_second']} to the second); "
+          f"PF {_f(b['pf'], '{:+.3f}')}; first-shown picks {_f(b['first_picks'])} of the decided verdicts; "
+          f"κ between the orders {_f(b['kappa'])} [{_f(b['kappa_lo'])}, {_f(b['kappa_hi'])}]; accuracy "
+          f"{_f(b['accuracy'])} (as stored {_f(b['accuracy_shown'])}, swapped {_f(b['accuracy_swapped'])})")  # fmt: skip
+    _mitigation(mit)
+
+
+def _mitigation(mit: Path | None) -> None:
+    if mit is not None:
+        _show("voirdire mitigate --reference gold", pl.read_csv(mit / "mitigation.csv").select(
+            "strategy", "judge", "undecided", "accuracy", "accuracy_lo", "accuracy_hi", "kappa", "cost"))  # fmt: skip
+
+
+def _closing(steps: Steps) -> None:
+    print("\n== commands (wall seconds, peak RSS of the process tree)")
+    for label, ran in steps.done:
+        print(f"  {label}: " + ("reused" if ran is None else
+              f"{ran.seconds:.1f} s, {ran.peak_gib:.2f} GiB, exit {ran.rc}{' (killed)' if ran.killed else ''}"))  # fmt: skip
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--smoke", action="store_true", help="tiny picks, seconds")
+    ap.add_argument("--smoke", action="store_true", help="tiny picks, 20 replicates")
     ap.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
-    ap.add_argument("--only", choices=["prd"], help="one source's findings alone")
     ap.add_argument(
-        "--replicates",
-        type=int,
-        default=None,
-        help="the boards' (default 1000; smoke 100)",
-    )
-    ap.add_argument(
-        "--work",
+        "--fetched",
         type=Path,
-        default=None,
-        help="where to fetch and audit (default: a temporary directory)",
+        help="a folder already holding the logs (module docstring)",
     )
-    args = ap.parse_args(argv)
-    want = {args.only: MIRRORS[args.only]} if args.only else MIRRORS
-    missing = [m for m in want.values() if not (args.mirror / m / "repo").is_dir()]
-    if missing:
-        print(
-            f"no local mirror of {', '.join(missing)} under {args.mirror}: nothing to do"
-        )
-        sys.exit(0 if args.smoke else 2)
-    reps = args.replicates or (100 if args.smoke else 1000)
-    if args.work:
-        run(args.mirror, args.smoke, args.work, args.only, reps)
-        return
-    with tempfile.TemporaryDirectory() as d:
-        run(args.mirror, args.smoke, Path(d), args.only, reps)
+    ap.add_argument(
+        "--only", choices=SOURCES, action="append", help="these sources alone (repeat)"
+    )
+    ap.add_argument(
+        "--replicates", type=int, help="rank's and mitigate's (default 1000; smoke 20)"
+    )
+    ap.add_argument(
+        "--work", type=Path, help="where to fetch and run (default: a temporary folder)"
+    )
+    ap.add_argument(
+        "--reuse", action="store_true", help="keep a step's output found in --work"
+    )
+    ap.add_argument(
+        "--kill-gib", type=float, default=6.0, help="kill a command past this RSS"
+    )
+    a = ap.parse_args(argv)
+    want = set(a.only or SOURCES) - (
+        {"alpaca_eval_1"} if a.smoke and not a.only else set()
+    )
+    reps = a.replicates or (20 if a.smoke else 1000)
+    print(f"load average at the start: {os.getloadavg()[0]:.1f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        work = (a.work or Path(tmp)).absolute()
+        if a.fetched:
+            src = log_sources.folder(a.fetched, want)
+        elif all(
+            (a.mirror / log_sources.MIRRORS[m] / "repo").is_dir()
+            for m in log_sources.MIRRORS
+        ):
+            src = log_sources.fetched(a.mirror, work / "src", want, a.smoke)
+        elif a.smoke:
+            print(
+                f"no mirrors under {a.mirror}: the logs are built here in each format"
+            )
+            src = log_sources.built(work / "src", want)
+        else:
+            sys.exit(f"no mirrors under {a.mirror} and no --fetched folder")
+        steps = Steps(work, a.kill_gib, a.reuse)
+        if src.prd:
+            prd(src.prd, steps, reps)
+        if src.judgebench:
+            judgebench(src.judgebench, steps, reps, a.smoke)
+        if src.alpaca_eval_2:
+            alpaca_eval(src.alpaca_eval_2, log_sources.AE2, steps, reps, a.smoke)
+        if src.alpaca_eval_1:
+            alpaca_eval(src.alpaca_eval_1, log_sources.AE1, steps, reps, a.smoke)
+        if src.autoj:
+            autoj(src.autoj, steps, reps, a.smoke)
+        _closing(steps)
+        if steps.failed:
+            sys.exit(f"failed: {', '.join(steps.failed)}")
 
 
 if __name__ == "__main__":

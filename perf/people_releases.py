@@ -31,7 +31,7 @@ LLMBAR_JUDGES = [
 
 
 def _serve(repos: dict) -> tuple[http.server.ThreadingHTTPServer, str]:
-    from perf.log_findings import _GitServer
+    from perf.log_sources import _GitServer
 
     httpd = http.server.ThreadingHTTPServer(
         ("127.0.0.1", 0), functools.partial(_GitServer, repos=repos)
@@ -67,12 +67,11 @@ def pandalm(args, work: Path) -> pl.DataFrame:
 def prd(args, work: Path) -> pl.DataFrame:
     """PRD's reviewers, fetched and audited (``voirdire.audit``); people's votes are gold."""
     import voirdire
-    from perf.log_findings import fetch, serve
-    from voirdire.benchmarks.log_release import Picks
+    from perf.log_sources import fetch, serve
 
     httpd, url = serve(args.mirror)
     try:
-        d = fetch("prd", url, work, Picks())
+        d = fetch("prd", url, work / "prd", [])
     finally:
         httpd.shutdown()
     return voirdire.audit(
@@ -85,12 +84,11 @@ def prd(args, work: Path) -> pl.DataFrame:
 def judgebench(args, work: Path) -> pl.DataFrame:
     """JudgeBench's two arena-hard judges, each file audited alone (``voirdire.audit``)."""
     import voirdire
-    from perf.log_findings import fetch, serve
-    from voirdire.benchmarks.log_release import Picks
+    from perf.log_sources import fetch, serve
 
     httpd, url = serve(args.mirror)
     try:
-        d = fetch("judgebench", url, work, Picks(judges=("arena_hard",)))
+        d = fetch("judgebench", url, work / "judgebench", ["--judge", "arena_hard"])
     finally:
         httpd.shutdown()
     files = sorted((d / "outputs").glob("*judge_name=arena_hard*.jsonl"))
