@@ -34,34 +34,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from perf.log_commands import tree_rss
 from tests.audit_logs import draws, write_arena_hard
 
 BOUND_GIB = 4.0
 ANNOTATOR = "weighted_alpaca_eval_gpt4_turbo"
-
-
-def _tree_rss(root: int) -> int:
-    """Resident bytes of ``root`` and every process below it (``/proc``, Linux)."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    page = os.sysconf("SC_PAGE_SIZE")
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{name}/statm") as fh:
-                rss[int(name)] = int(fh.read().split()[1]) * page
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(name))
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += rss.get(pid, 0)
-        todo += children.get(pid, [])
-    return total
 
 
 def watched(
@@ -75,7 +52,7 @@ def watched(
             cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
         )
         while proc.poll() is None:
-            peak = max(peak, _tree_rss(proc.pid))
+            peak = max(peak, tree_rss(proc.pid))
             if peak > kill_gib * 2**30:
                 os.killpg(proc.pid, signal.SIGKILL)
                 break
