@@ -139,12 +139,13 @@ def main(argv: list[str] | None = None) -> None:
             left -= len(b)
             yield b
 
-    ray.init(
-        num_cpus=max(2, os.cpu_count() or 2),
-        include_dashboard=False,
-        configure_logging=False,
-        log_to_driver=False,
-    )
+    if not ray.is_initialized():  # perf.smoke runs the scripts in one process
+        ray.init(
+            num_cpus=max(2, os.cpu_count() or 2),
+            include_dashboard=False,
+            configure_logging=False,
+            log_to_driver=False,
+        )
     run = JudgeRun(
         name=rj.name, backend=rj.backend, backend_name=rj.spec.backend, settings=rj.settings.model_dump(mode="json"),
         context=rj.context(plan.bench.name, str(plan.data_dir), str(out)), workers=rj.workers,

@@ -242,11 +242,12 @@ def run_voirdire(args) -> dict:
     over both designs, ``--phase pair`` two judges (free, structured) side by side."""
     import ray
 
-    ray.init(
-        num_cpus=max(2, 2 * args.num_cpus),
-        include_dashboard=False,
-        logging_level="ERROR",
-    )
+    if not ray.is_initialized():  # perf.smoke runs the scripts in one process
+        ray.init(
+            num_cpus=max(2, 2 * args.num_cpus),
+            include_dashboard=False,
+            logging_level="ERROR",
+        )
     try:
         modes = ["free"] if args.phase == "voirdire" else ["free", "structured"]
         actors = [_actor(args, f"bench-{m}", m, ray) for m in modes]

@@ -40,28 +40,19 @@ def data_dir() -> pathlib.Path:
 @pytest.fixture(scope="module")
 def ray_env() -> dict[str, str]:
     """Environment variables a module's Ray cluster needs in every worker (none by
-    default). A module overrides this fixture, e.g. with API keys: they are set in this
-    process before Ray starts (so raylets, workers and subprocess drivers inherit them)
-    and restored when the module's cluster stops."""
+    default). A module that overrides this fixture (e.g. with API keys) gets a fresh
+    cluster of its own: the variables are set in this process before Ray starts (so
+    raylets, workers and subprocess drivers inherit them) and restored when the module's
+    cluster stops."""
     return {}
 
 
-@pytest.fixture(scope="module")
-def ray_local(ray_env):
-    """The test suite's one local Ray cluster fixture: 2 CPUs, no dashboard, started for a
-    module and shut down after it (a module's environment, ``ray_env``, may differ from
-    the last one's, and a fresh cluster isolates crash tests). Any cluster left running is
-    shut down first. Workers import ``tests.*`` (test-only backends named
-    ``"tests.backends:Class"``) through ``PYTHONPATH`` in the job's ``runtime_env``.
-
-    The two-node cluster of ``test_cluster.py`` (``ray start`` subprocesses) is its own.
-    """
+#: how every cluster of the tests is started: 2 CPUs (the machine's), no dashboard;
+#: workers import ``tests.*`` (test-only backends named ``"tests.backends:Class"``)
+#: through ``PYTHONPATH`` in the job's ``runtime_env``
+def _ray_init() -> None:
     import ray
 
-    saved = {k: os.environ.get(k) for k in ray_env}
-    os.environ.update(ray_env)
-    if ray.is_initialized():
-        ray.shutdown()
     ray.init(
         num_cpus=2,
         include_dashboard=False,
@@ -69,6 +60,72 @@ def ray_local(ray_env):
         configure_logging=True,
         runtime_env={"env_vars": {"PYTHONPATH": repo_pythonpath()}},
     )
+
+
+#: the node of the cluster the test run shares (``None``: none started yet)
+_shared: dict[str, str | None] = {"node": None}
+
+
+def _running_node() -> str | None:
+    """The id of the node this process's Ray started or joined (new at every start), if
+    Ray is up."""
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    return ray.get_runtime_context().get_node_id()
+
+
+def _resources_released(wait_s: float = 10.0) -> bool:
+    """Whether every CPU of the shared cluster is free again within ``wait_s`` seconds
+    (a module's actors end shortly after its jobs)."""
+    import time
+
+    import ray
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        total = ray.cluster_resources().get("CPU", 0)
+        if ray.available_resources().get("CPU", 0) >= total:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.25)
+
+
+@pytest.fixture(scope="module")
+def ray_local(request, ray_env):
+    """A local Ray cluster for the module's tests.
+
+    The whole test run shares one cluster: started by the first module that asks for it,
+    reused by every later one, and stopped at the end of the run
+    (:func:`pytest_sessionfinish`); a test or command that stopped it gets it started
+    again by the next module. A module gets a fresh cluster of its own, stopped after it,
+    when it needs one: it sets the workers' environment (``ray_env``) or carries
+    ``pytest.mark.ray_fresh`` (its tests crash replicas or kill workers). Any other
+    cluster left running (a test's own, one ``voirdire.run`` started) is stopped first.
+
+    The two-node cluster of ``test_cluster.py`` (``ray start`` subprocesses) is its own.
+    """
+    import ray
+
+    fresh = bool(ray_env) or request.node.get_closest_marker("ray_fresh") is not None
+    running = _running_node()
+    if not fresh:
+        if running is None or running != _shared["node"]:
+            if running is not None:
+                ray.shutdown()
+            _ray_init()
+            _shared["node"] = _running_node()
+        yield ray
+        if _running_node() == _shared["node"] and not _resources_released():
+            ray.shutdown()  # a module left actors holding CPUs: the next gets a new one
+        return
+    saved = {k: os.environ.get(k) for k in ray_env}
+    os.environ.update(ray_env)
+    if running is not None:
+        ray.shutdown()
+    _ray_init()
     try:
         yield ray
     finally:
@@ -78,6 +135,15 @@ def ray_local(ray_env):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """Stop the shared cluster (and any other this process left running)."""
+    import sys
+
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
 
 
 @pytest.fixture(scope="session")
@@ -111,3 +177,103 @@ def vllm_server(smollm2, tmp_path_factory):
         smollm2["model"], smollm2["dtype"], tmp_path_factory.mktemp("vllm-server")
     ) as url:
         yield url
+
+
+# ------------------------------------------------------------------------------- the tiers
+# A test's tier follows from what it uses, so its markers cannot drift from its code: a
+# fixture that starts something heavy marks the tests that use it (FIXTURE_MARKS), and a
+# test that starts Ray or a Python process without carrying the marker fails
+# (_tier_guard). `make test-fast` deselects every heavy marker.
+
+#: fixture -> the marker every test using it (directly or through another fixture) gets
+FIXTURE_MARKS = {
+    "ray_local": "ray",
+    "smollm2": "vllm",
+    "vllm_server": "vllm",
+    "browser_ok": "browser",
+}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Add the markers of :data:`FIXTURE_MARKS` from each test's fixture closure."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        for fixture, mark in FIXTURE_MARKS.items():
+            if fixture in names and item.get_closest_marker(mark) is None:
+                item.add_marker(mark)
+
+
+@pytest.fixture(scope="session")
+def browser_ok() -> None:
+    """Debian's Chromium, its driver and Selenium (``.ci/run`` installs them); skips
+    without them, except in CI (``CI=true``), where they must be there."""
+    from tests.browser import available
+
+    if not available():
+        if os.environ.get("CI") == "true":
+            raise AssertionError(
+                "chromium, chromium-driver or selenium missing (.ci/run installs them)"
+            )
+        pytest.skip("no chromium, chromium-driver or selenium")
+
+
+def _python_started(args) -> bool:
+    """Whether a ``subprocess`` command line starts a Python interpreter (this one or a
+    console script of this environment, such as ``voirdire``)."""
+    import shutil
+    import sys
+
+    first = args if isinstance(args, str | bytes | os.PathLike) else (args or [None])[0]
+    if first is None:
+        return False
+    first = (
+        os.fsdecode(first).split()[0]
+        if isinstance(first, str | bytes)
+        else os.fsdecode(first)
+    )
+    path = shutil.which(first) or first
+    return os.path.realpath(path) == os.path.realpath(
+        sys.executable
+    ) or os.path.dirname(os.path.abspath(path)) == os.path.dirname(
+        os.path.abspath(sys.executable)
+    )
+
+
+@pytest.fixture(autouse=True)
+def _tier_guard(request, monkeypatch):
+    """Fail a test that starts Ray without the ``ray`` marker (it should use
+    ``ray_local``) or a Python process without ``process`` (or a heavier tier): either
+    would slip into ``make test-fast``."""
+    import subprocess
+    import sys
+
+    heavy = {"ray", "vllm", "cluster", "browser", "process"}
+    marked = {m.name for m in request.node.iter_markers()}
+    started: list[str] = []
+    if not marked & heavy:
+        real = subprocess.Popen.__init__
+
+        def watched(self, args, *a, **kw):
+            if _python_started(args):
+                started.append(str(args)[:200])
+            real(self, args, *a, **kw)
+
+        monkeypatch.setattr(subprocess.Popen, "__init__", watched)
+    ray = sys.modules.get("ray")
+    up_before = ray is not None and ray.is_initialized()
+    yield
+    ray = sys.modules.get("ray")
+    ray_started = (ray is not None and ray.is_initialized() and not up_before) or any(
+        "/ray/" in cmd for cmd in started
+    )
+    if "ray" not in marked and ray_started:
+        pytest.fail(
+            "this test started Ray: ask for the ray_local fixture (or mark it ray)",
+            pytrace=False,
+        )
+    elif started:
+        pytest.fail(
+            f"this test started a Python process ({started[0]}): mark it "
+            "pytest.mark.process (or a heavier tier)",
+            pytrace=False,
+        )

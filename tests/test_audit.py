@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
@@ -22,6 +20,7 @@ from tests.audit_logs import (
     write_fastchat,
     write_judgebench,
 )
+from tests.cli import voirdire as voirdire_cli
 from voirdire.benchmarks.logs.arena_hard import ArenaHard
 from voirdire.benchmarks.logs.fastchat import FastChat
 from voirdire.benchmarks.logs.judgebench import JudgeBench
@@ -252,18 +251,12 @@ def test_cli_malformed_log_exits_2_with_one_line(tmp_path):
     p = _bad(
         tmp_path, "x.jsonl", '{"uid": "q1", "model": "m", "judge": "j", "games": ['
     )
-    r = subprocess.run(
-        [sys.executable, "-m", "voirdire", "audit", str(p), "--format", "arena-hard", "--out", str(tmp_path / "o")],
-        capture_output=True, text=True, cwd=ROOT, env={"VOIRDIRE_LOG_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
+    r = voirdire_cli("audit", str(p), "--format", "arena-hard", "--out", str(tmp_path / "o"), cwd=ROOT, env={"VOIRDIRE_LOG_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"})  # fmt: skip
     assert r.returncode == 2, r.stderr
     err = " ".join(r.stderr.split())
     assert "x.jsonl: line 1: not valid JSON" in err
     assert "Traceback" not in r.stderr
-    r2 = subprocess.run(
-        [sys.executable, "-m", "voirdire", "audit", str(p), "--format", "mtbench"],
-        capture_output=True, text=True, cwd=ROOT,
-    )  # fmt: skip
+    r2 = voirdire_cli("audit", str(p), "--format", "mtbench", cwd=ROOT)  # fmt: skip
     assert r2.returncode == 2 and "not a judgment log format" in " ".join(
         r2.stderr.split()
     )
@@ -358,12 +351,7 @@ def test_audit_end_to_end_report_mitigate_rank(tmp_path, ray_local, monkeypatch)
     for cmd in (["report", str(out), "--out", str(tmp_path / "rep")],
                 ["mitigate", str(out), "--out", str(tmp_path / "mit")],
                 ["rank", str(out), "--out", str(tmp_path / "rank")]):  # fmt: skip
-        r = subprocess.run(
-            [sys.executable, "-m", "voirdire", *cmd],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-        )
+        r = voirdire_cli(*cmd, cwd=ROOT)
         assert r.returncode == 0, (cmd, r.stderr[-2000:])
     assert (tmp_path / "rep" / "report.html").is_file()
     assert (tmp_path / "rank" / "ranking.md").is_file()

@@ -7,14 +7,13 @@ written out below) on every combination of label, prediction and exchanged predi
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 import voirdire
+from tests.cli import voirdire as voirdire_cli
 from voirdire.api import audit_job
 from voirdire.benchmarks.logs.autoj import AutoJ
 from voirdire.benchmarks.logs.reading import RECORDED
@@ -178,11 +177,7 @@ def test_malformed_names_file_line_and_field(tmp_path):
     ):
         AutoJ([j], data_dir=tmp_path / "cj")
     d = _bad(tmp_path, "cli", out3)
-    r = subprocess.run(
-        [sys.executable, "-m", "voirdire", "audit", str(d), "--format", "autoj", "--out", str(tmp_path / "o")],
-        capture_output=True, text=True, cwd=ROOT,
-        env={"VOIRDIRE_LOG_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
+    r = voirdire_cli("audit", str(d), "--format", "autoj", "--out", str(tmp_path / "o"), cwd=ROOT, env={"VOIRDIRE_LOG_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"})  # fmt: skip
     assert r.returncode == 2, r.stderr
     assert f"{p}: line 2: field 'output' is 3" in " ".join(r.stderr.split())
     assert "Traceback" not in r.stderr

@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import random
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 import voirdire
+from tests.cli import voirdire as voirdire_cli
 from voirdire.benchmarks.logs.anthropic_batch import AnthropicBatch
 from voirdire.benchmarks.logs.batch_ids import FAILURES
 from voirdire.benchmarks.logs.openai_batch import OpenAIBatch
@@ -263,8 +262,7 @@ def test_batch_malformed_names_file_line_and_field(tmp_path):
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "voirdire", *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, env=env)  # fmt: skip
+    return voirdire_cli(*map(str, args), cwd=ROOT, env=env)  # fmt: skip
 
 
 def test_cli_malformed_batch_exits_2_with_one_line(tmp_path):

@@ -9,8 +9,6 @@ are one line naming the file and the line or field (exit 2). Needs the ``inspect
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
@@ -27,6 +25,7 @@ from inspect_ai.log import (
 from inspect_ai.model import ModelOutput
 from inspect_ai.scorer import Score
 
+from tests.cli import voirdire as voirdire_cli
 from tests.test_audit_batch import RX, _check_order, draws, judge_text
 from voirdire.benchmarks.logs.batch_ids import FAILURES
 from voirdire.benchmarks.logs.inspect_log import Inspect
@@ -122,7 +121,7 @@ def test_inspect_malformed_names_file_line_and_field(tmp_path):
         '{"custom_id": "x", "response": null, "error": null}\n{"custom_id": "y"}\n'
     )
     env = {"VOIRDIRE_LOG_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
-    r = subprocess.run([sys.executable, "-m", "voirdire", "audit", str(j), "--format", "inspect",
-                        "--out", str(tmp_path / "o")], capture_output=True, text=True, cwd=ROOT, env=env)  # fmt: skip
+    r = voirdire_cli("audit", str(j), "--format", "inspect",
+                        "--out", str(tmp_path / "o"), cwd=ROOT, env=env)  # fmt: skip
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "batch.json: line 2: not valid JSON" in " ".join(r.stderr.split())

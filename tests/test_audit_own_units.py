@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from typer.testing import CliRunner
 
 import voirdire
 from tests.audit_logs import draws, write_judgebench
+from tests.cli import voirdire as voirdire_cli
 from tests.test_audit_logs2 import write_alpaca_eval
 from voirdire.benchmarks.logs.alpaca_eval import AlpacaEval
 from voirdire.benchmarks.logs.judgebench import JudgeBench
@@ -195,12 +194,8 @@ def test_a_verdict_recorded_twice_is_one_line_naming_both_places(tmp_path):
     b = tmp_path / "copy/annotations.json"
     b.parent.mkdir()
     b.write_text(json.dumps(rows, indent=1))
-    r = subprocess.run(
-        [sys.executable, "-m", "voirdire", "audit", str(a), str(b), "--format", "alpacaeval",
-         "--out", str(tmp_path / "o")],
-        capture_output=True, text=True, cwd=ROOT,
-        env={"VOIRDIRE_LOG_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
+    r = voirdire_cli("audit", str(a), str(b), "--format", "alpacaeval",
+         "--out", str(tmp_path / "o"), cwd=ROOT, env={"VOIRDIRE_LOG_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"})  # fmt: skip
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and "DuplicateError" not in r.stderr
     err = " ".join(r.stderr.split())
@@ -316,12 +311,8 @@ def test_one_pair_given_with_other_content_is_refused_naming_both_places(tmp_pat
         f"at {f1}: line 3 and at {f2}: line 3 (1 more pairs given with other content)"
     )
     # through the command: exit 2, the one line, before any judge is asked
-    r = subprocess.run(
-        [sys.executable, "-m", "voirdire", "audit", str(f1), str(f2), "--format", "judgebench",
-         "--out", str(tmp_path / "o")],
-        capture_output=True, text=True, cwd=ROOT,
-        env={"VOIRDIRE_LOG_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
+    r = voirdire_cli("audit", str(f1), str(f2), "--format", "judgebench",
+         "--out", str(tmp_path / "o"), cwd=ROOT, env={"VOIRDIRE_LOG_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"})  # fmt: skip
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr
     assert "pair 'p2' is given twice with other content (output_a)" in " ".join(

@@ -5,12 +5,13 @@ judged in the perturbed prompts; a rerun sends nothing; the dry run prices the r
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
+
+from tests.cli import voirdire as voirdire_cli
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_api_server import FakeAPIServer  # noqa: E402
@@ -121,13 +122,7 @@ def test_api_rewriter_and_judge_through_loopback(server, tmp_path):
         **os.environ,
         "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
     }
-    dry = subprocess.run(
-        [sys.executable, "-m", "voirdire", "run", str(path), "--dry-run"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    dry = voirdire_cli("run", str(path), "--dry-run", env=env)
     assert dry.returncode == 0, dry.stdout + dry.stderr
     assert (
         "rewriter rw" in dry.stdout

@@ -329,15 +329,16 @@ def test_only_the_missing_order_is_asked_and_a_rerun_asks_nothing(server, tmp_pa
 @pytest.mark.ray
 @pytest.mark.slow
 def test_smollm2_on_the_cpu_is_asked_only_the_missing_order(
-    smollm2, ray_local, tmp_path
+    vllm_server, ray_local, tmp_path
 ):
-    from tests.real_model import KV_CACHE_BYTES
+    """SmolLM2 behind vLLM's own server (the test run's one server: no engine of this
+    test's) completes a one-order log: only the missing order is asked, and a rerun asks
+    nothing."""
+    from tests.real_model import SERVED_NAME
 
-    judge = {"name": "alpaca+smollm2", "backend": "vllm", "model": smollm2["model"],
-             "dtype": smollm2["dtype"], "device": "cpu", "max_model_len": 2048,
-             "enforce_eager": True, "num_cpus": 0.5, "verdict_mode": "free",
-             "engine_kwargs": {"kv_cache_memory_bytes": KV_CACHE_BYTES},
-             "recorded_as": ANNOTATOR}  # fmt: skip
+    judge = {"name": "alpaca+smollm2", "backend": "openai_compatible",
+             "base_url": vllm_server, "model": SERVED_NAME, "verdict_mode": "free",
+             "max_retries": 1, "timeout_s": 300, "recorded_as": ANNOTATOR}  # fmt: skip
     data = _job(tmp_path, judge)
     data["benchmark"]["logs"] = [str(_log(tmp_path, 3))]
     data["sampling"] = {"temperature": 0.0, "max_tokens": 4}

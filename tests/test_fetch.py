@@ -18,14 +18,13 @@ import os
 import pickle
 import re
 import shutil
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 import voirdire
+from tests.cli import voirdire as voirdire_cli
 from voirdire.benchmarks import release
 from voirdire.benchmarks.release import (
     MARKER,
@@ -440,47 +439,31 @@ def test_cli_fetch_prints_the_directory(mirror, tmp_path):
     dest = tmp_path / "cli"
     # the CLI reads the package's manifest: serve it only the files the test mirror has
     env = {k: v for k, v in os.environ.items() if k != "VOIRDIRE_DATA"}
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "voirdire",
-            "data",
-            "fetch",
-            "--dest",
-            str(dest),
-            "--base-url",
-            "http://127.0.0.1:9",
-            "--no-progress",
-        ],
+    r = voirdire_cli(
+        "data",
+        "fetch",
+        "--dest",
+        str(dest),
+        "--base-url",
+        "http://127.0.0.1:9",
+        "--no-progress",
         cwd=ROOT,
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
     assert (
         r.returncode == 1
         and "cannot download http://127.0.0.1:9/" in r.stderr
         and not dest.exists()
     )
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "voirdire",
-            "data",
-            "fetch",
-            "--if-missing",
-            "--try",
-            str(ROOT),
-            "--no-progress",
-        ],
+    r = voirdire_cli(
+        "data",
+        "fetch",
+        "--if-missing",
+        "--try",
+        str(ROOT),
+        "--no-progress",
         cwd=ROOT,
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
     assert r.returncode == 0 and r.stdout.strip() == str(ROOT)
 

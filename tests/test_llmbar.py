@@ -21,6 +21,7 @@ import polars as pl
 import pytest
 
 import voirdire
+from tests.cli import voirdire as voirdire_cli
 from voirdire.analysis.position.release_stats import (
     RELEASE_COLUMNS,
     as_release,
@@ -491,22 +492,14 @@ def test_example_prints_pc_pf_and_accuracy_of_every_judge(data, tmp_path):
     `voirdire run examples/llmbar_replay.toml` prints PC, PF and accuracy of every
     evaluator/strategy on the five LLMBar sets."""
     env = {**os.environ, "VOIRDIRE_LLMBAR_DATA": str(data)}
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "voirdire",
-            "run",
-            "examples/llmbar_replay.toml",
-            "--no-progress",
-            "--output-dir",
-            str(tmp_path / "o"),
-        ],
+    r = voirdire_cli(
+        "run",
+        "examples/llmbar_replay.toml",
+        "--no-progress",
+        "--output-dir",
+        str(tmp_path / "o"),
         cwd=ROOT,
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "54,470 queries" in r.stdout and "0 recorded failures" in r.stdout

@@ -11,14 +11,13 @@ import functools
 import http.server
 import json
 import re
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 from tests.audit_logs import draws, write_judgebench
+from tests.cli import voirdire as voirdire_cli
 from tests.test_audit_logs2 import write_alpaca_eval, write_people, write_prd
 from voirdire.benchmarks import log_release, mirror
 from voirdire.benchmarks.fetch_steps import MARKER
@@ -187,8 +186,8 @@ def test_unknown_picks_are_one_line_and_exit_2(tmp_path):
     for args, want in ((["prd", "--judge", "nobody"], "unknown reviewer 'nobody'"),
                        (["alpaca_eval", "--annotator", "nobody"], "unknown annotator 'nobody'"),
                        (["judgebench", "--model", "x"], "pick judges with --judge")):  # fmt: skip
-        r = subprocess.run([sys.executable, "-m", "voirdire", "data", "fetch", *args,
-                            "--dest", str(tmp_path / "d")], capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+        r = voirdire_cli("data", "fetch", *args,
+                            "--dest", str(tmp_path / "d"), cwd=ROOT)  # fmt: skip
         assert r.returncode == 2 and want in r.stderr.replace("\n", ""), r.stderr
         assert not (tmp_path / "d").exists()
 
@@ -198,10 +197,9 @@ def test_cli_fetch_prints_the_directory_and_the_terms(served, tmp_path):
     stdout, the read-only terms and the audit command on stderr."""
     root, url = served
     man = _manifest(root / "judgebench", tmp_path / "jb.tsv")
-    r = subprocess.run([sys.executable, "-m", "voirdire", "data", "fetch", "judgebench",
+    r = voirdire_cli("data", "fetch", "judgebench",
                         "--dest", str(tmp_path / "d"), "--base-url", f"{url}/judgebench/",
-                        "--manifest", str(man), "--no-progress"],
-                       capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+                        "--manifest", str(man), "--no-progress", cwd=ROOT)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert Path(r.stdout.strip()) == (tmp_path / "d").resolve()
     err = r.stderr.replace("\n", " ")

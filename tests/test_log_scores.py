@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import random
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from tests.audit_logs import draws, write_arena_hard, write_fastchat
+from tests.cli import voirdire as voirdire_cli
 from tests.test_audit_logs2 import write_alpaca_eval
 from voirdire.benchmarks.logs.alpaca_eval import AlpacaEval
 from voirdire.benchmarks.logs.arena_hard import battle_scores, battles
@@ -147,8 +146,8 @@ def test_fastchat_single_malformed_and_swapped_formats_are_one_line(tmp_path):
     ):
         read_single([pair])
     write_single(f, 2, seed=2)
-    r = subprocess.run([sys.executable, "-m", "voirdire", "audit", str(f), "--format", "fastchat",
-                        "--out", str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    r = voirdire_cli("audit", str(f), "--format", "fastchat",
+                        "--out", str(tmp_path / "out"), cwd=ROOT)  # fmt: skip
     assert r.returncode == 2
     err = r.stderr.replace("\n", " ")
     assert re.search(r"gpt-4_single\.jsonl: line 1: a sing *le-answer judgment", err), (

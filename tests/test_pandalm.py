@@ -10,7 +10,6 @@ import http.server
 import json
 import os
 import subprocess
-import sys
 import threading
 import urllib.parse
 from pathlib import Path
@@ -19,6 +18,7 @@ import polars as pl
 import pytest
 
 import voirdire
+from tests.cli import voirdire as voirdire_cli
 from tests.pandalm_synthetic import LICENSE, MODELS, synthetic_items, write_release
 from voirdire.benchmarks.mirror import read_manifest
 from voirdire.benchmarks.pandalm import PandaLM
@@ -86,14 +86,7 @@ def data(mirror, tmp_path_factory) -> Path:
 
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "voirdire", *args],
-        cwd=ROOT,
-        env=env or dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return voirdire_cli(*args, cwd=ROOT, env=env or dict(os.environ))
 
 
 # ------------------------------------------------------------------------- the release record

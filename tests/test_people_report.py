@@ -13,7 +13,6 @@ has no section; a broken table is refused in one line before anything is written
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ import polars as pl
 import pytest
 
 import voirdire
-from tests.browser import available, chromium, console_errors, open_page
+from tests.browser import chromium, console_errors, open_page
 from tests.study_simulate import simulated_study_log
 from voirdire.core import ConfigError
 
@@ -109,17 +108,13 @@ def _texts(d, key: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_the_section_in_a_browser(made):
+def test_the_section_in_a_browser(made, browser_ok):
     """The figure draws offline with no console error, fits 1400 px, the judge menu and the
     board radio redraw the boards, hover on a board's point names its model."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    if not available():
-        if os.environ.get("CI") == "true":
-            raise AssertionError("chromium, chromium-driver or selenium missing")
-        pytest.skip("no chromium, chromium-driver or selenium")
     key = "people:LogTable"
     judges = made["study"].selective["judge"].to_list()
     with chromium(1400, 900) as d:

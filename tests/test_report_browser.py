@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import available, chromium, console_errors, open_page, requests_made
+from tests.browser import chromium, console_errors, open_page, requests_made
 from tests.study_simulate import simulated_study_log
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -25,16 +25,6 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
 LLMBAR_COPY = ROOT.parent / "shared" / "data" / "llmbar-release"
 COLUMNS = ("instance", "model_a", "model_b", "first", "verdict", "judge", "label", "task", "cluster")  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def browser_ok() -> None:
-    if not available():
-        if os.environ.get("CI") == "true":
-            raise AssertionError(
-                "chromium, chromium-driver or selenium missing (.ci/run installs them)"
-            )
-        pytest.skip("no chromium, chromium-driver or selenium")
 
 
 def _simulated(tmp: Path, n: int) -> Path:

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import voirdire
+from tests.cli import voirdire as voirdire_cli
 from tests.fake_api_server import FakeAPIServer
 from tests.repo import REPO
 from voirdire.cli import app
@@ -207,8 +208,6 @@ def test_a_failure_message_read_from_a_log_is_redacted_in_every_copy(tmp_path):
     (``failures.parquet``) nor ``raw/``, ``judgments.parquet`` or any other written file
     holds the key; the failures stay failures with their reason. Before, the replay judge
     named no key variable and the reasons were stored as read."""
-    import subprocess
-    import sys
 
     from tests.test_audit_batch import RX, draws, write_openai
 
@@ -222,11 +221,8 @@ def test_a_failure_message_read_from_a_log_is_redacted_in_every_copy(tmp_path):
     )
     cache, out = tmp_path / "cache", tmp_path / "out"
     env = {**os.environ, "OPENAI_API_KEY": KEY, "VOIRDIRE_LOG_CACHE": str(cache)}
-    r = subprocess.run(
-        [sys.executable, "-m", "voirdire", "audit", str(inp), str(outp), "--format",
-         "openai-batch", "--option", f"custom_id={RX}", "--out", str(out)],
-        capture_output=True, text=True, env=env, cwd=REPO, timeout=600,
-    )  # fmt: skip
+    r = voirdire_cli("audit", str(inp), str(outp), "--format",
+         "openai-batch", "--option", f"custom_id={RX}", "--out", str(out), env=env, cwd=REPO)  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     assert _leaks(r.stdout + r.stderr) == []
     failures = pl.read_parquet(next(cache.rglob("failures.parquet")))["why"].to_list()

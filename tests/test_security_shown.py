@@ -14,11 +14,11 @@ import os
 import random
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli import voirdire as voirdire_cli
 from tests.repo import REPO
 from voirdire.escape import markdown, markdown_code, terminal, visible
 
@@ -60,10 +60,7 @@ COLUMNS = [
 
 def _cli(tmp: Path, *args) -> subprocess.CompletedProcess:
     env = {**os.environ, "VOIRDIRE_LOG_CACHE": str(tmp / "cache")}
-    return subprocess.run(
-        [sys.executable, "-m", "voirdire", *map(str, args)],
-        capture_output=True, text=True, env=env, cwd=REPO, timeout=900,
-    )  # fmt: skip
+    return voirdire_cli(*map(str, args), env=env, cwd=REPO)  # fmt: skip
 
 
 def _clean(r: subprocess.CompletedProcess) -> str:

@@ -49,6 +49,10 @@ needs_vllm = pytest.mark.skipif(
     not HAVE_VLLM, reason="vLLM (voirdire[vllm]) is not installed"
 )
 
+#: the engine job crashes a vLLM replica (its EngineCore process may outlive it): the
+#: module's engine tests get a Ray cluster of their own (tests/conftest.py ``ray_local``)
+pytestmark = pytest.mark.ray_fresh
+
 QUESTIONS = ["112", "102", "106", "92"]
 CANDIDATE = "llama-13b"
 REPS = 3
