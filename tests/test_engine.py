@@ -13,6 +13,7 @@ import pytest
 import tomli_w
 
 import voirdire
+from tests.cli import voirdire as voirdire_cli
 from tests.pandalm_synthetic import synthetic_data_dir
 from tests.repo import REPO, repo_pythonpath
 from voirdire.analysis.results_dir import load_judgments
@@ -478,29 +479,15 @@ def test_cli_errors_before_sending(tmp_path, data_dir):
     d["judges"][0]["backend"] = "nope"
     job_path = _write_toml(tmp_path / "job.toml", d)
     env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
-    r = subprocess.run(
-        [sys.executable, "-m", "voirdire", "run", str(job_path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    r = voirdire_cli("run", str(job_path), env=env)
     assert r.returncode == 2
     assert "unknown judge backend 'nope'" in r.stderr
     assert not (tmp_path / "out" / "raw").exists()
-    dry = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "voirdire",
-            "run",
-            str(REPO / "examples" / "mtbench_position_bias.toml"),
-            "--dry-run",
-        ],
+    dry = voirdire_cli(
+        "run",
+        str(REPO / "examples" / "mtbench_position_bias.toml"),
+        "--dry-run",
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
     assert dry.returncode == 0, dry.stderr
     assert "gpt-4-0613 (replay): 4,800 queries" in dry.stdout
@@ -607,13 +594,7 @@ def test_truncated_part_is_quarantined_and_its_units_asked_again(
         **os.environ,
         "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
     }
-    r = subprocess.run(
-        [sys.executable, "-m", "voirdire", "analyze", str(out)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    r = voirdire_cli("analyze", str(out), env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Traceback" not in r.stderr
     assert "warning: 1 unreadable result file(s)" in r.stderr

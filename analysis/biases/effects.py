@@ -31,6 +31,7 @@ from voirdire.analysis.biases.null_reference import NULL_COLUMNS, swap_null
 from voirdire.analysis.biases.perturbed import CONTROL as CONTROL
 from voirdire.analysis.biases.perturbed import (
     CONTROL_KEYS,
+    bias_record_columns,
     consistency_rate,
     control_rows,
     has_perturbations,
@@ -287,20 +288,19 @@ def _derived(
         )
     ]
     has_t = pl.col("p_control").is_not_null()
+    record = bias_record_columns(pl.col("perturbation_kind"))
+    by_error_rate = record["metric"] == "error_rate"
+    by_accuracy = record["metric"] == "accuracy"
     out = out.with_columns(
         p_value=pl.when(has_t).then(pl.Series(pv, dtype=pl.Float64)),
         susceptibility=pl.when(pl.col("delta") >= 0)
         .then(pl.col("delta") / (1.0 - pl.col("p_control")))
         .otherwise(pl.col("delta") / pl.col("p_control")),
-        error_rate=pl.when(pl.col("perturbation_kind") == "refinement_aware").then(
+        error_rate=pl.when(by_error_rate).then(
             (pl.col("delta")).abs() / pl.col("p_control")
         ),
-        accuracy_control=pl.when(
-            pl.col("perturbation_kind").is_in(["fallacy", "cot"])
-        ).then(pl.col("accuracy_control")),
-        accuracy_perturbed=pl.when(
-            pl.col("perturbation_kind").is_in(["fallacy", "cot"])
-        ).then(pl.col("accuracy_perturbed")),
+        accuracy_control=pl.when(by_accuracy).then(pl.col("accuracy_control")),
+        accuracy_perturbed=pl.when(by_accuracy).then(pl.col("accuracy_perturbed")),
     )
     null = swap_null(
         boot_rows.select("_key", "s_control", "s_perturbed"),
@@ -309,12 +309,7 @@ def _derived(
         seed=seed,
     )
     out = out.join(null, on="_key", how="left").with_columns(
-        [
-            pl.when(pl.col("perturbation_kind") == "refinement_aware")
-            .then(pl.col(c))
-            .alias(c)
-            for c in NULL_COLUMNS[3:]
-        ]
+        [pl.when(by_error_rate).then(pl.col(c)).alias(c) for c in NULL_COLUMNS[3:]]
     )
     for c in (
         "delta_lo",

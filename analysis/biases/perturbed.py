@@ -140,7 +140,9 @@ def paired(judgments: pl.DataFrame) -> pl.DataFrame:
         s_control=_score_of("v_control", pl.col("target")),
         s_perturbed=_score_of("v_perturbed", pl.col("target")),
         c_control=_score_of("v_control", pl.col("better")),
-        c_perturbed=pl.when(pl.col("perturbation_kind") == "fallacy")
+        c_perturbed=pl.when(
+            bias_record_columns(pl.col("perturbation_kind"))["damages_target"]
+        )
         .then(_other_score("v_perturbed", pl.col("better")))
         .otherwise(_score_of("v_perturbed", pl.col("better"))),
     )
@@ -210,3 +212,36 @@ def consistency_rate(judgments: pl.DataFrame) -> pl.DataFrame:
         .sort("benchmark", "judge")
         .collect()
     )
+
+
+def bias_record_columns(kinds: pl.Expr) -> dict[str, pl.Expr]:
+    """What each perturbation kind's :class:`~voirdire.benchmarks.biases.bias.BiasType`
+    record says, as expressions over the column ``kinds``: ``metric`` (str:
+    ``"robustness"``, ``"accuracy"`` or ``"error_rate"``) and ``damages_target`` (bool).
+
+    The records are read from the bias registry without importing anything a name could
+    point at (``allow_import=False``: a results directory is data). A kind this process
+    does not know (a directory from a session that registered its own bias) reads as a
+    robustness bias that does not damage its target, the record's defaults.
+    """
+    from voirdire.benchmarks.biases.bias import BiasType
+    from voirdire.benchmarks.biases.registry import BIASES
+    from voirdire.core import ConfigError
+
+    metric: dict[str, str] = {}
+    damages: dict[str, bool] = {}
+    for name in BIASES.names():
+        try:
+            rec = BIASES.get(name, allow_import=False)
+        except ConfigError:
+            continue
+        metric[name], damages[name] = rec.metric, rec.damages_target
+    default = BiasType.__dataclass_fields__
+    return {
+        "metric": kinds.replace_strict(
+            metric, default=default["metric"].default, return_dtype=pl.String
+        ),
+        "damages_target": kinds.replace_strict(
+            damages, default=default["damages_target"].default, return_dtype=pl.Boolean
+        ),
+    }

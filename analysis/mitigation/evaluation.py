@@ -280,7 +280,7 @@ def run_mitigation(
     them against ``reference`` (``"gold"``, ``"judge:NAME"``, a labels CSV path, or a
     reference table; None: no accuracy or kappa).
 
-    With a reference judge, the panels (strategies named ``jury*``) leave it out and its own
+    With a reference judge, the panels (:attr:`~voirdire.analysis.mitigation.registry.Strategy.panel`) leave it out and its own
     rows are left out of the table (it would agree with itself by construction). A strategy
     that needs both orders of a pair is not computed for a judge that judged each pair in
     one order (:mod:`~voirdire.analysis.mitigation.orders`: the table has no row for it,
@@ -288,7 +288,8 @@ def run_mitigation(
 
     ``labels``: people's verdicts for the pairs BPDE chose (the filled
     ``bpde_annotation.csv``; :func:`~voirdire.analysis.mitigation.grading.people_grading`): each
-    of ``gate`` and ``swap-tie`` run also as ``<name>+labels`` with those pairs' verdicts
+    strategy whose record says ``people_override`` (the gate, swap-and-tie) runs also as
+    ``<name>+labels`` with those pairs' verdicts
     replaced by people's (:func:`~voirdire.analysis.mitigation.bpde.with_labels`).
 
     Returns:
@@ -316,11 +317,7 @@ def run_mitigation(
             ref_judge = reference.split(":", 1)[1]
     one = one_order_judges(judgments) if any(r.both_orders for r in regs) else None
     fns = {
-        r.name: (
-            M.without_judges(r.fn, [ref_judge])
-            if ref_judge and r.name.startswith("jury")
-            else r.fn
-        )
+        r.name: (M.without_judges(r.fn, [ref_judge]) if ref_judge and r.panel else r.fn)
         for r in regs
     }
     fns = {
@@ -331,9 +328,9 @@ def run_mitigation(
         people = R.people_grading(labels)
         R.check_grading(people, judgments)
         fns |= {
-            f"{n}+labels": with_labels(fns[n], people)
-            for n in ("gate", "swap-tie")
-            if n in fns
+            f"{r.name}+labels": with_labels(fns[r.name], people)
+            for r in regs
+            if r.people_override
         }
     verdicts = registry.apply_strategies(judgments, fns)
     if ref_judge:

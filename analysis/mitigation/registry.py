@@ -69,7 +69,13 @@ class Strategy:
             a judge that judged each pair in one order (:func:`apply_strategies`).
         panel: it votes across the judges of a benchmark (the juries): a default run
             (:func:`default_strategies`) leaves it out where every benchmark has one judge,
-            whose panel would repeat that judge's own verdicts.
+            whose panel would repeat that judge's own verdicts. With a reference judge,
+            the panel votes without it (:func:`~voirdire.analysis.mitigation.evaluation.
+            evaluate_strategies`).
+        people_override: with people's labels for the pairs BPDE chose (``mitigate
+            --labels``), a ``<name>+labels`` variant also runs, its verdicts of those pairs
+            replaced by people's (the human-in-the-loop step after the gate and
+            swap-and-tie, whose disagreements are what BPDE picks).
     """
 
     name: str
@@ -81,6 +87,7 @@ class Strategy:
     paired: bool = True
     both_orders: bool = False
     panel: bool = False
+    people_override: bool = False
 
     def __call__(self, judgments: pl.DataFrame) -> pl.DataFrame:
         return self.fn(judgments)
@@ -126,6 +133,7 @@ def register_strategy(
     paired: bool = True,
     both_orders: bool = False,
     panel: bool = False,
+    people_override: bool = False,
     replace: bool = False,
 ) -> Callable[[StrategyFn], Strategy] | Strategy:
     """Register the strategy ``name`` (see :class:`Strategy` for the fields).
@@ -141,7 +149,16 @@ def register_strategy(
     def deco(f: StrategyFn) -> Strategy:
         return STRATEGIES.register(
             Strategy(
-                name, f, tuple(needs), doc, default, score, paired, both_orders, panel
+                name,
+                f,
+                tuple(needs),
+                doc,
+                default,
+                score,
+                paired,
+                both_orders,
+                panel,
+                people_override,
             ),
             replace=replace,
         )
