@@ -324,6 +324,7 @@ def test_response_cache_keeps_option_probabilities_and_opens_a_0_1_file(tmp_path
     cache.close()
 
 
+@pytest.mark.process
 def test_prices_fall_back_to_the_shipped_file_without_the_maintained_source():
     """genai-prices made unavailable (its import blocked in a fresh interpreter): the
     fallback file gives prices and windows; a model known to neither has no cost."""
@@ -513,6 +514,7 @@ def _cli(
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.process
 def test_dry_run_without_keys_prints_the_estimate_and_warns(data_dir, tmp_path):
     env = {
         k: v
@@ -547,6 +549,7 @@ def test_dry_run_without_keys_prints_the_estimate_and_warns(data_dir, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.process
 def test_missing_extra_prints_the_exact_install_command(data_dir, tmp_path):
     """The SDK's import made to fail: the CLI names the extra as a command to paste, with
     its brackets (rich markup would swallow ``[api]`` unescaped)."""

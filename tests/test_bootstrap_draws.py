@@ -288,6 +288,7 @@ def test_a_preparation_overtaken_or_failed_gives_the_same_figures(monkeypatch, h
     assert draws.prepared_keys() == []
 
 
+@pytest.mark.process
 def test_an_exiting_interpreter_stops_the_preparations_first():
     """A process that exits while counts are being drawn (a run that failed after its
     preparation began) stops the drawing thread and waits for its block before the

@@ -172,6 +172,7 @@ def test_result_columns_are_the_rows_of_each_result():
     assert results_to_columns([], []) == {}
 
 
+@pytest.mark.process
 def test_a_replay_worker_imports_no_download_machinery():
     """A Ray worker replaying a release imports the benchmark and the replay judge; pooch
     and requests (a tenth of a second in every worker process) come only with a fetch."""

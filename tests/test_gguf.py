@@ -65,6 +65,7 @@ def test_shipped_model_is_found_and_its_hash_enters_the_identity(tmp_path):
     )
 
 
+@pytest.mark.process
 def test_one_line_errors_name_the_fix(tmp_path, monkeypatch):
     monkeypatch.setenv("VOIRDIRE_GGUF_CACHE", str(tmp_path / "cache"))
     # a registry model whose package is not installed: the install command

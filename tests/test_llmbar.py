@@ -11,8 +11,6 @@ import gzip
 import http.server
 import json
 import os
-import subprocess
-import sys
 import threading
 import urllib.parse
 from pathlib import Path
@@ -139,9 +137,6 @@ def test_fetch_converts_the_release(data, copy_dir):
 def test_partial_mirror_skips_and_names_the_judge_then_strict_fails(base_url, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "VOIRDIRE_LLMBAR_DATA"}
     cmd = [
-        sys.executable,
-        "-m",
-        "voirdire",
         "data",
         "fetch",
         "llmbar",
@@ -149,14 +144,7 @@ def test_partial_mirror_skips_and_names_the_judge_then_strict_fails(base_url, tm
         f"{base_url}/partial/",
         "--no-progress",
     ]
-    r = subprocess.run(
-        [*cmd, "--dest", str(tmp_path / "d")],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    r = voirdire_cli(*cmd, "--dest", str(tmp_path / "d"), cwd=ROOT, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(tmp_path / "d")
     assert "skipped: Falcon/CoT on LLMBar/Natural" in " ".join(r.stderr.split())
@@ -166,14 +154,7 @@ def test_partial_mirror_skips_and_names_the_judge_then_strict_fails(base_url, tm
     mine = (pl.col("evaluator") == "Falcon") & (pl.col("strategy") == "CoT")
     assert out.filter(mine & (pl.col("subset") == "LLMBar/Natural")).height == 0
     assert out.filter(mine).height > 0  # the other subsets' Falcon/CoT are there
-    r = subprocess.run(
-        [*cmd, "--dest", str(tmp_path / "s"), "--strict"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    r = voirdire_cli(*cmd, "--dest", str(tmp_path / "s"), "--strict", cwd=ROOT, env=env)
     assert r.returncode == 1 and "strict fetch: 1 judge output(s)" in " ".join(
         r.stderr.split()
     )

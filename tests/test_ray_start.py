@@ -12,6 +12,9 @@ import ray
 from tests.processes import marked_env, no_process_marked
 from voirdire.engine import job, ray_start
 
+#: every test here starts a Python process or Ray in a way that is its point
+pytestmark = [pytest.mark.process, pytest.mark.ray]
+
 
 def test_a_local_node_that_misses_rays_start_up_wait_is_started_again(monkeypatch):
     """Ray waits a fixed 30 s for a local raylet and raises a bare Exception when a busy

@@ -253,6 +253,7 @@ def test_a_report_directory_may_hold_svg_figures(tmp_path):
     assert claim_report_dir(tmp_path) == tmp_path
 
 
+@pytest.mark.process
 def test_names_with_control_bytes_are_drawn_as_data(tmp_path):
     """A judge named with an escape sequence (or a character XML cannot hold) is shown
     with the byte written as an escape, in the page and in the static figures: vl-convert

@@ -78,6 +78,7 @@ def log(tmp_path) -> Path:
         (["nonsense=1"], "Inspect: benchmark.log.nonsense: unknown key"),
     ],
 )  # fmt: skip
+@pytest.mark.process
 def test_malformed_options_are_one_line_before_ray_starts(
     tmp_path, log, options, message
 ):
@@ -102,6 +103,7 @@ def test_option_values_nest_and_numbers_stay_numbers():
 # --- --out (cause 4) ----------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_a_dangling_out_link_is_one_line_before_the_logs_are_read(tmp_path, log):
     """A FileExistsError traceback after the log was read, before; now one line naming the
     link, before Ray starts; a link to a directory is followed as before."""
@@ -150,6 +152,7 @@ def test_the_analysis_names_are_compared_after_trimming(name):
         check_reserved(["ｐｅｏｐｌｅ"])  # full-width letters (NFKC)
 
 
+@pytest.mark.process
 def test_a_judge_named_people_with_a_space_is_refused_before_ray_and_from_a_log(
     tmp_path, log
 ):
@@ -205,6 +208,7 @@ def test_judge_names_shaped_like_keys_are_refused(monkeypatch, name):
     check_judge_name("task-judge")
 
 
+@pytest.mark.process
 def test_a_key_pasted_as_a_judge_is_refused_before_ray_and_never_shown(tmp_path, log):
     """A key pasted into ``--option judge=`` landed in the folder name, ``job.json``, the
     tables and stdout; now one line, the key not in it, before Ray starts."""
@@ -235,6 +239,7 @@ def _closed_port() -> int:
         return s.getsockname()[1]  # closed once the socket is: nothing listens there
 
 
+@pytest.mark.process
 def test_an_address_nothing_answers_is_one_line(tmp_path, log):
     """``--address 127.0.0.1:1`` waited in Ray's retries (over 5 minutes: stopped then);
     now a TCP connection is tried first (5 s at most), before Ray starts and anything is
@@ -256,6 +261,7 @@ def test_an_address_nothing_answers_is_one_line(tmp_path, log):
     assert not (tmp_path / "out").exists() and not (tmp_path / "runs").exists()
 
 
+@pytest.mark.process
 def test_run_refuses_an_address_nothing_answers_before_writing(tmp_path, log):
     """``voirdire run --address`` as ``audit``: the address is tried before Ray starts and
     before the output directory gets its ``job.json`` (at 8e88b73 the refusal came after the

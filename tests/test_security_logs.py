@@ -49,6 +49,7 @@ def _nested(depth: int) -> object:
 @pytest.mark.parametrize(
     "fmt", ["arena-hard", "alpacaeval", "inspect-json", "inspect-eval"]
 )
+@pytest.mark.process
 def test_deeply_nested_json_is_one_line_in_every_json_format(tmp_path, fmt):
     """Cause 1: a RecursionError traceback (exit 1) before; now one line naming the file (and
     the line or zip member), exit 2, the JSON never decoded."""
@@ -80,6 +81,7 @@ def test_deeply_nested_json_is_one_line_in_every_json_format(tmp_path, fmt):
     assert code == 2 and want in err, err
 
 
+@pytest.mark.process
 def test_a_log_over_the_size_bound_is_refused_before_it_is_read(tmp_path):
     """Cause 2: no bound before (a sparse 3 GB file of NULs was one line read whole, a
     MemoryError); now every format's files are bounded on disk by ``[benchmark.log]
@@ -132,6 +134,7 @@ def _declare(path: Path, name: bytes, size: int) -> None:
     path.write_bytes(bytes(data))
 
 
+@pytest.mark.process
 def test_a_zipped_log_is_bounded_by_its_uncompressed_size(tmp_path):
     """Cause 2 for Inspect's ``.eval`` (a zip archive): a 1 MB log took 2.3 GB once
     ``inspect_ai`` opened it. Now the members' declared sizes are summed first (nothing

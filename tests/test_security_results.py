@@ -161,6 +161,7 @@ def _tree(*roots: Path) -> dict[str, str]:
 # ------------------------------------------------------------------ 1. names, never code
 
 
+@pytest.mark.process
 def test_report_run_inside_the_directory_imports_no_module_it_ships(results, tmp_path):
     marker = tmp_path / "imported.txt"
     _evil_module(results, "tests_evil_mod", marker)
@@ -197,6 +198,7 @@ def test_rank_style_follows_no_import_path_from_job_json(
     assert "tests_evil_mod" not in sys.modules
 
 
+@pytest.mark.process
 def test_python_m_voirdire_imports_no_library_from_the_current_directory(
     results, tmp_path
 ):

@@ -19,6 +19,9 @@ import pytest
 #: the analysis stack: none of these before Ray starts
 HEAVY = ("scipy", "statsmodels", "matplotlib", "pandas")
 
+#: every test here starts a Python process or Ray in a way that is its point
+pytestmark = pytest.mark.process
+
 
 def _modules_after(code: str) -> set[str]:
     """The modules a fresh interpreter holds after running ``code``."""

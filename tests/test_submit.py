@@ -19,6 +19,9 @@ from voirdire.engine.spec import parse_job
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: every test here starts a Python process or Ray in a way that is its point
+pytestmark = pytest.mark.process
+
 
 def _job(**over):
     data = {

@@ -178,6 +178,7 @@ def test_preflight_refuses_bad_settings_before_anything_runs(tmp_path):
         )
 
 
+@pytest.mark.process
 def test_importing_the_backend_does_not_import_vllm():
     code = "import sys, voirdire.judges.vllm_judge, voirdire.engine.job; print('vllm' in sys.modules)"
     out = subprocess.run(

@@ -24,6 +24,9 @@ AVX2 = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n"
 BF16 = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
 SIGILL_CHILD = "import os, signal; os.kill(os.getpid(), signal.SIGILL)"
 
+#: every test here starts a Python process or Ray in a way that is its point
+pytestmark = pytest.mark.process
+
 
 @pytest.fixture
 def child(monkeypatch, tmp_path):
