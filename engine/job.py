@@ -40,6 +40,7 @@ from voirdire.engine.secrets import configured_secrets, redact_record
 from voirdire.engine.spec import JobSpec
 from voirdire.engine.stats import RunStats
 from voirdire.engine.store import ResultStore, warm_arrow
+from voirdire.engine.unit_table import unit_frames
 from voirdire.engine.units import (
     PromptCache,
     batch_size_for,
@@ -283,7 +284,8 @@ def _run_recorded(
 ) -> RunOutcome:
     """:func:`run_job` of a job answered in the driver
     (:func:`~voirdire.engine.recorded.answer_recorded`): each judge's planned units not yet
-    in ``store``, joined with its recording; no Ray (one an earlier job of this process
+    in ``store`` (built by columns where :func:`~voirdire.engine.unit_table.unit_frames`
+    serves the design, else by the generator), joined with its recording; no Ray (one an earlier job of this process
     started is stopped with ``release_ray``, as after a run on it)."""
     import sys
 
@@ -296,8 +298,19 @@ def _run_recorded(
         done = store.completed_ids(rj.name, include_failures=not retry_failed)
         ctx = rj.context(bench.name, str(plan.data_dir), str(out), bench.verdict_format)
         read = functools.partial(rj.backend.recorded_table, rj.settings, ctx)
-        batches = _unit_batches(job, plan, rj, prompts, {})
-        judges.append((rj.name, read, batches, done))
+        frames = (
+            None
+            if needs_prompt(rj.backend)
+            else unit_frames(
+                bench, plan.instances, rj.comparison_for(job.comparison),
+                judge=rj.name, identity_hash=rj.identity_hash, prompts=prompts,
+                variants=plan.variants, only=_own(plan, rj),
+            )
+        )  # fmt: skip
+        units = (
+            frames if frames is not None else _unit_batches(job, plan, rj, prompts, {})
+        )
+        judges.append((rj.name, read, units, done))
         totals[rj.name] = max(0, plan.units_of(rj.name) - len(done))
     with JobProgress(totals, console=console, enabled=show_progress) as progress:
         stats = answer_recorded(judges, store, progress=progress)

@@ -25,10 +25,11 @@ started at all (the CLI starts it early only then).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 
 from voirdire.core import FailureClass
 from voirdire.engine.stats import RunStats, judge_counts
@@ -36,6 +37,7 @@ from voirdire.engine.units import UnitBatch
 from voirdire.exceptions import JobInterrupted
 from voirdire.judges.base import get_backend
 from voirdire.judges.capabilities import RecordedTable
+from voirdire.schema import RAW_SCHEMA
 
 __all__ = [
     "NO_RECORD",
@@ -169,16 +171,117 @@ def recorded_columns(
     return cols
 
 
-def _fresh(batches: Iterable[UnitBatch], done: set[str]) -> Iterator[UnitBatch]:
-    """``batches`` without the units whose ids are in ``done`` (empty batches dropped), as
-    the scheduler's pools skip them."""
-    for batch in batches:
-        if done:
-            keep = [u not in done for u in batch.columns["unit_id"]]
-            if not all(keep):
-                batch = batch.select(keep)
-        if len(batch):
-            yield batch
+def _answer_batch(
+    name: str,
+    batch: UnitBatch,
+    done: set[str],
+    table: pl.DataFrame | None,
+    error: str | None,
+    store: Any,
+) -> tuple[int, int]:
+    """Append the rows of ``batch``'s units not in ``done`` (skipped as the scheduler's pools
+    skip them); returns (units answered, failures among them)."""
+    if done:
+        keep = [u not in done for u in batch.columns["unit_id"]]
+        if not all(keep):
+            batch = batch.select(keep)
+    if not len(batch):
+        return 0, 0
+    cols = batch.columns
+    keys = [";".join((q, *sh)) for q, sh in zip(cols["question_id"], cols["shown"])]
+    res = recorded_columns(cols["unit_id"], keys, cols["repetition"], table, error)
+    store.append(name, store.to_table(cols, res))
+    return len(batch), len(batch) - res["failure"].count(None)
+
+
+def _answer_frame(
+    units: pl.DataFrame,
+    done: set[str],
+    table: pl.DataFrame | None,
+    error: str | None,
+) -> pa.Table | None:
+    """The raw rows (``RAW_SCHEMA``) of the units of a frame of
+    :func:`~voirdire.engine.unit_table.unit_frames` not in ``done``, joined with ``table``
+    (None: every unit an ``error`` failure with ``error``): the rows
+    :func:`recorded_columns` and :func:`~voirdire.engine.store.rows_to_table` give for the
+    same units, by columns. None when every unit is done."""
+    t0 = time.perf_counter()
+    if done:
+        units = units.filter(
+            ~pl.col("unit_id").is_in(pl.Series(list(done), dtype=pl.String))
+        )
+    n = units.height
+    if n == 0:
+        return None
+    key = pl.col("question_id") + ";" + pl.col("shown").list.join(";")
+    asked = units.with_columns(_key=key, _rep=pl.col("repetition").cast(pl.Int64))
+    if table is None:
+        got = asked.with_columns(
+            output=pl.lit(None, pl.String),
+            failure=pl.lit(FailureClass.ERROR.value),
+            failure_message=pl.lit(error, pl.String),
+            choice=pl.lit(None, pl.String),
+            probs=pl.lit(None, _PROBS),
+            verdict_mode=pl.lit("free"),
+        )
+    else:
+        rec = table.rename({"key": "_key", "repetition": "_rep"}).with_columns(
+            _found=pl.lit(True)
+        )
+        answered = pl.col("output").is_not_null()
+        got = asked.join(
+            rec, on=["_key", "_rep"], how="left", maintain_order="left"
+        ).with_columns(
+            failure=pl.when(answered)
+            .then(None)
+            .otherwise(pl.lit(FailureClass.MISSING.value)),
+            failure_message=pl.when(answered)
+            .then(None)
+            .when(pl.col("_found"))
+            .then(pl.col("why"))
+            .otherwise(pl.lit(NO_RECORD)),
+            choice=pl.when(answered).then(pl.col("choice")),
+            probs=pl.when(answered & (pl.col("probs").list.len() > 0)).then(
+                pl.col("probs")
+            ),
+            verdict_mode=pl.when(answered)
+            .then(pl.lit("replay"))
+            .otherwise(pl.lit("free")),
+        )
+    dt = (time.perf_counter() - t0) / n
+    got = got.with_columns(
+        latency_s=pl.lit(dt, pl.Float64),
+        input_tokens=pl.lit(None, pl.Int64),
+        output_tokens=pl.lit(None, pl.Int64),
+        cost_usd=pl.lit(None, pl.Float64),
+        cached=pl.lit(False),
+        finished_at=pl.lit(time.time_ns() // 1000, pl.Int64),
+    )
+    return _raw_table(got)
+
+
+#: the letters' probabilities as :meth:`RecordedTable.recorded_table` gives them
+_PROBS = pl.List(pl.Struct({"key": pl.String, "value": pl.Float64}))
+
+
+def _raw_table(df: pl.DataFrame) -> pa.Table:
+    """``df`` (every column of ``RAW_SCHEMA``, ``probs`` in place of ``option_probs`` and
+    ``finished_at`` in microseconds since the epoch) as a table of ``RAW_SCHEMA``."""
+    arrays = []
+    for f in RAW_SCHEMA:
+        if f.name == "option_probs":
+            probs = df["probs"]
+            if probs.null_count() == df.height:
+                arrays.append(pa.nulls(df.height, f.type))
+            else:
+                items = [None if p is None else [(d["key"], d["value"]) for d in p]
+                         for p in probs.to_list()]  # fmt: skip
+                arrays.append(pa.array(items, f.type))
+        elif f.name == "finished_at":
+            arrays.append(df[f.name].to_arrow().cast(pa.int64()).view(f.type))
+        else:
+            arrays.append(df[f.name].to_arrow().cast(f.type))
+    return pa.Table.from_arrays(arrays, schema=RAW_SCHEMA)
 
 
 def answer_recorded(
@@ -191,10 +294,12 @@ def answer_recorded(
     to ``store`` (a :class:`~voirdire.engine.store.ResultStore`), flushed at the end.
 
     Args:
-        judges: per judge ``(name, read, batches, done)``: ``read()`` returns its
+        judges: per judge ``(name, read, units, done)``: ``read()`` returns its
             :meth:`~voirdire.judges.capabilities.RecordedTable.recorded_table` (called once,
-            after the judges before it are answered); ``batches`` its planned unit batches;
-            ``done`` the unit ids already recorded (skipped).
+            after the judges before it are answered); ``units`` its planned units, as
+            :class:`~voirdire.engine.units.UnitBatch` records or as DataFrames of
+            :func:`~voirdire.engine.unit_table.unit_frames`; ``done`` the unit ids already
+            recorded (skipped).
         progress: a :class:`~voirdire.engine.progress.JobProgress` or None.
 
     Returns:
@@ -214,17 +319,17 @@ def answer_recorded(
             except Exception as exc:  # noqa: BLE001 - recorded as each unit's failure
                 lines = str(exc).strip().splitlines() or [""]
                 error = f"{type(exc).__name__}: {lines[0]}"[:500]
-            for batch in _fresh(batches, done):
-                cols = batch.columns
-                keys = [
-                    ";".join((q, *sh))
-                    for q, sh in zip(cols["question_id"], cols["shown"])
-                ]
-                res = recorded_columns(
-                    cols["unit_id"], keys, cols["repetition"], table, error
-                )
-                store.append(name, store.to_table(cols, res))
-                n, n_fail = len(batch), len(batch) - res["failure"].count(None)
+            for units in batches:
+                if isinstance(units, pl.DataFrame):
+                    got = _answer_frame(units, done, table, error)
+                    if got is None:
+                        continue
+                    store.append(name, got)
+                    n, n_fail = got.num_rows, got.num_rows - got["failure"].null_count
+                else:
+                    n, n_fail = _answer_batch(name, units, done, table, error, store)
+                    if not n:
+                        continue
                 s["queries"] += n
                 s["failures"] += n_fail
                 stats.queries += n

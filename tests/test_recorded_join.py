@@ -168,3 +168,74 @@ def test_needs_ray_reads_the_judges_capabilities(data_dir, tmp_path):
     assert not needs_ray(replay)
     assert needs_ray(replay, "127.0.0.1:6379")
     assert needs_ray(_replay_job(data_dir, tmp_path / "b", live=True))
+
+
+def _units_both_ways(job_dict: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Every judge's units of a planned job by the generator (``iter_unit_batches``) and
+    by columns (``unit_frames``), as DataFrames of the same schema."""
+    import pyarrow as pa
+
+    from voirdire.api.jobs import load_job_spec
+    from voirdire.engine.job import _own, _unit_batches
+    from voirdire.engine.plan import plan_job
+    from voirdire.engine.unit_table import unit_frames
+    from voirdire.engine.units import PromptCache
+    from voirdire.schema import WORK_UNIT_SCHEMA
+
+    spec = load_job_spec(job_dict)
+    plan = plan_job(spec)
+    gen, cols = [], []
+    for rj in plan.judges:
+        prompts = PromptCache(plan.bench, score_style=spec.comparison.score_style)
+        for b in _unit_batches(spec, plan, rj, prompts, {}):
+            gen.append(pa.Table.from_pydict(b.columns, schema=WORK_UNIT_SCHEMA))
+        frames = unit_frames(
+            plan.bench, plan.instances, rj.comparison_for(spec.comparison),
+            judge=rj.name, identity_hash=rj.identity_hash,
+            prompts=PromptCache(plan.bench, score_style=spec.comparison.score_style),
+            variants=plan.variants, only=_own(plan, rj), per_frame=7,
+        )  # fmt: skip
+        assert frames is not None
+        cols += list(frames)
+    a = pl.from_arrow(pa.concat_tables(gen))
+    b = pl.concat(cols).cast(a.schema)
+    return a, b
+
+
+@pytest.mark.parametrize("study", ["position_bias", "repetition"])
+def test_units_built_by_columns_are_the_generators(data_dir, tmp_path, study):
+    """The same units, ids, columns and order as the generator, on the release's MT-Bench
+    and DevBench (both orders; the repetition study's three repetitions)."""
+    for bench in ("mtbench", "devbench"):
+        job = {
+            "name": "u",
+            "output_dir": str(tmp_path / f"{bench}-{study}"),
+            "benchmark": {"name": bench, "data_dir": str(data_dir)}
+            | ({"sample": "repetition"} if study == "repetition" else {}),
+            "comparison": {"repetitions": 3 if study == "repetition" else 1},
+            "judges": [
+                {"name": "*", "backend": "replay", "recorded": "*", "study": study}
+            ],
+        }
+        gen, cols = _units_both_ways(job)
+        assert gen.height > 1000
+        assert cols.equals(gen), bench
+
+
+def test_a_logs_units_built_by_columns_are_the_generators(tmp_path, monkeypatch):
+    """On an audit's log, where each judge is asked only what its records hold (one model
+    file's games given in one order only), the same units as the generator."""
+    from tests.audit_logs import draws, write_arena_hard
+    from voirdire.api.jobs import audit_job
+
+    monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache"))
+    logs = tmp_path / "model_judgment" / "judge"
+    logs.mkdir(parents=True)
+    write_arena_hard(logs / "m1.jsonl", draws(30, 1), model="m1", seed=1)
+    write_arena_hard(logs / "m2.jsonl", draws(20, 2), model="m2", seed=2)
+    lines = (logs / "m2.jsonl").read_text().splitlines()
+    (logs / "m2.jsonl").write_text("\n".join(lines[:10]) + "\n")
+    spec = audit_job([logs], "arena-hard", out=tmp_path / "out")
+    gen, cols = _units_both_ways(spec.model_dump(mode="json", exclude_none=True))
+    assert gen.height == 2 * 30 + 2 * 10
+    assert cols.equals(gen)
