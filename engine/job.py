@@ -3,7 +3,8 @@
 ``plan_job`` (:mod:`voirdire.engine.plan`, named stages) validates everything (benchmark
 data, candidates, judges, backend preflight) before any query is sent; ``run_job`` starts or
 joins Ray and streams work units through the scheduler into the store (resuming whatever the
-directory already holds);
+directory already holds), or, for a job of recorded judges alone, joins their units with the
+recordings in this process without Ray (:mod:`voirdire.engine.recorded`);
 ``load_judgments`` reads the raw outputs back with their verdicts extracted. Metrics and
 reports belong to the analysis stage (:mod:`voirdire.analysis.outputs`).
 """
