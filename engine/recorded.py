@@ -10,8 +10,8 @@ live judge: :func:`answered_in_driver`) is answered here instead: each batch of 
 planned units (the very units the scheduler would send, from the same generator, with the
 units already recorded skipped) is joined with the recording on (key, repetition), and the
 result columns are those the judge's worker gives for it (:func:`recorded_columns`): the
-recorded text with the recording's letter and probabilities, ``verdict_mode = "replay"``; a
-recorded failed call a ``missing`` failure with the recording's reason; a unit the
+recorded text with the recording's letter, probabilities and verdict mode; a recorded
+failed call a ``missing`` failure with the recording's reason; a unit the
 recording lacks a ``missing`` failure, "no recorded output". The rows go to the store as
 the scheduler's do, so resume, compaction and the analysis are the same, and every unit
 ends as a verdict or a recorded failure.
@@ -35,7 +35,7 @@ from voirdire.core import FailureClass
 from voirdire.engine.stats import RunStats, judge_counts
 from voirdire.engine.units import UnitBatch
 from voirdire.exceptions import JobInterrupted
-from voirdire.judges.base import get_backend
+from voirdire.judges.base import Result, get_backend
 from voirdire.judges.capabilities import RecordedTable
 from voirdire.schema import RAW_SCHEMA
 
@@ -49,6 +49,8 @@ __all__ = [
 
 #: the failure message of a unit the recording lacks (the replay judge's)
 NO_RECORD = "no recorded output"
+#: the verdict mode of a failure (``Result``'s default: no verdict mode of the backend's)
+_FAILED_MODE = Result(unit_id="").verdict_mode
 
 
 def _joins(backend: type, recorded_as: str | None) -> bool:
@@ -115,7 +117,7 @@ def recorded_columns(
             "failure_message": [error] * n,
             "choice": [None] * n,
             "option_probs": [None] * n,
-            "verdict_mode": ["free"] * n,
+            "verdict_mode": [_FAILED_MODE] * n,
         }
     else:
         asked = pl.DataFrame(
@@ -142,8 +144,8 @@ def recorded_columns(
             choice=pl.when(answered).then(pl.col("choice")),
             probs=pl.when(answered).then(pl.col("probs")),
             verdict_mode=pl.when(answered)
-            .then(pl.lit("replay"))
-            .otherwise(pl.lit("free")),
+            .then(pl.col("verdict_mode"))
+            .otherwise(pl.lit(_FAILED_MODE)),
         )
         probs = got["probs"]
         cols = {
@@ -222,7 +224,7 @@ def _answer_frame(
             failure_message=pl.lit(error, pl.String),
             choice=pl.lit(None, pl.String),
             probs=pl.lit(None, _PROBS),
-            verdict_mode=pl.lit("free"),
+            verdict_mode=pl.lit(_FAILED_MODE),
         )
     else:
         rec = table.rename({"key": "_key", "repetition": "_rep"}).with_columns(
@@ -245,8 +247,8 @@ def _answer_frame(
                 pl.col("probs")
             ),
             verdict_mode=pl.when(answered)
-            .then(pl.lit("replay"))
-            .otherwise(pl.lit("free")),
+            .then(pl.col("verdict_mode"))
+            .otherwise(pl.lit(_FAILED_MODE)),
         )
     dt = (time.perf_counter() - t0) / n
     got = got.with_columns(

@@ -124,7 +124,8 @@ class RecordedTable(Recording):
         key, as a polars DataFrame: ``key`` (str, ``";".join((question id, *shown))``),
         ``repetition`` (Int64, 1..), ``output`` (str; null: the recorded call failed),
         ``choice`` (str, the verdict letter the recording read, ``""`` none, null: read it
-        from ``output``), ``why`` (str, the failure message where ``output`` is null) and
+        from ``output``), ``why`` (str, the failure message where ``output`` is null),
+        ``verdict_mode`` (str, a row answered with its output: ``Result.verdict_mode``) and
         ``probs`` (list of struct ``{key: str, value: f64}``, the letters' probabilities,
         or null). ``context``: a :class:`~voirdire.judges.base.JudgeContext`.
 

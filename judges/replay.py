@@ -132,6 +132,7 @@ RECORDED_SCHEMA = {
     "output": pl.String,
     "choice": pl.String,
     "why": pl.String,
+    "verdict_mode": pl.String,
     "probs": pl.List(pl.Struct({"key": pl.String, "value": pl.Float64})),
 }
 
@@ -155,6 +156,7 @@ def recorded_frame(recorded: Mapping[RecordKey, Recorded]) -> pl.DataFrame:
             "output": [r.output for r in recs],
             "choice": [r.choice for r in recs],
             "why": [r.why for r in recs],
+            "verdict_mode": ["replay"] * len(recs),  # as_result's
             "probs": probs if probs is not None else [None] * len(recs),
         },
         schema=RECORDED_SCHEMA,

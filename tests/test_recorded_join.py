@@ -202,17 +202,28 @@ def _units_both_ways(job_dict: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
     return a, b
 
 
-@pytest.mark.parametrize("study", ["position_bias", "repetition"])
-def test_units_built_by_columns_are_the_generators(data_dir, tmp_path, study):
+@pytest.mark.parametrize(
+    ("study", "mode"),
+    [
+        ("position_bias", "pairwise"),
+        ("repetition", "pairwise"),
+        ("position_bias", "score"),
+    ],
+)
+def test_units_built_by_columns_are_the_generators(data_dir, tmp_path, study, mode):
     """The same units, ids, columns and order as the generator, on the release's MT-Bench
-    and DevBench (both orders; the repetition study's three repetitions)."""
+    and DevBench (both orders; the repetition study's three repetitions; score mode, whose
+    query ids carry the prompt style)."""
     for bench in ("mtbench", "devbench"):
         job = {
             "name": "u",
             "output_dir": str(tmp_path / f"{bench}-{study}"),
             "benchmark": {"name": bench, "data_dir": str(data_dir)}
             | ({"sample": "repetition"} if study == "repetition" else {}),
-            "comparison": {"repetitions": 3 if study == "repetition" else 1},
+            "comparison": {
+                "repetitions": 3 if study == "repetition" else 1,
+                "mode": mode,
+            },
             "judges": [
                 {"name": "*", "backend": "replay", "recorded": "*", "study": study}
             ],
