@@ -3,7 +3,8 @@
 ``plan_job`` (:mod:`voirdire.engine.plan`, named stages) validates everything (benchmark
 data, candidates, judges, backend preflight) before any query is sent; ``run_job`` starts or
 joins Ray and streams work units through the scheduler into the store (resuming whatever the
-directory already holds);
+directory already holds), or, for a job of recorded judges alone, joins their units with the
+recordings in this process without Ray (:mod:`voirdire.engine.recorded`);
 ``load_judgments`` reads the raw outputs back with their verdicts extracted. Metrics and
 reports belong to the analysis stage (:mod:`voirdire.analysis.outputs`).
 """
@@ -11,13 +12,14 @@ reports belong to the analysis stage (:mod:`voirdire.analysis.outputs`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -27,6 +29,7 @@ from voirdire.engine.completion import fill_from_log, live_batches
 from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.progress import JobProgress
 from voirdire.engine.ray_start import init_ray, ray_starting, stop_ray
+from voirdire.engine.recorded import answer_recorded, answered_in_driver
 from voirdire.engine.rerun import check_rerun, configuration
 from voirdire.engine.rewrite import (
     iter_rewrite_batches,
@@ -34,10 +37,11 @@ from voirdire.engine.rewrite import (
     rewrite_store,
     rewrites_for_units,
 )
-from voirdire.engine.scheduler import JudgeRun, RunStats, execute
 from voirdire.engine.secrets import configured_secrets, redact_record
 from voirdire.engine.spec import JobSpec
+from voirdire.engine.stats import RunStats
 from voirdire.engine.store import ResultStore, warm_arrow
+from voirdire.engine.unit_table import unit_frames
 from voirdire.engine.units import (
     PromptCache,
     batch_size_for,
@@ -49,11 +53,34 @@ from voirdire.judges.capabilities import Estimates, needs_prompt
 from voirdire.layout import JOB_FILE, read_job_record
 from voirdire.ownership import claim_output_dir
 
+if TYPE_CHECKING:  # the scheduler imports Ray: only a job that runs on Ray imports it
+    from voirdire.engine.pools import JudgeRun
+
 __all__ = [
     "RunOutcome",
     "estimate_job",
     "run_job",
 ]
+
+
+#: the scheduler's names this module uses, imported on first use: the scheduler imports Ray
+_SCHEDULER_NAMES = ("JudgeRun", "execute")
+
+
+def _scheduler(name: str) -> Any:
+    """The scheduler's ``name`` (:data:`_SCHEDULER_NAMES`), as this module holds it
+    (imported on first use, or set in its place)."""
+    if name not in globals():
+        from voirdire.engine import scheduler
+
+        globals()[name] = getattr(scheduler, name)
+    return globals()[name]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SCHEDULER_NAMES:
+        return _scheduler(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -180,6 +207,11 @@ def run_job(
     """Run (or resume) a job: every work unit ends in ``raw/`` as an output or a recorded
     failure. Metrics and the report are the analysis stage's (``voirdire.run`` does both).
 
+    A job whose judges all answer from a recorded table, with no ``address``
+    (:func:`~voirdire.engine.recorded.answered_in_driver`: replayed releases and logs) is
+    answered by a table join in this process and starts no Ray
+    (:mod:`voirdire.engine.recorded`); any other runs through the scheduler on Ray.
+
     Args:
         job: the validated job spec.
         address: Ray cluster address; ``None`` starts/joins a local cluster.
@@ -205,13 +237,17 @@ def run_job(
     secrets = configured_secrets([*plan.judges, *(plan.rewriters or {}).values()])
     config = _check_rerun(out, job, plan)
     _write_job_file(out, redact_record(_job_record(job, plan, config), secrets))
-    init_ray(address, background=True)  # Ray starts while the units are built
     store = ResultStore(
         out,
         flush_rows=job.run.flush_rows,
         flush_seconds=job.run.flush_seconds,
         secrets=secrets,
     )
+    if answered_in_driver(plan, address):
+        return _run_recorded(job, plan, store, out, retry_failed=retry_failed,
+                             show_progress=show_progress, console=console,
+                             meanwhile=meanwhile, release_ray=release_ray)  # fmt: skip
+    init_ray(address, background=True)  # Ray starts while the units are built
     rewrites = _rewrite_stage(
         job, plan, out, address=address, show_progress=show_progress, console=console
     )
@@ -222,6 +258,7 @@ def run_job(
     warm_arrow()
     runs = [_prefetched(r) for r in runs]
     init_ray(address)
+    execute = _scheduler("execute")
     with JobProgress(
         {r.name: r.total for r in runs}, console=console, enabled=show_progress
     ) as progress:
@@ -232,6 +269,80 @@ def run_job(
         stop_ray(background=True)
     store.compact()
     return RunOutcome(out, stats)
+
+
+def _run_recorded(
+    job: JobSpec,
+    plan: JobPlan,
+    store: ResultStore,
+    out: Path,
+    *,
+    retry_failed: bool,
+    show_progress: bool,
+    console: Any,
+    meanwhile: Callable[[JobPlan], Any] | None,
+    release_ray: bool,
+) -> RunOutcome:
+    """:func:`run_job` of a job answered in the driver
+    (:func:`~voirdire.engine.recorded.answer_recorded`): each judge's planned units not yet
+    in ``store`` (built by columns where :func:`~voirdire.engine.unit_table.unit_frames`
+    serves the design, else by the generator), joined with its recording; no Ray (one an earlier job of this process
+    started is stopped with ``release_ray``, as after a run on it)."""
+    import sys
+
+    if meanwhile is not None:
+        meanwhile(plan)
+    bench = plan.bench
+    prompts = PromptCache(bench, score_style=job.comparison.score_style)
+    judges, totals = [], {}
+    for rj in plan.judges:
+        done = store.completed_ids(rj.name, include_failures=not retry_failed)
+        ctx = rj.context(bench.name, str(plan.data_dir), str(out), bench.verdict_format)
+        read = functools.partial(rj.backend.recorded_table, rj.settings, ctx)
+        frames = (
+            None
+            if needs_prompt(rj.backend)
+            else unit_frames(
+                bench, plan.instances, rj.comparison_for(job.comparison),
+                judge=rj.name, identity_hash=rj.identity_hash, prompts=prompts,
+                variants=plan.variants, only=_own(plan, rj),
+            )
+        )  # fmt: skip
+        units = (
+            frames if frames is not None else _unit_batches(job, plan, rj, prompts, {})
+        )
+        judges.append((rj.name, read, units, done))
+        totals[rj.name] = max(0, plan.units_of(rj.name) - len(done))
+    with JobProgress(totals, console=console, enabled=show_progress) as progress:
+        stats = answer_recorded(judges, store, progress=progress)
+    if release_ray and "ray" in sys.modules:
+        stop_ray(background=True)
+    store.compact()
+    return RunOutcome(out, stats)
+
+
+def _unit_batches(
+    job: JobSpec,
+    plan: JobPlan,
+    rj: ResolvedJudge,
+    prompts: PromptCache,
+    rewrites: Any,
+) -> Any:
+    """The lazy stream of judge ``rj``'s planned unit batches (every unit of the job's
+    scheme and variants that is its own, :func:`_own`), ``prompts`` shared by the judges."""
+    return iter_unit_batches(
+        plan.bench,
+        plan.instances,
+        rj.comparison_for(job.comparison),
+        judge=rj.name,
+        identity_hash=rj.identity_hash,
+        needs_prompt=needs_prompt(rj.backend),
+        batch_size=batch_size_for(job.run, not needs_prompt(rj.backend)),
+        prompts=prompts,
+        variants=plan.variants,
+        rewrites=rewrites,
+        only=_own(plan, rj),  # a log's judge: what its records hold
+    )
 
 
 def _prefetched(run: JudgeRun) -> JudgeRun:
@@ -262,6 +373,7 @@ def _judge_runs(
     ``store`` (recorded failures asked again when ``retry_failed``), in batches of
     ``run.batch_size``, one prompt cache shared by all judges; ``rewrites``: the rewritten
     answers of :func:`_rewrite_stage`."""
+    JudgeRun = _scheduler("JudgeRun")
     bench = plan.bench
     prompts = PromptCache(bench, score_style=job.comparison.score_style)
     runs = []
@@ -278,19 +390,7 @@ def _judge_runs(
                 context=ctx,
                 workers=rj.workers,
                 concurrency=rj.concurrency,
-                batches=iter_unit_batches(
-                    bench,
-                    plan.instances,
-                    rj.comparison_for(job.comparison),
-                    judge=rj.name,
-                    identity_hash=rj.identity_hash,
-                    needs_prompt=needs_prompt(rj.backend),
-                    batch_size=batch_size_for(job.run, not needs_prompt(rj.backend)),
-                    prompts=prompts,
-                    variants=plan.variants,
-                    rewrites=rewrites,
-                    only=_own(plan, rj),  # a log's judge: what its records hold
-                ),
+                batches=_unit_batches(job, plan, rj, prompts, rewrites),
                 total=max(0, plan.units_of(rj.name) - len(done)),
                 done=done,
                 actor_options=rj.actor_options,
@@ -335,6 +435,7 @@ def _rewrite_stage(
     needed = plan.rewrites
     if needed is None or needed.height == 0:
         return {}
+    JudgeRun, execute = _scheduler("JudgeRun"), _scheduler("execute")
     store = rewrite_store(
         out,
         flush_rows=job.run.flush_rows,

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 import ray
@@ -39,28 +38,13 @@ from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
 from voirdire.core import FailureClass
 from voirdire.engine.pools import _IDLE, JudgeRun, Pool  # noqa: F401 - _IDLE: read by tests; JudgeRun: its home
+from voirdire.engine.stats import RunStats, judge_counts
 from voirdire.engine.store import ResultStore
 from voirdire.engine.units import UnitBatch
 from voirdire.engine.worker import results_to_columns
 from voirdire.exceptions import JobInterrupted
 from voirdire.judges.base import Result
 from voirdire.judges.capabilities import shares_workers
-
-
-@dataclass
-class RunStats:
-    """Counts of one scheduler run: ``queries`` answered (outputs and failures),
-    ``failures`` recorded, ``retried_batches``, ``resent_batches`` (sent again to an actor Ray
-    was restarting, no attempt spent), ``replaced_workers``, ``seconds`` of wall
-    time, and per-judge ``tokens`` and ``cost_usd``."""
-
-    queries: int = 0
-    failures: int = 0
-    retried_batches: int = 0
-    resent_batches: int = 0
-    replaced_workers: int = 0
-    seconds: float = 0.0
-    per_judge: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def _failed_columns(
@@ -121,13 +105,7 @@ class Scheduler:
         ) in self.pools.values():  # reused workers build their backends meanwhile
             pool.opened()
         for r in self.runs:
-            self.stats.per_judge[r.name] = {
-                "queries": 0,
-                "failures": 0,
-                "input_tokens": 0,
-                "output_tokens": 0,
-                "cost_usd": 0.0,
-            }
+            self.stats.per_judge[r.name] = judge_counts()
         clean = False
         try:
             self._loop()

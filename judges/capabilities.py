@@ -16,6 +16,8 @@ for a backend by name::
   turns on a few workers (replay; simulated without latency);
 - :class:`Recording`: it answers from recorded unperturbed outputs, so perturbations are
   refused, and on a judgment log it is asked only the units it has records of (replay);
+- :class:`RecordedTable`: its recorded outputs are one table, which the engine joins with a
+  job's units in the driver instead of asking workers (replay);
 - :class:`Expands`: one ``[[judges]]`` entry becomes several (replay's ``recorded = "*"``);
 - :class:`QualitySource`: ``benchmark.quality = "<backend>:<arg>"`` (replay, simulated);
 - :class:`Rewrites`: a ``[[rewriters]]`` entry may name it (API backends, vLLM, simulated);
@@ -49,6 +51,7 @@ __all__ = [
     "OwnComparisonMode",
     "PromptFree",
     "QualitySource",
+    "RecordedTable",
     "Recording",
     "RewriterOnly",
     "Rewrites",
@@ -101,6 +104,30 @@ class Recording(abc.ABC):
         """The keys of the recorded outputs a judge of these settings answers from
         (``(";".join((question id, *shown)), repetition)``), as its worker loads them;
         ``context``: a :class:`~voirdire.judges.base.JudgeContext`.
+
+        Raises:
+            ConfigError: nothing recorded for that judge.
+        """
+
+
+class RecordedTable(Recording):
+    """A :class:`Recording` backend whose recorded outputs are read as one table: its answer
+    to a unit depends on the unit's record key alone (no waiting, no state), so the engine
+    answers a job of such judges by joining the planned units with :meth:`recorded_table`
+    in the driver (:mod:`voirdire.engine.recorded`), the same rows its worker would give,
+    without starting Ray."""
+
+    @classmethod
+    @abc.abstractmethod
+    def recorded_table(cls, settings: Any, context: Any) -> Any:
+        """The recorded outputs a judge of these settings answers from, one row per record
+        key, as a polars DataFrame: ``key`` (str, ``";".join((question id, *shown))``),
+        ``repetition`` (Int64, 1..), ``output`` (str; null: the recorded call failed),
+        ``choice`` (str, the verdict letter the recording read, ``""`` none, null: read it
+        from ``output``), ``why`` (str, the failure message where ``output`` is null),
+        ``verdict_mode`` (str, a row answered with its output: ``Result.verdict_mode``) and
+        ``probs`` (list of struct ``{key: str, value: f64}``, the letters' probabilities,
+        or null). ``context``: a :class:`~voirdire.judges.base.JudgeContext`.
 
         Raises:
             ConfigError: nothing recorded for that judge.

@@ -48,7 +48,7 @@ from voirdire.judges.capabilities import (
     OwnComparisonMode,
     PromptFree,
     QualitySource,
-    Recording,
+    RecordedTable,
     SharesWorkers,
 )
 from voirdire.judges.extract import extract_scores, extract_verdicts
@@ -125,6 +125,44 @@ def as_result(unit_id: str, rec: Recorded) -> Result:
     )  # fmt: skip
 
 
+#: the columns of :func:`recorded_frame`
+RECORDED_SCHEMA = {
+    "key": pl.String,
+    "repetition": pl.Int64,
+    "output": pl.String,
+    "choice": pl.String,
+    "why": pl.String,
+    "verdict_mode": pl.String,
+    "probs": pl.List(pl.Struct({"key": pl.String, "value": pl.Float64})),
+}
+
+
+def recorded_frame(recorded: Mapping[RecordKey, Recorded]) -> pl.DataFrame:
+    """``recorded`` (:func:`load_recorded`'s) as a table of :data:`RECORDED_SCHEMA`, one row
+    per key in its order: what :func:`as_result` reads of each record, as columns."""
+    recs = list(recorded.values())
+    probs = None
+    if any(r.probs is not None for r in recs):
+        probs = [
+            None
+            if r.probs is None
+            else [{"key": k, "value": float(p)} for k, p in r.probs.items()]
+            for r in recs
+        ]
+    return pl.DataFrame(
+        {
+            "key": [k for k, _ in recorded],
+            "repetition": [r for _, r in recorded],
+            "output": [r.output for r in recs],
+            "choice": [r.choice for r in recs],
+            "why": [r.why for r in recs],
+            "verdict_mode": ["replay"] * len(recs),  # as_result's
+            "probs": probs if probs is not None else [None] * len(recs),
+        },
+        schema=RECORDED_SCHEMA,
+    )
+
+
 def recorded_letters(recorded: str, bench: Any, data_dir: str) -> pl.DataFrame:
     """The verdict letter of every recorded pairwise output (position-bias study, first
     repetition) of a release judge, read as its judgments are read
@@ -173,7 +211,7 @@ def recorded_letters(recorded: str, bench: Any, data_dir: str) -> pl.DataFrame:
 @register
 class ReplayJudge(
     PromptFree,
-    Recording,
+    RecordedTable,
     Expands,
     QualitySource,
     OwnComparisonMode[ReplaySettings],
@@ -217,6 +255,17 @@ class ReplayJudge(
         ``recorded_keys``). Raises ConfigError: see :func:`recorded_path`."""
         path = recorded_path(settings, context)
         return release_format(context.benchmark).recorded_keys(path, settings.recorded)
+
+    @classmethod
+    def recorded_table(
+        cls, settings: ReplaySettings, context: JudgeContext
+    ) -> pl.DataFrame:
+        """The outputs recorded for ``settings.recorded``, as the worker loads them
+        (:func:`load_recorded`), one row per record key: see
+        :meth:`~voirdire.judges.capabilities.RecordedTable.recorded_table` for the columns.
+        Raises ConfigError: see :func:`recorded_path`."""
+        path = recorded_path(settings, context)
+        return recorded_frame(load_recorded(path, context.benchmark, settings.recorded))
 
     @classmethod
     def worker_options(cls, settings: ReplaySettings) -> dict[str, Any]:

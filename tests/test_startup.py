@@ -118,13 +118,18 @@ def test_a_later_job_reuses_idle_workers_as_its_own_judges(
             .sort("question_id", "shown")
         )
 
+    # replay judges alone are answered without Ray (engine/recorded.py): naming the
+    # cluster sends their units through the scheduler
+    address = ray.get_runtime_context().gcs_address
     a = voirdire.run(
-        _replay_job(data_dir, tmp_path / "a", ["gpt-4-0613", "gemini-pro"])
+        _replay_job(data_dir, tmp_path / "a", ["gpt-4-0613", "gemini-pro"]),
+        address=address,
     )
     first = pids()
     assert len(first) == 2  # one worker per judge, kept idle
     b = voirdire.run(
-        _replay_job(data_dir, tmp_path / "b", ["gemini-pro", "gpt-4-0613"])
+        _replay_job(data_dir, tmp_path / "b", ["gemini-pro", "gpt-4-0613"]),
+        address=address,
     )
     assert pids() == first  # the same two processes served the second job
     assert b.stats.queries == a.stats.queries == 2 * 10 * 2 * 2
@@ -158,10 +163,59 @@ def test_judges_that_share_workers_take_turns_on_as_many_workers_as_cpus(
             {"name": "*", "backend": "replay", "recorded": "*", "study": "repetition"}
         ],
     }
-    res = voirdire.run(job)
+    # through the scheduler: a cluster named (replay judges alone are joined without Ray)
+    res = voirdire.run(job, address=ray.get_runtime_context().gcs_address)
     judges = res.judgments["judge"].n_unique()
     idle = [w for ws in scheduler._IDLE.values() for w in ws]
     cpus = int(ray.cluster_resources()["CPU"])
     assert judges >= 3 * cpus  # enough judges that one process each would show
     assert len({ray.get(w.pid.remote(), timeout=60) for w in idle}) <= cpus
     assert res.stats.failures == 0 and res.judgments.height == res.stats.queries
+
+
+#: what a replay-only job or an audit never needs: no query is sent, no figure drawn
+NOT_FOR_REPLAY = ("ray", "vllm", "torch", "matplotlib")
+
+
+def _unneeded(mods: set[str]) -> list[str]:
+    return sorted(m for m in mods if m.split(".")[0] in NOT_FOR_REPLAY)
+
+
+def test_an_audit_imports_no_ray_vllm_torch_or_matplotlib(tmp_path):
+    """``voirdire audit`` of a log through the CLI, in a fresh interpreter: its verdicts are
+    joined with the planned units without Ray (``engine/recorded.py``), and nothing of
+    Ray, vLLM, torch or matplotlib is imported."""
+    from tests.audit_logs import draws, write_arena_hard
+
+    logs = tmp_path / "model_judgment" / "judge"
+    logs.mkdir(parents=True)
+    write_arena_hard(logs / "m.jsonl", draws(20, 0), model="m")
+    out = tmp_path / "out"
+    mods = _modules_after(
+        "import os\n"
+        f"os.environ['VOIRDIRE_LOG_CACHE'] = {str(tmp_path / 'cache')!r}\n"
+        "from voirdire.cli import app\n"
+        f"app(['audit', {str(logs)!r}, '--format', 'arena-hard', '--out', {str(out)!r}],"
+        " standalone_mode=False)"
+    )
+    assert (out / "judgments.parquet").is_file()  # the audit ran
+    assert not _unneeded(mods), _unneeded(mods)[:10]
+
+
+def test_a_replay_only_run_imports_no_ray(data_dir, tmp_path):
+    """``voirdire run`` of a job of replay judges alone, through the CLI, in a fresh
+    interpreter: answered by the join, with no Ray imported (nor vLLM, torch, matplotlib)."""
+    job = tmp_path / "job.toml"
+    job.write_text(
+        'name = "replay-only"\noutput_dir = ' + json.dumps(str(tmp_path / "out")) + "\n"
+        '[benchmark]\nname = "mtbench"\ndata_dir = ' + json.dumps(str(data_dir)) + "\n"
+        'tasks = ["writing"]\n'
+        '[[judges]]\nname = "*"\nbackend = "replay"\nrecorded = "*"\n',
+        encoding="utf-8",
+    )
+    mods = _modules_after(
+        "from voirdire.cli import app\n"
+        f"app(['run', '--no-progress', {str(job)!r}], standalone_mode=False)"
+    )
+    assert (tmp_path / "out" / "judgments.parquet").is_file()
+    assert not _unneeded(mods), _unneeded(mods)[:10]

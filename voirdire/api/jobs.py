@@ -27,6 +27,7 @@ __all__ = [
     "audit_job",
     "check_audit",
     "audit",
+    "needs_ray",
 ]
 
 
@@ -56,6 +57,22 @@ def load_job_spec(
             f"{spec.name} (output_dir)",
         )
     return spec
+
+
+def needs_ray(
+    job: str | os.PathLike | Mapping[str, Any] | JobSpec, address: str | None = None
+) -> bool:
+    """Whether running ``job`` starts or joins Ray: a cluster ``address``, or a judge that
+    is asked queries (API, vLLM, simulated, a log completed by a live judge), a rewriter;
+    a job whose judges all answer from recordings (replay, every audit) is answered by a
+    table join without Ray (:mod:`voirdire.engine.recorded`).
+
+    Raises:
+        ConfigError: an invalid job (as :func:`load_job_spec`).
+    """
+    from voirdire.engine.recorded import spec_needs_ray
+
+    return spec_needs_ray(load_job_spec(job), address)
 
 
 def plan(
@@ -90,7 +107,8 @@ def run(
     job_plan: JobPlan | None = None,
     release_ray: bool = False,
 ) -> Results:
-    """Run (or resume) a job on Ray, then analyse its directory: :func:`run_queries`, then
+    """Run (or resume) a job (on Ray, unless its judges all answer from recordings:
+    :func:`needs_ray`), then analyse its directory: :func:`run_queries`, then
     :func:`~voirdire.api.results.analyze`; the tables with the run's counts as ``stats``.
 
     Args: as :func:`run_queries`'s; with ``release_ray`` Ray stops while the directory is
@@ -125,7 +143,8 @@ def run_queries(
     job_plan: JobPlan | None = None,
     release_ray: bool = False,
 ) -> RunOutcome:
-    """Run (or resume) a job on Ray, leaving its analysis to the caller: the output
+    """Run (or resume) a job (on Ray unless :func:`needs_ray` says no), leaving its
+    analysis to the caller: the output
     directory (every unit in ``raw/`` as an output or a recorded failure, ``job.json``) and
     the scheduler's counts (``RunOutcome.stats``: queries, failures, seconds).
 
@@ -287,20 +306,22 @@ def audit(
     analyse the output directory, which ``report``, ``mitigate`` and ``rank`` read like any
     other. No query is sent and no key is needed.
 
-    ``release_ray``: as :func:`run`'s. Once the format and the log list are valid, Ray
-    begins to start in the background (:func:`~voirdire.engine.ray_start.init_ray`), so
-    that reading the logs overlaps its start; a log that turns out unreadable still
-    raises, and the node then stays for the process, as after any run.
+    ``release_ray``: as :func:`run`'s. The recorded verdicts are joined with the planned
+    units in this process, without Ray (:mod:`voirdire.engine.recorded`); only with a
+    cluster ``address`` is Ray joined, in the background once the format and the log list
+    are valid (:func:`~voirdire.engine.ray_start.init_ray`), so that reading the logs
+    overlaps it.
 
     Raises:
         ConfigError: not a log format, an unreadable log (file, line and field named), an
             output directory that is not ours.
     """
-    from voirdire.engine.ray_start import init_ray
-
     check_audit(format, out=out, judge=judge, log=log, address=address)
     spec = audit_job(logs, format, out=out, judge=judge, log=log, data_dir=data_dir)
-    init_ray(address, background=True)
+    if needs_ray(spec, address):  # a cluster named: joined while the logs are read
+        from voirdire.engine.ray_start import init_ray
+
+        init_ray(address, background=True)
     return run(
         spec,
         address=address,

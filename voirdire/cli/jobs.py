@@ -47,16 +47,18 @@ def run(
 ) -> None:
     """Run (or resume) position-bias jobs and print the per-judge metrics."""
     from voirdire import api
+    from voirdire.api.jobs import needs_ray
     from voirdire.engine.rewrite import RewriteFailed
-    from voirdire.engine.scheduler import JobInterrupted
+    from voirdire.exceptions import JobInterrupted
 
     if not dry_run:
         _check_address(address)  # before Ray starts and before any job.json is written
-        _start_ray_early(address)
     try:
         if output_dir is not None and len(jobs) != 1:
             raise ConfigError("--output-dir applies to one job file at a time")
         specs = [api.load_job_spec(p, output_dir=output_dir) for p in jobs]
+        if not dry_run and any(needs_ray(s, address) for s in specs):
+            _start_ray_early(address)  # a job answered by recorded tables alone: no Ray
         plans = [
             api.plan(s, dry_run=dry_run) for s in specs
         ]  # every job validated before anything is sent
@@ -307,14 +309,17 @@ def audit(
     """Audit judgment logs other tools wrote (both orders recorded, or one): no query is
     sent."""
     from voirdire import api
-    from voirdire.engine.scheduler import JobInterrupted
+    from voirdire.exceptions import JobInterrupted
 
     try:  # what can be refused is refused before Ray starts and before a log is read
         log = log_options(option or [])
         api.check_audit(format, out=out, judge=judge, log=log, address=address)
     except ConfigError as exc:
         fail(str(exc))
-    _start_ray_early(address)
+    if (
+        address is not None
+    ):  # an audit's judges answer from the logs: Ray only to join a cluster
+        _start_ray_early(address)
     try:
         res = api.audit(
             logs, format, out=out, judge=judge, log=log or None, address=address,
