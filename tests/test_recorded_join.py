@@ -110,6 +110,7 @@ def test_the_join_gives_what_the_replay_worker_gives():
     ]
 
 
+@pytest.mark.process
 def test_a_replay_only_run_starts_no_ray_and_resumes_without_asking(data_dir, tmp_path):
     """Through ``voirdire.run`` in a fresh process: Ray is never imported, every unit has
     its row, and a rerun asks nothing (the same rows, the same bytes of judgments)."""
