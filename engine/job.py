@@ -286,8 +286,9 @@ def _run_recorded(
     """:func:`run_job` of a job answered in the driver
     (:func:`~voirdire.engine.recorded.answer_recorded`): each judge's planned units not yet
     in ``store`` (built by columns where :func:`~voirdire.engine.unit_table.unit_frames`
-    serves the design, else by the generator), joined with its recording; no Ray (one an earlier job of this process
-    started is stopped with ``release_ray``, as after a run on it)."""
+    serves the design, else by the generator), joined with its recording; no Ray (one an
+    earlier job of this process started is stopped with ``release_ray``, as after a run
+    on it)."""
     import sys
 
     if meanwhile is not None:

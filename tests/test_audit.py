@@ -406,9 +406,10 @@ def test_a_job_file_reaches_a_log_format(tmp_path, monkeypatch):
 def test_the_api_audit_starts_ray_before_it_reads_the_logs(
     tmp_path, ray_local, monkeypatch
 ):
-    """``voirdire.audit`` begins Ray's start in the background once the format and the
-    log list are valid, so that reading the logs overlaps it (the node is up here: the
-    call is recorded, nothing starts)."""
+    """``voirdire.audit`` starts no Ray for its recorded verdicts (joined with the units in
+    the driver, ``engine/recorded.py``); given a cluster address, it begins joining it in
+    the background once the format and the log list are valid, so that reading the logs
+    overlaps it (the node is up here: the call is recorded, nothing starts)."""
     import voirdire.engine.ray_start as ray_start
     from voirdire.benchmarks.logs.base import LogBenchmark
 
@@ -431,4 +432,9 @@ def test_the_api_audit_starts_ray_before_it_reads_the_logs(
         voirdire.audit([tmp_path], "no-such-format", out=tmp_path / "x")
     assert seen == []  # a bad format: nothing started
     voirdire.audit([tmp_path], "arena-hard", out=tmp_path / "a")
+    assert seen == ["read_logs"], seen  # no cluster named: no Ray
+    seen.clear()
+    monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache-b"))  # read again
+    address = ray_local.get_runtime_context().gcs_address
+    voirdire.audit([tmp_path], "arena-hard", out=tmp_path / "b", address=address)
     assert seen[:2] == ["init_ray(background=True)", "read_logs"], seen

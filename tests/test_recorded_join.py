@@ -251,3 +251,58 @@ def test_a_logs_units_built_by_columns_are_the_generators(tmp_path, monkeypatch)
     gen, cols = _units_both_ways(spec.model_dump(mode="json", exclude_none=True))
     assert gen.height == 2 * 30 + 2 * 10
     assert cols.equals(gen)
+
+
+def test_a_frame_is_answered_as_its_batches_are(data_dir, tmp_path):
+    """The raw rows of a frame of units answered at once (``_answer_frame``: probabilities,
+    a recorded failed call, a key the recording lacks, units already done) are those of the
+    same units answered as a batch (``recorded_columns`` into ``rows_to_table``)."""
+    import dataclasses
+
+    from voirdire.api.jobs import load_job_spec
+    from voirdire.engine.job import _own
+    from voirdire.engine.plan import plan_job
+    from voirdire.engine.recorded import _answer_frame, recorded_columns
+    from voirdire.engine.store import rows_to_table
+    from voirdire.engine.unit_table import unit_frames
+    from voirdire.engine.units import PromptCache
+    from voirdire.judges.replay import load_recorded, recorded_frame, recorded_path
+
+    spec = load_job_spec(_replay_job(data_dir, tmp_path / "f"))
+    plan = plan_job(spec)
+    rj = plan.judges[0]
+    ctx = rj.context(plan.bench.name, str(plan.data_dir), None)
+    recorded = load_recorded(
+        recorded_path(rj.settings, ctx), plan.bench.name, "gpt-4-0613"
+    )
+    (frame,) = unit_frames(
+        plan.bench, plan.instances, rj.comparison_for(spec.comparison),
+        judge=rj.name, identity_hash=rj.identity_hash, prompts=PromptCache(plan.bench),
+        only=_own(plan, rj),
+    )  # fmt: skip
+    asked = frame.slice(3, 3).select(
+        pl.col("question_id") + ";" + pl.col("shown").list.join(";"), "repetition"
+    )
+    keys = [(k, r) for k, r in asked.iter_rows()]  # three units not done
+    recorded[keys[0]] = dataclasses.replace(
+        recorded[keys[0]], probs={"A": 0.4, "B": 0.6}
+    )
+    recorded[keys[1]] = dataclasses.replace(recorded[keys[1]], output=None, why="gone")
+    del recorded[keys[2]]
+    table = recorded_frame(recorded)
+    done = set(frame["unit_id"].head(3).to_list())
+    got = pl.from_arrow(_answer_frame(frame, done, table, None))
+    rest = frame.filter(~pl.col("unit_id").is_in(list(done)))
+    cols = {c: rest[c].to_list() for c in rest.columns}
+    cols["shown"] = [tuple(s) for s in cols["shown"]]
+    keys_asked = [";".join((q, *s)) for q, s in zip(cols["question_id"], cols["shown"])]
+    want = pl.from_arrow(
+        rows_to_table(
+            cols,
+            recorded_columns(cols["unit_id"], keys_asked, cols["repetition"], table),
+        )
+    )
+    assert got.height == frame.height - 3
+    assert got.drop(TIMING).equals(want.drop(TIMING))
+    assert got["option_probs"].drop_nulls().len() == 1
+    assert set(got["failure_message"].drop_nulls()) == {"gone", "no recorded output"}
