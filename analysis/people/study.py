@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from voirdire.analysis.people.boards import BOARD_COLUMNS, people_boards
+from voirdire.analysis.people.boards import BOARD_COLUMNS, UNITS, people_boards
 from voirdire.analysis.people.cascade import CASCADE_COLUMNS, PEOPLE, run_cascade
 from voirdire.analysis.people.pairs import (
     PAIR_KEYS,
@@ -73,6 +73,19 @@ class PeopleStudy:
     cascade: pl.DataFrame
     to_label: pl.DataFrame
     settings: dict = field(default_factory=dict)
+
+
+def _with_clusters(pairs: pl.DataFrame, clusters: pl.DataFrame | None) -> pl.DataFrame:
+    """``pairs`` with ``cluster`` (str): the question each pair's ``question_id`` belongs to
+    (``clusters``' where it lists it, else the ``question_id`` itself)."""
+    if clusters is None or clusters.height == 0:
+        return pairs.with_columns(cluster=pl.col("question_id"))
+    c = clusters.select("benchmark", "question_id", cluster="cluster").unique(
+        ["benchmark", "question_id"]
+    )
+    return pairs.join(c, on=["benchmark", "question_id"], how="left", maintain_order="left").with_columns(
+        cluster=pl.coalesce("cluster", "question_id")
+    )  # fmt: skip
 
 
 def _named(benchmark: str) -> bool:
@@ -226,6 +239,8 @@ def people_study(
     anchor: str | None = None,
     anchor_rating: float = 1000.0,
     seed: int = 0,
+    unit: str = "question",
+    clusters: pl.DataFrame | None = None,
 ) -> PeopleStudy:
     """People's boards (PPI++, people alone, the judge alone), rank sets, selective judges
     and their cascade from ``judgments`` and people's ``labels``.
@@ -241,15 +256,24 @@ def people_study(
             ``auto`` (orders where judges have several verdicts per pair, jury where several judges).
         cascade: judge names in the cascade's order (default: by USD per pair, then name).
         anchor, anchor_rating: the board's fixed model and its rating.
+        unit: the intervals' resampling unit (:data:`~voirdire.analysis.people.boards.UNITS`):
+            ``question`` (default) clusters the variances by question, ``pair`` does not.
+        clusters: the questions a benchmark declares (``benchmark``, ``question_id``,
+            ``cluster``: :func:`~voirdire.analysis.position.clusters.benchmark_clusters`,
+            e.g. PandaLM's items grouped by instruction); a question it does not list is its
+            own (the ``question_id``).
 
     Raises:
-        ConfigError: module docstring; a level, alpha or delta outside (0, 1).
+        ConfigError: module docstring; a level, alpha or delta outside (0, 1); an unknown unit.
     """
     check_settings(level=level, alpha=alpha, delta=delta, share=share, rows=rows)
+    if unit not in UNITS:
+        raise ConfigError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
     labels = hide(labels, share=share, rows=rows, seed=seed)
     pairs = judge_pairs(judgments)
     check_labels(pairs, labels)
     pairs = with_labels(pairs, labels)
+    pairs = _with_clusters(pairs, clusters)
     named = {b: _named(b) for b in pairs["benchmark"].unique().to_list()}
     _check_counts(pairs, alpha, delta, need_models=True)
     _check_anchor(pairs, named, anchor)
@@ -260,7 +284,7 @@ def people_study(
     for (bench, judge), g in pairs.group_by("benchmark", "judge", maintain_order=True):
         who = {"benchmark": bench, "judge": judge}
         boards.append(people_boards(g, level=level, anchor=anchor, anchor_rating=anchor_rating,
-                                    board=named[bench]).with_columns(**{k: pl.lit(v) for k, v in who.items()}))  # fmt: skip
+                                    board=named[bench], unit=unit).with_columns(**{k: pl.lit(v) for k, v in who.items()}))  # fmt: skip
         lab = g.filter(pl.col("label").is_not_null())
         curves.append(selective_curve(lab["confidence"].to_numpy(), lab["agree"].to_numpy(), alpha, delta)
                       .with_columns(**{k: pl.lit(v) for k, v in who.items()}))  # fmt: skip
@@ -288,5 +312,5 @@ def people_study(
         cascade=pl.concat(stages, how="vertical_relaxed").select(CASCADE_COLUMNS),
         to_label=pl.concat(routed).sort(PAIR_KEYS),
         settings={"level": level, "alpha": alpha, "delta": delta, "confidence": source, "share": share,
-                  "rows": rows, "seed": seed, "labels": labels.height},
+                  "rows": rows, "seed": seed, "labels": labels.height, "unit": unit},
     )  # fmt: skip

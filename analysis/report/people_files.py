@@ -69,7 +69,7 @@ PEOPLE_TABLES: dict[str, dict[str, Any]] = {
     },
     "settings": {
         "level": _F, "alpha": _F, "delta": _F, "confidence": _S, "share": _F, "rows": _I, "seed": _I,
-        "labels": _I,
+        "labels": _I, "unit": _S,
     },
 }  # fmt: skip
 #: the study's settings, one row of ``metrics/people_settings.csv``
