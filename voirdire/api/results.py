@@ -157,10 +157,10 @@ def mitigate(
     from voirdire.analysis.report.files import write_mitigation
     from voirdire.analysis.together import destination, read_together
 
-    found = read_together(output_dirs, ["judgments"])  # inputs untouched
+    found = read_together(output_dirs, ["judgments", "clusters"])  # inputs untouched
     table, annotation, _ = run_mitigation(
         found.judgments, reference=reference, strategies=strategies, replicates=replicates,
-        beta=beta, labels=labels,
+        beta=beta, labels=labels, clusters=found.clusters,
     )  # fmt: skip
     names = strategies or default_strategies(found.judgments)
     notes = one_order_lines(found.judgments, both_orders_names(names))
