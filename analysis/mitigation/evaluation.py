@@ -167,7 +167,7 @@ def evaluate(
         clusters: the benchmark's declared clusters (``benchmark``, ``question_id``,
             ``cluster``; :func:`~voirdire.analysis.position.clusters.job_clusters`: an
             audited log's questions, each holding every model's item), drawn instead of the
-            ``question_id``\ s (:func:`~voirdire.analysis.position.uncertainty.in_clusters`),
+            ``question_id`` values (:func:`~voirdire.analysis.position.uncertainty.in_clusters`),
             as PC, PF and ``rank`` draw them; None: each ``question_id`` is its own.
 
     Returns:

@@ -119,7 +119,7 @@ def pass_kappa(
         clusters: the benchmark's declared clusters (``benchmark``, ``question_id``,
             ``cluster``: :func:`~voirdire.analysis.position.clusters.job_clusters`, e.g. an
             audited log's questions, each shared by every model's item), drawn instead of the
-            ``question_id``\ s (:func:`~voirdire.analysis.position.uncertainty.in_clusters`),
+            ``question_id`` values (:func:`~voirdire.analysis.position.uncertainty.in_clusters`),
             as PC, PF and ``rank`` draw them; None: each ``question_id`` is its own.
 
     Returns:
