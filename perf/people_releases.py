@@ -61,7 +61,11 @@ def pandalm(args, work: Path) -> pl.DataFrame:
         "comparison": {"mode": "pairwise", "option_mode": 3, "permutations": "original"},
         "judges": [{"name": "*", "backend": "replay", "recorded": "*"}],
     }, "pandalm-replay")  # fmt: skip
-    return voirdire.run(spec).judgments
+    from voirdire.benchmarks.pandalm import PandaLM
+
+    # the items' questions (PandaLM's declared clusters): what the intervals resample
+    clusters = PandaLM.clusters(dest).unique("question_id")
+    return voirdire.run(spec).judgments.join(clusters, on="question_id", how="left")
 
 
 def prd(args, work: Path) -> pl.DataFrame:

@@ -39,6 +39,8 @@ from scipy.special import expit
 from perf.people_releases import RELEASES
 from voirdire.analysis.people.boards import (
     bt_estimate,
+    cluster_codes,
+    cluster_dof,
     design,
     interval,
     win_rate_estimate,
@@ -46,18 +48,24 @@ from voirdire.analysis.people.boards import (
 from voirdire.analysis.people.pairs import judge_pairs, with_confidence, with_labels
 from voirdire.analysis.people.rank_sets import point_ranks, rank_sets
 from voirdire.analysis.people.selective import fixed_sequence
-from voirdire.analysis.people.study import _auto_confidence
+from voirdire.analysis.people.study import _auto_confidence, _with_clusters
 from voirdire.analysis.position.gold import gold_grading
 
 LEVEL, DELTA, TARGETS = 0.9, 0.1, (0.7, 0.8, 0.9)
 
 
-def _cover(est, truth, n_model, skip=None):
+def _cover(est, truth, n_model, skip=None, dof=None):
     """Whether each coordinate's interval (the product's, :func:`interval`: win rates with
-    the jackknife covariance, boards with HC1) holds the truth."""
+    the jackknife covariance, boards with HC1; clustered: ``dof`` the clustered degrees of
+    freedom) holds the truth."""
     board = skip is not None
     lo, hi, _, _ = interval(
-        est, n_model, LEVEL, n_model.size - 1 if board else None, unbiased=board
+        est,
+        n_model,
+        LEVEL,
+        n_model.size - 1 if board else None,
+        unbiased=board,
+        dof=dof,
     )
     hit = (lo <= truth) & (truth <= hi)
     return np.delete(hit, skip) if skip is not None else hit
@@ -70,64 +78,114 @@ def _ratio(est, people, skip=None):
     return np.nanmean(np.where(np.isfinite(r), r, np.nan))
 
 
+def _resample(
+    clusters: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """The questions drawn with replacement (as many as there are): the pairs' indices and
+    each drawn copy's own cluster code (a question drawn twice is two questions)."""
+    order = np.argsort(clusters, kind="stable")
+    sizes = np.bincount(clusters)
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    pick = rng.integers(0, sizes.size, sizes.size)
+    idx = np.concatenate([order[starts[g] : starts[g] + sizes[g]] for g in pick])
+    return idx, np.repeat(np.arange(pick.size), sizes[pick])
+
+
 def validate(
-    pairs: pl.DataFrame, named: bool, shares, draws: int, seed: int
+    pairs: pl.DataFrame,
+    named: bool,
+    shares,
+    draws: int,
+    seed: int,
+    unit: str = "question",
 ) -> list[dict]:
-    """The figures of the module docstring for one judge's pairs (every pair labelled)."""
-    models, a, b = design(pairs)
-    k, y, yhat = len(models), pairs["y"].to_numpy(), pairs["yhat"].to_numpy()
-    conf, agree = pairs["confidence"].to_numpy(), pairs["agree"].to_numpy()
-    every = np.ones(y.size, dtype=bool)
-    true_wr = win_rate_estimate(a, b, y, yhat, every, k, 0.0).theta
-    anc = int(np.argmax(np.bincount(np.r_[a, b], minlength=k)))
-    true_bt = bt_estimate(a, b, y, yhat, every, k, anc, 0.0).theta if named else None
-    judge_wr = win_rate_estimate(a, b, yhat, yhat, every, k, 0.0, jackknife=True)
-    n_all = np.bincount(np.r_[a, b], minlength=k)
+    """The figures of the module docstring for one judge's pairs (every pair labelled).
+
+    ``unit="question"``: each draw resamples the questions (``cluster``, else
+    ``question_id``) with replacement before hiding labels, and the intervals are clustered
+    by question: the truth is the full-label estimate on the questions at hand, the
+    population the resampled studies are drawn from (a team's next study: new questions).
+    ``unit="pair"``: the pairs kept, the intervals unclustered (the earlier validation)."""
+    models, a0, b0 = design(pairs)
+    k, y0, yhat0 = len(models), pairs["y"].to_numpy(), pairs["yhat"].to_numpy()
+    conf0, agree0 = pairs["confidence"].to_numpy(), pairs["agree"].to_numpy()
+    cl0 = cluster_codes(
+        pairs["cluster" if "cluster" in pairs.columns else "question_id"].to_numpy()
+    )
+    every0 = np.ones(y0.size, dtype=bool)
+    true_wr = win_rate_estimate(a0, b0, y0, yhat0, every0, k, 0.0).theta
+    anc = int(np.argmax(np.bincount(np.r_[a0, b0], minlength=k)))
+    true_bt = (
+        bt_estimate(a0, b0, y0, yhat0, every0, k, anc, 0.0).theta if named else None
+    )
     rng, out = np.random.default_rng(seed), []
+    clustered = unit == "question"
     for share in shares:
         acc: dict[str, list] = {
             x: [] for x in ("wr", "bt", "rs_wr", "rs_bt", "w_wr", "w_bt", "judge")
         }
         sel = {t: [] for t in TARGETS}
-        n = max(1, round(share * y.size))
         for _ in range(draws):
+            idx, c = _resample(cl0, rng) if clustered else (np.arange(y0.size), None)
+            a, b, y, yhat = a0[idx], b0[idx], y0[idx], yhat0[idx]
+            conf, agree = conf0[idx], agree0[idx]
+            n = max(1, round(share * y.size))
             lab = np.zeros(y.size, dtype=bool)
             lab[rng.choice(y.size, n, replace=False)] = True
+            every = np.ones(y.size, dtype=bool)
+            dof = cluster_dof(a, b, lab, c, k) if clustered else None
             wr, wr0 = (
-                win_rate_estimate(a, b, y, yhat, lab, k, jackknife=True),
-                win_rate_estimate(a, b, y, yhat, lab, k, 0.0, jackknife=True),
+                win_rate_estimate(a, b, y, yhat, lab, k, jackknife=True, clusters=c),
+                win_rate_estimate(
+                    a, b, y, yhat, lab, k, 0.0, jackknife=True, clusters=c
+                ),
             )
             nm = np.bincount(np.r_[a[lab], b[lab]], minlength=k)
-            acc["wr"].append(_cover(wr, true_wr, nm))
+            acc["wr"].append(_cover(wr, true_wr, nm, dof=dof))
             acc["w_wr"].append(_ratio(wr, wr0))
             _, lo, hi = rank_sets(
                 np.nan_to_num(wr.theta),
-                np.nan_to_num(interval(wr, nm, LEVEL, unbiased=False)[3]),
+                np.nan_to_num(interval(wr, nm, LEVEL, unbiased=False, dof=dof)[3]),
                 LEVEL,
             )
             acc["rs_wr"].append(
                 np.all((lo <= point_ranks(true_wr)) & (point_ranks(true_wr) <= hi))
             )
-            acc["judge"].append(_cover(judge_wr, true_wr, n_all))
+            judge_wr = win_rate_estimate(
+                a, b, yhat, yhat, every, k, 0.0, jackknife=True, clusters=c
+            )
+            n_all = np.bincount(np.r_[a, b], minlength=k)
+            acc["judge"].append(
+                _cover(
+                    judge_wr,
+                    true_wr,
+                    n_all,
+                    dof=cluster_dof(a, b, every, c, k) if clustered else None,
+                )
+            )
             if named:
                 bt, bt0 = (
-                    bt_estimate(a, b, y, yhat, lab, k, anc),
-                    bt_estimate(a, b, y, yhat, lab, k, anc, 0.0),
+                    bt_estimate(a, b, y, yhat, lab, k, anc, clusters=c),
+                    bt_estimate(a, b, y, yhat, lab, k, anc, 0.0, clusters=c),
                 )
-                acc["bt"].append(_cover(bt, true_bt, nm, anc))
+                acc["bt"].append(_cover(bt, true_bt, nm, anc, dof=dof))
                 acc["w_bt"].append(_ratio(bt, bt0, anc))
                 _, lo, hi = rank_sets(
-                    bt.theta, interval(bt, nm, LEVEL, k - 1)[3], LEVEL, k - 1
+                    bt.theta, interval(bt, nm, LEVEL, k - 1, dof=dof)[3], LEVEL, k - 1
                 )
                 acc["rs_bt"].append(
                     np.all((lo <= point_ranks(true_bt)) & (point_ranks(true_bt) <= hi))
                 )
             for t in TARGETS:
-                th = fixed_sequence(conf[lab], agree[lab], 1 - t, DELTA)
-                keep = conf >= th
-                ag = agree[keep].mean() if keep.any() else np.nan
-                sel[t].append((keep.mean(), ag, (not keep.any()) or ag >= t))
-        row = {"share": share, "labels": n, "pairs": y.size, "models": k}
+                sel[t].append(selective_draw(conf, agree, lab, t))
+        row = {
+            "unit": unit,
+            "share": share,
+            "labels": max(1, round(share * y0.size)),
+            "pairs": y0.size,
+            "questions": int(cl0.max()) + 1,
+            "models": k,
+        }
         per_model = np.mean(acc["wr"], axis=0)
         row |= {"cov_wr": per_model.mean(), "cov_wr_min": per_model.min(), "rankset_wr": np.mean(acc["rs_wr"]),
                 "width_wr": float(np.nanmedian(acc["w_wr"])), "judge_cov_wr": np.mean(acc["judge"])}  # fmt: skip
@@ -136,17 +194,62 @@ def validate(
             row |= {"cov_bt": per_model.mean(), "cov_bt_min": per_model.min(), "rankset_bt": np.mean(acc["rs_bt"]),
                     "width_bt": float(np.nanmedian(acc["w_bt"]))}  # fmt: skip
         for t in TARGETS:
-            s = np.array(sel[t], dtype=float)
-            row |= {f"guar_{t}": s[:, 2].mean(), f"agree_{t}": np.nanmean(s[:, 1]) if np.isfinite(s[:, 1]).any() else np.nan,
-                    f"kept_{t}": s[:, 0].mean()}  # fmt: skip
+            row |= selective_summary(sel[t], t)
         out.append(row)
     return out
+
+
+def selective_draw(
+    conf, agree, lab, target: float
+) -> tuple[float, float, float, float]:
+    """One draw of the selective judge at ``target`` (δ = :data:`DELTA`), the threshold
+    calibrated on the labelled pairs (:func:`fixed_sequence`): ``(share of the unlabelled
+    pairs kept, agreement on the unlabelled pairs kept (the guarantee's quantity; NaN when none
+    is kept), agreement on the labelled pairs kept (the calibration slice), share of all pairs
+    kept)``."""
+    th = fixed_sequence(conf[lab], agree[lab], 1 - target, DELTA)
+    keep = conf >= th
+    test, cal = keep & ~lab, keep & lab
+    return (
+        test.sum() / max((~lab).sum(), 1),
+        agree[test].mean() if test.any() else np.nan,
+        agree[cal].mean() if cal.any() else np.nan,
+        keep.mean(),
+    )
+
+
+def selective_summary(draws: list, target: float) -> dict:
+    """Over the draws of :func:`selective_draw`: ``test_holds_T`` (the share of draws whose
+    kept unlabelled pairs agree with people at least ``T``; a draw keeping none holds it),
+    ``test_agree_T`` (mean agreement on the kept unlabelled pairs, over the draws keeping
+    some), ``lab_agree_T`` (on the kept labelled pairs: the calibration slice, optimistic),
+    ``kept_T`` (mean share of the unlabelled pairs kept), ``none_T`` (share of draws keeping
+    nothing)."""
+    s = np.array(draws, dtype=float)
+    some = np.isfinite(s[:, 1])
+    with np.errstate(invalid="ignore"):
+        holds = np.where(some, s[:, 1] >= target - 1e-12, True)
+    return {
+        f"test_holds_{target}": holds.mean(),
+        f"test_agree_{target}": np.nanmean(s[:, 1]) if some.any() else np.nan,
+        f"lab_agree_{target}": np.nanmean(s[:, 2])
+        if np.isfinite(s[:, 2]).any()
+        else np.nan,
+        f"kept_{target}": s[:, 0].mean(),
+        f"none_{target}": 1 - some.mean(),
+    }
 
 
 def judge_tables(judgments: pl.DataFrame) -> tuple[pl.DataFrame, str]:
     """Every judge's pairs with the full labels and the product's automatic confidence,
     restricted to the labelled pairs (the releases label all, PRD's people all but a few)."""
     pairs = with_labels(judge_pairs(judgments), gold_grading(judgments))
+    declared = (
+        judgments.select("benchmark", "question_id", "cluster").unique()
+        if "cluster" in judgments.columns
+        else None
+    )
+    pairs = _with_clusters(pairs, declared)
     source = _auto_confidence(pairs)
     pairs = with_confidence(pairs, judgments, source).filter(pl.col("y").is_not_null())
     return pairs, source
@@ -164,6 +267,7 @@ def run_release(
             args.shares,
             args.draws,
             args.seed,
+            args.unit,
         ):
             rows.append(
                 {
@@ -237,6 +341,49 @@ def simulation(args) -> pl.DataFrame:
     } for s, h in hits.items()])  # fmt: skip
 
 
+def clustered_simulation(args) -> pl.DataFrame:
+    """Coverage of the population's truth when pairs share questions
+    (:func:`tests.people_simulate.shared_questions`: a round robin of 5 models on every
+    question, each question moving every model by ``N(0, 1.5²)``), new questions every study;
+    the intervals clustered by question (the product's default) and not (``pair``)."""
+    from tests.people_simulate import shared_questions, shared_questions_truth
+
+    strengths, questions = np.linspace(0.6, -0.6, 5), 12 if args.smoke else 60
+    true_wr, true_bt = shared_questions_truth(strengths)
+    k, rng, rows = strengths.size, np.random.default_rng(args.seed), []
+    hits = {
+        (s, u): {"wr": [], "bt": [], "rs": []}
+        for s in args.shares
+        for u in ("question", "pair")
+    }
+    for _ in range(args.draws):
+        q, a, b, y, yhat = shared_questions(rng, questions, strengths=strengths)
+        for s in args.shares:
+            lab = np.zeros(y.size, dtype=bool)
+            lab[rng.choice(y.size, max(2, round(s * y.size)), replace=False)] = True
+            nm = np.bincount(np.r_[a[lab], b[lab]], minlength=k)
+            for unit, c in (("question", q), ("pair", None)):
+                dof = cluster_dof(a, b, lab, c, k) if c is not None else None
+                wr = win_rate_estimate(
+                    a, b, y, yhat, lab, k, jackknife=True, clusters=c
+                )
+                hits[s, unit]["wr"].append(_cover(wr, true_wr, nm, dof=dof))
+                bt = bt_estimate(a, b, y, yhat, lab, k, 0, clusters=c)
+                hits[s, unit]["bt"].append(_cover(bt, true_bt, nm, 0, dof=dof))
+                _, lo, hi = rank_sets(
+                    bt.theta, interval(bt, nm, LEVEL, k - 1, dof=dof)[3], LEVEL, k - 1
+                )
+                hits[s, unit]["rs"].append(
+                    np.all((lo <= point_ranks(true_bt)) & (point_ranks(true_bt) <= hi))
+                )
+    for (s, unit), h in hits.items():
+        rows.append({"unit": unit, "share": s, "questions": questions, "pairs": questions * 10,
+                     "cov_wr": np.mean(h["wr"]), "cov_wr_min": np.mean(h["wr"], 0).min(),
+                     "cov_bt": np.mean(h["bt"]), "cov_bt_min": np.mean(h["bt"], 0).min(),
+                     "rankset_bt": np.mean(h["rs"])})  # fmt: skip
+    return pl.DataFrame(rows).sort("unit", "share")
+
+
 def _show(title: str, df: pl.DataFrame) -> None:
     print(f"\n{title}")
     with pl.Config(tbl_rows=200, tbl_cols=40, float_precision=3, tbl_width_chars=400):
@@ -254,10 +401,16 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="draws per share (default 500; smoke 20)",
     )
-    ap.add_argument("--shares", default="0.05,0.1,0.2")
+    ap.add_argument("--shares", default="0.05,0.1,0.2,1")
+    ap.add_argument(
+        "--unit",
+        default="question",
+        choices=["question", "pair"],
+        help="question: resample the questions, intervals clustered (default); pair: the pairs kept, unclustered",
+    )
     ap.add_argument(
         "--only",
-        default=",".join(["simulation", *RELEASES]),
+        default=",".join(["simulation", "clustered", *RELEASES]),
         help="simulation and releases, comma-separated",
     )
     ap.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
@@ -296,6 +449,16 @@ def main(argv: list[str] | None = None) -> None:
         floor = LEVEL - 3 * np.sqrt(LEVEL * (1 - LEVEL) / args.draws)
         if not args.smoke and sim.filter(pl.col("cov_wr") < floor).height:
             sys.exit(f"simulation coverage below {floor:.3f}")
+    if "clustered" in only or args.smoke:
+        t = time.perf_counter()
+        sim = clustered_simulation(args)
+        _show(
+            f"Simulation, pairs sharing questions ({args.draws} studies per share; nominal {LEVEL:.0%})",
+            sim,
+        )
+        print(f"clustered simulation: {time.perf_counter() - t:.1f} s", flush=True)
+        if args.out:
+            sim.write_csv(args.out / "people_simulation_clustered.csv")
     names = [n for n in only if n in RELEASES]
     if args.smoke or not names:
         return

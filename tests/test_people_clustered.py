@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from scipy.special import expit
 
+from tests.people_simulate import shared_questions, shared_questions_truth
 from voirdire.analysis.people.boards import (
     bt_estimate,
     cluster_codes,
@@ -22,36 +22,14 @@ sm = pytest.importorskip("statsmodels.api")
 
 K, TIE, TAU = 5, 0.1, 1.5
 STRENGTHS = np.linspace(0.6, -0.6, K)
-PA, PB = np.triu_indices(K, 1)
 
 
-def _design(rng, questions, skill=0.7):
-    """A round robin on every question; a question moves each model by ``u ~ N(0, TAU²)``,
-    so the pairs of one question are correlated. People's score ``y`` (a tie with probability
-    TIE); a judge that sees it with probability ``skill``, else answers the first slot."""
-    q = np.repeat(np.arange(questions), PA.size)
-    a, b = np.tile(PA, questions), np.tile(PB, questions)
-    u = rng.normal(0, TAU, (questions, K))
-    p = expit(STRENGTHS[a] - STRENGTHS[b] + u[q, a] - u[q, b])
-    y = np.where(rng.random(q.size) < TIE, 0.5, (rng.random(q.size) < p).astype(float))
-    yhat = np.where(rng.random(q.size) < skill, y, 1.0)
-    return q, a, b, y, yhat
+def _design(rng, questions):
+    return shared_questions(rng, questions, strengths=STRENGTHS, tie=TIE, tau=TAU)
 
 
 def _truth():
-    """The population's win rates and Bradley–Terry strengths (the minimiser of its expected
-    loss on the balanced round robin), by Monte Carlo over 400,000 questions (error < 1e-3)."""
-    u = np.random.default_rng(123).normal(0, TAU, (400_000, K))
-    p = np.array(
-        [
-            (1 - TIE) * expit(STRENGTHS[i] - STRENGTHS[j] + u[:, i] - u[:, j]).mean()
-            + TIE / 2
-            for i, j in zip(PA, PB)
-        ]
-    )
-    wr = np.array([np.r_[p[PA == m], 1 - p[PB == m]].mean() for m in range(K)])
-    bt = bt_estimate(PA, PB, p, p, np.ones(PA.size, dtype=bool), K, 0, 0.0).theta
-    return wr, bt
+    return shared_questions_truth(STRENGTHS, tie=TIE, tau=TAU)
 
 
 def _pairs(q, a, b, y, yhat, labelled):

@@ -63,7 +63,7 @@ from voirdire.analysis.people.ppi import (
 from voirdire.analysis.people.rank_sets import rank_sets
 from voirdire.analysis.ranking.bt import SCALE
 
-__all__ = ["BOARD_COLUMNS", "ESTIMATORS", "UNITS", "design", "interval", "bt_estimate", "win_rate_estimate", "people_boards", "cluster_codes", "cluster_sums"]  # fmt: skip
+__all__ = ["BOARD_COLUMNS", "ESTIMATORS", "UNITS", "design", "interval", "bt_estimate", "win_rate_estimate", "people_boards", "cluster_codes", "cluster_dof", "cluster_sums"]  # fmt: skip
 
 ESTIMATORS = ("ppi", "people", "judge")
 #: the resampling unit of the intervals: ``question`` (clustered, the default) or ``pair``
@@ -98,6 +98,15 @@ def cluster_sums(rows: np.ndarray, clusters: np.ndarray) -> np.ndarray:
     out = np.zeros((int(clusters.max()) + 1 if clusters.size else 0, rows.shape[1]))
     np.add.at(out, clusters, rows)
     return out
+
+
+def cluster_dof(
+    a: np.ndarray, b: np.ndarray, labelled: np.ndarray, clusters: np.ndarray, k: int
+) -> np.ndarray:
+    """(k,) the clustered t quantile's degrees of freedom per model: ``min(n, G_lab) − 1``,
+    ``n`` its labelled pairs and ``G_lab`` the clusters holding one of them."""
+    mask = _scores(a, b, np.zeros(a.size), k)[1].astype(float) * labelled[:, None]
+    return np.minimum(mask.sum(0), (cluster_sums(mask, clusters) > 0).sum(0)) - 1
 
 
 def _cr1(present: np.ndarray) -> np.ndarray:
@@ -343,11 +352,12 @@ def people_boards(
         cl = cluster_codes(
             pairs["cluster" if "cluster" in pairs.columns else "question_id"].to_numpy()
         )
-        mask = _scores(a, b, np.zeros(a.size), k)[1].astype(float)
-        g_all = (cluster_sums(mask, cl) > 0).sum(0)
-        g_lab = (cluster_sums(mask * labelled[:, None], cl) > 0).sum(0)
-        dof = {"judge": np.minimum(n_pairs, g_all) - 1, "ppi": np.minimum(n_lab, g_lab) - 1,
-               "people": np.minimum(n_lab, g_lab) - 1}  # fmt: skip
+        lab_dof = cluster_dof(a, b, labelled, cl, k)
+        dof = {
+            "judge": cluster_dof(a, b, every, cl, k),
+            "ppi": lab_dof,
+            "people": lab_dof,
+        }
     parts = []
     wr = {e: win_rate_estimate(a, b, *((yhat, yhat, every) if e == "judge" else (y, yhat, labelled)), k,
                                0.0 if e != "ppi" else None, jackknife=True, clusters=cl) for e in ESTIMATORS}  # fmt: skip

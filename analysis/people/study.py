@@ -26,6 +26,9 @@ from voirdire.analysis.people.pairs import (
 )
 from voirdire.analysis.people.selective import (
     CURVE_COLUMNS,
+    LOW_SHARE,
+    certifiable_agreement,
+    labels_needed,
     min_labels,
     selective_curve,
 )
@@ -44,7 +47,8 @@ __all__ = [
 MIN_MODEL_LABELS = 2
 SELECTIVE_COLUMNS = [
     "benchmark", "judge", "confidence", "pairs", "labels", "alpha", "delta", "target_agreement", "threshold",
-    "share_kept", "kept", "agreement_labelled", "agreement_all_labelled",
+    "share_kept", "kept", "agreement_labelled", "agreement_all_labelled", "kept_unlabelled", "guarantee",
+    "certifiable_agreement", "labels_needed", "note",
 ]  # fmt: skip
 
 
@@ -58,7 +62,16 @@ class PeopleStudy:
         boards: ``benchmark``, ``judge`` and :data:`~voirdire.analysis.people.boards.BOARD_COLUMNS`.
         selective: :data:`SELECTIVE_COLUMNS`, per (benchmark, judge): the judge alone as a
             selective judge (``threshold`` null: it keeps nothing; ``agreement_labelled`` on
-            the labelled pairs it keeps, ``agreement_all_labelled`` on all labelled pairs).
+            the labelled pairs it keeps: the calibration slice, not what the guarantee is
+            about, and optimistic; ``agreement_all_labelled`` on all labelled pairs;
+            ``kept_unlabelled`` the unlabelled pairs it keeps; ``guarantee`` (str) what is
+            guaranteed: agreement ≥ 1 − α on the pairs it keeps *without a label*, with
+            probability ≥ 1 − δ; where it keeps less than :data:`~voirdire.analysis.people.selective.LOW_SHARE`:
+            ``certifiable_agreement`` (the highest agreement it certifies keeping that
+            share, :func:`~voirdire.analysis.people.selective.certifiable_agreement`),
+            ``labels_needed`` (about how many labels would certify 1 − α there,
+            :func:`~voirdire.analysis.people.selective.labels_needed`; null: none would) and
+            ``note`` (str, the two in words); null otherwise).
         curve: ``benchmark``, ``judge`` and :data:`~voirdire.analysis.people.selective.CURVE_COLUMNS`.
         cascade: :data:`~voirdire.analysis.people.cascade.CASCADE_COLUMNS` per benchmark.
         to_label: the pairs no judge of the cascade keeps and people have not labelled:
@@ -86,6 +99,30 @@ def _with_clusters(pairs: pl.DataFrame, clusters: pl.DataFrame | None) -> pl.Dat
     return pairs.join(c, on=["benchmark", "question_id"], how="left", maintain_order="left").with_columns(
         cluster=pl.coalesce("cluster", "question_id")
     )  # fmt: skip
+
+
+def _low_share(
+    lab: pl.DataFrame, share: float | None, alpha: float, delta: float
+) -> dict:
+    """``certifiable_agreement``, ``labels_needed`` and ``note`` for a judge keeping less than
+    :data:`LOW_SHARE` of the pairs (all null otherwise)."""
+    if share is not None and share >= LOW_SHARE:
+        return {"certifiable_agreement": None, "labels_needed": None, "note": None}
+    conf, agree = lab["confidence"].to_numpy(), lab["agree"].to_numpy()
+    cert = certifiable_agreement(conf, agree, delta, LOW_SHARE)
+    need = labels_needed(conf, agree, alpha, delta, LOW_SHARE)
+    kept = f"keeps {100 * (share or 0):.1f} % of the pairs (< {100 * LOW_SHARE:g} %)"
+    can = (
+        f"keeping {100 * LOW_SHARE:g} % it can certify agreement >= {cert:.2f}"
+        if cert is not None
+        else f"no agreement can be certified keeping {100 * LOW_SHARE:g} %"
+    )
+    more = (
+        f"about {need} labels would certify {1 - alpha:g} there if its agreement on them held"
+        if need is not None
+        else f"its most confident {100 * LOW_SHARE:g} % agree with people less than {1 - alpha:g}: more labels would not help"
+    )
+    return {"certifiable_agreement": cert, "labels_needed": need, "note": f"{kept}; {can}; {more}"}  # fmt: skip
 
 
 def _named(benchmark: str) -> bool:
@@ -295,7 +332,10 @@ def people_study(
                 *PAIR_KEYS, judge=pl.lit(judge), kept=pl.lit(True)
             )
         )
-        sel.append({**who, "confidence": source, "pairs": g.height, "labels": lab.height, "alpha": alpha,
+        sel.append({**who, **_low_share(lab, st["share_kept"], alpha, delta),
+                    "kept_unlabelled": st["kept"] - (st["labelled_kept"] or 0),
+                    "guarantee": f"agreement >= {1 - alpha:g} on the unlabelled pairs kept, with probability >= {1 - delta:g}",
+                    "confidence": source, "pairs": g.height, "labels": lab.height, "alpha": alpha,
                     "delta": delta, "target_agreement": 1 - alpha, "threshold": st["threshold"],
                     "share_kept": st["share_kept"], "kept": st["kept"], "agreement_labelled": st["agreement_labelled"],
                     "agreement_all_labelled": lab["agree"].mean()})  # fmt: skip
