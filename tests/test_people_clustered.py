@@ -150,3 +150,35 @@ def test_clustered_intervals_cover_the_population_when_pairs_share_questions():
         assert rs >= 0.9 - tol, (share, rs)
     wr, bt, _ = np.mean(hits[1.0, "pair"], axis=0)
     assert wr < 0.9 - tol and bt < 0.9 - tol, (wr, bt)
+
+
+def test_a_study_draws_the_declared_questions_and_names_the_unit():
+    """``people_study`` puts a benchmark's declared clusters (``question_id`` → question) on
+    the pairs and clusters by them; ``unit`` is written to the settings; an unknown unit is
+    refused."""
+    from tests.people_simulate import study, truth
+    from voirdire.analysis.people.study import people_study
+    from voirdire.core import ConfigError
+
+    j = study(np.random.default_rng(4), k=4, questions=30)
+    labels = truth(j)
+    qids = j["question_id"].unique()
+    declared = pl.DataFrame(
+        {"benchmark": "sim", "question_id": qids, "cluster": qids.str.slice(0, 4)}
+    )
+    by_q = people_study(j, labels, share=0.5, clusters=declared)
+    by_pair = people_study(j, labels, share=0.5, unit="pair")
+    assert by_q.settings["unit"] == "question" and by_pair.settings["unit"] == "pair"
+    own = by_pair.pairs.filter(pl.col("judge") == "judge").with_columns(
+        cluster=pl.col("question_id").str.slice(0, 4)
+    )
+    want = people_boards(own, unit="question").sort("kind", "estimator", "model")
+    got = by_q.boards.sort("kind", "estimator", "model")
+    assert np.allclose(got["se"].to_numpy(), want["se"].to_numpy(), equal_nan=True)
+    assert not np.allclose(
+        got["se"].to_numpy(),
+        by_pair.boards.sort("kind", "estimator", "model")["se"].to_numpy(),
+        equal_nan=True,
+    )
+    with pytest.raises(ConfigError, match="unit"):
+        people_study(j, labels, share=0.5, unit="item")
