@@ -221,6 +221,7 @@ def selective_draw(
 def selective_summary(draws: list, target: float) -> dict:
     """Over the draws of :func:`selective_draw`: ``test_holds_T`` (the share of draws whose
     kept unlabelled pairs agree with people at least ``T``; a draw keeping none holds it),
+    ``test_holds_kept_T`` (the same over the draws keeping some),
     ``test_agree_T`` (mean agreement on the kept unlabelled pairs, over the draws keeping
     some), ``lab_agree_T`` (on the kept labelled pairs: the calibration slice, optimistic),
     ``kept_T`` (mean share of the unlabelled pairs kept), ``none_T`` (share of draws keeping
@@ -231,6 +232,7 @@ def selective_summary(draws: list, target: float) -> dict:
         holds = np.where(some, s[:, 1] >= target - 1e-12, True)
     return {
         f"test_holds_{target}": holds.mean(),
+        f"test_holds_kept_{target}": holds[some].mean() if some.any() else np.nan,
         f"test_agree_{target}": np.nanmean(s[:, 1]) if some.any() else np.nan,
         f"lab_agree_{target}": np.nanmean(s[:, 2])
         if np.isfinite(s[:, 2]).any()
