@@ -1,27 +1,37 @@
 """People's boards from a few labels, validated on every public release with people's or gold
 labels on all pairs, and on a simulation with a known truth (``docs/people.md``).
 
-    python -m perf.people_validation [--draws 500] [--shares 0.05,0.1,0.2] [--only pandalm,prd,...]
-    python -m perf.people_validation --smoke      # the simulation at tiny sizes (CI); releases skipped
+    python -m perf.people_validation [--draws 500] [--shares 0.05,0.1,0.2,1] [--unit question|pair]
+                                     [--only simulation,clustered,pandalm,prd,...]
+    python -m perf.people_validation --smoke      # the simulations at tiny sizes (CI); releases skipped
 
 The judges' verdicts come through the product (:mod:`perf.people_releases`: ``voirdire.run``
-replaying recorded judges, ``voirdire.audit`` on fetched logs). Then, per judge, the full
-labels are the truth (people's score of every pair) and for each share all but that share are
-hidden at random, ``--draws`` times:
+replaying recorded judges, ``voirdire.audit`` on fetched logs, with the questions the
+benchmark declares: PandaLM's instructions, the audits' questions). Then, per judge, the full
+labels are the truth and, ``--draws`` times per share:
 
+- ``--unit question`` (default): the release's questions are drawn with replacement (a
+  question drawn twice is two), all but the share of the labels hidden at random, and the
+  intervals clustered by question (the product's default) checked against the full-label
+  estimate on the questions at hand: the population the resampled studies come from (a
+  team's next study asks new questions). ``--unit pair``: the pairs kept, the intervals
+  unclustered (the validation before issue 44);
 - coverage of the 90 % intervals (PPI++) of the win rates and of the Bradley–Terry board
   (named models only), mean and least over the models, and of the rank sets (all models at
-  once, Chatzi et al.), against the full-label estimates;
+  once, Chatzi et al.);
 - the width of PPI++'s interval against people alone on the same labels (median over draws
   of the mean ratio of standard errors over the models);
-- the selective judge (the product's confidence, ``auto``) at agreement 0.8 and 0.9 (δ 0.1):
-  the share of draws whose kept pairs agree with people at least that much over all pairs
-  (the guarantee's coverage; a draw keeping nothing holds it), the mean agreement and share
-  kept.
+- the selective judge (the product's confidence, ``auto``) at agreement 0.7, 0.8 and 0.9
+  (δ 0.1), at test time (:func:`selective_draw`, :func:`selective_summary`): the agreement on
+  the *unlabelled* pairs it keeps (the guarantee's quantity) and the share of draws at or above
+  the target, with and without the draws that keep nothing; the share it keeps and how often
+  it keeps nothing; the labelled slice's agreement apart (the calibration pairs: optimistic).
 
-The simulation draws a new study from Bradley–Terry strengths for every draw (people's labels
-with ties, a judge with order bias, :mod:`tests.people_simulate`) and checks coverage of the
-model's own win rates and strengths (the super-population truth) exactly.
+Two simulations with a known truth: ``simulation`` draws a new study from Bradley–Terry
+strengths for every draw (pairs independent, :func:`tests.people_simulate.study`);
+``clustered`` a round robin on every question with question effects
+(:func:`tests.people_simulate.shared_questions`), new questions every study, the intervals
+clustered and not.
 """
 
 from __future__ import annotations
