@@ -147,7 +147,10 @@ def win_rate_estimate(
         clusters: (pairs,) int cluster codes (:func:`cluster_codes`, e.g. the pairs'
             questions): the covariance clustered (module docstring: each pair's term summed
             within its cluster, labelled and unlabelled together, × ``G/(G − 1)`` per model);
-            None: every pair its own cluster, no correction (``ppi-python``'s).
+            None: every pair its own cluster, no correction (``ppi-python``'s). With
+            ``jackknife`` a labelled pair's term is ``−sqrt((n − 1)/n)·(θ₋ᵢ − mean θ₋)``, its
+            delete-one deviation turned into its influence (for λ fixed exactly
+            ``(r_i − r̄)/sqrt(n(n − 1))``), summed with the unlabelled pairs' of its cluster.
 
     Returns:
         :class:`~voirdire.analysis.people.ppi.Estimate`: ``theta`` (k,), ``cov`` (k, k),
