@@ -80,6 +80,20 @@ def test_clustered_win_rate_variance_equals_statsmodels_and_a_sum_over_clusters(
                 infl[q == g, m1].sum() * infl[q == g, m2].sum() for g in range(30)
             )
     assert np.allclose(est.cov, by_hand, rtol=1e-10, atol=1e-15)
+    # the product's jackknife: each labelled pair's delete-one deviation, turned into its
+    # influence (at λ fixed (r − r̄)/sqrt(n(n − 1))), summed with its question's unlabelled
+    # pairs: the same sum over clusters with that labelled term (a wrong sign would not be)
+    jk = win_rate_estimate(a, b, y, yhat, lab, K, lam, jackknife=True, clusters=cl)
+    infl_jk = infl.copy()
+    for m in range(K):
+        inm = (a == m) | (b == m)
+        n = (inm & lab).sum()
+        infl_jk[inm & lab, m] *= np.sqrt(n / (n - 1))
+    for m in range(K):
+        g1 = {int(g) for g in q[(a == m) | (b == m)]}
+        f = len(g1) / (len(g1) - 1)
+        want = f * sum(infl_jk[q == g, m].sum() ** 2 for g in range(30))
+        assert np.isclose(jk.cov[m, m], want, rtol=1e-10)
     # every pair its own cluster: the unclustered (ppi-python's) covariance, × G/(G − 1)
     single = win_rate_estimate(a, b, y, yhat, lab, K, lam, clusters=np.arange(q.size))
     plain = win_rate_estimate(a, b, y, yhat, lab, K, lam)
