@@ -115,7 +115,9 @@ def validate(
     ``question_id``) with replacement before hiding labels, and the intervals are clustered
     by question: the truth is the full-label estimate on the questions at hand, the
     population the resampled studies are drawn from (a team's next study: new questions).
-    ``unit="pair"``: the pairs kept, the intervals unclustered (the earlier validation)."""
+    ``unit="pair"``: the pairs kept, the intervals unclustered (the earlier validation).
+    ``unit="naive"``: the questions resampled, the intervals unclustered (what the
+    unclustered intervals cover of studies with new questions)."""
     models, a0, b0 = design(pairs)
     k, y0, yhat0 = len(models), pairs["y"].to_numpy(), pairs["yhat"].to_numpy()
     conf0, agree0 = pairs["confidence"].to_numpy(), pairs["agree"].to_numpy()
@@ -129,14 +131,15 @@ def validate(
         bt_estimate(a0, b0, y0, yhat0, every0, k, anc, 0.0).theta if named else None
     )
     rng, out = np.random.default_rng(seed), []
-    clustered = unit == "question"
+    clustered, resample = unit == "question", unit in ("question", "naive")
     for share in shares:
         acc: dict[str, list] = {
             x: [] for x in ("wr", "bt", "rs_wr", "rs_bt", "w_wr", "w_bt", "judge")
         }
         sel = {t: [] for t in TARGETS}
         for _ in range(draws):
-            idx, c = _resample(cl0, rng) if clustered else (np.arange(y0.size), None)
+            idx, c = _resample(cl0, rng) if resample else (np.arange(y0.size), None)
+            c = c if clustered else None
             a, b, y, yhat = a0[idx], b0[idx], y0[idx], yhat0[idx]
             conf, agree = conf0[idx], agree0[idx]
             n = max(1, round(share * y.size))
@@ -417,8 +420,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--unit",
         default="question",
-        choices=["question", "pair"],
-        help="question: resample the questions, intervals clustered (default); pair: the pairs kept, unclustered",
+        choices=["question", "pair", "naive"],
+        help="question: resample the questions, intervals clustered (default); pair: the pairs kept, unclustered; "
+        "naive: the questions resampled, intervals unclustered",
     )
     ap.add_argument(
         "--only",

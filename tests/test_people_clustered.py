@@ -196,3 +196,8 @@ def test_a_study_draws_the_declared_questions_and_names_the_unit():
     )
     with pytest.raises(ConfigError, match="unit"):
         people_study(j, labels, share=0.5, unit="item")
+    from voirdire.analysis.report.people import people_markdown
+    from voirdire.analysis.report.people_files import people_tables
+
+    assert "clustered by question" in people_markdown(people_tables(by_q))
+    assert "as independent" in people_markdown(people_tables(by_pair))

@@ -82,6 +82,8 @@ def people_markdown(tables: PeopleTables, figures: dict[str, str] | None = None)
         f"at least {1 - s['alpha']:g} with probability at least {1 - s['delta']:g} (fixed-sequence testing, Jung "
         f"et al. 2025; confidence: {markdown(s['confidence'])}). The judge-only columns are what the judge's own "
         "board claims: their intervals ignore its errors. `docs/people.md` explains every column.",
+        "",
+        _unit_line(s.get("unit")),
     ]  # fmt: skip
     if tables.source:
         lines += ["", f"From `voirdire people`'s files in {markdown_code(tables.source + '/')}."]  # fmt: skip
@@ -240,6 +242,15 @@ def write_people(
             1 - study.settings["alpha"],
         )
     return paths
+
+
+def _unit_line(unit: str | None) -> str:
+    """What the intervals are about, by their resampling unit."""
+    if unit == "pair":
+        return ("Intervals treat the pairs as independent (`--unit pair`): pairs sharing a question make them "
+                "too narrow for a study with new questions.")  # fmt: skip
+    return ("Intervals are clustered by question (`--unit question`): they are about people's preference on "
+            "questions drawn like these, the pairs of one question resampled together.")  # fmt: skip
 
 
 def print_people(study: PeopleStudy, console: Console | None = None) -> None:
