@@ -255,6 +255,81 @@ def selective_summary(draws: list, target: float) -> dict:
     }
 
 
+def validate_cascade(
+    pairs: pl.DataFrame, shares, draws: int, seed: int, unit: str = "question"
+) -> list[dict]:
+    """The cascade of one benchmark's judges at test time (Trust or Escalate §3.3, as
+    :func:`~voirdire.analysis.people.cascade.run_cascade` runs it: the judges in the product's
+    default order, by name for replayed logs without costs; each stage's threshold calibrated
+    on the labelled pairs reaching it at δ/K), on the pairs every judge judged, the questions
+    resampled as :func:`validate` does (``unit``). Per share and target: ``agree_T``, the
+    agreement with people on the *unlabelled* pairs the judges decide; ``holds_T``, the share of
+    draws where it is at least T (a draw deciding none holds it); ``judged_T``, the share of the
+    pairs the judges decide (the rest go to people: ``to_people_T``); ``calls_T``, judge calls
+    per pair (each stage's judge asked for the pairs reaching it)."""
+    judges = sorted(pairs["judge"].unique().to_list())
+    keys = ["question_id", "candidate", "reference"]
+    wide = None
+    for j in judges:
+        part = pairs.filter(pl.col("judge") == j).select(*keys, "cluster", **{f"c{judges.index(j)}": "confidence",
+                                                                           f"a{judges.index(j)}": "agree"})  # fmt: skip
+        wide = (
+            part
+            if wide is None
+            else wide.join(part.drop("cluster"), on=keys, how="inner")
+        )
+    wide = wide.sort(keys)
+    conf = np.stack([wide[f"c{i}"].to_numpy() for i in range(len(judges))])
+    agree = np.stack([wide[f"a{i}"].to_numpy() for i in range(len(judges))])
+    cl0 = cluster_codes(wide["cluster"].to_numpy())
+    rng, out, k = np.random.default_rng(seed), [], len(judges)
+    for share in shares:
+        acc = {t: [] for t in TARGETS}
+        for _ in range(draws):
+            idx, _ = (
+                _resample(cl0, rng) if unit != "pair" else (np.arange(cl0.size), None)
+            )
+            c, a = conf[:, idx], agree[:, idx]
+            lab = np.zeros(idx.size, dtype=bool)
+            lab[
+                rng.choice(idx.size, max(1, round(share * idx.size)), replace=False)
+            ] = True
+            for t in TARGETS:
+                left, ok, calls = (
+                    np.ones(idx.size, dtype=bool),
+                    np.zeros(idx.size, dtype=bool),
+                    0,
+                )
+                decided = np.zeros(idx.size, dtype=bool)
+                for s in range(k):
+                    calls += left.sum()
+                    th = fixed_sequence(
+                        c[s, left & lab], a[s, left & lab], 1 - t, DELTA / k
+                    )
+                    keep = left & (c[s] >= th)
+                    ok |= keep & a[s]
+                    decided |= keep
+                    left &= ~keep
+                test = decided & ~lab
+                ag = ok[test].mean() if test.any() else np.nan
+                acc[t].append((ag, decided.mean(), calls / idx.size))
+        row = {
+            "unit": unit,
+            "share": share,
+            "judges": ", ".join(judges),
+            "pairs": cl0.size,
+        }
+        for t in TARGETS:
+            v = np.array(acc[t], dtype=float)
+            some = np.isfinite(v[:, 0])
+            row |= {f"agree_{t}": np.nanmean(v[:, 0]) if some.any() else np.nan,
+                    f"holds_{t}": np.where(some, v[:, 0] >= t - 1e-12, True).mean(),
+                    f"judged_{t}": v[:, 1].mean(), f"to_people_{t}": 1 - v[:, 1].mean(),
+                    f"calls_{t}": v[:, 2].mean()}  # fmt: skip
+        out.append(row)
+    return out
+
+
 def judge_tables(judgments: pl.DataFrame) -> tuple[pl.DataFrame, str]:
     """Every judge's pairs with the full labels and the product's automatic confidence,
     restricted to the labelled pairs (the releases label all, PRD's people all but a few)."""
@@ -271,7 +346,12 @@ def judge_tables(judgments: pl.DataFrame) -> tuple[pl.DataFrame, str]:
 
 
 def run_release(
-    name: str, judgments: pl.DataFrame, named: bool, args, rows: list[dict]
+    name: str,
+    judgments: pl.DataFrame,
+    named: bool,
+    args,
+    rows: list[dict],
+    cascades: list[dict],
 ) -> None:
     pairs, source = judge_tables(judgments)
     for (_, judge), g in pairs.group_by("benchmark", "judge", maintain_order=True):
@@ -295,6 +375,11 @@ def run_release(
             )
         print(f"{name} / {judge}: {g.height} pairs, {args.draws} draws x {len(args.shares)} shares, "
               f"{time.perf_counter() - t:.1f} s", flush=True)  # fmt: skip
+    for bench, g in pairs.group_by("benchmark", maintain_order=True):
+        if g["judge"].n_unique() < 2:
+            continue
+        for r in validate_cascade(g, args.shares, args.draws, args.seed, args.unit):
+            cascades.append({"release": name, "benchmark": bench[0], **r})
 
 
 # ---------------------------------------------------------------------------- the known truth
@@ -479,11 +564,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.smoke or not names:
         return
     rows: list[dict] = []
+    cascades: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
         for name in names:
             reader, named = RELEASES[name]
-            run_release(name, reader(args, work), named, args, rows)
+            run_release(name, reader(args, work), named, args, rows, cascades)
             print(
                 pl.DataFrame(rows).filter(pl.col("release") == name).write_csv(),
                 flush=True,
@@ -491,6 +577,14 @@ def main(argv: list[str] | None = None) -> None:
         import ray
 
         ray.shutdown()
+    if cascades:
+        casc = pl.DataFrame(cascades)
+        _show(
+            f"The cascade at test time ({args.draws} draws; judges by name, then people)",
+            casc,
+        )
+        if args.out:
+            casc.write_csv(args.out / "people_cascade.csv")
     table = pl.DataFrame(rows)
     _show(
         f"Releases: the full labels as truth, all but a share hidden ({args.draws} draws; nominal {LEVEL:.0%})",
