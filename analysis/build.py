@@ -101,7 +101,7 @@ def _section_replicates(settings: AnalysisSettings) -> int:
 
 
 def _mitigation(
-    pairwise: pl.DataFrame | None, gold: bool, settings: AnalysisSettings
+    study: Any, pairwise: pl.DataFrame | None, gold: bool, settings: AnalysisSettings
 ) -> dict[str, Any]:
     """The "Removing position bias" section: the strategies that need no new query,
     graded against the gold labels where the benchmark has them."""
@@ -114,10 +114,13 @@ def _mitigation(
 
     if pairwise is None:
         return {"mitigation": None, "mitigation_notes": []}
+    from voirdire.analysis.ranking.rank import dir_clusters
+
     table = run_mitigation(
         pairwise,
         reference="gold" if gold else None,
         replicates=_section_replicates(settings),
+        clusters=dir_clusters(study.dirs),
     )[0]
     notes = one_order_lines(pairwise, both_orders_names(default_strategies(pairwise)))
     return {"mitigation": table, "mitigation_notes": notes}
@@ -221,7 +224,7 @@ REPORT_STAGES: tuple[Stage, ...] = (
     Stage("study", ("dirs", "settings", "judge_attributes", "tokenizer"), ("study",), _study),
     Stage("choice", ("study", "settings"), ("choice",), _choice),
     Stage("pairwise", ("study",), ("pairwise", "gold"), _pairwise),
-    Stage("mitigation", ("pairwise", "gold", "settings"), ("mitigation", "mitigation_notes"), _mitigation),
+    Stage("mitigation", ("study", "pairwise", "gold", "settings"), ("mitigation", "mitigation_notes"), _mitigation),
     Stage("ranking", ("study", "pairwise", "settings", "leaderboards"), ("ranking",), _ranking),
     Stage("shown", ("study",), ("shown",), _shown),
 )  # fmt: skip

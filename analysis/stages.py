@@ -13,8 +13,8 @@ stage             reads                                       writes
 judgments         dir                                         job, judgments
 control           judgments                                   position
 metrics           position                                    pair_metrics, pair_cells
-pass_kappa        position, settings                          pass_kappa
 clusters          judgments, job                              clusters
+pass_kappa        position, clusters, settings                pass_kappa
 gold              position, clusters, settings                gold_judges, gold_cells
 judge_metrics     pair_metrics, pair_cells, pass_kappa,       judge_metrics, cell_metrics
                   gold_judges, gold_cells, position
@@ -70,12 +70,18 @@ def _metrics(position: pl.DataFrame) -> dict[str, Any]:
     return {"pair_metrics": jm, "pair_cells": cm}
 
 
-def _pass_kappa(position: pl.DataFrame, settings: AnalysisSettings) -> dict[str, Any]:
+def _pass_kappa(
+    position: pl.DataFrame, clusters: pl.DataFrame | None, settings: AnalysisSettings
+) -> dict[str, Any]:
+    """The inter-pass kappa, its interval drawing the benchmark's clusters (questions)."""
     from voirdire.analysis.mitigation.pass_kappa import pass_kappa
 
     return {
         "pass_kappa": pass_kappa(
-            position, replicates=settings.replicates, seed=settings.seed
+            position,
+            replicates=settings.replicates,
+            seed=settings.seed,
+            clusters=clusters,
         )
     }
 
@@ -162,8 +168,10 @@ ANALYSIS_STAGES: tuple[Stage, ...] = (
     Stage("judgments", ("dir",), ("job", "judgments"), _judgments),
     Stage("control", ("judgments",), ("position",), _control),
     Stage("metrics", ("position",), ("pair_metrics", "pair_cells"), _metrics),
-    Stage("pass_kappa", ("position", "settings"), ("pass_kappa",), _pass_kappa),
     Stage("clusters", ("judgments", "job"), ("clusters",), _clusters),
+    Stage(
+        "pass_kappa", ("position", "clusters", "settings"), ("pass_kappa",), _pass_kappa
+    ),
     Stage(
         "gold",
         ("position", "clusters", "settings"),

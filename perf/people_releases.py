@@ -40,6 +40,19 @@ def _serve(repos: dict) -> tuple[http.server.ThreadingHTTPServer, str]:
     return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
 
 
+def _declared(judgments: pl.DataFrame, out: Path) -> pl.DataFrame:
+    """``judgments`` with ``cluster``: the questions the audit at ``out`` declares (an audited
+    log's ``question_id`` is an item; its question is what the intervals resample), read as
+    ``voirdire people`` reads them (:func:`voirdire.analysis.together.read_together`)."""
+    from voirdire.analysis.together import read_together
+
+    c = read_together([out], ["judgments", "clusters"]).clusters
+    if c is None:
+        return judgments
+    c = c.unique(["benchmark", "question_id"])
+    return judgments.join(c, on=["benchmark", "question_id"], how="left")
+
+
 def pandalm(args, work: Path) -> pl.DataFrame:
     """PandaLM's test set and its two recorded judges, fetched and replayed (``voirdire.run``)."""
     import voirdire
@@ -61,7 +74,11 @@ def pandalm(args, work: Path) -> pl.DataFrame:
         "comparison": {"mode": "pairwise", "option_mode": 3, "permutations": "original"},
         "judges": [{"name": "*", "backend": "replay", "recorded": "*"}],
     }, "pandalm-replay")  # fmt: skip
-    return voirdire.run(spec).judgments
+    from voirdire.benchmarks.pandalm import PandaLM
+
+    # the items' questions (PandaLM's declared clusters): what the intervals resample
+    clusters = PandaLM.clusters(dest).unique("question_id")
+    return voirdire.run(spec).judgments.join(clusters, on="question_id", how="left")
 
 
 def prd(args, work: Path) -> pl.DataFrame:
@@ -74,11 +91,9 @@ def prd(args, work: Path) -> pl.DataFrame:
         d = fetch("prd", url, work / "prd", [])
     finally:
         httpd.shutdown()
-    return voirdire.audit(
-        sorted((d / "data" / "vicuna80").glob("ratings-*")),
-        "prd",
-        out=work / "audit-prd",
-    ).judgments
+    out = work / "audit-prd"
+    files = sorted((d / "data" / "vicuna80").glob("ratings-*"))
+    return _declared(voirdire.audit(files, "prd", out=out).judgments, out)
 
 
 def judgebench(args, work: Path) -> pl.DataFrame:
@@ -93,7 +108,10 @@ def judgebench(args, work: Path) -> pl.DataFrame:
         httpd.shutdown()
     files = sorted((d / "outputs").glob("*judge_name=arena_hard*.jsonl"))
     parts = [
-        voirdire.audit([f], "judgebench", out=work / f"audit-jb-{i}").judgments
+        _declared(
+            voirdire.audit([f], "judgebench", out=work / f"audit-jb-{i}").judgments,
+            work / f"audit-jb-{i}",
+        )
         for i, f in enumerate(files)
     ]
     # the two files judge different responses: one benchmark each, so each judge is its own study
@@ -113,7 +131,8 @@ def autoj(args, work: Path) -> pl.DataFrame:
     root = args.autoj / "data"
     files = [root / "test" / "testdata_pairwise.jsonl", root / "outputs" / "pairwise_example_output.jsonl",
              root / "outputs" / "pairwise_exchange_example_output.jsonl"]  # fmt: skip
-    return voirdire.audit(files, "autoj", out=work / "audit-autoj").judgments
+    out = work / "audit-autoj"
+    return _declared(voirdire.audit(files, "autoj", out=out).judgments, out)
 
 
 def llmbar(args, work: Path) -> pl.DataFrame:

@@ -73,3 +73,48 @@ def truth(judgments: pl.DataFrame) -> pl.DataFrame:
     from voirdire.analysis.position.gold import gold_grading
 
     return gold_grading(judgments)
+
+
+def shared_questions(
+    rng: np.random.Generator,
+    questions: int,
+    *,
+    strengths: np.ndarray,
+    tie: float = 0.1,
+    tau: float = 1.5,
+    skill: float = 0.7,
+) -> tuple[np.ndarray, ...]:
+    """A round robin of ``len(strengths)`` models on every one of ``questions`` questions,
+    the pairs of one question correlated: a question moves each model by ``u ~ N(0, tau²)``
+    (``P(a ≻ b) = σ(s_a − s_b + u_a − u_b)``). People's score ``y`` (1, ½, 0; a tie with
+    probability ``tie``); a judge that sees it with probability ``skill``, else says the
+    candidate wins. Returns ``(question, a, b, y, yhat)``, (pairs,) arrays."""
+    k = strengths.size
+    i, j = np.triu_indices(k, 1)
+    q = np.repeat(np.arange(questions), i.size)
+    a, b = np.tile(i, questions), np.tile(j, questions)
+    u = rng.normal(0, tau, (questions, k))
+    p = expit(strengths[a] - strengths[b] + u[q, a] - u[q, b])
+    y = np.where(rng.random(q.size) < tie, 0.5, (rng.random(q.size) < p).astype(float))
+    yhat = np.where(rng.random(q.size) < skill, y, 1.0)
+    return q, a, b, y, yhat
+
+
+def shared_questions_truth(
+    strengths: np.ndarray, *, tie: float = 0.1, tau: float = 1.5, draws: int = 400_000
+) -> tuple[np.ndarray, np.ndarray]:
+    """The population's truth of :func:`shared_questions`: per model its win rate against the
+    others, and the Bradley–Terry strengths (model 0 the anchor) minimising the expected loss
+    on the balanced round robin; by Monte Carlo over ``draws`` questions (error < 1e-3)."""
+    from voirdire.analysis.people.boards import bt_estimate
+
+    k = strengths.size
+    i, j = np.triu_indices(k, 1)
+    u = np.random.default_rng(123).normal(0, tau, (draws, k))
+    p = np.array([
+        (1 - tie) * expit(strengths[x] - strengths[y] + u[:, x] - u[:, y]).mean() + tie / 2
+        for x, y in zip(i, j)
+    ])  # fmt: skip
+    wr = np.array([np.r_[p[i == m], 1 - p[j == m]].mean() for m in range(k)])
+    bt = bt_estimate(i, j, p, p, np.ones(i.size, dtype=bool), k, 0, 0.0).theta
+    return wr, bt

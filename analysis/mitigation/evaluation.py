@@ -31,7 +31,7 @@ from voirdire.analysis.position.formulas import (
     ratio_statistic,
 )
 from voirdire.analysis.position.pairing import pair_sums, verdict_pairs
-from voirdire.analysis.position.uncertainty import cluster_bootstrap
+from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 
 __all__ = [
     "EVAL_COLUMNS",
@@ -155,6 +155,7 @@ def evaluate(
     replicates: int = 1000,
     level: float = 0.95,
     seed: int = 0,
+    clusters: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The evaluation table, one row per (benchmark, strategy, judge).
 
@@ -163,6 +164,11 @@ def evaluate(
         reference: :data:`~voirdire.analysis.mitigation.grading.GRADING_COLUMNS` rows, or None (no
             accuracy/kappa).
         replicates, level, seed: cluster bootstrap over questions.
+        clusters: the benchmark's declared clusters (``benchmark``, ``question_id``,
+            ``cluster``; :func:`~voirdire.analysis.position.clusters.job_clusters`: an
+            audited log's questions, each holding every model's item), drawn instead of the
+            ``question_id`` values (:func:`~voirdire.analysis.position.uncertainty.in_clusters`),
+            as PC, PF and ``rank`` draw them; None: each ``question_id`` is its own.
 
     Returns:
         :data:`EVAL_COLUMNS`: ``verdicts`` (final verdicts), ``pairs``/``failed_pairs``
@@ -191,7 +197,7 @@ def evaluate(
     if not sums.height:  # e.g. every strategy needs both orders, every judge has one
         return _empty_table()
     ci = cluster_bootstrap(
-        sums,
+        in_clusters(sums, clusters),
         _VALUES,
         STATISTICS,
         groups=["strategy", "judge"],
@@ -274,6 +280,7 @@ def run_mitigation(
     beta: float = 0.2,
     labels: str | os.PathLike | pl.DataFrame | None = None,
     seed: int = 0,
+    clusters: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     """Apply ``strategies`` (registered names; default
     :func:`~voirdire.analysis.mitigation.registry.default_strategies`) to ``judgments`` and evaluate
@@ -285,6 +292,9 @@ def run_mitigation(
     that needs both orders of a pair is not computed for a judge that judged each pair in
     one order (:mod:`~voirdire.analysis.mitigation.orders`: the table has no row for it,
     :func:`~voirdire.analysis.mitigation.orders.one_order_lines` says why).
+
+    ``clusters``: what the intervals draw (:func:`evaluate`; the directories' declared
+    clusters, :func:`~voirdire.analysis.ranking.rank.dir_clusters`).
 
     ``labels``: people's verdicts for the pairs BPDE chose (the filled
     ``bpde_annotation.csv``; :func:`~voirdire.analysis.mitigation.grading.people_grading`): each
@@ -335,6 +345,6 @@ def run_mitigation(
     verdicts = registry.apply_strategies(judgments, fns)
     if ref_judge:
         verdicts = verdicts.filter(pl.col("judge") != ref_judge)
-    table = evaluate(verdicts, ref, replicates=replicates, seed=seed)
+    table = evaluate(verdicts, ref, replicates=replicates, seed=seed, clusters=clusters)
     annotation = select_for_annotation(M.normalise(judgments), beta=beta)
     return table, annotation, ref

@@ -33,7 +33,7 @@ from voirdire.analysis.mitigation.verdicts import normalise
 from voirdire.analysis.position import draws
 from voirdire.analysis.position.agreement import kappa_statistic
 from voirdire.analysis.position.pairing import verdict_pairs
-from voirdire.analysis.position.uncertainty import cluster_bootstrap
+from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 from voirdire.analysis.settings import DEFAULTS
 
 __all__ = [
@@ -107,6 +107,7 @@ def pass_kappa(
     replicates: int = 1000,
     level: float = 0.95,
     seed: int = 0,
+    clusters: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The inter-pass kappa of every judge of a pairwise job (see the module docstring).
 
@@ -115,6 +116,11 @@ def pass_kappa(
             :func:`~voirdire.analysis.biases.effects.control_rows` first); list-wise rows are
             ignored.
         replicates, level, seed: of the question-cluster bootstrap.
+        clusters: the benchmark's declared clusters (``benchmark``, ``question_id``,
+            ``cluster``: :func:`~voirdire.analysis.position.clusters.job_clusters`, e.g. an
+            audited log's questions, each shared by every model's item), drawn instead of the
+            ``question_id`` values (:func:`~voirdire.analysis.position.uncertainty.in_clusters`),
+            as PC, PF and ``rank`` draw them; None: each ``question_id`` is its own.
 
     Returns:
         :data:`PASS_KAPPA_COLUMNS`, one row per (benchmark, judge) with pairwise rows:
@@ -130,7 +136,7 @@ def pass_kappa(
         return pl.DataFrame(schema=schema)
     sums = pass_confusion(verdict_pairs(v))
     ci = cluster_bootstrap(
-        sums,
+        in_clusters(sums, clusters),
         PASS_CONF,
         {"pass_kappa": kappa_statistic(PASS_CONF)},
         groups=["judge"],

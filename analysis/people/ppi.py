@@ -198,6 +198,7 @@ def ppi_logistic(
     xu: np.ndarray,
     yhat_u: np.ndarray,
     lam: float | None = None,
+    clusters: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Estimate:
     """The PPI++ estimate of a logistic regression without intercept (module docstring) and
     its covariance, as ``ppi_py.ppi_logistic_ci`` computes them: with ``lam=None`` the fit at
@@ -209,6 +210,13 @@ def ppi_logistic(
             [0, 1] (a tie 0.5).
         xu: (N, d) and yhat_u (N,): the unlabelled items.
         lam: the power tuning; None: PPI++'s; 0: people alone (the unlabelled items unused).
+        clusters: ``(c, c_u)``, (n,) and (N,) int cluster codes of the labelled and the
+            unlabelled items in one code space (0..G−1): the cluster-robust covariance
+            (Liang and Zeger 1986; CR1 in Cameron and Miller 2015) of PPI++'s influence
+            function, ``H⁻¹ (G/(G − 1)) Σ_g s_g s_gᵀ H⁻¹`` with
+            ``s_g = Σ_{i∈g, labelled} (∇ℓ_i − λ∇ℓ̂_i − mean)/n + Σ_{i∈g, unlabelled}
+            λ(∇ℓ_u,i − mean)/N`` (labelled and unlabelled items of one cluster together;
+            the same λ and fit). None: items independent (``ppi-python``'s covariance).
 
     Returns:
         :class:`Estimate`: ``theta`` (d,), ``cov`` (d, d).
@@ -235,6 +243,19 @@ def ppi_logistic(
     theta = _newton(x, y, yhat, xu, yhat_u, lam)
     n, big_n, d = x.shape[0], xu.shape[0], x.shape[1]
     grads, grads_hat, grads_u, inv_h = _stats(theta, x, y, yhat, xu, yhat_u, lam != 0)
+    if clusters is not None:
+        c, c_u = (np.asarray(v, dtype=np.int64) for v in clusters)
+        if c.shape != (n,) or c_u.shape != (big_n,):
+            raise ValueError("cluster codes do not match the items")
+        g = int(max(c.max(initial=-1), c_u.max(initial=-1))) + 1
+        infl = grads - lam * grads_hat
+        sums = np.zeros((g, d))
+        np.add.at(sums, c, (infl - infl.mean(0)) / n)
+        if big_n and lam:
+            np.add.at(sums, c_u, lam * (grads_u - grads_u.mean(0)) / big_n)
+        used = np.unique(np.r_[c, c_u] if big_n and lam else c).size
+        meat = sums.T @ sums * (used / (used - 1) if used > 1 else np.nan)
+        return Estimate(theta, inv_h @ meat @ inv_h, lam)
     var = (
         np.cov((grads - lam * grads_hat).T).reshape(d, d) if n > 1 else np.zeros((d, d))
     )

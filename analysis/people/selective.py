@@ -36,8 +36,11 @@ import numpy as np
 import polars as pl
 from scipy.stats import binom
 
-__all__ = ["CURVE_COLUMNS", "min_labels", "fixed_sequence", "selective_curve"]
+__all__ = ["CURVE_COLUMNS", "LOW_SHARE", "min_labels", "fixed_sequence", "selective_curve",
+           "certifiable_agreement", "labels_needed"]  # fmt: skip
 
+#: a selective judge keeping less than this share of the pairs is said to keep almost nothing
+LOW_SHARE = 0.05
 CURVE_COLUMNS = ["threshold", "kept", "share_kept", "agreement", "p_value", "certified"]
 
 
@@ -117,3 +120,50 @@ def selective_curve(
         "threshold": t, "kept": n.astype(np.int64), "share_kept": n / conf.size, "agreement": g / n,
         "p_value": p, "certified": certified,
     })  # fmt: skip
+
+
+def certifiable_agreement(
+    conf: np.ndarray, agree: np.ndarray, delta: float, share: float = LOW_SHARE
+) -> float | None:
+    """The highest agreement ``1 − α`` (on a grid of 0.01, 0.99 down to 0.01) at which
+    :func:`fixed_sequence` certifies a threshold keeping at least ``share`` of the labelled
+    pairs at this ``delta``: what the judge can promise while keeping that share. None: no
+    such α (too few labels, or too little agreement anywhere). Raises as :func:`fixed_sequence`."""
+    conf, agree = np.asarray(conf, dtype=float), np.asarray(agree, dtype=bool)
+    if conf.size == 0:
+        return None
+    for target in np.round(np.arange(99, 0, -1) / 100, 2):
+        t = fixed_sequence(conf, agree, 1 - target, delta)
+        if np.mean(conf >= t) >= share - 1e-12:
+            return float(target)
+    return None
+
+
+def labels_needed(
+    conf: np.ndarray,
+    agree: np.ndarray,
+    alpha: float,
+    delta: float,
+    share: float = LOW_SHARE,
+) -> int | None:
+    """About how many labelled pairs would certify agreement ``1 − α`` on the most confident
+    ``share`` of the pairs, if the labelled pairs' agreement there held: at ``t_s``, the most
+    confident threshold keeping at least ``share`` of the labelled pairs (its share ``s``,
+    its disagreement ``e``), the fewest kept pairs ``m`` whose binomial test rejects
+    (``P(Binomial(m, α) ≤ ⌊e·m⌋) ≤ δ``, the p-value of the module docstring), over ``s``.
+    The thresholds above ``t_s`` are assumed to pass too (the walk's other tests): a guide,
+    not a guarantee. None: ``e ≥ α`` (more labels would not help: on those pairs the judge
+    disagrees with people more than α allows) or no labelled pair. Raises as
+    :func:`fixed_sequence`."""
+    _check(alpha, delta)
+    conf, agree = np.asarray(conf, dtype=float), np.asarray(agree, dtype=bool)
+    if conf.size == 0:
+        return None
+    t, n, g, _ = _walk(conf, agree, alpha)
+    at = int(np.flatnonzero(n >= share * conf.size - 1e-9)[0])
+    e, s = 1 - g[at] / n[at], n[at] / conf.size
+    if e >= alpha:
+        return None
+    m = np.arange(1, 1_000_001)
+    ok = np.flatnonzero(binom.cdf(np.floor(e * m + 1e-9), m, alpha) <= delta)
+    return int(math.ceil(m[ok[0]] / s)) if ok.size else None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from voirdire.analysis.people.boards import BOARD_COLUMNS, people_boards
+from voirdire.analysis.people.boards import BOARD_COLUMNS, UNITS, people_boards
 from voirdire.analysis.people.cascade import CASCADE_COLUMNS, PEOPLE, run_cascade
 from voirdire.analysis.people.pairs import (
     PAIR_KEYS,
@@ -26,6 +26,9 @@ from voirdire.analysis.people.pairs import (
 )
 from voirdire.analysis.people.selective import (
     CURVE_COLUMNS,
+    LOW_SHARE,
+    certifiable_agreement,
+    labels_needed,
     min_labels,
     selective_curve,
 )
@@ -44,7 +47,8 @@ __all__ = [
 MIN_MODEL_LABELS = 2
 SELECTIVE_COLUMNS = [
     "benchmark", "judge", "confidence", "pairs", "labels", "alpha", "delta", "target_agreement", "threshold",
-    "share_kept", "kept", "agreement_labelled", "agreement_all_labelled",
+    "share_kept", "kept", "agreement_labelled", "agreement_all_labelled", "kept_unlabelled", "guarantee",
+    "certifiable_agreement", "labels_needed", "note",
 ]  # fmt: skip
 
 
@@ -58,7 +62,16 @@ class PeopleStudy:
         boards: ``benchmark``, ``judge`` and :data:`~voirdire.analysis.people.boards.BOARD_COLUMNS`.
         selective: :data:`SELECTIVE_COLUMNS`, per (benchmark, judge): the judge alone as a
             selective judge (``threshold`` null: it keeps nothing; ``agreement_labelled`` on
-            the labelled pairs it keeps, ``agreement_all_labelled`` on all labelled pairs).
+            the labelled pairs it keeps: the calibration slice, not what the guarantee is
+            about, and optimistic; ``agreement_all_labelled`` on all labelled pairs;
+            ``kept_unlabelled`` the unlabelled pairs it keeps; ``guarantee`` (str) what is
+            guaranteed: agreement ≥ 1 − α on the pairs it keeps *without a label*, with
+            probability ≥ 1 − δ; where it keeps less than :data:`~voirdire.analysis.people.selective.LOW_SHARE`:
+            ``certifiable_agreement`` (the highest agreement it certifies keeping that
+            share, :func:`~voirdire.analysis.people.selective.certifiable_agreement`),
+            ``labels_needed`` (about how many labels would certify 1 − α there,
+            :func:`~voirdire.analysis.people.selective.labels_needed`; null: none would) and
+            ``note`` (str, the two in words); null otherwise).
         curve: ``benchmark``, ``judge`` and :data:`~voirdire.analysis.people.selective.CURVE_COLUMNS`.
         cascade: :data:`~voirdire.analysis.people.cascade.CASCADE_COLUMNS` per benchmark.
         to_label: the pairs no judge of the cascade keeps and people have not labelled:
@@ -73,6 +86,43 @@ class PeopleStudy:
     cascade: pl.DataFrame
     to_label: pl.DataFrame
     settings: dict = field(default_factory=dict)
+
+
+def _with_clusters(pairs: pl.DataFrame, clusters: pl.DataFrame | None) -> pl.DataFrame:
+    """``pairs`` with ``cluster`` (str): the question each pair's ``question_id`` belongs to
+    (``clusters``' where it lists it, else the ``question_id`` itself)."""
+    if clusters is None or clusters.height == 0:
+        return pairs.with_columns(cluster=pl.col("question_id"))
+    c = clusters.select("benchmark", "question_id", cluster="cluster").unique(
+        ["benchmark", "question_id"]
+    )
+    return pairs.join(c, on=["benchmark", "question_id"], how="left", maintain_order="left").with_columns(
+        cluster=pl.coalesce("cluster", "question_id")
+    )  # fmt: skip
+
+
+def _low_share(
+    lab: pl.DataFrame, share: float | None, alpha: float, delta: float
+) -> dict:
+    """``certifiable_agreement``, ``labels_needed`` and ``note`` for a judge keeping less than
+    :data:`LOW_SHARE` of the pairs (all null otherwise)."""
+    if share is not None and share >= LOW_SHARE:
+        return {"certifiable_agreement": None, "labels_needed": None, "note": None}
+    conf, agree = lab["confidence"].to_numpy(), lab["agree"].to_numpy()
+    cert = certifiable_agreement(conf, agree, delta, LOW_SHARE)
+    need = labels_needed(conf, agree, alpha, delta, LOW_SHARE)
+    kept = f"keeps {100 * (share or 0):.1f} % of the pairs (< {100 * LOW_SHARE:g} %)"
+    can = (
+        f"keeping {100 * LOW_SHARE:g} % it can certify agreement >= {cert:.2f}"
+        if cert is not None
+        else f"no agreement can be certified keeping {100 * LOW_SHARE:g} %"
+    )
+    more = (
+        f"about {need} labels would certify {1 - alpha:g} there if its agreement on them held"
+        if need is not None
+        else f"its most confident {100 * LOW_SHARE:g} % agree with people less than {1 - alpha:g}: more labels would not help"
+    )
+    return {"certifiable_agreement": cert, "labels_needed": need, "note": f"{kept}; {can}; {more}"}  # fmt: skip
 
 
 def _named(benchmark: str) -> bool:
@@ -226,6 +276,8 @@ def people_study(
     anchor: str | None = None,
     anchor_rating: float = 1000.0,
     seed: int = 0,
+    unit: str = "question",
+    clusters: pl.DataFrame | None = None,
 ) -> PeopleStudy:
     """People's boards (PPI++, people alone, the judge alone), rank sets, selective judges
     and their cascade from ``judgments`` and people's ``labels``.
@@ -241,15 +293,24 @@ def people_study(
             ``auto`` (orders where judges have several verdicts per pair, jury where several judges).
         cascade: judge names in the cascade's order (default: by USD per pair, then name).
         anchor, anchor_rating: the board's fixed model and its rating.
+        unit: the intervals' resampling unit (:data:`~voirdire.analysis.people.boards.UNITS`):
+            ``question`` (default) clusters the variances by question, ``pair`` does not.
+        clusters: the questions a benchmark declares (``benchmark``, ``question_id``,
+            ``cluster``: :func:`~voirdire.analysis.position.clusters.benchmark_clusters`,
+            e.g. PandaLM's items grouped by instruction); a question it does not list is its
+            own (the ``question_id``).
 
     Raises:
-        ConfigError: module docstring; a level, alpha or delta outside (0, 1).
+        ConfigError: module docstring; a level, alpha or delta outside (0, 1); an unknown unit.
     """
     check_settings(level=level, alpha=alpha, delta=delta, share=share, rows=rows)
+    if unit not in UNITS:
+        raise ConfigError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
     labels = hide(labels, share=share, rows=rows, seed=seed)
     pairs = judge_pairs(judgments)
     check_labels(pairs, labels)
     pairs = with_labels(pairs, labels)
+    pairs = _with_clusters(pairs, clusters)
     named = {b: _named(b) for b in pairs["benchmark"].unique().to_list()}
     _check_counts(pairs, alpha, delta, need_models=True)
     _check_anchor(pairs, named, anchor)
@@ -260,7 +321,7 @@ def people_study(
     for (bench, judge), g in pairs.group_by("benchmark", "judge", maintain_order=True):
         who = {"benchmark": bench, "judge": judge}
         boards.append(people_boards(g, level=level, anchor=anchor, anchor_rating=anchor_rating,
-                                    board=named[bench]).with_columns(**{k: pl.lit(v) for k, v in who.items()}))  # fmt: skip
+                                    board=named[bench], unit=unit).with_columns(**{k: pl.lit(v) for k, v in who.items()}))  # fmt: skip
         lab = g.filter(pl.col("label").is_not_null())
         curves.append(selective_curve(lab["confidence"].to_numpy(), lab["agree"].to_numpy(), alpha, delta)
                       .with_columns(**{k: pl.lit(v) for k, v in who.items()}))  # fmt: skip
@@ -271,7 +332,10 @@ def people_study(
                 *PAIR_KEYS, judge=pl.lit(judge), kept=pl.lit(True)
             )
         )
-        sel.append({**who, "confidence": source, "pairs": g.height, "labels": lab.height, "alpha": alpha,
+        sel.append({**who, **_low_share(lab, st["share_kept"], alpha, delta),
+                    "kept_unlabelled": st["kept"] - (st["labelled_kept"] or 0),
+                    "guarantee": f"agreement >= {1 - alpha:g} on the unlabelled pairs kept, with probability >= {1 - delta:g}",
+                    "confidence": source, "pairs": g.height, "labels": lab.height, "alpha": alpha,
                     "delta": delta, "target_agreement": 1 - alpha, "threshold": st["threshold"],
                     "share_kept": st["share_kept"], "kept": st["kept"], "agreement_labelled": st["agreement_labelled"],
                     "agreement_all_labelled": lab["agree"].mean()})  # fmt: skip
@@ -288,5 +352,5 @@ def people_study(
         cascade=pl.concat(stages, how="vertical_relaxed").select(CASCADE_COLUMNS),
         to_label=pl.concat(routed).sort(PAIR_KEYS),
         settings={"level": level, "alpha": alpha, "delta": delta, "confidence": source, "share": share,
-                  "rows": rows, "seed": seed, "labels": labels.height},
+                  "rows": rows, "seed": seed, "labels": labels.height, "unit": unit},
     )  # fmt: skip

@@ -82,6 +82,8 @@ def people_markdown(tables: PeopleTables, figures: dict[str, str] | None = None)
         f"at least {1 - s['alpha']:g} with probability at least {1 - s['delta']:g} (fixed-sequence testing, Jung "
         f"et al. 2025; confidence: {markdown(s['confidence'])}). The judge-only columns are what the judge's own "
         "board claims: their intervals ignore its errors. `docs/people.md` explains every column.",
+        "",
+        _unit_line(s.get("unit")),
     ]  # fmt: skip
     if tables.source:
         lines += ["", f"From `voirdire people`'s files in {markdown_code(tables.source + '/')}."]  # fmt: skip
@@ -96,11 +98,22 @@ def people_markdown(tables: PeopleTables, figures: dict[str, str] | None = None)
             lines += ["", "Bradley–Terry ratings (Arena scale):", ""]
             lines += _board_table(g, "bt")
     lines += ["", "### Selective judges", "",
-              "| benchmark | judge | labels | threshold | share kept | agreement on labelled kept | agreement on all labelled |",
+              "| benchmark | judge | labels | threshold | share kept | agreement on the labelled pairs kept (calibration) | agreement on all labelled |",
               "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
     for r in tables.selective.iter_rows(named=True):
         lines.append(f"| {markdown(r['benchmark'])} | {markdown(r['judge'])} | {r['labels']} | {_f(r['threshold'], 3)} | "
                      f"{_f(r['share_kept'])} | {_f(r['agreement_labelled'])} | {_f(r['agreement_all_labelled'])} |")  # fmt: skip
+    if tables.selective.height:
+        g = tables.selective.row(0, named=True).get("guarantee")
+        if g:
+            lines += ["", f"The guarantee: {markdown(g)}. The agreement on the labelled pairs kept is the "
+                      "calibration slice the threshold was chosen on: optimistic, not the guaranteed quantity."]  # fmt: skip
+        for r in tables.selective.filter(pl.col("note").is_not_null()).iter_rows(
+            named=True
+        ):
+            lines.append(
+                f"- {markdown(r['benchmark'])} / {markdown(r['judge'])}: {markdown(r['note'])}"
+            )
     lines += ["", "### Cascade (cheapest first, then people)", "",
               "| benchmark | stage | judge | threshold | reached | kept | share kept | USD | queries |",
               "|---|---:|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
@@ -231,12 +244,21 @@ def write_people(
     return paths
 
 
+def _unit_line(unit: str | None) -> str:
+    """What the intervals are about, by their resampling unit."""
+    if unit == "pair":
+        return ("Intervals treat the pairs as independent (`--unit pair`): pairs sharing a question make them "
+                "too narrow for a study with new questions.")  # fmt: skip
+    return ("Intervals are clustered by question (`--unit question`): they are about people's preference on "
+            "questions drawn like these, the pairs of one question resampled together.")  # fmt: skip
+
+
 def print_people(study: PeopleStudy, console: Console | None = None) -> None:
     """The terminal summary: per (benchmark, judge) the PPI++ board's interval widths
     against people alone, its effective labels, and the selective judge."""
     console = console or Console()
     t = Table(title="People's boards from a few labels (docs/people.md)")
-    for c in ("benchmark", "judge", "labels", "width PPI++ / people", "effective labels", "kept", "agreement kept"):  # fmt: skip
+    for c in ("benchmark", "judge", "labels", "width PPI++ / people", "effective labels", "kept", "agreement, labelled kept"):  # fmt: skip
         t.add_column(c, justify="left" if c in ("benchmark", "judge") else "right")
     for r in judge_summary(people_tables(study)).iter_rows(named=True):
         t.add_row(cell(r["benchmark"]), cell(r["judge"]), str(r["labels"]), _f(r["width_ratio"], 2), _f(r["n_eff"], 0),

@@ -56,7 +56,8 @@ PEOPLE_TABLES: dict[str, dict[str, Any]] = {
     "selective": {
         "benchmark": _S, "judge": _S, "confidence": _S, "pairs": _I, "labels": _I, "alpha": _F, "delta": _F,
         "target_agreement": _F, "threshold": _F, "share_kept": _F, "kept": _I, "agreement_labelled": _F,
-        "agreement_all_labelled": _F,
+        "agreement_all_labelled": _F, "kept_unlabelled": _I, "guarantee": _S, "certifiable_agreement": _F,
+        "labels_needed": _I, "note": _S,
     },
     "curve": {
         "benchmark": _S, "judge": _S, "threshold": _F, "kept": _I, "share_kept": _F, "agreement": _F,
@@ -69,7 +70,7 @@ PEOPLE_TABLES: dict[str, dict[str, Any]] = {
     },
     "settings": {
         "level": _F, "alpha": _F, "delta": _F, "confidence": _S, "share": _F, "rows": _I, "seed": _I,
-        "labels": _I,
+        "labels": _I, "unit": _S,
     },
 }  # fmt: skip
 #: the study's settings, one row of ``metrics/people_settings.csv``

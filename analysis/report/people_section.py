@@ -114,7 +114,7 @@ def write_people_figures(
 
 _SUMMARY = {"judge": "judge", "confidence": "confidence", "labels": "labels", "pairs": "pairs",
             "width_ratio": "width PPI++ / people", "n_eff": "effective labels", "threshold": "threshold",
-            "share_kept": "share kept", "kept": "labelled kept", "agreement_labelled": "agreement on labelled kept",
+            "share_kept": "share kept", "kept": "labelled kept", "agreement_labelled": "agreement on labelled kept (calibration, not the guarantee)",
             "agreement_all_labelled": "agreement on all labelled"}  # fmt: skip
 _BOARD = ["judge", "kind", "estimator", "model", "estimate", "lo", "hi", "rating", "rating_lo", "rating_hi",
           "rank", "rank_lo", "rank_hi", "n_labels", "lam", "n_eff"]  # fmt: skip

@@ -42,6 +42,7 @@ def people(
     anchor_rating: float = 1000.0,
     seed: int = 0,
     out: str | os.PathLike | None = None,
+    unit: str = "question",
 ) -> tuple[Any, dict[str, Path]]:
     """People's win rates and Bradley–Terry board estimated from a few people's labels and
     the judges' verdicts on every pair (PPI++), beside people alone and the judge alone;
@@ -64,6 +65,9 @@ def people(
         cascade: the judges in the cascade's order (default: cheapest first).
         anchor, anchor_rating: the board's fixed model (default: the most compared) and rating.
         out: where to write (default: ``people/`` next to the first directory).
+        unit: the intervals' resampling unit: ``question`` (clustered by question, the
+            benchmark's declared clusters where it has them, e.g. PandaLM's instructions;
+            default) or ``pair`` (pairs independent); written to ``people_settings.csv``.
 
     Returns:
         ``(study, paths)``: the :class:`~voirdire.analysis.people.study.PeopleStudy` and the
@@ -87,12 +91,14 @@ def people(
         raise ConfigError("no output directory given")
     check_settings(level=level, alpha=alpha, delta=delta, share=share, rows=rows)
     dest = destination(output_dirs, out, "people")
-    judgments = read_together(output_dirs, ["judgments"]).judgments
+    found = read_together(output_dirs, ["judgments", "clusters"])
+    judgments = found.judgments
     grading = load_grading(
         labels if isinstance(labels, pl.DataFrame) else str(labels), judgments
     )
     study = people_study(
         judgments, grading, share=share, rows=rows, level=level, alpha=alpha, delta=delta, confidence=confidence,
         cascade=cascade, anchor=anchor, anchor_rating=anchor_rating, seed=seed,
+        unit=unit, clusters=found.clusters if unit == "question" else None,
     )  # fmt: skip
     return study, write_people(study, dest, _label_columns(labels))

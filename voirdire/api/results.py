@@ -49,10 +49,27 @@ def prepare_analysis(plan: JobPlan) -> None:
 
     if plan.list_size == 2 and plan.instances.height:
         prepare_pass_kappa(
-            plan.instances.get_column("question_id").n_unique(),
+            _bootstrap_units(plan),
             replicates=DEFAULTS.replicates,
             seed=DEFAULTS.seed,
         )
+
+
+def _bootstrap_units(plan: JobPlan) -> int:
+    """How many units the inter-pass kappa's bootstrap will draw for ``plan``: its questions,
+    or the clusters its benchmark declares for them (PandaLM's instructions: what
+    :func:`~voirdire.analysis.mitigation.pass_kappa.pass_kappa` draws); the questions when the
+    clusters cannot be read now (the bootstrap then draws for itself)."""
+    from voirdire.analysis.position.clusters import benchmark_clusters
+    from voirdire.analysis.position.uncertainty import in_clusters
+
+    name = plan.bench.name
+    qs = plan.instances.select(pl.lit(name).alias("benchmark"), "question_id").unique()
+    try:
+        clusters = benchmark_clusters([name], {name: str(plan.data_dir)})
+    except (ConfigError, OSError):
+        clusters = None
+    return in_clusters(qs, clusters).get_column("question_id").n_unique()
 
 
 def analyze(output_dir: str | os.PathLike) -> Results:
@@ -157,10 +174,10 @@ def mitigate(
     from voirdire.analysis.report.files import write_mitigation
     from voirdire.analysis.together import destination, read_together
 
-    found = read_together(output_dirs, ["judgments"])  # inputs untouched
+    found = read_together(output_dirs, ["judgments", "clusters"])  # inputs untouched
     table, annotation, _ = run_mitigation(
         found.judgments, reference=reference, strategies=strategies, replicates=replicates,
-        beta=beta, labels=labels,
+        beta=beta, labels=labels, clusters=found.clusters,
     )  # fmt: skip
     names = strategies or default_strategies(found.judgments)
     notes = one_order_lines(found.judgments, both_orders_names(names))

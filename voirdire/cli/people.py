@@ -67,6 +67,12 @@ def people(
     seed: Annotated[
         int, typer.Option(help="Seed of the random labels kept (--share, --rows).")
     ] = 0,
+    unit: Annotated[
+        str,
+        typer.Option(
+            help="The intervals' resampling unit: question (clustered by question, default) or pair (pairs independent)."
+        ),
+    ] = "question",
     out: Annotated[
         Path | None,
         typer.Option(
@@ -83,6 +89,7 @@ def people(
         study, paths = api.people(
             dirs, labels=labels, share=share, rows=rows, level=level, alpha=alpha, delta=delta, confidence=confidence,
             cascade=order, anchor=anchor, anchor_rating=anchor_rating, seed=seed, out=out,
+            unit=unit,
         )  # fmt: skip
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         fail(str(exc))
