@@ -96,25 +96,28 @@ def run(
 
 def _analyse(
     finished: list,
-) -> tuple[list[pl.DataFrame], list[pl.DataFrame], list[pl.DataFrame]]:
+) -> tuple[
+    list[pl.DataFrame], list[pl.DataFrame], list[pl.DataFrame], list[pl.DataFrame]
+]:
     """Analyse the directories of the jobs ``run`` finished (``voirdire.api.analyze``), in
-    order; returns their per-judge tables, bias-effect tables and cost tables for
+    order; returns their per-judge tables, bias-effect tables, cost tables and judgments for
     :func:`print_tables`. A directory the analysis refuses (``ConfigError``) is one line,
     exit 2."""
     from voirdire import api
     from voirdire.analysis.choice import judge_costs
 
-    tables, effects, costs = [], [], []
+    tables, effects, costs, judgments = [], [], [], []
     try:
         for outcome in finished:
             res = api.analyze(outcome.output_dir)
             tables.append(res.judge_metrics)
+            judgments.append(res.judgments)
             costs.append(judge_costs(res.judgments))
             if res.bias_effects is not None:
                 effects.append(res.bias_effects)
     except ConfigError as exc:
         fail(str(exc))
-    return tables, effects, costs
+    return tables, effects, costs, judgments
 
 
 #: a setting's name in ``--option KEY=VALUE`` (dotted parts nest: ``columns.instance``)
@@ -330,4 +333,4 @@ def audit(
     )
     from voirdire.analysis.choice import judge_costs
 
-    print_tables([res.judge_metrics], [], [judge_costs(res.judgments)])
+    print_tables([res.judge_metrics], [], [judge_costs(res.judgments)], [res.judgments])
