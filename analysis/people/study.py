@@ -64,6 +64,9 @@ class PeopleStudy:
         to_label: the pairs no judge of the cascade keeps and people have not labelled:
             ``benchmark``, ``question_id``, ``candidate``, ``reference``.
         settings: the settings used (level, alpha, delta, confidence, labels, share, rows, seed).
+        refused: one line per benchmark whose pairs are two anonymous answers (LLMBar's
+            ``output_1``/``output_2``): no board is built for it, as ``voirdire rank``
+            refuses it (:func:`anonymous_line`); its selective judges are computed.
     """
 
     pairs: pl.DataFrame
@@ -73,6 +76,15 @@ class PeopleStudy:
     cascade: pl.DataFrame
     to_label: pl.DataFrame
     settings: dict = field(default_factory=dict)
+    refused: list[str] = field(default_factory=list)
+
+
+def anonymous_line(benchmark: str) -> str:
+    """The one line saying why a benchmark has no people's board."""
+    return (
+        f"{benchmark}: no people's board: its pairs are two anonymous answers, not named models "
+        "(as voirdire rank refuses them); its selective judges are computed"
+    )
 
 
 def _named(benchmark: str) -> bool:
@@ -251,7 +263,10 @@ def people_study(
     check_labels(pairs, labels)
     pairs = with_labels(pairs, labels)
     named = {b: _named(b) for b in pairs["benchmark"].unique().to_list()}
-    _check_counts(pairs, alpha, delta, need_models=True)
+    anonymous = sorted(b for b, ok in named.items() if not ok)
+    is_named = pl.col("benchmark").is_in(anonymous).not_()
+    _check_counts(pairs.filter(is_named), alpha, delta, need_models=True)
+    _check_counts(pairs.filter(~is_named), alpha, delta, need_models=False)
     _check_anchor(pairs, named, anchor)
     source = _auto_confidence(pairs) if confidence == "auto" else confidence
     pairs = with_confidence(pairs, judgments, source)
@@ -259,8 +274,9 @@ def people_study(
     boards, sel, curves, kept = [], [], [], []
     for (bench, judge), g in pairs.group_by("benchmark", "judge", maintain_order=True):
         who = {"benchmark": bench, "judge": judge}
-        boards.append(people_boards(g, level=level, anchor=anchor, anchor_rating=anchor_rating,
-                                    board=named[bench]).with_columns(**{k: pl.lit(v) for k, v in who.items()}))  # fmt: skip
+        if named[bench]:  # anonymous answers (output_1/output_2): no board (`refused`)
+            boards.append(people_boards(g, level=level, anchor=anchor, anchor_rating=anchor_rating,
+                                        board=True).with_columns(**{k: pl.lit(v) for k, v in who.items()}))  # fmt: skip
         lab = g.filter(pl.col("label").is_not_null())
         curves.append(selective_curve(lab["confidence"].to_numpy(), lab["agree"].to_numpy(), alpha, delta)
                       .with_columns(**{k: pl.lit(v) for k, v in who.items()}))  # fmt: skip
@@ -282,11 +298,28 @@ def people_study(
     front = ["benchmark", "judge"]
     return PeopleStudy(
         pairs=pairs,
-        boards=pl.concat(boards, how="vertical_relaxed").select(*front, *BOARD_COLUMNS),
+        boards=(
+            pl.concat(boards, how="vertical_relaxed").select(*front, *BOARD_COLUMNS)
+            if boards
+            else _no_boards(pairs)
+        ),
         selective=pl.DataFrame(sel, infer_schema_length=None).select(SELECTIVE_COLUMNS),
         curve=pl.concat(curves, how="vertical_relaxed").select(*front, *CURVE_COLUMNS),
         cascade=pl.concat(stages, how="vertical_relaxed").select(CASCADE_COLUMNS),
         to_label=pl.concat(routed).sort(PAIR_KEYS),
         settings={"level": level, "alpha": alpha, "delta": delta, "confidence": source, "share": share,
                   "rows": rows, "seed": seed, "labels": labels.height},
+        refused=[anonymous_line(b) for b in anonymous],
     )  # fmt: skip
+
+
+def _no_boards(pairs: pl.DataFrame) -> pl.DataFrame:
+    """An empty boards table (every benchmark anonymous), typed as a built one."""
+    text = {"benchmark", "judge", "kind", "estimator", "model"}
+    whole = {"rank", "rank_lo", "rank_hi", "n_labels", "n_pairs"}
+    return pl.DataFrame(
+        schema={
+            c: pl.String if c in text else pl.Int64 if c in whole else pl.Float64
+            for c in ("benchmark", "judge", *BOARD_COLUMNS)
+        }
+    )
