@@ -96,6 +96,30 @@ class LogBenchmark(Benchmark):
     asks_own_records: ClassVar[bool] = True
     #: the key of the tool's prompt (:mod:`~voirdire.benchmarks.logs.tool_prompts`); ``None``: by name
     tool: ClassVar[str | None] = None
+    #: what one record of the format holds, for :meth:`owns`: alternative key sets (a
+    #: record with every key of one of them is the format's); ``()``: it cannot tell
+    record_keys: ClassVar[tuple[frozenset[str], ...]] = ()
+    #: how its files hold records: ``"jsonl"`` (an object a line) or ``"json"`` (a document)
+    layout: ClassVar[str] = "jsonl"
+
+    @classmethod
+    def owns(cls, path: str | os.PathLike) -> bool | None:
+        """Whether the file ``path`` is a log of this format, from its first record
+        (:func:`~voirdire.benchmarks.logs.reading.first_record`): its layout and one of
+        :attr:`record_keys`; None where the format cannot tell (no :attr:`record_keys`)."""
+        from voirdire.benchmarks.logs.reading import first_record
+
+        if not cls.record_keys:
+            return None
+        got = first_record(path)
+        if got is None:
+            return False
+        layout, rec = got
+        if layout != cls.layout and not (
+            layout == "json" and cls.layout == "jsonl" and _one_line(path)
+        ):
+            return False
+        return any(k <= rec.keys() for k in cls.record_keys)
 
     def __init_subclass__(cls, **kw: Any) -> None:
         """A format reads a live judge's verdicts by its tool's rule (pattern and labels of
@@ -195,7 +219,13 @@ class LogBenchmark(Benchmark):
         ):
             return pl.read_parquet(d / INSTANCES), have["keys"]
         rows = Rows()
-        self.read_logs(files, rows)
+        try:
+            self.read_logs(files, rows)
+        except ConfigError:
+            hint = wrong_format(type(self), files)
+            if hint:
+                raise ConfigError(hint) from None
+            raise
         pairs = pl.DataFrame(rows.pairs, schema=PAIR_SCHEMA)
         verdicts = pl.DataFrame(rows.verdicts, schema=VERDICT_SCHEMA)
         if not pairs.height:
@@ -380,3 +410,43 @@ class LogBenchmark(Benchmark):
 
 
 __all__ = ["LogBenchmark"]
+
+
+def _one_line(path: str | os.PathLike) -> bool:
+    """A file of one non-blank line (a JSON object document is then JSON Lines too)."""
+    try:
+        with open(path, "rb") as fh:
+            return sum(1 for line in fh if line.strip()) == 1
+    except OSError:
+        return False
+
+
+def wrong_format(
+    cls: type[LogBenchmark], files: Sequence[str | os.PathLike]
+) -> str | None:
+    """The one line for logs given with the wrong ``--format``: the first file ``cls`` says
+    is not its own (:meth:`LogBenchmark.owns`) and another format says is its, with those
+    formats; None otherwise (the format's own error stands: a truncated file stays one)."""
+    from voirdire.benchmarks.registry import BENCHMARKS
+
+    for f in files:
+        if cls.owns(f) is not False:
+            continue
+        others = []
+        for c in BENCHMARKS.available().values():
+            if isinstance(c, type) and issubclass(c, LogBenchmark) and c is not cls:
+                try:
+                    if c.owns(f):
+                        others.append(c.name.lower())
+                except (
+                    ConfigError,
+                    OSError,
+                    ValueError,
+                ):  # sniffing never hides the answer
+                    continue
+        if others:  # else the format's own error stands (a truncated file, a typo)
+            return (
+                f"{f}: not a log of the {cls.name} format: it reads as "
+                f"{' or '.join(sorted(others))} (give --format {sorted(others)[0]})"
+            )
+    return None

@@ -52,6 +52,7 @@ def run(
 
     if not dry_run:
         _check_address(address)  # before Ray starts and before any job.json is written
+        _check_keys(jobs, output_dir)  # a missing API key: one line, before Ray starts
         _start_ray_early(address)
     try:
         if output_dir is not None and len(jobs) != 1:
@@ -189,6 +190,24 @@ def _check_address(address: str | None) -> None:
         check_address(address)
     except ConfigError as exc:
         fail(str(exc))
+
+
+def _check_keys(jobs: list[Path], output_dir: str | None) -> None:
+    """Refuse in one line (exit 2) a job whose API judge has no key in the environment
+    (:func:`voirdire.engine.plan.check_keys`), before Ray starts: reading the job files
+    is quick; an unreadable one is left to the plan, which names it."""
+    from voirdire import api
+    from voirdire.engine.plan import check_keys
+
+    for p in jobs:
+        try:
+            spec = api.load_job_spec(p, output_dir=output_dir)
+        except ConfigError:
+            continue
+        try:
+            check_keys(spec)
+        except ConfigError as exc:
+            fail(str(exc))
 
 
 def _start_ray_early(address: str | None) -> None:
