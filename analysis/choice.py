@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from voirdire.analysis.settings import DEFAULTS, AnalysisSettings
-from voirdire.analysis.shared_units import TIE_ALPHA
+from voirdire.analysis.tie_test import TIE_ALPHA
 
 __all__ = [
     "CHOICE_COLUMNS",
@@ -178,8 +178,10 @@ def _shared_text(rows: pl.DataFrame) -> str:
     on = rows.filter(pl.col("n_shared").is_not_null())
     n = int(on.get_column("n_shared").max())
     k = on.height
+    if k < 2:  # one judge: nothing compared
+        return ""
     bigger = on.filter(pl.col("n_own") > pl.col("n_shared"))
-    who = "the judge" if k == 1 else f"all {k} judges"
+    who = f"all {k} judges"
     text = f" Compared on the {n:,} (question, pair, order) units {who} share"
     if bigger.height:
         most = int(bigger.get_column("n_own").max())
@@ -244,43 +246,6 @@ def _line(b: str, rows: pl.DataFrame, key: str, margin: float) -> str:
     )  # fmt: skip
 
 
-def _ties(t: pl.DataFrame, sums: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
-    """``p_vs_pick`` (float) and ``tied`` (bool) per row of ranked boards: the paired
-    permutation test (:func:`~voirdire.analysis.shared_units.paired_test`) of each judge of
-    a board against its pick (the first row passing every gate with a value); null for the
-    pick and for rows without a board's value."""
-    from voirdire.analysis.shared_units import paired_test
-
-    p: dict[tuple[str, str], float] = {}
-    for (board,), rows in t.group_by("board", maintain_order=True):
-        ok = rows.filter(pl.col("passes") & pl.col("shared").is_not_null())
-        if not ok.height:
-            continue
-        pick = ok.row(0, named=True)["judge"]
-        sb = sums.filter(pl.col("board") == board)
-        a = sb.filter(pl.col("judge") == pick).sort("question_id")
-        for r in rows.filter(
-            pl.col("shared").is_not_null() & (pl.col("judge") != pick)
-        ).iter_rows(named=True):
-            b = sb.filter(pl.col("judge") == r["judge"]).sort("question_id")
-            p[(board, r["judge"])] = paired_test(
-                a["num"].to_numpy(), a["den"].to_numpy(), b["num"].to_numpy(), b["den"].to_numpy(),
-                seed=seed,
-            )  # fmt: skip
-    pv = pl.DataFrame(
-        [(b, j, v) for (b, j), v in p.items()],
-        schema={"board": pl.String, "judge": pl.String, "p_vs_pick": pl.Float64},
-        orient="row",
-    )
-    return t.join(
-        pv, on=["board", "judge"], how="left", maintain_order="left"
-    ).with_columns(
-        tied=pl.when(pl.col("p_vs_pick").is_not_null()).then(
-            pl.col("p_vs_pick") >= TIE_ALPHA
-        )
-    )
-
-
 def choose_judges(
     judges: pl.DataFrame,
     costs: pl.DataFrame | None = None,
@@ -308,7 +273,8 @@ def choose_judges(
         :class:`Choice`. Rows without PC (a one-order judge) keep their other figures and
         rank after those with the key.
     """
-    from voirdire.analysis.shared_units import one_source_per_judge, shared_boards
+    from voirdire.analysis.shared_units import like_with_like
+    from voirdire.analysis.tie_test import ties_with_pick
 
     t = _one_row_per_judge(judges)
     for c in ("pc", "rs", "pass_kappa", "accuracy", "error_rate", "pf"):
@@ -339,30 +305,7 @@ def choose_judges(
     )
     sums = None
     if judgments is not None:
-        j, own = one_source_per_judge(
-            judgments if isinstance(judgments, list) else [judgments]
-        )
-        keys = {
-            b: "accuracy" if g else "pc"
-            for b, g in t.select("benchmark", "gold").unique().iter_rows()
-        }
-        rankable = t.filter(pl.col("_key").is_not_null()).select(
-            "benchmark", "judge", two_orders=pl.col("pc").is_not_null()
-        )
-        boards = shared_boards(
-            j, keys, rankable, own=own,
-            replicates=min(settings.replicates, settings.report_replicates),
-        )  # fmt: skip
-        if boards.table.height:
-            sums = boards.sums
-            t = t.join(
-                boards.table, on=["benchmark", "judge"], how="left"
-            ).with_columns(
-                board=pl.coalesce("board", "benchmark"),
-                _key=pl.when(pl.col("shared").is_not_null())
-                .then("shared")
-                .otherwise("_key"),
-            )
+        t, sums = like_with_like(t, judgments, settings)
     if "board" not in t.columns:
         t = t.with_columns(board=pl.col("benchmark"))
     t = t.sort(
@@ -371,10 +314,38 @@ def choose_judges(
         nulls_last=True,
     ).with_columns(rank=pl.int_range(1, pl.len() + 1).over("board").cast(pl.Int64))
     if sums is not None:
-        t = _ties(t, sums)
+        t = ties_with_pick(t, sums)
     return choice_from_table(
         t.select([c for c in CHOICE_COLUMNS if c in t.columns]), settings.choice_margin
     )
+
+
+#: the columns of a choice table read back from a CSV, by type (an empty column reads as text)
+_FLOATS = (
+    "accuracy",
+    "pc",
+    "usd_per_1k",
+    "shared",
+    "shared_lo",
+    "shared_hi",
+    "p_vs_pick",
+)
+_INTS = ("n_shared", "n_own", "board_judges")
+
+
+def _typed(table: pl.DataFrame) -> pl.DataFrame:
+    """A choice table's columns in their types (``tied``: true/false text as bool)."""
+    cols = table.columns
+    return table.with_columns(
+        *(pl.col(c).cast(pl.Float64) for c in _FLOATS if c in cols),
+        *(pl.col(c).cast(pl.Int64) for c in _INTS if c in cols),
+        *(
+            [pl.col("tied").cast(pl.String).str.to_lowercase().replace_strict(
+                {"true": True, "false": False}, default=None, return_dtype=pl.Boolean)]
+            if "tied" in cols
+            else []
+        ),
+    )  # fmt: skip
 
 
 def choice_from_table(
@@ -384,21 +355,8 @@ def choice_from_table(
     ``metrics/choice.csv`` read back): the key per board (``board``, the benchmark where
     the table has none; accuracy where any judge of the benchmark has one) and its lines,
     with ``margin``."""
-    t = table.with_columns(
-        pl.col("gates").cast(pl.String).fill_null(""),
-        *(
-            pl.col(c).cast(pl.Float64)
-            for c in (
-                "accuracy",
-                "pc",
-                "usd_per_1k",
-                "shared",
-                "shared_lo",
-                "shared_hi",
-            )
-            if c in table.columns
-        ),
-    )
+    table = _typed(table)
+    t = table.with_columns(pl.col("gates").cast(pl.String).fill_null(""))
     if "board" not in t.columns:
         t = t.with_columns(board=pl.col("benchmark"))
     t = t.with_columns(pl.col("board").cast(pl.String).fill_null(pl.col("benchmark")))

@@ -20,7 +20,7 @@ from per-question sums, the figures' own ratios: PC = Σ consistent pairs / Σ v
 (consistent, primacy or recency), accuracy = Σ correct orders / Σ asked orders. Its 95 %
 interval is the percentile cluster bootstrap over questions (the project's clustering,
 ``docs/metrics.md``, *Intervals*). Two judges of a board are **tied** when the paired
-cluster permutation test does not tell them apart (:func:`paired_test`; the size is
+cluster permutation test does not tell them apart (:func:`~voirdire.analysis.tie_test.paired_test`; the size is
 checked on simulated equal judges in ``tests/test_shared_units.py``).
 
 A judge of two directories (``run``'s position-bias and repetition jobs) is read from the
@@ -31,19 +31,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import polars as pl
 
 from voirdire.analysis.position.pairing import PAIRWISE_MODES, judgment_pairs, side
+from voirdire.analysis.settings import AnalysisSettings
+from voirdire.analysis.tie_test import ratio_interval
 
 __all__ = [
     "UNIT_KEYS",
     "SHARED_COLUMNS",
-    "TIE_ALPHA",
     "Boards",
     "one_source_per_judge",
     "shared_boards",
-    "paired_test",
+    "like_with_like",
 ]
 
 #: a unit: one ordered comparison (the judge aside; repetitions are the same unit)
@@ -53,9 +53,6 @@ SHARED_COLUMNS = [
     "benchmark", "judge", "board", "shared", "shared_lo", "shared_hi", "n_shared",
     "n_own", "board_judges",
 ]  # fmt: skip
-#: the permutation test's level: a judge whose p-value against the pick is at least this is
-#: tied with it
-TIE_ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -71,7 +68,7 @@ class Boards:
             shared units, (question, pair, order)), ``n_own`` (int: the judge's own units),
             ``board_judges`` (int).
         sums: per (board, judge, question_id) the key's ``num`` and ``den`` (Int64) on the
-            shared units: what :func:`paired_test` reads.
+            shared units: what :func:`~voirdire.analysis.tie_test.paired_test` reads.
     """
 
     table: pl.DataFrame
@@ -190,66 +187,6 @@ def _key_sums(j: pl.DataFrame, key: str) -> pl.DataFrame:
     )
 
 
-def _interval(num: np.ndarray, den: np.ndarray, replicates: int, seed: int) -> tuple:
-    """95 % percentile cluster bootstrap of Σnum/Σden (rows: clusters)."""
-    if den.sum() == 0:
-        return None, None, None
-    est = num.sum() / den.sum()
-    if replicates < 2 or len(num) < 2:
-        return est, None, None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(num), size=(replicates, len(num)))
-    d = den[idx].sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = num[idx].sum(axis=1) / d
-    r = r[d > 0]
-    if not len(r):
-        return est, None, None
-    lo, hi = np.quantile(r, [0.025, 0.975])
-    return est, float(lo), float(hi)
-
-
-def paired_test(
-    a_num: np.ndarray,
-    a_den: np.ndarray,
-    b_num: np.ndarray,
-    b_den: np.ndarray,
-    replicates: int = 2000,
-    seed: int = 0,
-) -> float:
-    """Two judges' key on the same clusters (questions), as a paired cluster permutation
-    test: under H0 the two judges are exchangeable within each question, so the labels are
-    swapped per question at random and ``|Σa_num/Σa_den − Σb_num/Σb_den|`` recomputed.
-
-    Args:
-        a_num, a_den, b_num, b_den: per question (the same order for both judges) the
-            numerator and denominator of each judge's ratio (e.g. consistent and valid
-            pairs).
-        replicates: random relabellings.
-
-    Returns:
-        The Monte Carlo p-value ``(1 + #{T* ≥ T}) / (1 + replicates)`` (valid at every
-        size: a p-value at most α with probability at most α under H0); 1.0 where a
-        ratio is undefined.
-    """
-    a_num, a_den, b_num, b_den = (
-        np.asarray(x, dtype=float) for x in (a_num, a_den, b_num, b_den)
-    )
-    if a_den.sum() == 0 or b_den.sum() == 0:
-        return 1.0
-    t = abs(a_num.sum() / a_den.sum() - b_num.sum() / b_den.sum())
-    rng = np.random.default_rng(seed)
-    s = rng.integers(0, 2, size=(replicates, len(a_num))).astype(bool)
-    an = np.where(s, b_num, a_num).sum(axis=1)
-    ad = np.where(s, b_den, a_den).sum(axis=1)
-    bn = np.where(s, a_num, b_num).sum(axis=1)
-    bd = np.where(s, a_den, b_den).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ts = np.abs(an / ad - bn / bd)
-    ts = np.nan_to_num(ts, nan=0.0)
-    return float((1 + np.sum(ts >= t - 1e-12)) / (1 + replicates))
-
-
 def _label(benchmark: str, models: list[set[str]], i: int) -> str:
     if len(models) == 1:
         return benchmark
@@ -258,6 +195,49 @@ def _label(benchmark: str, models: list[set[str]], i: int) -> str:
     if not own:
         return f"{benchmark} (set {i + 1})"
     return f"{benchmark} ({', '.join(own[:2])}{', …' if len(own) > 2 else ''})"
+
+
+def _board_figures(
+    b: str,
+    jb: pl.DataFrame,
+    groups: list[tuple[list[str], set[int]]],
+    key: str,
+    n_own: dict,
+    sets: dict[str, set[int]],
+    replicates: int,
+    seed: int,
+) -> tuple[list[tuple], list[pl.DataFrame]]:
+    """One benchmark's boards: per judge its :data:`SHARED_COLUMNS` row and its
+    per-question sums on the board's shared units (``jb``: the benchmark's judgments with
+    their unit hash ``_u``)."""
+    subs = [
+        jb.filter(pl.col("judge").is_in(judges) & pl.col("_u").is_in(list(common)))
+        for judges, common in groups
+    ]
+    models = [
+        set(sub.get_column("candidate").drop_nulls().to_list())
+        | set(sub.get_column("reference").drop_nulls().to_list())
+        for sub in subs
+    ]
+    rows, sums = [], []
+    for i, ((judges, common), sub) in enumerate(zip(groups, subs)):
+        label = _label(b, models, i)
+        s = _key_sums(sub.drop("_u"), key)
+        qids = sorted(set(s.get_column("question_id").to_list()))
+        for jn in judges:
+            sj = (
+                pl.DataFrame({"question_id": qids}, schema={"question_id": pl.String})
+                .join(s.filter(pl.col("judge") == jn).select("question_id", "num", "den"),
+                      on="question_id", how="left")
+                .fill_null(0)
+            )  # fmt: skip
+            num = sj.get_column("num").to_numpy()
+            den = sj.get_column("den").to_numpy()
+            est, lo, hi = ratio_interval(num, den, replicates, seed)
+            n = max(n_own.get((b, jn), 0), len(sets[jn]))
+            rows.append((b, jn, label, est, lo, hi, len(common), n, len(judges)))
+            sums.append(sj.with_columns(board=pl.lit(label), judge=pl.lit(jn)))
+    return rows, sums
 
 
 def shared_boards(
@@ -326,35 +306,9 @@ def shared_boards(
                 *(pl.col(c).cast(pl.String) for c in UNIT_KEYS if c != "side"), side()
             ).hash()
         )
-        models = []
-        for judges, common in groups:
-            sub = jb.filter(
-                pl.col("judge").is_in(judges) & pl.col("_u").is_in(list(common))
-            )
-            models.append(
-                set(sub.get_column("candidate").drop_nulls().to_list())
-                | set(sub.get_column("reference").drop_nulls().to_list())
-            )
-        for i, (judges, common) in enumerate(groups):
-            label = _label(b, models, i)
-            sub = jb.filter(
-                pl.col("judge").is_in(judges) & pl.col("_u").is_in(list(common))
-            ).drop("_u")
-            s = _key_sums(sub, keys[b])
-            qids = sorted(set(s.get_column("question_id").to_list()))
-            for jn in judges:
-                sj = (
-                    pl.DataFrame({"question_id": qids})
-                    .join(s.filter(pl.col("judge") == jn).select("question_id", "num", "den"),
-                          on="question_id", how="left")
-                    .fill_null(0)
-                )  # fmt: skip
-                num = sj.get_column("num").to_numpy()
-                den = sj.get_column("den").to_numpy()
-                est, lo, hi = _interval(num, den, replicates, seed)
-                n = max(n_own.get((b, jn), 0), len(sets[jn]))
-                rows.append((b, jn, label, est, lo, hi, len(common), n, len(judges)))
-                sums.append(sj.with_columns(board=pl.lit(label), judge=pl.lit(jn)))
+        r, sm = _board_figures(b, jb, groups, keys[b], n_own, sets, replicates, seed)
+        rows += r
+        sums += sm
     table = pl.DataFrame(rows, schema=empty.table.schema, orient="row")
     s = (
         pl.concat(sums, how="diagonal_relaxed").select(
@@ -364,3 +318,39 @@ def shared_boards(
         else empty.sums
     )
     return Boards(table, s)
+
+
+def like_with_like(
+    t: pl.DataFrame,
+    judgments: pl.DataFrame | list[pl.DataFrame],
+    settings: AnalysisSettings,
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """The judge rows of :func:`~voirdire.analysis.choice.choose_judges` (``benchmark``,
+    ``judge``, ``pc``, ``_key``: the rank key, ``gold``: bool) joined with their boards'
+    figures on the shared units (:func:`shared_boards`, :data:`SHARED_COLUMNS`), ``_key``
+    taken from there where defined; and the boards' per-question sums (None without a
+    board). ``judgments``: one table per directory (:func:`one_source_per_judge`)."""
+    j, own = one_source_per_judge(
+        judgments if isinstance(judgments, list) else [judgments]
+    )
+    keys = {
+        b: "accuracy" if g else "pc"
+        for b, g in t.select("benchmark", "gold").unique().iter_rows()
+    }
+    rankable = t.filter(pl.col("_key").is_not_null()).select(
+        "benchmark", "judge", two_orders=pl.col("pc").is_not_null()
+    )
+    boards = shared_boards(
+        j,
+        keys,
+        rankable,
+        own=own,
+        replicates=min(settings.replicates, settings.report_replicates),
+    )
+    if not boards.table.height:
+        return t, None
+    t = t.join(boards.table, on=["benchmark", "judge"], how="left").with_columns(
+        board=pl.coalesce("board", "benchmark"),
+        _key=pl.when(pl.col("shared").is_not_null()).then("shared").otherwise("_key"),
+    )
+    return t, boards.sums

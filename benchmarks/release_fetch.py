@@ -171,7 +171,7 @@ def fetch_release(
     target = Path(dest or rel.default_dir()).expanduser().absolute()
     fetch_steps.check_target(target)
     if source is None:
-        source = local_source(base_url or os.environ.get(rel.url_env))
+        source = fetch_steps.local_source(base_url or os.environ.get(rel.url_env))
     base = _base_url(base_url, rel) if source is None else str(source)
     work = fetch_steps.work_dir(target)
     try:
@@ -222,39 +222,6 @@ def _check_skipped(
         f"skipped {len(skipped):,} file(s) the mirror does not have (their judges are left "
         f"out; --strict makes this an error){where}"
     )
-
-
-def local_source(base: str | os.PathLike[str] | None) -> Path | None:
-    """A local release copy named as a base URL: a ``file://`` URL or a plain path (a clone
-    of the release's repository at its pinned commit, or a folder of its files in the same
-    paths, or gzipped under ``files/``: :class:`~voirdire.benchmarks.mirror.LocalCopy`);
-    None for a network URL or nothing.
-
-    Raises:
-        DataError: a ``file://`` URL or path that is no directory.
-    """
-    if base is None:
-        return None
-    text = str(base)
-    if text.startswith("file://"):
-        from urllib.parse import unquote, urlparse
-
-        u = urlparse(text)
-        if u.netloc not in ("", "localhost"):
-            raise DataError(
-                f"{text}: a file:// URL names a path on this machine (file:///path)"
-            )
-        path = Path(unquote(u.path))
-    elif "://" in text:
-        return None
-    else:
-        path = Path(text).expanduser()
-    if not path.is_dir():
-        raise DataError(
-            f"{text}: no such directory (a local copy of the release: a clone of its "
-            "repository at the pinned commit, or a folder of its files)"
-        )
-    return path.absolute()
 
 
 def _record(rel: Release, base: str, report: FetchReport) -> dict[str, Any]:
@@ -423,5 +390,5 @@ def locate_or_fetch(
 __all__ = [
     "DEFAULT_BASE_URL", "JTJ", "MANIFEST", "RELEASE_COMMIT", "RELEASE_REPO", "URL_ENV",
     "SKIPPED_FILE", "FetchReport", "Release", "data_dir_of", "fetch_release", "local_copies",
-    "local_source", "locate", "locate_or_fetch", "read_manifest",
+    "locate", "locate_or_fetch", "read_manifest",
 ]  # fmt: skip

@@ -13,11 +13,8 @@ import polars as pl
 from tests.test_metrics import pair, table
 from voirdire.analysis.choice import choose_judges
 from voirdire.analysis.position.metrics import judge_metrics
-from voirdire.analysis.shared_units import (
-    TIE_ALPHA,
-    one_source_per_judge,
-    paired_test,
-)
+from voirdire.analysis.shared_units import one_source_per_judge
+from voirdire.analysis.tie_test import TIE_ALPHA, paired_test
 
 
 def _judge(name: str, questions: range, consistent: int, per_q: int = 4, **kw) -> list:
@@ -145,3 +142,26 @@ def test_tie_test_size_on_simulated_equal_judges():
         for i in range(100)
     )
     assert power >= 80
+
+
+def test_the_table_reads_back_from_its_csv(tmp_path):
+    """``report`` prints the summary from ``metrics/choice.csv``: an all-empty column (one
+    judge: no test against the pick) reads back as text and must not break it."""
+    import io
+
+    from rich.console import Console
+
+    from voirdire.analysis.choice import choice_from_table
+    from voirdire.analysis.report.summary import print_choice, summary_view
+
+    for j in (table(_judge("solo", range(5), 10)), _subset_judges()):
+        c = choose_judges(judge_metrics(j), judgments=j)
+        c.table.write_csv(tmp_path / "choice.csv")
+        back = choice_from_table(
+            pl.read_csv(tmp_path / "choice.csv", infer_schema_length=None)
+        )
+        assert back.lines == c.lines
+        buf = io.StringIO()
+        print_choice(back, Console(file=buf, width=160))
+        assert c.lines["MTBench"].split(".")[0] in " ".join(buf.getvalue().split())
+        assert summary_view(back)[0]["line"] == c.lines["MTBench"]

@@ -262,12 +262,7 @@ def people_study(
     pairs = judge_pairs(judgments)
     check_labels(pairs, labels)
     pairs = with_labels(pairs, labels)
-    named = {b: _named(b) for b in pairs["benchmark"].unique().to_list()}
-    anonymous = sorted(b for b, ok in named.items() if not ok)
-    is_named = pl.col("benchmark").is_in(anonymous).not_()
-    _check_counts(pairs.filter(is_named), alpha, delta, need_models=True)
-    _check_counts(pairs.filter(~is_named), alpha, delta, need_models=False)
-    _check_anchor(pairs, named, anchor)
+    named, anonymous = _checked(pairs, alpha, delta, anchor)
     source = _auto_confidence(pairs) if confidence == "auto" else confidence
     pairs = with_confidence(pairs, judgments, source)
     costs = _costs(judgments, pairs)
@@ -298,11 +293,7 @@ def people_study(
     front = ["benchmark", "judge"]
     return PeopleStudy(
         pairs=pairs,
-        boards=(
-            pl.concat(boards, how="vertical_relaxed").select(*front, *BOARD_COLUMNS)
-            if boards
-            else _no_boards(pairs)
-        ),
+        boards=_boards_table(boards),
         selective=pl.DataFrame(sel, infer_schema_length=None).select(SELECTIVE_COLUMNS),
         curve=pl.concat(curves, how="vertical_relaxed").select(*front, *CURVE_COLUMNS),
         cascade=pl.concat(stages, how="vertical_relaxed").select(CASCADE_COLUMNS),
@@ -313,13 +304,32 @@ def people_study(
     )  # fmt: skip
 
 
-def _no_boards(pairs: pl.DataFrame) -> pl.DataFrame:
-    """An empty boards table (every benchmark anonymous), typed as a built one."""
+def _checked(
+    pairs: pl.DataFrame, alpha: float, delta: float, anchor: str | None
+) -> tuple[dict[str, bool], list[str]]:
+    """The labels' counts and the anchor checked (:func:`_check_counts`: every model's
+    interval only where the benchmark's models are named); returns whether each benchmark's
+    models are named, and the benchmarks of anonymous answers, sorted."""
+    named = {b: _named(b) for b in pairs["benchmark"].unique().to_list()}
+    anonymous = sorted(b for b, ok in named.items() if not ok)
+    is_named = pl.col("benchmark").is_in(anonymous).not_()
+    _check_counts(pairs.filter(is_named), alpha, delta, need_models=True)
+    _check_counts(pairs.filter(~is_named), alpha, delta, need_models=False)
+    _check_anchor(pairs, named, anchor)
+    return named, anonymous
+
+
+def _boards_table(boards: list[pl.DataFrame]) -> pl.DataFrame:
+    """The boards built, one table (typed as a built one when none was: every benchmark
+    anonymous)."""
+    front = ["benchmark", "judge"]
+    if boards:
+        return pl.concat(boards, how="vertical_relaxed").select(*front, *BOARD_COLUMNS)
     text = {"benchmark", "judge", "kind", "estimator", "model"}
     whole = {"rank", "rank_lo", "rank_hi", "n_labels", "n_pairs"}
     return pl.DataFrame(
         schema={
             c: pl.String if c in text else pl.Int64 if c in whole else pl.Float64
-            for c in ("benchmark", "judge", *BOARD_COLUMNS)
+            for c in (*front, *BOARD_COLUMNS)
         }
     )

@@ -132,15 +132,17 @@ def print_choice(
             for c, h, f in cols
             if c in t.columns and t.get_column(c).is_not_null().any()
         ]
-        if (
-            "shared" not in t.columns
-        ):  # no like-with-like figure: the own ones are the key
+        # no like-with-like figure: the own ones are the key; else the own figures are the
+        # report's and the judge table's, and the names get the room
+        if "shared" not in t.columns:
             shown = [(c, h.removesuffix(" (own)"), f) for c, h, f in shown]
+        else:
+            shown = [x for x in shown if x[0] not in ("n_own", "accuracy", "pc")]
         more = t.height - rows
         table = Table(title=cell(f"Which judge to trust first: {b} ({t.height} judges)"),
                       caption=f"… {more} more in the report" if more > 0 else None)  # fmt: skip
         table.add_column("#", justify="right")
-        table.add_column("judge", overflow="fold", ratio=1)
+        table.add_column("judge", overflow="fold", ratio=1, min_width=14)
         for _, h, _ in shown:
             table.add_column(h, justify="right", no_wrap=True)
         table.add_column("fails", overflow="fold")

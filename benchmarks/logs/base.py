@@ -104,31 +104,12 @@ class LogBenchmark(Benchmark):
 
     @classmethod
     def owns(cls, path: str | os.PathLike) -> bool | None:
-        """Whether the file ``path`` is a log of this format, from its first record
-        (:func:`~voirdire.benchmarks.logs.reading.first_record`): its layout and one of
-        :attr:`record_keys`; None where the format cannot tell (no :attr:`record_keys`)."""
-        from voirdire.benchmarks.logs.reading import first_record
+        """Whether the file ``path`` is a log of this format, from its first record: its
+        :attr:`layout` and one of :attr:`record_keys`; None where the format cannot tell
+        (no :attr:`record_keys`): :func:`~voirdire.benchmarks.logs.sniff.owns`."""
+        from voirdire.benchmarks.logs.sniff import owns
 
-        if not cls.record_keys:
-            return None
-        got = first_record(path)
-        if got is None:
-            return False
-        layout, rec = got
-        if layout != cls.layout and not (
-            layout == "json" and cls.layout == "jsonl" and _one_line(path)
-        ):
-            return False
-        return any(k <= rec.keys() for k in cls.record_keys)
-
-    def __init_subclass__(cls, **kw: Any) -> None:
-        """A format reads a live judge's verdicts by its tool's rule (pattern and labels of
-        :func:`~voirdire.benchmarks.logs.tool_prompts.tool_prompt`) unless it sets its own."""
-        super().__init_subclass__(**kw)
-        tp = tool_prompt(cls.name, None, cls.tool) if "name" in cls.__dict__ else None
-        if tp is not None and "verdict_pattern" not in cls.__dict__:
-            cls.verdict_pattern = tp.verdict_pattern
-            cls.verdict_labels = dict(tp.verdict_labels)
+        return owns(cls, path)
 
     @classmethod
     def read(cls, path: Path, options: Any, rows: Rows) -> None:
@@ -222,6 +203,8 @@ class LogBenchmark(Benchmark):
         try:
             self.read_logs(files, rows)
         except ConfigError:
+            from voirdire.benchmarks.logs.sniff import wrong_format
+
             hint = wrong_format(type(self), files)
             if hint:
                 raise ConfigError(hint) from None
@@ -410,43 +393,3 @@ class LogBenchmark(Benchmark):
 
 
 __all__ = ["LogBenchmark"]
-
-
-def _one_line(path: str | os.PathLike) -> bool:
-    """A file of one non-blank line (a JSON object document is then JSON Lines too)."""
-    try:
-        with open(path, "rb") as fh:
-            return sum(1 for line in fh if line.strip()) == 1
-    except OSError:
-        return False
-
-
-def wrong_format(
-    cls: type[LogBenchmark], files: Sequence[str | os.PathLike]
-) -> str | None:
-    """The one line for logs given with the wrong ``--format``: the first file ``cls`` says
-    is not its own (:meth:`LogBenchmark.owns`) and another format says is its, with those
-    formats; None otherwise (the format's own error stands: a truncated file stays one)."""
-    from voirdire.benchmarks.registry import BENCHMARKS
-
-    for f in files:
-        if cls.owns(f) is not False:
-            continue
-        others = []
-        for c in BENCHMARKS.available().values():
-            if isinstance(c, type) and issubclass(c, LogBenchmark) and c is not cls:
-                try:
-                    if c.owns(f):
-                        others.append(c.name.lower())
-                except (
-                    ConfigError,
-                    OSError,
-                    ValueError,
-                ):  # sniffing never hides the answer
-                    continue
-        if others:  # else the format's own error stands (a truncated file, a typo)
-            return (
-                f"{f}: not a log of the {cls.name} format: it reads as "
-                f"{' or '.join(sorted(others))} (give --format {sorted(others)[0]})"
-            )
-    return None

@@ -324,37 +324,3 @@ __all__ = [
     "prompt_keys",
     "temp_name",
 ]
-
-
-def first_record(path: str | os.PathLike) -> tuple[str, dict[str, Any]] | None:
-    """How a file holds its records and its first one, for a format to say whether the
-    file is its own: ``("json", record)`` for a JSON document (an array's first object, or
-    the object itself), ``("jsonl", record)`` for JSON Lines (the first non-blank line's
-    object); None for anything else (not UTF-8 JSON: a table, a zip, a truncated file).
-    A document that is one object is also one line of JSON Lines (``"json"`` given)."""
-    p = Path(path)
-    try:
-        with open(p, "rb") as fh:
-            head = fh.read(1 << 16)
-    except OSError:
-        return None
-    text = head.lstrip()
-    if text[:1] not in (b"[", b"{"):
-        return None
-    try:
-        data = read_json(p, "")
-    except (ConfigError, OSError):
-        data = None
-    if isinstance(data, list):
-        first = next((r for r in data if isinstance(r, dict)), None)
-        return ("json", first) if first is not None else None
-    if isinstance(data, dict):
-        return "json", data
-    for line in head.decode("utf-8", "replace").splitlines():
-        if line.strip():
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                return None
-            return ("jsonl", obj) if isinstance(obj, dict) else None
-    return None
