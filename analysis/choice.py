@@ -186,8 +186,9 @@ def _shared_text(rows: pl.DataFrame) -> str:
     if bigger.height:
         most = int(bigger.get_column("n_own").max())
         text += (
-            f", fewer than the {bigger.height} judge{'s' if bigger.height > 1 else ''} "
-            f"measured on more have (up to {most:,}; their own figures in the judge table)"
+            f"; {bigger.height} of them {'have' if bigger.height > 1 else 'has'} more units "
+            f"of {'their' if bigger.height > 1 else 'its'} own (up to {most:,}: the judge "
+            "table's figures)"
         )
     return text + "."
 
