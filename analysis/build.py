@@ -93,7 +93,10 @@ def _choice(study: Any, settings: AnalysisSettings) -> dict[str, Any]:
     cost = (
         pl.concat(costs).unique(["benchmark", "judge"], keep="first") if costs else None
     )
-    return {"choice": choose_judges(study.panel, cost, settings)}
+    frames = [d.judgments for d in study.dirs if d.judgments.height]
+    return {
+        "choice": choose_judges(study.panel, cost, settings, judgments=frames or None)
+    }
 
 
 def _section_replicates(settings: AnalysisSettings) -> int:

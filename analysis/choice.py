@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from voirdire.analysis.settings import DEFAULTS, AnalysisSettings
+from voirdire.analysis.tie_test import TIE_ALPHA
 
 __all__ = [
     "CHOICE_COLUMNS",
@@ -37,8 +38,10 @@ __all__ = [
 
 #: the columns of :attr:`Choice.table`, in order (those absent from the input are left out)
 CHOICE_COLUMNS = (
-    "benchmark", "rank", "judge", "accuracy", "accuracy_lo", "accuracy_hi", "pc", "pf",
-    "pass_kappa", "rs", "error_rate", "usd_per_1k", "judgments_per_s", "gates", "passes",
+    "benchmark", "board", "rank", "judge", "shared", "shared_lo", "shared_hi", "n_shared",
+    "n_own", "board_judges", "p_vs_pick", "tied", "accuracy", "accuracy_lo", "accuracy_hi",
+    "pc", "pf", "pass_kappa", "rs", "error_rate", "usd_per_1k", "judgments_per_s", "gates",
+    "passes",
 )  # fmt: skip
 
 
@@ -51,10 +54,16 @@ class Choice:
             (:data:`CHOICE_COLUMNS`): ``rank`` (int, 1 = best), ``gates`` (str: each failed
             gate with its value, ``"; "``-separated, empty when all pass), ``passes`` (bool),
             ``usd_per_1k`` (USD per 1,000 judgments) and ``judgments_per_s`` (judgments per
-            second) where known.
-        lines: per benchmark, the sentence naming the most accurate judge passing every gate
-            and the cheapest within the margin (``{benchmark: text}``).
-        key: ``"accuracy"`` or ``"pc"`` per benchmark (what the rank is by).
+            second) where known; ``board`` (str) and, where compared like with like,
+            ``shared`` (the key on the board's shared units), ``shared_lo``/``shared_hi``
+            (its 95 % interval), ``n_shared``/``n_own`` (units), ``board_judges``,
+            ``p_vs_pick`` (float) and ``tied`` (bool); ``rank`` is within the board.
+        lines: per board (the benchmark, or one of its boards where its judges were
+            measured on different data: :mod:`voirdire.analysis.shared_units`), the sentences
+            naming the most accurate judge passing every gate with its interval, what the
+            judges were compared on (the shared units' n), the judges tied with it and the
+            cheapest within the margin (``{board: text}``).
+        key: ``"accuracy"`` or ``"pc"`` per board (what the rank is by).
         margin: the margin used (the key's unit).
     """
 
@@ -156,30 +165,85 @@ def _usd(v: float) -> str:
     return f"${v:,.2f}" if v >= 0.01 else f"${v:.2g}"
 
 
+def _fmt_interval(r: dict) -> str:
+    lo, hi = r.get("shared_lo"), r.get("shared_hi")
+    return f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else ""
+
+
+def _shared_text(rows: pl.DataFrame) -> str:
+    """The sentence saying on what the board's judges are compared (empty without a
+    like-with-like comparison)."""
+    if "n_shared" not in rows.columns or rows.get_column("n_shared").is_null().all():
+        return ""
+    on = rows.filter(pl.col("n_shared").is_not_null())
+    n = int(on.get_column("n_shared").max())
+    k = on.height
+    if k < 2:  # one judge: nothing compared
+        return ""
+    bigger = on.filter(pl.col("n_own") > pl.col("n_shared"))
+    who = f"all {k} judges"
+    text = f" Compared on the {n:,} (question, pair, order) units {who} share"
+    if bigger.height:
+        most = int(bigger.get_column("n_own").max())
+        text += (
+            f"; {bigger.height} of them {'have' if bigger.height > 1 else 'has'} more units "
+            f"of {'their' if bigger.height > 1 else 'its'} own (up to {most:,}: the judge "
+            "table's figures)"
+        )
+    return text + "."
+
+
+def _tied_text(rows: pl.DataFrame, best: dict) -> str:
+    if "tied" not in rows.columns or not rows.height:
+        return ""
+    others = rows.filter(pl.col("judge") != best["judge"])
+    tested = others.filter(pl.col("tied").is_not_null())
+    if not tested.height:
+        return ""
+    tied = tested.filter(pl.col("tied")).get_column("judge").to_list()
+    test = f"paired cluster permutation test, p ≥ {TIE_ALPHA:g}"
+    if not tied:
+        return f" Every other judge differs from it ({test} not met)."
+    names = ", ".join(tied[:8]) + (
+        f" and {len(tied) - 8} more" if len(tied) > 8 else ""
+    )
+    return f" Not distinguishable from it ({test}), so tied with it: {names}."
+
+
 def _line(b: str, rows: pl.DataFrame, key: str, margin: float) -> str:
-    """The sentence of one benchmark (``rows``: its ranked rows)."""
+    """The sentence of one board (``rows``: its ranked rows)."""
     label = "accuracy" if key == "accuracy" else "PC"
-    ok = rows.filter(pl.col("passes") & pl.col(key).is_not_null())
+    col = (
+        "shared"
+        if "shared" in rows.columns and rows.get_column("shared").is_not_null().any()
+        else key
+    )
+    ok = rows.filter(pl.col("passes") & pl.col(col).is_not_null())
     if not ok.height:
-        return f"{b}: no judge passes every gate."
+        return f"{b}: no judge passes every gate." + _shared_text(rows)
     best = ok.row(0, named=True)
-    text = f"{b}: most {'accurate' if key == 'accuracy' else 'consistent'} judge passing every gate: {best['judge']} ({label} {best[key]:.3f})"
+    text = (
+        f"{b}: most {'accurate' if key == 'accuracy' else 'consistent'} judge passing every gate: "
+        f"{best['judge']} ({label} {best[col]:.3f}{_fmt_interval(best) if col == 'shared' else ''})"
+    )
+    tail = _shared_text(rows) + _tied_text(rows, best)
     near = ok.filter(
-        (pl.col(key) >= best[key] - margin - 1e-12) & pl.col("usd_per_1k").is_not_null()
+        (pl.col(col) >= best[col] - margin - 1e-12) & pl.col("usd_per_1k").is_not_null()
     )
     if not rows.get_column("usd_per_1k").is_not_null().any():
-        return text + "."
+        return text + "." + tail
     if not near.height:
-        return text + f"; no judge within {margin:g} of it has a known cost."
+        return text + f"; no judge within {margin:g} of it has a known cost." + tail
     cheap = near.sort("usd_per_1k", "rank").row(0, named=True)
     if cheap["judge"] == best["judge"]:
         return (
             text
             + f", also the cheapest within {margin:g} ({_usd(cheap['usd_per_1k'])} per 1,000 judgments)."
+            + tail
         )
     return (
-        text + f"; cheapest within {margin:g} of it: {cheap['judge']} ({label} {cheap[key]:.3f}, "
-        f"{_usd(cheap['usd_per_1k'])} per 1,000 judgments)."
+        text + f"; cheapest within {margin:g} of it: {cheap['judge']} ({label} {cheap[col]:.3f}, "
+        f"{_usd(cheap['usd_per_1k'])} per 1,000 judgments)." + tail
     )  # fmt: skip
 
 
@@ -187,6 +251,7 @@ def choose_judges(
     judges: pl.DataFrame,
     costs: pl.DataFrame | None = None,
     settings: AnalysisSettings = DEFAULTS,
+    judgments: pl.DataFrame | list[pl.DataFrame] | None = None,
 ) -> Choice:
     """Rank the judges of each benchmark and name the one to trust first.
 
@@ -197,11 +262,21 @@ def choose_judges(
         costs: :func:`judge_costs`' table, or None (no cost or throughput).
         settings: the gates (``kappa_gate``, ``rs_min``, ``max_error``) and the margin
             (``choice_margin``).
+        judgments: the judgments behind ``judges`` (JUDGMENT_SCHEMA; a list: one table per
+            directory, each judge read from one: :func:`~voirdire.analysis.shared_units.
+            one_source_per_judge`), or None. Given,
+            the judges are compared like with like (:mod:`voirdire.analysis.shared_units`):
+            ranked per board on the units the board's judges share (``shared``, its
+            interval, ``n_shared`` and the judge's own ``n_own``), each tested against the
+            board's pick (``p_vs_pick``, ``tied``).
 
     Returns:
         :class:`Choice`. Rows without PC (a one-order judge) keep their other figures and
         rank after those with the key.
     """
+    from voirdire.analysis.shared_units import like_with_like
+    from voirdire.analysis.tie_test import ties_with_pick
+
     t = _one_row_per_judge(judges)
     for c in ("pc", "rs", "pass_kappa", "accuracy", "error_rate", "pf"):
         t = t.with_columns(
@@ -229,40 +304,75 @@ def choose_judges(
         )
         .with_columns(passes=pl.col("gates") == "")
     )
+    sums = None
+    if judgments is not None:
+        t, sums = like_with_like(t, judgments, settings)
+    if "board" not in t.columns:
+        t = t.with_columns(board=pl.col("benchmark"))
     t = t.sort(
-        ["benchmark", "_key", pl.col("pf").abs(), "judge"],
-        descending=[False, True, False, False],
+        ["benchmark", "board", "_key", pl.col("pf").abs(), "judge"],
+        descending=[False, False, True, False, False],
         nulls_last=True,
-    ).with_columns(rank=pl.int_range(1, pl.len() + 1).over("benchmark").cast(pl.Int64))
+    ).with_columns(rank=pl.int_range(1, pl.len() + 1).over("board").cast(pl.Int64))
+    if sums is not None:
+        t = ties_with_pick(t, sums)
     return choice_from_table(
         t.select([c for c in CHOICE_COLUMNS if c in t.columns]), settings.choice_margin
     )
+
+
+#: the columns of a choice table read back from a CSV, by type (an empty column reads as text)
+_FLOATS = (
+    "accuracy",
+    "pc",
+    "usd_per_1k",
+    "shared",
+    "shared_lo",
+    "shared_hi",
+    "p_vs_pick",
+)
+_INTS = ("n_shared", "n_own", "board_judges")
+
+
+def _typed(table: pl.DataFrame) -> pl.DataFrame:
+    """A choice table's columns in their types (``tied``: true/false text as bool)."""
+    cols = table.columns
+    return table.with_columns(
+        *(pl.col(c).cast(pl.Float64) for c in _FLOATS if c in cols),
+        *(pl.col(c).cast(pl.Int64) for c in _INTS if c in cols),
+        *(
+            [pl.col("tied").cast(pl.String).str.to_lowercase().replace_strict(
+                {"true": True, "false": False}, default=None, return_dtype=pl.Boolean)]
+            if "tied" in cols
+            else []
+        ),
+    )  # fmt: skip
 
 
 def choice_from_table(
     table: pl.DataFrame, margin: float = DEFAULTS.choice_margin
 ) -> Choice:
     """The :class:`Choice` of a ranked table (:attr:`Choice.table`, e.g. a report's
-    ``metrics/choice.csv`` read back): the key per benchmark (accuracy where any judge has
-    one) and its lines, with ``margin``."""
-    t = table.with_columns(
-        pl.col("gates").cast(pl.String).fill_null(""),
-        *(
-            pl.col(c).cast(pl.Float64)
-            for c in ("accuracy", "pc", "usd_per_1k")
-            if c in table.columns
-        ),
-    ).sort("benchmark", "rank")
+    ``metrics/choice.csv`` read back): the key per board (``board``, the benchmark where
+    the table has none; accuracy where any judge of the benchmark has one) and its lines,
+    with ``margin``."""
+    table = _typed(table)
+    t = table.with_columns(pl.col("gates").cast(pl.String).fill_null(""))
+    if "board" not in t.columns:
+        t = t.with_columns(board=pl.col("benchmark"))
+    t = t.with_columns(pl.col("board").cast(pl.String).fill_null(pl.col("benchmark")))
+    t = t.sort("benchmark", "board", "rank")
     if "accuracy" not in t.columns:
         t = t.with_columns(accuracy=pl.lit(None, pl.Float64))
+    gold = dict(
+        t.group_by("benchmark").agg(pl.col("accuracy").is_not_null().any()).iter_rows()
+    )
     key = {
-        b: "accuracy" if g else "pc"
-        for b, g in t.group_by("benchmark")
-        .agg(pl.col("accuracy").is_not_null().any())
-        .iter_rows()
+        bd: "accuracy" if gold[b] else "pc"
+        for b, bd in t.select("benchmark", "board").unique().iter_rows()
     }
     lines = {
-        b: _line(b, t.filter(pl.col("benchmark") == b), key[b], margin)
-        for b in sorted(key)
+        bd: _line(bd, t.filter(pl.col("board") == bd), key[bd], margin)
+        for bd in sorted(key)
     }
     return Choice(table, lines, key, margin)

@@ -9,8 +9,8 @@ outputs need on each directory (:func:`~voirdire.analysis.stages.analyse_dirs`: 
 are read, never written) and hands over what is read together: the judgments of all of
 them, their clusters, and for style-controlled leaderboards the answers' features from each
 job's benchmark. :func:`destination` is where a command writes when no ``--out`` is given
-(a folder next to the first directory), claimed by the ownership rules before anything is
-written.
+(a folder next to the first directory named after the inputs: :func:`default_out`), claimed
+by the ownership rules before anything is written.
 """
 
 from __future__ import annotations
@@ -30,7 +30,11 @@ from voirdire.core import ConfigError
 from voirdire.engine.judge_names import check_reserved
 from voirdire.ownership import claim_output_dir, claim_report_dir, distinct_dirs
 
-__all__ = ["Together", "read_together", "destination", "report_dirs"]
+__all__ = ["Together", "read_together", "default_out", "destination", "report_dirs"]
+
+#: the longest input-name part of a default output folder's name (longer: the first name,
+#: the count of the others and a hash of all)
+MAX_DEFAULT_NAME = 60
 
 
 @dataclass(frozen=True)
@@ -118,21 +122,56 @@ def read_together(
     return found
 
 
+def default_out(output_dirs: Sequence[str | os.PathLike], name: str) -> Path:
+    """The folder a command (``name``: ``mitigation``, ``ranking``, ``people``) writes by
+    default: next to the first directory, named after the inputs, so that two commands on
+    other inputs never write into one folder: ``<dir>-<name>`` for one directory,
+    ``<dir1>+<dir2>-<name>`` for several (the directories' names, each once, in order), or
+    ``<dir1>+<k>-<hash>-<name>`` where those exceed :data:`MAX_DEFAULT_NAME` characters
+    (``hash``: 8 hex digits of the resolved paths).
+
+    Raises:
+        ConfigError: no directory."""
+    if not output_dirs:
+        raise ConfigError("no output directory given")
+    paths = [Path(d) for d in output_dirs]
+    names = list(dict.fromkeys(p.resolve().name or "root" for p in paths))
+    stem = "+".join(names)
+    if len(stem) > MAX_DEFAULT_NAME:
+        import hashlib
+
+        h = hashlib.sha256(
+            "\0".join(str(p.resolve()) for p in paths).encode(
+                "utf-8", "surrogateescape"
+            )
+        ).hexdigest()[:8]
+        stem = f"{names[0][: MAX_DEFAULT_NAME // 2]}+{len(names) - 1}-{h}"
+    return paths[0].parent / f"{stem}-{name}"
+
+
 def destination(
     output_dirs: Sequence[str | os.PathLike], out: str | os.PathLike | None, name: str
 ) -> Path:
-    """Where a command writes: ``out``, else the folder ``name`` next to the first
-    directory; claimed as a report directory (:func:`voirdire.ownership.claim_report_dir`:
-    ours, or only what reports write, no link), nothing written.
+    """Where a command writes: ``out``, else :func:`default_out` (a folder named after the
+    inputs next to the first directory); claimed as a report directory
+    (:func:`voirdire.ownership.claim_report_dir`: ours, or only what reports write, no
+    link), nothing written.
 
     Raises:
-        ConfigError: no directory, or a destination that is not ours.
+        ConfigError: no directory, or a destination that is not ours (the message names
+            the ``--out`` to give instead where the default was refused).
     """
     if not output_dirs:
         raise ConfigError("no output directory given")
-    return claim_report_dir(
-        Path(out) if out is not None else Path(output_dirs[0]).parent / name
-    )
+    if out is not None:
+        return claim_report_dir(Path(out))
+    dest = default_out(output_dirs, name)
+    try:
+        return claim_report_dir(dest)
+    except ConfigError as exc:
+        raise ConfigError(
+            f"{exc}; give another folder with --out (e.g. --out {dest.parent / (dest.name + '-2')})"
+        ) from None
 
 
 def report_dirs(

@@ -88,7 +88,41 @@ __all__ = [
     "MARKER",
     "check_target",
     "fetched_release",
+    "local_source",
     "swap_into_place",
     "work_dir",
     "write_marker",
 ]
+
+
+def local_source(base: str | os.PathLike[str] | None) -> Path | None:
+    """A local release copy named as a base URL: a ``file://`` URL or a plain path (a clone
+    of the release's repository at its pinned commit, or a folder of its files in the same
+    paths, or gzipped under ``files/``: :class:`~voirdire.benchmarks.mirror.LocalCopy`);
+    None for a network URL or nothing.
+
+    Raises:
+        DataError: a ``file://`` URL or path that is no directory.
+    """
+    if base is None:
+        return None
+    text = str(base)
+    if text.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        u = urlparse(text)
+        if u.netloc not in ("", "localhost"):
+            raise DataError(
+                f"{text}: a file:// URL names a path on this machine (file:///path)"
+            )
+        path = Path(unquote(u.path))
+    elif "://" in text:
+        return None
+    else:
+        path = Path(text).expanduser()
+    if not path.is_dir():
+        raise DataError(
+            f"{text}: no such directory (a local copy of the release: a clone of its "
+            "repository at the pinned commit, or a folder of its files)"
+        )
+    return path.absolute()

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from voirdire.benchmarks.base import SAMPLES, Benchmark
-from voirdire.core import ConfigError
+from voirdire.core import ConfigError, did_you_mean
 from voirdire.registry import Registry, describe, is_import_path
 
 #: the registry key of a user's own pairs (``[benchmark] name = "pairs"``, read from
@@ -63,7 +63,8 @@ def benchmark_class(name: str, *, allow_import: bool = True) -> type[Benchmark]:
             raise
         shown = str(name) if len(str(name)) <= 80 else str(name)[:80] + "..."
         raise ConfigError(
-            f"unknown benchmark {shown!r}; known benchmarks: {', '.join(_known())}"
+            f"unknown benchmark {shown!r}{did_you_mean(str(name), _known())}; "
+            f"known benchmarks: {', '.join(_known())}"
         ) from exc
 
 

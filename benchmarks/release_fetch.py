@@ -170,6 +170,8 @@ def fetch_release(
         sizes = mirror.read_sizes(manifest or rel.manifest)
     target = Path(dest or rel.default_dir()).expanduser().absolute()
     fetch_steps.check_target(target)
+    if source is None:
+        source = fetch_steps.local_source(base_url or os.environ.get(rel.url_env))
     base = _base_url(base_url, rel) if source is None else str(source)
     work = fetch_steps.work_dir(target)
     try:
@@ -180,7 +182,7 @@ def fetch_release(
         out = work / "data"
         log(f"fetching the release {rel.repo}@{rel.commit[:7]} from {redact_url(base)}")
         done = rel.convert(src.get, man, out, prefer=prefer, log=log)
-        _check_skipped(done.skipped, strict, log)
+        _check_skipped(done.skipped, strict, log, out, target)
         report = FetchReport(target, src.bytes, done.files, done.judges, done.skipped)
         fetch_steps.write_marker(out, _record(rel, base, report))
         fetch_steps.swap_into_place(out, target, work)
@@ -192,16 +194,34 @@ def fetch_release(
     return report
 
 
+#: the file of a data directory listing what the mirror lacked (one line each)
+SKIPPED_FILE = "skipped.txt"
+
+
 def _check_skipped(
-    skipped: list[str], strict: bool, log: Callable[[str], None]
+    skipped: list[str],
+    strict: bool,
+    log: Callable[[str], None],
+    out: Path | None = None,
+    target: Path | None = None,
 ) -> None:
-    """Log each file the mirror lacked; with ``strict``, raise DataError naming the first."""
+    """The files the mirror lacked in one line, their list written to ``out``'s
+    :data:`SKIPPED_FILE` (named as it will be under ``target``); with ``strict``, raise
+    DataError naming the first."""
     if skipped and strict:
         raise DataError(
             f"strict fetch: {len(skipped)} judge output(s) not on the mirror; the first: {skipped[0]}"
         )
-    for s in skipped:
-        log(f"skipped: {s}")
+    if not skipped:
+        return
+    where = ""
+    if out is not None:
+        (out / SKIPPED_FILE).write_text("".join(f"{s}\n" for s in skipped), "utf-8")
+        where = f"; the list is in {(target or out) / SKIPPED_FILE}"
+    log(
+        f"skipped {len(skipped):,} file(s) the mirror does not have (their judges are left "
+        f"out; --strict makes this an error){where}"
+    )
 
 
 def _record(rel: Release, base: str, report: FetchReport) -> dict[str, Any]:
@@ -369,6 +389,6 @@ def locate_or_fetch(
 
 __all__ = [
     "DEFAULT_BASE_URL", "JTJ", "MANIFEST", "RELEASE_COMMIT", "RELEASE_REPO", "URL_ENV",
-    "FetchReport", "Release", "data_dir_of", "fetch_release", "local_copies", "locate",
-    "locate_or_fetch", "read_manifest",
+    "SKIPPED_FILE", "FetchReport", "Release", "data_dir_of", "fetch_release", "local_copies",
+    "locate", "locate_or_fetch", "read_manifest",
 ]  # fmt: skip

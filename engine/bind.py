@@ -51,7 +51,8 @@ class ResolvedJudge:
             )
         except ValidationError as exc:
             raise ConfigError(
-                f"judge {spec.name!r} (backend {spec.backend!r}): {_describe(exc)}"
+                f"judge {spec.name!r} (backend {spec.backend!r}): "
+                + _describe(exc, (self.backend.Settings, Sampling))
             ) from exc
         self.identity = self.backend.identity(self.settings, self.sampling)
         #: the log's judge whose verdicts count as this judge's (engine.completion)

@@ -65,6 +65,7 @@ __all__ = [
     "PLAN_INPUTS",
     "PLAN_STAGES",
     "plan_job",
+    "check_keys",
 ]
 
 
@@ -353,3 +354,30 @@ def plan_job(
     return JobPlan(
         **{**{k: state[k] for k in PLAN_OUTPUTS}, "data_dir": Path(state["data_dir"])}
     )
+
+
+def check_keys(job: JobSpec) -> None:
+    """The API keys of a job's named judges checked before anything slow starts (Ray, the
+    benchmark's data): each judge whose backend reads a key from the environment
+    (``check_secrets``) has it. Judges standing for several (``"*"``) and settings the
+    plan refuses otherwise are left to :func:`plan_job`, which checks every judge again.
+
+    Raises:
+        ConfigError: the backend's line naming the judge and the variable.
+    """
+    from pydantic import ValidationError
+
+    from voirdire.judges.base import JudgeContext, get_backend
+
+    for spec in job.judges:
+        if "*" in spec.name:
+            continue
+        try:
+            backend = get_backend(spec.backend)
+            settings = backend.Settings(**spec.backend_settings)
+        except (ConfigError, ValidationError, TypeError):
+            continue  # the plan says what is wrong, in its own words
+        ctx = JudgeContext(
+            judge=spec.name, benchmark="", data_dir=None, output_dir=job.output_dir
+        )
+        backend.check_secrets(settings, ctx)

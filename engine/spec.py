@@ -24,7 +24,7 @@ from pydantic import (
 
 from voirdire.benchmarks.biases import BiasType, get_bias
 from voirdire.benchmarks.pairs import PairsSpec
-from voirdire.core import ConfigError
+from voirdire.core import ConfigError, did_you_mean, model_keys
 from voirdire.engine.judge_names import name_key
 from voirdire.judges.base import (
     Sampling,
@@ -291,11 +291,20 @@ class JobSpec(_Strict):
         return self
 
 
-def _describe(exc: ValidationError) -> str:
+def _describe(exc: ValidationError, models: tuple = ()) -> str:
+    """A validation error in one line: each failing key path and its problem, an unknown
+    key with the closest known key (:func:`~voirdire.core.did_you_mean`) of ``models``
+    (default :class:`JobSpec`) at that path."""
+    models = models or (JobSpec,)
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        if err["type"] == "extra_forbidden":
+            *above, key = err["loc"] or ("",)
+            known = [k for m in models for k in model_keys(m, above)]
+            msg = "unknown key" + did_you_mean(key, known)
+        else:
+            msg = err["msg"]
         parts.append(f"{loc}: {msg}")
     return "; ".join(parts)
 

@@ -232,13 +232,13 @@ def test_batch_malformed_names_file_line_and_field(tmp_path):
     outp.write_text("\n".join(lines) + "\n")
     with pytest.raises(
         ConfigError,
-        match=r"batch_output\.jsonl: line 1: no field 'result' \(is this a AnthropicBatch log\?\)",
+        match=r"batch_output\.jsonl: not a log of the AnthropicBatch format: it reads as openaibatch \(give --format openaibatch\)",
     ):
         AnthropicBatch([outp], data_dir=tmp_path / "c", log=log)
     req, res = write_anthropic(tmp_path, ds)
     with pytest.raises(
         ConfigError,
-        match=r"results\.jsonl: line 1: no field 'response' \(is this a OpenAIBatch log\?\)",
+        match=r"results\.jsonl: not a log of the OpenAIBatch format: it reads as anthropicbatch \(give --format anthropicbatch\)",
     ):
         OpenAIBatch([res], data_dir=tmp_path / "c", log=log)
     with pytest.raises(

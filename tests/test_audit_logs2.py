@@ -331,13 +331,13 @@ def test_alpaca_eval_malformed_names_file_index_and_field(tmp_path):
     assert "\n" not in str(e.value)
     arena = tmp_path / "model-x.jsonl"
     arena.write_text('{"uid": "q1", "model": "m", "judge": "j", "games": []}\n')
-    with pytest.raises(
-        ConfigError,
-        match=r"model-x\.jsonl: line 1: not a JSON array .*\(is this a AlpacaEval log\?\)",
-    ):
-        AlpacaEval([arena], data_dir=tmp_path / "c")  # the wrong format named
+    # the wrong format named, and the one the file reads as (issue 40: "not valid JSON"
+    # for valid JSON Lines of another format)
+    wrong = r"model-x\.jsonl: not a log of the AlpacaEval format: it reads as arenahard \(give --format arenahard\)"
+    with pytest.raises(ConfigError, match=wrong):
+        AlpacaEval([arena], data_dir=tmp_path / "c")
     arena.write_text(arena.read_text() * 2)
-    with pytest.raises(ConfigError, match=r"model-x\.jsonl: line 2: not valid JSON"):
+    with pytest.raises(ConfigError, match=wrong):
         AlpacaEval([arena], data_dir=tmp_path / "c")
 
 

@@ -133,7 +133,7 @@ def test_one_decorator_registers_it_under_its_normalised_name():
         BENCHMARKS.register(type("NotABenchmark", (), {"name": "nab"}))
     with pytest.raises(
         ConfigError,
-        match="unknown benchmark 'tiny-bench-2'; known benchmarks: AlpacaEval, AnthropicBatch, ArenaHard, AutoJ, DevBench, FastChat, Inspect, JudgeBench, LLMBar, LogTable, MTBench, OpenAIBatch, pairs, PandaLM, PRD",
+        match=r"unknown benchmark 'tiny-bench-2' \(did you mean 'Tiny-Bench'\?\); known benchmarks: AlpacaEval, AnthropicBatch, ArenaHard, AutoJ, DevBench, FastChat, Inspect, JudgeBench, LLMBar, LogTable, MTBench, OpenAIBatch, pairs, PandaLM, PRD",
     ):
         benchmark_class("tiny-bench-2")
 

@@ -378,7 +378,14 @@ def test_partial_mirror_skips_and_names_a_missing_judge(server, mirror, tmp_path
         r"the outputs of gemini-pro \(position_bias, MTBench\) are not on the mirror in any form: ",
         report.skipped[0],
     )
-    assert any(line.startswith("skipped: the outputs of gemini-pro") for line in lines)
+    # one line for what was skipped, the list in a file (issue 40: 163 lines before)
+    summary = [line for line in lines if line.startswith("skipped")]
+    assert len(summary) == 1 and summary[0].startswith(
+        "skipped 1 file(s) the mirror does not have"
+    )
+    listed = tmp_path / "d" / "skipped.txt"
+    assert str(listed) in summary[0]
+    assert listed.read_text().splitlines() == report.skipped
     assert (
         json.loads((tmp_path / "d" / MARKER).read_text())["skipped"] == report.skipped
     )
@@ -400,6 +407,31 @@ def test_partial_mirror_skips_and_names_a_missing_judge(server, mirror, tmp_path
         fetch_release(tmp_path / "s", base, manifest=man, progress=False, strict=True)
     assert not (tmp_path / "s").exists()
     _no_leftovers(tmp_path)
+
+
+def test_a_local_folder_or_file_url_is_read_as_a_copy(mirror, tmp_path):
+    """``--base-url`` naming a folder of the release's files (a clone of its repository):
+    a plain path and a ``file://`` URL are read from the disk, verified the same way
+    (before, both ended in raw ``requests`` errors); a path that is no folder is one line."""
+    _, man, root = mirror
+    for i, base in enumerate((str(root), root.as_uri())):
+        report = fetch_release(tmp_path / f"d{i}", base, manifest=man, progress=False)
+        assert report.judges["position_bias/MTBench"] == [
+            "gemini-pro", "gpt-3.5-turbo-1106", "gpt-4-0613",
+        ]  # fmt: skip
+        assert json.loads((tmp_path / f"d{i}" / MARKER).read_text())["skipped"] == []
+    with pytest.raises(DataError, match=r"nowhere: no such directory \(a local copy"):
+        fetch_release(
+            tmp_path / "x", str(tmp_path / "nowhere"), manifest=man, progress=False
+        )
+    with pytest.raises(DataError, match=r"no such directory"):
+        fetch_release(
+            tmp_path / "y",
+            (tmp_path / "nowhere").as_uri(),
+            manifest=man,
+            progress=False,
+        )
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
 def test_offline_names_both_ways_out(tmp_path, monkeypatch):

@@ -303,6 +303,8 @@ ANALYSIS_STAGES = [
     "study",
     "together",
     "families",
+    "tie_test",
+    "shared_units",
     "choice",
     "report",
     "build",

@@ -147,7 +147,13 @@ def test_partial_mirror_skips_and_names_the_judge_then_strict_fails(base_url, tm
     r = voirdire_cli(*cmd, "--dest", str(tmp_path / "d"), cwd=ROOT, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(tmp_path / "d")
-    assert "skipped: Falcon/CoT on LLMBar/Natural" in " ".join(r.stderr.split())
+    # one line for what was skipped, the list in a file (issue 40, item 9)
+    said = " ".join(r.stderr.split())
+    assert "skipped 1 file(s) the mirror does not have" in said
+    assert f"the list is in {tmp_path / 'd' / 'skipped.txt'}" in said
+    assert (
+        "Falcon/CoT on LLMBar/Natural" in (tmp_path / "d" / "skipped.txt").read_text()
+    )
     rec = json.loads((tmp_path / "d" / MARKER).read_text())
     assert len(rec["skipped"]) == 1 and LACKING not in rec["files"]
     out = pl.read_parquet(tmp_path / "d" / "outputs.parquet")

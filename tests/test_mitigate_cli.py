@@ -218,3 +218,32 @@ def test_people_labels_for_the_bpde_pairs_are_read_back(job_dir, tmp_path):
     assert (
         row["gate+labels"]["cost"] == row["gate"]["cost"] == 2.0
     )  # people's labels cost no query
+
+
+def test_default_outputs_of_two_inputs_do_not_collide(job_dir, tmp_path):
+    """Issue 40, item 7: ``mitigate`` on two directories without ``--out`` writes two
+    folders named after them (before, both went to ``mitigation/`` and the second
+    overwrote the first)."""
+    import shutil
+
+    d, _ = job_dir
+    runs = tmp_path / "runs"
+    first, second = runs / "first-run", runs / "second-run"
+    shutil.copytree(d, first)
+    shutil.copytree(d, second)
+    for src in (first, second):
+        r = CliRunner().invoke(
+            app,
+            [
+                "mitigate",
+                str(src),
+                "--reference",
+                "judge:gpt-4-0613",
+                "--replicates",
+                "50",
+            ],
+        )
+        assert r.exit_code == 0, r.output
+    assert (runs / "first-run-mitigation" / "mitigation.csv").is_file()
+    assert (runs / "second-run-mitigation" / "mitigation.csv").is_file()
+    assert not (runs / "mitigation").exists()

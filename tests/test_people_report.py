@@ -33,7 +33,7 @@ ODD = "sim[/]<b>|x"  # a judge name holding rich markup, HTML and a Markdown pip
 
 @pytest.fixture(scope="module")
 def made(ray_local, tmp_path_factory) -> dict[str, Path]:
-    """An audit of five judges, ``voirdire people`` beside it (``people/``, the default)
+    """An audit of five judges, ``voirdire people`` beside it (``audit-people/``, the default)
     on half the labels, and its report (``report/``)."""
     tmp = tmp_path_factory.mktemp("people-report")
     log = simulated_study_log(5, questions=15)
@@ -86,7 +86,7 @@ def test_no_section_without_people_files_or_for_other_judges(made, tmp_path):
     assert "People's boards" not in (page.parent / "report.md").read_text()
     # voirdire people's files of other judges beside it: nothing shown
     other = tmp_path / "elsewhere" / "people"
-    shutil.copytree(tmp / "people", other)
+    shutil.copytree(tmp / "audit-people", other)  # the older default name, read too
     boards = other / "metrics" / "people_selective.csv"
     boards.write_text(boards.read_text().replace("LogTable", "Other"))
     page = voirdire.report([copy], out=tmp_path / "r2", replicates=20)

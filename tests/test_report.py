@@ -127,6 +127,10 @@ def test_report_html_has_every_part(jobs):
     choice = pl.read_csv(out / "metrics" / "choice.csv")
     assert set(choice.get_column("judge")) == set(PB_JUDGES) | set(REP_JUDGES)
     assert "Which judge to trust first: MTBench" in res.output
+    # like with like (issue 40): the judges of the two jobs compared on the units they share
+    assert "(question, pair, order) units" in res.output
+    assert "(question, pair, order) units" in page
+    assert {"board", "shared", "n_shared", "n_own", "tied"} <= set(choice.columns)
     for name in (
         "pc_radar_MTBench",
         "pf_bars_MTBench",

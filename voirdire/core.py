@@ -31,7 +31,9 @@ __all__ = [
     "FailureClass",
     "canonical_json",
     "content_hash",
+    "did_you_mean",
     "letters",
+    "model_keys",
     "slug",
     "stable_int",
 ]
@@ -156,3 +158,60 @@ def slug(
     if max_len is not None:
         out = out.strip(sep)[:max_len]
     return out or (default if default is not None else sep)
+
+
+def did_you_mean(name: Any, known: Any) -> str:
+    """The hint for an unknown ``name`` among ``known`` names: ``" (did you mean 'x'?)"``
+    naming the one closest (:func:`difflib.get_close_matches`, cutoff 0.6, compared without
+    case, ``-`` and ``_`` told apart from nothing else), or ``""`` when none is close.
+    Text names only; the hint shows the known spelling."""
+    import difflib
+
+    def norm(v: str) -> str:
+        return v.lower().replace("-", "_")
+
+    names = [str(k) for k in known if isinstance(k, str)]
+    if not isinstance(name, str) or not names or len(name) > 200:
+        return ""
+    by = {}
+    for k in names:
+        by.setdefault(norm(k), k)
+    close = difflib.get_close_matches(norm(name), list(by), n=1, cutoff=0.6)
+    return f" (did you mean {by[close[0]]!r}?)" if close else ""
+
+
+def model_keys(model: Any, path: Any) -> list[str]:
+    """The keys a settings model (a pydantic model class: ``model_fields``) accepts at
+    ``path`` (the keys and list indices above an unknown key, as a validation error's
+    ``loc`` gives them), their aliases included; ``[]`` where the path leads to no model.
+    Unions and lists are followed; a union whose members all accept the next key is
+    followed through each of them. Read duck-typed: no third-party import here."""
+    import typing
+
+    def models_of(tp: Any) -> list[Any]:
+        if hasattr(tp, "model_fields"):
+            return [tp]
+        out = []
+        for a in typing.get_args(tp):
+            out += models_of(a)
+        return out
+
+    current = models_of(model)
+    for part in path:
+        if isinstance(part, int):
+            continue
+        nxt = []
+        for m in current:
+            f = m.model_fields.get(part)
+            if f is None:
+                f = next((v for v in m.model_fields.values() if v.alias == part), None)
+            if f is not None:
+                nxt += models_of(f.annotation)
+        if not nxt and current:
+            continue  # a union's tag in the path (e.g. the backend's name): stay
+        current = nxt
+    keys: list[str] = []
+    for m in current:
+        for k, v in m.model_fields.items():
+            keys.append(v.alias or k)
+    return list(dict.fromkeys(keys))

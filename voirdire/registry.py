@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
+from voirdire.core import did_you_mean
 from voirdire.exceptions import ConfigError
 from voirdire.import_paths import describe, import_path, is_import_path
 from voirdire.import_paths import shown as _shown
@@ -335,7 +336,8 @@ class Registry(Generic[T]):
                 self._entries[k] = obj
             return obj
         raise ConfigError(
-            f"unknown {self.kind} {_shown(name)}; known: {', '.join(self.names())}"
+            f"unknown {self.kind} {_shown(name)}{did_you_mean(name, self.names())}; "
+            f"known: {', '.join(self.names())}"
         )
 
     def _registered_at(self, ref: str) -> T | None:

@@ -77,6 +77,9 @@ class PeopleStudy:
         to_label: the pairs no judge of the cascade keeps and people have not labelled:
             ``benchmark``, ``question_id``, ``candidate``, ``reference``.
         settings: the settings used (level, alpha, delta, confidence, labels, share, rows, seed).
+        refused: one line per benchmark whose pairs are two anonymous answers (LLMBar's
+            ``output_1``/``output_2``): no board is built for it, as ``voirdire rank``
+            refuses it (:func:`anonymous_line`); its selective judges are computed.
     """
 
     pairs: pl.DataFrame
@@ -86,6 +89,15 @@ class PeopleStudy:
     cascade: pl.DataFrame
     to_label: pl.DataFrame
     settings: dict = field(default_factory=dict)
+    refused: list[str] = field(default_factory=list)
+
+
+def anonymous_line(benchmark: str) -> str:
+    """The one line saying why a benchmark has no people's board."""
+    return (
+        f"{benchmark}: no people's board: its pairs are two anonymous answers, not named models "
+        "(as voirdire rank refuses them); its selective judges are computed"
+    )
 
 
 def _with_clusters(pairs: pl.DataFrame, clusters: pl.DataFrame | None) -> pl.DataFrame:
@@ -311,17 +323,16 @@ def people_study(
     check_labels(pairs, labels)
     pairs = with_labels(pairs, labels)
     pairs = _with_clusters(pairs, clusters)
-    named = {b: _named(b) for b in pairs["benchmark"].unique().to_list()}
-    _check_counts(pairs, alpha, delta, need_models=True)
-    _check_anchor(pairs, named, anchor)
+    named, anonymous = _checked(pairs, alpha, delta, anchor)
     source = _auto_confidence(pairs) if confidence == "auto" else confidence
     pairs = with_confidence(pairs, judgments, source)
     costs = _costs(judgments, pairs)
     boards, sel, curves, kept = [], [], [], []
     for (bench, judge), g in pairs.group_by("benchmark", "judge", maintain_order=True):
         who = {"benchmark": bench, "judge": judge}
-        boards.append(people_boards(g, level=level, anchor=anchor, anchor_rating=anchor_rating,
-                                    board=named[bench], unit=unit).with_columns(**{k: pl.lit(v) for k, v in who.items()}))  # fmt: skip
+        if named[bench]:  # anonymous answers (output_1/output_2): no board (`refused`)
+            boards.append(people_boards(g, level=level, anchor=anchor, anchor_rating=anchor_rating,
+                                        board=True, unit=unit).with_columns(**{k: pl.lit(v) for k, v in who.items()}))  # fmt: skip
         lab = g.filter(pl.col("label").is_not_null())
         curves.append(selective_curve(lab["confidence"].to_numpy(), lab["agree"].to_numpy(), alpha, delta)
                       .with_columns(**{k: pl.lit(v) for k, v in who.items()}))  # fmt: skip
@@ -346,11 +357,43 @@ def people_study(
     front = ["benchmark", "judge"]
     return PeopleStudy(
         pairs=pairs,
-        boards=pl.concat(boards, how="vertical_relaxed").select(*front, *BOARD_COLUMNS),
+        boards=_boards_table(boards),
         selective=pl.DataFrame(sel, infer_schema_length=None).select(SELECTIVE_COLUMNS),
         curve=pl.concat(curves, how="vertical_relaxed").select(*front, *CURVE_COLUMNS),
         cascade=pl.concat(stages, how="vertical_relaxed").select(CASCADE_COLUMNS),
         to_label=pl.concat(routed).sort(PAIR_KEYS),
         settings={"level": level, "alpha": alpha, "delta": delta, "confidence": source, "share": share,
                   "rows": rows, "seed": seed, "labels": labels.height, "unit": unit},
+        refused=[anonymous_line(b) for b in anonymous],
     )  # fmt: skip
+
+
+def _checked(
+    pairs: pl.DataFrame, alpha: float, delta: float, anchor: str | None
+) -> tuple[dict[str, bool], list[str]]:
+    """The labels' counts and the anchor checked (:func:`_check_counts`: every model's
+    interval only where the benchmark's models are named); returns whether each benchmark's
+    models are named, and the benchmarks of anonymous answers, sorted."""
+    named = {b: _named(b) for b in pairs["benchmark"].unique().to_list()}
+    anonymous = sorted(b for b, ok in named.items() if not ok)
+    is_named = pl.col("benchmark").is_in(anonymous).not_()
+    _check_counts(pairs.filter(is_named), alpha, delta, need_models=True)
+    _check_counts(pairs.filter(~is_named), alpha, delta, need_models=False)
+    _check_anchor(pairs, named, anchor)
+    return named, anonymous
+
+
+def _boards_table(boards: list[pl.DataFrame]) -> pl.DataFrame:
+    """The boards built, one table (typed as a built one when none was: every benchmark
+    anonymous)."""
+    front = ["benchmark", "judge"]
+    if boards:
+        return pl.concat(boards, how="vertical_relaxed").select(*front, *BOARD_COLUMNS)
+    text = {"benchmark", "judge", "kind", "estimator", "model"}
+    whole = {"rank", "rank_lo", "rank_hi", "n_labels", "n_pairs"}
+    return pl.DataFrame(
+        schema={
+            c: pl.String if c in text else pl.Int64 if c in whole else pl.Float64
+            for c in (*front, *BOARD_COLUMNS)
+        }
+    )

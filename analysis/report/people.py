@@ -225,6 +225,7 @@ def write_people(
     paths["markdown"] = d / "people.md"
     paths["markdown"].write_text(
         "# People's boards and selective judges\n\n"
+        + "".join(f"{markdown(line)}.\n\n" for line in study.refused)
         + people_markdown(people_tables(study)),
         encoding="utf-8",
     )
@@ -257,6 +258,8 @@ def print_people(study: PeopleStudy, console: Console | None = None) -> None:
     """The terminal summary: per (benchmark, judge) the PPI++ board's interval widths
     against people alone, its effective labels, and the selective judge."""
     console = console or Console()
+    for line in study.refused:  # one line per benchmark of anonymous answers
+        console.print(cell(line) + ".", soft_wrap=True)
     t = Table(title="People's boards from a few labels (docs/people.md)")
     for c in ("benchmark", "judge", "labels", "width PPI++ / people", "effective labels", "kept", "agreement, labelled kept"):  # fmt: skip
         t.add_column(c, justify="left" if c in ("benchmark", "judge") else "right")

@@ -131,9 +131,15 @@ def find_people(
 ) -> Path | None:
     """Where a report of ``dirs`` written to ``out_dir`` finds ``voirdire people``'s
     outputs: ``out_dir`` when it holds ``metrics/people_boards.csv``, else
-    :data:`PEOPLE_DIR` next to the first directory (where ``voirdire people`` of the same
-    directories writes by default) when it does; else None. Nothing is read."""
-    places = [Path(out_dir)] + ([Path(dirs[0]).parent / PEOPLE_DIR] if dirs else [])
+    the folder ``voirdire people`` of the same directories writes by default
+    (:func:`~voirdire.analysis.together.default_out`: ``<dir>-people`` next to the first),
+    then an older default, :data:`PEOPLE_DIR` next to the first directory, when it does;
+    else None. Nothing is read."""
+    from voirdire.analysis.together import default_out
+
+    places = [Path(out_dir)]
+    if dirs:
+        places += [default_out(dirs, PEOPLE_DIR), Path(dirs[0]).parent / PEOPLE_DIR]
     for p in places:
         if (p / METRICS_DIR / "people_boards.csv").is_file():
             return p

@@ -250,6 +250,9 @@ class AlpacaEval(LogBenchmark):
     """AlpacaEval's annotations (module docstring); ``[benchmark.log]``: :class:`AlpacaEvalOptions`."""
 
     name = "AlpacaEval"
+    #: a record of the format (:meth:`~voirdire.benchmarks.logs.base.LogBenchmark.owns`)
+    record_keys = (frozenset({"instruction", "output_1", "output_2"}),)
+    layout = "json"
     Options = AlpacaEvalOptions
     #: by default the seeded switch depends on the instruction alone (``seed_columns``):
     #: every model is shown first on the same instructions, the clusters

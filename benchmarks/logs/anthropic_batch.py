@@ -77,6 +77,11 @@ class AnthropicBatch(BatchLog):
     :class:`~voirdire.benchmarks.logs.batch_ids.BatchOptions`."""
 
     name = "AnthropicBatch"
+    #: a record of the format (:meth:`~voirdire.benchmarks.logs.base.LogBenchmark.owns`)
+    record_keys = (
+        frozenset({"custom_id", "params"}),
+        frozenset({"custom_id", "result"}),
+    )
 
     @classmethod
     def parse(

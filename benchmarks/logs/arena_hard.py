@@ -89,6 +89,8 @@ class ArenaHard(LogBenchmark):
     """Arena-Hard-Auto's judgment logs (module docstring); ``[benchmark.log]``: :class:`ArenaHardOptions`."""
 
     name = "ArenaHard"
+    #: a record of the format (:meth:`~voirdire.benchmarks.logs.base.LogBenchmark.owns`)
+    record_keys = (frozenset({"model", "judge", "games"}),)
     Options = ArenaHardOptions
 
     @classmethod

@@ -96,15 +96,20 @@ class LogBenchmark(Benchmark):
     asks_own_records: ClassVar[bool] = True
     #: the key of the tool's prompt (:mod:`~voirdire.benchmarks.logs.tool_prompts`); ``None``: by name
     tool: ClassVar[str | None] = None
+    #: what one record of the format holds, for :meth:`owns`: alternative key sets (a
+    #: record with every key of one of them is the format's); ``()``: it cannot tell
+    record_keys: ClassVar[tuple[frozenset[str], ...]] = ()
+    #: how its files hold records: ``"jsonl"`` (an object a line) or ``"json"`` (a document)
+    layout: ClassVar[str] = "jsonl"
 
-    def __init_subclass__(cls, **kw: Any) -> None:
-        """A format reads a live judge's verdicts by its tool's rule (pattern and labels of
-        :func:`~voirdire.benchmarks.logs.tool_prompts.tool_prompt`) unless it sets its own."""
-        super().__init_subclass__(**kw)
-        tp = tool_prompt(cls.name, None, cls.tool) if "name" in cls.__dict__ else None
-        if tp is not None and "verdict_pattern" not in cls.__dict__:
-            cls.verdict_pattern = tp.verdict_pattern
-            cls.verdict_labels = dict(tp.verdict_labels)
+    @classmethod
+    def owns(cls, path: str | os.PathLike) -> bool | None:
+        """Whether the file ``path`` is a log of this format, from its first record: its
+        :attr:`layout` and one of :attr:`record_keys`; None where the format cannot tell
+        (no :attr:`record_keys`): :func:`~voirdire.benchmarks.logs.sniff.owns`."""
+        from voirdire.benchmarks.logs.sniff import owns
+
+        return owns(cls, path)
 
     @classmethod
     def read(cls, path: Path, options: Any, rows: Rows) -> None:
@@ -195,7 +200,15 @@ class LogBenchmark(Benchmark):
         ):
             return pl.read_parquet(d / INSTANCES), have["keys"]
         rows = Rows()
-        self.read_logs(files, rows)
+        try:
+            self.read_logs(files, rows)
+        except ConfigError:
+            from voirdire.benchmarks.logs.sniff import wrong_format
+
+            hint = wrong_format(type(self), files)
+            if hint:
+                raise ConfigError(hint) from None
+            raise
         pairs = pl.DataFrame(rows.pairs, schema=PAIR_SCHEMA)
         verdicts = pl.DataFrame(rows.verdicts, schema=VERDICT_SCHEMA)
         if not pairs.height:

@@ -70,6 +70,8 @@ class FastChat(LogBenchmark):
     :class:`FastChatOptions`."""
 
     name = "FastChat"
+    #: a record of the format (:meth:`~voirdire.benchmarks.logs.base.LogBenchmark.owns`)
+    record_keys = (frozenset({"question_id", "judge", "turn"}),)
     Options = FastChatOptions
 
     @classmethod

@@ -54,6 +54,8 @@ class JudgeBench(LogBenchmark):
     """JudgeBench's judge outputs (module docstring)."""
 
     name = "JudgeBench"
+    #: a record of the format (:meth:`~voirdire.benchmarks.logs.base.LogBenchmark.owns`)
+    record_keys = (frozenset({"pair_id", "judge_name", "judgments"}),)
     named_models = False
 
     @classmethod

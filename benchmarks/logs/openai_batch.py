@@ -81,6 +81,11 @@ class OpenAIBatch(BatchLog):
     ``[benchmark.log]``: :class:`~voirdire.benchmarks.logs.batch_ids.BatchOptions`."""
 
     name = "OpenAIBatch"
+    #: a record of the format (:meth:`~voirdire.benchmarks.logs.base.LogBenchmark.owns`)
+    record_keys = (
+        frozenset({"custom_id", "body"}),
+        frozenset({"custom_id", "response"}),
+    )
 
     @classmethod
     def parse(

@@ -159,6 +159,8 @@ class PRD(LogBenchmark):
     :class:`PRDOptions`."""
 
     name = "PRD"
+    #: a record of the format (:meth:`~voirdire.benchmarks.logs.base.LogBenchmark.owns`)
+    record_keys = (frozenset({"question_id", "text"}),)
     Options = PRDOptions
 
     @classmethod

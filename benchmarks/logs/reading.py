@@ -82,7 +82,13 @@ def log_settings(options: type[BaseModel], log: dict[str, Any] | None, fmt: str)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        if err["type"] == "extra_forbidden":
+            from voirdire.core import did_you_mean, model_keys
+
+            *above, key = err["loc"] or ("",)
+            msg = "unknown key" + did_you_mean(key, model_keys(options, above))
+        else:
+            msg = err["msg"]
         raise ConfigError(f"{fmt}: benchmark.log.{where}: {msg}") from None
 
 

@@ -234,19 +234,31 @@ def audit_job(
 
 def _log_format(format: str) -> Any:
     """The log format (a :class:`~voirdire.benchmarks.logs.base.LogBenchmark` class) named
-    ``format``. Raises ConfigError: not a log format (the formats listed)."""
+    ``format``. Raises ConfigError: not a log format (the formats listed, the closest
+    named: :func:`~voirdire.core.did_you_mean`)."""
     from voirdire.benchmarks.logs.base import LogBenchmark
     from voirdire.benchmarks.registry import BENCHMARKS, benchmark_class
+    from voirdire.core import did_you_mean
 
-    cls = benchmark_class(format)
-    if not issubclass(cls, LogBenchmark):
-        known = [
+    def formats() -> list[str]:
+        return sorted(
             c.name
             for c in BENCHMARKS.available().values()
             if isinstance(c, type) and issubclass(c, LogBenchmark)
-        ]
+        )
+
+    try:
+        cls = benchmark_class(format)
+    except ConfigError:
+        if ":" in str(format):
+            raise
+        cls = None
+    if cls is None or not issubclass(cls, LogBenchmark):
+        known = formats()
+        shown = str(format) if len(str(format)) <= 80 else str(format)[:80] + "..."
         raise ConfigError(
-            f"{format!r} is not a judgment log format; formats: {', '.join(sorted(known))}"
+            f"{shown!r} is not a judgment log format{did_you_mean(str(format), known)}; "
+            f"formats: {', '.join(known)}"
         )
     return cls
 

@@ -64,7 +64,7 @@ def people(
         confidence: ``orders``, ``jury``, ``probability``, several joined by ``+``, or ``auto``.
         cascade: the judges in the cascade's order (default: cheapest first).
         anchor, anchor_rating: the board's fixed model (default: the most compared) and rating.
-        out: where to write (default: ``people/`` next to the first directory).
+        out: where to write (default: ``<dir>-people`` next to the first directory, named after the inputs: :func:`~voirdire.analysis.together.default_out`).
         unit: the intervals' resampling unit: ``question`` (clustered by question, the
             benchmark's declared clusters where it has them, e.g. PandaLM's instructions;
             default) or ``pair`` (pairs independent); written to ``people_settings.csv``.

@@ -147,7 +147,7 @@ def mitigate(
             accuracy), ``"judge:NAME"`` (that judge's consistent verdicts: agreement with a
             judge, not with people) or a CSV of people's labels (question_id, candidate,
             reference, winner); None: no accuracy or kappa.
-        out: where to write (default: ``mitigation/`` next to the first directory).
+        out: where to write (default: ``<dir>-mitigation`` next to the first directory, named after the inputs: :func:`~voirdire.analysis.together.default_out`).
         strategies: registered strategy names (default: every no-query strategy).
         replicates: cluster-bootstrap replicates; beta: share of pairs chosen by BPDE for
             people.
@@ -207,7 +207,7 @@ def rank(
 
     Args:
         output_dirs: finished output directories.
-        out: where to write (default: ``ranking/`` next to the first directory).
+        out: where to write (default: ``<dir>-ranking`` next to the first directory, named after the inputs: :func:`~voirdire.analysis.together.default_out`).
         method: ``"bt"``, ``"davidson"`` or a registered method / import path.
         strategies: mitigation strategies ranked besides each order's own verdicts
             (default: every no-query strategy the judgments allow).

@@ -34,7 +34,38 @@ from voirdire.cli import cluster  # noqa: F401,E402  submit, status, stop
 from voirdire.cli import data  # noqa: F401,E402  data fetch
 # isort: on
 
-__all__ = ["app", "console", "err_console", "main"]
+__all__ = ["app", "console", "err_console", "main", "sentences"]
+
+
+def sentences(doc: str | None) -> str | None:
+    """A command's docstring as help that reads as sentences: the lines of each paragraph
+    joined by spaces (the terminal wraps them at its width; a docstring's own line breaks
+    would break sentences in the middle), paragraphs kept apart by a blank line."""
+    if doc is None:
+        return None
+    import inspect
+
+    paras = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paras)
+
+
+def _reflow(typer_app) -> None:
+    """Every command's help (and every group's) as :func:`sentences`, set once."""
+    for info in typer_app.registered_commands:
+        if info.help is None and info.callback is not None:
+            info.help = sentences(info.callback.__doc__)
+    for group in typer_app.registered_groups:
+        inner = group.typer_instance
+        if inner is None:
+            continue
+        if isinstance(group.help, str):
+            group.help = sentences(group.help)
+        if isinstance(inner.info.help, str):
+            inner.info.help = sentences(inner.info.help)
+        _reflow(inner)
+
+
+_reflow(app)
 
 
 def main() -> None:

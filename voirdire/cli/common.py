@@ -100,11 +100,13 @@ def print_tables(
     tables: list[pl.DataFrame],
     effects: list[pl.DataFrame],
     costs: list[pl.DataFrame] | None = None,
+    judgments: list[pl.DataFrame] | None = None,
 ) -> None:
     """The per-judge tables of finished jobs, accuracy against gold labels where the
     benchmark has them (the judge tables' gold columns), the bias suite's effects, then the
     summary read first (:func:`print_summary`; ``costs``: :func:`~voirdire.analysis.choice.judge_costs`
-    tables)."""
+    tables; ``judgments``: the judgments behind the tables, one table per directory, so
+    that the judges are compared on the units they share)."""
     from voirdire.analysis.report.terminal import (
         print_bias_table,
         print_gold_table,
@@ -121,7 +123,8 @@ def print_tables(
         from voirdire.analysis.choice import choose_judges
 
         cost = pl.concat(costs, how="diagonal_relaxed") if costs else None
-        print_summary(choose_judges(pl.concat(tables, how="diagonal_relaxed"), cost))
+        jm = pl.concat(tables, how="diagonal_relaxed")
+        print_summary(choose_judges(jm, cost, judgments=judgments or None))
 
 
 def print_summary(choice) -> None:

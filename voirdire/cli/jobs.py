@@ -53,6 +53,7 @@ def run(
 
     if not dry_run:
         _check_address(address)  # before Ray starts and before any job.json is written
+        _check_keys(jobs, output_dir)  # a missing API key: one line, before Ray starts
     try:
         if output_dir is not None and len(jobs) != 1:
             raise ConfigError("--output-dir applies to one job file at a time")
@@ -98,25 +99,28 @@ def run(
 
 def _analyse(
     finished: list,
-) -> tuple[list[pl.DataFrame], list[pl.DataFrame], list[pl.DataFrame]]:
+) -> tuple[
+    list[pl.DataFrame], list[pl.DataFrame], list[pl.DataFrame], list[pl.DataFrame]
+]:
     """Analyse the directories of the jobs ``run`` finished (``voirdire.api.analyze``), in
-    order; returns their per-judge tables, bias-effect tables and cost tables for
+    order; returns their per-judge tables, bias-effect tables, cost tables and judgments for
     :func:`print_tables`. A directory the analysis refuses (``ConfigError``) is one line,
     exit 2."""
     from voirdire import api
     from voirdire.analysis.choice import judge_costs
 
-    tables, effects, costs = [], [], []
+    tables, effects, costs, judgments = [], [], [], []
     try:
         for outcome in finished:
             res = api.analyze(outcome.output_dir)
             tables.append(res.judge_metrics)
+            judgments.append(res.judgments)
             costs.append(judge_costs(res.judgments))
             if res.bias_effects is not None:
                 effects.append(res.bias_effects)
     except ConfigError as exc:
         fail(str(exc))
-    return tables, effects, costs
+    return tables, effects, costs, judgments
 
 
 #: a setting's name in ``--option KEY=VALUE`` (dotted parts nest: ``columns.instance``)
@@ -188,6 +192,24 @@ def _check_address(address: str | None) -> None:
         check_address(address)
     except ConfigError as exc:
         fail(str(exc))
+
+
+def _check_keys(jobs: list[Path], output_dir: str | None) -> None:
+    """Refuse in one line (exit 2) a job whose API judge has no key in the environment
+    (:func:`voirdire.engine.plan.check_keys`), before Ray starts: reading the job files
+    is quick; an unreadable one is left to the plan, which names it."""
+    from voirdire import api
+    from voirdire.engine.plan import check_keys
+
+    for p in jobs:
+        try:
+            spec = api.load_job_spec(p, output_dir=output_dir)
+        except ConfigError:
+            continue
+        try:
+            check_keys(spec)
+        except ConfigError as exc:
+            fail(str(exc))
 
 
 def _start_ray_early(address: str | None) -> None:
@@ -335,4 +357,4 @@ def audit(
     )
     from voirdire.analysis.choice import judge_costs
 
-    print_tables([res.judge_metrics], [], [judge_costs(res.judgments)])
+    print_tables([res.judge_metrics], [], [judge_costs(res.judgments)], [res.judgments])

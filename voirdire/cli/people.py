@@ -76,7 +76,7 @@ def people(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="Where to write; default: people/ next to the first directory."
+            help="Where to write; default: <dir>-people next to the first directory, named after the inputs."
         ),
     ] = None,
 ) -> None:

@@ -134,7 +134,7 @@ def mitigate(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="Where to write; default: mitigation/ next to the first directory."
+            help="Where to write; default: <dir>-mitigation next to the first directory, named after the inputs."
         ),
     ] = None,
     strategies: Annotated[
@@ -192,7 +192,7 @@ def rank(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="Where to write; default: ranking/ next to the first directory."
+            help="Where to write; default: <dir>-ranking next to the first directory, named after the inputs."
         ),
     ] = None,
     method: Annotated[
