@@ -21,7 +21,7 @@ import math
 
 import polars as pl
 
-from voirdire.analysis.people.pairs import PAIR_KEYS
+from voirdire.analysis.people.pairs import LABELLED_KEYS
 from voirdire.analysis.people.selective import fixed_sequence
 
 __all__ = ["CASCADE_COLUMNS", "PEOPLE", "run_cascade"]
@@ -54,7 +54,7 @@ def run_cascade(
     Returns:
         ``(stages, routed)``: ``stages`` :data:`CASCADE_COLUMNS`, one row per judge and a
         last row ``people`` (``reached``/``kept``: the pairs left; ``labelled_kept``: those
-        already labelled; ``threshold`` null); ``routed`` per pair (:data:`PAIR_KEYS`):
+        already labelled; ``threshold`` null); ``routed`` per pair (:data:`LABELLED_KEYS`):
         ``decided_by`` (str: the judge keeping it, or ``people``), ``verdict`` (str: that
         judge's; null for people) and ``label`` (str|null).
 
@@ -63,12 +63,12 @@ def run_cascade(
     """
     costs = costs or {}
     bench = pairs["benchmark"][0]
-    left = pairs.filter(pl.col("judge") == order[0]).select(*PAIR_KEYS, "label")
+    left = pairs.filter(pl.col("judge") == order[0]).select(*LABELLED_KEYS, "label")
     total = left.height
     stages, routed = [], []
     for j, judge in enumerate(order, start=1):
         mine = pairs.filter(pl.col("judge") == judge).join(
-            left.select(PAIR_KEYS), on=PAIR_KEYS, how="semi"
+            left.select(LABELLED_KEYS), on=LABELLED_KEYS, how="semi"
         )
         if mine.height == 0 and left.height:
             raise ValueError(f"judge {judge!r} has no pairs on {bench}")
@@ -91,18 +91,21 @@ def run_cascade(
         })  # fmt: skip
         routed.append(
             keep.select(
-                *PAIR_KEYS, decided_by=pl.lit(judge), verdict="verdict", label="label"
+                *LABELLED_KEYS,
+                decided_by=pl.lit(judge),
+                verdict="verdict",
+                label="label",
             )
         )
-        left = left.join(keep.select(PAIR_KEYS), on=PAIR_KEYS, how="anti")
+        left = left.join(keep.select(LABELLED_KEYS), on=LABELLED_KEYS, how="anti")
     stages.append({
         "benchmark": bench, "stage": len(order) + 1, "judge": PEOPLE, "threshold": None, "reached": left.height,
         "kept": left.height, "share_kept": left.height / total if total else None,
         "labelled_kept": left["label"].is_not_null().sum(), "agreement_labelled": None,
         "usd_per_pair": None, "cost_usd": None, "queries": 0.0,
     })  # fmt: skip
-    routed.append(left.select(*PAIR_KEYS, decided_by=pl.lit(PEOPLE), verdict=pl.lit(None, dtype=pl.String), label="label"))  # fmt: skip
+    routed.append(left.select(*LABELLED_KEYS, decided_by=pl.lit(PEOPLE), verdict=pl.lit(None, dtype=pl.String), label="label"))  # fmt: skip
     schema = {"threshold": pl.Float64, "share_kept": pl.Float64, "agreement_labelled": pl.Float64,
               "usd_per_pair": pl.Float64, "cost_usd": pl.Float64, "queries": pl.Float64}  # fmt: skip
     table = pl.DataFrame(stages, schema_overrides=schema, infer_schema_length=None)
-    return table.select(CASCADE_COLUMNS), pl.concat(routed).sort(PAIR_KEYS)
+    return table.select(CASCADE_COLUMNS), pl.concat(routed).sort(LABELLED_KEYS)

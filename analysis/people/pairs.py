@@ -43,9 +43,12 @@ from voirdire.analysis.mitigation.verdicts import normalise
 from voirdire.analysis.position.pairing import candidate_first
 from voirdire.core import ConfigError
 
-__all__ = ["PAIR_KEYS", "CONFIDENCES", "judge_pairs", "with_confidence", "with_labels", "hide", "check_labels"]  # fmt: skip
+__all__ = ["LABELLED_KEYS", "CONFIDENCES", "judge_pairs", "with_confidence", "with_labels", "hide", "check_labels"]  # fmt: skip
 
-PAIR_KEYS = ["benchmark", "question_id", "candidate", "reference"]
+#: a comparison people label: one (candidate, reference) pair on one question, both orders
+#: and every judge together (``analysis.position.pairing.PAIR_KEYS`` is a judge's pair of
+#: orders in one repetition)
+LABELLED_KEYS = ["benchmark", "question_id", "candidate", "reference"]
 CONFIDENCES = ("orders", "jury", "probability")
 _SCORE = {"win": 1.0, "tie": 0.5, "loss": 0.0}
 
@@ -62,7 +65,7 @@ def judge_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
         raise ConfigError(
             "no pairwise judgments: people's boards need pairwise verdicts"
         )
-    keys = ["benchmark", "judge", *PAIR_KEYS[1:]]
+    keys = ["benchmark", "judge", *LABELLED_KEYS[1:]]
     counts = v.group_by(*keys, "verdict").len()
     decided = counts.filter(pl.col("verdict") != "undecided")
     top = (
@@ -112,7 +115,7 @@ def _probability(judgments: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
         v=pl.when(pl.col("key") == "C").then(pl.lit("tie"))
         .when((pl.col("key") == "A") == first).then(pl.lit("win")).otherwise(pl.lit("loss"))
     ).filter(pl.col("key").is_in(["A", "B", "C"]))  # fmt: skip
-    keys = ["benchmark", "judge", *PAIR_KEYS[1:]]
+    keys = ["benchmark", "judge", *LABELLED_KEYS[1:]]
     p = p.with_columns(q=pl.col("value") / pl.col("value").sum().over("_i"))
     got = p.join(pairs.select(*keys, "verdict"), on=keys).filter(
         pl.col("v") == pl.col("verdict")
@@ -151,8 +154,8 @@ def with_confidence(
             raise ConfigError(
                 "confidence 'jury' needs at least two judges on the same pairs"
             )
-        same = pairs.group_by(*PAIR_KEYS, "verdict").agg(same=pl.len())
-        pairs = pairs.join(same, on=[*PAIR_KEYS, "verdict"], how="left").join(
+        same = pairs.group_by(*LABELLED_KEYS, "verdict").agg(same=pl.len())
+        pairs = pairs.join(same, on=[*LABELLED_KEYS, "verdict"], how="left").join(
             judges, on="benchmark"
         )
         pairs = pairs.with_columns(jury=pl.col("same") / pl.col("k")).drop("same", "k")
@@ -180,13 +183,13 @@ def with_confidence(
 def with_labels(pairs: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
     """``pairs`` with people's ``y``, ``label`` and ``agree`` (module docstring) from a
     grading table (``ref_verdict``; a null ``benchmark`` matches any)."""
-    lab = labels.select(*PAIR_KEYS, label="ref_verdict")
+    lab = labels.select(*LABELLED_KEYS, label="ref_verdict")
     exact = lab.filter(pl.col("benchmark").is_not_null())
     anyb = lab.filter(pl.col("benchmark").is_null()).drop("benchmark")
-    out = pairs.join(exact, on=PAIR_KEYS, how="left")
+    out = pairs.join(exact, on=LABELLED_KEYS, how="left")
     if anyb.height:
         out = (
-            out.join(anyb, on=PAIR_KEYS[1:], how="left", suffix="_any")
+            out.join(anyb, on=LABELLED_KEYS[1:], how="left", suffix="_any")
             .with_columns(label=pl.coalesce("label", "label_any"))
             .drop("label_any")
         )
@@ -202,7 +205,7 @@ def check_labels(pairs: pl.DataFrame, labels: pl.DataFrame) -> None:
     Raises:
         ConfigError: one line naming the judge, the count and the first such pair.
     """
-    on = PAIR_KEYS[1:]
+    on = LABELLED_KEYS[1:]
     for (bench, judge), own in pairs.group_by(
         "benchmark", "judge", maintain_order=True
     ):
@@ -249,4 +252,4 @@ def hide(
             f"labelled rows must be between 1 and the {n} labels, not {rows}"
         )
     pick = np.random.default_rng(seed).choice(n, size=rows, replace=False)
-    return labels.sort(PAIR_KEYS, nulls_last=True)[np.sort(pick)]
+    return labels.sort(LABELLED_KEYS, nulls_last=True)[np.sort(pick)]

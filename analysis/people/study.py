@@ -17,7 +17,7 @@ import polars as pl
 from voirdire.analysis.people.boards import BOARD_COLUMNS, UNITS, people_boards
 from voirdire.analysis.people.cascade import CASCADE_COLUMNS, PEOPLE, run_cascade
 from voirdire.analysis.people.pairs import (
-    PAIR_KEYS,
+    LABELLED_KEYS,
     check_labels,
     hide,
     judge_pairs,
@@ -261,7 +261,7 @@ def _cascades(
     delta: float,
 ) -> tuple[list[pl.DataFrame], list[pl.DataFrame]]:
     """Per benchmark the cascade's stages (:func:`run_cascade`, judges in ``cascade``'s
-    order or by cost) and the unlabelled pairs it routes to people (``PAIR_KEYS``)."""
+    order or by cost) and the unlabelled pairs it routes to people (``LABELLED_KEYS``)."""
     stages, routed = [], []
     for bench in benchmarks:
         here = pairs.filter(pl.col("benchmark") == bench)
@@ -270,7 +270,7 @@ def _cascades(
         st, r = run_cascade(here, order, alpha=alpha, delta=delta, costs=costs)
         stages.append(st)
         to_people = (pl.col("decided_by") == PEOPLE) & pl.col("label").is_null()
-        routed.append(r.filter(to_people).select(PAIR_KEYS))
+        routed.append(r.filter(to_people).select(LABELLED_KEYS))
     return stages, routed
 
 
@@ -340,7 +340,7 @@ def people_study(
         st = one.row(0, named=True)
         kept.append(
             r.filter(pl.col("decided_by") == judge).select(
-                *PAIR_KEYS, judge=pl.lit(judge), kept=pl.lit(True)
+                *LABELLED_KEYS, judge=pl.lit(judge), kept=pl.lit(True)
             )
         )
         sel.append({**who, **_low_share(lab, st["share_kept"], alpha, delta),
@@ -352,7 +352,7 @@ def people_study(
                     "agreement_all_labelled": lab["agree"].mean()})  # fmt: skip
     stages, routed = _cascades(pairs, sorted(named), costs, cascade, alpha, delta)
     pairs = pairs.join(
-        pl.concat(kept), on=[*PAIR_KEYS, "judge"], how="left"
+        pl.concat(kept), on=[*LABELLED_KEYS, "judge"], how="left"
     ).with_columns(kept=pl.col("kept").fill_null(False))
     front = ["benchmark", "judge"]
     return PeopleStudy(
@@ -361,7 +361,7 @@ def people_study(
         selective=pl.DataFrame(sel, infer_schema_length=None).select(SELECTIVE_COLUMNS),
         curve=pl.concat(curves, how="vertical_relaxed").select(*front, *CURVE_COLUMNS),
         cascade=pl.concat(stages, how="vertical_relaxed").select(CASCADE_COLUMNS),
-        to_label=pl.concat(routed).sort(PAIR_KEYS),
+        to_label=pl.concat(routed).sort(LABELLED_KEYS),
         settings={"level": level, "alpha": alpha, "delta": delta, "confidence": source, "share": share,
                   "rows": rows, "seed": seed, "labels": labels.height, "unit": unit},
         refused=[anonymous_line(b) for b in anonymous],
