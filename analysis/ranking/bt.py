@@ -31,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import breadth_first_order, connected_components
 from scipy.special import expit
 
 from voirdire.analysis.ranking.registry import RANKINGS
@@ -43,6 +45,7 @@ __all__ = [
     "BT",
     "DAVIDSON",
     "fit_bt",
+    "forest_levels",
     "fit_davidson",
     "to_rating",
 ]
@@ -93,6 +96,68 @@ def _newton(
     return x
 
 
+def forest_levels(met: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The levels of a comparison graph that is a forest, or None when it has a cycle.
+
+    Args:
+        met: (K, K) bool, True where models ``i`` and ``j`` met (symmetric; the diagonal
+            ignored).
+
+    Returns:
+        Each tree rooted at its lowest model, the non-root models by depth: a list of
+        ``(children, parents)`` int arrays, depth 1 first (empty list: no edge); None when
+        the graph has a cycle (edges ≠ models − trees).
+    """
+    m = np.array(met, dtype=bool)
+    np.fill_diagonal(m, False)
+    k = m.shape[0]
+    g = csr_matrix(m)
+    trees, lab = connected_components(g, directed=False)
+    if int(np.triu(m, 1).sum()) != k - trees:
+        return None
+    parent = np.full(k, -1, dtype=np.int64)
+    depth = np.zeros(k, dtype=np.int64)
+    for root in np.unique(lab, return_index=True)[1]:  # each tree's lowest model
+        order, pred = breadth_first_order(g, int(root), directed=False)
+        for v in order[1:]:
+            parent[v], depth[v] = pred[v], depth[pred[v]] + 1
+    return [
+        (np.flatnonzero(depth == d), parent[depth == d])
+        for d in range(1, int(depth.max(initial=0)) + 1)
+    ]
+
+
+def _forest_bt(w: np.ndarray, n: np.ndarray) -> np.ndarray | None:
+    """Bradley–Terry's maximum likelihood in closed form where every replicate's comparisons
+    form a forest (the union over the replicates is one: a one-baseline board is a star),
+    or None (a cycle, or a comparison won one way only: Newton's clipped path decides).
+
+    On a forest the likelihood is a product of one binomial per edge, each free, so
+    ``θ_c − θ_p = log(W_cp / W_pc)`` along every edge with ``n_cp > 0``; θ then centred
+    over each connected piece, as :func:`_newton`'s (``w``: (R, K, K) ``wins + ties/2``,
+    ``n``: ``w + wᵀ``)."""
+    levels = forest_levels((n > 0).any(axis=0))
+    if levels is None:
+        return None
+    r, k = w.shape[:2]
+    theta = np.zeros((r, k))
+    lab = np.broadcast_to(np.arange(k), (r, k)).copy()
+    for c, p in levels:
+        there = n[:, c, p] > 0
+        wc, wp = w[:, c, p], w[:, p, c]
+        if (there & ((wc <= 0) | (wp <= 0))).any():
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = np.log(wc) - np.log(wp)
+        theta[:, c] = np.where(there, theta[:, p] + d, 0.0)
+        lab[:, c] = np.where(there, lab[:, p], c)
+    key = (np.arange(r)[:, None] * k + lab).ravel()
+    mean = np.bincount(key, theta.ravel(), r * k) / np.maximum(
+        np.bincount(key, minlength=r * k), 1
+    )
+    return theta - mean[key].reshape(r, k)
+
+
 def _tables(
     wins: np.ndarray, ties: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -132,10 +197,16 @@ def fit_bt(
 
     Returns:
         (R, K) or (K,) θ (float), within ±:data:`CLIP`.
+
+    Where the comparisons form a forest and every one is won both ways (a one-baseline
+    board's star) the maximum is in closed form (:func:`_forest_bt`), else Newton's.
     """
     w, t, single = _tables(wins, ties)
     w = w + 0.5 * t
     n = w + w.transpose(0, 2, 1)
+    closed = _forest_bt(w, n)
+    if closed is not None:
+        return _shifted(closed, anchor, single)
 
     def grad_hess(th: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         p = expit(th[:, :, None] - th[:, None, :])

@@ -1,0 +1,99 @@
+"""The leaderboards' fast fitting paths (issue 42): each equals the slow path it replaces."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from voirdire.analysis.ranking import bt
+from voirdire.analysis.ranking.bt import fit_bt, forest_levels
+
+
+def _star(rng, r: int, k: int, extra: tuple[int, int] | None = None) -> np.ndarray:
+    """(r, k, k) wins: every model against model 0 (plus an ``extra`` edge)."""
+    w = np.zeros((r, k, k))
+    edges = [(m, 0) for m in range(1, k)] + ([extra] if extra else [])
+    for i, j in edges:
+        w[:, i, j] = rng.integers(1, 30, r)
+        w[:, j, i] = rng.integers(1, 30, r)
+    return w
+
+
+def _newton(w, t):
+    """fit_bt with the closed form switched off (Newton's path)."""
+    saved = bt._forest_bt
+    bt._forest_bt = lambda w, n: None
+    try:
+        return fit_bt(w, t)
+    finally:
+        bt._forest_bt = saved
+
+
+def _scipy(w: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """One table's BT maximum by L-BFGS (θ summing to 0), the reference fit."""
+    ww = w + 0.5 * t
+    k = w.shape[0]
+
+    def nll(x):
+        d = x[:, None] - x[None, :]
+        p = 1 / (1 + np.exp(-d))
+        g = (ww - (ww + ww.T) * p).sum(1)
+        return -(ww * np.log(p)).sum(), -g
+
+    x = minimize(nll, np.zeros(k), jac=True, method="L-BFGS-B", tol=1e-14).x
+    return x - x.mean()
+
+
+def test_forest_levels_root_each_tree_at_its_lowest_model_and_refuse_a_cycle():
+    met = np.zeros((6, 6), dtype=bool)
+    for i, j in [(0, 2), (2, 4), (1, 3)]:  # two trees and a lone model (5)
+        met[i, j] = met[j, i] = True
+    levels = forest_levels(met)
+    assert [(c.tolist(), p.tolist()) for c, p in levels] == [
+        ([2, 3], [0, 1]),
+        ([4], [2]),
+    ]
+    met[0, 4] = met[4, 0] = True  # 0-2-4-0: a cycle
+    assert forest_levels(met) is None
+    assert forest_levels(np.zeros((3, 3), dtype=bool)) == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_closed_form_star_equals_newton_and_a_per_replicate_scipy_fit(seed):
+    rng = np.random.default_rng(seed)
+    w = _star(rng, 6, 7)
+    t = np.zeros_like(w)
+    t[:, 0, 3] = t[:, 3, 0] = rng.integers(0, 5, 6)
+    w[2, 4, 0] = w[2, 0, 4] = 0  # model 4 absent from replicate 2: its own piece
+    assert bt._forest_bt(w + 0.5 * t, w + w.transpose(0, 2, 1) + t) is not None
+    got = fit_bt(w, t)
+    np.testing.assert_allclose(got, _newton(w, t), atol=1e-9)
+    for r in (0, 1, 3):
+        np.testing.assert_allclose(got[r], _scipy(w[r], t[r]), atol=1e-5)
+    assert abs(got[2, 4]) < 1e-12 and abs(got[2, [0, 1, 2, 3, 5, 6]].sum()) < 1e-9
+
+
+def test_a_forest_deeper_than_a_star_and_an_anchor():
+    rng = np.random.default_rng(7)
+    w = _star(rng, 4, 6)
+    w[:, 5, 0] = w[:, 0, 5] = 0
+    w[:, 5, 3], w[:, 3, 5] = (
+        rng.integers(1, 9, 4),
+        rng.integers(1, 9, 4),
+    )  # 5 hangs off 3
+    got = fit_bt(w, anchor=2)
+    np.testing.assert_allclose(
+        got, _newton(w, None) - _newton(w, None)[:, 2:3], atol=1e-9
+    )
+    np.testing.assert_allclose(got[:, 5] - got[:, 3], np.log(w[:, 5, 3] / w[:, 3, 5]))
+
+
+def test_a_cycle_or_a_one_way_win_takes_newtons_path():
+    rng = np.random.default_rng(3)
+    cyc = _star(rng, 3, 5, extra=(2, 3))
+    assert bt._forest_bt(cyc, cyc + cyc.transpose(0, 2, 1)) is None
+    one_way = _star(rng, 3, 5)
+    one_way[1, 0, 2] = 0  # model 2 won every game against 0 in replicate 1
+    assert bt._forest_bt(one_way, one_way + one_way.transpose(0, 2, 1)) is None
+    np.testing.assert_allclose(fit_bt(one_way), _newton(one_way, None))
