@@ -97,3 +97,34 @@ def test_a_cycle_or_a_one_way_win_takes_newtons_path():
     one_way[1, 0, 2] = 0  # model 2 won every game against 0 in replicate 1
     assert bt._forest_bt(one_way, one_way + one_way.transpose(0, 2, 1)) is None
     np.testing.assert_allclose(fit_bt(one_way), _newton(one_way, None))
+
+
+def _dense_strengths(w, t):
+    """fit_strengths on its dense path (win parts, then the fit), the closed forms off."""
+    from voirdire.analysis.ranking import strengths
+
+    saved_f, saved_b = strengths.forest_strengths, bt._forest_bt
+    strengths.forest_strengths = lambda *a: None
+    bt._forest_bt = lambda w, n: None
+    try:
+        return strengths.fit_strengths(fit_bt, w, t)
+    finally:
+        strengths.forest_strengths, bt._forest_bt = saved_f, saved_b
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_forest_strengths_equal_the_dense_path_parts_included(seed):
+    from voirdire.analysis.ranking.strengths import fit_strengths
+
+    rng = np.random.default_rng(seed)
+    w = _star(rng, 8, 9)
+    t = np.zeros_like(w)
+    t[:, 0, 5] = t[:, 5, 0] = rng.integers(0, 4, 8)
+    for r, m in [(1, 1), (3, 4), (3, 6), (5, 0)]:  # models absent from replicates
+        w[r, m, :] = w[r, :, m] = t[r, m, :] = t[r, :, m] = 0
+    got, want = fit_strengths(fit_bt, w, t), _dense_strengths(w, t)
+    np.testing.assert_array_equal(got.part, want.part)
+    assert got.above is None and want.above is None
+    np.testing.assert_allclose(got.theta, want.theta, atol=1e-9)
+    d = got.relative(2)
+    assert np.isnan(d[5]).sum() == 8  # replicate 5 has no baseline: nobody ordered vs 2

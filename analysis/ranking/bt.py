@@ -31,12 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import breadth_first_order, connected_components
 from scipy.special import expit
 
 from voirdire.analysis.ranking.registry import RANKINGS
-from voirdire.analysis.ranking.strengths import pieces
+from voirdire.analysis.ranking.strengths import forest_levels, pieces
 
 __all__ = [
     "SCALE",
@@ -94,37 +92,6 @@ def _newton(
         if moved < tol:
             break
     return x
-
-
-def forest_levels(met: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
-    """The levels of a comparison graph that is a forest, or None when it has a cycle.
-
-    Args:
-        met: (K, K) bool, True where models ``i`` and ``j`` met (symmetric; the diagonal
-            ignored).
-
-    Returns:
-        Each tree rooted at its lowest model, the non-root models by depth: a list of
-        ``(children, parents)`` int arrays, depth 1 first (empty list: no edge); None when
-        the graph has a cycle (edges ≠ models − trees).
-    """
-    m = np.array(met, dtype=bool)
-    np.fill_diagonal(m, False)
-    k = m.shape[0]
-    g = csr_matrix(m)
-    trees, lab = connected_components(g, directed=False)
-    if int(np.triu(m, 1).sum()) != k - trees:
-        return None
-    parent = np.full(k, -1, dtype=np.int64)
-    depth = np.zeros(k, dtype=np.int64)
-    for root in np.unique(lab, return_index=True)[1]:  # each tree's lowest model
-        order, pred = breadth_first_order(g, int(root), directed=False)
-        for v in order[1:]:
-            parent[v], depth[v] = pred[v], depth[pred[v]] + 1
-    return [
-        (np.flatnonzero(depth == d), parent[depth == d])
-        for d in range(1, int(depth.max(initial=0)) + 1)
-    ]
 
 
 def _forest_bt(w: np.ndarray, n: np.ndarray) -> np.ndarray | None:
