@@ -128,3 +128,25 @@ def test_forest_strengths_equal_the_dense_path_parts_included(seed):
     np.testing.assert_allclose(got.theta, want.theta, atol=1e-9)
     d = got.relative(2)
     assert np.isnan(d[5]).sum() == 8  # replicate 5 has no baseline: nobody ordered vs 2
+
+
+@pytest.mark.parametrize("r", [1, 2, 7, 40, 1000])
+def test_percentiles_by_partition_equal_the_sorted_percentile_and_numpy(r):
+    from voirdire.analysis.ranking.ranks import percentile, percentiles
+
+    rng = np.random.default_rng(r)
+    a = rng.normal(size=(r, 3, 5))
+    a[rng.random(a.shape) < 0.1] = np.inf
+    a[rng.random(a.shape) < 0.1] = -np.inf
+    a[:, 0, 0] = 1.5  # equal values
+    for q, got in zip((0.025, 0.5, 0.975), percentiles(a, (0.025, 0.5, 0.975))):
+        np.testing.assert_array_equal(got, percentile(a, q))
+    finite = rng.normal(size=(r, 4))
+    np.testing.assert_allclose(
+        percentiles(finite, (0.025,))[0], np.quantile(finite, 0.025, axis=0)
+    )
+    with_nan = a.copy()
+    with_nan[0, 1, 1] = np.nan  # the sorted path, the same answers
+    np.testing.assert_array_equal(
+        percentiles(with_nan, (0.1,))[0], percentile(with_nan, 0.1)
+    )
