@@ -252,7 +252,7 @@ class Strengths(NamedTuple):
         d = self.theta[:, i] - self.theta[:, j]
         same = self.part[:, i] == self.part[:, j]
         if self.above is None:
-            return np.where(same, d, np.nan)
+            return d if same.all() else np.where(same, d, np.nan)
         return np.where(
             same,
             d,
