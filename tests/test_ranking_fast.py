@@ -150,3 +150,38 @@ def test_percentiles_by_partition_equal_the_sorted_percentile_and_numpy(r):
     np.testing.assert_array_equal(
         percentiles(with_nan, (0.1,))[0], percentile(with_nan, 0.1)
     )
+
+
+def test_style_logit_by_blocks_equals_the_dense_hessian_and_a_scipy_fit():
+    from voirdire.analysis.ranking.style import weighted_logit
+
+    rng = np.random.default_rng(11)
+    k, f, n, r = 6, 3, 400, 4
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    x = np.zeros((n, k + f))
+    x[np.arange(n), a] += 1
+    x[np.arange(n), b] -= 1
+    x[:, k:] = rng.normal(size=(n, f))
+    y = rng.choice([0.0, 0.5, 1.0], n)
+    w = rng.poisson(1.0, (r, n)).astype(float)
+    extra = np.zeros((r, k + f, k + f))
+    extra[:, :k, :k] = 1.0 / k  # the constant θ direction
+    dense = weighted_logit(x, y, w, extra=extra)
+    blocks = weighted_logit(x, y, w, extra=extra, pairs=(a, b, k))
+    np.testing.assert_allclose(blocks, dense, atol=1e-9)
+    warm = weighted_logit(x, y, w, extra=extra, pairs=(a, b, k), start=dense[0])
+    np.testing.assert_allclose(warm, dense, atol=1e-9)
+
+    def nll(beta, wr):
+        eta = x @ beta
+        return -(wr * (y * eta - np.logaddexp(0, eta))).sum(), -(
+            wr * (y - 1 / (1 + np.exp(-eta)))
+        ) @ x
+
+    for i in range(r):
+        got = minimize(
+            nll, np.zeros(k + f), args=(w[i],), jac=True, method="L-BFGS-B", tol=1e-14
+        ).x
+        got[:k] -= got[:k].mean()
+        np.testing.assert_allclose(blocks[i], got, atol=1e-4)
