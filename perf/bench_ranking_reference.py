@@ -2,6 +2,7 @@
 
     python -m perf.bench_ranking_reference                 # 200 models x 2,500 questions x 2 orders
     python -m perf.bench_ranking_reference --smoke         # 8 models x 30 questions, 50 replicates (CI)
+    python -m perf.bench_ranking_reference --style         # also style control, AlpacaEval 2's shape
 
 The verdicts: ``--models`` models each against one baseline on every one of ``--questions``
 questions, both orders (10⁶ comparisons by default; outcomes from Bradley–Terry with a tie
@@ -17,6 +18,13 @@ share, ``_verdicts``), the ``pooled`` board (Arena-Hard's design).
   battle-level multinomial), and each replicate's Bradley–Terry fitted on its own by
   ``scipy.optimize.minimize(method="L-BFGS-B")`` (ties half a win), one replicate after
   another.
+
+With ``--style``: style-controlled Bradley–Terry
+(:func:`~voirdire.analysis.ranking.style.style_controlled`, 200 replicates) on a synthetic
+of AlpacaEval 2's shape (``--style-models`` 57 models against one baseline on 805
+instructions, one order: 45,875 verdicts; four style features), by the block Hessian, beside
+the dense Hessian it replaces (``weighted_logit`` without ``pairs``) on ``--dense-replicates``
+replicates, per replicate.
 
 Printed: each one's wall and CPU seconds, the ratio, the load average, and how far their
 figures are apart (ratings' largest gap; the intervals' ends, in units of the bootstrap's
@@ -114,6 +122,49 @@ def reference(comps: pl.DataFrame, replicates: int, seed: int = 1) -> dict:
     }
 
 
+def _style_case(models: int, questions: int, replicates: int, dense: int) -> None:
+    """Time style control on a synthetic of AlpacaEval 2's shape (module docstring)."""
+    from voirdire.analysis.ranking import style
+
+    rng = np.random.default_rng(2)
+    comps = _verdicts(models, questions, seed=3).filter(pl.col("win") >= 0)
+    comps = comps.head(comps.height // 2)  # one order
+    keys = pl.concat([comps.select("benchmark", "question_id", model="a"),
+                      comps.select("benchmark", "question_id", model="b")]).unique()  # fmt: skip
+    feats = keys.with_columns(
+        length=pl.Series(rng.lognormal(7, 0.6, keys.height)),
+        headers=pl.Series(rng.poisson(1.0, keys.height).astype(float)),
+        lists=pl.Series(rng.poisson(3.0, keys.height).astype(float)),
+        bold=pl.Series(rng.poisson(2.0, keys.height).astype(float)),
+    )
+    print(f"style control: {models} models x {questions} instructions, one order "
+          f"({comps.height:,} verdicts); load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+    got, w1, c1 = timed(
+        lambda: style.style_controlled(
+            comps, feats, anchor="m000", replicates=replicates
+        )
+    )
+    print(f"  blocks     {w1:8.2f} s wall {c1:8.2f} s CPU ({replicates} replicates)")
+    saved = style.weighted_logit
+
+    def dense_logit(*args, pairs=None, **kw):
+        return saved(*args, **kw)
+
+    style.weighted_logit = dense_logit
+    try:
+        old, w2, c2 = timed(
+            lambda: style.style_controlled(
+                comps, feats, anchor="m000", replicates=dense
+            )
+        )
+    finally:
+        style.weighted_logit = saved
+    per1, per2 = c1 / (replicates + 1), c2 / (dense + 1)
+    print(f"  dense      {w2:8.2f} s wall {c2:8.2f} s CPU ({dense} replicates)")
+    print(f"  per fit: dense / blocks {per2 / max(per1, 1e-9):.1f}x CPU; "
+          f"estimates' largest gap {np.nanmax(np.abs(got['rating'].to_numpy() - old['rating'].to_numpy())):.1e}")  # fmt: skip
+
+
 def timed(f):
     """``f()``'s result, wall seconds and process CPU seconds."""
     t, c = time.perf_counter(), time.process_time()
@@ -126,10 +177,16 @@ def main() -> None:
     ap.add_argument("--models", type=int, default=200)
     ap.add_argument("--questions", type=int, default=2500)
     ap.add_argument("--replicates", type=int, default=1000)
+    ap.add_argument("--style", action="store_true", help="also time style control")
+    ap.add_argument("--style-models", type=int, default=57)
+    ap.add_argument("--style-questions", type=int, default=805)
+    ap.add_argument("--style-replicates", type=int, default=200)
+    ap.add_argument("--dense-replicates", type=int, default=2)
     ap.add_argument("--smoke", action="store_true")
     a = ap.parse_args()
     if a.smoke:
         a.models, a.questions, a.replicates = 8, 30, 50
+        a.style, a.style_models, a.style_questions, a.style_replicates = True, 5, 40, 10
     comps = _verdicts(a.models, a.questions)
     print(f"{a.models} models x {a.questions} questions x 2 orders ({comps.height:,} verdicts), "
           f"{a.replicates} replicates; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")  # fmt: skip
@@ -152,6 +209,10 @@ def main() -> None:
     ]
     print(f"  ratings' largest gap {gap:.2e} points; interval ends apart by "
           f"{np.median(ends):.2f} (median), {ends.max():.2f} (max) Monte-Carlo errors")  # fmt: skip
+    if a.style:
+        _style_case(
+            a.style_models, a.style_questions, a.style_replicates, a.dense_replicates
+        )
 
 
 if __name__ == "__main__":
