@@ -151,6 +151,7 @@ def fit_bt(
     ties: np.ndarray | None = None,
     anchor: int | None = None,
     *,
+    start: np.ndarray | None = None,
     max_iter: int = 100,
     tol: float = 1e-10,
 ) -> np.ndarray:
@@ -161,6 +162,9 @@ def fit_bt(
         ties: same shape, symmetric tie counts (None: no ties).
         anchor: None (θ sums to 0 over each connected piece of the comparisons) or the index
             of the model whose θ is shifted to 0 (meaningful within its piece).
+        start: (K,) or (R, K) θ Newton starts from (None: 0), e.g. the full data's fit for
+            the bootstrap replicates (the maximum is the same; a start not summing to 0 over
+            a piece gives θ summing to its sum there).
 
     Returns:
         (R, K) or (K,) θ (float), within ±:data:`CLIP`.
@@ -182,7 +186,10 @@ def fit_bt(
         h = c - np.einsum("rk,kl->rkl", c.sum(axis=2), np.eye(c.shape[1]))
         return g, h
 
-    th = _newton(grad_hess, np.zeros(w.shape[:2]), _projector(n), max_iter, tol)
+    x0 = np.zeros(w.shape[:2])
+    if start is not None:
+        x0 = x0 + np.asarray(start, dtype=float)
+    th = _newton(grad_hess, x0, _projector(n), max_iter, tol)
     return _shifted(th, anchor, single)
 
 
