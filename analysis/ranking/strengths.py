@@ -250,9 +250,11 @@ class Strengths(NamedTuple):
         one of which lies above the other, NaN where neither does."""
         i, j = np.asarray(i), np.asarray(j)
         d = self.theta[:, i] - self.theta[:, j]
+        if self.above is None and (self.part == self.part[:, :1]).all():
+            return d  # every replicate one part: every difference finite
         same = self.part[:, i] == self.part[:, j]
         if self.above is None:
-            return d if same.all() else np.where(same, d, np.nan)
+            return np.where(same, d, np.nan)
         return np.where(
             same,
             d,
