@@ -188,25 +188,8 @@ def test_style_logit_by_blocks_equals_the_dense_hessian_and_a_scipy_fit():
 
 
 def test_newton_warm_started_from_the_estimate_reaches_the_same_maximum():
-    from tests.ranking_sim import round_robin
-    from voirdire.analysis.ranking.boards import fit_boards
-
     rng = np.random.default_rng(5)
     w = rng.integers(1, 20, (6, 7, 7)).astype(float)
     w[:, np.arange(7), np.arange(7)] = 0
     est = fit_bt(w.sum(0))
     np.testing.assert_allclose(fit_bt(w, start=est), fit_bt(w), atol=1e-9)
-    # a round robin (cycles: Newton's path) through the boards, against the cold start
-    comps = round_robin(np.linspace(-1, 1, 5), 12, rng, orders=2)
-    warm = fit_boards(comps, replicates=30).table
-    import voirdire.analysis.ranking.boards as boards
-
-    saved, boards.fit_bt = boards.fit_bt, object()  # boards sees no bt: cold starts
-    try:
-        cold = fit_boards(comps, replicates=30).table
-    finally:
-        boards.fit_bt = saved
-    for c in ("rating", "lo", "hi"):
-        np.testing.assert_allclose(
-            warm[c].to_numpy(), cold[c].to_numpy(), atol=1e-7, equal_nan=True
-        )

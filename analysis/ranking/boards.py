@@ -30,7 +30,6 @@ with ``R`` replicates is refused in one line, before anything is fitted, when on
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -129,7 +128,7 @@ def _cell_rows(
     )  # fmt: skip
     c = comps.join(key, on=["strategy", "view"]).select(
         "_b", "win", "tie",
-        q=pl.col("question_id").replace_strict(qids, pl.int_range(qids.len(), eager=True), return_dtype=pl.Int64),
+        q=pl.col("question_id").rank("dense").cast(pl.Int64) - 1,  # its place in qids (sorted)
         ai=pl.col("a").replace_strict({m: i for i, m in enumerate(models)}, return_dtype=pl.Int64),
         bi=pl.col("b").replace_strict({m: i for i, m in enumerate(models)}, return_dtype=pl.Int64),
     )  # fmt: skip
@@ -283,11 +282,11 @@ def _statistic(cells: _Cells, fit, prior: float, anchor_rating: float, kept: lis
     infinite/undefined); each call's per-board fits appended to ``kept``. A ``bt`` board whose
     comparisons form a forest (one baseline) is fitted from its edges' sums alone in closed
     form (:func:`~voirdire.analysis.ranking.strengths.forest_strengths`), no (R, K, K)
-    table, falling back to the dense tables in a chunk where an edge is won one way only;
-    the dense ``bt`` fits of the replicates start Newton from the estimate's θ."""
+    table, falling back to the dense tables in a chunk where an edge is won one way only
+    (the dense fits start from 0, not the estimate: a registered copy of ``bt`` gives the
+    same bytes)."""
     met_of: dict[bytes, np.ndarray] = {}
     levels_of: dict[int, list | None] = {}  # per board: its forest (bt), or None
-    start_of: dict[int, np.ndarray] = {}  # per board: the estimate's θ
 
     def edges(sums, u, m):
         """``edge(children, parents)`` of :func:`forest_strengths` read from the sums."""
@@ -324,11 +323,7 @@ def _statistic(cells: _Cells, fit, prior: float, anchor_rating: float, kept: lis
                     levels_of[b] = forest_levels(met[0]) if fit is fit_bt else None
                 if prior:  # pseudo-ties between every two models that met in the data
                     t = t + prior * met_of.setdefault(u.tobytes(), met[0])
-                warm = fit
-                if fit is fit_bt and b in start_of:  # Newton from the estimate's θ
-                    warm = partial(fit_bt, start=start_of[b])
-                got = fit_strengths(warm, w, t)
-            start_of.setdefault(b, got.theta[0])
+                got = fit_strengths(fit, w, t)
             fitted.append(got)
             rel[:, u] = fitted[-1].relative(a)
         kept.append(fitted)
