@@ -193,6 +193,11 @@ def fit_bt(
     return _shifted(th, anchor, single)
 
 
+#: Bradley–Terry's likelihood: :func:`~voirdire.analysis.ranking.strengths.fit_strengths` may
+#: fit a forest in closed form for it
+fit_bt.bt_forest = True  # type: ignore[attr-defined]
+
+
 def fit_davidson(
     wins: np.ndarray,
     ties: np.ndarray | None = None,

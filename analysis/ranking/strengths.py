@@ -318,7 +318,10 @@ def fit_strengths(
 
     Returns:
         :class:`Strengths` (R = 1 for a (K, K) table): the method fitted on the comparisons
-        inside each part, centred over each part.
+        inside each part, centred over each part; a ``fit`` with the attribute
+        ``bt_forest`` true (Bradley–Terry's likelihood:
+        :func:`~voirdire.analysis.ranking.bt.fit_bt`) on comparisons forming a forest, every
+        edge won both ways, by :func:`forest_strengths` instead (the same maximum).
     """
     w = np.asarray(wins, dtype=float)
     w = w[None] if w.ndim == 2 else w
@@ -327,9 +330,7 @@ def fit_strengths(
         if ties is None
         else np.asarray(ties, dtype=float).reshape(w.shape)
     )
-    from voirdire.analysis.ranking.bt import fit_bt  # bt imports this module
-
-    if fit is fit_bt:  # a forest (a one-baseline board): closed form, no dense fit
+    if getattr(fit, "bt_forest", False):  # BT on a forest (one baseline): closed form
         met = ((w + t) > 0).any(axis=0)
         levels = forest_levels(met | met.T)
         if levels:
