@@ -75,7 +75,7 @@ def former_calls_a_candidate_flip(units, permutations: int, seed: int) -> bool:
     draws = blind_swaps(counts[2].shape[0], permutations, np.random.default_rng(seed))
     chunk = max(1, ot._CHUNK_CELLS // (2 * k * k))
     boards = ot._refits(fit, counts, (k, 0.0), draws, chunk)
-    p = ot._max_t(boards, (i, j), c0[0], draws, chunk, centre=False)
+    p = ot._max_t(ot._stats(boards, (i, j), chunk), None, c0[0], draws, centre=False)
     between = np.array(
         [models[x] in cands and models[y] in cands for x, y in zip(i, j)]
     )

@@ -43,10 +43,16 @@ from voirdire.analysis.ranking.board_checks import (
     check_size,
     default_anchor,
 )
-from voirdire.analysis.ranking.bt import to_rating
+from voirdire.analysis.ranking.bt import fit_bt, to_rating
 from voirdire.analysis.ranking.ranks import pairwise_ranks, rating_interval
 from voirdire.analysis.ranking.registry import ranking_method
-from voirdire.analysis.ranking.strengths import Strengths, concat, fit_strengths
+from voirdire.analysis.ranking.strengths import (
+    Strengths,
+    concat,
+    fit_strengths,
+    forest_levels,
+    forest_strengths,
+)
 from voirdire.core import ConfigError
 
 __all__ = [
@@ -122,7 +128,7 @@ def _cell_rows(
     )  # fmt: skip
     c = comps.join(key, on=["strategy", "view"]).select(
         "_b", "win", "tie",
-        q=pl.col("question_id").replace_strict(qids, pl.int_range(qids.len(), eager=True), return_dtype=pl.Int64),
+        q=pl.col("question_id").rank("dense").cast(pl.Int64) - 1,  # its place in qids (sorted)
         ai=pl.col("a").replace_strict({m: i for i, m in enumerate(models)}, return_dtype=pl.Int64),
         bi=pl.col("b").replace_strict({m: i for i, m in enumerate(models)}, return_dtype=pl.Int64),
     )  # fmt: skip
@@ -273,20 +279,52 @@ def _statistic(cells: _Cells, fit, prior: float, anchor_rating: float, kept: lis
     of any anchor (:func:`~voirdire.analysis.ranking.strengths.fit_strengths`; with
     ``prior``, pseudo-ties between the models that met in the data), ``rating`` and
     ``win_rate`` per cell from its difference with its board's anchor (``±inf``/NaN where
-    infinite/undefined); each call's per-board fits appended to ``kept``."""
+    infinite/undefined); each call's per-board fits appended to ``kept``. A ``bt`` board whose
+    comparisons form a forest (one baseline) is fitted from its edges' sums alone in closed
+    form (:func:`~voirdire.analysis.ranking.strengths.forest_strengths`), no (R, K, K)
+    table, falling back to the dense tables in a chunk where an edge is won one way only
+    (the dense fits start from 0, not the estimate: a registered copy of ``bt`` gives the
+    same bytes)."""
     met_of: dict[bytes, np.ndarray] = {}
+    levels_of: dict[int, list | None] = {}  # per board: its forest (bt), or None
+
+    def edges(sums, u, m):
+        """``edge(children, parents)`` of :func:`forest_strengths` read from the sums."""
+
+        def edge(c, p):
+            def w_of(x, y):  # W of board model x over y, (R, len(x))
+                return np.stack(
+                    [sums[f"w_{m[j]}"][:, u[i]] + 0.5 * (sums[f"t_{m[j]}"][:, u[i]] + prior)
+                     for i, j in zip(x, y)], axis=1,
+                )  # fmt: skip
+
+            return w_of(c, p), w_of(p, c)
+
+        return edge
 
     def statistic(sums):
         r = sums["w_0"].shape[0]
         rel, fitted = np.empty((r, cells.board.size)), []
-        for u, a in zip(cells.groups, cells.anchors):
+        for b, (u, a) in enumerate(zip(cells.groups, cells.anchors)):
             m = cells.model[u]
-            w = np.stack([sums[f"w_{j}"][:, u] for j in m], axis=2)
-            t = np.stack([sums[f"t_{j}"][:, u] for j in m], axis=2)
-            if prior:  # pseudo-ties between every two models that met in the data (the estimate comes first)
+            levels = levels_of.get(b)
+            got = (
+                None
+                if not levels
+                else forest_strengths(levels, m.size, edges(sums, u, m))
+            )
+            if (
+                got is None
+            ):  # the dense (R, K, K) tables: a cycle, a one-way win, davidson
+                w = np.stack([sums[f"w_{j}"][:, u] for j in m], axis=2)
+                t = np.stack([sums[f"t_{j}"][:, u] for j in m], axis=2)
                 met = (w + w.transpose(0, 2, 1) + t) > 0
-                t = t + prior * met_of.setdefault(u.tobytes(), met[0])
-            fitted.append(fit_strengths(fit, w, t))
+                if b not in levels_of:  # the estimate comes first: the data's design
+                    levels_of[b] = forest_levels(met[0]) if fit is fit_bt else None
+                if prior:  # pseudo-ties between every two models that met in the data
+                    t = t + prior * met_of.setdefault(u.tobytes(), met[0])
+                got = fit_strengths(fit, w, t)
+            fitted.append(got)
             rel[:, u] = fitted[-1].relative(a)
         kept.append(fitted)
         with np.errstate(invalid="ignore"):

@@ -34,7 +34,7 @@ import numpy as np
 from scipy.special import expit
 
 from voirdire.analysis.ranking.registry import RANKINGS
-from voirdire.analysis.ranking.strengths import pieces
+from voirdire.analysis.ranking.strengths import forest_levels, pieces
 
 __all__ = [
     "SCALE",
@@ -43,6 +43,7 @@ __all__ = [
     "BT",
     "DAVIDSON",
     "fit_bt",
+    "forest_levels",
     "fit_davidson",
     "to_rating",
 ]
@@ -93,6 +94,37 @@ def _newton(
     return x
 
 
+def _forest_bt(w: np.ndarray, n: np.ndarray) -> np.ndarray | None:
+    """Bradley–Terry's maximum likelihood in closed form where every replicate's comparisons
+    form a forest (the union over the replicates is one: a one-baseline board is a star),
+    or None (a cycle, or a comparison won one way only: Newton's clipped path decides).
+
+    On a forest the likelihood is a product of one binomial per edge, each free, so
+    ``θ_c − θ_p = log(W_cp / W_pc)`` along every edge with ``n_cp > 0``; θ then centred
+    over each connected piece, as :func:`_newton`'s (``w``: (R, K, K) ``wins + ties/2``,
+    ``n``: ``w + wᵀ``)."""
+    levels = forest_levels((n > 0).any(axis=0))
+    if levels is None:
+        return None
+    r, k = w.shape[:2]
+    theta = np.zeros((r, k))
+    lab = np.broadcast_to(np.arange(k), (r, k)).copy()
+    for c, p in levels:
+        there = n[:, c, p] > 0
+        wc, wp = w[:, c, p], w[:, p, c]
+        if (there & ((wc <= 0) | (wp <= 0))).any():
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = np.log(wc) - np.log(wp)
+        theta[:, c] = np.where(there, theta[:, p] + d, 0.0)
+        lab[:, c] = np.where(there, lab[:, p], c)
+    key = (np.arange(r)[:, None] * k + lab).ravel()
+    mean = np.bincount(key, theta.ravel(), r * k) / np.maximum(
+        np.bincount(key, minlength=r * k), 1
+    )
+    return theta - mean[key].reshape(r, k)
+
+
 def _tables(
     wins: np.ndarray, ties: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -119,6 +151,7 @@ def fit_bt(
     ties: np.ndarray | None = None,
     anchor: int | None = None,
     *,
+    start: np.ndarray | None = None,
     max_iter: int = 100,
     tol: float = 1e-10,
 ) -> np.ndarray:
@@ -129,13 +162,22 @@ def fit_bt(
         ties: same shape, symmetric tie counts (None: no ties).
         anchor: None (θ sums to 0 over each connected piece of the comparisons) or the index
             of the model whose θ is shifted to 0 (meaningful within its piece).
+        start: (K,) or (R, K) θ Newton starts from (None: 0), e.g. the full data's fit for
+            the bootstrap replicates (the maximum is the same; a start not summing to 0 over
+            a piece gives θ summing to its sum there).
 
     Returns:
         (R, K) or (K,) θ (float), within ±:data:`CLIP`.
+
+    Where the comparisons form a forest and every one is won both ways (a one-baseline
+    board's star) the maximum is in closed form (:func:`_forest_bt`), else Newton's.
     """
     w, t, single = _tables(wins, ties)
     w = w + 0.5 * t
     n = w + w.transpose(0, 2, 1)
+    closed = _forest_bt(w, n)
+    if closed is not None:
+        return _shifted(closed, anchor, single)
 
     def grad_hess(th: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         p = expit(th[:, :, None] - th[:, None, :])
@@ -144,8 +186,16 @@ def fit_bt(
         h = c - np.einsum("rk,kl->rkl", c.sum(axis=2), np.eye(c.shape[1]))
         return g, h
 
-    th = _newton(grad_hess, np.zeros(w.shape[:2]), _projector(n), max_iter, tol)
+    x0 = np.zeros(w.shape[:2])
+    if start is not None:
+        x0 = x0 + np.asarray(start, dtype=float)
+    th = _newton(grad_hess, x0, _projector(n), max_iter, tol)
     return _shifted(th, anchor, single)
+
+
+#: Bradley–Terry's likelihood: :func:`~voirdire.analysis.ranking.strengths.fit_strengths` may
+#: fit a forest in closed form for it
+fit_bt.bt_forest = True  # type: ignore[attr-defined]
 
 
 def fit_davidson(

@@ -73,6 +73,7 @@ __all__ = ["TIE_EPS", "OrderTest", "order_units", "order_test", "pair_stats", "b
 #: numerical noise (its z is 0)
 TIE_EPS = 1e-9
 _CHUNK_CELLS = 4_000_000  # draws per chunk × K² (two boards): about 64 MB of float64
+_HOLD_BYTES = 512 * 2**20  # the draws' pair statistics held for the passes up to this
 
 
 @dataclass(frozen=True)
@@ -244,17 +245,34 @@ def _chunks(boards: tuple[Strengths, Strengths], pairs: tuple, chunk: int):
         )
 
 
+def _stats(boards: tuple[Strengths, Strengths], pairs: tuple, chunk: int):
+    """``stats(cols=None)``: an iterator of :func:`_chunks`'s ``(flipped, τ, change)`` over
+    all ``pairs``, the change's columns ``cols`` only (a bool or index array; the change is
+    per pair, so a subset's equals the subset of all). Computed once and held when the
+    draws × pairs fit in :data:`_HOLD_BYTES` (the passes then read it), else anew each
+    pass."""
+    held = None
+    if len(boards[0]) * pairs[0].size * 9 <= _HOLD_BYTES:
+        held = list(_chunks(boards, pairs, chunk))
+
+    def stats(cols=None):
+        for f, tau, c in held if held is not None else _chunks(boards, pairs, chunk):
+            yield f, tau, (c if cols is None else c[:, cols])
+
+    return stats
+
+
 def _max_t(
-    boards, pairs, c0: np.ndarray, draws: SwapDraws, chunk: int, centre: bool
+    stats, cols: np.ndarray, c0: np.ndarray, draws: SwapDraws, centre: bool
 ) -> np.ndarray:
-    """Single-step max-T adjusted p-values of the observed changes ``c0`` (P,) over the
-    ``pairs``: ``|c − m| / s`` with ``m`` the draws' mean (``centre``) or 0 and ``s`` the
-    draws' standard deviation (root mean square without ``centre``); a spread below
-    :data:`TIE_EPS` gives z = 0."""
+    """Single-step max-T adjusted p-values of the observed changes ``c0`` (P,) of the pairs
+    ``cols`` of ``stats`` (:func:`_stats`): ``|c − m| / s`` with ``m`` the draws' mean
+    (``centre``) or 0 and ``s`` the draws' standard deviation (root mean square without
+    ``centre``); a spread below :data:`TIE_EPS` gives z = 0."""
     if c0.size == 0:
         return np.zeros(0)
     n, s1, s2 = draws.count, np.zeros(c0.size), np.zeros(c0.size)
-    for _, _, c in _chunks(boards, pairs, chunk):  # pass 1: the moments
+    for _, _, c in stats(cols):  # pass 1: the moments
         s1 += c.sum(0)
         s2 += (c**2).sum(0)
     m = s1 / n if centre else np.zeros(c0.size)
@@ -264,20 +282,20 @@ def _max_t(
     )  # numerical noise: never significant
     z0 = np.abs(c0 - m) / scale
     mx = np.sort(np.concatenate([
-        (np.abs(c - m) / scale).max(1, initial=0.0) for _, _, c in _chunks(boards, pairs, chunk)
+        (np.abs(c - m) / scale).max(1, initial=0.0) for _, _, c in stats(cols)
     ]))  # fmt: skip
     exceed = n - np.searchsorted(mx, z0 - 1e-12, side="left")
     plus = 0 if draws.exact else 1
     return (plus + exceed) / (plus + n)
 
 
-def _overall(boards, pairs, observed: tuple, draws: SwapDraws, chunk: int):
+def _overall(stats, observed: tuple, draws: SwapDraws):
     """The order-blind draws' flips and τ against the observed ``(flipped, τ)``: the draws
     with at least as many flips, the flips over all draws, the draws with τ at most the
     observed (NaN counts as 1), and the mean τ."""
     flip0, tau0 = observed
     flips_p, flips_sum, tau_p, taus = 0, 0, 0, []
-    for f, tau, _ in _chunks(boards, pairs, chunk):
+    for f, tau, _ in stats():
         flips_p += int((f.sum(1) >= flip0.sum()).sum())
         flips_sum += int(f.sum())
         tau_p += int((np.nan_to_num(tau, nan=1.0) <= tau0[0]).sum())
@@ -293,7 +311,7 @@ def _pair_p(
     fit,
     counts: tuple,
     size: tuple[int, float],
-    blind_null: tuple[tuple[Strengths, Strengths], SwapDraws],
+    blind_null: tuple,
     pairs: tuple[np.ndarray, np.ndarray],
     c0: np.ndarray,
     between: np.ndarray,
@@ -303,21 +321,19 @@ def _pair_p(
     chunk: int,
 ) -> tuple[np.ndarray, SwapDraws | None]:
     """Each pair's max-t p-value before the family's adjustment: a pair with the reference
-    against the order-blind swaps (``blind_null``: their refitted boards and draws), a
+    against the order-blind swaps (``blind_null``: their :func:`_stats` and draws), a
     pair of candidates against swaps under one slot preference common to all models (drawn
     here with ``seed``'s second stream); and those common draws (None: no candidate pair)."""
-    boards, blind = blind_null
+    stats, blind = blind_null
     p = np.ones(between.size)
     ref = ~between
-    p[ref] = _max_t(
-        boards, (pairs[0][ref], pairs[1][ref]), c0[ref], blind, chunk, centre=False
-    )
+    p[ref] = _max_t(stats, ref, c0[ref], blind, centre=False)
     if not between.any():
         return p, None
     cdraws = common_swaps(counts[4], permutations, np.random.default_rng([seed, 1]))
     cboards = _refits(fit, counts, size, cdraws, chunk)
-    between_pairs = (pairs[0][between], pairs[1][between])
-    p[between] = _max_t(cboards, between_pairs, c0[between], cdraws, chunk, centre=True)
+    cstats = _stats(cboards, pairs, chunk)
+    p[between] = _max_t(cstats, between, c0[between], cdraws, centre=True)
     return p, cdraws
 
 
@@ -370,11 +386,10 @@ def order_test(
     chunk = max(1, _CHUNK_CELLS // (2 * k * k))
     blind = blind_swaps(counts[2].shape[0], permutations, np.random.default_rng(seed))
     boards = _refits(fit, counts, (k, prior), blind, chunk)
-    flips_p, flips_sum, tau_p, tau_null = _overall(
-        boards, pairs, (flip0, tau0), blind, chunk
-    )
+    stats = _stats(boards, pairs, chunk)
+    flips_p, flips_sum, tau_p, tau_null = _overall(stats, (flip0, tau0), blind)
     p, cdraws = _pair_p(
-        fit, counts, (k, prior), (boards, blind), pairs, c0[0], between,
+        fit, counts, (k, prior), (stats, blind), pairs, c0[0], between,
         permutations=permutations, seed=seed, chunk=chunk,
     )  # fmt: skip
     ref = ~between

@@ -27,7 +27,7 @@ import numpy as np
 
 from voirdire.analysis.ranking.strengths import Strengths
 
-__all__ = ["percentile", "rating_interval", "pairwise_ranks"]
+__all__ = ["percentile", "percentiles", "rating_interval", "pairwise_ranks"]
 
 _BIG = 1e300
 _TOL = 1e-9  # a difference interval ending within this of 0 (Newton's tolerance) is not "above 0"
@@ -54,6 +54,33 @@ def percentile(a: np.ndarray, q: float, axis: int = 0) -> np.ndarray:
     return np.where(n == 0, np.nan, out)
 
 
+def _lerp(x0: np.ndarray, x1: np.ndarray, t: float | np.ndarray) -> np.ndarray:
+    """numpy's ``_lerp`` (as :func:`numpy.quantile`), ``±inf`` back from ±1e300."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = x1 - x0
+        out = np.where(t >= 0.5, x1 - diff * (1 - t), x0 + diff * t)
+        out = np.where(x0 == x1, x0, out)
+    return np.where(out >= _BIG / 10, np.inf, np.where(out <= -_BIG / 10, -np.inf, out))
+
+
+def percentiles(a: np.ndarray, qs: tuple[float, ...]) -> list[np.ndarray]:
+    """:func:`percentile` along axis 0 at each of ``qs``, the same numbers: where no value is
+    NaN (every column has all R) the order statistics come from one
+    :func:`numpy.partition` (linear time) instead of a sort."""
+    a = np.asarray(a, dtype=float)
+    if a.shape[0] == 0 or np.isnan(a).any():
+        return [percentile(a, q) for q in qs]
+    r = a.shape[0]
+    at = []
+    for q in qs:
+        pos = q * (r - 1)
+        lo = int(np.floor(pos))
+        at.append((lo, min(lo + 1, r - 1), pos - lo))
+    kth = sorted({i for lo, hi, _ in at for i in (lo, hi)})
+    part = np.partition(np.clip(a, -_BIG, _BIG), kth, axis=0)
+    return [_lerp(part[lo], part[hi], t) for lo, hi, t in at]
+
+
 def rating_interval(
     relative: np.ndarray, level: float
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -61,7 +88,8 @@ def rating_interval(
     ((R, K), :meth:`~voirdire.analysis.ranking.strengths.Strengths.relative`: NaN where
     undefined, left out), ``±inf`` where the replicates reach an infinite difference."""
     a = (1.0 - level) / 2.0
-    return percentile(relative, a), percentile(relative, 1.0 - a)
+    lo, hi = percentiles(relative, (a, 1.0 - a))
+    return lo, hi
 
 
 def pairwise_ranks(
@@ -85,7 +113,7 @@ def pairwise_ranks(
     for s in range(0, k, step):
         rows = np.arange(s, min(s + step, k))
         d = fitted.differences(rows)  # (R, b, K): θ_j − θ_i
-        lo, hi = percentile(d, a), percentile(d, 1.0 - a)
+        lo, hi = percentiles(d, (a, 1.0 - a))
         above[rows] = (lo > _TOL).sum(axis=1)
         below[rows] = (hi < -_TOL).sum(axis=1)
     rank = 1 + above

@@ -33,9 +33,20 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
+from scipy.sparse.csgraph import (
+    breadth_first_order,
+    connected_components,
+    shortest_path,
+)
 
-__all__ = ["pieces", "win_parts", "Strengths", "fit_strengths"]
+__all__ = [
+    "pieces",
+    "win_parts",
+    "Strengths",
+    "fit_strengths",
+    "forest_levels",
+    "forest_strengths",
+]
 
 _SQUARE_K = 96  # up to this many models, reachability by batched matrix squaring
 _ODD_CHUNK = 256  # replicates whose reachability is computed at once
@@ -60,6 +71,86 @@ def pieces(met: np.ndarray) -> np.ndarray:
             break
         lab = new
     return lab
+
+
+def forest_levels(met: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The levels of a comparison graph that is a forest, or None when it has a cycle.
+
+    Args:
+        met: (K, K) bool, True where models ``i`` and ``j`` met (symmetric; the diagonal
+            ignored).
+
+    Returns:
+        Each tree rooted at its lowest model, the non-root models by depth: a list of
+        ``(children, parents)`` int arrays, depth 1 first (empty list: no edge); None when
+        the graph has a cycle (edges ≠ models − trees).
+    """
+    m = np.array(met, dtype=bool)
+    np.fill_diagonal(m, False)
+    k = m.shape[0]
+    g = csr_matrix(m)
+    trees, lab = connected_components(g, directed=False)
+    if int(np.triu(m, 1).sum()) != k - trees:
+        return None
+    parent = np.full(k, -1, dtype=np.int64)
+    depth = np.zeros(k, dtype=np.int64)
+    for root in np.unique(lab, return_index=True)[1]:  # each tree's lowest model
+        order, pred = breadth_first_order(g, int(root), directed=False)
+        for v in order[1:]:
+            parent[v], depth[v] = pred[v], depth[pred[v]] + 1
+    return [
+        (np.flatnonzero(depth == d), parent[depth == d])
+        for d in range(1, int(depth.max(initial=0)) + 1)
+    ]
+
+
+def forest_strengths(
+    levels: list[tuple[np.ndarray, np.ndarray]],
+    k: int,
+    edge: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+) -> Strengths | None:
+    """Bradley–Terry's :class:`Strengths` in closed form on a forest, from its edges alone.
+
+    On a forest the likelihood is one binomial per edge, each free, so within a connected
+    piece ``θ_c − θ_p = log(W_cp / W_pc)`` along every edge met in the replicate (Bradley &
+    Terry 1952; the maximum is finite only where both are positive: Zermelo 1929). Equals
+    :func:`fit_strengths` with :func:`~voirdire.analysis.ranking.bt.fit_bt` on the same
+    counts (``tests/test_ranking_fast.py``), without any (R, K, K) array.
+
+    Args:
+        levels: :func:`forest_levels` of the comparisons (of the data: a replicate meets a
+            subset of them).
+        k: the models.
+        edge: ``edge(children, parents)`` -> ``(W_cp, W_pc)``, each (R, len(children))
+            float, ``W = wins + ties/2`` of the child over its parent and back.
+
+    Returns:
+        :class:`Strengths` (``above`` None: every part a connected piece), or None when a
+        replicate has an edge won one way only (the win graph then has parts above others:
+        :func:`fit_strengths` decides).
+    """
+    theta = lab = None
+    for c, p in levels:
+        wc, wp = edge(c, p)
+        if theta is None:
+            r = wc.shape[0]
+            theta = np.zeros((r, k))
+            lab = np.broadcast_to(np.arange(k), (r, k)).copy()
+        there = (wc + wp) > 0
+        if (there & ((wc <= 0) | (wp <= 0))).any():
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = np.log(wc) - np.log(wp)
+        theta[:, c] = np.where(there, theta[:, p] + d, 0.0)
+        lab[:, c] = np.where(there, lab[:, p], c)
+    if theta is None:  # no edge: nothing to fit (the caller's dense path)
+        return None
+    r = theta.shape[0]
+    key = (np.arange(r)[:, None] * k + lab).ravel()
+    low = np.full(r * k, k, dtype=np.int64)
+    np.minimum.at(low, key, np.tile(np.arange(k), r))  # each piece's lowest model
+    part = low[key].reshape(r, k).astype(np.int32)
+    return Strengths(centred(theta, part), part, None)
 
 
 def win_parts(
@@ -159,6 +250,8 @@ class Strengths(NamedTuple):
         one of which lies above the other, NaN where neither does."""
         i, j = np.asarray(i), np.asarray(j)
         d = self.theta[:, i] - self.theta[:, j]
+        if self.above is None and (self.part == self.part[:, :1]).all():
+            return d  # every replicate one part: every difference finite
         same = self.part[:, i] == self.part[:, j]
         if self.above is None:
             return np.where(same, d, np.nan)
@@ -225,7 +318,10 @@ def fit_strengths(
 
     Returns:
         :class:`Strengths` (R = 1 for a (K, K) table): the method fitted on the comparisons
-        inside each part, centred over each part.
+        inside each part, centred over each part; a ``fit`` with the attribute
+        ``bt_forest`` true (Bradley–Terry's likelihood:
+        :func:`~voirdire.analysis.ranking.bt.fit_bt`) on comparisons forming a forest, every
+        edge won both ways, by :func:`forest_strengths` instead (the same maximum).
     """
     w = np.asarray(wins, dtype=float)
     w = w[None] if w.ndim == 2 else w
@@ -234,6 +330,17 @@ def fit_strengths(
         if ties is None
         else np.asarray(ties, dtype=float).reshape(w.shape)
     )
+    if getattr(fit, "bt_forest", False):  # BT on a forest (one baseline): closed form
+        met = ((w + t) > 0).any(axis=0)
+        levels = forest_levels(met | met.T)
+        if levels:
+
+            def edge(c, p):
+                return w[:, c, p] + 0.5 * t[:, c, p], w[:, p, c] + 0.5 * t[:, p, c]
+
+            got = forest_strengths(levels, w.shape[1], edge)
+            if got is not None:
+                return got
     part, above = win_parts(w, t)
     same = part[:, :, None] == part[:, None, :]
     theta = np.asarray(fit(w * same, t * same), dtype=float).reshape(part.shape)

@@ -139,12 +139,48 @@ def answer_features(bench, comps: pl.DataFrame) -> pl.DataFrame:
                         | dict.fromkeys(STYLE_FEATURES, pl.Float64), orient="row")  # fmt: skip
 
 
+def _pair_blocks(a: np.ndarray, b: np.ndarray, k: int):
+    """``grad_hess(x, c, r)`` for a design whose first ``k`` columns are the pairs' ±1
+    (``+1`` at ``a``, ``−1`` at ``b``): ``x``'s products with row weights ``r`` ((R, N) ->
+    (R, P)) and the Hessian's blocks with ``c`` ((R, N) -> (R, P, P)) summed through sparse
+    matrices (the strengths' block from the pairs' totals, the cross block per covariate),
+    never over the rows × P² of the dense product."""
+    n = a.size
+    rows = np.r_[np.arange(n), np.arange(n)]
+    side = csr_matrix(
+        (np.r_[np.ones(n), -np.ones(n)], (rows, np.r_[a, b])), shape=(n, k)
+    )
+    onto = csr_matrix((np.ones(n), (np.arange(n), a * k + b)), shape=(n, k * k))
+
+    def times(z: np.ndarray, v: np.ndarray) -> np.ndarray:  # v (R, N) -> v @ x (R, P)
+        return np.c_[np.asarray(side.T @ v.T).T, v @ z]
+
+    def hessian(z: np.ndarray, c: np.ndarray) -> np.ndarray:  # Σ_n c_n x_n x_nᵀ
+        r, f = c.shape[0], z.shape[1]
+        t = np.asarray(onto.T @ c.T).T.reshape(r, k, k)
+        t = t + t.transpose(0, 2, 1)
+        h = np.empty((r, k + f, k + f))
+        h[:, :k, :k] = -t
+        h[:, np.arange(k), np.arange(k)] += t.sum(axis=2)
+        cross = np.stack(
+            [np.asarray(side.T @ (c * z[:, j]).T).T for j in range(f)], axis=2
+        )
+        h[:, :k, k:] = cross
+        h[:, k:, :k] = cross.transpose(0, 2, 1)
+        h[:, k:, k:] = np.einsum("rn,nf,ng->rfg", c, z, z, optimize=True)
+        return h
+
+    return times, hessian
+
+
 def weighted_logit(
     x: np.ndarray,
     y: np.ndarray,
     w: np.ndarray,
     *,
     extra: np.ndarray | None = None,
+    pairs: tuple[np.ndarray, np.ndarray, int] | None = None,
+    start: np.ndarray | None = None,
     max_iter: int = 50,
     tol: float = 1e-10,
 ) -> np.ndarray:
@@ -156,16 +192,34 @@ def weighted_logit(
             directions the likelihood does not see (zero along the gradient, so the steps
             keep the coefficients' component there at its start, 0), as
             :mod:`~voirdire.analysis.ranking.bt`'s fits.
+        pairs: ``(a, b, K)`` when ``x``'s first K columns are the Bradley–Terry pairs' ±1
+            (``+1`` at ``a``, ``−1`` at ``b``, (N,) int): the Hessian is then summed by
+            blocks through sparse matrices (:func:`_pair_blocks`: the same matrix, R × N ×
+            (F² + 3F) work for F covariates instead of R × N × P²).
+        start: (R, P) or (P,) coefficients to start from (None: 0), e.g. the estimate's:
+            a replicate's maximum is near it (it must keep the unseen directions' component
+            at 0, as the estimate does).
 
     Returns:
         (R, P) coefficients (float), clipped at ±:data:`~voirdire.analysis.ranking.bt.CLIP`.
     """
     beta = np.zeros((w.shape[0], x.shape[1]))
+    if start is not None:
+        beta = beta + np.asarray(start, dtype=float)
     eye = np.eye(x.shape[1])
+    if pairs is not None:
+        a, b, k = pairs
+        z = np.ascontiguousarray(x[:, k:])
+        times, hessian = _pair_blocks(a, b, k)
     for _ in range(max_iter):
-        p = expit(beta @ x.T)
-        g = (w * (y - p)) @ x
-        h = np.einsum("rn,np,nq->rpq", w * p * (1 - p), x, x, optimize=True)
+        if pairs is None:
+            p = expit(beta @ x.T)
+            g = (w * (y - p)) @ x
+            h = np.einsum("rn,np,nq->rpq", w * p * (1 - p), x, x, optimize=True)
+        else:
+            p = expit(beta[:, a] - beta[:, b] + beta[:, k:] @ z.T)
+            g = times(z, w * (y - p))
+            h = hessian(z, w * p * (1 - p))
         if extra is not None:
             h = h + extra
         damp = 1e-10 * (np.trace(h, axis1=1, axis2=2) / x.shape[1] + 1.0)
@@ -261,7 +315,7 @@ def _style_strengths(
         same = lab[:, :, None] == lab[:, None, :]
         extra = np.zeros((r, x.shape[1], x.shape[1]))
         extra[:, :k, :k] = same / same.sum(axis=2, keepdims=True)
-        beta = weighted_logit(x, y, w * met[:, a, b], extra=extra)
+        beta = weighted_logit(x, y, w * met[:, a, b], extra=extra, pairs=(a, b, k))
         gamma.append(beta[:, k:])
         return beta[:, :k]
 

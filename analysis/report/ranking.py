@@ -60,29 +60,38 @@ def ranking_figure(lb: pl.DataFrame, path: str | os.PathLike, title: str = "") -
         figsize=(1.2 + 1.1 * len(boards), 0.5 + 0.22 * len(models) + 2)
     )
     cmap = plt.get_cmap("tab20")
+    column = {b: x for x, b in enumerate(boards)}
+    points: dict[str, list] = {}
+    for m, s, v, y, lo, hi in lb.select(
+        "model", "strategy", "view", "rating", "lo", "hi"
+    ).iter_rows():  # one pass over the rows, the first of each (model, board)
+        got = points.setdefault(m, [])
+        if all(x != column[(s, v)] for x, *_ in got):
+            got.append((column[(s, v)], y, lo, hi))
     for mi, m in enumerate(models):
-        pts = lb.filter(pl.col("model") == m)
-        xs, ys = [], []
-        for x, (s, v) in enumerate(boards):
-            r = pts.filter((pl.col("strategy") == s) & (pl.col("view") == v))
-            if r.height:
-                y, lo, hi = r.item(0, "rating"), r.item(0, "lo"), r.item(0, "hi")
-                # the anchor (NaN: fixed) and ends at the bound (±inf) get no bar there; a
-                # percentile interval may leave out its own point estimate (few questions,
-                # a rating near the bound): the bar then stops at the point on that side
-                lo, hi = (b if np.isfinite(b) else y for b in (lo, hi))
-                ax.errorbar(
-                    x,
-                    y,
-                    yerr=[[max(y - lo, 0.0)], [max(hi - y, 0.0)]],
-                    fmt="o",
-                    ms=3,
-                    color=cmap(mi % 20),
-                    capsize=2,
-                    lw=0.8,
-                )
-                xs.append(x)
-                ys.append(y)
+        pts = sorted(points.get(m, []))
+        xs = [x for x, *_ in pts]
+        ys = [y for _, y, _, _ in pts]
+        # the anchor (NaN: fixed) and ends at the bound (±inf) get no bar there; a
+        # percentile interval may leave out its own point estimate (few questions, a
+        # rating near the bound): the bar then stops at the point on that side
+        ends = [
+            tuple(b if np.isfinite(b) else y for b in (lo, hi)) for _, y, lo, hi in pts
+        ]
+        if pts:  # one call per model: its boards' points and bars
+            ax.errorbar(
+                xs,
+                ys,
+                yerr=[
+                    [max(y - lo, 0.0) for y, (lo, _) in zip(ys, ends)],
+                    [max(hi - y, 0.0) for y, (_, hi) in zip(ys, ends)],
+                ],
+                fmt="o",
+                ms=3,
+                color=cmap(mi % 20),
+                capsize=2,
+                lw=0.8,
+            )
         ax.plot(xs, ys, "-", color=cmap(mi % 20), lw=0.7, alpha=0.7, label=m)
     _limits(ax, lb, title)
     ax.set_xticks(range(len(boards)), [f"{s}\n{v}" for s, v in boards], fontsize=7)
