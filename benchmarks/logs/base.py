@@ -111,6 +111,15 @@ class LogBenchmark(Benchmark):
 
         return owns(cls, path)
 
+    def __init_subclass__(cls, **kw: Any) -> None:
+        """A format reads a live judge's verdicts by its tool's rule (pattern and labels of
+        :func:`~voirdire.benchmarks.logs.tool_prompts.tool_prompt`) unless it sets its own."""
+        super().__init_subclass__(**kw)
+        tp = tool_prompt(cls.name, None, cls.tool) if "name" in cls.__dict__ else None
+        if tp is not None and "verdict_pattern" not in cls.__dict__:
+            cls.verdict_pattern = tp.verdict_pattern
+            cls.verdict_labels = dict(tp.verdict_labels)
+
     @classmethod
     def read(cls, path: Path, options: Any, rows: Rows) -> None:
         """Append the pairs and verdicts of one log file to ``rows`` (``options``: an
