@@ -309,7 +309,7 @@ def test_audit_end_to_end_report_mitigate_rank(tmp_path, ray_local, monkeypatch)
     computed from the draws; the raw judge text is in the judgments; the directory passes
     report, mitigate and rank unchanged; a rerun asks nothing again. The inter-pass
     kappa's bootstrap counts were drawn while the judge answered, for as many questions
-    as the analysis found, and taken by it."""
+    as the analysis resamples (the log's clusters), and taken by it."""
     from voirdire.analysis.position import draws as bootstrap_draws
 
     monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache"))
@@ -326,9 +326,10 @@ def test_audit_end_to_end_report_mitigate_rank(tmp_path, ray_local, monkeypatch)
     monkeypatch.setattr(bootstrap_draws.Draws, "__init__", spy)
     res = voirdire.audit([tmp_path], "arena-hard", out=out)
     monkeypatch.setattr(bootstrap_draws.Draws, "__init__", real)
-    assert [m for m in made if m[2]] == [
-        ((res.judgments["question_id"].n_unique(),), 1000, True)
-    ]
+    # drawn for the questions the interval resamples: the log's clusters (one Arena-Hard
+    # uid, judged for both models, is one question), not its 120 question ids
+    assert res.judgments["question_id"].n_unique() == 120
+    assert [m for m in made if m[2]] == [((60,), 1000, True)]
     assert bootstrap_draws.prepared_keys() == []
     jm = res.judge_metrics.row(0, named=True)
     flips, pc, _ = _expected(d1 + d2)
