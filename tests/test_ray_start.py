@@ -140,6 +140,8 @@ def test_a_run_that_releases_ray_stops_it_and_the_next_run_starts_it_again(
         (Path(__file__).parents[1] / "examples/mtbench_position_bias.toml").read_text()
     )
     job["benchmark"]["max_instances"] = 4
+    # a simulated judge: recorded verdicts alone are joined without Ray (engine/recorded.py)
+    job["judges"] = [{"name": "sim", "backend": "simulated", "primacy": 0.6, "seed": 1}]
     first = voirdire.run({**job, "output_dir": str(tmp_path / "a")}, release_ray=True)
     ray_start._wait_for_stop()
     assert not ray.is_initialized()
@@ -158,16 +160,16 @@ def test_a_run_that_releases_ray_stops_it_and_the_next_run_starts_it_again(
 
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="/proc")
 def test_the_command_starts_ray_early_and_a_bad_job_leaves_no_ray_process(tmp_path):
-    """The console script begins Ray's start before reading its job; a job that fails
-    validation still ends in one line (exit 2, nothing written) and leaves no Ray
+    """The console script begins Ray's start, for a job that needs it (a live judge),
+    before planning it; a job that fails validation still ends in one line (exit 2, nothing written) and leaves no Ray
     process behind, whether Ray had come up or not. Before Ray is up the process ends
     without finalising its interpreter under ``ray.init`` (no ``atexit`` hook runs: a
     finalisation there ended in SIGSEGV on a CI machine); once Ray is up it exits as usual."""
     import subprocess
     import sys
 
-    bad = tmp_path / "bad.toml"
-    bad.write_text('name = "x"\noutput_dir = "out"\nbogus = 1\n')
+    bad = tmp_path / "bad.toml"  # a live judge (Ray needed) on data that is not there
+    bad.write_text(BAD_LIVE_JOB)
     mark, env = marked_env()
     for up in (False, True):  # exit at once; exit once Ray is up (the job read slowly)
         hooked = tmp_path / f"atexit-{up}"
@@ -187,8 +189,8 @@ def test_the_command_starts_ray_early_and_a_bad_job_leaves_no_ray_process(tmp_pa
             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert r.returncode == 2, r.stderr
-        assert r.stderr.startswith("error: ") and "unknown key" in r.stderr
-        assert not (tmp_path / "out").exists()
+        assert r.stderr.startswith("error: ") and "does not exist" in r.stderr
+        assert not (tmp_path / "job-out").exists()
         assert hooked.exists() == up
         assert no_process_marked(mark)
 
@@ -262,6 +264,13 @@ def _table_log(path: Path) -> tuple[Path, list[str]]:
     return path, opts
 
 
+#: a job file that loads, asks a live judge (so the command starts Ray early) and is
+#: refused while it is planned: its data directory does not exist
+BAD_LIVE_JOB = (
+    'name = "x"\noutput_dir = "job-out"\n[benchmark]\nname = "mtbench"\n'
+    'data_dir = "/nonexistent-voirdire-data"\n[[judges]]\nname = "s"\nbackend = "simulated"\n'
+)
+
 #: where a stage of ``voirdire audit`` is held (the subprocess's code): ``pause()`` touches
 #: the ready file and sleeps, so that SIGTERM lands there
 _PAUSE = {
@@ -283,11 +292,13 @@ _PAUSE = {
 @pytest.mark.slow
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="/proc")
 @pytest.mark.parametrize("stage", list(_PAUSE))
-def test_sigterm_ends_audit_as_it_ends_run(tmp_path, stage):
+def test_sigterm_ends_audit_as_it_ends_run(tmp_path, stage, data_dir):
     """SIGTERM (a stopped Ray job, a killed terminal) ends ``voirdire audit`` as it ends
     ``voirdire run``, wherever it lands: reading the logs, while Ray starts in the
     background, in the scheduler, in the analysis: one line (``error: interrupted: ...``),
-    exit 130, no traceback or abort, and no Ray process left. Before, audit set no
+    exit 130, no traceback or abort, and no Ray process left (the stages of Ray, which an
+    audit without ``--address`` does not start, are held in ``voirdire run`` of a live
+    judge). Before, audit set no
     handler: Ray's own (exit) or the default ended it with -6 and a stack dump, or -15
     silently."""
     import signal
@@ -296,6 +307,10 @@ def test_sigterm_ends_audit_as_it_ends_run(tmp_path, stage):
     import time
 
     log, opts = _table_log(tmp_path / "log.csv")
+    live = stage in (
+        "ray-starting",
+        "scheduler",
+    )  # an audit starts no Ray: a live job does
     ready = tmp_path / "ready"
     code = (
         "import pathlib, time\n"
@@ -306,6 +321,14 @@ def test_sigterm_ends_audit_as_it_ends_run(tmp_path, stage):
     mark, env = marked_env()
     env["VOIRDIRE_LOG_CACHE"] = str(tmp_path / "cache")
     args = ["audit", str(log), "--format", "logtable", *opts, "--out", str(tmp_path / "o")]  # fmt: skip
+    if live:
+        job = tmp_path / "live.toml"
+        job.write_text(
+            f'name = "live"\noutput_dir = {str(tmp_path / "o")!r}\n'
+            f'[benchmark]\nname = "mtbench"\ndata_dir = {str(data_dir)!r}\nmax_instances = 4\n'
+            '[[judges]]\nname = "s"\nbackend = "simulated"\nseed = 1\n'
+        )
+        args = ["run", str(job), "--no-progress"]
     with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
         proc = subprocess.Popen(
             [sys.executable, "-c", code, *args], env=env, cwd=tmp_path, stdout=out, stderr=err
@@ -332,7 +355,7 @@ def test_sigterm_ends_audit_as_it_ends_run(tmp_path, stage):
 @pytest.mark.slow
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="/proc")
 def test_a_refusal_under_load_leaves_no_ray_process(tmp_path):
-    """A malformed log refused (exit 2) while Ray starts, on a loaded CPU (busy loops
+    """A job refused (exit 2) while Ray starts, on a loaded CPU (busy loops
     pinned to the command's CPU), once the raylet has started its dashboard and
     runtime-environment agents: when the command has exited, none of its Ray processes is
     left. Before, the agents (still starting, their parent gone) ran on with parent PID 1
@@ -342,11 +365,9 @@ def test_a_refusal_under_load_leaves_no_ray_process(tmp_path):
 
     from tests.processes import busy_cpu, end_marked, processes_marked
 
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"custom_id": "x", "respo')
+    bad = tmp_path / "bad.toml"  # refused while planned, once Ray's start has begun
+    bad.write_text(BAD_LIVE_JOB)
     mark, env = marked_env()
-    env["VOIRDIRE_LOG_CACHE"] = str(tmp_path / "cache")
-    rx = "custom_id=(?P<instance>x)(?P<model_a>y)(?P<model_b>z)(?P<first>a)"
     with busy_cpu(3) as cpu:
         code = (
             f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\n"
@@ -363,14 +384,14 @@ def test_a_refusal_under_load_leaves_no_ray_process(tmp_path):
         )
         with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
             rc = subprocess.run(
-                [sys.executable, "-c", code, "audit", str(bad), "--format", "openai-batch",
-                 "--option", rx, "--out", str(tmp_path / "o")],
+                [sys.executable, "-c", code, "run", str(bad)],
                 env=env, cwd=tmp_path, stdout=out, stderr=err, timeout=600,
             ).returncode  # fmt: skip
         try:
             stderr = (tmp_path / "err").read_text()
-            assert rc == 2 and "not valid JSON" in stderr, stderr[-2000:]
-            assert (tmp_path / "out").read_text().startswith("agents: 2")
+            assert rc == 2 and "does not exist" in stderr, stderr[-2000:]
+            agents = (tmp_path / "out").read_text()
+            assert agents.startswith("agents: ") and int(agents.split()[1]) >= 1, agents
             # a killed process may take a moment to go; one left by its parent stays
             assert no_process_marked(mark, wait_s=5), processes_marked(mark)
         finally:
