@@ -234,7 +234,7 @@ def write_people(
 def print_people(study: PeopleStudy, console: Console | None = None) -> None:
     """The terminal summary: per (benchmark, judge) the PPI++ board's interval widths
     against people alone, its effective labels, and the selective judge."""
-    console = console or Console()
+    console = console or Console(highlight=False)
     t = Table(title="People's boards from a few labels (docs/people.md)")
     for c in ("benchmark", "judge", "labels", "width PPI++ / people", "effective labels", "kept", "agreement kept"):  # fmt: skip
         t.add_column(c, justify="left" if c in ("benchmark", "judge") else "right")

@@ -77,7 +77,7 @@ def print_choice(
     benchmark its line, then its best ``rows`` judges with what they are ranked by, PF, κ
     between the orders, RS, errors, cost, throughput and the gates they fail (columns no
     judge has are left out)."""
-    console = console or Console()
+    console = console or Console(highlight=False)
     cols = [("accuracy", "accuracy", "{:.3f}"), ("pc", "PC", "{:.3f}"), ("pf", "PF", "{:+.3f}"),
             ("pass_kappa", "κ orders", "{:.3f}"), ("rs", "RS", "{:.3f}"), ("error_rate", "errors", "{:.1%}"),
             ("usd_per_1k", "USD/1k", "{:,.3g}"), ("judgments_per_s", "judg./s", "{:,.3g}")]  # fmt: skip
