@@ -4,10 +4,13 @@ spreadsheet files neutralised and read back, names drawn as data in figures."""
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
 import pytest
 import typer
+from typer.testing import CliRunner
 
 from voirdire import cli
 from voirdire.cli.common import fail
@@ -91,3 +94,107 @@ def test_a_refusal_quoting_received_text_prints_in_linear_time(make, capsys):
         assert capsys.readouterr().err.count("\n") == 1
 
     _grows_linearly(refuse, make)
+
+
+# --- shared: the CLI's one line -----------------------------------------------------------
+
+
+def _cli(*args) -> tuple[int, str]:
+    res = CliRunner().invoke(cli.app, [str(a) for a in args])
+    assert "Traceback" not in res.output, res.output[-2000:]
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return res.exit_code, res.output.strip()
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() if p.is_file() else b"/"
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def _refused(out: str, *parts: str) -> None:
+    assert out.startswith("error: ") and "\n" not in out, out[:2000]
+    for part in parts:
+        assert part in out, out[:2000]
+
+
+# --- item 2: numeric options checked as they are parsed -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (
+            ["people", "--alpha", "5e-324"],
+            "--alpha 4.94066e-324: out of range (allowed: 1e-06 <= x < 1)",
+        ),
+        (["people", "--seed", str(2**200)], "--seed a 61-digit integer: out of range"),
+        (["people", "--rows", "0"], "--rows 0: out of range"),
+        (["people", "--level", "nan"], "--level nan: not a finite number"),
+        (
+            ["people", "--anchor-rating", "inf"],
+            "--anchor-rating inf: not a finite number",
+        ),
+        (
+            ["rank", "--replicates", "0"],
+            "--replicates 0: out of range (allowed: 1 <= x <= 100,000)",
+        ),
+        (["report", "--replicates", "0"], "--replicates 0: out of range"),
+        (
+            ["report", "--replicates", "1000000000000"],
+            "--replicates 1,000,000,000,000: out of range",
+        ),
+        (
+            ["mitigate", "--replicates", "1000000000000"],
+            "--replicates 1,000,000,000,000: out of range",
+        ),
+        (
+            ["rank", "--anchor-rating", "nan"],
+            "--anchor-rating nan: not a finite number",
+        ),
+        (["report", "--rs-min", "nan"], "--rs-min nan: not a finite number"),
+        (["report", "--margin", "nan"], "--margin nan: not a finite number"),
+        (["report", "--max-error", "inf"], "--max-error inf: not a finite number"),
+        (
+            ["rank", "--prior", "-1"],
+            "--prior -1: out of range (allowed: 0 <= x <= 1e+06)",
+        ),
+        (["mitigate", "--beta", "nan"], "--beta nan"),
+        (["data", "fetch", "--deadline", "nan"], "--deadline nan: not a finite number"),
+    ],
+)
+def test_numeric_options_are_refused_in_one_line_as_they_are_parsed(
+    tmp_path, args, said
+):
+    """At f28ccc8: tracebacks (``--alpha 5e-324``, ``--seed 2**200``, ``rank --replicates
+    0``), a Vega error (``report --replicates 0``), 300 s of work (``report --replicates
+    1e12``) or the value accepted (NaN, infinity, a negative prior). The directory given
+    is never read: the option is refused as it is parsed."""
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "job.json").write_text("{}")
+    before = _tree(tmp_path)
+    where = [] if args[0] == "data" else [d]
+    code, out = _cli(*args[:1], *where, *args[1:])
+    assert code == 2, out
+    _refused(out, said)
+    assert _tree(tmp_path) == before
+
+
+def test_the_help_text_states_each_range():
+    code, out = _cli("people", "--help")
+    flat = " ".join(re.sub("[│╭╮╰╯─]", " ", out).split())  # the panel's borders dropped
+    assert code == 0 and "(1e-06 <= x < 1)" in flat and "(0 < x <= 1)" in flat, flat
+
+
+def test_judge_attributes_that_are_no_csv_are_one_line(tmp_path):
+    """A judge-attributes CSV with an unclosed quote was read outside the error handling:
+    a traceback at f28ccc8."""
+    d = tmp_path / "d"
+    d.mkdir()
+    bad = tmp_path / "attrs.csv"
+    bad.write_text('judge,size\n"a,1\nb,2\n')
+    code, out = _cli("report", d, "--judge-attributes", bad)
+    assert code == 2
+    _refused(out, f"{bad}: not a readable CSV")
