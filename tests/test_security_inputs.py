@@ -13,6 +13,7 @@ import typer
 from typer.testing import CliRunner
 
 from voirdire import cli
+from voirdire.bounds import MAX_JOB_BYTES, MAX_JUDGES, MAX_NAME_CHARS
 from voirdire.cli.common import fail
 from voirdire.redaction import redact, redact_message
 
@@ -198,3 +199,87 @@ def test_judge_attributes_that_are_no_csv_are_one_line(tmp_path):
     code, out = _cli("report", d, "--judge-attributes", bad)
     assert code == 2
     _refused(out, f"{bad}: not a readable CSV")
+
+
+# --- item 1: job files bounded before they are decoded ------------------------------------
+
+_JOB = 'name = "{name}"\noutput_dir = "{out}"\n[benchmark]\nname = "mt_bench_human"\n'
+_JUDGE = '[[judges]]\nname = "j{i}"\nbackend = "simulated"\n'
+
+
+def _job_file(tmp_path: Path, body: str = "", name: str = "x", judges: int = 1) -> Path:
+    job = tmp_path / "job.toml"
+    text = _JOB.format(name=name, out=tmp_path / "out") + body
+    job.write_text(text + "".join(_JUDGE.format(i=i) for i in range(judges)))
+    return job
+
+
+def _dry_run_refused(tmp_path: Path, job: Path, *parts: str) -> None:
+    before = _tree(tmp_path)
+    code, out = _cli("run", job, "--dry-run")
+    assert code == 2, out[:2000]
+    _refused(out, str(job), *parts)
+    assert _tree(tmp_path) == before  # nothing written, the job file as it was
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "deep = " + "[" * 1000 + "]" * 1000 + "\n",
+        "deep = " + "[" * 100_000 + "\n",
+        "deep = " + "{a = " * 50_000 + "1" + "}" * 50_000 + "\n",
+        "[analysis]\n" + ".".join(["x"] * 3000) + " = 1\n",
+    ],
+    ids=["array-1000", "array-100000-unclosed", "inline-table-50000", "dotted-3000"],
+)
+def test_a_deeply_nested_job_file_is_one_line(tmp_path, body):
+    """At f28ccc8 Python's TOML decoder recursed once per level: a RecursionError's
+    traceback."""
+    job = _job_file(tmp_path, body)
+    _dry_run_refused(tmp_path, job, "TOML nested more than 100 levels deep")
+
+
+def test_a_nested_judge_setting_is_one_line(tmp_path):
+    job = _job_file(tmp_path)
+    job.write_text(
+        job.read_text() + "sampling = " + "{a = " * 3000 + "1" + "}" * 3000 + "\n"
+    )
+    _dry_run_refused(tmp_path, job, "TOML nested more than 100 levels deep")
+
+
+def test_brackets_in_strings_and_comments_do_not_count_as_nesting(tmp_path):
+    job = _job_file(tmp_path, f'# {"[" * 300}\nnote = "{"[" * 300}"\n')
+    code, out = _cli("run", job, "--dry-run")
+    assert "nested" not in out, out[:2000]
+
+
+def test_a_job_file_not_in_utf8_is_one_line(tmp_path):
+    job = _job_file(tmp_path, name="caf\xe9")
+    job.write_bytes(job.read_text().encode("latin-1"))
+    _dry_run_refused(
+        tmp_path, job, "not UTF-8 text (byte", "save the job file as UTF-8"
+    )
+
+
+def test_a_job_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path):
+    """A 200 MB job name ran past 10 minutes at f28ccc8; the file is sparse here."""
+    job = _job_file(tmp_path)
+    with job.open("r+b") as fh:
+        fh.truncate(MAX_JOB_BYTES + 1)
+    _dry_run_refused(
+        tmp_path, job, f"{MAX_JOB_BYTES + 1:,} bytes on disk, over the limit of"
+    )
+
+
+def test_a_long_name_in_a_job_file_is_refused_naming_the_limit(tmp_path):
+    job = _job_file(tmp_path, name="n" * (MAX_NAME_CHARS + 1))
+    _dry_run_refused(tmp_path, job, "name: String should have at most 200 characters")
+
+
+def test_a_job_of_too_many_judges_is_refused_before_they_are_validated(tmp_path):
+    """200,000 judges ran past 15 minutes in a dry run at f28ccc8 (their uniqueness was
+    checked in quadratic time)."""
+    job = _job_file(tmp_path, judges=MAX_JUDGES + 1)
+    _dry_run_refused(
+        tmp_path, job, f"{MAX_JUDGES + 1:,} judges, over the limit of {MAX_JUDGES:,}"
+    )
