@@ -4,17 +4,32 @@ spreadsheet files neutralised and read back, names drawn as data in figures."""
 
 from __future__ import annotations
 
+import csv
 import re
 import time
 from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 import typer
 from typer.testing import CliRunner
 
+from tests.people_simulate import study, truth
 from voirdire import cli
-from voirdire.bounds import MAX_JOB_BYTES, MAX_JUDGES, MAX_NAME_CHARS
+from voirdire.analysis.mitigation.grading import load_grading
+from voirdire.analysis.people.study import people_study
+from voirdire.analysis.report.people import write_people
+from voirdire.bounds import (
+    MAX_FIELD_CHARS,
+    MAX_JOB_BYTES,
+    MAX_JUDGES,
+    MAX_NAME_CHARS,
+    MAX_TABLE_BYTES,
+)
 from voirdire.cli.common import fail
+from voirdire.core import ConfigError
+from voirdire.escape import FORMULA_START
 from voirdire.redaction import redact, redact_message
 
 
@@ -283,3 +298,118 @@ def test_a_job_of_too_many_judges_is_refused_before_they_are_validated(tmp_path)
     _dry_run_refused(
         tmp_path, job, f"{MAX_JUDGES + 1:,} judges, over the limit of {MAX_JUDGES:,}"
     )
+
+
+# --- items 8 and 3: spreadsheet files, people's labels ------------------------------------
+
+_ODD = {"m0": "-1", "m1": "@cf/meta/llama"}  # names a spreadsheet would run
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """A study whose models are named ``-1`` and ``@cf/...``, its people's files written
+    with a labels file's columns that include a formula."""
+    j = study(np.random.default_rng(5), k=4, questions=30)
+    odd = lambda c: pl.col(c).replace(_ODD)  # noqa: E731
+    j = j.with_columns(
+        odd("candidate"),
+        odd("reference"),
+        odd("gold"),
+        *(
+            pl.col(c).list.eval(pl.element().replace(_ODD))
+            for c in ("candidates", "shown")
+        ),
+    )
+    s = people_study(j, truth(j), share=0.3)
+    out = tmp_path_factory.mktemp("labelled") / "people"
+    cols = [
+        "question_id",
+        "candidate",
+        "reference",
+        '=HYPERLINK("https://x.example")',
+        "winner",
+    ]
+    write_people(s, out, cols)
+    return j, out / "people_to_label.csv"
+
+
+def test_the_pairs_for_people_neutralise_formulas_in_the_header_too(labelled):
+    """At f28ccc8 the labels file's column names were copied into people_to_label.csv's
+    header as they were: ``=HYPERLINK(...)`` ran when an annotator opened it."""
+    _, to_label = labelled
+    with to_label.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    assert '\'=HYPERLINK("https://x.example")' in rows[0], rows[0]
+    assert not [c for row in rows for c in row if c.startswith(FORMULA_START)]
+    assert any(c == "'-1" for row in rows[1:] for c in row)  # the cells as before
+
+
+def test_a_filled_people_to_label_csv_reads_back_with_its_names(labelled, tmp_path):
+    """The ``'`` the writer adds is undone on read-back: at f28ccc8 a filled
+    people_to_label.csv given back with --labels refused the models named ``-1`` and
+    ``@cf/...`` (``reference labels name unknown candidate(s): '-1``)."""
+    j, to_label = labelled
+    filled = tmp_path / "filled.csv"
+    raw = pl.read_csv(to_label, infer_schema_length=0)
+    raw.with_columns(winner=pl.lit("candidate")).write_csv(filled)
+    before = filled.read_bytes()
+    ref = load_grading(str(filled), j)
+    names = set(ref["candidate"]) | set(ref["reference"])
+    assert {"-1", "@cf/meta/llama"} & names and not any(
+        n.startswith("'") for n in names
+    )
+    assert filled.read_bytes() == before
+
+
+def _labels_refused(path: Path, judgments: pl.DataFrame, said: str) -> None:
+    before = path.stat().st_size
+    with pytest.raises(ConfigError) as got:
+        load_grading(str(path), judgments)
+    msg = str(got.value)
+    assert "\n" not in msg and str(path) in msg and said in msg, msg[:2000]
+    assert path.stat().st_size == before
+
+
+def test_a_labels_file_over_the_size_limit_is_refused_before_it_is_read(
+    labelled, tmp_path
+):
+    """A sparse 2 GiB file of NULs ended in a polars panic at f28ccc8, 6 GiB in "Cannot
+    allocate memory"; sparse here, never read."""
+    j, _ = labelled
+    big = tmp_path / "labels.csv"
+    big.write_text("question_id,candidate,reference,winner\n")
+    with big.open("r+b") as fh:
+        fh.truncate(MAX_TABLE_BYTES + 1)
+    _labels_refused(big, j, f"{MAX_TABLE_BYTES + 1:,} bytes on disk, over the limit")
+
+
+def test_a_labels_file_of_nul_bytes_is_refused(labelled, tmp_path):
+    j, _ = labelled
+    nul = tmp_path / "labels.csv"
+    nul.write_bytes(b"question_id,candidate,reference,winner\n" + b"\0" * 4096)
+    _labels_refused(nul, j, "a NUL byte at byte 39")
+
+
+@pytest.mark.parametrize("quoted", [False, True])
+def test_a_long_cell_in_a_labels_file_is_refused(labelled, tmp_path, quoted):
+    """A 50 MB question_id cell ran past 10 minutes at f28ccc8. A field is bounded before
+    polars reads it; a quoted one holding separators, once read."""
+    j, _ = labelled
+    cell = (
+        ("a," * (MAX_FIELD_CHARS // 2 + 1)) if quoted else "a" * (MAX_FIELD_CHARS + 1)
+    )
+    f = tmp_path / "labels.csv"
+    f.write_text(f'question_id,candidate,reference,winner\n"{cell}",m2,m3,tie\n')
+    said = (
+        "in column 'question_id', over the limit" if quoted else "a field of more than"
+    )
+    _labels_refused(f, j, said)
+
+
+def test_a_labels_file_not_in_utf8_is_refused(labelled, tmp_path):
+    j, _ = labelled
+    f = tmp_path / "labels.csv"
+    f.write_bytes(
+        "question_id,candidate,reference,winner\nq,caf\xe9,m3,tie\n".encode("latin-1")
+    )
+    _labels_refused(f, j, "not UTF-8 text (near byte")

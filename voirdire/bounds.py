@@ -44,6 +44,7 @@ __all__ = [
     "MAX_NAME_CHARS",
     "MAX_TABLE_BYTES",
     "MAX_FIELD_CHARS",
+    "check_cells",
     "check_json_depth",
     "check_size",
     "check_text_table",
@@ -389,3 +390,31 @@ def check_text_table(
 
 _SEPARATOR = np.zeros(256, bool)
 _SEPARATOR[list(b",\t\n\r")] = True
+
+
+def check_cells(df, where: str, max_chars: int = MAX_FIELD_CHARS) -> None:
+    """Refuse a table read from a received file (a polars frame) whose column names or
+    text cells pass ``max_chars`` characters (a quoted field is one cell however many
+    separators it holds).
+
+    Raises:
+        ConfigError: naming the column and the limit.
+    """
+    import polars as pl
+
+    for c in df.columns:
+        if len(c) > max_chars:
+            raise ConfigError(
+                f"{where}: a column name of {len(c):,} characters, over the limit of "
+                f"{max_chars:,} (voirdire.bounds.MAX_FIELD_CHARS); refused"
+            )
+    texts = [c for c, t in df.schema.items() if t == pl.String]
+    if not texts or df.height == 0:
+        return
+    longest = df.select(pl.col(texts).str.len_chars().max()).row(0)
+    for c, n in zip(texts, longest, strict=True):
+        if n is not None and n > max_chars:
+            raise ConfigError(
+                f"{where}: a cell of {n:,} characters in column {c[:80]!r}, over the limit "
+                f"of {max_chars:,} (voirdire.bounds.MAX_FIELD_CHARS); refused"
+            )

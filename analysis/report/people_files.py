@@ -28,6 +28,7 @@ from typing import Any
 import polars as pl
 
 from voirdire.core import ConfigError
+from voirdire.escape import unquote_table
 from voirdire.layout import METRICS_DIR
 
 __all__ = [
@@ -156,8 +157,13 @@ def _read(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
             raise ConfigError(
                 f"{path} is not voirdire people's table: no column {missing[0]!r}"
             )
-        return pl.read_csv(
-            path, schema_overrides=schema, infer_schema_length=0, columns=list(schema)
+        return unquote_table(  # names as they were before the writer quoted them
+            pl.read_csv(
+                path,
+                schema_overrides=schema,
+                infer_schema_length=0,
+                columns=list(schema),
+            )
         )
     except (pl.exceptions.PolarsError, UnicodeDecodeError, OSError) as exc:
         first = (

@@ -12,7 +12,7 @@ import typer
 from voirdire.cli.common import app, console, fail, print_summary, print_tables
 from voirdire.cli.options import bounded, read_table
 from voirdire.core import ConfigError
-from voirdire.escape import terminal, visible
+from voirdire.escape import terminal, unquote_table, visible
 
 
 @app.command()
@@ -116,9 +116,8 @@ def report(
 
     choice = path.parent / "metrics" / "choice.csv"
     if choice.is_file():
-        print_summary(
-            choice_from_table(pl.read_csv(choice, infer_schema_length=None), margin)
-        )
+        table = unquote_table(pl.read_csv(choice, infer_schema_length=None))
+        print_summary(choice_from_table(table, margin))  # names as they were: '=x is =x
     console.print(f"wrote {terminal(path)}")
 
 
