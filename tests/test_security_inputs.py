@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import re
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -413,3 +414,44 @@ def test_a_labels_file_not_in_utf8_is_refused(labelled, tmp_path):
         "question_id,candidate,reference,winner\nq,caf\xe9,m3,tie\n".encode("latin-1")
     )
     _labels_refused(f, j, "not UTF-8 text (near byte")
+
+
+# --- item 5: names drawn as data in figures -----------------------------------------------
+
+MATH = "judge $\\foo$ x\x1b[2J\x07"  # mathtext that does not parse, and control bytes
+
+
+def test_people_figures_draw_names_with_dollars_and_control_bytes(tmp_path):
+    """At f28ccc8 a judge named ``judge $\\foo$ x`` made ``people`` fail with matplotlib's
+    mathtext parse error, and control bytes reached its labels (missing-glyph warnings)."""
+    j = study(np.random.default_rng(7), k=3, questions=30, judges={MATH: (0.8, 0.7)})
+    j = j.with_columns(
+        *(pl.col(c).replace({"m0": "$m_0$\x01"}) for c in ("candidate", "reference", "gold")),
+        *(pl.col(c).list.eval(pl.element().replace({"m0": "$m_0$\x01"})) for c in ("candidates", "shown")),
+    )  # fmt: skip
+    s = people_study(j, truth(j), share=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing glyph is a warning: an error here
+        paths = write_people(s, tmp_path / "people")
+    figures = [p for k, p in paths.items() if k.startswith("figure:")]
+    assert figures and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in figures)
+
+
+def test_every_text_of_a_figure_is_drawn_as_written(tmp_path):
+    """The shared saver: tick labels, legend entries and titles keep their ``$`` (no
+    mathtext) and lose their control characters."""
+    from voirdire.analysis.report.plotting import _save, plt
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label=MATH)
+    ax.set_xticks([0, 1], [MATH, "$x^$"])
+    ax.legend()
+    ax.set_title(MATH)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _save(fig, tmp_path / "f.png")
+    assert ax.get_title() == "judge $\\foo$ x[2J"
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "judge $\\foo$ x[2J",
+        "$x^$",
+    ]

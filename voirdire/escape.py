@@ -40,6 +40,7 @@ __all__ = [
     "cell",
     "markdown",
     "markdown_code",
+    "drawn",
     "spreadsheet_text",
     "spreadsheet_unquote",
     "unquote_table",
@@ -65,6 +66,13 @@ def visible(text: Any) -> str:
     """``str(text)`` with every control character written as an escape (``"\\x1b"``,
     ``"\\n"``, ``"\\x9b"``, ``"\\u202e"``: module docstring); other text as it is."""
     return _CONTROLS.sub(_escape_one, str(text))
+
+
+def drawn(text: Any) -> str:
+    """``str(text)`` for a figure's label: every control character (:func:`visible`'s)
+    removed, so a font is never asked for a glyph it lacks. Figures also draw it without
+    mathtext (``voirdire.analysis.report.plotting``)."""
+    return _CONTROLS.sub("", str(text))
 
 
 def terminal(text: Any) -> str:

@@ -127,6 +127,8 @@ def people_figure(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from voirdire.analysis.report.plotting import LITERAL, literal_texts
+
     b = boards.filter(pl.col("kind") == "win_rate")
     order = b.filter(pl.col("estimator") == "ppi").sort("estimate")["model"].to_list()
     fig, (ax, cx) = plt.subplots(
@@ -163,10 +165,12 @@ def people_figure(
     cx.set_xlabel("share of labelled pairs kept")
     cx.set_ylabel("agreement with people")
     fig.suptitle(title[:120], fontsize=10)
-    fig.tight_layout()
+    literal_texts(fig)  # names drawn as written: no mathtext, no control characters
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    with LITERAL:
+        fig.tight_layout()
+        fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
 
