@@ -455,3 +455,70 @@ def test_every_text_of_a_figure_is_drawn_as_written(tmp_path):
         "judge $\\foo$ x[2J",
         "$x^$",
     ]
+
+
+PROTO = ["__proto__", "constructor", "toString", "hasOwnProperty"]  # JavaScript's keys
+
+
+def _report_charts() -> dict:
+    """The report's figures that group rows by judge (bars, grouped bars, heatmaps, fitted
+    curves) and the people's figure, every judge and model named after a key of
+    JavaScript's objects."""
+    from voirdire.analysis.report.agreement import agreement_heatmap
+    from voirdire.analysis.report.curve_charts import win_rate_curves
+    from voirdire.analysis.report.judge_charts import judge_bars
+    from voirdire.analysis.report.people_charts import people_chart
+    from voirdire.analysis.report.task_charts import pf_bars
+
+    rng = np.random.default_rng(0)
+    jt = pl.DataFrame(
+        [(j, t, *rng.random(2)) for j in PROTO for t in ("t1", "t2")],
+        schema=["judge", "task", "pc", "pf"],
+        orient="row",
+    )
+    panel = jt.group_by("judge", maintain_order=True).agg(rs=pl.col("pc").mean())
+    cells = pl.DataFrame(
+        [(j, rng.random(), *rng.random(2), 10) for j in PROTO for _ in range(6)],
+        schema=["judge", "owr", "pc", "pf", "n"],
+        orient="row",
+    )
+    agree = pl.DataFrame(
+        [(a, b, *rng.random(3)) for a in PROTO for b in PROTO],
+        schema=["judge_a", "judge_b", "agreement", "agreement_no_tie", "kappa"],
+        orient="row",
+    )
+    rename = dict(zip(("m0", "m1", "m2"), PROTO[:3], strict=True))
+    j = study(
+        np.random.default_rng(1), k=3, questions=30, judges={PROTO[0]: (0.8, 0.7)}
+    )
+    j = j.with_columns(
+        *(pl.col(c).replace(rename) for c in ("candidate", "reference", "gold")),
+        *(pl.col(c).list.eval(pl.element().replace(rename)) for c in ("candidates", "shown")),
+    )  # fmt: skip
+    s = people_study(j, truth(j), share=0.5)
+    return {
+        "rs": judge_bars(panel, "rs", PROTO, PROTO, "t", axis_title="RS"),
+        "pf_bars": pf_bars(jt, PROTO, "t"),
+        "agreement": agreement_heatmap(agree, PROTO, "t"),
+        "owr": win_rate_curves(cells, PROTO, "t"),
+        "people": people_chart(s.boards, s.curve, "t", target=0.9),
+    }
+
+
+def test_judges_and_models_named_like_javascript_keys_draw(tmp_path, capfd):
+    """At f28ccc8 a judge or model named ``__proto__`` or ``constructor`` broke ``--figures
+    png`` ("Vega-Lite to PNG conversion failed: Operator not defined"): Vega groups rows in
+    plain objects. Names enter the specifications keyed by index; they are still what the
+    axes, legends and tooltips show."""
+    from voirdire.analysis.report.vega import spec_of, write_static
+
+    for kind, chart in _report_charts().items():
+        spec = spec_of(chart)
+        paths = write_static(spec, tmp_path / kind, ("png",))
+        assert paths["png"].read_bytes()[:4] == b"\x89PNG", kind
+        rows = [r for rows in spec["datasets"].values() for r in rows]
+        fields = ("judge", "judge_a", "judge_b", "model")
+        shown = {r[f"{f}_name"] for r in rows for f in fields if f"{f}_name" in r}
+        assert shown & set(PROTO), kind  # the names are data, beside their keys
+        assert not {r[f] for r in rows for f in fields if f in r} & set(PROTO), kind
+    assert "ERROR" not in capfd.readouterr().err  # vl-convert logs a failed transform
