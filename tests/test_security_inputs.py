@@ -5,6 +5,7 @@ spreadsheet files neutralised and read back, names drawn as data in figures."""
 from __future__ import annotations
 
 import csv
+import json
 import re
 import time
 import warnings
@@ -521,4 +522,6 @@ def test_judges_and_models_named_like_javascript_keys_draw(tmp_path, capfd):
         shown = {r[f"{f}_name"] for r in rows for f in fields if f"{f}_name" in r}
         assert shown & set(PROTO), kind  # the names are data, beside their keys
         assert not {r[f] for r in rows for f in fields if f in r} & set(PROTO), kind
+        tips = [t for t in re.findall(r'"tooltip": \[[^]]*\]', json.dumps(spec))]
+        assert all('"title": "judge"' in t for t in tips if "judge_name" in t), tips
     assert "ERROR" not in capfd.readouterr().err  # vl-convert logs a failed transform

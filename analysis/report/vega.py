@@ -192,8 +192,10 @@ def _rekey(node: Any, key: dict[str, str], label: str, channel: str | None) -> A
     field = out.get("field")
     if field not in NAME_FIELDS:
         return out
-    if channel in _SHOWN_CHANNELS:
+    if channel in _SHOWN_CHANNELS:  # a tooltip still titled "judge"
         out["field"] = f"{field}_name"
+        if channel == "tooltip":
+            out.setdefault("title", field)
         return out
     for k in ("oneOf", "equal", "sort"):
         if k in out:
