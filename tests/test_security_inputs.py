@@ -5,8 +5,10 @@ spreadsheet files neutralised and read back, names drawn as data in figures."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
+import shutil
 import time
 import warnings
 from pathlib import Path
@@ -22,12 +24,14 @@ from voirdire import cli
 from voirdire.analysis.mitigation.grading import load_grading
 from voirdire.analysis.people.study import people_study
 from voirdire.analysis.report.people import write_people
+from voirdire.analysis.report.people_files import read_people
 from voirdire.bounds import (
     MAX_FIELD_CHARS,
     MAX_JOB_BYTES,
     MAX_JUDGES,
     MAX_NAME_CHARS,
     MAX_TABLE_BYTES,
+    check_table,
 )
 from voirdire.cli.common import fail
 from voirdire.core import ConfigError
@@ -525,3 +529,75 @@ def test_judges_and_models_named_like_javascript_keys_draw(tmp_path, capfd):
         tips = [t for t in re.findall(r'"tooltip": \[[^]]*\]', json.dumps(spec))]
         assert all('"title": "judge"' in t for t in tips if "judge_name" in t), tips
     assert "ERROR" not in capfd.readouterr().err  # vl-convert logs a failed transform
+
+
+# --- item 4: tables read back from a results directory ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def people_dir(tmp_path_factory):
+    j = study(np.random.default_rng(3), k=4, questions=40, judges={"cheap": (0.5, 0.8)})
+    out = tmp_path_factory.mktemp("people-back") / "people"
+    write_people(people_study(j, truth(j), share=0.3), out)
+    return out
+
+
+def _copy_with(src: Path, dst: Path, table: str, edit) -> Path:
+    shutil.copytree(src, dst)
+    f = dst / "metrics" / f"people_{table}.csv"
+    f.write_bytes(edit(f.read_bytes()))
+    return f
+
+
+def _read_back_refused(where: Path, said: str) -> None:
+    with pytest.raises(ConfigError) as got:
+        read_people(where)
+    assert "\n" not in str(got.value) and said in str(got.value), str(got.value)
+
+
+@pytest.mark.parametrize("value", ["NaN", "inf", "-inf"])
+def test_a_received_people_table_holding_no_finite_number_is_refused(
+    people_dir, tmp_path, value
+):
+    """At f28ccc8 a people_boards.csv holding NaN or an infinity reached the figures:
+    "Failed to parse vl_spec string as JSON" (NaN is no JSON)."""
+
+    def edit(data: bytes) -> bytes:
+        t = pl.read_csv(io.BytesIO(data), infer_schema_length=0)
+        first = pl.int_range(pl.len()) == 0
+        t = t.with_columns(
+            pl.when(first).then(pl.lit(value)).otherwise("estimate").alias("estimate")
+        )
+        return t.write_csv().encode()
+
+    f = _copy_with(people_dir, tmp_path / "p", "boards", edit)
+    _read_back_refused(tmp_path / "p", f"{f}: column 'estimate' holds")
+
+
+def test_a_people_table_cut_mid_row_is_named_as_cut_short(people_dir, tmp_path):
+    """A killed writer's half table was read as a shorter one at f28ccc8."""
+    f = _copy_with(people_dir, tmp_path / "p", "boards", lambda b: b[: len(b) // 2])
+    _read_back_refused(tmp_path / "p", f"{f}: cut short (it ends mid-row")
+
+
+def test_the_rows_of_a_table_read_back_are_bounded():
+    t = pl.DataFrame({"x": [1.0, 2.0, 3.0]})
+    check_table(t, "t.csv", {"x": pl.Float64}, max_rows=3)
+    with pytest.raises(ConfigError, match=r"t.csv: 4 rows, over the limit of 3"):
+        check_table(pl.concat([t, t.head(1)]), "t.csv", {"x": pl.Float64}, max_rows=3)
+
+
+def test_received_length_control_weights_without_a_column_are_one_line(tmp_path):
+    """A crafted lc_weights.parquet missing a column ended in a traceback at f28ccc8."""
+    from voirdire.benchmarks.logs.alpaca_eval import LC_WEIGHTS, AlpacaEval
+
+    pl.DataFrame({"baseline": ["b"], "model": ["m"], "length": [0.1]}).write_parquet(
+        tmp_path / LC_WEIGHTS
+    )
+    with pytest.raises(
+        ConfigError, match=r"lc_weights.parquet: no column 'difficulty'"
+    ):
+        AlpacaEval.length_control_weights(tmp_path)
+    (tmp_path / LC_WEIGHTS).write_bytes(b"PAR1 not parquet")
+    with pytest.raises(ConfigError, match=r"not a readable Parquet file"):
+        AlpacaEval.length_control_weights(tmp_path)

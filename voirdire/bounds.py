@@ -45,6 +45,9 @@ __all__ = [
     "MAX_TABLE_BYTES",
     "MAX_FIELD_CHARS",
     "check_cells",
+    "check_ends_whole",
+    "check_table",
+    "MAX_TABLE_ROWS",
     "check_json_depth",
     "check_size",
     "check_text_table",
@@ -417,4 +420,82 @@ def check_cells(df, where: str, max_chars: int = MAX_FIELD_CHARS) -> None:
             raise ConfigError(
                 f"{where}: a cell of {n:,} characters in column {c[:80]!r}, over the limit "
                 f"of {max_chars:,} (voirdire.bounds.MAX_FIELD_CHARS); refused"
+            )
+
+
+# --- tables read back from a results directory ---------------------------------------------
+
+#: the most rows a table read back from a results directory may have (``voirdire people``'s
+#: tables: a 2,000,000-row curve exhausted the figure converter's JavaScript heap)
+MAX_TABLE_ROWS = 500_000
+
+
+def check_ends_whole(path, where: str) -> None:
+    """Refuse a CSV that voirdire wrote but that does not end with a line break: cut short
+    mid-row, as a killed writer leaves it.
+
+    Raises:
+        ConfigError: ``"<where>: cut short (it ends mid-row ...)"``.
+    """
+    import os
+
+    size = os.stat(path).st_size
+    if size == 0:
+        raise ConfigError(
+            f"{where}: empty (cut short, as a killed writer leaves it); run the command again"
+        )
+    with open(path, "rb") as fh:
+        fh.seek(size - 1)
+        if fh.read(1) != b"\n":
+            raise ConfigError(
+                f"{where}: cut short (it ends mid-row, as a killed writer leaves it); run the command again"
+            )
+
+
+def check_table(
+    df,
+    where: str,
+    schema: dict,
+    *,
+    finite: bool = True,
+    nan: tuple[str, ...] = (),
+    max_rows: int = MAX_TABLE_ROWS,
+) -> None:
+    """Refuse a table read back from a received directory (a polars frame) that does not
+    match ``schema`` (column → polars type; other columns allowed), has more than
+    ``max_rows`` rows, or (``finite``) holds an infinite float, or a NaN outside the
+    columns ``nan`` (where the writer leaves NaN for a value not estimated).
+
+    Raises:
+        ConfigError: naming the table, the column and what it holds.
+    """
+    import polars as pl
+
+    for c, t in schema.items():
+        if c not in df.columns:
+            raise ConfigError(
+                f"{where}: no column {c!r} (not the table voirdire writes)"
+            )
+        if df.schema[c] != t and not (t == pl.Float64 and df.schema[c].is_numeric()):
+            raise ConfigError(f"{where}: column {c!r} holds {df.schema[c]}, not {t}")
+    if df.height > max_rows:
+        raise ConfigError(
+            f"{where}: {df.height:,} rows, over the limit of {max_rows:,} "
+            "(voirdire.bounds.MAX_TABLE_ROWS); refused"
+        )
+    if not finite:
+        return
+    floats = [c for c in schema if df.schema[c].is_float()]
+    if not floats:
+        return
+    bad = df.select(
+        *(pl.col(c).is_infinite().any().alias(f"inf:{c}") for c in floats),
+        *(pl.col(c).is_nan().any().alias(f"nan:{c}") for c in floats if c not in nan),
+    ).row(0, named=True)
+    for k, hit in bad.items():
+        if hit:
+            what, c = k.split(":", 1)
+            shown = "an infinite number" if what == "inf" else "NaN"
+            raise ConfigError(
+                f"{where}: column {c!r} holds {shown}; not a table voirdire writes"
             )

@@ -27,6 +27,7 @@ from typing import Any
 
 import polars as pl
 
+from voirdire import bounds
 from voirdire.core import ConfigError
 from voirdire.escape import unquote_table
 from voirdire.layout import METRICS_DIR
@@ -150,6 +151,22 @@ def _read(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
         raise ConfigError(
             f"{path} is missing: the outputs of voirdire people are incomplete (run it again)"
         )
+    bounds.check_text_table(path, str(path))  # size, encoding, fields: before polars
+    bounds.check_ends_whole(path, str(path))
+    table = _read_csv(path, schema)
+    bounds.check_table(table, str(path), schema, nan=_MAY_BE_NAN)
+    return table
+
+
+#: the columns where ``voirdire people`` writes NaN for a value it did not estimate (a
+#: rating, an effective size); elsewhere a NaN or an infinity is refused
+_MAY_BE_NAN = ("rating", "rating_lo", "rating_hi", "n_eff", "lam", "se",
+               "agreement", "agreement_labelled", "agreement_all_labelled", "threshold", "p_value",
+               "share_kept", "usd_per_pair", "cost_usd")  # fmt: skip
+
+
+def _read_csv(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
+    """The table at ``path`` with ``schema``'s columns and types, names unquoted."""
     try:
         head = pl.read_csv(path, n_rows=0).columns
         missing = [c for c in schema if c not in head]

@@ -17,6 +17,7 @@ figure function switches to a form that needs none (heatmaps, hover and search).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from functools import cache
@@ -225,8 +226,8 @@ def _as_data(node: Any) -> Any:
     (data, sort orders, parameters), so they still match."""
     if isinstance(node, str):
         return _NOT_XML.sub("\ufffd", visible(node))
-    if isinstance(node, float):
-        return round(node, 4)
+    if isinstance(node, float):  # NaN and infinities as null: JSON has neither
+        return round(node, 4) if math.isfinite(node) else None
     if isinstance(node, dict):
         return {_as_data(k): _as_data(v) for k, v in node.items()}
     if isinstance(node, list):
