@@ -353,7 +353,7 @@ def check_text_table(
 
     check_size(os.stat(path).st_size, where, limit, "on disk", setting)
     decoder = codecs.getincrementaldecoder("utf-8")()
-    offset, run = 0, 0  # the bytes before the block, the open run's length
+    offset, start = 0, 0  # the bytes before the block; where the open field starts
     with open(path, "rb") as fh:
         while block := fh.read(BLOCK):
             if (nul := block.find(b"\x00")) >= 0:
@@ -366,21 +366,22 @@ def check_text_table(
                 raise ConfigError(
                     f"{where}: not UTF-8 text (near byte {offset + exc.start:,}); save it as UTF-8"
                 ) from None
-            arr = np.frombuffer(block, np.uint8)
-            seps = np.flatnonzero(_SEPARATOR[arr])
+            # the separators (absolute offsets) after the one before the open field
+            seps = np.flatnonzero(_SEPARATOR[np.frombuffer(block, np.uint8)]) + offset
+            edges = np.concatenate(([start - 1], seps))
+            lengths = np.diff(edges) - 1  # of the fields each separator ends
             if seps.size:
-                gaps = np.diff(seps, prepend=-1) - 1
-                gaps[0] += run
-                longest, at = int(gaps.max()), int(seps[int(gaps.argmax())])
-                run = len(block) - 1 - int(seps[-1])
+                start = int(seps[-1]) + 1
+            if lengths.size and int(lengths.max()) > max_field:
+                begins = int(edges[int(lengths.argmax())]) + 1
+            elif offset + len(block) - start > max_field:
+                begins = start
             else:
-                run += len(block)
-                longest, at = run, len(block)
-            longest = max(longest, run)
-            if longest > max_field:
+                begins = -1
+            if begins >= 0:
                 raise ConfigError(
-                    f"{where}: a field of more than {max_field:,} characters (before byte "
-                    f"{offset + at:,}), over the limit (voirdire.bounds.MAX_FIELD_CHARS); refused"
+                    f"{where}: a field of more than {max_field:,} characters (from byte "
+                    f"{begins:,}), over the limit (voirdire.bounds.MAX_FIELD_CHARS); refused"
                 )
             offset += len(block)
         try:
