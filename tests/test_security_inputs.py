@@ -36,6 +36,7 @@ from voirdire.bounds import (
 from voirdire.cli.common import fail
 from voirdire.core import ConfigError
 from voirdire.escape import FORMULA_START
+from voirdire.layout import PEOPLE_MANIFEST
 from voirdire.redaction import redact, redact_message
 
 
@@ -601,3 +602,29 @@ def test_received_length_control_weights_without_a_column_are_one_line(tmp_path)
     (tmp_path / LC_WEIGHTS).write_bytes(b"PAR1 not parquet")
     with pytest.raises(ConfigError, match=r"not a readable Parquet file"):
         AlpacaEval.length_control_weights(tmp_path)
+
+
+# --- item 9: people's files written as a set ----------------------------------------------
+
+
+def test_people_files_are_read_only_as_the_set_one_run_wrote(people_dir, tmp_path):
+    """At f28ccc8 a people rerun killed between two tables left new tables beside old
+    settings, and ``report`` showed the mix as one section. The writer names its set in
+    people_manifest.json, written last (the old one removed first); a reader refuses a
+    set without it or with a table of another run."""
+    assert read_people(people_dir).settings  # the set as written
+    shutil.copytree(people_dir, tmp_path / "no-manifest")
+    (
+        tmp_path / "no-manifest" / PEOPLE_MANIFEST
+    ).unlink()  # as a run cut short leaves it
+    _read_back_refused(tmp_path / "no-manifest", f"has no {PEOPLE_MANIFEST}")
+
+    j = study(np.random.default_rng(9), k=4, questions=40, judges={"cheap": (0.5, 0.8)})
+    other = tmp_path / "other"
+    write_people(people_study(j, truth(j), share=0.5), other)
+    mixed = tmp_path / "mixed"
+    shutil.copytree(people_dir, mixed)
+    shutil.copy(other / "metrics" / "people_boards.csv", mixed / "metrics")
+    _read_back_refused(
+        mixed, f"people_boards.csv is not the table {PEOPLE_MANIFEST} names"
+    )

@@ -29,6 +29,7 @@ from voirdire.analysis.report.people_files import (
     settings_table,
 )
 from voirdire.escape import cell, markdown, markdown_code
+from voirdire.layout import PEOPLE_MANIFEST
 
 __all__ = ["PEOPLE_FILES", "people_markdown", "people_figure", "write_people", "print_people"]  # fmt: skip
 
@@ -185,8 +186,12 @@ def write_people(
     default ``benchmark, question_id, candidate, reference, winner``: what ``--labels`` and
     ``mitigate --reference`` read), ``people.md`` and ``figures/people_*.png`` under ``out``;
     returns the paths by name."""  # fmt: skip
+    from voirdire.analysis.report.people_files import write_manifest
+
     d = Path(out)
     (d / "metrics").mkdir(parents=True, exist_ok=True)
+    # the old set's manifest first: a run cut short leaves a set no reader takes
+    (d / PEOPLE_MANIFEST).unlink(missing_ok=True)
     paths = {}
     for name, table in (("boards", study.boards), ("selective", study.selective), ("curve", study.curve),
                         ("cascade", study.cascade)):  # fmt: skip
@@ -232,6 +237,7 @@ def write_people(
             f"{bench} / {judge}",
             1 - study.settings["alpha"],
         )
+    paths["manifest"] = write_manifest(d, list(paths.values()))  # the set, last
     return paths
 
 
