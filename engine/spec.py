@@ -239,7 +239,7 @@ class JudgeSpec(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    name: str = Field(max_length=bounds.MAX_NAME_CHARS)
+    name: str  # at most 200 characters: engine.judge_names, when the job is planned
     backend: str = Field(max_length=bounds.MAX_NAME_CHARS)
     workers: int | None = Field(default=None, ge=1, le=1024)
     concurrency: int | None = Field(default=None, ge=1, le=4096)
