@@ -24,6 +24,7 @@ from typing import Any
 import polars as pl
 
 from voirdire.benchmarks.base import Benchmark
+from voirdire.bounds import check_text_table
 from voirdire.core import ConfigError
 from voirdire.judges.base import JudgeBackend, get_backend
 from voirdire.judges.capabilities import QualitySource
@@ -95,6 +96,7 @@ def _labels(inst: pl.DataFrame, path: Path) -> pl.DataFrame:
     """``labels:<file.csv>``: columns ``instance_id`` and ``better``; pairwise only."""
     if not path.is_file():
         raise ConfigError(f"benchmark.quality: labels file not found: {path}")
+    check_text_table(path, f"benchmark.quality: {path}")  # bounded before polars
     labels = pl.read_csv(
         path, schema_overrides={"instance_id": pl.String, "better": pl.String}
     )

@@ -10,6 +10,7 @@ shown in the README's "A job file" and in ``examples/*.toml``.
 from __future__ import annotations
 
 import tomllib
+from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from voirdire import bounds
 from voirdire.benchmarks.biases import BiasType, get_bias
 from voirdire.benchmarks.pairs import PairsSpec
 from voirdire.core import ConfigError, did_you_mean, model_keys
@@ -45,7 +47,7 @@ class BenchmarkSpec(_Strict):
     ``candidates`` defaults to every model of the table except the reference.
     """
 
-    name: str
+    name: str = Field(max_length=bounds.MAX_NAME_CHARS)
     data_dir: str | None = None
     sample: Literal["full", "repetition"] = "full"
     reference: str | None = None
@@ -237,8 +239,8 @@ class JudgeSpec(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    name: str
-    backend: str
+    name: str  # at most 200 characters: engine.judge_names, when the job is planned
+    backend: str = Field(max_length=bounds.MAX_NAME_CHARS)
     workers: int | None = Field(default=None, ge=1, le=1024)
     concurrency: int | None = Field(default=None, ge=1, le=4096)
     sampling: dict[str, Any] | None = None
@@ -254,7 +256,7 @@ class JudgeSpec(BaseModel):
 class JobSpec(_Strict):
     """A whole job file (the README's "A job file" shows every key)."""
 
-    name: str
+    name: str = Field(max_length=bounds.MAX_NAME_CHARS)
     output_dir: str
     benchmark: BenchmarkSpec
     comparison: ComparisonSpec = ComparisonSpec()
@@ -282,8 +284,8 @@ class JobSpec(_Strict):
 
     @model_validator(mode="after")
     def _unique_judges(self) -> JobSpec:
-        names = [name_key(j.name) for j in self.judges]  # as shown: "a " is "a"
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        names = Counter(name_key(j.name) for j in self.judges)  # as shown: "a " is "a"
+        dupes = sorted(n for n, k in names.items() if k > 1)
         if dupes:
             raise ValueError(
                 f"judge names must be unique; repeated: {', '.join(dupes)}"
@@ -315,6 +317,13 @@ def parse_job(data: dict[str, Any], source: str = "<job>") -> JobSpec:
     Raises:
         ConfigError: naming the source, the offending key path and the problem.
     """
+    for key in ("judges", "rewriters"):
+        listed = data.get(key) if isinstance(data, dict) else None
+        if isinstance(listed, list) and len(listed) > bounds.MAX_JUDGES:
+            raise ConfigError(
+                f"{source}: {len(listed):,} {key}, over the limit of {bounds.MAX_JUDGES:,} "
+                "(voirdire.bounds.MAX_JUDGES); split the study into several jobs"
+            )
     try:
         job = JobSpec.model_validate(data)
     except ValidationError as exc:
@@ -332,8 +341,13 @@ def load_job(path: str | Path) -> JobSpec:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"job file not found: {p}")
+    text = bounds.read_job_text(p, str(p))
+    bounds.check_toml_depth(text, str(p))
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
+    except RecursionError:  # nesting the scan does not see; not expected
+        raise ConfigError(f"{p}: nested too deeply to decode") from None
+    bounds.check_value_depth(data, str(p))
     return parse_job(data, str(p))

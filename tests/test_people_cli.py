@@ -158,10 +158,11 @@ def test_labels_on_pairs_a_judge_never_judged_is_one_line_exit_2(dirs, tmp_path)
 
 def test_settings_out_of_range_are_one_line_exit_2(dirs, tmp_path):
     d, _, _ = dirs
-    assert "labelled share must be in (0, 1]" in _one_line_exit_2(
+    # refused as the options are parsed (issue 43), naming the range
+    assert "--share 1.5: out of range (allowed: 0 < x <= 1)" in _one_line_exit_2(
         _run([d, "--share", "1.5", "--out", tmp_path / "p"])
     )
-    assert "alpha must be in (0, 1)" in _one_line_exit_2(
+    assert "--alpha 0: out of range (allowed: 1e-06 <= x < 1)" in _one_line_exit_2(
         _run([d, "--alpha", "0", "--out", tmp_path / "q"])
     )
     assert "cascade judge 'nobody'" in _one_line_exit_2(

@@ -13,6 +13,7 @@ has no section; a broken table is refused in one line before anything is written
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -77,6 +78,16 @@ def test_the_report_shows_the_three_boards_and_the_curve(made):
     assert "### Selective judges" in body and "### Cascade" in body
 
 
+def _sign(people: Path) -> None:
+    """A people directory's manifest written again over the files it names (a table
+    changed here stands for another run's set)."""
+    from voirdire.analysis.report.people_files import write_manifest
+    from voirdire.layout import PEOPLE_MANIFEST
+
+    named = json.loads((people / PEOPLE_MANIFEST).read_text())["files"]
+    write_manifest(people, [people / f for f in named])
+
+
 def test_no_section_without_people_files_or_for_other_judges(made, tmp_path):
     audit, tmp = made["audit"], made["tmp"]
     copy = tmp_path / "elsewhere" / "audit"
@@ -89,11 +100,13 @@ def test_no_section_without_people_files_or_for_other_judges(made, tmp_path):
     shutil.copytree(tmp / "audit-people", other)  # the older default name, read too
     boards = other / "metrics" / "people_selective.csv"
     boards.write_text(boards.read_text().replace("LogTable", "Other"))
+    _sign(other)  # as the run of those judges would have named its set
     page = voirdire.report([copy], out=tmp_path / "r2", replicates=20)
     assert 'id="people"' not in page.read_text()
     # a table without one of its columns: one line naming it
     t = pl.read_csv(other / "metrics" / "people_curve.csv").drop("certified")
     t.write_csv(other / "metrics" / "people_curve.csv")
+    _sign(other)
     with pytest.raises(ConfigError, match=r"people_curve\.csv is not voirdire people's table: no column 'certified'"):  # fmt: skip
         voirdire.report([copy], out=tmp_path / "r3", replicates=20)
     assert not (tmp_path / "r3" / "metrics").exists()

@@ -268,7 +268,7 @@ def test_names_with_control_bytes_are_drawn_as_data(tmp_path):
         "from voirdire.analysis.report.vega import spec_of, write_static\n"
         "p = pl.DataFrame({'judge': ['ok', 'evil\\x1b]0;pwn\\x07', 'x\\ufffey'], 'pc': [0.5, 0.6, 0.7], 'pf': [0.1, 0.2, -0.1]})\n"
         "s = spec_of(judge_scatter(p, 'pf', 'pc', p['judge'].to_list(), 'bench\\x1b[2J', x_title='PF', y_title='PC', x_domain=(-1, 1)))\n"
-        "print(sorted(r['judge'] for r in next(iter(s['datasets'].values()))))\n"
+        "print(sorted(r['judge_name'] for r in next(iter(s['datasets'].values()))))  # names keyed by index: the name is judge_name\n"
         "write_static(s, Path(sys.argv[1]) / 'f', ('png', 'svg'))\n"
     )
     r = subprocess.run(

@@ -20,7 +20,9 @@ that clears the screen), table pipes (``evil | 1.000 | FORGED`` forges cells) an
 - :func:`markdown_code`: a code span that holds the text whatever backticks it has.
 
 The HTML report is autoescaped by Jinja2 and the CSVs neutralise formulas
-(:func:`voirdire.analysis.report.files.write_csv`); see ``docs/security.md``.
+(:func:`voirdire.analysis.report.files.write_csv`: :func:`spreadsheet_text` on every text
+cell and column name), undone where our own CSVs are read back (:func:`unquote_table`);
+see ``docs/security.md``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,18 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.text import Text
 
-__all__ = ["visible", "terminal", "cell", "markdown", "markdown_code"]
+__all__ = [
+    "FORMULA_START",
+    "visible",
+    "terminal",
+    "cell",
+    "markdown",
+    "markdown_code",
+    "drawn",
+    "spreadsheet_text",
+    "spreadsheet_unquote",
+    "unquote_table",
+]
 
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 #: C0 controls, DEL, C1 controls, bidirectional embeddings/overrides/isolates, the line and
@@ -53,6 +66,13 @@ def visible(text: Any) -> str:
     """``str(text)`` with every control character written as an escape (``"\\x1b"``,
     ``"\\n"``, ``"\\x9b"``, ``"\\u202e"``: module docstring); other text as it is."""
     return _CONTROLS.sub(_escape_one, str(text))
+
+
+def drawn(text: Any) -> str:
+    """``str(text)`` for a figure's label: every control character (:func:`visible`'s)
+    removed, so a font is never asked for a glyph it lacks. Figures also draw it without
+    mathtext (``voirdire.analysis.report.plotting``)."""
+    return _CONTROLS.sub("", str(text))
 
 
 def terminal(text: Any) -> str:
@@ -105,3 +125,48 @@ def markdown_code(text: Any) -> str:
     fence = "`" * (run + 1)
     pad = " " if s.startswith("`") or s.endswith("`") or not s.strip() else ""
     return f"{fence}{pad}{s}{pad}{fence}"
+
+
+#: the first characters that make a spreadsheet read a cell as a formula (OWASP's CSV
+#: injection advice): a CSV text cell or column name starting with one is written after a
+#: ``'``
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_QUOTED = "^'[" + re.escape("".join(FORMULA_START)) + "]"
+
+
+def spreadsheet_text(text: str) -> str:
+    """``text`` for a CSV cell or column name: with a leading ``'`` where it starts with
+    one of :data:`FORMULA_START` (``"=1+1"`` → ``"'=1+1"``), else as it is."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def spreadsheet_unquote(text: str) -> str:
+    """The inverse of :func:`spreadsheet_text` (``"'=1+1"`` → ``"=1+1"``; ``"'x"`` stays)."""
+    quoted = text.startswith("'") and text[1:].startswith(FORMULA_START)
+    return text[1:] if quoted else text
+
+
+def unquote_table(df: Any) -> Any:
+    """A polars frame read from a CSV that voirdire wrote (or that a person filled from
+    one: ``people_to_label.csv``), its column names and text cells as they were before
+    :func:`spreadsheet_text` (``'-1`` → ``-1``, ``'@cf/x`` → ``@cf/x``). Other columns
+    are as they are; a column name that would collide with another is left quoted."""
+    import polars as pl
+
+    names = {}
+    for c in df.columns:
+        u = spreadsheet_unquote(c)
+        if u != c and u not in df.columns and u not in names.values():
+            names[c] = u
+    if names:
+        df = df.rename(names)
+    texts = [c for c, t in df.schema.items() if t == pl.String]
+    if not texts:
+        return df
+    return df.with_columns(
+        pl.when(pl.col(c).str.contains(_QUOTED))
+        .then(pl.col(c).str.slice(1))
+        .otherwise(pl.col(c))
+        .alias(c)
+        for c in texts
+    )

@@ -36,6 +36,7 @@ __all__ = [
     "REPORT_MD",
     "REPORT_HTML",
     "REPORT_FILES",
+    "PEOPLE_MANIFEST",
     "JOB_RECORD_KEYS",
     "is_job_record",
     "read_job_record",
@@ -75,8 +76,12 @@ REPORT_FILES = frozenset(
         "people.md",
         "people_pairs.parquet",
         "people_to_label.csv",
+        "people_manifest.json",
     }
 )
+#: the file ``voirdire people`` writes last, naming the set of files it wrote (their sizes
+#: and SHA-256): a reader refuses a set without it or that does not match it
+PEOPLE_MANIFEST = "people_manifest.json"
 #: keys of job.json (the engine's record) and the type each must have
 JOB_RECORD_KEYS: dict[str, type] = {
     "job": dict,

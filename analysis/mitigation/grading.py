@@ -19,7 +19,9 @@ import polars as pl
 
 from voirdire.analysis.mitigation.verdicts import normalise, swap_and_tie
 from voirdire.analysis.position.gold import gold_grading
+from voirdire.bounds import check_cells, check_text_table
 from voirdire.core import ConfigError
+from voirdire.escape import unquote_table
 
 __all__ = [
     "GRADING_COLUMNS",
@@ -131,10 +133,15 @@ def _read_labels(
         name = str(labels)
         if not Path(labels).is_file():
             raise ConfigError(f"reference labels file not found: {name}")
+        check_text_table(labels, name)  # size, encoding, fields: before polars
         try:
             labels = pl.read_csv(labels, infer_schema_length=0)
         except Exception as exc:  # noqa: BLE001 - polars raises several kinds
-            raise ConfigError(f"{name}: not a readable CSV ({exc})") from exc
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ConfigError(f"{name}: not a readable CSV ({first[:300]})") from None
+        check_cells(labels, name)
+        # a people_to_label.csv we wrote, filled: its names as they were ('-1 is -1)
+        labels = unquote_table(labels)
     df = (
         labels.rename({"question": "question_id"})
         if "question" in labels.columns and "question_id" not in labels.columns

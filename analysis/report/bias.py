@@ -20,6 +20,7 @@ import polars as pl
 
 from voirdire.analysis.report.plotting import _save, _short, judge_colors, plt
 from voirdire.analysis.report.views import image_view, table_view
+from voirdire.escape import unquote_table
 
 __all__ = ["bias_figure", "bias_view"]
 
@@ -180,12 +181,14 @@ def bias_view(written: dict[str, Any]) -> dict[str, Any] | None:
     for key, path in sorted(tabs.items()):
         if key.startswith("bias_effects_"):
             name = key[len("bias_effects_") :]
-            eff = pl.read_csv(
-                path,
-                schema_overrides={
-                    "perturbation_param": pl.String,
-                    "target_rule": pl.String,
-                },
+            eff = unquote_table(  # our CSV read back: names as they were
+                pl.read_csv(
+                    path,
+                    schema_overrides={
+                        "perturbation_param": pl.String,
+                        "target_rule": pl.String,
+                    },
+                )
             )
             shown = [c for c in _EFFECT_SHOWN if c in eff.columns]
             by_slot = eff.filter(pl.col("slot") != "all").select(shown)
@@ -196,7 +199,7 @@ def bias_view(written: dict[str, Any]) -> dict[str, Any] | None:
                 "by_slot": table_view(by_slot, fmt) if by_slot.height else None, "n_by_slot": by_slot.height,
             })  # fmt: skip
         else:
-            se = pl.read_csv(path)
+            se = unquote_table(pl.read_csv(path))
             fse = {
                 c: (sg if c.startswith(("raw", "did", "adj", "slope")) else f3)
                 for c in se.columns

@@ -25,6 +25,8 @@ from voirdire.analysis.report.audit_sections import audit_sections
 from voirdire.analysis.report.markdown import markdown_report
 from voirdire.analysis.report.mitigation import mitigation_markdown
 from voirdire.core import content_hash, slug
+from voirdire.escape import FORMULA_START as _FORMULA_START
+from voirdire.escape import spreadsheet_text
 
 # figures (matplotlib) and the study (statsmodels) are imported where they are drawn or
 # computed: writing one directory's files (every run) needs neither
@@ -66,8 +68,9 @@ def file_part(label: str) -> str:
     return f"{s[: NAME_PART - 9]}-{content_hash(label, size=4)}"
 
 
-#: first characters a spreadsheet reads as a formula (OWASP, "CSV Injection")
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+#: first characters a spreadsheet reads as a formula (OWASP, "CSV Injection"; the escape
+#: module's, which also undoes the neutralising on read-back)
+FORMULA_START = _FORMULA_START
 
 
 def write_csv(df: pl.DataFrame, path: str | os.PathLike) -> Path:
@@ -85,13 +88,19 @@ def write_csv(df: pl.DataFrame, path: str | os.PathLike) -> Path:
         if t == pl.String or isinstance(t, (pl.Categorical, pl.Enum))
     ]
     starts = "^[" + re.escape("".join(FORMULA_START)) + "]"
+    # column names too: a labels file's columns are copied into people_to_label.csv
+    names = {
+        c: q
+        for c in df.columns
+        if (q := spreadsheet_text(c)) != c and q not in df.columns
+    }
     df.with_columns(
         pl.when(pl.col(c).cast(pl.String).str.contains(starts))
         .then("'" + pl.col(c).cast(pl.String))
         .otherwise(pl.col(c).cast(pl.String))
         .alias(c)
         for c in texts
-    ).write_csv(out)
+    ).rename(names).write_csv(out)
     return out
 
 

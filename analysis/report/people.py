@@ -29,6 +29,7 @@ from voirdire.analysis.report.people_files import (
     settings_table,
 )
 from voirdire.escape import cell, markdown, markdown_code
+from voirdire.layout import PEOPLE_MANIFEST
 
 __all__ = ["PEOPLE_FILES", "people_markdown", "people_figure", "write_people", "print_people"]  # fmt: skip
 
@@ -140,6 +141,8 @@ def people_figure(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from voirdire.analysis.report.plotting import LITERAL, literal_texts
+
     b = boards.filter(pl.col("kind") == "win_rate")
     order = b.filter(pl.col("estimator") == "ppi").sort("estimate")["model"].to_list()
     fig, (ax, cx) = plt.subplots(
@@ -176,10 +179,12 @@ def people_figure(
     cx.set_xlabel("share of labelled pairs kept")
     cx.set_ylabel("agreement with people")
     fig.suptitle(title[:120], fontsize=10)
-    fig.tight_layout()
+    literal_texts(fig)  # names drawn as written: no mathtext, no control characters
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    with LITERAL:
+        fig.tight_layout()
+        fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
 
@@ -194,8 +199,12 @@ def write_people(
     default ``benchmark, question_id, candidate, reference, winner``: what ``--labels`` and
     ``mitigate --reference`` read), ``people.md`` and ``figures/people_*.png`` under ``out``;
     returns the paths by name."""  # fmt: skip
+    from voirdire.analysis.report.people_files import write_manifest
+
     d = Path(out)
     (d / "metrics").mkdir(parents=True, exist_ok=True)
+    # the old set's manifest first: a run cut short leaves a set no reader takes
+    (d / PEOPLE_MANIFEST).unlink(missing_ok=True)
     paths = {}
     for name, table in (("boards", study.boards), ("selective", study.selective), ("curve", study.curve),
                         ("cascade", study.cascade)):  # fmt: skip
@@ -242,6 +251,7 @@ def write_people(
             f"{bench} / {judge}",
             1 - study.settings["alpha"],
         )
+    paths["manifest"] = write_manifest(d, list(paths.values()))  # the set, last
     return paths
 
 
@@ -257,7 +267,7 @@ def _unit_line(unit: str | None) -> str:
 def print_people(study: PeopleStudy, console: Console | None = None) -> None:
     """The terminal summary: per (benchmark, judge) the PPI++ board's interval widths
     against people alone, its effective labels, and the selective judge."""
-    console = console or Console()
+    console = console or Console(highlight=False)
     for line in study.refused:  # one line per benchmark of anonymous answers
         console.print(cell(line) + ".", soft_wrap=True)
     t = Table(title="People's boards from a few labels (docs/people.md)")

@@ -19,6 +19,7 @@ holds them exactly.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,8 +28,10 @@ from typing import Any
 
 import polars as pl
 
+from voirdire import bounds
 from voirdire.core import ConfigError
-from voirdire.layout import METRICS_DIR
+from voirdire.escape import unquote_table
+from voirdire.layout import METRICS_DIR, PEOPLE_MANIFEST
 
 __all__ = [
     "PEOPLE_DIR",
@@ -39,6 +42,8 @@ __all__ = [
     "settings_table",
     "find_people",
     "read_people",
+    "write_manifest",
+    "check_manifest",
     "judge_summary",
 ]
 
@@ -156,6 +161,22 @@ def _read(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
         raise ConfigError(
             f"{path} is missing: the outputs of voirdire people are incomplete (run it again)"
         )
+    bounds.check_text_table(path, str(path))  # size, encoding, fields: before polars
+    bounds.check_ends_whole(path, str(path))
+    table = _read_csv(path, schema)
+    bounds.check_table(table, str(path), schema, nan=_MAY_BE_NAN)
+    return table
+
+
+#: the columns where ``voirdire people`` writes NaN for a value it did not estimate (a
+#: rating, an effective size); elsewhere a NaN or an infinity is refused
+_MAY_BE_NAN = ("rating", "rating_lo", "rating_hi", "n_eff", "lam", "se",
+               "agreement", "agreement_labelled", "agreement_all_labelled", "threshold", "p_value",
+               "share_kept", "usd_per_pair", "cost_usd")  # fmt: skip
+
+
+def _read_csv(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
+    """The table at ``path`` with ``schema``'s columns and types, names unquoted."""
     try:
         head = pl.read_csv(path, n_rows=0).columns
         missing = [c for c in schema if c not in head]
@@ -163,8 +184,13 @@ def _read(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
             raise ConfigError(
                 f"{path} is not voirdire people's table: no column {missing[0]!r}"
             )
-        return pl.read_csv(
-            path, schema_overrides=schema, infer_schema_length=0, columns=list(schema)
+        return unquote_table(  # names as they were before the writer quoted them
+            pl.read_csv(
+                path,
+                schema_overrides=schema,
+                infer_schema_length=0,
+                columns=list(schema),
+            )
         )
     except (pl.exceptions.PolarsError, UnicodeDecodeError, OSError) as exc:
         first = (
@@ -202,6 +228,66 @@ def _restore_names(
     }
 
 
+def _digest(path: Path) -> dict[str, Any]:
+    import hashlib
+
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return {"bytes": path.stat().st_size, "sha256": h.hexdigest()}
+
+
+def write_manifest(where: str | os.PathLike, paths: Sequence[Path]) -> Path:
+    """Write ``people_manifest.json`` in ``where`` last, naming every file of the set
+    (``paths``, relative to ``where``) with its size and SHA-256; written under a temporary
+    name and renamed, so it is whole or absent. Returns its path."""
+    d = Path(where)
+    files = {str(Path(p).relative_to(d)): _digest(Path(p)) for p in paths}
+    tmp = d / f".{PEOPLE_MANIFEST}.{os.getpid()}.tmp"
+    tmp.write_text(
+        json.dumps({"files": files}, indent=1, sort_keys=True), encoding="utf-8"
+    )
+    os.replace(tmp, d / PEOPLE_MANIFEST)
+    return d / PEOPLE_MANIFEST
+
+
+def check_manifest(where: str | os.PathLike) -> None:
+    """Refuse a set of ``voirdire people``'s files without its manifest (a run cut short,
+    or killed between two tables, leaves none: the writer removes the old one first) or
+    whose tables do not match it (a mix of two runs).
+
+    Raises:
+        ConfigError: one line naming the directory or the file.
+    """
+    d = Path(where)
+    m = d / PEOPLE_MANIFEST
+    if not m.is_file():
+        raise ConfigError(
+            f"{d} has no {PEOPLE_MANIFEST}: voirdire people's outputs are incomplete (a run cut "
+            "short, or an older version's); run voirdire people again"
+        )
+    bounds.check_size(
+        m.stat().st_size, str(m), 1 << 20, "on disk", "a manifest names a few files"
+    )
+    try:
+        files = json.loads(m.read_text(encoding="utf-8"))["files"]
+        wanted = {str(k): (int(v["bytes"]), str(v["sha256"])) for k, v in files.items()}
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        raise ConfigError(f"{m}: not a manifest voirdire people writes") from None
+    for name in [f"{METRICS_DIR}/people_{t}.csv" for t in PEOPLE_TABLES]:
+        if name not in wanted:
+            raise ConfigError(
+                f"{m} does not name {name}: not voirdire people's manifest"
+            )
+        f = d / name
+        if not f.is_file() or (f.stat().st_size, _digest(f)["sha256"]) != wanted[name]:
+            raise ConfigError(
+                f"{f} is not the table {PEOPLE_MANIFEST} names (another run's, or changed); "
+                "run voirdire people again"
+            )
+
+
 def read_people(where: str | os.PathLike) -> PeopleTables:
     """``voirdire people``'s outputs in ``where`` (:func:`find_people`) as
     :class:`PeopleTables` (module docstring).
@@ -215,6 +301,7 @@ def read_people(where: str | os.PathLike) -> PeopleTables:
         name: _read(d / METRICS_DIR / f"people_{name}.csv", schema)
         for name, schema in PEOPLE_TABLES.items()
     }
+    check_manifest(d)  # each table read and valid: the set, one run's
     settings = tables.pop("settings")
     if settings.height != 1:
         raise ConfigError(

@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-__all__ = ["DPI", "plt", "judge_colors"]
+__all__ = ["DPI", "LITERAL", "plt", "judge_colors", "literal_texts"]
 
 DPI = 100
 
@@ -38,10 +38,50 @@ def _save(fig, path: str | os.PathLike) -> Path:
     """Save ``fig`` as PNG at ``path`` (folder created) and close it. Every text in it is
     drawn literally: a label holding ``$`` (a judge named ``judge $\\foo$ x``) is not
     parsed as matplotlib mathtext, which would fail or render something else."""
-    for text in fig.findobj(matplotlib.text.Text):
-        text.set_parse_math(False)
+    literal_texts(fig)
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(p, dpi=DPI, bbox_inches="tight")
+    with LITERAL:
+        fig.savefig(p, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return p
+
+
+class _Literal:
+    """A context in which matplotlib creates every text without mathtext (tick labels are
+    made as the figure is laid out or drawn): ``with LITERAL: fig.savefig(...)``."""
+
+    def __enter__(self):
+        self._rc = matplotlib.rc_context({"text.parse_math": False})
+        return self._rc.__enter__()
+
+    def __exit__(self, *exc):
+        return self._rc.__exit__(*exc)
+
+
+LITERAL = _Literal()
+
+
+def literal_texts(fig) -> None:
+    """Every text of ``fig`` drawn as written: its tick labels, legend entries, titles and
+    annotations without control characters (:func:`voirdire.escape.drawn`) and never
+    parsed as mathtext (a judge named ``judge $\\foo$ x`` made ``people`` fail with
+    matplotlib's parse error). Texts made later: :data:`LITERAL`."""
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+    from voirdire.escape import drawn
+
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            f = axis.get_major_formatter()  # set_ticks(..., labels): a FuncFormatter
+            if isinstance(f, FixedFormatter):
+                f.seq = [drawn(t) for t in f.seq]
+            elif isinstance(f, FuncFormatter) and not getattr(f, "_drawn", False):
+                f.func = lambda x, pos=None, g=f.func: drawn(g(x, pos))
+                f._drawn = True
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+        shown = text.get_text()
+        if drawn(shown) != shown:
+            text.set_text(drawn(shown))

@@ -133,7 +133,7 @@ def print_ranking(summary: pl.DataFrame, console: Console | None = None) -> None
     causes (first vs swapped; ``–`` for an order-invariant strategy), the mean flips of an
     order-blind judge, the p-value of any order effect, the family-wise significant flips, τ
     and τ against people."""
-    console = console or Console()
+    console = console or Console(highlight=False)
     t = Table(
         title="Leaderboards: rank flips between the first and swapped orders (docs/ranking.md)"
     )

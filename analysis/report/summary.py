@@ -118,7 +118,7 @@ def print_choice(
     judge has are left out). Compared like with like, the key on the board's shared units
     comes first, its interval, whether the judge is tied with the pick, and the judge's own
     units and figures."""
-    console = console or Console()
+    console = console or Console(highlight=False)
     cols = [("shared", "on shared", "{:.3f}"), ("shared_ci", "95% CI", "{}"), ("tied_text", "vs pick", "{}"),
             ("n_own", "own units", "{:,}"), ("accuracy", "accuracy (own)", "{:.3f}"), ("pc", "PC (own)", "{:.3f}"), ("pf", "PF", "{:+.3f}"),
             ("pass_kappa", "κ orders", "{:.3f}"), ("rs", "RS", "{:.3f}"), ("error_rate", "errors", "{:.1%}"),

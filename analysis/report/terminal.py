@@ -52,7 +52,7 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
     inter-pass kappa, its interval and its 0.6 gate when ``jm`` carries them, then a column
     per other registered metric ``jm`` has (header and format from its record). Accuracy
     against gold labels prints in its own table (:func:`print_gold_table`)."""
-    console = console or Console()
+    console = console or Console(highlight=False)
     fmts = {c: (h, f) for c, h, f in judge_table_spec(jm)}
     added = [
         c for c, _, _ in added_metric_columns(jm)
@@ -95,7 +95,7 @@ def print_gold_table(jm: pl.DataFrame, console: Console | None = None) -> None:
     rows = jm.filter(pl.col("n_gold").is_not_null()).rename({"n_gold": "n"})
     if rows.height == 0:
         return
-    console = console or Console()
+    console = console or Console(highlight=False)
     table = Table(
         title=f"Accuracy against gold labels ({rows.height} benchmark × judge rows; failed verdicts count as wrong)"
     )
@@ -129,7 +129,7 @@ def print_bias_table(effects: pl.DataFrame, console: Console | None = None) -> N
     CALM's robustness rate RR next to the consistency rate CR (the noise floor), the
     directional effect Δ = P(target wins | perturbed) − P(target wins | control) with its
     95 % cluster-bootstrap interval, the exact McNemar p-value and the valid pairs n."""
-    console = console or Console()
+    console = console or Console(highlight=False)
     rows = effects.filter(pl.col("slot") == "all").sort(
         "benchmark", "judge", "perturbation"
     )

@@ -17,6 +17,7 @@ figure function switches to a form that needs none (heatmaps, hover and search).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from functools import cache
@@ -39,6 +40,8 @@ __all__ = [
     "in_order",
     "write_static",
     "spec_of",
+    "keyed_by_index",
+    "NAME_FIELDS",
 ]
 
 #: the most judges a figure names in a legend (beyond: heatmaps, hover, search)
@@ -101,7 +104,114 @@ def spec_of(chart: alt.TopLevelMixin, *, validate: bool = False) -> dict[str, An
     measured by ``perf/bench_report.py``)."""
     with alt.data_transformers.disable_max_rows():
         spec = chart.configure_view(stroke=None).to_dict(validate=validate)
-    return _as_data(spec)
+    return keyed_by_index(_as_data(spec))
+
+
+#: the fields whose values are names (judges, models): keyed by index in a specification
+NAME_FIELDS = ("judge_a", "judge_b", "judge", "model")
+#: the parameter holding the names by key index (axes, legends and headers show them)
+NAMES_PARAM = "voirdire_names"
+#: where a name is shown rather than grouped by: it stays the name (``<field>_name``)
+_SHOWN_CHANNELS = ("tooltip", "text")
+_LEGEND_CHANNELS = ("color", "fill", "stroke", "shape", "opacity", "strokeDash", "size")
+_AXIS_CHANNELS = ("x", "y")
+_HEADER_CHANNELS = ("row", "column", "facet")
+_DATUM_NAME = re.compile(
+    r"datum\.(" + "|".join(NAME_FIELDS) + r")\b"
+    r"|datum\[\s*(['\"])(" + "|".join(NAME_FIELDS) + r")\2\s*\]"
+)
+
+
+def keyed_by_index(spec: dict[str, Any]) -> dict[str, Any]:
+    """A Vega-Lite specification whose names (judges, models: :data:`NAME_FIELDS`) enter
+    its data as keys by index (``k0``, ``k1``... in the names' sorted order), never as
+    JavaScript object keys: Vega groups rows in plain objects, so a judge named
+    ``__proto__`` or ``constructor`` broke the figure ("Operator not defined"). Each row
+    keeps the name as ``<field>_name``: tooltips, text marks and every expression (the
+    page's search, the picked judges, the menus' filters) read the name; axes, legends and
+    headers show it (``labelExpr``); sort orders, scale domains and ``oneOf`` filters are
+    given in keys. A specification without names is returned as it is."""
+    rows = [r for values in _datasets(spec) for r in values if isinstance(r, dict)]
+    names = sorted(
+        {r[f] for r in rows for f in NAME_FIELDS if isinstance(r.get(f), str)}
+    )
+    if not names:
+        return spec
+    width = len(str(len(names) - 1))
+    key = {n: f"k{i:0{width}d}" for i, n in enumerate(names)}
+    for r in rows:
+        for f in NAME_FIELDS:
+            if isinstance(r.get(f), str):
+                r[f"{f}_name"] = r[f]
+                r[f] = key[r[f]]
+    # the names as a parameter's value (data), never as literals of an expression: an
+    # array literal holding "__proto__" in a labelExpr failed as the keys did
+    label = f"{NAMES_PARAM}[toNumber(slice(datum.label, 1))]"
+    out = _rekey(spec, key, label, None)
+    out["params"] = [*out.get("params", []), {"name": NAMES_PARAM, "value": names}]
+    return out
+
+
+def _datasets(spec: Any):
+    """Every list of inline rows in ``spec`` (``datasets`` and ``data.values``)."""
+    if isinstance(spec, dict):
+        for k, v in spec.items():
+            if k == "datasets" and isinstance(v, dict):
+                yield from (rows for rows in v.values() if isinstance(rows, list))
+            elif k == "values" and isinstance(v, list):
+                yield v
+            else:
+                yield from _datasets(v)
+    elif isinstance(spec, list):
+        for v in spec:
+            yield from _datasets(v)
+
+
+def _keys(values: Any, key: dict[str, str]) -> Any:
+    if isinstance(values, list):
+        return [key.get(v, v) if isinstance(v, str) else v for v in values]
+    return key.get(values, values) if isinstance(values, str) else values
+
+
+def _rekey(node: Any, key: dict[str, str], label: str, channel: str | None) -> Any:
+    """:func:`keyed_by_index`'s walk of the specification (data left as keyed);
+    ``channel``: the encoding channel ``node`` is under."""
+    if isinstance(node, str):
+        return _DATUM_NAME.sub(lambda m: f"datum.{m.group(1) or m.group(3)}_name", node)
+    if isinstance(node, list):
+        return [_rekey(v, key, label, channel) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for k, v in node.items():
+        if k in ("datasets", "values"):
+            out[k] = v
+        elif k == "encoding" and isinstance(v, dict):
+            out[k] = {c: _rekey(d, key, label, c) for c, d in v.items()}
+        else:
+            out[k] = _rekey(v, key, label, channel)
+    field = out.get("field")
+    if field not in NAME_FIELDS:
+        return out
+    if channel in _SHOWN_CHANNELS:  # a tooltip still titled "judge"
+        out["field"] = f"{field}_name"
+        if channel == "tooltip":
+            out.setdefault("title", field)
+        return out
+    for k in ("oneOf", "equal", "sort"):
+        if k in out:
+            out[k] = _keys(out[k], key)
+    if isinstance(out.get("scale"), dict) and "domain" in out["scale"]:
+        out["scale"] = {**out["scale"], "domain": _keys(out["scale"]["domain"], key)}
+    guide = (
+        "axis" if channel in _AXIS_CHANNELS
+        else "legend" if channel in _LEGEND_CHANNELS
+        else "header" if channel in _HEADER_CHANNELS
+        else None
+    )  # fmt: skip
+    if guide is not None and channel is not None and out.get(guide, {}) is not None:
+        out[guide] = {**out.get(guide, {}), "labelExpr": label}
+    return out
 
 
 #: what XML (so SVG, and vl-convert's text layout) cannot hold once controls are escaped
@@ -116,8 +226,8 @@ def _as_data(node: Any) -> Any:
     (data, sort orders, parameters), so they still match."""
     if isinstance(node, str):
         return _NOT_XML.sub("\ufffd", visible(node))
-    if isinstance(node, float):
-        return round(node, 4)
+    if isinstance(node, float):  # NaN and infinities as null: JSON has neither
+        return round(node, 4) if math.isfinite(node) else None
     if isinstance(node, dict):
         return {_as_data(k): _as_data(v) for k, v in node.items()}
     if isinstance(node, list):

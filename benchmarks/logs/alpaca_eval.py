@@ -59,6 +59,7 @@ from typing import Any, ClassVar
 import polars as pl
 from pydantic import ConfigDict
 
+from voirdire import bounds
 from voirdire.benchmarks.logs.base import LogBenchmark
 from voirdire.benchmarks.logs.reading import (
     RECORDED,
@@ -349,7 +350,20 @@ class AlpacaEval(LogBenchmark):
         """The published ``length_controlled_v1`` weights the normalised copy holds
         (:data:`LC_WEIGHTS`, :data:`WEIGHTS_SCHEMA`), or None."""
         path = Path(data_dir or ".") / LC_WEIGHTS
-        return pl.read_parquet(path) if data_dir and path.is_file() else None
+        if not (data_dir and path.is_file()):
+            return None
+        # a received directory's copy: bounded, then checked against its schema
+        bounds.check_size(path.stat().st_size, str(path), 1_000_000, "on disk",
+                          "AlpacaEval weights: a weights file is ~16 KB")  # fmt: skip
+        try:
+            df = pl.read_parquet(path)
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ConfigError(
+                f"{path}: not a readable Parquet file ({first[:200]})"
+            ) from None
+        bounds.check_table(df, str(path), WEIGHTS_SCHEMA)
+        return df.select(list(WEIGHTS_SCHEMA))
 
     @classmethod
     def read_recorded(cls, path: Path, recorded: str) -> dict[RecordKey, Recorded]:

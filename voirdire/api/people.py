@@ -10,7 +10,9 @@ from typing import Any
 
 import polars as pl
 
+from voirdire.bounds import check_text_table
 from voirdire.core import ConfigError
+from voirdire.escape import unquote_table
 
 __all__ = ["people"]
 
@@ -21,7 +23,10 @@ def _label_columns(labels: str | os.PathLike | pl.DataFrame) -> list[str] | None
     if isinstance(labels, pl.DataFrame) or str(labels) == "gold":
         return None
     try:
-        cols = pl.read_csv(labels, n_rows=0, infer_schema_length=0).columns
+        check_text_table(labels, str(labels))
+        cols = unquote_table(
+            pl.read_csv(labels, n_rows=0, infer_schema_length=0)
+        ).columns
     except Exception:  # noqa: BLE001 - read again and refused by the grading reader
         return None
     return cols if "winner" in cols else [*cols, "winner"]

@@ -42,10 +42,17 @@ app = typer.Typer(
 # a terminal sets its own width; piped output (CI logs) gets room for the whole table. No
 # emoji codes: a judge named ":warning:" prints as written. Every text of a received file
 # (names, messages quoting a file) passes voirdire.escape.terminal (markup escaped, control
-# characters shown as escapes) or is a voirdire.escape.cell; docs/security.md
-console = Console(width=None if sys.stdout.isatty() else 140, emoji=False)
+# characters shown as escapes) or is a voirdire.escape.cell; docs/security.md. No
+# highlighter: rich's default one runs patterns that take time quadratic in a line's length
+# (a 300 KB name or message quoted in an error took minutes)
+console = Console(
+    width=None if sys.stdout.isatty() else 140, emoji=False, highlight=False
+)
 err_console = Console(
-    stderr=True, width=None if sys.stderr.isatty() else 140, emoji=False
+    stderr=True,
+    width=None if sys.stderr.isatty() else 140,
+    emoji=False,
+    highlight=False,
 )
 
 

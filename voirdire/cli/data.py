@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from voirdire.cli.common import app, err_console, fail
+from voirdire.cli.options import bounded
 from voirdire.escape import terminal
 
 data_app = typer.Typer(
@@ -82,9 +83,9 @@ _Manifest = Annotated[
 ]
 _Deadline = Annotated[
     float,
-    typer.Option(
-        min=1,
-        help="Seconds each file's download may take in all; a slower one is cut off.",
+    bounded(
+        "deadline",
+        "Seconds each file's download may take in all; a slower one is cut off.",
     ),
 ]
 _Annotator = Annotated[

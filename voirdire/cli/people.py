@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from voirdire.cli.common import app, console, fail
+from voirdire.cli.options import bounded
 from voirdire.core import ConfigError
 
 
@@ -28,24 +29,26 @@ def people(
     ] = "gold",
     share: Annotated[
         float | None,
-        typer.Option(
-            help="Use a random share of the labels, e.g. 0.1 (what a study with only these would get)."
+        bounded(
+            "share",
+            "Use a random share of the labels, e.g. 0.1 (what a study with only these would get).",
         ),
     ] = None,
     rows: Annotated[
-        int | None, typer.Option(help="Use this many of the labels, drawn at random.")
+        int | None, bounded("rows", "Use this many of the labels, drawn at random.")
     ] = None,
     level: Annotated[
-        float, typer.Option(help="Coverage of the intervals and the rank sets.")
+        float, bounded("probability", "Coverage of the intervals and the rank sets.")
     ] = 0.9,
     alpha: Annotated[
         float,
-        typer.Option(
-            help="Selective judges: agreement with people >= 1 - alpha on the pairs kept..."
+        bounded(
+            "alpha",
+            "Selective judges: agreement with people >= 1 - alpha on the pairs kept...",
         ),
     ] = 0.1,
     delta: Annotated[
-        float, typer.Option(help="... with probability >= 1 - delta.")
+        float, bounded("alpha", "... with probability >= 1 - delta.")
     ] = 0.1,
     confidence: Annotated[
         str,
@@ -62,10 +65,10 @@ def people(
         typer.Option(help="The board's fixed model; default: the most compared."),
     ] = None,
     anchor_rating: Annotated[
-        float, typer.Option(help="The anchor's rating (Arena scale).")
+        float, bounded("rating", "The anchor's rating (Arena scale).")
     ] = 1000.0,
     seed: Annotated[
-        int, typer.Option(help="Seed of the random labels kept (--share, --rows).")
+        int, bounded("seed", "Seed of the random labels kept (--share, --rows).")
     ] = 0,
     unit: Annotated[
         str,

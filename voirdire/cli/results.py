@@ -10,8 +10,9 @@ import polars as pl
 import typer
 
 from voirdire.cli.common import app, console, fail, print_summary, print_tables
+from voirdire.cli.options import bounded, read_table
 from voirdire.core import ConfigError
-from voirdire.escape import terminal, visible
+from voirdire.escape import terminal, unquote_table, visible
 
 
 @app.command()
@@ -57,12 +58,10 @@ def report(
             help="CSV with a 'judge' column and attribute columns for the regression."
         ),
     ] = None,
-    replicates: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 1000,
-    rs_min: Annotated[
-        float, typer.Option(help="Flag judges with RS below this.")
-    ] = 0.90,
+    replicates: Annotated[int, bounded("replicates", "Bootstrap replicates.")] = 1000,
+    rs_min: Annotated[float, bounded("rate", "Flag judges with RS below this.")] = 0.90,
     max_error: Annotated[
-        float, typer.Option(help="Flag judges with an error rate above this.")
+        float, bounded("rate", "Flag judges with an error rate above this.")
     ] = 0.05,
     tokenizer: Annotated[
         str | None,
@@ -78,8 +77,9 @@ def report(
     ] = False,
     margin: Annotated[
         float,
-        typer.Option(
-            help="Name the cheapest judge within this much accuracy (PC without gold labels) of the best."
+        bounded(
+            "rate",
+            "Name the cheapest judge within this much accuracy (PC without gold labels) of the best.",
         ),
     ] = 0.02,
     figures: Annotated[
@@ -96,7 +96,10 @@ def report(
     if judge_attributes is not None:
         if not judge_attributes.is_file():
             fail(f"judge attributes file not found: {judge_attributes}")
-        attrs = pl.read_csv(judge_attributes)
+        try:
+            attrs = read_table(judge_attributes)
+        except ConfigError as exc:
+            fail(str(exc))
         if "judge" not in attrs.columns:
             fail(f"{judge_attributes}: needs a 'judge' column")
     formats = tuple(f for f in figures.replace(" ", "").split(",") if f and f != "none")
@@ -113,9 +116,8 @@ def report(
 
     choice = path.parent / "metrics" / "choice.csv"
     if choice.is_file():
-        print_summary(
-            choice_from_table(pl.read_csv(choice, infer_schema_length=None), margin)
-        )
+        table = unquote_table(pl.read_csv(choice, infer_schema_length=None))
+        print_summary(choice_from_table(table, margin))  # names as they were: '=x is =x
     console.print(f"wrote {terminal(path)}")
 
 
@@ -143,9 +145,9 @@ def mitigate(
             help="Comma-separated strategy names; default: all that need no query."
         ),
     ] = None,
-    replicates: Annotated[int, typer.Option(help="Bootstrap replicates.")] = 1000,
+    replicates: Annotated[int, bounded("replicates", "Bootstrap replicates.")] = 1000,
     beta: Annotated[
-        float, typer.Option(help="Share of pairs chosen by BPDE for people.")
+        float, bounded("rate", "Share of pairs chosen by BPDE for people.")
     ] = 0.2,
     labels: Annotated[
         Path | None,
@@ -215,18 +217,20 @@ def rank(
     ] = None,
     anchor_rating: Annotated[
         float,
-        typer.Option(help="The anchor's rating (Arena scale, 400/ln 10 per unit)."),
+        bounded("rating", "The anchor's rating (Arena scale, 400/ln 10 per unit)."),
     ] = 1000.0,
     prior: Annotated[
         float,
-        typer.Option(
-            help="Pseudo-ties between every two models that met (0: plain maximum likelihood)."
+        bounded(
+            "prior",
+            "Pseudo-ties between every two models that met (0: plain maximum likelihood).",
         ),
     ] = 0.0,
     replicates: Annotated[
         int,
-        typer.Option(
-            help="Bootstrap replicates (questions resampled); also the random order swaps of the flip test."
+        bounded(
+            "replicates",
+            "Bootstrap replicates (questions resampled); also the random order swaps of the flip test.",
         ),
     ] = 1000,
     style: Annotated[
