@@ -37,7 +37,7 @@ def first_record(path: str | os.PathLike) -> tuple[str, dict[str, Any]] | None:
         return None
     try:
         data = read_json(p, "")
-    except (ConfigError, OSError):
+    except (ConfigError, OSError, RecursionError):
         data = None
     if isinstance(data, list):
         first = next((r for r in data if isinstance(r, dict)), None)
@@ -48,7 +48,7 @@ def first_record(path: str | os.PathLike) -> tuple[str, dict[str, Any]] | None:
         if line.strip():
             try:
                 obj = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # not a record (a nesting bomb among them)
                 return None
             return ("jsonl", obj) if isinstance(obj, dict) else None
     return None
