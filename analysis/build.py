@@ -39,7 +39,6 @@ from voirdire.stages import Stage, run_stages
 
 __all__ = [
     "DIR_STAGES",
-    "DirShown",
     "REPORT_INPUTS",
     "REPORT_STAGES",
     "build_report",
@@ -72,7 +71,7 @@ def _pairwise(study: Any) -> dict[str, Any]:
     """The directories' pairwise judgments together (None without any), and whether they
     carry gold labels."""
     from voirdire.analysis.position.gold import has_gold
-    from voirdire.analysis.position.metrics import PAIRWISE_MODES
+    from voirdire.analysis.position.pairing import PAIRWISE_MODES
 
     frames = [
         d.judgments
@@ -148,7 +147,7 @@ def _ranking(
 
 
 def _position(results: Any) -> dict[str, Any]:
-    from voirdire.analysis.biases.effects import control_rows
+    from voirdire.analysis.biases.perturbed import control_rows
 
     return {"position": control_rows(results.judgments)}
 

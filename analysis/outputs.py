@@ -28,7 +28,7 @@ from voirdire.analysis.settings import DEFAULTS, AnalysisSettings
 from voirdire.analysis.stages import DIR_OUTPUTS, analyse
 
 if TYPE_CHECKING:
-    from voirdire.engine.scheduler import RunStats
+    from voirdire.engine.stats import RunStats
 
 __all__ = [
     "JUDGE_METRIC_COLUMNS",

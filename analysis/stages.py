@@ -58,7 +58,7 @@ def _judgments(dir: FinishedDir) -> dict[str, Any]:
 
 def _control(judgments: pl.DataFrame) -> dict[str, Any]:
     """Position-bias figures are computed on the unperturbed (control) queries."""
-    from voirdire.analysis.biases.effects import control_rows
+    from voirdire.analysis.biases.perturbed import control_rows
 
     return {"position": control_rows(judgments)}
 
@@ -142,7 +142,8 @@ def _slot_shares(position: pl.DataFrame) -> dict[str, Any]:
 
 
 def _bias_effects(judgments: pl.DataFrame) -> dict[str, Any]:
-    from voirdire.analysis.biases.effects import bias_effects, has_perturbations
+    from voirdire.analysis.biases.effects import bias_effects
+    from voirdire.analysis.biases.perturbed import has_perturbations
 
     return {
         "bias_effects": bias_effects(judgments)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
-from voirdire.analysis.biases.effects import control_rows
+from voirdire.analysis.biases.perturbed import control_rows
 from voirdire.analysis.outputs import Results, compute_dir
 from voirdire.analysis.position import agreement as agr
 from voirdire.analysis.position.formulas import CELL_KEYS
@@ -35,9 +35,10 @@ from voirdire.analysis.position.lengths import (
     query_token_lengths,
 )
 from voirdire.analysis.position.metrics import judge_from_cells
+from voirdire.analysis.position.pair_model import settings_for
 from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.position.regression import StepResult, factor_regressions
-from voirdire.analysis.position.simulate import power_table, settings_for
+from voirdire.analysis.position.simulate import power_table
 from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
 from voirdire.analysis.results_dir import dir_benchmark
 from voirdire.analysis.settings import DEFAULTS

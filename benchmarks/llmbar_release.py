@@ -38,7 +38,7 @@ from pathlib import Path
 import polars as pl
 
 from voirdire.benchmarks.mirror import NotOnMirror
-from voirdire.benchmarks.release import Release
+from voirdire.benchmarks.release_fetch import Release
 from voirdire.benchmarks.release_jtj import Converted
 from voirdire.core import DataError
 

@@ -19,7 +19,8 @@ from typing import Any
 
 from voirdire.benchmarks.base import SAMPLES, Benchmark
 from voirdire.core import ConfigError, did_you_mean
-from voirdire.registry import Registry, describe, is_import_path
+from voirdire.import_paths import describe, is_import_path
+from voirdire.registry import Registry
 
 #: the registry key of a user's own pairs (``[benchmark] name = "pairs"``, read from
 #: ``[benchmark.pairs]``, not from a release's data directory)

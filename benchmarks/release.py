@@ -36,28 +36,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from voirdire.benchmarks import mirror, release_fetch
-from voirdire.benchmarks.fetch_steps import MARKER, fetched_release
+from voirdire.benchmarks import release_fetch
 from voirdire.benchmarks.log_release import LOG_RELEASES
-from voirdire.benchmarks.mirror import NotOnMirror, blob_id
 from voirdire.benchmarks.release_fetch import (
-    DEFAULT_BASE_URL,
     JTJ,
-    MANIFEST,
-    RELEASE_COMMIT,
-    RELEASE_REPO,
-    URL_ENV,
     FetchReport,
     Release,
-    local_copies,
-    read_manifest,
-)
-from voirdire.benchmarks.release_jtj import (
-    QA_FILES,
-    RecordSource,
-    load_plain_pickle,
-    load_record_tsv,
-    plan_records,
 )
 from voirdire.core import ConfigError
 
@@ -146,10 +130,5 @@ def locate_or_fetch(
     )
 
 
-__all__ = [
-    "DEFAULT_BASE_URL", "JTJ", "MANIFEST", "MARKER", "QA_FILES", "RELEASE_COMMIT",
-    "RELEASE_REPO", "URL_ENV", "FetchReport", "NotOnMirror", "RecordSource", "Release",
-    "blob_id", "data_dir_of", "fetch_release", "fetched_release", "get_release",
-    "load_plain_pickle", "load_record_tsv", "local_copies", "locate", "locate_or_fetch",
-    "mirror", "plan_records", "read_manifest", "releases",
+__all__ = [ "data_dir_of", "fetch_release", "get_release", "locate", "locate_or_fetch", "releases",
 ]  # fmt: skip

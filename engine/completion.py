@@ -43,7 +43,8 @@ from voirdire.core import ConfigError
 from voirdire.engine.bind import ResolvedJudge
 from voirdire.engine.permutations import permutations_for
 from voirdire.engine.spec import JobSpec
-from voirdire.engine.units import UnitBatch, iter_unit_batches
+from voirdire.engine.unit_records import UnitBatch
+from voirdire.engine.units import iter_unit_batches
 from voirdire.engine.worker import results_to_columns
 from voirdire.judges.capabilities import Recording
 from voirdire.judges.replay import as_result

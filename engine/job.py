@@ -28,6 +28,7 @@ from voirdire.engine.bind import ResolvedJudge
 from voirdire.engine.completion import fill_from_log, live_batches
 from voirdire.engine.plan import JobPlan, plan_job
 from voirdire.engine.progress import JobProgress
+from voirdire.engine.prompts import PromptCache
 from voirdire.engine.ray_start import init_ray, ray_starting, stop_ray
 from voirdire.engine.recorded import answer_recorded, answered_in_driver
 from voirdire.engine.rerun import check_rerun, configuration
@@ -42,12 +43,7 @@ from voirdire.engine.spec import JobSpec
 from voirdire.engine.stats import RunStats
 from voirdire.engine.store import ResultStore, warm_arrow
 from voirdire.engine.unit_table import unit_frames
-from voirdire.engine.units import (
-    PromptCache,
-    batch_size_for,
-    iter_unit_batches,
-    option_mode_for,
-)
+from voirdire.engine.units import batch_size_for, iter_unit_batches, option_mode_for
 from voirdire.judges.base import backend_ref
 from voirdire.judges.capabilities import Estimates, needs_prompt
 from voirdire.layout import JOB_FILE, read_job_record

@@ -22,7 +22,7 @@ from typing import Any
 
 import ray
 
-from voirdire.engine.units import UnitBatch
+from voirdire.engine.unit_records import UnitBatch
 from voirdire.engine.worker import JudgeWorker
 from voirdire.judges.base import JudgeBackend, JudgeContext
 

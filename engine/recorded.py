@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from voirdire.core import FailureClass
 from voirdire.engine.stats import RunStats, judge_counts
-from voirdire.engine.units import UnitBatch
+from voirdire.engine.unit_records import UnitBatch
 from voirdire.exceptions import JobInterrupted
 from voirdire.judges.base import Result, get_backend
 from voirdire.judges.capabilities import RecordedTable

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from voirdire.core import ConfigError, canonical_json, content_hash, slug
-from voirdire.engine.units import TEMPLATE_VERSION
+from voirdire.engine.unit_records import TEMPLATE_VERSION
 
 if TYPE_CHECKING:
     from voirdire.engine.plan import JobPlan

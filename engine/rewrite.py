@@ -32,7 +32,7 @@ from voirdire.engine.bind import ResolvedJudge
 from voirdire.engine.perturb import Variant, rewrite_targets
 from voirdire.engine.spec import JobSpec
 from voirdire.engine.store import ResultStore
-from voirdire.engine.units import UnitBatch
+from voirdire.engine.unit_records import UnitBatch
 from voirdire.exceptions import RewriteFailed
 from voirdire.judges.base import Query, get_backend
 from voirdire.judges.capabilities import Rewrites, rewrite_biases

@@ -40,7 +40,7 @@ from voirdire.core import FailureClass
 from voirdire.engine.pools import _IDLE, JudgeRun, Pool  # noqa: F401 - _IDLE: read by tests; JudgeRun: its home
 from voirdire.engine.stats import RunStats, judge_counts
 from voirdire.engine.store import ResultStore
-from voirdire.engine.units import UnitBatch
+from voirdire.engine.unit_records import UnitBatch
 from voirdire.engine.worker import results_to_columns
 from voirdire.exceptions import JobInterrupted
 from voirdire.judges.base import Result
@@ -291,4 +291,4 @@ def execute(
     ).execute()
 
 
-__all__ = ["JobInterrupted", "JudgeRun", "RunStats", "Scheduler", "execute"]
+__all__ = ["Scheduler", "execute"]

@@ -27,7 +27,8 @@ from typing import Any
 from voirdire import core
 from voirdire.benchmarks.pair_prompts import is_builtin
 from voirdire.benchmarks.registry import benchmark_class
-from voirdire.benchmarks.release import JTJ, Release, data_dir_of, get_release
+from voirdire.benchmarks.release import data_dir_of, get_release
+from voirdire.benchmarks.release_fetch import JTJ, Release
 from voirdire.core import ConfigError
 from voirdire.registry import SHIPPED_ENTRY_POINTS
 

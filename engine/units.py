@@ -39,8 +39,6 @@ from voirdire.engine.perturb import CONTROL, QUALITY_RULES, Variant, target_mode
 from voirdire.engine.prompts import PromptCache
 from voirdire.engine.spec import ComparisonSpec, RunSpec
 from voirdire.engine.unit_records import (
-    QUERY_FIELDS,
-    TEMPLATE_VERSION,
     UnitBatch,
     WorkUnit,
     query_id,
@@ -48,17 +46,10 @@ from voirdire.engine.unit_records import (
 )
 
 __all__ = [
-    "QUERY_FIELDS",
-    "TEMPLATE_VERSION",
-    "PromptCache",
-    "UnitBatch",
-    "WorkUnit",
     "batch_size_for",
     "count_units",
     "iter_unit_batches",
     "option_mode_for",
-    "query_id",
-    "unit_id",
     "variant_edit",
 ]
 

@@ -23,7 +23,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from voirdire.core import FailureClass
-from voirdire.registry import Registry, describe
+from voirdire.import_paths import describe
+from voirdire.registry import Registry
 
 
 class Sampling(BaseModel):

@@ -71,10 +71,12 @@ def main(argv: list[str] | None = None) -> None:
 
     from voirdire.engine.permutations import scheme_size
     from voirdire.engine.plan import plan_job
-    from voirdire.engine.scheduler import JudgeRun, execute
+    from voirdire.engine.pools import JudgeRun
+    from voirdire.engine.prompts import PromptCache
+    from voirdire.engine.scheduler import execute
     from voirdire.engine.spec import parse_job
     from voirdire.engine.store import ResultStore
-    from voirdire.engine.units import PromptCache, iter_unit_batches
+    from voirdire.engine.units import iter_unit_batches
     from voirdire.judges.capabilities import needs_prompt
 
     orders = scheme_size(args.scheme, args.p)

@@ -27,9 +27,10 @@ from pathlib import Path
 import voirdire  # noqa: F401  (the public API loads the engine)
 from voirdire.engine.job import run_job
 from voirdire.engine.plan import plan_job
+from voirdire.engine.prompts import PromptCache
 from voirdire.engine.ray_start import init_ray
 from voirdire.engine.spec import parse_job
-from voirdire.engine.units import PromptCache, iter_unit_batches
+from voirdire.engine.units import iter_unit_batches
 
 PERTURBATIONS = [
     {"kind": "bandwagon", "target": "candidate"},  # 4 shares

@@ -26,7 +26,8 @@ import numpy as np
 import polars as pl
 
 from tests.ranking_sim import round_robin
-from voirdire.analysis.ranking.boards import MAX_PAIRWISE_BYTES, fit_boards
+from voirdire.analysis.ranking.board_checks import MAX_PAIRWISE_BYTES
+from voirdire.analysis.ranking.boards import fit_boards
 from voirdire.analysis.ranking.flips import rank_flips
 from voirdire.core import ConfigError
 

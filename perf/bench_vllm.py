@@ -53,7 +53,7 @@ def _prompts(args, design: str) -> list[tuple[str, str, tuple[str, ...], str]]:
     from voirdire.benchmarks.prompt_edits import PromptEdit
     from voirdire.benchmarks.registry import load_benchmark
     from voirdire.engine.permutations import cyclic_orders
-    from voirdire.engine.units import query_id
+    from voirdire.engine.unit_records import query_id
 
     bench = load_benchmark(
         "mtbench", resolve_data_dir(args.data_dir), sample="repetition"

@@ -104,8 +104,8 @@ def reading(strategy: str) -> str:
 
 def figures(items: pl.DataFrame, by: list[str], replicates: int) -> pl.DataFrame:
     """PC, PF and accuracy with intervals per ``by`` (cells: tasks; clusters: items)."""
+    from voirdire.analysis.position.bootstrap import cluster_bootstrap
     from voirdire.analysis.position.formulas import pc_statistic, pf_statistic
-    from voirdire.analysis.position.uncertainty import cluster_bootstrap
 
     stats = {"pc": pc_statistic, "pf": pf_statistic, "accuracy": _stat_acc}
     ci = cluster_bootstrap(

@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 import statsmodels.api as sm
 
-from voirdire.analysis.ranking.boards import default_anchor
+from voirdire.analysis.ranking.board_checks import default_anchor
 from voirdire.analysis.ranking.bt import fit_bt
 from voirdire.analysis.ranking.strengths import win_parts
 

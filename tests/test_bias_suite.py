@@ -20,10 +20,11 @@ from scipy.stats import binomtest
 from voirdire.analysis.results_dir import load_judgments
 from voirdire.core import ConfigError, content_hash
 from voirdire.engine.plan import plan_job
+from voirdire.engine.prompts import PromptCache
 from voirdire.engine.rewrite import rewrite_store
 from voirdire.engine.spec import parse_job
 from voirdire.engine.store import ResultStore
-from voirdire.engine.units import PromptCache, iter_unit_batches
+from voirdire.engine.units import iter_unit_batches
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 OFFLINE = REPO / "examples" / "bias_suite_offline.toml"
@@ -510,6 +511,7 @@ def _write_toml(path: pathlib.Path, d: dict) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.process
 def test_killed_driver_mid_suite_rewrites_and_asks_nothing_twice(tmp_path, data_dir):
     """SIGKILL the driver during the rewrite stage, then (a judge kills it) during judging;
     each rerun keeps what was saved: no answer is rewritten twice, no unit asked twice."""

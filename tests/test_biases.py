@@ -15,8 +15,8 @@ import pytest
 from scipy.stats import binomtest
 
 from tests.bias_simulate import simulate_bias_judgments
-from voirdire.analysis.biases.effects import (
-    bias_effects,
+from voirdire.analysis.biases.effects import bias_effects
+from voirdire.analysis.biases.perturbed import (
     consistency_rate,
     control_rows,
     has_perturbations,
@@ -26,7 +26,7 @@ from voirdire.analysis.biases.self_enhancement import (
     self_enhancement,
     win_rate_deviations,
 )
-from voirdire.analysis.position.uncertainty import cluster_bootstrap
+from voirdire.analysis.position.bootstrap import cluster_bootstrap
 
 LETTER_SLOT = {"A": 0, "B": 1}
 

@@ -16,7 +16,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from voirdire.analysis.position.bootstrap import DRAW_ROWS, cluster_bootstrap
+from voirdire.analysis.position.bootstrap import cluster_bootstrap
+from voirdire.analysis.position.draws import DRAW_ROWS
 
 
 def _ratio(s):

@@ -200,6 +200,8 @@ def cluster(data_dir):
             ],
             base / "w", env, base / "worker.log",
         )  # fmt: skip
+        if ray.is_initialized():
+            ray.shutdown()  # the test run's shared local cluster: this driver joins the two nodes
         ray.init(
             address=f"127.0.0.1:{gcs}", configure_logging=False, log_to_driver=False
         )

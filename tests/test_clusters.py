@@ -11,15 +11,12 @@ import pytest
 
 import voirdire
 from tests.pandalm_synthetic import MODELS, synthetic_items, write_release
-from voirdire.analysis.biases.effects import control_rows
+from voirdire.analysis.biases.perturbed import control_rows
 from voirdire.analysis.outputs import compute_dir
+from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.position.clusters import benchmark_clusters
 from voirdire.analysis.position.gold import gold_judges
-from voirdire.analysis.position.uncertainty import (
-    bootstrap_ci,
-    cluster_bootstrap,
-    in_clusters,
-)
+from voirdire.analysis.position.uncertainty import bootstrap_ci
 from voirdire.analysis.ranking.boards import fit_boards
 from voirdire.analysis.ranking.order_views import COMPARISON_SCHEMA
 from voirdire.analysis.ranking.rank import rank_judgments
@@ -143,7 +140,7 @@ def test_copies_of_a_question_give_the_interval_of_the_question_itself():
     assert np.all(width(items) < 0.8 * width(base))  # about 1/sqrt(3) as wide
 
 
-def test_rank_on_pandalm_draws_its_questions(data, tmp_path):
+def test_rank_on_pandalm_draws_its_questions(data, tmp_path, ray_local):
     """End to end: ``voirdire.rank`` on a PandaLM job gives the people's board the intervals
     of the question-level bootstrap, wider than the item-level one."""
     qualities = {m: q for m, q in zip(MODELS, [-0.7, -1.3, 0.0, -1.0, -0.6])}

@@ -44,7 +44,7 @@ METRIC = '''
 
 import polars as pl
 from voirdire.analysis.position.formulas import ratio_statistic
-from voirdire.analysis.position.metrics import pairwise_pairs
+from voirdire.analysis.position.cells import pairwise_pairs
 from voirdire.analysis.position.registry import HIGHER, register_metric
 
 

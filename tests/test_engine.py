@@ -19,14 +19,11 @@ from tests.repo import REPO, repo_pythonpath
 from voirdire.analysis.results_dir import load_judgments
 from voirdire.core import ConfigError
 from voirdire.engine.plan import plan_job
+from voirdire.engine.prompts import PromptCache
 from voirdire.engine.spec import load_job, parse_job
 from voirdire.engine.store import ResultStore
-from voirdire.engine.units import (
-    PromptCache,
-    iter_unit_batches,
-    query_id,
-    unit_id,
-)
+from voirdire.engine.unit_records import query_id, unit_id
+from voirdire.engine.units import iter_unit_batches
 
 #: the test suite's crashing simulated judge (tests/backends.py), loaded by import path
 CRASHING = "tests.backends:CrashingSimulated"
@@ -432,6 +429,7 @@ def _write_toml(path: Path, d: dict) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.process
 def test_killed_driver_then_resume_every_unit_once(tmp_path, data_dir):
     """A judge kills the driver process (SIGKILL) mid-job; the rerun resumes and ends with
     every unit exactly once, asking only what was not saved."""
@@ -494,6 +492,7 @@ def test_cli_errors_before_sending(tmp_path, data_dir):
 
 
 @pytest.mark.slow
+@pytest.mark.process
 def test_ctrl_c_stops_cleanly_and_resumes(tmp_path, data_dir):
     """SIGINT mid-job: exit code 130, what finished is saved; the rerun completes the job."""
     import signal

@@ -25,17 +25,12 @@ import pytest
 
 import voirdire
 from tests.cli import voirdire as voirdire_cli
-from voirdire.benchmarks import release
-from voirdire.benchmarks.release import (
-    MARKER,
-    QA_FILES,
-    blob_id,
-    fetch_release,
-    load_plain_pickle,
-    locate_or_fetch,
-    plan_records,
-    read_manifest,
-)
+from voirdire.benchmarks import release_fetch
+from voirdire.benchmarks.fetch_steps import MARKER
+from voirdire.benchmarks.mirror import blob_id
+from voirdire.benchmarks.release import fetch_release, locate_or_fetch
+from voirdire.benchmarks.release_fetch import read_manifest
+from voirdire.benchmarks.release_jtj import QA_FILES, load_plain_pickle, plan_records
 from voirdire.core import ConfigError, DataError
 from voirdire.engine.plan import plan_job
 from voirdire.engine.spec import parse_job
@@ -292,7 +287,7 @@ def test_replay_of_fetched_data_gives_the_shared_figures(
 def test_refetch_replaces_and_env_url_is_used(mirror, tmp_path, monkeypatch):
     base, man, _ = mirror
     dest = tmp_path / "d"
-    monkeypatch.setenv(release.URL_ENV, base)
+    monkeypatch.setenv(release_fetch.URL_ENV, base)
     first = fetch_release(
         dest, manifest=man, progress=False
     )  # the base URL from the environment

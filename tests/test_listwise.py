@@ -17,13 +17,13 @@ import pytest
 from scipy.stats import chi2 as chi2_dist
 
 import voirdire
-from voirdire.analysis.position.cells import _pairwise_cell_metrics
+from voirdire.analysis.position.cells import _pairwise_cell_metrics, cell_metrics
 from voirdire.analysis.position.listwise import (
     listwise_cell_metrics,
     listwise_series,
     slot_shares,
 )
-from voirdire.analysis.position.metrics import cell_metrics, judge_metrics
+from voirdire.analysis.position.metrics import judge_metrics
 from voirdire.analysis.position.uncertainty import bootstrap_ci
 from voirdire.core import ConfigError
 from voirdire.engine.instances import draw_lists, instances

@@ -27,6 +27,7 @@ from voirdire.analysis.position.release_stats import (
     release_view,
     voirdire_view,
 )
+from voirdire.benchmarks.fetch_steps import MARKER
 from voirdire.benchmarks.llmbar import LLMBar
 from voirdire.benchmarks.llmbar_prompts import (
     LINE_RULES,
@@ -38,7 +39,7 @@ from voirdire.benchmarks.llmbar_prompts import (
 from voirdire.benchmarks.llmbar_release import LLMBAR
 from voirdire.benchmarks.mirror import blob_id, read_manifest
 from voirdire.benchmarks.registry import load_benchmark
-from voirdire.benchmarks.release import MARKER, fetch_release, locate
+from voirdire.benchmarks.release import fetch_release, locate
 from voirdire.core import ConfigError, DataError
 from voirdire.engine.plan import plan_job
 from voirdire.engine.spec import parse_job

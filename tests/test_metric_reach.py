@@ -14,8 +14,8 @@ from rich.console import Console
 
 import voirdire
 from voirdire.analysis.outputs import JUDGE_METRIC_COLUMNS
+from voirdire.analysis.position.cells import pairwise_pairs
 from voirdire.analysis.position.formulas import ratio_statistic
-from voirdire.analysis.position.metrics import pairwise_pairs
 from voirdire.analysis.position.registry import LOWER, METRICS, register_metric
 from voirdire.analysis.report.terminal import print_judge_table
 

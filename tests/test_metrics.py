@@ -9,14 +9,12 @@ import numpy as np
 import polars as pl
 import pytest
 
+from voirdire.analysis.position.cells import PAIR_COLUMNS, cell_metrics, pairwise_pairs
+from voirdire.analysis.position.formulas import CELL_COLUMNS
 from voirdire.analysis.position.metrics import (
-    CELL_COLUMNS,
     JUDGE_COLUMNS,
-    PAIR_COLUMNS,
-    cell_metrics,
     judge_from_cells,
     judge_metrics,
-    pairwise_pairs,
     summarize,
 )
 from voirdire.analysis.position.stability import RS_COLUMNS, repetition_stability

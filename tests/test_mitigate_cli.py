@@ -14,7 +14,7 @@ import voirdire
 from voirdire.analysis.mitigation import grading as R
 from voirdire.analysis.mitigation import registry
 from voirdire.analysis.mitigation import verdicts as M
-from voirdire.analysis.position.metrics import pairwise_pairs
+from voirdire.analysis.position.cells import pairwise_pairs
 from voirdire.cli import app
 
 pytestmark = pytest.mark.ray

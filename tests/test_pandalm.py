@@ -20,6 +20,7 @@ import pytest
 import voirdire
 from tests.cli import voirdire as voirdire_cli
 from tests.pandalm_synthetic import LICENSE, MODELS, synthetic_items, write_release
+from voirdire.benchmarks.fetch_steps import MARKER
 from voirdire.benchmarks.mirror import read_manifest
 from voirdire.benchmarks.pandalm import PandaLM
 from voirdire.benchmarks.pandalm_release import (
@@ -30,7 +31,7 @@ from voirdire.benchmarks.pandalm_release import (
     read_testset,
 )
 from voirdire.benchmarks.registry import load_benchmark
-from voirdire.benchmarks.release import MARKER, fetch_release, get_release
+from voirdire.benchmarks.release import fetch_release, get_release
 from voirdire.core import ConfigError, DataError
 from voirdire.engine.shipping import release_for
 from voirdire.engine.spec import parse_job

@@ -244,8 +244,8 @@ def test_pass_kappa_interval_is_the_statsmodels_bootstraps():
     from voirdire.analysis.mitigation.pass_kappa import PASS_CONF, pass_confusion
     from voirdire.analysis.mitigation.verdicts import normalise
     from voirdire.analysis.position.agreement import cohen_kappa
+    from voirdire.analysis.position.bootstrap import cluster_bootstrap
     from voirdire.analysis.position.pairing import verdict_pairs
-    from voirdire.analysis.position.uncertainty import cluster_bootstrap
 
     def per_replicate(s):
         t = np.stack([s[c].sum(1) for c in PASS_CONF], axis=1).reshape(-1, 3, 3)

@@ -160,7 +160,8 @@ def test_a_ranking_method_is_one_decorator():
 
 def test_length_control_brings_a_short_strong_model_back_up():
     from tests.ranking_sim import length_loving
-    from voirdire.analysis.ranking.style import length_controlled, style_controlled
+    from voirdire.analysis.ranking.length_control import length_controlled
+    from voirdire.analysis.ranking.style import style_controlled
 
     theta = np.array([0.0, 0.2, 0.4, 0.6, 1.0])  # m04 the strongest, and the shortest
     comps, feats = length_loving(

@@ -7,7 +7,8 @@ import pytest
 from scipy.optimize import minimize
 
 from voirdire.analysis.ranking import bt
-from voirdire.analysis.ranking.bt import fit_bt, forest_levels
+from voirdire.analysis.ranking.bt import fit_bt
+from voirdire.analysis.ranking.strengths import forest_levels
 
 
 def _star(rng, r: int, k: int, extra: tuple[int, int] | None = None) -> np.ndarray:

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from tests.ranking_sim import round_robin
-from voirdire.analysis.position.uncertainty import cluster_bootstrap
+from voirdire.analysis.position.bootstrap import cluster_bootstrap
 from voirdire.analysis.ranking.boards import fit_boards
 from voirdire.analysis.ranking.bt import CLIP, SCALE
 from voirdire.core import ConfigError

@@ -179,8 +179,8 @@ def _units_both_ways(job_dict: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
     from voirdire.api.jobs import load_job_spec
     from voirdire.engine.job import _own, _unit_batches
     from voirdire.engine.plan import plan_job
+    from voirdire.engine.prompts import PromptCache
     from voirdire.engine.unit_table import unit_frames
-    from voirdire.engine.units import PromptCache
     from voirdire.schema import WORK_UNIT_SCHEMA
 
     spec = load_job_spec(job_dict)
@@ -262,10 +262,10 @@ def test_a_frame_is_answered_as_its_batches_are(data_dir, tmp_path):
     from voirdire.api.jobs import load_job_spec
     from voirdire.engine.job import _own
     from voirdire.engine.plan import plan_job
+    from voirdire.engine.prompts import PromptCache
     from voirdire.engine.recorded import _answer_frame, recorded_columns
     from voirdire.engine.store import rows_to_table
     from voirdire.engine.unit_table import unit_frames
-    from voirdire.engine.units import PromptCache
     from voirdire.judges.replay import load_recorded, recorded_frame, recorded_path
 
     spec = load_job_spec(_replay_job(data_dir, tmp_path / "f"))

@@ -10,7 +10,8 @@ import warnings
 import pytest
 
 from voirdire.exceptions import ConfigError
-from voirdire.registry import Registry, import_path, is_import_path
+from voirdire.import_paths import import_path, is_import_path
+from voirdire.registry import Registry
 
 
 class Thing:

@@ -22,7 +22,9 @@ from voirdire.benchmarks.mirror import (
     read_manifest,
     read_sizes,
 )
-from voirdire.benchmarks.release import JTJ, QA_FILES, fetch_release
+from voirdire.benchmarks.release import fetch_release
+from voirdire.benchmarks.release_fetch import JTJ
+from voirdire.benchmarks.release_jtj import QA_FILES
 from voirdire.core import DataError
 
 DATASET = "Dataset/Natural/dataset.json"

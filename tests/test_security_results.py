@@ -57,7 +57,7 @@ def _job(out: Path) -> dict:
 def _in_process_execute(runs, store, **_kw):
     """The scheduler's work without Ray: every batch of every judge through the engine's
     :class:`~voirdire.engine.worker.JudgeWorker`, recorded in the store."""
-    from voirdire.engine.scheduler import RunStats
+    from voirdire.engine.stats import RunStats
     from voirdire.engine.worker import JudgeWorker
 
     stats = RunStats()

@@ -11,12 +11,8 @@ import polars as pl
 import pytest
 
 from voirdire.analysis.position.metrics import judge_metrics
-from voirdire.analysis.position.simulate import (
-    expected_pair_rates,
-    power_table,
-    settings_for,
-    simulate_judgments,
-)
+from voirdire.analysis.position.pair_model import expected_pair_rates, settings_for
+from voirdire.analysis.position.simulate import power_table, simulate_judgments
 from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
 from voirdire.judges.base import Query
 from voirdire.judges.simulated import SimulatedSettings, simulate_choice

@@ -131,7 +131,8 @@ def test_one_order_judge_has_no_pf(tmp_path):
     their PF beside it. The same for a judge whose every judgment failed."""
     from rich.console import Console
 
-    from voirdire.analysis.position.metrics import cell_metrics, judge_from_cells
+    from voirdire.analysis.position.cells import cell_metrics
+    from voirdire.analysis.position.metrics import judge_from_cells
     from voirdire.analysis.report.terminal import print_judge_table
 
     one_order = ["A.", ".B", "B.", ".A", "A."]

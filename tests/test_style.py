@@ -177,7 +177,7 @@ def _liblinear_l1(x, y, w, c):
 
 
 def test_lc_win_rate_is_alpacaevals_cross_validated_l1_fit():
-    from voirdire.analysis.ranking.style import length_controlled
+    from voirdire.analysis.ranking.length_control import length_controlled
 
     rng = np.random.default_rng(11)
     nq = 30
@@ -256,7 +256,7 @@ def test_lc_win_rate_is_alpacaevals_cross_validated_l1_fit():
 
 
 def test_lc_win_rate_needs_five_questions():
-    from voirdire.analysis.ranking.style import length_controlled
+    from voirdire.analysis.ranking.length_control import length_controlled
 
     feats = pl.DataFrame(
         {"benchmark": ["b"] * 8, "question_id": ["q0", "q1", "q2", "q3"] * 2, "model": ["base"] * 4 + ["m"] * 4,
@@ -289,7 +289,7 @@ def test_lc_win_rate_needs_five_questions():
 
 
 def test_lc_rate_held_at_half_by_the_penalty_has_no_interval_unless_cv_each():
-    from voirdire.analysis.ranking.style import length_controlled
+    from voirdire.analysis.ranking.length_control import length_controlled
 
     rng = np.random.default_rng(5)
     nq = 20

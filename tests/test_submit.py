@@ -381,7 +381,7 @@ def test_own_pairs_ship_with_the_job_and_resolve_on_the_head_node(
 def test_llmbar_job_gets_llmbar_data(tmp_path, monkeypatch):
     """An LLMBar job is handed LLMBar's data directory (not the first release's) and its
     entrypoint finds or fetches LLMBar, exported as VOIRDIRE_LLMBAR_DATA."""
-    from voirdire.benchmarks.release import MARKER
+    from voirdire.benchmarks.fetch_steps import MARKER
 
     data = tmp_path / "llmbar"
     data.mkdir()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from voirdire.engine.rewrite import RewriteUnit
-from voirdire.engine.units import UnitBatch, WorkUnit
+from voirdire.engine.unit_records import UnitBatch, WorkUnit
 from voirdire.schema import REWRITE_UNIT_SCHEMA, WORK_UNIT_COLUMNS
 
 

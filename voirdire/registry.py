@@ -39,16 +39,13 @@ from typing import Any, Generic, TypeVar, overload
 
 from voirdire.core import did_you_mean
 from voirdire.exceptions import ConfigError
-from voirdire.import_paths import describe, import_path, is_import_path
+from voirdire.import_paths import describe, import_path
 from voirdire.import_paths import shown as _shown
 
 __all__ = [
     "SHIPPED_ENTRY_POINTS",
     "Builtin",
     "Registry",
-    "describe",
-    "import_path",
-    "is_import_path",
     "shipped_entry_points",
 ]
 

@@ -30,28 +30,18 @@ import polars as pl
 from voirdire.analysis.biases.null_reference import NULL_COLUMNS, swap_null
 from voirdire.analysis.biases.perturbed import CONTROL as CONTROL
 from voirdire.analysis.biases.perturbed import (
-    CONTROL_KEYS,
-    bias_record_columns,
-    consistency_rate,
-    control_rows,
-    has_perturbations,
-    paired,
-    verdict,
-)
-from voirdire.analysis.biases.perturbed import (
     PERTURBATION_COLUMNS as PERTURBATION_COLUMNS,
 )
-from voirdire.analysis.position.uncertainty import cluster_bootstrap
+from voirdire.analysis.biases.perturbed import (
+    bias_record_columns,
+    consistency_rate,
+    paired,
+)
+from voirdire.analysis.position.bootstrap import cluster_bootstrap
 
 __all__ = [
-    "CONTROL_KEYS",
     "VARIANT_KEYS",
     "EFFECT_COLUMNS",
-    "control_rows",
-    "has_perturbations",
-    "verdict",
-    "paired",
-    "consistency_rate",
     "bias_effects",
 ]
 

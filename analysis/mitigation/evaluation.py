@@ -24,6 +24,7 @@ from voirdire.analysis.mitigation.orders import both_orders_only, one_order_judg
 from voirdire.analysis.mitigation.pass_kappa import PASS_CONF, gate, pass_confusion
 from voirdire.analysis.mitigation.verdicts import flip_flags
 from voirdire.analysis.position.agreement import kappa_statistic
+from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.position.draws import DRAW_ROWS
 from voirdire.analysis.position.formulas import (
     pc_statistic,
@@ -31,7 +32,6 @@ from voirdire.analysis.position.formulas import (
     ratio_statistic,
 )
 from voirdire.analysis.position.pairing import pair_sums, verdict_pairs
-from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 
 __all__ = [
     "EVAL_COLUMNS",

@@ -32,8 +32,8 @@ import polars as pl
 from voirdire.analysis.mitigation.verdicts import normalise
 from voirdire.analysis.position import draws
 from voirdire.analysis.position.agreement import kappa_statistic
+from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.position.pairing import verdict_pairs
-from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 from voirdire.analysis.settings import DEFAULTS
 
 __all__ = [

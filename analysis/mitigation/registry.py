@@ -31,7 +31,8 @@ import polars as pl
 from voirdire.analysis.mitigation.verdicts import VERDICT_SCHEMA, conform
 from voirdire.analysis.mitigation.verdicts import Strategy as StrategyFn
 from voirdire.core import ConfigError
-from voirdire.registry import Registry, describe
+from voirdire.import_paths import describe
+from voirdire.registry import Registry
 
 __all__ = [
     "STRATEGIES",

@@ -26,14 +26,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from voirdire.analysis.position.draws import DRAW_ROWS, Draws
+from voirdire.analysis.position.draws import Draws
 from voirdire.analysis.position.sparse_sums import (
     StratumSums,
     replicate_blocks,
     stratum_sums,
 )
 
-__all__ = ["DRAW_ROWS", "Statistic", "cluster_bootstrap", "in_clusters"]
+__all__ = ["Statistic", "cluster_bootstrap", "in_clusters"]
 
 #: ``{value: (R, U) array of sums}`` -> ``{metric: (R,) or (R, U) array}``
 Statistic = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]

@@ -59,7 +59,7 @@ from voirdire.analysis.position.formulas import (
     safe_div,
     with_cell_figures,
 )
-from voirdire.analysis.position.slot_test import cluster_wald, question_wald
+from voirdire.analysis.position.slot_test import question_wald
 from voirdire.core import LETTERS
 
 __all__ = [
@@ -71,7 +71,6 @@ __all__ = [
     "listwise_cell_counts",
     "listwise_cell_metrics",
     "slot_shares",
-    "cluster_wald",
 ]
 
 #: One series: a judge's judgments of one instance (question + list) in one repetition.

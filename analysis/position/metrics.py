@@ -50,31 +50,21 @@ import numpy as np
 import polars as pl
 
 from voirdire.analysis.position.cells import (
-    CELL_BUILDERS,
-    PAIR_COLUMNS,
-    cell_metrics,
     cells_of,
-    pairwise_cell_counts,
-    pairwise_pairs,
     shared_pairs,
 )
 from voirdire.analysis.position.formulas import (
-    CELL_COLUMNS,
     CELL_KEYS,
     JUDGE_KEYS,
     no_verdict,
     safe_div,
     valid,
 )
-from voirdire.analysis.position.pairing import PAIR_KEYS, PAIRWISE_MODES
 from voirdire.analysis.position.registry import BUILTIN_METRICS, Metric, metric, metrics
 from voirdire.analysis.position.stability import repetition_stability
 from voirdire.analysis.position.uncertainty import bootstrap_ci
 
-__all__ = [
-    "PAIR_KEYS", "PAIRWISE_MODES", "PAIR_COLUMNS", "CELL_KEYS", "CELL_COLUMNS", "JUDGE_COLUMNS",
-    "CELL_BUILDERS", "pairwise_pairs", "pairwise_cell_counts", "cell_metrics",
-    "judge_from_cells", "metric_estimates", "judge_metrics", "summarize",
+__all__ = [ "JUDGE_COLUMNS", "judge_from_cells", "metric_estimates", "judge_metrics", "summarize",
 ]  # fmt: skip
 
 JUDGE_COLUMNS = [

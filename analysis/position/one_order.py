@@ -51,6 +51,7 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
+from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.position.order_randomisation import (
     MIXED_UNIT,
     UNIT_MESSAGES,
@@ -64,7 +65,6 @@ from voirdire.analysis.position.pairing import (
     meet_orders,
     side,
 )
-from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
 
 __all__ = [
     "DESIGN_COLUMNS", "EFFECT_COLUMNS", "FIXED_MESSAGE", "HALVES_MESSAGE", "order_design", "one_order_rows",

@@ -29,7 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from voirdire.registry import Registry, describe
+from voirdire.import_paths import describe
+from voirdire.registry import Registry
 
 __all__ = [
     "HIGHER", "LOWER", "ZERO", "METRICS", "BUILTIN_METRICS", "Metric", "register_metric", "metric", "metrics",

@@ -41,7 +41,6 @@ import polars as pl
 from voirdire.analysis.position.formulas import valid
 from voirdire.analysis.position.regression_design import (
     Gram,
-    aic,
     design_blocks,
     final_fit,
     scorer,
@@ -52,7 +51,6 @@ __all__ = [
     "NUMERIC_TERMS",
     "judge_family",
     "regression_frame",
-    "aic",
     "StepResult",
     "stepwise",
     "factor_regressions",

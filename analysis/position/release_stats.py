@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from voirdire.analysis.position.cells import pairwise_pairs
 from voirdire.analysis.position.gold import gold_accuracy as _gold_accuracy
 from voirdire.analysis.position.gold import has_gold
-from voirdire.analysis.position.metrics import pairwise_pairs
 from voirdire.analysis.position.pairing import PAIR_KEYS, candidate_first
 from voirdire.benchmarks.kind import BenchmarkKind
 from voirdire.benchmarks.registry import find_benchmark

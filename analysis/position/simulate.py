@@ -25,7 +25,6 @@ from scipy.stats import binom
 
 from voirdire.analysis.position.pair_model import (
     as_settings,
-    expected_pair_rates,
     pair_slots,
     settings_for,
 )
@@ -34,8 +33,6 @@ from voirdire.judges.simulated import SimulatedSettings
 __all__ = [
     "SYNTHETIC_COLUMNS",
     "simulate_judgments",
-    "expected_pair_rates",
-    "settings_for",
     "power_table",
 ]
 

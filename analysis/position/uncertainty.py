@@ -31,7 +31,7 @@ from voirdire.analysis.position.pairing import judgment_pairs, pair_sums
 from voirdire.analysis.position.stability import query_stability
 
 __all__ = [
-    "CI_COLUMNS", "cluster_bootstrap", "in_clusters", "question_sums", "stability_sums", "bootstrap_ci",
+    "CI_COLUMNS", "question_sums", "stability_sums", "bootstrap_ci",
     "with_metric_columns", "sign_test",
 ]  # fmt: skip
 

@@ -36,9 +36,8 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
-from voirdire.analysis.position.uncertainty import cluster_bootstrap, in_clusters
+from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.ranking.board_checks import (
-    MAX_PAIRWISE_BYTES,
     check_graph,
     check_size,
     default_anchor,
@@ -57,11 +56,8 @@ from voirdire.core import ConfigError
 
 __all__ = [
     "LEADERBOARD_COLUMNS",
-    "MAX_PAIRWISE_BYTES",
     "Board",
     "Boards",
-    "default_anchor",
-    "check_graph",
     "fit_boards",
 ]
 

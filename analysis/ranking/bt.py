@@ -43,7 +43,6 @@ __all__ = [
     "BT",
     "DAVIDSON",
     "fit_bt",
-    "forest_levels",
     "fit_davidson",
     "to_rating",
 ]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from voirdire.analysis.biases.effects import control_rows
+from voirdire.analysis.biases.perturbed import control_rows
 from voirdire.analysis.position.clusters import benchmark_clusters
 from voirdire.analysis.ranking.boards import Boards, fit_boards
 from voirdire.analysis.ranking.flips import rank_flips

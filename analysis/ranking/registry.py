@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from voirdire.registry import Registry, describe
+from voirdire.import_paths import describe
+from voirdire.registry import Registry
 
 __all__ = ["RANKINGS", "ranking_method"]
 

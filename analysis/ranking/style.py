@@ -49,9 +49,9 @@ import polars as pl
 from scipy.sparse import csr_matrix
 from scipy.special import expit
 
-from voirdire.analysis.ranking.boards import BOARD_KEYS, check_graph, default_anchor
+from voirdire.analysis.ranking.board_checks import check_graph, default_anchor
+from voirdire.analysis.ranking.boards import BOARD_KEYS
 from voirdire.analysis.ranking.bt import CLIP, to_rating
-from voirdire.analysis.ranking.length_control import length_controlled
 from voirdire.analysis.ranking.ranks import pairwise_ranks, rating_interval
 from voirdire.analysis.ranking.refits import bootstrap_fit, percentile_interval
 from voirdire.analysis.ranking.strengths import Strengths, fit_strengths, pieces
@@ -64,7 +64,6 @@ __all__ = [
     "answer_features",
     "weighted_logit",
     "style_controlled",
-    "length_controlled",
 ]
 
 STYLE_FEATURES = ("length", "headers", "lists", "bold")

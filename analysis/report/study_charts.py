@@ -61,7 +61,7 @@ def task_accuracy(study: Study) -> pl.DataFrame:
     """Accuracy against the gold labels per (benchmark, judge, task) from each judge's PC/PF
     source directory (the panel's ``source``): ``benchmark``, ``judge``, ``task``,
     ``accuracy``; empty without gold labels."""
-    from voirdire.analysis.biases.effects import control_rows
+    from voirdire.analysis.biases.perturbed import control_rows
     from voirdire.analysis.position.gold import gold_accuracy, has_gold
 
     src = (

@@ -17,7 +17,8 @@ from typing import Any
 
 from voirdire.benchmarks.biases.bias import INSTRUCTION, BiasType
 from voirdire.core import ConfigError
-from voirdire.registry import Registry, describe
+from voirdire.import_paths import describe
+from voirdire.registry import Registry
 
 
 def _check(obj: Any) -> None:

@@ -48,7 +48,10 @@ def first_record(path: str | os.PathLike) -> tuple[str, dict[str, Any]] | None:
         if line.strip():
             try:
                 obj = json.loads(line)
-            except (ValueError, RecursionError):  # not a record (a nesting bomb among them)
+            except (
+                ValueError,
+                RecursionError,
+            ):  # not a record (a nesting bomb among them)
                 return None
             return ("jsonl", obj) if isinstance(obj, dict) else None
     return None

@@ -35,7 +35,6 @@ from voirdire.core import ConfigError, letters
 from voirdire.judges.api.openai import (
     ChatCompletionsJudge,
     OpenAIJudge,
-    verdict_logprobs,
 )
 from voirdire.judges.api.settings import APISettings, Reply
 from voirdire.judges.base import JudgeContext, Query, Result, register
@@ -197,4 +196,4 @@ class OpenAICompatibleJudge(ChatCompletionsJudge[CompatibleSettings]):
         return None if hit is None else self.decide(q, hit)
 
 
-__all__ = ["CompatibleSettings", "OpenAICompatibleJudge", "verdict_logprobs"]
+__all__ = ["CompatibleSettings", "OpenAICompatibleJudge"]

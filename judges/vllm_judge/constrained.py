@@ -252,4 +252,4 @@ class ConstrainedVerdicts:
         ]
 
 
-__all__ = ["ConstrainedVerdicts", "ContextTooLong"]
+__all__ = ["ConstrainedVerdicts"]

@@ -46,7 +46,7 @@ from typing import Any
 import platformdirs
 
 from voirdire.core import ConfigError
-from voirdire.judges.vllm_judge.dtype import choose_dtype, cpu_has_bf16
+from voirdire.judges.vllm_judge.dtype import choose_dtype
 
 #: registry-shipped models: name -> (import package, PyPI requirement, file inside the package)
 SHIPPED: dict[str, tuple[str, str, str]] = {
@@ -288,10 +288,8 @@ __all__ = [
     "SHIPPED",
     "cache_root",
     "check_model_file",
-    "choose_dtype",
     "convert",
     "converted_dir",
-    "cpu_has_bf16",
     "file_sha256",
     "identity_extra",
     "is_gguf_source",

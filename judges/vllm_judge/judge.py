@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from voirdire.core import ConfigError, FailureClass
+from voirdire.exceptions import ContextTooLong
 from voirdire.judges.base import (
     JudgeBackend,
     JudgeContext,
@@ -31,7 +32,7 @@ from voirdire.judges.capabilities import Counts, Rewrites
 from voirdire.judges.vllm_judge import dtype as vdtype
 from voirdire.judges.vllm_judge import engine as eng
 from voirdire.judges.vllm_judge import gguf
-from voirdire.judges.vllm_judge.constrained import ConstrainedVerdicts, ContextTooLong
+from voirdire.judges.vllm_judge.constrained import ConstrainedVerdicts
 from voirdire.judges.vllm_judge.engine import RequestPlan, plan_requests
 from voirdire.judges.vllm_judge.settings import (
     VllmSettings,

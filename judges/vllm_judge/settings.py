@@ -12,7 +12,6 @@ from voirdire.judges.verdict_modes import (
     VERDICT_TOKENS,
     VerdictLetters,
     VerdictMode,
-    option_texts,
 )
 
 #: verdict cue and closing text when neither the judge nor the benchmark names one
@@ -146,10 +145,8 @@ def generation_budget(
 
 __all__ = [
     "DEFAULT_VERDICT_FORMAT",
-    "VERDICT_TOKENS",
     "VllmSettings",
     "generation_budget",
-    "option_texts",
     "reasoning_tokens",
     "verdict_format",
 ]
