@@ -68,7 +68,7 @@ def test_stage_ships_the_installed_package_and_the_job(tmp_path):
     assert sorted(p.name for p in work.iterdir()) == ["job"]
     # importable from the staged copy alone, from a directory that is not the checkout
     code = (
-        "import voirdire, voirdire.engine.job, voirdire.benchmarks.release as r; "
+        "import voirdire, voirdire.engine.job, voirdire.benchmarks.release_fetch as r; "
         "from voirdire.benchmarks.data import load_templates; load_templates(); "
         "print(voirdire.engine.job.__file__, r.MANIFEST.is_file())"
     )
