@@ -2,8 +2,8 @@
 
     python -m perf.smoke bench_scheduler bench_analysis ...   (``make perf-smoke`` names them all)
 
-Each script runs as ``python -m perf.NAME --smoke`` would run it (``runpy``, as
-``__main__``, with that command line), so a refactor that breaks one fails here; the
+Each script runs as ``python -m perf.NAME --smoke`` would run it (its ``main()``, with
+that command line), so a refactor that breaks one fails here; the
 interpreter, the analysis imports and a Ray cluster a script leaves running are paid once
 instead of once per script. Prints each script's wall time (seconds) and exits 1 naming
 the scripts that failed (an exception, or ``SystemExit`` with a non-zero code or a
@@ -12,20 +12,25 @@ message).
 
 from __future__ import annotations
 
-import runpy
+import importlib
 import sys
 import time
 import traceback
 
 
 def run_one(name: str) -> tuple[bool, float]:
-    """Run ``perf.NAME --smoke``; ``(succeeded, wall seconds)``."""
+    """Run ``perf.NAME --smoke``: the module imported under its own name (so that what it
+    hands to a spawned process pickles) and its ``main()`` called with that command line;
+    ``(succeeded, wall seconds)``."""
     argv = sys.argv
     sys.argv = [f"perf/{name}.py", "--smoke"]
     t0 = time.perf_counter()
     ok = True
     try:
-        runpy.run_module(f"perf.{name}", run_name="__main__", alter_sys=False)
+        code = importlib.import_module(f"perf.{name}").main()
+        ok = code in (None, 0)
+        if not ok:
+            print(f"perf.{name}: exit {code}", flush=True)
     except SystemExit as exc:
         ok = exc.code in (None, 0)
         if not ok:
