@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from voirdire.analysis.settings import DEFAULTS, AnalysisSettings
-from voirdire.analysis.tie_test import TIE_ALPHA
+from voirdire.analysis.stats.tie_test import TIE_ALPHA
 
 __all__ = [
     "CHOICE_COLUMNS",
@@ -275,7 +275,7 @@ def choose_judges(
         rank after those with the key.
     """
     from voirdire.analysis.shared_units import like_with_like
-    from voirdire.analysis.tie_test import ties_with_pick
+    from voirdire.analysis.stats.tie_test import ties_with_pick
 
     t = _one_row_per_judge(judges)
     for c in ("pc", "rs", "pass_kappa", "accuracy", "error_rate", "pf"):

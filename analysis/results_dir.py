@@ -91,7 +91,7 @@ def dir_benchmark(meta: dict[str, Any]) -> Benchmark:
     """
     from pydantic import ValidationError
 
-    from voirdire.benchmarks.pairs import PairsSpec
+    from voirdire.benchmarks.own_pairs.benchmark import PairsSpec
     from voirdire.benchmarks.registry import load_benchmark
     from voirdire.core import ConfigError
 

@@ -20,7 +20,7 @@ from per-question sums, the figures' own ratios: PC = Σ consistent pairs / Σ v
 (consistent, primacy or recency), accuracy = Σ correct orders / Σ asked orders. Its 95 %
 interval is the percentile cluster bootstrap over questions (the project's clustering,
 ``docs/metrics.md``, *Intervals*). Two judges of a board are **tied** when the paired
-cluster permutation test does not tell them apart (:func:`~voirdire.analysis.tie_test.paired_test`; the size is
+cluster permutation test does not tell them apart (:func:`~voirdire.analysis.stats.tie_test.paired_test`; the size is
 checked on simulated equal judges in ``tests/test_shared_units.py``).
 
 A judge of two directories (``run``'s position-bias and repetition jobs) is read from the
@@ -35,7 +35,7 @@ import polars as pl
 
 from voirdire.analysis.position.pairing import PAIRWISE_MODES, judgment_pairs, side
 from voirdire.analysis.settings import AnalysisSettings
-from voirdire.analysis.tie_test import ratio_interval
+from voirdire.analysis.stats.tie_test import ratio_interval
 
 __all__ = [
     "UNIT_KEYS",
@@ -68,7 +68,7 @@ class Boards:
             shared units, (question, pair, order)), ``n_own`` (int: the judge's own units),
             ``board_judges`` (int).
         sums: per (board, judge, question_id) the key's ``num`` and ``den`` (Int64) on the
-            shared units: what :func:`~voirdire.analysis.tie_test.paired_test` reads.
+            shared units: what :func:`~voirdire.analysis.stats.tie_test.paired_test` reads.
     """
 
     table: pl.DataFrame

@@ -27,7 +27,6 @@ import polars as pl
 
 from voirdire.analysis.biases.perturbed import control_rows
 from voirdire.analysis.outputs import Results, compute_dir
-from voirdire.analysis.position import agreement as agr
 from voirdire.analysis.position.formulas import CELL_KEYS
 from voirdire.analysis.position.lengths import (
     cell_token_lengths,
@@ -42,6 +41,7 @@ from voirdire.analysis.position.simulate import power_table
 from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
 from voirdire.analysis.results_dir import dir_benchmark
 from voirdire.analysis.settings import DEFAULTS
+from voirdire.analysis.stats import agreement as agr
 
 __all__ = ["Study", "analyze_study", "RS_MIN", "MAX_ERROR"]
 

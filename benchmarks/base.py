@@ -248,7 +248,7 @@ class Benchmark(BenchmarkKind, PromptEditing, ScoreMode, abc.ABC):
     ) -> str | None:
         """The system turn sent before the prompt (chat messages), or ``None``: the release
         benchmarks send their prompt as one user message; a user's own pairs may have a
-        system turn (:mod:`voirdire.benchmarks.pairs`)."""
+        system turn (:mod:`voirdire.benchmarks.own_pairs.benchmark`)."""
         return None
 
     def fixed_instances(self) -> pl.DataFrame | None:

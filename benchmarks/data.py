@@ -3,7 +3,7 @@
 The question/answer tables and the judge outputs of the "Judging the Judges" release are
 never copied into the project: they are read from a configured data directory in one
 layout (``qa/*.xlsx``, ``judgments/<study>/<benchmark>/<judge>.jsonl.gz``), the one
-``voirdire data fetch`` writes from the public release (:mod:`voirdire.benchmarks.release`).
+``voirdire data fetch`` writes from the public release (:mod:`voirdire.benchmarks.releases.catalogue`).
 Only the prompt templates are package data (``benchmarks/templates/prompts.json``).
 """
 

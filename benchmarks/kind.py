@@ -4,7 +4,7 @@
 what differs from the defaults (the first release's layout and conventions):
 
 - **where its data lies**: :attr:`BenchmarkKind.release` (the
-  :class:`~voirdire.benchmarks.release.Release` record it reads, fetched by
+  :class:`~voirdire.benchmarks.releases.catalogue.Release` record it reads, fetched by
   ``voirdire data fetch <release>``; ``None``: it reads files of its own, named by its
   options) and :meth:`BenchmarkKind.locate`;
 - **what the job may set**: :attr:`BenchmarkKind.options` (``[benchmark]`` settings beyond
@@ -50,10 +50,10 @@ class BenchmarkKind:
     #: with punctuation dropped (``"mtbench"``)
     name: str
     #: the release whose data directory the benchmark reads (a
-    #: :class:`~voirdire.benchmarks.release.Release`), or None (a user's own data)
+    #: :class:`~voirdire.benchmarks.releases.catalogue.Release`), or None (a user's own data)
     release: ClassVar[Any] = None
     #: the unit its order shown was randomised over, for the one-order randomisation test
-    #: (:mod:`~voirdire.analysis.position.order_randomisation`): ``"pair"`` (default: a coin
+    #: (:mod:`~voirdire.analysis.stats.order_randomisation`): ``"pair"`` (default: a coin
     #: per pair), ``"cluster"`` (one coin per question cluster, :meth:`clusters`, or per
     #: question where it declares none, shared by every pair in it: AlpacaEval's seeded
     #: switch per instruction) or ``"none"`` (not randomised)
@@ -75,7 +75,7 @@ class BenchmarkKind:
     @classmethod
     def locate(cls, data_dir: str | os.PathLike[str] | None = None) -> Any:
         """The data directory the benchmark reads: its release's
-        (:meth:`~voirdire.benchmarks.release.Release.data_dir`; ``data_dir`` is a job's
+        (:meth:`~voirdire.benchmarks.releases.catalogue.Release.data_dir`; ``data_dir`` is a job's
         explicit one), or ``data_dir`` as given when it reads no release.
 
         Raises:

@@ -1,7 +1,7 @@
 """LLMBar (Zeng et al., ICLR 2024): pairs of outputs with a gold label, and the release's prompts.
 
-Data: the converted release (:mod:`voirdire.benchmarks.llmbar_release`, ``pairs.parquet``),
-found by :func:`voirdire.benchmarks.release.locate` (a job's ``data_dir``,
+Data: the converted release (:mod:`voirdire.benchmarks.releases.llmbar`, ``pairs.parquet``),
+found by :func:`voirdire.benchmarks.releases.catalogue.locate` (a job's ``data_dir``,
 ``$VOIRDIRE_LLMBAR_DATA``, what ``voirdire data fetch llmbar`` wrote, or a local copy of the
 release beside the checkout, converted once).
 
@@ -73,9 +73,9 @@ from voirdire.benchmarks.llmbar_prompts import (
     verdict_rules,
 )
 from voirdire.benchmarks.llmbar_recorded import release_rating_winner, split_recorded
-from voirdire.benchmarks.llmbar_release import LLMBAR
 from voirdire.benchmarks.recorded import Recorded, RecordKey, record_key
 from voirdire.benchmarks.registry import BENCHMARKS
+from voirdire.benchmarks.releases.llmbar import LLMBAR
 from voirdire.core import ConfigError
 
 #: The default subsets: LLMBar Natural and its four adversarial sets (419 pairs).
@@ -94,7 +94,7 @@ class LLMBar(Benchmark):
     """LLMBar's pairwise datasets with gold labels (see the module docstring).
 
     Args:
-        data_dir: the converted release; ``None``: :func:`~voirdire.benchmarks.release.locate`.
+        data_dir: the converted release; ``None``: :func:`~voirdire.benchmarks.releases.catalogue.locate`.
         sample: ``"full"`` only.
         subsets: release folders to load (default :data:`DEFAULT_SUBSETS`).
         prompt: the comparison prompt for live judges (:data:`PROMPTS`).

@@ -4,7 +4,7 @@
 The release's single-stage comparison prompts ship as package data (``templates/llmbar/``,
 MIT, see ``templates/NOTICE.txt``), one ChatML file each (:data:`PROMPTS`): read as a
 system and a user turn (:func:`load_prompt`), or as a pair template of
-:mod:`voirdire.benchmarks.pair_prompts` (:func:`pair_template`). A verdict is read as
+:mod:`voirdire.benchmarks.own_pairs.prompts` (:func:`pair_template`). A verdict is read as
 LLMEvaluator read it (:func:`read_verdict`): the first of a strategy's two rules
 (:func:`verdict_rules`: :data:`LINE_RULES` or :data:`COT_RULES`) found anywhere in the
 completion decides.
@@ -110,7 +110,7 @@ def load_prompt(name: str) -> tuple[str, str]:
 
 def pair_template(prompt: str = "Vanilla") -> str:
     """A comparison prompt (:func:`load_prompt`) as a pair template of
-    :mod:`voirdire.benchmarks.pair_prompts` (the built-in template ``llmbar``): its system turn and
+    :mod:`voirdire.benchmarks.own_pairs.prompts` (the built-in template ``llmbar``): its system turn and
     its user turn, ``{input}``, ``{output_1}``, ``{output_2}`` written as the pair fields and
     the text kept verbatim (``{% raw %}``)."""
     import string

@@ -30,7 +30,7 @@ import polars as pl
 from voirdire.benchmarks.base import Benchmark
 from voirdire.benchmarks.data import load_templates, read_table, require_columns
 from voirdire.benchmarks.registry import BENCHMARKS
-from voirdire.benchmarks.release_fetch import JTJ
+from voirdire.benchmarks.releases.fetch import JTJ
 from voirdire.benchmarks.templating import (
     compile_fields,
     fill_fields,

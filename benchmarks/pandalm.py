@@ -1,8 +1,8 @@
 """PandaLM's human-annotated test set (Wang et al., ICLR 2024): 999 pairs of answers by five
 instruction-tuned 7B models, each labelled by three annotators.
 
-Data: the converted release (:mod:`voirdire.benchmarks.pandalm_release`, ``pairs.parquet``),
-found by :func:`voirdire.benchmarks.release.locate` (a job's ``data_dir``,
+Data: the converted release (:mod:`voirdire.benchmarks.releases.pandalm`, ``pairs.parquet``),
+found by :func:`voirdire.benchmarks.releases.catalogue.locate` (a job's ``data_dir``,
 ``$VOIRDIRE_PANDALM_DATA``, or what ``voirdire data fetch pandalm`` wrote).
 
 Instances: one per item (``question_id`` = the item's ``idx`` as text, ``task`` its
@@ -24,7 +24,7 @@ order the release lists the pair (permutation 0), replayed by the replay judge
 → A, ``2`` → B, ``0`` or ``Tie`` → C (a tie), anything else (``garbage``) no verdict.
 
 Prompts for live judges: a built-in pair template of own pairs
-(:mod:`voirdire.benchmarks.pair_prompts`), chosen by ``[benchmark] prompt``: ``"mtbench"``
+(:mod:`voirdire.benchmarks.own_pairs.prompts`), chosen by ``[benchmark] prompt``: ``"mtbench"``
 (default: FastChat's ``pair-v2``, verdicts ``[[A]]``/``[[B]]``/``[[C]]``, tie offered, option
 mode 3) or a template another benchmark lends (its registry key, e.g. LLMBar's Vanilla prompt,
 no tie). PandaLM's own prompt is the input format
@@ -42,12 +42,12 @@ from typing import Any
 
 import polars as pl
 
-from voirdire.benchmarks.pair_prompts import is_builtin, known_templates
-from voirdire.benchmarks.pairs import OwnPairs, PairColumns, PairsSpec
-from voirdire.benchmarks.pandalm_release import PANDALM
+from voirdire.benchmarks.own_pairs.benchmark import OwnPairs, PairColumns, PairsSpec
+from voirdire.benchmarks.own_pairs.prompts import is_builtin, known_templates
 from voirdire.benchmarks.recorded import Recorded, RecordKey, record_key
 from voirdire.benchmarks.registry import BENCHMARKS
-from voirdire.benchmarks.release import locate
+from voirdire.benchmarks.releases.catalogue import locate
+from voirdire.benchmarks.releases.pandalm import PANDALM
 from voirdire.core import ConfigError
 
 #: the built-in pair templates a live judge can be asked with
@@ -69,10 +69,10 @@ class PandaLM(OwnPairs):
     from the converted release with a fixed column mapping.
 
     Args:
-        data_dir: the converted release; ``None``: :func:`~voirdire.benchmarks.release.locate`.
+        data_dir: the converted release; ``None``: :func:`~voirdire.benchmarks.releases.catalogue.locate`.
         sample: ``"full"`` only.
         prompt: the pair template for live judges: a built-in or lent one
-            (:func:`~voirdire.benchmarks.pair_prompts.is_builtin`; default ``"mtbench"``).
+            (:func:`~voirdire.benchmarks.own_pairs.prompts.is_builtin`; default ``"mtbench"``).
 
     ``questions`` columns: ``question_id`` (str), ``task`` (str), ``input_chars`` (i64);
     :meth:`fixed_instances` adds ``candidate``, ``reference`` (str: model names) and ``gold``
@@ -98,7 +98,7 @@ class PandaLM(OwnPairs):
     def clusters(cls, data_dir: str | os.PathLike[str] | None = None) -> pl.DataFrame:
         """``question_id`` (str: the item) -> ``cluster`` (str: ``"q"`` + the release's
         ``prompt``, the index of the item's (instruction, input)); ``data_dir``: the converted
-        release (None, or one without ``pairs.parquet``: :func:`~voirdire.benchmarks.release.locate`).
+        release (None, or one without ``pairs.parquet``: :func:`~voirdire.benchmarks.releases.catalogue.locate`).
 
         Raises:
             ConfigError: no converted release found.

@@ -192,7 +192,7 @@ def load_benchmark(
         sample: ``"full"`` or ``"repetition"`` (the repetition-study subset table).
         subsets, prompt, pairs: options only some benchmarks take (their class's
             ``options``): a release's subsets and live-judge prompt; for ``name = "pairs"``
-            the ``[benchmark.pairs]`` settings (:class:`~voirdire.benchmarks.pairs.PairsSpec`).
+            the ``[benchmark.pairs]`` settings (:class:`~voirdire.benchmarks.own_pairs.benchmark.PairsSpec`).
         allow_import: False for a name read from a results directory: registered
             benchmarks only, no import path followed (:func:`benchmark_class`).
 

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from voirdire import core
-from voirdire.benchmarks.pair_prompts import is_builtin
+from voirdire.benchmarks.own_pairs.prompts import is_builtin
 from voirdire.benchmarks.registry import benchmark_class
-from voirdire.benchmarks.release import data_dir_of, get_release
-from voirdire.benchmarks.release_fetch import JTJ, Release
+from voirdire.benchmarks.releases.catalogue import data_dir_of, get_release
+from voirdire.benchmarks.releases.fetch import JTJ, Release
 from voirdire.core import ConfigError
 from voirdire.registry import SHIPPED_ENTRY_POINTS
 
@@ -165,7 +165,7 @@ def stage(job_path: Path, dest: Path | None = None) -> tuple[Path, Path, str]:
 def data_location(job: Any, env: dict[str, str] | None = None) -> str | None:
     """The data directory the client hands to the job: the absolute path found here by the
     usual lookup of the release the benchmark reads (:func:`release_for`:
-    :func:`~voirdire.benchmarks.release.data_dir_of`), or None when the job names its
+    :func:`~voirdire.benchmarks.releases.catalogue.data_dir_of`), or None when the job names its
     own ``data_dir``, ``env`` sets the release's variable (its ``data_env``,
     ``VOIRDIRE_DATA`` for the first release) for the job, the benchmark reads no release (a user's own
     pairs), or nothing is found here (the job then fetches the release on the cluster)."""

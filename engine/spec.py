@@ -25,7 +25,7 @@ from pydantic import (
 
 from voirdire import bounds
 from voirdire.benchmarks.biases import BiasType, get_bias
-from voirdire.benchmarks.pairs import PairsSpec
+from voirdire.benchmarks.own_pairs.benchmark import PairsSpec
 from voirdire.core import ConfigError, did_you_mean, model_keys
 from voirdire.engine.judge_names import name_key
 from voirdire.judges.base import (
@@ -72,7 +72,7 @@ class BenchmarkSpec(_Strict):
     #: folders to load and the comparison prompt of live judges
     subsets: list[str] | None = None
     prompt: str | None = None
-    #: ``name = "pairs"``: a user's own pairs (:class:`voirdire.benchmarks.pairs.PairsSpec`,
+    #: ``name = "pairs"``: a user's own pairs (:class:`voirdire.benchmarks.own_pairs.benchmark.PairsSpec`,
     #: ``docs/own-data.md``); relative paths from the working directory
     pairs: PairsSpec | None = None
     #: a judgment log format (``voirdire audit``, ``docs/audit.md``): the log files or

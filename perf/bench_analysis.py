@@ -23,7 +23,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from voirdire.analysis.position.agreement import (
+from voirdire.analysis.position.metrics import summarize
+from voirdire.analysis.position.regression import factor_regressions
+from voirdire.analysis.position.simulate import simulate_judgments
+from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
+from voirdire.analysis.stats.agreement import (
     agreement_matrix,
     choices,
     disagreement_histogram,
@@ -31,10 +35,6 @@ from voirdire.analysis.position.agreement import (
     majority_share,
     query_disagreement,
 )
-from voirdire.analysis.position.metrics import summarize
-from voirdire.analysis.position.regression import factor_regressions
-from voirdire.analysis.position.simulate import simulate_judgments
-from voirdire.analysis.position.uncertainty import bootstrap_ci, sign_test
 
 JUDGES, CANDIDATES, TASKS, REPS = 10, 20, 8, 2
 

@@ -104,8 +104,8 @@ def reading(strategy: str) -> str:
 
 def figures(items: pl.DataFrame, by: list[str], replicates: int) -> pl.DataFrame:
     """PC, PF and accuracy with intervals per ``by`` (cells: tasks; clusters: items)."""
-    from voirdire.analysis.position.bootstrap import cluster_bootstrap
     from voirdire.analysis.position.formulas import pc_statistic, pf_statistic
+    from voirdire.analysis.stats.bootstrap import cluster_bootstrap
 
     stats = {"pc": pc_statistic, "pf": pf_statistic, "accuracy": _stat_acc}
     ci = cluster_bootstrap(
@@ -134,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smoke", action="store_true")
     args = ap.parse_args(argv)
     import voirdire
-    from voirdire.benchmarks.llmbar_release import LLMBAR
-    from voirdire.benchmarks.release import locate
+    from voirdire.benchmarks.releases.catalogue import locate
+    from voirdire.benchmarks.releases.llmbar import LLMBAR
 
     if args.run:
         judgments = voirdire.load(args.run).judgments

@@ -22,7 +22,7 @@ tie) is replayed beside them and its counts printed apart.
 Prints the number of cells reproduced by the release's view and by voirdire's own counts
 (exit code 1 unless all 499 are), and the pairs where the conventions differ (null winners
 of comparison strategies; ties and unreadable ratings of the ``@tie`` reading). Data: ``--data`` or the usual LLMBar lookup
-(:func:`voirdire.benchmarks.release.locate`).
+(:func:`voirdire.benchmarks.releases.catalogue.locate`).
 """
 
 from __future__ import annotations
@@ -148,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--smoke", action="store_true")
     args = ap.parse_args(argv)
-    from voirdire.benchmarks.llmbar_release import LLMBAR
-    from voirdire.benchmarks.release import locate
+    from voirdire.benchmarks.releases.catalogue import locate
+    from voirdire.benchmarks.releases.llmbar import LLMBAR
 
     data = locate(LLMBAR, args.data)
     published = pl.read_parquet(data / "statistics.parquet")

@@ -98,7 +98,7 @@ def _start(handler) -> tuple[http.server.ThreadingHTTPServer, str]:
 
 def serve(mirror: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
     """A loopback server over the mirrors at the pinned commits; ``(server, base URL)``."""
-    from voirdire.benchmarks.log_release import LOG_RELEASES
+    from voirdire.benchmarks.releases.logs import LOG_RELEASES
 
     repos = {
         n: (mirror / MIRRORS[n] / "repo", r.commit) for n, r in LOG_RELEASES.items()
@@ -143,7 +143,7 @@ def fetched(mirror: Path, root: Path, want: set[str], smoke: bool) -> Sources:
     """Every wanted source fetched by ``voirdire data fetch`` from the mirrors (module
     docstring); ``smoke``: one PRD reviewer, two AlpacaEval models, JudgeBench's arena-hard
     judges."""
-    from voirdire.benchmarks.log_release import PRD_LOGS
+    from voirdire.benchmarks.releases.logs import PRD_LOGS
 
     got: dict[str, Path] = {}
     httpd, url = serve(mirror)
@@ -195,7 +195,7 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 def _manifest(repo: Path, out: Path) -> Path:
     """A manifest TSV (``blob_sha1<TAB>path<TAB>size``) of every file under ``repo``."""
-    from voirdire.benchmarks import mirror
+    from voirdire.benchmarks.releases import mirror
 
     lines = [
         f"{mirror.blob_id(p.read_bytes())}\t{p.relative_to(repo).as_posix()}\t{p.stat().st_size}"

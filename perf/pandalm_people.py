@@ -4,7 +4,7 @@
     python -m perf.pandalm_people --smoke     # a simulated test set in PandaLM's format (CI)
 
 Reads the converted release (``voirdire data fetch pandalm``; ``--data`` or the usual lookup,
-:func:`voirdire.benchmarks.release.locate`) and prints:
+:func:`voirdire.benchmarks.releases.catalogue.locate`) and prints:
 
 1. **Bradley–Terry ratings** (Bradley & Terry 1952): ``P(i beats j) = σ(θ_i − θ_j)``, fitted
    by maximum likelihood on every pair's majority label, a tie counting as half a win and
@@ -256,12 +256,12 @@ def simulated_testset(
 
 
 def load(data: Path | None, smoke: bool) -> pl.DataFrame:
-    from voirdire.benchmarks.pandalm_release import read_testset
+    from voirdire.benchmarks.releases.pandalm import read_testset
 
     if smoke:
         return read_testset(json.dumps(simulated_testset(SMOKE_STRENGTHS)).encode())
-    from voirdire.benchmarks.pandalm_release import PANDALM
-    from voirdire.benchmarks.release import locate
+    from voirdire.benchmarks.releases.catalogue import locate
+    from voirdire.benchmarks.releases.pandalm import PANDALM
 
     return pl.read_parquet(locate(PANDALM, data) / "pairs.parquet")
 

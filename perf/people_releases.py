@@ -56,7 +56,7 @@ def _declared(judgments: pl.DataFrame, out: Path) -> pl.DataFrame:
 def pandalm(args, work: Path) -> pl.DataFrame:
     """PandaLM's test set and its two recorded judges, fetched and replayed (``voirdire.run``)."""
     import voirdire
-    from voirdire.benchmarks.release import fetch_release
+    from voirdire.benchmarks.releases.catalogue import fetch_release
     from voirdire.engine.spec import parse_job
 
     httpd, url = _serve(

@@ -9,9 +9,9 @@ import json
 from itertools import combinations
 from pathlib import Path
 
-from voirdire.benchmarks.mirror import blob_id
-from voirdire.benchmarks.pandalm_release import RECORDED_FILES, TESTSET
-from voirdire.benchmarks.release import fetch_release
+from voirdire.benchmarks.releases.catalogue import fetch_release
+from voirdire.benchmarks.releases.mirror import blob_id
+from voirdire.benchmarks.releases.pandalm import RECORDED_FILES, TESTSET
 
 MODELS = ["bloom-7b", "cerebras-gpt-6.7B", "llama-7b", "opt-7b", "pythia-6.9b"]
 LICENSE = b"                                 Apache License\n (synthetic stand-in for the test)\n"

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from voirdire.analysis.position.agreement import (
+from voirdire.analysis.stats.agreement import (
     agreement_matrix,
     disagreement_histogram,
     fleiss_panel,

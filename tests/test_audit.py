@@ -310,7 +310,7 @@ def test_audit_end_to_end_report_mitigate_rank(tmp_path, ray_local, monkeypatch)
     report, mitigate and rank unchanged; a rerun asks nothing again. The inter-pass
     kappa's bootstrap counts were drawn while the judge answered, for as many questions
     as the analysis resamples (the log's clusters), and taken by it."""
-    from voirdire.analysis.position import draws as bootstrap_draws
+    from voirdire.analysis.stats import draws as bootstrap_draws
 
     monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache"))
     d1, d2 = draws(60, 11, p_flip=0.25), draws(60, 12, p_flip=0.4)

@@ -239,7 +239,7 @@ def test_alpaca_eval_seeded_per_pair_is_tested_per_pair(
     an instruction, so the randomisation test shuffles pairs, and says so (at 8e88b73 the
     format's unit stayed the instruction: the message claimed a per-question design broken
     by the data)."""
-    from voirdire.analysis.position.order_randomisation import MIXED_UNIT, UNIT_MESSAGES
+    from voirdire.analysis.stats.order_randomisation import MIXED_UNIT, UNIT_MESSAGES
 
     monkeypatch.setenv("VOIRDIRE_LOG_CACHE", str(tmp_path / "cache"))
     cols = ("instruction", "output_2")

@@ -26,7 +26,7 @@ from voirdire.analysis.biases.self_enhancement import (
     self_enhancement,
     win_rate_deviations,
 )
-from voirdire.analysis.position.bootstrap import cluster_bootstrap
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap
 
 LETTER_SLOT = {"A": 0, "B": 1}
 

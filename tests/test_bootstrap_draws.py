@@ -1,4 +1,4 @@
-"""The cluster bootstrap's draws (:func:`voirdire.analysis.position.bootstrap.cluster_bootstrap`).
+"""The cluster bootstrap's draws (:func:`voirdire.analysis.stats.bootstrap.cluster_bootstrap`).
 
 The multinomial weights are drawn ``DRAW_ROWS`` replicates at a time; the figures must be
 those of one draw of all the replicates from the same seed, multiplied densely (that
@@ -16,8 +16,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from voirdire.analysis.position.bootstrap import cluster_bootstrap
-from voirdire.analysis.position.draws import DRAW_ROWS
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap
+from voirdire.analysis.stats.draws import DRAW_ROWS
 
 
 def _ratio(s):
@@ -155,7 +155,7 @@ def test_counts_drawn_ahead_give_the_same_figures_and_are_taken_once(monkeypatch
     replicates) is used (numpy's generator is not asked) and removed; the figures are
     those of one draw of all the replicates, whole sums and fractional ones, a replicate
     count off the block and one under it."""
-    from voirdire.analysis.position import draws
+    from voirdire.analysis.stats import draws
 
     rng = np.random.default_rng(11)
     made: list[bool] = []
@@ -182,7 +182,7 @@ def test_counts_drawn_ahead_give_the_same_figures_and_are_taken_once(monkeypatch
 
 
 def test_a_preparation_of_another_key_is_left_and_the_bootstrap_draws_itself():
-    from voirdire.analysis.position import draws
+    from voirdire.analysis.stats import draws
 
     rows, qs, questions = _strata_case(np.random.default_rng(2), True)
     assert draws.prepare(4, [30, 40, 26], 150)  # one question more than the data's
@@ -200,7 +200,7 @@ def test_a_preparation_of_another_key_is_left_and_the_bootstrap_draws_itself():
 def test_preparations_stay_within_their_memory_bound(monkeypatch):
     """More than MAX_COUNTS counts is not prepared; older preparations not yet taken are
     evicted, oldest first, to make room; nothing is prepared without questions."""
-    from voirdire.analysis.position import draws
+    from voirdire.analysis.stats import draws
 
     monkeypatch.setattr(draws, "MAX_COUNTS", 10_000)
     try:
@@ -217,7 +217,7 @@ def test_preparations_stay_within_their_memory_bound(monkeypatch):
 
 
 def test_a_stratum_of_another_size_or_too_many_rows_is_refused():
-    from voirdire.analysis.position.draws import Draws
+    from voirdire.analysis.stats.draws import Draws
 
     d = Draws(0, [5, 7], 10)
     with pytest.raises(ValueError, match="no stratum of 7"):
@@ -262,7 +262,7 @@ def test_a_preparation_overtaken_or_failed_gives_the_same_figures(monkeypatch, h
     """The bootstrap takes the rows a preparation drew, then: after it stopped part-way,
     the rest from its generator; after its thread failed, the rest from a new generator
     moved past the rows taken. Either way the figures of one draw."""
-    from voirdire.analysis.position import draws
+    from voirdire.analysis.stats import draws
 
     real_init = draws._Ahead.__init__
 
@@ -304,7 +304,7 @@ def test_an_exiting_interpreter_stops_the_preparations_first():
         "atexit.register(lambda: print('alive at exit:', any("
         "t.name == 'voirdire-bootstrap-draws' and t.is_alive()"
         " for t in threading.enumerate()), flush=True))\n"
-        "from voirdire.analysis.position import draws\n"
+        "from voirdire.analysis.stats import draws\n"
         "assert draws.prepare(0, [50_000, 40_000], 1000)\n"
         "print('drawing:', any(t.name == 'voirdire-bootstrap-draws'"
         " for t in threading.enumerate()), flush=True)\n"

@@ -1,4 +1,4 @@
-"""The cluster bootstrap's sums held sparse (:mod:`voirdire.analysis.position.sparse_sums`).
+"""The cluster bootstrap's sums held sparse (:mod:`voirdire.analysis.stats.sparse_sums`).
 
 The figures are those of the dense computation the engine replaced (written out here as
 the reference: a (cells × questions) matrix per group and value, ``w @ M.T`` per replicate),
@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from voirdire.analysis.position.bootstrap import cluster_bootstrap
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap
 
 
 def _dense_reference(
@@ -136,7 +136,7 @@ def test_long_rows_give_the_figures_of_wide_rows():
 def test_the_bootstrap_builds_no_cells_by_questions_matrix():
     """300 cells × 20,000 questions, 6 values, one row per question: dense, one value's
     matrix alone is 48 MB (288 MB for the six); the sparse sums, the counts
-    (:data:`~voirdire.analysis.position.sparse_sums.WEIGHT_BYTES` at a time) and every other
+    (:data:`~voirdire.analysis.stats.sparse_sums.WEIGHT_BYTES` at a time) and every other
     array the bootstrap allocates stay under 64 MB."""
     nq, n_cells = 20_000, 300
     rng = np.random.default_rng(0)

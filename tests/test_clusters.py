@@ -13,16 +13,16 @@ import voirdire
 from tests.pandalm_synthetic import MODELS, synthetic_items, write_release
 from voirdire.analysis.biases.perturbed import control_rows
 from voirdire.analysis.outputs import compute_dir
-from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.position.clusters import benchmark_clusters
 from voirdire.analysis.position.gold import gold_judges
 from voirdire.analysis.position.uncertainty import bootstrap_ci
 from voirdire.analysis.ranking.boards import fit_boards
 from voirdire.analysis.ranking.order_views import COMPARISON_SCHEMA
 from voirdire.analysis.ranking.rank import rank_judgments
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.benchmarks.pandalm import PandaLM
 from voirdire.benchmarks.registry import BENCHMARKS
-from voirdire.benchmarks.release import fetch_release
+from voirdire.benchmarks.releases.catalogue import fetch_release
 
 QUESTIONS = 12
 

@@ -181,7 +181,7 @@ def test_a_replay_worker_imports_no_download_machinery():
 
     code = (
         "import sys, voirdire.engine.worker, voirdire.judges.replay, "
-        "voirdire.benchmarks.mtbench, voirdire.benchmarks.devbench, voirdire.benchmarks.release; "
+        "voirdire.benchmarks.mtbench, voirdire.benchmarks.devbench, voirdire.benchmarks.releases.catalogue; "
         "print(sorted(m for m in ('pooch', 'requests') if m in sys.modules))"
     )
     out = subprocess.run(

@@ -25,12 +25,12 @@ import pytest
 
 import voirdire
 from tests.cli import voirdire as voirdire_cli
-from voirdire.benchmarks import release_fetch
-from voirdire.benchmarks.fetch_steps import MARKER
-from voirdire.benchmarks.mirror import blob_id
-from voirdire.benchmarks.release import fetch_release, locate_or_fetch
-from voirdire.benchmarks.release_fetch import read_manifest
-from voirdire.benchmarks.release_jtj import QA_FILES, load_plain_pickle, plan_records
+from voirdire.benchmarks.releases import fetch as release_fetch
+from voirdire.benchmarks.releases.catalogue import fetch_release, locate_or_fetch
+from voirdire.benchmarks.releases.fetch import read_manifest
+from voirdire.benchmarks.releases.jtj import QA_FILES, load_plain_pickle, plan_records
+from voirdire.benchmarks.releases.mirror import blob_id
+from voirdire.benchmarks.releases.steps import MARKER
 from voirdire.core import ConfigError, DataError
 from voirdire.engine.plan import plan_job
 from voirdire.engine.spec import parse_job

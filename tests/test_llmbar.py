@@ -27,7 +27,6 @@ from voirdire.analysis.position.release_stats import (
     release_view,
     voirdire_view,
 )
-from voirdire.benchmarks.fetch_steps import MARKER
 from voirdire.benchmarks.llmbar import LLMBar
 from voirdire.benchmarks.llmbar_prompts import (
     LINE_RULES,
@@ -36,10 +35,11 @@ from voirdire.benchmarks.llmbar_prompts import (
     read_verdict,
     verdict_rules,
 )
-from voirdire.benchmarks.llmbar_release import LLMBAR
-from voirdire.benchmarks.mirror import blob_id, read_manifest
 from voirdire.benchmarks.registry import load_benchmark
-from voirdire.benchmarks.release import fetch_release, locate
+from voirdire.benchmarks.releases.catalogue import fetch_release, locate
+from voirdire.benchmarks.releases.llmbar import LLMBAR
+from voirdire.benchmarks.releases.mirror import blob_id, read_manifest
+from voirdire.benchmarks.releases.steps import MARKER
 from voirdire.core import ConfigError, DataError
 from voirdire.engine.plan import plan_job
 from voirdire.engine.spec import parse_job

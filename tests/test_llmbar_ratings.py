@@ -13,8 +13,8 @@ import pytest
 from tests.test_llmbar import base_url, copy_dir, data  # noqa: F401  (fixtures)
 from voirdire.benchmarks.llmbar import LLMBar
 from voirdire.benchmarks.llmbar_recorded import release_rating_winner, split_recorded
-from voirdire.benchmarks.llmbar_release import OUTPUTS_SCHEMA
 from voirdire.benchmarks.recorded import record_key
+from voirdire.benchmarks.releases.llmbar import OUTPUTS_SCHEMA
 from voirdire.core import ConfigError
 from voirdire.judges.replay import recorded_letters
 

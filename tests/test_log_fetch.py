@@ -19,12 +19,13 @@ import pytest
 from tests.audit_logs import draws, write_judgebench
 from tests.cli import voirdire as voirdire_cli
 from tests.test_audit_logs2 import write_alpaca_eval, write_people, write_prd
-from voirdire.benchmarks import log_release, mirror
-from voirdire.benchmarks.fetch_steps import MARKER
-from voirdire.benchmarks.log_release import Picks, fetch_logs
 from voirdire.benchmarks.logs.alpaca_eval import AlpacaEval
 from voirdire.benchmarks.logs.judgebench import JudgeBench
 from voirdire.benchmarks.logs.prd import PRD
+from voirdire.benchmarks.releases import logs as log_release
+from voirdire.benchmarks.releases import mirror
+from voirdire.benchmarks.releases.logs import Picks, fetch_logs
+from voirdire.benchmarks.releases.steps import MARKER
 from voirdire.core import ConfigError, DataError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ import pytest
 
 import voirdire
 from tests.fake_api_server import FakeAPIServer
-from voirdire.benchmarks.pair_prompts import load_template
+from voirdire.benchmarks.own_pairs.prompts import load_template
 from voirdire.core import ConfigError
 from voirdire.judges.extract import extract_verdicts
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import voirdire
-from voirdire.benchmarks.pairs import OwnPairs, PairsSpec
+from voirdire.benchmarks.own_pairs.benchmark import OwnPairs, PairsSpec
 from voirdire.core import ConfigError
 
 COLUMNS = {

@@ -20,18 +20,18 @@ import pytest
 import voirdire
 from tests.cli import voirdire as voirdire_cli
 from tests.pandalm_synthetic import LICENSE, MODELS, synthetic_items, write_release
-from voirdire.benchmarks.fetch_steps import MARKER
-from voirdire.benchmarks.mirror import read_manifest
 from voirdire.benchmarks.pandalm import PandaLM
-from voirdire.benchmarks.pandalm_release import (
+from voirdire.benchmarks.registry import load_benchmark
+from voirdire.benchmarks.releases.catalogue import fetch_release, get_release
+from voirdire.benchmarks.releases.mirror import read_manifest
+from voirdire.benchmarks.releases.pandalm import (
     PANDALM,
     RECORDED_FILES,
     TESTSET,
     majority,
     read_testset,
 )
-from voirdire.benchmarks.registry import load_benchmark
-from voirdire.benchmarks.release import fetch_release, get_release
+from voirdire.benchmarks.releases.steps import MARKER
 from voirdire.core import ConfigError, DataError
 from voirdire.engine.shipping import release_for
 from voirdire.engine.spec import parse_job

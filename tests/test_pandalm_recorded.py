@@ -10,11 +10,11 @@ import polars as pl
 import pytest
 
 from tests.pandalm_synthetic import synthetic_items, write_release
-from voirdire.benchmarks.mirror import blob_id
 from voirdire.benchmarks.pandalm import PandaLM
-from voirdire.benchmarks.pandalm_release import RECORDED_FILES
 from voirdire.benchmarks.recorded import record_key
-from voirdire.benchmarks.release import fetch_release
+from voirdire.benchmarks.releases.catalogue import fetch_release
+from voirdire.benchmarks.releases.mirror import blob_id
+from voirdire.benchmarks.releases.pandalm import RECORDED_FILES
 from voirdire.core import ConfigError, DataError
 
 RESULTS = {"pandalm-7b": [1, 2, 0], "gpt-3.5-turbo": ["1", "2", "Tie", "garbage"]}

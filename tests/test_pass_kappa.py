@@ -223,7 +223,7 @@ def test_kappa_rows_is_bit_identical_to_statsmodels_on_integer_tables():
     """The vectorised kappa of the bootstrap equals statsmodels' ``cohens_kappa`` (after
     dropping unused categories, as :func:`cohen_kappa` does) to the last bit, NaN where it
     is undefined, on 9,000 random tables of 2 to 7 categories."""
-    from voirdire.analysis.position.agreement import cohen_kappa, kappa_rows
+    from voirdire.analysis.stats.agreement import cohen_kappa, kappa_rows
 
     rng = np.random.default_rng(11)
     for k in (2, 3, 4, 7):
@@ -243,9 +243,9 @@ def test_pass_kappa_interval_is_the_statsmodels_bootstraps():
     replicate (:func:`cohen_kappa`), bit for bit, from the same draws."""
     from voirdire.analysis.mitigation.pass_kappa import PASS_CONF, pass_confusion
     from voirdire.analysis.mitigation.verdicts import normalise
-    from voirdire.analysis.position.agreement import cohen_kappa
-    from voirdire.analysis.position.bootstrap import cluster_bootstrap
     from voirdire.analysis.position.pairing import verdict_pairs
+    from voirdire.analysis.stats.agreement import cohen_kappa
+    from voirdire.analysis.stats.bootstrap import cluster_bootstrap
 
     def per_replicate(s):
         t = np.stack([s[c].sum(1) for c in PASS_CONF], axis=1).reshape(-1, 3, 3)

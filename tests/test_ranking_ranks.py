@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 from tests.ranking_sim import round_robin
-from voirdire.analysis.position.bootstrap import cluster_bootstrap
 from voirdire.analysis.ranking.boards import fit_boards
 from voirdire.analysis.ranking.bt import CLIP, SCALE
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap
 from voirdire.core import ConfigError
 
 RANK_COLS = ["model", "rank", "rank_lo", "rank_hi"]

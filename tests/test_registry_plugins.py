@@ -31,7 +31,7 @@ def test_a_broken_benchmark_plugin_leaves_the_audit_and_the_lists_working(
 ):
     from voirdire.api.jobs import audit_job, plan
     from voirdire.benchmarks.registry import benchmark_class, recorded_mode
-    from voirdire.benchmarks.release import releases
+    from voirdire.benchmarks.releases.catalogue import releases
 
     d = tmp_path / "model_judgment" / "judge"
     d.mkdir(parents=True)

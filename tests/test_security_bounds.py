@@ -15,9 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from voirdire import cli
-from voirdire.benchmarks.pair_prompts import PairTemplate
-from voirdire.benchmarks.pairs_data import read_source
-from voirdire.benchmarks.pairs_limits import MAX_BYTES, MAX_ROWS
+from voirdire.benchmarks.own_pairs.data import read_source
+from voirdire.benchmarks.own_pairs.limits import MAX_BYTES, MAX_ROWS
+from voirdire.benchmarks.own_pairs.prompts import PairTemplate
 from voirdire.core import ConfigError
 
 TEMPLATE = "{% block user %}Q: {{ instruction }}\n1: {{ output_1 }}\n2: {{ output_2 }}\n[[1]] or [[2]]{% endblock %}"

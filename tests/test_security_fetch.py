@@ -13,18 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from voirdire.benchmarks import mirror
-from voirdire.benchmarks.llmbar_release import LLMBAR
-from voirdire.benchmarks.mirror import (
+from voirdire.benchmarks.releases import mirror
+from voirdire.benchmarks.releases.catalogue import fetch_release
+from voirdire.benchmarks.releases.fetch import JTJ
+from voirdire.benchmarks.releases.jtj import QA_FILES
+from voirdire.benchmarks.releases.llmbar import LLMBAR
+from voirdire.benchmarks.releases.mirror import (
     SIZE_MARGIN,
     bad_path,
     blob_id,
     read_manifest,
     read_sizes,
 )
-from voirdire.benchmarks.release import fetch_release
-from voirdire.benchmarks.release_fetch import JTJ
-from voirdire.benchmarks.release_jtj import QA_FILES
 from voirdire.core import DataError
 
 DATASET = "Dataset/Natural/dataset.json"

@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from voirdire import cli
-from voirdire.benchmarks.pair_prompts import load_template
-from voirdire.benchmarks.pairs import OwnPairs, PairsSpec
-from voirdire.benchmarks.template_sandbox import ENV
+from voirdire.benchmarks.own_pairs.benchmark import OwnPairs, PairsSpec
+from voirdire.benchmarks.own_pairs.prompts import load_template
+from voirdire.benchmarks.own_pairs.sandbox import ENV
 from voirdire.core import ConfigError
 
 ROWS = [

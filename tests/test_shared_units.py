@@ -14,7 +14,7 @@ from tests.test_metrics import pair, table
 from voirdire.analysis.choice import choose_judges
 from voirdire.analysis.position.metrics import judge_metrics
 from voirdire.analysis.shared_units import one_source_per_judge
-from voirdire.analysis.tie_test import TIE_ALPHA, paired_test
+from voirdire.analysis.stats.tie_test import TIE_ALPHA, paired_test
 
 
 def _judge(name: str, questions: range, consistent: int, per_q: int = 4, **kw) -> list:

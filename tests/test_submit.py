@@ -54,9 +54,9 @@ def test_stage_ships_the_installed_package_and_the_job(tmp_path):
         "core.py",
         "judges/base.py",
         "engine/submit.py",
-        "benchmarks/release.py",
+        "benchmarks/releases/catalogue.py",
         "benchmarks/templates/listwise.json",
-        "benchmarks/release-manifest.tsv",
+        "benchmarks/releases/release-manifest.tsv",
         "analysis/position/listwise.py",
     ):
         assert (pkg / name).is_file(), name
@@ -68,7 +68,7 @@ def test_stage_ships_the_installed_package_and_the_job(tmp_path):
     assert sorted(p.name for p in work.iterdir()) == ["job"]
     # importable from the staged copy alone, from a directory that is not the checkout
     code = (
-        "import voirdire, voirdire.engine.job, voirdire.benchmarks.release_fetch as r; "
+        "import voirdire, voirdire.engine.job, voirdire.benchmarks.releases.fetch as r; "
         "from voirdire.benchmarks.data import load_templates; load_templates(); "
         "print(voirdire.engine.job.__file__, r.MANIFEST.is_file())"
     )
@@ -381,7 +381,7 @@ def test_own_pairs_ship_with_the_job_and_resolve_on_the_head_node(
 def test_llmbar_job_gets_llmbar_data(tmp_path, monkeypatch):
     """An LLMBar job is handed LLMBar's data directory (not the first release's) and its
     entrypoint finds or fetches LLMBar, exported as VOIRDIRE_LLMBAR_DATA."""
-    from voirdire.benchmarks.fetch_steps import MARKER
+    from voirdire.benchmarks.releases.steps import MARKER
 
     data = tmp_path / "llmbar"
     data.mkdir()

@@ -37,7 +37,7 @@ from voirdire.analysis.biases.perturbed import (
     consistency_rate,
     paired,
 )
-from voirdire.analysis.position.bootstrap import cluster_bootstrap
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap
 
 __all__ = [
     "VARIANT_KEYS",

@@ -45,8 +45,8 @@ import numpy as np
 import polars as pl
 
 from voirdire.analysis.biases.null_reference import judge_swap_null
-from voirdire.analysis.position.bootstrap import cluster_bootstrap
 from voirdire.analysis.position.cells import pairwise_pairs
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap
 
 __all__ = [
     "OWN_MODELS",

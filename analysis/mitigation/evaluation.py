@@ -23,15 +23,15 @@ from voirdire.analysis.mitigation.bpde import select_for_annotation, with_labels
 from voirdire.analysis.mitigation.orders import both_orders_only, one_order_judges
 from voirdire.analysis.mitigation.pass_kappa import PASS_CONF, gate, pass_confusion
 from voirdire.analysis.mitigation.verdicts import flip_flags
-from voirdire.analysis.position.agreement import kappa_statistic
-from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
-from voirdire.analysis.position.draws import DRAW_ROWS
 from voirdire.analysis.position.formulas import (
     pc_statistic,
     pf_statistic,
     ratio_statistic,
 )
 from voirdire.analysis.position.pairing import pair_sums, verdict_pairs
+from voirdire.analysis.stats.agreement import kappa_statistic
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap, in_clusters
+from voirdire.analysis.stats.draws import DRAW_ROWS
 
 __all__ = [
     "EVAL_COLUMNS",

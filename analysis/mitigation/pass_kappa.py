@@ -14,13 +14,13 @@ verdicts.normalise`) adds one count to a 3 × 3 table ``T[v_first, v_second]`` (
 the candidate shown first; columns: shown second). Kappa (Cohen 1960) is computed from
 ``T`` by the formula of ``statsmodels.stats.inter_rater.cohens_kappa`` (simple kappa,
 categories neither pass used dropped), vectorised over the bootstrap replicates by
-:func:`~voirdire.analysis.position.agreement.kappa_rows` with the same floating-point operations in the same order: bit-identical
+:func:`~voirdire.analysis.stats.agreement.kappa_rows` with the same floating-point operations in the same order: bit-identical
 to statsmodels on tables of integer counts (every table the bootstrap makes), checked on
 random tables in ``tests/test_pass_kappa.py``. A judge free of position effects
 that is also stable gives the same verdict in both orders (kappa near 1); a judge that
 follows the slot flips between orders (kappa near or below 0). The interval is the
 question-cluster bootstrap of :func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`,
-the statistic :func:`~voirdire.analysis.position.agreement.kappa_statistic`.
+the statistic :func:`~voirdire.analysis.stats.agreement.kappa_statistic`.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from collections.abc import Sequence
 import polars as pl
 
 from voirdire.analysis.mitigation.verdicts import normalise
-from voirdire.analysis.position import draws
-from voirdire.analysis.position.agreement import kappa_statistic
-from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.position.pairing import verdict_pairs
 from voirdire.analysis.settings import DEFAULTS
+from voirdire.analysis.stats import draws
+from voirdire.analysis.stats.agreement import kappa_statistic
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap, in_clusters
 
 __all__ = [
     "KAPPA_GATE",
@@ -179,7 +179,7 @@ def prepare_pass_kappa(
 ) -> bool:
     """Draw ahead, in a thread, the bootstrap counts :func:`pass_kappa` will take for one
     benchmark of ``questions`` questions with pairwise rows
-    (:func:`voirdire.analysis.position.draws.prepare`: its one stratum is the benchmark),
+    (:func:`voirdire.analysis.stats.draws.prepare`: its one stratum is the benchmark),
     so that a run does it while its judges answer. Nothing changes in the figures: where
     the judgments hold another number of questions, the bootstrap draws for itself.
 

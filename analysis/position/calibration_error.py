@@ -52,8 +52,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.position.pairing import PAIRWISE_MODES, candidate_first
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap, in_clusters
 
 __all__ = [
     "BINS", "CALIBRATION_COLUMNS", "candidate_probability", "RELIABILITY_COLUMNS", "PROB_COLUMN", "forecasts", "has_forecasts",

@@ -57,8 +57,8 @@ def benchmark_order_units(
 
     Raises:
         ConfigError: a class declares a unit outside
-            :data:`~voirdire.analysis.position.order_randomisation.ORDER_UNITS`."""
-    from voirdire.analysis.position.order_randomisation import ORDER_UNITS
+            :data:`~voirdire.analysis.stats.order_randomisation.ORDER_UNITS`."""
+    from voirdire.analysis.stats.order_randomisation import ORDER_UNITS
     from voirdire.core import ConfigError
 
     out = {}

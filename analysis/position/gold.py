@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.position.formulas import ratio_statistic
 from voirdire.analysis.position.pairing import (
     PAIR_KEYS,
@@ -47,6 +46,7 @@ from voirdire.analysis.position.pairing import (
     meet_orders,
     side,
 )
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.core import ConfigError
 
 __all__ = [

@@ -59,7 +59,7 @@ from voirdire.analysis.position.formulas import (
     safe_div,
     with_cell_figures,
 )
-from voirdire.analysis.position.slot_test import question_wald
+from voirdire.analysis.stats.slot_test import question_wald
 from voirdire.core import LETTERS
 
 __all__ = [

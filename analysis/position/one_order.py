@@ -34,7 +34,7 @@ Interval: the project's cluster bootstrap
 p-value: a randomisation (permutation) test of the order labels within the design (Fisher's
 sharp null: each verdict would have been the same in the other order), at the unit the
 order was randomised over, which the log's format declares
-(:mod:`~voirdire.analysis.position.order_randomisation`: per pair, per question shared by
+(:mod:`~voirdire.analysis.stats.order_randomisation`: per pair, per question shared by
 every model as AlpacaEval's seeded switch, or none). Why not the bootstrap: under the sharp
 null the verdicts are fixed and only the order labels are random, which the design itself
 makes exchangeable, so the test's size holds whatever the dependence between pairs of one
@@ -51,19 +51,19 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
-from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
-from voirdire.analysis.position.order_randomisation import (
-    MIXED_UNIT,
-    UNIT_MESSAGES,
-    cluster_p_values,
-    pair_p_values,
-)
 from voirdire.analysis.position.pairing import (
     PAIR_KEYS,
     PAIRWISE_MODES,
     candidate_first,
     meet_orders,
     side,
+)
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap, in_clusters
+from voirdire.analysis.stats.order_randomisation import (
+    MIXED_UNIT,
+    UNIT_MESSAGES,
+    cluster_p_values,
+    pair_p_values,
 )
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Uncertainty of the figures: one cluster-bootstrap engine, and the position-bias intervals.
 
 - :func:`cluster_bootstrap` and :func:`in_clusters`: **the** cluster bootstrap of voirdire
-  (ours, beyond Shi et al.), defined in :mod:`voirdire.analysis.position.bootstrap` and
+  (ours, beyond Shi et al.), defined in :mod:`voirdire.analysis.stats.bootstrap` and
   importable from here. Every table with an interval uses it: PC, PF and RS here, the
   mitigation evaluation, the bias suite's RR, Δ and susceptibility, and self-enhancement.
 - :func:`question_sums`: the per-question sufficient statistics of PC and PF (``n``,
@@ -24,11 +24,11 @@ from collections.abc import Mapping
 import polars as pl
 
 from voirdire.analysis.position import registry
-from voirdire.analysis.position.bootstrap import Statistic as Statistic
-from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.position.listwise import candidate_series
 from voirdire.analysis.position.pairing import judgment_pairs, pair_sums
 from voirdire.analysis.position.stability import query_stability
+from voirdire.analysis.stats.bootstrap import Statistic as Statistic
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap, in_clusters
 
 __all__ = [
     "CI_COLUMNS", "question_sums", "stability_sums", "bootstrap_ci",

@@ -36,7 +36,6 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
-from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.ranking.board_checks import (
     check_graph,
     check_size,
@@ -52,6 +51,7 @@ from voirdire.analysis.ranking.strengths import (
     forest_levels,
     forest_strengths,
 )
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.core import ConfigError
 
 __all__ = [

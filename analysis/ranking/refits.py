@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from voirdire.analysis.position.bootstrap import cluster_bootstrap, in_clusters
+from voirdire.analysis.stats.bootstrap import cluster_bootstrap, in_clusters
 
 __all__ = ["bootstrap_fit", "percentile_interval"]
 

@@ -45,7 +45,7 @@ from voirdire.benchmarks.logs.reading import (
     temp_name,
 )
 from voirdire.benchmarks.logs.table import _side
-from voirdire.benchmarks.pairs_data import as_text, read_source
+from voirdire.benchmarks.own_pairs.data import as_text, read_source
 from voirdire.benchmarks.recorded import Recorded, RecordKey
 from voirdire.core import ConfigError
 from voirdire.redaction import redact_message

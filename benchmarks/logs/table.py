@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from voirdire.benchmarks.logs.base import LogBenchmark
 from voirdire.benchmarks.logs.reading import LogLimits, Rows
-from voirdire.benchmarks.pairs_data import as_text, read_source
+from voirdire.benchmarks.own_pairs.data import as_text, read_source
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 

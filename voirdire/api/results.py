@@ -60,8 +60,8 @@ def _bootstrap_units(plan: JobPlan) -> int:
     or the clusters its benchmark declares for them (PandaLM's instructions: what
     :func:`~voirdire.analysis.mitigation.pass_kappa.pass_kappa` draws); the questions when the
     clusters cannot be read now (the bootstrap then draws for itself)."""
-    from voirdire.analysis.position.bootstrap import in_clusters
     from voirdire.analysis.position.clusters import benchmark_clusters
+    from voirdire.analysis.stats.bootstrap import in_clusters
 
     name = plan.bench.name
     qs = plan.instances.select(pl.lit(name).alias("benchmark"), "question_id").unique()

@@ -6,7 +6,7 @@
     voirdire data fetch judgebench [--judge NAME ...] [--dest DIR] [--base-url URL]
 
 Exit codes: 0 success, 2 invalid input (an unknown release or pick), 1 a failed download
-or verification (:mod:`voirdire.benchmarks.release`, :mod:`voirdire.benchmarks.log_release`).
+or verification (:mod:`voirdire.benchmarks.releases.catalogue`, :mod:`voirdire.benchmarks.releases.logs`).
 """
 
 from __future__ import annotations
@@ -133,9 +133,9 @@ def data_fetch(
     fetched unchanged for `voirdire audit`; a repository without a licence file is fetched
     for you to read, never to redistribute (the command says so). Prints the data directory
     on stdout (messages go to stderr)."""
-    from voirdire.benchmarks import release
-    from voirdire.benchmarks.http_guard import redact_url
-    from voirdire.benchmarks.log_release import LogRelease, Picks
+    from voirdire.benchmarks.releases import catalogue as release
+    from voirdire.benchmarks.releases.http_guard import redact_url
+    from voirdire.benchmarks.releases.logs import LogRelease, Picks
     from voirdire.core import ConfigError, DataError
 
     def log(msg: str) -> None:
@@ -179,8 +179,8 @@ def data_fetch(
 def _fetch_logs(rel, picks, dest, base_url, if_missing, manifest, strict, progress, log, deadline) -> Path:  # fmt: skip
     """A log source's fetch; with ``if_missing``, the data directory a fetch already wrote
     (``--dest``, else the source's default) is used as it is."""
-    from voirdire.benchmarks.fetch_steps import fetched_release
-    from voirdire.benchmarks.log_release import fetch_logs
+    from voirdire.benchmarks.releases.logs import fetch_logs
+    from voirdire.benchmarks.releases.steps import fetched_release
 
     target = Path(dest or rel.default_dir()).expanduser()
     if if_missing and (fetched_release(target) or {}).get("commit") == rel.commit:

@@ -1,6 +1,6 @@
 """The first release: Shi et al. (2024), "Judging the Judges" (``Slimshilin/Position-Bias-Analyzer``).
 
-What :mod:`voirdire.benchmarks.release` fetches of it and how it is converted into the
+What :mod:`voirdire.benchmarks.releases.catalogue` fetches of it and how it is converted into the
 layout the readers use (:mod:`voirdire.benchmarks.data`)::
 
     qa/mtbench.xlsx, qa/devbench.xlsx,
@@ -30,7 +30,7 @@ from typing import Literal
 
 import polars as pl
 
-from voirdire.benchmarks.mirror import NotOnMirror
+from voirdire.benchmarks.releases.mirror import NotOnMirror
 from voirdire.core import DataError
 
 #: The question/answer tables: target in the data directory -> path in the release. The

@@ -1,6 +1,6 @@
 """A user's own pairs as a benchmark: ``[benchmark] name = "pairs"`` (``docs/own-data.md``).
 
-The data (:mod:`voirdire.benchmarks.pairs_data`) is a table with one row per item; the
+The data (:mod:`voirdire.benchmarks.own_pairs.data`) is a table with one row per item; the
 job's column mapping (:class:`PairColumns`) names its columns. Two forms:
 
 - **two outputs** (``output_a``, ``output_b``): one pairwise instance per row, the first
@@ -8,13 +8,13 @@ job's column mapping (:class:`PairColumns`) names its columns. Two forms:
   ``reference`` = the second's). The models are named per row by ``model_a``/``model_b``
   columns, or for every row by ``models = ["x", "y"]``, else by the two output columns'
   names. An optional ``gold`` column labels the better output
-  (:func:`~voirdire.benchmarks.pairs_checks.gold_labels`: 1/2, a/b, the model's name, tie).
+  (:func:`~voirdire.benchmarks.own_pairs.checks.gold_labels`: 1/2, a/b, the model's name, tie).
 - **one answer column per model** (``answers = {model = column, ...}``): like MT-Bench,
   every candidate is compared with a ``reference`` model (default: the first listed);
   no gold label in this form.
 
 Prompts are chat messages (system and user turns) from a Jinja2 template
-(:mod:`voirdire.benchmarks.pair_prompts`): the built-in ``"mtbench"`` (FastChat's
+(:mod:`voirdire.benchmarks.own_pairs.prompts`): the built-in ``"mtbench"`` (FastChat's
 ``pair-v2``) or the user's own file with a declared verdict pattern and labels.
 """
 
@@ -30,16 +30,20 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from voirdire.benchmarks.base import Benchmark
-from voirdire.benchmarks.pair_prompts import (
+from voirdire.benchmarks.own_pairs.checks import (
+    checked_columns,
+    gold_labels,
+    unique_ids,
+)
+from voirdire.benchmarks.own_pairs.data import read_source
+from voirdire.benchmarks.own_pairs.limits import MAX_BYTES, MAX_ROWS
+from voirdire.benchmarks.own_pairs.prompts import (
     MAX_PROMPT_CHARS,
     PairTemplate,
     check_fields,
     check_renders,
     load_template,
 )
-from voirdire.benchmarks.pairs_checks import checked_columns, gold_labels, unique_ids
-from voirdire.benchmarks.pairs_data import read_source
-from voirdire.benchmarks.pairs_limits import MAX_BYTES, MAX_ROWS
 from voirdire.benchmarks.registry import BENCHMARKS, PAIRS
 from voirdire.core import ConfigError, content_hash
 
@@ -97,8 +101,8 @@ class PairsSpec(BaseModel):
     model; ``template``: ``"mtbench"`` or a Jinja2 file; ``verdict_pattern`` (regex, group
     1 the label) and ``verdict_labels`` (slot 1, slot 2[, tie]) for an own template;
     bounds (``docs/security.md``): ``max_rows`` rows and ``max_bytes`` bytes per source
-    (:mod:`~voirdire.benchmarks.pairs_limits`), ``max_prompt_chars`` characters per
-    rendered turn (:mod:`~voirdire.benchmarks.pair_prompts`).
+    (:mod:`~voirdire.benchmarks.own_pairs.limits`), ``max_prompt_chars`` characters per
+    rendered turn (:mod:`~voirdire.benchmarks.own_pairs.prompts`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -130,15 +134,15 @@ class OwnPairs(Benchmark):
             directory when ``None``).
 
     Attributes (besides :class:`~voirdire.benchmarks.base.Benchmark`'s):
-        template: the :class:`~voirdire.benchmarks.pair_prompts.PairTemplate`.
+        template: the :class:`~voirdire.benchmarks.own_pairs.prompts.PairTemplate`.
         verdict_labels: label -> position letter (``docs/own-data.md``).
         source: where the data came from.
         reference: the answers form's reference model; ``""`` in the two-output form.
 
     Raises:
-        ConfigError: see :mod:`voirdire.benchmarks.pairs_data`, :mod:`voirdire.benchmarks.pairs_checks` and
-            :mod:`voirdire.benchmarks.pair_prompts` (the template is rendered once per row
-            here, :func:`~voirdire.benchmarks.pair_prompts.check_renders`); also ``models``
+        ConfigError: see :mod:`voirdire.benchmarks.own_pairs.data`, :mod:`voirdire.benchmarks.own_pairs.checks` and
+            :mod:`voirdire.benchmarks.own_pairs.prompts` (the template is rendered once per row
+            here, :func:`~voirdire.benchmarks.own_pairs.prompts.check_renders`); also ``models``
             not two distinct names, a row showing one model twice, an unknown ``reference``.
     """
 

@@ -23,10 +23,10 @@ Fields a template may use (:data:`PAIR_FIELDS`), for the order shown:
 A template is untrusted input: it renders in Jinja2's
 ``jinja2.sandbox.ImmutableSandboxedEnvironment`` (no attribute that starts with ``_``, no
 method that changes a list or dict, ranges of at most 100,000; here also no repeated string
-or list over :data:`~voirdire.benchmarks.template_sandbox.MAX_REPEAT` items, no power above
-:data:`~voirdire.benchmarks.template_sandbox.MAX_POWER`, widths and built texts bounded by
-:mod:`~voirdire.benchmarks.template_bounds` (the environment:
-:mod:`~voirdire.benchmarks.template_sandbox`), and each rendered turn by
+or list over :data:`~voirdire.benchmarks.own_pairs.sandbox.MAX_REPEAT` items, no power above
+:data:`~voirdire.benchmarks.own_pairs.sandbox.MAX_POWER`, widths and built texts bounded by
+:mod:`~voirdire.benchmarks.own_pairs.template_bounds` (the environment:
+:mod:`~voirdire.benchmarks.own_pairs.sandbox`), and each rendered turn by
 ``max_chars``, default :data:`MAX_PROMPT_CHARS`) with
 ``StrictUndefined`` and no loader, so a template is one file: ``include``, ``import`` and
 ``extends`` are refused when it is loaded. Built-in templates render in the same
@@ -49,9 +49,9 @@ from typing import Any
 import jinja2
 from jinja2 import meta, nodes
 
-from voirdire.benchmarks import template_bounds as tb
+from voirdire.benchmarks.own_pairs import template_bounds as tb
+from voirdire.benchmarks.own_pairs.sandbox import ENV
 from voirdire.benchmarks.registry import BENCHMARKS
-from voirdire.benchmarks.template_sandbox import ENV
 from voirdire.core import ConfigError
 
 #: fields every pair prompt may use besides the data's columns
@@ -99,7 +99,7 @@ def is_builtin(name: str) -> bool:
     return name in BUILTIN or lent_template(name) is not None
 
 
-_TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent / "templates"
+_TEMPLATE_DIR = pathlib.Path(__file__).resolve().parent.parent / "templates"
 
 #: default bound on one rendered prompt (system and user turns, each), in characters; a
 #: job sets its own with ``[benchmark.pairs] max_prompt_chars``

@@ -3,7 +3,7 @@
 and where a release's data directory is (:func:`data_dir_of`, :func:`locate`,
 :func:`locate_or_fetch`: an explicit one, the release's environment variable, the user data
 directory, a local copy beside the checkout converted once; fetching when allowed). Split
-from :mod:`voirdire.benchmarks.release`, which re-exports these names and resolves a
+from :mod:`voirdire.benchmarks.releases.catalogue`, which re-exports these names and resolves a
 release's name: see its docstring for the whole story).
 """
 
@@ -18,11 +18,13 @@ from typing import Any
 
 import platformdirs
 
-from voirdire.benchmarks import fetch_steps, mirror, release_jtj
 from voirdire.benchmarks.data import DATA_ENV, default_data_dir, resolve_data_dir
-from voirdire.benchmarks.fetch_steps import MARKER, fetched_release
-from voirdire.benchmarks.http_guard import redact_url
-from voirdire.benchmarks.mirror import HTTPMirror, LocalCopy
+from voirdire.benchmarks.releases import jtj as release_jtj
+from voirdire.benchmarks.releases import mirror
+from voirdire.benchmarks.releases import steps as fetch_steps
+from voirdire.benchmarks.releases.http_guard import redact_url
+from voirdire.benchmarks.releases.mirror import HTTPMirror, LocalCopy
+from voirdire.benchmarks.releases.steps import MARKER, fetched_release
 from voirdire.core import ConfigError, DataError
 
 _HERE = Path(__file__).resolve().parent
@@ -96,7 +98,7 @@ DEFAULT_BASE_URL = JTJ.default_base_url
 
 def read_manifest(path: str | os.PathLike[str] = MANIFEST) -> dict[str, str]:
     """``{release path: git blob id}`` of a manifest (default: the first release's package
-    manifest); see :func:`voirdire.benchmarks.mirror.read_manifest`."""
+    manifest); see :func:`voirdire.benchmarks.releases.mirror.read_manifest`."""
     return mirror.read_manifest(path)
 
 
@@ -141,9 +143,9 @@ def fetch_release(
         manifest: the release paths and blob ids to use (a path or a dict); default the
             release's package manifest.
         sizes: ``{release path: bytes}``, each download's cap (plus
-            :data:`~voirdire.benchmarks.mirror.SIZE_MARGIN`); default the manifest file's size
+            :data:`~voirdire.benchmarks.releases.mirror.SIZE_MARGIN`); default the manifest file's size
             column; a path without a size has the cap
-            :data:`~voirdire.benchmarks.mirror.UNSIZED_CAP`.
+            :data:`~voirdire.benchmarks.releases.mirror.UNSIZED_CAP`.
         strict: a judge whose outputs the mirror lacks is an error, not a skip.
         progress: show pooch's download progress bars (stderr).
         log: called with one line per step (a URL's user and password redacted).

@@ -1,4 +1,4 @@
-"""Checking a user's pairs once read (:mod:`voirdire.benchmarks.pairs_data`): the mapped
+"""Checking a user's pairs once read (:mod:`voirdire.benchmarks.own_pairs.data`): the mapped
 columns, the ids and the gold labels.
 
 :func:`checked_columns`: every mapped column exists and is not empty (all null/blank);
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from voirdire.benchmarks.pairs_data import as_text
+from voirdire.benchmarks.own_pairs.data import as_text
 from voirdire.core import ConfigError
 
 #: gold values naming the first / second output, and ties (compared lower case, stripped)

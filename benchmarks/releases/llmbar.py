@@ -1,7 +1,7 @@
 """The second release: LLMBar (Zeng et al., ICLR 2024; ``princeton-nlp/LLMBar``, MIT).
 
-Its :class:`~voirdire.benchmarks.release.Release` record :data:`LLMBAR` (the benchmark's
-``release``), what :mod:`voirdire.benchmarks.release` fetches of it (the package manifest
+Its :class:`~voirdire.benchmarks.releases.catalogue.Release` record :data:`LLMBAR` (the benchmark's
+``release``), what :mod:`voirdire.benchmarks.releases.catalogue` fetches of it (the package manifest
 ``llmbar-manifest.tsv``: every ``Dataset/<subset>/dataset.json``, each evaluator's
 ``result.json`` and ``statistics.json``, the ``LICENSE``) and the layout it is converted into,
 read by :mod:`voirdire.benchmarks.llmbar` and the replay judge::
@@ -37,9 +37,9 @@ from pathlib import Path
 
 import polars as pl
 
-from voirdire.benchmarks.mirror import NotOnMirror
-from voirdire.benchmarks.release_fetch import Release
-from voirdire.benchmarks.release_jtj import Converted
+from voirdire.benchmarks.releases.fetch import Release
+from voirdire.benchmarks.releases.jtj import Converted
+from voirdire.benchmarks.releases.mirror import NotOnMirror
 from voirdire.core import DataError
 
 _DATASET = re.compile(r"^Dataset/(?P<subset>.+)/dataset\.json$")

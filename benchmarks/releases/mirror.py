@@ -3,14 +3,14 @@
 Both answer :meth:`get` with a file's bytes, checked against the git blob id the release's
 manifest gives for its path; a file the source does not have raises :class:`NotOnMirror`
 (the caller decides whether that is fatal, another form of the file is tried, or the
-file's judge is skipped). Used by :mod:`voirdire.benchmarks.release` for every release.
+file's judge is skipped). Used by :mod:`voirdire.benchmarks.releases.catalogue` for every release.
 
 A mirror is not trusted: a manifest path that is absolute, holds ``..``, a backslash or a
 NUL, or would resolve outside the download directory is refused before anything is written
 (:func:`check_paths`), and each download is cut off past its manifest size plus
 :data:`SIZE_MARGIN` bytes (:data:`UNSIZED_CAP` where the manifest gives no size); a gzip
 file of a local copy is cut off the same way when it is decompressed. Over HTTP
-(:mod:`~voirdire.benchmarks.http_guard`), a redirect to another origin is refused, each
+(:mod:`~voirdire.benchmarks.releases.http_guard`), a redirect to another origin is refused, each
 file has an overall deadline, and a URL's user and password never appear in a message.
 """
 
@@ -24,7 +24,11 @@ import re
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from voirdire.benchmarks.http_guard import DEFAULT_DEADLINE, DownloadGuard, redact_url
+from voirdire.benchmarks.releases.http_guard import (
+    DEFAULT_DEADLINE,
+    DownloadGuard,
+    redact_url,
+)
 from voirdire.core import DataError
 
 #: bytes a download may run past its manifest size before it is cut off

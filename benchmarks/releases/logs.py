@@ -7,7 +7,7 @@ the log files the user picks, verifies each against the git blob id of the packa
 repository at the commit: ``git ls-tree -r -l <commit>`` filtered to the files below), and
 writes them **unchanged at their repository paths** into the data directory (with
 ``RELEASE.json``), where ``voirdire audit`` reads them (:attr:`LogRelease.audit_paths`). The
-steps (temporary directory, size caps, atomic swap) are :func:`voirdire.benchmarks.release.fetch_release`'s.
+steps (temporary directory, size caps, atomic swap) are :func:`voirdire.benchmarks.releases.catalogue.fetch_release`'s.
 
 The sources (:data:`LOG_RELEASES`):
 
@@ -37,10 +37,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from voirdire.benchmarks import mirror
-from voirdire.benchmarks.mirror import NotOnMirror
-from voirdire.benchmarks.release_fetch import FetchReport, Release, fetch_release
-from voirdire.benchmarks.release_jtj import LICENSE_FILE, Converted
+from voirdire.benchmarks.releases import mirror
+from voirdire.benchmarks.releases.fetch import FetchReport, Release, fetch_release
+from voirdire.benchmarks.releases.jtj import LICENSE_FILE, Converted
+from voirdire.benchmarks.releases.mirror import NotOnMirror
 from voirdire.core import ConfigError
 
 _HERE = Path(__file__).resolve().parent
@@ -92,7 +92,7 @@ class Picks:
 
 @dataclass(frozen=True)
 class LogRelease(Release):
-    """A public log source (:class:`~voirdire.benchmarks.release.Release` with the files
+    """A public log source (:class:`~voirdire.benchmarks.releases.catalogue.Release` with the files
     copied unchanged, :func:`copy_files`).
 
     Attributes (besides a release's):
@@ -267,13 +267,13 @@ def fetch_logs(
     Args:
         release: a :class:`LogRelease` or its name (:data:`LOG_RELEASES`).
         dest, base_url, log and ``kwargs`` (``source``, ``strict``, ``progress``,
-            ``deadline``): as :func:`~voirdire.benchmarks.release.fetch_release`.
+            ``deadline``): as :func:`~voirdire.benchmarks.releases.catalogue.fetch_release`.
         picks: the files wanted (:class:`Picks`; each source's ``pick_*``).
         manifest: another manifest TSV to pick from (default the package's).
 
     Raises:
         ConfigError: an unknown source or pick; nothing picked.
-        DataError: as :func:`~voirdire.benchmarks.release.fetch_release`.
+        DataError: as :func:`~voirdire.benchmarks.releases.catalogue.fetch_release`.
     """
     rel = LOG_RELEASES.get(release) if isinstance(release, str) else release
     if rel is None:

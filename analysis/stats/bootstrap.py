@@ -5,7 +5,7 @@ draw per stratum, shared by every group and cell of it) and recomputes a figure 
 per-question sums. A replicate's sums weight each question's sums by the multinomial count
 of its draws; the point estimate is the one-replicate case of the same code (every weight
 1). The per-question sums are held sparse, a row per (value, group, cell) with its nonzero
-questions only (:mod:`~voirdire.analysis.position.sparse_sums`), and the replicates are
+questions only (:mod:`~voirdire.analysis.stats.sparse_sums`), and the replicates are
 taken a block at a time, so memory grows with the rows of the data and the replicates a
 statistic is handed at once, never with cells × questions or replicates × questions. Every
 table with an interval uses it: PC, PF and RS
@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from voirdire.analysis.position.draws import Draws
-from voirdire.analysis.position.sparse_sums import (
+from voirdire.analysis.stats.draws import Draws
+from voirdire.analysis.stats.sparse_sums import (
     StratumSums,
     replicate_blocks,
     stratum_sums,
@@ -111,7 +111,7 @@ def _replicates(
 ) -> list[dict]:
     """``stat`` of every replicate, for each group of ``sums``: the stratum's multinomial
     counts (questions with replacement) taken from ``draws`` a block at a time
-    (:func:`~voirdire.analysis.position.sparse_sums.replicate_blocks`), shared by the groups.
+    (:func:`~voirdire.analysis.stats.sparse_sums.replicate_blocks`), shared by the groups.
     ``stat`` sees the replicates ``chunk`` at a time (the calls' boundaries at multiples of
     ``chunk``, each group's calls in order) or, with ``chunk`` None, all at once; only the
     replicates not yet handed to it are held."""
@@ -282,11 +282,11 @@ def cluster_bootstrap(
     once, the draw shared by every group of the stratum; each value is summed per (cell,
     question), and a replicate's sum of a cell is ``Σ_q w_q · M[cell, q]`` with ``w`` the
     replicate's multinomial counts, taken a block of at most :data:`DRAW_ROWS` replicates
-    at a time; the sums are held sparse (:mod:`~voirdire.analysis.position.sparse_sums`:
+    at a time; the sums are held sparse (:mod:`~voirdire.analysis.stats.sparse_sums`:
     exact where the values are whole numbers). The estimate is the same statistic with one
     replicate of weights 1. One numpy generator seeded ``seed`` draws the
-    strata in order (:class:`~voirdire.analysis.position.draws.Draws`: or a thread drew the
-    same counts ahead, :func:`~voirdire.analysis.position.draws.prepare`).
+    strata in order (:class:`~voirdire.analysis.stats.draws.Draws`: or a thread drew the
+    same counts ahead, :func:`~voirdire.analysis.stats.draws.prepare`).
 
     Args:
         rows: columns ``question_id``, the ``strata``, ``groups`` and ``cells`` columns and

@@ -22,9 +22,9 @@ JSON file whose columns mix types polars cannot reconcile (a ``true`` among numb
 read with every value as text, so the checks name the cell.
 
 Checks of the columns, ids and gold labels once read:
-:mod:`voirdire.benchmarks.pairs_checks`; :func:`as_text` reads a column as text for them.
+:mod:`voirdire.benchmarks.own_pairs.checks`; :func:`as_text` reads a column as text for them.
 
-Bounds (:mod:`voirdire.benchmarks.pairs_limits`): ``max_rows`` rows and ``max_bytes`` bytes
+Bounds (:mod:`voirdire.benchmarks.own_pairs.limits`): ``max_rows`` rows and ``max_bytes`` bytes
 (on disk and decoded) per source, checked before the table is built; JSON nested at most
 :data:`~voirdire.bounds.MAX_DEPTH` levels, checked before it is decoded; a saved dataset's
 files and links must lie inside its folder.
@@ -40,7 +40,7 @@ import pathlib
 
 import polars as pl
 
-from voirdire.benchmarks import pairs_limits as lim
+from voirdire.benchmarks.own_pairs import limits as lim
 from voirdire.core import ConfigError
 
 #: the file suffixes read as a table (the message of an unknown one lists them)
@@ -210,7 +210,7 @@ def read_source(
             directory).
         dataset: a Hugging Face dataset name (exclusive with ``path``).
         split, config: the dataset's split and configuration.
-        max_rows, max_bytes: the bounds (:mod:`~voirdire.benchmarks.pairs_limits`).
+        max_rows, max_bytes: the bounds (:mod:`~voirdire.benchmarks.own_pairs.limits`).
 
     Raises:
         ConfigError: neither or both sources, a missing file, an unreadable file, a

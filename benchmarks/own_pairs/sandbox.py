@@ -1,11 +1,11 @@
-"""The Jinja2 environment a pair template renders in (:mod:`voirdire.benchmarks.pair_prompts`).
+"""The Jinja2 environment a pair template renders in (:mod:`voirdire.benchmarks.own_pairs.prompts`).
 
 :data:`ENV` is Jinja2's ``ImmutableSandboxedEnvironment`` (no attribute that starts with
 ``_``, no method that changes a list or dict, ranges of at most 100,000) with
 ``StrictUndefined``, no loader and no ``lipsum``; :class:`Sandbox` adds bounds on what one
 step may build: no repeated string or list over :data:`MAX_REPEAT` items, no power above
 :data:`MAX_POWER`, and widths and built texts bounded by
-:mod:`~voirdire.benchmarks.template_bounds`.
+:mod:`~voirdire.benchmarks.own_pairs.template_bounds`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import jinja2
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from voirdire.benchmarks import template_bounds as tb
+from voirdire.benchmarks.own_pairs import template_bounds as tb
 
 #: the most items a ``*`` may repeat a string or list to, and the largest exponent of ``**``
 MAX_REPEAT, MAX_POWER = 1_000_000, 1_000
@@ -23,11 +23,11 @@ MAX_REPEAT, MAX_POWER = 1_000_000, 1_000
 class Sandbox(ImmutableSandboxedEnvironment):
     """Jinja2's immutable sandbox, with ``*`` and ``**`` bounded (:data:`MAX_REPEAT`,
     :data:`MAX_POWER`), and widths, paddings, ``+``, ``%``, ``~``, ``str`` methods and every
-    filter's result bounded by :data:`~voirdire.benchmarks.template_bounds.MAX_TEXT`
-    (:mod:`voirdire.benchmarks.template_bounds`): guards against a template that builds
+    filter's result bounded by :data:`~voirdire.benchmarks.own_pairs.template_bounds.MAX_TEXT`
+    (:mod:`voirdire.benchmarks.own_pairs.template_bounds`): guards against a template that builds
     gigabytes. The sandbox stops code execution and file reads; time in nested loops that
     build nothing is not bounded. A template is checked by rendering it
-    (:func:`voirdire.benchmarks.pair_prompts.check_renders`)."""
+    (:func:`voirdire.benchmarks.own_pairs.prompts.check_renders`)."""
 
     intercepted_binops = frozenset(["*", "**", "+", "%"])
     code_generator_class = tb.BoundedCodeGenerator

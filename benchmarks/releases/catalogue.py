@@ -7,7 +7,7 @@ release by name among the registered benchmarks'. The first one is defined here:
 
 - ``judging-the-judges``: Shi et al. (2024), "Judging the Judges: A Systematic Study of
   Position Bias in LLM-as-a-Judge", GitHub ``Slimshilin/Position-Bias-Analyzer`` (MIT,
-  copyright 2024 Slimshilin); converter :mod:`voirdire.benchmarks.release_jtj`; read by
+  copyright 2024 Slimshilin); converter :mod:`voirdire.benchmarks.releases.jtj`; read by
   MT-Bench and DevBench.
 
 :func:`fetch_release` downloads, file by file from the raw-content URLs of the pinned commit
@@ -15,7 +15,7 @@ release by name among the registered benchmarks'. The first one is defined here:
 release's package manifest lists them with their git blob ids), verifies every file against
 its blob id (a download is cut off past the size the manifest gives, plus a margin; a
 manifest path that would leave the temporary directory is refused before anything is
-written: :mod:`voirdire.benchmarks.mirror`), and converts them into the layout the readers use. Everything happens in a
+written: :mod:`voirdire.benchmarks.releases.mirror`), and converts them into the layout the readers use. Everything happens in a
 temporary directory beside the destination, renamed into place only when all of it
 succeeded: a corrupted or truncated download leaves no half-written data directory.
 
@@ -24,9 +24,9 @@ another release: what its converter calls a judge) that the mirror has in no for
 and named in :attr:`FetchReport.skipped` (and ``RELEASE.json``); ``strict=True`` makes any
 skip an error. The benchmark tables themselves are always required.
 
-The pieces: :mod:`~voirdire.benchmarks.release_fetch` (the :class:`Release` record, the first
-release, the fetch itself, finding a data directory and fetching when none is found), :mod:`~voirdire.benchmarks.fetch_steps` (the steps
-every fetch shares) and :mod:`~voirdire.benchmarks.log_release` (public judgment logs fetched
+The pieces: :mod:`~voirdire.benchmarks.releases.fetch` (the :class:`Release` record, the first
+release, the fetch itself, finding a data directory and fetching when none is found), :mod:`~voirdire.benchmarks.releases.steps` (the steps
+every fetch shares) and :mod:`~voirdire.benchmarks.releases.logs` (public judgment logs fetched
 unchanged for ``voirdire audit``). This module re-exports them and resolves names.
 """
 
@@ -36,20 +36,20 @@ import os
 from pathlib import Path
 from typing import Any
 
-from voirdire.benchmarks import release_fetch
-from voirdire.benchmarks.log_release import LOG_RELEASES
-from voirdire.benchmarks.release_fetch import (
+from voirdire.benchmarks.releases import fetch as release_fetch
+from voirdire.benchmarks.releases.fetch import (
     JTJ,
     FetchReport,
     Release,
 )
+from voirdire.benchmarks.releases.logs import LOG_RELEASES
 from voirdire.core import ConfigError
 
 
 def releases() -> dict[str, Release]:
     """The releases by name: those the registered benchmarks read (their ``release``
     attribute), in the benchmarks' order (imports every built-in benchmark module), then
-    the public judgment logs (:data:`voirdire.benchmarks.log_release.LOG_RELEASES`). A
+    the public judgment logs (:data:`voirdire.benchmarks.releases.logs.LOG_RELEASES`). A
     benchmark that does not load (a broken plugin) is left out."""
     from voirdire.benchmarks.registry import BENCHMARKS
 
@@ -86,7 +86,7 @@ def fetch_release(
     **kwargs: Any,
 ) -> FetchReport:
     """Download, verify and convert a release (a :class:`Release` or its name, default the
-    first release) into ``dest``: :func:`voirdire.benchmarks.release_fetch.fetch_release`,
+    first release) into ``dest``: :func:`voirdire.benchmarks.releases.fetch.fetch_release`,
     whose keyword arguments (``source``, ``prefer``, ``manifest``, ``sizes``, ``strict``,
     ``progress``, ``log``, ``deadline``) and errors it takes.
 
@@ -103,7 +103,7 @@ def data_dir_of(
     release: str | Release, explicit: str | os.PathLike[str] | None = None
 ) -> Path:
     """The data directory of a release (or its name):
-    :func:`voirdire.benchmarks.release_fetch.data_dir_of`."""
+    :func:`voirdire.benchmarks.releases.fetch.data_dir_of`."""
     return release_fetch.data_dir_of(get_release(release), explicit)
 
 
@@ -111,7 +111,7 @@ def locate(
     release: str | Release, explicit: str | os.PathLike[str] | None = None
 ) -> Path:
     """The data directory of a release other than the first (or its name):
-    :func:`voirdire.benchmarks.release_fetch.locate`."""
+    :func:`voirdire.benchmarks.releases.fetch.locate`."""
     return release_fetch.locate(get_release(release), explicit)
 
 
@@ -123,7 +123,7 @@ def locate_or_fetch(
     **kwargs: Any,
 ) -> Path:
     """The data directory to use, fetching the release (or its name) when none is found:
-    :func:`voirdire.benchmarks.release_fetch.locate_or_fetch` (keyword arguments ``fetch``,
+    :func:`voirdire.benchmarks.releases.fetch.locate_or_fetch` (keyword arguments ``fetch``,
     ``prefer``, ``progress``, ``log``, ``manifest``, ``deadline``)."""
     return release_fetch.locate_or_fetch(
         try_dir, base_url, release=get_release(release), **kwargs

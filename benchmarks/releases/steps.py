@@ -4,7 +4,7 @@ A fetch writes into a temporary directory beside its destination and renames it 
 only when all of it succeeded (:func:`work_dir`, :func:`swap_into_place`), refuses a
 destination that a fetch did not write (:func:`check_target`: a non-empty directory without
 :data:`MARKER`), and records what it fetched in :data:`MARKER` (:func:`write_marker`,
-:func:`fetched_release`). Used by :mod:`voirdire.benchmarks.release`.
+:func:`fetched_release`). Used by :mod:`voirdire.benchmarks.releases.catalogue`.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ __all__ = [
 def local_source(base: str | os.PathLike[str] | None) -> Path | None:
     """A local release copy named as a base URL: a ``file://`` URL or a plain path (a clone
     of the release's repository at its pinned commit, or a folder of its files in the same
-    paths, or gzipped under ``files/``: :class:`~voirdire.benchmarks.mirror.LocalCopy`);
+    paths, or gzipped under ``files/``: :class:`~voirdire.benchmarks.releases.mirror.LocalCopy`);
     None for a network URL or nothing.
 
     Raises:

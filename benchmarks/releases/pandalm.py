@@ -1,7 +1,7 @@
 """The third release: PandaLM's human-annotated test set (Wang et al., ICLR 2024;
 ``WeOpenML/PandaLM``, ``data/testset-v1.json``, Apache-2.0).
 
-What :mod:`voirdire.benchmarks.release` fetches of it (the release record :data:`PANDALM`) (the package manifest
+What :mod:`voirdire.benchmarks.releases.catalogue` fetches of it (the release record :data:`PANDALM`) (the package manifest
 ``pandalm-manifest.tsv``: ``data/testset-v1.json`` and the ``LICENSE``) and the layout it is
 converted into, read by :mod:`voirdire.benchmarks.pandalm`::
 
@@ -41,9 +41,9 @@ from pathlib import Path
 
 import polars as pl
 
-from voirdire.benchmarks.mirror import NotOnMirror
-from voirdire.benchmarks.release_fetch import Release
-from voirdire.benchmarks.release_jtj import Converted
+from voirdire.benchmarks.releases.fetch import Release
+from voirdire.benchmarks.releases.jtj import Converted
+from voirdire.benchmarks.releases.mirror import NotOnMirror
 from voirdire.core import DataError
 
 #: the release file of the test set

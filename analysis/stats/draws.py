@@ -1,6 +1,6 @@
 """The cluster bootstrap's multinomial counts, drawn ahead where a run knows its questions.
 
-:func:`~voirdire.analysis.position.bootstrap.cluster_bootstrap` weights each replicate by
+:func:`~voirdire.analysis.stats.bootstrap.cluster_bootstrap` weights each replicate by
 multinomial counts: per stratum (in sorted order), ``B`` rows of ``Q`` counts of questions
 drawn with replacement, from one numpy generator seeded ``seed``. The counts depend on the
 seed, the number of replicates and the strata's sizes, never on the verdicts. They are
@@ -116,7 +116,7 @@ _running: set[_Ahead] = set()
 
 def prepare(seed: int, sizes: Sequence[int], replicates: int) -> bool:
     """Start drawing, in a thread at the lowest priority, the counts a
-    :func:`cluster_bootstrap <voirdire.analysis.position.bootstrap.cluster_bootstrap>` with
+    :func:`cluster_bootstrap <voirdire.analysis.stats.bootstrap.cluster_bootstrap>` with
     this ``seed``, strata of ``sizes`` questions (in the strata's sorted order) and
     ``replicates`` will take.
 

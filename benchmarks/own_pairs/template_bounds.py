@@ -6,10 +6,10 @@ gigabytes: ``{{ x|center(999999999) }}``, ``'%999999999s'|format(x)``,
 a long text, ``~``/``+`` chains that double a string. Each of these is checked *before* it
 allocates: a width, an indent or a predicted length over :data:`MAX_TEXT` characters is a
 :class:`jinja2.exceptions.SecurityError`, which the template checks turn into one line
-(:func:`voirdire.benchmarks.pair_prompts.check_renders`). Every filter's result is also
+(:func:`voirdire.benchmarks.own_pairs.prompts.check_renders`). Every filter's result is also
 checked after it is built (a filter that grows its input a few times, such as ``escape``,
 stops at the next step). The rendered prompt as a whole is bounded separately
-(``max_prompt_chars``, :mod:`voirdire.benchmarks.pair_prompts`).
+(``max_prompt_chars``, :mod:`voirdire.benchmarks.own_pairs.prompts`).
 
 What is not bounded here: time spent in loops that build nothing (``range`` is at most
 100,000 items by Jinja2, but loops nest).

@@ -1,6 +1,6 @@
 """The cluster bootstrap's per-question sums, held sparse, and their replicates' sums.
 
-:func:`~voirdire.analysis.position.bootstrap.cluster_bootstrap` sums each value per (group,
+:func:`~voirdire.analysis.stats.bootstrap.cluster_bootstrap` sums each value per (group,
 cell, question) and weights the questions by each replicate's multinomial counts. Held
 dense, one group's sums are a (cells × questions) matrix per value, almost all zeros where a
 cell meets few questions: AlpacaEval 2's 45,875 pairs each touch one of 290 (candidate,
@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
-from voirdire.analysis.position.draws import DRAW_ROWS, Draws
+from voirdire.analysis.stats.draws import DRAW_ROWS, Draws
 
 __all__ = [
     "WEIGHT_BYTES",
@@ -41,7 +41,7 @@ __all__ = [
 
 #: The most bytes of multinomial counts (as drawn, and as floats) taken at once: a stratum
 #: of Q questions takes ``WEIGHT_BYTES // (16 Q)`` replicates at a time (at most
-#: :data:`~voirdire.analysis.position.draws.DRAW_ROWS`, at least one), 32 MiB.
+#: :data:`~voirdire.analysis.stats.draws.DRAW_ROWS`, at least one), 32 MiB.
 WEIGHT_BYTES = 32 * 2**20
 
 
@@ -221,7 +221,7 @@ def replicate_blocks(
     matrix: sparse.csr_matrix, draws: Draws, nq: int, replicates: int
 ) -> Iterator[np.ndarray]:
     """The sums of ``matrix``'s rows in every replicate, a block of replicates at a time
-    ((R × rows) arrays, R at most :data:`~voirdire.analysis.position.draws.DRAW_ROWS` and
+    ((R × rows) arrays, R at most :data:`~voirdire.analysis.stats.draws.DRAW_ROWS` and
     ``WEIGHT_BYTES // (16 nq)``), the counts taken from ``draws`` (the current stratum's:
     all ``replicates`` rows are taken, one empty block where there are none)."""
     step = max(1, min(DRAW_ROWS, WEIGHT_BYTES // (16 * max(nq, 1))))
