@@ -165,7 +165,7 @@ def test_rank_on_pandalm_draws_its_questions(data, tmp_path, ray_local):
     assert not people(ranking.leaderboard).equals(people(by_item.leaderboard))
 
 
-def test_per_judge_intervals_draw_the_clusters(data, tmp_path):
+def test_per_judge_intervals_draw_the_clusters(data, tmp_path, ray_local):
     """PC/PF and gold accuracy: three copies of every item, each copy drawn with its
     original item as one cluster, give the intervals of the original items (every count of
     a replicate times 3; the figures are ratios of sums); drawn copy by copy they differ (RS,

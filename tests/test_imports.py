@@ -282,7 +282,8 @@ def test_product_never_imports_tests_or_perf_nor_edits_sys_path():
 
 
 #: the stages of ``voirdire.analysis``, left to right: a stage imports only from itself and
-#: the stages to its left (``settings`` holds the defaults, ``results_dir`` is the one door
+#: the stages to its left (``settings`` holds the defaults, ``stats`` is the statistics floor
+#: that knows no benchmark, ``results_dir`` is the one door
 #: into a directory; ``stages`` plans one directory's analysis from the next three;
 #: ``outputs``/``study`` compute one and several directories' tables; ``ranking`` fits
 #: leaderboards from judgments; ``people`` estimates people's from a few labels; ``together``
@@ -292,6 +293,7 @@ def test_product_never_imports_tests_or_perf_nor_edits_sys_path():
 #: tables, then has them written)
 ANALYSIS_STAGES = [
     "settings",
+    "stats",
     "results_dir",
     "position",
     "biases",
@@ -303,7 +305,6 @@ ANALYSIS_STAGES = [
     "study",
     "together",
     "families",
-    "tie_test",
     "shared_units",
     "choice",
     "report",
@@ -327,5 +328,5 @@ def test_analysis_stages_import_one_way():
                 and ANALYSIS_STAGES.index(t[2]) > here
             ):
                 bad.append(str(imp))
-    order = "settings -> results_dir -> position -> biases -> mitigation -> ranking -> people -> stages -> outputs -> study -> report -> build"
+    order = "settings -> stats -> results_dir -> position -> biases -> mitigation -> ranking -> people -> stages -> outputs -> study -> report -> build"
     assert not bad, f"analysis imports against {order}:\n" + "\n".join(bad)

@@ -9,14 +9,12 @@ asks nothing again.
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
-import sys
 
 import polars as pl
 import pytest
 
 import voirdire
+from tests.repo import in_fresh_interpreter
 from voirdire.benchmarks.recorded import Recorded
 
 #: what differs between two runs of the same units: when and how fast they were answered
@@ -54,12 +52,7 @@ def _rows(out, judge: str) -> pl.DataFrame:
 def _in_fresh_process(code: str) -> dict:
     """Run ``code`` (which sets ``result``, a JSON-able dict) in a fresh interpreter; its
     ``result`` with ``ray`` (whether Ray was imported)."""
-    out = subprocess.run(
-        [sys.executable, "-c", code + "\nimport json, sys\n"
-         "print(json.dumps({**result, 'ray': 'ray' in sys.modules}))"],
-        capture_output=True, text=True, timeout=600, check=True,
-    )  # fmt: skip
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return in_fresh_interpreter(code, "{**result, 'ray': 'ray' in sys.modules}", 600)
 
 
 def test_the_join_gives_what_the_replay_worker_gives():
@@ -169,6 +162,40 @@ def test_needs_ray_reads_the_judges_capabilities(data_dir, tmp_path):
     assert not needs_ray(replay)
     assert needs_ray(replay, "127.0.0.1:6379")
     assert needs_ray(_replay_job(data_dir, tmp_path / "b", live=True))
+
+
+@pytest.mark.parametrize(
+    "variant", ["replay", "live", "address", "bandwagon", "no-such-backend"]
+)
+def test_the_job_file_and_the_plan_agree_on_ray(data_dir, tmp_path, variant):
+    """Ray is decided twice, from the job file before planning (``spec_needs_ray``, which
+    the CLI reads to check keys before Ray starts) and from the plan
+    (``answered_in_driver``, which the engine follows): the two agree on every job that
+    plans, and a job that does not plan is sent the Ray way, where planning refuses it."""
+    from voirdire.api.jobs import load_job_spec
+    from voirdire.core import ConfigError
+    from voirdire.engine.plan import plan_job
+    from voirdire.engine.recorded import answered_in_driver, spec_needs_ray
+
+    job = _replay_job(data_dir, tmp_path / variant, live=variant == "live")
+    address = "127.0.0.1:6379" if variant == "address" else None
+    if variant == "bandwagon":
+        job["perturbations"] = [{"kind": "bandwagon"}]
+    if variant == "no-such-backend":
+        job["judges"][0]["backend"] = "no-such-backend"
+    try:
+        spec = load_job_spec(job)
+    except ConfigError:
+        assert variant == "no-such-backend"
+        return
+    before = spec_needs_ray(spec, address)
+    try:
+        plan = plan_job(spec, dry_run=True)
+    except ConfigError:
+        assert before, "a job that does not plan is sent the Ray way"
+        return
+    assert before == (not answered_in_driver(plan, address))
+    assert before == (variant != "replay")
 
 
 def _units_both_ways(job_dict: dict) -> tuple[pl.DataFrame, pl.DataFrame]:

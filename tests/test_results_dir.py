@@ -7,15 +7,13 @@ kappa bootstrap).
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import voirdire
+from tests.repo import modules_after
 from voirdire.engine.spec import parse_job
 
 pytestmark = pytest.mark.ray
@@ -42,14 +40,6 @@ def finished(data_dir, ray_local, tmp_path_factory) -> Path:
     return out
 
 
-def _modules_after(code: str) -> set[str]:
-    out = subprocess.run(
-        [sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],
-        capture_output=True, text=True, timeout=300, check=True,
-    )  # fmt: skip
-    return set(json.loads(out.stdout.strip().splitlines()[-1]))
-
-
 def test_analysing_a_pairwise_directory_imports_no_scipy_stats_or_statsmodels(
     finished, tmp_path
 ):
@@ -59,7 +49,7 @@ def test_analysing_a_pairwise_directory_imports_no_scipy_stats_or_statsmodels(
     bias suite's McNemar test) import them when they run."""
     copy = tmp_path / "copy"
     shutil.copytree(finished, copy)
-    mods = _modules_after(
+    mods = modules_after(
         "from voirdire.analysis.outputs import compute_dir\n"
         "from voirdire.analysis.build import write_analysis\n"
         f"r = compute_dir({str(copy)!r})\n"
@@ -76,7 +66,7 @@ def test_analysing_a_pairwise_directory_imports_no_scipy_stats_or_statsmodels(
 
 
 def test_reading_a_directory_imports_no_engine_and_no_ray(finished):
-    mods = _modules_after(
+    mods = modules_after(
         "from voirdire.analysis.results_dir import read_dir\n"
         "from voirdire.analysis.outputs import compute_dir\n"
         f"d = read_dir({str(finished)!r})\n"
@@ -93,7 +83,7 @@ def test_reading_a_directory_imports_no_engine_and_no_ray(finished):
 def test_reading_a_directorys_judgments_imports_no_pandas(finished):
     """The reader's empty frame of the store's columns is made without
     ``pyarrow.Schema.empty_table``, which imports pandas (0.2 s)."""
-    mods = _modules_after(
+    mods = modules_after(
         "from voirdire.analysis.results_dir import read_dir\n"
         f"assert read_dir({str(finished)!r}).judgments.height == 12"
     )

@@ -10,11 +10,11 @@ Each check runs in a fresh interpreter and reads its ``sys.modules``.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import polars as pl
 import pytest
+
+from tests.repo import modules_after
 
 #: the analysis stack: none of these before Ray starts
 HEAVY = ("scipy", "statsmodels", "matplotlib", "pandas")
@@ -23,21 +23,12 @@ HEAVY = ("scipy", "statsmodels", "matplotlib", "pandas")
 pytestmark = pytest.mark.process
 
 
-def _modules_after(code: str) -> set[str]:
-    """The modules a fresh interpreter holds after running ``code``."""
-    out = subprocess.run(
-        [sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],
-        capture_output=True, text=True, timeout=300, check=True,
-    )  # fmt: skip
-    return set(json.loads(out.stdout.strip().splitlines()[-1]))
-
-
 def _heavy(mods: set[str]) -> list[str]:
     return sorted(m for m in mods if m.split(".")[0] in HEAVY)
 
 
 def test_importing_the_cli_and_the_api_imports_no_analysis():
-    mods = _modules_after(
+    mods = modules_after(
         "import voirdire, voirdire.cli, voirdire.api\n"
         "import voirdire.engine.scheduler, voirdire.engine.rewrite, voirdire.engine.job\n"
         "voirdire.run, voirdire.load_job_spec"
@@ -56,7 +47,7 @@ def test_run_dry_run_imports_no_analysis(data_dir, tmp_path):
         '[[judges]]\nname = "*"\nbackend = "replay"\nrecorded = "*"\n',
         encoding="utf-8",
     )
-    mods = _modules_after(
+    mods = modules_after(
         "from voirdire.cli import app\n"
         f"app(['run', '--dry-run', {str(job)!r}], standalone_mode=False)"
     )
@@ -68,7 +59,7 @@ def test_run_dry_run_imports_no_analysis(data_dir, tmp_path):
 
 
 def test_writing_a_directory_imports_no_figures_or_models():
-    mods = _modules_after(
+    mods = modules_after(
         "import voirdire.api, voirdire.analysis.outputs, voirdire.analysis.report.files\n"
         "import voirdire.analysis.position.release_stats, voirdire.analysis.report.terminal"
     )
@@ -191,7 +182,7 @@ def test_an_audit_imports_no_ray_vllm_torch_or_matplotlib(tmp_path):
     logs.mkdir(parents=True)
     write_arena_hard(logs / "m.jsonl", draws(20, 0), model="m")
     out = tmp_path / "out"
-    mods = _modules_after(
+    mods = modules_after(
         "import os\n"
         f"os.environ['VOIRDIRE_LOG_CACHE'] = {str(tmp_path / 'cache')!r}\n"
         "from voirdire.cli import app\n"
@@ -213,7 +204,7 @@ def test_a_replay_only_run_imports_no_ray(data_dir, tmp_path):
         '[[judges]]\nname = "*"\nbackend = "replay"\nrecorded = "*"\n',
         encoding="utf-8",
     )
-    mods = _modules_after(
+    mods = modules_after(
         "from voirdire.cli import app\n"
         f"app(['run', '--no-progress', {str(job)!r}], standalone_mode=False)"
     )

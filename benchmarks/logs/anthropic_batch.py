@@ -19,12 +19,11 @@ the reading of the verdict: :mod:`voirdire.benchmarks.logs.batch_ids`.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from voirdire.benchmarks.logs.batch_ids import BatchLog, Result, need_at, once
+from voirdire.benchmarks.logs.batch_ids import BatchLog, Result, need_at
 from voirdire.benchmarks.logs.openai_batch import error_text
-from voirdire.benchmarks.logs.reading import iter_jsonl, need
+from voirdire.benchmarks.logs.reading import need
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 
@@ -84,26 +83,20 @@ class AnthropicBatch(BatchLog):
     )
 
     @classmethod
-    def parse(
-        cls,
-        path: Path,
-        requests: dict[str, tuple[str, str]],
-        results: dict[str, Result],
-    ) -> None:
-        """The requests and results of one file (a line each)."""
+    def request_model(cls, obj: dict[str, Any], where: str) -> str | None:
+        """A request holds ``params`` with its ``messages``; a result holds ``result``."""
         f = cls.name
-        for n, obj in iter_jsonl(path, f):
-            where = f"{path}: line {n}"
-            cid = need(obj, "custom_id", where, f, str)
-            if "params" in obj:
-                params = need(obj, "params", where, f, dict)
-                need(params, "messages", f"{where}, params", f, list)
-                once(requests, cid, where, f, "request")
-                requests[cid] = (str(params.get("model") or ""), where)
-            else:
-                need(obj, "result", where, f, dict)
-                once(results, cid, where, f, "result")
-                results[cid] = result_of(obj, where, f)
+        if "params" not in obj:
+            need(obj, "result", where, f, dict)
+            return None
+        params = need(obj, "params", where, f, dict)
+        need(params, "messages", f"{where}, params", f, list)
+        return str(params.get("model") or "")
+
+    @classmethod
+    def result_of(cls, obj: dict[str, Any], where: str) -> Result:
+        """The module's :func:`result_of`."""
+        return result_of(obj, where, cls.name)
 
 
 __all__ = ["NOT_RUN", "AnthropicBatch", "result_of"]

@@ -42,6 +42,8 @@ from voirdire.benchmarks.logs.reading import (
     LogLimits,
     Rows,
     file_hash,
+    iter_jsonl,
+    need,
     temp_name,
 )
 from voirdire.benchmarks.logs.table import _side
@@ -253,17 +255,42 @@ class BatchLog(LogBenchmark):
     suffixes = (".jsonl",)
 
     @classmethod
+    def request_model(cls, obj: dict[str, Any], where: str) -> str | None:
+        """The judge model a request line names (``""`` when it names none), its fields
+        checked; ``None`` for a result line, whose fields are checked here too.
+
+        Raises:
+            ConfigError: naming the line and the field."""
+        raise NotImplementedError
+
+    @classmethod
+    def result_of(cls, obj: dict[str, Any], where: str) -> Result:
+        """The :class:`Result` of one result line."""
+        raise NotImplementedError
+
+    @classmethod
     def parse(
         cls,
         path: Path,
         requests: dict[str, tuple[str, str]],
         results: dict[str, Result],
     ) -> None:
-        """Add one file's requests (``custom_id -> (judge model, where)``) and results.
+        """Add one file's requests (``custom_id -> (judge model, where)``) and results,
+        a line each (:meth:`request_model` tells which a line is).
 
         Raises:
             ConfigError: naming the file, the line and the field; a ``custom_id`` twice."""
-        raise NotImplementedError
+        f = cls.name
+        for n, obj in iter_jsonl(path, f):
+            where = f"{path}: line {n}"
+            cid = need(obj, "custom_id", where, f, str)
+            model = cls.request_model(obj, where)
+            if model is not None:
+                once(requests, cid, where, f, "request")
+                requests[cid] = (model, where)
+            else:
+                once(results, cid, where, f, "result")
+                results[cid] = cls.result_of(obj, where)
 
     def read_logs(self, files: list[Path], rows: Rows) -> None:
         """Requests and results of all files, joined on ``custom_id`` (module docstring)."""

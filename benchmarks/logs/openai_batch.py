@@ -21,11 +21,10 @@ and the reading of the verdict: :mod:`voirdire.benchmarks.logs.batch_ids`.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from voirdire.benchmarks.logs.batch_ids import BatchLog, Result, need_at, once
-from voirdire.benchmarks.logs.reading import iter_jsonl, need
+from voirdire.benchmarks.logs.batch_ids import BatchLog, Result, need_at
+from voirdire.benchmarks.logs.reading import need
 from voirdire.benchmarks.registry import BENCHMARKS
 
 
@@ -88,29 +87,24 @@ class OpenAIBatch(BatchLog):
     )
 
     @classmethod
-    def parse(
-        cls,
-        path: Path,
-        requests: dict[str, tuple[str, str]],
-        results: dict[str, Result],
-    ) -> None:
-        """The requests and results of one file (a line each)."""
+    def request_model(cls, obj: dict[str, Any], where: str) -> str | None:
+        """A request holds ``url`` and ``body`` (chat ``messages`` or a completion's
+        ``prompt``); a result holds ``response`` or ``error``."""
         f = cls.name
-        for n, obj in iter_jsonl(path, f):
-            where = f"{path}: line {n}"
-            cid = need(obj, "custom_id", where, f, str)
-            if "body" in obj or "url" in obj:
-                body = need(obj, "body", where, f, dict)
-                need(obj, "url", where, f, str)
-                need(body, "messages" if "messages" in body or "prompt" not in body
-                     else "prompt", f"{where}, body", f)  # fmt: skip
-                once(requests, cid, where, f, "request")
-                requests[cid] = (str(body.get("model") or ""), where)
-            else:
-                if "response" not in obj and "error" not in obj:
-                    need(obj, "response", where, f)
-                once(results, cid, where, f, "result")
-                results[cid] = result_of(obj, where, f)
+        if "body" not in obj and "url" not in obj:
+            if "response" not in obj and "error" not in obj:
+                need(obj, "response", where, f)
+            return None
+        body = need(obj, "body", where, f, dict)
+        need(obj, "url", where, f, str)
+        need(body, "messages" if "messages" in body or "prompt" not in body
+             else "prompt", f"{where}, body", f)  # fmt: skip
+        return str(body.get("model") or "")
+
+    @classmethod
+    def result_of(cls, obj: dict[str, Any], where: str) -> Result:
+        """The module's :func:`result_of`."""
+        return result_of(obj, where, cls.name)
 
 
 __all__ = ["OpenAIBatch", "error_text", "result_of"]
