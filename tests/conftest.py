@@ -261,10 +261,24 @@ def _tier_guard(request, monkeypatch):
         monkeypatch.setattr(subprocess.Popen, "__init__", watched)
     ray = sys.modules.get("ray")
     up_before = ray is not None and ray.is_initialized()
+    used: list[str] = []
+    if (
+        up_before and "ray" not in marked
+    ):  # a cluster an earlier test left: watch its use
+        for fn in ("init", "get", "wait", "put"):
+            real_fn = getattr(ray, fn)
+
+            def watch(*a, _fn=fn, _real=real_fn, **kw):
+                used.append(_fn)
+                return _real(*a, **kw)
+
+            monkeypatch.setattr(ray, fn, watch)
     yield
     ray = sys.modules.get("ray")
-    ray_started = (ray is not None and ray.is_initialized() and not up_before) or any(
-        "/ray/" in cmd for cmd in started
+    ray_started = (
+        bool(used)
+        or (ray is not None and ray.is_initialized() and not up_before)
+        or any("/ray/" in cmd for cmd in started)
     )
     if "ray" not in marked and ray_started:
         pytest.fail(

@@ -109,6 +109,7 @@ def _query(tag: str, rep: int = 1, prompt: str | None = None) -> Query:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_every_fault_ends_as_output_or_its_failure_class(api, server, tmp_path):
     judge = _judge(api, server, tmp_path, cache="off")
@@ -357,6 +358,7 @@ FAILING = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 @pytest.mark.parametrize("max_retries", [0, 2])
 def test_total_attempts_per_query_is_max_retries_plus_one(
@@ -440,6 +442,7 @@ def test_malformed_replies_are_transient_in_a_fault_storm(api, server, tmp_path)
     )
 
 
+@pytest.mark.slow
 def test_default_retry_budget_is_four_attempts(server, tmp_path):
     default = get_backend("openai").Settings(model="m").max_retries
     judge = _judge("openai", server, tmp_path, cache="off", max_retries=default)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 
 from tests.test_pass_kappa import CATS, _rows
@@ -50,6 +51,7 @@ def _kappa(t):
     return cohens_kappa(t).kappa
 
 
+@pytest.mark.slow
 def test_pass_kappa_resamples_questions():
     rows, clusters, tables = _design()
     items = pass_kappa(rows, replicates=R, seed=1).row(0, named=True)
@@ -66,6 +68,7 @@ def test_pass_kappa_resamples_questions():
     assert abs(questions["pass_kappa_hi"] - hi) < 0.025, (questions, hi)
 
 
+@pytest.mark.slow
 def test_mitigation_evaluation_resamples_questions():
     rows, clusters, tables = _design()
     verdicts = apply_strategies(rows, ["single"])

@@ -429,6 +429,7 @@ def test_a_local_folder_or_file_url_is_read_as_a_copy(mirror, tmp_path):
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
+@pytest.mark.slow
 def test_offline_names_both_ways_out(tmp_path, monkeypatch):
     monkeypatch.setenv("VOIRDIRE_DATA", str(tmp_path / "data"))
     with pytest.raises(DataError) as err:
@@ -461,6 +462,7 @@ def test_locate_prefers_what_exists(fetched, data_dir, monkeypatch):
 # ------------------------------------------------------------------------------- CLI
 
 
+@pytest.mark.slow
 def test_cli_fetch_prints_the_directory(mirror, tmp_path):
     base, man, _ = mirror
     dest = tmp_path / "cli"

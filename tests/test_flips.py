@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pytest
 
 from tests.ranking_sim import order_judgments, round_robin
 from voirdire.analysis.ranking.boards import fit_boards
@@ -33,6 +34,7 @@ def _order_rows(bias: float, tables: int, seed: int) -> pl.DataFrame:
     return r.flips.filter((pl.col("view") == "first") & (pl.col("view_b") == "swapped"))
 
 
+@pytest.mark.slow
 def test_an_order_blind_judge_gets_a_significant_flip_in_few_tables():
     """60 tables of an order-blind judge (8 models, round robin, 20 questions, both orders):
     with the family-wise error held at 5 %, tables with any 'significant' flip are

@@ -510,6 +510,7 @@ LETTERS = "ABCDEFGHI"
         (5, "cyclic", {"v": 2, "w": 1, "x": 1, "y": 1, "z": 1, "tie": 1}),
     ],
 )
+@pytest.mark.slow
 def test_position_independent_judge_reads_pf_zero_exactly(p, scheme, weights):
     """Enumeration: every outcome of a position-independent judge, weighted by its
     probability, gives PF = 0 in every cell under a balanced design, with or without ties

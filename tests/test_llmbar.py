@@ -44,6 +44,9 @@ from voirdire.core import ConfigError, DataError
 from voirdire.engine.plan import plan_job
 from voirdire.engine.spec import parse_job
 
+#: the release fetched and converted, then read by every test: seconds each
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 COPY = ROOT.parent / "shared" / "data" / "llmbar-release"
 #: a sample from every dataset family, and judges that cover every reading rule: the line

@@ -18,6 +18,9 @@ from voirdire.benchmarks.releases.llmbar import OUTPUTS_SCHEMA
 from voirdire.core import ConfigError
 from voirdire.judges.replay import recorded_letters
 
+#: the release fetched and converted, then read by every test: seconds each
+pytestmark = pytest.mark.slow
+
 O1, O2 = ("output_1", "output_2"), ("output_2", "output_1")
 
 

@@ -343,7 +343,7 @@ def test_instances_carry_the_models_names_and_the_majority_as_gold(data):
         load_benchmark("pandalm", data, subsets=["x"])
 
 
-def test_simulated_job_end_to_end(data, tmp_path):
+def test_simulated_job_end_to_end(data, tmp_path, ray_local):
     qualities = {m: q for m, q in zip(MODELS, [-0.7, -1.3, 0.0, -1.0, -0.6])}
     res = voirdire.run(
         {

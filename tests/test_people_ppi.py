@@ -45,6 +45,7 @@ def test_mean_equals_ppi_python(lam):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lam", [None, 0.0, 0.5, 1.0])
 def test_logistic_equals_ppi_python(lam):
     rng = np.random.default_rng(4)

@@ -238,6 +238,7 @@ def _units_both_ways(job_dict: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
         ("position_bias", "score"),
     ],
 )
+@pytest.mark.slow
 def test_units_built_by_columns_are_the_generators(data_dir, tmp_path, study, mode):
     """The same units, ids, columns and order as the generator, on the release's MT-Bench
     and DevBench (both orders; the repetition study's three repetitions; score mode, whose

@@ -215,6 +215,7 @@ def test_python_m_voirdire_imports_no_library_from_the_current_directory(
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 def test_a_registered_benchmark_named_in_job_json_still_loads(results, tmp_path):
     """The allow-list keeps what a directory legitimately names: a built-in benchmark by
     name, and an import path naming a class already registered in this process."""
@@ -334,6 +335,7 @@ def _read_everything(d: Path, elsewhere: Path) -> list[str]:
     return [str(w.message) for w in caught]
 
 
+@pytest.mark.slow
 def test_readers_leave_a_directory_with_a_corrupt_part_as_it_was(results, tmp_path):
     bad = _corrupt(results)
     before = _tree(results)
@@ -342,6 +344,7 @@ def test_readers_leave_a_directory_with_a_corrupt_part_as_it_was(results, tmp_pa
     assert any(bad.name in m and "skipped" in m for m in said), said
 
 
+@pytest.mark.slow
 def test_readers_move_nothing_through_a_linked_raw(results, tmp_path):
     """``raw/`` a link into an unrelated folder: that folder, too, stays as it was."""
     other = tmp_path / "unrelated"
