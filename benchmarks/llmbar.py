@@ -50,9 +50,9 @@ The release's own statistics (``statistics.json``) count a pair as
 
 Modules: the prompts and verdict rules are :mod:`voirdire.benchmarks.llmbar_prompts`
 (:data:`PROMPTS`, :func:`load_prompt`, :func:`verdict_rules`, :func:`read_verdict`), the
-recorded names and the release's rating rule :mod:`voirdire.benchmarks.llmbar_recorded`
-(:data:`RATING_TIES`, :func:`split_recorded`, :func:`release_rating_winner`); this one is
-the benchmark and its replay hooks.
+recorded names and the release's rating rule are here (:data:`RATING_TIES`,
+:func:`split_recorded`, :func:`release_rating_winner`) with the benchmark and its replay
+hooks that read them.
 """
 
 from __future__ import annotations
@@ -72,11 +72,51 @@ from voirdire.benchmarks.llmbar_prompts import (
     read_verdict,
     verdict_rules,
 )
-from voirdire.benchmarks.llmbar_recorded import release_rating_winner, split_recorded
 from voirdire.benchmarks.recorded import Recorded, RecordKey, record_key
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.benchmarks.releases.llmbar import LLMBAR
 from voirdire.core import ConfigError
+
+#: The readings of a replayed rating strategy's equal ratings: the release's (the output
+#: shown second wins; the default, recorded name ``"GPT-4/Rating"``) and voirdire's (a tie;
+#: recorded name ``"GPT-4/Rating@tie"``).
+RATING_TIES = ("release", "tie")
+TIE_SUFFIX = "@tie"
+
+
+def split_recorded(recorded: str) -> tuple[str, str, str]:
+    """``(evaluator, strategy, rating_ties)`` of a recorded name: ``"GPT-4/Rating"`` ->
+    ``("GPT-4", "Rating", "release")``, ``"GPT-4/Rating@tie"`` -> ``(..., "tie")``; a
+    comparison strategy's reading is ``"release"``.
+
+    Raises:
+        ConfigError: a suffix other than ``@tie``, or ``@tie`` on a strategy that rates no
+            outputs (only ``Rating*`` strategies have ties to read).
+    """
+    name, at, reading = recorded.partition("@")
+    evaluator, _, strategy = name.partition("/")
+    if at and (reading != "tie" or not strategy.startswith("Rating")):
+        raise ConfigError(
+            f"recorded LLMBar judge {recorded!r}: only a rating strategy takes a reading, "
+            f"and only {TIE_SUFFIX!r} (equal ratings as a tie; without it, the release's reading)"
+        )
+    return evaluator, strategy, "tie" if at else "release"
+
+
+def release_rating_winner(score_1: str | None, score_2: str | None, swap: bool) -> str:
+    """The winner (``"1"``/``"2"``, the dataset's numbering) LLMEvaluator's ``evaluate.py``
+    records for a rating strategy (its ``Rating`` branch): both ratings read with Python's
+    ``int()``; in the order shown (``swap`` False) ``"1" if s1 > s2 else "2"``, swapped
+    ``"2" if s2 > s1 else "1"``, so equal ratings go to the output shown second; when
+    either rating is unreadable, the output shown first (``"1"``, swapped ``"2"``)."""
+    try:
+        s1, s2 = int(score_1), int(score_2)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "2" if swap else "1"
+    if swap:
+        return "2" if s2 > s1 else "1"
+    return "1" if s1 > s2 else "2"
+
 
 #: The default subsets: LLMBar Natural and its four adversarial sets (419 pairs).
 DEFAULT_SUBSETS = (
@@ -377,4 +417,8 @@ class LLMBar(Benchmark):
 __all__ = [
     "DEFAULT_SUBSETS",
     "LLMBar",
+    "RATING_TIES",
+    "TIE_SUFFIX",
+    "release_rating_winner",
+    "split_recorded",
 ]

@@ -81,8 +81,7 @@ def per_item(judgments: pl.DataFrame) -> pl.DataFrame:
 def judge_specs(data: Path, subsets: list[str], smoke: bool) -> list[dict]:
     """Replay judges: every recorded ``evaluator/strategy`` on ``subsets`` (smoke: GPT-4's
     Vanilla and Rating), and each rating strategy once more read ``@tie``."""
-    from voirdire.benchmarks.llmbar import LLMBar
-    from voirdire.benchmarks.llmbar_recorded import TIE_SUFFIX
+    from voirdire.benchmarks.llmbar import TIE_SUFFIX, LLMBar
 
     judges = (
         ["GPT-4/Vanilla", "GPT-4/Rating"]

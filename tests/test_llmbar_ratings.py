@@ -11,8 +11,7 @@ import polars as pl
 import pytest
 
 from tests.test_llmbar import base_url, copy_dir, data  # noqa: F401  (fixtures)
-from voirdire.benchmarks.llmbar import LLMBar
-from voirdire.benchmarks.llmbar_recorded import release_rating_winner, split_recorded
+from voirdire.benchmarks.llmbar import LLMBar, release_rating_winner, split_recorded
 from voirdire.benchmarks.recorded import record_key
 from voirdire.benchmarks.releases.llmbar import OUTPUTS_SCHEMA
 from voirdire.core import ConfigError

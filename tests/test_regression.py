@@ -11,11 +11,11 @@ import polars as pl
 import pytest
 
 from voirdire.analysis.position.regression import (
+    aic,
     factor_regressions,
     judge_family,
     stepwise,
 )
-from voirdire.analysis.position.regression_design import aic
 
 TERMS = [
     "judge",
