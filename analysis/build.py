@@ -93,8 +93,12 @@ def _choice(study: Any, settings: AnalysisSettings) -> dict[str, Any]:
         pl.concat(costs).unique(["benchmark", "judge"], keep="first") if costs else None
     )
     frames = [d.judgments for d in study.dirs if d.judgments.height]
+    effects = [e for d in study.dirs if (e := d.one_order()).height]
+    one = pl.concat(effects, how="diagonal_relaxed") if effects else None
     return {
-        "choice": choose_judges(study.panel, cost, settings, judgments=frames or None)
+        "choice": choose_judges(
+            study.panel, cost, settings, judgments=frames or None, one_order=one
+        )
     }
 
 

@@ -41,7 +41,7 @@ CHOICE_COLUMNS = (
     "benchmark", "board", "rank", "judge", "shared", "shared_lo", "shared_hi", "n_shared",
     "n_own", "board_judges", "p_vs_pick", "tied", "accuracy", "accuracy_lo", "accuracy_hi",
     "pc", "pf", "pass_kappa", "rs", "error_rate", "usd_per_1k", "judgments_per_s", "gates",
-    "passes",
+    "passes", "answer",
 )  # fmt: skip
 
 
@@ -211,7 +211,12 @@ def _tied_text(rows: pl.DataFrame, best: dict) -> str:
 
 
 def _line(b: str, rows: pl.DataFrame, key: str, margin: float) -> str:
-    """The sentence of one board (``rows``: its ranked rows)."""
+    """The sentence of one board (``rows``: its ranked rows); a one-order board's is its
+    ``answer`` (:func:`~voirdire.analysis.position.one_order.one_order_answers`)."""
+    if "answer" in rows.columns:
+        given = rows.get_column("answer").drop_nulls()
+        if given.len():
+            return str(given[0])
     label = "accuracy" if key == "accuracy" else "PC"
     col = (
         "shared"
@@ -252,6 +257,7 @@ def choose_judges(
     costs: pl.DataFrame | None = None,
     settings: AnalysisSettings = DEFAULTS,
     judgments: pl.DataFrame | list[pl.DataFrame] | None = None,
+    one_order: pl.DataFrame | None = None,
 ) -> Choice:
     """Rank the judges of each benchmark and name the one to trust first.
 
@@ -269,6 +275,11 @@ def choose_judges(
             ranked per board on the units the board's judges share (``shared``, its
             interval, ``n_shared`` and the judge's own ``n_own``), each tested against the
             board's pick (``p_vs_pick``, ``tied``).
+        one_order: the one-order position effect of the judges that judged each pair once
+            (:func:`~voirdire.analysis.position.one_order.one_order_effect`), or None. Such
+            a judge fails the gate "one order per pair" (its PC, PF and κ are not
+            measured), and a benchmark whose every judge is one such is answered by its
+            effect instead (``answer``: :func:`~voirdire.analysis.position.one_order.one_order_answers`).
 
     Returns:
         :class:`Choice`. Rows without PC (a one-order judge) keep their other figures and
@@ -304,6 +315,7 @@ def choose_judges(
         )
         .with_columns(passes=pl.col("gates") == "")
     )
+    t = _one_order(t, one_order)
     sums = None
     if judgments is not None:
         t, sums = like_with_like(t, judgments, settings)
@@ -319,6 +331,38 @@ def choose_judges(
     return choice_from_table(
         t.select([c for c in CHOICE_COLUMNS if c in t.columns]), settings.choice_margin
     )
+
+
+#: the gate a one-order judge fails: what it lacks
+ONE_ORDER_GATE = "one order per pair: PC, PF and κ not measured"
+
+
+def _one_order(t: pl.DataFrame, one_order: pl.DataFrame | None) -> pl.DataFrame:
+    """``t`` with the one-order judges' gate and their benchmarks' ``answer`` (null
+    elsewhere; a benchmark answers by its one-order effect only when no judge of it has
+    the key)."""
+    if one_order is None or not one_order.height:
+        return t.with_columns(answer=pl.lit(None, pl.String))
+    from voirdire.analysis.position.one_order import one_order_answers
+
+    answers = one_order_answers(one_order)
+    once = (
+        one_order.select("benchmark", "judge").unique().with_columns(_one=pl.lit(True))
+    )
+    one = pl.col("_one").fill_null(False) & pl.col("pc").is_null()
+    gate = pl.lit(ONE_ORDER_GATE)
+    return (
+        t.join(once, on=["benchmark", "judge"], how="left")
+        .with_columns(
+            gates=pl.when(one & (pl.col("gates") == "")).then(gate)
+            .when(one).then(pl.concat_str(gate, pl.lit("; "), pl.col("gates")))
+            .otherwise(pl.col("gates")),
+            answer=pl.when(pl.col("_key").is_null().all().over("benchmark"))
+            .then(pl.col("benchmark").replace_strict(answers, default=None, return_dtype=pl.String)),
+        )
+        .with_columns(passes=pl.col("gates") == "")
+        .drop("_one")
+    )  # fmt: skip
 
 
 #: the columns of a choice table read back from a CSV, by type (an empty column reads as text)

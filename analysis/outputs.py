@@ -197,6 +197,18 @@ class Results:
             pl.col("failed").fill_null(False) | pl.col("extracted").is_null()
         ).height
         no_output = self.judgments.filter(pl.col("failure").is_not_null()).height
+        # replayed verdicts (an audit, a replay): the log's judge ran with settings of its
+        # own, and its orders are what it recorded, not what the job would have asked
+        from voirdire.analysis.position.one_order import recorded_orders
+
+        judges = job.get("judges") or []
+        recorded = bool(judges) and all(j.get("backend") == "replay" for j in judges)
+        ran = "as the log's judge ran" if recorded else None
+        perms = (
+            recorded_orders(judges, self.judgments, self.order_design())
+            if recorded
+            else None
+        ) or comp.get("permutations")
         return {
             "directory": self.name,
             "job": job.get("name", self.name),
@@ -205,10 +217,10 @@ class Results:
             "instances": self.job.get("instances"),
             "mode": comp.get("mode", "pairwise"),
             "option mode": self.job.get("option_mode"),
-            "permutations": comp.get("permutations"),
+            "permutations": perms,
             "repetitions": comp.get("repetitions", 1),
-            "temperature": samp.get("temperature"),
-            "max tokens": samp.get("max_tokens"),
+            "temperature": ran or samp.get("temperature"),
+            "max tokens": ran or samp.get("max_tokens"),
             "judges": self.judge_metrics.height,
             "judgments": self.judgments.height,
             "failed": failed,

@@ -68,7 +68,7 @@ from voirdire.analysis.stats.order_randomisation import (
 
 __all__ = [
     "DESIGN_COLUMNS", "EFFECT_COLUMNS", "FIXED_MESSAGE", "HALVES_MESSAGE", "order_design", "one_order_rows",
-    "one_order_effect", "has_one_order",
+    "one_order_effect", "has_one_order", "holm_rejections", "one_order_answers", "COMPLETE_HINT", "recorded_orders",
 ]  # fmt: skip
 
 JUDGE_KEYS = ["benchmark", "judge"]
@@ -362,3 +362,92 @@ def _p_values(
         orient="row",
     )
     return pvals, pl.DataFrame(said, schema=[*JUDGE_KEYS, "test"], orient="row")  # fmt: skip
+
+
+#: how a one-order log gets PC, PF and κ: the other order judged (docs/audit.md)
+COMPLETE_HINT = (
+    "PC, PF and κ need both orders: a live judge with recorded_as asks only the missing "
+    "order (docs/audit.md, Completing a log)"
+)
+
+
+def holm_rejections(p_values: np.ndarray, alpha: float = 0.05) -> int:
+    """How many of ``p_values`` Holm's step-down procedure rejects at family-wise level
+    ``alpha`` (Holm 1979: sorted ascending, the ``i``-th (from 0) is rejected while
+    ``p ≤ alpha / (m − i)``); NaNs are not hypotheses."""
+    p = np.sort(np.asarray(p_values, dtype=float)[~np.isnan(p_values)])
+    m = p.size
+    k = 0
+    while k < m and p[k] <= alpha / (m - k):
+        k += 1
+    return k
+
+
+def _answer(judge: str, rows: pl.DataFrame, alpha: float, many: bool) -> str:
+    """One judge's sentence (its :func:`one_order_effect` rows)."""
+    who = f"{judge}: " if many else ""
+    pooled = rows.filter(pl.col("candidate").is_null())
+    if rows.get_column("design")[0] == "fixed" or not pooled.height:
+        return f"{who}{FIXED_MESSAGE}"
+    r = pooled.row(0, named=True)
+    e, lo, hi, pv = r["effect"], r["effect_lo"], r["effect_hi"], r["p_value"]
+    n = (r["n_first"] or 0) + (r["n_second"] or 0)
+    if e is None or not np.isfinite(e):
+        return f"{who}one order per pair, but no model was scored in both positions"
+    models = rows.filter(pl.col("candidate").is_not_null())
+    k = holm_rejections(models.get_column("p_value").to_numpy(), alpha)
+    where = "less" if e < 0 else "more"
+    unit = "per question" if "whole questions" in (r["message"] or "") else "per pair"
+    return (
+        f"{who}shown first, a model wins {abs(e) * 100:.1f} points {where} than shown second "
+        f"({e:+.3f} [{lo:+.3f}, {hi:+.3f}], randomisation p {pv:.2g} with the order drawn "
+        f"{unit}, {n:,} verdicts); {k} of {models.height} models differ at {alpha:g} after "
+        "Holm's correction"
+    )
+
+
+def one_order_answers(effect: pl.DataFrame, alpha: float = 0.05) -> dict[str, str]:
+    """The answer of each benchmark whose judges judged every pair in one order (a
+    :func:`one_order_effect` table): the pooled first-minus-second win rate with its
+    interval and randomisation p, how many models differ after Holm's correction
+    (:func:`holm_rejections`), and what would give PC, PF and κ (:data:`COMPLETE_HINT`);
+    a fixed order says position cannot be told apart (:data:`FIXED_MESSAGE`).
+
+    Returns:
+        ``{benchmark: sentence}``, the benchmark's name first; benchmarks with no row
+        are absent."""
+    out: dict[str, str] = {}
+    if not effect.height:
+        return out
+    for (b,), rows in effect.sort("benchmark", "judge").group_by(
+        "benchmark", maintain_order=True
+    ):
+        judges = rows.get_column("judge").unique(maintain_order=True).to_list()
+        parts = [
+            _answer(j, rows.filter(pl.col("judge") == j), alpha, len(judges) > 1)
+            for j in judges
+        ]
+        fixed = all(p.endswith(FIXED_MESSAGE) for p in parts)
+        tail = "" if fixed else f". {COMPLETE_HINT[0].upper()}{COMPLETE_HINT[1:]}."
+        out[b] = f"{b}, one order per pair: " + "; ".join(parts) + (tail or ".")
+    return out
+
+
+def recorded_orders(
+    judges: list[dict], judgments: pl.DataFrame, design: pl.DataFrame | None = None
+) -> str | None:
+    """What a job of replayed judges (``judges``: ``job.json``'s judge records, every one
+    ``backend = "replay"``: an audit, a replay) recorded of the orders, for the settings a
+    report shows in place of the job's ``permutations`` (which the log's judge never
+    read): ``"as recorded: K of N pairs in both orders"``; None for a job with a live
+    judge. ``design``: :func:`order_design` of ``judgments`` when already computed."""
+    if not judges or any(j.get("backend") != "replay" for j in judges):
+        return None
+    d = order_design(judgments) if design is None else design
+    if not d.height:
+        return None
+    both, pairs = (
+        int(d.get_column("both_orders").sum()),
+        int(d.get_column("pairs").sum()),
+    )
+    return f"as recorded: {both:,} of {pairs:,} pairs in both orders"

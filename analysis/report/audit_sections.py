@@ -121,6 +121,10 @@ def audit_sections(shown: DirShown, out: Path) -> tuple[str, dict[str, pl.DataFr
     return "\n".join(parts), csvs
 
 
+#: rows of a one-order effect table shown before "Show all"
+ONE_ORDER_ROWS = 12
+
+
 def audit_view(dirs: list[DirShown], figures: Path) -> list[dict[str, Any]] | None:
     """The HTML report's "One order per pair and calibration" section: per directory where
     a section applies, ``name``, ``one_order`` and ``calibration`` (table views or None)
@@ -141,12 +145,33 @@ def audit_view(dirs: list[DirShown], figures: Path) -> list[dict[str, Any]] | No
                 reliability_figure(d.reliability, figures / f"reliability_{k}.png"),
                 f"reliability: {d.name}",
             )
+        view, notes = None, []
+        if one:  # the pooled row first, then the models by effect; the design said once
+            eff = d.one_order.sort(
+                pl.col("candidate").is_not_null(), "judge", "effect", nulls_last=True
+            )
+            notes = (
+                eff.get_column("message")
+                .drop_nulls()
+                .unique(maintain_order=True)
+                .to_list()
+            )
+            view = table_view(
+                eff.drop("message").with_columns(
+                    pl.col("candidate").fill_null("all models")
+                ),
+                f3 | {"p_value": "{:.4f}"},
+            )
+            for i, r in enumerate(view["rows"]):
+                r["more"] = i >= ONE_ORDER_ROWS
         out.append(
             {
                 "name": d.name,
-                "one_order": table_view(d.one_order, f3 | {"p_value": "{:.4f}"})
-                if one
-                else None,
+                "one_order": view,
+                "one_order_notes": notes,
+                "one_order_rows": 0 if view is None else len(view["rows"]),
+                "one_order_collapsed": view is not None
+                and len(view["rows"]) > ONE_ORDER_ROWS,
                 "calibration": table_view(d.calibration, f3) if cal else None,
                 "reliability": rel,
             }

@@ -26,7 +26,7 @@ from voirdire.analysis.report.markdown import markdown_report
 from voirdire.analysis.report.mitigation import mitigation_markdown
 from voirdire.core import content_hash, slug
 from voirdire.escape import FORMULA_START as _FORMULA_START
-from voirdire.escape import spreadsheet_text
+from voirdire.escape import markdown, spreadsheet_text
 
 # figures (matplotlib) and the study (statsmodels) are imported where they are drawn or
 # computed: writing one directory's files (every run) needs neither
@@ -167,7 +167,19 @@ def write_dir(tables: Results, shown: DirShown, out: str | os.PathLike) -> None:
         write_csv(table, out / "metrics" / f"{name}.csv")
     if extra:
         md = md.rstrip("\n") + "\n\n" + extra
+    md = _answer_first(md, shown)
     write_text(out / "report.md", md)
+
+
+def _answer_first(md: str, shown: DirShown) -> str:
+    """``md`` with a one-order log's answer under its title (the first thing read)."""
+    if shown.one_order is None or not shown.one_order.height:
+        return md
+    from voirdire.analysis.position.one_order import one_order_answers
+
+    lines = [markdown(a) for a in one_order_answers(shown.one_order).values()]
+    title, _, rest = md.partition("\n")
+    return "\n\n".join([title, *lines, rest.lstrip("\n")]) if lines else md
 
 
 def write_study(

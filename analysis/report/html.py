@@ -66,6 +66,10 @@ _JT_FMT = {
 }
 
 
+#: the panel's columns counted from pairs judged in both orders
+_PAIR_COUNTS = ("primacy", "recency", "p_value", "direction")
+
+
 def _panel_view(panel: pl.DataFrame) -> dict[str, Any]:
     """The judges' table: :data:`_PANEL`, then each registered metric other than pc, pf and
     rs with its interval (header and format from its record)."""
@@ -83,7 +87,19 @@ def _panel_view(panel: pl.DataFrame) -> dict[str, Any]:
             if c in panel.columns:
                 cols.append(c)
                 fmt[c], names[c] = m.fmt, h
-    return table_view(panel.select(cols), fmt, rename=names, flag_col="flag")
+    # a judge judged in one order has no pairs to sign-test: its cells stay empty, not
+    # "p 1, direction none" (which would read as "no bias"), and a column no judge has goes
+    two = pl.col("pc").is_not_null() if "pc" in panel.columns else pl.lit(False)
+    blank = [c for c in _PAIR_COUNTS if c in panel.columns]
+    view = panel.select(cols).with_columns(
+        pl.when(two).then(pl.col(c)).otherwise(None).alias(c) for c in blank
+    )
+    keep = [
+        c
+        for c in view.columns
+        if c in ("benchmark", "judge", "flag") or view.get_column(c).is_not_null().any()
+    ]
+    return table_view(view.select(keep), fmt, rename=names, flag_col="flag")
 
 
 def _failures(study: Study) -> dict[str, Any] | None:
@@ -115,15 +131,19 @@ def _benchmarks(
     out = []
     for b in study.benchmarks:
         kinds = [*KIND_TITLES, *(f"metric_{m}" for m in added_metrics())]
+        # a benchmark judged in one order has no PC or PF: its figures would be empty
+        pc = study.panel.filter(pl.col("benchmark") == b).get_column("pc")
+        one_order = not pc.is_not_null().any()
         shown = [
             chart_view(charts, f"{k}:{b}", n)
             for k in kinds
-            if k not in ("agreement", "disagreement")
+            if k not in ("agreement", "disagreement") and not (one_order and k != "rs")
         ]
         jt = study.judge_task.filter(pl.col("benchmark") == b).drop("benchmark")
         out.append({
             "name": b, "figures": [f for f in shown if f],
             "judge_task": table_view(jt, _JT_FMT), "n_tasks": jt.height,
+            "one_order": one_order,
         })  # fmt: skip
     return out
 

@@ -107,9 +107,35 @@ def judge_cell(r: dict[str, Any], col: str, fmt: str) -> str:
     return _kappa_ci(r) if fmt == "kappa" else fmt_value(r.get(col), fmt)
 
 
+def measured(
+    rows: pl.DataFrame, spec: list[tuple[str, str, str]]
+) -> list[tuple[str, str, str]]:
+    """The (column, header, format) entries of ``spec`` that some row of ``rows`` has a
+    figure in, benchmark and judge always: a column no judge measured (PC, PF and κ of a
+    log judged in one order) is left out, not shown empty."""
+    recs = list(rows.iter_rows(named=True))
+    return spec[:2] + [
+        (c, h, f) for c, h, f in spec[2:] if any(judge_cell(r, c, f) for r in recs)
+    ]
+
+
+def unmeasured_note(rows: pl.DataFrame) -> str:
+    """One sentence when no judge of ``rows`` has a PC (every pair judged in one order),
+    else empty."""
+    if rows.height and (
+        "pc" not in rows.columns or rows.get_column("pc").is_null().all()
+    ):
+        return (
+            "No PC, PF or κ: every pair was judged in one order. A live judge with "
+            "recorded_as asks only the missing order (docs/audit.md, Completing a log)."
+        )
+    return ""
+
+
 def judge_table_rows(jm: pl.DataFrame) -> list[list[str]]:
-    """The per-judge table as formatted strings (columns of :func:`judge_table_spec`)."""
-    spec = judge_table_spec(jm)
+    """The per-judge table as formatted strings (columns of :func:`judge_table_spec`, those
+    some judge measured: :func:`measured`)."""
+    spec = measured(jm, judge_table_spec(jm))
     return [
         [judge_cell(r, c, f) for c, _, f in spec]
         for r in jm.sort("benchmark", "judge").iter_rows(named=True)
@@ -117,8 +143,9 @@ def judge_table_rows(jm: pl.DataFrame) -> list[list[str]]:
 
 
 def markdown_judge_table(jm: pl.DataFrame) -> str:
-    """The per-judge table as a Markdown table (empty cells where a job does not measure)."""
-    spec = judge_table_spec(jm)
+    """The per-judge table as a Markdown table (empty cells where a job does not measure;
+    no column where no judge does: :func:`measured`)."""
+    spec = measured(jm, judge_table_spec(jm))
     head = "| " + " | ".join(h for _, h, _ in spec) + " |"
     sep = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(spec))) + "|"
     body = [  # benchmark and judge: text of the directory's; the rest are figures

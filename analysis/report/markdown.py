@@ -216,8 +216,11 @@ def markdown_report(
         shares, series: the slot shares (``Results.slot_shares``) and the series' counts
             (``DirShown.series``), given for a job with list-wise rows (ValueError without shares).
     """
+    from voirdire.analysis.position.one_order import recorded_orders
+
     job = meta["job"]
     comp = job.get("comparison", {})
+    orders = recorded_orders(job.get("judges") or [], judgments)
     n = judgments.height
     failures = judgments.filter(pl.col("failure").is_not_null())
     unextracted = judgments.filter(
@@ -229,7 +232,7 @@ def markdown_report(
         f"- benchmark: **{markdown(meta['benchmark'])}** ({markdown(job['benchmark'].get('sample', 'full'))} table), "
         f"{markdown(meta['instances'])} instances",
         f"- comparison: {markdown(comp.get('mode', 'pairwise'))}, option mode {markdown(meta['option_mode'])}, "
-        f"permutations {markdown_code(comp.get('permutations', 'both'))}, repetitions {markdown(comp.get('repetitions', 1))}",
+        f"permutations {markdown(orders) if orders else markdown_code(comp.get('permutations', 'both'))}, repetitions {markdown(comp.get('repetitions', 1))}",
         f"- judges: {', '.join(map(markdown, meta['judges']))}",
         f"- judgments: {n:,} ({judgments.filter(pl.col('failed')).height:,} failed: "
         f"{failures.height:,} with no output, {unextracted:,} with no extractable verdict)",

@@ -105,28 +105,39 @@ def summary_view(choice: Choice | None) -> list[dict[str, Any]]:
         out.append({
             "name": b, "line": line, "key": "accuracy against the gold labels" if choice.key[b] == "accuracy" else "PC (no gold labels)",
             "table": view, "n": t.height, "passing": passing, "collapsed": t.height > SUMMARY_ROWS,
+            "answered": "answer" in t.columns and t.get_column("answer").is_not_null().any(),
         })  # fmt: skip
     return out
 
 
 def print_choice(
-    choice: Any, console: Console | None = None, rows: int = CHOICE_ROWS
+    choice: Any,
+    console: Console | None = None,
+    rows: int = CHOICE_ROWS,
+    lines: bool = True,
 ) -> None:
     """Print the summary read first (:class:`~voirdire.analysis.choice.Choice`): per
     benchmark its line, then its best ``rows`` judges with what they are ranked by, PF, κ
     between the orders, RS, errors, cost, throughput and the gates they fail (columns no
     judge has are left out). Compared like with like, the key on the board's shared units
     comes first, its interval, whether the judge is tied with the pick, and the judge's own
-    units and figures."""
+    units and figures. With ``lines`` every benchmark's line is printed first (the
+    answer), else only the tables (the caller printed the lines); a benchmark answered by
+    its one-order effect (``answer``) has no table: its judges have no PC to rank by."""
     console = console or Console(highlight=False)
+    if lines:
+        for line in choice.lines.values():
+            console.print(cell(line))
     cols = [("shared", "on shared", "{:.3f}"), ("shared_ci", "95% CI", "{}"), ("tied_text", "vs pick", "{}"),
             ("n_own", "own units", "{:,}"), ("accuracy", "accuracy (own)", "{:.3f}"), ("pc", "PC (own)", "{:.3f}"), ("pf", "PF", "{:+.3f}"),
             ("pass_kappa", "κ orders", "{:.3f}"), ("rs", "RS", "{:.3f}"), ("error_rate", "errors", "{:.1%}"),
             ("usd_per_1k", "USD/1k", "{:,.3g}"), ("judgments_per_s", "judg./s", "{:,.3g}")]  # fmt: skip
-    for b, line in choice.lines.items():
+    for b in choice.lines:
         t = _shared_columns(
             choice.table.filter(pl.col(_board(choice.table)) == b).sort("rank")
         )
+        if "answer" in t.columns and t.get_column("answer").is_not_null().any():
+            continue
         shown = [
             (c, h, f)
             for c, h, f in cols
@@ -152,4 +163,3 @@ def print_choice(
                 *[fmt_value(r[c], f) for c, _, f in shown], r.get("gates") or "",
             )  # fmt: skip
         console.print(table)
-        console.print(cell(line))

@@ -15,6 +15,8 @@ from voirdire.analysis.report.judge_table import (
     gate_words,
     judge_cell,
     judge_table_spec,
+    measured,
+    unmeasured_note,
 )
 from voirdire.escape import cell
 
@@ -66,9 +68,11 @@ def print_judge_table(jm: pl.DataFrame, console: Console | None = None) -> None:
     ):
         if part.height == 0:
             continue
+        cols = [c for c, _, _ in measured(part, [(c, *fmts[c]) for c in cols])]
         table = Table(
             title=f"{title} ({part.height} benchmark × judge rows)",
-            caption="κ passes: Cohen's kappa between the two orders' verdicts (95% CI); "
+            caption=unmeasured_note(part)
+            or "κ passes: Cohen's kappa between the two orders' verdicts (95% CI); "
             f"gate {gate_words()} (docs/mitigation.md)",
         )
         for i, c in enumerate(cols):
@@ -149,3 +153,50 @@ def print_bias_table(effects: pl.DataFrame, console: Console | None = None) -> N
             "" if r["p_value"] is None else f"{r['p_value']:.2g}", f"{r['n']:,}",
         )  # fmt: skip
     console.print(table)
+
+
+def print_one_order_table(
+    effect: pl.DataFrame, console: Console | None = None, rows: int = 10
+) -> None:
+    """Print the position effect of the judges that judged each pair in one order (a
+    :func:`~voirdire.analysis.position.one_order.one_order_effect` table): per judge the
+    pooled row first, then the ``rows`` models with the smallest p (ties by the largest
+    |effect|), and one caption with what the design lets the figure mean. Prints nothing
+    for an empty table or a fixed order (no figure)."""
+    shown = effect.filter(pl.col("effect").is_not_null())
+    if not shown.height:
+        return
+    console = console or Console(highlight=False)
+    for (b, j), part in shown.group_by("benchmark", "judge", maintain_order=True):
+        models = part.filter(pl.col("candidate").is_not_null())
+        pooled = part.filter(pl.col("candidate").is_null())
+        top = models.with_columns(_a=pl.col("effect").abs()).sort(
+            "p_value", "_a", descending=[False, True], nulls_last=True
+        )
+        more = max(0, models.height - rows)
+        table = Table(
+            title=cell(f"Position effect, one order per pair: {b}, {j} "
+                       f"(win rate shown first minus shown second)"),
+            caption=cell((part.get_column("message").drop_nulls().head(1).to_list() or [""])[0])
+            + (f"; … {more} more models in the report" if more else ""),
+        )  # fmt: skip
+        table.add_column("model", overflow="fold", ratio=1, min_width=14)
+        for h in (
+            "n first",
+            "n second",
+            "win first",
+            "win second",
+            "effect",
+            "95% CI",
+            "p",
+        ):
+            table.add_column(h, justify="right", no_wrap=True)
+        for r in [*pooled.iter_rows(named=True), *top.head(rows).iter_rows(named=True)]:
+            table.add_row(
+                cell(r["candidate"]) if r["candidate"] is not None else "all models",
+                f"{r['n_first']:,}", f"{r['n_second']:,}", fmt_value(r["win_first"], "{:.3f}"),
+                fmt_value(r["win_second"], "{:.3f}"), fmt_value(r["effect"], "{:+.3f}"),
+                f"[{r['effect_lo']:+.3f}, {r['effect_hi']:+.3f}]" if r["effect_lo"] is not None else "",
+                fmt_value(r["p_value"], "{:.2g}"),
+            )  # fmt: skip
+        console.print(table)

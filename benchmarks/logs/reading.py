@@ -24,6 +24,7 @@ import platformdirs
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from voirdire.benchmarks.releases.steps import MARKER
 from voirdire.bounds import MAX_DEPTH, check_json_depth, check_size
 from voirdire.core import ConfigError, content_hash
 
@@ -238,7 +239,8 @@ def log_files(
     max_bytes: int = MAX_LOG_BYTES,
 ) -> list[Path]:
     """The files of ``logs`` (a directory stands for its files ending in one of
-    ``suffixes``, sorted), each once, each at most ``max_bytes`` bytes on disk (checked
+    ``suffixes``, sorted; a directory ``voirdire data fetch`` wrote, for the files its
+    ``RELEASE.json`` lists: :func:`fetched_logs`), each once, each at most ``max_bytes`` bytes on disk (checked
     before anything reads it; ``[benchmark.log] max_bytes``).
 
     Raises:
@@ -250,7 +252,7 @@ def log_files(
     out: list[Path] = []
     for p in map(Path, logs):
         if p.is_dir():
-            found = sorted(
+            found = fetched_logs(p, suffixes) or sorted(
                 f
                 for f in p.iterdir()
                 if f.is_file() and f.name.endswith(tuple(suffixes))
@@ -268,6 +270,44 @@ def log_files(
             f.stat().st_size, f"{fmt} log {f}", max_bytes, "on disk", MAX_BYTES_SETTING
         )
     return files
+
+
+#: the most bytes of a fetched directory's ``RELEASE.json`` read (its list of files)
+MAX_FETCH_RECORD_BYTES = 16 << 20
+
+
+def fetched_logs(d: Path, suffixes: Sequence[str]) -> list[Path] | None:
+    """The log files of a directory ``voirdire data fetch`` wrote (its ``RELEASE.json``,
+    :data:`~voirdire.benchmarks.releases.steps.MARKER`, lists them at their repository
+    paths): those ending in one of ``suffixes`` that are files inside ``d``, sorted;
+    ``None`` when ``d`` holds no such record (or one that lists no such file). The record
+    is data: a path that would leave ``d`` is passed over, and the record is bounded
+    before it is decoded.
+
+    Raises:
+        ConfigError: the record is over :data:`MAX_FETCH_RECORD_BYTES` or nested too deep."""
+    rec = d / MARKER
+    if not rec.is_file():
+        return None
+    check_size(rec.stat().st_size, f"fetch record {rec}", MAX_FETCH_RECORD_BYTES,
+               "on disk", "the fetch record's size")  # fmt: skip
+    data = rec.read_bytes()
+    check_json_depth(data, str(rec))
+    try:
+        files = json.loads(data).get("files")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(files, dict):
+        return None
+    root = d.resolve()
+    found = []
+    for rel in files:
+        if not isinstance(rel, str) or not rel.endswith(tuple(suffixes)):
+            continue
+        f = (d / rel).resolve()
+        if root in f.parents and f.is_file():
+            found.append(f)
+    return sorted(found) or None
 
 
 def file_hash(path: Path) -> str:
@@ -304,6 +344,7 @@ def prompt_keys(verdicts: pl.DataFrame) -> dict[str, str]:
 __all__ = [
     "COPY_VERSION",
     "FAILED_CALL",
+    "fetched_logs",
     "INSTANCES",
     "LIMIT_KEYS",
     "LogLimits",

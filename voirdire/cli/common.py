@@ -13,7 +13,7 @@ import polars as pl
 import typer
 from rich.console import Console
 
-from voirdire.escape import terminal
+from voirdire.escape import cell, terminal
 
 __all__ = [
     "app",
@@ -108,30 +108,43 @@ def print_tables(
     effects: list[pl.DataFrame],
     costs: list[pl.DataFrame] | None = None,
     judgments: list[pl.DataFrame] | None = None,
+    one_order: list[pl.DataFrame] | None = None,
 ) -> None:
-    """The per-judge tables of finished jobs, accuracy against gold labels where the
-    benchmark has them (the judge tables' gold columns), the bias suite's effects, then the
-    summary read first (:func:`print_summary`; ``costs``: :func:`~voirdire.analysis.choice.judge_costs`
-    tables; ``judgments``: the judgments behind the tables, one table per directory, so
-    that the judges are compared on the units they share)."""
+    """The answer first, then what it rests on: each benchmark's line (the judge to trust
+    first, or a one-order log's position effect: :func:`~voirdire.analysis.choice.choose_judges`),
+    the per-judge tables, accuracy against gold labels where the benchmark has them, the
+    one-order effects, the bias suite's effects and the judges ranked (``costs``:
+    :func:`~voirdire.analysis.choice.judge_costs` tables; ``judgments``: the judgments
+    behind the tables, one table per directory, so that the judges are compared on the
+    units they share; ``one_order``: the directories'
+    :func:`~voirdire.analysis.position.one_order.one_order_effect` tables)."""
+    from voirdire.analysis.report.summary import print_choice
     from voirdire.analysis.report.terminal import (
         print_bias_table,
         print_gold_table,
         print_judge_table,
+        print_one_order_table,
     )
 
-    if tables:
-        jm = pl.concat(tables, how="diagonal_relaxed")
-        print_judge_table(jm, console=console)
-        print_gold_table(jm, console=console)
-    if effects:
-        print_bias_table(pl.concat(effects, how="diagonal_relaxed"), console=console)
+    choice = None
+    oo = [o for o in one_order or [] if o.height]
+    effect = pl.concat(oo, how="diagonal_relaxed") if oo else None
     if tables:
         from voirdire.analysis.choice import choose_judges
 
         cost = pl.concat(costs, how="diagonal_relaxed") if costs else None
         jm = pl.concat(tables, how="diagonal_relaxed")
-        print_summary(choose_judges(jm, cost, judgments=judgments or None))
+        choice = choose_judges(jm, cost, judgments=judgments or None, one_order=effect)
+        for line in choice.lines.values():
+            console.print(cell(line))
+        print_judge_table(jm, console=console)
+        print_gold_table(jm, console=console)
+    if effect is not None:
+        print_one_order_table(effect, console=console)
+    if effects:
+        print_bias_table(pl.concat(effects, how="diagonal_relaxed"), console=console)
+    if choice is not None:
+        print_choice(choice, console=console, lines=False)
 
 
 def print_summary(choice) -> None:

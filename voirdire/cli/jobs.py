@@ -97,30 +97,27 @@ def run(
     print_tables(*_analyse(finished))
 
 
-def _analyse(
-    finished: list,
-) -> tuple[
-    list[pl.DataFrame], list[pl.DataFrame], list[pl.DataFrame], list[pl.DataFrame]
-]:
+def _analyse(finished: list) -> tuple[list[pl.DataFrame], ...]:
     """Analyse the directories of the jobs ``run`` finished (``voirdire.api.analyze``), in
-    order; returns their per-judge tables, bias-effect tables, cost tables and judgments for
-    :func:`print_tables`. A directory the analysis refuses (``ConfigError``) is one line,
+    order; returns their per-judge tables, bias-effect tables, cost tables, judgments and
+    one-order effects for :func:`print_tables`. A directory the analysis refuses (``ConfigError``) is one line,
     exit 2."""
     from voirdire import api
     from voirdire.analysis.choice import judge_costs
 
-    tables, effects, costs, judgments = [], [], [], []
+    tables, effects, costs, judgments, one_order = [], [], [], [], []
     try:
         for outcome in finished:
             res = api.analyze(outcome.output_dir)
             tables.append(res.judge_metrics)
             judgments.append(res.judgments)
+            one_order.append(res.one_order())
             costs.append(judge_costs(res.judgments))
             if res.bias_effects is not None:
                 effects.append(res.bias_effects)
     except ConfigError as exc:
         fail(str(exc))
-    return tables, effects, costs, judgments
+    return tables, effects, costs, judgments, one_order
 
 
 #: a setting's name in ``--option KEY=VALUE`` (dotted parts nest: ``columns.instance``)
@@ -357,4 +354,10 @@ def audit(
     )
     from voirdire.analysis.choice import judge_costs
 
-    print_tables([res.judge_metrics], [], [judge_costs(res.judgments)], [res.judgments])
+    print_tables(
+        [res.judge_metrics],
+        [],
+        [judge_costs(res.judgments)],
+        [res.judgments],
+        [res.one_order()],
+    )
