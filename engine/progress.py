@@ -1,4 +1,5 @@
-"""Progress display: one rich progress bar per judge (queries done, rate, ETA, spend).
+"""Progress display: one rich progress bar per judge (queries done, rate, ETA, spend), one for
+all of them past a few judges.
 
 Without bars (``--no-progress``, e.g. a job submitted to a cluster, whose log is streamed
 back), a plain line per judge is printed every ``log_seconds`` seconds instead.
@@ -36,8 +37,13 @@ class RateColumn(ProgressColumn):
         )
 
 
+#: the most judges drawn with a bar each; more share one bar
+MAX_BARS = 8
+
+
 class JobProgress:
-    """A rich progress display with one task per judge.
+    """A rich progress display with one task per judge (past :data:`MAX_BARS` judges, one
+    task for them all, with their summed failures, tokens and cost).
 
     ``advance(judge, n, stats)`` moves a judge's bar by ``n`` queries; ``stats`` may carry
     ``failures``, ``input_tokens``, ``output_tokens`` and ``cost_usd`` (USD), shown beside it.
@@ -70,10 +76,20 @@ class JobProgress:
             disable=not enabled,
             refresh_per_second=4,
         )
-        self.tasks = {  # a judge's name is text, never markup (voirdire.escape)
-            j: self.progress.add_task(terminal(j), total=t, extra="")
-            for j, t in totals.items()
-        }
+        # a judge's name is text, never markup (voirdire.escape); past MAX_BARS judges one
+        # bar for them all (65 bars would not fit a screen)
+        self.pooled = len(totals) > MAX_BARS
+        if self.pooled:
+            whole = self.progress.add_task(
+                f"{len(totals)} judges", total=sum(totals.values()), extra=""
+            )
+            self.tasks = dict.fromkeys(totals, whole)
+        else:
+            self.tasks = {
+                j: self.progress.add_task(terminal(j), total=t, extra="")
+                for j, t in totals.items()
+            }
+        self._stats: dict[str, dict[str, float]] = {}
 
     def __enter__(self) -> JobProgress:
         self.progress.__enter__()
@@ -86,6 +102,12 @@ class JobProgress:
         self, judge: str, n: int, stats: dict[str, float] | None = None
     ) -> None:
         extra = ""
+        if stats and self.pooled:  # the bar shows the judges' sums
+            self._stats[judge] = dict(stats)
+            stats = {
+                k: sum(s.get(k) or 0 for s in self._stats.values())
+                for k in ("failures", "input_tokens", "output_tokens", "cost_usd")
+            }
         if stats:
             bits = []
             if stats.get("failures"):

@@ -9,16 +9,39 @@ writes. :func:`check_stages` refuses a sequence where a stage reads a key no ear
 wrote, or two stages write the same key. :func:`stages_for` picks from a sequence only the
 stages that produce the asked outputs (and what they read, transitively), so a caller that
 needs a few outputs runs only their stages.
+
+Progress: :func:`run_stages` tells every callback registered with :func:`watching` which
+stage starts (its name, its place in the sequence, the sequence's length, and how deep
+the run is nested in another), so that a command can show where a long analysis is
+without the analysis knowing who watches.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Stage", "check_stages", "run_stages", "stages_for"]
+__all__ = ["Stage", "check_stages", "run_stages", "stages_for", "watching"]
+
+#: ``(stage name, index from 0, stages in the run, depth)``: a stage about to run
+StageWatcher = Callable[[str, int, int, int], None]
+_WATCHERS: list[StageWatcher] = []
+_DEPTH = threading.local()
+
+
+@contextlib.contextmanager
+def watching(watcher: StageWatcher) -> Iterator[None]:
+    """Call ``watcher(name, index, count, depth)`` before every stage :func:`run_stages`
+    runs inside the ``with`` block (``depth`` 0: a run not nested in another's stage)."""
+    _WATCHERS.append(watcher)
+    try:
+        yield
+    finally:
+        _WATCHERS.remove(watcher)
 
 
 @dataclass(frozen=True)
@@ -111,10 +134,17 @@ def run_stages(
     """
     check_stages(stages, list(inputs), outputs)
     state = dict(inputs)
-    for s in stages:
-        state.update(s(state))
-        if on_stage is not None:
-            on_stage(s)
+    depth = getattr(_DEPTH, "n", 0)
+    _DEPTH.n = depth + 1
+    try:
+        for i, s in enumerate(stages):
+            for w in list(_WATCHERS):
+                w(s.name, i, len(stages), depth)
+            state.update(s(state))
+            if on_stage is not None:
+                on_stage(s)
+    finally:
+        _DEPTH.n = depth
     return state
 
 

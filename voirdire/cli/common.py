@@ -3,11 +3,12 @@ the one-line error exit, the per-judge tables and the warnings' one line."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import signal
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any
 
 import polars as pl
 import typer
@@ -161,3 +162,54 @@ def show_warning(message, category, filename, lineno, file=None, line=None) -> N
     err_console.print(
         "[yellow]warning:[/] " + terminal(redacted(str(message))), soft_wrap=True
     )
+
+
+#: ``--progress/--no-progress`` of the analysis commands
+Progress = Annotated[
+    bool,
+    typer.Option(
+        help="Show the stage running, how many of the command's stages are done, the time "
+        "taken and an estimate of the time left (on a terminal)."
+    ),
+]
+
+
+@contextlib.contextmanager
+def stage_progress(command: str, enabled: bool = True) -> Iterator[None]:
+    """One progress line on stderr while ``command`` runs: the stage running now (any
+    :func:`voirdire.stages.run_stages` inside, :func:`voirdire.stages.watching`), the
+    outermost run's stages done of all as a bar, the time taken and the time left. Shown
+    only on a terminal and when ``enabled``; gone when the command ends (the answer
+    follows it)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.progress import Progress as Bar
+
+    from voirdire.stages import watching
+
+    if not enabled or not err_console.is_terminal:
+        yield
+        return
+    bar = Bar(
+        SpinnerColumn(), TextColumn("[bold]{task.fields[command]}[/] {task.description}"),
+        BarColumn(), MofNCompleteColumn(), TextColumn("stages"), TimeElapsedColumn(),
+        TextColumn("ETA"), TimeRemainingColumn(), console=err_console, transient=True,
+    )  # fmt: skip
+    task = bar.add_task("starting", total=None, command=command)
+    top = {"name": ""}
+
+    def watch(name: str, i: int, n: int, depth: int) -> None:
+        if depth == 0:
+            top["name"] = name
+            bar.update(task, total=n, completed=i, description=name)
+        else:
+            bar.update(task, description=f"{top['name']}: {name} ({i + 1}/{n})")
+
+    with bar, watching(watch):
+        yield

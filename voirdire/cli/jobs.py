@@ -323,7 +323,9 @@ def audit(
     address: Annotated[
         str | None, typer.Option(help="Ray cluster address; default: a local cluster.")
     ] = None,
-    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = False,
+    progress: Annotated[
+        bool, typer.Option(help="Show progress bars (on a terminal).")
+    ] = True,
 ) -> None:
     """Audit judgment logs other tools wrote (both orders recorded, or one): no query is
     sent."""
@@ -340,11 +342,12 @@ def audit(
     ):  # an audit's judges answer from the logs: Ray only to join a cluster
         _start_ray_early(address)
     try:
-        res = api.audit(
-            logs, format, out=out, judge=judge, log=log or None, address=address,
-            show_progress=progress, console=console,
-            release_ray=common.process_ends_with_command,
-        )  # fmt: skip
+        with common.stage_progress("audit", progress):
+            res = api.audit(
+                logs, format, out=out, judge=judge, log=log or None, address=address,
+                show_progress=progress and console.is_terminal, console=console,
+                release_ray=common.process_ends_with_command,
+            )  # fmt: skip
     except ConfigError as exc:
         fail(str(exc))
     except JobInterrupted as exc:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from voirdire.cli.common import app, console, fail
+from voirdire.cli.common import Progress, app, console, fail, stage_progress
 from voirdire.cli.options import bounded
 from voirdire.core import ConfigError
 
@@ -82,6 +82,7 @@ def people(
             help="Where to write; default: <dir>-people next to the first directory, named after the inputs."
         ),
     ] = None,
+    progress: Progress = True,
 ) -> None:
     """People's win rates and board from a few labels (PPI++), rank sets, selective judges with a guaranteed agreement, their cascade, the pairs for people."""  # fmt: skip
     from voirdire import api, escape
@@ -89,11 +90,12 @@ def people(
 
     order = [s.strip() for s in cascade.split(",") if s.strip()] if cascade else None
     try:
-        study, paths = api.people(
-            dirs, labels=labels, share=share, rows=rows, level=level, alpha=alpha, delta=delta, confidence=confidence,
-            cascade=order, anchor=anchor, anchor_rating=anchor_rating, seed=seed, out=out,
-            unit=unit,
-        )  # fmt: skip
+        with stage_progress("people", progress):
+            study, paths = api.people(
+                dirs, labels=labels, share=share, rows=rows, level=level, alpha=alpha, delta=delta, confidence=confidence,
+                cascade=order, anchor=anchor, anchor_rating=anchor_rating, seed=seed, out=out,
+                unit=unit,
+            )  # fmt: skip
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         fail(str(exc))
     print_people(study, console)

@@ -9,7 +9,15 @@ from typing import Annotated
 import polars as pl
 import typer
 
-from voirdire.cli.common import app, console, fail, print_summary, print_tables
+from voirdire.cli.common import (
+    Progress,
+    app,
+    console,
+    fail,
+    print_summary,
+    print_tables,
+    stage_progress,
+)
 from voirdire.cli.options import bounded, read_table
 from voirdire.core import ConfigError
 from voirdire.escape import terminal, unquote_table, visible
@@ -88,6 +96,7 @@ def report(
             help="Static files of each figure under figures/: png, svg, png,svg or none."
         ),
     ] = "png",
+    progress: Progress = True,
 ) -> None:
     """Write report.html (interactive figures, one file), report.md, metrics/*.csv and figures/*.png (no judge is called)."""
     from voirdire import api
@@ -106,10 +115,11 @@ def report(
     if not set(formats) <= {"png", "svg"}:
         fail(f"--figures {figures!r}: write png, svg, png,svg or none")
     try:
-        path = api.report(
-            dirs, out=out, judge_attributes=attrs, replicates=replicates, rs_min=rs_min, max_error=max_error,
-            tokenizer=tokenizer, leaderboards=leaderboards, margin=margin, figures=formats,
-        )  # fmt: skip
+        with stage_progress("report", progress):
+            path = api.report(
+                dirs, out=out, judge_attributes=attrs, replicates=replicates, rs_min=rs_min, max_error=max_error,
+                tokenizer=tokenizer, leaderboards=leaderboards, margin=margin, figures=formats,
+            )  # fmt: skip
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         fail(str(exc))
     from voirdire.analysis.choice import choice_from_table
@@ -155,6 +165,7 @@ def mitigate(
             help="People's verdicts (filled bpde_annotation.csv): adds gate+labels, swap-tie+labels."
         ),
     ] = None,
+    progress: Progress = True,
 ) -> None:
     """Apply position-bias mitigation strategies to finished judgments; write mitigation.csv, .md and a figure."""
     from voirdire import api
@@ -163,15 +174,16 @@ def mitigate(
         [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
     )
     try:
-        paths = api.mitigate(
-            dirs,
-            reference=reference,
-            out=out,
-            strategies=names,
-            replicates=replicates,
-            beta=beta,
-            labels=labels,
-        )
+        with stage_progress("mitigate", progress):
+            paths = api.mitigate(
+                dirs,
+                reference=reference,
+                out=out,
+                strategies=names,
+                replicates=replicates,
+                beta=beta,
+                labels=labels,
+            )
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         fail(str(exc))
     # the Markdown as written (its names escaped for Markdown), never read as markup, and
