@@ -123,6 +123,20 @@ def _failures(study: Study) -> dict[str, Any] | None:
     )
 
 
+def _left_out(study: Study, b: str) -> list[str]:
+    """The judges of benchmark ``b``'s tables that its by-task figures, win-rate curves and
+    regression leave out: those measured only in a repetition study (its sample of tasks),
+    when a single-repetition directory measured other judges on the whole table."""
+    drawn = (
+        study.figure_judge_task
+        if study.figure_judge_task is not None
+        else study.judge_task
+    )
+    have = set(drawn.filter(pl.col("benchmark") == b).get_column("judge").to_list())
+    judges = study.panel.filter(pl.col("benchmark") == b).get_column("judge").to_list()
+    return sorted(j for j in judges if j not in have)
+
+
 def _benchmarks(
     study: Study, charts: dict[str, Any], n: list[int]
 ) -> list[dict[str, Any]]:
@@ -143,7 +157,7 @@ def _benchmarks(
         out.append({
             "name": b, "figures": [f for f in shown if f],
             "judge_task": table_view(jt, _JT_FMT), "n_tasks": jt.height,
-            "one_order": one_order,
+            "one_order": one_order, "left_out": [] if one_order else _left_out(study, b),
         })  # fmt: skip
     return out
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -132,13 +132,15 @@ def keyed_by_index(spec: dict[str, Any]) -> dict[str, Any]:
     headers show it (``labelExpr``); sort orders, scale domains and ``oneOf`` filters are
     given in keys. A specification without names is returned as it is."""
     rows = [r for values in _datasets(spec) for r in values if isinstance(r, dict)]
-    names = sorted(
-        {r[f] for r in rows for f in NAME_FIELDS if isinstance(r.get(f), str)}
-    )
-    if not names:
+    drawn = {r[f] for r in rows for f in NAME_FIELDS if isinstance(r.get(f), str)}
+    if not drawn:
         return spec
+    # a colour scale's domain holds every judge of the report (one colour per judge in
+    # every figure): those keys too, and a legend lists only the names drawn
+    names = sorted(drawn | set(_domain_names(spec)))
     width = len(str(len(names) - 1))
     key = {n: f"k{i:0{width}d}" for i, n in enumerate(names)}
+    shown_keys = [key[n] for n in names if n in drawn]
     for r in rows:
         for f in NAME_FIELDS:
             if isinstance(r.get(f), str):
@@ -147,9 +149,22 @@ def keyed_by_index(spec: dict[str, Any]) -> dict[str, Any]:
     # the names as a parameter's value (data), never as literals of an expression: an
     # array literal holding "__proto__" in a labelExpr failed as the keys did
     label = f"{NAMES_PARAM}[toNumber(slice(datum.label, 1))]"
-    out = _rekey(spec, key, label, None)
+    out = _rekey(spec, key, label, None, shown_keys)
     out["params"] = [*out.get("params", []), {"name": NAMES_PARAM, "value": names}]
     return out
+
+
+def _domain_names(node: Any) -> Iterator[str]:
+    """The names in the scale domains of encodings on a name field (:data:`NAME_FIELDS`)."""
+    if isinstance(node, dict):
+        scale = node.get("scale")
+        if node.get("field") in NAME_FIELDS and isinstance(scale, dict):
+            yield from (v for v in scale.get("domain") or [] if isinstance(v, str))
+        for v in node.values():
+            yield from _domain_names(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _domain_names(v)
 
 
 def _datasets(spec: Any):
@@ -173,13 +188,16 @@ def _keys(values: Any, key: dict[str, str]) -> Any:
     return key.get(values, values) if isinstance(values, str) else values
 
 
-def _rekey(node: Any, key: dict[str, str], label: str, channel: str | None) -> Any:
+def _rekey(
+    node: Any, key: dict[str, str], label: str, channel: str | None, drawn: list[str]
+) -> Any:
     """:func:`keyed_by_index`'s walk of the specification (data left as keyed);
-    ``channel``: the encoding channel ``node`` is under."""
+    ``channel``: the encoding channel ``node`` is under; ``drawn``: the keys of the names
+    the data holds (a legend lists those)."""
     if isinstance(node, str):
         return _DATUM_NAME.sub(lambda m: f"datum.{m.group(1) or m.group(3)}_name", node)
     if isinstance(node, list):
-        return [_rekey(v, key, label, channel) for v in node]
+        return [_rekey(v, key, label, channel, drawn) for v in node]
     if not isinstance(node, dict):
         return node
     out = {}
@@ -187,9 +205,9 @@ def _rekey(node: Any, key: dict[str, str], label: str, channel: str | None) -> A
         if k in ("datasets", "values"):
             out[k] = v
         elif k == "encoding" and isinstance(v, dict):
-            out[k] = {c: _rekey(d, key, label, c) for c, d in v.items()}
+            out[k] = {c: _rekey(d, key, label, c, drawn) for c, d in v.items()}
         else:
-            out[k] = _rekey(v, key, label, channel)
+            out[k] = _rekey(v, key, label, channel, drawn)
     field = out.get("field")
     if field not in NAME_FIELDS:
         return out
@@ -211,6 +229,8 @@ def _rekey(node: Any, key: dict[str, str], label: str, channel: str | None) -> A
     )  # fmt: skip
     if guide is not None and channel is not None and out.get(guide, {}) is not None:
         out[guide] = {**out.get(guide, {}), "labelExpr": label}
+        if guide == "legend" and isinstance(out.get("scale"), dict):
+            out["legend"]["values"] = drawn  # not the judges this figure has no data of
     return out
 
 
