@@ -102,13 +102,24 @@ def open_page(driver: Any, page: Path, timeout: float = 120.0) -> None:
     raise TimeoutError(f"{page}: figures not drawn within {timeout:.0f} s")
 
 
+#: the schemes of Chromium's own pages and UI (its tab strip's favicons, tooltips, the start
+#: page): requests the browser makes for itself, never the page; Chromium versions differ in
+#: which of them reach the performance log
+BROWSER_SCHEMES = frozenset(
+    {"chrome", "chrome-untrusted", "chrome-extension", "chrome-search", "devtools"}
+)
+
+
 def requests_made(driver: Any) -> list[str]:
-    """The URLs of every request the page has made since the last call (performance log)."""
+    """The URLs of every request the page has made since the last call (performance log);
+    the browser's requests for its own UI (``BROWSER_SCHEMES``) are not the page's."""
     urls = []
     for entry in driver.get_log("performance"):
         msg = json.loads(entry["message"])["message"]
         if msg.get("method") == "Network.requestWillBeSent":
-            urls.append(msg["params"]["request"]["url"])
+            url = msg["params"]["request"]["url"]
+            if url.split(":", 1)[0].lower() not in BROWSER_SCHEMES:
+                urls.append(url)
     return urls
 
 

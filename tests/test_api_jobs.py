@@ -278,11 +278,13 @@ def test_crash_after_answers_then_resume_pays_nothing_twice(cluster, tmp_path):
     outcome = voirdire.run(load_job(path))
     raw = pl.read_parquet(tmp_path / "out" / "judgments.parquet")
     assert raw.height == 48 and raw["failure"].null_count() == 48
-    assert (
-        srv.stats["ok"]["openai"] == 48
-    )  # every query paid exactly once over both runs
-    assert srv.stats["ok_per_prompt_max"] == 1
-    assert raw["cached"].sum() == paid_before > 0
+    # every answer the dead run received is reused, never bought again; the only queries paid
+    # twice are those whose reply the server had sent when the kill landed, before the worker
+    # could record it (at most the judge's concurrency, 2): no client can keep those
+    paid_twice = srv.stats["ok"]["openai"] - 48
+    assert 0 <= paid_twice <= 2, paid_twice
+    assert srv.stats["ok_per_prompt_max"] == (2 if paid_twice else 1)
+    assert raw["cached"].sum() == paid_before - paid_twice > 0
     assert outcome.stats.per_judge["gpt-4o"]["queries"] == 48
 
 
