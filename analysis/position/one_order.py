@@ -62,13 +62,13 @@ from voirdire.analysis.stats.bootstrap import cluster_bootstrap, in_clusters
 from voirdire.analysis.stats.order_randomisation import (
     MIXED_UNIT,
     UNIT_MESSAGES,
-    cluster_p_values,
-    pair_p_values,
+    cluster_test,
+    pair_test,
 )
 
 __all__ = [
     "DESIGN_COLUMNS", "EFFECT_COLUMNS", "FIXED_MESSAGE", "HALVES_MESSAGE", "order_design", "one_order_rows",
-    "one_order_effect", "has_one_order", "holm_rejections", "one_order_answers", "COMPLETE_HINT", "recorded_orders",
+    "one_order_effect", "has_one_order", "holm_rejections", "COUNT_ALPHA", "one_order_answers", "COMPLETE_HINT", "recorded_orders",
 ]  # fmt: skip
 
 JUDGE_KEYS = ["benchmark", "judge"]
@@ -79,8 +79,10 @@ DESIGN_COLUMNS = [
 #: columns of :func:`one_order_effect`; ``candidate`` null on the pooled row
 EFFECT_COLUMNS = [
     *JUDGE_KEYS, "design", "candidate", "n_first", "n_second", "win_first", "win_second", "effect",
-    "effect_lo", "effect_hi", "p_value", "message",
+    "effect_lo", "effect_hi", "p_value", "significant", "significant_p", "message",
 ]  # fmt: skip
+#: the unadjusted level at which ``significant`` counts candidates
+COUNT_ALPHA = 0.05
 FIXED_MESSAGE = (
     "every pair was shown in one fixed order: position cannot be separated from the pairs; "
     "judging the swapped order of the same pairs would separate them (a live judge with "
@@ -229,7 +231,11 @@ def one_order_effect(
         ``win_first``, ``win_second``, ``effect`` (float, shares; NaN where a half is
         empty), ``effect_lo``/``effect_hi`` (the percentile interval), ``p_value`` (the
         randomisation test at the benchmark's unit; NaN where a half is empty or the
-        order was not randomised) and ``message`` (:data:`HALVES_MESSAGE` and what the test
+        order was not randomised), on the pooled row ``significant`` (int: candidates with
+        ``p ≤`` :data:`COUNT_ALPHA`, unadjusted) and ``significant_p`` (float: the chance of
+        at least that many under the sharp null, from the same shuffles at the same unit:
+        :meth:`~.order_randomisation.OrderTest.count_null`; null on candidate rows), and
+        ``message`` (:data:`HALVES_MESSAGE` and what the test
         shuffled, :data:`~.order_randomisation.UNIT_MESSAGES`); for a ``fixed`` judge one row with null figures and
         :data:`FIXED_MESSAGE`. Empty (with these columns) when every judge has both orders.
     """
@@ -251,7 +257,8 @@ def one_order_effect(
         "benchmark": pl.String, "judge": pl.String, "design": pl.String, "candidate": pl.String,
         "n_first": pl.Int64, "n_second": pl.Int64, "win_first": pl.Float64,
         "win_second": pl.Float64, "effect": pl.Float64, "effect_lo": pl.Float64,
-        "effect_hi": pl.Float64, "p_value": pl.Float64, "message": pl.String,
+        "effect_hi": pl.Float64, "p_value": pl.Float64, "significant": pl.Int64,
+        "significant_p": pl.Float64, "message": pl.String,
     }  # fmt: skip
     if not parts:
         return pl.DataFrame(schema=schema)
@@ -330,27 +337,33 @@ def _p_values(
     units: Mapping[str, str],
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The randomisation p per (benchmark, judge, candidate) and pooled (candidate null) at
-    each benchmark's unit, and per judge what the test shuffled (``test``)."""
+    each benchmark's unit, the pooled row also ``significant``/``significant_p`` (the count
+    of candidates at :data:`COUNT_ALPHA` and its null), and per judge what the test
+    shuffled (``test``)."""
     rng = np.random.default_rng([seed, 1])
     with_unit = in_clusters(rows.with_columns(unit=pl.col("question_id")), clusters)
     with_unit = with_unit.with_columns(unit=pl.col("question_id"))
     p_rows, said = [], []
     for (b, j), grp in with_unit.group_by(JUDGE_KEYS, maintain_order=True):
         unit = units.get(b, "pair")
-        got = None
+        test = None
         if unit == "cluster":
-            got = cluster_p_values(grp, permutations, rng)
-            said.append((b, j, UNIT_MESSAGES[unit] if got is not None else MIXED_UNIT))
+            test = cluster_test(grp, permutations, rng)
+            said.append((b, j, UNIT_MESSAGES[unit] if test is not None else MIXED_UNIT))
         elif unit == "none":
             said.append((b, j, UNIT_MESSAGES[unit]))
-            got = dict.fromkeys(
-                [*grp.get_column("candidate").unique(), None], float("nan")
-            )
+            cands = grp.get_column("candidate").unique().to_list()
+            p_rows.extend((b, j, c, float("nan"), None, None) for c in [*cands, None])
+            continue
         else:
             said.append((b, j, UNIT_MESSAGES["pair"]))
-        if got is None:
-            got = pair_p_values(grp, permutations, rng)
-        p_rows.extend((b, j, c, p) for c, p in got.items())
+        if test is None:
+            test = pair_test(grp, permutations, rng)
+        count, count_p = test.count_null(COUNT_ALPHA)
+        for c, p in test.p_values().items():
+            p_rows.append(
+                (b, j, c, p, *((count, count_p) if c is None else (None, None)))
+            )
     pvals = pl.DataFrame(
         p_rows,
         schema={
@@ -358,6 +371,8 @@ def _p_values(
             "judge": pl.String,
             "candidate": pl.String,
             "p_value": pl.Float64,
+            "significant": pl.Int64,
+            "significant_p": pl.Float64,
         },
         orient="row",
     )
@@ -402,7 +417,19 @@ def _answer(judge: str, rows: pl.DataFrame, alpha: float, many: bool) -> str:
         f"{who}shown first, a model wins {abs(e) * 100:.1f} points {where} than shown second "
         f"({e:+.3f} [{lo:+.3f}, {hi:+.3f}], randomisation p {pv:.2g} with the order drawn "
         f"{unit}, {n:,} verdicts); {k} of {models.height} models differ at {alpha:g} after "
-        "Holm's correction"
+        f"Holm's correction{_count_clause(r)}"
+    )
+
+
+def _count_clause(pooled: dict) -> str:
+    """`` (k at p ≤ 0.05 unadjusted; as many with no position effect: p x)``, or nothing
+    where the count's null is undefined."""
+    k, p = pooled.get("significant"), pooled.get("significant_p")
+    if k is None or p is None or not np.isfinite(p):
+        return ""
+    return (
+        f" ({k} at p ≤ {COUNT_ALPHA:g} unadjusted; as many with no position effect: "
+        f"p {p:.2g})"
     )
 
 
