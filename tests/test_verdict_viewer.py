@@ -4,7 +4,8 @@ verdicts (3 judges, 2 tasks, 3 candidates, both orders; no Ray): the pairs shown
 flip (recomputed here from the judgments' letters), the bounds hold and say what they
 left out, the prompts rebuilt are as long as the prompts sent, received text and names
 are escaped, the report links each judge to its pairs, and in Chromium the page filters
-to one judge from the link, pages, searches and makes no request."""
+to one judge from a table's link and from a figure's point, pages, searches and makes no
+request."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import json
 import re
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
 import polars as pl
 import pytest
@@ -195,9 +197,10 @@ def _wait(d, script: str, timeout: float = 20.0):
     raise TimeoutError(script)
 
 
-def test_the_viewer_opens_from_a_judge_pages_and_searches_offline(
+def test_the_viewer_opens_from_a_row_and_a_point_pages_and_searches_offline(
     report, judgments, browser_ok
 ):
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
     from tests.browser import chromium, console_errors, open_page, requests_made
@@ -242,6 +245,18 @@ def test_the_viewer_opens_from_a_judge_pages_and_searches_offline(
             for h in d.find_elements(By.CSS_SELECTOR, "article.pair:not(.hidden) h3")
         ]
         assert heads and all(f"question {qid} " in h for h in heads), heads
+        # a figure's point: the PC–PF figure's last judge
+        open_page(d, report)
+        point = d.find_elements(
+            By.CSS_SELECTOR, 'div.vega[data-key^="pc_pf:"] g.mark-symbol path'
+        )[-1]
+        d.execute_script("arguments[0].scrollIntoView({block:'center'})", point)
+        ActionChains(d).move_to_element(point).click().perform()
+        _wait(d, "return location.href.indexOf('verdicts.html#judge=')>=0")
+        _wait(d, "return document.body.getAttribute('data-viewer-ready')")
+        clicked = unquote(d.current_url.split("#judge=", 1)[1])
+        assert clicked in set(flips.counts.get_column("judge"))
+        assert set(_visible(d)) == {clicked}
         made = requests_made(d)
         assert made and all(
             u.split(":", 1)[0] in ("file", "data", "blob", "about") for u in made
