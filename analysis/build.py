@@ -229,20 +229,27 @@ def _verdicts(study: Any) -> dict[str, Any]:
     """The verdict viewer's pairs (:func:`~voirdire.analysis.report.verdicts.flipped_pairs`
     over every directory's judgments), with the instruction and prompts each directory's
     benchmark rebuilds (none where it cannot be read again: a recorded log)."""
-    from voirdire.analysis.report.verdicts import flipped_pairs, with_prompts
+    from voirdire.analysis.report.verdicts import (
+        DIRECTORY,
+        flipped_pairs,
+        with_prompts,
+    )
 
-    frames = [d.judgments for d in study.dirs if d.judgments.height]
+    frames = [  # keyed by position: two directories may share a name
+        d.judgments.with_columns(pl.lit(str(i)).alias(DIRECTORY))
+        for i, d in enumerate(study.dirs)
+        if d.judgments.height
+    ]
     if not frames:
         return {"verdicts": None}
     flips = flipped_pairs(pl.concat(frames, how="diagonal_relaxed"))
-    rest, parts = flips.pairs, []
-    # a judge in several directories: its first directory's prompts
-    for d in study.dirs:
-        mine = pl.col("judge").is_in(d.judgments.get_column("judge").unique().to_list())
-        if rest.filter(mine).height:
-            parts.append(with_prompts(rest.filter(mine), _benchmark_or_none(d.job)))
-        rest = rest.filter(~mine)
-    pairs = pl.concat([*parts, rest], how="diagonal_relaxed")
+    at = pl.col(DIRECTORY)
+    parts = [
+        with_prompts(flips.pairs.filter(at == str(i)), _benchmark_or_none(d.job))
+        for i, d in enumerate(study.dirs)
+        if flips.pairs.filter(at == str(i)).height
+    ]
+    pairs = pl.concat(parts, how="diagonal_relaxed") if parts else flips.pairs
     return {"verdicts": dataclasses.replace(flips, pairs=pairs)}
 
 

@@ -110,6 +110,18 @@ def test_the_bounds_hold_and_the_page_says_what_they_left_out(judgments):
         flipped_pairs(judgments, per_judge=0)
 
 
+def test_two_directories_queries_never_pair(judgments):
+    """One directory's candidate-first rows and another's candidate-second rows: no pair
+    (together, without the directory, they would be the same pairs as one directory's)."""
+    first = pl.col("shown").list.first() == pl.col("candidate")
+    a = judgments.filter(first).with_columns(directory=pl.lit("0"))
+    b = judgments.filter(~first).with_columns(directory=pl.lit("1"))
+    apart = flipped_pairs(pl.concat([a, b]))
+    assert apart.pairs.height == 0 and apart.counts.height == 0
+    together = flipped_pairs(pl.concat([a, b]).drop("directory"))
+    assert together.pairs.height == flipped_pairs(judgments).pairs.height > 0
+
+
 def test_the_rebuilt_prompts_are_the_prompts_sent(judgments, replayed):
     from voirdire.analysis.results_dir import dir_benchmark
     from voirdire.layout import read_job_record

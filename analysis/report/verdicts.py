@@ -40,6 +40,7 @@ __all__ = [
     "MAX_PAIRS",
     "PAGE_SIZE",
     "FLIP_CLASSES",
+    "DIRECTORY",
     "FlippedPairs",
     "flipped_pairs",
     "with_prompts",
@@ -54,6 +55,8 @@ MAX_PAIRS = 600
 PAGE_SIZE = 25
 #: the pair classes whose verdict changes with the order
 FLIP_CLASSES = ("primacy", "recency")
+#: the optional column of a judgments table naming the directory a row comes from
+DIRECTORY = "directory"
 
 #: per order (1: candidate shown first, 2: shown second), the columns taken from its row
 _PER_ORDER = ("mode", "shown", "permutation", "extracted", "output", "failure")
@@ -65,7 +68,7 @@ class FlippedPairs:
 
     Attributes:
         pairs: one row per pair shown: :data:`~voirdire.analysis.position.pairing.PAIR_KEYS`,
-            ``klass`` (``primacy`` | ``recency``), ``v1``/``v2`` (the verdicts from the
+            :data:`DIRECTORY` (null where the judgments had none), ``klass`` (``primacy`` | ``recency``), ``v1``/``v2`` (the verdicts from the
             candidate's side, candidate shown first / second), and per order ``1``/``2``:
             ``mode``, ``shown`` (models in slot order), ``permutation``, ``extracted`` (the letter
             read), ``output`` (the reply; null when not recorded), ``failure``.
@@ -95,7 +98,9 @@ def flipped_pairs(
     score rows), at most ``per_judge`` per (benchmark, judge) and ``max_pairs`` in all:
     with ``n`` judges each keeps ``min(per_judge, max(1, max_pairs // n))``, taken round
     the tasks (the first question of each task, then the second, ...), then the first
-    ``max_pairs``. Deterministic for a table.
+    ``max_pairs``. Deterministic for a table. A :data:`DIRECTORY` column, where present,
+    keeps the directories' queries apart (each pairs within its own directory); the
+    counts are per (benchmark, judge) over them all.
 
     Raises:
         ValueError: ``per_judge`` or ``max_pairs`` below 1.
@@ -103,13 +108,29 @@ def flipped_pairs(
     if per_judge < 1 or max_pairs < 1:
         raise ValueError("per_judge and max_pairs must be at least 1")
     rows = control_rows(judgments).filter(pl.col("mode").is_in(PAIRWISE_MODES))
+    if DIRECTORY not in rows.columns:
+        rows = rows.with_columns(pl.lit(None, dtype=pl.String).alias(DIRECTORY))
+    keys = [*PAIR_KEYS, DIRECTORY]  # two directories' queries never pair
     judges = ["benchmark", "judge"]
-    pairs = judgment_pairs(rows)
+    parts = rows.partition_by(DIRECTORY, as_dict=True, maintain_order=True)
+    pairs = pl.concat(
+        [judgment_pairs(part).with_columns(pl.lit(d, pl.String).alias(DIRECTORY))
+         for (d,), part in parts.items()]
+        or [judgment_pairs(rows).with_columns(pl.lit(None, pl.String).alias(DIRECTORY))]
+    )  # fmt: skip
     decided = pairs.filter(pl.col("v1").is_not_null() & pl.col("v2").is_not_null())
     flips = decided.filter(pl.col("klass").is_in(FLIP_CLASSES))
     n_judges = max(1, decided.select(judges).unique().height)
     k = min(per_judge, max(1, max_pairs // n_judges))
-    order = [*judges, "task", "question_id", "candidate", "repetition", "reference"]
+    order = [
+        *judges,
+        "task",
+        "question_id",
+        "candidate",
+        "repetition",
+        "reference",
+        DIRECTORY,
+    ]
     picked = (
         flips.sort(order, nulls_last=True)
         .with_columns(_turn=pl.int_range(pl.len()).over([*judges, "task"]))
@@ -119,18 +140,16 @@ def flipped_pairs(
         .head(max_pairs)
         .drop("_turn", "_i")
     )
-    per_order = rows.with_columns(side=side()).select(*PAIR_KEYS, "side", *_PER_ORDER)
-    per_order = per_order.unique(
-        [*PAIR_KEYS, "side"], keep="first", maintain_order=True
-    )
+    per_order = rows.with_columns(side=side()).select(*keys, "side", *_PER_ORDER)
+    per_order = per_order.unique([*keys, "side"], keep="first", maintain_order=True)
     for s, suffix in ((0, "1"), (1, "2")):
         one = per_order.filter(pl.col("side") == s).drop("side")
         picked = picked.join(
             one.rename({c: f"{c}{suffix}" for c in _PER_ORDER}),
-            on=PAIR_KEYS, how="left", nulls_equal=True,
+            on=keys, how="left", nulls_equal=True,
         )  # fmt: skip
     picked = picked.select(
-        *PAIR_KEYS, "klass", "v1", "v2", *(f"{c}{s}" for s in "12" for c in _PER_ORDER)
+        *keys, "klass", "v1", "v2", *(f"{c}{s}" for s in "12" for c in _PER_ORDER)
     )
     shown = picked.group_by(judges).agg(shown=pl.len())
     counts = (
@@ -181,7 +200,7 @@ def with_prompts(pairs: pl.DataFrame, bench: Benchmark | None) -> pl.DataFrame:
 
 def _pair_view(r: dict[str, Any], n: int) -> dict[str, Any]:
     """One pair as the template shows it (text only; the template escapes it)."""
-    flip = f"{r['v1']} → {r['v2']} ({r['klass']})"
+    flip = f"{r['v1']} shown first, {r['v2']} shown second: {r['klass']}"
     orders = [
         {
             "name": "candidate shown first" if s == "1" else "candidate shown second",
