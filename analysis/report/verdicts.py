@@ -177,7 +177,7 @@ def with_prompts(pairs: pl.DataFrame, bench: Benchmark | None) -> pl.DataFrame:
         try:
             user = bench.build_prompt(qid, list(shown), option_mode, mode)
             system = bench.system_prompt(qid, list(shown), option_mode)
-        except (KeyError, ValueError, NotImplementedError, IndexError, TypeError):
+        except (KeyError, ValueError, NotImplementedError):
             return None
         return user if system is None else f"[system]\n{system}\n\n[user]\n{user}"
 
@@ -186,7 +186,7 @@ def with_prompts(pairs: pl.DataFrame, bench: Benchmark | None) -> pl.DataFrame:
             return None
         try:
             return bench.question_text(qid)
-        except (KeyError, NotImplementedError, IndexError, TypeError, ValueError):
+        except (KeyError, ValueError, NotImplementedError):
             return None
 
     cols = ("question_id", "option_mode", "mode1", "shown1", "shown2")
