@@ -108,6 +108,11 @@ def test_the_bounds_hold_and_the_page_says_what_they_left_out(judgments):
     assert (tasks.get_column("task") == 2).all()
     with pytest.raises(ValueError, match="at least 1"):
         flipped_pairs(judgments, per_judge=0)
+    # nothing to pair (no rows, list-wise rows only): an empty page that says so
+    for none in (judgments.head(0), judgments.with_columns(mode=pl.lit("listwise"))):
+        empty = flipped_pairs(none)
+        assert empty.pairs.height == empty.counts.height == empty.left_out == 0
+        assert "No pair changed its verdict with the order." in verdicts_page(empty)
 
 
 def test_two_directories_queries_never_pair(judgments):
