@@ -16,6 +16,8 @@ mitigation   pairwise, gold, settings                     mitigation, mitigation
 ranking      study, pairwise, settings, leaderboards      ranking
 shown        study                                        shown (each directory's
                                                           :class:`DirShown`)
+verdicts     study                                        verdicts (the flipped pairs of
+                                                          ``verdicts.html``)
 ===========  ===========================================  =================================
 
 (:data:`REPORT_STAGES` is the source.) One directory's :class:`DirShown` (what its
@@ -223,6 +225,46 @@ def _shown(study: Any) -> dict[str, Any]:
     return {"shown": [dir_shown(d) for d in study.dirs]}
 
 
+def _verdicts(study: Any) -> dict[str, Any]:
+    """The verdict viewer's pairs (:func:`~voirdire.analysis.report.verdicts.flipped_pairs`
+    over every directory's judgments), with the instruction and prompts each directory's
+    benchmark rebuilds (none where it cannot be read again: a recorded log)."""
+    from voirdire.analysis.report.verdicts import (
+        DIRECTORY,
+        flipped_pairs,
+        with_prompts,
+    )
+
+    frames = [  # keyed by position: two directories may share a name
+        d.judgments.with_columns(pl.lit(str(i)).alias(DIRECTORY))
+        for i, d in enumerate(study.dirs)
+        if d.judgments.height
+    ]
+    if not frames:
+        return {"verdicts": None}
+    flips = flipped_pairs(pl.concat(frames, how="diagonal_relaxed"))
+    at = pl.col(DIRECTORY)
+    parts = [
+        with_prompts(flips.pairs.filter(at == str(i)), _benchmark_or_none(d.job))
+        for i, d in enumerate(study.dirs)
+        if flips.pairs.filter(at == str(i)).height
+    ]
+    pairs = pl.concat(parts, how="diagonal_relaxed") if parts else flips.pairs
+    return {"verdicts": dataclasses.replace(flips, pairs=pairs)}
+
+
+def _benchmark_or_none(job: dict[str, Any]) -> Any:
+    """The directory's benchmark loaded again, or None where it cannot be (a recorded log
+    whose data is not here, a name not registered)."""
+    from voirdire.analysis.results_dir import dir_benchmark
+    from voirdire.core import ConfigError
+
+    try:
+        return dir_benchmark(job)
+    except (ConfigError, OSError, ValueError, KeyError):
+        return None
+
+
 #: the inputs of a report
 REPORT_INPUTS = ("dirs", "settings", "judge_attributes", "tokenizer", "leaderboards")
 #: a report of several directories, in the order of its data
@@ -233,6 +275,7 @@ REPORT_STAGES: tuple[Stage, ...] = (
     Stage("mitigation", ("study", "pairwise", "gold", "settings"), ("mitigation", "mitigation_notes"), _mitigation),
     Stage("ranking", ("study", "pairwise", "settings", "leaderboards"), ("ranking",), _ranking),
     Stage("shown", ("study",), ("shown",), _shown),
+    Stage("verdicts", ("study",), ("verdicts",), _verdicts),
 )  # fmt: skip
 
 
@@ -250,7 +293,8 @@ def build_report(
     margin: float = DEFAULTS.choice_margin,
     figures: tuple[str, ...] = DEFAULTS.static_figures,
 ) -> Path:
-    """Analyse ``dirs`` together and write ``report.html``, ``report.md``, ``metrics/*.csv``
+    """Analyse ``dirs`` together and write ``report.html``, ``verdicts.html`` (the flipped
+    pairs, :mod:`~voirdire.analysis.report.verdicts`), ``report.md``, ``metrics/*.csv``
     and ``figures/*.png`` under ``out`` (default: the directory itself when there is one,
     else ``report/`` next to the first). With ``out`` given, nothing is written outside it
     (the inputs may be read-only); without it, each directory's own ``judgments.parquet``,
@@ -331,6 +375,8 @@ def _write(
     from voirdire.analysis.report.markdown import study_markdown
     from voirdire.analysis.report.people import people_markdown
     from voirdire.analysis.report.ranking import ranking_html, write_ranking
+    from voirdire.analysis.report.verdicts import verdicts_page
+    from voirdire.layout import VERDICTS_HTML
 
     study, mitigation, ranking = state["study"], state["mitigation"], state["ranking"]
     # voirdire people's files read first: a broken one is refused before anything is written
@@ -363,8 +409,15 @@ def _write(
     audit = audit_view(
         state["shown"], out_dir / "figures"
     )  # one-order logs, probabilities
+    viewer = state["verdicts"] is not None
+    if viewer:
+        write_html(
+            out_dir / VERDICTS_HTML,
+            verdicts_page(state["verdicts"], f"{name}: flipped verdicts"),
+        )
     page = render_html(
         study, written, name, mitigation, gold=state["gold"], leaderboards=section,
         audit=audit, choice=state["choice"], mitigation_notes=state["mitigation_notes"], people=people,
+        verdicts=viewer,
     )  # fmt: skip
     return write_html(out_dir / "report.html", page)

@@ -9,6 +9,7 @@ The engine writes a directory and the analysis reads it; both take the names fro
     metrics/<table>.csv          the analysis' tables (METRICS_DIR, METRIC_FILES)
     figures/<name>.png           a report's figures (FIGURES_DIR)
     report.md, report.html       the reports (REPORT_MD, REPORT_HTML)
+    verdicts.html                a report's flipped pairs, opened one by one (VERDICTS_HTML)
 
 The row schemas (raw rows, judgments) are :mod:`voirdire.schema`'s. A directory is ours when
 its ``job.json`` is a regular file whose JSON object has the keys the engine writes
@@ -35,6 +36,7 @@ __all__ = [
     "METRIC_FILES",
     "REPORT_MD",
     "REPORT_HTML",
+    "VERDICTS_HTML",
     "REPORT_FILES",
     "PEOPLE_MANIFEST",
     "JOB_RECORD_KEYS",
@@ -62,11 +64,14 @@ METRIC_FILES = (
 )
 #: the reports
 REPORT_MD, REPORT_HTML = "report.md", "report.html"
+#: the verdict viewer beside report.html (voirdire.analysis.report.verdicts)
+VERDICTS_HTML = "verdicts.html"
 #: what a report or a mitigation writes at the top of its directory (besides metrics/, figures/)
 REPORT_FILES = frozenset(
     {
         REPORT_HTML,
         REPORT_MD,
+        VERDICTS_HTML,
         "mitigation.csv",
         "mitigation.md",
         "bpde_annotation.csv",

@@ -238,6 +238,7 @@ def render_html(
     choice: Choice | None = None,
     mitigation_notes: Sequence[str] = (),
     people: PeopleTables | None = None,
+    verdicts: bool = False,
 ) -> str:
     """The report as one HTML string (``templates/report.html.j2``).
 
@@ -265,6 +266,10 @@ def render_html(
     from voirdire.analysis.report.vega import vega_bundle
 
     charts, n = written.get("charts", {}), [0]
+    judges, summary = _judges(study), summary_view(choice)
+    if verdicts:  # the tables whose judges' names open the viewer
+        for t in [judges["panel"], *(s["table"] for s in summary)]:
+            t["verdicts"] = True
     return render_template(
         "report.html.j2",
         title=title,
@@ -273,9 +278,10 @@ def render_html(
         settings=table_view(pl.DataFrame([d.settings for d in study.dirs])),
         failures=_failures(study),
         tokenizer=study.tokenizer,
-        summary=summary_view(choice),
+        summary=summary,
+        verdicts=verdicts,
         margin=choice.margin if choice is not None else None,
-        **_judges(study),
+        **judges,
         benchmarks=_benchmarks(study, charts, n),
         regressions=_regressions(study),
         agreement=agreement_view(

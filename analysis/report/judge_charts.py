@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import quote
 
 import altair as alt
 import polars as pl
@@ -28,11 +29,23 @@ from voirdire.analysis.report.vega import (
     search_param,
 )
 
-__all__ = ["judge_scatter", "judge_bars", "family_multiples", "FAMILY_FIELDS"]
+__all__ = [
+    "verdicts_href",
+    "judge_scatter",
+    "judge_bars",
+    "family_multiples",
+    "FAMILY_FIELDS",
+]
 
 _PF = "PF (−1 primacy … +1 recency)"
 #: the parts of a judge's family, in the order they are parsed from its name
 FAMILY_FIELDS = ("model", "strategy")
+
+
+def verdicts_href(judge: str) -> str:
+    """The verdict viewer's address of one judge beside the report (``verdicts.html``,
+    :mod:`voirdire.analysis.report.verdicts`), its name percent-encoded."""
+    return "verdicts.html#judge=" + quote(judge, safe="")
 
 
 def _color(judges: Sequence[str], n: int) -> Any:
@@ -56,7 +69,7 @@ def judge_scatter(
     """One point per judge at (``x``, ``y``) with its intervals where ``rows`` has
     ``<x>_lo``/``<x>_hi`` and ``<y>_lo``/``<y>_hi``; ``cells`` (judge, x, y): faint points of
     each judge's cells, drawn up to :data:`MAX_LEGEND` judges. ``extra``: more columns in the
-    tooltip."""
+    tooltip. A click on a judge's point opens its flipped pairs (:func:`verdicts_href`)."""
     r = rows.filter(pl.col(x).is_not_null() & pl.col(y).is_not_null())
     n = r.height
     keep = [
@@ -69,7 +82,9 @@ def judge_scatter(
             if c in r.columns
         ),
     ]
-    r = r.select(list(dict.fromkeys(keep)))
+    r = r.select(list(dict.fromkeys(keep))).with_columns(
+        verdicts=pl.col("judge").map_elements(verdicts_href, return_dtype=pl.String)
+    )
     sx, sy = alt.Scale(domain=list(x_domain)), alt.Scale(domain=list(y_domain))
     fx, fy = (
         alt.X(f"{x}:Q", title=x_title, scale=sx),
@@ -95,7 +110,7 @@ def judge_scatter(
     layers.append(
         base.mark_point(filled=True, stroke="black", strokeWidth=0.6)
         .encode(
-            x=fx, y=fy, color=_color(judges, n), tooltip=tip,
+            x=fx, y=fy, color=_color(judges, n), tooltip=tip, href="verdicts:N",
             size=alt.condition(HIT, alt.value(220), alt.value(90 if n <= MAX_LEGEND else 50)),
             opacity=alt.condition(SHOWN, alt.value(0.95), alt.value(0.15)),
         )

@@ -1,0 +1,34 @@
+(function(){
+ /* the verdict viewer: #judge=NAME shows one judge, the search box filters, pages of page_size */
+ var cfg=JSON.parse(document.getElementById('viewer-config').textContent),size=cfg.page_size,page=0,judge=null;
+ var pairs=Array.prototype.slice.call(document.querySelectorAll('article.pair'));
+ var box=document.getElementById('pair-search'),count=document.getElementById('pair-count'),of=document.getElementById('page-of');
+ var label=document.getElementById('judge-filter'),none=document.getElementById('none-found');
+ function fromHash(){
+  var h=location.hash.replace(/^#/,''),m=/(?:^|&)judge=([^&]*)/.exec(h);
+  try{judge=m?decodeURIComponent(m[1]):null}catch(e){judge=null}
+  label.textContent=judge===null?'':('judge: '+judge+(cfg.judges.indexOf(judge)<0?' (no pair judged in both orders)':''));
+  page=0;show();
+ }
+ function matches(){
+  var q=box.value.trim().toLowerCase();
+  return pairs.filter(function(a){return (judge===null||a.getAttribute('data-judge')===judge)&&(!q||a.getAttribute('data-search').indexOf(q)>=0)});
+ }
+ function show(){
+  var hit=matches(),pages=Math.max(1,Math.ceil(hit.length/size));
+  if(page>=pages)page=pages-1;
+  pairs.forEach(function(a){a.classList.add('hidden')});
+  hit.slice(page*size,(page+1)*size).forEach(function(a){a.classList.remove('hidden')});
+  count.textContent=hit.length+' pair'+(hit.length===1?'':'s');
+  of.textContent='page '+(page+1)+' of '+pages;
+  document.getElementById('prev').disabled=page===0;document.getElementById('next').disabled=page>=pages-1;
+  none.hidden=hit.length>0||pairs.length===0;
+  document.body.setAttribute('data-viewer-ready','1');
+ }
+ document.getElementById('prev').addEventListener('click',function(){if(page>0){page--;show();window.scrollTo(0,0)}});
+ document.getElementById('next').addEventListener('click',function(){page++;show();window.scrollTo(0,0)});
+ document.getElementById('all-judges').addEventListener('click',function(e){e.preventDefault();history.replaceState(null,'',location.pathname);fromHash()});
+ box.addEventListener('input',function(){page=0;show()});
+ window.addEventListener('hashchange',fromHash);
+ fromHash();
+})();
