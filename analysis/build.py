@@ -357,11 +357,8 @@ def _write(
         write_text(out_dir / "report.md", md)
     section = None
     if ranking is not None:
-        paths = write_ranking(ranking, out_dir)
-        figures = {
-            k.partition(":")[2]: v for k, v in paths.items() if k.startswith("figure:")
-        }
-        section = ranking_html(ranking.summary(), figures)
+        write_ranking(ranking, out_dir)
+        section = ranking_html(ranking)  # the section of ranking.html
     audit = audit_view(
         state["shown"], out_dir / "figures"
     )  # one-order logs, probabilities

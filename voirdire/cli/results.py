@@ -261,7 +261,7 @@ def rank(
 ) -> None:
     """Leaderboards per judge, strategy and order view, with rank flips; write metrics/leaderboard.csv, rank_flips.csv, figures."""
     from voirdire import api
-    from voirdire.analysis.report.ranking import print_ranking
+    from voirdire.analysis.report.ranking import print_boards, print_ranking
 
     names = (
         [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
@@ -274,6 +274,9 @@ def rank(
             )  # fmt: skip
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         fail(str(exc))
+    print_boards(
+        ranking, console, str(paths["leaderboard"])
+    )  # the path as text, never markup
     print_ranking(ranking.summary(), console)
     console.print(
         "wrote "
