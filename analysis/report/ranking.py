@@ -32,7 +32,7 @@ from voirdire.analysis.report.leaderboard import (
 from voirdire.analysis.report.plotting import _save, plt
 from voirdire.analysis.report.vega import vega_bundle
 from voirdire.analysis.report.views import render_template, table_view
-from voirdire.escape import cell, markdown
+from voirdire.escape import cell, markdown, visible
 
 __all__ = [
     "VIEW_ORDER",
@@ -283,7 +283,8 @@ def board_specs(ranking: Ranking) -> dict[str, dict]:
 
 
 def ranking_html(ranking: Ranking, specs: dict[str, dict] | None = None) -> str:
-    """The "Leaderboards" section (``templates/leaderboards.html.j2``; autoescaped): the
+    """The "Leaderboards" section (``templates/leaderboards.html.j2``; autoescaped, control
+    characters as visible escapes, :func:`voirdire.escape.visible`): the
     answer lines, per judge its figure (``specs``: :func:`board_specs`) and its sorted
     board, the flips table. Figure ids ``lb1``, ``lb2``…: unique beside the report's."""
     specs = board_specs(ranking) if specs is None else specs
@@ -296,15 +297,16 @@ def ranking_html(ranking: Ranking, specs: dict[str, dict] | None = None) -> str:
             if name in specs
             else None
         )
-        boards.append({"title": f"{key[0]} · {view_title(*key[1:])}", "board": view_title(*key[1:]),
-                       "head": head, "rows": body, "chart": chart})  # fmt: skip
-    flips = table_view(
-        pl.DataFrame(_rows(ranking.summary()), schema=_HEAD, orient="row")
+        boards.append({"title": visible(f"{key[0]} · {view_title(*key[1:])}"), "board": visible(view_title(*key[1:])),
+                       "head": head, "rows": [[visible(c) for c in r] for r in body], "chart": chart})  # fmt: skip
+    flips = [[visible(c) for c in r] for r in _rows(ranking.summary())]
+    flips = table_view(pl.DataFrame(flips, schema=_HEAD, orient="row"))
+    anchors = visible(
+        ", ".join(f"{m} ({b})" for b, m in sorted(ranking.boards.anchors.items()))
     )
-    anchors = ", ".join(f"{m} ({b})" for b, m in sorted(ranking.boards.anchors.items()))
     return render_template(
         "leaderboards.html.j2",
-        answers=[{"board": b, "answer": a} for b, a in (x.words() for x in answers(ranking))],
+        answers=[{"board": visible(b), "answer": visible(a)} for b, a in (x.words() for x in answers(ranking))],
         boards=boards, flips=flips, replicates=ranking.replicates, anchors=anchors,
     )  # fmt: skip
 
