@@ -223,3 +223,39 @@ def test_rank_runs_as_named_stages(replay_dir, tmp_path):
     assert [s for s in seen if s in ("views", "boards", "flips", "style")] == [
         "views", "boards", "flips", "style",
     ]  # fmt: skip
+
+
+def test_the_page_draws_offline_and_finds_a_model(ranked, browser_ok):
+    """``ranking.html`` in headless Chromium: offline from one file, no console error, a
+    figure per judge drawn with legends of at most 12 entries; typing a model's name
+    marks its board rows and redraws the figures (the model drawn larger, the rest faint)."""
+    import time
+
+    from selenium.webdriver.common.by import By
+
+    from tests.browser import chromium, console_errors, open_page, requests_made
+
+    _, out = ranked
+    with chromium(1400, 900) as d:
+        requests_made(d)
+        open_page(d, out / "ranking.html")
+        made = requests_made(d)
+        assert made and all(u.split(":", 1)[0] in ("file", "data", "blob", "about") for u in made), made  # fmt: skip
+        assert console_errors(d) == []
+        drawn = "return Array.prototype.map.call(document.querySelectorAll('div.vega'),function(e){return e.innerHTML})"
+        before = d.execute_script(drawn)
+        assert len(before) == 3 and all("role-mark" in h for h in before)
+        legends = d.execute_script(
+            "return Array.prototype.map.call(document.querySelectorAll('div.vega svg g.role-legend'),"
+            "function(g){return g.querySelectorAll('g.role-legend-label text').length})"
+        )
+        assert legends and all(k <= 12 for k in legends), legends
+        d.find_element(By.ID, "model-search").send_keys("claude")
+        time.sleep(1.0)
+        found = [r.get_attribute("data-model") for r in d.find_elements(By.CSS_SELECTOR, "tr.found")]  # fmt: skip
+        assert found and all("claude" in m for m in found), found
+        assert len(found) == 3  # claude-v1 on each judge's board
+        assert "1 model found" in d.find_element(By.ID, "model-count").text
+        after = d.execute_script(drawn)
+        assert all(a != b for a, b in zip(after, before))
+        assert console_errors(d) == []
