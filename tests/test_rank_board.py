@@ -259,3 +259,24 @@ def test_the_page_draws_offline_and_finds_a_model(ranked, browser_ok):
         after = d.execute_script(drawn)
         assert all(a != b for a, b in zip(after, before))
         assert console_errors(d) == []
+
+
+def test_with_style_the_board_adds_the_style_rating_and_the_lc_win_rate(
+    replay_dir, tmp_path
+):
+    ranking, paths = voirdire.rank(
+        [replay_dir], out=tmp_path / "s", replicates=10, style=True
+    )
+    buf = io.StringIO()
+    print_boards(ranking, Console(file=buf, width=250), "x.csv")
+    rows = _terminal_rows(
+        buf.getvalue(), "MTBench · gpt4 · pooled: the board by rating"
+    )
+    lc = pl.read_csv(paths["lc_win_rate"]).filter(
+        (pl.col("judge") == "gpt4") & (pl.col("strategy") == "single") & (pl.col("view") == "pooled")
+    )  # fmt: skip
+    want = dict(lc.select("model", "lc_win_rate").rows())
+    assert {r[0]: r[-2] for r in rows} == {
+        m: "–" if m not in want else f"{want[m]:.3f}" for m in (r[0] for r in rows)
+    }
+    assert "style-controlled" in buf.getvalue() and "LC win rate" in buf.getvalue()
