@@ -22,8 +22,9 @@ verdicts     study                                        verdicts (the flipped 
 
 (:data:`REPORT_STAGES` is the source.) One directory's :class:`DirShown` (what its
 ``report.md`` shows beyond its tables: control rows, list-wise series counts, one-order and
-calibration tables) is :data:`DIR_STAGES`' (:func:`dir_shown`). The mitigation and the leaderboards draw
-``min(replicates, report_replicates)`` bootstrap replicates.
+calibration tables) is :data:`DIR_STAGES`' (:func:`dir_shown`). The mitigation draws
+``min(replicates, report_replicates)`` bootstrap replicates; the leaderboards ``replicates``
+with ``seed``, as ``voirdire rank`` (the same boards for the same settings).
 """
 
 from __future__ import annotations
@@ -144,9 +145,10 @@ def _ranking(
 
     if not leaderboards or pairwise is None:
         return {"ranking": None}
-    ranking = rank_judgments(
+    ranking = rank_judgments(  # rank's defaults: the same boards as `voirdire rank`
         pairwise,
-        replicates=_section_replicates(settings),
+        replicates=settings.replicates,
+        seed=settings.seed,
         clusters=dir_clusters(study.dirs),
     )
     return {"ranking": ranking}
@@ -300,8 +302,8 @@ def build_report(
     (the inputs may be read-only); without it, each directory's own ``judgments.parquet``,
     ``metrics/*.csv`` and ``report.md`` are refreshed too. Returns the path of
     ``report.html``. With ``leaderboards``, also the "Leaderboards" section and the files of
-    :func:`~voirdire.analysis.report.ranking.write_ranking` (``min(replicates, 200)``
-    replicates; ``docs/ranking.md``). ``margin`` and ``figures``:
+    :func:`~voirdire.analysis.report.ranking.write_ranking` (``replicates``
+    replicates, as ``voirdire rank``; ``docs/ranking.md``). ``margin`` and ``figures``:
     :class:`~voirdire.analysis.settings.AnalysisSettings`' ``choice_margin`` and
     ``static_figures``.
 
@@ -401,11 +403,8 @@ def _write(
         write_text(out_dir / "report.md", md)
     section = None
     if ranking is not None:
-        paths = write_ranking(ranking, out_dir)
-        figures = {
-            k.partition(":")[2]: v for k, v in paths.items() if k.startswith("figure:")
-        }
-        section = ranking_html(ranking.summary(), figures)
+        write_ranking(ranking, out_dir)
+        section = ranking_html(ranking)  # the section of ranking.html
     audit = audit_view(
         state["shown"], out_dir / "figures"
     )  # one-order logs, probabilities

@@ -23,8 +23,9 @@ class AnalysisSettings:
             (:data:`voirdire.analysis.mitigation.pass_kappa.KAPPA_GATE`; Cohen's κ, unitless).
         rs_min, max_error: the report's reading thresholds: a judge is readable at RS ≥
             ``rs_min`` and an error rate ≤ ``max_error`` (shares in [0, 1]).
-        report_replicates: the most replicates the report's mitigation and leaderboards draw
-            (sections of a report, not its main figures).
+        report_replicates: the most replicates the report's mitigation draws (a section of
+            a report, not its main figures). The report's leaderboards draw ``replicates``
+            with ``seed``, as ``voirdire rank`` does: the same boards for the same settings.
         power_replicates: simulated tables per cell of the report's power table.
         choice_margin: how far below the most accurate judge passing every gate a cheaper
             judge may be and still be named beside it (:mod:`voirdire.analysis.choice`; in

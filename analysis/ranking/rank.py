@@ -18,8 +18,9 @@ from voirdire.analysis.ranking.style import style_controlled
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
 from voirdire.engine.judge_names import check_reserved
+from voirdire.stages import Stage, run_stages
 
-__all__ = ["Ranking", "dir_clusters", "rank_judgments"]
+__all__ = ["RANK_STAGES", "Ranking", "dir_clusters", "rank_judgments"]
 
 
 @dataclass
@@ -229,25 +230,59 @@ def rank_judgments(
             named models); a board with one model; an
             anchor that is not a candidate; an unknown method or strategy.
     """
+    settings = dict(
+        method=method, prior=prior, replicates=replicates, level=level, seed=seed
+    )
+    inputs = {
+        "judgments": judgments, "strategies": strategies, "clusters": clusters, "settings": settings,
+        "anchor": (anchor, anchor_rating), "style_inputs": (features, style_replicates, dict(lc_weights or {}), lc_formula),
+    }  # fmt: skip
+    return run_stages(RANK_STAGES, inputs, ("ranking",))["ranking"]
+
+
+def _views(judgments, strategies, clusters) -> dict:
     rows = _pairwise_rows(judgments)
     comps = pl.concat([order_views(rows, strategies), people_comparisons(rows)])
-    if clusters is None:
-        clusters = benchmark_clusters(
-            rows.get_column("benchmark").unique().to_list()
-        )  # the located data
+    if clusters is None:  # the located data
+        clusters = benchmark_clusters(rows.get_column("benchmark").unique().to_list())
+    return {"rows": rows, "comps": comps, "drawn": clusters}
+
+
+def _fit(comps, drawn, settings, anchor) -> dict:
+    s = settings
     boards = fit_boards(
-        comps, method=method, anchor=anchor, anchor_rating=anchor_rating, prior=prior,
-        replicates=replicates, level=level, seed=seed, clusters=clusters,
+        comps, method=s["method"], anchor=anchor[0], anchor_rating=anchor[1], prior=s["prior"],
+        replicates=s["replicates"], level=s["level"], seed=s["seed"], clusters=drawn,
     )  # fmt: skip
+    return {"boards": boards}
+
+
+def _flips(boards, comps, settings) -> dict:
+    s = settings
     flips = rank_flips(
-        boards, level=level, comps=comps, method=method, prior=prior,
-        permutations=replicates, seed=seed,
+        boards, level=s["level"], comps=comps, method=s["method"], prior=s["prior"],
+        permutations=s["replicates"], seed=s["seed"],
     )  # fmt: skip
-    ranking = Ranking(boards.table, flips, boards, method, replicates)
+    return {"flips": flips}
+
+
+def _style(boards, flips, rows, comps, drawn, settings, anchor, style_inputs) -> dict:
+    features, style_replicates, weights, formula = style_inputs
+    s = settings
+    ranking = Ranking(boards.table, flips, boards, s["method"], s["replicates"])
     if features is not None:
         ranking.style, ranking.length = _style_boards(
-            _with_probabilities(comps, rows), features, boards.anchors, anchor, anchor_rating,
-            dict(replicates=style_replicates, level=level, seed=seed, clusters=clusters),
-            (dict(lc_weights or {}), lc_formula),
+            _with_probabilities(comps, rows), features, boards.anchors, anchor[0], anchor[1],
+            dict(replicates=style_replicates, level=s["level"], seed=s["seed"], clusters=drawn),
+            (weights, formula),
         )  # fmt: skip
-    return ranking
+    return {"ranking": ranking}
+
+
+#: :func:`rank_judgments` as named stages (``voirdire rank``'s progress line names them)
+RANK_STAGES = (
+    Stage("views", ("judgments", "strategies", "clusters"), ("rows", "comps", "drawn"), _views),
+    Stage("boards", ("comps", "drawn", "settings", "anchor"), ("boards",), _fit),
+    Stage("flips", ("boards", "comps", "settings"), ("flips",), _flips),
+    Stage("style", ("boards", "flips", "rows", "comps", "drawn", "settings", "anchor", "style_inputs"), ("ranking",), _style),
+)  # fmt: skip

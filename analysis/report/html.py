@@ -299,5 +299,5 @@ def render_html(
         audit=audit,
         people=people_view(people, charts, n) if people is not None else None,
         files=[Path(p).name for _, p in sorted(written.get("tables", {}).items())],
-        vega=Markup(vega_bundle()) if n[0] else None,
+        vega=Markup(vega_bundle()) if n[0] or leaderboards else None,
     )

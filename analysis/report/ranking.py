@@ -1,30 +1,45 @@
-"""The leaderboards of ``voirdire rank`` and of the report: a figure per judge, the
-terminal table, the HTML and Markdown sections, and their files (:func:`write_ranking`:
+"""The leaderboards of ``voirdire rank`` and of the report: the answer lines and sorted
+boards (:mod:`~voirdire.analysis.report.leaderboard`) on the terminal, in Markdown and in
+HTML (the report's page style, an interactive figure per judge,
+:mod:`~voirdire.analysis.report.ranking_charts`, a model search), the rank flips' table, a
+static figure per judge, and their files (:func:`write_ranking`:
 ``metrics/leaderboard.csv``, ``metrics/rank_flips.csv``,
 ``figures/ranking_<benchmark>_<judge>.png``, ``ranking.md``, ``ranking.html``;
 ``docs/ranking.md``). Computes nothing."""
 
 from __future__ import annotations
 
-import html
 import os
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+from markupsafe import Markup
 from rich.console import Console
 from rich.table import Table
 
 from voirdire.analysis.ranking.bt import CLIP, SCALE
 from voirdire.analysis.ranking.rank import Ranking
 from voirdire.analysis.report.files import file_part, write_csv, write_html, write_text
+from voirdire.analysis.report.leaderboard import (
+    BOARD_ROWS,
+    answers,
+    board_table,
+    shown_boards,
+    table_boards,
+    view_title,
+)
 from voirdire.analysis.report.plotting import _save, plt
-from voirdire.escape import cell, markdown
+from voirdire.analysis.report.vega import vega_bundle
+from voirdire.analysis.report.views import render_template, table_view
+from voirdire.escape import cell, markdown, visible
 
 __all__ = [
     "VIEW_ORDER",
     "ranking_figure",
     "print_ranking",
+    "print_boards",
+    "board_specs",
     "ranking_markdown",
     "ranking_html",
     "write_ranking",
@@ -184,19 +199,53 @@ _HEAD = [
 ]
 
 
-def ranking_markdown(
-    summary: pl.DataFrame, figures: dict[str, Path] | None = None
-) -> str:
-    """The Markdown section: the summary table and the figures' links."""
-    lines = [
-        "## Leaderboards",
-        "",
-        "| " + " | ".join(_HEAD) + " |",
-        "|" + "---|" * len(_HEAD),
-    ]
+def _answer_lines(ranking: Ranking, esc) -> list[str]:
+    return [f"{esc(b)}: {esc(a)}" for b, a in (x.words() for x in answers(ranking))]
+
+
+def print_boards(
+    ranking: Ranking,
+    console: Console | None = None,
+    csv: str = "metrics/leaderboard.csv",
+    rows: int = BOARD_ROWS,
+) -> None:
+    """The terminal's answer: one line per judge and order view (the top model, its rating
+    and interval, the models tied with it), then each judge's pooled board (and the
+    people's) sorted by rating, at most ``rows`` rows (the rest: "… N more in ``csv``").
+    Names are printed as text, never markup (:func:`voirdire.escape.cell`)."""
+    console = console or Console(highlight=False)
+    for line in _answer_lines(ranking, str):
+        console.print(cell(line), soft_wrap=True)
+    for key in table_boards(ranking.leaderboard):
+        head, body = board_table(ranking, key)
+        more = len(body) - rows
+        t = Table(
+            title=cell(f"{key[0]} · {view_title(*key[1:])}: the board by rating"),
+            caption=cell(f"… {more} more in {csv}") if more > 0 else None,
+        )
+        for h in head:
+            t.add_column(h, justify="left" if h == "model" else "right",
+                         **({"overflow": "fold", "min_width": 14} if h == "model" else {"no_wrap": True}))  # fmt: skip
+        for r in body[:rows]:
+            t.add_row(*map(cell, r))
+        console.print(t)
+
+
+def ranking_markdown(ranking: Ranking, figures: dict[str, Path] | None = None) -> str:
+    """The Markdown section: the answer lines, each judge's board (every row), the flips
+    table and the figures' links; names Markdown-escaped."""
+    lines = ["## Leaderboards", ""]
+    lines += [f"- {line}" for line in _answer_lines(ranking, markdown)]
+    for key in table_boards(ranking.leaderboard):
+        head, body = board_table(ranking, key)
+        lines += ["", f"### {markdown(key[0])} · {markdown(view_title(*key[1:]))}", "",
+                  "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]  # fmt: skip
+        lines += ["| " + " | ".join(markdown(c) for c in r) + " |" for r in body]
+    lines += ["", "### Rank flips between the first and swapped orders", "",
+              "| " + " | ".join(_HEAD) + " |", "|" + "---|" * len(_HEAD)]  # fmt: skip
     lines += [  # benchmark, judge, strategy: names, escaped; the rest are figures
         "| " + " | ".join(markdown(c) if i < 3 else c for i, c in enumerate(r)) + " |"
-        for r in _rows(summary)
+        for r in _rows(ranking.summary())
     ]
     lines += ["", "Rank flips: model pairs ordered differently by the first-order and swapped-order leaderboards "
               "against an order-blind judge on the same verdicts (orders swapped at random within pairs): its mean flips, the "
@@ -210,27 +259,56 @@ def ranking_markdown(
     return "\n".join(lines) + "\n"
 
 
-def ranking_html(summary: pl.DataFrame, figures: dict[str, Path] | None = None) -> str:
-    """The HTML section (a ``<section>``; text escaped)."""
-    e = html.escape
-    head = "".join(f"<th>{e(h)}</th>" for h in _HEAD)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>"
-        for r in _rows(summary)
+def board_specs(ranking: Ranking) -> dict[str, dict]:
+    """Per ``benchmark/judge`` the Vega-Lite specification of its leaderboard figure
+    (:func:`~voirdire.analysis.report.ranking_charts.board_chart`: its order views and the
+    people's board)."""
+    from voirdire.analysis.report.ranking_charts import board_chart
+
+    lb = ranking.leaderboard
+    shown = shown_boards(lb)
+    people = [k for k in shown if k[1] == "people"]
+    out = {}
+    for b, j in dict.fromkeys((k[0], k[1]) for k in shown if k[1] != "people"):
+        keys = [k for k in shown if k[:2] == (b, j)] + [k for k in people if k[0] == b]
+        views = [k[3] if k[1] != "people" else "people" for k in keys]
+        parts = [lb.filter((pl.col("benchmark") == k[0]) & (pl.col("judge") == k[1]) & (pl.col("strategy") == k[2])
+                           & (pl.col("view") == k[3])).with_columns(shown=pl.lit(v)) for k, v in zip(keys, views)]  # fmt: skip
+        # the models sorted by the pooled view (else the judge's last)
+        own = [v for k, v in zip(keys, views) if k[1] != "people"]
+        sort_by = "pooled" if "pooled" in own else own[-1]
+        ordered = [v for v in views if v != sort_by] + [sort_by]
+        out[f"{b}/{j}"] = board_chart(pl.concat(parts), ordered, f"{b} · {j}")
+    return out
+
+
+def ranking_html(ranking: Ranking, specs: dict[str, dict] | None = None) -> str:
+    """The "Leaderboards" section (``templates/leaderboards.html.j2``; autoescaped, control
+    characters as visible escapes, :func:`voirdire.escape.visible`): the
+    answer lines, per judge its figure (``specs``: :func:`board_specs`) and its sorted
+    board, the flips table. Figure ids ``lb1``, ``lb2``…: unique beside the report's."""
+    specs = board_specs(ranking) if specs is None else specs
+    boards = []
+    for i, key in enumerate(table_boards(ranking.leaderboard), start=1):
+        head, body = board_table(ranking, key)
+        name = f"{key[0]}/{key[1]}"
+        chart = (
+            {"id": f"lb{i}", "spec": specs[name], "key": f"leaderboard:{name}"}
+            if name in specs
+            else None
+        )
+        boards.append({"title": visible(f"{key[0]} · {view_title(*key[1:])}"), "board": visible(view_title(*key[1:])),
+                       "head": head, "rows": [[visible(c) for c in r] for r in body], "chart": chart})  # fmt: skip
+    flips = [[visible(c) for c in r] for r in _rows(ranking.summary())]
+    flips = table_view(pl.DataFrame(flips, schema=_HEAD, orient="row"))
+    anchors = visible(
+        ", ".join(f"{m} ({b})" for b, m in sorted(ranking.boards.anchors.items()))
     )
-    imgs = "".join(
-        f'<figure><img src="figures/{e(p.name)}" alt="{e(n)}"><figcaption>{e(n)}</figcaption></figure>'
-        for n, p in (figures or {}).items()
-    )
-    return (
-        '<section id="leaderboards"><h2>Leaderboards</h2><table class="sortable">'
-        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-        "<p>Rank flips: model pairs ordered differently by the first-order and swapped-order leaderboards "
-        f"against an order-blind judge on the same verdicts (orders swapped at random within pairs): its mean flips, the "
-        "permutation p-value of the count, and the flips significant with the family-wise error held at 5 % (max-T; "
-        "flips with the reference against an order-blind judge, flips between candidates against one slot preference "
-        f"common to every model). See docs/ranking.md.</p>{imgs}</section>"
-    )
+    return render_template(
+        "leaderboards.html.j2",
+        answers=[{"board": visible(b), "answer": visible(a)} for b, a in (x.words() for x in answers(ranking))],
+        boards=boards, flips=flips, replicates=ranking.replicates, anchors=anchors,
+    )  # fmt: skip
 
 
 def write_ranking(ranking: Ranking, out: str | os.PathLike) -> dict[str, Path]:
@@ -275,8 +353,10 @@ def write_ranking(ranking: Ranking, out: str | os.PathLike) -> dict[str, Path]:
             out / "figures" / f"ranking_{file_part(bench)}_{file_part(judge)}.png",
             title=f"{bench} · {judge}",
         )
-    summary = ranking.summary()
-    paths["markdown"] = write_text(out / "ranking.md", ranking_markdown(summary, figs))
-    page = f"<!doctype html><meta charset='utf-8'><title>Leaderboards</title>{ranking_html(summary, figs)}"
+    paths["markdown"] = write_text(out / "ranking.md", ranking_markdown(ranking, figs))
+    page = render_template(
+        "ranking.html.j2", title="voirdire rank",
+        section=Markup(ranking_html(ranking)), vega=Markup(vega_bundle()),
+    )  # fmt: skip
     paths["html"] = write_html(out / "ranking.html", page)
     return paths | {f"figure:{k}": v for k, v in figs.items()}

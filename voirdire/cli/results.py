@@ -80,7 +80,7 @@ def report(
     leaderboards: Annotated[
         bool,
         typer.Option(
-            help="Add the Leaderboards section (docs/ranking.md; 200 replicates at most)."
+            help="Add the Leaderboards section (docs/ranking.md; --replicates replicates: the boards of voirdire rank)."
         ),
     ] = False,
     margin: Annotated[
@@ -257,21 +257,26 @@ def rank(
             help="With --style, the LC win rate's formula: v1 (AlpacaEval's published one, from the weights fetched with its logs), minimal, or auto (v1 where weights exist)."
         ),
     ] = "auto",
+    progress: Progress = True,
 ) -> None:
     """Leaderboards per judge, strategy and order view, with rank flips; write metrics/leaderboard.csv, rank_flips.csv, figures."""
     from voirdire import api
-    from voirdire.analysis.report.ranking import print_ranking
+    from voirdire.analysis.report.ranking import print_boards, print_ranking
 
     names = (
         [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
     )
     try:
-        ranking, paths = api.rank(
-            dirs, out=out, method=method, strategies=names, anchor=anchor, anchor_rating=anchor_rating,
-            prior=prior, replicates=replicates, style=style, lc_formula=lc_formula,
-        )  # fmt: skip
+        with stage_progress("rank", progress):
+            ranking, paths = api.rank(
+                dirs, out=out, method=method, strategies=names, anchor=anchor, anchor_rating=anchor_rating,
+                prior=prior, replicates=replicates, style=style, lc_formula=lc_formula,
+            )  # fmt: skip
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         fail(str(exc))
+    print_boards(
+        ranking, console, str(paths["leaderboard"])
+    )  # the path as text, never markup
     print_ranking(ranking.summary(), console)
     console.print(
         "wrote "

@@ -19,6 +19,14 @@
   setAll('search',q);
  }
  if(box){box.addEventListener('input',search)}
+ var mbox=document.getElementById('model-search'),mcount=document.getElementById('model-count');
+ function findModel(){
+  var q=mbox.value.trim().toLowerCase(),n=0,seen={};
+  document.querySelectorAll('tr[data-model]').forEach(function(tr){var m=tr.getAttribute('data-model'),hit=!!q&&m.toLowerCase().indexOf(q)>=0;tr.classList.toggle('found',hit);if(hit&&!seen[m]){seen[m]=1;n++}});
+  mcount.textContent=q?(n+' model'+(n===1?'':'s')+' found'):'';
+  setAll('model_search',q);
+ }
+ if(mbox){mbox.addEventListener('input',findModel)}
  document.querySelectorAll('button.show-all').forEach(function(b){b.addEventListener('click',function(){var t=b.previousElementSibling.querySelector('table');var open=t.classList.toggle('collapsed');b.textContent=open?b.getAttribute('data-more'):'Show the first rows only'});b.setAttribute('data-more',b.textContent)});
  document.querySelectorAll('input.pick').forEach(function(b){b.addEventListener('change',function(){setAll('picked',picked())})});
 })();
