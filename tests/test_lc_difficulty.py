@@ -185,3 +185,14 @@ def test_the_option_and_the_output_name_the_source(tmp_path, lc_cache):
     ranking, _ = api.rank([tmp_path / "a2"], out=tmp_path / "r4", replicates=10, style=True,
                           strategies=["single"])  # fmt: skip
     assert set(ranking.length["difficulty"].drop_nulls()) == {"audited"}
+
+
+def test_a_received_release_table_is_checked_before_it_is_read(tmp_path):
+    from voirdire.benchmarks.logs.alpaca_eval import LC_RELEASE
+
+    pl.DataFrame({"judge": ["j"], "model": ["m"]}).write_parquet(tmp_path / LC_RELEASE)
+    with pytest.raises(ConfigError, match=r"lc_release.parquet: no column 'baseline'"):
+        AlpacaEval.length_control_release(tmp_path)
+    (tmp_path / LC_RELEASE).write_bytes(b"PAR1 not parquet")
+    with pytest.raises(ConfigError, match=r"not a readable Parquet file"):
+        AlpacaEval.length_control_release(tmp_path)
