@@ -196,3 +196,19 @@ def test_a_received_release_table_is_checked_before_it_is_read(tmp_path):
     (tmp_path / LC_RELEASE).write_bytes(b"PAR1 not parquet")
     with pytest.raises(ConfigError, match=r"not a readable Parquet file"):
         AlpacaEval.length_control_release(tmp_path)
+
+
+def test_the_terminal_line_prints_a_received_judge_name_literally():
+    from rich.console import Console
+
+    from voirdire.analysis.report.ranking import lc_source_lines
+
+    row = dict(benchmark="AlpacaEval", judge="[bold]j[/bold]\x1b[31m", strategy="single",
+               view="pooled", formula="v1", difficulty="release")  # fmt: skip
+    minimal = dict(row, judge="other", formula="minimal", difficulty=None)
+    (line,) = lc_source_lines(pl.DataFrame([row, row, minimal]))  # no v1: no line
+    console = Console(record=True, width=300, color_system=None)
+    console.print(line)
+    text = console.export_text()
+    assert "[bold]j[/bold]\\x1b[31m" in text and "\x1b" not in text
+    assert "2 models v1, instruction difficulty fitted on the whole release" in text
