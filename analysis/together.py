@@ -94,6 +94,17 @@ class Together:
             is not None
         }
 
+    def length_control_release(self) -> dict[str, Any]:
+        """Per benchmark the whole release's comparisons its data carries
+        (``length_control_release`` of its class: what the LC v1 instruction difficulty is
+        fitted on), where a directory's benchmark has them."""
+        return {
+            b.name: r
+            for b in self.benchmarks
+            if (r := type(b).length_control_release(getattr(b, "data_dir", None)))
+            is not None
+        }
+
 
 def read_together(
     output_dirs: Sequence[str | os.PathLike],

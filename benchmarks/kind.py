@@ -128,6 +128,18 @@ class BenchmarkKind:
         None (default): none, the minimal formula is fitted."""
         return None
 
+    @classmethod
+    def length_control_release(
+        cls, data_dir: str | os.PathLike[str] | None = None
+    ) -> pl.DataFrame | None:
+        """Every model's comparisons with the baseline in the whole release the audited logs
+        belong to, where the benchmark's data carries them (AlpacaEval's:
+        :data:`~voirdire.benchmarks.logs.alpaca_eval_release.RELEASE_SCHEMA`), on which
+        ``voirdire rank --style`` fits the v1 formula's instruction difficulty
+        (:mod:`~voirdire.analysis.ranking.release_difficulty`); None (default): none, the
+        difficulty is fitted on the audited models."""
+        return None
+
     # ------------------------------------------------------------------ recorded outputs
 
     @classmethod

@@ -17,8 +17,10 @@ from scipy.special import expit
 from tests.test_audit_logs2 import write_alpaca_eval
 from voirdire.analysis.ranking.difficulty import _Design, _solve, instruction_difficulty
 from voirdire.analysis.ranking.glm import LC_CS
+from voirdire.analysis.ranking.length_control import baseline_comparisons
 from voirdire.analysis.ranking.length_control_v1 import lc_board, length_controlled_v1
 from voirdire.analysis.ranking.rank import rank_judgments
+from voirdire.analysis.ranking.release_difficulty import board_difficulty
 from voirdire.benchmarks.logs.alpaca_eval import AlpacaEval
 from voirdire.core import ConfigError
 
@@ -102,17 +104,7 @@ def test_difficulty_is_the_l1_optimum_and_finds_the_planted_one():
     assert np.allclose(g[~zero], -np.sign(beta[~zero]), atol=1e-4)  # fmt: skip
 
 
-def test_v1_is_the_published_formula_on_the_shipped_weights(monkeypatch):
-    import voirdire.analysis.ranking.length_control_v1 as v1
-
-    fitted = []
-    monkeypatch.setattr(
-        v1,
-        "instruction_difficulty",
-        lambda rows, ref=None: (
-            fitted.append(instruction_difficulty(rows, ref)) or fitted[-1]
-        ),
-    )
+def test_v1_is_the_published_formula_on_the_shipped_weights():
     comps, feats, _ = _world(n_inst=25)
     models = [
         f"m{k}" for k in range(5)
@@ -120,8 +112,12 @@ def test_v1_is_the_published_formula_on_the_shipped_weights(monkeypatch):
     ng, dd = [-2.0, -1.0, 0.0, 0.5, 1.0], [0.9, 0.7, 1.1, 0.6, 0.8]
     w, _ = _weights(models, ng, dd)
     lc = length_controlled_v1(comps, feats, BASE, w, replicates=30)
-    assert len(fitted) == 1  # one joint fit across the models of the board
-    diff = dict(fitted[0].iter_rows())
+    # one joint fit across the models of the board (no release: the audited models), the
+    # first instruction the reference
+    board = baseline_comparisons(comps, feats, BASE).sort("model", "question_id")
+    diff = board_difficulty(board.with_columns(cluster="question_id"), BASE, "q0")
+    assert diff["q0"] == 0.0 and len(diff) == 25
+    assert set(lc["difficulty"].drop_nulls()) == {"audited"}
     by = {r["model"]: r for r in lc.iter_rows(named=True)}
     for m, a, b in zip(models, ng, dd):
         qs = comps.filter(pl.col("a") == m)["question_id"].to_list()

@@ -24,7 +24,7 @@ LC_SCHEMA = (
     dict.fromkeys([*BOARD_KEYS, "model"], pl.String)
     | {"n": pl.Int64}
     | dict.fromkeys(["win_rate", "lc_win_rate", "lc_lo", "lc_hi"], pl.Float64)
-    | {"formula": pl.String}
+    | {"formula": pl.String, "difficulty": pl.String}
 )
 
 
@@ -124,7 +124,8 @@ def length_controlled(
         ``n`` (int: comparisons with the baseline), ``win_rate`` (raw, ties half),
         ``lc_win_rate``, ``lc_lo``, ``lc_hi`` (float, 0–1; all three null for a model with
         fewer than :data:`~voirdire.analysis.ranking.glm.LC_FOLDS` questions: no
-        cross-validation), ``formula`` (``"minimal"``).
+        cross-validation), ``formula`` (``"minimal"``), ``difficulty`` (null: v1's
+        instruction difficulty source, :mod:`~voirdire.analysis.ranking.length_control_v1`).
 
     Raises:
         ConfigError: ``baseline`` is compared with no model.
@@ -144,5 +145,5 @@ def length_controlled(
         ci = [float(lc[0]), None, None] if lc else [None] * 3
         if lc and lc[1] is not None:
             ci[1:] = [float(v) for v in percentile_interval(lc[1], level)]
-        rows.append((*key, g.height, float(y.mean()), *ci, "minimal"))
+        rows.append((*key, g.height, float(y.mean()), *ci, "minimal", None))
     return pl.DataFrame(rows, schema=LC_SCHEMA, orient="row")

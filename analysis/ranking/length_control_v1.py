@@ -22,11 +22,15 @@ The weights the leaderboard was computed with are the ones AlpacaEval ships
 the logs and blob-verified, read through the benchmark's
 :meth:`~voirdire.benchmarks.kind.BenchmarkKind.length_control_weights`): the gamed
 baselines' annotations they were fitted with are not published, so they cannot be refitted
-from the logs. ``d_i`` is fitted across the audited models by AlpacaEval's own procedure
+from the logs. ``d_i`` is fitted by AlpacaEval's own procedure
 (:mod:`~voirdire.analysis.ranking.difficulty`; the published figures read a precomputed
 difficulty its repository does not hold), on the data the notebook fits: every model's
 annotations and the baseline's own (itself against itself, a tie at equal length on every
-instruction: its ``results/<baseline>/`` file, which holds no pair to audit). A model without weights gets the minimal formula
+instruction: its ``results/<baseline>/`` file, which holds no pair to audit), the models
+being those of the whole release the audited logs belong to, fitted once and cached, so
+that a model's LC does not move with the others audited (``--lc-difficulty release``,
+:mod:`~voirdire.analysis.ranking.release_difficulty`), or the audited ones
+(``--lc-difficulty audited``; where no release is beside the logs). A model without weights gets the minimal formula
 (:func:`~voirdire.analysis.ranking.length_control.length_controlled`), named in ``formula``.
 
 The outcome of a comparison is the continuous preference where the verdict holds one
@@ -42,13 +46,18 @@ import polars as pl
 from scipy.special import expit
 
 from voirdire.analysis.ranking.boards import BOARD_KEYS
-from voirdire.analysis.ranking.difficulty import instruction_difficulty
 from voirdire.analysis.ranking.length_control import (
     LC_SCHEMA,
     baseline_comparisons,
     length_controlled,
 )
 from voirdire.analysis.ranking.refits import bootstrap_fit, percentile_interval
+from voirdire.analysis.ranking.release_difficulty import (
+    board_difficulty,
+    cached_difficulty,
+    check_source,
+    release_fit_rows,
+)
 from voirdire.core import ConfigError
 
 __all__ = ["LC_FORMULAS", "length_controlled_v1", "lc_board"]
@@ -87,26 +96,30 @@ def _deltas(weights: pl.DataFrame, baseline: str) -> dict[str, tuple[float, floa
 
 
 def _difficulty(
-    board: pl.DataFrame, baseline: str, first: object
-) -> dict[object, float]:
-    """Each instruction's fitted difficulty on one board (``first``'s is 0), the baseline
-    against itself on every instruction counted as a tie at equal length, as the notebook's
-    data hold it (AlpacaEval's leaderboard lists the baseline at 50 %)."""
-    fit = board.filter(pl.col("len_m").is_not_null() & pl.col("len_b").is_not_null())
-    fit = fit.select("model", "cluster", "y", "len_m", "len_b")
-    own = (
-        fit.select("cluster")
-        .unique(maintain_order=True)
-        .select(
-            model=pl.lit(baseline),
-            cluster="cluster",
-            y=pl.lit(0.5),
-            len_m=pl.lit(0.0),
-            len_b=pl.lit(0.0),
+    board: pl.DataFrame,
+    baseline: str,
+    first: object,
+    fit: tuple[pl.DataFrame, str] | None,
+    source: str,
+) -> tuple[str, dict[object, float]]:
+    """``(source, difficulty)`` of one board: the release's, fitted once and cached
+    (:mod:`~voirdire.analysis.ranking.release_difficulty`; ``fit``: its rows and reference),
+    unless ``source`` is ``"audited"`` or there is none; else fitted on the board (``first``'s
+    difficulty 0).
+
+    Raises:
+        ConfigError: ``source`` ``"release"`` and no release for the board's judge."""
+    if fit is not None and source != "audited":
+        return "release", cached_difficulty(fit[0], baseline, fit[1])
+    if source == "release":
+        raise ConfigError(
+            f"--lc-difficulty release: the benchmark's data holds no release for judge "
+            f"{board.get_column('judge')[0]!r} against {baseline!r} (an AlpacaEval audit of "
+            "logs at results/<model>/<annotator>/annotations.json, e.g. fetched by "
+            "`voirdire data fetch alpaca_eval`); --lc-difficulty audited fits it on the audited models"
         )
-    )
-    both = pl.concat([fit, own], how="vertical_relaxed")
-    return dict(instruction_difficulty(both, first).iter_rows())
+    rows = board.filter(pl.col("len_m").is_not_null() & pl.col("len_b").is_not_null())
+    return "audited", board_difficulty(rows, baseline, first)
 
 
 def length_controlled_v1(
@@ -119,6 +132,8 @@ def length_controlled_v1(
     level: float = 0.95,
     seed: int = 0,
     clusters: pl.DataFrame | None = None,
+    release: pl.DataFrame | None = None,
+    difficulty: str = "auto",
 ) -> pl.DataFrame:
     """AlpacaEval's v1 length-controlled win rate (module docstring) of every model against
     ``baseline``, per board. The instruction difficulty's reference (``d = 0``) is the first
@@ -133,15 +148,24 @@ def length_controlled_v1(
             shipped weights; :data:`~voirdire.benchmarks.logs.alpaca_eval.WEIGHTS_SCHEMA`).
         replicates, level, seed, clusters: the cluster bootstrap's (``clusters``: AlpacaEval's
             instructions; also the instructions whose difficulty is fitted).
+        release, difficulty: the whole release's comparisons
+            (:meth:`~voirdire.benchmarks.kind.BenchmarkKind.length_control_release`) and where
+            the difficulty comes from (:data:`~voirdire.analysis.ranking.release_difficulty.DIFFICULTY_SOURCES`:
+            ``"release"``, fitted once on every model of the release, so a model's LC does
+            not depend on the others audited; ``"audited"``, fitted on the board; ``"auto"``,
+            the release where ``release`` holds the board's judge, else the board).
 
     Returns:
         :data:`~voirdire.analysis.ranking.length_control.LC_SCHEMA`; ``formula`` ``"v1"`` for a
-        model with weights, ``"minimal"`` for one without (fitted).
+        model with weights, ``"minimal"`` for one without (fitted); ``difficulty`` the v1
+        rows' source (``"release"``, ``"audited"``), null for the minimal ones.
 
     Raises:
         ConfigError: ``weights`` hold no row for ``baseline``; ``baseline`` is compared with
-            no model.
+            no model; an unknown ``difficulty``; ``"release"`` where ``release`` holds no
+            row of a board's judge against ``baseline``.
     """
+    check_source(difficulty)
     delta = _deltas(weights, baseline)
     c = _with_clusters(baseline_comparisons(comps, features, baseline), clusters)
     # the reference instruction (difficulty 0): the benchmark's first (AlpacaEval's index 0,
@@ -157,7 +181,10 @@ def length_controlled_v1(
             .head(1)
             .to_list()
         )
-        d = _difficulty(board, baseline, first[0] if first else None)
+        fit = release_fit_rows(release, key[1], baseline)
+        source, d = _difficulty(
+            board, baseline, first[0] if first else None, fit, difficulty
+        )
         qs = comps.filter(pl.col("benchmark") == key[0]).select("benchmark", "question_id").unique()  # fmt: skip
         for (model,), g in board.group_by("model", maintain_order=True):
             y = g.get_column("y").to_numpy()
@@ -171,7 +198,7 @@ def length_controlled_v1(
                 g, qs, lambda wt, pred=pred: (wt @ pred / wt.sum(1))[:, None], replicates, seed, clusters
             )  # fmt: skip
             lo, hi = percentile_interval(boot[:, 0], level)
-            rows.append((*key, model, g.height, float(y.mean()), float(est[0]), float(lo), float(hi), "v1"))  # fmt: skip
+            rows.append((*key, model, g.height, float(y.mean()), float(est[0]), float(lo), float(hi), "v1", source))  # fmt: skip
     out = pl.DataFrame(rows, schema=LC_SCHEMA, orient="row")
     if rest:
         left = pl.concat(rest).select(comps.columns)
@@ -186,6 +213,8 @@ def lc_board(
     baseline: str,
     weights: pl.DataFrame | None,
     formula: str = "auto",
+    release: pl.DataFrame | None = None,
+    difficulty: str = "auto",
     **common,
 ) -> pl.DataFrame:
     """The LC win rates of one benchmark's boards by ``formula``: ``"v1"`` (AlpacaEval's
@@ -193,10 +222,14 @@ def lc_board(
     ``"minimal"`` (:func:`~voirdire.analysis.ranking.length_control.length_controlled`) or
     ``"auto"`` (v1 where ``weights`` hold the baseline, else minimal). v1 reads the raw
     verdicts' pooled board (strategy ``single``); the strategies' boards get the minimal
-    formula. ``common``: the bootstrap's ``replicates``, ``level``, ``seed``, ``clusters``.
+    formula. ``release``, ``difficulty``: where v1's instruction difficulty comes from
+    (:func:`length_controlled_v1`). ``common``: the bootstrap's ``replicates``, ``level``,
+    ``seed``, ``clusters``.
 
     Raises:
-        ConfigError: an unknown formula; ``"v1"`` without weights for the baseline."""
+        ConfigError: an unknown formula or difficulty source; ``"v1"`` without weights for
+            the baseline; ``difficulty`` ``"release"`` without the release's rows."""
+    check_source(difficulty)
     if formula not in LC_FORMULAS:
         raise ConfigError(f"unknown length-control formula {formula!r}; known: {', '.join(LC_FORMULAS)}")  # fmt: skip
     has = (
@@ -216,7 +249,15 @@ def lc_board(
         return length_controlled(comps, features, baseline, **common)
     raw = (pl.col("strategy") == "single") & (pl.col("view") == "pooled")
     parts = [
-        length_controlled_v1(comps.filter(raw), features, baseline, weights, **common)
+        length_controlled_v1(
+            comps.filter(raw),
+            features,
+            baseline,
+            weights,
+            release=release,
+            difficulty=difficulty,
+            **common,
+        )  # fmt: skip
     ]
     if comps.filter(~raw).height:
         parts.append(

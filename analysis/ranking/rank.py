@@ -163,10 +163,11 @@ def _style_boards(
     anchor: str | None,
     anchor_rating: float,
     common: dict,
-    lc: tuple[dict, str] = ({}, "auto"),
+    lc: tuple[dict, str, dict, str] = ({}, "auto", {}, "auto"),
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The style-controlled ratings and the LC win rates (against each benchmark's anchor
-    ``anchors``; ``lc``: each benchmark's published weights and the formula,
+    ``anchors``; ``lc``: each benchmark's published weights, the formula, each benchmark's
+    release rows and the difficulty source,
     :func:`~voirdire.analysis.ranking.length_control_v1.lc_board`) of the raw pooled and the
     order-invariant boards of ``comps``; ``common``: the bootstrap's ``replicates``,
     ``level``, ``seed``, ``clusters``."""
@@ -177,8 +178,9 @@ def _style_boards(
     style = style_controlled(
         judged, features, anchor=anchor, anchor_rating=anchor_rating, **common
     )
-    weights, formula = lc
-    length = pl.concat([lc_board(judged.filter(pl.col("benchmark") == b), features, a, weights.get(b), formula, **common)
+    weights, formula, release, source = lc
+    length = pl.concat([lc_board(judged.filter(pl.col("benchmark") == b), features, a, weights.get(b), formula,
+                                 release.get(b), source, **common)
                         for b, a in anchors.items()])  # fmt: skip
     return style, length
 
@@ -199,6 +201,8 @@ def rank_judgments(
     clusters: pl.DataFrame | None = None,
     lc_weights: Mapping[str, pl.DataFrame] | None = None,
     lc_formula: str = "auto",
+    lc_release: Mapping[str, pl.DataFrame] | None = None,
+    lc_difficulty: str = "auto",
 ) -> Ranking:
     """Leaderboards of every judge, strategy and order view of ``judgments`` (control
     queries, pairwise rows), the people's where gold labels exist, and the rank flips.
@@ -223,6 +227,10 @@ def rank_judgments(
             (:meth:`~voirdire.benchmarks.kind.BenchmarkKind.length_control_weights`) and the
             LC formula (``"auto"``, ``"v1"``, ``"minimal"``:
             :func:`~voirdire.analysis.ranking.length_control_v1.lc_board`).
+        lc_release, lc_difficulty: each benchmark's whole-release comparisons
+            (:meth:`~voirdire.benchmarks.kind.BenchmarkKind.length_control_release`) and
+            where the v1 instruction difficulty comes from (``"auto"``, ``"release"``,
+            ``"audited"``: :mod:`~voirdire.analysis.ranking.release_difficulty`).
 
     Raises:
         ConfigError: a judge named ``people`` (the people's board) or ``panel-N`` (a
@@ -235,7 +243,7 @@ def rank_judgments(
     )
     inputs = {
         "judgments": judgments, "strategies": strategies, "clusters": clusters, "settings": settings,
-        "anchor": (anchor, anchor_rating), "style_inputs": (features, style_replicates, dict(lc_weights or {}), lc_formula),
+        "anchor": (anchor, anchor_rating), "style_inputs": (features, style_replicates, dict(lc_weights or {}), lc_formula, dict(lc_release or {}), lc_difficulty),
     }  # fmt: skip
     return run_stages(RANK_STAGES, inputs, ("ranking",))["ranking"]
 
@@ -267,14 +275,14 @@ def _flips(boards, comps, settings) -> dict:
 
 
 def _style(boards, flips, rows, comps, drawn, settings, anchor, style_inputs) -> dict:
-    features, style_replicates, weights, formula = style_inputs
+    features, style_replicates, weights, formula, release, difficulty = style_inputs
     s = settings
     ranking = Ranking(boards.table, flips, boards, s["method"], s["replicates"])
     if features is not None:
         ranking.style, ranking.length = _style_boards(
             _with_probabilities(comps, rows), features, boards.anchors, anchor[0], anchor[1],
             dict(replicates=style_replicates, level=s["level"], seed=s["seed"], clusters=drawn),
-            (weights, formula),
+            (weights, formula, release, difficulty),
         )  # fmt: skip
     return {"ranking": ranking}
 

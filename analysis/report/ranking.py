@@ -172,6 +172,27 @@ def print_ranking(summary: pl.DataFrame, console: Console | None = None) -> None
     console.print(t)
 
 
+def lc_source_lines(length: pl.DataFrame) -> list[str]:
+    """Per (benchmark, judge) of the raw pooled LC win rates (``metrics/lc_win_rate.csv``)
+    with a v1 row, one rich-markup line naming the formulas and where v1's instruction
+    difficulty came from (``release``: fitted once on the whole release; ``audited``: on
+    the audited models); names escaped (:func:`~voirdire.escape.terminal`)."""
+    from voirdire.escape import terminal
+
+    raw = length.filter((pl.col("strategy") == "single") & (pl.col("view") == "pooled"))
+    out = []
+    for (b, j), g in raw.group_by("benchmark", "judge", maintain_order=True):
+        if "v1" not in g.get_column("formula").to_list():
+            continue
+        parts = []
+        for (f, d), h in g.group_by("formula", "difficulty", maintain_order=True):
+            src = {"release": ", instruction difficulty fitted on the whole release",
+                   "audited": ", instruction difficulty fitted on the audited models"}.get(d, "")  # fmt: skip
+            parts.append(f"{h.height} models {f}{src}")
+        out.append(f"LC win rate of {terminal(b)} / {terminal(j)}: " + "; ".join(parts))
+    return out
+
+
 def _rows(summary: pl.DataFrame) -> list[list[str]]:
     out = []
     for r in summary.iter_rows(named=True):

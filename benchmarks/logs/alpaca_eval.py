@@ -60,6 +60,11 @@ import polars as pl
 from pydantic import ConfigDict
 
 from voirdire import bounds
+from voirdire.benchmarks.logs.alpaca_eval_release import (
+    RELEASE_SCHEMA,
+    release_files,
+    release_rows,
+)
 from voirdire.benchmarks.logs.base import LogBenchmark
 from voirdire.benchmarks.logs.reading import (
     RECORDED,
@@ -83,6 +88,10 @@ SWITCH_COLUMN = "is_switched_outputs"
 PER_INSTRUCTION = frozenset({"instruction", "dataset"})
 #: the normalised copy's table of length-controlled win rate weights (:func:`read_weights`)
 LC_WEIGHTS = "lc_weights.parquet"
+#: the normalised copy's table of the whole release's comparisons for the audited annotators
+#: (:mod:`~voirdire.benchmarks.logs.alpaca_eval_release`: what the instruction difficulty
+#: is fitted on, whichever of the release's models are audited)
+LC_RELEASE = "lc_release.parquet"
 WEIGHTS_DIR = Path("src/alpaca_eval/metrics/weights")
 LC_V1 = "length_controlled_v1"
 #: AlpacaEval's weight columns (its patsy terms) -> voirdire's names
@@ -302,7 +311,11 @@ class AlpacaEval(LogBenchmark):
         the verdicts were)."""
         pairs, keys = super()._copy(files, digest)
         d, path = self.data_dir, self.data_dir / PREFERENCES
-        if path.is_file() and path.stat().st_mtime >= (d / RECORDED).stat().st_mtime:
+        if (
+            path.is_file()
+            and (d / LC_RELEASE).is_file()
+            and path.stat().st_mtime >= (d / RECORDED).stat().st_mtime
+        ):
             return pairs, keys
         cols: dict[str, list[Any]] = {c: [] for c in PREFERENCE_SCHEMA}
         bases: dict[str, Path | None] = {}
@@ -320,6 +333,7 @@ class AlpacaEval(LogBenchmark):
                     tried.add((f, g1))
                     bases[g1] = weights_file(f, g1)
         self._write_weights(bases)
+        self._write_release(files)
         tmp = temp_name(path)
         pl.DataFrame(cols, schema=PREFERENCE_SCHEMA).write_parquet(tmp)
         os.replace(tmp, path)
@@ -342,6 +356,50 @@ class AlpacaEval(LogBenchmark):
         tmp = temp_name(out)
         pl.concat(parts).write_parquet(tmp)
         os.replace(tmp, out)
+
+    def _write_release(self, files: list[Path]) -> None:
+        """:data:`LC_RELEASE` in the normalised copy: the rows of every release the logs
+        belong to (:func:`~voirdire.benchmarks.logs.alpaca_eval_release.release_files`),
+        each file once; empty where no log sits in a release's layout (the difficulty is
+        then fitted on the audited models)."""
+        every = dict.fromkeys(r for f in files for r in release_files(f))
+        rows = (
+            release_rows(
+                list(every),
+                lambda f: annotations(f, self.settings, self.name),
+                self.name,
+                self.settings.max_bytes,
+            )
+            if every
+            else pl.DataFrame(schema=RELEASE_SCHEMA)
+        )
+        out = self.data_dir / LC_RELEASE
+        tmp = temp_name(out)
+        rows.write_parquet(tmp)
+        os.replace(tmp, out)
+
+    @classmethod
+    def length_control_release(
+        cls, data_dir: str | os.PathLike[str] | None = None
+    ) -> pl.DataFrame | None:
+        """The whole release's comparisons the normalised copy holds (:data:`LC_RELEASE`,
+        :data:`~voirdire.benchmarks.logs.alpaca_eval_release.RELEASE_SCHEMA`), or None (no
+        table, or an empty one: no log in a release's layout)."""
+        path = Path(data_dir or ".") / LC_RELEASE
+        if not (data_dir and path.is_file()):
+            return None
+        # a received directory's copy: bounded, then checked against its schema
+        bounds.check_size(path.stat().st_size, str(path), 64 << 20, "on disk",
+                          "AlpacaEval release table: ~0.5 MB for 58 models")  # fmt: skip
+        try:
+            df = pl.read_parquet(path)
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ConfigError(
+                f"{path}: not a readable Parquet file ({first[:200]})"
+            ) from None
+        bounds.check_table(df, str(path), RELEASE_SCHEMA)
+        return df.select(list(RELEASE_SCHEMA)) if df.height else None
 
     @classmethod
     def length_control_weights(
@@ -390,6 +448,7 @@ class AlpacaEval(LogBenchmark):
 
 
 __all__ = [
+    "LC_RELEASE",
     "LC_WEIGHTS",
     "PREFERENCES",
     "WEIGHTS_SCHEMA",

@@ -199,6 +199,7 @@ def rank(
     seed: int = 0,
     style: bool = False,
     lc_formula: str = "auto",
+    lc_difficulty: str = "auto",
 ) -> tuple[Any, dict[str, Path]]:
     """Leaderboards of finished directories (analysed together; ``docs/ranking.md``): per
     judge, strategy and order view Bradley–Terry (or Davidson) ratings with cluster-bootstrap
@@ -222,6 +223,10 @@ def rank(
         lc_formula: the LC win rate's formula: ``"v1"`` (AlpacaEval's published one, from
             the weights the benchmark's data carries: an AlpacaEval audit of fetched logs),
             ``"minimal"``, or ``"auto"`` (v1 where weights exist, else minimal).
+        lc_difficulty: where v1's instruction difficulty comes from: ``"release"`` (fitted
+            once on every model of the release the audited logs belong to, cached: a model's
+            LC does not depend on the others audited), ``"audited"`` (fitted on the audited
+            models), or ``"auto"`` (the release where the benchmark's data holds it).
 
     Returns:
         ``(ranking, paths)``: the :class:`~voirdire.analysis.ranking.rank.Ranking`
@@ -247,5 +252,6 @@ def rank(
         found.judgments, method=method, strategies=strategies, anchor=anchor, anchor_rating=anchor_rating,
         prior=prior, replicates=replicates, seed=seed, features=found.features() if style else None,
         clusters=found.clusters, lc_weights=found.length_control_weights() if style else {}, lc_formula=lc_formula,
+        lc_release=found.length_control_release() if style else {}, lc_difficulty=lc_difficulty,
     )  # fmt: skip
     return ranking, write_ranking(ranking, dest)

@@ -257,11 +257,21 @@ def rank(
             help="With --style, the LC win rate's formula: v1 (AlpacaEval's published one, from the weights fetched with its logs), minimal, or auto (v1 where weights exist)."
         ),
     ] = "auto",
+    lc_difficulty: Annotated[
+        str,
+        typer.Option(
+            help="With --style, where the LC v1 formula's instruction difficulty comes from: release (fitted once on every model of the AlpacaEval release the logs belong to, cached: a model's LC does not move with the others audited), audited (refitted on the audited models), or auto (release where the logs sit in one)."
+        ),
+    ] = "auto",
     progress: Progress = True,
 ) -> None:
     """Leaderboards per judge, strategy and order view, with rank flips; write metrics/leaderboard.csv, rank_flips.csv, figures."""
     from voirdire import api
-    from voirdire.analysis.report.ranking import print_boards, print_ranking
+    from voirdire.analysis.report.ranking import (
+        lc_source_lines,
+        print_boards,
+        print_ranking,
+    )
 
     names = (
         [s.strip() for s in strategies.split(",") if s.strip()] if strategies else None
@@ -271,6 +281,7 @@ def rank(
             ranking, paths = api.rank(
                 dirs, out=out, method=method, strategies=names, anchor=anchor, anchor_rating=anchor_rating,
                 prior=prior, replicates=replicates, style=style, lc_formula=lc_formula,
+                lc_difficulty=lc_difficulty,
             )  # fmt: skip
     except (FileNotFoundError, ValueError, ConfigError) as exc:
         fail(str(exc))
@@ -278,6 +289,9 @@ def rank(
         ranking, console, str(paths["leaderboard"])
     )  # the path as text, never markup
     print_ranking(ranking.summary(), console)
+    if ranking.length is not None:
+        for line in lc_source_lines(ranking.length):
+            console.print(line)
     console.print(
         "wrote "
         + ", ".join(terminal(paths[k]) for k in ("leaderboard", "rank_flips", "html"))
