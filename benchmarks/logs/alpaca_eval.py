@@ -385,21 +385,9 @@ class AlpacaEval(LogBenchmark):
         """The whole release's comparisons the normalised copy holds (:data:`LC_RELEASE`,
         :data:`~voirdire.benchmarks.logs.alpaca_eval_release.RELEASE_SCHEMA`), or None (no
         table, or an empty one: no log in a release's layout)."""
-        path = Path(data_dir or ".") / LC_RELEASE
-        if not (data_dir and path.is_file()):
-            return None
-        # a received directory's copy: bounded, then checked against its schema
-        bounds.check_size(path.stat().st_size, str(path), 64 << 20, "on disk",
-                          "AlpacaEval release table: ~0.5 MB for 58 models")  # fmt: skip
-        try:
-            df = pl.read_parquet(path)
-        except (pl.exceptions.PolarsError, OSError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise ConfigError(
-                f"{path}: not a readable Parquet file ({first[:200]})"
-            ) from None
-        bounds.check_table(df, str(path), RELEASE_SCHEMA)
-        return df.select(list(RELEASE_SCHEMA)) if df.height else None
+        df = _received_table(data_dir, LC_RELEASE, RELEASE_SCHEMA, 64 << 20,
+                             "AlpacaEval release table: ~0.5 MB for 58 models")  # fmt: skip
+        return df if df is not None and df.height else None
 
     @classmethod
     def length_control_weights(
@@ -407,21 +395,8 @@ class AlpacaEval(LogBenchmark):
     ) -> pl.DataFrame | None:
         """The published ``length_controlled_v1`` weights the normalised copy holds
         (:data:`LC_WEIGHTS`, :data:`WEIGHTS_SCHEMA`), or None."""
-        path = Path(data_dir or ".") / LC_WEIGHTS
-        if not (data_dir and path.is_file()):
-            return None
-        # a received directory's copy: bounded, then checked against its schema
-        bounds.check_size(path.stat().st_size, str(path), 1_000_000, "on disk",
-                          "AlpacaEval weights: a weights file is ~16 KB")  # fmt: skip
-        try:
-            df = pl.read_parquet(path)
-        except (pl.exceptions.PolarsError, OSError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise ConfigError(
-                f"{path}: not a readable Parquet file ({first[:200]})"
-            ) from None
-        bounds.check_table(df, str(path), WEIGHTS_SCHEMA)
-        return df.select(list(WEIGHTS_SCHEMA))
+        return _received_table(data_dir, LC_WEIGHTS, WEIGHTS_SCHEMA, 1_000_000,
+                               "AlpacaEval weights: a weights file is ~16 KB")  # fmt: skip
 
     @classmethod
     def read_recorded(cls, path: Path, recorded: str) -> dict[RecordKey, Recorded]:
@@ -461,3 +436,25 @@ __all__ = [
     "is_switched",
     "load_annotations",
 ]
+
+
+def _received_table(
+    data_dir, name: str, schema: dict, limit: int, what: str
+) -> pl.DataFrame | None:
+    """``data_dir/name`` (a received directory's Parquet copy) bounded at ``limit`` bytes,
+    read, checked against ``schema`` and cut to its columns; None where there is no such
+    file. Raises ConfigError (one line naming the file) on a bound, an unreadable file or a
+    schema mismatch."""
+    path = Path(data_dir or ".") / name
+    if not (data_dir and path.is_file()):
+        return None
+    bounds.check_size(path.stat().st_size, str(path), limit, "on disk", what)
+    try:
+        df = pl.read_parquet(path)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(
+            f"{path}: not a readable Parquet file ({first[:200]})"
+        ) from None
+    bounds.check_table(df, str(path), schema)
+    return df.select(list(schema))
