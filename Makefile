@@ -51,9 +51,11 @@ quickstart: install
 	$(BIN)/voirdire data fetch --if-missing >/dev/null
 	$(BIN)/voirdire run $(EXAMPLES)
 
-# every tier; the 30 slowest tests' times printed at the end (CI's log keeps them)
+# every tier, perf-smoke among them (tests/test_perf_smoke.py), on two workers
+# (pytest-xdist: whole modules per worker, tests/conftest.py); the 30 slowest tests' times
+# printed at the end (CI's log keeps them)
 test: install-dev
-	$(BIN)/python -m pytest --durations=30
+	$(BIN)/python -m pytest -n 2 --durations=30
 
 test-fast: install-dev
 	$(BIN)/python -m pytest -m "$(FAST)" -q

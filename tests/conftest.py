@@ -194,13 +194,59 @@ FIXTURE_MARKS = {
 }
 
 
+#: modules that share one expensive session fixture run on one xdist worker, so that it
+#: starts once per test run (the vLLM server: test_completion and test_real_model)
+SHARED_GROUPS = {"test_completion": "vllm-server", "test_real_model": "vllm-server"}
+
+#: the modules that take minutes (engine starts, two-node clusters, calibration loops),
+#: first in the run, so that ``make test``'s two workers (pytest-xdist, ``-n 2``) share
+#: out the short ones at the end instead of waiting on one long one
+HEAVY_FIRST = (
+    "test_real_model",
+    "test_completion",
+    "test_vllm",
+    "test_perf_smoke",
+    "test_cluster",
+    "test_gguf",
+)
+
+
+def _module(nodeid: str) -> str:
+    """``tests/test_x.py::test_y[z]`` -> ``test_x``."""
+    return nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``make test``'s workers (pytest-xdist, ``-n 2``) take whole modules, as
+    ``--dist loadscope`` does, with the modules of :data:`SHARED_GROUPS` as one unit: a
+    module's fixtures, and the vLLM server the two modules share, start once. (xdist's own
+    ``xdist_group`` marks set ``Item._nodeid``, which pytest 9.2's node ids no longer
+    read.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return SHARED_GROUPS.get(_module(nodeid), _module(nodeid))
+
+    return ByModule(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items) -> None:
-    """Add the markers of :data:`FIXTURE_MARKS` from each test's fixture closure."""
+    """Add the markers of :data:`FIXTURE_MARKS` from each test's fixture closure; put
+    :data:`HEAVY_FIRST` first (a stable sort: the rest keep their order)."""
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         for fixture, mark in FIXTURE_MARKS.items():
             if fixture in names and item.get_closest_marker(mark) is None:
                 item.add_marker(mark)
+    rank = {m: i for i, m in enumerate(HEAVY_FIRST)}
+
+    def order(item) -> int:
+        return rank.get(_module(item.nodeid), len(rank))
+
+    items.sort(key=order)
 
 
 @pytest.fixture(scope="session")
