@@ -245,6 +245,9 @@ def rank(
             "Bootstrap replicates (questions resampled); also the random order swaps of the flip test.",
         ),
     ] = 1000,
+    seed: Annotated[
+        int, bounded("seed", "The bootstrap's and the flip test's random seed.")
+    ] = 0,
     style: Annotated[
         bool,
         typer.Option(
@@ -280,7 +283,7 @@ def rank(
         with stage_progress("rank", progress):
             ranking, paths = api.rank(
                 dirs, out=out, method=method, strategies=names, anchor=anchor, anchor_rating=anchor_rating,
-                prior=prior, replicates=replicates, style=style, lc_formula=lc_formula,
+                prior=prior, replicates=replicates, seed=seed, style=style, lc_formula=lc_formula,
                 lc_difficulty=lc_difficulty,
             )  # fmt: skip
     except (FileNotFoundError, ValueError, ConfigError) as exc:
