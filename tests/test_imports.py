@@ -44,6 +44,7 @@ PACKAGE_ROOT_ROOMS = {
     "voirdire.layout": "core",
     "voirdire.ownership": "core",
     "voirdire.bounds": "core",
+    "voirdire.file_set": "core",
     "voirdire.schema": "core",
     "voirdire.parts": "core",
     "voirdire.stages": "core",

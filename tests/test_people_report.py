@@ -81,11 +81,11 @@ def test_the_report_shows_the_three_boards_and_the_curve(made):
 def _sign(people: Path) -> None:
     """A people directory's manifest written again over the files it names (a table
     changed here stands for another run's set)."""
-    from voirdire.analysis.report.people_files import write_manifest
+    from voirdire.file_set import write_manifest
     from voirdire.layout import PEOPLE_MANIFEST
 
     named = json.loads((people / PEOPLE_MANIFEST).read_text())["files"]
-    write_manifest(people, [people / f for f in named])
+    write_manifest(people, PEOPLE_MANIFEST, [people / f for f in named])
 
 
 def test_no_section_without_people_files_or_for_other_judges(made, tmp_path):

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from voirdire.core import ConfigError
+from voirdire.file_set import is_staged
 from voirdire.layout import (
     FIGURES_DIR,
     JOB_FILE,
@@ -189,6 +190,8 @@ def claim_report_dir(out_dir: str | os.PathLike) -> Path:
                 else entry.is_dir()
                 and all(f.suffix in ext and f.is_file() for f in entry.iterdir())
             )
+            # a temporary file a killed writer left (voirdire.file_set): removed by the next
+            ok = ok or (is_staged(entry.name) and entry.is_file())
             if not ok and not entry.is_symlink():
                 raise ConfigError(
                     f"{out} holds {entry.name}, which no voirdire report writes: not a voirdire "

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from voirdire.analysis.people.study import PeopleStudy
-from voirdire.analysis.report.files import file_part, write_csv
+from voirdire.analysis.report.files import file_part, write_csv, write_text
 from voirdire.analysis.report.people_files import (
     PeopleTables,
     judge_summary,
@@ -29,6 +29,7 @@ from voirdire.analysis.report.people_files import (
     settings_table,
 )
 from voirdire.escape import cell, markdown, markdown_code
+from voirdire.file_set import FileSet
 from voirdire.layout import PEOPLE_MANIFEST
 
 __all__ = ["PEOPLE_FILES", "people_markdown", "people_figure", "write_people", "print_people"]  # fmt: skip
@@ -199,59 +200,57 @@ def write_people(
     default ``benchmark, question_id, candidate, reference, winner``: what ``--labels`` and
     ``mitigate --reference`` read), ``people.md`` and ``figures/people_*.png`` under ``out``;
     returns the paths by name."""  # fmt: skip
-    from voirdire.analysis.report.people_files import write_manifest
-
     d = Path(out)
-    (d / "metrics").mkdir(parents=True, exist_ok=True)
-    # the old set's manifest first: a run cut short leaves a set no reader takes
-    (d / PEOPLE_MANIFEST).unlink(missing_ok=True)
-    paths = {}
-    for name, table in (("boards", study.boards), ("selective", study.selective), ("curve", study.curve),
-                        ("cascade", study.cascade)):  # fmt: skip
-        paths[name] = write_csv(table, d / "metrics" / f"people_{name}.csv")
-    paths["settings"] = write_csv(
-        settings_table(study.settings), d / "metrics" / "people_settings.csv"
-    )
-    paths["pairs"] = d / "people_pairs.parquet"
-    study.pairs.write_parquet(paths["pairs"])
-    cols = label_columns or [
-        "benchmark",
-        "question_id",
-        "candidate",
-        "reference",
-        "winner",
-    ]
-    t = study.to_label
-    paths["to_label"] = write_csv(
-        t.select(
+    # the old set's manifest removed first, each file staged then renamed, the manifest last
+    with FileSet(d, PEOPLE_MANIFEST, "voirdire people") as s:
+        paths = {}
+        for name, table in (("boards", study.boards), ("selective", study.selective), ("curve", study.curve),
+                            ("cascade", study.cascade), ("settings", settings_table(study.settings))):  # fmt: skip
+            f = d / "metrics" / f"people_{name}.csv"
+            paths[name] = s.add(write_csv(table, s.staged(f)))
+        study.pairs.write_parquet(s.staged(d / "people_pairs.parquet"))
+        paths["pairs"] = s.add(d / "people_pairs.parquet")
+        cols = label_columns or [
+            "benchmark",
+            "question_id",
+            "candidate",
+            "reference",
+            "winner",
+        ]
+        t = study.to_label
+        to_label = t.select(
             [
                 pl.col(c) if c in t.columns else pl.lit(None, dtype=pl.String).alias(c)
                 for c in cols
             ]
-        ),
-        d / "people_to_label.csv",
-    )
-    paths["markdown"] = d / "people.md"
-    paths["markdown"].write_text(
-        "# People's boards and selective judges\n\n"
-        + "".join(f"{markdown(line)}.\n\n" for line in study.refused)
-        + people_markdown(people_tables(study)),
-        encoding="utf-8",
-    )
-    for n, ((bench, judge), g) in enumerate(
-        study.boards.group_by("benchmark", "judge", maintain_order=True)
-    ):
-        c = study.curve.filter(
-            (pl.col("benchmark") == bench) & (pl.col("judge") == judge)
         )
-        paths[f"figure:{bench}/{judge}"] = people_figure(
-            g,
-            c,
-            d / "figures" / f"people_{n:02d}_{file_part(bench)}_{file_part(judge)}.png",
-            f"{bench} / {judge}",
-            1 - study.settings["alpha"],
+        paths["to_label"] = s.add(
+            write_csv(to_label, s.staged(d / "people_to_label.csv"))
         )
-    paths["manifest"] = write_manifest(d, list(paths.values()))  # the set, last
+        paths["markdown"] = s.add(
+            write_text(
+                s.staged(d / "people.md"),
+                "# People's boards and selective judges\n\n"
+                + "".join(f"{markdown(line)}.\n\n" for line in study.refused)
+                + people_markdown(people_tables(study)),
+            )
+        )
+        for n, ((bench, judge), g) in enumerate(
+            study.boards.group_by("benchmark", "judge", maintain_order=True)
+        ):
+            c = study.curve.filter(
+                (pl.col("benchmark") == bench) & (pl.col("judge") == judge)
+            )
+            f = (
+                d
+                / "figures"
+                / f"people_{n:02d}_{file_part(bench)}_{file_part(judge)}.png"
+            )
+            people_figure(
+                g, c, s.staged(f), f"{bench} / {judge}", 1 - study.settings["alpha"]
+            )
+            paths[f"figure:{bench}/{judge}"] = s.add(f)
+    paths["manifest"] = d / PEOPLE_MANIFEST  # the set, last
     return paths
 
 

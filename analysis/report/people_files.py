@@ -19,7 +19,6 @@ holds them exactly.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ import polars as pl
 from voirdire import bounds
 from voirdire.core import ConfigError
 from voirdire.escape import unquote_table
+from voirdire.file_set import check_set
 from voirdire.layout import METRICS_DIR, PEOPLE_MANIFEST
 
 __all__ = [
@@ -42,7 +42,6 @@ __all__ = [
     "settings_table",
     "find_people",
     "read_people",
-    "write_manifest",
     "check_manifest",
     "judge_summary",
 ]
@@ -228,64 +227,17 @@ def _restore_names(
     }
 
 
-def _digest(path: Path) -> dict[str, Any]:
-    import hashlib
-
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    return {"bytes": path.stat().st_size, "sha256": h.hexdigest()}
-
-
-def write_manifest(where: str | os.PathLike, paths: Sequence[Path]) -> Path:
-    """Write ``people_manifest.json`` in ``where`` last, naming every file of the set
-    (``paths``, relative to ``where``) with its size and SHA-256; written under a temporary
-    name and renamed, so it is whole or absent. Returns its path."""
-    d = Path(where)
-    files = {str(Path(p).relative_to(d)): _digest(Path(p)) for p in paths}
-    tmp = d / f".{PEOPLE_MANIFEST}.{os.getpid()}.tmp"
-    tmp.write_text(
-        json.dumps({"files": files}, indent=1, sort_keys=True), encoding="utf-8"
-    )
-    os.replace(tmp, d / PEOPLE_MANIFEST)
-    return d / PEOPLE_MANIFEST
-
-
 def check_manifest(where: str | os.PathLike) -> None:
     """Refuse a set of ``voirdire people``'s files without its manifest (a run cut short,
     or killed between two tables, leaves none: the writer removes the old one first) or
-    whose tables do not match it (a mix of two runs).
+    whose files do not match it (a mix of two runs): :func:`voirdire.file_set.check_set`
+    with every table of :data:`PEOPLE_TABLES` required.
 
     Raises:
         ConfigError: one line naming the directory or the file.
     """
-    d = Path(where)
-    m = d / PEOPLE_MANIFEST
-    if not m.is_file():
-        raise ConfigError(
-            f"{d} has no {PEOPLE_MANIFEST}: voirdire people's outputs are incomplete (a run cut "
-            "short, or an older version's); run voirdire people again"
-        )
-    bounds.check_size(
-        m.stat().st_size, str(m), 1 << 20, "on disk", "a manifest names a few files"
-    )
-    try:
-        files = json.loads(m.read_text(encoding="utf-8"))["files"]
-        wanted = {str(k): (int(v["bytes"]), str(v["sha256"])) for k, v in files.items()}
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
-        raise ConfigError(f"{m}: not a manifest voirdire people writes") from None
-    for name in [f"{METRICS_DIR}/people_{t}.csv" for t in PEOPLE_TABLES]:
-        if name not in wanted:
-            raise ConfigError(
-                f"{m} does not name {name}: not voirdire people's manifest"
-            )
-        f = d / name
-        if not f.is_file() or (f.stat().st_size, _digest(f)["sha256"]) != wanted[name]:
-            raise ConfigError(
-                f"{f} is not the table {PEOPLE_MANIFEST} names (another run's, or changed); "
-                "run voirdire people again"
-            )
+    required = [f"{METRICS_DIR}/people_{t}.csv" for t in PEOPLE_TABLES]
+    check_set(where, PEOPLE_MANIFEST, "voirdire people", required)
 
 
 def read_people(where: str | os.PathLike) -> PeopleTables:
