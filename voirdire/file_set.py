@@ -1,7 +1,7 @@
 """Outputs of several files written and read as one set: a manifest, written last, names them.
 
-A command that writes several tables (``voirdire people``, a directory's analysis, a report)
-writes them as a set (``docs/security.md``, "Sets of files")::
+A command that writes several tables writes them as a set (today ``voirdire people``; a
+directory's analysis and the report are still written file by file)::
 
     with FileSet(out, "people_manifest.json", "voirdire people") as s:
         s.add(write_csv(table, s.staged(out / "metrics" / "people_boards.csv")))
@@ -18,9 +18,8 @@ writes them as a set (``docs/security.md``, "Sets of files")::
 
 A reader calls :func:`check_set` before trusting the files: it refuses, in one line naming
 the file, a set without its manifest (a writer killed midway), a manifest that is not one,
-or a file that is not the one it names (another run's, or changed). :func:`set_digest` is the
-manifest's SHA-256: what a set built from another (a report from a directory's analysis)
-records of its inputs. This module imports no engine and no Ray.
+or a file that is not the one it names (another run's, or changed). This module imports no
+engine and no Ray.
 """
 
 from __future__ import annotations
@@ -43,7 +42,6 @@ __all__ = [
     "is_staged",
     "file_digest",
     "check_set",
-    "set_digest",
     "write_manifest",
 ]
 
@@ -250,12 +248,3 @@ def check_set(
                 f" is not the {kind} {manifest} names (another run's, or changed); {again}",
             )
     return meta
-
-
-def set_digest(where: str | os.PathLike, manifest: str) -> str | None:
-    """The SHA-256 of the manifest ``manifest`` in ``where`` (a set's identity: it names every
-    file's digest), or None when there is none."""
-    m = Path(where) / manifest
-    if not m.is_file():
-        return None
-    return file_digest(m)["sha256"]

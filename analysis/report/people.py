@@ -250,7 +250,7 @@ def write_people(
                 g, c, s.staged(f), f"{bench} / {judge}", 1 - study.settings["alpha"]
             )
             paths[f"figure:{bench}/{judge}"] = s.add(f)
-    paths["manifest"] = d / PEOPLE_MANIFEST  # the set, last
+    paths["manifest"] = s.written  # the set, last
     return paths
 
 
