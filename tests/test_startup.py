@@ -86,9 +86,20 @@ def _replay_job(data_dir, out, recorded: list[str]) -> dict:
     }
 
 
+@pytest.fixture
+def no_idle_workers(ray_local):
+    """The shared cluster with no idle worker left by an earlier module's jobs in this
+    process (under xdist a worker runs many modules): the counts below are this test's."""
+    from voirdire.engine import scheduler
+
+    scheduler._IDLE.clear()  # the handles dropped: Ray ends those actors
+    yield ray_local
+    scheduler._IDLE.clear()
+
+
 @pytest.mark.ray
 def test_a_later_job_reuses_idle_workers_as_its_own_judges(
-    data_dir, tmp_path, ray_local
+    data_dir, tmp_path, no_idle_workers
 ):
     """A second job in the same process starts no worker process: it takes the first job's
     idle workers, which build its judges' backends (the names swapped over the recorded
@@ -131,7 +142,7 @@ def test_a_later_job_reuses_idle_workers_as_its_own_judges(
 
 @pytest.mark.ray
 def test_judges_that_share_workers_take_turns_on_as_many_workers_as_cpus(
-    data_dir, tmp_path, ray_local
+    data_dir, tmp_path, no_idle_workers
 ):
     """The repetition study's eight replayed judges run on at most as many worker
     processes as the cluster has CPUs (2 here), each judge's pool opening as one
