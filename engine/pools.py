@@ -8,6 +8,8 @@ that hold no resource (``num_cpus = 0``, no GPU, custom resource or placement) a
 died are kept, backend closed, for the next pool of the same options in this Ray session:
 each batch names its backend (``host``), which such a worker builds first. Starting a Ray
 worker process costs about a second of CPU, more than replaying a judge's recorded outputs.
+A pool may also take over the workers of the judge before it on the same engine
+(``inherit``), whose engine each such worker lends it.
 The policy that uses them: :mod:`voirdire.engine.scheduler`.
 """
 
@@ -95,7 +97,9 @@ class Pool:
     """One judge's workers and their state (see the module docstring); ``opened`` must
     be called once the pools are made (reused workers build their backends meanwhile)."""
 
-    def __init__(self, run: JudgeRun, max_restarts: int) -> None:
+    def __init__(
+        self, run: JudgeRun, max_restarts: int, inherit: list[Any] | None = None
+    ) -> None:
         self.run = run
         self.max_restarts = max_restarts
         opts = dict(run.backend.worker_options(run.backend.Settings(**run.settings)))
@@ -116,7 +120,12 @@ class Pool:
         self.reusable = _reusable(self.options)
         #: reused workers building this backend: (index, ref of ``open``), see :meth:`opened`
         self.opening: list[tuple[int, Any]] = []
+        #: the workers of the judge before this one on the same engine, taken over
+        self._inherited = list(inherit or [])
         self.actors = [self._take(i) for i in range(run.workers)]
+        for a in self._inherited:  # more than this judge asks for
+            _end(a)
+        self._inherited = []
         self.load = [0] * run.workers
         self.deaths = [0] * run.workers
         self.pending: deque[tuple[UnitBatch, int]] = deque()  # batches to send again
@@ -135,9 +144,12 @@ class Pool:
         )
 
     def _take(self, idx: int) -> Any:
-        """An idle worker of an earlier pool with the same options, asked to build this
-        backend (awaited by :meth:`opened`), else a new one."""
-        idle = _idle_workers(self.reuse_key) if self.reusable else []
+        """A worker of the judge before this one on the same engine (``inherit``), else an
+        idle worker of an earlier pool with the same options, asked to build this backend
+        (awaited by :meth:`opened`), else a new one."""
+        idle = self._inherited
+        if not idle and self.reusable:
+            idle = _idle_workers(self.reuse_key)
         if not idle:
             return self._new()
         actor = idle.pop()
@@ -214,3 +226,15 @@ class Pool:
                 ray.kill(a, no_restart=True)
             except Exception:  # noqa: BLE001
                 pass
+
+
+def _end(actor: Any) -> None:
+    """Close a worker's backend (best effort) and end its process."""
+    try:
+        ray.get(actor.close.remote(), timeout=10)
+    except Exception:  # noqa: BLE001 - best effort
+        pass
+    try:
+        ray.kill(actor, no_restart=True)
+    except Exception:  # noqa: BLE001 - already gone
+        pass

@@ -19,6 +19,10 @@ Policy:
   without spending an attempt;
 - Ctrl-C flushes what finished, cancels what is in flight and raises
   :class:`JobInterrupted`; rerunning resumes;
+- judges of one engine (:class:`~voirdire.judges.capabilities.SharesEngine`: vLLM judges
+  whose model and engine settings are the same) take turns: the first opens at once, each
+  next one when the last finishes, on its workers, which lend it their engine (a vLLM
+  engine is started once, not once per judge);
 - a finished pool's workers that hold no resource (``num_cpus = 0``, no GPU, custom
   resource or placement) and never died are kept, backend closed, for the next pool of
   the same options in this Ray session (a later judge, a later job of the same process):
@@ -44,7 +48,7 @@ from voirdire.engine.unit_records import UnitBatch
 from voirdire.engine.worker import results_to_columns
 from voirdire.exceptions import JobInterrupted
 from voirdire.judges.base import Result
-from voirdire.judges.capabilities import shares_workers
+from voirdire.judges.capabilities import engine_key, shares_workers
 
 
 def _failed_columns(
@@ -93,9 +97,25 @@ class Scheduler:
         #: the judges that share workers, opened a few at a time (module docstring)
         self.waiting: deque[JudgeRun] = deque()
         self.shared: set[str] = set()
+        #: judges waiting for the engine another judge holds, by engine (module docstring)
+        self.engine_turns: dict[tuple[str, str], deque[JudgeRun]] = {}
+        self.engine_of: dict[str, tuple[str, str]] = {}
         for r in self.runs:
-            if shares_workers(r.backend, r.backend.Settings(**r.settings)):
+            settings = r.backend.Settings(**r.settings)
+            key = engine_key(r.backend, settings, r.context)
+            if shares_workers(r.backend, settings):
                 self.waiting.append(r)
+            elif key is not None:
+                turn = (
+                    key,
+                    repr((r.concurrency, sorted((r.actor_options or {}).items()))),
+                )
+                self.engine_of[r.name] = turn
+                if turn in self.engine_turns:
+                    self.engine_turns[turn].append(r)
+                else:
+                    self.engine_turns[turn] = deque()
+                    self.pools[r.name] = Pool(r, self.max_restarts)
             else:
                 self.pools[r.name] = Pool(r, self.max_restarts)
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -147,8 +167,8 @@ class Scheduler:
     def _next_pools(self) -> bool:
         """Release finished pools, open the waiting judges' pools that now fit and send
         them batches; whether any opened."""
-        self._shut_finished_pools()
-        opened = self._open_waiting() if self.waiting else []
+        opened = self._shut_finished_pools()
+        opened += self._open_waiting() if self.waiting else []
         for pool in opened:  # reused workers build their backends
             pool.opened()
         if opened:
@@ -160,6 +180,7 @@ class Scheduler:
         while (
             self.in_flight
             or self.waiting
+            or any(self.engine_turns.values())
             or any(p.pending for p in self.pools.values())
         ):
             if not self.in_flight:
@@ -255,17 +276,27 @@ class Scheduler:
             pool.run.name, batch, _failed_columns(batch, failure, message[:500])
         )
 
-    def _shut_finished_pools(self) -> None:
-        """Release the workers of judges with nothing left to send or wait for."""
-        for name, pool in self.pools.items():
+    def _shut_finished_pools(self) -> list[Pool]:
+        """Release the workers of judges with nothing left to send or wait for: to the next
+        judge of the same engine, whose pool opens on them (returned, its workers building
+        its backend), else shut down."""
+        opened = []
+        for name, pool in list(self.pools.items()):
             if (
-                pool.exhausted
+                pool.actors
+                and pool.exhausted
                 and not pool.pending
                 and not any(v[0] == name for v in self.in_flight.values())
             ):
-                if pool.actors:
+                turns = self.engine_turns.get(self.engine_of.get(name), deque())
+                if turns:
+                    nxt = turns.popleft()
+                    self.pools[nxt.name] = Pool(nxt, self.max_restarts, pool.actors)
+                    opened.append(self.pools[nxt.name])
+                else:
                     pool.shutdown(reuse=True)
-                    pool.actors = []
+                pool.actors = []
+        return opened
 
 
 def execute(

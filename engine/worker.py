@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from voirdire.judges.base import JudgeContext, Query, Result, get_backend
-from voirdire.judges.capabilities import AnswersRows, Counts
+from voirdire.judges.capabilities import AnswersRows, Counts, SharesEngine, engine_key
 
 #: the keys of :meth:`~voirdire.judges.base.Result.as_row`, in its order
 _ROW_KEYS = tuple(Result(unit_id="").as_row())
@@ -55,7 +55,9 @@ class JudgeWorker:
     The scheduler may host another judge's backend in the same process once this one is
     closed (starting a Ray worker process costs about a second of CPU): each batch names the
     backend it is for (``host``), and a worker hosting another one (or none: closed, or
-    restarted by Ray with its first arguments) builds that one first.
+    restarted by Ray with its first arguments) builds that one first. A judge of the same
+    engine as the one it replaces takes that judge's engine
+    (:class:`~voirdire.judges.capabilities.SharesEngine`).
 
     Args:
         backend: registry name or ``"module:Class"`` of the backend.
@@ -81,7 +83,9 @@ class JudgeWorker:
         token: str | None,
     ) -> None:
         cls = get_backend(backend)
-        self.backend = cls(cls.Settings(**settings), context)
+        parsed = cls.Settings(**settings)
+        self.engine_key = engine_key(cls, parsed, context)
+        self.backend = cls(parsed, context)
         self.token = token
 
     async def judge(
@@ -119,6 +123,10 @@ class JudgeWorker:
             Exception: whatever building the backend raises (the worker then hosts none).
         """
         if self.token is not None:  # a live backend of another judge
+            if self.engine_key is not None and isinstance(self.backend, SharesEngine):
+                cls = get_backend(host[1])
+                if engine_key(cls, cls.Settings(**host[2]), host[3]) == self.engine_key:
+                    self.backend.lend_engine()  # the next judge's engine: not shut down
             await self.backend.aclose()
         self.token = None
         self._build(*host[1:], host[0])

@@ -14,6 +14,8 @@ for a backend by name::
   (replay);
 - :class:`SharesWorkers`: its worker answers on its own CPU with no waiting, so judges take
   turns on a few workers (replay; simulated without latency);
+- :class:`SharesEngine`: judges whose engine is the same take turns on one engine, each
+  worker lending it to the next judge (vLLM);
 - :class:`Recording`: it answers from recorded unperturbed outputs, so perturbations are
   refused, and on a judgment log it is asked only the units it has records of (replay);
 - :class:`RecordedTable`: its recorded outputs are one table, which the engine joins with a
@@ -55,9 +57,11 @@ __all__ = [
     "Recording",
     "RewriterOnly",
     "Rewrites",
+    "SharesEngine",
     "SharesWorkers",
     "UsesKey",
     "comparison_mode",
+    "engine_key",
     "needs_prompt",
     "rewrite_biases",
     "shares_workers",
@@ -90,6 +94,26 @@ class SharesWorkers:
     def shares_workers(cls, settings: Any) -> bool:
         """Whether a judge of these settings answers without waiting (default: yes)."""
         return True
+
+
+class SharesEngine(abc.ABC):
+    """Judges of one engine (one model loaded the same way: a vLLM engine takes tens of
+    seconds to start and holds the model's memory) take turns on it: the scheduler opens
+    such judges one after another on the workers the last one released, and a worker
+    moving from one judge to the next lends it its engine (:meth:`lend_engine`) instead of
+    shutting it down and starting another. Judges whose keys differ never share."""
+
+    @classmethod
+    @abc.abstractmethod
+    def engine_key(cls, settings: Any, context: Any) -> str | None:
+        """What makes the engine of a judge of these settings (a string: equal strings, one
+        engine), or ``None`` (this judge keeps an engine of its own); ``context``: a
+        :class:`~voirdire.judges.base.JudgeContext`."""
+
+    @abc.abstractmethod
+    def lend_engine(self) -> None:
+        """Keep the engine running past ``aclose`` for the next backend of the same key
+        built in this process (which takes it; another key shuts it down)."""
 
 
 class Recording(abc.ABC):
@@ -258,6 +282,14 @@ def shares_workers(backend: type, settings: Any) -> bool:
     """Whether judges of ``backend`` with ``settings`` take turns on shared workers
     (:class:`SharesWorkers`)."""
     return issubclass(backend, SharesWorkers) and backend.shares_workers(settings)
+
+
+def engine_key(backend: type, settings: Any, context: Any) -> str | None:
+    """The engine a judge of ``backend`` with ``settings`` shares with judges of the same
+    key (:class:`SharesEngine`), or ``None``."""
+    if not issubclass(backend, SharesEngine):
+        return None
+    return backend.engine_key(settings, context)
 
 
 def rewrite_biases(backend: type) -> tuple[str, ...] | None:

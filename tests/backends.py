@@ -28,12 +28,14 @@ from pathlib import Path
 from pydantic import Field
 
 from voirdire.judges.base import Query, Result
+from voirdire.judges.capabilities import SharesEngine
 from voirdire.judges.simulated import SimulatedJudge, SimulatedSettings
 from voirdire.judges.vllm_judge import (  # import-safe: vLLM loads in the worker
     RequestPlan,
     VllmJudge,
     VllmSettings,
 )
+from voirdire.judges.vllm_judge import engine as vllm_engine
 
 
 def crash_once(after: int | None, answered: int, marker: str | None) -> None:
@@ -139,3 +141,63 @@ class DiesAtStart(SimulatedJudge):
             f"Failed core proc(s): {{'EngineCore_DP0': {rc}}}"
         )
         raise start_failure(exc, context.judge, settings.dtype, "gpu")
+
+
+class EngineSimulatedSettings(SimulatedSettings):
+    """:class:`SimulatedSettings` plus ``engine`` (what makes the engine: judges with the
+    same non-empty value share one) and ``engine_log`` (a file each engine start, judge
+    built and engine shutdown is appended to, with the worker's pid)."""
+
+    engine: str = ""
+    engine_log: str = ""
+
+
+def _log(path: str, *words: object) -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(" ".join(map(str, words)) + "\n")
+
+
+class _LoggedEngine:
+    """A stand-in for a vLLM engine: its start and its ``shutdown`` are logged."""
+
+    def __init__(self, log: str, key: str | None) -> None:
+        self.log, self.key = log, key
+        _log(log, "start", os.getpid(), key)
+
+    def shutdown(self) -> None:
+        _log(self.log, "shutdown", os.getpid(), self.key)
+
+
+class EngineSimulated(SharesEngine, SimulatedJudge):
+    """The simulated judge with an engine to share, lent and borrowed through the vLLM
+    judge's own :func:`~voirdire.judges.vllm_judge.engine.lend` and ``borrow``, as the vLLM
+    judge does; it waits ``latency_s`` per query (set it > 0: a judge that shares workers
+    takes the other path of the scheduler)."""
+
+    Settings = EngineSimulatedSettings
+    identity_exclude = (*SimulatedJudge.identity_exclude, "engine", "engine_log")
+
+    @classmethod
+    def engine_key(cls, settings: EngineSimulatedSettings, context) -> str | None:
+        return settings.engine or None
+
+    def __init__(self, settings: EngineSimulatedSettings, context) -> None:
+        super().__init__(settings, context)
+        self._key = settings.engine or None
+        self._lend = False
+        lent = vllm_engine.borrow(self._key)
+        self.engine = lent[0] if lent else _LoggedEngine(settings.engine_log, self._key)
+        _log(settings.engine_log, "judge", os.getpid(), context.judge)
+
+    def lend_engine(self) -> None:
+        self._lend = True
+
+    async def aclose(self) -> None:
+        if self.engine is None:
+            return
+        if self._lend and self._key is not None:
+            vllm_engine.lend(self._key, (self.engine, 0, None))
+        else:
+            vllm_engine.release(self.engine, None)
+        self.engine = None
+        self._lend = False

@@ -7,6 +7,7 @@ module never needs them.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -167,6 +168,66 @@ def start_engine(settings: VllmSettings, context: JudgeContext) -> tuple[Any, in
     return engine, int(config.model_config.max_model_len), placement
 
 
+#: what makes an engine (:func:`engine_key`): the settings ``AsyncEngineArgs`` reads,
+#: the device and the CPUs its threads are bound to
+ENGINE_SETTINGS = (
+    "model",
+    "tokenizer",
+    "revision",
+    "dtype",
+    "gguf_load",
+    "max_model_len",
+    "tensor_parallel_size",
+    "gpu_memory_utilization",
+    "enable_prefix_caching",
+    "enforce_eager",
+    "max_num_seqs",
+    "engine_kwargs",
+    "num_cpus",
+    "placement_timeout_s",
+)
+
+
+def engine_key(settings: VllmSettings, context: JudgeContext) -> str | None:
+    """The engine a judge of these settings starts, as a string (equal strings: one engine
+    serves both judges in turn; :class:`~voirdire.judges.capabilities.SharesEngine`), or
+    ``None`` when ``share_engine`` is off. The sampling seed is the engine's seed."""
+    if not settings.share_engine:
+        return None
+    parts = {k: getattr(settings, k) for k in ENGINE_SETTINGS}
+    parts["device"] = resolve_device(settings)
+    parts["seed"] = context.sampling.seed
+    return json.dumps(parts, sort_keys=True, default=str)
+
+
+#: the engine a closed backend of this process lent to the next one: ``(key, (engine,
+#: max_model_len, placement group))``; at most one
+_LENT: list[tuple[str, tuple[Any, int, Any]]] = []
+
+
+def lend(key: str, started: tuple[Any, int, Any]) -> None:
+    """Keep ``started`` (:func:`start_engine`'s result) for the next :func:`borrow` of
+    ``key`` in this process, shutting down any engine lent before."""
+    discard_lent()
+    _LENT.append((key, started))
+
+
+def borrow(key: str | None) -> tuple[Any, int, Any] | None:
+    """The engine lent under ``key`` (taken: lent no more), or ``None``; an engine lent
+    under another key is shut down (its memory is the next engine's)."""
+    if _LENT and key is not None and _LENT[0][0] == key:
+        return _LENT.pop()[1]
+    discard_lent()
+    return None
+
+
+def discard_lent() -> None:
+    """Shut down the lent engine, if any."""
+    while _LENT:
+        engine, _, placement = _LENT.pop()[1]
+        release(engine, placement)
+
+
 def release(engine: Any, placement: Any) -> None:
     """Shut an engine down and remove its placement group (either may be ``None``)."""
     if engine is not None:
@@ -178,7 +239,12 @@ def release(engine: Any, placement: Any) -> None:
 
 
 __all__ = [
+    "ENGINE_SETTINGS",
     "RequestPlan",
+    "borrow",
+    "discard_lent",
+    "engine_key",
+    "lend",
     "load_tokenizer",
     "looks_local",
     "plan_requests",

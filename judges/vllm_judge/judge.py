@@ -28,7 +28,7 @@ from voirdire.judges.base import (
     register,
     system_text,
 )
-from voirdire.judges.capabilities import Counts, Rewrites
+from voirdire.judges.capabilities import Counts, Rewrites, SharesEngine
 from voirdire.judges.vllm_judge import dtype as vdtype
 from voirdire.judges.vllm_judge import engine as eng
 from voirdire.judges.vllm_judge import gguf
@@ -49,7 +49,9 @@ class _EngineDead(RuntimeError):
 
 
 @register
-class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings]):
+class VllmJudge(
+    ConstrainedVerdicts, Rewrites, Counts, SharesEngine, JudgeBackend[VllmSettings]
+):
     """A local judge on vLLM's engine; see :mod:`voirdire.judges.vllm_judge` for the design."""
 
     name = "vllm"
@@ -65,6 +67,7 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
         "max_num_seqs",
         "placement_timeout_s",
         "gguf_load",
+        "share_engine",
     )
     #: settings added after 0.1: in the identity only when set (unit ids of before kept)
     identity_if_set = ("chat_template", "verdict_letters", "system_prompt")
@@ -126,9 +129,32 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
         """Ray resources of one replica (:func:`voirdire.judges.vllm_judge.engine.worker_options`)."""
         return eng.worker_options(settings)
 
+    @classmethod
+    def engine_key(cls, settings: VllmSettings, context: JudgeContext) -> str | None:
+        """Judges of one engine take turns on it (:func:`voirdire.judges.vllm_judge.engine.engine_key`)."""
+        return eng.engine_key(settings, context)
+
     # ------------------------------------------------------------------ worker side
 
     def __init__(self, settings: VllmSettings, context: JudgeContext) -> None:
+        self._key = eng.engine_key(settings, context)
+        self._lend = False
+        # the engine the last judge of this worker lent (same key), else none: the
+        # borrow shuts down one lent under another key before this judge starts its own
+        lent = eng.borrow(self._key)
+        try:
+            self._setup(settings, context, lent)
+        except BaseException:
+            if lent is not None:
+                eng.release(lent[0], lent[2])
+            raise
+
+    def _setup(
+        self,
+        settings: VllmSettings,
+        context: JudgeContext,
+        lent: tuple[Any, int, Any] | None,
+    ) -> None:
         device = eng.resolve_device(settings)
         settings = gguf.materialize(settings, device)
         # "auto" on a CPU: float32, or bfloat16 once a probe engine ran in it (dtype.py)
@@ -147,6 +173,9 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
             "output_tokens": 0,
         }
         self._placement = None
+        if lent is not None:
+            self.engine, self.max_model_len, self._placement = lent
+            return
         try:
             self.engine, self.max_model_len, self._placement = eng.start_engine(
                 settings, context
@@ -312,11 +341,23 @@ class VllmJudge(ConstrainedVerdicts, Rewrites, Counts, JudgeBackend[VllmSettings
             for q, c in zip(plan.queries, comps, strict=True)
         ]
 
+    def lend_engine(self) -> None:
+        """At :meth:`aclose`, keep the engine for the next judge of the same engine built
+        in this worker (:func:`voirdire.judges.vllm_judge.engine.lend`)."""
+        self._lend = True
+
     async def aclose(self) -> None:
-        """Shut the engine down and release the placement group."""
-        eng.release(getattr(self, "engine", None), getattr(self, "_placement", None))
+        """Shut the engine down and release the placement group, or lend them to the next
+        judge of the same engine (:meth:`lend_engine`)."""
+        engine = getattr(self, "engine", None)
+        placement = getattr(self, "_placement", None)
+        if self._lend and self._key is not None and engine is not None:
+            eng.lend(self._key, (engine, self.max_model_len, placement))
+        else:
+            eng.release(engine, placement)
         self.engine = None
         self._placement = None
+        self._lend = False
 
 
 def _loadable(path: Path) -> bool:

@@ -60,6 +60,10 @@ class VllmSettings(JudgeSettings):
         max_num_seqs: cap on sequences the engine runs at once (default vLLM's).
         engine_kwargs: further ``vllm.AsyncEngineArgs`` keyword arguments.
         placement_timeout_s: seconds to wait for a tensor-parallel placement group.
+        share_engine: judges of one job whose engine settings are the same (model,
+            tokenizer, dtype, context window, engine options, device, CPUs, the sampling
+            seed) take turns on one engine, started once, rather than each starting its
+            own at the same time; ``False``: this judge starts its own.
     """
 
     model: str
@@ -83,6 +87,7 @@ class VllmSettings(JudgeSettings):
     max_num_seqs: int | None = Field(default=None, ge=1)
     engine_kwargs: dict[str, Any] = Field(default_factory=dict)
     placement_timeout_s: float = Field(default=600.0, gt=0)
+    share_engine: bool = True
 
     @model_validator(mode="after")
     def _check(self) -> VllmSettings:
