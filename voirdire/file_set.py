@@ -152,14 +152,8 @@ class FileSet:
     def __enter__(self) -> FileSet:
         self.where.mkdir(parents=True, exist_ok=True)
         (self.where / self.manifest).unlink(missing_ok=True)  # a run cut short: no set
-        # what a killed writer left staged, here and one folder down (metrics/, figures/)
-        for folder in [
-            self.where,
-            *(p for p in self.where.iterdir() if p.is_dir() and not p.is_symlink()),
-        ]:
-            for p in folder.iterdir():
-                if is_staged(p.name) and p.is_file() and not p.is_symlink():
-                    p.unlink(missing_ok=True)
+        for p in _leftovers(self.where):
+            p.unlink(missing_ok=True)
         return self
 
     def staged(self, path: str | os.PathLike) -> Path:
@@ -207,6 +201,21 @@ class FileSet:
         self.written = write_manifest(self.where, self.manifest, self._files, self.meta)
 
 
+def _leftovers(where: Path) -> list[Path]:
+    """The temporary files (:func:`is_staged`) in ``where`` and one folder down (``metrics/``,
+    ``figures/``): a writer's that was killed, or that is writing now."""
+    folders = [
+        where,
+        *(p for p in where.iterdir() if p.is_dir() and not p.is_symlink()),
+    ]
+    return [
+        p
+        for folder in folders
+        for p in folder.iterdir()
+        if is_staged(p.name) and p.is_file() and not p.is_symlink()
+    ]
+
+
 def _refuse(where: Path, said: str) -> ConfigError:
     return ConfigError(f"{where}{said}")
 
@@ -219,7 +228,9 @@ def check_set(
 ) -> dict[str, Any]:
     """Refuse the set in ``where`` unless its manifest ``manifest`` is there, is one, names
     every path of ``required`` (relative to ``where``, ``/``-separated) and every file it
-    names is there with its size and SHA-256. ``what`` names the writer to run again.
+    names is there with its size and SHA-256, and no temporary file of a writer lies in
+    ``where`` or one folder down (a writer killed, or still writing: :func:`staged_name`).
+    ``what`` names the writer to run again.
 
     Returns:
         The manifest's ``meta`` (a dict).
@@ -268,6 +279,10 @@ def check_set(
                 f,
                 f" is not the {kind} {manifest} names (another run's, or changed); {again}",
             )
+    left = _leftovers(d)
+    if left:
+        said = ": a temporary file of a writer killed or still writing here"
+        raise _refuse(left[0], f"{said}; {again}")
     return meta
 
 
