@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -367,6 +368,7 @@ def _write(
     """Write what the stages computed, then render the page (nothing computed here)."""
     from voirdire.analysis.report.audit_sections import audit_view
     from voirdire.analysis.report.files import (
+        report_inputs,
         write_dir,
         write_html,
         write_mitigation,
@@ -378,45 +380,74 @@ def _write(
     from voirdire.analysis.report.people import people_markdown
     from voirdire.analysis.report.ranking import ranking_html, write_ranking
     from voirdire.analysis.report.verdicts import verdicts_page
-    from voirdire.layout import VERDICTS_HTML
+    from voirdire.exceptions import StaleReportWarning
+    from voirdire.file_set import FileSet
+    from voirdire.layout import REPORT_MANIFEST, VERDICTS_HTML
 
     study, mitigation, ranking = state["study"], state["mitigation"], state["ranking"]
     # voirdire people's files read first: a broken one is refused before anything is written
     people, people_charts = _people(state, out_dir)
+    # report.md of the directory itself is its analysis' (one set): people's section in it
+    own_md = not several and own_dirs
+    appendix = people_markdown(people) if own_md and people is not None else ""
     if own_dirs:
-        for d, shown in zip(study.dirs, state["shown"], strict=True):
-            write_dir(d, shown, d.output_dir)
-    written = write_study(
-        study, out_dir, state["choice"], state["settings"].static_figures
-    )
-    written["charts"] = written.get("charts", {}) | people_charts
-    if mitigation is not None:
-        write_mitigation(mitigation, None, out_dir, state["mitigation_notes"])
-    if several or not own_dirs or people is not None:
-        md = (
-            study_markdown(study, name)
-            if several or not own_dirs
-            else (out_dir / "report.md").read_text(encoding="utf-8")
-        )
-        if people is not None:
-            md = md.rstrip("\n") + "\n\n" + people_markdown(people)
-        write_text(out_dir / "report.md", md)
-    section = None
-    if ranking is not None:
-        write_ranking(ranking, out_dir)
-        section = ranking_html(ranking)  # the section of ranking.html
-    audit = audit_view(
-        state["shown"], out_dir / "figures"
-    )  # one-order logs, probabilities
-    viewer = state["verdicts"] is not None
-    if viewer:
-        write_html(
-            out_dir / VERDICTS_HTML,
-            verdicts_page(state["verdicts"], f"{name}: flipped verdicts"),
-        )
-    page = render_html(
-        study, written, name, mitigation, gold=state["gold"], leaderboards=section,
-        audit=audit, choice=state["choice"], mitigation_notes=state["mitigation_notes"], people=people,
-        verdicts=viewer,
-    )  # fmt: skip
-    return write_html(out_dir / "report.html", page)
+        with warnings.catch_warnings():  # the report retired is the one written next
+            warnings.simplefilter("ignore", StaleReportWarning)
+            for d, shown in zip(study.dirs, state["shown"], strict=True):
+                write_dir(d, shown, d.output_dir, appendix)
+    # one set (voirdire.file_set): the old report_manifest.json removed first, each file
+    # whole or absent, the manifest last, recording the analyses and people's files it read
+    from voirdire.analysis.report.people_files import find_people
+
+    formats = state["settings"].static_figures
+    found = find_people(out_dir, state["dirs"]) if people is not None else None
+    inputs = report_inputs(out_dir, state["dirs"], found)
+    with FileSet(out_dir, REPORT_MANIFEST, "voirdire report", inputs) as s:
+        figures = [*(people.figures.values() if people is not None else ())]
+        written = write_study(study, out_dir, state["choice"], formats)
+        figures += written["figures"].values()
+        for (
+            f
+        ) in figures:  # each figure's static files: the one shown, the other formats
+            s.add(out_dir / f)
+            for other in {(out_dir / f).with_suffix(f".{x}") for x in formats}:
+                if other.is_file():
+                    s.add(other)
+        for p in written["tables"].values():
+            s.add(p)
+        written["charts"] = written.get("charts", {}) | people_charts
+        if mitigation is not None:
+            for p in write_mitigation(
+                mitigation, None, out_dir, state["mitigation_notes"]
+            ).values():
+                s.add(p)
+        if not own_md:
+            md = study_markdown(study, name)
+            if people is not None:
+                md = md.rstrip("\n") + "\n\n" + people_markdown(people)
+            s.add(write_text(out_dir / "report.md", md))
+        section = None
+        if ranking is not None:
+            for p in write_ranking(ranking, out_dir).values():
+                s.add(p)
+            section = ranking_html(ranking)  # the section of ranking.html
+        audit = audit_view(
+            state["shown"], out_dir / "figures"
+        )  # one-order logs, probabilities
+        for k, d in enumerate(state["shown"]):  # the reliability figures it drew
+            if d.calibration is not None:
+                s.add(out_dir / "figures" / f"reliability_{k}.png")
+        viewer = state["verdicts"] is not None
+        if viewer:
+            s.add(
+                write_html(
+                    out_dir / VERDICTS_HTML,
+                    verdicts_page(state["verdicts"], f"{name}: flipped verdicts"),
+                )
+            )
+        page = render_html(
+            study, written, name, mitigation, gold=state["gold"], leaderboards=section,
+            audit=audit, choice=state["choice"], mitigation_notes=state["mitigation_notes"], people=people,
+            verdicts=viewer,
+        )  # fmt: skip
+        return s.add(write_html(out_dir / "report.html", page))

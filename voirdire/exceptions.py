@@ -47,6 +47,11 @@ class CorruptPartWarning(RuntimeWarning):
     asked again; issued by :mod:`voirdire.engine.store`)."""
 
 
+class StaleReportWarning(RuntimeWarning):
+    """A directory's analysis was written again and the report beside it, built from the
+    earlier one, was removed (``report.html`` never sits beside metrics newer than it)."""
+
+
 __all__ = [
     "ConfigError",
     "ContextTooLong",
@@ -55,5 +60,6 @@ __all__ = [
     "JobInterrupted",
     "MalformedResponse",
     "RewriteFailed",
+    "StaleReportWarning",
     "VoirdireError",
 ]

@@ -1,10 +1,12 @@
 """Outputs of several files written and read as one set: a manifest, written last, names them.
 
-A command that writes several tables writes them as a set (today ``voirdire people``; a
-directory's analysis and the report are still written file by file)::
+A command that writes several tables (``voirdire people``, a directory's analysis, a report)
+writes them as a set (``docs/security.md``, "Sets of files")::
 
     with FileSet(out, "people_manifest.json", "voirdire people") as s:
-        s.add(write_csv(table, s.staged(out / "metrics" / "people_boards.csv")))
+        s.add(write_csv(table, out / "metrics" / "people_boards.csv"))  # staged, renamed
+        table.write_parquet(s.staged(out / "people_pairs.parquet"))
+        s.add(out / "people_pairs.parquet")
         ...
 
 1. the old manifest is removed first (and any temporary file a killed writer left), so a
@@ -18,8 +20,9 @@ directory's analysis and the report are still written file by file)::
 
 A reader calls :func:`check_set` before trusting the files: it refuses, in one line naming
 the file, a set without its manifest (a writer killed midway), a manifest that is not one,
-or a file that is not the one it names (another run's, or changed). This module imports no
-engine and no Ray.
+or a file that is not the one it names (another run's, or changed). :func:`set_digest` is the
+manifest's SHA-256: what a set built from another (a report from a directory's analysis)
+records of its inputs. This module imports no engine and no Ray.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -38,10 +42,12 @@ from voirdire.core import ConfigError
 __all__ = [
     "MAX_MANIFEST_BYTES",
     "FileSet",
+    "atomic_path",
     "staged_name",
     "is_staged",
     "file_digest",
     "check_set",
+    "set_digest",
     "write_manifest",
 ]
 
@@ -66,6 +72,21 @@ def is_staged(name: str) -> bool:
     head, _, _ = name.rpartition(_TMP)
     pid = head.rpartition(".")[2]
     return pid.isdigit()
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """A temporary path (:func:`staged_name`) to write ``path`` under, renamed to ``path``
+    when the block ends without an exception (:func:`os.replace`: a reader finds the old
+    file or the new one, whole, never half of one), removed when it raises."""
+    final = Path(path)
+    tmp = staged_name(final)
+    try:
+        yield tmp
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, final)
 
 
 def file_digest(path: str | os.PathLike) -> dict[str, Any]:
@@ -131,14 +152,8 @@ class FileSet:
     def __enter__(self) -> FileSet:
         self.where.mkdir(parents=True, exist_ok=True)
         (self.where / self.manifest).unlink(missing_ok=True)  # a run cut short: no set
-        # what a killed writer left staged, here and one folder down (metrics/, figures/)
-        for folder in [
-            self.where,
-            *(p for p in self.where.iterdir() if p.is_dir() and not p.is_symlink()),
-        ]:
-            for p in folder.iterdir():
-                if is_staged(p.name) and p.is_file() and not p.is_symlink():
-                    p.unlink(missing_ok=True)
+        for p in _leftovers(self.where):
+            p.unlink(missing_ok=True)
         return self
 
     def staged(self, path: str | os.PathLike) -> Path:
@@ -186,6 +201,21 @@ class FileSet:
         self.written = write_manifest(self.where, self.manifest, self._files, self.meta)
 
 
+def _leftovers(where: Path) -> list[Path]:
+    """The temporary files (:func:`is_staged`) in ``where`` and one folder down (``metrics/``,
+    ``figures/``): a writer's that was killed, or that is writing now."""
+    folders = [
+        where,
+        *(p for p in where.iterdir() if p.is_dir() and not p.is_symlink()),
+    ]
+    return [
+        p
+        for folder in folders
+        for p in folder.iterdir()
+        if is_staged(p.name) and p.is_file() and not p.is_symlink()
+    ]
+
+
 def _refuse(where: Path, said: str) -> ConfigError:
     return ConfigError(f"{where}{said}")
 
@@ -198,7 +228,9 @@ def check_set(
 ) -> dict[str, Any]:
     """Refuse the set in ``where`` unless its manifest ``manifest`` is there, is one, names
     every path of ``required`` (relative to ``where``, ``/``-separated) and every file it
-    names is there with its size and SHA-256. ``what`` names the writer to run again.
+    names is there with its size and SHA-256, and no temporary file of a writer lies in
+    ``where`` or one folder down (a writer killed, or still writing: :func:`staged_name`).
+    ``what`` names the writer to run again.
 
     Returns:
         The manifest's ``meta`` (a dict).
@@ -247,4 +279,17 @@ def check_set(
                 f,
                 f" is not the {kind} {manifest} names (another run's, or changed); {again}",
             )
+    left = _leftovers(d)
+    if left:
+        said = ": a temporary file of a writer killed or still writing here"
+        raise _refuse(left[0], f"{said}; {again}")
     return meta
+
+
+def set_digest(where: str | os.PathLike, manifest: str) -> str | None:
+    """The SHA-256 of the manifest ``manifest`` in ``where`` (a set's identity: it names every
+    file's digest), or None when there is none."""
+    m = Path(where) / manifest
+    if not m.is_file():
+        return None
+    return file_digest(m)["sha256"]

@@ -39,6 +39,8 @@ __all__ = [
     "VERDICTS_HTML",
     "REPORT_FILES",
     "PEOPLE_MANIFEST",
+    "ANALYSIS_MANIFEST",
+    "REPORT_MANIFEST",
     "JOB_RECORD_KEYS",
     "is_job_record",
     "read_job_record",
@@ -82,11 +84,19 @@ REPORT_FILES = frozenset(
         "people_pairs.parquet",
         "people_to_label.csv",
         "people_manifest.json",
+        "analysis_manifest.json",
+        "report_manifest.json",
     }
 )
 #: the file ``voirdire people`` writes last, naming the set of files it wrote (their sizes
 #: and SHA-256): a reader refuses a set without it or that does not match it
 PEOPLE_MANIFEST = "people_manifest.json"
+#: the file a directory's analysis (``run``, ``audit``, ``analyze``, ``report`` of the directory
+#: itself) writes last, naming judgments.parquet, its metrics/*.csv and report.md
+ANALYSIS_MANIFEST = "analysis_manifest.json"
+#: the file ``voirdire report`` writes last, naming every file of the report and, in its
+#: ``meta``, the digests of the analyses it was built beside (:mod:`voirdire.file_set`)
+REPORT_MANIFEST = "report_manifest.json"
 #: keys of job.json (the engine's record) and the type each must have
 JOB_RECORD_KEYS: dict[str, type] = {
     "job": dict,

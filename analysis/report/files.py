@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,9 +25,12 @@ from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.report.audit_sections import audit_sections
 from voirdire.analysis.report.markdown import markdown_report
 from voirdire.analysis.report.mitigation import mitigation_markdown
-from voirdire.core import content_hash, slug
+from voirdire.core import ConfigError, content_hash, slug
 from voirdire.escape import FORMULA_START as _FORMULA_START
 from voirdire.escape import markdown, spreadsheet_text
+from voirdire.exceptions import StaleReportWarning
+from voirdire.file_set import FileSet, atomic_path, check_set, set_digest
+from voirdire.layout import ANALYSIS_MANIFEST, PEOPLE_MANIFEST, REPORT_MANIFEST
 
 # figures (matplotlib) and the study (statsmodels) are imported where they are drawn or
 # computed: writing one directory's files (every run) needs neither
@@ -44,6 +48,8 @@ __all__ = [
     "write_text",
     "write_html",
     "write_dir",
+    "check_report",
+    "report_inputs",
     "write_study",
     "write_bias",
     "write_mitigation",
@@ -74,7 +80,8 @@ FORMULA_START = _FORMULA_START
 
 
 def write_csv(df: pl.DataFrame, path: str | os.PathLike) -> Path:
-    """Write ``df`` as CSV at ``path`` (folder created), every string cell that a
+    """Write ``df`` as CSV at ``path`` (folder created; under a temporary name, then renamed
+    in place: :func:`voirdire.file_set.atomic_path`), every string cell that a
     spreadsheet would read as a formula (starting with ``=``, ``+``, ``-``, ``@``, a tab or
     a carriage return) written as text: prefixed with ``'`` (OWASP's advice for CSV
     injection). Only String and Categorical/Enum columns are touched; numbers, negative
@@ -94,21 +101,27 @@ def write_csv(df: pl.DataFrame, path: str | os.PathLike) -> Path:
         for c in df.columns
         if (q := spreadsheet_text(c)) != c and q not in df.columns
     }
-    df.with_columns(
+    quoted = df.with_columns(
         pl.when(pl.col(c).cast(pl.String).str.contains(starts))
         .then("'" + pl.col(c).cast(pl.String))
         .otherwise(pl.col(c).cast(pl.String))
         .alias(c)
         for c in texts
-    ).rename(names).write_csv(out)
+    ).rename(names)
+    with atomic_path(
+        out
+    ) as tmp:  # whole or absent: a killed writer leaves no half table
+        quoted.write_csv(tmp)
     return out
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path``, its folder created if needed; returns the path."""
+    """Write ``text`` (UTF-8) to ``path``, its folder created if needed, under a temporary
+    name then renamed in place (:func:`voirdire.file_set.atomic_path`); returns the path."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    with atomic_path(out) as tmp:
+        tmp.write_text(text, encoding="utf-8")
     return out
 
 
@@ -117,7 +130,9 @@ def write_html(path: str | os.PathLike, page: str) -> Path:
     return write_text(path, page)
 
 
-def write_dir(tables: Results, shown: DirShown, out: str | os.PathLike) -> None:
+def write_dir(
+    tables: Results, shown: DirShown, out: str | os.PathLike, appendix: str = ""
+) -> None:
     """Write ``judgments.parquet``, ``metrics/*.csv`` and ``report.md`` of one directory's
     ``tables`` (:func:`voirdire.analysis.outputs.compute_dir`) and what its report shows
     beyond them (``shown``: :func:`voirdire.analysis.build.dir_shown`; nothing is computed
@@ -126,49 +141,154 @@ def write_dir(tables: Results, shown: DirShown, out: str | os.PathLike) -> None:
     gold-label columns where computed) and, when computed,
     ``slot_shares.csv``, ``bias_effects.csv``, ``self_enhancement.csv``; for one-order
     judges or probabilities with labels the sections of
-    :func:`~voirdire.analysis.report.audit_sections.audit_sections`."""
+    :func:`~voirdire.analysis.report.audit_sections.audit_sections`; ``appendix``
+    (Markdown) ends ``report.md`` (``voirdire report DIR``'s people section).
+
+    The files are one set, named last by ``analysis_manifest.json``
+    (:class:`voirdire.file_set.FileSet`); a report beside them that was built from another
+    analysis (:func:`check_report` refuses it) loses ``report.html``, ``verdicts.html``
+    and ``report_manifest.json``, with a :class:`~voirdire.exceptions.StaleReportWarning`.
+    """
     out = Path(out)
-    (out / "metrics").mkdir(parents=True, exist_ok=True)
-    tables.judgments.write_parquet(out / "judgments.parquet", compression="zstd")
-    jm, cm = tables.judge_metrics, tables.cell_metrics
-    added = [
-        c for c in added_metrics() if c in jm.columns
-    ]  # registered metrics other than pc, pf, rs
-    jm_cols = (
-        JUDGE_METRIC_COLUMNS
-        + [c for c in GOLD_JUDGE_COLUMNS if c in jm.columns]
-        + added
-    )
-    write_csv(jm.select(jm_cols), out / "metrics" / "judge_metrics.csv")
-    write_csv(
-        cm.select(
-            CELL_METRIC_COLUMNS + [c for c in GOLD_CELL_COLUMNS if c in cm.columns]
-        ),
-        out / "metrics" / "cell_metrics.csv",
-    )
-    for name, table in (
-        ("slot_shares", tables.slot_shares),
-        ("bias_effects", tables.bias_effects),
-        ("self_enhancement", tables.self_enhancement),
-    ):
-        if table is not None:
-            write_csv(table, out / "metrics" / f"{name}.csv")
-    md = markdown_report(
-        tables.job,
-        shown.position,
-        tables.judge_metrics,
-        tables.cell_metrics,
-        tables.slot_shares,
-        shown.series,
-    )
-    # one order per pair, or probabilities with labels: their sections and files, else ""
-    extra, extra_csvs = audit_sections(shown, out)
-    for name, table in extra_csvs.items():
-        write_csv(table, out / "metrics" / f"{name}.csv")
-    if extra:
-        md = md.rstrip("\n") + "\n\n" + extra
-    md = _answer_first(md, shown)
-    write_text(out / "report.md", md)
+    m = out / "metrics"
+    # one set (voirdire.file_set): the old manifest removed first, each file staged and
+    # renamed in place, analysis_manifest.json last
+    with FileSet(out, ANALYSIS_MANIFEST, "voirdire analyze") as s:
+        tables.judgments.write_parquet(
+            s.staged(out / "judgments.parquet"), compression="zstd"
+        )
+        s.add(out / "judgments.parquet")
+        jm, cm = tables.judge_metrics, tables.cell_metrics
+        added = [
+            c for c in added_metrics() if c in jm.columns
+        ]  # registered metrics other than pc, pf, rs
+        jm_cols = (
+            JUDGE_METRIC_COLUMNS
+            + [c for c in GOLD_JUDGE_COLUMNS if c in jm.columns]
+            + added
+        )
+        s.add(write_csv(jm.select(jm_cols), m / "judge_metrics.csv"))
+        cm_cols = CELL_METRIC_COLUMNS + [
+            c for c in GOLD_CELL_COLUMNS if c in cm.columns
+        ]
+        s.add(write_csv(cm.select(cm_cols), m / "cell_metrics.csv"))
+        for name, table in (
+            ("slot_shares", tables.slot_shares),
+            ("bias_effects", tables.bias_effects),
+            ("self_enhancement", tables.self_enhancement),
+        ):
+            if table is not None:
+                s.add(write_csv(table, m / f"{name}.csv"))
+        md = markdown_report(
+            tables.job,
+            shown.position,
+            tables.judge_metrics,
+            tables.cell_metrics,
+            tables.slot_shares,
+            shown.series,
+        )
+        # one order per pair, or probabilities with labels: their sections and files, else ""
+        extra, extra_csvs = audit_sections(shown, out)
+        for name, table in extra_csvs.items():
+            s.add(write_csv(table, m / f"{name}.csv"))
+        if "reliability" in extra_csvs:  # the figure audit_sections drew beside them
+            s.add(out / "figures" / "reliability.png")
+        for more in (extra, appendix):
+            if more:
+                md = md.rstrip("\n") + "\n\n" + more
+        md = _answer_first(md, shown)
+        s.add(write_text(out / "report.md", md))
+    gone = _retire_stale_report(out)  # a report of the analysis just replaced
+    if gone:
+        warnings.warn(
+            f"removed {', '.join(p.name for p in gone)} from {out}: built from an earlier "
+            f"analysis; run voirdire report {out} again",
+            StaleReportWarning,
+            stacklevel=2,
+        )
+
+
+def report_inputs(
+    out_dir: str | os.PathLike,
+    dirs: Sequence[str | os.PathLike],
+    people_dir: str | os.PathLike | None = None,
+) -> dict[str, Any]:
+    """What a report in ``out_dir`` of ``dirs`` records of its inputs in its manifest's
+    ``meta``: ``inputs``, per directory its path relative to ``out_dir`` and the SHA-256 of
+    its ``analysis_manifest.json`` (None where it has none), and ``people``, the same of the
+    ``voirdire people`` files the report shows, in ``people_dir`` (None without them).
+    Reads only."""
+    out = Path(out_dir)
+    inputs = [
+        {"dir": Path(os.path.relpath(d, out)).as_posix(), "analysis": set_digest(d, ANALYSIS_MANIFEST)}
+        for d in dirs
+    ]  # fmt: skip
+    where = people_dir
+    people = None
+    if where is not None:
+        people = {
+            "dir": Path(os.path.relpath(where, out)).as_posix(),
+            "manifest": set_digest(where, PEOPLE_MANIFEST),
+        }
+    return {"inputs": inputs, "people": people}
+
+
+def check_report(out_dir: str | os.PathLike) -> dict[str, Any]:
+    """Refuse a report in ``out_dir`` that is not one whole set (``report_manifest.json``
+    missing, or a file not the one it names: :func:`voirdire.file_set.check_set`), or that
+    sits beside, or was built from, an analysis other than the one there now: an input
+    directory still there (its ``job.json``) whose ``analysis_manifest.json`` is not the one
+    recorded (metrics newer than the report). Returns the manifest's ``meta``.
+
+    Raises:
+        ConfigError: one line naming the report or the directory.
+    """
+    from voirdire.layout import JOB_FILE
+
+    out = Path(out_dir)
+    meta = check_set(out, REPORT_MANIFEST, "voirdire report", ("report.html",))
+    inputs = meta.get("inputs")
+    if not isinstance(inputs, list):
+        raise ConfigError(
+            f"{out / REPORT_MANIFEST}: records no inputs; run voirdire report again"
+        )
+    for item in inputs:
+        rel = item.get("dir") if isinstance(item, dict) else None
+        if not isinstance(rel, str) or "\x00" in rel:
+            raise ConfigError(
+                f"{out / REPORT_MANIFEST}: an input is not a path; run voirdire report again"
+            )
+        d = out / rel
+        if not (d / JOB_FILE).is_file():
+            continue  # moved or removed: the report stands as it was written
+        if set_digest(d, ANALYSIS_MANIFEST) != item.get("analysis"):
+            raise ConfigError(
+                f"{out / 'report.html'} was built from another analysis of {d} (its metrics "
+                "are newer than the report, or cut short); run voirdire report again"
+            )
+    return meta
+
+
+def _retire_stale_report(out: Path) -> list[Path]:
+    """Remove a report's pages and manifest from ``out`` when they no longer stand beside the
+    analysis there (:func:`check_report` refuses them): report.html never sits beside
+    metrics newer than it. Returns what was removed."""
+    from voirdire.layout import REPORT_HTML, VERDICTS_HTML
+
+    if not (out / REPORT_HTML).is_file() and not (out / REPORT_MANIFEST).is_file():
+        return []
+    try:
+        check_report(out)
+        return []
+    except ConfigError:
+        gone = [
+            out / n
+            for n in (REPORT_HTML, VERDICTS_HTML, REPORT_MANIFEST)
+            if (out / n).is_file()
+        ]
+        for p in gone:
+            p.unlink()
+        return gone
 
 
 def _answer_first(md: str, shown: DirShown) -> str:

@@ -207,7 +207,7 @@ def write_people(
         for name, table in (("boards", study.boards), ("selective", study.selective), ("curve", study.curve),
                             ("cascade", study.cascade), ("settings", settings_table(study.settings))):  # fmt: skip
             f = d / "metrics" / f"people_{name}.csv"
-            paths[name] = s.add(write_csv(table, s.staged(f)))
+            paths[name] = s.add(write_csv(table, f))
         study.pairs.write_parquet(s.staged(d / "people_pairs.parquet"))
         paths["pairs"] = s.add(d / "people_pairs.parquet")
         cols = label_columns or [
@@ -224,12 +224,10 @@ def write_people(
                 for c in cols
             ]
         )
-        paths["to_label"] = s.add(
-            write_csv(to_label, s.staged(d / "people_to_label.csv"))
-        )
+        paths["to_label"] = s.add(write_csv(to_label, d / "people_to_label.csv"))
         paths["markdown"] = s.add(
             write_text(
-                s.staged(d / "people.md"),
+                d / "people.md",
                 "# People's boards and selective judges\n\n"
                 + "".join(f"{markdown(line)}.\n\n" for line in study.refused)
                 + people_markdown(people_tables(study)),
