@@ -27,7 +27,7 @@ __all__ = [
     "check_reserved",
 ]
 
-#: judge names the analysis gives its own rows: the people's leaderboard (``voirdire rank``)
+#: judge names the analysis gives its own rows: the gold board (``voirdire rank``)
 #: and the jury panels (``panel-N``, ``voirdire mitigate``); a judge may not take one
 RESERVED_NAMES = re.compile(r"people|panel-[0-9]+")
 #: the longest judge name (characters)
@@ -98,7 +98,7 @@ def check_not_key(name: str) -> None:
 def check_reserved(judges: Iterable[str]) -> None:
     """Refuse judge names the analysis uses for its own rows (:data:`RESERVED_NAMES`),
     compared as shown (:func:`name_key`): a judge named ``people`` (or ``"people "``) would
-    be read as, or shown as, the people's leaderboard, ``panel-2`` as a jury.
+    be read as, or shown as, the gold board, ``panel-2`` as a jury.
 
     Raises:
         ConfigError: one line naming the first such judge.
@@ -106,6 +106,6 @@ def check_reserved(judges: Iterable[str]) -> None:
     for name in judges:
         if isinstance(name, str) and RESERVED_NAMES.fullmatch(name_key(name)):
             raise ConfigError(
-                f"judge name {name!r} is voirdire's own (the people's leaderboard is 'people', "
+                f"judge name {name!r} is voirdire's own (the gold board is 'people', "
                 "a jury panel 'panel-N'); rename the judge"
             )

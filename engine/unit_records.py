@@ -13,6 +13,10 @@ Each unit is one :class:`WorkUnit` record (a row of ``WORK_UNIT_SCHEMA`` plus it
 the :class:`~voirdire.judges.base.Query` sent to the judge is derived from it
 (:meth:`WorkUnit.query`; the scheduler sends it as a tuple, :meth:`WorkUnit.query_row`),
 and a :class:`UnitBatch` turns its records into the columns the store writes.
+
+The record is its own idea, apart from generating units (:mod:`voirdire.engine.units`):
+the store, the scheduler, the pools and the recorded, rewrite and completion paths read and
+build records and ids without planning any.
 """
 
 from __future__ import annotations

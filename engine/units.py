@@ -9,8 +9,8 @@ travel together. Nothing holds more than one batch of units in the driver at a t
 orders of an instance are never materialised (``all`` is unranked lazily), and prompt
 text is cached under a character budget: a job of millions of units streams through.
 
-The records and their ids (``query_id``, ``unit_id``: content hashes) are defined in
-:mod:`voirdire.engine.unit_records` and exported here too.
+The records and their ids (``query_id``, ``unit_id``: content hashes) are
+:mod:`voirdire.engine.unit_records`'s: import them from there.
 
 Perturbations cross every order: per instance, per order, the control and then each
 variant, then the repetitions.

@@ -8,7 +8,7 @@ Replays (or reads ``--run``, a finished directory of a replay of every subset) t
 evaluators of LLMBar (Zeng et al., ICLR 2024) and prints two markdown tables:
 
 1. per evaluator and dataset (LLMBar Natural; Adversarial, its four sets pooled; FairEval;
-   MT-Bench people's labels), with the strategy the release ran there for every evaluator
+   MT-Bench human labels), with the strategy the release ran there for every evaluator
    (Vanilla on LLMBar, Vanilla_NoRules on the Processed sets): PC, PF and accuracy (both
    orders pooled, a failed verdict counted as wrong);
 2. per prompting strategy (Vanilla, CoT, Swap, Metrics, Reference, Rating and their

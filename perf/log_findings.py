@@ -126,7 +126,7 @@ def prd(src: Path, steps: Steps, reps: int) -> None:
         log_prd.stored_scores(audit),
     )
     if rank is not None:
-        print("\nboards: each model's place (rating), pooled orders and the people's; first shown: each pair "
+        print("\nboards: each model's place (rating), pooled orders and the gold board; first shown: each pair "
               "with the model whose name sorts first shown first")  # fmt: skip
         print("\n".join(log_prd.boards_markdown(rank)))
     wr = log_prd.winrates_against_notebook(

@@ -68,7 +68,7 @@ def stored_scores(audit: Path) -> pl.DataFrame:
 
 def boards(rank: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(places, flips)`` from ``rank``'s CSVs. ``places``: per board (each reviewer's
-    pooled board, the people's) each model's place by rating (1 = highest) and its rating in
+    pooled board, the gold board) each model's place by rating (1 = highest) and its rating in
     parentheses. ``flips``: per reviewer against the people (τ, flips, Holm-significant
     ones) and first shown against swapped (τ, flips, significant ones, of them between two
     candidates, the order test's p-values from the flips and from τ)."""
@@ -107,7 +107,7 @@ def boards(rank: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
 def winrates(audit: Path) -> pl.DataFrame:
     """PRD's notebook's win rates (``compute_winrates``: per battle the winner 1, a tie ½,
     over the model's battles) from the audit's judgments: each reviewer's verdicts (a
-    review a battle), all reviewers pooled, and the people's (one battle per question and
+    review a battle), all reviewers pooled, and the human votes (one battle per question and
     pair, the gold label, as the notebook's ``human_majority``). Long: ``judge, model, win_rate``."""
     j = pl.read_parquet(audit / "judgments.parquet",
                         columns=["judge", "question_id", "candidate", "reference", "chosen", "tie", "gold", "failed"])  # fmt: skip
@@ -166,8 +166,8 @@ def _f(x, fmt: str = "{:.3f}") -> str:
 
 
 def boards_markdown(rank: Path) -> list[str]:
-    """``docs/findings.md``'s table of PRD's boards (:func:`boards`): the people's first, the
-    models in the people's order; the order test's p of the flips and of τ."""
+    """``docs/findings.md``'s table of PRD's boards (:func:`boards`): the human first, the
+    models in the human order; the order test's p of the flips and of τ."""
     lb = (
         pl.read_csv(rank / "metrics" / "leaderboard.csv")
         .filter(

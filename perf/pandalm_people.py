@@ -1,4 +1,4 @@
-"""People's ranking of PandaLM's five models, from the test set's majority labels.
+"""gold board of PandaLM's five models, from the test set's majority labels.
 
     python -m perf.pandalm_people [--data DIR] [--replicates 1000]
     python -m perf.pandalm_people --smoke     # a simulated test set in PandaLM's format (CI)
@@ -12,7 +12,7 @@ Reads the converted release (``voirdire data fetch pandalm``; ``--data`` or the 
    · θ`` with the anchor (``llama-7b``) at 1000. Intervals: cluster bootstrap over questions
    (the distinct instruction + input, 170 of them, PandaLM's declared clusters), 95 %
    percentile; rank = 1 + the number of models whose interval lies wholly above (Arena's rule).
-   The board is the ranking stage's people's board (``voirdire rank`` on any PandaLM job
+   The board is the ranking stage's gold board (``voirdire rank`` on any PandaLM job
    gives the same figures with ``--anchor llama-7b``).
 2. **An independent check**: statsmodels ``Logit`` on the expanded design (each item twice:
    a win as two wins, a tie as one win and one loss; one column per model but the anchor,
@@ -126,7 +126,7 @@ def cells(out: pl.DataFrame, models: list[str]) -> pl.DataFrame:
 def leaderboard(
     pairs: pl.DataFrame, out: pl.DataFrame, anchor: str, replicates: int, seed: int = 0
 ) -> pl.DataFrame:
-    """model, rating, lo, hi (Arena scale), rank, win_rate, n: the people's board of the
+    """model, rating, lo, hi (Arena scale), rank, win_rate, n: the gold board of the
     ranking stage (:func:`~voirdire.analysis.ranking.boards.fit_boards`, one comparison per
     item from its majority label) with the cluster bootstrap drawing PandaLM's declared
     clusters, its questions (:meth:`~voirdire.benchmarks.pandalm.PandaLM.clusters`)."""

@@ -1,9 +1,9 @@
-"""The judges' verdicts and people's labels of every public release that labels all its pairs,
-through the product (``perf/people_validation.py`` validates the people's boards on them).
+"""The judges' verdicts and human labels of every public release that labels all its pairs,
+through the product (``perf/people_validation.py`` validates the human boards on them).
 
 - PandaLM: the test set and its two recorded judges fetched by ``voirdire data fetch``'s code
   from a loopback server over the local mirror, replayed by ``voirdire.run``;
-- PRD: the reviewers' logs fetched likewise and audited (``voirdire.audit``), people's votes
+- PRD: the reviewers' logs fetched likewise and audited (``voirdire.audit``), human votes
   as the gold label;
 - JudgeBench: the two arena-hard judges' files, each audited alone (one judge's own pairs);
 - Auto-J: its example predictions in both orders on its pairwise test data, audited from the
@@ -11,7 +11,7 @@ through the product (``perf/people_validation.py`` validates the people's boards
 - LLMBar: its six evaluators with their Vanilla prompt, replayed from the located release.
 
 Each reader takes the script's arguments (``mirror``, ``autoj``) and a work directory and
-returns the judgments (``JUDGMENT_SCHEMA`` rows, ``gold`` the people's label).
+returns the judgments (``JUDGMENT_SCHEMA`` rows, ``gold`` the human label).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def pandalm(args, work: Path) -> pl.DataFrame:
 
 
 def prd(args, work: Path) -> pl.DataFrame:
-    """PRD's reviewers, fetched and audited (``voirdire.audit``); people's votes are gold."""
+    """PRD's reviewers, fetched and audited (``voirdire.audit``); human votes are gold."""
     import voirdire
     from perf.log_sources import fetch, serve
 

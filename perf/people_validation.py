@@ -1,4 +1,4 @@
-"""People's boards from a few labels, validated on every public release with people's or gold
+"""Human boards from a few labels, validated on every public release with human or gold
 labels on all pairs, and on a simulation with a known truth (``docs/people.md``).
 
     python -m perf.people_validation [--draws 500] [--shares 0.05,0.1,0.2,1] [--unit question|pair]
@@ -19,7 +19,7 @@ labels are the truth and, ``--draws`` times per share:
 - coverage of the 90 % intervals (PPI++) of the win rates and of the Bradley–Terry board
   (named models only), mean and least over the models, and of the rank sets (all models at
   once, Chatzi et al.);
-- the width of PPI++'s interval against people alone on the same labels (median over draws
+- the width of PPI++'s interval against labels alone on the same labels (median over draws
   of the mean ratio of standard errors over the models);
 - the selective judge (the product's confidence, ``auto``) at agreement 0.7, 0.8 and 0.9
   (δ 0.1), at test time (:func:`selective_draw`, :func:`selective_summary`): the agreement on

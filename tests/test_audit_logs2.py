@@ -1,7 +1,7 @@
 """``voirdire audit`` for PRD's Vicuna-80 reviews and AlpacaEval's annotations: files built
 here in each tool's exact layout from seeded draws (SYNTHETIC: nothing of the real logs is
 committed), the order-shown rule checked against the reviewer's or annotator's raw output,
-people's gold labels by PRD's own rule, AlpacaEval's seeded switch recomputed independently
+human gold labels by PRD's own rule, AlpacaEval's seeded switch recomputed independently
 from the annotator's token log-probabilities, malformed files named by file, line or JSON
 index and field, and audits through the engine (PRD both orders, AlpacaEval the order shown
 only, no query missing)."""
@@ -19,7 +19,7 @@ import pytest
 
 import voirdire
 from voirdire.benchmarks.logs.alpaca_eval import PREFERENCES, AlpacaEval
-from voirdire.benchmarks.logs.prd import PRD
+from voirdire.benchmarks.logs.prd import PRD, PRDOptions
 from voirdire.benchmarks.logs.reading import RECORDED
 from voirdire.core import ConfigError
 
@@ -121,7 +121,7 @@ def test_prd_assistant_1_is_the_model_named_first(tmp_path):
     assert bench.pairs.filter(pl.col("model_a") > pl.col("model_b")).height == 0
 
 
-def test_prd_people_gold_is_the_sign_of_the_mean_vote(tmp_path):
+def test_prd_human_gold_is_the_sign_of_the_mean_vote(tmp_path):
     """PRD's human_majority: votes -1/+1/0 (tie), averaged over the pair's votes from both
     files, mapped to the models; a mean of 0 is a tie; the question's text from the votes."""
     write_prd(tmp_path, "gpt4", seed=4, n=5)
@@ -378,3 +378,15 @@ def test_audits_through_the_engine(tmp_path, ray_local, monkeypatch):
         for r in rows
     )  # fmt: skip
     assert first_wins == want
+
+
+def test_prd_human_reviewer_is_read_under_its_former_name_too():
+    """``[benchmark.log] human_reviewer`` names the reviewer whose files are human votes;
+    ``people``, its former name, still reads into it; anything else is refused."""
+    assert PRDOptions().human_reviewer == "human"
+    assert (
+        PRDOptions.model_validate({"human_reviewer": "crowd"}).human_reviewer == "crowd"
+    )
+    assert PRDOptions.model_validate({"people": "crowd"}).human_reviewer == "crowd"
+    with pytest.raises(ValueError, match="humans"):
+        PRDOptions.model_validate({"humans": "crowd"})

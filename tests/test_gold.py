@@ -221,7 +221,7 @@ def test_agreement_with_a_judge_is_not_called_accuracy():
         == "agreement with judge gpt-4-0613"
     )
     assert accuracy_label(["gold labels (LLMBar)"]) == "accuracy"
-    assert accuracy_label(["people's labels (x.csv)"]) == "accuracy"
+    assert accuracy_label(["human labels (x.csv)"]) == "accuracy"
     assert accuracy_label([]) == "accuracy"
     cases = [("q1", CAND, "A", "B"), ("q2", CAND, "B", "A")]
     j = pl.concat([_rows(cases, judge="r"), _rows(cases, judge="x")])

@@ -140,7 +140,7 @@ def test_bpde_selection_and_labels_round_trip(tmp_path):
     assert top.get_column("question_id").to_list() == ["q3", "q2"]
     path = tmp_path / "annotate.csv"
     top.with_columns(winner=pl.Series(["reference", "tie"])).write_csv(path)
-    labels = R.people_grading(path)
+    labels = R.human_grading(path)
     R.check_grading(labels, j)
     assert dict(
         zip(labels.get_column("question_id"), labels.get_column("ref_verdict"))
@@ -159,19 +159,19 @@ def test_labels_majority_and_bad_input(tmp_path):
     j = _rows([("q1", "x", "A", "B"), ("q2", "y", "A", "B")])
     lab = pl.DataFrame({"question": ["q1", "q1", "q1", "q2", "q2"], "candidate": ["x", "x", "x", "y", "y"],
                         "reference": ["ref"] * 5, "winner": ["candidate", "candidate", "tie", "candidate", "reference"]})  # fmt: skip
-    ref = R.people_grading(lab)
+    ref = R.human_grading(lab)
     assert dict(zip(ref.get_column("question_id"), ref.get_column("ref_verdict"))) == {
         "q1": "win",
         "q2": "tie",
     }
     with pytest.raises(ConfigError, match="unknown candidate.*zz"):
-        R.check_grading(R.people_grading(lab.with_columns(candidate=pl.lit("zz"))), j)
+        R.check_grading(R.human_grading(lab.with_columns(candidate=pl.lit("zz"))), j)
     with pytest.raises(ConfigError, match="match no judged pair.*q9/x"):
-        R.check_grading(R.people_grading(lab.with_columns(question=pl.lit("q9"))), j)
+        R.check_grading(R.human_grading(lab.with_columns(question=pl.lit("q9"))), j)
     with pytest.raises(ConfigError, match="winner values.*'left'"):
-        R.people_grading(lab.with_columns(winner=pl.lit("left")))
+        R.human_grading(lab.with_columns(winner=pl.lit("left")))
     with pytest.raises(ConfigError, match="missing column.*winner"):
-        R.people_grading(lab.drop("winner"))
+        R.human_grading(lab.drop("winner"))
     with pytest.raises(ConfigError, match="reference judge 'gpt-9'.*judges: j"):
         R.load_grading("judge:gpt-9", j)
     with pytest.raises(ConfigError, match="not found"):

@@ -38,14 +38,14 @@ def test_anonymous_answers_get_no_board_and_one_line(tmp_path):
     assert set(s.boards["benchmark"]) == {"sim"}
     assert "output_1" not in set(s.boards["model"])
     assert set(s.selective["benchmark"]) == {"sim", "LLMBar"}
-    assert len(s.refused) == 1 and s.refused[0].startswith("LLMBar: no people's board")
+    assert len(s.refused) == 1 and s.refused[0].startswith("LLMBar: no human board")
     assert "anonymous answers" in s.refused[0] and "\n" not in s.refused[0]
     buf = io.StringIO()
     print_people(s, Console(file=buf, width=200))
     assert buf.getvalue().splitlines()[0] == s.refused[0] + "."
     paths = write_people(s, tmp_path / "p")
     md = paths["markdown"].read_text()
-    assert "LLMBar: no people's board" in md and "### LLMBar /" not in md
+    assert "LLMBar: no human board" in md and "### LLMBar /" not in md
 
 
 def test_only_anonymous_answers_still_give_the_selective_judges(tmp_path):

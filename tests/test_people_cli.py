@@ -84,7 +84,7 @@ def test_people_writes_the_boards_and_the_pairs_for_people(dirs, tmp_path):
         assert (out / f).is_file(), f
     assert len(list((out / "figures").glob("people_*.png"))) == 2
     boards = pl.read_csv(out / "metrics" / "people_boards.csv")
-    assert set(boards["estimator"]) == {"ppi", "people", "judge"} and set(
+    assert set(boards["estimator"]) == {"ppi", "classical", "judge"} and set(
         boards["kind"]
     ) == {"win_rate", "bt"}
     ppi = boards.filter(
@@ -108,7 +108,7 @@ def test_people_writes_the_boards_and_the_pairs_for_people(dirs, tmp_path):
     assert (
         "sim\\[/\\]&lt;b&gt;\\|x" in md and "<b>" not in md
     )  # escaped, no forged cell or tag
-    assert "People's boards from a few labels" in r.output
+    assert "Human boards from a few labels" in r.output
 
 
 def test_labels_from_a_file_come_back_in_its_columns(dirs, tmp_path):

@@ -45,7 +45,7 @@ def test_clustered_win_rate_variance_equals_statsmodels_and_a_sum_over_clusters(
     q, a, b, y, yhat = _design(rng, 30)
     cl = cluster_codes(q)
     every = np.ones(q.size, dtype=bool)
-    # people alone with every label: per model the mean of its scores, whose cluster-robust
+    # labels alone with every label: per model the mean of its scores, whose cluster-robust
     # variance is statsmodels' OLS on a constant with groups (CR1: G/(G - 1), one parameter)
     est = win_rate_estimate(a, b, y, yhat, every, K, 0.0, clusters=cl)
     for m in range(K):

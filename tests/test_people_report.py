@@ -1,10 +1,10 @@
-"""The report's section "People's boards from a few labels", built from what ``voirdire
+"""The report's section "Human boards from a few labels", built from what ``voirdire
 people`` wrote (``docs/people.md``, "In the report"), on a real audit: five simulated judges
 of :mod:`tests.study_simulate` (one named with rich markup, HTML and a Markdown pipe), audited
 as a plain verdict log with its gold labels, ``voirdire people`` on half the labels, then
 ``voirdire report``.
 
-The page and ``report.md`` show the three boards side by side (PPI++, people alone, the
+The page and ``report.md`` show the three boards side by side (PPI++, labels alone, the
 judge alone) and the selective-judging curve; in a real browser (:mod:`tests.browser`) the
 figure draws with no console error, fits the window, its menu switches the judge and the
 board, and hover names the model. A report of other judges, or with no ``people/`` folder,
@@ -57,22 +57,22 @@ def test_the_report_shows_the_three_boards_and_the_curve(made):
     html = page.read_text()
     assert 'id="people"' in html and 'href="#people"' in html
     assert 'data-key="people:LogTable"' in html
-    for words in ("PPI++ (people + judge)", "people alone", "judge alone", "Selective judging"):  # fmt: skip
+    for words in ("PPI++ (labels + judge)", "labels alone", "judge alone", "Selective judging"):  # fmt: skip
         assert words in html, words
     # one row per judge in the section's table, the odd name escaped, never a tag
     section = html[html.index('id="people"') :]
     assert section.count('<tr data-judge="') >= 5
     assert "sim[/]&lt;b&gt;|x" in section and "<b>|x" not in html
     md = (page.parent / "report.md").read_text()
-    body = md[md.index("## People's boards from a few labels") :]
+    body = md[md.index("## Human boards from a few labels") :]
     assert "![LogTable](figures/people_LogTable.png)" in body
     assert (page.parent / "figures" / "people_LogTable.png").is_file()
     assert "### LogTable / sim\\[/\\]&lt;b&gt;\\|x" in body and "<b>" not in body
-    # every (judge, model) of the PPI++ board is shown, with people alone and the judge beside
+    # every (judge, model) of the PPI++ board is shown, with labels alone and the judge beside
     ppi = study.boards.filter(
         (pl.col("kind") == "win_rate") & (pl.col("estimator") == "ppi")
     )
-    assert body.count("| model | PPI++ | ranks | people only | ranks | judge only |") == 2 * 5  # fmt: skip
+    assert body.count("| model | PPI++ | ranks | labels only | ranks | judge only |") == 2 * 5  # fmt: skip
     r = ppi.row(0, named=True)
     assert f"{r['estimate']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]" in body
     assert "### Selective judges" in body and "### Cascade" in body
@@ -94,7 +94,7 @@ def test_no_section_without_people_files_or_for_other_judges(made, tmp_path):
     shutil.copytree(audit, copy)
     page = voirdire.report([copy], out=tmp_path / "r1", replicates=20)
     assert 'id="people"' not in page.read_text()
-    assert "People's boards" not in (page.parent / "report.md").read_text()
+    assert "Human boards" not in (page.parent / "report.md").read_text()
     # voirdire people's files of other judges beside it: nothing shown
     other = tmp_path / "elsewhere" / "people"
     shutil.copytree(tmp / "audit-people", other)  # the older default name, read too
@@ -140,7 +140,7 @@ def test_the_section_in_a_browser(made, browser_ok):
         )  # fmt: skip
         assert right <= d.execute_script("return document.documentElement.clientWidth")
         texts = _texts(d, key)
-        for words in ("PPI++ (people + judge)", "people alone", "judge alone", "Selective judging (filled: certified)"):  # fmt: skip
+        for words in ("PPI++ (labels + judge)", "labels alone", "judge alone", "Selective judging (filled: certified)"):  # fmt: skip
             assert words in texts, texts
         assert f"Boards of {judges[0]}: win rates (ties half)" in texts
         # the menu picks another judge, the radio the Bradley–Terry board

@@ -111,11 +111,11 @@ def test_cascade_passes_on_what_the_cheap_judge_is_unsure_of():
         delta=0.1,
         costs={"cheap": (0.001, 2.0), "strong": (0.01, 2.0)},
     )
-    assert stages["judge"].to_list() == ["cheap", "strong", "people"]
+    assert stages["judge"].to_list() == ["cheap", "strong", "human"]
     assert stages["reached"][1] == stages["reached"][0] - stages["kept"][0]
     assert stages["kept"].sum() == pairs.height // 2 == routed.height
     assert np.isclose(stages["cost_usd"][0], 0.001 * (pairs.height // 2))
-    kept = routed.filter(pl.col("decided_by") != "people")
+    kept = routed.filter(pl.col("decided_by") != "human")
     assert (kept["verdict"] == kept["label"]).mean() >= 0.9 - 0.05
 
 

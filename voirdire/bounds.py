@@ -19,7 +19,7 @@ Job files (:func:`read_job_text`, :func:`check_toml_depth`, :func:`check_value_d
 their size (:data:`MAX_JOB_BYTES`) on disk and their encoding (UTF-8) before they are read
 as text, their nesting before the TOML is decoded and again once it is (dotted keys nest
 too), then the length of the names in them (:data:`MAX_NAME_CHARS`) and the number of
-judges (:data:`MAX_JUDGES`). Small text tables a user gives (people's labels, judge
+judges (:data:`MAX_JUDGES`). Small text tables a user gives (human labels, judge
 attributes: :func:`check_text_table`): their size on disk, their encoding, and the
 longest field between separators, scanned in blocks before a CSV reader is given them.
 

@@ -2,7 +2,10 @@
 describing an object for messages without its value (:mod:`voirdire.registry` uses them for
 names that are not registered).
 
-Part of the core room: imports only the standard library and :mod:`voirdire.exceptions`.
+Its own idea apart from the registry: judges, benchmarks, biases, strategies, metrics and
+rankings all describe an object by it, and a path is recognised before any registry is
+asked. Part of the core room: imports only the standard library and
+:mod:`voirdire.exceptions`.
 """
 
 from __future__ import annotations

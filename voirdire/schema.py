@@ -90,7 +90,7 @@ WORK_UNIT_SCHEMA = pa.schema(
         pa.field(
             "better", pa.string()
         ),  # the instance's truly better candidate (quality source), else null
-        # the benchmark's gold label: the candidate the dataset says is better (people's or the
+        # the benchmark's gold label: the candidate the dataset says is better (human or the
         # dataset's label); "tie" where the label is a tie; null where the benchmark has none
         pa.field("gold", pa.string()),
     ]

@@ -1,5 +1,5 @@
 """People in the loop: the pairs whose verdicts vary most (BPDE), chosen for people to label,
-and strategies whose labelled pairs take people's verdicts.
+and strategies whose labelled pairs take human verdicts.
 
 Source: ``docs/mitigation.md``, *HITLC / BPDE* (Wang et al., "Large Language Models are not
 Fair Evaluators", 2023, sec. 3.3: balanced position diversity entropy and human-in-the-loop
@@ -59,7 +59,7 @@ def select_for_annotation(verdicts: pl.DataFrame, beta: float = 0.2) -> pl.DataF
     pair keys (deterministic). Columns: :func:`bpde`'s plus ``rank`` (int, 1 = most
     diverse) and an empty ``winner`` (str) for the annotator: ``candidate``,
     ``reference`` or ``tie`` (read back with
-    :func:`voirdire.analysis.mitigation.grading.people_grading`).
+    :func:`voirdire.analysis.mitigation.grading.human_grading`).
 
     Raises:
         ValueError: ``beta`` outside (0, 1].
@@ -79,7 +79,7 @@ def select_for_annotation(verdicts: pl.DataFrame, beta: float = 0.2) -> pl.DataF
 
 
 def override(verdicts: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
-    """Replace the final verdicts of labelled pairs by the label (people's verdicts for the
+    """Replace the final verdicts of labelled pairs by the label (human verdicts for the
     pairs :func:`select_for_annotation` chose). ``labels``: ``question_id``,
     ``candidate``, ``reference``, ``ref_verdict`` (win/tie/loss) and optionally
     ``benchmark`` (as :mod:`voirdire.analysis.mitigation.grading` returns). Queries unchanged."""
@@ -99,7 +99,7 @@ def override(verdicts: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
 
 
 def with_labels(strategy: Strategy, labels: pl.DataFrame) -> Strategy:
-    """``strategy`` whose final verdicts of the labelled pairs are people's (:func:`override`):
+    """``strategy`` whose final verdicts of the labelled pairs are the human labels (:func:`override`):
     the human-in-the-loop step after :func:`select_for_annotation`."""
 
     def run(judgments: pl.DataFrame) -> pl.DataFrame:

@@ -296,11 +296,11 @@ def run_mitigation(
     ``clusters``: what the intervals draw (:func:`evaluate`; the directories' declared
     clusters, :func:`~voirdire.analysis.ranking.rank.dir_clusters`).
 
-    ``labels``: people's verdicts for the pairs BPDE chose (the filled
-    ``bpde_annotation.csv``; :func:`~voirdire.analysis.mitigation.grading.people_grading`): each
-    strategy whose record says ``people_override`` (the gate, swap-and-tie) runs also as
+    ``labels``: human verdicts for the pairs BPDE chose (the filled
+    ``bpde_annotation.csv``; :func:`~voirdire.analysis.mitigation.grading.human_grading`): each
+    strategy whose record says ``human_override`` (the gate, swap-and-tie) runs also as
     ``<name>+labels`` with those pairs' verdicts
-    replaced by people's (:func:`~voirdire.analysis.mitigation.bpde.with_labels`).
+    replaced by the human labels (:func:`~voirdire.analysis.mitigation.bpde.with_labels`).
 
     Returns:
         ``(table, annotation, ref)``: :func:`evaluate`'s table; the top-``beta`` BPDE pairs
@@ -335,12 +335,12 @@ def run_mitigation(
         for r in regs
     }
     if labels is not None:
-        people = R.people_grading(labels)
+        people = R.human_grading(labels)
         R.check_grading(people, judgments)
         fns |= {
             f"{r.name}+labels": with_labels(fns[r.name], people)
             for r in regs
-            if r.people_override
+            if r.human_override
         }
     verdicts = registry.apply_strategies(judgments, fns)
     if ref_judge:

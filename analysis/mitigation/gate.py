@@ -14,7 +14,7 @@ from voirdire.analysis.mitigation.verdicts import normalise, swap_and_tie
     doc="both orders; disagreement -> undecided (escalate)",
     default=True,
     both_orders=True,
-    people_override=True,
+    human_override=True,
 )
 def gate(judgments: pl.DataFrame) -> pl.DataFrame:
     """One order-invariant verdict per pair: the common verdict of its two orders,

@@ -1,4 +1,4 @@
-"""Grading labels for judging the mitigation strategies: people's verdicts or a judge's.
+"""Grading labels for judging the mitigation strategies: human verdicts or a judge's.
 
 Source: ``docs/mitigation.md``, *Evaluation against a reference*. Named *grading* here: in
 the analysis ``reference`` is the answer a candidate is compared with (the ``reference``
@@ -6,7 +6,7 @@ column), never these labels (the CLI's ``--reference`` option and the evaluation
 ``reference`` argument and ``reference_source`` column keep their names). A grading table
 has one row per pair: ``benchmark`` (str | null: null matches every benchmark), ``question_id``,
 ``candidate``, ``reference`` (str), ``ref_verdict`` (str: ``win`` | ``tie`` | ``loss``,
-from the candidate's side) and a ``source`` (str) that says what the labels are: people's
+from the candidate's side) and a ``source`` (str) that says what the labels are: human
 verdicts, or agreement with a judge (not with people).
 """
 
@@ -26,7 +26,7 @@ from voirdire.escape import unquote_table
 __all__ = [
     "GRADING_COLUMNS",
     "judge_grading",
-    "people_grading",
+    "human_grading",
     "load_grading",
     "check_grading",
 ]
@@ -79,10 +79,10 @@ def judge_grading(
     ).unique(["benchmark", "question_id", "candidate", "reference"], keep="first")
 
 
-def people_grading(
+def human_grading(
     labels: pl.DataFrame | str | os.PathLike, name: str = "labels"
 ) -> pl.DataFrame:
-    """People's verdicts from a table or CSV: columns ``question_id`` (or ``question``),
+    """Human verdicts from a table or CSV: columns ``question_id`` (or ``question``),
     ``candidate``, ``reference``, ``winner`` ∈ {candidate, reference, tie}, optionally
     ``benchmark``. Several rows per pair: the majority; no strict majority → ``tie``
     (ours). Blank ``winner`` rows (an annotation CSV not yet filled) are skipped.
@@ -117,7 +117,7 @@ def people_grading(
             )
             .then(pl.col("v"))
             .otherwise(pl.lit("tie")),
-            source=pl.lit(f"people's labels ({name})"),
+            source=pl.lit(f"human labels ({name})"),
         )
         .sort(keys)
     )
@@ -126,9 +126,9 @@ def people_grading(
 def _read_labels(
     labels: pl.DataFrame | str | os.PathLike, name: str
 ) -> tuple[pl.DataFrame, str]:
-    """The labelled rows of a people's-labels table or CSV (``benchmark``, ``question_id``,
+    """The labelled rows of a human-labels table or CSV (``benchmark``, ``question_id``,
     ``candidate``, ``reference``, ``winner``: str, winner lower-cased) and the name that
-    errors use (the file's path for a file); see :func:`people_grading` for the errors."""
+    errors use (the file's path for a file); see :func:`human_grading` for the errors."""
     if not isinstance(labels, pl.DataFrame):
         name = str(labels)
         if not Path(labels).is_file():
@@ -215,7 +215,7 @@ def load_grading(spec: str | pl.DataFrame, judgments: pl.DataFrame) -> pl.DataFr
     """The reference of ``--reference``: ``gold`` (the benchmark's gold labels carried by
     the judgments, :func:`voirdire.analysis.position.gold.gold_grading`), ``judge:NAME``
     (:func:`judge_grading`: agreement with a judge) or a labels CSV path / table
-    (:func:`people_grading`), checked with :func:`check_grading`. Columns
+    (:func:`human_grading`), checked with :func:`check_grading`. Columns
     :data:`GRADING_COLUMNS`.
 
     Raises:
@@ -226,6 +226,6 @@ def load_grading(spec: str | pl.DataFrame, judgments: pl.DataFrame) -> pl.DataFr
     elif isinstance(spec, str) and spec.startswith("judge:"):
         ref = judge_grading(judgments, spec.split(":", 1)[1])
     else:
-        ref = people_grading(spec)
+        ref = human_grading(spec)
     check_grading(ref, judgments)
     return ref.select(GRADING_COLUMNS)

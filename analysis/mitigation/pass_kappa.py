@@ -4,7 +4,7 @@ Source: ``docs/mitigation.md`` (the contract ``spec/mitigation.md``, *Evaluation
 reference*): a practitioners' report on dual-pass judging logs Cohen's kappa over
 {win, tie, loss} **between the verdicts of the original and of the swapped order**, pair by
 pair, and stops trusting a judge (or its template) for a task below ``kappa = 0.6``. It
-needs no reference. It is *not* kappa against a reference (people's labels or a reference
+needs no reference. It is *not* kappa against a reference (human labels or a reference
 judge), which :mod:`voirdire.analysis.mitigation.evaluation` reports as an agreement figure without a
 gate.
 

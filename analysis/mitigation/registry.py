@@ -73,9 +73,9 @@ class Strategy:
             whose panel would repeat that judge's own verdicts. With a reference judge,
             the panel votes without it (:func:`~voirdire.analysis.mitigation.evaluation.
             evaluate_strategies`).
-        people_override: with people's labels for the pairs BPDE chose (``mitigate
+        human_override: with human labels for the pairs BPDE chose (``mitigate
             --labels``), a ``<name>+labels`` variant also runs, its verdicts of those pairs
-            replaced by people's (the human-in-the-loop step after the gate and
+            replaced by the human labels (the human-in-the-loop step after the gate and
             swap-and-tie, whose disagreements are what BPDE picks).
     """
 
@@ -88,7 +88,7 @@ class Strategy:
     paired: bool = True
     both_orders: bool = False
     panel: bool = False
-    people_override: bool = False
+    human_override: bool = False
 
     def __call__(self, judgments: pl.DataFrame) -> pl.DataFrame:
         return self.fn(judgments)
@@ -134,7 +134,7 @@ def register_strategy(
     paired: bool = True,
     both_orders: bool = False,
     panel: bool = False,
-    people_override: bool = False,
+    human_override: bool = False,
     replace: bool = False,
 ) -> Callable[[StrategyFn], Strategy] | Strategy:
     """Register the strategy ``name`` (see :class:`Strategy` for the fields).
@@ -159,7 +159,7 @@ def register_strategy(
                 paired,
                 both_orders,
                 panel,
-                people_override,
+                human_override,
             ),
             replace=replace,
         )

@@ -1,14 +1,14 @@
-"""People's win rates and Bradley–Terry board, estimated from a few labels and a judge (PPI++).
+"""Human win rates and Bradley–Terry board, estimated from a few labels and a judge (PPI++).
 
 The input is one judge's *pairs table* (:mod:`voirdire.analysis.people.pairs`): every pair
 the judge judged, with the judge's score ``yhat`` (the candidate's side: 1 win, 0.5 tie, 0
-loss, averaged over the judge's verdicts on the pair) and, on the labelled pairs, people's
-score ``y``. Three estimators of people's preferences, side by side:
+loss, averaged over the judge's verdicts on the pair) and, on the labelled pairs, the human
+score ``y``. Three estimators of human preferences, side by side:
 
-- ``ppi``: PPI++ (:mod:`voirdire.analysis.people.ppi`), people's labels and the judge's
-  verdicts on every pair; unbiased for people's preference whatever the judge's errors;
-- ``people``: people's labels alone (PPI++ with λ = 0);
-- ``judge``: the judge's verdicts alone, as if they were people's (its interval ignores the
+- ``ppi``: PPI++ (:mod:`voirdire.analysis.people.ppi`), human labels and the judge's
+  verdicts on every pair; unbiased for human preference whatever the judge's errors;
+- ``classical``: the human labels alone (PPI++ with λ = 0: classical inference);
+- ``judge``: the judge's verdicts alone, as if they were human labels (its interval ignores the
   judge's errors: it is what a judge's leaderboard claims, not a valid interval for people).
 
 **Win rates** (``kind = "win_rate"``): a model's mean score over the pairs it is in (ties
@@ -40,10 +40,10 @@ question before squaring, labelled and unlabelled pairs of one question together
 correlated too), scaled by ``G/(G − 1)`` (``G`` the model's questions: CR1), and the t
 quantile on ``min(n, G_lab) − 1`` degrees of freedom (``G_lab`` the questions with a label of
 the model). With every pair its own question it is the unclustered variance. The interval is
-then about people's preference on the population of *questions* the study's are drawn from
+then about human preference on the population of *questions* the study's are drawn from
 (and the pairs on them), not only on the pairs at hand.
 
-**Effective labels** ``n_eff = n · Var(people) / Var(ppi)``: the number of people's labels
+**Effective labels** ``n_eff = n · Var(people) / Var(ppi)``: the number of human labels
 that alone would give the PPI++ interval's width (Angelopoulos et al. 2023's measure); the
 judge is worth ``n_eff − n`` labels.
 """
@@ -65,7 +65,7 @@ from voirdire.analysis.ranking.bt import SCALE
 
 __all__ = ["BOARD_COLUMNS", "ESTIMATORS", "UNITS", "design", "interval", "bt_estimate", "win_rate_estimate", "people_boards", "cluster_codes", "cluster_dof", "cluster_sums"]  # fmt: skip
 
-ESTIMATORS = ("ppi", "people", "judge")
+ESTIMATORS = ("ppi", "classical", "judge")
 #: the resampling unit of the intervals: ``question`` (clustered, the default) or ``pair``
 UNITS = ("question", "pair")
 #: one row per (kind, estimator, model)
@@ -135,9 +135,9 @@ def win_rate_estimate(
 
     Args:
         a, b: (pairs,) model indices of the candidate and the reference; y: (pairs,)
-            people's score (read where ``labelled``); yhat: (pairs,) the judge's score;
+            human score (read where ``labelled``); yhat: (pairs,) the judge's score;
             labelled: (pairs,) bool; k: the number of models.
-        lam: the power tuning for every model; None: PPI++'s, per model; 0: people alone.
+        lam: the power tuning for every model; None: PPI++'s, per model; 0: labels alone.
         jackknife: the labelled part of the covariance from the delete-one jackknife over
             each model's labelled pairs, λ tuned again without each
             (:func:`~voirdire.analysis.people.ppi.mean_leave_one_out`; cross-covariances
@@ -270,7 +270,7 @@ def _rows(
     df,
     n_lab,
     n_pairs,
-    var_people,
+    var_classical,
     anchor_rating,
     dof=None,
 ):
@@ -290,14 +290,14 @@ def _rows(
     lam = np.broadcast_to(np.asarray(est.lam, dtype=float), est.theta.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         raw = np.diag(est.cov)
-        n_eff = np.where(raw > 0, n_lab * var_people / raw, np.nan)
+        n_eff = np.where(raw > 0, n_lab * var_classical / raw, np.nan)
     bt = kind == "bt"
     return pl.DataFrame({
         "kind": kind, "estimator": estimator, "model": models, "estimate": est.theta, "lo": lo, "hi": hi,
         "se": se, "rating": anchor_rating + SCALE * est.theta if bt else np.full(len(models), np.nan),
         "rating_lo": anchor_rating + SCALE * lo if bt else np.nan, "rating_hi": anchor_rating + SCALE * hi if bt else np.nan,
         "rank": rank, "rank_lo": rlo, "rank_hi": rhi, "n_labels": n_lab, "n_pairs": n_pairs, "lam": lam,
-        "n_eff": n_eff if estimator == "ppi" else np.where(estimator == "people", n_lab * 1.0, np.nan),
+        "n_eff": n_eff if estimator == "ppi" else np.where(estimator == "classical", n_lab * 1.0, np.nan),
     })  # fmt: skip
 
 
@@ -327,13 +327,13 @@ def people_boards(
 
     Returns:
         :data:`BOARD_COLUMNS`: ``kind`` (``win_rate`` | ``bt``), ``estimator`` (``ppi`` |
-        ``people`` | ``judge``), ``model``, ``estimate`` (win rate in [0, 1], or θ in logits
+        ``classical`` | ``judge``), ``model``, ``estimate`` (win rate in [0, 1], or θ in logits
         with the anchor's 0), ``lo``/``hi`` (Wald interval at ``level``), ``se``, ``rating``
         (and its interval; Arena scale, boards only, else NaN), ``rank``, ``rank_lo``,
         ``rank_hi`` (int: Chatzi et al.'s rank sets, :mod:`~voirdire.analysis.people.rank_sets`),
         ``n_labels`` (int: labelled pairs of the model; for ``judge`` all its pairs),
-        ``n_pairs`` (int), ``lam`` (the power tuning; 0 for people, NaN for the judge's),
-        ``n_eff`` (f64: effective labels, ``ppi`` rows; the labels themselves for ``people``).
+        ``n_pairs`` (int), ``lam`` (the power tuning; 0 for classical, NaN for the judge's),
+        ``n_eff`` (f64: effective labels, ``ppi`` rows; the labels themselves for ``classical``).
 
     Raises:
         ValueError: no labelled pair; ``anchor`` not among the models; an unknown ``unit``.
@@ -350,7 +350,7 @@ def people_boards(
     every = np.ones_like(labelled)
     n_pairs = np.bincount(np.r_[a, b], minlength=k)
     n_lab = np.bincount(np.r_[a[labelled], b[labelled]], minlength=k)
-    cl, dof = None, {"judge": None, "ppi": None, "people": None}
+    cl, dof = None, {"judge": None, "ppi": None, "classical": None}
     if unit == "question":
         cl = cluster_codes(
             pairs["cluster" if "cluster" in pairs.columns else "question_id"].to_numpy()
@@ -359,25 +359,25 @@ def people_boards(
         dof = {
             "judge": cluster_dof(a, b, every, cl, k),
             "ppi": lab_dof,
-            "people": lab_dof,
+            "classical": lab_dof,
         }
     parts = []
     wr = {e: win_rate_estimate(a, b, *((yhat, yhat, every) if e == "judge" else (y, yhat, labelled)), k,
                                0.0 if e != "ppi" else None, jackknife=True, clusters=cl) for e in ESTIMATORS}  # fmt: skip
-    var_people = np.diag(wr["people"].cov)
+    var_classical = np.diag(wr["classical"].cov)
     for e in ESTIMATORS:
         n = n_pairs if e == "judge" else n_lab
-        parts.append(_rows("win_rate", e, models, wr[e], level, k, n, n_pairs, var_people, anchor_rating, dof[e]))  # fmt: skip
+        parts.append(_rows("win_rate", e, models, wr[e], level, k, n, n_pairs, var_classical, anchor_rating, dof[e]))  # fmt: skip
     if board and k > 1:
         if anchor and anchor not in models:
             raise ValueError(f"anchor {anchor!r} is not among the models")
         anc = models.index(anchor) if anchor else int(np.argmax(n_pairs))
         bt = {e: bt_estimate(a, b, *((yhat, yhat, every) if e == "judge" else (y, yhat, labelled)), k, anc,
                              0.0 if e != "ppi" else None, clusters=cl) for e in ESTIMATORS}  # fmt: skip
-        var_people = np.diag(bt["people"].cov)
+        var_classical = np.diag(bt["classical"].cov)
         for e in ESTIMATORS:
             n = n_pairs if e == "judge" else n_lab
-            parts.append(_rows("bt", e, models, bt[e], level, k - 1, n, n_pairs, var_people, anchor_rating, dof[e]))  # fmt: skip
+            parts.append(_rows("bt", e, models, bt[e], level, k - 1, n, n_pairs, var_classical, anchor_rating, dof[e]))  # fmt: skip
     out = pl.concat(parts, how="vertical_relaxed")
     return out.with_columns(
         lam=pl.when(pl.col("estimator") == "judge").then(None).otherwise(pl.col("lam")),

@@ -24,14 +24,14 @@ import polars as pl
 from voirdire.analysis.people.pairs import LABELLED_KEYS
 from voirdire.analysis.people.selective import fixed_sequence
 
-__all__ = ["CASCADE_COLUMNS", "PEOPLE", "run_cascade"]
+__all__ = ["CASCADE_COLUMNS", "HUMAN", "run_cascade"]
 
 CASCADE_COLUMNS = [
     "benchmark", "stage", "judge", "threshold", "reached", "kept", "share_kept", "labelled_kept",
     "agreement_labelled", "usd_per_pair", "cost_usd", "queries",
 ]  # fmt: skip
 #: the last stage's name: the pairs no judge keeps go to people
-PEOPLE = "people"
+HUMAN = "human"
 
 
 def run_cascade(
@@ -53,10 +53,10 @@ def run_cascade(
 
     Returns:
         ``(stages, routed)``: ``stages`` :data:`CASCADE_COLUMNS`, one row per judge and a
-        last row ``people`` (``reached``/``kept``: the pairs left; ``labelled_kept``: those
+        last row ``human`` (``reached``/``kept``: the pairs left; ``labelled_kept``: those
         already labelled; ``threshold`` null); ``routed`` per pair (:data:`LABELLED_KEYS`):
-        ``decided_by`` (str: the judge keeping it, or ``people``), ``verdict`` (str: that
-        judge's; null for people) and ``label`` (str|null).
+        ``decided_by`` (str: the judge keeping it, or ``human``), ``verdict`` (str: that
+        judge's; null for ``human``) and ``label`` (str|null).
 
     Raises:
         ValueError: a judge of ``order`` without pairs here.
@@ -99,12 +99,12 @@ def run_cascade(
         )
         left = left.join(keep.select(LABELLED_KEYS), on=LABELLED_KEYS, how="anti")
     stages.append({
-        "benchmark": bench, "stage": len(order) + 1, "judge": PEOPLE, "threshold": None, "reached": left.height,
+        "benchmark": bench, "stage": len(order) + 1, "judge": HUMAN, "threshold": None, "reached": left.height,
         "kept": left.height, "share_kept": left.height / total if total else None,
         "labelled_kept": left["label"].is_not_null().sum(), "agreement_labelled": None,
         "usd_per_pair": None, "cost_usd": None, "queries": 0.0,
     })  # fmt: skip
-    routed.append(left.select(*LABELLED_KEYS, decided_by=pl.lit(PEOPLE), verdict=pl.lit(None, dtype=pl.String), label="label"))  # fmt: skip
+    routed.append(left.select(*LABELLED_KEYS, decided_by=pl.lit(HUMAN), verdict=pl.lit(None, dtype=pl.String), label="label"))  # fmt: skip
     schema = {"threshold": pl.Float64, "share_kept": pl.Float64, "agreement_labelled": pl.Float64,
               "usd_per_pair": pl.Float64, "cost_usd": pl.Float64, "queries": pl.Float64}  # fmt: skip
     table = pl.DataFrame(stages, schema_overrides=schema, infer_schema_length=None)

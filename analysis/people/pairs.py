@@ -1,4 +1,4 @@
-"""The pairs table: each judge's verdict, score and confidence per pair, with people's label
+"""The pairs table: each judge's verdict, score and confidence per pair, with human label
 where there is one (what every estimate of :mod:`voirdire.analysis.people` reads).
 
 One row per (benchmark, judge, pair) of the judgments' pairwise control rows (a pair: a
@@ -15,8 +15,8 @@ verdict       str    its final verdict: the most frequent decided verdict, ``tie
                      ``undecided`` when none is decided
 votes         int    its verdicts on the pair (failed ones included)
 confidence    f64    (:func:`with_confidence`) in [0, 1]
-y             f64    people's score of the candidate (1, 0.5, 0); null: not labelled
-label         str    people's verdict (win, tie, loss); null: not labelled
+y             f64    human score of the candidate (1, 0.5, 0); null: not labelled
+label         str    human verdict (win, tie, loss); null: not labelled
 agree         bool   ``verdict == label``; null: not labelled
 ============  =====  ====================================================================
 
@@ -62,9 +62,7 @@ def judge_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
     """
     v = normalise(control_rows(judgments))
     if v.height == 0:
-        raise ConfigError(
-            "no pairwise judgments: people's boards need pairwise verdicts"
-        )
+        raise ConfigError("no pairwise judgments: human boards need pairwise verdicts")
     keys = ["benchmark", "judge", *LABELLED_KEYS[1:]]
     counts = v.group_by(*keys, "verdict").len()
     decided = counts.filter(pl.col("verdict") != "undecided")
@@ -181,7 +179,7 @@ def with_confidence(
 
 
 def with_labels(pairs: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
-    """``pairs`` with people's ``y``, ``label`` and ``agree`` (module docstring) from a
+    """``pairs`` with the human ``y``, ``label`` and ``agree`` (module docstring) from a
     grading table (``ref_verdict``; a null ``benchmark`` matches any)."""
     lab = labels.select(*LABELLED_KEYS, label="ref_verdict")
     exact = lab.filter(pl.col("benchmark").is_not_null())

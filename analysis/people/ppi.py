@@ -10,9 +10,9 @@ clipped to [0, 1]), so that ``tests/test_people_ppi.py`` checks them against ``p
 on fixed data; they take ties (a label of 0.5) where ``ppi-python``'s logistic start
 (scikit-learn's classifier) does not.
 
-Notation: ``n`` labelled items with people's label ``y`` and the judge's prediction
+Notation: ``n`` labelled items with human label ``y`` and the judge's prediction
 ``ŷ``; ``N`` unlabelled items with the prediction ``ŷ_u`` only (disjoint from the labelled
-ones). With ``λ = 0`` the estimates are people's labels alone (the classical estimate);
+ones). With ``λ = 0`` the estimates are human labels alone (the classical estimate);
 with ``λ = 1`` PPI; PPI++ picks the ``λ`` that minimises the estimate's variance.
 
 - **Mean**: ``θ̂ = λ·mean(ŷ_u) + mean(y − λ·ŷ)``, variance
@@ -115,9 +115,9 @@ def ppi_mean(
     """The PPI++ estimate of a mean (module docstring) and its variance.
 
     Args:
-        y, yhat: (n,) people's labels and the judge's predictions on the labelled items.
+        y, yhat: (n,) human labels and the judge's predictions on the labelled items.
         yhat_u: (N,) the judge's predictions on the unlabelled items.
-        lam: the power tuning; None: PPI++'s (:func:`mean_lambda`); 0: people alone.
+        lam: the power tuning; None: PPI++'s (:func:`mean_lambda`); 0: labels alone.
 
     Returns:
         :class:`Estimate` with ``theta`` (1,), ``cov`` (1, 1).
@@ -209,7 +209,7 @@ def ppi_logistic(
         x: (n, d) covariates of the labelled items; y, yhat: (n,) labels and predictions in
             [0, 1] (a tie 0.5).
         xu: (N, d) and yhat_u (N,): the unlabelled items.
-        lam: the power tuning; None: PPI++'s; 0: people alone (the unlabelled items unused).
+        lam: the power tuning; None: PPI++'s; 0: labels alone (the unlabelled items unused).
         clusters: ``(c, c_u)``, (n,) and (N,) int cluster codes of the labelled and the
             unlabelled items in one code space (0..G−1): the cluster-robust covariance
             (Liang and Zeger 1986; CR1 in Cameron and Miller 2015) of PPI++'s influence

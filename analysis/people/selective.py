@@ -22,7 +22,7 @@ Even a judge that always agrees needs ``n ≥ log δ / log(1 − α)`` labelled 
 threshold can be certified (:func:`min_labels`); fewer is refused.
 
 *Agreement* is equality of the judge's verdict (win, tie or loss of the candidate) with
-people's label; a tie is its own verdict. The confidence comes from what the study holds
+human label; a tie is its own verdict. The confidence comes from what the study holds
 (:mod:`voirdire.analysis.people.pairs`: the share of the judge's verdicts across orders and
 repetitions that agree with its final verdict, a jury's agreement, the verdict's
 probability).
@@ -75,7 +75,7 @@ def fixed_sequence(
 
     Args:
         conf: (n,) the judge's confidence on the labelled pairs (larger: surer).
-        agree: (n,) bool, the judge's verdict equals people's label.
+        agree: (n,) bool, the judge's verdict equals human label.
         alpha: the disagreement allowed (agreement ≥ 1 − α); delta: the chance allowed
             that the guarantee fails.
 

@@ -1,4 +1,4 @@
-"""One call from judgments and people's labels to people's boards and selective judges
+"""One call from judgments and human labels to human boards and selective judges
 (``voirdire people``; ``docs/people.md``).
 
 Every refusal is one :class:`~voirdire.core.ConfigError` line raised before any estimate:
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from voirdire.analysis.people.boards import BOARD_COLUMNS, UNITS, people_boards
-from voirdire.analysis.people.cascade import CASCADE_COLUMNS, PEOPLE, run_cascade
+from voirdire.analysis.people.cascade import CASCADE_COLUMNS, HUMAN, run_cascade
 from voirdire.analysis.people.pairs import (
     LABELLED_KEYS,
     check_labels,
@@ -93,9 +93,9 @@ class PeopleStudy:
 
 
 def anonymous_line(benchmark: str) -> str:
-    """The one line saying why a benchmark has no people's board."""
+    """The one line saying why a benchmark has no human board."""
     return (
-        f"{benchmark}: no people's board: its pairs are two anonymous answers, not named models "
+        f"{benchmark}: no human board: its pairs are two anonymous answers, not named models "
         "(as voirdire rank refuses them); its selective judges are computed"
     )
 
@@ -269,7 +269,7 @@ def _cascades(
         order = [j for j in _order(sorted(judges), costs, cascade) if j in judges]
         st, r = run_cascade(here, order, alpha=alpha, delta=delta, costs=costs)
         stages.append(st)
-        to_people = (pl.col("decided_by") == PEOPLE) & pl.col("label").is_null()
+        to_people = (pl.col("decided_by") == HUMAN) & pl.col("label").is_null()
         routed.append(r.filter(to_people).select(LABELLED_KEYS))
     return stages, routed
 
@@ -291,8 +291,8 @@ def people_study(
     unit: str = "question",
     clusters: pl.DataFrame | None = None,
 ) -> PeopleStudy:
-    """People's boards (PPI++, people alone, the judge alone), rank sets, selective judges
-    and their cascade from ``judgments`` and people's ``labels``.
+    """Human boards (PPI++, labels alone, the judge alone), rank sets, selective judges
+    and their cascade from ``judgments`` and the human ``labels``.
 
     Args:
         judgments: ``JUDGMENT_SCHEMA`` rows (pairwise control rows are read).

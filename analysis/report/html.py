@@ -258,7 +258,7 @@ def render_html(
             page opens with (None: no summary).
         mitigation_notes: lines shown under the mitigation table (strategies not computed
             for a judge: :func:`~voirdire.analysis.mitigation.orders.one_order_lines`).
-        people: ``voirdire people``'s tables for the section "People's boards from a few
+        people: ``voirdire people``'s tables for the section "Human boards from a few
             labels" (:func:`~voirdire.analysis.report.people_section.report_people`; its
             figures' specifications in ``written["charts"]``), or None (no section).
     """

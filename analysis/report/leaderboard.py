@@ -5,8 +5,8 @@ comparisons), sorted by rating. Formats what :func:`~voirdire.analysis.ranking.r
 computed; computes nothing, escapes nothing (each writer escapes for its output).
 
 The boards shown are each judge's own verdicts (strategy ``single``; a panel's first
-strategy) in its order views (first, swapped, pooled) and the people's board; the table is
-the pooled view's (both orders together) and the people's. Every other board (the
+strategy) in its order views (first, swapped, pooled) and the gold board; the table is
+the pooled view's (both orders together) and the gold board. Every other board (the
 mitigation strategies') is in ``metrics/leaderboard.csv`` and in the page's figures.
 """
 
@@ -67,14 +67,14 @@ class Answer:
 def view_title(judge: str, strategy: str, view: str) -> str:
     """``judge · view`` (``judge · strategy · view`` beyond the judge's own verdicts)."""
     if judge == "people":
-        return "people (gold labels)"
+        return "gold board (judge people)"
     return " · ".join([judge, *([] if strategy == "single" else [strategy]), view])
 
 
 def shown_boards(lb: pl.DataFrame) -> list[tuple[str, str, str, str]]:
     """The boards read first, as (benchmark, judge, strategy, view) keys: per judge its
     own verdicts' strategy (``single``; else the first by name, a panel's ``jury``) in
-    the order views it has, then each benchmark's people's board."""
+    the order views it has, then each benchmark's gold board."""
     keys = lb.select(_KEYS).unique().rows()
     own: dict[tuple[str, str], str] = {}
     for b, j, s, _ in sorted(keys, key=lambda k: (k[2] != "single", k[2])):
@@ -89,7 +89,7 @@ def shown_boards(lb: pl.DataFrame) -> list[tuple[str, str, str, str]]:
 
 def table_boards(lb: pl.DataFrame) -> list[tuple[str, str, str, str]]:
     """The boards tabled: of :func:`shown_boards`, per judge the pooled view (else its
-    last view), and the people's."""
+    last view), and the gold board."""
     last: dict[tuple[str, str], tuple] = {}
     for k in shown_boards(lb):
         if last.get((k[0], k[1]), (None,) * 4)[3] != "pooled":

@@ -68,7 +68,7 @@ def cost_agreement_figure(
 
 def accuracy_label(sources: Sequence[str]) -> str:
     """What the ``accuracy`` column measures, by the reference's ``source``: ``accuracy``
-    against gold or people's labels; ``agreement with judge X`` where the reference is a
+    against gold or human labels; ``agreement with judge X`` where the reference is a
     judge's verdicts (not the truth)."""
     judges = [s.split(" ", 2)[1] for s in sources if s.startswith("judge ")]
     if sources and len(judges) == len(sources):

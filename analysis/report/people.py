@@ -51,12 +51,12 @@ def _board_table(boards: pl.DataFrame, kind: str) -> list[str]:
     value = "rating" if kind == "bt" else "estimate"
     lo, hi = ("rating_lo", "rating_hi") if kind == "bt" else ("lo", "hi")
     nd = 0 if kind == "bt" else 3
-    out = ["| model | PPI++ | ranks | people only | ranks | judge only | ranks | labels | λ | effective labels |",
+    out = ["| model | PPI++ | ranks | labels only | ranks | judge only | ranks | labels | λ | effective labels |",
            "|---|---|---|---|---|---|---|---:|---:|---:|"]  # fmt: skip
     ppi = b.filter(pl.col("estimator") == "ppi").sort("rank", "model")
     for r in ppi.iter_rows(named=True):
         cells = [markdown(r["model"])]
-        for e in ("ppi", "people", "judge"):
+        for e in ("ppi", "classical", "judge"):
             x = b.filter(
                 (pl.col("estimator") == e) & (pl.col("model") == r["model"])
             ).row(0, named=True)
@@ -67,7 +67,7 @@ def _board_table(boards: pl.DataFrame, kind: str) -> list[str]:
 
 
 def people_markdown(tables: PeopleTables, figures: dict[str, str] | None = None) -> str:
-    """The section "People's boards from a few labels" (module docstring) as Markdown: the
+    """The section "Human boards from a few labels" (module docstring) as Markdown: the
     three boards side by side per (benchmark, judge), the selective judges, the cascade.
 
     Args:
@@ -77,7 +77,7 @@ def people_markdown(tables: PeopleTables, figures: dict[str, str] | None = None)
     """
     s = tables.settings
     lines = [
-        "## People's boards from a few labels",
+        "## Human boards from a few labels",
         "",
         f"Labels used: {s['labels']} pairs; intervals and rank sets at {s['level']:.0%} (PPI++, Angelopoulos et al. "
         "2023; rank sets, Chatzi et al. 2024); selective judges keep verdicts whose agreement with people is "
@@ -151,7 +151,7 @@ def people_figure(
     )
     for off, (e, colour) in zip(
         (-0.2, 0.0, 0.2),
-        (("people", "tab:gray"), ("ppi", "tab:blue"), ("judge", "tab:orange")),
+        (("classical", "tab:gray"), ("ppi", "tab:blue"), ("judge", "tab:orange")),
     ):
         g = b.filter(pl.col("estimator") == e)
         for i, m in enumerate(order):
@@ -159,7 +159,7 @@ def people_figure(
             ax.errorbar(x["estimate"], i + off, xerr=[[x["estimate"] - x["lo"]], [x["hi"] - x["estimate"]]],
                         fmt="o", color=colour, label=e if i == 0 else None, ms=4, capsize=2)  # fmt: skip
     ax.set_yticks(range(len(order)), [m[:40] for m in order])
-    ax.set_xlabel("win rate against people's labels (ties half)")
+    ax.set_xlabel("win rate against human labels (ties half)")
     ax.legend(loc="lower right", fontsize=8)
     if curve.height:
         cx.plot(curve["share_kept"], curve["agreement"], "-", color="tab:blue")
@@ -228,7 +228,7 @@ def write_people(
         paths["markdown"] = s.add(
             write_text(
                 d / "people.md",
-                "# People's boards and selective judges\n\n"
+                "# Human boards and selective judges\n\n"
                 + "".join(f"{markdown(line)}.\n\n" for line in study.refused)
                 + people_markdown(people_tables(study)),
             )
@@ -257,18 +257,18 @@ def _unit_line(unit: str | None) -> str:
     if unit == "pair":
         return ("Intervals treat the pairs as independent (`--unit pair`): pairs sharing a question make them "
                 "too narrow for a study with new questions.")  # fmt: skip
-    return ("Intervals are clustered by question (`--unit question`): they are about people's preference on "
+    return ("Intervals are clustered by question (`--unit question`): they are about human preference on "
             "questions drawn like these, the pairs of one question resampled together.")  # fmt: skip
 
 
 def print_people(study: PeopleStudy, console: Console | None = None) -> None:
     """The terminal summary: per (benchmark, judge) the PPI++ board's interval widths
-    against people alone, its effective labels, and the selective judge."""
+    against labels alone, its effective labels, and the selective judge."""
     console = console or Console(highlight=False)
     for line in study.refused:  # one line per benchmark of anonymous answers
         console.print(cell(line) + ".", soft_wrap=True)
-    t = Table(title="People's boards from a few labels (docs/people.md)")
-    for c in ("benchmark", "judge", "labels", "width PPI++ / people", "effective labels", "kept", "agreement, labelled kept"):  # fmt: skip
+    t = Table(title="Human boards from a few labels (docs/people.md)")
+    for c in ("benchmark", "judge", "labels", "width PPI++ / labels alone", "effective labels", "kept", "agreement, labelled kept"):  # fmt: skip
         t.add_column(c, justify="left" if c in ("benchmark", "judge") else "right")
     for r in judge_summary(people_tables(study)).iter_rows(named=True):
         t.add_row(cell(r["benchmark"]), cell(r["judge"]), str(r["labels"]), _f(r["width_ratio"], 2), _f(r["n_eff"], 0),

@@ -1,5 +1,5 @@
-"""The people's figure of one benchmark (Vega-Altair; :mod:`voirdire.analysis.report.vega`):
-the three boards side by side (PPI++, people alone, the judge alone: each model's estimate
+"""The human figure of one benchmark (Vega-Altair; :mod:`voirdire.analysis.report.vega`):
+the three boards side by side (PPI++, labels alone, the judge alone: each model's estimate
 and interval, one row per model in PPI++'s order) and the selective-judging curve (agreement
 with people against the share of labelled pairs kept), from ``voirdire people``'s tables.
 
@@ -40,13 +40,13 @@ __all__ = [
 JUDGE, KIND = "people_judge", "people_kind"
 #: each estimator's column title, in the figure's order
 BOARD_TITLES = {
-    "ppi": "PPI++ (people + judge)",
-    "people": "people alone",
+    "ppi": "PPI++ (labels + judge)",
+    "classical": "labels alone",
     "judge": "judge alone",
 }
 #: each kind's name in the menu and in the tables
 KIND_TITLES = {"win_rate": "win rates", "bt": "Bradley–Terry ratings"}
-_COLOURS = {"ppi": "#4c78a8", "people": "#7f7f7f", "judge": "#f58518"}
+_COLOURS = {"ppi": "#4c78a8", "classical": "#7f7f7f", "judge": "#f58518"}
 _PICKED = f"datum.judge == {JUDGE}"
 
 
@@ -195,7 +195,7 @@ def people_chart(
     target: float | None = None,
     judges: Sequence[str] | None = None,
 ) -> alt.HConcatChart:
-    """The people's figure of one benchmark (module docstring).
+    """The human figure of one benchmark (module docstring).
 
     Args:
         boards: ``people_boards.csv``'s rows of the benchmark (every judge, both kinds).

@@ -85,7 +85,7 @@ _NAMES = ("benchmark", "judge", "model")
 
 @dataclass(frozen=True)
 class PeopleTables:
-    """What the people's section shows (``people.md``, the report's section and figure).
+    """What the human section shows (``people.md``, the report's section and figure).
 
     Attributes:
         boards, selective, curve, cascade: the tables of
@@ -280,15 +280,15 @@ def read_people(where: str | os.PathLike) -> PeopleTables:
 
 def judge_summary(tables: PeopleTables) -> pl.DataFrame:
     """Per (benchmark, judge), the selective table with ``width_ratio`` (mean standard
-    error of PPI++'s win rates over people alone's: below 1, the judge narrows people's
-    intervals) and ``n_eff`` (the effective labels of PPI++'s win rates, summed over the
+    error of PPI++'s win rates over classical's (the human labels alone): below 1, the judge
+    narrows the human intervals) and ``n_eff`` (the effective labels of PPI++'s win rates, summed over the
     models and halved: each pair enters two models' means)."""
     w = (
         tables.boards.filter(pl.col("kind") == "win_rate")
         .group_by("benchmark", "judge", maintain_order=True)
         .agg(
             width_ratio=pl.col("se").filter(pl.col("estimator") == "ppi").mean()
-            / pl.col("se").filter(pl.col("estimator") == "people").mean(),
+            / pl.col("se").filter(pl.col("estimator") == "classical").mean(),
             n_eff=pl.col("n_eff").filter(pl.col("estimator") == "ppi").sum() / 2,
         )
     )

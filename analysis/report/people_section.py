@@ -1,14 +1,14 @@
-"""The report's section "People's boards from a few labels" (``report.html``, ``report.md``),
+"""The report's section "Human boards from a few labels" (``report.html``, ``report.md``),
 built from what ``voirdire people`` wrote (``docs/people.md``, "In the report").
 
 A report looks for those files (:func:`~voirdire.analysis.report.people_files.find_people`:
 its own output directory, else ``people/`` next to the first directory), reads them back
 (:func:`~voirdire.analysis.report.people_files.read_people`) and keeps the (benchmark,
 judge) pairs of its own study: a ``people/`` folder of other judges shows nothing. Per
-benchmark the section shows the three boards side by side (PPI++ from people's labels and
-the judge, people alone, the judge alone: :func:`~voirdire.analysis.report.people_charts.people_chart`,
+benchmark the section shows the three boards side by side (PPI++ from human labels and
+the judge, labels alone, the judge alone: :func:`~voirdire.analysis.report.people_charts.people_chart`,
 with a menu of judges) and the selective-judging curve, a table per judge (labels, width
-against people alone, effective labels, threshold, share kept, agreement), the boards as
+against labels alone, effective labels, threshold, share kept, agreement), the boards as
 tables and the cascade. Nothing is computed again here.
 """
 
@@ -79,7 +79,7 @@ def _benchmarks(tables: PeopleTables) -> list[str]:
 
 
 def people_specs(tables: PeopleTables) -> dict[str, dict[str, Any]]:
-    """The people's figure of each benchmark as a Vega-Lite specification, keys
+    """The human figure of each benchmark as a Vega-Lite specification, keys
     ``"people:<benchmark>"``."""
     from voirdire.analysis.report.people_charts import people_chart
     from voirdire.analysis.report.vega import spec_of
@@ -91,7 +91,7 @@ def people_specs(tables: PeopleTables) -> dict[str, dict[str, Any]]:
         curve = tables.curve.filter(pl.col("benchmark") == b)
         judges = tables.selective.filter(pl.col("benchmark") == b)["judge"].to_list()
         chart = people_chart(
-            boards, curve, f"{b}: people's boards and selective judges", target=target, judges=judges
+            boards, curve, f"{b}: human boards and selective judges", target=target, judges=judges
         )  # fmt: skip
         out[f"people:{b}"] = spec_of(chart)
     return out
@@ -113,7 +113,7 @@ def write_people_figures(
 
 
 _SUMMARY = {"judge": "judge", "confidence": "confidence", "labels": "labels", "pairs": "pairs",
-            "width_ratio": "width PPI++ / people", "n_eff": "effective labels", "threshold": "threshold",
+            "width_ratio": "width PPI++ / labels alone", "n_eff": "effective labels", "threshold": "threshold",
             "share_kept": "share kept", "kept": "labelled kept", "agreement_labelled": "agreement on labelled kept (calibration, not the guarantee)",
             "agreement_all_labelled": "agreement on all labelled"}  # fmt: skip
 _BOARD = ["judge", "kind", "estimator", "model", "estimate", "lo", "hi", "rating", "rating_lo", "rating_hi",

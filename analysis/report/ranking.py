@@ -57,7 +57,7 @@ def _boards(lb: pl.DataFrame) -> list[tuple[str, str]]:
 
 def ranking_figure(lb: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
     """Ratings with their intervals, one column per board (strategy · view) of one judge
-    (and the people's board when ``lb`` holds it), a line joining each model across columns.
+    (and the gold board when ``lb`` holds it), a line joining each model across columns.
 
     Args:
         lb: leaderboard rows (:data:`~voirdire.analysis.ranking.boards.LEADERBOARD_COLUMNS`)
@@ -147,7 +147,7 @@ def print_ranking(summary: pl.DataFrame, console: Console | None = None) -> None
     """The terminal table: per (benchmark, judge, strategy) the rank flips order alone
     causes (first vs swapped; ``–`` for an order-invariant strategy), the mean flips of an
     order-blind judge, the p-value of any order effect, the family-wise significant flips, τ
-    and τ against people."""
+    and τ against the gold board."""
     console = console or Console(highlight=False)
     t = Table(
         title="Leaderboards: rank flips between the first and swapped orders (docs/ranking.md)"
@@ -162,7 +162,7 @@ def print_ranking(summary: pl.DataFrame, console: Console | None = None) -> None
         "p",
         "significant",
         "τ first/swapped",
-        "τ people",
+        "τ gold",
     ):
         t.add_column(
             c, justify="left" if c in ("benchmark", "judge", "strategy") else "right"
@@ -216,7 +216,7 @@ _HEAD = [
     "p (any order effect)",
     "significant (family-wise)",
     "τ first/swapped",
-    "τ people",
+    "τ gold",
 ]
 
 
@@ -232,7 +232,7 @@ def print_boards(
 ) -> None:
     """The terminal's answer: one line per judge and order view (the top model, its rating
     and interval, the models tied with it), then each judge's pooled board (and the
-    people's) sorted by rating, at most ``rows`` rows (the rest: "… N more in ``csv``").
+    gold board) sorted by rating, at most ``rows`` rows (the rest: "… N more in ``csv``").
     Names are printed as text, never markup (:func:`voirdire.escape.cell`)."""
     console = console or Console(highlight=False)
     for line in _answer_lines(ranking, str):
@@ -283,7 +283,7 @@ def ranking_markdown(ranking: Ranking, figures: dict[str, Path] | None = None) -
 def board_specs(ranking: Ranking) -> dict[str, dict]:
     """Per ``benchmark/judge`` the Vega-Lite specification of its leaderboard figure
     (:func:`~voirdire.analysis.report.ranking_charts.board_chart`: its order views and the
-    people's board)."""
+    gold board)."""
     from voirdire.analysis.report.ranking_charts import board_chart
 
     lb = ranking.leaderboard

@@ -1,6 +1,6 @@
 """The leaderboard figure of one judge (Vega-Altair; :mod:`voirdire.analysis.report.vega`):
 each model's rating and 95 % interval in every board the page reads first (its order views
-and the people's, :func:`~voirdire.analysis.report.leaderboard.shown_boards`), one row per
+and the gold board, :func:`~voirdire.analysis.report.leaderboard.shown_boards`), one row per
 model sorted by the pooled rating (best on top), a colour per view (a legend of at most
 five entries). Infinite ratings (a model undefeated or winless) and interval ends are drawn
 at the figure's edge, their text in the tooltip; the anchor has no interval. The page's
@@ -45,7 +45,7 @@ def board_chart(
 
     Args:
         rows: :data:`~voirdire.analysis.ranking.boards.LEADERBOARD_COLUMNS` rows of the
-            boards drawn (one judge's, plus the people's), with ``shown`` (the view's name
+            boards drawn (one judge's, plus the gold board), with ``shown`` (the view's name
             as the legend shows it).
         views: the ``shown`` names in the legend's order, the last one sorting the models.
         title: the figure's title (a judge's name: data, never markup).

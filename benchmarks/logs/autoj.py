@@ -6,7 +6,7 @@ Three JSON Lines files, read as ``codes/leaderboard/pairwise_eval.py`` reads the
 k-th pair):
 
 - **test data** (``data/test/testdata_pairwise.jsonl``): per pair ``scenario``, ``label``
-  (people's preference: 0 = ``response 1`` better, 1 = ``response 2`` better, 2 = a tie;
+  (human preference: 0 = ``response 1`` better, 1 = ``response 2`` better, 2 = a tie;
   an int, or the same digit as a string), ``prompt``, ``response 1``, ``response 2``;
 - **predictions** (``--pred_file_path``, e.g. ``data/outputs/pairwise_example_output.jsonl``):
   ``{"output": 0|1|2}`` per pair, ``response 1`` shown first;

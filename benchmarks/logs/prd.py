@@ -21,9 +21,9 @@ for files kept elsewhere); the models are the name's parts between ``answer_`` a
 ``ratings-gpt35`` are a second run that PRD's notebook (``review_filename``, glob
 ``answer_<m1>-vs-answer_<m2>-<reviewer>-reviewer*.jsonl``) does not read: skipped likewise.
 
-**People** (``ratings-human``, reviewer ``human``, ``[benchmark.log] people``): each line
+**Human votes** (``ratings-human``, reviewer ``human``, ``[benchmark.log] human_reviewer``): each line
 ``question_id``, ``text`` (the question) and ``score``, one line per vote (about three per
-question; each question was shown to people in one order only). They are not a judge: they
+question; each question was shown to humans in one order only). They are not a judge: they
 give the **gold label**, as PRD's notebook does (``format_df`` and ``human_majority``): each
 vote as -1 (model 1 of its file better), +1 (model 2), 0 (a tie, or an unparsed -1); the
 votes on a question and model pair (from both files, mapped to the models) averaged; the sign
@@ -33,7 +33,7 @@ tie. So one vote each way and a tie give a tie; two votes for a model and a tie 
 Instances: one per (question, unordered model pair): ``question_id`` =
 ``"<question_id>|<model a>|<model b>"`` with the two models sorted by name (``model_a`` shown
 first in permutation 0), the question its bootstrap cluster; ``instruction`` the question's
-text where people voted on it (their files carry it), else ``""``; answers empty (the review
+text where humans voted on it (their files carry it), else ``""``; answers empty (the review
 files keep only their ids).
 """
 
@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from pydantic import ConfigDict
+from pydantic import AliasChoices, ConfigDict, Field
 
 from voirdire.benchmarks.logs.base import LogBenchmark
 from voirdire.benchmarks.logs.reading import (
@@ -68,12 +68,15 @@ VOTE = {1: -1, 2: 1, 3: 0, -1: 0}
 
 class PRDOptions(LogLimits):
     """``[benchmark.log]``: ``reviewer``, the reviewer of files not in a ``ratings-<reviewer>``
-    directory; ``people``, the reviewer whose files are people's votes (gold labels)."""
+    directory; ``human_reviewer``, the reviewer whose files are human votes (gold labels;
+    ``people``, its former name, is still read)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     reviewer: str | None = None
-    people: str = "human"
+    human_reviewer: str = Field(
+        default="human", validation_alias=AliasChoices("human_reviewer", "people")
+    )
 
 
 def reviewer_of(path: Path, options: Any) -> str:
@@ -117,11 +120,11 @@ def pair_id(question: Any, m1: str, m2: str) -> tuple[str, str, str]:
     return f"{question}|{a}|{b}", a, b
 
 
-def people_gold(
+def human_gold(
     files: list[Path], options: Any
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """People's gold labels (module docstring): ``question_id -> model or "tie"``, and the
-    questions' text ``question -> text``, from the files of reviewer ``options.people``.
+    """Human gold labels (module docstring): ``question_id -> model or "tie"``, and the
+    questions' text ``question -> text``, from the files of reviewer ``options.human_reviewer``.
 
     Raises:
         ConfigError: a malformed file (file, line and field named)."""
@@ -129,7 +132,7 @@ def people_gold(
     names: dict[str, tuple[str, str]] = {}
     texts: dict[str, str] = {}
     for f in files:
-        m1, m2 = models_of(f, options.people) or (None, None)
+        m1, m2 = models_of(f, options.human_reviewer) or (None, None)
         if m1 is None:
             continue
         for n, obj in iter_jsonl(f, PRD.name):
@@ -155,7 +158,7 @@ def people_gold(
 
 @BENCHMARKS.register
 class PRD(LogBenchmark):
-    """PRD's Vicuna-80 reviews and people's votes (module docstring); ``[benchmark.log]``:
+    """PRD's Vicuna-80 reviews and human votes (module docstring); ``[benchmark.log]``:
     :class:`PRDOptions`."""
 
     name = "PRD"
@@ -165,10 +168,10 @@ class PRD(LogBenchmark):
 
     @classmethod
     def read(cls, path: Path, options: Any, rows: Rows) -> None:
-        """The pairs and verdicts of one review file (people's files give no verdicts: they
-        are read for the gold labels, :func:`people_gold`)."""
+        """The pairs and verdicts of one review file (human files give no verdicts: they
+        are read for the gold labels, :func:`human_gold`)."""
         reviewer = reviewer_of(path, options)
-        if reviewer == options.people:
+        if reviewer == options.human_reviewer:
             return
         models = models_of(path, reviewer)
         if models is None:
@@ -186,12 +189,14 @@ class PRD(LogBenchmark):
     def _copy(
         self, files: list[Path], digest: str
     ) -> tuple[pl.DataFrame, dict[str, str]]:
-        """The shared normalised copy, with people's gold labels and the questions' text
+        """The shared normalised copy, with the human gold labels and the questions' text
         set on the pairs (rewritten once when they differ)."""
-        people = [
-            f for f in files if reviewer_of(f, self.settings) == self.settings.people
+        humans = [
+            f
+            for f in files
+            if reviewer_of(f, self.settings) == self.settings.human_reviewer
         ]
-        gold, texts = people_gold(people, self.settings)
+        gold, texts = human_gold(humans, self.settings)
         pairs, keys = super()._copy(files, digest)
         patched = pairs.with_columns(
             gold=pl.col("question_id").replace_strict(gold, default=None, return_dtype=pl.String),
@@ -211,6 +216,6 @@ __all__ = [
     "VOTE",
     "models_of",
     "pair_id",
-    "people_gold",
+    "human_gold",
     "reviewer_of",
 ]

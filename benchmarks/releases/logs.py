@@ -143,7 +143,7 @@ _PRD = re.compile(r"^data/vicuna80/ratings-(?P<r>[^/]+)/answer_[^/]+\.jsonl$")
 
 
 def pick_prd(manifest: dict[str, str], picks: Picks) -> dict[str, str]:
-    """PRD's review files of the reviewers picked (all by default) and the people's.
+    """PRD's review files of the reviewers picked (all by default) and the human votes.
 
     Raises:
         ConfigError: an unknown reviewer (the known ones named), or a model/annotator pick.

@@ -1,4 +1,4 @@
-"""People's boards from a few labels and selective judges, through the public API
+"""Human boards from a few labels and selective judges, through the public API
 (``voirdire people``; ``docs/people.md``). No judge is called."""
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def people(
     out: str | os.PathLike | None = None,
     unit: str = "question",
 ) -> tuple[Any, dict[str, Path]]:
-    """People's win rates and Bradley–Terry board estimated from a few people's labels and
-    the judges' verdicts on every pair (PPI++), beside people alone and the judge alone;
+    """Human win rates and Bradley–Terry board estimated from a few human labels and
+    the judges' verdicts on every pair (PPI++), beside labels alone and the judge alone;
     rank sets with joint coverage; each judge as a selective judge whose agreement with
     people on the pairs it keeps is at least ``1 − alpha`` with probability ``1 − delta``;
     the cascade over the judges; the pairs to send to people. See
@@ -59,7 +59,7 @@ def people(
     Args:
         output_dirs: finished output directories (a run's, an audit's), analysed together.
         labels: ``"gold"`` (the benchmark's gold labels, carried by the judgments), a CSV of
-            people's labels (``question_id``, ``candidate``, ``reference``, ``winner`` ∈
+            human labels (``question_id``, ``candidate``, ``reference``, ``winner`` ∈
             candidate/reference/tie, optionally ``benchmark``: ``bpde_annotation.csv`` and
             ``mitigate --reference`` read the same) or such a table.
         share, rows: use a random share (or number) of the labels (seeded by ``seed``):

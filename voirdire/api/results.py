@@ -145,14 +145,14 @@ def mitigate(
         output_dirs: finished output directories.
         reference: ``"gold"`` (the benchmark's gold labels, carried by the judgments:
             accuracy), ``"judge:NAME"`` (that judge's consistent verdicts: agreement with a
-            judge, not with people) or a CSV of people's labels (question_id, candidate,
+            judge, not with people) or a CSV of human labels (question_id, candidate,
             reference, winner); None: no accuracy or kappa.
         out: where to write (default: ``<dir>-mitigation`` next to the first directory, named after the inputs: :func:`~voirdire.analysis.together.default_out`).
         strategies: registered strategy names (default: every no-query strategy).
         replicates: cluster-bootstrap replicates; beta: share of pairs chosen by BPDE for
             people.
-        labels: the filled ``bpde_annotation.csv`` (people's verdicts): adds
-            ``gate+labels`` and ``swap-tie+labels``, whose labelled pairs take people's verdict.
+        labels: the filled ``bpde_annotation.csv`` (human verdicts): adds
+            ``gate+labels`` and ``swap-tie+labels``, whose labelled pairs take human verdict.
 
     Returns:
         Paths by name: ``table`` (mitigation.csv), ``markdown`` (mitigation.md), ``figure``
@@ -203,7 +203,7 @@ def rank(
 ) -> tuple[Any, dict[str, Path]]:
     """Leaderboards of finished directories (analysed together; ``docs/ranking.md``): per
     judge, strategy and order view Bradley–Terry (or Davidson) ratings with cluster-bootstrap
-    intervals over questions, the people's leaderboard where judgments carry gold labels,
+    intervals over questions, the human leaderboard where judgments carry gold labels,
     and the rank flips between views; no judge is called.
 
     Args:

@@ -1,4 +1,4 @@
-"""``voirdire people``: people's boards from a few labels and selective judges, from finished
+"""``voirdire people``: human boards from a few labels and selective judges, from finished
 directories (no judge is called; ``docs/people.md``)."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def people(
     labels: Annotated[
         str,
         typer.Option(
-            help="gold (the benchmark's gold labels) or a CSV of people's labels: question_id, candidate, reference, winner (candidate/reference/tie)[, benchmark]."
+            help="gold (the benchmark's gold labels) or a CSV of human labels: question_id, candidate, reference, winner (candidate/reference/tie)[, benchmark]."
         ),
     ] = "gold",
     share: Annotated[
@@ -84,7 +84,7 @@ def people(
     ] = None,
     progress: Progress = True,
 ) -> None:
-    """People's win rates and board from a few labels (PPI++), rank sets, selective judges with a guaranteed agreement, their cascade, the pairs for people."""  # fmt: skip
+    """Human win rates and board from a few labels (PPI++), rank sets, selective judges with a guaranteed agreement, their cascade, the pairs for people."""  # fmt: skip
     from voirdire import api, escape
     from voirdire.analysis.report.people import print_people
 
