@@ -253,7 +253,32 @@ def _verdicts(study: Any) -> dict[str, Any]:
         if flips.pairs.filter(at == str(i)).height
     ]
     pairs = pl.concat(parts, how="diagonal_relaxed") if parts else flips.pairs
-    return {"verdicts": dataclasses.replace(flips, pairs=pairs)}
+    return {"verdicts": dataclasses.replace(flips, pairs=pairs, lists=_lists(study))}
+
+
+def _lists(study: Any) -> Any:
+    """The viewer's list-wise series (:func:`~voirdire.analysis.report.list_verdicts.flipped_lists`
+    over every directory's judgments) with the instruction and prompts each directory's
+    benchmark rebuilds; None where no directory judged a list."""
+    from voirdire.analysis.report.list_verdicts import flipped_lists, with_list_prompts
+
+    frames = [
+        d.judgments.with_columns(pl.lit(str(i)).alias("directory"))
+        for i, d in enumerate(study.dirs)
+        if "mode" in d.judgments.columns
+        and d.judgments.filter(pl.col("mode") == "listwise").height
+    ]
+    if not frames:
+        return None
+    lists = flipped_lists(pl.concat(frames, how="diagonal_relaxed"))
+    at = pl.col("directory")
+    parts = [
+        with_list_prompts(lists.series.filter(at == str(i)), _benchmark_or_none(d.job))
+        for i, d in enumerate(study.dirs)
+        if lists.series.height and lists.series.filter(at == str(i)).height
+    ]
+    series = pl.concat(parts, how="diagonal_relaxed") if parts else lists.series
+    return dataclasses.replace(lists, series=series)
 
 
 def _benchmark_or_none(job: dict[str, Any]) -> Any:

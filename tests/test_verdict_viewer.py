@@ -279,3 +279,68 @@ def test_the_viewer_opens_from_a_row_and_a_point_pages_and_searches_offline(
             u.split(":", 1)[0] in ("file", "data", "blob", "about") for u in made
         ), made
         assert console_errors(d) == []
+
+
+def hover_and_click(d, el) -> dict[str, str]:
+    """Hover ``el`` (a figure's mark), read its tooltip (key → value), click it; the
+    tooltip says which judge and task the mark is of (test machinery)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    d.execute_script("arguments[0].scrollIntoView({block:'center'})", el)
+    ActionChains(d).move_to_element(el).perform()
+    tip = _wait(
+        d,
+        "var t=document.getElementById('vg-tooltip-element');"
+        "if(!t||!t.classList.contains('visible'))return null;var o={};"
+        "t.querySelectorAll('tr').forEach(function(r){var c=r.querySelectorAll('td');"
+        "if(c.length==2)o[c[0].textContent]=c[1].textContent});"
+        "return Object.keys(o).length?o:null",
+    )
+    ActionChains(d).move_to_element(el).click().perform()
+    return tip
+
+
+def tallest(d, css: str):
+    """The mark matching ``css`` drawn tallest (a bar of non-zero height to click)."""
+    from selenium.webdriver.common.by import By
+
+    marks = d.find_elements(By.CSS_SELECTOR, css)
+    assert marks, css
+    heights = [m.rect["height"] * m.rect["width"] for m in marks]
+    return marks[heights.index(max(heights))]
+
+
+def check_viewer_of(d, flips, judge: str, task: str) -> None:
+    """The viewer, opened from a figure's mark of (``judge``, ``task``), shows exactly
+    that judge's flipped pairs on that task (the first page of them)."""
+    _wait(d, "return location.href.indexOf('verdicts.html#judge=')>=0")
+    _wait(d, "return document.body.getAttribute('data-viewer-ready')")
+    frag = d.current_url.split("#", 1)[1]
+    got = dict(kv.split("=", 1) for kv in frag.split("&"))
+    assert {k: unquote(v) for k, v in got.items()} == {"judge": judge, "task": task}
+    want = flips.pairs.filter((pl.col("judge") == judge) & (pl.col("task") == task))
+    shown = d.execute_script(
+        "return Array.prototype.filter.call(document.querySelectorAll('article.pair'),"
+        "function(a){return a.offsetParent!==null}).map(function(a){"
+        "return [a.getAttribute('data-judge'),a.getAttribute('data-task')]})"
+    )
+    assert want.height > 0
+    assert shown == [[judge, task]] * min(want.height, PAGE_SIZE)
+    said = d.execute_script(
+        "return document.getElementById('judge-filter').textContent"
+    )
+    assert said.startswith(f"judge: {judge}") and f"task: {task}" in said
+
+
+def test_a_click_on_a_bar_opens_the_pairs_behind_it(report, judgments, browser_ok):
+    """The grouped bars of PF by task: a bar is one judge on one task; a click opens that
+    judge's flipped pairs on that task, no other."""
+    from tests.browser import chromium, console_errors, open_page
+
+    flips = flipped_pairs(judgments)
+    with chromium(1400, 900) as d:
+        open_page(d, report)
+        bar = tallest(d, 'div.vega[data-key^="pf_bars:"] g.mark-rect path')
+        tip = hover_and_click(d, bar)
+        check_viewer_of(d, flips, tip["judge"], tip["task"])
+        assert console_errors(d) == []

@@ -31,6 +31,7 @@ from voirdire.analysis.report.vega import (
 
 __all__ = [
     "verdicts_href",
+    "with_verdicts",
     "judge_scatter",
     "judge_bars",
     "family_multiples",
@@ -42,10 +43,25 @@ _PF = "PF (−1 primacy … +1 recency)"
 FAMILY_FIELDS = ("model", "strategy")
 
 
-def verdicts_href(judge: str) -> str:
+def verdicts_href(judge: str, task: str | None = None) -> str:
     """The verdict viewer's address of one judge beside the report (``verdicts.html``,
-    :mod:`voirdire.analysis.report.verdicts`), its name percent-encoded."""
-    return "verdicts.html#judge=" + quote(judge, safe="")
+    :mod:`voirdire.analysis.report.verdicts`), its name percent-encoded; with ``task``,
+    of that judge's pairs on that task only (``#judge=NAME&task=TASK``)."""
+    href = "verdicts.html#judge=" + quote(judge, safe="")
+    return href if task is None else f"{href}&task={quote(task, safe='')}"
+
+
+def with_verdicts(rows: pl.DataFrame, *, by_task: bool = False) -> pl.DataFrame:
+    """``rows`` (judge, and ``task`` where ``by_task``) with ``verdicts``: the viewer's
+    address of each row's pairs (:func:`verdicts_href`), the ``href`` a click on its mark
+    opens."""
+    if not by_task:
+        href = pl.col("judge").map_elements(verdicts_href, return_dtype=pl.String)
+    else:
+        href = pl.struct("judge", "task").map_elements(
+            lambda r: verdicts_href(r["judge"], r["task"]), return_dtype=pl.String
+        )
+    return rows.with_columns(verdicts=href)
 
 
 def _color(judges: Sequence[str], n: int) -> Any:
@@ -82,9 +98,7 @@ def judge_scatter(
             if c in r.columns
         ),
     ]
-    r = r.select(list(dict.fromkeys(keep))).with_columns(
-        verdicts=pl.col("judge").map_elements(verdicts_href, return_dtype=pl.String)
-    )
+    r = with_verdicts(r.select(list(dict.fromkeys(keep))))
     sx, sy = alt.Scale(domain=list(x_domain)), alt.Scale(domain=list(y_domain))
     fx, fy = (
         alt.X(f"{x}:Q", title=x_title, scale=sx),
@@ -142,12 +156,13 @@ def judge_bars(
 ) -> alt.LayerChart:
     """A bar per judge of ``col`` (horizontal, rows in ``order``), its interval where
     ``rows`` has ``<col>_lo``/``<col>_hi``; ``threshold`` draws a dashed red line (RS's
-    reading threshold), ``zero`` a line at 0."""
+    reading threshold), ``zero`` a line at 0. A click on a judge's bar opens its flipped
+    pairs (:func:`verdicts_href`)."""
     r = rows.filter(pl.col(col).is_not_null() & pl.col(col).is_not_nan())
     names = in_order(order, r.get_column("judge"))
     n = len(names)
     keep = ["judge", col, *(c for c in (f"{col}_lo", f"{col}_hi") if c in r.columns)]
-    r = r.select(keep)
+    r = with_verdicts(r.select(keep))
     y = alt.Y(
         "judge:N",
         sort=names,
@@ -162,6 +177,7 @@ def judge_bars(
             stroke=alt.condition(HIT, alt.value("black"), alt.value(None)),
             strokeWidth=alt.condition(HIT, alt.value(2), alt.value(0)),
             tooltip=["judge:N", alt.Tooltip(f"{col}:Q", format=fmt, title=axis_title)],
+            href="verdicts:N",
         )
     ]  # fmt: skip
     if f"{col}_lo" in r.columns:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import altair as alt
 import polars as pl
 
+from voirdire.analysis.report.judge_charts import with_verdicts
 from voirdire.analysis.report.vega import (
     HIT,
     MAX_LEGEND,
@@ -103,10 +104,12 @@ def pc_radar(jt: pl.DataFrame, judges: Sequence[str], title: str) -> alt.LayerCh
 
 
 def pf_bars(jt: pl.DataFrame, judges: Sequence[str], title: str) -> alt.Chart:
-    """Grouped bars of PF by task (x) and judge (bars); ``jt``: judge, task, pf."""
+    """Grouped bars of PF by task (x) and judge (bars); ``jt``: judge, task, pf. A click on
+    a bar opens that judge's flipped pairs on that task (the verdict viewer)."""
     tasks = jt.get_column("task").n_unique()
+    bars = jt.filter(pl.col("pf").is_not_null()).select("judge", "task", "pf")
     return (
-        alt.Chart(jt.filter(pl.col("pf").is_not_null()).select("judge", "task", "pf"))
+        alt.Chart(with_verdicts(bars, by_task=True))
         .mark_bar()
         .encode(
             x=alt.X(
@@ -121,6 +124,7 @@ def pf_bars(jt: pl.DataFrame, judges: Sequence[str], title: str) -> alt.Chart:
                 "task:N",
                 alt.Tooltip("pf:Q", format="+.3f", title="PF"),
             ],
+            href="verdicts:N",
         )
         .add_params(search_param())
         .properties(
@@ -138,6 +142,8 @@ def task_heatmaps(
         jt: judge, task, pc, pf and optionally ``accuracy`` (one benchmark) and ``n_col``
             (pairs per cell, shown on hover).
         order: the judges top to bottom (the summary's ranking).
+
+    A click on a cell opens that judge's flipped pairs on that task (the verdict viewer).
     """
     metrics = [("pc", "PC", alt.Scale(domain=[0, 1], scheme="viridis"), ".3f"),
                ("pf", "PF", alt.Scale(domain=[-1, 1], scheme="redblue", domainMid=0), "+.3f")]  # fmt: skip
@@ -164,14 +170,10 @@ def task_heatmaps(
         tip = ["judge:N", "task:N", alt.Tooltip(f"{col}:Q", format=fmt, title=label)]
         if n_col and n_col in jt.columns:
             tip.append(alt.Tooltip(f"{n_col}:Q", title="pairs"))
-        base = alt.Chart(
-            jt.select(
-                "judge",
-                "task",
-                col,
-                *([n_col] if n_col and n_col in jt.columns else []),
-            )
+        cells = jt.select(
+            "judge", "task", col, *([n_col] if n_col and n_col in jt.columns else [])
         )
+        base = alt.Chart(with_verdicts(cells, by_task=True))
         charts.append(
             base.mark_rect(stroke="white", strokeWidth=0.5)
             .encode(
@@ -182,7 +184,7 @@ def task_heatmaps(
                 opacity=alt.condition(SHOWN, alt.value(1.0), alt.value(0.25)),
                 strokeWidth=alt.condition(HIT, alt.value(2.5), alt.value(0.5)),
                 stroke=alt.condition(HIT, alt.value("black"), alt.value("white")),
-                tooltip=tip,
+                tooltip=tip, href="verdicts:N",
             )
             .add_params(search_param())
             .properties(width=cell_w * tasks, height=row_height(len(names)) * len(names), title=label)

@@ -33,6 +33,7 @@ from voirdire.analysis.position.pairing import (
 from voirdire.analysis.report.views import render_template
 
 if TYPE_CHECKING:
+    from voirdire.analysis.report.list_verdicts import FlippedLists
     from voirdire.benchmarks.base import Benchmark
 
 __all__ = [
@@ -75,12 +76,16 @@ class FlippedPairs:
         counts: per (benchmark, judge): ``pairs`` (judged in both orders, with a verdict
             in each), ``flipped`` (of them, position-inconsistent), ``shown`` (on the page).
         per_judge: the most pairs of one judge kept; max_pairs: the most in all.
+        lists: the list-wise series that flipped
+            (:func:`~voirdire.analysis.report.list_verdicts.flipped_lists`), shown on the
+            same page; None where the judgments hold none.
     """
 
     pairs: pl.DataFrame
     counts: pl.DataFrame
     per_judge: int = PER_JUDGE
     max_pairs: int = MAX_PAIRS
+    lists: FlippedLists | None = None
 
     @property
     def left_out(self) -> int:
@@ -232,23 +237,34 @@ def verdicts_page(
 ) -> str:
     """The viewer as one HTML string (``templates/verdicts.html.j2``): per pair the judge,
     question, instruction, both orders (prompt and reply collapsed), the verdicts read and
-    the flip; paged (:data:`PAGE_SIZE`), searchable, ``#judge=NAME`` shows one judge.
+    the flip; per list-wise series (``flips.lists``) each permutation's order, the letter
+    and candidate read, and the flip between them; paged (:data:`PAGE_SIZE`), searchable,
+    ``#judge=NAME`` shows one judge (``&task=TASK``: on one task).
     ``flips.pairs`` may carry :func:`with_prompts`' columns (else the page says the
     prompts were not recorded)."""
     pairs = flips.pairs
     rows = pairs.iter_rows(named=True)
     counts = list(flips.counts.iter_rows(named=True))
+    lists = (
+        flips.lists if flips.lists is not None and flips.lists.counts.height else None
+    )
+    list_counts = list(lists.counts.iter_rows(named=True)) if lists else []
     return render_template(
         "verdicts.html.j2",
         title=title,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         pairs=[_pair_view(r, i) for i, r in enumerate(rows)],
         counts=counts,
+        lists=lists.views() if lists else [],
+        list_counts=list_counts,
+        list_left_out=lists.left_out if lists else 0,
+        list_per_judge=lists.per_judge if lists else 0,
+        has_lists=lists is not None,
         left_out=flips.left_out,
         per_judge=flips.per_judge,
         max_pairs=flips.max_pairs,
         config={
             "page_size": PAGE_SIZE,
-            "judges": sorted({c["judge"] for c in counts}),
+            "judges": sorted({c["judge"] for c in [*counts, *list_counts]}),
         },
     )
