@@ -146,7 +146,7 @@ def test_a_report_in_place_with_people_puts_their_section_in_the_analysis_set(
     d = _copy(reported, tmp_path / "audit")
     voirdire.people([d], share=0.5, alpha=0.2)  # audit-people/, found by the report
     _report(d)
-    assert "## People's boards from a few labels" in (d / "report.md").read_text()
+    assert "## Human boards from a few labels" in (d / "report.md").read_text()
     check_set(d, ANALYSIS_MANIFEST, "voirdire analyze", REQUIRED)
     meta = check_report(d)
     people = tmp_path / "audit-people"
