@@ -56,6 +56,7 @@ The draws refit both boards in chunks, so memory grows with chunk × K², not B 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -147,8 +148,8 @@ def order_units(comps: pl.DataFrame) -> pl.DataFrame:
 
 
 def _counts(units: pl.DataFrame, ix: dict[str, int], k: int):
-    """(K², ) win/tie count vectors of the first and swapped boards, the sparse (U, K²)
-    changes a swap of each discordant unit makes to the first board's wins and ties, and
+    """(K², ) win/tie count vectors of the first and swapped boards, the changes a swap of
+    each discordant unit makes to the first board's wins and ties (:class:`_Moves`), and
     each discordant unit's ``D`` (first-order wins − losses minus swapped-order ones,
     :func:`~voirdire.analysis.ranking.order_nulls.common_swaps`)."""
     wide = units.pivot(
@@ -176,15 +177,39 @@ def _counts(units: pl.DataFrame, ix: dict[str, int], k: int):
     keep = np.flatnonzero(
         (dw != 0) | (dl != 0) | (dt != 0)
     )  # concordant units: a swap changes nothing
-    u = np.arange(keep.size)
-    rows, cols = np.r_[u, u], np.r_[ab[keep], ba[keep]]
-    d_w = csr_matrix(
-        (np.r_[dw[keep], dl[keep]], (rows, cols)), shape=(keep.size, k * k)
-    )
-    d_t = csr_matrix(
-        (np.r_[dt[keep], dt[keep]], (rows, cols)), shape=(keep.size, k * k)
-    )
-    return board("first"), board("swapped"), d_w, d_t, (dl - dw)[keep]
+    moves = _Moves.of(ab[keep], ba[keep], dw[keep], dl[keep], dt[keep])
+    return board("first"), board("swapped"), moves, (dl - dw)[keep]
+
+
+class _Moves(NamedTuple):
+    """What swapping the U discordant units does to the first board's win and tie counts,
+    on the C cells any unit touches only (``cells``: (C,) indices into the K² counts):
+    ``w`` and ``t``, sparse (C, U), the amounts a unit adds to a cell's wins and ties when
+    swapped (each unit moves its ``(a, b)`` and its ``(b, a)`` cell)."""
+
+    cells: np.ndarray
+    w: csr_matrix
+    t: csr_matrix
+    units: int
+
+    @classmethod
+    def of(cls, ab, ba, dw, dl, dt) -> _Moves:
+        """From each discordant unit's cells (``ab``, ``ba``) and the changes of its wins,
+        losses and ties."""
+        u = ab.size
+        cells, at = np.unique(np.r_[ab, ba], return_inverse=True)
+        unit = np.r_[np.arange(u), np.arange(u)]
+
+        def moved(v):
+            return csr_matrix((v, (at.ravel(), unit)), shape=(cells.size, u))
+
+        return cls(cells, moved(np.r_[dw, dl]), moved(np.r_[dt, dt]), u)
+
+    def apply(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(n, C) changes of the wins and ties of the cells :attr:`cells` under the swaps
+        ``s`` ((n, U) 0/1), each cell's units added in ascending order from 0."""
+        st = np.ascontiguousarray(s.T)
+        return (self.w @ st).T, (self.t @ st).T
 
 
 def _fit(fit, w: np.ndarray, t: np.ndarray, k: int, prior: float) -> Strengths:
@@ -196,8 +221,21 @@ def _fit(fit, w: np.ndarray, t: np.ndarray, k: int, prior: float) -> Strengths:
 
 def bounded(d: np.ndarray) -> np.ndarray:
     """Differences of θ as the changes use them: within ±:data:`~voirdire.analysis.ranking.bt.CLIP`
-    (``±inf`` at it), NaN (undefined) as 0."""
+    (``±inf`` at it), NaN (undefined) as 0; ``d`` itself when every difference is within
+    ±CLIP already (the usual case: no pass over the array but the check)."""
+    if d.size == 0 or np.abs(d).max() <= CLIP:  # NaN fails the test
+        return d
     return np.clip(np.nan_to_num(d, nan=0.0, posinf=CLIP, neginf=-CLIP), -CLIP, CLIP)
+
+
+def _signs(d: np.ndarray) -> np.ndarray:
+    """``sign(d)`` where ``|d| > TIE_EPS``, else 0 (NaN: 0), float."""
+    with np.errstate(invalid="ignore"):
+        x = np.sign(d) * (np.abs(d) > TIE_EPS)
+    nan = np.isnan(x)
+    if nan.any():
+        x[nan] = 0.0
+    return x
 
 
 def pair_stats(df: np.ndarray, ds: np.ndarray):
@@ -205,9 +243,7 @@ def pair_stats(df: np.ndarray, ds: np.ndarray):
     second board; ``±inf``/NaN allowed): flipped (R, P) bool, τ-b (R,) and the change
     ``c = b(d_first) − b(d_second)`` (R, P; :func:`bounded`); a difference below
     :data:`TIE_EPS` is a tie, an undefined one has no sign."""
-    with np.errstate(invalid="ignore"):
-        sf = np.nan_to_num(np.sign(df) * (np.abs(df) > TIE_EPS))
-        ss = np.nan_to_num(np.sign(ds) * (np.abs(ds) > TIE_EPS))
+    sf, ss = _signs(df), _signs(ds)
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = (sf * ss).sum(1) / np.sqrt((sf**2).sum(1) * (ss**2).sum(1))
     return sf * ss < 0, tau, bounded(df) - bounded(ds)
@@ -221,13 +257,20 @@ def _refits(
     ``counts``: the first and swapped boards' win and tie counts and the sparse changes a
     swap of each discordant unit makes (:func:`_counts`); ``model``: ``(K, prior)``.
     """
-    (wf, tf), (ws, ts), d_w, d_t = counts[:4]
+    (wf, tf), (ws, ts), moves = counts[:3]
     k, prior = model
     first, second = [], []
+    at = moves.cells
     for s in draws.chunks(chunk):
-        dw, dt = (d_w.T @ s.T).T, (d_t.T @ s.T).T  # (n, K²): what the swaps move
+        dw, dt = moves.apply(s)  # (n, C): what the swaps move
         n = s.shape[0]
-        fitted = _fit(fit, np.r_[wf + dw, ws - dw], np.r_[tf + dt, ts - dt], k, prior)
+        w, t = np.empty((2 * n, k * k)), np.empty((2 * n, k * k))
+        w[:n], w[n:], t[:n], t[n:] = wf, ws, tf, ts
+        w[:n, at] += dw
+        w[n:, at] -= dw
+        t[:n, at] += dt
+        t[n:, at] -= dt
+        fitted = _fit(fit, w, t, k, prior)
         first.append(fitted.rows(slice(0, n)))
         second.append(fitted.rows(slice(n, 2 * n)))
     return concat(first), concat(second)
@@ -330,7 +373,7 @@ def _pair_p(
     p[ref] = _max_t(stats, ref, c0[ref], blind, centre=False)
     if not between.any():
         return p, None
-    cdraws = common_swaps(counts[4], permutations, np.random.default_rng([seed, 1]))
+    cdraws = common_swaps(counts[3], permutations, np.random.default_rng([seed, 1]))
     cboards = _refits(fit, counts, size, cdraws, chunk)
     cstats = _stats(cboards, pairs, chunk)
     p[between] = _max_t(cstats, between, c0[between], cdraws, centre=True)
@@ -384,7 +427,7 @@ def order_test(
         dtype=bool,
     )
     chunk = max(1, _CHUNK_CELLS // (2 * k * k))
-    blind = blind_swaps(counts[2].shape[0], permutations, np.random.default_rng(seed))
+    blind = blind_swaps(counts[2].units, permutations, np.random.default_rng(seed))
     boards = _refits(fit, counts, (k, prior), blind, chunk)
     stats = _stats(boards, pairs, chunk)
     flips_p, flips_sum, tau_p, tau_null = _overall(stats, (flip0, tau0), blind)
