@@ -7,7 +7,9 @@ judge's flipped pairs on that task."""
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
+import polars as pl
 import pytest
 
 from tests.study_simulate import simulated_study_log
@@ -58,4 +60,115 @@ def test_a_click_on_a_heatmap_cell_opens_the_pairs_behind_it(
         tip = hover_and_click(d, cells[len(cells) // 2])
         assert "PF" in tip  # the PF heatmap's cell
         check_viewer_of(d, flips, tip["judge"], tip["task"])
+        assert console_errors(d) == []
+
+
+@pytest.fixture(scope="module")
+def list_report(tmp_path_factory, data_dir) -> tuple[Path, Path]:
+    """A list-wise job's directory and its report (:func:`tests.test_list_verdicts.listwise_run`)."""
+    import voirdire
+    from tests.test_list_verdicts import listwise_run
+
+    run = listwise_run(tmp_path_factory.mktemp("lists") / "run", data_dir)
+    return run, voirdire.report(
+        [run], out=tmp_path_factory.mktemp("list-report"), replicates=20
+    )
+
+
+def _shown(d) -> list[list[str]]:
+    return d.execute_script(
+        "return Array.prototype.filter.call(document.querySelectorAll('article.pair'),"
+        "function(a){return a.offsetParent!==null}).map(function(a){"
+        "return [a.getAttribute('data-judge'),a.className]})"
+    )
+
+
+def test_a_listwise_report_opens_its_viewer(list_report, browser_ok):
+    """From the judges' table of a list-wise report, a judge's link opens its series: each
+    with its permutations' orders and the candidate each chose; paged, searchable, offline."""
+    from selenium.webdriver.common.by import By
+
+    from tests.browser import chromium, console_errors, open_page, requests_made
+    from tests.test_verdict_viewer import _wait
+    from voirdire.analysis.report.list_verdicts import flipped_lists
+    from voirdire.analysis.report.verdicts import PAGE_SIZE
+    from voirdire.analysis.results_dir import load_judgments
+
+    run, report = list_report
+    lists = flipped_lists(load_judgments(run))
+    counts = dict(lists.counts.select("judge", "shown").iter_rows())
+    judge = max(counts, key=lambda j: counts[j])
+    with chromium(1400, 900) as d:
+        requests_made(d)
+        open_page(d, report)
+        link = d.find_element(By.CSS_SELECTOR, f'table:not(.summary) a[href="verdicts.html#judge={judge}"]')  # fmt: skip
+        d.execute_script("arguments[0].scrollIntoView({block:'center'})", link)
+        link.click()
+        _wait(d, "return document.body.getAttribute('data-viewer-ready')")
+        shown = _shown(d)
+        assert len(shown) == min(counts[judge], PAGE_SIZE) > 0
+        assert all(j == judge and "list" in c.split() for j, c in shown)
+        first = d.find_elements(By.CSS_SELECTOR, "article.pair.list:not(.hidden)")[0]
+        orders = first.find_elements(By.CSS_SELECTOR, "div.order")
+        assert len(orders) == 3  # the 3 cyclic orders, each slot by slot
+        slots = [o.find_element(By.CSS_SELECTOR, "span.slots").text for o in orders]
+        assert len(set(slots)) == 3 and all(s.startswith("A ") for s in slots)
+        read = [o.find_element(By.CSS_SELECTOR, "b.verdict").text for o in orders]
+        assert len(set(read)) > 1  # the choice changed with the order
+        assert "permutation" in first.find_element(By.CSS_SELECTOR, ".flip").text
+        # every judge: pages; search a question's id
+        d.find_element(By.ID, "all-judges").click()
+        total = lists.series.height
+        _wait(
+            d,
+            f"return document.getElementById('pair-count').textContent=='{total} pairs'",
+        )
+        assert len(_shown(d)) == PAGE_SIZE
+        qid = lists.series.get_column("question_id")[0]
+        d.find_element(By.ID, "pair-search").send_keys(f"{qid} ")
+        want = lists.series.filter(pl.col("question_id") == qid).height
+        _wait(
+            d,
+            f"return document.querySelectorAll('article.pair:not(.hidden)').length=={want}",
+        )
+        made = requests_made(d)
+        assert made and all(u.split(":", 1)[0] in ("file", "data", "blob", "about") for u in made), made  # fmt: skip
+        assert console_errors(d) == []
+
+
+def test_an_instruction_with_a_script_shows_as_text(list_report, tmp_path, browser_ok):
+    """A list-wise series whose instruction, reply and judge's name hold ``</pre><script>``:
+    the page shows them as text, runs no script of theirs, opens no dialog."""
+    from selenium.webdriver.common.by import By
+
+    from tests.browser import chromium, console_errors
+    from tests.test_list_verdicts import HOSTILE, _page_of, hostile_lists
+    from tests.test_verdict_viewer import _wait
+    from voirdire.analysis.report.verdicts import verdicts_page
+    from voirdire.analysis.results_dir import load_judgments
+
+    run, _ = list_report
+    page = tmp_path / "verdicts.html"
+    page.write_text(
+        verdicts_page(_page_of(hostile_lists(load_judgments(run)))), encoding="utf-8"
+    )
+    with chromium(1400, 900) as d:
+        d.get(page.as_uri())
+        _wait(d, "return document.body.getAttribute('data-viewer-ready')")
+        first = d.find_elements(By.CSS_SELECTOR, "article.pair.list:not(.hidden)")[0]
+        assert (
+            first.find_element(By.CSS_SELECTOR, "pre.instruction").get_attribute(
+                "textContent"
+            )
+            == HOSTILE
+        )
+        assert d.execute_script("return document.scripts.length") == 3
+        assert d.execute_script("return document.querySelectorAll('img').length") == 0
+        assert HOSTILE in d.execute_script("return document.body.textContent")
+        d.get(page.as_uri() + "#judge=" + quote(HOSTILE, safe=""))
+        _wait(d, "return document.body.getAttribute('data-viewer-ready')")
+        assert d.find_element(By.ID, "judge-filter").text.startswith(
+            "judge: " + HOSTILE
+        )
+        assert all(j == HOSTILE for j, _ in _shown(d)) and _shown(d)
         assert console_errors(d) == []
