@@ -72,7 +72,7 @@ def former_calls_a_candidate_flip(units, permutations: int, seed: int) -> bool:
         obs.rows(slice(0, 1)).pair_differences(i, j),
         obs.rows(slice(1, 2)).pair_differences(i, j),
     )
-    draws = blind_swaps(counts[2].shape[0], permutations, np.random.default_rng(seed))
+    draws = blind_swaps(counts[2].units, permutations, np.random.default_rng(seed))
     chunk = max(1, ot._CHUNK_CELLS // (2 * k * k))
     boards = ot._refits(fit, counts, (k, 0.0), draws, chunk)
     p = ot._max_t(ot._stats(boards, (i, j), chunk), None, c0[0], draws, centre=False)

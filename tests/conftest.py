@@ -14,6 +14,11 @@ from tests.repo import repo_pythonpath
 # ones, a two-node one, CLI subprocesses), so the whole session runs without token
 # authentication, set before anything imports Ray; subprocesses inherit it.
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+# Every raylet checks its disk every 10 s and, past 95 % full (the default), prints an error
+# to every driver: CI's machine once had 10 GB free of 252 GB (96 %), and the lines, coloured
+# with escape bytes, landed in the output of commands the tests run in process and read.
+# The tests spill next to nothing, so they stay quiet until 99 % full.
+os.environ.setdefault("RAY_local_fs_capacity_threshold", "0.99")
 
 
 @pytest.fixture(scope="session")
