@@ -24,6 +24,7 @@ from voirdire.analysis.people.study import PeopleStudy
 from voirdire.analysis.report.files import file_part, write_csv, write_text
 from voirdire.analysis.report.people_files import (
     PeopleTables,
+    few_labels,
     judge_summary,
     people_tables,
     settings_table,
@@ -91,10 +92,14 @@ def people_markdown(tables: PeopleTables, figures: dict[str, str] | None = None)
         lines += ["", f"From `voirdire people`'s files in {markdown_code(tables.source + '/')}."]  # fmt: skip
     for caption, path in tables.figures.items():
         lines += ["", f"![{markdown(caption)}]({path})"]
+    few = {(b, j): text for b, j, text in few_labels(tables)}
     for (bench, judge), g in tables.boards.group_by(
         "benchmark", "judge", maintain_order=True
     ):
-        lines += ["", f"### {markdown(bench)} / {markdown(judge)}", "", "Win rates (ties half):", ""]  # fmt: skip
+        lines += ["", f"### {markdown(bench)} / {markdown(judge)}", ""]
+        if (bench, judge) in few:
+            lines += [f"**Few labels.** {markdown(few[bench, judge])}.", ""]
+        lines += ["Win rates (ties half):", ""]
         lines += _board_table(g, "win_rate")
         if g.filter(pl.col("kind") == "bt").height:
             lines += ["", "Bradley–Terry ratings (Arena scale):", ""]
@@ -274,3 +279,5 @@ def print_people(study: PeopleStudy, console: Console | None = None) -> None:
         t.add_row(cell(r["benchmark"]), cell(r["judge"]), str(r["labels"]), _f(r["width_ratio"], 2), _f(r["n_eff"], 0),
                   _f(r["share_kept"]), _f(r["agreement_labelled"]))  # fmt: skip
     console.print(t)
+    for *_, text in few_labels(people_tables(study)):
+        console.print(cell(text) + ".", soft_wrap=True)

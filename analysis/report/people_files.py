@@ -44,6 +44,8 @@ __all__ = [
     "read_people",
     "check_manifest",
     "judge_summary",
+    "MIN_LABELS",
+    "few_labels",
 ]
 
 #: where ``voirdire people`` writes without ``--out``: this folder next to the first directory
@@ -295,3 +297,42 @@ def judge_summary(tables: PeopleTables) -> pl.DataFrame:
     return tables.selective.join(
         w, on=["benchmark", "judge"], how="left", maintain_order="left"
     )
+
+
+#: the labelled pairs per model below which its interval is flagged: PRD at 5 % labels (16
+#: per model) covers 0.87 of the asked 0.90 with questions resampled, at 10 % (32) 0.90
+#: (``docs/people.md``, *Coverage*; ``perf/people_validation.py``)
+MIN_LABELS = 30
+
+
+def few_labels(
+    tables: PeopleTables, least: int = MIN_LABELS
+) -> list[tuple[str, str, str]]:
+    """One line per (benchmark, judge) whose human win rates rest on fewer than ``least``
+    labelled pairs for some model (the people-alone rows' ``n_labels``):
+    ``(benchmark, judge, text)``, the text plain (names as written: the caller escapes it
+    for its output), the models fewest labels first, at most 5 named."""
+    b = tables.boards.filter(
+        (pl.col("kind") == "win_rate")
+        & (pl.col("estimator") == "classical")
+        & (pl.col("n_labels") < least)
+    )
+    out = []
+    for (bench, judge), g in b.group_by("benchmark", "judge", maintain_order=True):
+        g = g.sort("n_labels", "model")
+        total = tables.boards.filter(
+            (pl.col("benchmark") == bench)
+            & (pl.col("judge") == judge)
+            & (pl.col("kind") == "win_rate")
+            & (pl.col("estimator") == "classical")
+        ).height
+        named = ", ".join(
+            f"{m} {n}" for m, n in g.select("model", "n_labels").head(5).iter_rows()
+        )
+        more = f" and {g.height - 5} more" if g.height > 5 else ""
+        out.append((bench, judge, (
+            f"{bench} / {judge}: {g.height} of {total} models have fewer than {least} labelled "
+            f"pairs ({named}{more}): their intervals may cover less than asked (PRD with 16 "
+            "labelled pairs per model: 0.87 for 0.90); label more of their pairs"
+        )))  # fmt: skip
+    return out

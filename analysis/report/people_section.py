@@ -25,6 +25,7 @@ import polars as pl
 from voirdire.analysis.report.files import file_part
 from voirdire.analysis.report.people_files import (
     PeopleTables,
+    few_labels,
     find_people,
     judge_summary,
     read_people,
@@ -131,6 +132,7 @@ def people_view(
     row per judge), ``boards`` and ``cascade`` tables; ``n``: the page's figure counter."""
     s = dict(tables.settings)
     summary = judge_summary(tables)
+    few = few_labels(tables)
     out = []
     for b in _benchmarks(tables):
 
@@ -148,6 +150,7 @@ def people_view(
             "summary": table_view(sm, fmt | {"n_eff": "{:.0f}"}, rename=_SUMMARY),
             "boards": table_view(boards.select(_BOARD), fmt | {c: "{:.0f}" for c in ("rating", "rating_lo", "rating_hi", "n_eff")}),
             "n_boards": boards.height,
+            "few_labels": [text for bench, _, text in few if bench == b],
             "cascade": table_view(of(tables.cascade).select(_CASCADE), fmt | {"usd_per_pair": "{:.5f}", "cost_usd": "{:.4f}", "queries": "{:.0f}"}),
         })  # fmt: skip
     return {
