@@ -442,10 +442,9 @@ def _write(
             s.add(p)
         written["charts"] = written.get("charts", {}) | people_charts
         if mitigation is not None:
-            for p in write_mitigation(
-                mitigation, None, out_dir, state["mitigation_notes"]
-            ).values():
-                s.add(p)
+            write_mitigation(
+                mitigation, None, out_dir, state["mitigation_notes"], into=s
+            )
         if not own_md:
             md = study_markdown(study, name)
             if people is not None:

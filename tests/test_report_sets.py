@@ -11,13 +11,14 @@ import json
 import shutil
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from tests.cli import voirdire
 from tests.test_file_set import audited
 from voirdire.analysis.report.files import check_report
 from voirdire.core import ConfigError
-from voirdire.file_set import check_set, file_digest, write_manifest
+from voirdire.file_set import check_set, file_digest, staged_name, write_manifest
 from voirdire.layout import ANALYSIS_MANIFEST, JOB_FILE, RAW_DIR, REPORT_MANIFEST
 
 REQUIRED = ("judgments.parquet", "metrics/judge_metrics.csv", "metrics/cell_metrics.csv", "report.md")  # fmt: skip
@@ -155,3 +156,30 @@ def test_a_report_in_place_with_people_puts_their_section_in_the_analysis_set(
         "manifest": file_digest(people / "people_manifest.json")["sha256"],
     }
     assert "report.md" not in _named(d, REPORT_MANIFEST)
+
+
+def test_mitigate_writes_its_files_as_one_set(reported, tmp_path):
+    """``voirdire mitigate`` names its table, Markdown and figure in
+    ``mitigation_manifest.json``; a rerun that fails midway leaves no manifest (the old one
+    removed first), so the set is refused; the report's own mitigation files are in the
+    report's set, with no mitigation manifest of their own."""
+    from voirdire.analysis.report.files import write_mitigation
+    from voirdire.layout import MITIGATION_MANIFEST
+
+    out = tmp_path / "mitigation"
+    ran = voirdire("mitigate", reported, "--out", out, "--replicates", "20")
+    assert ran.returncode == 0, ran.output
+    files = ("mitigation.csv", "mitigation.md", "figures/mitigation_cost_agreement.png")
+    assert check_set(out, MITIGATION_MANIFEST, "voirdire mitigate", files) == {}
+    assert _named(out, MITIGATION_MANIFEST) == {*files, "bpde_annotation.csv"}
+    # the figure cannot be written (a folder where its temporary file goes): the rerun fails
+    # after the table, with the old manifest gone
+    blocked = staged_name(out / "figures" / "mitigation_cost_agreement.png")
+    blocked.mkdir()
+    with pytest.raises(IsADirectoryError):
+        write_mitigation(pl.read_csv(out / "mitigation.csv"), None, out)
+    blocked.rmdir()
+    with pytest.raises(ConfigError, match="mitigation_manifest.json"):
+        check_set(out, MITIGATION_MANIFEST, "voirdire mitigate", files)
+    assert "mitigation.csv" in _named(reported, REPORT_MANIFEST)
+    assert not (reported / MITIGATION_MANIFEST).exists()

@@ -41,6 +41,8 @@ __all__ = [
     "PEOPLE_MANIFEST",
     "ANALYSIS_MANIFEST",
     "REPORT_MANIFEST",
+    "MITIGATION_MANIFEST",
+    "RANKING_MANIFEST",
     "JOB_RECORD_KEYS",
     "is_job_record",
     "read_job_record",
@@ -86,6 +88,8 @@ REPORT_FILES = frozenset(
         "people_manifest.json",
         "analysis_manifest.json",
         "report_manifest.json",
+        "mitigation_manifest.json",
+        "ranking_manifest.json",
     }
 )
 #: the file ``voirdire people`` writes last, naming the set of files it wrote (their sizes
@@ -97,6 +101,12 @@ ANALYSIS_MANIFEST = "analysis_manifest.json"
 #: the file ``voirdire report`` writes last, naming every file of the report and, in its
 #: ``meta``, the digests of the analyses it was built beside (:mod:`voirdire.file_set`)
 REPORT_MANIFEST = "report_manifest.json"
+#: the files ``voirdire mitigate`` and ``voirdire rank`` write last, naming their sets (a
+#: report that draws either writes its files into its own set instead)
+MITIGATION_MANIFEST, RANKING_MANIFEST = (
+    "mitigation_manifest.json",
+    "ranking_manifest.json",
+)
 #: keys of job.json (the engine's record) and the type each must have
 JOB_RECORD_KEYS: dict[str, type] = {
     "job": dict,

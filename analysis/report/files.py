@@ -30,7 +30,12 @@ from voirdire.escape import FORMULA_START as _FORMULA_START
 from voirdire.escape import markdown, spreadsheet_text
 from voirdire.exceptions import StaleReportWarning
 from voirdire.file_set import FileSet, atomic_path, check_set, set_digest
-from voirdire.layout import ANALYSIS_MANIFEST, PEOPLE_MANIFEST, REPORT_MANIFEST
+from voirdire.layout import (
+    ANALYSIS_MANIFEST,
+    MITIGATION_MANIFEST,
+    PEOPLE_MANIFEST,
+    REPORT_MANIFEST,
+)
 
 # figures (matplotlib) and the study (statsmodels) are imported where they are drawn or
 # computed: writing one directory's files (every run) needs neither
@@ -433,25 +438,35 @@ def write_mitigation(
     annotation: pl.DataFrame | None,
     out: str | os.PathLike,
     notes: Sequence[str] = (),
+    into: FileSet | None = None,
 ) -> dict[str, Path]:
     """Write ``mitigation.csv`` (the table), ``mitigation.md`` (markdown, with ``notes``
     below the table: :func:`~voirdire.analysis.report.mitigation.mitigation_markdown`),
     ``figures/mitigation_cost_agreement.png`` and ``bpde_annotation.csv`` (the pairs for
-    people, with an empty ``winner`` column) under ``out``; returns their paths by name."""
+    people, with an empty ``winner`` column) under ``out``, as one set
+    (:mod:`voirdire.file_set`): into the set ``into`` (a report's) or, without it, its own,
+    ``mitigation_manifest.json`` written last (``manifest`` among the paths). Returns the
+    paths by name."""
     from voirdire.analysis.report.mitigation import cost_agreement_figure
 
     d = Path(out)
-    (d / "figures").mkdir(parents=True, exist_ok=True)
-    paths = {"table": d / "mitigation.csv", "markdown": d / "mitigation.md"}
-    write_csv(table, paths["table"])
-    paths["markdown"].write_text(
-        "# Removing position bias\n\n" + mitigation_markdown(table, notes),
-        encoding="utf-8",
-    )
-    paths["figure"] = cost_agreement_figure(
-        table, d / "figures" / "mitigation_cost_agreement.png", "cost versus agreement"
-    )
+    if into is None:
+        with FileSet(d, MITIGATION_MANIFEST, "voirdire mitigate") as s:
+            paths = write_mitigation(table, annotation, d, notes, into=s)
+        return paths | {"manifest": s.written}
+    s = into
+    paths = {
+        "table": s.add(write_csv(table, d / "mitigation.csv")),
+        "markdown": s.add(
+            write_text(
+                d / "mitigation.md",
+                "# Removing position bias\n\n" + mitigation_markdown(table, notes),
+            )
+        ),
+    }
+    figure = d / "figures" / "mitigation_cost_agreement.png"
+    cost_agreement_figure(table, s.staged(figure), "cost versus agreement")
+    paths["figure"] = s.add(figure)
     if annotation is not None:
-        paths["annotation"] = d / "bpde_annotation.csv"
-        write_csv(annotation, paths["annotation"])
+        paths["annotation"] = s.add(write_csv(annotation, d / "bpde_annotation.csv"))
     return paths
