@@ -183,3 +183,31 @@ def test_mitigate_writes_its_files_as_one_set(reported, tmp_path):
         check_set(out, MITIGATION_MANIFEST, "voirdire mitigate", files)
     assert "mitigation.csv" in _named(reported, REPORT_MANIFEST)
     assert not (reported / MITIGATION_MANIFEST).exists()
+
+
+def test_a_report_showing_people_files_replaced_is_refused_and_retired(
+    reported, tmp_path
+):
+    """The report records the digest of the people's set it showed: when ``voirdire people``
+    writes that set again, :func:`check_report` refuses the report (naming the folder) and
+    the people command removes the report beside its input, with a StaleReportWarning; a
+    people folder moved away leaves the report standing."""
+    import voirdire
+    from voirdire.exceptions import StaleReportWarning
+
+    d = _copy(reported, tmp_path / "audit")
+    people = tmp_path / "audit-people"
+    voirdire.people([d], share=0.5, alpha=0.2)
+    _report(d)
+    check_report(d)
+    kept = _copy(
+        d, tmp_path / "kept" / "audit"
+    )  # the report, its people folder elsewhere
+    with pytest.warns(StaleReportWarning, match="earlier voirdire people run"):
+        voirdire.people([d], share=0.6, alpha=0.2, seed=1)
+    assert not (d / "report.html").exists() and not (d / REPORT_MANIFEST).exists()
+    assert check_set(d, ANALYSIS_MANIFEST, "voirdire analyze", REQUIRED) == {}
+    check_report(kept)  # ../audit-people not there: stands as written
+    _copy(people, tmp_path / "kept" / "audit-people")
+    with pytest.raises(ConfigError, match="other people's files than those in"):
+        check_report(kept)

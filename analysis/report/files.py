@@ -54,6 +54,7 @@ __all__ = [
     "write_html",
     "write_dir",
     "check_report",
+    "retire_stale_report",
     "report_inputs",
     "write_study",
     "write_bias",
@@ -203,14 +204,7 @@ def write_dir(
                 md = md.rstrip("\n") + "\n\n" + more
         md = _answer_first(md, shown)
         s.add(write_text(out / "report.md", md))
-    gone = _retire_stale_report(out)  # a report of the analysis just replaced
-    if gone:
-        warnings.warn(
-            f"removed {', '.join(p.name for p in gone)} from {out}: built from an earlier "
-            f"analysis; run voirdire report {out} again",
-            StaleReportWarning,
-            stacklevel=2,
-        )
+    retire_stale_report(out, "analysis")  # a report of the analysis just replaced
 
 
 def report_inputs(
@@ -271,15 +265,30 @@ def check_report(out_dir: str | os.PathLike) -> dict[str, Any]:
                 f"{out / 'report.html'} was built from another analysis of {d} (its metrics "
                 "are newer than the report, or cut short); run voirdire report again"
             )
+    people = meta.get("people")
+    if people is not None:
+        rel = people.get("dir") if isinstance(people, dict) else None
+        if not isinstance(rel, str) or "\x00" in rel:
+            raise ConfigError(
+                f"{out / REPORT_MANIFEST}: people's files are not a path; run voirdire report again"
+            )
+        d = out / rel
+        if d.is_dir() and set_digest(d, PEOPLE_MANIFEST) != people.get("manifest"):
+            raise ConfigError(
+                f"{out / 'report.html'} shows other people's files than those in {d} (voirdire "
+                "people ran again, or was cut short); run voirdire report again"
+            )
     return meta
 
 
-def _retire_stale_report(out: Path) -> list[Path]:
+def retire_stale_report(out: str | os.PathLike, what: str = "analysis") -> list[Path]:
     """Remove a report's pages and manifest from ``out`` when they no longer stand beside the
-    analysis there (:func:`check_report` refuses them): report.html never sits beside
-    metrics newer than it. Returns what was removed."""
+    files there (:func:`check_report` refuses them: another analysis, or other people's
+    files), with a :class:`~voirdire.exceptions.StaleReportWarning` naming ``what`` was
+    replaced: report.html never sits beside metrics newer than it. Returns what was removed."""
     from voirdire.layout import REPORT_HTML, VERDICTS_HTML
 
+    out = Path(out)
     if not (out / REPORT_HTML).is_file() and not (out / REPORT_MANIFEST).is_file():
         return []
     try:
@@ -293,7 +302,13 @@ def _retire_stale_report(out: Path) -> list[Path]:
         ]
         for p in gone:
             p.unlink()
-        return gone
+    warnings.warn(
+        f"removed {', '.join(p.name for p in gone)} from {out}: built from an earlier "
+        f"{what}; run voirdire report {out} again",
+        StaleReportWarning,
+        stacklevel=3,
+    )
+    return gone
 
 
 def _answer_first(md: str, shown: DirShown) -> str:

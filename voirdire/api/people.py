@@ -89,6 +89,7 @@ def people(
     """
     from voirdire.analysis.mitigation.grading import load_grading
     from voirdire.analysis.people.study import check_settings, people_study
+    from voirdire.analysis.report.files import retire_stale_report
     from voirdire.analysis.report.people import write_people
     from voirdire.analysis.together import destination, read_together
 
@@ -106,4 +107,7 @@ def people(
         cascade=cascade, anchor=anchor, anchor_rating=anchor_rating, seed=seed,
         unit=unit, clusters=found.clusters if unit == "question" else None,
     )  # fmt: skip
-    return study, write_people(study, dest, _label_columns(labels))
+    paths = write_people(study, dest, _label_columns(labels))
+    for d in output_dirs:  # a report in place that showed the people's files replaced
+        retire_stale_report(d, "voirdire people run")
+    return study, paths
