@@ -130,7 +130,7 @@ def test_prd_notebook_outputs_read_as_literals(tmp_path):
     (tmp_path / "nb.ipynb").write_text(json.dumps(nb))
     got = log_prd.notebook(tmp_path / "nb.ipynb")
     assert got.rows() == [("gpt4", "gpt4", 0.85625), ("gpt4", "vicuna-13b", 0.25),
-                          ("people", "gpt35", 0.5), ("people", "bard", 0.125)]  # fmt: skip
+                          ("gold", "gpt35", 0.5), ("gold", "bard", 0.125)]  # fmt: skip
     assert log_prd.notebook(tmp_path / "none.ipynb") is None
 
 

@@ -6,8 +6,8 @@ is fitted in one call of :func:`~voirdire.analysis.position.uncertainty.cluster_
 wins and ties against every other model on a question, and the statistic fits every board
 of every replicate at once (:mod:`~voirdire.analysis.ranking.bt`). Every call for a
 benchmark draws its questions from the same list with the same seed, so replicate ``r`` is
-the same draw of questions for every judge, view and the people's board: rank flips and
-τ/ρ against people are judged on joint replicates (:mod:`~voirdire.analysis.ranking.flips`).
+the same draw of questions for every judge, view and the gold board: rank flips and
+τ/ρ against the gold board are judged on joint replicates (:mod:`~voirdire.analysis.ranking.flips`).
 
 Every board is fitted free of any anchor (:mod:`~voirdire.analysis.ranking.strengths`:
 per replicate, strongly connected parts of the win graph, θ summing to 0 over each, the
