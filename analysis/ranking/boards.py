@@ -24,7 +24,8 @@ whose estimate has no finite difference from the anchor.
 
 Memory: the replicates are fitted :data:`CHUNK_BYTES` at a time; a board of ``K`` models
 with ``R`` replicates is refused in one line, before anything is fitted, when one
-``R × K × K`` float64 array (what the rank flips build) would pass :data:`MAX_PAIRWISE_BYTES`.
+``R × K × K`` float64 array (what the rank flips build) would pass
+:data:`~voirdire.analysis.ranking.board_checks.MAX_PAIRWISE_BYTES`.
 """
 
 from __future__ import annotations
