@@ -116,13 +116,13 @@ def read_together(
     """Read ``output_dirs`` for ``outputs`` (module docstring).
 
     Args:
-        own_names: refuse a judge named as the analysis names its own rows (``people``,
-            ``panel-N``: :func:`~voirdire.engine.judge_names.check_reserved`); needs
+        own_names: refuse a judge named as the analysis names its own rows (``gold``,
+            ``people``, ``panel-N``: :func:`~voirdire.engine.judge_names.check_reserved`); needs
             ``judgments``.
 
     Raises:
         ConfigError: no directory, a directory given twice, its ``job.json`` a link or not
-            ours, a judge named ``people`` or ``panel-N``.
+            ours, a judge named ``gold``, ``people`` or ``panel-N``.
         FileNotFoundError: a directory is not a voirdire output directory.
     """
     if not output_dirs:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from voirdire.benchmarks.biases import get_bias
+from voirdire.benchmarks.biases.registry import get_bias
 from voirdire.core import LETTERS
 
 _RESPONSE_START = "[The Start of Response]\n"
@@ -42,7 +42,7 @@ class PromptEdit:
 
 def rewrite_prompt(bias: str, param: str | None, question: str, answer: str) -> str:
     """The prompt that asks a model to rewrite ``answer`` for an answer bias: the bias's
-    rewrite instruction (:meth:`~voirdire.benchmarks.biases.BiasType.rewrite_instruction`),
+    rewrite instruction (:meth:`~voirdire.benchmarks.biases.bias.BiasType.rewrite_instruction`),
     then the question, then the answer between ``[The Start of Response]`` and
     ``[The End of Response]`` (:func:`original_of` reads it back).
 

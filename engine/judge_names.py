@@ -5,7 +5,7 @@ names without a letter or digit (whose folder would be ``.``, ``..``, ``_``: emp
 over :data:`MAX_NAME` characters, names holding NUL, names shaped like an API key (a key
 pasted as a name would reach folder names, ``job.json``, the tables and the terminal) and
 the analysis's own names; names are compared as shown (:func:`name_key`: trimmed, invisible
-characters dropped), so ``"people "`` is ``people``. Every refusal is a
+characters dropped), so ``"gold "`` is ``gold``. Every refusal is a
 :class:`~voirdire.exceptions.ConfigError` of one line. The directories they are written in
 are :mod:`voirdire.ownership`'s.
 """
@@ -27,9 +27,10 @@ __all__ = [
     "check_reserved",
 ]
 
-#: judge names the analysis gives its own rows: the gold board (``voirdire rank``)
-#: and the jury panels (``panel-N``, ``voirdire mitigate``); a judge may not take one
-RESERVED_NAMES = re.compile(r"people|panel-[0-9]+")
+#: judge names the analysis gives its own rows: the gold board (``gold``, ``voirdire
+#: rank``; ``people``, its former name, still read in older results) and the jury panels
+#: (``panel-N``, ``voirdire mitigate``); a judge may not take one
+RESERVED_NAMES = re.compile(r"gold|people|panel-[0-9]+")
 #: the longest judge name (characters)
 MAX_NAME = 200
 
@@ -43,7 +44,8 @@ def check_judge_name(name: str) -> str:
         ConfigError: empty, over :data:`MAX_NAME` characters, holding NUL, without a
             letter or digit (its folder would be ``.``, ``..``, ``_``), shaped like an API
             key (:func:`check_not_key`), or one of the analysis's own names
-            (:data:`RESERVED_NAMES`: ``people``, ``panel-N``, compared by :func:`name_key`).
+            (:data:`RESERVED_NAMES`: ``gold``, ``people``, ``panel-N``, compared by
+            :func:`name_key`).
     """
     if "\x00" in name:
         raise ConfigError(
@@ -67,8 +69,8 @@ def check_judge_name(name: str) -> str:
 def name_key(name: str) -> str:
     """A name as it is compared: as shown, so Unicode compatibility forms folded (NFKC),
     invisible format characters (zero-width spaces, direction marks) and control
-    characters dropped, and whitespace trimmed: ``"people "`` and ``"people\u200b"`` are
-    ``"people"``."""
+    characters dropped, and whitespace trimmed: ``"gold "`` and ``"gold\u200b"`` are
+    ``"gold"``."""
     text = unicodedata.normalize("NFKC", name)
     return "".join(
         c for c in text if unicodedata.category(c) not in ("Cf", "Cc")
@@ -97,8 +99,8 @@ def check_not_key(name: str) -> None:
 
 def check_reserved(judges: Iterable[str]) -> None:
     """Refuse judge names the analysis uses for its own rows (:data:`RESERVED_NAMES`),
-    compared as shown (:func:`name_key`): a judge named ``people`` (or ``"people "``) would
-    be read as, or shown as, the gold board, ``panel-2`` as a jury.
+    compared as shown (:func:`name_key`): a judge named ``gold`` (or ``"gold "``, or
+    ``people``, the gold board's former name) would be read as, or shown as, the gold board, ``panel-2`` as a jury.
 
     Raises:
         ConfigError: one line naming the first such judge.
@@ -106,6 +108,6 @@ def check_reserved(judges: Iterable[str]) -> None:
     for name in judges:
         if isinstance(name, str) and RESERVED_NAMES.fullmatch(name_key(name)):
             raise ConfigError(
-                f"judge name {name!r} is voirdire's own (the gold board is 'people', "
-                "a jury panel 'panel-N'); rename the judge"
+                f"judge name {name!r} is voirdire's own (the gold board is 'gold', "
+                "formerly 'people'; a jury panel 'panel-N'); rename the judge"
             )

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from voirdire.benchmarks.biases import BiasType
+from voirdire.benchmarks.biases.bias import BiasType
 from voirdire.core import LETTERS, ConfigError, content_hash
 from voirdire.engine.spec import JobSpec, PerturbationSpec
 
@@ -29,7 +29,7 @@ class Variant:
 
     Attributes:
         label: readable and unique in the job (``"control"``, ``"bandwagon:share=80:target=worse"``).
-        bias: ``"control"`` or a bias type's name (:func:`voirdire.benchmarks.biases.known_biases`).
+        bias: ``"control"`` or a bias type's name (:func:`voirdire.benchmarks.biases.registry.known_biases`).
         param: the parameter value as text (``"80"``, ``"cheerful"``), or None.
         rule: the target rule, or None (control, ``cot``, ``compassion_fade`` without one).
         rewriter: the ``[[rewriters]]`` name (answer biases), else None.

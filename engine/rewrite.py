@@ -25,7 +25,7 @@ import polars as pl
 import pyarrow as pa
 
 from voirdire.benchmarks.base import Benchmark
-from voirdire.benchmarks.biases import get_bias
+from voirdire.benchmarks.biases.registry import get_bias
 from voirdire.benchmarks.prompt_edits import rewrite_prompt
 from voirdire.core import ConfigError, canonical_json, content_hash
 from voirdire.engine.bind import ResolvedJudge

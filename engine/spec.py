@@ -24,7 +24,8 @@ from pydantic import (
 )
 
 from voirdire import bounds
-from voirdire.benchmarks.biases import BiasType, get_bias
+from voirdire.benchmarks.biases.bias import BiasType
+from voirdire.benchmarks.biases.registry import get_bias
 from voirdire.benchmarks.own_pairs.benchmark import PairsSpec
 from voirdire.core import ConfigError, did_you_mean, model_keys
 from voirdire.engine.judge_names import name_key
@@ -181,11 +182,11 @@ class PerturbationSpec(BaseModel):
     values; it expands into one variant per (parameter value, target rule)
     (:func:`voirdire.engine.perturb.expand_variants`, ``docs/biases.md``).
 
-    ``kind``: a registered bias type (:func:`voirdire.benchmarks.biases.get_bias`) or an
+    ``kind``: a registered bias type (:func:`voirdire.benchmarks.biases.registry.get_bias`) or an
     import path ``"module:ATTRIBUTE"`` naming one. ``target``: ``better`` | ``worse`` |
     ``candidate`` | ``reference`` | ``slot:A`` ... (one or a list; default per kind). The
     one other key allowed is the kind's parameter (``shares = [60, 90]`` for bandwagon:
-    :attr:`voirdire.benchmarks.biases.BiasType.param`), validated by the kind's record and
+    :attr:`voirdire.benchmarks.biases.bias.BiasType.param`), validated by the kind's record and
     stored with its values converted (``ratios = [2]`` reads ``[2.0]``). ``rewriter``: the
     ``[[rewriters]]`` entry that rewrites answers (answer kinds only, required there).
     """

@@ -24,7 +24,8 @@ from typing import Any
 import polars as pl
 
 from voirdire.benchmarks.base import Benchmark
-from voirdire.benchmarks.biases import NAMES, Slots, get_bias
+from voirdire.benchmarks.biases.bias import NAMES, Slots
+from voirdire.benchmarks.biases.registry import get_bias
 from voirdire.benchmarks.prompt_edits import PromptEdit
 from voirdire.benchmarks.recorded import RecordKey
 from voirdire.benchmarks.scoring import SCORE_OPTION_MODE
@@ -314,7 +315,7 @@ def variant_edit(
     rewrites: Mapping[tuple[str, str, str], tuple[str, ...]],
 ) -> PromptEdit:
     """The prompt edit of variant ``v`` for one order: its bias's sentence
-    (:meth:`~voirdire.benchmarks.biases.BiasType.instruction_text`, with the slots' names
+    (:meth:`~voirdire.benchmarks.biases.bias.BiasType.instruction_text`, with the slots' names
     for the names family) or the target's rewritten answer (answer family).
 
     Raises:

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from pydantic import field_validator
 
-from voirdire.benchmarks.biases import find_bias, known_biases
+from voirdire.benchmarks.biases.registry import find_bias, known_biases
 from voirdire.benchmarks.scoring import load_score_templates
 from voirdire.core import ConfigError, letters, stable_int
 from voirdire.judges.base import (

@@ -11,7 +11,7 @@ both together ``pooled`` (what ``rank`` fits per judge), then the rank flips
 and CPU seconds of the fits and of the flips, and the process's peak resident memory
 (``resource.getrusage``, the whole process: the simulated comparisons included). Sizes whose
 ``replicates × models² × 8`` bytes pass
-:data:`~voirdire.analysis.ranking.boards.MAX_PAIRWISE_BYTES` are refused in one line before
+:data:`~voirdire.analysis.ranking.board_checks.MAX_PAIRWISE_BYTES` are refused in one line before
 anything is fitted (printed, with the peak memory at that point).
 """
 

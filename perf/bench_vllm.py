@@ -47,8 +47,8 @@ LISTWISE_P = 4
 def _prompts(args, design: str) -> list[tuple[str, str, tuple[str, ...], str]]:
     """``(query_id, question, shown, prompt)`` of every order and perturbation of the first
     ``--questions`` MT-Bench questions, instance by instance."""
-    from voirdire.benchmarks.biases import get_bias
     from voirdire.benchmarks.biases.bias import Slots
+    from voirdire.benchmarks.biases.registry import get_bias
     from voirdire.benchmarks.data import resolve_data_dir
     from voirdire.benchmarks.prompt_edits import PromptEdit
     from voirdire.benchmarks.registry import load_benchmark

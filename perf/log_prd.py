@@ -12,15 +12,17 @@ from pathlib import Path
 
 import polars as pl
 
+from voirdire.analysis.ranking.gold import GOLD, read_gold
+
 __all__ = ["boards", "notebook", "reviewers", "stored_scores", "winrates"]
 
 #: the notebook's model names → PRD's file names (voirdire's)
 NB_MODELS = {"gpt-4": "gpt4", "gpt-3.5": "gpt35", "vicuna": "vicuna-13b", "claude": "claude", "bard": "bard"}  # fmt: skip
-#: the notebook's calls → the battles they count (a reviewer, the people, all reviewers)
+#: the notebook's calls → the battles they count (a reviewer, the gold labels, all reviewers)
 NB_CALLS = {
     "compute_winrates(gpt4_reviews)": "gpt4",
     "compute_winrates(auto_reviews[auto_reviews.reviewer == 'gpt-3.5'])": "gpt35",
-    "compute_winrates(human_reviews)": "people",
+    "compute_winrates(human_reviews)": GOLD,
     "compute_winrates(auto_reviews)": "all reviewers",
 }
 
@@ -69,13 +71,14 @@ def stored_scores(audit: Path) -> pl.DataFrame:
 def boards(rank: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(places, flips)`` from ``rank``'s CSVs. ``places``: per board (each reviewer's
     pooled board, the gold board) each model's place by rating (1 = highest) and its rating in
-    parentheses. ``flips``: per reviewer against the people (τ, flips, Holm-significant
+    parentheses. ``flips``: per reviewer against the gold board (τ, flips, Holm-significant
     ones) and first shown against swapped (τ, flips, significant ones, of them between two
-    candidates, the order test's p-values from the flips and from τ)."""
+    candidates, the order test's p-values from the flips and from τ). An older ``rank``'s
+    gold board, named ``people``, reads as :data:`GOLD` (:func:`read_gold`)."""
     lb = (
-        pl.read_csv(rank / "metrics" / "leaderboard.csv")
+        read_gold(pl.read_csv(rank / "metrics" / "leaderboard.csv"))
         .filter(
-            (pl.col("judge") == "people")
+            (pl.col("judge") == GOLD)
             | ((pl.col("strategy") == "single") & (pl.col("view") == "pooled"))
         )
         .with_columns(
@@ -88,13 +91,13 @@ def boards(rank: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     places = lb.with_columns(
         cell=pl.format("{} ({})", "place", pl.col("rating").round(0).cast(pl.Int64))
     ).pivot("model", index="judge", values="cell", sort_columns=True)
-    fl = pl.read_csv(rank / "metrics" / "rank_flips.csv").filter(
+    fl = read_gold(pl.read_csv(rank / "metrics" / "rank_flips.csv")).filter(
         pl.col("strategy") == "single"
     )
-    people = fl.filter((pl.col("view") == "pooled") & (pl.col("judge_b") == "people"))
+    gold = fl.filter((pl.col("view") == "pooled") & (pl.col("judge_b") == GOLD))
     orders = fl.filter((pl.col("view") == "first") & (pl.col("view_b") == "swapped"))
-    flips = people.select(
-        "judge", tau_people="kendall_tau", flips_people="flips", sig_people="flips_significant"
+    flips = gold.select(
+        "judge", tau_gold="kendall_tau", flips_gold="flips", sig_gold="flips_significant"
     ).join(
         orders.select("judge", tau_order="kendall_tau", flips_order="flips",
                       sig_order="flips_significant", sig_cand="flips_significant_candidates",
@@ -116,14 +119,14 @@ def winrates(audit: Path) -> pl.DataFrame:
         .when(pl.col("chosen") == pl.col("candidate")).then(1.0).otherwise(0.0)
     )  # fmt: skip
     rev = j.select("judge", "candidate", "reference", s=s)
-    people = (
+    gold = (
         j.filter(pl.col("gold").is_not_null())
         .unique(["question_id", "candidate", "reference"])
-        .select(judge=pl.lit("people"), candidate="candidate", reference="reference",
+        .select(judge=pl.lit(GOLD), candidate="candidate", reference="reference",
                 s=pl.when(pl.col("gold") == pl.col("candidate")).then(1.0)
                 .when(pl.col("gold") == pl.col("reference")).then(0.0).otherwise(0.5))
     )  # fmt: skip
-    battles = pl.concat([rev, rev.with_columns(judge=pl.lit("all reviewers")), people])
+    battles = pl.concat([rev, rev.with_columns(judge=pl.lit("all reviewers")), gold])
     both = pl.concat([
         battles.select("judge", model="candidate", s="s"),
         battles.select("judge", model="reference", s=1 - pl.col("s")),
@@ -169,9 +172,9 @@ def boards_markdown(rank: Path) -> list[str]:
     """``docs/findings.md``'s table of PRD's boards (:func:`boards`): the human first, the
     models in the human order; the order test's p of the flips and of τ."""
     lb = (
-        pl.read_csv(rank / "metrics" / "leaderboard.csv")
+        read_gold(pl.read_csv(rank / "metrics" / "leaderboard.csv"))
         .filter(
-            (pl.col("judge") == "people")
+            (pl.col("judge") == GOLD)
             | ((pl.col("strategy") == "single") & (pl.col("view") == "pooled"))
         )
         .with_columns(
@@ -182,18 +185,18 @@ def boards_markdown(rank: Path) -> list[str]:
         )
     )
     models = (
-        lb.filter(pl.col("judge") == "people")
+        lb.filter(pl.col("judge") == GOLD)
         .sort("rating", descending=True)["model"]
         .to_list()
     )
     _, flips = boards(rank)
     fl = {r["judge"]: r for r in flips.iter_rows(named=True)}
     out = [
-        "| board | " + " | ".join(models) + " | τ vs people | flips vs people (significant) | flips first vs swapped "
+        "| board | " + " | ".join(models) + " | τ vs gold | flips vs gold (significant) | flips first vs swapped "
         "(significant; between candidates) | order-blind flips | τ first vs swapped | order test p (flips, τ) |",
         "|---" * (len(models) + 7) + "|",
     ]  # fmt: skip
-    for judge in ["people", *sorted(set(lb["judge"]) - {"people"})]:
+    for judge in [GOLD, *sorted(set(lb["judge"]) - {GOLD})]:
         g = {
             r["model"]: r
             for r in lb.filter(pl.col("judge") == judge).iter_rows(named=True)
@@ -201,7 +204,7 @@ def boards_markdown(rank: Path) -> list[str]:
         cells = [f"{g[m]['place']} ({g[m]['rating']:.0f})" for m in models]
         f = fl.get(judge)
         rest = ["", "", "", "", "", ""] if f is None else [
-            _f(f["tau_people"]), f"{f['flips_people']} ({f['sig_people']})",
+            _f(f["tau_gold"]), f"{f['flips_gold']} ({f['sig_gold']})",
             f"{f['flips_order']} ({f['sig_order']}; {f['sig_cand']})", _f(f["flips_null"], "{:.1f}"),
             _f(f["tau_order"]), f"{_f(f['flips_p'])}, {_f(f['tau_p'])}",
         ]  # fmt: skip

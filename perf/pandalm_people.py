@@ -131,6 +131,7 @@ def leaderboard(
     item from its majority label) with the cluster bootstrap drawing PandaLM's declared
     clusters, its questions (:meth:`~voirdire.benchmarks.pandalm.PandaLM.clusters`)."""
     from voirdire.analysis.ranking.boards import fit_boards
+    from voirdire.analysis.ranking.gold import GOLD
     from voirdire.analysis.ranking.order_views import COMPARISON_SCHEMA
 
     first = pl.col("model_1") < pl.col("model_2")
@@ -143,7 +144,7 @@ def leaderboard(
     )
     s = pl.when(first).then(s1).otherwise(1.0 - s1)
     comps = pairs.select(
-        benchmark=pl.lit("PandaLM"), judge=pl.lit("people"), strategy=pl.lit("people"), view=pl.lit("gold"),
+        benchmark=pl.lit("PandaLM"), judge=pl.lit(GOLD), strategy=pl.lit(GOLD), view=pl.lit(GOLD),
         question_id="id", a=pl.when(first).then("model_1").otherwise("model_2"),
         b=pl.when(first).then("model_2").otherwise("model_1"), win=(s == 1.0).cast(pl.Float64),
         tie=(s == 0.5).cast(pl.Float64),

@@ -7,11 +7,8 @@ import polars as pl
 import pytest
 
 from voirdire.analysis.results_dir import load_judgments
-from voirdire.benchmarks.biases import (
-    INSTRUCTION,
-    BiasParam,
-    BiasType,
-    Slots,
+from voirdire.benchmarks.biases.bias import INSTRUCTION, BiasParam, BiasType, Slots
+from voirdire.benchmarks.biases.registry import (
     bias_type,
     get_bias,
     known_biases,

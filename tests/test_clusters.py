@@ -141,7 +141,7 @@ def test_copies_of_a_question_give_the_interval_of_the_question_itself():
 
 
 def test_rank_on_pandalm_draws_its_questions(data, tmp_path, ray_local):
-    """End to end: ``voirdire.rank`` on a PandaLM job gives the people's board the intervals
+    """End to end: ``voirdire.rank`` on a PandaLM job gives the gold board the intervals
     of the question-level bootstrap, wider than the item-level one."""
     qualities = {m: q for m, q in zip(MODELS, [-0.7, -1.3, 0.0, -1.0, -0.6])}
     res = voirdire.run({
@@ -153,16 +153,16 @@ def test_rank_on_pandalm_draws_its_questions(data, tmp_path, ray_local):
     ranking, _ = voirdire.rank(
         [tmp_path / "o"], out=tmp_path / "r", anchor="llama-7b", replicates=200
     )
-    people = lambda t: (  # noqa: E731
-        t.filter(pl.col("judge") == "people").sort("model").select("model", "lo", "hi")
+    gold = lambda t: (  # noqa: E731
+        t.filter(pl.col("judge") == "gold").sort("model").select("model", "lo", "hi")
     )
     want = rank_judgments(res.judgments, anchor="llama-7b", replicates=200,
                           clusters=benchmark_clusters(["PandaLM"], {"PandaLM": str(data)}))  # fmt: skip
     by_item = rank_judgments(
         res.judgments, anchor="llama-7b", replicates=200, clusters=pl.DataFrame()
     )
-    assert people(ranking.leaderboard).equals(people(want.leaderboard))
-    assert not people(ranking.leaderboard).equals(people(by_item.leaderboard))
+    assert gold(ranking.leaderboard).equals(gold(want.leaderboard))
+    assert not gold(ranking.leaderboard).equals(gold(by_item.leaderboard))
 
 
 def test_per_judge_intervals_draw_the_clusters(data, tmp_path, ray_local):

@@ -130,7 +130,7 @@ def test_prd_notebook_outputs_read_as_literals(tmp_path):
     (tmp_path / "nb.ipynb").write_text(json.dumps(nb))
     got = log_prd.notebook(tmp_path / "nb.ipynb")
     assert got.rows() == [("gpt4", "gpt4", 0.85625), ("gpt4", "vicuna-13b", 0.25),
-                          ("people", "gpt35", 0.5), ("people", "bard", 0.125)]  # fmt: skip
+                          ("gold", "gpt35", 0.5), ("gold", "bard", 0.125)]  # fmt: skip
     assert log_prd.notebook(tmp_path / "none.ipynb") is None
 
 
@@ -188,3 +188,41 @@ def test_alpaca_eval_lc_summary_leaves_out_a_model_without_a_published_lc():
     assert s["tau_lc"] == kendalltau(kept["lc"], kept["lc_pub"]).statistic
     assert s["tau_raw"] == kendalltau(kept["wr"], kept["lc_pub"]).statistic
     assert s["formulas"] == {"v1": 4}
+
+
+def test_prd_boards_read_an_older_rank_that_named_the_gold_board_people(tmp_path):
+    """``log_prd.boards`` on ``voirdire rank``'s CSVs: the gold board's row and each judge's
+    τ and flips against it; an older rank's files, where the gold board was judge and view
+    ``people``, read to the same tables (``read_gold``)."""
+    from tests.test_ranking import _primacy_judge
+    from voirdire.analysis.ranking.rank import rank_judgments
+    from voirdire.analysis.report.ranking import write_ranking
+
+    gap = (
+        pl.col("reference").str.slice(1).cast(pl.Int64)
+        - pl.col("candidate").str.slice(1).cast(pl.Int64)
+    ).abs()
+    j = _primacy_judge().with_columns(  # a tie between neighbours, else the stronger model
+        gold=pl.when(gap == 1)
+        .then(pl.lit("tie"))
+        .otherwise(pl.max_horizontal(pl.col("candidate"), pl.col("reference")))
+    )
+    paths = write_ranking(rank_judgments(j, replicates=20), tmp_path / "new")
+    old = tmp_path / "old" / "metrics"
+    old.mkdir(parents=True)
+    for name in ("leaderboard", "rank_flips"):
+        t = pl.read_csv(paths[name])
+        cols = [c for c in ("judge", "view", "judge_b", "view_b") if c in t.columns]
+        t.with_columns(pl.col(c).replace("gold", "people") for c in cols).write_csv(
+            old / paths[name].name
+        )
+    places, flips = log_prd.boards(tmp_path / "new")
+    assert places["judge"].to_list() == ["gold", "sim"]
+    gold = places.filter(pl.col("judge") == "gold").row(0, named=True)
+    assert [gold[f"m{i}"].split()[0] for i in range(5)] == ["5", "4", "3", "2", "1"]
+    assert flips["judge"].to_list() == ["sim"] and flips["tau_gold"][0] is not None
+    got = log_prd.boards(tmp_path / "old")
+    assert got[0].equals(places) and got[1].equals(flips)
+    table = log_prd.boards_markdown(tmp_path / "new")
+    assert table == log_prd.boards_markdown(tmp_path / "old")
+    assert table[2].startswith("| gold | 1 (") and "τ vs gold" in table[0]

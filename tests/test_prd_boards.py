@@ -1,4 +1,4 @@
-"""``voirdire rank`` on a PRD audit: the people's board from the people's votes (PRD's rule),
+"""``voirdire rank`` on a PRD audit: the gold board from the people's votes (PRD's rule),
 on files built in PRD's exact layout from seeded draws (SYNTHETIC), checked against an
 independent fit; each reviewer's pooled board compared with it."""
 
@@ -14,8 +14,8 @@ import voirdire
 from tests.test_audit_logs2 import MODELS, write_people, write_prd
 
 
-def test_prd_people_board_is_the_people_votes_fit(tmp_path, ray_local, monkeypatch):
-    """``rank`` on a PRD audit: the people's board is the Bradley–Terry fit of the people's
+def test_prd_gold_board_is_the_people_votes_fit(tmp_path, ray_local, monkeypatch):
+    """``rank`` on a PRD audit: the gold board is the Bradley–Terry fit of the people's
     votes by PRD's rule (the sign of the mean vote per question and pair; a tie half a win
     and half a loss), checked against statsmodels' Logit on the expanded design (a win as
     two wins, a tie as one each way); every reviewer's pooled board is compared with it
@@ -43,8 +43,8 @@ def test_prd_people_board_is_the_people_votes_fit(tmp_path, ray_local, monkeypat
     voirdire.audit(dirs, "prd", out=tmp_path / "a")
     ranking, _ = voirdire.rank([tmp_path / "a"], strategies=[], replicates=20)
     lb = ranking.leaderboard
-    people = lb.filter(pl.col("judge") == "people")
-    assert people.height == 3 and not people["bounded"].any()
+    gold = lb.filter(pl.col("judge") == "gold")
+    assert gold.height == 3 and not gold["bounded"].any()
     # the expected fit, from the votes alone
     design, y = [], []
     col = {"gpt4": 0, "vicuna-13b": 1}  # bard is the reference (θ = 0)
@@ -58,17 +58,17 @@ def test_prd_people_board_is_the_people_votes_fit(tmp_path, ray_local, monkeypat
         design += [x, x]
         y += outcome
     beta = sm.Logit(y, design).fit(disp=0).params
-    rating = dict(zip(people["model"], people["rating"]))
+    rating = dict(zip(gold["model"], gold["rating"]))
     scale = 400 / math.log(10)
     for m, j in col.items():
         assert rating[m] - rating["bard"] == pytest.approx(scale * beta[j], abs=1e-4)
-    assert people["n"].to_list() == [
-        sum(1 for k, vs in votes.items() if m in k[1:]) for m in people["model"]
+    assert gold["n"].to_list() == [
+        sum(1 for k, vs in votes.items() if m in k[1:]) for m in gold["model"]
     ]
     for judge in ("gpt4", "claude"):
         row = ranking.flips.filter(
             (pl.col("judge") == judge) & (pl.col("view") == "pooled")
-            & (pl.col("judge_b") == "people")
+            & (pl.col("judge_b") == "gold")
         )  # fmt: skip
         assert row.height == 1
         board = lb.filter((pl.col("judge") == judge) & (pl.col("view") == "pooled"))

@@ -193,36 +193,38 @@ def test_length_control_brings_a_short_strong_model_back_up():
     )  # the true win rate at equal length
 
 
-def test_people_board_from_gold_and_files_written(tmp_path):
+def test_gold_board_from_gold_labels_and_files_written(tmp_path):
+    from voirdire.analysis.ranking.gold import read_gold
     from voirdire.analysis.ranking.rank import rank_judgments
+    from voirdire.analysis.report.leaderboard import view_title
     from voirdire.analysis.report.ranking import write_ranking
 
     gap = (
         pl.col("reference").str.slice(1).cast(pl.Int64)
         - pl.col("candidate").str.slice(1).cast(pl.Int64)
     ).abs()
-    j = _primacy_judge().with_columns(  # people: a tie between neighbours, else the stronger model
+    j = _primacy_judge().with_columns(  # gold: a tie between neighbours, else the stronger model
         gold=pl.when(gap == 1)
         .then(pl.lit("tie"))
         .otherwise(pl.max_horizontal(pl.col("candidate"), pl.col("reference")))
     )
     r = rank_judgments(j, strategies=["swap-tie"], replicates=30)
-    people = r.leaderboard.filter(pl.col("judge") == "people").sort(
+    gold = r.leaderboard.filter(pl.col("judge") == "gold").sort(
         "rating", descending=True
     )
-    assert people.get_column("model").to_list() == ["m4", "m3", "m2", "m1", "m0"]
-    assert set(people.get_column("strategy")) == {"gold"} and set(
-        people.get_column("view")
-    ) == {"people"}
+    assert gold.get_column("model").to_list() == ["m4", "m3", "m2", "m1", "m0"]
+    assert set(gold.get_column("strategy")) == {"gold"} and set(
+        gold.get_column("view")
+    ) == {"gold"}
+    assert "people" not in set(r.leaderboard["judge"]) | set(r.flips["judge_b"])
+    assert view_title("gold", "gold", "gold") == "gold board"
     vs = r.flips.filter(
-        (pl.col("judge_b") == "people") & (pl.col("strategy") == "swap-tie")
+        (pl.col("judge_b") == "gold") & (pl.col("strategy") == "swap-tie")
     )
     assert vs.item(0, "kendall_tau") == pytest.approx(1.0) and vs.item(0, "flips") == 0
     s = r.summary().filter(pl.col("strategy") == "single")
-    # pooled, a gap of one is a win each way: the people's tie; the same board as the people's
-    assert s.item(0, "order_tau") < 1.0 and s.item(0, "people_tau") == pytest.approx(
-        1.0
-    )
+    # pooled, a gap of one is a win each way: the gold tie; the same board as the gold one
+    assert s.item(0, "order_tau") < 1.0 and s.item(0, "gold_tau") == pytest.approx(1.0)
     paths = write_ranking(r, tmp_path)
     lb = pl.read_csv(paths["leaderboard"])
     assert lb.columns[:12] == [
@@ -240,6 +242,16 @@ def test_people_board_from_gold_and_files_written(tmp_path):
         "n",
     ]
     assert pl.read_csv(paths["rank_flips"]).height == r.flips.height
+    # an older rank named the gold board ``people``: it reads back as ``gold``
+    for name in ("leaderboard", "rank_flips"):
+        new = pl.read_csv(paths[name])
+        named = [c for c in ("judge", "view", "judge_b", "view_b") if c in new.columns]
+        old = new.with_columns(pl.col(c).replace("gold", "people") for c in named)
+        assert (
+            not old.equals(new)
+            and read_gold(old).equals(new)
+            and read_gold(new).equals(new)
+        )
     assert (
         paths["figure:sim/sim"].stat().st_size > 0
         and "Leaderboards" in paths["html"].read_text()

@@ -23,12 +23,13 @@ from voirdire.engine.store import ResultStore
 from voirdire.ownership import distinct_dirs
 
 
-@pytest.mark.parametrize("name", ["people", "panel-2", "panel-10"])
+@pytest.mark.parametrize("name", ["gold", "people", "panel-2", "panel-10"])
 def test_the_analysis_own_names_are_refused(name):
     with pytest.raises(ConfigError, match="voirdire's own") as err:
         check_judge_name(name)
     assert "\n" not in str(err.value)
     check_judge_name("people-judge")  # only the exact names
+    check_judge_name("gold-judge")
     check_judge_name("panel")
 
 

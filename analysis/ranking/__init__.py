@@ -1,3 +1,3 @@
 """Leaderboards from judgments: Bradley–Terry/Davidson ratings with cluster-bootstrap
 intervals per (benchmark, judge, strategy, order view), rank flips between views, style and
-length control, and the people's leaderboard from gold labels (``docs/ranking.md``)."""
+length control, and the gold board from gold labels (``docs/ranking.md``)."""

@@ -1,9 +1,10 @@
 """The checks a leaderboard passes before anything is fitted, and its default anchor.
 
-:func:`~voirdire.analysis.ranking.boards.fit_boards` (which re-exports these names) refuses
-a board with one model (:func:`check_graph`; style control also a disconnected comparison
-graph) and a judge too large for memory (:func:`check_size`, :data:`MAX_PAIRWISE_BYTES`), in
-one line naming the board, before any fit.
+:func:`~voirdire.analysis.ranking.boards.fit_boards` refuses a board with one model
+(:func:`check_graph`; style control, :mod:`~voirdire.analysis.ranking.style`, also a
+disconnected comparison graph) and a judge too large for memory (:func:`check_size`,
+:data:`MAX_PAIRWISE_BYTES`), in one line naming the board, before any fit. Both import
+these names from here (no module re-exports them).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ is fitted in one call of :func:`~voirdire.analysis.position.uncertainty.cluster_
 wins and ties against every other model on a question, and the statistic fits every board
 of every replicate at once (:mod:`~voirdire.analysis.ranking.bt`). Every call for a
 benchmark draws its questions from the same list with the same seed, so replicate ``r`` is
-the same draw of questions for every judge, view and the people's board: rank flips and
-τ/ρ against people are judged on joint replicates (:mod:`~voirdire.analysis.ranking.flips`).
+the same draw of questions for every judge, view and the gold board: rank flips and
+τ/ρ against the gold board are judged on joint replicates (:mod:`~voirdire.analysis.ranking.flips`).
 
 Every board is fitted free of any anchor (:mod:`~voirdire.analysis.ranking.strengths`:
 per replicate, strongly connected parts of the win graph, θ summing to 0 over each, the
@@ -24,7 +24,8 @@ whose estimate has no finite difference from the anchor.
 
 Memory: the replicates are fitted :data:`CHUNK_BYTES` at a time; a board of ``K`` models
 with ``R`` replicates is refused in one line, before anything is fitted, when one
-``R × K × K`` float64 array (what the rank flips build) would pass :data:`MAX_PAIRWISE_BYTES`.
+``R × K × K`` float64 array (what the rank flips build) would pass
+:data:`~voirdire.analysis.ranking.board_checks.MAX_PAIRWISE_BYTES`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Rank flips and rank agreement between two leaderboards on the same models.
 
 For two boards ``A`` and ``B`` (e.g. one judge's first-order and swapped-order boards, or a
-judge's and the people's) over their common models, every difference of θ fitted free of
+judge's and the gold board) over their common models, every difference of θ fitted free of
 any anchor (:mod:`~voirdire.analysis.ranking.strengths`: finite, ``±∞`` or undefined):
 
 - **flips**: pairs of models ordered one way by ``A`` and the other way by ``B`` (a θ
@@ -17,7 +17,7 @@ any anchor (:mod:`~voirdire.analysis.ranking.strengths`: finite, ``±∞`` or un
     overall tests' p-values (``flips_p``: any order effect on the leaderboard, from the
     number of flips; ``tau_p``: from τ);
   - other pairs of boards (a strategy against the raw pooled board, a judge against the
-    people's): per pair a Wald test of the change of the difference ``(θ_i − θ_j)_A −
+    gold board): per pair a Wald test of the change of the difference ``(θ_i − θ_j)_A −
     (θ_i − θ_j)_B`` with its standard error over the joint bootstrap replicates (the same
     question draws for both boards, :mod:`~voirdire.analysis.ranking.boards`; replicates
     where a difference is infinite or undefined left out; a pair whose estimated difference
@@ -49,6 +49,7 @@ from statsmodels.stats.multitest import multipletests
 
 from voirdire.analysis.ranking.boards import Boards
 from voirdire.analysis.ranking.bt import SCALE
+from voirdire.analysis.ranking.gold import GOLD
 from voirdire.analysis.ranking.order_test import (
     TIE_EPS,
     OrderTest,
@@ -186,7 +187,8 @@ def default_pairs(boards: Boards) -> list[tuple[tuple, tuple]]:
     """The comparisons reported: per (benchmark, judge, strategy) with ordered verdicts its
     first against its swapped board (order alone); each order-invariant board against the
     judge's raw pooled board (``single``/``pooled``: what the strategy moves); each judge's
-    pooled and combined boards against the people's (``people``/``gold``/``people``)."""
+    pooled and combined boards against the gold board (:data:`GOLD` as judge, strategy
+    and view)."""
     keys = list(boards.fitted)
     out = []
     for k in keys:
@@ -195,8 +197,8 @@ def default_pairs(boards: Boards) -> list[tuple[tuple, tuple]]:
             out.append((k, (bench, judge, s, "swapped")))
         if v == "combined" and (bench, judge, "single", "pooled") in boards.fitted:
             out.append(((bench, judge, "single", "pooled"), k))
-    people = [k for k in keys if k[1:] == ("people", "gold", "people")]
-    for p in people:
+    golds = [k for k in keys if k[1:] == (GOLD, GOLD, GOLD)]
+    for p in golds:
         out += [
             (k, p)
             for k in keys

@@ -11,9 +11,9 @@ from voirdire.analysis.biases.perturbed import control_rows
 from voirdire.analysis.position.clusters import benchmark_clusters
 from voirdire.analysis.ranking.boards import Boards, fit_boards
 from voirdire.analysis.ranking.flips import rank_flips
+from voirdire.analysis.ranking.gold import GOLD, gold_comparisons
 from voirdire.analysis.ranking.length_control_v1 import lc_board
 from voirdire.analysis.ranking.order_views import order_views
-from voirdire.analysis.ranking.people import people_comparisons
 from voirdire.analysis.ranking.style import style_controlled
 from voirdire.benchmarks.registry import BENCHMARKS
 from voirdire.core import ConfigError
@@ -53,12 +53,12 @@ class Ranking:
     def summary(self) -> pl.DataFrame:
         """Per (benchmark, judge, strategy): rank flips between the first and swapped
         boards (null for an order-invariant strategy: none by construction) and τ against
-        the people's board where there is one. Columns ``benchmark``, ``judge``,
+        the gold board where there is one. Columns ``benchmark``, ``judge``,
         ``strategy``, ``models`` (int), ``order_flips``, ``order_flips_significant`` (int:
         family-wise, :func:`~voirdire.analysis.ranking.flips.rank_flips`),
         ``order_flips_null`` (float: the mean flips of an order-blind judge on the same
         verdicts), ``order_flips_p`` (float: permutation p-value of any order effect),
-        ``order_tau``, ``order_tau_p`` (float), ``people_tau`` (float)."""
+        ``order_tau``, ``order_tau_p`` (float), ``gold_tau`` (float)."""
         f = self.flips
         order = f.filter((pl.col("view") == "first") & (pl.col("view_b") == "swapped")).select(
             "benchmark", "judge", "strategy", "models",
@@ -66,17 +66,17 @@ class Ranking:
             order_flips_null="flips_null", order_flips_p="flips_p",
             order_tau="kendall_tau", order_tau_p="tau_p",
         )  # fmt: skip
-        people = (
-            f.filter(pl.col("judge_b") == "people")
+        gold = (
+            f.filter(pl.col("judge_b") == GOLD)
             .group_by("benchmark", "judge", "strategy")
             .agg(
-                people_tau=pl.col("kendall_tau")
+                gold_tau=pl.col("kendall_tau")
                 .sort_by(pl.col("view") == "pooled", descending=True)
                 .first()
             )
         )
         keys = (
-            self.leaderboard.filter(pl.col("judge") != "people")
+            self.leaderboard.filter(pl.col("judge") != GOLD)
             .group_by("benchmark", "judge", "strategy")
             .agg(models=pl.col("model").n_unique().cast(pl.Int64))
         )
@@ -84,7 +84,7 @@ class Ranking:
             keys.join(
                 order.drop("models"), on=["benchmark", "judge", "strategy"], how="left"
             )
-            .join(people, on=["benchmark", "judge", "strategy"], how="left")
+            .join(gold, on=["benchmark", "judge", "strategy"], how="left")
             .sort("benchmark", "judge", "strategy")
         )
 
@@ -205,7 +205,7 @@ def rank_judgments(
     lc_difficulty: str = "auto",
 ) -> Ranking:
     """Leaderboards of every judge, strategy and order view of ``judgments`` (control
-    queries, pairwise rows), the people's where gold labels exist, and the rank flips.
+    queries, pairwise rows), the gold board where gold labels exist, and the rank flips.
 
     Args:
         judgments: ``JUDGMENT_SCHEMA`` rows.
@@ -233,8 +233,8 @@ def rank_judgments(
             ``"audited"``: :mod:`~voirdire.analysis.ranking.release_difficulty`).
 
     Raises:
-        ConfigError: a judge named ``people`` (the people's board) or ``panel-N`` (a
-            jury); no pairwise judgments; a benchmark whose answers are anonymous (no
+        ConfigError: a judge named ``gold`` (the gold board; ``people``, its former
+            name) or ``panel-N`` (a jury); no pairwise judgments; a benchmark whose answers are anonymous (no
             named models); a board with one model; an
             anchor that is not a candidate; an unknown method or strategy.
     """
@@ -250,7 +250,7 @@ def rank_judgments(
 
 def _views(judgments, strategies, clusters) -> dict:
     rows = _pairwise_rows(judgments)
-    comps = pl.concat([order_views(rows, strategies), people_comparisons(rows)])
+    comps = pl.concat([order_views(rows, strategies), gold_comparisons(rows)])
     if clusters is None:  # the located data
         clusters = benchmark_clusters(rows.get_column("benchmark").unique().to_list())
     return {"rows": rows, "comps": comps, "drawn": clusters}

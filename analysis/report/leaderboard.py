@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from voirdire.analysis.ranking.gold import GOLD
 from voirdire.analysis.ranking.rank import Ranking
 
 __all__ = [
@@ -33,7 +34,7 @@ __all__ = [
 #: the most rows of a board the terminal prints (the rest: in the CSV)
 BOARD_ROWS = 10
 #: the views in the order they are read
-_VIEWS = ("first", "swapped", "pooled", "combined", "people")
+_VIEWS = ("first", "swapped", "pooled", "combined", GOLD)
 _KEYS = ["benchmark", "judge", "strategy", "view"]
 
 
@@ -66,8 +67,8 @@ class Answer:
 
 def view_title(judge: str, strategy: str, view: str) -> str:
     """``judge · view`` (``judge · strategy · view`` beyond the judge's own verdicts)."""
-    if judge == "people":
-        return "gold board (judge people)"
+    if judge == GOLD:
+        return "gold board"
     return " · ".join([judge, *([] if strategy == "single" else [strategy]), view])
 
 
@@ -83,7 +84,7 @@ def shown_boards(lb: pl.DataFrame) -> list[tuple[str, str, str, str]]:
     shown = [k for k in keys if own[(k[0], k[1])] == k[2]]
     return sorted(
         shown,
-        key=lambda k: (k[0], k[1] == "people", k[1], order.get(k[3], len(order))),
+        key=lambda k: (k[0], k[1] == GOLD, k[1], order.get(k[3], len(order))),
     )
 
 

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from voirdire.analysis.ranking.bt import CLIP, SCALE
+from voirdire.analysis.ranking.gold import GOLD
 from voirdire.analysis.ranking.rank import Ranking
 from voirdire.analysis.report.files import file_part, write_csv, write_html, write_text
 from voirdire.analysis.report.leaderboard import (
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 #: the views left to right in the figure: raw orders, then each strategy's
-VIEW_ORDER = ("first", "swapped", "pooled", "combined", "people")
+VIEW_ORDER = ("first", "swapped", "pooled", "combined", GOLD)
 
 
 def _boards(lb: pl.DataFrame) -> list[tuple[str, str]]:
@@ -61,7 +62,7 @@ def ranking_figure(lb: pl.DataFrame, path: str | os.PathLike, title: str = "") -
 
     Args:
         lb: leaderboard rows (:data:`~voirdire.analysis.ranking.boards.LEADERBOARD_COLUMNS`)
-            of one benchmark and judge (plus ``people``).
+            of one benchmark and judge (plus the gold board, :data:`GOLD`).
     """
     boards = _boards(lb)
     models = (
@@ -202,7 +203,7 @@ def _rows(summary: pl.DataFrame) -> list[list[str]]:
 
         out.append([r["benchmark"], r["judge"], r["strategy"], str(r["models"]), f(r["order_flips"], "{}"),
                     f(r.get("order_flips_null"), "{:.1f}"), f(r.get("order_flips_p")),
-                    f(r["order_flips_significant"], "{}"), f(r["order_tau"]), f(r["people_tau"])])  # fmt: skip
+                    f(r["order_flips_significant"], "{}"), f(r["order_tau"]), f(r["gold_tau"])])  # fmt: skip
     return out
 
 
@@ -288,15 +289,15 @@ def board_specs(ranking: Ranking) -> dict[str, dict]:
 
     lb = ranking.leaderboard
     shown = shown_boards(lb)
-    people = [k for k in shown if k[1] == "people"]
+    golds = [k for k in shown if k[1] == GOLD]
     out = {}
-    for b, j in dict.fromkeys((k[0], k[1]) for k in shown if k[1] != "people"):
-        keys = [k for k in shown if k[:2] == (b, j)] + [k for k in people if k[0] == b]
-        views = [k[3] if k[1] != "people" else "people" for k in keys]
+    for b, j in dict.fromkeys((k[0], k[1]) for k in shown if k[1] != GOLD):
+        keys = [k for k in shown if k[:2] == (b, j)] + [k for k in golds if k[0] == b]
+        views = [k[3] if k[1] != GOLD else GOLD for k in keys]
         parts = [lb.filter((pl.col("benchmark") == k[0]) & (pl.col("judge") == k[1]) & (pl.col("strategy") == k[2])
                            & (pl.col("view") == k[3])).with_columns(shown=pl.lit(v)) for k, v in zip(keys, views)]  # fmt: skip
         # the models sorted by the pooled view (else the judge's last)
-        own = [v for k, v in zip(keys, views) if k[1] != "people"]
+        own = [v for k, v in zip(keys, views) if k[1] != GOLD]
         sort_by = "pooled" if "pooled" in own else own[-1]
         ordered = [v for v in views if v != sort_by] + [sort_by]
         out[f"{b}/{j}"] = board_chart(pl.concat(parts), ordered, f"{b} · {j}")
@@ -357,15 +358,13 @@ def write_ranking(ranking: Ranking, out: str | os.PathLike) -> dict[str, Path]:
         write_csv(ranking.length, paths["lc_win_rate"])
     lb = ranking.leaderboard
     figs: dict[str, Path] = {}
-    for (bench, judge), part in lb.filter(pl.col("judge") != "people").group_by(
+    for (bench, judge), part in lb.filter(pl.col("judge") != GOLD).group_by(
         ["benchmark", "judge"], maintain_order=True
     ):
         rows = pl.concat(
             [
                 part,
-                lb.filter(
-                    (pl.col("benchmark") == bench) & (pl.col("judge") == "people")
-                ),
+                lb.filter((pl.col("benchmark") == bench) & (pl.col("judge") == GOLD)),
             ]
         )
         name = f"{bench}/{judge}"

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import altair as alt
 import polars as pl
 
+from voirdire.analysis.ranking.gold import GOLD
 from voirdire.analysis.report.leaderboard import interval, number
 from voirdire.analysis.report.vega import row_height, search_param, spec_of
 
@@ -28,7 +29,7 @@ _FOUND = (
 _DIM = f"{MODEL_SEARCH} != '' && indexof(lower(datum.model), lower({MODEL_SEARCH})) < 0"
 _X_TITLE = "rating (Arena scale), 95% interval"
 _COLOURS = {"first": "#4c78a8", "swapped": "#f58518", "pooled": "#54a24b",
-            "combined": "#b279a2", "people": "#000000"}  # fmt: skip
+            "combined": "#b279a2", GOLD: "#000000"}  # fmt: skip
 
 
 def _edge(lo: float, hi: float, x: float) -> float | None:

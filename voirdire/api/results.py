@@ -160,8 +160,8 @@ def mitigate(
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
-        ConfigError: a directory given twice; a judge named ``people`` or ``panel-N``;
-            a directory to write that is not ours (:mod:`voirdire.ownership`),
+        ConfigError: a directory given twice; a judge named ``gold`` (or ``people``) or
+            ``panel-N``; a directory to write that is not ours (:mod:`voirdire.ownership`),
             an unknown strategy, a strategy's missing need (e.g. option_probs), a reference
             that matches no judge or pair, labels with unknown candidates.
     """
@@ -235,8 +235,8 @@ def rank(
 
     Raises:
         FileNotFoundError: a directory is not a voirdire output directory.
-        ConfigError: a directory given twice; a judge named ``people`` or ``panel-N``
-            (the analysis's own names); ``out`` holds something no voirdire report writes (or a link); no
+        ConfigError: a directory given twice; a judge named ``gold`` (or ``people``) or
+            ``panel-N`` (the analysis's own names); ``out`` holds something no voirdire report writes (or a link); no
             pairwise judgments, a board with one model, an anchor that is not a candidate, an unknown method or strategy.
     """
     from voirdire.analysis.ranking.rank import rank_judgments
