@@ -452,8 +452,7 @@ def _write(
             s.add(write_text(out_dir / "report.md", md))
         section = None
         if ranking is not None:
-            for p in write_ranking(ranking, out_dir).values():
-                s.add(p)
+            write_ranking(ranking, out_dir, into=s)
             section = ranking_html(ranking)  # the section of ranking.html
         audit = audit_view(
             state["shown"], out_dir / "figures"

@@ -211,3 +211,30 @@ def test_a_report_showing_people_files_replaced_is_refused_and_retired(
     _copy(people, tmp_path / "kept" / "audit-people")
     with pytest.raises(ConfigError, match="other people's files than those in"):
         check_report(kept)
+
+
+def test_rank_writes_its_files_as_one_set(reported, tmp_path):
+    """``voirdire rank`` names its tables, pages and figures in ``ranking_manifest.json``,
+    the figures under their final names (the Markdown links them so); the report's
+    leaderboard files are in the report's set."""
+    from voirdire.layout import RANKING_MANIFEST
+
+    out = tmp_path / "ranking"
+    ran = voirdire("rank", reported, "--out", out, "--replicates", "20")
+    assert ran.returncode == 0, ran.output
+    files = (
+        "metrics/leaderboard.csv",
+        "metrics/rank_flips.csv",
+        "ranking.md",
+        "ranking.html",
+    )
+    assert check_set(out, RANKING_MANIFEST, "voirdire rank", files) == {}
+    named = _named(out, RANKING_MANIFEST)
+    figures = {p for p in named if p.startswith("figures/")}
+    assert figures and named == {*files, *figures}
+    md = (out / "ranking.md").read_text()
+    assert all(Path(f).name in md for f in figures) and ".tmp" not in md
+    d = _copy(reported, tmp_path / "audit")
+    _report(d, "--leaderboards")
+    assert "metrics/leaderboard.csv" in _named(d, REPORT_MANIFEST)
+    assert not (d / RANKING_MANIFEST).exists()

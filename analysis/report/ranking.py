@@ -34,6 +34,8 @@ from voirdire.analysis.report.plotting import _save, plt
 from voirdire.analysis.report.vega import vega_bundle
 from voirdire.analysis.report.views import render_template, table_view
 from voirdire.escape import cell, markdown, visible
+from voirdire.file_set import FileSet
+from voirdire.layout import RANKING_MANIFEST
 
 __all__ = [
     "VIEW_ORDER",
@@ -333,29 +335,32 @@ def ranking_html(ranking: Ranking, specs: dict[str, dict] | None = None) -> str:
     )  # fmt: skip
 
 
-def write_ranking(ranking: Ranking, out: str | os.PathLike) -> dict[str, Path]:
-    """Write the ranking's files under ``out`` (created).
+def write_ranking(
+    ranking: Ranking, out: str | os.PathLike, into: FileSet | None = None
+) -> dict[str, Path]:
+    """Write the ranking's files under ``out`` (created) as one set
+    (:mod:`voirdire.file_set`): into the set ``into`` (a report's) or, without it, its own,
+    ``ranking_manifest.json`` written last.
 
     Returns:
-        Paths by name: ``leaderboard``, ``rank_flips``, ``markdown``, ``html`` and one
-        ``figure:<benchmark>/<judge>`` per judge.
+        Paths by name: ``leaderboard``, ``rank_flips``, ``markdown``, ``html``, one
+        ``figure:<benchmark>/<judge>`` per judge, ``style`` and ``lc_win_rate`` with
+        ``--style``, and ``manifest`` when the set is its own.
     """
     out = Path(out)
-    (out / "metrics").mkdir(parents=True, exist_ok=True)
-    (out / "figures").mkdir(parents=True, exist_ok=True)
+    if into is None:
+        with FileSet(out, RANKING_MANIFEST, "voirdire rank") as s:
+            paths = write_ranking(ranking, out, into=s)
+        return paths | {"manifest": s.written}
+    s = into
+    m = out / "metrics"
     paths = {
-        "leaderboard": out / "metrics" / "leaderboard.csv",
-        "rank_flips": out / "metrics" / "rank_flips.csv",
+        "leaderboard": s.add(write_csv(ranking.leaderboard, m / "leaderboard.csv")),
+        "rank_flips": s.add(write_csv(ranking.flips, m / "rank_flips.csv")),
     }
-    write_csv(ranking.leaderboard, paths["leaderboard"])
-    write_csv(ranking.flips, paths["rank_flips"])
     if ranking.style is not None and ranking.length is not None:
-        paths["style"], paths["lc_win_rate"] = (
-            out / "metrics" / "leaderboard_style.csv",
-            out / "metrics" / "lc_win_rate.csv",
-        )
-        write_csv(ranking.style, paths["style"])
-        write_csv(ranking.length, paths["lc_win_rate"])
+        paths["style"] = s.add(write_csv(ranking.style, m / "leaderboard_style.csv"))
+        paths["lc_win_rate"] = s.add(write_csv(ranking.length, m / "lc_win_rate.csv"))
     lb = ranking.leaderboard
     figs: dict[str, Path] = {}
     for (bench, judge), part in lb.filter(pl.col("judge") != GOLD).group_by(
@@ -367,16 +372,15 @@ def write_ranking(ranking: Ranking, out: str | os.PathLike) -> dict[str, Path]:
                 lb.filter((pl.col("benchmark") == bench) & (pl.col("judge") == GOLD)),
             ]
         )
-        name = f"{bench}/{judge}"
-        figs[name] = ranking_figure(
-            rows,
-            out / "figures" / f"ranking_{file_part(bench)}_{file_part(judge)}.png",
-            title=f"{bench} · {judge}",
-        )
-    paths["markdown"] = write_text(out / "ranking.md", ranking_markdown(ranking, figs))
+        f = out / "figures" / f"ranking_{file_part(bench)}_{file_part(judge)}.png"
+        ranking_figure(rows, s.staged(f), title=f"{bench} · {judge}")
+        figs[f"{bench}/{judge}"] = s.add(f)
+    paths["markdown"] = s.add(
+        write_text(out / "ranking.md", ranking_markdown(ranking, figs))
+    )
     page = render_template(
         "ranking.html.j2", title="voirdire rank",
         section=Markup(ranking_html(ranking)), vega=Markup(vega_bundle()),
     )  # fmt: skip
-    paths["html"] = write_html(out / "ranking.html", page)
+    paths["html"] = s.add(write_html(out / "ranking.html", page))
     return paths | {f"figure:{k}": v for k, v in figs.items()}
