@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import altair as alt
 import polars as pl
 
+from voirdire.analysis.report.coverage import directory_reasons, figure_caption
 from voirdire.analysis.report.vega import MAX_LEGEND, WIDTH, in_order, search_param
 from voirdire.analysis.report.views import F3, PCT, chart_view, table_view
 
@@ -129,16 +130,25 @@ def agreement_view(
     heatmaps and the histogram (``charts``' ``agreement:<dir>``, ``disagreement:<dir>``),
     Fleiss' kappa, the majority vote, the histogram's table and the judge pairs (listed up
     to :data:`PAIRS_SHOWN`, else named by their file: ``csv``, directory name -> file
-    name under ``metrics/``)."""
+    name under ``metrics/``). Each figure carries its caption of the report's judges it
+    leaves out (:mod:`voirdire.analysis.report.coverage`; None: it draws them all)."""
     out = []
     for d in study.dirs:
         if d.agreement is None:
             continue
         pairs = d.agreement.filter(pl.col("judge_a") < pl.col("judge_b"))
+        reasons = directory_reasons(study, d)
+        heat = chart_view(charts, f"agreement:{d.name}", n)
+        hist = chart_view(charts, f"disagreement:{d.name}", n)
+        if heat is not None:
+            heat["caption"] = figure_caption(heat["spec"], reasons)
+        if hist is not None:  # its data counts queries: it covers the heatmaps' judges
+            judges = d.agreement.get_column("judge_a").unique().to_list()
+            hist["caption"] = figure_caption(hist["spec"], reasons, judges)
         out.append({
             "name": d.name,
-            "heatmaps": chart_view(charts, f"agreement:{d.name}", n),
-            "histogram": chart_view(charts, f"disagreement:{d.name}", n),
+            "heatmaps": heat,
+            "histogram": hist,
             "fleiss": table_view(d.fleiss, {"kappa": F3}),
             "majority": table_view(d.majority, {"majority_share": PCT, "unanimous_share": PCT}),
             "disagreement": table_view(d.disagreement, {"share": PCT, "cumulative_share": PCT}),

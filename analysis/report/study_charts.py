@@ -105,7 +105,9 @@ def _benchmark(
         charts |= {
             f"{k}:{b}": c for k, c in by_task_charts(jt, judges, mine, b).items()
         }
-    u = cells.filter(pl.col("benchmark") == b)
+    # a judge judged in one order has no PC or PF: its cells' zeros are not points
+    two = pb.filter(pl.col("pc").is_not_null()).select("judge")
+    u = cells.filter(pl.col("benchmark") == b).join(two, on="judge", how="semi")
     if u.height:
         charts[f"pc_pf:{b}"] = judge_scatter(
             pb, "pf", "pc", judges, f"{b}: PC against PF", x_title=_PF, y_title="PC",
