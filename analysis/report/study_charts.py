@@ -177,10 +177,14 @@ def study_charts(study: Study, choice: Choice) -> dict[str, alt.TopLevelMixin]:
         if d.agreement is None:
             continue
         for b in sorted(d.agreement.get_column("benchmark").unique().to_list()):
+            two = study.panel.filter(  # the judges the viewer holds pairs of
+                (pl.col("benchmark") == b) & pl.col("pc").is_not_null()
+            )
             charts[f"agreement:{d.name}"] = agreement_heatmap(
                 d.agreement.filter(pl.col("benchmark") == b),
                 order,
                 f"{d.name}: agreement between judges",
+                two.get_column("judge").to_list(),
             )
             charts[f"disagreement:{d.name}"] = disagreement_chart(
                 d.disagreement.filter(pl.col("benchmark") == b),
