@@ -18,12 +18,19 @@
   var q=box.value.trim().toLowerCase();
   return pairs.filter(function(a){return (!judges.length||judges.indexOf(a.getAttribute('data-judge'))>=0)&&(task===null||a.getAttribute('data-task')===task)&&(!q||a.getAttribute('data-search').indexOf(q)>=0)});
  }
+ function counted(hit){
+  /* a list-wise series is one instance in each of its orders, not a pair: each counted as what it is */
+  var series=hit.filter(function(a){return a.classList.contains('list')}).length,n=hit.length-series,said=[];
+  if(n||!series)said.push(n+' pair'+(n===1?'':'s'));
+  if(series)said.push(series+' series');
+  return said.join(', ');
+ }
  function show(){
   var hit=matches(),pages=Math.max(1,Math.ceil(hit.length/size));
   if(page>=pages)page=pages-1;
   pairs.forEach(function(a){a.classList.add('hidden')});
   hit.slice(page*size,(page+1)*size).forEach(function(a){a.classList.remove('hidden')});
-  count.textContent=hit.length+' pair'+(hit.length===1?'':'s');
+  count.textContent=counted(hit);
   of.textContent='page '+(page+1)+' of '+pages;
   document.getElementById('prev').disabled=page===0;document.getElementById('next').disabled=page>=pages-1;
   none.hidden=hit.length>0||pairs.length===0;
