@@ -5,7 +5,9 @@ and of LLMBar's 65 recorded judges (the release copy beside the checkout, replay
 
 Each page: no console error, no request leaves the file, every figure fits a 1400 px
 viewport, no legend names more than 12 judges, searching a judge's name filters the
-summary to it and writes its name in a figure, hovering a point shows its judge.
+summary to it and writes its name in a figure, hovering a point shows its judge; a click
+on an agreement cell opens its two judges' flipped pairs in the viewer, on a radar point its
+judge's (at 5 judges; at 200 a cell of the one kappa heatmap).
 Skipped without Chromium or Selenium, except in CI (``CI=true``), which installs them.
 """
 
@@ -125,3 +127,78 @@ def test_page_sizes_stay_within_budget(pages):
     assert pages[200].stat().st_size <= 12e6
     if 65 in pages:
         assert pages[65].stat().st_size <= 5e6
+
+
+def _shown(d) -> list[str]:
+    """The judges of the viewer's pairs on screen."""
+    return d.execute_script(
+        "return Array.prototype.filter.call(document.querySelectorAll('article.pair'),"
+        "function(a){return a.offsetParent!==null}).map(function(a){return a.getAttribute('data-judge')})"
+    )
+
+
+def test_an_agreement_cell_and_a_radar_series_open_their_judges_pairs(
+    pages, browser_ok
+):
+    """On the 5-judge report: a click on a cell of the agreement heatmaps opens the flipped
+    pairs of its two judges, a click on a point of the radar that judge's (issue 40 item
+    11), the viewer saying which."""
+    from urllib.parse import unquote
+
+    from selenium.webdriver.common.by import By
+
+    from tests.test_verdict_viewer import _wait, hover_and_click
+    from voirdire.analysis.report.verdicts import PAGE_SIZE, flipped_pairs
+    from voirdire.analysis.results_dir import load_judgments
+
+    page = pages[5]
+    flips = flipped_pairs(load_judgments(page.parent.parent / "audit5"))
+    shown = dict(flips.counts.select("judge", "shown").iter_rows())
+
+    def opened(d) -> list[str]:
+        _wait(d, "return location.href.indexOf('verdicts.html#judge=')>=0")
+        _wait(d, "return document.body.getAttribute('data-viewer-ready')")
+        frag = d.current_url.split("#", 1)[1]
+        return [unquote(kv.split("=", 1)[1]) for kv in frag.split("&")]
+
+    with chromium(1400, 900) as d:
+        open_page(d, page)
+        kappa = d.find_elements(
+            By.CSS_SELECTOR, 'div.vega[data-key^="agreement:"] g.mark-rect.role-mark'
+        )
+        assert len(kappa) == 3  # agreement, without ties, Cohen's kappa
+        cells = kappa[2].find_elements(By.CSS_SELECTOR, "path")
+        assert len(cells) == 5 * 4  # every ordered pair of two judges
+        tip = hover_and_click(d, cells[len(cells) // 2])
+        pair = [tip["judge_a"], tip["judge_b"]]
+        assert opened(d) == pair and pair[0] != pair[1]
+        want = min(shown[pair[0]] + shown[pair[1]], PAGE_SIZE)
+        got = _shown(d)
+        assert len(got) == want > 0 and set(got) <= set(pair)
+        said = d.find_element(By.ID, "judge-filter").text
+        assert said == f"judges: {pair[0]}, {pair[1]}"
+        count = d.find_element(By.ID, "pair-count").text
+        assert count == f"{shown[pair[0]] + shown[pair[1]]} pairs"
+        # the radar: a point of one judge's polygon
+        open_page(d, page)
+        points = d.find_elements(
+            By.CSS_SELECTOR, 'div.vega[data-key^="radar:"] g.mark-symbol.role-mark path'
+        )
+        assert points
+        tip = hover_and_click(d, points[len(points) // 2])
+        assert opened(d) == [tip["judge"]]
+        assert _shown(d) == [tip["judge"]] * min(shown[tip["judge"]], PAGE_SIZE)
+        assert d.find_element(By.ID, "judge-filter").text == f"judge: {tip['judge']}"
+        assert console_errors(d) == []
+        # 200 judges: one heatmap of Cohen's kappa, each pair once, names looked up
+        open_page(d, pages[200])
+        cell = d.execute_script(
+            "var c=document.querySelectorAll('div.vega[data-key^=\"agreement:\"] g.mark-rect.role-mark path');"
+            "return c.length==200*199/2?c[Math.floor(c.length/3)]:null"
+        )
+        assert cell is not None
+        tip = hover_and_click(d, cell)
+        pair = [tip["judge_a"], tip["judge_b"]]
+        assert opened(d) == pair and pair[0] != pair[1]
+        assert set(_shown(d)) <= set(pair) and _shown(d)
+        assert console_errors(d) == []

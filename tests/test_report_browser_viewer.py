@@ -108,6 +108,8 @@ def test_a_listwise_report_opens_its_viewer(list_report, browser_ok):
         shown = _shown(d)
         assert len(shown) == min(counts[judge], PAGE_SIZE) > 0
         assert all(j == judge and "list" in c.split() for j, c in shown)
+        # a series is one instance in each of its orders: counted as series, not pairs
+        assert d.find_element(By.ID, "pair-count").text == f"{counts[judge]} series"
         first = d.find_elements(By.CSS_SELECTOR, "article.pair.list:not(.hidden)")[0]
         orders = first.find_elements(By.CSS_SELECTOR, "div.order")
         assert len(orders) == 3  # the 3 cyclic orders, each slot by slot
@@ -121,7 +123,7 @@ def test_a_listwise_report_opens_its_viewer(list_report, browser_ok):
         total = lists.series.height
         _wait(
             d,
-            f"return document.getElementById('pair-count').textContent=='{total} pairs'",
+            f"return document.getElementById('pair-count').textContent=='{total} series'",
         )
         assert len(_shown(d)) == PAGE_SIZE
         qid = lists.series.get_column("question_id")[0]
@@ -171,4 +173,57 @@ def test_an_instruction_with_a_script_shows_as_text(list_report, tmp_path, brows
             "judge: " + HOSTILE
         )
         assert all(j == HOSTILE for j, _ in _shown(d)) and _shown(d)
+        assert console_errors(d) == []
+
+
+def test_the_pager_counts_pairs_and_series_apart(list_report, tmp_path, browser_ok):
+    """A viewer holding a pairwise judge's flipped pairs and list-wise series: the count
+    says how many of each (a series is one instance with its orders, not pairs), for
+    every judge, one list-wise judge and the pairwise one, and after a search."""
+    import dataclasses
+
+    from selenium.webdriver.common.by import By
+
+    from tests.browser import chromium, console_errors
+    from tests.test_verdict_viewer import _wait
+    from voirdire.analysis.report.list_verdicts import flipped_lists
+    from voirdire.analysis.report.verdicts import flipped_pairs, verdicts_page
+    from voirdire.analysis.results_dir import load_judgments
+
+    run, _ = list_report
+    lists = flipped_lists(load_judgments(run))
+    log = simulated_study_log(2, questions=10).with_columns(
+        judge=pl.lit("pairwise judge")
+    )
+    log = log.unique(["judge", "instance", "first"], keep="first", maintain_order=True)
+    log.write_parquet(tmp_path / "pairs.parquet")
+    import voirdire
+
+    done = voirdire.audit(
+        [tmp_path / "pairs.parquet"], "logtable", out=tmp_path / "audit",
+        log={"columns": {c: c for c in COLUMNS}},
+    )  # fmt: skip
+    pairs = flipped_pairs(load_judgments(done.output_dir))
+    n_pairs, n_series = pairs.pairs.height, lists.series.height
+    assert n_pairs > 0 and n_series > 0
+    page = tmp_path / "verdicts.html"
+    page.write_text(
+        verdicts_page(dataclasses.replace(pairs, lists=lists)), encoding="utf-8"
+    )
+    mine = dict(lists.counts.select("judge", "shown").iter_rows())
+    judge = max(mine, key=lambda j: mine[j])
+
+    def count(hash_: str) -> str:
+        d.get(page.resolve().as_uri() + hash_)
+        d.refresh()
+        _wait(d, "return document.body.getAttribute('data-viewer-ready')")
+        return d.find_element(By.ID, "pair-count").text
+
+    with chromium(1400, 900) as d:
+        assert count("") == f"{n_pairs} pairs, {n_series} series"
+        assert count(f"#judge={quote(judge, safe='')}") == f"{mine[judge]} series"
+        assert count("#judge=pairwise%20judge") == f"{n_pairs} pairs"
+        d.find_element(By.ID, "all-judges").click()
+        d.find_element(By.ID, "pair-search").send_keys("no such words at all")
+        _wait(d, "return document.getElementById('pair-count').textContent=='0 pairs'")
         assert console_errors(d) == []

@@ -10,12 +10,15 @@ three figures on hover, the searched judges' rows and columns outlined.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import altair as alt
 import polars as pl
 
+from voirdire.analysis.report.coverage import directory_reasons, figure_caption
+from voirdire.analysis.report.judge_charts import pair_href
 from voirdire.analysis.report.vega import MAX_LEGEND, WIDTH, in_order, search_param
 from voirdire.analysis.report.views import F3, PCT, chart_view, table_view
 
@@ -32,14 +35,21 @@ _HIT2 = "search != '' && (indexof(lower(datum.judge_a), lower(search)) >= 0 || i
 
 
 def agreement_heatmap(
-    matrix: pl.DataFrame, order: Sequence[str], title: str
+    matrix: pl.DataFrame,
+    order: Sequence[str],
+    title: str,
+    viewer: Collection[str] = (),
 ) -> alt.TopLevelMixin:
     """The agreement heatmaps of one benchmark. ``matrix``: judge_a, judge_b, agreement,
-    agreement_no_tie, kappa (both orders of each pair); ``order``: the judges' order."""
+    agreement_no_tie, kappa (both orders of each pair); ``order``: the judges' order;
+    ``viewer``: the judges the verdict viewer holds pairs of (judged in both orders): a
+    click on the cell of two of them opens their flipped pairs
+    (:func:`~voirdire.analysis.report.judge_charts.pair_href`), other cells link nowhere."""
     judges = in_order(order, matrix.get_column("judge_a"))
     judges += sorted(set(matrix.get_column("judge_a").to_list()) - set(judges))
     n = len(judges)
     pos = {j: i for i, j in enumerate(judges)}
+    linked = set(viewer)
     m = matrix.select(
         "judge_a", "judge_b", *(pl.col(c).round(3) for c, _ in _PANELS)
     ).filter(pl.col("judge_a") != pl.col("judge_b"))
@@ -49,6 +59,15 @@ def agreement_heatmap(
         *(alt.Tooltip(f"{c}:Q", format=".3f", title=t) for c, t in _PANELS),
     ]
     if n <= MAX_LEGEND:
+        href = pl.struct("judge_a", "judge_b").map_elements(
+            lambda r: (
+                pair_href(r["judge_a"], r["judge_b"])
+                if r["judge_a"] in linked and r["judge_b"] in linked
+                else None
+            ),
+            return_dtype=pl.String,
+        )
+        cells = m.with_columns(verdicts=href)
         side = min((WIDTH - 200) // 3, max(160, 30 * n))
         charts = []
         for i, (c, label) in enumerate(_PANELS):
@@ -57,10 +76,14 @@ def agreement_heatmap(
                 "y": alt.Y("judge_a:N", sort=judges, title=None, axis=alt.Axis(labelLimit=200) if i == 0 else None),
             }  # fmt: skip
             scale = alt.Scale(domain=[-0.2 if c == "kappa" else 0, 1], scheme="viridis")
-            base = alt.Chart(m).encode(**enc)
-            rect = base.mark_rect().encode(color=alt.Color(f"{c}:Q", scale=scale, title=None, legend=alt.Legend(orient="bottom", gradientLength=side - 20)), tooltip=tip)  # fmt: skip
-            text = base.mark_text(fontSize=9).encode(
+            base = alt.Chart(cells).encode(**enc)
+            rect = base.mark_rect().encode(color=alt.Color(f"{c}:Q", scale=scale, title=None, legend=alt.Legend(orient="bottom", gradientLength=side - 20)), tooltip=tip, href="verdicts:N")  # fmt: skip
+            text = base.mark_text(
+                fontSize=9
+            ).encode(  # over the cell: its hover, its link
                 text=alt.Text(f"{c}:Q", format=".2f"),
+                tooltip=tip,
+                href="verdicts:N",
                 color=alt.condition(
                     f"datum.{c} < 0.6", alt.value("white"), alt.value("black")
                 ),
@@ -75,12 +98,18 @@ def agreement_heatmap(
         b=pl.col("judge_b").replace_strict(pos, return_dtype=pl.Int64),
     ).filter(pl.col("a") > pl.col("b"))
     lower = idx.select("a", "b", *(pl.col(c).round(2) for c, _ in _PANELS))
-    names = pl.DataFrame({"i": list(range(n)), "judge": judges})
+    # each judge's part of the viewer's address (empty: no pairs), joined per cell
+    names = pl.DataFrame({
+        "i": list(range(n)), "judge": judges,
+        "q": [quote(j, safe="") if j in linked else "" for j in judges],
+    })  # fmt: skip
     side = min(WIDTH - 300, max(360, 11 * n))
     return (
         alt.Chart(lower)
-        .transform_lookup(lookup="a", from_=alt.LookupData(names, "i", ["judge"]), as_=["judge_a"])
-        .transform_lookup(lookup="b", from_=alt.LookupData(names, "i", ["judge"]), as_=["judge_b"])
+        # judge_name: the name beside its key (vega.keyed_by_index), for hover and search
+        .transform_lookup(lookup="a", from_=alt.LookupData(names, "i", ["judge", "judge_name", "q"]), as_=["judge_a", "judge_a_name", "qa"])
+        .transform_lookup(lookup="b", from_=alt.LookupData(names, "i", ["judge", "judge_name", "q"]), as_=["judge_b", "judge_b_name", "qb"])
+        .transform_calculate(verdicts="datum.qa && datum.qb ? 'verdicts.html#judge=' + datum.qa + '&judge=' + datum.qb : null")
         .mark_rect()
         .encode(
             x=alt.X("judge_b:N", sort=judges, title=None, axis=alt.Axis(labels=n <= 80, labelAngle=-60, labelFontSize=9, labelLimit=180)),
@@ -88,7 +117,7 @@ def agreement_heatmap(
             color=alt.Color("kappa:Q", scale=alt.Scale(domain=[-0.2, 1], scheme="viridis"), title="Cohen's κ"),
             stroke=alt.condition(_HIT2, alt.value("red"), alt.value(None)),
             strokeWidth=alt.condition(_HIT2, alt.value(1), alt.value(0)),
-            tooltip=tip,
+            tooltip=tip, href="verdicts:N",
         )
         .add_params(search_param())
         .properties(width=side, height=side, title=title + " (Cohen's kappa; hover for the agreement)")
@@ -129,16 +158,25 @@ def agreement_view(
     heatmaps and the histogram (``charts``' ``agreement:<dir>``, ``disagreement:<dir>``),
     Fleiss' kappa, the majority vote, the histogram's table and the judge pairs (listed up
     to :data:`PAIRS_SHOWN`, else named by their file: ``csv``, directory name -> file
-    name under ``metrics/``)."""
+    name under ``metrics/``). Each figure carries its caption of the report's judges it
+    leaves out (:mod:`voirdire.analysis.report.coverage`; None: it draws them all)."""
     out = []
     for d in study.dirs:
         if d.agreement is None:
             continue
         pairs = d.agreement.filter(pl.col("judge_a") < pl.col("judge_b"))
+        reasons = directory_reasons(study, d)
+        heat = chart_view(charts, f"agreement:{d.name}", n)
+        hist = chart_view(charts, f"disagreement:{d.name}", n)
+        if heat is not None:
+            heat["caption"] = figure_caption(heat["spec"], reasons)
+        if hist is not None:  # its data counts queries: it covers the heatmaps' judges
+            judges = d.agreement.get_column("judge_a").unique().to_list()
+            hist["caption"] = figure_caption(hist["spec"], reasons, judges)
         out.append({
             "name": d.name,
-            "heatmaps": chart_view(charts, f"agreement:{d.name}", n),
-            "histogram": chart_view(charts, f"disagreement:{d.name}", n),
+            "heatmaps": heat,
+            "histogram": hist,
             "fleiss": table_view(d.fleiss, {"kappa": F3}),
             "majority": table_view(d.majority, {"majority_share": PCT, "unanimous_share": PCT}),
             "disagreement": table_view(d.disagreement, {"share": PCT, "cumulative_share": PCT}),

@@ -23,6 +23,11 @@ from markupsafe import Markup
 from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.report.agreement import agreement_view
 from voirdire.analysis.report.bias import bias_view
+from voirdire.analysis.report.coverage import (
+    benchmark_reasons,
+    figure_caption,
+    repetition_only,
+)
 from voirdire.analysis.report.files import file_part
 from voirdire.analysis.report.judge_table import gate_words
 from voirdire.analysis.report.summary import summary_view
@@ -123,20 +128,6 @@ def _failures(study: Study) -> dict[str, Any] | None:
     )
 
 
-def _left_out(study: Study, b: str) -> list[str]:
-    """The judges of benchmark ``b``'s tables that its by-task figures, win-rate curves and
-    regression leave out: those measured only in a repetition study (its sample of tasks),
-    when a single-repetition directory measured other judges on the whole table."""
-    drawn = (
-        study.figure_judge_task
-        if study.figure_judge_task is not None
-        else study.judge_task
-    )
-    have = set(drawn.filter(pl.col("benchmark") == b).get_column("judge").to_list())
-    judges = study.panel.filter(pl.col("benchmark") == b).get_column("judge").to_list()
-    return sorted(j for j in judges if j not in have)
-
-
 def _benchmarks(
     study: Study, charts: dict[str, Any], n: list[int]
 ) -> list[dict[str, Any]]:
@@ -148,16 +139,19 @@ def _benchmarks(
         # a benchmark judged in one order has no PC or PF: its figures would be empty
         pc = study.panel.filter(pl.col("benchmark") == b).get_column("pc")
         one_order = not pc.is_not_null().any()
-        shown = [
-            chart_view(charts, f"{k}:{b}", n)
-            for k in kinds
-            if k not in ("agreement", "disagreement") and not (one_order and k != "rs")
-        ]
+        shown = []
+        for k in kinds:
+            if k in ("agreement", "disagreement") or (one_order and k != "rs"):
+                continue
+            f = chart_view(charts, f"{k}:{b}", n)
+            if f is not None:  # the judges of b it leaves out, and why
+                f["caption"] = figure_caption(f["spec"], benchmark_reasons(study, b, k))
+                shown.append(f)
         jt = study.judge_task.filter(pl.col("benchmark") == b).drop("benchmark")
         out.append({
-            "name": b, "figures": [f for f in shown if f],
+            "name": b, "figures": shown,
             "judge_task": table_view(jt, _JT_FMT), "n_tasks": jt.height,
-            "one_order": one_order, "left_out": [] if one_order else _left_out(study, b),
+            "one_order": one_order, "left_out": [] if one_order else repetition_only(study, b),
         })  # fmt: skip
     return out
 

@@ -31,6 +31,7 @@ from voirdire.analysis.report.vega import (
 
 __all__ = [
     "verdicts_href",
+    "pair_href",
     "with_verdicts",
     "judge_scatter",
     "judge_bars",
@@ -49,6 +50,12 @@ def verdicts_href(judge: str, task: str | None = None) -> str:
     of that judge's pairs on that task only (``#judge=NAME&task=TASK``)."""
     href = "verdicts.html#judge=" + quote(judge, safe="")
     return href if task is None else f"{href}&task={quote(task, safe='')}"
+
+
+def pair_href(judge_a: str, judge_b: str) -> str:
+    """The verdict viewer's address of two judges' pairs (``#judge=A&judge=B``: the
+    flipped pairs of either), the names percent-encoded."""
+    return f"{verdicts_href(judge_a)}&judge={quote(judge_b, safe='')}"
 
 
 def with_verdicts(rows: pl.DataFrame, *, by_task: bool = False) -> pl.DataFrame:

@@ -105,7 +105,9 @@ def _benchmark(
         charts |= {
             f"{k}:{b}": c for k, c in by_task_charts(jt, judges, mine, b).items()
         }
-    u = cells.filter(pl.col("benchmark") == b)
+    # a judge judged in one order has no PC or PF: its cells' zeros are not points
+    two = pb.filter(pl.col("pc").is_not_null()).select("judge")
+    u = cells.filter(pl.col("benchmark") == b).join(two, on="judge", how="semi")
     if u.height:
         charts[f"pc_pf:{b}"] = judge_scatter(
             pb, "pf", "pc", judges, f"{b}: PC against PF", x_title=_PF, y_title="PC",
@@ -175,10 +177,14 @@ def study_charts(study: Study, choice: Choice) -> dict[str, alt.TopLevelMixin]:
         if d.agreement is None:
             continue
         for b in sorted(d.agreement.get_column("benchmark").unique().to_list()):
+            two = study.panel.filter(  # the judges the viewer holds pairs of
+                (pl.col("benchmark") == b) & pl.col("pc").is_not_null()
+            )
             charts[f"agreement:{d.name}"] = agreement_heatmap(
                 d.agreement.filter(pl.col("benchmark") == b),
                 order,
                 f"{d.name}: agreement between judges",
+                two.get_column("judge").to_list(),
             )
             charts[f"disagreement:{d.name}"] = disagreement_chart(
                 d.disagreement.filter(pl.col("benchmark") == b),

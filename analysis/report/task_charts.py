@@ -35,7 +35,8 @@ _PF_TITLE = "PF (−1 primacy … +1 recency)"
 
 def pc_radar(jt: pl.DataFrame, judges: Sequence[str], title: str) -> alt.LayerChart:
     """Radar of PC by task, one polygon per judge (``jt``: judge, task, pc; ``judges``: the
-    report's judges in their colour order)."""
+    report's judges in their colour order). A click on a judge's polygon or point opens its
+    flipped pairs (the verdict viewer)."""
     tasks = sorted(jt.get_column("task").unique().to_list())
     ang = {t: 2 * math.pi * i / len(tasks) for i, t in enumerate(tasks)}
     pts = (
@@ -82,7 +83,7 @@ def pc_radar(jt: pl.DataFrame, judges: Sequence[str], title: str) -> alt.LayerCh
         .encode(text="task:N", **xy)
     )
     lines = (
-        alt.Chart(closed)
+        alt.Chart(with_verdicts(closed))
         .mark_line(strokeWidth=1.8, point=alt.OverlayMarkDef(size=30))
         .encode(
             color=judge_color(judges),
@@ -93,6 +94,7 @@ def pc_radar(jt: pl.DataFrame, judges: Sequence[str], title: str) -> alt.LayerCh
                 "task:N",
                 alt.Tooltip("pc:Q", format=".3f", title="PC"),
             ],
+            href="verdicts:N",
             **xy,
         )
     )

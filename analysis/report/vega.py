@@ -42,6 +42,8 @@ __all__ = [
     "spec_of",
     "keyed_by_index",
     "NAME_FIELDS",
+    "data_rows",
+    "shown_text",
 ]
 
 #: the most judges a figure names in a legend (beyond: heatmaps, hover, search)
@@ -180,6 +182,19 @@ def _datasets(spec: Any):
     elif isinstance(spec, list):
         for v in spec:
             yield from _datasets(v)
+
+
+def data_rows(spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every inline data row of a specification (``datasets`` and ``data.values``), as
+    :func:`spec_of` left it (names keyed by index, each beside as ``<field>_name``)."""
+    for values in _datasets(spec):
+        yield from (r for r in values if isinstance(r, dict))
+
+
+def shown_text(text: str) -> str:
+    """``text`` as a specification of :func:`spec_of` holds it (control characters as
+    escapes, what XML cannot hold as U+FFFD): a judge's name compared with the data's."""
+    return _as_data(text)
 
 
 def _keys(values: Any, key: dict[str, str]) -> Any:

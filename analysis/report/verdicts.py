@@ -239,7 +239,8 @@ def verdicts_page(
     question, instruction, both orders (prompt and reply collapsed), the verdicts read and
     the flip; per list-wise series (``flips.lists``) each permutation's order, the letter
     and candidate read, and the flip between them; paged (:data:`PAGE_SIZE`), searchable,
-    ``#judge=NAME`` shows one judge (``&task=TASK``: on one task).
+    ``#judge=NAME`` shows one judge (``&task=TASK``: on one task; ``#judge=A&judge=B``:
+    two judges, an agreement cell's).
     ``flips.pairs`` may carry :func:`with_prompts`' columns (else the page says the
     prompts were not recorded)."""
     pairs = flips.pairs

@@ -1,29 +1,36 @@
 (function(){
- /* the verdict viewer: #judge=NAME shows one judge (&task=TASK: its pairs on one task), the search box filters, pages of page_size */
- var cfg=JSON.parse(document.getElementById('viewer-config').textContent),size=cfg.page_size,page=0,judge=null,task=null;
+ /* the verdict viewer: #judge=NAME shows one judge (&task=TASK: its pairs on one task; #judge=A&judge=B: two judges' pairs), the search box filters, pages of page_size */
+ var cfg=JSON.parse(document.getElementById('viewer-config').textContent),size=cfg.page_size,page=0,judges=[],task=null;
  var pairs=Array.prototype.slice.call(document.querySelectorAll('article.pair'));
  var box=document.getElementById('pair-search'),count=document.getElementById('pair-count'),of=document.getElementById('page-of');
  var label=document.getElementById('judge-filter'),none=document.getElementById('none-found');
- function param(h,k){var m=new RegExp('(?:^|&)'+k+'=([^&]*)').exec(h);if(!m)return null;try{return decodeURIComponent(m[1])}catch(e){return null}}
+ function params(h,k){var re=new RegExp('(?:^|&)'+k+'=([^&]*)','g'),m,o=[];while((m=re.exec(h))!==null){try{o.push(decodeURIComponent(m[1]))}catch(e){}}return o}
  function fromHash(){
   var h=location.hash.replace(/^#/,'');
-  judge=param(h,'judge');task=param(h,'task');
+  judges=params(h,'judge');task=params(h,'task')[0];if(task===undefined)task=null;
   var said=[];
-  if(judge!==null)said.push('judge: '+judge+(cfg.judges.indexOf(judge)<0?' (no pair judged in both orders)':''));
+  if(judges.length)said.push((judges.length>1?'judges: ':'judge: ')+judges.map(function(j){return j+(cfg.judges.indexOf(j)<0?' (no pair judged in both orders)':'')}).join(', '));
   if(task!==null)said.push('task: '+task);
   label.textContent=said.join(', ');
   page=0;show();
  }
  function matches(){
   var q=box.value.trim().toLowerCase();
-  return pairs.filter(function(a){return (judge===null||a.getAttribute('data-judge')===judge)&&(task===null||a.getAttribute('data-task')===task)&&(!q||a.getAttribute('data-search').indexOf(q)>=0)});
+  return pairs.filter(function(a){return (!judges.length||judges.indexOf(a.getAttribute('data-judge'))>=0)&&(task===null||a.getAttribute('data-task')===task)&&(!q||a.getAttribute('data-search').indexOf(q)>=0)});
+ }
+ function counted(hit){
+  /* a list-wise series is one instance in each of its orders, not a pair: each counted as what it is */
+  var series=hit.filter(function(a){return a.classList.contains('list')}).length,n=hit.length-series,said=[];
+  if(n||!series)said.push(n+' pair'+(n===1?'':'s'));
+  if(series)said.push(series+' series');
+  return said.join(', ');
  }
  function show(){
   var hit=matches(),pages=Math.max(1,Math.ceil(hit.length/size));
   if(page>=pages)page=pages-1;
   pairs.forEach(function(a){a.classList.add('hidden')});
   hit.slice(page*size,(page+1)*size).forEach(function(a){a.classList.remove('hidden')});
-  count.textContent=hit.length+' pair'+(hit.length===1?'':'s');
+  count.textContent=counted(hit);
   of.textContent='page '+(page+1)+' of '+pages;
   document.getElementById('prev').disabled=page===0;document.getElementById('next').disabled=page>=pages-1;
   none.hidden=hit.length>0||pairs.length===0;
