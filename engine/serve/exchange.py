@@ -32,7 +32,14 @@ from voirdire.engine.serve.openai_shapes import (
 )
 from voirdire.judges.base import Query, Result
 
-__all__ = ["Exchange", "ServedJudge", "answer", "exchange", "served_judges"]
+__all__ = [
+    "Exchange",
+    "JudgeHost",
+    "ServedJudge",
+    "answer",
+    "exchange",
+    "served_judges",
+]
 
 
 @dataclass(frozen=True)
@@ -57,12 +64,35 @@ class Exchange:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def served_judges(job: Any, names: list[str] | None = None, out: str | None = None):
-    """The job's judges (``names``: those only, in the job's order), each bound and checked as ``voirdire run`` binds and checks it
-    (:func:`voirdire.engine.bind.resolve_judges`, the backend's ``preflight`` and
-    ``check_secrets``), its worker not yet built: ``(name, identity_hash, backend_ref,
-    settings, context)`` tuples, plain data that crosses to a Ray replica (which builds
-    each :class:`ServedJudge`).
+@dataclass(frozen=True)
+class JudgeHost:
+    """What builds one served judge's host, as plain data (it crosses to Ray): ``name``,
+    ``identity_hash``, ``backend`` (registry name or ``module:Class``), ``settings`` (a
+    plain dict), ``context`` and ``actor_options`` (the backend's ``worker_options`` with
+    the job's ``resources`` and ``scheduling`` over them, as the engine's pools merge
+    them)."""
+
+    name: str
+    identity_hash: str
+    backend: str
+    settings: dict[str, Any]
+    context: Any
+    actor_options: dict[str, Any]
+
+    def local(self) -> ServedJudge:
+        """The judge hosted in this process (a :class:`JudgeWorker` built here)."""
+        from voirdire.engine.worker import JudgeWorker
+
+        worker = JudgeWorker(self.backend, self.settings, self.context)
+        return ServedJudge(self.name, self.identity_hash, worker)
+
+
+def served_judges(
+    job: Any, names: list[str] | None = None, out: str | None = None
+) -> list[JudgeHost]:
+    """The job's judges (``names``: those only, in the job's order), each bound and checked
+    as ``voirdire run`` binds and checks it (:func:`voirdire.engine.bind.resolve_judges`,
+    the backend's ``preflight`` and ``check_secrets``), as :class:`JudgeHost` records.
 
     Raises:
         ConfigError: a name the job does not have, a judge that stands for several or
@@ -82,7 +112,7 @@ def served_judges(job: Any, names: list[str] | None = None, out: str | None = No
                 + ", ".join(known)
             )
         resolved = [rj for rj in resolved if rj.name in names]
-    out_list = []
+    hosts = []
     for rj in resolved:
         if issubclass(rj.backend, Expands | Recording):
             raise ConfigError(
@@ -92,16 +122,23 @@ def served_judges(job: Any, names: list[str] | None = None, out: str | None = No
         ctx = rj.context("serve", None, out)
         rj.backend.preflight(rj.settings, ctx)
         rj.backend.check_secrets(rj.settings, ctx)
-        out_list.append(
-            (
+        opts = dict(rj.backend.worker_options(rj.settings))
+        extra = dict(rj.actor_options)
+        if "resources" in extra:
+            extra["resources"] = {**(opts.get("resources") or {}), **extra["resources"]}
+        opts.update(extra)
+        opts["max_concurrency"] = max(2, 2 * rj.concurrency)  # both orders at once
+        hosts.append(
+            JudgeHost(
                 rj.name,
                 rj.identity_hash,
                 backend_ref(rj.backend),
                 rj.settings.model_dump(mode="json"),
                 ctx,
+                opts,
             )
         )
-    return out_list
+    return hosts
 
 
 def _query(identity_hash: str, benchmark: str, system, user, qid, shown) -> Query:
