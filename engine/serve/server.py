@@ -27,7 +27,15 @@ from voirdire.engine.serve.openai_shapes import (
     models_body,
 )
 
-__all__ = ["APP_NAME", "ActorJudge", "GateIngress", "check_host", "start", "stop"]
+__all__ = [
+    "APP_NAME",
+    "ActorJudge",
+    "GateIngress",
+    "check_host",
+    "check_strategy",
+    "start",
+    "stop",
+]
 
 #: the Serve application's name (``serve.status()`` shows it)
 APP_NAME = "voirdire-gate"
@@ -130,6 +138,21 @@ def check_host(host: str) -> None:
         )
 
 
+def check_strategy(strategy: str) -> None:
+    """Refuse a strategy that is not built (:data:`~voirdire.engine.serve.gate.STRATEGIES`).
+
+    Raises:
+        ConfigError: naming it and the known ones.
+    """
+    from voirdire.engine.serve.gate import STRATEGIES
+
+    if strategy not in STRATEGIES:
+        raise ConfigError(
+            f"--strategy {strategy!r}: known {', '.join(STRATEGIES)} (swap-tie, gate "
+            "and probability averaging are not built yet)"
+        )
+
+
 def start(
     hosts: list[JudgeHost],
     *,
@@ -148,14 +171,9 @@ def start(
     from ray import serve
 
     from voirdire.engine.pools import _remote_worker
-    from voirdire.engine.serve.gate import STRATEGIES
 
     check_host(host)
-    if strategy not in STRATEGIES:
-        raise ConfigError(
-            f"--strategy {strategy!r}: known {', '.join(STRATEGIES)} (swap-tie, gate "
-            "and probability averaging are not built yet)"
-        )
+    check_strategy(strategy)
     actors = {
         h.name: _remote_worker()
         .options(**h.actor_options)

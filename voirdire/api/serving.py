@@ -61,12 +61,12 @@ def serve(
     """
     from voirdire.api.jobs import load_job_spec
     from voirdire.engine.ray_start import init_ray
-    from voirdire.engine.serve.server import check_host, start
+    from voirdire.engine.serve.exchange import served_judges
+    from voirdire.engine.serve.server import check_host, check_strategy, start
 
     check_host(host)
+    check_strategy(strategy)
     spec = load_job_spec(job)
-    from voirdire.engine.serve.exchange import served_judges
-
     out_dir = None if out is None else os.fspath(out)
     hosts = served_judges(spec, judges, out_dir)
     init_ray(address)

@@ -1,0 +1,105 @@
+"""``voirdire serve`` on the command line: what it refuses in one line before Ray starts
+(in this process), and the console script serving a FastChat request through the
+``openai`` SDK, recording it, and ending on SIGTERM with its Ray node (a process of its
+own)."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import openai
+import pytest
+
+from tests.cli import voirdire
+from tests.processes import end_marked, marked_env, no_process_marked
+from tests.test_serve import free_port
+from tests.test_serve_gate import fastchat_winner, messages
+from voirdire.engine.serve.record import read_exchanges
+
+JOB = """
+name = "serve"
+output_dir = "runs/serve"
+[benchmark]
+name = "pairs"
+[[judges]]
+name = "flips"
+backend = "simulated"
+primacy = 1.0
+sensitivity = 0.0
+"""
+
+
+@pytest.fixture
+def job(tmp_path) -> Path:
+    p = tmp_path / "job.toml"
+    p.write_text(JOB)
+    return p
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["--host", "0.0.0.0"],
+            "--host '0.0.0.0': voirdire serve listens on a loopback",
+        ),
+        (
+            ["--judge", "other"],
+            "--judge 'other': the job has no such judge; it has flips",
+        ),
+        (["--strategy", "average"], "--strategy 'average': known tie"),
+    ],
+)
+def test_refused_in_one_line_before_ray(job, args, said):
+    ran = voirdire("serve", job, *args)
+    assert ran.returncode == 2
+    (line,) = ran.stderr.strip().splitlines()  # one line; Ray not started (_tier_guard)
+    assert line.startswith(f"error: {said}")
+
+
+@pytest.mark.process
+@pytest.mark.slow
+def test_the_console_script_serves_records_and_stops_on_sigterm(job, tmp_path):
+    mark, env = marked_env()
+    port, out = free_port(), tmp_path / "served"
+    exe = Path(sys.executable).with_name("voirdire")
+    proc = subprocess.Popen(
+        [str(exe), "serve", str(job), "--port", str(port), "--out", str(out)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        lines, deadline = [], time.monotonic() + 180
+        while not any(line.startswith("serving") for line in lines):
+            assert time.monotonic() < deadline, "".join(lines)
+            assert proc.poll() is None, "".join(lines) + proc.stdout.read()
+            if sel.select(timeout=1):
+                lines.append(proc.stdout.readline())
+        assert f"at http://127.0.0.1:{port}/v1" in lines[-1]
+        client = openai.OpenAI(
+            base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0
+        )
+        done = client.chat.completions.create(
+            model="gpt-4", messages=messages("fastchat")
+        )
+        assert fastchat_winner(done.choices[0].message.content) == "tie"
+        assert done.model_extra["voirdire"]["outcome"] == "disagree"
+        os.kill(proc.pid, signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0, rest
+        assert rest.strip().endswith("stopped")
+        records, skipped = read_exchanges(out)
+        assert (len(records), skipped) == (1, 0)
+        assert records[0]["judge"] == "flips"
+        assert no_process_marked(mark)  # the Ray node ended with the command
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        end_marked(mark)
