@@ -94,10 +94,13 @@ def test_the_console_script_serves_records_and_stops_on_sigterm(job, tmp_path):
         os.kill(proc.pid, signal.SIGTERM)
         rest, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, rest
-        assert rest.strip().endswith("stopped")
+        assert "stopped" in rest
         records, skipped = read_exchanges(out)
         assert (len(records), skipped) == (1, 0)
         assert records[0]["judge"] == "flips"
+        (results,) = out.glob("results-*")  # the record as a results directory
+        assert f"results → {results}" in rest
+        assert (results / "job.json").is_file()
         assert no_process_marked(mark)  # the Ray node ended with the command
     finally:
         if proc.poll() is None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Server", "serve"]
+__all__ = ["Server", "serve", "served_results"]
 
 
 @dataclass
@@ -74,3 +74,32 @@ def serve(
     shown = "127.0.0.1" if host == "localhost" else host
     shown = f"[{shown}]" if ":" in shown else shown
     return Server(f"http://{shown}:{port}/v1", [h.name for h in hosts], out_dir, actors)
+
+
+def served_results(
+    out: str | os.PathLike, *, results: str | os.PathLike | None = None
+) -> Any:
+    """The record of a served directory (``serve(..., out=out)``) as a voirdire results
+    directory: its gated exchanges written as a log table (``served-pairs.jsonl``:
+    :mod:`voirdire.engine.serve.log_table`) and audited (:func:`voirdire.api.audit`,
+    format ``logtable``) into ``results``, which ``report``, ``rank``, ``mitigate`` and
+    ``people`` read. Default ``<out>/results-<12 hex>``, named by the table's content: the
+    same record gives the same directory (read again, nothing written twice), a record
+    that has grown a new one (a results directory holds one configuration). Returns the
+    audit's :class:`~voirdire.analysis.outputs.Results` (its ``output_dir``).
+
+    Raises:
+        ConfigError: no gated exchange recorded in ``out``.
+    """
+    from voirdire.api.jobs import audit
+    from voirdire.core import ConfigError, content_hash
+    from voirdire.engine.serve.log_table import COLUMNS, write_log_table
+
+    table, rows = write_log_table(out)
+    if not rows:
+        raise ConfigError(f"{os.fspath(out)}: no gated exchange recorded")
+    if results is None:
+        digest = content_hash(table.read_bytes().decode("utf-8"), size=6)
+        results = os.path.join(out, f"results-{digest}")
+    dest = os.fspath(results)
+    return audit([table], "logtable", out=dest, log={"columns": dict(COLUMNS)})

@@ -47,7 +47,9 @@ def serve(
     /v1/models) on Ray Serve: a request in a known judge template (Arena-Hard, JudgeBench,
     FastChat pair-v2, PRD) is asked in both orders, and the verdict comes back in the
     harness's own format only when both agree (else a tie); any other request is passed
-    through. Ctrl-C or SIGTERM stops it."""
+    through. Ctrl-C or SIGTERM stops it; with --out, every exchange is recorded while
+    serving and, once stopped, the gated ones are written as a results directory that
+    report, rank, mitigate and people read."""
     from voirdire import api
 
     try:
@@ -59,7 +61,8 @@ def serve(
         fail(str(exc))
     console.print(
         f"serving {terminal(', '.join(server.judges))} at {terminal(server.base_url)}"
-        + (f"; exchanges recorded in {terminal(server.out)}" if server.out else "")
+        + (f"; exchanges recorded in {terminal(server.out)}" if server.out else ""),
+        soft_wrap=True,
     )
     before = signal.signal(signal.SIGTERM, _stop)
     try:
@@ -71,6 +74,25 @@ def serve(
         signal.signal(signal.SIGTERM, before)
         server.stop()
     console.print("stopped")
+    if server.out:
+        _write_results(server.out)
+
+
+def _write_results(out: str) -> None:
+    """The record as a results directory (:func:`voirdire.api.serving.served_results`),
+    its path printed; a record without gated exchanges says so (the record stays)."""
+    from voirdire.api.serving import served_results
+
+    try:
+        res = served_results(out)
+    except ConfigError as exc:
+        console.print(f"no results directory: {terminal(str(exc))}")
+        return
+    console.print(
+        f"results → {terminal(str(res.output_dir))} "
+        f"(voirdire report {terminal(str(res.output_dir))})",
+        soft_wrap=True,
+    )
 
 
 def _stop(signum: int, frame: object) -> None:
