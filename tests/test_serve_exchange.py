@@ -14,7 +14,6 @@ from tests.test_serve_gate import arena_hard_score, fastchat_winner, messages
 from voirdire.engine.serve.exchange import ServedJudge, exchange, served_judges
 from voirdire.engine.serve.record import Recorder, read_exchanges
 from voirdire.engine.spec import parse_job
-from voirdire.engine.worker import JudgeWorker
 
 #: a judge that always answers the first slot (it flips on every pair), one that always
 #: sees the better answer (it never flips)
@@ -30,10 +29,7 @@ JOB = {
 
 
 def judges(job=JOB, names=None) -> dict[str, ServedJudge]:
-    return {
-        name: ServedJudge(name, ih, JudgeWorker(ref, settings, ctx))
-        for name, ih, ref, settings, ctx in served_judges(parse_job(job), names)
-    }
+    return {h.name: h.local() for h in served_judges(parse_job(job), names)}
 
 
 def ask(served, body) -> tuple:
