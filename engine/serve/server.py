@@ -184,12 +184,16 @@ def start(
         h.name: ServedJudge(h.name, h.identity_hash, ActorJudge(actors[h.name]))
         for h in hosts
     }
-    serve.start(http_options={"host": host, "port": port})
+    # Serve's per-request lines (INFO, escape-coloured) stay in its log files: the
+    # record is the account of each exchange
+    quiet = {"log_level": "WARNING", "enable_access_log": False}
+    serve.start(http_options={"host": host, "port": port}, logging_config=quiet)
     deployment = serve.deployment(
         GateIngress,
         name="gate",
         ray_actor_options={"num_cpus": 0},
         max_ongoing_requests=256,
+        logging_config=quiet,
     )
     serve.run(
         deployment.bind(judges, out, strategy),
