@@ -46,6 +46,7 @@ __all__ = [
     "ReplyFormat",
     "combine",
     "read_letter",
+    "read_letters",
     "recognise",
     "reply_text",
 ]
@@ -192,25 +193,31 @@ def recognise(messages: Sequence[Mapping[str, Any]]) -> Pair | str:
     return "no known judge template"
 
 
-def read_letter(
-    template: str, output: str | None, choice: str | None = None
-) -> str | None:
-    """One order's verdict as the analysis reads it: the backend's ``choice`` if set,
-    else the template's pattern and labels on ``output``
-    (:func:`voirdire.judges.extract.extract_verdicts`). Returns ``A``, ``B``, ``C`` or
-    ``None`` (no verdict; a label outside the template's is none either)."""
+def read_letters(
+    template: str, replies: Sequence[tuple[str | None, str | None]]
+) -> list[str | None]:
+    """Each reply's verdict as the analysis reads it, in one pass: the backend's
+    ``choice`` if set, else the template's pattern and labels on the output
+    (:func:`voirdire.judges.extract.extract_verdicts`). Each is ``A``, ``B``, ``C`` or
+    ``None`` (no verdict; a label outside the template's is none either).
+
+    Args:
+        template: the template key.
+        replies: ``(output, choice)`` per reply.
+    """
     import polars as pl
 
     from voirdire.judges.extract import extract_verdicts
 
     tp = tool_prompts()[template]
+    n = len(replies)
     raw = pl.DataFrame(
         {
-            "benchmark": [template],
-            "shown": [["1", "2"]],
-            "option_mode": [3],
-            "output": [output],
-            "choice": [choice],
+            "benchmark": [template] * n,
+            "shown": [["1", "2"]] * n,
+            "option_mode": [3] * n,
+            "output": [r[0] for r in replies],
+            "choice": [r[1] for r in replies],
         },
         schema={
             "benchmark": pl.String,
@@ -222,8 +229,15 @@ def read_letter(
     )
     got = extract_verdicts(
         raw, {template: tp.verdict_pattern}, {template: dict(tp.verdict_labels)}
-    )["extracted"][0]
-    return got if got in ("A", "B", "C") else None
+    )["extracted"].to_list()
+    return [x if x in ("A", "B", "C") else None for x in got]
+
+
+def read_letter(
+    template: str, output: str | None, choice: str | None = None
+) -> str | None:
+    """One reply's verdict (:func:`read_letters` of one)."""
+    return read_letters(template, [(output, choice)])[0]
 
 
 def read_label(template: str, output: str | None) -> str | None:
@@ -298,8 +312,7 @@ def combine(
             "probability averaging are not built yet)"
         )
     fmt = REPLIES[template]
-    a = read_letter(template, *first)
-    b_raw = read_letter(template, *second)
+    a, b_raw = read_letters(template, [first, second])
     b = _BACK[b_raw] if b_raw else None
     orders = (
         {
