@@ -46,6 +46,9 @@ def served(ray_local, api_server, tmp_path_factory):
             {"name": "flips", "backend": "simulated", "primacy": 1.0,
              "sensitivity": 0.0},
             {"name": "sure", "backend": "simulated", "sensitivity": 1e9},
+            # placed by Ray (SPREAD): hosted in an actor of its own, not in the replica
+            {"name": "flips-actor", "backend": "simulated", "primacy": 1.0,
+             "sensitivity": 0.0, "scheduling": "SPREAD"},
             {"name": "api", "backend": "openai_compatible", "model": "m",
              "base_url": api_server.url + "/v1", "max_retries": 0, "cache": "off"},
         ],
@@ -90,6 +93,16 @@ def test_the_harness_reads_a_tie_for_a_flip_and_the_verdict_for_agreement(
     assert read(agree.choices[0].message.content) == want[template][letter]
 
 
+def test_a_judge_in_an_actor_is_gated_as_one_in_the_replica(client, served):
+    assert set(served._actors) == {"flips-actor"}  # the others are in the replica
+    done = client.chat.completions.create(
+        model="flips-actor", messages=messages("arena-hard")
+    )
+    assert arena_hard_score(done.choices[0].message.content) == "A=B"
+    gate = done.model_extra["voirdire"]
+    assert (gate["judge"], gate["outcome"]) == ("flips-actor", "disagree")
+
+
 def test_an_api_judge_is_asked_both_orders_once_each(client, api_server):
     values = {"instruction": "Sum 2 and 2.", "output_1": "4", "output_2": "5"}
     done = client.chat.completions.create(
@@ -108,7 +121,12 @@ def test_an_api_judge_is_asked_both_orders_once_each(client, api_server):
 
 
 def test_models_and_errors(client, served):
-    assert [m.id for m in client.models.list()] == ["flips", "sure", "api"]
+    assert [m.id for m in client.models.list()] == [
+        "flips",
+        "sure",
+        "flips-actor",
+        "api",
+    ]
     with pytest.raises(openai.BadRequestError) as bad:
         client.chat.completions.create(model="sure", messages=[])
     assert bad.value.status_code == 400

@@ -33,6 +33,7 @@ __all__ = [
     "GateIngress",
     "check_host",
     "check_strategy",
+    "in_replica",
     "start",
     "stop",
 ]
@@ -56,8 +57,9 @@ class GateIngress:
     """The ingress deployment's class (``serve.deployment`` wraps it in :func:`start`).
 
     Args:
-        judges: the served judges (name -> :class:`ServedJudge` holding an
-            :class:`ActorJudge`), in the job's order.
+        judges: the served judges in the job's order, by name: a :class:`ServedJudge`
+            holding an :class:`ActorJudge`, or a :class:`JudgeHost` that the replica
+            hosts itself (built here: :meth:`JudgeHost.local`).
         out: the record's directory (``None``: nothing recorded).
         strategy: what a disagreement gives (``tie``).
         max_bytes: the largest request body read.
@@ -65,14 +67,17 @@ class GateIngress:
 
     def __init__(
         self,
-        judges: dict[str, ServedJudge],
+        judges: dict[str, ServedJudge | JudgeHost],
         out: str | None,
         strategy: str = "tie",
         max_bytes: int = MAX_REQUEST_BYTES,
     ) -> None:
         from voirdire.engine.serve.record import Recorder
 
-        self.judges, self.strategy, self.max_bytes = judges, strategy, max_bytes
+        self.judges = {
+            n: j.local() if isinstance(j, JudgeHost) else j for n, j in judges.items()
+        }
+        self.strategy, self.max_bytes = strategy, max_bytes
         self.recorder = Recorder(out) if out else None
         self.counts: Counter[str] = Counter()
 
@@ -153,6 +158,16 @@ def check_strategy(strategy: str) -> None:
         )
 
 
+def in_replica(host: JudgeHost) -> bool:
+    """Whether the ingress replica hosts this judge itself (saving a hop per order): one
+    that asks Ray for no GPU, no custom resource and no placement (the simulated judge,
+    API judges); a vLLM judge gets its own actor, on its GPU."""
+    opts = host.actor_options
+    return not (
+        opts.get("num_gpus") or opts.get("resources") or opts.get("scheduling_strategy")
+    )
+
+
 def start(
     hosts: list[JudgeHost],
     *,
@@ -161,9 +176,9 @@ def start(
     out: str | None = None,
     strategy: str = "tie",
 ) -> dict[str, Any]:
-    """Start the judges' actors and the ingress on the running Ray (``ray.init`` first);
-    returns once the deployment answers. Returns the actors by judge name (for
-    :func:`stop`).
+    """Start the ingress on the running Ray (``ray.init`` first), hosting the judges
+    :func:`in_replica` and holding handles to the others' actors, started here; returns
+    once the deployment answers. Returns the actors by judge name (for :func:`stop`).
 
     Raises:
         ConfigError: a non-loopback ``host``, an unknown ``strategy``.
@@ -174,14 +189,18 @@ def start(
 
     check_host(host)
     check_strategy(strategy)
+    inside = [h for h in hosts if in_replica(h)]
     actors = {
         h.name: _remote_worker()
         .options(**h.actor_options)
         .remote(h.backend, h.settings, h.context)
         for h in hosts
+        if h not in inside
     }
-    judges = {
-        h.name: ServedJudge(h.name, h.identity_hash, ActorJudge(actors[h.name]))
+    judges: dict[str, ServedJudge | JudgeHost] = {
+        h.name: h
+        if h in inside
+        else ServedJudge(h.name, h.identity_hash, ActorJudge(actors[h.name]))
         for h in hosts
     }
     # Serve's per-request lines (INFO, escape-coloured) stay in its log files: the
