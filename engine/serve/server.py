@@ -1,8 +1,9 @@
-"""The server of ``voirdire serve`` on Ray Serve: one ingress deployment on 127.0.0.1 that
-holds handles to the judges' actors (each judge in the engine's own
-:class:`~voirdire.engine.worker.JudgeWorker` actor, with the options the engine's pools give
-it: a vLLM judge's GPU, an API judge's CPU share), so the served judges are the project's
-own and Ray Serve's ``ray[llm]`` (another vLLM) is never needed.
+"""The server of ``voirdire serve`` on Ray Serve: one ingress deployment on 127.0.0.1. Each
+judge is the engine's own :class:`~voirdire.engine.worker.JudgeWorker`: hosted in the
+replica itself when it asks Ray for nothing special (:func:`in_replica`: the simulated
+judge, API judges), else in an actor of its own with the options the engine's pools give it
+(a vLLM judge's GPU), the replica holding its handle. The served judges are the project's
+own, and Ray Serve's ``ray[llm]`` (another vLLM) is never needed.
 
 Routes: ``POST /v1/chat/completions`` (:func:`voirdire.engine.serve.exchange.exchange`: both
 orders asked at once, the actor answering them concurrently), ``GET /v1/models`` (the
