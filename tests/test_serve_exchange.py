@@ -148,3 +148,9 @@ def test_a_judge_the_job_lacks_is_refused():
 
     with pytest.raises(ConfigError, match="--judge 'other': the job has no such judge"):
         served_judges(parse_job(JOB), ["other"])
+
+
+def test_a_body_declared_too_large_is_refused_unread():
+    ex = asyncio.run(exchange(b"", judges(), declared=4 * 1024 * 1024 + 1))
+    assert ex.status == 413 and ex.body["error"]["code"] == "request_too_large"
+    assert ex.record["request_bytes"] == 4 * 1024 * 1024 + 1

@@ -276,9 +276,12 @@ async def exchange(
     *,
     strategy: str = "tie",
     max_bytes: int = MAX_REQUEST_BYTES,
+    declared: int | None = None,
 ) -> Exchange:
     """One exchange from the request's bytes to the response and its record line (never
     raises for a client's or a judge's fault: each is an OpenAI-shaped error).
+    ``declared``: the request's ``Content-Length`` when its body was not read for it
+    (over ``max_bytes``: a 413).
 
     The record: ``id``, ``at`` (Unix seconds), ``status``, ``judge``, ``request`` (the body
     as received; ``None`` when it was not read, with ``request_bytes``), ``response`` and
@@ -289,13 +292,13 @@ async def exchange(
     record: dict[str, Any] = {
         "id": uuid.uuid4().hex,
         "at": at,
-        "request_bytes": len(raw),
+        "request_bytes": max(len(raw), declared or 0),
         "request": None,
         "judge": None,
         "orders": [],
     }
     try:
-        request = parse_request(raw, max_bytes)
+        request = parse_request(raw, max_bytes, declared)
         record["request"] = request.body
         judge = _pick(judges, request.model)
         record["judge"] = judge.name

@@ -83,18 +83,22 @@ def _bad(message: str, param: str | None = None, code: str | None = None) -> Ser
     return ServeError(400, message, code=code, param=param)
 
 
-def parse_request(raw: bytes, max_bytes: int = MAX_REQUEST_BYTES) -> ChatRequest:
-    """Read a chat-completions request body.
+def parse_request(
+    raw: bytes, max_bytes: int = MAX_REQUEST_BYTES, declared: int | None = None
+) -> ChatRequest:
+    """Read a chat-completions request body (``declared``: its ``Content-Length``, when
+    the body was left unread for it).
 
     Raises:
         ServeError: 413 over ``max_bytes``; 400 not JSON, not an object, a missing or
             malformed ``model`` or ``messages``, or ``stream``, ``n > 1`` or ``logprobs``
             (not served yet).
     """
-    if len(raw) > max_bytes:
+    size = max(len(raw), declared or 0)
+    if size > max_bytes:
         raise ServeError(
             413,
-            f"the request has {len(raw):,} bytes; at most {max_bytes:,}",
+            f"the request has {size:,} bytes; at most {max_bytes:,}",
             code="request_too_large",
         )
     try:

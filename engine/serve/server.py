@@ -6,7 +6,7 @@ judge, API judges), else in an actor of its own with the options the engine's po
 own, and Ray Serve's ``ray[llm]`` (another vLLM) is never needed.
 
 Routes: ``POST /v1/chat/completions`` (:func:`voirdire.engine.serve.exchange.exchange`: both
-orders asked at once, the actor answering them concurrently), ``GET /v1/models`` (the
+orders asked at once), ``GET /v1/models`` (the
 served judges) and ``GET /v1/voirdire/status`` (counts of exchanges by outcome); any other
 path is a 404 and another method a 405, in OpenAI's error shape. A request body is read up
 to :data:`~voirdire.engine.serve.openai_shapes.MAX_REQUEST_BYTES` only (a larger one, by its
@@ -101,10 +101,15 @@ class GateIngress:
             return JSONResponse(models_body(list(self.judges)))
         if path == "/v1/voirdire/status":
             return JSONResponse({"judges": list(self.judges), "exchanges": self.counts})
-        raw = await self._body(request)
+        declared = request.headers.get("content-length", "")
+        declared = int(declared) if declared.isdigit() else None
+        raw = b""
+        if declared is None or declared <= self.max_bytes:  # else refused unread
+            raw = await self._body(request)
         ex = await exchange(
-            raw, self.judges, strategy=self.strategy, max_bytes=self.max_bytes
-        )
+            raw, self.judges, strategy=self.strategy, max_bytes=self.max_bytes,
+            declared=declared,
+        )  # fmt: skip
         if self.recorder is not None:
             self.recorder.append(ex.record)
         gate = ex.body.get("voirdire") or {}
@@ -115,9 +120,6 @@ class GateIngress:
 
     async def _body(self, request: Any) -> bytes:
         """The body, read up to ``max_bytes + 1`` bytes (the exchange refuses more)."""
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_bytes:
-            return b" " * (self.max_bytes + 1)  # refused by its length, unread
         chunks, size = [], 0
         async for chunk in request.stream():
             chunks.append(chunk)
