@@ -30,7 +30,13 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def api_server():
-    srv = FakeAPIServer(faults=[{"kind": "429", "match": "#busy#", "times": None}])
+    srv = FakeAPIServer(
+        slow_s=3.0,
+        faults=[
+            {"kind": "429", "match": "#busy#", "times": None},
+            {"kind": "slow", "match": "#slow#", "times": None},
+        ],
+    )
     yield srv.start()
     srv.stop()
 
@@ -51,6 +57,9 @@ def served(ray_local, api_server, tmp_path_factory):
              "sensitivity": 0.0, "scheduling": "SPREAD"},
             {"name": "api", "backend": "openai_compatible", "model": "m",
              "base_url": api_server.url + "/v1", "max_retries": 0, "cache": "off"},
+            {"name": "api-quick", "backend": "openai_compatible", "model": "m",
+             "base_url": api_server.url + "/v1", "max_retries": 0, "cache": "off",
+             "timeout_s": 0.5},
         ],
     }  # fmt: skip
     server = voirdire.serve(job, port=free_port(), out=out)
@@ -126,6 +135,7 @@ def test_models_and_errors(client, served):
         "sure",
         "flips-actor",
         "api",
+        "api-quick",
     ]
     with pytest.raises(openai.BadRequestError) as bad:
         client.chat.completions.create(model="sure", messages=[])
@@ -141,6 +151,14 @@ def test_models_and_errors(client, served):
     )
     with pytest.raises(openai.RateLimitError):
         client.chat.completions.create(model="api", messages=busy)
+    # a judge's timeout: a 504, which the SDKs retry
+    slow = messages(
+        "fastchat", {"instruction": "#slow#", "output_1": "a", "output_2": "b"}
+    )
+    with pytest.raises(openai.InternalServerError) as late:
+        client.chat.completions.create(model="api-quick", messages=slow)
+    assert late.value.status_code == 504
+    assert late.value.body["code"] == "judge_timeout"
     # not JSON, and too large: one 4xx each, OpenAI-shaped
     url = served.base_url + "/chat/completions"
     for data, status in ((b"{nope", 400), (b"x" * (4 * 1024 * 1024 + 10), 413)):
