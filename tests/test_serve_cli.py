@@ -5,11 +5,13 @@ own)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import selectors
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -74,15 +76,21 @@ def test_the_console_script_serves_records_and_stops_on_sigterm(job, tmp_path):
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
-        sel = selectors.DefaultSelector()
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        lines, deadline = [], time.monotonic() + 180
-        while not any(line.startswith("serving") for line in lines):
-            assert time.monotonic() < deadline, "".join(lines)
-            assert proc.poll() is None, "".join(lines) + proc.stdout.read()
-            if sel.select(timeout=1):
-                lines.append(proc.stdout.readline())
-        assert f"at http://127.0.0.1:{port}/v1" in lines[-1]
+        # a thread reads the lines (a selector on the pipe misses lines its text
+        # buffer already holds)
+        lines: queue.Queue[str] = queue.Queue()
+        reader = threading.Thread(
+            target=lambda: [lines.put(line) for line in proc.stdout], daemon=True
+        )
+        reader.start()
+        seen, deadline = [], time.monotonic() + 180
+        while not any(line.startswith("serving") for line in seen):
+            assert time.monotonic() < deadline, "".join(seen)
+            assert proc.poll() is None, "".join(seen)
+            with contextlib.suppress(queue.Empty):
+                seen.append(lines.get(timeout=1))
+        serving = next(line for line in seen if line.startswith("serving"))
+        assert f"at http://127.0.0.1:{port}/v1" in serving
         client = openai.OpenAI(
             base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0
         )
@@ -92,7 +100,11 @@ def test_the_console_script_serves_records_and_stops_on_sigterm(job, tmp_path):
         assert fastchat_winner(done.choices[0].message.content) == "tie"
         assert done.model_extra["voirdire"]["outcome"] == "disagree"
         os.kill(proc.pid, signal.SIGTERM)
-        rest, _ = proc.communicate(timeout=120)
+        proc.wait(timeout=120)
+        reader.join(timeout=60)  # to the end of the output
+        while not lines.empty():
+            seen.append(lines.get())
+        rest = "".join(seen)
         assert proc.returncode == 0, rest
         assert "stopped" in rest
         records, skipped = read_exchanges(out)
