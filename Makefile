@@ -72,7 +72,7 @@ lint: $(VENV)/.installed-ruff
 PERF := bench_scheduler bench_analysis bench_listwise bench_listwise_size bench_api bench_vllm bench_perturb bench_biases \
         llmbar_statistics llmbar_findings pandalm_people bench_ranking bench_ranking_memory ranking_release_check ranking_findings bench_flip_test \
         bench_one_order bench_calibration bench_audit log_findings people_validation bench_report bench_analysis_memory \
-        bench_ranking_reference bench_scaling
+        bench_ranking_reference bench_scaling bench_serve
 
 # the perf scripts run as modules from the repository root (they reuse tests.tiny_llama and
 # tests.fake_api_server); full sizes print the figures, --smoke only proves they still run

@@ -19,6 +19,7 @@ COMMANDS = [
     ("voirdire.api.results", "voirdire.cli.results", "mitigate"),
     ("voirdire.api.results", "voirdire.cli.results", "rank"),
     ("voirdire.api.people", "voirdire.cli.people", "people"),
+    ("voirdire.api.serving", "voirdire.cli.serve", "serve"),
 ]
 #: parameters on one side only: the directories (a list in Python, arguments on the
 #: command line) and the terminal's progress line

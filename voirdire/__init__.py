@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
-    "Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "mitigate", "rank", "people", "audit", "ConfigError",
+    "Results", "load", "load_job_spec", "plan", "estimate", "run", "analyze", "report", "mitigate", "rank", "people", "audit", "serve", "ConfigError",
     "__version__",
 ]  # fmt: skip
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         rank,
         report,
         run,
+        serve,
     )
     from voirdire.core import ConfigError
 

@@ -29,6 +29,7 @@ from voirdire.api.jobs import (
 )
 from voirdire.api.people import people
 from voirdire.api.results import analyze, load, mitigate, rank, report
+from voirdire.api.serving import serve
 
 # The analysis (scipy, statsmodels, matplotlib: seconds to import) is imported by the
 # functions that use it, when they use it: a run starts Ray first (issue 28.6).
@@ -51,6 +52,7 @@ __all__ = [
     "audit",
     "audit_job",
     "check_audit",
+    "serve",
 ]
 
 

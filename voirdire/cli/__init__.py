@@ -11,6 +11,7 @@
     voirdire stop JOB_ID [--address ...]
     voirdire data fetch [RELEASE] [--dest DIR] [--base-url URL] [--manifest TSV] [--prefer tsv|pkl] [--strict] [--deadline S] [--if-missing [--try DIR]]
     voirdire data fetch prd|alpaca_eval|judgebench [--annotator A] [--model M ...] [--judge J ...] [--dest DIR] ...
+    voirdire serve JOB.toml [--judge NAME ...] [--port 8000] [--out DIR] [--strategy tie]
 
 ``run`` validates every job before sending anything, runs them one after another on one
 Ray connection, and prints the per-judge table of all of them. Exit codes: 0 success,
@@ -32,6 +33,7 @@ from voirdire.cli import results  # noqa: F401,E402  analyze, report, mitigate, 
 from voirdire.cli import people  # noqa: F401,E402  people
 from voirdire.cli import cluster  # noqa: F401,E402  submit, status, stop
 from voirdire.cli import data  # noqa: F401,E402  data fetch
+from voirdire.cli import serve  # noqa: F401,E402  serve
 # isort: on
 
 __all__ = ["app", "console", "err_console", "main", "sentences"]
