@@ -387,3 +387,28 @@ def test_ranks_by_counting_equal_the_percentiles_at_the_tolerance():
             p = percentiles(d, (q,))[0]
             assert np.array_equal(_beyond(d, q, _TOL, True), p > _TOL)
             assert np.array_equal(_beyond(d, q, -_TOL, False), p < -_TOL)
+
+
+def test_boards_drawing_clusters_equal_the_questions_renamed_to_their_clusters():
+    """With clusters the bootstrap draws clusters: the same as naming each question after its
+    cluster (clusters whose names sort against their questions' order, ties, a prior, and
+    questions no cluster lists, which stay their own)."""
+    rng = np.random.default_rng(5)
+    comps = pl.concat(
+        [
+            round_robin(np.linspace(-1, 1, 6), 30, rng, orders=2, board=v)
+            for v in ("first", "pooled")
+        ]
+    ).with_columns(tie=(pl.int_range(pl.len()) % 7 == 0).cast(pl.Float64))
+    comps = comps.with_columns(win=pl.col("win") * (1 - pl.col("tie")))
+    clusters = pl.DataFrame({
+        "benchmark": "sim", "question_id": [f"q{x:03d}" for x in range(24)],
+        "cluster": [f"c{(23 - x) // 3}" for x in range(24)],
+    })  # fmt: skip
+    renamed = comps.join(
+        clusters, on=["benchmark", "question_id"], how="left", maintain_order="left"
+    ).with_columns(question_id=pl.coalesce("cluster", "question_id"))
+    common = dict(replicates=50, prior=0.5)
+    drawn = fit_boards(comps, clusters=clusters, **common).table
+    assert drawn.equals(fit_boards(renamed.drop("cluster"), **common).table)
+    assert not drawn.equals(fit_boards(comps, **common).table)

@@ -147,18 +147,21 @@ def _entries(
     part: pl.DataFrame, values: Sequence[str], long: bool
 ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """Per value (its index): the rows of ``part`` where it is not zero and their amounts
-    (nulls count as 0; NaN is kept). Wide: a column per value; long: ``value`` names it,
-    ``amount`` holds it."""
+    (nulls count as 0; NaN is kept). Wide: a column per value; long: ``value`` names it
+    (str) or gives its index in ``values`` (int), ``amount`` holds it."""
     if not long:
         for vi, c in enumerate(values):
             x = part.get_column(c).fill_null(0).cast(pl.Float64).to_numpy()
             nz = np.flatnonzero(x != 0)
             yield vi, nz, x[nz]
         return
+    named = part.get_column("value")
     vi = (
-        part.get_column("value")
-        .replace_strict({v: i for i, v in enumerate(values)}, return_dtype=pl.Int64)
-        .to_numpy()
+        named.to_numpy().astype(np.int64)
+        if named.dtype.is_integer()
+        else named.replace_strict(
+            {v: i for i, v in enumerate(values)}, return_dtype=pl.Int64
+        ).to_numpy()
     )
     x = part.get_column("amount").fill_null(0).cast(pl.Float64).to_numpy()
     order = np.argsort(vi, kind="stable")
@@ -183,7 +186,8 @@ def stratum_sums(
 
     Args:
         part: columns ``question_id``, ``groups``, ``cells`` and either one numeric column
-            per value or (``long``) ``value`` (str: one of ``values``) and ``amount``.
+            per value or (``long``) ``value`` (str: one of ``values``, or int: its index)
+            and ``amount``.
 
     Raises:
         KeyError: a row's question is not in ``q_index``.
