@@ -12,8 +12,9 @@ rows of the data, never with cells × questions.
 - A per-question sum adds the rows of one (group, cell, question) in their order, from 0
   (``numpy.bincount``), as the dense matrix did: the same float.
 - A replicate's sum of a row is ``Σ_q w_q · x_q`` over the row's questions in their sorted
-  order (scipy's CSR product, one replicate at a time, :func:`replicate_blocks`). Where the
-  values are whole numbers the sums are exact, so every figure is the dense product's, bit
+  order (scipy's CSR product, :data:`_PRODUCT_ROWS` replicates at a time, each one's sum
+  added in the row's order from 0 as the one-vector product adds it,
+  :func:`replicate_blocks`). Where the values are whole numbers the sums are exact, so every figure is the dense product's, bit
   for bit; fractional sums do not depend on how many replicates are taken at once, on BLAS
   or on threads, and agree with the dense product to rounding.
 - The (R × cells) arrays a statistic reads are made only for the replicates it is handed
@@ -43,6 +44,8 @@ __all__ = [
 #: of Q questions takes ``WEIGHT_BYTES // (16 Q)`` replicates at a time (at most
 #: :data:`~voirdire.analysis.stats.draws.DRAW_ROWS`, at least one), 32 MiB.
 WEIGHT_BYTES = 32 * 2**20
+#: replicates per sparse product (the counts' columns copied at once: 32 × Q floats)
+_PRODUCT_ROWS = 32
 
 
 @dataclass
@@ -234,8 +237,10 @@ def replicate_blocks(
         w = draws.take(nq, min(step, replicates - done))
         out = np.empty((w.shape[0], matrix.shape[0]))
         if matrix.shape[0]:
-            for i in range(w.shape[0]):
-                out[i] = matrix @ w[i]
+            for i in range(0, w.shape[0], _PRODUCT_ROWS):
+                out[i : i + _PRODUCT_ROWS] = (
+                    matrix @ np.ascontiguousarray(w[i : i + _PRODUCT_ROWS].T)
+                ).T
         yield out
         done += w.shape[0]
         if done >= replicates:
