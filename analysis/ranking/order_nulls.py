@@ -133,9 +133,36 @@ def common_swaps(
                 continue
             s = np.zeros((n, u))
             for c in classes:
-                new = rng.permuted(np.broadcast_to(positive[c], (n, c.size)), axis=1)
-                s[:, c] = new != positive[c]
+                _permute_class(s, c, positive[c], n, rng)
             s[:, zero] = rng.random((n, zero.size)) < 0.5
             yield s
 
     return SwapDraws(count, exact, chunks)
+
+
+#: a class of at least this many units is permuted row by row (:func:`_permute_class`)
+_ROW_BY_ROW = 1024
+
+
+def _permute_class(
+    s: np.ndarray, c: np.ndarray, positive: np.ndarray, n: int, rng: np.random.Generator
+) -> None:
+    """Set ``s[:, c]`` (n rows) to 1 where the class ``c``'s directions ``positive``, each
+    row permuted at random, change: ``rng.permuted`` of the ``n`` rows, the same numbers
+    and the same generator state after. A large class is permuted row by row instead, as
+    ``positive[rng.permutation(c.size)]`` (numpy's Fisher–Yates of ``arange``: the same
+    draws as :meth:`numpy.random.Generator.permuted` makes for a row, the same permutation;
+    ``tests/test_order_nulls.py`` holds numpy to it), and a class whose directions are all
+    one way (nothing changes) only takes the draws (a shuffle of the same length)."""
+    if c.size < _ROW_BY_ROW:
+        s[:, c] = (
+            rng.permuted(np.broadcast_to(positive, (n, c.size)), axis=1) != positive
+        )
+        return
+    if positive.all() or not positive.any():
+        buf = np.arange(c.size)
+        for _ in range(n):
+            rng.shuffle(buf)  # the draws of a permutation of c.size
+        return
+    for r in range(n):
+        s[r, c] = positive[rng.permutation(c.size)] != positive
