@@ -60,7 +60,7 @@ from typing import NamedTuple
 
 import numpy as np
 import polars as pl
-from scipy.sparse import csr_matrix
+from scipy.sparse import csc_matrix
 
 from voirdire.analysis.ranking.bt import CLIP
 from voirdire.analysis.ranking.order_nulls import SwapDraws, blind_swaps, common_swaps
@@ -188,8 +188,8 @@ class _Moves(NamedTuple):
     swapped (each unit moves its ``(a, b)`` and its ``(b, a)`` cell)."""
 
     cells: np.ndarray
-    w: csr_matrix
-    t: csr_matrix
+    w: csc_matrix
+    t: csc_matrix
     units: int
 
     @classmethod
@@ -201,13 +201,14 @@ class _Moves(NamedTuple):
         unit = np.r_[np.arange(u), np.arange(u)]
 
         def moved(v):
-            return csr_matrix((v, (at.ravel(), unit)), shape=(cells.size, u))
+            return csc_matrix((v, (at.ravel(), unit)), shape=(cells.size, u))
 
         return cls(cells, moved(np.r_[dw, dl]), moved(np.r_[dt, dt]), u)
 
     def apply(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(n, C) changes of the wins and ties of the cells :attr:`cells` under the swaps
-        ``s`` ((n, U) 0/1), each cell's units added in ascending order from 0."""
+        ``s`` ((n, U) 0/1), each cell's units added in ascending order from 0 (column by
+        column: the swaps of one unit read once, the C cells' sums held)."""
         st = np.ascontiguousarray(s.T)
         return (self.w @ st).T, (self.t @ st).T
 
