@@ -45,7 +45,7 @@ __all__ = ["SwapDraws", "blind_swaps", "common_swaps"]
 @dataclass(frozen=True)
 class SwapDraws:
     """Draws of one null: ``count`` draws (int), ``exact`` (bool: every configuration once,
-    the observed among them), ``chunks(size)`` yields (n, U) float 0/1 matrices, ``count``
+    the observed among them), ``chunks(size)`` yields (n, U) bool matrices (True: the unit swaps), ``count``
     rows in all."""
 
     count: int
@@ -65,10 +65,10 @@ def blind_swaps(u: int, permutations: int, rng: np.random.Generator) -> SwapDraw
             n = min(size, count - lo)
             if exact:
                 yield ((np.arange(lo, lo + n)[:, None] >> np.arange(u)) & 1).astype(
-                    float
+                    bool
                 )
             else:
-                yield (rng.random((n, u)) < 0.5).astype(float)
+                yield rng.random((n, u)) < 0.5
 
     return SwapDraws(count, exact, chunks)
 
@@ -115,7 +115,7 @@ def common_swaps(
             )
         )
         idx = [*classes, zero]
-        every = np.zeros((count, u))
+        every = np.zeros((count, u), dtype=bool)
         for r, combo in enumerate(itertools.product(*(range(len(t)) for t in tables))):
             for c, t, x in zip(idx[:-1], tables[:-1], combo[:-1]):
                 every[r, c] = (
@@ -131,7 +131,7 @@ def common_swaps(
             if exact:
                 yield every[lo : lo + n]
                 continue
-            s = np.zeros((n, u))
+            s = np.zeros((n, u), dtype=bool)
             for c in classes:
                 _permute_class(s, c, positive[c], n, rng)
             s[:, zero] = rng.random((n, zero.size)) < 0.5
@@ -147,7 +147,7 @@ _ROW_BY_ROW = 1024
 def _permute_class(
     s: np.ndarray, c: np.ndarray, positive: np.ndarray, n: int, rng: np.random.Generator
 ) -> None:
-    """Set ``s[:, c]`` (n rows) to 1 where the class ``c``'s directions ``positive``, each
+    """Set ``s[:, c]`` (n rows) True where the class ``c``'s directions ``positive``, each
     row permuted at random, change: ``rng.permuted`` of the ``n`` rows, the same numbers
     and the same generator state after. A large class is permuted row by row instead, as
     ``positive[rng.permutation(c.size)]`` (numpy's Fisher–Yates of ``arange``: the same

@@ -207,9 +207,9 @@ class _Moves(NamedTuple):
 
     def apply(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(n, C) changes of the wins and ties of the cells :attr:`cells` under the swaps
-        ``s`` ((n, U) 0/1), each cell's units added in ascending order from 0 (column by
-        column: the swaps of one unit read once, the C cells' sums held)."""
-        st = np.ascontiguousarray(s.T)
+        ``s`` ((n, U) bool or 0/1), each cell's units added in ascending order from 0
+        (column by column: the swaps of one unit read once, the C cells' sums held)."""
+        st = np.ascontiguousarray(s.T).astype(float, copy=False)
         return (self.w @ st).T, (self.t @ st).T
 
 
