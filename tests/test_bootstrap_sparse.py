@@ -221,3 +221,18 @@ def test_a_leaderboard_builds_no_questions_by_cells_by_models_array():
     tracemalloc.stop()
     assert boards.table.height == models + 1
     assert peak < 40 * 2**20, peak
+
+
+def test_unique_codes_are_numpys_unique_with_its_inverse():
+    """The packed sort gives numpy.unique's codes and inverse: empty, one code, many
+    repeats, and codes too large to pack beside their positions (numpy's own path)."""
+    from voirdire.analysis.stats.sparse_sums import unique_codes
+
+    rng = np.random.default_rng(9)
+    cases = [np.zeros(0, np.int64), np.array([7]), rng.integers(0, 50, 10_000),
+             rng.integers(0, 2**40, 3000), rng.integers(2**55, 2**62, 500)]  # fmt: skip
+    for x in cases:
+        codes, inv = unique_codes(x)
+        want, want_inv = np.unique(x, return_inverse=True)
+        assert np.array_equal(codes, want) and np.array_equal(inv, want_inv.ravel())
+        assert inv.dtype == np.int64 and np.array_equal(codes[inv], x)

@@ -52,6 +52,7 @@ from voirdire.analysis.ranking.strengths import (
     forest_strengths,
 )
 from voirdire.analysis.stats.bootstrap import cluster_bootstrap, in_clusters
+from voirdire.analysis.stats.sparse_sums import unique_codes
 from voirdire.core import ConfigError
 
 __all__ = [
@@ -120,7 +121,7 @@ def _cell_rows(
     bootstrap's draws, :func:`~voirdire.analysis.position.uncertainty.in_clusters` of
     ``clusters``), every question of ``comps`` among them. Counted with ``numpy.unique`` and
     ``numpy.bincount`` over integer codes: memory of the order of the comparisons, never of
-    questions × cells × models."""
+    questions × cells × models (:func:`~voirdire.analysis.stats.sparse_sums.unique_codes`)."""
     k, nb = len(models), len(boards)
     strategies = sorted({b[0] for b in boards})
     views = sorted({b[1] for b in boards})
@@ -162,10 +163,8 @@ def _cell_rows(
     cell[cell_board, cell_model] = np.arange(cell_board.size)
     ca, cb, u = cell[bd, ai], cell[bd, bi], cell_board.size
     # (cell, question, opponent) of each side of each comparison, sorted by cell, then question
-    codes, inv = np.unique(
-        np.r_[(ca * nq + q) * k + bi, (cb * nq + q) * k + ai], return_inverse=True
-    )
-    inv, half = inv.ravel(), ca.size
+    codes, inv = unique_codes(np.r_[(ca * nq + q) * k + bi, (cb * nq + q) * k + ai])
+    half = ca.size
 
     def count(first: np.ndarray, second: np.ndarray) -> np.ndarray:
         return np.bincount(inv[:half], first, minlength=codes.size) + np.bincount(

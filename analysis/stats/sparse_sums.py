@@ -34,6 +34,7 @@ from voirdire.analysis.stats.draws import DRAW_ROWS, Draws
 
 __all__ = [
     "WEIGHT_BYTES",
+    "unique_codes",
     "GroupSums",
     "StratumSums",
     "replicate_blocks",
@@ -86,6 +87,26 @@ class StratumSums:
                 m[:, cells] = sums[:, start:stop]
             out[v] = m
         return out
+
+
+def unique_codes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``numpy.unique(x, return_inverse=True)`` of non-negative int64 codes, the same arrays
+    (the sorted distinct codes (D,) and each element's index among them (N,)): each code
+    and its position packed in one int64 and sorted (a sort, not an argsort), when they
+    fit in 63 bits; else ``numpy.unique`` itself."""
+    x = np.asarray(x, dtype=np.int64).ravel()
+    bits = max(int(x.size - 1).bit_length(), 1)
+    if x.size == 0 or x.min() < 0 or int(x.max()).bit_length() + bits > 62:
+        codes, inv = np.unique(x, return_inverse=True)
+        return codes, inv.ravel()
+    s = np.sort((x << bits) | np.arange(x.size))
+    value, at = s >> bits, s & ((1 << bits) - 1)
+    first = np.empty(x.size, dtype=bool)
+    first[0] = True
+    np.not_equal(value[1:], value[:-1], out=first[1:])
+    inv = np.empty(x.size, dtype=np.int64)
+    inv[at] = np.cumsum(first) - 1
+    return value[first], inv
 
 
 def _codes(
@@ -205,8 +226,8 @@ def stratum_sums(
         if not idx.size:
             continue
         row = base[g[idx]] + u[idx]
-        key, inv = np.unique(row * nq + q[idx], return_inverse=True)
-        data = np.bincount(inv.ravel(), weights=x)  # in the rows' order, from 0
+        key, inv = unique_codes(row * nq + q[idx])
+        data = np.bincount(inv, weights=x)  # in the rows' order, from 0
         row, col = np.divmod(key, nq)
         present, first = np.unique(row, return_index=True)
         indptr = np.r_[first, row.size].astype(np.int64)
