@@ -163,8 +163,11 @@ def _counts(units: pl.DataFrame, ix: dict[str, int], k: int):
             if c in wide.columns
             else wide.with_columns(pl.lit(0.0).alias(c))
         )
-    a = np.array([ix[m] for m in wide.get_column("a").to_list()], dtype=np.int64)
-    b = np.array([ix[m] for m in wide.get_column("b").to_list()], dtype=np.int64)
+    names = pl.Enum(sorted(ix, key=ix.__getitem__))  # a model's code: its index in ix
+    a, b = (
+        wide.get_column(c).cast(names).to_physical().to_numpy().astype(np.int64)
+        for c in ("a", "b")
+    )
     g = {c: wide.get_column(c).to_numpy().astype(float) for c in wide.columns[3:]}
     ab, ba = a * k + b, b * k + a
 
@@ -406,12 +409,13 @@ def order_test(
         raise ValueError("order_test needs at least one permutation and one unit")
     fit = ranking_method(method).fit
     present = {
-        v: set(p.get_column("a").to_list()) | set(p.get_column("b").to_list())
+        v: set(p.get_column("a").unique().to_list())
+        | set(p.get_column("b").unique().to_list())
         for (v,), p in units.group_by(["view"])
     }
     models = sorted(set().union(*present.values()))
     common = sorted(set.intersection(*present.values())) if len(present) == 2 else []
-    candidates = set(units.get_column("a").to_list())
+    candidates = set(units.get_column("a").unique().to_list())
     k, ix = len(models), {m: n for n, m in enumerate(models)}
     counts = _counts(units, ix, k)
     (wf, tf), (ws, ts) = counts[:2]
