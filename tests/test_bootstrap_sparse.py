@@ -131,6 +131,41 @@ def test_long_rows_give_the_figures_of_wide_rows():
     )  # fmt: skip
     got = cluster_bootstrap(long, ["x", "y", "z"], _pc_like, long=True, **common)
     assert got.equals(wide)
+    # the value given by its index in ``values`` instead of its name
+    codes = long.with_columns(
+        value=pl.col("value").replace_strict(
+            {"x": 0, "y": 1, "z": 2}, return_dtype=pl.Int64
+        )
+    )
+    got = cluster_bootstrap(codes, ["x", "y", "z"], _pc_like, long=True, **common)
+    assert got.equals(wide)
+
+
+@pytest.mark.parametrize("replicates", [1, 70])
+def test_replicate_sums_of_fractional_values_are_the_one_replicate_products(replicates):
+    """The replicates' sums, taken several replicates per sparse product, are bit for bit
+    the products of one replicate at a time, on fractional values too (70: not a whole
+    number of products)."""
+    from scipy import sparse
+
+    from voirdire.analysis.stats.draws import Draws
+    from voirdire.analysis.stats.sparse_sums import replicate_blocks
+
+    rng = np.random.default_rng(8)
+    m = sparse.random(
+        300,
+        50,
+        density=0.3,
+        format="csr",
+        rng=rng,
+        data_rvs=lambda n: rng.normal(size=n),
+    )
+    got = np.concatenate(
+        list(replicate_blocks(m, Draws(4, [50], replicates), 50, replicates))
+    )
+    w = Draws(4, [50], replicates).take(50, replicates)
+    want = np.stack([m @ w[i] for i in range(replicates)])
+    assert got.shape == (replicates, 300) and np.array_equal(got, want)
 
 
 def test_the_bootstrap_builds_no_cells_by_questions_matrix():
@@ -186,3 +221,18 @@ def test_a_leaderboard_builds_no_questions_by_cells_by_models_array():
     tracemalloc.stop()
     assert boards.table.height == models + 1
     assert peak < 40 * 2**20, peak
+
+
+def test_unique_codes_are_numpys_unique_with_its_inverse():
+    """The packed sort gives numpy.unique's codes and inverse: empty, one code, many
+    repeats, and codes too large to pack beside their positions (numpy's own path)."""
+    from voirdire.analysis.stats.sparse_sums import unique_codes
+
+    rng = np.random.default_rng(9)
+    cases = [np.zeros(0, np.int64), np.array([7]), rng.integers(0, 50, 10_000),
+             rng.integers(0, 2**40, 3000), rng.integers(2**55, 2**62, 500)]  # fmt: skip
+    for x in cases:
+        codes, inv = unique_codes(x)
+        want, want_inv = np.unique(x, return_inverse=True)
+        assert np.array_equal(codes, want) and np.array_equal(inv, want_inv.ravel())
+        assert inv.dtype == np.int64 and np.array_equal(codes[inv], x)

@@ -242,3 +242,33 @@ def test_a_change_no_swap_can_move_never_raises_the_others_threshold():
     assert (a.p_adjusted[ref_a] < 0.2).any()  # a threshold there is to raise
     cz = names.index(("cz", "r"))
     assert b.p_adjusted[cz] == 1.0 and not b.flipped[cz]
+
+
+def test_common_draws_are_numpys_row_permutations_of_each_class():
+    """The common null's random draws equal ``rng.permuted`` of every class, all its rows at
+    once, the generator where it would be after: large classes are permuted row by row
+    (``positive[rng.permutation(n)]``) and a one-way class only takes the draws; small and
+    large, mixed and one-way classes, units with D = 0, two chunks."""
+    rng = np.random.default_rng(12)
+    score = np.r_[
+        np.full(3000, 2.0), np.full(1500, -1.0), rng.choice([-3.0, 3.0], 2500),
+        rng.choice([-4.0, 4.0], 40), np.zeros(30),
+    ]  # fmt: skip
+    rng.shuffle(score)
+    got_rng, want_rng = np.random.default_rng(3), np.random.default_rng(3)
+    got = np.concatenate(list(common_swaps(score, 9, got_rng).chunks(5)))
+    positive = score > 0
+    mag = np.abs(score)
+    classes = [np.flatnonzero(mag == m) for m in np.unique(mag[mag > 0])]
+    zero = np.flatnonzero(mag == 0)
+    want = []
+    for n in (5, 4):
+        s = np.zeros((n, score.size))
+        for c in classes:
+            new = want_rng.permuted(np.broadcast_to(positive[c], (n, c.size)), axis=1)
+            s[:, c] = new != positive[c]
+        s[:, zero] = want_rng.random((n, zero.size)) < 0.5
+        want.append(s)
+    assert np.array_equal(got, np.concatenate(want))
+    assert got[:, np.abs(score) == 3.0].any()  # a mixed large class moved
+    assert got_rng.bit_generator.state == want_rng.bit_generator.state

@@ -194,3 +194,10 @@ def test_newton_warm_started_from_the_estimate_reaches_the_same_maximum():
     w[:, np.arange(7), np.arange(7)] = 0
     est = fit_bt(w.sum(0))
     np.testing.assert_allclose(fit_bt(w, start=est), fit_bt(w), atol=1e-9)
+
+
+def test_no_comparison_is_every_model_its_own_piece_at_zero():
+    """The closed form with no edge at all (forest_strengths has none to fit): θ = 0."""
+    w = np.zeros((2, 3, 3))
+    assert np.array_equal(bt._forest_bt(w, w), np.zeros((2, 3)))
+    assert np.array_equal(fit_bt(w), np.zeros((2, 3)))

@@ -365,3 +365,50 @@ def test_style_controlled_ranks_on_sparse_and_disconnected_designs():
     other = sc.filter(pl.col("term").str.starts_with("n"))
     assert other.get_column("rating").is_nan().all()
     assert (tables[0].get_column("rank_hi") - tables[0].get_column("rank") >= 3).all()
+
+
+def test_ranks_by_counting_equal_the_percentiles_at_the_tolerance():
+    """pairwise_ranks counts replicates beyond ±tolerance instead of taking every pair's
+    percentile; pairs whose count sits between the two order statistics (values placed at
+    the tolerance itself, ±inf, a few replicates) must give what the percentiles give."""
+    from voirdire.analysis.ranking.ranks import _TOL, _beyond, percentiles
+
+    rng = np.random.default_rng(7)
+    for r in (1, 2, 5, 40, 1000):
+        d = rng.normal(size=(r, 3, 6)) * rng.choice([1e-9, 1.0], size=(1, 3, 6))
+        for value, share in (
+            (_TOL, 0.1),
+            (-_TOL, 0.05),
+            (np.inf, 0.05),
+            (-np.inf, 0.05),
+        ):
+            d[rng.random(d.shape) < share] = value
+        for q in (0.025, 0.975, 0.5):
+            p = percentiles(d, (q,))[0]
+            assert np.array_equal(_beyond(d, q, _TOL, True), p > _TOL)
+            assert np.array_equal(_beyond(d, q, -_TOL, False), p < -_TOL)
+
+
+def test_boards_drawing_clusters_equal_the_questions_renamed_to_their_clusters():
+    """With clusters the bootstrap draws clusters: the same as naming each question after its
+    cluster (clusters whose names sort against their questions' order, ties, a prior, and
+    questions no cluster lists, which stay their own)."""
+    rng = np.random.default_rng(5)
+    comps = pl.concat(
+        [
+            round_robin(np.linspace(-1, 1, 6), 30, rng, orders=2, board=v)
+            for v in ("first", "pooled")
+        ]
+    ).with_columns(tie=(pl.int_range(pl.len()) % 7 == 0).cast(pl.Float64))
+    comps = comps.with_columns(win=pl.col("win") * (1 - pl.col("tie")))
+    clusters = pl.DataFrame({
+        "benchmark": "sim", "question_id": [f"q{x:03d}" for x in range(24)],
+        "cluster": [f"c{(23 - x) // 3}" for x in range(24)],
+    })  # fmt: skip
+    renamed = comps.join(
+        clusters, on=["benchmark", "question_id"], how="left", maintain_order="left"
+    ).with_columns(question_id=pl.coalesce("cluster", "question_id"))
+    common = dict(replicates=50, prior=0.5)
+    drawn = fit_boards(comps, clusters=clusters, **common).table
+    assert drawn.equals(fit_boards(renamed.drop("cluster"), **common).table)
+    assert not drawn.equals(fit_boards(comps, **common).table)

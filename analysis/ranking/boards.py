@@ -53,6 +53,7 @@ from voirdire.analysis.ranking.strengths import (
     forest_strengths,
 )
 from voirdire.analysis.stats.bootstrap import cluster_bootstrap, in_clusters
+from voirdire.analysis.stats.sparse_sums import unique_codes
 from voirdire.core import ConfigError
 
 __all__ = [
@@ -108,40 +109,63 @@ class Boards:
 
 
 def _cell_rows(
-    comps: pl.DataFrame, boards: list[tuple], models: list[str]
-) -> tuple[pl.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+    comps: pl.DataFrame, boards: list[tuple], models: list[str], drawn: pl.DataFrame, clusters: pl.DataFrame | None
+) -> tuple[pl.DataFrame, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Per (question, cell) the wins ``w_j`` and ties ``t_j`` of the cell's model against
     model ``j``, in long form (:func:`~voirdire.analysis.position.uncertainty.cluster_bootstrap`'s
-    ``long``: ``benchmark``, ``question_id``, ``cell``, ``value`` (``w_j`` / ``t_j``),
-    ``amount``), a row per nonzero sum, sorted by cell, after one row of amount 0 per cell
-    (so the bootstrap numbers the cells in order); cells numbered board by board, models by
-    name. Also per cell its board, its model and ``n`` (its comparisons). Counted with
-    ``numpy.unique`` and ``numpy.bincount`` over integer codes: memory of the order of the
-    comparisons, never of questions × cells × models."""
+    ``long``, in integer codes: ``benchmark``, ``question_id`` (int: the index of the
+    question's cluster among ``drawn``'s sorted ids), ``cell``, ``value`` (int: ``j`` for
+    ``w_j``, ``K + j`` for ``t_j``), ``amount``), a row per nonzero sum, sorted by cell, after
+    one row of amount 0 per cell (so the bootstrap numbers the cells in order); cells
+    numbered board by board, models by name. Also per cell its board, its model and ``n``
+    (its comparisons). ``drawn``: the benchmark's ``question_id`` (its clusters' ids: the
+    bootstrap's draws, :func:`~voirdire.analysis.position.uncertainty.in_clusters` of
+    ``clusters``), every question of ``comps`` among them. Counted with ``numpy.unique`` and
+    ``numpy.bincount`` over integer codes: memory of the order of the comparisons, never of
+    questions × cells × models (:func:`~voirdire.analysis.stats.sparse_sums.unique_codes`)."""
     k, nb = len(models), len(boards)
-    qids = comps.get_column("question_id").unique().sort()
-    key = pl.DataFrame(
-        {"strategy": [b[0] for b in boards], "view": [b[1] for b in boards], "_b": np.arange(nb)}
+    strategies = sorted({b[0] for b in boards})
+    views = sorted({b[1] for b in boards})
+    board_of = np.full((len(strategies), len(views)), -1, dtype=np.int64)
+    for i, (s, v) in enumerate(boards):
+        board_of[strategies.index(s), views.index(v)] = i
+    to_model = pl.Enum(models)
+    c = comps.select(
+        "win", "tie",
+        s=pl.col("strategy").cast(pl.Enum(strategies)).to_physical(),
+        v=pl.col("view").cast(pl.Enum(views)).to_physical(),
+        q=pl.col("question_id").rank("dense").cast(pl.Int64) - 1,  # its place among the sorted ids
+        ai=pl.col("a").cast(to_model).to_physical(),
+        bi=pl.col("b").cast(to_model).to_physical(),
     )  # fmt: skip
-    c = comps.join(key, on=["strategy", "view"]).select(
-        "_b", "win", "tie",
-        q=pl.col("question_id").rank("dense").cast(pl.Int64) - 1,  # its place in qids (sorted)
-        ai=pl.col("a").replace_strict({m: i for i, m in enumerate(models)}, return_dtype=pl.Int64),
-        bi=pl.col("b").replace_strict({m: i for i, m in enumerate(models)}, return_dtype=pl.Int64),
-    )  # fmt: skip
-    bd, q, ai, bi = (c.get_column(x).to_numpy() for x in ("_b", "q", "ai", "bi"))
+    s_, v_, q, ai, bi = (
+        c.get_column(x).to_numpy().astype(np.int64) for x in ("s", "v", "q", "ai", "bi")
+    )
+    bd = board_of[s_, v_]
     win, tie = c.get_column("win").to_numpy(), c.get_column("tie").to_numpy()
+    nq = int(q.max()) + 1 if q.size else 0
+    first_row = np.full(nq, -1, dtype=np.int64)
+    first_row[q] = np.arange(q.size)  # a row of each question
+    qids = comps.get_column("question_id").gather(first_row)  # the sorted ids
+    cluster = in_clusters(
+        pl.DataFrame({"benchmark": pl.repeat(comps.item(0, "benchmark"), nq, eager=True), "question_id": qids}),
+        clusters,
+    ).get_column("question_id")  # fmt: skip
+    ids = drawn.get_column("question_id").unique().sort()
+    code = (
+        pl.DataFrame({"question_id": cluster})
+        .join(ids.to_frame().with_row_index("_c"), on="question_id", how="left", maintain_order="left")
+        .get_column("_c").to_numpy().astype(np.int64)
+    )  # fmt: skip
     present = np.zeros((nb, k), dtype=bool)
     present[bd, ai] = present[bd, bi] = True
     cell_board, cell_model = np.nonzero(present)  # board by board, models by name
     cell = np.full((nb, k), -1, dtype=np.int64)
     cell[cell_board, cell_model] = np.arange(cell_board.size)
-    ca, cb, u, nq = cell[bd, ai], cell[bd, bi], cell_board.size, qids.len()
+    ca, cb, u = cell[bd, ai], cell[bd, bi], cell_board.size
     # (cell, question, opponent) of each side of each comparison, sorted by cell, then question
-    codes, inv = np.unique(
-        np.r_[(ca * nq + q) * k + bi, (cb * nq + q) * k + ai], return_inverse=True
-    )
-    inv, half = inv.ravel(), ca.size
+    codes, inv = unique_codes(np.r_[(ca * nq + q) * k + bi, (cb * nq + q) * k + ai])
+    half = ca.size
 
     def count(first: np.ndarray, second: np.ndarray) -> np.ndarray:
         return np.bincount(inv[:half], first, minlength=codes.size) + np.bincount(
@@ -159,10 +183,9 @@ def _cell_rows(
         nz = np.flatnonzero(amount)
         parts.append((at[nz] // nq, at[nz] % nq, j0 + opp[nz], amount[nz]))
     cells, qs, vi, amount = (np.concatenate(x) for x in zip(*parts))
-    names = pl.Series([*(f"w_{j}" for j in range(k)), *(f"t_{j}" for j in range(k))])
     long = pl.DataFrame({
-        "benchmark": pl.repeat(comps.item(0, "benchmark"), cells.size, eager=True), "question_id": qids.gather(qs),
-        "cell": cells, "value": names.gather(vi), "amount": amount,
+        "benchmark": pl.repeat(comps.item(0, "benchmark"), cells.size, eager=True), "question_id": code[qs],
+        "cell": cells, "value": vi, "amount": amount,
     })  # fmt: skip
     n = np.bincount(np.r_[ca, cb], minlength=u)
     return long, cell_board, cell_model, n
@@ -357,16 +380,23 @@ def _fit_judge(
         set(pairs.get_column("a").to_list()) | set(pairs.get_column("b").to_list())
     )
     _check_boards(pairs, keys, bench, judge, anc)
-    rows, cell_board, cell_model, n_cell = _cell_rows(jc, keys, models)
+    rows, cell_board, cell_model, n_cell = _cell_rows(
+        jc, keys, models, questions, clusters
+    )
     k, kept = len(models), []
     cells = _cells(cell_board, cell_model, n_cell, len(keys), models, anc)
     statistic = _statistic(cells, fit, prior, anchor_rating, kept)
     per_chunk = 8 * (
         2 * k * cell_board.size + 16 * max(u.size for u in cells.groups) ** 2
     )
-    rows = in_clusters(rows, clusters)
+    drawn = pl.DataFrame(
+        {
+            "benchmark": bench,
+            "question_id": np.arange(questions.get_column("question_id").n_unique()),
+        }
+    )
     ci = cluster_bootstrap(rows, [*(f"w_{j}" for j in range(k)), *(f"t_{j}" for j in range(k))], statistic,
-                           cells=["cell"], questions=questions, replicates=replicates, level=level,
+                           cells=["cell"], questions=drawn, replicates=replicates, level=level,
                            seed=seed, chunk=max(1, CHUNK_BYTES // per_chunk), long=True)  # fmt: skip
     for b, (s, v) in enumerate(keys):
         u = cells.groups[b]

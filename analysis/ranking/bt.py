@@ -34,7 +34,7 @@ import numpy as np
 from scipy.special import expit
 
 from voirdire.analysis.ranking.registry import RANKINGS
-from voirdire.analysis.ranking.strengths import forest_levels, pieces
+from voirdire.analysis.ranking.strengths import forest_levels, forest_strengths, pieces
 
 __all__ = [
     "SCALE",
@@ -96,32 +96,17 @@ def _newton(
 def _forest_bt(w: np.ndarray, n: np.ndarray) -> np.ndarray | None:
     """Bradley–Terry's maximum likelihood in closed form where every replicate's comparisons
     form a forest (the union over the replicates is one: a one-baseline board is a star),
-    or None (a cycle, or a comparison won one way only: Newton's clipped path decides).
-
-    On a forest the likelihood is a product of one binomial per edge, each free, so
-    ``θ_c − θ_p = log(W_cp / W_pc)`` along every edge with ``n_cp > 0``; θ then centred
-    over each connected piece, as :func:`_newton`'s (``w``: (R, K, K) ``wins + ties/2``,
-    ``n``: ``w + wᵀ``)."""
+    or None (a cycle, or a comparison won one way only: Newton's clipped path decides):
+    :func:`~voirdire.analysis.ranking.strengths.forest_strengths`'s θ, centred over each
+    connected piece as :func:`_newton`'s (``w``: (R, K, K) ``wins + ties/2``, ``n``:
+    ``w + wᵀ``)."""
     levels = forest_levels((n > 0).any(axis=0))
     if levels is None:
         return None
-    r, k = w.shape[:2]
-    theta = np.zeros((r, k))
-    lab = np.broadcast_to(np.arange(k), (r, k)).copy()
-    for c, p in levels:
-        there = n[:, c, p] > 0
-        wc, wp = w[:, c, p], w[:, p, c]
-        if (there & ((wc <= 0) | (wp <= 0))).any():
-            return None
-        with np.errstate(divide="ignore", invalid="ignore"):
-            d = np.log(wc) - np.log(wp)
-        theta[:, c] = np.where(there, theta[:, p] + d, 0.0)
-        lab[:, c] = np.where(there, lab[:, p], c)
-    key = (np.arange(r)[:, None] * k + lab).ravel()
-    mean = np.bincount(key, theta.ravel(), r * k) / np.maximum(
-        np.bincount(key, minlength=r * k), 1
-    )
-    return theta - mean[key].reshape(r, k)
+    if not levels:  # no comparison: every model its own piece
+        return np.zeros(w.shape[:2])
+    got = forest_strengths(levels, w.shape[1], lambda c, p: (w[:, c, p], w[:, p, c]))
+    return None if got is None else got.theta
 
 
 def _tables(

@@ -45,7 +45,7 @@ __all__ = ["SwapDraws", "blind_swaps", "common_swaps"]
 @dataclass(frozen=True)
 class SwapDraws:
     """Draws of one null: ``count`` draws (int), ``exact`` (bool: every configuration once,
-    the observed among them), ``chunks(size)`` yields (n, U) float 0/1 matrices, ``count``
+    the observed among them), ``chunks(size)`` yields (n, U) bool matrices (True: the unit swaps), ``count``
     rows in all."""
 
     count: int
@@ -65,10 +65,10 @@ def blind_swaps(u: int, permutations: int, rng: np.random.Generator) -> SwapDraw
             n = min(size, count - lo)
             if exact:
                 yield ((np.arange(lo, lo + n)[:, None] >> np.arange(u)) & 1).astype(
-                    float
+                    bool
                 )
             else:
-                yield (rng.random((n, u)) < 0.5).astype(float)
+                yield rng.random((n, u)) < 0.5
 
     return SwapDraws(count, exact, chunks)
 
@@ -115,7 +115,7 @@ def common_swaps(
             )
         )
         idx = [*classes, zero]
-        every = np.zeros((count, u))
+        every = np.zeros((count, u), dtype=bool)
         for r, combo in enumerate(itertools.product(*(range(len(t)) for t in tables))):
             for c, t, x in zip(idx[:-1], tables[:-1], combo[:-1]):
                 every[r, c] = (
@@ -131,11 +131,38 @@ def common_swaps(
             if exact:
                 yield every[lo : lo + n]
                 continue
-            s = np.zeros((n, u))
+            s = np.zeros((n, u), dtype=bool)
             for c in classes:
-                new = rng.permuted(np.broadcast_to(positive[c], (n, c.size)), axis=1)
-                s[:, c] = new != positive[c]
+                _permute_class(s, c, positive[c], n, rng)
             s[:, zero] = rng.random((n, zero.size)) < 0.5
             yield s
 
     return SwapDraws(count, exact, chunks)
+
+
+#: a class of at least this many units is permuted row by row (:func:`_permute_class`)
+_ROW_BY_ROW = 1024
+
+
+def _permute_class(
+    s: np.ndarray, c: np.ndarray, positive: np.ndarray, n: int, rng: np.random.Generator
+) -> None:
+    """Set ``s[:, c]`` (n rows) True where the class ``c``'s directions ``positive``, each
+    row permuted at random, change: ``rng.permuted`` of the ``n`` rows, the same numbers
+    and the same generator state after. A large class is permuted row by row instead, as
+    ``positive[rng.permutation(c.size)]`` (numpy's Fisher–Yates of ``arange``: the same
+    draws as :meth:`numpy.random.Generator.permuted` makes for a row, the same permutation;
+    ``tests/test_order_nulls.py`` holds numpy to it), and a class whose directions are all
+    one way (nothing changes) only takes the draws (a shuffle of the same length)."""
+    if c.size < _ROW_BY_ROW:
+        s[:, c] = (
+            rng.permuted(np.broadcast_to(positive, (n, c.size)), axis=1) != positive
+        )
+        return
+    if positive.all() or not positive.any():
+        buf = np.arange(c.size)
+        for _ in range(n):
+            rng.shuffle(buf)  # the draws of a permutation of c.size
+        return
+    for r in range(n):
+        s[r, c] = positive[rng.permutation(c.size)] != positive

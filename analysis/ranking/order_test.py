@@ -60,7 +60,7 @@ from typing import NamedTuple
 
 import numpy as np
 import polars as pl
-from scipy.sparse import csr_matrix
+from scipy.sparse import csc_matrix
 
 from voirdire.analysis.ranking.bt import CLIP
 from voirdire.analysis.ranking.order_nulls import SwapDraws, blind_swaps, common_swaps
@@ -163,8 +163,11 @@ def _counts(units: pl.DataFrame, ix: dict[str, int], k: int):
             if c in wide.columns
             else wide.with_columns(pl.lit(0.0).alias(c))
         )
-    a = np.array([ix[m] for m in wide.get_column("a").to_list()], dtype=np.int64)
-    b = np.array([ix[m] for m in wide.get_column("b").to_list()], dtype=np.int64)
+    names = pl.Enum(sorted(ix, key=ix.__getitem__))  # a model's code: its index in ix
+    a, b = (
+        wide.get_column(c).cast(names).to_physical().to_numpy().astype(np.int64)
+        for c in ("a", "b")
+    )
     g = {c: wide.get_column(c).to_numpy().astype(float) for c in wide.columns[3:]}
     ab, ba = a * k + b, b * k + a
 
@@ -188,8 +191,8 @@ class _Moves(NamedTuple):
     swapped (each unit moves its ``(a, b)`` and its ``(b, a)`` cell)."""
 
     cells: np.ndarray
-    w: csr_matrix
-    t: csr_matrix
+    w: csc_matrix
+    t: csc_matrix
     units: int
 
     @classmethod
@@ -201,14 +204,15 @@ class _Moves(NamedTuple):
         unit = np.r_[np.arange(u), np.arange(u)]
 
         def moved(v):
-            return csr_matrix((v, (at.ravel(), unit)), shape=(cells.size, u))
+            return csc_matrix((v, (at.ravel(), unit)), shape=(cells.size, u))
 
         return cls(cells, moved(np.r_[dw, dl]), moved(np.r_[dt, dt]), u)
 
     def apply(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(n, C) changes of the wins and ties of the cells :attr:`cells` under the swaps
-        ``s`` ((n, U) 0/1), each cell's units added in ascending order from 0."""
-        st = np.ascontiguousarray(s.T)
+        ``s`` ((n, U) bool or 0/1), each cell's units added in ascending order from 0
+        (column by column: the swaps of one unit read once, the C cells' sums held)."""
+        st = np.ascontiguousarray(s.T).astype(float, copy=False)
         return (self.w @ st).T, (self.t @ st).T
 
 
@@ -405,12 +409,13 @@ def order_test(
         raise ValueError("order_test needs at least one permutation and one unit")
     fit = ranking_method(method).fit
     present = {
-        v: set(p.get_column("a").to_list()) | set(p.get_column("b").to_list())
+        v: set(p.get_column("a").unique().to_list())
+        | set(p.get_column("b").unique().to_list())
         for (v,), p in units.group_by(["view"])
     }
     models = sorted(set().union(*present.values()))
     common = sorted(set.intersection(*present.values())) if len(present) == 2 else []
-    candidates = set(units.get_column("a").to_list())
+    candidates = set(units.get_column("a").unique().to_list())
     k, ix = len(models), {m: n for n, m in enumerate(models)}
     counts = _counts(units, ix, k)
     (wf, tf), (ws, ts) = counts[:2]

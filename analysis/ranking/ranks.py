@@ -97,6 +97,12 @@ def pairwise_ranks(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ranks from the percentile intervals of the pairwise differences (module docstring).
 
+    A pair's interval end is compared with ``±_TOL`` by counting: the lower end lies
+    between the order statistics ``x_(L)`` and ``x_(L+1)`` of its replicates, so the count
+    of replicates ``≤ _TOL`` decides ``lo > _TOL`` unless it is exactly ``L + 1`` (likewise
+    the upper end); only those pairs' percentiles are computed (:func:`percentiles`, the
+    same numbers). A block with an undefined (NaN) difference takes every percentile.
+
     Args:
         fitted: the board's replicates (R, K models).
         level: interval coverage (0.95).
@@ -113,8 +119,36 @@ def pairwise_ranks(
     for s in range(0, k, step):
         rows = np.arange(s, min(s + step, k))
         d = fitted.differences(rows)  # (R, b, K): θ_j − θ_i
-        lo, hi = percentiles(d, (a, 1.0 - a))
-        above[rows] = (lo > _TOL).sum(axis=1)
-        below[rows] = (hi < -_TOL).sum(axis=1)
+        if r == 0 or np.isnan(d).any():
+            lo, hi = percentiles(d, (a, 1.0 - a))
+            above[rows] = (lo > _TOL).sum(axis=1)
+            below[rows] = (hi < -_TOL).sum(axis=1)
+            continue
+        up, down = _beyond(d, a, _TOL, True), _beyond(d, 1.0 - a, -_TOL, False)
+        above[rows] = up.sum(axis=1)
+        below[rows] = down.sum(axis=1)
     rank = 1 + above
     return rank, rank.copy(), k - below
+
+
+def _beyond(d: np.ndarray, q: float, tol: float, greater: bool) -> np.ndarray:
+    """(b, K) bool: the ``q`` percentile over axis 0 of ``d`` (R, b, K; no NaN) ``> tol``
+    (``greater``) or ``< tol``, as :func:`percentiles` gives it. The percentile lies between
+    the order statistics ``L = ⌊q(R−1)⌋`` and ``L + 1``: counting the replicates on the
+    other side of ``tol`` decides every pair but those with exactly ``L + 1`` there, whose
+    percentile is computed."""
+    r = d.shape[0]
+    lo = int(np.floor(q * (r - 1)))
+    hi = min(lo + 1, r - 1)
+    c = (d <= tol if greater else d < tol).sum(
+        axis=0
+    )  # replicates not beyond (greater)
+    # greater: x_(lo) > tol iff c <= lo; x_(hi) <= tol iff c > hi
+    # not greater: x_(hi) < tol iff c > hi; x_(lo) >= tol iff c <= lo
+    out = c <= lo if greater else c > hi
+    open_ = (c > lo) & (c <= hi)
+    if open_.any():
+        at = np.nonzero(open_)
+        x = percentiles(d[:, at[0], at[1]], (q,))[0]
+        out[at] = x > tol if greater else x < tol
+    return out

@@ -249,10 +249,11 @@ class Strengths(NamedTuple):
         """``θ_i − θ_j`` for the pairs ``(i[p], j[p])``: (R, P) float, ``±inf`` across parts
         one of which lies above the other, NaN where neither does."""
         i, j = np.asarray(i), np.asarray(j)
-        d = self.theta[:, i] - self.theta[:, j]
+        # np.take: the values of theta[:, i], several times faster on (R, K) arrays
+        d = np.take(self.theta, i, axis=1) - np.take(self.theta, j, axis=1)
         if self.above is None and (self.part == self.part[:, :1]).all():
             return d  # every replicate one part: every difference finite
-        same = self.part[:, i] == self.part[:, j]
+        same = np.take(self.part, i, axis=1) == np.take(self.part, j, axis=1)
         if self.above is None:
             return np.where(same, d, np.nan)
         return np.where(

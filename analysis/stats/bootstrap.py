@@ -291,7 +291,8 @@ def cluster_bootstrap(
     Args:
         rows: columns ``question_id``, the ``strata``, ``groups`` and ``cells`` columns and
             the ``values`` columns (numeric; nulls count as 0), or with ``long`` a column
-            ``value`` (str: which of ``values``) and ``amount`` (numeric) instead, a row per
+            ``value`` (str: which of ``values``, or int: its index) and ``amount`` (numeric)
+            instead, a row per
             nonzero amount (e.g. a leaderboard's wins against each of hundreds of models).
         values: the values summed per question (the columns, or the names of ``value``).
         statistic: ``{value: (R, U) sums}`` -> ``{metric: array}`` (R replicates, U cells of

@@ -12,8 +12,9 @@ rows of the data, never with cells × questions.
 - A per-question sum adds the rows of one (group, cell, question) in their order, from 0
   (``numpy.bincount``), as the dense matrix did: the same float.
 - A replicate's sum of a row is ``Σ_q w_q · x_q`` over the row's questions in their sorted
-  order (scipy's CSR product, one replicate at a time, :func:`replicate_blocks`). Where the
-  values are whole numbers the sums are exact, so every figure is the dense product's, bit
+  order (scipy's CSR product, :data:`_PRODUCT_ROWS` replicates at a time, each one's sum
+  added in the row's order from 0 as the one-vector product adds it,
+  :func:`replicate_blocks`). Where the values are whole numbers the sums are exact, so every figure is the dense product's, bit
   for bit; fractional sums do not depend on how many replicates are taken at once, on BLAS
   or on threads, and agree with the dense product to rounding.
 - The (R × cells) arrays a statistic reads are made only for the replicates it is handed
@@ -33,6 +34,7 @@ from voirdire.analysis.stats.draws import DRAW_ROWS, Draws
 
 __all__ = [
     "WEIGHT_BYTES",
+    "unique_codes",
     "GroupSums",
     "StratumSums",
     "replicate_blocks",
@@ -43,6 +45,8 @@ __all__ = [
 #: of Q questions takes ``WEIGHT_BYTES // (16 Q)`` replicates at a time (at most
 #: :data:`~voirdire.analysis.stats.draws.DRAW_ROWS`, at least one), 32 MiB.
 WEIGHT_BYTES = 32 * 2**20
+#: replicates per sparse product (the counts' columns copied at once: 32 × Q floats)
+_PRODUCT_ROWS = 32
 
 
 @dataclass
@@ -83,6 +87,26 @@ class StratumSums:
                 m[:, cells] = sums[:, start:stop]
             out[v] = m
         return out
+
+
+def unique_codes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``numpy.unique(x, return_inverse=True)`` of non-negative int64 codes, the same arrays
+    (the sorted distinct codes (D,) and each element's index among them (N,)): each code
+    and its position packed in one int64 and sorted (a sort, not an argsort), when they
+    fit in 63 bits; else ``numpy.unique`` itself."""
+    x = np.asarray(x, dtype=np.int64).ravel()
+    bits = max(int(x.size - 1).bit_length(), 1)
+    if x.size == 0 or x.min() < 0 or int(x.max()).bit_length() + bits > 62:
+        codes, inv = np.unique(x, return_inverse=True)
+        return codes, inv.ravel()
+    s = np.sort((x << bits) | np.arange(x.size))
+    value, at = s >> bits, s & ((1 << bits) - 1)
+    first = np.empty(x.size, dtype=bool)
+    first[0] = True
+    np.not_equal(value[1:], value[:-1], out=first[1:])
+    inv = np.empty(x.size, dtype=np.int64)
+    inv[at] = np.cumsum(first) - 1
+    return value[first], inv
 
 
 def _codes(
@@ -147,18 +171,21 @@ def _entries(
     part: pl.DataFrame, values: Sequence[str], long: bool
 ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """Per value (its index): the rows of ``part`` where it is not zero and their amounts
-    (nulls count as 0; NaN is kept). Wide: a column per value; long: ``value`` names it,
-    ``amount`` holds it."""
+    (nulls count as 0; NaN is kept). Wide: a column per value; long: ``value`` names it
+    (str) or gives its index in ``values`` (int), ``amount`` holds it."""
     if not long:
         for vi, c in enumerate(values):
             x = part.get_column(c).fill_null(0).cast(pl.Float64).to_numpy()
             nz = np.flatnonzero(x != 0)
             yield vi, nz, x[nz]
         return
+    named = part.get_column("value")
     vi = (
-        part.get_column("value")
-        .replace_strict({v: i for i, v in enumerate(values)}, return_dtype=pl.Int64)
-        .to_numpy()
+        named.to_numpy().astype(np.int64)
+        if named.dtype.is_integer()
+        else named.replace_strict(
+            {v: i for i, v in enumerate(values)}, return_dtype=pl.Int64
+        ).to_numpy()
     )
     x = part.get_column("amount").fill_null(0).cast(pl.Float64).to_numpy()
     order = np.argsort(vi, kind="stable")
@@ -183,7 +210,8 @@ def stratum_sums(
 
     Args:
         part: columns ``question_id``, ``groups``, ``cells`` and either one numeric column
-            per value or (``long``) ``value`` (str: one of ``values``) and ``amount``.
+            per value or (``long``) ``value`` (str: one of ``values``, or int: its index)
+            and ``amount``.
 
     Raises:
         KeyError: a row's question is not in ``q_index``.
@@ -198,8 +226,8 @@ def stratum_sums(
         if not idx.size:
             continue
         row = base[g[idx]] + u[idx]
-        key, inv = np.unique(row * nq + q[idx], return_inverse=True)
-        data = np.bincount(inv.ravel(), weights=x)  # in the rows' order, from 0
+        key, inv = unique_codes(row * nq + q[idx])
+        data = np.bincount(inv, weights=x)  # in the rows' order, from 0
         row, col = np.divmod(key, nq)
         present, first = np.unique(row, return_index=True)
         indptr = np.r_[first, row.size].astype(np.int64)
@@ -230,8 +258,10 @@ def replicate_blocks(
         w = draws.take(nq, min(step, replicates - done))
         out = np.empty((w.shape[0], matrix.shape[0]))
         if matrix.shape[0]:
-            for i in range(w.shape[0]):
-                out[i] = matrix @ w[i]
+            for i in range(0, w.shape[0], _PRODUCT_ROWS):
+                out[i : i + _PRODUCT_ROWS] = (
+                    matrix @ np.ascontiguousarray(w[i : i + _PRODUCT_ROWS].T)
+                ).T
         yield out
         done += w.shape[0]
         if done >= replicates:
