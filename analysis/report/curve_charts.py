@@ -72,7 +72,9 @@ def win_rate_curves(
     :data:`~voirdire.analysis.report.vega.MAX_LEGEND` each keeps its colour of the other
     figures; beyond, the picked judges take the first colours)."""
     fits = win_rate_fits(cells)
-    pts = cells.filter(pl.col("n") > 0).select("judge", "owr", "pc", "pf")
+    # a one-order cell has no owr, PC or PF: no point
+    pts = cells.filter((pl.col("n") > 0) & pl.col("owr").is_not_null())
+    pts = pts.select("judge", "owr", "pc", "pf")
     long = pl.concat(
         [pts.select("judge", "owr", pl.lit(m.upper()).alias("metric"), pl.col(m).alias("value")) for m in ("pc", "pf")]
     )  # fmt: skip

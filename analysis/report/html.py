@@ -21,6 +21,7 @@ import polars as pl
 from markupsafe import Markup
 
 from voirdire.analysis.position.registry import added_metrics
+from voirdire.analysis.position.regression import one_order_notes
 from voirdire.analysis.report.agreement import agreement_view
 from voirdire.analysis.report.bias import bias_view
 from voirdire.analysis.report.coverage import (
@@ -278,6 +279,9 @@ def render_html(
         **judges,
         benchmarks=_benchmarks(study, charts, n),
         regressions=_regressions(study),
+        regression_notes=one_order_notes(study.reg_cells)
+        if study.reg_cells is not None
+        else [],
         agreement=agreement_view(
             study,
             charts,
