@@ -29,7 +29,7 @@ from voirdire.analysis.report.coverage import (
     figure_caption,
     repetition_only,
 )
-from voirdire.analysis.report.files import file_part
+from voirdire.analysis.report.files import directory_file_parts
 from voirdire.analysis.report.judge_table import gate_words
 from voirdire.analysis.report.summary import summary_view
 from voirdire.analysis.report.views import (
@@ -286,7 +286,7 @@ def render_html(
             study,
             charts,
             n,
-            {d.name: f"agreement_{file_part(d.name)}.csv" for d in study.dirs},
+            [f"agreement_{p}.csv" for p in directory_file_parts(study.dirs)],
         ),
         power=_power(study),
         gold=gold,
