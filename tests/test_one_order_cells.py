@@ -155,3 +155,46 @@ def test_an_audit_writes_null_figures_for_the_one_order_judge(audits, tmp_path):
     assert f"judge {html.escape(ONE)} {said}" in section and ONE not in section
     md = (tmp_path / "rep" / "report.md").read_text()
     assert said in md and ONE not in md
+
+
+def test_the_win_rate_curves_pick_only_judges_with_a_curve(audits, tmp_path):
+    import json
+    import re
+
+    import voirdire
+    from voirdire.analysis.report.curve_charts import default_picks, picked_judges
+
+    cells = pl.DataFrame(
+        {
+            "judge": ["one"] * 4 + ["few"] * 2 + ["a"] * 4 + ["b"] * 4,
+            "owr": [None] * 4 + [0.2, 0.6] + [0.1, 0.4, 0.6, 0.9] * 2,
+            "pc": [None] * 4 + [0.5, 0.7] + [0.9, 0.7, 0.6, 0.8] * 2,
+            "pf": [None] * 4 + [0.1, 0.0] + [0.1, -0.2, 0.0, 0.3] * 2,
+            "n": [8] * 14,
+        }
+    )
+    assert default_picks(cells, ["one", "few", "b", "a"]) == ["b", "a"]
+    assert default_picks(cells, ["one", "few", "b", "a"], k=1) == ["b"]
+
+    page = voirdire.report([audits["with"]], out=tmp_path / "rep", replicates=20)
+    text = page.read_text()
+    specs = {
+        k: json.loads(s.replace("<\\/", "</"))
+        for k, s in re.findall(
+            r'data-key="(owr:[^"]*)"></div><script type="application/json" '
+            r'id="fig\d+-spec">(.*?)</script>',
+            text,
+            re.S,
+        )
+    }
+    (spec,) = specs.values()
+    picked = picked_judges(spec)
+    judges = pl.read_csv(audits["with"] / "metrics" / "judge_metrics.csv")
+    others = set(judges.filter(pl.col("judge") != ONE).get_column("judge"))
+    assert set(picked) == others  # four judges, five picks: all but the one-order judge
+    boxes = dict(
+        re.findall(r'<input type="checkbox" class="pick" data-judge="([^"]*)"'
+                   r' aria-label="curve"( checked)?>', text)
+    )  # fmt: skip
+    assert boxes[html.escape(ONE)] == ""  # its box is not checked: no curve to draw
+    assert all(boxes[html.escape(j)] == " checked" for j in others)

@@ -29,6 +29,7 @@ from voirdire.analysis.report.coverage import (
     figure_caption,
     repetition_only,
 )
+from voirdire.analysis.report.curve_charts import picked_judges
 from voirdire.analysis.report.files import directory_file_parts
 from voirdire.analysis.report.judge_table import gate_words
 from voirdire.analysis.report.summary import summary_view
@@ -261,7 +262,12 @@ def render_html(
     from voirdire.analysis.report.vega import vega_bundle
 
     charts, n = written.get("charts", {}), [0]
-    judges, summary = _judges(study), summary_view(choice)
+    picked = {  # the judges each win-rate figure draws at first: their boxes checked
+        k.partition(":")[2]: p
+        for k, spec in charts.items()
+        if k.startswith("owr:") and (p := picked_judges(spec)) is not None
+    }
+    judges, summary = _judges(study), summary_view(choice, picked)
     if verdicts:  # the tables whose judges' names open the viewer
         for t in [judges["panel"], *(s["table"] for s in summary)]:
             t["verdicts"] = True

@@ -38,7 +38,7 @@ from voirdire.analysis.report.agreement import (
     directory_labels,
     disagreement_chart,
 )
-from voirdire.analysis.report.curve_charts import DEFAULT_PICKED, win_rate_curves
+from voirdire.analysis.report.curve_charts import default_picks, win_rate_curves
 from voirdire.analysis.report.judge_charts import (
     family_multiples,
     judge_bars,
@@ -131,7 +131,7 @@ def _benchmark(
     if fam is not None:
         charts[f"families:{b}"] = fam
     if u.height:
-        picked = mine[:DEFAULT_PICKED]
+        picked = default_picks(u, mine)  # judges with a curve only
         charts[f"owr:{b}"] = win_rate_curves(u, picked, f"{b}: PC and PF against the candidate's overall win rate (picked judges)", judges)  # fmt: skip
     if pb.get_column("rs").is_not_null().any():
         charts[f"rs:{b}"] = judge_bars(
