@@ -43,7 +43,7 @@ JUDGE_METRIC_COLUMNS = [
     "benchmark", "judge", "pc", "pc_std", "pf", "pf_std", "error_rate", "rs", "rs_spread", *PASS_KAPPA_COLUMNS[2:],
 ]  # fmt: skip
 CELL_METRIC_COLUMNS = [
-    "benchmark", "judge", "candidate", "task", "n", "consistent", "primacy", "recency", "balanced",
+    "benchmark", "judge", "candidate", "task", "n", "both_orders", "consistent", "primacy", "recency", "balanced",
     "pcn", "rcn", "pc", "pf", "owr", "quality_gap",
 ]  # fmt: skip
 
@@ -73,8 +73,9 @@ class Results:
             (:func:`~voirdire.analysis.position.uncertainty.with_metric_columns`).
         cell_metrics: one row per (benchmark, judge, candidate, task) cell:
             :func:`voirdire.analysis.position.metrics.cell_metrics` columns (``n``,
-            ``consistent``, ``primacy``, ``recency``, ``balanced`` counts; ``pcn``, ``rcn``;
-            ``pc``, ``pf``, ``owr``, ``quality_gap``: ``docs/metrics.md``), plus
+            ``both_orders``, ``consistent``, ``primacy``, ``recency``, ``balanced`` counts;
+            ``pcn``, ``rcn``; ``pc``, ``pf``, ``owr``, ``quality_gap``, null in a cell judged
+            in one order only: ``docs/metrics.md``), plus
             :data:`~voirdire.analysis.position.gold.GOLD_CELL_COLUMNS` likewise.
         slot_shares: :func:`voirdire.analysis.position.listwise.slot_shares` for a job with
             list-wise rows, else ``None``.

@@ -756,6 +756,7 @@ def test_cell_pf_and_the_bootstrap_statistic_are_one_definition():
         counts = pl.DataFrame(
             {
                 "n": [c[0] for c in cells],
+                "both_orders": [c[0] for c in cells],
                 "pcn": [float(c[1]) for c in cells],
                 "rcn": [float(c[2]) for c in cells],
                 "consistent": [0] * len(cells),
@@ -773,9 +774,8 @@ def test_cell_pf_and_the_bootstrap_statistic_are_one_definition():
         for u in range(len(cells)):
             one = pf_statistic({"n": n[:, [u]], "d": d[:, [u]], "v": n[:, [u]]})[0]
             if cells[u][0] == 0:
-                assert (
-                    math.isnan(one) and pf_cells[u] == 0.0
-                )  # no pair: the cell reads 0, the judge skips it
+                # no pair, none in both orders: the cell has no PF, the judge skips it
+                assert math.isnan(one) and math.isnan(pf_cells[u])
             else:
                 assert one == pytest.approx(pf_cells[u], abs=1e-12)
         assert pf_statistic({"n": n, "d": d, "v": n})[0] == pytest.approx(

@@ -90,9 +90,10 @@ def test_each_caption_names_exactly_the_judges_its_figure_leaves_out(dirs, tmp_p
         assert drawn == every - {ONE}, key  # no point at (0, 0) for the one-order judge
         assert title == f"Left out: {ONE}", key
         assert text == f"Leaves out {ONE}: {ONE_ORDER}.", key
-    for name, mine, other in (("audit_a", first, second), ("audit_b", second, first)):
+    for i, mine, other in ((0, first, second), (1, second, first)):
         for kind in ("agreement", "disagreement"):
-            drawn, title, text = figs[f"{kind}:{name}"]
+            (key,) = [k for k in figs if k.startswith(f"{kind}:{i}:")]  # one benchmark
+            drawn, title, text = figs[key]
             if kind == "agreement":
                 assert drawn == set(mine)
             assert title == "Left out: " + ", ".join(sorted(other))

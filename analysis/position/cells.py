@@ -88,6 +88,7 @@ def _cell_counts_from_pairs(pairs: pl.DataFrame) -> pl.LazyFrame:
         .agg(
             *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
             n=pl.len().cast(pl.Int64),
+            both_orders=pl.col("both_orders").sum().cast(pl.Int64),
             consistent=(k == "consistent").sum().cast(pl.Int64),
             primacy=(k == "primacy").sum().cast(pl.Int64),
             recency=(k == "recency").sum().cast(pl.Int64),
@@ -103,9 +104,9 @@ def _cell_counts_from_pairs(pairs: pl.DataFrame) -> pl.LazyFrame:
 
 def pairwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
     """The pairwise cell builder: per-cell counts of the judgment pairs of ``rows``
-    (:func:`pairwise_pairs`), with the columns of
+    (:func:`~voirdire.analysis.position.pairing.judgment_pairs`), with the columns of
     :data:`~voirdire.analysis.position.formulas.COUNT_COLUMNS` and the mean lengths."""
-    return _cell_counts_from_pairs(pairwise_pairs(rows))
+    return _cell_counts_from_pairs(judgment_pairs(rows))
 
 
 def _pairwise_cell_metrics(rows: pl.DataFrame) -> pl.DataFrame:
@@ -137,7 +138,11 @@ def cell_metrics(judgments: pl.DataFrame) -> pl.DataFrame:
     Output columns (:data:`~voirdire.analysis.position.formulas.CELL_COLUMNS`), one row per cell:
 
     - ``n`` (int): all judgment pairs (list-wise: series), error and "other" ones included;
-      with repetitions, one pair per repetition, all counted.
+      with repetitions, one pair per repetition, all counted. A pair with only one of its
+      orders asked counts (as an error pair).
+    - ``both_orders`` (int): the pairs of ``n`` with both orders asked (list-wise: ``n``).
+      Where it is 0 (a one-order log's cell) ``pc``, ``pf``, ``owr`` and ``quality_gap``
+      are null: nothing about position was measured.
     - ``consistent``, ``primacy``, ``recency`` (int): ``ccn`` and the inconsistent pairs /
       series leaning to the first / last slot; ``balanced`` (int): inconsistent series with
       position score ``s = 0`` (list-wise; 0 for pairs).

@@ -48,6 +48,9 @@ CELL_KEYS = ["benchmark", "judge", "candidate", "task"]
 #: What a builder hands to :func:`with_cell_figures`, per cell (besides the keys and lengths):
 #:
 #: - ``n`` (int): all judgment pairs / series of the cell, error and "other" ones included;
+#: - ``both_orders`` (int): those of them judged in both orders (pairwise: both rows
+#:   present, with or without a verdict; list-wise: every series, whose missing orders are
+#:   its error class); 0 for a cell of a one-order log, whose figures are then null;
 #: - ``consistent`` (int): ``ccn``;
 #: - ``primacy``, ``recency`` (int): inconsistent pairs / series leaning to the first slot
 #:   (``s < 0``) or the last (``s > 0``); ``balanced`` (int): inconsistent with ``s = 0``
@@ -59,6 +62,7 @@ CELL_KEYS = ["benchmark", "judge", "candidate", "task"]
 #: - ``p`` (int): the number of candidates compared (2 for pairs).
 COUNT_COLUMNS = [
     "n",
+    "both_orders",
     "consistent",
     "primacy",
     "recency",
@@ -75,6 +79,7 @@ COUNT_COLUMNS = [
 CELL_COLUMNS = [
     *CELL_KEYS,
     "n",
+    "both_orders",
     "consistent",
     "primacy",
     "recency",
@@ -94,6 +99,7 @@ CELL_SCHEMA = {
     "candidate": pl.String,
     "task": pl.String,
     "n": pl.Int64,
+    "both_orders": pl.Int64,
     "consistent": pl.Int64,
     "primacy": pl.Int64,
     "recency": pl.Int64,
@@ -145,16 +151,22 @@ def with_cell_figures(counts: pl.LazyFrame) -> pl.LazyFrame:
     - ``owr = (C_w + (C_t + C_I)/p) / v`` with ``C_I = primacy + recency + balanced`` the
       inconsistent pairs / series (0 when ``v = 0``);
     - ``quality_gap = |owr − 1/p|``.
+
+    All four are null where ``both_orders = 0`` (every pair of the cell judged in one order
+    only: nothing about position was measured, which is not a PC of 0); the counts stay.
     """
     pcn, rcn, n, p = pl.col("pcn"), pl.col("rcn"), pl.col("n"), pl.col("p")
     v = valid()
     inc = pl.col("primacy") + pl.col("recency") + pl.col("balanced")
     leaning = pcn + rcn
     ipr, irr = safe_div(pcn, leaning), safe_div(rcn, leaning)
+    measured = pl.col("both_orders") > 0
     return counts.with_columns(
-        pc=safe_div(pl.col("consistent"), v),
-        pf=safe_div(rcn * irr - pcn * ipr, n),
-        owr=safe_div(pl.col("wins") + (pl.col("ties") + inc) / p, v),
+        pc=pl.when(measured).then(safe_div(pl.col("consistent"), v)),
+        pf=pl.when(measured).then(safe_div(rcn * irr - pcn * ipr, n)),
+        owr=pl.when(measured).then(
+            safe_div(pl.col("wins") + (pl.col("ties") + inc) / p, v)
+        ),
     ).with_columns(quality_gap=(pl.col("owr") - 1.0 / p).abs())
 
 

@@ -253,6 +253,8 @@ def listwise_cell_counts(rows: pl.DataFrame) -> pl.LazyFrame:
         .agg(
             *[pl.col(c).mean().cast(pl.Float64) for c in LENGTHS],
             n=pl.len().cast(pl.Int64),
+            # a series' missing orders are its error class, not a one-order cell
+            both_orders=pl.len().cast(pl.Int64),
             consistent=(k == "consistent").sum().cast(pl.Int64),
             primacy=(k == "primacy").sum().cast(pl.Int64),
             recency=(k == "recency").sum().cast(pl.Int64),

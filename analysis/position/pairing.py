@@ -77,6 +77,7 @@ PAIR_SCHEMA = {
     "klass": pl.String,
     "candidate_wins": pl.Boolean,
     "consistent_tie": pl.Boolean,
+    "both_orders": pl.Boolean,
     **dict.fromkeys(LENGTHS, pl.Float64),
 }
 
@@ -178,6 +179,8 @@ def judgment_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
       null where ``c1`` / ``c2`` is;
     - ``klass`` (str): :func:`pair_class` of ``(v1, v2)``;
     - ``candidate_wins`` (bool): (win, win); ``consistent_tie`` (bool): (tie, tie);
+    - ``both_orders`` (bool): both orders have a row (asked), whether or not they have a
+      verdict; false for a pair of a one-order log;
     - ``input_chars``, ``output_chars``, ``prompt_chars`` (float): means over the pair's
       rows.
 
@@ -196,6 +199,7 @@ def judgment_pairs(judgments: pl.DataFrame) -> pl.DataFrame:
             klass=pair_class(v1, v2),
             candidate_wins=v1.eq_missing("win") & v2.eq_missing("win"),
             consistent_tie=v1.eq_missing("tie") & v2.eq_missing("tie"),
+            both_orders=pl.col("asked1") & pl.col("asked2"),
         )
         .select(*PAIR_KEYS, *PAIR_SCHEMA)
         .collect()

@@ -4,7 +4,9 @@ Source: Shi et al., "Judging the Judges", the factor analysis (per benchmark and
 ``docs/metrics.md``, *Factor regression*. One observation per cell (benchmark, judge,
 candidate, task) with ``pc`` or ``pf`` as the response; cells with ``v = 0`` (every pair
 failed or fell in no class) are left out: their PC, PF, owr and δq are not measurements
-(δq would read 0.5, the largest gap). Candidate terms:
+(δq would read 0.5, the largest gap). A judge that judged every pair in one order only
+has no such cell (its PC, PF and owr are null); it is left out and named
+(:func:`one_order_notes`), not dropped silently. Candidate terms:
 
 - categorical (enter and leave as a whole, treatment coding, first level as baseline):
   ``judge``, ``candidate``, ``task``, ``judge_family`` (derived from the judge's name by
@@ -64,6 +66,8 @@ __all__ = [
     "StepResult",
     "stepwise",
     "factor_regressions",
+    "one_order_judges",
+    "one_order_notes",
     "drop1_tables",
 ]
 
@@ -262,6 +266,31 @@ def regression_frame(
             judge_attributes.unique("judge", keep="first"), on="judge", how="left"
         )
     return df
+
+
+def one_order_judges(cells: pl.DataFrame) -> pl.DataFrame:
+    """The (benchmark, judge) pairs of ``cells`` (cell metrics) none of whose cells has a
+    pair judged in both orders (``both_orders`` 0 in every cell: a one-order log's judge),
+    sorted; empty where ``cells`` has no ``both_orders`` column."""
+    if "both_orders" not in cells.columns:
+        return cells.select("benchmark", "judge").clear()
+    return (
+        cells.group_by("benchmark", "judge")
+        .agg(pl.col("both_orders").sum())
+        .filter(pl.col("both_orders") == 0)
+        .select("benchmark", "judge")
+        .sort("benchmark", "judge")
+    )
+
+
+def one_order_notes(cells: pl.DataFrame) -> list[str]:
+    """One line per judge of :func:`one_order_judges`: the regression left it out because
+    it has one order only (plain text: escape it where it is shown)."""
+    return [
+        f"{b}: judge {j} left out of the regression: it has one order only (no pair "
+        "judged in both orders, so its cells have no PC or PF)"
+        for b, j in one_order_judges(cells).iter_rows()
+    ]
 
 
 def candidate_terms(df: pl.DataFrame, extra: Sequence[str] = ()) -> list[str]:
@@ -465,7 +494,9 @@ def factor_regressions(
 
     Returns:
         One :class:`StepResult` per (scope, response) that has at least 3 observations and
-        one candidate term; benchmark scopes sorted by name, then ``combined``.
+        one candidate term; benchmark scopes sorted by name, then ``combined``. Its
+        ``notes`` name the scope's judges left out for having one order only
+        (:func:`one_order_notes`).
     """
     df = regression_frame(cells, judge_attributes)
     extra = [
@@ -484,8 +515,11 @@ def factor_regressions(
         terms = candidate_terms(part, extra)
         if part.height < 3 or not terms:
             continue
+        mine = cells if scope == "combined" else cells.filter(benchmark=scope)
         for r in responses:
-            out.append(stepwise(part, r, terms, scope=scope))
+            res = stepwise(part, r, terms, scope=scope)
+            res.notes[:0] = one_order_notes(mine)
+            out.append(res)
     return out
 
 

@@ -25,13 +25,32 @@ from voirdire.analysis.report.views import F3, PCT, chart_view, table_view
 if TYPE_CHECKING:
     from voirdire.analysis.study import Study
 
-__all__ = ["PAIRS_SHOWN", "agreement_heatmap", "disagreement_chart", "agreement_view"]
+__all__ = [
+    "PAIRS_SHOWN", "agreement_heatmap", "disagreement_chart", "agreement_view", "agreement_key",
+    "directory_labels",
+]  # fmt: skip
 
 #: the most judge pairs the page lists (more: the CSV, and the heatmap's hover)
 PAIRS_SHOWN = 500
 
 _PANELS = (("agreement", "agreement (ties count)"), ("agreement_no_tie", "agreement without ties"), ("kappa", "Cohen's kappa"))  # fmt: skip
 _HIT2 = "search != '' && (indexof(lower(datum.judge_a), lower(search)) >= 0 || indexof(lower(datum.judge_b), lower(search)) >= 0)"  # fmt: skip
+
+
+def agreement_key(kind: str, i: int, benchmark: str) -> str:
+    """The figure key of the ``kind`` figure (``"agreement"`` or ``"disagreement"``) of
+    the study's directory ``i`` (its place in ``study.dirs``) on ``benchmark``:
+    ``"<kind>:<i>:<benchmark>"``. By place and benchmark, not by name: a directory judged
+    on two benchmarks has a figure for each, and two directories of one folder name are
+    two."""
+    return f"{kind}:{i}:{benchmark}"
+
+
+def directory_labels(dirs: Sequence[Any]) -> list[str]:
+    """How the page names each of ``dirs`` (objects with ``name`` and ``output_dir``): its
+    folder name, or its whole path where another directory has the same folder name."""
+    names = [d.name for d in dirs]
+    return [str(d.output_dir) if names.count(d.name) > 1 else d.name for d in dirs]
 
 
 def agreement_heatmap(
@@ -152,35 +171,50 @@ def disagreement_chart(hist: pl.DataFrame, title: str) -> alt.LayerChart:
 
 
 def agreement_view(
-    study: Study, charts: dict[str, Any], n: list[int], csv: dict[str, str]
+    study: Study, charts: dict[str, Any], n: list[int], csv: Sequence[str]
 ) -> list[dict[str, Any]]:
-    """The page's agreement section, one entry per directory with two judges or more: the
-    heatmaps and the histogram (``charts``' ``agreement:<dir>``, ``disagreement:<dir>``),
-    Fleiss' kappa, the majority vote, the histogram's table and the judge pairs (listed up
-    to :data:`PAIRS_SHOWN`, else named by their file: ``csv``, directory name -> file
-    name under ``metrics/``). Each figure carries its caption of the report's judges it
-    leaves out (:mod:`voirdire.analysis.report.coverage`; None: it draws them all)."""
+    """The page's agreement section, one entry per (directory with two judges or more,
+    benchmark): the heatmaps and the histogram (``charts``' :func:`agreement_key`),
+    Fleiss' kappa, the majority vote, the histogram's table and the judge pairs of that
+    benchmark (listed up to :data:`PAIRS_SHOWN`, else named by their file: ``csv``, the
+    file name under ``metrics/`` of each directory, in ``study.dirs``' order). Each figure
+    carries its caption of the report's judges on that benchmark it leaves out
+    (:mod:`voirdire.analysis.report.coverage`; None: it draws them all)."""
     out = []
-    for d in study.dirs:
+    labels = directory_labels(study.dirs)
+    for i, d in enumerate(study.dirs):
         if d.agreement is None:
             continue
-        pairs = d.agreement.filter(pl.col("judge_a") < pl.col("judge_b"))
-        reasons = directory_reasons(study, d)
-        heat = chart_view(charts, f"agreement:{d.name}", n)
-        hist = chart_view(charts, f"disagreement:{d.name}", n)
-        if heat is not None:
-            heat["caption"] = figure_caption(heat["spec"], reasons)
-        if hist is not None:  # its data counts queries: it covers the heatmaps' judges
-            judges = d.agreement.get_column("judge_a").unique().to_list()
-            hist["caption"] = figure_caption(hist["spec"], reasons, judges)
-        out.append({
-            "name": d.name,
-            "heatmaps": heat,
-            "histogram": hist,
-            "fleiss": table_view(d.fleiss, {"kappa": F3}),
-            "majority": table_view(d.majority, {"majority_share": PCT, "unanimous_share": PCT}),
-            "disagreement": table_view(d.disagreement, {"share": PCT, "cumulative_share": PCT}),
-            "pairs": table_view(pairs, {"agreement": F3, "agreement_no_tie": F3, "kappa": F3}) if pairs.height <= PAIRS_SHOWN else None,
-            "n_pairs": pairs.height, "csv": csv.get(d.name, ""),
-        })  # fmt: skip
+        benches = sorted(d.agreement.get_column("benchmark").unique().to_list())
+        for b in benches:
+            mine = pl.col("benchmark") == b
+            agreement = d.agreement.filter(mine)
+            pairs = agreement.filter(pl.col("judge_a") < pl.col("judge_b"))
+            reasons = directory_reasons(study, d, b)
+            heat = chart_view(charts, agreement_key("agreement", i, b), n)
+            hist = chart_view(charts, agreement_key("disagreement", i, b), n)
+            if heat is not None:
+                heat["caption"] = figure_caption(heat["spec"], reasons)
+            if (
+                hist is not None
+            ):  # its data counts queries: it covers the heatmaps' judges
+                judges = agreement.get_column("judge_a").unique().to_list()
+                hist["caption"] = figure_caption(hist["spec"], reasons, judges)
+            out.append({
+                "name": labels[i] if len(benches) == 1 else f"{labels[i]}: {b}",
+                "heatmaps": heat,
+                "histogram": hist,
+                "fleiss": table_view(_of(d.fleiss, b), {"kappa": F3}),
+                "majority": table_view(_of(d.majority, b), {"majority_share": PCT, "unanimous_share": PCT}),
+                "disagreement": table_view(_of(d.disagreement, b), {"share": PCT, "cumulative_share": PCT}),
+                "pairs": table_view(pairs, {"agreement": F3, "agreement_no_tie": F3, "kappa": F3}) if pairs.height <= PAIRS_SHOWN else None,
+                "n_pairs": pairs.height, "csv": csv[i] if i < len(csv) else "",
+            })  # fmt: skip
     return out
+
+
+def _of(table: pl.DataFrame, benchmark: str) -> pl.DataFrame:
+    """The rows of ``table`` on ``benchmark`` (all of them where it has no such column)."""
+    if "benchmark" not in table.columns:
+        return table
+    return table.filter(pl.col("benchmark") == benchmark)

@@ -119,11 +119,15 @@ def benchmark_reasons(study: Study, benchmark: str, kind: str) -> dict[str, str]
     return out
 
 
-def directory_reasons(study: Study, d: Results) -> dict[str, str]:
-    """Every judge of the report on ``d``'s benchmarks -> why ``d``'s agreement figures
-    would not draw it: :data:`OTHER_DIRECTORY` where ``d`` did not judge it, else
-    :data:`NO_DATA`."""
+def directory_reasons(
+    study: Study, d: Results, benchmark: str | None = None
+) -> dict[str, str]:
+    """Every judge of the report on ``d``'s benchmarks (``benchmark``: that one only) ->
+    why ``d``'s agreement figures would not draw it: :data:`OTHER_DIRECTORY` where ``d``
+    did not judge it, else :data:`NO_DATA`."""
     mine = d.judgments.select("benchmark", "judge").unique()
+    if benchmark is not None:
+        mine = mine.filter(pl.col("benchmark") == benchmark)
     benches = mine.get_column("benchmark").unique().to_list()
     here = set(mine.get_column("judge").to_list())
     judges = (

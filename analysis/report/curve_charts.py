@@ -11,7 +11,8 @@ page (its legend names only those, at most
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import altair as alt
 import numpy as np
@@ -25,7 +26,9 @@ from voirdire.analysis.report.vega import (
     search_param,
 )
 
-__all__ = ["PICKED", "DEFAULT_PICKED", "win_rate_fits", "win_rate_curves"]
+__all__ = [
+    "PICKED", "DEFAULT_PICKED", "win_rate_fits", "default_picks", "win_rate_curves", "picked_judges",
+]  # fmt: skip
 
 #: the page's parameter: the judges whose curves are drawn
 PICKED = "picked"
@@ -60,6 +63,16 @@ def win_rate_fits(cells: pl.DataFrame, points: int = 21) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"judge": pl.String, "metric": pl.String, "owr": pl.Float64, "value": pl.Float64}, orient="row")  # fmt: skip
 
 
+def default_picks(
+    cells: pl.DataFrame, order: Sequence[str], k: int = DEFAULT_PICKED
+) -> list[str]:
+    """The judges :func:`win_rate_curves` draws before the reader picks: the first ``k``
+    of ``order`` that have a curve (:func:`win_rate_fits`); a judge judged in one order
+    only has none (its cells have no owr, PC or PF), nor one with fewer than 3 cells."""
+    fitted = set(win_rate_fits(cells).get_column("judge").to_list())
+    return [j for j in order if j in fitted][:k]
+
+
 def win_rate_curves(
     cells: pl.DataFrame,
     picked: Sequence[str],
@@ -72,7 +85,9 @@ def win_rate_curves(
     :data:`~voirdire.analysis.report.vega.MAX_LEGEND` each keeps its colour of the other
     figures; beyond, the picked judges take the first colours)."""
     fits = win_rate_fits(cells)
-    pts = cells.filter(pl.col("n") > 0).select("judge", "owr", "pc", "pf")
+    # a one-order cell has no owr, PC or PF: no point
+    pts = cells.filter((pl.col("n") > 0) & pl.col("owr").is_not_null())
+    pts = pts.select("judge", "owr", "pc", "pf")
     long = pl.concat(
         [pts.select("judge", "owr", pl.lit(m.upper()).alias("metric"), pl.col(m).alias("value")) for m in ("pc", "pf")]
     )  # fmt: skip
@@ -126,3 +141,12 @@ def win_rate_curves(
     return (
         alt.hconcat(*panels).add_params(search_param(), param).properties(title=title)
     )
+
+
+def picked_judges(spec: Mapping[str, Any]) -> list[str] | None:
+    """The judges a :func:`win_rate_curves` specification (Vega-Lite, as a dict) draws
+    before the reader picks (its :data:`PICKED` parameter's value); None without one."""
+    for p in spec.get("params", []):
+        if p.get("name") == PICKED:
+            return list(p.get("value") or [])
+    return None

@@ -68,6 +68,14 @@ __all__ = [
 NAME_PART = 80
 
 
+def directory_file_parts(dirs: Sequence[Any]) -> list[str]:
+    """The part of the file names of each of ``dirs`` (objects with ``name``): the
+    :func:`file_part` of its name, with ``_<i>`` (its place) added where another directory
+    has the same one, so that two directories of one folder name write two files."""
+    parts = [file_part(d.name) for d in dirs]
+    return [f"{p}_{i}" if parts.count(p) > 1 else p for i, p in enumerate(parts)]
+
+
 def file_part(label: str) -> str:
     """The part of a file name that stands for ``label`` (a benchmark, judge, directory or
     scope): :func:`voirdire.core.slug` (runs of characters outside ``[A-Za-z0-9._-]``
@@ -359,8 +367,7 @@ def write_study(
             )
     if study.power.height:
         csv("power", study.power)
-    for d in study.dirs:
-        s = file_part(d.name)
+    for d, s in zip(study.dirs, directory_file_parts(study.dirs)):
         csv(f"bootstrap_{s}", d.ci)
         csv(f"bootstrap_task_{s}", d.ci_task)
         csv(f"sign_test_{s}", d.sign)
@@ -392,17 +399,27 @@ def _study_figures(
 ) -> tuple[dict[str, Path], dict[str, dict[str, Any]]]:
     """The study's figures (:func:`~voirdire.analysis.report.study_charts.study_charts`):
     their static files under ``fdir`` (``formats``: ``png``, ``svg``) and their Vega-Lite
-    specifications for the page; keys ``"kind:scope"``."""
+    specifications for the page; keys ``"kind:scope"``. An agreement figure's file is
+    named by its directory (:func:`directory_file_parts`), and by its benchmark too where
+    the directory has several."""
     from voirdire.analysis.report.study_charts import study_charts
     from voirdire.analysis.report.vega import spec_of, write_static
 
     figs: dict[str, Path] = {}
     specs: dict[str, dict[str, Any]] = {}
+    parts = directory_file_parts(study.dirs)
     for key, chart in study_charts(study, choice).items():
         kind, _, scope = key.partition(":")
         stem = _STEMS.get(kind) or f"metric_{file_part(kind.removeprefix('metric_'))}"
+        if kind in ("agreement", "disagreement"):  # scope "<i>:<benchmark>"
+            i, _, bench = scope.partition(":")
+            d = study.dirs[int(i)]
+            many = d.agreement is not None and d.agreement["benchmark"].n_unique() > 1
+            part = f"{parts[int(i)]}_{file_part(bench)}" if many else parts[int(i)]
+        else:
+            part = file_part(scope)
         specs[key] = spec = spec_of(chart)
-        static = write_static(spec, fdir / f"{stem}_{file_part(scope)}", formats)
+        static = write_static(spec, fdir / f"{stem}_{part}", formats)
         if static:
             figs[key] = next(iter(static.values()))
     return figs, specs

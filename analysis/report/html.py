@@ -21,6 +21,7 @@ import polars as pl
 from markupsafe import Markup
 
 from voirdire.analysis.position.registry import added_metrics
+from voirdire.analysis.position.regression import one_order_notes
 from voirdire.analysis.report.agreement import agreement_view
 from voirdire.analysis.report.bias import bias_view
 from voirdire.analysis.report.coverage import (
@@ -28,7 +29,8 @@ from voirdire.analysis.report.coverage import (
     figure_caption,
     repetition_only,
 )
-from voirdire.analysis.report.files import file_part
+from voirdire.analysis.report.curve_charts import picked_judges
+from voirdire.analysis.report.files import directory_file_parts
 from voirdire.analysis.report.judge_table import gate_words
 from voirdire.analysis.report.summary import summary_view
 from voirdire.analysis.report.views import (
@@ -260,7 +262,12 @@ def render_html(
     from voirdire.analysis.report.vega import vega_bundle
 
     charts, n = written.get("charts", {}), [0]
-    judges, summary = _judges(study), summary_view(choice)
+    picked = {  # the judges each win-rate figure draws at first: their boxes checked
+        k.partition(":")[2]: p
+        for k, spec in charts.items()
+        if k.startswith("owr:") and (p := picked_judges(spec)) is not None
+    }
+    judges, summary = _judges(study), summary_view(choice, picked)
     if verdicts:  # the tables whose judges' names open the viewer
         for t in [judges["panel"], *(s["table"] for s in summary)]:
             t["verdicts"] = True
@@ -278,11 +285,14 @@ def render_html(
         **judges,
         benchmarks=_benchmarks(study, charts, n),
         regressions=_regressions(study),
+        regression_notes=one_order_notes(study.reg_cells)
+        if study.reg_cells is not None
+        else [],
         agreement=agreement_view(
             study,
             charts,
             n,
-            {d.name: f"agreement_{file_part(d.name)}.csv" for d in study.dirs},
+            [f"agreement_{p}.csv" for p in directory_file_parts(study.dirs)],
         ),
         power=_power(study),
         gold=gold,

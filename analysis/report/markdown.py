@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from voirdire.analysis.position.formulas import safe_div, valid
+from voirdire.analysis.position.regression import one_order_notes
 from voirdire.analysis.report.judge_table import (
     fmt_value,
     gate_words,
@@ -295,6 +296,9 @@ def study_markdown(study: Any, title: str) -> str:
             "",
         ]
     lines += ["## Factor regression (final step, R drop1)", ""]
+    if study.reg_cells is not None:
+        lines += [f"- {markdown(n)}" for n in one_order_notes(study.reg_cells)]
+        lines += [""] if lines[-1] else []
     for r in study.regressions:
         lines += [
             f"### {markdown(r.scope)}: {markdown(r.response.upper())} (n = {r.n})",

@@ -17,7 +17,9 @@ agreement                  three matrices, values written   Cohen's kappa, lower
 disagreement               a histogram per directory        a histogram per directory
 =========================  ===============================  ==============================
 
-Keys are ``"<kind>:<benchmark>"`` (``"agreement:<directory>"``), each kind's title in
+Keys are ``"<kind>:<benchmark>"`` (the agreement and disagreement figures
+``"<kind>:<i>:<benchmark>"``, ``i`` the directory's place in the study:
+:func:`~voirdire.analysis.report.agreement.agreement_key`), each kind's title in
 :data:`KIND_TITLES`.
 """
 
@@ -30,8 +32,13 @@ import polars as pl
 
 from voirdire.analysis.families import judge_families
 from voirdire.analysis.position.registry import added_metrics
-from voirdire.analysis.report.agreement import agreement_heatmap, disagreement_chart
-from voirdire.analysis.report.curve_charts import DEFAULT_PICKED, win_rate_curves
+from voirdire.analysis.report.agreement import (
+    agreement_heatmap,
+    agreement_key,
+    directory_labels,
+    disagreement_chart,
+)
+from voirdire.analysis.report.curve_charts import default_picks, win_rate_curves
 from voirdire.analysis.report.judge_charts import (
     family_multiples,
     judge_bars,
@@ -124,7 +131,7 @@ def _benchmark(
     if fam is not None:
         charts[f"families:{b}"] = fam
     if u.height:
-        picked = mine[:DEFAULT_PICKED]
+        picked = default_picks(u, mine)  # judges with a curve only
         charts[f"owr:{b}"] = win_rate_curves(u, picked, f"{b}: PC and PF against the candidate's overall win rate (picked judges)", judges)  # fmt: skip
     if pb.get_column("rs").is_not_null().any():
         charts[f"rs:{b}"] = judge_bars(
@@ -173,21 +180,24 @@ def study_charts(study: Study, choice: Choice) -> dict[str, alt.TopLevelMixin]:
             judges,
             families,
         )
-    for d in study.dirs:
+    labels = directory_labels(study.dirs)
+    for i, d in enumerate(study.dirs):
         if d.agreement is None:
             continue
-        for b in sorted(d.agreement.get_column("benchmark").unique().to_list()):
+        benches = sorted(d.agreement.get_column("benchmark").unique().to_list())
+        for b in benches:
             two = study.panel.filter(  # the judges the viewer holds pairs of
                 (pl.col("benchmark") == b) & pl.col("pc").is_not_null()
             )
-            charts[f"agreement:{d.name}"] = agreement_heatmap(
+            name = labels[i] if len(benches) == 1 else f"{labels[i]}, {b}"
+            charts[agreement_key("agreement", i, b)] = agreement_heatmap(
                 d.agreement.filter(pl.col("benchmark") == b),
                 order,
-                f"{d.name}: agreement between judges",
+                f"{name}: agreement between judges",
                 two.get_column("judge").to_list(),
             )
-            charts[f"disagreement:{d.name}"] = disagreement_chart(
+            charts[agreement_key("disagreement", i, b)] = disagreement_chart(
                 d.disagreement.filter(pl.col("benchmark") == b),
-                f"{d.name}: disagreement per query",
+                f"{name}: disagreement per query",
             )
     return charts

@@ -10,6 +10,7 @@ a check box per row picking the win-rate curves) and the terminal's table
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -77,9 +78,15 @@ def _board(table: pl.DataFrame) -> str:
 SUMMARY_ROWS = 15
 
 
-def summary_view(choice: Choice | None) -> list[dict[str, Any]]:
+def summary_view(
+    choice: Choice | None, picked: Mapping[str, Collection[str]] | None = None
+) -> list[dict[str, Any]]:
     """Per benchmark: the line naming the judge to trust first, what the rank is by, and
-    the ranked judges (a check box per row picks its win-rate curves)."""
+    the ranked judges (a check box per row picks its win-rate curves). ``picked``:
+    benchmark -> the judges its win-rate figure draws at first
+    (:func:`~voirdire.analysis.report.curve_charts.picked_judges`), whose boxes are checked
+    (a benchmark absent: none); None: the first
+    :data:`~voirdire.analysis.report.curve_charts.DEFAULT_PICKED` rows."""
     from voirdire.analysis.report.curve_charts import DEFAULT_PICKED
 
     if choice is None:
@@ -98,9 +105,15 @@ def summary_view(choice: Choice | None) -> list[dict[str, Any]]:
             t.select(cols), {c: f for c, _, f in _CHOICE if f}, rename={c: h for c, h, _ in _CHOICE}, flag_col="gates",
         )  # fmt: skip
         view["head"] = ["curve", *view["head"]]
+        if picked is None:
+            checked = [i < DEFAULT_PICKED for i in range(t.height)]
+        else:  # the figure's picks: a judge without a curve is not checked
+            benches = t.get_column("benchmark").to_list()
+            judges = t.get_column("judge").to_list()
+            checked = [j in picked.get(x, ()) for x, j in zip(benches, judges)]
         for i, r in enumerate(view["rows"]):
             r["more"] = i >= SUMMARY_ROWS
-            r["cells"].insert(0, {"pick": True, "checked": i < DEFAULT_PICKED, "judge": r["judge"], "text": "", "v": "1" if i < DEFAULT_PICKED else "0", "num": False})  # fmt: skip
+            r["cells"].insert(0, {"pick": True, "checked": checked[i], "judge": r["judge"], "text": "", "v": "1" if checked[i] else "0", "num": False})  # fmt: skip
         passing = t.filter(pl.col("passes")).height
         out.append({
             "name": b, "line": line, "key": "accuracy against the gold labels" if choice.key[b] == "accuracy" else "PC (no gold labels)",
