@@ -198,3 +198,20 @@ def test_cells_with_v_zero_left_out():
     assert [r.n for r in with_failed] == [ok.height, ok.height]
     for a, b in zip(with_failed, alone):
         assert a.terms == b.terms and a.drop1.equals(b.drop1)
+
+
+def test_a_saturated_fit_is_nan_without_a_warning():
+    """Two cells and two coefficients leave no residual degree of freedom: the standard
+    errors, p-values and R² are NaN, and statsmodels' lazy divisions by zero warn nobody
+    (a served directory of three exchanges printed four RuntimeWarnings above its answer)."""
+    import warnings
+
+    from voirdire.analysis.position.regression import final_fit
+
+    blocks = {"quality_gap": (np.array([[0.0], [1.0]]), ["quality_gap"])}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        coef, r2 = final_fit(np.array([0.2, 0.9]), blocks, ["quality_gap"])
+    assert coef["estimate"].to_list() == pytest.approx([0.2, 0.7])
+    assert coef["std_error"].is_nan().all() or coef["std_error"].is_infinite().all()
+    assert math.isnan(r2) or r2 == pytest.approx(1.0)

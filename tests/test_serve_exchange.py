@@ -154,3 +154,14 @@ def test_a_body_declared_too_large_is_refused_unread():
     ex = asyncio.run(exchange(b"", judges(), declared=4 * 1024 * 1024 + 1))
     assert ex.status == 413 and ex.body["error"]["code"] == "request_too_large"
     assert ex.record["request_bytes"] == 4 * 1024 * 1024 + 1
+
+
+def test_a_recorded_judge_is_refused_naming_the_judges_that_can_serve():
+    """The README's job has a replay judge beside a simulated one: ``serve`` refuses the
+    replay judge in one line that names the ``--judge`` options serving the others."""
+    from voirdire.core import ConfigError
+
+    job = {**JOB, "benchmark": {"name": "mtbench"}, "judges": [
+        {"name": "gpt-4-0613", "backend": "replay", "recorded": "gpt-4-0613"}, *JOB["judges"]]}  # fmt: skip
+    with pytest.raises(ConfigError, match="answers from recordings.*serve the others with --judge flips --judge sure$"):  # fmt: skip
+        served_judges(parse_job(job), None)

@@ -170,15 +170,20 @@ def final_fit(
     ``estimate``, ``std_error``, ``p_value``) and R² (NaN when undefined)."""
     res = ols_fit(y, blocks, model)
     names = ["(Intercept)", *[nm for t in model for nm in blocks[t][1]]]
-    coef = pl.DataFrame(
-        {
-            "name": names,
-            "estimate": np.asarray(res.params, dtype=float),
-            "std_error": np.asarray(res.bse, dtype=float),
-            "p_value": np.asarray(res.pvalues, dtype=float),
-        }
-    )
-    return coef, float(res.rsquared) if np.isfinite(res.rsquared) else float("nan")
+    # statsmodels computes these lazily: with no residual degree of freedom (a tiny study)
+    # they divide by zero, which is NaN here, not a warning on the user's terminal
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        coef = pl.DataFrame(
+            {
+                "name": names,
+                "estimate": np.asarray(res.params, dtype=float),
+                "std_error": np.asarray(res.bse, dtype=float),
+                "p_value": np.asarray(res.pvalues, dtype=float),
+            }
+        )
+        r2 = float(res.rsquared)
+    return coef, r2 if np.isfinite(r2) else float("nan")
 
 
 CATEGORICAL_TERMS = ["judge", "candidate", "task", "judge_family"]

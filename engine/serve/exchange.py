@@ -118,6 +118,17 @@ def served_judges(
             raise ConfigError(
                 f"judge {rj.name!r} (backend {rj.spec.backend!r}) answers from recordings; "
                 "voirdire serve needs a judge that reads prompts"
+                + (
+                    "; serve the others with --judge " + " --judge ".join(others)
+                    if (
+                        others := [
+                            o.name
+                            for o in resolved
+                            if not issubclass(o.backend, Expands | Recording)
+                        ]
+                    )
+                    else ""
+                )
             )
         ctx = rj.context("serve", None, out)
         rj.backend.preflight(rj.settings, ctx)

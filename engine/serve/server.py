@@ -17,6 +17,7 @@ to :data:`~voirdire.engine.serve.openai_shapes.MAX_REQUEST_BYTES` only (a larger
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections import Counter
 from typing import Any
 
@@ -209,6 +210,9 @@ def start(
     # Serve's per-request lines (INFO, escape-coloured) stay in its log files: the
     # record is the account of each exchange
     quiet = {"log_level": "WARNING", "enable_access_log": False}
+    # and the driver's own start-up lines ("Started Serve in namespace ..."): the command's
+    # first line is where it serves
+    logging.getLogger("ray.serve").setLevel(logging.WARNING)
     serve.start(http_options={"host": host, "port": port}, logging_config=quiet)
     deployment = serve.deployment(
         GateIngress,
