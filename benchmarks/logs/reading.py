@@ -361,7 +361,9 @@ def prompt_keys(verdicts: pl.DataFrame) -> dict[str, str]:
     verdicts (judge, order, text, letter; sorted): a format's prompt key, which enters the
     query ids, so that an edited log is read again."""
     per = (
-        verdicts.sort("question_id", "judge", "first")
+        verdicts.lazy()
+        .select("question_id", "judge", "first", "second", "output", "choice")
+        .sort("question_id", "judge", "first")
         .with_columns(
             _v=pl.concat_str(
                 "judge",
@@ -374,7 +376,8 @@ def prompt_keys(verdicts: pl.DataFrame) -> dict[str, str]:
         )  # fmt: skip
         .group_by("question_id", maintain_order=True)
         .agg(pl.col("_v").str.join("\x1e"))
-    )
+        .collect()
+    )  # lazy: the sorted copy and the joined texts are not all held at once
     return {q: content_hash(v) for q, v in per.iter_rows()}
 
 
