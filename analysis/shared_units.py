@@ -54,6 +54,14 @@ SHARED_COLUMNS = [
     "n_own", "board_judges",
 ]  # fmt: skip
 
+#: the judgments' columns the boards read (units, pairs, gold labels); the others (texts,
+#: ids: most of the 2 × 10⁶-verdict audit's judgments table) are left out before any copy
+_READ = [
+    "benchmark", "judge", "mode", "task", "question_id", "candidate", "reference",
+    "shown", "repetition", "option_mode", "extracted", "failed", "tie", "chosen", "gold",
+    "input_chars", "output_chars", "prompt_chars",
+]  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Boards:
@@ -92,7 +100,9 @@ def one_source_per_judge(
     for i, f in enumerate(frames):
         if f is None or not f.height or "mode" not in f.columns:
             continue
-        f = f.filter(pl.col("mode").is_in(PAIRWISE_MODES))
+        pairwise = pl.col("mode").is_in(PAIRWISE_MODES)
+        if not f.select(pairwise.fill_null(False).all()).item():
+            f = f.filter(pairwise)
         if f.height:
             parts.append(f.with_columns(_src=pl.lit(i, pl.Int64)))
     if not parts:
@@ -111,6 +121,8 @@ def one_source_per_judge(
         .unique(["benchmark", "judge"], keep="first", maintain_order=True)
         .select("benchmark", "judge", "_src")
     )
+    if best.height == per.height:  # each judge in one frame: every row chosen
+        return j.drop("_src"), own
     chosen = j.join(best, on=["benchmark", "judge", "_src"], how="semi").drop("_src")
     return chosen, own
 
@@ -129,6 +141,8 @@ def _units(j: pl.DataFrame) -> pl.DataFrame:
 
 def _components(sets: dict[str, set[int]]) -> list[list[str]]:
     """The judges linked by a shared unit (union-find), each part sorted, in name order."""
+    if len(sets) == 1:
+        return [list(sets)]
     parent = {j: j for j in sets}
 
     def root(j: str) -> str:
@@ -211,12 +225,15 @@ def _board_figures(
     per-question sums on the board's shared units (``jb``: the benchmark's judgments with
     their unit hash ``_u``)."""
     subs = [
-        jb.filter(pl.col("judge").is_in(judges) & pl.col("_u").is_in(list(common)))
+        jb
+        if set(judges) == set(sets)
+        and all(len(sets[jn]) == len(common) for jn in judges)
+        else jb.filter(pl.col("judge").is_in(judges) & pl.col("_u").is_in(list(common)))
         for judges, common in groups
-    ]
+    ]  # a board of every judge on all its units: the benchmark's rows, not a copy
     models = [
-        set(sub.get_column("candidate").drop_nulls().to_list())
-        | set(sub.get_column("reference").drop_nulls().to_list())
+        set(sub.get_column("candidate").drop_nulls().unique().to_list())
+        | set(sub.get_column("reference").drop_nulls().unique().to_list())
         for sub in subs
     ]
     rows, sums = [], []
@@ -272,9 +289,16 @@ def shared_boards(
     )  # fmt: skip
     if not judgments.height or not rankable.height:
         return empty
-    j = judgments.join(
-        rankable.select("benchmark", "judge"), on=["benchmark", "judge"], how="semi"
-    )
+    placed = rankable.select("benchmark", "judge")
+    if (
+        judgments.select("benchmark", "judge")
+        .unique()
+        .join(placed, on=["benchmark", "judge"], how="anti")
+        .height
+    ):
+        j = judgments.join(placed, on=["benchmark", "judge"], how="semi")
+    else:  # every judge placed: no copy
+        j = judgments
     if not j.height:
         return empty
     units = _units(j)
@@ -301,7 +325,9 @@ def shared_boards(
             for r in rankable.filter(pl.col("benchmark") == b).iter_rows(named=True)
         }
         groups = _groups(sets, {jn: two.get(jn, True) for jn in sets})
-        jb = j.filter(pl.col("benchmark") == b).with_columns(
+        jb = (
+            j if j["benchmark"].n_unique() == 1 else j.filter(pl.col("benchmark") == b)
+        ).with_columns(
             _u=pl.struct(
                 *(pl.col(c).cast(pl.String) for c in UNIT_KEYS if c != "side"), side()
             ).hash()
@@ -330,8 +356,12 @@ def like_with_like(
     figures on the shared units (:func:`shared_boards`, :data:`SHARED_COLUMNS`), ``_key``
     taken from there where defined; and the boards' per-question sums (None without a
     board). ``judgments``: one table per directory (:func:`one_source_per_judge`)."""
+    frames = judgments if isinstance(judgments, list) else [judgments]
     j, own = one_source_per_judge(
-        judgments if isinstance(judgments, list) else [judgments]
+        [
+            f.select(c for c in _READ if c in f.columns) if f is not None else f
+            for f in frames
+        ]  # fmt: skip
     )
     keys = {
         b: "accuracy" if g else "pc"

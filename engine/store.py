@@ -25,6 +25,7 @@ import os
 import time
 import uuid
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from voirdire.core import ConfigError, slug
 from voirdire.engine.secrets import redact_table
 from voirdire.exceptions import CorruptPartWarning
 from voirdire.layout import QUARANTINE, RAW_DIR
-from voirdire.parts import PartReader, dedup
+from voirdire.parts import READ_ERRORS, PartReader, dedup
 from voirdire.schema import RAW_SCHEMA
 
 
@@ -159,20 +160,38 @@ class ResultStore(PartReader):
             if tables:
                 self._write_part(j, pa.concat_tables(tables))
 
-    def _write_part(self, judge: str, table: pa.Table, prefix: str = "part") -> Path:
+    def _write_part(
+        self, judge: str, table: pa.Table | Iterable[pa.Table], prefix: str = "part"
+    ) -> Path:
+        """Write ``table`` (or the tables of an iterable, one after another, each read when
+        written: a merge holds one part at a time) as one new part file of ``judge``."""
         d = self.raw_dir / slug(judge)
         d.mkdir(parents=True, exist_ok=True)
         if link := next((p for p in (self.raw_dir, d) if p.is_symlink()), None):
             raise ConfigError(
                 f"{link} is a symbolic link; voirdire writes through no links in an output directory"
             )
-        if self.secrets:
-            table = redact_table(table, self.secrets)
         name = f"{prefix}-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
         tmp = d / f".{name}.tmp"
-        pq.write_table(table, tmp, compression="zstd")
+        if isinstance(table, pa.Table):
+            if self.secrets:
+                table = redact_table(table, self.secrets)
+            pq.write_table(table, tmp, compression="zstd")
+            self.rows_written += table.num_rows
+        else:
+            n = 0
+            try:
+                with pq.ParquetWriter(tmp, self.schema, compression="zstd") as w:
+                    for t in table:
+                        w.write_table(
+                            redact_table(t, self.secrets) if self.secrets else t
+                        )
+                        n += t.num_rows
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            self.rows_written += n
         os.replace(tmp, d / name)
-        self.rows_written += table.num_rows
         return d / name
 
     def compact(self) -> None:
@@ -188,14 +207,39 @@ class ResultStore(PartReader):
             parts = self._parts(d.name)
             if len(parts) <= 1:
                 continue
-            df = self._collect(d.name, lambda ps: dedup(self._scan(ps).collect()))
-            parts = self._parts(d.name)  # without any quarantined while reading
-            new = self._write_part(
-                d.name, df.to_arrow().cast(self.schema), prefix="part-z"
-            )
+            new = None
+            if self._collect(d.name, self._distinct):  # no unit twice: streamed
+                parts = self._parts(d.name)  # without any quarantined while reading
+                try:
+                    new = self._write_part(
+                        d.name, (pq.read_table(p) for p in parts), prefix="part-z"
+                    )
+                except READ_ERRORS:  # a part damaged past its footer: found below
+                    new = None
+            if new is None:
+                df = self._collect(d.name, lambda ps: dedup(self._scan(ps).collect()))
+                parts = self._parts(d.name)
+                new = self._write_part(
+                    d.name, df.to_arrow().cast(self.schema), prefix="part-z"
+                )
+                del df
             for p in parts:
                 if p != new:
                     p.unlink(missing_ok=True)
+
+    def _distinct(self, parts: list[Path]) -> bool:
+        """Whether ``parts`` can be merged as they are, one at a time, giving what
+        :func:`~voirdire.parts.dedup` of them gives: each of this store's schema (no column
+        to insert) and no (judge, unit id) in two rows (nothing to drop). Reads only
+        those two columns."""
+        if not parts or any(
+            not pq.read_schema(p).equals(self.schema, check_metadata=False)
+            for p in parts
+        ):
+            return False
+        who = "judge" if "judge" in self.schema.names else "rewriter"
+        keys = self._scan(parts).select(who, "unit_id").collect()
+        return not keys.is_duplicated().any()
 
     def to_table(
         self, unit_columns: dict[str, list[Any]], result_columns: dict[str, list[Any]]

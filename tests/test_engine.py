@@ -207,6 +207,8 @@ def test_instances_pairwise(data_dir, tmp_path):
 
 def test_store_atomic_parts_and_dedup(tmp_path):
     import pyarrow as pa
+    import pyarrow.parquet as pq
+    from polars.testing import assert_frame_equal
 
     from voirdire.schema import RAW_SCHEMA
 
@@ -247,6 +249,18 @@ def test_store_atomic_parts_and_dedup(tmp_path):
     assert sorted(df["unit_id"]) == ["u1", "u2", "u3"]
     assert df.filter(pl.col("unit_id") == "u2")["output"].item() == "y"  # latest wins
     assert len(list((tmp_path / "raw" / "j").glob("part-*.parquet"))) == 1
+    assert not list((tmp_path / "raw" / "j").glob(".*tmp"))
+    # parts holding no unit twice are merged one part at a time (an audit's 2 × 10⁶
+    # rows within its memory bound): the same rows, in the same order, as dedup gives
+    for i in range(4, 9):
+        store.append("j", rows([f"u{i}", f"v{i}"], f"o{i}"))
+    store.flush()
+    before = store.read_raw()
+    assert store._collect("j", store._distinct)
+    store.compact()
+    (part,) = (tmp_path / "raw" / "j").glob("part-*.parquet")
+    assert pq.read_table(part).num_rows == 13
+    assert_frame_equal(store.read_raw(), before)
     assert not list((tmp_path / "raw" / "j").glob(".*tmp"))
 
 

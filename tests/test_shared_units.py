@@ -14,7 +14,8 @@ from tests.test_metrics import pair, table
 from voirdire.analysis.choice import choose_judges
 from voirdire.analysis.position.metrics import judge_metrics
 from voirdire.analysis.shared_units import one_source_per_judge
-from voirdire.analysis.stats.tie_test import TIE_ALPHA, paired_test
+from voirdire.analysis.stats import tie_test
+from voirdire.analysis.stats.tie_test import TIE_ALPHA, paired_test, ratio_interval
 
 
 def _judge(name: str, questions: range, consistent: int, per_q: int = 4, **kw) -> list:
@@ -165,3 +166,20 @@ def test_the_table_reads_back_from_its_csv(tmp_path):
         print_choice(back, Console(file=buf, width=160))
         assert c.lines["MTBench"].split(".")[0] in " ".join(buf.getvalue().split())
         assert summary_view(back)[0]["line"] == c.lines["MTBench"]
+
+
+def test_ratio_interval_in_blocks_is_the_one_draw_interval(monkeypatch):
+    """The bootstrap drawn in blocks of replicates (bounded memory at 10⁶ questions) gives
+    the interval of the single (replicates, clusters) draw, bit for bit."""
+    rng = np.random.default_rng(3)
+    num = rng.integers(0, 3, size=37)
+    den = num + rng.integers(0, 2, size=37)
+    den[:5] = 0
+    idx = np.random.default_rng(11).integers(0, 37, size=(50, 37))
+    d = den[idx].sum(axis=1)
+    r = (num[idx].sum(axis=1) / d)[d > 0]
+    want = (num.sum() / den.sum(), *np.quantile(r, [0.025, 0.975]))
+    monkeypatch.setattr(tie_test, "_BLOCK", 37 * 3)  # blocks of 3 replicates, one of 2
+    assert ratio_interval(num, den, 50, 11) == want
+    monkeypatch.setattr(tie_test, "_BLOCK", 1)  # one replicate a block
+    assert ratio_interval(num, den, 50, 11) == want

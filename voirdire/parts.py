@@ -187,8 +187,12 @@ class PartReader:
 
 
 def dedup(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with one row per (judge or rewriter, unit id), the last; ``df`` itself when
+    no unit is there twice."""
     # per judge: two judges of the same identity (same backend, model and sampling, other
     # labels) share unit ids by design (a cache hit for one is a hit for the other)
     # (rewrites: per rewriter)
     who = "judge" if "judge" in df.columns else "rewriter"
+    if not df.select(who, "unit_id").is_duplicated().any():
+        return df  # what unique gives, without a copy of every row (a compacted part)
     return df.unique(subset=[who, "unit_id"], keep="last", maintain_order=True)

@@ -43,10 +43,8 @@ from voirdire.benchmarks.logs.reading import (
     FAILED_CALL,
     INSTANCES,
     LIMIT_KEYS,
-    PAIR_SCHEMA,
     RECORDED,
     SOURCE,
-    VERDICT_SCHEMA,
     NoOptions,
     Rows,
     default_root,
@@ -218,8 +216,7 @@ class LogBenchmark(Benchmark):
             if hint:
                 raise ConfigError(hint) from None
             raise
-        pairs = pl.DataFrame(rows.pairs, schema=PAIR_SCHEMA)
-        verdicts = pl.DataFrame(rows.verdicts, schema=VERDICT_SCHEMA)
+        pairs, verdicts = rows.frames()
         if not pairs.height:
             raise ConfigError(
                 f"{self.name}: no judgments in {', '.join(map(str, files))}"

@@ -313,9 +313,7 @@ class BatchLog(LogBenchmark):
             pair = mapper(cid, res.where)
             add_verdict(rows, self.name, cid, pair, judge, res, canon)
             if res.text is None:
-                self._failed.append(
-                    (str(len(rows.verdicts["question_id"]) - 1), res.why)
-                )
+                self._failed.append((str(rows.n_verdicts - 1), res.why))
 
     def _copy(self, files: list[Path], digest: str):
         """The shared normalised copy, with :data:`FAILURES` (the failed requests'

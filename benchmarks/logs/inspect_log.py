@@ -158,9 +158,7 @@ class Inspect(BatchLog):
                 pair = sample_pair(s, mapper, where, self.name)
                 add_verdict(rows, self.name, str(s.id), pair, judge, res, canon, "")
                 if res.text is None:
-                    self._failed.append(
-                        (str(len(rows.verdicts["question_id"]) - 1), res.why)
-                    )
+                    self._failed.append((str(rows.n_verdicts - 1), res.why))
 
 
 __all__ = ["Inspect", "InspectOptions", "read_log", "sample_pair", "sample_result"]

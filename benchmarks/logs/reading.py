@@ -93,6 +93,10 @@ def log_settings(options: type[BaseModel], log: dict[str, Any] | None, fmt: str)
         raise ConfigError(f"{fmt}: benchmark.log.{where}: {msg}") from None
 
 
+#: the verdicts :class:`Rows` holds as Python lists before it moves them into a frame
+CHUNK_ROWS = 1 << 17
+
+
 class Rows:
     """The normalised rows of the logs read so far (see the module docstring): column lists
     ``pairs`` (:data:`PAIR_SCHEMA`) and ``verdicts`` (:data:`VERDICT_SCHEMA`; ``where`` is
@@ -107,6 +111,37 @@ class Rows:
         # the column lists in schema order (appended to per row)
         self._pair_cols = list(self.pairs.values())
         self._verdict_cols = list(self.verdicts.values())
+        # the rows read before the lists' last CHUNK_ROWS, as polars frames
+        self._pair_chunks: list[pl.DataFrame] = []
+        self._verdict_chunks: list[pl.DataFrame] = []
+        self._verdicts_before = 0
+
+    @property
+    def n_verdicts(self) -> int:
+        """The verdicts read so far (the next one's row in :meth:`frames`' verdicts)."""
+        return self._verdicts_before + len(self._verdict_cols[0])
+
+    def frames(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The pairs (:data:`PAIR_SCHEMA`) and the verdicts (:data:`VERDICT_SCHEMA`) read,
+        in the order read; the column lists are emptied."""
+        self._spill()
+        return (
+            pl.concat(self._pair_chunks, rechunk=True),
+            pl.concat(self._verdict_chunks, rechunk=True),
+        )
+
+    def _spill(self) -> None:
+        """Move the column lists' rows into frames: a log's 2 × 10⁶ verdicts are held as
+        Arrow strings, not as Python ones (twice or thrice the memory)."""
+        for chunks, cols, schema in (
+            (self._pair_chunks, self.pairs, PAIR_SCHEMA),
+            (self._verdict_chunks, self.verdicts, VERDICT_SCHEMA),
+        ):
+            if not chunks or cols["question_id"]:
+                chunks.append(pl.DataFrame(cols, schema=schema))
+            for col in cols.values():
+                col.clear()
+        self._verdicts_before = sum(c.height for c in self._verdict_chunks)
 
     def pair(
         self, question_id: str, cluster: str, model_a: str, model_b: str, *,
@@ -134,6 +169,8 @@ class Rows:
             (question_id, judge, shown[0], shown[1], output, choice, where),
         ):
             col.append(v)
+        if len(self._verdict_cols[0]) >= CHUNK_ROWS:
+            self._spill()
         if self._unplaced:
             self.pair_where[-1], self._unplaced = where, False
 
@@ -324,7 +361,9 @@ def prompt_keys(verdicts: pl.DataFrame) -> dict[str, str]:
     verdicts (judge, order, text, letter; sorted): a format's prompt key, which enters the
     query ids, so that an edited log is read again."""
     per = (
-        verdicts.sort("question_id", "judge", "first")
+        verdicts.lazy()
+        .select("question_id", "judge", "first", "second", "output", "choice")
+        .sort("question_id", "judge", "first")
         .with_columns(
             _v=pl.concat_str(
                 "judge",
@@ -337,7 +376,8 @@ def prompt_keys(verdicts: pl.DataFrame) -> dict[str, str]:
         )  # fmt: skip
         .group_by("question_id", maintain_order=True)
         .agg(pl.col("_v").str.join("\x1e"))
-    )
+        .collect()
+    )  # lazy: the sorted copy and the joined texts are not all held at once
     return {q: content_hash(v) for q, v in per.iter_rows()}
 
 
