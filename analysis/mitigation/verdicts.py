@@ -34,7 +34,7 @@ per order followed by swap-and-tie.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import polars as pl
 
@@ -233,6 +233,18 @@ def swap_and_tie(verdicts: pl.DataFrame, on_conflict: str = "tie") -> pl.DataFra
             f"on_conflict must be 'tie' or 'undecided', not {on_conflict!r}"
         )
     v = conform(verdicts)
+    # the few-valued keys (benchmark, judge, task, models) as codes in their sorted order
+    # (pl.Enum): the pairing groups and the final sort compare integers there, in the same
+    # order; conform casts them back. Not question_id: nearly one value per pair, coding it
+    # costs more than it saves (10^6 verdicts: 0.8 s CPU against 0.5 s)
+    keys = _in_order(
+        v,
+        [
+            c
+            for c in VERDICT_KEYS
+            if VERDICT_SCHEMA[c] == pl.String and c != "question_id"
+        ],
+    )
     v1, v2 = pl.col("v1"), pl.col("v2")
     decided = v1.is_in(["win", "tie", "loss"]) & v2.is_in(["win", "tie", "loss"])
     final = (
@@ -242,15 +254,26 @@ def swap_and_tie(verdicts: pl.DataFrame, on_conflict: str = "tie") -> pl.DataFra
         .then(v1)
         .otherwise(pl.lit(on_conflict))
     )
-    combined = pair_orders(v).select(
+    combined = pair_orders(keys).select(
         *COMPARISON_KEYS,
         verdict=final,
         queries="queries",
         side=pl.lit(None, dtype=pl.Int64),
         repetition="repetition",
     )
-    return pl.concat([conform(combined), v.filter(pl.col("side").is_null())]).sort(
-        VERDICT_KEYS
+    passed = keys.filter(pl.col("side").is_null())
+    return conform(
+        pl.concat([combined.select(passed.columns), passed]).sort(VERDICT_KEYS)
+    )
+
+
+def _in_order(v: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
+    """``v`` with each of the String ``columns`` cast to a :class:`polars.Enum` of its
+    values sorted (nulls stay null): grouped, joined and sorted by their integer codes, in
+    the order the strings sort in."""
+    return v.with_columns(
+        pl.col(c).cast(pl.Enum(v.get_column(c).drop_nulls().unique().sort()))
+        for c in columns
     )
 
 
