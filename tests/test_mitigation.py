@@ -94,6 +94,39 @@ def test_swap_and_tie_and_gate():
         M.swap_and_tie(n, "coin")
 
 
+def test_swap_and_tie_rows_in_string_order():
+    """The combined verdicts come sorted by their keys as strings sort (byte order, nulls
+    first), whatever order the names first appear in: swap_and_tie groups and sorts the
+    few-valued keys by integer codes (an Enum of the sorted names), which must keep that
+    order; the keys are Strings again on the way out, rows without a side pass through."""
+    names = ["zeta", "Beta", "alpha", "éclair", "beta"]  # first seen: not sorted
+    rows = [
+        {"benchmark": "B", "judge": j, "question_id": "q", "task": None,
+         "candidate": c, "reference": "ref", "verdict": v, "queries": 1, "side": s,
+         "repetition": 1}
+        for c in names for j in ("j2", "j1")
+        for s, v in ((0, "win"), (1, "loss" if c != "beta" else "win"))
+    ]  # fmt: skip
+    rows.append(dict(rows[0], candidate="mid", side=None, verdict="tie"))
+    v = M.conform(pl.DataFrame(rows, schema=M.VERDICT_SCHEMA))
+    out = M.swap_and_tie(v)
+    assert out.schema == pl.Schema(M.VERDICT_SCHEMA)
+    assert out.equals(out.sort(M.VERDICT_KEYS))
+    assert out.select("judge", "candidate").rows()[:6] == [
+        ("j1", "Beta"), ("j1", "alpha"), ("j1", "beta"), ("j1", "zeta"), ("j1", "éclair"),
+        ("j2", "Beta"),
+    ]  # fmt: skip
+    assert out.filter(pl.col("candidate") == "beta").get_column(
+        "verdict"
+    ).to_list() == ["win", "win"]
+    assert out.filter(pl.col("candidate") == "alpha").get_column(
+        "verdict"
+    ).to_list() == ["tie", "tie"]
+    assert out.filter(pl.col("candidate") == "mid").get_column("verdict").to_list() == [
+        "tie"
+    ]
+
+
 def test_jury_majority_weighted_and_composable():
     a = _rows([("q1", "x", "A", "B"), ("q2", "x", "A", "A")], judge="a")
     b = _rows([("q1", "x", "A", "A"), ("q2", "x", "B", "B")], judge="b")

@@ -50,3 +50,54 @@ def test_the_figure_is_the_same_every_run(tmp_path):
         ranking_figure(lb, tmp_path / f"b{i}.png").read_bytes() for i in range(6)
     }
     assert len(digests) == 1
+
+
+def _wide_board(models: int) -> pl.DataFrame:
+    """``models`` models on two boards (single · first, single · swapped)."""
+    names = [f"model-{i:03d}" for i in range(models)]
+    rating = [1000.0 + 3 * i for i in range(models)]
+    return pl.DataFrame(
+        {
+            "strategy": ["single"] * (2 * models),
+            "view": ["first"] * models + ["swapped"] * models,
+            "model": names * 2,
+            "rating": rating + [r - 40 for r in rating],
+            "lo": [r - 10 for r in rating] + [r - 55 for r in rating],
+            "hi": [r + 10 for r in rating] + [r - 25 for r in rating],
+            "win_rate": [0.5] * (2 * models),
+        }
+    )
+
+
+def test_a_200_model_board_names_at_most_12_models(tmp_path, monkeypatch):
+    """A board of 200 models: its legend names the 12 highest by mean rating (the report's
+    bound, MAX_LEGEND) and its title says of how many; every model is still drawn (one
+    point per model and board)."""
+    import matplotlib.pyplot as plt
+
+    from voirdire.analysis.report.vega import MAX_LEGEND
+
+    figs = []
+    monkeypatch.setattr(plt, "close", figs.append)  # keep the figure to read it back
+    path = ranking_figure(_wide_board(200), tmp_path / "wide.png", title="t")
+    assert path.stat().st_size > 1000
+    (ax,) = figs[0].axes
+    legend = ax.get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert len(labels) == MAX_LEGEND == 12
+    assert labels == [f"model-{i:03d}" for i in range(199, 187, -1)]
+    assert legend.get_title().get_text() == "the 12 highest of 200 models"
+    # a point per model and board (400), a cap at each end of its bar (800)
+    drawn = sorted(len(c.get_offsets()) for c in ax.collections if c.get_offsets().size)
+    assert drawn[-2:] == [400, 800]
+
+
+def test_a_small_board_names_every_model(tmp_path, monkeypatch):
+    """Up to 12 models the legend names each, with no title."""
+    import matplotlib.pyplot as plt
+
+    figs = []
+    monkeypatch.setattr(plt, "close", figs.append)
+    ranking_figure(_wide_board(5), tmp_path / "small.png")
+    legend = figs[0].axes[0].get_legend()
+    assert len(legend.get_texts()) == 5 and legend.get_title().get_text() == ""

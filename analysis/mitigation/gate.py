@@ -6,7 +6,8 @@ from __future__ import annotations
 import polars as pl
 
 from voirdire.analysis.mitigation.registry import register_strategy
-from voirdire.analysis.mitigation.verdicts import normalise, swap_and_tie
+from voirdire.analysis.mitigation.shared_pairs import judgment_pair_table
+from voirdire.analysis.mitigation.verdicts import settle_pairs
 
 
 @register_strategy(
@@ -19,4 +20,4 @@ from voirdire.analysis.mitigation.verdicts import normalise, swap_and_tie
 def gate(judgments: pl.DataFrame) -> pl.DataFrame:
     """One order-invariant verdict per pair: the common verdict of its two orders,
     ``undecided`` when they disagree or an order failed; 2 queries."""
-    return swap_and_tie(normalise(judgments), on_conflict="undecided")
+    return settle_pairs(judgment_pair_table(judgments), on_conflict="undecided")

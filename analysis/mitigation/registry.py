@@ -222,7 +222,8 @@ def apply_strategies(
     Raises:
         ConfigError: an unknown name or a missing need, naming the strategy.
     """
-    from voirdire.analysis.mitigation.orders import both_orders_only, one_order_judges
+    from voirdire.analysis.mitigation.orders import one_order_judges
+    from voirdire.analysis.mitigation.shared_pairs import shared_pairs
 
     if isinstance(names, Mapping):
         regs = [Strategy(n, f, paired=False) for n, f in names.items()]
@@ -231,12 +232,22 @@ def apply_strategies(
     for reg in regs:
         check_needs(reg, judgments)
     one = one_order_judges(judgments) if any(r.both_orders for r in regs) else None
-    frames = [
-        conform(
-            (both_orders_only(reg.fn, one) if reg.both_orders else reg.fn)(judgments)
-        ).select(pl.lit(reg.name).alias("strategy"), pl.all())
-        for reg in regs
-    ]
+    # the judges of both orders, filtered once (both_orders_only's rows): one object, so
+    # swap-tie and gate share its pairing (shared_pairs)
+    kept = judgments
+    if one is not None and one.height:
+        kept = judgments.join(one, on=["benchmark", "judge"], how="anti")
+
+    def run(reg: Strategy) -> pl.DataFrame:
+        if not reg.both_orders:
+            return reg.fn(judgments)
+        return reg.fn(kept) if kept.height else pl.DataFrame(schema=VERDICT_SCHEMA)
+
+    with shared_pairs():
+        frames = [
+            conform(run(reg)).select(pl.lit(reg.name).alias("strategy"), pl.all())
+            for reg in regs
+        ]
     return (
         pl.concat(frames)
         if frames

@@ -31,7 +31,7 @@ from voirdire.analysis.report.leaderboard import (
     view_title,
 )
 from voirdire.analysis.report.plotting import _save, plt
-from voirdire.analysis.report.vega import vega_bundle
+from voirdire.analysis.report.vega import MAX_LEGEND, vega_bundle
 from voirdire.analysis.report.views import render_template, table_view
 from voirdire.escape import cell, markdown, visible
 from voirdire.file_set import FileSet
@@ -61,11 +61,23 @@ def _boards(lb: pl.DataFrame) -> list[tuple[str, str]]:
 def ranking_figure(lb: pl.DataFrame, path: str | os.PathLike, title: str = "") -> Path:
     """Ratings with their intervals, one column per board (strategy · view) of one judge
     (and the gold board when ``lb`` holds it), a line joining each model across columns.
+    Drawn as a few collections whatever the number of models (points, bars, caps, lines);
+    the legend names at most :data:`~voirdire.analysis.report.vega.MAX_LEGEND` models (the
+    highest by mean rating; its title says of how many: every model is in
+    ``metrics/leaderboard.csv``).
 
     Args:
         lb: leaderboard rows (:data:`~voirdire.analysis.ranking.boards.LEADERBOARD_COLUMNS`)
             of one benchmark and judge (plus the gold board, :data:`GOLD`).
+        path: the PNG written (folder created).
+        title: the figure's title.
+
+    Returns:
+        ``path``.
     """
+    from matplotlib.collections import LineCollection
+    from matplotlib.lines import Line2D
+
     boards = _boards(lb)
     models = (
         lb.group_by("model")
@@ -78,45 +90,58 @@ def ranking_figure(lb: pl.DataFrame, path: str | os.PathLike, title: str = "") -
         figsize=(1.2 + 1.1 * len(boards), 0.5 + 0.22 * len(models) + 2)
     )
     cmap = plt.get_cmap("tab20")
-    column = {b: x for x, b in enumerate(boards)}
-    points: dict[str, list] = {}
-    for m, s, v, y, lo, hi in lb.select(
-        "model", "strategy", "view", "rating", "lo", "hi"
-    ).iter_rows():  # one pass over the rows, the first of each (model, board)
-        got = points.setdefault(m, [])
-        if all(x != column[(s, v)] for x, *_ in got):
-            got.append((column[(s, v)], y, lo, hi))
-    for mi, m in enumerate(models):
-        pts = sorted(points.get(m, []))
-        xs = [x for x, *_ in pts]
-        ys = [y for _, y, _, _ in pts]
-        # the anchor (NaN: fixed) and ends at the bound (±inf) get no bar there; a
-        # percentile interval may leave out its own point estimate (few questions, a
-        # rating near the bound): the bar then stops at the point on that side
-        ends = [
-            tuple(b if np.isfinite(b) else y for b in (lo, hi)) for _, y, lo, hi in pts
-        ]
-        if pts:  # one call per model: its boards' points and bars
-            ax.errorbar(
-                xs,
-                ys,
-                yerr=[
-                    [max(y - lo, 0.0) for y, (lo, _) in zip(ys, ends)],
-                    [max(hi - y, 0.0) for y, (_, hi) in zip(ys, ends)],
-                ],
-                fmt="o",
-                ms=3,
-                color=cmap(mi % 20),
-                capsize=2,
-                lw=0.8,
-            )
-        ax.plot(xs, ys, "-", color=cmap(mi % 20), lw=0.7, alpha=0.7, label=m)
+    colour = np.array([cmap(i % 20) for i in range(max(len(models), 1))])
+    column = pl.DataFrame(
+        {"strategy": [b[0] for b in boards], "view": [b[1] for b in boards],
+         "x": np.arange(len(boards), dtype=np.int64)},
+        schema={"strategy": lb.schema["strategy"], "view": lb.schema["view"], "x": pl.Int64},
+    )  # fmt: skip
+    order = pl.DataFrame(
+        {"model": models, "mi": np.arange(len(models), dtype=np.int64)},
+        schema={"model": lb.schema["model"], "mi": pl.Int64},
+    )
+    pts = (
+        lb.select("model", "strategy", "view", "rating", "lo", "hi")
+        .join(column, on=["strategy", "view"], how="left", maintain_order="left")
+        .unique(["model", "x"], keep="first", maintain_order=True)  # the first of each
+        .join(order, on="model", how="left", maintain_order="left")
+        .sort("mi", "x")
+    )
+    mi, x = pts.get_column("mi").to_numpy(), pts.get_column("x").to_numpy()
+    y = pts.get_column("rating").to_numpy().astype(float)
+    # the anchor (NaN: fixed) and ends at the bound (±inf) get no bar there; a percentile
+    # interval may leave out its own point estimate (few questions, a rating near the
+    # bound): the bar then stops at the point on that side
+    lo, hi = (pts.get_column(c).to_numpy().astype(float) for c in ("lo", "hi"))
+    lo = np.minimum(np.where(np.isfinite(lo), lo, y), y)
+    hi = np.maximum(np.where(np.isfinite(hi), hi, y), y)
+    c = colour[mi] if len(mi) else np.zeros((0, 4))
+    ax.vlines(x, lo, hi, colors=c, lw=0.8)
+    ax.scatter(np.concatenate([x, x]), np.concatenate([lo, hi]), marker="_",
+               s=16, c=np.concatenate([c, c]), linewidths=0.8)  # fmt: skip
+    ax.scatter(x, y, s=9, c=c, zorder=3)
+    starts = np.flatnonzero(np.r_[True, mi[1:] != mi[:-1]]) if len(mi) else []
+    ends = np.r_[starts[1:], len(mi)] if len(mi) else []
+    ax.add_collection(
+        LineCollection(
+            [np.column_stack([x[a:b], y[a:b]]) for a, b in zip(starts, ends)],
+            colors=[colour[mi[a]] for a in starts],
+            linewidths=0.7,
+            alpha=0.7,
+        )  # fmt: skip
+    )
+    ax.set_xlim(-0.5, len(boards) - 0.5)
     _limits(ax, lb, title)
     ax.set_xticks(range(len(boards)), [f"{s}\n{v}" for s, v in boards], fontsize=7)
     ax.set_ylabel("rating (Arena scale, 95% interval)")
+    named = models[:MAX_LEGEND]
+    more = len(models) - len(named)
     ax.legend(
-        fontsize=6, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False
-    )
+        [Line2D([], [], color=colour[i], marker="o", ms=3, lw=0.7) for i in range(len(named))],
+        named, fontsize=6, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5),
+        frameon=False, title_fontsize=6,
+        title=f"the {len(named)} highest of {len(models)} models" if more else None,
+    )  # fmt: skip
     return _save(fig, path)
 
 
