@@ -101,3 +101,26 @@ def test_a_small_board_names_every_model(tmp_path, monkeypatch):
     ranking_figure(_wide_board(5), tmp_path / "small.png")
     legend = figs[0].axes[0].get_legend()
     assert len(legend.get_texts()) == 5 and legend.get_title().get_text() == ""
+
+
+def test_a_two_line_tick_label_keeps_its_line_break():
+    """The figures draw names literally with control characters removed, but a line feed
+    is a line break, not a glyph: rank's column labels ``"strategy\\nview"`` stay two lines
+    (they read "singlepooled"), while an escape byte in a name is still dropped."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from voirdire.analysis.report.plotting import LITERAL, literal_texts
+
+    fig, ax = plt.subplots()
+    ax.set_xticks([0, 1], ["single\npooled", "gpt\x1b[31m-4"])
+    literal_texts(fig)
+    with LITERAL:
+        fig.canvas.draw()
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "single\npooled",
+        "gpt[31m-4",
+    ]
+    plt.close(fig)

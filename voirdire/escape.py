@@ -52,6 +52,10 @@ _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _CONTROLS = re.compile(
     "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]"
 )
+#: :data:`_CONTROLS` but the line feed (:func:`drawn`)
+_DRAWN_CONTROLS = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]"
+)
 
 
 def _escape_one(m: re.Match[str]) -> str:
@@ -70,9 +74,10 @@ def visible(text: Any) -> str:
 
 def drawn(text: Any) -> str:
     """``str(text)`` for a figure's label: every control character (:func:`visible`'s)
-    removed, so a font is never asked for a glyph it lacks. Figures also draw it without
-    mathtext (``voirdire.analysis.report.plotting``)."""
-    return _CONTROLS.sub("", str(text))
+    removed but the line feed, which matplotlib lays out as a line break rather than asking
+    a font for a glyph (a tick label ``"strategy\nview"`` stays two lines). Figures also
+    draw it without mathtext (``voirdire.analysis.report.plotting``)."""
+    return _DRAWN_CONTROLS.sub("", str(text))
 
 
 def terminal(text: Any) -> str:
