@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable
 
 import polars as pl
 
+from voirdire.analysis.key_sort import sort_by_keys
 from voirdire.analysis.position.pairing import (
     PAIRWISE_MODES,
     order_verdict,
@@ -249,8 +250,9 @@ def swap_and_tie(verdicts: pl.DataFrame, on_conflict: str = "tie") -> pl.DataFra
         side=pl.lit(None, dtype=pl.Int64),
         repetition="repetition",
     )
-    return pl.concat([conform(combined), v.filter(pl.col("side").is_null())]).sort(
-        VERDICT_KEYS
+    return sort_by_keys(
+        pl.concat([conform(combined), v.filter(pl.col("side").is_null())]),
+        VERDICT_KEYS,
     )
 
 
@@ -327,7 +329,7 @@ def jury_vote(
             judge=pl.lit(name) if name else pl.format("panel-{}", pl.col("_n")),
         )
     )
-    return conform(out).sort([*VERDICT_KEYS, "side"], nulls_last=True)
+    return sort_by_keys(conform(out), [*VERDICT_KEYS, "side"], nulls_last=True)
 
 
 def pipeline(*steps: Step) -> Strategy:

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from voirdire.analysis.key_sort import sort_by_keys
 from voirdire.analysis.position import registry
 from voirdire.analysis.position.listwise import candidate_series
 from voirdire.analysis.position.pairing import judgment_pairs, pair_sums
@@ -65,8 +66,8 @@ def question_sums(
         "mode" not in judgments.columns
         or not judgments.filter(pl.col("mode") == "listwise").height
     ):
-        return pairwise.sort(
-            keys
+        return sort_by_keys(
+            pairwise, keys
         )  # sorted: the cells' order, so the float sums, do not vary from run to run
     listwise = (
         candidate_series(judgments)
@@ -80,7 +81,7 @@ def question_sums(
             d=pl.col("s").fill_null(0.0).sum().cast(pl.Float64),
         )
     )
-    return pl.concat([pairwise, listwise], how="vertical_relaxed").sort(keys)
+    return sort_by_keys(pl.concat([pairwise, listwise], how="vertical_relaxed"), keys)
 
 
 def _metric_batches(
