@@ -14,7 +14,7 @@ from tests.test_metrics import pair, table
 from voirdire.analysis.choice import choose_judges
 from voirdire.analysis.position.metrics import judge_metrics
 from voirdire.analysis.shared_units import one_source_per_judge
-from voirdire.analysis.stats.tie_test import TIE_ALPHA, paired_test
+from voirdire.analysis.stats.tie_test import TIE_ALPHA, paired_test, ratio_interval
 
 
 def _judge(name: str, questions: range, consistent: int, per_q: int = 4, **kw) -> list:
@@ -165,3 +165,18 @@ def test_the_table_reads_back_from_its_csv(tmp_path):
         print_choice(back, Console(file=buf, width=160))
         assert c.lines["MTBench"].split(".")[0] in " ".join(buf.getvalue().split())
         assert summary_view(back)[0]["line"] == c.lines["MTBench"]
+
+
+def test_ratio_interval_drawn_in_blocks_is_the_one_draw_interval():
+    """20,000 clusters × 200 replicates: drawn in blocks of 52 replicates; the interval is
+    the one a single (replicates × clusters) draw of the same seed gives."""
+    rng = np.random.default_rng(3)
+    n, reps = 20_000, 200
+    den = rng.integers(0, 3, n)
+    num = rng.binomial(den, 0.7)
+    est, lo, hi = ratio_interval(num, den, reps, seed=11)
+    idx = np.random.default_rng(11).integers(0, n, size=(reps, n))
+    r = num[idx].sum(axis=1) / den[idx].sum(axis=1)
+    assert est == num.sum() / den.sum()
+    assert [lo, hi] == np.quantile(r, [0.025, 0.975]).tolist()
+    assert lo < est < hi

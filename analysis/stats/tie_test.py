@@ -16,6 +16,8 @@ __all__ = ["TIE_ALPHA", "paired_test", "ratio_interval", "ties_with_pick"]
 #: the permutation test's level: a judge whose p-value against the pick is at least this is
 #: tied with it
 TIE_ALPHA = 0.05
+#: the most cluster indices :func:`ratio_interval` draws at once (8 bytes each)
+_BLOCK = 1 << 20
 
 
 def ratio_interval(
@@ -30,10 +32,18 @@ def ratio_interval(
     if replicates < 2 or len(num) < 2:
         return est, None, None
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(num), size=(replicates, len(num)))
-    d = den[idx].sum(axis=1)
+    n = len(num)
+    # the draws a block of replicates at a time (the same stream as one (replicates, n)
+    # draw, each replicate's sum in the same order): a few MiB, not replicates × n
+    block = max(1, _BLOCK // n)
+    nums, dens = [], []
+    for start in range(0, replicates, block):
+        idx = rng.integers(0, n, size=(min(block, replicates - start), n))
+        nums.append(num[idx].sum(axis=1))
+        dens.append(den[idx].sum(axis=1))
+    d = np.concatenate(dens)
     with np.errstate(invalid="ignore", divide="ignore"):
-        r = num[idx].sum(axis=1) / d
+        r = np.concatenate(nums) / d
     r = r[d > 0]
     if not len(r):
         return est, None, None
