@@ -218,8 +218,12 @@ def stability_sums(judgments: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def sign_test(judgments: pl.DataFrame) -> pl.DataFrame:
+def sign_test(
+    judgments: pl.DataFrame, pairs: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Exact binomial (sign) test of primacy against recency per (benchmark, judge).
+    ``pairs``: :func:`~voirdire.analysis.position.pairing.judgment_pairs` of
+    ``judgments`` where the caller has it (else it is made here).
 
     Columns: ``benchmark``, ``judge``, ``primacy``, ``recency`` (int: pcn, rcn),
     ``primacy_share`` (float: pcn / (pcn + rcn), null without inconsistent pairs),
@@ -230,7 +234,7 @@ def sign_test(judgments: pl.DataFrame) -> pl.DataFrame:
 
     k = pl.col("klass")
     counts = (
-        judgment_pairs(judgments)
+        (judgment_pairs(judgments) if pairs is None else pairs)
         .group_by("benchmark", "judge")
         .agg(
             primacy=(k == "primacy").sum().cast(pl.Int64),
