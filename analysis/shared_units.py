@@ -240,10 +240,12 @@ def _board_figures(
     for i, ((judges, common), sub) in enumerate(zip(groups, subs)):
         label = _label(b, models, i)
         s = _key_sums(sub.drop("_u"), key)
-        qids = sorted(set(s.get_column("question_id").to_list()))
+        qids = (
+            s.get_column("question_id").unique().sort()
+        )  # as sorted(): UTF-8 byte order is code-point order
         for jn in judges:
             sj = (
-                pl.DataFrame({"question_id": qids}, schema={"question_id": pl.String})
+                qids.to_frame()
                 .join(s.filter(pl.col("judge") == jn).select("question_id", "num", "den"),
                       on="question_id", how="left")
                 .fill_null(0)

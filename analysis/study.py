@@ -35,6 +35,7 @@ from voirdire.analysis.position.lengths import (
 )
 from voirdire.analysis.position.metrics import judge_from_cells
 from voirdire.analysis.position.pair_model import settings_for
+from voirdire.analysis.position.pairing import judgment_pairs
 from voirdire.analysis.position.registry import added_metrics
 from voirdire.analysis.position.regression import StepResult, factor_regressions
 from voirdire.analysis.position.simulate import power_table
@@ -85,11 +86,14 @@ def _load_dir(path: Path, replicates: int, tokenizer: str | None) -> Results:
     tok = tokenizer or (d.job.get("job", {}).get("analysis") or {}).get("tokenizer")
     if tok:
         d.cell_tokens = _cell_tokens(d.judgments, d.job, tok)
-    d.ci = bootstrap_ci(position, replicates=replicates, clusters=d.clusters)
-    d.ci_task = bootstrap_ci(
-        position, replicates=replicates, by_task=True, clusters=d.clusters
+    pairs = judgment_pairs(position)  # once: both intervals and the sign test read it
+    d.ci = bootstrap_ci(
+        position, replicates=replicates, clusters=d.clusters, pairs=pairs
     )
-    d.sign = sign_test(position)
+    d.ci_task = bootstrap_ci(
+        position, replicates=replicates, by_task=True, clusters=d.clusters, pairs=pairs
+    )
+    d.sign = sign_test(position, pairs=pairs)
     if position.get_column("judge").n_unique() >= 2:
         ch = agr.choices(position)
         per_query = agr.query_disagreement(position, ch=ch)

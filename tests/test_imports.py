@@ -294,6 +294,7 @@ def test_product_never_imports_tests_or_perf_nor_edits_sys_path():
 #: tables, then has them written)
 ANALYSIS_STAGES = [
     "settings",
+    "key_sort",
     "stats",
     "results_dir",
     "position",
@@ -329,5 +330,5 @@ def test_analysis_stages_import_one_way():
                 and ANALYSIS_STAGES.index(t[2]) > here
             ):
                 bad.append(str(imp))
-    order = "settings -> stats -> results_dir -> position -> biases -> mitigation -> ranking -> people -> stages -> outputs -> study -> report -> build"
+    order = "settings -> key_sort -> stats -> results_dir -> position -> biases -> mitigation -> ranking -> people -> stages -> outputs -> study -> report -> build"
     assert not bad, f"analysis imports against {order}:\n" + "\n".join(bad)

@@ -17,7 +17,11 @@ from voirdire.analysis.position.metrics import (
     judge_metrics,
     summarize,
 )
-from voirdire.analysis.position.stability import RS_COLUMNS, repetition_stability
+from voirdire.analysis.position.stability import (
+    RS_COLUMNS,
+    query_stability,
+    repetition_stability,
+)
 
 REF = "ref"
 
@@ -493,6 +497,18 @@ def test_repetition_stability_ignores_single_asked_queries():
     r = repetition_stability(df).row(0, named=True)
     assert r["n_queries"] == 1
     assert r["rs"] == pytest.approx(2 / 3)
+
+
+def test_no_query_asked_twice_gives_the_repeated_tables_columns():
+    # no query_id twice: RS is skipped without grouping, and its tables keep their schema
+    once = table(reps("A", q="q1"), reps("B", q="q2"), reps("-", q="q3", judge="K"))
+    twice = table(reps("AB", q="q1"), reps("A", q="q2"))
+    assert query_stability(once).height == 0
+    assert query_stability(once).schema == query_stability(twice).schema
+    rs = repetition_stability(once)
+    assert rs.schema == repetition_stability(twice).schema
+    assert rs.select("judge", "n_queries").rows() == [("J", 0), ("K", 0)]
+    assert rs.get_column("rs").null_count() == 2
 
 
 # --------------------------------------------------------------------------------------

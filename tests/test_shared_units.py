@@ -183,3 +183,18 @@ def test_ratio_interval_in_blocks_is_the_one_draw_interval(monkeypatch):
     assert ratio_interval(num, den, 50, 11) == want
     monkeypatch.setattr(tie_test, "_BLOCK", 1)  # one replicate a block
     assert ratio_interval(num, den, 50, 11) == want
+
+
+def test_ratio_interval_drawn_in_blocks_is_the_one_draw_interval():
+    """20,000 clusters × 200 replicates: drawn in blocks of 52 replicates; the interval is
+    the one a single (replicates × clusters) draw of the same seed gives."""
+    rng = np.random.default_rng(3)
+    n, reps = 20_000, 200
+    den = rng.integers(0, 3, n)
+    num = rng.binomial(den, 0.7)
+    est, lo, hi = ratio_interval(num, den, reps, seed=11)
+    idx = np.random.default_rng(11).integers(0, n, size=(reps, n))
+    r = num[idx].sum(axis=1) / den[idx].sum(axis=1)
+    assert est == num.sum() / den.sum()
+    assert [lo, hi] == np.quantile(r, [0.025, 0.975]).tolist()
+    assert lo < est < hi

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from voirdire.analysis.key_sort import sort_by_keys
 from voirdire.analysis.mitigation.verdicts import COMPARISON_KEYS, Strategy, conform
 
 __all__ = ["bpde", "select_for_annotation", "override", "with_labels"]
@@ -46,11 +47,10 @@ def bpde(verdicts: pl.DataFrame) -> pl.DataFrame:
         .then(term("wins") + term("ties") + term("losses"))
         .otherwise(0.0)
     )
-    return (
-        counts.with_columns(bpde=ent)
-        .select(*keys, "outcomes", "wins", "ties", "losses", "bpde")
-        .sort(keys)
+    out = counts.with_columns(bpde=ent).select(
+        *keys, "outcomes", "wins", "ties", "losses", "bpde"
     )
+    return sort_by_keys(out, keys)
 
 
 def select_for_annotation(verdicts: pl.DataFrame, beta: float = 0.2) -> pl.DataFrame:
@@ -67,7 +67,8 @@ def select_for_annotation(verdicts: pl.DataFrame, beta: float = 0.2) -> pl.DataF
     if not 0.0 < beta <= 1.0:
         raise ValueError(f"beta must be in (0, 1], not {beta}")
     keys = COMPARISON_KEYS
-    scored = bpde(verdicts).sort(
+    scored = sort_by_keys(
+        bpde(verdicts),
         ["benchmark", "judge", "bpde", *keys[2:]],
         descending=[False, False, True] + [False] * 4,
     )

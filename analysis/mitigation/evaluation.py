@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from voirdire.analysis.key_sort import sort_by_keys
 from voirdire.analysis.mitigation import grading as R
 from voirdire.analysis.mitigation import registry
 from voirdire.analysis.mitigation import verdicts as M
@@ -140,8 +141,8 @@ def _question_sums(verdicts: pl.DataFrame, ref: pl.DataFrame | None) -> pl.DataF
         strategy=pl.col("judge").str.split_exact(_SEP, 1).struct.field("field_0"),
         judge=pl.col("judge").str.split_exact(_SEP, 1).struct.field("field_1"),
     )
-    out = base.join(per_order, on=keys, how="full", coalesce=True).sort(
-        keys
+    out = sort_by_keys(
+        base.join(per_order, on=keys, how="full", coalesce=True), keys
     )  # a fixed order: reproducible float sums
     return out.with_columns(
         [pl.col(c).fill_null(0).cast(pl.Float64) for c in [*_VALUES, "_failed"]]

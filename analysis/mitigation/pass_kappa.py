@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from voirdire.analysis.key_sort import sort_by_keys
 from voirdire.analysis.mitigation.verdicts import normalise
 from voirdire.analysis.position.pairing import verdict_pairs
 from voirdire.analysis.settings import DEFAULTS
@@ -86,7 +87,7 @@ def pass_confusion(pairs: pl.DataFrame, by: Sequence[str] = ("judge",)) -> pl.Da
         for b in CATS
     }
     out = pairs.group_by(keys).agg(**cnt)
-    return out.with_columns(pass_pairs=pl.sum_horizontal(PASS_CONF)).sort(keys)
+    return sort_by_keys(out.with_columns(pass_pairs=pl.sum_horizontal(PASS_CONF)), keys)
 
 
 def gate(col: str = "pass_kappa") -> pl.Expr:

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import polars as pl
 
+from voirdire.analysis.key_sort import sort_by_keys
 from voirdire.analysis.position.pairing import (
     PAIRWISE_MODES,
     order_verdict,
@@ -366,7 +367,7 @@ def jury_vote(
             judge=pl.lit(name) if name else pl.format("panel-{}", pl.col("_n")),
         )
     )
-    return conform(out).sort([*VERDICT_KEYS, "side"], nulls_last=True)
+    return sort_by_keys(conform(out), [*VERDICT_KEYS, "side"], nulls_last=True)
 
 
 def pipeline(*steps: Step) -> Strategy:

@@ -49,8 +49,20 @@ def query_stability(judgments: pl.DataFrame) -> pl.DataFrame:
     """Per query asked at least twice with an extracted choice: ``benchmark``, ``judge``,
     ``query_id``, ``question_id`` (str), ``n_j``, ``m_j`` (int), ``rs_j``, ``sd_j``
     (float); the terms that :func:`repetition_stability` averages."""
-    _, scored = _query_stability(judgments.lazy())
+    _, scored = _query_stability(_repeated(judgments).lazy())
     return scored.sort(QUERY_KEYS).collect()
+
+
+def _repeated(judgments: pl.DataFrame) -> pl.DataFrame:
+    """``judgments``, or none of its rows where no ``query_id`` occurs twice (no query
+    asked twice: nothing for RS; a hash of one column, not the three group-bys over
+    every row)."""
+    if (
+        judgments.height
+        and judgments.select(pl.col("query_id").is_duplicated().any()).item()
+    ):
+        return judgments
+    return judgments.head(0)
 
 
 def repetition_stability(judgments: pl.DataFrame) -> pl.DataFrame:
@@ -88,7 +100,7 @@ def repetition_stability(judgments: pl.DataFrame) -> pl.DataFrame:
     (float), ``n_queries`` (int: queries used).
     """
     lf = judgments.lazy()
-    used, scored = _query_stability(lf)
+    used, scored = _query_stability(_repeated(judgments).lazy())
     # the terms sorted: the mean's float sum runs in one order (it varied from run to run)
     stats = scored.group_by(JUDGE_KEYS).agg(
         rs=pl.col("rs_j").sort().cum_sum().last() / pl.len(),

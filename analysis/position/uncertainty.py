@@ -23,6 +23,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from voirdire.analysis.key_sort import sort_by_keys
 from voirdire.analysis.position import registry
 from voirdire.analysis.position.listwise import candidate_series
 from voirdire.analysis.position.pairing import judgment_pairs, pair_sums
@@ -65,8 +66,8 @@ def question_sums(
         "mode" not in judgments.columns
         or not judgments.filter(pl.col("mode") == "listwise").height
     ):
-        return pairwise.sort(
-            keys
+        return sort_by_keys(
+            pairwise, keys
         )  # sorted: the cells' order, so the float sums, do not vary from run to run
     listwise = (
         candidate_series(judgments)
@@ -80,7 +81,7 @@ def question_sums(
             d=pl.col("s").fill_null(0.0).sum().cast(pl.Float64),
         )
     )
-    return pl.concat([pairwise, listwise], how="vertical_relaxed").sort(keys)
+    return sort_by_keys(pl.concat([pairwise, listwise], how="vertical_relaxed"), keys)
 
 
 def _metric_batches(
@@ -217,8 +218,12 @@ def stability_sums(judgments: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def sign_test(judgments: pl.DataFrame) -> pl.DataFrame:
+def sign_test(
+    judgments: pl.DataFrame, pairs: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Exact binomial (sign) test of primacy against recency per (benchmark, judge).
+    ``pairs``: :func:`~voirdire.analysis.position.pairing.judgment_pairs` of
+    ``judgments`` where the caller has it (else it is made here).
 
     Columns: ``benchmark``, ``judge``, ``primacy``, ``recency`` (int: pcn, rcn),
     ``primacy_share`` (float: pcn / (pcn + rcn), null without inconsistent pairs),
@@ -229,7 +234,7 @@ def sign_test(judgments: pl.DataFrame) -> pl.DataFrame:
 
     k = pl.col("klass")
     counts = (
-        judgment_pairs(judgments)
+        (judgment_pairs(judgments) if pairs is None else pairs)
         .group_by("benchmark", "judge")
         .agg(
             primacy=(k == "primacy").sum().cast(pl.Int64),

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from voirdire.analysis.biases.perturbed import control_rows
+from voirdire.analysis.key_sort import sort_by_keys
 from voirdire.analysis.position.pairing import (
     PAIR_KEYS,
     PAIRWISE_MODES,
@@ -137,9 +138,12 @@ def flipped_pairs(
         DIRECTORY,
     ]
     picked = (
-        flips.sort(order, nulls_last=True)
+        sort_by_keys(flips, order, nulls_last=True)
         .with_columns(_turn=pl.int_range(pl.len()).over([*judges, "task"]))
-        .sort([*judges, "_turn", "task", "question_id", "candidate", "repetition"])
+        .pipe(
+            sort_by_keys,
+            [*judges, "_turn", "task", "question_id", "candidate", "repetition"],
+        )
         .with_columns(_i=pl.int_range(pl.len()).over(judges))
         .filter(pl.col("_i") < k)
         .head(max_pairs)
