@@ -9,7 +9,8 @@ figure draws its aggregate form, never one mark per judge, and a long name is sh
   most verdicts); past it the figure adds the distribution of Cohen's κ over every pair.
 - :data:`NAME_CHARS`: the most characters of a name (judge, task, model) a figure shows;
   a longer one is shown as its first :data:`NAME_CHARS` characters and its length
-  (:func:`cut_text`).
+  (:func:`cut_text`): in the figures, the page's tables and ``report.md``; any other text
+  the page writes is cut past :data:`TEXT_CHARS`.
 
 A bounded figure says so: its specification carries :data:`BOUND_META` (read by
 :mod:`voirdire.analysis.report.coverage`, whose caption gives :func:`bound_reason` for the
@@ -27,6 +28,7 @@ __all__ = [
     "JUDGES_DRAWN",
     "AGREEMENT_JUDGES",
     "NAME_CHARS",
+    "TEXT_CHARS",
     "BOUND_META",
     "cut_text",
     "most_judged",
@@ -40,6 +42,8 @@ JUDGES_DRAWN = 150
 AGREEMENT_JUDGES = 60
 #: the most characters of a name a figure shows (more: cut, its length said)
 NAME_CHARS = 200
+#: the most characters of any text the page writes (more: cut, its length said)
+TEXT_CHARS = 4_000
 #: the key under a specification's ``usermeta`` naming its bound (``{"drawn": k, "of": n}``)
 BOUND_META = "voirdire_bound"
 
