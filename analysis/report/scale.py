@@ -37,9 +37,9 @@ __all__ = [
 ]
 
 #: the most judges a per-judge figure draws (more: the most judged, and the distribution)
-JUDGES_DRAWN = 150
+JUDGES_DRAWN = 300
 #: the most judges the agreement heatmap draws (more: the most judged, and κ's distribution)
-AGREEMENT_JUDGES = 60
+AGREEMENT_JUDGES = 200
 #: the most characters of a name a figure shows (more: cut, its length said)
 NAME_CHARS = 200
 #: the most characters of any text the page writes (more: cut, its length said)
