@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from voirdire.analysis.study import Study
 
 __all__ = [
-    "PAIRS_SHOWN", "agreement_heatmap", "disagreement_chart", "agreement_view", "agreement_key",
+    "PAIRS_SHOWN", "agreement_heatmap", "disagreement_chart", "kappa_distribution", "agreement_view", "agreement_key",
     "directory_labels",
 ]  # fmt: skip
 
@@ -141,6 +141,36 @@ def agreement_heatmap(
         .add_params(search_param())
         .properties(width=side, height=side, title=title + " (Cohen's kappa; hover for the agreement)")
     )  # fmt: skip
+
+
+def kappa_distribution(matrix: pl.DataFrame, title: str, bins: int = 48) -> alt.Chart:
+    """Bars: how many judge pairs of ``matrix`` (judge_a, judge_b, kappa; both orders of
+    each pair, each pair counted once) have Cohen's κ in each of ``bins`` bins over
+    [−1, 1]: the agreement heatmap's aggregate form past
+    :data:`~voirdire.analysis.report.scale.AGREEMENT_JUDGES` judges (no judge named)."""
+    w = 2 / bins
+    h = (
+        matrix.filter((pl.col("judge_a") < pl.col("judge_b")) & pl.col("kappa").is_not_null())
+        .select(b=((pl.col("kappa") + 1) / w).floor().clip(0, bins - 1))
+        .group_by("b")
+        .len("pairs")
+        .select(lo=-1 + pl.col("b") * w, hi=-1 + (pl.col("b") + 1) * w, pairs="pairs")
+        .sort("lo")
+    )  # fmt: skip
+    return (
+        alt.Chart(h)
+        .mark_rect(color="#4c72b0")
+        .encode(
+            x=alt.X("lo:Q", title="Cohen's κ", scale=alt.Scale(domain=[-1, 1])),
+            x2="hi:Q",
+            y=alt.Y("pairs:Q", title="judge pairs"),
+            tooltip=[
+                alt.Tooltip("lo:Q", format=".2f", title="κ from"),
+                alt.Tooltip("pairs:Q", format=","),
+            ],
+        )  # fmt: skip
+        .properties(width=min(WIDTH // 2, 460), height=220, title=title)
+    )
 
 
 def disagreement_chart(hist: pl.DataFrame, title: str) -> alt.LayerChart:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from voirdire.analysis.report import scale
 from voirdire.analysis.report.vega import data_rows, shown_text
 
 if TYPE_CHECKING:
@@ -172,5 +173,17 @@ def figure_caption(
     all."""
     if spec is None:
         return None
+    bound = scale.bound_of(dict(spec))
+    if bound is not None and bound["drawn"] >= bound["of"]:  # a distribution over all
+        text = (
+            f"Draws the distribution over all {bound['of']:,} judges, not one mark per "
+            f"judge (past the report's bound of {scale.JUDGES_DRAWN:,}); each judge's "
+            "numbers: the CSVs in metrics/."
+        )
+        return {"text": text, "all": text}
     have = {shown_text(j) for j in drawn} if drawn is not None else drawn_judges(spec)
-    return caption({j: w for j, w in reasons.items() if shown_text(j) not in have})
+    left = {j: w for j, w in reasons.items() if shown_text(j) not in have}
+    if bound is not None:  # judges it left out for the bound alone say so
+        past = scale.bound_reason(bound["drawn"], bound["of"])
+        left = {j: past if w == NO_DATA else w for j, w in left.items()}
+    return caption(left)

@@ -34,6 +34,7 @@ __all__ = [
     "pair_href",
     "with_verdicts",
     "judge_scatter",
+    "judge_density",
     "judge_bars",
     "family_multiples",
     "FAMILY_FIELDS",
@@ -146,6 +147,65 @@ def judge_scatter(
         alt.layer(*layers)
         .add_params(search_param())
         .properties(width=min(WIDTH // 2, 520), height=380, title=title)
+    )
+
+
+def judge_density(
+    rows: pl.DataFrame,
+    x: str,
+    y: str,
+    title: str,
+    *,
+    x_title: str,
+    y_title: str,
+    x_domain: tuple[float, float],
+    y_domain: tuple[float, float] = (0.0, 1.02),
+    bins: int = 40,
+) -> alt.Chart:
+    """The distribution of judges over (``x``, ``y``): a heatmap of how many of ``rows``'
+    judges fall in each of ``bins`` × ``bins`` cells, no mark per judge (the form past
+    :data:`~voirdire.analysis.report.scale.JUDGES_DRAWN` judges); its data holds the
+    counts only, never the judges' names."""
+    r = rows.filter(pl.col(x).is_not_null() & pl.col(y).is_not_null())
+    (x0, x1), (y0, y1) = x_domain, y_domain
+    wx, wy = (x1 - x0) / bins, (y1 - y0) / bins
+    cells = (
+        r.select(
+            bx=((pl.col(x) - x0) / wx).floor().clip(0, bins - 1),
+            by=((pl.col(y) - y0) / wy).floor().clip(0, bins - 1),
+        )
+        .group_by("bx", "by")
+        .len("judges")
+        .select(
+            x0=x0 + pl.col("bx") * wx,
+            x1=x0 + (pl.col("bx") + 1) * wx,
+            y0=y0 + pl.col("by") * wy,
+            y1=y0 + (pl.col("by") + 1) * wy,
+            judges="judges",
+        )  # fmt: skip
+        .sort("x0", "y0")
+    )
+    return (
+        alt.Chart(cells)
+        .mark_rect()
+        .encode(
+            x=alt.X("x0:Q", title=x_title, scale=alt.Scale(domain=list(x_domain))),
+            x2="x1:Q",
+            y=alt.Y("y0:Q", title=y_title, scale=alt.Scale(domain=list(y_domain))),
+            y2="y1:Q",
+            color=alt.Color(
+                "judges:Q",
+                scale=alt.Scale(type="log", scheme="viridis"),
+                title="judges",
+            ),
+            tooltip=[
+                alt.Tooltip("judges:Q", format=","),
+                alt.Tooltip("x0:Q", format=".2f", title=f"{x} from"),
+                alt.Tooltip("y0:Q", format=".2f", title=f"{y} from"),
+            ],
+        )  # fmt: skip
+        .add_params(search_param())
+        .properties(width=min(WIDTH - 320, 560), height=420, title=title)
     )
 
 

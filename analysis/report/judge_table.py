@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from voirdire.analysis.position.registry import added_metrics, metric
+from voirdire.analysis.report.scale import cut_text
 from voirdire.escape import markdown
 
 #: The per-judge table: (column, header, format), or the name of a metric whose record
@@ -149,7 +150,11 @@ def markdown_judge_table(jm: pl.DataFrame) -> str:
     head = "| " + " | ".join(h for _, h, _ in spec) + " |"
     sep = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(spec))) + "|"
     body = [  # benchmark and judge: text of the directory's; the rest are figures
-        "| " + " | ".join(markdown(c) if i < 2 else c for i, c in enumerate(r)) + " |"
+        "| "
+        + " | ".join(
+            markdown(cut_text(str(c))) if i < 2 else c for i, c in enumerate(r)
+        )
+        + " |"
         for r in judge_table_rows(jm)
     ]
     return "\n".join([head, sep, *body])

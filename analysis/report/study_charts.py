@@ -32,16 +32,19 @@ import polars as pl
 
 from voirdire.analysis.families import judge_families
 from voirdire.analysis.position.registry import added_metrics
+from voirdire.analysis.report import scale
 from voirdire.analysis.report.agreement import (
     agreement_heatmap,
     agreement_key,
     directory_labels,
     disagreement_chart,
+    kappa_distribution,
 )
 from voirdire.analysis.report.curve_charts import default_picks, win_rate_curves
 from voirdire.analysis.report.judge_charts import (
     family_multiples,
     judge_bars,
+    judge_density,
     judge_scatter,
 )
 from voirdire.analysis.report.task_charts import by_task_charts
@@ -107,6 +110,16 @@ def _benchmark(
 ) -> dict[str, Any]:  # fmt: skip
     charts: dict[str, Any] = {}
     pb = study.panel.filter(pl.col("benchmark") == b)
+    total = pb.get_column("judge").n_unique()
+    whole = pb
+    if total > scale.JUDGES_DRAWN:  # one mark per judge: only the most judged (scale)
+        top = scale.most_judged(
+            cells.filter(pl.col("benchmark") == b), scale.JUDGES_DRAWN
+        )
+        drawn = pl.col("judge").is_in(top)
+        pb, jt, cells = pb.filter(drawn), jt.filter(drawn), cells.filter(drawn)
+        judges = scale.keep(judges, top)
+        families = families.filter(drawn) if "judge" in families.columns else families
     mine = in_order(order, pb.get_column("judge"))
     if jt.height:
         charts |= {
@@ -115,7 +128,12 @@ def _benchmark(
     # a judge judged in one order has no PC or PF: its cells' zeros are not points
     two = pb.filter(pl.col("pc").is_not_null()).select("judge")
     u = cells.filter(pl.col("benchmark") == b).join(two, on="judge", how="semi")
-    if u.height:
+    if u.height and total > scale.JUDGES_DRAWN:  # the distribution over every judge
+        charts[f"pc_pf:{b}"] = judge_density(
+            whole, "pf", "pc", f"{b}: PC against PF, the distribution over {total:,} judges",
+            x_title=_PF, y_title="PC", x_domain=(-1, 1),
+        )  # fmt: skip
+    elif u.height:
         charts[f"pc_pf:{b}"] = judge_scatter(
             pb, "pf", "pc", judges, f"{b}: PC against PF", x_title=_PF, y_title="PC",
             x_domain=(-1, 1), cells=u.filter(pl.col("n") > 0).select("judge", "pf", "pc"),
@@ -149,6 +167,12 @@ def _benchmark(
                 pb, name, mine, judges, f"{b}: {m.label} per judge",
                 axis_title=f"{m.label} ({m.direction_text})", zero=m.direction == "zero",
             )  # fmt: skip
+    if total > scale.JUDGES_DRAWN:  # each figure says what it draws (its caption)
+        k = pb.get_column("judge").n_unique()
+        charts = {
+            key: c.properties(usermeta={scale.BOUND_META: {"drawn": total if key.startswith("pc_pf:") else k, "of": total}})
+            for key, c in charts.items()
+        }  # fmt: skip
     return charts
 
 
@@ -190,12 +214,23 @@ def study_charts(study: Study, choice: Choice) -> dict[str, alt.TopLevelMixin]:
                 (pl.col("benchmark") == b) & pl.col("pc").is_not_null()
             )
             name = labels[i] if len(benches) == 1 else f"{labels[i]}, {b}"
-            charts[agreement_key("agreement", i, b)] = agreement_heatmap(
-                d.agreement.filter(pl.col("benchmark") == b),
+            matrix = d.agreement.filter(pl.col("benchmark") == b)
+            total = matrix.get_column("judge_a").n_unique()
+            heat = agreement_heatmap(
+                matrix if total <= scale.AGREEMENT_JUDGES else matrix.filter(
+                    pl.col("judge_a").is_in(top := scale.most_judged(
+                        d.cell_metrics.filter(pl.col("benchmark") == b), scale.AGREEMENT_JUDGES))
+                    & pl.col("judge_b").is_in(top)
+                ),
                 order,
                 f"{name}: agreement between judges",
                 two.get_column("judge").to_list(),
-            )
+            )  # fmt: skip
+            if total > scale.AGREEMENT_JUDGES:  # the most judged, and κ over every pair
+                heat = alt.vconcat(
+                    heat, kappa_distribution(matrix, f"{name}: Cohen's κ over all {total:,} judges' pairs")
+                ).properties(usermeta={scale.BOUND_META: {"drawn": len(top), "of": total}})  # fmt: skip
+            charts[agreement_key("agreement", i, b)] = heat
             charts[agreement_key("disagreement", i, b)] = disagreement_chart(
                 d.disagreement.filter(pl.col("benchmark") == b),
                 f"{name}: disagreement per query",

@@ -26,6 +26,7 @@ from typing import Any
 
 import altair as alt
 
+from voirdire.analysis.report.scale import cut_text
 from voirdire.escape import visible
 
 __all__ = [
@@ -253,20 +254,30 @@ def _rekey(
 _NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
 
 
-def _as_data(node: Any) -> Any:
+#: the keys whose text is a Vega expression, never a name shown (so never cut)
+_EXPRESSIONS = frozenset({"expr", "labelExpr", "calculate", "filter", "test", "signal", "update"})  # fmt: skip
+
+
+def _as_data(node: Any, cut: bool = True) -> Any:
     """Every text of a specification shown as data (:func:`voirdire.escape.visible`:
     control characters as escapes, then what XML cannot hold as U+FFFD; a judge named with
     an escape byte would otherwise stop vl-convert's SVG) and every float to 4 decimals
-    (more than any figure shows: a smaller page). The same names everywhere in the spec
+    (more than any figure shows: a smaller page); a text over
+    :data:`~voirdire.analysis.report.scale.NAME_CHARS` characters (a judge's or task's
+    name) cut (:func:`~voirdire.analysis.report.scale.cut_text`; expressions are whole).
+    The same names everywhere in the spec
     (data, sort orders, parameters), so they still match."""
     if isinstance(node, str):
-        return _NOT_XML.sub("\ufffd", visible(node))
+        return _NOT_XML.sub("\ufffd", visible(cut_text(node) if cut else node))
     if isinstance(node, float):  # NaN and infinities as null: JSON has neither
         return round(node, 4) if math.isfinite(node) else None
     if isinstance(node, dict):
-        return {_as_data(k): _as_data(v) for k, v in node.items()}
+        return {
+            _as_data(k, False): _as_data(v, cut and k not in _EXPRESSIONS)
+            for k, v in node.items()
+        }
     if isinstance(node, list):
-        return [_as_data(v) for v in node]
+        return [_as_data(v, cut) for v in node]
     return node
 
 

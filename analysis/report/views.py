@@ -1,7 +1,8 @@
 """The views the report's templates take (``templates/``): a table, an embedded image and an
 interactive figure as the page shows them, the number formats, and the template renderer.
 Every section of the page (:mod:`voirdire.analysis.report.html` assembles them) builds its
-view from these; the templates escape every value."""
+view from these; the templates escape every value; a
+long name is shown cut (:func:`~voirdire.analysis.report.scale.cut_text`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 import polars as pl
+
+from voirdire.analysis.report.scale import TEXT_CHARS, cut_text
 
 __all__ = [
     "F3",
@@ -37,7 +41,17 @@ def _env() -> jinja2.Environment:
         autoescape=jinja2.select_autoescape(["html", "j2"]),
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_finalize,
     )
+
+
+def _finalize(value: Any) -> Any:
+    """Every value a template writes: a plain text (never markup the template built, such
+    as a figure's JSON) over :data:`~voirdire.analysis.report.scale.TEXT_CHARS` characters
+    cut, its length said (a caption listing 10,000 judges, a name not cut before)."""
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return cut_text(value, TEXT_CHARS)
+    return value
 
 
 def render_template(name: str, **context: Any) -> str:
@@ -59,7 +73,7 @@ def _cell(v: Any, fmt: str | None) -> dict[str, Any]:
         else:
             text = f"{v:.4g}" if abs(v) < 1e4 else f"{v:,.1f}"
         return {"text": text, "v": repr(float(v)), "num": True}
-    return {"text": str(v), "v": None, "num": False}
+    return {"text": cut_text(str(v)), "v": None, "num": False}
 
 
 def _empty(v: Any) -> bool:
@@ -93,7 +107,7 @@ def table_view(
     rows = [
         {
             "flag": bool(flag_col and r.get(flag_col)),
-            "judge": r.get("judge") if "judge" in df.columns else None,
+            "judge": cut_text(str(r["judge"])) if r.get("judge") is not None else None,
             "cells": [
                 _cell(r[c], formats.get(c)) | {"name": c == "judge"} for c in cols
             ],
