@@ -22,6 +22,7 @@ import polars as pl
 
 from voirdire.analysis.biases.perturbed import control_rows
 from voirdire.analysis.position.listwise import SERIES_KEYS, listwise_series
+from voirdire.analysis.report.rebuilt_prompts import question_text, rebuilt_prompt
 
 if TYPE_CHECKING:
     from voirdire.benchmarks.base import Benchmark
@@ -169,22 +170,10 @@ def with_list_prompts(series: pl.DataFrame, bench: Benchmark | None) -> pl.DataF
     ``bench`` is None."""
 
     def prompt(qid: str, shown: list[str] | None, option_mode: int) -> str | None:
-        if bench is None or shown is None:
-            return None
-        try:
-            user = bench.build_prompt(qid, list(shown), option_mode, "listwise")
-            system = bench.system_prompt(qid, list(shown), option_mode)
-        except (KeyError, ValueError, NotImplementedError):
-            return None
-        return user if system is None else f"[system]\n{system}\n\n[user]\n{user}"
+        return rebuilt_prompt(bench, qid, shown, "listwise", option_mode)
 
     def question(qid: str) -> str | None:
-        if bench is None:
-            return None
-        try:
-            return bench.question_text(qid)
-        except (KeyError, ValueError, NotImplementedError):
-            return None
+        return question_text(bench, qid)
 
     if not series.height:
         return series

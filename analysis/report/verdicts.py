@@ -31,6 +31,7 @@ from voirdire.analysis.position.pairing import (
     judgment_pairs,
     side,
 )
+from voirdire.analysis.report.rebuilt_prompts import question_text, rebuilt_prompt
 from voirdire.analysis.report.views import render_template
 
 if TYPE_CHECKING:
@@ -181,22 +182,10 @@ def with_prompts(pairs: pl.DataFrame, bench: Benchmark | None) -> pl.DataFrame:
     def one(
         qid: str, shown: Sequence[str] | None, mode: str | None, option_mode: int
     ) -> Any:
-        if bench is None or shown is None or mode is None:
-            return None
-        try:
-            user = bench.build_prompt(qid, list(shown), option_mode, mode)
-            system = bench.system_prompt(qid, list(shown), option_mode)
-        except (KeyError, ValueError, NotImplementedError):
-            return None
-        return user if system is None else f"[system]\n{system}\n\n[user]\n{user}"
+        return rebuilt_prompt(bench, qid, shown, mode, option_mode)
 
     def question(qid: str) -> str | None:
-        if bench is None:
-            return None
-        try:
-            return bench.question_text(qid)
-        except (KeyError, ValueError, NotImplementedError):
-            return None
+        return question_text(bench, qid)
 
     cols = ("question_id", "option_mode", "mode1", "shown1", "shown2")
     rows = pairs.select(cols).rows()
