@@ -47,7 +47,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
-import statsmodels.api as sm
 
 from voirdire.analysis.position.formulas import valid
 
@@ -157,7 +156,11 @@ def scorer(
 
 
 def ols_fit(y: np.ndarray, blocks: dict, terms: Sequence[str]):
-    """The final model, fitted by statsmodels OLS (pseudo-inverse: aliased columns share)."""
+    """The final model, fitted by statsmodels OLS (pseudo-inverse: aliased columns share).
+    statsmodels is imported here, when a regression runs: writing a directory's analysis
+    reads this module's notes and must not pay its second of imports."""
+    import statsmodels.api as sm
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return sm.OLS(y, design(len(y), blocks, terms)).fit()
